@@ -1,0 +1,1297 @@
+// weight-relay native data plane: the built-in Transfer Engine behind dp.h.
+//
+// Threads of one engine:
+//  - one accept thread and one thread per inbound connection (the tcp server that moves
+//    bytes between sockets and this engine's segments: the target application stays
+//    passive);
+//  - a copy pool (local transport) that splits large transfers into chunks;
+//  - per tcp peer, `streams` stream threads sharing a chunk queue, each with its own
+//    connection, plus one control connection for alloc/free/notify.
+// Completion is signalled through a condition variable per batch; nothing spins.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <memory>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "dp_internal.h"
+
+namespace dp {
+
+// Wire protocol of the tcp transport (one request, one response, in order per connection).
+constexpr uint32_t kMagic = 0x57524450;  // "WRDP"
+constexpr uint32_t kMaxName = 4096;
+constexpr int64_t kTcpChunk = 8 << 20;
+constexpr int64_t kLocalChunk = 8 << 20;
+constexpr int64_t kInlineCopy = 256 << 10;
+
+enum class Op : uint32_t { kWrite = 1, kRead = 2, kNotify = 3, kAlloc = 4, kFree = 5 };
+
+struct ReqHeader {
+    uint32_t magic;
+    uint32_t op;
+    int64_t offset;
+    int64_t length;
+    uint32_t name_len;
+    uint32_t reserved;
+};
+
+struct RespHeader {
+    int32_t status;
+    int32_t reserved;
+    int64_t value;
+};
+
+inline Err FromCode(int32_t code) { return static_cast<Err>(code); }
+
+class Engine;
+class TcpPeer;
+
+struct TaskState {
+    std::atomic<int32_t> chunks_left{0};
+    std::atomic<int32_t> error{0};
+    std::atomic<int64_t> bytes{0};
+    int64_t length = 0;
+    bool tcp = false;
+    int32_t op = DP_OP_READ;
+    int32_t final_status = DP_PENDING;  // guarded by BatchState::mu
+};
+
+struct CopyQueue;
+
+struct BatchState {
+    explicit BatchState(int32_t n) : tasks(new TaskState[n > 0 ? n : 1]), count(n), remaining(n) {}
+    std::mutex mu;
+    std::condition_variable cv;
+    std::unique_ptr<TaskState[]> tasks;
+    int32_t count;
+    int32_t remaining;  // guarded by mu
+    bool done = false;  // guarded by mu
+    int32_t notify_status = DP_OK;
+    std::string notify_name;
+    bool notify_self = false;
+    std::vector<std::shared_ptr<TcpPeer>> notify_peers;
+    Engine* engine = nullptr;
+    std::shared_ptr<CopyQueue> copies;  // where this batch's local chunks wait
+};
+
+struct OwnSegment {
+    std::string name;
+    std::string path;
+    std::unique_ptr<ShmMapping> mapping;
+    std::unique_ptr<SegmentAllocator> allocator;
+};
+
+struct PeerSegment {
+    std::string name, label, host, shm_path;
+    int32_t port = 0;
+    int64_t size = 0;
+    std::shared_ptr<OwnSegment> own;      // set when this engine owns it
+    std::shared_ptr<ShmMapping> mapping;  // set for the local transport
+    std::shared_ptr<TcpPeer> peer;        // owner's engine (data for tcp, control always)
+    char* base() const { return own ? own->mapping->base() : mapping ? mapping->base() : nullptr; }
+};
+
+struct CopyJob {
+    std::shared_ptr<BatchState> batch;
+    std::shared_ptr<PeerSegment> segment;  // keeps the mapping alive while copying
+    int32_t task;
+    char* dst;
+    const char* src;
+    int64_t length;
+};
+
+// The local transport's chunk queue, drained by the copy pool. Batches share it so that a
+// thread waiting for its batch copies that batch's chunks itself instead of sleeping (under
+// load the pool threads may not get a core). The engine's shutdown waits until no chunk is
+// in flight, so a helper may use the engine while it runs a chunk.
+struct CopyQueue {
+    std::mutex mu;
+    std::condition_variable cv;       // pool threads: a job arrived or closing
+    std::condition_variable idle_cv;  // shutdown: in_flight went back to 0
+    std::deque<CopyJob> jobs;
+    int in_flight = 0;
+    bool closing = false;
+};
+
+struct TcpJob {
+    std::shared_ptr<BatchState> batch;
+    int32_t task;
+    Op op;
+    std::string segment;
+    int64_t remote_offset;
+    char* local;
+    int64_t length;
+};
+
+class Engine {
+ public:
+    Engine(std::string label, int streams, int threads, int timeout_ms)
+        : label_(std::move(label)), streams_(streams), threads_(threads), timeout_ms_(timeout_ms) {
+        for (auto& c : counters_) c.store(0);
+    }
+    ~Engine() { Shutdown(); }
+
+    Err Start(const std::string& host, int port);
+    void Shutdown();
+    int Port() const { return port_; }
+    const std::string& label() const { return label_; }
+    int timeout_ms() const { return timeout_ms_; }
+    int streams() const { return streams_; }
+    bool closing() const { return closing_.load(); }
+    void Count(int counter, int64_t bytes) { counters_[counter].fetch_add(bytes); }
+    int64_t Counter(int i) const { return counters_[i].load(); }
+
+    Result<char*> CreateSegment(const std::string& name, const std::string& path, int64_t size);
+    Err DestroySegment(const std::string& name, bool unlink_file);
+    std::shared_ptr<OwnSegment> FindOwn(const std::string& name) {
+        std::lock_guard<std::mutex> lock(seg_mu_);
+        auto it = own_.find(name);
+        return it == own_.end() ? nullptr : it->second;
+    }
+    Err Register(int64_t addr, int64_t length);
+    Err Unregister(int64_t addr);
+    Err CheckLocal(int64_t addr, int64_t length);
+
+    Result<int64_t> OpenSegment(const PeerSegment& desc);
+    Err CloseSegment(int64_t id);
+    std::shared_ptr<PeerSegment> FindSegment(int64_t id) {
+        std::lock_guard<std::mutex> lock(seg_mu_);
+        auto it = segments_.find(id);
+        return it == segments_.end() ? nullptr : it->second;
+    }
+    Result<int64_t> Alloc(int64_t id, int64_t length);
+    Err Free(int64_t id, int64_t offset);
+
+    Result<std::shared_ptr<BatchState>> Submit(int32_t count, const int32_t* ops,
+                                               const int64_t* addrs, const int64_t* segs,
+                                               const int64_t* offsets, const int64_t* lengths,
+                                               const char* notify);
+    void CompleteChunk(const std::shared_ptr<BatchState>& b, int32_t task, Err err, int64_t bytes);
+    // Copies one local chunk and completes it.
+    void RunCopy(const CopyJob& job);
+
+    void BumpNotify(const std::string& name) {
+        {
+            std::lock_guard<std::mutex> lock(notify_mu_);
+            ++notify_[name];
+        }
+        notify_cv_.notify_all();
+    }
+    int64_t NotifyValue(const std::string& name) {
+        std::lock_guard<std::mutex> lock(notify_mu_);
+        auto it = notify_.find(name);
+        return it == notify_.end() ? 0 : it->second;
+    }
+    Err WaitNotify(const std::string& name, int64_t at_least, int64_t timeout_ms, int64_t* value);
+
+ private:
+    void FinishBatch(const std::shared_ptr<BatchState>& b);
+    void CopyLoop();
+    void AcceptLoop();
+    void ServeConnection(int fd);
+    std::shared_ptr<TcpPeer> PeerFor(const std::string& host, int port);
+
+    const std::string label_;
+    const int streams_;
+    const int threads_;
+    const int timeout_ms_;
+    std::atomic<int64_t> counters_[DP_COUNTER_COUNT];
+    std::atomic<bool> closing_{false};
+    std::once_flag shutdown_once_;
+
+    std::mutex seg_mu_;
+    std::map<std::string, std::shared_ptr<OwnSegment>> own_;
+    std::map<int64_t, std::shared_ptr<PeerSegment>> segments_;
+    std::map<std::string, int64_t> segment_ids_;
+    std::map<std::string, std::shared_ptr<TcpPeer>> peers_;
+    int64_t next_segment_id_ = 1;
+
+    std::mutex reg_mu_;
+    std::map<int64_t, int64_t> registered_;  // base -> length
+
+    std::mutex notify_mu_;
+    std::condition_variable notify_cv_;
+    std::unordered_map<std::string, int64_t> notify_;
+
+    std::shared_ptr<CopyQueue> copy_ = std::make_shared<CopyQueue>();
+    std::vector<std::thread> copy_threads_;
+
+    Fd listen_fd_;
+    Fd wake_fd_;
+    int port_ = 0;
+    std::thread accept_thread_;
+    std::mutex conn_mu_;
+    std::set<int> conn_fds_;
+    struct Connection {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> done;
+    };
+    std::list<Connection> conn_threads_;
+};
+
+// Connections to one peer engine: a chunk queue drained by `streams` threads.
+class TcpPeer {
+ public:
+    TcpPeer(Engine* engine, std::string host, int port)
+        : engine_(engine), host_(std::move(host)), port_(port) {}
+    ~TcpPeer() { Stop(); }
+
+    void Enqueue(std::vector<TcpJob>&& jobs) {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (stopping_) {
+                for (auto& j : jobs) pending_fail_.push_back(std::move(j));
+            } else {
+                if (threads_.empty()) {
+                    fds_.assign(engine_->streams(), -1);
+                    for (int i = 0; i < engine_->streams(); ++i)
+                        threads_.emplace_back([this, i] { StreamLoop(i); });
+                }
+                for (auto& j : jobs) jobs_.push_back(std::move(j));
+            }
+        }
+        cv_.notify_all();
+        FailPending();
+    }
+
+    // One request/response on the control connection (alloc, free, notify).
+    Result<int64_t> Control(Op op, const std::string& name, int64_t offset, int64_t length) {
+        std::lock_guard<std::mutex> lock(control_mu_);
+        if (engine_->closing()) return Err::kClosed;
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            if (!control_.valid()) {
+                auto fd = Connect();
+                if (!fd.ok()) return fd.error();
+                control_ = Fd(fd.value());
+            }
+            RespHeader resp{};
+            Err e = Request(control_.get(), op, name, offset, length);
+            if (e == Err::kOk) e = RecvAll(control_.get(), &resp, sizeof resp);
+            if (e == Err::kOk) {
+                if (resp.status != DP_OK) return FromCode(resp.status);
+                return resp.value;
+            }
+            control_.Reset();  // a stale pooled connection gets one fresh retry
+        }
+        return Err::kPeerGone;
+    }
+
+    void Stop() {
+        std::vector<std::thread> threads;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (stopping_ && threads_.empty()) return;
+            stopping_ = true;
+            for (int fd : fds_)
+                if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+            threads.swap(threads_);
+        }
+        {
+            std::lock_guard<std::mutex> lock(control_mu_);
+            control_.Reset();
+        }
+        cv_.notify_all();
+        for (auto& t : threads) t.join();
+        FailPending();
+    }
+
+    static Err Request(int fd, Op op, const std::string& name, int64_t offset, int64_t length) {
+        char buf[sizeof(ReqHeader) + kMaxName];
+        ReqHeader h{kMagic, static_cast<uint32_t>(op),          offset,
+                    length, static_cast<uint32_t>(name.size()), 0};
+        std::memcpy(buf, &h, sizeof h);
+        std::memcpy(buf + sizeof h, name.data(), name.size());
+        return SendAll(fd, buf, static_cast<int64_t>(sizeof h + name.size()));
+    }
+
+ private:
+    Result<int> Connect() {
+        struct addrinfo hints {};
+        hints.ai_family = AF_INET;
+        hints.ai_socktype = SOCK_STREAM;
+        struct addrinfo* res = nullptr;
+        std::string port = std::to_string(port_);
+        if (::getaddrinfo(host_.c_str(), port.c_str(), &hints, &res) != 0 || res == nullptr)
+            return Err::kPeerGone;
+        Fd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        int rc = fd.valid() ? ::connect(fd.get(), res->ai_addr, res->ai_addrlen) : -1;
+        ::freeaddrinfo(res);
+        if (rc != 0) return Err::kPeerGone;
+        TuneSocket(fd.get(), engine_->timeout_ms());
+        return fd.Release();
+    }
+
+    void FailPending() {
+        std::deque<TcpJob> fail;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (!stopping_) return;
+            fail.swap(pending_fail_);
+            if (threads_.empty()) {
+                for (auto& j : jobs_) fail.push_back(std::move(j));
+                jobs_.clear();
+            }
+        }
+        for (auto& j : fail) engine_->CompleteChunk(j.batch, j.task, Err::kClosed, 0);
+    }
+
+    void StreamLoop(int index) {
+        Fd fd;
+        for (;;) {
+            TcpJob job;
+            {
+                std::unique_lock<std::mutex> lock(mu_);
+                cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+                if (jobs_.empty()) break;
+                job = std::move(jobs_.front());
+                jobs_.pop_front();
+                if (stopping_) {
+                    lock.unlock();
+                    engine_->CompleteChunk(job.batch, job.task, Err::kClosed, 0);
+                    continue;
+                }
+            }
+            if (!fd.valid()) {
+                auto c = Connect();
+                if (!c.ok()) {
+                    engine_->CompleteChunk(job.batch, job.task, Err::kPeerGone, 0);
+                    continue;
+                }
+                fd = Fd(c.value());
+                std::lock_guard<std::mutex> lock(mu_);
+                fds_[index] = fd.get();
+                if (stopping_) ::shutdown(fd.get(), SHUT_RDWR);
+            }
+            int64_t bytes = 0;
+            Err e = Run(fd.get(), job, &bytes);
+            if (e == Err::kPeerGone) {
+                std::lock_guard<std::mutex> lock(mu_);
+                fds_[index] = -1;
+                fd.Reset();
+            }
+            if (bytes > 0)
+                engine_->Count(job.op == Op::kRead ? DP_COUNTER_TCP_READ : DP_COUNTER_TCP_WRITTEN,
+                               bytes);
+            engine_->CompleteChunk(job.batch, job.task, e, bytes);
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        if (index < static_cast<int>(fds_.size())) fds_[index] = -1;
+    }
+
+    static Err Run(int fd, const TcpJob& job, int64_t* bytes) {
+        Err e = Request(fd, job.op, job.segment, job.remote_offset, job.length);
+        if (e != Err::kOk) return e;
+        RespHeader resp{};
+        if (job.op == Op::kWrite) {
+            if ((e = SendAll(fd, job.local, job.length)) != Err::kOk) return e;
+            if ((e = RecvAll(fd, &resp, sizeof resp)) != Err::kOk) return e;
+            if (resp.status != DP_OK) return FromCode(resp.status);
+            *bytes = job.length;
+            return Err::kOk;
+        }
+        if ((e = RecvAll(fd, &resp, sizeof resp)) != Err::kOk) return e;
+        if (resp.status != DP_OK) return FromCode(resp.status);
+        if ((e = RecvAll(fd, job.local, job.length)) != Err::kOk) return e;
+        *bytes = job.length;
+        return Err::kOk;
+    }
+
+    Engine* engine_;
+    const std::string host_;
+    const int port_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<TcpJob> jobs_;
+    std::deque<TcpJob> pending_fail_;
+    std::vector<std::thread> threads_;
+    std::vector<int> fds_;
+    bool stopping_ = false;
+    std::mutex control_mu_;
+    Fd control_;
+};
+
+Err Engine::Start(const std::string& host, int port) {
+    struct sockaddr_in addr {};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return Err::kInvalidArgument;
+    listen_fd_ = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!listen_fd_.valid()) return Err::kIo;
+    int one = 1;
+    ::setsockopt(listen_fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listen_fd_.get(), 128) != 0)
+        return Err::kIo;
+    socklen_t len = sizeof addr;
+    ::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    wake_fd_ = Fd(::eventfd(0, EFD_CLOEXEC));
+    if (!wake_fd_.valid()) return Err::kIo;
+    accept_thread_ = std::thread([this] { AcceptLoop(); });
+    for (int i = 0; i < threads_; ++i) copy_threads_.emplace_back([this] { CopyLoop(); });
+    return Err::kOk;
+}
+
+void Engine::Shutdown() {
+    std::call_once(shutdown_once_, [this] {
+        closing_.store(true);
+        { std::lock_guard<std::mutex> lock(notify_mu_); }
+        notify_cv_.notify_all();
+        if (wake_fd_.valid()) {
+            uint64_t one = 1;
+            ssize_t ignored = ::write(wake_fd_.get(), &one, sizeof one);
+            (void)ignored;
+        }
+        if (accept_thread_.joinable()) accept_thread_.join();
+        std::list<Connection> conns;
+        {
+            std::lock_guard<std::mutex> lock(conn_mu_);
+            for (int fd : conn_fds_) ::shutdown(fd, SHUT_RDWR);
+            conns.swap(conn_threads_);
+        }
+        for (auto& c : conns) c.thread.join();
+        std::map<std::string, std::shared_ptr<TcpPeer>> peers;
+        {
+            std::lock_guard<std::mutex> lock(seg_mu_);
+            peers = peers_;
+        }
+        for (auto& p : peers) p.second->Stop();
+        {
+            std::lock_guard<std::mutex> lock(copy_->mu);
+            copy_->closing = true;
+        }
+        copy_->cv.notify_all();
+        for (auto& t : copy_threads_) t.join();
+        copy_threads_.clear();
+        {
+            std::unique_lock<std::mutex> lock(copy_->mu);
+            copy_->idle_cv.wait(lock, [&] { return copy_->jobs.empty() && copy_->in_flight == 0; });
+        }
+        std::lock_guard<std::mutex> lock(seg_mu_);
+        segments_.clear();
+        segment_ids_.clear();
+        peers_.clear();
+        own_.clear();
+    });
+}
+
+Result<char*> Engine::CreateSegment(const std::string& name, const std::string& path,
+                                    int64_t size) {
+    if (name.empty() || name.size() > kMaxName || path.empty() || size <= 0)
+        return Err::kInvalidArgument;
+    {
+        std::lock_guard<std::mutex> lock(seg_mu_);
+        if (own_.count(name) != 0) return Err::kExists;
+    }
+    auto mapping = ShmMapping::Create(path, size);
+    if (!mapping.ok()) return mapping.error();
+    auto seg = std::make_shared<OwnSegment>();
+    seg->name = name;
+    seg->path = path;
+    seg->mapping.reset(mapping.value());
+    seg->mapping->DetachOnRelease();
+    seg->allocator = std::make_unique<SegmentAllocator>(size);
+    char* base = seg->mapping->base();
+    {
+        std::lock_guard<std::mutex> lock(seg_mu_);
+        if (own_.count(name) != 0) return Err::kExists;
+        own_[name] = seg;
+    }
+    Register(reinterpret_cast<int64_t>(base), size);
+    return base;
+}
+
+Err Engine::DestroySegment(const std::string& name, bool unlink_file) {
+    std::shared_ptr<OwnSegment> seg;
+    {
+        std::lock_guard<std::mutex> lock(seg_mu_);
+        auto it = own_.find(name);
+        if (it == own_.end()) return Err::kUnknownSegment;
+        seg = it->second;
+        own_.erase(it);
+        auto id = segment_ids_.find(name);
+        if (id != segment_ids_.end()) {
+            segments_.erase(id->second);
+            segment_ids_.erase(id);
+        }
+    }
+    Unregister(reinterpret_cast<int64_t>(seg->mapping->base()));
+    if (unlink_file) ::unlink(seg->path.c_str());
+    return Err::kOk;
+}
+
+Err Engine::Register(int64_t addr, int64_t length) {
+    if (addr <= 0 || length <= 0 || addr > INT64_MAX - length) return Err::kInvalidArgument;
+    std::lock_guard<std::mutex> lock(reg_mu_);
+    auto next = registered_.lower_bound(addr);
+    if (next != registered_.end() && next->first < addr + length) return Err::kExists;
+    if (next != registered_.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second > addr) return Err::kExists;
+    }
+    registered_[addr] = length;
+    return Err::kOk;
+}
+
+Err Engine::Unregister(int64_t addr) {
+    std::lock_guard<std::mutex> lock(reg_mu_);
+    return registered_.erase(addr) == 1 ? Err::kOk : Err::kUnregisteredBuffer;
+}
+
+Err Engine::CheckLocal(int64_t addr, int64_t length) {
+    if (addr <= 0 || length < 0 || addr > INT64_MAX - length) return Err::kUnregisteredBuffer;
+    std::lock_guard<std::mutex> lock(reg_mu_);
+    auto it = registered_.upper_bound(addr);
+    if (it == registered_.begin()) return Err::kUnregisteredBuffer;
+    --it;
+    if (addr >= it->first + it->second) return Err::kUnregisteredBuffer;
+    // Starts inside a registered region but runs past its end.
+    return addr + length <= it->first + it->second ? Err::kOk : Err::kOutOfBounds;
+}
+
+std::shared_ptr<TcpPeer> Engine::PeerFor(const std::string& host, int port) {
+    if (closing()) return nullptr;  // Shutdown has collected the peers it stops
+    std::string key = host + ":" + std::to_string(port);
+    auto& peer = peers_[key];
+    if (!peer) peer = std::make_shared<TcpPeer>(this, host, port);
+    return peer;
+}
+
+static bool SameDescriptor(const PeerSegment& a, const PeerSegment& b) {
+    return a.host == b.host && a.port == b.port && a.size == b.size && a.label == b.label &&
+           a.shm_path == b.shm_path;
+}
+
+Result<int64_t> Engine::OpenSegment(const PeerSegment& desc) {
+    if (desc.name.empty() || desc.name.size() > kMaxName || desc.size < 0 || desc.port < 0 ||
+        desc.port > 65535)
+        return Err::kInvalidArgument;
+    if (closing()) return Err::kClosed;
+    std::shared_ptr<OwnSegment> own = FindOwn(desc.name);
+    {
+        std::lock_guard<std::mutex> lock(seg_mu_);
+        auto id = segment_ids_.find(desc.name);
+        if (id != segment_ids_.end() && SameDescriptor(*segments_[id->second], desc))
+            return id->second;
+    }
+    auto seg = std::make_shared<PeerSegment>(desc);
+    if (own) {
+        seg->own = own;
+        seg->size = own->mapping->size();
+    } else {
+        if (desc.label == label_) {
+            auto m = ShmMapping::Open(desc.shm_path, desc.size);
+            if (!m.ok()) return m.error();
+            seg->mapping.reset(m.value());
+        }
+    }
+    std::lock_guard<std::mutex> lock(seg_mu_);
+    auto old = segment_ids_.find(desc.name);
+    if (old != segment_ids_.end()) {
+        if (SameDescriptor(*segments_[old->second], desc)) return old->second;  // lost a race
+        segments_.erase(old->second);
+    }
+    if (!own) {
+        seg->peer = PeerFor(desc.host, desc.port);
+        if (!seg->peer) return Err::kClosed;
+    }
+    int64_t id = next_segment_id_++;
+    segments_[id] = seg;
+    segment_ids_[desc.name] = id;
+    return id;
+}
+
+Err Engine::CloseSegment(int64_t id) {
+    std::lock_guard<std::mutex> lock(seg_mu_);
+    auto it = segments_.find(id);
+    if (it == segments_.end()) return Err::kUnknownSegment;
+    segment_ids_.erase(it->second->name);
+    segments_.erase(it);
+    return Err::kOk;
+}
+
+Result<int64_t> Engine::Alloc(int64_t id, int64_t length) {
+    if (closing()) return Err::kClosed;
+    auto seg = FindSegment(id);
+    if (!seg) return Err::kUnknownSegment;
+    if (length <= 0) return Err::kInvalidArgument;
+    if (seg->own) return seg->own->allocator->Allocate(length);
+    return seg->peer->Control(Op::kAlloc, seg->name, 0, length);
+}
+
+Err Engine::Free(int64_t id, int64_t offset) {
+    if (closing()) return Err::kClosed;
+    auto seg = FindSegment(id);
+    if (!seg) return Err::kUnknownSegment;
+    if (seg->own) return seg->own->allocator->Free(offset);
+    auto r = seg->peer->Control(Op::kFree, seg->name, offset, 0);
+    return r.ok() ? Err::kOk : r.error();
+}
+
+Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t* ops,
+                                                   const int64_t* addrs, const int64_t* segs,
+                                                   const int64_t* offsets, const int64_t* lengths,
+                                                   const char* notify) {
+    if (closing()) return Err::kClosed;
+    if (count < 0 || (count > 0 && (!ops || !addrs || !segs || !offsets || !lengths)))
+        return Err::kInvalidArgument;
+    if (notify != nullptr && (std::strlen(notify) == 0 || std::strlen(notify) > kMaxName))
+        return Err::kInvalidArgument;
+    auto b = std::make_shared<BatchState>(count);
+    b->engine = this;
+    b->copies = copy_;
+    if (notify != nullptr) b->notify_name = notify;
+    std::vector<std::shared_ptr<PeerSegment>> seg(count);
+    std::vector<Err> pre(count, Err::kOk);
+    for (int32_t i = 0; i < count; ++i) {
+        TaskState& t = b->tasks[i];
+        t.length = lengths[i];
+        t.op = ops[i];
+        if (ops[i] != DP_OP_READ && ops[i] != DP_OP_WRITE) {
+            pre[i] = Err::kInvalidArgument;
+        } else if (lengths[i] < 0 || offsets[i] < 0) {
+            pre[i] = Err::kInvalidArgument;
+        } else if (!(seg[i] = FindSegment(segs[i])) ||
+                   (seg[i]->mapping && seg[i]->mapping->Unlinked())) {
+            pre[i] = Err::kUnknownSegment;
+        } else if (!InBounds(offsets[i], lengths[i], seg[i]->size)) {
+            pre[i] = Err::kOutOfBounds;
+        } else {
+            pre[i] = CheckLocal(addrs[i], lengths[i]);
+        }
+        if (pre[i] == Err::kOk && ops[i] == DP_OP_WRITE && !b->notify_name.empty()) {
+            if (seg[i]->own) {
+                b->notify_self = true;
+            } else {
+                bool seen = false;
+                for (auto& p : b->notify_peers) seen |= p == seg[i]->peer;
+                if (!seen) b->notify_peers.push_back(seg[i]->peer);
+            }
+        }
+    }
+    if (count == 0) {
+        FinishBatch(b);
+        return b;
+    }
+    std::vector<CopyJob> copies;
+    std::map<TcpPeer*, std::vector<TcpJob>> remote;
+    for (int32_t i = 0; i < count; ++i) {
+        TaskState& t = b->tasks[i];
+        if (pre[i] != Err::kOk || lengths[i] == 0) {
+            t.chunks_left.store(1);
+            CompleteChunk(b, i, pre[i], 0);
+            continue;
+        }
+        char* local = reinterpret_cast<char*>(addrs[i]);
+        int64_t len = lengths[i];
+        char* base = seg[i]->base();
+        if (base != nullptr) {
+            char* remote_ptr = base + offsets[i];
+            char* dst = ops[i] == DP_OP_READ ? local : remote_ptr;
+            const char* src = ops[i] == DP_OP_READ ? remote_ptr : local;
+            if (len <= kInlineCopy) {
+                t.chunks_left.store(1);
+                std::memcpy(dst, src, static_cast<size_t>(len));
+                Count(ops[i] == DP_OP_READ ? DP_COUNTER_LOCAL_READ : DP_COUNTER_LOCAL_WRITTEN, len);
+                CompleteChunk(b, i, Err::kOk, len);
+                continue;
+            }
+            int64_t chunks = (len + kLocalChunk - 1) / kLocalChunk;
+            t.chunks_left.store(static_cast<int32_t>(chunks));
+            for (int64_t off = 0; off < len; off += kLocalChunk) {
+                int64_t n = std::min(kLocalChunk, len - off);
+                copies.push_back(CopyJob{b, seg[i], i, dst + off, src + off, n});
+            }
+        } else {
+            t.tcp = true;
+            int64_t chunks = (len + kTcpChunk - 1) / kTcpChunk;
+            t.chunks_left.store(static_cast<int32_t>(chunks));
+            auto& jobs = remote[seg[i]->peer.get()];
+            for (int64_t off = 0; off < len; off += kTcpChunk) {
+                int64_t n = std::min(kTcpChunk, len - off);
+                jobs.push_back(TcpJob{b, i, ops[i] == DP_OP_READ ? Op::kRead : Op::kWrite,
+                                      seg[i]->name, offsets[i] + off, local + off, n});
+            }
+        }
+    }
+    if (!copies.empty()) {
+        bool closed;
+        {
+            std::lock_guard<std::mutex> lock(copy_->mu);
+            closed = copy_->closing;
+            if (!closed)
+                for (auto& c : copies) copy_->jobs.push_back(std::move(c));
+        }
+        if (closed) {
+            for (auto& c : copies) CompleteChunk(c.batch, c.task, Err::kClosed, 0);
+        } else {
+            copy_->cv.notify_all();
+        }
+    }
+    for (auto& r : remote) r.first->Enqueue(std::move(r.second));
+    return b;
+}
+
+void Engine::CompleteChunk(const std::shared_ptr<BatchState>& b, int32_t task, Err err,
+                           int64_t bytes) {
+    TaskState& t = b->tasks[task];
+    if (bytes > 0) t.bytes.fetch_add(bytes);
+    if (err != Err::kOk) {
+        int32_t expected = 0;
+        t.error.compare_exchange_strong(expected, Code(err));
+    }
+    if (t.chunks_left.fetch_sub(1) != 1) return;
+    int32_t status = t.error.load();
+    if (status == DP_OK && t.bytes.load() != t.length) status = DP_ERR_SHORT_TRANSFER;
+    bool last;
+    {
+        std::lock_guard<std::mutex> lock(b->mu);
+        t.final_status = status;
+        last = --b->remaining == 0;
+    }
+    if (last) FinishBatch(b);
+}
+
+void Engine::FinishBatch(const std::shared_ptr<BatchState>& b) {
+    int32_t notify_status = DP_OK;
+    if (!b->notify_name.empty()) {
+        for (int32_t i = 0; i < b->count && notify_status == DP_OK; ++i) {
+            std::lock_guard<std::mutex> lock(b->mu);
+            notify_status = b->tasks[i].final_status;
+        }
+        if (notify_status == DP_OK) {
+            if (b->notify_self) BumpNotify(b->notify_name);
+            for (auto& p : b->notify_peers) {
+                auto r = p->Control(Op::kNotify, b->notify_name, 0, 0);
+                if (!r.ok() && notify_status == DP_OK) notify_status = Code(r.error());
+            }
+        }
+    }
+    {
+        std::lock_guard<std::mutex> lock(b->mu);
+        b->notify_status = notify_status;
+        b->done = true;
+        b->notify_peers.clear();
+    }
+    b->cv.notify_all();
+}
+
+void Engine::RunCopy(const CopyJob& job) {
+    std::memcpy(job.dst, job.src, static_cast<size_t>(job.length));
+    Count(job.batch->tasks[job.task].op == DP_OP_READ ? DP_COUNTER_LOCAL_READ
+                                                      : DP_COUNTER_LOCAL_WRITTEN,
+          job.length);
+    CompleteChunk(job.batch, job.task, Err::kOk, job.length);
+}
+
+void Engine::CopyLoop() {
+    CopyQueue& q = *copy_;
+    for (;;) {
+        CopyJob job;
+        {
+            std::unique_lock<std::mutex> lock(q.mu);
+            q.cv.wait(lock, [&] { return q.closing || !q.jobs.empty(); });
+            if (q.jobs.empty()) return;
+            job = std::move(q.jobs.front());
+            q.jobs.pop_front();
+            ++q.in_flight;
+        }
+        RunCopy(job);
+        job = CopyJob{};
+        {
+            std::lock_guard<std::mutex> lock(q.mu);
+            --q.in_flight;
+        }
+        q.idle_cv.notify_all();
+    }
+}
+
+// Runs the waiting batch's queued local chunks on the calling thread.
+static void HelpCopy(const std::shared_ptr<BatchState>& b) {
+    if (!b->copies) return;
+    CopyQueue& q = *b->copies;
+    for (;;) {
+        CopyJob job;
+        {
+            std::lock_guard<std::mutex> lock(q.mu);
+            auto it = std::find_if(q.jobs.begin(), q.jobs.end(),
+                                   [&](const CopyJob& j) { return j.batch == b; });
+            if (it == q.jobs.end()) return;
+            job = std::move(*it);
+            q.jobs.erase(it);
+            ++q.in_flight;
+        }
+        b->engine->RunCopy(job);  // the engine cannot finish shutting down meanwhile
+        job = CopyJob{};
+        {
+            std::lock_guard<std::mutex> lock(q.mu);
+            --q.in_flight;
+        }
+        q.idle_cv.notify_all();
+    }
+}
+
+void Engine::AcceptLoop() {
+    for (;;) {
+        struct pollfd fds[2] = {{listen_fd_.get(), POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
+        int rc = ::poll(fds, 2, -1);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc < 0 || (fds[1].revents & POLLIN) || closing()) return;
+        if (!(fds[0].revents & POLLIN)) continue;
+        int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        TuneSocket(fd, 0);  // the server waits for requests as long as the peer stays
+        std::lock_guard<std::mutex> lock(conn_mu_);
+        if (closing()) {
+            ::close(fd);
+            return;
+        }
+        for (auto it = conn_threads_.begin(); it != conn_threads_.end();) {
+            if (it->done->load()) {
+                it->thread.join();
+                it = conn_threads_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        conn_fds_.insert(fd);
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        conn_threads_.push_back(Connection{std::thread([this, fd, done] {
+                                               ServeConnection(fd);
+                                               done->store(true);
+                                           }),
+                                           done});
+    }
+}
+
+void Engine::ServeConnection(int raw_fd) {
+    Fd fd(raw_fd);
+    char name_buf[kMaxName];
+    for (;;) {
+        ReqHeader h{};
+        if (RecvAll(fd.get(), &h, sizeof h) != Err::kOk) break;
+        if (h.magic != kMagic || h.name_len == 0 || h.name_len > kMaxName) break;
+        if (RecvAll(fd.get(), name_buf, h.name_len) != Err::kOk) break;
+        std::string name(name_buf, h.name_len);
+        RespHeader resp{DP_OK, 0, 0};
+        Op op = static_cast<Op>(h.op);
+        if (op == Op::kNotify) {
+            BumpNotify(name);
+        } else if (op == Op::kWrite || op == Op::kRead) {
+            auto seg = FindOwn(name);
+            if (!seg) {
+                resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else if (!InBounds(h.offset, h.length, seg->mapping->size())) {
+                resp.status = DP_ERR_OUT_OF_BOUNDS;
+            }
+            if (op == Op::kWrite) {
+                // Bytes go straight from the socket into the segment.
+                Err e = resp.status == DP_OK
+                            ? RecvAll(fd.get(), seg->mapping->base() + h.offset, h.length)
+                            : Discard(fd.get(), h.length);
+                if (e != Err::kOk) break;
+                if (resp.status == DP_OK) Count(DP_COUNTER_TCP_SERVED_WRITTEN, h.length);
+            } else {
+                if (SendAll(fd.get(), &resp, sizeof resp) != Err::kOk) break;
+                if (resp.status == DP_OK) {
+                    if (SendAll(fd.get(), seg->mapping->base() + h.offset, h.length) != Err::kOk)
+                        break;
+                    Count(DP_COUNTER_TCP_SERVED_READ, h.length);
+                }
+                continue;
+            }
+        } else if (op == Op::kAlloc || op == Op::kFree) {
+            auto seg = FindOwn(name);
+            if (!seg) {
+                resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else if (op == Op::kAlloc) {
+                auto r = seg->allocator->Allocate(h.length);
+                resp.status = Code(r.error());
+                resp.value = r.ok() ? r.value() : 0;
+            } else {
+                resp.status = Code(seg->allocator->Free(h.offset));
+            }
+        } else {
+            break;
+        }
+        if (SendAll(fd.get(), &resp, sizeof resp) != Err::kOk) break;
+    }
+    std::lock_guard<std::mutex> lock(conn_mu_);
+    conn_fds_.erase(fd.get());
+}
+
+Err Engine::WaitNotify(const std::string& name, int64_t at_least, int64_t timeout_ms,
+                       int64_t* value) {
+    std::unique_lock<std::mutex> lock(notify_mu_);
+    auto ready = [&] { return closing() || notify_[name] >= at_least; };
+    bool ok = true;
+    if (timeout_ms < 0) {
+        notify_cv_.wait(lock, ready);
+    } else {
+        ok = notify_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready);
+    }
+    *value = notify_[name];
+    if (*value >= at_least) return Err::kOk;
+    if (closing()) return Err::kClosed;
+    return ok ? Err::kOk : Err::kTimeout;
+}
+
+}  // namespace dp
+
+struct dp_engine {
+    std::unique_ptr<dp::Engine> impl;
+};
+
+struct dp_batch {
+    std::shared_ptr<dp::BatchState> state;
+};
+
+namespace {
+
+template <typename F>
+int Guard(F&& body) {
+    try {
+        return body();
+    } catch (const std::bad_alloc&) {
+        return DP_ERR_INTERNAL;
+    } catch (...) {
+        return DP_ERR_INTERNAL;
+    }
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+extern "C" {
+
+int dp_engine_create(const char* node_label, const char* bind_host, int32_t port,
+                     int32_t tcp_streams, int32_t local_threads, int32_t io_timeout_ms,
+                     dp_engine** out) {
+    return Guard([&] {
+        if (!node_label || !*node_label || !bind_host || !out || port < 0 || port > 65535 ||
+            tcp_streams < 1 || tcp_streams > 64 || local_threads < 1 || local_threads > 64 ||
+            io_timeout_ms < 0)
+            return DP_ERR_INVALID_ARGUMENT;
+        *out = nullptr;
+        auto e = std::make_unique<dp_engine>();
+        e->impl =
+            std::make_unique<dp::Engine>(node_label, tcp_streams, local_threads, io_timeout_ms);
+        dp::Err err = e->impl->Start(bind_host, port);
+        if (err != dp::Err::kOk) return dp::Code(err);
+        *out = e.release();
+        return DP_OK;
+    });
+}
+
+void dp_engine_shutdown(dp_engine* engine) {
+    Guard([&] {
+        if (engine) engine->impl->Shutdown();
+        return DP_OK;
+    });
+}
+
+void dp_engine_destroy(dp_engine* engine) {
+    Guard([&] {
+        delete engine;
+        return DP_OK;
+    });
+}
+
+int32_t dp_engine_tcp_port(dp_engine* engine) { return engine ? engine->impl->Port() : 0; }
+
+int dp_engine_counters(dp_engine* engine, int64_t* out) {
+    return Guard([&] {
+        if (!engine || !out) return DP_ERR_INVALID_ARGUMENT;
+        for (int i = 0; i < DP_COUNTER_COUNT; ++i) out[i] = engine->impl->Counter(i);
+        return DP_OK;
+    });
+}
+
+int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path, int64_t size,
+                      int64_t* base_out) {
+    return Guard([&] {
+        if (!engine || !name || !shm_path || !base_out) return DP_ERR_INVALID_ARGUMENT;
+        if (engine->impl->closing()) return DP_ERR_CLOSED;
+        auto r = engine->impl->CreateSegment(name, shm_path, size);
+        if (!r.ok()) return dp::Code(r.error());
+        *base_out = reinterpret_cast<int64_t>(r.value());
+        return DP_OK;
+    });
+}
+
+int dp_segment_destroy(dp_engine* engine, const char* name, int32_t unlink_file) {
+    return Guard([&] {
+        if (!engine || !name) return DP_ERR_INVALID_ARGUMENT;
+        return dp::Code(engine->impl->DestroySegment(name, unlink_file != 0));
+    });
+}
+
+int dp_memory_register(dp_engine* engine, int64_t addr, int64_t length) {
+    return Guard([&] {
+        if (!engine) return DP_ERR_INVALID_ARGUMENT;
+        return dp::Code(engine->impl->Register(addr, length));
+    });
+}
+
+int dp_memory_unregister(dp_engine* engine, int64_t addr) {
+    return Guard([&] {
+        if (!engine) return DP_ERR_INVALID_ARGUMENT;
+        return dp::Code(engine->impl->Unregister(addr));
+    });
+}
+
+int dp_segment_open(dp_engine* engine, const char* name, const char* node_label, const char* host,
+                    int32_t port, const char* shm_path, int64_t size, int64_t* segment_id_out) {
+    return Guard([&] {
+        if (!engine || !name || !node_label || !host || !shm_path || !segment_id_out)
+            return DP_ERR_INVALID_ARGUMENT;
+        dp::PeerSegment desc;
+        desc.name = name;
+        desc.label = node_label;
+        desc.host = host;
+        desc.port = port;
+        desc.shm_path = shm_path;
+        desc.size = size;
+        auto r = engine->impl->OpenSegment(desc);
+        if (!r.ok()) return dp::Code(r.error());
+        *segment_id_out = r.value();
+        return DP_OK;
+    });
+}
+
+int dp_segment_close(dp_engine* engine, int64_t segment_id) {
+    return Guard([&] {
+        if (!engine) return DP_ERR_INVALID_ARGUMENT;
+        return dp::Code(engine->impl->CloseSegment(segment_id));
+    });
+}
+
+int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int64_t* offset_out) {
+    return Guard([&] {
+        if (!engine || !offset_out) return DP_ERR_INVALID_ARGUMENT;
+        auto r = engine->impl->Alloc(segment_id, length);
+        if (!r.ok()) return dp::Code(r.error());
+        *offset_out = r.value();
+        return DP_OK;
+    });
+}
+
+int dp_segment_free(dp_engine* engine, int64_t segment_id, int64_t offset) {
+    return Guard([&] {
+        if (!engine) return DP_ERR_INVALID_ARGUMENT;
+        return dp::Code(engine->impl->Free(segment_id, offset));
+    });
+}
+
+int dp_segment_free_bytes(dp_engine* engine, const char* name, int64_t* out) {
+    return Guard([&] {
+        if (!engine || !name || !out) return DP_ERR_INVALID_ARGUMENT;
+        auto seg = engine->impl->FindOwn(name);
+        if (!seg) return DP_ERR_UNKNOWN_SEGMENT;
+        *out = seg->allocator->FreeBytes();
+        return DP_OK;
+    });
+}
+
+int dp_batch_submit(dp_engine* engine, int32_t count, const int32_t* opcodes,
+                    const int64_t* local_addrs, const int64_t* segment_ids, const int64_t* offsets,
+                    const int64_t* lengths, const char* notify_name, dp_batch** out) {
+    return Guard([&] {
+        if (!engine || !out) return DP_ERR_INVALID_ARGUMENT;
+        *out = nullptr;
+        auto batch = std::make_unique<dp_batch>();
+        auto r = engine->impl->Submit(count, opcodes, local_addrs, segment_ids, offsets, lengths,
+                                      notify_name);
+        if (!r.ok()) return dp::Code(r.error());
+        batch->state = r.value();
+        *out = batch.release();
+        return DP_OK;
+    });
+}
+
+int dp_batch_wait(dp_batch* batch, int64_t timeout_ms) {
+    return Guard([&] {
+        if (!batch) return DP_ERR_INVALID_ARGUMENT;
+        dp::HelpCopy(batch->state);
+        auto& s = *batch->state;
+        std::unique_lock<std::mutex> lock(s.mu);
+        if (timeout_ms < 0) {
+            s.cv.wait(lock, [&] { return s.done; });
+            return DP_OK;
+        }
+        return s.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return s.done; })
+                   ? DP_OK
+                   : DP_ERR_TIMEOUT;
+    });
+}
+
+int dp_batch_task_status(dp_batch* batch, int32_t index, int64_t* bytes_out) {
+    return Guard([&] {
+        if (!batch || !bytes_out || index < 0 || index >= batch->state->count)
+            return DP_ERR_INVALID_ARGUMENT;
+        auto& s = *batch->state;
+        std::lock_guard<std::mutex> lock(s.mu);
+        *bytes_out = s.tasks[index].bytes.load();
+        return s.tasks[index].final_status;
+    });
+}
+
+int dp_batch_notify_status(dp_batch* batch) {
+    return Guard([&] {
+        if (!batch) return DP_ERR_INVALID_ARGUMENT;
+        std::lock_guard<std::mutex> lock(batch->state->mu);
+        return batch->state->done ? batch->state->notify_status : DP_PENDING;
+    });
+}
+
+void dp_batch_free(dp_batch* batch) {
+    Guard([&] {
+        delete batch;
+        return DP_OK;
+    });
+}
+
+int dp_notify_get(dp_engine* engine, const char* name, int64_t* value_out) {
+    return Guard([&] {
+        if (!engine || !name || !value_out) return DP_ERR_INVALID_ARGUMENT;
+        *value_out = engine->impl->NotifyValue(name);
+        return DP_OK;
+    });
+}
+
+int dp_notify_wait(dp_engine* engine, const char* name, int64_t at_least, int64_t timeout_ms,
+                   int64_t* value_out) {
+    return Guard([&] {
+        if (!engine || !name || !value_out) return DP_ERR_INVALID_ARGUMENT;
+        return dp::Code(engine->impl->WaitNotify(name, at_least, timeout_ms, value_out));
+    });
+}
+
+int dp_bench_memcpy(int64_t dst, int64_t src, int64_t length, int32_t repeats, double* gbps_out) {
+    return Guard([&] {
+        if (dst <= 0 || src <= 0 || length <= 0 || repeats < 1 || !gbps_out)
+            return DP_ERR_INVALID_ARGUMENT;
+        auto* d = reinterpret_cast<char*>(dst);
+        auto* s = reinterpret_cast<const char*>(src);
+        auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < repeats; ++i) std::memcpy(d, s, static_cast<size_t>(length));
+        *gbps_out = static_cast<double>(length) * repeats / Seconds(start) / 1e9;
+        return DP_OK;
+    });
+}
+
+int dp_bench_socket(int64_t dst, int64_t src, int64_t length, int32_t streams, int32_t repeats,
+                    double* gbps_out) {
+    return Guard([&] {
+        if (dst <= 0 || src <= 0 || length <= 0 || streams < 1 || streams > 64 || repeats < 1 ||
+            !gbps_out)
+            return DP_ERR_INVALID_ARGUMENT;
+        dp::Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        struct sockaddr_in addr {};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof addr;
+        if (!listener.valid() ||
+            ::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+            ::listen(listener.get(), streams) != 0 ||
+            ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+            return DP_ERR_IO;
+        std::vector<dp::Fd> senders, receivers;
+        for (int i = 0; i < streams; ++i) {
+            dp::Fd c(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+            if (!c.valid() ||
+                ::connect(c.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+                return DP_ERR_IO;
+            dp::Fd a(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+            if (!a.valid()) return DP_ERR_IO;
+            dp::TuneSocket(c.get(), 30000);
+            dp::TuneSocket(a.get(), 30000);
+            senders.push_back(std::move(c));
+            receivers.push_back(std::move(a));
+        }
+        const int64_t kWrite = 4 << 20;
+        int64_t share = (length + streams - 1) / streams;
+        std::atomic<int> failures{0};
+        auto round = [&] {
+            std::vector<std::thread> threads;
+            for (int i = 0; i < streams; ++i) {
+                int64_t begin = std::min(length, share * i);
+                int64_t end = std::min(length, begin + share);
+                threads.emplace_back([&, i, begin, end] {
+                    for (int64_t o = begin; o < end; o += kWrite)
+                        if (dp::SendAll(senders[i].get(), reinterpret_cast<char*>(src) + o,
+                                        std::min(kWrite, end - o)) != dp::Err::kOk)
+                            failures++;
+                });
+                threads.emplace_back([&, i, begin, end] {
+                    for (int64_t o = begin; o < end; o += kWrite)
+                        if (dp::RecvAll(receivers[i].get(), reinterpret_cast<char*>(dst) + o,
+                                        std::min(kWrite, end - o)) != dp::Err::kOk)
+                            failures++;
+                });
+            }
+            for (auto& t : threads) t.join();
+        };
+        round();  // warm-up
+        auto start = std::chrono::steady_clock::now();
+        for (int r = 0; r < repeats; ++r) round();
+        double secs = Seconds(start);
+        if (failures.load() != 0) return DP_ERR_IO;
+        *gbps_out = static_cast<double>(length) * repeats / secs / 1e9;
+        return DP_OK;
+    });
+}
+
+const char* dp_error_name(int32_t code) {
+    switch (code) {
+        case DP_OK:
+            return "OK";
+        case DP_PENDING:
+            return "PENDING";
+        case DP_ERR_INVALID_ARGUMENT:
+            return "INVALID_ARGUMENT";
+        case DP_ERR_UNKNOWN_SEGMENT:
+            return "UNKNOWN_SEGMENT";
+        case DP_ERR_OUT_OF_BOUNDS:
+            return "OUT_OF_BOUNDS";
+        case DP_ERR_UNREGISTERED_BUFFER:
+            return "UNREGISTERED_BUFFER";
+        case DP_ERR_PEER_GONE:
+            return "PEER_GONE";
+        case DP_ERR_SHORT_TRANSFER:
+            return "SHORT_TRANSFER";
+        case DP_ERR_SEGMENT_FULL:
+            return "SEGMENT_FULL";
+        case DP_ERR_TIMEOUT:
+            return "TIMEOUT";
+        case DP_ERR_IO:
+            return "IO";
+        case DP_ERR_EXISTS:
+            return "EXISTS";
+        case DP_ERR_NOT_FOUND:
+            return "NOT_FOUND";
+        case DP_ERR_CLOSED:
+            return "CLOSED";
+        case DP_ERR_INTERNAL:
+            return "INTERNAL";
+        default:
+            return "UNKNOWN";
+    }
+}
+
+}  // extern "C"

@@ -1,0 +1,173 @@
+/*
+ * weight-relay native data plane: the C API.
+ *
+ * A small, stable C surface over the C++ Transfer Engine. It mirrors the shape of
+ * Mooncake's transfer_engine_c.h (segments, registered memory, batched one-sided
+ * transfers with per-task status) so another implementation can sit behind it.
+ *
+ * Conventions
+ *  - Every function returns an int status: DP_OK (0) or a negative DP_ERR_* code.
+ *  - Handles are opaque and typed. A handle is owned by the caller that created it
+ *    and released with the matching *_destroy / *_free function exactly once.
+ *  - No function throws, aborts or crashes on bad input: bounds, unknown segments and
+ *    unregistered memory are checked and reported as codes.
+ *  - All functions are thread safe unless stated otherwise.
+ *  - Offsets, lengths and addresses are int64_t; negative values are rejected.
+ */
+#ifndef WEIGHT_RELAY_DP_H_
+#define WEIGHT_RELAY_DP_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes. Keep in sync with io.weightrelay.dataplane.DataplaneError. */
+#define DP_OK 0
+#define DP_PENDING 1 /* task status only: not finished yet */
+#define DP_ERR_INVALID_ARGUMENT (-1)
+#define DP_ERR_UNKNOWN_SEGMENT (-2)
+#define DP_ERR_OUT_OF_BOUNDS (-3)
+#define DP_ERR_UNREGISTERED_BUFFER (-4)
+#define DP_ERR_PEER_GONE (-5)
+#define DP_ERR_SHORT_TRANSFER (-6)
+#define DP_ERR_SEGMENT_FULL (-7)
+#define DP_ERR_TIMEOUT (-8)
+#define DP_ERR_IO (-9)
+#define DP_ERR_EXISTS (-10)
+#define DP_ERR_NOT_FOUND (-11)
+#define DP_ERR_CLOSED (-12)
+#define DP_ERR_INTERNAL (-13)
+
+/* Transfer opcodes. */
+#define DP_OP_READ 0  /* (segment, offset) -> local memory */
+#define DP_OP_WRITE 1 /* local memory -> (segment, offset) */
+
+/* Counter indexes for dp_engine_counters(). */
+#define DP_COUNTER_LOCAL_READ 0
+#define DP_COUNTER_LOCAL_WRITTEN 1
+#define DP_COUNTER_TCP_READ 2
+#define DP_COUNTER_TCP_WRITTEN 3
+#define DP_COUNTER_TCP_SERVED_READ 4    /* bytes this engine's server sent to peers */
+#define DP_COUNTER_TCP_SERVED_WRITTEN 5 /* bytes peers wrote into this engine */
+#define DP_COUNTER_COUNT 6
+
+typedef struct dp_engine dp_engine;
+typedef struct dp_batch dp_batch;
+
+/* ---- engine ---- */
+
+/*
+ * Creates an engine for this process. node_label decides transports: segments of
+ * engines with the same label are mapped and copied (local); others go over tcp.
+ * The tcp server binds bind_host:port (port 0 picks a free port).
+ * tcp_streams: connections per peer; local_threads: copy threads for large local
+ * transfers; io_timeout_ms: socket send/receive timeout (a stalled peer is "gone").
+ */
+int dp_engine_create(const char* node_label, const char* bind_host, int32_t port,
+                     int32_t tcp_streams, int32_t local_threads, int32_t io_timeout_ms,
+                     dp_engine** out);
+/* Stops the server, peers and copy threads; pending and later calls fail with
+ * DP_ERR_CLOSED and blocked notify waits return. Idempotent. The handle stays valid
+ * until dp_engine_destroy. */
+void dp_engine_shutdown(dp_engine* engine);
+/* Shuts down (if not yet) and frees the engine. Stops threads, closes sockets, unmaps peers and own
+ * segments. Waits for in-flight tasks to fail or finish. Safe with NULL. */
+void dp_engine_destroy(dp_engine* engine);
+/* The tcp port actually bound. */
+int32_t dp_engine_tcp_port(dp_engine* engine);
+/* Copies DP_COUNTER_COUNT byte counters into out. */
+int dp_engine_counters(dp_engine* engine, int64_t* out);
+
+/* ---- own segments ---- */
+
+/*
+ * Creates (or reuses, if a file of this size exists) a shared-memory segment backed by
+ * shm_path, maps it MAP_SHARED|MAP_POPULATE and registers it with the engine: it can be
+ * read and written by peers, allocated from, and used as local memory. *base_out is
+ * its address in this process, valid until dp_segment_destroy.
+ */
+int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path, int64_t size,
+                      int64_t* base_out);
+/* Unregisters and unmaps; unlink != 0 also removes the shm file. */
+int dp_segment_destroy(dp_engine* engine, const char* name, int32_t unlink_file);
+
+/* ---- local memory ---- */
+
+/* Registers [addr, addr + length) as local memory for transfers. Regions must not
+ * overlap already registered ones. */
+int dp_memory_register(dp_engine* engine, int64_t addr, int64_t length);
+/* Unregisters the region starting at addr. */
+int dp_memory_unregister(dp_engine* engine, int64_t addr);
+
+/* ---- peer segments ---- */
+
+/*
+ * Makes a segment of another (or this) engine addressable, from its descriptor
+ * (as kept in the metadata store). Returns a segment id for transfers. Opening the
+ * same name again returns the same id unless the descriptor changed.
+ */
+int dp_segment_open(dp_engine* engine, const char* name, const char* node_label, const char* host,
+                    int32_t port, const char* shm_path, int64_t size, int64_t* segment_id_out);
+/* Forgets a peer segment (for example after its owner died). */
+int dp_segment_close(dp_engine* engine, int64_t segment_id);
+
+/* ---- allocation inside a segment (by its owner) ---- */
+
+/* Allocates length bytes in the segment; local call if this engine owns it, otherwise
+ * asked of the owner over its control channel. DP_ERR_SEGMENT_FULL when no room. */
+int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int64_t* offset_out);
+int dp_segment_free(dp_engine* engine, int64_t segment_id, int64_t offset);
+/* Free bytes of an own segment (by name). */
+int dp_segment_free_bytes(dp_engine* engine, const char* name, int64_t* out);
+
+/* ---- transfers ---- */
+
+/*
+ * Submits count one-sided transfers. Arrays are indexed by task. local_addrs must lie in
+ * registered memory (an own segment or dp_memory_register); (segment_ids, offsets,
+ * lengths) must lie in the segment. Invalid tasks fail individually with their code;
+ * valid ones run. If notify_name is non-NULL and every task succeeds, the owner engine
+ * of each distinct WRITE target segment increments the counter notify_name once, after
+ * the bytes have landed.
+ */
+int dp_batch_submit(dp_engine* engine, int32_t count, const int32_t* opcodes,
+                    const int64_t* local_addrs, const int64_t* segment_ids, const int64_t* offsets,
+                    const int64_t* lengths, const char* notify_name, dp_batch** out);
+/* Waits (blocking, no spinning) until every task finished or timeout_ms elapsed
+ * (timeout_ms < 0: forever). DP_OK or DP_ERR_TIMEOUT. */
+int dp_batch_wait(dp_batch* batch, int64_t timeout_ms);
+/* Status of task index: DP_OK, DP_PENDING or a negative code; bytes moved in *bytes_out. */
+int dp_batch_task_status(dp_batch* batch, int32_t index, int64_t* bytes_out);
+/* Result of the notify delivery of a finished batch (DP_OK when none was asked). */
+int dp_batch_notify_status(dp_batch* batch);
+/* Releases the handle; tasks still running finish in the background. Safe with NULL. */
+void dp_batch_free(dp_batch* batch);
+
+/* ---- notify counters ---- */
+
+/* Current value of the named counter in this engine (0 if never incremented). */
+int dp_notify_get(dp_engine* engine, const char* name, int64_t* value_out);
+/* Blocks until counter >= at_least or timeout (DP_ERR_TIMEOUT); value in *value_out. */
+int dp_notify_wait(dp_engine* engine, const char* name, int64_t at_least, int64_t timeout_ms,
+                   int64_t* value_out);
+
+/* ---- baselines for the benchmark ---- */
+
+/* Single-thread memcpy of length bytes, repeated (no warm-up); returns GB/s in *gbps_out. */
+int dp_bench_memcpy(int64_t dst, int64_t src, int64_t length, int32_t repeats, double* gbps_out);
+/* Plain loopback socket copy: streams connections, each sending its share of length
+ * bytes from src in 4 MiB writes to a receiver reading into dst. One untimed warm-up round
+ * on the fresh connections, then repeats timed rounds. GB/s in *gbps_out. */
+int dp_bench_socket(int64_t dst, int64_t src, int64_t length, int32_t streams, int32_t repeats,
+                    double* gbps_out);
+
+/* Static description of a status code. Never NULL. */
+const char* dp_error_name(int32_t code);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEIGHT_RELAY_DP_H_ */

@@ -1,0 +1,281 @@
+// Internal C++ building blocks of the data plane: error model, RAII handles,
+// shared-memory mappings, the segment allocator and blocking socket helpers.
+#ifndef WEIGHT_RELAY_DP_INTERNAL_H_
+#define WEIGHT_RELAY_DP_INTERNAL_H_
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "dp.h"
+
+namespace dp {
+
+enum class Err : int32_t {
+    kOk = DP_OK,
+    kInvalidArgument = DP_ERR_INVALID_ARGUMENT,
+    kUnknownSegment = DP_ERR_UNKNOWN_SEGMENT,
+    kOutOfBounds = DP_ERR_OUT_OF_BOUNDS,
+    kUnregisteredBuffer = DP_ERR_UNREGISTERED_BUFFER,
+    kPeerGone = DP_ERR_PEER_GONE,
+    kShortTransfer = DP_ERR_SHORT_TRANSFER,
+    kSegmentFull = DP_ERR_SEGMENT_FULL,
+    kTimeout = DP_ERR_TIMEOUT,
+    kIo = DP_ERR_IO,
+    kExists = DP_ERR_EXISTS,
+    kNotFound = DP_ERR_NOT_FOUND,
+    kClosed = DP_ERR_CLOSED,
+    kInternal = DP_ERR_INTERNAL,
+};
+
+inline int Code(Err e) { return static_cast<int>(e); }
+
+// A value or an error code: the expected-style return used across the engine.
+template <typename T>
+class Result {
+ public:
+    Result(T value) : value_(std::move(value)), err_(Err::kOk) {}  // NOLINT
+    Result(Err err) : value_(), err_(err) {}                       // NOLINT
+    bool ok() const { return err_ == Err::kOk; }
+    Err error() const { return err_; }
+    T& value() { return value_; }
+    const T& value() const { return value_; }
+
+ private:
+    T value_;
+    Err err_;
+};
+
+// True when [offset, offset + length) lies inside [0, size), overflow-safe.
+inline bool InBounds(int64_t offset, int64_t length, int64_t size) {
+    return offset >= 0 && length >= 0 && offset <= size && length <= size - offset;
+}
+
+// Owns a file descriptor.
+class Fd {
+ public:
+    Fd() = default;
+    explicit Fd(int fd) : fd_(fd) {}
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    Fd& operator=(Fd&& o) noexcept {
+        if (this != &o) {
+            Reset();
+            fd_ = std::exchange(o.fd_, -1);
+        }
+        return *this;
+    }
+    ~Fd() { Reset(); }
+    int get() const { return fd_; }
+    bool valid() const { return fd_ >= 0; }
+    int Release() { return std::exchange(fd_, -1); }
+    void Reset() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+
+ private:
+    int fd_ = -1;
+};
+
+// Owns a MAP_SHARED mapping of a shared-memory file.
+class ShmMapping {
+ public:
+    ShmMapping(void* base, int64_t size) : base_(base), size_(size) {}
+    ShmMapping(const ShmMapping&) = delete;
+    ShmMapping& operator=(const ShmMapping&) = delete;
+    ~ShmMapping() {
+        if (base_ == nullptr) return;
+        if (detach_on_release_) {
+            // Java may still hold a ByteBuffer view of an own segment: swap the shared pages
+            // for private zero pages at the same address so a stale access reads zeros
+            // instead of crashing the JVM. Only address space stays reserved.
+            void* p = ::mmap(base_, static_cast<size_t>(size_), PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+            if (p != MAP_FAILED) return;
+        }
+        ::munmap(base_, static_cast<size_t>(size_));
+    }
+    // Makes the destructor leave harmless private memory behind instead of unmapping.
+    void DetachOnRelease() { detach_on_release_ = true; }
+    char* base() const { return static_cast<char*>(base_); }
+    int64_t size() const { return size_; }
+
+    // Creates or reuses the file at path with exactly size bytes, reserves its pages
+    // (fallocate: a full /dev/shm is an error here, never a SIGBUS later) and maps it
+    // pre-faulted.
+    static Result<ShmMapping*> Create(const std::string& path, int64_t size) {
+        Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+        if (!fd.valid()) return Err::kIo;
+        struct stat st {};
+        if (::fstat(fd.get(), &st) != 0) return Err::kIo;
+        if (st.st_size != size && ::ftruncate(fd.get(), size) != 0) return Err::kIo;
+        if (::posix_fallocate(fd.get(), 0, size) != 0) return Err::kSegmentFull;
+        return Map(fd.get(), size);
+    }
+
+    // Maps an existing file of a peer (same node) that must hold at least size bytes.
+    static Result<ShmMapping*> Open(const std::string& path, int64_t size) {
+        Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+        if (!fd.valid()) return Err::kUnknownSegment;
+        struct stat st {};
+        if (::fstat(fd.get(), &st) != 0) return Err::kIo;
+        if (st.st_size < size) return Err::kUnknownSegment;
+        auto m = Map(fd.get(), size);
+        if (m.ok()) m.value()->file_ = std::move(fd);
+        return m;
+    }
+
+    // True once the owner removed the file (closed its segment): the pages mapped here are
+    // no longer the segment anyone else sees.
+    bool Unlinked() const {
+        struct stat st {};
+        return file_.valid() && ::fstat(file_.get(), &st) == 0 && st.st_nlink == 0;
+    }
+
+ private:
+    static Result<ShmMapping*> Map(int fd, int64_t size) {
+        if (size == 0) return new ShmMapping(nullptr, 0);
+        void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_POPULATE, fd, 0);
+        if (p == MAP_FAILED) return Err::kIo;
+        return new ShmMapping(p, size);
+    }
+
+    void* base_;
+    int64_t size_;
+    bool detach_on_release_ = false;
+    Fd file_;  // kept open for peer mappings, to notice when the owner unlinks the file
+};
+
+// First-fit allocator over [0, size) with coalescing frees. Thread safe.
+class SegmentAllocator {
+ public:
+    static constexpr int64_t kAlignment = 64;
+
+    explicit SegmentAllocator(int64_t size) {
+        if (size > 0) free_[0] = size;
+        free_bytes_ = size;
+    }
+
+    Result<int64_t> Allocate(int64_t length) {
+        if (length <= 0) return Err::kInvalidArgument;
+        if (length > INT64_MAX - kAlignment) return Err::kSegmentFull;
+        int64_t rounded = (length + kAlignment - 1) / kAlignment * kAlignment;
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto it = free_.begin(); it != free_.end(); ++it) {
+            if (it->second < rounded) continue;
+            int64_t offset = it->first;
+            int64_t rest = it->second - rounded;
+            free_.erase(it);
+            if (rest > 0) free_[offset + rounded] = rest;
+            used_[offset] = rounded;
+            free_bytes_ -= rounded;
+            return offset;
+        }
+        return Err::kSegmentFull;
+    }
+
+    Err Free(int64_t offset) {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto used = used_.find(offset);
+        if (used == used_.end()) return Err::kNotFound;
+        int64_t length = used->second;
+        used_.erase(used);
+        free_bytes_ += length;
+        auto next = free_.lower_bound(offset);
+        if (next != free_.end() && next->first == offset + length) {
+            length += next->second;
+            next = free_.erase(next);
+        }
+        if (next != free_.begin()) {
+            auto prev = std::prev(next);
+            if (prev->first + prev->second == offset) {
+                prev->second += length;
+                return Err::kOk;
+            }
+        }
+        free_[offset] = length;
+        return Err::kOk;
+    }
+
+    int64_t FreeBytes() {
+        std::lock_guard<std::mutex> lock(mu_);
+        return free_bytes_;
+    }
+
+ private:
+    std::mutex mu_;
+    std::map<int64_t, int64_t> free_;  // offset -> length
+    std::map<int64_t, int64_t> used_;  // offset -> rounded length
+    int64_t free_bytes_ = 0;
+};
+
+// Sends exactly n bytes (never raises SIGPIPE). kPeerGone on a closed or stalled peer.
+inline Err SendAll(int fd, const void* data, int64_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+        ssize_t k = ::send(fd, p, static_cast<size_t>(n), MSG_NOSIGNAL);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return Err::kPeerGone;
+        }
+        p += k;
+        n -= k;
+    }
+    return Err::kOk;
+}
+
+// Receives exactly n bytes. kPeerGone on EOF, reset or timeout.
+inline Err RecvAll(int fd, void* data, int64_t n) {
+    char* p = static_cast<char*>(data);
+    while (n > 0) {
+        ssize_t k = ::recv(fd, p, static_cast<size_t>(n), 0);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return Err::kPeerGone;
+        p += k;
+        n -= k;
+    }
+    return Err::kOk;
+}
+
+// Reads and drops n bytes (payload of a rejected request keeps the stream in sync).
+inline Err Discard(int fd, int64_t n) {
+    char sink[65536];
+    while (n > 0) {
+        int64_t k = n < static_cast<int64_t>(sizeof sink) ? n : static_cast<int64_t>(sizeof sink);
+        Err e = RecvAll(fd, sink, k);
+        if (e != Err::kOk) return e;
+        n -= k;
+    }
+    return Err::kOk;
+}
+
+inline void TuneSocket(int fd, int timeout_ms) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (timeout_ms > 0) {
+        struct timeval tv {};
+        tv.tv_sec = timeout_ms / 1000;
+        tv.tv_usec = (timeout_ms % 1000) * 1000;
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+}
+
+}  // namespace dp
+
+#endif  // WEIGHT_RELAY_DP_INTERNAL_H_

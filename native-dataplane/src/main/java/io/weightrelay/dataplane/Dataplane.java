@@ -1,0 +1,278 @@
+package io.weightrelay.dataplane;
+
+import io.weightrelay.dataplane.internal.DpNative;
+import io.weightrelay.dataplane.internal.Metadata;
+import io.weightrelay.dataplane.internal.SegmentDescriptor;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+import java.util.regex.Pattern;
+
+/**
+ * A process's data plane: its Transfer Engine (node label, tcp server, byte counters), its
+ * segments, its registered buffers and the store client, all sharing one metadata connection.
+ *
+ * <pre>{@code
+ * DataplaneConfig config = DataplaneConfig.builder("node-a").keyPrefix("wr:dp:").build();
+ * try (Dataplane dp = Dataplane.open(config);
+ *         Segment segment = dp.createSegment("publisher-node-a", 8L << 30)) {
+ *     dp.store().putFrom(key, segment, offset, size, ReplicateConfig.preferLocal(segment.name()));
+ * }
+ * }</pre>
+ *
+ * <p>Ownership: the caller owns the dataplane and closes it once; closing it closes every segment
+ * and registered buffer it created (unpublishing and unlinking segments), stops the engine and the
+ * metadata connection. {@link #close()} is idempotent. Thread safe: share one instance per process.
+ */
+public final class Dataplane implements AutoCloseable {
+    private static final Pattern SEGMENT_NAME = Pattern.compile("[A-Za-z0-9._-]{1,200}");
+
+    private final DataplaneConfig config;
+    private final EngineHandle handle;
+    private final Metadata metadata;
+    private final TransferEngine engine;
+    private final StoreClient store;
+    private final Map<String, Segment> segments = new ConcurrentHashMap<>();
+    private final Map<Long, RegisteredBuffer> buffers = new ConcurrentHashMap<>();
+    private final int tcpPort;
+
+    private Dataplane(DataplaneConfig config, EngineHandle handle, Metadata metadata) {
+        this.config = config;
+        this.handle = handle;
+        this.metadata = metadata;
+        this.engine = new TransferEngine(handle, metadata, config.nodeLabel());
+        this.store = new StoreClient(engine, metadata);
+        this.tcpPort = handle.tcpPort();
+    }
+
+    /**
+     * Starts the engine (its tcp server listens on {@code tcpBindHost:tcpPort}) and connects to the
+     * metadata store.
+     */
+    public static Dataplane open(DataplaneConfig config) {
+        EngineHandle handle = EngineHandle.create(config);
+        try {
+            Metadata metadata =
+                    metadata(
+                            () ->
+                                    Metadata.connect(
+                                            config.redisUri(),
+                                            config.keyPrefix(),
+                                            config.ioTimeout()));
+            return new Dataplane(config, handle, metadata);
+        } catch (RuntimeException e) {
+            handle.close();
+            throw e;
+        }
+    }
+
+    public DataplaneConfig config() {
+        return config;
+    }
+
+    public String nodeLabel() {
+        return config.nodeLabel();
+    }
+
+    /** The port the engine's tcp server listens on. */
+    public int tcpPort() {
+        return tcpPort;
+    }
+
+    /** The Transfer Engine view. */
+    public TransferEngine engine() {
+        return engine;
+    }
+
+    /** The store client view. */
+    public StoreClient store() {
+        return store;
+    }
+
+    /** A snapshot of the engine's byte counters. */
+    public Counters counters() {
+        handle.checkOpen();
+        return handle.counters();
+    }
+
+    /**
+     * Creates a segment of {@code size} bytes backed by {@code <shmDir>/wr-<prefix>-<name>}
+     * (reusing the file if it exists), pre-faults it and publishes its descriptor. Creation costs
+     * about 0.5 s per GiB on first use of the memory; reuse segments across generations.
+     *
+     * @param name unique per key prefix: letters, digits, '.', '_', '-'
+     */
+    public Segment createSegment(String name, long size) {
+        handle.checkOpen();
+        if (!SEGMENT_NAME.matcher(name).matches()) {
+            throw new IllegalArgumentException("bad segment name '" + name + "'");
+        }
+        if (size <= 0) {
+            throw new IllegalArgumentException("segment size must be > 0: " + size);
+        }
+        refuseIfOwnedByALiveEngine(name);
+        Path path = config.shmDir().resolve(shmFileName(name));
+        long[] base = new long[1];
+        int rc = handle.call(e -> DpNative.dp_segment_create(e, name, path.toString(), size, base));
+        if (rc == DataplaneError.SEGMENT_FULL.code()) {
+            throw new SegmentFullException(
+                    "no room in " + config.shmDir() + " for segment '" + name + "'");
+        }
+        if (rc == DataplaneError.EXISTS.code()) {
+            throw new DataplaneException(
+                    DataplaneError.EXISTS, "segment '" + name + "' already exists in this engine");
+        }
+        Errors.check(rc, name);
+        Segment segment = new Segment(this, name, size, base[0], path);
+        segments.put(name, segment);
+        try {
+            metadata(
+                    () -> {
+                        metadata.putSegment(
+                                new SegmentDescriptor(
+                                        name,
+                                        config.nodeLabel(),
+                                        config.advertiseHost(),
+                                        tcpPort,
+                                        size,
+                                        path.toString()));
+                        return null;
+                    });
+        } catch (RuntimeException e) {
+            segment.close();
+            throw e;
+        }
+        engine.forget(name);
+        return segment;
+    }
+
+    /** A segment this dataplane created and has not closed. */
+    public Optional<Segment> segment(String name) {
+        return Optional.ofNullable(segments.get(name));
+    }
+
+    /**
+     * Registers a direct buffer as local memory of this engine.
+     *
+     * @throws IllegalArgumentException if the buffer is not direct or empty
+     */
+    public RegisteredBuffer registerBuffer(ByteBuffer direct) {
+        handle.checkOpen();
+        if (!direct.isDirect() || direct.capacity() == 0) {
+            throw new IllegalArgumentException("need a non-empty direct ByteBuffer");
+        }
+        long address = DpNative.addressOf(direct);
+        Errors.check(
+                handle.call(e -> DpNative.dp_memory_register(e, address, direct.capacity())),
+                "buffer 0x" + Long.toHexString(address));
+        RegisteredBuffer buffer = new RegisteredBuffer(this, direct, address);
+        buffers.put(address, buffer);
+        return buffer;
+    }
+
+    /**
+     * A name already published by another engine that still answers on its endpoint belongs to it;
+     * a descriptor whose owner is gone (crashed, killed) is taken over, file included.
+     */
+    private void refuseIfOwnedByALiveEngine(String name) {
+        Optional<SegmentDescriptor> existing = metadata(() -> metadata.segment(name));
+        if (existing.isEmpty()) {
+            return;
+        }
+        SegmentDescriptor d = existing.get();
+        boolean ours = d.port() == tcpPort && d.host().equals(config.advertiseHost());
+        if (!ours && answers(d.host(), d.port())) {
+            throw new DataplaneException(
+                    DataplaneError.EXISTS,
+                    "segment '"
+                            + name
+                            + "' is owned by the live engine at "
+                            + d.host()
+                            + ":"
+                            + d.port());
+        }
+    }
+
+    private static boolean answers(String host, int port) {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress(host, port), 500);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    EngineHandle handle() {
+        return handle;
+    }
+
+    void destroySegment(Segment segment) {
+        segments.remove(segment.name(), segment);
+        try {
+            metadata(
+                    () -> {
+                        metadata.removeSegment(segment.name());
+                        return null;
+                    });
+        } finally {
+            engine.forget(segment.name());
+            handle.call(e -> DpNative.dp_segment_destroy(e, segment.name(), 1));
+        }
+    }
+
+    void unregisterBuffer(RegisteredBuffer buffer) {
+        buffers.remove(buffer.address(), buffer);
+        handle.call(e -> DpNative.dp_memory_unregister(e, buffer.address()));
+    }
+
+    private String shmFileName(String name) {
+        return "wr-" + config.keyPrefix().replaceAll("[^A-Za-z0-9._-]", "_") + name;
+    }
+
+    /** Runs a metadata call, turning Redis failures into {@link MetadataException}. */
+    static <T> T metadata(Supplier<T> body) {
+        try {
+            return body.get();
+        } catch (Metadata.MetadataFailure e) {
+            throw new MetadataException(e.getMessage(), e.getCause());
+        }
+    }
+
+    @Override
+    public void close() {
+        if (handle.isClosed()) {
+            return;
+        }
+        List<RuntimeException> failures = new ArrayList<>();
+        for (Segment s : List.copyOf(segments.values())) {
+            try {
+                s.close();
+            } catch (RuntimeException e) {
+                failures.add(e);
+            }
+        }
+        for (RegisteredBuffer b : List.copyOf(buffers.values())) {
+            b.close();
+        }
+        handle.close();
+        try {
+            metadata.close();
+        } catch (RuntimeException e) {
+            failures.add(e);
+        }
+        if (!failures.isEmpty()) {
+            DataplaneException e =
+                    new DataplaneException(DataplaneError.IO, "dataplane closed with failures");
+            failures.forEach(e::addSuppressed);
+            throw e;
+        }
+    }
+}

@@ -1,0 +1,42 @@
+package io.weightrelay.dataplane;
+
+/**
+ * Status codes of the data plane, shared with the C API ({@code DP_ERR_*} in {@code dp.h}). Per
+ * range results of {@link StoreClient#getIntoRanges} carry {@link #code()} as a negative value.
+ */
+public enum DataplaneError {
+    INVALID_ARGUMENT(-1),
+    UNKNOWN_SEGMENT(-2),
+    OUT_OF_BOUNDS(-3),
+    UNREGISTERED_BUFFER(-4),
+    PEER_GONE(-5),
+    SHORT_TRANSFER(-6),
+    SEGMENT_FULL(-7),
+    TIMEOUT(-8),
+    IO(-9),
+    EXISTS(-10),
+    NOT_FOUND(-11),
+    CLOSED(-12),
+    INTERNAL(-13);
+
+    private final int code;
+
+    DataplaneError(int code) {
+        this.code = code;
+    }
+
+    /** The negative code used by the C API and in per-range results. */
+    public int code() {
+        return code;
+    }
+
+    /** The error for a negative code; {@link #INTERNAL} for codes this version does not know. */
+    public static DataplaneError fromCode(long code) {
+        for (DataplaneError e : values()) {
+            if (e.code == code) {
+                return e;
+            }
+        }
+        return INTERNAL;
+    }
+}

@@ -1,0 +1,22 @@
+package io.weightrelay.dataplane;
+
+/** The engine that owns a segment died or stopped answering during a transfer. */
+public final class PeerGoneException extends DataplaneException {
+    private static final long serialVersionUID = 1L;
+
+    private final String segment;
+
+    public PeerGoneException(String segment) {
+        super(
+                DataplaneError.PEER_GONE,
+                "owner of segment '"
+                        + segment
+                        + "' is gone (connection refused, reset or timed out)");
+        this.segment = segment;
+    }
+
+    /** The segment whose owner is gone. */
+    public String segment() {
+        return segment;
+    }
+}

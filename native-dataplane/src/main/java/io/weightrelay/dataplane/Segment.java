@@ -1,0 +1,109 @@
+package io.weightrelay.dataplane;
+
+import io.weightrelay.dataplane.internal.DpNative;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A named region of this process's shared memory (a file under the shm directory, pre-faulted when
+ * created), registered with the engine and published in the metadata store: peers read and write it
+ * at (name, offset), the store allocates objects in it, and this process uses it as local memory.
+ *
+ * <p>Ownership: created by {@link Dataplane#createSegment}; owned by the caller, and closed at the
+ * latest by its {@link Dataplane}. {@link #close()} unpublishes it, unmaps it and removes its file;
+ * objects still stored in it become unreadable. Thread safe.
+ */
+public final class Segment implements LocalMemory, AutoCloseable {
+    private final Dataplane owner;
+    private final String name;
+    private final long size;
+    private final long address;
+    private final Path shmPath;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    Segment(Dataplane owner, String name, long size, long address, Path shmPath) {
+        this.owner = owner;
+        this.name = name;
+        this.size = size;
+        this.address = address;
+        this.shmPath = shmPath;
+    }
+
+    /** The segment's name, unique per key prefix. */
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public long size() {
+        return size;
+    }
+
+    @Override
+    public String describe() {
+        return "segment '" + name + "'";
+    }
+
+    /** The shared-memory file that backs it (other processes of the node map it). */
+    public Path shmPath() {
+        return shmPath;
+    }
+
+    /** Node label of the owning engine. */
+    public String nodeLabel() {
+        return owner.nodeLabel();
+    }
+
+    /** Bytes not allocated to stored objects. */
+    public long freeBytes() {
+        checkOpen();
+        return owner.handle().freeBytes(name);
+    }
+
+    /**
+     * A view of the whole segment without copies, valid until the segment is closed (touching it
+     * after close is undefined). Segments above 2 GiB use {@link #byteBuffer(long, int)}.
+     */
+    public ByteBuffer byteBuffer() {
+        if (size > Integer.MAX_VALUE) {
+            throw new OutOfBoundsException(describe(), 0, size, Integer.MAX_VALUE);
+        }
+        return byteBuffer(0, (int) size);
+    }
+
+    /** A view of [offset, offset + length), valid until the segment is closed. */
+    public ByteBuffer byteBuffer(long offset, int length) {
+        checkOpen();
+        if (offset < 0 || length < 0 || offset > size - length) {
+            throw new OutOfBoundsException(describe(), offset, length, size);
+        }
+        return new DpNative.RawBytes(address + offset, length).asByteBuffer();
+    }
+
+    long address() {
+        return address;
+    }
+
+    boolean isClosed() {
+        return closed.get();
+    }
+
+    private void checkOpen() {
+        if (closed.get()) {
+            throw new DataplaneClosedException(describe());
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            owner.destroySegment(this);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Segment[" + name + ", " + size + " bytes, " + shmPath + "]";
+    }
+}

@@ -1,0 +1,292 @@
+package io.weightrelay.dataplane;
+
+import io.weightrelay.dataplane.internal.Metadata;
+import io.weightrelay.dataplane.internal.SegmentDescriptor;
+import io.weightrelay.dataplane.internal.StoredObject;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Mooncake-Store-shaped object store over the registered segments: immutable objects under string
+ * keys, each stored as one or more replicas in segments, directory in Redis.
+ *
+ * <ul>
+ *   <li>An object is visible only once its bytes are complete: bytes are written first, then the
+ *       directory entry is published atomically (put-if-absent).
+ *   <li>Allocation happens in the segment's owner: a local call when this process owns the segment,
+ *       otherwise one request over the owner engine's control channel.
+ *   <li>Preferred segments are a preference: a full one yields a replica elsewhere.
+ * </ul>
+ *
+ * <p>Ownership: a view owned by its {@link Dataplane}. Thread safe. Removing an object while
+ * another thread reads it may hand the reader bytes of a later object that reused the space:
+ * callers remove only objects nobody reads any more (aborted or retired generations).
+ */
+public final class StoreClient {
+    private static final Duration FOREVER = Duration.ofMillis(-1);
+
+    private final TransferEngine engine;
+    private final Metadata metadata;
+
+    StoreClient(TransferEngine engine, Metadata metadata) {
+        this.engine = engine;
+        this.metadata = metadata;
+    }
+
+    /**
+     * Stores {@code size} bytes of {@code source} at {@code sourceOffset} under {@code key}.
+     *
+     * @throws ObjectExistsException if the key is already published
+     * @throws SegmentFullException if fewer than {@code replicaNum} segments have room
+     * @throws PeerGoneException if a replica's owner died during the write (nothing is published)
+     */
+    public void putFrom(
+            String key, LocalMemory source, long sourceOffset, long size, ReplicateConfig config) {
+        checkKey(key);
+        if (size <= 0) {
+            throw new IllegalArgumentException("size must be > 0 for " + key);
+        }
+        if (sourceOffset < 0 || sourceOffset > source.size() - size) {
+            throw new OutOfBoundsException(source.describe(), sourceOffset, size, source.size());
+        }
+        if (Dataplane.metadata(() -> metadata.objectExists(key))) {
+            throw new ObjectExistsException(key);
+        }
+        List<StoredObject.Replica> replicas = allocate(key, size, config);
+        List<TransferRequest> writes = new ArrayList<>();
+        for (StoredObject.Replica r : replicas) {
+            writes.add(TransferRequest.write(source, sourceOffset, r.segment(), r.offset(), size));
+        }
+        boolean published = false;
+        try {
+            try (TransferBatch batch = engine.submit(writes)) {
+                batch.awaitSuccess(FOREVER);
+            }
+            published =
+                    Dataplane.metadata(
+                            () ->
+                                    metadata.publishObject(
+                                            new StoredObject(
+                                                    key, size, config.hardPin(), replicas)));
+            if (!published) {
+                throw new ObjectExistsException(key);
+            }
+        } finally {
+            if (!published) {
+                release(replicas);
+            }
+        }
+    }
+
+    /**
+     * Reads byte ranges of the object {@code key} into local memory, in one batch.
+     *
+     * @return per range, the bytes read (its full length) or a negative {@link DataplaneError}
+     *     code; a failed range does not fail the others
+     * @throws ObjectNotFoundException if no object is published under {@code key}
+     */
+    public long[] getIntoRanges(String key, List<ReadRange> ranges) {
+        checkKey(key);
+        StoredObject object =
+                Dataplane.metadata(() -> metadata.object(key))
+                        .orElseThrow(() -> new ObjectNotFoundException(key));
+        long[] results = new long[ranges.size()];
+        List<Integer> pending = new ArrayList<>();
+        for (int i = 0; i < ranges.size(); i++) {
+            ReadRange r = ranges.get(i);
+            boolean inObject =
+                    r.objectOffset() >= 0
+                            && r.length() >= 0
+                            && r.objectOffset() <= object.size() - r.length();
+            boolean inDestination =
+                    r.destinationOffset() >= 0
+                            && r.length() >= 0
+                            && r.destinationOffset() <= r.destination().size() - r.length();
+            if (inObject && inDestination) {
+                pending.add(i);
+            } else {
+                results[i] = DataplaneError.OUT_OF_BOUNDS.code();
+            }
+        }
+        for (StoredObject.Replica replica : readOrder(object)) {
+            if (pending.isEmpty()) {
+                break;
+            }
+            List<TransferRequest> reads = new ArrayList<>(pending.size());
+            for (int i : pending) {
+                ReadRange r = ranges.get(i);
+                reads.add(
+                        TransferRequest.read(
+                                r.destination(),
+                                r.destinationOffset(),
+                                replica.segment(),
+                                replica.offset() + r.objectOffset(),
+                                r.length()));
+            }
+            List<Integer> retry = new ArrayList<>();
+            try (TransferBatch batch = engine.submit(reads)) {
+                batch.await(FOREVER);
+                List<TaskStatus> statuses = batch.statuses();
+                for (int t = 0; t < statuses.size(); t++) {
+                    TaskStatus s = statuses.get(t);
+                    int index = pending.get(t);
+                    if (s.state() == TaskStatus.State.COMPLETED) {
+                        results[index] = s.bytesTransferred();
+                    } else {
+                        results[index] = s.error().code();
+                        if (s.error() == DataplaneError.PEER_GONE
+                                || s.error() == DataplaneError.UNKNOWN_SEGMENT) {
+                            retry.add(index); // this replica is gone; try the next one
+                        }
+                    }
+                }
+            }
+            pending = retry;
+        }
+        return results;
+    }
+
+    /**
+     * Removes the object: its directory entry atomically, then its replicas' space (best effort:
+     * space of a dead owner is gone with it).
+     *
+     * @return true if an object was removed
+     */
+    public boolean remove(String key) {
+        checkKey(key);
+        Optional<StoredObject> taken = Dataplane.metadata(() -> metadata.takeObject(key));
+        taken.ifPresent(o -> release(o.replicas()));
+        return taken.isPresent();
+    }
+
+    /** Removes every listed key; returns how many existed. */
+    public int removeAll(Collection<String> keys) {
+        int removed = 0;
+        for (String key : keys) {
+            if (remove(key)) {
+                removed++;
+            }
+        }
+        return removed;
+    }
+
+    /** Whether an object is published under {@code key}. */
+    public boolean exists(String key) {
+        checkKey(key);
+        return Dataplane.metadata(() -> metadata.objectExists(key));
+    }
+
+    /**
+     * Where the object's replicas live.
+     *
+     * @throws ObjectNotFoundException if no object is published under {@code key}
+     */
+    public List<ObjectLocation> locations(String key) {
+        checkKey(key);
+        StoredObject o =
+                Dataplane.metadata(() -> metadata.object(key))
+                        .orElseThrow(() -> new ObjectNotFoundException(key));
+        List<ObjectLocation> out = new ArrayList<>();
+        for (StoredObject.Replica r : o.replicas()) {
+            String node =
+                    engine.describe(r.segment()).map(SegmentDescriptor::nodeLabel).orElse(null);
+            out.add(new ObjectLocation(r.segment(), node, r.offset(), o.size()));
+        }
+        return out;
+    }
+
+    /** Object size in bytes. */
+    public long size(String key) {
+        return locations(key).get(0).size();
+    }
+
+    private List<StoredObject.Replica> allocate(String key, long size, ReplicateConfig config) {
+        List<StoredObject.Replica> replicas = new ArrayList<>();
+        List<String> refused = new ArrayList<>();
+        Set<String> tried = new LinkedHashSet<>();
+        // The preferred segments first: on the publish path that is the whole story.
+        allocateIn(config.preferredSegments(), key, size, config, replicas, tried, refused);
+        if (replicas.size() < config.replicaNum()) {
+            // Fallback: the other registered segments, same node first, then by name.
+            List<String> sameNode = new ArrayList<>();
+            List<String> others = new ArrayList<>();
+            for (String name : Dataplane.metadata(metadata::segmentNames)) {
+                boolean near =
+                        engine.describe(name)
+                                .map(d -> d.nodeLabel().equals(engine.nodeLabel()))
+                                .orElse(false);
+                (near ? sameNode : others).add(name);
+            }
+            sameNode.addAll(others);
+            allocateIn(sameNode, key, size, config, replicas, tried, refused);
+        }
+        if (replicas.size() < config.replicaNum()) {
+            release(replicas);
+            throw new SegmentFullException(
+                    "no room for object '"
+                            + key
+                            + "' ("
+                            + size
+                            + " bytes, "
+                            + config.replicaNum()
+                            + " replicas); refused by "
+                            + refused);
+        }
+        return replicas;
+    }
+
+    private void allocateIn(
+            List<String> segments,
+            String key,
+            long size,
+            ReplicateConfig config,
+            List<StoredObject.Replica> replicas,
+            Set<String> tried,
+            List<String> refused) {
+        for (String segment : segments) {
+            if (replicas.size() == config.replicaNum()) {
+                return;
+            }
+            if (!tried.add(segment)) {
+                continue;
+            }
+            try {
+                replicas.add(new StoredObject.Replica(segment, engine.alloc(segment, size)));
+            } catch (SegmentFullException | UnknownSegmentException | PeerGoneException e) {
+                refused.add(segment + " (" + e.error() + ")");
+            }
+        }
+    }
+
+    private List<StoredObject.Replica> readOrder(StoredObject object) {
+        List<StoredObject.Replica> near = new ArrayList<>();
+        List<StoredObject.Replica> far = new ArrayList<>();
+        for (StoredObject.Replica r : object.replicas()) {
+            boolean sameNode =
+                    engine.describe(r.segment())
+                            .map(d -> d.nodeLabel().equals(engine.nodeLabel()))
+                            .orElse(false);
+            (sameNode ? near : far).add(r);
+        }
+        near.addAll(far);
+        return near;
+    }
+
+    private void release(List<StoredObject.Replica> replicas) {
+        for (StoredObject.Replica r : replicas) {
+            engine.free(r.segment(), r.offset());
+        }
+    }
+
+    private void checkKey(String key) {
+        engine.checkOpen();
+        if (key == null || key.isEmpty()) {
+            throw new IllegalArgumentException("key must not be empty");
+        }
+    }
+}

@@ -1,0 +1,135 @@
+package io.weightrelay.dataplane;
+
+import io.weightrelay.dataplane.internal.DpNative;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A submitted batch of one-sided transfers, running asynchronously in the engine. Waiting blocks on
+ * a condition variable in the engine (no spinning).
+ *
+ * <p>Ownership: returned by {@link TransferEngine#submit}; the caller closes it. Closing a batch
+ * that is still running releases the handle only: its tasks still finish (or fail) in the engine,
+ * and local memory they use must stay registered until then. Thread safe; {@link #close()} waits
+ * for a concurrent {@code await} to return.
+ */
+public final class TransferBatch implements AutoCloseable {
+    private final TransferEngine engine;
+    private final List<TransferRequest> requests;
+    private final long[] segmentSizes;
+    private final String notifyName;
+    private DpNative.dp_batch batch;
+
+    TransferBatch(
+            TransferEngine engine,
+            List<TransferRequest> requests,
+            long[] segmentSizes,
+            String notifyName,
+            DpNative.dp_batch batch) {
+        this.engine = engine;
+        this.requests = requests;
+        this.segmentSizes = segmentSizes;
+        this.notifyName = notifyName;
+        this.batch = batch;
+    }
+
+    /** Number of tasks. */
+    public int size() {
+        return requests.size();
+    }
+
+    /**
+     * Waits until every task has finished (completed or failed), at most {@code timeout} (a
+     * negative duration waits without limit; tasks always finish, at the latest when a peer's
+     * socket times out after the configured {@code ioTimeout}).
+     *
+     * @return true when all tasks finished, false on timeout
+     */
+    public synchronized boolean await(Duration timeout) {
+        int rc = DpNative.dp_batch_wait(open(), timeout.toMillis());
+        return rc == 0;
+    }
+
+    /**
+     * Waits for the batch and throws unless every task moved all its bytes (and the notify, if any,
+     * was delivered): the specific exception of the first failed task, or {@link
+     * TransferTimeoutException}.
+     */
+    public synchronized void awaitSuccess(Duration timeout) {
+        if (!await(timeout)) {
+            throw new TransferTimeoutException(
+                    "batch of " + size() + " transfers not finished after " + timeout);
+        }
+        for (TaskStatus s : statuses()) {
+            if (s.state() == TaskStatus.State.FAILED) {
+                throw failure(s);
+            }
+        }
+        int notify = DpNative.dp_batch_notify_status(open());
+        if (notify < 0) {
+            throw new DataplaneException(
+                    DataplaneError.fromCode(notify), "notify '" + notifyName + "' not delivered");
+        }
+    }
+
+    /** The state of task {@code index}. */
+    public synchronized TaskStatus status(int index) {
+        if (index < 0 || index >= size()) {
+            throw new IndexOutOfBoundsException(index);
+        }
+        long[] bytes = new long[1];
+        int rc = DpNative.dp_batch_task_status(open(), index, bytes);
+        TaskStatus.State state =
+                rc == 0
+                        ? TaskStatus.State.COMPLETED
+                        : rc > 0 ? TaskStatus.State.PENDING : TaskStatus.State.FAILED;
+        DataplaneError error = rc < 0 ? DataplaneError.fromCode(rc) : null;
+        if (error == DataplaneError.UNREGISTERED_BUFFER && outsideLocal(requests.get(index))) {
+            error = DataplaneError.OUT_OF_BOUNDS; // never sent: the range left its memory
+        }
+        if (rc < 0) {
+            engine.onTaskFailure(requests.get(index).segment(), error);
+        }
+        return new TaskStatus(index, state, bytes[0], error);
+    }
+
+    /** The state of every task, in submission order. */
+    public synchronized List<TaskStatus> statuses() {
+        List<TaskStatus> all = new ArrayList<>(size());
+        for (int i = 0; i < size(); i++) {
+            all.add(status(i));
+        }
+        return all;
+    }
+
+    /** The exception describing a failed task (for callers that inspect statuses). */
+    public DataplaneException failure(TaskStatus status) {
+        return Errors.forTask(
+                status.error().code(),
+                requests.get(status.index()),
+                segmentSizes[status.index()],
+                status.bytesTransferred());
+    }
+
+    private static boolean outsideLocal(TransferRequest r) {
+        return r.localOffset() < 0
+                || r.length() < 0
+                || r.localOffset() > r.local().size() - r.length();
+    }
+
+    private DpNative.dp_batch open() {
+        if (batch == null) {
+            throw new DataplaneClosedException("transfer batch");
+        }
+        return batch;
+    }
+
+    @Override
+    public synchronized void close() {
+        if (batch != null) {
+            DpNative.dp_batch_free(batch);
+            batch = null;
+        }
+    }
+}

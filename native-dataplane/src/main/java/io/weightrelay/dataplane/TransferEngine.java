@@ -1,0 +1,228 @@
+package io.weightrelay.dataplane;
+
+import io.weightrelay.dataplane.internal.DpNative;
+import io.weightrelay.dataplane.internal.Metadata;
+import io.weightrelay.dataplane.internal.SegmentDescriptor;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Batched, asynchronous one-sided READ and WRITE between this process's registered memory and any
+ * segment, addressed by (segment name, offset). The transport follows the node labels: the local
+ * transport (map the owner's shm file, copy) between engines of the same label, tcp (the owner's
+ * engine server moves the bytes) otherwise. The target application stays passive; a write may carry
+ * a notify that the target waits on with {@link #awaitNotify}.
+ *
+ * <p>Ownership: a view owned by its {@link Dataplane}; closing the dataplane closes it. Thread
+ * safe: any number of threads may submit and wait concurrently.
+ */
+public final class TransferEngine {
+    private static final int MAX_NAME = 4096;
+
+    private final EngineHandle handle;
+    private final Metadata metadata;
+    private final String nodeLabel;
+    private final Map<String, Resolved> segments = new ConcurrentHashMap<>();
+
+    private record Resolved(long id, SegmentDescriptor descriptor) {}
+
+    TransferEngine(EngineHandle handle, Metadata metadata, String nodeLabel) {
+        this.handle = handle;
+        this.metadata = metadata;
+        this.nodeLabel = nodeLabel;
+    }
+
+    /** Node label of this engine. */
+    public String nodeLabel() {
+        return nodeLabel;
+    }
+
+    /**
+     * Submits the requests as one batch. Invalid requests (unknown segment, out of bounds,
+     * unregistered local memory) fail individually; the others run.
+     */
+    public TransferBatch submit(List<TransferRequest> requests) {
+        return submit(requests, null);
+    }
+
+    /**
+     * Like {@link #submit}, and once every task has succeeded, the owner engine of each distinct
+     * WRITE target segment increments its counter {@code notifyName} (after the bytes landed).
+     */
+    public TransferBatch submitWithNotify(List<TransferRequest> requests, String notifyName) {
+        checkName(notifyName, "notify name");
+        return submit(requests, notifyName);
+    }
+
+    /** Submits, waits for full success (or throws the first failure) and releases the batch. */
+    public void transfer(List<TransferRequest> requests, Duration timeout) {
+        try (TransferBatch batch = submit(requests)) {
+            batch.awaitSuccess(timeout);
+        }
+    }
+
+    /** Current value of this engine's notify counter {@code name}. */
+    public long notifyCount(String name) {
+        checkName(name, "notify name");
+        long[] value = new long[1];
+        Errors.check(handle.call(e -> DpNative.dp_notify_get(e, name, value)), name);
+        return value[0];
+    }
+
+    /**
+     * Blocks until this engine's notify counter {@code name} reaches {@code atLeast}.
+     *
+     * @return the counter value
+     * @throws NotifyTimeoutException if it did not within {@code timeout}
+     */
+    public long awaitNotify(String name, long atLeast, Duration timeout) {
+        checkName(name, "notify name");
+        long[] value = new long[1];
+        int rc =
+                handle.call(
+                        e -> DpNative.dp_notify_wait(e, name, atLeast, timeout.toMillis(), value));
+        if (rc == DataplaneError.TIMEOUT.code()) {
+            throw new NotifyTimeoutException(name, atLeast, value[0]);
+        }
+        Errors.check(rc, "notify '" + name + "'");
+        return value[0];
+    }
+
+    /** The descriptor of a registered segment, if any (from the metadata store). */
+    Optional<SegmentDescriptor> describe(String segment) {
+        return Optional.ofNullable(resolve(segment)).map(Resolved::descriptor);
+    }
+
+    private TransferBatch submit(List<TransferRequest> requests, String notifyName) {
+        handle.checkOpen();
+        int n = requests.size();
+        int[] ops = new int[n];
+        long[] addrs = new long[n];
+        long[] ids = new long[n];
+        long[] offsets = new long[n];
+        long[] lengths = new long[n];
+        long[] sizes = new long[n];
+        for (int i = 0; i < n; i++) {
+            TransferRequest r = requests.get(i);
+            Resolved seg = resolve(r.segment());
+            ops[i] = r.op() == TransferRequest.Op.READ ? 0 : 1;
+            ids[i] = seg == null ? -1 : seg.id();
+            sizes[i] = seg == null ? 0 : seg.descriptor().size();
+            offsets[i] = r.segmentOffset();
+            lengths[i] = r.length();
+            addrs[i] = localAddress(r.local(), r.localOffset(), r.length());
+        }
+        DpNative.dp_batch out = new DpNative.dp_batch();
+        int rc =
+                handle.call(
+                        e ->
+                                DpNative.dp_batch_submit(
+                                        e, n, ops, addrs, ids, offsets, lengths, notifyName, out));
+        Errors.check(rc, "transfer batch");
+        return new TransferBatch(this, List.copyOf(requests), sizes, notifyName, out);
+    }
+
+    /**
+     * The native address of local memory at offset. An offset outside the memory yields an address
+     * the engine rejects (never registered), so the task fails with OUT_OF_BOUNDS or
+     * UNREGISTERED_BUFFER instead of touching foreign memory.
+     */
+    static long localAddress(LocalMemory memory, long offset, long length) {
+        long base =
+                memory instanceof Segment s ? s.address() : ((RegisteredBuffer) memory).address();
+        if (offset < 0 || length < 0 || offset > memory.size() - length) {
+            return 0;
+        }
+        return base + offset;
+    }
+
+    long segmentId(String segment) {
+        Resolved r = resolve(segment);
+        if (r == null) {
+            throw new UnknownSegmentException(segment);
+        }
+        return r.id();
+    }
+
+    long alloc(String segment, long length) {
+        long[] offset = new long[1];
+        long id = segmentId(segment);
+        int rc = handle.call(e -> DpNative.dp_segment_alloc(e, id, length, offset));
+        if (rc < 0) {
+            onTaskFailure(segment, DataplaneError.fromCode(rc));
+        }
+        Errors.check(rc, segment);
+        return offset[0];
+    }
+
+    int free(String segment, long offset) {
+        Resolved r = resolve(segment);
+        if (r == null) {
+            return DataplaneError.UNKNOWN_SEGMENT.code();
+        }
+        int rc = handle.call(e -> DpNative.dp_segment_free(e, r.id(), offset));
+        if (rc < 0) {
+            onTaskFailure(segment, DataplaneError.fromCode(rc));
+        }
+        return rc;
+    }
+
+    /** Forgets a cached segment whose owner is gone, so the next use reads Redis again. */
+    void onTaskFailure(String segment, DataplaneError error) {
+        if (error == DataplaneError.PEER_GONE || error == DataplaneError.UNKNOWN_SEGMENT) {
+            Resolved r = segments.remove(segment);
+            if (r != null) {
+                handle.call(e -> DpNative.dp_segment_close(e, r.id()));
+            }
+        }
+    }
+
+    void forget(String segment) {
+        segments.remove(segment);
+    }
+
+    private Resolved resolve(String segment) {
+        Resolved cached = segments.get(segment);
+        if (cached != null) {
+            return cached;
+        }
+        Optional<SegmentDescriptor> d = Dataplane.metadata(() -> metadata.segment(segment));
+        if (d.isEmpty()) {
+            return null;
+        }
+        SegmentDescriptor desc = d.get();
+        long[] id = new long[1];
+        int rc =
+                handle.call(
+                        e ->
+                                DpNative.dp_segment_open(
+                                        e,
+                                        desc.name(),
+                                        desc.nodeLabel(),
+                                        desc.host(),
+                                        desc.port(),
+                                        desc.shmPath(),
+                                        desc.size(),
+                                        id));
+        if (rc == DataplaneError.UNKNOWN_SEGMENT.code()) {
+            return null; // same node, but its file is gone: the owner died or closed it
+        }
+        Errors.check(rc, segment);
+        Resolved r = new Resolved(id[0], desc);
+        segments.put(segment, r);
+        return r;
+    }
+
+    void checkOpen() {
+        handle.checkOpen();
+    }
+
+    static void checkName(String name, String what) {
+        if (name == null || name.isEmpty() || name.length() > MAX_NAME) {
+            throw new IllegalArgumentException(what + " must have 1.." + MAX_NAME + " chars");
+        }
+    }
+}

@@ -1,0 +1,18 @@
+package io.weightrelay.dataplane;
+
+/** A segment name that no engine has registered (or that its owner no longer serves). */
+public final class UnknownSegmentException extends DataplaneException {
+    private static final long serialVersionUID = 1L;
+
+    private final String segment;
+
+    public UnknownSegmentException(String segment) {
+        super(DataplaneError.UNKNOWN_SEGMENT, "unknown segment '" + segment + "'");
+        this.segment = segment;
+    }
+
+    /** The segment name. */
+    public String segment() {
+        return segment;
+    }
+}

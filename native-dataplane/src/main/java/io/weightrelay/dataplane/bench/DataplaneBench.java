@@ -1,0 +1,217 @@
+package io.weightrelay.dataplane.bench;
+
+import io.weightrelay.dataplane.Counters;
+import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.ReadRange;
+import io.weightrelay.dataplane.ReplicateConfig;
+import io.weightrelay.dataplane.Segment;
+import io.weightrelay.dataplane.TransferRequest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.UUID;
+
+/**
+ * {@code ./relay bench dataplane [--size BYTES] [--repeats N] [--redis URI]}: prints one JSON line
+ * of throughputs (GB/s, 10^9 bytes per second): the median of {@code repeats} rounds after one
+ * warm-up round each; engine rounds alternate with the rounds of their baseline.
+ *
+ * <p>Three engines in this JVM: {@code a} and {@code b} share a node label (local transport),
+ * {@code c} has another (tcp over loopback). The baselines run in the same process and on the same
+ * memory: single-thread native memcpy, and a plain loopback socket copy with as many streams as the
+ * engine uses. Peak shared memory is four times the size; every segment is removed at the end.
+ */
+public final class DataplaneBench {
+    private static final Duration WAIT = Duration.ofMinutes(5);
+
+    private DataplaneBench() {}
+
+    public static void main(String[] args) {
+        long size = 256L << 20;
+        int repeats = 5;
+        String redis = "redis://127.0.0.1:6379";
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--size" -> size = Long.parseLong(args[++i]);
+                case "--repeats" -> repeats = Integer.parseInt(args[++i]);
+                case "--redis" -> redis = args[++i];
+                default -> throw new IllegalArgumentException("unknown argument " + args[i]);
+            }
+        }
+        System.out.println(run(size, repeats, redis));
+    }
+
+    /** Runs the benchmark and returns the JSON line. */
+    public static String run(long size, int repeats, String redis) {
+        String prefix = "wr:bench:" + UUID.randomUUID().toString().substring(0, 8) + ":";
+        int streams = 2;
+        try (Dataplane a = open("bench-node-1", prefix, redis, streams);
+                Dataplane b = open("bench-node-1", prefix, redis, streams);
+                Dataplane c = open("bench-node-2", prefix, redis, streams)) {
+            Segment source = a.createSegment("bench-source", size);
+            Segment pub = a.createSegment("bench-pub", size + 4096);
+            Segment target = b.createSegment("bench-target", size);
+            Segment remoteSource = c.createSegment("bench-remote-source", size);
+            fill(source);
+            fill(remoteSource);
+
+            // Each engine figure is measured in rounds interleaved with its baseline, so both
+            // see the same load from whatever else runs on the machine; the median is reported.
+            Runnable localRound =
+                    () ->
+                            a.engine()
+                                    .transfer(
+                                            List.of(
+                                                    TransferRequest.write(
+                                                            source, 0, target.name(), 0, size)),
+                                            WAIT);
+            Runnable tcpRound =
+                    () ->
+                            c.engine()
+                                    .transfer(
+                                            List.of(
+                                                    TransferRequest.write(
+                                                            remoteSource,
+                                                            0,
+                                                            target.name(),
+                                                            0,
+                                                            size)),
+                                            WAIT);
+            Baselines.memcpy(pub, source, size, 1); // warm-up
+            localRound.run();
+            tcpRound.run();
+            double[] memcpyRates = new double[repeats];
+            double[] localRates = new double[repeats];
+            double[] socketRates = new double[repeats];
+            double[] tcpRates = new double[repeats];
+            for (int i = 0; i < repeats; i++) {
+                memcpyRates[i] = Baselines.memcpy(pub, source, size, 1);
+                localRates[i] = rate(size, localRound);
+                socketRates[i] = Baselines.socket(target, remoteSource, size, streams, 1);
+                tcpRates[i] = rate(size, tcpRound);
+            }
+            double memcpy = median(memcpyRates);
+            double local = median(localRates);
+            double socket = median(socketRates);
+            double tcp = median(tcpRates);
+            remoteSource.close();
+
+            int[] round = {0};
+            Counters beforePut = a.counters();
+            double put =
+                    measure(
+                            repeats,
+                            size,
+                            () -> {
+                                String key = "bench/put/" + round[0]++;
+                                a.store()
+                                        .putFrom(
+                                                key,
+                                                source,
+                                                0,
+                                                size,
+                                                ReplicateConfig.preferLocal(pub.name()));
+                                a.store().remove(key);
+                            });
+            long putTcpBytes = a.counters().minus(beforePut).tcpTotal();
+
+            a.store()
+                    .putFrom("bench/get", source, 0, size, ReplicateConfig.preferLocal(pub.name()));
+            int ranges = 16;
+            List<ReadRange> rs = new ArrayList<>();
+            long step = (size + ranges - 1) / ranges;
+            for (long off = 0; off < size; off += step) {
+                rs.add(new ReadRange(off, Math.min(step, size - off), target, off));
+            }
+            double get =
+                    measure(
+                            repeats,
+                            size,
+                            () -> {
+                                long[] r = b.store().getIntoRanges("bench/get", rs);
+                                for (long n : r) {
+                                    if (n < 0) {
+                                        throw new IllegalStateException("range failed: " + n);
+                                    }
+                                }
+                            });
+            a.store().remove("bench/get");
+            target.close();
+
+            Segment cold = b.createSegment("bench-cold", size);
+            long t0 = System.nanoTime();
+            a.engine()
+                    .transfer(
+                            List.of(TransferRequest.write(source, 0, cold.name(), 0, size)), WAIT);
+            double coldGbps = size / ((System.nanoTime() - t0) / 1e9) / 1e9;
+            cold.close();
+
+            return String.format(
+                    Locale.ROOT,
+                    "{\"size\":%d,\"streams\":%d,\"memcpy_gbps\":%.3f,\"local_gbps\":%.3f,"
+                            + "\"local_vs_memcpy\":%.3f,\"socket_gbps\":%.3f,\"tcp_gbps\":%.3f,"
+                            + "\"tcp_vs_socket\":%.3f,\"tcp_vs_memcpy\":%.3f,"
+                            + "\"put_local_gbps\":%.3f,\"put_tcp_bytes\":%d,"
+                            + "\"get_ranges_gbps\":%.3f,\"cold_local_gbps\":%.3f}",
+                    size,
+                    streams,
+                    memcpy,
+                    local,
+                    local / memcpy,
+                    socket,
+                    tcp,
+                    tcp / socket,
+                    tcp / memcpy,
+                    put,
+                    putTcpBytes,
+                    get,
+                    coldGbps);
+        }
+    }
+
+    private static Dataplane open(String label, String prefix, String redis, int streams) {
+        return Dataplane.open(
+                DataplaneConfig.builder(label)
+                        .redisUri(redis)
+                        .keyPrefix(prefix)
+                        .tcpStreams(streams)
+                        .localThreads(2)
+                        .build());
+    }
+
+    private static void fill(Segment segment) {
+        java.nio.ByteBuffer view;
+        for (long off = 0; off < segment.size(); off += 1 << 30) {
+            int len = (int) Math.min(1 << 30, segment.size() - off);
+            view = segment.byteBuffer(off, len);
+            for (int i = 0; i < len; i += 4096) {
+                view.put(i, (byte) (i >>> 12));
+            }
+        }
+    }
+
+    /** One warm-up, then the median rate of {@code repeats} rounds, in GB/s. */
+    private static double measure(int repeats, long bytes, Runnable round) {
+        round.run();
+        double[] rates = new double[repeats];
+        for (int i = 0; i < repeats; i++) {
+            rates[i] = rate(bytes, round);
+        }
+        return median(rates);
+    }
+
+    private static double rate(long bytes, Runnable round) {
+        long t0 = System.nanoTime();
+        round.run();
+        return bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+    }
+
+    private static double median(double[] values) {
+        double[] sorted = values.clone();
+        java.util.Arrays.sort(sorted);
+        int n = sorted.length;
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    }
+}

@@ -1,0 +1,173 @@
+package io.weightrelay.dataplane.internal;
+
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Loader;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.annotation.ByPtrPtr;
+import org.bytedeco.javacpp.annotation.Cast;
+import org.bytedeco.javacpp.annotation.Opaque;
+import org.bytedeco.javacpp.annotation.Platform;
+
+/**
+ * JavaCPP binding of the C API in {@code src/main/cpp/dp.h}, one static method per C function.
+ * Internal: only the public classes of {@code io.weightrelay.dataplane} call it.
+ */
+@Platform(
+        include = {"dp.h", "dp.cc"},
+        compiler = "cpp17",
+        library = "jnidataplane")
+public final class DpNative {
+    static {
+        Loader.load();
+    }
+
+    private DpNative() {}
+
+    /** Loads the native library (idempotent). */
+    public static void load() {
+        Loader.load(DpNative.class);
+    }
+
+    /** Opaque {@code dp_engine*}. */
+    @Opaque
+    public static class dp_engine extends Pointer {
+        public dp_engine() {
+            super((Pointer) null);
+        }
+
+        public dp_engine(Pointer p) {
+            super(p);
+        }
+    }
+
+    /** Opaque {@code dp_batch*}. */
+    @Opaque
+    public static class dp_batch extends Pointer {
+        public dp_batch() {
+            super((Pointer) null);
+        }
+
+        public dp_batch(Pointer p) {
+            super(p);
+        }
+    }
+
+    /** A byte view of native memory at a fixed address, for {@link #asByteBuffer()}. */
+    public static final class RawBytes extends BytePointer {
+        public RawBytes(long address, long length) {
+            super((Pointer) null);
+            this.address = address;
+            this.capacity = length;
+            this.limit = length;
+        }
+    }
+
+    public static final int DP_COUNTER_COUNT = 6;
+
+    public static native int dp_engine_create(
+            String nodeLabel,
+            String bindHost,
+            int port,
+            int tcpStreams,
+            int localThreads,
+            int ioTimeoutMs,
+            @ByPtrPtr dp_engine out);
+
+    public static native void dp_engine_shutdown(dp_engine engine);
+
+    public static native void dp_engine_destroy(dp_engine engine);
+
+    public static native int dp_engine_tcp_port(dp_engine engine);
+
+    public static native int dp_engine_counters(dp_engine engine, @Cast("int64_t*") long[] out);
+
+    public static native int dp_segment_create(
+            dp_engine engine,
+            String name,
+            String shmPath,
+            @Cast("int64_t") long size,
+            @Cast("int64_t*") long[] baseOut);
+
+    public static native int dp_segment_destroy(dp_engine engine, String name, int unlinkFile);
+
+    public static native int dp_memory_register(
+            dp_engine engine, @Cast("int64_t") long addr, @Cast("int64_t") long length);
+
+    public static native int dp_memory_unregister(dp_engine engine, @Cast("int64_t") long addr);
+
+    public static native int dp_segment_open(
+            dp_engine engine,
+            String name,
+            String nodeLabel,
+            String host,
+            int port,
+            String shmPath,
+            @Cast("int64_t") long size,
+            @Cast("int64_t*") long[] segmentIdOut);
+
+    public static native int dp_segment_close(dp_engine engine, @Cast("int64_t") long segmentId);
+
+    public static native int dp_segment_alloc(
+            dp_engine engine,
+            @Cast("int64_t") long segmentId,
+            @Cast("int64_t") long length,
+            @Cast("int64_t*") long[] offsetOut);
+
+    public static native int dp_segment_free(
+            dp_engine engine, @Cast("int64_t") long segmentId, @Cast("int64_t") long offset);
+
+    public static native int dp_segment_free_bytes(
+            dp_engine engine, String name, @Cast("int64_t*") long[] out);
+
+    public static native int dp_batch_submit(
+            dp_engine engine,
+            int count,
+            @Cast("const int32_t*") int[] opcodes,
+            @Cast("const int64_t*") long[] localAddrs,
+            @Cast("const int64_t*") long[] segmentIds,
+            @Cast("const int64_t*") long[] offsets,
+            @Cast("const int64_t*") long[] lengths,
+            String notifyName,
+            @ByPtrPtr dp_batch out);
+
+    public static native int dp_batch_wait(dp_batch batch, @Cast("int64_t") long timeoutMs);
+
+    public static native int dp_batch_task_status(
+            dp_batch batch, int index, @Cast("int64_t*") long[] bytesOut);
+
+    public static native int dp_batch_notify_status(dp_batch batch);
+
+    public static native void dp_batch_free(dp_batch batch);
+
+    public static native int dp_notify_get(
+            dp_engine engine, String name, @Cast("int64_t*") long[] valueOut);
+
+    public static native int dp_notify_wait(
+            dp_engine engine,
+            String name,
+            @Cast("int64_t") long atLeast,
+            @Cast("int64_t") long timeoutMs,
+            @Cast("int64_t*") long[] valueOut);
+
+    public static native int dp_bench_memcpy(
+            @Cast("int64_t") long dst,
+            @Cast("int64_t") long src,
+            @Cast("int64_t") long length,
+            int repeats,
+            double[] gbpsOut);
+
+    public static native int dp_bench_socket(
+            @Cast("int64_t") long dst,
+            @Cast("int64_t") long src,
+            @Cast("int64_t") long length,
+            int streams,
+            int repeats,
+            double[] gbpsOut);
+
+    public static native @Cast("const char*") String dp_error_name(int code);
+
+    /** Address of a direct buffer's first byte (index 0, whatever its position). */
+    public static long addressOf(java.nio.ByteBuffer direct) {
+        return new BytePointer(direct.duplicate().clear()).address();
+    }
+}

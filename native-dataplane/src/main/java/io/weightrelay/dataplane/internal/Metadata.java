@@ -1,0 +1,225 @@
+package io.weightrelay.dataplane.internal;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisException;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * Segment descriptors and the object directory in Redis. Keys: {@code <prefix>seg:<name>} (hash),
+ * {@code <prefix>segments} (set of names), {@code <prefix>obj:<key>} (hash with size, pin and
+ * replicas). Every change that must be atomic is one Lua script. Thread safe (one shared Lettuce
+ * connection).
+ */
+public final class Metadata implements AutoCloseable {
+    private static final String PUBLISH =
+            "if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end "
+                    + "redis.call('HSET', KEYS[1], 'size', ARGV[1], 'pin', ARGV[2], "
+                    + "'replicas', ARGV[3]) return 1";
+    private static final String TAKE =
+            "local v = redis.call('HGETALL', KEYS[1]) redis.call('DEL', KEYS[1]) return v";
+    private static final String PUT_SEGMENT =
+            "redis.call('HSET', KEYS[1], 'node', ARGV[1], 'host', ARGV[2], 'port', ARGV[3], "
+                    + "'size', ARGV[4], 'shm', ARGV[5]) "
+                    + "redis.call('SADD', KEYS[2], ARGV[6]) return 1";
+    private static final String DROP_SEGMENT =
+            "redis.call('DEL', KEYS[1]) redis.call('SREM', KEYS[2], ARGV[1]) return 1";
+
+    private final RedisClient client;
+    private final StatefulRedisConnection<String, String> connection;
+    private final RedisCommands<String, String> redis;
+    private final String prefix;
+
+    private Metadata(
+            RedisClient client, StatefulRedisConnection<String, String> connection, String prefix) {
+        this.client = client;
+        this.connection = connection;
+        this.redis = connection.sync();
+        this.prefix = prefix;
+    }
+
+    /** Connects to Redis; the caller owns the result. */
+    public static Metadata connect(String redisUri, String prefix, Duration timeout) {
+        RedisURI uri = RedisURI.create(redisUri);
+        uri.setTimeout(timeout);
+        RedisClient client = RedisClient.create(uri);
+        try {
+            return new Metadata(client, client.connect(), prefix);
+        } catch (RuntimeException e) {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+            throw new MetadataFailure("cannot connect to Redis at " + redisUri, e);
+        }
+    }
+
+    /** Unchecked failure of the metadata store; the public API maps it to its own type. */
+    public static final class MetadataFailure extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        MetadataFailure(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    public void putSegment(SegmentDescriptor d) {
+        call(
+                "register segment " + d.name(),
+                () ->
+                        redis.eval(
+                                PUT_SEGMENT,
+                                ScriptOutputType.INTEGER,
+                                new String[] {segmentKey(d.name()), prefix + "segments"},
+                                d.nodeLabel(),
+                                d.host(),
+                                Integer.toString(d.port()),
+                                Long.toString(d.size()),
+                                d.shmPath(),
+                                d.name()));
+    }
+
+    public void removeSegment(String name) {
+        call(
+                "unregister segment " + name,
+                () ->
+                        redis.eval(
+                                DROP_SEGMENT,
+                                ScriptOutputType.INTEGER,
+                                new String[] {segmentKey(name), prefix + "segments"},
+                                name));
+    }
+
+    public Optional<SegmentDescriptor> segment(String name) {
+        Map<String, String> h = call("read segment " + name, () -> redis.hgetall(segmentKey(name)));
+        if (h == null || h.isEmpty()) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(
+                    new SegmentDescriptor(
+                            name,
+                            h.get("node"),
+                            h.get("host"),
+                            Integer.parseInt(h.get("port")),
+                            Long.parseLong(h.get("size")),
+                            h.get("shm")));
+        } catch (RuntimeException e) {
+            throw new MetadataFailure("unreadable descriptor of segment " + name, e);
+        }
+    }
+
+    /** Names of all registered segments, sorted (a deterministic fallback order for puts). */
+    public List<String> segmentNames() {
+        return new ArrayList<>(
+                new TreeSet<>(call("list segments", () -> redis.smembers(prefix + "segments"))));
+    }
+
+    /** Publishes an object entry unless the key exists; true when this call published it. */
+    public boolean publishObject(StoredObject o) {
+        Long r =
+                call(
+                        "publish " + o.key(),
+                        () ->
+                                redis.eval(
+                                        PUBLISH,
+                                        ScriptOutputType.INTEGER,
+                                        new String[] {objectKey(o.key())},
+                                        Long.toString(o.size()),
+                                        o.hardPin() ? "1" : "0",
+                                        encode(o.replicas())));
+        return r != null && r == 1L;
+    }
+
+    public Optional<StoredObject> object(String key) {
+        Map<String, String> h = call("read object " + key, () -> redis.hgetall(objectKey(key)));
+        return decode(key, h);
+    }
+
+    public boolean objectExists(String key) {
+        Long n = call("check object " + key, () -> redis.exists(objectKey(key)));
+        return n != null && n > 0;
+    }
+
+    /** Atomically removes an object entry and returns what it was. */
+    public Optional<StoredObject> takeObject(String key) {
+        List<Object> flat =
+                call(
+                        "remove " + key,
+                        () -> redis.eval(TAKE, ScriptOutputType.MULTI, objectKey(key)));
+        if (flat == null || flat.isEmpty()) {
+            return Optional.empty();
+        }
+        Map<String, String> h = new java.util.HashMap<>();
+        for (int i = 0; i + 1 < flat.size(); i += 2) {
+            h.put(String.valueOf(flat.get(i)), String.valueOf(flat.get(i + 1)));
+        }
+        return decode(key, h);
+    }
+
+    private Optional<StoredObject> decode(String key, Map<String, String> h) {
+        if (h == null || h.isEmpty()) {
+            return Optional.empty();
+        }
+        try {
+            List<StoredObject.Replica> replicas = new ArrayList<>();
+            for (String r : h.get("replicas").split(";")) {
+                int at = r.lastIndexOf('@');
+                replicas.add(
+                        new StoredObject.Replica(
+                                r.substring(0, at), Long.parseLong(r.substring(at + 1))));
+            }
+            return Optional.of(
+                    new StoredObject(
+                            key,
+                            Long.parseLong(h.get("size")),
+                            "1".equals(h.get("pin")),
+                            List.copyOf(replicas)));
+        } catch (RuntimeException e) {
+            throw new MetadataFailure("unreadable directory entry of " + key, e);
+        }
+    }
+
+    private static String encode(List<StoredObject.Replica> replicas) {
+        StringBuilder sb = new StringBuilder();
+        for (StoredObject.Replica r : replicas) {
+            if (sb.length() > 0) {
+                sb.append(';');
+            }
+            sb.append(r.segment()).append('@').append(r.offset());
+        }
+        return sb.toString();
+    }
+
+    private String segmentKey(String name) {
+        return prefix + "seg:" + name;
+    }
+
+    private String objectKey(String key) {
+        return prefix + "obj:" + key;
+    }
+
+    private static <T> T call(String what, Supplier<T> body) {
+        try {
+            return body.get();
+        } catch (RedisException e) {
+            throw new MetadataFailure(what + " failed in Redis", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            connection.close();
+        } finally {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+        }
+    }
+}

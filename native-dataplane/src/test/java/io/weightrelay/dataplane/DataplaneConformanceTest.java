@@ -1,0 +1,607 @@
+package io.weightrelay.dataplane;
+
+import static io.weightrelay.dataplane.TransferRequest.read;
+import static io.weightrelay.dataplane.TransferRequest.write;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * What every engine implementation must do, whatever its transports: subclasses say how to open an
+ * engine in this process and how to start one in another process. Engines with the same node label
+ * must use the local transport between them, engines with different labels tcp.
+ */
+abstract class DataplaneConformanceTest {
+    protected static final Duration WAIT = Duration.ofSeconds(60);
+    private static final int MIB = 1 << 20;
+
+    /** Same node label (local transport) or another one (tcp). */
+    enum Transport {
+        LOCAL,
+        TCP
+    }
+
+    /** Opens an engine of the implementation under test, in this JVM. */
+    protected abstract Dataplane open(String nodeLabel, String keyPrefix);
+
+    /** Starts an engine in another process that owns one segment. */
+    protected abstract PeerProcess startPeer(
+            String nodeLabel, String keyPrefix, String segment, long size) throws IOException;
+
+    private final List<AutoCloseable> opened = new ArrayList<>();
+    private String prefix;
+
+    @BeforeAll
+    static void redis() {
+        RedisSupport.requireRedis();
+    }
+
+    @BeforeEach
+    void prefix() {
+        prefix = RedisSupport.uniquePrefix();
+    }
+
+    @AfterEach
+    void cleanUp() throws Exception {
+        for (int i = opened.size() - 1; i >= 0; i--) {
+            opened.get(i).close();
+        }
+        opened.clear();
+        RedisSupport.deleteKeys(prefix);
+    }
+
+    private Dataplane dp(String label) {
+        Dataplane dp = open(label, prefix);
+        opened.add(dp);
+        return dp;
+    }
+
+    private PeerProcess peer(String label, String segment, long size) throws IOException {
+        PeerProcess p = startPeer(label, prefix, segment, size);
+        opened.add(p);
+        return p;
+    }
+
+    private static String peerLabel(Transport t) {
+        return t == Transport.LOCAL ? "node-a" : "node-b";
+    }
+
+    private static RegisteredBuffer buffer(Dataplane dp, int size, int seed) {
+        RegisteredBuffer b = dp.registerBuffer(ByteBuffer.allocateDirect(size));
+        Patterns.fill(b.byteBuffer(), 0, size, seed);
+        return b;
+    }
+
+    private static void assertTransport(Counters d, Transport t, long read, long written) {
+        if (t == Transport.LOCAL) {
+            assertThat(d.localRead()).isEqualTo(read);
+            assertThat(d.localWritten()).isEqualTo(written);
+            assertThat(d.tcpTotal()).isZero();
+        } else {
+            assertThat(d.tcpRead()).isEqualTo(read);
+            assertThat(d.tcpWritten()).isEqualTo(written);
+            assertThat(d.localRead() + d.localWritten()).isZero();
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void writesAndReadsBackOverTheTransportOfTheNodeLabels(Transport t) {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp(peerLabel(t));
+        int size = 16 * MIB + 7;
+        Segment target = b.createSegment("target", size);
+        RegisteredBuffer source = buffer(a, size, 3);
+        RegisteredBuffer back = a.registerBuffer(ByteBuffer.allocateDirect(size));
+        Counters before = a.counters();
+
+        a.engine().transfer(List.of(write(source, 0, "target", 0, size)), WAIT);
+        assertThat(Patterns.crc(target.byteBuffer(), 0, size))
+                .isEqualTo(Patterns.expectedCrc(size, 3));
+        a.engine().transfer(List.of(read(back, 0, "target", 0, size)), WAIT);
+
+        assertThat(back.byteBuffer()).isEqualTo(source.byteBuffer());
+        assertTransport(a.counters().minus(before), t, size, size);
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void concurrentBatchesLandEachTaskInItsOwnRange(Transport t) throws Exception {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp(peerLabel(t));
+        int threads = 4;
+        int batches = 6;
+        int tasks = 4;
+        int slot = 256 * 1024 + 64;
+        Segment target = b.createSegment("target", (long) threads * batches * tasks * slot);
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int th = 0; th < threads; th++) {
+                int thread = th;
+                futures.add(
+                        pool.submit(
+                                () -> {
+                                    RegisteredBuffer src = buffer(a, tasks * slot, thread + 11);
+                                    for (int bt = 0; bt < batches; bt++) {
+                                        List<TransferRequest> reqs = new ArrayList<>();
+                                        for (int k = 0; k < tasks; k++) {
+                                            long dst =
+                                                    ((long) (thread * batches + bt) * tasks + k)
+                                                            * slot;
+                                            reqs.add(
+                                                    write(
+                                                            src,
+                                                            (long) k * slot,
+                                                            "target",
+                                                            dst,
+                                                            slot));
+                                        }
+                                        try (TransferBatch batch = a.engine().submit(reqs)) {
+                                            batch.awaitSuccess(WAIT);
+                                            assertThat(batch.statuses())
+                                                    .allSatisfy(
+                                                            s ->
+                                                                    assertThat(s.bytesTransferred())
+                                                                            .isEqualTo(slot));
+                                        }
+                                    }
+                                    src.close();
+                                    return null;
+                                }));
+            }
+            for (Future<?> f : futures) {
+                f.get(2, TimeUnit.MINUTES);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        ByteBuffer landed = target.byteBuffer();
+        for (int th = 0; th < threads; th++) {
+            ByteBuffer expected = ByteBuffer.allocate(tasks * slot);
+            Patterns.fill(expected, 0, tasks * slot, th + 11);
+            for (int bt = 0; bt < batches; bt++) {
+                int base = (th * batches + bt) * tasks * slot;
+                assertThat(landed.duplicate().position(base).limit(base + tasks * slot))
+                        .isEqualTo(expected.duplicate().clear());
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void invalidTasksFailAloneWithTheirSpecificError(Transport t) {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp(peerLabel(t));
+        int size = MIB;
+        b.createSegment("target", size);
+        RegisteredBuffer src = buffer(a, size, 1);
+        try (TransferBatch batch =
+                a.engine()
+                        .submit(
+                                List.of(
+                                        write(src, 0, "target", 0, 1024),
+                                        write(src, 0, "target", size - 10, 20),
+                                        write(src, size - 10, "target", 0, 20),
+                                        write(src, 0, "no-such-segment", 0, 10),
+                                        read(src, 0, "target", size, 0)))) {
+            assertThat(batch.await(WAIT)).isTrue();
+            List<TaskStatus> s = batch.statuses();
+            assertThat(s.get(0).state()).isEqualTo(TaskStatus.State.COMPLETED);
+            assertThat(s.get(1).error()).isEqualTo(DataplaneError.OUT_OF_BOUNDS);
+            assertThat(s.get(2).error()).isEqualTo(DataplaneError.OUT_OF_BOUNDS);
+            assertThat(s.get(3).error()).isEqualTo(DataplaneError.UNKNOWN_SEGMENT);
+            assertThat(s.get(4).state()).isEqualTo(TaskStatus.State.COMPLETED);
+            assertThat(batch.failure(s.get(1))).hasMessageContaining("segment 'target'");
+            assertThat(batch.failure(s.get(2))).hasMessageContaining("registered buffer");
+            assertThat(batch.failure(s.get(3)))
+                    .isInstanceOfSatisfying(
+                            UnknownSegmentException.class,
+                            e -> assertThat(e.segment()).isEqualTo("no-such-segment"));
+            assertThatThrownBy(() -> batch.awaitSuccess(WAIT))
+                    .isInstanceOf(OutOfBoundsException.class);
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void aClosedSegmentIsUnknownAndItsRecreationIsFoundAgain(Transport t) {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp(peerLabel(t));
+        RegisteredBuffer src = buffer(a, MIB, 14);
+        Segment first = b.createSegment("recycled", MIB);
+        a.engine().transfer(List.of(write(src, 0, "recycled", 0, MIB)), WAIT);
+        first.close();
+
+        assertThatThrownBy(
+                        () -> a.engine().transfer(List.of(write(src, 0, "recycled", 0, 64)), WAIT))
+                .isInstanceOfSatisfying(
+                        UnknownSegmentException.class,
+                        e -> assertThat(e.segment()).isEqualTo("recycled"));
+
+        Segment second = b.createSegment("recycled", MIB);
+        a.engine().transfer(List.of(write(src, 0, "recycled", 0, MIB)), WAIT);
+        assertThat(Patterns.crc(second.byteBuffer(), 0, MIB))
+                .isEqualTo(Patterns.expectedCrc(MIB, 14));
+    }
+
+    @Test
+    void memoryNotRegisteredWithThisEngineIsRefused() {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp("node-b");
+        b.createSegment("target", MIB);
+        Segment foreign = b.createSegment("foreign", MIB);
+        RegisteredBuffer closed = buffer(a, MIB, 2);
+        closed.close();
+        closed.close(); // idempotent
+
+        assertThatThrownBy(
+                        () -> a.engine().transfer(List.of(write(closed, 0, "target", 0, 64)), WAIT))
+                .isInstanceOf(UnregisteredBufferException.class);
+        assertThatThrownBy(
+                        () -> a.engine().transfer(List.of(read(foreign, 0, "target", 0, 64)), WAIT))
+                .isInstanceOf(UnregisteredBufferException.class)
+                .hasMessageContaining("foreign");
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void writeWithNotifyBumpsTheTargetsCounterAfterTheBytesLanded(Transport t) throws Exception {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp(peerLabel(t));
+        int size = 3 * MIB;
+        Segment target = b.createSegment("delegate", size);
+        RegisteredBuffer src = buffer(a, size, 9);
+        CompletableFuture<Long> waiter =
+                CompletableFuture.supplyAsync(
+                        () -> b.engine().awaitNotify("gen-7/batch-0", 1, WAIT));
+
+        try (TransferBatch batch =
+                a.engine()
+                        .submitWithNotify(
+                                List.of(
+                                        write(src, 0, "delegate", 0, MIB),
+                                        write(src, MIB, "delegate", MIB, 2 * MIB)),
+                                "gen-7/batch-0")) {
+            batch.awaitSuccess(WAIT);
+        }
+
+        assertThat(waiter.get(60, TimeUnit.SECONDS)).isEqualTo(1);
+        assertThat(Patterns.crc(target.byteBuffer(), 0, size))
+                .isEqualTo(Patterns.expectedCrc(size, 9));
+        assertThat(b.engine().notifyCount("gen-7/batch-0")).isEqualTo(1);
+        assertThat(a.engine().notifyCount("gen-7/batch-0")).isZero();
+        assertThatThrownBy(() -> b.engine().awaitNotify("never", 1, Duration.ofMillis(20)))
+                .isInstanceOf(NotifyTimeoutException.class)
+                .hasMessageContaining("never");
+    }
+
+    @Test
+    void rangesAtObjectEdgesReadExactlyOrFailAlone() {
+        Dataplane a = dp("node-a");
+        Segment own = a.createSegment("pub", 4 * MIB);
+        int size = MIB + 13;
+        RegisteredBuffer src = buffer(a, size, 4);
+        a.store().putFrom("m/1/w", src, 0, size, ReplicateConfig.preferLocal("pub"));
+        RegisteredBuffer dst = a.registerBuffer(ByteBuffer.allocateDirect(2 * size));
+
+        long[] r =
+                a.store()
+                        .getIntoRanges(
+                                "m/1/w",
+                                List.of(
+                                        new ReadRange(0, 1, dst, 0),
+                                        new ReadRange(size - 1, 1, dst, 1),
+                                        new ReadRange(size, 0, dst, 2),
+                                        new ReadRange(size - 5, 10, dst, 3),
+                                        new ReadRange(0, size, dst, size),
+                                        new ReadRange(-1, 2, dst, 0),
+                                        new ReadRange(0, 10, dst, 2L * size - 5)));
+
+        assertThat(r)
+                .containsExactly(
+                        1,
+                        1,
+                        0,
+                        DataplaneError.OUT_OF_BOUNDS.code(),
+                        size,
+                        DataplaneError.OUT_OF_BOUNDS.code(),
+                        DataplaneError.OUT_OF_BOUNDS.code());
+        ByteBuffer got = dst.byteBuffer();
+        assertThat(got.get(0)).isEqualTo(Patterns.at(0, 4));
+        assertThat(got.get(1)).isEqualTo(Patterns.at(size - 1, 4));
+        assertThat(Patterns.crc(got, size, size)).isEqualTo(Patterns.expectedCrc(size, 4));
+        assertThat(a.store().exists("m/1/w")).isTrue();
+        assertThat(a.store().locations("m/1/w"))
+                .singleElement()
+                .satisfies(
+                        l -> {
+                            assertThat(l.segment()).isEqualTo("pub");
+                            assertThat(l.nodeLabel()).isEqualTo("node-a");
+                            assertThat(l.size()).isEqualTo(size);
+                        });
+        assertThatThrownBy(
+                        () ->
+                                a.store()
+                                        .putFrom(
+                                                "m/1/w",
+                                                src,
+                                                0,
+                                                size,
+                                                ReplicateConfig.preferLocal("pub")))
+                .isInstanceOfSatisfying(
+                        ObjectExistsException.class, e -> assertThat(e.key()).isEqualTo("m/1/w"));
+
+        assertThat(a.store().remove("m/1/w")).isTrue();
+        assertThat(a.store().remove("m/1/w")).isFalse();
+        assertThat(a.store().exists("m/1/w")).isFalse();
+        assertThat(own.freeBytes()).isEqualTo(4 * MIB);
+        assertThatThrownBy(() -> a.store().getIntoRanges("m/1/w", List.of()))
+                .isInstanceOfSatisfying(
+                        ObjectNotFoundException.class, e -> assertThat(e.key()).isEqualTo("m/1/w"));
+    }
+
+    @Test
+    void publishMovesNoTcpBytesAndEveryStoredByteIsReadOnce() {
+        Dataplane publisher = dp("node-a");
+        Dataplane remoteReader = dp("node-b");
+        Dataplane localReader = dp("node-a");
+        publisher.createSegment("pub", 8 * MIB);
+        int size = 6 * MIB + 100;
+        RegisteredBuffer staging = buffer(publisher, size, 6);
+        Counters before = publisher.counters();
+
+        publisher.store().putFrom("m/2/w", staging, 0, size, ReplicateConfig.preferLocal("pub"));
+
+        Counters put = publisher.counters().minus(before);
+        assertThat(put.tcpTotal()).isZero();
+        assertThat(put.localWritten()).isEqualTo(size);
+        int half = size / 2;
+        RegisteredBuffer farDst = remoteReader.registerBuffer(ByteBuffer.allocateDirect(half));
+        RegisteredBuffer nearDst =
+                localReader.registerBuffer(ByteBuffer.allocateDirect(size - half));
+        Counters far0 = remoteReader.counters();
+        Counters near0 = localReader.counters();
+        assertThat(
+                        remoteReader
+                                .store()
+                                .getIntoRanges("m/2/w", List.of(new ReadRange(0, half, farDst, 0))))
+                .containsExactly(half);
+        assertThat(
+                        localReader
+                                .store()
+                                .getIntoRanges(
+                                        "m/2/w",
+                                        List.of(new ReadRange(half, size - half, nearDst, 0))))
+                .containsExactly(size - half);
+        Counters far = remoteReader.counters().minus(far0);
+        Counters near = localReader.counters().minus(near0);
+        assertThat(far.tcpRead()).isEqualTo(half);
+        assertThat(near.localRead()).isEqualTo(size - half);
+        assertThat(far.totalRead() + near.totalRead()).isEqualTo(size);
+        ByteBuffer all = ByteBuffer.allocate(size);
+        all.put(farDst.byteBuffer()).put(nearDst.byteBuffer());
+        assertThat(Patterns.crc(all, 0, size)).isEqualTo(Patterns.expectedCrc(size, 6));
+    }
+
+    @Test
+    void aFullPreferredSegmentStillYieldsAStoredObjectElsewhere() {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp("node-b");
+        Segment small = a.createSegment("small", MIB);
+        b.createSegment("big", 8 * MIB);
+        int size = 768 * 1024;
+        RegisteredBuffer src = buffer(a, 16 * MIB, 8);
+
+        a.store().putFrom("k/1", src, 0, size, ReplicateConfig.preferLocal("small"));
+        a.store().putFrom("k/2", src, 0, size, ReplicateConfig.preferLocal("small"));
+        a.store().putFrom("k/3", src, 0, size, ReplicateConfig.preferLocal("missing"));
+
+        assertThat(a.store().locations("k/1").get(0).segment()).isEqualTo("small");
+        assertThat(a.store().locations("k/2").get(0).segment()).isEqualTo("big");
+        assertThat(a.store().locations("k/3").get(0).segment()).isEqualTo("big");
+        RegisteredBuffer dst = a.registerBuffer(ByteBuffer.allocateDirect(size));
+        assertThat(a.store().getIntoRanges("k/2", List.of(new ReadRange(0, size, dst, 0))))
+                .containsExactly(size);
+        assertThat(Patterns.crc(dst.byteBuffer(), 0, size))
+                .isEqualTo(Patterns.expectedCrc(size, 8));
+        assertThatThrownBy(
+                        () ->
+                                a.store()
+                                        .putFrom(
+                                                "k/huge",
+                                                src,
+                                                0,
+                                                16 * MIB,
+                                                ReplicateConfig.preferLocal("small")))
+                .isInstanceOf(SegmentFullException.class)
+                .hasMessageContaining("k/huge");
+        assertThat(a.store().exists("k/huge")).isFalse();
+        assertThat(small.freeBytes()).isEqualTo(MIB - size);
+    }
+
+    @Test
+    void replicasLandInDistinctSegmentsAndReadsFallBackWhenOneIsGone() {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp("node-b");
+        Segment near = a.createSegment("near", 2 * MIB);
+        b.createSegment("far", 2 * MIB);
+        int size = MIB;
+        RegisteredBuffer src = buffer(a, size, 12);
+        a.store().putFrom("r/1", src, 0, size, new ReplicateConfig(2, List.of("near"), true));
+
+        assertThat(a.store().locations("r/1"))
+                .extracting(ObjectLocation::segment)
+                .containsExactly("near", "far");
+        near.close();
+        RegisteredBuffer dst = a.registerBuffer(ByteBuffer.allocateDirect(size));
+        assertThat(a.store().getIntoRanges("r/1", List.of(new ReadRange(0, size, dst, 0))))
+                .containsExactly(size);
+        assertThat(Patterns.crc(dst.byteBuffer(), 0, size))
+                .isEqualTo(Patterns.expectedCrc(size, 12));
+    }
+
+    @Test
+    void concurrentPutAndRemoveLeaveNoLeakAndNoTornObject() throws Exception {
+        Dataplane a = dp("node-a");
+        Segment seg = a.createSegment("pub", 8 * MIB);
+        int threads = 4;
+        int rounds = 25;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        AtomicInteger sharedWins = new AtomicInteger();
+        try {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int th = 0; th < threads; th++) {
+                int thread = th;
+                futures.add(
+                        pool.submit(
+                                () -> {
+                                    RegisteredBuffer src = buffer(a, 64 * 1024, thread);
+                                    RegisteredBuffer dst =
+                                            a.registerBuffer(ByteBuffer.allocateDirect(64 * 1024));
+                                    for (int i = 0; i < rounds; i++) {
+                                        int size = 1 + (i * 4099 + thread * 37) % (64 * 1024);
+                                        String key = "c/" + thread + "/" + i;
+                                        a.store()
+                                                .putFrom(
+                                                        key,
+                                                        src,
+                                                        0,
+                                                        size,
+                                                        ReplicateConfig.preferLocal("pub"));
+                                        assertThat(
+                                                        a.store()
+                                                                .getIntoRanges(
+                                                                        key,
+                                                                        List.of(
+                                                                                new ReadRange(
+                                                                                        0, size,
+                                                                                        dst, 0))))
+                                                .containsExactly(size);
+                                        assertThat(Patterns.crc(dst.byteBuffer(), 0, size))
+                                                .isEqualTo(Patterns.expectedCrc(size, thread));
+                                        assertThat(a.store().remove(key)).isTrue();
+                                        try {
+                                            a.store()
+                                                    .putFrom(
+                                                            "c/shared",
+                                                            src,
+                                                            0,
+                                                            1000,
+                                                            ReplicateConfig.preferLocal("pub"));
+                                            sharedWins.incrementAndGet();
+                                        } catch (ObjectExistsException expected) {
+                                            // another thread published it first
+                                        }
+                                        a.store().remove("c/shared");
+                                    }
+                                    return null;
+                                }));
+            }
+            for (Future<?> f : futures) {
+                f.get(2, TimeUnit.MINUTES);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertThat(sharedWins.get()).isPositive();
+        assertThat(a.store().exists("c/shared")).isFalse();
+        assertThat(seg.freeBytes()).isEqualTo(8 * MIB);
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void anEngineInAnotherProcessServesReadsPutsAndNotifies(Transport t) throws Exception {
+        Dataplane a = dp("node-a");
+        long segSize = 16 * MIB;
+        PeerProcess peer = peer(peerLabel(t), "child", segSize);
+        int size = 3 * MIB + 3;
+        peer.command("put child/obj " + size + " 5");
+        RegisteredBuffer dst = a.registerBuffer(ByteBuffer.allocateDirect(size));
+        Counters before = a.counters();
+
+        assertThat(a.store().getIntoRanges("child/obj", List.of(new ReadRange(0, size, dst, 0))))
+                .containsExactly(size);
+        assertThat(Patterns.crc(dst.byteBuffer(), 0, size))
+                .isEqualTo(Patterns.expectedCrc(size, 5));
+        assertTransport(a.counters().minus(before), t, size, 0);
+
+        // A remote put: the owner allocates (control channel), the bytes go one-sided.
+        long freeBefore = Long.parseLong(peer.command("free"));
+        RegisteredBuffer src = buffer(a, MIB, 21);
+        a.store().putFrom("parent/obj", src, 0, MIB, ReplicateConfig.preferLocal("child"));
+        assertThat(a.store().locations("parent/obj").get(0).segment()).isEqualTo("child");
+        assertThat(Long.parseLong(peer.command("free"))).isEqualTo(freeBefore - MIB);
+
+        // A write with notify into the child's segment; the child waits on its counter.
+        long offset = 12L * MIB;
+        CompletableFuture<String> notified =
+                CompletableFuture.supplyAsync(() -> peer.command("notify fanout 1 60000"));
+        try (TransferBatch batch =
+                a.engine()
+                        .submitWithNotify(List.of(write(src, 0, "child", offset, MIB)), "fanout")) {
+            batch.awaitSuccess(WAIT);
+        }
+        assertThat(notified.get(60, TimeUnit.SECONDS)).isEqualTo("1");
+        assertThat(peer.command("crc " + offset + " " + MIB))
+                .isEqualTo(Long.toString(Patterns.expectedCrc(MIB, 21)));
+        assertThat(a.store().remove("parent/obj")).isTrue();
+        assertThat(Long.parseLong(peer.command("free"))).isEqualTo(freeBefore);
+    }
+
+    @Test
+    void peerDeathMidTransferFailsWithPeerGoneNotAHang() throws Exception {
+        Dataplane a = dp("node-a");
+        int size = 32 * MIB;
+        PeerProcess peer = peer("node-doomed", "doomed", size);
+        peer.command("put doomed/obj 4096 1");
+        RegisteredBuffer dst = a.registerBuffer(ByteBuffer.allocateDirect(size));
+        CountDownLatch firstRead = new CountDownLatch(1);
+        ExecutorService reader = Executors.newSingleThreadExecutor();
+        try {
+            Future<Throwable> failure =
+                    reader.submit(
+                            () -> {
+                                for (; ; ) {
+                                    try {
+                                        a.engine()
+                                                .transfer(
+                                                        List.of(read(dst, 0, "doomed", 0, size)),
+                                                        WAIT);
+                                        firstRead.countDown();
+                                    } catch (DataplaneException e) {
+                                        return e;
+                                    }
+                                }
+                            });
+            assertThat(firstRead.await(60, TimeUnit.SECONDS)).isTrue();
+            peer.kill();
+            assertThat(failure.get(60, TimeUnit.SECONDS))
+                    .isInstanceOfSatisfying(
+                            PeerGoneException.class,
+                            e -> assertThat(e.segment()).isEqualTo("doomed"));
+        } finally {
+            reader.shutdownNow();
+        }
+        long[] r = a.store().getIntoRanges("doomed/obj", List.of(new ReadRange(0, 4096, dst, 0)));
+        assertThat(r).containsExactly(DataplaneError.PEER_GONE.code());
+    }
+}

@@ -1,0 +1,219 @@
+package io.weightrelay.dataplane;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Opening, publishing and closing the built-in dataplane. */
+class DataplaneLifecycleTest {
+    private String prefix;
+
+    @BeforeAll
+    static void redis() {
+        RedisSupport.requireRedis();
+    }
+
+    @BeforeEach
+    void prefix() {
+        prefix = RedisSupport.uniquePrefix();
+    }
+
+    @AfterEach
+    void cleanUp() {
+        RedisSupport.deleteKeys(prefix);
+    }
+
+    private Dataplane open(String label) {
+        return Dataplane.open(
+                DataplaneConfig.builder(label)
+                        .redisUri(RedisSupport.URI)
+                        .keyPrefix(prefix)
+                        .build());
+    }
+
+    @Test
+    void aSegmentIsPublishedWhileOpenAndRemovedWithItsFileOnClose() throws Exception {
+        try (Dataplane dp = open("node-a")) {
+            Segment seg = dp.createSegment("pub", 1 << 20);
+            Map<String, String> descriptor = redisHash(prefix + "seg:pub");
+            assertThat(descriptor)
+                    .containsEntry("node", "node-a")
+                    .containsEntry("host", "127.0.0.1")
+                    .containsEntry("port", Integer.toString(dp.tcpPort()))
+                    .containsEntry("size", Integer.toString(1 << 20))
+                    .containsEntry("shm", seg.shmPath().toString());
+            assertThat(Files.size(seg.shmPath())).isEqualTo(1 << 20);
+
+            ByteBuffer stale = seg.byteBuffer();
+            stale.put(0, (byte) 42);
+            seg.close();
+            seg.close();
+
+            assertThat(redisHash(prefix + "seg:pub")).isEmpty();
+            assertThat(seg.shmPath()).doesNotExist();
+            assertThat(stale.get(0)).isZero(); // detached: private zero pages, not a crash
+            assertThatThrownBy(seg::byteBuffer).isInstanceOf(DataplaneClosedException.class);
+            assertThatThrownBy(() -> dp.createSegment("bad name", 10))
+                    .isInstanceOf(IllegalArgumentException.class);
+        }
+    }
+
+    @Test
+    void closingTheDataplaneClosesWhatItCreatedAndLaterCallsFailClearly() {
+        Dataplane dp = open("node-a");
+        Segment seg = dp.createSegment("pub", 1 << 20);
+        RegisteredBuffer buf = dp.registerBuffer(ByteBuffer.allocateDirect(4096));
+        assertThat(dp.segment("pub")).containsSame(seg);
+        assertThatThrownBy(() -> dp.createSegment("pub", 1 << 20))
+                .isInstanceOfSatisfying(
+                        DataplaneException.class,
+                        e -> assertThat(e.error()).isEqualTo(DataplaneError.EXISTS));
+
+        dp.close();
+        dp.close();
+
+        assertThat(seg.shmPath()).doesNotExist();
+        assertThat(dp.segment("pub")).isEmpty();
+        assertThatThrownBy(dp::counters).isInstanceOf(DataplaneClosedException.class);
+        assertThatThrownBy(
+                        () ->
+                                dp.engine()
+                                        .submit(
+                                                List.of(
+                                                        TransferRequest.read(
+                                                                buf, 0, "pub", 0, 16))))
+                .isInstanceOf(DataplaneClosedException.class);
+        assertThatThrownBy(() -> dp.engine().awaitNotify("n", 1, Duration.ofSeconds(1)))
+                .isInstanceOf(DataplaneClosedException.class);
+        assertThatThrownBy(() -> dp.store().exists("k"))
+                .isInstanceOf(DataplaneClosedException.class);
+    }
+
+    @Test
+    void aBlockedNotifyWaitReturnsWhenTheDataplaneCloses() throws Exception {
+        Dataplane dp = open("node-a");
+        Thread closer =
+                new Thread(
+                        () -> {
+                            try {
+                                Thread.sleep(200);
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                            dp.close();
+                        });
+        closer.start();
+        assertThatThrownBy(() -> dp.engine().awaitNotify("never", 1, Duration.ofMinutes(5)))
+                .isInstanceOf(DataplaneClosedException.class);
+        closer.join(TimeUnit.SECONDS.toMillis(30));
+        assertThat(closer.isAlive()).isFalse();
+    }
+
+    @Test
+    void aRegisteredBufferIsAddressedFromItsFirstByteWhateverItsPosition() {
+        try (Dataplane dp = open("node-a")) {
+            Segment seg = dp.createSegment("pub", 4096);
+            ByteBuffer direct = ByteBuffer.allocateDirect(4096);
+            Patterns.fill(direct, 0, 4096, 5);
+            direct.position(100);
+            RegisteredBuffer buf = dp.registerBuffer(direct);
+            dp.engine()
+                    .transfer(
+                            List.of(TransferRequest.write(buf, 0, "pub", 0, 4096)),
+                            Duration.ofSeconds(30));
+            assertThat(Patterns.crc(seg.byteBuffer(), 0, 4096))
+                    .isEqualTo(Patterns.expectedCrc(4096, 5));
+        }
+    }
+
+    @Test
+    void aSegmentNameOfALiveEngineIsRefusedAndOneOfAClosedOrDeadEngineTakenOver() {
+        try (Dataplane first = open("node-a");
+                Dataplane second = open("node-b")) {
+            Segment seg = first.createSegment("shared-name", 4096);
+            assertThatThrownBy(() -> second.createSegment("shared-name", 4096))
+                    .isInstanceOfSatisfying(
+                            DataplaneException.class,
+                            e -> assertThat(e.error()).isEqualTo(DataplaneError.EXISTS))
+                    .hasMessageContaining("live engine");
+            first.close(); // its descriptor goes away with it
+            assertThat(second.createSegment("shared-name", 4096).shmPath())
+                    .isEqualTo(seg.shmPath());
+
+            // A descriptor left behind by a killed owner (nothing listens on its port).
+            redisHashSet(
+                    prefix + "seg:ghost",
+                    Map.of(
+                            "node",
+                            "node-x",
+                            "host",
+                            "127.0.0.1",
+                            "port",
+                            "1",
+                            "size",
+                            "4096",
+                            "shm",
+                            "/dev/shm/none"));
+            Segment ghost = second.createSegment("ghost", 4096);
+            assertThat(redisHash(prefix + "seg:ghost"))
+                    .containsEntry("port", Integer.toString(second.tcpPort()));
+            ghost.close();
+        }
+    }
+
+    private static void redisHashSet(String key, Map<String, String> fields) {
+        RedisClient client = RedisClient.create(RedisSupport.URI);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            c.sync().hset(key, fields);
+        } finally {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void configurationIsValidated() {
+        assertThatThrownBy(() -> DataplaneConfig.builder("n").keyPrefix("other:").build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("wr:");
+        assertThatThrownBy(() -> DataplaneConfig.builder(" ").build())
+                .isInstanceOf(IllegalArgumentException.class);
+        DataplaneConfig c = DataplaneConfig.builder("n").build();
+        assertThat(c.tcpBindHost()).isEqualTo("127.0.0.1");
+        assertThat(c.advertiseHost()).isEqualTo("127.0.0.1");
+        assertThat(c.tcpPort()).isZero();
+    }
+
+    @Test
+    void anUnreachableRedisFailsOpenWithAMetadataException() {
+        DataplaneConfig c =
+                DataplaneConfig.builder("n")
+                        .redisUri("redis://127.0.0.1:1")
+                        .keyPrefix(prefix)
+                        .ioTimeout(Duration.ofSeconds(2))
+                        .build();
+        assertThatThrownBy(() -> Dataplane.open(c))
+                .isInstanceOf(MetadataException.class)
+                .hasMessageContaining("127.0.0.1:1");
+    }
+
+    private static Map<String, String> redisHash(String key) {
+        RedisClient client = RedisClient.create(RedisSupport.URI);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            return c.sync().hgetall(key);
+        } finally {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+        }
+    }
+}
