@@ -1,35 +1,15 @@
 package io.weightrelay.control;
 
-import io.weightrelay.service.test.RedisTestSupport;
-import io.weightrelay.service.test.ServiceSmokeTestSupport;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Value;
-import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * Starts the whole service on a loopback port and checks what every operator and client meets
  * first.
  */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-class ControlApiSmokeTest extends ServiceSmokeTestSupport {
-
-    @Value("${local.server.port}")
-    int port;
-
-    @DynamicPropertySource
-    static void redis(DynamicPropertyRegistry registry) {
-        RedisTestSupport.register(registry);
-    }
-
-    @Override
-    protected int port() {
-        return port;
-    }
+class ControlApiSmokeTest extends ControlApiTestSupport {
 
     @Test
-    void healthAndApiDocsAnswer() {
+    void healthAndApiDocsAnswerWithoutToken() {
         assertHealthy();
         assertServesOpenApi("/api/v1/models/{model}/generations");
     }
@@ -37,11 +17,20 @@ class ControlApiSmokeTest extends ServiceSmokeTestSupport {
     @Test
     void badRequestIsProblemJson() {
         assertProblem(
-                get("/api/v1/models/bad%20model!/generations/active"), 400, "invalid-request");
+                get("/api/v1/models/bad%20model!/generations/active", OPERATOR),
+                400,
+                "invalid-request");
     }
 
     @Test
     void unknownPathIsProblemJson() {
-        assertProblem(get("/api/v1/no-such-thing"), 404, "not-found");
+        assertProblem(get("/api/v1/no-such-thing", OPERATOR), 404, "not-found");
+    }
+
+    @Test
+    void everyOtherPathNeedsAToken() {
+        assertProblem(get("/api/v1/segments"), 401, "unauthorized");
+        assertProblem(get("/api/v1/segments", "not-a-token-of-anyone"), 401, "unauthorized");
+        assertProblem(get("/actuator/metrics", LOADER), 403, "forbidden");
     }
 }

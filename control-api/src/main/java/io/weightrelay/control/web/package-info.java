@@ -1,5 +1,5 @@
 /**
- * REST controllers implementing the generated control-api interfaces, and the service's problem
- * handler.
+ * Web concerns shared by every feature: the service's one problem handler and request limits.
+ * Controllers live in their feature packages.
  */
 package io.weightrelay.control.web;

@@ -12,6 +12,7 @@ import org.springframework.http.HttpStatusCode;
 import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
+import org.springframework.web.ErrorResponse;
 import org.springframework.web.bind.MethodArgumentNotValidException;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.context.request.WebRequest;
@@ -128,10 +129,16 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
             HttpHeaders headers,
             HttpStatusCode statusCode,
             WebRequest request) {
+        if (body == null && ex instanceof ErrorResponse errorResponse) {
+            // Spring passes no body for ErrorResponse exceptions (RelayException among them):
+            // their own problem, with its stable type, is the body.
+            body = errorResponse.getBody();
+        }
         ProblemDetail problem =
                 body instanceof ProblemDetail pd
                         ? pd
-                        : ProblemDetail.forStatusAndDetail(statusCode, String.valueOf(body));
+                        : ProblemDetail.forStatusAndDetail(
+                                statusCode, body == null ? null : String.valueOf(body));
         if (problem.getType() == null || ABOUT_BLANK.equals(problem.getType())) {
             ProblemKind kind = CommonProblems.forStatus(statusCode.value());
             problem.setType(kind.type());

@@ -1,0 +1,31 @@
+package io.weightrelay.control.checkpoint;
+
+import io.weightrelay.api.control.model.CheckpointReport;
+import io.weightrelay.api.control.model.CheckpointRequest;
+import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.api.control.model.RestoreRequest;
+import io.weightrelay.api.control.server.CheckpointsApi;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.RestController;
+
+@RestController
+class CheckpointsController implements CheckpointsApi {
+
+    private final CheckpointService checkpoints;
+
+    CheckpointsController(CheckpointService checkpoints) {
+        this.checkpoints = checkpoints;
+    }
+
+    @Override
+    public ResponseEntity<CheckpointReport> saveCheckpoint(
+            String model, Long generation, CheckpointRequest request) {
+        return ResponseEntity.ok(checkpoints.save(model, generation, request.getDirectory()));
+    }
+
+    @Override
+    public ResponseEntity<Generation> restoreCheckpoint(String model, RestoreRequest request) {
+        return ResponseEntity.ok(
+                checkpoints.restore(model, request.getGeneration(), request.getDirectory()));
+    }
+}

@@ -1,0 +1,103 @@
+package io.weightrelay.control.generation;
+
+import io.weightrelay.api.control.model.AbortRequest;
+import io.weightrelay.api.control.model.GcReport;
+import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.api.control.model.GenerationManifest;
+import io.weightrelay.api.control.model.GenerationState;
+import io.weightrelay.api.control.model.Lease;
+import io.weightrelay.api.control.model.LeaseRequest;
+import io.weightrelay.api.control.model.OpenGenerationRequest;
+import io.weightrelay.api.control.model.OpenedGeneration;
+import io.weightrelay.api.control.model.RegisterObjectsRequest;
+import io.weightrelay.api.control.model.RegisterObjectsResponse;
+import io.weightrelay.api.control.server.GenerationsApi;
+import java.time.Duration;
+import java.util.List;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.RestController;
+
+@RestController
+class GenerationsController implements GenerationsApi {
+
+    private final GenerationService generations;
+
+    GenerationsController(GenerationService generations) {
+        this.generations = generations;
+    }
+
+    @Override
+    public ResponseEntity<OpenedGeneration> openGeneration(
+            String model, OpenGenerationRequest request) {
+        GenerationService.Opened opened = generations.open(model, request);
+        return ResponseEntity.status(opened.created() ? HttpStatus.CREATED : HttpStatus.OK)
+                .body(opened.body());
+    }
+
+    @Override
+    public ResponseEntity<RegisterObjectsResponse> registerObjects(
+            String model, Long generation, RegisterObjectsRequest request) {
+        return ResponseEntity.ok(generations.register(model, generation, request));
+    }
+
+    @Override
+    public ResponseEntity<Generation> commitGeneration(String model, Long generation) {
+        return ResponseEntity.ok(generations.commit(model, generation));
+    }
+
+    @Override
+    public ResponseEntity<Generation> abortGeneration(
+            String model, Long generation, AbortRequest request) {
+        String reason = request == null ? null : request.getReason();
+        return ResponseEntity.ok(generations.abort(model, generation, reason));
+    }
+
+    @Override
+    public ResponseEntity<Generation> getGeneration(String model, Long generation) {
+        return ResponseEntity.ok(generations.get(model, generation));
+    }
+
+    @Override
+    public ResponseEntity<GenerationManifest> getGenerationManifest(String model, Long generation) {
+        return ResponseEntity.ok(generations.manifest(model, generation));
+    }
+
+    @Override
+    public ResponseEntity<List<Generation>> listGenerations(
+            String model, GenerationState state, Integer limit) {
+        return ResponseEntity.ok(generations.list(model, state, limit == null ? 100 : limit));
+    }
+
+    @Override
+    public ResponseEntity<Generation> getActiveGeneration(String model) {
+        return ResponseEntity.ok(generations.active(model));
+    }
+
+    @Override
+    public ResponseEntity<Generation> awaitNextActiveGeneration(
+            String model, Long after, Integer waitSeconds) {
+        Duration wait = Duration.ofSeconds(waitSeconds == null ? 30 : waitSeconds);
+        return generations
+                .awaitNewerThan(model, after, wait)
+                .map(ResponseEntity::ok)
+                .orElseGet(() -> ResponseEntity.noContent().build());
+    }
+
+    @Override
+    public ResponseEntity<Lease> acquireLease(String model, Long generation, LeaseRequest request) {
+        return ResponseEntity.ok(
+                generations.lease(model, generation, request.getHolder(), request.getTtlSeconds()));
+    }
+
+    @Override
+    public ResponseEntity<Void> releaseLease(String model, Long generation, String holder) {
+        generations.release(model, generation, holder);
+        return ResponseEntity.noContent().build();
+    }
+
+    @Override
+    public ResponseEntity<GcReport> collectGarbage(String model) {
+        return ResponseEntity.ok(generations.collectGarbage(model));
+    }
+}

@@ -1,0 +1,49 @@
+package io.weightrelay.control.plan;
+
+import java.io.ByteArrayOutputStream;
+import java.util.zip.DataFormatException;
+import java.util.zip.Deflater;
+import java.util.zip.Inflater;
+
+/** Raw deflate of plan encodings before they go to Redis (they repeat names and strides a lot). */
+final class Compression {
+
+    private Compression() {}
+
+    static byte[] deflate(byte[] data) {
+        Deflater deflater = new Deflater(Deflater.BEST_SPEED);
+        try {
+            deflater.setInput(data);
+            deflater.finish();
+            ByteArrayOutputStream out = new ByteArrayOutputStream(Math.max(64, data.length / 4));
+            byte[] buffer = new byte[64 * 1024];
+            while (!deflater.finished()) {
+                out.write(buffer, 0, deflater.deflate(buffer));
+            }
+            return out.toByteArray();
+        } finally {
+            deflater.end();
+        }
+    }
+
+    static byte[] inflate(byte[] data) {
+        Inflater inflater = new Inflater();
+        try {
+            inflater.setInput(data);
+            ByteArrayOutputStream out = new ByteArrayOutputStream(data.length * 4);
+            byte[] buffer = new byte[64 * 1024];
+            while (!inflater.finished()) {
+                int n = inflater.inflate(buffer);
+                if (n == 0 && (inflater.needsInput() || inflater.needsDictionary())) {
+                    throw new IllegalStateException("truncated plan encoding in Redis");
+                }
+                out.write(buffer, 0, n);
+            }
+            return out.toByteArray();
+        } catch (DataFormatException ex) {
+            throw new IllegalStateException("corrupt plan encoding in Redis", ex);
+        } finally {
+            inflater.end();
+        }
+    }
+}

@@ -1,0 +1,291 @@
+package io.weightrelay.control.plan;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.weightrelay.api.control.model.GenerationState;
+import io.weightrelay.api.control.model.Loader;
+import io.weightrelay.api.control.model.PlanRequest;
+import io.weightrelay.api.control.model.PlanSummary;
+import io.weightrelay.control.generation.GenerationProblems;
+import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.redis.RedisGuard;
+import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.registry.Registry;
+import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.PlanValidator;
+import io.weightrelay.reshard.plan.Planner;
+import io.weightrelay.reshard.plan.PlanningException;
+import io.weightrelay.reshard.plan.Slice;
+import io.weightrelay.reshard.plan.ValidationReport;
+import io.weightrelay.service.problem.RelayException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.data.redis.core.RedisTemplate;
+import org.springframework.data.redis.core.StringRedisTemplate;
+import org.springframework.stereotype.Service;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Resolves routing plans. A plan is a pure function of three digests, so it is computed once and
+ * kept: requests on one instance share one computation (single flight), instances share one
+ * computation through a Redis lock, and everyone else reads the result. The summary is written
+ * after the encodings, so a present summary means a complete plan.
+ */
+@Service
+public class PlanService {
+
+    private static final Logger log = LoggerFactory.getLogger(PlanService.class);
+    private static final Duration POLL = Duration.ofMillis(50);
+
+    private final StringRedisTemplate redis;
+    private final RedisTemplate<String, byte[]> bytes;
+    private final RedisKeys keys;
+    private final RedisGuard guard;
+    private final JsonMapper json;
+    private final GenerationService generations;
+    private final Registry registry;
+    private final PlanProperties properties;
+    private final Counter hits;
+    private final Counter misses;
+    private final Timer computeTime;
+    private final Map<String, CompletableFuture<PlanSummary>> inFlight = new ConcurrentHashMap<>();
+
+    PlanService(
+            StringRedisTemplate redis,
+            RedisTemplate<String, byte[]> bytesRedisTemplate,
+            RedisKeys keys,
+            RedisGuard guard,
+            JsonMapper json,
+            GenerationService generations,
+            Registry registry,
+            PlanProperties properties,
+            MeterRegistry meters) {
+        this.redis = redis;
+        this.bytes = bytesRedisTemplate;
+        this.keys = keys;
+        this.guard = guard;
+        this.json = json;
+        this.generations = generations;
+        this.registry = registry;
+        this.properties = properties;
+        this.hits = meters.counter("relay.plans.cache", "result", "hit");
+        this.misses = meters.counter("relay.plans.cache", "result", "miss");
+        this.computeTime = meters.timer("relay.plans.compute");
+    }
+
+    public PlanSummary resolve(PlanRequest request) {
+        GenerationService.StoredGeneration generation =
+                generations.load(request.getModel(), request.getGeneration());
+        if (generation.state() == GenerationState.ABORTED) {
+            throw GenerationProblems.GENERATION_NOT_OPEN.exception(
+                    "generation " + request.getGeneration() + " was aborted");
+        }
+        List<Loader> loaders = registry.liveLoaders(request.getModel(), request.getGroup());
+        if (loaders.isEmpty()) {
+            throw PlanProblems.NO_LIVE_LOADERS
+                    .exception(
+                            "rollout group "
+                                    + request.getGroup()
+                                    + " of model "
+                                    + request.getModel()
+                                    + " has no live loader")
+                    .with("group", request.getGroup());
+        }
+        PlanInputs inputs =
+                PlanInputs.of(
+                        generations.sourceManifest(request.getModel(), generation),
+                        generation.trainers(),
+                        loaders,
+                        properties.defaultNicGbps());
+        String planId = inputs.planId();
+        PlanSummary cached = cachedSummary(planId);
+        if (cached != null) {
+            hits.increment();
+            return cached.cached(true);
+        }
+        CompletableFuture<PlanSummary> mine = new CompletableFuture<>();
+        CompletableFuture<PlanSummary> running = inFlight.putIfAbsent(planId, mine);
+        if (running != null) {
+            hits.increment();
+            return asCached(join(running));
+        }
+        try {
+            PlanSummary summary = computeOnce(planId, inputs);
+            mine.complete(summary);
+            return summary;
+        } catch (RuntimeException ex) {
+            mine.completeExceptionally(ex);
+            throw ex;
+        } finally {
+            inFlight.remove(planId, mine);
+        }
+    }
+
+    public PlanSummary summary(String planId) {
+        PlanSummary summary = cachedSummary(planId);
+        if (summary == null) {
+            throw planNotFound(planId);
+        }
+        return summary.cached(true);
+    }
+
+    public byte[] encoded(String planId) {
+        byte[] deflated = guard.call(() -> bytes.opsForValue().get(keys.planEncoded(planId)));
+        if (deflated == null) {
+            throw planNotFound(planId);
+        }
+        return Compression.inflate(deflated);
+    }
+
+    public byte[] slice(String planId, String instance) {
+        byte[] deflated =
+                guard.call(() -> bytes.opsForValue().get(keys.planSlice(planId, instance)));
+        if (deflated == null) {
+            summary(planId);
+            throw PlanProblems.SLICE_NOT_FOUND
+                    .exception("loader " + instance + " has no part in plan " + planId)
+                    .with("instance", instance);
+        }
+        return Compression.inflate(deflated);
+    }
+
+    /** Computes the plan unless another instance does; then waits for its result. */
+    private PlanSummary computeOnce(String planId, PlanInputs inputs) {
+        String lockKey = keys.planLock(planId);
+        String token = UUID.randomUUID().toString();
+        long deadline = System.nanoTime() + properties.computeTimeout().toNanos();
+        while (true) {
+            Boolean locked =
+                    guard.call(
+                            () ->
+                                    redis.opsForValue()
+                                            .setIfAbsent(lockKey, token, properties.lockTtl()));
+            if (Boolean.TRUE.equals(locked)) {
+                try {
+                    PlanSummary done = cachedSummary(planId);
+                    if (done != null) {
+                        hits.increment();
+                        return done.cached(true);
+                    }
+                    return compute(planId, inputs);
+                } finally {
+                    guard.run(
+                            () -> {
+                                if (token.equals(redis.opsForValue().get(lockKey))) {
+                                    redis.delete(lockKey);
+                                }
+                            });
+                }
+            }
+            PlanSummary done = cachedSummary(planId);
+            if (done != null) {
+                hits.increment();
+                return done.cached(true);
+            }
+            if (System.nanoTime() > deadline) {
+                throw PlanProblems.PLAN_BUSY.exception(
+                        "plan " + planId + " is still being computed elsewhere; retry");
+            }
+            sleep(POLL);
+        }
+    }
+
+    private PlanSummary compute(String planId, PlanInputs inputs) {
+        misses.increment();
+        long start = System.nanoTime();
+        Plan plan;
+        ValidationReport report;
+        try {
+            plan = Planner.plan(inputs.source(), inputs.placement(), inputs.topology());
+            report = PlanValidator.validate(plan, inputs.source(), inputs.placement());
+        } catch (PlanningException | IllegalArgumentException ex) {
+            throw PlanProblems.PLAN_FAILED.exception(String.valueOf(ex.getMessage()), ex);
+        }
+        byte[] encoded = plan.encode();
+        long computeMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        computeTime.record(Duration.ofNanos(System.nanoTime() - start));
+        if (!report.valid()) {
+            log.warn("plan {} failed validation: {}", planId, report.problems());
+        }
+        List<String> instances = inputs.placement().instances();
+        PlanSummary summary =
+                new PlanSummary(
+                        planId,
+                        plan.sourceDigest(),
+                        plan.targetDigest(),
+                        plan.topologyDigest(),
+                        instances,
+                        report.readBytes(),
+                        report.deliveredBytes(),
+                        plan.batchCount(),
+                        report.valid());
+        summary.setEncodedBytes((long) encoded.length);
+        summary.setComputeMs(computeMs);
+        summary.setCached(false);
+        Duration ttl = properties.ttl();
+        byte[] deflated = Compression.deflate(encoded);
+        guard.run(() -> bytes.opsForValue().set(keys.planEncoded(planId), deflated, ttl));
+        for (String instance : instances) {
+            byte[] slice = Compression.deflate(Slice.of(plan, instance).encode());
+            guard.run(() -> bytes.opsForValue().set(keys.planSlice(planId, instance), slice, ttl));
+        }
+        String summaryJson = json.writeValueAsString(summary);
+        guard.run(() -> redis.opsForValue().set(keys.planSummary(planId), summaryJson, ttl));
+        log.info(
+                "plan {} computed in {} ms: {} instances, {} store bytes, {} delivered, {} encoded",
+                planId,
+                computeMs,
+                instances.size(),
+                report.readBytes(),
+                report.deliveredBytes(),
+                encoded.length);
+        return summary;
+    }
+
+    private PlanSummary cachedSummary(String planId) {
+        // All parts share one TTL from the moment they were written; the summary, written last,
+        // also expires last, so a visible summary never points at expired encodings.
+        String value = guard.call(() -> redis.opsForValue().get(keys.planSummary(planId)));
+        return value == null ? null : json.readValue(value, PlanSummary.class);
+    }
+
+    /** A copy marked as found: the computing request's own summary is shared with joiners. */
+    private PlanSummary asCached(PlanSummary summary) {
+        return json.readValue(json.writeValueAsString(summary), PlanSummary.class).cached(true);
+    }
+
+    private static PlanSummary join(CompletableFuture<PlanSummary> future) {
+        try {
+            return future.join();
+        } catch (CompletionException ex) {
+            if (ex.getCause() instanceof RelayException relay) {
+                throw relay;
+            }
+            throw ex;
+        }
+    }
+
+    private static void sleep(Duration duration) {
+        try {
+            Thread.sleep(duration.toMillis());
+        } catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            throw PlanProblems.PLAN_BUSY.exception("interrupted while waiting for plan");
+        }
+    }
+
+    private static RuntimeException planNotFound(String planId) {
+        return PlanProblems.PLAN_NOT_FOUND
+                .exception("no plan " + planId + " is cached")
+                .with("planId", planId);
+    }
+}

@@ -1,0 +1,98 @@
+package io.weightrelay.control.redis;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.springframework.data.redis.connection.Message;
+import org.springframework.data.redis.listener.PatternTopic;
+import org.springframework.data.redis.listener.RedisMessageListenerContainer;
+import org.springframework.stereotype.Component;
+
+/**
+ * Wakes long-polls when something they wait for may have changed. One pattern subscription per
+ * instance; local waiters are keyed by channel. Callers follow the pattern {@code w =
+ * waiter(channel); check state; if not done w.await(timeout); repeat}, so an event published
+ * between the check and the wait is never lost. An event is only a hint: the waiter re-reads the
+ * state, so a message dropped during a Redis outage costs at most one wait interval.
+ */
+@Component
+public final class RedisEvents {
+
+    private final Map<String, Set<CompletableFuture<Void>>> waiters = new ConcurrentHashMap<>();
+
+    void subscribe(RedisMessageListenerContainer container, RedisKeys keys) {
+        container.addMessageListener(this::onMessage, new PatternTopic(keys.eventPattern()));
+    }
+
+    private void onMessage(Message message, byte[] pattern) {
+        String channel = new String(message.getChannel(), StandardCharsets.UTF_8);
+        Set<CompletableFuture<Void>> set = waiters.get(channel);
+        if (set != null) {
+            set.forEach(f -> f.complete(null));
+        }
+    }
+
+    /** Registers interest in a channel; close it when done. */
+    public Waiter waiter(String channel) {
+        return new Waiter(channel);
+    }
+
+    /** One registration; not thread safe, use from the waiting thread. */
+    public final class Waiter implements AutoCloseable {
+        private final String channel;
+        private CompletableFuture<Void> future;
+
+        private Waiter(String channel) {
+            this.channel = channel;
+            arm();
+        }
+
+        private void arm() {
+            future = new CompletableFuture<>();
+            waiters.computeIfAbsent(channel, c -> ConcurrentHashMap.newKeySet()).add(future);
+        }
+
+        /**
+         * Waits until an event arrives on the channel or the timeout passes, then re-arms.
+         *
+         * @return true if an event arrived
+         */
+        public boolean await(Duration timeout) {
+            boolean fired;
+            try {
+                future.get(Math.max(1, timeout.toMillis()), TimeUnit.MILLISECONDS);
+                fired = true;
+            } catch (TimeoutException ex) {
+                fired = false;
+            } catch (InterruptedException ex) {
+                Thread.currentThread().interrupt();
+                fired = false;
+            } catch (ExecutionException ex) {
+                fired = false;
+            }
+            disarm();
+            arm();
+            return fired;
+        }
+
+        private void disarm() {
+            waiters.computeIfPresent(
+                    channel,
+                    (c, set) -> {
+                        set.remove(future);
+                        return set.isEmpty() ? null : set;
+                    });
+        }
+
+        @Override
+        public void close() {
+            disarm();
+        }
+    }
+}

@@ -1,0 +1,145 @@
+package io.weightrelay.control.redis;
+
+import org.springframework.stereotype.Component;
+
+/**
+ * The key layout, in one place. Lua scripts build per-generation keys from the same prefix (see
+ * {@code scripts/*.lua}), so the layout below is the contract between Java and Lua. Control-api
+ * expects a single Redis node, not a Cluster: scripts touch keys they derive themselves.
+ */
+@Component
+public final class RedisKeys {
+
+    private final String prefix;
+
+    public RedisKeys(RedisKeyProperties properties) {
+        this.prefix = properties.keyPrefix();
+    }
+
+    public String prefix() {
+        return prefix;
+    }
+
+    /** Set of every model that ever opened a generation. */
+    public String models() {
+        return prefix + "models";
+    }
+
+    /** Sorted set of a model's generation ids (score = id). */
+    public String generations(String model) {
+        return prefix + "model:" + model + ":gens";
+    }
+
+    /** Counter handing out a model's generation ids. */
+    public String sequence(String model) {
+        return prefix + "model:" + model + ":seq";
+    }
+
+    /** Hash trainer step to generation id: opening is idempotent by step. */
+    public String steps(String model) {
+        return prefix + "model:" + model + ":steps";
+    }
+
+    /** The active generation id of a model. */
+    public String active(String model) {
+        return prefix + "model:" + model + ":active";
+    }
+
+    /** Hash of one generation. */
+    public String generation(String model, long generation) {
+        return prefix + "gen:" + model + ":" + generation;
+    }
+
+    /** Hash fragment id to {@code size|checksum|segments} of a generation's registered objects. */
+    public String objects(String model, long generation) {
+        return prefix + "gen-objects:" + model + ":" + generation;
+    }
+
+    /** Sorted set holder to lease expiry (epoch ms) of a generation. */
+    public String leases(String model, long generation) {
+        return prefix + "gen-leases:" + model + ":" + generation;
+    }
+
+    /** JSON of a source manifest, content-addressed by its digest. */
+    public String manifest(String model, String digest) {
+        return prefix + "manifest:" + model + ":" + digest;
+    }
+
+    /** Hash fragment id to expected size of a manifest. */
+    public String manifestSizes(String model, String digest) {
+        return prefix + "manifest-sizes:" + model + ":" + digest;
+    }
+
+    /** JSON of a publisher assignment, by (manifest digest, trainer topology digest). */
+    public String assignment(String manifestDigest, String topologyDigest) {
+        return prefix + "assignment:" + manifestDigest + ":" + topologyDigest;
+    }
+
+    /** Sorted set segment name to heartbeat expiry (epoch ms). */
+    public String segments() {
+        return prefix + "segments";
+    }
+
+    public String segment(String segment) {
+        return prefix + "segment:" + segment;
+    }
+
+    /** Sorted set loader instance to heartbeat expiry (epoch ms). */
+    public String loaders() {
+        return prefix + "loaders";
+    }
+
+    public String loader(String instance) {
+        return prefix + "loader:" + instance;
+    }
+
+    /** JSON summary of a computed plan; written last, so its presence means the plan is whole. */
+    public String planSummary(String planId) {
+        return prefix + "plan:" + planId;
+    }
+
+    /** Deflated reshard encoding of a whole plan. */
+    public String planEncoded(String planId) {
+        return prefix + "plan-encoded:" + planId;
+    }
+
+    /** Deflated reshard encoding of one loader's slice. */
+    public String planSlice(String planId, String instance) {
+        return prefix + "plan-slice:" + planId + ":" + instance;
+    }
+
+    /** Who computes a plan right now (SET NX PX). */
+    public String planLock(String planId) {
+        return prefix + "plan-lock:" + planId;
+    }
+
+    /** Hash of an update session. */
+    public String session(String model, long generation, String group) {
+        return prefix + "update:" + model + ":" + generation + ":" + group;
+    }
+
+    /** Hash instance to participant JSON of an update session. */
+    public String participants(String model, long generation, String group) {
+        return prefix + "update-participants:" + model + ":" + generation + ":" + group;
+    }
+
+    /** Hash of the last checkpoint of a generation. */
+    public String checkpoint(String model, long generation) {
+        return prefix + "checkpoint:" + model + ":" + generation;
+    }
+
+    /** Channel announcing a newly active generation of a model (message: the id). */
+    public String activeChannel(String model) {
+        return prefix + "events:active:" + model;
+    }
+
+    /** Channel announcing any change of an update session. */
+    public String sessionChannel(String model, long generation, String group) {
+        return prefix + "events:update:" + model + ":" + generation + ":" + group;
+    }
+
+    /** Pattern matching every channel above. */
+    public String eventPattern() {
+        return prefix + "events:*";
+    }
+}

@@ -1,0 +1,360 @@
+package io.weightrelay.control.registry;
+
+import io.weightrelay.api.control.model.ConsumeMode;
+import io.weightrelay.api.control.model.Loader;
+import io.weightrelay.api.control.model.LoaderRegistration;
+import io.weightrelay.api.control.model.ReceiveBuffer;
+import io.weightrelay.api.control.model.SegmentOwner;
+import io.weightrelay.api.control.model.SegmentRegistration;
+import io.weightrelay.api.control.model.TargetFragment;
+import io.weightrelay.api.control.model.WorkerPlacement;
+import io.weightrelay.control.redis.RedisGuard;
+import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.redis.Scripts;
+import io.weightrelay.service.problem.CommonProblems;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import org.springframework.data.redis.core.StringRedisTemplate;
+import org.springframework.data.redis.core.ZSetOperations;
+import org.springframework.data.redis.core.script.RedisScript;
+import org.springframework.stereotype.Service;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Segment owners and loaders with heartbeat TTLs. A registration is a hash plus a member of a
+ * sorted set scored by its expiry; live means expiry in the future.
+ */
+@Service
+public class Registry {
+
+    private static final RedisScript<List<Object>> HEARTBEAT = Scripts.load("heartbeat");
+    private static final RedisScript<List<Object>> REGISTER_SEGMENT =
+            Scripts.load("register-segment");
+    private static final RedisScript<List<Object>> REGISTER_LOADER =
+            Scripts.load("register-loader");
+
+    private final StringRedisTemplate redis;
+    private final RedisKeys keys;
+    private final RedisGuard guard;
+    private final JsonMapper json;
+    private final RegistryProperties properties;
+    private final Clock clock;
+
+    Registry(
+            StringRedisTemplate redis,
+            RedisKeys keys,
+            RedisGuard guard,
+            JsonMapper json,
+            RegistryProperties properties,
+            Clock clock) {
+        this.redis = redis;
+        this.keys = keys;
+        this.guard = guard;
+        this.json = json;
+        this.properties = properties;
+        this.clock = clock;
+    }
+
+    // ---- segment owners ------------------------------------------------------------------------
+
+    public SegmentOwner registerSegment(String segment, SegmentRegistration r) {
+        Instant now = clock.instant();
+        execute(
+                REGISTER_SEGMENT,
+                List.of(keys.segment(segment), keys.segments()),
+                segment,
+                expiry(now, properties.segmentTtl()),
+                iso(now),
+                r.getNode(),
+                r.getEndpoint(),
+                String.valueOf(r.getSize()),
+                r.getAdminUrl() == null ? "" : r.getAdminUrl());
+        return getSegment(segment);
+    }
+
+    public SegmentOwner heartbeatSegment(String segment) {
+        Instant now = clock.instant();
+        List<Object> result =
+                execute(
+                        HEARTBEAT,
+                        List.of(keys.segment(segment), keys.segments()),
+                        segment,
+                        expiry(now, properties.segmentTtl()),
+                        iso(now));
+        if ("not-found".equals(String.valueOf(result.get(0)))) {
+            throw segmentNotFound(segment);
+        }
+        return getSegment(segment);
+    }
+
+    public SegmentOwner getSegment(String segment) {
+        return findSegment(segment).orElseThrow(() -> segmentNotFound(segment));
+    }
+
+    public Optional<SegmentOwner> findSegment(String segment) {
+        Map<Object, Object> h = guard.call(() -> redis.opsForHash().entries(keys.segment(segment)));
+        if (h.isEmpty()) {
+            return Optional.empty();
+        }
+        Double expiry = guard.call(() -> redis.opsForZSet().score(keys.segments(), segment));
+        return Optional.of(toSegment(h, expiry));
+    }
+
+    public void deregisterSegment(String segment) {
+        guard.run(
+                () -> {
+                    redis.delete(keys.segment(segment));
+                    redis.opsForZSet().remove(keys.segments(), segment);
+                });
+    }
+
+    /** Segment owners whose heartbeat is within the TTL, by name. */
+    public List<SegmentOwner> liveSegments() {
+        List<SegmentOwner> out = new ArrayList<>();
+        for (ZSetOperations.TypedTuple<String> member : live(keys.segments())) {
+            Map<Object, Object> h =
+                    guard.call(() -> redis.opsForHash().entries(keys.segment(member.getValue())));
+            if (!h.isEmpty()) {
+                out.add(toSegment(h, member.getScore()));
+            }
+        }
+        out.sort((a, b) -> a.getSegment().compareTo(b.getSegment()));
+        return out;
+    }
+
+    // ---- loaders
+    // ---------------------------------------------------------------------------------
+
+    public Loader registerLoader(String instance, LoaderRegistration r) {
+        validatePlacement(r);
+        Instant now = clock.instant();
+        execute(
+                REGISTER_LOADER,
+                List.of(keys.loader(instance), keys.loaders()),
+                instance,
+                expiry(now, properties.loaderTtl()),
+                iso(now),
+                r.getModel(),
+                r.getGroup(),
+                r.getNode(),
+                r.getEndpoint() == null ? "" : r.getEndpoint(),
+                json.writeValueAsString(r.getWorkers()),
+                json.writeValueAsString(r.getNics() == null ? List.of() : r.getNics()));
+        return getLoader(instance);
+    }
+
+    public Loader heartbeatLoader(String instance) {
+        Instant now = clock.instant();
+        List<Object> result =
+                execute(
+                        HEARTBEAT,
+                        List.of(keys.loader(instance), keys.loaders()),
+                        instance,
+                        expiry(now, properties.loaderTtl()),
+                        iso(now));
+        if ("not-found".equals(String.valueOf(result.get(0)))) {
+            throw loaderNotFound(instance);
+        }
+        return getLoader(instance);
+    }
+
+    public Loader getLoader(String instance) {
+        return findLoader(instance).orElseThrow(() -> loaderNotFound(instance));
+    }
+
+    public Optional<Loader> findLoader(String instance) {
+        Map<Object, Object> h = guard.call(() -> redis.opsForHash().entries(keys.loader(instance)));
+        if (h.isEmpty()) {
+            return Optional.empty();
+        }
+        Double expiry = guard.call(() -> redis.opsForZSet().score(keys.loaders(), instance));
+        return Optional.of(toLoader(h, expiry));
+    }
+
+    public void deregisterLoader(String instance) {
+        guard.run(
+                () -> {
+                    redis.delete(keys.loader(instance));
+                    redis.opsForZSet().remove(keys.loaders(), instance);
+                });
+    }
+
+    /** Live loaders, optionally of one model and group, by instance. */
+    public List<Loader> liveLoaders(String model, String group) {
+        List<Loader> out = new ArrayList<>();
+        for (ZSetOperations.TypedTuple<String> member : live(keys.loaders())) {
+            Map<Object, Object> h =
+                    guard.call(() -> redis.opsForHash().entries(keys.loader(member.getValue())));
+            if (h.isEmpty()) {
+                continue;
+            }
+            Loader loader = toLoader(h, member.getScore());
+            if ((model == null || model.equals(loader.getModel()))
+                    && (group == null || group.equals(loader.getGroup()))) {
+                out.add(loader);
+            }
+        }
+        out.sort((a, b) -> a.getInstance().compareTo(b.getInstance()));
+        return out;
+    }
+
+    // ---- helpers
+    // ---------------------------------------------------------------------------------
+
+    private static void validatePlacement(LoaderRegistration r) {
+        Set<String> workerIds = new HashSet<>();
+        for (WorkerPlacement w : r.getWorkers()) {
+            if (!workerIds.add(w.getWorkerId())) {
+                throw invalidPlacement("worker " + w.getWorkerId() + " is listed twice");
+            }
+            Set<String> buffers = new HashSet<>();
+            String segment = null;
+            for (ReceiveBuffer b : w.getBuffers()) {
+                buffers.add(b.getBufferId());
+                if (segment != null && !segment.equals(b.getSegment())) {
+                    throw invalidPlacement(
+                            "worker "
+                                    + w.getWorkerId()
+                                    + ": all receive buffers must live in one segment");
+                }
+                segment = b.getSegment();
+            }
+            List<TargetFragment> fragments =
+                    w.getFragments() == null ? List.of() : w.getFragments();
+            if (w.getMode() == ConsumeMode.COMPAT && !fragments.isEmpty()) {
+                throw invalidPlacement(
+                        "worker "
+                                + w.getWorkerId()
+                                + ": compat workers receive every tensor whole and declare no"
+                                + " fragments");
+            }
+            for (TargetFragment f : fragments) {
+                if (!buffers.contains(f.getBufferId())) {
+                    throw invalidPlacement(
+                            "worker "
+                                    + w.getWorkerId()
+                                    + ": fragment of "
+                                    + f.getTensor()
+                                    + " names unknown buffer "
+                                    + f.getBufferId());
+                }
+                int rank = f.getShape().size();
+                if (f.getOffset().size() != rank || f.getStrides().size() != rank) {
+                    throw invalidPlacement(
+                            "worker "
+                                    + w.getWorkerId()
+                                    + ": fragment of "
+                                    + f.getTensor()
+                                    + " has offset, shape and strides of different ranks");
+                }
+            }
+        }
+    }
+
+    private static RuntimeException invalidPlacement(String detail) {
+        return RegistryProblems.INVALID_PLACEMENT.exception(detail);
+    }
+
+    private List<ZSetOperations.TypedTuple<String>> live(String zset) {
+        double now = clock.instant().toEpochMilli();
+        Set<ZSetOperations.TypedTuple<String>> members =
+                guard.call(
+                        () ->
+                                redis.opsForZSet()
+                                        .rangeByScoreWithScores(
+                                                zset, now + 1, Double.POSITIVE_INFINITY));
+        return members == null ? List.of() : new ArrayList<>(members);
+    }
+
+    private SegmentOwner toSegment(Map<Object, Object> h, Double expiry) {
+        SegmentOwner s =
+                new SegmentOwner(
+                        str(h, "segment"),
+                        str(h, "node"),
+                        str(h, "endpoint"),
+                        Long.parseLong(str(h, "size")),
+                        alive(expiry));
+        String adminUrl = str(h, "adminUrl");
+        s.setAdminUrl(adminUrl == null || adminUrl.isEmpty() ? null : adminUrl);
+        s.setLastHeartbeat(time(str(h, "lastHeartbeat")));
+        return s;
+    }
+
+    private Loader toLoader(Map<Object, Object> h, Double expiry) {
+        List<WorkerPlacement> workers =
+                List.of(json.readValue(str(h, "workers"), WorkerPlacement[].class));
+        Loader l =
+                new Loader(
+                        str(h, "instance"),
+                        str(h, "model"),
+                        str(h, "group"),
+                        str(h, "node"),
+                        Long.parseLong(str(h, "epoch")),
+                        alive(expiry),
+                        workers);
+        String endpoint = str(h, "endpoint");
+        l.setEndpoint(endpoint == null || endpoint.isEmpty() ? null : endpoint);
+        l.setLastHeartbeat(time(str(h, "lastHeartbeat")));
+        String generation = str(h, "generation");
+        if (generation != null) {
+            l.setGeneration(Long.parseLong(generation));
+        }
+        String nics = str(h, "nics");
+        if (nics != null && !nics.isEmpty()) {
+            l.setNics(List.of(json.readValue(nics, io.weightrelay.api.control.model.Nic[].class)));
+        }
+        return l;
+    }
+
+    private boolean alive(Double expiry) {
+        return expiry != null && expiry > clock.instant().toEpochMilli();
+    }
+
+    private List<Object> execute(
+            RedisScript<List<Object>> script, List<String> keyList, String... args) {
+        Object[] argv = args;
+        List<Object> result = guard.call(() -> redis.execute(script, keyList, argv));
+        if (result == null || result.isEmpty()) {
+            throw CommonProblems.INTERNAL.exception("registry script answered nothing");
+        }
+        return result;
+    }
+
+    private static String expiry(Instant now, Duration ttl) {
+        return String.valueOf(now.plus(ttl).toEpochMilli());
+    }
+
+    private static String iso(Instant instant) {
+        return instant.atOffset(ZoneOffset.UTC).toString();
+    }
+
+    private static OffsetDateTime time(String value) {
+        return value == null || value.isEmpty() ? null : OffsetDateTime.parse(value);
+    }
+
+    private static String str(Map<Object, Object> h, String field) {
+        return Objects.toString(h.get(field), null);
+    }
+
+    private static RuntimeException segmentNotFound(String segment) {
+        return RegistryProblems.SEGMENT_NOT_FOUND
+                .exception("no segment owner " + segment + " is registered")
+                .with("segment", segment);
+    }
+
+    private static RuntimeException loaderNotFound(String instance) {
+        return RegistryProblems.LOADER_NOT_FOUND
+                .exception("no loader " + instance + " is registered")
+                .with("instance", instance);
+    }
+}

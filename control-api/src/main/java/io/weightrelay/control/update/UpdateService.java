@@ -1,0 +1,388 @@
+package io.weightrelay.control.update;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.weightrelay.api.control.model.BarrierName;
+import io.weightrelay.api.control.model.BarrierStatus;
+import io.weightrelay.api.control.model.ParticipantState;
+import io.weightrelay.api.control.model.PhaseDurations;
+import io.weightrelay.api.control.model.PhaseReport;
+import io.weightrelay.api.control.model.SessionState;
+import io.weightrelay.api.control.model.UpdatePhase;
+import io.weightrelay.api.control.model.UpdateSession;
+import io.weightrelay.api.control.model.UpdateSessionRequest;
+import io.weightrelay.control.generation.GenerationProblems;
+import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.redis.RedisEvents;
+import io.weightrelay.control.redis.RedisGuard;
+import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.redis.Scripts;
+import io.weightrelay.service.problem.CommonProblems;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import org.springframework.data.redis.core.StringRedisTemplate;
+import org.springframework.data.redis.core.script.RedisScript;
+import org.springframework.stereotype.Service;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/** Update sessions in Redis: one hash per session plus one hash of participants. */
+@Service
+public class UpdateService {
+
+    private static final RedisScript<List<Object>> START = Scripts.load("update-start");
+    private static final RedisScript<List<Object>> STEP = Scripts.load("update-step");
+    private static final Duration RECHECK = Duration.ofSeconds(5);
+
+    private final StringRedisTemplate redis;
+    private final RedisKeys keys;
+    private final RedisGuard guard;
+    private final RedisEvents events;
+    private final JsonMapper json;
+    private final GenerationService generations;
+    private final UpdateProperties properties;
+    private final MeterRegistry meters;
+    private final Clock clock;
+
+    UpdateService(
+            StringRedisTemplate redis,
+            RedisKeys keys,
+            RedisGuard guard,
+            RedisEvents events,
+            JsonMapper json,
+            GenerationService generations,
+            UpdateProperties properties,
+            MeterRegistry meters,
+            Clock clock) {
+        this.redis = redis;
+        this.keys = keys;
+        this.guard = guard;
+        this.events = events;
+        this.json = json;
+        this.generations = generations;
+        this.properties = properties;
+        this.meters = meters;
+        this.clock = clock;
+    }
+
+    public UpdateSession start(
+            String model, long generation, String group, UpdateSessionRequest request) {
+        GenerationService.StoredGeneration g = generations.load(model, generation);
+        if (!g.committed()) {
+            throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
+                    "generation "
+                            + generation
+                            + " is "
+                            + g.state()
+                            + "; loaders update only to"
+                            + " committed generations");
+        }
+        TreeSet<String> instances = new TreeSet<>(request.getInstances());
+        if (instances.size() != request.getInstances().size()) {
+            throw CommonProblems.INVALID_REQUEST.exception("instances must be distinct");
+        }
+        int timeoutSeconds =
+                request.getPhaseTimeoutSeconds() == null ? 120 : request.getPhaseTimeoutSeconds();
+        List<String> args = new ArrayList<>();
+        args.add(String.valueOf(clock.millis()));
+        args.add(String.valueOf(timeoutSeconds * 1000L));
+        args.add(request.getPlanId() == null ? "" : request.getPlanId());
+        args.add(String.valueOf(properties.sessionTtl().toSeconds()));
+        args.addAll(instances);
+        List<Object> result =
+                guard.call(
+                        () ->
+                                redis.execute(
+                                        START,
+                                        List.of(
+                                                keys.session(model, generation, group),
+                                                keys.participants(model, generation, group),
+                                                keys.sessionChannel(model, generation, group)),
+                                        args.toArray()));
+        String code = String.valueOf(result.get(0));
+        if ("conflict".equals(code)) {
+            throw UpdateProblems.SESSION_CONFLICT
+                    .exception(
+                            "the session of group "
+                                    + group
+                                    + " already exists with participants "
+                                    + result.subList(1, result.size()))
+                    .with("participants", result.subList(1, result.size()));
+        }
+        return get(model, generation, group);
+    }
+
+    public UpdateSession report(String model, long generation, String group, PhaseReport report) {
+        List<Object> result =
+                step(
+                        model,
+                        generation,
+                        group,
+                        report.getInstance(),
+                        report.getEpoch() == null ? "" : String.valueOf(report.getEpoch()),
+                        report.getPhase().getValue(),
+                        count(report.getBytesRead()),
+                        count(report.getBytesPushed()),
+                        count(report.getBytesReceived()),
+                        report.getFailingPeer() == null ? "" : report.getFailingPeer(),
+                        report.getError() == null ? "" : report.getError());
+        String code = String.valueOf(result.get(0));
+        switch (code) {
+            case "ok" -> {
+                return get(model, generation, group, false);
+            }
+            case "not-participant" ->
+                    throw UpdateProblems.NOT_A_PARTICIPANT
+                            .exception(
+                                    "loader "
+                                            + report.getInstance()
+                                            + " is not a participant of this session")
+                            .with("instance", report.getInstance());
+            case "fenced" ->
+                    throw UpdateProblems.EPOCH_FENCED
+                            .exception(
+                                    "report carries epoch "
+                                            + report.getEpoch()
+                                            + " but loader "
+                                            + report.getInstance()
+                                            + " is registered with epoch "
+                                            + result.get(1))
+                            .with("epoch", Long.parseLong(String.valueOf(result.get(1))));
+            case "closed" ->
+                    throw UpdateProblems.SESSION_CLOSED
+                            .exception("the session already ended in state " + result.get(1))
+                            .with("state", String.valueOf(result.get(1)));
+            case "out-of-order" ->
+                    throw UpdateProblems.PHASE_OUT_OF_ORDER
+                            .exception(
+                                    report.getPhase().getValue()
+                                            + " cannot be reported while the session is "
+                                            + result.get(1)
+                                            + " and the loader is "
+                                            + result.get(2))
+                            .with("state", String.valueOf(result.get(1)));
+            case "not-found" -> throw notFound(model, generation, group);
+            default ->
+                    throw CommonProblems.INTERNAL.exception("unexpected session answer " + result);
+        }
+    }
+
+    public UpdateSession get(String model, long generation, String group) {
+        return get(model, generation, group, true);
+    }
+
+    public BarrierStatus awaitBarrier(
+            String model, long generation, String group, BarrierName barrier, Duration wait) {
+        Instant deadline = clock.instant().plus(wait);
+        try (RedisEvents.Waiter waiter =
+                events.waiter(keys.sessionChannel(model, generation, group))) {
+            while (true) {
+                UpdateSession session = get(model, generation, group, true);
+                BarrierStatus status = status(session, barrier);
+                Instant now = clock.instant();
+                if (status.getOpen() || status.getFailed() || !now.isBefore(deadline)) {
+                    return status;
+                }
+                Instant wake = deadline;
+                if (session.getPhaseDeadline() != null) {
+                    Instant phaseEnd = session.getPhaseDeadline().toInstant().plusMillis(5);
+                    if (phaseEnd.isBefore(wake)) {
+                        wake = phaseEnd;
+                    }
+                }
+                Duration sleep = Duration.between(now, wake);
+                waiter.await(sleep.compareTo(RECHECK) < 0 ? sleep : RECHECK);
+            }
+        }
+    }
+
+    static BarrierStatus status(UpdateSession session, BarrierName barrier) {
+        int need =
+                switch (barrier) {
+                    case PREPARED -> 1;
+                    case APPLIED -> 3;
+                    case POST_APPLIED -> 4;
+                };
+        int arrived = 0;
+        for (ParticipantState p : session.getParticipants()) {
+            if (level(p.getPhase()) >= need) {
+                arrived++;
+            }
+        }
+        SessionState state = session.getState();
+        boolean failed = state == SessionState.RESUMED_OLD || state == SessionState.PAUSED_REBUILD;
+        boolean open =
+                !failed
+                        && switch (barrier) {
+                            case PREPARED ->
+                                    state == SessionState.APPLYING
+                                            || state == SessionState.POST_APPLYING
+                                            || state == SessionState.DONE;
+                            case APPLIED ->
+                                    state == SessionState.POST_APPLYING
+                                            || state == SessionState.DONE;
+                            case POST_APPLIED -> state == SessionState.DONE;
+                        };
+        BarrierStatus status =
+                new BarrierStatus(barrier, open, failed, arrived, session.getParticipants().size());
+        status.setState(state);
+        status.setFailedInstance(session.getFailedInstance());
+        return status;
+    }
+
+    private static int level(UpdatePhase phase) {
+        return switch (phase) {
+            case PREPARED -> 1;
+            case APPLYING -> 2;
+            case APPLIED -> 3;
+            case DONE -> 4;
+            default -> 0;
+        };
+    }
+
+    private UpdateSession get(String model, long generation, String group, boolean touch) {
+        if (touch) {
+            List<Object> result = step(model, generation, group, "", "", "", "", "", "", "", "");
+            if ("not-found".equals(String.valueOf(result.get(0)))) {
+                throw notFound(model, generation, group);
+            }
+            record(model, result);
+        }
+        Map<Object, Object> h =
+                guard.call(
+                        () -> redis.opsForHash().entries(keys.session(model, generation, group)));
+        Map<Object, Object> participants =
+                guard.call(
+                        () ->
+                                redis.opsForHash()
+                                        .entries(keys.participants(model, generation, group)));
+        if (h.isEmpty()) {
+            throw notFound(model, generation, group);
+        }
+        List<ParticipantState> states = new ArrayList<>();
+        new TreeMap<>(participants)
+                .forEach(
+                        (instance, raw) -> {
+                            JsonNode p = json.readTree((String) raw);
+                            ParticipantState s =
+                                    new ParticipantState(
+                                            (String) instance,
+                                            UpdatePhase.fromValue(p.get("phase").asString()));
+                            if (p.has("bytesRead")) {
+                                s.setBytesRead(Long.parseLong(p.get("bytesRead").asString()));
+                            }
+                            if (p.has("bytesPushed")) {
+                                s.setBytesPushed(Long.parseLong(p.get("bytesPushed").asString()));
+                            }
+                            if (p.has("bytesReceived")) {
+                                s.setBytesReceived(
+                                        Long.parseLong(p.get("bytesReceived").asString()));
+                            }
+                            if (p.has("error") && !p.get("error").asString().isEmpty()) {
+                                s.setError(p.get("error").asString());
+                            }
+                            states.add(s);
+                        });
+        UpdateSession session =
+                new UpdateSession(
+                        model,
+                        generation,
+                        group,
+                        SessionState.fromValue((String) h.get("state")),
+                        states);
+        String planId = (String) h.get("planId");
+        session.setPlanId(planId == null || planId.isEmpty() ? null : planId);
+        session.setFailedInstance((String) h.get("failedInstance"));
+        session.setFailure((String) h.get("failure"));
+        session.setStartedAt(millis(h.get("startedAt")));
+        SessionState state = session.getState();
+        boolean ended =
+                state == SessionState.DONE
+                        || state == SessionState.RESUMED_OLD
+                        || state == SessionState.PAUSED_REBUILD;
+        if (!ended) {
+            session.setPhaseDeadline(millis(h.get("phaseDeadline")));
+        }
+        PhaseDurations durations = new PhaseDurations();
+        durations.setPrepareMs(longOrNull(h.get("prepareMs")));
+        durations.setApplyMs(longOrNull(h.get("applyMs")));
+        durations.setPostApplyMs(longOrNull(h.get("postApplyMs")));
+        session.setDurations(durations);
+        return session;
+    }
+
+    private List<Object> step(String model, long generation, String group, String... args) {
+        List<String> argv = new ArrayList<>(args.length + 2);
+        argv.add(String.valueOf(clock.millis()));
+        argv.addAll(List.of(args));
+        argv.add(String.valueOf(generation));
+        String instance = args[0];
+        List<Object> result =
+                guard.call(
+                        () ->
+                                redis.execute(
+                                        STEP,
+                                        List.of(
+                                                keys.session(model, generation, group),
+                                                keys.participants(model, generation, group),
+                                                keys.loader(instance.isEmpty() ? "-" : instance),
+                                                keys.sessionChannel(model, generation, group)),
+                                        argv.toArray()));
+        if (!instance.isEmpty()) {
+            record(model, result);
+        }
+        return result;
+    }
+
+    /** Turns the transitions a script reports into metrics, once, on the instance that saw them. */
+    private void record(String model, List<Object> result) {
+        if (!"ok".equals(String.valueOf(result.get(0)))) {
+            return;
+        }
+        for (int i = 1; i < result.size(); i++) {
+            String t = String.valueOf(result.get(i));
+            int colon = t.indexOf(':');
+            String name = t.substring(0, colon);
+            String value = t.substring(colon + 1);
+            if ("failed".equals(name)) {
+                meters.counter("relay.updates.failed", "model", model, "state", value).increment();
+            } else {
+                meters.timer("relay.updates.phase", "model", model, "phase", name)
+                        .record(Duration.ofMillis(Long.parseLong(value)));
+            }
+        }
+    }
+
+    private static String count(Long value) {
+        return value == null ? "" : String.valueOf(value);
+    }
+
+    private static OffsetDateTime millis(Object value) {
+        return value == null
+                ? null
+                : Instant.ofEpochMilli(Long.parseLong((String) value)).atOffset(ZoneOffset.UTC);
+    }
+
+    private static Long longOrNull(Object value) {
+        return value == null ? null : Long.parseLong((String) value);
+    }
+
+    private static RuntimeException notFound(String model, long generation, String group) {
+        return UpdateProblems.SESSION_NOT_FOUND
+                .exception(
+                        "no update session of group "
+                                + group
+                                + " to generation "
+                                + generation
+                                + " of model "
+                                + model)
+                .with("group", group);
+    }
+}

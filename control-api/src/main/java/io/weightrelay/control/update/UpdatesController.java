@@ -1,0 +1,46 @@
+package io.weightrelay.control.update;
+
+import io.weightrelay.api.control.model.BarrierName;
+import io.weightrelay.api.control.model.BarrierStatus;
+import io.weightrelay.api.control.model.PhaseReport;
+import io.weightrelay.api.control.model.UpdateSession;
+import io.weightrelay.api.control.model.UpdateSessionRequest;
+import io.weightrelay.api.control.server.UpdatesApi;
+import java.time.Duration;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.RestController;
+
+@RestController
+class UpdatesController implements UpdatesApi {
+
+    private final UpdateService updates;
+
+    UpdatesController(UpdateService updates) {
+        this.updates = updates;
+    }
+
+    @Override
+    public ResponseEntity<UpdateSession> startUpdateSession(
+            String model, Long generation, String group, UpdateSessionRequest request) {
+        return ResponseEntity.ok(updates.start(model, generation, group, request));
+    }
+
+    @Override
+    public ResponseEntity<UpdateSession> getUpdateSession(
+            String model, Long generation, String group) {
+        return ResponseEntity.ok(updates.get(model, generation, group));
+    }
+
+    @Override
+    public ResponseEntity<UpdateSession> reportUpdatePhase(
+            String model, Long generation, String group, PhaseReport report) {
+        return ResponseEntity.ok(updates.report(model, generation, group, report));
+    }
+
+    @Override
+    public ResponseEntity<BarrierStatus> awaitBarrier(
+            String model, Long generation, String group, BarrierName barrier, Integer waitSeconds) {
+        Duration wait = Duration.ofSeconds(waitSeconds == null ? 30 : waitSeconds);
+        return ResponseEntity.ok(updates.awaitBarrier(model, generation, group, barrier, wait));
+    }
+}

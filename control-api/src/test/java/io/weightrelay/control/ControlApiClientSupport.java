@@ -1,0 +1,193 @@
+package io.weightrelay.control;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.api.control.model.ConsumeMode;
+import io.weightrelay.api.control.model.Dtype;
+import io.weightrelay.api.control.model.GenerationManifest;
+import io.weightrelay.api.control.model.LoaderRegistration;
+import io.weightrelay.api.control.model.Nic;
+import io.weightrelay.api.control.model.Node;
+import io.weightrelay.api.control.model.OpenGenerationRequest;
+import io.weightrelay.api.control.model.OpenedGeneration;
+import io.weightrelay.api.control.model.ReceiveBuffer;
+import io.weightrelay.api.control.model.RegisterObjectsRequest;
+import io.weightrelay.api.control.model.RegisteredObject;
+import io.weightrelay.api.control.model.SourceManifest;
+import io.weightrelay.api.control.model.StoredFragment;
+import io.weightrelay.api.control.model.TensorSpec;
+import io.weightrelay.api.control.model.Topology;
+import io.weightrelay.api.control.model.WorkerPlacement;
+import io.weightrelay.service.test.ServiceSmokeTestSupport;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Value;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * HTTP helpers and fixtures for tests that run the whole service: one token per role, a small
+ * manifest, and shortcuts to open, fill and commit generations.
+ */
+public abstract class ControlApiClientSupport extends ServiceSmokeTestSupport {
+
+    public static final String TRAINER = "trainer-token-0123456789";
+    public static final String LOADER = "loader-token-0123456789";
+    public static final String OPERATOR = "operator-token-0123456789";
+
+    @Value("${local.server.port}")
+    int port;
+
+    @Autowired protected JsonMapper json;
+
+    @Override
+    protected int port() {
+        return port;
+    }
+
+    protected static String newModel() {
+        return "m-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    // ---- HTTP ---------------------------------------------------------------------------------
+
+    protected HttpResponse<String> call(String method, String path, String token, Object body) {
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri(path));
+        if (token != null) {
+            request.header("Authorization", "Bearer " + token);
+        }
+        if (body == null) {
+            request.method(method, HttpRequest.BodyPublishers.noBody());
+        } else {
+            String text = body instanceof String s ? s : json.writeValueAsString(body);
+            request.header("Content-Type", "application/json")
+                    .method(method, HttpRequest.BodyPublishers.ofString(text));
+        }
+        return send(request);
+    }
+
+    protected HttpResponse<String> get(String path, String token) {
+        return call("GET", path, token, null);
+    }
+
+    protected <T> T ok(HttpResponse<String> response, Class<T> type) {
+        assertThat(response.statusCode()).as(response.body()).isBetween(200, 201);
+        return json.readValue(response.body(), type);
+    }
+
+    // ---- fixtures ------------------------------------------------------------------------------
+
+    protected static TensorSpec tensor(String name, long... shape) {
+        List<Long> dims = new ArrayList<>();
+        for (long d : shape) {
+            dims.add(d);
+        }
+        return new TensorSpec(name, dims, Dtype.FP32, Dtype.BF16);
+    }
+
+    /** Three tensors; with 4 KiB fragments the big one splits into several objects. */
+    protected static SourceManifest manifest(String model) {
+        SourceManifest m =
+                new SourceManifest(
+                        model,
+                        new ArrayList<>(
+                                List.of(
+                                        tensor("embed.weight", 256, 32),
+                                        tensor("layer.0.weight", 32, 32),
+                                        tensor("layer.0.bias", 32))));
+        m.setMaxFragmentBytes(4096L);
+        return m;
+    }
+
+    protected static Topology trainers(String... names) {
+        List<Node> nodes = new ArrayList<>();
+        for (String n : names) {
+            nodes.add(new Node(n, List.of(new Nic("eth0", 100.0))));
+        }
+        return new Topology(nodes);
+    }
+
+    protected OpenedGeneration open(String model, long step) {
+        return ok(
+                call(
+                        "POST",
+                        "/api/v1/models/" + model + "/generations",
+                        TRAINER,
+                        new OpenGenerationRequest(step, manifest(model), trainers("t0", "t1"))),
+                OpenedGeneration.class);
+    }
+
+    protected List<StoredFragment> fragments(String model, long generation) {
+        return ok(
+                        get(
+                                "/api/v1/models/"
+                                        + model
+                                        + "/generations/"
+                                        + generation
+                                        + "/manifest",
+                                OPERATOR),
+                        GenerationManifest.class)
+                .getFragments();
+    }
+
+    protected HttpResponse<String> register(
+            String model, long generation, List<RegisteredObject> objects) {
+        return call(
+                "POST",
+                "/api/v1/models/" + model + "/generations/" + generation + "/objects",
+                TRAINER,
+                new RegisterObjectsRequest(objects));
+    }
+
+    protected static RegisteredObject object(String key, long size) {
+        return new RegisteredObject(key, size, "crc32c:0badf00d");
+    }
+
+    /** Registers every fragment with its right size; returns the fragments. */
+    protected List<StoredFragment> registerAll(String model, long generation) {
+        List<StoredFragment> fragments = fragments(model, generation);
+        List<RegisteredObject> objects = new ArrayList<>();
+        for (StoredFragment f : fragments) {
+            objects.add(object(f.getKey(), f.getBytes()));
+        }
+        assertThat(register(model, generation, objects).statusCode()).isEqualTo(200);
+        return fragments;
+    }
+
+    protected HttpResponse<String> commit(String model, long generation) {
+        return call(
+                "POST",
+                "/api/v1/models/" + model + "/generations/" + generation + "/commit",
+                TRAINER,
+                null);
+    }
+
+    /** Opens, fills and commits a generation; returns its id. */
+    protected long publish(String model, long step) {
+        long generation = open(model, step).getGeneration().getGeneration();
+        registerAll(model, generation);
+        assertThat(commit(model, generation).statusCode()).isEqualTo(200);
+        return generation;
+    }
+
+    /** A loader of compat workers, each with one receive buffer in its own segment. */
+    public static LoaderRegistration compatLoader(
+            String model, String group, String node, int workers) {
+        List<WorkerPlacement> list = new ArrayList<>();
+        for (int w = 0; w < workers; w++) {
+            list.add(
+                    new WorkerPlacement(
+                            node + "-w" + w,
+                            node,
+                            "eth0",
+                            ConsumeMode.COMPAT,
+                            List.of(
+                                    new ReceiveBuffer(
+                                            "safetensors", "rx-" + node + "-w" + w, 1L << 20))));
+        }
+        return new LoaderRegistration(model, group, node, list);
+    }
+}

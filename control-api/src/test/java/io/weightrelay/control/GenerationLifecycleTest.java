@@ -1,0 +1,343 @@
+package io.weightrelay.control;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.weightrelay.api.control.model.GcReport;
+import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.api.control.model.GenerationState;
+import io.weightrelay.api.control.model.LeaseRequest;
+import io.weightrelay.api.control.model.OpenGenerationRequest;
+import io.weightrelay.api.control.model.OpenedGeneration;
+import io.weightrelay.api.control.model.RegisteredObject;
+import io.weightrelay.api.control.model.StoredFragment;
+import io.weightrelay.control.redis.RedisKeys;
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.data.redis.core.StringRedisTemplate;
+import tools.jackson.core.type.TypeReference;
+
+/** Generations against real Redis and a real store: commit, abort, leases and GC. */
+class GenerationLifecycleTest extends ControlApiTestSupport {
+
+    private static TestStore store;
+
+    @Autowired StringRedisTemplate redis;
+    @Autowired RedisKeys keys;
+    @Autowired MeterRegistry meters;
+
+    @BeforeAll
+    static void openStore() {
+        store = new TestStore(STORE_PREFIX);
+    }
+
+    @AfterAll
+    static void closeStore() {
+        store.close();
+    }
+
+    private String path(String model, long generation) {
+        return "/api/v1/models/" + model + "/generations/" + generation;
+    }
+
+    private Generation generation(String model, long generation) {
+        return ok(get(path(model, generation), OPERATOR), Generation.class);
+    }
+
+    private Long active(String model) {
+        HttpResponse<String> r = get("/api/v1/models/" + model + "/generations/active", LOADER);
+        return r.statusCode() == 404 ? null : ok(r, Generation.class).getGeneration();
+    }
+
+    private List<StoredFragment> putAll(String model, long generation) {
+        List<StoredFragment> fragments = fragments(model, generation);
+        for (StoredFragment f : fragments) {
+            store.put(f.getKey(), f.getBytes());
+        }
+        return fragments;
+    }
+
+    @Test
+    void openIsIdempotentByTrainerStepAndAssignsEveryTensor() {
+        String model = newModel();
+        HttpResponse<String> first =
+                call(
+                        "POST",
+                        "/api/v1/models/" + model + "/generations",
+                        TRAINER,
+                        new OpenGenerationRequest(7L, manifest(model), trainers("t0", "t1")));
+        assertThat(first.statusCode()).isEqualTo(201);
+        OpenedGeneration opened = json.readValue(first.body(), OpenedGeneration.class);
+        assertThat(opened.getGeneration().getState()).isEqualTo(GenerationState.OPEN);
+        assertThat(opened.getGeneration().getObjectsExpected()).isGreaterThan(3L);
+        assertThat(opened.getAssignment().getTensors()).hasSize(3);
+        assertThat(opened.getAssignment().getBytesPerNode()).containsOnlyKeys("t0", "t1");
+
+        HttpResponse<String> again =
+                call(
+                        "POST",
+                        "/api/v1/models/" + model + "/generations",
+                        TRAINER,
+                        new OpenGenerationRequest(7L, manifest(model), trainers("t0", "t1")));
+        assertThat(again.statusCode()).isEqualTo(200);
+        assertThat(
+                        json.readValue(again.body(), OpenedGeneration.class)
+                                .getGeneration()
+                                .getGeneration())
+                .isEqualTo(opened.getGeneration().getGeneration());
+
+        var other = manifest(model);
+        other.getTensors().add(tensor("extra", 4));
+        assertProblem(
+                call(
+                        "POST",
+                        "/api/v1/models/" + model + "/generations",
+                        TRAINER,
+                        new OpenGenerationRequest(7L, other, trainers("t0", "t1"))),
+                409,
+                "trainer-step-conflict");
+    }
+
+    @Test
+    void commitRefusesMissingObjectAndLeavesActiveAlone() {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        long g2 = open(model, 2).getGeneration().getGeneration();
+        List<StoredFragment> fragments = fragments(model, g2);
+        List<RegisteredObject> allButOne = new ArrayList<>();
+        for (StoredFragment f : fragments.subList(1, fragments.size())) {
+            allButOne.add(object(f.getKey(), f.getBytes()));
+        }
+        assertThat(register(model, g2, allButOne).statusCode()).isEqualTo(200);
+
+        HttpResponse<String> refused = commit(model, g2);
+        assertProblem(refused, 409, "generation-incomplete");
+        assertThat(refused.body()).contains("missing " + fragments.get(0).getKey().split("/")[2]);
+        assertThat(active(model)).isEqualTo(g1);
+        assertThat(generation(model, g2).getState()).isEqualTo(GenerationState.OPEN);
+        assertThat(generation(model, g1).getState()).isEqualTo(GenerationState.ACTIVE);
+    }
+
+    @Test
+    void wrongSizesAreRefusedAtRegistrationAndAgainAtCommit() {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        long g2 = open(model, 2).getGeneration().getGeneration();
+        List<StoredFragment> fragments = registerAll(model, g2);
+        StoredFragment first = fragments.get(0);
+
+        assertProblem(
+                register(
+                        model,
+                        g2,
+                        List.of(
+                                new RegisteredObject(
+                                        first.getKey(), first.getBytes(), "crc32c:12345678"))),
+                409,
+                "object-conflict");
+        assertThat(
+                        register(model, g2, List.of(object(first.getKey(), first.getBytes())))
+                                .statusCode())
+                .as("registering the same object again is a no-op")
+                .isEqualTo(200);
+        long g3 = open(model, 3).getGeneration().getGeneration();
+        StoredFragment f3 = fragments(model, g3).get(0);
+        assertProblem(
+                register(model, g3, List.of(object(f3.getKey(), f3.getBytes() - 1))),
+                400,
+                "object-size-mismatch");
+
+        // A record that got corrupted behind the API's back is still caught by the commit script.
+        String fragment = first.getKey().substring((model + "/" + g2 + "/").length());
+        redis.opsForHash()
+                .put(
+                        keys.objects(model, g2),
+                        fragment,
+                        (first.getBytes() + 8) + "|crc32c:0badf00d|");
+        HttpResponse<String> refused = commit(model, g2);
+        assertProblem(refused, 409, "generation-incomplete");
+        assertThat(refused.body()).contains("\"wrong\":1");
+        assertThat(active(model)).isEqualTo(g1);
+    }
+
+    @Test
+    void repeatedCommitIsAConflictAndChangesNothing() {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        Generation before = generation(model, g1);
+        assertProblem(commit(model, g1), 409, "commit-conflict");
+        Generation after = generation(model, g1);
+        assertThat(after.getState()).isEqualTo(GenerationState.ACTIVE);
+        assertThat(after.getCommittedAt()).isEqualTo(before.getCommittedAt());
+    }
+
+    @Test
+    void concurrentCommitsLeaveExactlyOneActiveAndAConsistentHistory() throws Exception {
+        String model = newModel();
+        for (int round = 0; round < 4; round++) {
+            long a = open(model, round * 2L).getGeneration().getGeneration();
+            long b = open(model, round * 2L + 1).getGeneration().getGeneration();
+            registerAll(model, a);
+            registerAll(model, b);
+            CountDownLatch start = new CountDownLatch(1);
+            CompletableFuture<HttpResponse<String>> ca =
+                    CompletableFuture.supplyAsync(() -> await(start, () -> commit(model, a)));
+            CompletableFuture<HttpResponse<String>> cb =
+                    CompletableFuture.supplyAsync(() -> await(start, () -> commit(model, b)));
+            start.countDown();
+            int sa = ca.get(30, TimeUnit.SECONDS).statusCode();
+            int sb = cb.get(30, TimeUnit.SECONDS).statusCode();
+            assertThat(sb).as("the newer generation always wins").isEqualTo(200);
+            assertThat(sa).isIn(200, 409);
+            if (sa == 409) {
+                assertProblem(ca.get(), 409, "commit-conflict");
+            }
+            List<Generation> all =
+                    json.readValue(
+                            get("/api/v1/models/" + model + "/generations", OPERATOR).body(),
+                            new TypeReference<List<Generation>>() {});
+            assertThat(all.stream().filter(g -> g.getState() == GenerationState.ACTIVE))
+                    .singleElement()
+                    .extracting(Generation::getGeneration)
+                    .isEqualTo(b);
+            assertThat(active(model)).isEqualTo(b);
+            Generation ga = generation(model, a);
+            assertThat(ga.getState())
+                    .isEqualTo(sa == 200 ? GenerationState.RETIRED : GenerationState.OPEN);
+            for (Generation g : all) {
+                if (g.getState() == GenerationState.RETIRED) {
+                    assertThat(g.getCommittedAt()).isNotNull();
+                    assertThat(g.getRetiredAt()).isAfterOrEqualTo(g.getCommittedAt());
+                }
+            }
+        }
+    }
+
+    @Test
+    void abortRemovesTheObjectsFromTheStoreAndKeepsTheActiveGeneration() {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        List<StoredFragment> kept = putAll(model, g1);
+        long g2 = open(model, 2).getGeneration().getGeneration();
+        List<StoredFragment> doomed = putAll(model, g2);
+        register(model, g2, List.of(object(doomed.get(0).getKey(), doomed.get(0).getBytes())));
+        doomed.forEach(f -> assertThat(store.exists(f.getKey())).isTrue());
+
+        Generation aborted =
+                ok(
+                        call(
+                                "POST",
+                                path(model, g2) + "/abort",
+                                TRAINER,
+                                "{\"reason\":\"rank 3 failed\"}"),
+                        Generation.class);
+        assertThat(aborted.getState()).isEqualTo(GenerationState.ABORTED);
+        assertThat(aborted.getAbortReason()).isEqualTo("rank 3 failed");
+        for (StoredFragment f : doomed) {
+            assertThat(store.exists(f.getKey())).as(f.getKey()).isFalse();
+            assertThat(redis.hasKey(STORE_PREFIX + "obj:" + f.getKey())).isFalse();
+        }
+        kept.forEach(f -> assertThat(store.exists(f.getKey())).isTrue());
+        assertThat(active(model)).isEqualTo(g1);
+        assertProblem(
+                call("POST", path(model, g1) + "/abort", TRAINER, null),
+                409,
+                "generation-not-open");
+        assertProblem(commit(model, g2), 409, "commit-conflict");
+        assertThat(open(model, 2).getGeneration().getGeneration())
+                .as("retrying an aborted trainer step opens a fresh generation")
+                .isGreaterThan(g2);
+    }
+
+    @Test
+    void garbageCollectionNeverRemovesALeasedGeneration() {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        List<StoredFragment> f1 = putAll(model, g1);
+        long g2 = publish(model, 2);
+        List<StoredFragment> f2 = putAll(model, g2);
+        long g3 = publish(model, 3);
+        List<StoredFragment> f3 = putAll(model, g3);
+        ok(
+                call(
+                        "POST",
+                        path(model, g1) + "/leases",
+                        LOADER,
+                        new LeaseRequest("loader-a", 300)),
+                io.weightrelay.api.control.model.Lease.class);
+
+        GcReport report =
+                ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
+        assertThat(report.getCollected()).containsExactly(g2);
+        assertThat(report.getKept()).contains(g1, g3);
+        assertThat(report.getObjectsRemoved()).isEqualTo(f2.size());
+        f2.forEach(f -> assertThat(store.exists(f.getKey())).isFalse());
+        f1.forEach(f -> assertThat(store.exists(f.getKey())).isTrue());
+        f3.forEach(f -> assertThat(store.exists(f.getKey())).isTrue());
+        assertProblem(get(path(model, g2), OPERATOR), 404, "generation-not-found");
+        assertThat(generation(model, g1).getState()).isEqualTo(GenerationState.RETIRED);
+
+        assertThat(call("DELETE", path(model, g1) + "/leases/loader-a", LOADER, null).statusCode())
+                .isEqualTo(204);
+        report =
+                ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
+        assertThat(report.getCollected()).containsExactly(g1);
+        f1.forEach(f -> assertThat(store.exists(f.getKey())).isFalse());
+        assertThat(active(model)).isEqualTo(g3);
+        assertProblem(
+                call("POST", path(model, g1) + "/leases", LOADER, new LeaseRequest("late", 60)),
+                404,
+                "generation-not-found");
+    }
+
+    @Test
+    void longPollAnswersAsSoonAsANewerGenerationIsActive() throws Exception {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        assertThat(
+                        get(
+                                        "/api/v1/models/"
+                                                + model
+                                                + "/generations/active/next?after="
+                                                + g1
+                                                + "&waitSeconds=1",
+                                        LOADER)
+                                .statusCode())
+                .isEqualTo(204);
+        long g2 = open(model, 2).getGeneration().getGeneration();
+        registerAll(model, g2);
+        CompletableFuture<HttpResponse<String>> poll =
+                CompletableFuture.supplyAsync(
+                        () ->
+                                get(
+                                        "/api/v1/models/"
+                                                + model
+                                                + "/generations/active/next?after="
+                                                + g1
+                                                + "&waitSeconds=20",
+                                        LOADER));
+        Thread.sleep(300);
+        long start = System.nanoTime();
+        assertThat(commit(model, g2).statusCode()).isEqualTo(200);
+        Generation next = ok(poll.get(20, TimeUnit.SECONDS), Generation.class);
+        assertThat(next.getGeneration()).isEqualTo(g2);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(3000);
+    }
+
+    private static <T> T await(CountDownLatch latch, java.util.function.Supplier<T> call) {
+        try {
+            latch.await();
+        } catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+        }
+        return call.get();
+    }
+}

@@ -1,0 +1,104 @@
+package io.weightrelay.control;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import org.springframework.util.FileSystemUtils;
+
+/**
+ * A redis-server of one test class on a free loopback port, which the test may kill and start
+ * again. Its data directory keeps an append-only file with fsync on every write, so what was
+ * acknowledged before a kill is there after the restart.
+ */
+final class PrivateRedis implements AutoCloseable {
+
+    private final int port = freePort();
+    private final Path dir;
+    private Process process;
+
+    PrivateRedis() {
+        try {
+            dir = Files.createTempDirectory("control-api-redis-");
+        } catch (IOException ex) {
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    int port() {
+        return port;
+    }
+
+    String uri() {
+        return "redis://127.0.0.1:" + port;
+    }
+
+    synchronized void start() {
+        try {
+            process =
+                    new ProcessBuilder(
+                                    "/usr/bin/redis-server",
+                                    "--port",
+                                    String.valueOf(port),
+                                    "--bind",
+                                    "127.0.0.1",
+                                    "--save",
+                                    "",
+                                    "--appendonly",
+                                    "yes",
+                                    "--appendfsync",
+                                    "always",
+                                    "--dir",
+                                    dir.toString())
+                            .redirectErrorStream(true)
+                            .redirectOutput(dir.resolve("redis.log").toFile())
+                            .start();
+        } catch (IOException ex) {
+            throw new IllegalStateException("cannot start /usr/bin/redis-server", ex);
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (System.nanoTime() < deadline) {
+            try (Socket s = new Socket()) {
+                s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+                return;
+            } catch (IOException notYet) {
+                sleep(50);
+            }
+        }
+        throw new IllegalStateException("private redis-server did not start on port " + port);
+    }
+
+    /** Kills the server without a chance to save: only the append-only file survives. */
+    synchronized void kill() throws InterruptedException {
+        if (process != null) {
+            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            process = null;
+        }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        kill();
+        FileSystemUtils.deleteRecursively(dir.toFile());
+    }
+
+    static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static int freePort() {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        } catch (IOException ex) {
+            throw new IllegalStateException(ex);
+        }
+    }
+}

@@ -1,0 +1,98 @@
+package io.weightrelay.control;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.api.control.model.OpenGenerationRequest;
+import io.weightrelay.api.control.model.OpenedGeneration;
+import java.net.http.HttpResponse;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * The service starts while Redis is unreachable, answers 503 problems, and once Redis appears
+ * serves everything, pub/sub long-polls included, without a restart.
+ */
+@SpringBootTest(
+        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {
+            "relay.security.tokens.trainer[0]=" + ControlApiClientSupport.TRAINER,
+            "relay.security.tokens.loader[0]=" + ControlApiClientSupport.LOADER,
+            "relay.security.tokens.operator[0]=" + ControlApiClientSupport.OPERATOR,
+            "relay.generations.scheduled-gc=false",
+            "relay.redis.key-prefix=wr:late-start-test:"
+        })
+class RedisDownAtStartTest extends ControlApiClientSupport {
+
+    private static final PrivateRedis REDIS = new PrivateRedis();
+
+    @DynamicPropertySource
+    static void privateRedis(DynamicPropertyRegistry registry) {
+        registry.add("spring.data.redis.host", () -> "127.0.0.1");
+        registry.add("spring.data.redis.port", REDIS::port);
+        registry.add("relay.store.redis-uri", REDIS::uri);
+    }
+
+    @AfterAll
+    static void stopRedis() throws InterruptedException {
+        REDIS.close();
+    }
+
+    @Test
+    void startsWithoutRedisAndRecoversWhenItAppears() throws Exception {
+        String model = newModel();
+        assertProblem(
+                get("/api/v1/models/" + model + "/generations/active", LOADER),
+                503,
+                "redis-unavailable");
+
+        REDIS.start();
+        long start = System.nanoTime();
+        HttpResponse<String> segments;
+        do {
+            PrivateRedis.sleep(200);
+            segments = get("/api/v1/segments", OPERATOR);
+        } while (segments.statusCode() != 200
+                && TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 20);
+        assertThat(segments.statusCode()).isEqualTo(200);
+
+        // Clients retry 503 answers (they carry Retry-After); the first writes may still meet the
+        // circuit breaker closing again.
+        HttpResponse<String> opened;
+        do {
+            opened =
+                    call(
+                            "POST",
+                            "/api/v1/models/" + model + "/generations",
+                            TRAINER,
+                            new OpenGenerationRequest(1L, manifest(model), trainers("t0")));
+            if (opened.statusCode() == 503) {
+                PrivateRedis.sleep(500);
+            }
+        } while (opened.statusCode() == 503
+                && TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 30);
+        long g1 = ok(opened, OpenedGeneration.class).getGeneration().getGeneration();
+        registerAll(model, g1);
+        CompletableFuture<HttpResponse<String>> poll =
+                CompletableFuture.supplyAsync(
+                        () ->
+                                get(
+                                        "/api/v1/models/"
+                                                + model
+                                                + "/generations/active/next?after=0&waitSeconds=20",
+                                        LOADER));
+        PrivateRedis.sleep(1500);
+        long committed = System.nanoTime();
+        assertThat(commit(model, g1).statusCode()).isEqualTo(200);
+        assertThat(ok(poll.get(25, TimeUnit.SECONDS), Generation.class).getGeneration())
+                .isEqualTo(g1);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - committed))
+                .as("woken by pub/sub, not by the periodic re-check")
+                .isLessThan(2500);
+    }
+}

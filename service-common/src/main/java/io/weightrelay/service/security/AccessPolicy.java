@@ -1,0 +1,25 @@
+package io.weightrelay.service.security;
+
+import jakarta.servlet.http.HttpServletRequest;
+
+/**
+ * A service's access rules. Declaring a bean of this type switches on {@link RoleTokenFilter}.
+ * Rules see the method and the path inside the servlet context; anything a policy does not name
+ * should need a token.
+ */
+@FunctionalInterface
+public interface AccessPolicy {
+
+    /** The access the request needs. */
+    Access access(HttpServletRequest request);
+
+    /** Paths every service leaves open: health probes, the OpenAPI document and Swagger UI. */
+    static boolean isPublicDocsOrHealth(String path) {
+        return path.equals("/actuator/health")
+                || path.startsWith("/actuator/health/")
+                || path.equals("/v3/api-docs")
+                || path.startsWith("/v3/api-docs/")
+                || path.equals("/swagger-ui.html")
+                || path.startsWith("/swagger-ui/");
+    }
+}
