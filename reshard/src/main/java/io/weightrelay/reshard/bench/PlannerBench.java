@@ -1,0 +1,194 @@
+package io.weightrelay.reshard.bench;
+
+import io.weightrelay.reshard.assign.PublisherAssignment;
+import io.weightrelay.reshard.catalog.ModelCatalog;
+import io.weightrelay.reshard.catalog.Placements;
+import io.weightrelay.reshard.catalog.TensorLayout;
+import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.model.ClusterModel;
+import io.weightrelay.reshard.model.Traffic;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.plan.Demands;
+import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.PlanValidator;
+import io.weightrelay.reshard.plan.Planner;
+import io.weightrelay.reshard.plan.Slice;
+import io.weightrelay.reshard.plan.ValidationReport;
+import io.weightrelay.reshard.topology.Topology;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+
+/**
+ * {@code relay bench planner}: plans one catalogued deployment and prints one JSON line. Only the
+ * planner call is timed ({@code plan_ms}, cold: first call in a fresh JVM, one thread); building
+ * the inputs, validating and measuring are not.
+ */
+public final class PlannerBench {
+    private PlannerBench() {}
+
+    public static void main(String[] args) {
+        BenchArgs parsed;
+        try {
+            parsed = BenchArgs.parse(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("bench planner: " + e.getMessage());
+            System.err.println(BenchArgs.USAGE);
+            System.exit(2);
+            return;
+        }
+        try {
+            Result result = run(parsed);
+            System.out.println(result.toJson());
+            // Wall time is the figure; on a shared machine the thread's CPU time tells load apart.
+            System.err.printf(
+                    "bench planner: plan cpu %d ms, wall %d ms%n",
+                    result.planCpuMs(), result.planMs());
+        } catch (RuntimeException e) {
+            System.err.println("bench planner: " + e.getMessage());
+            System.exit(1);
+        }
+    }
+
+    /** The figures {@code bench planner} prints, plus the planning thread's CPU time. */
+    public record Result(
+            int tensors,
+            long modelBytes,
+            long planMs,
+            long sliceBytesMax,
+            long storeReadBytes,
+            double storeReadRatio,
+            long deliveryBytes,
+            double deliveryRatio,
+            int networkSendsPerTensorMax,
+            double nicBalance,
+            double trainerBalance,
+            double predictedUpdateS,
+            double lowerBoundS,
+            boolean valid,
+            long planCpuMs) {
+
+        public String toJson() {
+            return String.format(
+                    Locale.ROOT,
+                    "{\"tensors\":%d,\"model_bytes\":%d,\"plan_ms\":%d,\"slice_bytes_max\":%d,"
+                            + "\"store_read_bytes\":%d,\"store_read_ratio\":%s,"
+                            + "\"delivery_bytes\":%d,\"delivery_ratio\":%s,"
+                            + "\"network_sends_per_tensor_max\":%d,\"nic_balance\":%s,"
+                            + "\"trainer_balance\":%s,\"predicted_update_s\":%s,"
+                            + "\"lower_bound_s\":%s,\"valid\":%s}",
+                    tensors,
+                    modelBytes,
+                    planMs,
+                    sliceBytesMax,
+                    storeReadBytes,
+                    number(storeReadRatio),
+                    deliveryBytes,
+                    number(deliveryRatio),
+                    networkSendsPerTensorMax,
+                    number(nicBalance),
+                    number(trainerBalance),
+                    number(predictedUpdateS),
+                    number(lowerBoundS),
+                    valid);
+        }
+
+        private static String number(double value) {
+            if (Double.isNaN(value) || Double.isInfinite(value)) {
+                return "null";
+            }
+            String plain =
+                    java.math.BigDecimal.valueOf(Math.round(value * 10000) / 10000.0)
+                            .stripTrailingZeros()
+                            .toPlainString();
+            return plain.contains(".") ? plain : plain + ".0";
+        }
+    }
+
+    public static Result run(BenchArgs args) {
+        List<TensorLayout> layout = ModelCatalog.layout(args.model());
+        SourceManifest manifest =
+                Fragmenter.fragment(args.model(), layout.stream().map(TensorLayout::spec).toList());
+        Topology topology =
+                Topology.uniform(
+                        args.trainerNodes(),
+                        args.rolloutNodes(),
+                        args.nicsPerNode(),
+                        args.nicGbps());
+        TargetPlacement placement =
+                Placements.of(
+                        layout,
+                        args.rolloutNodes(),
+                        args.instances(),
+                        args.tp(),
+                        args.ep(),
+                        args.mode(),
+                        args.nicsPerNode());
+
+        // Settle the garbage of building the inputs first, so its collection is not billed to
+        // planning; the planner itself still runs cold (first call in the JVM).
+        System.gc();
+        java.lang.management.ThreadMXBean threads =
+                java.lang.management.ManagementFactory.getThreadMXBean();
+        long cpuStart = threads.getCurrentThreadCpuTime();
+        long start = System.nanoTime();
+        Plan plan = Planner.plan(manifest, placement, topology);
+        long planMs = (System.nanoTime() - start) / 1_000_000;
+        long planCpuMs = (threads.getCurrentThreadCpuTime() - cpuStart) / 1_000_000;
+
+        Demands demands = Demands.of(manifest, placement);
+        ValidationReport report = PlanValidator.validate(plan, manifest, placement, demands);
+        Traffic traffic = Traffic.of(plan);
+        PublisherAssignment assignment = PublisherAssignment.assign(manifest, topology);
+        long sliceMax = 0;
+        for (Slice slice : Slice.all(plan).values()) {
+            sliceMax = Math.max(sliceMax, slice.encode().length);
+        }
+        if (!report.valid()) {
+            report.problems().forEach(p -> System.err.println("invalid: " + p));
+        }
+        return new Result(
+                manifest.tensors().size(),
+                manifest.totalBytes(),
+                planMs,
+                sliceMax,
+                report.readBytes(),
+                ratio(report.readBytes(), demands.storeBytes()),
+                report.deliveredBytes(),
+                ratio(report.deliveredBytes(), demands.targetStoredBytes()),
+                networkSendsPerReadMax(plan),
+                traffic.nicBalance(),
+                assignment.balance(),
+                ClusterModel.predictedSeconds(plan, traffic),
+                ClusterModel.lowerBoundSeconds(demands, topology, assignment),
+                report.valid(),
+                planCpuMs);
+    }
+
+    private static double ratio(long part, long whole) {
+        return whole == 0 ? (part == 0 ? 1.0 : Double.POSITIVE_INFINITY) : (double) part / whole;
+    }
+
+    /**
+     * The most other nodes any read sends its bytes to: in compatibility mode each remote node gets
+     * one send per byte of every tensor, so this is {@code nodes - 1}.
+     */
+    static int networkSendsPerReadMax(Plan plan) {
+        int max = 0;
+        Set<Integer> nodes = new LinkedHashSet<>();
+        for (int i = 0; i < plan.readCount(); i++) {
+            nodes.clear();
+            int readerNode = plan.workerNode(plan.readReader(i));
+            for (int x = plan.writeFirst(i); x < plan.writeEnd(i); x++) {
+                int node = plan.workerNode(plan.writeDst(x));
+                if (node != readerNode) {
+                    nodes.add(node);
+                }
+            }
+            max = Math.max(max, nodes.size());
+        }
+        return max;
+    }
+}

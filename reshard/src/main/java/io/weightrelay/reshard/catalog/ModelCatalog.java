@@ -1,0 +1,184 @@
+package io.weightrelay.reshard.catalog;
+
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Shape;
+import io.weightrelay.reshard.manifest.TensorSpec;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The catalogued models, from their published {@code config.json}: tensor names and shapes as the
+ * Hugging Face checkpoints have them, in checkpoint iteration order (embeddings, layers, final
+ * norm, output head).
+ */
+public final class ModelCatalog {
+    private static final Map<String, ModelConfig> CONFIGS = new LinkedHashMap<>();
+
+    static {
+        // Small DeepSeek-style MoE with MLA (a few MB) so tests exercise every tensor kind.
+        add(ModelConfig.deepseek("tiny", 8192, 128, 256, 2, 4, 1, 64, 8, 1, 64, 32, 16, 8, 16));
+        add(ModelConfig.dense("qwen2.5-0.5b", 151936, 896, 4864, 24, 14, 2, 64, true, true));
+        add(ModelConfig.dense("qwen2.5-7b", 152064, 3584, 18944, 28, 28, 4, 128, false, true));
+        add(ModelConfig.dense("llama3-70b", 128256, 8192, 28672, 80, 64, 8, 128, false, false));
+        add(
+                ModelConfig.deepseek(
+                        "deepseek-v3",
+                        129280,
+                        7168,
+                        18432,
+                        61,
+                        128,
+                        3,
+                        2048,
+                        256,
+                        1,
+                        1536,
+                        512,
+                        128,
+                        64,
+                        128));
+        add(
+                ModelConfig.deepseek(
+                        "kimi-k2", 163840, 7168, 18432, 61, 64, 1, 2048, 384, 1, 1536, 512, 128, 64,
+                        128));
+    }
+
+    private ModelCatalog() {}
+
+    private static void add(ModelConfig config) {
+        CONFIGS.put(config.name(), config);
+    }
+
+    public static List<String> names() {
+        return List.copyOf(CONFIGS.keySet());
+    }
+
+    public static ModelConfig config(String name) {
+        ModelConfig config = CONFIGS.get(name);
+        if (config == null) {
+            throw new IllegalArgumentException(
+                    "unknown model " + name + "; known: " + String.join(", ", CONFIGS.keySet()));
+        }
+        return config;
+    }
+
+    public static List<TensorLayout> layout(String name) {
+        return layout(config(name));
+    }
+
+    public static List<TensorSpec> tensors(String name) {
+        return layout(name).stream().map(TensorLayout::spec).toList();
+    }
+
+    public static List<TensorLayout> layout(ModelConfig c) {
+        Builder b = new Builder(c);
+        b.add("model.embed_tokens.weight", Split.DIM0, -1, c.vocab(), c.hidden());
+        for (int i = 0; i < c.layers(); i++) {
+            String p = "model.layers." + i + ".";
+            b.add(p + "input_layernorm.weight", Split.REPLICATE, -1, c.hidden());
+            if (c.mla()) {
+                mlaAttention(b, c, p + "self_attn.");
+            } else {
+                gqaAttention(b, c, p + "self_attn.");
+            }
+            b.add(p + "post_attention_layernorm.weight", Split.REPLICATE, -1, c.hidden());
+            if (c.moe() && i >= c.firstDenseLayers()) {
+                moe(b, c, p + "mlp.");
+            } else {
+                mlp(b, p + "mlp.", c.intermediate(), c.hidden(), -1);
+            }
+        }
+        b.add("model.norm.weight", Split.REPLICATE, -1, c.hidden());
+        if (!c.tiedEmbeddings()) {
+            b.add("lm_head.weight", Split.DIM0, -1, c.vocab(), c.hidden());
+        }
+        return List.copyOf(b.out);
+    }
+
+    private static void gqaAttention(Builder b, ModelConfig c, String p) {
+        int q = c.heads() * c.headDim();
+        int kv = c.kvHeads() * c.headDim();
+        b.add(p + "q_proj.weight", Split.DIM0, -1, q, c.hidden());
+        if (c.qkvBias()) {
+            b.add(p + "q_proj.bias", Split.DIM0, -1, q);
+        }
+        b.add(p + "k_proj.weight", Split.KV_HEADS, -1, kv, c.hidden());
+        if (c.qkvBias()) {
+            b.add(p + "k_proj.bias", Split.KV_HEADS, -1, kv);
+        }
+        b.add(p + "v_proj.weight", Split.KV_HEADS, -1, kv, c.hidden());
+        if (c.qkvBias()) {
+            b.add(p + "v_proj.bias", Split.KV_HEADS, -1, kv);
+        }
+        b.add(p + "o_proj.weight", Split.DIM1, -1, c.hidden(), q);
+    }
+
+    private static void mlaAttention(Builder b, ModelConfig c, String p) {
+        b.add(p + "q_a_proj.weight", Split.REPLICATE, -1, c.qLoraRank(), c.hidden());
+        b.add(p + "q_a_layernorm.weight", Split.REPLICATE, -1, c.qLoraRank());
+        b.add(
+                p + "q_b_proj.weight",
+                Split.DIM0,
+                -1,
+                (long) c.heads() * (c.qkNopeDim() + c.qkRopeDim()),
+                c.qLoraRank());
+        b.add(
+                p + "kv_a_proj_with_mqa.weight",
+                Split.REPLICATE,
+                -1,
+                c.kvLoraRank() + c.qkRopeDim(),
+                c.hidden());
+        b.add(p + "kv_a_layernorm.weight", Split.REPLICATE, -1, c.kvLoraRank());
+        b.add(
+                p + "kv_b_proj.weight",
+                Split.DIM0,
+                -1,
+                (long) c.heads() * (c.qkNopeDim() + c.vHeadDim()),
+                c.kvLoraRank());
+        b.add(p + "o_proj.weight", Split.DIM1, -1, c.hidden(), (long) c.heads() * c.vHeadDim());
+    }
+
+    private static void moe(Builder b, ModelConfig c, String p) {
+        b.add(p + "gate.weight", Split.REPLICATE, -1, c.experts(), c.hidden());
+        b.addTyped(p + "gate.e_score_correction_bias", DType.F32, Split.REPLICATE, -1, c.experts());
+        for (int e = 0; e < c.experts(); e++) {
+            mlp(b, p + "experts." + e + ".", c.moeIntermediate(), c.hidden(), e);
+        }
+        if (c.sharedExperts() > 0) {
+            mlp(b, p + "shared_experts.", c.moeIntermediate() * c.sharedExperts(), c.hidden(), -1);
+        }
+    }
+
+    private static void mlp(Builder b, String p, long intermediate, long hidden, int expert) {
+        b.add(p + "gate_proj.weight", Split.DIM0, expert, intermediate, hidden);
+        b.add(p + "up_proj.weight", Split.DIM0, expert, intermediate, hidden);
+        b.add(p + "down_proj.weight", Split.DIM1, expert, hidden, intermediate);
+    }
+
+    private static final class Builder {
+        private final ModelConfig config;
+        private final List<TensorLayout> out = new ArrayList<>();
+        private final Map<String, Shape> shapes = new LinkedHashMap<>();
+
+        Builder(ModelConfig config) {
+            this.config = config;
+        }
+
+        void add(String name, Split split, int expert, long... dims) {
+            addTyped(name, config.rolloutDtype(), split, expert, dims);
+        }
+
+        void addTyped(String name, DType dtype, Split split, int expert, long... dims) {
+            // Share one Shape per distinct shape: a trillion-parameter layout has few of them.
+            Shape shape =
+                    shapes.computeIfAbsent(java.util.Arrays.toString(dims), k -> Shape.of(dims));
+            DType trainer = dtype == DType.F32 ? DType.F32 : config.trainerDtype();
+            int heads = split == Split.KV_HEADS ? config.kvHeads() : 0;
+            out.add(
+                    new TensorLayout(
+                            new TensorSpec(name, shape, trainer, dtype), split, expert, heads));
+        }
+    }
+}

@@ -1,0 +1,185 @@
+package io.weightrelay.reshard.plan;
+
+import io.weightrelay.reshard.manifest.SafetensorsLayout;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.TargetFragment;
+import io.weightrelay.reshard.placement.Worker;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * What a loader checks at prepare, with its own registration and nothing but its slice: its reads
+ * are disjoint ranges inside their objects and every write sends only bytes its read fetched; its
+ * workers receive exactly the bytes they registered, each once (compatibility workers: the whole
+ * safetensors image data, through their node's delegates); bytes received equal bytes registered.
+ */
+public final class SliceValidator {
+    private SliceValidator() {}
+
+    /**
+     * @param registered this loader's workers as it registered them
+     * @param layout the safetensors layout of the source manifest; needed only when a registered
+     *     worker is in compatibility mode, otherwise may be null
+     */
+    public static ValidationReport validate(
+            Slice slice, List<Worker> registered, SafetensorsLayout layout) {
+        List<String> problems = new ArrayList<>();
+        Map<String, Integer> peer = new HashMap<>();
+        for (int p = 0; p < slice.peerId.length; p++) {
+            peer.put(slice.peerId[p], p);
+        }
+        for (Worker w : registered) {
+            Integer p = peer.get(w.id());
+            if (p == null || !slice.peerInstance[p].equals(slice.instance)) {
+                problems.add("worker " + w.id() + " is not in the slice of " + slice.instance);
+            } else if (slice.peerMode[p] != w.mode().ordinal()
+                    || !slice.peerNode[p].equals(w.node())
+                    || !slice.peerSegment[p].equals(w.segment())) {
+                problems.add("worker " + w.id() + " is registered differently than planned");
+            }
+        }
+        if (registered.size() != slice.workers().size()) {
+            problems.add(
+                    "slice has "
+                            + slice.workers().size()
+                            + " workers, loader registered "
+                            + registered.size());
+        }
+        if (!problems.isEmpty()) {
+            return new ValidationReport(problems, 0, 0, 0);
+        }
+
+        long readBytes = 0;
+        Map<Integer, Intervals> perObject = new TreeMap<>();
+        for (int i = 0; i < slice.readCount(); i++) {
+            long spanStart = slice.readStart[i];
+            long spanEnd = spanStart + slice.readSpan[i];
+            Intervals mine = new Intervals(4);
+            String object = slice.objectIds[slice.readObject[i]];
+            for (int r = slice.readRangeFirst[i]; r < slice.readRangeFirst[i + 1]; r++) {
+                long start = slice.rangeStart[r];
+                long end = start + slice.rangeLength[r];
+                if (start < spanStart
+                        || end > spanEnd
+                        || end > slice.objectBytes[slice.readObject[i]]) {
+                    problems.add("read of " + object + ": range outside its span or object");
+                }
+                mine.add(start - spanStart, end - spanStart);
+                perObject
+                        .computeIfAbsent(slice.readObject[i], k -> new Intervals(4))
+                        .add(start, end);
+                readBytes += end - start;
+            }
+            Intervals ranges = mine.sortedDisjoint();
+            if (ranges == null) {
+                problems.add("read of " + object + ": ranges overlap");
+                continue;
+            }
+            for (int x = slice.readWriteFirst[i]; x < slice.readWriteFirst[i + 1]; x++) {
+                int lf = slice.writeLoopFirst[x];
+                int n = slice.writeLoopFirst[x + 1] - lf;
+                long[] counts = java.util.Arrays.copyOfRange(slice.loopCount, lf, lf + n);
+                long[] strides = java.util.Arrays.copyOfRange(slice.loopSrcStride, lf, lf + n);
+                Intervals src = new Intervals(4);
+                src.addRun(slice.writeSrc[x], slice.writeLength[x], counts, strides);
+                for (int k = 0; k < src.size(); k++) {
+                    if (!ranges.contains(src.start(k), src.end(k))) {
+                        problems.add("write from " + object + " sends bytes that were not read");
+                        break;
+                    }
+                }
+            }
+        }
+        for (Map.Entry<Integer, Intervals> e : perObject.entrySet()) {
+            if (e.getValue().sortedDisjoint() == null) {
+                problems.add("object " + slice.objectIds[e.getKey()] + " is read twice");
+            }
+        }
+
+        Map<String, Intervals> direct = new HashMap<>();
+        Map<String, Intervals> byNode = new HashMap<>();
+        long delivered = 0;
+        Map<String, Integer> compatHere = new HashMap<>();
+        for (Worker w : registered) {
+            if (w.mode() == Mode.COMPAT) {
+                compatHere.merge(w.node(), 1, Integer::sum);
+            }
+        }
+        for (int v = 0; v < slice.receiveCount(); v++) {
+            Slice.ReceiveOp op = slice.receive(v);
+            Intervals target;
+            if (op.fanout()) {
+                if (!compatHere.containsKey(op.node())) {
+                    problems.add(
+                            "fan-out to " + op.node() + " where this loader has no compat worker");
+                    continue;
+                }
+                target = byNode.computeIfAbsent(op.node(), k -> new Intervals(1024));
+                delivered += bytes(op) * compatHere.get(op.node());
+            } else {
+                target =
+                        direct.computeIfAbsent(
+                                op.worker() + "\u0000" + op.buffer(), k -> new Intervals(2));
+                delivered += bytes(op);
+            }
+            target.addRun(op.dstOffset(), op.length(), op.loopCounts(), op.dstStrides());
+        }
+        long expected = 0;
+        for (Worker w : registered) {
+            if (w.mode() == Mode.COMPAT) {
+                if (layout == null) {
+                    problems.add(
+                            "compatibility worker " + w.id() + " needs the safetensors layout");
+                    continue;
+                }
+                expected += layout.imageBytes() - layout.dataStart();
+                if (compatHere.get(w.node()) > 0) {
+                    compatHere.put(w.node(), -compatHere.get(w.node()));
+                    Intervals want = new Intervals(1);
+                    want.add(layout.dataStart(), layout.imageBytes());
+                    PlanValidator.compare(
+                            "compatibility workers on " + w.node(),
+                            byNode.get(w.node()),
+                            want.sortedDisjoint(),
+                            problems);
+                }
+                continue;
+            }
+            for (TargetFragment f : w.fragments()) {
+                expected += f.bytes();
+            }
+            for (Map.Entry<String, Intervals> e : PlanValidator.footprints(w).entrySet()) {
+                Intervals merged = e.getValue().sortedDisjoint();
+                String what = "worker " + w.id() + " buffer " + e.getKey();
+                if (merged == null) {
+                    problems.add(what + ": registered fragments overlap");
+                    continue;
+                }
+                PlanValidator.compare(
+                        what, direct.remove(w.id() + "\u0000" + e.getKey()), merged, problems);
+            }
+        }
+        for (String k : direct.keySet()) {
+            problems.add("bytes for unregistered buffer " + k.replace('\u0000', ' '));
+        }
+        if (delivered != expected) {
+            problems.add("receives " + delivered + " bytes, registered " + expected);
+        }
+        return new ValidationReport(
+                problems.size() > 20 ? problems.subList(0, 20) : problems,
+                readBytes,
+                delivered,
+                expected);
+    }
+
+    private static long bytes(Slice.ReceiveOp op) {
+        long bytes = op.length();
+        for (long c : op.loopCounts()) {
+            bytes *= c;
+        }
+        return bytes;
+    }
+}

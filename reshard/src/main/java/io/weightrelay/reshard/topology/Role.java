@@ -1,0 +1,7 @@
+package io.weightrelay.reshard.topology;
+
+/** What runs on a node. */
+public enum Role {
+    TRAINER,
+    ROLLOUT
+}
