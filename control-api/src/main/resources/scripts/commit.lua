@@ -1,11 +1,15 @@
 -- Commits a generation in one atomic step: refuses unless every manifest object is registered
 -- with its manifest size and a checksum, and unless no newer generation is already active; then
 -- activates it, retires the previous one and announces it.
--- ARGV: prefix, model, generation, nonce, nowIso
+-- ARGV: prefix, model, generation, nonce
+-- Times come from the Redis server clock (epoch microseconds), so that every control-api
+-- instance stamps in the order the scripts actually ran: a retirement never predates its commit.
 -- Returns {'ok', previous or ''} | {'ok-retry'} | {'not-found'} | {'not-open', state}
 --       | {'incomplete', missing, wrong, sample...} | {'stale', active}
 local p, m, g = ARGV[1], ARGV[2], ARGV[3]
 local gk = p .. 'gen:' .. m .. ':' .. g
+local t = redis.call('TIME')
+local now = t[1] .. string.format('%06d', tonumber(t[2]))
 local h = redis.call('HMGET', gk, 'state', 'commitNonce', 'manifestDigest')
 if not h[1] then return {'not-found'} end
 if h[1] ~= 'OPEN' then
@@ -42,9 +46,9 @@ local ak = p .. 'model:' .. m .. ':active'
 local prev = redis.call('GET', ak)
 if prev and tonumber(prev) > tonumber(g) then return {'stale', prev} end
 if prev then
-  redis.call('HSET', p .. 'gen:' .. m .. ':' .. prev, 'state', 'RETIRED', 'retiredAt', ARGV[5])
+  redis.call('HSET', p .. 'gen:' .. m .. ':' .. prev, 'state', 'RETIRED', 'retiredAt', now)
 end
-redis.call('HSET', gk, 'state', 'ACTIVE', 'committedAt', ARGV[5], 'commitNonce', ARGV[4])
+redis.call('HSET', gk, 'state', 'ACTIVE', 'committedAt', now, 'commitNonce', ARGV[4])
 redis.call('SET', ak, g)
 redis.call('PUBLISH', p .. 'events:active:' .. m, g)
 return {'ok', prev or ''}

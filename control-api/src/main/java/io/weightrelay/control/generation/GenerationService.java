@@ -267,8 +267,7 @@ public class GenerationService {
 
     public Generation commit(String model, long generation) {
         String nonce = UUID.randomUUID().toString();
-        List<Object> result =
-                script(COMMIT, model, String.valueOf(generation), nonce, now().toString());
+        List<Object> result = script(COMMIT, model, String.valueOf(generation), nonce);
         switch (code(result)) {
             case "ok", "ok-retry" -> {
                 meters.counter("relay.generations.committed", "model", model).increment();
@@ -569,7 +568,7 @@ public class GenerationService {
 
     /** Makes a committed generation active again (checkpoint restore). */
     public Generation activate(String model, long generation) {
-        List<Object> result = script(ACTIVATE, model, String.valueOf(generation), now().toString());
+        List<Object> result = script(ACTIVATE, model, String.valueOf(generation));
         return switch (code(result)) {
             case "ok" -> get(model, generation);
             case "not-found" -> throw notFound(model, generation);
@@ -664,9 +663,21 @@ public class GenerationService {
         return v == null ? null : v.toString();
     }
 
+    /**
+     * A stamp is ISO-8601 when written by this JVM, or epoch microseconds when a script took it
+     * from the Redis server clock (the stamps whose order matters across instances).
+     */
     private static OffsetDateTime time(Map<Object, Object> h, String field) {
         String v = str(h, field);
-        return v == null || v.isEmpty() ? null : OffsetDateTime.parse(v);
+        if (v == null || v.isEmpty()) {
+            return null;
+        }
+        if (v.chars().allMatch(Character::isDigit)) {
+            long micros = Long.parseLong(v);
+            return Instant.ofEpochSecond(micros / 1_000_000, (micros % 1_000_000) * 1_000)
+                    .atOffset(ZoneOffset.UTC);
+        }
+        return OffsetDateTime.parse(v);
     }
 
     private static List<Long> boxed(long[] values) {

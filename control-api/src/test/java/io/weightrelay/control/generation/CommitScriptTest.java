@@ -56,13 +56,7 @@ class CommitScriptTest {
 
     private List<Object> commit(String model, long id) {
         return redis.execute(
-                COMMIT,
-                List.of(),
-                PREFIX,
-                model,
-                String.valueOf(id),
-                UUID.randomUUID().toString(),
-                "2026-01-01T00:00:00Z");
+                COMMIT, List.of(), PREFIX, model, String.valueOf(id), UUID.randomUUID().toString());
     }
 
     private String state(String model, long id) {
