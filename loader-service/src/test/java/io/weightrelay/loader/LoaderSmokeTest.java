@@ -3,6 +3,7 @@ package io.weightrelay.loader;
 import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.service.test.ServiceSmokeTestSupport;
 import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -19,9 +20,27 @@ class LoaderSmokeTest extends ServiceSmokeTestSupport {
     @Value("${local.server.port}")
     int port;
 
+    static final String ENGINE_TOKEN = "engine-token-for-smoke-tests";
+
     @DynamicPropertySource
     static void redis(DynamicPropertyRegistry registry) {
         RedisTestSupport.register(registry);
+        registry.add("relay.security.tokens.loader[0]", () -> ENGINE_TOKEN);
+    }
+
+    /** Every call of this test carries the engine's token unless it says otherwise. */
+    @Override
+    protected HttpResponse<String> send(HttpRequest.Builder request) {
+        return super.send(request.header("Authorization", "Bearer " + ENGINE_TOKEN));
+    }
+
+    @Test
+    void callsWithoutATokenAreRefused() {
+        assertProblem(
+                super.send(HttpRequest.newBuilder(uri("/api/v1/instance")).GET()),
+                401,
+                "unauthorized");
+        assertProblem(get("/actuator/metrics"), 403, "forbidden");
     }
 
     @Override
@@ -46,6 +65,19 @@ class LoaderSmokeTest extends ServiceSmokeTestSupport {
                                                 "{\"instanceId\": \"a b\"}"))),
                 400,
                 "invalid-request");
+    }
+
+    @Test
+    void nothingIsRegisteredBeforeTheEngineRegisters() {
+        assertProblem(get("/api/v1/instance"), 404, "instance-not-registered");
+        assertProblem(
+                send(
+                        HttpRequest.newBuilder(uri("/api/v1/updates"))
+                                .header("Content-Type", "application/json")
+                                .POST(HttpRequest.BodyPublishers.ofString("{}"))),
+                404,
+                "instance-not-registered");
+        assertProblem(get("/api/v1/updates/current"), 404, "update-not-found");
     }
 
     @Test

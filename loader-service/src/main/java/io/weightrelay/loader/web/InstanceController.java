@@ -1,28 +1,94 @@
 package io.weightrelay.loader.web;
 
-import io.weightrelay.api.loader.model.*;
+import io.weightrelay.api.loader.model.InstanceRegistration;
+import io.weightrelay.api.loader.model.InstanceStatus;
+import io.weightrelay.api.loader.model.PlacedBuffer;
+import io.weightrelay.api.loader.model.RegistrationState;
 import io.weightrelay.api.loader.server.InstanceApi;
-import io.weightrelay.service.problem.CommonProblems;
+import io.weightrelay.dataplane.Segment;
+import io.weightrelay.loader.instance.DataplaneHolder;
+import io.weightrelay.loader.instance.Instance;
+import io.weightrelay.loader.instance.InstanceService;
+import io.weightrelay.loader.pipeline.BufferDirectory;
+import io.weightrelay.loader.registration.RegistrationManager;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
-/** Answers 501 problem+json for every operation until issue 7 implements them. */
+/** The engine registers its workers and buffers, reads them back, and tears down. */
 @RestController
 class InstanceController implements InstanceApi {
+    private final InstanceService instances;
+    private final DataplaneHolder dataplane;
 
-    @Override
-    public ResponseEntity<InstanceStatus> getInstance() {
-        throw CommonProblems.NOT_IMPLEMENTED.exception("getInstance lands with issue 7");
+    InstanceController(InstanceService instances, DataplaneHolder dataplane) {
+        this.instances = instances;
+        this.dataplane = dataplane;
     }
 
     @Override
-    public ResponseEntity<InstanceStatus> registerInstance(
-            InstanceRegistration instanceRegistration) {
-        throw CommonProblems.NOT_IMPLEMENTED.exception("registerInstance lands with issue 7");
+    public ResponseEntity<InstanceStatus> registerInstance(InstanceRegistration registration) {
+        return ResponseEntity.ok(status(instances.register(registration)));
+    }
+
+    @Override
+    public ResponseEntity<InstanceStatus> getInstance() {
+        return ResponseEntity.ok(status(instances.require()));
     }
 
     @Override
     public ResponseEntity<Void> teardownInstance() {
-        throw CommonProblems.NOT_IMPLEMENTED.exception("teardownInstance lands with issue 7");
+        instances.teardown();
+        return ResponseEntity.noContent().build();
+    }
+
+    private InstanceStatus status(Instance instance) {
+        Map<String, RegistrationManager.Snapshot> registered = new HashMap<>();
+        RegistrationManager<Segment> registrations = dataplane.registrations();
+        if (registrations != null) {
+            for (RegistrationManager.Snapshot s : registrations.snapshot()) {
+                if (s.key().instance().equals(instance.instanceId())
+                        && s.key().epoch() == instance.epoch()) {
+                    registered.put(s.key().base(), s);
+                }
+            }
+        }
+        BufferDirectory directory = new BufferDirectory(instance.buffers());
+        List<PlacedBuffer> buffers = new ArrayList<>();
+        for (String worker : instance.workerIds()) {
+            for (BufferDirectory.Placed p : directory.buffers(worker)) {
+                RegistrationManager.Snapshot s = registered.get(p.segment());
+                PlacedBuffer out =
+                        new PlacedBuffer(
+                                worker,
+                                p.bufferId(),
+                                p.segment(),
+                                p.base(),
+                                p.size(),
+                                s == null
+                                        ? RegistrationState.UNREGISTERED
+                                        : RegistrationState.fromValue(s.state().name()));
+                if (s != null) {
+                    Segment segment = registrations.find(s.key());
+                    if (segment != null) {
+                        out.setShmPath(segment.shmPath().toString());
+                    }
+                }
+                buffers.add(out);
+            }
+        }
+        return new InstanceStatus(
+                        instance.instanceId(),
+                        instance.model(),
+                        instance.group(),
+                        instance.node(),
+                        instance.epoch(),
+                        instance.workers())
+                .generation(instance.generation())
+                .paused(instance.paused())
+                .buffers(buffers);
     }
 }

@@ -1,27 +1,91 @@
 package io.weightrelay.loader.web;
 
-import io.weightrelay.api.loader.model.*;
+import io.weightrelay.api.loader.model.PhaseDurations;
+import io.weightrelay.api.loader.model.StartUpdateRequest;
+import io.weightrelay.api.loader.model.TransportBytes;
+import io.weightrelay.api.loader.model.UpdateOutcome;
+import io.weightrelay.api.loader.model.UpdatePhase;
+import io.weightrelay.api.loader.model.UpdateProgress;
 import io.weightrelay.api.loader.server.UpdatesApi;
-import io.weightrelay.service.problem.CommonProblems;
+import io.weightrelay.loader.update.UpdateCoordinator;
+import io.weightrelay.loader.update.UpdateProblems;
+import io.weightrelay.loader.update.UpdateRun;
+import java.time.Duration;
+import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
-/** Answers 501 problem+json for every operation until issue 7 implements them. */
+/** The drained engine starts an update and follows it until it has an outcome. */
 @RestController
 class UpdatesController implements UpdatesApi {
+    private final UpdateCoordinator coordinator;
+
+    UpdatesController(UpdateCoordinator coordinator) {
+        this.coordinator = coordinator;
+    }
+
+    @Override
+    public ResponseEntity<UpdateProgress> startUpdate(StartUpdateRequest request) {
+        int seconds = request.getTimeoutSeconds() == null ? 300 : request.getTimeoutSeconds();
+        UpdateRun run = coordinator.start(request.getGeneration(), Duration.ofSeconds(seconds));
+        return ResponseEntity.status(HttpStatus.ACCEPTED).body(progress(run.snapshot()));
+    }
 
     @Override
     public ResponseEntity<UpdateProgress> getCurrentUpdate() {
-        throw CommonProblems.NOT_IMPLEMENTED.exception("getCurrentUpdate lands with issue 7");
+        UpdateRun run =
+                coordinator
+                        .current()
+                        .orElseThrow(
+                                () ->
+                                        UpdateProblems.UPDATE_NOT_FOUND.exception(
+                                                "no update has run yet"));
+        return ResponseEntity.ok(progress(run.snapshot()));
     }
 
     @Override
     public ResponseEntity<UpdateProgress> getUpdate(String updateId) {
-        throw CommonProblems.NOT_IMPLEMENTED.exception("getUpdate lands with issue 7");
+        UpdateRun run =
+                coordinator
+                        .find(updateId)
+                        .orElseThrow(
+                                () ->
+                                        UpdateProblems.UPDATE_NOT_FOUND.exception(
+                                                "no update " + updateId));
+        return ResponseEntity.ok(progress(run.snapshot()));
     }
 
-    @Override
-    public ResponseEntity<UpdateProgress> startUpdate(StartUpdateRequest startUpdateRequest) {
-        throw CommonProblems.NOT_IMPLEMENTED.exception("startUpdate lands with issue 7");
+    static UpdateProgress progress(UpdateRun.Snapshot s) {
+        UpdateProgress out =
+                new UpdateProgress(
+                        s.id(),
+                        s.generation(),
+                        UpdatePhase.fromValue(s.phase().name()),
+                        UpdateOutcome.fromValue(s.outcome().name()),
+                        s.bytesDone(),
+                        s.bytesTotal());
+        out.previousGeneration(s.previousGeneration())
+                .failingPeer(s.failingPeer())
+                .error(s.error())
+                .durations(
+                        new PhaseDurations()
+                                .prepareMs(s.durationsMs().get(UpdateRun.Phase.PREPARING))
+                                .applyMs(s.durationsMs().get(UpdateRun.Phase.APPLYING))
+                                .postApplyMs(s.durationsMs().get(UpdateRun.Phase.POST_APPLYING)));
+        if (s.counts() != null) {
+            out.bytesRead(s.counts().bytesRead())
+                    .bytesPushed(s.counts().bytesPushed())
+                    .bytesFannedOut(s.counts().bytesFannedOut())
+                    .bytesReceived(s.counts().bytesReceived());
+            if (s.counts().transport() != null) {
+                out.transport(
+                        new TransportBytes(
+                                s.counts().transport().localRead(),
+                                s.counts().transport().localWritten(),
+                                s.counts().transport().tcpRead(),
+                                s.counts().transport().tcpWritten()));
+            }
+        }
+        return out;
     }
 }

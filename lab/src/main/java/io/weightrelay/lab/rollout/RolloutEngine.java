@@ -1,0 +1,161 @@
+package io.weightrelay.lab.rollout;
+
+import io.weightrelay.api.loader.client.InstanceApi;
+import io.weightrelay.api.loader.client.UpdatesApi;
+import io.weightrelay.api.loader.client.invoker.ApiClient;
+import io.weightrelay.api.loader.client.model.ConsumeMode;
+import io.weightrelay.api.loader.client.model.InstanceRegistration;
+import io.weightrelay.api.loader.client.model.InstanceStatus;
+import io.weightrelay.api.loader.client.model.ReceiveBuffer;
+import io.weightrelay.api.loader.client.model.StartUpdateRequest;
+import io.weightrelay.api.loader.client.model.TargetFragment;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.api.loader.client.model.WorkerPlacement;
+import io.weightrelay.reshard.manifest.SafetensorsLayout;
+import io.weightrelay.reshard.manifest.Shape;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.placement.Worker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One simulated engine instance and the loader-service beside it. Not thread safe: one thread
+ * drives one engine.
+ */
+public final class RolloutEngine {
+    private final String instance;
+    private final InstanceApi instanceApi;
+    private final UpdatesApi updatesApi;
+
+    public RolloutEngine(String instance, String loaderUrl, String token) {
+        this.instance = instance;
+        ApiClient client = new ApiClient();
+        client.setBasePath(loaderUrl);
+        if (token != null && !token.isEmpty()) {
+            client.setBearerToken(token);
+        }
+        this.instanceApi = new InstanceApi(client);
+        this.updatesApi = new UpdatesApi(client);
+    }
+
+    public String instance() {
+        return instance;
+    }
+
+    /**
+     * The registration of this instance's workers: compat workers get one buffer holding the
+     * safetensors image; direct workers one buffer per parameter shard, all in one segment per
+     * worker (named after the worker).
+     */
+    public static List<WorkerPlacement> workers(
+            TargetPlacement placement, String instance, SourceManifest manifest) {
+        long image = SafetensorsLayout.of(manifest).imageBytes();
+        List<WorkerPlacement> out = new ArrayList<>();
+        int rank = 0;
+        for (Worker w : placement.workers()) {
+            if (!w.instance().equals(instance)) {
+                continue;
+            }
+            WorkerPlacement p =
+                    new WorkerPlacement()
+                            .workerId(w.id())
+                            .rank(rank++)
+                            .node(w.node())
+                            .nic("nic" + w.nicFirst())
+                            .mode(
+                                    w.mode() == Mode.COMPAT
+                                            ? ConsumeMode.COMPAT
+                                            : ConsumeMode.DIRECT);
+            if (w.mode() == Mode.COMPAT) {
+                p.addBuffersItem(
+                        new ReceiveBuffer()
+                                .bufferId(Worker.COMPAT_BUFFER)
+                                .segment(w.segment())
+                                .size(image));
+            } else {
+                Map<String, Long> sizes = new LinkedHashMap<>();
+                for (io.weightrelay.reshard.placement.TargetFragment f : w.fragments()) {
+                    sizes.merge(f.buffer(), Math.max(1, end(f)), Math::max);
+                    p.addFragmentsItem(
+                            new TargetFragment()
+                                    .tensor(f.tensor())
+                                    .offset(list(f.offset()))
+                                    .shape(list(f.shape()))
+                                    .bufferId(f.buffer())
+                                    .bufferOffset(f.bufferOffset())
+                                    .strides(list(f.strides())));
+                }
+                sizes.forEach(
+                        (id, size) ->
+                                p.addBuffersItem(
+                                        new ReceiveBuffer()
+                                                .bufferId(id)
+                                                .segment(w.segment())
+                                                .size(size)));
+            }
+            out.add(p);
+        }
+        return out;
+    }
+
+    /** One past the last byte a fragment occupies in its buffer. */
+    static long end(io.weightrelay.reshard.placement.TargetFragment f) {
+        if (f.shape().numel() == 0) {
+            return f.bufferOffset();
+        }
+        long end = f.bufferOffset() + f.dtype().bytes();
+        for (int d = 0; d < f.shape().rank(); d++) {
+            end += (f.shape().dim(d) - 1) * f.strides().dim(d);
+        }
+        return end;
+    }
+
+    private static List<Long> list(Shape shape) {
+        return Arrays.stream(shape.dims()).boxed().toList();
+    }
+
+    public InstanceStatus register(
+            String model, String group, String node, List<WorkerPlacement> workers) {
+        return instanceApi.registerInstance(
+                new InstanceRegistration()
+                        .instanceId(instance)
+                        .model(model)
+                        .group(group)
+                        .node(node)
+                        .workers(workers));
+    }
+
+    public InstanceStatus status() {
+        return instanceApi.getInstance();
+    }
+
+    public void teardown() {
+        instanceApi.teardownInstance();
+    }
+
+    /** Starts an update (the engine has drained); {@code generation} null means the active one. */
+    public UpdateProgress start(Long generation, Duration timeout) {
+        return updatesApi.startUpdate(
+                new StartUpdateRequest()
+                        .generation(generation)
+                        .timeoutSeconds((int) Math.max(1, timeout.toSeconds())));
+    }
+
+    /** Follows the update until it has an outcome. */
+    public UpdateProgress await(String updateId, Duration poll) throws InterruptedException {
+        while (true) {
+            UpdateProgress p = updatesApi.getUpdate(updateId);
+            if (p.getOutcome() != UpdateOutcome.RUNNING) {
+                return p;
+            }
+            Thread.sleep(poll.toMillis());
+        }
+    }
+}

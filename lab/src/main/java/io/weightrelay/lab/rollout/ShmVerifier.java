@@ -1,0 +1,179 @@
+package io.weightrelay.lab.rollout;
+
+import io.weightrelay.api.loader.client.model.InstanceStatus;
+import io.weightrelay.api.loader.client.model.PlacedBuffer;
+import io.weightrelay.api.loader.client.model.TargetFragment;
+import io.weightrelay.api.loader.client.model.WorkerPlacement;
+import io.weightrelay.reshard.manifest.Boxes;
+import io.weightrelay.reshard.manifest.SafetensorsLayout;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.trainer.sim.DeterministicWeights;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Maps an instance's receive buffers (the shared-memory files the loader registered) the way an
+ * engine's loader would, and checks every byte against the trainer's deterministic generator.
+ * Compat workers: the safetensors header, then every tensor whole at its header offset. Direct
+ * workers: every element of every registered shard at its offset and strides.
+ */
+public final class ShmVerifier {
+    private static final int CHUNK = 4 << 20;
+
+    private final SourceManifest manifest;
+    private final DeterministicWeights weights;
+    private final Map<String, Integer> tensorIndex;
+    private final ByteBuffer expected = ByteBuffer.allocate(CHUNK);
+
+    public ShmVerifier(SourceManifest manifest, long seed, long generation) {
+        for (TensorSpec t : manifest.tensors()) {
+            if (t.trainerDtype() != t.rolloutDtype()) {
+                throw new IllegalArgumentException(
+                        "verification needs trainer dtype == rollout dtype (" + t.name() + ")");
+            }
+        }
+        this.manifest = manifest;
+        this.weights = new DeterministicWeights(seed, generation);
+        this.tensorIndex = manifest.tensorIndex();
+    }
+
+    /** Verifies every worker of the instance; returns the bytes checked. */
+    public long verify(InstanceStatus status) {
+        Map<String, MappedByteBuffer> maps = new HashMap<>();
+        Map<String, Map<String, PlacedBuffer>> buffers = new HashMap<>();
+        for (PlacedBuffer b : status.getBuffers()) {
+            if (b.getShmPath() == null) {
+                throw new IllegalStateException(
+                        "buffer "
+                                + b.getBufferId()
+                                + " of "
+                                + b.getWorkerId()
+                                + " is not registered");
+            }
+            maps.computeIfAbsent(b.getSegment(), s -> map(Path.of(b.getShmPath())));
+            buffers.computeIfAbsent(b.getWorkerId(), w -> new HashMap<>()).put(b.getBufferId(), b);
+        }
+        long checked = 0;
+        for (WorkerPlacement w : status.getWorkers()) {
+            Map<String, PlacedBuffer> mine = buffers.get(w.getWorkerId());
+            if (w.getFragments() == null || w.getFragments().isEmpty()) {
+                PlacedBuffer image = mine.values().iterator().next();
+                checked +=
+                        verifyImage(
+                                w.getWorkerId(), maps.get(image.getSegment()), image.getOffset());
+            } else {
+                for (TargetFragment f : w.getFragments()) {
+                    PlacedBuffer b = mine.get(f.getBufferId());
+                    checked +=
+                            verifyFragment(
+                                    w.getWorkerId(), maps.get(b.getSegment()), b.getOffset(), f);
+                }
+            }
+        }
+        return checked;
+    }
+
+    private static MappedByteBuffer map(Path path) {
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+            return ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot map " + path, e);
+        }
+    }
+
+    private long verifyImage(String worker, ByteBuffer bytes, long base) {
+        SafetensorsLayout layout = SafetensorsLayout.of(manifest);
+        byte[] header = layout.headerBytes();
+        for (int i = 0; i < header.length; i++) {
+            if (bytes.get((int) base + i) != header[i]) {
+                throw new AssertionError(worker + ": safetensors header differs at byte " + i);
+            }
+        }
+        long checked = header.length;
+        List<TensorSpec> tensors = manifest.tensors();
+        for (int t = 0; t < tensors.size(); t++) {
+            compare(worker, t, 0, tensors.get(t).bytes(), bytes, base + layout.tensorOffset(t));
+            checked += tensors.get(t).bytes();
+        }
+        return checked;
+    }
+
+    private long verifyFragment(String worker, ByteBuffer bytes, long base, TargetFragment f) {
+        int t = tensorIndex.get(f.getTensor());
+        TensorSpec spec = manifest.tensors().get(t);
+        int elt = spec.rolloutDtype().bytes();
+        long[] tStride = Boxes.contiguousStrides(spec.shape(), elt);
+        List<Long> offset = f.getOffset();
+        List<Long> shape = f.getShape();
+        List<Long> strides = f.getStrides();
+        int rank = shape.size();
+        long numel = 1;
+        for (long d : shape) {
+            numel *= d;
+        }
+        if (numel == 0) {
+            return 0;
+        }
+        long start = base + f.getBufferOffset();
+        if (rank == 0) {
+            compare(worker, t, 0, elt, bytes, start);
+            return elt;
+        }
+        if (strides.get(rank - 1) != elt) {
+            throw new IllegalArgumentException("verifier needs a contiguous innermost dimension");
+        }
+        long row = shape.get(rank - 1) * elt;
+        long[] idx = new long[rank - 1];
+        long checked = 0;
+        while (true) {
+            long tensorByte = offset.get(rank - 1) * tStride[rank - 1];
+            long pos = start;
+            for (int d = 0; d < rank - 1; d++) {
+                tensorByte += (offset.get(d) + idx[d]) * tStride[d];
+                pos += idx[d] * strides.get(d);
+            }
+            compare(worker, t, tensorByte, row, bytes, pos);
+            checked += row;
+            int d = rank - 2;
+            while (d >= 0 && ++idx[d] == shape.get(d)) {
+                idx[d] = 0;
+                d--;
+            }
+            if (d < 0) {
+                return checked;
+            }
+        }
+    }
+
+    /** Compares {@code length} bytes of tensor {@code t} from {@code from} with the buffer. */
+    private void compare(String worker, int t, long from, long length, ByteBuffer bytes, long pos) {
+        TensorSpec spec = manifest.tensors().get(t);
+        long done = 0;
+        while (done < length) {
+            int n = (int) Math.min(CHUNK, length - done);
+            expected.clear().limit(n);
+            weights.write(t, spec, from + done, expected);
+            ByteBuffer got = bytes.slice((int) (pos + done), n);
+            ByteBuffer want = expected.slice(0, n);
+            int mismatch = got.mismatch(want);
+            if (mismatch >= 0) {
+                throw new AssertionError(
+                        worker
+                                + ": tensor "
+                                + spec.name()
+                                + " differs at byte "
+                                + (from + done + mismatch));
+            }
+            done += n;
+        }
+    }
+}

@@ -1,0 +1,158 @@
+package io.weightrelay.lab.rollout;
+
+import io.weightrelay.api.control.client.GenerationsApi;
+import io.weightrelay.api.loader.client.model.InstanceStatus;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.reshard.catalog.ModelCatalog;
+import io.weightrelay.reshard.catalog.Placements;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.trainer.sim.Args;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+/**
+ * {@code ./relay rollout --model M --instances I --tp P --mode compat|direct --loaders URL,URL,...
+ * --control-url URL --token T [--rollout-nodes 2] [--group G] [--generation N] [--seed 1]
+ * [--updates 1]}: one simulated engine per loader-service (instance {@code i} talks to the {@code
+ * i}-th URL; instances are packed onto the rollout nodes in order, like {@link Placements}). Each
+ * engine registers its workers and buffers, then, per update, "drains", asks its loader to update
+ * (to {@code --generation} or the active one), follows the progress, and checks every byte it
+ * received. Prints one JSON line per engine and update; exits 1 if any update did not end {@code
+ * UPDATED} with every byte correct.
+ */
+public final class SimulatedRollout {
+    private SimulatedRollout() {}
+
+    public static void main(String[] argv) throws Exception {
+        Args args = new Args(argv);
+        String model = args.get("model", "tiny");
+        int instances = args.getInt("instances", 4);
+        int tp = args.getInt("tp", 2);
+        int rolloutNodes = args.getInt("rollout-nodes", 2);
+        Mode mode = Mode.parse(args.get("mode", "compat"));
+        String group = args.get("group", "lab");
+        String token = args.get("token", "");
+        long seed = args.getLong("seed", 1);
+        int updates = args.getInt("updates", 1);
+        Long generation = args.has("generation") ? args.getLong("generation", 0) : null;
+        List<String> loaders = List.of(args.get("loaders", "").split(","));
+        if (loaders.size() != instances) {
+            throw new IllegalArgumentException(
+                    "--loaders needs one URL per instance (" + instances + ")");
+        }
+        GenerationsApi control =
+                controlClient(args.get("control-url", "http://127.0.0.1:8080"), token);
+        TargetPlacement placement =
+                Placements.of(ModelCatalog.layout(model), rolloutNodes, instances, tp, 1, mode, 1);
+        List<String> ids = placement.instances();
+        long active = control.getActiveGeneration(model).getGeneration();
+        SourceManifest manifest =
+                manifest(control, model, generation != null ? generation : active);
+        List<RolloutEngine> engines = new ArrayList<>();
+        for (int i = 0; i < ids.size(); i++) {
+            RolloutEngine engine = new RolloutEngine(ids.get(i), loaders.get(i), token);
+            String node =
+                    placement.workers().stream()
+                            .filter(w -> w.instance().equals(engine.instance()))
+                            .findFirst()
+                            .orElseThrow()
+                            .node();
+            engine.register(
+                    model,
+                    group,
+                    node,
+                    RolloutEngine.workers(placement, engine.instance(), manifest));
+            engines.add(engine);
+        }
+        boolean ok = true;
+        ExecutorService pool = Executors.newFixedThreadPool(engines.size());
+        try {
+            for (int u = 0; u < updates; u++) {
+                List<Future<String>> results = new ArrayList<>();
+                for (RolloutEngine engine : engines) {
+                    results.add(
+                            pool.submit(() -> updateAndVerify(engine, generation, manifest, seed)));
+                }
+                for (Future<String> r : results) {
+                    String line = r.get();
+                    ok &= line.contains("\"verified\":true");
+                    System.out.println(line);
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        if (!ok) {
+            System.exit(1);
+        }
+    }
+
+    static GenerationsApi controlClient(String url, String token) {
+        io.weightrelay.api.control.client.invoker.ApiClient client =
+                new io.weightrelay.api.control.client.invoker.ApiClient();
+        client.setBasePath(url);
+        if (!token.isEmpty()) {
+            client.setBearerToken(token);
+        }
+        return new GenerationsApi(client);
+    }
+
+    /** The generation's manifest, as control-api serves it. */
+    static SourceManifest manifest(GenerationsApi control, String model, long generation) {
+        return Manifests.toReshard(control.getGenerationManifest(model, generation));
+    }
+
+    /** One engine's update: drain (nothing in flight here), update, check every byte. */
+    static String updateAndVerify(
+            RolloutEngine engine, Long generation, SourceManifest manifest, long seed)
+            throws InterruptedException {
+        long started = System.nanoTime();
+        UpdateProgress start = engine.start(generation, Duration.ofMinutes(10));
+        UpdateProgress end = engine.await(start.getUpdateId(), Duration.ofMillis(50));
+        double seconds = (System.nanoTime() - started) / 1e9;
+        long verified = 0;
+        String problem = null;
+        if (end.getOutcome() == UpdateOutcome.UPDATED) {
+            InstanceStatus status = engine.status();
+            try {
+                verified = new ShmVerifier(manifest, seed, end.getGeneration()).verify(status);
+            } catch (AssertionError | RuntimeException e) {
+                problem = e.getMessage();
+            }
+        } else {
+            problem = end.getError();
+        }
+        return String.format(
+                Locale.ROOT,
+                "{\"instance\":\"%s\",\"generation\":%d,\"outcome\":\"%s\",\"update_s\":%.3f,"
+                        + "\"bytes_read\":%d,\"bytes_received\":%d,\"bytes_verified\":%d,"
+                        + "\"verified\":%s%s}",
+                engine.instance(),
+                end.getGeneration(),
+                end.getOutcome(),
+                seconds,
+                nz(end.getBytesRead()),
+                nz(end.getBytesReceived()),
+                verified,
+                problem == null && end.getOutcome() == UpdateOutcome.UPDATED,
+                problem == null
+                        ? ""
+                        : ",\"failing_peer\":\""
+                                + String.valueOf(end.getFailingPeer())
+                                + "\",\"error\":\""
+                                + problem.replace("\\", "\\\\").replace("\"", "'")
+                                + "\"");
+    }
+
+    private static long nz(Long value) {
+        return value == null ? 0 : value;
+    }
+}

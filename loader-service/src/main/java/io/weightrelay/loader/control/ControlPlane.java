@@ -1,0 +1,109 @@
+package io.weightrelay.loader.control;
+
+import io.weightrelay.api.loader.model.WorkerPlacement;
+import io.weightrelay.loader.pipeline.WorkerBuffers;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.plan.Plan;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * The loader's view of control-api. Every method throws {@link ControlPlaneException} when
+ * control-api answers with an error or cannot be reached.
+ */
+public interface ControlPlane {
+
+    /** A generation's state and digest. */
+    record GenerationRef(long generation, String state, String manifestDigest) {}
+
+    /** A resolved plan. */
+    record PlanRef(String planId, boolean valid, List<String> instances) {}
+
+    /** Phases a loader reports. */
+    enum Reported {
+        PREPARED,
+        APPLYING,
+        APPLIED,
+        POST_APPLIED,
+        FAILED
+    }
+
+    /** The session barriers. */
+    enum Barrier {
+        PREPARED("prepared"),
+        APPLIED("applied"),
+        POST_APPLIED("post-applied");
+
+        private final String wire;
+
+        Barrier(String wire) {
+            this.wire = wire;
+        }
+
+        public String wire() {
+            return wire;
+        }
+    }
+
+    /** One phase report. */
+    record Report(
+            String instance,
+            long epoch,
+            Reported phase,
+            long bytesRead,
+            long bytesPushed,
+            long bytesReceived,
+            String failingPeer,
+            String error) {
+
+        public static Report of(String instance, long epoch, Reported phase) {
+            return new Report(instance, epoch, phase, 0, 0, 0, null, null);
+        }
+    }
+
+    /** A barrier's state after one wait. */
+    record BarrierState(boolean open, boolean failed, String failedInstance) {}
+
+    /** Registers (or re-registers) the loader; returns its new epoch. */
+    long registerLoader(
+            String instance,
+            String model,
+            String group,
+            String node,
+            List<WorkerPlacement> workers);
+
+    /** Renews the loader's registry TTL. */
+    void heartbeatLoader(String instance);
+
+    void deregisterLoader(String instance);
+
+    GenerationRef activeGeneration(String model);
+
+    GenerationRef generation(String model, long generation);
+
+    SourceManifest manifest(String model, long generation);
+
+    PlanRef resolvePlan(String model, long generation, String group);
+
+    Plan plan(String planId);
+
+    /** Every worker's buffers in the group, from the loader registry. */
+    List<WorkerBuffers> groupBuffers(String model, String group);
+
+    void startSession(
+            String model,
+            long generation,
+            String group,
+            List<String> instances,
+            String planId,
+            Duration phaseTimeout);
+
+    void report(String model, long generation, String group, Report report);
+
+    BarrierState awaitBarrier(
+            String model, long generation, String group, Barrier barrier, Duration wait);
+
+    void acquireLease(String model, long generation, String holder, Duration ttl);
+
+    void releaseLease(String model, long generation, String holder);
+}

@@ -1,0 +1,354 @@
+package io.weightrelay.loader.control;
+
+import io.weightrelay.api.control.client.GenerationsApi;
+import io.weightrelay.api.control.client.PlansApi;
+import io.weightrelay.api.control.client.RegistryApi;
+import io.weightrelay.api.control.client.UpdatesApi;
+import io.weightrelay.api.control.client.invoker.ApiClient;
+import io.weightrelay.api.control.client.model.BarrierName;
+import io.weightrelay.api.control.client.model.BarrierStatus;
+import io.weightrelay.api.control.client.model.ConsumeMode;
+import io.weightrelay.api.control.client.model.Generation;
+import io.weightrelay.api.control.client.model.GenerationManifest;
+import io.weightrelay.api.control.client.model.LeaseRequest;
+import io.weightrelay.api.control.client.model.Loader;
+import io.weightrelay.api.control.client.model.LoaderRegistration;
+import io.weightrelay.api.control.client.model.PhaseReport;
+import io.weightrelay.api.control.client.model.PlanRequest;
+import io.weightrelay.api.control.client.model.PlanSummary;
+import io.weightrelay.api.control.client.model.ReceiveBuffer;
+import io.weightrelay.api.control.client.model.ReportedPhase;
+import io.weightrelay.api.control.client.model.TargetFragment;
+import io.weightrelay.api.control.client.model.UpdateSessionRequest;
+import io.weightrelay.api.control.client.model.WorkerPlacement;
+import io.weightrelay.loader.LoaderProperties;
+import io.weightrelay.loader.pipeline.BufferSpec;
+import io.weightrelay.loader.pipeline.WorkerBuffers;
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Shape;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.StoredFragment;
+import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.reshard.plan.Plan;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Supplier;
+import org.springframework.stereotype.Component;
+import org.springframework.web.client.RestClientException;
+import org.springframework.web.client.RestClientResponseException;
+
+/** {@link ControlPlane} over the generated control-api client. */
+@Component
+public class RestControlPlane implements ControlPlane {
+    private final GenerationsApi generations;
+    private final PlansApi plans;
+    private final RegistryApi registry;
+    private final UpdatesApi updates;
+    private final String advertiseUrl;
+
+    public RestControlPlane(LoaderProperties properties) {
+        ApiClient client = new ApiClient();
+        client.setBasePath(properties.controlUrl());
+        if (!properties.token().isEmpty()) {
+            client.setBearerToken(properties.token());
+        }
+        this.generations = new GenerationsApi(client);
+        this.plans = new PlansApi(client);
+        this.registry = new RegistryApi(client);
+        this.updates = new UpdatesApi(client);
+        this.advertiseUrl = properties.advertiseUrl().isEmpty() ? null : properties.advertiseUrl();
+    }
+
+    private static <T> T call(String what, Supplier<T> body) {
+        try {
+            return body.get();
+        } catch (RestClientResponseException e) {
+            throw new ControlPlaneException(
+                    e.getStatusCode().value(),
+                    what + ": control-api answered " + e.getStatusCode().value() + " " + detail(e),
+                    e);
+        } catch (RestClientException e) {
+            throw new ControlPlaneException(
+                    0, what + ": control-api unreachable: " + e.getMessage(), e);
+        }
+    }
+
+    private static void run(String what, Runnable body) {
+        call(
+                what,
+                () -> {
+                    body.run();
+                    return null;
+                });
+    }
+
+    private static String detail(RestClientResponseException e) {
+        String body = e.getResponseBodyAsString();
+        return body.length() > 500 ? body.substring(0, 500) : body;
+    }
+
+    @Override
+    public long registerLoader(
+            String instance,
+            String model,
+            String group,
+            String node,
+            List<io.weightrelay.api.loader.model.WorkerPlacement> workers) {
+        LoaderRegistration body =
+                new LoaderRegistration()
+                        .model(model)
+                        .group(group)
+                        .node(node)
+                        .endpoint(advertiseUrl)
+                        .workers(workers.stream().map(RestControlPlane::toControl).toList());
+        Loader loader =
+                call("register loader " + instance, () -> registry.registerLoader(instance, body));
+        return loader.getEpoch();
+    }
+
+    static WorkerPlacement toControl(io.weightrelay.api.loader.model.WorkerPlacement w) {
+        WorkerPlacement out =
+                new WorkerPlacement()
+                        .workerId(w.getWorkerId())
+                        .rank(w.getRank())
+                        .node(w.getNode())
+                        .nic(w.getNic())
+                        .mode(ConsumeMode.fromValue(w.getMode().getValue()))
+                        .buffers(
+                                w.getBuffers().stream()
+                                        .map(
+                                                b ->
+                                                        new ReceiveBuffer()
+                                                                .bufferId(b.getBufferId())
+                                                                .segment(b.getSegment())
+                                                                .size(b.getSize()))
+                                        .toList());
+        if (w.getFragments() != null) {
+            out.fragments(
+                    w.getFragments().stream()
+                            .map(
+                                    f ->
+                                            new TargetFragment()
+                                                    .tensor(f.getTensor())
+                                                    .offset(f.getOffset())
+                                                    .shape(f.getShape())
+                                                    .bufferId(f.getBufferId())
+                                                    .bufferOffset(f.getBufferOffset())
+                                                    .strides(f.getStrides()))
+                            .toList());
+        }
+        return out;
+    }
+
+    @Override
+    public void heartbeatLoader(String instance) {
+        run("heartbeat of loader " + instance, () -> registry.heartbeatLoader(instance));
+    }
+
+    @Override
+    public void deregisterLoader(String instance) {
+        run("deregister loader " + instance, () -> registry.deregisterLoader(instance));
+    }
+
+    @Override
+    public GenerationRef activeGeneration(String model) {
+        return ref(
+                call(
+                        "active generation of " + model,
+                        () -> generations.getActiveGeneration(model)));
+    }
+
+    @Override
+    public GenerationRef generation(String model, long generation) {
+        return ref(
+                call(
+                        "generation " + model + "/" + generation,
+                        () -> generations.getGeneration(model, generation)));
+    }
+
+    private static GenerationRef ref(Generation g) {
+        return new GenerationRef(g.getGeneration(), g.getState().getValue(), g.getManifestDigest());
+    }
+
+    @Override
+    public SourceManifest manifest(String model, long generation) {
+        GenerationManifest m =
+                call(
+                        "manifest of " + model + "/" + generation,
+                        () -> generations.getGenerationManifest(model, generation));
+        return toReshard(m);
+    }
+
+    /** The reshard manifest of a control-api manifest (fragment ids are the keys' last part). */
+    static SourceManifest toReshard(GenerationManifest m) {
+        List<TensorSpec> tensors = new ArrayList<>();
+        for (io.weightrelay.api.control.client.model.TensorSpec t : m.getManifest().getTensors()) {
+            tensors.add(
+                    new TensorSpec(
+                            t.getName(),
+                            shape(t.getShape()),
+                            dtype(t.getTrainerDtype().getValue()),
+                            dtype(t.getRolloutDtype().getValue())));
+        }
+        List<StoredFragment> fragments = new ArrayList<>();
+        for (io.weightrelay.api.control.client.model.StoredFragment f : m.getFragments()) {
+            String key = f.getKey();
+            fragments.add(
+                    new StoredFragment(
+                            key.substring(key.lastIndexOf('/') + 1),
+                            f.getTensor(),
+                            shape(f.getOffset()),
+                            shape(f.getShape()),
+                            f.getBytes()));
+        }
+        return new SourceManifest(m.getManifest().getModel(), tensors, fragments);
+    }
+
+    private static Shape shape(List<Long> dims) {
+        return Shape.of(
+                dims == null ? new long[0] : dims.stream().mapToLong(Long::longValue).toArray());
+    }
+
+    /** Contract dtype names to reshard's. */
+    static DType dtype(String wire) {
+        return switch (wire) {
+            case "fp32" -> DType.F32;
+            case "bf16" -> DType.BF16;
+            case "fp16" -> DType.F16;
+            case "fp8_e4m3" -> DType.F8_E4M3;
+            case "int8" -> DType.I8;
+            case "int32" -> DType.I32;
+            case "int64" -> DType.I64;
+            default -> throw new IllegalArgumentException("unknown dtype " + wire);
+        };
+    }
+
+    @Override
+    public PlanRef resolvePlan(String model, long generation, String group) {
+        PlanSummary s =
+                call(
+                        "plan of " + model + "/" + generation + " for " + group,
+                        () ->
+                                plans.resolvePlan(
+                                        new PlanRequest()
+                                                .model(model)
+                                                .generation(generation)
+                                                .group(group)));
+        return new PlanRef(s.getPlanId(), Boolean.TRUE.equals(s.getValid()), s.getInstances());
+    }
+
+    @Override
+    public Plan plan(String planId) {
+        byte[] bytes =
+                call(
+                        "plan " + planId,
+                        () -> plans.getPlanEncodedWithResponseSpec(planId).body(byte[].class));
+        return Plan.decode(bytes);
+    }
+
+    @Override
+    public List<WorkerBuffers> groupBuffers(String model, String group) {
+        List<Loader> loaders =
+                call("loaders of " + group, () -> registry.listLoaders(model, group));
+        List<WorkerBuffers> out = new ArrayList<>();
+        for (Loader l : loaders) {
+            for (WorkerPlacement w : l.getWorkers()) {
+                out.add(
+                        new WorkerBuffers(
+                                w.getWorkerId(),
+                                w.getBuffers().stream()
+                                        .map(
+                                                b ->
+                                                        new BufferSpec(
+                                                                b.getBufferId(),
+                                                                b.getSegment(),
+                                                                b.getSize()))
+                                        .toList()));
+            }
+        }
+        return out;
+    }
+
+    @Override
+    public void startSession(
+            String model,
+            long generation,
+            String group,
+            List<String> instances,
+            String planId,
+            Duration phaseTimeout) {
+        UpdateSessionRequest body =
+                new UpdateSessionRequest()
+                        .instances(instances)
+                        .planId(planId)
+                        .phaseTimeoutSeconds(
+                                (int) Math.max(1, Math.min(3600, phaseTimeout.toSeconds())));
+        run(
+                "update session " + model + "/" + generation + "/" + group,
+                () -> updates.startUpdateSession(model, generation, group, body));
+    }
+
+    @Override
+    public void report(String model, long generation, String group, Report r) {
+        PhaseReport body =
+                new PhaseReport()
+                        .instance(r.instance())
+                        .epoch(r.epoch())
+                        .phase(ReportedPhase.fromValue(r.phase().name()))
+                        .bytesRead(r.bytesRead())
+                        .bytesPushed(r.bytesPushed())
+                        .bytesReceived(r.bytesReceived())
+                        .failingPeer(r.failingPeer())
+                        .error(
+                                r.error() == null || r.error().length() <= 4000
+                                        ? r.error()
+                                        : r.error().substring(0, 4000));
+        run(
+                "report " + r.phase() + " of " + r.instance(),
+                () -> updates.reportUpdatePhase(model, generation, group, body));
+    }
+
+    @Override
+    public BarrierState awaitBarrier(
+            String model, long generation, String group, Barrier barrier, Duration wait) {
+        BarrierStatus s =
+                call(
+                        "barrier " + barrier.wire(),
+                        () ->
+                                updates.awaitBarrier(
+                                        model,
+                                        generation,
+                                        group,
+                                        BarrierName.fromValue(barrier.wire()),
+                                        (int) Math.max(0, Math.min(300, wait.toSeconds()))));
+        return new BarrierState(
+                Boolean.TRUE.equals(s.getOpen()),
+                Boolean.TRUE.equals(s.getFailed()),
+                s.getFailedInstance());
+    }
+
+    @Override
+    public void acquireLease(String model, long generation, String holder, Duration ttl) {
+        run(
+                "lease on " + model + "/" + generation,
+                () ->
+                        generations.acquireLease(
+                                model,
+                                generation,
+                                new LeaseRequest()
+                                        .holder(holder)
+                                        .ttlSeconds(
+                                                (int)
+                                                        Math.min(
+                                                                86400,
+                                                                Math.max(1, ttl.toSeconds())))));
+    }
+
+    @Override
+    public void releaseLease(String model, long generation, String holder) {
+        run(
+                "release lease on " + model + "/" + generation,
+                () -> generations.releaseLease(model, generation, holder));
+    }
+}

@@ -1,0 +1,62 @@
+package io.weightrelay.loader.instance;
+
+import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.Segment;
+import io.weightrelay.loader.LoaderProperties;
+import io.weightrelay.loader.registration.RegistrationManager;
+import io.weightrelay.loader.registration.SegmentRegistrar;
+import jakarta.annotation.PreDestroy;
+import org.springframework.stereotype.Component;
+
+/**
+ * The loader's data plane, opened with the node label of the first registered instance (the node
+ * decides the transports, so it cannot change while the process lives), and the registration
+ * manager over it.
+ */
+@Component
+public class DataplaneHolder {
+    private final LoaderProperties properties;
+    private Dataplane dataplane;
+    private RegistrationManager<Segment> registrations;
+
+    public DataplaneHolder(LoaderProperties properties) {
+        this.properties = properties;
+    }
+
+    /** The data plane for this node, opened on first use. */
+    public synchronized Dataplane open(String node) {
+        if (dataplane == null) {
+            dataplane =
+                    Dataplane.open(
+                            DataplaneConfig.builder(node)
+                                    .redisUri(properties.redisUri())
+                                    .keyPrefix(properties.keyPrefix())
+                                    .tcpStreams(properties.tcpStreams())
+                                    .build());
+            registrations = new RegistrationManager<>(new SegmentRegistrar(dataplane));
+        } else if (!dataplane.nodeLabel().equals(node)) {
+            throw InstanceProblems.NODE_CHANGED.exception(
+                    "this loader runs on node " + dataplane.nodeLabel() + ", not " + node);
+        }
+        return dataplane;
+    }
+
+    /** The open data plane, or null. */
+    public synchronized Dataplane dataplane() {
+        return dataplane;
+    }
+
+    /** The registration manager, or null before the data plane opened. */
+    public synchronized RegistrationManager<Segment> registrations() {
+        return registrations;
+    }
+
+    @PreDestroy
+    public synchronized void close() {
+        if (dataplane != null) {
+            dataplane.close();
+            dataplane = null;
+        }
+    }
+}

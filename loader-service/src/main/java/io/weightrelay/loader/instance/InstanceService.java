@@ -1,0 +1,214 @@
+package io.weightrelay.loader.instance;
+
+import io.weightrelay.api.loader.model.ConsumeMode;
+import io.weightrelay.api.loader.model.InstanceRegistration;
+import io.weightrelay.api.loader.model.ReceiveBuffer;
+import io.weightrelay.api.loader.model.TargetFragment;
+import io.weightrelay.api.loader.model.WorkerPlacement;
+import io.weightrelay.dataplane.Segment;
+import io.weightrelay.loader.control.ControlPlane;
+import io.weightrelay.loader.control.ControlPlaneException;
+import io.weightrelay.loader.pipeline.BufferDirectory;
+import io.weightrelay.loader.registration.RegistrationManager;
+import io.weightrelay.service.problem.CommonProblems;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Service;
+
+/**
+ * Holds the one instance this loader serves and guards its life cycle: registration (a new epoch
+ * from control-api, which invalidates the registrations of older epochs), teardown (exact-base
+ * unregistration), and the update lock (at most one update at a time, none while paused).
+ */
+@Service
+public class InstanceService {
+    private static final Logger log = LoggerFactory.getLogger(InstanceService.class);
+
+    private final ControlPlane control;
+    private final DataplaneHolder dataplane;
+    private Instance current;
+    private boolean updating;
+
+    public InstanceService(ControlPlane control, DataplaneHolder dataplane) {
+        this.control = control;
+        this.dataplane = dataplane;
+    }
+
+    /** Registers (or re-registers: a reconnect) the instance. */
+    public synchronized Instance register(InstanceRegistration r) {
+        if (updating) {
+            throw InstanceProblems.UPDATE_RUNNING.exception(
+                    "re-registration must wait until the running update ends");
+        }
+        validate(r);
+        dataplane.open(r.getNode());
+        long epoch;
+        try {
+            epoch =
+                    control.registerLoader(
+                            r.getInstanceId(),
+                            r.getModel(),
+                            r.getGroup(),
+                            r.getNode(),
+                            r.getWorkers());
+        } catch (ControlPlaneException e) {
+            throw CommonProblems.UNAVAILABLE.exception(e.getMessage(), e);
+        }
+        RegistrationManager<Segment> registrations = dataplane.registrations();
+        if (current != null && !current.instanceId().equals(r.getInstanceId())) {
+            registrations.unregisterInstance(current.instanceId());
+        }
+        int invalidated = registrations.invalidateBefore(r.getInstanceId(), epoch);
+        log.info(
+                "instance {} registered at epoch {} ({} registrations of older epochs invalidated)",
+                r.getInstanceId(),
+                epoch,
+                invalidated);
+        current =
+                new Instance(
+                        r.getInstanceId(),
+                        r.getModel(),
+                        r.getGroup(),
+                        r.getNode(),
+                        epoch,
+                        r.getWorkers(),
+                        null,
+                        false);
+        return current;
+    }
+
+    private static void validate(InstanceRegistration r) {
+        Set<String> workers = new HashSet<>();
+        for (WorkerPlacement w : r.getWorkers()) {
+            if (!workers.add(w.getWorkerId())) {
+                throw InstanceProblems.INVALID_REGISTRATION.exception(
+                        "worker " + w.getWorkerId() + " is listed twice");
+            }
+            if (!w.getNode().equals(r.getNode())) {
+                throw InstanceProblems.INVALID_REGISTRATION.exception(
+                        "worker "
+                                + w.getWorkerId()
+                                + " is on node "
+                                + w.getNode()
+                                + ", the instance on "
+                                + r.getNode());
+            }
+            List<TargetFragment> fragments =
+                    w.getFragments() == null ? List.of() : w.getFragments();
+            if (w.getMode() == ConsumeMode.COMPAT && !fragments.isEmpty()) {
+                throw InstanceProblems.INVALID_REGISTRATION.exception(
+                        "compat worker "
+                                + w.getWorkerId()
+                                + " receives every tensor whole; it lists no fragments");
+            }
+            Set<String> buffers = new HashSet<>();
+            for (ReceiveBuffer b : w.getBuffers()) {
+                buffers.add(b.getBufferId());
+            }
+            for (TargetFragment f : fragments) {
+                if (!buffers.contains(f.getBufferId())) {
+                    throw InstanceProblems.INVALID_REGISTRATION.exception(
+                            "worker "
+                                    + w.getWorkerId()
+                                    + ": fragment of "
+                                    + f.getTensor()
+                                    + " names unknown buffer "
+                                    + f.getBufferId());
+                }
+            }
+        }
+        try {
+            new BufferDirectory(Instance.directoryInput(r.getWorkers()));
+        } catch (IllegalArgumentException e) {
+            throw InstanceProblems.INVALID_REGISTRATION.exception(e.getMessage());
+        }
+    }
+
+    /** The instance, if registered. */
+    public synchronized Optional<Instance> current() {
+        return Optional.ofNullable(current);
+    }
+
+    public synchronized Instance require() {
+        if (current == null) {
+            throw InstanceProblems.NOT_REGISTERED.exception("register the instance first");
+        }
+        return current;
+    }
+
+    /** Teardown: unregisters exactly the bases this instance registered and leaves the group. */
+    public synchronized List<String> teardown() {
+        Instance instance = require();
+        if (updating) {
+            throw InstanceProblems.UPDATE_RUNNING.exception("teardown must wait for the update");
+        }
+        List<String> bases =
+                dataplane.registrations().unregisterInstance(instance.instanceId()).stream()
+                        .map(k -> k.base())
+                        .toList();
+        try {
+            control.deregisterLoader(instance.instanceId());
+        } catch (ControlPlaneException e) {
+            log.warn(
+                    "deregistering {} from control-api failed: {}",
+                    instance.instanceId(),
+                    e.getMessage());
+        }
+        if (instance.generation() != null) {
+            try {
+                control.releaseLease(
+                        instance.model(), instance.generation(), instance.instanceId());
+            } catch (ControlPlaneException e) {
+                log.warn(
+                        "releasing the lease of {} failed: {}",
+                        instance.instanceId(),
+                        e.getMessage());
+            }
+        }
+        current = null;
+        return bases;
+    }
+
+    /**
+     * Takes the update lock.
+     *
+     * @return the instance as the update starts
+     */
+    public synchronized Instance beginUpdate() {
+        Instance instance = require();
+        if (updating) {
+            throw InstanceProblems.UPDATE_RUNNING.exception("an update is already running");
+        }
+        if (instance.paused()) {
+            throw CommonProblems.CONFLICT.exception(
+                    "instance "
+                            + instance.instanceId()
+                            + " is paused for a rebuild after a failed apply; re-register it"
+                            + " (no in-place retry)");
+        }
+        updating = true;
+        return instance;
+    }
+
+    /** Ends the update: success advances the generation, a failed apply pauses. */
+    public synchronized void endUpdate(long epoch, Long advancedTo, boolean pause) {
+        updating = false;
+        if (current == null || current.epoch() != epoch) {
+            return; // torn down or re-registered meanwhile: the old epoch's outcome is moot
+        }
+        if (advancedTo != null) {
+            current = current.withGeneration(advancedTo);
+        }
+        if (pause) {
+            current = current.asPaused();
+        }
+    }
+
+    public synchronized boolean updating() {
+        return updating;
+    }
+}

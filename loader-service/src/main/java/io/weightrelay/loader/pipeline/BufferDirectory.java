@@ -1,0 +1,129 @@
+package io.weightrelay.loader.pipeline;
+
+import io.weightrelay.reshard.placement.Worker;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Where every worker's buffers live: (worker, buffer id) -> (segment, base offset, size). Computed
+ * the same way by every loader from the registrations alone, so a writer knows the (segment,
+ * offset) of every byte it pushes before apply. A compatibility worker without a buffer named
+ * {@link Worker#COMPAT_BUFFER} receives its safetensors image in its first buffer.
+ */
+public final class BufferDirectory {
+    /** Buffers packed into one segment start at multiples of this. */
+    public static final long ALIGNMENT = 4096;
+
+    /** One placed buffer. */
+    public record Placed(String workerId, String bufferId, String segment, long base, long size) {}
+
+    private final Map<String, Map<String, Placed>> byWorker = new HashMap<>();
+    private final Map<String, Long> segmentSizes = new LinkedHashMap<>();
+    private final Map<String, String> segmentWorker = new HashMap<>();
+
+    private final List<WorkerBuffers> registrations;
+
+    public BufferDirectory(List<WorkerBuffers> workers) {
+        this.registrations = List.copyOf(workers);
+        for (WorkerBuffers w : workers) {
+            Map<String, Placed> buffers = new LinkedHashMap<>();
+            for (BufferSpec b : w.buffers()) {
+                String owner = segmentWorker.putIfAbsent(b.segment(), w.workerId());
+                if (owner != null && !owner.equals(w.workerId())) {
+                    throw new IllegalArgumentException(
+                            "segment "
+                                    + b.segment()
+                                    + " is registered by workers "
+                                    + owner
+                                    + " and "
+                                    + w.workerId());
+                }
+                long base = align(segmentSizes.getOrDefault(b.segment(), 0L));
+                Placed placed = new Placed(w.workerId(), b.bufferId(), b.segment(), base, b.size());
+                if (buffers.putIfAbsent(b.bufferId(), placed) != null) {
+                    throw new IllegalArgumentException(
+                            "worker "
+                                    + w.workerId()
+                                    + " registers buffer "
+                                    + b.bufferId()
+                                    + " twice");
+                }
+                segmentSizes.put(b.segment(), base + b.size());
+            }
+            byWorker.put(w.workerId(), buffers);
+        }
+    }
+
+    private static long align(long offset) {
+        return (offset + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
+    }
+
+    /** The buffer, or empty when the worker or buffer is unknown. */
+    public Optional<Placed> find(String workerId, String bufferId) {
+        Map<String, Placed> buffers = byWorker.get(workerId);
+        if (buffers == null) {
+            return Optional.empty();
+        }
+        Placed p = buffers.get(bufferId);
+        if (p == null && Worker.COMPAT_BUFFER.equals(bufferId)) {
+            p = buffers.values().iterator().next();
+        }
+        return Optional.ofNullable(p);
+    }
+
+    /** Like {@link #find}, failing with a message that names the worker and the buffer. */
+    public Placed require(String workerId, String bufferId) {
+        return find(workerId, bufferId)
+                .orElseThrow(
+                        () ->
+                                new IllegalArgumentException(
+                                        "worker "
+                                                + workerId
+                                                + " has no registered buffer '"
+                                                + bufferId
+                                                + "'"));
+    }
+
+    /** Every buffer of a worker, in registration order. */
+    public List<Placed> buffers(String workerId) {
+        Map<String, Placed> buffers = byWorker.get(workerId);
+        return buffers == null ? List.of() : List.copyOf(buffers.values());
+    }
+
+    /** Size of each segment (end of its last buffer), in first-registration order. */
+    public Map<String, Long> segmentSizes() {
+        return Map.copyOf(segmentSizes);
+    }
+
+    /** Segments of one worker with their sizes. */
+    public Map<String, Long> segmentsOf(String workerId) {
+        Map<String, Long> out = new LinkedHashMap<>();
+        for (Placed p : buffers(workerId)) {
+            out.put(p.segment(), segmentSizes.get(p.segment()));
+        }
+        return out;
+    }
+
+    /** The registrations it was built from; equal inputs give equal directories. */
+    public List<WorkerBuffers> registrations() {
+        return registrations;
+    }
+
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof BufferDirectory d && registrations.equals(d.registrations);
+    }
+
+    @Override
+    public int hashCode() {
+        return registrations.hashCode();
+    }
+
+    /** The worker whose buffers the segment holds, or null. */
+    public String workerOfSegment(String segment) {
+        return segmentWorker.get(segment);
+    }
+}

@@ -1,0 +1,271 @@
+package io.weightrelay.loader.pipeline;
+
+import io.weightrelay.dataplane.Counters;
+import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneException;
+import io.weightrelay.dataplane.Segment;
+import io.weightrelay.loader.registration.RegistrationKey;
+import io.weightrelay.loader.registration.RegistrationManager;
+import io.weightrelay.reshard.manifest.SafetensorsLayout;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Slice;
+import io.weightrelay.reshard.plan.SliceValidator;
+import io.weightrelay.reshard.plan.ValidationReport;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.LongConsumer;
+
+/**
+ * Prepare and apply on the data plane for one loader: validates its slice, checks its objects,
+ * registers its receive and staging segments through the {@link RegistrationManager}, and runs the
+ * {@link PipelineExecutor}. Knows nothing of control-api: barriers are the caller's.
+ */
+public final class DataplaneUpdater {
+    /** Device name of the loader's own read staging in registration keys. */
+    public static final String STAGING_DEVICE = "staging";
+
+    private static final int CHECK_THREADS = 8;
+
+    private final Dataplane dataplane;
+    private final RegistrationManager<Segment> registrations;
+    private final int slots;
+    private final BatchHook hook;
+    private final int readThreads;
+
+    /**
+     * @param slots staging watermark in batches (at least 2)
+     * @param hook called before each pushed batch (failure injection in the lab)
+     * @param readThreads store reads of one batch in flight at once
+     */
+    public DataplaneUpdater(
+            Dataplane dataplane,
+            RegistrationManager<Segment> registrations,
+            int slots,
+            BatchHook hook,
+            int readThreads) {
+        if (slots < 2) {
+            throw new IllegalArgumentException("staging must admit at least two batches");
+        }
+        this.dataplane = dataplane;
+        this.registrations = registrations;
+        this.slots = slots;
+        this.hook = hook;
+        this.readThreads = readThreads;
+    }
+
+    public Dataplane dataplane() {
+        return dataplane;
+    }
+
+    public RegistrationManager<Segment> registrations() {
+        return registrations;
+    }
+
+    /**
+     * Prepare: touches no byte of any buffer. Validation and object checks come first, so a failure
+     * there registers nothing; registrations made here stay provisional.
+     *
+     * @throws ApplyFailure naming the object or worker at fault
+     */
+    public Prepared prepare(PrepareRequest r) {
+        return prepare(r, null);
+    }
+
+    /**
+     * Like {@link #prepare(PrepareRequest)}, reusing {@code validated} (the slice an earlier
+     * prepare validated for the same plan, instance, epoch and buffers) instead of validating
+     * again. Objects, fences and registrations are still checked.
+     */
+    public Prepared prepare(PrepareRequest r, LoaderSlice validated) {
+        Plan plan = r.plan();
+        if (!plan.sourceDigest().equals(r.manifest().digest())) {
+            throw new ApplyFailure(
+                    r.model() + "/" + r.generation(),
+                    "plan was computed for another source manifest (" + plan.sourceDigest() + ")");
+        }
+        Set<String> planned = new HashSet<>();
+        for (int w = 0; w < plan.workerCount(); w++) {
+            if (plan.workerInstance(w).equals(r.instance())) {
+                planned.add(plan.workerId(w));
+            }
+        }
+        if (!planned.equals(new HashSet<>(r.workers()))) {
+            throw new ApplyFailure(
+                    r.instance(),
+                    "the plan's workers of "
+                            + r.instance()
+                            + " "
+                            + planned
+                            + " differ from its registration "
+                            + r.workers());
+        }
+        SafetensorsLayout layout = null;
+        for (Worker w : r.registered()) {
+            if (w.mode() == Mode.COMPAT) {
+                layout = SafetensorsLayout.of(r.manifest());
+            }
+        }
+        LoaderSlice slice = validated;
+        if (slice == null) {
+            ValidationReport report =
+                    SliceValidator.validate(Slice.of(plan, r.instance()), r.registered(), layout);
+            if (!report.valid()) {
+                throw new ApplyFailure(
+                        r.instance(),
+                        "the plan's slice of "
+                                + r.instance()
+                                + " is not valid: "
+                                + String.join("; ", report.problems()));
+            }
+            slice = new LoaderSlice(plan, r.instance(), r.directory());
+        }
+        slice.validate(r.model(), r.generation());
+        for (int w : slice.myWorkers()) {
+            if (plan.workerMode(w) == Mode.COMPAT) {
+                if (layout == null) {
+                    layout = SafetensorsLayout.of(r.manifest());
+                }
+                BufferDirectory.Placed image =
+                        r.directory().require(plan.workerId(w), Worker.COMPAT_BUFFER);
+                if (image.size() < layout.imageBytes()) {
+                    throw new ApplyFailure(
+                            plan.workerId(w),
+                            "buffer '"
+                                    + image.bufferId()
+                                    + "' of "
+                                    + plan.workerId(w)
+                                    + " holds "
+                                    + image.size()
+                                    + " bytes; the safetensors image needs "
+                                    + layout.imageBytes());
+                }
+            }
+        }
+        checkObjects(slice.objectKeys(r.model(), r.generation()));
+        Map<String, Segment> own = new LinkedHashMap<>();
+        for (int w : slice.myWorkers()) {
+            String worker = plan.workerId(w);
+            r.directory()
+                    .segmentsOf(worker)
+                    .forEach(
+                            (segment, size) ->
+                                    own.put(
+                                            segment,
+                                            registrations.acquire(
+                                                    new RegistrationKey(
+                                                            r.epoch(),
+                                                            r.instance(),
+                                                            worker,
+                                                            segment,
+                                                            size))));
+        }
+        long stagingBytes = PipelineExecutor.stagingBytes(slice, slots);
+        Segment staging =
+                registrations.acquire(
+                        new RegistrationKey(
+                                r.epoch(),
+                                r.instance(),
+                                STAGING_DEVICE,
+                                "staging-" + r.instance(),
+                                stagingBytes));
+        Map<String, Long> baselines = new HashMap<>();
+        for (LoaderSlice.FanOutGroup g : slice.fanOutGroups()) {
+            String name = LoaderSlice.notifyName(r.generation(), g.writerInstance(), g.batch());
+            baselines.put(name, dataplane.engine().notifyCount(name));
+        }
+        return new Prepared(r, slice, staging, own, baselines, layout);
+    }
+
+    /** Every object this loader reads is in the store; a handful of lookups in flight at once. */
+    private void checkObjects(Set<String> keys) {
+        java.util.concurrent.ExecutorService pool =
+                java.util.concurrent.Executors.newFixedThreadPool(CHECK_THREADS);
+        try {
+            List<java.util.concurrent.Future<String>> missing = new java.util.ArrayList<>();
+            for (String key : keys) {
+                missing.add(
+                        pool.submit(
+                                () -> {
+                                    try {
+                                        return dataplane.store().exists(key) ? null : key;
+                                    } catch (DataplaneException e) {
+                                        throw new ApplyFailure(
+                                                key,
+                                                "cannot check " + key + ": " + e.getMessage(),
+                                                e);
+                                    }
+                                }));
+            }
+            for (java.util.concurrent.Future<String> f : missing) {
+                String key = f.get();
+                if (key != null) {
+                    throw new ApplyFailure(key, "object " + key + " is not in the store");
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ApplyFailure(firstOf(keys), "interrupted while checking objects");
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (e.getCause() instanceof ApplyFailure a) {
+                throw a;
+            }
+            throw new ApplyFailure(firstOf(keys), "checking objects failed: " + e.getCause(), e);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    private static String firstOf(Set<String> keys) {
+        return keys.isEmpty() ? "store" : keys.iterator().next();
+    }
+
+    /**
+     * Apply: writes the safetensors headers of this instance's compat workers, then runs the
+     * pipeline. Throws {@link ApplyFailure} naming the peer or object; never retries.
+     */
+    public ApplyCounts apply(Prepared p, Duration timeout, LongConsumer progress) {
+        PrepareRequest r = p.request();
+        Plan plan = p.slice().plan();
+        if (p.layout() != null) {
+            byte[] header = p.layout().headerBytes();
+            for (int w : p.slice().myWorkers()) {
+                if (plan.workerMode(w) != Mode.COMPAT) {
+                    continue;
+                }
+                BufferDirectory.Placed image =
+                        r.directory().require(plan.workerId(w), Worker.COMPAT_BUFFER);
+                ByteBuffer view =
+                        p.ownSegments()
+                                .get(image.segment())
+                                .byteBuffer(image.base(), header.length);
+                view.put(header);
+            }
+        }
+        PipelineExecutor executor =
+                new PipelineExecutor(
+                        p.slice(),
+                        r.model(),
+                        r.generation(),
+                        dataplane.engine(),
+                        dataplane.store(),
+                        p.staging(),
+                        slots,
+                        p.ownSegments(),
+                        p.notifyBaselines(),
+                        timeout,
+                        progress,
+                        hook,
+                        readThreads);
+        Counters before = dataplane.counters();
+        ApplyCounts counts = executor.run();
+        return counts.withTransport(dataplane.counters().minus(before));
+    }
+}

@@ -1,0 +1,324 @@
+package io.weightrelay.loader.pipeline;
+
+import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.plan.Plan;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * One loader's part of a routing plan: the reads its workers do, batch by batch; the writes those
+ * reads carry; the node-delegate fan-outs it owes; and the byte totals it must see. Also the
+ * prepare-time validation of that part (ranges disjoint and inside their objects, every write
+ * inside its staging span and its destination buffer), which touches nothing.
+ *
+ * <p>A loader's batch {@code k} is batch {@code k} of every one of its readers; its readers'
+ * staging areas sit side by side in one slot of {@link #slotBytes()}.
+ */
+public final class LoaderSlice {
+
+    /**
+     * Fan-outs this loader does as node delegate once a writer's batch has landed.
+     *
+     * @param writerInstance instance whose batch carries the writes
+     * @param batch the writer's batch index
+     * @param expectedNotifies notifies that batch delivers to this loader's engine (one per
+     *     distinct segment of this loader it writes into)
+     * @param writes plan writes (flagged fan-out) whose destination is one of this loader's workers
+     */
+    public record FanOutGroup(
+            String writerInstance, int batch, int expectedNotifies, List<Integer> writes) {}
+
+    private final Plan plan;
+    private final String instance;
+    private final BufferDirectory directory;
+    private final boolean[] mine;
+    private final List<Integer> myWorkers = new ArrayList<>();
+    private final int[] readerSlot;
+    private final int readerCount;
+    private final List<List<Integer>> readsByBatch;
+    private final List<FanOutGroup> fanOutGroups = new ArrayList<>();
+    private final List<List<Integer>> compatOfNode;
+    private long readBytes;
+    private long pushBytes;
+    private long fanOutBytes;
+    private long receiveBytes;
+    private boolean anyNotify;
+
+    public LoaderSlice(Plan plan, String instance, BufferDirectory directory) {
+        this.plan = plan;
+        this.instance = instance;
+        this.directory = directory;
+        int workers = plan.workerCount();
+        mine = new boolean[workers];
+        compatOfNode = new ArrayList<>();
+        for (int n = 0; n < plan.nodeCount(); n++) {
+            compatOfNode.add(new ArrayList<>());
+        }
+        for (int w = 0; w < workers; w++) {
+            mine[w] = plan.workerInstance(w).equals(instance);
+            if (mine[w]) {
+                myWorkers.add(w);
+            }
+            if (plan.workerMode(w) == Mode.COMPAT) {
+                compatOfNode.get(plan.workerNode(w)).add(w);
+            }
+        }
+        readerSlot = new int[workers];
+        java.util.Arrays.fill(readerSlot, -1);
+        readsByBatch = new ArrayList<>();
+        for (int b = 0; b < plan.batchCount(); b++) {
+            readsByBatch.add(new ArrayList<>());
+        }
+        int readers = 0;
+        Map<String, List<Integer>> groups = new LinkedHashMap<>();
+        Map<String, Set<String>> groupSegments = new LinkedHashMap<>();
+        for (int i = 0; i < plan.readCount(); i++) {
+            int reader = plan.readReader(i);
+            String writer = plan.workerInstance(reader);
+            String group = writer + "\u0000" + plan.readBatch(i);
+            if (mine[reader]) {
+                if (readerSlot[reader] < 0) {
+                    readerSlot[reader] = readers++;
+                }
+                readsByBatch.get(plan.readBatch(i)).add(i);
+                readBytes += plan.readBytes(i);
+            }
+            for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
+                int dst = plan.writeDst(w);
+                long bytes = plan.writeBytes(w);
+                boolean fanout = (plan.writeFlags(w) & Plan.FANOUT) != 0;
+                int peers = fanout ? compatOfNode.get(plan.workerNode(dst)).size() - 1 : 0;
+                if (mine[reader]) {
+                    pushBytes += bytes;
+                    anyNotify |= (plan.writeFlags(w) & Plan.NOTIFY) != 0;
+                    if (fanout && dst == reader) {
+                        fanOutBytes += bytes * peers;
+                    }
+                }
+                if (mine[dst]) {
+                    receiveBytes += bytes;
+                    groupSegments
+                            .computeIfAbsent(group, k -> new LinkedHashSet<>())
+                            .add(segmentOf(dst, w));
+                    if ((plan.writeFlags(w) & Plan.NOTIFY) != 0) {
+                        groups.computeIfAbsent(group, k -> new ArrayList<>()).add(w);
+                        fanOutBytes += bytes * peers;
+                    }
+                }
+                if (fanout) {
+                    for (int p : compatOfNode.get(plan.workerNode(dst))) {
+                        if (p != dst && mine[p]) {
+                            receiveBytes += bytes;
+                        }
+                    }
+                }
+            }
+        }
+        readerCount = readers;
+        groups.forEach(
+                (key, writes) -> {
+                    int sep = key.indexOf('\u0000');
+                    fanOutGroups.add(
+                            new FanOutGroup(
+                                    key.substring(0, sep),
+                                    Integer.parseInt(key.substring(sep + 1)),
+                                    groupSegments.get(key).size(),
+                                    List.copyOf(writes)));
+                });
+        fanOutGroups.sort(
+                Comparator.comparingInt(FanOutGroup::batch)
+                        .thenComparing(FanOutGroup::writerInstance));
+    }
+
+    private String segmentOf(int worker, int write) {
+        try {
+            return directory
+                    .require(plan.workerId(worker), plan.buffer(plan.writeBuffer(write)))
+                    .segment();
+        } catch (IllegalArgumentException e) {
+            throw new ApplyFailure(plan.workerId(worker), e.getMessage());
+        }
+    }
+
+    /** The counter a writer's batch bumps on each destination engine. */
+    public static String notifyName(long generation, String writerInstance, int batch) {
+        return "wr-fanout-g" + generation + "-" + writerInstance + "-b" + batch;
+    }
+
+    /**
+     * Checks this loader's part of the plan without touching anything.
+     *
+     * @throws ApplyFailure naming the object or worker at fault
+     */
+    public void validate(String model, long generation) {
+        for (List<Integer> batch : readsByBatch) {
+            for (int i : batch) {
+                String key = ObjectKeys.key(model, generation, plan.objectId(plan.readObject(i)));
+                long objectBytes = plan.objectBytes(plan.readObject(i));
+                long start = plan.readStart(i);
+                long end = start + plan.readSpan(i);
+                if (start < 0 || end > objectBytes) {
+                    throw new ApplyFailure(key, "read span outside object " + key);
+                }
+                if (plan.readStaging(i) < 0
+                        || plan.readStaging(i) + plan.readSpan(i) > plan.batchBytes()) {
+                    throw new ApplyFailure(key, "read of " + key + " overflows its staging batch");
+                }
+                long cursor = start;
+                for (int r = plan.rangeFirst(i); r < plan.rangeEnd(i); r++) {
+                    long rs = plan.rangeStart(r);
+                    long rl = plan.rangeLength(r);
+                    if (rs < cursor || rl <= 0 || rs + rl > end) {
+                        throw new ApplyFailure(
+                                key, "ranges of " + key + " overlap or leave the read span");
+                    }
+                    cursor = rs + rl;
+                }
+                for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
+                    validateWrite(key, i, w);
+                }
+            }
+        }
+    }
+
+    private void validateWrite(String key, int read, int w) {
+        long srcMax = plan.writeSrc(w) + plan.writeLength(w);
+        long dstMax = plan.writeDstOffset(w) + plan.writeLength(w);
+        for (int l = plan.loopFirst(w); l < plan.loopEnd(w); l++) {
+            srcMax += (plan.loopCount(l) - 1) * plan.loopSrcStride(l);
+            dstMax += (plan.loopCount(l) - 1) * plan.loopDstStride(l);
+        }
+        if (plan.writeSrc(w) < 0 || srcMax > plan.readSpan(read)) {
+            throw new ApplyFailure(key, "a write of " + key + " leaves its read span");
+        }
+        String worker = plan.workerId(plan.writeDst(w));
+        BufferDirectory.Placed placed;
+        try {
+            placed = directory.require(worker, plan.buffer(plan.writeBuffer(w)));
+        } catch (IllegalArgumentException e) {
+            throw new ApplyFailure(worker, e.getMessage());
+        }
+        if (plan.writeDstOffset(w) < 0 || dstMax > placed.size()) {
+            throw new ApplyFailure(
+                    worker,
+                    "write of "
+                            + key
+                            + " ends at "
+                            + dstMax
+                            + ", beyond buffer '"
+                            + placed.bufferId()
+                            + "' ("
+                            + placed.size()
+                            + " bytes) of worker "
+                            + worker);
+        }
+    }
+
+    /** Store keys this loader reads. */
+    public Set<String> objectKeys(String model, long generation) {
+        Set<String> keys = new LinkedHashSet<>();
+        for (List<Integer> batch : readsByBatch) {
+            for (int i : batch) {
+                keys.add(ObjectKeys.key(model, generation, plan.objectId(plan.readObject(i))));
+            }
+        }
+        return keys;
+    }
+
+    /** Workers of other instances this loader writes into (its peers). */
+    public Set<String> peerWorkers() {
+        Set<String> out = new HashSet<>();
+        for (List<Integer> batch : readsByBatch) {
+            for (int i : batch) {
+                for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
+                    if (!mine[plan.writeDst(w)]) {
+                        out.add(plan.workerId(plan.writeDst(w)));
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    public Plan plan() {
+        return plan;
+    }
+
+    public String instance() {
+        return instance;
+    }
+
+    public BufferDirectory directory() {
+        return directory;
+    }
+
+    /** Plan indexes of this loader's workers. */
+    public List<Integer> myWorkers() {
+        return List.copyOf(myWorkers);
+    }
+
+    public boolean isMine(int worker) {
+        return mine[worker];
+    }
+
+    /** Position of a reader's staging area within a slot, or -1. */
+    public int readerSlot(int worker) {
+        return readerSlot[worker];
+    }
+
+    /** Staging bytes one batch of this loader needs. */
+    public long slotBytes() {
+        return Math.max(1, readerCount) * plan.batchBytes();
+    }
+
+    public int batchCount() {
+        return readsByBatch.size();
+    }
+
+    /** Plan read indexes of batch {@code k}. */
+    public List<Integer> reads(int batch) {
+        return readsByBatch.get(batch);
+    }
+
+    public List<FanOutGroup> fanOutGroups() {
+        return fanOutGroups;
+    }
+
+    /** Compat workers of a node (plan indexes). */
+    public List<Integer> compatWorkersOf(int node) {
+        return compatOfNode.get(node);
+    }
+
+    /** Whether any of this loader's batches carries a write that must notify. */
+    public boolean anyNotify() {
+        return anyNotify;
+    }
+
+    public long readBytes() {
+        return readBytes;
+    }
+
+    public long pushBytes() {
+        return pushBytes;
+    }
+
+    public long fanOutBytes() {
+        return fanOutBytes;
+    }
+
+    public long receiveBytes() {
+        return receiveBytes;
+    }
+
+    /** Everything this loader moves: reads, pushes and fan-outs. */
+    public long totalBytes() {
+        return readBytes + pushBytes + fanOutBytes;
+    }
+}

@@ -1,0 +1,154 @@
+package io.weightrelay.loader.registration;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Decides which registrations exist. An update {@linkplain #acquire acquires} every key it needs: a
+ * key already registered (persistent from an earlier generation, or provisional) is reused, a new
+ * one is registered provisionally. After the all-prepared barrier the update {@linkplain #promote
+ * promotes} them; a failed prepare {@linkplain #discardProvisional discards} them. A key whose base
+ * is registered with another size or epoch replaces it (allocation change).
+ *
+ * <p>Thread safe: every method is synchronized; registrar calls run under the lock, so a concurrent
+ * teardown never races a registration of the same base.
+ *
+ * @param <H> the handle type of the {@link Registrar}
+ */
+public final class RegistrationManager<H> {
+    private static final Logger log = LoggerFactory.getLogger(RegistrationManager.class);
+
+    private final Registrar<H> registrar;
+    private final Map<RegistrationKey, Entry<H>> entries = new LinkedHashMap<>();
+    private long registered;
+    private long reused;
+    private long unregistered;
+
+    private static final class Entry<H> {
+        final H handle;
+        RegistrationState state = RegistrationState.PROVISIONAL;
+
+        Entry(H handle) {
+            this.handle = handle;
+        }
+    }
+
+    /** One registration as it stands. */
+    public record Snapshot(RegistrationKey key, RegistrationState state) {}
+
+    /** Totals since start. */
+    public record Stats(long registered, long reused, long unregistered, int live) {}
+
+    public RegistrationManager(Registrar<H> registrar) {
+        this.registrar = registrar;
+    }
+
+    /** The handle for the key: reused when registered, otherwise registered provisionally. */
+    public synchronized H acquire(RegistrationKey key) {
+        Entry<H> existing = entries.get(key);
+        if (existing != null) {
+            reused++;
+            return existing.handle;
+        }
+        removeIf(k -> k.sameBase(key));
+        H handle = registrar.register(key);
+        entries.put(key, new Entry<>(handle));
+        registered++;
+        return handle;
+    }
+
+    /** The handle of a registered key, or null. */
+    public synchronized H find(RegistrationKey key) {
+        Entry<H> e = entries.get(key);
+        return e == null ? null : e.handle;
+    }
+
+    /** Makes every provisional registration persistent; returns how many were promoted. */
+    public synchronized int promote() {
+        int promoted = 0;
+        for (Entry<H> e : entries.values()) {
+            if (e.state == RegistrationState.PROVISIONAL) {
+                e.state = RegistrationState.PERSISTENT;
+                promoted++;
+            }
+        }
+        return promoted;
+    }
+
+    /** Unregisters every provisional registration (a failed prepare leaves nothing behind). */
+    public synchronized int discardProvisional() {
+        List<RegistrationKey> gone = new ArrayList<>();
+        for (Map.Entry<RegistrationKey, Entry<H>> e : entries.entrySet()) {
+            if (e.getValue().state == RegistrationState.PROVISIONAL) {
+                gone.add(e.getKey());
+            }
+        }
+        return removeIf(gone::contains);
+    }
+
+    /**
+     * A reconnect: unregisters the instance's registrations of every epoch before {@code epoch}.
+     */
+    public synchronized int invalidateBefore(String instance, long epoch) {
+        return removeIf(k -> k.instance().equals(instance) && k.epoch() < epoch);
+    }
+
+    /**
+     * Teardown: unregisters exactly the bases registered for the instance.
+     *
+     * @return the keys unregistered
+     */
+    public synchronized List<RegistrationKey> unregisterInstance(String instance) {
+        List<RegistrationKey> keys = new ArrayList<>();
+        for (RegistrationKey k : entries.keySet()) {
+            if (k.instance().equals(instance)) {
+                keys.add(k);
+            }
+        }
+        removeIf(keys::contains);
+        return keys;
+    }
+
+    public synchronized List<Snapshot> snapshot() {
+        List<Snapshot> out = new ArrayList<>(entries.size());
+        entries.forEach((k, e) -> out.add(new Snapshot(k, e.state)));
+        return out;
+    }
+
+    public synchronized Stats stats() {
+        return new Stats(registered, reused, unregistered, entries.size());
+    }
+
+    private int removeIf(Predicate<RegistrationKey> doomed) {
+        int removed = 0;
+        RuntimeException first = null;
+        Iterator<Map.Entry<RegistrationKey, Entry<H>>> it = entries.entrySet().iterator();
+        while (it.hasNext()) {
+            Map.Entry<RegistrationKey, Entry<H>> e = it.next();
+            if (!doomed.test(e.getKey())) {
+                continue;
+            }
+            it.remove();
+            removed++;
+            unregistered++;
+            try {
+                registrar.unregister(e.getKey(), e.getValue().handle);
+            } catch (RuntimeException ex) {
+                log.warn("unregistering {} failed: {}", e.getKey(), ex.toString());
+                if (first == null) {
+                    first = ex;
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+        return removed;
+    }
+}

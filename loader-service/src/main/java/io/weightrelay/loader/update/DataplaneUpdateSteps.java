@@ -1,0 +1,104 @@
+package io.weightrelay.loader.update;
+
+import io.weightrelay.loader.LoaderProperties;
+import io.weightrelay.loader.instance.DataplaneHolder;
+import io.weightrelay.loader.pipeline.ApplyCounts;
+import io.weightrelay.loader.pipeline.ApplyFailure;
+import io.weightrelay.loader.pipeline.BatchHook;
+import io.weightrelay.loader.pipeline.BufferDirectory;
+import io.weightrelay.loader.pipeline.DataplaneUpdater;
+import io.weightrelay.loader.pipeline.LoaderSlice;
+import io.weightrelay.loader.pipeline.PrepareRequest;
+import io.weightrelay.loader.pipeline.Prepared;
+import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.plan.Plan;
+import java.time.Duration;
+import java.util.List;
+import java.util.function.LongConsumer;
+import org.springframework.stereotype.Component;
+
+/** {@link UpdateSteps} on this process's data plane. */
+@Component
+class DataplaneUpdateSteps implements UpdateSteps {
+    private final DataplaneHolder holder;
+    private final LoaderProperties properties;
+
+    DataplaneUpdateSteps(DataplaneHolder holder, LoaderProperties properties) {
+        this.holder = holder;
+        this.properties = properties;
+    }
+
+    private DataplaneUpdater updater(String instance) {
+        int failAt = properties.failBeforeBatch();
+        BatchHook hook =
+                failAt < 0
+                        ? BatchHook.NONE
+                        : batch -> {
+                            if (batch == failAt) {
+                                throw new ApplyFailure(
+                                        instance, "injected failure before batch " + batch);
+                            }
+                        };
+        return new DataplaneUpdater(
+                holder.dataplane(),
+                holder.registrations(),
+                properties.stagingSlots(),
+                hook,
+                properties.readThreads());
+    }
+
+    /** What a validated slice was validated for. */
+    private record SliceKey(
+            Plan plan,
+            String instance,
+            long epoch,
+            BufferDirectory directory,
+            List<Worker> workers) {
+
+        static SliceKey of(PrepareRequest r) {
+            return new SliceKey(r.plan(), r.instance(), r.epoch(), r.directory(), r.registered());
+        }
+
+        boolean matches(SliceKey other) {
+            return plan == other.plan
+                    && instance.equals(other.instance)
+                    && epoch == other.epoch
+                    && directory.equals(other.directory)
+                    && workers.equals(other.workers);
+        }
+    }
+
+    private SliceKey validatedFor;
+    private LoaderSlice validated;
+
+    @Override
+    public synchronized PreparedUpdate prepare(PrepareRequest request) {
+        DataplaneUpdater updater = updater(request.instance());
+        SliceKey key = SliceKey.of(request);
+        LoaderSlice reuse = validatedFor != null && validatedFor.matches(key) ? validated : null;
+        Prepared prepared = updater.prepare(request, reuse);
+        validatedFor = key;
+        validated = prepared.slice();
+        return new PreparedUpdate() {
+            @Override
+            public long bytesTotal() {
+                return prepared.slice().totalBytes();
+            }
+
+            @Override
+            public ApplyCounts apply(Duration timeout, LongConsumer progress) {
+                return updater.apply(prepared, timeout, progress);
+            }
+        };
+    }
+
+    @Override
+    public void promote() {
+        holder.registrations().promote();
+    }
+
+    @Override
+    public void discard() {
+        holder.registrations().discardProvisional();
+    }
+}

@@ -1,0 +1,426 @@
+package io.weightrelay.loader.update;
+
+import io.weightrelay.loader.LoaderProperties;
+import io.weightrelay.loader.control.ControlPlane;
+import io.weightrelay.loader.control.ControlPlane.Barrier;
+import io.weightrelay.loader.control.ControlPlane.BarrierState;
+import io.weightrelay.loader.control.ControlPlane.GenerationRef;
+import io.weightrelay.loader.control.ControlPlane.PlanRef;
+import io.weightrelay.loader.control.ControlPlane.Report;
+import io.weightrelay.loader.control.ControlPlane.Reported;
+import io.weightrelay.loader.control.ControlPlaneException;
+import io.weightrelay.loader.instance.Instance;
+import io.weightrelay.loader.instance.InstanceService;
+import io.weightrelay.loader.pipeline.ApplyCounts;
+import io.weightrelay.loader.pipeline.ApplyFailure;
+import io.weightrelay.loader.pipeline.BufferDirectory;
+import io.weightrelay.loader.pipeline.PrepareRequest;
+import io.weightrelay.loader.update.UpdateRun.Outcome;
+import io.weightrelay.loader.update.UpdateRun.Phase;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.service.problem.CommonProblems;
+import jakarta.annotation.PreDestroy;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Service;
+
+/**
+ * Runs updates, one at a time, on a thread of their own: prepare -> apply -> post-apply with the
+ * group's barriers in control-api. Outcomes: {@code UPDATED}; {@code RESUMED_OLD} when anything
+ * fails before the all-prepared barrier opens (nothing was touched, provisional registrations are
+ * dropped, the engine resumes on its old generation); {@code PAUSED_REBUILD} when anything fails
+ * after (buffers may hold a mix, so the instance is paused until it is rebuilt). Never retries in
+ * place. Every failure names its peer: a loader instance, a worker, a store object, or control-api.
+ */
+@Service
+public class UpdateCoordinator {
+    private static final Logger log = LoggerFactory.getLogger(UpdateCoordinator.class);
+    private static final int KEPT_RUNS = 32;
+    static final String CONTROL_API = "control-api";
+
+    private final InstanceService instances;
+    private final ControlPlane control;
+    private final UpdateSteps steps;
+    private final LoaderProperties properties;
+    private final ExecutorService worker =
+            Executors.newSingleThreadExecutor(
+                    r -> {
+                        Thread t = new Thread(r, "update");
+                        t.setDaemon(true);
+                        return t;
+                    });
+    private final Map<String, UpdateRun> runs =
+            new LinkedHashMap<>() {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, UpdateRun> eldest) {
+                    return size() > KEPT_RUNS;
+                }
+            };
+    private UpdateRun last;
+    private volatile SourceManifest lastManifest;
+    private volatile CachedPlan lastPlan;
+
+    private record CachedPlan(String id, Plan plan) {}
+
+    public UpdateCoordinator(
+            InstanceService instances,
+            ControlPlane control,
+            UpdateSteps steps,
+            LoaderProperties properties) {
+        this.instances = instances;
+        this.control = control;
+        this.steps = steps;
+        this.properties = properties;
+    }
+
+    /**
+     * Starts an update of the (drained) engine to {@code generation}, or to the active one.
+     *
+     * @return the run, already under way
+     */
+    public UpdateRun start(Long generation, Duration timeout) {
+        Instance instance = instances.beginUpdate();
+        try {
+            long target =
+                    generation != null
+                            ? generation
+                            : control.activeGeneration(instance.model()).generation();
+            UpdateRun run =
+                    new UpdateRun(
+                            instance.instanceId()
+                                    + ":g"
+                                    + target
+                                    + ":"
+                                    + UUID.randomUUID().toString().substring(0, 8),
+                            target,
+                            instance.generation());
+            synchronized (this) {
+                runs.put(run.id(), run);
+                last = run;
+            }
+            worker.execute(() -> execute(instance, run, timeout));
+            return run;
+        } catch (ControlPlaneException e) {
+            instances.endUpdate(instance.epoch(), null, false);
+            if (e.status() == 404) {
+                throw UpdateProblems.GENERATION_NOT_FOUND.exception(
+                        "model " + instance.model() + " has no active generation", e);
+            }
+            throw CommonProblems.UNAVAILABLE.exception(e.getMessage(), e);
+        } catch (RuntimeException e) {
+            instances.endUpdate(instance.epoch(), null, false);
+            throw e;
+        }
+    }
+
+    public synchronized Optional<UpdateRun> find(String id) {
+        return Optional.ofNullable(runs.get(id));
+    }
+
+    public synchronized Optional<UpdateRun> current() {
+        return Optional.ofNullable(last);
+    }
+
+    /** A failure, named. */
+    private record Failure(String peer, String message) {}
+
+    private Failure failure(Instance instance, RuntimeException e) {
+        if (e instanceof ApplyFailure a) {
+            return new Failure(a.failingPeer(), a.getMessage());
+        }
+        if (e instanceof ControlPlaneException) {
+            return new Failure(CONTROL_API, e.getMessage());
+        }
+        return new Failure(instance.instanceId(), String.valueOf(e));
+    }
+
+    private void execute(Instance instance, UpdateRun run, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        String model = instance.model();
+        String group = instance.group();
+        String id = instance.instanceId();
+        long generation = run.generation();
+        Long advanced = null;
+        boolean pause = false;
+        Outcome outcome = Outcome.PAUSED_REBUILD;
+        Phase end = Phase.PAUSED_REBUILD;
+        Failure failure = null;
+        boolean leased = false;
+        UpdateSteps.PreparedUpdate prepared = null;
+        try {
+            // ---- prepare: touches nothing ----
+            try {
+                run.enter(Phase.PREPARING);
+                Stopwatch watch = new Stopwatch();
+                GenerationRef g = control.generation(model, generation);
+                if (!g.state().equals("ACTIVE") && !g.state().equals("RETIRED")) {
+                    throw new ApplyFailure(
+                            model + "/" + generation,
+                            "generation " + generation + " of " + model + " is " + g.state());
+                }
+                control.acquireLease(model, generation, id, properties.leaseTtl());
+                leased = true;
+                SourceManifest manifest = lastManifest;
+                if (manifest == null
+                        || !manifest.model().equals(model)
+                        || !manifest.digest().equals(g.manifestDigest())) {
+                    // A new manifest digest only; every generation of the same manifest shares it.
+                    manifest = control.manifest(model, generation);
+                    if (!manifest.digest().equals(g.manifestDigest())) {
+                        throw new ApplyFailure(
+                                CONTROL_API,
+                                "manifest of generation "
+                                        + generation
+                                        + " does not match its digest");
+                    }
+                    lastManifest = manifest;
+                }
+                watch.lap("manifest");
+                PlanRef ref = control.resolvePlan(model, generation, group);
+                watch.lap("resolve-plan");
+                if (!ref.valid()) {
+                    throw new ApplyFailure(CONTROL_API, "plan " + ref.planId() + " is not valid");
+                }
+                if (!ref.instances().contains(id)) {
+                    throw new ApplyFailure(
+                            CONTROL_API, "plan " + ref.planId() + " has no part for " + id);
+                }
+                Plan plan =
+                        lastPlan != null && lastPlan.id().equals(ref.planId())
+                                ? lastPlan.plan()
+                                : null;
+                if (plan == null) {
+                    // Plans are immutable per id: fetch once, reuse every generation until it
+                    // changes.
+                    plan = control.plan(ref.planId());
+                    lastPlan = new CachedPlan(ref.planId(), plan);
+                }
+                watch.lap("fetch-plan");
+                BufferDirectory directory = new BufferDirectory(control.groupBuffers(model, group));
+                watch.lap("loaders");
+                control.startSession(
+                        model, generation, group, ref.instances(), ref.planId(), timeout);
+                prepared =
+                        steps.prepare(
+                                new PrepareRequest(
+                                        model,
+                                        generation,
+                                        instance.epoch(),
+                                        id,
+                                        instance.workerIds(),
+                                        manifest,
+                                        plan,
+                                        directory,
+                                        reshardWorkers(instance, manifest)));
+                watch.lap("validate-check-register");
+                run.total(prepared.bytesTotal());
+                control.report(
+                        model,
+                        generation,
+                        group,
+                        Report.of(id, instance.epoch(), Reported.PREPARED));
+                run.enter(Phase.PREPARED);
+                await(instance, generation, Barrier.PREPARED, deadline);
+                watch.lap("prepared-barrier");
+                log.info("prepare of {}: {}", run.id(), watch);
+            } catch (RuntimeException e) {
+                failure = failure(instance, e);
+                reportFailed(instance, generation, failure);
+                try {
+                    steps.discard();
+                } catch (RuntimeException d) {
+                    log.warn("dropping provisional registrations failed: {}", d.toString());
+                }
+                if (leased && !Long.valueOf(generation).equals(instance.generation())) {
+                    releaseLease(model, generation, id);
+                }
+                outcome = Outcome.RESUMED_OLD;
+                end = Phase.RESUMED_OLD;
+                return;
+            }
+            // ---- apply: from here on buffers may hold a mix of generations ----
+            try {
+                run.enter(Phase.APPLYING);
+                try {
+                    control.report(
+                            model,
+                            generation,
+                            group,
+                            Report.of(id, instance.epoch(), Reported.APPLYING));
+                } catch (ControlPlaneException e) {
+                    log.warn("reporting APPLYING failed: {}", e.getMessage());
+                }
+                ApplyCounts counts = prepared.apply(remaining(deadline), run::progress);
+                run.counts(counts);
+                control.report(
+                        model,
+                        generation,
+                        group,
+                        new Report(
+                                id,
+                                instance.epoch(),
+                                Reported.APPLIED,
+                                counts.bytesRead(),
+                                counts.bytesPushed() + counts.bytesFannedOut(),
+                                counts.bytesReceived(),
+                                null,
+                                null));
+                run.enter(Phase.APPLIED);
+                await(instance, generation, Barrier.APPLIED, deadline);
+            } catch (RuntimeException e) {
+                failure = failure(instance, e);
+                reportFailed(instance, generation, failure);
+                pause = true;
+                outcome = Outcome.PAUSED_REBUILD;
+                end = Phase.PAUSED_REBUILD;
+                return;
+            }
+            // ---- post-apply: every loader applied ----
+            run.enter(Phase.POST_APPLYING);
+            steps.promote();
+            advanced = generation;
+            try {
+                control.report(
+                        model,
+                        generation,
+                        group,
+                        Report.of(id, instance.epoch(), Reported.POST_APPLIED));
+            } catch (ControlPlaneException e) {
+                log.warn("reporting POST_APPLIED failed: {}", e.getMessage());
+            }
+            Long previous = instance.generation();
+            if (previous != null && previous != generation) {
+                releaseLease(model, previous, id);
+            }
+            outcome = Outcome.UPDATED;
+            end = Phase.DONE;
+        } catch (RuntimeException e) {
+            // Only post-apply bookkeeping can land here; the bytes are in and agreed on.
+            log.error("post-apply of {} failed", run.id(), e);
+            outcome = advanced != null ? Outcome.UPDATED : Outcome.PAUSED_REBUILD;
+            end = advanced != null ? Phase.DONE : Phase.PAUSED_REBUILD;
+            pause = advanced == null;
+            failure = failure(instance, e);
+        } finally {
+            // The instance's state first, so an engine that sees the outcome sees it applied.
+            instances.endUpdate(instance.epoch(), advanced, pause);
+            finish(run, outcome, end, failure);
+        }
+    }
+
+    /** Milliseconds per step, for the log. */
+    private static final class Stopwatch {
+        private final StringBuilder laps = new StringBuilder();
+        private long last = System.nanoTime();
+
+        void lap(String step) {
+            long now = System.nanoTime();
+            laps.append(step).append('=').append((now - last) / 1_000_000).append("ms ");
+            last = now;
+        }
+
+        @Override
+        public String toString() {
+            return laps.toString().trim();
+        }
+    }
+
+    private static java.util.List<io.weightrelay.reshard.placement.Worker> reshardWorkers(
+            Instance instance, SourceManifest manifest) {
+        try {
+            return instance.reshardWorkers(manifest);
+        } catch (IllegalArgumentException e) {
+            throw new ApplyFailure(instance.instanceId(), e.getMessage(), e);
+        }
+    }
+
+    private static void finish(UpdateRun run, Outcome outcome, Phase end, Failure failure) {
+        run.finish(
+                outcome,
+                end,
+                failure == null ? null : failure.peer(),
+                failure == null ? null : failure.message());
+        if (failure == null) {
+            log.info("update {} ended {}", run.id(), outcome);
+        } else {
+            log.warn(
+                    "update {} ended {}: {} ({})",
+                    run.id(),
+                    outcome,
+                    failure.message(),
+                    failure.peer());
+        }
+    }
+
+    private Duration remaining(long deadline) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+            throw new ApplyFailure(CONTROL_API, "the update ran out of time");
+        }
+        return Duration.ofNanos(left);
+    }
+
+    private void await(Instance instance, long generation, Barrier barrier, long deadline) {
+        while (true) {
+            Duration left = remaining(deadline);
+            Duration wait =
+                    left.compareTo(properties.barrierWait()) < 0 ? left : properties.barrierWait();
+            BarrierState s =
+                    control.awaitBarrier(
+                            instance.model(), generation, instance.group(), barrier, wait);
+            if (s.open()) {
+                return;
+            }
+            if (s.failed()) {
+                String peer = s.failedInstance() != null ? s.failedInstance() : CONTROL_API;
+                throw new ApplyFailure(
+                        peer, "barrier " + barrier.wire() + " failed: " + peer + " failed");
+            }
+            if (System.nanoTime() - deadline >= 0) {
+                throw new ApplyFailure(
+                        CONTROL_API, "barrier " + barrier.wire() + " did not open in time");
+            }
+        }
+    }
+
+    private void reportFailed(Instance instance, long generation, Failure f) {
+        try {
+            control.report(
+                    instance.model(),
+                    generation,
+                    instance.group(),
+                    new Report(
+                            instance.instanceId(),
+                            instance.epoch(),
+                            Reported.FAILED,
+                            0,
+                            0,
+                            0,
+                            f.peer(),
+                            f.message()));
+        } catch (RuntimeException e) {
+            log.warn("reporting FAILED failed: {}", e.toString());
+        }
+    }
+
+    private void releaseLease(String model, long generation, String holder) {
+        try {
+            control.releaseLease(model, generation, holder);
+        } catch (RuntimeException e) {
+            log.warn("releasing the lease on {}/{} failed: {}", model, generation, e.toString());
+        }
+    }
+
+    @PreDestroy
+    void stop() {
+        worker.shutdownNow();
+    }
+}

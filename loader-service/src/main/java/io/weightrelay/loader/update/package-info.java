@@ -1,0 +1,8 @@
+/**
+ * The update state machine: prepare (fetch and validate the plan, check fences and objects,
+ * register provisionally, all-prepared barrier) -> apply (the pipeline, all-applied barrier) ->
+ * post-apply (promote registrations, advance the generation). A failure before apply resumes the
+ * old generation; one after apply began pauses the instance for a rebuild; nothing is retried in
+ * place, and every outcome names the failing peer or object.
+ */
+package io.weightrelay.loader.update;

@@ -1,0 +1,175 @@
+package io.weightrelay.loader.pipeline;
+
+import io.weightrelay.dataplane.Counters;
+import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.Segment;
+import io.weightrelay.loader.registration.RegistrationManager;
+import io.weightrelay.loader.registration.SegmentRegistrar;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.plan.Plan;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * One loader's data plane in its own JVM, driven line by line over stdin by a test that plays the
+ * barriers: {@code prepare}, {@code apply}, {@code verify SEED}, {@code promote}, {@code discard},
+ * {@code exit}. Replies {@code OK ...} or {@code ERR <failing peer> <message>}.
+ */
+public final class LoaderProcessMain {
+    private LoaderProcessMain() {}
+
+    public static void main(String[] args) throws Exception {
+        String redisUri = args[0];
+        String prefix = args[1];
+        Path dir = Path.of(args[2]);
+        String instance = args[3];
+        String node = args[4];
+        long firstGeneration = Long.parseLong(args[5]);
+        int slots = Integer.parseInt(args[6]);
+        Duration timeout = Duration.ofSeconds(Long.parseLong(args[7]));
+        int failAt = Integer.parseInt(args[8]);
+
+        SourceManifest manifest =
+                SourceManifest.decode(Files.readAllBytes(dir.resolve("manifest.bin")));
+        TargetPlacement placement =
+                TargetPlacement.decode(Files.readAllBytes(dir.resolve("placement.bin")));
+        Plan plan = Plan.decode(Files.readAllBytes(dir.resolve("plan.bin")));
+        Cluster cluster = new Cluster(manifest, placement, plan);
+        BufferDirectory directory = new BufferDirectory(cluster.buffers());
+        List<String> workers = cluster.workersOf(instance);
+
+        BatchHook hook =
+                batch -> {
+                    if (batch == failAt) {
+                        throw new ApplyFailure(instance, "injected failure before batch " + batch);
+                    }
+                };
+        try (Dataplane dp =
+                Dataplane.open(
+                        DataplaneConfig.builder(node)
+                                .redisUri(redisUri)
+                                .keyPrefix(prefix)
+                                .build())) {
+            RegistrationManager<Segment> registrations =
+                    new RegistrationManager<>(new SegmentRegistrar(dp));
+            DataplaneUpdater updater = new DataplaneUpdater(dp, registrations, slots, hook, 4);
+            BufferedReader in =
+                    new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            System.out.println("READY " + instance);
+            System.out.flush();
+            Prepared prepared = null;
+            long generation = firstGeneration;
+            String line;
+            while ((line = in.readLine()) != null) {
+                String[] cmd = line.trim().split(" ");
+                try {
+                    switch (cmd[0]) {
+                        case "prepare" -> {
+                            generation = cmd.length > 1 ? Long.parseLong(cmd[1]) : generation;
+                            prepared =
+                                    updater.prepare(
+                                            new PrepareRequest(
+                                                    manifest.model(),
+                                                    generation,
+                                                    1,
+                                                    instance,
+                                                    workers,
+                                                    manifest,
+                                                    plan,
+                                                    directory,
+                                                    placement.workers().stream()
+                                                            .filter(
+                                                                    w ->
+                                                                            w.instance()
+                                                                                    .equals(
+                                                                                            instance))
+                                                            .toList()));
+                            reply("OK prepared " + prepared.slice().totalBytes());
+                        }
+                        case "apply" -> {
+                            Counters before = dp.counters();
+                            ApplyCounts c = updater.apply(prepared, timeout, b -> {});
+                            Counters d = dp.counters().minus(before);
+                            reply(
+                                    "OK "
+                                            + c.bytesRead()
+                                            + " "
+                                            + c.bytesPushed()
+                                            + " "
+                                            + c.bytesFannedOut()
+                                            + " "
+                                            + c.bytesReceived()
+                                            + " "
+                                            + d.localRead()
+                                            + " "
+                                            + d.localWritten()
+                                            + " "
+                                            + d.tcpRead()
+                                            + " "
+                                            + d.tcpWritten());
+                        }
+                        case "verify" -> {
+                            GenerationContent content =
+                                    new GenerationContent(
+                                            Long.parseLong(cmd[1]),
+                                            cmd.length > 2 ? Long.parseLong(cmd[2]) : generation);
+                            BufferVerifier verifier = new BufferVerifier(manifest, content);
+                            long bytes = 0;
+                            for (Worker w : placement.workers()) {
+                                if (w.instance().equals(instance)) {
+                                    bytes +=
+                                            verifier.verify(
+                                                    w,
+                                                    directory,
+                                                    s ->
+                                                            registrations.snapshot().stream()
+                                                                    .filter(
+                                                                            r ->
+                                                                                    r.key()
+                                                                                            .base()
+                                                                                            .equals(
+                                                                                                    s))
+                                                                    .map(
+                                                                            r ->
+                                                                                    registrations
+                                                                                            .find(
+                                                                                                    r
+                                                                                                            .key()))
+                                                                    .findFirst()
+                                                                    .orElseThrow()
+                                                                    .byteBuffer());
+                                }
+                            }
+                            reply("OK " + bytes);
+                        }
+                        case "promote" -> reply("OK " + registrations.promote());
+                        case "discard" -> reply("OK " + registrations.discardProvisional());
+                        case "stats" -> reply("OK " + registrations.stats());
+                        case "exit" -> {
+                            reply("OK bye");
+                            return;
+                        }
+                        default -> reply("ERR - unknown command " + cmd[0]);
+                    }
+                } catch (ApplyFailure e) {
+                    reply("ERR " + e.failingPeer() + " " + e.getMessage());
+                } catch (RuntimeException | AssertionError e) {
+                    reply("ERR " + instance + " " + e);
+                }
+            }
+        }
+    }
+
+    private static void reply(String line) {
+        System.out.println(line.replace('\n', ' '));
+        System.out.flush();
+    }
+}

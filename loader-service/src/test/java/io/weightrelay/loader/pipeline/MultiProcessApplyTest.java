@@ -1,0 +1,245 @@
+package io.weightrelay.loader.pipeline;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.ReplicateConfig;
+import io.weightrelay.dataplane.Segment;
+import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.StoredFragment;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Planner;
+import io.weightrelay.service.test.RedisTestSupport;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * Four loaders in four JVMs (two instances on each of two rollout node labels, tp 2) apply a
+ * published generation of the catalog's {@code tiny} model over the real data plane and Redis; the
+ * test plays the publisher (its own node label) and the barriers. Every received byte is checked,
+ * and the engines' counters prove single-pull and the compat fan-out bound.
+ */
+class MultiProcessApplyTest {
+    private static final long SEED = 7;
+    private static final int SLOTS = 3;
+
+    @TempDir Path dir;
+
+    private String prefix;
+    private Dataplane trainer;
+    private Segment store;
+    private final List<LoaderProcess> loaders = new ArrayList<>();
+
+    @BeforeEach
+    void publisher() {
+        prefix = RedisTestSupport.uniqueKeyPrefix("loader-apply");
+        trainer =
+                Dataplane.open(
+                        DataplaneConfig.builder("trainer-0")
+                                .redisUri(RedisTestSupport.endpoint().uri())
+                                .keyPrefix(prefix)
+                                .build());
+        store = trainer.createSegment("publisher-trainer-0", 24L << 20);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        for (LoaderProcess p : loaders) {
+            p.close();
+        }
+        trainer.close();
+    }
+
+    private Cluster cluster(Mode mode) {
+        return Cluster.of(
+                "tiny", 2, 4, 2, mode, 256 << 10, new Planner.Options(128 << 10, 512 << 10));
+    }
+
+    private void publish(SourceManifest manifest, long generation) {
+        GenerationContent content = new GenerationContent(SEED, generation);
+        Map<String, Integer> tensors = manifest.tensorIndex();
+        long max = manifest.fragments().stream().mapToLong(StoredFragment::bytes).max().orElse(1);
+        try (Segment staging = trainer.createSegment("publish-staging-" + generation, max)) {
+            for (StoredFragment f : manifest.fragments()) {
+                if (f.bytes() == 0) {
+                    continue;
+                }
+                ByteBuffer view = staging.byteBuffer(0, (int) f.bytes());
+                content.fill(
+                        tensors.get(f.tensor()),
+                        GenerationContent.tensorIndexOf(manifest, f),
+                        view);
+                trainer.store()
+                        .putFrom(
+                                ObjectKeys.key(manifest.model(), generation, f.fragment()),
+                                staging,
+                                0,
+                                f.bytes(),
+                                ReplicateConfig.preferLocal(store.name()));
+            }
+        }
+    }
+
+    private void startLoaders(Cluster c, int timeoutSeconds, String failing, int failAt)
+            throws Exception {
+        Files.write(dir.resolve("manifest.bin"), c.manifest().encode());
+        Files.write(dir.resolve("placement.bin"), c.placement().encode());
+        Files.write(dir.resolve("plan.bin"), c.plan().encode());
+        for (String instance : c.instances()) {
+            loaders.add(
+                    LoaderProcess.start(
+                            RedisTestSupport.endpoint().uri(),
+                            prefix,
+                            dir,
+                            instance,
+                            c.nodeOf(instance),
+                            1,
+                            SLOTS,
+                            timeoutSeconds,
+                            instance.equals(failing) ? failAt : -1));
+        }
+    }
+
+    /** Sends the command to every loader at once and collects the replies in order. */
+    private List<String> all(String command) {
+        loaders.forEach(l -> l.send(command));
+        List<String> replies = new ArrayList<>();
+        for (LoaderProcess l : loaders) {
+            replies.add(l.reply());
+        }
+        return replies;
+    }
+
+    private static long[] longs(String okReply) {
+        String[] parts = okReply.substring(3).split(" ");
+        long[] out = new long[parts.length];
+        for (int i = 0; i < parts.length; i++) {
+            out[i] = Long.parseLong(parts[i]);
+        }
+        return out;
+    }
+
+    @ParameterizedTest
+    @EnumSource(Mode.class)
+    void everyByteArrivesAndEachStoredByteIsReadOnce(Mode mode) throws Exception {
+        Cluster c = cluster(mode);
+        publish(c.manifest(), 1);
+        startLoaders(c, 120, null, -1);
+
+        assertThat(all("prepare 1")).allMatch(r -> r.startsWith("OK prepared"));
+        List<String> applied = all("apply");
+        assertThat(applied).allMatch(r -> r.startsWith("OK "));
+
+        Plan plan = c.plan();
+        long planRead = 0;
+        long crossNode = 0;
+        Map<Integer, Integer> crossSendsPerTensor = new HashMap<>();
+        for (int i = 0; i < plan.readCount(); i++) {
+            planRead += plan.readBytes(i);
+            int readerNode = plan.workerNode(plan.readReader(i));
+            for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
+                if (plan.workerNode(plan.writeDst(w)) != readerNode) {
+                    crossNode += plan.writeBytes(w);
+                    crossSendsPerTensor.merge(
+                            plan.objectTensor(plan.readObject(i)), 1, Integer::sum);
+                }
+            }
+        }
+        long read = 0;
+        long storeRead = 0;
+        long tcpWritten = 0;
+        for (String r : applied) {
+            long[] v = longs(r);
+            read += v[0];
+            storeRead += v[4] + v[6];
+            tcpWritten += v[7];
+        }
+        // Single pull: the store bytes read equal the bytes the target needs, all of the model
+        // here.
+        assertThat(planRead).isEqualTo(c.manifest().totalBytes());
+        assertThat(read).isEqualTo(planRead);
+        assertThat(storeRead).isEqualTo(planRead);
+        assertThat(tcpWritten).isEqualTo(crossNode);
+        if (mode == Mode.COMPAT) {
+            // Per tensor, at most nodes - 1 = 1 send crosses nodes per stored fragment read.
+            Map<Integer, Integer> readsPerTensor = new HashMap<>();
+            for (int i = 0; i < plan.readCount(); i++) {
+                readsPerTensor.merge(plan.objectTensor(plan.readObject(i)), 1, Integer::sum);
+            }
+            crossSendsPerTensor.forEach(
+                    (t, sends) -> assertThat(sends).isLessThanOrEqualTo(readsPerTensor.get(t)));
+            assertThat(tcpWritten).isLessThanOrEqualTo(c.manifest().totalBytes());
+        }
+
+        List<String> verified = all("verify " + SEED);
+        assertThat(verified).allMatch(r -> r.startsWith("OK "));
+        long checked = verified.stream().mapToLong(r -> longs(r)[0]).sum();
+        assertThat(checked).isPositive();
+
+        assertThat(all("promote")).allMatch(r -> r.startsWith("OK "));
+        List<String> firstStats = all("stats");
+        // The next generation reuses every registration and is again checked byte for byte.
+        publish(c.manifest(), 2);
+        assertThat(all("prepare 2")).allMatch(r -> r.startsWith("OK prepared"));
+        assertThat(all("apply")).allMatch(r -> r.startsWith("OK "));
+        assertThat(all("verify " + SEED)).allMatch(r -> r.startsWith("OK "));
+        List<String> secondStats = all("stats");
+        for (int i = 0; i < loaders.size(); i++) {
+            String registered = firstStats.get(i).replaceAll(".*registered=(\\d+).*", "$1");
+            assertThat(secondStats.get(i))
+                    .contains("registered=" + registered + ",")
+                    .doesNotContain("reused=0,");
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Mode.class)
+    void aMissingObjectFailsPrepareAndLeavesTheOldGenerationUntouched(Mode mode) throws Exception {
+        Cluster c = cluster(mode);
+        publish(c.manifest(), 1);
+        startLoaders(c, 120, null, -1);
+        assertThat(all("prepare 1")).allMatch(r -> r.startsWith("OK prepared"));
+        assertThat(all("apply")).allMatch(r -> r.startsWith("OK "));
+        assertThat(all("promote")).allMatch(r -> r.startsWith("OK "));
+
+        publish(c.manifest(), 2);
+        StoredFragment lost = c.manifest().fragments().get(3);
+        String lostKey = ObjectKeys.key("tiny", 2, lost.fragment());
+        assertThat(trainer.store().remove(lostKey)).isTrue();
+
+        List<String> prepared = all("prepare 2");
+        assertThat(prepared).anyMatch(r -> r.startsWith("ERR " + lostKey + " "));
+        // The test plays the failed all-prepared barrier: everyone discards and resumes.
+        all("discard");
+        assertThat(all("verify " + SEED + " 1")).allMatch(r -> r.startsWith("OK "));
+    }
+
+    @ParameterizedTest
+    @EnumSource(Mode.class)
+    void aFailureDuringApplyIsNamedAndNothingIsRetried(Mode mode) throws Exception {
+        Cluster c = cluster(mode);
+        publish(c.manifest(), 1);
+        String failing = c.plan().workerInstance(c.plan().readReader(0));
+        startLoaders(c, 8, failing, 0);
+        assertThat(all("prepare 1")).allMatch(r -> r.startsWith("OK prepared"));
+        List<String> applied = all("apply");
+        int index = c.instances().indexOf(failing);
+        assertThat(applied.get(index)).startsWith("ERR " + failing + " ").contains("injected");
+        // Every other loader either finished its own part or names the failed one.
+        assertThat(applied)
+                .allMatch(r -> r.startsWith("OK ") || r.startsWith("ERR " + failing + " "));
+    }
+}

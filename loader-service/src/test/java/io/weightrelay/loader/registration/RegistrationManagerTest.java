@@ -1,0 +1,100 @@
+package io.weightrelay.loader.registration;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class RegistrationManagerTest {
+
+    /** Records every call; handles are the base names with a sequence number. */
+    static final class RecordingRegistrar implements Registrar<String> {
+        final List<String> registered = new ArrayList<>();
+        final List<String> unregistered = new ArrayList<>();
+
+        @Override
+        public String register(RegistrationKey key) {
+            String handle = key.base() + "#" + registered.size();
+            registered.add(handle);
+            return handle;
+        }
+
+        @Override
+        public void unregister(RegistrationKey key, String handle) {
+            unregistered.add(handle);
+        }
+    }
+
+    private final RecordingRegistrar registrar = new RecordingRegistrar();
+    private final RegistrationManager<String> manager = new RegistrationManager<>(registrar);
+
+    private static RegistrationKey key(long epoch, String instance, String base, long size) {
+        return new RegistrationKey(epoch, instance, "w0", base, size);
+    }
+
+    @Test
+    void newKeysAreProvisionalAndReusedAcrossGenerationsOncePromoted() {
+        String first = manager.acquire(key(1, "i0", "seg-a", 100));
+        assertThat(manager.snapshot())
+                .extracting(RegistrationManager.Snapshot::state)
+                .containsExactly(RegistrationState.PROVISIONAL);
+        assertThat(manager.promote()).isEqualTo(1);
+
+        String again = manager.acquire(key(1, "i0", "seg-a", 100));
+        assertThat(again).isSameAs(first);
+        assertThat(registrar.registered).hasSize(1);
+        assertThat(manager.stats().reused()).isEqualTo(1);
+        assertThat(manager.snapshot())
+                .extracting(RegistrationManager.Snapshot::state)
+                .containsExactly(RegistrationState.PERSISTENT);
+    }
+
+    @Test
+    void aFailedPrepareDropsOnlyItsProvisionalRegistrations() {
+        manager.acquire(key(1, "i0", "seg-a", 100));
+        manager.promote();
+        manager.acquire(key(1, "i0", "seg-b", 100));
+
+        assertThat(manager.discardProvisional()).isEqualTo(1);
+        assertThat(registrar.unregistered).containsExactly("seg-b#1");
+        assertThat(manager.snapshot()).extracting(s -> s.key().base()).containsExactly("seg-a");
+    }
+
+    @Test
+    void anAllocationChangeReplacesTheRegistrationOfTheSameBase() {
+        manager.acquire(key(1, "i0", "seg-a", 100));
+        manager.promote();
+        manager.acquire(key(1, "i0", "seg-a", 200));
+
+        assertThat(registrar.unregistered).containsExactly("seg-a#0");
+        assertThat(manager.snapshot()).extracting(s -> s.key().size()).containsExactly(200L);
+    }
+
+    @Test
+    void aReconnectInvalidatesOlderEpochsOfThatInstanceOnly() {
+        manager.acquire(key(1, "i0", "seg-a", 100));
+        manager.acquire(key(1, "i1", "seg-b", 100));
+        manager.acquire(key(2, "i0", "seg-c", 100));
+        manager.promote();
+
+        assertThat(manager.invalidateBefore("i0", 2)).isEqualTo(1);
+        assertThat(registrar.unregistered).containsExactly("seg-a#0");
+        assertThat(manager.snapshot())
+                .extracting(s -> s.key().base())
+                .containsExactly("seg-b", "seg-c");
+    }
+
+    @Test
+    void teardownUnregistersExactlyTheBasesOfTheInstance() {
+        manager.acquire(key(1, "i0", "seg-a", 100));
+        manager.acquire(new RegistrationKey(1, "i0", "staging", "staging-i0", 64));
+        manager.acquire(key(1, "i1", "seg-b", 100));
+
+        List<RegistrationKey> gone = manager.unregisterInstance("i0");
+
+        assertThat(gone).extracting(RegistrationKey::base).containsExactly("seg-a", "staging-i0");
+        assertThat(registrar.unregistered).containsExactly("seg-a#0", "staging-i0#1");
+        assertThat(manager.stats().live()).isEqualTo(1);
+    }
+}

@@ -1,0 +1,396 @@
+package io.weightrelay.loader.update;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.weightrelay.api.loader.model.ConsumeMode;
+import io.weightrelay.api.loader.model.InstanceRegistration;
+import io.weightrelay.api.loader.model.ReceiveBuffer;
+import io.weightrelay.api.loader.model.WorkerPlacement;
+import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.Segment;
+import io.weightrelay.loader.LoaderProperties;
+import io.weightrelay.loader.control.ControlPlane;
+import io.weightrelay.loader.instance.DataplaneHolder;
+import io.weightrelay.loader.instance.InstanceService;
+import io.weightrelay.loader.pipeline.ApplyCounts;
+import io.weightrelay.loader.pipeline.ApplyFailure;
+import io.weightrelay.loader.pipeline.BufferSpec;
+import io.weightrelay.loader.pipeline.PrepareRequest;
+import io.weightrelay.loader.pipeline.WorkerBuffers;
+import io.weightrelay.loader.registration.RegistrationManager;
+import io.weightrelay.loader.update.UpdateRun.Outcome;
+import io.weightrelay.loader.update.UpdateRun.Phase;
+import io.weightrelay.reshard.catalog.ModelCatalog;
+import io.weightrelay.reshard.catalog.Placements;
+import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Planner;
+import io.weightrelay.reshard.topology.Topology;
+import io.weightrelay.service.problem.RelayException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.LongConsumer;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The update state machine against in-memory stand-ins for control-api and the data plane (both are
+ * exercised for real by the multi-process test): outcomes, what is reported, what is promoted or
+ * dropped, and that nothing advances or retries after a failure.
+ */
+class UpdateCoordinatorTest {
+    private static SourceManifest manifest;
+    private static TargetPlacement placement;
+    private static Plan plan;
+
+    private FakeControl control;
+    private FakeSteps steps;
+    private InstanceService instances;
+    private UpdateCoordinator coordinator;
+
+    @BeforeAll
+    static void planTiny() {
+        manifest = Fragmenter.fragment("tiny", ModelCatalog.tensors("tiny"), 256 << 10);
+        placement = Placements.of(ModelCatalog.layout("tiny"), 2, 4, 2, 1, Mode.COMPAT, 1);
+        plan =
+                Planner.plan(
+                        manifest,
+                        placement,
+                        Topology.uniform(2, 2, 1, 100),
+                        new Planner.Options(128 << 10, 512 << 10));
+    }
+
+    @BeforeEach
+    void wire() {
+        control = new FakeControl();
+        steps = new FakeSteps();
+        LoaderProperties properties =
+                new LoaderProperties(
+                        "http://127.0.0.1:1",
+                        "",
+                        "",
+                        "redis://127.0.0.1:6379",
+                        "wr:dp:",
+                        2,
+                        Duration.ofSeconds(1),
+                        Duration.ofMinutes(5),
+                        Duration.ofSeconds(5),
+                        2,
+                        4,
+                        -1);
+        DataplaneHolder holder =
+                new DataplaneHolder(properties) {
+                    final RegistrationManager<Segment> registrations =
+                            new RegistrationManager<>(
+                                    new io.weightrelay.loader.registration.Registrar<>() {
+                                        @Override
+                                        public Segment register(
+                                                io.weightrelay.loader.registration.RegistrationKey
+                                                        key) {
+                                            return null;
+                                        }
+
+                                        @Override
+                                        public void unregister(
+                                                io.weightrelay.loader.registration.RegistrationKey
+                                                        key,
+                                                Segment handle) {}
+                                    });
+
+                    @Override
+                    public synchronized Dataplane open(String node) {
+                        return null;
+                    }
+
+                    @Override
+                    public synchronized RegistrationManager<Segment> registrations() {
+                        return registrations;
+                    }
+                };
+        instances = new InstanceService(control, holder);
+        coordinator = new UpdateCoordinator(instances, control, steps, properties);
+        instances.register(registration());
+    }
+
+    private static InstanceRegistration registration() {
+        List<WorkerPlacement> workers = new ArrayList<>();
+        for (Worker w : placement.workers()) {
+            if (w.instance().equals("i0000")) {
+                workers.add(
+                        new WorkerPlacement(
+                                w.id(),
+                                w.node(),
+                                "nic0",
+                                ConsumeMode.COMPAT,
+                                List.of(
+                                        new ReceiveBuffer(
+                                                Worker.COMPAT_BUFFER, w.segment(), 8L << 20))));
+            }
+        }
+        return new InstanceRegistration(
+                "i0000", "tiny", "group-a", Topology.rolloutNodeName(0), workers);
+    }
+
+    private UpdateRun.Snapshot finish(UpdateRun run) throws InterruptedException {
+        for (int i = 0; i < 3000 && run.snapshot().outcome() == Outcome.RUNNING; i++) {
+            Thread.sleep(10);
+        }
+        assertThat(run.snapshot().outcome()).isNotEqualTo(Outcome.RUNNING);
+        while (instances.updating()) {
+            Thread.sleep(5);
+        }
+        return run.snapshot();
+    }
+
+    @Test
+    void anUpdateRunsTheThreePhasesAndAdvancesTheGeneration() throws Exception {
+        UpdateRun.Snapshot s = finish(coordinator.start(null, Duration.ofSeconds(30)));
+
+        assertThat(s.outcome()).isEqualTo(Outcome.UPDATED);
+        assertThat(s.phase()).isEqualTo(Phase.DONE);
+        assertThat(s.generation()).isEqualTo(2);
+        assertThat(s.bytesDone()).isEqualTo(s.bytesTotal()).isEqualTo(1000);
+        assertThat(control.phases())
+                .containsExactly(
+                        ControlPlane.Reported.PREPARED,
+                        ControlPlane.Reported.APPLYING,
+                        ControlPlane.Reported.APPLIED,
+                        ControlPlane.Reported.POST_APPLIED);
+        assertThat(steps.calls).containsExactly("prepare", "apply", "promote");
+        assertThat(instances.require().generation()).isEqualTo(2);
+        assertThat(control.leases).containsExactly("+2");
+        assertThat(s.durationsMs())
+                .containsKeys(Phase.PREPARING, Phase.APPLYING, Phase.POST_APPLYING);
+
+        control.active = 3;
+        finish(coordinator.start(null, Duration.ofSeconds(30)));
+        assertThat(instances.require().generation()).isEqualTo(3);
+        assertThat(control.leases).containsExactly("+2", "+3", "-2");
+    }
+
+    @Test
+    void aMissingObjectAtPrepareResumesTheOldGenerationAndNamesTheObject() throws Exception {
+        steps.prepareFailure =
+                new ApplyFailure("tiny/2/f3", "object tiny/2/f3 is not in the store");
+
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
+
+        assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
+        assertThat(s.phase()).isEqualTo(Phase.RESUMED_OLD);
+        assertThat(s.failingPeer()).isEqualTo("tiny/2/f3");
+        assertThat(steps.calls).containsExactly("prepare", "discard");
+        assertThat(control.reports.get(0).phase()).isEqualTo(ControlPlane.Reported.FAILED);
+        assertThat(control.reports.get(0).failingPeer()).isEqualTo("tiny/2/f3");
+        assertThat(instances.require().generation()).isNull();
+        assertThat(instances.require().paused()).isFalse();
+        assertThat(control.leases).containsExactly("+2", "-2");
+    }
+
+    @Test
+    void anotherLoaderFailingToPrepareResumesEveryoneOnTheOldGeneration() throws Exception {
+        control.barriers.put(
+                ControlPlane.Barrier.PREPARED, new ControlPlane.BarrierState(false, true, "i0003"));
+
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
+
+        assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
+        assertThat(s.failingPeer()).isEqualTo("i0003");
+        assertThat(steps.calls).containsExactly("prepare", "discard");
+        assertThat(instances.require().paused()).isFalse();
+    }
+
+    @Test
+    void aGenerationThatIsNotCommittedIsFencedAtPrepare() throws Exception {
+        control.states.put(4L, "OPEN");
+
+        UpdateRun.Snapshot s = finish(coordinator.start(4L, Duration.ofSeconds(30)));
+
+        assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
+        assertThat(s.failingPeer()).isEqualTo("tiny/4");
+        assertThat(steps.calls).containsExactly("discard");
+    }
+
+    @Test
+    void aFailureDuringApplyPausesForRebuildAndIsNeverRetriedInPlace() throws Exception {
+        steps.applyFailure =
+                new ApplyFailure("i0002-r001", "write to i0002-r001 failed: peer gone");
+
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
+
+        assertThat(s.outcome()).isEqualTo(Outcome.PAUSED_REBUILD);
+        assertThat(s.failingPeer()).isEqualTo("i0002-r001");
+        assertThat(steps.calls).containsExactly("prepare", "apply");
+        assertThat(instances.require().paused()).isTrue();
+        assertThat(instances.require().generation()).isNull();
+        assertThatThrownBy(() -> coordinator.start(2L, Duration.ofSeconds(30)))
+                .isInstanceOf(RelayException.class)
+                .hasMessageContaining("no in-place retry");
+
+        // A rebuild is a re-registration: a new epoch, and updates run again.
+        instances.register(registration());
+        assertThat(instances.require().paused()).isFalse();
+    }
+
+    @Test
+    void whenAnotherLoaderFailsDuringApplyNoInstanceAdvances() throws Exception {
+        control.barriers.put(
+                ControlPlane.Barrier.APPLIED, new ControlPlane.BarrierState(false, true, "i0001"));
+
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
+
+        assertThat(s.outcome()).isEqualTo(Outcome.PAUSED_REBUILD);
+        assertThat(s.failingPeer()).isEqualTo("i0001");
+        assertThat(steps.calls).containsExactly("prepare", "apply");
+        assertThat(instances.require().generation()).isNull();
+        assertThat(instances.require().paused()).isTrue();
+    }
+
+    /** control-api in memory: generations 1..4, the tiny plan, scripted barriers. */
+    static final class FakeControl implements ControlPlane {
+        long active = 2;
+        long epoch;
+        final Map<Long, String> states = new HashMap<>();
+        final Map<Barrier, BarrierState> barriers = new EnumMap<>(Barrier.class);
+        final List<Report> reports = new ArrayList<>();
+        final List<String> leases = new ArrayList<>();
+
+        List<Reported> phases() {
+            return reports.stream().map(Report::phase).toList();
+        }
+
+        @Override
+        public long registerLoader(
+                String instance, String model, String group, String node, List<WorkerPlacement> w) {
+            return ++epoch;
+        }
+
+        @Override
+        public void heartbeatLoader(String instance) {}
+
+        @Override
+        public void deregisterLoader(String instance) {}
+
+        @Override
+        public GenerationRef activeGeneration(String model) {
+            return generation(model, active);
+        }
+
+        @Override
+        public GenerationRef generation(String model, long generation) {
+            return new GenerationRef(
+                    generation, states.getOrDefault(generation, "ACTIVE"), manifest.digest());
+        }
+
+        @Override
+        public SourceManifest manifest(String model, long generation) {
+            return manifest;
+        }
+
+        @Override
+        public PlanRef resolvePlan(String model, long generation, String group) {
+            return new PlanRef("p", true, placement.instances());
+        }
+
+        @Override
+        public Plan plan(String planId) {
+            return plan;
+        }
+
+        @Override
+        public List<WorkerBuffers> groupBuffers(String model, String group) {
+            return placement.workers().stream()
+                    .map(
+                            w ->
+                                    new WorkerBuffers(
+                                            w.id(),
+                                            List.of(
+                                                    new BufferSpec(
+                                                            Worker.COMPAT_BUFFER,
+                                                            w.segment(),
+                                                            8L << 20))))
+                    .toList();
+        }
+
+        @Override
+        public void startSession(
+                String model,
+                long generation,
+                String group,
+                List<String> instances,
+                String planId,
+                Duration phaseTimeout) {}
+
+        @Override
+        public synchronized void report(String model, long generation, String group, Report r) {
+            reports.add(r);
+        }
+
+        @Override
+        public BarrierState awaitBarrier(
+                String model, long generation, String group, Barrier barrier, Duration wait) {
+            return barriers.getOrDefault(barrier, new BarrierState(true, false, null));
+        }
+
+        @Override
+        public void acquireLease(String model, long generation, String holder, Duration ttl) {
+            leases.add("+" + generation);
+        }
+
+        @Override
+        public void releaseLease(String model, long generation, String holder) {
+            leases.add("-" + generation);
+        }
+    }
+
+    /** The data-plane steps, scripted. */
+    static final class FakeSteps implements UpdateSteps {
+        final List<String> calls = new ArrayList<>();
+        RuntimeException prepareFailure;
+        RuntimeException applyFailure;
+
+        @Override
+        public PreparedUpdate prepare(PrepareRequest request) {
+            calls.add("prepare");
+            assertThat(request.workers()).containsExactly("i0000-r000", "i0000-r001");
+            if (prepareFailure != null) {
+                throw prepareFailure;
+            }
+            return new PreparedUpdate() {
+                @Override
+                public long bytesTotal() {
+                    return 1000;
+                }
+
+                @Override
+                public ApplyCounts apply(Duration timeout, LongConsumer progress) {
+                    calls.add("apply");
+                    if (applyFailure != null) {
+                        throw applyFailure;
+                    }
+                    progress.accept(1000);
+                    return new ApplyCounts(400, 500, 100, 900, 3, null);
+                }
+            };
+        }
+
+        @Override
+        public void promote() {
+            calls.add("promote");
+        }
+
+        @Override
+        public void discard() {
+            calls.add("discard");
+        }
+    }
+}
