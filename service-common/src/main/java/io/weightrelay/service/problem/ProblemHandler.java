@@ -31,6 +31,17 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
     private static final Logger log = LoggerFactory.getLogger(ProblemHandler.class);
     private static final URI ABOUT_BLANK = URI.create("about:blank");
 
+    /**
+     * Domain errors keep their own type, detail, members and headers ({@code Retry-After}). Named
+     * explicitly so that Spring also matches a RelayException that arrives as the cause of another
+     * exception (a {@code CompletionException} from a pipeline stage), not only a thrown one.
+     */
+    @ExceptionHandler(RelayException.class)
+    ResponseEntity<Object> handleRelay(RelayException ex, WebRequest request) {
+        return handleExceptionInternal(
+                ex, ex.getBody(), ex.getHeaders(), ex.getStatusCode(), request);
+    }
+
     @ExceptionHandler(ConstraintViolationException.class)
     ResponseEntity<Object> handleConstraintViolation(
             ConstraintViolationException ex, WebRequest request) {
