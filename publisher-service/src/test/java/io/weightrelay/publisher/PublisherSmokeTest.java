@@ -1,8 +1,10 @@
 package io.weightrelay.publisher;
 
-import io.weightrelay.service.test.RedisTestSupport;
+import static org.assertj.core.api.Assertions.assertThat;
+
 import io.weightrelay.service.test.ServiceSmokeTestSupport;
 import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -21,12 +23,35 @@ class PublisherSmokeTest extends ServiceSmokeTestSupport {
 
     @DynamicPropertySource
     static void redis(DynamicPropertyRegistry registry) {
-        RedisTestSupport.register(registry);
+        TestPublisherProperties.register(registry, "publisher-smoke", "node-smoke");
     }
 
     @Override
     protected int port() {
         return port;
+    }
+
+    /** Every call of this test carries a trainer token unless it says otherwise. */
+    @Override
+    protected HttpResponse<String> send(HttpRequest.Builder request) {
+        return super.send(
+                request.header("Authorization", "Bearer " + TestPublisherProperties.TRAINER_TOKEN));
+    }
+
+    @Test
+    void callsWithoutOrWithTheWrongRoleAreRefused() {
+        HttpResponse<String> anonymous =
+                super.send(HttpRequest.newBuilder(uri("/api/v1/staging")).GET());
+        assertProblem(anonymous, 401, "unauthorized");
+        HttpResponse<String> trainerSaves =
+                send(
+                        HttpRequest.newBuilder(uri("/api/v1/checkpoints/save"))
+                                .header("Content-Type", "application/json")
+                                .POST(
+                                        HttpRequest.BodyPublishers.ofString(
+                                                "{\"model\":\"m\",\"generation\":1,"
+                                                        + "\"directory\":\"/tmp/x\"}")));
+        assertProblem(trainerSaves, 403, "forbidden");
     }
 
     @Test
@@ -44,6 +69,28 @@ class PublisherSmokeTest extends ServiceSmokeTestSupport {
                                 .POST(HttpRequest.BodyPublishers.ofString("{\"bytes\": -5}"))),
                 400,
                 "invalid-request");
+    }
+
+    @Test
+    void fullStagingIsBackPressure() {
+        for (int i = 0; i < 4; i++) {
+            assertThat(reserve(1 << 20).statusCode()).isEqualTo(200);
+        }
+        HttpResponse<String> full = reserve(1 << 20);
+        assertProblem(full, 429, "staging-full");
+        assertThat(full.headers().firstValue("Retry-After")).isPresent();
+    }
+
+    @Test
+    void unknownGenerationStatusIsProblemJson() {
+        assertProblem(get("/api/v1/models/m/generations/7"), 404, "generation-not-found");
+    }
+
+    private HttpResponse<String> reserve(long bytes) {
+        return send(
+                HttpRequest.newBuilder(uri("/api/v1/staging/reservations"))
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString("{\"bytes\": " + bytes + "}")));
     }
 
     @Test

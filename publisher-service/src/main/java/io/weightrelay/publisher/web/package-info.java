@@ -1,5 +1,2 @@
-/**
- * REST controllers implementing the generated publisher-service interfaces, and the service's
- * problem handler.
- */
+/** The service's one problem handler and its access policy (which role may call what). */
 package io.weightrelay.publisher.web;

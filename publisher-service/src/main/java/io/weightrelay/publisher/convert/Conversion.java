@@ -1,0 +1,48 @@
+package io.weightrelay.publisher.convert;
+
+import java.util.Optional;
+
+/**
+ * How the bytes of one element type become another. Only the conversions a trainer needs exist;
+ * everything else is refused before any byte is touched.
+ */
+public enum Conversion {
+    /** Equal types: the bytes are stored as they are. */
+    PASS_THROUGH(1, 1),
+    /** fp32 to bf16, round to nearest even, NaN stays NaN (quiet, sign and top payload kept). */
+    FP32_TO_BF16(4, 2),
+    /** fp32 to fp16, round to nearest even incl. subnormals, overflow to infinity, NaN kept. */
+    FP32_TO_FP16(4, 2);
+
+    private final int sourceWidth;
+    private final int targetWidth;
+
+    Conversion(int sourceWidth, int targetWidth) {
+        this.sourceWidth = sourceWidth;
+        this.targetWidth = targetWidth;
+    }
+
+    /** The conversion from {@code from} to {@code to}, if one exists. */
+    public static Optional<Conversion> between(ElementType from, ElementType to) {
+        if (from == to) {
+            return Optional.of(PASS_THROUGH);
+        }
+        if (from == ElementType.FP32 && to == ElementType.BF16) {
+            return Optional.of(FP32_TO_BF16);
+        }
+        if (from == ElementType.FP32 && to == ElementType.FP16) {
+            return Optional.of(FP32_TO_FP16);
+        }
+        return Optional.empty();
+    }
+
+    /** Output bytes for {@code sourceBytes} input bytes. */
+    public long outputBytes(long sourceBytes) {
+        return this == PASS_THROUGH ? sourceBytes : sourceBytes / sourceWidth * targetWidth;
+    }
+
+    /** Input bytes per element (1 for pass-through, which works on bytes). */
+    public int sourceWidth() {
+        return sourceWidth;
+    }
+}

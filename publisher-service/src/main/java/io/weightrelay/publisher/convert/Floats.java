@@ -1,0 +1,68 @@
+package io.weightrelay.publisher.convert;
+
+/** Scalar float conversions on raw IEEE-754 bits. Pure functions. */
+public final class Floats {
+
+    private Floats() {}
+
+    /** fp32 bits to bf16 bits, round to nearest even; NaN stays a (quiet) NaN with its sign. */
+    public static short bf16(int bits) {
+        if ((bits & 0x7fffffff) > 0x7f800000) {
+            // Truncation could turn a NaN whose payload sits in the low bits into infinity.
+            return (short) ((bits >>> 16) | 0x0040);
+        }
+        return (short) ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16);
+    }
+
+    /** fp32 bits to fp16 bits, round to nearest even (subnormals too); NaN stays a quiet NaN. */
+    public static short fp16(int bits) {
+        int sign = (bits >>> 16) & 0x8000;
+        int abs = bits & 0x7fffffff;
+        if (abs > 0x7f800000) {
+            return (short) (sign | 0x7e00 | ((abs >>> 13) & 0x3ff));
+        }
+        if (abs >= 0x477ff000) {
+            // 65520 and above round to infinity (65504 is the largest finite half).
+            return (short) (sign | 0x7c00);
+        }
+        if (abs >= 0x38800000) {
+            int rounded = abs + 0xfff + ((abs >>> 13) & 1);
+            return (short) (sign | ((rounded - 0x38000000) >>> 13));
+        }
+        int exponent = abs >>> 23;
+        if (exponent < 102) {
+            // Below half of the smallest half subnormal (2^-25): rounds to zero.
+            return (short) sign;
+        }
+        int mantissa = (abs & 0x7fffff) | 0x800000;
+        int shift = 126 - exponent;
+        int quotient = mantissa >>> shift;
+        int remainder = mantissa & ((1 << shift) - 1);
+        int half = 1 << (shift - 1);
+        if (remainder > half || (remainder == half && (quotient & 1) == 1)) {
+            quotient++;
+        }
+        return (short) (sign | quotient);
+    }
+
+    /** fp16 bits to the exactly equal fp32 value. */
+    public static float fromFp16(short half) {
+        int h = half & 0xffff;
+        int sign = (h & 0x8000) << 16;
+        int exponent = (h >>> 10) & 0x1f;
+        int mantissa = h & 0x3ff;
+        if (exponent == 0x1f) {
+            return Float.intBitsToFloat(sign | 0x7f800000 | (mantissa << 13));
+        }
+        if (exponent == 0) {
+            float value = mantissa * 0x1p-24f;
+            return sign == 0 ? value : -value;
+        }
+        return Float.intBitsToFloat(sign | ((exponent + 112) << 23) | (mantissa << 13));
+    }
+
+    /** bf16 bits to the exactly equal fp32 value. */
+    public static float fromBf16(short bf16) {
+        return Float.intBitsToFloat((bf16 & 0xffff) << 16);
+    }
+}

@@ -1,0 +1,35 @@
+package io.weightrelay.publisher.publish;
+
+import java.util.List;
+
+/**
+ * What the publisher asks of control-api: the layout of an open generation and the registration of
+ * stored objects. Implementations throw {@link io.weightrelay.service.problem.RelayException}s of
+ * {@link PublishProblems} kinds.
+ */
+public interface ControlPlane {
+
+    /**
+     * The layout of an open generation.
+     *
+     * @throws io.weightrelay.service.problem.RelayException {@code generation-not-found}, or {@code
+     *     control-api-failed}
+     */
+    GenerationLayout layout(String model, long generation);
+
+    /** Registers stored objects of an open generation (one call per batch). */
+    void register(String model, long generation, String publisher, List<StoredObject> objects);
+
+    /** Registers (or re-registers) this node's segment as a live owner; starts its TTL. */
+    void registerSegment(String segment, String node, String endpoint, long size, String adminUrl);
+
+    /**
+     * Renews the segment's TTL.
+     *
+     * @return false if control-api no longer knows the segment (register it again)
+     */
+    boolean heartbeatSegment(String segment);
+
+    /** An object as control-api registers it. */
+    record StoredObject(String key, long size, String checksum, String segment) {}
+}

@@ -1,0 +1,206 @@
+package io.weightrelay.publisher.publish;
+
+import io.github.resilience4j.retry.Retry;
+import io.weightrelay.api.control.client.GenerationsApi;
+import io.weightrelay.api.control.client.RegistryApi;
+import io.weightrelay.api.control.client.invoker.ApiClient;
+import io.weightrelay.api.control.client.model.GenerationManifest;
+import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
+import io.weightrelay.api.control.client.model.RegisteredObject;
+import io.weightrelay.api.control.client.model.SegmentRegistration;
+import io.weightrelay.api.control.client.model.StoredFragment;
+import io.weightrelay.api.control.client.model.TensorSpec;
+import io.weightrelay.publisher.convert.ElementType;
+import io.weightrelay.service.problem.RelayException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+import org.springframework.http.client.SimpleClientHttpRequestFactory;
+import org.springframework.web.client.ResourceAccessException;
+import org.springframework.web.client.RestClient;
+import org.springframework.web.client.RestClientResponseException;
+
+/**
+ * {@link ControlPlane} over control-api's generated REST client. Transient failures (no answer,
+ * 503) are retried by the {@code control-api} Resilience4j retry; a 404 is a missing generation,
+ * any other refusal fails the call with the control-api's own detail.
+ */
+final class RestControlPlane implements ControlPlane {
+
+    private final GenerationsApi generations;
+    private final RegistryApi registry;
+    private final Retry retry;
+
+    RestControlPlane(PublishProperties properties, Retry retry) {
+        SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
+        factory.setConnectTimeout(properties.controlApiTimeout());
+        factory.setReadTimeout(properties.controlApiTimeout());
+        RestClient rest =
+                ApiClient.buildRestClientBuilder(
+                                ApiClient.createDefaultMapper(ApiClient.createDefaultDateFormat()))
+                        .requestFactory(factory)
+                        .build();
+        ApiClient client = new ApiClient(rest);
+        client.setBasePath(properties.controlApiUrl());
+        if (!properties.controlApiToken().isEmpty()) {
+            client.setBearerToken(properties.controlApiToken());
+        }
+        this.generations = new GenerationsApi(client);
+        this.registry = new RegistryApi(client);
+        this.retry = retry;
+    }
+
+    @Override
+    public GenerationLayout layout(String model, long generation) {
+        GenerationManifest manifest =
+                call(
+                        "read the manifest of " + model + "/" + generation,
+                        () -> generations.getGenerationManifest(model, generation));
+        return toLayout(model, generation, manifest);
+    }
+
+    @Override
+    public void register(
+            String model, long generation, String publisher, List<StoredObject> objects) {
+        List<RegisteredObject> registered = new ArrayList<>(objects.size());
+        for (StoredObject o : objects) {
+            registered.add(
+                    new RegisteredObject()
+                            .key(o.key())
+                            .size(o.size())
+                            .checksum(o.checksum())
+                            .segments(List.of(o.segment())));
+        }
+        RegisterObjectsRequest request =
+                new RegisterObjectsRequest().publisher(publisher).objects(registered);
+        call(
+                "register " + objects.size() + " objects of " + model + "/" + generation,
+                () -> generations.registerObjects(model, generation, request));
+    }
+
+    @Override
+    public void registerSegment(
+            String segment, String node, String endpoint, long size, String adminUrl) {
+        SegmentRegistration registration =
+                new SegmentRegistration()
+                        .node(node)
+                        .endpoint(endpoint)
+                        .size(size)
+                        .adminUrl(adminUrl);
+        call("register segment " + segment, () -> registry.registerSegment(segment, registration));
+    }
+
+    @Override
+    public boolean heartbeatSegment(String segment) {
+        try {
+            call("renew segment " + segment, () -> registry.heartbeatSegment(segment));
+            return true;
+        } catch (RelayException e) {
+            if (e.kind() == PublishProblems.GENERATION_NOT_FOUND) {
+                return false; // a 404: the registry forgot the segment
+            }
+            throw e;
+        }
+    }
+
+    private <T> T call(String what, Supplier<T> body) {
+        try {
+            return retry.executeSupplier(body);
+        } catch (RestClientResponseException e) {
+            if (e.getStatusCode().value() == 404) {
+                throw PublishProblems.GENERATION_NOT_FOUND.exception(
+                        "control-api: cannot " + what + ": " + e.getResponseBodyAsString(), e);
+            }
+            throw PublishProblems.CONTROL_API_FAILED
+                    .exception(
+                            "control-api refused to "
+                                    + what
+                                    + " ("
+                                    + e.getStatusCode().value()
+                                    + "): "
+                                    + e.getResponseBodyAsString(),
+                            e)
+                    .with("controlApiStatus", e.getStatusCode().value());
+        } catch (ResourceAccessException e) {
+            throw PublishProblems.CONTROL_API_FAILED.exception(
+                    "control-api did not answer while trying to " + what + ": " + e.getMessage(),
+                    e);
+        }
+    }
+
+    /** Retry only what may pass on a second try. */
+    static boolean isTransient(Throwable e) {
+        return e instanceof ResourceAccessException
+                || (e instanceof RestClientResponseException r
+                        && (r.getStatusCode().value() == 503 || r.getStatusCode().value() == 429));
+    }
+
+    static GenerationLayout toLayout(String model, long generation, GenerationManifest manifest) {
+        Map<String, List<GenerationLayout.Fragment>> byTensor = new HashMap<>();
+        Map<String, TensorSpec> specs = new HashMap<>();
+        for (TensorSpec t : manifest.getManifest().getTensors()) {
+            specs.put(t.getName(), t);
+            byTensor.put(t.getName(), new ArrayList<>());
+        }
+        for (StoredFragment f : manifest.getFragments()) {
+            TensorSpec t = specs.get(f.getTensor());
+            if (t == null) {
+                throw mismatch("fragment " + f.getKey() + " names unknown tensor " + f.getTensor());
+            }
+            byTensor.get(t.getName()).add(contiguous(t, f));
+        }
+        Map<String, GenerationLayout.Tensor> tensors = new HashMap<>();
+        for (TensorSpec t : specs.values()) {
+            List<GenerationLayout.Fragment> fragments = byTensor.get(t.getName());
+            fragments.sort(Comparator.comparingLong(GenerationLayout.Fragment::firstElement));
+            tensors.put(
+                    t.getName(),
+                    new GenerationLayout.Tensor(
+                            t.getName(),
+                            t.getShape(),
+                            ElementType.ofApiName(t.getTrainerDtype().getValue()),
+                            ElementType.ofApiName(t.getRolloutDtype().getValue()),
+                            numel(t.getShape(), 0),
+                            fragments));
+        }
+        return new GenerationLayout(model, generation, tensors);
+    }
+
+    /** A fragment as an element range; only dim-0 splits (contiguous runs) are publishable. */
+    private static GenerationLayout.Fragment contiguous(TensorSpec t, StoredFragment f) {
+        List<Long> shape = t.getShape();
+        List<Long> offset = f.getOffset();
+        List<Long> extent = f.getShape();
+        if (offset.size() != shape.size() || extent.size() != shape.size()) {
+            throw mismatch("fragment " + f.getKey() + " has the wrong rank");
+        }
+        for (int d = 1; d < shape.size(); d++) {
+            if (offset.get(d) != 0 || !extent.get(d).equals(shape.get(d))) {
+                throw mismatch(
+                        "fragment "
+                                + f.getKey()
+                                + " is not a dim-0 slice of "
+                                + t.getName()
+                                + "; only contiguous fragments can be published");
+            }
+        }
+        long inner = numel(shape, 1);
+        long first = shape.isEmpty() ? 0 : offset.get(0) * inner;
+        return new GenerationLayout.Fragment(f.getKey(), first, numel(extent, 0));
+    }
+
+    private static long numel(List<Long> shape, int from) {
+        long n = 1;
+        for (int d = from; d < shape.size(); d++) {
+            n = Math.multiplyExact(n, shape.get(d));
+        }
+        return n;
+    }
+
+    private static RelayException mismatch(String detail) {
+        return PublishProblems.MANIFEST_MISMATCH.exception(detail);
+    }
+}

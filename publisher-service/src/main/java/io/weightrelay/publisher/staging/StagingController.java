@@ -1,0 +1,45 @@
+package io.weightrelay.publisher.staging;
+
+import io.weightrelay.api.publisher.model.Reservation;
+import io.weightrelay.api.publisher.model.ReservationRequest;
+import io.weightrelay.api.publisher.model.StagingInfo;
+import io.weightrelay.api.publisher.server.StagingApi;
+import io.weightrelay.publisher.segment.SegmentProperties;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.RestController;
+
+/** Where staging is, reservations and their release. */
+@RestController
+class StagingController implements StagingApi {
+
+    private final StagingArea staging;
+    private final SegmentProperties segment;
+
+    StagingController(StagingArea staging, SegmentProperties segment) {
+        this.staging = staging;
+        this.segment = segment;
+    }
+
+    @Override
+    public ResponseEntity<StagingInfo> getStaging() {
+        return ResponseEntity.ok(
+                new StagingInfo(
+                                staging.path().toString(),
+                                staging.capacity(),
+                                staging.freeBytes(),
+                                staging.maxBatchBytes())
+                        .node(segment.node()));
+    }
+
+    @Override
+    public ResponseEntity<Reservation> reserveStaging(ReservationRequest request) {
+        StagingArea.Reservation r = staging.reserve(request.getBytes());
+        return ResponseEntity.ok(new Reservation(r.id(), r.offset(), r.size()));
+    }
+
+    @Override
+    public ResponseEntity<Void> releaseStaging(String reservationId) {
+        staging.release(reservationId);
+        return ResponseEntity.noContent().build();
+    }
+}

@@ -1,0 +1,63 @@
+package io.weightrelay.publisher.web;
+
+import static io.weightrelay.service.security.Role.LOADER;
+import static io.weightrelay.service.security.Role.OPERATOR;
+import static io.weightrelay.service.security.Role.TRAINER;
+
+import io.weightrelay.service.security.Access;
+import io.weightrelay.service.security.AccessPolicy;
+import jakarta.servlet.http.HttpServletRequest;
+import java.util.regex.Pattern;
+import org.springframework.stereotype.Component;
+
+/**
+ * Who may call what. Trainer ranks stage and hand over; the staging path is told only to them.
+ * Checkpoint save and restore are operator duties (control-api calls them with an operator token).
+ * Status and segment reads are open to every role; anything not listed needs an operator.
+ */
+@Component
+class PublisherAccessPolicy implements AccessPolicy {
+
+    private static final String SEG = "[^/]+";
+    private static final String GEN = "/api/v1/models/" + SEG + "/generations/" + SEG;
+
+    private static final Access READ = Access.roles(OPERATOR, TRAINER, LOADER);
+    private static final Access STAGE = Access.roles(TRAINER);
+    private static final Access STAGE_OR_OPERATE = Access.roles(TRAINER, OPERATOR);
+    private static final Access OPERATE = Access.roles(OPERATOR);
+
+    private record Rule(String method, Pattern path, Access access) {}
+
+    private static final Rule[] RULES = {
+        rule("GET", "/api/v1/staging", STAGE_OR_OPERATE),
+        rule("POST", "/api/v1/staging/reservations", STAGE),
+        rule("DELETE", "/api/v1/staging/reservations/" + SEG, STAGE_OR_OPERATE),
+        rule("PUT", GEN, STAGE),
+        rule("POST", GEN + "/batches", STAGE),
+        rule("POST", GEN + "/finish", STAGE),
+        rule("POST", "/api/v1/checkpoints/save", OPERATE),
+        rule("POST", "/api/v1/checkpoints/restore", OPERATE),
+    };
+
+    private static Rule rule(String method, String path, Access access) {
+        return new Rule(method, Pattern.compile(path), access);
+    }
+
+    @Override
+    public Access access(HttpServletRequest request) {
+        String path = request.getRequestURI().substring(request.getContextPath().length());
+        if (AccessPolicy.isPublicDocsOrHealth(path)) {
+            return Access.anonymous();
+        }
+        String method = request.getMethod();
+        for (Rule rule : RULES) {
+            if (rule.method().equals(method) && rule.path().matcher(path).matches()) {
+                return rule.access();
+            }
+        }
+        if (path.startsWith("/api/v1/") && ("GET".equals(method) || "HEAD".equals(method))) {
+            return READ;
+        }
+        return OPERATE;
+    }
+}

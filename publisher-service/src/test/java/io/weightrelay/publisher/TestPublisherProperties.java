@@ -1,0 +1,39 @@
+package io.weightrelay.publisher;
+
+import io.weightrelay.service.test.RedisTestSupport;
+import java.util.UUID;
+import org.springframework.test.context.DynamicPropertyRegistry;
+
+/** Small, private settings for a publisher under test: its own key prefix, segment and staging. */
+public final class TestPublisherProperties {
+
+    /** The trainer-role token every test publisher accepts. */
+    public static final String TRAINER_TOKEN = "test-trainer-token-0123456789";
+
+    /** The operator-role token every test publisher accepts. */
+    public static final String OPERATOR_TOKEN = "test-operator-token-0123456789";
+
+    private TestPublisherProperties() {}
+
+    /** Registers the settings; returns the data-plane key prefix the test's objects live under. */
+    public static String register(DynamicPropertyRegistry registry, String test, String node) {
+        String prefix = RedisTestSupport.uniqueKeyPrefix(test);
+        String id = UUID.randomUUID().toString().substring(0, 8);
+        RedisTestSupport.register(registry);
+        registry.add("relay.segment.redis-uri", () -> RedisTestSupport.endpoint().uri());
+        registry.add("relay.segment.key-prefix", () -> prefix);
+        registry.add("relay.segment.node", () -> node);
+        registry.add("relay.segment.name", () -> "publisher-" + node + "-" + id);
+        registry.add("relay.segment.size", () -> "16MB");
+        registry.add("relay.staging.path", () -> "/dev/shm/wr-test-staging-" + id);
+        registry.add("relay.staging.capacity", () -> "4MB");
+        registry.add("relay.staging.max-batch-bytes", () -> "1MB");
+        registry.add("relay.publish.worker-threads", () -> "2");
+        registry.add("relay.segment.register", () -> "false");
+        // Several registration calls per batch, so the chunked path runs in every test.
+        registry.add("relay.publish.register-chunk", () -> "4");
+        registry.add("relay.security.tokens.trainer[0]", () -> TRAINER_TOKEN);
+        registry.add("relay.security.tokens.operator[0]", () -> OPERATOR_TOKEN);
+        return prefix;
+    }
+}

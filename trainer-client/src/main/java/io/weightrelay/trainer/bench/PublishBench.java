@@ -1,0 +1,423 @@
+package io.weightrelay.trainer.bench;
+
+import io.weightrelay.api.control.client.GenerationsApi;
+import io.weightrelay.api.control.client.invoker.ApiClient;
+import io.weightrelay.api.publisher.client.model.TransportCounters;
+import io.weightrelay.reshard.assign.PublisherAssignment;
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.topology.Node;
+import io.weightrelay.reshard.topology.Role;
+import io.weightrelay.reshard.topology.Topology;
+import io.weightrelay.trainer.client.Dtypes;
+import io.weightrelay.trainer.client.PublisherClient;
+import io.weightrelay.trainer.client.RankPublisher;
+import io.weightrelay.trainer.client.RestCoordinator;
+import io.weightrelay.trainer.client.TrainerSession;
+import io.weightrelay.trainer.sim.Args;
+import io.weightrelay.trainer.sim.DeterministicWeights;
+import io.weightrelay.trainer.sim.SimulatedTrainer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.UUID;
+import java.util.zip.ZipFile;
+
+/**
+ * {@code ./relay bench publish --model qwen2.5-0.5b --trainer-nodes 2}: starts control-api and one
+ * publisher-service per trainer node as child JVMs on loopback ports (their executable jars),
+ * publishes a warm-up generation, then measures one generation from the first batch handed over
+ * (the ranks have written their bytes into staging by then) to the committed generation, and prints
+ * one JSON line:
+ *
+ * <ul>
+ *   <li>{@code bytes}: bytes published (stored, rollout dtype)
+ *   <li>{@code publish_s}, {@code publish_gbps} (GB/s, 10^9 bytes)
+ *   <li>{@code memcpy_gbps}: the same staged bytes copied once in this process after each measured
+ *       run, one thread (the best of the runs, like {@code publish_s})
+ *   <li>{@code publish_vs_memcpy}: the ratio
+ *   <li>{@code network_bytes}: tcp bytes the publishers' engines moved during all measured runs
+ *   <li>diagnostics: {@code services_cpu_s} (CPU the child services used during the fastest run,
+ *       staging included) and {@code load_avg} (the machine's load, which these figures follow)
+ * </ul>
+ *
+ * Flags: {@code --trainer-dtype bf16 --rollout-dtype bf16 --seed 1 --max-batch-bytes 536870912
+ * --in-flight 4 --warmup 2 --repeat 3 --redis-host 127.0.0.1 --redis-port 6379 --publisher-jar
+ * <exec jar> --control-jar <exec jar> --root <repo> --keep-logs}.
+ */
+public final class PublishBench {
+
+    private static final String TRAINER_TOKEN = "bench-trainer-" + UUID.randomUUID();
+    private static final String OPERATOR_TOKEN = "bench-operator-" + UUID.randomUUID();
+    private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
+
+    private PublishBench() {}
+
+    public static void main(String[] argv) throws Exception {
+        Args args = new Args(argv);
+        String model = args.get("model", "qwen2.5-0.5b");
+        int nodes = args.getInt("trainer-nodes", 2);
+        int repeat = Math.max(1, args.getInt("repeat", 3));
+        int warmups = Math.max(1, args.getInt("warmup", 2));
+        long maxBatch = args.getLong("max-batch-bytes", 512L << 20);
+        int inFlight = args.getInt("in-flight", 4);
+        DType trainerDtype = Dtypes.parse(args.get("trainer-dtype", "bf16"));
+        DType rolloutDtype = Dtypes.parse(args.get("rollout-dtype", "bf16"));
+        long seed = args.getLong("seed", 1);
+        Path root =
+                Path.of(args.get("root", System.getProperty("relay.root", "."))).toAbsolutePath();
+        Path publisherJar =
+                args.has("publisher-jar")
+                        ? Path.of(args.get("publisher-jar", null))
+                        : findJar(root, "publisher-service");
+        Path controlJar =
+                args.has("control-jar")
+                        ? Path.of(args.get("control-jar", null))
+                        : findJar(root, "control-api");
+        String redisHost = args.get("redis-host", "127.0.0.1");
+        int redisPort = args.getInt("redis-port", 6379);
+
+        SourceManifest manifest =
+                SimulatedTrainer.manifest(model, trainerDtype, rolloutDtype, MAX_FRAGMENT);
+        List<String> names = new ArrayList<>();
+        List<Node> topology = new ArrayList<>();
+        for (int i = 0; i < nodes; i++) {
+            names.add(Topology.trainerNodeName(i));
+            topology.add(new Node(names.get(i), Role.TRAINER, 1, 100));
+        }
+        long maxNodeBytes = 0;
+        for (long b : PublisherAssignment.assign(manifest, new Topology(topology)).bytesPerNode()) {
+            maxNodeBytes = Math.max(maxNodeBytes, b);
+        }
+        long stagedPerNode =
+                maxNodeBytes / rolloutDtype.bytes() * trainerDtype.bytes() + (64L << 20);
+        // The ranks write everything before the first hand-over when a node's share fits one
+        // staging mapping; otherwise they write and hand over in turn (then publish_s includes
+        // writing, and the output says stage_all=false).
+        long maxStaging = 3L << 29; // 1.5 GiB, well inside one Java mapping
+        boolean stageAll = stagedPerNode + maxBatch <= maxStaging;
+        long stagingCapacity =
+                stageAll
+                        ? roundUp(stagedPerNode + maxBatch)
+                        : roundUp(Math.min(4 * maxBatch, maxStaging));
+        // Room for two generations: the measured one lands while the warm-up one is active.
+        long segmentSize = roundUp(2 * maxNodeBytes + (64L << 20));
+
+        String run = UUID.randomUUID().toString().substring(0, 8);
+        String dataplanePrefix = "wr:bench:" + run + ":dp:";
+        Path logs = Files.createTempDirectory("wr-bench-" + run);
+        List<ChildProcess> children = new ArrayList<>();
+        try {
+            int controlPort = freePort();
+            ChildProcess control =
+                    ChildProcess.start(
+                            "control-api",
+                            controlJar,
+                            "512m",
+                            args.all("control-jvm-arg"),
+                            controlPort,
+                            concat(
+                                    args.all("control-arg"),
+                                    "--spring.data.redis.host=" + redisHost,
+                                    "--spring.data.redis.port=" + redisPort,
+                                    "--relay.redis.key-prefix=wr:bench:" + run + ":",
+                                    "--relay.store.key-prefix=" + dataplanePrefix,
+                                    "--relay.generations.scheduled-gc=false",
+                                    "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
+                                    "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN),
+                            logs);
+            children.add(control);
+            Map<String, PublisherClient> publishers = new LinkedHashMap<>();
+            List<ChildProcess> publisherProcesses = new ArrayList<>();
+            for (int i = 0; i < nodes; i++) {
+                int port = freePort();
+                ChildProcess p =
+                        ChildProcess.start(
+                                "publisher-" + names.get(i),
+                                publisherJar,
+                                "384m",
+                                jvmArgs(args.all("publisher-jvm-arg"), names.get(i)),
+                                port,
+                                concat(
+                                        args.all("publisher-arg"),
+                                        "--relay.segment.node=" + names.get(i),
+                                        "--relay.segment.name=bench-" + run + "-" + names.get(i),
+                                        "--relay.segment.size=" + segmentSize + "B",
+                                        "--relay.segment.redis-uri=redis://"
+                                                + redisHost
+                                                + ":"
+                                                + redisPort,
+                                        "--relay.segment.key-prefix=" + dataplanePrefix,
+                                        "--relay.staging.path=/dev/shm/wr-bench-staging-"
+                                                + run
+                                                + "-"
+                                                + i,
+                                        "--relay.staging.capacity=" + stagingCapacity + "B",
+                                        "--relay.staging.max-batch-bytes=" + maxBatch + "B",
+                                        "--relay.publish.control-api-url=" + control.baseUrl(),
+                                        "--relay.publish.control-api-token=" + TRAINER_TOKEN,
+                                        "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
+                                        "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN),
+                                logs);
+                children.add(p);
+                publisherProcesses.add(p);
+                publishers.put(
+                        names.get(i),
+                        PublisherClient.connect(p.baseUrl(), TRAINER_TOKEN, Duration.ofMinutes(5)));
+            }
+            control.awaitHealthy(Duration.ofMinutes(3));
+            for (ChildProcess p : publisherProcesses) {
+                p.awaitHealthy(Duration.ofMinutes(3));
+            }
+
+            RestCoordinator coordinator =
+                    new RestCoordinator(
+                            control.baseUrl(), TRAINER_TOKEN, Duration.ofMinutes(2), MAX_FRAGMENT);
+            RankPublisher.Options options =
+                    new RankPublisher.Options(true, inFlight, stageAll, Duration.ofMinutes(2));
+            TrainerSession session = new TrainerSession(coordinator, publishers, options);
+
+            TrainerSession.Outcome cold =
+                    session.publish(manifest, 0, g -> new DeterministicWeights(seed, g));
+            GenerationsApi operator = operatorClient(control.baseUrl());
+            // More warm-up generations so the services' JIT has compiled the publish path.
+            for (int step = 1; step < warmups; step++) {
+                operator.collectGarbage(model);
+                session.publish(manifest, step, g -> new DeterministicWeights(seed, g));
+            }
+            List<Measured> runs = new ArrayList<>();
+            for (int step = warmups; step < warmups + repeat; step++) {
+                // The previous generations are retired; collect them so the segments keep room
+                // for the next one (outside the measured interval).
+                operator.collectGarbage(model);
+                long tcpBefore = tcpBytes(publishers);
+                long stageStarted = System.nanoTime();
+                Duration cpuBefore = cpu(children);
+                List<Duration> eachBefore = children.stream().map(ChildProcess::cpu).toList();
+                TrainerSession.Outcome o =
+                        session.publish(manifest, step, g -> new DeterministicWeights(seed, g));
+                Duration cpuUsed = cpu(children).minus(cpuBefore);
+                StringBuilder each = new StringBuilder();
+                for (int c = 0; c < children.size(); c++) {
+                    each.append(each.length() == 0 ? "" : ",")
+                            .append(
+                                    String.format(
+                                            Locale.ROOT,
+                                            "\"%s\":%.3f",
+                                            children.get(c).name(),
+                                            children.get(c).cpu().minus(eachBefore.get(c)).toNanos()
+                                                    / 1e9));
+                }
+                long network = tcpBytes(publishers) - tcpBefore;
+                runs.add(
+                        new Measured(
+                                o,
+                                stageStarted,
+                                network,
+                                memcpyGbps(publishers, o),
+                                cpuUsed,
+                                each.toString()));
+            }
+            Measured best =
+                    runs.stream().min(Comparator.comparingDouble(Measured::publishSeconds)).get();
+            double memcpy = runs.stream().mapToDouble(Measured::memcpyGbps).max().getAsDouble();
+            long network = runs.stream().mapToLong(Measured::networkBytes).sum();
+            long bytes = manifest.totalBytes();
+            double publishGbps = bytes / best.publishSeconds() / 1e9;
+            StringBuilder all = new StringBuilder();
+            for (Measured m : runs) {
+                all.append(all.length() == 0 ? "" : ",")
+                        .append(String.format(Locale.ROOT, "%.4f", m.publishSeconds()));
+            }
+            System.out.println(
+                    String.format(
+                            Locale.ROOT,
+                            "{\"model\":\"%s\",\"trainer_nodes\":%d,\"dtype\":\"%s->%s\","
+                                    + "\"bytes\":%d,\"publish_s\":%.4f,\"publish_gbps\":%.3f,"
+                                    + "\"memcpy_gbps\":%.3f,\"publish_vs_memcpy\":%.3f,"
+                                    + "\"network_bytes\":%d,\"publish_s_runs\":[%s],"
+                                    + "\"cold_publish_s\":%.4f,\"stage_s\":%.4f,"
+                                    + "\"hand_over_s\":%.4f,\"commit_s\":%.4f,"
+                                    + "\"services_cpu_s\":%.3f,\"cpu_s\":{%s},\"load_avg\":%.1f,"
+                                    + "\"stage_all\":%b,\"max_batch_bytes\":%d,\"generation\":%d}",
+                            model,
+                            nodes,
+                            Dtypes.apiName(trainerDtype),
+                            Dtypes.apiName(rolloutDtype),
+                            bytes,
+                            best.publishSeconds(),
+                            publishGbps,
+                            memcpy,
+                            publishGbps / memcpy,
+                            network,
+                            all,
+                            (cold.committedNanos() - cold.firstHandOverNanos()) / 1e9,
+                            (best.outcome().firstHandOverNanos() - best.stageStarted()) / 1e9,
+                            (best.outcome().finishedNanos() - best.outcome().firstHandOverNanos())
+                                    / 1e9,
+                            (best.outcome().committedNanos() - best.outcome().finishedNanos())
+                                    / 1e9,
+                            best.servicesCpu().toNanos() / 1e9,
+                            best.cpuByService(),
+                            ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage(),
+                            stageAll,
+                            maxBatch,
+                            best.outcome().generation()));
+        } catch (RuntimeException e) {
+            for (ChildProcess c : children) {
+                System.err.println("---- " + c.baseUrl() + " ----\n" + c.tail());
+            }
+            throw e;
+        } finally {
+            for (ChildProcess c : children) {
+                c.close();
+            }
+            if (!args.has("keep-logs")) {
+                deleteQuietly(logs);
+            }
+        }
+    }
+
+    /** One measured generation. */
+    private record Measured(
+            TrainerSession.Outcome outcome,
+            long stageStarted,
+            long networkBytes,
+            double memcpyGbps,
+            Duration servicesCpu,
+            String cpuByService) {
+        double publishSeconds() {
+            return (outcome.committedNanos() - outcome.firstHandOverNanos()) / 1e9;
+        }
+    }
+
+    private static Duration cpu(List<ChildProcess> children) {
+        Duration total = Duration.ZERO;
+        for (ChildProcess c : children) {
+            total = total.plus(c.cpu());
+        }
+        return total;
+    }
+
+    private static GenerationsApi operatorClient(String baseUrl) {
+        ApiClient client = new ApiClient();
+        client.setBasePath(baseUrl);
+        client.setBearerToken(OPERATOR_TOKEN);
+        return new GenerationsApi(client);
+    }
+
+    /** JVM options for one publisher; {@code {node}} becomes its node name. */
+    private static List<String> jvmArgs(List<String> options, String node) {
+        return options.stream().map(o -> o.replace("{node}", node)).toList();
+    }
+
+    private static List<String> concat(List<String> extra, String... fixed) {
+        List<String> all = new ArrayList<>(List.of(fixed));
+        all.addAll(extra);
+        return all;
+    }
+
+    private static long tcpBytes(Map<String, PublisherClient> publishers) {
+        long total = 0;
+        for (PublisherClient p : publishers.values()) {
+            TransportCounters c = p.segment().getTransport();
+            total += c.getTcpRead() + c.getTcpWritten();
+        }
+        return total;
+    }
+
+    /**
+     * Copies the bytes each node staged for the measured generation, from its staging mapping into
+     * one pre-touched destination, once; the bytes are still in staging after the publish.
+     */
+    private static double memcpyGbps(
+            Map<String, PublisherClient> publishers, TrainerSession.Outcome outcome) {
+        long largest = 0;
+        for (RankPublisher.Result r : outcome.ranks()) {
+            largest = Math.max(largest, r.bytes());
+        }
+        ByteBuffer destination = ByteBuffer.allocateDirect(Math.toIntExact(largest));
+        for (int i = 0; i < destination.capacity(); i += 4096) {
+            destination.put(i, (byte) 1);
+        }
+        long copied = 0;
+        long nanos = 0;
+        for (RankPublisher.Result r : outcome.ranks()) {
+            ByteBuffer source =
+                    publishers.get(r.node()).stagingBuffer().slice(0, Math.toIntExact(r.bytes()));
+            ByteBuffer target = destination.duplicate().clear();
+            long started = System.nanoTime();
+            target.put(source);
+            nanos += System.nanoTime() - started;
+            copied += r.bytes();
+        }
+        return copied / (nanos / 1e9) / 1e9;
+    }
+
+    private static Path findJar(Path root, String module) {
+        Path target = root.resolve(module).resolve("target");
+        try (DirectoryStream<Path> jars =
+                Files.newDirectoryStream(target, module + "-*-exec.jar")) {
+            for (Path jar : jars) {
+                return jar;
+            }
+        } catch (IOException e) {
+            // fall through to the message below
+        }
+        throw new IllegalStateException(
+                "no "
+                        + module
+                        + "-*-exec.jar under "
+                        + target
+                        + "; build it (mvn -pl "
+                        + module
+                        + " -am package -DskipTests) or pass --"
+                        + (module.equals("control-api") ? "control" : "publisher")
+                        + "-jar");
+    }
+
+    private static boolean isExecutable(Path jar) {
+        try (ZipFile zip = new ZipFile(jar.toFile())) {
+            return zip.getEntry("BOOT-INF/classes/") != null;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static int freePort() {
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static long roundUp(long bytes) {
+        long mib = 1L << 20;
+        return (bytes + mib - 1) / mib * mib;
+    }
+
+    private static void deleteQuietly(Path dir) {
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
+            for (Path f : files) {
+                Files.deleteIfExists(f);
+            }
+            Files.deleteIfExists(dir);
+        } catch (IOException e) {
+            // logs in /tmp; harmless
+        }
+    }
+}

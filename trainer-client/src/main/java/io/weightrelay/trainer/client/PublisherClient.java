@@ -1,0 +1,221 @@
+package io.weightrelay.trainer.client;
+
+import io.weightrelay.api.publisher.client.OwnerApi;
+import io.weightrelay.api.publisher.client.PublishApi;
+import io.weightrelay.api.publisher.client.StagingApi;
+import io.weightrelay.api.publisher.client.invoker.ApiClient;
+import io.weightrelay.api.publisher.client.model.PublishBatchRequest;
+import io.weightrelay.api.publisher.client.model.PublishBatchResult;
+import io.weightrelay.api.publisher.client.model.PublishStatus;
+import io.weightrelay.api.publisher.client.model.Reservation;
+import io.weightrelay.api.publisher.client.model.ReservationRequest;
+import io.weightrelay.api.publisher.client.model.SegmentInfo;
+import io.weightrelay.api.publisher.client.model.StagedTensor;
+import io.weightrelay.api.publisher.client.model.StagingInfo;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.List;
+import java.util.function.Supplier;
+import org.springframework.http.client.SimpleClientHttpRequestFactory;
+import org.springframework.web.client.RestClient;
+import org.springframework.web.client.RestClientResponseException;
+
+/**
+ * One rank's connection to its node's publisher-service: REST calls of the protocol and the mapped
+ * staging area. The staging file is mapped read-write once, on first use.
+ *
+ * <p>Thread safe; share one per node and process.
+ */
+public final class PublisherClient {
+
+    private final String baseUrl;
+    private final StagingApi staging;
+    private final PublishApi publish;
+    private final OwnerApi owner;
+    private volatile StagingInfo info;
+    private volatile MappedByteBuffer mapped;
+
+    private PublisherClient(String baseUrl, ApiClient client) {
+        this.baseUrl = baseUrl;
+        this.staging = new StagingApi(client);
+        this.publish = new PublishApi(client);
+        this.owner = new OwnerApi(client);
+    }
+
+    /**
+     * A client of the publisher at {@code baseUrl}.
+     *
+     * @param token bearer token of the trainer role, or null when the service runs without tokens
+     * @param timeout connect and read timeout of one call (a batch call converts and stores)
+     */
+    public static PublisherClient connect(String baseUrl, String token, Duration timeout) {
+        SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
+        factory.setConnectTimeout(timeout);
+        factory.setReadTimeout(timeout);
+        RestClient rest =
+                ApiClient.buildRestClientBuilder(
+                                ApiClient.createDefaultMapper(ApiClient.createDefaultDateFormat()))
+                        .requestFactory(factory)
+                        .build();
+        ApiClient client = new ApiClient(rest);
+        client.setBasePath(baseUrl);
+        if (token != null && !token.isEmpty()) {
+            client.setBearerToken(token);
+        }
+        return new PublisherClient(baseUrl, client);
+    }
+
+    public String baseUrl() {
+        return baseUrl;
+    }
+
+    /** {@code GET /api/v1/staging}, cached after the first call. */
+    public StagingInfo stagingInfo() {
+        StagingInfo i = info;
+        if (i == null) {
+            i = info = call("read staging info", staging::getStaging);
+        }
+        return i;
+    }
+
+    /** The node's staging area, mapped read-write (absolute positions are staging offsets). */
+    public ByteBuffer stagingBuffer() {
+        MappedByteBuffer m = mapped;
+        if (m == null) {
+            synchronized (this) {
+                m = mapped;
+                if (m == null) {
+                    StagingInfo i = stagingInfo();
+                    try (FileChannel channel =
+                            FileChannel.open(
+                                    Path.of(i.getPath()),
+                                    StandardOpenOption.READ,
+                                    StandardOpenOption.WRITE)) {
+                        m =
+                                mapped =
+                                        channel.map(
+                                                FileChannel.MapMode.READ_WRITE, 0, i.getCapacity());
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(
+                                "cannot map staging "
+                                        + i.getPath()
+                                        + " of "
+                                        + baseUrl
+                                        + " (a rank must run on the publisher's node)",
+                                e);
+                    }
+                }
+            }
+        }
+        return m.duplicate().clear();
+    }
+
+    /**
+     * Reserves room for one batch, waiting while staging is full (429) for at most {@code maxWait}.
+     */
+    public Reservation reserve(long bytes, Duration maxWait) {
+        long deadline = System.nanoTime() + maxWait.toNanos();
+        while (true) {
+            try {
+                return staging.reserveStaging(new ReservationRequest().bytes(bytes));
+            } catch (RestClientResponseException e) {
+                if (e.getStatusCode().value() != 429 || System.nanoTime() > deadline) {
+                    throw RelayCallException.of(baseUrl, "reserve " + bytes + " bytes", e);
+                }
+                sleep(retryAfter(e));
+            } catch (RuntimeException e) {
+                throw RelayCallException.of(baseUrl, "reserve " + bytes + " bytes", e);
+            }
+        }
+    }
+
+    /** Gives a reservation back unused. */
+    public void release(String reservationId) {
+        call(
+                "release reservation " + reservationId,
+                () -> {
+                    staging.releaseStaging(reservationId);
+                    return null;
+                });
+    }
+
+    /** Hands over one batch: one REST call, however many tensors it holds. */
+    public PublishBatchResult handOver(
+            String model, long generation, String reservationId, List<StagedTensor> tensors) {
+        return call(
+                "hand over batch of "
+                        + tensors.size()
+                        + " tensor(s) of "
+                        + model
+                        + "/"
+                        + generation,
+                () ->
+                        publish.publishBatch(
+                                model,
+                                generation,
+                                new PublishBatchRequest()
+                                        .reservationId(reservationId)
+                                        .tensors(tensors)));
+    }
+
+    /** Prepares the node for the generation (its layout is loaded before the first batch). */
+    public PublishStatus open(String model, long generation) {
+        return call(
+                "open " + model + "/" + generation, () -> publish.openPublish(model, generation));
+    }
+
+    /** Finishes this node's part of the generation. */
+    public PublishStatus finish(String model, long generation) {
+        return call(
+                "finish " + model + "/" + generation,
+                () -> publish.finishPublish(model, generation));
+    }
+
+    public PublishStatus status(String model, long generation) {
+        return call(
+                "read status of " + model + "/" + generation,
+                () -> publish.getPublishStatus(model, generation));
+    }
+
+    public SegmentInfo segment() {
+        return call("read segment info", owner::getSegmentInfo);
+    }
+
+    private <T> T call(String what, Supplier<T> body) {
+        try {
+            return body.get();
+        } catch (RuntimeException e) {
+            throw RelayCallException.of(baseUrl, what, e);
+        }
+    }
+
+    private static Duration retryAfter(RestClientResponseException e) {
+        String ms =
+                e.getResponseHeaders() == null
+                        ? null
+                        : e.getResponseHeaders().getFirst("Retry-After-Ms");
+        if (ms != null) {
+            return Duration.ofMillis(Long.parseLong(ms));
+        }
+        String s =
+                e.getResponseHeaders() == null
+                        ? null
+                        : e.getResponseHeaders().getFirst("Retry-After");
+        return s == null ? Duration.ofMillis(200) : Duration.ofSeconds(Long.parseLong(s));
+    }
+
+    private static void sleep(Duration d) {
+        try {
+            Thread.sleep(Math.max(1, d.toMillis()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while staging was full", e);
+        }
+    }
+}
