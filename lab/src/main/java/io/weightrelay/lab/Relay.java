@@ -43,7 +43,7 @@ public final class Relay {
         COMMANDS.put(
                 "bench publish",
                 new Command(
-                        "io.weightrelay.trainer.bench.PublishBench",
+                        "io.weightrelay.lab.bench.PublishBench",
                         "bench publish --model M --trainer-nodes T"));
         COMMANDS.put(
                 "bench update",

@@ -1,4 +1,2 @@
-/**
- * The trainer side of weight-relay: the publish protocol library, the simulated trainer, the bench.
- */
+/** The trainer side of weight-relay: the publish protocol library and the simulated trainer. */
 package io.weightrelay.trainer;

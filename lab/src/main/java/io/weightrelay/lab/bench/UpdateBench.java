@@ -8,6 +8,7 @@ import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.RegisteredBuffer;
+import io.weightrelay.lab.cluster.ServiceProcess;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.assign.PublisherAssignment;
@@ -91,8 +92,7 @@ public final class UpdateBench {
         long seed = args.getLong("seed", 1);
         boolean verify = !args.has("no-verify");
         int warmups = args.getInt("warmup", 2);
-        Path root =
-                Path.of(args.get("root", System.getProperty("relay.root", "."))).toAbsolutePath();
+        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
         String redisHost = args.get("redis-host", "127.0.0.1");
         int redisPort = args.getInt("redis-port", 6379);
         String redisUri = "redis://" + redisHost + ":" + redisPort;

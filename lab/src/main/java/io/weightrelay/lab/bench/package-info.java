@@ -1,2 +1,5 @@
-/** {@code ./relay bench update}: the rollout-side update benchmark, services as child JVMs. */
+/**
+ * The end-to-end benchmarks, {@code ./relay bench publish} and {@code ./relay bench update}: the
+ * real services as child JVMs on loopback, the simulated trainer and rollout engines in this JVM.
+ */
 package io.weightrelay.lab.bench;

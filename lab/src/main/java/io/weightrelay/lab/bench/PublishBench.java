@@ -1,8 +1,9 @@
-package io.weightrelay.trainer.bench;
+package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
+import io.weightrelay.lab.cluster.ServiceProcess;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
@@ -19,9 +20,7 @@ import io.weightrelay.trainer.sim.Args;
 import io.weightrelay.trainer.sim.DeterministicWeights;
 import io.weightrelay.trainer.sim.SimulatedTrainer;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
-import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -34,7 +33,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
-import java.util.zip.ZipFile;
 
 /**
  * {@code ./relay bench publish --model qwen2.5-0.5b --trainer-nodes 2}: starts control-api and one
@@ -77,16 +75,15 @@ public final class PublishBench {
         DType trainerDtype = Dtypes.parse(args.get("trainer-dtype", "bf16"));
         DType rolloutDtype = Dtypes.parse(args.get("rollout-dtype", "bf16"));
         long seed = args.getLong("seed", 1);
-        Path root =
-                Path.of(args.get("root", System.getProperty("relay.root", "."))).toAbsolutePath();
+        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
         Path publisherJar =
                 args.has("publisher-jar")
                         ? Path.of(args.get("publisher-jar", null))
-                        : findJar(root, "publisher-service");
+                        : ServiceProcess.findJar(root, "publisher-service");
         Path controlJar =
                 args.has("control-jar")
                         ? Path.of(args.get("control-jar", null))
-                        : findJar(root, "control-api");
+                        : ServiceProcess.findJar(root, "control-api");
         String redisHost = args.get("redis-host", "127.0.0.1");
         int redisPort = args.getInt("redis-port", 6379);
 
@@ -119,16 +116,14 @@ public final class PublishBench {
         String run = UUID.randomUUID().toString().substring(0, 8);
         String dataplanePrefix = "wr:bench:" + run + ":dp:";
         Path logs = Files.createTempDirectory("wr-bench-" + run);
-        List<ChildProcess> children = new ArrayList<>();
+        List<ServiceProcess> children = new ArrayList<>();
         try {
-            int controlPort = freePort();
-            ChildProcess control =
-                    ChildProcess.start(
+            ServiceProcess control =
+                    ServiceProcess.start(
                             "control-api",
                             controlJar,
                             "512m",
                             args.all("control-jvm-arg"),
-                            controlPort,
                             concat(
                                     args.all("control-arg"),
                                     "--spring.data.redis.host=" + redisHost,
@@ -141,16 +136,14 @@ public final class PublishBench {
                             logs);
             children.add(control);
             Map<String, PublisherClient> publishers = new LinkedHashMap<>();
-            List<ChildProcess> publisherProcesses = new ArrayList<>();
+            List<ServiceProcess> publisherProcesses = new ArrayList<>();
             for (int i = 0; i < nodes; i++) {
-                int port = freePort();
-                ChildProcess p =
-                        ChildProcess.start(
+                ServiceProcess p =
+                        ServiceProcess.start(
                                 "publisher-" + names.get(i),
                                 publisherJar,
                                 "384m",
                                 jvmArgs(args.all("publisher-jvm-arg"), names.get(i)),
-                                port,
                                 concat(
                                         args.all("publisher-arg"),
                                         "--relay.segment.node=" + names.get(i),
@@ -179,7 +172,7 @@ public final class PublishBench {
                         PublisherClient.connect(p.baseUrl(), TRAINER_TOKEN, Duration.ofMinutes(5)));
             }
             control.awaitHealthy(Duration.ofMinutes(3));
-            for (ChildProcess p : publisherProcesses) {
+            for (ServiceProcess p : publisherProcesses) {
                 p.awaitHealthy(Duration.ofMinutes(3));
             }
 
@@ -206,7 +199,7 @@ public final class PublishBench {
                 long tcpBefore = tcpBytes(publishers);
                 long stageStarted = System.nanoTime();
                 Duration cpuBefore = cpu(children);
-                List<Duration> eachBefore = children.stream().map(ChildProcess::cpu).toList();
+                List<Duration> eachBefore = children.stream().map(ServiceProcess::cpu).toList();
                 TrainerSession.Outcome o =
                         session.publish(manifest, step, g -> new DeterministicWeights(seed, g));
                 Duration cpuUsed = cpu(children).minus(cpuBefore);
@@ -277,12 +270,12 @@ public final class PublishBench {
                             maxBatch,
                             best.outcome().generation()));
         } catch (RuntimeException e) {
-            for (ChildProcess c : children) {
+            for (ServiceProcess c : children) {
                 System.err.println("---- " + c.baseUrl() + " ----\n" + c.tail());
             }
             throw e;
         } finally {
-            for (ChildProcess c : children) {
+            for (ServiceProcess c : children) {
                 c.close();
             }
             if (!args.has("keep-logs")) {
@@ -304,9 +297,9 @@ public final class PublishBench {
         }
     }
 
-    private static Duration cpu(List<ChildProcess> children) {
+    private static Duration cpu(List<ServiceProcess> children) {
         Duration total = Duration.ZERO;
-        for (ChildProcess c : children) {
+        for (ServiceProcess c : children) {
             total = total.plus(c.cpu());
         }
         return total;
@@ -365,44 +358,6 @@ public final class PublishBench {
             copied += r.bytes();
         }
         return copied / (nanos / 1e9) / 1e9;
-    }
-
-    private static Path findJar(Path root, String module) {
-        Path target = root.resolve(module).resolve("target");
-        try (DirectoryStream<Path> jars =
-                Files.newDirectoryStream(target, module + "-*-exec.jar")) {
-            for (Path jar : jars) {
-                return jar;
-            }
-        } catch (IOException e) {
-            // fall through to the message below
-        }
-        throw new IllegalStateException(
-                "no "
-                        + module
-                        + "-*-exec.jar under "
-                        + target
-                        + "; build it (mvn -pl "
-                        + module
-                        + " -am package -DskipTests) or pass --"
-                        + (module.equals("control-api") ? "control" : "publisher")
-                        + "-jar");
-    }
-
-    private static boolean isExecutable(Path jar) {
-        try (ZipFile zip = new ZipFile(jar.toFile())) {
-            return zip.getEntry("BOOT-INF/classes/") != null;
-        } catch (IOException e) {
-            return false;
-        }
-    }
-
-    private static int freePort() {
-        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
     }
 
     private static long roundUp(long bytes) {

@@ -1,0 +1,393 @@
+package io.weightrelay.lab.cluster;
+
+import io.weightrelay.api.control.client.GenerationsApi;
+import io.weightrelay.api.control.client.invoker.ApiClient;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.lab.rollout.RolloutEngine;
+import io.weightrelay.lab.rollout.ShmVerifier;
+import io.weightrelay.reshard.assign.PublisherAssignment;
+import io.weightrelay.reshard.catalog.ModelCatalog;
+import io.weightrelay.reshard.catalog.Placements;
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.topology.Node;
+import io.weightrelay.reshard.topology.Role;
+import io.weightrelay.reshard.topology.Topology;
+import io.weightrelay.trainer.client.PublisherClient;
+import io.weightrelay.trainer.client.RankPublisher;
+import io.weightrelay.trainer.client.RestCoordinator;
+import io.weightrelay.trainer.client.TrainerSession;
+import io.weightrelay.trainer.sim.DeterministicWeights;
+import io.weightrelay.trainer.sim.SimulatedTrainer;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+/**
+ * A whole lab on this machine: control-api, one publisher per trainer node label and one loader per
+ * rollout instance, each a real service in its own JVM on loopback, with the simulated trainer and
+ * rollout engines driving them from this JVM over REST and shared memory. Everything it started is
+ * stopped by {@link #close()}. Not thread safe.
+ */
+public final class LabCluster implements AutoCloseable {
+
+    private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
+    private static final long MAX_BATCH = 128L << 20;
+    private static final Duration HEALTHY = Duration.ofMinutes(3);
+
+    /** What to run. Two trainer and two rollout node labels unless said otherwise. */
+    public record Spec(
+            String model,
+            int instances,
+            int tp,
+            Mode mode,
+            long seed,
+            int trainerNodes,
+            int rolloutNodes,
+            String redisHost,
+            int redisPort,
+            Path root) {
+
+        public static Spec of(String model, int instances, int tp, Mode mode) {
+            return new Spec(
+                    model, instances, tp, mode, 1, 2, 2, "127.0.0.1", 6379, ServiceProcess.home());
+        }
+
+        String redisUri() {
+            return "redis://" + redisHost + ":" + redisPort;
+        }
+    }
+
+    /** One update of every listed engine, started together, and how long until the last ended. */
+    public record Updates(double seconds, List<UpdateProgress> results) {
+
+        /** Fails naming the first instance that did not end UPDATED, with its failing peer. */
+        public Updates requireUpdated() {
+            for (UpdateProgress p : results) {
+                if (p.getOutcome() != UpdateOutcome.UPDATED) {
+                    throw new IllegalStateException(
+                            "update "
+                                    + p.getUpdateId()
+                                    + " ended "
+                                    + p.getOutcome()
+                                    + ": "
+                                    + p.getError()
+                                    + " (failing peer "
+                                    + p.getFailingPeer()
+                                    + ")");
+                }
+            }
+            return this;
+        }
+    }
+
+    private final Spec spec;
+    private final String run = UUID.randomUUID().toString().substring(0, 8);
+    private final String trainerToken = "lab-trainer-" + UUID.randomUUID();
+    private final String loaderToken = "lab-loader-" + UUID.randomUUID();
+    private final String operatorToken = "lab-operator-" + UUID.randomUUID();
+    private final Path logs;
+    private final SourceManifest manifest;
+    private final TargetPlacement placement;
+    private final List<ServiceProcess> children = new ArrayList<>();
+    private final List<ServiceProcess> loaders = new ArrayList<>();
+    private final List<RolloutEngine> engines = new ArrayList<>();
+    private ServiceProcess control;
+    private TrainerSession trainer;
+    private GenerationsApi operator;
+
+    private LabCluster(Spec spec) throws IOException {
+        this.spec = spec;
+        this.logs = Files.createTempDirectory("wr-lab-" + run);
+        this.manifest =
+                SimulatedTrainer.manifest(spec.model(), DType.BF16, DType.BF16, MAX_FRAGMENT);
+        this.placement =
+                Placements.of(
+                        ModelCatalog.layout(spec.model()),
+                        spec.rolloutNodes(),
+                        spec.instances(),
+                        spec.tp(),
+                        1,
+                        spec.mode(),
+                        1);
+    }
+
+    /** Starts every service, waits until all are healthy and registers every engine. */
+    public static LabCluster start(Spec spec) throws Exception {
+        LabCluster lab = new LabCluster(spec);
+        try {
+            lab.startServices();
+            return lab;
+        } catch (Exception | Error e) {
+            lab.dumpLogs();
+            lab.close();
+            throw e;
+        }
+    }
+
+    public SourceManifest manifest() {
+        return manifest;
+    }
+
+    public TargetPlacement placement() {
+        return placement;
+    }
+
+    public List<RolloutEngine> engines() {
+        return List.copyOf(engines);
+    }
+
+    public String controlUrl() {
+        return control.baseUrl();
+    }
+
+    public Path logs() {
+        return logs;
+    }
+
+    /** The simulated trainer publishes the generation of {@code step}; returns its id. */
+    public long publish(long step) {
+        return trainer.publish(manifest, step, g -> new DeterministicWeights(spec.seed(), g))
+                .generation();
+    }
+
+    /** Updates every engine to the active generation, all at once. */
+    public Updates updateAll() throws Exception {
+        return update(engines);
+    }
+
+    /** Checks every byte every engine's workers hold against {@code generation}'s contents. */
+    public long verifyAll(long generation) {
+        long verified = 0;
+        for (RolloutEngine engine : engines) {
+            verified += verify(engine, generation);
+        }
+        return verified;
+    }
+
+    public long verify(RolloutEngine engine, long generation) {
+        return new ShmVerifier(manifest, spec.seed(), generation).verify(engine.status());
+    }
+
+    /** Removes retired generations nobody holds, as a deployment's scheduled GC would. */
+    public void collectGarbage() {
+        operator.collectGarbage(spec.model());
+    }
+
+    /**
+     * Kills instance {@code index}'s loader as a crash would, starts a fresh one and registers the
+     * engine again in a group of its own, so that it can load the active generation alone: it reads
+     * the store itself, with no republish and no other instance involved.
+     */
+    public RolloutEngine restartInstance(int index) throws Exception {
+        ServiceProcess old = loaders.get(index);
+        old.kill();
+        children.remove(old);
+        String id = placement.instances().get(index);
+        ServiceProcess fresh = startLoader(id + "-restarted");
+        fresh.awaitHealthy(HEALTHY);
+        loaders.set(index, fresh);
+        RolloutEngine engine = new RolloutEngine(id, fresh.baseUrl(), loaderToken);
+        engine.register(
+                spec.model(),
+                "rebuild-" + id,
+                nodeOf(id),
+                RolloutEngine.workers(placement, id, manifest));
+        engines.set(index, engine);
+        return engine;
+    }
+
+    /** Updates the given engines together (for example one restarted instance). */
+    public Updates update(List<RolloutEngine> which) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(which.size());
+        try {
+            long started = System.nanoTime();
+            List<Future<UpdateProgress>> futures = new ArrayList<>();
+            for (RolloutEngine e : which) {
+                futures.add(
+                        pool.submit(
+                                () ->
+                                        e.await(
+                                                e.start(null, Duration.ofMinutes(10)).getUpdateId(),
+                                                Duration.ofMillis(10))));
+            }
+            List<UpdateProgress> results = new ArrayList<>();
+            for (Future<UpdateProgress> f : futures) {
+                results.add(f.get());
+            }
+            return new Updates((System.nanoTime() - started) / 1e9, results);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /** Prints every service's log tail to stderr (after a failure). */
+    public void dumpLogs() {
+        for (ServiceProcess c : children) {
+            System.err.println("---- " + c.name() + " ----\n" + c.tail());
+        }
+    }
+
+    @Override
+    public void close() {
+        for (ServiceProcess c : children) {
+            c.close();
+        }
+        children.clear();
+    }
+
+    private void startServices() throws Exception {
+        String dpPrefix = dataplanePrefix();
+        control =
+                track(
+                        ServiceProcess.start(
+                                "control-api",
+                                ServiceProcess.findJar(spec.root(), "control-api"),
+                                "512m",
+                                List.of(
+                                        "--spring.data.redis.host=" + spec.redisHost(),
+                                        "--spring.data.redis.port=" + spec.redisPort(),
+                                        "--relay.redis.key-prefix=wr:lab:" + run + ":",
+                                        "--relay.store.key-prefix=" + dpPrefix,
+                                        "--relay.generations.scheduled-gc=false",
+                                        "--relay.security.tokens.trainer[0]=" + trainerToken,
+                                        "--relay.security.tokens.loader[0]=" + loaderToken,
+                                        "--relay.security.tokens.operator[0]=" + operatorToken),
+                                logs));
+        Map<String, ServiceProcess> publishers = startPublishers(dpPrefix);
+        for (String id : placement.instances()) {
+            loaders.add(startLoader(id));
+        }
+        for (ServiceProcess c : children) {
+            c.awaitHealthy(HEALTHY);
+        }
+
+        ApiClient client = new ApiClient();
+        client.setBasePath(control.baseUrl());
+        client.setBearerToken(operatorToken);
+        operator = new GenerationsApi(client);
+
+        Map<String, PublisherClient> clients = new LinkedHashMap<>();
+        publishers.forEach(
+                (node, p) ->
+                        clients.put(
+                                node,
+                                PublisherClient.connect(
+                                        p.baseUrl(), trainerToken, Duration.ofMinutes(5))));
+        trainer =
+                new TrainerSession(
+                        new RestCoordinator(
+                                control.baseUrl(),
+                                trainerToken,
+                                Duration.ofMinutes(2),
+                                MAX_FRAGMENT),
+                        clients,
+                        new RankPublisher.Options(true, 2, true, Duration.ofMinutes(2)));
+
+        List<String> ids = placement.instances();
+        for (int i = 0; i < ids.size(); i++) {
+            String id = ids.get(i);
+            RolloutEngine engine = new RolloutEngine(id, loaders.get(i).baseUrl(), loaderToken);
+            engine.register(
+                    spec.model(),
+                    "lab",
+                    nodeOf(id),
+                    RolloutEngine.workers(placement, id, manifest));
+            engines.add(engine);
+        }
+    }
+
+    private Map<String, ServiceProcess> startPublishers(String dpPrefix) {
+        List<Node> trainers = new ArrayList<>();
+        for (int i = 0; i < spec.trainerNodes(); i++) {
+            trainers.add(new Node(Topology.trainerNodeName(i), Role.TRAINER, 1, 100));
+        }
+        long maxNodeBytes = 0;
+        for (long b : PublisherAssignment.assign(manifest, new Topology(trainers)).bytesPerNode()) {
+            maxNodeBytes = Math.max(maxNodeBytes, b);
+        }
+        long staging = roundUp(maxNodeBytes + (64L << 20) + MAX_BATCH);
+        // Room for two generations: the next lands while the active one is still served.
+        long segment = roundUp(2 * maxNodeBytes + (64L << 20));
+        Map<String, ServiceProcess> out = new LinkedHashMap<>();
+        for (int i = 0; i < spec.trainerNodes(); i++) {
+            String node = Topology.trainerNodeName(i);
+            out.put(
+                    node,
+                    track(
+                            ServiceProcess.start(
+                                    "publisher-" + node,
+                                    ServiceProcess.findJar(spec.root(), "publisher-service"),
+                                    "384m",
+                                    List.of(
+                                            "--relay.segment.node=" + node,
+                                            "--relay.segment.name=lab-" + run + "-" + node,
+                                            "--relay.segment.size=" + segment + "B",
+                                            "--relay.segment.redis-uri=" + spec.redisUri(),
+                                            "--relay.segment.key-prefix=" + dpPrefix,
+                                            "--relay.staging.path=/dev/shm/wr-lab-staging-"
+                                                    + run
+                                                    + "-"
+                                                    + i,
+                                            "--relay.staging.capacity=" + staging + "B",
+                                            "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
+                                            "--relay.publish.control-api-url=" + control.baseUrl(),
+                                            "--relay.publish.control-api-token=" + trainerToken,
+                                            "--relay.security.tokens.trainer[0]=" + trainerToken,
+                                            "--relay.security.tokens.operator[0]=" + operatorToken),
+                                    logs)));
+        }
+        return out;
+    }
+
+    private ServiceProcess startLoader(String name) {
+        return track(
+                ServiceProcess.start(
+                        "loader-" + name,
+                        ServiceProcess.findJar(spec.root(), "loader-service"),
+                        "384m",
+                        List.of(
+                                "--relay.loader.control-url=" + control.baseUrl(),
+                                "--relay.loader.token=" + loaderToken,
+                                "--relay.loader.redis-uri=" + spec.redisUri(),
+                                "--relay.loader.key-prefix=" + dataplanePrefix(),
+                                "--relay.security.tokens.loader[0]=" + loaderToken),
+                        logs));
+    }
+
+    private String nodeOf(String instance) {
+        return placement.workers().stream()
+                .filter(w -> w.instance().equals(instance))
+                .findFirst()
+                .map(Worker::node)
+                .orElseThrow();
+    }
+
+    private String dataplanePrefix() {
+        return "wr:lab:" + run + ":dp:";
+    }
+
+    private ServiceProcess track(ServiceProcess process) {
+        children.add(process);
+        return process;
+    }
+
+    private static long roundUp(long bytes) {
+        long mib = 1L << 20;
+        return (bytes + mib - 1) / mib * mib;
+    }
+}

@@ -1,0 +1,192 @@
+package io.weightrelay.lab.cluster;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One service started as a child JVM from its executable ({@code -exec}) jar on a free loopback
+ * port, its output in a log file. {@link #close()} stops it gracefully and waits; {@link #kill()}
+ * ends it at once, as a crash would. Not thread safe: one owner starts, watches and stops it.
+ */
+public final class ServiceProcess implements AutoCloseable {
+
+    private static final HttpClient HTTP =
+            HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+    private final String name;
+    private final Process process;
+    private final Path log;
+    private final int port;
+
+    private ServiceProcess(String name, Process process, Path log, int port) {
+        this.name = name;
+        this.process = process;
+        this.log = log;
+        this.port = port;
+    }
+
+    /**
+     * Starts {@code jar} with {@code -Xmx<heap>}, the given JVM options and Spring arguments
+     * ({@code --key=value}) on a free loopback port. Returns at once: call {@link
+     * #awaitHealthy(Duration)} before using it, so that several services start in parallel.
+     */
+    public static ServiceProcess start(
+            String name,
+            Path jar,
+            String heap,
+            List<String> jvmOptions,
+            List<String> args,
+            Path logs) {
+        int port = freePort();
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.add("-Xmx" + heap);
+        command.add("-XX:+UseSerialGC");
+        command.addAll(jvmOptions);
+        command.add("-jar");
+        command.add(jar.toString());
+        command.add("--server.port=" + port);
+        command.add("--server.address=127.0.0.1");
+        command.addAll(args);
+        Path log = logs.resolve(name + ".log");
+        try {
+            Process p =
+                    new ProcessBuilder(command)
+                            .redirectErrorStream(true)
+                            .redirectOutput(log.toFile())
+                            .start();
+            return new ServiceProcess(name, p, log, port);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start " + name + " from " + jar, e);
+        }
+    }
+
+    /** {@link #start(String, Path, String, List, List, Path)} with no extra JVM options. */
+    public static ServiceProcess start(
+            String name, Path jar, String heap, List<String> args, Path logs) {
+        return start(name, jar, heap, List.of(), args, logs);
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public int port() {
+        return port;
+    }
+
+    public String baseUrl() {
+        return "http://127.0.0.1:" + port;
+    }
+
+    public boolean isAlive() {
+        return process.isAlive();
+    }
+
+    /** CPU time the process has used so far (zero where the platform does not say). */
+    public Duration cpu() {
+        return process.info().totalCpuDuration().orElse(Duration.ZERO);
+    }
+
+    /** Waits until {@code /actuator/health} answers 200; fails with the log's tail otherwise. */
+    public void awaitHealthy(Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        HttpRequest health =
+                HttpRequest.newBuilder(URI.create(baseUrl() + "/actuator/health"))
+                        .timeout(Duration.ofSeconds(2))
+                        .build();
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException(name + " exited early; its log:\n" + tail());
+            }
+            try {
+                if (HTTP.send(health, HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
+                    return;
+                }
+            } catch (IOException e) {
+                // not listening yet
+            }
+            Thread.sleep(250);
+        }
+        throw new IllegalStateException(name + " not healthy within " + timeout + ":\n" + tail());
+    }
+
+    /** The last lines of the service's log, for error messages. */
+    public String tail() {
+        try {
+            List<String> lines = Files.readAllLines(log);
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
+        }
+    }
+
+    /** Ends the process at once (no graceful shutdown), as a crash would. */
+    public void kill() {
+        process.destroyForcibly();
+        try {
+            process.waitFor(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        process.destroy();
+        try {
+            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            process.destroyForcibly();
+        }
+    }
+
+    /** The {@code -exec} jar of {@code module} in the checkout at {@code root}. */
+    public static Path findJar(Path root, String module) {
+        Path target = root.resolve(module).resolve("target");
+        try (DirectoryStream<Path> jars =
+                Files.newDirectoryStream(target, module + "-*-exec.jar")) {
+            for (Path jar : jars) {
+                return jar;
+            }
+        } catch (IOException e) {
+            // fall through to the message below
+        }
+        throw new IllegalStateException(
+                "no "
+                        + module
+                        + "-*-exec.jar under "
+                        + target
+                        + "; build it with mvn -DskipTests install");
+    }
+
+    /** The checkout root: {@code -Drelay.home} (set by ./relay), else the working directory. */
+    public static Path home() {
+        return Path.of(System.getProperty("relay.home", ".")).toAbsolutePath().normalize();
+    }
+
+    /** A port free on loopback right now. */
+    public static int freePort() {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

@@ -1,0 +1,2 @@
+/** {@code ./relay demo}: the whole weight-relay story on one machine, narrated. */
+package io.weightrelay.lab.demo;
