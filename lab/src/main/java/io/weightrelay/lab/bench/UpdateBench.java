@@ -1,17 +1,13 @@
 package io.weightrelay.lab.bench;
 
-import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.TransportBytes;
-import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.RegisteredBuffer;
+import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.ServiceProcess;
-import io.weightrelay.lab.rollout.RolloutEngine;
-import io.weightrelay.lab.rollout.ShmVerifier;
-import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Placements;
 import io.weightrelay.reshard.manifest.DType;
@@ -23,30 +19,20 @@ import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
-import io.weightrelay.reshard.topology.Node;
-import io.weightrelay.reshard.topology.Role;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.trainer.client.PublisherClient;
-import io.weightrelay.trainer.client.RankPublisher;
-import io.weightrelay.trainer.client.RestCoordinator;
-import io.weightrelay.trainer.client.TrainerSession;
 import io.weightrelay.trainer.sim.Args;
-import io.weightrelay.trainer.sim.DeterministicWeights;
 import io.weightrelay.trainer.sim.SimulatedTrainer;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -73,11 +59,7 @@ import java.util.concurrent.Future;
  * </ul>
  */
 public final class UpdateBench {
-    private static final String TRAINER_TOKEN = "bench-trainer-" + UUID.randomUUID();
-    private static final String LOADER_TOKEN = "bench-loader-" + UUID.randomUUID();
-    private static final String OPERATOR_TOKEN = "bench-operator-" + UUID.randomUUID();
     private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
-    private static final long MAX_BATCH = 128L << 20;
     private static final int TRAINER_NODES = 2;
     private static final int ROLLOUT_NODES = 2;
 
@@ -104,123 +86,40 @@ public final class UpdateBench {
         Topology topology = Topology.uniform(TRAINER_NODES, ROLLOUT_NODES, 1, 100);
         long needed = storeBytesNeeded(Planner.plan(manifest, placement, topology));
 
-        String run = UUID.randomUUID().toString().substring(0, 8);
-        String dpPrefix = "wr:bench:" + run + ":dp:";
-        Path logs = Files.createTempDirectory("wr-bench-update-" + run);
-        List<ServiceProcess> children = new ArrayList<>();
-        try {
-            ServiceProcess control =
-                    ServiceProcess.start(
-                            "control-api",
-                            ServiceProcess.findJar(root, "control-api"),
-                            "512m",
-                            List.of(
-                                    "--spring.data.redis.host=" + redisHost,
-                                    "--spring.data.redis.port=" + redisPort,
-                                    "--relay.redis.key-prefix=wr:bench:" + run + ":",
-                                    "--relay.store.key-prefix=" + dpPrefix,
-                                    "--relay.generations.scheduled-gc=false",
-                                    "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
-                                    "--relay.security.tokens.loader[0]=" + LOADER_TOKEN,
-                                    "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN),
-                            logs);
-            children.add(control);
-            Map<String, ServiceProcess> publishers =
-                    startPublishers(root, manifest, run, dpPrefix, redisUri, control, logs);
-            children.addAll(publishers.values());
-            List<ServiceProcess> loaders = new ArrayList<>();
-            for (String instance : placement.instances()) {
-                ServiceProcess loader =
-                        ServiceProcess.start(
-                                "loader-" + instance,
-                                ServiceProcess.findJar(root, "loader-service"),
-                                "384m",
-                                List.of(
-                                        "--relay.loader.control-url=" + control.baseUrl(),
-                                        "--relay.loader.token=" + LOADER_TOKEN,
-                                        "--relay.loader.redis-uri=" + redisUri,
-                                        "--relay.loader.key-prefix=" + dpPrefix,
-                                        "--relay.security.tokens.loader[0]=" + LOADER_TOKEN),
-                                logs);
-                loaders.add(loader);
-                children.add(loader);
-            }
-            for (ServiceProcess c : children) {
-                c.awaitHealthy(Duration.ofMinutes(3));
-            }
-
-            Map<String, PublisherClient> clients = new LinkedHashMap<>();
-            publishers.forEach(
-                    (node, p) ->
-                            clients.put(
-                                    node,
-                                    PublisherClient.connect(
-                                            p.baseUrl(), TRAINER_TOKEN, Duration.ofMinutes(5))));
-            TrainerSession trainer =
-                    new TrainerSession(
-                            new RestCoordinator(
-                                    control.baseUrl(),
-                                    TRAINER_TOKEN,
-                                    Duration.ofMinutes(2),
-                                    MAX_FRAGMENT),
-                            clients,
-                            new RankPublisher.Options(true, 2, true, Duration.ofMinutes(2)));
-            trainer.publish(manifest, 0, g -> new DeterministicWeights(seed, g));
-
-            List<RolloutEngine> engines = new ArrayList<>();
-            List<String> ids = placement.instances();
-            for (int i = 0; i < ids.size(); i++) {
-                String id = ids.get(i);
-                RolloutEngine engine =
-                        new RolloutEngine(id, loaders.get(i).baseUrl(), LOADER_TOKEN);
-                String node =
-                        placement.workers().stream()
-                                .filter(w -> w.instance().equals(id))
-                                .findFirst()
-                                .orElseThrow()
-                                .node();
-                engine.register(
-                        model, "bench", node, RolloutEngine.workers(placement, id, manifest));
-                engines.add(engine);
-            }
-            Updates cold = update(engines);
-            cold.requireUpdated(children);
-            // The store allocates in any segment once the publishers' own are full (receive
-            // segments included, see the loader's notes), so retired generations are collected
-            // after every round, as a deployment's scheduled GC would.
-            io.weightrelay.api.control.client.invoker.ApiClient operator =
-                    new io.weightrelay.api.control.client.invoker.ApiClient();
-            operator.setBasePath(control.baseUrl());
-            operator.setBearerToken(OPERATOR_TOKEN);
-            io.weightrelay.api.control.client.GenerationsApi generations =
-                    new io.weightrelay.api.control.client.GenerationsApi(operator);
-            // Warm-up rounds let the services' JIT settle; the last round is the measured one.
-            generations.collectGarbage(model);
+        LabCluster.Spec spec =
+                new LabCluster.Spec(
+                        model,
+                        instances,
+                        tp,
+                        mode,
+                        seed,
+                        TRAINER_NODES,
+                        ROLLOUT_NODES,
+                        redisHost,
+                        redisPort,
+                        root);
+        try (LabCluster lab = LabCluster.start(spec)) {
+            lab.publish(0);
+            LabCluster.Updates cold = lab.updateAll().requireUpdated();
+            // Retired generations are collected after every round, as a deployment's scheduled
+            // GC would, so the publishers' segments never fill up.
+            lab.collectGarbage();
             long generation = 0;
-            Updates warm = null;
+            LabCluster.Updates warm = null;
+            // Warm-up rounds let the services' JIT settle; the last round is the measured one.
             for (int round = 0; round <= warmups; round++) {
-                long step = round + 1;
-                generation =
-                        trainer.publish(manifest, step, g -> new DeterministicWeights(seed, g))
-                                .generation();
-                warm = update(engines);
-                warm.requireUpdated(children);
-                generations.collectGarbage(model);
+                generation = lab.publish(round + 1);
+                warm = lab.updateAll().requireUpdated();
+                lab.collectGarbage();
             }
 
-            long verified = 0;
-            if (verify) {
-                for (RolloutEngine e : engines) {
-                    InstanceStatus status = e.status();
-                    verified += new ShmVerifier(manifest, seed, generation).verify(status);
-                }
-            }
+            long verified = verify ? lab.verifyAll(generation) : 0;
 
             long delivered = 0;
             long local = 0;
             long tcp = 0;
             long storeRead = 0;
-            for (UpdateProgress p : warm.results) {
+            for (UpdateProgress p : warm.results()) {
                 delivered += p.getBytesReceived();
                 TransportBytes t = p.getTransport();
                 local += t.getLocalRead() + t.getLocalWritten();
@@ -230,7 +129,7 @@ public final class UpdateBench {
             long prepareMs = 0;
             long applyMs = 0;
             long postMs = 0;
-            for (UpdateProgress p : warm.results) {
+            for (UpdateProgress p : warm.results()) {
                 prepareMs = Math.max(prepareMs, nz(p.getDurations().getPrepareMs()));
                 applyMs = Math.max(applyMs, nz(p.getDurations().getApplyMs()));
                 postMs = Math.max(postMs, nz(p.getDurations().getPostApplyMs()));
@@ -239,7 +138,13 @@ public final class UpdateBench {
             double socket = loopbackBytesPerSecond();
             double bound = local / memcpy + tcp / socket;
             double naive =
-                    naiveSeconds(manifest, placement, topology, redisUri, dpPrefix, generation);
+                    naiveSeconds(
+                            manifest,
+                            placement,
+                            topology,
+                            redisUri,
+                            lab.dataplanePrefix(),
+                            generation);
             System.out.println(
                     String.format(
                             Locale.ROOT,
@@ -258,118 +163,18 @@ public final class UpdateBench {
                             delivered,
                             local,
                             tcp,
-                            warm.seconds,
+                            warm.seconds(),
                             bound,
-                            bound / warm.seconds,
+                            bound / warm.seconds(),
                             (double) storeRead / needed,
                             naive,
-                            cold.seconds,
+                            cold.seconds(),
                             memcpy / 1e9,
                             socket / 1e9,
                             verified,
                             prepareMs,
                             applyMs,
                             postMs));
-        } catch (RuntimeException | AssertionError e) {
-            for (ServiceProcess c : children) {
-                System.err.println("---- " + c.name() + " ----\n" + c.tail());
-            }
-            throw e;
-        } finally {
-            for (ServiceProcess c : children) {
-                c.close();
-            }
-        }
-    }
-
-    private static Map<String, ServiceProcess> startPublishers(
-            Path root,
-            SourceManifest manifest,
-            String run,
-            String dpPrefix,
-            String redisUri,
-            ServiceProcess control,
-            Path logs) {
-        List<Node> trainers = new ArrayList<>();
-        for (int i = 0; i < TRAINER_NODES; i++) {
-            trainers.add(new Node(Topology.trainerNodeName(i), Role.TRAINER, 1, 100));
-        }
-        long maxNodeBytes = 0;
-        for (long b : PublisherAssignment.assign(manifest, new Topology(trainers)).bytesPerNode()) {
-            maxNodeBytes = Math.max(maxNodeBytes, b);
-        }
-        long staging = roundUp(maxNodeBytes + (64L << 20) + MAX_BATCH);
-        long segment = roundUp(2 * maxNodeBytes + (64L << 20));
-        Map<String, ServiceProcess> out = new LinkedHashMap<>();
-        for (int i = 0; i < TRAINER_NODES; i++) {
-            String node = Topology.trainerNodeName(i);
-            out.put(
-                    node,
-                    ServiceProcess.start(
-                            "publisher-" + node,
-                            ServiceProcess.findJar(root, "publisher-service"),
-                            "384m",
-                            List.of(
-                                    "--relay.segment.node=" + node,
-                                    "--relay.segment.name=bench-" + run + "-" + node,
-                                    "--relay.segment.size=" + segment + "B",
-                                    "--relay.segment.redis-uri=" + redisUri,
-                                    "--relay.segment.key-prefix=" + dpPrefix,
-                                    "--relay.staging.path=/dev/shm/wr-bench-staging-"
-                                            + run
-                                            + "-"
-                                            + i,
-                                    "--relay.staging.capacity=" + staging + "B",
-                                    "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
-                                    "--relay.publish.control-api-url=" + control.baseUrl(),
-                                    "--relay.publish.control-api-token=" + TRAINER_TOKEN,
-                                    "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
-                                    "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN),
-                            logs));
-        }
-        return out;
-    }
-
-    /** One update of every engine, started together; the time until the last one is done. */
-    private record Updates(double seconds, List<UpdateProgress> results) {
-        void requireUpdated(List<ServiceProcess> children) {
-            for (UpdateProgress p : results) {
-                if (p.getOutcome() != UpdateOutcome.UPDATED) {
-                    throw new IllegalStateException(
-                            "update "
-                                    + p.getUpdateId()
-                                    + " ended "
-                                    + p.getOutcome()
-                                    + ": "
-                                    + p.getError()
-                                    + " ("
-                                    + p.getFailingPeer()
-                                    + ")");
-                }
-            }
-        }
-    }
-
-    private static Updates update(List<RolloutEngine> engines) throws Exception {
-        ExecutorService pool = Executors.newFixedThreadPool(engines.size());
-        try {
-            long started = System.nanoTime();
-            List<Future<UpdateProgress>> futures = new ArrayList<>();
-            for (RolloutEngine e : engines) {
-                futures.add(
-                        pool.submit(
-                                () ->
-                                        e.await(
-                                                e.start(null, Duration.ofMinutes(10)).getUpdateId(),
-                                                Duration.ofMillis(10))));
-            }
-            List<UpdateProgress> results = new ArrayList<>();
-            for (Future<UpdateProgress> f : futures) {
-                results.add(f.get());
-            }
-            return new Updates((System.nanoTime() - started) / 1e9, results);
-        } finally {
-            pool.shutdownNow();
         }
     }
 

@@ -377,7 +377,8 @@ public final class LabCluster implements AutoCloseable {
                 .orElseThrow();
     }
 
-    private String dataplanePrefix() {
+    /** The data-plane key prefix of this lab's store (segments and object directory). */
+    public String dataplanePrefix() {
         return "wr:lab:" + run + ":dp:";
     }
 
