@@ -90,7 +90,13 @@ struct OwnSegment {
     std::string name;
     std::string path;
     std::unique_ptr<ShmMapping> mapping;
-    std::unique_ptr<SegmentAllocator> allocator;
+    std::unique_ptr<SegmentAllocator> allocator;  // zero capacity for a receive segment
+    bool store = true;  // false: a transfer target only (DP_SEGMENT_RECEIVE), never allocated
+
+    Result<int64_t> Allocate(int64_t length) {
+        if (!store) return Err::kSegmentFull;  // no store capacity, whatever the caller thinks
+        return allocator->Allocate(length);
+    }
 };
 
 struct PeerSegment {
@@ -153,7 +159,8 @@ class Engine {
     void Count(int counter, int64_t bytes) { counters_[counter].fetch_add(bytes); }
     int64_t Counter(int i) const { return counters_[i].load(); }
 
-    Result<char*> CreateSegment(const std::string& name, const std::string& path, int64_t size);
+    Result<char*> CreateSegment(const std::string& name, const std::string& path, int64_t size,
+                                bool store);
     Err DestroySegment(const std::string& name, bool unlink_file);
     std::shared_ptr<OwnSegment> FindOwn(const std::string& name) {
         std::lock_guard<std::mutex> lock(seg_mu_);
@@ -487,8 +494,8 @@ void Engine::Shutdown() {
     });
 }
 
-Result<char*> Engine::CreateSegment(const std::string& name, const std::string& path,
-                                    int64_t size) {
+Result<char*> Engine::CreateSegment(const std::string& name, const std::string& path, int64_t size,
+                                    bool store) {
     if (name.empty() || name.size() > kMaxName || path.empty() || size <= 0)
         return Err::kInvalidArgument;
     {
@@ -502,7 +509,8 @@ Result<char*> Engine::CreateSegment(const std::string& name, const std::string& 
     seg->path = path;
     seg->mapping.reset(mapping.value());
     seg->mapping->DetachOnRelease();
-    seg->allocator = std::make_unique<SegmentAllocator>(size);
+    seg->store = store;
+    seg->allocator = std::make_unique<SegmentAllocator>(store ? size : 0);
     char* base = seg->mapping->base();
     {
         std::lock_guard<std::mutex> lock(seg_mu_);
@@ -627,7 +635,7 @@ Result<int64_t> Engine::Alloc(int64_t id, int64_t length) {
     auto seg = FindSegment(id);
     if (!seg) return Err::kUnknownSegment;
     if (length <= 0) return Err::kInvalidArgument;
-    if (seg->own) return seg->own->allocator->Allocate(length);
+    if (seg->own) return seg->own->Allocate(length);
     return seg->peer->Control(Op::kAlloc, seg->name, 0, length);
 }
 
@@ -917,7 +925,7 @@ void Engine::ServeConnection(int raw_fd) {
             if (!seg) {
                 resp.status = DP_ERR_UNKNOWN_SEGMENT;
             } else if (op == Op::kAlloc) {
-                auto r = seg->allocator->Allocate(h.length);
+                auto r = seg->Allocate(h.length);  // a receive segment refuses
                 resp.status = Code(r.error());
                 resp.value = r.ok() ? r.value() : 0;
             } else {
@@ -1023,11 +1031,13 @@ int dp_engine_counters(dp_engine* engine, int64_t* out) {
 }
 
 int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path, int64_t size,
-                      int64_t* base_out) {
+                      int32_t flags, int64_t* base_out) {
     return Guard([&] {
         if (!engine || !name || !shm_path || !base_out) return DP_ERR_INVALID_ARGUMENT;
+        if (flags != DP_SEGMENT_STORE && flags != DP_SEGMENT_RECEIVE)
+            return DP_ERR_INVALID_ARGUMENT;
         if (engine->impl->closing()) return DP_ERR_CLOSED;
-        auto r = engine->impl->CreateSegment(name, shm_path, size);
+        auto r = engine->impl->CreateSegment(name, shm_path, size, flags == DP_SEGMENT_STORE);
         if (!r.ok()) return dp::Code(r.error());
         *base_out = reinterpret_cast<int64_t>(r.value());
         return DP_OK;

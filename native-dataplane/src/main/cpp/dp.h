@@ -44,6 +44,13 @@ extern "C" {
 #define DP_OP_READ 0  /* (segment, offset) -> local memory */
 #define DP_OP_WRITE 1 /* local memory -> (segment, offset) */
 
+/* Segment flags for dp_segment_create(). DP_SEGMENT_STORE: store capacity, a transfer
+ * target that the store also allocates from (Mooncake: mounting a segment).
+ * DP_SEGMENT_RECEIVE: a transfer target only, never allocated from (Mooncake:
+ * registerLocalMemory). */
+#define DP_SEGMENT_STORE 0
+#define DP_SEGMENT_RECEIVE 1
+
 /* Counter indexes for dp_engine_counters(). */
 #define DP_COUNTER_LOCAL_READ 0
 #define DP_COUNTER_LOCAL_WRITTEN 1
@@ -85,11 +92,15 @@ int dp_engine_counters(dp_engine* engine, int64_t* out);
 /*
  * Creates (or reuses, if a file of this size exists) a shared-memory segment backed by
  * shm_path, maps it MAP_SHARED|MAP_POPULATE and registers it with the engine: it can be
- * read and written by peers, allocated from, and used as local memory. *base_out is
- * its address in this process, valid until dp_segment_destroy.
+ * read and written by peers and used as local memory. flags: DP_SEGMENT_STORE (it is also
+ * store capacity: dp_segment_alloc allocates from it) or DP_SEGMENT_RECEIVE (a transfer
+ * target only: it has no store capacity, so every allocation in it, local or asked by a
+ * peer over the control channel, fails with DP_ERR_SEGMENT_FULL and its free bytes are 0;
+ * a client that does not know the flag skips it like a full segment). *base_out is its
+ * address in this process, valid until dp_segment_destroy.
  */
 int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path, int64_t size,
-                      int64_t* base_out);
+                      int32_t flags, int64_t* base_out);
 /* Unregisters and unmaps; unlink != 0 also removes the shm file. */
 int dp_segment_destroy(dp_engine* engine, const char* name, int32_t unlink_file);
 
@@ -116,10 +127,11 @@ int dp_segment_close(dp_engine* engine, int64_t segment_id);
 /* ---- allocation inside a segment (by its owner) ---- */
 
 /* Allocates length bytes in the segment; local call if this engine owns it, otherwise
- * asked of the owner over its control channel. DP_ERR_SEGMENT_FULL when no room. */
+ * asked of the owner over its control channel. DP_ERR_SEGMENT_FULL when no room, and always
+ * for a DP_SEGMENT_RECEIVE segment (the owner refuses, whatever the client believes). */
 int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int64_t* offset_out);
 int dp_segment_free(dp_engine* engine, int64_t segment_id, int64_t offset);
-/* Free bytes of an own segment (by name). */
+/* Free bytes of an own segment (by name); 0 for a DP_SEGMENT_RECEIVE segment. */
 int dp_segment_free_bytes(dp_engine* engine, const char* name, int64_t* out);
 
 /* ---- transfers ---- */

@@ -120,7 +120,7 @@ void ShutdownWhileSubmitting(const std::string& shm_base) {
     dp_engine* e = nullptr;
     CHECK_EQ(dp_engine_create("node-r", "127.0.0.1", 0, 2, 2, 10000, &e), DP_OK);
     int64_t base = 0, seg = 0;
-    CHECK_EQ(dp_segment_create(e, "race", shm.c_str(), size, &base), DP_OK);
+    CHECK_EQ(dp_segment_create(e, "race", shm.c_str(), size, DP_SEGMENT_STORE, &base), DP_OK);
     CHECK_EQ(dp_segment_open(e, "race", "node-r", "127.0.0.1", dp_engine_tcp_port(e), shm.c_str(),
                              size, &seg),
              DP_OK);
@@ -149,6 +149,46 @@ void ShutdownWhileSubmitting(const std::string& shm_base) {
     ::unlink(shm.c_str());
 }
 
+// A receive segment (DP_SEGMENT_RECEIVE) is a transfer target, never store capacity: its
+// owner refuses every allocation, asked locally or by a peer over tcp or the local transport
+// (a client that does not know the flag), while one-sided writes into it still land.
+void ReceiveSegmentIsNeverAllocated(dp_engine* owner, dp_engine* tcp_client,
+                                    dp_engine* local_client, const std::string& shm_base) {
+    const int64_t size = 1 << 20;
+    std::string shm = shm_base + "-recv";
+    int64_t base = 0;
+    CHECK_EQ(dp_segment_create(owner, "recv", shm.c_str(), size, 7, &base),
+             DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_create(owner, "recv", shm.c_str(), size, DP_SEGMENT_RECEIVE, &base), DP_OK);
+    int64_t free_bytes = -1;
+    CHECK_EQ(dp_segment_free_bytes(owner, "recv", &free_bytes), DP_OK);
+    CHECK_EQ(free_bytes, 0);
+    std::vector<char> buf(static_cast<size_t>(size));
+    Fill(buf.data(), size, 3);
+    dp_engine* engines[] = {owner, tcp_client, local_client};
+    for (dp_engine* e : engines) {
+        int64_t seg = 0, off = -1;
+        CHECK_EQ(dp_segment_open(e, "recv", "node-a", "127.0.0.1", dp_engine_tcp_port(owner),
+                                 shm.c_str(), size, &seg),
+                 DP_OK);
+        CHECK_EQ(dp_segment_alloc(e, seg, 64, &off), DP_ERR_SEGMENT_FULL);
+        CHECK_EQ(off, -1);
+        CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), size), DP_OK);
+        Batch write;
+        write.Add(DP_OP_WRITE, buf.data(), seg, 0, size);
+        for (int st : write.Run(e, "recv-landed")) CHECK_EQ(st, DP_OK);
+        CHECK_EQ(
+            std::memcmp(reinterpret_cast<const char*>(base), buf.data(), static_cast<size_t>(size)),
+            0);
+        CHECK_EQ(dp_memory_unregister(e, reinterpret_cast<int64_t>(buf.data())), DP_OK);
+        if (e != owner) CHECK_EQ(dp_segment_close(e, seg), DP_OK);
+    }
+    int64_t value = 0;
+    CHECK_EQ(dp_notify_get(owner, "recv-landed", &value), DP_OK);
+    CHECK_EQ(value, 3);
+    CHECK_EQ(dp_segment_destroy(owner, "recv", 1), DP_OK);
+}
+
 }  // namespace
 
 int main() {
@@ -162,8 +202,9 @@ int main() {
     CHECK_EQ(dp_engine_create("node-a", "127.0.0.1", 0, 2, 2, 10000, &a2), DP_OK);
     CHECK_EQ(dp_engine_create("", "127.0.0.1", 0, 2, 2, 0, &b), DP_ERR_INVALID_ARGUMENT);
     int64_t base = 0;
-    CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, &base), DP_OK);
-    CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, &base), DP_ERR_EXISTS);
+    CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, DP_SEGMENT_STORE, &base), DP_OK);
+    CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, DP_SEGMENT_STORE, &base),
+             DP_ERR_EXISTS);
 
     RunTransport(a, b, "node-a", shm, size, "tcp-notify");
     RunTransport(a, a2, "node-a", shm, size, "local-notify");
@@ -178,6 +219,7 @@ int main() {
     CHECK_EQ(counters[DP_COUNTER_TCP_WRITTEN], 0);
     CHECK_EQ(dp_engine_counters(a, counters), DP_OK);
     CHECK_EQ(counters[DP_COUNTER_TCP_SERVED_WRITTEN], size);
+    ReceiveSegmentIsNeverAllocated(a, b, a2, shm);
 
     int64_t value = 0;
     CHECK_EQ(dp_notify_wait(a, "never", 1, 10, &value), DP_ERR_TIMEOUT);

@@ -104,13 +104,41 @@ public final class Dataplane implements AutoCloseable {
     }
 
     /**
-     * Creates a segment of {@code size} bytes backed by {@code <shmDir>/wr-<prefix>-<name>}
-     * (reusing the file if it exists), pre-faults it and publishes its descriptor. Creation costs
-     * about 0.5 s per GiB on first use of the memory; reuse segments across generations.
+     * Creates a segment of {@code size} bytes that is store capacity ({@link SegmentKind#STORE}):
+     * backed by {@code <shmDir>/wr-<prefix>-<name>} (reusing the file if it exists), pre-faulted,
+     * registered with the engine and published. Peers read and write it one-sided, and {@link
+     * StoreClient#putFrom} may allocate objects in it, also when it is not a preferred segment (the
+     * fallback when preferred segments are full). Creation costs about 0.5 s per GiB on first use
+     * of the memory; reuse segments across generations.
+     *
+     * <p>Memory whose bytes belong to someone else (receive buffers, staging) must use {@link
+     * #createReceiveSegment} instead: a put may fill any store segment.
      *
      * @param name unique per key prefix: letters, digits, '.', '_', '-'
      */
     public Segment createSegment(String name, long size) {
+        return create(name, size, SegmentKind.STORE);
+    }
+
+    /**
+     * Creates a segment of {@code size} bytes that is a transfer target only ({@link
+     * SegmentKind#RECEIVE}): shared memory like {@link #createSegment} (same file naming,
+     * pre-faulted, registered, published, readable and writable one-sided by peers over both
+     * transports, write with notify included, usable as local memory), whose descriptor marks it
+     * not allocatable. The store never puts an object in it: puts skip it when falling back, naming
+     * it in {@link ReplicateConfig#preferredSegments()} fails with {@link
+     * SegmentNotAllocatableException}, and this engine refuses allocation requests into it from
+     * peers. Mooncake's "register memory", as opposed to "mount a segment". Use it for rollout
+     * workers' receive buffers and read staging.
+     *
+     * @param name unique per key prefix (shared with store segments): letters, digits, '.', '_',
+     *     '-'
+     */
+    public Segment createReceiveSegment(String name, long size) {
+        return create(name, size, SegmentKind.RECEIVE);
+    }
+
+    private Segment create(String name, long size, SegmentKind kind) {
         handle.checkOpen();
         if (!SEGMENT_NAME.matcher(name).matches()) {
             throw new IllegalArgumentException("bad segment name '" + name + "'");
@@ -121,7 +149,13 @@ public final class Dataplane implements AutoCloseable {
         refuseIfOwnedByALiveEngine(name);
         Path path = config.shmDir().resolve(shmFileName(name));
         long[] base = new long[1];
-        int rc = handle.call(e -> DpNative.dp_segment_create(e, name, path.toString(), size, base));
+        int flags =
+                kind == SegmentKind.STORE ? DpNative.DP_SEGMENT_STORE : DpNative.DP_SEGMENT_RECEIVE;
+        int rc =
+                handle.call(
+                        e ->
+                                DpNative.dp_segment_create(
+                                        e, name, path.toString(), size, flags, base));
         if (rc == DataplaneError.SEGMENT_FULL.code()) {
             throw new SegmentFullException(
                     "no room in " + config.shmDir() + " for segment '" + name + "'");
@@ -131,7 +165,7 @@ public final class Dataplane implements AutoCloseable {
                     DataplaneError.EXISTS, "segment '" + name + "' already exists in this engine");
         }
         Errors.check(rc, name);
-        Segment segment = new Segment(this, name, size, base[0], path);
+        Segment segment = new Segment(this, name, size, base[0], path, kind);
         segments.put(name, segment);
         try {
             metadata(
@@ -143,7 +177,8 @@ public final class Dataplane implements AutoCloseable {
                                         config.advertiseHost(),
                                         tcpPort,
                                         size,
-                                        path.toString()));
+                                        path.toString(),
+                                        kind == SegmentKind.STORE));
                         return null;
                     });
         } catch (RuntimeException e) {

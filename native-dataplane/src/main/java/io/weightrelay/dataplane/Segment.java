@@ -8,11 +8,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * A named region of this process's shared memory (a file under the shm directory, pre-faulted when
  * created), registered with the engine and published in the metadata store: peers read and write it
- * at (name, offset), the store allocates objects in it, and this process uses it as local memory.
+ * at (name, offset), this process uses it as local memory, and, when its {@link #kind()} is {@link
+ * SegmentKind#STORE}, the store allocates objects in it.
  *
- * <p>Ownership: created by {@link Dataplane#createSegment}; owned by the caller, and closed at the
- * latest by its {@link Dataplane}. {@link #close()} unpublishes it, unmaps it and removes its file;
- * objects still stored in it become unreadable. Thread safe.
+ * <p>Ownership: created by {@link Dataplane#createSegment} or {@link
+ * Dataplane#createReceiveSegment}; owned by the caller, and closed at the latest by its {@link
+ * Dataplane}. {@link #close()} unpublishes it, unmaps it and removes its file; objects still stored
+ * in it become unreadable. Thread safe.
  */
 public final class Segment implements LocalMemory, AutoCloseable {
     private final Dataplane owner;
@@ -20,14 +22,21 @@ public final class Segment implements LocalMemory, AutoCloseable {
     private final long size;
     private final long address;
     private final Path shmPath;
+    private final SegmentKind kind;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    Segment(Dataplane owner, String name, long size, long address, Path shmPath) {
+    Segment(Dataplane owner, String name, long size, long address, Path shmPath, SegmentKind kind) {
         this.owner = owner;
         this.name = name;
         this.size = size;
         this.address = address;
         this.shmPath = shmPath;
+        this.kind = kind;
+    }
+
+    /** Store capacity or a transfer target only. */
+    public SegmentKind kind() {
+        return kind;
     }
 
     /** The segment's name, unique per key prefix. */
@@ -55,7 +64,9 @@ public final class Segment implements LocalMemory, AutoCloseable {
         return owner.nodeLabel();
     }
 
-    /** Bytes not allocated to stored objects. */
+    /**
+     * Bytes not allocated to stored objects; always 0 for a {@link SegmentKind#RECEIVE} segment.
+     */
     public long freeBytes() {
         checkOpen();
         return owner.handle().freeBytes(name);
@@ -104,6 +115,6 @@ public final class Segment implements LocalMemory, AutoCloseable {
 
     @Override
     public String toString() {
-        return "Segment[" + name + ", " + size + " bytes, " + shmPath + "]";
+        return "Segment[" + name + ", " + kind + ", " + size + " bytes, " + shmPath + "]";
     }
 }

@@ -21,6 +21,9 @@ import java.util.Set;
  *   <li>Allocation happens in the segment's owner: a local call when this process owns the segment,
  *       otherwise one request over the owner engine's control channel.
  *   <li>Preferred segments are a preference: a full one yields a replica elsewhere.
+ *   <li>Only {@linkplain SegmentKind#STORE store segments} hold objects. {@linkplain
+ *       SegmentKind#RECEIVE Receive segments} (transfer targets such as receive buffers) are never
+ *       allocated from, not even when every store segment is full, and cannot be preferred.
  * </ul>
  *
  * <p>Ownership: a view owned by its {@link Dataplane}. Thread safe. Removing an object while
@@ -42,7 +45,9 @@ public final class StoreClient {
      * Stores {@code size} bytes of {@code source} at {@code sourceOffset} under {@code key}.
      *
      * @throws ObjectExistsException if the key is already published
-     * @throws SegmentFullException if fewer than {@code replicaNum} segments have room
+     * @throws SegmentFullException if fewer than {@code replicaNum} store segments have room
+     *     (receive segments never count, whatever their free space)
+     * @throws SegmentNotAllocatableException if {@code config} prefers a receive segment
      * @throws PeerGoneException if a replica's owner died during the write (nothing is published)
      */
     public void putFrom(
@@ -54,6 +59,7 @@ public final class StoreClient {
         if (sourceOffset < 0 || sourceOffset > source.size() - size) {
             throw new OutOfBoundsException(source.describe(), sourceOffset, size, source.size());
         }
+        refuseReceiveSegments(key, config.preferredSegments());
         if (Dataplane.metadata(() -> metadata.objectExists(key))) {
             throw new ObjectExistsException(key);
         }
@@ -205,6 +211,18 @@ public final class StoreClient {
         return locations(key).get(0).size();
     }
 
+    /**
+     * A preferred segment that is a receive segment is a caller error, not a preference to skip:
+     * the caller believes the object will live in memory that belongs to a transfer.
+     */
+    private void refuseReceiveSegments(String key, List<String> preferred) {
+        for (String segment : preferred) {
+            if (engine.describe(segment).map(d -> !d.store()).orElse(false)) {
+                throw new SegmentNotAllocatableException(segment, key);
+            }
+        }
+    }
+
     private List<StoredObject.Replica> allocate(String key, long size, ReplicateConfig config) {
         List<StoredObject.Replica> replicas = new ArrayList<>();
         List<String> refused = new ArrayList<>();
@@ -212,14 +230,16 @@ public final class StoreClient {
         // The preferred segments first: on the publish path that is the whole story.
         allocateIn(config.preferredSegments(), key, size, config, replicas, tried, refused);
         if (replicas.size() < config.replicaNum()) {
-            // Fallback: the other registered segments, same node first, then by name.
+            // Fallback: the other registered store segments, same node first, then by name.
+            // Receive segments are never candidates: their bytes belong to a transfer.
             List<String> sameNode = new ArrayList<>();
             List<String> others = new ArrayList<>();
             for (String name : Dataplane.metadata(metadata::segmentNames)) {
-                boolean near =
-                        engine.describe(name)
-                                .map(d -> d.nodeLabel().equals(engine.nodeLabel()))
-                                .orElse(false);
+                Optional<SegmentDescriptor> d = engine.describe(name);
+                if (d.isPresent() && !d.get().store()) {
+                    continue;
+                }
+                boolean near = d.map(x -> x.nodeLabel().equals(engine.nodeLabel())).orElse(false);
                 (near ? sameNode : others).add(name);
             }
             sameNode.addAll(others);

@@ -439,6 +439,153 @@ abstract class DataplaneConformanceTest {
     }
 
     @Test
+    void withEveryStoreSegmentFullAPutFailsAndNoReceiveSegmentChanges() {
+        Dataplane a = dp("node-a");
+        Dataplane near = dp("node-a"); // another engine on a's node: local transport
+        Dataplane far = dp("node-b"); // another node: tcp
+        Segment store = a.createSegment("store-a", MIB);
+        List<Segment> receive =
+                List.of(
+                        a.createReceiveSegment("recv-own", 4 * MIB),
+                        near.createReceiveSegment("recv-near", 4 * MIB),
+                        far.createReceiveSegment("recv-far", 4 * MIB));
+        for (int i = 0; i < receive.size(); i++) {
+            Segment r = receive.get(i);
+            assertThat(r.kind()).isEqualTo(SegmentKind.RECEIVE);
+            assertThat(r.freeBytes()).isZero();
+            Patterns.fill(r.byteBuffer(), 0, 4 * MIB, 30 + i);
+        }
+        assertThat(store.kind()).isEqualTo(SegmentKind.STORE);
+        int size = 768 * 1024;
+        RegisteredBuffer src = buffer(a, size, 31);
+        a.store().putFrom("full/1", src, 0, size, ReplicateConfig.preferLocal("store-a"));
+
+        // The preferred store segment is full: the fallback must not reach a receive segment,
+        // whatever its transport and free space, with a preference or without one.
+        assertThatThrownBy(
+                        () ->
+                                a.store()
+                                        .putFrom(
+                                                "full/2",
+                                                src,
+                                                0,
+                                                size,
+                                                ReplicateConfig.preferLocal("store-a")))
+                .isInstanceOf(SegmentFullException.class)
+                .hasMessageContaining("full/2")
+                .hasMessageNotContaining("recv-"); // never even asked
+        RegisteredBuffer nearSrc = buffer(near, size, 35);
+        assertThatThrownBy(
+                        () ->
+                                near.store()
+                                        .putFrom(
+                                                "full/3",
+                                                nearSrc,
+                                                0,
+                                                size,
+                                                new ReplicateConfig(1, List.of(), true)))
+                .isInstanceOf(SegmentFullException.class)
+                .hasMessageContaining("full/3");
+        RegisteredBuffer farSrc = buffer(far, size, 32);
+        assertThatThrownBy(
+                        () ->
+                                far.store()
+                                        .putFrom(
+                                                "full/4",
+                                                farSrc,
+                                                0,
+                                                size,
+                                                new ReplicateConfig(1, List.of(), true)))
+                .isInstanceOf(SegmentFullException.class)
+                .hasMessageContaining("full/4");
+
+        assertThat(a.store().exists("full/2")).isFalse();
+        assertThat(near.store().exists("full/3")).isFalse();
+        assertThat(far.store().exists("full/4")).isFalse();
+        assertThat(a.store().locations("full/1"))
+                .extracting(ObjectLocation::segment)
+                .containsExactly("store-a");
+        for (int i = 0; i < receive.size(); i++) {
+            assertThat(Patterns.crc(receive.get(i).byteBuffer(), 0, 4 * MIB))
+                    .as(receive.get(i).name())
+                    .isEqualTo(Patterns.expectedCrc(4 * MIB, 30 + i));
+        }
+        // Once the store segment has room again, the same put lands there.
+        assertThat(a.store().remove("full/1")).isTrue();
+        far.store().putFrom("full/4", farSrc, 0, size, new ReplicateConfig(1, List.of(), true));
+        assertThat(far.store().locations("full/4").get(0).segment()).isEqualTo("store-a");
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void oneSidedWritesAndReadsOfAReceiveSegmentWorkWithNotify(Transport t) throws Exception {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp(peerLabel(t));
+        int size = 3 * MIB + 5;
+        Segment target = b.createReceiveSegment("recv-buffer", size);
+        RegisteredBuffer src = buffer(a, size, 33);
+        CompletableFuture<Long> waiter =
+                CompletableFuture.supplyAsync(() -> b.engine().awaitNotify("g3/recv", 1, WAIT));
+        Counters before = a.counters();
+
+        try (TransferBatch batch =
+                a.engine()
+                        .submitWithNotify(
+                                List.of(
+                                        write(src, 0, "recv-buffer", 0, MIB),
+                                        write(src, MIB, "recv-buffer", MIB, size - MIB)),
+                                "g3/recv")) {
+            batch.awaitSuccess(WAIT);
+        }
+
+        assertThat(waiter.get(60, TimeUnit.SECONDS)).isEqualTo(1);
+        assertThat(Patterns.crc(target.byteBuffer(), 0, size))
+                .isEqualTo(Patterns.expectedCrc(size, 33));
+        RegisteredBuffer back = a.registerBuffer(ByteBuffer.allocateDirect(size));
+        a.engine().transfer(List.of(read(back, 0, "recv-buffer", 0, size)), WAIT);
+        assertThat(Patterns.crc(back.byteBuffer(), 0, size))
+                .isEqualTo(Patterns.expectedCrc(size, 33));
+        assertTransport(a.counters().minus(before), t, size, size);
+        // The owner uses it as local memory too: a source for its own writes.
+        Segment other = a.createSegment("store-a", 4 * MIB);
+        b.engine().transfer(List.of(write(target, 0, "store-a", 0, MIB)), WAIT);
+        assertThat(Patterns.crc(other.byteBuffer(), 0, MIB))
+                .isEqualTo(Patterns.expectedCrc(MIB, 33));
+    }
+
+    @Test
+    void preferringAReceiveSegmentIsRefusedWithTheSegmentNamed() {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp("node-b");
+        Segment store = a.createSegment("store-a", 4 * MIB);
+        a.createReceiveSegment("recv-own", MIB);
+        b.createReceiveSegment("recv-remote", MIB);
+        RegisteredBuffer src = buffer(a, MIB, 34);
+
+        for (String receive : List.of("recv-own", "recv-remote")) {
+            assertThatThrownBy(
+                            () ->
+                                    a.store()
+                                            .putFrom(
+                                                    "pref/" + receive,
+                                                    src,
+                                                    0,
+                                                    4096,
+                                                    new ReplicateConfig(
+                                                            1, List.of("store-a", receive), true)))
+                    .isInstanceOfSatisfying(
+                            SegmentNotAllocatableException.class,
+                            e -> assertThat(e.segment()).isEqualTo(receive))
+                    .hasMessageContaining("'" + receive + "'")
+                    .hasMessageContaining("pref/" + receive);
+            assertThat(a.store().exists("pref/" + receive)).isFalse();
+        }
+        assertThat(store.freeBytes()).isEqualTo(4 * MIB);
+        a.store().putFrom("pref/ok", src, 0, 4096, ReplicateConfig.preferLocal("store-a"));
+        assertThat(a.store().locations("pref/ok").get(0).segment()).isEqualTo("store-a");
+    }
+
+    @Test
     void replicasLandInDistinctSegmentsAndReadsFallBackWhenOneIsGone() {
         Dataplane a = dp("node-a");
         Dataplane b = dp("node-b");

@@ -53,7 +53,8 @@ class DataplaneLifecycleTest {
                     .containsEntry("host", "127.0.0.1")
                     .containsEntry("port", Integer.toString(dp.tcpPort()))
                     .containsEntry("size", Integer.toString(1 << 20))
-                    .containsEntry("shm", seg.shmPath().toString());
+                    .containsEntry("shm", seg.shmPath().toString())
+                    .containsEntry("kind", "store");
             assertThat(Files.size(seg.shmPath())).isEqualTo(1 << 20);
 
             ByteBuffer stale = seg.byteBuffer();
@@ -170,6 +171,71 @@ class DataplaneLifecycleTest {
             assertThat(redisHash(prefix + "seg:ghost"))
                     .containsEntry("port", Integer.toString(second.tcpPort()));
             ghost.close();
+        }
+    }
+
+    @Test
+    void aReceiveSegmentIsPublishedAsSuchAndItsOwnerRefusesEveryAllocation() {
+        try (Dataplane owner = open("node-a");
+                Dataplane sameNode = open("node-a");
+                Dataplane otherNode = open("node-b")) {
+            Segment recv = owner.createReceiveSegment("recv", 1 << 20);
+            assertThat(redisHash(prefix + "seg:recv"))
+                    .containsEntry("kind", "receive")
+                    .containsEntry("size", Integer.toString(1 << 20))
+                    .containsEntry("shm", recv.shmPath().toString());
+            assertThat(recv.freeBytes()).isZero();
+            assertThat(recv.toString()).contains("RECEIVE");
+            // What a client that ignores the kind (an older one) would do: ask the owner anyway,
+            // locally, over the control connection of the same node and of another node.
+            for (Dataplane client : List.of(owner, sameNode, otherNode)) {
+                assertThatThrownBy(() -> client.engine().alloc("recv", 64))
+                        .isInstanceOf(SegmentFullException.class)
+                        .hasMessageContaining("recv");
+            }
+            recv.close();
+            assertThat(redisHash(prefix + "seg:recv")).isEmpty();
+            assertThat(recv.shmPath()).doesNotExist();
+        }
+    }
+
+    @Test
+    void aDescriptorWithoutKindIsStoreCapacityAndAnUnknownKindIsNot() {
+        try (Dataplane owner = open("node-a")) {
+            owner.createSegment("legacy", 1 << 20);
+            redisHashDel(prefix + "seg:legacy", "kind"); // as written before receive segments
+            try (Dataplane old = open("node-b")) {
+                RegisteredBuffer oldSrc = old.registerBuffer(ByteBuffer.allocateDirect(4096));
+                old.store().putFrom("compat/1", oldSrc, 0, 4096, noPreference());
+                assertThat(old.store().locations("compat/1").get(0).segment()).isEqualTo("legacy");
+            }
+            redisHashSet(prefix + "seg:legacy", Map.of("kind", "from-the-future"));
+            try (Dataplane fresh = open("node-b")) {
+                RegisteredBuffer freshSrc = fresh.registerBuffer(ByteBuffer.allocateDirect(4096));
+                assertThatThrownBy(
+                                () ->
+                                        fresh.store()
+                                                .putFrom(
+                                                        "compat/2",
+                                                        freshSrc,
+                                                        0,
+                                                        4096,
+                                                        noPreference()))
+                        .isInstanceOf(SegmentFullException.class);
+            }
+        }
+    }
+
+    private static ReplicateConfig noPreference() {
+        return new ReplicateConfig(1, List.of(), true);
+    }
+
+    private static void redisHashDel(String key, String field) {
+        RedisClient client = RedisClient.create(RedisSupport.URI);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            c.sync().hdel(key, field);
+        } finally {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
         }
     }
 

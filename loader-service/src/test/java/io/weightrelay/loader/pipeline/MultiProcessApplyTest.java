@@ -72,7 +72,8 @@ class MultiProcessApplyTest {
         GenerationContent content = new GenerationContent(SEED, generation);
         Map<String, Integer> tensors = manifest.tensorIndex();
         long max = manifest.fragments().stream().mapToLong(StoredFragment::bytes).max().orElse(1);
-        try (Segment staging = trainer.createSegment("publish-staging-" + generation, max)) {
+        // The publisher's staging is a source, not store capacity: a receive segment.
+        try (Segment staging = trainer.createReceiveSegment("publish-staging-" + generation, max)) {
             for (StoredFragment f : manifest.fragments()) {
                 if (f.bytes() == 0) {
                     continue;

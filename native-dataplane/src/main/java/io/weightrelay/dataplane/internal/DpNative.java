@@ -64,6 +64,12 @@ public final class DpNative {
 
     public static final int DP_COUNTER_COUNT = 6;
 
+    /** {@code DP_SEGMENT_STORE}: store capacity and transfer target. */
+    public static final int DP_SEGMENT_STORE = 0;
+
+    /** {@code DP_SEGMENT_RECEIVE}: transfer target only, never allocated from. */
+    public static final int DP_SEGMENT_RECEIVE = 1;
+
     public static native int dp_engine_create(
             String nodeLabel,
             String bindHost,
@@ -86,6 +92,7 @@ public final class DpNative {
             String name,
             String shmPath,
             @Cast("int64_t") long size,
+            int flags,
             @Cast("int64_t*") long[] baseOut);
 
     public static native int dp_segment_destroy(dp_engine engine, String name, int unlinkFile);

@@ -16,10 +16,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 /**
- * Segment descriptors and the object directory in Redis. Keys: {@code <prefix>seg:<name>} (hash),
- * {@code <prefix>segments} (set of names), {@code <prefix>obj:<key>} (hash with size, pin and
- * replicas). Every change that must be atomic is one Lua script. Thread safe (one shared Lettuce
- * connection).
+ * Segment descriptors and the object directory in Redis. Keys: {@code <prefix>seg:<name>} (hash:
+ * node, host, port, size, shm and kind, {@code store} or {@code receive}; a hash without kind, as
+ * written before receive segments existed, is store capacity), {@code <prefix>segments} (set of
+ * names), {@code <prefix>obj:<key>} (hash with size, pin and replicas). Every change that must be
+ * atomic is one Lua script. Thread safe (one shared Lettuce connection).
  */
 public final class Metadata implements AutoCloseable {
     private static final String PUBLISH =
@@ -30,8 +31,15 @@ public final class Metadata implements AutoCloseable {
             "local v = redis.call('HGETALL', KEYS[1]) redis.call('DEL', KEYS[1]) return v";
     private static final String PUT_SEGMENT =
             "redis.call('HSET', KEYS[1], 'node', ARGV[1], 'host', ARGV[2], 'port', ARGV[3], "
-                    + "'size', ARGV[4], 'shm', ARGV[5]) "
+                    + "'size', ARGV[4], 'shm', ARGV[5], 'kind', ARGV[7]) "
                     + "redis.call('SADD', KEYS[2], ARGV[6]) return 1";
+
+    /** Value of the descriptor field {@code kind} of a transfer-target-only segment. */
+    public static final String KIND_RECEIVE = "receive";
+
+    /** Value of the descriptor field {@code kind} of store capacity (also: field absent). */
+    public static final String KIND_STORE = "store";
+
     private static final String DROP_SEGMENT =
             "redis.call('DEL', KEYS[1]) redis.call('SREM', KEYS[2], ARGV[1]) return 1";
 
@@ -83,7 +91,8 @@ public final class Metadata implements AutoCloseable {
                                 Integer.toString(d.port()),
                                 Long.toString(d.size()),
                                 d.shmPath(),
-                                d.name()));
+                                d.name(),
+                                d.store() ? KIND_STORE : KIND_RECEIVE));
     }
 
     public void removeSegment(String name) {
@@ -110,10 +119,20 @@ public final class Metadata implements AutoCloseable {
                             h.get("host"),
                             Integer.parseInt(h.get("port")),
                             Long.parseLong(h.get("size")),
-                            h.get("shm")));
+                            h.get("shm"),
+                            isStore(h.get("kind"))));
         } catch (RuntimeException e) {
             throw new MetadataFailure("unreadable descriptor of segment " + name, e);
         }
+    }
+
+    /**
+     * Whether a descriptor's kind field means store capacity: absent (older writers) or "store". An
+     * unknown kind is treated as not allocatable: a newer writer's segment is never filled by a
+     * store that does not understand it.
+     */
+    static boolean isStore(String kind) {
+        return kind == null || KIND_STORE.equals(kind);
     }
 
     /** Names of all registered segments, sorted (a deterministic fallback order for puts). */
