@@ -128,22 +128,23 @@ public final class ShmVerifier {
             compare(worker, t, 0, elt, bytes, start);
             return elt;
         }
-        if (strides.get(rank - 1) != elt) {
-            throw new IllegalArgumentException("verifier needs a contiguous innermost dimension");
-        }
-        long row = shape.get(rank - 1) * elt;
-        long[] idx = new long[rank - 1];
+        // Rows of contiguous innermost elements where the buffer lays them out densely; element
+        // by element where it does not (a padded or transposed innermost stride).
+        boolean contiguous = strides.get(rank - 1) == elt;
+        int outer = contiguous ? rank - 1 : rank;
+        long row = contiguous ? shape.get(rank - 1) * elt : elt;
+        long[] idx = new long[outer];
         long checked = 0;
         while (true) {
-            long tensorByte = offset.get(rank - 1) * tStride[rank - 1];
+            long tensorByte = contiguous ? offset.get(rank - 1) * tStride[rank - 1] : 0;
             long pos = start;
-            for (int d = 0; d < rank - 1; d++) {
+            for (int d = 0; d < outer; d++) {
                 tensorByte += (offset.get(d) + idx[d]) * tStride[d];
                 pos += idx[d] * strides.get(d);
             }
             compare(worker, t, tensorByte, row, bytes, pos);
             checked += row;
-            int d = rank - 2;
+            int d = outer - 1;
             while (d >= 0 && ++idx[d] == shape.get(d)) {
                 idx[d] = 0;
                 d--;

@@ -1,0 +1,74 @@
+package io.weightrelay.lab;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.api.loader.client.model.TransportBytes;
+import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.rollout.RolloutEngine;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.plan.Demands;
+import java.util.List;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * The whole system as deployed, on loopback: control-api, two publishers (two trainer node labels)
+ * and four loaders (two rollout node labels, two instances each, tp 2) as separate JVMs from their
+ * executable jars, the simulated trainer publishing and the simulated engines updating over REST
+ * and shared memory. Needs the services' {@code -exec} jars, which the reactor builds before this
+ * module.
+ */
+class LabEndToEndTest {
+
+    @ParameterizedTest
+    @EnumSource(Mode.class)
+    void publishUpdateAndRestartWithoutRepublish(Mode mode) throws Exception {
+        try (LabCluster lab = LabCluster.start(LabCluster.Spec.of("tiny", 4, 2, mode))) {
+            try {
+                long first = lab.publish(0);
+                lab.updateAll().requireUpdated();
+                assertThat(lab.verifyAll(first)).isPositive();
+
+                long second = lab.publish(1);
+                assertThat(second).isGreaterThan(first);
+                LabCluster.Updates update = lab.updateAll().requireUpdated();
+                long verified = lab.verifyAll(second);
+                Demands demands = Demands.of(lab.manifest(), lab.placement());
+                assertThat(verified).as("bytes checked against the trainer's").isPositive();
+                assertThat(bytesReceived(update.results()))
+                        .as("delivery equals what the target placement stores")
+                        .isEqualTo(demands.targetStoredBytes());
+                assertThat(storeBytesRead(update.results()))
+                        .as("single pull: the store was read exactly once per needed byte")
+                        .isEqualTo(demands.storeBytes());
+
+                RolloutEngine restarted = lab.restartInstance(0);
+                lab.update(List.of(restarted)).requireUpdated();
+                assertThat(lab.verify(restarted, second))
+                        .as("a restarted instance loads the active generation with no republish")
+                        .isPositive();
+            } catch (Exception | AssertionError e) {
+                lab.dumpLogs();
+                throw e;
+            }
+        }
+    }
+
+    private static long bytesReceived(List<UpdateProgress> results) {
+        long received = 0;
+        for (UpdateProgress p : results) {
+            received += p.getBytesReceived();
+        }
+        return received;
+    }
+
+    private static long storeBytesRead(List<UpdateProgress> results) {
+        long read = 0;
+        for (UpdateProgress p : results) {
+            TransportBytes t = p.getTransport();
+            read += t.getLocalRead() + t.getTcpRead();
+        }
+        return read;
+    }
+}
