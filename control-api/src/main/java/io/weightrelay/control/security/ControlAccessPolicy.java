@@ -5,9 +5,7 @@ import static io.weightrelay.service.security.Role.OPERATOR;
 import static io.weightrelay.service.security.Role.TRAINER;
 
 import io.weightrelay.service.security.Access;
-import io.weightrelay.service.security.AccessPolicy;
-import jakarta.servlet.http.HttpServletRequest;
-import java.util.regex.Pattern;
+import io.weightrelay.service.security.AccessRules;
 import org.springframework.stereotype.Component;
 
 /**
@@ -18,7 +16,7 @@ import org.springframework.stereotype.Component;
  * deregister anything. Whatever is not listed needs an operator token.
  */
 @Component
-class ControlAccessPolicy implements AccessPolicy {
+class ControlAccessPolicy extends AccessRules {
 
     private static final String SEG = "[^/]+";
     private static final String GEN = "/api/v1/models/" + SEG + "/generations/" + SEG;
@@ -29,8 +27,6 @@ class ControlAccessPolicy implements AccessPolicy {
     private static final Access UPDATE = Access.roles(LOADER);
     private static final Access UPDATE_OR_OPERATE = Access.roles(LOADER, OPERATOR);
     private static final Access OPERATE = Access.roles(OPERATOR);
-
-    private record Rule(String method, Pattern path, Access access) {}
 
     private static final Rule[] RULES = {
         rule("POST", "/api/v1/models/" + SEG + "/generations", PUBLISH),
@@ -54,25 +50,7 @@ class ControlAccessPolicy implements AccessPolicy {
         rule("POST", "/api/v1/models/" + SEG + "/checkpoints/restore", OPERATE),
     };
 
-    private static Rule rule(String method, String path, Access access) {
-        return new Rule(method, Pattern.compile(path), access);
-    }
-
-    @Override
-    public Access access(HttpServletRequest request) {
-        String path = request.getRequestURI().substring(request.getContextPath().length());
-        if (AccessPolicy.isPublicDocsOrHealth(path)) {
-            return Access.anonymous();
-        }
-        String method = request.getMethod();
-        for (Rule rule : RULES) {
-            if (rule.method().equals(method) && rule.path().matcher(path).matches()) {
-                return rule.access();
-            }
-        }
-        if (path.startsWith("/api/v1/") && ("GET".equals(method) || "HEAD".equals(method))) {
-            return READ;
-        }
-        return OPERATE;
+    ControlAccessPolicy() {
+        super(READ, OPERATE, RULES);
     }
 }

@@ -5,9 +5,7 @@ import static io.weightrelay.service.security.Role.OPERATOR;
 import static io.weightrelay.service.security.Role.TRAINER;
 
 import io.weightrelay.service.security.Access;
-import io.weightrelay.service.security.AccessPolicy;
-import jakarta.servlet.http.HttpServletRequest;
-import java.util.regex.Pattern;
+import io.weightrelay.service.security.AccessRules;
 import org.springframework.stereotype.Component;
 
 /**
@@ -16,7 +14,7 @@ import org.springframework.stereotype.Component;
  * Status and segment reads are open to every role; anything not listed needs an operator.
  */
 @Component
-class PublisherAccessPolicy implements AccessPolicy {
+class PublisherAccessPolicy extends AccessRules {
 
     private static final String SEG = "[^/]+";
     private static final String GEN = "/api/v1/models/" + SEG + "/generations/" + SEG;
@@ -25,8 +23,6 @@ class PublisherAccessPolicy implements AccessPolicy {
     private static final Access STAGE = Access.roles(TRAINER);
     private static final Access STAGE_OR_OPERATE = Access.roles(TRAINER, OPERATOR);
     private static final Access OPERATE = Access.roles(OPERATOR);
-
-    private record Rule(String method, Pattern path, Access access) {}
 
     private static final Rule[] RULES = {
         rule("GET", "/api/v1/staging", STAGE_OR_OPERATE),
@@ -39,25 +35,7 @@ class PublisherAccessPolicy implements AccessPolicy {
         rule("POST", "/api/v1/checkpoints/restore", OPERATE),
     };
 
-    private static Rule rule(String method, String path, Access access) {
-        return new Rule(method, Pattern.compile(path), access);
-    }
-
-    @Override
-    public Access access(HttpServletRequest request) {
-        String path = request.getRequestURI().substring(request.getContextPath().length());
-        if (AccessPolicy.isPublicDocsOrHealth(path)) {
-            return Access.anonymous();
-        }
-        String method = request.getMethod();
-        for (Rule rule : RULES) {
-            if (rule.method().equals(method) && rule.path().matcher(path).matches()) {
-                return rule.access();
-            }
-        }
-        if (path.startsWith("/api/v1/") && ("GET".equals(method) || "HEAD".equals(method))) {
-            return READ;
-        }
-        return OPERATE;
+    PublisherAccessPolicy() {
+        super(READ, OPERATE, RULES);
     }
 }
