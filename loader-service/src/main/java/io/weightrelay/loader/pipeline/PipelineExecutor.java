@@ -453,10 +453,22 @@ public final class PipelineExecutor {
             flush();
         }
 
+        /**
+         * Sends or packs the pending group, then forgets it: the next run starts a new group at its
+         * own destination offset (a run contiguous with an already flushed group must not extend
+         * it, or its bytes would land at that group's start).
+         */
         private void flush() {
             if (pieces.isEmpty()) {
                 return;
             }
+            flushGroup();
+            groupTarget = null;
+            groupDst = -1;
+            groupLength = 0;
+        }
+
+        private void flushGroup() {
             String segment = groupTarget.segment();
             long dst = groupTarget.base() + groupDst;
             if (pieces.size() > 1 && pack != null && groupLength <= packBytes) {

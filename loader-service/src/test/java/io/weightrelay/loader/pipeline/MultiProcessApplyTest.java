@@ -206,6 +206,31 @@ class MultiProcessApplyTest {
         }
     }
 
+    /**
+     * One instance alone on its node (a rebuild group): one reader reads whole neighbouring pieces
+     * of a tensor, so consecutive writes of a batch go to contiguous offsets of the same buffer.
+     * Each must land at its own offset, not at the first one's.
+     */
+    @ParameterizedTest
+    @EnumSource(Mode.class)
+    void anInstanceAloneOnItsNodeReceivesEveryByte(Mode mode) throws Exception {
+        Cluster c =
+                Cluster.of(
+                        "tiny",
+                        1,
+                        1,
+                        2,
+                        mode,
+                        256 << 10,
+                        new Planner.Options(128 << 10, 512 << 10));
+        publish(c.manifest(), 1);
+        startLoaders(c, 120, null, -1);
+
+        assertThat(all("prepare 1")).allMatch(r -> r.startsWith("OK prepared"));
+        assertThat(all("apply")).allMatch(r -> r.startsWith("OK "));
+        assertThat(all("verify " + SEED)).allMatch(r -> r.startsWith("OK "));
+    }
+
     @ParameterizedTest
     @EnumSource(Mode.class)
     void aMissingObjectFailsPrepareAndLeavesTheOldGenerationUntouched(Mode mode) throws Exception {
