@@ -8,9 +8,6 @@ import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.ServiceProcess;
-import io.weightrelay.reshard.catalog.ModelCatalog;
-import io.weightrelay.reshard.catalog.Placements;
-import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -21,7 +18,6 @@ import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.topology.Topology;
 import io.weightrelay.trainer.sim.Args;
-import io.weightrelay.trainer.sim.SimulatedTrainer;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -79,13 +75,7 @@ public final class UpdateBench {
         int redisPort = args.getInt("redis-port", 6379);
         String redisUri = "redis://" + redisHost + ":" + redisPort;
 
-        SourceManifest manifest =
-                SimulatedTrainer.manifest(model, DType.BF16, DType.BF16, MAX_FRAGMENT);
-        TargetPlacement placement =
-                Placements.of(ModelCatalog.layout(model), ROLLOUT_NODES, instances, tp, 1, mode, 1);
         Topology topology = Topology.uniform(TRAINER_NODES, ROLLOUT_NODES, 1, 100);
-        long needed = storeBytesNeeded(Planner.plan(manifest, placement, topology));
-
         LabCluster.Spec spec =
                 new LabCluster.Spec(
                         model,
@@ -98,6 +88,9 @@ public final class UpdateBench {
                         redisHost,
                         redisPort,
                         root);
+        SourceManifest manifest = LabCluster.publishedManifest(model);
+        TargetPlacement placement = LabCluster.placementFor(manifest, spec);
+        long needed = storeBytesNeeded(Planner.plan(manifest, placement, topology));
         try (LabCluster lab = LabCluster.start(spec)) {
             lab.publish(0);
             LabCluster.Updates cold = lab.updateAll().requireUpdated();

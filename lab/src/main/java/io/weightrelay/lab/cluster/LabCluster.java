@@ -9,9 +9,11 @@ import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Placements;
+import io.weightrelay.reshard.catalog.TensorLayout;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
@@ -113,17 +115,31 @@ public final class LabCluster implements AutoCloseable {
     private LabCluster(Spec spec) throws IOException {
         this.spec = spec;
         this.logs = Files.createTempDirectory("wr-lab-" + run);
-        this.manifest =
-                SimulatedTrainer.manifest(spec.model(), DType.BF16, DType.BF16, MAX_FRAGMENT);
-        this.placement =
-                Placements.of(
-                        ModelCatalog.layout(spec.model()),
-                        spec.rolloutNodes(),
-                        spec.instances(),
-                        spec.tp(),
-                        1,
-                        spec.mode(),
-                        1);
+        this.manifest = publishedManifest(spec.model());
+        this.placement = placementFor(manifest, spec);
+    }
+
+    /** What the lab's simulated trainer publishes: every tensor of the catalog model as bf16. */
+    public static SourceManifest publishedManifest(String model) {
+        return SimulatedTrainer.manifest(model, DType.BF16, DType.BF16, MAX_FRAGMENT);
+    }
+
+    /**
+     * The rollout placement of {@code spec} for what is actually published: the catalog's splits
+     * with the manifest's rollout dtypes, so that every registered stride matches the bytes the
+     * workers receive (the catalog keeps some tensors, such as MoE gate biases, in fp32).
+     */
+    public static TargetPlacement placementFor(SourceManifest manifest, Spec spec) {
+        Map<String, TensorSpec> published = new LinkedHashMap<>();
+        manifest.tensors().forEach(t -> published.put(t.name(), t));
+        List<TensorLayout> layout = new ArrayList<>();
+        for (TensorLayout t : ModelCatalog.layout(spec.model())) {
+            layout.add(
+                    new TensorLayout(
+                            published.get(t.spec().name()), t.split(), t.expert(), t.heads()));
+        }
+        return Placements.of(
+                layout, spec.rolloutNodes(), spec.instances(), spec.tp(), 1, spec.mode(), 1);
     }
 
     /** Starts every service, waits until all are healthy and registers every engine. */
