@@ -180,6 +180,8 @@ class Engine {
     }
     Result<int64_t> Alloc(int64_t id, int64_t length);
     Err Free(int64_t id, int64_t offset);
+    Err Carve(int64_t id, int64_t block, int32_t count, const int64_t* starts,
+              const int64_t* lengths);
 
     Result<std::shared_ptr<BatchState>> Submit(int32_t count, const int32_t* ops,
                                                const int64_t* addrs, const int64_t* segs,
@@ -648,6 +650,15 @@ Err Engine::Free(int64_t id, int64_t offset) {
     return r.ok() ? Err::kOk : r.error();
 }
 
+Err Engine::Carve(int64_t id, int64_t block, int32_t count, const int64_t* starts,
+                  const int64_t* lengths) {
+    if (closing()) return Err::kClosed;
+    auto seg = FindSegment(id);
+    if (!seg) return Err::kUnknownSegment;
+    if (!seg->own) return Err::kInvalidArgument;  // only the owner carves its allocations
+    return seg->own->allocator->Carve(block, count, starts, lengths);
+}
+
 Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t* ops,
                                                    const int64_t* addrs, const int64_t* segs,
                                                    const int64_t* offsets, const int64_t* lengths,
@@ -1105,6 +1116,14 @@ int dp_segment_free(dp_engine* engine, int64_t segment_id, int64_t offset) {
     return Guard([&] {
         if (!engine) return DP_ERR_INVALID_ARGUMENT;
         return dp::Code(engine->impl->Free(segment_id, offset));
+    });
+}
+
+int dp_segment_carve(dp_engine* engine, int64_t segment_id, int64_t block_offset, int32_t count,
+                     const int64_t* starts, const int64_t* lengths) {
+    return Guard([&] {
+        if (!engine) return DP_ERR_INVALID_ARGUMENT;
+        return dp::Code(engine->impl->Carve(segment_id, block_offset, count, starts, lengths));
     });
 }
 

@@ -131,6 +131,15 @@ int dp_segment_close(dp_engine* engine, int64_t segment_id);
  * for a DP_SEGMENT_RECEIVE segment (the owner refuses, whatever the client believes). */
 int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int64_t* offset_out);
 int dp_segment_free(dp_engine* engine, int64_t segment_id, int64_t offset);
+/* Turns the allocation at block_offset of an own segment into count allocations keyed by
+ * starts[i] (each freed later by dp_segment_free(starts[i])) that hold at least
+ * [starts[i], starts[i] + lengths[i]), and frees the rest of the block. Pieces are sorted,
+ * disjoint, non-empty and inside the block; otherwise DP_ERR_INVALID_ARGUMENT and nothing
+ * changes. count 0 frees the block. DP_ERR_NOT_FOUND if no allocation starts at block_offset;
+ * DP_ERR_INVALID_ARGUMENT for a peer's segment (only the owner carves). Bytes written in place
+ * into one reserved block become separately freeable objects this way. */
+int dp_segment_carve(dp_engine* engine, int64_t segment_id, int64_t block_offset, int32_t count,
+                     const int64_t* starts, const int64_t* lengths);
 /* Free bytes of an own segment (by name); 0 for a DP_SEGMENT_RECEIVE segment. */
 int dp_segment_free_bytes(dp_engine* engine, const char* name, int64_t* out);
 

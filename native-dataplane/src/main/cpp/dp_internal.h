@@ -162,6 +162,10 @@ class ShmMapping {
 };
 
 // First-fit allocator over [0, size) with coalescing frees. Thread safe.
+//
+// An allocation is known by its key (the offset Allocate returned, or a piece's start after
+// Carve) and covers an extent: the bytes that go back to the free list when it is freed. Free
+// holes always start and end on kAlignment, so every Allocate result is aligned.
 class SegmentAllocator {
  public:
     static constexpr int64_t kAlignment = 64;
@@ -174,7 +178,7 @@ class SegmentAllocator {
     Result<int64_t> Allocate(int64_t length) {
         if (length <= 0) return Err::kInvalidArgument;
         if (length > INT64_MAX - kAlignment) return Err::kSegmentFull;
-        int64_t rounded = (length + kAlignment - 1) / kAlignment * kAlignment;
+        int64_t rounded = AlignUp(length);
         std::lock_guard<std::mutex> lock(mu_);
         for (auto it = free_.begin(); it != free_.end(); ++it) {
             if (it->second < rounded) continue;
@@ -182,19 +186,89 @@ class SegmentAllocator {
             int64_t rest = it->second - rounded;
             free_.erase(it);
             if (rest > 0) free_[offset + rounded] = rest;
-            used_[offset] = rounded;
+            used_[offset] = Extent{offset, rounded};
             free_bytes_ -= rounded;
             return offset;
         }
         return Err::kSegmentFull;
     }
 
-    Err Free(int64_t offset) {
+    Err Free(int64_t key) {
         std::lock_guard<std::mutex> lock(mu_);
-        auto used = used_.find(offset);
+        auto used = used_.find(key);
         if (used == used_.end()) return Err::kNotFound;
-        int64_t length = used->second;
+        Extent e = used->second;
         used_.erase(used);
+        Release(e.begin, e.length);
+        return Err::kOk;
+    }
+
+    // Turns the allocation `key` into count allocations keyed by starts[i], each holding at
+    // least [starts[i], starts[i] + lengths[i]), and frees the rest of its extent. Pieces must
+    // be sorted, disjoint, non-empty and inside the extent, and the extent aligned at both ends (as
+    // Allocate makes it); otherwise nothing changes
+    // (kInvalidArgument). count 0 frees the whole allocation. This is how bytes written in
+    // place into one reserved block become separately freeable objects.
+    Err Carve(int64_t key, int32_t count, const int64_t* starts, const int64_t* lengths) {
+        if (count < 0 || (count > 0 && (!starts || !lengths))) return Err::kInvalidArgument;
+        std::lock_guard<std::mutex> lock(mu_);
+        auto used = used_.find(key);
+        if (used == used_.end()) return Err::kNotFound;
+        const Extent block = used->second;
+        const int64_t block_end = block.begin + block.length;
+        // Only a block as Allocate made it (aligned at both ends) can be carved, so every hole
+        // this frees stays aligned.
+        if (block.begin != AlignDown(block.begin) || block_end != AlignDown(block_end)) {
+            return Err::kInvalidArgument;
+        }
+        int64_t previous_end = block.begin;
+        for (int32_t i = 0; i < count; ++i) {
+            if (lengths[i] <= 0 || starts[i] < previous_end ||
+                starts[i] > block_end - lengths[i]) {
+                return Err::kInvalidArgument;
+            }
+            previous_end = starts[i] + lengths[i];
+        }
+        used_.erase(used);
+        // Walk the gaps between pieces: the aligned middle of a gap is freed, its unaligned
+        // edges stay with the piece before (or after, for the gap before the first piece).
+        int64_t cursor = block.begin;  // where the next piece's extent begins
+        for (int32_t i = 0; i <= count; ++i) {
+            int64_t gap_begin = i == 0 ? block.begin : AlignUp(starts[i - 1] + lengths[i - 1]);
+            int64_t gap_end = i == count ? block_end : AlignDown(starts[i]);
+            int64_t piece_end;  // where the previous piece's extent ends
+            int64_t next_begin;
+            if (gap_begin < gap_end) {
+                Release(gap_begin, gap_end - gap_begin);
+                piece_end = gap_begin;
+                next_begin = gap_end;
+            } else {
+                piece_end = i == count ? block_end : starts[i];
+                next_begin = i == 0 ? block.begin : piece_end;  // the first piece takes the head
+            }
+            if (i > 0) used_[starts[i - 1]] = Extent{cursor, piece_end - cursor};
+            cursor = next_begin;
+        }
+        return Err::kOk;
+    }
+
+    int64_t FreeBytes() {
+        std::lock_guard<std::mutex> lock(mu_);
+        return free_bytes_;
+    }
+
+ private:
+    struct Extent {
+        int64_t begin;
+        int64_t length;
+    };
+
+    static int64_t AlignUp(int64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
+    static int64_t AlignDown(int64_t v) { return v / kAlignment * kAlignment; }
+
+    // Returns [offset, offset + length) to the free list, merged with its neighbours.
+    // Requires mu_.
+    void Release(int64_t offset, int64_t length) {
         free_bytes_ += length;
         auto next = free_.lower_bound(offset);
         if (next != free_.end() && next->first == offset + length) {
@@ -205,22 +279,15 @@ class SegmentAllocator {
             auto prev = std::prev(next);
             if (prev->first + prev->second == offset) {
                 prev->second += length;
-                return Err::kOk;
+                return;
             }
         }
         free_[offset] = length;
-        return Err::kOk;
     }
 
-    int64_t FreeBytes() {
-        std::lock_guard<std::mutex> lock(mu_);
-        return free_bytes_;
-    }
-
- private:
     std::mutex mu_;
     std::map<int64_t, int64_t> free_;  // offset -> length
-    std::map<int64_t, int64_t> used_;  // offset -> rounded length
+    std::map<int64_t, Extent> used_;   // key -> extent
     int64_t free_bytes_ = 0;
 };
 

@@ -189,6 +189,57 @@ void ReceiveSegmentIsNeverAllocated(dp_engine* owner, dp_engine* tcp_client,
     CHECK_EQ(dp_segment_destroy(owner, "recv", 1), DP_OK);
 }
 
+// Carving: bytes written in place into one allocated block become separately freeable
+// pieces, the gaps between them go back to the free list, and nothing leaks: once every piece is
+// freed, the whole segment is one hole again.
+void CarveKeepsPiecesAndFreesTheRest(dp_engine* owner, dp_engine* peer,
+                                     const std::string& shm_base) {
+    const int64_t size = 64 << 10;
+    std::string shm = shm_base + "-carve";
+    int64_t base = 0, seg = 0, block = -1, free_bytes = -1;
+    CHECK_EQ(dp_segment_create(owner, "carve", shm.c_str(), size, DP_SEGMENT_STORE, &base), DP_OK);
+    CHECK_EQ(dp_segment_open(owner, "carve", "node-a", "127.0.0.1", dp_engine_tcp_port(owner),
+                             shm.c_str(), size, &seg),
+             DP_OK);
+    CHECK_EQ(dp_segment_alloc(owner, seg, 4096, &block), DP_OK);
+    CHECK_EQ(block, 0);
+    const int64_t starts[] = {10, 200, 3000};
+    const int64_t lengths[] = {100, 1000, 64};
+    const int64_t overlapping[] = {10, 100, 3000};
+    CHECK_EQ(dp_segment_carve(owner, seg, block, 3, overlapping, lengths), DP_ERR_INVALID_ARGUMENT);
+    const int64_t outside[] = {4090};
+    CHECK_EQ(dp_segment_carve(owner, seg, block, 1, outside, lengths), DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_carve(owner, seg, 64, 3, starts, lengths), DP_ERR_NOT_FOUND);
+    int64_t peer_seg = 0;
+    CHECK_EQ(dp_segment_open(peer, "carve", "node-a", "127.0.0.1", dp_engine_tcp_port(owner),
+                             shm.c_str(), size, &peer_seg),
+             DP_OK);
+    CHECK_EQ(dp_segment_carve(peer, peer_seg, block, 3, starts, lengths), DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_close(peer, peer_seg), DP_OK);
+    CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes), DP_OK);
+    CHECK_EQ(free_bytes, size - 4096);  // refused carves changed nothing
+
+    CHECK_EQ(dp_segment_carve(owner, seg, block, 3, starts, lengths), DP_OK);
+    // Extents: [0,128) [192,1216) [2944,3072); the aligned gaps between them are free.
+    CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes), DP_OK);
+    CHECK_EQ(free_bytes, size - 1280);
+    CHECK_EQ(dp_segment_free(owner, seg, block), DP_ERR_NOT_FOUND);  // the block is gone
+    int64_t hole = -1;
+    CHECK_EQ(dp_segment_alloc(owner, seg, 64, &hole), DP_OK);  // first fit: the gap at 128
+    CHECK_EQ(hole, 128);
+    CHECK_EQ(dp_segment_free(owner, seg, hole), DP_OK);
+    for (int64_t key : starts) CHECK_EQ(dp_segment_free(owner, seg, key), DP_OK);
+    CHECK_EQ(dp_segment_free(owner, seg, 200), DP_ERR_NOT_FOUND);
+    CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes), DP_OK);
+    CHECK_EQ(free_bytes, size);
+    int64_t whole = -1;
+    CHECK_EQ(dp_segment_alloc(owner, seg, size, &whole), DP_OK);  // one hole again
+    CHECK_EQ(dp_segment_carve(owner, seg, whole, 0, nullptr, nullptr), DP_OK);  // frees it all
+    CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes), DP_OK);
+    CHECK_EQ(free_bytes, size);
+    CHECK_EQ(dp_segment_destroy(owner, "carve", 1), DP_OK);
+}
+
 }  // namespace
 
 int main() {
@@ -220,6 +271,7 @@ int main() {
     CHECK_EQ(dp_engine_counters(a, counters), DP_OK);
     CHECK_EQ(counters[DP_COUNTER_TCP_SERVED_WRITTEN], size);
     ReceiveSegmentIsNeverAllocated(a, b, a2, shm);
+    CarveKeepsPiecesAndFreesTheRest(a, b, shm);
 
     int64_t value = 0;
     CHECK_EQ(dp_notify_wait(a, "never", 1, 10, &value), DP_ERR_TIMEOUT);

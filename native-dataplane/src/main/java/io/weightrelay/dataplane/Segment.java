@@ -96,6 +96,10 @@ public final class Segment implements LocalMemory, AutoCloseable {
         return address;
     }
 
+    boolean ownedBy(TransferEngine engine) {
+        return owner.engine() == engine;
+    }
+
     boolean isClosed() {
         return closed.get();
     }

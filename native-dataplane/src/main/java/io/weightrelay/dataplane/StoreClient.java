@@ -6,6 +6,8 @@ import io.weightrelay.dataplane.internal.StoredObject;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
@@ -86,6 +88,111 @@ public final class StoreClient {
             if (!published) {
                 release(replicas);
             }
+        }
+    }
+
+    /**
+     * Reserves {@code size} contiguous bytes of an own store segment for bytes written in place (by
+     * this process or another one of the node that maps the segment's file): the space is the
+     * caller's, invisible to readers, until {@link #publishInPlace} turns it into objects or {@link
+     * #releaseReservation} frees it. Mooncake's analogue is the two-phase put (start: allocate,
+     * end: publish); here the writer is the trainer itself, so publishing copies nothing.
+     *
+     * @return the block's offset in the segment (its key for the calls above)
+     * @throws SegmentFullException if the segment has no contiguous room (no fallback: the bytes
+     *     are to be written here)
+     * @throws SegmentNotAllocatableException if {@code own} is a receive segment
+     */
+    public long reserve(Segment own, long size) {
+        checkOwn(own, "a reservation");
+        if (size <= 0) {
+            throw new IllegalArgumentException("size must be > 0 for a reservation");
+        }
+        return engine.alloc(own.name(), size);
+    }
+
+    /** Frees a reserved block that will not be published. */
+    public void releaseReservation(Segment own, long block) {
+        checkOwn(own, "a reservation");
+        int rc = engine.free(own.name(), block);
+        if (rc < 0) {
+            throw Errors.of(rc, own.name() + " block " + block);
+        }
+    }
+
+    /**
+     * Publishes objects whose bytes were written in place into the reserved {@code block} of {@code
+     * own}: each keeps its bytes where they are (no copy, no transport byte), the parts of the
+     * block no object covers are freed, and all directory entries are published with one atomic
+     * Redis call, all or none. Either way the block stops being the caller's: on success the
+     * objects own their bytes (each freed by {@link #remove}); on any failure everything is freed.
+     *
+     * @throws IllegalArgumentException for empty or duplicate keys, empty objects, or objects
+     *     overlapping each other or leaving the block
+     * @throws ObjectExistsException if a key is already published (none is published then)
+     */
+    public void publishInPlace(
+            Segment own, long block, List<InPlaceObject> objects, boolean hardPin) {
+        checkOwn(own, "in-place objects");
+        List<InPlaceObject> sorted = new ArrayList<>(objects);
+        sorted.sort(Comparator.comparingLong(InPlaceObject::offset));
+        long[] starts = new long[sorted.size()];
+        long[] lengths = new long[sorted.size()];
+        Set<String> keys = new HashSet<>();
+        List<StoredObject> entries = new ArrayList<>(sorted.size());
+        try {
+            for (int i = 0; i < sorted.size(); i++) {
+                InPlaceObject o = sorted.get(i);
+                checkKey(o.key());
+                if (!keys.add(o.key())) {
+                    throw new IllegalArgumentException("key '" + o.key() + "' appears twice");
+                }
+                if (o.size() <= 0) {
+                    throw new IllegalArgumentException("size must be > 0 for " + o.key());
+                }
+                starts[i] = o.offset();
+                lengths[i] = o.size();
+                entries.add(
+                        new StoredObject(
+                                o.key(),
+                                o.size(),
+                                hardPin,
+                                List.of(new StoredObject.Replica(own.name(), o.offset()))));
+            }
+        } catch (RuntimeException e) {
+            engine.free(own.name(), block);
+            throw e;
+        }
+        try {
+            engine.carve(own.name(), block, starts, lengths);
+        } catch (IllegalArgumentException e) {
+            engine.free(own.name(), block); // the carve changed nothing
+            throw e;
+        }
+        boolean published = false;
+        try {
+            Optional<String> exists = Dataplane.metadata(() -> metadata.publishObjects(entries));
+            if (exists.isPresent()) {
+                throw new ObjectExistsException(exists.get());
+            }
+            published = true;
+        } finally {
+            if (!published) {
+                for (long start : starts) {
+                    engine.free(own.name(), start);
+                }
+            }
+        }
+    }
+
+    private void checkOwn(Segment own, String what) {
+        engine.checkOpen();
+        if (own.isClosed() || !own.ownedBy(engine)) {
+            throw new IllegalArgumentException(
+                    own.describe() + " is not an open segment of this data plane");
+        }
+        if (own.kind() != SegmentKind.STORE) {
+            throw new SegmentNotAllocatableException(own.name(), what);
         }
     }
 

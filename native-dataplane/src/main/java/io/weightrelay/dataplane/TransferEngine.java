@@ -170,6 +170,29 @@ public final class TransferEngine {
         return rc;
     }
 
+    /**
+     * Splits the allocation at {@code block} of an own segment into pieces keyed by {@code
+     * starts[i]} and frees the rest of it (see {@code dp_segment_carve}).
+     */
+    void carve(String segment, long block, long[] starts, long[] lengths) {
+        long id = segmentId(segment);
+        int rc =
+                handle.call(
+                        e ->
+                                DpNative.dp_segment_carve(
+                                        e, id, block, starts.length, starts, lengths));
+        if (rc == DataplaneError.INVALID_ARGUMENT.code()) {
+            throw new IllegalArgumentException(
+                    "cannot carve block "
+                            + block
+                            + " of segment '"
+                            + segment
+                            + "': pieces must be sorted, disjoint, non-empty and inside it, and"
+                            + " the segment must be this process's own");
+        }
+        Errors.check(rc, segment + " block " + block);
+    }
+
     /** Forgets a cached segment whose owner is gone, so the next use reads Redis again. */
     void onTaskFailure(String segment, DataplaneError error) {
         if (error == DataplaneError.PEER_GONE || error == DataplaneError.UNKNOWN_SEGMENT) {

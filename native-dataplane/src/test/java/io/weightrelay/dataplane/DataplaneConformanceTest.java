@@ -403,6 +403,104 @@ abstract class DataplaneConformanceTest {
     }
 
     @Test
+    void bytesWrittenInPlaceArePublishedWithoutACopyAndFreedObjectByObject() {
+        Dataplane publisher = dp("node-a");
+        Dataplane remoteReader = dp("node-b");
+        Segment own = publisher.createSegment("inplace", 4 * MIB);
+        long block = publisher.store().reserve(own, 3 * MIB);
+        assertThat(own.freeBytes()).isEqualTo(MIB);
+        // Three objects at unaligned places of the block, written straight into the segment.
+        List<InPlaceObject> objects =
+                List.of(
+                        new InPlaceObject("m/3/b", block + MIB + 7, MIB - 100),
+                        new InPlaceObject("m/3/a", block + 10, 1000),
+                        new InPlaceObject("m/3/c", block + 2 * MIB + 64, 4096));
+        for (int i = 0; i < objects.size(); i++) {
+            InPlaceObject o = objects.get(i);
+            Patterns.fill(own.byteBuffer(o.offset(), (int) o.size()), 0, (int) o.size(), 40 + i);
+        }
+        Counters before = publisher.counters();
+
+        publisher.store().publishInPlace(own, block, objects, true);
+
+        Counters moved = publisher.counters().minus(before);
+        assertThat(moved.localWritten() + moved.tcpTotal()).isZero();
+        long held = own.size() - own.freeBytes();
+        assertThat(held).isBetween(MIB - 100 + 1000 + 4096L, MIB - 100 + 1000 + 4096L + 6 * 64);
+        for (int i = 0; i < objects.size(); i++) {
+            InPlaceObject o = objects.get(i);
+            assertThat(remoteReader.store().locations(o.key()))
+                    .singleElement()
+                    .satisfies(l -> assertThat(l.offset()).isEqualTo(o.offset()));
+            RegisteredBuffer dst =
+                    remoteReader.registerBuffer(ByteBuffer.allocateDirect((int) o.size()));
+            assertThat(
+                            remoteReader
+                                    .store()
+                                    .getIntoRanges(
+                                            o.key(), List.of(new ReadRange(0, o.size(), dst, 0))))
+                    .containsExactly(o.size());
+            assertThat(Patterns.crc(dst.byteBuffer(), 0, (int) o.size()))
+                    .as(o.key())
+                    .isEqualTo(Patterns.expectedCrc((int) o.size(), 40 + i));
+        }
+        for (InPlaceObject o : objects) {
+            assertThat(remoteReader.store().remove(o.key())).isTrue();
+        }
+        assertThat(own.freeBytes()).isEqualTo(4 * MIB);
+        // Nothing fragmented: the whole segment is one hole again.
+        publisher.store().releaseReservation(own, publisher.store().reserve(own, 4 * MIB));
+    }
+
+    @Test
+    void anInPlacePublishIsAllOrNothingAndAlwaysConsumesItsBlock() {
+        Dataplane a = dp("node-a");
+        Segment own = a.createSegment("inplace-fail", 2 * MIB);
+        Segment recv = a.createReceiveSegment("inplace-recv", MIB);
+        RegisteredBuffer src = buffer(a, 4096, 41);
+        a.store().putFrom("m/4/taken", src, 0, 4096, ReplicateConfig.preferLocal(own.name()));
+        long used = own.size() - own.freeBytes();
+
+        long block = a.store().reserve(own, MIB);
+        List<InPlaceObject> clash =
+                List.of(
+                        new InPlaceObject("m/4/new", block, 4096),
+                        new InPlaceObject("m/4/taken", block + 8192, 4096));
+        assertThatThrownBy(() -> a.store().publishInPlace(own, block, clash, true))
+                .isInstanceOfSatisfying(
+                        ObjectExistsException.class,
+                        e -> assertThat(e.key()).isEqualTo("m/4/taken"));
+        assertThat(a.store().exists("m/4/new")).isFalse();
+        assertThat(own.size() - own.freeBytes()).isEqualTo(used);
+
+        long second = a.store().reserve(own, MIB);
+        List<InPlaceObject> overlapping =
+                List.of(
+                        new InPlaceObject("m/4/x", second, 4096),
+                        new InPlaceObject("m/4/y", second + 4000, 4096));
+        assertThatThrownBy(() -> a.store().publishInPlace(own, second, overlapping, true))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("inplace-fail");
+        List<InPlaceObject> outside = List.of(new InPlaceObject("m/4/z", second, MIB + 64));
+        long third = a.store().reserve(own, MIB);
+        assertThatThrownBy(() -> a.store().publishInPlace(own, third, outside, true))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThat(a.store().exists("m/4/x")).isFalse();
+        assertThat(own.size() - own.freeBytes()).isEqualTo(used);
+
+        assertThatThrownBy(() -> a.store().reserve(own, 2 * MIB))
+                .isInstanceOf(SegmentFullException.class);
+        assertThatThrownBy(() -> a.store().reserve(recv, 4096))
+                .isInstanceOfSatisfying(
+                        SegmentNotAllocatableException.class,
+                        e -> assertThat(e.segment()).isEqualTo("inplace-recv"));
+        Dataplane other = dp("node-a");
+        assertThatThrownBy(() -> other.store().reserve(own, 4096))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("inplace-fail");
+    }
+
+    @Test
     void aFullPreferredSegmentStillYieldsAStoredObjectElsewhere() {
         Dataplane a = dp("node-a");
         Dataplane b = dp("node-b");

@@ -123,6 +123,14 @@ public final class DpNative {
     public static native int dp_segment_free(
             dp_engine engine, @Cast("int64_t") long segmentId, @Cast("int64_t") long offset);
 
+    public static native int dp_segment_carve(
+            dp_engine engine,
+            @Cast("int64_t") long segmentId,
+            @Cast("int64_t") long blockOffset,
+            int count,
+            @Cast("const int64_t*") long[] starts,
+            @Cast("const int64_t*") long[] lengths);
+
     public static native int dp_segment_free_bytes(
             dp_engine engine, String name, @Cast("int64_t*") long[] out);
 

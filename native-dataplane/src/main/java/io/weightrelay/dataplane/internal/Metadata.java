@@ -27,6 +27,10 @@ public final class Metadata implements AutoCloseable {
             "if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end "
                     + "redis.call('HSET', KEYS[1], 'size', ARGV[1], 'pin', ARGV[2], "
                     + "'replicas', ARGV[3]) return 1";
+    private static final String PUBLISH_ALL =
+            "for i = 1, #KEYS do if redis.call('EXISTS', KEYS[i]) == 1 then return i end end "
+                    + "for i = 1, #KEYS do redis.call('HSET', KEYS[i], 'size', ARGV[3 * i - 2], "
+                    + "'pin', ARGV[3 * i - 1], 'replicas', ARGV[3 * i]) end return 0";
     private static final String TAKE =
             "local v = redis.call('HGETALL', KEYS[1]) redis.call('DEL', KEYS[1]) return v";
     private static final String PUT_SEGMENT =
@@ -155,6 +159,34 @@ public final class Metadata implements AutoCloseable {
                                         o.hardPin() ? "1" : "0",
                                         encode(o.replicas())));
         return r != null && r == 1L;
+    }
+
+    /**
+     * Publishes every entry, or none if any key exists (one round trip).
+     *
+     * @return empty when all were published, else the first key that already exists
+     */
+    public Optional<String> publishObjects(List<StoredObject> objects) {
+        if (objects.isEmpty()) {
+            return Optional.empty();
+        }
+        String[] keys = new String[objects.size()];
+        String[] args = new String[3 * objects.size()];
+        for (int i = 0; i < objects.size(); i++) {
+            StoredObject o = objects.get(i);
+            keys[i] = objectKey(o.key());
+            args[3 * i] = Long.toString(o.size());
+            args[3 * i + 1] = o.hardPin() ? "1" : "0";
+            args[3 * i + 2] = encode(o.replicas());
+        }
+        Long r =
+                call(
+                        "publish " + objects.size() + " objects",
+                        () -> redis.eval(PUBLISH_ALL, ScriptOutputType.INTEGER, keys, args));
+        if (r == null || r < 0 || r > objects.size()) {
+            throw new MetadataFailure("unexpected answer " + r + " to a batch publish", null);
+        }
+        return r == 0 ? Optional.empty() : Optional.of(objects.get((int) (r - 1)).key());
     }
 
     public Optional<StoredObject> object(String key) {
