@@ -18,13 +18,36 @@ public final class TestPublisherProperties {
     /** Registers the settings; returns the data-plane key prefix the test's objects live under. */
     public static String register(DynamicPropertyRegistry registry, String test, String node) {
         String prefix = RedisTestSupport.uniqueKeyPrefix(test);
+        registerUnder(registry, prefix, node);
+        return prefix;
+    }
+
+    /**
+     * Registers the settings with a data-plane key prefix chosen by the test, for a publisher that
+     * shares its data plane with a control-api started before it ({@link TestControlApi}).
+     */
+    public static void registerUnder(DynamicPropertyRegistry registry, String prefix, String node) {
+        registerUnder(registry, prefix, node, "segment", "16MB");
+    }
+
+    /**
+     * As {@link #registerUnder(DynamicPropertyRegistry, String, String)}, with the staging mode
+     * ({@code segment} or {@code file}) and the segment's size.
+     */
+    public static void registerUnder(
+            DynamicPropertyRegistry registry,
+            String prefix,
+            String node,
+            String stagingMode,
+            String segmentSize) {
         String id = UUID.randomUUID().toString().substring(0, 8);
         RedisTestSupport.register(registry);
         registry.add("relay.segment.redis-uri", () -> RedisTestSupport.endpoint().uri());
         registry.add("relay.segment.key-prefix", () -> prefix);
         registry.add("relay.segment.node", () -> node);
         registry.add("relay.segment.name", () -> "publisher-" + node + "-" + id);
-        registry.add("relay.segment.size", () -> "16MB");
+        registry.add("relay.segment.size", () -> segmentSize);
+        registry.add("relay.staging.mode", () -> stagingMode);
         registry.add("relay.staging.path", () -> "/dev/shm/wr-test-staging-" + id);
         registry.add("relay.staging.capacity", () -> "4MB");
         registry.add("relay.staging.max-batch-bytes", () -> "1MB");
@@ -34,6 +57,5 @@ public final class TestPublisherProperties {
         registry.add("relay.publish.register-chunk", () -> "4");
         registry.add("relay.security.tokens.trainer[0]", () -> TRAINER_TOKEN);
         registry.add("relay.security.tokens.operator[0]", () -> OPERATOR_TOKEN);
-        return prefix;
     }
 }

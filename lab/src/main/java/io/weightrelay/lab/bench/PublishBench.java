@@ -3,7 +3,6 @@ package io.weightrelay.lab.bench;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
-import io.weightrelay.lab.cluster.ServiceProcess;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
@@ -11,6 +10,7 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Role;
 import io.weightrelay.reshard.topology.Topology;
+import io.weightrelay.service.process.ServiceProcess;
 import io.weightrelay.trainer.client.Dtypes;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
@@ -52,9 +52,9 @@ import java.util.UUID;
  *       staging included) and {@code load_avg} (the machine's load, which these figures follow)
  * </ul>
  *
- * Flags: {@code --trainer-dtype bf16 --rollout-dtype bf16 --seed 1 --max-batch-bytes 536870912
- * --in-flight 4 --warmup 2 --repeat 3 --redis-host 127.0.0.1 --redis-port 6379 --publisher-jar
- * <exec jar> --control-jar <exec jar> --root <repo> --keep-logs}.
+ * Flags: {@code --staging-mode segment|file --trainer-dtype bf16 --rollout-dtype bf16 --seed 1
+ * --max-batch-bytes 536870912 --in-flight 4 --warmup 2 --repeat 3 --redis-host 127.0.0.1
+ * --redis-port 6379 --publisher-jar <exec jar> --control-jar <exec jar> --root <repo> --keep-logs}.
  */
 public final class PublishBench {
 
@@ -75,6 +75,10 @@ public final class PublishBench {
         DType trainerDtype = Dtypes.parse(args.get("trainer-dtype", "bf16"));
         DType rolloutDtype = Dtypes.parse(args.get("rollout-dtype", "bf16"));
         long seed = args.getLong("seed", 1);
+        String stagingMode = args.get("staging-mode", "segment");
+        if (!stagingMode.equals("segment") && !stagingMode.equals("file")) {
+            throw new IllegalArgumentException("--staging-mode is segment or file");
+        }
         Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
         Path publisherJar =
                 args.has("publisher-jar")
@@ -110,8 +114,13 @@ public final class PublishBench {
                 stageAll
                         ? roundUp(stagedPerNode + maxBatch)
                         : roundUp(Math.min(4 * maxBatch, maxStaging));
-        // Room for two generations: the measured one lands while the warm-up one is active.
-        long segmentSize = roundUp(2 * maxNodeBytes + (64L << 20));
+        // Room for two generations: the measured one lands while the warm-up one is active. With
+        // staging in the segment, the measured one is staged where it will be stored.
+        boolean inSegment = "segment".equals(stagingMode);
+        long segmentSize =
+                inSegment
+                        ? roundUp(maxNodeBytes + stagingCapacity + (64L << 20))
+                        : roundUp(2 * maxNodeBytes + (64L << 20));
 
         String run = UUID.randomUUID().toString().substring(0, 8);
         String dataplanePrefix = "wr:bench:" + run + ":dp:";
@@ -154,6 +163,7 @@ public final class PublishBench {
                                                 + ":"
                                                 + redisPort,
                                         "--relay.segment.key-prefix=" + dataplanePrefix,
+                                        "--relay.staging.mode=" + stagingMode,
                                         "--relay.staging.path=/dev/shm/wr-bench-staging-"
                                                 + run
                                                 + "-"
@@ -245,7 +255,8 @@ public final class PublishBench {
                                     + "\"cold_publish_s\":%.4f,\"stage_s\":%.4f,"
                                     + "\"hand_over_s\":%.4f,\"commit_s\":%.4f,"
                                     + "\"services_cpu_s\":%.3f,\"cpu_s\":{%s},\"load_avg\":%.1f,"
-                                    + "\"stage_all\":%b,\"max_batch_bytes\":%d,\"generation\":%d}",
+                                    + "\"stage_all\":%b,\"staging_mode\":\"%s\","
+                                    + "\"max_batch_bytes\":%d,\"generation\":%d}",
                             model,
                             nodes,
                             Dtypes.apiName(trainerDtype),
@@ -267,6 +278,7 @@ public final class PublishBench {
                             best.cpuByService(),
                             ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage(),
                             stageAll,
+                            stagingMode,
                             maxBatch,
                             best.outcome().generation()));
         } catch (RuntimeException e) {
@@ -333,8 +345,9 @@ public final class PublishBench {
     }
 
     /**
-     * Copies the bytes each node staged for the measured generation, from its staging mapping into
-     * one pre-touched destination, once; the bytes are still in staging after the publish.
+     * Copies as many bytes as each node staged for the measured generation, from the start of its
+     * staging file (in segment mode the store segment: stored objects) into one pre-touched
+     * destination, once, with the windows the ranks mapped.
      */
     private static double memcpyGbps(
             Map<String, PublisherClient> publishers, TrainerSession.Outcome outcome) {
@@ -349,12 +362,16 @@ public final class PublishBench {
         long copied = 0;
         long nanos = 0;
         for (RankPublisher.Result r : outcome.ranks()) {
-            ByteBuffer source =
-                    publishers.get(r.node()).stagingBuffer().slice(0, Math.toIntExact(r.bytes()));
-            ByteBuffer target = destination.duplicate().clear();
-            long started = System.nanoTime();
-            target.put(source);
-            nanos += System.nanoTime() - started;
+            PublisherClient publisher = publishers.get(r.node());
+            long chunk = publisher.stagingInfo().getMaxBatchBytes();
+            for (long done = 0; done < r.bytes(); done += chunk) {
+                int n = Math.toIntExact(Math.min(chunk, r.bytes() - done));
+                ByteBuffer source = publisher.stagingBytes(done, n);
+                ByteBuffer target = destination.duplicate().clear().position(Math.toIntExact(done));
+                long started = System.nanoTime();
+                target.put(source);
+                nanos += System.nanoTime() - started;
+            }
             copied += r.bytes();
         }
         return copied / (nanos / 1e9) / 1e9;

@@ -20,6 +20,7 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Role;
 import io.weightrelay.reshard.topology.Topology;
+import io.weightrelay.service.process.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RestCoordinator;
@@ -337,8 +338,9 @@ public final class LabCluster implements AutoCloseable {
             maxNodeBytes = Math.max(maxNodeBytes, b);
         }
         long staging = roundUp(maxNodeBytes + (64L << 20) + MAX_BATCH);
-        // Room for two generations: the next lands while the active one is still served.
-        long segment = roundUp(2 * maxNodeBytes + (64L << 20));
+        // Staging lives in the segment (ranks write where the objects will live), so the segment
+        // holds the active generation plus everything staged for the next one.
+        long segment = roundUp(maxNodeBytes + staging + (64L << 20));
         Map<String, ServiceProcess> out = new LinkedHashMap<>();
         for (int i = 0; i < spec.trainerNodes(); i++) {
             String node = Topology.trainerNodeName(i);
@@ -355,10 +357,7 @@ public final class LabCluster implements AutoCloseable {
                                             "--relay.segment.size=" + segment + "B",
                                             "--relay.segment.redis-uri=" + spec.redisUri(),
                                             "--relay.segment.key-prefix=" + dpPrefix,
-                                            "--relay.staging.path=/dev/shm/wr-lab-staging-"
-                                                    + run
-                                                    + "-"
-                                                    + i,
+                                            "--relay.staging.mode=segment",
                                             "--relay.staging.capacity=" + staging + "B",
                                             "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
                                             "--relay.publish.control-api-url=" + control.baseUrl(),

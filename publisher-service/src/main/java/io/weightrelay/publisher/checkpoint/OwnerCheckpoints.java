@@ -108,7 +108,7 @@ public final class OwnerCheckpoints {
             }
             StagingArea.Reservation r = staging.reserve(size);
             try {
-                ByteBuffer target = staging.buffer().slice((int) r.offset(), (int) size);
+                ByteBuffer target = staging.bytes(r.offset(), Math.toIntExact(size));
                 try (FileChannel in = FileChannel.open(dir.resolve(parts[1]))) {
                     while (target.hasRemaining() && in.read(target) >= 0) {
                         // read fully
@@ -119,7 +119,10 @@ public final class OwnerCheckpoints {
                     throw CheckpointProblems.CHECKPOINT_IO.exception(
                             "saved object " + key + " does not match its checksum");
                 }
-                owner.putFromStaging(key, r.offset(), size);
+                staging.store(
+                        staging.claim(r.id()),
+                        List.of(new StagingArea.Piece(key, r.offset(), size)),
+                        Runnable::run);
                 objects++;
                 bytes += size;
             } catch (IOException e) {

@@ -5,10 +5,10 @@ import java.nio.ByteOrder;
 import java.util.zip.CRC32C;
 
 /**
- * Converts a run of elements in place and checksums it in the same pass: the output starts where
- * the input starts (a narrowing conversion never overtakes its input when it walks forward), so the
- * converted bytes stay in the buffer the store copies them from and no scratch area exists. Each
- * chunk is checksummed as input, converted, and checksummed as output while it is in cache.
+ * Converts a run of elements and checksums it in the same pass, in place (the output starts where
+ * the input starts: a narrowing conversion never overtakes its input when it walks forward) or into
+ * separate memory, such as the block of the store segment the objects will live in. Each chunk is
+ * checksummed as input, converted, and checksummed as output while it is in cache.
  *
  * <p>Thread safe: the scratch arrays are per thread. Different threads may convert disjoint runs of
  * the same buffer at once.
@@ -40,24 +40,48 @@ public final class Converter {
      */
     public static Result convertInPlace(
             ByteBuffer buffer, int position, int sourceBytes, Conversion conversion) {
+        ByteBuffer run = buffer.slice(position, sourceBytes);
+        return convert(run, run, conversion);
+    }
+
+    /**
+     * Converts all of {@code source} into the start of {@code target}, which is either {@code
+     * source} itself (in place: the output starts where the input starts) or memory that does not
+     * overlap it. Pass-through with a separate target copies.
+     *
+     * @throws IllegalArgumentException if the source is not a whole number of input elements or the
+     *     target is too small
+     */
+    public static Result convert(ByteBuffer source, ByteBuffer target, Conversion conversion) {
+        int sourceBytes = source.remaining();
         if (sourceBytes % conversion.sourceWidth() != 0) {
             throw new IllegalArgumentException(
                     sourceBytes + " bytes are not whole " + conversion + " input elements");
         }
+        long outputBytes = conversion.outputBytes(sourceBytes);
+        if (target.remaining() < outputBytes) {
+            throw new IllegalArgumentException(
+                    outputBytes + " output bytes do not fit " + target.remaining());
+        }
+        ByteBuffer in = source.slice();
+        ByteBuffer out = target.slice();
         if (conversion == Conversion.PASS_THROUGH) {
-            int crc = Checksums.crc32c(buffer.slice(position, sourceBytes));
+            int crc = Checksums.crc32c(in.duplicate());
+            if (source != target) {
+                out.put(in);
+            }
             return new Result(crc, crc, sourceBytes);
         }
-        CRC32C in = new CRC32C();
-        CRC32C out = new CRC32C();
+        CRC32C inCrc = new CRC32C();
+        CRC32C outCrc = new CRC32C();
         int[] ints = INTS.get();
         short[] shorts = SHORTS.get();
         int elements = sourceBytes / 4;
         for (int done = 0; done < elements; done += CHUNK) {
             int n = Math.min(CHUNK, elements - done);
-            ByteBuffer source = buffer.slice(position + 4 * done, 4 * n);
-            in.update(source.duplicate());
-            source.order(ByteOrder.LITTLE_ENDIAN).asIntBuffer().get(ints, 0, n);
+            ByteBuffer chunk = in.slice(4 * done, 4 * n);
+            inCrc.update(chunk.duplicate());
+            chunk.order(ByteOrder.LITTLE_ENDIAN).asIntBuffer().get(ints, 0, n);
             if (conversion == Conversion.FP32_TO_BF16) {
                 for (int i = 0; i < n; i++) {
                     shorts[i] = Floats.bf16(ints[i]);
@@ -67,10 +91,10 @@ public final class Converter {
                     shorts[i] = Floats.fp16(ints[i]);
                 }
             }
-            ByteBuffer target = buffer.slice(position + 2 * done, 2 * n);
-            target.duplicate().order(ByteOrder.LITTLE_ENDIAN).asShortBuffer().put(shorts, 0, n);
-            out.update(target);
+            ByteBuffer written = out.slice(2 * done, 2 * n);
+            written.duplicate().order(ByteOrder.LITTLE_ENDIAN).asShortBuffer().put(shorts, 0, n);
+            outCrc.update(written);
         }
-        return new Result((int) in.getValue(), (int) out.getValue(), 2L * elements);
+        return new Result((int) inCrc.getValue(), (int) outCrc.getValue(), 2L * elements);
     }
 }

@@ -56,6 +56,10 @@ final class GenerationState {
         inFlight--;
     }
 
+    synchronized boolean isFailed() {
+        return state == PublishState.FAILED;
+    }
+
     synchronized void requireOpen() {
         if (state == PublishState.FAILED) {
             throw PublishProblems.GENERATION_FAILED

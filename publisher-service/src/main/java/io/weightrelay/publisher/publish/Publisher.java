@@ -14,7 +14,6 @@ import io.weightrelay.publisher.staging.StagingArea;
 import io.weightrelay.service.problem.RelayException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -32,12 +31,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>One batch: claim the reservation; map every staged tensor (or tensor part) onto the manifest's
  * fragments; convert each fragment in place in staging and checksum it in the same pass (in
- * parallel over fragments); check the rank's checksums; store each fragment with one put from
- * staging into the own segment (the only copy of the bytes); register the stored objects with
- * control-api in chunks while the rest of the batch is still being stored; free the reservation.
- * Each part (staged tensor) is its own pipeline, so conversion, puts and registrations of different
- * parts overlap. Any failure after the batch is accepted fails this node's part of the generation
- * and removes everything it stored for it.
+ * parallel over fragments); check each part against the rank's checksum; store the fragments
+ * (staging in the segment: published where the rank wrote them, one directory call for the batch,
+ * no copy; file staging: one put each into the own segment); register them with control-api in
+ * chunks sent in parallel; free the reservation. Any failure after the batch is accepted fails this
+ * node's part of the generation and removes everything it stored for it.
  *
  * <p>Thread safe: ranks may hand over batches of the same generation concurrently.
  */
@@ -56,13 +54,29 @@ public final class Publisher implements AutoCloseable {
     private final ExecutorService registrations;
     private final Map<String, GenerationState> generations = new LinkedHashMap<>();
 
-    /** One fragment of a batch: where its input sits in staging and how it is converted. */
+    /**
+     * One fragment of a batch: where its input sits in staging, how it is converted and where its
+     * output goes (its input's place, or an output block of the segment).
+     */
     private record Work(
             String key,
             int tensorIndex,
             long stagingOffset,
             int sourceBytes,
-            Conversion conversion) {}
+            Conversion conversion,
+            long outputOffset) {
+        boolean inPlace() {
+            return outputOffset == stagingOffset;
+        }
+
+        int outputBytes() {
+            return Math.toIntExact(conversion.outputBytes(sourceBytes));
+        }
+
+        Work outputAt(long offset) {
+            return new Work(key, tensorIndex, stagingOffset, sourceBytes, conversion, offset);
+        }
+    }
 
     private record Converted(Work work, Converter.Result result) {}
 
@@ -103,9 +117,14 @@ public final class Publisher implements AutoCloseable {
             List<Work> works = plan(gen.layout(), reservation, request.getTensors());
             gen.begin(works.stream().map(Work::key).toList());
             try {
-                return publish(gen, works, request.getTensors());
+                return publish(gen, reservation, works, request.getTensors());
             } catch (RuntimeException e) {
-                String reason = describe(e);
+                // The problem's slug leads the reason: later calls answer generation-failed with
+                // it.
+                String reason =
+                        e instanceof RelayException r
+                                ? r.kind().slug() + ": " + describe(e)
+                                : describe(e);
                 List<String> stored = gen.fail(reason);
                 log.warn(
                         "generation {}/{} failed on node {}: {}; removing {} stored object(s)",
@@ -125,39 +144,81 @@ public final class Publisher implements AutoCloseable {
     }
 
     private PublishBatchResult publish(
-            GenerationState gen, List<Work> works, List<StagedTensor> tensors) {
+            GenerationState gen,
+            StagingArea.Reservation reservation,
+            List<Work> works,
+            List<StagedTensor> tensors) {
         GenerationLayout layout = gen.layout();
-        ByteBuffer buffer = staging.buffer();
         long t0 = System.nanoTime();
-        List<String> storedKeys = Collections.synchronizedList(new ArrayList<>());
-        Registration registration = new Registration(layout, owner.counters());
-        List<Converted> converted;
-        try {
-            converted = convertVerifyStore(buffer, works, tensors, storedKeys, registration);
-        } catch (RuntimeException e) {
-            registration.abandon();
-            storedKeys.forEach(owner::remove);
-            if (e instanceof RelayException) {
-                throw e;
+        long outputBlock = -1;
+        if (staging.convertsIntoOutputBlocks()) {
+            long outputBytes = 0;
+            for (Work w : works) {
+                if (w.conversion() != Conversion.PASS_THROUGH) {
+                    outputBytes += StagingArea.align(w.outputBytes());
+                }
             }
-            throw PublishProblems.STORE_FAILED.exception(
-                    "storing batch failed: " + describe(e) + "; nothing of it stays stored", e);
+            if (outputBytes > 0) {
+                outputBlock = reserveOutput(outputBytes);
+                List<Work> placed = new ArrayList<>(works.size());
+                long at = outputBlock;
+                for (Work w : works) {
+                    if (w.conversion() == Conversion.PASS_THROUGH) {
+                        placed.add(w);
+                    } else {
+                        placed.add(w.outputAt(at));
+                        at += StagingArea.align(w.outputBytes());
+                    }
+                }
+                works = placed;
+            }
         }
-        long t1 = System.nanoTime();
-        if (!gen.stored(List.copyOf(storedKeys))) {
-            registration.abandon();
+        List<StagingArea.Piece> inStaging = new ArrayList<>();
+        List<StagingArea.Piece> inOutput = new ArrayList<>();
+        List<Converted> converted;
+        long t1;
+        Counters before = owner.counters();
+        try {
+            converted = convertAndVerify(works, tensors);
+            t1 = System.nanoTime();
+            for (Converted c : converted) {
+                if (c.result().outputBytes() > 0) {
+                    StagingArea.Piece piece =
+                            new StagingArea.Piece(
+                                    c.work().key(),
+                                    c.work().outputOffset(),
+                                    c.result().outputBytes());
+                    (c.work().inPlace() ? inStaging : inOutput).add(piece);
+                }
+            }
+            long block = outputBlock;
+            outputBlock = -1; // from here the store uses it up, whatever happens
+            store(reservation, inStaging, block, inOutput);
+        } finally {
+            if (outputBlock >= 0) {
+                staging.releaseOutput(outputBlock);
+            }
+        }
+        List<String> storedKeys = new ArrayList<>(inStaging.size() + inOutput.size());
+        inStaging.forEach(p -> storedKeys.add(p.key()));
+        inOutput.forEach(p -> storedKeys.add(p.key()));
+        if (!gen.stored(storedKeys)) {
             storedKeys.forEach(owner::remove);
             gen.requireOpen();
         }
-        List<ControlPlane.StoredObject> objects = registration.finish();
         long t2 = System.nanoTime();
+        List<ControlPlane.StoredObject> objects = placed(converted, before);
+        register(layout, objects);
+        long t3 = System.nanoTime();
         log.debug(
-                "{}/{}: {} objects converted, checked and stored in {} ms, last registration {} ms",
+                "{}/{}: {} objects converted and checked in {} ms, stored in {} ms, registered in"
+                        + " {} ms",
                 layout.model(),
                 layout.generation(),
                 works.size(),
                 (t1 - t0) / 1_000_000,
-                (t2 - t1) / 1_000_000);
+                (t2 - t1) / 1_000_000,
+                (t3 - t2) / 1_000_000);
 
         long staged = 0;
         for (StagedTensor t : tensors) {
@@ -187,35 +248,67 @@ public final class Publisher implements AutoCloseable {
                 .bytesStoredRemote(remote);
     }
 
+    /** Reserves an output block for the batch's converted bytes; no room is a failed store. */
+    private long reserveOutput(long bytes) {
+        try {
+            return staging.reserveOutput(bytes);
+        } catch (RuntimeException e) {
+            throw PublishProblems.STORE_FAILED.exception(
+                    "no room for the batch's "
+                            + bytes
+                            + " converted bytes in segment "
+                            + owner.segmentName()
+                            + ": "
+                            + describe(e),
+                    e);
+        }
+    }
+
     /**
-     * Registers a batch's objects with control-api in chunks of {@code registerChunk} while the
-     * rest of the batch is still being stored, so the registration round trips overlap the puts;
-     * {@link #finish} sends the remainder and waits for every chunk. Thread safe.
+     * Stores the pieces written in staging and those written in the output block (if any); when
+     * this throws, none of them stays stored and the output block is used up.
      */
-    private final class Registration {
-        private final GenerationLayout layout;
-        private final Counters before;
-        private final List<Converted> pending = new ArrayList<>();
-        private final List<ControlPlane.StoredObject> all = new ArrayList<>();
-        private final List<CompletableFuture<Void>> sent = new ArrayList<>();
-
-        Registration(GenerationLayout layout, Counters before) {
-            this.layout = layout;
-            this.before = before;
-        }
-
-        /** An object of the batch is stored (or empty): register it with the next chunk. */
-        synchronized void add(Converted c) {
-            pending.add(c);
-            if (pending.size() >= registerChunk) {
-                send();
+    private void store(
+            StagingArea.Reservation reservation,
+            List<StagingArea.Piece> inStaging,
+            long outputBlock,
+            List<StagingArea.Piece> inOutput) {
+        try {
+            staging.store(reservation, inStaging, stores);
+        } catch (RuntimeException e) {
+            if (outputBlock >= 0) {
+                staging.releaseOutput(outputBlock);
             }
+            throw storeFailed(e);
         }
+        if (outputBlock < 0) {
+            return;
+        }
+        try {
+            staging.storeOutput(outputBlock, inOutput);
+        } catch (RuntimeException e) {
+            inStaging.forEach(p -> owner.remove(p.key()));
+            throw storeFailed(e);
+        }
+    }
 
-        private void send() {
-            List<ControlPlane.StoredObject> chunk = placed(List.copyOf(pending), before);
-            pending.clear();
-            all.addAll(chunk);
+    private static RuntimeException storeFailed(RuntimeException e) {
+        if (e instanceof RelayException) {
+            return e;
+        }
+        return PublishProblems.STORE_FAILED.exception(
+                "storing batch failed: " + describe(e) + "; nothing of it stays stored", e);
+    }
+
+    /**
+     * Registers a batch's objects with control-api in chunks of {@code registerChunk}, sent in
+     * parallel; waits for all and rethrows the first refusal.
+     */
+    private void register(GenerationLayout layout, List<ControlPlane.StoredObject> objects) {
+        List<CompletableFuture<Void>> sent = new ArrayList<>();
+        for (int from = 0; from < objects.size(); from += registerChunk) {
+            List<ControlPlane.StoredObject> chunk =
+                    objects.subList(from, Math.min(objects.size(), from + registerChunk));
             sent.add(
                     CompletableFuture.runAsync(
                             () ->
@@ -226,48 +319,23 @@ public final class Publisher implements AutoCloseable {
                                             chunk),
                             registrations));
         }
+        joinAll(sent);
+    }
 
-        /** Sends the remainder and waits; the first refusal is rethrown. */
-        List<ControlPlane.StoredObject> finish() {
-            List<CompletableFuture<Void>> all;
-            synchronized (this) {
-                if (!pending.isEmpty()) {
-                    send();
+    /** Waits for every future; the first failure is rethrown once all have ended. */
+    private static void joinAll(List<? extends CompletableFuture<?>> futures) {
+        RuntimeException first = null;
+        for (CompletableFuture<?> f : futures) {
+            try {
+                f.join();
+            } catch (CompletionException e) {
+                if (first == null) {
+                    first = unwrap(e);
                 }
-                all = List.copyOf(sent);
-            }
-            RuntimeException first = null;
-            for (CompletableFuture<Void> f : all) {
-                try {
-                    f.join();
-                } catch (CompletionException e) {
-                    if (first == null) {
-                        first = unwrap(e);
-                    }
-                }
-            }
-            if (first != null) {
-                throw first;
-            }
-            synchronized (this) {
-                return List.copyOf(this.all);
             }
         }
-
-        /** Waits for chunks already sent (their objects go with the generation's abort). */
-        void abandon() {
-            List<CompletableFuture<Void>> all;
-            synchronized (this) {
-                pending.clear();
-                all = List.copyOf(sent);
-            }
-            for (CompletableFuture<Void> f : all) {
-                try {
-                    f.join();
-                } catch (CompletionException ignored) {
-                    // the batch fails anyway
-                }
-            }
+        if (first != null) {
+            throw first;
         }
     }
 
@@ -386,7 +454,8 @@ public final class Publisher implements AutoCloseable {
                                 i,
                                 staged.getStagingOffset() + (f.firstElement() - first) * width,
                                 Math.toIntExact(f.elements() * width),
-                                conversion));
+                                conversion,
+                                staged.getStagingOffset() + (f.firstElement() - first) * width));
                 expect = fEnd;
             }
             if (expect != end) {
@@ -397,18 +466,13 @@ public final class Publisher implements AutoCloseable {
     }
 
     /**
-     * Each staged tensor (or part) as its own pipeline: its fragments are converted in parallel on
-     * the CPU workers, its checksum is checked as soon as they are, and its puts start right away
-     * on the store threads, so conversion of one part overlaps the store waits of another.
+     * Converts and checksums every fragment in place on the CPU workers (in parallel over
+     * fragments, each reading its bytes once) and checks each part against its rank's checksum as
+     * soon as the part's fragments are done.
      *
      * @return the converted fragments in batch order
      */
-    private List<Converted> convertVerifyStore(
-            ByteBuffer buffer,
-            List<Work> works,
-            List<StagedTensor> tensors,
-            List<String> stored,
-            Registration registration) {
+    private List<Converted> convertAndVerify(List<Work> works, List<StagedTensor> tensors) {
         Map<Integer, List<Work>> byPart = new LinkedHashMap<>();
         for (Work w : works) {
             byPart.computeIfAbsent(w.tensorIndex(), k -> new ArrayList<>()).add(w);
@@ -418,16 +482,7 @@ public final class Publisher implements AutoCloseable {
             List<CompletableFuture<Converted>> conversions = new ArrayList<>(part.size());
             for (Work w : part) {
                 conversions.add(
-                        CompletableFuture.supplyAsync(
-                                () ->
-                                        new Converted(
-                                                w,
-                                                Converter.convertInPlace(
-                                                        buffer,
-                                                        Math.toIntExact(w.stagingOffset()),
-                                                        w.sourceBytes(),
-                                                        w.conversion())),
-                                workers));
+                        CompletableFuture.supplyAsync(() -> new Converted(w, convert(w)), workers));
             }
             parts.add(
                     CompletableFuture.allOf(conversions.toArray(CompletableFuture[]::new))
@@ -440,48 +495,20 @@ public final class Publisher implements AutoCloseable {
                                         verifyChecksum(
                                                 list, tensors.get(part.get(0).tensorIndex()));
                                         return list;
-                                    })
-                            .thenCompose(list -> storeAll(list, stored, registration)));
+                                    }));
         }
+        joinAll(parts);
         List<Converted> out = new ArrayList<>(works.size());
-        RuntimeException first = null;
         for (CompletableFuture<List<Converted>> part : parts) {
-            try {
-                out.addAll(part.join());
-            } catch (CompletionException e) {
-                if (first == null) {
-                    first = unwrap(e);
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
+            out.addAll(part.join());
         }
         return out;
     }
 
-    private CompletableFuture<List<Converted>> storeAll(
-            List<Converted> list, List<String> stored, Registration registration) {
-        List<CompletableFuture<Void>> puts = new ArrayList<>(list.size());
-        for (Converted c : list) {
-            if (c.result().outputBytes() == 0) {
-                registration.add(c);
-                continue;
-            }
-            puts.add(
-                    CompletableFuture.runAsync(
-                            () -> {
-                                owner.putFromStaging(
-                                        c.work().key(),
-                                        c.work().stagingOffset(),
-                                        c.result().outputBytes());
-                                stored.add(c.work().key());
-                                registration.add(c);
-                            },
-                            stores));
-        }
-        return CompletableFuture.allOf(puts.toArray(CompletableFuture[]::new))
-                .thenApply(done -> list);
+    private Converter.Result convert(Work w) {
+        ByteBuffer source = staging.bytes(w.stagingOffset(), w.sourceBytes());
+        ByteBuffer target = w.inPlace() ? source : staging.bytes(w.outputOffset(), w.outputBytes());
+        return Converter.convert(source, target, w.conversion());
     }
 
     /** The rank's checksum covers the part's staged bytes: the fragments' input CRCs combined. */
@@ -524,6 +551,20 @@ public final class Publisher implements AutoCloseable {
     /** Finishes this node's part of the generation (a node without tensors finishes empty). */
     public PublishStatus finish(String model, long generation) {
         return state(model, generation).finish();
+    }
+
+    /**
+     * Refuses with {@code generation-failed} when this node's part of the generation has failed; a
+     * generation this publisher has no state for passes (its first batch loads it).
+     */
+    public void requireNotFailed(String model, long generation) {
+        GenerationState gen;
+        synchronized (generations) {
+            gen = generations.get(id(model, generation));
+        }
+        if (gen != null && gen.isFailed()) {
+            gen.requireOpen();
+        }
     }
 
     public PublishStatus status(String model, long generation) {

@@ -1,7 +1,6 @@
 package io.weightrelay.publisher.segment;
 
 import io.weightrelay.publisher.publish.ControlPlane;
-import io.weightrelay.publisher.staging.StagingArea;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
@@ -10,8 +9,8 @@ import org.springframework.core.env.Environment;
 class SegmentConfiguration {
 
     @Bean(destroyMethod = "close")
-    SegmentOwner segmentOwner(SegmentProperties properties, StagingArea staging) {
-        return new SegmentOwner(properties, staging);
+    SegmentOwner segmentOwner(SegmentProperties properties) {
+        return new SegmentOwner(properties);
     }
 
     @Bean(destroyMethod = "close")

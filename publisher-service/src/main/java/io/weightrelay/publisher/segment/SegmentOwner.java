@@ -3,22 +3,23 @@ package io.weightrelay.publisher.segment;
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.InPlaceObject;
 import io.weightrelay.dataplane.ObjectLocation;
 import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
-import io.weightrelay.publisher.staging.StagingArea;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The node's data plane, its segment and the staging area registered as the source of puts. Every
- * put stores one pinned copy preferably in the own segment ({@code replicaNum=1,
- * preferredSegments=[own], hardPin=true}); the store places it elsewhere only when the own segment
- * is full.
+ * The node's data plane and its store segment. Objects are stored one pinned copy each: published
+ * in place from a reserved block of the own segment (no copy), or put from registered memory with
+ * {@code replicaNum=1, preferredSegments=[own], hardPin=true}, which the store places elsewhere
+ * only when the own segment is full.
  *
  * <p>Ownership: opened at start-up, closed with the application context (closing unpublishes and
  * removes the segment). Thread safe.
@@ -30,10 +31,9 @@ public final class SegmentOwner implements AutoCloseable {
     private final SegmentProperties properties;
     private final Dataplane dataplane;
     private final Segment segment;
-    private final RegisteredBuffer staging;
     private final ReplicateConfig preferLocal;
 
-    public SegmentOwner(SegmentProperties properties, StagingArea stagingArea) {
+    public SegmentOwner(SegmentProperties properties) {
         this.properties = properties;
         DataplaneConfig config =
                 DataplaneConfig.builder(properties.node())
@@ -48,7 +48,6 @@ public final class SegmentOwner implements AutoCloseable {
         this.dataplane = Dataplane.open(config);
         try {
             this.segment = dataplane.createSegment(properties.name(), properties.size().toBytes());
-            this.staging = dataplane.registerBuffer(stagingArea.buffer());
         } catch (RuntimeException e) {
             dataplane.close();
             throw e;
@@ -88,15 +87,53 @@ public final class SegmentOwner implements AutoCloseable {
         return dataplane.counters();
     }
 
+    /** The segment's shared-memory file (ranks of the node map it in segment staging). */
+    public Path shmPath() {
+        return segment.shmPath();
+    }
+
+    /** A view of [offset, offset + length) of the segment, without a copy. */
+    public ByteBuffer bytes(long offset, int length) {
+        return segment.byteBuffer(offset, length);
+    }
+
     /**
-     * Stores {@code size} bytes of staging at {@code stagingOffset} under {@code key}: one copy
-     * from staging into the segment that takes it (the own one unless it is full).
+     * Reserves a block of the segment for bytes written in place.
+     *
+     * @throws io.weightrelay.dataplane.SegmentFullException when no contiguous room is left
+     */
+    public long reserve(long size) {
+        return dataplane.store().reserve(segment, size);
+    }
+
+    /** Frees a reserved block that was not published. */
+    public void releaseReservation(long block) {
+        dataplane.store().releaseReservation(segment, block);
+    }
+
+    /**
+     * Publishes objects written in place into the reserved {@code block}, pinned, all or none; the
+     * block is used up either way (see {@link
+     * io.weightrelay.dataplane.StoreClient#publishInPlace}).
+     */
+    public void publishInPlace(long block, List<InPlaceObject> objects) {
+        dataplane.store().publishInPlace(segment, block, objects, true);
+    }
+
+    /** Registers memory puts copy from; the caller closes it before this owner. */
+    public RegisteredBuffer register(ByteBuffer memory) {
+        return dataplane.registerBuffer(memory);
+    }
+
+    /**
+     * Stores {@code size} bytes of {@code source} at {@code offset} under {@code key}: one copy
+     * into the segment that takes it (the own one unless it is full).
      *
      * @throws io.weightrelay.dataplane.DataplaneException when no segment has room, the key exists,
      *     or a peer died during the write (nothing is stored then)
      */
-    public void putFromStaging(String key, long stagingOffset, long size) {
-        dataplane.store().putFrom(key, staging, stagingOffset, size, preferLocal);
+    public void putFrom(String key, RegisteredBuffer source, long offset, long size) {
+        dataplane.store().putFrom(key, source, offset, size, preferLocal);
     }
 
     /** The segment holding the object's (first) replica, or empty if it is not stored. */
@@ -138,10 +175,6 @@ public final class SegmentOwner implements AutoCloseable {
 
     @Override
     public void close() {
-        try {
-            staging.close();
-        } finally {
-            dataplane.close();
-        }
+        dataplane.close();
     }
 }

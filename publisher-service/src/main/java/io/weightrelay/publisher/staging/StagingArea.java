@@ -1,28 +1,28 @@
 package io.weightrelay.publisher.staging;
 
+import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.service.problem.RelayException;
-import java.io.IOException;
-import java.io.RandomAccessFile;
-import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
-import java.util.Map.Entry;
-import java.util.TreeMap;
 import java.util.UUID;
+import java.util.concurrent.Executor;
 
 /**
- * The staging file, mapped once and pre-faulted (first touches of fresh {@code /dev/shm} pages cost
- * ten times a warm copy), carved into contiguous reservations by first fit. A reservation is
- * reserved, written by a rank, claimed by one hand-over call and freed when that call ends.
+ * Where trainer ranks put the bytes they hand over: a shared-memory file carved into contiguous
+ * reservations. A reservation is reserved, written by a rank, claimed by one hand-over call and
+ * freed when that call ends; at most {@code capacity} bytes are reserved at once.
+ *
+ * <p>Two places for the bytes ({@link Mode}): inside the node's store segment (the default), so a
+ * rank writes straight into the memory its objects will live in and storing copies nothing; or a
+ * file of its own, from which each object is copied into the store with one put (for a segment too
+ * small to also hold what is staged).
  *
  * <p>Thread safe; the bookkeeping is guarded by this object's monitor, the bytes are not (ranks and
  * the publisher touch disjoint reservations).
@@ -32,18 +32,26 @@ public final class StagingArea implements AutoCloseable {
     /** Reservations start and end on this boundary so elements and cache lines stay aligned. */
     public static final int ALIGNMENT = 64;
 
-    private static final int PAGE = 4096;
+    /** Where staged bytes live. */
+    public enum Mode {
+        /** Reservations are blocks of the store segment; storing publishes them in place. */
+        SEGMENT,
+        /** A staging file of its own; storing copies each object into the store. */
+        FILE
+    }
 
-    private final Path path;
-    private final MappedByteBuffer buffer;
+    /** A piece of a claimed reservation to store as one object. */
+    public record Piece(String key, long offset, long size) {}
+
+    private final Mode mode;
+    private final StagingSpace space;
     private final long capacity;
     private final long maxBatchBytes;
     private final Duration retryAfter;
     private final Duration reservationTimeout;
     private final Clock clock;
-    private final TreeMap<Long, Long> free = new TreeMap<>();
     private final Map<String, Reservation> reservations = new HashMap<>();
-    private long freeBytes;
+    private long reservedBytes;
 
     /** A reserved region; {@code claimed} while a hand-over uses it. */
     public record Reservation(
@@ -58,45 +66,50 @@ public final class StagingArea implements AutoCloseable {
         }
     }
 
-    public StagingArea(StagingProperties properties) {
-        this(properties, Clock.systemUTC());
+    /** Staging of the node whose store segment {@code owner} holds, in the configured mode. */
+    public StagingArea(StagingProperties properties, SegmentOwner owner) {
+        this(
+                properties,
+                properties.mode() == Mode.SEGMENT
+                        ? new SegmentStagingSpace(owner)
+                        : new FileStagingSpace(
+                                properties.path(), properties.capacity().toBytes(), owner),
+                Clock.systemUTC());
     }
 
-    StagingArea(StagingProperties properties, Clock clock) {
-        this.path = properties.path();
+    StagingArea(StagingProperties properties, StagingSpace space, Clock clock) {
+        this.mode = space instanceof SegmentStagingSpace ? Mode.SEGMENT : Mode.FILE;
+        this.space = space;
         this.capacity = properties.capacity().toBytes();
         this.maxBatchBytes = properties.maxBatchBytes().toBytes();
         this.retryAfter = properties.retryAfter();
         this.reservationTimeout = properties.reservationTimeout();
         this.clock = clock;
-        this.buffer = map(path, capacity);
-        this.free.put(0L, capacity);
-        this.freeBytes = capacity;
     }
 
-    private static MappedByteBuffer map(Path path, long capacity) {
-        try {
-            Files.createDirectories(path.toAbsolutePath().getParent());
-            try (RandomAccessFile file = new RandomAccessFile(path.toFile(), "rw")) {
-                file.setLength(capacity);
-                MappedByteBuffer mapped =
-                        file.getChannel().map(FileChannel.MapMode.READ_WRITE, 0, capacity);
-                // Pre-fault: one write per page now instead of a page fault per page per batch.
-                for (int page = 0; page < capacity; page += PAGE) {
-                    mapped.put(page, mapped.get(page));
-                }
-                return mapped;
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot map staging file " + path, e);
-        }
+    /** Staging in a file of its own without a store behind it: bookkeeping tests. */
+    static StagingArea fileOnly(StagingProperties properties, Clock clock) {
+        return new StagingArea(
+                properties,
+                new FileStagingSpace(properties.path(), properties.capacity().toBytes(), null),
+                clock);
+    }
+
+    public Mode mode() {
+        return mode;
     }
 
     /** The shared-memory file ranks map. */
     public Path path() {
-        return path;
+        return space.path();
     }
 
+    /** Size of that file (ranks map windows of it). */
+    public long fileSize() {
+        return space.fileSize();
+    }
+
+    /** The most bytes reserved at once. */
     public long capacity() {
         return capacity;
     }
@@ -105,14 +118,14 @@ public final class StagingArea implements AutoCloseable {
         return maxBatchBytes;
     }
 
-    /** The whole mapping (absolute offsets are staging offsets); a fresh view per call. */
-    public ByteBuffer buffer() {
-        return buffer.duplicate().clear();
+    /** A view of staged bytes, without a copy (absolute offsets are staging offsets). */
+    public ByteBuffer bytes(long offset, int length) {
+        return space.bytes(offset, length);
     }
 
     /** Bytes not reserved. */
     public synchronized long freeBytes() {
-        return freeBytes;
+        return Math.max(0, Math.min(capacity - reservedBytes, space.freeBytes()));
     }
 
     /**
@@ -133,22 +146,16 @@ public final class StagingArea implements AutoCloseable {
         }
         long size = align(bytes);
         reclaimExpired();
-        for (Entry<Long, Long> hole : free.entrySet()) {
-            if (hole.getValue() >= size) {
-                long offset = hole.getKey();
-                long rest = hole.getValue() - size;
-                free.remove(offset);
-                if (rest > 0) {
-                    free.put(offset + size, rest);
-                }
-                freeBytes -= size;
-                Reservation r =
-                        new Reservation(
-                                UUID.randomUUID().toString(), offset, size, clock.instant(), false);
-                reservations.put(r.id(), r);
-                return r;
-            }
+        long offset = reservedBytes + size <= capacity ? space.allocate(size) : -1;
+        if (offset >= 0) {
+            reservedBytes += size;
+            Reservation r =
+                    new Reservation(
+                            UUID.randomUUID().toString(), offset, size, clock.instant(), false);
+            reservations.put(r.id(), r);
+            return r;
         }
+        long freeBytes = freeBytes();
         RelayException full =
                 StagingProblems.STAGING_FULL
                         .exception(
@@ -197,26 +204,63 @@ public final class StagingArea implements AutoCloseable {
         free(r);
     }
 
-    /** Frees a reservation (after its hand-over); idempotent. */
+    /** Frees a reservation (after its hand-over); idempotent, and a no-op once it is stored. */
     public synchronized void free(Reservation reservation) {
         if (reservations.remove(reservation.id()) == null) {
             return;
         }
-        long offset = reservation.offset();
-        long size = reservation.size();
-        Entry<Long, Long> before = free.floorEntry(offset);
-        if (before != null && before.getKey() + before.getValue() == offset) {
-            offset = before.getKey();
-            size += before.getValue();
-            free.remove(before.getKey());
+        reservedBytes -= reservation.size();
+        space.release(reservation.offset(), reservation.size());
+    }
+
+    /**
+     * Stores pieces of a claimed reservation as objects: in segment mode they are published where
+     * they are and the reservation is used up (its other bytes go back to the segment); in file
+     * mode each is copied into the store on {@code puts}. Nothing of them stays stored when this
+     * throws, and in segment mode the reservation is used up then too.
+     */
+    public void store(Reservation claimed, List<Piece> pieces, Executor puts) {
+        if (mode == Mode.SEGMENT) {
+            // From here the block belongs to the store, whatever happens: free() must not
+            // release it again.
+            synchronized (this) {
+                if (reservations.remove(claimed.id()) == null) {
+                    throw StagingProblems.RESERVATION_NOT_FOUND.exception(
+                            "no reservation '" + claimed.id() + "'");
+                }
+                reservedBytes -= claimed.size();
+            }
         }
-        Long after = free.get(offset + size);
-        if (after != null) {
-            free.remove(offset + size);
-            size += after;
-        }
-        free.put(offset, size);
-        freeBytes += reservation.size();
+        space.store(claimed.offset(), claimed.size(), pieces, puts);
+    }
+
+    /**
+     * Whether narrowing conversions write into an output block of the store ({@link
+     * #reserveOutput}) rather than in place in staging (segment mode).
+     */
+    public boolean convertsIntoOutputBlocks() {
+        return space.convertsIntoOutputBlocks();
+    }
+
+    /**
+     * Reserves a block for converted bytes that are then stored where they are ({@link
+     * #storeOutput}) or given back ({@link #releaseOutput}). Not counted against {@code capacity}:
+     * it holds what will be stored, not what is staged.
+     *
+     * @throws io.weightrelay.dataplane.SegmentFullException when the segment has no room
+     */
+    public long reserveOutput(long bytes) {
+        return space.allocateOutput(align(bytes));
+    }
+
+    /** Stores pieces of an output block in place; the block is used up either way. */
+    public void storeOutput(long block, List<Piece> pieces) {
+        space.storeOutput(block, pieces);
+    }
+
+    /** Gives back an output block that was not stored. */
+    public void releaseOutput(long block) {
+        space.releaseOutput(block);
     }
 
     /** Number of live reservations. */
@@ -235,17 +279,21 @@ public final class StagingArea implements AutoCloseable {
         }
     }
 
-    static long align(long bytes) {
+    public static long align(long bytes) {
         return (bytes + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
     }
 
-    /** Unmaps nothing (the JVM does at exit) but removes the file so no stale staging remains. */
+    /**
+     * Frees what is still reserved and closes the space (a staging file is removed, so no stale
+     * staging remains).
+     */
     @Override
     public void close() {
-        try {
-            Files.deleteIfExists(path);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot remove staging file " + path, e);
+        synchronized (this) {
+            for (Reservation r : List.copyOf(reservations.values())) {
+                free(r);
+            }
         }
+        space.close();
     }
 }

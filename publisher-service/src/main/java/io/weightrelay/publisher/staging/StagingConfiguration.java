@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.staging;
 
+import io.weightrelay.publisher.segment.SegmentOwner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -7,7 +8,7 @@ import org.springframework.context.annotation.Configuration;
 class StagingConfiguration {
 
     @Bean(destroyMethod = "close")
-    StagingArea stagingArea(StagingProperties properties) {
-        return new StagingArea(properties);
+    StagingArea stagingArea(StagingProperties properties, SegmentOwner owner) {
+        return new StagingArea(properties, owner);
     }
 }

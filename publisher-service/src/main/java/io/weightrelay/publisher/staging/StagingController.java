@@ -4,6 +4,7 @@ import io.weightrelay.api.publisher.model.Reservation;
 import io.weightrelay.api.publisher.model.ReservationRequest;
 import io.weightrelay.api.publisher.model.StagingInfo;
 import io.weightrelay.api.publisher.server.StagingApi;
+import io.weightrelay.publisher.publish.Publisher;
 import io.weightrelay.publisher.segment.SegmentProperties;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
@@ -14,10 +15,12 @@ class StagingController implements StagingApi {
 
     private final StagingArea staging;
     private final SegmentProperties segment;
+    private final Publisher publisher;
 
-    StagingController(StagingArea staging, SegmentProperties segment) {
+    StagingController(StagingArea staging, SegmentProperties segment, Publisher publisher) {
         this.staging = staging;
         this.segment = segment;
+        this.publisher = publisher;
     }
 
     @Override
@@ -25,14 +28,21 @@ class StagingController implements StagingApi {
         return ResponseEntity.ok(
                 new StagingInfo(
                                 staging.path().toString(),
+                                staging.fileSize(),
                                 staging.capacity(),
                                 staging.freeBytes(),
-                                staging.maxBatchBytes())
+                                staging.maxBatchBytes(),
+                                staging.mode() == StagingArea.Mode.SEGMENT
+                                        ? StagingInfo.ModeEnum.SEGMENT
+                                        : StagingInfo.ModeEnum.FILE)
                         .node(segment.node()));
     }
 
     @Override
     public ResponseEntity<Reservation> reserveStaging(ReservationRequest request) {
+        if (request.getModel() != null && request.getGeneration() != null) {
+            publisher.requireNotFailed(request.getModel(), request.getGeneration());
+        }
         StagingArea.Reservation r = staging.reserve(request.getBytes());
         return ResponseEntity.ok(new Reservation(r.id(), r.offset(), r.size()));
     }

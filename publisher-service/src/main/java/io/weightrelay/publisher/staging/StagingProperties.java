@@ -11,8 +11,13 @@ import org.springframework.validation.annotation.Validated;
 /**
  * The staging area.
  *
- * @param path shared-memory file the ranks map; created (or reused) and pre-faulted at start-up
- * @param capacity its size; at most 2 GiB (one Java mapping)
+ * @param mode where staged bytes live: {@code segment} (default: inside the node's store segment,
+ *     stored without a copy; size the segment for the active generation plus {@code capacity}) or
+ *     {@code file} (a file of its own, each object copied into the store)
+ * @param path the staging file of {@code file} mode; created (or reused) and pre-faulted at
+ *     start-up (in {@code segment} mode ranks map the segment's file instead)
+ * @param capacity the most bytes reserved at once; in {@code file} mode also the file's size, at
+ *     most 2 GiB (one Java mapping)
  * @param maxBatchBytes the largest reservation, i.e. the byte bound of one batch
  * @param retryAfter what a 429 tells the rank to wait before it asks again
  * @param reservationTimeout a reservation not handed over within this time is reclaimed (its rank
@@ -21,6 +26,7 @@ import org.springframework.validation.annotation.Validated;
 @Validated
 @ConfigurationProperties("relay.staging")
 public record StagingProperties(
+        @NotNull @DefaultValue("segment") StagingArea.Mode mode,
         @NotNull @DefaultValue("/dev/shm/wr-staging-publisher") Path path,
         @NotNull @DefaultValue("512MB") DataSize capacity,
         @NotNull @DefaultValue("128MB") DataSize maxBatchBytes,
@@ -28,9 +34,8 @@ public record StagingProperties(
         @NotNull @DefaultValue("10m") Duration reservationTimeout) {
 
     public StagingProperties {
-        if (capacity != null
-                && (capacity.toBytes() <= 0 || capacity.toBytes() > Integer.MAX_VALUE)) {
-            throw new IllegalArgumentException("relay.staging.capacity must be in (0, 2 GiB)");
+        if (capacity != null && capacity.toBytes() <= 0) {
+            throw new IllegalArgumentException("relay.staging.capacity must be > 0");
         }
         if (maxBatchBytes != null
                 && capacity != null

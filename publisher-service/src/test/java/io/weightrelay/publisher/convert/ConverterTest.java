@@ -1,6 +1,7 @@
 package io.weightrelay.publisher.convert;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -55,6 +56,37 @@ class ConverterTest {
             float got = Floats.fromFp16(buffer.getShort(2 * i));
             assertThat(Math.abs(got - want)).isLessThanOrEqualTo(Math.abs(want) * 0x1p-11f + 1e-6f);
         }
+    }
+
+    @Test
+    void convertingIntoSeparateMemoryGivesTheInPlaceBytesAndLeavesTheSourceAlone() {
+        SplittableRandom random = new SplittableRandom(7);
+        int elements = 3 * Converter.CHUNK + 5;
+        ByteBuffer source = ByteBuffer.allocateDirect(4 * elements).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < elements; i++) {
+            source.putInt(4 * i, random.nextInt());
+        }
+        int sourceCrc = Checksums.crc32c(source.duplicate());
+        for (Conversion c : Conversion.values()) {
+            ByteBuffer target = ByteBuffer.allocateDirect(source.capacity() + 64);
+            Converter.Result separate = Converter.convert(source.duplicate(), target, c);
+            ByteBuffer reference = ByteBuffer.allocateDirect(source.capacity());
+            reference.put(source.duplicate()).clear();
+            Converter.Result same = Converter.convertInPlace(reference, 0, source.capacity(), c);
+            assertThat(separate).as("%s", c).isEqualTo(same);
+            assertThat(separate.sourceCrc()).isEqualTo(sourceCrc);
+            assertThat(target.slice(0, (int) separate.outputBytes()))
+                    .as("%s", c)
+                    .isEqualTo(reference.slice(0, (int) same.outputBytes()));
+            assertThat(Checksums.crc32c(source.duplicate())).isEqualTo(sourceCrc);
+        }
+        assertThatThrownBy(
+                        () ->
+                                Converter.convert(
+                                        source.duplicate(),
+                                        ByteBuffer.allocateDirect(16),
+                                        Conversion.FP32_TO_BF16))
+                .isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test

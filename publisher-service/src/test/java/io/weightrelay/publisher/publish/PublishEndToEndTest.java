@@ -3,6 +3,10 @@ package io.weightrelay.publisher.publish;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.api.control.client.model.Generation;
+import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
+import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.publisher.client.OwnerApi;
 import io.weightrelay.api.publisher.client.invoker.ApiClient;
 import io.weightrelay.api.publisher.client.model.Dtype;
@@ -12,6 +16,7 @@ import io.weightrelay.api.publisher.client.model.PublishState;
 import io.weightrelay.api.publisher.client.model.SegmentInfo;
 import io.weightrelay.api.publisher.client.model.StagedTensor;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
+import io.weightrelay.publisher.TestControlApi;
 import io.weightrelay.publisher.TestPublisherProperties;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.convert.Floats;
@@ -19,7 +24,6 @@ import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.ObjectKeys;
-import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
@@ -38,57 +42,79 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.context.TestConfiguration;
-import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Primary;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * The whole publish path with the real parts: the trainer-side protocol library talks REST to the
- * running service and writes into its shared-memory staging, the service stores into a real
- * data-plane segment whose directory lives in Redis. Only control-api is in memory ({@link
- * InMemoryControlApi}, with control-api's rules).
+ * running service and to control-api and writes into the service's shared-memory staging, the
+ * service stores into a real data-plane segment whose directory lives in Redis and registers what
+ * it stored with the real control-api ({@link TestControlApi}, a child JVM from its jar).
+ *
+ * <p>Run once per staging mode ({@link SegmentStagingPublishTest}, {@link FileStagingPublishTest}),
+ * each with its own control-api, data-plane prefix and Spring context. The context is closed after
+ * the class: its publisher heartbeats to the class's control-api.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-class PublishEndToEndTest {
+@DirtiesContext
+abstract class PublishEndToEndTest {
 
-    private static final String NODE = "node-e2e";
-    private static final long SEED = 42;
+    static final String NODE = "node-e2e";
+    static final long SEED = 42;
+    static final long MAX_FRAGMENT = 64 << 10;
 
-    @DynamicPropertySource
-    static void properties(DynamicPropertyRegistry registry) {
-        TestPublisherProperties.register(registry, "publish-e2e", NODE);
-        registry.add("relay.segment.register", () -> "true");
-        registry.add("relay.segment.heartbeat", () -> "200ms");
+    static TestControlApi controlApi;
+
+    /** Starts the class's control-api; call from the subclass's {@code @BeforeAll}. */
+    static void startControlApi(String test, String dataplanePrefix) {
+        controlApi = TestControlApi.start(test, dataplanePrefix);
     }
 
-    @TestConfiguration
-    static class ControlApiInMemory {
-        @Bean
-        @Primary
-        InMemoryControlApi inMemoryControlApi() {
-            return new InMemoryControlApi();
+    @AfterAll
+    static void stopControlApi() {
+        if (controlApi != null) {
+            controlApi.close();
+            controlApi = null;
         }
     }
+
+    /** The publisher's settings; call from the subclass's {@code @DynamicPropertySource}. */
+    static void register(
+            DynamicPropertyRegistry registry,
+            String dataplanePrefix,
+            String stagingMode,
+            String segmentSize) {
+        TestPublisherProperties.registerUnder(
+                registry, dataplanePrefix, NODE, stagingMode, segmentSize);
+        registry.add("relay.segment.register", () -> "true");
+        registry.add("relay.segment.heartbeat", () -> "200ms");
+        registry.add("relay.publish.control-api-url", () -> controlApi.baseUrl());
+        registry.add(
+                "relay.publish.control-api-token", () -> TestPublisherProperties.TRAINER_TOKEN);
+    }
+
+    /**
+     * Bytes the publisher's engine copies locally to store {@code stored} bytes: none when the
+     * ranks wrote into the segment, one copy from a staging file.
+     */
+    abstract long expectedLocalCopy(long stored);
 
     @Value("${local.server.port}")
     int port;
 
-    @Autowired InMemoryControlApi control;
     @Autowired SegmentOwner owner;
 
-    private PublisherClient publisher;
+    PublisherClient publisher;
 
     @BeforeEach
     void connect() {
-        control.refuseRegistrations(false);
         publisher =
                 PublisherClient.connect(
                         "http://127.0.0.1:" + port,
@@ -96,15 +122,22 @@ class PublishEndToEndTest {
                         Duration.ofSeconds(60));
     }
 
-    private TrainerSession session() {
+    TrainerSession session() {
         return new TrainerSession(
-                control, Map.of(NODE, publisher), RankPublisher.Options.defaults());
+                controlApi.coordinator(MAX_FRAGMENT),
+                Map.of(NODE, publisher),
+                RankPublisher.Options.defaults());
     }
 
     /** The tiny catalogued model, fp32 in the trainer, bf16 for rollout, small fragments. */
-    private static SourceManifest tinyFp32ToBf16(String model) {
-        SourceManifest tiny = SimulatedTrainer.manifest("tiny", DType.F32, DType.BF16, 64 << 10);
-        return Fragmenter.fragment(model, tiny.tensors(), 64 << 10);
+    static SourceManifest tinyFp32ToBf16(String model) {
+        SourceManifest tiny =
+                SimulatedTrainer.manifest("tiny", DType.F32, DType.BF16, MAX_FRAGMENT);
+        return Fragmenter.fragment(model, tiny.tensors(), MAX_FRAGMENT);
+    }
+
+    static GenerationState state(String model, long generation) {
+        return controlApi.generation(model, generation).getState();
     }
 
     @Test
@@ -116,8 +149,15 @@ class PublishEndToEndTest {
                 session().publish(manifest, 0, g -> new DeterministicWeights(SEED, g));
 
         long g = outcome.generation();
-        assertThat(control.state(manifest.model(), g)).isEqualTo(InMemoryControlApi.State.ACTIVE);
-        Map<String, ControlPlane.StoredObject> registered = control.registered(manifest.model(), g);
+        Generation generation = controlApi.generation(manifest.model(), g);
+        assertThat(generation.getState()).isEqualTo(GenerationState.ACTIVE);
+        assertThat(generation.getObjectsExpected()).isEqualTo(manifest.fragments().size());
+        assertThat(generation.getObjectsRegistered()).isEqualTo(manifest.fragments().size());
+        assertThat(generation.getBytesExpected()).isEqualTo(manifest.totalBytes());
+        assertThat(controlApi.generations().getActiveGeneration(manifest.model()).getGeneration())
+                .isEqualTo(g);
+        Map<String, RegisteredObject> registered =
+                controlApi.registeredObjects(manifest.model(), g);
         assertThat(registered).hasSize(manifest.fragments().size());
         assertThat(manifest.fragments().size()).isGreaterThan(manifest.tensors().size());
         long stagedBytes = 0;
@@ -126,8 +166,11 @@ class PublishEndToEndTest {
             ByteBuffer stored = owner.ownedBytes(key).orElseThrow(() -> new AssertionError(key));
             int expected = Checksums.crc32c(expectedBf16(manifest, f, g));
             assertThat(Checksums.crc32c(stored)).as(key).isEqualTo(expected);
-            assertThat(registered.get(key).checksum()).isEqualTo(Checksums.format(expected));
-            assertThat(registered.get(key).segment()).isEqualTo(owner.segmentName());
+            RegisteredObject object = registered.get(key);
+            assertThat(object).as(key).isNotNull();
+            assertThat(object.getSize()).as(key).isEqualTo(f.bytes());
+            assertThat(object.getChecksum()).as(key).isEqualTo(Checksums.format(expected));
+            assertThat(object.getSegments()).as(key).containsExactly(owner.segmentName());
             stagedBytes += f.bytes() * 2;
         }
 
@@ -141,51 +184,34 @@ class PublishEndToEndTest {
         assertThat(after.getTransport().getTcpWritten()).isEqualTo(before.getTcpWritten());
         assertThat(after.getTransport().getTcpRead()).isEqualTo(before.getTcpRead());
         assertThat(after.getTransport().getLocalWritten() - before.getLocalWritten())
-                .isEqualTo(manifest.totalBytes());
+                .isEqualTo(expectedLocalCopy(manifest.totalBytes()));
     }
 
-    @Test
-    void aGenerationWithAFailedPutIsAbortedAndNeverCommitted() {
-        SourceManifest good = tinyFp32ToBf16("e2e-fail");
-        long active =
-                session().publish(good, 0, g -> new DeterministicWeights(SEED, g)).generation();
-
-        // Larger than the free space of the only segment: some put finds no room anywhere.
-        List<TensorSpec> tensors = new ArrayList<>(good.tensors());
-        tensors.add(new TensorSpec("huge.weight", Shape.of(4096, 4096), DType.F32, DType.BF16));
-        SourceManifest tooBig = Fragmenter.fragment(good.model(), tensors, 64 << 10);
-
-        assertThatThrownBy(
-                        () -> session().publish(tooBig, 1, g -> new DeterministicWeights(SEED, g)))
-                .isInstanceOfSatisfying(
-                        PublishFailedException.class,
-                        e -> {
-                            assertThat(e.getMessage()).contains("aborted").contains("store-failed");
-                            long failed = e.generation();
-                            assertThat(control.state(good.model(), failed))
-                                    .isEqualTo(InMemoryControlApi.State.ABORTED);
-                            assertThat(publisher.status(good.model(), failed).getState())
-                                    .isEqualTo(PublishState.FAILED);
-                            for (StoredFragment f : tooBig.fragments()) {
-                                assertThat(
-                                                owner.exists(
-                                                        ObjectKeys.key(
-                                                                good.model(),
-                                                                failed,
-                                                                f.fragment())))
-                                        .isFalse();
-                            }
-                        });
-        assertThat(control.state(good.model(), active)).isEqualTo(InMemoryControlApi.State.ACTIVE);
-        for (StoredFragment f : good.fragments()) {
-            assertThat(owner.exists(ObjectKeys.key(good.model(), active, f.fragment()))).isTrue();
-        }
-    }
-
+    /**
+     * control-api refuses the publisher's registrations: another publisher already registered other
+     * bytes (another checksum) for one fragment of the step's generation, so registering the real
+     * object is a 409 {@code object-conflict} (control-api's own rule, nothing simulated). The
+     * trainer, which re-joins that generation by its step, must abort it.
+     */
     @Test
     void aRefusingControlApiAbortsTheGeneration() {
         SourceManifest manifest = tinyFp32ToBf16("e2e-refused");
-        control.refuseRegistrations(true);
+        long opened =
+                controlApi.coordinator(MAX_FRAGMENT).open(manifest, List.of(NODE), 0).generation();
+        StoredFragment first = manifest.fragments().get(0);
+        int realCrc = Checksums.crc32c(expectedBf16(manifest, first, opened));
+        RegisteredObject rival =
+                new RegisteredObject()
+                        .key(ObjectKeys.key(manifest.model(), opened, first.fragment()))
+                        .size(first.bytes())
+                        .checksum(Checksums.format(realCrc ^ 1))
+                        .segments(List.of("segment-rival"));
+        controlApi
+                .generations(TestPublisherProperties.TRAINER_TOKEN)
+                .registerObjects(
+                        manifest.model(),
+                        opened,
+                        new RegisterObjectsRequest().publisher("node-rival").addObjectsItem(rival));
 
         assertThatThrownBy(
                         () ->
@@ -197,15 +223,16 @@ class PublishEndToEndTest {
                 .isInstanceOfSatisfying(
                         PublishFailedException.class,
                         e -> {
+                            assertThat(e.generation()).isEqualTo(opened);
                             assertThat(e.getMessage()).contains("control-api-failed");
-                            assertThat(control.state(manifest.model(), e.generation()))
-                                    .isEqualTo(InMemoryControlApi.State.ABORTED);
+                            assertThat(state(manifest.model(), opened))
+                                    .isEqualTo(GenerationState.ABORTED);
                             for (StoredFragment f : manifest.fragments()) {
                                 assertThat(
                                                 owner.exists(
                                                         ObjectKeys.key(
                                                                 manifest.model(),
-                                                                e.generation(),
+                                                                opened,
                                                                 f.fragment())))
                                         .isFalse();
                             }
@@ -215,7 +242,7 @@ class PublishEndToEndTest {
     @Test
     void aBatchThatDoesNotMatchTheManifestIsRefusedBeforeAnyByteIsStored() {
         SourceManifest manifest = tinyFp32ToBf16("e2e-mismatch");
-        long g = control.open(manifest, List.of(NODE), 0).generation();
+        long g = controlApi.coordinator(MAX_FRAGMENT).open(manifest, List.of(NODE), 0).generation();
         TensorSpec embed = manifest.tensors().get(0);
         List<Long> shape = new ArrayList<>();
         for (long d : embed.shape().dims()) {
@@ -267,14 +294,30 @@ class PublishEndToEndTest {
         for (StoredFragment f : manifest.fragments()) {
             assertThat(owner.exists(ObjectKeys.key(manifest.model(), g, f.fragment()))).isFalse();
         }
+        assertThat(controlApi.generation(manifest.model(), g).getObjectsRegistered()).isZero();
     }
 
     @Test
     void registersItsSegmentAsAnOwner() throws InterruptedException {
-        for (int i = 0; i < 100 && !control.segments().containsKey(owner.segmentName()); i++) {
+        for (int i = 0; i < 100 && !listed(owner.segmentName()); i++) {
             Thread.sleep(100);
         }
-        assertThat(control.segments()).containsEntry(owner.segmentName(), NODE);
+        assertThat(controlApi.registry().listSegments())
+                .filteredOn(s -> s.getSegment().equals(owner.segmentName()))
+                .singleElement()
+                .satisfies(
+                        s -> {
+                            assertThat(s.getNode()).isEqualTo(NODE);
+                            assertThat(s.getEndpoint()).isEqualTo(owner.endpoint());
+                            assertThat(s.getSize()).isEqualTo(owner.size());
+                            assertThat(s.getAdminUrl()).isEqualTo("http://127.0.0.1:" + port);
+                            assertThat(s.getAlive()).isTrue();
+                        });
+    }
+
+    private static boolean listed(String segment) {
+        return controlApi.registry().listSegments().stream()
+                .anyMatch(s -> s.getSegment().equals(segment));
     }
 
     @Test
@@ -318,7 +361,7 @@ class PublishEndToEndTest {
     }
 
     /** What the fragment must hold: the source bytes recomputed and converted by the reference. */
-    private static ByteBuffer expectedBf16(SourceManifest manifest, StoredFragment f, long g) {
+    static ByteBuffer expectedBf16(SourceManifest manifest, StoredFragment f, long g) {
         int index = manifest.tensorIndex().get(f.tensor());
         TensorSpec tensor = manifest.tensors().get(index);
         long inner = tensor.shape().numel() / Math.max(1, tensor.shape().dim(0));

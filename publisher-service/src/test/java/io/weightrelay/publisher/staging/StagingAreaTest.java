@@ -22,8 +22,9 @@ class StagingAreaTest {
 
     private StagingArea open(Clock clock) {
         staging =
-                new StagingArea(
+                StagingArea.fileOnly(
                         new StagingProperties(
+                                StagingArea.Mode.FILE,
                                 path,
                                 DataSize.ofKilobytes(64),
                                 DataSize.ofKilobytes(32),

@@ -21,6 +21,8 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 import java.util.function.Supplier;
 import org.springframework.http.client.SimpleClientHttpRequestFactory;
 import org.springframework.web.client.RestClient;
@@ -28,18 +30,21 @@ import org.springframework.web.client.RestClientResponseException;
 
 /**
  * One rank's connection to its node's publisher-service: REST calls of the protocol and the mapped
- * staging area. The staging file is mapped read-write once, on first use.
+ * staging file (in windows of at most {@link #WINDOW} plus one batch, each mapped once).
  *
  * <p>Thread safe; share one per node and process.
  */
 public final class PublisherClient {
+
+    /** Stride of the staging file's mapped windows. */
+    public static final long WINDOW = 1L << 30;
 
     private final String baseUrl;
     private final StagingApi staging;
     private final PublishApi publish;
     private final OwnerApi owner;
     private volatile StagingInfo info;
-    private volatile MappedByteBuffer mapped;
+    private final ConcurrentMap<Integer, MappedByteBuffer> windows = new ConcurrentHashMap<>();
 
     private PublisherClient(String baseUrl, ApiClient client) {
         this.baseUrl = baseUrl;
@@ -84,46 +89,73 @@ public final class PublisherClient {
         return i;
     }
 
-    /** The node's staging area, mapped read-write (absolute positions are staging offsets). */
-    public ByteBuffer stagingBuffer() {
-        MappedByteBuffer m = mapped;
-        if (m == null) {
-            synchronized (this) {
-                m = mapped;
-                if (m == null) {
-                    StagingInfo i = stagingInfo();
-                    try (FileChannel channel =
-                            FileChannel.open(
-                                    Path.of(i.getPath()),
-                                    StandardOpenOption.READ,
-                                    StandardOpenOption.WRITE)) {
-                        m =
-                                mapped =
-                                        channel.map(
-                                                FileChannel.MapMode.READ_WRITE, 0, i.getCapacity());
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(
-                                "cannot map staging "
-                                        + i.getPath()
-                                        + " of "
-                                        + baseUrl
-                                        + " (a rank must run on the publisher's node)",
-                                e);
-                    }
-                }
-            }
+    /**
+     * A read-write view of [offset, offset + length) of the node's staging file (staging offsets
+     * are offsets in it), for a range inside one reservation. The file may be larger than one Java
+     * mapping (in segment mode it is the whole store segment), so it is mapped in windows, each
+     * once, on first use: window {@code i} starts at {@code i * WINDOW} and reaches one batch bound
+     * further, so every reservation lies inside the window its start falls in.
+     */
+    public ByteBuffer stagingBytes(long offset, int length) {
+        StagingInfo i = stagingInfo();
+        if (offset < 0 || length < 0 || length > i.getMaxBatchBytes()) {
+            throw new IllegalArgumentException(
+                    "staging range [" + offset + ", +" + length + ") is not inside one batch");
         }
-        return m.duplicate().clear();
+        int index = Math.toIntExact(offset / WINDOW);
+        MappedByteBuffer window = windows.get(index);
+        if (window == null) {
+            window = windows.computeIfAbsent(index, k -> mapWindow(i, k));
+        }
+        long start = (long) index * WINDOW;
+        if (offset + length > start + window.capacity()) {
+            throw new IllegalArgumentException(
+                    "staging range [" + offset + ", +" + length + ") ends after " + i.getPath());
+        }
+        return window.slice(Math.toIntExact(offset - start), length);
+    }
+
+    private MappedByteBuffer mapWindow(StagingInfo i, int index) {
+        long start = (long) index * WINDOW;
+        long size = Math.min(i.getFileSize() - start, WINDOW + i.getMaxBatchBytes());
+        try (FileChannel channel =
+                FileChannel.open(
+                        Path.of(i.getPath()), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            return channel.map(FileChannel.MapMode.READ_WRITE, start, Math.max(0, size));
+        } catch (IOException e) {
+            throw new UncheckedIOException(
+                    "cannot map staging "
+                            + i.getPath()
+                            + " of "
+                            + baseUrl
+                            + " (a rank must run on the publisher's node)",
+                    e);
+        }
     }
 
     /**
      * Reserves room for one batch, waiting while staging is full (429) for at most {@code maxWait}.
      */
     public Reservation reserve(long bytes, Duration maxWait) {
+        return reserve(new ReservationRequest().bytes(bytes), maxWait);
+    }
+
+    /**
+     * Reserves room for one batch of {@code model/generation}, waiting while staging is full (429)
+     * for at most {@code maxWait}; stops at once (409 {@code generation-failed}) when this node's
+     * part of the generation has failed meanwhile.
+     */
+    public Reservation reserve(String model, long generation, long bytes, Duration maxWait) {
+        return reserve(
+                new ReservationRequest().bytes(bytes).model(model).generation(generation), maxWait);
+    }
+
+    private Reservation reserve(ReservationRequest request, Duration maxWait) {
+        long bytes = request.getBytes();
         long deadline = System.nanoTime() + maxWait.toNanos();
         while (true) {
             try {
-                return staging.reserveStaging(new ReservationRequest().bytes(bytes));
+                return staging.reserveStaging(request);
             } catch (RestClientResponseException e) {
                 if (e.getStatusCode().value() != 429 || System.nanoTime() > deadline) {
                     throw RelayCallException.of(baseUrl, "reserve " + bytes + " bytes", e);

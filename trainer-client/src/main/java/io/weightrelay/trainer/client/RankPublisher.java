@@ -112,13 +112,11 @@ public final class RankPublisher {
         Run run = new Run(manifest.model(), generation);
         List<TensorSpec> tensors = manifest.tensors();
         long maxBatch = 0;
-        ByteBuffer staging = null;
         Map<String, List<StoredFragment>> fragments = new HashMap<>();
         long remaining = 0;
         try {
             publisher.open(manifest.model(), generation);
             maxBatch = publisher.stagingInfo().getMaxBatchBytes();
-            staging = publisher.stagingBuffer();
             for (StoredFragment f : manifest.fragments()) {
                 fragments.computeIfAbsent(f.tensor(), k -> new ArrayList<>()).add(f);
             }
@@ -148,11 +146,13 @@ public final class RankPublisher {
                     if (run.open == null) {
                         run.open =
                                 publisher.reserve(
+                                        manifest.model(),
+                                        generation,
                                         Math.max(ALIGN, Math.min(maxBatch, remaining)),
                                         options.reserveTimeout());
                         run.cursor = 0;
                     }
-                    run.write(part, source, staging);
+                    run.write(part, source);
                     remaining -= aligned;
                 }
             } catch (RuntimeException e) {
@@ -219,9 +219,9 @@ public final class RankPublisher {
         }
 
         /** Writes one part into the open reservation right now (the tensor exists only now). */
-        void write(Part p, TensorSource source, ByteBuffer staging) {
+        void write(Part p, TensorSource source) {
             long at = open.getOffset() + cursor;
-            ByteBuffer target = staging.slice(Math.toIntExact(at), Math.toIntExact(p.bytes()));
+            ByteBuffer target = publisher.stagingBytes(at, Math.toIntExact(p.bytes()));
             source.write(p.tensorIndex(), p.tensor(), p.tensorOffset(), target.duplicate());
             StagedTensor t =
                     new StagedTensor()

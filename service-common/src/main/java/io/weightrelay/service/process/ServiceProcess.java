@@ -1,4 +1,4 @@
-package io.weightrelay.lab.cluster;
+package io.weightrelay.service.process;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -1,0 +1,87 @@
+package io.weightrelay.publisher.publish;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.api.publisher.client.model.PublishState;
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.Shape;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.StoredFragment;
+import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.trainer.client.PublishFailedException;
+import io.weightrelay.trainer.sim.DeterministicWeights;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * The publish path with a staging file of its own: every fragment is copied once from staging into
+ * the segment by a put, which fails when no segment has room.
+ */
+class FileStagingPublishTest extends PublishEndToEndTest {
+
+    private static final String PREFIX = RedisTestSupport.uniqueKeyPrefix("publish-file");
+
+    @BeforeAll
+    static void start() {
+        startControlApi("publish-file", PREFIX);
+    }
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry registry) {
+        register(registry, PREFIX, "file", "16MB");
+    }
+
+    @Override
+    long expectedLocalCopy(long stored) {
+        return stored;
+    }
+
+    @Test
+    void aGenerationWithAFailedPutIsAbortedAndNeverCommitted() {
+        SourceManifest good = tinyFp32ToBf16("e2e-fail");
+        long active =
+                session().publish(good, 0, g -> new DeterministicWeights(SEED, g)).generation();
+
+        // Larger than the free space of the only segment: some put finds no room anywhere.
+        List<TensorSpec> tensors = new ArrayList<>(good.tensors());
+        tensors.add(new TensorSpec("huge.weight", Shape.of(4096, 4096), DType.F32, DType.BF16));
+        SourceManifest tooBig = Fragmenter.fragment(good.model(), tensors, 64 << 10);
+
+        assertThatThrownBy(
+                        () -> session().publish(tooBig, 1, g -> new DeterministicWeights(SEED, g)))
+                .isInstanceOfSatisfying(
+                        PublishFailedException.class,
+                        e -> {
+                            assertThat(e.getMessage()).contains("aborted").contains("store-failed");
+                            long failed = e.generation();
+                            assertThat(state(good.model(), failed))
+                                    .isEqualTo(GenerationState.ABORTED);
+                            assertThat(publisher.status(good.model(), failed).getState())
+                                    .isEqualTo(PublishState.FAILED);
+                            for (StoredFragment f : tooBig.fragments()) {
+                                assertThat(
+                                                owner.exists(
+                                                        ObjectKeys.key(
+                                                                good.model(),
+                                                                failed,
+                                                                f.fragment())))
+                                        .isFalse();
+                            }
+                        });
+        assertThat(state(good.model(), active)).isEqualTo(GenerationState.ACTIVE);
+        assertThat(controlApi.generations().getActiveGeneration(good.model()).getGeneration())
+                .isEqualTo(active);
+        for (StoredFragment f : good.fragments()) {
+            assertThat(owner.exists(ObjectKeys.key(good.model(), active, f.fragment()))).isTrue();
+        }
+    }
+}

@@ -1,0 +1,108 @@
+package io.weightrelay.publisher.publish;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.api.publisher.client.model.PublishState;
+import io.weightrelay.dataplane.InPlaceObject;
+import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.StoredFragment;
+import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.trainer.client.PublishFailedException;
+import io.weightrelay.trainer.client.RelayCallException;
+import io.weightrelay.trainer.sim.DeterministicWeights;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * The publish path with staging inside the store segment (the default): ranks write where the
+ * objects live, so storing copies nothing; a store that fails (here: a stale object already
+ * published under one of the generation's keys) fails the generation, which is aborted while the
+ * previous one stays active, and every byte reserved for it goes back to the segment.
+ */
+class SegmentStagingPublishTest extends PublishEndToEndTest {
+
+    private static final String PREFIX = RedisTestSupport.uniqueKeyPrefix("publish-segment");
+
+    @BeforeAll
+    static void start() {
+        startControlApi("publish-segment", PREFIX);
+    }
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry registry) {
+        // Room for the tests' active generations plus staging: staging lives in the segment.
+        register(registry, PREFIX, "segment", "48MB");
+    }
+
+    @Override
+    long expectedLocalCopy(long stored) {
+        return 0;
+    }
+
+    @Test
+    void aGenerationWithAFailedPutIsAbortedAndNeverCommitted() {
+        SourceManifest manifest = tinyFp32ToBf16("e2e-fail");
+        long active =
+                session().publish(manifest, 0, g -> new DeterministicWeights(SEED, g)).generation();
+        long next =
+                controlApi.coordinator(MAX_FRAGMENT).open(manifest, List.of(NODE), 1).generation();
+        // A stale object under one of the new generation's keys: the in-place publish of the
+        // batch holding that fragment finds the key taken.
+        StoredFragment victim = manifest.fragments().get(manifest.fragments().size() / 2);
+        String stale = ObjectKeys.key(manifest.model(), next, victim.fragment());
+        long block = owner.reserve(victim.bytes());
+        owner.publishInPlace(block, List.of(new InPlaceObject(stale, block, victim.bytes())));
+        long freeBefore = owner.freeBytes();
+
+        assertThatThrownBy(
+                        () ->
+                                session()
+                                        .publish(
+                                                manifest,
+                                                1,
+                                                g -> new DeterministicWeights(SEED, g)))
+                .isInstanceOfSatisfying(
+                        PublishFailedException.class,
+                        e -> {
+                            assertThat(e.generation()).isEqualTo(next);
+                            assertThat(e.getMessage())
+                                    .contains("aborted")
+                                    .contains("store-failed")
+                                    .contains(stale);
+                            assertThat(state(manifest.model(), next))
+                                    .isEqualTo(GenerationState.ABORTED);
+                            assertThat(publisher.status(manifest.model(), next).getState())
+                                    .isEqualTo(PublishState.FAILED);
+                            for (StoredFragment f : manifest.fragments()) {
+                                String key = ObjectKeys.key(manifest.model(), next, f.fragment());
+                                if (!key.equals(stale)) {
+                                    assertThat(owner.exists(key)).as(key).isFalse();
+                                }
+                            }
+                        });
+        // A rank still waiting for room learns at once that its generation failed here.
+        assertThatThrownBy(() -> publisher.reserve(manifest.model(), next, 4096, Duration.ZERO))
+                .isInstanceOfSatisfying(
+                        RelayCallException.class,
+                        e -> {
+                            assertThat(e.status()).isEqualTo(409);
+                            assertThat(e.problemType()).isEqualTo("generation-failed");
+                        });
+        assertThat(state(manifest.model(), active)).isEqualTo(GenerationState.ACTIVE);
+        assertThat(controlApi.generations().getActiveGeneration(manifest.model()).getGeneration())
+                .isEqualTo(active);
+        for (StoredFragment f : manifest.fragments()) {
+            assertThat(owner.exists(ObjectKeys.key(manifest.model(), active, f.fragment())))
+                    .isTrue();
+        }
+        // No reservation or output block of the failed generation is left behind.
+        assertThat(owner.freeBytes()).isGreaterThanOrEqualTo(freeBefore);
+    }
+}
