@@ -84,11 +84,11 @@ public final class TestControlApi implements AutoCloseable {
         try {
             process.awaitHealthy(Duration.ofMinutes(2));
         } catch (InterruptedException e) {
-            process.close();
+            stop(process, keyPrefix);
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while control-api started", e);
         } catch (RuntimeException e) {
-            process.close();
+            stop(process, keyPrefix);
             throw e;
         }
         log.info(
@@ -160,14 +160,23 @@ public final class TestControlApi implements AutoCloseable {
         return out;
     }
 
+    /**
+     * Stops control-api, then deletes its keys. The data-plane prefix it shares belongs to the
+     * test, which deletes it once its publisher has stopped too.
+     */
     @Override
     public void close() {
         try {
             connection.close();
             redis.shutdown();
         } finally {
-            process.close();
+            stop(process, keyPrefix);
         }
+    }
+
+    private static void stop(ServiceProcess process, String keyPrefix) {
+        process.close();
+        RedisTestSupport.deleteKeys(keyPrefix);
     }
 
     private ApiClient client(String token) {

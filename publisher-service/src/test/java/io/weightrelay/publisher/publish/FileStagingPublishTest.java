@@ -7,10 +7,8 @@ import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.publisher.client.model.PublishState;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
-import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.trainer.client.PublishFailedException;
@@ -67,21 +65,11 @@ class FileStagingPublishTest extends PublishEndToEndTest {
                                     .isEqualTo(GenerationState.ABORTED);
                             assertThat(publisher.status(good.model(), failed).getState())
                                     .isEqualTo(PublishState.FAILED);
-                            for (StoredFragment f : tooBig.fragments()) {
-                                assertThat(
-                                                owner.exists(
-                                                        ObjectKeys.key(
-                                                                good.model(),
-                                                                failed,
-                                                                f.fragment())))
-                                        .isFalse();
-                            }
+                            assertNoneStored(tooBig, failed);
                         });
         assertThat(state(good.model(), active)).isEqualTo(GenerationState.ACTIVE);
         assertThat(controlApi.generations().getActiveGeneration(good.model()).getGeneration())
                 .isEqualTo(active);
-        for (StoredFragment f : good.fragments()) {
-            assertThat(owner.exists(ObjectKeys.key(good.model(), active, f.fragment()))).isTrue();
-        }
+        assertAllStored(good, active);
     }
 }

@@ -27,6 +27,7 @@ import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.trainer.client.PublishFailedException;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
@@ -42,15 +43,18 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.core.Ordered;
 import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.TestContext;
+import org.springframework.test.context.TestExecutionListener;
+import org.springframework.test.context.TestExecutionListeners;
 
 /**
  * The whole publish path with the real parts: the trainer-side protocol library talks REST to the
@@ -60,10 +64,13 @@ import org.springframework.test.context.DynamicPropertyRegistry;
  *
  * <p>Run once per staging mode ({@link SegmentStagingPublishTest}, {@link FileStagingPublishTest}),
  * each with its own control-api, data-plane prefix and Spring context. The context is closed after
- * the class: its publisher heartbeats to the class's control-api.
+ * the class, before the class's control-api it heartbeats to; then the class's keys are deleted.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @DirtiesContext
+@TestExecutionListeners(
+        listeners = PublishEndToEndTest.StopControlApiAndDeleteKeys.class,
+        mergeMode = TestExecutionListeners.MergeMode.MERGE_WITH_DEFAULTS)
 abstract class PublishEndToEndTest {
 
     static final String NODE = "node-e2e";
@@ -71,17 +78,35 @@ abstract class PublishEndToEndTest {
     static final long MAX_FRAGMENT = 64 << 10;
 
     static TestControlApi controlApi;
+    static String dataplanePrefix;
 
     /** Starts the class's control-api; call from the subclass's {@code @BeforeAll}. */
     static void startControlApi(String test, String dataplanePrefix) {
+        PublishEndToEndTest.dataplanePrefix = dataplanePrefix;
         controlApi = TestControlApi.start(test, dataplanePrefix);
     }
 
-    @AfterAll
-    static void stopControlApi() {
-        if (controlApi != null) {
-            controlApi.close();
-            controlApi = null;
+    /**
+     * Stops the class's control-api and deletes what it and the publisher stored under the class's
+     * data-plane prefix, once {@code @DirtiesContext} has closed the publisher's context: with the
+     * highest precedence its after-class callback runs last.
+     */
+    static final class StopControlApiAndDeleteKeys implements TestExecutionListener, Ordered {
+        @Override
+        public int getOrder() {
+            return Ordered.HIGHEST_PRECEDENCE;
+        }
+
+        @Override
+        public void afterTestClass(TestContext testContext) {
+            if (controlApi != null) {
+                controlApi.close();
+                controlApi = null;
+            }
+            if (dataplanePrefix != null) {
+                RedisTestSupport.deleteKeys(dataplanePrefix);
+                dataplanePrefix = null;
+            }
         }
     }
 
@@ -227,15 +252,7 @@ abstract class PublishEndToEndTest {
                             assertThat(e.getMessage()).contains("control-api-failed");
                             assertThat(state(manifest.model(), opened))
                                     .isEqualTo(GenerationState.ABORTED);
-                            for (StoredFragment f : manifest.fragments()) {
-                                assertThat(
-                                                owner.exists(
-                                                        ObjectKeys.key(
-                                                                manifest.model(),
-                                                                opened,
-                                                                f.fragment())))
-                                        .isFalse();
-                            }
+                            assertNoneStored(manifest, opened);
                         });
     }
 
@@ -291,9 +308,7 @@ abstract class PublishEndToEndTest {
                             assertThat(e.problemType()).isEqualTo("manifest-mismatch");
                             assertThat(e.getMessage()).contains("fragment boundaries");
                         });
-        for (StoredFragment f : manifest.fragments()) {
-            assertThat(owner.exists(ObjectKeys.key(manifest.model(), g, f.fragment()))).isFalse();
-        }
+        assertNoneStored(manifest, g);
         assertThat(controlApi.generation(manifest.model(), g).getObjectsRegistered()).isZero();
     }
 
@@ -358,6 +373,25 @@ abstract class PublishEndToEndTest {
         client.setBasePath("http://127.0.0.1:" + port);
         client.setBearerToken(TestPublisherProperties.OPERATOR_TOKEN);
         return new OwnerApi(client);
+    }
+
+    /** No fragment of the generation is stored, but for the keys in {@code except}. */
+    void assertNoneStored(SourceManifest manifest, long generation, String... except) {
+        List<String> skip = List.of(except);
+        for (StoredFragment f : manifest.fragments()) {
+            String key = ObjectKeys.key(manifest.model(), generation, f.fragment());
+            if (!skip.contains(key)) {
+                assertThat(owner.exists(key)).as(key).isFalse();
+            }
+        }
+    }
+
+    /** Every fragment of the generation is stored. */
+    void assertAllStored(SourceManifest manifest, long generation) {
+        for (StoredFragment f : manifest.fragments()) {
+            String key = ObjectKeys.key(manifest.model(), generation, f.fragment());
+            assertThat(owner.exists(key)).as(key).isTrue();
+        }
     }
 
     /** What the fragment must hold: the source bytes recomputed and converted by the reference. */

@@ -80,12 +80,7 @@ class SegmentStagingPublishTest extends PublishEndToEndTest {
                                     .isEqualTo(GenerationState.ABORTED);
                             assertThat(publisher.status(manifest.model(), next).getState())
                                     .isEqualTo(PublishState.FAILED);
-                            for (StoredFragment f : manifest.fragments()) {
-                                String key = ObjectKeys.key(manifest.model(), next, f.fragment());
-                                if (!key.equals(stale)) {
-                                    assertThat(owner.exists(key)).as(key).isFalse();
-                                }
-                            }
+                            assertNoneStored(manifest, next, stale);
                         });
         // A rank still waiting for room learns at once that its generation failed here.
         assertThatThrownBy(() -> publisher.reserve(manifest.model(), next, 4096, Duration.ZERO))
@@ -98,10 +93,7 @@ class SegmentStagingPublishTest extends PublishEndToEndTest {
         assertThat(state(manifest.model(), active)).isEqualTo(GenerationState.ACTIVE);
         assertThat(controlApi.generations().getActiveGeneration(manifest.model()).getGeneration())
                 .isEqualTo(active);
-        for (StoredFragment f : manifest.fragments()) {
-            assertThat(owner.exists(ObjectKeys.key(manifest.model(), active, f.fragment())))
-                    .isTrue();
-        }
+        assertAllStored(manifest, active);
         // No reservation or output block of the failed generation is left behind.
         assertThat(owner.freeBytes()).isGreaterThanOrEqualTo(freeBefore);
     }
