@@ -1,13 +1,16 @@
 package io.weightrelay.control.plan;
 
+import io.weightrelay.api.control.model.ConsumeMode;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.Nic;
 import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.Topology;
 import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.generation.ManifestMapper;
+import io.weightrelay.control.registry.PlacementChecks;
 import io.weightrelay.control.registry.RegistryProblems;
 import io.weightrelay.reshard.codec.Digests;
+import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
@@ -63,9 +66,17 @@ record PlanInputs(
                         nicsByNode.put(node, nics);
                     }
                 });
+        boolean anyCompat =
+                loaders.stream()
+                        .flatMap(l -> l.getWorkers().stream())
+                        .anyMatch(w -> w.getMode() == ConsumeMode.COMPAT);
+        long imageBytes = anyCompat ? SafetensorsLayout.of(source).imageBytes() : 0;
         List<Worker> workers = new ArrayList<>();
         for (Loader loader : loaders) {
             for (WorkerPlacement w : loader.getWorkers()) {
+                // Fail closed before any plan exists: a placement that disagrees with the
+                // manifest would write wrong bytes into the worker's weights.
+                PlacementChecks.againstManifest(loader.getInstance(), w, tensors, imageBytes);
                 workers.add(worker(loader.getInstance(), w, nicsByNode.get(w.getNode()), tensors));
             }
         }
@@ -103,22 +114,11 @@ record PlanInputs(
                             + w.getNode()
                             + " does not declare");
         }
-        Mode mode =
-                w.getMode() == io.weightrelay.api.control.model.ConsumeMode.COMPAT
-                        ? Mode.COMPAT
-                        : Mode.DIRECT;
+        Mode mode = w.getMode() == ConsumeMode.COMPAT ? Mode.COMPAT : Mode.DIRECT;
         List<io.weightrelay.reshard.placement.TargetFragment> fragments = new ArrayList<>();
         if (w.getFragments() != null) {
             for (TargetFragment f : w.getFragments()) {
                 TensorSpec t = tensors.get(f.getTensor());
-                if (t == null) {
-                    throw PlanProblems.PLAN_FAILED.exception(
-                            "worker "
-                                    + w.getWorkerId()
-                                    + " holds tensor "
-                                    + f.getTensor()
-                                    + " that the manifest does not have");
-                }
                 try {
                     fragments.add(
                             new io.weightrelay.reshard.placement.TargetFragment(

@@ -16,6 +16,8 @@ public final class PlanProblems {
                     "no-live-loaders", HttpStatus.CONFLICT, "No live loader in the rollout group");
     public static final ProblemKind PLAN_FAILED =
             new ProblemKind("plan-failed", HttpStatus.CONFLICT, "The planner refused the inputs");
+    public static final ProblemKind PLAN_INVALID =
+            new ProblemKind("plan-invalid", HttpStatus.CONFLICT, "The plan failed its validation");
     public static final ProblemKind PLAN_BUSY =
             new ProblemKind(
                     "plan-busy",

@@ -12,6 +12,7 @@ import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.Scripts;
 import io.weightrelay.service.problem.CommonProblems;
+import io.weightrelay.service.problem.RelayException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -136,7 +137,7 @@ public class Registry {
     // ---------------------------------------------------------------------------------
 
     public Loader registerLoader(String instance, LoaderRegistration r) {
-        validatePlacement(r);
+        validatePlacement(instance, r);
         Instant now = clock.instant();
         execute(
                 REGISTER_LOADER,
@@ -211,18 +212,30 @@ public class Registry {
     // ---- helpers
     // ---------------------------------------------------------------------------------
 
-    private static void validatePlacement(LoaderRegistration r) {
+    private static void validatePlacement(String instance, LoaderRegistration r) {
         Set<String> workerIds = new HashSet<>();
         for (WorkerPlacement w : r.getWorkers()) {
             if (!workerIds.add(w.getWorkerId())) {
-                throw invalidPlacement("worker " + w.getWorkerId() + " is listed twice");
+                throw invalidPlacement(
+                        instance, w, "worker " + w.getWorkerId() + " is listed twice");
             }
             Set<String> buffers = new HashSet<>();
             String segment = null;
             for (ReceiveBuffer b : w.getBuffers()) {
-                buffers.add(b.getBufferId());
+                if (!buffers.add(b.getBufferId())) {
+                    throw invalidPlacement(
+                            instance,
+                            w,
+                            "worker "
+                                    + w.getWorkerId()
+                                    + " registers buffer "
+                                    + b.getBufferId()
+                                    + " twice");
+                }
                 if (segment != null && !segment.equals(b.getSegment())) {
                     throw invalidPlacement(
+                            instance,
+                            w,
                             "worker "
                                     + w.getWorkerId()
                                     + ": all receive buffers must live in one segment");
@@ -233,6 +246,8 @@ public class Registry {
                     w.getFragments() == null ? List.of() : w.getFragments();
             if (w.getMode() == ConsumeMode.COMPAT && !fragments.isEmpty()) {
                 throw invalidPlacement(
+                        instance,
+                        w,
                         "worker "
                                 + w.getWorkerId()
                                 + ": compat workers receive every tensor whole and declare no"
@@ -241,28 +256,28 @@ public class Registry {
             for (TargetFragment f : fragments) {
                 if (!buffers.contains(f.getBufferId())) {
                     throw invalidPlacement(
-                            "worker "
-                                    + w.getWorkerId()
-                                    + ": fragment of "
-                                    + f.getTensor()
-                                    + " names unknown buffer "
-                                    + f.getBufferId());
-                }
-                int rank = f.getShape().size();
-                if (f.getOffset().size() != rank || f.getStrides().size() != rank) {
-                    throw invalidPlacement(
-                            "worker "
-                                    + w.getWorkerId()
-                                    + ": fragment of "
-                                    + f.getTensor()
-                                    + " has offset, shape and strides of different ranks");
+                                    instance,
+                                    w,
+                                    "worker "
+                                            + w.getWorkerId()
+                                            + ": fragment of "
+                                            + f.getTensor()
+                                            + " names unknown buffer "
+                                            + f.getBufferId())
+                            .with("tensor", f.getTensor())
+                            .with("bufferId", f.getBufferId());
                 }
             }
+            PlacementChecks.registration(instance, w);
         }
     }
 
-    private static RuntimeException invalidPlacement(String detail) {
-        return RegistryProblems.INVALID_PLACEMENT.exception(detail);
+    private static RelayException invalidPlacement(
+            String instance, WorkerPlacement worker, String detail) {
+        return RegistryProblems.INVALID_PLACEMENT
+                .exception("instance " + instance + ": " + detail)
+                .with("instanceId", instance)
+                .with("worker", worker.getWorkerId());
     }
 
     private List<ZSetOperations.TypedTuple<String>> live(String zset) {

@@ -6,12 +6,15 @@ import io.weightrelay.api.control.model.BarrierStatus;
 import io.weightrelay.api.control.model.ParticipantState;
 import io.weightrelay.api.control.model.PhaseDurations;
 import io.weightrelay.api.control.model.PhaseReport;
+import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.plan.PlanProblems;
+import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
@@ -47,6 +50,7 @@ public class UpdateService {
     private final RedisEvents events;
     private final JsonMapper json;
     private final GenerationService generations;
+    private final PlanService plans;
     private final UpdateProperties properties;
     private final MeterRegistry meters;
     private final Clock clock;
@@ -58,6 +62,7 @@ public class UpdateService {
             RedisEvents events,
             JsonMapper json,
             GenerationService generations,
+            PlanService plans,
             UpdateProperties properties,
             MeterRegistry meters,
             Clock clock) {
@@ -67,6 +72,7 @@ public class UpdateService {
         this.events = events;
         this.json = json;
         this.generations = generations;
+        this.plans = plans;
         this.properties = properties;
         this.meters = meters;
         this.clock = clock;
@@ -87,6 +93,16 @@ public class UpdateService {
         TreeSet<String> instances = new TreeSet<>(request.getInstances());
         if (instances.size() != request.getInstances().size()) {
             throw CommonProblems.INVALID_REQUEST.exception("instances must be distinct");
+        }
+        if (request.getPlanId() != null) {
+            // Refuse before the session exists: no loader may prepare against a plan that is
+            // gone or failed validation (a placement the manifest refuses never gets a plan).
+            PlanSummary plan = plans.summary(request.getPlanId());
+            if (!Boolean.TRUE.equals(plan.getValid())) {
+                throw PlanProblems.PLAN_INVALID
+                        .exception("plan " + request.getPlanId() + " failed its validation")
+                        .with("planId", request.getPlanId());
+            }
         }
         int timeoutSeconds =
                 request.getPhaseTimeoutSeconds() == null ? 120 : request.getPhaseTimeoutSeconds();
