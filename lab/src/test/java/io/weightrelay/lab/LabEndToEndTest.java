@@ -1,16 +1,22 @@
 package io.weightrelay.lab;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.api.loader.client.model.InstanceStatus;
+import io.weightrelay.api.loader.client.model.TargetFragment;
 import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.api.loader.client.model.WorkerPlacement;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Demands;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.springframework.web.client.RestClientResponseException;
 
 /**
  * The whole system as deployed, on loopback: control-api, two publishers (two trainer node labels)
@@ -48,11 +54,50 @@ class LabEndToEndTest {
                 assertThat(lab.verify(restarted, second))
                         .as("a restarted instance loads the active generation with no republish")
                         .isPositive();
+
+                refusedRegistrationReachesTheEngine(lab, lab.engines().get(1));
             } catch (Exception | AssertionError e) {
                 lab.dumpLogs();
                 throw e;
             }
         }
+    }
+
+    /**
+     * A wrong registration is refused with 400 and the problem's own type, not a retryable 503, and
+     * leaves the instance as it was: a placement box whose strides have another rank than its shape
+     * (direct workers) is refused by control-api and its problem reaches the engine through the
+     * loader; a buffer id registered twice (compat workers have no boxes) by the loader itself.
+     */
+    private static void refusedRegistrationReachesTheEngine(LabCluster lab, RolloutEngine engine) {
+        List<WorkerPlacement> workers =
+                RolloutEngine.workers(lab.placement(), engine.instance(), lab.manifest());
+        WorkerPlacement first = workers.get(0);
+        String expected;
+        if (first.getFragments() != null && !first.getFragments().isEmpty()) {
+            TargetFragment f = first.getFragments().get(0);
+            List<Long> strides = new ArrayList<>(f.getStrides());
+            strides.add(0, strides.get(0));
+            f.setStrides(strides);
+            expected = "placement-rank-mismatch";
+        } else {
+            first.addBuffersItem(first.getBuffers().get(0));
+            expected = "invalid-registration";
+        }
+        InstanceStatus before = engine.status();
+        assertThatThrownBy(
+                        () ->
+                                engine.register(
+                                        lab.manifest().model(), "lab", first.getNode(), workers))
+                .isInstanceOfSatisfying(
+                        RestClientResponseException.class,
+                        e -> {
+                            assertThat(e.getStatusCode().value()).isEqualTo(400);
+                            assertThat(e.getResponseBodyAsString())
+                                    .contains("/problems/" + expected)
+                                    .contains(first.getWorkerId());
+                        });
+        assertThat(engine.status().getEpoch()).isEqualTo(before.getEpoch());
     }
 
     private static long bytesReceived(List<UpdateProgress> results) {

@@ -30,6 +30,7 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.service.problem.ProblemKind;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,10 +38,14 @@ import java.util.function.Supplier;
 import org.springframework.stereotype.Component;
 import org.springframework.web.client.RestClientException;
 import org.springframework.web.client.RestClientResponseException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /** {@link ControlPlane} over the generated control-api client. */
 @Component
 public class RestControlPlane implements ControlPlane {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
     private final GenerationsApi generations;
     private final PlansApi plans;
     private final RegistryApi registry;
@@ -64,8 +69,23 @@ public class RestControlPlane implements ControlPlane {
         try {
             return body.get();
         } catch (RestClientResponseException e) {
+            String type = null;
+            String problemDetail = null;
+            try {
+                JsonNode problem = JSON.readTree(e.getResponseBodyAsString());
+                if (problem.has("type")) {
+                    type = problem.get("type").asString().replace(ProblemKind.TYPE_BASE, "");
+                }
+                if (problem.has("detail")) {
+                    problemDetail = problem.get("detail").asString();
+                }
+            } catch (RuntimeException notJson) {
+                // not a problem body: the message keeps the raw text
+            }
             throw new ControlPlaneException(
                     e.getStatusCode().value(),
+                    type,
+                    problemDetail,
                     what + ": control-api answered " + e.getStatusCode().value() + " " + detail(e),
                     e);
         } catch (RestClientException e) {

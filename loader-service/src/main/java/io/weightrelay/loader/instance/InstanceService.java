@@ -11,12 +11,14 @@ import io.weightrelay.loader.control.ControlPlaneException;
 import io.weightrelay.loader.pipeline.BufferDirectory;
 import io.weightrelay.loader.registration.RegistrationManager;
 import io.weightrelay.service.problem.CommonProblems;
+import io.weightrelay.service.problem.ProblemKind;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Service;
 
 /**
@@ -56,6 +58,15 @@ public class InstanceService {
                             r.getNode(),
                             r.getWorkers());
         } catch (ControlPlaneException e) {
+            if (e.refusedInput()) {
+                // The engine's registration itself is wrong (a placement control-api refuses):
+                // pass control-api's problem type and detail on, not a retryable 503.
+                throw new ProblemKind(
+                                e.problemType(),
+                                HttpStatus.valueOf(e.status()),
+                                "Registration refused by control-api")
+                        .exception(e.detail(), e);
+            }
             throw CommonProblems.UNAVAILABLE.exception(e.getMessage(), e);
         }
         RegistrationManager<Segment> registrations = dataplane.registrations();
