@@ -1,11 +1,5 @@
 package io.weightrelay.control;
 
-import io.lettuce.core.KeyScanCursor;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.ScanArgs;
-import io.lettuce.core.ScanCursor;
-import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.sync.RedisCommands;
 import io.weightrelay.service.test.RedisTestSupport;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -35,29 +29,8 @@ public abstract class ControlApiTestSupport extends ControlApiClientSupport {
     public static final String STORE_PREFIX = PREFIX + "dp:";
 
     static {
-        Runtime.getRuntime()
-                .addShutdownHook(new Thread(() -> deleteKeys(PREFIX), "delete-test-keys"));
-    }
-
-    /** Leaves the shared Redis as the run found it. */
-    static void deleteKeys(String prefix) {
-        RedisClient client = RedisClient.create(RedisTestSupport.endpoint().uri());
-        try (StatefulRedisConnection<String, String> connection = client.connect()) {
-            RedisCommands<String, String> redis = connection.sync();
-            ScanCursor cursor = ScanCursor.INITIAL;
-            do {
-                KeyScanCursor<String> page =
-                        redis.scan(cursor, ScanArgs.Builder.matches(prefix + "*").limit(1000));
-                if (!page.getKeys().isEmpty()) {
-                    redis.unlink(page.getKeys().toArray(String[]::new));
-                }
-                cursor = page;
-            } while (!cursor.isFinished());
-        } catch (RuntimeException ex) {
-            // best effort: the keys carry a unique prefix anyway
-        } finally {
-            client.shutdown();
-        }
+        // The context is cached for the whole run and closed only at exit; delete after that.
+        RedisTestSupport.deleteKeysAtShutdown(PREFIX);
     }
 
     @DynamicPropertySource

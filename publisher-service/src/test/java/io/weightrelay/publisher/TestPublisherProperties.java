@@ -15,9 +15,13 @@ public final class TestPublisherProperties {
 
     private TestPublisherProperties() {}
 
-    /** Registers the settings; returns the data-plane key prefix the test's objects live under. */
+    /**
+     * Registers the settings; returns the data-plane key prefix the test's objects live under. Its
+     * keys are deleted at exit, after Spring's cached contexts (this one among them) have closed.
+     */
     public static String register(DynamicPropertyRegistry registry, String test, String node) {
         String prefix = RedisTestSupport.uniqueKeyPrefix(test);
+        RedisTestSupport.deleteKeysAtShutdown(prefix);
         registerUnder(registry, prefix, node);
         return prefix;
     }

@@ -37,10 +37,7 @@ class CommitScriptTest {
 
     @AfterEach
     void deleteKeys() {
-        var keys = redis.keys(PREFIX + "*");
-        if (keys != null && !keys.isEmpty()) {
-            redis.delete(keys);
-        }
+        RedisTestSupport.deleteKeys(PREFIX);
     }
 
     private void generation(String model, long id, String state, Map<String, String> objects) {

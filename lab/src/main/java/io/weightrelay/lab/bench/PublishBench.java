@@ -3,6 +3,7 @@ package io.weightrelay.lab.bench;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
+import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
@@ -54,7 +55,8 @@ import java.util.UUID;
  *
  * Flags: {@code --staging-mode segment|file --trainer-dtype bf16 --rollout-dtype bf16 --seed 1
  * --max-batch-bytes 536870912 --in-flight 4 --warmup 2 --repeat 3 --redis-host 127.0.0.1
- * --redis-port 6379 --publisher-jar <exec jar> --control-jar <exec jar> --root <repo> --keep-logs}.
+ * --redis-port 6379 --publisher-jar <exec jar> --control-jar <exec jar> --root <repo> --keep-logs
+ * --keep-redis} ({@code --keep-redis} leaves the run's {@code wr:bench:<run>:} keys in Redis).
  */
 public final class PublishBench {
 
@@ -289,6 +291,11 @@ public final class PublishBench {
         } finally {
             for (ServiceProcess c : children) {
                 c.close();
+            }
+            if (!args.has("keep-redis")) {
+                // The services have stopped: nothing writes under the run's prefix any more.
+                LabCluster.deleteKeys(
+                        "redis://" + redisHost + ":" + redisPort, "wr:bench:" + run + ":");
             }
             if (!args.has("keep-logs")) {
                 deleteQuietly(logs);

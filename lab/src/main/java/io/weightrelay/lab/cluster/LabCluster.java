@@ -1,5 +1,11 @@
 package io.weightrelay.lab.cluster;
 
+import io.lettuce.core.KeyScanCursor;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisException;
+import io.lettuce.core.ScanArgs;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
@@ -39,6 +45,7 @@ import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A whole lab on this machine: control-api, one publisher per trainer node label and one loader per
@@ -259,12 +266,44 @@ public final class LabCluster implements AutoCloseable {
         }
     }
 
+    /** Stops every service, then deletes the lab's Redis keys (nothing writes them any more). */
     @Override
     public void close() {
         for (ServiceProcess c : children) {
             c.close();
         }
         children.clear();
+        deleteKeys(spec.redisUri(), "wr:lab:" + run + ":");
+    }
+
+    /**
+     * Deletes every key under {@code prefix} (SCAN MATCH {@code prefix*}, UNLINK a page at a time):
+     * a lab's or a benchmark's own run prefix, never a wider one, since other runs share the Redis.
+     * A failure is reported on stderr, not thrown.
+     */
+    public static void deleteKeys(String redisUri, String prefix) {
+        RedisClient client = RedisClient.create(redisUri);
+        try (StatefulRedisConnection<String, String> connection = client.connect()) {
+            RedisCommands<String, String> redis = connection.sync();
+            ScanArgs match =
+                    ScanArgs.Builder.matches(prefix.replaceAll("([*?\\[\\]\\\\])", "\\\\$1") + "*")
+                            .limit(1000);
+            KeyScanCursor<String> page = redis.scan(match);
+            while (true) {
+                if (!page.getKeys().isEmpty()) {
+                    redis.unlink(page.getKeys().toArray(String[]::new));
+                }
+                if (page.isFinished()) {
+                    break;
+                }
+                page = redis.scan(page, match);
+            }
+        } catch (RedisException e) {
+            // Runs in close() and finally blocks: never hide the run's own outcome behind it.
+            System.err.println("could not delete the Redis keys under " + prefix + ": " + e);
+        } finally {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+        }
     }
 
     private void startServices() throws Exception {

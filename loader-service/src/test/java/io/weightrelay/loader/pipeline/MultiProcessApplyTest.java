@@ -61,6 +61,7 @@ class MultiProcessApplyTest {
             p.close();
         }
         trainer.close();
+        RedisTestSupport.deleteKeys(prefix);
     }
 
     private Cluster cluster(Mode mode) {

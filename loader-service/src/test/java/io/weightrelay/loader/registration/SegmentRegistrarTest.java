@@ -28,12 +28,12 @@ import org.junit.jupiter.api.Test;
 class SegmentRegistrarTest {
     private static final int MIB = 1 << 20;
 
+    private final String prefix = RedisTestSupport.uniqueKeyPrefix("loader-registrar");
     private Dataplane trainer;
     private Dataplane loader;
 
     @BeforeEach
     void open() {
-        String prefix = RedisTestSupport.uniqueKeyPrefix("loader-registrar");
         trainer = open("trainer-0", prefix);
         loader = open("rollout-0", prefix);
     }
@@ -50,6 +50,7 @@ class SegmentRegistrarTest {
     void close() {
         loader.close();
         trainer.close();
+        RedisTestSupport.deleteKeys(prefix);
     }
 
     @Test

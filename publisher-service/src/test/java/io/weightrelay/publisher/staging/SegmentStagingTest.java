@@ -30,6 +30,7 @@ class SegmentStagingTest {
 
     private static final long MIB = 1 << 20;
 
+    private final String prefix = RedisTestSupport.uniqueKeyPrefix("segment-staging");
     private SegmentOwner owner;
     private StagingArea staging;
 
@@ -43,7 +44,7 @@ class SegmentStagingTest {
                                 "staging-" + id,
                                 DataSize.ofMegabytes(8),
                                 RedisTestSupport.endpoint().uri(),
-                                RedisTestSupport.uniqueKeyPrefix("segment-staging"),
+                                prefix,
                                 "127.0.0.1",
                                 0,
                                 Path.of("/dev/shm"),
@@ -67,6 +68,7 @@ class SegmentStagingTest {
     void close() {
         staging.close();
         owner.close();
+        RedisTestSupport.deleteKeys(prefix);
     }
 
     @Test
