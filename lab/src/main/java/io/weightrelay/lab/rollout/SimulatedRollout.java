@@ -1,5 +1,6 @@
 package io.weightrelay.lab.rollout;
 
+import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
@@ -107,7 +108,7 @@ public final class SimulatedRollout {
 
     /** The generation's manifest, as control-api serves it. */
     static SourceManifest manifest(GenerationsApi control, String model, long generation) {
-        return Manifests.toReshard(control.getGenerationManifest(model, generation));
+        return ControlManifests.toReshard(control.getGenerationManifest(model, generation));
     }
 
     /** One engine's update: drain (nothing in flight here), update, check every byte. */

@@ -1,5 +1,6 @@
 package io.weightrelay.loader.control;
 
+import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -24,11 +25,7 @@ import io.weightrelay.api.control.client.model.WorkerPlacement;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
-import io.weightrelay.reshard.manifest.DType;
-import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.manifest.StoredFragment;
-import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.service.problem.ProblemKind;
 import java.time.Duration;
@@ -197,51 +194,7 @@ public class RestControlPlane implements ControlPlane {
                 call(
                         "manifest of " + model + "/" + generation,
                         () -> generations.getGenerationManifest(model, generation));
-        return toReshard(m);
-    }
-
-    /** The reshard manifest of a control-api manifest (fragment ids are the keys' last part). */
-    static SourceManifest toReshard(GenerationManifest m) {
-        List<TensorSpec> tensors = new ArrayList<>();
-        for (io.weightrelay.api.control.client.model.TensorSpec t : m.getManifest().getTensors()) {
-            tensors.add(
-                    new TensorSpec(
-                            t.getName(),
-                            shape(t.getShape()),
-                            dtype(t.getTrainerDtype().getValue()),
-                            dtype(t.getRolloutDtype().getValue())));
-        }
-        List<StoredFragment> fragments = new ArrayList<>();
-        for (io.weightrelay.api.control.client.model.StoredFragment f : m.getFragments()) {
-            String key = f.getKey();
-            fragments.add(
-                    new StoredFragment(
-                            key.substring(key.lastIndexOf('/') + 1),
-                            f.getTensor(),
-                            shape(f.getOffset()),
-                            shape(f.getShape()),
-                            f.getBytes()));
-        }
-        return new SourceManifest(m.getManifest().getModel(), tensors, fragments);
-    }
-
-    private static Shape shape(List<Long> dims) {
-        return Shape.of(
-                dims == null ? new long[0] : dims.stream().mapToLong(Long::longValue).toArray());
-    }
-
-    /** Contract dtype names to reshard's. */
-    static DType dtype(String wire) {
-        return switch (wire) {
-            case "fp32" -> DType.F32;
-            case "bf16" -> DType.BF16;
-            case "fp16" -> DType.F16;
-            case "fp8_e4m3" -> DType.F8_E4M3;
-            case "int8" -> DType.I8;
-            case "int32" -> DType.I32;
-            case "int64" -> DType.I64;
-            default -> throw new IllegalArgumentException("unknown dtype " + wire);
-        };
+        return ControlManifests.toReshard(m);
     }
 
     @Override

@@ -5,6 +5,7 @@ import io.weightrelay.api.publisher.model.PublishBatchResult;
 import io.weightrelay.api.publisher.model.PublishStatus;
 import io.weightrelay.api.publisher.model.StagedTensor;
 import io.weightrelay.dataplane.Counters;
+import io.weightrelay.publisher.Futures;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.convert.Conversion;
 import io.weightrelay.publisher.convert.Converter;
@@ -19,7 +20,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -319,24 +319,7 @@ public final class Publisher implements AutoCloseable {
                                             chunk),
                             registrations));
         }
-        joinAll(sent);
-    }
-
-    /** Waits for every future; the first failure is rethrown once all have ended. */
-    private static void joinAll(List<? extends CompletableFuture<?>> futures) {
-        RuntimeException first = null;
-        for (CompletableFuture<?> f : futures) {
-            try {
-                f.join();
-            } catch (CompletionException e) {
-                if (first == null) {
-                    first = unwrap(e);
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+        Futures.joinAll(sent);
     }
 
     /**
@@ -497,7 +480,7 @@ public final class Publisher implements AutoCloseable {
                                         return list;
                                     }));
         }
-        joinAll(parts);
+        Futures.joinAll(parts);
         List<Converted> out = new ArrayList<>(works.size());
         for (CompletableFuture<List<Converted>> part : parts) {
             out.addAll(part.join());
@@ -533,14 +516,6 @@ public final class Publisher implements AutoCloseable {
                                     + expected)
                     .with("tensor", tensor.getName());
         }
-    }
-
-    private static RuntimeException unwrap(Throwable e) {
-        Throwable cause = e;
-        while (cause instanceof CompletionException && cause.getCause() != null) {
-            cause = cause.getCause();
-        }
-        return cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
     }
 
     /** Loads the generation's layout ahead of its first batch; idempotent. */

@@ -1,6 +1,7 @@
 package io.weightrelay.publisher.staging;
 
 import io.weightrelay.dataplane.RegisteredBuffer;
+import io.weightrelay.publisher.Futures;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import java.io.IOException;
 import java.io.RandomAccessFile;
@@ -16,7 +17,6 @@ import java.util.List;
 import java.util.Map.Entry;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 
 /**
@@ -145,22 +145,11 @@ final class FileStagingSpace implements StagingSpace {
                             },
                             puts));
         }
-        RuntimeException first = null;
-        for (CompletableFuture<Void> f : all) {
-            try {
-                f.join();
-            } catch (CompletionException e) {
-                if (first == null) {
-                    first =
-                            e.getCause() instanceof RuntimeException r
-                                    ? r
-                                    : new IllegalStateException(e.getCause());
-                }
-            }
-        }
-        if (first != null) {
+        try {
+            Futures.joinAll(all);
+        } catch (RuntimeException e) {
             stored.forEach(owner::remove);
-            throw first;
+            throw e;
         }
         return false;
     }

@@ -1,11 +1,11 @@
 package io.weightrelay.trainer.sim;
 
+import io.weightrelay.api.Dtypes;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
-import io.weightrelay.trainer.client.Dtypes;
 import io.weightrelay.trainer.client.PublishFailedException;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;

@@ -1,8 +1,8 @@
-package io.weightrelay.trainer.client;
+package io.weightrelay.api;
 
 import io.weightrelay.reshard.manifest.DType;
 
-/** Manifest dtypes to the contracts' names ({@code fp32}, {@code bf16}, ...). */
+/** reshard's dtypes to the contracts' names ({@code fp32}, {@code bf16}, ...) and back. */
 public final class Dtypes {
 
     private Dtypes() {}

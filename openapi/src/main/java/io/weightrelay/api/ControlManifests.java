@@ -1,19 +1,19 @@
-package io.weightrelay.lab.rollout;
+package io.weightrelay.api;
 
 import io.weightrelay.api.control.client.model.GenerationManifest;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
-import io.weightrelay.trainer.client.Dtypes;
 import java.util.ArrayList;
 import java.util.List;
 
-/** control-api's manifest as reshard's (fragment ids are the store keys' last part). */
-final class Manifests {
-    private Manifests() {}
+/** control-api's generation manifest (client model) as reshard's, for the clients that plan. */
+public final class ControlManifests {
+    private ControlManifests() {}
 
-    static SourceManifest toReshard(GenerationManifest m) {
+    /** The reshard manifest of a control-api manifest (fragment ids are the keys' last part). */
+    public static SourceManifest toReshard(GenerationManifest m) {
         List<TensorSpec> tensors = new ArrayList<>();
         for (io.weightrelay.api.control.client.model.TensorSpec t : m.getManifest().getTensors()) {
             tensors.add(
