@@ -18,6 +18,14 @@ import java.util.Objects;
  * @param localThreads copy threads of the local transport
  * @param ioTimeout socket timeout after which a silent peer counts as gone
  * @param shmDir directory of segment files ({@code /dev/shm})
+ * @param connectTimeout how long connecting to a peer engine may take
+ * @param maxConnections cap on the tcp connections this engine's server accepts at once
+ * @param secret the per-deployment secret every tcp connection proves it knows (mutual
+ *     challenge-response) before its first request; never logged. Empty only where the engine must
+ *     not authenticate (tests of the refusal path)
+ * @param hostId identity of the host this process runs on (for example the machine id plus the shm
+ *     directory), or {@code null} to derive it: the local transport is used only when both the node
+ *     label and the host identity of a segment match
  */
 public record DataplaneConfig(
         String nodeLabel,
@@ -29,7 +37,11 @@ public record DataplaneConfig(
         int tcpStreams,
         int localThreads,
         Duration ioTimeout,
-        Path shmDir) {
+        Path shmDir,
+        Duration connectTimeout,
+        int maxConnections,
+        byte[] secret,
+        String hostId) {
 
     public DataplaneConfig {
         Objects.requireNonNull(nodeLabel, "nodeLabel");
@@ -38,6 +50,11 @@ public record DataplaneConfig(
         Objects.requireNonNull(tcpBindHost, "tcpBindHost");
         Objects.requireNonNull(ioTimeout, "ioTimeout");
         Objects.requireNonNull(shmDir, "shmDir");
+        Objects.requireNonNull(connectTimeout, "connectTimeout");
+        secret = secret == null ? new byte[0] : secret.clone();
+        if (maxConnections < 1) {
+            throw new IllegalArgumentException("maxConnections must be >= 1: " + maxConnections);
+        }
         if (nodeLabel.isBlank()) {
             throw new IllegalArgumentException("nodeLabel must not be blank");
         }
@@ -50,6 +67,62 @@ public record DataplaneConfig(
         if (tcpPort < 0 || tcpPort > 65535 || tcpStreams < 1 || localThreads < 1) {
             throw new IllegalArgumentException("bad port, stream or thread count");
         }
+    }
+
+    /** A copy of the secret (the record keeps its own). */
+    @Override
+    public byte[] secret() {
+        return secret.clone();
+    }
+
+    /** Whether a secret is configured. */
+    public boolean authenticated() {
+        return secret.length > 0;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof DataplaneConfig other
+                && nodeLabel.equals(other.nodeLabel)
+                && redisUri.equals(other.redisUri)
+                && keyPrefix.equals(other.keyPrefix)
+                && tcpBindHost.equals(other.tcpBindHost)
+                && Objects.equals(advertiseHost, other.advertiseHost)
+                && tcpPort == other.tcpPort
+                && tcpStreams == other.tcpStreams
+                && localThreads == other.localThreads
+                && ioTimeout.equals(other.ioTimeout)
+                && shmDir.equals(other.shmDir)
+                && connectTimeout.equals(other.connectTimeout)
+                && maxConnections == other.maxConnections
+                && java.util.Arrays.equals(secret, other.secret)
+                && Objects.equals(hostId, other.hostId);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(nodeLabel, redisUri, keyPrefix, tcpBindHost, advertiseHost, tcpPort);
+    }
+
+    /** Never prints the secret. */
+    @Override
+    public String toString() {
+        return "DataplaneConfig[nodeLabel=%s, redisUri=%s, keyPrefix=%s, tcpBindHost=%s, advertiseHost=%s, tcpPort=%d, tcpStreams=%d, localThreads=%d, ioTimeout=%s, shmDir=%s, connectTimeout=%s, maxConnections=%d, secret=%s, hostId=%s]"
+                .formatted(
+                        nodeLabel,
+                        redisUri,
+                        keyPrefix,
+                        tcpBindHost,
+                        advertiseHost,
+                        tcpPort,
+                        tcpStreams,
+                        localThreads,
+                        ioTimeout,
+                        shmDir,
+                        connectTimeout,
+                        maxConnections,
+                        secret.length == 0 ? "none" : "<hidden>",
+                        hostId);
     }
 
     /** A builder with the defaults: local Redis, {@code wr:dp:}, loopback, two streams. */
@@ -69,6 +142,10 @@ public record DataplaneConfig(
         private int localThreads = 2;
         private Duration ioTimeout = Duration.ofSeconds(30);
         private Path shmDir = Path.of("/dev/shm");
+        private Duration connectTimeout = Duration.ofSeconds(5);
+        private int maxConnections = 256;
+        private byte[] secret = new byte[0];
+        private String hostId;
 
         private Builder(String nodeLabel) {
             this.nodeLabel = nodeLabel;
@@ -119,6 +196,27 @@ public record DataplaneConfig(
             return this;
         }
 
+        public Builder connectTimeout(Duration value) {
+            this.connectTimeout = value;
+            return this;
+        }
+
+        public Builder maxConnections(int value) {
+            this.maxConnections = value;
+            return this;
+        }
+
+        /** The per-deployment secret; the builder keeps a copy. */
+        public Builder secret(byte[] value) {
+            this.secret = value == null ? new byte[0] : value.clone();
+            return this;
+        }
+
+        public Builder hostId(String value) {
+            this.hostId = value;
+            return this;
+        }
+
         public DataplaneConfig build() {
             return new DataplaneConfig(
                     nodeLabel,
@@ -130,7 +228,11 @@ public record DataplaneConfig(
                     tcpStreams,
                     localThreads,
                     ioTimeout,
-                    shmDir);
+                    shmDir,
+                    connectTimeout,
+                    maxConnections,
+                    secret,
+                    hostId);
         }
     }
 }
