@@ -37,7 +37,7 @@ public abstract class ControlApiTestSupport extends ControlApiClientSupport {
     static void redis(DynamicPropertyRegistry registry) {
         RedisTestSupport.register(registry);
         registry.add("relay.redis.key-prefix", () -> PREFIX);
-        registry.add("relay.store.key-prefix", () -> STORE_PREFIX);
-        registry.add("relay.store.redis-uri", () -> RedisTestSupport.endpoint().uri());
+        registry.add("relay.dataplane.key-prefix", () -> STORE_PREFIX);
+        registry.add("relay.dataplane.redis-uri", () -> RedisTestSupport.endpoint().uri());
     }
 }

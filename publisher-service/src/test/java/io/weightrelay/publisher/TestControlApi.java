@@ -74,7 +74,7 @@ public final class TestControlApi implements AutoCloseable {
                                 "--spring.data.redis.host=" + redis.host(),
                                 "--spring.data.redis.port=" + redis.port(),
                                 "--relay.redis.key-prefix=" + keyPrefix,
-                                "--relay.store.key-prefix=" + dataplanePrefix,
+                                "--relay.dataplane.key-prefix=" + dataplanePrefix,
                                 "--relay.generations.scheduled-gc=false",
                                 "--relay.security.tokens.trainer[0]="
                                         + TestPublisherProperties.TRAINER_TOKEN,

@@ -318,7 +318,7 @@ public final class LabCluster implements AutoCloseable {
                                         "--spring.data.redis.host=" + spec.redisHost(),
                                         "--spring.data.redis.port=" + spec.redisPort(),
                                         "--relay.redis.key-prefix=wr:lab:" + run + ":",
-                                        "--relay.store.key-prefix=" + dpPrefix,
+                                        "--relay.dataplane.key-prefix=" + dpPrefix,
                                         "--relay.generations.scheduled-gc=false",
                                         "--relay.security.tokens.trainer[0]=" + trainerToken,
                                         "--relay.security.tokens.loader[0]=" + loaderToken,
@@ -404,8 +404,8 @@ public final class LabCluster implements AutoCloseable {
                                             "--relay.segment.node=" + node,
                                             "--relay.segment.name=lab-" + run + "-" + node,
                                             "--relay.segment.size=" + segment + "B",
-                                            "--relay.segment.redis-uri=" + spec.redisUri(),
-                                            "--relay.segment.key-prefix=" + dpPrefix,
+                                            "--relay.dataplane.redis-uri=" + spec.redisUri(),
+                                            "--relay.dataplane.key-prefix=" + dpPrefix,
                                             "--relay.staging.mode=segment",
                                             "--relay.staging.capacity=" + staging + "B",
                                             "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
@@ -427,8 +427,8 @@ public final class LabCluster implements AutoCloseable {
                         List.of(
                                 "--relay.loader.control-url=" + control.baseUrl(),
                                 "--relay.loader.token=" + loaderToken,
-                                "--relay.loader.redis-uri=" + spec.redisUri(),
-                                "--relay.loader.key-prefix=" + dataplanePrefix(),
+                                "--relay.dataplane.redis-uri=" + spec.redisUri(),
+                                "--relay.dataplane.key-prefix=" + dataplanePrefix(),
                                 "--relay.security.tokens.loader[0]=" + loaderToken),
                         logs));
     }

@@ -27,11 +27,13 @@ import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.ProblemKind;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Supplier;
+import org.springframework.core.env.Environment;
 import org.springframework.stereotype.Component;
 import org.springframework.web.client.RestClientException;
 import org.springframework.web.client.RestClientResponseException;
@@ -48,8 +50,16 @@ public class RestControlPlane implements ControlPlane {
     private final RegistryApi registry;
     private final UpdatesApi updates;
     private final String advertiseUrl;
+    private final DataplaneSettings settings;
+    private final Environment environment;
 
-    public RestControlPlane(LoaderProperties properties) {
+    /**
+     * @throws io.weightrelay.service.dataplane.DataplaneSettingsException when {@code
+     *     relay.loader.advertise-url} is a URL peers cannot reach (see {@link
+     *     DataplaneSettings#checkAdvertisedUrl})
+     */
+    public RestControlPlane(
+            LoaderProperties properties, DataplaneSettings settings, Environment environment) {
         ApiClient client = new ApiClient();
         client.setBasePath(properties.controlUrl());
         if (!properties.token().isEmpty()) {
@@ -59,7 +69,24 @@ public class RestControlPlane implements ControlPlane {
         this.plans = new PlansApi(client);
         this.registry = new RegistryApi(client);
         this.updates = new UpdatesApi(client);
-        this.advertiseUrl = properties.advertiseUrl().isEmpty() ? null : properties.advertiseUrl();
+        this.advertiseUrl = properties.advertiseUrl();
+        this.settings = settings;
+        this.environment = environment;
+        if (!advertiseUrl.isBlank()) {
+            settings.checkAdvertisedUrl("relay.loader.advertise-url", advertiseUrl);
+        }
+    }
+
+    /**
+     * {@code relay.loader.advertise-url}, else derived from {@code relay.dataplane.advertise-host}.
+     */
+    private String advertiseUrl() {
+        int port =
+                environment.getProperty(
+                        "local.server.port",
+                        Integer.class,
+                        environment.getProperty("server.port", Integer.class, 8082));
+        return settings.advertisedUrl(advertiseUrl, port);
     }
 
     private static <T> T call(String what, Supplier<T> body) {
@@ -117,7 +144,7 @@ public class RestControlPlane implements ControlPlane {
                         .model(model)
                         .group(group)
                         .node(node)
-                        .endpoint(advertiseUrl)
+                        .endpoint(advertiseUrl())
                         .workers(workers.stream().map(RestControlPlane::toControl).toList());
         Loader loader =
                 call("register loader " + instance, () -> registry.registerLoader(instance, body));

@@ -1,6 +1,7 @@
 package io.weightrelay.publisher.segment;
 
 import io.weightrelay.publisher.publish.ControlPlane;
+import io.weightrelay.service.dataplane.DataplaneSettings;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
@@ -9,8 +10,8 @@ import org.springframework.core.env.Environment;
 class SegmentConfiguration {
 
     @Bean(destroyMethod = "close")
-    SegmentOwner segmentOwner(SegmentProperties properties) {
-        return new SegmentOwner(properties);
+    SegmentOwner segmentOwner(SegmentProperties properties, DataplaneSettings settings) {
+        return new SegmentOwner(properties, settings);
     }
 
     @Bean(destroyMethod = "close")
@@ -18,7 +19,8 @@ class SegmentConfiguration {
             SegmentOwner owner,
             SegmentProperties properties,
             ControlPlane control,
+            DataplaneSettings settings,
             Environment environment) {
-        return new SegmentRegistrar(owner, properties, control, environment);
+        return new SegmentRegistrar(owner, properties, control, settings, environment);
     }
 }

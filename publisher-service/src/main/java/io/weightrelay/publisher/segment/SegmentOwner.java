@@ -2,12 +2,12 @@ package io.weightrelay.publisher.segment;
 
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.dataplane.Dataplane;
-import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.InPlaceObject;
 import io.weightrelay.dataplane.ObjectLocation;
 import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
+import io.weightrelay.service.dataplane.DataplaneSettings;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.List;
@@ -29,23 +29,20 @@ public final class SegmentOwner implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(SegmentOwner.class);
 
     private final SegmentProperties properties;
+    private final DataplaneSettings settings;
     private final Dataplane dataplane;
     private final Segment segment;
     private final ReplicateConfig preferLocal;
 
-    public SegmentOwner(SegmentProperties properties) {
+    /**
+     * Opens the data plane {@code relay.dataplane.*} describes, on node {@code relay.segment.node},
+     * and creates the segment in it.
+     */
+    public SegmentOwner(SegmentProperties properties, DataplaneSettings settings) {
         this.properties = properties;
-        DataplaneConfig config =
-                DataplaneConfig.builder(properties.node())
-                        .redisUri(properties.redisUri())
-                        .keyPrefix(properties.keyPrefix())
-                        .tcpBindHost(properties.tcpBindHost())
-                        .tcpPort(properties.tcpPort())
-                        .shmDir(properties.shmDir())
-                        .ioTimeout(properties.ioTimeout())
-                        .build();
+        this.settings = settings;
         long started = System.nanoTime();
-        this.dataplane = Dataplane.open(config);
+        this.dataplane = Dataplane.open(settings.config(properties.node()));
         try {
             this.segment = dataplane.createSegment(properties.name(), properties.size().toBytes());
         } catch (RuntimeException e) {
@@ -54,12 +51,12 @@ public final class SegmentOwner implements AutoCloseable {
         }
         this.preferLocal = ReplicateConfig.preferLocal(segment.name());
         log.info(
-                "segment '{}' ({} bytes) of node '{}' ready in {} ms; tcp port {}",
+                "segment '{}' ({} bytes) of node '{}' ready in {} ms; engine {}",
                 segment.name(),
                 segment.size(),
                 properties.node(),
                 (System.nanoTime() - started) / 1_000_000,
-                dataplane.tcpPort());
+                endpoint());
     }
 
     public String segmentName() {
@@ -78,9 +75,9 @@ public final class SegmentOwner implements AutoCloseable {
         return segment.freeBytes();
     }
 
-    /** {@code host:port} of this node's Transfer Engine. */
+    /** {@code host:port} peers reach this node's Transfer Engine at (its advertise host). */
     public String endpoint() {
-        return dataplane.config().advertiseHost() + ":" + dataplane.tcpPort();
+        return settings.endpoint(dataplane.tcpPort());
     }
 
     public Counters counters() {
