@@ -49,7 +49,9 @@ public final class MultiHostCluster implements AutoCloseable {
     private static final int CONTROL_PORT = 8080;
     private static final int PUBLISHER_PORT = 8081;
     private static final int LOADER_PORT = 8082;
-    private static final Duration HEALTHY = Duration.ofMinutes(3);
+
+    /** Generous: five JVMs start at once on a machine that may have two cores. */
+    private static final Duration HEALTHY = Duration.ofMinutes(6);
 
     /** A tmpfs size is a limit, not an allocation: room for the largest segments a lab makes. */
     private static final long SHM_LIMIT = 16L << 30;
@@ -319,8 +321,6 @@ public final class MultiHostCluster implements AutoCloseable {
                         "--spring.data.redis.host=" + redisHost.controlAddress(),
                         "--spring.data.redis.port=" + REDIS_PORT,
                         "--relay.redis.key-prefix=wr:lab:" + run + ":",
-                        "--relay.store.key-prefix=" + dataplanePrefix(),
-                        "--relay.store.bind-host=" + controlHost.dataAddress(),
                         "--relay.generations.scheduled-gc=false",
                         "--relay.security.tokens.trainer[0]=" + trainerToken,
                         "--relay.security.tokens.loader[0]=" + loaderToken,
@@ -347,9 +347,6 @@ public final class MultiHostCluster implements AutoCloseable {
                             "--relay.segment.node=" + node,
                             "--relay.segment.name=lab-" + run + "-" + node,
                             "--relay.segment.size=" + segment + "B",
-                            "--relay.segment.redis-uri=" + redisUri,
-                            "--relay.segment.key-prefix=" + dataplanePrefix(),
-                            "--relay.segment.tcp-bind-host=" + h.dataAddress(),
                             "--relay.segment.admin-url=" + url(h, PUBLISHER_PORT),
                             "--relay.staging.mode=segment",
                             "--relay.staging.capacity=" + staging + "B",
@@ -470,8 +467,6 @@ public final class MultiHostCluster implements AutoCloseable {
                 List.of(
                         "--relay.loader.control-url=" + controlUrl,
                         "--relay.loader.token=" + loaderToken,
-                        "--relay.loader.redis-uri=" + redisUri,
-                        "--relay.loader.key-prefix=" + dataplanePrefix(),
                         "--relay.loader.advertise-url=" + url(h, port),
                         "--relay.security.tokens.loader[0]=" + loaderToken));
         return startService(h, "loader-" + name, "loader-service", "384m", port, args);
@@ -483,6 +478,8 @@ public final class MultiHostCluster implements AutoCloseable {
         command.add(java());
         command.add("-Xmx" + heap);
         command.add("-XX:+UseSerialGC");
+        // C1 only: the services start in half the CPU time, and their hot paths are native.
+        command.add("-XX:TieredStopAtLevel=1");
         command.add("-jar");
         command.add(ServiceProcess.findJar(spec.root(), module).toString());
         command.add("--server.port=" + port);

@@ -173,7 +173,7 @@ public final class HostsDemo {
                         "{\"hosts\":%d,\"modes\":[%s],\"model\":\"%s\",\"instances\":%d,\"tp\":%d,"
                                 + "\"verified\":%s,\"bytes_verified\":%d,\"store_read_ratio\":%.4f,"
                                 + "\"cross_host_tcp_bytes\":%d,\"dataplane_interface_bytes\":%d,"
-                                + "\"dataplane_tcp_payload_bytes\":%d,\"authenticated\":true,"
+                                + "\"dataplane_tcp_payload_bytes\":%d,"
                                 + "\"shm_violations\":%d}",
                         results.get(0).hosts(),
                         String.join(
