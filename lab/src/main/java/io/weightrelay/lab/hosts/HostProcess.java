@@ -92,6 +92,15 @@ public final class HostProcess implements AutoCloseable {
         }
     }
 
+    /** Reads the next line an agent says unasked (its ready line); null if it ended. */
+    public synchronized String read() {
+        try {
+            return out.readLine();
+        } catch (IOException e) {
+            throw new HostLabException(name + " stopped answering (" + e.getMessage() + ")", e);
+        }
+    }
+
     /** The last lines of the process's log, for error messages. */
     public String tail() {
         try {
