@@ -76,12 +76,17 @@ public final class Dataplane implements AutoCloseable {
                                     Metadata.connect(
                                             config.redisUri(),
                                             config.keyPrefix(),
-                                            config.ioTimeout()));
+                                            // a short peer timeout must not make Redis flaky
+                                            max(config.ioTimeout(), config.connectTimeout())));
             return new Dataplane(config, handle, metadata, hostId);
         } catch (RuntimeException e) {
             handle.close();
             throw e;
         }
+    }
+
+    private static java.time.Duration max(java.time.Duration a, java.time.Duration b) {
+        return a.compareTo(b) >= 0 ? a : b;
     }
 
     public DataplaneConfig config() {
