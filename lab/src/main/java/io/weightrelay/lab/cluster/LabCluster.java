@@ -36,8 +36,11 @@ import io.weightrelay.trainer.sim.SimulatedTrainer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -111,6 +114,7 @@ public final class LabCluster implements AutoCloseable {
     private final String loaderToken = "lab-loader-" + UUID.randomUUID();
     private final String operatorToken = "lab-operator-" + UUID.randomUUID();
     private final Path logs;
+    private final Path secretFile;
     private final SourceManifest manifest;
     private final TargetPlacement placement;
     private final List<ServiceProcess> children = new ArrayList<>();
@@ -123,8 +127,25 @@ public final class LabCluster implements AutoCloseable {
     private LabCluster(Spec spec) throws IOException {
         this.spec = spec;
         this.logs = Files.createTempDirectory("wr-lab-" + run);
+        this.secretFile = writeSecret(logs);
         this.manifest = publishedManifest(spec.model());
         this.placement = placementFor(manifest, spec);
+    }
+
+    /**
+     * A fresh data-plane secret for this run, in a file only this user reads: every service reads
+     * it ({@code relay.dataplane.secret-file}), so the lab's engines authenticate like a
+     * deployment's.
+     */
+    private static Path writeSecret(Path dir) throws IOException {
+        byte[] random = new byte[32];
+        new SecureRandom().nextBytes(random);
+        Path file = dir.resolve("dataplane.secret");
+        Files.createFile(
+                file,
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        Files.writeString(file, HexFormat.of().formatHex(random) + "\n");
+        return file;
     }
 
     /** What the lab's simulated trainer publishes: every tensor of the catalog model as bf16. */
@@ -319,6 +340,7 @@ public final class LabCluster implements AutoCloseable {
                                         "--spring.data.redis.port=" + spec.redisPort(),
                                         "--relay.redis.key-prefix=wr:lab:" + run + ":",
                                         "--relay.dataplane.key-prefix=" + dpPrefix,
+                                        "--relay.dataplane.secret-file=" + secretFile,
                                         "--relay.generations.scheduled-gc=false",
                                         "--relay.security.tokens.trainer[0]=" + trainerToken,
                                         "--relay.security.tokens.loader[0]=" + loaderToken,
@@ -396,6 +418,7 @@ public final class LabCluster implements AutoCloseable {
                                             "--relay.segment.size=" + segment + "B",
                                             "--relay.dataplane.redis-uri=" + spec.redisUri(),
                                             "--relay.dataplane.key-prefix=" + dpPrefix,
+                                            "--relay.dataplane.secret-file=" + secretFile,
                                             "--relay.staging.mode=segment",
                                             "--relay.staging.capacity=" + staging + "B",
                                             "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
@@ -419,6 +442,7 @@ public final class LabCluster implements AutoCloseable {
                                 "--relay.loader.token=" + loaderToken,
                                 "--relay.dataplane.redis-uri=" + spec.redisUri(),
                                 "--relay.dataplane.key-prefix=" + dataplanePrefix(),
+                                "--relay.dataplane.secret-file=" + secretFile,
                                 "--relay.security.tokens.loader[0]=" + loaderToken),
                         logs));
     }
