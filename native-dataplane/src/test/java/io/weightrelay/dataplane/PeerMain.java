@@ -14,8 +14,7 @@ public final class PeerMain {
     private PeerMain() {}
 
     public static void main(String[] args) throws Exception {
-        DataplaneConfig config =
-                DataplaneConfig.builder(args[2]).redisUri(args[0]).keyPrefix(args[1]).build();
+        DataplaneConfig config = TestEngines.config(args[2], args[0], args[1]).build();
         try (Dataplane dp = Dataplane.open(config);
                 Segment segment = dp.createSegment(args[3], Long.parseLong(args[4]))) {
             System.out.println("READY " + dp.tcpPort() + " " + segment.shmPath());
@@ -79,6 +78,9 @@ public final class PeerMain {
                                         a[1],
                                         Long.parseLong(a[2]),
                                         Duration.ofMillis(Long.parseLong(a[3]))));
+            }
+            case "register" -> {
+                return Long.toString(dp.engine().registerNotify(a[1]));
             }
             case "counters" -> {
                 Counters c = dp.counters();

@@ -179,7 +179,8 @@ public final class DataplaneUpdater {
         Map<String, Long> baselines = new HashMap<>();
         for (LoaderSlice.FanOutGroup g : slice.fanOutGroups()) {
             String name = LoaderSlice.notifyName(r.generation(), g.writerInstance(), g.batch());
-            baselines.put(name, dataplane.engine().notifyCount(name));
+            // Registered before the all-prepared barrier, so no writer notifies an unknown name.
+            baselines.put(name, dataplane.engine().registerNotify(name));
         }
         return new Prepared(r, slice, staging, own, baselines, layout);
     }
@@ -265,7 +266,11 @@ public final class DataplaneUpdater {
                         hook,
                         readThreads);
         Counters before = dataplane.counters();
-        ApplyCounts counts = executor.run();
-        return counts.withTransport(dataplane.counters().minus(before));
+        try {
+            ApplyCounts counts = executor.run();
+            return counts.withTransport(dataplane.counters().minus(before));
+        } finally {
+            p.notifyBaselines().keySet().forEach(dataplane.engine()::unregisterNotify);
+        }
     }
 }
