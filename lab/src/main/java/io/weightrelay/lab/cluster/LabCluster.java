@@ -455,6 +455,12 @@ public final class LabCluster implements AutoCloseable {
                 .orElseThrow();
     }
 
+    /** The data-plane secret every service of this lab holds (for engines the lab opens itself). */
+    public byte[] dataplaneSecret() throws IOException {
+        String hex = Files.readString(secretFile).trim();
+        return hex.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    }
+
     /** The data-plane key prefix of this lab's store (segments and object directory). */
     public String dataplanePrefix() {
         return "wr:lab:" + run + ":dp:";

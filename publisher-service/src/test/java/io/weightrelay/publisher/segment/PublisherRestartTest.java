@@ -20,6 +20,7 @@ import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.service.process.ServiceProcess;
 import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.service.test.TestDataplane;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.TrainerSession;
@@ -69,6 +70,7 @@ class PublisherRestartTest {
                 DataplaneConfig.builder("reader-node")
                         .redisUri(RedisTestSupport.endpoint().uri())
                         .keyPrefix(prefix)
+                        .secret(TestDataplane.secret())
                         .build());
     }
 
@@ -145,6 +147,7 @@ class PublisherRestartTest {
                         List.of(
                                 "--relay.dataplane.redis-uri=" + RedisTestSupport.endpoint().uri(),
                                 "--relay.dataplane.key-prefix=" + prefix,
+                                "--relay.dataplane.secret=" + TestDataplane.SECRET,
                                 "--relay.segment.node=" + NODE,
                                 "--relay.segment.name=" + segment,
                                 "--relay.segment.size=16MB",
