@@ -121,6 +121,8 @@ public final class LabCluster implements AutoCloseable {
     private final List<ServiceProcess> loaders = new ArrayList<>();
     private final List<RolloutEngine> engines = new ArrayList<>();
     private ServiceProcess control;
+    private final Map<String, ServiceProcess> publishers = new LinkedHashMap<>();
+    private final Map<String, List<String>> publisherArgs = new LinkedHashMap<>();
     private TrainerSession trainer;
     private GenerationsApi operator;
 
@@ -346,7 +348,7 @@ public final class LabCluster implements AutoCloseable {
                                         "--relay.security.tokens.loader[0]=" + loaderToken,
                                         "--relay.security.tokens.operator[0]=" + operatorToken),
                                 logs));
-        Map<String, ServiceProcess> publishers = startPublishers(dpPrefix);
+        startPublishers(dpPrefix);
         for (String id : placement.instances()) {
             loaders.add(startLoader(id));
         }
@@ -359,6 +361,23 @@ public final class LabCluster implements AutoCloseable {
         client.setBearerToken(operatorToken);
         operator = new GenerationsApi(client);
 
+        connectTrainer();
+
+        List<String> ids = placement.instances();
+        for (int i = 0; i < ids.size(); i++) {
+            String id = ids.get(i);
+            RolloutEngine engine = new RolloutEngine(id, loaders.get(i).baseUrl(), loaderToken);
+            engine.register(
+                    spec.model(),
+                    "lab",
+                    nodeOf(id),
+                    RolloutEngine.workers(placement, id, manifest));
+            engines.add(engine);
+        }
+    }
+
+    /** The simulated trainer's session, over the publishers running now. */
+    private void connectTrainer() {
         Map<String, PublisherClient> clients = new LinkedHashMap<>();
         publishers.forEach(
                 (node, p) ->
@@ -375,21 +394,33 @@ public final class LabCluster implements AutoCloseable {
                                 MAX_FRAGMENT),
                         clients,
                         new RankPublisher.Options(true, 2, true, Duration.ofMinutes(2)));
-
-        List<String> ids = placement.instances();
-        for (int i = 0; i < ids.size(); i++) {
-            String id = ids.get(i);
-            RolloutEngine engine = new RolloutEngine(id, loaders.get(i).baseUrl(), loaderToken);
-            engine.register(
-                    spec.model(),
-                    "lab",
-                    nodeOf(id),
-                    RolloutEngine.workers(placement, id, manifest));
-            engines.add(engine);
-        }
     }
 
-    private Map<String, ServiceProcess> startPublishers(String dpPrefix) {
+    /**
+     * Kills trainer node {@code index}'s publisher as a crash would and starts it again with the
+     * same settings: same node, segment name and data-plane port (fixed, as a deployment's is), a
+     * new HTTP port the simulated trainer is pointed at. What the killed process stored is gone
+     * with it; the new one purges its directory entries before storing anything.
+     */
+    public void restartPublisher(int index) throws Exception {
+        String node = Topology.trainerNodeName(index);
+        ServiceProcess old = publishers.get(node);
+        old.kill();
+        children.remove(old);
+        ServiceProcess fresh =
+                track(
+                        ServiceProcess.start(
+                                "publisher-" + node + "-restarted",
+                                ServiceProcess.findJar(spec.root(), "publisher-service"),
+                                "384m",
+                                publisherArgs.get(node),
+                                logs));
+        fresh.awaitHealthy(HEALTHY);
+        publishers.put(node, fresh);
+        connectTrainer();
+    }
+
+    private void startPublishers(String dpPrefix) {
         List<Node> trainers = new ArrayList<>();
         for (int i = 0; i < spec.trainerNodes(); i++) {
             trainers.add(new Node(Topology.trainerNodeName(i), Role.TRAINER, 1, 100));
@@ -402,33 +433,35 @@ public final class LabCluster implements AutoCloseable {
         // Staging lives in the segment (ranks write where the objects will live), so the segment
         // holds the active generation plus everything staged for the next one.
         long segment = roundUp(maxNodeBytes + staging + (64L << 20));
-        Map<String, ServiceProcess> out = new LinkedHashMap<>();
         for (int i = 0; i < spec.trainerNodes(); i++) {
             String node = Topology.trainerNodeName(i);
-            out.put(
+            List<String> args =
+                    List.of(
+                            "--relay.segment.node=" + node,
+                            "--relay.segment.name=lab-" + run + "-" + node,
+                            "--relay.segment.size=" + segment + "B",
+                            "--relay.dataplane.redis-uri=" + spec.redisUri(),
+                            "--relay.dataplane.key-prefix=" + dpPrefix,
+                            "--relay.dataplane.secret-file=" + secretFile,
+                            "--relay.dataplane.tcp-port=" + ServiceProcess.freePort(),
+                            "--relay.staging.mode=segment",
+                            "--relay.staging.capacity=" + staging + "B",
+                            "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
+                            "--relay.publish.control-api-url=" + control.baseUrl(),
+                            "--relay.publish.control-api-token=" + trainerToken,
+                            "--relay.security.tokens.trainer[0]=" + trainerToken,
+                            "--relay.security.tokens.operator[0]=" + operatorToken);
+            publisherArgs.put(node, args);
+            publishers.put(
                     node,
                     track(
                             ServiceProcess.start(
                                     "publisher-" + node,
                                     ServiceProcess.findJar(spec.root(), "publisher-service"),
                                     "384m",
-                                    List.of(
-                                            "--relay.segment.node=" + node,
-                                            "--relay.segment.name=lab-" + run + "-" + node,
-                                            "--relay.segment.size=" + segment + "B",
-                                            "--relay.dataplane.redis-uri=" + spec.redisUri(),
-                                            "--relay.dataplane.key-prefix=" + dpPrefix,
-                                            "--relay.dataplane.secret-file=" + secretFile,
-                                            "--relay.staging.mode=segment",
-                                            "--relay.staging.capacity=" + staging + "B",
-                                            "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
-                                            "--relay.publish.control-api-url=" + control.baseUrl(),
-                                            "--relay.publish.control-api-token=" + trainerToken,
-                                            "--relay.security.tokens.trainer[0]=" + trainerToken,
-                                            "--relay.security.tokens.operator[0]=" + operatorToken),
+                                    args,
                                     logs)));
         }
-        return out;
     }
 
     private ServiceProcess startLoader(String name) {
