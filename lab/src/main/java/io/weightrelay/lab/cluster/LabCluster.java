@@ -59,7 +59,7 @@ import java.util.concurrent.TimeUnit;
 public final class LabCluster implements AutoCloseable {
 
     private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
-    private static final long MAX_BATCH = 128L << 20;
+    static final long MAX_BATCH = 128L << 20;
     private static final Duration HEALTHY = Duration.ofMinutes(3);
 
     /** What to run. Two trainer and two rollout node labels unless said otherwise. */
@@ -420,9 +420,14 @@ public final class LabCluster implements AutoCloseable {
         connectTrainer();
     }
 
-    private void startPublishers(String dpPrefix) {
+    /**
+     * The segment and staging bytes of each publisher of a lab with {@code trainerNodes} nodes:
+     * staging lives in the segment (ranks write where the objects will live), so the segment holds
+     * the active generation plus everything staged for the next one.
+     */
+    static long[] publisherSizes(SourceManifest manifest, int trainerNodes) {
         List<Node> trainers = new ArrayList<>();
-        for (int i = 0; i < spec.trainerNodes(); i++) {
+        for (int i = 0; i < trainerNodes; i++) {
             trainers.add(new Node(Topology.trainerNodeName(i), Role.TRAINER, 1, 100));
         }
         long maxNodeBytes = 0;
@@ -430,9 +435,14 @@ public final class LabCluster implements AutoCloseable {
             maxNodeBytes = Math.max(maxNodeBytes, b);
         }
         long staging = roundUp(maxNodeBytes + (64L << 20) + MAX_BATCH);
-        // Staging lives in the segment (ranks write where the objects will live), so the segment
-        // holds the active generation plus everything staged for the next one.
         long segment = roundUp(maxNodeBytes + staging + (64L << 20));
+        return new long[] {segment, staging};
+    }
+
+    private void startPublishers(String dpPrefix) {
+        long[] sizes = publisherSizes(manifest, spec.trainerNodes());
+        long segment = sizes[0];
+        long staging = sizes[1];
         for (int i = 0; i < spec.trainerNodes(); i++) {
             String node = Topology.trainerNodeName(i);
             List<String> args =
