@@ -10,6 +10,7 @@ import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.service.process.ServiceProcess;
 import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.service.test.TestDataplane;
 import io.weightrelay.trainer.client.RestCoordinator;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -75,6 +76,7 @@ public final class TestControlApi implements AutoCloseable {
                                 "--spring.data.redis.port=" + redis.port(),
                                 "--relay.redis.key-prefix=" + keyPrefix,
                                 "--relay.dataplane.key-prefix=" + dataplanePrefix,
+                                "--relay.dataplane.secret=" + TestDataplane.SECRET,
                                 "--relay.generations.scheduled-gc=false",
                                 "--relay.security.tokens.trainer[0]="
                                         + TestPublisherProperties.TRAINER_TOKEN,

@@ -1,6 +1,7 @@
 package io.weightrelay.publisher;
 
 import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.service.test.TestDataplane;
 import java.util.UUID;
 import org.springframework.test.context.DynamicPropertyRegistry;
 
@@ -48,6 +49,7 @@ public final class TestPublisherProperties {
         RedisTestSupport.register(registry);
         registry.add("relay.dataplane.redis-uri", () -> RedisTestSupport.endpoint().uri());
         registry.add("relay.dataplane.key-prefix", () -> prefix);
+        registry.add("relay.dataplane.secret", () -> TestDataplane.SECRET);
         registry.add("relay.segment.node", () -> node);
         registry.add("relay.segment.name", () -> "publisher-" + node + "-" + id);
         registry.add("relay.segment.size", () -> segmentSize);

@@ -98,7 +98,7 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
         if (dataplane == null) {
             try {
                 String node = settings.nodeLabel() != null ? settings.nodeLabel() : NODE_LABEL;
-                dataplane = Dataplane.open(settings.config(node));
+                dataplane = Dataplane.open(settings.removerConfig(node));
                 log.info(
                         "object store: data plane opened at {} with prefix {}",
                         settings.properties().redisUri(),

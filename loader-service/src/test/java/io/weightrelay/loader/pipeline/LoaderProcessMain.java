@@ -10,6 +10,7 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.service.test.TestDataplane;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -57,6 +58,7 @@ public final class LoaderProcessMain {
                         DataplaneConfig.builder(node)
                                 .redisUri(redisUri)
                                 .keyPrefix(prefix)
+                                .secret(TestDataplane.secret())
                                 .build())) {
             RegistrationManager<Segment> registrations =
                     new RegistrationManager<>(new SegmentRegistrar(dp));

@@ -45,9 +45,6 @@ final class SegmentRegistrar implements AutoCloseable {
         this.control = control;
         this.settings = settings;
         this.environment = environment;
-        if (properties.adminUrl() != null && !properties.adminUrl().isBlank()) {
-            settings.checkAdvertisedUrl("relay.segment.admin-url", properties.adminUrl());
-        }
     }
 
     @EventListener(ApplicationReadyEvent.class)

@@ -100,9 +100,11 @@ public final class DataplaneSettings {
                             + " secret");
         }
         if (secret.length == 0) {
-            log.info(
-                    "data plane without a secret: tcp peers are not authenticated (single host;"
-                            + " set {}secret-file to authenticate)",
+            log.warn(
+                    "data plane without a secret: its engine accepts and makes no tcp connection,"
+                            + " only same-node shared memory works; set {}secret-file (or {}secret)"
+                            + " to the deployment's secret",
+                    P,
                     P);
         }
     }
@@ -173,7 +175,7 @@ public final class DataplaneSettings {
         return multiHost;
     }
 
-    /** Whether tcp connections authenticate with a secret. */
+    /** Whether a secret is configured (without one the engine makes and accepts no tcp). */
     public boolean authenticated() {
         return secret.length > 0;
     }
@@ -185,6 +187,18 @@ public final class DataplaneSettings {
      *     node
      */
     public DataplaneConfig config(String nodeLabel) {
+        return build(nodeLabel, false);
+    }
+
+    /**
+     * As {@link #config(String)}, claiming the remover role: control-api's store client, which
+     * frees the space of removed objects in the owners' segments.
+     */
+    public DataplaneConfig removerConfig(String nodeLabel) {
+        return build(nodeLabel, true);
+    }
+
+    private DataplaneConfig build(String nodeLabel, boolean remover) {
         String configured = nodeLabel();
         if (configured != null && !configured.equals(nodeLabel)) {
             throw new DataplaneSettingsException(
@@ -208,6 +222,7 @@ public final class DataplaneSettings {
                 .shmDir(properties.shmDir())
                 .secret(secret)
                 .hostId(blank(properties.hostId()) ? null : properties.hostId().trim())
+                .remover(remover)
                 .build();
     }
 
