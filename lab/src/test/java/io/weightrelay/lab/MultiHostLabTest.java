@@ -21,16 +21,17 @@ class MultiHostLabTest {
 
     /**
      * How much more TCP payload the data-plane interfaces may carry than the engines counted as
-     * transferred: the engine's own framing. Every transfer is cut into chunks of at most 8 MiB,
-     * and each chunk costs a 32-byte request header plus the segment name (about 25 bytes here) out
-     * and a 16-byte reply back; notifies, allocation requests and each connection's handshake add a
-     * few hundred bytes per connection. On the tiny model (many small tensors, so many small
-     * chunks) that measured 0.12 % (direct) to 0.34 % (compat) of the bytes moved; a frame's own
-     * headers are already taken out by {@code LinkCounters.Traffic#tcpPayload}. Nothing may be
-     * missing: fewer bytes on the wire than counted would mean the engines counted bytes that never
-     * crossed a host boundary.
+     * transferred: the engine's own framing, and what TCP resends. Every transfer is cut into
+     * chunks of at most 8 MiB, and each chunk costs a 32-byte request header plus the segment name
+     * (about 25 bytes here) out and a 16-byte reply back; each connection starts with the 152-byte
+     * handshake, and batches that notify send one small NOTIFY per owner. A frame's own headers are
+     * already taken out by {@code LinkCounters.Traffic#tcpPayload}; a retransmission (a tail-loss
+     * probe on a loaded machine) counts twice on the wire. On the tiny model (many small tensors,
+     * so many small chunks) the excess measured 0.07 % to 0.40 % of the bytes moved (twice as much
+     * is allowed). Nothing may be missing: fewer bytes on the wire than counted would mean the
+     * engines counted bytes that never crossed a host boundary.
      */
-    private static final double FRAMING_SHARE = 0.005;
+    private static final double FRAMING_SHARE = 0.01;
 
     private static final long HANDSHAKES_BYTES = 16 << 10;
 

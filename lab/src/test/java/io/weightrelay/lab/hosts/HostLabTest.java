@@ -73,9 +73,11 @@ class HostLabTest {
             sink.close();
             LinkCounters delta = lab.counters().minus(before);
             LinkCounters.HostLinks alpha = delta.hosts().get("alpha");
+            // Never less than was sent; more only by what TCP itself resends: on a loaded machine
+            // a tail-loss probe may send the last segment (up to 64 KiB with GSO) twice.
             assertThat(alpha.dataSent().tcpPayload())
                     .as("the payload alpha sent, from its interface's counters")
-                    .isBetween((long) BYTES, BYTES + 200L);
+                    .isBetween((long) BYTES, BYTES + (64L << 10));
             assertThat(delta.controlSent().bytes()).as("nothing on the control network").isZero();
 
             ShmIsolation.Report report = ShmIsolation.check(lab);
