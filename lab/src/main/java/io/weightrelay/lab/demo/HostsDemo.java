@@ -74,6 +74,7 @@ public final class HostsDemo {
                     && bytesReceived == targetStoredBytes
                     && storeBytesRead == storeBytesNeeded
                     && engineTcpBytes > 0
+                    && overheadBytes >= 0
                     && isolation.clean();
         }
 

@@ -1,7 +1,5 @@
 package io.weightrelay.lab.hosts;
 
-import java.io.IOException;
-import java.io.OutputStream;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -166,29 +164,6 @@ public final class Host {
                         + last
                         + ")"
                         + (of == null ? "" : "; its log:\n" + of.tail()));
-    }
-
-    /** Writes {@code bytes} to {@code path} inside this host's mount namespace (e.g. a secret). */
-    public void writeFile(String path, byte[] bytes) {
-        try {
-            Process p =
-                    new ProcessBuilder(
-                                    inside(List.of("sh", "-c", "umask 077 && cat > \"$0\"", path)))
-                            .redirectErrorStream(true)
-                            .start();
-            try (OutputStream in = p.getOutputStream()) {
-                in.write(bytes);
-            }
-            String out = new String(p.getInputStream().readAllBytes());
-            if (p.waitFor() != 0) {
-                throw new HostLabException("cannot write " + path + " in " + name + ": " + out);
-            }
-        } catch (IOException e) {
-            throw new HostLabException("cannot write " + path + " in " + name, e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new HostLabException("interrupted writing " + path + " in " + name, e);
-        }
     }
 
     @Override

@@ -149,7 +149,7 @@ public final class HostLab implements AutoCloseable {
         for (JsonNode link : JSON.readTree(out)) {
             ports.put(link.get("ifname").asString(), link.get("stats64"));
         }
-        Map<String, LinkCounters.HostLinks> out2 = new LinkedHashMap<>();
+        Map<String, LinkCounters.HostLinks> links = new LinkedHashMap<>();
         for (Host h : hosts.values()) {
             JsonNode data = ports.get("d" + h.index());
             JsonNode control = ports.get("c" + h.index());
@@ -157,7 +157,7 @@ public final class HostLab implements AutoCloseable {
                 throw new HostLabException("no bridge ports for " + h + " in " + network);
             }
             // A bridge port receives what its host sent.
-            out2.put(
+            links.put(
                     h.name(),
                     new LinkCounters.HostLinks(
                             traffic(data.get("rx")),
@@ -165,7 +165,7 @@ public final class HostLab implements AutoCloseable {
                             traffic(control.get("rx")),
                             traffic(control.get("tx"))));
         }
-        return new LinkCounters(out2);
+        return new LinkCounters(links);
     }
 
     private static LinkCounters.Traffic traffic(JsonNode side) {
