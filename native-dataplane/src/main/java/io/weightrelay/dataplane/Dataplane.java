@@ -76,12 +76,17 @@ public final class Dataplane implements AutoCloseable {
                                     Metadata.connect(
                                             config.redisUri(),
                                             config.keyPrefix(),
-                                            config.ioTimeout()));
+                                            // a short peer timeout must not make Redis flaky
+                                            max(config.ioTimeout(), config.connectTimeout())));
             return new Dataplane(config, handle, metadata, hostId);
         } catch (RuntimeException e) {
             handle.close();
             throw e;
         }
+    }
+
+    private static java.time.Duration max(java.time.Duration a, java.time.Duration b) {
+        return a.compareTo(b) >= 0 ? a : b;
     }
 
     public DataplaneConfig config() {
@@ -123,7 +128,8 @@ public final class Dataplane implements AutoCloseable {
 
     /**
      * Creates a segment of {@code size} bytes that is store capacity ({@link SegmentKind#STORE}):
-     * backed by {@code <shmDir>/wr-<prefix>-<name>} (reusing the file if it exists), pre-faulted,
+     * backed by a new file {@code <shmDir>/wr-<prefix>-<name>} (a file left there, by a crashed
+     * owner say, is unlinked first: peers still mapping it keep their pages), pre-faulted,
      * registered with the engine and published. Peers read and write it one-sided, and {@link
      * StoreClient#putFrom} may allocate objects in it, also when it is not a preferred segment (the
      * fallback when preferred segments are full). Creation costs about 0.5 s per GiB on first use
