@@ -45,6 +45,10 @@ constexpr int64_t kInlineCopy = 256 << 10;
 // request is malformed and its connection closed (never read into, never discarded for ages).
 constexpr int64_t kMaxRequest = kTcpChunk;
 constexpr int kDefaultServerTimeoutMs = 30000;
+// A handshake takes one round trip and two HMACs: a client that needs longer is not a peer, and
+// every second it lingers it holds one of max_connections.
+constexpr int kHandshakeTimeoutMs = 5000;
+constexpr int kBusyRetries = 3;
 
 enum class Op : uint32_t { kWrite = 1, kRead = 2, kNotify = 3, kAlloc = 4, kFree = 5 };
 
@@ -288,7 +292,8 @@ class Engine {
     int timeout_ms() const { return timeout_ms_; }
     int connect_timeout_ms() const { return connect_timeout_ms_; }
     // Proves this engine's role to a server on a fresh connection; kOk once the server accepted.
-    Err ClientHandshake(int fd);
+    // *busy: the server was at its connection cap (kPeerGone then).
+    Err ClientHandshake(int fd, bool* busy);
     int streams() const { return streams_; }
     bool closing() const { return closing_.load(); }
     void Count(int counter, int64_t bytes) { counters_[counter].fetch_add(bytes); }
@@ -524,17 +529,23 @@ class TcpPeer {
             return Err::kPeerGone;
         Err result = Err::kPeerGone;
         for (struct addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-            Fd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-            if (!fd.valid() || !ConnectWithin(fd.get(), ai->ai_addr, ai->ai_addrlen,
-                                              engine_->connect_timeout_ms()))
-                continue;
-            TuneSocket(fd.get(), engine_->timeout_ms());
-            result = engine_->ClientHandshake(fd.get());
-            if (result == Err::kOk) {
-                ::freeaddrinfo(res);
-                return fd.Release();
+            bool busy = false;
+            for (int attempt = 0; attempt <= kBusyRetries && !engine_->closing(); ++attempt) {
+                if (busy) std::this_thread::sleep_for(std::chrono::milliseconds(20 << attempt));
+                Fd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+                if (!fd.valid() || !ConnectWithin(fd.get(), ai->ai_addr, ai->ai_addrlen,
+                                                  engine_->connect_timeout_ms()))
+                    break;
+                TuneSocket(fd.get(), engine_->timeout_ms());
+                busy = false;
+                result = engine_->ClientHandshake(fd.get(), &busy);
+                if (result == Err::kOk) {
+                    ::freeaddrinfo(res);
+                    return fd.Release();
+                }
+                if (!busy) break;  // a cap is worth a short wait; anything else is not
             }
-            if (result == Err::kDenied) break;
+            if (result == Err::kDenied || result == Err::kInternal) break;
         }
         ::freeaddrinfo(res);
         return result;
@@ -1107,7 +1118,6 @@ void Engine::AcceptLoop() {
 // Hands an accepted connection to a thread of its own, or refuses it at once (cap reached, no
 // thread to be had): the client reads a "busy" challenge or EOF, never a hang.
 void Engine::Accept(int fd) {
-    TuneSocket(fd, server_timeout_ms());  // bounds the handshake and every request
     std::lock_guard<std::mutex> lock(conn_mu_);
     if (closing()) {
         ::close(fd);
@@ -1146,7 +1156,7 @@ void Engine::Accept(int fd) {
     }
 }
 
-Err Engine::ClientHandshake(int fd) {
+Err Engine::ClientHandshake(int fd, bool* busy) {
     if (!authenticated_) return Err::kDenied;  // no secret: we talk to nobody over tcp
     Hello hello{kHelloMagic, kHandshakeVersion, role_, 0, {}};
     if (!FillRandom(hello.nonce, kNonce)) return Err::kInternal;
@@ -1155,7 +1165,10 @@ Err Engine::ClientHandshake(int fd) {
     if (e == Err::kOk) e = RecvAll(fd, &c, sizeof c);
     if (e != Err::kOk) return e;
     if (c.magic != kChallengeMagic || c.version != kHandshakeVersion) return Err::kDenied;
-    if (c.status == kChallengeBusy) return Err::kPeerGone;  // at its connection cap: retry later
+    if (c.status == kChallengeBusy) {  // at its connection cap: retry later
+        *busy = true;
+        return Err::kPeerGone;
+    }
     if (c.status != kChallengeOk) return Err::kDenied;
     uint8_t expected[kMac];
     ServerMac(role_ == DP_ROLE_REMOVER ? remover_key_ : peer_key_, hello, c, expected);
@@ -1198,7 +1211,12 @@ bool Engine::ServerHandshake(int fd, uint8_t* role) {
 void Engine::ServeConnection(int raw_fd) {
     Fd fd(raw_fd);
     uint8_t role = 0;
-    if (ServerHandshake(fd.get(), &role)) ServeRequests(fd.get(), role);
+    TuneSocket(fd.get(), std::min(server_timeout_ms(), kHandshakeTimeoutMs));
+    bool authenticated = ServerHandshake(fd.get(), &role);
+    if (authenticated) {
+        TuneSocket(fd.get(), server_timeout_ms());  // bounds every request from now on
+        ServeRequests(fd.get(), role);
+    }
     std::lock_guard<std::mutex> lock(conn_mu_);
     conn_fds_.erase(fd.get());
 }

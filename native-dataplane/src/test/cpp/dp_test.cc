@@ -4,6 +4,10 @@
 #include "dp.h"
 #include "dp_crypto.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -384,6 +388,50 @@ void HostsAndFiles(dp_engine* owner, const std::string& shm, int64_t size) {
     CHECK_EQ(dp_segment_destroy(owner, "new", 1), DP_OK);
 }
 
+double CpuSeconds() {
+    struct rusage u {};
+    ::getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// Out of descriptors, the server cannot accept the connection waiting in its backlog: it backs
+// off instead of spinning on the readable listener, and serves again once descriptors are back.
+void FdExhaustionNeitherSpinsNorKills(dp_engine* owner, dp_engine* client, const std::string& shm,
+                                      int64_t size) {
+    struct rlimit saved {};
+    CHECK_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+    int waiting = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_EQ(waiting >= 0, 1);
+    struct rlimit tight = saved;
+    tight.rlim_cur = static_cast<rlim_t>(waiting + 1);  // every lower descriptor is in use
+    CHECK_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+    struct sockaddr_in addr {};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(dp_engine_tcp_port(owner)));
+    CHECK_EQ(::connect(waiting, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    double cpu = CpuSeconds();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    double spent = CpuSeconds() - cpu;
+    CHECK_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+    if (spent > 0.15) {
+        std::fprintf(stderr, "accept loop used %.2f s of CPU in 1 s without descriptors\n", spent);
+        ++failures;
+    }
+    ::close(waiting);
+    std::vector<char> back(4096);
+    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(back.data()), 4096), DP_OK);
+    dp_engine* fresh = Create("node-c");  // needs new connections to the owner
+    CHECK_EQ(dp_memory_register(fresh, reinterpret_cast<int64_t>(back.data()), 4096), DP_OK);
+    int64_t seg = Open(fresh, "seg-a", "node-a", owner, shm, size);
+    Batch read;
+    read.Add(DP_OP_READ, back.data(), seg, 0, 4096);
+    CHECK_EQ(read.Run(fresh)[0], DP_OK);
+    dp_engine_destroy(fresh);
+    CHECK_EQ(dp_memory_unregister(client, reinterpret_cast<int64_t>(back.data())), DP_OK);
+}
+
 }  // namespace
 
 int main() {
@@ -440,6 +488,7 @@ int main() {
         CHECK_EQ(dp_memory_unregister(b, reinterpret_cast<int64_t>(buf.data())), DP_OK);
     }
     StrangersAreRefused(a, b, shm, size);
+    FdExhaustionNeitherSpinsNorKills(a, b, shm, size);
     HostsAndFiles(a, shm, size);
 
     ReceiveSegmentIsNeverAllocated(a, b, a2, shm);

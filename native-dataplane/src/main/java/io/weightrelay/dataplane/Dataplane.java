@@ -128,7 +128,8 @@ public final class Dataplane implements AutoCloseable {
 
     /**
      * Creates a segment of {@code size} bytes that is store capacity ({@link SegmentKind#STORE}):
-     * backed by {@code <shmDir>/wr-<prefix>-<name>} (reusing the file if it exists), pre-faulted,
+     * backed by a new file {@code <shmDir>/wr-<prefix>-<name>} (a file left there, by a crashed
+     * owner say, is unlinked first: peers still mapping it keep their pages), pre-faulted,
      * registered with the engine and published. Peers read and write it one-sided, and {@link
      * StoreClient#putFrom} may allocate objects in it, also when it is not a preferred segment (the
      * fallback when preferred segments are full). Creation costs about 0.5 s per GiB on first use

@@ -21,6 +21,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
 
 /**
@@ -29,6 +32,16 @@ import java.util.function.LongConsumer;
  * {@link PipelineExecutor}. Knows nothing of control-api: barriers are the caller's.
  */
 public final class DataplaneUpdater {
+
+    /** Prunes the notify counters of failed applies once their peers' pushes have timed out. */
+    private static final ScheduledExecutorService PRUNER =
+            Executors.newSingleThreadScheduledExecutor(
+                    r -> {
+                        Thread t = new Thread(r, "notify-pruner");
+                        t.setDaemon(true);
+                        return t;
+                    });
+
     /** Device name of the loader's own read staging in registration keys. */
     public static final String STAGING_DEVICE = "staging";
 
@@ -177,7 +190,7 @@ public final class DataplaneUpdater {
                                 "staging-" + r.instance(),
                                 stagingBytes));
         Map<String, Long> baselines = new HashMap<>();
-        for (LoaderSlice.FanOutGroup g : slice.fanOutGroups()) {
+        for (LoaderSlice.WriterBatch g : slice.receivedFrom()) {
             String name = LoaderSlice.notifyName(r.generation(), g.writerInstance(), g.batch());
             // Registered before the all-prepared barrier, so no writer notifies an unknown name.
             baselines.put(name, dataplane.engine().registerNotify(name));
@@ -274,11 +287,28 @@ public final class DataplaneUpdater {
                         hook,
                         readThreads);
         Counters before = dataplane.counters();
+        ApplyCounts counts;
         try {
-            ApplyCounts counts = executor.run();
-            return counts.withTransport(dataplane.counters().minus(before));
-        } finally {
-            p.notifyBaselines().keySet().forEach(dataplane.engine()::unregisterNotify);
+            counts = executor.run();
+        } catch (RuntimeException | Error e) {
+            // Peers may still be pushing into this instance's segments with notify: a counter
+            // dropped now would fail them with NOT_FOUND instead of letting them finish their part
+            // and name this instance. The names go once the apply could no longer be running.
+            List<String> names = List.copyOf(p.notifyBaselines().keySet());
+            PRUNER.schedule(() -> unregister(names), timeout.toMillis(), TimeUnit.MILLISECONDS);
+            throw e;
+        }
+        unregister(p.notifyBaselines().keySet());
+        return counts.withTransport(dataplane.counters().minus(before));
+    }
+
+    private void unregister(java.util.Collection<String> names) {
+        for (String name : names) {
+            try {
+                dataplane.engine().unregisterNotify(name);
+            } catch (DataplaneException e) {
+                // closed meanwhile: its counters are gone with it
+            }
         }
     }
 }

@@ -44,6 +44,7 @@ public final class LoaderSlice {
     private final int readerCount;
     private final List<List<Integer>> readsByBatch;
     private final List<FanOutGroup> fanOutGroups = new ArrayList<>();
+    private final List<WriterBatch> receivedFrom = new ArrayList<>();
     private final List<List<Integer>> compatOfNode;
     private long readBytes;
     private long pushBytes;
@@ -135,6 +136,12 @@ public final class LoaderSlice {
         fanOutGroups.sort(
                 Comparator.comparingInt(FanOutGroup::batch)
                         .thenComparing(FanOutGroup::writerInstance));
+        for (String key : groupSegments.keySet()) {
+            int sep = key.indexOf('\u0000');
+            receivedFrom.add(
+                    new WriterBatch(
+                            key.substring(0, sep), Integer.parseInt(key.substring(sep + 1))));
+        }
     }
 
     private String segmentOf(int worker, int write) {
@@ -290,6 +297,19 @@ public final class LoaderSlice {
     public List<FanOutGroup> fanOutGroups() {
         return fanOutGroups;
     }
+
+    /**
+     * Every (writer, batch) that writes into this instance's segments. A notifying batch sends its
+     * notify to every owner it wrote into, so each of these names must be registered here before
+     * the writers start, also where this instance waits on none of them (a same-node consumer of a
+     * delegate's batch, say).
+     */
+    public List<WriterBatch> receivedFrom() {
+        return receivedFrom;
+    }
+
+    /** A writer instance's batch, whose notify name is {@link #notifyName}. */
+    public record WriterBatch(String writerInstance, int batch) {}
 
     /** Compat workers of a node (plan indexes). */
     public List<Integer> compatWorkersOf(int node) {

@@ -66,7 +66,7 @@ final class StaleObjects {
                 page = await(redis.scan(page, match));
             }
         } finally {
-            client.shutdown(0, 2, TimeUnit.SECONDS);
+            close(client);
         }
     }
 
@@ -107,7 +107,7 @@ final class StaleObjects {
                 }
             }
         } finally {
-            client.shutdown(0, 2, TimeUnit.SECONDS);
+            close(client);
         }
         return List.copyOf(removed);
     }
@@ -132,6 +132,15 @@ final class StaleObjects {
             out.add(second < 0 ? key : key.substring(0, second));
         }
         return List.copyOf(out);
+    }
+
+    /** Releases the client; a slow or failed release never fails the owner's start. */
+    private static void close(RedisClient client) {
+        try {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+        } catch (RuntimeException e) {
+            // the connection is closed already; only the client's threads linger
+        }
     }
 
     private static String escape(String literal) {
