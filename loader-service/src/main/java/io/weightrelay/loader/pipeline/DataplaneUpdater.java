@@ -195,14 +195,6 @@ public final class DataplaneUpdater {
             // Registered before the all-prepared barrier, so no writer notifies an unknown name.
             baselines.put(name, dataplane.engine().registerNotify(name));
         }
-        // A batch that notifies notifies every owner it writes into, this engine too when the batch
-        // also lands in this instance's own workers: its own names must be registered as well.
-        for (int b = 0; b < slice.batchCount(); b++) {
-            String name = LoaderSlice.notifyName(r.generation(), r.instance(), b);
-            if (!baselines.containsKey(name)) {
-                baselines.put(name, dataplane.engine().registerNotify(name));
-            }
-        }
         return new Prepared(r, slice, staging, own, baselines, layout);
     }
 
