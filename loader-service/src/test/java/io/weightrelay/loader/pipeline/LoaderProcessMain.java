@@ -57,6 +57,7 @@ public final class LoaderProcessMain {
                         DataplaneConfig.builder(node)
                                 .redisUri(redisUri)
                                 .keyPrefix(prefix)
+                                .secret(io.weightrelay.loader.TestDeployment.secret())
                                 .build())) {
             RegistrationManager<Segment> registrations =
                     new RegistrationManager<>(new SegmentRegistrar(dp));

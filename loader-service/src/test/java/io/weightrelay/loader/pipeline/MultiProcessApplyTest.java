@@ -51,6 +51,7 @@ class MultiProcessApplyTest {
                         DataplaneConfig.builder("trainer-0")
                                 .redisUri(RedisTestSupport.endpoint().uri())
                                 .keyPrefix(prefix)
+                                .secret(io.weightrelay.loader.TestDeployment.secret())
                                 .build());
         store = trainer.createSegment("publisher-trainer-0", 24L << 20);
     }

@@ -43,6 +43,7 @@ class SegmentRegistrarTest {
                 DataplaneConfig.builder(node)
                         .redisUri(RedisTestSupport.endpoint().uri())
                         .keyPrefix(prefix)
+                        .secret(io.weightrelay.loader.TestDeployment.secret())
                         .build());
     }
 
