@@ -1018,7 +1018,7 @@ void Engine::FinishBatch(const std::shared_ptr<BatchState>& b) {
             notify_status = b->tasks[i].final_status;
         }
         if (notify_status == DP_OK) {
-            if (b->notify_self && !BumpNotify(b->notify_name)) notify_status = DP_ERR_NOT_FOUND;
+            if (b->notify_self) BumpNotify(b->notify_name);  // dropped unless registered
             for (auto& p : b->notify_peers) {
                 auto r = p->Control(Op::kNotify, b->notify_name, 0, 0);
                 if (!r.ok() && notify_status == DP_OK) notify_status = Code(r.error());
@@ -1244,7 +1244,9 @@ void Engine::ServeRequests(int fd, uint8_t role) {
         std::string name(name_buf, h.name_len);
         RespHeader resp{DP_OK, 0, 0};
         if (op == Op::kNotify) {
-            if (!BumpNotify(name)) resp.status = DP_ERR_NOT_FOUND;  // we never asked for it
+            // A name we never registered is dropped: nothing is created, and the writer, which
+            // cannot know who listens, is not failed for it (the waiter would time out, naming it).
+            BumpNotify(name);
         } else if (data) {
             auto seg = FindOwn(name);
             if (!seg) {

@@ -194,9 +194,10 @@ void dp_batch_free(dp_batch* batch);
 
 /* ---- notify counters ---- */
 
-/* Makes the counter name exist in this engine (at 0, or keeps its value): NOTIFY messages for a
- * name that is not registered are refused (the writer's batch reports DP_ERR_NOT_FOUND), so
- * peers cannot make an engine hold counters it never asked for. */
+/* Makes the counter name exist in this engine (at 0, or keeps its value). NOTIFY messages for a
+ * name that is not registered are dropped (counted nowhere, nothing created; the writer's batch
+ * still succeeds: it cannot know who listens), so peers cannot make an engine hold counters it
+ * never asked for. */
 int dp_notify_register(dp_engine* engine, const char* name);
 /* Drops the counter (an update ended); waiters on it return DP_ERR_NOT_FOUND. */
 int dp_notify_unregister(dp_engine* engine, const char* name);

@@ -171,6 +171,12 @@ public final class Dataplane implements AutoCloseable {
             throw new IllegalArgumentException("segment size must be > 0: " + size);
         }
         refuseIfOwnedByALiveEngine(name);
+        if (kind == SegmentKind.STORE) {
+            // The file will be new: directory entries left pointing into this name (a crashed or
+            // closed owner's objects) are stale. Purge them before the new file exists, so no
+            // reader finds them in its bytes; their generations are unreadable from now on.
+            metadata(() -> metadata.purgeObjectsIn(name));
+        }
         Path path = config.shmDir().resolve(shmFileName(name));
         long[] base = new long[1];
         // The name is ours now (free, or its owner is gone): a file left behind is unlinked and

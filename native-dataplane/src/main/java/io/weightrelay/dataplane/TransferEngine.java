@@ -80,11 +80,11 @@ public final class TransferEngine {
     }
 
     /**
-     * Makes this engine accept notifies named {@code name}: writes with notify for a name the
-     * target never registered are refused (the writer's batch fails with {@link
-     * DataplaneError#NOT_FOUND}), so peers cannot make an engine keep counters it did not ask for.
-     * Register before the writers may send (before the barrier that lets them start); registering
-     * again keeps the count.
+     * Makes this engine count notifies named {@code name}: notifies for a name the target never
+     * registered are dropped (nothing is created; the writer's batch still succeeds, it cannot know
+     * who listens), so peers cannot make an engine keep counters it did not ask for. Register
+     * before the writers may send (before the barrier that lets them start), or their notifies are
+     * lost and the wait times out; registering again keeps the count.
      *
      * @return the counter's current value (0 when new), the baseline to wait from
      */
@@ -96,7 +96,7 @@ public final class TransferEngine {
 
     /**
      * Drops the counter {@code name} once its update ended (applied or aborted); later notifies for
-     * it are refused and waiters return. Unknown names are ignored.
+     * it are dropped and waiters return. Unknown names are ignored.
      */
     public void unregisterNotify(String name) {
         checkName(name, "notify name");

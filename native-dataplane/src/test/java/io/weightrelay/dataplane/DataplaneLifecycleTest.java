@@ -220,6 +220,33 @@ class DataplaneLifecycleTest {
     }
 
     @Test
+    void aSegmentMadeAnewHoldsNoObjectOfItsPredecessor() {
+        try (Dataplane first = open("node-a")) {
+            Segment seg = first.createSegment("pub", 1 << 20);
+            RegisteredBuffer src = first.registerBuffer(ByteBuffer.allocateDirect(4096));
+            first.store().putFrom("m/1/w", src, 0, 4096, ReplicateConfig.preferLocal("pub"));
+            first.store().putFrom("m/1/other", src, 0, 4096, noPreference());
+            assertThat(seg.freeBytes()).isEqualTo((1 << 20) - 2 * 4096);
+        } // closed without removing its objects, as a crash would leave them
+        try (Dataplane second = open("node-a")) {
+            second.createSegment("unrelated", 4096);
+            assertThat(second.store().exists("m/1/w")).isTrue(); // other names keep theirs
+            Segment again = second.createSegment("pub", 1 << 20);
+            assertThat(second.store().exists("m/1/w")).isFalse();
+            assertThat(second.store().exists("m/1/other")).isFalse();
+            assertThat(again.freeBytes()).isEqualTo(1 << 20);
+            RegisteredBuffer dst = second.registerBuffer(ByteBuffer.allocateDirect(4096));
+            assertThatThrownBy(
+                            () ->
+                                    second.store()
+                                            .getIntoRanges(
+                                                    "m/1/w",
+                                                    List.of(new ReadRange(0, 4096, dst, 0))))
+                    .isInstanceOf(ObjectNotFoundException.class);
+        }
+    }
+
+    @Test
     void aDescriptorWithoutHostIdentityFailsClearlyAndIsNeverMapped() {
         try (Dataplane owner = open("node-a");
                 Dataplane peer = open("node-a")) {

@@ -47,6 +47,14 @@ public final class Metadata implements AutoCloseable {
     /** Value of the descriptor field {@code kind} of store capacity (also: field absent). */
     public static final String KIND_STORE = "store";
 
+    // Deletes the listed directory entries that have a replica in segment ARGV[1].
+    private static final String PURGE_PAGE =
+            "local n = 0 for i = 1, #KEYS do "
+                    + "local r = redis.call('HGET', KEYS[i], 'replicas') "
+                    + "if r then for part in string.gmatch(r, '[^;]+') do "
+                    + "if string.match(part, '^(.*)@%-?%d+$') == ARGV[1] then "
+                    + "redis.call('DEL', KEYS[i]) n = n + 1 break end end end end return n";
+
     private static final String DROP_SEGMENT =
             "redis.call('DEL', KEYS[1]) redis.call('SREM', KEYS[2], ARGV[1]) return 1";
 
@@ -144,6 +152,40 @@ public final class Metadata implements AutoCloseable {
      */
     static boolean isStore(String kind) {
         return kind == null || KIND_STORE.equals(kind);
+    }
+
+    /**
+     * Deletes every directory entry with a replica in {@code segment}: a segment made anew holds no
+     * object, so an entry that points into it is stale and would hand readers wrong bytes. One SCAN
+     * of the directory, one script call per page.
+     *
+     * @return how many entries were deleted
+     */
+    public long purgeObjectsIn(String segment) {
+        long purged = 0;
+        io.lettuce.core.ScanCursor cursor = io.lettuce.core.ScanCursor.INITIAL;
+        io.lettuce.core.ScanArgs args =
+                io.lettuce.core.ScanArgs.Builder.matches(prefix + "obj:*").limit(10000);
+        do {
+            io.lettuce.core.ScanCursor at = cursor;
+            io.lettuce.core.KeyScanCursor<String> page =
+                    call("scan the directory", () -> redis.scan(at, args));
+            if (!page.getKeys().isEmpty()) {
+                String[] keys = page.getKeys().toArray(new String[0]);
+                Long n =
+                        call(
+                                "purge objects of " + segment,
+                                () ->
+                                        redis.eval(
+                                                PURGE_PAGE,
+                                                ScriptOutputType.INTEGER,
+                                                keys,
+                                                segment));
+                purged += n == null ? 0 : n;
+            }
+            cursor = page;
+        } while (!cursor.isFinished());
+        return purged;
     }
 
     /** Names of all registered segments, sorted (a deterministic fallback order for puts). */
