@@ -11,7 +11,9 @@ import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationService;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.registry.PlacementTemplates;
 import io.weightrelay.control.registry.Registry;
+import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.PlanValidator;
 import io.weightrelay.reshard.plan.Planner;
@@ -53,6 +55,7 @@ public class PlanService {
     private final JsonMapper json;
     private final GenerationService generations;
     private final Registry registry;
+    private final PlacementTemplates templates;
     private final PlanProperties properties;
     private final Counter hits;
     private final Counter misses;
@@ -67,8 +70,10 @@ public class PlanService {
             JsonMapper json,
             GenerationService generations,
             Registry registry,
+            PlacementTemplates templates,
             PlanProperties properties,
             MeterRegistry meters) {
+        this.templates = templates;
         this.redis = redis;
         this.bytes = bytesRedisTemplate;
         this.keys = keys;
@@ -103,9 +108,11 @@ public class PlanService {
         PlanInputs inputs =
                 PlanInputs.of(
                         generations.sourceManifest(request.getModel(), generation),
+                        generation.manifestDigest(),
                         generation.trainers(),
                         loaders,
                         properties.defaultNicGbps());
+        inputs.check(templates);
         String planId = inputs.planId();
         PlanSummary cached = cachedSummary(planId);
         if (cached != null) {
@@ -204,9 +211,10 @@ public class PlanService {
         long start = System.nanoTime();
         Plan plan;
         ValidationReport report;
+        TargetPlacement placement = inputs.placement(templates);
         try {
-            plan = Planner.plan(inputs.source(), inputs.placement(), inputs.topology());
-            report = PlanValidator.validate(plan, inputs.source(), inputs.placement());
+            plan = Planner.plan(inputs.source(), placement, inputs.topology());
+            report = PlanValidator.validate(plan, inputs.source(), placement);
         } catch (PlanningException | IllegalArgumentException ex) {
             throw PlanProblems.PLAN_FAILED.exception(String.valueOf(ex.getMessage()), ex);
         }
@@ -216,7 +224,7 @@ public class PlanService {
         if (!report.valid()) {
             log.warn("plan {} failed validation: {}", planId, report.problems());
         }
-        List<String> instances = inputs.placement().instances();
+        List<String> instances = placement.instances();
         PlanSummary summary =
                 new PlanSummary(
                         planId,
@@ -234,9 +242,10 @@ public class PlanService {
         Duration ttl = properties.ttl();
         byte[] deflated = Compression.deflate(encoded);
         guard.run(() -> bytes.opsForValue().set(keys.planEncoded(planId), deflated, ttl));
-        for (String instance : instances) {
-            byte[] slice = Compression.deflate(Slice.of(plan, instance).encode());
-            guard.run(() -> bytes.opsForValue().set(keys.planSlice(planId, instance), slice, ttl));
+        for (Map.Entry<String, Slice> e : Slice.all(plan).entrySet()) {
+            byte[] slice = Compression.deflate(e.getValue().encode());
+            guard.run(
+                    () -> bytes.opsForValue().set(keys.planSlice(planId, e.getKey()), slice, ttl));
         }
         String summaryJson = json.writeValueAsString(summary);
         guard.run(() -> redis.opsForValue().set(keys.planSummary(planId), summaryJson, ttl));

@@ -93,6 +93,11 @@ public final class RedisKeys {
         return prefix + "loader:" + instance;
     }
 
+    /** A fragment template's {@code wr.fragments.v1} bytes, by digest (shared by every worker). */
+    public String placement(String digest) {
+        return prefix + "placement:" + digest;
+    }
+
     /** JSON summary of a computed plan; written last, so its presence means the plan is whole. */
     public String planSummary(String planId) {
         return prefix + "plan:" + planId;

@@ -10,6 +10,7 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Slice;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -83,7 +84,7 @@ public final class LoaderProcessMain {
                                                     instance,
                                                     workers,
                                                     manifest,
-                                                    plan,
+                                                    Slice.of(plan, instance),
                                                     directory,
                                                     placement.workers().stream()
                                                             .filter(
