@@ -1,6 +1,5 @@
 package io.weightrelay.lab.bench;
 
-import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
@@ -12,7 +11,6 @@ import io.weightrelay.api.control.client.model.BarrierStatus;
 import io.weightrelay.api.control.client.model.ConsumeMode;
 import io.weightrelay.api.control.client.model.Dtype;
 import io.weightrelay.api.control.client.model.Generation;
-import io.weightrelay.api.control.client.model.GenerationManifest;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.LoaderRegistration;
 import io.weightrelay.api.control.client.model.Nic;
@@ -788,8 +786,12 @@ public final class ControlPlaneBench {
         private long prepare(long generation, String planId, String instance) {
             long started = System.nanoTime();
             Generation g = loaderGenerations.getGeneration(s.model(), generation);
-            GenerationManifest api = loaderGenerations.getGenerationManifest(s.model(), generation);
-            SourceManifest manifest = ControlManifests.toReshard(api);
+            SourceManifest manifest =
+                    SourceManifest.decode(
+                            loaderGenerations
+                                    .getGenerationManifestEncodedWithResponseSpec(
+                                            s.model(), generation)
+                                    .body(byte[].class));
             if (!manifest.digest().equals(g.getManifestDigest())) {
                 throw new IllegalStateException(
                         instance + ": the manifest served does not match its digest");
