@@ -9,6 +9,7 @@ import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.redis.Compression;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.registry.PlacementTemplates;

@@ -65,6 +65,11 @@ public final class RedisKeys {
         return prefix + "manifest:" + model + ":" + digest;
     }
 
+    /** Deflated reshard binary encoding of a source manifest, by its digest. */
+    public String manifestEncoded(String model, String digest) {
+        return prefix + "manifest-encoded:" + model + ":" + digest;
+    }
+
     /** Hash fragment id to expected size of a manifest. */
     public String manifestSizes(String model, String digest) {
         return prefix + "manifest-sizes:" + model + ":" + digest;

@@ -1,6 +1,5 @@
 package io.weightrelay.loader.control;
 
-import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -10,7 +9,6 @@ import io.weightrelay.api.control.client.model.BarrierName;
 import io.weightrelay.api.control.client.model.BarrierStatus;
 import io.weightrelay.api.control.client.model.ConsumeMode;
 import io.weightrelay.api.control.client.model.Generation;
-import io.weightrelay.api.control.client.model.GenerationManifest;
 import io.weightrelay.api.control.client.model.LeaseRequest;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.LoaderRegistration;
@@ -256,11 +254,28 @@ public class RestControlPlane implements ControlPlane {
 
     @Override
     public SourceManifest manifest(String model, long generation) {
-        GenerationManifest m =
+        // The binary encoding: a tenth of the JSON at Kimi-K2 scale, decoded in linear time.
+        byte[] encoded =
                 call(
                         "manifest of " + model + "/" + generation,
-                        () -> generations.getGenerationManifest(model, generation));
-        return ControlManifests.toReshard(m);
+                        () ->
+                                generations
+                                        .getGenerationManifestEncodedWithResponseSpec(
+                                                model, generation)
+                                        .body(byte[].class));
+        try {
+            return SourceManifest.decode(encoded);
+        } catch (RuntimeException e) {
+            throw new ControlPlaneException(
+                    0,
+                    "manifest of "
+                            + model
+                            + "/"
+                            + generation
+                            + ": control-api sent an undecodable encoding: "
+                            + e.getMessage(),
+                    e);
+        }
     }
 
     @Override
