@@ -113,6 +113,7 @@ final class PlanInputs {
         try {
             return new PlanInputs(
                     source,
+                    sourceDigest,
                     loaders,
                     nicsByNode,
                     new io.weightrelay.reshard.topology.Topology(nodes));

@@ -23,7 +23,6 @@ import io.weightrelay.api.control.client.model.ReceiveBuffer;
 import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.ReportedPhase;
-import io.weightrelay.api.control.client.model.TargetFragment;
 import io.weightrelay.api.control.client.model.TensorAssignment;
 import io.weightrelay.api.control.client.model.Topology;
 import io.weightrelay.api.control.client.model.UpdateSessionRequest;
@@ -40,6 +39,7 @@ import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
@@ -81,6 +81,7 @@ import java.util.zip.CRC32C;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpRequest;
 import org.springframework.http.HttpStatusCode;
+import org.springframework.http.MediaType;
 import org.springframework.http.client.ClientHttpRequestExecution;
 import org.springframework.http.client.ClientHttpRequestInterceptor;
 import org.springframework.http.client.ClientHttpResponse;
@@ -203,7 +204,7 @@ public final class ControlPlaneBench {
                 layout.add(new TensorLayout(specs.get(i), t.split(), t.expert(), t.heads()));
             }
             TargetPlacement placement =
-                    Placements.of(layout, rolloutNodes, instances, tp, 1, mode, 1);
+                    packed(Placements.of(layout, rolloutNodes, instances, tp, 1, mode, 1));
             return new Scenario(
                     model,
                     synthetic,
@@ -214,6 +215,55 @@ public final class ControlPlaneBench {
                     instances,
                     tp,
                     rolloutNodes);
+        }
+
+        /**
+         * The placement as an engine registers it: each direct worker's boxes back to back in one
+         * buffer ({@value #WEIGHTS}), as dense as the catalogue lays them out. Workers of one rank
+         * keep sharing one fragment list (one template).
+         */
+        static TargetPlacement packed(TargetPlacement placement) {
+            Map<
+                            List<io.weightrelay.reshard.placement.TargetFragment>,
+                            List<io.weightrelay.reshard.placement.TargetFragment>>
+                    lists = new java.util.IdentityHashMap<>();
+            List<Worker> out = new ArrayList<>();
+            for (Worker w : placement.workers()) {
+                List<io.weightrelay.reshard.placement.TargetFragment> fragments =
+                        lists.computeIfAbsent(w.fragments(), Scenario::packed);
+                out.add(
+                        new Worker(
+                                w.id(),
+                                w.instance(),
+                                w.node(),
+                                w.nicFirst(),
+                                w.nicCount(),
+                                w.mode(),
+                                w.segment(),
+                                fragments));
+            }
+            return new TargetPlacement(out);
+        }
+
+        private static List<io.weightrelay.reshard.placement.TargetFragment> packed(
+                List<io.weightrelay.reshard.placement.TargetFragment> fragments) {
+            List<io.weightrelay.reshard.placement.TargetFragment> out =
+                    new ArrayList<>(fragments.size());
+            long cursor = 0;
+            for (io.weightrelay.reshard.placement.TargetFragment f : fragments) {
+                out.add(
+                        new io.weightrelay.reshard.placement.TargetFragment(
+                                f.tensor(),
+                                f.dtype(),
+                                f.tensorShape(),
+                                f.offset(),
+                                f.shape(),
+                                WEIGHTS,
+                                cursor,
+                                f.strides()));
+                cursor = (cursor + Math.max(1, end(f) - f.bufferOffset()) + 255) / 256 * 256;
+            }
+            return List.copyOf(out);
         }
 
         List<Worker> workersOf(String instance) {
@@ -452,6 +502,9 @@ public final class ControlPlaneBench {
     }
 
     /** One run of every player against one control-api. */
+    /** The one receive buffer of a bench direct worker, holding all its boxes. */
+    static final String WEIGHTS = "weights";
+
     static final class Bench {
         private static final String GROUP = "bench";
 
@@ -463,6 +516,11 @@ public final class ControlPlaneBench {
         private final GenerationsApi publisher;
         private final GenerationsApi loaderGenerations;
         private final RegistryApi registry;
+        private final RestClient loaderRest;
+        private final Map<List<io.weightrelay.reshard.placement.TargetFragment>, FragmentTemplate>
+                templateOf =
+                        java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
+        private final String baseUrl;
         private final PlansApi plans;
         private final UpdatesApi updates;
         private final Set<String> store = ConcurrentHashMap.newKeySet();
@@ -479,6 +537,8 @@ public final class ControlPlaneBench {
             this.publisher = new GenerationsApi(trainerClient);
             this.loaderGenerations = new GenerationsApi(loaderClient);
             this.registry = new RegistryApi(loaderClient);
+            this.loaderRest = loaderClient.getRestClient();
+            this.baseUrl = baseUrl;
             this.plans = new PlansApi(loaderClient);
             this.updates = new UpdatesApi(loaderClient);
         }
@@ -681,21 +741,49 @@ public final class ControlPlaneBench {
             return null;
         }
 
+        /**
+         * Registers as loader-service does: each direct worker's fragments by the digest of their
+         * template; on 409 {@code placement-template-not-found}, the templates control-api lacks
+         * are uploaded and the registration sent again.
+         */
         private Void registerLoader(String instance) {
             List<Worker> workers = s.workersOf(instance);
+            Map<String, FragmentTemplate> templates = new LinkedHashMap<>();
             LoaderRegistration registration =
                     new LoaderRegistration()
                             .model(s.model())
                             .group(GROUP)
                             .node(workers.get(0).node())
-                            .workers(placements(workers));
-            Loader loader = registry.registerLoader(instance, registration);
+                            .workers(placements(workers, templates));
+            Loader loader;
+            try {
+                loader = registry.registerLoader(instance, registration);
+            } catch (RestClientResponseException e) {
+                if (e.getStatusCode().value() != 409
+                        || !e.getResponseBodyAsString().contains("placement-template-not-found")) {
+                    throw e;
+                }
+                for (FragmentTemplate t : templates.values()) {
+                    loaderRest
+                            .put()
+                            .uri(baseUrl + "/api/v1/placements/{digest}", t.digest())
+                            .header(HttpHeaders.AUTHORIZATION, "Bearer " + LOADER_TOKEN)
+                            .contentType(MediaType.APPLICATION_OCTET_STREAM)
+                            .body(t.encoded())
+                            .retrieve()
+                            .toBodilessEntity();
+                }
+                loader = registry.registerLoader(instance, registration);
+            }
             epochs.put(instance, loader.getEpoch());
             return null;
         }
 
-        /** The instance's workers as a loader registers them (see {@code RolloutEngine}). */
-        private List<WorkerPlacement> placements(List<Worker> workers) {
+        /**
+         * The instance's workers as a loader registers them; templates collects their fragments.
+         */
+        private List<WorkerPlacement> placements(
+                List<Worker> workers, Map<String, FragmentTemplate> templates) {
             long image = SafetensorsLayout.of(s.manifest()).imageBytes();
             List<WorkerPlacement> out = new ArrayList<>();
             int rank = 0;
@@ -717,25 +805,21 @@ public final class ControlPlaneBench {
                                     .segment(w.segment())
                                     .size(image));
                 } else {
-                    Map<String, Long> sizes = new LinkedHashMap<>();
-                    for (io.weightrelay.reshard.placement.TargetFragment t : w.fragments()) {
-                        sizes.merge(t.buffer(), Math.max(1, end(t)), Math::max);
-                        p.addFragmentsItem(
-                                new TargetFragment()
-                                        .tensor(t.tensor())
-                                        .offset(boxed(t.offset()))
-                                        .shape(boxed(t.shape()))
-                                        .bufferId(t.buffer())
-                                        .bufferOffset(t.bufferOffset())
-                                        .strides(boxed(t.strides())));
+                    // Encoded once per rank: every instance's rank r shares the fragment list.
+                    FragmentTemplate t =
+                            templateOf.computeIfAbsent(
+                                    w.fragments(), FragmentTemplate::ofFragments);
+                    templates.putIfAbsent(t.digest(), t);
+                    long size = 1;
+                    for (io.weightrelay.reshard.placement.TargetFragment f : w.fragments()) {
+                        size = Math.max(size, end(f));
                     }
-                    sizes.forEach(
-                            (id, size) ->
-                                    p.addBuffersItem(
-                                            new ReceiveBuffer()
-                                                    .bufferId(id)
-                                                    .segment(w.segment())
-                                                    .size(size)));
+                    p.placement(t.digest())
+                            .addBuffersItem(
+                                    new ReceiveBuffer()
+                                            .bufferId(WEIGHTS)
+                                            .segment(w.segment())
+                                            .size(size));
                 }
                 out.add(p);
             }
@@ -799,7 +883,7 @@ public final class ControlPlaneBench {
             byte[] encoded =
                     plans.getPlanSliceWithResponseSpec(planId, instance).body(byte[].class);
             Slice slice = Slice.decode(encoded);
-            List<Loader> group = registry.listLoaders(s.model(), GROUP);
+            List<Loader> group = registry.listLoaders(s.model(), GROUP, null, 1000);
             if (group.size() != s.instances()) {
                 throw new IllegalStateException(
                         instance + ": the group lists " + group.size() + " loaders");

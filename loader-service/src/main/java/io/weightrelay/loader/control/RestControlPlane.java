@@ -50,6 +50,7 @@ public class RestControlPlane implements ControlPlane {
     private final UpdatesApi updates;
     private final String advertiseUrl;
     private final ApiClient client;
+    private final String token;
 
     /** Loaders listed per request when reading the group's buffers. */
     static final int PAGE = 1000;
@@ -61,6 +62,7 @@ public class RestControlPlane implements ControlPlane {
             client.setBearerToken(properties.token());
         }
         this.client = client;
+        this.token = properties.token();
         this.generations = new GenerationsApi(client);
         this.plans = new PlansApi(client);
         this.registry = new RegistryApi(client);
@@ -171,6 +173,12 @@ public class RestControlPlane implements ControlPlane {
                                 .uri(
                                         client.getBasePath() + "/api/v1/placements/{digest}",
                                         t.digest())
+                                .headers(
+                                        h -> {
+                                            if (!token.isEmpty()) {
+                                                h.setBearerAuth(token);
+                                            }
+                                        })
                                 .contentType(MediaType.APPLICATION_OCTET_STREAM)
                                 .body(t.encoded())
                                 .retrieve()
