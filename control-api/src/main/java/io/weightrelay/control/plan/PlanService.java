@@ -55,6 +55,7 @@ public class PlanService {
     private final GenerationService generations;
     private final Registry registry;
     private final PlanProperties properties;
+    private final PlanComputations computations;
     private final Counter hits;
     private final Counter misses;
     private final Timer computeTime;
@@ -69,6 +70,7 @@ public class PlanService {
             GenerationService generations,
             Registry registry,
             PlanProperties properties,
+            PlanComputations computations,
             MeterRegistry meters) {
         this.redis = redis;
         this.bytes = bytesRedisTemplate;
@@ -78,6 +80,7 @@ public class PlanService {
         this.generations = generations;
         this.registry = registry;
         this.properties = properties;
+        this.computations = computations;
         this.hits = meters.counter("relay.plans.cache", "result", "hit");
         this.misses = meters.counter("relay.plans.cache", "result", "miss");
         this.computeTime = meters.timer("relay.plans.compute");
@@ -177,7 +180,8 @@ public class PlanService {
                         hits.increment();
                         return done.cached(true);
                     }
-                    return compute(planId, inputs);
+                    return computations.run(
+                            planId, () -> compute(planId, inputs), properties.computeTimeout());
                 } finally {
                     guard.run(
                             () -> {

@@ -49,6 +49,7 @@ class PlanComputedOnceAcrossInstancesTest extends ControlApiTestSupport {
                 generations,
                 registry,
                 properties,
+                new PlanComputations(),
                 meters);
     }
 
