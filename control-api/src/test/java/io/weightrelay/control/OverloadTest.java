@@ -85,6 +85,12 @@ class OverloadTest extends ControlApiClientSupport {
         assertProblem(oversized, 413, "payload-too-large");
         assertThat(oversized.body()).contains("relay.limits.max-request-bytes");
 
+        // A gzip body is accepted, and held to the limit as it inflates.
+        assertThat(gzipCall(gens, openBody(model, 5)).statusCode()).isEqualTo(201);
+        HttpResponse<String> bomb = gzipCall(gens, "{\"pad\":\"" + " ".repeat(3 << 20) + "\"}");
+        assertProblem(bomb, 413, "payload-too-large");
+        assertThat(bomb.body()).contains("relay.limits.max-request-bytes");
+
         // Three bodies trickling in hold 3 MB of the 3 MiB budget: the next large one is refused
         // at once, while calls without a body are served as usual.
         List<Socket> slow = new ArrayList<>();
@@ -248,6 +254,21 @@ class OverloadTest extends ControlApiClientSupport {
         return json.writeValueAsString(
                 new io.weightrelay.api.control.model.OpenGenerationRequest(
                         step, manifest(model), trainers("t0", "t1")));
+    }
+
+    private HttpResponse<String> gzipCall(String path, String body) throws IOException {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        try (java.util.zip.GZIPOutputStream gzip = new java.util.zip.GZIPOutputStream(out)) {
+            gzip.write(body.getBytes(StandardCharsets.UTF_8));
+        }
+        return send(
+                java.net.http.HttpRequest.newBuilder(uri(path))
+                        .header("Authorization", "Bearer " + TRAINER)
+                        .header("Content-Type", "application/json")
+                        .header("Content-Encoding", "gzip")
+                        .POST(
+                                java.net.http.HttpRequest.BodyPublishers.ofByteArray(
+                                        out.toByteArray())));
     }
 
     /** A request whose headers promise {@code length} body bytes, of which one is sent. */

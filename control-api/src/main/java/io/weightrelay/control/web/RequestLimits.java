@@ -18,8 +18,9 @@ import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
  * with the bodies already being handled would exceed {@code
  * relay.limits.max-in-flight-request-bytes} with 503 {@code overloaded} and {@code Retry-After}, so
  * a burst of large requests degrades into quick refusals instead of an exhausted heap. Each problem
- * names its limit. A body of unknown length counts as the largest allowed. The body itself is still
- * bounded by the contract's item limits.
+ * names its limit. A gzip body counts {@link BoundedRequestBodies#INFLATION} times its wire size;
+ * one of unknown length is held to the per-request limit as it is read ({@link
+ * BoundedRequestBodies}). The body itself is still bounded by the contract's item limits.
  */
 @Configuration(proxyBeanMethods = false)
 class RequestLimits implements WebMvcConfigurer {
@@ -59,9 +60,14 @@ class RequestLimits implements WebMvcConfigurer {
                                                     + " (relay.limits.max-request-bytes)")
                                     .with("limit", properties.maxRequestBytes());
                         }
-                        boolean chunked = request.getHeader("Transfer-Encoding") != null;
-                        long weight =
-                                length > 0 ? length : chunked ? properties.maxRequestBytes() : 0;
+                        // A body of unknown length is held to the limit as it is read.
+                        long weight = Math.max(0, length);
+                        if (request.getAttribute(BoundedRequestBodies.GZIPPED) != null) {
+                            weight =
+                                    Math.min(
+                                            properties.maxRequestBytes(),
+                                            weight * BoundedRequestBodies.INFLATION);
+                        }
                         if (weight == 0) {
                             return true;
                         }

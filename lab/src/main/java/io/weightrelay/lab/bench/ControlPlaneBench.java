@@ -1,6 +1,7 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.Dtypes;
+import io.weightrelay.api.GzipRequestBodies;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -492,6 +493,9 @@ public final class ControlPlaneBench {
                                     ApiClient.createDefaultMapper(
                                             ApiClient.createDefaultDateFormat()))
                             .requestFactory(factory)
+                            // As the trainer client does: large bodies go gzip-compressed, and
+                            // the wire counts what actually crosses it (interceptors run in order).
+                            .requestInterceptor(new GzipRequestBodies())
                             .requestInterceptor(wire)
                             .build();
             ApiClient client = new ApiClient(rest);
@@ -501,7 +505,8 @@ public final class ControlPlaneBench {
         }
 
         Figures run() {
-            ScheduledExecutorService heartbeats = Executors.newSingleThreadScheduledExecutor();
+            // Each loader heartbeats on its own, as loaders do (one slow answer delays no other).
+            ScheduledExecutorService heartbeats = Executors.newScheduledThreadPool(8);
             ExecutorService players = Executors.newCachedThreadPool();
             String current = "open_ms";
             try {
@@ -517,8 +522,11 @@ public final class ControlPlaneBench {
                                         players,
                                         byNode.keySet(),
                                         node ->
-                                                publisher.getGenerationManifest(
-                                                        s.model(), generation)));
+                                                SourceManifest.decode(
+                                                        publisher
+                                                                .getGenerationManifestEncodedWithResponseSpec(
+                                                                        s.model(), generation)
+                                                                .body(byte[].class))));
 
                 current = "register_objects_ms";
                 timed(
@@ -546,11 +554,13 @@ public final class ControlPlaneBench {
                 } finally {
                     registering.shutdownNow();
                 }
-                heartbeats.scheduleAtFixedRate(
-                        this::heartbeatAll,
-                        options.heartbeat().toMillis(),
-                        options.heartbeat().toMillis(),
-                        TimeUnit.MILLISECONDS);
+                for (String instance : instances) {
+                    heartbeats.scheduleAtFixedRate(
+                            () -> heartbeat(instance),
+                            options.heartbeat().toMillis(),
+                            options.heartbeat().toMillis(),
+                            TimeUnit.MILLISECONDS);
+                }
 
                 current = "plan_cold_ms";
                 PlanSummary plan = timed(current, () -> resolve(generation));
@@ -742,18 +752,16 @@ public final class ControlPlaneBench {
             return out;
         }
 
-        private void heartbeatAll() {
-            for (String instance : epochs.keySet()) {
-                try {
-                    registry.heartbeatLoader(instance);
-                    synchronized (f) {
-                        f.heartbeats++;
-                    }
-                } catch (RuntimeException e) {
-                    synchronized (f) {
-                        f.heartbeatFailures++;
-                        f.heartbeatError = instance + ": " + describe(e);
-                    }
+        private void heartbeat(String instance) {
+            try {
+                registry.heartbeatLoader(instance);
+                synchronized (f) {
+                    f.heartbeats++;
+                }
+            } catch (RuntimeException e) {
+                synchronized (f) {
+                    f.heartbeatFailures++;
+                    f.heartbeatError = instance + ": " + describe(e);
                 }
             }
         }
