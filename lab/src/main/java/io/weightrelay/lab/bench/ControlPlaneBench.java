@@ -109,6 +109,8 @@ import org.springframework.web.client.RestClientResponseException;
  * that made them, and control-api's peak heap from its GC log ({@code control_peak_heap_bytes} just
  * before a collection, {@code control_peak_live_heap_bytes} just after). A step that fails ends the
  * run: the line then names it in {@code failed_step} with {@code error}, and the exit code is 1.
+ * {@code control_cpu_<step>} is control-api's CPU time during each step (all its threads), steadier
+ * than the wall times on a shared machine.
  *
  * <p>Sizes: {@code --model} is a catalogued model; {@code --tensors N} scales it to about N tensors
  * instead (fewer layers, and fewer experts where even two layers have too many: a synthetic model,
@@ -350,13 +352,13 @@ public final class ControlPlaneBench {
             control.awaitHealthy(Duration.ofMinutes(3));
             for (int w = 0; w < warmups; w++) {
                 Scenario tiny = Scenario.of("tiny", 0, 2, 2, 2, 1, mode);
-                Figures warm = new Bench(control.baseUrl(), tiny, options, w + 1).run();
+                Figures warm = new Bench(control, tiny, options, w + 1).run();
                 if (warm.failedStep != null) {
                     throw new IllegalStateException(
                             "warm-up failed at " + warm.failedStep + ": " + warm.error);
                 }
             }
-            Figures f = new Bench(control.baseUrl(), scenario, options, 1).run();
+            Figures f = new Bench(control, scenario, options, 1).run();
             Heap peak = Heap.fromGcLog(gcLog);
             System.out.println(f.toJson(scenario, heap, peak, warmups));
             if (f.failedStep != null) {
@@ -396,6 +398,7 @@ public final class ControlPlaneBench {
     /** What one run measured; {@code failedStep} names the step that ended it, if one did. */
     static final class Figures {
         final Map<String, Long> steps = new LinkedHashMap<>();
+        final Map<String, Long> cpu = new LinkedHashMap<>();
         long registerRequests;
         long heartbeats;
         long heartbeatFailures;
@@ -431,6 +434,11 @@ public final class ControlPlaneBench {
                             "session_ms")) {
                 out.put(step, steps.get(step));
             }
+            // control-api's own CPU time per step (all its threads): on a shared machine it tells
+            // the work apart from the waiting the wall times include.
+            for (Map.Entry<String, Long> c : cpu.entrySet()) {
+                out.put("control_cpu_" + c.getKey(), c.getValue());
+            }
             out.put("register_requests", registerRequests);
             out.put("largest_request_bytes", largestRequest == null ? 0 : largestRequest.bytes());
             out.put("largest_request", largestRequest == null ? null : largestRequest.call());
@@ -456,6 +464,7 @@ public final class ControlPlaneBench {
     static final class Bench {
         private static final String GROUP = "bench";
 
+        private final ServiceProcess control;
         private final Scenario s;
         private final Options options;
         private final long trainerStep;
@@ -470,7 +479,9 @@ public final class ControlPlaneBench {
         private final Figures f = new Figures();
         private final Map<String, Long> epochs = new ConcurrentHashMap<>();
 
-        Bench(String baseUrl, Scenario scenario, Options options, long trainerStep) {
+        Bench(ServiceProcess control, Scenario scenario, Options options, long trainerStep) {
+            String baseUrl = control.baseUrl();
+            this.control = control;
             this.s = scenario;
             this.options = options;
             this.trainerStep = trainerStep;
@@ -567,6 +578,7 @@ public final class ControlPlaneBench {
                 requirePlan(plan);
 
                 current = "plan_warm_ms";
+                Duration cpuBefore = control.cpu();
                 List<Long> warm =
                         all(
                                 players,
@@ -577,11 +589,14 @@ public final class ControlPlaneBench {
                                     return (System.nanoTime() - started) / 1_000_000;
                                 });
                 f.steps.put(current, warm.stream().mapToLong(Long::longValue).max().orElse(0));
+                f.cpu.put(current, control.cpu().minus(cpuBefore).toMillis());
 
                 current = "prepare_ms";
+                Duration cpuPrepare = control.cpu();
                 List<Long> prepared =
                         all(players, instances, i -> prepare(generation, plan.getPlanId(), i));
                 f.steps.put(current, prepared.stream().mapToLong(Long::longValue).max().orElse(0));
+                f.cpu.put(current, control.cpu().minus(cpuPrepare).toMillis());
 
                 current = "session_ms";
                 timed(
@@ -605,6 +620,7 @@ public final class ControlPlaneBench {
 
         private <T> T timed(String name, Callable<T> body) {
             long started = System.nanoTime();
+            Duration cpu = control.cpu();
             T result;
             try {
                 result = body.call();
@@ -614,6 +630,7 @@ public final class ControlPlaneBench {
                 throw new IllegalStateException(e);
             }
             f.steps.put(name, (System.nanoTime() - started) / 1_000_000);
+            f.cpu.put(name, control.cpu().minus(cpu).toMillis());
             return result;
         }
 
