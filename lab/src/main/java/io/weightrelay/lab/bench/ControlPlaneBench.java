@@ -400,6 +400,7 @@ public final class ControlPlaneBench {
         final Map<String, Long> steps = new LinkedHashMap<>();
         final Map<String, Long> cpu = new LinkedHashMap<>();
         long registerRequests;
+        long retries503;
         long heartbeats;
         long heartbeatFailures;
         String heartbeatError;
@@ -440,6 +441,7 @@ public final class ControlPlaneBench {
                 out.put("control_cpu_" + c.getKey(), c.getValue());
             }
             out.put("register_requests", registerRequests);
+            out.put("retries_503", retries503);
             out.put("largest_request_bytes", largestRequest == null ? 0 : largestRequest.bytes());
             out.put("largest_request", largestRequest == null ? null : largestRequest.call());
             out.put(
@@ -613,6 +615,7 @@ public final class ControlPlaneBench {
                 heartbeats.shutdownNow();
                 players.shutdownNow();
             }
+            f.retries503 = wire.retries();
             f.largestRequest = wire.largestRequest();
             f.largestResponse = wire.largestResponse();
             return f;
@@ -946,7 +949,15 @@ public final class ControlPlaneBench {
         /** A body size and the call ({@code METHOD /path}). */
         record Largest(long bytes, String call) {}
 
+        static final int RETRIES = 5;
+
         private final AtomicReference<Largest> request = new AtomicReference<>();
+        private final AtomicLong retries = new AtomicLong();
+
+        long retries() {
+            return retries.get();
+        }
+
         private final AtomicReference<Largest> response = new AtomicReference<>();
 
         Largest largestRequest() {
@@ -964,6 +975,32 @@ public final class ControlPlaneBench {
             String what = call.getMethod() + " " + call.getURI().getPath();
             note(request, body.length, what);
             ClientHttpResponse answer = execution.execute(call, body);
+            // As the services' clients do: a 503 with Retry-After (overload, a Redis hiccup) is
+            // tried again after the pause it asks for, a few times; each retry is counted.
+            for (int attempt = 1;
+                    attempt <= RETRIES && answer.getStatusCode().value() == 503;
+                    attempt++) {
+                String after = answer.getHeaders().getFirst("Retry-After");
+                if (after == null) {
+                    break;
+                }
+                answer.close();
+                retries.incrementAndGet();
+                long pause = 1000;
+                try {
+                    pause = Math.min(2000, 1000 * Long.parseLong(after.trim()));
+                } catch (NumberFormatException e) {
+                    // an HTTP date: wait the default second
+                }
+                try {
+                    Thread.sleep(pause);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IOException("interrupted", e);
+                }
+                note(request, body.length, what);
+                answer = execution.execute(call, body);
+            }
             return new CountedResponse(answer, n -> note(response, n, what));
         }
 
