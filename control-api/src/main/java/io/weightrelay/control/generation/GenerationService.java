@@ -60,6 +60,7 @@ public class GenerationService {
     private static final int SIZES_CHUNK = 10_000;
     private static final int MANIFEST_CACHE_MAX = 64;
     private static final int ENCODED_CACHE_MAX = 8;
+    private static final int VIEW_CACHE_MAX = 4;
 
     private static final RedisScript<List<Object>> OPEN = Scripts.load("open");
     private static final RedisScript<List<Object>> REGISTER = Scripts.load("register");
@@ -104,6 +105,8 @@ public class GenerationService {
     // Encoded manifests as served: every publisher and loader of a generation reads the same
     // bytes, so they are read from Redis and inflated once (per key, concurrent readers wait).
     private final Map<String, byte[]> encodedCache = new ConcurrentHashMap<>();
+    // The JSON view, built once per generation (keys name the generation) for its readers.
+    private final Map<String, GenerationManifest> manifestViews = new ConcurrentHashMap<>();
 
     GenerationService(
             StringRedisTemplate redis,
@@ -436,6 +439,18 @@ public class GenerationService {
 
     public GenerationManifest manifest(String model, long generation) {
         StoredGeneration g = load(model, generation);
+        String cacheKey = model + ":" + generation + ":" + g.manifestDigest();
+        GenerationManifest cached = manifestViews.get(cacheKey);
+        if (cached != null) {
+            return cached;
+        }
+        if (manifestViews.size() >= VIEW_CACHE_MAX) {
+            manifestViews.clear();
+        }
+        return manifestViews.computeIfAbsent(cacheKey, k -> manifestView(model, generation, g));
+    }
+
+    private GenerationManifest manifestView(String model, long generation, StoredGeneration g) {
         SourceManifest api = apiManifest(model, g.manifestDigest());
         io.weightrelay.reshard.manifest.SourceManifest source = sourceManifest(model, g);
         List<StoredFragment> fragments = new ArrayList<>(source.fragments().size());

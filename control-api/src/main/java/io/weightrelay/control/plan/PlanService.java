@@ -58,6 +58,7 @@ public class PlanService {
     private final Registry registry;
     private final PlacementTemplates templates;
     private final PlanProperties properties;
+    private final PlanComputations computations;
     private final Counter hits;
     private final Counter misses;
     private final Timer computeTime;
@@ -73,6 +74,7 @@ public class PlanService {
             Registry registry,
             PlacementTemplates templates,
             PlanProperties properties,
+            PlanComputations computations,
             MeterRegistry meters) {
         this.templates = templates;
         this.redis = redis;
@@ -83,6 +85,7 @@ public class PlanService {
         this.generations = generations;
         this.registry = registry;
         this.properties = properties;
+        this.computations = computations;
         this.hits = meters.counter("relay.plans.cache", "result", "hit");
         this.misses = meters.counter("relay.plans.cache", "result", "miss");
         this.computeTime = meters.timer("relay.plans.compute");
@@ -184,7 +187,8 @@ public class PlanService {
                         hits.increment();
                         return done.cached(true);
                     }
-                    return compute(planId, inputs);
+                    return computations.run(
+                            planId, () -> compute(planId, inputs), properties.computeTimeout());
                 } finally {
                     guard.run(
                             () -> {

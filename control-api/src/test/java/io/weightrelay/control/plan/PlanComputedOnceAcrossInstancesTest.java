@@ -52,6 +52,7 @@ class PlanComputedOnceAcrossInstancesTest extends ControlApiTestSupport {
                 registry,
                 templates,
                 properties,
+                new PlanComputations(),
                 meters);
     }
 

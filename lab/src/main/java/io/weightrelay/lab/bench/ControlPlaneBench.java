@@ -1,6 +1,7 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.Dtypes;
+import io.weightrelay.api.GzipRequestBodies;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -109,6 +110,8 @@ import org.springframework.web.client.RestClientResponseException;
  * that made them, and control-api's peak heap from its GC log ({@code control_peak_heap_bytes} just
  * before a collection, {@code control_peak_live_heap_bytes} just after). A step that fails ends the
  * run: the line then names it in {@code failed_step} with {@code error}, and the exit code is 1.
+ * {@code control_cpu_<step>} is control-api's CPU time during each step (all its threads), steadier
+ * than the wall times on a shared machine.
  *
  * <p>Sizes: {@code --model} is a catalogued model; {@code --tensors N} scales it to about N tensors
  * instead (fewer layers, and fewer experts where even two layers have too many: a synthetic model,
@@ -399,13 +402,13 @@ public final class ControlPlaneBench {
             control.awaitHealthy(Duration.ofMinutes(3));
             for (int w = 0; w < warmups; w++) {
                 Scenario tiny = Scenario.of("tiny", 0, 2, 2, 2, 1, mode);
-                Figures warm = new Bench(control.baseUrl(), tiny, options, w + 1).run();
+                Figures warm = new Bench(control, tiny, options, w + 1).run();
                 if (warm.failedStep != null) {
                     throw new IllegalStateException(
                             "warm-up failed at " + warm.failedStep + ": " + warm.error);
                 }
             }
-            Figures f = new Bench(control.baseUrl(), scenario, options, 1).run();
+            Figures f = new Bench(control, scenario, options, 1).run();
             Heap peak = Heap.fromGcLog(gcLog);
             System.out.println(f.toJson(scenario, heap, peak, warmups));
             if (f.failedStep != null) {
@@ -445,7 +448,9 @@ public final class ControlPlaneBench {
     /** What one run measured; {@code failedStep} names the step that ended it, if one did. */
     static final class Figures {
         final Map<String, Long> steps = new LinkedHashMap<>();
+        final Map<String, Long> cpu = new LinkedHashMap<>();
         long registerRequests;
+        long retries503;
         long heartbeats;
         long heartbeatFailures;
         String heartbeatError;
@@ -480,7 +485,13 @@ public final class ControlPlaneBench {
                             "session_ms")) {
                 out.put(step, steps.get(step));
             }
+            // control-api's own CPU time per step (all its threads): on a shared machine it tells
+            // the work apart from the waiting the wall times include.
+            for (Map.Entry<String, Long> c : cpu.entrySet()) {
+                out.put("control_cpu_" + c.getKey(), c.getValue());
+            }
             out.put("register_requests", registerRequests);
+            out.put("retries_503", retries503);
             out.put("largest_request_bytes", largestRequest == null ? 0 : largestRequest.bytes());
             out.put("largest_request", largestRequest == null ? null : largestRequest.call());
             out.put(
@@ -508,6 +519,7 @@ public final class ControlPlaneBench {
     static final class Bench {
         private static final String GROUP = "bench";
 
+        private final ServiceProcess control;
         private final Scenario s;
         private final Options options;
         private final long trainerStep;
@@ -527,7 +539,9 @@ public final class ControlPlaneBench {
         private final Figures f = new Figures();
         private final Map<String, Long> epochs = new ConcurrentHashMap<>();
 
-        Bench(String baseUrl, Scenario scenario, Options options, long trainerStep) {
+        Bench(ServiceProcess control, Scenario scenario, Options options, long trainerStep) {
+            String baseUrl = control.baseUrl();
+            this.control = control;
             this.s = scenario;
             this.options = options;
             this.trainerStep = trainerStep;
@@ -552,6 +566,9 @@ public final class ControlPlaneBench {
                                     ApiClient.createDefaultMapper(
                                             ApiClient.createDefaultDateFormat()))
                             .requestFactory(factory)
+                            // As the trainer client does: large bodies go gzip-compressed, and
+                            // the wire counts what actually crosses it (interceptors run in order).
+                            .requestInterceptor(new GzipRequestBodies())
                             .requestInterceptor(wire)
                             .build();
             ApiClient client = new ApiClient(rest);
@@ -561,7 +578,8 @@ public final class ControlPlaneBench {
         }
 
         Figures run() {
-            ScheduledExecutorService heartbeats = Executors.newSingleThreadScheduledExecutor();
+            // Each loader heartbeats on its own, as loaders do (one slow answer delays no other).
+            ScheduledExecutorService heartbeats = Executors.newScheduledThreadPool(8);
             ExecutorService players = Executors.newCachedThreadPool();
             String current = "open_ms";
             try {
@@ -577,8 +595,11 @@ public final class ControlPlaneBench {
                                         players,
                                         byNode.keySet(),
                                         node ->
-                                                publisher.getGenerationManifest(
-                                                        s.model(), generation)));
+                                                SourceManifest.decode(
+                                                        publisher
+                                                                .getGenerationManifestEncodedWithResponseSpec(
+                                                                        s.model(), generation)
+                                                                .body(byte[].class))));
 
                 current = "register_objects_ms";
                 timed(
@@ -606,17 +627,20 @@ public final class ControlPlaneBench {
                 } finally {
                     registering.shutdownNow();
                 }
-                heartbeats.scheduleAtFixedRate(
-                        this::heartbeatAll,
-                        options.heartbeat().toMillis(),
-                        options.heartbeat().toMillis(),
-                        TimeUnit.MILLISECONDS);
+                for (String instance : instances) {
+                    heartbeats.scheduleAtFixedRate(
+                            () -> heartbeat(instance),
+                            options.heartbeat().toMillis(),
+                            options.heartbeat().toMillis(),
+                            TimeUnit.MILLISECONDS);
+                }
 
                 current = "plan_cold_ms";
                 PlanSummary plan = timed(current, () -> resolve(generation));
                 requirePlan(plan);
 
                 current = "plan_warm_ms";
+                Duration cpuBefore = control.cpu();
                 List<Long> warm =
                         all(
                                 players,
@@ -627,11 +651,14 @@ public final class ControlPlaneBench {
                                     return (System.nanoTime() - started) / 1_000_000;
                                 });
                 f.steps.put(current, warm.stream().mapToLong(Long::longValue).max().orElse(0));
+                f.cpu.put(current, control.cpu().minus(cpuBefore).toMillis());
 
                 current = "prepare_ms";
+                Duration cpuPrepare = control.cpu();
                 List<Long> prepared =
                         all(players, instances, i -> prepare(generation, plan.getPlanId(), i));
                 f.steps.put(current, prepared.stream().mapToLong(Long::longValue).max().orElse(0));
+                f.cpu.put(current, control.cpu().minus(cpuPrepare).toMillis());
 
                 current = "session_ms";
                 timed(
@@ -648,6 +675,7 @@ public final class ControlPlaneBench {
                 heartbeats.shutdownNow();
                 players.shutdownNow();
             }
+            f.retries503 = wire.retries();
             f.largestRequest = wire.largestRequest();
             f.largestResponse = wire.largestResponse();
             return f;
@@ -655,6 +683,7 @@ public final class ControlPlaneBench {
 
         private <T> T timed(String name, Callable<T> body) {
             long started = System.nanoTime();
+            Duration cpu = control.cpu();
             T result;
             try {
                 result = body.call();
@@ -664,6 +693,7 @@ public final class ControlPlaneBench {
                 throw new IllegalStateException(e);
             }
             f.steps.put(name, (System.nanoTime() - started) / 1_000_000);
+            f.cpu.put(name, control.cpu().minus(cpu).toMillis());
             return result;
         }
 
@@ -826,18 +856,16 @@ public final class ControlPlaneBench {
             return out;
         }
 
-        private void heartbeatAll() {
-            for (String instance : epochs.keySet()) {
-                try {
-                    registry.heartbeatLoader(instance);
-                    synchronized (f) {
-                        f.heartbeats++;
-                    }
-                } catch (RuntimeException e) {
-                    synchronized (f) {
-                        f.heartbeatFailures++;
-                        f.heartbeatError = instance + ": " + describe(e);
-                    }
+        private void heartbeat(String instance) {
+            try {
+                registry.heartbeatLoader(instance);
+                synchronized (f) {
+                    f.heartbeats++;
+                }
+            } catch (RuntimeException e) {
+                synchronized (f) {
+                    f.heartbeatFailures++;
+                    f.heartbeatError = instance + ": " + describe(e);
                 }
             }
         }
@@ -1005,7 +1033,15 @@ public final class ControlPlaneBench {
         /** A body size and the call ({@code METHOD /path}). */
         record Largest(long bytes, String call) {}
 
+        static final int RETRIES = 5;
+
         private final AtomicReference<Largest> request = new AtomicReference<>();
+        private final AtomicLong retries = new AtomicLong();
+
+        long retries() {
+            return retries.get();
+        }
+
         private final AtomicReference<Largest> response = new AtomicReference<>();
 
         Largest largestRequest() {
@@ -1023,6 +1059,32 @@ public final class ControlPlaneBench {
             String what = call.getMethod() + " " + call.getURI().getPath();
             note(request, body.length, what);
             ClientHttpResponse answer = execution.execute(call, body);
+            // As the services' clients do: a 503 with Retry-After (overload, a Redis hiccup) is
+            // tried again after the pause it asks for, a few times; each retry is counted.
+            for (int attempt = 1;
+                    attempt <= RETRIES && answer.getStatusCode().value() == 503;
+                    attempt++) {
+                String after = answer.getHeaders().getFirst("Retry-After");
+                if (after == null) {
+                    break;
+                }
+                answer.close();
+                retries.incrementAndGet();
+                long pause = 1000;
+                try {
+                    pause = Math.min(2000, 1000 * Long.parseLong(after.trim()));
+                } catch (NumberFormatException e) {
+                    // an HTTP date: wait the default second
+                }
+                try {
+                    Thread.sleep(pause);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IOException("interrupted", e);
+                }
+                note(request, body.length, what);
+                answer = execution.execute(call, body);
+            }
             return new CountedResponse(answer, n -> note(response, n, what));
         }
 
