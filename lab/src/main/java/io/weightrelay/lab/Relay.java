@@ -60,6 +60,12 @@ public final class Relay {
                 new Command(
                         "io.weightrelay.lab.bench.UpdateBench",
                         "bench update --model M --instances I --tp P --mode compat|direct"));
+        COMMANDS.put(
+                "bench control-plane",
+                new Command(
+                        "io.weightrelay.lab.bench.ControlPlaneBench",
+                        "bench control-plane --model M [--tensors N] --trainer-nodes T"
+                                + " --instances I --tp P --mode direct|compat"));
     }
 
     private Relay() {}

@@ -9,7 +9,6 @@ import io.weightrelay.loader.registration.RegistrationManager;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.Worker;
-import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.SliceValidator;
 import io.weightrelay.reshard.plan.ValidationReport;
@@ -98,18 +97,18 @@ public final class DataplaneUpdater {
      * again. Objects, fences and registrations are still checked.
      */
     public Prepared prepare(PrepareRequest r, LoaderSlice validated) {
-        Plan plan = r.plan();
+        Slice plan = r.slice();
         if (!plan.sourceDigest().equals(r.manifest().digest())) {
             throw new ApplyFailure(
                     r.model() + "/" + r.generation(),
                     "plan was computed for another source manifest (" + plan.sourceDigest() + ")");
         }
-        Set<String> planned = new HashSet<>();
-        for (int w = 0; w < plan.workerCount(); w++) {
-            if (plan.workerInstance(w).equals(r.instance())) {
-                planned.add(plan.workerId(w));
-            }
+        if (!plan.instance().equals(r.instance())) {
+            throw new ApplyFailure(
+                    r.instance(),
+                    "control-api served the slice of " + plan.instance() + " to " + r.instance());
         }
+        Set<String> planned = new HashSet<>(plan.workers());
         if (!planned.equals(new HashSet<>(r.workers()))) {
             throw new ApplyFailure(
                     r.instance(),
@@ -128,8 +127,9 @@ public final class DataplaneUpdater {
         }
         LoaderSlice slice = validated;
         if (slice == null) {
-            ValidationReport report =
-                    SliceValidator.validate(Slice.of(plan, r.instance()), r.registered(), layout);
+            // One slice, checked twice over: against this loader's own registration (its workers
+            // receive exactly the bytes they registered), then against every destination buffer.
+            ValidationReport report = SliceValidator.validate(plan, r.registered(), layout);
             if (!report.valid()) {
                 throw new ApplyFailure(
                         r.instance(),
@@ -138,7 +138,7 @@ public final class DataplaneUpdater {
                                 + " is not valid: "
                                 + String.join("; ", report.problems()));
             }
-            slice = new LoaderSlice(plan, r.instance(), r.directory());
+            slice = new LoaderSlice(plan, r.directory());
         }
         slice.validate(r.model(), r.generation());
         for (int w : slice.myWorkers()) {
@@ -247,7 +247,7 @@ public final class DataplaneUpdater {
      */
     public ApplyCounts apply(Prepared p, Duration timeout, LongConsumer progress) {
         PrepareRequest r = p.request();
-        Plan plan = p.slice().plan();
+        Slice plan = p.slice().plan();
         if (p.layout() != null) {
             byte[] header = p.layout().headerBytes();
             for (int w : p.slice().myWorkers()) {

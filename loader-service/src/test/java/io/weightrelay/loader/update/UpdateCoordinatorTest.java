@@ -30,6 +30,7 @@ import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
+import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.topology.Topology;
 import io.weightrelay.service.dataplane.DataplaneProperties;
 import io.weightrelay.service.dataplane.DataplaneSettings;
@@ -303,8 +304,8 @@ class UpdateCoordinatorTest {
         }
 
         @Override
-        public Plan plan(String planId) {
-            return plan;
+        public Slice slice(String planId, String instance) {
+            return Slice.of(plan, instance);
         }
 
         @Override
