@@ -398,9 +398,9 @@ public final class LabCluster implements AutoCloseable {
 
     /**
      * Kills trainer node {@code index}'s publisher as a crash would and starts it again with the
-     * same settings: same node, segment name and data-plane port (fixed, as a deployment's is), a
-     * new HTTP port the simulated trainer is pointed at. What the killed process stored is gone
-     * with it; the new one purges its directory entries before storing anything.
+     * same settings: same node and segment name, new HTTP and data-plane ports (the simulated
+     * trainer is pointed at the new HTTP one). What the killed process stored is gone with it; the
+     * new one purges its directory entries before storing anything.
      */
     public void restartPublisher(int index) throws Exception {
         String node = Topology.trainerNodeName(index);
@@ -453,7 +453,6 @@ public final class LabCluster implements AutoCloseable {
                             "--relay.dataplane.redis-uri=" + spec.redisUri(),
                             "--relay.dataplane.key-prefix=" + dpPrefix,
                             "--relay.dataplane.secret-file=" + secretFile,
-                            "--relay.dataplane.tcp-port=" + ServiceProcess.freePort(),
                             "--relay.staging.mode=segment",
                             "--relay.staging.capacity=" + staging + "B",
                             "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
