@@ -171,11 +171,12 @@ public final class Dataplane implements AutoCloseable {
             throw new IllegalArgumentException("segment size must be > 0: " + size);
         }
         refuseIfOwnedByALiveEngine(name);
+        List<String> purged = List.of();
         if (kind == SegmentKind.STORE) {
             // The file will be new: directory entries left pointing into this name (a crashed or
             // closed owner's objects) are stale. Purge them before the new file exists, so no
             // reader finds them in its bytes; their generations are unreadable from now on.
-            metadata(() -> metadata.purgeObjectsIn(name));
+            purged = List.copyOf(metadata(() -> metadata.purgeObjectsIn(name)));
         }
         Path path = config.shmDir().resolve(shmFileName(name));
         long[] base = new long[1];
@@ -200,7 +201,7 @@ public final class Dataplane implements AutoCloseable {
                     DataplaneError.EXISTS, "segment '" + name + "' already exists in this engine");
         }
         Errors.check(rc, name);
-        Segment segment = new Segment(this, name, size, base[0], path, kind);
+        Segment segment = new Segment(this, name, size, base[0], path, kind, purged);
         segments.put(name, segment);
         try {
             metadata(

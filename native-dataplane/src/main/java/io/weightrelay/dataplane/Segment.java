@@ -3,6 +3,7 @@ package io.weightrelay.dataplane;
 import io.weightrelay.dataplane.internal.DpNative;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -23,15 +24,34 @@ public final class Segment implements LocalMemory, AutoCloseable {
     private final long address;
     private final Path shmPath;
     private final SegmentKind kind;
+    private final List<String> purgedOnCreate;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    Segment(Dataplane owner, String name, long size, long address, Path shmPath, SegmentKind kind) {
+    Segment(
+            Dataplane owner,
+            String name,
+            long size,
+            long address,
+            Path shmPath,
+            SegmentKind kind,
+            List<String> purgedOnCreate) {
         this.owner = owner;
         this.name = name;
         this.size = size;
         this.address = address;
         this.shmPath = shmPath;
         this.kind = kind;
+        this.purgedOnCreate = purgedOnCreate;
+    }
+
+    /**
+     * The object keys a previous owner of this name had stored in it, whose directory entries were
+     * removed when this segment was created (its bytes are gone with the old file). Empty for a
+     * first creation and for receive segments. The owner must tell whoever tracks those objects'
+     * generations that they are unreadable.
+     */
+    public List<String> purgedOnCreate() {
+        return purgedOnCreate;
     }
 
     /** Store capacity or a transfer target only. */

@@ -209,9 +209,9 @@ public final class StoreClient {
      */
     public long[] getIntoRanges(String key, List<ReadRange> ranges) {
         checkKey(key);
-        StoredObject object =
-                Dataplane.metadata(() -> metadata.object(key))
-                        .orElseThrow(() -> new ObjectNotFoundException(key));
+        Metadata.Entry entry = Dataplane.metadata(() -> metadata.objectWithEpoch(key));
+        StoredObject object = entry.object().orElseThrow(() -> new ObjectNotFoundException(key));
+        engine.catchUp(entry.segmentsEpoch());
         long[] results = new long[ranges.size()];
         List<Integer> pending = new ArrayList<>();
         for (int i = 0; i < ranges.size(); i++) {

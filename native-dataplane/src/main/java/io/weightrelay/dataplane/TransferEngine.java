@@ -4,6 +4,7 @@ import io.weightrelay.dataplane.internal.DpNative;
 import io.weightrelay.dataplane.internal.Metadata;
 import io.weightrelay.dataplane.internal.SegmentDescriptor;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -29,6 +30,8 @@ public final class TransferEngine {
     private final String hostId;
     private final Predicate<String> ownSegment;
     private final Map<String, Resolved> segments = new ConcurrentHashMap<>();
+    private final Object epochLock = new Object();
+    private volatile long seenEpoch = -1;
 
     private record Resolved(long id, SegmentDescriptor descriptor) {}
 
@@ -264,6 +267,47 @@ public final class TransferEngine {
 
     void forget(String segment) {
         segments.remove(segment);
+    }
+
+    /**
+     * Re-reads the descriptor of every segment this engine has resolved and forgets those whose
+     * owner changed (restarted with a new engine, port or file) or left, so the next transfer
+     * resolves them afresh. Cheap: one directory read per cached segment. Call it before a unit of
+     * work that follows a restart elsewhere (a loader does at every prepare); reads through {@link
+     * StoreClient} do it by themselves when the segments epoch moved.
+     *
+     * @return how many cached segments were forgotten
+     */
+    public int revalidate() {
+        int forgotten = 0;
+        for (Map.Entry<String, Resolved> e : new ArrayList<>(segments.entrySet())) {
+            Optional<SegmentDescriptor> now =
+                    Dataplane.metadata(() -> metadata.segment(e.getKey()));
+            if (now.isEmpty() || !now.get().equals(e.getValue().descriptor())) {
+                if (segments.remove(e.getKey(), e.getValue())) {
+                    handle.call(x -> DpNative.dp_segment_close(x, e.getValue().id()));
+                    forgotten++;
+                }
+            }
+        }
+        return forgotten;
+    }
+
+    /**
+     * Revalidates the cache once per move of the segments epoch (read atomically with an object's
+     * entry): an entry pointing into a re-created segment is then never read through the old
+     * incarnation's mapping or endpoint.
+     */
+    void catchUp(long segmentsEpoch) {
+        if (segmentsEpoch == seenEpoch) {
+            return;
+        }
+        synchronized (epochLock) {
+            if (segmentsEpoch != seenEpoch) {
+                revalidate();
+                seenEpoch = segmentsEpoch;
+            }
+        }
     }
 
     private Resolved resolve(String segment) {

@@ -232,6 +232,8 @@ class DataplaneLifecycleTest {
             second.createSegment("unrelated", 4096);
             assertThat(second.store().exists("m/1/w")).isTrue(); // other names keep theirs
             Segment again = second.createSegment("pub", 1 << 20);
+            // the new owner is told exactly which objects went with the old file
+            assertThat(again.purgedOnCreate()).containsExactly("m/1/other", "m/1/w");
             assertThat(second.store().exists("m/1/w")).isFalse();
             assertThat(second.store().exists("m/1/other")).isFalse();
             assertThat(again.freeBytes()).isEqualTo(1 << 20);
@@ -243,6 +245,82 @@ class DataplaneLifecycleTest {
                                                     "m/1/w",
                                                     List.of(new ReadRange(0, 4096, dst, 0))))
                     .isInstanceOf(ObjectNotFoundException.class);
+        }
+    }
+
+    @Test
+    void aReaderThatResolvedASegmentReadsItsNewIncarnationNeverTheOldOne() {
+        try (Dataplane local = open("node-a");
+                Dataplane remote = open("node-b")) {
+            ByteBuffer ones = ByteBuffer.allocateDirect(4096);
+            while (ones.hasRemaining()) {
+                ones.put((byte) 0x11);
+            }
+            try (Dataplane first = open("node-a")) {
+                first.createSegment("pub", 1 << 20);
+                RegisteredBuffer src = first.registerBuffer(ones);
+                first.store().putFrom("m/1/w", src, 0, 4096, ReplicateConfig.preferLocal("pub"));
+                // both readers resolve the segment: one maps its file, one connects over tcp
+                assertThat(readAll(local, "m/1/w")).containsOnly((byte) 0x11);
+                assertThat(readAll(remote, "m/1/w")).containsOnly((byte) 0x11);
+            } // closed without removing its objects, as a crash would leave them
+            try (Dataplane second = open("node-a")) {
+                second.createSegment("pub", 1 << 20);
+                ByteBuffer twos = ByteBuffer.allocateDirect(4096);
+                while (twos.hasRemaining()) {
+                    twos.put((byte) 0x22);
+                }
+                RegisteredBuffer src = second.registerBuffer(twos);
+                second.store().putFrom("m/2/w", src, 0, 4096, ReplicateConfig.preferLocal("pub"));
+                assertThat(second.store().locations("m/2/w").get(0).offset())
+                        .as("the new object reuses the old one's offset")
+                        .isZero();
+                // the old mapping (a file since unlinked) and the old endpoint are not used
+                assertThat(readAll(local, "m/2/w")).containsOnly((byte) 0x22);
+                assertThat(readAll(remote, "m/2/w")).containsOnly((byte) 0x22);
+                assertThatThrownBy(() -> readAll(local, "m/1/w"))
+                        .isInstanceOf(ObjectNotFoundException.class);
+            }
+        }
+    }
+
+    private static byte[] readAll(Dataplane reader, String key) {
+        RegisteredBuffer dst = reader.registerBuffer(ByteBuffer.allocateDirect(4096));
+        try {
+            long[] n = reader.store().getIntoRanges(key, List.of(new ReadRange(0, 4096, dst, 0)));
+            assertThat(n).as(key).containsExactly(4096L);
+            byte[] out = new byte[4096];
+            dst.byteBuffer().duplicate().get(out);
+            return out;
+        } finally {
+            dst.close();
+        }
+    }
+
+    @Test
+    void aRecreatedSegmentPurgesEveryEntryNamingItAndOnlyThoseAcrossDirectoryPages() {
+        RedisClient client = RedisClient.create(RedisSupport.URI);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            var redis = c.sync();
+            for (int i = 0; i < 12_500; i++) { // more than one SCAN page
+                redis.hset(
+                        prefix + "obj:m/" + (i % 3) + "/f" + i,
+                        Map.of("size", "64", "pin", "1", "replicas", "seg-a@" + (64 * i)));
+            }
+            redis.hset(prefix + "obj:m/9/other", Map.of("replicas", "seg-b@0"));
+            redis.hset(prefix + "obj:m/9/both", Map.of("replicas", "seg-b@0;seg-a@128"));
+            redis.hset(prefix + "obj:m/9/prefixed", Map.of("replicas", "seg-aa@0"));
+            try (Dataplane dp = open("node-a")) {
+                List<String> purged = dp.createSegment("seg-a", 1 << 20).purgedOnCreate();
+                assertThat(purged).hasSize(12_501).contains("m/9/both", "m/0/f0", "m/2/f12497");
+                assertThat(purged).isSorted().doesNotContain("m/9/other", "m/9/prefixed");
+                assertThat(redis.exists(prefix + "obj:m/1/f1")).isZero();
+                assertThat(redis.exists(prefix + "obj:m/9/other")).isEqualTo(1L);
+                assertThat(redis.exists(prefix + "obj:m/9/prefixed")).isEqualTo(1L);
+                assertThat(dp.createSegment("seg-c", 4096).purgedOnCreate()).isEmpty();
+            }
+        } finally {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
         }
     }
 

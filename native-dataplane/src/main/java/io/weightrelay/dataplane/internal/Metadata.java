@@ -8,6 +8,7 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -20,8 +21,9 @@ import java.util.function.Supplier;
  * node, hostid, engine, host, port, size, shm and kind, {@code store} or {@code receive}; a hash
  * without kind, as written before receive segments existed, is store capacity; one without hostid,
  * written before host identities, is read with a null host id and used for no transfer), {@code
- * <prefix>segments} (set of names), {@code <prefix>obj:<key>} (hash with size, pin and replicas).
- * Every change that must be atomic is one Lua script. Thread safe (one shared Lettuce connection).
+ * <prefix>segments} (set of names), {@code <prefix>segments-epoch} (bumped by every descriptor
+ * registration), {@code <prefix>obj:<key>} (hash with size, pin and replicas). Every change that
+ * must be atomic is one Lua script. Thread safe (one shared Lettuce connection).
  */
 public final class Metadata implements AutoCloseable {
     private static final String PUBLISH =
@@ -39,7 +41,10 @@ public final class Metadata implements AutoCloseable {
                     + "redis.call('HSET', KEYS[1], 'node', ARGV[1], 'host', ARGV[2], 'port', ARGV[3], "
                     + "'size', ARGV[4], 'shm', ARGV[5], 'kind', ARGV[7], 'hostid', ARGV[8], "
                     + "'engine', ARGV[9]) "
-                    + "redis.call('SADD', KEYS[2], ARGV[6]) return 1";
+                    + "redis.call('SADD', KEYS[2], ARGV[6]) redis.call('INCR', KEYS[3]) return 1";
+    // An object's entry together with the segments epoch, read atomically.
+    private static final String READ_OBJECT =
+            "return {redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[2]) or '0'}";
 
     /** Value of the descriptor field {@code kind} of a transfer-target-only segment. */
     public static final String KIND_RECEIVE = "receive";
@@ -47,13 +52,15 @@ public final class Metadata implements AutoCloseable {
     /** Value of the descriptor field {@code kind} of store capacity (also: field absent). */
     public static final String KIND_STORE = "store";
 
-    // Deletes the listed directory entries that have a replica in segment ARGV[1].
+    // Deletes the listed directory entries that have a replica in segment ARGV[1]; returns their
+    // keys.
     private static final String PURGE_PAGE =
-            "local n = 0 for i = 1, #KEYS do "
+            "local out = {} for i = 1, #KEYS do "
                     + "local r = redis.call('HGET', KEYS[i], 'replicas') "
                     + "if r then for part in string.gmatch(r, '[^;]+') do "
                     + "if string.match(part, '^(.*)@%-?%d+$') == ARGV[1] then "
-                    + "redis.call('DEL', KEYS[i]) n = n + 1 break end end end end return n";
+                    + "redis.call('DEL', KEYS[i]) out[#out + 1] = KEYS[i] break end end end end "
+                    + "return out";
 
     private static final String DROP_SEGMENT =
             "redis.call('DEL', KEYS[1]) redis.call('SREM', KEYS[2], ARGV[1]) return 1";
@@ -100,7 +107,9 @@ public final class Metadata implements AutoCloseable {
                         redis.eval(
                                 PUT_SEGMENT,
                                 ScriptOutputType.INTEGER,
-                                new String[] {segmentKey(d.name()), prefix + "segments"},
+                                new String[] {
+                                    segmentKey(d.name()), prefix + "segments", epochKey()
+                                },
                                 d.nodeLabel(),
                                 d.host(),
                                 Integer.toString(d.port()),
@@ -159,32 +168,35 @@ public final class Metadata implements AutoCloseable {
      * object, so an entry that points into it is stale and would hand readers wrong bytes. One SCAN
      * of the directory, one script call per page.
      *
-     * @return how many entries were deleted
+     * @return the object keys (without the directory prefix) whose entries were deleted, sorted
      */
-    public long purgeObjectsIn(String segment) {
-        long purged = 0;
+    public List<String> purgeObjectsIn(String segment) {
+        List<String> purged = new ArrayList<>();
+        String objects = prefix + "obj:";
         io.lettuce.core.ScanCursor cursor = io.lettuce.core.ScanCursor.INITIAL;
         io.lettuce.core.ScanArgs args =
-                io.lettuce.core.ScanArgs.Builder.matches(prefix + "obj:*").limit(10000);
+                io.lettuce.core.ScanArgs.Builder.matches(objects + "*").limit(10000);
         do {
             io.lettuce.core.ScanCursor at = cursor;
             io.lettuce.core.KeyScanCursor<String> page =
                     call("scan the directory", () -> redis.scan(at, args));
             if (!page.getKeys().isEmpty()) {
                 String[] keys = page.getKeys().toArray(new String[0]);
-                Long n =
+                List<Object> deleted =
                         call(
                                 "purge objects of " + segment,
                                 () ->
                                         redis.eval(
-                                                PURGE_PAGE,
-                                                ScriptOutputType.INTEGER,
-                                                keys,
-                                                segment));
-                purged += n == null ? 0 : n;
+                                                PURGE_PAGE, ScriptOutputType.MULTI, keys, segment));
+                if (deleted != null) {
+                    for (Object key : deleted) {
+                        purged.add(key.toString().substring(objects.length()));
+                    }
+                }
             }
             cursor = page;
         } while (!cursor.isFinished());
+        Collections.sort(purged);
         return purged;
     }
 
@@ -241,6 +253,43 @@ public final class Metadata implements AutoCloseable {
     public Optional<StoredObject> object(String key) {
         Map<String, String> h = call("read object " + key, () -> redis.hgetall(objectKey(key)));
         return decode(key, h);
+    }
+
+    /**
+     * An object's entry and the segments epoch, read in one atomic step: every (re)registration of
+     * a segment descriptor bumps the epoch before its owner can allocate, so an entry that points
+     * into a new incarnation of a segment always comes with an epoch at least that new.
+     */
+    public Entry objectWithEpoch(String key) {
+        List<Object> both =
+                call(
+                        "read object " + key,
+                        () ->
+                                redis.eval(
+                                        READ_OBJECT,
+                                        ScriptOutputType.MULTI,
+                                        objectKey(key),
+                                        epochKey()));
+        Map<String, String> h = new java.util.HashMap<>();
+        List<?> flat = both == null || both.isEmpty() ? List.of() : (List<?>) both.get(0);
+        for (int i = 0; i + 1 < flat.size(); i += 2) {
+            h.put(String.valueOf(flat.get(i)), String.valueOf(flat.get(i + 1)));
+        }
+        long epoch = both == null || both.size() < 2 ? 0 : Long.parseLong(both.get(1).toString());
+        return new Entry(decode(key, h), epoch);
+    }
+
+    /** The segments epoch: how many segment descriptors were ever (re)registered. */
+    public long segmentsEpoch() {
+        String v = call("read the segments epoch", () -> redis.get(epochKey()));
+        return v == null ? 0 : Long.parseLong(v);
+    }
+
+    /** An object's entry (empty if none) and the segments epoch read with it. */
+    public record Entry(Optional<StoredObject> object, long segmentsEpoch) {}
+
+    private String epochKey() {
+        return prefix + "segments-epoch";
     }
 
     public boolean objectExists(String key) {
