@@ -1,4 +1,4 @@
--- Marks the generations garbage collection may remove: retired or aborted, not active, and with
+-- Marks the generations garbage collection may remove: retired, aborted or lost, not active, and with
 -- no unexpired lease. A marked generation refuses new leases, so a lease and a collection never
 -- both win. Generations marked by an earlier, interrupted collection are returned again.
 -- ARGV: prefix, model, nowMs
@@ -12,7 +12,7 @@ for _, id in ipairs(ids) do
   local h = redis.call('HMGET', gk, 'state', 'collecting')
   local lk = p .. 'gen-leases:' .. m .. ':' .. id
   redis.call('ZREMRANGEBYSCORE', lk, '-inf', ARGV[3])
-  if id ~= active and (h[1] == 'RETIRED' or h[1] == 'ABORTED')
+  if id ~= active and (h[1] == 'RETIRED' or h[1] == 'ABORTED' or h[1] == 'LOST')
       and (h[2] == '1' or redis.call('ZCARD', lk) == 0) then
     redis.call('HSET', gk, 'collecting', '1')
     collect[#collect + 1] = id

@@ -258,6 +258,67 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
     }
 
     @Test
+    void aLostGenerationIsNeverLeasedPlannedUpdatedOrSavedAndGoesOnceSuperseded() {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        long g2 = publish(model, 2);
+        String lost = "{\"segment\":\"seg-x\",\"objects\":3,\"reason\":\"owner restarted\"}";
+        assertProblem(call("POST", path(model, g2) + "/lost", LOADER, lost), 403, "forbidden");
+        Generation g = ok(call("POST", path(model, g2) + "/lost", TRAINER, lost), Generation.class);
+        assertThat(g.getState()).isEqualTo(GenerationState.LOST);
+        assertThat(g.getLostReason()).contains("seg-x").contains("3 object(s)");
+        assertThat(g.getLostAt()).isNotNull();
+        assertThat(ok(call("POST", path(model, g2) + "/lost", TRAINER, lost), Generation.class))
+                .as("idempotent")
+                .isEqualTo(g);
+        // the active pointer stays, saying what it is; nothing may use its bytes
+        assertThat(active(model)).isEqualTo(g2);
+        assertThat(generation(model, g2).getState()).isEqualTo(GenerationState.LOST);
+        assertProblem(
+                call("POST", path(model, g2) + "/leases", LOADER, new LeaseRequest("l", 60)),
+                409,
+                "generation-not-leasable");
+        assertProblem(
+                call(
+                        "POST",
+                        "/api/v1/plans",
+                        LOADER,
+                        "{\"model\":\"" + model + "\",\"generation\":" + g2 + ",\"group\":\"g\"}"),
+                409,
+                "generation-lost");
+        assertProblem(
+                call("PUT", path(model, g2) + "/updates/g", LOADER, "{\"instances\":[\"a\"]}"),
+                409,
+                "generation-lost");
+        assertProblem(
+                call(
+                        "POST",
+                        path(model, g2) + "/checkpoints",
+                        OPERATOR,
+                        "{\"directory\":\"/tmp/never\"}"),
+                409,
+                "generation-lost");
+        assertProblem(
+                call("POST", path(model, 999) + "/lost", TRAINER, lost),
+                404,
+                "generation-not-found");
+
+        // an open generation whose bytes are gone is aborted, never committed
+        long g3 = open(model, 3).getGeneration().getGeneration();
+        Generation aborted =
+                ok(call("POST", path(model, g3) + "/lost", TRAINER, lost), Generation.class);
+        assertThat(aborted.getState()).isEqualTo(GenerationState.ABORTED);
+        assertThat(aborted.getAbortReason()).contains("seg-x");
+
+        long g4 = publish(model, 4);
+        assertThat(generation(model, g4).getState()).isEqualTo(GenerationState.ACTIVE);
+        GcReport report =
+                ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
+        assertThat(report.getCollected()).contains(g1, g2, g3);
+        assertThat(active(model)).isEqualTo(g4);
+    }
+
+    @Test
     void garbageCollectionNeverRemovesALeasedGeneration() {
         String model = newModel();
         long g1 = publish(model, 1);

@@ -179,7 +179,7 @@ public class CheckpointService {
     }
 
     private GenerationService.StoredGeneration committed(String model, long generation) {
-        GenerationService.StoredGeneration g = generations.load(model, generation);
+        GenerationService.StoredGeneration g = generations.load(model, generation).requireNotLost();
         if (!g.committed()) {
             throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                     "generation " + generation + " is " + g.state() + ", never committed");

@@ -62,5 +62,9 @@ public final class GenerationProblems {
                     HttpStatus.CONFLICT,
                     "Generation can no longer be leased");
 
+    public static final ProblemKind GENERATION_LOST =
+            new ProblemKind(
+                    "generation-lost", HttpStatus.CONFLICT, "Generation's stored bytes are gone");
+
     private GenerationProblems() {}
 }

@@ -66,6 +66,7 @@ public class GenerationService {
     private static final RedisScript<List<Object>> REGISTER = Scripts.load("register");
     private static final RedisScript<List<Object>> COMMIT = Scripts.load("commit");
     private static final RedisScript<List<Object>> ABORT = Scripts.load("abort");
+    private static final RedisScript<List<Object>> LOSE = Scripts.load("lose");
     private static final RedisScript<List<Object>> LEASE = Scripts.load("lease");
     private static final RedisScript<List<Object>> GC_MARK = Scripts.load("gc-mark");
     private static final RedisScript<List<Object>> GC_FINISH = Scripts.load("gc-finish");
@@ -83,6 +84,25 @@ public class GenerationService {
 
         public boolean committed() {
             return state() == GenerationState.ACTIVE || state() == GenerationState.RETIRED;
+        }
+
+        /**
+         * Refuses a generation whose bytes are gone (LOST): nothing may be planned, loaded or saved
+         * from it.
+         */
+        public StoredGeneration requireNotLost() {
+            if (state() == GenerationState.LOST) {
+                throw GenerationProblems.GENERATION_LOST
+                        .exception(
+                                "generation "
+                                        + id()
+                                        + " of "
+                                        + view.getModel()
+                                        + " is LOST: "
+                                        + view.getLostReason())
+                        .with("generation", id());
+            }
+            return this;
         }
     }
 
@@ -354,6 +374,44 @@ public class GenerationService {
             case "not-found" -> throw notFound(model, generation);
             case "not-open" -> throw notOpen(model, generation, item(result, 1));
             default -> throw unexpected("abort", result);
+        }
+    }
+
+    /**
+     * Marks a generation whose bytes in {@code segment} are gone (its owner re-created it after a
+     * crash): committed -> LOST, never leased or loaded again, so loaders stay on what they serve;
+     * open -> ABORTED with its remaining objects removed. Idempotent.
+     */
+    public Generation lose(
+            String model, long generation, String segment, long objects, String why) {
+        String reason =
+                objects
+                        + " object(s) in segment '"
+                        + segment
+                        + "' are gone (its owner re-created it)"
+                        + (why == null || why.isBlank() ? "" : ": " + why);
+        List<Object> result =
+                script(LOSE, model, String.valueOf(generation), reason, now().toString());
+        switch (code(result)) {
+            case "ok" -> {
+                String outcome = item(result, 1);
+                if ("lost".equals(outcome)) {
+                    meters.counter("relay.generations.lost", "model", model).increment();
+                    log.warn("model {}: generation {} is LOST: {}", model, generation, reason);
+                } else if ("aborted".equals(outcome)) {
+                    meters.counter("relay.generations.aborted", "model", model).increment();
+                    long removed = store.remove(objectKeys(model, generation, item(result, 3)));
+                    log.warn(
+                            "model {}: open generation {} aborted, {} store object(s) removed: {}",
+                            model,
+                            generation,
+                            removed,
+                            reason);
+                }
+                return get(model, generation);
+            }
+            case "not-found" -> throw notFound(model, generation);
+            default -> throw unexpected("lose", result);
         }
     }
 
@@ -714,6 +772,8 @@ public class GenerationService {
         if (reason != null && !reason.isEmpty()) {
             g.setAbortReason(reason);
         }
+        g.setLostAt(time(h, "lostAt"));
+        g.setLostReason(str(h, "lostReason"));
         String topology = str(h, "trainerTopology");
         return new StoredGeneration(
                 g,

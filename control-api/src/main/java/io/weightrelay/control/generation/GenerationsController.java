@@ -7,6 +7,7 @@ import io.weightrelay.api.control.model.GenerationManifest;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.Lease;
 import io.weightrelay.api.control.model.LeaseRequest;
+import io.weightrelay.api.control.model.LostRequest;
 import io.weightrelay.api.control.model.OpenGenerationRequest;
 import io.weightrelay.api.control.model.OpenedGeneration;
 import io.weightrelay.api.control.model.RegisterObjectsRequest;
@@ -54,6 +55,18 @@ class GenerationsController implements GenerationsApi {
             String model, Long generation, AbortRequest request) {
         String reason = request == null ? null : request.getReason();
         return ResponseEntity.ok(generations.abort(model, generation, reason));
+    }
+
+    @Override
+    public ResponseEntity<Generation> loseGeneration(
+            String model, Long generation, LostRequest request) {
+        return ResponseEntity.ok(
+                generations.lose(
+                        model,
+                        generation,
+                        request.getSegment(),
+                        request.getObjects(),
+                        request.getReason()));
     }
 
     @Override

@@ -93,7 +93,7 @@ public class PlanService {
 
     public PlanSummary resolve(PlanRequest request) {
         GenerationService.StoredGeneration generation =
-                generations.load(request.getModel(), request.getGeneration());
+                generations.load(request.getModel(), request.getGeneration()).requireNotLost();
         if (generation.state() == GenerationState.ABORTED) {
             throw GenerationProblems.GENERATION_NOT_OPEN.exception(
                     "generation " + request.getGeneration() + " was aborted");

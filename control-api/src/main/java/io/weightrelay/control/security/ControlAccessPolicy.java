@@ -33,6 +33,7 @@ class ControlAccessPolicy extends AccessRules {
         rule("POST", GEN + "/objects", PUBLISH),
         rule("POST", GEN + "/commit", PUBLISH),
         rule("POST", GEN + "/abort", PUBLISH_OR_OPERATE),
+        rule("POST", GEN + "/lost", PUBLISH_OR_OPERATE),
         rule("POST", "/api/v1/assignments", PUBLISH),
         rule("POST", GEN + "/leases", UPDATE),
         rule("DELETE", GEN + "/leases/" + SEG, UPDATE_OR_OPERATE),

@@ -80,7 +80,7 @@ public class UpdateService {
 
     public UpdateSession start(
             String model, long generation, String group, UpdateSessionRequest request) {
-        GenerationService.StoredGeneration g = generations.load(model, generation);
+        GenerationService.StoredGeneration g = generations.load(model, generation).requireNotLost();
         if (!g.committed()) {
             throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                     "generation "
