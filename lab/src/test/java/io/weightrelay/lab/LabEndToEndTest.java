@@ -3,6 +3,7 @@ package io.weightrelay.lab;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.TargetFragment;
 import io.weightrelay.api.loader.client.model.TransportBytes;
@@ -13,6 +14,7 @@ import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Demands;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -69,27 +71,35 @@ class LabEndToEndTest {
 
     /**
      * A publisher killed after a commit and restarted on its segment lost what it stored: the
-     * generation committed just before is unreadable (its objects were purged from the store), so
-     * every engine stays on the generation it serves, byte for byte.
+     * generation committed just before is marked LOST by control-api (told by the new owner), every
+     * engine stays on the generation it serves, byte for byte, and the restarted publisher's next
+     * generation reaches the same loaders (they lived through the restart and find its new
+     * endpoint) and verifies byte for byte.
      */
     private static void publisherRestartNeverServesLostBytes(LabCluster lab, long serving)
             throws Exception {
         long lost = lab.publish(2);
         lab.restartPublisher(0);
+        assertThat(lab.awaitGenerationState(lost, GenerationState.LOST, Duration.ofSeconds(60)))
+                .as("generation %d after its owner restarted", lost)
+                .isEqualTo(GenerationState.LOST);
 
         LabCluster.Updates refused = lab.updateAll();
         for (UpdateProgress p : refused.results()) {
             assertThat(p.getOutcome())
                     .as("%s: %s", p.getUpdateId(), p.getError())
                     .isEqualTo(UpdateOutcome.RESUMED_OLD);
+            assertThat(p.getError()).as(p.getUpdateId()).contains("LOST");
         }
         assertThat(lab.verifyAll(serving))
                 .as("engines still serve generation %d after %d became unreadable", serving, lost)
                 .isPositive();
-        // Not updated further here: a loader that lived through the restart still holds the
-        // killed engine's connections, and its first read from the new one fails PEER_GONE once
-        // (native-dataplane; an update then pauses, never serves a wrong byte). The restarted
-        // publisher's next generation is verified by publisher-service's PublisherRestartTest.
+
+        long next = lab.publish(3);
+        lab.updateAll().requireUpdated();
+        assertThat(lab.verifyAll(next))
+                .as("the restarted publisher's generation %d, through loaders that lived on", next)
+                .isPositive();
     }
 
     /**

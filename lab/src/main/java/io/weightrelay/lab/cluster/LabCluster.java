@@ -8,6 +8,7 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
+import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.rollout.RolloutEngine;
@@ -228,6 +229,22 @@ public final class LabCluster implements AutoCloseable {
 
     public long verify(RolloutEngine engine, long generation) {
         return new ShmVerifier(manifest, spec.seed(), generation).verify(engine.status());
+    }
+
+    /**
+     * Waits until control-api says {@code generation} is in {@code state}, at most {@code wait};
+     * returns the state it has then.
+     */
+    public GenerationState awaitGenerationState(
+            long generation, GenerationState state, Duration wait) throws InterruptedException {
+        long deadline = System.nanoTime() + wait.toNanos();
+        while (true) {
+            GenerationState now = operator.getGeneration(spec.model(), generation).getState();
+            if (now == state || System.nanoTime() > deadline) {
+                return now;
+            }
+            Thread.sleep(100);
+        }
     }
 
     /** Removes retired generations nobody holds, as a deployment's scheduled GC would. */

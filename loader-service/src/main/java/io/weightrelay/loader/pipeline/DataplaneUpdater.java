@@ -24,6 +24,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Prepare and apply on the data plane for one loader: validates its slice, checks its objects,
@@ -31,6 +33,7 @@ import java.util.function.LongConsumer;
  * {@link PipelineExecutor}. Knows nothing of control-api: barriers are the caller's.
  */
 public final class DataplaneUpdater {
+    private static final Logger log = LoggerFactory.getLogger(DataplaneUpdater.class);
 
     /** Prunes the notify counters of failed applies once their peers' pushes have timed out. */
     private static final ScheduledExecutorService PRUNER =
@@ -163,6 +166,15 @@ public final class DataplaneUpdater {
             }
         }
         checkObjects(slice.objectKeys(r.model(), r.generation()));
+        // Peers that restarted since the last update (a publisher, another loader) keep their
+        // segment names but not their endpoints or files: forget what changed before anything
+        // is read or written, so a restart elsewhere never fails this update half-way.
+        int forgotten = dataplane.engine().revalidate();
+        if (forgotten > 0) {
+            log.info(
+                    "{} segment(s) changed owner since the last update; resolving them afresh",
+                    forgotten);
+        }
         Map<String, Segment> own = new LinkedHashMap<>();
         for (int w : slice.myWorkers()) {
             String worker = plan.workerId(w);

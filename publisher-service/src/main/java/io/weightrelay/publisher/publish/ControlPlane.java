@@ -30,6 +30,13 @@ public interface ControlPlane {
      */
     boolean heartbeatSegment(String segment);
 
+    /**
+     * Tells control-api that {@code objects} objects of a generation were in {@code segment} when a
+     * previous owner of it died: the generation becomes LOST (or aborted, if still open).
+     * Idempotent.
+     */
+    void loseGeneration(String model, long generation, String segment, long objects, String reason);
+
     /** An object as control-api registers it. */
     record StoredObject(String key, long size, String checksum, String segment) {}
 }

@@ -5,6 +5,7 @@ import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.RegistryApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
+import io.weightrelay.api.control.client.model.LostRequest;
 import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.SegmentRegistration;
@@ -110,6 +111,15 @@ final class RestControlPlane implements ControlPlane {
                         .size(size)
                         .adminUrl(adminUrl);
         call("register segment " + segment, () -> registry.registerSegment(segment, registration));
+    }
+
+    @Override
+    public void loseGeneration(
+            String model, long generation, String segment, long objects, String reason) {
+        LostRequest request = new LostRequest().segment(segment).objects(objects).reason(reason);
+        call(
+                "mark " + model + "/" + generation + " lost",
+                () -> generations.loseGeneration(model, generation, request));
     }
 
     @Override

@@ -11,8 +11,8 @@ import io.weightrelay.service.dataplane.DataplaneSettings;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
+import java.util.TreeSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,18 +51,15 @@ public final class SegmentOwner implements AutoCloseable {
         this.settings = settings;
         long started = System.nanoTime();
         this.dataplane = Dataplane.open(settings.config(properties.node()));
-        String redisUri = settings.properties().redisUri();
-        String prefix = settings.properties().keyPrefix();
         try {
-            // Listed before the segment exists, so every entry naming it describes a previous
-            // incarnation's bytes; purged before this one serves a single allocation.
-            Map<String, String> stale = StaleObjects.find(redisUri, prefix, properties.name());
+            // The data plane purges the directory entries a previous incarnation left in this
+            // name before the new file exists, and says which they were.
             this.segment = dataplane.createSegment(properties.name(), properties.size().toBytes());
-            this.lostOnRestart = StaleObjects.purge(redisUri, prefix, stale);
         } catch (RuntimeException e) {
             dataplane.close();
             throw e;
         }
+        this.lostOnRestart = segment.purgedOnCreate();
         if (!lostOnRestart.isEmpty()) {
             log.warn(
                     "segment '{}' was re-created: {} objects a previous owner stored in it are gone"
@@ -71,7 +68,7 @@ public final class SegmentOwner implements AutoCloseable {
                             + " restore them from a checkpoint or publish a new one",
                     properties.name(),
                     lostOnRestart.size(),
-                    StaleObjects.generations(lostOnRestart));
+                    generations(lostOnRestart));
         }
         this.preferLocal = ReplicateConfig.preferLocal(segment.name());
         log.info(
@@ -89,6 +86,22 @@ public final class SegmentOwner implements AutoCloseable {
      */
     public List<String> lostOnRestart() {
         return lostOnRestart;
+    }
+
+    /** The {@code model/generation} of each store key ({@code {model}/{generation}/{fragment}}). */
+    static List<String> generations(List<String> keys) {
+        TreeSet<String> out = new TreeSet<>();
+        for (String key : keys) {
+            out.add(generationOf(key));
+        }
+        return List.copyOf(out);
+    }
+
+    /** The {@code model/generation} of a store key. */
+    static String generationOf(String key) {
+        int first = key.indexOf('/');
+        int second = first < 0 ? -1 : key.indexOf('/', first + 1);
+        return second < 0 ? key : key.substring(0, second);
     }
 
     public String segmentName() {

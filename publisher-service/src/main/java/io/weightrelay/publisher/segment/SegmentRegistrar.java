@@ -1,7 +1,12 @@
 package io.weightrelay.publisher.segment;
 
 import io.weightrelay.publisher.publish.ControlPlane;
+import io.weightrelay.publisher.publish.PublishProblems;
 import io.weightrelay.service.dataplane.DataplaneSettings;
+import io.weightrelay.service.problem.RelayException;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -15,6 +20,10 @@ import org.springframework.core.env.Environment;
  * Keeps this segment registered as a live owner in control-api's registry (register once the
  * service is ready, heartbeat within the TTL, register again when the registry forgot it). A
  * control-api that is away only delays this; publishing does not depend on it.
+ *
+ * <p>After a restart that re-created the segment, it also reports every generation whose objects
+ * the previous owner held ({@link SegmentOwner#lostOnRestart}) to control-api as lost, retrying
+ * until control-api has taken each one, so none stays ACTIVE with bytes that are gone.
  */
 final class SegmentRegistrar implements AutoCloseable {
 
@@ -34,6 +43,9 @@ final class SegmentRegistrar implements AutoCloseable {
                     });
     private volatile boolean registered;
 
+    /** {@code model/generation} -> how many of its objects were lost; removed once reported. */
+    private final Map<String, Long> unreported = new ConcurrentHashMap<>();
+
     SegmentRegistrar(
             SegmentOwner owner,
             SegmentProperties properties,
@@ -49,6 +61,13 @@ final class SegmentRegistrar implements AutoCloseable {
 
     @EventListener(ApplicationReadyEvent.class)
     void start() {
+        for (String key : owner.lostOnRestart()) {
+            unreported.merge(SegmentOwner.generationOf(key), 1L, Long::sum);
+        }
+        if (!unreported.isEmpty()) {
+            timer.scheduleWithFixedDelay(
+                    this::reportLost, 0, properties.heartbeat().toMillis(), TimeUnit.MILLISECONDS);
+        }
         if (!properties.register()) {
             return;
         }
@@ -73,6 +92,42 @@ final class SegmentRegistrar implements AutoCloseable {
         } catch (RuntimeException e) {
             registered = false;
             log.warn("segment '{}' not registered yet: {}", owner.segmentName(), e.getMessage());
+        }
+    }
+
+    private void reportLost() {
+        for (Map.Entry<String, Long> e : new TreeMap<>(unreported).entrySet()) {
+            int slash = e.getKey().lastIndexOf('/');
+            String model = e.getKey().substring(0, slash);
+            long generation = Long.parseLong(e.getKey().substring(slash + 1));
+            try {
+                control.loseGeneration(
+                        model,
+                        generation,
+                        owner.segmentName(),
+                        e.getValue(),
+                        "the publisher of node '" + owner.node() + "' restarted");
+                unreported.remove(e.getKey());
+                log.warn(
+                        "generation {} of {} reported lost to control-api ({} objects were in"
+                                + " segment '{}')",
+                        generation,
+                        model,
+                        e.getValue(),
+                        owner.segmentName());
+            } catch (RuntimeException ex) {
+                if (ex instanceof RelayException r
+                        && r.kind() == PublishProblems.GENERATION_NOT_FOUND) {
+                    unreported.remove(e.getKey()); // collected already: nothing left to mark
+                    continue;
+                }
+                log.warn(
+                        "generation {} of {} not reported lost yet: {}",
+                        generation,
+                        model,
+                        ex.getMessage());
+                return;
+            }
         }
     }
 

@@ -2,6 +2,8 @@ package io.weightrelay.publisher.segment;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.control.client.model.Generation;
+import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.ObjectLocation;
@@ -128,7 +130,22 @@ class PublisherRestartTest {
             }
         }
 
+        // control-api hears of it from the new owner: the generation it still points at is LOST
+        // (loaders refuse it and stay on what they serve), never ACTIVE with its bytes gone.
+        Generation lost = awaitLost(manifest.model(), second);
+        assertThat(lost.getLostReason()).contains(segment).contains("re-created");
+        assertThat(control.generations().getActiveGeneration("restart").getGeneration())
+                .isEqualTo(second);
+        assertThat(control.generations().getActiveGeneration("restart").getState())
+                .isEqualTo(GenerationState.LOST);
+        if (stillRecorded(manifest.model(), first)) { // not collected before the kill
+            assertThat(awaitLost(manifest.model(), first).getState())
+                    .isEqualTo(GenerationState.LOST);
+        }
+
         long third = publish(manifest, 2);
+        assertThat(control.generations().getActiveGeneration("restart").getState())
+                .isEqualTo(GenerationState.ACTIVE);
         Map<String, ObjectLocation> after = verifyAll(manifest, third);
         // The new generation reuses the old offsets: had the old entries stayed, they would
         // now point at generation 3's bytes.
@@ -136,6 +153,29 @@ class PublisherRestartTest {
         for (StoredFragment f : manifest.fragments()) {
             String key = ObjectKeys.key(manifest.model(), second, f.fragment());
             assertThat(reader.store().exists(key)).as(key).isFalse();
+        }
+    }
+
+    private boolean stillRecorded(String model, long generation) {
+        try {
+            control.generations().getGeneration(model, generation);
+            return true;
+        } catch (org.springframework.web.client.HttpClientErrorException.NotFound e) {
+            return false;
+        }
+    }
+
+    private Generation awaitLost(String model, long generation) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (true) {
+            Generation g = control.generations().getGeneration(model, generation);
+            if (g.getState() == GenerationState.LOST || System.nanoTime() > deadline) {
+                assertThat(g.getState())
+                        .as(model + "/" + generation)
+                        .isEqualTo(GenerationState.LOST);
+                return g;
+            }
+            Thread.sleep(100);
         }
     }
 
