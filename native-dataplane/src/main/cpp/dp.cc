@@ -320,6 +320,7 @@ class Engine {
     }
     Result<int64_t> Alloc(int64_t id, int64_t length);
     Err Free(int64_t id, int64_t offset);
+    Err Probe(int64_t id);
     Err Carve(int64_t id, int64_t block, int32_t count, const int64_t* starts,
               const int64_t* lengths);
 
@@ -484,6 +485,25 @@ class TcpPeer {
             control_.Reset();  // a stale pooled connection gets one fresh retry
         }
         return Err::kPeerGone;
+    }
+
+    // Whether the owner answers now: the idle control connection is checked for a hang-up
+    // without waiting, and a fresh one (connect + handshake, bounded by the connect timeout) is
+    // made when there is none or it was closed. The connection stays for later control calls.
+    Err Probe() {
+        std::lock_guard<std::mutex> lock(control_mu_);
+        if (engine_->closing()) return Err::kClosed;
+        if (control_.valid()) {
+            struct pollfd p {};
+            p.fd = control_.get();
+            p.events = POLLIN | POLLRDHUP;
+            if (::poll(&p, 1, 0) == 0) return Err::kOk;  // open and quiet: a live peer
+            control_.Reset();  // hung up, errored or sent unasked bytes: start afresh
+        }
+        auto fd = Connect();
+        if (!fd.ok()) return fd.error();
+        control_ = Fd(fd.value());
+        return Err::kOk;
     }
 
     void Stop() {
@@ -866,6 +886,14 @@ Result<int64_t> Engine::Alloc(int64_t id, int64_t length) {
     if (length <= 0) return Err::kInvalidArgument;
     if (seg->own) return seg->own->Allocate(length);
     return Err::kDenied;  // only the owner allocates in its segment
+}
+
+Err Engine::Probe(int64_t id) {
+    if (closing()) return Err::kClosed;
+    auto seg = FindSegment(id);
+    if (!seg) return Err::kUnknownSegment;
+    if (seg->own || seg->mapping) return Err::kOk;  // bytes are in a file here, owner or not
+    return seg->peer->Probe();
 }
 
 Err Engine::Free(int64_t id, int64_t offset) {
@@ -1455,6 +1483,13 @@ int dp_segment_open(dp_engine* engine, const char* name, const char* node_label,
         if (!r.ok()) return dp::Code(r.error());
         *segment_id_out = r.value();
         return DP_OK;
+    });
+}
+
+int dp_segment_probe(dp_engine* engine, int64_t segment_id) {
+    return Guard([&] {
+        if (!engine) return DP_ERR_INVALID_ARGUMENT;
+        return dp::Code(engine->impl->Probe(segment_id));
     });
 }
 

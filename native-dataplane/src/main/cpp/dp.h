@@ -147,6 +147,12 @@ int dp_segment_open(dp_engine* engine, const char* name, const char* node_label,
                     int64_t* segment_id_out);
 /* Forgets a peer segment (for example after its owner died). */
 int dp_segment_close(dp_engine* engine, int64_t segment_id);
+/*
+ * Checks that a tcp segment's owner answers now (its control connection is open, or a new one
+ * connects and authenticates within the connect timeout). DP_OK at once for segments read
+ * through a file mapping or owned by this engine; DP_ERR_PEER_GONE or DP_ERR_DENIED otherwise.
+ */
+int dp_segment_probe(dp_engine* engine, int64_t segment_id);
 
 /* ---- allocation inside a segment (by its owner) ---- */
 

@@ -10,6 +10,7 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -312,6 +313,45 @@ public final class StoreClient {
     public boolean exists(String key) {
         checkKey(key);
         return Dataplane.metadata(() -> metadata.objectExists(key));
+    }
+
+    /**
+     * Checks, before a reader touches anything, that it could read all of {@code keys}: each is
+     * published and has a replica whose owner answers now ({@link TransferEngine#probe}, once per
+     * segment). Directory entries are read pipelined, a thousand per round trip.
+     *
+     * @return the segments holding the objects, sorted
+     * @throws ObjectNotFoundException naming the first missing key (in the order given)
+     * @throws PeerGoneException naming a segment whose owner is gone and that holds the only
+     *     replica of some key
+     */
+    public java.util.SortedSet<String> checkReadable(List<String> keys) {
+        keys.forEach(this::checkKey);
+        List<StoredObject> entries = Dataplane.metadata(() -> metadata.objects(keys));
+        java.util.SortedSet<String> segments = new java.util.TreeSet<>();
+        for (int i = 0; i < keys.size(); i++) {
+            StoredObject o = entries.get(i);
+            if (o == null) {
+                throw new ObjectNotFoundException(keys.get(i));
+            }
+            o.replicas().forEach(r -> segments.add(r.segment()));
+        }
+        Map<String, DataplaneException> dead = new java.util.HashMap<>();
+        for (String segment : segments) {
+            try {
+                engine.probe(segment);
+            } catch (PeerGoneException | UnknownSegmentException e) {
+                dead.put(segment, e);
+            }
+        }
+        if (!dead.isEmpty()) {
+            for (StoredObject o : entries) {
+                if (o.replicas().stream().allMatch(r -> dead.containsKey(r.segment()))) {
+                    throw dead.get(o.replicas().get(0).segment());
+                }
+            }
+        }
+        return segments;
     }
 
     /**

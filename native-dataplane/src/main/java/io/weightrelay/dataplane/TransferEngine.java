@@ -270,6 +270,25 @@ public final class TransferEngine {
     }
 
     /**
+     * Checks that {@code segment}'s owner answers now: a tcp owner must accept (or still hold) an
+     * authenticated control connection within the connect timeout; a segment read through a file
+     * mapping or owned here needs no owner. Meant for a prepare step, before anything is touched.
+     *
+     * @throws UnknownSegmentException if no descriptor names the segment
+     * @throws PeerGoneException if its owner does not answer
+     * @throws PermissionDeniedException if it answers but refuses this engine's proof
+     */
+    public void probe(String segment) {
+        checkName(segment, "segment");
+        Resolved r = resolve(segment);
+        if (r == null) {
+            throw new UnknownSegmentException(segment);
+        }
+        int rc = handle.call(e -> DpNative.dp_segment_probe(e, r.id()));
+        Errors.check(rc, segment);
+    }
+
+    /**
      * Re-reads the descriptor of every segment this engine has resolved and forgets those whose
      * owner changed (restarted with a new engine, port or file) or left, so the next transfer
      * resolves them afresh. Cheap: one directory read per cached segment. Call it before a unit of

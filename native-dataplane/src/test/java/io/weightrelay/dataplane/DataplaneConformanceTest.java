@@ -905,4 +905,30 @@ abstract class DataplaneConformanceTest {
         long[] r = a.store().getIntoRanges("doomed/obj", List.of(new ReadRange(0, 4096, dst, 0)));
         assertThat(r).containsExactly(DataplaneError.PEER_GONE.code());
     }
+
+    @Test
+    void checkReadableNamesAMissingObjectAndADeadOwnerBeforeAnythingIsRead() throws Exception {
+        Dataplane a = dp("node-a");
+        PeerProcess peer = peer("node-probe", "probed", MIB);
+        peer.command("put probed/one 4096 1");
+        peer.command("put probed/two 4096 2");
+        assertThat(a.store().checkReadable(List.of("probed/one", "probed/two")))
+                .containsExactly("probed");
+        assertThat(a.store().checkReadable(List.of("probed/one")))
+                .as("a second check reuses the live control connection")
+                .containsExactly("probed");
+        assertThatThrownBy(() -> a.store().checkReadable(List.of("probed/one", "probed/none")))
+                .isInstanceOfSatisfying(
+                        ObjectNotFoundException.class,
+                        e -> assertThat(e.key()).isEqualTo("probed/none"));
+
+        peer.kill(); // its descriptor and directory entries stay, as after a crash
+        long started = System.nanoTime();
+        assertThatThrownBy(() -> a.store().checkReadable(List.of("probed/one")))
+                .isInstanceOfSatisfying(
+                        PeerGoneException.class, e -> assertThat(e.segment()).isEqualTo("probed"));
+        assertThat(Duration.ofNanos(System.nanoTime() - started))
+                .as("a refused connection is known at once, not after the io timeout")
+                .isLessThan(Duration.ofSeconds(10));
+    }
 }

@@ -3,6 +3,8 @@ package io.weightrelay.loader.pipeline;
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneException;
+import io.weightrelay.dataplane.ObjectNotFoundException;
+import io.weightrelay.dataplane.PeerGoneException;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.loader.registration.RegistrationKey;
 import io.weightrelay.loader.registration.RegistrationManager;
@@ -46,8 +48,6 @@ public final class DataplaneUpdater {
 
     /** Device name of the loader's own read staging in registration keys. */
     public static final String STAGING_DEVICE = "staging";
-
-    private static final int CHECK_THREADS = 8;
 
     private final Dataplane dataplane;
     private final RegistrationManager<Segment> registrations;
@@ -165,7 +165,6 @@ public final class DataplaneUpdater {
                 }
             }
         }
-        checkObjects(slice.objectKeys(r.model(), r.generation()));
         // Peers that restarted since the last update (a publisher, another loader) keep their
         // segment names but not their endpoints or files: forget what changed before anything
         // is read or written, so a restart elsewhere never fails this update half-way.
@@ -175,6 +174,7 @@ public final class DataplaneUpdater {
                     "{} segment(s) changed owner since the last update; resolving them afresh",
                     forgotten);
         }
+        checkObjects(slice.objectKeys(r.model(), r.generation()));
         Map<String, Segment> own = new LinkedHashMap<>();
         for (int w : slice.myWorkers()) {
             String worker = plan.workerId(w);
@@ -212,42 +212,25 @@ public final class DataplaneUpdater {
         return new Prepared(r, slice, staging, own, baselines, layout);
     }
 
-    /** Every object this loader reads is in the store; a handful of lookups in flight at once. */
+    /**
+     * Every object this loader reads is in the store and has an owner that answers now: a dead
+     * segment owner fails the prepare, naming the segment, so no instance starts an apply it cannot
+     * finish. Entries are read pipelined; each segment's owner is probed once.
+     */
     private void checkObjects(Set<String> keys) {
-        java.util.concurrent.ExecutorService pool =
-                java.util.concurrent.Executors.newFixedThreadPool(CHECK_THREADS);
         try {
-            List<java.util.concurrent.Future<String>> missing = new java.util.ArrayList<>();
-            for (String key : keys) {
-                missing.add(
-                        pool.submit(
-                                () -> {
-                                    try {
-                                        return dataplane.store().exists(key) ? null : key;
-                                    } catch (DataplaneException e) {
-                                        throw new ApplyFailure(
-                                                key,
-                                                "cannot check " + key + ": " + e.getMessage(),
-                                                e);
-                                    }
-                                }));
-            }
-            for (java.util.concurrent.Future<String> f : missing) {
-                String key = f.get();
-                if (key != null) {
-                    throw new ApplyFailure(key, "object " + key + " is not in the store");
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new ApplyFailure(firstOf(keys), "interrupted while checking objects");
-        } catch (java.util.concurrent.ExecutionException e) {
-            if (e.getCause() instanceof ApplyFailure a) {
-                throw a;
-            }
-            throw new ApplyFailure(firstOf(keys), "checking objects failed: " + e.getCause(), e);
-        } finally {
-            pool.shutdownNow();
+            dataplane.store().checkReadable(List.copyOf(keys));
+        } catch (ObjectNotFoundException e) {
+            throw new ApplyFailure(e.key(), "object " + e.key() + " is not in the store", e);
+        } catch (PeerGoneException e) {
+            throw new ApplyFailure(
+                    e.segment(),
+                    "the owner of segment "
+                            + e.segment()
+                            + ", which holds objects this loader reads, does not answer",
+                    e);
+        } catch (DataplaneException e) {
+            throw new ApplyFailure(firstOf(keys), "cannot check objects: " + e.getMessage(), e);
         }
     }
 

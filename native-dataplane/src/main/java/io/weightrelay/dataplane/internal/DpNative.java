@@ -133,6 +133,8 @@ public final class DpNative {
 
     public static native int dp_segment_close(dp_engine engine, @Cast("int64_t") long segmentId);
 
+    public static native int dp_segment_probe(dp_engine engine, @Cast("int64_t") long segmentId);
+
     public static native int dp_segment_alloc(
             dp_engine engine,
             @Cast("int64_t") long segmentId,
