@@ -271,8 +271,9 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         assertThat(ok(call("POST", path(model, g2) + "/lost", TRAINER, lost), Generation.class))
                 .as("idempotent")
                 .isEqualTo(g);
-        // the active pointer stays, saying what it is; nothing may use its bytes
-        assertThat(active(model)).isEqualTo(g2);
+        // it was active: the newest earlier whole generation is active again
+        assertThat(active(model)).isEqualTo(g1);
+        assertThat(generation(model, g1).getState()).isEqualTo(GenerationState.ACTIVE);
         assertThat(generation(model, g2).getState()).isEqualTo(GenerationState.LOST);
         assertProblem(
                 call("POST", path(model, g2) + "/leases", LOADER, new LeaseRequest("l", 60)),
@@ -309,6 +310,12 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
                 ok(call("POST", path(model, g3) + "/lost", TRAINER, lost), Generation.class);
         assertThat(aborted.getState()).isEqualTo(GenerationState.ABORTED);
         assertThat(aborted.getAbortReason()).contains("seg-x");
+
+        // with no whole generation before it, the pointer stays on the lost one, which says so
+        Generation again =
+                ok(call("POST", path(model, g1) + "/lost", TRAINER, lost), Generation.class);
+        assertThat(again.getState()).isEqualTo(GenerationState.LOST);
+        assertThat(active(model)).isEqualTo(g1);
 
         long g4 = publish(model, 4);
         assertThat(generation(model, g4).getState()).isEqualTo(GenerationState.ACTIVE);

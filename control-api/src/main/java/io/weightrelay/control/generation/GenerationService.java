@@ -380,7 +380,8 @@ public class GenerationService {
     /**
      * Marks a generation whose bytes in {@code segment} are gone (its owner re-created it after a
      * crash): committed -> LOST, never leased or loaded again, so loaders stay on what they serve;
-     * open -> ABORTED with its remaining objects removed. Idempotent.
+     * if it was active, the newest earlier whole generation becomes active again (restarted and new
+     * engines load that); open -> ABORTED with its remaining objects removed. Idempotent.
      */
     public Generation lose(
             String model, long generation, String segment, long objects, String why) {
@@ -397,7 +398,15 @@ public class GenerationService {
                 String outcome = item(result, 1);
                 if ("lost".equals(outcome)) {
                     meters.counter("relay.generations.lost", "model", model).increment();
-                    log.warn("model {}: generation {} is LOST: {}", model, generation, reason);
+                    String back = item(result, 4);
+                    log.warn(
+                            "model {}: generation {} is LOST: {}; {}",
+                            model,
+                            generation,
+                            reason,
+                            back.isEmpty()
+                                    ? "the active generation is unchanged"
+                                    : "generation " + back + " (whole) is active again");
                 } else if ("aborted".equals(outcome)) {
                     meters.counter("relay.generations.aborted", "model", model).increment();
                     long removed = store.remove(objectKeys(model, generation, item(result, 3)));

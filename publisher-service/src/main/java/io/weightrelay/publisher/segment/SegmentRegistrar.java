@@ -4,6 +4,7 @@ import io.weightrelay.publisher.publish.ControlPlane;
 import io.weightrelay.publisher.publish.PublishProblems;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.RelayException;
+import java.util.Comparator;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -42,6 +43,9 @@ final class SegmentRegistrar implements AutoCloseable {
                         return t;
                     });
     private volatile boolean registered;
+    private static final Comparator<String> OLDEST_FIRST =
+            Comparator.comparing((String mg) -> mg.substring(0, mg.lastIndexOf('/')))
+                    .thenComparingLong(mg -> Long.parseLong(mg.substring(mg.lastIndexOf('/') + 1)));
 
     /** {@code model/generation} -> how many of its objects were lost; removed once reported. */
     private final Map<String, Long> unreported = new ConcurrentHashMap<>();
@@ -96,7 +100,11 @@ final class SegmentRegistrar implements AutoCloseable {
     }
 
     private void reportLost() {
-        for (Map.Entry<String, Long> e : new TreeMap<>(unreported).entrySet()) {
+        // Oldest first, by number: a lost active generation falls back to the newest earlier
+        // whole one, so the earlier ones this restart lost must be known as lost by then.
+        TreeMap<String, Long> ordered = new TreeMap<>(OLDEST_FIRST);
+        ordered.putAll(unreported);
+        for (Map.Entry<String, Long> e : ordered.entrySet()) {
             int slash = e.getKey().lastIndexOf('/');
             String model = e.getKey().substring(0, slash);
             long generation = Long.parseLong(e.getKey().substring(slash + 1));
