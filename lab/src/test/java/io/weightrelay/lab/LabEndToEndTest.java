@@ -61,6 +61,8 @@ class LabEndToEndTest {
                 refusedRegistrationReachesTheEngine(lab, lab.engines().get(1));
                 if (mode == Mode.COMPAT) {
                     publisherRestartNeverServesLostBytes(lab, second);
+                } else {
+                    deadOwnerFailsThePrepare(lab, second);
                 }
             } catch (Exception | AssertionError e) {
                 lab.dumpLogs();
@@ -99,6 +101,30 @@ class LabEndToEndTest {
         lab.updateAll().requireUpdated();
         assertThat(lab.verifyAll(next))
                 .as("the restarted publisher's generation %d, through loaders that lived on", next)
+                .isPositive();
+    }
+
+    /**
+     * A segment owner killed after a commit and not restarted: every loader's prepare finds its
+     * owner gone and names the segment, so no instance starts an apply it cannot finish; all stay
+     * on the generation they serve, byte for byte, and resume (RESUMED_OLD, not paused).
+     */
+    private static void deadOwnerFailsThePrepare(LabCluster lab, long serving) throws Exception {
+        lab.publish(2);
+        String segment = lab.killPublisher(1);
+        LabCluster.Updates refused = lab.updateAll();
+        for (UpdateProgress p : refused.results()) {
+            assertThat(p.getOutcome())
+                    .as("%s: %s", p.getUpdateId(), p.getError())
+                    .isEqualTo(UpdateOutcome.RESUMED_OLD);
+        }
+        // a loader that reads nothing from it fails at the all-prepared barrier, naming a peer
+        assertThat(refused.results())
+                .extracting(UpdateProgress::getFailingPeer)
+                .as("the dead owner's segment is named")
+                .contains(segment);
+        assertThat(lab.verifyAll(serving))
+                .as("engines still serve generation %d", serving)
                 .isPositive();
     }
 

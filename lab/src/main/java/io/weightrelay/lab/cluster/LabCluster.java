@@ -438,6 +438,24 @@ public final class LabCluster implements AutoCloseable {
     }
 
     /**
+     * Kills trainer node {@code index}'s publisher as a crash would and leaves it dead: its segment
+     * descriptor and directory entries stay in Redis, its engine answers no more.
+     *
+     * @return the name of its segment
+     */
+    public String killPublisher(int index) {
+        String node = Topology.trainerNodeName(index);
+        ServiceProcess old = publishers.remove(node);
+        old.kill();
+        children.remove(old);
+        return segmentName(node);
+    }
+
+    private String segmentName(String node) {
+        return "lab-" + run + "-" + node;
+    }
+
+    /**
      * The segment and staging bytes of each publisher of a lab with {@code trainerNodes} nodes:
      * staging lives in the segment (ranks write where the objects will live), so the segment holds
      * the active generation plus everything staged for the next one.
@@ -465,7 +483,7 @@ public final class LabCluster implements AutoCloseable {
             List<String> args =
                     List.of(
                             "--relay.segment.node=" + node,
-                            "--relay.segment.name=lab-" + run + "-" + node,
+                            "--relay.segment.name=" + segmentName(node),
                             "--relay.segment.size=" + segment + "B",
                             "--relay.dataplane.redis-uri=" + spec.redisUri(),
                             "--relay.dataplane.key-prefix=" + dpPrefix,
