@@ -2,6 +2,7 @@ package io.weightrelay.loader.control;
 
 import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
+import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
@@ -45,7 +46,11 @@ public interface ControlPlane {
         }
     }
 
-    /** One phase report. */
+    /**
+     * One phase report.
+     *
+     * @param checksums with APPLIED: the CRC32C of every range this loader read (null: none)
+     */
     record Report(
             String instance,
             long epoch,
@@ -54,15 +59,45 @@ public interface ControlPlane {
             long bytesPushed,
             long bytesReceived,
             String failingPeer,
-            String error) {
+            String error,
+            RangeChecksums checksums) {
+
+        public Report(
+                String instance,
+                long epoch,
+                Reported phase,
+                long bytesRead,
+                long bytesPushed,
+                long bytesReceived,
+                String failingPeer,
+                String error) {
+            this(
+                    instance,
+                    epoch,
+                    phase,
+                    bytesRead,
+                    bytesPushed,
+                    bytesReceived,
+                    failingPeer,
+                    error,
+                    null);
+        }
 
         public static Report of(String instance, long epoch, Reported phase) {
             return new Report(instance, epoch, phase, 0, 0, 0, null, null);
         }
     }
 
-    /** A barrier's state after one wait. */
-    record BarrierState(boolean open, boolean failed, String failedInstance) {}
+    /**
+     * A barrier's state after one wait.
+     *
+     * @param failure why the session failed, naming the object or peer (null while it has not)
+     */
+    record BarrierState(boolean open, boolean failed, String failedInstance, String failure) {
+        public BarrierState(boolean open, boolean failed, String failedInstance) {
+            this(open, failed, failedInstance, null);
+        }
+    }
 
     /** Registers (or re-registers) the loader; returns its new epoch. */
     long registerLoader(

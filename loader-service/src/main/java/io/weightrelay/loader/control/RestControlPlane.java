@@ -424,6 +424,7 @@ public class RestControlPlane implements ControlPlane {
                         .bytesPushed(r.bytesPushed())
                         .bytesReceived(r.bytesReceived())
                         .failingPeer(r.failingPeer())
+                        .checksums(r.checksums() == null ? null : r.checksums().encode())
                         .error(
                                 r.error() == null || r.error().length() <= 4000
                                         ? r.error()
@@ -449,7 +450,8 @@ public class RestControlPlane implements ControlPlane {
         return new BarrierState(
                 Boolean.TRUE.equals(s.getOpen()),
                 Boolean.TRUE.equals(s.getFailed()),
-                s.getFailedInstance());
+                s.getFailedInstance(),
+                s.getFailure());
     }
 
     @Override

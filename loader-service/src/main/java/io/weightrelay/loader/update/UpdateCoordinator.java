@@ -272,7 +272,8 @@ public class UpdateCoordinator {
                                 counts.bytesPushed() + counts.bytesFannedOut(),
                                 counts.bytesReceived(),
                                 null,
-                                null));
+                                null,
+                                counts.checksums()));
                 run.enter(Phase.APPLIED);
                 await(instance, generation, Barrier.APPLIED, deadline);
             } catch (RuntimeException e) {
@@ -382,7 +383,11 @@ public class UpdateCoordinator {
             if (s.failed()) {
                 String peer = s.failedInstance() != null ? s.failedInstance() : CONTROL_API;
                 throw new ApplyFailure(
-                        peer, "barrier " + barrier.wire() + " failed: " + peer + " failed");
+                        peer,
+                        "barrier "
+                                + barrier.wire()
+                                + " failed: "
+                                + (s.failure() != null ? s.failure() : peer + " failed"));
             }
             if (System.nanoTime() - deadline >= 0) {
                 throw new ApplyFailure(
