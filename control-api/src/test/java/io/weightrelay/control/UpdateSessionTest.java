@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.BarrierStatus;
+import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.ReportedPhase;
@@ -370,7 +372,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
     @Test
     void oneRangeThatDoesNotMatchPausesTheGroupBeforePostApplyNamingObjectAndReaders() {
         String model = newModel();
-        long g = publish(model, 1);
+        long served = publish(model, 1);
+        long g = publish(model, 2);
         start(model, g, "grp", 60, "ca", "cb");
         ok(report(model, g, "grp", "ca", ReportedPhase.PREPARED), UpdateSession.class);
         ok(report(model, g, "grp", "cb", ReportedPhase.PREPARED), UpdateSession.class);
@@ -397,6 +400,20 @@ class UpdateSessionTest extends ControlApiTestSupport {
                                         "PAUSED_REBUILD")
                                 .count())
                 .isEqualTo(1.0);
+        // The generation is not served again; the one before it is active once more.
+        Generation corrupt =
+                ok(
+                        get("/api/v1/models/" + model + "/generations/" + g, OPERATOR),
+                        Generation.class);
+        assertThat(corrupt.getCorruptObject()).isEqualTo(object);
+        assertThat(corrupt.getState()).isEqualTo(GenerationState.RETIRED);
+        Generation active =
+                ok(
+                        get("/api/v1/models/" + model + "/generations/active", OPERATOR),
+                        Generation.class);
+        assertThat(active.getGeneration()).isEqualTo(served);
+        assertThat(active.getState()).isEqualTo(GenerationState.ACTIVE);
+        assertThat(failed.getFailure()).contains("generation " + served + " is active again");
     }
 
     @Test

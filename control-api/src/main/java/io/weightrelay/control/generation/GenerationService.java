@@ -714,6 +714,7 @@ public class GenerationService {
         if (reason != null && !reason.isEmpty()) {
             g.setAbortReason(reason);
         }
+        g.setCorruptObject(str(h, "corruptObject"));
         String topology = str(h, "trainerTopology");
         return new StoredGeneration(
                 g,

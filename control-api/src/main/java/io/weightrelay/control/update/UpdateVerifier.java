@@ -36,6 +36,7 @@ import org.springframework.stereotype.Component;
 class UpdateVerifier {
     private static final Logger log = LoggerFactory.getLogger(UpdateVerifier.class);
     private static final RedisScript<List<Object>> VERIFIED = Scripts.load("update-verified");
+    private static final RedisScript<List<Object>> CORRUPT = Scripts.load("corrupt");
     private static final int KEPT_PLANS = 4;
 
     private final StringRedisTemplate redis;
@@ -126,6 +127,9 @@ class UpdateVerifier {
                                         + notCrc32c.get(object)
                                         + ", not CRC32C: what was read of it cannot be proven"
                                 : result.failure().message();
+                if (result.failure().corrupt()) {
+                    failure += markCorrupt(model, generation, object, failure);
+                }
             }
         } catch (VerificationFailed e) {
             result = null;
@@ -164,6 +168,40 @@ class UpdateVerifier {
                                 String.valueOf(ms),
                                 verified,
                                 partial));
+    }
+
+    /**
+     * The stored bytes of {@code object} are not what was published: no loader may load the
+     * generation again, and if it is active the previous whole generation is active again.
+     */
+    private String markCorrupt(String model, long generation, String object, String detail) {
+        List<Object> r =
+                guard.call(
+                        () ->
+                                redis.execute(
+                                        CORRUPT,
+                                        List.of(),
+                                        keys.prefix(),
+                                        model,
+                                        String.valueOf(generation),
+                                        object,
+                                        detail));
+        String reactivated = r.size() > 1 ? String.valueOf(r.get(1)) : "";
+        log.error(
+                "generation {} of {} is corrupt (object {}); {}",
+                generation,
+                model,
+                object,
+                reactivated.isEmpty()
+                        ? "no earlier whole generation to serve"
+                        : "generation " + reactivated + " is active again");
+        return reactivated.isEmpty()
+                ? "; generation " + generation + " is marked corrupt"
+                : "; generation "
+                        + generation
+                        + " is marked corrupt and generation "
+                        + reactivated
+                        + " is active again";
     }
 
     /** Registered objects with a CRC32C; the others go to {@code notCrc32c} (id to checksum). */

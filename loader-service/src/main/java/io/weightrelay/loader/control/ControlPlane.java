@@ -15,7 +15,12 @@ import java.util.List;
 public interface ControlPlane {
 
     /** A generation's state and digest. */
-    record GenerationRef(long generation, String state, String manifestDigest) {}
+    record GenerationRef(
+            long generation, String state, String manifestDigest, String corruptObject) {
+        public GenerationRef(long generation, String state, String manifestDigest) {
+            this(generation, state, manifestDigest, null);
+        }
+    }
 
     /** A resolved plan. */
     record PlanRef(String planId, boolean valid, List<String> instances) {}

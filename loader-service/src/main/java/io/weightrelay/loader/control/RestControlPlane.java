@@ -308,7 +308,11 @@ public class RestControlPlane implements ControlPlane {
     }
 
     private static GenerationRef ref(Generation g) {
-        return new GenerationRef(g.getGeneration(), g.getState().getValue(), g.getManifestDigest());
+        return new GenerationRef(
+                g.getGeneration(),
+                g.getState().getValue(),
+                g.getManifestDigest(),
+                g.getCorruptObject());
     }
 
     @Override

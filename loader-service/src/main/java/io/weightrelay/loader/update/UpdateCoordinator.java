@@ -166,6 +166,17 @@ public class UpdateCoordinator {
                             model + "/" + generation,
                             "generation " + generation + " of " + model + " is " + g.state());
                 }
+                if (g.corruptObject() != null) {
+                    throw new ApplyFailure(
+                            model + "/" + generation + "/" + g.corruptObject(),
+                            "generation "
+                                    + generation
+                                    + " of "
+                                    + model
+                                    + " is corrupt: object "
+                                    + g.corruptObject()
+                                    + " does not match its published checksum");
+                }
                 control.acquireLease(model, generation, id, properties.leaseTtl());
                 leased = true;
                 SourceManifest manifest = lastManifest;

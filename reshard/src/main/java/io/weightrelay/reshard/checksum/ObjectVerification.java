@@ -26,8 +26,12 @@ public final class ObjectVerification {
     /** A range the plan has {@code reader} read. */
     public record ExpectedRange(long offset, long length, String reader) {}
 
-    /** The first thing that failed: the object, the loaders that read it, what is wrong. */
-    public record Failure(String object, List<String> readers, String message) {}
+    /**
+     * The first thing that failed: the object, the loaders that read it, what is wrong; {@code
+     * corrupt} when what was read does not match the published checksum (rather than a report that
+     * disagrees with the plan).
+     */
+    public record Failure(String object, List<String> readers, boolean corrupt, String message) {}
 
     /** What was proven. {@code failure} is null when everything read matched. */
     public record Result(
@@ -144,7 +148,8 @@ public final class ObjectVerification {
                         "does not match its registered checksum: read "
                                 + Crc32c.format(crc)
                                 + ", published "
-                                + Crc32c.format(reg.crc()));
+                                + Crc32c.format(reg.crc()),
+                        true);
             }
             verified++;
             bytes += reg.size();
@@ -171,6 +176,7 @@ public final class ObjectVerification {
                 return new Failure(
                         object,
                         List.of(w.reader()),
+                        false,
                         "object "
                                 + object
                                 + ": "
@@ -184,6 +190,7 @@ public final class ObjectVerification {
             return new Failure(
                     object,
                     List.of(g.reader()),
+                    false,
                     "object "
                             + object
                             + ": "
@@ -198,6 +205,10 @@ public final class ObjectVerification {
     }
 
     private static Result failed(String object, List<Reported> got, String what) {
+        return failed(object, got, what, false);
+    }
+
+    private static Result failed(String object, List<Reported> got, String what, boolean corrupt) {
         TreeSet<String> readers = new TreeSet<>();
         for (Reported r : got) {
             readers.add(r.reader());
@@ -209,6 +220,7 @@ public final class ObjectVerification {
                 new Failure(
                         object,
                         List.copyOf(readers),
+                        corrupt,
                         "object "
                                 + object
                                 + " (read by "

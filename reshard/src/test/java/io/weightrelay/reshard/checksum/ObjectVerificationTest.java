@@ -86,6 +86,7 @@ class ObjectVerificationTest {
         assertThat(result.failure().readers()).containsExactly("loader-a", "loader-b");
         assertThat(result.failure().message())
                 .contains("w@0", "does not match its registered checksum");
+        assertThat(result.failure().corrupt()).isTrue();
     }
 
     @Test
@@ -96,6 +97,7 @@ class ObjectVerificationTest {
         assertThat(result.failure().object()).isEqualTo("w@0");
         assertThat(result.failure().readers()).containsExactly("loader-a");
         assertThat(result.failure().message()).contains("reported no checksum of [0, 3000)");
+        assertThat(result.failure().corrupt()).isFalse();
     }
 
     @Test
