@@ -66,6 +66,27 @@ public final class Crc32c {
         return multiply(powerOfX(lengthB, 3), crcA) ^ crcB;
     }
 
+    /**
+     * CRC32C of {@code n} zero bytes, without touching them: from the checksums of zero runs of
+     * powers of two, combined (for stand-ins that have sizes but no bytes).
+     */
+    public static int zeros(long n) {
+        if (n < 0) {
+            throw new IllegalArgumentException("negative length " + n);
+        }
+        int crc = 0;
+        int run = ZERO_BYTE; // CRC32C of 2^k zero bytes
+        for (int k = 0; n >> k != 0; k++) {
+            if (((n >> k) & 1) != 0) {
+                crc = combine(crc, run, 1L << k);
+            }
+            run = combine(run, run, 1L << k);
+        }
+        return crc;
+    }
+
+    private static final int ZERO_BYTE = of(new byte[1], 0, 1);
+
     /** {@code crc32c:xxxxxxxx}. */
     public static String format(int crc) {
         return PREFIX + HexFormat.of().toHexDigits(crc);

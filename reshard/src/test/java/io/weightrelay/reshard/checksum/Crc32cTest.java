@@ -70,6 +70,13 @@ class Crc32cTest {
     }
 
     @Test
+    void zeroRunsWithoutTheirBytes() {
+        for (int n : new int[] {0, 1, 2, 3, 4095, 4096, 65_537, 3_000_001}) {
+            assertThat(Crc32c.zeros(n)).as("%d zeros", n).isEqualTo(Crc32c.of(new byte[n], 0, n));
+        }
+    }
+
+    @Test
     void combineIsAssociativeBeyondFourGibibytes() {
         // Objects and their ranges are longs: parts of 3 and 5 GiB combine consistently.
         int a = 0x12345678;
