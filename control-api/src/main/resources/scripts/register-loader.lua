@@ -1,18 +1,35 @@
 -- Registers (or re-registers) a loader; every registration starts a new epoch, which fences
--- reports of the loader's previous incarnation. Every fragment template a worker names must be
--- stored; each one's TTL is renewed.
--- KEYS: hash, expiry zset, then one key per named template.
+-- reports of the loader's previous incarnation. Epochs come from one counter for all loaders, so
+-- an epoch names one registration of one loader: a report carrying another loader's epoch is
+-- foreign, one carrying an earlier epoch of this loader (kept in previousEpochs) is stale. Every
+-- fragment template a worker names must be stored; each one's TTL is renewed.
+-- KEYS: hash, expiry zset, epoch counter, then one key per named template.
 -- ARGV: instance, expiryMs, nowIso, model, group, node, endpoint, workersJson, nicsJson,
 --       templateTtlMs, template digests (space-separated, in KEYS order)
 -- Returns {'ok', epoch} | {'missing', digest...}
 local missing = {'missing'}
 local digests = {}
 for d in string.gmatch(ARGV[11], '%S+') do digests[#digests + 1] = d end
-for i = 3, #KEYS do
-  if redis.call('PEXPIRE', KEYS[i], ARGV[10]) == 0 then missing[#missing + 1] = digests[i - 2] end
+for i = 4, #KEYS do
+  if redis.call('PEXPIRE', KEYS[i], ARGV[10]) == 0 then missing[#missing + 1] = digests[i - 3] end
 end
 if #missing > 1 then return missing end
-local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+local old = redis.call('HGET', KEYS[1], 'epoch')
+local epoch = redis.call('INCR', KEYS[3])
+if old and epoch <= tonumber(old) then
+  epoch = tonumber(old) + 1
+  redis.call('SET', KEYS[3], epoch)
+end
+if old then
+  local previous = {}
+  for e in string.gmatch(redis.call('HGET', KEYS[1], 'previousEpochs') or '', '%S+') do
+    previous[#previous + 1] = e
+  end
+  previous[#previous + 1] = old
+  while #previous > 16 do table.remove(previous, 1) end
+  redis.call('HSET', KEYS[1], 'previousEpochs', table.concat(previous, ' '))
+end
+redis.call('HSET', KEYS[1], 'epoch', epoch)
 redis.call('HSET', KEYS[1], 'instance', ARGV[1], 'model', ARGV[4], 'group', ARGV[5],
   'node', ARGV[6], 'endpoint', ARGV[7], 'workers', ARGV[8], 'nics', ARGV[9],
   'templates', ARGV[11], 'registeredAt', ARGV[3], 'lastHeartbeat', ARGV[3])

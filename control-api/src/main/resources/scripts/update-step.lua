@@ -1,13 +1,21 @@
 -- Advances an update session: applies a phase timeout that has passed, then (unless ARGV[2] is
 -- empty, a mere touch) one loader's report. Barriers: every participant PREPARED opens apply,
--- every participant APPLIED opens post-apply, every participant POST_APPLIED ends the session.
--- A failure before the apply barrier opened resumes the old generation; after it, the rollout
--- group pauses and rebuilds. The failing loader is named.
--- KEYS: session hash, participants hash, loader hash, channel
+-- every participant APPLIED opens post-apply (after control-api proved the bytes read against the
+-- published checksums, when ARGV[11] asks for it: the script then claims the verification and
+-- answers 'verify', and update-verified.lua advances or fails the session), every participant
+-- POST_APPLIED ends the session. A failure before the apply barrier opened resumes the old
+-- generation; after it, the rollout group pauses and rebuilds. The failing loader is named.
+-- Fencing: a report must carry the loader's current epoch (epochs are unique across loaders, so
+-- another loader's is foreign and an earlier one of its own stale), and every report of one
+-- participant comes from the life that joined: a loader re-registered after apply began fails
+-- the session.
+-- KEYS: session hash, participants hash, loader hash, channel, checksums hash
 -- ARGV: nowMs, instance, epoch, phase, bytesRead, bytesPushed, bytesReceived, failingPeer,
---       error, generation
--- Returns {'ok', transitions...} | {'not-found'} | {'not-participant'} | {'fenced', epoch}
---       | {'closed', state} | {'out-of-order', state, participantPhase}
+--       error, checksums (base64), verify ('1' or ''), generation
+-- Returns {'ok', transitions...} | {'not-found'} | {'not-participant'} | {'no-epoch'}
+--       | {'fenced', reason, registeredEpoch} | {'closed', state}
+--       | {'out-of-order', state, participantPhase}
+-- Transitions: 'prepare:ms', 'apply:ms', 'post-apply:ms', 'failed:STATE', 'verify:0'.
 local s, pk, lk = KEYS[1], KEYS[2], KEYS[3]
 local now = tonumber(ARGV[1])
 if redis.call('EXISTS', s) == 0 then return {'not-found'} end
@@ -41,10 +49,26 @@ local function advance(next, duration, ms)
   state = next
 end
 
+local CLAIM_MS = 30000
+local function claim_verification()
+  redis.call('HSET', s, 'verifyClaim', now + CLAIM_MS)
+  transitions[#transitions + 1] = 'verify:0'
+end
+
 if not terminal(state) and now > tonumber(redis.call('HGET', s, 'phaseDeadline')) then
   local need = state == 'PREPARING' and 1 or (state == 'APPLYING' and 3 or 4)
   local who = first_below(need)
-  fail(who, 'phase ' .. state .. ' timed out waiting for ' .. who)
+  if who == '' and state == 'APPLYING' then
+    fail('control-api', 'phase APPLYING timed out verifying the checksums of what was read')
+  else
+    fail(who, 'phase ' .. state .. ' timed out waiting for ' .. who)
+  end
+end
+
+if ARGV[2] == '' and state == 'APPLYING' then
+  -- A verifier that died with its claim: the next touch takes the verification over.
+  local claim = redis.call('HGET', s, 'verifyClaim')
+  if claim and now > tonumber(claim) then claim_verification() end
 end
 
 if ARGV[2] ~= '' then
@@ -53,11 +77,30 @@ if ARGV[2] ~= '' then
     if #transitions > 0 then redis.call('PUBLISH', KEYS[4], state) end
     return {'not-participant'}
   end
-  if ARGV[3] ~= '' and redis.call('EXISTS', lk) == 1 then
-    local epoch = redis.call('HGET', lk, 'epoch')
-    if epoch and epoch ~= ARGV[3] then return {'fenced', epoch} end
+  local epoch = ARGV[3]
+  if epoch == '' then return {'no-epoch'} end
+  if redis.call('EXISTS', lk) == 0 then return {'fenced', 'unregistered', ''} end
+  local registered = redis.call('HGET', lk, 'epoch') or ''
+  if registered ~= epoch then
+    local reason = 'foreign'
+    for e in string.gmatch(redis.call('HGET', lk, 'previousEpochs') or '', '%S+') do
+      if e == epoch then reason = 'stale' end
+    end
+    return {'fenced', reason, registered}
   end
   local p = cjson.decode(raw)
+  if p.epoch and p.epoch ~= epoch and not terminal(state) and state ~= 'PREPARING' then
+    -- The life that joined the session is gone, and with it what it applied.
+    local joined = p.epoch
+    fail(ARGV[2], 'loader ' .. ARGV[2] .. ' re-registered during the update (epoch ' .. joined
+      .. ' joined, now ' .. epoch .. '); what its earlier life applied is lost')
+    p.phase = state
+    p.error = 're-registered during the update'
+    redis.call('HSET', pk, ARGV[2], cjson.encode(p))
+    redis.call('PUBLISH', KEYS[4], state)
+    return {'fenced', 'restarted', joined}
+  end
+  p.epoch = epoch
   local phase = ARGV[4]
   local want = {PREPARED = 1, APPLYING = 2, APPLIED = 3, POST_APPLIED = 4}
   if phase == 'FAILED' then
@@ -91,14 +134,24 @@ if ARGV[2] ~= '' then
   if ARGV[6] ~= '' then p.bytesPushed = ARGV[6] end
   if ARGV[7] ~= '' then p.bytesReceived = ARGV[7] end
   redis.call('HSET', pk, ARGV[2], cjson.encode(p))
+  if phase == 'APPLIED' and ARGV[10] ~= '' then
+    redis.call('HSET', KEYS[5], ARGV[2], ARGV[10])
+    local ttl = redis.call('TTL', s)
+    if ttl > 0 then redis.call('EXPIRE', KEYS[5], ttl) end
+  end
   if p.phase == 'DONE' and redis.call('EXISTS', lk) == 1 then
-    redis.call('HSET', lk, 'generation', ARGV[10])
+    redis.call('HSET', lk, 'generation', ARGV[12])
   end
   if not terminal(state) then
     local need = state == 'PREPARING' and 1 or (state == 'APPLYING' and 3 or 4)
     if first_below(need) == '' then
       if state == 'PREPARING' then advance('APPLYING', 'prepareMs', 'prepare')
-      elseif state == 'APPLYING' then advance('POST_APPLYING', 'applyMs', 'apply')
+      elseif state == 'APPLYING' then
+        if ARGV[11] == '1' then
+          if not redis.call('HGET', s, 'verifyClaim') then claim_verification() end
+        else
+          advance('POST_APPLYING', 'applyMs', 'apply')
+        end
       else advance('DONE', 'postApplyMs', 'post-apply') end
     end
   end

@@ -4,19 +4,28 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.BarrierStatus;
+import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
+import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
+import io.weightrelay.reshard.checksum.Crc32c;
+import io.weightrelay.reshard.checksum.RangeChecksums;
 import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
+import tools.jackson.databind.JsonNode;
 
 /** Update sessions: barriers, failure states, phase timeouts and the barrier long-poll. */
 class UpdateSessionTest extends ControlApiTestSupport {
@@ -27,8 +36,27 @@ class UpdateSessionTest extends ControlApiTestSupport {
         return "/api/v1/models/" + model + "/generations/" + generation + "/updates/" + group;
     }
 
+    /** The epoch each instance's latest registration returned. */
+    private final Map<String, Long> epochs = new HashMap<>();
+
+    private long registerLoader(String model, String group, String instance) {
+        Loader loader =
+                ok(
+                        call(
+                                "PUT",
+                                "/api/v1/loaders/" + instance,
+                                LOADER,
+                                compatLoader(model, group, "r0", 1)),
+                        Loader.class);
+        epochs.put(instance, loader.getEpoch());
+        return loader.getEpoch();
+    }
+
     private UpdateSession start(
             String model, long generation, String group, int timeout, String... instances) {
+        for (String instance : instances) {
+            registerLoader(model, group, instance);
+        }
         UpdateSessionRequest request = new UpdateSessionRequest(List.of(instances));
         request.setPhaseTimeoutSeconds(timeout);
         return ok(
@@ -38,6 +66,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
     private HttpResponse<String> report(
             String model, long generation, String group, String instance, ReportedPhase phase) {
         PhaseReport report = new PhaseReport(instance, phase);
+        report.setEpoch(epochs.getOrDefault(instance, 1L));
         report.setBytesRead(1000L);
         report.setBytesReceived(2000L);
         if (phase == ReportedPhase.FAILED) {
@@ -66,7 +95,11 @@ class UpdateSessionTest extends ControlApiTestSupport {
         long g = publish(model, 1);
         UpdateSession session = start(model, g, "grp", 60, "b", "a");
         assertThat(session.getState()).isEqualTo(SessionState.PREPARING);
-        assertThat(start(model, g, "grp", 60, "a", "b").getState())
+        UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
+        again.setPhaseTimeoutSeconds(60);
+        assertThat(
+                        ok(call("PUT", base(model, g, "grp"), LOADER, again), UpdateSession.class)
+                                .getState())
                 .isEqualTo(SessionState.PREPARING);
         assertProblem(
                 call(
@@ -185,8 +218,9 @@ class UpdateSessionTest extends ControlApiTestSupport {
                                 compatLoader(model, "grp", "r0", 1)),
                         Loader.class);
         start(model, g, "grp", 60, instance);
+        assertThat(epochs.get(instance)).isEqualTo(second.getEpoch() + 1);
         PhaseReport stale = new PhaseReport(instance, ReportedPhase.PREPARED);
-        stale.setEpoch(second.getEpoch() - 1);
+        stale.setEpoch(second.getEpoch());
         assertProblem(
                 call("POST", base(model, g, "grp") + "/reports", LOADER, stale),
                 409,
@@ -197,10 +231,202 @@ class UpdateSessionTest extends ControlApiTestSupport {
                         ReportedPhase.APPLIED,
                         ReportedPhase.POST_APPLIED)) {
             PhaseReport r = new PhaseReport(instance, phase);
-            r.setEpoch(second.getEpoch());
+            r.setEpoch(epochs.get(instance));
             ok(call("POST", base(model, g, "grp") + "/reports", LOADER, r), UpdateSession.class);
         }
         assertThat(ok(get("/api/v1/loaders/" + instance, OPERATOR), Loader.class).getGeneration())
                 .isEqualTo(g);
+    }
+
+    @Test
+    void reportsWithoutAnEpochOrWithAnotherLoadersEpochAreRefusedNamingTheEpoch() throws Exception {
+        String model = newModel();
+        long g = publish(model, 1);
+        String a = "fa-" + model;
+        String b = "fb-" + model;
+        start(model, g, "grp", 60, a, b);
+        long epochA = epochs.get(a);
+        long epochB = epochs.get(b);
+        assertThat(epochA).isNotEqualTo(epochB);
+
+        PhaseReport none = new PhaseReport(a, ReportedPhase.PREPARED);
+        HttpResponse<String> missing =
+                call("POST", base(model, g, "grp") + "/reports", LOADER, none);
+        assertProblem(missing, 400, "epoch-required");
+        assertThat(missing.body()).contains(a);
+
+        // Loader a reports for b with its own epoch: foreign to b.
+        PhaseReport forB = new PhaseReport(b, ReportedPhase.PREPARED);
+        forB.setEpoch(epochA);
+        HttpResponse<String> foreign =
+                call("POST", base(model, g, "grp") + "/reports", LOADER, forB);
+        assertProblem(foreign, 409, "epoch-fenced");
+        JsonNode problem = json.readTree(foreign.body());
+        assertThat(problem.get("epoch").asLong()).isEqualTo(epochA);
+        assertThat(problem.get("registeredEpoch").asLong()).isEqualTo(epochB);
+        assertThat(problem.get("reason").asString()).isEqualTo("foreign");
+        assertThat(problem.get("detail").asString()).contains("never issued to loader " + b);
+
+        // A made-up epoch is foreign as well.
+        PhaseReport madeUp = new PhaseReport(b, ReportedPhase.PREPARED);
+        madeUp.setEpoch(epochB + 1_000_000);
+        assertProblem(
+                call("POST", base(model, g, "grp") + "/reports", LOADER, madeUp),
+                409,
+                "epoch-fenced");
+
+        // Nothing of it moved the session: both still prepare.
+        UpdateSession session = ok(get(base(model, g, "grp"), OPERATOR), UpdateSession.class);
+        assertThat(session.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(session.getParticipants())
+                .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
+    }
+
+    @Test
+    void aLoaderReRegisteredAfterApplyBeganCannotReportForTheLifeThatJoined() {
+        String model = newModel();
+        long g = publish(model, 1);
+        String a = "ra-" + model;
+        String b = "rb-" + model;
+        start(model, g, "grp", 60, a, b);
+        ok(report(model, g, "grp", a, ReportedPhase.PREPARED), UpdateSession.class);
+        ok(report(model, g, "grp", b, ReportedPhase.PREPARED), UpdateSession.class);
+        long before = epochs.get(a);
+        long after = registerLoader(model, "grp", a); // a restarted while applying
+        assertThat(after).isGreaterThan(before);
+
+        // Its previous life's report is stale ...
+        PhaseReport stale = new PhaseReport(a, ReportedPhase.APPLIED);
+        stale.setEpoch(before);
+        HttpResponse<String> refused =
+                call("POST", base(model, g, "grp") + "/reports", LOADER, stale);
+        assertProblem(refused, 409, "epoch-fenced");
+        assertThat(json.readTree(refused.body()).get("reason").asString()).isEqualTo("stale");
+        assertThat(json.readTree(refused.body()).get("epoch").asLong()).isEqualTo(before);
+
+        // ... and its new life cannot claim what the old one applied: the group pauses.
+        HttpResponse<String> restarted = report(model, g, "grp", a, ReportedPhase.APPLIED);
+        assertProblem(restarted, 409, "epoch-fenced");
+        assertThat(json.readTree(restarted.body()).get("reason").asString()).isEqualTo("restarted");
+        assertThat(json.readTree(restarted.body()).get("joinedEpoch").asLong()).isEqualTo(before);
+        UpdateSession session = ok(get(base(model, g, "grp"), OPERATOR), UpdateSession.class);
+        assertThat(session.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+        assertThat(session.getFailedInstance()).isEqualTo(a);
+        assertThat(session.getFailure()).contains("re-registered during the update");
+    }
+
+    /** Range checksums of one object that combine to {@code whole}: [0, split) and the rest. */
+    private static List<RangeChecksums.Entry> tiles(
+            String object, long size, long split, int whole) {
+        int head = 0x5eed1234;
+        int tail = whole ^ Crc32c.combine(head, 0, size - split);
+        return List.of(
+                new RangeChecksums.Entry(object, 0, split, head),
+                new RangeChecksums.Entry(object, split, size - split, tail));
+    }
+
+    private HttpResponse<String> applied(
+            String model, long g, String instance, List<RangeChecksums.Entry> entries) {
+        PhaseReport r = new PhaseReport(instance, ReportedPhase.APPLIED);
+        r.setEpoch(epochs.get(instance));
+        r.setChecksums(new RangeChecksums(entries).encode());
+        return call("POST", base(model, g, "grp") + "/reports", LOADER, r);
+    }
+
+    private List<List<RangeChecksums.Entry>> readByTwo(String model, long g, boolean corrupt) {
+        List<RangeChecksums.Entry> first = new ArrayList<>();
+        List<RangeChecksums.Entry> second = new ArrayList<>();
+        int registered = Crc32c.parse("crc32c:0badf00d");
+        for (StoredFragment f : fragments(model, g)) {
+            String object = f.getKey().substring((model + "/" + g + "/").length());
+            List<RangeChecksums.Entry> t =
+                    tiles(object, f.getBytes(), f.getBytes() / 3, registered);
+            first.add(t.get(0));
+            second.add(t.get(1));
+        }
+        if (corrupt) {
+            RangeChecksums.Entry e = second.get(0);
+            second.set(0, new RangeChecksums.Entry(e.object(), e.offset(), e.length(), ~e.crc()));
+        }
+        return List.of(first, second);
+    }
+
+    @Test
+    void theAppliedBarrierOpensOnlyOnceEveryObjectReadMatchesItsPublishedChecksum() {
+        String model = newModel();
+        long g = publish(model, 1);
+        start(model, g, "grp", 60, "ca", "cb");
+        ok(report(model, g, "grp", "ca", ReportedPhase.PREPARED), UpdateSession.class);
+        ok(report(model, g, "grp", "cb", ReportedPhase.PREPARED), UpdateSession.class);
+        List<List<RangeChecksums.Entry>> reads = readByTwo(model, g, false);
+        UpdateSession one = ok(applied(model, g, "ca", reads.get(0)), UpdateSession.class);
+        assertThat(one.getState()).isEqualTo(SessionState.APPLYING);
+        UpdateSession both = ok(applied(model, g, "cb", reads.get(1)), UpdateSession.class);
+        assertThat(both.getState()).isEqualTo(SessionState.POST_APPLYING);
+        assertThat(both.getVerifiedObjects()).isEqualTo((long) reads.get(0).size());
+        assertThat(both.getPartialObjects()).isZero();
+        assertThat(both.getDurations().getVerifyMs()).isNotNull();
+        assertThat(barrier(model, g, "grp", "applied", 0).getOpen()).isTrue();
+    }
+
+    @Test
+    void oneRangeThatDoesNotMatchPausesTheGroupBeforePostApplyNamingObjectAndReaders() {
+        String model = newModel();
+        long served = publish(model, 1);
+        long g = publish(model, 2);
+        start(model, g, "grp", 60, "ca", "cb");
+        ok(report(model, g, "grp", "ca", ReportedPhase.PREPARED), UpdateSession.class);
+        ok(report(model, g, "grp", "cb", ReportedPhase.PREPARED), UpdateSession.class);
+        List<List<RangeChecksums.Entry>> reads = readByTwo(model, g, true);
+        String object = reads.get(1).get(0).object();
+        ok(applied(model, g, "ca", reads.get(0)), UpdateSession.class);
+        UpdateSession failed = ok(applied(model, g, "cb", reads.get(1)), UpdateSession.class);
+        assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+        assertThat(failed.getFailedInstance()).isEqualTo("ca,cb");
+        assertThat(failed.getFailure())
+                .contains("object " + object, "ca", "cb", "does not match its registered checksum");
+        BarrierStatus applied = barrier(model, g, "grp", "applied", 0);
+        assertThat(applied.getOpen()).isFalse();
+        assertThat(applied.getFailed()).isTrue();
+        assertThat(applied.getFailure()).contains(object);
+        assertProblem(
+                report(model, g, "grp", "ca", ReportedPhase.POST_APPLIED), 409, "session-closed");
+        assertThat(
+                        meters.counter(
+                                        "relay.updates.failed",
+                                        "model",
+                                        model,
+                                        "state",
+                                        "PAUSED_REBUILD")
+                                .count())
+                .isEqualTo(1.0);
+        // The generation is not served again; the one before it is active once more.
+        Generation corrupt =
+                ok(
+                        get("/api/v1/models/" + model + "/generations/" + g, OPERATOR),
+                        Generation.class);
+        assertThat(corrupt.getCorruptObject()).isEqualTo(object);
+        assertThat(corrupt.getState()).isEqualTo(GenerationState.RETIRED);
+        Generation active =
+                ok(
+                        get("/api/v1/models/" + model + "/generations/active", OPERATOR),
+                        Generation.class);
+        assertThat(active.getGeneration()).isEqualTo(served);
+        assertThat(active.getState()).isEqualTo(GenerationState.ACTIVE);
+        assertThat(failed.getFailure()).contains("generation " + served + " is active again");
+    }
+
+    @Test
+    void unreadableRangeChecksumsAreRefusedNamingTheLoader() {
+        String model = newModel();
+        long g = publish(model, 1);
+        start(model, g, "grp", 60, "ca");
+        ok(report(model, g, "grp", "ca", ReportedPhase.PREPARED), UpdateSession.class);
+        PhaseReport r = new PhaseReport("ca", ReportedPhase.APPLIED);
+        r.setEpoch(epochs.get("ca"));
+        r.setChecksums(new byte[] {1, 2, 3});
+        HttpResponse<String> refused = call("POST", base(model, g, "grp") + "/reports", LOADER, r);
+        assertProblem(refused, 400, "invalid-request");
+        assertThat(refused.body()).contains("range checksums of ca");
     }
 }

@@ -59,7 +59,8 @@ public final class Relay {
                 "bench update",
                 new Command(
                         "io.weightrelay.lab.bench.UpdateBench",
-                        "bench update --model M --instances I --tp P --mode compat|direct"));
+                        "bench update --model M --instances I --tp P --mode compat|direct"
+                                + " [--no-checksums]"));
         COMMANDS.put(
                 "bench control-plane",
                 new Command(

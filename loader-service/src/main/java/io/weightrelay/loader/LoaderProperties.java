@@ -22,6 +22,9 @@ import org.springframework.validation.annotation.Validated;
  * @param heartbeat how often the loader renews its registry entry (well under control-api's TTL)
  * @param readThreads store reads of one batch in flight at once
  * @param failBeforeBatch lab only: fail the apply before pushing this batch (-1: never)
+ * @param checksums take the CRC32C of every range read and report it with APPLIED, so control-api
+ *     proves the bytes against the published checksums (off only to measure what that costs;
+ *     control-api then refuses the update unless its own verification is off too)
  */
 @Validated
 @ConfigurationProperties("relay.loader")
@@ -34,4 +37,5 @@ public record LoaderProperties(
         @NotNull @DefaultValue("1h") Duration leaseTtl,
         @NotNull @DefaultValue("5s") Duration heartbeat,
         @Min(1) @DefaultValue("8") int readThreads,
-        @DefaultValue("-1") int failBeforeBatch) {}
+        @DefaultValue("-1") int failBeforeBatch,
+        @DefaultValue("true") boolean checksums) {}

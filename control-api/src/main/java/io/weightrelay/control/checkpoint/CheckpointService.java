@@ -12,6 +12,7 @@ import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.registry.Registry;
 import io.weightrelay.control.store.ObjectStore;
+import io.weightrelay.reshard.manifest.ObjectKeys;
 import java.time.Clock;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
@@ -95,13 +96,32 @@ public class CheckpointService {
                                     + " are not in the store; a checkpoint would be unusable")
                     .with("objects", missing.subList(0, Math.min(20, missing.size())));
         }
-        OwnerCheckpointRequest request =
-                new OwnerCheckpointRequest()
-                        .model(model)
-                        .generation(generation)
-                        .directory(directory);
+        // Each owner gets the published checksums of what it holds, and saves only matching bytes.
+        Map<Object, Object> registered =
+                guard.call(() -> redis.opsForHash().entries(keys.objects(model, generation)));
+        Map<String, Map<String, String>> checksumsPerSegment = new TreeMap<>();
+        registered.forEach(
+                (fragment, value) -> {
+                    String key = ObjectKeys.key(model, generation, (String) fragment);
+                    String checksum = ((String) value).split("\\|", -1)[1];
+                    for (String segment : locations.getOrDefault(key, List.of())) {
+                        checksumsPerSegment
+                                .computeIfAbsent(segment, x -> new TreeMap<>())
+                                .put(key, checksum);
+                    }
+                });
         List<OwnerCheckpoint> results =
-                callOwners(expectedPerSegment.keySet(), request, owners::save);
+                callOwners(
+                        expectedPerSegment.keySet(),
+                        segment ->
+                                new OwnerCheckpointRequest()
+                                        .model(model)
+                                        .generation(generation)
+                                        .directory(directory)
+                                        .checksums(
+                                                checksumsPerSegment.getOrDefault(
+                                                        segment, Map.of())),
+                        owners::save);
         for (OwnerCheckpoint r : results) {
             long expected = expectedPerSegment.getOrDefault(r.getSegment(), 0L);
             if (r.getError() == null && r.getObjects() != expected) {
@@ -191,6 +211,13 @@ public class CheckpointService {
             Iterable<String> segments,
             OwnerCheckpointRequest request,
             BiFunction<String, OwnerCheckpointRequest, OwnerCheckpointResult> call) {
+        return callOwners(segments, segment -> request, call);
+    }
+
+    private List<OwnerCheckpoint> callOwners(
+            Iterable<String> segments,
+            java.util.function.Function<String, OwnerCheckpointRequest> requestFor,
+            BiFunction<String, OwnerCheckpointRequest, OwnerCheckpointResult> call) {
         List<String> names = new ArrayList<>();
         segments.forEach(names::add);
         if (names.isEmpty()) {
@@ -201,7 +228,7 @@ public class CheckpointService {
         try {
             List<Future<OwnerCheckpoint>> futures = new ArrayList<>();
             for (String segment : names) {
-                futures.add(pool.submit(() -> callOne(segment, request, call)));
+                futures.add(pool.submit(() -> callOne(segment, requestFor.apply(segment), call)));
             }
             List<OwnerCheckpoint> out = new ArrayList<>();
             for (Future<OwnerCheckpoint> f : futures) {

@@ -783,6 +783,7 @@ public class GenerationService {
         }
         g.setLostAt(time(h, "lostAt"));
         g.setLostReason(str(h, "lostReason"));
+        g.setCorruptObject(str(h, "corruptObject"));
         String topology = str(h, "trainerTopology");
         return new StoredGeneration(
                 g,

@@ -123,6 +123,16 @@ public final class RedisKeys {
         return prefix + "plan-lock:" + planId;
     }
 
+    /** Counter every loader registration takes its epoch from (epochs are unique). */
+    public String loaderEpochs() {
+        return prefix + "loader-epoch";
+    }
+
+    /** Hash instance to the range checksums (base64 {@code wr.crc.v1}) it reported applied. */
+    public String sessionChecksums(String model, long generation, String group) {
+        return prefix + "update-checksums:" + model + ":" + generation + ":" + group;
+    }
+
     /** Hash of an update session. */
     public String session(String model, long generation, String group) {
         return prefix + "update:" + model + ":" + generation + ":" + group;

@@ -195,7 +195,9 @@ public class Registry {
             throw templatesMissing(instance, missing);
         }
         Instant now = clock.instant();
-        List<String> keyList = new ArrayList<>(List.of(keys.loader(instance), keys.loaders()));
+        List<String> keyList =
+                new ArrayList<>(
+                        List.of(keys.loader(instance), keys.loaders(), keys.loaderEpochs()));
         digests.forEach(d -> keyList.add(keys.placement(d)));
         List<Object> result =
                 execute(

@@ -20,7 +20,10 @@ public final class UpdateProblems {
             new ProblemKind(
                     "epoch-fenced",
                     HttpStatus.CONFLICT,
-                    "Report from a previous registration of the loader");
+                    "Report from a stale or foreign loader epoch");
+    public static final ProblemKind EPOCH_REQUIRED =
+            new ProblemKind(
+                    "epoch-required", HttpStatus.BAD_REQUEST, "Report without the loader's epoch");
     public static final ProblemKind SESSION_CLOSED =
             new ProblemKind("session-closed", HttpStatus.CONFLICT, "Session already ended");
     public static final ProblemKind PHASE_OUT_OF_ORDER =

@@ -19,13 +19,17 @@ import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.Scripts;
+import io.weightrelay.reshard.checksum.RangeChecksums;
+import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.service.problem.CommonProblems;
+import io.weightrelay.service.problem.RelayException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -53,6 +57,7 @@ public class UpdateService {
     private final PlanService plans;
     private final UpdateProperties properties;
     private final MeterRegistry meters;
+    private final UpdateVerifier verifier;
     private final Clock clock;
 
     UpdateService(
@@ -65,6 +70,7 @@ public class UpdateService {
             PlanService plans,
             UpdateProperties properties,
             MeterRegistry meters,
+            UpdateVerifier verifier,
             Clock clock) {
         this.redis = redis;
         this.keys = keys;
@@ -75,6 +81,7 @@ public class UpdateService {
         this.plans = plans;
         this.properties = properties;
         this.meters = meters;
+        this.verifier = verifier;
         this.clock = clock;
     }
 
@@ -136,6 +143,21 @@ public class UpdateService {
     }
 
     public UpdateSession report(String model, long generation, String group, PhaseReport report) {
+        String checksums = "";
+        if (report.getChecksums() != null && report.getChecksums().length > 0) {
+            try {
+                RangeChecksums.decode(report.getChecksums());
+            } catch (CodecException e) {
+                throw CommonProblems.INVALID_REQUEST
+                        .exception(
+                                "the range checksums of "
+                                        + report.getInstance()
+                                        + " cannot be read: "
+                                        + e.getMessage())
+                        .with("instance", report.getInstance());
+            }
+            checksums = Base64.getEncoder().encodeToString(report.getChecksums());
+        }
         List<Object> result =
                 step(
                         model,
@@ -148,12 +170,24 @@ public class UpdateService {
                         count(report.getBytesPushed()),
                         count(report.getBytesReceived()),
                         report.getFailingPeer() == null ? "" : report.getFailingPeer(),
-                        report.getError() == null ? "" : report.getError());
+                        report.getError() == null ? "" : report.getError(),
+                        checksums);
         String code = String.valueOf(result.get(0));
         switch (code) {
             case "ok" -> {
+                if (verificationClaimed(result)) {
+                    record(model, verifier.verify(model, generation, group));
+                }
                 return get(model, generation, group, false);
             }
+            case "no-epoch" ->
+                    throw UpdateProblems.EPOCH_REQUIRED
+                            .exception(
+                                    "the report of loader "
+                                            + report.getInstance()
+                                            + " carries no epoch; every report carries the epoch"
+                                            + " its registration returned")
+                            .with("instance", report.getInstance());
             case "not-participant" ->
                     throw UpdateProblems.NOT_A_PARTICIPANT
                             .exception(
@@ -161,16 +195,7 @@ public class UpdateService {
                                             + report.getInstance()
                                             + " is not a participant of this session")
                             .with("instance", report.getInstance());
-            case "fenced" ->
-                    throw UpdateProblems.EPOCH_FENCED
-                            .exception(
-                                    "report carries epoch "
-                                            + report.getEpoch()
-                                            + " but loader "
-                                            + report.getInstance()
-                                            + " is registered with epoch "
-                                            + result.get(1))
-                            .with("epoch", Long.parseLong(String.valueOf(result.get(1))));
+            case "fenced" -> throw fenced(report, result);
             case "closed" ->
                     throw UpdateProblems.SESSION_CLOSED
                             .exception("the session already ended in state " + result.get(1))
@@ -192,6 +217,56 @@ public class UpdateService {
 
     public UpdateSession get(String model, long generation, String group) {
         return get(model, generation, group, true);
+    }
+
+    private static RuntimeException fenced(PhaseReport report, List<Object> result) {
+        String reason = String.valueOf(result.get(1));
+        String other = String.valueOf(result.get(2));
+        String loader = "loader " + report.getInstance();
+        String detail =
+                switch (reason) {
+                    case "stale" ->
+                            "is an earlier registration of "
+                                    + loader
+                                    + ", which is registered with epoch "
+                                    + other
+                                    + " now";
+                    case "foreign" ->
+                            "was never issued to "
+                                    + loader
+                                    + " (registered with epoch "
+                                    + other
+                                    + "): a report for another loader, or a made-up epoch";
+                    case "unregistered" -> "names " + loader + ", which is not registered";
+                    case "restarted" ->
+                            "is not the one "
+                                    + loader
+                                    + " joined this session with (epoch "
+                                    + other
+                                    + "); the session fails, the earlier life's part is lost";
+                    default -> "is refused (" + reason + ")";
+                };
+        RelayException problem =
+                UpdateProblems.EPOCH_FENCED
+                        .exception("report epoch " + report.getEpoch() + " " + detail)
+                        .with("epoch", report.getEpoch())
+                        .with("reason", reason)
+                        .with("instance", report.getInstance());
+        if (!other.isEmpty()) {
+            problem.with(
+                    "restarted".equals(reason) ? "joinedEpoch" : "registeredEpoch",
+                    Long.parseLong(other));
+        }
+        return problem;
+    }
+
+    private static boolean verificationClaimed(List<Object> result) {
+        for (int i = 1; i < result.size(); i++) {
+            if (String.valueOf(result.get(i)).startsWith("verify:")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     public BarrierStatus awaitBarrier(
@@ -250,6 +325,7 @@ public class UpdateService {
                 new BarrierStatus(barrier, open, failed, arrived, session.getParticipants().size());
         status.setState(state);
         status.setFailedInstance(session.getFailedInstance());
+        status.setFailure(session.getFailure());
         return status;
     }
 
@@ -265,11 +341,16 @@ public class UpdateService {
 
     private UpdateSession get(String model, long generation, String group, boolean touch) {
         if (touch) {
-            List<Object> result = step(model, generation, group, "", "", "", "", "", "", "", "");
+            List<Object> result =
+                    step(model, generation, group, "", "", "", "", "", "", "", "", "");
             if ("not-found".equals(String.valueOf(result.get(0)))) {
                 throw notFound(model, generation, group);
             }
             record(model, result);
+            if ("ok".equals(String.valueOf(result.get(0))) && verificationClaimed(result)) {
+                // The verifier that claimed this session died; this touch takes it over.
+                record(model, verifier.verify(model, generation, group));
+            }
         }
         Map<Object, Object> h =
                 guard.call(
@@ -330,14 +411,18 @@ public class UpdateService {
         durations.setPrepareMs(longOrNull(h.get("prepareMs")));
         durations.setApplyMs(longOrNull(h.get("applyMs")));
         durations.setPostApplyMs(longOrNull(h.get("postApplyMs")));
+        durations.setVerifyMs(longOrNull(h.get("verifyMs")));
         session.setDurations(durations);
+        session.setVerifiedObjects(longOrNull(h.get("verifiedObjects")));
+        session.setPartialObjects(longOrNull(h.get("partialObjects")));
         return session;
     }
 
     private List<Object> step(String model, long generation, String group, String... args) {
-        List<String> argv = new ArrayList<>(args.length + 2);
+        List<String> argv = new ArrayList<>(args.length + 3);
         argv.add(String.valueOf(clock.millis()));
         argv.addAll(List.of(args));
+        argv.add(properties.verifyChecksums() ? "1" : "");
         argv.add(String.valueOf(generation));
         String instance = args[0];
         List<Object> result =
@@ -349,7 +434,8 @@ public class UpdateService {
                                                 keys.session(model, generation, group),
                                                 keys.participants(model, generation, group),
                                                 keys.loader(instance.isEmpty() ? "-" : instance),
-                                                keys.sessionChannel(model, generation, group)),
+                                                keys.sessionChannel(model, generation, group),
+                                                keys.sessionChecksums(model, generation, group)),
                                         argv.toArray()));
         if (!instance.isEmpty()) {
             record(model, result);
@@ -367,6 +453,9 @@ public class UpdateService {
             int colon = t.indexOf(':');
             String name = t.substring(0, colon);
             String value = t.substring(colon + 1);
+            if ("verify".equals(name)) {
+                continue;
+            }
             if ("failed".equals(name)) {
                 meters.counter("relay.updates.failed", "model", model, "state", value).increment();
             } else {

@@ -33,6 +33,8 @@ import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.ModelConfig;
 import io.weightrelay.reshard.catalog.Placements;
 import io.weightrelay.reshard.catalog.TensorLayout;
+import io.weightrelay.reshard.checksum.Crc32c;
+import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
@@ -78,7 +80,6 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongConsumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.zip.CRC32C;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpRequest;
 import org.springframework.http.HttpStatusCode;
@@ -539,6 +540,9 @@ public final class ControlPlaneBench {
         private final Figures f = new Figures();
         private final Map<String, Long> epochs = new ConcurrentHashMap<>();
 
+        /** Each loader's slice, from its prepare: what it reports checksums of when applied. */
+        private final Map<String, Slice> slices = new ConcurrentHashMap<>();
+
         Bench(ServiceProcess control, Scenario scenario, Options options, long trainerStep) {
             String baseUrl = control.baseUrl();
             this.control = control;
@@ -757,7 +761,7 @@ public final class ControlPlaneBench {
                             new RegisteredObject()
                                     .key(key)
                                     .size(fragment.bytes())
-                                    .checksum(checksum(key))
+                                    .checksum(Crc32c.format(Crc32c.zeros(fragment.bytes())))
                                     .segments(List.of(segment)));
                 }
                 publisher.registerObjects(
@@ -911,6 +915,7 @@ public final class ControlPlaneBench {
             byte[] encoded =
                     plans.getPlanSliceWithResponseSpec(planId, instance).body(byte[].class);
             Slice slice = Slice.decode(encoded);
+            slices.put(instance, slice);
             List<Loader> group = registry.listLoaders(s.model(), GROUP, null, 1000);
             if (group.size() != s.instances()) {
                 throw new IllegalStateException(
@@ -951,11 +956,35 @@ public final class ControlPlaneBench {
             report(generation, instance, epoch, ReportedPhase.PREPARED);
             await(generation, instance, BarrierName.PREPARED);
             report(generation, instance, epoch, ReportedPhase.APPLYING);
-            report(generation, instance, epoch, ReportedPhase.APPLIED);
+            // The stand-in's objects are all zeros: every range read has the CRC32C of its zeros,
+            // so control-api's proof at the all-applied barrier runs at full scale.
+            updates.reportUpdatePhase(
+                    s.model(),
+                    generation,
+                    GROUP,
+                    new PhaseReport()
+                            .instance(instance)
+                            .epoch(epoch)
+                            .phase(ReportedPhase.APPLIED)
+                            .checksums(zeroChecksums(slices.get(instance)).encode()));
             await(generation, instance, BarrierName.APPLIED);
             report(generation, instance, epoch, ReportedPhase.POST_APPLIED);
             await(generation, instance, BarrierName.POST_APPLIED);
             return null;
+        }
+
+        private static RangeChecksums zeroChecksums(Slice slice) {
+            List<RangeChecksums.Entry> entries = new ArrayList<>();
+            for (int read = 0; read < slice.readCount(); read++) {
+                String object = slice.objectId(slice.readObject(read));
+                for (int r = slice.rangeFirst(read); r < slice.rangeEnd(read); r++) {
+                    long length = slice.rangeLength(r);
+                    entries.add(
+                            new RangeChecksums.Entry(
+                                    object, slice.rangeStart(r), length, Crc32c.zeros(length)));
+                }
+            }
+            return new RangeChecksums(entries);
         }
 
         private void report(long generation, String instance, long epoch, ReportedPhase phase) {
@@ -1204,12 +1233,6 @@ public final class ControlPlaneBench {
                     + (body.length() > 600 ? body.substring(0, 600) + "..." : body);
         }
         return String.valueOf(e);
-    }
-
-    private static String checksum(String key) {
-        CRC32C crc = new CRC32C();
-        crc.update(key.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-        return String.format(Locale.ROOT, "crc32c:%08x", crc.getValue());
     }
 
     /** One past the last byte a fragment occupies in its buffer (as {@code RolloutEngine}). */

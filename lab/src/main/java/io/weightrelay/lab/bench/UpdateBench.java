@@ -1,5 +1,6 @@
 package io.weightrelay.lab.bench;
 
+import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
@@ -52,6 +53,12 @@ import java.util.concurrent.Future;
  *   <li>{@code store_read_ratio}: store bytes the loaders read / bytes the target needs
  *   <li>{@code naive_update_s}: every worker reading everything it needs from the store itself, all
  *       at once, in this run
+ *   <li>{@code checksums}: whether the end-to-end proof ran ({@code --no-checksums} turns it off in
+ *       control-api and every loader, for comparison only); {@code verify_ms}: the largest time one
+ *       loader spent taking the CRC32C of what it read plus control-api's combine and comparison at
+ *       the all-applied barrier ({@code loader_checksum_ms}, {@code control_verify_ms}), in the
+ *       measured round; {@code objects_verified}: objects proven against their published checksums
+ *       in that round
  * </ul>
  */
 public final class UpdateBench {
@@ -69,6 +76,7 @@ public final class UpdateBench {
         Mode mode = Mode.parse(args.get("mode", "compat"));
         long seed = args.getLong("seed", 1);
         boolean verify = !args.has("no-verify");
+        boolean checksums = !args.has("no-checksums");
         int warmups = args.getInt("warmup", 2);
         Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
         String redisHost = args.get("redis-host", "127.0.0.1");
@@ -91,7 +99,7 @@ public final class UpdateBench {
         SourceManifest manifest = LabCluster.publishedManifest(model);
         TargetPlacement placement = LabCluster.placementFor(manifest, spec);
         long needed = storeBytesNeeded(Planner.plan(manifest, placement, topology));
-        try (LabCluster lab = LabCluster.start(spec)) {
+        try (LabCluster lab = LabCluster.start(spec, checksums)) {
             lab.publish(0);
             LabCluster.Updates cold = lab.updateAll().requireUpdated();
             // Retired generations are collected after every round, as a deployment's scheduled
@@ -122,11 +130,17 @@ public final class UpdateBench {
             long prepareMs = 0;
             long applyMs = 0;
             long postMs = 0;
+            long loaderChecksumMs = 0;
             for (UpdateProgress p : warm.results()) {
                 prepareMs = Math.max(prepareMs, nz(p.getDurations().getPrepareMs()));
                 applyMs = Math.max(applyMs, nz(p.getDurations().getApplyMs()));
                 postMs = Math.max(postMs, nz(p.getDurations().getPostApplyMs()));
+                loaderChecksumMs = Math.max(loaderChecksumMs, nz(p.getDurations().getVerifyMs()));
             }
+            UpdateSession session = lab.session(generation, "lab");
+            long controlVerifyMs =
+                    session.getDurations() == null ? 0 : nz(session.getDurations().getVerifyMs());
+            long objectsVerified = nz(session.getVerifiedObjects());
             double memcpy = memcpyBytesPerSecond();
             double socket = loopbackBytesPerSecond();
             double bound = local / memcpy + tcp / socket;
@@ -148,7 +162,9 @@ public final class UpdateBench {
                                     + "\"update_vs_bound\":%.3f,\"store_read_ratio\":%.4f,"
                                     + "\"naive_update_s\":%.4f,\"cold_update_s\":%.4f,"
                                     + "\"memcpy_gbps\":%.3f,\"tcp_gbps\":%.3f,\"bytes_verified\":%d,"
-                                    + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d}",
+                                    + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
+                                    + "\"checksums\":%b,\"verify_ms\":%d,\"loader_checksum_ms\":%d,"
+                                    + "\"control_verify_ms\":%d,\"objects_verified\":%d}",
                             model,
                             mode.name().toLowerCase(Locale.ROOT),
                             instances,
@@ -168,7 +184,12 @@ public final class UpdateBench {
                             verified,
                             prepareMs,
                             applyMs,
-                            postMs));
+                            postMs,
+                            checksums,
+                            loaderChecksumMs + controlVerifyMs,
+                            loaderChecksumMs,
+                            controlVerifyMs,
+                            objectsVerified));
         }
     }
 

@@ -126,6 +126,7 @@ public final class LabCluster implements AutoCloseable {
     private final Map<String, List<String>> publisherArgs = new LinkedHashMap<>();
     private TrainerSession trainer;
     private GenerationsApi operator;
+    private boolean checksums = true;
 
     private LabCluster(Spec spec) throws IOException {
         this.spec = spec;
@@ -176,7 +177,17 @@ public final class LabCluster implements AutoCloseable {
 
     /** Starts every service, waits until all are healthy and registers every engine. */
     public static LabCluster start(Spec spec) throws Exception {
+        return start(spec, true);
+    }
+
+    /**
+     * As {@link #start(Spec)}; {@code checksums} false turns the end-to-end checksum proof off in
+     * control-api and every loader, only to measure what it costs ({@code bench update
+     * --no-checksums}).
+     */
+    public static LabCluster start(Spec spec, boolean checksums) throws Exception {
         LabCluster lab = new LabCluster(spec);
+        lab.checksums = checksums;
         try {
             lab.startServices();
             return lab;
@@ -275,6 +286,87 @@ public final class LabCluster implements AutoCloseable {
         return engine;
     }
 
+    /**
+     * Registers every engine again with its own loader, in the lab's group: how an instance paused
+     * for rebuild is rebuilt (a new epoch; the loader accepts updates again).
+     */
+    public void reRegisterAll() {
+        for (RolloutEngine engine : engines) {
+            String id = engine.instance();
+            engine.register(
+                    spec.model(),
+                    "lab",
+                    nodeOf(id),
+                    RolloutEngine.workers(placement, id, manifest));
+        }
+    }
+
+    /** The active generation as control-api answers it. */
+    public io.weightrelay.api.control.client.model.Generation activeGeneration() {
+        return operator.getActiveGeneration(spec.model());
+    }
+
+    /** The update session of {@code group} to {@code generation}, as control-api answers it. */
+    public io.weightrelay.api.control.client.model.UpdateSession session(
+            long generation, String group) {
+        return new io.weightrelay.api.control.client.UpdatesApi(operator.getApiClient())
+                .getUpdateSession(spec.model(), generation, group);
+    }
+
+    /** A generation as control-api answers it. */
+    public io.weightrelay.api.control.client.model.Generation generation(long generation) {
+        return operator.getGeneration(spec.model(), generation);
+    }
+
+    /**
+     * Flips one byte of a stored object right in its segment's shared-memory file, as a bad DIMM or
+     * a stray write would: the object directory and the checksum registered at publish stay as they
+     * were. Returns the segment file written.
+     *
+     * @param key the object's store key ({@code model/generation/fragment})
+     * @param objectOffset the byte of the object to flip
+     */
+    public Path corruptStoredByte(String key, long objectOffset) throws IOException {
+        String prefix = dataplanePrefix();
+        String replicas;
+        String shm;
+        RedisClient client = RedisClient.create(spec.redisUri());
+        try (StatefulRedisConnection<String, String> connection = client.connect()) {
+            RedisCommands<String, String> redis = connection.sync();
+            replicas = redis.hget(prefix + "obj:" + key, "replicas");
+            if (replicas == null) {
+                throw new IllegalStateException("object " + key + " is not in the store");
+            }
+            String first = replicas.split(";")[0];
+            String segment = first.substring(0, first.lastIndexOf('@'));
+            long offset = Long.parseLong(first.substring(first.lastIndexOf('@') + 1));
+            shm = redis.hget(prefix + "seg:" + segment, "shm");
+            if (shm == null) {
+                throw new IllegalStateException("segment " + segment + " has no descriptor");
+            }
+            Path file = Path.of(shm);
+            try (java.nio.channels.FileChannel ch =
+                    java.nio.channels.FileChannel.open(
+                            file,
+                            java.nio.file.StandardOpenOption.READ,
+                            java.nio.file.StandardOpenOption.WRITE)) {
+                java.nio.ByteBuffer one = java.nio.ByteBuffer.allocate(1);
+                long at = offset + objectOffset;
+                if (ch.read(one, at) != 1) {
+                    throw new IOException("cannot read byte " + at + " of " + file);
+                }
+                one.put(0, (byte) (one.get(0) ^ 0x5a));
+                one.rewind();
+                if (ch.write(one, at) != 1) {
+                    throw new IOException("cannot write byte " + at + " of " + file);
+                }
+            }
+            return file;
+        } finally {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+        }
+    }
+
     /** Updates the given engines together (for example one restarted instance). */
     public Updates update(List<RolloutEngine> which) throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(which.size());
@@ -361,6 +453,7 @@ public final class LabCluster implements AutoCloseable {
                                         "--relay.dataplane.key-prefix=" + dpPrefix,
                                         "--relay.dataplane.secret-file=" + secretFile,
                                         "--relay.generations.scheduled-gc=false",
+                                        "--relay.updates.verify-checksums=" + checksums,
                                         "--relay.security.tokens.trainer[0]=" + trainerToken,
                                         "--relay.security.tokens.loader[0]=" + loaderToken,
                                         "--relay.security.tokens.operator[0]=" + operatorToken),
@@ -520,6 +613,7 @@ public final class LabCluster implements AutoCloseable {
                                 "--relay.dataplane.redis-uri=" + spec.redisUri(),
                                 "--relay.dataplane.key-prefix=" + dataplanePrefix(),
                                 "--relay.dataplane.secret-file=" + secretFile,
+                                "--relay.loader.checksums=" + checksums,
                                 "--relay.security.tokens.loader[0]=" + loaderToken),
                         logs));
     }

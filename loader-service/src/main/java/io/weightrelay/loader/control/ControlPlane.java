@@ -2,6 +2,7 @@ package io.weightrelay.loader.control;
 
 import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
+import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
@@ -14,7 +15,12 @@ import java.util.List;
 public interface ControlPlane {
 
     /** A generation's state and digest. */
-    record GenerationRef(long generation, String state, String manifestDigest) {}
+    record GenerationRef(
+            long generation, String state, String manifestDigest, String corruptObject) {
+        public GenerationRef(long generation, String state, String manifestDigest) {
+            this(generation, state, manifestDigest, null);
+        }
+    }
 
     /** A resolved plan. */
     record PlanRef(String planId, boolean valid, List<String> instances) {}
@@ -45,7 +51,11 @@ public interface ControlPlane {
         }
     }
 
-    /** One phase report. */
+    /**
+     * One phase report.
+     *
+     * @param checksums with APPLIED: the CRC32C of every range this loader read (null: none)
+     */
     record Report(
             String instance,
             long epoch,
@@ -54,15 +64,45 @@ public interface ControlPlane {
             long bytesPushed,
             long bytesReceived,
             String failingPeer,
-            String error) {
+            String error,
+            RangeChecksums checksums) {
+
+        public Report(
+                String instance,
+                long epoch,
+                Reported phase,
+                long bytesRead,
+                long bytesPushed,
+                long bytesReceived,
+                String failingPeer,
+                String error) {
+            this(
+                    instance,
+                    epoch,
+                    phase,
+                    bytesRead,
+                    bytesPushed,
+                    bytesReceived,
+                    failingPeer,
+                    error,
+                    null);
+        }
 
         public static Report of(String instance, long epoch, Reported phase) {
             return new Report(instance, epoch, phase, 0, 0, 0, null, null);
         }
     }
 
-    /** A barrier's state after one wait. */
-    record BarrierState(boolean open, boolean failed, String failedInstance) {}
+    /**
+     * A barrier's state after one wait.
+     *
+     * @param failure why the session failed, naming the object or peer (null while it has not)
+     */
+    record BarrierState(boolean open, boolean failed, String failedInstance, String failure) {
+        public BarrierState(boolean open, boolean failed, String failedInstance) {
+            this(open, failed, failedInstance, null);
+        }
+    }
 
     /** Registers (or re-registers) the loader; returns its new epoch. */
     long registerLoader(

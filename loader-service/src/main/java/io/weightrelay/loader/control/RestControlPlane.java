@@ -308,7 +308,11 @@ public class RestControlPlane implements ControlPlane {
     }
 
     private static GenerationRef ref(Generation g) {
-        return new GenerationRef(g.getGeneration(), g.getState().getValue(), g.getManifestDigest());
+        return new GenerationRef(
+                g.getGeneration(),
+                g.getState().getValue(),
+                g.getManifestDigest(),
+                g.getCorruptObject());
     }
 
     @Override
@@ -424,6 +428,7 @@ public class RestControlPlane implements ControlPlane {
                         .bytesPushed(r.bytesPushed())
                         .bytesReceived(r.bytesReceived())
                         .failingPeer(r.failingPeer())
+                        .checksums(r.checksums() == null ? null : r.checksums().encode())
                         .error(
                                 r.error() == null || r.error().length() <= 4000
                                         ? r.error()
@@ -449,7 +454,8 @@ public class RestControlPlane implements ControlPlane {
         return new BarrierState(
                 Boolean.TRUE.equals(s.getOpen()),
                 Boolean.TRUE.equals(s.getFailed()),
-                s.getFailedInstance());
+                s.getFailedInstance(),
+                s.getFailure());
     }
 
     @Override

@@ -1,6 +1,7 @@
 package io.weightrelay.loader.pipeline;
 
 import io.weightrelay.dataplane.Counters;
+import io.weightrelay.reshard.checksum.RangeChecksums;
 
 /**
  * What one loader moved in one apply, every count verified against the transfer results.
@@ -11,6 +12,9 @@ import io.weightrelay.dataplane.Counters;
  * @param bytesReceived bytes its workers received (pushes and fan-outs into them, by the plan)
  * @param batches batches it ran
  * @param transport what this loader's engine moved meanwhile, per transport (null if not measured)
+ * @param checksums the CRC32C of every range its readers read (null when checksums are off), for
+ *     control-api to prove against the published checksums
+ * @param checksumNanos time its read threads spent computing those
  */
 public record ApplyCounts(
         long bytesRead,
@@ -18,10 +22,29 @@ public record ApplyCounts(
         long bytesFannedOut,
         long bytesReceived,
         int batches,
-        Counters transport) {
+        Counters transport,
+        RangeChecksums checksums,
+        long checksumNanos) {
+
+    public ApplyCounts(
+            long bytesRead,
+            long bytesPushed,
+            long bytesFannedOut,
+            long bytesReceived,
+            int batches,
+            Counters transport) {
+        this(bytesRead, bytesPushed, bytesFannedOut, bytesReceived, batches, transport, null, 0);
+    }
 
     ApplyCounts withTransport(Counters value) {
         return new ApplyCounts(
-                bytesRead, bytesPushed, bytesFannedOut, bytesReceived, batches, value);
+                bytesRead,
+                bytesPushed,
+                bytesFannedOut,
+                bytesReceived,
+                batches,
+                value,
+                checksums,
+                checksumNanos);
     }
 }

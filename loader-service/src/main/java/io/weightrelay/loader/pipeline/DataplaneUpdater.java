@@ -54,6 +54,7 @@ public final class DataplaneUpdater {
     private final int slots;
     private final BatchHook hook;
     private final int readThreads;
+    private final boolean checksums;
 
     /**
      * @param slots staging watermark in batches (at least 2)
@@ -66,6 +67,20 @@ public final class DataplaneUpdater {
             int slots,
             BatchHook hook,
             int readThreads) {
+        this(dataplane, registrations, slots, hook, readThreads, true);
+    }
+
+    /**
+     * @param checksums checksum every range read, for control-api's proof (off only to measure what
+     *     it costs)
+     */
+    public DataplaneUpdater(
+            Dataplane dataplane,
+            RegistrationManager<Segment> registrations,
+            int slots,
+            BatchHook hook,
+            int readThreads,
+            boolean checksums) {
         if (slots < 2) {
             throw new IllegalArgumentException("staging must admit at least two batches");
         }
@@ -74,6 +89,7 @@ public final class DataplaneUpdater {
         this.slots = slots;
         this.hook = hook;
         this.readThreads = readThreads;
+        this.checksums = checksums;
     }
 
     public Dataplane dataplane() {
@@ -274,7 +290,8 @@ public final class DataplaneUpdater {
                         timeout,
                         progress,
                         hook,
-                        readThreads);
+                        readThreads,
+                        checksums);
         Counters before = dataplane.counters();
         ApplyCounts counts;
         try {

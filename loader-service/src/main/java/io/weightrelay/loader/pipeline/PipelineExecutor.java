@@ -10,6 +10,7 @@ import io.weightrelay.dataplane.TaskStatus;
 import io.weightrelay.dataplane.TransferBatch;
 import io.weightrelay.dataplane.TransferEngine;
 import io.weightrelay.dataplane.TransferRequest;
+import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;
@@ -60,6 +61,10 @@ public final class PipelineExecutor {
     private final long deadlineNanos;
     private final LongConsumer progress;
     private final BatchHook hook;
+    private final boolean checksums;
+    private final java.util.concurrent.ConcurrentLinkedQueue<RangeChecksums.Entry> readChecksums =
+            new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final AtomicLong checksumNanos = new AtomicLong();
 
     /** Concurrent store reads of one batch: several objects in flight use several streams. */
     private final java.util.concurrent.ExecutorService readers;
@@ -94,6 +99,42 @@ public final class PipelineExecutor {
             LongConsumer progress,
             BatchHook hook,
             int readThreads) {
+        this(
+                slice,
+                model,
+                generation,
+                engine,
+                store,
+                staging,
+                slots,
+                ownSegments,
+                notifyBaselines,
+                timeout,
+                progress,
+                hook,
+                readThreads,
+                true);
+    }
+
+    /**
+     * @param checksums compute the CRC32C of every range read, as it lands in staging (off only to
+     *     measure what it costs)
+     */
+    public PipelineExecutor(
+            LoaderSlice slice,
+            String model,
+            long generation,
+            TransferEngine engine,
+            StoreClient store,
+            Segment staging,
+            int slots,
+            Map<String, ? extends LocalMemory> ownSegments,
+            Map<String, Long> notifyBaselines,
+            Duration timeout,
+            LongConsumer progress,
+            BatchHook hook,
+            int readThreads,
+            boolean checksums) {
         if (slots < 2) {
             throw new IllegalArgumentException("the staging watermark must admit >= 2 batches");
         }
@@ -130,6 +171,7 @@ public final class PipelineExecutor {
         this.deadlineNanos = System.nanoTime() + timeout.toNanos();
         this.progress = Objects.requireNonNullElse(progress, b -> {});
         this.hook = Objects.requireNonNullElse(hook, BatchHook.NONE);
+        this.checksums = checksums;
     }
 
     /**
@@ -159,10 +201,11 @@ public final class PipelineExecutor {
             throw f;
         }
         log.info(
-                "apply of {}: {} batches, busy read={}ms push={}ms fan-out={}ms",
+                "apply of {}: {} batches, busy read={}ms (checksums {}ms) push={}ms fan-out={}ms",
                 slice.instance(),
                 slice.batchCount(),
                 readNanos.get() / 1_000_000,
+                checksumNanos.get() / 1_000_000,
                 pushNanos.get() / 1_000_000,
                 fanOutNanos.get() / 1_000_000);
         return new ApplyCounts(
@@ -171,7 +214,9 @@ public final class PipelineExecutor {
                 bytesFannedOut.get(),
                 slice.receiveBytes(),
                 slice.batchCount(),
-                null);
+                null,
+                checksums ? new RangeChecksums(List.copyOf(readChecksums)) : null,
+                checksumNanos.get());
     }
 
     private Thread thread(String stage, Runnable body) {
@@ -274,8 +319,9 @@ public final class PipelineExecutor {
                                     base + plan.rangeStart(r)));
                 }
             }
-            String key = ObjectKeys.key(model, generation, plan.objectId(object));
-            pending.add(readers.submit(() -> readObject(key, ranges)));
+            String objectId = plan.objectId(object);
+            String key = ObjectKeys.key(model, generation, objectId);
+            pending.add(readers.submit(() -> readObject(objectId, key, ranges)));
             i = j;
         }
         for (java.util.concurrent.Future<?> f : pending) {
@@ -293,8 +339,12 @@ public final class PipelineExecutor {
         }
     }
 
-    /** One object's ranges of this batch, in one {@code getIntoRanges}; every count checked. */
-    private void readObject(String key, List<ReadRange> ranges) {
+    /**
+     * One object's ranges of this batch, in one {@code getIntoRanges}; every count checked, and the
+     * CRC32C of every range taken as it lies in staging (still in cache), so that control-api can
+     * prove what was read against the published checksum without reading a byte again.
+     */
+    private void readObject(String objectId, String key, List<ReadRange> ranges) {
         if (failed()) {
             return;
         }
@@ -321,8 +371,34 @@ public final class PipelineExecutor {
             }
             bytes += got[r];
         }
+        if (checksums) {
+            long t0 = System.nanoTime();
+            for (ReadRange range : ranges) {
+                readChecksums.add(
+                        new RangeChecksums.Entry(
+                                objectId,
+                                range.objectOffset(),
+                                range.length(),
+                                crc32c(range.destinationOffset(), range.length())));
+            }
+            checksumNanos.addAndGet(System.nanoTime() - t0);
+        }
         bytesRead.addAndGet(bytes);
         progress.accept(bytes);
+    }
+
+    /** CRC32C of staging bytes {@code [offset, offset + length)}, in views of at most 1 GiB. */
+    private int crc32c(long offset, long length) {
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        long at = offset;
+        long left = length;
+        while (left > 0) {
+            int n = (int) Math.min(left, 1L << 30);
+            crc.update(staging.byteBuffer(at, n));
+            at += n;
+            left -= n;
+        }
+        return (int) crc.getValue();
     }
 
     // ---- push stage ----

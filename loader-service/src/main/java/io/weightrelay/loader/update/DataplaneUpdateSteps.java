@@ -44,7 +44,8 @@ class DataplaneUpdateSteps implements UpdateSteps {
                 holder.registrations(),
                 properties.stagingSlots(),
                 hook,
-                properties.readThreads());
+                properties.readThreads(),
+                properties.checksums());
     }
 
     /** What a validated slice was validated for. */

@@ -166,6 +166,17 @@ public class UpdateCoordinator {
                             model + "/" + generation,
                             "generation " + generation + " of " + model + " is " + g.state());
                 }
+                if (g.corruptObject() != null) {
+                    throw new ApplyFailure(
+                            model + "/" + generation + "/" + g.corruptObject(),
+                            "generation "
+                                    + generation
+                                    + " of "
+                                    + model
+                                    + " is corrupt: object "
+                                    + g.corruptObject()
+                                    + " does not match its published checksum");
+                }
                 control.acquireLease(model, generation, id, properties.leaseTtl());
                 leased = true;
                 SourceManifest manifest = lastManifest;
@@ -272,7 +283,8 @@ public class UpdateCoordinator {
                                 counts.bytesPushed() + counts.bytesFannedOut(),
                                 counts.bytesReceived(),
                                 null,
-                                null));
+                                null,
+                                counts.checksums()));
                 run.enter(Phase.APPLIED);
                 await(instance, generation, Barrier.APPLIED, deadline);
             } catch (RuntimeException e) {
@@ -382,7 +394,11 @@ public class UpdateCoordinator {
             if (s.failed()) {
                 String peer = s.failedInstance() != null ? s.failedInstance() : CONTROL_API;
                 throw new ApplyFailure(
-                        peer, "barrier " + barrier.wire() + " failed: " + peer + " failed");
+                        peer,
+                        "barrier "
+                                + barrier.wire()
+                                + " failed: "
+                                + (s.failure() != null ? s.failure() : peer + " failed"));
             }
             if (System.nanoTime() - deadline >= 0) {
                 throw new ApplyFailure(

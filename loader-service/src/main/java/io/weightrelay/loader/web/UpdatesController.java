@@ -77,6 +77,9 @@ class UpdatesController implements UpdatesApi {
                     .bytesPushed(s.counts().bytesPushed())
                     .bytesFannedOut(s.counts().bytesFannedOut())
                     .bytesReceived(s.counts().bytesReceived());
+            if (s.counts().checksums() != null) {
+                out.getDurations().verifyMs(s.counts().checksumNanos() / 1_000_000);
+            }
             if (s.counts().transport() != null) {
                 out.transport(
                         new TransportBytes(

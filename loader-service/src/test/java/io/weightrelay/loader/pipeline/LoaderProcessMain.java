@@ -69,6 +69,7 @@ public final class LoaderProcessMain {
             System.out.println("READY " + instance);
             System.out.flush();
             Prepared prepared = null;
+            ApplyCounts last = null;
             long generation = firstGeneration;
             String line;
             while ((line = in.readLine()) != null) {
@@ -100,6 +101,7 @@ public final class LoaderProcessMain {
                         case "apply" -> {
                             Counters before = dp.counters();
                             ApplyCounts c = updater.apply(prepared, timeout, b -> {});
+                            last = c;
                             Counters d = dp.counters().minus(before);
                             reply(
                                     "OK "
@@ -153,6 +155,11 @@ public final class LoaderProcessMain {
                             }
                             reply("OK " + bytes);
                         }
+                        case "checksums" ->
+                                reply(
+                                        "OK "
+                                                + java.util.Base64.getEncoder()
+                                                        .encodeToString(last.checksums().encode()));
                         case "promote" -> reply("OK " + registrations.promote());
                         case "discard" -> reply("OK " + registrations.discardProvisional());
                         case "stats" -> reply("OK " + registrations.stats());

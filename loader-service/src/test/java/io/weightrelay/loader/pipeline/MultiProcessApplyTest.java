@@ -6,6 +6,9 @@ import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
+import io.weightrelay.reshard.checksum.Crc32c;
+import io.weightrelay.reshard.checksum.ObjectVerification;
+import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
@@ -43,6 +46,9 @@ class MultiProcessApplyTest {
     private Dataplane trainer;
     private Segment store;
     private final List<LoaderProcess> loaders = new ArrayList<>();
+
+    /** Every object as it was stored: its size and CRC32C. */
+    private final Map<String, ObjectVerification.Registered> published = new HashMap<>();
 
     @BeforeEach
     void publisher() {
@@ -86,6 +92,10 @@ class MultiProcessApplyTest {
                         tensors.get(f.tensor()),
                         GenerationContent.tensorIndexOf(manifest, f),
                         view);
+                published.put(
+                        f.fragment(),
+                        new ObjectVerification.Registered(
+                                f.bytes(), Crc32c.of(staging.byteBuffer(0, (int) f.bytes()))));
                 trainer.store()
                         .putFrom(
                                 ObjectKeys.key(manifest.model(), generation, f.fragment()),
@@ -125,6 +135,19 @@ class MultiProcessApplyTest {
             replies.add(l.reply());
         }
         return replies;
+    }
+
+    private Map<String, RangeChecksums> checksums(Cluster c) {
+        List<String> replies = all("checksums");
+        Map<String, RangeChecksums> out = new HashMap<>();
+        for (int i = 0; i < replies.size(); i++) {
+            assertThat(replies.get(i)).startsWith("OK ");
+            out.put(
+                    c.instances().get(i),
+                    RangeChecksums.decode(
+                            java.util.Base64.getDecoder().decode(replies.get(i).substring(3))));
+        }
+        return out;
     }
 
     private static long[] longs(String okReply) {
@@ -192,6 +215,31 @@ class MultiProcessApplyTest {
         assertThat(verified).allMatch(r -> r.startsWith("OK "));
         long checked = verified.stream().mapToLong(r -> longs(r)[0]).sum();
         assertThat(checked).isPositive();
+
+        // What each reader checksummed as it read, combined per object across the loaders,
+        // proves every object read against the checksum it had when it was stored.
+        Map<String, RangeChecksums> reports = checksums(c);
+        ObjectVerification.Result proof =
+                ObjectVerification.verify(reports, published, ObjectVerification.expected(plan));
+        assertThat(proof.ok()).as(String.valueOf(proof.failure())).isTrue();
+        assertThat(proof.partialObjects()).isZero();
+        assertThat(proof.verifiedBytes()).isEqualTo(c.manifest().totalBytes());
+        // One flipped bit in what one loader read fails its object, naming the loaders.
+        String someone = c.instances().get(0);
+        RangeChecksums mine = reports.get(someone);
+        RangeChecksums.Entry first = mine.entries().get(0);
+        List<RangeChecksums.Entry> flipped = new ArrayList<>(mine.entries());
+        flipped.set(
+                0,
+                new RangeChecksums.Entry(
+                        first.object(), first.offset(), first.length(), first.crc() ^ 1));
+        Map<String, RangeChecksums> tampered = new HashMap<>(reports);
+        tampered.put(someone, new RangeChecksums(flipped));
+        ObjectVerification.Result refused =
+                ObjectVerification.verify(tampered, published, ObjectVerification.expected(plan));
+        assertThat(refused.ok()).isFalse();
+        assertThat(refused.failure().object()).isEqualTo(first.object());
+        assertThat(refused.failure().readers()).contains(someone);
 
         assertThat(all("promote")).allMatch(r -> r.startsWith("OK "));
         List<String> firstStats = all("stats");

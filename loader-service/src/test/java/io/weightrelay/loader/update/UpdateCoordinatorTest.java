@@ -87,7 +87,8 @@ class UpdateCoordinatorTest {
                         Duration.ofMinutes(5),
                         Duration.ofSeconds(5),
                         4,
-                        -1);
+                        -1,
+                        true);
         DataplaneHolder holder =
                 new DataplaneHolder(
                         new DataplaneSettings(

@@ -16,5 +16,26 @@ public final class CheckpointProblems {
                     HttpStatus.SERVICE_UNAVAILABLE,
                     "Checkpoint I/O failed");
 
+    /** An object's bytes in the segment do not match the checksum registered at publish. */
+    public static final ProblemKind CHECKPOINT_CORRUPT =
+            new ProblemKind(
+                    "checkpoint-corrupt",
+                    HttpStatus.CONFLICT,
+                    "Stored bytes do not match their published checksum");
+
+    /** A save names no registered checksums to prove the bytes against. */
+    public static final ProblemKind CHECKSUMS_REQUIRED =
+            new ProblemKind(
+                    "checksums-required",
+                    HttpStatus.BAD_REQUEST,
+                    "A save needs the published checksums");
+
+    /** The save of {@code key} is refused: {@code why}. */
+    static io.weightrelay.service.problem.RelayException refused(String key, String why) {
+        return CHECKPOINT_CORRUPT
+                .exception("object " + key + " is not saved: " + why)
+                .with("object", key);
+    }
+
     private CheckpointProblems() {}
 }

@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Saves the objects of a generation held by this segment under {@code
@@ -36,8 +37,21 @@ public final class OwnerCheckpoints {
         this.control = control;
     }
 
-    /** Writes every object of the generation that this segment holds. */
-    public OwnerCheckpointResult save(String model, long generation, Path directory) {
+    /**
+     * Writes every object of the generation that this segment holds, each only if its bytes match
+     * the checksum registered at publish ({@code published}, by store key): a byte changed in the
+     * segment since is never saved as if it were the trainer's.
+     */
+    public OwnerCheckpointResult save(
+            String model, long generation, Path directory, Map<String, String> published) {
+        if (published == null || published.isEmpty()) {
+            throw CheckpointProblems.CHECKSUMS_REQUIRED.exception(
+                    "a save of "
+                            + model
+                            + "/"
+                            + generation
+                            + " needs the checksums registered at publish (checksums)");
+        }
         long started = System.nanoTime();
         GenerationLayout layout = control.layout(model, generation);
         Path dir = folder(directory, model, generation);
@@ -53,8 +67,23 @@ public final class OwnerCheckpoints {
                         continue;
                     }
                     ByteBuffer view = held.get();
-                    String file = (n++) + ".bin";
                     int crc = Checksums.crc32c(view);
+                    String expected = published.get(f.key());
+                    if (expected == null) {
+                        throw CheckpointProblems.refused(
+                                f.key(), "no checksum was registered for it");
+                    }
+                    if (crc != Checksums.parse(expected)) {
+                        throw CheckpointProblems.refused(
+                                f.key(),
+                                "its bytes in segment "
+                                        + owner.segmentName()
+                                        + " have "
+                                        + Checksums.format(crc)
+                                        + ", published "
+                                        + expected);
+                    }
+                    String file = (n++) + ".bin";
                     try (FileChannel out =
                             FileChannel.open(
                                     dir.resolve(file),

@@ -47,7 +47,8 @@ class OwnerController implements OwnerApi {
                 checkpoints.save(
                         request.getModel(),
                         request.getGeneration(),
-                        Path.of(request.getDirectory())));
+                        Path.of(request.getDirectory()),
+                        request.getChecksums()));
     }
 
     @Override

@@ -348,11 +348,16 @@ abstract class PublishEndToEndTest {
             crcs.put(key, Checksums.crc32c(owner.ownedBytes(key).orElseThrow()));
         }
         OwnerApi ownerApi = operatorOwnerApi();
+        Map<String, String> published = new HashMap<>();
+        controlApi
+                .registeredObjects(manifest.model(), g)
+                .forEach((key, o) -> published.put(key, o.getChecksum()));
         OwnerCheckpointRequest request =
                 new OwnerCheckpointRequest()
                         .model(manifest.model())
                         .generation(g)
-                        .directory(directory.toString());
+                        .directory(directory.toString())
+                        .checksums(published);
 
         OwnerCheckpointResult saved = ownerApi.saveOwnedObjects(request);
         assertThat(saved.getObjects()).isEqualTo(manifest.fragments().size());
@@ -366,6 +371,63 @@ abstract class PublishEndToEndTest {
                         assertThat(Checksums.crc32c(owner.ownedBytes(key).orElseThrow()))
                                 .as(key)
                                 .isEqualTo(crc));
+    }
+
+    @Test
+    void aSaveWritesOnlyBytesThatMatchTheirPublishedChecksums(@TempDir Path directory) {
+        SourceManifest manifest = tinyFp32ToBf16("e2e-checkpoint-corrupt");
+        long g =
+                session()
+                        .publish(manifest, 0, gen -> new DeterministicWeights(SEED, gen))
+                        .generation();
+        Map<String, String> published = new HashMap<>();
+        controlApi
+                .registeredObjects(manifest.model(), g)
+                .forEach((key, o) -> published.put(key, o.getChecksum()));
+        OwnerApi ownerApi = operatorOwnerApi();
+
+        // No checksums to prove the bytes against: refused.
+        OwnerCheckpointRequest bare =
+                new OwnerCheckpointRequest()
+                        .model(manifest.model())
+                        .generation(g)
+                        .directory(directory.toString());
+        assertThatThrownBy(() -> ownerApi.saveOwnedObjects(bare))
+                .isInstanceOfSatisfying(
+                        org.springframework.web.client.RestClientResponseException.class,
+                        e -> {
+                            assertThat(e.getStatusCode().value()).isEqualTo(400);
+                            assertThat(e.getResponseBodyAsString())
+                                    .contains("/problems/checksums-required");
+                        });
+
+        // One byte flipped in the segment after publish: that object is never saved.
+        StoredFragment victim =
+                manifest.fragments().stream().filter(f -> f.bytes() > 0).findFirst().orElseThrow();
+        String key = ObjectKeys.key(manifest.model(), g, victim.fragment());
+        ByteBuffer bytes = owner.ownedBytes(key).orElseThrow();
+        int at = (int) (victim.bytes() / 2);
+        bytes.put(at, (byte) (bytes.get(at) ^ 0x5a));
+        OwnerCheckpointRequest request =
+                new OwnerCheckpointRequest()
+                        .model(manifest.model())
+                        .generation(g)
+                        .directory(directory.toString())
+                        .checksums(published);
+        assertThatThrownBy(() -> ownerApi.saveOwnedObjects(request))
+                .isInstanceOfSatisfying(
+                        org.springframework.web.client.RestClientResponseException.class,
+                        e -> {
+                            assertThat(e.getStatusCode().value()).isEqualTo(409);
+                            assertThat(e.getResponseBodyAsString())
+                                    .contains("/problems/checkpoint-corrupt")
+                                    .contains(key);
+                        });
+        // No index: the partial checkpoint can never be restored.
+        assertThatThrownBy(() -> ownerApi.restoreOwnedObjects(request))
+                .isInstanceOfSatisfying(
+                        org.springframework.web.client.RestClientResponseException.class,
+                        e -> assertThat(e.getStatusCode().value()).isEqualTo(404));
     }
 
     private OwnerApi operatorOwnerApi() {

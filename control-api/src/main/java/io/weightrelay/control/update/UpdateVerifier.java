@@ -1,0 +1,250 @@
+package io.weightrelay.control.update;
+
+import io.weightrelay.control.plan.PlanService;
+import io.weightrelay.control.redis.RedisGuard;
+import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.redis.Scripts;
+import io.weightrelay.reshard.checksum.Crc32c;
+import io.weightrelay.reshard.checksum.ObjectVerification;
+import io.weightrelay.reshard.checksum.ObjectVerification.ExpectedRange;
+import io.weightrelay.reshard.checksum.ObjectVerification.Registered;
+import io.weightrelay.reshard.checksum.RangeChecksums;
+import io.weightrelay.reshard.codec.CodecException;
+import io.weightrelay.reshard.plan.Plan;
+import java.time.Clock;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.data.redis.core.StringRedisTemplate;
+import org.springframework.data.redis.core.script.RedisScript;
+import org.springframework.stereotype.Component;
+
+/**
+ * The all-applied barrier's proof: once every loader of a session reported applied with the CRC32C
+ * of each range it read, the ranges are combined per object and compared with the checksums the
+ * publisher registered (and every range the plan reads must have been reported by its reader). Only
+ * then does the session move to post-apply; a mismatch pauses the group for rebuild, naming the
+ * object and its readers, before any engine advances. Runs on whichever control-api instance
+ * claimed the verification in {@code update-step.lua}; a claim of a dead instance expires and the
+ * next touch of the session takes it over.
+ */
+@Component
+class UpdateVerifier {
+    private static final Logger log = LoggerFactory.getLogger(UpdateVerifier.class);
+    private static final RedisScript<List<Object>> VERIFIED = Scripts.load("update-verified");
+    private static final RedisScript<List<Object>> CORRUPT = Scripts.load("corrupt");
+    private static final int KEPT_PLANS = 4;
+
+    private final StringRedisTemplate redis;
+    private final RedisKeys keys;
+    private final RedisGuard guard;
+    private final PlanService plans;
+    private final Clock clock;
+
+    /** Each plan's ranges by object; plans are immutable per id. */
+    private final Map<String, Map<String, List<ExpectedRange>>> expected =
+            new LinkedHashMap<>(8, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(
+                        Map.Entry<String, Map<String, List<ExpectedRange>>> eldest) {
+                    return size() > KEPT_PLANS;
+                }
+            };
+
+    UpdateVerifier(
+            StringRedisTemplate redis,
+            RedisKeys keys,
+            RedisGuard guard,
+            PlanService plans,
+            Clock clock) {
+        this.redis = redis;
+        this.keys = keys;
+        this.guard = guard;
+        this.plans = plans;
+        this.clock = clock;
+    }
+
+    /** The transitions {@code update-verified.lua} reported. */
+    List<Object> verify(String model, long generation, String group) {
+        long started = System.nanoTime();
+        String session = keys.session(model, generation, group);
+        Object planId = guard.call(() -> redis.opsForHash().get(session, "planId"));
+        Map<Object, Object> blobs =
+                guard.call(
+                        () ->
+                                redis.opsForHash()
+                                        .entries(keys.sessionChecksums(model, generation, group)));
+        ObjectVerification.Result result;
+        String failedInstance = "";
+        String failure = "";
+        try {
+            Map<String, RangeChecksums> reports = new HashMap<>();
+            for (Map.Entry<Object, Object> e : blobs.entrySet()) {
+                String instance = (String) e.getKey();
+                try {
+                    reports.put(
+                            instance,
+                            RangeChecksums.decode(
+                                    Base64.getDecoder().decode((String) e.getValue())));
+                } catch (CodecException | IllegalArgumentException bad) {
+                    throw new VerificationFailed(
+                            instance,
+                            "the range checksums of "
+                                    + instance
+                                    + " cannot be read: "
+                                    + bad.getMessage());
+                }
+            }
+            Map<String, List<ExpectedRange>> want = null;
+            if (planId != null && !((String) planId).isEmpty()) {
+                try {
+                    want = expected((String) planId);
+                } catch (RuntimeException gone) {
+                    throw new VerificationFailed(
+                            "control-api",
+                            "plan "
+                                    + planId
+                                    + " cannot be read to check what was read: "
+                                    + gone.getMessage());
+                }
+            }
+            Map<String, String> notCrc32c = new HashMap<>();
+            result =
+                    ObjectVerification.verify(
+                            reports, registered(model, generation, notCrc32c), want);
+            if (!result.ok()) {
+                failedInstance = String.join(",", result.failure().readers());
+                String object = result.failure().object();
+                failure =
+                        notCrc32c.containsKey(object)
+                                ? "object "
+                                        + object
+                                        + " is registered with checksum "
+                                        + notCrc32c.get(object)
+                                        + ", not CRC32C: what was read of it cannot be proven"
+                                : result.failure().message();
+                if (result.failure().corrupt()) {
+                    failure += markCorrupt(model, generation, object, failure);
+                }
+            }
+        } catch (VerificationFailed e) {
+            result = null;
+            failedInstance = e.instance;
+            failure = e.getMessage();
+        }
+        long ms = (System.nanoTime() - started) / 1_000_000;
+        boolean ok = result != null && result.ok();
+        if (ok) {
+            log.info(
+                    "update {}/{}/{}: {} objects ({} bytes) proven against their checksums in {} ms"
+                            + " ({} read only in part)",
+                    model,
+                    generation,
+                    group,
+                    result.verifiedObjects(),
+                    result.verifiedBytes(),
+                    ms,
+                    result.partialObjects());
+        } else {
+            log.warn("update {}/{}/{} failed its checksums: {}", model, generation, group, failure);
+        }
+        String verified = result == null ? "0" : String.valueOf(result.verifiedObjects());
+        String partial = result == null ? "0" : String.valueOf(result.partialObjects());
+        String failedWho = failedInstance;
+        String why = failure;
+        return guard.call(
+                () ->
+                        redis.execute(
+                                VERIFIED,
+                                List.of(session, keys.sessionChannel(model, generation, group)),
+                                String.valueOf(clock.millis()),
+                                ok ? "1" : "0",
+                                failedWho,
+                                why,
+                                String.valueOf(ms),
+                                verified,
+                                partial));
+    }
+
+    /**
+     * The stored bytes of {@code object} are not what was published: no loader may load the
+     * generation again, and if it is active the previous whole generation is active again.
+     */
+    private String markCorrupt(String model, long generation, String object, String detail) {
+        List<Object> r =
+                guard.call(
+                        () ->
+                                redis.execute(
+                                        CORRUPT,
+                                        List.of(),
+                                        keys.prefix(),
+                                        model,
+                                        String.valueOf(generation),
+                                        object,
+                                        detail));
+        String reactivated = r.size() > 1 ? String.valueOf(r.get(1)) : "";
+        log.error(
+                "generation {} of {} is corrupt (object {}); {}",
+                generation,
+                model,
+                object,
+                reactivated.isEmpty()
+                        ? "no earlier whole generation to serve"
+                        : "generation " + reactivated + " is active again");
+        return reactivated.isEmpty()
+                ? "; generation " + generation + " is marked corrupt"
+                : "; generation "
+                        + generation
+                        + " is marked corrupt and generation "
+                        + reactivated
+                        + " is active again";
+    }
+
+    /** Registered objects with a CRC32C; the others go to {@code notCrc32c} (id to checksum). */
+    private Map<String, Registered> registered(
+            String model, long generation, Map<String, String> notCrc32c) {
+        Map<Object, Object> objects =
+                guard.call(() -> redis.opsForHash().entries(keys.objects(model, generation)));
+        Map<String, Registered> out = new HashMap<>(objects.size() * 2);
+        objects.forEach(
+                (fragment, value) -> {
+                    String[] parts = ((String) value).split("\\|", -1);
+                    try {
+                        out.put(
+                                (String) fragment,
+                                new Registered(Long.parseLong(parts[0]), Crc32c.parse(parts[1])));
+                    } catch (RuntimeException e) {
+                        notCrc32c.put((String) fragment, parts.length > 1 ? parts[1] : "");
+                    }
+                });
+        return out;
+    }
+
+    private Map<String, List<ExpectedRange>> expected(String planId) {
+        synchronized (expected) {
+            Map<String, List<ExpectedRange>> cached = expected.get(planId);
+            if (cached != null) {
+                return cached;
+            }
+        }
+        Map<String, List<ExpectedRange>> computed =
+                ObjectVerification.expected(Plan.decode(plans.encoded(planId)));
+        synchronized (expected) {
+            expected.put(planId, computed);
+        }
+        return computed;
+    }
+
+    private static final class VerificationFailed extends RuntimeException {
+        private final String instance;
+
+        VerificationFailed(String instance, String message) {
+            super(message);
+            this.instance = instance;
+        }
+    }
+}

@@ -1,0 +1,231 @@
+package io.weightrelay.reshard.checksum;
+
+import io.weightrelay.reshard.plan.Plan;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+
+/**
+ * Proves what the readers of an update read against what the publisher registered: every range the
+ * plan reads must be reported by its reader (and nothing else), and for every object whose ranges
+ * tile it whole, the ranges' CRC32Cs combined in offset order must equal the object's registered
+ * checksum. No byte is read for this: the readers checksummed the bytes they read anyway, as they
+ * landed in their staging.
+ *
+ * <p>An object the plan reads only in part (bytes no worker needs are never read) cannot be proven
+ * against a whole-object checksum; such objects are counted in {@link Result#partialObjects}.
+ */
+public final class ObjectVerification {
+
+    /** An object as the publisher registered it. */
+    public record Registered(long size, int crc) {}
+
+    /** A range the plan has {@code reader} read. */
+    public record ExpectedRange(long offset, long length, String reader) {}
+
+    /**
+     * The first thing that failed: the object, the loaders that read it, what is wrong; {@code
+     * corrupt} when what was read does not match the published checksum (rather than a report that
+     * disagrees with the plan).
+     */
+    public record Failure(String object, List<String> readers, boolean corrupt, String message) {}
+
+    /** What was proven. {@code failure} is null when everything read matched. */
+    public record Result(
+            int verifiedObjects, int partialObjects, long verifiedBytes, Failure failure) {
+        public boolean ok() {
+            return failure == null;
+        }
+    }
+
+    private record Reported(RangeChecksums.Entry entry, String reader) {}
+
+    private ObjectVerification() {}
+
+    /** The ranges every object is read in, by object id, from the plan's reads. */
+    public static Map<String, List<ExpectedRange>> expected(Plan plan) {
+        Map<String, List<ExpectedRange>> byObject = new HashMap<>();
+        for (int read = 0; read < plan.readCount(); read++) {
+            String object = plan.objectId(plan.readObject(read));
+            String reader = plan.workerInstance(plan.readReader(read));
+            List<ExpectedRange> list = byObject.computeIfAbsent(object, o -> new ArrayList<>());
+            for (int r = plan.rangeFirst(read); r < plan.rangeEnd(read); r++) {
+                list.add(new ExpectedRange(plan.rangeStart(r), plan.rangeLength(r), reader));
+            }
+        }
+        for (List<ExpectedRange> list : byObject.values()) {
+            list.sort(Comparator.comparingLong(ExpectedRange::offset));
+        }
+        return byObject;
+    }
+
+    /**
+     * @param reports every reader's range checksums, by loader instance
+     * @param registered every object of the generation
+     * @param expected the plan's ranges by object ({@link #expected(Plan)}); null checks only what
+     *     was reported
+     */
+    public static Result verify(
+            Map<String, RangeChecksums> reports,
+            Map<String, Registered> registered,
+            Map<String, List<ExpectedRange>> expected) {
+        Map<String, List<Reported>> byObject = new HashMap<>();
+        for (Map.Entry<String, RangeChecksums> report : reports.entrySet()) {
+            for (RangeChecksums.Entry e : report.getValue().entries()) {
+                byObject.computeIfAbsent(e.object(), o -> new ArrayList<>())
+                        .add(new Reported(e, report.getKey()));
+            }
+        }
+        if (expected != null) {
+            for (String object : expected.keySet()) {
+                byObject.putIfAbsent(object, List.of());
+            }
+        }
+        int verified = 0;
+        int partial = 0;
+        long bytes = 0;
+        for (String object : new TreeSet<>(byObject.keySet())) {
+            List<Reported> got = new ArrayList<>(byObject.get(object));
+            got.sort(Comparator.comparingLong((Reported r) -> r.entry().offset()));
+            Registered reg = registered.get(object);
+            if (reg == null) {
+                return failed(object, got, "is not an object of this generation");
+            }
+            if (expected != null) {
+                Failure f = matchPlan(object, got, expected.getOrDefault(object, List.of()));
+                if (f != null) {
+                    return new Result(verified, partial, bytes, f);
+                }
+            }
+            long at = 0;
+            int crc = 0;
+            boolean whole = true;
+            for (Reported r : got) {
+                RangeChecksums.Entry e = r.entry();
+                if (e.offset() < at) {
+                    return failed(
+                            object,
+                            got,
+                            "was read twice: ["
+                                    + e.offset()
+                                    + ", "
+                                    + e.end()
+                                    + ") by "
+                                    + r.reader()
+                                    + " overlaps bytes read before");
+                }
+                if (e.end() > reg.size()) {
+                    return failed(
+                            object,
+                            got,
+                            "has "
+                                    + reg.size()
+                                    + " bytes but "
+                                    + r.reader()
+                                    + " reported ["
+                                    + e.offset()
+                                    + ", "
+                                    + e.end()
+                                    + ")");
+                }
+                if (e.offset() > at) {
+                    whole = false;
+                }
+                crc = Crc32c.combine(crc, e.crc(), e.length());
+                at = e.end();
+            }
+            if (!whole || at != reg.size()) {
+                partial++;
+                continue;
+            }
+            if (crc != reg.crc()) {
+                return failed(
+                        object,
+                        got,
+                        "does not match its registered checksum: read "
+                                + Crc32c.format(crc)
+                                + ", published "
+                                + Crc32c.format(reg.crc()),
+                        true);
+            }
+            verified++;
+            bytes += reg.size();
+        }
+        return new Result(verified, partial, bytes, null);
+    }
+
+    private static Failure matchPlan(String object, List<Reported> got, List<ExpectedRange> want) {
+        int i = 0;
+        int j = 0;
+        while (i < got.size() || j < want.size()) {
+            Reported g = i < got.size() ? got.get(i) : null;
+            ExpectedRange w = j < want.size() ? want.get(j) : null;
+            if (g != null
+                    && w != null
+                    && g.entry().offset() == w.offset()
+                    && g.entry().length() == w.length()
+                    && g.reader().equals(w.reader())) {
+                i++;
+                j++;
+                continue;
+            }
+            if (w != null && (g == null || w.offset() <= g.entry().offset())) {
+                return new Failure(
+                        object,
+                        List.of(w.reader()),
+                        false,
+                        "object "
+                                + object
+                                + ": "
+                                + w.reader()
+                                + " reported no checksum of ["
+                                + w.offset()
+                                + ", "
+                                + (w.offset() + w.length())
+                                + "), which the plan has it read");
+            }
+            return new Failure(
+                    object,
+                    List.of(g.reader()),
+                    false,
+                    "object "
+                            + object
+                            + ": "
+                            + g.reader()
+                            + " reported a checksum of ["
+                            + g.entry().offset()
+                            + ", "
+                            + g.entry().end()
+                            + "), which the plan does not have it read");
+        }
+        return null;
+    }
+
+    private static Result failed(String object, List<Reported> got, String what) {
+        return failed(object, got, what, false);
+    }
+
+    private static Result failed(String object, List<Reported> got, String what, boolean corrupt) {
+        TreeSet<String> readers = new TreeSet<>();
+        for (Reported r : got) {
+            readers.add(r.reader());
+        }
+        return new Result(
+                0,
+                0,
+                0,
+                new Failure(
+                        object,
+                        List.copyOf(readers),
+                        corrupt,
+                        "object "
+                                + object
+                                + " (read by "
+                                + String.join(", ", readers)
+                                + ") "
+                                + what));
+    }
+}

@@ -1,0 +1,157 @@
+package io.weightrelay.reshard.checksum;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.weightrelay.reshard.checksum.ObjectVerification.ExpectedRange;
+import io.weightrelay.reshard.checksum.ObjectVerification.Registered;
+import io.weightrelay.reshard.checksum.ObjectVerification.Result;
+import io.weightrelay.reshard.codec.CodecException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+class ObjectVerificationTest {
+
+    private final Random random = new Random(14);
+    private final Map<String, byte[]> objects = new HashMap<>();
+    private final Map<String, Registered> registered = new HashMap<>();
+
+    private void object(String id, int size) {
+        byte[] bytes = new byte[size];
+        random.nextBytes(bytes);
+        objects.put(id, bytes);
+        registered.put(id, new Registered(size, Crc32c.of(bytes, 0, size)));
+    }
+
+    private RangeChecksums.Entry range(String id, int offset, int length) {
+        return new RangeChecksums.Entry(
+                id, offset, length, Crc32c.of(objects.get(id), offset, length));
+    }
+
+    /** Two objects, the first split between two readers, the second read whole by one. */
+    private Map<String, List<RangeChecksums.Entry>> split() {
+        object("w@0", 10_000);
+        object("w@1", 4_096);
+        Map<String, List<RangeChecksums.Entry>> byReader = new HashMap<>();
+        byReader.put("loader-a", new ArrayList<>(List.of(range("w@0", 0, 3_000))));
+        byReader.put(
+                "loader-b",
+                new ArrayList<>(List.of(range("w@0", 3_000, 7_000), range("w@1", 0, 4_096))));
+        return byReader;
+    }
+
+    private static Map<String, RangeChecksums> reports(
+            Map<String, List<RangeChecksums.Entry>> byReader) {
+        Map<String, RangeChecksums> reports = new HashMap<>();
+        // Through the wire encoding, as control-api receives them.
+        byReader.forEach(
+                (reader, entries) ->
+                        reports.put(
+                                reader,
+                                RangeChecksums.decode(new RangeChecksums(entries).encode())));
+        return reports;
+    }
+
+    private static Map<String, List<ExpectedRange>> plan() {
+        return Map.of(
+                "w@0",
+                List.of(
+                        new ExpectedRange(0, 3_000, "loader-a"),
+                        new ExpectedRange(3_000, 7_000, "loader-b")),
+                "w@1",
+                List.of(new ExpectedRange(0, 4_096, "loader-b")));
+    }
+
+    @Test
+    void rangesOfSeveralReadersCombineIntoEachObjectsChecksum() {
+        Result result = ObjectVerification.verify(reports(split()), registered, plan());
+        assertThat(result.ok()).isTrue();
+        assertThat(result.verifiedObjects()).isEqualTo(2);
+        assertThat(result.partialObjects()).isZero();
+        assertThat(result.verifiedBytes()).isEqualTo(14_096);
+    }
+
+    @Test
+    void oneFlippedByteFailsItsObjectNamingTheReaders() {
+        Map<String, List<RangeChecksums.Entry>> byReader = split();
+        objects.get("w@0")[5_000] ^= 0x10; // what loader-b read is not what was published
+        byReader.get("loader-b").set(0, range("w@0", 3_000, 7_000));
+        Result result = ObjectVerification.verify(reports(byReader), registered, plan());
+        assertThat(result.ok()).isFalse();
+        assertThat(result.failure().object()).isEqualTo("w@0");
+        assertThat(result.failure().readers()).containsExactly("loader-a", "loader-b");
+        assertThat(result.failure().message())
+                .contains("w@0", "does not match its registered checksum");
+        assertThat(result.failure().corrupt()).isTrue();
+    }
+
+    @Test
+    void aRangeThePlanReadsButNobodyReportedFailsNamingItsReader() {
+        Map<String, List<RangeChecksums.Entry>> byReader = split();
+        byReader.get("loader-a").clear();
+        Result result = ObjectVerification.verify(reports(byReader), registered, plan());
+        assertThat(result.failure().object()).isEqualTo("w@0");
+        assertThat(result.failure().readers()).containsExactly("loader-a");
+        assertThat(result.failure().message()).contains("reported no checksum of [0, 3000)");
+        assertThat(result.failure().corrupt()).isFalse();
+    }
+
+    @Test
+    void aRangeReportedByAnotherLoaderThanItsReaderFails() {
+        Map<String, List<RangeChecksums.Entry>> byReader = split();
+        byReader.get("loader-b").add(byReader.get("loader-a").remove(0));
+        Result result = ObjectVerification.verify(reports(byReader), registered, plan());
+        assertThat(result.failure().object()).isEqualTo("w@0");
+        assertThat(result.failure().message()).contains("loader-a", "reported no checksum");
+    }
+
+    @Test
+    void overlapsAndUnknownObjectsFailWithoutAPlanToo() {
+        Map<String, List<RangeChecksums.Entry>> byReader = split();
+        byReader.get("loader-a").add(range("w@0", 2_000, 2_000));
+        assertThat(ObjectVerification.verify(reports(byReader), registered, null).failure())
+                .satisfies(f -> assertThat(f.message()).contains("w@0", "read twice"));
+
+        Map<String, List<RangeChecksums.Entry>> unknown = split();
+        object("other@0", 10);
+        unknown.get("loader-a").add(range("other@0", 0, 10));
+        registered.remove("other@0");
+        assertThat(ObjectVerification.verify(reports(unknown), registered, null).failure())
+                .satisfies(f -> assertThat(f.object()).isEqualTo("other@0"));
+    }
+
+    @Test
+    void anObjectThePlanReadsInPartIsCountedNotProven() {
+        object("w@0", 10_000);
+        Map<String, List<RangeChecksums.Entry>> byReader =
+                Map.of("loader-a", List.of(range("w@0", 0, 3_000), range("w@0", 6_000, 1_000)));
+        Map<String, List<ExpectedRange>> plan =
+                Map.of(
+                        "w@0",
+                        List.of(
+                                new ExpectedRange(0, 3_000, "loader-a"),
+                                new ExpectedRange(6_000, 1_000, "loader-a")));
+        Result result = ObjectVerification.verify(reports(byReader), registered, plan);
+        assertThat(result.ok()).isTrue();
+        assertThat(result.partialObjects()).isEqualTo(1);
+        assertThat(result.verifiedObjects()).isZero();
+    }
+
+    @Test
+    void theEncodingRoundTripsAndRefusesGarbage() {
+        Map<String, List<RangeChecksums.Entry>> byReader = split();
+        RangeChecksums b = new RangeChecksums(byReader.get("loader-b"));
+        assertThat(RangeChecksums.decode(b.encode()).entries())
+                .containsExactlyInAnyOrderElementsOf(b.entries());
+        byte[] bytes = b.encode();
+        byte[] truncated = java.util.Arrays.copyOf(bytes, bytes.length - 1);
+        assertThatThrownBy(() -> RangeChecksums.decode(truncated))
+                .isInstanceOf(CodecException.class);
+        assertThatThrownBy(() -> RangeChecksums.decode(new byte[] {3, 'a', 'b', 'c'}))
+                .isInstanceOf(CodecException.class);
+    }
+}
