@@ -123,6 +123,8 @@ abstract class PublishEndToEndTest {
         registry.add("relay.publish.control-api-url", () -> controlApi.baseUrl());
         registry.add(
                 "relay.publish.control-api-token", () -> TestPublisherProperties.TRAINER_TOKEN);
+        registry.add(
+                "relay.publish.owner-token", () -> TestPublisherProperties.SEGMENT_OWNER_TOKEN);
     }
 
     /**
@@ -347,7 +349,7 @@ abstract class PublishEndToEndTest {
             String key = ObjectKeys.key(manifest.model(), g, f.fragment());
             crcs.put(key, Checksums.crc32c(owner.ownedBytes(key).orElseThrow()));
         }
-        OwnerApi ownerApi = operatorOwnerApi();
+        OwnerApi ownerApi = ownerTokenApi();
         OwnerCheckpointRequest request =
                 new OwnerCheckpointRequest()
                         .model(manifest.model())
@@ -368,10 +370,10 @@ abstract class PublishEndToEndTest {
                                 .isEqualTo(crc));
     }
 
-    private OwnerApi operatorOwnerApi() {
+    private OwnerApi ownerTokenApi() {
         ApiClient client = new ApiClient();
         client.setBasePath("http://127.0.0.1:" + port);
-        client.setBearerToken(TestPublisherProperties.OPERATOR_TOKEN);
+        client.setBearerToken(TestPublisherProperties.OWNER_TOKEN);
         return new OwnerApi(client);
     }
 
