@@ -38,34 +38,53 @@ class CheckpointTest extends ControlApiTestSupport {
         final HttpServer http;
         final AtomicInteger saves = new AtomicInteger();
         final AtomicInteger restores = new AtomicInteger();
+        final List<String> authorizations = new java.util.concurrent.CopyOnWriteArrayList<>();
         final List<StoredFragment> held = new ArrayList<>();
         final double seconds;
+        final java.net.http.HttpResponse<String> registration;
 
         Owner(double seconds) throws IOException {
+            this(seconds, OWNER);
+        }
+
+        /** Registers the segment and the stub's admin URL with {@code token}. */
+        Owner(double seconds, String token) throws IOException {
             this.seconds = seconds;
             http = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
             http.createContext(
                     "/api/v1/checkpoints/save",
                     exchange -> {
+                        authorizations.add(
+                                String.valueOf(
+                                        exchange.getRequestHeaders().getFirst("Authorization")));
                         saves.incrementAndGet();
                         reply(exchange, held.size());
                     });
             http.createContext(
                     "/api/v1/checkpoints/restore",
                     exchange -> {
+                        authorizations.add(
+                                String.valueOf(
+                                        exchange.getRequestHeaders().getFirst("Authorization")));
                         restores.incrementAndGet();
                         held.forEach(f -> store.put(f.getKey(), f.getBytes()));
                         reply(exchange, held.size());
                     });
             http.start();
-            ok(
+            registration =
                     call(
                             "PUT",
                             "/api/v1/segments/" + store.segmentName(),
-                            TRAINER,
+                            token,
                             new SegmentRegistration("t0", "127.0.0.1:1", 4L << 20)
-                                    .adminUrl("http://127.0.0.1:" + http.getAddress().getPort())),
-                    io.weightrelay.api.control.model.SegmentOwner.class);
+                                    .adminUrl(adminUrl()));
+            if (OWNER.equals(token)) {
+                ok(registration, io.weightrelay.api.control.model.SegmentOwner.class);
+            }
+        }
+
+        String adminUrl() {
+            return "http://127.0.0.1:" + http.getAddress().getPort();
         }
 
         void hold(StoredFragment f) {
@@ -153,6 +172,9 @@ class CheckpointTest extends ControlApiTestSupport {
             assertThat(a.restores.get()).isEqualTo(1);
             assertThat(b.restores.get()).isEqualTo(1);
             assertThat(idle.restores.get()).isZero();
+            // Owners are called with the owner credential, and with nothing else.
+            assertThat(a.authorizations).hasSize(2).containsOnly("Bearer " + OWNER_CALL);
+            assertThat(b.authorizations).hasSize(2).containsOnly("Bearer " + OWNER_CALL);
             for (StoredFragment f : fragments) {
                 assertThat(a.store.exists(f.getKey())).isTrue();
             }
@@ -167,6 +189,64 @@ class CheckpointTest extends ControlApiTestSupport {
                                             Generation.class)
                                     .getState())
                     .isEqualTo(GenerationState.RETIRED);
+        }
+    }
+
+    @Test
+    void onlyAnAdminUrlAnOwnerRegisteredIsEverCalled() throws Exception {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        try (Owner rogue = new Owner(0.1, TRAINER);
+                Owner legacy = new Owner(0.1, OWNER)) {
+            // A trainer token cannot register an admin URL (control-api would send its owner
+            // credential there), and the refusal names the segment but no credential.
+            assertThat(rogue.registration.statusCode()).isEqualTo(403);
+            assertThat(rogue.registration.body())
+                    .contains("https://weightrelay.io/problems/forbidden")
+                    .contains("may not register an admin URL")
+                    .contains(rogue.store.segmentName())
+                    .doesNotContain(OWNER_CALL)
+                    .doesNotContain(TRAINER);
+            assertThat(get("/api/v1/segments/" + rogue.store.segmentName(), OPERATOR).statusCode())
+                    .as("nothing was registered")
+                    .isEqualTo(404);
+            // Without an admin URL a trainer token may still register the segment (a publisher
+            // configured before the owner role): it has no admin URL then.
+            io.weightrelay.api.control.model.SegmentOwner plain =
+                    ok(
+                            call(
+                                    "PUT",
+                                    "/api/v1/segments/" + rogue.store.segmentName(),
+                                    TRAINER,
+                                    new SegmentRegistration("t0", "127.0.0.1:1", 4L << 20)),
+                            io.weightrelay.api.control.model.SegmentOwner.class);
+            assertThat(plain.getAdminUrl()).isNull();
+            // A registration stored before the owner role (no registeredBy) has no admin URL.
+            redis.opsForHash()
+                    .delete(PREFIX + "segment:" + legacy.store.segmentName(), "registeredBy");
+            assertThat(
+                            ok(
+                                            get(
+                                                    "/api/v1/segments/"
+                                                            + legacy.store.segmentName(),
+                                                    OPERATOR),
+                                            io.weightrelay.api.control.model.SegmentOwner.class)
+                                    .getAdminUrl())
+                    .isNull();
+            List<StoredFragment> fragments = fragments(model, g1);
+            for (int i = 0; i < fragments.size(); i++) {
+                (i % 2 == 0 ? rogue : legacy).hold(fragments.get(i));
+            }
+            java.net.http.HttpResponse<String> save =
+                    call(
+                            "POST",
+                            "/api/v1/models/" + model + "/generations/" + g1 + "/checkpoints",
+                            OPERATOR,
+                            new CheckpointRequest("/tmp/ckpt-h9"));
+            assertThat(save.body()).contains("owner has no admin URL");
+            assertThat(rogue.saves.get() + legacy.saves.get()).isZero();
+            assertThat(rogue.authorizations).isEmpty();
+            assertThat(legacy.authorizations).isEmpty();
         }
     }
 }

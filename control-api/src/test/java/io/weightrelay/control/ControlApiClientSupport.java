@@ -38,6 +38,23 @@ public abstract class ControlApiClientSupport extends ServiceSmokeTestSupport {
     public static final String LOADER = "loader-token-0123456789";
     public static final String OPERATOR = "operator-token-0123456789";
 
+    /** An owner token valid for any segment (control-api's {@code tokens.owner}). */
+    public static final String OWNER = "owner-token-0123456789";
+
+    /** The owner token bound to segment {@link #BOUND_SEGMENT}. */
+    public static final String OWNER_BOUND = "owner-bound-token-0123456789";
+
+    public static final String BOUND_SEGMENT = "seg-bound-a";
+
+    /** The loader token bound to instance {@link #BOUND_INSTANCE}. */
+    public static final String LOADER_BOUND = "loader-bound-token-0123456789";
+
+    public static final String BOUND_INSTANCE = "inst-bound-a";
+    public static final String METRICS = "metrics-token-0123456789";
+
+    /** What control-api presents to segment owners ({@code relay.checkpoints.owner-token}). */
+    public static final String OWNER_CALL = "owner-call-token-0123456789";
+
     @Value("${local.server.port}")
     int port;
 

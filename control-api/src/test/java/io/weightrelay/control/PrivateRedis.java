@@ -7,6 +7,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.springframework.util.FileSystemUtils;
 
@@ -20,8 +21,15 @@ final class PrivateRedis implements AutoCloseable {
     private final int port = freePort();
     private final Path dir;
     private Process process;
+    private final List<String> extraArgs;
 
     PrivateRedis() {
+        this(List.of());
+    }
+
+    /** With more redis-server arguments, e.g. {@code --requirepass} and {@code --user}. */
+    PrivateRedis(List<String> extraArgs) {
+        this.extraArgs = List.copyOf(extraArgs);
         try {
             dir = Files.createTempDirectory("control-api-redis-");
         } catch (IOException ex) {
@@ -39,8 +47,9 @@ final class PrivateRedis implements AutoCloseable {
 
     synchronized void start() {
         try {
-            process =
-                    new ProcessBuilder(
+            List<String> command =
+                    new java.util.ArrayList<>(
+                            List.of(
                                     "/usr/bin/redis-server",
                                     "--port",
                                     String.valueOf(port),
@@ -53,7 +62,10 @@ final class PrivateRedis implements AutoCloseable {
                                     "--appendfsync",
                                     "always",
                                     "--dir",
-                                    dir.toString())
+                                    dir.toString()));
+            command.addAll(extraArgs);
+            process =
+                    new ProcessBuilder(command)
                             .redirectErrorStream(true)
                             .redirectOutput(dir.resolve("redis.log").toFile())
                             .start();

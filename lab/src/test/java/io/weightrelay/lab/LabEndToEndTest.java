@@ -3,6 +3,7 @@ package io.weightrelay.lab;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.api.control.client.model.CheckpointReport;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.TargetFragment;
@@ -14,11 +15,15 @@ import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Demands;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.springframework.util.FileSystemUtils;
 import org.springframework.web.client.RestClientResponseException;
 
 /**
@@ -59,14 +64,56 @@ class LabEndToEndTest {
                         .isPositive();
 
                 refusedRegistrationReachesTheEngine(lab, lab.engines().get(1));
+                checkpointReachesEveryOwnerWithTheOwnerCredential(lab, second);
                 if (mode == Mode.COMPAT) {
                     publisherRestartNeverServesLostBytes(lab, second);
                 } else {
                     deadOwnerFailsThePrepare(lab, second);
                 }
+                noTokenOrSecretInAnyLog(lab);
             } catch (Exception | AssertionError e) {
                 lab.dumpLogs();
                 throw e;
+            }
+        }
+    }
+
+    /**
+     * Each publisher registered its admin URL with its own owner token (bound to its segment), so
+     * control-api reaches every owner holding the generation, with its owner credential.
+     */
+    private static void checkpointReachesEveryOwnerWithTheOwnerCredential(
+            LabCluster lab, long generation) throws IOException {
+        Path dir = Files.createTempDirectory("wr-lab-h9-ckpt");
+        try {
+            CheckpointReport report = lab.checkpoint(generation, dir);
+            assertThat(report.getOwners()).hasSize(2);
+            assertThat(report.getOwners())
+                    .allSatisfy(o -> assertThat(o.getError()).as(o.getSegment()).isNull());
+        } finally {
+            FileSystemUtils.deleteRecursively(dir);
+        }
+    }
+
+    /**
+     * No configured token, bound token or data-plane secret appears in any service log of the run
+     * (the services got them in files, not on their command lines).
+     */
+    private static void noTokenOrSecretInAnyLog(LabCluster lab) throws IOException {
+        List<String> secrets = lab.configuredSecrets();
+        assertThat(secrets).hasSizeGreaterThanOrEqualTo(4 + 4 + 2).doesNotHaveDuplicates();
+        List<Path> logs;
+        try (var files = Files.list(lab.logs())) {
+            logs = files.filter(f -> f.toString().endsWith(".log")).toList();
+        }
+        assertThat(logs).as("control-api, two publishers, four loaders").hasSizeGreaterThan(6);
+        for (Path log : logs) {
+            String text = Files.readString(log);
+            assertThat(text).as(log.toString()).isNotEmpty();
+            for (String secret : secrets) {
+                assertThat(text.contains(secret))
+                        .as("%s holds a configured secret (%s...)", log, secret.substring(0, 9))
+                        .isFalse();
             }
         }
     }

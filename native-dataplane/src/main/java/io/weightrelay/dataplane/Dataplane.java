@@ -56,7 +56,13 @@ public final class Dataplane implements AutoCloseable {
         this.hostId = hostId;
         this.engine =
                 new TransferEngine(
-                        handle, metadata, config.nodeLabel(), hostId, segments::containsKey);
+                        handle,
+                        metadata,
+                        config.nodeLabel(),
+                        hostId,
+                        segments::containsKey,
+                        config.shmDir(),
+                        name -> shmFileName(config.keyPrefix(), name));
         this.store = new StoreClient(engine, metadata, config.remover());
         this.tcpPort = handle.tcpPort();
     }
@@ -348,7 +354,12 @@ public final class Dataplane implements AutoCloseable {
     }
 
     private String shmFileName(String name) {
-        return "wr-" + config.keyPrefix().replaceAll("[^A-Za-z0-9._-]", "_") + name;
+        return shmFileName(config.keyPrefix(), name);
+    }
+
+    /** The file name of segment {@code name} under key prefix {@code prefix}. */
+    static String shmFileName(String prefix, String name) {
+        return "wr-" + prefix.replaceAll("[^A-Za-z0-9._-]", "_") + name;
     }
 
     /** Runs a metadata call, turning Redis failures into {@link MetadataException}. */

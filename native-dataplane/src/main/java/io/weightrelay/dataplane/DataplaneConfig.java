@@ -148,13 +148,13 @@ public record DataplaneConfig(
         return Objects.hash(nodeLabel, redisUri, keyPrefix, tcpBindHost, advertiseHost, tcpPort);
     }
 
-    /** Never prints the secret. */
+    /** Never prints the secret, nor the Redis password. */
     @Override
     public String toString() {
         return "DataplaneConfig[nodeLabel=%s, redisUri=%s, keyPrefix=%s, tcpBindHost=%s, advertiseHost=%s, tcpPort=%d, tcpStreams=%d, localThreads=%d, ioTimeout=%s, shmDir=%s, connectTimeout=%s, maxConnections=%d, secret=%s, hostId=%s, remover=%s]"
                 .formatted(
                         nodeLabel,
-                        redisUri,
+                        RedisUris.mask(redisUri),
                         keyPrefix,
                         tcpBindHost,
                         advertiseHost,

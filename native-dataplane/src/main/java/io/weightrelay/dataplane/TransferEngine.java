@@ -3,12 +3,18 @@ package io.weightrelay.dataplane;
 import io.weightrelay.dataplane.internal.DpNative;
 import io.weightrelay.dataplane.internal.Metadata;
 import io.weightrelay.dataplane.internal.SegmentDescriptor;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 import java.util.function.Predicate;
 
 /**
@@ -23,12 +29,15 @@ import java.util.function.Predicate;
  */
 public final class TransferEngine {
     private static final int MAX_NAME = 4096;
+    private static final System.Logger LOG = System.getLogger(TransferEngine.class.getName());
 
     private final EngineHandle handle;
     private final Metadata metadata;
     private final String nodeLabel;
     private final String hostId;
     private final Predicate<String> ownSegment;
+    private final Path shmDir;
+    private final Function<String, String> shmFileName;
     private final Map<String, Resolved> segments = new ConcurrentHashMap<>();
     private final Object epochLock = new Object();
     private volatile long seenEpoch = -1;
@@ -40,12 +49,16 @@ public final class TransferEngine {
             Metadata metadata,
             String nodeLabel,
             String hostId,
-            Predicate<String> ownSegment) {
+            Predicate<String> ownSegment,
+            Path shmDir,
+            Function<String, String> shmFileName) {
         this.handle = handle;
         this.metadata = metadata;
         this.nodeLabel = nodeLabel;
         this.hostId = hostId;
         this.ownSegment = ownSegment;
+        this.shmDir = shmDir;
+        this.shmFileName = shmFileName;
     }
 
     /** Whether this process's data plane created the segment (only it allocates there). */
@@ -347,6 +360,7 @@ public final class TransferEngine {
                             + " its owner so it republishes the segment",
                     null);
         }
+        checkDescriptor(desc);
         long[] id = new long[1];
         int rc =
                 handle.call(
@@ -382,6 +396,73 @@ public final class TransferEngine {
         Resolved r = new Resolved(id[0], desc);
         segments.put(segment, r);
         return r;
+    }
+
+    /**
+     * Refuses a descriptor whose shared-memory path is not the segment's own file: its file name
+     * must be the one this data plane derives from the segment's name (every descriptor), and a
+     * descriptor this engine would map (its node label and host) must name a regular file directly
+     * inside this engine's shm directory, by a normalized absolute path (no {@code ..}) with no
+     * symbolic link on the way. Nothing is mapped or connected before this passes.
+     */
+    void checkDescriptor(SegmentDescriptor desc) {
+        String segment = desc.name();
+        String raw = desc.shmPath();
+        String expected = shmFileName.apply(segment);
+        if (raw == null || raw.isEmpty()) {
+            throw refuse(desc, "names no shared-memory file");
+        }
+        Path path;
+        try {
+            path = Path.of(raw);
+        } catch (InvalidPathException e) {
+            throw refuse(desc, "is not a valid path");
+        }
+        if (path.getFileName() == null || !path.getFileName().toString().equals(expected)) {
+            throw refuse(desc, "does not name the segment's own file '" + expected + "'");
+        }
+        boolean mappedHere = nodeLabel.equals(desc.nodeLabel()) && hostId.equals(desc.hostId());
+        if (!mappedHere) {
+            return; // read over tcp from its owner; the path is never opened here
+        }
+        if (!path.isAbsolute() || !path.normalize().equals(path) || raw.contains("..")) {
+            throw refuse(desc, "is not a normalized absolute path (no '..', no '.')");
+        }
+        Path dir;
+        Path parent;
+        try {
+            dir = shmDir.toRealPath();
+            parent = path.getParent() == null ? null : path.getParent().toRealPath();
+        } catch (IOException e) {
+            throw refuse(desc, "is not inside an existing directory: " + e.getMessage());
+        }
+        if (parent == null || !parent.equals(dir)) {
+            throw refuse(desc, "is outside this engine's shm directory " + shmDir);
+        }
+        if (Files.isSymbolicLink(path)) {
+            throw refuse(desc, "is a symbolic link");
+        }
+        if (Files.exists(path, LinkOption.NOFOLLOW_LINKS)
+                && !Files.isRegularFile(path, LinkOption.NOFOLLOW_LINKS)) {
+            throw refuse(desc, "is not a regular file");
+        }
+    }
+
+    private static InvalidDescriptorException refuse(SegmentDescriptor desc, String why) {
+        String message =
+                "refused the descriptor of segment '"
+                        + desc.name()
+                        + "' (node label '"
+                        + desc.nodeLabel()
+                        + "', host '"
+                        + desc.hostId()
+                        + "') read from the metadata store: its shared-memory path '"
+                        + desc.shmPath()
+                        + "' "
+                        + why
+                        + "; nothing was mapped";
+        LOG.log(System.Logger.Level.WARNING, message);
+        return new InvalidDescriptorException(desc.name(), desc.shmPath(), message);
     }
 
     void checkOpen() {

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.weightrelay.service.test.ServiceSmokeTestSupport;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -52,6 +53,25 @@ class PublisherSmokeTest extends ServiceSmokeTestSupport {
                                                 "{\"model\":\"m\",\"generation\":1,"
                                                         + "\"directory\":\"/tmp/x\"}")));
         assertProblem(trainerSaves, 403, "forbidden");
+        // Checkpoints are the owner's duty: an operator token is refused as well.
+        for (String path : List.of("/api/v1/checkpoints/save", "/api/v1/checkpoints/restore")) {
+            for (String token :
+                    List.of(
+                            TestPublisherProperties.OPERATOR_TOKEN,
+                            TestPublisherProperties.TRAINER_TOKEN)) {
+                HttpResponse<String> refused =
+                        super.send(
+                                HttpRequest.newBuilder(uri(path))
+                                        .header("Authorization", "Bearer " + token)
+                                        .header("Content-Type", "application/json")
+                                        .POST(
+                                                HttpRequest.BodyPublishers.ofString(
+                                                        "{\"model\":\"m\",\"generation\":1,"
+                                                                + "\"directory\":\"/tmp/x\"}")));
+                assertProblem(refused, 403, "forbidden");
+                assertThat(refused.body()).contains("allowed: [owner]").doesNotContain(token);
+            }
+        }
     }
 
     @Test

@@ -81,7 +81,11 @@ public final class TestControlApi implements AutoCloseable {
                                 "--relay.security.tokens.trainer[0]="
                                         + TestPublisherProperties.TRAINER_TOKEN,
                                 "--relay.security.tokens.operator[0]="
-                                        + TestPublisherProperties.OPERATOR_TOKEN),
+                                        + TestPublisherProperties.OPERATOR_TOKEN,
+                                "--relay.security.tokens.owner[0]="
+                                        + TestPublisherProperties.SEGMENT_OWNER_TOKEN,
+                                "--relay.checkpoints.owner-token="
+                                        + TestPublisherProperties.OWNER_TOKEN),
                         logDirectory());
         try {
             process.awaitHealthy(Duration.ofMinutes(2));

@@ -14,6 +14,15 @@ public final class TestPublisherProperties {
     /** The operator-role token every test publisher accepts. */
     public static final String OPERATOR_TOKEN = "test-operator-token-0123456789";
 
+    /**
+     * The owner-role token (what control-api presents for checkpoints) every test publisher
+     * accepts.
+     */
+    public static final String OWNER_TOKEN = "test-owner-token-0123456789";
+
+    /** The owner-role token a test publisher registers its segment with at the test control-api. */
+    public static final String SEGMENT_OWNER_TOKEN = "test-segment-owner-token-0123456789";
+
     private TestPublisherProperties() {}
 
     /**
@@ -63,5 +72,6 @@ public final class TestPublisherProperties {
         registry.add("relay.publish.register-chunk", () -> "4");
         registry.add("relay.security.tokens.trainer[0]", () -> TRAINER_TOKEN);
         registry.add("relay.security.tokens.operator[0]", () -> OPERATOR_TOKEN);
+        registry.add("relay.security.tokens.owner[0]", () -> OWNER_TOKEN);
     }
 }

@@ -10,7 +10,8 @@ import org.springframework.validation.annotation.Validated;
 /**
  * How control-api calls segment owners.
  *
- * @param ownerToken bearer token control-api presents to owners (an operator token of theirs)
+ * @param ownerToken bearer token control-api presents to owners (an {@code owner} token of the
+ *     publishers), only at admin URLs registered with an owner credential
  * @param connectTimeout connect timeout of one owner call
  * @param ownerTimeout how long one owner may take to save or restore
  * @param parallelism owners called at once
@@ -21,4 +22,18 @@ public record CheckpointProperties(
         String ownerToken,
         @DefaultValue("2s") Duration connectTimeout,
         @DefaultValue("10m") Duration ownerTimeout,
-        @DefaultValue("8") @Min(1) @Max(256) int parallelism) {}
+        @DefaultValue("8") @Min(1) @Max(256) int parallelism) {
+
+    @Override
+    public String toString() {
+        return "CheckpointProperties[ownerToken="
+                + (ownerToken == null || ownerToken.isEmpty() ? "<none>" : "<hidden>")
+                + ", connectTimeout="
+                + connectTimeout
+                + ", ownerTimeout="
+                + ownerTimeout
+                + ", parallelism="
+                + parallelism
+                + "]";
+    }
+}

@@ -19,6 +19,30 @@ public final class RedisFailures {
 
     private RedisFailures() {}
 
+    /**
+     * What Redis answered when it refused this service's credentials or ACL ({@code WRONGPASS},
+     * {@code NOAUTH}, {@code NOPERM}), or null. Redis's answers never carry the password.
+     */
+    public static String authFailure(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            String message = t.getMessage();
+            if (message != null
+                    && (message.contains("WRONGPASS")
+                            || message.contains("NOAUTH")
+                            || message.contains("NOPERM"))) {
+                int at =
+                        Math.max(
+                                message.indexOf("WRONGPASS"),
+                                Math.max(message.indexOf("NOAUTH"), message.indexOf("NOPERM")));
+                return message.substring(at);
+            }
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        return null;
+    }
+
     /** Redis cannot be reached or did not answer in time: the caller gets a 503. */
     public static boolean isUnavailable(Throwable failure) {
         return isConnectionLost(failure) || isTimeout(failure);

@@ -36,6 +36,8 @@ public final class RedisGuard {
     private final CircuitBreaker circuitBreaker;
     private final Retry retry;
     private final AtomicLong timeouts = new AtomicLong();
+    private volatile String authFailure;
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(RedisGuard.class);
 
     public RedisGuard(CircuitBreakerRegistry circuitBreakers, RetryRegistry retries) {
         this.circuitBreaker = circuitBreakers.circuitBreaker(NAME);
@@ -47,10 +49,26 @@ public final class RedisGuard {
                 Retry.decorateSupplier(
                         retry, CircuitBreaker.decorateSupplier(circuitBreaker, operation));
         try {
-            return guarded.get();
+            T result = guarded.get();
+            if (authFailure != null) {
+                authFailure = null;
+            }
+            return result;
         } catch (CallNotPermittedException ex) {
-            throw unavailable("Redis is unavailable (circuit open); retry shortly", ex);
+            String auth = authFailure;
+            throw unavailable(
+                    "Redis is unavailable (circuit open); retry shortly"
+                            + (auth == null ? "" : "; last failure: " + refused(auth)),
+                    ex);
         } catch (RuntimeException ex) {
+            String auth = RedisFailures.authFailure(ex);
+            if (auth != null) {
+                if (!auth.equals(authFailure)) {
+                    log.error("{}", refused(auth));
+                }
+                authFailure = auth;
+                throw unavailable(refused(auth), ex);
+            }
             if (RedisFailures.isTimeout(ex)) {
                 timeouts.incrementAndGet();
                 throw unavailable("Redis did not answer in time; retry shortly", ex);
@@ -91,6 +109,12 @@ public final class RedisGuard {
         if (circuitBreaker.getState() == CircuitBreaker.State.CLOSED) {
             circuitBreaker.transitionToOpenState();
         }
+    }
+
+    private static String refused(String answer) {
+        return "Redis refused control-api's credentials or ACL (spring.data.redis.username /"
+                + " password, the ACL user's key and channel patterns): "
+                + answer;
     }
 
     private static RelayException unavailable(String detail, Throwable cause) {

@@ -32,15 +32,20 @@ class RedisProbe implements DisposableBean {
             RedisGuard guard,
             @Value("${spring.data.redis.host:127.0.0.1}") String host,
             @Value("${spring.data.redis.port:6379}") int port,
+            @Value("${spring.data.redis.username:}") String username,
             @Value("${spring.data.redis.password:}") String password,
+            @Value("${spring.data.redis.ssl.enabled:false}") boolean ssl,
             @Value("${relay.redis.probe-timeout-ms:500}") long timeoutMs) {
         this.guard = guard;
         RedisURI.Builder uri =
                 RedisURI.builder()
                         .withHost(host)
                         .withPort(port)
+                        .withSsl(ssl)
                         .withTimeout(Duration.ofMillis(timeoutMs));
-        if (!password.isEmpty()) {
+        if (!password.isEmpty() && !username.isEmpty()) {
+            uri.withAuthentication(username, password.toCharArray());
+        } else if (!password.isEmpty()) {
             uri.withPassword(password.toCharArray());
         }
         this.client = RedisClient.create(uri.build());

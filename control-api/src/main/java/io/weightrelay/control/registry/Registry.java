@@ -15,6 +15,7 @@ import io.weightrelay.control.redis.Scripts;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
+import io.weightrelay.service.security.Role;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -76,7 +77,12 @@ public class Registry {
 
     // ---- segment owners ------------------------------------------------------------------------
 
-    public SegmentOwner registerSegment(String segment, SegmentRegistration r) {
+    /**
+     * Registers a segment owner. {@code registeredBy} is the caller's role: an admin URL is kept
+     * (and called by checkpoints) only when it is the owner role's, so no other credential can
+     * point control-api's owner token at a URL of its choosing.
+     */
+    public SegmentOwner registerSegment(String segment, SegmentRegistration r, Role registeredBy) {
         Instant now = clock.instant();
         execute(
                 REGISTER_SEGMENT,
@@ -87,7 +93,8 @@ public class Registry {
                 r.getNode(),
                 r.getEndpoint(),
                 String.valueOf(r.getSize()),
-                r.getAdminUrl() == null ? "" : r.getAdminUrl());
+                r.getAdminUrl() == null ? "" : r.getAdminUrl(),
+                registeredBy.configName());
         return getSegment(segment);
     }
 
@@ -433,7 +440,10 @@ public class Registry {
                         Long.parseLong(str(h, "size")),
                         alive(expiry));
         String adminUrl = str(h, "adminUrl");
-        s.setAdminUrl(adminUrl == null || adminUrl.isEmpty() ? null : adminUrl);
+        // Only an admin URL registered with an owner credential is one (registrations made before
+        // the owner role existed, by a trainer token, have none until the owner re-registers).
+        boolean byOwner = Role.OWNER.configName().equals(str(h, "registeredBy"));
+        s.setAdminUrl(adminUrl == null || adminUrl.isEmpty() || !byOwner ? null : adminUrl);
         s.setLastHeartbeat(time(str(h, "lastHeartbeat")));
         return s;
     }

@@ -9,6 +9,9 @@ import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.server.RegistryApi;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.service.problem.CommonProblems;
+import io.weightrelay.service.problem.RelayException;
+import io.weightrelay.service.security.Caller;
+import io.weightrelay.service.security.Role;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.List;
@@ -32,7 +35,19 @@ class RegistryController implements RegistryApi {
     @Override
     public ResponseEntity<SegmentOwner> registerSegment(
             String segment, SegmentRegistration registration) {
-        return ResponseEntity.ok(registry.registerSegment(segment, registration));
+        Caller caller = Caller.current().orElseThrow();
+        if (registration.getAdminUrl() != null && caller.role() != Role.OWNER) {
+            throw new RelayException(
+                            CommonProblems.FORBIDDEN,
+                            "role "
+                                    + caller.role().configName()
+                                    + " may not register an admin URL for segment '"
+                                    + segment
+                                    + "': control-api sends its owner credential there; register"
+                                    + " with an owner token (relay.publish.owner-token)")
+                    .with("segment", segment);
+        }
+        return ResponseEntity.ok(registry.registerSegment(segment, registration, caller.role()));
     }
 
     @Override

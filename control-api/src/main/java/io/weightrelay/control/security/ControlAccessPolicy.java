@@ -2,6 +2,7 @@ package io.weightrelay.control.security;
 
 import static io.weightrelay.service.security.Role.LOADER;
 import static io.weightrelay.service.security.Role.OPERATOR;
+import static io.weightrelay.service.security.Role.OWNER;
 import static io.weightrelay.service.security.Role.TRAINER;
 
 import io.weightrelay.service.security.Access;
@@ -9,16 +10,21 @@ import io.weightrelay.service.security.AccessRules;
 import org.springframework.stereotype.Component;
 
 /**
- * Who may call what. Reads are open to every role (loaders read plans and generations, trainers
- * read their generations, operators read everything). Writes belong to the role whose process does
- * them: trainers (coordinators and publishers, which also own segments) publish; loaders register,
- * lease, resolve plans and report; operators run maintenance (abort, GC, checkpoints) and may
- * deregister anything. Whatever is not listed needs an operator token.
+ * Who may call what. Reads are open to the trainer, loader and operator roles (loaders read plans
+ * and generations, trainers read their generations, operators read everything); metrics tokens
+ * scrape {@code /actuator/prometheus} only. Writes belong to the role whose process does them:
+ * trainers (coordinators and publishers) publish; owners (publishers acting on their own segment)
+ * register it with its admin URL (a trainer token may register a segment, but never an admin URL:
+ * {@code RegistryController}); loaders register, lease, resolve plans and report; operators run
+ * maintenance (abort, GC, checkpoints) and may deregister anything. Requests about one segment or
+ * one loader instance refuse a token bound to another one (and a report names its instance in the
+ * body: {@code UpdatesController}). Whatever is not listed needs an operator token.
  */
 @Component
 class ControlAccessPolicy extends AccessRules {
 
     private static final String SEG = "[^/]+";
+    private static final String ID = "(?<id>[^/]+)";
     private static final String GEN = "/api/v1/models/" + SEG + "/generations/" + SEG;
 
     private static final Access READ = Access.roles(OPERATOR, TRAINER, LOADER);
@@ -27,6 +33,8 @@ class ControlAccessPolicy extends AccessRules {
     private static final Access UPDATE = Access.roles(LOADER);
     private static final Access UPDATE_OR_OPERATE = Access.roles(LOADER, OPERATOR);
     private static final Access OPERATE = Access.roles(OPERATOR);
+    private static final Access OWN = Access.roles(OWNER, TRAINER);
+    private static final Access OWN_OR_OPERATE = Access.roles(OWNER, TRAINER, OPERATOR);
 
     private static final Rule[] RULES = {
         rule("POST", "/api/v1/models/" + SEG + "/generations", PUBLISH),
@@ -38,13 +46,13 @@ class ControlAccessPolicy extends AccessRules {
         rule("POST", GEN + "/leases", UPDATE),
         rule("DELETE", GEN + "/leases/" + SEG, UPDATE_OR_OPERATE),
         rule("POST", "/api/v1/models/" + SEG + "/gc", OPERATE),
-        rule("PUT", "/api/v1/segments/" + SEG, PUBLISH),
-        rule("POST", "/api/v1/segments/" + SEG + "/heartbeat", PUBLISH),
-        rule("DELETE", "/api/v1/segments/" + SEG, PUBLISH_OR_OPERATE),
+        rule("PUT", "/api/v1/segments/" + ID, OWN, "segment"),
+        rule("POST", "/api/v1/segments/" + ID + "/heartbeat", OWN, "segment"),
+        rule("DELETE", "/api/v1/segments/" + ID, OWN_OR_OPERATE, "segment"),
         rule("PUT", "/api/v1/placements/" + SEG, UPDATE),
-        rule("PUT", "/api/v1/loaders/" + SEG, UPDATE),
-        rule("POST", "/api/v1/loaders/" + SEG + "/heartbeat", UPDATE),
-        rule("DELETE", "/api/v1/loaders/" + SEG, UPDATE_OR_OPERATE),
+        rule("PUT", "/api/v1/loaders/" + ID, UPDATE, "instance"),
+        rule("POST", "/api/v1/loaders/" + ID + "/heartbeat", UPDATE, "instance"),
+        rule("DELETE", "/api/v1/loaders/" + ID, UPDATE_OR_OPERATE, "instance"),
         rule("POST", "/api/v1/plans", UPDATE_OR_OPERATE),
         rule("PUT", GEN + "/updates/" + SEG, UPDATE),
         rule("POST", GEN + "/updates/" + SEG + "/reports", UPDATE),

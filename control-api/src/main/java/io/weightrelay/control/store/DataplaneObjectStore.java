@@ -101,7 +101,7 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
                 dataplane = Dataplane.open(settings.removerConfig(node));
                 log.info(
                         "object store: data plane opened at {} with prefix {}",
-                        settings.properties().redisUri(),
+                        io.weightrelay.dataplane.RedisUris.mask(settings.properties().redisUri()),
                         settings.properties().keyPrefix());
             } catch (RuntimeException | LinkageError ex) {
                 throw StoreProblems.STORE_UNAVAILABLE.exception(

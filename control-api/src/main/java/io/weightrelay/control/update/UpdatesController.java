@@ -6,6 +6,7 @@ import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.api.control.server.UpdatesApi;
+import io.weightrelay.service.security.Caller;
 import java.time.Duration;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
@@ -34,6 +35,8 @@ class UpdatesController implements UpdatesApi {
     @Override
     public ResponseEntity<UpdateSession> reportUpdatePhase(
             String model, Long generation, String group, PhaseReport report) {
+        // A loader token bound to an instance reports for that instance only.
+        Caller.requireMayActFor("instance", report.getInstance());
         return ResponseEntity.ok(updates.report(model, generation, group, report));
     }
 

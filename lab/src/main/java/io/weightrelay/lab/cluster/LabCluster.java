@@ -111,10 +111,20 @@ public final class LabCluster implements AutoCloseable {
 
     private final Spec spec;
     private final String run = UUID.randomUUID().toString().substring(0, 8);
-    private final String trainerToken = "lab-trainer-" + UUID.randomUUID();
-    private final String loaderToken = "lab-loader-" + UUID.randomUUID();
-    private final String operatorToken = "lab-operator-" + UUID.randomUUID();
+    private final String trainerToken = token("trainer");
+    private final String operatorToken = token("operator");
+
+    /** What control-api presents to the publishers' owner endpoints (checkpoints). */
+    private final String ownerCallToken = token("owner-call");
+
+    /** Per instance: the loader token bound to it (its loader and its engine use it). */
+    private final Map<String, String> loaderTokens = new LinkedHashMap<>();
+
+    /** Per segment: the owner token bound to it, its publisher registers with. */
+    private final Map<String, String> ownerTokens = new LinkedHashMap<>();
+
     private final Path logs;
+    private final Path secrets;
     private final Path secretFile;
     private final SourceManifest manifest;
     private final TargetPlacement placement;
@@ -131,7 +141,14 @@ public final class LabCluster implements AutoCloseable {
     private LabCluster(Spec spec) throws IOException {
         this.spec = spec;
         this.logs = Files.createTempDirectory("wr-lab-" + run);
-        this.secretFile = writeSecret(logs);
+        // Tokens and the data-plane secret go to the services in files (never on a command line,
+        // where ps and a log of the command would show them), outside the log directory.
+        this.secrets =
+                Files.createTempDirectory(
+                        "wr-lab-secrets-" + run,
+                        PosixFilePermissions.asFileAttribute(
+                                PosixFilePermissions.fromString("rwx------")));
+        this.secretFile = writeSecret(secrets);
         this.manifest = publishedManifest(spec.model());
         this.placement = placementFor(manifest, spec);
     }
@@ -273,10 +290,10 @@ public final class LabCluster implements AutoCloseable {
         old.kill();
         children.remove(old);
         String id = placement.instances().get(index);
-        ServiceProcess fresh = startLoader(id + "-restarted");
+        ServiceProcess fresh = startLoader(id + "-restarted", id);
         fresh.awaitHealthy(HEALTHY);
         loaders.set(index, fresh);
-        RolloutEngine engine = new RolloutEngine(id, fresh.baseUrl(), loaderToken);
+        RolloutEngine engine = new RolloutEngine(id, fresh.baseUrl(), loaderToken(id));
         engine.register(
                 spec.model(),
                 "rebuild-" + id,
@@ -391,6 +408,24 @@ public final class LabCluster implements AutoCloseable {
         }
     }
 
+    /**
+     * Saves a checkpoint of {@code generation} into {@code directory} through control-api (operator
+     * token), which calls each publisher holding its objects with the owner credential at the admin
+     * URL the publisher registered with its own owner token.
+     */
+    public io.weightrelay.api.control.client.model.CheckpointReport checkpoint(
+            long generation, Path directory) {
+        ApiClient client = new ApiClient();
+        client.setBasePath(control.baseUrl());
+        client.setBearerToken(operatorToken);
+        return new io.weightrelay.api.control.client.CheckpointsApi(client)
+                .saveCheckpoint(
+                        spec.model(),
+                        generation,
+                        new io.weightrelay.api.control.client.model.CheckpointRequest()
+                                .directory(directory.toString()));
+    }
+
     /** Prints every service's log tail to stderr (after a failure). */
     public void dumpLogs() {
         for (ServiceProcess c : children) {
@@ -406,6 +441,14 @@ public final class LabCluster implements AutoCloseable {
         }
         children.clear();
         deleteKeys(spec.redisUri(), "wr:lab:" + run + ":");
+        try (var files = Files.list(secrets)) {
+            for (Path f : files.toList()) {
+                Files.deleteIfExists(f);
+            }
+            Files.deleteIfExists(secrets);
+        } catch (IOException e) {
+            System.err.println("could not delete " + secrets + ": " + e);
+        }
     }
 
     /**
@@ -454,13 +497,11 @@ public final class LabCluster implements AutoCloseable {
                                         "--relay.dataplane.secret-file=" + secretFile,
                                         "--relay.generations.scheduled-gc=false",
                                         "--relay.updates.verify-checksums=" + checksums,
-                                        "--relay.security.tokens.trainer[0]=" + trainerToken,
-                                        "--relay.security.tokens.loader[0]=" + loaderToken,
-                                        "--relay.security.tokens.operator[0]=" + operatorToken),
+                                        secretsArg("control-api", controlApiSecrets())),
                                 logs));
         startPublishers(dpPrefix);
         for (String id : placement.instances()) {
-            loaders.add(startLoader(id));
+            loaders.add(startLoader(id, id));
         }
         for (ServiceProcess c : children) {
             c.awaitHealthy(HEALTHY);
@@ -476,7 +517,7 @@ public final class LabCluster implements AutoCloseable {
         List<String> ids = placement.instances();
         for (int i = 0; i < ids.size(); i++) {
             String id = ids.get(i);
-            RolloutEngine engine = new RolloutEngine(id, loaders.get(i).baseUrl(), loaderToken);
+            RolloutEngine engine = new RolloutEngine(id, loaders.get(i).baseUrl(), loaderToken(id));
             engine.register(
                     spec.model(),
                     "lab",
@@ -544,10 +585,6 @@ public final class LabCluster implements AutoCloseable {
         return segmentName(node);
     }
 
-    private String segmentName(String node) {
-        return "lab-" + run + "-" + node;
-    }
-
     /**
      * The segment and staging bytes of each publisher of a lab with {@code trainerNodes} nodes:
      * staging lives in the segment (ranks write where the objects will live), so the segment holds
@@ -573,10 +610,17 @@ public final class LabCluster implements AutoCloseable {
         long staging = sizes[1];
         for (int i = 0; i < spec.trainerNodes(); i++) {
             String node = Topology.trainerNodeName(i);
+            String segmentName = segmentName(node);
+            Map<String, String> secretProperties = new LinkedHashMap<>();
+            secretProperties.put("relay.publish.control-api-token", trainerToken);
+            secretProperties.put("relay.publish.owner-token", ownerToken(segmentName));
+            secretProperties.put("relay.security.tokens.trainer[0]", trainerToken);
+            secretProperties.put("relay.security.tokens.operator[0]", operatorToken);
+            secretProperties.put("relay.security.tokens.owner[0]", ownerCallToken);
             List<String> args =
                     List.of(
                             "--relay.segment.node=" + node,
-                            "--relay.segment.name=" + segmentName(node),
+                            "--relay.segment.name=" + segmentName,
                             "--relay.segment.size=" + segment + "B",
                             "--relay.dataplane.redis-uri=" + spec.redisUri(),
                             "--relay.dataplane.key-prefix=" + dpPrefix,
@@ -585,9 +629,7 @@ public final class LabCluster implements AutoCloseable {
                             "--relay.staging.capacity=" + staging + "B",
                             "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + control.baseUrl(),
-                            "--relay.publish.control-api-token=" + trainerToken,
-                            "--relay.security.tokens.trainer[0]=" + trainerToken,
-                            "--relay.security.tokens.operator[0]=" + operatorToken);
+                            secretsArg("publisher-" + node, secretProperties));
             publisherArgs.put(node, args);
             publishers.put(
                     node,
@@ -601,7 +643,11 @@ public final class LabCluster implements AutoCloseable {
         }
     }
 
-    private ServiceProcess startLoader(String name) {
+    private ServiceProcess startLoader(String name, String instance) {
+        Map<String, String> secretProperties = new LinkedHashMap<>();
+        secretProperties.put("relay.loader.token", loaderToken(instance));
+        secretProperties.put("relay.security.tokens.loader[0]", loaderToken(instance));
+        secretProperties.put("relay.security.tokens.operator[0]", operatorToken);
         return track(
                 ServiceProcess.start(
                         "loader-" + name,
@@ -609,13 +655,91 @@ public final class LabCluster implements AutoCloseable {
                         "384m",
                         List.of(
                                 "--relay.loader.control-url=" + control.baseUrl(),
-                                "--relay.loader.token=" + loaderToken,
                                 "--relay.dataplane.redis-uri=" + spec.redisUri(),
                                 "--relay.dataplane.key-prefix=" + dataplanePrefix(),
                                 "--relay.dataplane.secret-file=" + secretFile,
                                 "--relay.loader.checksums=" + checksums,
-                                "--relay.security.tokens.loader[0]=" + loaderToken),
+                                secretsArg("loader-" + name, secretProperties)),
                         logs));
+    }
+
+    private static String token(String role) {
+        return "lab-" + role + "-" + UUID.randomUUID();
+    }
+
+    private String segmentName(String node) {
+        return "lab-" + run + "-" + node;
+    }
+
+    private synchronized String loaderToken(String instance) {
+        return loaderTokens.computeIfAbsent(instance, i -> token("loader"));
+    }
+
+    private synchronized String ownerToken(String segment) {
+        return ownerTokens.computeIfAbsent(segment, s -> token("owner"));
+    }
+
+    /**
+     * control-api's credentials: trainer and operator tokens, each instance's loader token bound to
+     * that instance, each publisher's owner token bound to its segment, and the owner credential it
+     * presents to the publishers.
+     */
+    private Map<String, String> controlApiSecrets() {
+        Map<String, String> p = new LinkedHashMap<>();
+        p.put("relay.security.tokens.trainer[0]", trainerToken);
+        p.put("relay.security.tokens.operator[0]", operatorToken);
+        p.put("relay.checkpoints.owner-token", ownerCallToken);
+        int n = 0;
+        for (String instance : placement.instances()) {
+            p.put("relay.security.bound[" + n + "].role", "loader");
+            p.put("relay.security.bound[" + n + "].identity", instance);
+            p.put("relay.security.bound[" + n + "].token", loaderToken(instance));
+            n++;
+        }
+        for (int i = 0; i < spec.trainerNodes(); i++) {
+            String segment = segmentName(Topology.trainerNodeName(i));
+            p.put("relay.security.bound[" + n + "].role", "owner");
+            p.put("relay.security.bound[" + n + "].identity", segment);
+            p.put("relay.security.bound[" + n + "].token", ownerToken(segment));
+            n++;
+        }
+        return p;
+    }
+
+    /**
+     * Writes {@code properties} to a file only this user can read and returns the argument that
+     * makes the service read it: secrets never appear on a command line.
+     */
+    private String secretsArg(String service, Map<String, String> properties) {
+        Path file = secrets.resolve(service + ".properties");
+        StringBuilder text = new StringBuilder();
+        properties.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
+        try {
+            Files.deleteIfExists(file);
+            Files.createFile(
+                    file,
+                    PosixFilePermissions.asFileAttribute(
+                            PosixFilePermissions.fromString("rw-------")));
+            Files.writeString(file, text);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException("cannot write " + file, e);
+        }
+        return "--spring.config.additional-location=file:" + file;
+    }
+
+    /**
+     * Every token and secret this lab configured (role tokens, bound tokens, the owner credential,
+     * the data-plane secret): none may appear in a service log.
+     */
+    public synchronized List<String> configuredSecrets() throws IOException {
+        List<String> all = new ArrayList<>();
+        all.add(trainerToken);
+        all.add(operatorToken);
+        all.add(ownerCallToken);
+        all.addAll(loaderTokens.values());
+        all.addAll(ownerTokens.values());
+        all.add(new String(dataplaneSecret(), java.nio.charset.StandardCharsets.US_ASCII));
+        return all;
     }
 
     private String nodeOf(String instance) {

@@ -130,6 +130,13 @@ public final class MultiHostCluster implements AutoCloseable {
     private final String trainerToken = "lab-trainer-" + UUID.randomUUID();
     private final String loaderToken = "lab-loader-" + UUID.randomUUID();
     private final String operatorToken = "lab-operator-" + UUID.randomUUID();
+
+    /** Publishers register their segment and admin URL with it (control-api's owner role). */
+    private final String ownerToken = "lab-owner-" + UUID.randomUUID();
+
+    /** control-api presents it to the publishers' owner endpoints (checkpoints). */
+    private final String ownerCallToken = "lab-owner-call-" + UUID.randomUUID();
+
     private final Path logs;
     private final Path secretFile;
     private final SourceManifest manifest;
@@ -324,7 +331,9 @@ public final class MultiHostCluster implements AutoCloseable {
                         "--relay.generations.scheduled-gc=false",
                         "--relay.security.tokens.trainer[0]=" + trainerToken,
                         "--relay.security.tokens.loader[0]=" + loaderToken,
-                        "--relay.security.tokens.operator[0]=" + operatorToken));
+                        "--relay.security.tokens.operator[0]=" + operatorToken,
+                        "--relay.security.tokens.owner[0]=" + ownerToken,
+                        "--relay.checkpoints.owner-token=" + ownerCallToken));
         HostProcess control =
                 startService(
                         controlHost,
@@ -353,8 +362,10 @@ public final class MultiHostCluster implements AutoCloseable {
                             "--relay.staging.max-batch-bytes=" + LabCluster.MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrl,
                             "--relay.publish.control-api-token=" + trainerToken,
+                            "--relay.publish.owner-token=" + ownerToken,
                             "--relay.security.tokens.trainer[0]=" + trainerToken,
-                            "--relay.security.tokens.operator[0]=" + operatorToken));
+                            "--relay.security.tokens.operator[0]=" + operatorToken,
+                            "--relay.security.tokens.owner[0]=" + ownerCallToken));
             services.put(
                     startService(
                             h,

@@ -11,7 +11,8 @@ import org.springframework.stereotype.Component;
 /**
  * Who may call the loader: its engine, with the {@code loader} role token it shares with its
  * loader, registers, updates and tears down; operators may do the same (a rebuild) and read. Health
- * and the API docs are open; everything else (actuator) needs an operator token.
+ * and the API docs are open; {@code /actuator/prometheus} takes a metrics (or operator) token;
+ * everything else (actuator) needs an operator token.
  */
 @Component
 class LoaderAccessPolicy implements AccessPolicy {
@@ -22,6 +23,9 @@ class LoaderAccessPolicy implements AccessPolicy {
         String path = request.getRequestURI().substring(request.getContextPath().length());
         if (AccessPolicy.isPublicDocsOrHealth(path)) {
             return Access.anonymous();
+        }
+        if (AccessPolicy.isMetrics(path)) {
+            return AccessPolicy.METRICS_ACCESS;
         }
         if (path.startsWith("/api/v1/")) {
             return ENGINE_OR_OPERATOR;

@@ -92,8 +92,23 @@ public final class Metadata implements AutoCloseable {
             return new Metadata(client, client.connect(), prefix);
         } catch (RuntimeException e) {
             client.shutdown(0, 2, TimeUnit.SECONDS);
-            throw new MetadataFailure("cannot connect to Redis at " + redisUri, e);
+            // The URI is masked (it may carry a password); the cause names what Redis answered,
+            // e.g. WRONGPASS for a refused user or password.
+            throw new MetadataFailure(
+                    "cannot connect to Redis at "
+                            + io.weightrelay.dataplane.RedisUris.mask(redisUri)
+                            + ": "
+                            + rootMessage(e),
+                    e);
         }
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null && t.getCause() != t) {
+            t = t.getCause();
+        }
+        return t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
     }
 
     /** Unchecked failure of the metadata store; the public API maps it to its own type. */

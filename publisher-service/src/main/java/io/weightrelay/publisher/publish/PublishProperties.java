@@ -14,6 +14,10 @@ import org.springframework.validation.annotation.Validated;
  * @param controlApiUrl base URL of control-api
  * @param controlApiToken bearer token (trainer role) for control-api; empty when it runs without
  *     tokens
+ * @param ownerToken bearer token (owner role, ideally bound to this segment) with which the segment
+ *     and its admin URL are registered with control-api; empty: the segment is registered with
+ *     {@code controlApiToken} and without an admin URL, so control-api cannot call this publisher
+ *     for checkpoints
  * @param controlApiTimeout read timeout of one control-api call
  * @param workerThreads threads that convert and checksum the fragments of a batch (CPU bound)
  * @param storeThreads threads that store them (each put waits on the store's directory, so more
@@ -27,8 +31,31 @@ import org.springframework.validation.annotation.Validated;
 public record PublishProperties(
         @NotBlank @DefaultValue("http://127.0.0.1:8080") String controlApiUrl,
         @DefaultValue("") String controlApiToken,
+        @DefaultValue("") String ownerToken,
         @DefaultValue("30s") Duration controlApiTimeout,
         @Min(1) @Max(64) @DefaultValue("2") int workerThreads,
         @Min(1) @Max(64) @DefaultValue("8") int storeThreads,
         @Min(1) @DefaultValue("256") int registerChunk,
-        @Min(1) @DefaultValue("16") int keepGenerations) {}
+        @Min(1) @DefaultValue("16") int keepGenerations) {
+
+    @Override
+    public String toString() {
+        return "PublishProperties[controlApiUrl="
+                + controlApiUrl
+                + ", controlApiToken="
+                + (controlApiToken.isEmpty() ? "<none>" : "<hidden>")
+                + ", ownerToken="
+                + (ownerToken.isEmpty() ? "<none>" : "<hidden>")
+                + ", controlApiTimeout="
+                + controlApiTimeout
+                + ", workerThreads="
+                + workerThreads
+                + ", storeThreads="
+                + storeThreads
+                + ", registerChunk="
+                + registerChunk
+                + ", keepGenerations="
+                + keepGenerations
+                + "]";
+    }
+}

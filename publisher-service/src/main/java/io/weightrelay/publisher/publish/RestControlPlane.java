@@ -36,6 +36,9 @@ final class RestControlPlane implements ControlPlane {
     private final GenerationsApi generations;
     private final RegistryApi registry;
     private final Retry retry;
+    private final boolean asOwner;
+    private static final org.slf4j.Logger log =
+            org.slf4j.LoggerFactory.getLogger(RestControlPlane.class);
 
     RestControlPlane(PublishProperties properties, Retry retry) {
         SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
@@ -52,7 +55,22 @@ final class RestControlPlane implements ControlPlane {
             client.setBearerToken(properties.controlApiToken());
         }
         this.generations = new GenerationsApi(client);
-        this.registry = new RegistryApi(client);
+        // The segment is the owner's duty: with an owner token it is registered with its admin
+        // URL; without one (a deployment from before the owner role) with the trainer token and no
+        // admin URL, since control-api refuses an admin URL from anyone but an owner.
+        this.asOwner = !properties.ownerToken().isEmpty();
+        ApiClient ownerClient = client;
+        if (asOwner) {
+            ownerClient = new ApiClient(rest);
+            ownerClient.setBasePath(properties.controlApiUrl());
+            ownerClient.setBearerToken(properties.ownerToken());
+        } else {
+            log.warn(
+                    "relay.publish.owner-token is not set: the segment is registered with the"
+                            + " trainer token and without its admin URL, so control-api cannot"
+                            + " call this publisher for checkpoint saves and restores");
+        }
+        this.registry = new RegistryApi(ownerClient);
         this.retry = retry;
     }
 
@@ -109,7 +127,7 @@ final class RestControlPlane implements ControlPlane {
                         .node(node)
                         .endpoint(endpoint)
                         .size(size)
-                        .adminUrl(adminUrl);
+                        .adminUrl(asOwner ? adminUrl : null);
         call("register segment " + segment, () -> registry.registerSegment(segment, registration));
     }
 

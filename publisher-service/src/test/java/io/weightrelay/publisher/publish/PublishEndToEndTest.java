@@ -123,6 +123,8 @@ abstract class PublishEndToEndTest {
         registry.add("relay.publish.control-api-url", () -> controlApi.baseUrl());
         registry.add(
                 "relay.publish.control-api-token", () -> TestPublisherProperties.TRAINER_TOKEN);
+        registry.add(
+                "relay.publish.owner-token", () -> TestPublisherProperties.SEGMENT_OWNER_TOKEN);
     }
 
     /**
@@ -347,7 +349,7 @@ abstract class PublishEndToEndTest {
             String key = ObjectKeys.key(manifest.model(), g, f.fragment());
             crcs.put(key, Checksums.crc32c(owner.ownedBytes(key).orElseThrow()));
         }
-        OwnerApi ownerApi = operatorOwnerApi();
+        OwnerApi ownerApi = ownerTokenApi();
         Map<String, String> published = new HashMap<>();
         controlApi
                 .registeredObjects(manifest.model(), g)
@@ -384,7 +386,7 @@ abstract class PublishEndToEndTest {
         controlApi
                 .registeredObjects(manifest.model(), g)
                 .forEach((key, o) -> published.put(key, o.getChecksum()));
-        OwnerApi ownerApi = operatorOwnerApi();
+        OwnerApi ownerApi = ownerTokenApi();
 
         // No checksums to prove the bytes against: refused.
         OwnerCheckpointRequest bare =
@@ -430,10 +432,10 @@ abstract class PublishEndToEndTest {
                         e -> assertThat(e.getStatusCode().value()).isEqualTo(404));
     }
 
-    private OwnerApi operatorOwnerApi() {
+    private OwnerApi ownerTokenApi() {
         ApiClient client = new ApiClient();
         client.setBasePath("http://127.0.0.1:" + port);
-        client.setBearerToken(TestPublisherProperties.OPERATOR_TOKEN);
+        client.setBearerToken(TestPublisherProperties.OWNER_TOKEN);
         return new OwnerApi(client);
     }
 

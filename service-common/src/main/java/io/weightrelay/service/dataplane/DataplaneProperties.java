@@ -1,5 +1,6 @@
 package io.weightrelay.service.dataplane;
 
+import io.weightrelay.dataplane.RedisUris;
 import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
 import jakarta.validation.constraints.NotBlank;
@@ -85,7 +86,32 @@ public record DataplaneProperties(
                 null);
     }
 
-    /** Never prints the secret. */
+    /**
+     * The same properties with the store's Redis credentials and TLS from Spring Boot's standard
+     * {@code spring.data.redis.username} / {@code password} / {@code ssl.enabled}, when {@code
+     * redis-uri} carries none of its own.
+     */
+    public DataplaneProperties withRedisCredentials(String username, String password, boolean ssl) {
+        return new DataplaneProperties(
+                nodeLabel,
+                hostId,
+                bindHost,
+                advertiseHost,
+                tcpPort,
+                shmDir,
+                connectTimeout,
+                ioTimeout,
+                streamsPerPeer,
+                maxConnections,
+                localThreads,
+                RedisUris.withCredentials(redisUri, username, password, ssl),
+                keyPrefix,
+                secret,
+                secretFile,
+                multiHost);
+    }
+
+    /** Never prints the secret, nor the Redis password. */
     @Override
     public String toString() {
         return "DataplaneProperties[nodeLabel=%s, hostId=%s, bindHost=%s, advertiseHost=%s, tcpPort=%d, shmDir=%s, connectTimeout=%s, ioTimeout=%s, streamsPerPeer=%d, maxConnections=%d, localThreads=%d, redisUri=%s, keyPrefix=%s, secret=%s, secretFile=%s, multiHost=%s]"
@@ -101,7 +127,7 @@ public record DataplaneProperties(
                         streamsPerPeer,
                         maxConnections,
                         localThreads,
-                        redisUri,
+                        RedisUris.mask(redisUri),
                         keyPrefix,
                         secret == null || secret.isEmpty() ? "none" : "<hidden>",
                         secretFile,

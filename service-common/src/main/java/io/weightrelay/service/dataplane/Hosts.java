@@ -10,7 +10,7 @@ import java.util.regex.Pattern;
  * What a configured host string is, decided without a DNS lookup: literals are parsed, {@code
  * localhost} counts as loopback, and any other name as routable (peers resolve it, not we).
  */
-final class Hosts {
+public final class Hosts {
 
     private static final Pattern IPV4 = Pattern.compile("\\d{1,3}(\\.\\d{1,3}){3}");
 
@@ -27,7 +27,7 @@ final class Hosts {
         return literal != null ? literal.isAnyLocalAddress() : bare(host).equals("*");
     }
 
-    static boolean isLoopback(String host) {
+    public static boolean isLoopback(String host) {
         InetAddress literal = literal(host);
         if (literal != null) {
             return literal.isLoopbackAddress();

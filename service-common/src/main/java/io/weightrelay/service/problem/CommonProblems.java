@@ -11,6 +11,11 @@ public final class CommonProblems {
             new ProblemKind("unauthorized", HttpStatus.UNAUTHORIZED, "Missing or unknown token");
     public static final ProblemKind FORBIDDEN =
             new ProblemKind("forbidden", HttpStatus.FORBIDDEN, "Role not allowed");
+    public static final ProblemKind IDENTITY_MISMATCH =
+            new ProblemKind(
+                    "identity-mismatch",
+                    HttpStatus.FORBIDDEN,
+                    "Credential bound to another identity");
     public static final ProblemKind NOT_FOUND =
             new ProblemKind("not-found", HttpStatus.NOT_FOUND, "Not found");
     public static final ProblemKind METHOD_NOT_ALLOWED =

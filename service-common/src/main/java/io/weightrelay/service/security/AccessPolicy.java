@@ -13,6 +13,14 @@ public interface AccessPolicy {
     /** The access the request needs. */
     Access access(HttpServletRequest request);
 
+    /** Who may scrape metrics: the metrics role (nothing else) and operators. */
+    Access METRICS_ACCESS = Access.roles(Role.METRICS, Role.OPERATOR);
+
+    /** The metrics endpoint, the only one a {@link Role#METRICS} token opens. */
+    static boolean isMetrics(String path) {
+        return path.equals("/actuator/prometheus");
+    }
+
     /** Paths every service leaves open: health probes, the OpenAPI document and Swagger UI. */
     static boolean isPublicDocsOrHealth(String path) {
         return path.equals("/actuator/health")

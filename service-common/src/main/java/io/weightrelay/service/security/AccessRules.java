@@ -12,8 +12,11 @@ import java.util.regex.Pattern;
  */
 public class AccessRules implements AccessPolicy {
 
-    /** A method and a path pattern (a regular expression over the whole path), and who may. */
-    public record Rule(String method, Pattern path, Access access) {}
+    /**
+     * A method and a path pattern (a regular expression over the whole path), and who may. With a
+     * {@code subjectKind}, the pattern's group {@code id} is the identity the request is about.
+     */
+    public record Rule(String method, Pattern path, Access access, String subjectKind) {}
 
     private final Access reads;
     private final Access fallback;
@@ -27,7 +30,16 @@ public class AccessRules implements AccessPolicy {
 
     /** A rule for {@code method} on paths matching {@code pathRegex}. */
     protected static Rule rule(String method, String pathRegex, Access access) {
-        return new Rule(method, Pattern.compile(pathRegex), access);
+        return new Rule(method, Pattern.compile(pathRegex), access, null);
+    }
+
+    /**
+     * A rule whose request is about one identity of kind {@code subjectKind} (the path segment
+     * matched by the group {@code (?<id>...)} of {@code pathRegex}): tokens bound to another
+     * identity are refused.
+     */
+    protected static Rule rule(String method, String pathRegex, Access access, String subjectKind) {
+        return new Rule(method, Pattern.compile(pathRegex), access, subjectKind);
     }
 
     @Override
@@ -36,10 +48,16 @@ public class AccessRules implements AccessPolicy {
         if (AccessPolicy.isPublicDocsOrHealth(path)) {
             return Access.anonymous();
         }
+        if (AccessPolicy.isMetrics(path)) {
+            return AccessPolicy.METRICS_ACCESS;
+        }
         String method = request.getMethod();
         for (Rule rule : rules) {
-            if (rule.method().equals(method) && rule.path().matcher(path).matches()) {
-                return rule.access();
+            java.util.regex.Matcher matcher = rule.path().matcher(path);
+            if (rule.method().equals(method) && matcher.matches()) {
+                return rule.subjectKind() == null
+                        ? rule.access()
+                        : rule.access().about(rule.subjectKind(), matcher.group("id"));
             }
         }
         if (path.startsWith("/api/v1/") && ("GET".equals(method) || "HEAD".equals(method))) {

@@ -2,6 +2,7 @@ package io.weightrelay.service.security;
 
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.ProblemKind;
+import io.weightrelay.service.problem.RelayException;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.http.HttpServletRequest;
@@ -19,8 +20,9 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * Checks the bearer token of every request against the service's {@link AccessPolicy}: a missing or
  * unknown token is 401, a known token of a role the rule does not allow is 403, both as
- * problem+json with the common stable types. The caller's role is left in the request attribute
- * {@link #ROLE_ATTRIBUTE}.
+ * problem+json with the common stable types; a token bound to one identity used for a request about
+ * another is 403 {@code identity-mismatch} naming both. The caller's role is left in the request
+ * attribute {@link #ROLE_ATTRIBUTE}, the {@link Caller} in {@link Caller#ATTRIBUTE}.
  */
 public final class RoleTokenFilter extends OncePerRequestFilter {
 
@@ -36,7 +38,7 @@ public final class RoleTokenFilter extends OncePerRequestFilter {
 
     public RoleTokenFilter(AccessPolicy policy, RoleTokenProperties properties) {
         this.policy = policy;
-        this.authenticator = new TokenAuthenticator(properties.tokens());
+        this.authenticator = new TokenAuthenticator(properties.tokens(), properties.bound());
         this.enabled = properties.enabled();
     }
 
@@ -46,12 +48,18 @@ public final class RoleTokenFilter extends OncePerRequestFilter {
             throws ServletException, IOException {
         if (!enabled) {
             request.setAttribute(ROLE_ATTRIBUTE, Role.OPERATOR);
+            request.setAttribute(Caller.ATTRIBUTE, Caller.unbound(Role.OPERATOR));
             chain.doFilter(request, response);
             return;
         }
         Access access = policy.access(request);
-        Optional<Role> role = bearer(request).flatMap(authenticator::authenticate);
-        role.ifPresent(r -> request.setAttribute(ROLE_ATTRIBUTE, r));
+        Optional<Caller> caller = bearer(request).flatMap(authenticator::caller);
+        Optional<Role> role = caller.map(Caller::role);
+        caller.ifPresent(
+                c -> {
+                    request.setAttribute(ROLE_ATTRIBUTE, c.role());
+                    request.setAttribute(Caller.ATTRIBUTE, c);
+                });
         if (access.isAnonymous()) {
             chain.doFilter(request, response);
             return;
@@ -76,6 +84,20 @@ public final class RoleTokenFilter extends OncePerRequestFilter {
                             + request.getMethod()
                             + " this resource; allowed: "
                             + names(access));
+            return;
+        }
+        if (access.subject() != null && !caller.get().mayActFor(access.subject())) {
+            RelayException mismatch = caller.get().mismatch(access.subjectKind(), access.subject());
+            Map<String, Object> members = new LinkedHashMap<>();
+            members.put("role", role.get().configName());
+            members.put("boundTo", caller.get().identity());
+            members.put("requested", access.subject());
+            reject(
+                    request,
+                    response,
+                    CommonProblems.IDENTITY_MISMATCH,
+                    mismatch.getBody().getDetail(),
+                    members);
             return;
         }
         chain.doFilter(request, response);
@@ -112,12 +134,23 @@ public final class RoleTokenFilter extends OncePerRequestFilter {
             ProblemKind kind,
             String detail)
             throws IOException {
+        reject(request, response, kind, detail, Map.of());
+    }
+
+    private static void reject(
+            HttpServletRequest request,
+            HttpServletResponse response,
+            ProblemKind kind,
+            String detail,
+            Map<String, Object> members)
+            throws IOException {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("type", kind.type().toString());
         body.put("title", kind.title());
         body.put("status", kind.status().value());
         body.put("detail", detail);
         body.put("instance", request.getRequestURI());
+        body.putAll(members);
         response.setStatus(kind.status().value());
         response.setContentType(MediaType.APPLICATION_PROBLEM_JSON_VALUE);
         response.setCharacterEncoding(StandardCharsets.UTF_8.name());

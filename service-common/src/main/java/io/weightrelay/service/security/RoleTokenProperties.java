@@ -3,26 +3,34 @@ package io.weightrelay.service.security;
 import java.util.List;
 import java.util.Map;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.ConstructorBinding;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.validation.annotation.Validated;
 
 /**
- * Bearer tokens per role, for example {@code relay.security.tokens.trainer[0]=...}. Several tokens
- * per role allow rotation. Tokens shorter than {@link #MIN_TOKEN_LENGTH} are refused at start-up so
- * a placeholder never guards a real deployment.
+ * Bearer tokens per role, for example {@code relay.security.tokens.trainer[0]=...}, and tokens
+ * bound to one identity ({@code relay.security.bound[0].role=loader}, {@code .identity=inst-0},
+ * {@code .token=...}). Several tokens per role allow rotation. Tokens shorter than {@link
+ * #MIN_TOKEN_LENGTH} are refused at start-up so a placeholder never guards a real deployment.
  *
- * @param enabled false only for local experiments: every request then passes as an operator
- * @param tokens tokens of each role
+ * @param enabled false only for local experiments on loopback: every request then passes as an
+ *     operator; refused at start-up unless {@code server.address} is a loopback address
+ * @param tokens tokens of each role, valid for any identity
+ * @param bound tokens valid for one identity only
  */
 @Validated
 @ConfigurationProperties("relay.security")
 public record RoleTokenProperties(
-        @DefaultValue("true") boolean enabled, Map<Role, List<String>> tokens) {
+        @DefaultValue("true") boolean enabled,
+        Map<Role, List<String>> tokens,
+        List<BoundToken> bound) {
 
     public static final int MIN_TOKEN_LENGTH = 16;
 
+    @ConstructorBinding
     public RoleTokenProperties {
         tokens = tokens == null ? Map.of() : Map.copyOf(tokens);
+        bound = bound == null ? List.of() : List.copyOf(bound);
         tokens.forEach(
                 (role, list) -> {
                     for (String token : list) {
@@ -36,5 +44,43 @@ public record RoleTokenProperties(
                         }
                     }
                 });
+        for (int i = 0; i < bound.size(); i++) {
+            BoundToken b = bound.get(i);
+            if (b.role() == null || b.identity() == null || b.identity().isBlank()) {
+                throw new IllegalArgumentException(
+                        "relay.security.bound[" + i + "] needs a role and an identity");
+            }
+            if (b.token() == null || b.token().length() < MIN_TOKEN_LENGTH) {
+                throw new IllegalArgumentException(
+                        "relay.security.bound["
+                                + i
+                                + "] holds a token shorter than "
+                                + MIN_TOKEN_LENGTH
+                                + " characters");
+            }
+        }
+    }
+
+    public RoleTokenProperties(boolean enabled, Map<Role, List<String>> tokens) {
+        this(enabled, tokens, List.of());
+    }
+
+    /** Every configured token, bound or not (to check that none reaches a log). */
+    public List<String> allTokens() {
+        List<String> all = new java.util.ArrayList<>();
+        tokens.values().forEach(all::addAll);
+        bound.forEach(b -> all.add(b.token()));
+        return all;
+    }
+
+    @Override
+    public String toString() {
+        return "RoleTokenProperties[enabled="
+                + enabled
+                + ", roles="
+                + tokens.keySet()
+                + ", bound="
+                + bound
+                + "]";
     }
 }

@@ -1,0 +1,146 @@
+package io.weightrelay.control;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.DataplaneException;
+import io.weightrelay.dataplane.RedisUris;
+import io.weightrelay.dataplane.RegisteredBuffer;
+import io.weightrelay.dataplane.ReplicateConfig;
+import io.weightrelay.dataplane.Segment;
+import io.weightrelay.service.dataplane.DataplaneSettings;
+import java.nio.ByteBuffer;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * Redis as a real dependency: control-api and its data plane connect to a Redis that requires a
+ * password, as an ACL user that may touch only {@code wr:} keys, through Spring Boot's standard
+ * {@code spring.data.redis.username} / {@code password} (the data plane's {@code redis-uri} takes
+ * them over); a wrong password fails naming Redis's refusal and never the password.
+ */
+@SpringBootTest(
+        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {
+            "relay.security.tokens.trainer[0]=" + ControlApiClientSupport.TRAINER,
+            "relay.security.tokens.loader[0]=" + ControlApiClientSupport.LOADER,
+            "relay.security.tokens.operator[0]=" + ControlApiClientSupport.OPERATOR,
+            "relay.generations.scheduled-gc=false",
+            "relay.redis.key-prefix=" + AclRedis.PREFIX,
+            "relay.dataplane.key-prefix=" + AclRedis.PREFIX + "dp:",
+            "spring.data.redis.username=" + AclRedis.USER
+        })
+class RedisAuthTest extends ControlApiClientSupport {
+
+    private static final PrivateRedis REDIS = AclRedis.started();
+
+    @Autowired DataplaneSettings dataplane;
+
+    @DynamicPropertySource
+    static void aclRedis(DynamicPropertyRegistry registry) {
+        registry.add("spring.data.redis.host", () -> "127.0.0.1");
+        registry.add("spring.data.redis.port", REDIS::port);
+        registry.add("spring.data.redis.password", () -> AclRedis.PASSWORD);
+        // No credentials here: the data plane takes spring.data.redis.username / password.
+        registry.add("relay.dataplane.redis-uri", REDIS::uri);
+    }
+
+    @Test
+    void controlApiWorksAsTheAclUser() {
+        String model = newModel();
+        long g = publish(model, 1);
+        Generation active =
+                ok(
+                        get("/api/v1/models/" + model + "/generations/active", OPERATOR),
+                        Generation.class);
+        assertThat(active.getGeneration()).isEqualTo(g);
+        assertThat(get("/actuator/health", null).statusCode()).isEqualTo(200);
+    }
+
+    @Test
+    void theDataPlaneConnectsWithTheSameCredentialsAndNeverPrintsThePassword() {
+        String uri = dataplane.properties().redisUri();
+        assertThat(uri).startsWith("redis://" + AclRedis.USER + ":").contains(AclRedis.PASSWORD);
+        assertThat(dataplane.properties().toString())
+                .contains(AclRedis.USER + ":****@")
+                .doesNotContain(AclRedis.PASSWORD);
+        DataplaneConfig config =
+                DataplaneConfig.builder("h9-acl")
+                        .redisUri(uri)
+                        .keyPrefix(AclRedis.PREFIX + "dp:")
+                        .build();
+        assertThat(config.toString()).doesNotContain(AclRedis.PASSWORD);
+        try (Dataplane dp = Dataplane.open(config)) {
+            Segment segment = dp.createSegment("h9-acl-seg", 1 << 16);
+            RegisteredBuffer source = dp.registerBuffer(ByteBuffer.allocateDirect(4096));
+            dp.store()
+                    .putFrom(
+                            "h9/1/x@0",
+                            source,
+                            0,
+                            4096,
+                            ReplicateConfig.preferLocal(segment.name()));
+            assertThat(dp.store().exists("h9/1/x@0")).isTrue();
+        }
+    }
+
+    @Test
+    void theAclUserIsLimitedToThePrefixAndTheDefaultUserNeedsThePassword() {
+        RedisClient client =
+                RedisClient.create(
+                        RedisURI.builder()
+                                .withHost("127.0.0.1")
+                                .withPort(REDIS.port())
+                                .withAuthentication(AclRedis.USER, AclRedis.PASSWORD.toCharArray())
+                                .build());
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            c.sync().set(AclRedis.PREFIX + "probe", "1");
+            assertThatThrownBy(() -> c.sync().set("other:h9", "1"))
+                    .isInstanceOf(RedisCommandExecutionException.class)
+                    .hasMessageContaining("NOPERM");
+            assertThatThrownBy(() -> c.sync().flushall())
+                    .isInstanceOf(RedisCommandExecutionException.class)
+                    .hasMessageContaining("NOPERM");
+        } finally {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+        }
+        RedisClient anonymous = RedisClient.create(REDIS.uri());
+        try (StatefulRedisConnection<String, String> c = anonymous.connect()) {
+            assertThatThrownBy(() -> c.sync().get(AclRedis.PREFIX + "probe"))
+                    .hasMessageContaining("NOAUTH");
+        } catch (RuntimeException refusedAtConnect) {
+            assertThat(refusedAtConnect).hasStackTraceContaining("NOAUTH");
+        } finally {
+            anonymous.shutdown(0, 2, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void aWrongPasswordFailsNamingTheRefusalAndNeverThePassword() {
+        String wrong = "wrong-h9-" + System.nanoTime();
+        String uri = "redis://" + AclRedis.USER + ":" + wrong + "@127.0.0.1:" + REDIS.port();
+        assertThatThrownBy(
+                        () ->
+                                Dataplane.open(
+                                                DataplaneConfig.builder("h9-acl-wrong")
+                                                        .redisUri(uri)
+                                                        .keyPrefix(AclRedis.PREFIX + "dp:")
+                                                        .build())
+                                        .close())
+                .isInstanceOf(DataplaneException.class)
+                .hasMessageContaining("WRONGPASS")
+                .hasMessageContaining(RedisUris.mask(uri))
+                .hasMessageNotContaining(wrong);
+    }
+}
