@@ -117,13 +117,14 @@ import org.springframework.web.client.RestClientResponseException;
  * instead (fewer layers, and fewer experts where even two layers have too many: a synthetic model,
  * reported as such in {@code synthetic}), so the same bench runs at 700, 7,000 and 70,000 tensors.
  *
- * <p>Flags: {@code --rollout-nodes R} (default instances x tp / 8), {@code --control-heap 1g},
- * {@code --register-chunk 256} (objects per registration, the publisher's default), {@code
- * --heartbeat-seconds 5}, {@code --warmup 1} (whole runs on the {@code tiny} model first, so the
- * JIT has compiled the paths; 0 for a cold service), {@code --call-timeout-seconds 300}, {@code
- * --redis-host 127.0.0.1 --redis-port 6379 --control-jar <exec jar> --root <repo>}, {@code
- * --control-arg --k=v} and {@code --control-jvm-arg -X...} (repeatable), {@code --keep-logs},
- * {@code --keep-redis}.
+ * <p>Flags: {@code --ep E} (expert parallelism; as {@code bench planner}: {@code --tp} for MoE
+ * models, every expert whole on one rank, and 1 for dense ones), {@code --rollout-nodes R} (default
+ * instances x tp / 8), {@code --control-heap 1g}, {@code --register-chunk 256} (objects per
+ * registration, the publisher's default), {@code --heartbeat-seconds 5}, {@code --warmup 1} (whole
+ * runs on the {@code tiny} model first, so the JIT has compiled the paths; 0 for a cold service),
+ * {@code --call-timeout-seconds 300}, {@code --redis-host 127.0.0.1 --redis-port 6379 --control-jar
+ * <exec jar> --root <repo>}, {@code --control-arg --k=v} and {@code --control-jvm-arg -X...}
+ * (repeatable), {@code --keep-logs}, {@code --keep-redis}.
  */
 public final class ControlPlaneBench {
 
@@ -141,6 +142,7 @@ public final class ControlPlaneBench {
                     "trainer-nodes",
                     "instances",
                     "tp",
+                    "ep",
                     "mode",
                     "rollout-nodes",
                     "control-heap",
@@ -169,21 +171,30 @@ public final class ControlPlaneBench {
             int trainerNodes,
             int instances,
             int tp,
+            int ep,
             int rolloutNodes) {
 
+        /**
+         * @param ep expert parallelism: 0 for {@code bench planner}'s default ({@code tp} for MoE
+         *     models, every expert whole on one rank as MoE deployments run; 1 for dense ones)
+         */
         static Scenario of(
                 String catalogued,
                 int tensors,
                 int trainerNodes,
                 int instances,
                 int tp,
+                int ep,
                 int rolloutNodes,
                 Mode mode) {
             ModelConfig config = ModelCatalog.config(catalogued);
             String synthetic = null;
             String model = catalogued;
+            if (ep <= 0) {
+                ep = config.moe() ? tp : 1;
+            }
             if (tensors > 0) {
-                config = scaled(config, tensors);
+                config = scaled(config, tensors, ep);
                 synthetic =
                         catalogued
                                 + " scaled to "
@@ -207,7 +218,7 @@ public final class ControlPlaneBench {
                 layout.add(new TensorLayout(specs.get(i), t.split(), t.expert(), t.heads()));
             }
             TargetPlacement placement =
-                    packed(Placements.of(layout, rolloutNodes, instances, tp, 1, mode, 1));
+                    packed(Placements.of(layout, rolloutNodes, instances, tp, ep, mode, 1));
             return new Scenario(
                     model,
                     synthetic,
@@ -217,6 +228,7 @@ public final class ControlPlaneBench {
                     trainerNodes,
                     instances,
                     tp,
+                    ep,
                     rolloutNodes);
         }
 
@@ -277,9 +289,10 @@ public final class ControlPlaneBench {
     /**
      * The catalogued model with fewer layers (and, below two layers' worth, fewer experts) so that
      * it has about {@code tensors} tensors: the per-layer count is affine in the layers and the
-     * experts, so two probes give the layers and a bisection the experts.
+     * experts, so two probes give the layers and a bisection the experts (a multiple of {@code ep},
+     * so that they split over the expert-parallel ranks).
      */
-    static ModelConfig scaled(ModelConfig c, int tensors) {
+    static ModelConfig scaled(ModelConfig c, int tensors, int ep) {
         int first = Math.max(1, c.firstDenseLayers()) + 1;
         int atFirst = ModelCatalog.layout(withSize(c, first, c.experts())).size();
         int perLayer = ModelCatalog.layout(withSize(c, first + 1, c.experts())).size() - atFirst;
@@ -298,7 +311,7 @@ public final class ControlPlaneBench {
                 hi = mid - 1;
             }
         }
-        return withSize(c, layers, c.moe() ? lo : 0);
+        return withSize(c, layers, c.moe() ? Math.max(ep, lo / ep * ep) : 0);
     }
 
     private static ModelConfig withSize(ModelConfig c, int layers, int experts) {
@@ -343,6 +356,7 @@ public final class ControlPlaneBench {
         int trainerNodes = args.getInt("trainer-nodes", 32);
         int instances = args.getInt("instances", 32);
         int tp = args.getInt("tp", 8);
+        int ep = args.getInt("ep", 0);
         int rolloutNodes = args.getInt("rollout-nodes", Math.max(1, instances * tp / 8));
         String modeName = args.get("mode", "direct");
         if (!modeName.equals("direct") && !modeName.equals("compat")) {
@@ -366,7 +380,8 @@ public final class ControlPlaneBench {
         int redisPort = args.getInt("redis-port", 6379);
 
         Scenario scenario =
-                Scenario.of(catalogued, tensors, trainerNodes, instances, tp, rolloutNodes, mode);
+                Scenario.of(
+                        catalogued, tensors, trainerNodes, instances, tp, ep, rolloutNodes, mode);
         System.err.printf(
                 Locale.ROOT,
                 "bench control-plane: %s, %d tensors, %d objects, %d workers in %d instances (%s)%n",
@@ -401,7 +416,7 @@ public final class ControlPlaneBench {
             control = ServiceProcess.start("control-api", controlJar, heap, jvm, spring, logs);
             control.awaitHealthy(Duration.ofMinutes(3));
             for (int w = 0; w < warmups; w++) {
-                Scenario tiny = Scenario.of("tiny", 0, 2, 2, 2, 1, mode);
+                Scenario tiny = Scenario.of("tiny", 0, 2, 2, 2, 1, 1, mode);
                 Figures warm = new Bench(control, tiny, options, w + 1).run();
                 if (warm.failedStep != null) {
                     throw new IllegalStateException(
@@ -470,6 +485,7 @@ public final class ControlPlaneBench {
             out.put("trainer_nodes", s.trainerNodes());
             out.put("instances", s.instances());
             out.put("tp", s.tp());
+            out.put("ep", s.ep());
             out.put("rollout_nodes", s.rolloutNodes());
             out.put("store", STORE);
             for (String step :

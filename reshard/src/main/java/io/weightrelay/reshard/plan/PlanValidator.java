@@ -264,25 +264,14 @@ public final class PlanValidator {
             }
             for (int x = plan.writeFirst(i); x < plan.writeEnd(i); x++) {
                 long[][] loops = loops(plan, x, true);
-                long hull = plan.writeLength(x);
-                for (int l = 0; l < loops[0].length; l++) {
-                    hull += (loops[0][l] - 1) * loops[1][l];
-                }
-                if (ranges.contains(plan.writeSrc(x), plan.writeSrc(x) + hull)) {
-                    continue;
-                }
-                Intervals src = new Intervals(16);
-                src.addRun(plan.writeSrc(x), plan.writeLength(x), loops[0], loops[1]);
-                for (int k = 0; k < src.size(); k++) {
-                    if (!ranges.contains(src.start(k), src.end(k))) {
-                        problems.add(
-                                "write to "
-                                        + plan.workerId(plan.writeDst(x))
-                                        + " from "
-                                        + plan.objectId(object)
-                                        + " sends bytes that were not read");
-                        break;
-                    }
+                if (!ranges.containsRun(
+                        plan.writeSrc(x), plan.writeLength(x), loops[0], loops[1])) {
+                    problems.add(
+                            "write to "
+                                    + plan.workerId(plan.writeDst(x))
+                                    + " from "
+                                    + plan.objectId(object)
+                                    + " sends bytes that were not read");
                 }
             }
         }
