@@ -809,7 +809,12 @@ public final class ControlPlaneBench {
                         || !e.getResponseBodyAsString().contains("placement-template-not-found")) {
                     throw e;
                 }
+                // As loader-service does: only the templates the problem lists as missing.
+                String problem = e.getResponseBodyAsString();
                 for (FragmentTemplate t : templates.values()) {
+                    if (!problem.contains(t.digest())) {
+                        continue;
+                    }
                     loaderRest
                             .put()
                             .uri(baseUrl + "/api/v1/placements/{digest}", t.digest())
