@@ -186,7 +186,7 @@ public class GenerationService {
         }
         Generation generation = get(model, id);
         OpenedGeneration body =
-                new OpenedGeneration(generation, assignments.assignment(source, trainers));
+                new OpenedGeneration(generation, assignments.assignment(source, digest, trainers));
         return new Opened(body, "created".equals(code(result)));
     }
 

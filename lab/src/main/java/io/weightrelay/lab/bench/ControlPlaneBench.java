@@ -104,8 +104,11 @@ import org.springframework.web.client.RestClientResponseException;
  * the manifest, together), {@code register_objects_ms}, {@code commit_ms}, {@code
  * register_loaders_ms}, {@code plan_cold_ms} (the first resolve, which computes the plan), {@code
  * plan_warm_ms} (every loader resolves together, cache hits; the slowest), {@code prepare_ms} (per
- * loader: generation, manifest, its plan slice, the group's buffers and the checks; every loader
- * together, the slowest), {@code session_ms} (start or join the session, every barrier, until the
+ * loader, the slowest: the wall time of its calls for the generation, manifest, its plan slice and
+ * the group's buffers, every loader calling at once, plus the CPU time of its checks, since each
+ * loader checks on its own host; {@code prepare_fetch_ms} and {@code prepare_check_cpu_ms} are the
+ * slowest of each part, {@code prepare_wall_ms} the whole step with every loader's checks sharing
+ * this machine's cores), {@code session_ms} (start or join the session, every barrier, until the
  * post-applied barrier is open for all), the largest request and response in bytes with the call
  * that made them, and control-api's peak heap from its GC log ({@code control_peak_heap_bytes} just
  * before a collection, {@code control_peak_live_heap_bytes} just after). A step that fails ends the
@@ -128,6 +131,8 @@ import org.springframework.web.client.RestClientResponseException;
  */
 public final class ControlPlaneBench {
 
+    private static final java.lang.management.ThreadMXBean THREADS =
+            java.lang.management.ManagementFactory.getThreadMXBean();
     private static final String TRAINER_TOKEN = "bench-trainer-" + UUID.randomUUID();
     private static final String LOADER_TOKEN = "bench-loader-" + UUID.randomUUID();
     private static final String OPERATOR_TOKEN = "bench-operator-" + UUID.randomUUID();
@@ -464,6 +469,7 @@ public final class ControlPlaneBench {
     static final class Figures {
         final Map<String, Long> steps = new LinkedHashMap<>();
         final Map<String, Long> cpu = new LinkedHashMap<>();
+        final Map<String, Long> extra = new LinkedHashMap<>();
         long registerRequests;
         long retries503;
         long heartbeats;
@@ -501,6 +507,7 @@ public final class ControlPlaneBench {
                             "session_ms")) {
                 out.put(step, steps.get(step));
             }
+            out.putAll(extra);
             // control-api's own CPU time per step (all its threads): on a shared machine it tells
             // the work apart from the waiting the wall times include.
             for (Map.Entry<String, Long> c : cpu.entrySet()) {
@@ -669,12 +676,36 @@ public final class ControlPlaneBench {
                 f.steps.put(current, warm.stream().mapToLong(Long::longValue).max().orElse(0));
                 f.cpu.put(current, control.cpu().minus(cpuBefore).toMillis());
 
+                // prepare_ms per loader: the wall time of its calls (every loader at once, as in
+                // an update) plus the CPU time of its own checks; prepare_wall_ms is the whole
+                // step on this machine, every loader's checks sharing its cores.
                 current = "prepare_ms";
                 Duration cpuPrepare = control.cpu();
-                List<Long> prepared =
-                        all(players, instances, i -> prepare(generation, plan.getPlanId(), i));
-                f.steps.put(current, prepared.stream().mapToLong(Long::longValue).max().orElse(0));
+                long prepareStarted = System.nanoTime();
+                List<Fetched> fetched =
+                        all(players, instances, i -> fetch(generation, plan.getPlanId(), i));
                 f.cpu.put(current, control.cpu().minus(cpuPrepare).toMillis());
+                ExecutorService checking =
+                        Executors.newFixedThreadPool(
+                                Math.max(1, Runtime.getRuntime().availableProcessors()));
+                try {
+                    List<Long> checks = all(checking, fetched, x -> check(generation, x));
+                    long worst = 0;
+                    long worstFetch = 0;
+                    long worstCheck = 0;
+                    for (int i = 0; i < fetched.size(); i++) {
+                        worst = Math.max(worst, fetched.get(i).ms() + checks.get(i));
+                        worstFetch = Math.max(worstFetch, fetched.get(i).ms());
+                        worstCheck = Math.max(worstCheck, checks.get(i));
+                    }
+                    f.steps.put(current, worst);
+                    f.extra.put("prepare_fetch_ms", worstFetch);
+                    f.extra.put("prepare_check_cpu_ms", worstCheck);
+                    f.extra.put(
+                            "prepare_wall_ms", (System.nanoTime() - prepareStarted) / 1_000_000);
+                } finally {
+                    checking.shutdownNow();
+                }
 
                 current = "session_ms";
                 timed(
@@ -911,32 +942,48 @@ public final class ControlPlaneBench {
             }
         }
 
+        /** What one loader fetched at prepare, and how long its calls took. */
+        record Fetched(
+                String instance, Generation generation, byte[] manifest, byte[] slice, long ms) {}
+
         /**
-         * What a loader does at prepare, against control-api: the generation, its manifest, its own
-         * plan slice and the group's buffers; then its checks (the slice against its registration,
-         * every object it reads exists). Returns milliseconds.
+         * What a loader fetches at prepare, from control-api, all loaders at once: the generation,
+         * its manifest, its own plan slice and the group's buffers. Returns the bytes and the wall
+         * time of the calls.
          */
-        private long prepare(long generation, String planId, String instance) {
+        private Fetched fetch(long generation, String planId, String instance) {
             long started = System.nanoTime();
             Generation g = loaderGenerations.getGeneration(s.model(), generation);
-            SourceManifest manifest =
-                    SourceManifest.decode(
-                            loaderGenerations
-                                    .getGenerationManifestEncodedWithResponseSpec(
-                                            s.model(), generation)
-                                    .body(byte[].class));
-            if (!manifest.digest().equals(g.getManifestDigest())) {
-                throw new IllegalStateException(
-                        instance + ": the manifest served does not match its digest");
-            }
+            byte[] manifest =
+                    loaderGenerations
+                            .getGenerationManifestEncodedWithResponseSpec(s.model(), generation)
+                            .body(byte[].class);
             byte[] encoded =
                     plans.getPlanSliceWithResponseSpec(planId, instance).body(byte[].class);
-            Slice slice = Slice.decode(encoded);
             List<Loader> group = registry.listLoaders(s.model(), GROUP, null, 1000);
             if (group.size() != s.instances()) {
                 throw new IllegalStateException(
                         instance + ": the group lists " + group.size() + " loaders");
             }
+            return new Fetched(
+                    instance, g, manifest, encoded, (System.nanoTime() - started) / 1_000_000);
+        }
+
+        /**
+         * A loader's own checks at prepare, on what it fetched: the manifest against its digest,
+         * the slice against its registration, every object it reads exists. Returns the CPU time of
+         * the checking thread in milliseconds: each loader checks on its own host, so 32 of them
+         * sharing this machine's cores would time the machine, not a loader.
+         */
+        private long check(long generation, Fetched fetched) {
+            String instance = fetched.instance();
+            long started = THREADS.getCurrentThreadCpuTime();
+            SourceManifest manifest = SourceManifest.decode(fetched.manifest());
+            if (!manifest.digest().equals(fetched.generation().getManifestDigest())) {
+                throw new IllegalStateException(
+                        instance + ": the manifest served does not match its digest");
+            }
+            Slice slice = Slice.decode(fetched.slice());
             List<Worker> mine = s.workersOf(instance);
             ValidationReport report =
                     SliceValidator.validate(
@@ -955,7 +1002,7 @@ public final class ControlPlaneBench {
                     }
                 }
             }
-            return (System.nanoTime() - started) / 1_000_000;
+            return (THREADS.getCurrentThreadCpuTime() - started) / 1_000_000;
         }
 
         /** Start (or join) the session, then every phase and barrier, as a loader does. */
