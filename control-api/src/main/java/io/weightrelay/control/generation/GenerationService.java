@@ -138,6 +138,7 @@ public class GenerationService {
     public Opened open(String model, OpenGenerationRequest request) {
         SourceManifest manifest = request.getManifest();
         requireSameModel(model, manifest.getModel());
+        ManifestMapper.checkTensors(manifest);
         io.weightrelay.reshard.manifest.SourceManifest source = ManifestMapper.toReshard(manifest);
         if (source.fragments().size() > properties.maxObjects()) {
             throw GenerationProblems.MANIFEST_TOO_LARGE.exception(

@@ -24,6 +24,9 @@ import java.util.TreeSet;
  * notify a delegate waits for and every fan-out target is known before anything moves.
  */
 public final class Slice {
+    // Mode.values() copies the array on every call, and modes are read per write.
+    private static final Mode[] MODES = Mode.values();
+
     private static final String MAGIC = "wr.slice.v1";
 
     final String instance;
@@ -577,7 +580,7 @@ public final class Slice {
     }
 
     public Mode workerMode(int worker) {
-        return Mode.values()[peerMode[worker]];
+        return MODES[peerMode[worker]];
     }
 
     public int bufferCount() {
