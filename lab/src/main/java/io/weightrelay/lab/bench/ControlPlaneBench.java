@@ -861,12 +861,22 @@ public final class ControlPlaneBench {
             return null;
         }
 
+        private volatile long imageBytes = -1;
+
+        /** The safetensors image size, laid out once (a loader lays it out once, not per call). */
+        private long imageBytes() {
+            if (imageBytes < 0) {
+                imageBytes = SafetensorsLayout.of(s.manifest()).imageBytes();
+            }
+            return imageBytes;
+        }
+
         /**
          * The instance's workers as a loader registers them; templates collects their fragments.
          */
         private List<WorkerPlacement> placements(
                 List<Worker> workers, Map<String, FragmentTemplate> templates) {
-            long image = SafetensorsLayout.of(s.manifest()).imageBytes();
+            long image = imageBytes();
             List<WorkerPlacement> out = new ArrayList<>();
             int rank = 0;
             for (Worker w : workers) {
