@@ -185,7 +185,6 @@ public final class PlanValidator {
                 expected);
     }
 
-    /** Per buffer, the bytes a direct worker's registered fragments occupy (unmerged). */
     /** A fragment list's bytes and, per buffer, its merged footprint (null: fragments overlap). */
     private record Footprint(long bytes, Map<String, Intervals> merged) {}
 
@@ -199,6 +198,7 @@ public final class PlanValidator {
         return new Footprint(bytes, merged);
     }
 
+    /** Per buffer, the bytes a direct worker's registered fragments occupy (unmerged). */
     static Map<String, Intervals> footprints(Worker worker) {
         Map<String, Intervals> want = new TreeMap<>();
         String lastBuffer = null;
