@@ -76,6 +76,32 @@ class BadInputTest extends ControlApiTestSupport {
                         open(manifestOf(TENSOR.formatted("w", "-4,4")), TOPOLOGY),
                         400,
                         "invalid-request"),
+                // Tensors are checked by hand, not by cascading bean validation: the same answers.
+                arguments(
+                        "POST",
+                        gens,
+                        TRAINER,
+                        open(manifestOf(ok, TENSOR.formatted("", "4")), TOPOLOGY),
+                        400,
+                        "invalid-request"),
+                arguments(
+                        "POST",
+                        gens,
+                        TRAINER,
+                        open(manifestOf(ok, TENSOR.formatted("w", "1,2,3,4,5,6,7,8,9")), TOPOLOGY),
+                        400,
+                        "invalid-request"),
+                arguments(
+                        "POST",
+                        gens,
+                        TRAINER,
+                        open(
+                                manifestOf(
+                                        ok,
+                                        "{\"name\":\"w\",\"shape\":[4],\"trainerDtype\":\"fp32\"}"),
+                                TOPOLOGY),
+                        400,
+                        "invalid-request"),
                 arguments(
                         "POST",
                         gens,

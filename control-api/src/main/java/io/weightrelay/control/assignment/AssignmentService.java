@@ -49,7 +49,16 @@ public class AssignmentService {
     }
 
     public PublisherAssignment assignment(SourceManifest manifest, Topology trainers) {
-        String key = keys.assignment(manifest.digest(), trainers.digest());
+        return assignment(manifest, manifest.digest(), trainers);
+    }
+
+    /**
+     * @param manifestDigest the manifest's digest, when the caller has it: digesting a Kimi-K2
+     *     manifest encodes all of it again
+     */
+    public PublisherAssignment assignment(
+            SourceManifest manifest, String manifestDigest, Topology trainers) {
+        String key = keys.assignment(manifestDigest, trainers.digest());
         String cached =
                 guard.call(() -> redis.opsForValue().getAndExpire(key, properties.cacheTtl()));
         if (cached != null) {
@@ -57,13 +66,14 @@ public class AssignmentService {
             return json.readValue(cached, PublisherAssignment.class);
         }
         misses.increment();
-        PublisherAssignment computed = toApi(manifest, trainers);
+        PublisherAssignment computed = toApi(manifest, manifestDigest, trainers);
         String value = json.writeValueAsString(computed);
         guard.run(() -> redis.opsForValue().set(key, value, properties.cacheTtl()));
         return computed;
     }
 
-    private static PublisherAssignment toApi(SourceManifest manifest, Topology trainers) {
+    private static PublisherAssignment toApi(
+            SourceManifest manifest, String manifestDigest, Topology trainers) {
         io.weightrelay.reshard.assign.PublisherAssignment a =
                 io.weightrelay.reshard.assign.PublisherAssignment.assign(manifest, trainers);
         List<TensorAssignment> tensors = new ArrayList<>(manifest.tensors().size());
@@ -76,6 +86,6 @@ public class AssignmentService {
             bytesPerNode.put(a.trainerNodes().get(n), bytes[n]);
         }
         return new PublisherAssignment(
-                manifest.digest(), trainers.digest(), tensors, bytesPerNode, a.balance());
+                manifestDigest, trainers.digest(), tensors, bytesPerNode, a.balance());
     }
 }

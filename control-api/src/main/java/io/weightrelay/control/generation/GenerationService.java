@@ -158,6 +158,7 @@ public class GenerationService {
     public Opened open(String model, OpenGenerationRequest request) {
         SourceManifest manifest = request.getManifest();
         requireSameModel(model, manifest.getModel());
+        ManifestMapper.checkTensors(manifest);
         io.weightrelay.reshard.manifest.SourceManifest source = ManifestMapper.toReshard(manifest);
         if (source.fragments().size() > properties.maxObjects()) {
             throw GenerationProblems.MANIFEST_TOO_LARGE.exception(
@@ -206,7 +207,7 @@ public class GenerationService {
         }
         Generation generation = get(model, id);
         OpenedGeneration body =
-                new OpenedGeneration(generation, assignments.assignment(source, trainers));
+                new OpenedGeneration(generation, assignments.assignment(source, digest, trainers));
         return new Opened(body, "created".equals(code(result)));
     }
 

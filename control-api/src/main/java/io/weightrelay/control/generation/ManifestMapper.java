@@ -10,6 +10,7 @@ import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Role;
+import io.weightrelay.service.problem.CommonProblems;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -21,6 +22,56 @@ import java.util.List;
 public final class ManifestMapper {
 
     private ManifestMapper() {}
+
+    private static final int MAX_NAME = 512;
+    private static final int MAX_RANK = 8;
+
+    /**
+     * The contract's rules for each tensor (name of 1 to 512 characters, shape of at most 8
+     * non-negative dimensions, both dtypes, {@code splitDim} and {@code expert} at least -1), in
+     * one pass: bean validation does not cascade into a manifest's tensors (see {@code
+     * ManifestTensorsChecked}). 400 {@code invalid-request} naming the tensor and field.
+     */
+    public static void checkTensors(SourceManifest api) {
+        List<TensorSpec> tensors = api.getTensors();
+        for (int i = 0; i < tensors.size(); i++) {
+            TensorSpec t = tensors.get(i);
+            String at = "manifest.tensors[" + i + "]";
+            if (t == null) {
+                throw invalid(at, "must not be null");
+            }
+            if (t.getName() == null || t.getName().isEmpty() || t.getName().length() > MAX_NAME) {
+                throw invalid(at + ".name", "size must be between 1 and " + MAX_NAME);
+            }
+            List<Long> shape = t.getShape();
+            if (shape == null || shape.size() > MAX_RANK) {
+                throw invalid(at + ".shape", "at most " + MAX_RANK + " dimensions");
+            }
+            for (int d = 0; d < shape.size(); d++) {
+                if (shape.get(d) == null || shape.get(d) < 0) {
+                    throw invalid(at + ".shape[" + d + "]", "must be greater than or equal to 0");
+                }
+            }
+            if (t.getTrainerDtype() == null) {
+                throw invalid(at + ".trainerDtype", "must not be null");
+            }
+            if (t.getRolloutDtype() == null) {
+                throw invalid(at + ".rolloutDtype", "must not be null");
+            }
+            if (t.getSplitDim() != null && t.getSplitDim() < -1) {
+                throw invalid(at + ".splitDim", "must be greater than or equal to -1");
+            }
+            if (t.getExpert() != null && t.getExpert() < -1) {
+                throw invalid(at + ".expert", "must be greater than or equal to -1");
+            }
+        }
+    }
+
+    private static RuntimeException invalid(String field, String message) {
+        return CommonProblems.INVALID_REQUEST
+                .exception(field + ": " + message)
+                .with("field", field);
+    }
 
     /** The planner's manifest; 400 {@code invalid-manifest} when it is not a valid one. */
     public static io.weightrelay.reshard.manifest.SourceManifest toReshard(SourceManifest api) {

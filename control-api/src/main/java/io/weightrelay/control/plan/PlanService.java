@@ -23,8 +23,10 @@ import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.ValidationReport;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Duration;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -48,6 +50,7 @@ public class PlanService {
 
     private static final Logger log = LoggerFactory.getLogger(PlanService.class);
     private static final Duration POLL = Duration.ofMillis(50);
+    private static final int SLICES_PER_SCAN = 8;
 
     private final StringRedisTemplate redis;
     private final RedisTemplate<String, byte[]> bytes;
@@ -247,11 +250,21 @@ public class PlanService {
         Duration ttl = properties.ttl();
         byte[] deflated = Compression.deflate(encoded);
         guard.run(() -> bytes.opsForValue().set(keys.planEncoded(planId), deflated, ttl));
-        for (String instance : instances) {
-            // One slice at a time: all of them at once would hold every loader's columns in
-            // memory together (near a 1 GiB heap at 7,000 tensors and 32 instances).
-            byte[] slice = Compression.deflate(Slice.of(plan, instance).encode());
-            guard.run(() -> bytes.opsForValue().set(keys.planSlice(planId, instance), slice, ttl));
+        // A few slices per scan of the plan: all of them at once would hold every loader's
+        // columns in memory together (near a 1 GiB heap at 7,000 tensors and 32 instances), one
+        // at a time scans the whole plan once per instance.
+        for (int from = 0; from < instances.size(); from += SLICES_PER_SCAN) {
+            Set<String> group =
+                    new LinkedHashSet<>(
+                            instances.subList(
+                                    from, Math.min(instances.size(), from + SLICES_PER_SCAN)));
+            for (Map.Entry<String, Slice> e : Slice.of(plan, group).entrySet()) {
+                byte[] slice = Compression.deflate(e.getValue().encode());
+                guard.run(
+                        () ->
+                                bytes.opsForValue()
+                                        .set(keys.planSlice(planId, e.getKey()), slice, ttl));
+            }
         }
         String summaryJson = json.writeValueAsString(summary);
         guard.run(() -> redis.opsForValue().set(keys.planSummary(planId), summaryJson, ttl));

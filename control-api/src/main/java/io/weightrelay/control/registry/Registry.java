@@ -29,6 +29,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import org.springframework.data.redis.core.RedisOperations;
+import org.springframework.data.redis.core.SessionCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.ZSetOperations;
 import org.springframework.data.redis.core.script.RedisScript;
@@ -41,6 +43,8 @@ import tools.jackson.databind.json.JsonMapper;
  */
 @Service
 public class Registry {
+
+    private static final int LIST_PAGE = 256;
 
     private static final RedisScript<List<Object>> HEARTBEAT = Scripts.load("heartbeat");
     private static final RedisScript<List<Object>> REGISTER_SEGMENT =
@@ -314,28 +318,48 @@ public class Registry {
      * first), at most {@code limit}.
      */
     public List<Loader> liveLoaders(String model, String group, String after, int limit) {
-        List<String> instances = new ArrayList<>();
+        // The heartbeat zset's scores are the expiries: no ZSCORE per loader.
+        Map<String, Double> expiries = new java.util.TreeMap<>();
         for (ZSetOperations.TypedTuple<String> member : live(keys.loaders())) {
             if (after == null || member.getValue().compareTo(after) > 0) {
-                instances.add(member.getValue());
+                expiries.put(member.getValue(), member.getScore());
             }
         }
-        instances.sort(null);
+        List<String> instances = new ArrayList<>(expiries.keySet());
         List<Loader> out = new ArrayList<>();
-        for (String instance : instances) {
-            if (out.size() >= limit) {
-                break;
-            }
-            Map<Object, Object> h =
-                    guard.call(() -> redis.opsForHash().entries(keys.loader(instance)));
-            if (h.isEmpty()) {
-                continue;
-            }
-            Double expiry = guard.call(() -> redis.opsForZSet().score(keys.loaders(), instance));
-            Loader loader = toLoader(h, expiry);
-            if ((model == null || model.equals(loader.getModel()))
-                    && (group == null || group.equals(loader.getGroup()))) {
-                out.add(loader);
+        // One pipelined round trip per page of registrations, not one per loader: every loader
+        // of a group lists the group at prepare, so per-loader trips grew with its square.
+        for (int from = 0; from < instances.size() && out.size() < limit; from += LIST_PAGE) {
+            List<String> page =
+                    instances.subList(from, Math.min(instances.size(), from + LIST_PAGE));
+            List<Object> hashes =
+                    guard.call(
+                            () ->
+                                    redis.executePipelined(
+                                            new SessionCallback<Object>() {
+                                                @Override
+                                                @SuppressWarnings("unchecked")
+                                                public <K, V> Object execute(
+                                                        RedisOperations<K, V> operations) {
+                                                    for (String instance : page) {
+                                                        operations
+                                                                .opsForHash()
+                                                                .entries((K) keys.loader(instance));
+                                                    }
+                                                    return null;
+                                                }
+                                            }));
+            for (int k = 0; k < page.size() && out.size() < limit; k++) {
+                @SuppressWarnings("unchecked")
+                Map<Object, Object> h = (Map<Object, Object>) hashes.get(k);
+                if (h == null || h.isEmpty()) {
+                    continue;
+                }
+                Loader loader = toLoader(h, expiries.get(page.get(k)));
+                if ((model == null || model.equals(loader.getModel()))
+                        && (group == null || group.equals(loader.getGroup()))) {
+                    out.add(loader);
+                }
             }
         }
         return out;

@@ -105,8 +105,11 @@ import org.springframework.web.client.RestClientResponseException;
  * the manifest, together), {@code register_objects_ms}, {@code commit_ms}, {@code
  * register_loaders_ms}, {@code plan_cold_ms} (the first resolve, which computes the plan), {@code
  * plan_warm_ms} (every loader resolves together, cache hits; the slowest), {@code prepare_ms} (per
- * loader: generation, manifest, its plan slice, the group's buffers and the checks; every loader
- * together, the slowest), {@code session_ms} (start or join the session, every barrier, until the
+ * loader, the slowest: the wall time of its calls for the generation, manifest, its plan slice and
+ * the group's buffers, every loader calling at once, plus the CPU time of its checks, since each
+ * loader checks on its own host; {@code prepare_fetch_ms} and {@code prepare_check_cpu_ms} are the
+ * slowest of each part, {@code prepare_wall_ms} the whole step with every loader's checks sharing
+ * this machine's cores), {@code session_ms} (start or join the session, every barrier, until the
  * post-applied barrier is open for all), the largest request and response in bytes with the call
  * that made them, and control-api's peak heap from its GC log ({@code control_peak_heap_bytes} just
  * before a collection, {@code control_peak_live_heap_bytes} just after). A step that fails ends the
@@ -118,16 +121,19 @@ import org.springframework.web.client.RestClientResponseException;
  * instead (fewer layers, and fewer experts where even two layers have too many: a synthetic model,
  * reported as such in {@code synthetic}), so the same bench runs at 700, 7,000 and 70,000 tensors.
  *
- * <p>Flags: {@code --rollout-nodes R} (default instances x tp / 8), {@code --control-heap 1g},
- * {@code --register-chunk 256} (objects per registration, the publisher's default), {@code
- * --heartbeat-seconds 5}, {@code --warmup 1} (whole runs on the {@code tiny} model first, so the
- * JIT has compiled the paths; 0 for a cold service), {@code --call-timeout-seconds 300}, {@code
- * --redis-host 127.0.0.1 --redis-port 6379 --control-jar <exec jar> --root <repo>}, {@code
- * --control-arg --k=v} and {@code --control-jvm-arg -X...} (repeatable), {@code --keep-logs},
- * {@code --keep-redis}.
+ * <p>Flags: {@code --ep E} (expert parallelism; as {@code bench planner}: {@code --tp} for MoE
+ * models, every expert whole on one rank, and 1 for dense ones), {@code --rollout-nodes R} (default
+ * instances x tp / 8), {@code --control-heap 1g}, {@code --register-chunk 256} (objects per
+ * registration, the publisher's default), {@code --heartbeat-seconds 5}, {@code --warmup 1} (whole
+ * runs on the {@code tiny} model first, so the JIT has compiled the paths; 0 for a cold service),
+ * {@code --call-timeout-seconds 300}, {@code --redis-host 127.0.0.1 --redis-port 6379 --control-jar
+ * <exec jar> --root <repo>}, {@code --control-arg --k=v} and {@code --control-jvm-arg -X...}
+ * (repeatable), {@code --keep-logs}, {@code --keep-redis}.
  */
 public final class ControlPlaneBench {
 
+    private static final java.lang.management.ThreadMXBean THREADS =
+            java.lang.management.ManagementFactory.getThreadMXBean();
     private static final String TRAINER_TOKEN = "bench-trainer-" + UUID.randomUUID();
     private static final String LOADER_TOKEN = "bench-loader-" + UUID.randomUUID();
     private static final String OPERATOR_TOKEN = "bench-operator-" + UUID.randomUUID();
@@ -142,6 +148,7 @@ public final class ControlPlaneBench {
                     "trainer-nodes",
                     "instances",
                     "tp",
+                    "ep",
                     "mode",
                     "rollout-nodes",
                     "control-heap",
@@ -170,21 +177,30 @@ public final class ControlPlaneBench {
             int trainerNodes,
             int instances,
             int tp,
+            int ep,
             int rolloutNodes) {
 
+        /**
+         * @param ep expert parallelism: 0 for {@code bench planner}'s default ({@code tp} for MoE
+         *     models, every expert whole on one rank as MoE deployments run; 1 for dense ones)
+         */
         static Scenario of(
                 String catalogued,
                 int tensors,
                 int trainerNodes,
                 int instances,
                 int tp,
+                int ep,
                 int rolloutNodes,
                 Mode mode) {
             ModelConfig config = ModelCatalog.config(catalogued);
             String synthetic = null;
             String model = catalogued;
+            if (ep <= 0) {
+                ep = config.moe() ? tp : 1;
+            }
             if (tensors > 0) {
-                config = scaled(config, tensors);
+                config = scaled(config, tensors, ep);
                 synthetic =
                         catalogued
                                 + " scaled to "
@@ -208,7 +224,7 @@ public final class ControlPlaneBench {
                 layout.add(new TensorLayout(specs.get(i), t.split(), t.expert(), t.heads()));
             }
             TargetPlacement placement =
-                    packed(Placements.of(layout, rolloutNodes, instances, tp, 1, mode, 1));
+                    packed(Placements.of(layout, rolloutNodes, instances, tp, ep, mode, 1));
             return new Scenario(
                     model,
                     synthetic,
@@ -218,6 +234,7 @@ public final class ControlPlaneBench {
                     trainerNodes,
                     instances,
                     tp,
+                    ep,
                     rolloutNodes);
         }
 
@@ -278,9 +295,10 @@ public final class ControlPlaneBench {
     /**
      * The catalogued model with fewer layers (and, below two layers' worth, fewer experts) so that
      * it has about {@code tensors} tensors: the per-layer count is affine in the layers and the
-     * experts, so two probes give the layers and a bisection the experts.
+     * experts, so two probes give the layers and a bisection the experts (a multiple of {@code ep},
+     * so that they split over the expert-parallel ranks).
      */
-    static ModelConfig scaled(ModelConfig c, int tensors) {
+    static ModelConfig scaled(ModelConfig c, int tensors, int ep) {
         int first = Math.max(1, c.firstDenseLayers()) + 1;
         int atFirst = ModelCatalog.layout(withSize(c, first, c.experts())).size();
         int perLayer = ModelCatalog.layout(withSize(c, first + 1, c.experts())).size() - atFirst;
@@ -299,7 +317,7 @@ public final class ControlPlaneBench {
                 hi = mid - 1;
             }
         }
-        return withSize(c, layers, c.moe() ? lo : 0);
+        return withSize(c, layers, c.moe() ? Math.max(ep, lo / ep * ep) : 0);
     }
 
     private static ModelConfig withSize(ModelConfig c, int layers, int experts) {
@@ -344,6 +362,7 @@ public final class ControlPlaneBench {
         int trainerNodes = args.getInt("trainer-nodes", 32);
         int instances = args.getInt("instances", 32);
         int tp = args.getInt("tp", 8);
+        int ep = args.getInt("ep", 0);
         int rolloutNodes = args.getInt("rollout-nodes", Math.max(1, instances * tp / 8));
         String modeName = args.get("mode", "direct");
         if (!modeName.equals("direct") && !modeName.equals("compat")) {
@@ -367,7 +386,8 @@ public final class ControlPlaneBench {
         int redisPort = args.getInt("redis-port", 6379);
 
         Scenario scenario =
-                Scenario.of(catalogued, tensors, trainerNodes, instances, tp, rolloutNodes, mode);
+                Scenario.of(
+                        catalogued, tensors, trainerNodes, instances, tp, ep, rolloutNodes, mode);
         System.err.printf(
                 Locale.ROOT,
                 "bench control-plane: %s, %d tensors, %d objects, %d workers in %d instances (%s)%n",
@@ -402,7 +422,7 @@ public final class ControlPlaneBench {
             control = ServiceProcess.start("control-api", controlJar, heap, jvm, spring, logs);
             control.awaitHealthy(Duration.ofMinutes(3));
             for (int w = 0; w < warmups; w++) {
-                Scenario tiny = Scenario.of("tiny", 0, 2, 2, 2, 1, mode);
+                Scenario tiny = Scenario.of("tiny", 0, 2, 2, 2, 1, 1, mode);
                 Figures warm = new Bench(control, tiny, options, w + 1).run();
                 if (warm.failedStep != null) {
                     throw new IllegalStateException(
@@ -450,6 +470,7 @@ public final class ControlPlaneBench {
     static final class Figures {
         final Map<String, Long> steps = new LinkedHashMap<>();
         final Map<String, Long> cpu = new LinkedHashMap<>();
+        final Map<String, Long> extra = new LinkedHashMap<>();
         long registerRequests;
         long retries503;
         long heartbeats;
@@ -471,6 +492,7 @@ public final class ControlPlaneBench {
             out.put("trainer_nodes", s.trainerNodes());
             out.put("instances", s.instances());
             out.put("tp", s.tp());
+            out.put("ep", s.ep());
             out.put("rollout_nodes", s.rolloutNodes());
             out.put("store", STORE);
             for (String step :
@@ -486,6 +508,7 @@ public final class ControlPlaneBench {
                             "session_ms")) {
                 out.put(step, steps.get(step));
             }
+            out.putAll(extra);
             // control-api's own CPU time per step (all its threads): on a shared machine it tells
             // the work apart from the waiting the wall times include.
             for (Map.Entry<String, Long> c : cpu.entrySet()) {
@@ -657,12 +680,36 @@ public final class ControlPlaneBench {
                 f.steps.put(current, warm.stream().mapToLong(Long::longValue).max().orElse(0));
                 f.cpu.put(current, control.cpu().minus(cpuBefore).toMillis());
 
+                // prepare_ms per loader: the wall time of its calls (every loader at once, as in
+                // an update) plus the CPU time of its own checks; prepare_wall_ms is the whole
+                // step on this machine, every loader's checks sharing its cores.
                 current = "prepare_ms";
                 Duration cpuPrepare = control.cpu();
-                List<Long> prepared =
-                        all(players, instances, i -> prepare(generation, plan.getPlanId(), i));
-                f.steps.put(current, prepared.stream().mapToLong(Long::longValue).max().orElse(0));
+                long prepareStarted = System.nanoTime();
+                List<Fetched> fetched =
+                        all(players, instances, i -> fetch(generation, plan.getPlanId(), i));
                 f.cpu.put(current, control.cpu().minus(cpuPrepare).toMillis());
+                ExecutorService checking =
+                        Executors.newFixedThreadPool(
+                                Math.max(1, Runtime.getRuntime().availableProcessors()));
+                try {
+                    List<Long> checks = all(checking, fetched, x -> check(generation, x));
+                    long worst = 0;
+                    long worstFetch = 0;
+                    long worstCheck = 0;
+                    for (int i = 0; i < fetched.size(); i++) {
+                        worst = Math.max(worst, fetched.get(i).ms() + checks.get(i));
+                        worstFetch = Math.max(worstFetch, fetched.get(i).ms());
+                        worstCheck = Math.max(worstCheck, checks.get(i));
+                    }
+                    f.steps.put(current, worst);
+                    f.extra.put("prepare_fetch_ms", worstFetch);
+                    f.extra.put("prepare_check_cpu_ms", worstCheck);
+                    f.extra.put(
+                            "prepare_wall_ms", (System.nanoTime() - prepareStarted) / 1_000_000);
+                } finally {
+                    checking.shutdownNow();
+                }
 
                 current = "session_ms";
                 timed(
@@ -797,7 +844,12 @@ public final class ControlPlaneBench {
                         || !e.getResponseBodyAsString().contains("placement-template-not-found")) {
                     throw e;
                 }
+                // As loader-service does: only the templates the problem lists as missing.
+                String problem = e.getResponseBodyAsString();
                 for (FragmentTemplate t : templates.values()) {
+                    if (!problem.contains(t.digest())) {
+                        continue;
+                    }
                     loaderRest
                             .put()
                             .uri(baseUrl + "/api/v1/placements/{digest}", t.digest())
@@ -813,12 +865,22 @@ public final class ControlPlaneBench {
             return null;
         }
 
+        private volatile long imageBytes = -1;
+
+        /** The safetensors image size, laid out once (a loader lays it out once, not per call). */
+        private long imageBytes() {
+            if (imageBytes < 0) {
+                imageBytes = SafetensorsLayout.of(s.manifest()).imageBytes();
+            }
+            return imageBytes;
+        }
+
         /**
          * The instance's workers as a loader registers them; templates collects their fragments.
          */
         private List<WorkerPlacement> placements(
                 List<Worker> workers, Map<String, FragmentTemplate> templates) {
-            long image = SafetensorsLayout.of(s.manifest()).imageBytes();
+            long image = imageBytes();
             List<WorkerPlacement> out = new ArrayList<>();
             int rank = 0;
             for (Worker w : workers) {
@@ -894,33 +956,49 @@ public final class ControlPlaneBench {
             }
         }
 
+        /** What one loader fetched at prepare, and how long its calls took. */
+        record Fetched(
+                String instance, Generation generation, byte[] manifest, byte[] slice, long ms) {}
+
         /**
-         * What a loader does at prepare, against control-api: the generation, its manifest, its own
-         * plan slice and the group's buffers; then its checks (the slice against its registration,
-         * every object it reads exists). Returns milliseconds.
+         * What a loader fetches at prepare, from control-api, all loaders at once: the generation,
+         * its manifest, its own plan slice and the group's buffers. Returns the bytes and the wall
+         * time of the calls.
          */
-        private long prepare(long generation, String planId, String instance) {
+        private Fetched fetch(long generation, String planId, String instance) {
             long started = System.nanoTime();
             Generation g = loaderGenerations.getGeneration(s.model(), generation);
-            SourceManifest manifest =
-                    SourceManifest.decode(
-                            loaderGenerations
-                                    .getGenerationManifestEncodedWithResponseSpec(
-                                            s.model(), generation)
-                                    .body(byte[].class));
-            if (!manifest.digest().equals(g.getManifestDigest())) {
-                throw new IllegalStateException(
-                        instance + ": the manifest served does not match its digest");
-            }
+            byte[] manifest =
+                    loaderGenerations
+                            .getGenerationManifestEncodedWithResponseSpec(s.model(), generation)
+                            .body(byte[].class);
             byte[] encoded =
                     plans.getPlanSliceWithResponseSpec(planId, instance).body(byte[].class);
-            Slice slice = Slice.decode(encoded);
-            slices.put(instance, slice);
             List<Loader> group = registry.listLoaders(s.model(), GROUP, null, 1000);
             if (group.size() != s.instances()) {
                 throw new IllegalStateException(
                         instance + ": the group lists " + group.size() + " loaders");
             }
+            return new Fetched(
+                    instance, g, manifest, encoded, (System.nanoTime() - started) / 1_000_000);
+        }
+
+        /**
+         * A loader's own checks at prepare, on what it fetched: the manifest against its digest,
+         * the slice against its registration, every object it reads exists. Returns the CPU time of
+         * the checking thread in milliseconds: each loader checks on its own host, so 32 of them
+         * sharing this machine's cores would time the machine, not a loader.
+         */
+        private long check(long generation, Fetched fetched) {
+            String instance = fetched.instance();
+            long started = THREADS.getCurrentThreadCpuTime();
+            SourceManifest manifest = SourceManifest.decode(fetched.manifest());
+            if (!manifest.digest().equals(fetched.generation().getManifestDigest())) {
+                throw new IllegalStateException(
+                        instance + ": the manifest served does not match its digest");
+            }
+            Slice slice = Slice.decode(fetched.slice());
+            slices.put(instance, slice); // its reads' checksums go with APPLIED
             List<Worker> mine = s.workersOf(instance);
             ValidationReport report =
                     SliceValidator.validate(
@@ -939,7 +1017,7 @@ public final class ControlPlaneBench {
                     }
                 }
             }
-            return (System.nanoTime() - started) / 1_000_000;
+            return (THREADS.getCurrentThreadCpuTime() - started) / 1_000_000;
         }
 
         /** Start (or join) the session, then every phase and barrier, as a loader does. */

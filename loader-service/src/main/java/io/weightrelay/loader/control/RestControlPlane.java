@@ -189,8 +189,11 @@ public class RestControlPlane implements ControlPlane {
             if (!"placement-template-not-found".equals(e.problemType())) {
                 throw e;
             }
+            java.util.Set<String> missing = missingTemplates(e);
             for (FragmentTemplate t : templates.values()) {
-                putTemplate(t);
+                if (missing == null || missing.contains(t.digest())) {
+                    putTemplate(t);
+                }
             }
             loader =
                     call(
@@ -198,6 +201,27 @@ public class RestControlPlane implements ControlPlane {
                             () -> registry.registerLoader(instance, body));
         }
         return loader.getEpoch();
+    }
+
+    /**
+     * The digests a {@code placement-template-not-found} problem lists in {@code missing}, so only
+     * those are uploaded; null when the answer does not say (then every template goes up).
+     */
+    static java.util.Set<String> missingTemplates(ControlPlaneException e) {
+        if (!(e.getCause() instanceof RestClientResponseException r)) {
+            return null;
+        }
+        try {
+            JsonNode missing = JSON.readTree(r.getResponseBodyAsString()).get("missing");
+            if (missing == null || !missing.isArray()) {
+                return null;
+            }
+            java.util.Set<String> out = new java.util.HashSet<>();
+            missing.forEach(d -> out.add(d.asString()));
+            return out;
+        } catch (RuntimeException notJson) {
+            return null;
+        }
     }
 
     private void putTemplate(FragmentTemplate t) {

@@ -10,6 +10,7 @@ import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -51,6 +52,11 @@ public record Demands(
 
     private record Box(Shape offset, Shape shape) {}
 
+    /**
+     * Workers that share one fragment list (every instance's rank {@code r}, as registered by
+     * template) are counted once per list: the unions are taken over distinct lists, and nodes
+     * holding the same set of lists share one result.
+     */
     public static Demands of(SourceManifest manifest, TargetPlacement placement) {
         List<TensorSpec> tensors = manifest.tensors();
         Map<String, Integer> tensorIndex = manifest.tensorIndex();
@@ -60,38 +66,54 @@ public record Demands(
         }
         List<String> nodeNames = byNode.keySet().stream().sorted().toList();
         long[] nodeBytes = new long[nodeNames.size()];
+        // Distinct fragment lists, by identity, with their boxes per tensor and stored bytes.
+        Map<List<TargetFragment>, Integer> listId = new IdentityHashMap<>();
+        List<Map<Integer, Set<Box>>> listBoxes = new ArrayList<>();
+        List<Long> listBytes = new ArrayList<>();
         Map<Integer, Set<Box>> all = new HashMap<>();
         boolean[] wholeAnywhere = new boolean[tensors.size()];
         long targetStored = 0;
         long modelBytes = manifest.totalBytes();
+        Map<List<Integer>, Long> bytesOfListSet = new HashMap<>();
         for (int n = 0; n < nodeNames.size(); n++) {
-            Map<Integer, Set<Box>> mine = new HashMap<>();
             boolean whole = false;
+            java.util.TreeSet<Integer> lists = new java.util.TreeSet<>();
             for (Worker w : byNode.get(nodeNames.get(n))) {
                 if (w.mode() == Mode.COMPAT) {
                     whole = true;
                     targetStored += modelBytes;
                     continue;
                 }
-                for (TargetFragment f : w.fragments()) {
-                    Integer t = tensorIndex.get(f.tensor());
-                    if (t == null) {
-                        throw new PlanningException(
-                                "tensor " + f.tensor() + ": not in the source manifest");
+                Integer id = listId.get(w.fragments());
+                if (id == null) {
+                    id = listBoxes.size();
+                    listId.put(w.fragments(), id);
+                    Map<Integer, Set<Box>> boxes = new HashMap<>();
+                    long stored = 0;
+                    for (TargetFragment f : w.fragments()) {
+                        Integer t = tensorIndex.get(f.tensor());
+                        if (t == null) {
+                            throw new PlanningException(
+                                    "tensor " + f.tensor() + ": not in the source manifest");
+                        }
+                        stored += f.bytes();
+                        Box box = new Box(f.offset(), f.shape());
+                        boxes.computeIfAbsent(t, k -> new LinkedHashSet<>()).add(box);
+                        all.computeIfAbsent(t, k -> new LinkedHashSet<>()).add(box);
                     }
-                    targetStored += f.bytes();
-                    Box box = new Box(f.offset(), f.shape());
-                    mine.computeIfAbsent(t, k -> new LinkedHashSet<>()).add(box);
-                    all.computeIfAbsent(t, k -> new LinkedHashSet<>()).add(box);
+                    listBoxes.add(boxes);
+                    listBytes.add(stored);
                 }
+                targetStored += listBytes.get(id);
+                lists.add(id);
             }
             if (whole) {
                 nodeBytes[n] = modelBytes;
                 java.util.Arrays.fill(wholeAnywhere, true);
             } else {
-                for (Map.Entry<Integer, Set<Box>> e : mine.entrySet()) {
-                    nodeBytes[n] += unionBytes(tensors.get(e.getKey()), e.getValue());
-                }
+                nodeBytes[n] =
+                        bytesOfListSet.computeIfAbsent(
+                                List.copyOf(lists), set -> unionOfLists(tensors, listBoxes, set));
             }
         }
         long store = 0;
@@ -104,6 +126,25 @@ public record Demands(
             store += tensorBytes[t];
         }
         return new Demands(store, targetStored, nodeNames, nodeBytes, tensorBytes);
+    }
+
+    /** The distinct bytes a node holding these fragment lists needs. */
+    private static long unionOfLists(
+            List<TensorSpec> tensors, List<Map<Integer, Set<Box>>> listBoxes, List<Integer> set) {
+        Map<Integer, Set<Box>> mine = new HashMap<>();
+        for (int id : set) {
+            listBoxes
+                    .get(id)
+                    .forEach(
+                            (t, boxes) ->
+                                    mine.computeIfAbsent(t, k -> new LinkedHashSet<>())
+                                            .addAll(boxes));
+        }
+        long bytes = 0;
+        for (Map.Entry<Integer, Set<Box>> e : mine.entrySet()) {
+            bytes += unionBytes(tensors.get(e.getKey()), e.getValue());
+        }
+        return bytes;
     }
 
     private static long unionBytes(TensorSpec spec, Set<Box> boxes) {

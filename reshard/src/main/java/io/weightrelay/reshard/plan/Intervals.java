@@ -34,30 +34,62 @@ final class Intervals {
 
     /**
      * Adds the destination (or source) footprint of a run: {@code length} bytes at {@code offset},
-     * repeated by the loops. Dense runs become one interval.
+     * repeated by the loops. Inner loops that continue the bytes densely widen the piece, so a
+     * dense run is one interval and a strided one an interval per outer step, not per row.
      */
     void addRun(long offset, long length, long[] counts, long[] strides) {
-        long dense = length;
-        boolean isDense = true;
-        for (int k = counts.length - 1; k >= 0 && isDense; k--) {
-            isDense = strides[k] == dense;
-            dense *= counts[k];
+        int loops = counts.length;
+        long piece = length;
+        while (loops > 0 && (counts[loops - 1] == 1 || strides[loops - 1] == piece)) {
+            loops--;
+            piece *= counts[loops];
         }
-        if (isDense) {
-            add(offset, offset + dense);
-            return;
-        }
-        expand(offset, length, counts, strides, 0);
+        expand(offset, piece, counts, strides, 0, loops);
     }
 
-    private void expand(long offset, long length, long[] counts, long[] strides, int loop) {
-        if (loop == counts.length) {
+    private void expand(
+            long offset, long length, long[] counts, long[] strides, int loop, int loops) {
+        if (loop == loops) {
             add(offset, offset + length);
             return;
         }
         for (long i = 0; i < counts[loop]; i++) {
-            expand(offset + i * strides[loop], length, counts, strides, loop + 1);
+            expand(offset + i * strides[loop], length, counts, strides, loop + 1, loops);
         }
+    }
+
+    /**
+     * Whether every byte of a run's footprint lies inside this (sorted, merged): at once when its
+     * hull lies inside one interval, else interval by interval.
+     */
+    boolean containsRun(long offset, long length, long[] counts, long[] strides) {
+        if (length == 0) {
+            return true;
+        }
+        long low = offset;
+        long high = offset + length;
+        for (int k = 0; k < counts.length; k++) {
+            if (counts[k] == 0) {
+                return true;
+            }
+            long reach = (counts[k] - 1) * strides[k];
+            if (reach < 0) {
+                low += reach;
+            } else {
+                high += reach;
+            }
+        }
+        if (contains(low, high)) {
+            return true;
+        }
+        Intervals footprint = new Intervals(16);
+        footprint.addRun(offset, length, counts, strides);
+        for (int k = 0; k < footprint.size(); k++) {
+            if (!contains(footprint.start(k), footprint.end(k))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Sorts by start and returns the merged (disjoint, sorted) intervals, or null on overlap. */

@@ -22,6 +22,9 @@ import java.util.Arrays;
  * bump the delegate's notify counter.
  */
 public final class Plan {
+    // Mode.values() copies the array on every call, and modes are read per write.
+    private static final Mode[] MODES = Mode.values();
+
     /** The destination is a node delegate that fans the bytes out on its node. */
     public static final int FANOUT = 1;
 
@@ -341,7 +344,7 @@ public final class Plan {
     }
 
     public Mode workerMode(int worker) {
-        return Mode.values()[workerMode[worker]];
+        return MODES[workerMode[worker]];
     }
 
     public int bufferCount() {

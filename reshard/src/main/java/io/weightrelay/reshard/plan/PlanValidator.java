@@ -117,6 +117,7 @@ public final class PlanValidator {
             bufferIndex.put(plan.buffer(b), b);
         }
         long expected = 0;
+        Map<List<TargetFragment>, Footprint> footprintOf = new java.util.IdentityHashMap<>();
         SafetensorsLayout layout = null;
         boolean[] nodeChecked = new boolean[plan.nodeCount()];
         for (int w = 0; w < workers.size(); w++) {
@@ -139,12 +140,12 @@ public final class PlanValidator {
                 }
                 continue;
             }
-            Map<String, Intervals> want = footprints(worker);
-            for (TargetFragment f : worker.fragments()) {
-                expected += f.bytes();
-            }
-            for (Map.Entry<String, Intervals> e : want.entrySet()) {
-                Intervals merged = e.getValue().sortedDisjoint();
+            // Workers sharing one fragment list (one template) share its footprints.
+            Footprint want =
+                    footprintOf.computeIfAbsent(worker.fragments(), l -> footprint(worker));
+            expected += want.bytes();
+            for (Map.Entry<String, Intervals> e : want.merged().entrySet()) {
+                Intervals merged = e.getValue();
                 String what = "worker " + worker.id() + " buffer " + e.getKey();
                 if (merged == null) {
                     problems.add(what + ": registered fragments overlap");
@@ -184,11 +185,29 @@ public final class PlanValidator {
                 expected);
     }
 
+    /** A fragment list's bytes and, per buffer, its merged footprint (null: fragments overlap). */
+    private record Footprint(long bytes, Map<String, Intervals> merged) {}
+
+    private static Footprint footprint(Worker worker) {
+        long bytes = 0;
+        for (TargetFragment f : worker.fragments()) {
+            bytes += f.bytes();
+        }
+        Map<String, Intervals> merged = new TreeMap<>();
+        footprints(worker).forEach((buffer, iv) -> merged.put(buffer, iv.sortedDisjoint()));
+        return new Footprint(bytes, merged);
+    }
+
     /** Per buffer, the bytes a direct worker's registered fragments occupy (unmerged). */
     static Map<String, Intervals> footprints(Worker worker) {
         Map<String, Intervals> want = new TreeMap<>();
+        String lastBuffer = null;
+        Intervals iv = null;
         for (TargetFragment f : worker.fragments()) {
-            Intervals iv = want.computeIfAbsent(f.buffer(), k -> new Intervals(2));
+            if (!f.buffer().equals(lastBuffer)) {
+                lastBuffer = f.buffer();
+                iv = want.computeIfAbsent(lastBuffer, k -> new Intervals(2));
+            }
             long[] counts = new long[f.shape().rank()];
             long[] strides = new long[counts.length];
             for (int d = 0; d < counts.length; d++) {
@@ -264,25 +283,14 @@ public final class PlanValidator {
             }
             for (int x = plan.writeFirst(i); x < plan.writeEnd(i); x++) {
                 long[][] loops = loops(plan, x, true);
-                long hull = plan.writeLength(x);
-                for (int l = 0; l < loops[0].length; l++) {
-                    hull += (loops[0][l] - 1) * loops[1][l];
-                }
-                if (ranges.contains(plan.writeSrc(x), plan.writeSrc(x) + hull)) {
-                    continue;
-                }
-                Intervals src = new Intervals(16);
-                src.addRun(plan.writeSrc(x), plan.writeLength(x), loops[0], loops[1]);
-                for (int k = 0; k < src.size(); k++) {
-                    if (!ranges.contains(src.start(k), src.end(k))) {
-                        problems.add(
-                                "write to "
-                                        + plan.workerId(plan.writeDst(x))
-                                        + " from "
-                                        + plan.objectId(object)
-                                        + " sends bytes that were not read");
-                        break;
-                    }
+                if (!ranges.containsRun(
+                        plan.writeSrc(x), plan.writeLength(x), loops[0], loops[1])) {
+                    problems.add(
+                            "write to "
+                                    + plan.workerId(plan.writeDst(x))
+                                    + " from "
+                                    + plan.objectId(object)
+                                    + " sends bytes that were not read");
                 }
             }
         }

@@ -24,6 +24,9 @@ import java.util.TreeSet;
  * notify a delegate waits for and every fan-out target is known before anything moves.
  */
 public final class Slice {
+    // Mode.values() copies the array on every call, and modes are read per write.
+    private static final Mode[] MODES = Mode.values();
+
     private static final String MAGIC = "wr.slice.v1";
 
     final String instance;
@@ -255,6 +258,22 @@ public final class Slice {
         return one.get(instance);
     }
 
+    /**
+     * The slices of {@code instances}, by instance id, in one pass over the plan: a caller bounds
+     * memory by how many it asks for at once, and pays one scan of the plan per group, not per
+     * instance.
+     */
+    public static Map<String, Slice> of(Plan plan, Set<String> instances) {
+        Map<String, Slice> out = build(plan, instances);
+        for (String instance : instances) {
+            if (!out.containsKey(instance)) {
+                throw new IllegalArgumentException(
+                        "instance " + instance + " has no worker in the plan");
+            }
+        }
+        return out;
+    }
+
     /** Every instance's slice, by instance id, in one pass over the plan. */
     public static Map<String, Slice> all(Plan plan) {
         Set<String> instances = new TreeSet<>();
@@ -284,7 +303,7 @@ public final class Slice {
             peerSegment[w] = plan.workerSegment(w);
             peerMode[w] = (byte) plan.workerMode(w).ordinal();
             if (instances.contains(peerInstance[w])) {
-                Builder b = builders.computeIfAbsent(peerInstance[w], Builder::new);
+                Builder b = builders.computeIfAbsent(peerInstance[w], i -> new Builder(i, plan));
                 ofWorker[w] = b;
                 List<Builder> onNode = compatOnNode.get(plan.workerNode(w));
                 if (plan.workerMode(w) == Mode.COMPAT && !onNode.contains(b)) {
@@ -320,8 +339,11 @@ public final class Slice {
     /** One instance's columns while the plan is scanned. */
     private static final class Builder {
         final String instance;
-        final Map<Integer, Integer> objects = new LinkedHashMap<>();
-        final Map<Integer, Integer> buffers = new LinkedHashMap<>();
+        // Plan index -> slice index (-1: not in the slice yet), and the plan indexes in order.
+        final int[] objectIndex;
+        final IntList objects = new IntList(256);
+        final int[] bufferIndex;
+        final IntList buffers = new IntList(4);
         final IntList rReader = new IntList(256);
         final IntList rObject = new IntList(256);
         final IntList rBatch = new IntList(256);
@@ -353,17 +375,33 @@ public final class Slice {
         final LongList vCount = new LongList(64);
         final LongList vStride = new LongList(64);
 
-        Builder(String instance) {
+        Builder(String instance, Plan plan) {
             this.instance = instance;
+            objectIndex = new int[plan.objectCount()];
+            bufferIndex = new int[plan.bufferCount()];
+            Arrays.fill(objectIndex, -1);
+            Arrays.fill(bufferIndex, -1);
         }
 
         private int buffer(int planBuffer) {
-            return buffers.computeIfAbsent(planBuffer, k -> buffers.size());
+            if (bufferIndex[planBuffer] < 0) {
+                bufferIndex[planBuffer] = buffers.size();
+                buffers.add(planBuffer);
+            }
+            return bufferIndex[planBuffer];
+        }
+
+        private int object(int planObject) {
+            if (objectIndex[planObject] < 0) {
+                objectIndex[planObject] = objects.size();
+                objects.add(planObject);
+            }
+            return objectIndex[planObject];
         }
 
         void addRead(Plan plan, int i) {
             rReader.add(plan.readReader(i));
-            rObject.add(objects.computeIfAbsent(plan.readObject(i), k -> objects.size()));
+            rObject.add(object(plan.readObject(i)));
             rBatch.add(plan.readBatch(i));
             rStaging.add(plan.readStaging(i));
             rStart.add(plan.readStart(i));
@@ -418,13 +456,13 @@ public final class Slice {
             vLoopFirst.add(vCount.size());
             String[] objectIds = new String[objects.size()];
             long[] objectBytes = new long[objects.size()];
-            for (Map.Entry<Integer, Integer> e : objects.entrySet()) {
-                objectIds[e.getValue()] = plan.objectId(e.getKey());
-                objectBytes[e.getValue()] = plan.objectBytes(e.getKey());
+            for (int o = 0; o < objects.size(); o++) {
+                objectIds[o] = plan.objectId(objects.get(o));
+                objectBytes[o] = plan.objectBytes(objects.get(o));
             }
             String[] bufferNames = new String[buffers.size()];
-            for (Map.Entry<Integer, Integer> e : buffers.entrySet()) {
-                bufferNames[e.getValue()] = plan.buffer(e.getKey());
+            for (int b = 0; b < buffers.size(); b++) {
+                bufferNames[b] = plan.buffer(buffers.get(b));
             }
             return new Slice(
                     instance,
@@ -542,7 +580,7 @@ public final class Slice {
     }
 
     public Mode workerMode(int worker) {
-        return Mode.values()[peerMode[worker]];
+        return MODES[peerMode[worker]];
     }
 
     public int bufferCount() {

@@ -83,13 +83,8 @@ public final class SliceValidator {
                 int n = slice.writeLoopFirst[x + 1] - lf;
                 long[] counts = java.util.Arrays.copyOfRange(slice.loopCount, lf, lf + n);
                 long[] strides = java.util.Arrays.copyOfRange(slice.loopSrcStride, lf, lf + n);
-                Intervals src = new Intervals(4);
-                src.addRun(slice.writeSrc[x], slice.writeLength[x], counts, strides);
-                for (int k = 0; k < src.size(); k++) {
-                    if (!ranges.contains(src.start(k), src.end(k))) {
-                        problems.add("write from " + object + " sends bytes that were not read");
-                        break;
-                    }
+                if (!ranges.containsRun(slice.writeSrc[x], slice.writeLength[x], counts, strides)) {
+                    problems.add("write from " + object + " sends bytes that were not read");
                 }
             }
         }

@@ -22,6 +22,7 @@ import io.weightrelay.reshard.topology.Topology;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class PlannerExampleTest {
@@ -234,6 +235,22 @@ class PlannerExampleTest {
         ValidationReport report = PlanValidator.validate(plan, MANIFEST, other);
         assertThat(report.valid()).isFalse();
         assertThatThrownBy(report::orThrow).isInstanceOf(PlanValidationException.class);
+    }
+
+    @Test
+    void slicesCutTogetherEqualSlicesCutOneByOne() {
+        TargetPlacement placement = Placements.of(TINY, 4, 4, 2, 2, Mode.COMPAT, 2);
+        Plan plan = plan(placement);
+        java.util.Set<String> some =
+                new java.util.LinkedHashSet<>(placement.instances().subList(1, 3));
+        Map<String, Slice> together = Slice.of(plan, some);
+        assertThat(together.keySet()).containsExactlyInAnyOrderElementsOf(some);
+        for (String instance : some) {
+            assertThat(together.get(instance).encode())
+                    .isEqualTo(Slice.of(plan, instance).encode());
+        }
+        assertThatThrownBy(() -> Slice.of(plan, java.util.Set.of("no-such-instance")))
+                .isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test

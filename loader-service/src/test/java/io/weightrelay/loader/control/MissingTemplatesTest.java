@@ -1,0 +1,44 @@
+package io.weightrelay.loader.control;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.web.client.HttpClientErrorException;
+
+/** On 409 placement-template-not-found a loader uploads only what the problem lists as missing. */
+class MissingTemplatesTest {
+
+    private static ControlPlaneException conflict(String body) {
+        HttpClientErrorException cause =
+                HttpClientErrorException.create(
+                        HttpStatus.CONFLICT,
+                        "Conflict",
+                        new HttpHeaders(),
+                        body.getBytes(StandardCharsets.UTF_8),
+                        StandardCharsets.UTF_8);
+        return new ControlPlaneException(
+                409, "placement-template-not-found", "not stored", "register", cause);
+    }
+
+    @Test
+    void readsTheMissingDigests() {
+        ControlPlaneException e =
+                conflict(
+                        "{\"type\":\"https://weightrelay.io/problems/placement-template-not-found\","
+                                + "\"missing\":[\"aa\",\"bb\"]}");
+        assertThat(RestControlPlane.missingTemplates(e)).containsExactlyInAnyOrder("aa", "bb");
+    }
+
+    @Test
+    void withoutAListEveryTemplateGoesUp() {
+        assertThat(RestControlPlane.missingTemplates(conflict("{\"type\":\"x\"}"))).isNull();
+        assertThat(RestControlPlane.missingTemplates(conflict("not json"))).isNull();
+        assertThat(
+                        RestControlPlane.missingTemplates(
+                                new ControlPlaneException(0, "unreachable", null)))
+                .isNull();
+    }
+}
