@@ -50,6 +50,11 @@ public final class Relay {
                 new Command(
                         "io.weightrelay.lab.bench.UpdateBench",
                         "bench update --model M --instances I --tp P --mode compat|direct"));
+        COMMANDS.put(
+                "bench python",
+                new Command(
+                        "io.weightrelay.lab.bench.PythonBench",
+                        "bench python --model M [--instances I --tp P --mode compat|direct]"));
     }
 
     private Relay() {}

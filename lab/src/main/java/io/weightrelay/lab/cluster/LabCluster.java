@@ -445,4 +445,27 @@ public final class LabCluster implements AutoCloseable {
         long mib = 1L << 20;
         return (bytes + mib - 1) / mib * mib;
     }
+
+    // ---- What a client in another process (the Python package's tests and bench) needs. ----
+
+    /**
+     * Every service this lab runs, by name ({@code control-api}, {@code publisher-<node>}, ...).
+     */
+    public Map<String, String> serviceUrls() {
+        Map<String, String> out = new LinkedHashMap<>();
+        children.forEach(c -> out.put(c.name(), c.baseUrl()));
+        return out;
+    }
+
+    public String trainerToken() {
+        return trainerToken;
+    }
+
+    public String loaderToken() {
+        return loaderToken;
+    }
+
+    public String operatorToken() {
+        return operatorToken;
+    }
 }
