@@ -3,7 +3,8 @@
 // Threads of one engine:
 //  - one accept thread and one thread per inbound connection (the tcp server that moves
 //    bytes between sockets and this engine's segments: the target application stays
-//    passive);
+//    passive), at most max_connections of them; each connection first passes the mutual
+//    handshake (README.md, "Wire format", is the one description of the bytes on the wire);
 //  - a copy pool (local transport) that splits large transfers into chunks;
 //  - per tcp peer, `streams` stream threads sharing a chunk queue, each with its own
 //    connection, plus one control connection for alloc/free/notify.
@@ -12,19 +13,24 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <list>
 #include <memory>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "dp_crypto.h"
 #include "dp_internal.h"
 
 namespace dp {
@@ -35,6 +41,14 @@ constexpr uint32_t kMaxName = 4096;
 constexpr int64_t kTcpChunk = 8 << 20;
 constexpr int64_t kLocalChunk = 8 << 20;
 constexpr int64_t kInlineCopy = 256 << 10;
+// The longest payload one READ or WRITE request may carry: what a client ever sends. A longer
+// request is malformed and its connection closed (never read into, never discarded for ages).
+constexpr int64_t kMaxRequest = kTcpChunk;
+constexpr int kDefaultServerTimeoutMs = 30000;
+// A handshake takes one round trip and two HMACs: a client that needs longer is not a peer, and
+// every second it lingers it holds one of max_connections.
+constexpr int kHandshakeTimeoutMs = 5000;
+constexpr int kBusyRetries = 3;
 
 enum class Op : uint32_t { kWrite = 1, kRead = 2, kNotify = 3, kAlloc = 4, kFree = 5 };
 
@@ -54,6 +68,110 @@ struct RespHeader {
 };
 
 inline Err FromCode(int32_t code) { return static_cast<Err>(code); }
+
+// The handshake that opens every connection (little-endian, as the request header).
+constexpr uint32_t kHelloMagic = 0x48445257;      // "WRDH"
+constexpr uint32_t kChallengeMagic = 0x43445257;  // "WRDC"
+constexpr uint32_t kAckMagic = 0x41445257;        // "WRDA"
+constexpr uint8_t kHandshakeVersion = 1;
+constexpr size_t kNonce = 32;
+constexpr size_t kMac = Sha256::kDigest;
+enum : uint8_t { kChallengeOk = 0, kChallengeBusy = 1, kChallengeRefused = 2 };
+
+struct Hello {  // client -> server
+    uint32_t magic;
+    uint8_t version;
+    uint8_t role;  // DP_ROLE_*
+    uint16_t reserved;
+    uint8_t nonce[kNonce];
+};
+
+struct Challenge {  // server -> client
+    uint32_t magic;
+    uint8_t version;
+    uint8_t status;  // kChallenge*
+    uint16_t reserved;
+    uint8_t nonce[kNonce];
+    uint8_t mac[kMac];  // HMAC(role key, "WRDP1 server" | hello | challenge up to mac)
+};
+
+struct Proof {  // client -> server
+    uint8_t mac[kMac];  // HMAC(role key, "WRDP1 client" | hello | challenge)
+};
+
+struct Ack {  // server -> client
+    uint32_t magic;
+    int32_t status;  // DP_OK, or DP_ERR_DENIED before the server closes
+};
+
+static_assert(sizeof(ReqHeader) == 32 && sizeof(RespHeader) == 16, "wire header sizes");
+static_assert(sizeof(Hello) == 40 && sizeof(Challenge) == 72 && sizeof(Proof) == 32 &&
+                  sizeof(Ack) == 8,
+              "handshake sizes");
+
+using Key = std::array<uint8_t, kMac>;
+
+// The key a role's connections prove: HMAC(secret, label | role). Binding the role into the key
+// and the transcript means a transcript of one role never passes as another.
+static Key RoleKey(const std::vector<uint8_t>& secret, uint8_t role) {
+    static const char kLabel[] = "weight-relay dataplane v1 role key";
+    HmacSha256 h(secret.data(), secret.size());
+    h.Update(kLabel, sizeof kLabel - 1);
+    h.Update(&role, 1);
+    Key k{};
+    h.Final(k.data());
+    return k;
+}
+
+static void ServerMac(const Key& key, const Hello& hello, const Challenge& c, uint8_t* out) {
+    static const char kLabel[] = "WRDP1 server";
+    HmacSha256 h(key.data(), key.size());
+    h.Update(kLabel, sizeof kLabel - 1);
+    h.Update(&hello, sizeof hello);
+    h.Update(&c, offsetof(Challenge, mac));
+    h.Final(out);
+}
+
+static void ClientMac(const Key& key, const Hello& hello, const Challenge& c, uint8_t* out) {
+    static const char kLabel[] = "WRDP1 client";
+    HmacSha256 h(key.data(), key.size());
+    h.Update(kLabel, sizeof kLabel - 1);
+    h.Update(&hello, sizeof hello);
+    h.Update(&c, sizeof c);
+    h.Final(out);
+}
+
+static bool FillRandom(uint8_t* p, size_t n) {
+    while (n > 0) {
+        ssize_t k = ::getrandom(p, n, 0);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        p += k;
+        n -= static_cast<size_t>(k);
+    }
+    return true;
+}
+
+// Connects within timeout_ms (0: the system's own limit); the socket is blocking again after.
+static bool ConnectWithin(int fd, const sockaddr* addr, socklen_t len, int timeout_ms) {
+    int flags = ::fcntl(fd, F_GETFL, 0);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return false;
+    int rc = ::connect(fd, addr, len);
+    if (rc != 0) {
+        if (errno != EINPROGRESS) return false;
+        struct pollfd p = {fd, POLLOUT, 0};
+        do {
+            rc = ::poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
+        } while (rc < 0 && errno == EINTR);
+        if (rc <= 0) return false;
+        int err = 0;
+        socklen_t err_len = sizeof err;
+        if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0 || err != 0) return false;
+    }
+    return ::fcntl(fd, F_SETFL, flags) == 0;
+}
 
 class Engine;
 class TcpPeer;
@@ -100,7 +218,7 @@ struct OwnSegment {
 };
 
 struct PeerSegment {
-    std::string name, label, host, shm_path;
+    std::string name, label, host_id, host, shm_path;
     int32_t port = 0;
     int64_t size = 0;
     std::shared_ptr<OwnSegment> own;      // set when this engine owns it
@@ -141,10 +259,28 @@ struct TcpJob {
     int64_t length;
 };
 
+struct EngineOptions {
+    std::string label, host_id, shm_dir;  // shm_dir: its real path
+    int streams = 2, threads = 2, timeout_ms = 0, connect_timeout_ms = 0, max_connections = 256;
+    std::vector<uint8_t> secret;
+    uint8_t role = DP_ROLE_PEER;
+};
+
 class Engine {
  public:
-    Engine(std::string label, int streams, int threads, int timeout_ms)
-        : label_(std::move(label)), streams_(streams), threads_(threads), timeout_ms_(timeout_ms) {
+    explicit Engine(EngineOptions o)
+        : label_(std::move(o.label)),
+          host_id_(std::move(o.host_id)),
+          shm_dir_(std::move(o.shm_dir)),
+          streams_(o.streams),
+          threads_(o.threads),
+          timeout_ms_(o.timeout_ms),
+          connect_timeout_ms_(o.connect_timeout_ms),
+          max_connections_(o.max_connections),
+          authenticated_(!o.secret.empty()),
+          role_(o.role),
+          peer_key_(RoleKey(o.secret, DP_ROLE_PEER)),
+          remover_key_(RoleKey(o.secret, DP_ROLE_REMOVER)) {
         for (auto& c : counters_) c.store(0);
     }
     ~Engine() { Shutdown(); }
@@ -154,13 +290,17 @@ class Engine {
     int Port() const { return port_; }
     const std::string& label() const { return label_; }
     int timeout_ms() const { return timeout_ms_; }
+    int connect_timeout_ms() const { return connect_timeout_ms_; }
+    // Proves this engine's role to a server on a fresh connection; kOk once the server accepted.
+    // *busy: the server was at its connection cap (kPeerGone then).
+    Err ClientHandshake(int fd, bool* busy);
     int streams() const { return streams_; }
     bool closing() const { return closing_.load(); }
     void Count(int counter, int64_t bytes) { counters_[counter].fetch_add(bytes); }
     int64_t Counter(int i) const { return counters_[i].load(); }
 
     Result<char*> CreateSegment(const std::string& name, const std::string& path, int64_t size,
-                                bool store);
+                                bool store, bool replace);
     Err DestroySegment(const std::string& name, bool unlink_file);
     std::shared_ptr<OwnSegment> FindOwn(const std::string& name) {
         std::lock_guard<std::mutex> lock(seg_mu_);
@@ -191,17 +331,35 @@ class Engine {
     // Copies one local chunk and completes it.
     void RunCopy(const CopyJob& job);
 
-    void BumpNotify(const std::string& name) {
+    void RegisterNotify(const std::string& name) {
+        std::lock_guard<std::mutex> lock(notify_mu_);
+        notify_.emplace(name, 0);
+    }
+    Err UnregisterNotify(const std::string& name) {
+        size_t erased;
         {
             std::lock_guard<std::mutex> lock(notify_mu_);
-            ++notify_[name];
+            erased = notify_.erase(name);
         }
         notify_cv_.notify_all();
+        return erased == 1 ? Err::kOk : Err::kNotFound;
     }
-    int64_t NotifyValue(const std::string& name) {
+    // Counts one notify; false (nothing counted, nothing created) for a name not registered.
+    bool BumpNotify(const std::string& name) {
+        {
+            std::lock_guard<std::mutex> lock(notify_mu_);
+            auto it = notify_.find(name);
+            if (it == notify_.end()) return false;
+            ++it->second;
+        }
+        notify_cv_.notify_all();
+        return true;
+    }
+    Result<int64_t> NotifyValue(const std::string& name) {
         std::lock_guard<std::mutex> lock(notify_mu_);
         auto it = notify_.find(name);
-        return it == notify_.end() ? 0 : it->second;
+        if (it == notify_.end()) return Err::kNotFound;
+        return it->second;
     }
     Err WaitNotify(const std::string& name, int64_t at_least, int64_t timeout_ms, int64_t* value);
 
@@ -209,13 +367,27 @@ class Engine {
     void FinishBatch(const std::shared_ptr<BatchState>& b);
     void CopyLoop();
     void AcceptLoop();
+    void Accept(int fd);
     void ServeConnection(int fd);
+    bool ServerHandshake(int fd, uint8_t* role);
+    void ServeRequests(int fd, uint8_t role);
+    int server_timeout_ms() const {
+        return timeout_ms_ > 0 ? timeout_ms_ : kDefaultServerTimeoutMs;
+    }
     std::shared_ptr<TcpPeer> PeerFor(const std::string& host, int port);
 
     const std::string label_;
+    const std::string host_id_;
+    const std::string shm_dir_;
     const int streams_;
     const int threads_;
     const int timeout_ms_;
+    const int connect_timeout_ms_;
+    const int max_connections_;
+    const bool authenticated_;  // false: no secret, so no tcp peer in either direction
+    const uint8_t role_;
+    const Key peer_key_;
+    const Key remover_key_;
     std::atomic<int64_t> counters_[DP_COUNTER_COUNT];
     std::atomic<bool> closing_{false};
     std::once_flag shutdown_once_;
@@ -258,6 +430,7 @@ class TcpPeer {
     ~TcpPeer() { Stop(); }
 
     void Enqueue(std::vector<TcpJob>&& jobs) {
+        std::vector<TcpJob> unstarted;  // no stream thread could be created
         {
             std::lock_guard<std::mutex> lock(mu_);
             if (stopping_) {
@@ -265,13 +438,29 @@ class TcpPeer {
             } else {
                 if (threads_.empty()) {
                     fds_.assign(engine_->streams(), -1);
-                    for (int i = 0; i < engine_->streams(); ++i)
-                        threads_.emplace_back([this, i] { StreamLoop(i); });
+                    threads_.reserve(engine_->streams());
+                    for (int i = 0; i < engine_->streams(); ++i) {
+                        try {
+                            threads_.emplace_back([this, i] {
+                                try {
+                                    StreamLoop(i);
+                                } catch (...) {  // never std::terminate the JVM
+                                }
+                            });
+                        } catch (const std::system_error&) {
+                            break;  // no more threads now: run with the streams that started
+                        }
+                    }
                 }
-                for (auto& j : jobs) jobs_.push_back(std::move(j));
+                if (threads_.empty()) {
+                    for (auto& j : jobs) unstarted.push_back(std::move(j));
+                } else {
+                    for (auto& j : jobs) jobs_.push_back(std::move(j));
+                }
             }
         }
         cv_.notify_all();
+        for (auto& j : unstarted) engine_->CompleteChunk(j.batch, j.task, Err::kInternal, 0);
         FailPending();
     }
 
@@ -326,20 +515,40 @@ class TcpPeer {
     }
 
  private:
+    // Resolves the peer (host name, IPv4 or IPv6), connects to the first address that answers
+    // within the connect timeout and passes the handshake. kDenied when the peer refuses our
+    // proof or fails its own: no other address of it is tried then.
     Result<int> Connect() {
         struct addrinfo hints {};
-        hints.ai_family = AF_INET;
+        hints.ai_family = AF_UNSPEC;
         hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_NUMERICSERV;
         struct addrinfo* res = nullptr;
         std::string port = std::to_string(port_);
         if (::getaddrinfo(host_.c_str(), port.c_str(), &hints, &res) != 0 || res == nullptr)
             return Err::kPeerGone;
-        Fd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        int rc = fd.valid() ? ::connect(fd.get(), res->ai_addr, res->ai_addrlen) : -1;
+        Err result = Err::kPeerGone;
+        for (struct addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+            bool busy = false;
+            for (int attempt = 0; attempt <= kBusyRetries && !engine_->closing(); ++attempt) {
+                if (busy) std::this_thread::sleep_for(std::chrono::milliseconds(20 << attempt));
+                Fd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+                if (!fd.valid() || !ConnectWithin(fd.get(), ai->ai_addr, ai->ai_addrlen,
+                                                  engine_->connect_timeout_ms()))
+                    break;
+                TuneSocket(fd.get(), engine_->timeout_ms());
+                busy = false;
+                result = engine_->ClientHandshake(fd.get(), &busy);
+                if (result == Err::kOk) {
+                    ::freeaddrinfo(res);
+                    return fd.Release();
+                }
+                if (!busy) break;  // a cap is worth a short wait; anything else is not
+            }
+            if (result == Err::kDenied || result == Err::kInternal) break;
+        }
         ::freeaddrinfo(res);
-        if (rc != 0) return Err::kPeerGone;
-        TuneSocket(fd.get(), engine_->timeout_ms());
-        return fd.Release();
+        return result;
     }
 
     void FailPending() {
@@ -375,7 +584,7 @@ class TcpPeer {
             if (!fd.valid()) {
                 auto c = Connect();
                 if (!c.ok()) {
-                    engine_->CompleteChunk(job.batch, job.task, Err::kPeerGone, 0);
+                    engine_->CompleteChunk(job.batch, job.task, c.error(), 0);
                     continue;
                 }
                 fd = Fd(c.value());
@@ -432,20 +641,34 @@ class TcpPeer {
 };
 
 Err Engine::Start(const std::string& host, int port) {
-    struct sockaddr_in addr {};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return Err::kInvalidArgument;
-    listen_fd_ = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!listen_fd_.valid()) return Err::kIo;
-    int one = 1;
-    ::setsockopt(listen_fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(listen_fd_.get(), 128) != 0)
-        return Err::kIo;
+    if (host.empty()) return Err::kInvalidArgument;
+    struct addrinfo hints {};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    struct addrinfo* res = nullptr;
+    std::string service = std::to_string(port);
+    if (::getaddrinfo(host.c_str(), service.c_str(), &hints, &res) != 0 || res == nullptr)
+        return Err::kInvalidArgument;  // not an address and no name that resolves
+    Err err = Err::kIo;
+    for (struct addrinfo* ai = res; ai != nullptr && !listen_fd_.valid(); ai = ai->ai_next) {
+        Fd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (!fd.valid()) continue;
+        int one = 1;
+        ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd.get(), 128) != 0)
+            continue;
+        listen_fd_ = std::move(fd);
+        err = Err::kOk;
+    }
+    ::freeaddrinfo(res);
+    if (err != Err::kOk) return err;
+    struct sockaddr_storage addr {};
     socklen_t len = sizeof addr;
     ::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    port_ = addr.ss_family == AF_INET6
+                ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
     wake_fd_ = Fd(::eventfd(0, EFD_CLOEXEC));
     if (!wake_fd_.valid()) return Err::kIo;
     accept_thread_ = std::thread([this] { AcceptLoop(); });
@@ -497,14 +720,15 @@ void Engine::Shutdown() {
 }
 
 Result<char*> Engine::CreateSegment(const std::string& name, const std::string& path, int64_t size,
-                                    bool store) {
-    if (name.empty() || name.size() > kMaxName || path.empty() || size <= 0)
+                                    bool store, bool replace) {
+    if (name.empty() || name.size() > kMaxName || path.empty() || size <= 0 ||
+        !InsideDir(shm_dir_, path))
         return Err::kInvalidArgument;
     {
         std::lock_guard<std::mutex> lock(seg_mu_);
         if (own_.count(name) != 0) return Err::kExists;
     }
-    auto mapping = ShmMapping::Create(path, size);
+    auto mapping = ShmMapping::Create(path, size, replace);
     if (!mapping.ok()) return mapping.error();
     auto seg = std::make_shared<OwnSegment>();
     seg->name = name;
@@ -581,7 +805,7 @@ std::shared_ptr<TcpPeer> Engine::PeerFor(const std::string& host, int port) {
 
 static bool SameDescriptor(const PeerSegment& a, const PeerSegment& b) {
     return a.host == b.host && a.port == b.port && a.size == b.size && a.label == b.label &&
-           a.shm_path == b.shm_path;
+           a.host_id == b.host_id && a.shm_path == b.shm_path;
 }
 
 Result<int64_t> Engine::OpenSegment(const PeerSegment& desc) {
@@ -602,6 +826,9 @@ Result<int64_t> Engine::OpenSegment(const PeerSegment& desc) {
         seg->size = own->mapping->size();
     } else {
         if (desc.label == label_) {
+            // Same label on another host: mapping "its" path here would map some other file.
+            if (desc.host_id != host_id_) return Err::kForeignHost;
+            if (!InsideDir(shm_dir_, desc.shm_path)) return Err::kUnknownSegment;
             auto m = ShmMapping::Open(desc.shm_path, desc.size);
             if (!m.ok()) return m.error();
             seg->mapping.reset(m.value());
@@ -638,7 +865,7 @@ Result<int64_t> Engine::Alloc(int64_t id, int64_t length) {
     if (!seg) return Err::kUnknownSegment;
     if (length <= 0) return Err::kInvalidArgument;
     if (seg->own) return seg->own->Allocate(length);
-    return seg->peer->Control(Op::kAlloc, seg->name, 0, length);
+    return Err::kDenied;  // only the owner allocates in its segment
 }
 
 Err Engine::Free(int64_t id, int64_t offset) {
@@ -791,7 +1018,7 @@ void Engine::FinishBatch(const std::shared_ptr<BatchState>& b) {
             notify_status = b->tasks[i].final_status;
         }
         if (notify_status == DP_OK) {
-            if (b->notify_self) BumpNotify(b->notify_name);
+            if (b->notify_self) BumpNotify(b->notify_name);  // dropped unless registered
             for (auto& p : b->notify_peers) {
                 auto r = p->Control(Op::kNotify, b->notify_name, 0, 0);
                 if (!r.ok() && notify_status == DP_OK) notify_status = Code(r.error());
@@ -870,45 +1097,157 @@ void Engine::AcceptLoop() {
         if (rc < 0 || (fds[1].revents & POLLIN) || closing()) return;
         if (!(fds[0].revents & POLLIN)) continue;
         int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0) continue;
-        TuneSocket(fd, 0);  // the server waits for requests as long as the peer stays
-        std::lock_guard<std::mutex> lock(conn_mu_);
-        if (closing()) {
-            ::close(fd);
-            return;
-        }
-        for (auto it = conn_threads_.begin(); it != conn_threads_.end();) {
-            if (it->done->load()) {
-                it->thread.join();
-                it = conn_threads_.erase(it);
-            } else {
-                ++it;
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                // Out of descriptors or memory: the listener stays readable, so back off instead
+                // of spinning; the pending connection waits in the backlog meanwhile.
+                struct pollfd wake = {wake_fd_.get(), POLLIN, 0};
+                ::poll(&wake, 1, 100);
             }
+            continue;
         }
-        conn_fds_.insert(fd);
-        auto done = std::make_shared<std::atomic<bool>>(false);
-        conn_threads_.push_back(Connection{std::thread([this, fd, done] {
-                                               ServeConnection(fd);
-                                               done->store(true);
-                                           }),
-                                           done});
+        try {
+            Accept(fd);
+        } catch (...) {  // out of memory before the connection was taken on: drop it
+            ::close(fd);
+        }
+        if (closing()) return;
     }
+}
+
+// Hands an accepted connection to a thread of its own, or refuses it at once (cap reached, no
+// thread to be had): the client reads a "busy" challenge or EOF, never a hang.
+void Engine::Accept(int fd) {
+    std::lock_guard<std::mutex> lock(conn_mu_);
+    if (closing()) {
+        ::close(fd);
+        return;
+    }
+    for (auto it = conn_threads_.begin(); it != conn_threads_.end();) {
+        if (it->done->load()) {
+            it->thread.join();
+            it = conn_threads_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (static_cast<int>(conn_fds_.size()) >= max_connections_) {
+        Challenge busy{kChallengeMagic, kHandshakeVersion, kChallengeBusy, 0, {}, {}};
+        ssize_t ignored = ::send(fd, &busy, sizeof busy, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)ignored;
+        ::close(fd);
+        return;
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    conn_threads_.push_back(Connection{std::thread(), done});
+    try {
+        conn_fds_.insert(fd);
+        conn_threads_.back().thread = std::thread([this, fd, done] {
+            try {
+                ServeConnection(fd);
+            } catch (...) {  // never std::terminate the JVM; the fd is closed by then
+            }
+            done->store(true);
+        });
+    } catch (...) {  // no thread (or no memory) to be had: refuse this one
+        conn_threads_.pop_back();
+        conn_fds_.erase(fd);
+        ::close(fd);
+    }
+}
+
+Err Engine::ClientHandshake(int fd, bool* busy) {
+    if (!authenticated_) return Err::kDenied;  // no secret: we talk to nobody over tcp
+    Hello hello{kHelloMagic, kHandshakeVersion, role_, 0, {}};
+    if (!FillRandom(hello.nonce, kNonce)) return Err::kInternal;
+    Err e = SendAll(fd, &hello, sizeof hello);
+    Challenge c{};
+    if (e == Err::kOk) e = RecvAll(fd, &c, sizeof c);
+    if (e != Err::kOk) return e;
+    if (c.magic != kChallengeMagic || c.version != kHandshakeVersion) return Err::kDenied;
+    if (c.status == kChallengeBusy) {  // at its connection cap: retry later
+        *busy = true;
+        return Err::kPeerGone;
+    }
+    if (c.status != kChallengeOk) return Err::kDenied;
+    uint8_t expected[kMac];
+    ServerMac(role_ == DP_ROLE_REMOVER ? remover_key_ : peer_key_, hello, c, expected);
+    if (!ConstantTimeEqual(expected, c.mac, kMac)) return Err::kDenied;  // not our deployment
+    Proof proof{};
+    ClientMac(role_ == DP_ROLE_REMOVER ? remover_key_ : peer_key_, hello, c, proof.mac);
+    Ack ack{};
+    if ((e = SendAll(fd, &proof, sizeof proof)) != Err::kOk) return e;
+    if ((e = RecvAll(fd, &ack, sizeof ack)) != Err::kOk) return e;
+    return ack.magic == kAckMagic && ack.status == DP_OK ? Err::kOk : Err::kDenied;
+}
+
+// The server's half: true once the client proved it knows the key of the role it claims. Nothing
+// of any segment is read or written before.
+bool Engine::ServerHandshake(int fd, uint8_t* role) {
+    Hello hello{};
+    if (RecvAll(fd, &hello, sizeof hello) != Err::kOk || hello.magic != kHelloMagic) return false;
+    Challenge c{kChallengeMagic, kHandshakeVersion, kChallengeOk, 0, {}, {}};
+    bool known_role = hello.role == DP_ROLE_PEER || hello.role == DP_ROLE_REMOVER;
+    if (!authenticated_ || hello.version != kHandshakeVersion || !known_role ||
+        hello.reserved != 0 || !FillRandom(c.nonce, kNonce)) {
+        c.status = kChallengeRefused;
+        SendAll(fd, &c, sizeof c);
+        return false;
+    }
+    const Key& key = hello.role == DP_ROLE_REMOVER ? remover_key_ : peer_key_;
+    ServerMac(key, hello, c, c.mac);
+    Proof proof{};
+    if (SendAll(fd, &c, sizeof c) != Err::kOk || RecvAll(fd, &proof, sizeof proof) != Err::kOk)
+        return false;
+    uint8_t expected[kMac];
+    ClientMac(key, hello, c, expected);
+    bool ok = ConstantTimeEqual(expected, proof.mac, kMac);
+    Ack ack{kAckMagic, ok ? DP_OK : DP_ERR_DENIED};
+    if (SendAll(fd, &ack, sizeof ack) != Err::kOk || !ok) return false;
+    *role = hello.role;
+    return true;
 }
 
 void Engine::ServeConnection(int raw_fd) {
     Fd fd(raw_fd);
+    uint8_t role = 0;
+    TuneSocket(fd.get(), std::min(server_timeout_ms(), kHandshakeTimeoutMs));
+    bool authenticated = ServerHandshake(fd.get(), &role);
+    if (authenticated) {
+        TuneSocket(fd.get(), server_timeout_ms());  // bounds every request from now on
+        ServeRequests(fd.get(), role);
+    }
+    std::lock_guard<std::mutex> lock(conn_mu_);
+    conn_fds_.erase(fd.get());
+}
+
+// One request, one response, in order. Between requests a connection may idle as long as the peer
+// stays (keepalive notices a vanished host); once a request has begun, every read is bounded by
+// the server timeout, so a sender that stops mid-request is closed. Anything malformed closes
+// the connection: the stream is never read out of step.
+void Engine::ServeRequests(int fd, uint8_t role) {
     char name_buf[kMaxName];
     for (;;) {
+        struct pollfd idle = {fd, POLLIN, 0};
+        int rc = ::poll(&idle, 1, -1);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc <= 0 || closing()) return;
         ReqHeader h{};
-        if (RecvAll(fd.get(), &h, sizeof h) != Err::kOk) break;
-        if (h.magic != kMagic || h.name_len == 0 || h.name_len > kMaxName) break;
-        if (RecvAll(fd.get(), name_buf, h.name_len) != Err::kOk) break;
+        if (RecvAll(fd, &h, sizeof h) != Err::kOk) return;
+        if (h.magic != kMagic || h.name_len == 0 || h.name_len > kMaxName || h.reserved != 0)
+            return;
+        Op op = static_cast<Op>(h.op);
+        bool data = op == Op::kWrite || op == Op::kRead;
+        if (data && (h.length < 0 || h.length > kMaxRequest)) return;
+        if (!data && op != Op::kNotify && op != Op::kAlloc && op != Op::kFree) return;
+        if (RecvAll(fd, name_buf, h.name_len) != Err::kOk) return;
         std::string name(name_buf, h.name_len);
         RespHeader resp{DP_OK, 0, 0};
-        Op op = static_cast<Op>(h.op);
         if (op == Op::kNotify) {
+            // A name we never registered is dropped: nothing is created, and the writer, which
+            // cannot know who listens, is not failed for it (the waiter would time out, naming it).
             BumpNotify(name);
-        } else if (op == Op::kWrite || op == Op::kRead) {
+        } else if (data) {
             auto seg = FindOwn(name);
             if (!seg) {
                 resp.status = DP_ERR_UNKNOWN_SEGMENT;
@@ -916,52 +1255,55 @@ void Engine::ServeConnection(int raw_fd) {
                 resp.status = DP_ERR_OUT_OF_BOUNDS;
             }
             if (op == Op::kWrite) {
-                // Bytes go straight from the socket into the segment.
+                // Bytes go straight from the socket into the segment; a refused write's payload
+                // (at most kMaxRequest) is read and dropped so the next header is in step.
                 Err e = resp.status == DP_OK
-                            ? RecvAll(fd.get(), seg->mapping->base() + h.offset, h.length)
-                            : Discard(fd.get(), h.length);
-                if (e != Err::kOk) break;
+                            ? RecvAll(fd, seg->mapping->base() + h.offset, h.length)
+                            : Discard(fd, h.length);
+                if (e != Err::kOk) return;
                 if (resp.status == DP_OK) Count(DP_COUNTER_TCP_SERVED_WRITTEN, h.length);
             } else {
-                if (SendAll(fd.get(), &resp, sizeof resp) != Err::kOk) break;
+                if (SendAll(fd, &resp, sizeof resp) != Err::kOk) return;
                 if (resp.status == DP_OK) {
-                    if (SendAll(fd.get(), seg->mapping->base() + h.offset, h.length) != Err::kOk)
-                        break;
+                    if (SendAll(fd, seg->mapping->base() + h.offset, h.length) != Err::kOk) return;
                     Count(DP_COUNTER_TCP_SERVED_READ, h.length);
                 }
                 continue;
             }
-        } else if (op == Op::kAlloc || op == Op::kFree) {
+        } else if (op == Op::kAlloc) {
+            resp.status = DP_ERR_DENIED;  // only the owner allocates, and it does so locally
+        } else {
             auto seg = FindOwn(name);
-            if (!seg) {
+            if (role != DP_ROLE_REMOVER) {
+                resp.status = DP_ERR_DENIED;
+            } else if (!seg) {
                 resp.status = DP_ERR_UNKNOWN_SEGMENT;
-            } else if (op == Op::kAlloc) {
-                auto r = seg->Allocate(h.length);  // a receive segment refuses
-                resp.status = Code(r.error());
-                resp.value = r.ok() ? r.value() : 0;
             } else {
                 resp.status = Code(seg->allocator->Free(h.offset));
             }
-        } else {
-            break;
         }
-        if (SendAll(fd.get(), &resp, sizeof resp) != Err::kOk) break;
+        if (SendAll(fd, &resp, sizeof resp) != Err::kOk) return;
     }
-    std::lock_guard<std::mutex> lock(conn_mu_);
-    conn_fds_.erase(fd.get());
 }
 
 Err Engine::WaitNotify(const std::string& name, int64_t at_least, int64_t timeout_ms,
                        int64_t* value) {
     std::unique_lock<std::mutex> lock(notify_mu_);
-    auto ready = [&] { return closing() || notify_[name] >= at_least; };
+    auto it = notify_.find(name);
+    if (it == notify_.end()) return Err::kNotFound;
+    auto ready = [&] {
+        auto now = notify_.find(name);
+        return closing() || now == notify_.end() || now->second >= at_least;
+    };
     bool ok = true;
     if (timeout_ms < 0) {
         notify_cv_.wait(lock, ready);
     } else {
         ok = notify_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready);
     }
-    *value = notify_[name];
+    it = notify_.find(name);
+    if (it == notify_.end()) return Err::kNotFound;  // unregistered while waiting
+    *value = it->second;
     if (*value >= at_least) return Err::kOk;
     if (closing()) return Err::kClosed;
     return ok ? Err::kOk : Err::kTimeout;
@@ -998,18 +1340,35 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 
 extern "C" {
 
-int dp_engine_create(const char* node_label, const char* bind_host, int32_t port,
-                     int32_t tcp_streams, int32_t local_threads, int32_t io_timeout_ms,
+int dp_engine_create(const char* node_label, const char* host_id, const char* bind_host,
+                     int32_t port, int32_t tcp_streams, int32_t local_threads,
+                     int32_t io_timeout_ms, int32_t connect_timeout_ms, int32_t max_connections,
+                     const char* shm_dir, const uint8_t* secret, int32_t secret_len, int32_t role,
                      dp_engine** out) {
     return Guard([&] {
-        if (!node_label || !*node_label || !bind_host || !out || port < 0 || port > 65535 ||
-            tcp_streams < 1 || tcp_streams > 64 || local_threads < 1 || local_threads > 64 ||
-            io_timeout_ms < 0)
+        if (!node_label || !*node_label || !host_id || !*host_id || !bind_host || !shm_dir ||
+            !out || port < 0 || port > 65535 || tcp_streams < 1 || tcp_streams > 64 ||
+            local_threads < 1 || local_threads > 64 || io_timeout_ms < 0 ||
+            connect_timeout_ms < 0 || max_connections < 1 || secret_len < 0 ||
+            (secret_len > 0 && !secret) || (role != DP_ROLE_PEER && role != DP_ROLE_REMOVER))
             return DP_ERR_INVALID_ARGUMENT;
         *out = nullptr;
+        char* real_dir = ::realpath(shm_dir, nullptr);
+        if (real_dir == nullptr) return DP_ERR_INVALID_ARGUMENT;
+        dp::EngineOptions o;
+        o.shm_dir = real_dir;
+        std::free(real_dir);
+        o.label = node_label;
+        o.host_id = host_id;
+        o.streams = tcp_streams;
+        o.threads = local_threads;
+        o.timeout_ms = io_timeout_ms;
+        o.connect_timeout_ms = connect_timeout_ms;
+        o.max_connections = max_connections;
+        o.secret.assign(secret, secret + secret_len);
+        o.role = static_cast<uint8_t>(role);
         auto e = std::make_unique<dp_engine>();
-        e->impl =
-            std::make_unique<dp::Engine>(node_label, tcp_streams, local_threads, io_timeout_ms);
+        e->impl = std::make_unique<dp::Engine>(std::move(o));
         dp::Err err = e->impl->Start(bind_host, port);
         if (err != dp::Err::kOk) return dp::Code(err);
         *out = e.release();
@@ -1045,10 +1404,12 @@ int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path,
                       int32_t flags, int64_t* base_out) {
     return Guard([&] {
         if (!engine || !name || !shm_path || !base_out) return DP_ERR_INVALID_ARGUMENT;
-        if (flags != DP_SEGMENT_STORE && flags != DP_SEGMENT_RECEIVE)
+        if ((flags & ~(DP_SEGMENT_RECEIVE | DP_SEGMENT_REPLACE)) != 0)
             return DP_ERR_INVALID_ARGUMENT;
         if (engine->impl->closing()) return DP_ERR_CLOSED;
-        auto r = engine->impl->CreateSegment(name, shm_path, size, flags == DP_SEGMENT_STORE);
+        auto r = engine->impl->CreateSegment(name, shm_path, size,
+                                             (flags & DP_SEGMENT_RECEIVE) == 0,
+                                             (flags & DP_SEGMENT_REPLACE) != 0);
         if (!r.ok()) return dp::Code(r.error());
         *base_out = reinterpret_cast<int64_t>(r.value());
         return DP_OK;
@@ -1076,14 +1437,16 @@ int dp_memory_unregister(dp_engine* engine, int64_t addr) {
     });
 }
 
-int dp_segment_open(dp_engine* engine, const char* name, const char* node_label, const char* host,
-                    int32_t port, const char* shm_path, int64_t size, int64_t* segment_id_out) {
+int dp_segment_open(dp_engine* engine, const char* name, const char* node_label, const char* host_id,
+                    const char* host, int32_t port, const char* shm_path, int64_t size,
+                    int64_t* segment_id_out) {
     return Guard([&] {
-        if (!engine || !name || !node_label || !host || !shm_path || !segment_id_out)
+        if (!engine || !name || !node_label || !host_id || !host || !shm_path || !segment_id_out)
             return DP_ERR_INVALID_ARGUMENT;
         dp::PeerSegment desc;
         desc.name = name;
         desc.label = node_label;
+        desc.host_id = host_id;
         desc.host = host;
         desc.port = port;
         desc.shm_path = shm_path;
@@ -1195,10 +1558,28 @@ void dp_batch_free(dp_batch* batch) {
     });
 }
 
+int dp_notify_register(dp_engine* engine, const char* name) {
+    return Guard([&] {
+        if (!engine || !name || !*name || std::strlen(name) > dp::kMaxName)
+            return DP_ERR_INVALID_ARGUMENT;
+        engine->impl->RegisterNotify(name);
+        return DP_OK;
+    });
+}
+
+int dp_notify_unregister(dp_engine* engine, const char* name) {
+    return Guard([&] {
+        if (!engine || !name) return DP_ERR_INVALID_ARGUMENT;
+        return dp::Code(engine->impl->UnregisterNotify(name));
+    });
+}
+
 int dp_notify_get(dp_engine* engine, const char* name, int64_t* value_out) {
     return Guard([&] {
         if (!engine || !name || !value_out) return DP_ERR_INVALID_ARGUMENT;
-        *value_out = engine->impl->NotifyValue(name);
+        auto r = engine->impl->NotifyValue(name);
+        if (!r.ok()) return dp::Code(r.error());
+        *value_out = r.value();
         return DP_OK;
     });
 }
@@ -1318,6 +1699,10 @@ const char* dp_error_name(int32_t code) {
             return "CLOSED";
         case DP_ERR_INTERNAL:
             return "INTERNAL";
+        case DP_ERR_DENIED:
+            return "DENIED";
+        case DP_ERR_FOREIGN_HOST:
+            return "FOREIGN_HOST";
         default:
             return "UNKNOWN";
     }

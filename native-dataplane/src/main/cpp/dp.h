@@ -39,6 +39,8 @@ extern "C" {
 #define DP_ERR_NOT_FOUND (-11)
 #define DP_ERR_CLOSED (-12)
 #define DP_ERR_INTERNAL (-13)
+#define DP_ERR_DENIED (-14)       /* authentication failed, or the role may not do this */
+#define DP_ERR_FOREIGN_HOST (-15) /* same node label, other host identity: never mapped */
 
 /* Transfer opcodes. */
 #define DP_OP_READ 0  /* (segment, offset) -> local memory */
@@ -50,6 +52,16 @@ extern "C" {
  * registerLocalMemory). */
 #define DP_SEGMENT_STORE 0
 #define DP_SEGMENT_RECEIVE 1
+/* Or-ed into the flags: unlink an existing file of that name first (taking a segment over from a
+ * dead owner); without it an existing file is DP_ERR_EXISTS. Peers that still map the old file
+ * keep their (unlinked) pages and notice, nothing is truncated under them. */
+#define DP_SEGMENT_REPLACE 2
+
+/* Roles an engine's outgoing tcp connections prove in the handshake (dp_engine_create). A peer
+ * reads, writes and notifies; a remover (control-api) may also free allocations in segments it
+ * does not own. Nobody allocates in a segment over tcp: only its owner does, locally. */
+#define DP_ROLE_PEER 1
+#define DP_ROLE_REMOVER 2
 
 /* Counter indexes for dp_engine_counters(). */
 #define DP_COUNTER_LOCAL_READ 0
@@ -66,14 +78,24 @@ typedef struct dp_batch dp_batch;
 /* ---- engine ---- */
 
 /*
- * Creates an engine for this process. node_label decides transports: segments of
- * engines with the same label are mapped and copied (local); others go over tcp.
- * The tcp server binds bind_host:port (port 0 picks a free port).
- * tcp_streams: connections per peer; local_threads: copy threads for large local
- * transfers; io_timeout_ms: socket send/receive timeout (a stalled peer is "gone").
+ * Creates an engine for this process. node_label and host_id decide transports: a segment whose
+ * owner has the same label and the same host identity is mapped and copied (local); same label
+ * with another host identity is refused (DP_ERR_FOREIGN_HOST); other labels go over tcp.
+ * The tcp server binds bind_host:port (a literal IPv4/IPv6 address or a host name, resolved with
+ * getaddrinfo; port 0 picks a free port). tcp_streams: connections per peer; local_threads: copy
+ * threads for large local transfers; io_timeout_ms: socket send/receive timeout on both sides (a
+ * stalled peer is "gone", a client that stops mid-request or mid-handshake is closed; 0 = 30 s on
+ * the server); connect_timeout_ms: connecting to a peer (0 = the system's); max_connections: the
+ * server's cap on open inbound connections (more are refused at once); shm_dir: the only directory
+ * segment files are created in or mapped from. secret/secret_len: the deployment secret every tcp
+ * connection proves in both directions; with none (secret_len 0) this engine's server refuses
+ * every connection and it connects to nobody: only the local transport works. role: DP_ROLE_*
+ * of this engine's outgoing connections.
  */
-int dp_engine_create(const char* node_label, const char* bind_host, int32_t port,
-                     int32_t tcp_streams, int32_t local_threads, int32_t io_timeout_ms,
+int dp_engine_create(const char* node_label, const char* host_id, const char* bind_host,
+                     int32_t port, int32_t tcp_streams, int32_t local_threads,
+                     int32_t io_timeout_ms, int32_t connect_timeout_ms, int32_t max_connections,
+                     const char* shm_dir, const uint8_t* secret, int32_t secret_len, int32_t role,
                      dp_engine** out);
 /* Stops the server, peers and copy threads; pending and later calls fail with
  * DP_ERR_CLOSED and blocked notify waits return. Idempotent. The handle stays valid
@@ -90,8 +112,9 @@ int dp_engine_counters(dp_engine* engine, int64_t* out);
 /* ---- own segments ---- */
 
 /*
- * Creates (or reuses, if a file of this size exists) a shared-memory segment backed by
- * shm_path, maps it MAP_SHARED|MAP_POPULATE and registers it with the engine: it can be
+ * Creates a shared-memory segment backed by a new file shm_path (O_EXCL, O_NOFOLLOW; it must be
+ * directly inside the engine's shm_dir; with DP_SEGMENT_REPLACE an existing file is unlinked
+ * first, so peers that map it keep their pages), maps it MAP_SHARED|MAP_POPULATE and registers it with the engine: it can be
  * read and written by peers and used as local memory. flags: DP_SEGMENT_STORE (it is also
  * store capacity: dp_segment_alloc allocates from it) or DP_SEGMENT_RECEIVE (a transfer
  * target only: it has no store capacity, so every allocation in it, local or asked by a
@@ -119,17 +142,20 @@ int dp_memory_unregister(dp_engine* engine, int64_t addr);
  * (as kept in the metadata store). Returns a segment id for transfers. Opening the
  * same name again returns the same id unless the descriptor changed.
  */
-int dp_segment_open(dp_engine* engine, const char* name, const char* node_label, const char* host,
-                    int32_t port, const char* shm_path, int64_t size, int64_t* segment_id_out);
+int dp_segment_open(dp_engine* engine, const char* name, const char* node_label, const char* host_id,
+                    const char* host, int32_t port, const char* shm_path, int64_t size,
+                    int64_t* segment_id_out);
 /* Forgets a peer segment (for example after its owner died). */
 int dp_segment_close(dp_engine* engine, int64_t segment_id);
 
 /* ---- allocation inside a segment (by its owner) ---- */
 
-/* Allocates length bytes in the segment; local call if this engine owns it, otherwise
- * asked of the owner over its control channel. DP_ERR_SEGMENT_FULL when no room, and always
- * for a DP_SEGMENT_RECEIVE segment (the owner refuses, whatever the client believes). */
+/* Allocates length bytes in an own segment. DP_ERR_SEGMENT_FULL when no room, and always for a
+ * DP_SEGMENT_RECEIVE segment. A peer's segment: DP_ERR_DENIED (its owner refuses allocation
+ * over tcp, whatever the role). */
 int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int64_t* offset_out);
+/* Frees an allocation: locally in an own segment, over the owner's control channel otherwise,
+ * which the owner allows only to a DP_ROLE_REMOVER connection (else DP_ERR_DENIED). */
 int dp_segment_free(dp_engine* engine, int64_t segment_id, int64_t offset);
 /* Turns the allocation at block_offset of an own segment into count allocations keyed by
  * starts[i] (each freed later by dp_segment_free(starts[i])) that hold at least
@@ -168,9 +194,17 @@ void dp_batch_free(dp_batch* batch);
 
 /* ---- notify counters ---- */
 
-/* Current value of the named counter in this engine (0 if never incremented). */
+/* Makes the counter name exist in this engine (at 0, or keeps its value). NOTIFY messages for a
+ * name that is not registered are dropped (counted nowhere, nothing created; the writer's batch
+ * still succeeds: it cannot know who listens), so peers cannot make an engine hold counters it
+ * never asked for. */
+int dp_notify_register(dp_engine* engine, const char* name);
+/* Drops the counter (an update ended); waiters on it return DP_ERR_NOT_FOUND. */
+int dp_notify_unregister(dp_engine* engine, const char* name);
+/* Current value of the named counter in this engine; DP_ERR_NOT_FOUND if not registered. */
 int dp_notify_get(dp_engine* engine, const char* name, int64_t* value_out);
-/* Blocks until counter >= at_least or timeout (DP_ERR_TIMEOUT); value in *value_out. */
+/* Blocks until counter >= at_least or timeout (DP_ERR_TIMEOUT); value in *value_out.
+ * DP_ERR_NOT_FOUND if the name is not (or no longer) registered. */
 int dp_notify_wait(dp_engine* engine, const char* name, int64_t at_least, int64_t timeout_ms,
                    int64_t* value_out);
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -38,6 +39,8 @@ enum class Err : int32_t {
     kNotFound = DP_ERR_NOT_FOUND,
     kClosed = DP_ERR_CLOSED,
     kInternal = DP_ERR_INTERNAL,
+    kDenied = DP_ERR_DENIED,
+    kForeignHost = DP_ERR_FOREIGN_HOST,
 };
 
 inline int Code(Err e) { return static_cast<int>(e); }
@@ -114,25 +117,34 @@ class ShmMapping {
     char* base() const { return static_cast<char*>(base_); }
     int64_t size() const { return size_; }
 
-    // Creates or reuses the file at path with exactly size bytes, reserves its pages
-    // (fallocate: a full /dev/shm is an error here, never a SIGBUS later) and maps it
-    // pre-faulted.
-    static Result<ShmMapping*> Create(const std::string& path, int64_t size) {
-        Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-        if (!fd.valid()) return Err::kIo;
-        struct stat st {};
-        if (::fstat(fd.get(), &st) != 0) return Err::kIo;
-        if (st.st_size != size && ::ftruncate(fd.get(), size) != 0) return Err::kIo;
-        if (::posix_fallocate(fd.get(), 0, size) != 0) return Err::kSegmentFull;
-        return Map(fd.get(), size);
+    // Creates a new file at path with exactly size bytes (O_EXCL: an existing file, which live
+    // peers may still map, is never truncated or reused; replace unlinks it first, so those peers
+    // keep their pages and see the file gone), reserves its pages (fallocate: a full /dev/shm is
+    // an error here, never a SIGBUS later) and maps it pre-faulted.
+    static Result<ShmMapping*> Create(const std::string& path, int64_t size, bool replace) {
+        if (replace && ::unlink(path.c_str()) != 0 && errno != ENOENT) return Err::kIo;
+        Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        if (!fd.valid()) return errno == EEXIST ? Err::kExists : Err::kIo;
+        Err e = Err::kOk;
+        if (::ftruncate(fd.get(), size) != 0) e = Err::kIo;
+        if (e == Err::kOk && ::posix_fallocate(fd.get(), 0, size) != 0) e = Err::kSegmentFull;
+        if (e != Err::kOk) {
+            ::unlink(path.c_str());
+            return e;
+        }
+        auto m = Map(fd.get(), size);
+        if (!m.ok()) ::unlink(path.c_str());
+        return m;
     }
 
-    // Maps an existing file of a peer (same node) that must hold at least size bytes.
+    // Maps an existing file of a peer (same host) that must hold at least size bytes: a regular
+    // file of this user, never through a symbolic link.
     static Result<ShmMapping*> Open(const std::string& path, int64_t size) {
-        Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+        Fd fd(::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
         if (!fd.valid()) return Err::kUnknownSegment;
         struct stat st {};
         if (::fstat(fd.get(), &st) != 0) return Err::kIo;
+        if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) return Err::kUnknownSegment;
         if (st.st_size < size) return Err::kUnknownSegment;
         auto m = Map(fd.get(), size);
         if (m.ok()) m.value()->file_ = std::move(fd);
@@ -320,6 +332,22 @@ inline Err RecvAll(int fd, void* data, int64_t n) {
 }
 
 // Reads and drops n bytes (payload of a rejected request keeps the stream in sync).
+// True when path names an entry directly inside the directory whose real path is real_dir (no
+// "..", no separator in the name, its directory resolving to real_dir): a descriptor or caller
+// can never make the engine create or map a file elsewhere.
+inline bool InsideDir(const std::string& real_dir, const std::string& path) {
+    size_t slash = path.rfind('/');
+    if (slash == std::string::npos || real_dir.empty()) return false;
+    std::string base = path.substr(slash + 1);
+    if (base.empty() || base == "." || base == "..") return false;
+    std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+    char* real = ::realpath(dir.c_str(), nullptr);
+    if (real == nullptr) return false;
+    bool inside = real_dir == real;
+    std::free(real);
+    return inside;
+}
+
 inline Err Discard(int fd, int64_t n) {
     char sink[65536];
     while (n > 0) {
@@ -331,9 +359,16 @@ inline Err Discard(int fd, int64_t n) {
     return Err::kOk;
 }
 
+// No delay, keepalive (a vanished host is noticed in about a minute, not never) and, when
+// timeout_ms > 0, send and receive timeouts.
 inline void TuneSocket(int fd, int timeout_ms) {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    int idle = 30, interval = 10, count = 3;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
     if (timeout_ms > 0) {
         struct timeval tv {};
         tv.tv_sec = timeout_ms / 1000;

@@ -2,7 +2,12 @@
 // Two engines in one process: "node-a" owns segments, "node-b" reaches them over tcp and
 // a second "node-a" engine reaches them through the local transport.
 #include "dp.h"
+#include "dp_crypto.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -28,6 +33,30 @@ int failures = 0;
         }                                                                                  \
     } while (0)
 
+const uint8_t kSecret[] = "dp-test deployment secret";
+const char kHost[] = "test-host-1";
+
+// Every test engine is made here: one secret, one host identity, unless a test says otherwise.
+dp_engine* Create(const char* label, int32_t role = DP_ROLE_PEER, const uint8_t* secret = kSecret,
+                  int32_t secret_len = sizeof kSecret - 1, const char* host_id = kHost,
+                  int32_t max_connections = 64) {
+    dp_engine* e = nullptr;
+    CHECK_EQ(dp_engine_create(label, host_id, "127.0.0.1", 0, 2, 2, 10000, 2000, max_connections,
+                              "/dev/shm", secret, secret_len, role, &e),
+             DP_OK);
+    return e;
+}
+
+int64_t Open(dp_engine* e, const char* name, const char* owner_label, dp_engine* owner,
+             const std::string& shm, int64_t size, int expected = DP_OK,
+             const char* host_id = kHost) {
+    int64_t seg = -1;
+    CHECK_EQ(dp_segment_open(e, name, owner_label, host_id, "127.0.0.1", dp_engine_tcp_port(owner),
+                             shm.c_str(), size, &seg),
+             expected);
+    return seg;
+}
+
 struct Batch {
     std::vector<int32_t> ops;
     std::vector<int64_t> addrs, segs, offsets, lengths;
@@ -39,7 +68,7 @@ struct Batch {
         lengths.push_back(length);
     }
     // Submits, waits and returns the statuses.
-    std::vector<int> Run(dp_engine* e, const char* notify = nullptr) {
+    std::vector<int> Run(dp_engine* e, const char* notify = nullptr, int notify_status = DP_OK) {
         dp_batch* b = nullptr;
         std::vector<int> statuses;
         int rc = dp_batch_submit(e, static_cast<int32_t>(ops.size()), ops.data(), addrs.data(),
@@ -53,7 +82,7 @@ struct Batch {
             if (st == DP_OK) CHECK_EQ(bytes, lengths[i]);
             statuses.push_back(st);
         }
-        CHECK_EQ(dp_batch_notify_status(b), DP_OK);
+        CHECK_EQ(dp_batch_notify_status(b), notify_status);
         dp_batch_free(b);
         return statuses;
     }
@@ -63,12 +92,11 @@ void Fill(char* p, int64_t n, int seed) {
     for (int64_t i = 0; i < n; ++i) p[i] = static_cast<char>((i * 31 + seed) & 0xff);
 }
 
-void RunTransport(dp_engine* owner, dp_engine* client, const std::string& owner_label,
-                  const std::string& shm, int64_t size, const char* notify) {
-    int64_t seg = 0;
-    CHECK_EQ(dp_segment_open(client, "seg-a", owner_label.c_str(), "127.0.0.1",
-                             dp_engine_tcp_port(owner), shm.c_str(), size, &seg),
-             DP_OK);
+void RunTransport(dp_engine* owner, dp_engine* client, dp_engine* remover,
+                  const std::string& owner_label, const std::string& shm, int64_t size,
+                  const char* notify) {
+    int64_t seg = Open(client, "seg-a", owner_label.c_str(), owner, shm, size);
+    CHECK_EQ(dp_notify_register(owner, notify), DP_OK);
     std::vector<char> buf(static_cast<size_t>(size));
     Fill(buf.data(), size, 7);
     CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(buf.data()), size), DP_OK);
@@ -99,13 +127,22 @@ void RunTransport(dp_engine* owner, dp_engine* client, const std::string& owner_
     CHECK_EQ(st[4], DP_OK);
     CHECK_EQ(std::memcmp(buf.data(), back.data(), static_cast<size_t>(size)), 0);
 
+    // Only the owner allocates; only the owner or a remover frees.
+    int64_t own_seg = Open(owner, "seg-a", owner_label.c_str(), owner, shm, size);
     int64_t off1 = -1, off2 = -1, off3 = -1;
-    CHECK_EQ(dp_segment_alloc(client, seg, size / 2, &off1), DP_OK);
-    CHECK_EQ(dp_segment_alloc(client, seg, size / 2, &off2), DP_OK);
-    CHECK_EQ(dp_segment_alloc(client, seg, 64, &off3), DP_ERR_SEGMENT_FULL);
-    CHECK_EQ(dp_segment_free(client, seg, off1), DP_OK);
-    CHECK_EQ(dp_segment_free(client, seg, off1), DP_ERR_NOT_FOUND);
-    CHECK_EQ(dp_segment_free(client, seg, off2), DP_OK);
+    CHECK_EQ(dp_segment_alloc(client, seg, 64, &off3), DP_ERR_DENIED);
+    CHECK_EQ(dp_segment_alloc(owner, own_seg, size / 2, &off1), DP_OK);
+    CHECK_EQ(dp_segment_alloc(owner, own_seg, size / 2, &off2), DP_OK);
+    CHECK_EQ(dp_segment_alloc(owner, own_seg, 64, &off3), DP_ERR_SEGMENT_FULL);
+    CHECK_EQ(dp_segment_free(client, seg, off1), DP_ERR_DENIED);
+    int64_t removers_seg = Open(remover, "seg-a", owner_label.c_str(), owner, shm, size);
+    CHECK_EQ(dp_segment_free(remover, removers_seg, off1), DP_OK);
+    CHECK_EQ(dp_segment_free(remover, removers_seg, off1), DP_ERR_NOT_FOUND);
+    CHECK_EQ(dp_segment_free(owner, own_seg, off2), DP_OK);
+    CHECK_EQ(dp_segment_close(remover, removers_seg), DP_OK);
+    CHECK_EQ(dp_notify_unregister(owner, notify), DP_OK);
+    int64_t gone = 0;
+    CHECK_EQ(dp_notify_get(owner, notify, &gone), DP_ERR_NOT_FOUND);
 
     CHECK_EQ(dp_memory_unregister(client, reinterpret_cast<int64_t>(buf.data())), DP_OK);
     CHECK_EQ(dp_memory_unregister(client, reinterpret_cast<int64_t>(back.data())), DP_OK);
@@ -117,13 +154,10 @@ void RunTransport(dp_engine* owner, dp_engine* client, const std::string& owner_
 void ShutdownWhileSubmitting(const std::string& shm_base) {
     const int64_t size = 16 << 20;
     std::string shm = shm_base + "-race";
-    dp_engine* e = nullptr;
-    CHECK_EQ(dp_engine_create("node-r", "127.0.0.1", 0, 2, 2, 10000, &e), DP_OK);
-    int64_t base = 0, seg = 0;
+    dp_engine* e = Create("node-r");
+    int64_t base = 0;
     CHECK_EQ(dp_segment_create(e, "race", shm.c_str(), size, DP_SEGMENT_STORE, &base), DP_OK);
-    CHECK_EQ(dp_segment_open(e, "race", "node-r", "127.0.0.1", dp_engine_tcp_port(e), shm.c_str(),
-                             size, &seg),
-             DP_OK);
+    int64_t seg = Open(e, "race", "node-r", e, shm, size);
     std::vector<char> buf(static_cast<size_t>(size));
     CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), size), DP_OK);
     int bad = 0;
@@ -160,6 +194,7 @@ void ReceiveSegmentIsNeverAllocated(dp_engine* owner, dp_engine* tcp_client,
     CHECK_EQ(dp_segment_create(owner, "recv", shm.c_str(), size, 7, &base),
              DP_ERR_INVALID_ARGUMENT);
     CHECK_EQ(dp_segment_create(owner, "recv", shm.c_str(), size, DP_SEGMENT_RECEIVE, &base), DP_OK);
+    CHECK_EQ(dp_notify_register(owner, "recv-landed"), DP_OK);
     int64_t free_bytes = -1;
     CHECK_EQ(dp_segment_free_bytes(owner, "recv", &free_bytes), DP_OK);
     CHECK_EQ(free_bytes, 0);
@@ -167,11 +202,9 @@ void ReceiveSegmentIsNeverAllocated(dp_engine* owner, dp_engine* tcp_client,
     Fill(buf.data(), size, 3);
     dp_engine* engines[] = {owner, tcp_client, local_client};
     for (dp_engine* e : engines) {
-        int64_t seg = 0, off = -1;
-        CHECK_EQ(dp_segment_open(e, "recv", "node-a", "127.0.0.1", dp_engine_tcp_port(owner),
-                                 shm.c_str(), size, &seg),
-                 DP_OK);
-        CHECK_EQ(dp_segment_alloc(e, seg, 64, &off), DP_ERR_SEGMENT_FULL);
+        int64_t off = -1;
+        int64_t seg = Open(e, "recv", "node-a", owner, shm, size);
+        CHECK_EQ(dp_segment_alloc(e, seg, 64, &off), e == owner ? DP_ERR_SEGMENT_FULL : DP_ERR_DENIED);
         CHECK_EQ(off, -1);
         CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), size), DP_OK);
         Batch write;
@@ -186,6 +219,7 @@ void ReceiveSegmentIsNeverAllocated(dp_engine* owner, dp_engine* tcp_client,
     int64_t value = 0;
     CHECK_EQ(dp_notify_get(owner, "recv-landed", &value), DP_OK);
     CHECK_EQ(value, 3);
+    CHECK_EQ(dp_notify_unregister(owner, "recv-landed"), DP_OK);
     CHECK_EQ(dp_segment_destroy(owner, "recv", 1), DP_OK);
 }
 
@@ -196,11 +230,9 @@ void CarveKeepsPiecesAndFreesTheRest(dp_engine* owner, dp_engine* peer,
                                      const std::string& shm_base) {
     const int64_t size = 64 << 10;
     std::string shm = shm_base + "-carve";
-    int64_t base = 0, seg = 0, block = -1, free_bytes = -1;
+    int64_t base = 0, block = -1, free_bytes = -1;
     CHECK_EQ(dp_segment_create(owner, "carve", shm.c_str(), size, DP_SEGMENT_STORE, &base), DP_OK);
-    CHECK_EQ(dp_segment_open(owner, "carve", "node-a", "127.0.0.1", dp_engine_tcp_port(owner),
-                             shm.c_str(), size, &seg),
-             DP_OK);
+    int64_t seg = Open(owner, "carve", "node-a", owner, shm, size);
     CHECK_EQ(dp_segment_alloc(owner, seg, 4096, &block), DP_OK);
     CHECK_EQ(block, 0);
     const int64_t starts[] = {10, 200, 3000};
@@ -210,10 +242,7 @@ void CarveKeepsPiecesAndFreesTheRest(dp_engine* owner, dp_engine* peer,
     const int64_t outside[] = {4090};
     CHECK_EQ(dp_segment_carve(owner, seg, block, 1, outside, lengths), DP_ERR_INVALID_ARGUMENT);
     CHECK_EQ(dp_segment_carve(owner, seg, 64, 3, starts, lengths), DP_ERR_NOT_FOUND);
-    int64_t peer_seg = 0;
-    CHECK_EQ(dp_segment_open(peer, "carve", "node-a", "127.0.0.1", dp_engine_tcp_port(owner),
-                             shm.c_str(), size, &peer_seg),
-             DP_OK);
+    int64_t peer_seg = Open(peer, "carve", "node-a", owner, shm, size);
     CHECK_EQ(dp_segment_carve(peer, peer_seg, block, 3, starts, lengths), DP_ERR_INVALID_ARGUMENT);
     CHECK_EQ(dp_segment_close(peer, peer_seg), DP_OK);
     CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes), DP_OK);
@@ -240,26 +269,202 @@ void CarveKeepsPiecesAndFreesTheRest(dp_engine* owner, dp_engine* peer,
     CHECK_EQ(dp_segment_destroy(owner, "carve", 1), DP_OK);
 }
 
+std::string Hex(const uint8_t* p, size_t n) {
+    std::string out;
+    char buf[3];
+    for (size_t i = 0; i < n; ++i) {
+        std::snprintf(buf, sizeof buf, "%02x", p[i]);
+        out += buf;
+    }
+    return out;
+}
+
+void CheckHmac(const std::string& key, const std::string& data, const char* expected) {
+    dp::HmacSha256 h(key.data(), key.size());
+    h.Update(data.data(), data.size());
+    uint8_t mac[32];
+    h.Final(mac);
+    std::string got = Hex(mac, sizeof mac);
+    if (got != expected) {
+        std::fprintf(stderr, "HMAC-SHA256 mismatch: %s, expected %s\n", got.c_str(), expected);
+        ++failures;
+    }
+}
+
+// SHA-256 (FIPS 180-4 examples) and HMAC-SHA256 (RFC 4231 test cases 1-4, 6 and 7).
+void CryptoMatchesTheStandards() {
+    uint8_t digest[32];
+    dp::Sha256 empty;
+    empty.Final(digest);
+    CHECK_EQ(Hex(digest, 32) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+             1);
+    dp::Sha256 abc;
+    abc.Update("abc", 3);
+    abc.Final(digest);
+    CHECK_EQ(Hex(digest, 32) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+             1);
+    CheckHmac(std::string(20, '\x0b'), "Hi There",
+              "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    CheckHmac("Jefe", "what do ya want for nothing?",
+              "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    CheckHmac(std::string(20, '\xaa'), std::string(50, '\xdd'),
+              "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
+    std::string key4;
+    for (int i = 1; i <= 25; ++i) key4 += static_cast<char>(i);
+    CheckHmac(key4, std::string(50, '\xcd'),
+              "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
+    CheckHmac(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First",
+              "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    CheckHmac(std::string(131, '\xaa'),
+              "This is a test using a larger than block-size key and a larger than block-size "
+              "data. The key needs to be hashed before being used by the HMAC algorithm.",
+              "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+}
+
+// Without the deployment secret nothing crosses tcp, in either direction, and a wrong secret is
+// refused; the owner keeps serving the engine that has the right one.
+void StrangersAreRefused(dp_engine* owner, dp_engine* friend_engine, const std::string& shm,
+                         int64_t size) {
+    const uint8_t wrong[] = "not the deployment secret";
+    dp_engine* no_secret = Create("node-x", DP_ROLE_PEER, nullptr, 0);
+    dp_engine* wrong_secret = Create("node-y", DP_ROLE_PEER, wrong, sizeof wrong - 1);
+    std::vector<char> buf(4096, 'z');
+    std::string before(reinterpret_cast<const char*>(buf.data()), 0);
+    for (dp_engine* e : {no_secret, wrong_secret}) {
+        int64_t seg = Open(e, "seg-a", "node-a", owner, shm, size);
+        CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), 4096), DP_OK);
+        Batch write;
+        write.Add(DP_OP_WRITE, buf.data(), seg, 0, 4096);
+        CHECK_EQ(write.Run(e)[0], DP_ERR_DENIED);
+        dp_engine_destroy(e);
+    }
+    // The owner's own server refuses a client that has no secret, too: see the Java tests for the
+    // raw-socket cases (replay, truncation, slow senders, malformed requests).
+    std::vector<char> back(4096);
+    CHECK_EQ(dp_memory_register(friend_engine, reinterpret_cast<int64_t>(back.data()), 4096), DP_OK);
+    int64_t seg = Open(friend_engine, "seg-a", "node-a", owner, shm, size);
+    Batch read;
+    read.Add(DP_OP_READ, back.data(), seg, 0, 4096);
+    CHECK_EQ(read.Run(friend_engine)[0], DP_OK);
+    CHECK_EQ(dp_memory_unregister(friend_engine, reinterpret_cast<int64_t>(back.data())), DP_OK);
+}
+
+// The same node label on another host identity is never mapped; files live only in shm_dir,
+// are never reused or truncated without DP_SEGMENT_REPLACE.
+void HostsAndFiles(dp_engine* owner, const std::string& shm, int64_t size) {
+    dp_engine* twin = Create("node-a", DP_ROLE_PEER, kSecret, sizeof kSecret - 1, "test-host-2");
+    Open(twin, "seg-a", "node-a", owner, shm, size, DP_ERR_FOREIGN_HOST);
+    dp_engine_destroy(twin);
+    int64_t base = 0;
+    CHECK_EQ(dp_segment_create(owner, "escape", "/tmp/wr-dp-test-escape", 4096, DP_SEGMENT_STORE,
+                               &base),
+             DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_create(owner, "escape", "/dev/shm/../tmp/wr-dp-test-escape", 4096,
+                               DP_SEGMENT_STORE, &base),
+             DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_create(owner, "dots", "/dev/shm/..", 4096, DP_SEGMENT_STORE, &base),
+             DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_create(owner, "twice", shm.c_str(), 4096, DP_SEGMENT_STORE, &base),
+             DP_ERR_EXISTS);  // seg-a's file: never reused, never truncated
+    Open(owner, "elsewhere", "node-b", owner, "/etc/passwd", 1);  // tcp: no file is opened
+    dp_engine* local = Create("node-a");
+    Open(local, "outside", "node-a", owner, "/etc/passwd", 1, DP_ERR_UNKNOWN_SEGMENT);
+    std::string link = shm + "-link";
+    CHECK_EQ(::symlink(shm.c_str(), link.c_str()), 0);
+    Open(local, "linked", "node-a", owner, link, size, DP_ERR_UNKNOWN_SEGMENT);
+    ::unlink(link.c_str());
+    dp_engine_destroy(local);
+    std::string replaced = shm + "-replaced";
+    CHECK_EQ(dp_segment_create(owner, "old", replaced.c_str(), 4096, DP_SEGMENT_STORE, &base),
+             DP_OK);
+    reinterpret_cast<char*>(base)[0] = 42;
+    CHECK_EQ(dp_segment_destroy(owner, "old", 0), DP_OK);  // the file stays, as after a crash
+    CHECK_EQ(dp_segment_create(owner, "new", replaced.c_str(), 4096, DP_SEGMENT_STORE, &base),
+             DP_ERR_EXISTS);
+    CHECK_EQ(dp_segment_create(owner, "new", replaced.c_str(), 4096,
+                               DP_SEGMENT_STORE | DP_SEGMENT_REPLACE, &base),
+             DP_OK);
+    CHECK_EQ(reinterpret_cast<char*>(base)[0], 0);  // a fresh file
+    CHECK_EQ(dp_segment_destroy(owner, "new", 1), DP_OK);
+}
+
+double CpuSeconds() {
+    struct rusage u {};
+    ::getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// Out of descriptors, the server cannot accept the connection waiting in its backlog: it backs
+// off instead of spinning on the readable listener, and serves again once descriptors are back.
+void FdExhaustionNeitherSpinsNorKills(dp_engine* owner, dp_engine* client, const std::string& shm,
+                                      int64_t size) {
+    struct rlimit saved {};
+    CHECK_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+    int waiting = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_EQ(waiting >= 0, 1);
+    struct rlimit tight = saved;
+    tight.rlim_cur = static_cast<rlim_t>(waiting + 1);  // every lower descriptor is in use
+    CHECK_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+    struct sockaddr_in addr {};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(dp_engine_tcp_port(owner)));
+    CHECK_EQ(::connect(waiting, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    double cpu = CpuSeconds();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    double spent = CpuSeconds() - cpu;
+    CHECK_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+    if (spent > 0.15) {
+        std::fprintf(stderr, "accept loop used %.2f s of CPU in 1 s without descriptors\n", spent);
+        ++failures;
+    }
+    ::close(waiting);
+    std::vector<char> back(4096);
+    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(back.data()), 4096), DP_OK);
+    dp_engine* fresh = Create("node-c");  // needs new connections to the owner
+    CHECK_EQ(dp_memory_register(fresh, reinterpret_cast<int64_t>(back.data()), 4096), DP_OK);
+    int64_t seg = Open(fresh, "seg-a", "node-a", owner, shm, size);
+    Batch read;
+    read.Add(DP_OP_READ, back.data(), seg, 0, 4096);
+    CHECK_EQ(read.Run(fresh)[0], DP_OK);
+    dp_engine_destroy(fresh);
+    CHECK_EQ(dp_memory_unregister(client, reinterpret_cast<int64_t>(back.data())), DP_OK);
+}
+
 }  // namespace
 
 int main() {
+    CryptoMatchesTheStandards();
     const int64_t size = 24 << 20;  // spans several 8 MiB chunks
-    std::string shm = "/dev/shm/wr-dp-test-" + std::to_string(::getpid());
-    dp_engine* a = nullptr;
-    dp_engine* b = nullptr;
-    dp_engine* a2 = nullptr;
-    CHECK_EQ(dp_engine_create("node-a", "127.0.0.1", 0, 2, 2, 10000, &a), DP_OK);
-    CHECK_EQ(dp_engine_create("node-b", "127.0.0.1", 0, 2, 2, 10000, &b), DP_OK);
-    CHECK_EQ(dp_engine_create("node-a", "127.0.0.1", 0, 2, 2, 10000, &a2), DP_OK);
-    CHECK_EQ(dp_engine_create("", "127.0.0.1", 0, 2, 2, 0, &b), DP_ERR_INVALID_ARGUMENT);
+    std::string shm = "/dev/shm/wr-h1-dp-test-" + std::to_string(::getpid());
+    dp_engine* a = Create("node-a");
+    dp_engine* b = Create("node-b");
+    dp_engine* a2 = Create("node-a");
+    dp_engine* remover = Create("control", DP_ROLE_REMOVER);
+    dp_engine* bad = nullptr;
+    CHECK_EQ(dp_engine_create("", kHost, "127.0.0.1", 0, 2, 2, 0, 0, 8, "/dev/shm", kSecret, 4,
+                              DP_ROLE_PEER, &bad),
+             DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_engine_create("n", kHost, "no-such-host.invalid", 0, 2, 2, 0, 0, 8, "/dev/shm",
+                              kSecret, 4, DP_ROLE_PEER, &bad),
+             DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_engine_create("n", kHost, "127.0.0.1", 0, 2, 2, 0, 0, 8, "/dev/shm", kSecret, 4, 9,
+                              &bad),
+             DP_ERR_INVALID_ARGUMENT);
+    dp_engine* v6 = nullptr;
+    if (dp_engine_create("n6", kHost, "::1", 0, 2, 2, 0, 0, 8, "/dev/shm", kSecret, 4,
+                         DP_ROLE_PEER, &v6) == DP_OK) {
+        CHECK_EQ(dp_engine_tcp_port(v6) > 0, 1);
+        dp_engine_destroy(v6);
+    }
     int64_t base = 0;
     CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, DP_SEGMENT_STORE, &base), DP_OK);
     CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, DP_SEGMENT_STORE, &base),
              DP_ERR_EXISTS);
 
-    RunTransport(a, b, "node-a", shm, size, "tcp-notify");
-    RunTransport(a, a2, "node-a", shm, size, "local-notify");
-
+    RunTransport(a, b, remover, "node-a", shm, size, "tcp-notify");
+    RunTransport(a, a2, remover, "node-a", shm, size, "local-notify");
     int64_t counters[DP_COUNTER_COUNT];
     CHECK_EQ(dp_engine_counters(b, counters), DP_OK);
     CHECK_EQ(counters[DP_COUNTER_TCP_WRITTEN], size);
@@ -270,17 +475,32 @@ int main() {
     CHECK_EQ(counters[DP_COUNTER_TCP_WRITTEN], 0);
     CHECK_EQ(dp_engine_counters(a, counters), DP_OK);
     CHECK_EQ(counters[DP_COUNTER_TCP_SERVED_WRITTEN], size);
+    {
+        // A notify for a name the target never registered is dropped: nothing is created.
+        std::vector<char> buf(4096);
+        CHECK_EQ(dp_memory_register(b, reinterpret_cast<int64_t>(buf.data()), 4096), DP_OK);
+        int64_t seg = Open(b, "seg-a", "node-a", a, shm, size);
+        Batch write;
+        write.Add(DP_OP_WRITE, buf.data(), seg, 0, 4096);
+        write.Run(b, "never-registered");
+        int64_t value = 0;
+        CHECK_EQ(dp_notify_get(a, "never-registered", &value), DP_ERR_NOT_FOUND);
+        CHECK_EQ(dp_memory_unregister(b, reinterpret_cast<int64_t>(buf.data())), DP_OK);
+    }
+    StrangersAreRefused(a, b, shm, size);
+    FdExhaustionNeitherSpinsNorKills(a, b, shm, size);
+    HostsAndFiles(a, shm, size);
+
     ReceiveSegmentIsNeverAllocated(a, b, a2, shm);
     CarveKeepsPiecesAndFreesTheRest(a, b, shm);
 
     int64_t value = 0;
+    CHECK_EQ(dp_notify_wait(a, "never", 1, 10, &value), DP_ERR_NOT_FOUND);
+    CHECK_EQ(dp_notify_register(a, "never"), DP_OK);
     CHECK_EQ(dp_notify_wait(a, "never", 1, 10, &value), DP_ERR_TIMEOUT);
 
     // Peer gone: the owner goes away, the tcp client gets PEER_GONE, not a hang.
-    int64_t seg = 0;
-    CHECK_EQ(dp_segment_open(b, "seg-a", "node-a", "127.0.0.1", dp_engine_tcp_port(a), shm.c_str(),
-                             size, &seg),
-             DP_OK);
+    int64_t seg = Open(b, "seg-a", "node-a", a, shm, size);
     std::vector<char> buf(1 << 20);
     CHECK_EQ(dp_memory_register(b, reinterpret_cast<int64_t>(buf.data()), 1 << 20), DP_OK);
     CHECK_EQ(dp_segment_destroy(a, "seg-a", 1), DP_OK);
@@ -298,6 +518,7 @@ int main() {
              DP_ERR_CLOSED);
     dp_engine_destroy(b);
     dp_engine_destroy(a2);
+    dp_engine_destroy(remover);
     dp_engine_destroy(nullptr);
     dp_batch_free(nullptr);
 

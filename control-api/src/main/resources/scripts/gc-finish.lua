@@ -18,5 +18,6 @@ for _, id in ipairs(redis.call('ZRANGE', gens, 0, -1)) do
     return {'ok'}
   end
 end
-redis.call('DEL', p .. 'manifest:' .. m .. ':' .. h[3], p .. 'manifest-sizes:' .. m .. ':' .. h[3])
+redis.call('DEL', p .. 'manifest:' .. m .. ':' .. h[3], p .. 'manifest-encoded:' .. m .. ':' .. h[3],
+  p .. 'manifest-sizes:' .. m .. ':' .. h[3])
 return {'ok'}

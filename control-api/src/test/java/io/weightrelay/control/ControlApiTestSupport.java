@@ -1,6 +1,7 @@
 package io.weightrelay.control;
 
 import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.service.test.TestDataplane;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -37,7 +38,8 @@ public abstract class ControlApiTestSupport extends ControlApiClientSupport {
     static void redis(DynamicPropertyRegistry registry) {
         RedisTestSupport.register(registry);
         registry.add("relay.redis.key-prefix", () -> PREFIX);
-        registry.add("relay.store.key-prefix", () -> STORE_PREFIX);
-        registry.add("relay.store.redis-uri", () -> RedisTestSupport.endpoint().uri());
+        registry.add("relay.dataplane.key-prefix", () -> STORE_PREFIX);
+        registry.add("relay.dataplane.secret", () -> TestDataplane.SECRET);
+        registry.add("relay.dataplane.redis-uri", () -> RedisTestSupport.endpoint().uri());
     }
 }

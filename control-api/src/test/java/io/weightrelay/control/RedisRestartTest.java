@@ -44,7 +44,7 @@ class RedisRestartTest extends ControlApiClientSupport {
     static void privateRedis(DynamicPropertyRegistry registry) {
         registry.add("spring.data.redis.host", () -> "127.0.0.1");
         registry.add("spring.data.redis.port", REDIS::port);
-        registry.add("relay.store.redis-uri", REDIS::uri);
+        registry.add("relay.dataplane.redis-uri", REDIS::uri);
     }
 
     @AfterAll

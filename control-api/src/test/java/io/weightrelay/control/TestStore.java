@@ -6,6 +6,7 @@ import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.service.test.TestDataplane;
 import java.nio.ByteBuffer;
 import java.util.UUID;
 
@@ -27,6 +28,7 @@ public final class TestStore implements AutoCloseable {
                                                 + UUID.randomUUID().toString().substring(0, 6))
                                 .redisUri(RedisTestSupport.endpoint().uri())
                                 .keyPrefix(storePrefix)
+                                .secret(TestDataplane.secret())
                                 .build());
         this.segment =
                 dataplane.createSegment(

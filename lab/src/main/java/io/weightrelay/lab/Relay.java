@@ -17,7 +17,12 @@ public final class Relay {
     private static final Map<String, Command> COMMANDS = new LinkedHashMap<>();
 
     static {
-        COMMANDS.put("demo", new Command("io.weightrelay.lab.demo.Demo", "demo"));
+        COMMANDS.put(
+                "demo",
+                new Command(
+                        "io.weightrelay.lab.demo.Demo",
+                        "demo [--hosts [--json]] [--model M] [--instances I] [--tp P]"
+                                + " [--mode compat|direct|both]"));
         COMMANDS.put(
                 "trainer",
                 new Command(
@@ -41,6 +46,11 @@ public final class Relay {
                         "io.weightrelay.dataplane.bench.DataplaneBench",
                         "bench dataplane [--size BYTES]"));
         COMMANDS.put(
+                "bench dataplane --hosts",
+                new Command(
+                        "io.weightrelay.lab.bench.HostsDataplaneBench",
+                        "bench dataplane --hosts [--size BYTES] [--repeats N] [--streams S]"));
+        COMMANDS.put(
                 "bench publish",
                 new Command(
                         "io.weightrelay.lab.bench.PublishBench",
@@ -50,6 +60,12 @@ public final class Relay {
                 new Command(
                         "io.weightrelay.lab.bench.UpdateBench",
                         "bench update --model M --instances I --tp P --mode compat|direct"));
+        COMMANDS.put(
+                "bench control-plane",
+                new Command(
+                        "io.weightrelay.lab.bench.ControlPlaneBench",
+                        "bench control-plane --model M [--tensors N] --trainer-nodes T"
+                                + " --instances I --tp P --mode direct|compat"));
         COMMANDS.put(
                 "bench python",
                 new Command(
@@ -66,6 +82,10 @@ public final class Relay {
         }
         int words = args[0].equals("bench") && args.length > 1 ? 2 : 1;
         String name = String.join(" ", Arrays.copyOf(args, words));
+        // The multi-host variant of a benchmark is a command of the lab's own.
+        if (Arrays.asList(args).contains("--hosts") && COMMANDS.containsKey(name + " --hosts")) {
+            name = name + " --hosts";
+        }
         Command command = COMMANDS.get(name);
         if (command == null) {
             System.err.println("relay: unknown command '" + name + "'");

@@ -9,18 +9,17 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.validation.annotation.Validated;
 
 /**
- * The loader's settings ({@code relay.loader.*}).
+ * The loader's settings ({@code relay.loader.*}); its data plane is {@code relay.dataplane.*},
+ * shared with every service.
  *
  * @param controlUrl base URL of control-api
  * @param token bearer token of the {@code loader} role for control-api (empty: none)
- * @param advertiseUrl this service's base URL as registered with control-api (empty: none)
- * @param redisUri the data plane's metadata store
- * @param keyPrefix the data plane's Redis key prefix (shared with publishers and other loaders)
+ * @param advertiseUrl this service's base URL as registered with control-api (empty: {@code
+ *     http://<relay.dataplane.advertise-host>:<server port>})
  * @param stagingSlots staging watermark in batches; at least two, so reads overlap pushes
  * @param barrierWait long-poll wait of one barrier request
  * @param leaseTtl lease a loader holds on the generation it loads and serves
  * @param heartbeat how often the loader renews its registry entry (well under control-api's TTL)
- * @param tcpStreams connections per peer engine of the loader's data plane
  * @param readThreads store reads of one batch in flight at once
  * @param failBeforeBatch lab only: fail the apply before pushing this batch (-1: never)
  */
@@ -30,12 +29,9 @@ public record LoaderProperties(
         @NotBlank @DefaultValue("http://127.0.0.1:8080") String controlUrl,
         @DefaultValue("") String token,
         @DefaultValue("") String advertiseUrl,
-        @NotBlank @DefaultValue("redis://127.0.0.1:6379") String redisUri,
-        @NotBlank @DefaultValue("wr:dp:") String keyPrefix,
         @Min(2) @DefaultValue("2") int stagingSlots,
         @NotNull @DefaultValue("30s") Duration barrierWait,
         @NotNull @DefaultValue("1h") Duration leaseTtl,
         @NotNull @DefaultValue("5s") Duration heartbeat,
-        @Min(1) @DefaultValue("4") int tcpStreams,
         @Min(1) @DefaultValue("8") int readThreads,
         @DefaultValue("-1") int failBeforeBatch) {}

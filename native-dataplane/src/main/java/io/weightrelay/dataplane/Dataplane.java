@@ -1,6 +1,7 @@
 package io.weightrelay.dataplane;
 
 import io.weightrelay.dataplane.internal.DpNative;
+import io.weightrelay.dataplane.internal.HostIdentity;
 import io.weightrelay.dataplane.internal.Metadata;
 import io.weightrelay.dataplane.internal.SegmentDescriptor;
 import java.io.IOException;
@@ -12,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
@@ -43,13 +45,19 @@ public final class Dataplane implements AutoCloseable {
     private final Map<String, Segment> segments = new ConcurrentHashMap<>();
     private final Map<Long, RegisteredBuffer> buffers = new ConcurrentHashMap<>();
     private final int tcpPort;
+    private final String hostId;
+    private final String engineId = UUID.randomUUID().toString();
 
-    private Dataplane(DataplaneConfig config, EngineHandle handle, Metadata metadata) {
+    private Dataplane(
+            DataplaneConfig config, EngineHandle handle, Metadata metadata, String hostId) {
         this.config = config;
         this.handle = handle;
         this.metadata = metadata;
-        this.engine = new TransferEngine(handle, metadata, config.nodeLabel());
-        this.store = new StoreClient(engine, metadata);
+        this.hostId = hostId;
+        this.engine =
+                new TransferEngine(
+                        handle, metadata, config.nodeLabel(), hostId, segments::containsKey);
+        this.store = new StoreClient(engine, metadata, config.remover());
         this.tcpPort = handle.tcpPort();
     }
 
@@ -58,7 +66,9 @@ public final class Dataplane implements AutoCloseable {
      * metadata store.
      */
     public static Dataplane open(DataplaneConfig config) {
-        EngineHandle handle = EngineHandle.create(config);
+        String hostId =
+                config.hostId() != null ? config.hostId() : HostIdentity.derive(config.shmDir());
+        EngineHandle handle = EngineHandle.create(config, hostId);
         try {
             Metadata metadata =
                     metadata(
@@ -66,12 +76,17 @@ public final class Dataplane implements AutoCloseable {
                                     Metadata.connect(
                                             config.redisUri(),
                                             config.keyPrefix(),
-                                            config.ioTimeout()));
-            return new Dataplane(config, handle, metadata);
+                                            // a short peer timeout must not make Redis flaky
+                                            max(config.ioTimeout(), config.connectTimeout())));
+            return new Dataplane(config, handle, metadata, hostId);
         } catch (RuntimeException e) {
             handle.close();
             throw e;
         }
+    }
+
+    private static java.time.Duration max(java.time.Duration a, java.time.Duration b) {
+        return a.compareTo(b) >= 0 ? a : b;
     }
 
     public DataplaneConfig config() {
@@ -80,6 +95,14 @@ public final class Dataplane implements AutoCloseable {
 
     public String nodeLabel() {
         return config.nodeLabel();
+    }
+
+    /**
+     * The identity of this host that segment descriptors carry: {@link DataplaneConfig#hostId()},
+     * or derived from the machine id and the shm directory (see {@code HostIdentity}).
+     */
+    public String hostId() {
+        return hostId;
     }
 
     /** The port the engine's tcp server listens on. */
@@ -105,7 +128,8 @@ public final class Dataplane implements AutoCloseable {
 
     /**
      * Creates a segment of {@code size} bytes that is store capacity ({@link SegmentKind#STORE}):
-     * backed by {@code <shmDir>/wr-<prefix>-<name>} (reusing the file if it exists), pre-faulted,
+     * backed by a new file {@code <shmDir>/wr-<prefix>-<name>} (a file left there, by a crashed
+     * owner say, is unlinked first: peers still mapping it keep their pages), pre-faulted,
      * registered with the engine and published. Peers read and write it one-sided, and {@link
      * StoreClient#putFrom} may allocate objects in it, also when it is not a preferred segment (the
      * fallback when preferred segments are full). Creation costs about 0.5 s per GiB on first use
@@ -147,10 +171,21 @@ public final class Dataplane implements AutoCloseable {
             throw new IllegalArgumentException("segment size must be > 0: " + size);
         }
         refuseIfOwnedByALiveEngine(name);
+        if (kind == SegmentKind.STORE) {
+            // The file will be new: directory entries left pointing into this name (a crashed or
+            // closed owner's objects) are stale. Purge them before the new file exists, so no
+            // reader finds them in its bytes; their generations are unreadable from now on.
+            metadata(() -> metadata.purgeObjectsIn(name));
+        }
         Path path = config.shmDir().resolve(shmFileName(name));
         long[] base = new long[1];
+        // The name is ours now (free, or its owner is gone): a file left behind is unlinked and
+        // made anew, never reused or truncated under peers that may still map it.
         int flags =
-                kind == SegmentKind.STORE ? DpNative.DP_SEGMENT_STORE : DpNative.DP_SEGMENT_RECEIVE;
+                (kind == SegmentKind.STORE
+                                ? DpNative.DP_SEGMENT_STORE
+                                : DpNative.DP_SEGMENT_RECEIVE)
+                        | DpNative.DP_SEGMENT_REPLACE;
         int rc =
                 handle.call(
                         e ->
@@ -174,11 +209,13 @@ public final class Dataplane implements AutoCloseable {
                                 new SegmentDescriptor(
                                         name,
                                         config.nodeLabel(),
+                                        hostId,
                                         config.advertiseHost(),
                                         tcpPort,
                                         size,
                                         path.toString(),
-                                        kind == SegmentKind.STORE));
+                                        kind == SegmentKind.STORE,
+                                        engineId));
                         return null;
                     });
         } catch (RuntimeException e) {
@@ -215,7 +252,9 @@ public final class Dataplane implements AutoCloseable {
 
     /**
      * A name already published by another engine that still answers on its endpoint belongs to it;
-     * a descriptor whose owner is gone (crashed, killed) is taken over, file included.
+     * a descriptor whose owner is gone (crashed, killed) is taken over, file included. The probe
+     * only proves death where it can reach the owner: an owner on another host that advertised a
+     * loopback address cannot be probed from here, so its name is never taken over.
      */
     private void refuseIfOwnedByALiveEngine(String name) {
         Optional<SegmentDescriptor> existing = metadata(() -> metadata.segment(name));
@@ -223,8 +262,26 @@ public final class Dataplane implements AutoCloseable {
             return;
         }
         SegmentDescriptor d = existing.get();
-        boolean ours = d.port() == tcpPort && d.host().equals(config.advertiseHost());
-        if (!ours && answers(d.host(), d.port())) {
+        if (engineId.equals(d.engineId())) {
+            return;
+        }
+        boolean otherHost = d.hostId() != null && !d.hostId().equals(hostId);
+        if (otherHost && isLoopback(d.host())) {
+            throw new DataplaneException(
+                    DataplaneError.EXISTS,
+                    "segment '"
+                            + name
+                            + "' is owned by an engine on host '"
+                            + d.hostId()
+                            + "' that advertises the loopback address "
+                            + d.host()
+                            + ": this host cannot tell whether it is alive, so it keeps the name"
+                            + " (give that engine a reachable advertiseHost, or remove its"
+                            + " descriptor)");
+        }
+        boolean sameEndpoint =
+                !otherHost && d.port() == tcpPort && d.host().equals(config.advertiseHost());
+        if (!sameEndpoint && answers(d.host(), d.port())) {
             throw new DataplaneException(
                     DataplaneError.EXISTS,
                     "segment '"
@@ -232,15 +289,36 @@ public final class Dataplane implements AutoCloseable {
                             + "' is owned by the live engine at "
                             + d.host()
                             + ":"
-                            + d.port());
+                            + d.port()
+                            + (otherHost ? " on host '" + d.hostId() + "'" : ""));
         }
     }
 
-    private static boolean answers(String host, int port) {
-        try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress(host, port), 500);
+    private static boolean isLoopback(String host) {
+        String h = host.trim().toLowerCase(java.util.Locale.ROOT);
+        if (h.startsWith("[") && h.endsWith("]")) {
+            h = h.substring(1, h.length() - 1);
+        }
+        if (h.equals("localhost") || h.endsWith(".localhost")) {
             return true;
-        } catch (IOException e) {
+        }
+        if (!h.matches("[0-9.]+") && !h.contains(":")) {
+            return false; // a name: resolving it here says nothing about the owner's host
+        }
+        try {
+            java.net.InetAddress a = java.net.InetAddress.getByName(h); // a literal: no lookup
+            return a.isLoopbackAddress() || a.isAnyLocalAddress();
+        } catch (java.net.UnknownHostException e) {
+            return false;
+        }
+    }
+
+    private boolean answers(String host, int port) {
+        long timeout = Math.max(100, Math.min(2000, config.connectTimeout().toMillis()));
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress(host, port), (int) timeout);
+            return true;
+        } catch (IOException | IllegalArgumentException e) {
             return false;
         }
     }

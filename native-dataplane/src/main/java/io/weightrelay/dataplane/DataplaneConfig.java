@@ -26,6 +26,9 @@ import java.util.Objects;
  * @param hostId identity of the host this process runs on (for example the machine id plus the shm
  *     directory), or {@code null} to derive it: the local transport is used only when both the node
  *     label and the host identity of a segment match
+ * @param remover whether this engine's connections claim the remover role (control-api): besides
+ *     reading, writing and notifying, a remover may free allocations in segments of other engines
+ *     (removing objects). Only the owner of a segment ever allocates in it.
  */
 public record DataplaneConfig(
         String nodeLabel,
@@ -41,7 +44,8 @@ public record DataplaneConfig(
         Duration connectTimeout,
         int maxConnections,
         byte[] secret,
-        String hostId) {
+        String hostId,
+        boolean remover) {
 
     public DataplaneConfig {
         Objects.requireNonNull(nodeLabel, "nodeLabel");
@@ -64,8 +68,47 @@ public record DataplaneConfig(
         if (advertiseHost == null) {
             advertiseHost = tcpBindHost;
         }
+        if (tcpBindHost.isBlank()) {
+            throw new IllegalArgumentException("tcpBindHost must not be blank");
+        }
+        if (isWildcard(advertiseHost)) {
+            throw new DataplaneException(
+                    DataplaneError.INVALID_ARGUMENT,
+                    "advertiseHost is the wildcard '"
+                            + advertiseHost
+                            + "' (tcpBindHost "
+                            + tcpBindHost
+                            + "): peers cannot connect to it; set advertiseHost to an address or"
+                            + " name of this host that peers reach");
+        }
+        if (hostId != null && hostId.isBlank()) {
+            throw new IllegalArgumentException("hostId must not be blank (null derives it)");
+        }
         if (tcpPort < 0 || tcpPort > 65535 || tcpStreams < 1 || localThreads < 1) {
             throw new IllegalArgumentException("bad port, stream or thread count");
+        }
+    }
+
+    /**
+     * Whether host is a literal wildcard address (0.0.0.0, ::, in any spelling); names are never
+     * resolved here.
+     */
+    static boolean isWildcard(String host) {
+        String h = host.trim();
+        if (h.startsWith("[") && h.endsWith("]")) {
+            h = h.substring(1, h.length() - 1);
+        }
+        if (h.isEmpty() || h.equals("*")) {
+            return true;
+        }
+        boolean literal = h.matches("[0-9.]+") || h.contains(":");
+        if (!literal) {
+            return false;
+        }
+        try {
+            return java.net.InetAddress.getByName(h).isAnyLocalAddress(); // a literal: no lookup
+        } catch (java.net.UnknownHostException e) {
+            return false;
         }
     }
 
@@ -96,7 +139,8 @@ public record DataplaneConfig(
                 && connectTimeout.equals(other.connectTimeout)
                 && maxConnections == other.maxConnections
                 && java.util.Arrays.equals(secret, other.secret)
-                && Objects.equals(hostId, other.hostId);
+                && Objects.equals(hostId, other.hostId)
+                && remover == other.remover;
     }
 
     @Override
@@ -107,7 +151,7 @@ public record DataplaneConfig(
     /** Never prints the secret. */
     @Override
     public String toString() {
-        return "DataplaneConfig[nodeLabel=%s, redisUri=%s, keyPrefix=%s, tcpBindHost=%s, advertiseHost=%s, tcpPort=%d, tcpStreams=%d, localThreads=%d, ioTimeout=%s, shmDir=%s, connectTimeout=%s, maxConnections=%d, secret=%s, hostId=%s]"
+        return "DataplaneConfig[nodeLabel=%s, redisUri=%s, keyPrefix=%s, tcpBindHost=%s, advertiseHost=%s, tcpPort=%d, tcpStreams=%d, localThreads=%d, ioTimeout=%s, shmDir=%s, connectTimeout=%s, maxConnections=%d, secret=%s, hostId=%s, remover=%s]"
                 .formatted(
                         nodeLabel,
                         redisUri,
@@ -122,7 +166,8 @@ public record DataplaneConfig(
                         connectTimeout,
                         maxConnections,
                         secret.length == 0 ? "none" : "<hidden>",
-                        hostId);
+                        hostId,
+                        remover);
     }
 
     /** A builder with the defaults: local Redis, {@code wr:dp:}, loopback, two streams. */
@@ -146,6 +191,7 @@ public record DataplaneConfig(
         private int maxConnections = 256;
         private byte[] secret = new byte[0];
         private String hostId;
+        private boolean remover;
 
         private Builder(String nodeLabel) {
             this.nodeLabel = nodeLabel;
@@ -217,6 +263,12 @@ public record DataplaneConfig(
             return this;
         }
 
+        /** Claim the remover role (control-api): may free in segments of other engines. */
+        public Builder remover(boolean value) {
+            this.remover = value;
+            return this;
+        }
+
         public DataplaneConfig build() {
             return new DataplaneConfig(
                     nodeLabel,
@@ -232,7 +284,8 @@ public record DataplaneConfig(
                     connectTimeout,
                     maxConnections,
                     secret,
-                    hostId);
+                    hostId,
+                    remover);
         }
     }
 }

@@ -17,7 +17,13 @@ public enum DataplaneError {
     EXISTS(-10),
     NOT_FOUND(-11),
     CLOSED(-12),
-    INTERNAL(-13);
+    INTERNAL(-13),
+    /**
+     * Authentication failed, or the role may not do this (allocate or free in another's segment).
+     */
+    DENIED(-14),
+    /** A segment of the same node label but another host identity: never mapped. */
+    FOREIGN_HOST(-15);
 
     private final int code;
 

@@ -18,20 +18,42 @@ final class EngineHandle implements AutoCloseable {
         this.engine = engine;
     }
 
-    static EngineHandle create(DataplaneConfig c) {
+    static EngineHandle create(DataplaneConfig c, String hostId) {
         DpNative.load();
         DpNative.dp_engine out = new DpNative.dp_engine();
+        byte[] secret = c.secret();
         int rc =
                 DpNative.dp_engine_create(
                         c.nodeLabel(),
+                        hostId,
                         c.tcpBindHost(),
                         c.tcpPort(),
                         c.tcpStreams(),
                         c.localThreads(),
-                        (int) Math.min(Integer.MAX_VALUE, c.ioTimeout().toMillis()),
+                        millis(c.ioTimeout()),
+                        millis(c.connectTimeout()),
+                        c.maxConnections(),
+                        c.shmDir().toString(),
+                        secret,
+                        secret.length,
+                        c.remover() ? DpNative.DP_ROLE_REMOVER : DpNative.DP_ROLE_PEER,
                         out);
+        java.util.Arrays.fill(secret, (byte) 0);
+        if (rc == DataplaneError.INVALID_ARGUMENT.code()) {
+            throw new DataplaneException(
+                    DataplaneError.INVALID_ARGUMENT,
+                    "cannot start the engine: tcpBindHost '"
+                            + c.tcpBindHost()
+                            + "' is no address or resolvable name of this host, or shmDir "
+                            + c.shmDir()
+                            + " does not exist");
+        }
         Errors.check(rc, "engine on " + c.tcpBindHost() + ":" + c.tcpPort());
         return new EngineHandle(out);
+    }
+
+    private static int millis(java.time.Duration d) {
+        return (int) Math.max(0, Math.min(Integer.MAX_VALUE, d.toMillis()));
     }
 
     /** Runs a native call on the live engine and returns its status code. */

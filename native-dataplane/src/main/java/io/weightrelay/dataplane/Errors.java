@@ -21,6 +21,8 @@ final class Errors {
             case NOT_FOUND -> new ObjectNotFoundException(subject);
             case EXISTS -> new ObjectExistsException(subject);
             case CLOSED -> new DataplaneClosedException(subject);
+            case DENIED -> new PermissionDeniedException(subject);
+            case FOREIGN_HOST -> new ForeignHostException(subject);
             default -> new DataplaneException(error, subject);
         };
     }

@@ -20,8 +20,10 @@ import java.util.Set;
  * <ul>
  *   <li>An object is visible only once its bytes are complete: bytes are written first, then the
  *       directory entry is published atomically (put-if-absent).
- *   <li>Allocation happens in the segment's owner: a local call when this process owns the segment,
- *       otherwise one request over the owner engine's control channel.
+ *   <li>Only a segment's owner allocates in it: a put places replicas in store segments of this
+ *       data plane only (other engines refuse allocation requests). Removing frees at the owner:
+ *       locally, or over its control channel when this data plane is a {@linkplain
+ *       DataplaneConfig#remover() remover} (control-api).
  *   <li>Preferred segments are a preference: a full one yields a replica elsewhere.
  *   <li>Only {@linkplain SegmentKind#STORE store segments} hold objects. {@linkplain
  *       SegmentKind#RECEIVE Receive segments} (transfer targets such as receive buffers) are never
@@ -37,18 +39,20 @@ public final class StoreClient {
 
     private final TransferEngine engine;
     private final Metadata metadata;
+    private final boolean remover;
 
-    StoreClient(TransferEngine engine, Metadata metadata) {
+    StoreClient(TransferEngine engine, Metadata metadata, boolean remover) {
         this.engine = engine;
         this.metadata = metadata;
+        this.remover = remover;
     }
 
     /**
      * Stores {@code size} bytes of {@code source} at {@code sourceOffset} under {@code key}.
      *
      * @throws ObjectExistsException if the key is already published
-     * @throws SegmentFullException if fewer than {@code replicaNum} store segments have room
-     *     (receive segments never count, whatever their free space)
+     * @throws SegmentFullException if fewer than {@code replicaNum} store segments of this data
+     *     plane have room (receive segments and other engines' segments never count)
      * @throws SegmentNotAllocatableException if {@code config} prefers a receive segment
      * @throws PeerGoneException if a replica's owner died during the write (nothing is published)
      */
@@ -272,6 +276,22 @@ public final class StoreClient {
      */
     public boolean remove(String key) {
         checkKey(key);
+        if (!remover) {
+            // Refuse before the entry is taken: a free the owner refuses would leak its space.
+            Optional<StoredObject> o = Dataplane.metadata(() -> metadata.object(key));
+            for (StoredObject.Replica r : o.map(StoredObject::replicas).orElse(List.of())) {
+                if (!engine.owns(r.segment())) {
+                    throw new PermissionDeniedException(
+                            key,
+                            "cannot remove '"
+                                    + key
+                                    + "': its replica in segment '"
+                                    + r.segment()
+                                    + "' belongs to another engine, and only the owner or a"
+                                    + " remover (DataplaneConfig.remover, control-api) frees there");
+                }
+            }
+        }
         Optional<StoredObject> taken = Dataplane.metadata(() -> metadata.takeObject(key));
         taken.ifPresent(o -> release(o.replicas()));
         return taken.isPresent();
@@ -337,20 +357,20 @@ public final class StoreClient {
         // The preferred segments first: on the publish path that is the whole story.
         allocateIn(config.preferredSegments(), key, size, config, replicas, tried, refused);
         if (replicas.size() < config.replicaNum()) {
-            // Fallback: the other registered store segments, same node first, then by name.
-            // Receive segments are never candidates: their bytes belong to a transfer.
-            List<String> sameNode = new ArrayList<>();
-            List<String> others = new ArrayList<>();
+            // Fallback: this data plane's other store segments, by name. Receive segments are
+            // never candidates (their bytes belong to a transfer), nor segments of other engines
+            // (only an owner allocates).
+            List<String> own = new ArrayList<>();
             for (String name : Dataplane.metadata(metadata::segmentNames)) {
-                Optional<SegmentDescriptor> d = engine.describe(name);
-                if (d.isPresent() && !d.get().store()) {
+                if (!engine.owns(name)) {
                     continue;
                 }
-                boolean near = d.map(x -> x.nodeLabel().equals(engine.nodeLabel())).orElse(false);
-                (near ? sameNode : others).add(name);
+                Optional<SegmentDescriptor> d = engine.describe(name);
+                if (d.isPresent() && d.get().store()) {
+                    own.add(name);
+                }
             }
-            sameNode.addAll(others);
-            allocateIn(sameNode, key, size, config, replicas, tried, refused);
+            allocateIn(own, key, size, config, replicas, tried, refused);
         }
         if (replicas.size() < config.replicaNum()) {
             release(replicas);
@@ -380,6 +400,10 @@ public final class StoreClient {
                 return;
             }
             if (!tried.add(segment)) {
+                continue;
+            }
+            if (!engine.owns(segment)) {
+                refused.add(segment + " (not this data plane's: only its owner allocates)");
                 continue;
             }
             try {

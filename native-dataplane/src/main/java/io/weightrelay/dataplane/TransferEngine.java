@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Predicate;
 
 /**
  * Batched, asynchronous one-sided READ and WRITE between this process's registered memory and any
@@ -25,14 +26,28 @@ public final class TransferEngine {
     private final EngineHandle handle;
     private final Metadata metadata;
     private final String nodeLabel;
+    private final String hostId;
+    private final Predicate<String> ownSegment;
     private final Map<String, Resolved> segments = new ConcurrentHashMap<>();
 
     private record Resolved(long id, SegmentDescriptor descriptor) {}
 
-    TransferEngine(EngineHandle handle, Metadata metadata, String nodeLabel) {
+    TransferEngine(
+            EngineHandle handle,
+            Metadata metadata,
+            String nodeLabel,
+            String hostId,
+            Predicate<String> ownSegment) {
         this.handle = handle;
         this.metadata = metadata;
         this.nodeLabel = nodeLabel;
+        this.hostId = hostId;
+        this.ownSegment = ownSegment;
+    }
+
+    /** Whether this process's data plane created the segment (only it allocates there). */
+    boolean owns(String segment) {
+        return ownSegment.test(segment);
     }
 
     /** Node label of this engine. */
@@ -64,12 +79,53 @@ public final class TransferEngine {
         }
     }
 
-    /** Current value of this engine's notify counter {@code name}. */
+    /**
+     * Makes this engine count notifies named {@code name}: notifies for a name the target never
+     * registered are dropped (nothing is created; the writer's batch still succeeds, it cannot know
+     * who listens), so peers cannot make an engine keep counters it did not ask for. Register
+     * before the writers may send (before the barrier that lets them start), or their notifies are
+     * lost and the wait times out; registering again keeps the count.
+     *
+     * @return the counter's current value (0 when new), the baseline to wait from
+     */
+    public long registerNotify(String name) {
+        checkName(name, "notify name");
+        Errors.check(handle.call(e -> DpNative.dp_notify_register(e, name)), name);
+        return notifyCount(name);
+    }
+
+    /**
+     * Drops the counter {@code name} once its update ended (applied or aborted); later notifies for
+     * it are dropped and waiters return. Unknown names are ignored.
+     */
+    public void unregisterNotify(String name) {
+        checkName(name, "notify name");
+        int rc = handle.call(e -> DpNative.dp_notify_unregister(e, name));
+        if (rc != DataplaneError.NOT_FOUND.code()) {
+            Errors.check(rc, name);
+        }
+    }
+
+    /**
+     * Current value of this engine's notify counter {@code name}.
+     *
+     * @throws DataplaneException with {@link DataplaneError#NOT_FOUND} if it is not registered
+     */
     public long notifyCount(String name) {
         checkName(name, "notify name");
         long[] value = new long[1];
-        Errors.check(handle.call(e -> DpNative.dp_notify_get(e, name, value)), name);
+        int rc = handle.call(e -> DpNative.dp_notify_get(e, name, value));
+        if (rc == DataplaneError.NOT_FOUND.code()) {
+            throw notRegistered(name);
+        }
+        Errors.check(rc, name);
         return value[0];
+    }
+
+    private static DataplaneException notRegistered(String name) {
+        return new DataplaneException(
+                DataplaneError.NOT_FOUND,
+                "notify counter '" + name + "' is not registered (registerNotify first)");
     }
 
     /**
@@ -86,6 +142,9 @@ public final class TransferEngine {
                         e -> DpNative.dp_notify_wait(e, name, atLeast, timeout.toMillis(), value));
         if (rc == DataplaneError.TIMEOUT.code()) {
             throw new NotifyTimeoutException(name, atLeast, value[0]);
+        }
+        if (rc == DataplaneError.NOT_FOUND.code()) {
+            throw notRegistered(name);
         }
         Errors.check(rc, "notify '" + name + "'");
         return value[0];
@@ -217,6 +276,14 @@ public final class TransferEngine {
             return null;
         }
         SegmentDescriptor desc = d.get();
+        if (!desc.current()) {
+            throw new MetadataException(
+                    "descriptor of segment '"
+                            + segment
+                            + "' was written by an older data plane (no host identity): restart"
+                            + " its owner so it republishes the segment",
+                    null);
+        }
         long[] id = new long[1];
         int rc =
                 handle.call(
@@ -225,6 +292,7 @@ public final class TransferEngine {
                                         e,
                                         desc.name(),
                                         desc.nodeLabel(),
+                                        desc.hostId(),
                                         desc.host(),
                                         desc.port(),
                                         desc.shmPath(),
@@ -232,6 +300,20 @@ public final class TransferEngine {
                                         id));
         if (rc == DataplaneError.UNKNOWN_SEGMENT.code()) {
             return null; // same node, but its file is gone: the owner died or closed it
+        }
+        if (rc == DataplaneError.FOREIGN_HOST.code()) {
+            throw new ForeignHostException(
+                    segment,
+                    "segment '"
+                            + segment
+                            + "' belongs to node label '"
+                            + desc.nodeLabel()
+                            + "' on host '"
+                            + desc.hostId()
+                            + "', but this engine has the same label on host '"
+                            + hostId
+                            + "': two hosts are configured with one node label; give each host"
+                            + " its own DataplaneConfig.nodeLabel");
         }
         Errors.check(rc, segment);
         Resolved r = new Resolved(id[0], desc);

@@ -7,11 +7,12 @@ class BuiltinEngineConformanceTest extends DataplaneConformanceTest {
 
     @Override
     protected Dataplane open(String nodeLabel, String keyPrefix) {
-        return Dataplane.open(
-                DataplaneConfig.builder(nodeLabel)
-                        .redisUri(RedisSupport.URI)
-                        .keyPrefix(keyPrefix)
-                        .build());
+        return Dataplane.open(TestEngines.config(nodeLabel, keyPrefix).build());
+    }
+
+    @Override
+    protected Dataplane openRemover(String nodeLabel, String keyPrefix) {
+        return Dataplane.open(TestEngines.config(nodeLabel, keyPrefix).remover(true).build());
     }
 
     @Override

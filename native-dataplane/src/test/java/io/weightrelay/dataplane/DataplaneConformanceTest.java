@@ -42,6 +42,12 @@ abstract class DataplaneConformanceTest {
     /** Opens an engine of the implementation under test, in this JVM. */
     protected abstract Dataplane open(String nodeLabel, String keyPrefix);
 
+    /**
+     * Opens an engine that claims the remover role (what control-api runs): it may free in segments
+     * of other engines.
+     */
+    protected abstract Dataplane openRemover(String nodeLabel, String keyPrefix);
+
     /** Starts an engine in another process that owns one segment. */
     protected abstract PeerProcess startPeer(
             String nodeLabel, String keyPrefix, String segment, long size) throws IOException;
@@ -70,6 +76,12 @@ abstract class DataplaneConformanceTest {
 
     private Dataplane dp(String label) {
         Dataplane dp = open(label, prefix);
+        opened.add(dp);
+        return dp;
+    }
+
+    private Dataplane remover(String label) {
+        Dataplane dp = openRemover(label, prefix);
         opened.add(dp);
         return dp;
     }
@@ -270,6 +282,7 @@ abstract class DataplaneConformanceTest {
         int size = 3 * MIB;
         Segment target = b.createSegment("delegate", size);
         RegisteredBuffer src = buffer(a, size, 9);
+        assertThat(b.engine().registerNotify("gen-7/batch-0")).isZero();
         CompletableFuture<Long> waiter =
                 CompletableFuture.supplyAsync(
                         () -> b.engine().awaitNotify("gen-7/batch-0", 1, WAIT));
@@ -288,10 +301,25 @@ abstract class DataplaneConformanceTest {
         assertThat(Patterns.crc(target.byteBuffer(), 0, size))
                 .isEqualTo(Patterns.expectedCrc(size, 9));
         assertThat(b.engine().notifyCount("gen-7/batch-0")).isEqualTo(1);
-        assertThat(a.engine().notifyCount("gen-7/batch-0")).isZero();
+        assertThatThrownBy(() -> a.engine().notifyCount("gen-7/batch-0"))
+                .isInstanceOfSatisfying(
+                        DataplaneException.class,
+                        e -> assertThat(e.error()).isEqualTo(DataplaneError.NOT_FOUND));
+        b.engine().registerNotify("never");
         assertThatThrownBy(() -> b.engine().awaitNotify("never", 1, Duration.ofMillis(20)))
                 .isInstanceOf(NotifyTimeoutException.class)
                 .hasMessageContaining("never");
+        // A name the target never registered: the bytes land, the notify is dropped, no counter.
+        try (TransferBatch batch =
+                a.engine().submitWithNotify(List.of(write(src, 0, "delegate", 0, MIB)), "stray")) {
+            batch.awaitSuccess(WAIT);
+        }
+        assertThatThrownBy(() -> b.engine().notifyCount("stray"))
+                .isInstanceOf(DataplaneException.class);
+        // The update ended: its counter is pruned, later notifies for it are dropped.
+        b.engine().unregisterNotify("gen-7/batch-0");
+        assertThatThrownBy(() -> b.engine().notifyCount("gen-7/batch-0"))
+                .isInstanceOf(DataplaneException.class);
     }
 
     @Test
@@ -444,8 +472,14 @@ abstract class DataplaneConformanceTest {
                     .as(o.key())
                     .isEqualTo(Patterns.expectedCrc((int) o.size(), 40 + i));
         }
+        // A reader may not free the publisher's space; control-api (a remover) may.
+        assertThatThrownBy(() -> remoteReader.store().remove("m/3/a"))
+                .isInstanceOf(PermissionDeniedException.class)
+                .hasMessageContaining("inplace");
+        assertThat(remoteReader.store().exists("m/3/a")).isTrue();
+        Dataplane control = remover("control");
         for (InPlaceObject o : objects) {
-            assertThat(remoteReader.store().remove(o.key())).isTrue();
+            assertThat(control.store().remove(o.key())).isTrue();
         }
         assertThat(own.freeBytes()).isEqualTo(4 * MIB);
         // Nothing fragmented: the whole segment is one hole again.
@@ -505,7 +539,8 @@ abstract class DataplaneConformanceTest {
         Dataplane a = dp("node-a");
         Dataplane b = dp("node-b");
         Segment small = a.createSegment("small", MIB);
-        b.createSegment("big", 8 * MIB);
+        a.createSegment("big", 8 * MIB);
+        Segment far = b.createSegment("far", 8 * MIB); // another engine's: never allocated in
         int size = 768 * 1024;
         RegisteredBuffer src = buffer(a, 16 * MIB, 8);
 
@@ -534,6 +569,10 @@ abstract class DataplaneConformanceTest {
                 .hasMessageContaining("k/huge");
         assertThat(a.store().exists("k/huge")).isFalse();
         assertThat(small.freeBytes()).isEqualTo(MIB - size);
+        // Preferring another engine's segment is a preference the owner rule overrides.
+        a.store().putFrom("k/far", src, 0, size, new ReplicateConfig(1, List.of("far"), true));
+        assertThat(a.store().locations("k/far").get(0).segment()).isEqualTo("big");
+        assertThat(far.freeBytes()).isEqualTo(8 * MIB);
     }
 
     @Test
@@ -608,10 +647,11 @@ abstract class DataplaneConformanceTest {
                     .as(receive.get(i).name())
                     .isEqualTo(Patterns.expectedCrc(4 * MIB, 30 + i));
         }
-        // Once the store segment has room again, the same put lands there.
+        // Once the store segment has room again, its owner's put lands there (only the owner
+        // allocates in it).
         assertThat(a.store().remove("full/1")).isTrue();
-        far.store().putFrom("full/4", farSrc, 0, size, new ReplicateConfig(1, List.of(), true));
-        assertThat(far.store().locations("full/4").get(0).segment()).isEqualTo("store-a");
+        a.store().putFrom("full/4", src, 0, size, new ReplicateConfig(1, List.of(), true));
+        assertThat(a.store().locations("full/4").get(0).segment()).isEqualTo("store-a");
     }
 
     @ParameterizedTest
@@ -622,6 +662,7 @@ abstract class DataplaneConformanceTest {
         int size = 3 * MIB + 5;
         Segment target = b.createReceiveSegment("recv-buffer", size);
         RegisteredBuffer src = buffer(a, size, 33);
+        b.engine().registerNotify("g3/recv");
         CompletableFuture<Long> waiter =
                 CompletableFuture.supplyAsync(() -> b.engine().awaitNotify("g3/recv", 1, WAIT));
         Counters before = a.counters();
@@ -688,14 +729,16 @@ abstract class DataplaneConformanceTest {
         Dataplane a = dp("node-a");
         Dataplane b = dp("node-b");
         Segment near = a.createSegment("near", 2 * MIB);
-        b.createSegment("far", 2 * MIB);
+        a.createSegment("second", 2 * MIB);
+        Segment far = b.createSegment("far", 2 * MIB); // b's: a never allocates in it
         int size = MIB;
         RegisteredBuffer src = buffer(a, size, 12);
         a.store().putFrom("r/1", src, 0, size, new ReplicateConfig(2, List.of("near"), true));
 
         assertThat(a.store().locations("r/1"))
                 .extracting(ObjectLocation::segment)
-                .containsExactly("near", "far");
+                .containsExactly("near", "second");
+        assertThat(far.freeBytes()).isEqualTo(2 * MIB);
         near.close();
         RegisteredBuffer dst = a.registerBuffer(ByteBuffer.allocateDirect(size));
         assertThat(a.store().getIntoRanges("r/1", List.of(new ReadRange(0, size, dst, 0))))
@@ -789,15 +832,25 @@ abstract class DataplaneConformanceTest {
                 .isEqualTo(Patterns.expectedCrc(size, 5));
         assertTransport(a.counters().minus(before), t, size, 0);
 
-        // A remote put: the owner allocates (control channel), the bytes go one-sided.
+        // A remote put is refused: only the owner allocates in its segment.
         long freeBefore = Long.parseLong(peer.command("free"));
         RegisteredBuffer src = buffer(a, MIB, 21);
-        a.store().putFrom("parent/obj", src, 0, MIB, ReplicateConfig.preferLocal("child"));
-        assertThat(a.store().locations("parent/obj").get(0).segment()).isEqualTo("child");
-        assertThat(Long.parseLong(peer.command("free"))).isEqualTo(freeBefore - MIB);
+        assertThatThrownBy(
+                        () ->
+                                a.store()
+                                        .putFrom(
+                                                "parent/obj",
+                                                src,
+                                                0,
+                                                MIB,
+                                                ReplicateConfig.preferLocal("child")))
+                .isInstanceOf(SegmentFullException.class)
+                .hasMessageContaining("child");
+        assertThat(Long.parseLong(peer.command("free"))).isEqualTo(freeBefore);
 
         // A write with notify into the child's segment; the child waits on its counter.
         long offset = 12L * MIB;
+        peer.command("register fanout");
         CompletableFuture<String> notified =
                 CompletableFuture.supplyAsync(() -> peer.command("notify fanout 1 60000"));
         try (TransferBatch batch =
@@ -808,8 +861,11 @@ abstract class DataplaneConformanceTest {
         assertThat(notified.get(60, TimeUnit.SECONDS)).isEqualTo("1");
         assertThat(peer.command("crc " + offset + " " + MIB))
                 .isEqualTo(Long.toString(Patterns.expectedCrc(MIB, 21)));
-        assertThat(a.store().remove("parent/obj")).isTrue();
-        assertThat(Long.parseLong(peer.command("free"))).isEqualTo(freeBefore);
+        // The child's object: a reader may not free it, a remover may, in the owner's allocator.
+        assertThatThrownBy(() -> a.store().remove("child/obj"))
+                .isInstanceOf(PermissionDeniedException.class);
+        assertThat(remover("control").store().remove("child/obj")).isTrue();
+        assertThat(Long.parseLong(peer.command("free"))).isEqualTo(segSize);
     }
 
     @Test

@@ -36,11 +36,7 @@ class DataplaneLifecycleTest {
     }
 
     private Dataplane open(String label) {
-        return Dataplane.open(
-                DataplaneConfig.builder(label)
-                        .redisUri(RedisSupport.URI)
-                        .keyPrefix(prefix)
-                        .build());
+        return Dataplane.open(TestEngines.config(label, prefix).build());
     }
 
     @Test
@@ -115,6 +111,7 @@ class DataplaneLifecycleTest {
                             }
                             dp.close();
                         });
+        dp.engine().registerNotify("never");
         closer.start();
         assertThatThrownBy(() -> dp.engine().awaitNotify("never", 1, Duration.ofMinutes(5)))
                 .isInstanceOf(DataplaneClosedException.class);
@@ -186,11 +183,15 @@ class DataplaneLifecycleTest {
                     .containsEntry("shm", recv.shmPath().toString());
             assertThat(recv.freeBytes()).isZero();
             assertThat(recv.toString()).contains("RECEIVE");
-            // What a client that ignores the kind (an older one) would do: ask the owner anyway,
-            // locally, over the control connection of the same node and of another node.
-            for (Dataplane client : List.of(owner, sameNode, otherNode)) {
+            // What a client that ignores the kind (an older one) would do: ask anyway. The owner
+            // has no capacity in it; other engines, of the same node or another, are refused
+            // before any owner is asked: only the owner allocates in a segment.
+            assertThatThrownBy(() -> owner.engine().alloc("recv", 64))
+                    .isInstanceOf(SegmentFullException.class)
+                    .hasMessageContaining("recv");
+            for (Dataplane client : List.of(sameNode, otherNode)) {
                 assertThatThrownBy(() -> client.engine().alloc("recv", 64))
-                        .isInstanceOf(SegmentFullException.class)
+                        .isInstanceOf(PermissionDeniedException.class)
                         .hasMessageContaining("recv");
             }
             recv.close();
@@ -204,25 +205,69 @@ class DataplaneLifecycleTest {
         try (Dataplane owner = open("node-a")) {
             owner.createSegment("legacy", 1 << 20);
             redisHashDel(prefix + "seg:legacy", "kind"); // as written before receive segments
-            try (Dataplane old = open("node-b")) {
-                RegisteredBuffer oldSrc = old.registerBuffer(ByteBuffer.allocateDirect(4096));
-                old.store().putFrom("compat/1", oldSrc, 0, 4096, noPreference());
-                assertThat(old.store().locations("compat/1").get(0).segment()).isEqualTo("legacy");
-            }
-            redisHashSet(prefix + "seg:legacy", Map.of("kind", "from-the-future"));
-            try (Dataplane fresh = open("node-b")) {
-                RegisteredBuffer freshSrc = fresh.registerBuffer(ByteBuffer.allocateDirect(4096));
-                assertThatThrownBy(
-                                () ->
-                                        fresh.store()
-                                                .putFrom(
-                                                        "compat/2",
-                                                        freshSrc,
-                                                        0,
-                                                        4096,
-                                                        noPreference()))
-                        .isInstanceOf(SegmentFullException.class);
-            }
+            RegisteredBuffer src = owner.registerBuffer(ByteBuffer.allocateDirect(4096));
+            owner.store().putFrom("compat/1", src, 0, 4096, noPreference());
+            assertThat(owner.store().locations("compat/1").get(0).segment()).isEqualTo("legacy");
+        }
+        try (Dataplane owner = open("node-a")) {
+            owner.createSegment("future", 1 << 20);
+            redisHashSet(prefix + "seg:future", Map.of("kind", "from-the-future"));
+            RegisteredBuffer src = owner.registerBuffer(ByteBuffer.allocateDirect(4096));
+            assertThatThrownBy(
+                            () -> owner.store().putFrom("compat/2", src, 0, 4096, noPreference()))
+                    .isInstanceOf(SegmentFullException.class);
+        }
+    }
+
+    @Test
+    void aSegmentMadeAnewHoldsNoObjectOfItsPredecessor() {
+        try (Dataplane first = open("node-a")) {
+            Segment seg = first.createSegment("pub", 1 << 20);
+            RegisteredBuffer src = first.registerBuffer(ByteBuffer.allocateDirect(4096));
+            first.store().putFrom("m/1/w", src, 0, 4096, ReplicateConfig.preferLocal("pub"));
+            first.store().putFrom("m/1/other", src, 0, 4096, noPreference());
+            assertThat(seg.freeBytes()).isEqualTo((1 << 20) - 2 * 4096);
+        } // closed without removing its objects, as a crash would leave them
+        try (Dataplane second = open("node-a")) {
+            second.createSegment("unrelated", 4096);
+            assertThat(second.store().exists("m/1/w")).isTrue(); // other names keep theirs
+            Segment again = second.createSegment("pub", 1 << 20);
+            assertThat(second.store().exists("m/1/w")).isFalse();
+            assertThat(second.store().exists("m/1/other")).isFalse();
+            assertThat(again.freeBytes()).isEqualTo(1 << 20);
+            RegisteredBuffer dst = second.registerBuffer(ByteBuffer.allocateDirect(4096));
+            assertThatThrownBy(
+                            () ->
+                                    second.store()
+                                            .getIntoRanges(
+                                                    "m/1/w",
+                                                    List.of(new ReadRange(0, 4096, dst, 0))))
+                    .isInstanceOf(ObjectNotFoundException.class);
+        }
+    }
+
+    @Test
+    void aDescriptorWithoutHostIdentityFailsClearlyAndIsNeverMapped() {
+        try (Dataplane owner = open("node-a");
+                Dataplane peer = open("node-a")) {
+            Segment seg = owner.createSegment("old-format", 1 << 20);
+            Patterns.fill(seg.byteBuffer(), 0, 1 << 20, 3);
+            redisHashDel(prefix + "seg:old-format", "hostid"); // as written before host identities
+            redisHashDel(prefix + "seg:old-format", "engine");
+            RegisteredBuffer dst = peer.registerBuffer(ByteBuffer.allocateDirect(4096));
+            assertThatThrownBy(
+                            () ->
+                                    peer.engine()
+                                            .transfer(
+                                                    List.of(
+                                                            TransferRequest.write(
+                                                                    dst, 0, "old-format", 0, 4096)),
+                                                    Duration.ofSeconds(30)))
+                    .isInstanceOf(MetadataException.class)
+                    .hasMessageContaining("old-format")
+                    .hasMessageContaining("older data plane");
+            assertThat(Patterns.crc(seg.byteBuffer(), 0, 1 << 20))
+                    .isEqualTo(Patterns.expectedCrc(1 << 20, 3));
         }
     }
 

@@ -8,14 +8,19 @@ import java.time.Duration;
 
 /**
  * A second engine in its own JVM, driven line by line over stdin/stdout by {@link PeerProcess}.
- * Args: redisUri keyPrefix nodeLabel segmentName segmentSize.
+ * Args: redisUri keyPrefix nodeLabel segmentName segmentSize [ioTimeoutMs [maxConnections]].
  */
 public final class PeerMain {
     private PeerMain() {}
 
     public static void main(String[] args) throws Exception {
         DataplaneConfig config =
-                DataplaneConfig.builder(args[2]).redisUri(args[0]).keyPrefix(args[1]).build();
+                TestEngines.config(args[2], args[0], args[1])
+                        .ioTimeout(
+                                Duration.ofMillis(
+                                        args.length > 5 ? Long.parseLong(args[5]) : 30000))
+                        .maxConnections(args.length > 6 ? Integer.parseInt(args[6]) : 256)
+                        .build();
         try (Dataplane dp = Dataplane.open(config);
                 Segment segment = dp.createSegment(args[3], Long.parseLong(args[4]))) {
             System.out.println("READY " + dp.tcpPort() + " " + segment.shmPath());
@@ -79,6 +84,9 @@ public final class PeerMain {
                                         a[1],
                                         Long.parseLong(a[2]),
                                         Duration.ofMillis(Long.parseLong(a[3]))));
+            }
+            case "register" -> {
+                return Long.toString(dp.engine().registerNotify(a[1]));
             }
             case "counters" -> {
                 Counters c = dp.counters();

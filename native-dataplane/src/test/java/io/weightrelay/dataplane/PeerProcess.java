@@ -18,6 +18,7 @@ final class PeerProcess implements AutoCloseable {
     private final BufferedReader out;
     private final Writer in;
     private final Path shmPath;
+    private final int port;
 
     private PeerProcess(Process process) throws IOException {
         this.process = process;
@@ -31,10 +32,24 @@ final class PeerProcess implements AutoCloseable {
             throw new IllegalStateException("peer did not start: " + ready);
         }
         this.shmPath = Path.of(ready.split(" ")[2]);
+        this.port = Integer.parseInt(ready.split(" ")[1]);
     }
 
     static PeerProcess start(
             String redisUri, String keyPrefix, String nodeLabel, String segment, long size)
+            throws IOException {
+        return start(redisUri, keyPrefix, nodeLabel, segment, size, 30000, 256);
+    }
+
+    /** A child whose server uses the given io timeout and connection cap. */
+    static PeerProcess start(
+            String redisUri,
+            String keyPrefix,
+            String nodeLabel,
+            String segment,
+            long size,
+            long ioTimeoutMs,
+            int maxConnections)
             throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         ProcessBuilder pb =
@@ -51,9 +66,16 @@ final class PeerProcess implements AutoCloseable {
                                 keyPrefix,
                                 nodeLabel,
                                 segment,
-                                Long.toString(size)));
+                                Long.toString(size),
+                                Long.toString(ioTimeoutMs),
+                                Integer.toString(maxConnections)));
         pb.redirectError(ProcessBuilder.Redirect.INHERIT);
         return new PeerProcess(pb.start());
+    }
+
+    /** The port of the child engine's tcp server. */
+    int port() {
+        return port;
     }
 
     /** Sends one command and returns the text after "OK"; throws on "ERR". */

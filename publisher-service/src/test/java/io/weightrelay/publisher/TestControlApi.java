@@ -10,6 +10,7 @@ import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.service.process.ServiceProcess;
 import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.service.test.TestDataplane;
 import io.weightrelay.trainer.client.RestCoordinator;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -74,7 +75,8 @@ public final class TestControlApi implements AutoCloseable {
                                 "--spring.data.redis.host=" + redis.host(),
                                 "--spring.data.redis.port=" + redis.port(),
                                 "--relay.redis.key-prefix=" + keyPrefix,
-                                "--relay.store.key-prefix=" + dataplanePrefix,
+                                "--relay.dataplane.key-prefix=" + dataplanePrefix,
+                                "--relay.dataplane.secret=" + TestDataplane.SECRET,
                                 "--relay.generations.scheduled-gc=false",
                                 "--relay.security.tokens.trainer[0]="
                                         + TestPublisherProperties.TRAINER_TOKEN,

@@ -1,6 +1,7 @@
 package io.weightrelay.publisher;
 
 import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.service.test.TestDataplane;
 import java.util.UUID;
 import org.springframework.test.context.DynamicPropertyRegistry;
 
@@ -46,8 +47,9 @@ public final class TestPublisherProperties {
             String segmentSize) {
         String id = UUID.randomUUID().toString().substring(0, 8);
         RedisTestSupport.register(registry);
-        registry.add("relay.segment.redis-uri", () -> RedisTestSupport.endpoint().uri());
-        registry.add("relay.segment.key-prefix", () -> prefix);
+        registry.add("relay.dataplane.redis-uri", () -> RedisTestSupport.endpoint().uri());
+        registry.add("relay.dataplane.key-prefix", () -> prefix);
+        registry.add("relay.dataplane.secret", () -> TestDataplane.SECRET);
         registry.add("relay.segment.node", () -> node);
         registry.add("relay.segment.name", () -> "publisher-" + node + "-" + id);
         registry.add("relay.segment.size", () -> segmentSize);

@@ -15,6 +15,7 @@ import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.Topology;
 import io.weightrelay.control.assignment.AssignmentService;
+import io.weightrelay.control.redis.Compression;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
@@ -41,6 +42,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.stereotype.Service;
@@ -57,6 +59,8 @@ public class GenerationService {
     private static final Logger log = LoggerFactory.getLogger(GenerationService.class);
     private static final int SIZES_CHUNK = 10_000;
     private static final int MANIFEST_CACHE_MAX = 64;
+    private static final int ENCODED_CACHE_MAX = 8;
+    private static final int VIEW_CACHE_MAX = 4;
 
     private static final RedisScript<List<Object>> OPEN = Scripts.load("open");
     private static final RedisScript<List<Object>> REGISTER = Scripts.load("register");
@@ -86,6 +90,7 @@ public class GenerationService {
     public record Opened(OpenedGeneration body, boolean created) {}
 
     private final StringRedisTemplate redis;
+    private final RedisTemplate<String, byte[]> bytes;
     private final RedisKeys keys;
     private final RedisGuard guard;
     private final RedisEvents events;
@@ -97,9 +102,15 @@ public class GenerationService {
     private final Clock clock;
     private final Map<String, io.weightrelay.reshard.manifest.SourceManifest> manifestCache =
             new ConcurrentHashMap<>();
+    // Encoded manifests as served: every publisher and loader of a generation reads the same
+    // bytes, so they are read from Redis and inflated once (per key, concurrent readers wait).
+    private final Map<String, byte[]> encodedCache = new ConcurrentHashMap<>();
+    // The JSON view, built once per generation (keys name the generation) for its readers.
+    private final Map<String, GenerationManifest> manifestViews = new ConcurrentHashMap<>();
 
     GenerationService(
             StringRedisTemplate redis,
+            RedisTemplate<String, byte[]> bytesRedisTemplate,
             RedisKeys keys,
             RedisGuard guard,
             RedisEvents events,
@@ -110,6 +121,7 @@ public class GenerationService {
             MeterRegistry meters,
             Clock clock) {
         this.redis = redis;
+        this.bytes = bytesRedisTemplate;
         this.keys = keys;
         this.guard = guard;
         this.events = events;
@@ -427,6 +439,18 @@ public class GenerationService {
 
     public GenerationManifest manifest(String model, long generation) {
         StoredGeneration g = load(model, generation);
+        String cacheKey = model + ":" + generation + ":" + g.manifestDigest();
+        GenerationManifest cached = manifestViews.get(cacheKey);
+        if (cached != null) {
+            return cached;
+        }
+        if (manifestViews.size() >= VIEW_CACHE_MAX) {
+            manifestViews.clear();
+        }
+        return manifestViews.computeIfAbsent(cacheKey, k -> manifestView(model, generation, g));
+    }
+
+    private GenerationManifest manifestView(String model, long generation, StoredGeneration g) {
         SourceManifest api = apiManifest(model, g.manifestDigest());
         io.weightrelay.reshard.manifest.SourceManifest source = sourceManifest(model, g);
         List<StoredFragment> fragments = new ArrayList<>(source.fragments().size());
@@ -443,6 +467,40 @@ public class GenerationService {
     }
 
     /**
+     * A generation's manifest in reshard's binary encoding ({@link
+     * io.weightrelay.reshard.manifest.SourceManifest#encode()}), as served to publishers and
+     * loaders; kept in memory per digest after the first read.
+     */
+    public byte[] encodedManifest(String model, long generation) {
+        return encoded(model, load(model, generation).manifestDigest());
+    }
+
+    private byte[] encoded(String model, String digest) {
+        String cacheKey = model + ":" + digest;
+        byte[] cached = encodedCache.get(cacheKey);
+        if (cached != null) {
+            return cached;
+        }
+        if (encodedCache.size() >= ENCODED_CACHE_MAX) {
+            encodedCache.clear();
+        }
+        return encodedCache.computeIfAbsent(
+                cacheKey,
+                k -> {
+                    byte[] deflated =
+                            guard.call(
+                                    () ->
+                                            bytes.opsForValue()
+                                                    .get(keys.manifestEncoded(model, digest)));
+                    if (deflated != null) {
+                        return Compression.inflate(deflated);
+                    }
+                    // Opened before manifests were stored encoded: encode from the JSON once.
+                    return ManifestMapper.toReshard(apiManifest(model, digest)).encode();
+                });
+    }
+
+    /**
      * The planner's view of a generation's manifest (cached per digest: manifests are immutable).
      */
     public io.weightrelay.reshard.manifest.SourceManifest sourceManifest(
@@ -453,7 +511,8 @@ public class GenerationService {
             return cached;
         }
         io.weightrelay.reshard.manifest.SourceManifest source =
-                ManifestMapper.toReshard(apiManifest(model, generation.manifestDigest()));
+                io.weightrelay.reshard.manifest.SourceManifest.decode(
+                        encoded(model, generation.manifestDigest()));
         if (manifestCache.size() >= MANIFEST_CACHE_MAX) {
             manifestCache.clear();
         }
@@ -608,6 +667,10 @@ public class GenerationService {
         }
         String manifestJson = json.writeValueAsString(manifest);
         guard.run(() -> redis.opsForValue().set(keys.manifest(model, digest), manifestJson));
+        byte[] encoded = source.encode();
+        byte[] deflated = Compression.deflate(encoded);
+        guard.run(() -> bytes.opsForValue().set(keys.manifestEncoded(model, digest), deflated));
+        encodedCache.putIfAbsent(model + ":" + digest, encoded);
         // Sizes go to a private key first and appear under their real name in one RENAME, so a
         // commit never checks against a half-written list.
         String staging = sizesKey + ":staging:" + UUID.randomUUID();

@@ -14,7 +14,10 @@ import io.weightrelay.api.control.model.RegisterObjectsResponse;
 import io.weightrelay.api.control.server.GenerationsApi;
 import java.time.Duration;
 import java.util.List;
+import org.springframework.core.io.ByteArrayResource;
+import org.springframework.core.io.Resource;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -61,6 +64,15 @@ class GenerationsController implements GenerationsApi {
     @Override
     public ResponseEntity<GenerationManifest> getGenerationManifest(String model, Long generation) {
         return ResponseEntity.ok(generations.manifest(model, generation));
+    }
+
+    @Override
+    public ResponseEntity<Resource> getGenerationManifestEncoded(String model, Long generation) {
+        byte[] body = generations.encodedManifest(model, generation);
+        return ResponseEntity.ok()
+                .contentType(MediaType.APPLICATION_OCTET_STREAM)
+                .contentLength(body.length)
+                .body(new ByteArrayResource(body));
     }
 
     @Override

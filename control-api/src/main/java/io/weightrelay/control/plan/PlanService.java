@@ -9,9 +9,12 @@ import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.redis.Compression;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.registry.PlacementTemplates;
 import io.weightrelay.control.registry.Registry;
+import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.PlanValidator;
 import io.weightrelay.reshard.plan.Planner;
@@ -53,7 +56,9 @@ public class PlanService {
     private final JsonMapper json;
     private final GenerationService generations;
     private final Registry registry;
+    private final PlacementTemplates templates;
     private final PlanProperties properties;
+    private final PlanComputations computations;
     private final Counter hits;
     private final Counter misses;
     private final Timer computeTime;
@@ -67,8 +72,11 @@ public class PlanService {
             JsonMapper json,
             GenerationService generations,
             Registry registry,
+            PlacementTemplates templates,
             PlanProperties properties,
+            PlanComputations computations,
             MeterRegistry meters) {
+        this.templates = templates;
         this.redis = redis;
         this.bytes = bytesRedisTemplate;
         this.keys = keys;
@@ -77,6 +85,7 @@ public class PlanService {
         this.generations = generations;
         this.registry = registry;
         this.properties = properties;
+        this.computations = computations;
         this.hits = meters.counter("relay.plans.cache", "result", "hit");
         this.misses = meters.counter("relay.plans.cache", "result", "miss");
         this.computeTime = meters.timer("relay.plans.compute");
@@ -103,9 +112,11 @@ public class PlanService {
         PlanInputs inputs =
                 PlanInputs.of(
                         generations.sourceManifest(request.getModel(), generation),
+                        generation.manifestDigest(),
                         generation.trainers(),
                         loaders,
                         properties.defaultNicGbps());
+        inputs.check(templates);
         String planId = inputs.planId();
         PlanSummary cached = cachedSummary(planId);
         if (cached != null) {
@@ -176,7 +187,8 @@ public class PlanService {
                         hits.increment();
                         return done.cached(true);
                     }
-                    return compute(planId, inputs);
+                    return computations.run(
+                            planId, () -> compute(planId, inputs), properties.computeTimeout());
                 } finally {
                     guard.run(
                             () -> {
@@ -204,9 +216,10 @@ public class PlanService {
         long start = System.nanoTime();
         Plan plan;
         ValidationReport report;
+        TargetPlacement placement = inputs.placement(templates);
         try {
-            plan = Planner.plan(inputs.source(), inputs.placement(), inputs.topology());
-            report = PlanValidator.validate(plan, inputs.source(), inputs.placement());
+            plan = Planner.plan(inputs.source(), placement, inputs.topology());
+            report = PlanValidator.validate(plan, inputs.source(), placement);
         } catch (PlanningException | IllegalArgumentException ex) {
             throw PlanProblems.PLAN_FAILED.exception(String.valueOf(ex.getMessage()), ex);
         }
@@ -216,7 +229,7 @@ public class PlanService {
         if (!report.valid()) {
             log.warn("plan {} failed validation: {}", planId, report.problems());
         }
-        List<String> instances = inputs.placement().instances();
+        List<String> instances = placement.instances();
         PlanSummary summary =
                 new PlanSummary(
                         planId,
@@ -235,6 +248,8 @@ public class PlanService {
         byte[] deflated = Compression.deflate(encoded);
         guard.run(() -> bytes.opsForValue().set(keys.planEncoded(planId), deflated, ttl));
         for (String instance : instances) {
+            // One slice at a time: all of them at once would hold every loader's columns in
+            // memory together (near a 1 GiB heap at 7,000 tensors and 32 instances).
             byte[] slice = Compression.deflate(Slice.of(plan, instance).encode());
             guard.run(() -> bytes.opsForValue().set(keys.planSlice(planId, instance), slice, ttl));
         }

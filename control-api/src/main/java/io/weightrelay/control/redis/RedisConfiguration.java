@@ -50,18 +50,24 @@ class RedisConfiguration {
                                 TimeUnit.MILLISECONDS));
     }
 
+    /**
+     * Only a lost connection is retried and counted by the breaker: a command that timed out on a
+     * large value would only time out again, and says nothing about Redis being down.
+     */
     @Bean
     RetryConfigCustomizer redisRetryPredicate() {
         return RetryConfigCustomizer.of(
                 RedisGuard.NAME,
                 builder ->
-                        builder.retryOnException(e -> RedisFailures.isUnavailable((Throwable) e)));
+                        builder.retryOnException(
+                                e -> RedisFailures.isConnectionLost((Throwable) e)));
     }
 
     @Bean
     CircuitBreakerConfigCustomizer redisBreakerPredicate() {
         return CircuitBreakerConfigCustomizer.of(
-                RedisGuard.NAME, builder -> builder.recordException(RedisFailures::isUnavailable));
+                RedisGuard.NAME,
+                builder -> builder.recordException(RedisFailures::isConnectionLost));
     }
 
     /** Binary values: compressed plans and slices. */

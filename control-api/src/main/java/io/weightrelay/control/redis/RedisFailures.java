@@ -10,19 +10,29 @@ import org.springframework.data.redis.RedisConnectionFailureException;
 
 /**
  * Tells an unreachable Redis (worth a retry, counted by the circuit breaker, answered with 503)
- * from a real error (a bug or a script error, answered with 500 and never retried).
+ * from a slow answer (a command timeout: answered with 503, neither retried nor counted, since a
+ * large value on a busy machine times out while Redis is healthy; {@link RedisProbe} asks Redis
+ * itself whether it is there) and from a real error (a bug or a script error, answered with 500 and
+ * never retried).
  */
 public final class RedisFailures {
 
     private RedisFailures() {}
 
+    /** Redis cannot be reached or did not answer in time: the caller gets a 503. */
     public static boolean isUnavailable(Throwable failure) {
+        return isConnectionLost(failure) || isTimeout(failure);
+    }
+
+    /** The connection is gone or refused: retried, and counted by the circuit breaker. */
+    public static boolean isConnectionLost(Throwable failure) {
+        if (isTimeout(failure)) {
+            return false;
+        }
         for (Throwable t = failure; t != null; t = t.getCause()) {
             if (t instanceof RedisConnectionFailureException
                     || t instanceof DataAccessResourceFailureException
-                    || t instanceof QueryTimeoutException
                     || t instanceof RedisConnectionException
-                    || t instanceof RedisCommandTimeoutException
                     || t instanceof IOException) {
                 return true;
             }
@@ -36,6 +46,19 @@ public final class RedisFailures {
                         || m.contains("loading redis is loading")) {
                     return true;
                 }
+            }
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        return false;
+    }
+
+    /** A command waited longer than the command timeout for its answer. */
+    public static boolean isTimeout(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof QueryTimeoutException || t instanceof RedisCommandTimeoutException) {
+                return true;
             }
             if (t.getCause() == t) {
                 break;

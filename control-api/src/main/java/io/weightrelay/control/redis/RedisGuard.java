@@ -7,6 +7,7 @@ import io.github.resilience4j.retry.Retry;
 import io.github.resilience4j.retry.RetryRegistry;
 import io.weightrelay.service.problem.ProblemKind;
 import io.weightrelay.service.problem.RelayException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Component;
@@ -14,8 +15,11 @@ import org.springframework.stereotype.Component;
 /**
  * Every Redis call of control-api goes through here: retried with exponential backoff while the
  * connection is down, counted by the {@code redis} circuit breaker, and turned into a 503 {@code
- * redis-unavailable} problem when Redis stays away. Settings live under {@code
- * resilience4j.retry.instances.redis} and {@code resilience4j.circuitbreaker.instances.redis}.
+ * redis-unavailable} problem when Redis stays away. Only lost connections are retried and open the
+ * breaker; a command timeout is answered with 503 at once, and {@link RedisProbe} decides from
+ * Redis's own answers (not from the latency of large values) whether the breaker opens or closes.
+ * Settings live under {@code resilience4j.retry.instances.redis} and {@code
+ * resilience4j.circuitbreaker.instances.redis}.
  *
  * <p>Retried operations must be safe to run twice; the scripts that change state are written so
  * (idempotent, or fenced by a request nonce).
@@ -31,6 +35,7 @@ public final class RedisGuard {
 
     private final CircuitBreaker circuitBreaker;
     private final Retry retry;
+    private final AtomicLong timeouts = new AtomicLong();
 
     public RedisGuard(CircuitBreakerRegistry circuitBreakers, RetryRegistry retries) {
         this.circuitBreaker = circuitBreakers.circuitBreaker(NAME);
@@ -46,6 +51,10 @@ public final class RedisGuard {
         } catch (CallNotPermittedException ex) {
             throw unavailable("Redis is unavailable (circuit open); retry shortly", ex);
         } catch (RuntimeException ex) {
+            if (RedisFailures.isTimeout(ex)) {
+                timeouts.incrementAndGet();
+                throw unavailable("Redis did not answer in time; retry shortly", ex);
+            }
             if (RedisFailures.isUnavailable(ex)) {
                 throw unavailable("Redis is unavailable; retry shortly", ex);
             }
@@ -63,6 +72,25 @@ public final class RedisGuard {
 
     public CircuitBreaker.State state() {
         return circuitBreaker.getState();
+    }
+
+    /** Command timeouts since the last call, so that a probe can ask Redis whether it is there. */
+    long takeTimeouts() {
+        return timeouts.getAndSet(0);
+    }
+
+    /** Redis answered a probe: let every call through again at once. */
+    void redisAnswers() {
+        if (circuitBreaker.getState() != CircuitBreaker.State.CLOSED) {
+            circuitBreaker.transitionToClosedState();
+        }
+    }
+
+    /** Redis did not answer a probe although no call lost its connection: it hangs. */
+    void redisSilent() {
+        if (circuitBreaker.getState() == CircuitBreaker.State.CLOSED) {
+            circuitBreaker.transitionToOpenState();
+        }
     }
 
     private static RelayException unavailable(String detail, Throwable cause) {

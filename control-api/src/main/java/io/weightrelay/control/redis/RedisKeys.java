@@ -65,6 +65,11 @@ public final class RedisKeys {
         return prefix + "manifest:" + model + ":" + digest;
     }
 
+    /** Deflated reshard binary encoding of a source manifest, by its digest. */
+    public String manifestEncoded(String model, String digest) {
+        return prefix + "manifest-encoded:" + model + ":" + digest;
+    }
+
     /** Hash fragment id to expected size of a manifest. */
     public String manifestSizes(String model, String digest) {
         return prefix + "manifest-sizes:" + model + ":" + digest;
@@ -91,6 +96,11 @@ public final class RedisKeys {
 
     public String loader(String instance) {
         return prefix + "loader:" + instance;
+    }
+
+    /** A fragment template's {@code wr.fragments.v1} bytes, by digest (shared by every worker). */
+    public String placement(String digest) {
+        return prefix + "placement:" + digest;
     }
 
     /** JSON summary of a computed plan; written last, so its presence means the plan is whole. */

@@ -5,10 +5,13 @@ import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.reshard.placement.FragmentTemplate;
+import io.weightrelay.reshard.placement.FragmentTemplate.Entry;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.service.problem.ProblemKind;
 import io.weightrelay.service.problem.RelayException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -37,28 +40,42 @@ public final class PlacementChecks {
 
     private PlacementChecks() {}
 
-    /** What registration can check without the manifest. */
+    /** What registration can check without the manifest, on inline fragments. */
     static void registration(String instance, WorkerPlacement worker) {
-        List<TargetFragment> fragments = fragments(worker);
+        registration(instance, worker, template(instance, worker));
+    }
+
+    /**
+     * The template of a worker's inline fragments: every number present and non-negative, and one
+     * entry per dimension in offset, shape and strides (what a template cannot encode otherwise).
+     */
+    public static FragmentTemplate template(String instance, WorkerPlacement worker) {
+        List<TargetFragment> fragments =
+                worker.getFragments() == null ? List.of() : worker.getFragments();
+        List<Entry> entries = new ArrayList<>(fragments.size());
         for (int i = 0; i < fragments.size(); i++) {
             TargetFragment f = fragments.get(i);
+            String given =
+                    "offset "
+                            + f.getOffset()
+                            + ", shape "
+                            + f.getShape()
+                            + ", strides "
+                            + f.getStrides();
             if (!allNonNegative(f.getOffset())
                     || !allNonNegative(f.getShape())
-                    || !allNonNegative(f.getStrides())) {
+                    || !allNonNegative(f.getStrides())
+                    || f.getBufferOffset() == null
+                    || f.getBufferOffset() < 0) {
                 throw problem(
                         RegistryProblems.INVALID_PLACEMENT,
                         instance,
                         worker,
                         i,
-                        f,
+                        f.getTensor(),
                         "offset, shape and strides hold numbers",
                         "non-negative integers",
-                        "offset "
-                                + f.getOffset()
-                                + ", shape "
-                                + f.getShape()
-                                + ", strides "
-                                + f.getStrides());
+                        given);
             }
             int rank = f.getShape().size();
             if (f.getOffset().size() != rank || f.getStrides().size() != rank) {
@@ -67,19 +84,39 @@ public final class PlacementChecks {
                                 instance,
                                 worker,
                                 i,
-                                f,
+                                f.getTensor(),
                                 "offset, shape and strides must have one entry per dimension",
                                 "rank " + rank,
-                                "offset "
-                                        + f.getOffset()
-                                        + ", shape "
-                                        + f.getShape()
-                                        + ", strides "
-                                        + f.getStrides())
+                                given)
                         .with("bufferId", f.getBufferId());
             }
+            entries.add(
+                    new Entry(
+                            f.getTensor(),
+                            longs(f.getOffset()),
+                            longs(f.getShape()),
+                            f.getBufferId(),
+                            f.getBufferOffset(),
+                            longs(f.getStrides())));
         }
-        layout(instance, worker, PlacementChecks::innermostStride);
+        return FragmentTemplate.of(entries);
+    }
+
+    /**
+     * What registration can check without the manifest: the byte layout of the template's boxes in
+     * the worker's buffers, taking each box's innermost stride as its element size.
+     */
+    public static void registration(
+            String instance, WorkerPlacement worker, FragmentTemplate template) {
+        layout(instance, worker, template.entries(), PlacementChecks::innermostStride);
+    }
+
+    private static long[] longs(List<Long> values) {
+        long[] out = new long[values.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = values.get(i);
+        }
+        return out;
     }
 
     /**
@@ -95,89 +132,113 @@ public final class PlacementChecks {
             WorkerPlacement worker,
             Map<String, TensorSpec> tensors,
             long imageBytes) {
+        againstManifest(
+                instance,
+                worker,
+                worker.getMode() == ConsumeMode.COMPAT ? null : template(instance, worker),
+                tensors,
+                imageBytes);
+    }
+
+    /**
+     * Like {@link #againstManifest(String, WorkerPlacement, Map, long)}, with the worker's
+     * fragments given as a template (null for a compatibility worker).
+     */
+    public static void againstManifest(
+            String instance,
+            WorkerPlacement worker,
+            FragmentTemplate template,
+            Map<String, TensorSpec> tensors,
+            long imageBytes) {
         if (worker.getMode() == ConsumeMode.COMPAT) {
-            ReceiveBuffer image = compatBuffer(worker);
-            if (image.getSize() < imageBytes) {
-                throw problem(
-                                RegistryProblems.PLACEMENT_IMAGE_TOO_LARGE,
-                                instance,
-                                worker,
-                                -1,
-                                null,
-                                "receive buffer '"
-                                        + image.getBufferId()
-                                        + "' is smaller than the safetensors image of the"
-                                        + " manifest",
-                                imageBytes + " bytes",
-                                image.getSize() + " bytes")
-                        .with("bufferId", image.getBufferId());
-            }
+            compatImage(instance, worker, imageBytes);
             return;
         }
-        List<TargetFragment> fragments = fragments(worker);
+        List<Entry> fragments = template.entries();
         for (int i = 0; i < fragments.size(); i++) {
-            TargetFragment f = fragments.get(i);
-            TensorSpec spec = tensors.get(f.getTensor());
+            Entry f = fragments.get(i);
+            TensorSpec spec = tensors.get(f.tensor());
             if (spec == null) {
                 throw problem(
                         RegistryProblems.PLACEMENT_UNKNOWN_TENSOR,
                         instance,
                         worker,
                         i,
-                        f,
+                        f.tensor(),
                         "the manifest has no such tensor",
                         "a tensor of the manifest",
-                        f.getTensor());
+                        f.tensor());
             }
             long[] dims = spec.shape().dims();
-            if (f.getOffset().size() != dims.length
-                    || f.getShape().size() != dims.length
-                    || f.getStrides().size() != dims.length) {
+            if (f.rank() != dims.length) {
                 throw problem(
                         RegistryProblems.PLACEMENT_TENSOR_RANK_MISMATCH,
                         instance,
                         worker,
                         i,
-                        f,
+                        f.tensor(),
                         "offset, shape and strides must have the tensor's rank",
                         "rank " + dims.length + " (shape " + spec.shape() + ")",
                         "offset "
-                                + f.getOffset()
+                                + Arrays.toString(f.offset())
                                 + ", shape "
-                                + f.getShape()
+                                + Arrays.toString(f.shape())
                                 + ", strides "
-                                + f.getStrides());
+                                + Arrays.toString(f.strides()));
             }
             for (int d = 0; d < dims.length; d++) {
-                long end = f.getOffset().get(d) + f.getShape().get(d);
+                long end = f.offset()[d] + f.shape()[d];
                 if (end < 0 || end > dims[d]) {
                     throw problem(
                             RegistryProblems.PLACEMENT_OUTSIDE_TENSOR,
                             instance,
                             worker,
                             i,
-                            f,
+                            f.tensor(),
                             "the box leaves the tensor in dimension " + d,
                             "inside " + spec.shape(),
-                            "offset " + f.getOffset() + ", shape " + f.getShape());
+                            "offset "
+                                    + Arrays.toString(f.offset())
+                                    + ", shape "
+                                    + Arrays.toString(f.shape()));
                 }
             }
             int element = spec.rolloutDtype().bytes();
-            if (dims.length > 0 && !empty(f) && f.getStrides().get(dims.length - 1) != element) {
+            if (dims.length > 0 && !f.empty() && f.strides()[dims.length - 1] != element) {
                 throw problem(
                                 RegistryProblems.PLACEMENT_DTYPE_MISMATCH,
                                 instance,
                                 worker,
                                 i,
-                                f,
+                                f.tensor(),
                                 "the innermost stride must be the size of the rollout dtype "
                                         + spec.rolloutDtype().safetensorsName(),
                                 element + " bytes",
-                                f.getStrides().get(dims.length - 1) + " bytes")
+                                f.strides()[dims.length - 1] + " bytes")
                         .with("dtype", spec.rolloutDtype().safetensorsName());
             }
         }
-        layout(instance, worker, f -> tensors.get(f.getTensor()).rolloutDtype().bytes());
+        layout(instance, worker, fragments, f -> tensors.get(f.tensor()).rolloutDtype().bytes());
+    }
+
+    /** A compatibility worker's image buffer holds the whole safetensors image. */
+    public static void compatImage(String instance, WorkerPlacement worker, long imageBytes) {
+        ReceiveBuffer image = compatBuffer(worker);
+        if (image.getSize() < imageBytes) {
+            throw problem(
+                            RegistryProblems.PLACEMENT_IMAGE_TOO_LARGE,
+                            instance,
+                            worker,
+                            -1,
+                            null,
+                            "receive buffer '"
+                                    + image.getBufferId()
+                                    + "' is smaller than the safetensors image of the"
+                                    + " manifest",
+                            imageBytes + " bytes",
+                            image.getSize() + " bytes")
+                    .with("bufferId", image.getBufferId());
+        }
     }
 
     /** The buffer a compatibility worker receives its image in, as the loader picks it. */
@@ -195,27 +256,29 @@ public final class PlacementChecks {
      * inside its buffer, no two boxes of one buffer sharing a byte. Ranks are already equal.
      */
     private static void layout(
-            String instance, WorkerPlacement worker, ToIntFunction<TargetFragment> elementBytes) {
+            String instance,
+            WorkerPlacement worker,
+            List<Entry> fragments,
+            ToIntFunction<Entry> elementBytes) {
         Map<String, Long> bufferSizes = new HashMap<>();
         for (ReceiveBuffer b : worker.getBuffers()) {
             bufferSizes.put(b.getBufferId(), b.getSize());
         }
-        List<TargetFragment> fragments = fragments(worker);
         Map<String, List<Extent>> byBuffer = new LinkedHashMap<>();
         for (int i = 0; i < fragments.size(); i++) {
-            TargetFragment f = fragments.get(i);
-            if (empty(f)) {
+            Entry f = fragments.get(i);
+            if (f.empty()) {
                 continue;
             }
             int element = elementBytes.applyAsInt(f);
-            int rank = f.getShape().size();
-            if (rank > 0 && f.getStrides().get(rank - 1) < 1) {
+            int rank = f.rank();
+            if (rank > 0 && f.strides()[rank - 1] < 1) {
                 throw badStrides(instance, worker, i, f, element, "a positive innermost stride");
             }
             int[] order = ascendingStrides(f);
             long needed = element;
             for (int d : order) {
-                long stride = f.getStrides().get(d);
+                long stride = f.strides()[d];
                 if (stride < needed) {
                     throw badStrides(
                             instance,
@@ -225,33 +288,29 @@ public final class PlacementChecks {
                             element,
                             "stride of dimension " + d + " at least " + needed + " bytes");
                 }
-                needed = mulOrMax(stride, f.getShape().get(d));
+                needed = mulOrMax(stride, f.shape()[d]);
             }
             long end;
             try {
-                end = Math.addExact(f.getBufferOffset(), element);
+                end = Math.addExact(f.bufferOffset(), element);
                 for (int d = 0; d < rank; d++) {
-                    end =
-                            Math.addExact(
-                                    end,
-                                    Math.multiplyExact(
-                                            f.getShape().get(d) - 1, f.getStrides().get(d)));
+                    end = Math.addExact(end, Math.multiplyExact(f.shape()[d] - 1, f.strides()[d]));
                 }
             } catch (ArithmeticException ex) {
                 end = Long.MAX_VALUE;
             }
-            Long size = bufferSizes.get(f.getBufferId());
+            Long size = bufferSizes.get(f.buffer());
             if (size == null) {
                 throw problem(
                                 RegistryProblems.INVALID_PLACEMENT,
                                 instance,
                                 worker,
                                 i,
-                                f,
+                                f.tensor(),
                                 "the box names a buffer the worker does not register",
                                 "one of " + bufferSizes.keySet(),
-                                f.getBufferId())
-                        .with("bufferId", f.getBufferId());
+                                f.buffer())
+                        .with("bufferId", f.buffer());
             }
             if (end > size) {
                 throw problem(
@@ -259,16 +318,17 @@ public final class PlacementChecks {
                                 instance,
                                 worker,
                                 i,
-                                f,
-                                "the box's bytes end beyond its buffer '" + f.getBufferId() + "'",
+                                f.tensor(),
+                                "the box's bytes end beyond its buffer '" + f.buffer() + "'",
                                 "at most " + size + " bytes",
-                                "bytes " + f.getBufferOffset() + " to " + end)
-                        .with("bufferId", f.getBufferId());
+                                "bytes " + f.bufferOffset() + " to " + end)
+                        .with("bufferId", f.buffer());
             }
-            byBuffer.computeIfAbsent(f.getBufferId(), k -> new ArrayList<>())
-                    .add(new Extent(i, f.getBufferOffset(), end, element, order));
+            byBuffer.computeIfAbsent(f.buffer(), k -> new ArrayList<>())
+                    .add(new Extent(i, f.bufferOffset(), end, element, order));
         }
-        byBuffer.forEach((buffer, extents) -> disjoint(instance, worker, buffer, extents));
+        byBuffer.forEach(
+                (buffer, extents) -> disjoint(instance, worker, fragments, buffer, extents));
     }
 
     /** One box's byte hull in its buffer. */
@@ -279,14 +339,18 @@ public final class PlacementChecks {
      * matrix buffer, say) are compared run by run, merged in address order.
      */
     private static void disjoint(
-            String instance, WorkerPlacement worker, String buffer, List<Extent> extents) {
+            String instance,
+            WorkerPlacement worker,
+            List<Entry> fragments,
+            String buffer,
+            List<Extent> extents) {
         extents.sort(Comparator.comparingLong(Extent::start));
         int first = 0;
         long hullEnd = Long.MIN_VALUE;
         for (int k = 0; k <= extents.size(); k++) {
             if (k == extents.size() || extents.get(k).start() >= hullEnd) {
                 if (k - first > 1) {
-                    disjointRuns(instance, worker, buffer, extents.subList(first, k));
+                    disjointRuns(instance, worker, fragments, buffer, extents.subList(first, k));
                 }
                 first = k;
                 hullEnd = Long.MIN_VALUE;
@@ -298,8 +362,11 @@ public final class PlacementChecks {
     }
 
     private static void disjointRuns(
-            String instance, WorkerPlacement worker, String buffer, List<Extent> group) {
-        List<TargetFragment> fragments = fragments(worker);
+            String instance,
+            WorkerPlacement worker,
+            List<Entry> fragments,
+            String buffer,
+            List<Extent> group) {
         PriorityQueue<RunCursor> queue =
                 new PriorityQueue<>(Comparator.comparingLong(RunCursor::start));
         long total = 0;
@@ -360,13 +427,13 @@ public final class PlacementChecks {
         private final long[] index;
         private long start;
 
-        RunCursor(Extent extent, TargetFragment f) {
+        RunCursor(Extent extent, Entry f) {
             this.extent = extent;
             int[] order = extent.order();
             long run = extent.element();
             int d = 0;
-            while (d < order.length && f.getStrides().get(order[d]) == run) {
-                run *= f.getShape().get(order[d]);
+            while (d < order.length && f.strides()[order[d]] == run) {
+                run *= f.shape()[order[d]];
                 d++;
             }
             this.inner = run;
@@ -377,8 +444,8 @@ public final class PlacementChecks {
             for (int k = 0; k < loops; k++) {
                 // outermost (largest stride) first
                 int dim = order[order.length - 1 - k];
-                counts[k] = f.getShape().get(dim);
-                strides[k] = f.getStrides().get(dim);
+                counts[k] = f.shape()[dim];
+                strides[k] = f.strides()[dim];
                 n = mulOrMax(n, counts[k]);
             }
             this.runs = n;
@@ -404,31 +471,27 @@ public final class PlacementChecks {
     }
 
     /** Dimensions of extent above 1, by ascending stride (the others place nothing apart). */
-    private static int[] ascendingStrides(TargetFragment f) {
+    private static int[] ascendingStrides(Entry f) {
         List<Integer> dims = new ArrayList<>();
-        for (int d = 0; d < f.getShape().size(); d++) {
-            if (f.getShape().get(d) > 1) {
+        for (int d = 0; d < f.rank(); d++) {
+            if (f.shape()[d] > 1) {
                 dims.add(d);
             }
         }
         dims.sort(
-                Comparator.comparingLong((Integer d) -> f.getStrides().get(d))
+                Comparator.comparingLong((Integer d) -> f.strides()[d])
                         .thenComparing(Comparator.reverseOrder()));
         return dims.stream().mapToInt(Integer::intValue).toArray();
     }
 
-    private static int innermostStride(TargetFragment f) {
-        int rank = f.getStrides().size();
+    private static int innermostStride(Entry f) {
+        int rank = f.rank();
         // A scalar's element size is unknown before the manifest: it takes at least one byte.
-        return rank == 0 ? 1 : (int) Math.min(Integer.MAX_VALUE, f.getStrides().get(rank - 1));
+        return rank == 0 ? 1 : (int) Math.min(Integer.MAX_VALUE, f.strides()[rank - 1]);
     }
 
     private static boolean allNonNegative(List<Long> values) {
-        return values.stream().allMatch(v -> v != null && v >= 0);
-    }
-
-    private static boolean empty(TargetFragment f) {
-        return f.getShape().stream().anyMatch(d -> d == 0);
+        return values != null && values.stream().allMatch(v -> v != null && v >= 0);
     }
 
     private static long mulOrMax(long a, long b) {
@@ -439,53 +502,44 @@ public final class PlacementChecks {
         }
     }
 
-    private static List<TargetFragment> fragments(WorkerPlacement worker) {
-        return worker.getFragments() == null ? List.of() : worker.getFragments();
-    }
-
     private static RelayException badStrides(
-            String instance,
-            WorkerPlacement worker,
-            int i,
-            TargetFragment f,
-            int element,
-            String expected) {
+            String instance, WorkerPlacement worker, int i, Entry f, int element, String expected) {
         return problem(
                         RegistryProblems.PLACEMENT_BAD_STRIDES,
                         instance,
                         worker,
                         i,
-                        f,
+                        f.tensor(),
                         "with "
                                 + element
                                 + "-byte elements and the innermost dimension dense, the strides"
                                 + " do not keep the elements of a box of shape "
-                                + f.getShape()
+                                + Arrays.toString(f.shape())
                                 + " apart",
                         expected,
-                        "strides " + f.getStrides())
-                .with("bufferId", f.getBufferId());
+                        "strides " + Arrays.toString(f.strides()))
+                .with("bufferId", f.buffer());
     }
 
     private static RelayException overlap(
             String instance,
             WorkerPlacement worker,
             String buffer,
-            List<TargetFragment> fragments,
+            List<Entry> fragments,
             int fragment,
             int other,
             String expected,
             String given) {
-        TargetFragment f = fragments.get(fragment);
-        TargetFragment o = fragments.get(other);
+        Entry f = fragments.get(fragment);
+        Entry o = fragments.get(other);
         return problem(
                         RegistryProblems.PLACEMENT_OVERLAP,
                         instance,
                         worker,
                         fragment,
-                        f,
+                        f.tensor(),
                         "the box overlaps the box of tensor "
-                                + o.getTensor()
+                                + o.tensor()
                                 + " (fragment "
                                 + other
                                 + ") in buffer '"
@@ -494,7 +548,7 @@ public final class PlacementChecks {
                         expected,
                         given)
                 .with("bufferId", buffer)
-                .with("otherTensor", o.getTensor())
+                .with("otherTensor", o.tensor())
                 .with("otherFragment", other);
     }
 
@@ -507,7 +561,7 @@ public final class PlacementChecks {
             String instance,
             WorkerPlacement worker,
             int fragment,
-            TargetFragment f,
+            String tensor,
             String what,
             String expected,
             String given) {
@@ -516,9 +570,9 @@ public final class PlacementChecks {
                 .append(instance)
                 .append(", worker ")
                 .append(worker.getWorkerId());
-        if (f != null) {
+        if (tensor != null) {
             detail.append(", tensor ")
-                    .append(f.getTensor())
+                    .append(tensor)
                     .append(" (fragment ")
                     .append(fragment)
                     .append(')');
@@ -535,8 +589,8 @@ public final class PlacementChecks {
                         .with("worker", worker.getWorkerId())
                         .with("expected", expected)
                         .with("given", given);
-        if (f != null) {
-            ex.with("tensor", f.getTensor()).with("fragment", fragment);
+        if (tensor != null) {
+            ex.with("tensor", tensor).with("fragment", fragment);
         }
         return ex;
     }

@@ -2,6 +2,7 @@ package io.weightrelay.control.registry;
 
 import io.weightrelay.api.control.model.ConsumeMode;
 import io.weightrelay.api.control.model.Loader;
+import io.weightrelay.api.control.model.LoaderHeartbeat;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.SegmentOwner;
@@ -11,6 +12,7 @@ import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.Scripts;
+import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Clock;
@@ -20,6 +22,7 @@ import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -43,12 +46,15 @@ public class Registry {
             Scripts.load("register-segment");
     private static final RedisScript<List<Object>> REGISTER_LOADER =
             Scripts.load("register-loader");
+    private static final RedisScript<List<Object>> HEARTBEAT_LOADER =
+            Scripts.load("heartbeat-loader");
 
     private final StringRedisTemplate redis;
     private final RedisKeys keys;
     private final RedisGuard guard;
     private final JsonMapper json;
     private final RegistryProperties properties;
+    private final PlacementTemplates templates;
     private final Clock clock;
 
     Registry(
@@ -57,7 +63,9 @@ public class Registry {
             RedisGuard guard,
             JsonMapper json,
             RegistryProperties properties,
+            PlacementTemplates templates,
             Clock clock) {
+        this.templates = templates;
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
@@ -136,37 +144,134 @@ public class Registry {
     // ---- loaders
     // ---------------------------------------------------------------------------------
 
+    /**
+     * Registers a loader. Inline fragments are stored as templates; every worker's template is
+     * checked against its buffers (once per template and buffer sizes in this process), and what is
+     * kept is the workers' headers, buffers and template digests.
+     */
     public Loader registerLoader(String instance, LoaderRegistration r) {
         validatePlacement(instance, r);
+        List<WorkerPlacement> summaries = new ArrayList<>();
+        Set<String> digests = new LinkedHashSet<>();
+        List<String> missing = new ArrayList<>();
+        for (WorkerPlacement w : r.getWorkers()) {
+            String digest = null;
+            int count = 0;
+            if (w.getMode() != ConsumeMode.COMPAT) {
+                FragmentTemplate inline = null;
+                if (w.getPlacement() != null) {
+                    digest = w.getPlacement();
+                } else {
+                    inline = PlacementChecks.template(instance, w);
+                    digest = inline.digest();
+                }
+                String check = "registration|" + digest + "|" + bufferSizes(w);
+                if (inline != null) {
+                    count = inline.size();
+                    if (!templates.passed(check)) {
+                        PlacementChecks.registration(instance, w, inline);
+                        templates.pass(check);
+                    }
+                    templates.store(inline);
+                } else {
+                    FragmentTemplate t = templates.find(digest);
+                    if (t == null) {
+                        if (!missing.contains(digest)) {
+                            missing.add(digest);
+                        }
+                        continue;
+                    }
+                    count = t.size();
+                    if (!templates.passed(check)) {
+                        PlacementChecks.registration(instance, w, t);
+                        templates.pass(check);
+                    }
+                }
+                digests.add(digest);
+            }
+            summaries.add(summary(w, digest, count));
+        }
+        if (!missing.isEmpty()) {
+            throw templatesMissing(instance, missing);
+        }
         Instant now = clock.instant();
-        execute(
-                REGISTER_LOADER,
-                List.of(keys.loader(instance), keys.loaders()),
-                instance,
-                expiry(now, properties.loaderTtl()),
-                iso(now),
-                r.getModel(),
-                r.getGroup(),
-                r.getNode(),
-                r.getEndpoint() == null ? "" : r.getEndpoint(),
-                json.writeValueAsString(r.getWorkers()),
-                json.writeValueAsString(r.getNics() == null ? List.of() : r.getNics()));
+        List<String> keyList = new ArrayList<>(List.of(keys.loader(instance), keys.loaders()));
+        digests.forEach(d -> keyList.add(keys.placement(d)));
+        List<Object> result =
+                execute(
+                        REGISTER_LOADER,
+                        keyList,
+                        instance,
+                        expiry(now, properties.loaderTtl()),
+                        iso(now),
+                        r.getModel(),
+                        r.getGroup(),
+                        r.getNode(),
+                        r.getEndpoint() == null ? "" : r.getEndpoint(),
+                        json.writeValueAsString(summaries),
+                        json.writeValueAsString(r.getNics() == null ? List.of() : r.getNics()),
+                        String.valueOf(properties.placementTtl().toMillis()),
+                        String.join(" ", digests));
+        if ("missing".equals(String.valueOf(result.get(0)))) {
+            throw templatesMissing(
+                    instance,
+                    result.subList(1, result.size()).stream().map(String::valueOf).toList());
+        }
         return getLoader(instance);
     }
 
-    public Loader heartbeatLoader(String instance) {
+    /**
+     * A worker as kept and answered: header and buffers, its fragments only by digest and count.
+     */
+    private static WorkerPlacement summary(WorkerPlacement w, String digest, int fragments) {
+        WorkerPlacement out =
+                new WorkerPlacement(
+                        w.getWorkerId(), w.getNode(), w.getNic(), w.getMode(), w.getBuffers());
+        out.setRank(w.getRank());
+        out.setPlacement(digest);
+        out.setFragmentCount(fragments);
+        return out;
+    }
+
+    /** The buffer ids and sizes a worker's layout checks depend on (not its segment). */
+    public static String bufferSizes(WorkerPlacement w) {
+        StringBuilder out = new StringBuilder();
+        for (ReceiveBuffer b : w.getBuffers()) {
+            out.append(b.getBufferId()).append('=').append(b.getSize()).append(';');
+        }
+        return out.toString();
+    }
+
+    private static RuntimeException templatesMissing(String instance, List<String> missing) {
+        return RegistryProblems.PLACEMENT_TEMPLATE_NOT_FOUND
+                .exception(
+                        "instance "
+                                + instance
+                                + " names fragment templates that are not stored: "
+                                + String.join(", ", missing)
+                                + "; PUT them to /api/v1/placements/{digest} and register again")
+                .with("instanceId", instance)
+                .with("missing", missing);
+    }
+
+    public LoaderHeartbeat heartbeatLoader(String instance) {
         Instant now = clock.instant();
         List<Object> result =
                 execute(
-                        HEARTBEAT,
+                        HEARTBEAT_LOADER,
                         List.of(keys.loader(instance), keys.loaders()),
                         instance,
                         expiry(now, properties.loaderTtl()),
-                        iso(now));
+                        iso(now),
+                        keys.placement(""),
+                        String.valueOf(properties.placementTtl().toMillis()));
         if ("not-found".equals(String.valueOf(result.get(0)))) {
             throw loaderNotFound(instance);
         }
-        return getLoader(instance);
+        LoaderHeartbeat beat =
+                new LoaderHeartbeat(instance, Long.parseLong(String.valueOf(result.get(1))), true);
+        beat.setLastHeartbeat(now.atOffset(ZoneOffset.UTC));
+        return beat;
     }
 
     public Loader getLoader(String instance) {
@@ -192,20 +297,38 @@ public class Registry {
 
     /** Live loaders, optionally of one model and group, by instance. */
     public List<Loader> liveLoaders(String model, String group) {
-        List<Loader> out = new ArrayList<>();
+        return liveLoaders(model, group, null, Integer.MAX_VALUE);
+    }
+
+    /**
+     * A page of live loaders (summaries), by instance: those after {@code after} (null: from the
+     * first), at most {@code limit}.
+     */
+    public List<Loader> liveLoaders(String model, String group, String after, int limit) {
+        List<String> instances = new ArrayList<>();
         for (ZSetOperations.TypedTuple<String> member : live(keys.loaders())) {
+            if (after == null || member.getValue().compareTo(after) > 0) {
+                instances.add(member.getValue());
+            }
+        }
+        instances.sort(null);
+        List<Loader> out = new ArrayList<>();
+        for (String instance : instances) {
+            if (out.size() >= limit) {
+                break;
+            }
             Map<Object, Object> h =
-                    guard.call(() -> redis.opsForHash().entries(keys.loader(member.getValue())));
+                    guard.call(() -> redis.opsForHash().entries(keys.loader(instance)));
             if (h.isEmpty()) {
                 continue;
             }
-            Loader loader = toLoader(h, member.getScore());
+            Double expiry = guard.call(() -> redis.opsForZSet().score(keys.loaders(), instance));
+            Loader loader = toLoader(h, expiry);
             if ((model == null || model.equals(loader.getModel()))
                     && (group == null || group.equals(loader.getGroup()))) {
                 out.add(loader);
             }
         }
-        out.sort((a, b) -> a.getInstance().compareTo(b.getInstance()));
         return out;
     }
 
@@ -244,7 +367,8 @@ public class Registry {
             }
             List<TargetFragment> fragments =
                     w.getFragments() == null ? List.of() : w.getFragments();
-            if (w.getMode() == ConsumeMode.COMPAT && !fragments.isEmpty()) {
+            if (w.getMode() == ConsumeMode.COMPAT
+                    && (!fragments.isEmpty() || w.getPlacement() != null)) {
                 throw invalidPlacement(
                         instance,
                         w,
@@ -252,6 +376,14 @@ public class Registry {
                                 + w.getWorkerId()
                                 + ": compat workers receive every tensor whole and declare no"
                                 + " fragments");
+            }
+            if (w.getPlacement() != null && !fragments.isEmpty()) {
+                throw invalidPlacement(
+                        instance,
+                        w,
+                        "worker "
+                                + w.getWorkerId()
+                                + ": fragments are given inline or by placement digest, not both");
             }
             for (TargetFragment f : fragments) {
                 if (!buffers.contains(f.getBufferId())) {
@@ -268,7 +400,6 @@ public class Registry {
                             .with("bufferId", f.getBufferId());
                 }
             }
-            PlacementChecks.registration(instance, w);
         }
     }
 

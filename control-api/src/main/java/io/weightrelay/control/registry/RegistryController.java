@@ -1,11 +1,20 @@
 package io.weightrelay.control.registry;
 
 import io.weightrelay.api.control.model.Loader;
+import io.weightrelay.api.control.model.LoaderHeartbeat;
 import io.weightrelay.api.control.model.LoaderRegistration;
+import io.weightrelay.api.control.model.PlacementTemplate;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.server.RegistryApi;
+import io.weightrelay.reshard.placement.FragmentTemplate;
+import io.weightrelay.service.problem.CommonProblems;
+import java.io.IOException;
+import java.io.InputStream;
 import java.util.List;
+import org.springframework.core.io.ByteArrayResource;
+import org.springframework.core.io.Resource;
+import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -13,9 +22,11 @@ import org.springframework.web.bind.annotation.RestController;
 class RegistryController implements RegistryApi {
 
     private final Registry registry;
+    private final PlacementTemplates templates;
 
-    RegistryController(Registry registry) {
+    RegistryController(Registry registry, PlacementTemplates templates) {
         this.registry = registry;
+        this.templates = templates;
     }
 
     @Override
@@ -51,7 +62,34 @@ class RegistryController implements RegistryApi {
     }
 
     @Override
-    public ResponseEntity<Loader> heartbeatLoader(String instance) {
+    public ResponseEntity<PlacementTemplate> putPlacementTemplate(String digest, Resource body) {
+        byte[] bytes;
+        try (InputStream in = body.getInputStream()) {
+            bytes = in.readAllBytes();
+        } catch (IOException ex) {
+            throw CommonProblems.INVALID_REQUEST.exception(
+                    "could not read the template body: " + ex.getMessage());
+        }
+        FragmentTemplate t = templates.put(digest, bytes);
+        return ResponseEntity.ok(new PlacementTemplate(digest, t.size(), (long) bytes.length));
+    }
+
+    @Override
+    public ResponseEntity<Resource> getPlacementTemplate(String digest) {
+        byte[] bytes = templates.encoded(digest);
+        if (bytes == null) {
+            throw RegistryProblems.PLACEMENT_TEMPLATE_NOT_FOUND
+                    .exception("no fragment template " + digest + " is stored")
+                    .with("missing", List.of(digest));
+        }
+        return ResponseEntity.ok()
+                .contentType(MediaType.APPLICATION_OCTET_STREAM)
+                .contentLength(bytes.length)
+                .body(new ByteArrayResource(bytes));
+    }
+
+    @Override
+    public ResponseEntity<LoaderHeartbeat> heartbeatLoader(String instance) {
         return ResponseEntity.ok(registry.heartbeatLoader(instance));
     }
 
@@ -67,7 +105,9 @@ class RegistryController implements RegistryApi {
     }
 
     @Override
-    public ResponseEntity<List<Loader>> listLoaders(String model, String group) {
-        return ResponseEntity.ok(registry.liveLoaders(model, group));
+    public ResponseEntity<List<Loader>> listLoaders(
+            String model, String group, String after, Integer limit) {
+        return ResponseEntity.ok(
+                registry.liveLoaders(model, group, after, limit == null ? 100 : limit));
     }
 }

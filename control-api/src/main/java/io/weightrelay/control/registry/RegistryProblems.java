@@ -14,6 +14,17 @@ public final class RegistryProblems {
             new ProblemKind(
                     "invalid-placement", HttpStatus.BAD_REQUEST, "Invalid worker placement");
 
+    public static final ProblemKind PLACEMENT_TEMPLATE_NOT_FOUND =
+            new ProblemKind(
+                    "placement-template-not-found",
+                    HttpStatus.CONFLICT,
+                    "A worker names a fragment template that is not stored");
+    public static final ProblemKind PLACEMENT_DIGEST_MISMATCH =
+            new ProblemKind(
+                    "placement-digest-mismatch",
+                    HttpStatus.BAD_REQUEST,
+                    "A fragment template is not stored under its own digest");
+
     // What registration refuses without the manifest (the plan checks these again).
     public static final ProblemKind PLACEMENT_RANK_MISMATCH =
             new ProblemKind(

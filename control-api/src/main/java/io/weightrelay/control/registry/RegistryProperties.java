@@ -10,8 +10,12 @@ import org.springframework.validation.annotation.Validated;
  *
  * @param segmentTtl TTL of segment owners
  * @param loaderTtl TTL of loaders
+ * @param placementTtl TTL of a stored fragment template; every registration and heartbeat of a
+ *     loader naming it renews it
  */
 @Validated
 @ConfigurationProperties("relay.registry")
 public record RegistryProperties(
-        @DefaultValue("15s") Duration segmentTtl, @DefaultValue("15s") Duration loaderTtl) {}
+        @DefaultValue("15s") Duration segmentTtl,
+        @DefaultValue("15s") Duration loaderTtl,
+        @DefaultValue("1d") Duration placementTtl) {}

@@ -40,6 +40,7 @@ class ControlAccessPolicy extends AccessRules {
         rule("PUT", "/api/v1/segments/" + SEG, PUBLISH),
         rule("POST", "/api/v1/segments/" + SEG + "/heartbeat", PUBLISH),
         rule("DELETE", "/api/v1/segments/" + SEG, PUBLISH_OR_OPERATE),
+        rule("PUT", "/api/v1/placements/" + SEG, UPDATE),
         rule("PUT", "/api/v1/loaders/" + SEG, UPDATE),
         rule("POST", "/api/v1/loaders/" + SEG + "/heartbeat", UPDATE),
         rule("DELETE", "/api/v1/loaders/" + SEG, UPDATE_OR_OPERATE),

@@ -1,11 +1,11 @@
 package io.weightrelay.control.store;
 
 import io.weightrelay.dataplane.Dataplane;
-import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.ObjectLocation;
 import io.weightrelay.dataplane.ObjectNotFoundException;
 import io.weightrelay.dataplane.StoreClient;
+import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.RelayException;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -23,18 +23,25 @@ import org.springframework.stereotype.Component;
 /**
  * The production {@link ObjectStore}: the data plane's store client. The data plane is opened on
  * first use, so control-api starts (and serves everything else) while the store's Redis or the
- * native library is unavailable; failures surface as 503 {@code store-unavailable}.
+ * native library is unavailable; failures surface as 503 {@code store-unavailable}. Its engine is
+ * configured by {@code relay.dataplane.*} like every other (node label {@value #NODE_LABEL} unless
+ * {@code relay.dataplane.node-label} says otherwise); control-api owns no segment, it opens a data
+ * plane only to remove objects (which frees their space in the owners' segments) and to read the
+ * object directory.
  */
 @Component
 class DataplaneObjectStore implements ObjectStore, DisposableBean {
 
     private static final Logger log = LoggerFactory.getLogger(DataplaneObjectStore.class);
 
-    private final StoreProperties properties;
+    /** control-api's node label when {@code relay.dataplane.node-label} is empty. */
+    static final String NODE_LABEL = "control-api";
+
+    private final DataplaneSettings settings;
     private Dataplane dataplane;
 
-    DataplaneObjectStore(StoreProperties properties) {
-        this.properties = properties;
+    DataplaneObjectStore(DataplaneSettings settings) {
+        this.settings = settings;
     }
 
     @Override
@@ -90,18 +97,12 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
     private synchronized Dataplane dataplane() {
         if (dataplane == null) {
             try {
-                dataplane =
-                        Dataplane.open(
-                                DataplaneConfig.builder(properties.nodeLabel())
-                                        .redisUri(properties.redisUri())
-                                        .keyPrefix(properties.keyPrefix())
-                                        .tcpBindHost(properties.bindHost())
-                                        .ioTimeout(properties.ioTimeout())
-                                        .build());
+                String node = settings.nodeLabel() != null ? settings.nodeLabel() : NODE_LABEL;
+                dataplane = Dataplane.open(settings.removerConfig(node));
                 log.info(
                         "object store: data plane opened at {} with prefix {}",
-                        properties.redisUri(),
-                        properties.keyPrefix());
+                        settings.properties().redisUri(),
+                        settings.properties().keyPrefix());
             } catch (RuntimeException | LinkageError ex) {
                 throw StoreProblems.STORE_UNAVAILABLE.exception(
                         "cannot open the data plane: " + ex.getMessage(), ex);

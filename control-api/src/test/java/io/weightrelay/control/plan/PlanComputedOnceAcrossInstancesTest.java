@@ -11,6 +11,7 @@ import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.control.generation.GenerationService;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.registry.PlacementTemplates;
 import io.weightrelay.control.registry.Registry;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,6 +38,7 @@ class PlanComputedOnceAcrossInstancesTest extends ControlApiTestSupport {
     @Autowired JsonMapper mapper;
     @Autowired GenerationService generations;
     @Autowired Registry registry;
+    @Autowired PlacementTemplates templates;
     @Autowired PlanProperties properties;
 
     private PlanService instance(MeterRegistry meters) {
@@ -48,7 +50,9 @@ class PlanComputedOnceAcrossInstancesTest extends ControlApiTestSupport {
                 mapper,
                 generations,
                 registry,
+                templates,
                 properties,
+                new PlanComputations(),
                 meters);
     }
 

@@ -140,7 +140,7 @@ public final class PublishBench {
                                     "--spring.data.redis.host=" + redisHost,
                                     "--spring.data.redis.port=" + redisPort,
                                     "--relay.redis.key-prefix=wr:bench:" + run + ":",
-                                    "--relay.store.key-prefix=" + dataplanePrefix,
+                                    "--relay.dataplane.key-prefix=" + dataplanePrefix,
                                     "--relay.generations.scheduled-gc=false",
                                     "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
                                     "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN),
@@ -160,11 +160,11 @@ public final class PublishBench {
                                         "--relay.segment.node=" + names.get(i),
                                         "--relay.segment.name=bench-" + run + "-" + names.get(i),
                                         "--relay.segment.size=" + segmentSize + "B",
-                                        "--relay.segment.redis-uri=redis://"
+                                        "--relay.dataplane.redis-uri=redis://"
                                                 + redisHost
                                                 + ":"
                                                 + redisPort,
-                                        "--relay.segment.key-prefix=" + dataplanePrefix,
+                                        "--relay.dataplane.key-prefix=" + dataplanePrefix,
                                         "--relay.staging.mode=" + stagingMode,
                                         "--relay.staging.path=/dev/shm/wr-bench-staging-"
                                                 + run

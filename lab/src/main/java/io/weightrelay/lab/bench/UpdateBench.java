@@ -137,6 +137,7 @@ public final class UpdateBench {
                             topology,
                             redisUri,
                             lab.dataplanePrefix(),
+                            lab.dataplaneSecret(),
                             generation);
             System.out.println(
                     String.format(
@@ -249,6 +250,7 @@ public final class UpdateBench {
             Topology topology,
             String redisUri,
             String dpPrefix,
+            byte[] secret,
             long generation)
             throws Exception {
         Map<String, Dataplane> planes = new LinkedHashMap<>();
@@ -263,6 +265,7 @@ public final class UpdateBench {
                                         DataplaneConfig.builder(n)
                                                 .redisUri(redisUri)
                                                 .keyPrefix(dpPrefix)
+                                                .secret(secret)
                                                 .build()));
                 plans.add(Planner.plan(manifest, new TargetPlacement(List.of(w)), topology));
             }

@@ -36,8 +36,11 @@ import io.weightrelay.trainer.sim.SimulatedTrainer;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -56,7 +59,7 @@ import java.util.concurrent.TimeUnit;
 public final class LabCluster implements AutoCloseable {
 
     private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
-    private static final long MAX_BATCH = 128L << 20;
+    static final long MAX_BATCH = 128L << 20;
     private static final Duration HEALTHY = Duration.ofMinutes(3);
 
     /** What to run. Two trainer and two rollout node labels unless said otherwise. */
@@ -111,20 +114,40 @@ public final class LabCluster implements AutoCloseable {
     private final String loaderToken = "lab-loader-" + UUID.randomUUID();
     private final String operatorToken = "lab-operator-" + UUID.randomUUID();
     private final Path logs;
+    private final Path secretFile;
     private final SourceManifest manifest;
     private final TargetPlacement placement;
     private final List<ServiceProcess> children = new ArrayList<>();
     private final List<ServiceProcess> loaders = new ArrayList<>();
     private final List<RolloutEngine> engines = new ArrayList<>();
     private ServiceProcess control;
+    private final Map<String, ServiceProcess> publishers = new LinkedHashMap<>();
+    private final Map<String, List<String>> publisherArgs = new LinkedHashMap<>();
     private TrainerSession trainer;
     private GenerationsApi operator;
 
     private LabCluster(Spec spec) throws IOException {
         this.spec = spec;
         this.logs = Files.createTempDirectory("wr-lab-" + run);
+        this.secretFile = writeSecret(logs);
         this.manifest = publishedManifest(spec.model());
         this.placement = placementFor(manifest, spec);
+    }
+
+    /**
+     * A fresh data-plane secret for this run, in a file only this user reads: every service reads
+     * it ({@code relay.dataplane.secret-file}), so the lab's engines authenticate like a
+     * deployment's.
+     */
+    private static Path writeSecret(Path dir) throws IOException {
+        byte[] random = new byte[32];
+        new SecureRandom().nextBytes(random);
+        Path file = dir.resolve("dataplane.secret");
+        Files.createFile(
+                file,
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        Files.writeString(file, HexFormat.of().formatHex(random) + "\n");
+        return file;
     }
 
     /** What the lab's simulated trainer publishes: every tensor of the catalog model as bf16. */
@@ -318,13 +341,14 @@ public final class LabCluster implements AutoCloseable {
                                         "--spring.data.redis.host=" + spec.redisHost(),
                                         "--spring.data.redis.port=" + spec.redisPort(),
                                         "--relay.redis.key-prefix=wr:lab:" + run + ":",
-                                        "--relay.store.key-prefix=" + dpPrefix,
+                                        "--relay.dataplane.key-prefix=" + dpPrefix,
+                                        "--relay.dataplane.secret-file=" + secretFile,
                                         "--relay.generations.scheduled-gc=false",
                                         "--relay.security.tokens.trainer[0]=" + trainerToken,
                                         "--relay.security.tokens.loader[0]=" + loaderToken,
                                         "--relay.security.tokens.operator[0]=" + operatorToken),
                                 logs));
-        Map<String, ServiceProcess> publishers = startPublishers(dpPrefix);
+        startPublishers(dpPrefix);
         for (String id : placement.instances()) {
             loaders.add(startLoader(id));
         }
@@ -337,6 +361,23 @@ public final class LabCluster implements AutoCloseable {
         client.setBearerToken(operatorToken);
         operator = new GenerationsApi(client);
 
+        connectTrainer();
+
+        List<String> ids = placement.instances();
+        for (int i = 0; i < ids.size(); i++) {
+            String id = ids.get(i);
+            RolloutEngine engine = new RolloutEngine(id, loaders.get(i).baseUrl(), loaderToken);
+            engine.register(
+                    spec.model(),
+                    "lab",
+                    nodeOf(id),
+                    RolloutEngine.workers(placement, id, manifest));
+            engines.add(engine);
+        }
+    }
+
+    /** The simulated trainer's session, over the publishers running now. */
+    private void connectTrainer() {
         Map<String, PublisherClient> clients = new LinkedHashMap<>();
         publishers.forEach(
                 (node, p) ->
@@ -353,23 +394,40 @@ public final class LabCluster implements AutoCloseable {
                                 MAX_FRAGMENT),
                         clients,
                         new RankPublisher.Options(true, 2, true, Duration.ofMinutes(2)));
-
-        List<String> ids = placement.instances();
-        for (int i = 0; i < ids.size(); i++) {
-            String id = ids.get(i);
-            RolloutEngine engine = new RolloutEngine(id, loaders.get(i).baseUrl(), loaderToken);
-            engine.register(
-                    spec.model(),
-                    "lab",
-                    nodeOf(id),
-                    RolloutEngine.workers(placement, id, manifest));
-            engines.add(engine);
-        }
     }
 
-    private Map<String, ServiceProcess> startPublishers(String dpPrefix) {
+    /**
+     * Kills trainer node {@code index}'s publisher as a crash would and starts it again with the
+     * same settings: same node and segment name, new HTTP and data-plane ports (the simulated
+     * trainer is pointed at the new HTTP one). What the killed process stored is gone with it; the
+     * new one purges its directory entries before storing anything.
+     */
+    public void restartPublisher(int index) throws Exception {
+        String node = Topology.trainerNodeName(index);
+        ServiceProcess old = publishers.get(node);
+        old.kill();
+        children.remove(old);
+        ServiceProcess fresh =
+                track(
+                        ServiceProcess.start(
+                                "publisher-" + node + "-restarted",
+                                ServiceProcess.findJar(spec.root(), "publisher-service"),
+                                "384m",
+                                publisherArgs.get(node),
+                                logs));
+        fresh.awaitHealthy(HEALTHY);
+        publishers.put(node, fresh);
+        connectTrainer();
+    }
+
+    /**
+     * The segment and staging bytes of each publisher of a lab with {@code trainerNodes} nodes:
+     * staging lives in the segment (ranks write where the objects will live), so the segment holds
+     * the active generation plus everything staged for the next one.
+     */
+    static long[] publisherSizes(SourceManifest manifest, int trainerNodes) {
         List<Node> trainers = new ArrayList<>();
-        for (int i = 0; i < spec.trainerNodes(); i++) {
+        for (int i = 0; i < trainerNodes; i++) {
             trainers.add(new Node(Topology.trainerNodeName(i), Role.TRAINER, 1, 100));
         }
         long maxNodeBytes = 0;
@@ -377,35 +435,42 @@ public final class LabCluster implements AutoCloseable {
             maxNodeBytes = Math.max(maxNodeBytes, b);
         }
         long staging = roundUp(maxNodeBytes + (64L << 20) + MAX_BATCH);
-        // Staging lives in the segment (ranks write where the objects will live), so the segment
-        // holds the active generation plus everything staged for the next one.
         long segment = roundUp(maxNodeBytes + staging + (64L << 20));
-        Map<String, ServiceProcess> out = new LinkedHashMap<>();
+        return new long[] {segment, staging};
+    }
+
+    private void startPublishers(String dpPrefix) {
+        long[] sizes = publisherSizes(manifest, spec.trainerNodes());
+        long segment = sizes[0];
+        long staging = sizes[1];
         for (int i = 0; i < spec.trainerNodes(); i++) {
             String node = Topology.trainerNodeName(i);
-            out.put(
+            List<String> args =
+                    List.of(
+                            "--relay.segment.node=" + node,
+                            "--relay.segment.name=lab-" + run + "-" + node,
+                            "--relay.segment.size=" + segment + "B",
+                            "--relay.dataplane.redis-uri=" + spec.redisUri(),
+                            "--relay.dataplane.key-prefix=" + dpPrefix,
+                            "--relay.dataplane.secret-file=" + secretFile,
+                            "--relay.staging.mode=segment",
+                            "--relay.staging.capacity=" + staging + "B",
+                            "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
+                            "--relay.publish.control-api-url=" + control.baseUrl(),
+                            "--relay.publish.control-api-token=" + trainerToken,
+                            "--relay.security.tokens.trainer[0]=" + trainerToken,
+                            "--relay.security.tokens.operator[0]=" + operatorToken);
+            publisherArgs.put(node, args);
+            publishers.put(
                     node,
                     track(
                             ServiceProcess.start(
                                     "publisher-" + node,
                                     ServiceProcess.findJar(spec.root(), "publisher-service"),
                                     "384m",
-                                    List.of(
-                                            "--relay.segment.node=" + node,
-                                            "--relay.segment.name=lab-" + run + "-" + node,
-                                            "--relay.segment.size=" + segment + "B",
-                                            "--relay.segment.redis-uri=" + spec.redisUri(),
-                                            "--relay.segment.key-prefix=" + dpPrefix,
-                                            "--relay.staging.mode=segment",
-                                            "--relay.staging.capacity=" + staging + "B",
-                                            "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
-                                            "--relay.publish.control-api-url=" + control.baseUrl(),
-                                            "--relay.publish.control-api-token=" + trainerToken,
-                                            "--relay.security.tokens.trainer[0]=" + trainerToken,
-                                            "--relay.security.tokens.operator[0]=" + operatorToken),
+                                    args,
                                     logs)));
         }
-        return out;
     }
 
     private ServiceProcess startLoader(String name) {
@@ -417,8 +482,9 @@ public final class LabCluster implements AutoCloseable {
                         List.of(
                                 "--relay.loader.control-url=" + control.baseUrl(),
                                 "--relay.loader.token=" + loaderToken,
-                                "--relay.loader.redis-uri=" + spec.redisUri(),
-                                "--relay.loader.key-prefix=" + dataplanePrefix(),
+                                "--relay.dataplane.redis-uri=" + spec.redisUri(),
+                                "--relay.dataplane.key-prefix=" + dataplanePrefix(),
+                                "--relay.dataplane.secret-file=" + secretFile,
                                 "--relay.security.tokens.loader[0]=" + loaderToken),
                         logs));
     }
@@ -429,6 +495,12 @@ public final class LabCluster implements AutoCloseable {
                 .findFirst()
                 .map(Worker::node)
                 .orElseThrow();
+    }
+
+    /** The data-plane secret every service of this lab holds (for engines the lab opens itself). */
+    public byte[] dataplaneSecret() throws IOException {
+        String hex = Files.readString(secretFile).trim();
+        return hex.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     }
 
     /** The data-plane key prefix of this lab's store (segments and object directory). */

@@ -13,13 +13,18 @@ import java.util.Locale;
  * two rollout node labels, all real services in their own JVMs on loopback), then in each mode:
  * publishes a generation, updates every instance, checks every byte; publishes the next one and
  * updates again; kills one instance's loader and brings it back on the active generation with no
- * republish. Narration goes to stderr, one JSON line per mode to stdout.
+ * republish. Narration goes to stderr, one JSON line per mode to stdout. With {@code --hosts} the
+ * same story runs on several hosts of this machine instead ({@link HostsDemo}).
  */
 public final class Demo {
 
     private Demo() {}
 
     public static void main(String[] argv) throws Exception {
+        if (java.util.Arrays.asList(argv).contains("--hosts")) {
+            HostsDemo.main(argv);
+            return;
+        }
         String model = flag(argv, "--model", "qwen2.5-0.5b");
         int instances = Integer.parseInt(flag(argv, "--instances", "4"));
         int tp = Integer.parseInt(flag(argv, "--tp", "2"));

@@ -3,7 +3,7 @@ package io.weightrelay.loader.control;
 import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
 import java.util.List;
 
@@ -85,7 +85,8 @@ public interface ControlPlane {
 
     PlanRef resolvePlan(String model, long generation, String group);
 
-    Plan plan(String planId);
+    /** This loader's slice of a plan: all a loader fetches of it. */
+    Slice slice(String planId, String instance);
 
     /** Every worker's buffers in the group, from the loader registry. */
     List<WorkerBuffers> groupBuffers(String model, String group);

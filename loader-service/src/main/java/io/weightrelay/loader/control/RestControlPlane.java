@@ -1,6 +1,5 @@
 package io.weightrelay.loader.control;
 
-import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -10,7 +9,6 @@ import io.weightrelay.api.control.client.model.BarrierName;
 import io.weightrelay.api.control.client.model.BarrierStatus;
 import io.weightrelay.api.control.client.model.ConsumeMode;
 import io.weightrelay.api.control.client.model.Generation;
-import io.weightrelay.api.control.client.model.GenerationManifest;
 import io.weightrelay.api.control.client.model.LeaseRequest;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.LoaderRegistration;
@@ -19,19 +17,24 @@ import io.weightrelay.api.control.client.model.PlanRequest;
 import io.weightrelay.api.control.client.model.PlanSummary;
 import io.weightrelay.api.control.client.model.ReceiveBuffer;
 import io.weightrelay.api.control.client.model.ReportedPhase;
-import io.weightrelay.api.control.client.model.TargetFragment;
 import io.weightrelay.api.control.client.model.UpdateSessionRequest;
 import io.weightrelay.api.control.client.model.WorkerPlacement;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.placement.FragmentTemplate;
+import io.weightrelay.reshard.plan.Slice;
+import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.ProblemKind;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Supplier;
+import org.springframework.core.env.Environment;
+import org.springframework.http.MediaType;
 import org.springframework.stereotype.Component;
 import org.springframework.web.client.RestClientException;
 import org.springframework.web.client.RestClientResponseException;
@@ -48,18 +51,50 @@ public class RestControlPlane implements ControlPlane {
     private final RegistryApi registry;
     private final UpdatesApi updates;
     private final String advertiseUrl;
+    private final DataplaneSettings settings;
+    private final Environment environment;
+    private final ApiClient client;
+    private final String token;
 
-    public RestControlPlane(LoaderProperties properties) {
+    /** Loaders listed per request when reading the group's buffers. */
+    static final int PAGE = 1000;
+
+    /**
+     * @throws io.weightrelay.service.dataplane.DataplaneSettingsException when {@code
+     *     relay.loader.advertise-url} is a URL peers cannot reach (see {@link
+     *     DataplaneSettings#checkAdvertisedUrl})
+     */
+    public RestControlPlane(
+            LoaderProperties properties, DataplaneSettings settings, Environment environment) {
         ApiClient client = new ApiClient();
         client.setBasePath(properties.controlUrl());
         if (!properties.token().isEmpty()) {
             client.setBearerToken(properties.token());
         }
+        this.client = client;
+        this.token = properties.token();
         this.generations = new GenerationsApi(client);
         this.plans = new PlansApi(client);
         this.registry = new RegistryApi(client);
         this.updates = new UpdatesApi(client);
-        this.advertiseUrl = properties.advertiseUrl().isEmpty() ? null : properties.advertiseUrl();
+        this.advertiseUrl = properties.advertiseUrl();
+        this.settings = settings;
+        this.environment = environment;
+        if (!advertiseUrl.isBlank()) {
+            settings.checkAdvertisedUrl("relay.loader.advertise-url", advertiseUrl);
+        }
+    }
+
+    /**
+     * {@code relay.loader.advertise-url}, else derived from {@code relay.dataplane.advertise-host}.
+     */
+    private String advertiseUrl() {
+        int port =
+                environment.getProperty(
+                        "local.server.port",
+                        Integer.class,
+                        environment.getProperty("server.port", Integer.class, 8082));
+        return settings.advertisedUrl(advertiseUrl, port);
     }
 
     private static <T> T call(String what, Supplier<T> body) {
@@ -105,6 +140,11 @@ public class RestControlPlane implements ControlPlane {
         return body.length() > 500 ? body.substring(0, 500) : body;
     }
 
+    /**
+     * Registers the loader with each direct worker's fragments as a template digest. Templates
+     * control-api does not hold yet are uploaded (once per layout across the deployment: every
+     * instance of the same layout names the same ones) and the registration is sent again.
+     */
     @Override
     public long registerLoader(
             String instance,
@@ -112,50 +152,109 @@ public class RestControlPlane implements ControlPlane {
             String group,
             String node,
             List<io.weightrelay.api.loader.model.WorkerPlacement> workers) {
+        Map<String, FragmentTemplate> templates = new LinkedHashMap<>();
+        List<WorkerPlacement> placed = new ArrayList<>();
+        for (io.weightrelay.api.loader.model.WorkerPlacement w : workers) {
+            WorkerPlacement p = toControl(w);
+            if (p.getMode() == ConsumeMode.DIRECT) {
+                FragmentTemplate t = template(w);
+                templates.putIfAbsent(t.digest(), t);
+                p.setPlacement(t.digest());
+            }
+            placed.add(p);
+        }
         LoaderRegistration body =
                 new LoaderRegistration()
                         .model(model)
                         .group(group)
                         .node(node)
-                        .endpoint(advertiseUrl)
-                        .workers(workers.stream().map(RestControlPlane::toControl).toList());
-        Loader loader =
-                call("register loader " + instance, () -> registry.registerLoader(instance, body));
+                        .endpoint(advertiseUrl())
+                        .workers(placed);
+        Loader loader;
+        try {
+            loader =
+                    call(
+                            "register loader " + instance,
+                            () -> registry.registerLoader(instance, body));
+        } catch (ControlPlaneException e) {
+            if (!"placement-template-not-found".equals(e.problemType())) {
+                throw e;
+            }
+            for (FragmentTemplate t : templates.values()) {
+                putTemplate(t);
+            }
+            loader =
+                    call(
+                            "register loader " + instance,
+                            () -> registry.registerLoader(instance, body));
+        }
         return loader.getEpoch();
     }
 
-    static WorkerPlacement toControl(io.weightrelay.api.loader.model.WorkerPlacement w) {
-        WorkerPlacement out =
-                new WorkerPlacement()
-                        .workerId(w.getWorkerId())
-                        .rank(w.getRank())
-                        .node(w.getNode())
-                        .nic(w.getNic())
-                        .mode(ConsumeMode.fromValue(w.getMode().getValue()))
-                        .buffers(
-                                w.getBuffers().stream()
-                                        .map(
-                                                b ->
-                                                        new ReceiveBuffer()
-                                                                .bufferId(b.getBufferId())
-                                                                .segment(b.getSegment())
-                                                                .size(b.getSize()))
-                                        .toList());
+    private void putTemplate(FragmentTemplate t) {
+        run(
+                "store fragment template " + t.digest(),
+                () ->
+                        client.getRestClient()
+                                .put()
+                                .uri(
+                                        client.getBasePath() + "/api/v1/placements/{digest}",
+                                        t.digest())
+                                .headers(
+                                        h -> {
+                                            if (!token.isEmpty()) {
+                                                h.setBearerAuth(token);
+                                            }
+                                        })
+                                .contentType(MediaType.APPLICATION_OCTET_STREAM)
+                                .body(t.encoded())
+                                .retrieve()
+                                .toBodilessEntity());
+    }
+
+    /** The worker's fragments, in its order, as a template. */
+    static FragmentTemplate template(io.weightrelay.api.loader.model.WorkerPlacement w) {
+        List<FragmentTemplate.Entry> entries = new ArrayList<>();
         if (w.getFragments() != null) {
-            out.fragments(
-                    w.getFragments().stream()
-                            .map(
-                                    f ->
-                                            new TargetFragment()
-                                                    .tensor(f.getTensor())
-                                                    .offset(f.getOffset())
-                                                    .shape(f.getShape())
-                                                    .bufferId(f.getBufferId())
-                                                    .bufferOffset(f.getBufferOffset())
-                                                    .strides(f.getStrides()))
-                            .toList());
+            for (io.weightrelay.api.loader.model.TargetFragment f : w.getFragments()) {
+                entries.add(
+                        new FragmentTemplate.Entry(
+                                f.getTensor(),
+                                longs(f.getOffset()),
+                                longs(f.getShape()),
+                                f.getBufferId(),
+                                f.getBufferOffset(),
+                                longs(f.getStrides())));
+            }
+        }
+        return FragmentTemplate.of(entries);
+    }
+
+    private static long[] longs(List<Long> values) {
+        long[] out = new long[values.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = values.get(i);
         }
         return out;
+    }
+
+    /** The worker without its fragments (they go as a template). */
+    static WorkerPlacement toControl(io.weightrelay.api.loader.model.WorkerPlacement w) {
+        return new WorkerPlacement()
+                .workerId(w.getWorkerId())
+                .rank(w.getRank())
+                .node(w.getNode())
+                .nic(w.getNic())
+                .mode(ConsumeMode.fromValue(w.getMode().getValue()))
+                .buffers(
+                        w.getBuffers().stream()
+                                .map(
+                                        b ->
+                                                new ReceiveBuffer()
+                                                        .bufferId(b.getBufferId())
+                                                        .segment(b.getSegment())
+                                                        .size(b.getSize()))
+                                .toList());
     }
 
     @Override
@@ -190,11 +289,28 @@ public class RestControlPlane implements ControlPlane {
 
     @Override
     public SourceManifest manifest(String model, long generation) {
-        GenerationManifest m =
+        // The binary encoding: a tenth of the JSON at Kimi-K2 scale, decoded in linear time.
+        byte[] encoded =
                 call(
                         "manifest of " + model + "/" + generation,
-                        () -> generations.getGenerationManifest(model, generation));
-        return ControlManifests.toReshard(m);
+                        () ->
+                                generations
+                                        .getGenerationManifestEncodedWithResponseSpec(
+                                                model, generation)
+                                        .body(byte[].class));
+        try {
+            return SourceManifest.decode(encoded);
+        } catch (RuntimeException e) {
+            throw new ControlPlaneException(
+                    0,
+                    "manifest of "
+                            + model
+                            + "/"
+                            + generation
+                            + ": control-api sent an undecodable encoding: "
+                            + e.getMessage(),
+                    e);
+        }
     }
 
     @Override
@@ -212,35 +328,46 @@ public class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public Plan plan(String planId) {
+    public Slice slice(String planId, String instance) {
         byte[] bytes =
                 call(
-                        "plan " + planId,
-                        () -> plans.getPlanEncodedWithResponseSpec(planId).body(byte[].class));
-        return Plan.decode(bytes);
+                        "slice of " + instance + " in plan " + planId,
+                        () ->
+                                plans.getPlanSliceWithResponseSpec(planId, instance)
+                                        .body(byte[].class));
+        return Slice.decode(bytes);
     }
 
     @Override
     public List<WorkerBuffers> groupBuffers(String model, String group) {
-        List<Loader> loaders =
-                call("loaders of " + group, () -> registry.listLoaders(model, group));
         List<WorkerBuffers> out = new ArrayList<>();
-        for (Loader l : loaders) {
-            for (WorkerPlacement w : l.getWorkers()) {
-                out.add(
-                        new WorkerBuffers(
-                                w.getWorkerId(),
-                                w.getBuffers().stream()
-                                        .map(
-                                                b ->
-                                                        new BufferSpec(
-                                                                b.getBufferId(),
-                                                                b.getSegment(),
-                                                                b.getSize()))
-                                        .toList()));
+        String after = null;
+        while (true) {
+            String from = after;
+            List<Loader> page =
+                    call(
+                            "loaders of " + group,
+                            () -> registry.listLoaders(model, group, from, PAGE));
+            for (Loader l : page) {
+                for (WorkerPlacement w : l.getWorkers()) {
+                    out.add(
+                            new WorkerBuffers(
+                                    w.getWorkerId(),
+                                    w.getBuffers().stream()
+                                            .map(
+                                                    b ->
+                                                            new BufferSpec(
+                                                                    b.getBufferId(),
+                                                                    b.getSegment(),
+                                                                    b.getSize()))
+                                            .toList()));
+                }
             }
+            if (page.size() < PAGE) {
+                return out;
+            }
+            after = page.get(page.size() - 1).getInstance();
         }
-        return out;
     }
 
     @Override

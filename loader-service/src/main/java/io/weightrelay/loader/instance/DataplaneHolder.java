@@ -1,39 +1,40 @@
 package io.weightrelay.loader.instance;
 
 import io.weightrelay.dataplane.Dataplane;
-import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.Segment;
-import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.registration.RegistrationManager;
 import io.weightrelay.loader.registration.SegmentRegistrar;
+import io.weightrelay.service.dataplane.DataplaneSettings;
 import jakarta.annotation.PreDestroy;
 import org.springframework.stereotype.Component;
 
 /**
- * The loader's data plane, opened with the node label of the first registered instance (the node
- * decides the transports, so it cannot change while the process lives), and the registration
- * manager over it.
+ * The loader's data plane, configured by {@code relay.dataplane.*} and opened with the node label
+ * of the first registered instance (the node decides the transports, so it cannot change while the
+ * process lives; when {@code relay.dataplane.node-label} is set, an instance on another node is
+ * refused), and the registration manager over it.
  */
 @Component
 public class DataplaneHolder {
-    private final LoaderProperties properties;
+    private final DataplaneSettings settings;
     private Dataplane dataplane;
     private RegistrationManager<Segment> registrations;
 
-    public DataplaneHolder(LoaderProperties properties) {
-        this.properties = properties;
+    public DataplaneHolder(DataplaneSettings settings) {
+        this.settings = settings;
     }
 
     /** The data plane for this node, opened on first use. */
     public synchronized Dataplane open(String node) {
+        if (settings.nodeLabel() != null && !settings.nodeLabel().equals(node)) {
+            throw InstanceProblems.NODE_CHANGED.exception(
+                    "this loader runs on node "
+                            + settings.nodeLabel()
+                            + " (relay.dataplane.node-label), not "
+                            + node);
+        }
         if (dataplane == null) {
-            dataplane =
-                    Dataplane.open(
-                            DataplaneConfig.builder(node)
-                                    .redisUri(properties.redisUri())
-                                    .keyPrefix(properties.keyPrefix())
-                                    .tcpStreams(properties.tcpStreams())
-                                    .build());
+            dataplane = Dataplane.open(settings.config(node));
             registrations = new RegistrationManager<>(new SegmentRegistrar(dataplane));
         } else if (!dataplane.nodeLabel().equals(node)) {
             throw InstanceProblems.NODE_CHANGED.exception(

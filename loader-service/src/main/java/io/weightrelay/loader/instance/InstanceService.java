@@ -108,6 +108,13 @@ public class InstanceService {
                                 + ", the instance on "
                                 + r.getNode());
             }
+            if (w.getPlacement() != null) {
+                throw InstanceProblems.INVALID_REGISTRATION.exception(
+                        "worker "
+                                + w.getWorkerId()
+                                + ": the loader takes fragments inline; it stores them with"
+                                + " control-api as a template itself");
+            }
             List<TargetFragment> fragments =
                     w.getFragments() == null ? List.of() : w.getFragments();
             if (w.getMode() == ConsumeMode.COMPAT && !fragments.isEmpty()) {

@@ -9,7 +9,6 @@ import io.weightrelay.loader.registration.RegistrationManager;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.Worker;
-import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.SliceValidator;
 import io.weightrelay.reshard.plan.ValidationReport;
@@ -21,6 +20,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
 
 /**
@@ -29,6 +31,16 @@ import java.util.function.LongConsumer;
  * {@link PipelineExecutor}. Knows nothing of control-api: barriers are the caller's.
  */
 public final class DataplaneUpdater {
+
+    /** Prunes the notify counters of failed applies once their peers' pushes have timed out. */
+    private static final ScheduledExecutorService PRUNER =
+            Executors.newSingleThreadScheduledExecutor(
+                    r -> {
+                        Thread t = new Thread(r, "notify-pruner");
+                        t.setDaemon(true);
+                        return t;
+                    });
+
     /** Device name of the loader's own read staging in registration keys. */
     public static final String STAGING_DEVICE = "staging";
 
@@ -85,18 +97,18 @@ public final class DataplaneUpdater {
      * again. Objects, fences and registrations are still checked.
      */
     public Prepared prepare(PrepareRequest r, LoaderSlice validated) {
-        Plan plan = r.plan();
+        Slice plan = r.slice();
         if (!plan.sourceDigest().equals(r.manifest().digest())) {
             throw new ApplyFailure(
                     r.model() + "/" + r.generation(),
                     "plan was computed for another source manifest (" + plan.sourceDigest() + ")");
         }
-        Set<String> planned = new HashSet<>();
-        for (int w = 0; w < plan.workerCount(); w++) {
-            if (plan.workerInstance(w).equals(r.instance())) {
-                planned.add(plan.workerId(w));
-            }
+        if (!plan.instance().equals(r.instance())) {
+            throw new ApplyFailure(
+                    r.instance(),
+                    "control-api served the slice of " + plan.instance() + " to " + r.instance());
         }
+        Set<String> planned = new HashSet<>(plan.workers());
         if (!planned.equals(new HashSet<>(r.workers()))) {
             throw new ApplyFailure(
                     r.instance(),
@@ -115,8 +127,9 @@ public final class DataplaneUpdater {
         }
         LoaderSlice slice = validated;
         if (slice == null) {
-            ValidationReport report =
-                    SliceValidator.validate(Slice.of(plan, r.instance()), r.registered(), layout);
+            // One slice, checked twice over: against this loader's own registration (its workers
+            // receive exactly the bytes they registered), then against every destination buffer.
+            ValidationReport report = SliceValidator.validate(plan, r.registered(), layout);
             if (!report.valid()) {
                 throw new ApplyFailure(
                         r.instance(),
@@ -125,7 +138,7 @@ public final class DataplaneUpdater {
                                 + " is not valid: "
                                 + String.join("; ", report.problems()));
             }
-            slice = new LoaderSlice(plan, r.instance(), r.directory());
+            slice = new LoaderSlice(plan, r.directory());
         }
         slice.validate(r.model(), r.generation());
         for (int w : slice.myWorkers()) {
@@ -177,9 +190,10 @@ public final class DataplaneUpdater {
                                 "staging-" + r.instance(),
                                 stagingBytes));
         Map<String, Long> baselines = new HashMap<>();
-        for (LoaderSlice.FanOutGroup g : slice.fanOutGroups()) {
+        for (LoaderSlice.WriterBatch g : slice.receivedFrom()) {
             String name = LoaderSlice.notifyName(r.generation(), g.writerInstance(), g.batch());
-            baselines.put(name, dataplane.engine().notifyCount(name));
+            // Registered before the all-prepared barrier, so no writer notifies an unknown name.
+            baselines.put(name, dataplane.engine().registerNotify(name));
         }
         return new Prepared(r, slice, staging, own, baselines, layout);
     }
@@ -233,7 +247,7 @@ public final class DataplaneUpdater {
      */
     public ApplyCounts apply(Prepared p, Duration timeout, LongConsumer progress) {
         PrepareRequest r = p.request();
-        Plan plan = p.slice().plan();
+        Slice plan = p.slice().plan();
         if (p.layout() != null) {
             byte[] header = p.layout().headerBytes();
             for (int w : p.slice().myWorkers()) {
@@ -265,7 +279,28 @@ public final class DataplaneUpdater {
                         hook,
                         readThreads);
         Counters before = dataplane.counters();
-        ApplyCounts counts = executor.run();
+        ApplyCounts counts;
+        try {
+            counts = executor.run();
+        } catch (RuntimeException | Error e) {
+            // Peers may still be pushing into this instance's segments with notify: a counter
+            // dropped now would fail them with NOT_FOUND instead of letting them finish their part
+            // and name this instance. The names go once the apply could no longer be running.
+            List<String> names = List.copyOf(p.notifyBaselines().keySet());
+            PRUNER.schedule(() -> unregister(names), timeout.toMillis(), TimeUnit.MILLISECONDS);
+            throw e;
+        }
+        unregister(p.notifyBaselines().keySet());
         return counts.withTransport(dataplane.counters().minus(before));
+    }
+
+    private void unregister(java.util.Collection<String> names) {
+        for (String name : names) {
+            try {
+                dataplane.engine().unregisterNotify(name);
+            } catch (DataplaneException e) {
+                // closed meanwhile: its counters are gone with it
+            }
+        }
     }
 }

@@ -3,8 +3,10 @@ package io.weightrelay.loader.pipeline;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Slice;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -13,13 +15,15 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * One loader's part of a routing plan: the reads its workers do, batch by batch; the writes those
- * reads carry; the node-delegate fan-outs it owes; and the byte totals it must see. Also the
- * prepare-time validation of that part (ranges disjoint and inside their objects, every write
- * inside its staging span and its destination buffer), which touches nothing.
+ * One loader's part of a routing plan, as control-api serves it (reshard's {@link Slice}): the
+ * reads its workers do, batch by batch; the writes those reads carry; the node-delegate fan-outs it
+ * owes; and the byte totals it must see. Also the prepare-time validation of that part (ranges
+ * disjoint and inside their objects, every write inside its staging span and its destination
+ * buffer), which touches nothing.
  *
  * <p>A loader's batch {@code k} is batch {@code k} of every one of its readers; its readers'
- * staging areas sit side by side in one slot of {@link #slotBytes()}.
+ * staging areas sit side by side in one slot of {@link #slotBytes()}. Worker indexes are the
+ * slice's peers (the plan's workers, in its order).
  */
 public final class LoaderSlice {
 
@@ -30,12 +34,13 @@ public final class LoaderSlice {
      * @param batch the writer's batch index
      * @param expectedNotifies notifies that batch delivers to this loader's engine (one per
      *     distinct segment of this loader it writes into)
-     * @param writes plan writes (flagged fan-out) whose destination is one of this loader's workers
+     * @param writes received writes (slice receive indexes, flagged fan-out) whose destination is
+     *     one of this loader's workers
      */
     public record FanOutGroup(
             String writerInstance, int batch, int expectedNotifies, List<Integer> writes) {}
 
-    private final Plan plan;
+    private final Slice plan;
     private final String instance;
     private final BufferDirectory directory;
     private final boolean[] mine;
@@ -43,85 +48,96 @@ public final class LoaderSlice {
     private final int[] readerSlot;
     private final int readerCount;
     private final List<List<Integer>> readsByBatch;
+    private final List<List<Integer>> inlineFanOut;
     private final List<FanOutGroup> fanOutGroups = new ArrayList<>();
-    private final List<List<Integer>> compatOfNode;
+    private final List<WriterBatch> receivedFrom = new ArrayList<>();
+    private final Map<String, List<Integer>> compatOfNode = new HashMap<>();
     private long readBytes;
     private long pushBytes;
     private long fanOutBytes;
     private long receiveBytes;
     private boolean anyNotify;
 
-    public LoaderSlice(Plan plan, String instance, BufferDirectory directory) {
+    public LoaderSlice(Slice plan, BufferDirectory directory) {
         this.plan = plan;
-        this.instance = instance;
+        this.instance = plan.instance();
         this.directory = directory;
         int workers = plan.workerCount();
         mine = new boolean[workers];
-        compatOfNode = new ArrayList<>();
-        for (int n = 0; n < plan.nodeCount(); n++) {
-            compatOfNode.add(new ArrayList<>());
-        }
         for (int w = 0; w < workers; w++) {
             mine[w] = plan.workerInstance(w).equals(instance);
             if (mine[w]) {
                 myWorkers.add(w);
             }
             if (plan.workerMode(w) == Mode.COMPAT) {
-                compatOfNode.get(plan.workerNode(w)).add(w);
+                compatOfNode.computeIfAbsent(plan.workerNodeName(w), k -> new ArrayList<>()).add(w);
             }
         }
         readerSlot = new int[workers];
         java.util.Arrays.fill(readerSlot, -1);
         readsByBatch = new ArrayList<>();
+        inlineFanOut = new ArrayList<>();
         for (int b = 0; b < plan.batchCount(); b++) {
             readsByBatch.add(new ArrayList<>());
+            inlineFanOut.add(new ArrayList<>());
         }
         int readers = 0;
-        Map<String, List<Integer>> groups = new LinkedHashMap<>();
-        Map<String, Set<String>> groupSegments = new LinkedHashMap<>();
         for (int i = 0; i < plan.readCount(); i++) {
             int reader = plan.readReader(i);
-            String writer = plan.workerInstance(reader);
-            String group = writer + "\u0000" + plan.readBatch(i);
-            if (mine[reader]) {
-                if (readerSlot[reader] < 0) {
-                    readerSlot[reader] = readers++;
-                }
-                readsByBatch.get(plan.readBatch(i)).add(i);
-                readBytes += plan.readBytes(i);
+            if (!mine[reader]) {
+                throw new ApplyFailure(
+                        instance,
+                        "the slice of "
+                                + instance
+                                + " has a read by "
+                                + plan.workerId(reader)
+                                + " of another instance");
             }
+            if (readerSlot[reader] < 0) {
+                readerSlot[reader] = readers++;
+            }
+            readsByBatch.get(plan.readBatch(i)).add(i);
+            readBytes += plan.readBytes(i);
             for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
                 int dst = plan.writeDst(w);
-                long bytes = plan.writeBytes(w);
-                boolean fanout = (plan.writeFlags(w) & Plan.FANOUT) != 0;
-                int peers = fanout ? compatOfNode.get(plan.workerNode(dst)).size() - 1 : 0;
-                if (mine[reader]) {
-                    pushBytes += bytes;
-                    anyNotify |= (plan.writeFlags(w) & Plan.NOTIFY) != 0;
-                    if (fanout && dst == reader) {
-                        fanOutBytes += bytes * peers;
-                    }
-                }
-                if (mine[dst]) {
-                    receiveBytes += bytes;
-                    groupSegments
-                            .computeIfAbsent(group, k -> new LinkedHashSet<>())
-                            .add(segmentOf(dst, w));
-                    if ((plan.writeFlags(w) & Plan.NOTIFY) != 0) {
-                        groups.computeIfAbsent(group, k -> new ArrayList<>()).add(w);
-                        fanOutBytes += bytes * peers;
-                    }
-                }
-                if (fanout) {
-                    for (int p : compatOfNode.get(plan.workerNode(dst))) {
-                        if (p != dst && mine[p]) {
-                            receiveBytes += bytes;
-                        }
-                    }
+                pushBytes += plan.writeBytes(w);
+                anyNotify |= (plan.writeFlags(w) & Plan.NOTIFY) != 0;
+                if ((plan.writeFlags(w) & Plan.FANOUT) != 0 && dst == reader) {
+                    fanOutBytes += plan.writeBytes(w) * (compatPeers(dst).size() - 1);
                 }
             }
         }
         readerCount = readers;
+        Map<String, List<Integer>> groups = new LinkedHashMap<>();
+        Map<String, Set<String>> groupSegments = new LinkedHashMap<>();
+        for (int v = 0; v < plan.receiveCount(); v++) {
+            int dst = plan.receiveDst(v);
+            int from = plan.receiveFrom(v);
+            long bytes = plan.receiveBytes(v);
+            boolean fanout = (plan.receiveFlags(v) & Plan.FANOUT) != 0;
+            int peers = fanout ? compatPeers(dst).size() - 1 : 0;
+            String group = plan.workerInstance(from) + "\u0000" + plan.receiveBatch(v);
+            if (mine[dst]) {
+                receiveBytes += bytes;
+                groupSegments
+                        .computeIfAbsent(group, k -> new LinkedHashSet<>())
+                        .add(segmentOf(dst, plan.receiveBuffer(v)));
+                if ((plan.receiveFlags(v) & Plan.NOTIFY) != 0) {
+                    groups.computeIfAbsent(group, k -> new ArrayList<>()).add(v);
+                    fanOutBytes += bytes * peers;
+                }
+                if (fanout && from == dst) {
+                    inlineFanOut.get(plan.receiveBatch(v)).add(v);
+                }
+            }
+            if (fanout) {
+                for (int p : compatPeers(dst)) {
+                    if (p != dst && mine[p]) {
+                        receiveBytes += bytes;
+                    }
+                }
+            }
+        }
         groups.forEach(
                 (key, writes) -> {
                     int sep = key.indexOf('\u0000');
@@ -135,13 +151,21 @@ public final class LoaderSlice {
         fanOutGroups.sort(
                 Comparator.comparingInt(FanOutGroup::batch)
                         .thenComparing(FanOutGroup::writerInstance));
+        for (String key : groupSegments.keySet()) {
+            int sep = key.indexOf('\u0000');
+            receivedFrom.add(
+                    new WriterBatch(
+                            key.substring(0, sep), Integer.parseInt(key.substring(sep + 1))));
+        }
     }
 
-    private String segmentOf(int worker, int write) {
+    private List<Integer> compatPeers(int worker) {
+        return compatOfNode.getOrDefault(plan.workerNodeName(worker), List.of());
+    }
+
+    private String segmentOf(int worker, int buffer) {
         try {
-            return directory
-                    .require(plan.workerId(worker), plan.buffer(plan.writeBuffer(write)))
-                    .segment();
+            return directory.require(plan.workerId(worker), plan.buffer(buffer)).segment();
         } catch (IllegalArgumentException e) {
             throw new ApplyFailure(plan.workerId(worker), e.getMessage());
         }
@@ -247,7 +271,7 @@ public final class LoaderSlice {
         return out;
     }
 
-    public Plan plan() {
+    public Slice plan() {
         return plan;
     }
 
@@ -291,9 +315,30 @@ public final class LoaderSlice {
         return fanOutGroups;
     }
 
-    /** Compat workers of a node (plan indexes). */
-    public List<Integer> compatWorkersOf(int node) {
-        return compatOfNode.get(node);
+    /**
+     * Every (writer, batch) that writes into this instance's segments. A notifying batch sends its
+     * notify to every owner it wrote into, so each of these names must be registered here before
+     * the writers start, also where this instance waits on none of them (a same-node consumer of a
+     * delegate's batch, say).
+     */
+    public List<WriterBatch> receivedFrom() {
+        return receivedFrom;
+    }
+
+    /** A writer instance's batch, whose notify name is {@link #notifyName}. */
+    public record WriterBatch(String writerInstance, int batch) {}
+
+    /** Compat workers on the node of {@code worker} (peer indexes), the worker included. */
+    public List<Integer> compatWorkersBeside(int worker) {
+        return compatPeers(worker);
+    }
+
+    /**
+     * Received fan-out writes of batch {@code k} whose delegate is this loader's own reader: it
+     * fans them out as soon as its own pushes of the batch landed.
+     */
+    public List<Integer> inlineFanOut(int batch) {
+        return inlineFanOut.get(batch);
     }
 
     /** Whether any of this loader's batches carries a write that must notify. */

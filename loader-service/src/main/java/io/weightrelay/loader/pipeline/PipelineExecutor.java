@@ -12,6 +12,7 @@ import io.weightrelay.dataplane.TransferEngine;
 import io.weightrelay.dataplane.TransferRequest;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Slice;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -45,7 +46,7 @@ public final class PipelineExecutor {
     private static final int DONE = -1;
 
     private final LoaderSlice slice;
-    private final Plan plan;
+    private final Slice plan;
     private final String model;
     private final long generation;
     private final TransferEngine engine;
@@ -385,21 +386,17 @@ public final class PipelineExecutor {
             }
         }
         Packer packer = new Packer(batch, !notify);
-        List<Integer> inlineFanOut = new ArrayList<>();
         for (int read : slice.reads(batch)) {
             long srcBase = stagingOffset(batch, read);
-            int reader = plan.readReader(read);
             for (int w = plan.writeFirst(read); w < plan.writeEnd(read); w++) {
                 int dst = plan.writeDst(w);
                 BufferDirectory.Placed placed =
                         slice.directory()
                                 .require(plan.workerId(dst), plan.buffer(plan.writeBuffer(w)));
                 packer.write(srcBase, placed, w);
-                if ((plan.writeFlags(w) & Plan.FANOUT) != 0 && dst == reader) {
-                    inlineFanOut.add(w);
-                }
             }
         }
+        List<Integer> inlineFanOut = slice.inlineFanOut(batch);
         String name = notify ? LoaderSlice.notifyName(generation, slice.instance(), batch) : null;
         return packer.finish(batch, name, inlineFanOut);
     }
@@ -541,12 +538,15 @@ public final class PipelineExecutor {
         }
     }
 
-    /** Copies what the listed writes put into this loader's delegate to its node's compat peers. */
-    private long fanOut(List<Integer> writes) {
+    /**
+     * Copies what the listed received writes put into this loader's delegate to its node's compat
+     * peers.
+     */
+    private long fanOut(List<Integer> receives) {
         List<TransferRequest> requests = new ArrayList<>();
-        for (int w : writes) {
-            int dst = plan.writeDst(w);
-            String buffer = plan.buffer(plan.writeBuffer(w));
+        for (int v : receives) {
+            int dst = plan.receiveDst(v);
+            String buffer = plan.buffer(plan.receiveBuffer(v));
             BufferDirectory.Placed from = slice.directory().require(plan.workerId(dst), buffer);
             LocalMemory source = ownSegments.get(from.segment());
             if (source == null) {
@@ -554,14 +554,14 @@ public final class PipelineExecutor {
                         plan.workerId(dst),
                         "delegate segment " + from.segment() + " not registered");
             }
-            for (int peer : slice.compatWorkersOf(plan.workerNode(dst))) {
+            for (int peer : slice.compatWorkersBeside(dst)) {
                 if (peer == dst) {
                     continue;
                 }
                 BufferDirectory.Placed to = slice.directory().require(plan.workerId(peer), buffer);
-                Runs.forEach(
+                Runs.forEachReceived(
                         plan,
-                        w,
+                        v,
                         (src, dstOffset, length) ->
                                 requests.add(
                                         TransferRequest.write(

@@ -2,7 +2,7 @@ package io.weightrelay.loader.pipeline;
 
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.Worker;
-import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Slice;
 import java.util.List;
 import java.util.Objects;
 
@@ -15,7 +15,7 @@ import java.util.Objects;
  * @param instance this loader's instance id
  * @param workers this instance's worker ids, as the engine registered them
  * @param manifest the generation's source manifest (its digest must be the plan's source digest)
- * @param plan the routing plan of the rollout group
+ * @param slice this loader's slice of the rollout group's routing plan
  * @param directory every worker's buffers in the group
  * @param registered this instance's workers as reshard sees them, for {@link
  *     io.weightrelay.reshard.plan.SliceValidator}
@@ -27,14 +27,14 @@ public record PrepareRequest(
         String instance,
         List<String> workers,
         SourceManifest manifest,
-        Plan plan,
+        Slice slice,
         BufferDirectory directory,
         List<Worker> registered) {
     public PrepareRequest {
         Objects.requireNonNull(model, "model");
         Objects.requireNonNull(instance, "instance");
         Objects.requireNonNull(manifest, "manifest");
-        Objects.requireNonNull(plan, "plan");
+        Objects.requireNonNull(slice, "slice");
         Objects.requireNonNull(directory, "directory");
         workers = List.copyOf(workers);
         registered = List.copyOf(registered);

@@ -1,8 +1,9 @@
 package io.weightrelay.loader.pipeline;
 
-import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Slice;
+import java.util.function.IntToLongFunction;
 
-/** Expands a plan write (a contiguous run repeated by outer loops) into contiguous copies. */
+/** Expands a slice write (a contiguous run repeated by outer loops) into contiguous copies. */
 final class Runs {
 
     /** Receives one contiguous copy: source offset in the read span, destination offset, length. */
@@ -14,17 +15,54 @@ final class Runs {
     private Runs() {}
 
     /**
-     * Calls the sink once per contiguous copy of the write, merging neighbours that are contiguous
-     * on both sides (a loop whose strides equal the run length collapses into one copy).
+     * Calls the sink once per contiguous copy of one of the slice's writes, merging neighbours that
+     * are contiguous on both sides (a loop whose strides equal the run length collapses into one
+     * copy).
      */
-    static void forEach(Plan plan, int write, Sink sink) {
-        int first = plan.loopFirst(write);
-        int loops = plan.loopEnd(write) - first;
-        long length = plan.writeLength(write);
-        long src0 = plan.writeSrc(write);
-        long dst0 = plan.writeDstOffset(write);
+    static void forEach(Slice slice, int write, Sink sink) {
+        forEach(
+                slice.loopFirst(write),
+                slice.loopEnd(write),
+                slice.writeLength(write),
+                slice.writeSrc(write),
+                slice.writeDstOffset(write),
+                slice::loopCount,
+                slice::loopSrcStride,
+                slice::loopDstStride,
+                sink);
+    }
+
+    /**
+     * The same for a write the slice's workers receive; it has destination offsets only, so the
+     * sink's source offset is the destination offset (a delegate copies its bytes to the same place
+     * in its peers' buffers).
+     */
+    static void forEachReceived(Slice slice, int receive, Sink sink) {
+        forEach(
+                slice.receiveLoopFirst(receive),
+                slice.receiveLoopEnd(receive),
+                slice.receiveLength(receive),
+                slice.receiveDstOffset(receive),
+                slice.receiveDstOffset(receive),
+                slice::receiveLoopCount,
+                slice::receiveLoopStride,
+                slice::receiveLoopStride,
+                sink);
+    }
+
+    private static void forEach(
+            int first,
+            int end,
+            long length,
+            long src0,
+            long dst0,
+            IntToLongFunction count,
+            IntToLongFunction srcStride,
+            IntToLongFunction dstStride,
+            Sink sink) {
+        int loops = end - first;
         for (int j = 0; j < loops; j++) {
-            if (plan.loopCount(first + j) == 0) {
+            if (count.applyAsLong(first + j) == 0) {
                 return;
             }
         }
@@ -40,8 +78,8 @@ final class Runs {
             long src = src0;
             long dst = dst0;
             for (int j = 0; j < loops; j++) {
-                src += index[j] * plan.loopSrcStride(first + j);
-                dst += index[j] * plan.loopDstStride(first + j);
+                src += index[j] * srcStride.applyAsLong(first + j);
+                dst += index[j] * dstStride.applyAsLong(first + j);
             }
             if (pendingLength > 0
                     && pendingSrc + pendingLength == src
@@ -56,7 +94,7 @@ final class Runs {
                 pendingLength = length;
             }
             int j = loops - 1;
-            while (j >= 0 && ++index[j] == plan.loopCount(first + j)) {
+            while (j >= 0 && ++index[j] == count.applyAsLong(first + j)) {
                 index[j] = 0;
                 j--;
             }

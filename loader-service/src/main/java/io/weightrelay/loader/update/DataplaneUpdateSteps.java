@@ -11,7 +11,7 @@ import io.weightrelay.loader.pipeline.LoaderSlice;
 import io.weightrelay.loader.pipeline.PrepareRequest;
 import io.weightrelay.loader.pipeline.Prepared;
 import io.weightrelay.reshard.placement.Worker;
-import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
 import java.util.List;
 import java.util.function.LongConsumer;
@@ -49,18 +49,18 @@ class DataplaneUpdateSteps implements UpdateSteps {
 
     /** What a validated slice was validated for. */
     private record SliceKey(
-            Plan plan,
+            Slice slice,
             String instance,
             long epoch,
             BufferDirectory directory,
             List<Worker> workers) {
 
         static SliceKey of(PrepareRequest r) {
-            return new SliceKey(r.plan(), r.instance(), r.epoch(), r.directory(), r.registered());
+            return new SliceKey(r.slice(), r.instance(), r.epoch(), r.directory(), r.registered());
         }
 
         boolean matches(SliceKey other) {
-            return plan == other.plan
+            return slice == other.slice
                     && instance.equals(other.instance)
                     && epoch == other.epoch
                     && directory.equals(other.directory)

@@ -18,7 +18,7 @@ import io.weightrelay.loader.pipeline.PrepareRequest;
 import io.weightrelay.loader.update.UpdateRun.Outcome;
 import io.weightrelay.loader.update.UpdateRun.Phase;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.service.problem.CommonProblems;
 import jakarta.annotation.PreDestroy;
 import java.time.Duration;
@@ -66,9 +66,9 @@ public class UpdateCoordinator {
             };
     private UpdateRun last;
     private volatile SourceManifest lastManifest;
-    private volatile CachedPlan lastPlan;
+    private volatile CachedSlice lastSlice;
 
-    private record CachedPlan(String id, Plan plan) {}
+    private record CachedSlice(String planId, Slice slice) {}
 
     public UpdateCoordinator(
             InstanceService instances,
@@ -193,17 +193,17 @@ public class UpdateCoordinator {
                     throw new ApplyFailure(
                             CONTROL_API, "plan " + ref.planId() + " has no part for " + id);
                 }
-                Plan plan =
-                        lastPlan != null && lastPlan.id().equals(ref.planId())
-                                ? lastPlan.plan()
+                Slice slice =
+                        lastSlice != null && lastSlice.planId().equals(ref.planId())
+                                ? lastSlice.slice()
                                 : null;
-                if (plan == null) {
-                    // Plans are immutable per id: fetch once, reuse every generation until it
-                    // changes.
-                    plan = control.plan(ref.planId());
-                    lastPlan = new CachedPlan(ref.planId(), plan);
+                if (slice == null) {
+                    // Plans are immutable per id: fetch this loader's slice once, reuse it every
+                    // generation until the plan changes.
+                    slice = control.slice(ref.planId(), id);
+                    lastSlice = new CachedSlice(ref.planId(), slice);
                 }
-                watch.lap("fetch-plan");
+                watch.lap("fetch-slice");
                 BufferDirectory directory = new BufferDirectory(control.groupBuffers(model, group));
                 watch.lap("loaders");
                 control.startSession(
@@ -217,7 +217,7 @@ public class UpdateCoordinator {
                                         id,
                                         instance.workerIds(),
                                         manifest,
-                                        plan,
+                                        slice,
                                         directory,
                                         reshardWorkers(instance, manifest)));
                 watch.lap("validate-check-register");

@@ -10,6 +10,8 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Slice;
+import io.weightrelay.service.test.TestDataplane;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -57,6 +59,7 @@ public final class LoaderProcessMain {
                         DataplaneConfig.builder(node)
                                 .redisUri(redisUri)
                                 .keyPrefix(prefix)
+                                .secret(TestDataplane.secret())
                                 .build())) {
             RegistrationManager<Segment> registrations =
                     new RegistrationManager<>(new SegmentRegistrar(dp));
@@ -83,7 +86,7 @@ public final class LoaderProcessMain {
                                                     instance,
                                                     workers,
                                                     manifest,
-                                                    plan,
+                                                    Slice.of(plan, instance),
                                                     directory,
                                                     placement.workers().stream()
                                                             .filter(

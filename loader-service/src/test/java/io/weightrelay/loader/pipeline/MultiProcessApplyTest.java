@@ -13,6 +13,7 @@ import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.service.test.TestDataplane;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -51,6 +52,7 @@ class MultiProcessApplyTest {
                         DataplaneConfig.builder("trainer-0")
                                 .redisUri(RedisTestSupport.endpoint().uri())
                                 .keyPrefix(prefix)
+                                .secret(TestDataplane.secret())
                                 .build());
         store = trainer.createSegment("publisher-trainer-0", 24L << 20);
     }

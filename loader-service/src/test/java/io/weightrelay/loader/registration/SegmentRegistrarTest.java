@@ -12,6 +12,7 @@ import io.weightrelay.dataplane.SegmentKind;
 import io.weightrelay.dataplane.SegmentNotAllocatableException;
 import io.weightrelay.dataplane.TransferRequest;
 import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.service.test.TestDataplane;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
@@ -43,6 +44,7 @@ class SegmentRegistrarTest {
                 DataplaneConfig.builder(node)
                         .redisUri(RedisTestSupport.endpoint().uri())
                         .keyPrefix(prefix)
+                        .secret(TestDataplane.secret())
                         .build());
     }
 

@@ -30,7 +30,10 @@ import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
+import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.topology.Topology;
+import io.weightrelay.service.dataplane.DataplaneProperties;
+import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -79,17 +82,16 @@ class UpdateCoordinatorTest {
                         "http://127.0.0.1:1",
                         "",
                         "",
-                        "redis://127.0.0.1:6379",
-                        "wr:dp:",
                         2,
                         Duration.ofSeconds(1),
                         Duration.ofMinutes(5),
                         Duration.ofSeconds(5),
-                        2,
                         4,
                         -1);
         DataplaneHolder holder =
-                new DataplaneHolder(properties) {
+                new DataplaneHolder(
+                        new DataplaneSettings(
+                                DataplaneProperties.loopback("redis://127.0.0.1:6379", "wr:dp:"))) {
                     final RegistrationManager<Segment> registrations =
                             new RegistrationManager<>(
                                     new io.weightrelay.loader.registration.Registrar<>() {
@@ -302,8 +304,8 @@ class UpdateCoordinatorTest {
         }
 
         @Override
-        public Plan plan(String planId) {
-            return plan;
+        public Slice slice(String planId, String instance) {
+            return Slice.of(plan, instance);
         }
 
         @Override

@@ -47,9 +47,12 @@ public final class DataplaneBench {
     public static String run(long size, int repeats, String redis) {
         String prefix = "wr:bench:" + UUID.randomUUID().toString().substring(0, 8) + ":";
         int streams = 2;
-        try (Dataplane a = open("bench-node-1", prefix, redis, streams);
-                Dataplane b = open("bench-node-1", prefix, redis, streams);
-                Dataplane c = open("bench-node-2", prefix, redis, streams)) {
+        // A fresh secret per run: the tcp figure includes the handshake of every connection.
+        byte[] secret = new byte[32];
+        new java.security.SecureRandom().nextBytes(secret);
+        try (Dataplane a = open("bench-node-1", prefix, redis, streams, secret);
+                Dataplane b = open("bench-node-1", prefix, redis, streams, secret);
+                Dataplane c = open("bench-node-2", prefix, redis, streams, secret)) {
             Segment source = a.createSegment("bench-source", size);
             Segment pub = a.createSegment("bench-pub", size + 4096);
             Segment target = b.createSegment("bench-target", size);
@@ -154,7 +157,8 @@ public final class DataplaneBench {
                             + "\"local_vs_memcpy\":%.3f,\"socket_gbps\":%.3f,\"tcp_gbps\":%.3f,"
                             + "\"tcp_vs_socket\":%.3f,\"tcp_vs_memcpy\":%.3f,"
                             + "\"put_local_gbps\":%.3f,\"put_tcp_bytes\":%d,"
-                            + "\"get_ranges_gbps\":%.3f,\"cold_local_gbps\":%.3f}",
+                            + "\"get_ranges_gbps\":%.3f,\"cold_local_gbps\":%.3f,"
+                            + "\"authenticated\":%b}",
                     size,
                     streams,
                     memcpy,
@@ -167,15 +171,18 @@ public final class DataplaneBench {
                     put,
                     putTcpBytes,
                     get,
-                    coldGbps);
+                    coldGbps,
+                    c.config().authenticated());
         }
     }
 
-    private static Dataplane open(String label, String prefix, String redis, int streams) {
+    private static Dataplane open(
+            String label, String prefix, String redis, int streams, byte[] secret) {
         return Dataplane.open(
                 DataplaneConfig.builder(label)
                         .redisUri(redis)
                         .keyPrefix(prefix)
+                        .secret(secret)
                         .tcpStreams(streams)
                         .localThreads(2)
                         .build());

@@ -70,13 +70,31 @@ public final class DpNative {
     /** {@code DP_SEGMENT_RECEIVE}: transfer target only, never allocated from. */
     public static final int DP_SEGMENT_RECEIVE = 1;
 
+    /**
+     * {@code DP_SEGMENT_REPLACE}: unlink an existing file first (taking over from a dead owner).
+     */
+    public static final int DP_SEGMENT_REPLACE = 2;
+
+    /** {@code DP_ROLE_PEER}: reads, writes, notifies. */
+    public static final int DP_ROLE_PEER = 1;
+
+    /** {@code DP_ROLE_REMOVER}: also frees allocations in segments of other engines. */
+    public static final int DP_ROLE_REMOVER = 2;
+
     public static native int dp_engine_create(
             String nodeLabel,
+            String hostId,
             String bindHost,
             int port,
             int tcpStreams,
             int localThreads,
             int ioTimeoutMs,
+            int connectTimeoutMs,
+            int maxConnections,
+            String shmDir,
+            @Cast("const uint8_t*") byte[] secret,
+            int secretLength,
+            int role,
             @ByPtrPtr dp_engine out);
 
     public static native void dp_engine_shutdown(dp_engine engine);
@@ -106,6 +124,7 @@ public final class DpNative {
             dp_engine engine,
             String name,
             String nodeLabel,
+            String hostId,
             String host,
             int port,
             String shmPath,
@@ -153,6 +172,10 @@ public final class DpNative {
     public static native int dp_batch_notify_status(dp_batch batch);
 
     public static native void dp_batch_free(dp_batch batch);
+
+    public static native int dp_notify_register(dp_engine engine, String name);
+
+    public static native int dp_notify_unregister(dp_engine engine, String name);
 
     public static native int dp_notify_get(
             dp_engine engine, String name, @Cast("int64_t*") long[] valueOut);

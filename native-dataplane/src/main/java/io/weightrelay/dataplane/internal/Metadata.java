@@ -17,10 +17,11 @@ import java.util.function.Supplier;
 
 /**
  * Segment descriptors and the object directory in Redis. Keys: {@code <prefix>seg:<name>} (hash:
- * node, host, port, size, shm and kind, {@code store} or {@code receive}; a hash without kind, as
- * written before receive segments existed, is store capacity), {@code <prefix>segments} (set of
- * names), {@code <prefix>obj:<key>} (hash with size, pin and replicas). Every change that must be
- * atomic is one Lua script. Thread safe (one shared Lettuce connection).
+ * node, hostid, engine, host, port, size, shm and kind, {@code store} or {@code receive}; a hash
+ * without kind, as written before receive segments existed, is store capacity; one without hostid,
+ * written before host identities, is read with a null host id and used for no transfer), {@code
+ * <prefix>segments} (set of names), {@code <prefix>obj:<key>} (hash with size, pin and replicas).
+ * Every change that must be atomic is one Lua script. Thread safe (one shared Lettuce connection).
  */
 public final class Metadata implements AutoCloseable {
     private static final String PUBLISH =
@@ -34,8 +35,10 @@ public final class Metadata implements AutoCloseable {
     private static final String TAKE =
             "local v = redis.call('HGETALL', KEYS[1]) redis.call('DEL', KEYS[1]) return v";
     private static final String PUT_SEGMENT =
-            "redis.call('HSET', KEYS[1], 'node', ARGV[1], 'host', ARGV[2], 'port', ARGV[3], "
-                    + "'size', ARGV[4], 'shm', ARGV[5], 'kind', ARGV[7]) "
+            "redis.call('DEL', KEYS[1]) "
+                    + "redis.call('HSET', KEYS[1], 'node', ARGV[1], 'host', ARGV[2], 'port', ARGV[3], "
+                    + "'size', ARGV[4], 'shm', ARGV[5], 'kind', ARGV[7], 'hostid', ARGV[8], "
+                    + "'engine', ARGV[9]) "
                     + "redis.call('SADD', KEYS[2], ARGV[6]) return 1";
 
     /** Value of the descriptor field {@code kind} of a transfer-target-only segment. */
@@ -43,6 +46,14 @@ public final class Metadata implements AutoCloseable {
 
     /** Value of the descriptor field {@code kind} of store capacity (also: field absent). */
     public static final String KIND_STORE = "store";
+
+    // Deletes the listed directory entries that have a replica in segment ARGV[1].
+    private static final String PURGE_PAGE =
+            "local n = 0 for i = 1, #KEYS do "
+                    + "local r = redis.call('HGET', KEYS[i], 'replicas') "
+                    + "if r then for part in string.gmatch(r, '[^;]+') do "
+                    + "if string.match(part, '^(.*)@%-?%d+$') == ARGV[1] then "
+                    + "redis.call('DEL', KEYS[i]) n = n + 1 break end end end end return n";
 
     private static final String DROP_SEGMENT =
             "redis.call('DEL', KEYS[1]) redis.call('SREM', KEYS[2], ARGV[1]) return 1";
@@ -96,7 +107,9 @@ public final class Metadata implements AutoCloseable {
                                 Long.toString(d.size()),
                                 d.shmPath(),
                                 d.name(),
-                                d.store() ? KIND_STORE : KIND_RECEIVE));
+                                d.store() ? KIND_STORE : KIND_RECEIVE,
+                                d.hostId(),
+                                d.engineId()));
     }
 
     public void removeSegment(String name) {
@@ -119,12 +132,14 @@ public final class Metadata implements AutoCloseable {
             return Optional.of(
                     new SegmentDescriptor(
                             name,
-                            h.get("node"),
-                            h.get("host"),
+                            java.util.Objects.requireNonNull(h.get("node"), "node"),
+                            h.get("hostid"),
+                            java.util.Objects.requireNonNull(h.get("host"), "host"),
                             Integer.parseInt(h.get("port")),
                             Long.parseLong(h.get("size")),
-                            h.get("shm"),
-                            isStore(h.get("kind"))));
+                            java.util.Objects.requireNonNull(h.get("shm"), "shm"),
+                            isStore(h.get("kind")),
+                            h.get("engine")));
         } catch (RuntimeException e) {
             throw new MetadataFailure("unreadable descriptor of segment " + name, e);
         }
@@ -137,6 +152,40 @@ public final class Metadata implements AutoCloseable {
      */
     static boolean isStore(String kind) {
         return kind == null || KIND_STORE.equals(kind);
+    }
+
+    /**
+     * Deletes every directory entry with a replica in {@code segment}: a segment made anew holds no
+     * object, so an entry that points into it is stale and would hand readers wrong bytes. One SCAN
+     * of the directory, one script call per page.
+     *
+     * @return how many entries were deleted
+     */
+    public long purgeObjectsIn(String segment) {
+        long purged = 0;
+        io.lettuce.core.ScanCursor cursor = io.lettuce.core.ScanCursor.INITIAL;
+        io.lettuce.core.ScanArgs args =
+                io.lettuce.core.ScanArgs.Builder.matches(prefix + "obj:*").limit(10000);
+        do {
+            io.lettuce.core.ScanCursor at = cursor;
+            io.lettuce.core.KeyScanCursor<String> page =
+                    call("scan the directory", () -> redis.scan(at, args));
+            if (!page.getKeys().isEmpty()) {
+                String[] keys = page.getKeys().toArray(new String[0]);
+                Long n =
+                        call(
+                                "purge objects of " + segment,
+                                () ->
+                                        redis.eval(
+                                                PURGE_PAGE,
+                                                ScriptOutputType.INTEGER,
+                                                keys,
+                                                segment));
+                purged += n == null ? 0 : n;
+            }
+            cursor = page;
+        } while (!cursor.isFinished());
+        return purged;
     }
 
     /** Names of all registered segments, sorted (a deterministic fallback order for puts). */

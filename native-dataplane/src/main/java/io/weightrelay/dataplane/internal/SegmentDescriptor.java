@@ -2,17 +2,28 @@ package io.weightrelay.dataplane.internal;
 
 /**
  * What the metadata store keeps about a segment, the shape Mooncake keeps for its segments: who
- * owns it (node label, tcp endpoint of the owner's engine), its size, its shared-memory file and
- * whether the store may allocate objects in it.
+ * owns it (node label, host identity, tcp endpoint and instance id of the owner's engine), its
+ * size, its shared-memory file and whether the store may allocate objects in it.
  *
+ * @param hostId identity of the owner's host (see {@link HostIdentity}); {@code null} for a
+ *     descriptor written before host identities existed, which no engine uses for transfers
+ * @param engineId random id of the owning engine instance, {@code null} in old descriptors
  * @param store true for store capacity (a mounted segment), false for a receive segment that is a
  *     transfer target only; a descriptor written before the flag existed is store capacity
  */
 public record SegmentDescriptor(
         String name,
         String nodeLabel,
+        String hostId,
         String host,
         int port,
         long size,
         String shmPath,
-        boolean store) {}
+        boolean store,
+        String engineId) {
+
+    /** Whether it was written by a data plane that records host identities. */
+    public boolean current() {
+        return hostId != null && engineId != null;
+    }
+}

@@ -2,15 +2,16 @@ package io.weightrelay.publisher.segment;
 
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.dataplane.Dataplane;
-import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.InPlaceObject;
 import io.weightrelay.dataplane.ObjectLocation;
 import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
+import io.weightrelay.service.dataplane.DataplaneSettings;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,6 +22,12 @@ import org.slf4j.LoggerFactory;
  * {@code replicaNum=1, preferredSegments=[own], hardPin=true}, which the store places elsewhere
  * only when the own segment is full.
  *
+ * <p>Restart safety: a segment is always created new (empty allocator), so directory entries that
+ * still list it from a previous owner (killed, or stopped while the store kept their keys) are
+ * purged from the directory before anything is allocated; their generations become unreadable (a
+ * loader's prepare refuses missing objects, so loaders stay on their generation) instead of ever
+ * pointing at bytes the new owner writes later.
+ *
  * <p>Ownership: opened at start-up, closed with the application context (closing unpublishes and
  * removes the segment). Thread safe.
  */
@@ -29,37 +36,59 @@ public final class SegmentOwner implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(SegmentOwner.class);
 
     private final SegmentProperties properties;
+    private final DataplaneSettings settings;
     private final Dataplane dataplane;
     private final Segment segment;
     private final ReplicateConfig preferLocal;
+    private final List<String> lostOnRestart;
 
-    public SegmentOwner(SegmentProperties properties) {
+    /**
+     * Opens the data plane {@code relay.dataplane.*} describes, on node {@code relay.segment.node},
+     * and creates the segment in it.
+     */
+    public SegmentOwner(SegmentProperties properties, DataplaneSettings settings) {
         this.properties = properties;
-        DataplaneConfig config =
-                DataplaneConfig.builder(properties.node())
-                        .redisUri(properties.redisUri())
-                        .keyPrefix(properties.keyPrefix())
-                        .tcpBindHost(properties.tcpBindHost())
-                        .tcpPort(properties.tcpPort())
-                        .shmDir(properties.shmDir())
-                        .ioTimeout(properties.ioTimeout())
-                        .build();
+        this.settings = settings;
         long started = System.nanoTime();
-        this.dataplane = Dataplane.open(config);
+        this.dataplane = Dataplane.open(settings.config(properties.node()));
+        String redisUri = settings.properties().redisUri();
+        String prefix = settings.properties().keyPrefix();
         try {
+            // Listed before the segment exists, so every entry naming it describes a previous
+            // incarnation's bytes; purged before this one serves a single allocation.
+            Map<String, String> stale = StaleObjects.find(redisUri, prefix, properties.name());
             this.segment = dataplane.createSegment(properties.name(), properties.size().toBytes());
+            this.lostOnRestart = StaleObjects.purge(redisUri, prefix, stale);
         } catch (RuntimeException e) {
             dataplane.close();
             throw e;
         }
+        if (!lostOnRestart.isEmpty()) {
+            log.warn(
+                    "segment '{}' was re-created: {} objects a previous owner stored in it are gone"
+                            + " with it and were purged from the store (generations {}); those"
+                            + " generations are unreadable: loaders stay on the one they serve,"
+                            + " restore them from a checkpoint or publish a new one",
+                    properties.name(),
+                    lostOnRestart.size(),
+                    StaleObjects.generations(lostOnRestart));
+        }
         this.preferLocal = ReplicateConfig.preferLocal(segment.name());
         log.info(
-                "segment '{}' ({} bytes) of node '{}' ready in {} ms; tcp port {}",
+                "segment '{}' ({} bytes) of node '{}' ready in {} ms; engine {}",
                 segment.name(),
                 segment.size(),
                 properties.node(),
                 (System.nanoTime() - started) / 1_000_000,
-                dataplane.tcpPort());
+                endpoint());
+    }
+
+    /**
+     * Keys of the objects a previous owner of this segment had stored, purged from the store's
+     * directory when this owner re-created the segment (empty on a first start).
+     */
+    public List<String> lostOnRestart() {
+        return lostOnRestart;
     }
 
     public String segmentName() {
@@ -78,9 +107,9 @@ public final class SegmentOwner implements AutoCloseable {
         return segment.freeBytes();
     }
 
-    /** {@code host:port} of this node's Transfer Engine. */
+    /** {@code host:port} peers reach this node's Transfer Engine at (its advertise host). */
     public String endpoint() {
-        return dataplane.config().advertiseHost() + ":" + dataplane.tcpPort();
+        return settings.endpoint(dataplane.tcpPort());
     }
 
     public Counters counters() {

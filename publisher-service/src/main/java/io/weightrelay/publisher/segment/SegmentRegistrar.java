@@ -1,6 +1,7 @@
 package io.weightrelay.publisher.segment;
 
 import io.weightrelay.publisher.publish.ControlPlane;
+import io.weightrelay.service.dataplane.DataplaneSettings;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -22,6 +23,7 @@ final class SegmentRegistrar implements AutoCloseable {
     private final SegmentOwner owner;
     private final SegmentProperties properties;
     private final ControlPlane control;
+    private final DataplaneSettings settings;
     private final Environment environment;
     private final ScheduledExecutorService timer =
             Executors.newSingleThreadScheduledExecutor(
@@ -36,10 +38,12 @@ final class SegmentRegistrar implements AutoCloseable {
             SegmentOwner owner,
             SegmentProperties properties,
             ControlPlane control,
+            DataplaneSettings settings,
             Environment environment) {
         this.owner = owner;
         this.properties = properties;
         this.control = control;
+        this.settings = settings;
         this.environment = environment;
     }
 
@@ -72,11 +76,16 @@ final class SegmentRegistrar implements AutoCloseable {
         }
     }
 
+    /**
+     * {@code relay.segment.admin-url}, else derived from {@code relay.dataplane.advertise-host}.
+     */
     private String adminUrl() {
-        if (properties.adminUrl() != null && !properties.adminUrl().isBlank()) {
-            return properties.adminUrl();
-        }
-        return "http://127.0.0.1:" + environment.getProperty("local.server.port", "8081");
+        int port =
+                environment.getProperty(
+                        "local.server.port",
+                        Integer.class,
+                        environment.getProperty("server.port", Integer.class, 8081));
+        return settings.advertisedUrl(properties.adminUrl(), port);
     }
 
     @Override

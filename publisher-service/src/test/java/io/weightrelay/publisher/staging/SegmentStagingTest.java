@@ -7,6 +7,8 @@ import io.weightrelay.dataplane.ObjectExistsException;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.segment.SegmentProperties;
+import io.weightrelay.service.dataplane.DataplaneProperties;
+import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.RelayException;
 import io.weightrelay.service.test.RedisTestSupport;
 import java.nio.ByteBuffer;
@@ -43,15 +45,12 @@ class SegmentStagingTest {
                                 "node-staging",
                                 "staging-" + id,
                                 DataSize.ofMegabytes(8),
-                                RedisTestSupport.endpoint().uri(),
-                                prefix,
-                                "127.0.0.1",
-                                0,
-                                Path.of("/dev/shm"),
-                                Duration.ofSeconds(5),
                                 false,
                                 null,
-                                Duration.ofSeconds(5)));
+                                Duration.ofSeconds(5)),
+                        new DataplaneSettings(
+                                DataplaneProperties.loopback(
+                                        RedisTestSupport.endpoint().uri(), prefix)));
         staging =
                 new StagingArea(
                         new StagingProperties(

@@ -519,6 +519,215 @@ public final class Slice {
         return recvDst.length;
     }
 
+    // ---- columns, named as Plan names them; peers are the plan's workers, in its order ----
+
+    public int workerCount() {
+        return peerId.length;
+    }
+
+    public String workerId(int worker) {
+        return peerId[worker];
+    }
+
+    public String workerInstance(int worker) {
+        return peerInstance[worker];
+    }
+
+    public String workerNodeName(int worker) {
+        return peerNode[worker];
+    }
+
+    public String workerSegment(int worker) {
+        return peerSegment[worker];
+    }
+
+    public Mode workerMode(int worker) {
+        return Mode.values()[peerMode[worker]];
+    }
+
+    public int bufferCount() {
+        return buffers.length;
+    }
+
+    public String buffer(int index) {
+        return buffers[index];
+    }
+
+    public int objectCount() {
+        return objectIds.length;
+    }
+
+    public String objectId(int object) {
+        return objectIds[object];
+    }
+
+    public long objectBytes(int object) {
+        return objectBytes[object];
+    }
+
+    public int readReader(int read) {
+        return readReader[read];
+    }
+
+    public int readObject(int read) {
+        return readObject[read];
+    }
+
+    public int readBatch(int read) {
+        return readBatch[read];
+    }
+
+    public long readStaging(int read) {
+        return readStaging[read];
+    }
+
+    public long readStart(int read) {
+        return readStart[read];
+    }
+
+    public long readSpan(int read) {
+        return readSpan[read];
+    }
+
+    public int rangeFirst(int read) {
+        return readRangeFirst[read];
+    }
+
+    public int rangeEnd(int read) {
+        return readRangeFirst[read + 1];
+    }
+
+    public long rangeStart(int range) {
+        return rangeStart[range];
+    }
+
+    public long rangeLength(int range) {
+        return rangeLength[range];
+    }
+
+    /** Bytes a read fetches from the store: the sum of its ranges. */
+    public long readBytes(int read) {
+        long bytes = 0;
+        for (int r = readRangeFirst[read]; r < readRangeFirst[read + 1]; r++) {
+            bytes += rangeLength[r];
+        }
+        return bytes;
+    }
+
+    public int writeFirst(int read) {
+        return readWriteFirst[read];
+    }
+
+    public int writeEnd(int read) {
+        return readWriteFirst[read + 1];
+    }
+
+    public int writeDst(int write) {
+        return writeDst[write];
+    }
+
+    public int writeBuffer(int write) {
+        return writeBuffer[write];
+    }
+
+    public int writeFlags(int write) {
+        return writeFlags[write];
+    }
+
+    public long writeSrc(int write) {
+        return writeSrc[write];
+    }
+
+    public long writeDstOffset(int write) {
+        return writeDstOffset[write];
+    }
+
+    public long writeLength(int write) {
+        return writeLength[write];
+    }
+
+    public int loopFirst(int write) {
+        return writeLoopFirst[write];
+    }
+
+    public int loopEnd(int write) {
+        return writeLoopFirst[write + 1];
+    }
+
+    public long loopCount(int loop) {
+        return loopCount[loop];
+    }
+
+    public long loopSrcStride(int loop) {
+        return loopSrcStride[loop];
+    }
+
+    public long loopDstStride(int loop) {
+        return loopDstStride[loop];
+    }
+
+    public long writeBytes(int write) {
+        long bytes = writeLength[write];
+        for (int l = writeLoopFirst[write]; l < writeLoopFirst[write + 1]; l++) {
+            bytes *= loopCount[l];
+        }
+        return bytes;
+    }
+
+    /** Destination worker of a received write (for a fan-out write, the node's delegate). */
+    public int receiveDst(int receive) {
+        return recvDst[receive];
+    }
+
+    /** The worker whose read carries the received write. */
+    public int receiveFrom(int receive) {
+        return recvFrom[receive];
+    }
+
+    public int receiveBatch(int receive) {
+        return recvBatch[receive];
+    }
+
+    public int receiveBuffer(int receive) {
+        return recvBuffer[receive];
+    }
+
+    public int receiveFlags(int receive) {
+        return recvFlags[receive];
+    }
+
+    public long receiveDstOffset(int receive) {
+        return recvDstOffset[receive];
+    }
+
+    public long receiveLength(int receive) {
+        return recvLength[receive];
+    }
+
+    public int receiveLoopFirst(int receive) {
+        return recvLoopFirst[receive];
+    }
+
+    public int receiveLoopEnd(int receive) {
+        return recvLoopFirst[receive + 1];
+    }
+
+    public long receiveLoopCount(int loop) {
+        return recvLoopCount[loop];
+    }
+
+    public long receiveLoopStride(int loop) {
+        return recvLoopStride[loop];
+    }
+
+    public long receiveBytes(int receive) {
+        long bytes = recvLength[receive];
+        for (int l = recvLoopFirst[receive]; l < recvLoopFirst[receive + 1]; l++) {
+            bytes *= recvLoopCount[l];
+        }
+        return bytes;
+    }
+
     /** This instance's worker ids, sorted. */
     public List<String> workers() {
         List<String> out = new ArrayList<>();

@@ -50,14 +50,47 @@ public final class ServiceProcess implements AutoCloseable {
             List<String> jvmOptions,
             List<String> args,
             Path logs) {
+        return launch(name, List.of("-jar", jar.toString()), heap, jvmOptions, args, logs, jar);
+    }
+
+    /**
+     * As {@link #start(String, Path, String, List, List, Path)}, from {@code mainClass} on {@code
+     * classpath} instead of a jar: a module's tests run their own service this way, before its jar
+     * is packaged.
+     */
+    public static ServiceProcess startMain(
+            String name,
+            String classpath,
+            String mainClass,
+            String heap,
+            List<String> jvmOptions,
+            List<String> args,
+            Path logs) {
+        return launch(
+                name,
+                List.of("-cp", classpath, mainClass),
+                heap,
+                jvmOptions,
+                args,
+                logs,
+                Path.of(mainClass));
+    }
+
+    private static ServiceProcess launch(
+            String name,
+            List<String> what,
+            String heap,
+            List<String> jvmOptions,
+            List<String> args,
+            Path logs,
+            Path from) {
         int port = freePort();
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add("-Xmx" + heap);
         command.add("-XX:+UseSerialGC");
         command.addAll(jvmOptions);
-        command.add("-jar");
-        command.add(jar.toString());
+        command.addAll(what);
         command.add("--server.port=" + port);
         command.add("--server.address=127.0.0.1");
         command.addAll(args);
@@ -70,7 +103,7 @@ public final class ServiceProcess implements AutoCloseable {
                             .start();
             return new ServiceProcess(name, p, log, port);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot start " + name + " from " + jar, e);
+            throw new UncheckedIOException("cannot start " + name + " from " + from, e);
         }
     }
 

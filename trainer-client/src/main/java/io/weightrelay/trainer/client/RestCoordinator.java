@@ -1,6 +1,7 @@
 package io.weightrelay.trainer.client;
 
 import io.weightrelay.api.Dtypes;
+import io.weightrelay.api.GzipRequestBodies;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.AbortRequest;
@@ -39,6 +40,7 @@ public final class RestCoordinator implements Coordinator {
                 ApiClient.buildRestClientBuilder(
                                 ApiClient.createDefaultMapper(ApiClient.createDefaultDateFormat()))
                         .requestFactory(factory)
+                        .requestInterceptor(new GzipRequestBodies())
                         .build();
         ApiClient client = new ApiClient(rest);
         client.setBasePath(baseUrl);

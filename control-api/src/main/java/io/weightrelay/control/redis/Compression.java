@@ -1,16 +1,19 @@
-package io.weightrelay.control.plan;
+package io.weightrelay.control.redis;
 
 import java.io.ByteArrayOutputStream;
 import java.util.zip.DataFormatException;
 import java.util.zip.Deflater;
 import java.util.zip.Inflater;
 
-/** Raw deflate of plan encodings before they go to Redis (they repeat names and strides a lot). */
-final class Compression {
+/**
+ * Raw deflate of binary encodings (plans, slices, manifests) before they go to Redis: they repeat
+ * names and strides a lot.
+ */
+public final class Compression {
 
     private Compression() {}
 
-    static byte[] deflate(byte[] data) {
+    public static byte[] deflate(byte[] data) {
         Deflater deflater = new Deflater(Deflater.BEST_SPEED);
         try {
             deflater.setInput(data);
@@ -26,7 +29,7 @@ final class Compression {
         }
     }
 
-    static byte[] inflate(byte[] data) {
+    public static byte[] inflate(byte[] data) {
         Inflater inflater = new Inflater();
         try {
             inflater.setInput(data);
@@ -35,13 +38,13 @@ final class Compression {
             while (!inflater.finished()) {
                 int n = inflater.inflate(buffer);
                 if (n == 0 && (inflater.needsInput() || inflater.needsDictionary())) {
-                    throw new IllegalStateException("truncated plan encoding in Redis");
+                    throw new IllegalStateException("truncated encoding in Redis");
                 }
                 out.write(buffer, 0, n);
             }
             return out.toByteArray();
         } catch (DataFormatException ex) {
-            throw new IllegalStateException("corrupt plan encoding in Redis", ex);
+            throw new IllegalStateException("corrupt encoding in Redis", ex);
         } finally {
             inflater.end();
         }

@@ -1,0 +1,1278 @@
+package io.weightrelay.lab.bench;
+
+import io.weightrelay.api.Dtypes;
+import io.weightrelay.api.GzipRequestBodies;
+import io.weightrelay.api.control.client.GenerationsApi;
+import io.weightrelay.api.control.client.PlansApi;
+import io.weightrelay.api.control.client.RegistryApi;
+import io.weightrelay.api.control.client.UpdatesApi;
+import io.weightrelay.api.control.client.invoker.ApiClient;
+import io.weightrelay.api.control.client.model.BarrierName;
+import io.weightrelay.api.control.client.model.BarrierStatus;
+import io.weightrelay.api.control.client.model.ConsumeMode;
+import io.weightrelay.api.control.client.model.Dtype;
+import io.weightrelay.api.control.client.model.Generation;
+import io.weightrelay.api.control.client.model.Loader;
+import io.weightrelay.api.control.client.model.LoaderRegistration;
+import io.weightrelay.api.control.client.model.Nic;
+import io.weightrelay.api.control.client.model.OpenGenerationRequest;
+import io.weightrelay.api.control.client.model.OpenedGeneration;
+import io.weightrelay.api.control.client.model.PhaseReport;
+import io.weightrelay.api.control.client.model.PlanRequest;
+import io.weightrelay.api.control.client.model.PlanSummary;
+import io.weightrelay.api.control.client.model.ReceiveBuffer;
+import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
+import io.weightrelay.api.control.client.model.RegisteredObject;
+import io.weightrelay.api.control.client.model.ReportedPhase;
+import io.weightrelay.api.control.client.model.TensorAssignment;
+import io.weightrelay.api.control.client.model.Topology;
+import io.weightrelay.api.control.client.model.UpdateSessionRequest;
+import io.weightrelay.api.control.client.model.WorkerPlacement;
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.reshard.catalog.ModelCatalog;
+import io.weightrelay.reshard.catalog.ModelConfig;
+import io.weightrelay.reshard.catalog.Placements;
+import io.weightrelay.reshard.catalog.TensorLayout;
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.SafetensorsLayout;
+import io.weightrelay.reshard.manifest.Shape;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.StoredFragment;
+import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.reshard.placement.FragmentTemplate;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.plan.Slice;
+import io.weightrelay.reshard.plan.SliceValidator;
+import io.weightrelay.reshard.plan.ValidationReport;
+import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.trainer.sim.Args;
+import java.io.FilterInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongConsumer;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.zip.CRC32C;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpRequest;
+import org.springframework.http.HttpStatusCode;
+import org.springframework.http.MediaType;
+import org.springframework.http.client.ClientHttpRequestExecution;
+import org.springframework.http.client.ClientHttpRequestInterceptor;
+import org.springframework.http.client.ClientHttpResponse;
+import org.springframework.http.client.SimpleClientHttpRequestFactory;
+import org.springframework.web.client.RestClient;
+import org.springframework.web.client.RestClientResponseException;
+
+/**
+ * {@code ./relay bench control-plane --model kimi-k2 --trainer-nodes 32 --instances 32 --tp 8
+ * --mode direct|compat}: the control plane alone at scale. Starts control-api (its exec jar, as a
+ * child JVM at {@code -Xmx1g} unless {@code --control-heap} says otherwise) and plays, over REST
+ * with the generated clients, everything that talks to it during one update: the trainer (open,
+ * commit), one publisher per trainer node (read the manifest, register the objects it stored) and
+ * one loader per rollout instance (register, heartbeat, resolve the plan, prepare, the session's
+ * barriers). No tensor byte moves: the store is a stand-in that knows only which objects exist (the
+ * publishers "store" them, the loaders check their reads against it), and the output says so.
+ *
+ * <p>Prints one JSON line: {@code open_ms}, {@code publisher_manifest_ms} (every publisher reads
+ * the manifest, together), {@code register_objects_ms}, {@code commit_ms}, {@code
+ * register_loaders_ms}, {@code plan_cold_ms} (the first resolve, which computes the plan), {@code
+ * plan_warm_ms} (every loader resolves together, cache hits; the slowest), {@code prepare_ms} (per
+ * loader: generation, manifest, its plan slice, the group's buffers and the checks; every loader
+ * together, the slowest), {@code session_ms} (start or join the session, every barrier, until the
+ * post-applied barrier is open for all), the largest request and response in bytes with the call
+ * that made them, and control-api's peak heap from its GC log ({@code control_peak_heap_bytes} just
+ * before a collection, {@code control_peak_live_heap_bytes} just after). A step that fails ends the
+ * run: the line then names it in {@code failed_step} with {@code error}, and the exit code is 1.
+ * {@code control_cpu_<step>} is control-api's CPU time during each step (all its threads), steadier
+ * than the wall times on a shared machine.
+ *
+ * <p>Sizes: {@code --model} is a catalogued model; {@code --tensors N} scales it to about N tensors
+ * instead (fewer layers, and fewer experts where even two layers have too many: a synthetic model,
+ * reported as such in {@code synthetic}), so the same bench runs at 700, 7,000 and 70,000 tensors.
+ *
+ * <p>Flags: {@code --rollout-nodes R} (default instances x tp / 8), {@code --control-heap 1g},
+ * {@code --register-chunk 256} (objects per registration, the publisher's default), {@code
+ * --heartbeat-seconds 5}, {@code --warmup 1} (whole runs on the {@code tiny} model first, so the
+ * JIT has compiled the paths; 0 for a cold service), {@code --call-timeout-seconds 300}, {@code
+ * --redis-host 127.0.0.1 --redis-port 6379 --control-jar <exec jar> --root <repo>}, {@code
+ * --control-arg --k=v} and {@code --control-jvm-arg -X...} (repeatable), {@code --keep-logs},
+ * {@code --keep-redis}.
+ */
+public final class ControlPlaneBench {
+
+    private static final String TRAINER_TOKEN = "bench-trainer-" + UUID.randomUUID();
+    private static final String LOADER_TOKEN = "bench-loader-" + UUID.randomUUID();
+    private static final String OPERATOR_TOKEN = "bench-operator-" + UUID.randomUUID();
+    private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
+    private static final String STORE =
+            "stand-in: the bench records which objects the publishers stored and the loaders check"
+                    + " their reads against it; no tensor bytes move";
+    private static final Set<String> FLAGS =
+            Set.of(
+                    "model",
+                    "tensors",
+                    "trainer-nodes",
+                    "instances",
+                    "tp",
+                    "mode",
+                    "rollout-nodes",
+                    "control-heap",
+                    "register-chunk",
+                    "heartbeat-seconds",
+                    "warmup",
+                    "call-timeout-seconds",
+                    "redis-host",
+                    "redis-port",
+                    "control-jar",
+                    "root",
+                    "control-arg",
+                    "control-jvm-arg",
+                    "keep-logs",
+                    "keep-redis");
+
+    private ControlPlaneBench() {}
+
+    /** What one run plays: a model's manifest and the rollout placement of its instances. */
+    record Scenario(
+            String model,
+            String synthetic,
+            SourceManifest manifest,
+            TargetPlacement placement,
+            Mode mode,
+            int trainerNodes,
+            int instances,
+            int tp,
+            int rolloutNodes) {
+
+        static Scenario of(
+                String catalogued,
+                int tensors,
+                int trainerNodes,
+                int instances,
+                int tp,
+                int rolloutNodes,
+                Mode mode) {
+            ModelConfig config = ModelCatalog.config(catalogued);
+            String synthetic = null;
+            String model = catalogued;
+            if (tensors > 0) {
+                config = scaled(config, tensors);
+                synthetic =
+                        catalogued
+                                + " scaled to "
+                                + config.layers()
+                                + " layers and "
+                                + config.experts()
+                                + " experts";
+                model = catalogued + "-t" + tensors;
+            }
+            List<TensorLayout> catalog = ModelCatalog.layout(config);
+            // What the lab's simulated trainer publishes: every tensor as bf16.
+            List<TensorSpec> specs = new ArrayList<>();
+            for (TensorLayout t : catalog) {
+                specs.add(
+                        new TensorSpec(t.spec().name(), t.spec().shape(), DType.BF16, DType.BF16));
+            }
+            SourceManifest manifest = Fragmenter.fragment(model, specs, MAX_FRAGMENT);
+            List<TensorLayout> layout = new ArrayList<>();
+            for (int i = 0; i < catalog.size(); i++) {
+                TensorLayout t = catalog.get(i);
+                layout.add(new TensorLayout(specs.get(i), t.split(), t.expert(), t.heads()));
+            }
+            TargetPlacement placement =
+                    packed(Placements.of(layout, rolloutNodes, instances, tp, 1, mode, 1));
+            return new Scenario(
+                    model,
+                    synthetic,
+                    manifest,
+                    placement,
+                    mode,
+                    trainerNodes,
+                    instances,
+                    tp,
+                    rolloutNodes);
+        }
+
+        /**
+         * The placement as an engine registers it: each direct worker's boxes back to back in one
+         * buffer ({@value #WEIGHTS}), as dense as the catalogue lays them out. Workers of one rank
+         * keep sharing one fragment list (one template).
+         */
+        static TargetPlacement packed(TargetPlacement placement) {
+            Map<
+                            List<io.weightrelay.reshard.placement.TargetFragment>,
+                            List<io.weightrelay.reshard.placement.TargetFragment>>
+                    lists = new java.util.IdentityHashMap<>();
+            List<Worker> out = new ArrayList<>();
+            for (Worker w : placement.workers()) {
+                List<io.weightrelay.reshard.placement.TargetFragment> fragments =
+                        lists.computeIfAbsent(w.fragments(), Scenario::packed);
+                out.add(
+                        new Worker(
+                                w.id(),
+                                w.instance(),
+                                w.node(),
+                                w.nicFirst(),
+                                w.nicCount(),
+                                w.mode(),
+                                w.segment(),
+                                fragments));
+            }
+            return new TargetPlacement(out);
+        }
+
+        private static List<io.weightrelay.reshard.placement.TargetFragment> packed(
+                List<io.weightrelay.reshard.placement.TargetFragment> fragments) {
+            List<io.weightrelay.reshard.placement.TargetFragment> out =
+                    new ArrayList<>(fragments.size());
+            long cursor = 0;
+            for (io.weightrelay.reshard.placement.TargetFragment f : fragments) {
+                out.add(
+                        new io.weightrelay.reshard.placement.TargetFragment(
+                                f.tensor(),
+                                f.dtype(),
+                                f.tensorShape(),
+                                f.offset(),
+                                f.shape(),
+                                WEIGHTS,
+                                cursor,
+                                f.strides()));
+                cursor = (cursor + Math.max(1, end(f) - f.bufferOffset()) + 255) / 256 * 256;
+            }
+            return List.copyOf(out);
+        }
+
+        List<Worker> workersOf(String instance) {
+            return placement.workers().stream().filter(w -> w.instance().equals(instance)).toList();
+        }
+    }
+
+    /**
+     * The catalogued model with fewer layers (and, below two layers' worth, fewer experts) so that
+     * it has about {@code tensors} tensors: the per-layer count is affine in the layers and the
+     * experts, so two probes give the layers and a bisection the experts.
+     */
+    static ModelConfig scaled(ModelConfig c, int tensors) {
+        int first = Math.max(1, c.firstDenseLayers()) + 1;
+        int atFirst = ModelCatalog.layout(withSize(c, first, c.experts())).size();
+        int perLayer = ModelCatalog.layout(withSize(c, first + 1, c.experts())).size() - atFirst;
+        int layers = first;
+        if (tensors > atFirst && perLayer > 0) {
+            layers = first + (int) Math.round((tensors - atFirst) / (double) perLayer);
+        }
+        layers = Math.max(first, Math.min(c.layers(), layers));
+        int lo = 1;
+        int hi = c.moe() ? c.experts() : 1;
+        while (lo < hi) {
+            int mid = (lo + hi + 1) / 2;
+            if (ModelCatalog.layout(withSize(c, layers, mid)).size() <= tensors) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        return withSize(c, layers, c.moe() ? lo : 0);
+    }
+
+    private static ModelConfig withSize(ModelConfig c, int layers, int experts) {
+        return new ModelConfig(
+                c.name(),
+                c.vocab(),
+                c.hidden(),
+                c.intermediate(),
+                layers,
+                c.heads(),
+                c.kvHeads(),
+                c.headDim(),
+                c.tiedEmbeddings(),
+                c.qkvBias(),
+                c.firstDenseLayers(),
+                c.moeIntermediate(),
+                experts,
+                c.sharedExperts(),
+                c.qLoraRank(),
+                c.kvLoraRank(),
+                c.qkNopeDim(),
+                c.qkRopeDim(),
+                c.vHeadDim(),
+                c.trainerDtype(),
+                c.rolloutDtype());
+    }
+
+    public static void main(String[] argv) throws Exception {
+        Args args = new Args(argv);
+        for (String flag : flagsOf(argv)) {
+            if (!FLAGS.contains(flag)) {
+                System.err.println(
+                        "bench control-plane: unknown flag --"
+                                + flag
+                                + "; valid: --"
+                                + String.join(" --", FLAGS.stream().sorted().toList()));
+                System.exit(2);
+            }
+        }
+        String catalogued = args.get("model", "kimi-k2");
+        int tensors = args.getInt("tensors", 0);
+        int trainerNodes = args.getInt("trainer-nodes", 32);
+        int instances = args.getInt("instances", 32);
+        int tp = args.getInt("tp", 8);
+        int rolloutNodes = args.getInt("rollout-nodes", Math.max(1, instances * tp / 8));
+        String modeName = args.get("mode", "direct");
+        if (!modeName.equals("direct") && !modeName.equals("compat")) {
+            System.err.println("bench control-plane: --mode is direct or compat");
+            System.exit(2);
+        }
+        Mode mode = modeName.equals("direct") ? Mode.DIRECT : Mode.COMPAT;
+        String heap = args.get("control-heap", "1g");
+        int warmups = args.getInt("warmup", 1);
+        Options options =
+                new Options(
+                        args.getInt("register-chunk", 256),
+                        Duration.ofSeconds(args.getLong("heartbeat-seconds", 5)),
+                        Duration.ofSeconds(args.getLong("call-timeout-seconds", 300)));
+        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
+        Path controlJar =
+                args.has("control-jar")
+                        ? Path.of(args.get("control-jar", null))
+                        : ServiceProcess.findJar(root, "control-api");
+        String redisHost = args.get("redis-host", "127.0.0.1");
+        int redisPort = args.getInt("redis-port", 6379);
+
+        Scenario scenario =
+                Scenario.of(catalogued, tensors, trainerNodes, instances, tp, rolloutNodes, mode);
+        System.err.printf(
+                Locale.ROOT,
+                "bench control-plane: %s, %d tensors, %d objects, %d workers in %d instances (%s)%n",
+                scenario.model(),
+                scenario.manifest().tensors().size(),
+                scenario.manifest().fragments().size(),
+                scenario.placement().workers().size(),
+                instances,
+                modeName);
+
+        String run = UUID.randomUUID().toString().substring(0, 8);
+        String prefix = "wr:bench:" + run + ":";
+        Path logs = Files.createTempDirectory("wr-bench-" + run);
+        Path gcLog = logs.resolve("control-api-gc.log");
+        List<String> jvm = new ArrayList<>(List.of("-Xlog:gc:file=" + gcLog));
+        jvm.addAll(args.all("control-jvm-arg"));
+        List<String> spring =
+                new ArrayList<>(
+                        List.of(
+                                "--spring.data.redis.host=" + redisHost,
+                                "--spring.data.redis.port=" + redisPort,
+                                "--relay.redis.key-prefix=" + prefix,
+                                "--relay.store.key-prefix=" + prefix + "dp:",
+                                "--relay.generations.scheduled-gc=false",
+                                "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
+                                "--relay.security.tokens.loader[0]=" + LOADER_TOKEN,
+                                "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN));
+        spring.addAll(args.all("control-arg"));
+        ServiceProcess control = null;
+        int exit = 0;
+        try {
+            control = ServiceProcess.start("control-api", controlJar, heap, jvm, spring, logs);
+            control.awaitHealthy(Duration.ofMinutes(3));
+            for (int w = 0; w < warmups; w++) {
+                Scenario tiny = Scenario.of("tiny", 0, 2, 2, 2, 1, mode);
+                Figures warm = new Bench(control, tiny, options, w + 1).run();
+                if (warm.failedStep != null) {
+                    throw new IllegalStateException(
+                            "warm-up failed at " + warm.failedStep + ": " + warm.error);
+                }
+            }
+            Figures f = new Bench(control, scenario, options, 1).run();
+            Heap peak = Heap.fromGcLog(gcLog);
+            System.out.println(f.toJson(scenario, heap, peak, warmups));
+            if (f.failedStep != null) {
+                System.err.println("---- control-api ----\n" + control.tail());
+                exit = 1;
+            }
+        } finally {
+            if (control != null) {
+                control.close();
+            }
+            if (!args.has("keep-redis")) {
+                LabCluster.deleteKeys("redis://" + redisHost + ":" + redisPort, prefix);
+            }
+            if (args.has("keep-logs")) {
+                System.err.println("bench control-plane: logs in " + logs);
+            } else {
+                deleteQuietly(logs);
+            }
+        }
+        System.exit(exit);
+    }
+
+    private static List<String> flagsOf(String[] argv) {
+        List<String> out = new ArrayList<>();
+        for (String a : argv) {
+            if (a.startsWith("--")) {
+                int eq = a.indexOf('=');
+                out.add(eq < 0 ? a.substring(2) : a.substring(2, eq));
+            }
+        }
+        return out;
+    }
+
+    /** How the players behave. */
+    record Options(int registerChunk, Duration heartbeat, Duration callTimeout) {}
+
+    /** What one run measured; {@code failedStep} names the step that ended it, if one did. */
+    static final class Figures {
+        final Map<String, Long> steps = new LinkedHashMap<>();
+        final Map<String, Long> cpu = new LinkedHashMap<>();
+        long registerRequests;
+        long retries503;
+        long heartbeats;
+        long heartbeatFailures;
+        String heartbeatError;
+        Wire.Largest largestRequest;
+        Wire.Largest largestResponse;
+        String failedStep;
+        String error;
+
+        String toJson(Scenario s, String heap, Heap peak, int warmups) {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("model", s.model());
+            out.put("synthetic", s.synthetic());
+            out.put("tensors", s.manifest().tensors().size());
+            out.put("objects", s.manifest().fragments().size());
+            out.put("model_bytes", s.manifest().totalBytes());
+            out.put("mode", s.mode() == Mode.DIRECT ? "direct" : "compat");
+            out.put("trainer_nodes", s.trainerNodes());
+            out.put("instances", s.instances());
+            out.put("tp", s.tp());
+            out.put("rollout_nodes", s.rolloutNodes());
+            out.put("store", STORE);
+            for (String step :
+                    List.of(
+                            "open_ms",
+                            "publisher_manifest_ms",
+                            "register_objects_ms",
+                            "commit_ms",
+                            "register_loaders_ms",
+                            "plan_cold_ms",
+                            "plan_warm_ms",
+                            "prepare_ms",
+                            "session_ms")) {
+                out.put(step, steps.get(step));
+            }
+            // control-api's own CPU time per step (all its threads): on a shared machine it tells
+            // the work apart from the waiting the wall times include.
+            for (Map.Entry<String, Long> c : cpu.entrySet()) {
+                out.put("control_cpu_" + c.getKey(), c.getValue());
+            }
+            out.put("register_requests", registerRequests);
+            out.put("retries_503", retries503);
+            out.put("largest_request_bytes", largestRequest == null ? 0 : largestRequest.bytes());
+            out.put("largest_request", largestRequest == null ? null : largestRequest.call());
+            out.put(
+                    "largest_response_bytes",
+                    largestResponse == null ? 0 : largestResponse.bytes());
+            out.put("largest_response", largestResponse == null ? null : largestResponse.call());
+            out.put("control_heap_max", heap);
+            out.put("control_peak_heap_bytes", peak.peakUsed());
+            out.put("control_peak_live_heap_bytes", peak.peakLive());
+            out.put("control_gcs", peak.collections());
+            out.put("heartbeats", heartbeats);
+            out.put("heartbeat_failures", heartbeatFailures);
+            out.put("heartbeat_error", heartbeatError);
+            out.put("warmup_runs", warmups);
+            out.put("failed_step", failedStep);
+            out.put("error", error);
+            return json(out);
+        }
+    }
+
+    /** One run of every player against one control-api. */
+    /** The one receive buffer of a bench direct worker, holding all its boxes. */
+    static final String WEIGHTS = "weights";
+
+    static final class Bench {
+        private static final String GROUP = "bench";
+
+        private final ServiceProcess control;
+        private final Scenario s;
+        private final Options options;
+        private final long trainerStep;
+        private final Wire wire = new Wire();
+        private final GenerationsApi trainer;
+        private final GenerationsApi publisher;
+        private final GenerationsApi loaderGenerations;
+        private final RegistryApi registry;
+        private final RestClient loaderRest;
+        private final Map<List<io.weightrelay.reshard.placement.TargetFragment>, FragmentTemplate>
+                templateOf =
+                        java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
+        private final String baseUrl;
+        private final PlansApi plans;
+        private final UpdatesApi updates;
+        private final Set<String> store = ConcurrentHashMap.newKeySet();
+        private final Figures f = new Figures();
+        private final Map<String, Long> epochs = new ConcurrentHashMap<>();
+
+        Bench(ServiceProcess control, Scenario scenario, Options options, long trainerStep) {
+            String baseUrl = control.baseUrl();
+            this.control = control;
+            this.s = scenario;
+            this.options = options;
+            this.trainerStep = trainerStep;
+            ApiClient trainerClient = client(baseUrl, TRAINER_TOKEN);
+            ApiClient loaderClient = client(baseUrl, LOADER_TOKEN);
+            this.trainer = new GenerationsApi(trainerClient);
+            this.publisher = new GenerationsApi(trainerClient);
+            this.loaderGenerations = new GenerationsApi(loaderClient);
+            this.registry = new RegistryApi(loaderClient);
+            this.loaderRest = loaderClient.getRestClient();
+            this.baseUrl = baseUrl;
+            this.plans = new PlansApi(loaderClient);
+            this.updates = new UpdatesApi(loaderClient);
+        }
+
+        private ApiClient client(String baseUrl, String token) {
+            SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
+            factory.setConnectTimeout(Duration.ofSeconds(10));
+            factory.setReadTimeout(options.callTimeout());
+            RestClient rest =
+                    ApiClient.buildRestClientBuilder(
+                                    ApiClient.createDefaultMapper(
+                                            ApiClient.createDefaultDateFormat()))
+                            .requestFactory(factory)
+                            // As the trainer client does: large bodies go gzip-compressed, and
+                            // the wire counts what actually crosses it (interceptors run in order).
+                            .requestInterceptor(new GzipRequestBodies())
+                            .requestInterceptor(wire)
+                            .build();
+            ApiClient client = new ApiClient(rest);
+            client.setBasePath(baseUrl);
+            client.setBearerToken(token);
+            return client;
+        }
+
+        Figures run() {
+            // Each loader heartbeats on its own, as loaders do (one slow answer delays no other).
+            ScheduledExecutorService heartbeats = Executors.newScheduledThreadPool(8);
+            ExecutorService players = Executors.newCachedThreadPool();
+            String current = "open_ms";
+            try {
+                OpenedGeneration opened = timed(current, this::open);
+                long generation = opened.getGeneration().getGeneration();
+                Map<String, List<StoredFragment>> byNode = objectsByNode(opened);
+
+                current = "publisher_manifest_ms";
+                timed(
+                        current,
+                        () ->
+                                all(
+                                        players,
+                                        byNode.keySet(),
+                                        node ->
+                                                SourceManifest.decode(
+                                                        publisher
+                                                                .getGenerationManifestEncodedWithResponseSpec(
+                                                                        s.model(), generation)
+                                                                .body(byte[].class))));
+
+                current = "register_objects_ms";
+                timed(
+                        current,
+                        () ->
+                                all(
+                                        players,
+                                        byNode.keySet(),
+                                        node ->
+                                                registerObjects(
+                                                        generation, node, byNode.get(node))));
+
+                current = "commit_ms";
+                timed(current, () -> trainer.commitGeneration(s.model(), generation));
+
+                current = "register_loaders_ms";
+                List<String> instances = s.placement().instances();
+                // Building a direct registration holds every fragment of the instance: a few at a
+                // time keep the bench's own heap bounded at Kimi-K2 scale.
+                ExecutorService registering =
+                        Executors.newFixedThreadPool(
+                                s.mode() == Mode.DIRECT ? Math.min(8, instances.size()) : 32);
+                try {
+                    timed(current, () -> all(registering, instances, this::registerLoader));
+                } finally {
+                    registering.shutdownNow();
+                }
+                for (String instance : instances) {
+                    heartbeats.scheduleAtFixedRate(
+                            () -> heartbeat(instance),
+                            options.heartbeat().toMillis(),
+                            options.heartbeat().toMillis(),
+                            TimeUnit.MILLISECONDS);
+                }
+
+                current = "plan_cold_ms";
+                PlanSummary plan = timed(current, () -> resolve(generation));
+                requirePlan(plan);
+
+                current = "plan_warm_ms";
+                Duration cpuBefore = control.cpu();
+                List<Long> warm =
+                        all(
+                                players,
+                                instances,
+                                i -> {
+                                    long started = System.nanoTime();
+                                    requirePlan(resolve(generation));
+                                    return (System.nanoTime() - started) / 1_000_000;
+                                });
+                f.steps.put(current, warm.stream().mapToLong(Long::longValue).max().orElse(0));
+                f.cpu.put(current, control.cpu().minus(cpuBefore).toMillis());
+
+                current = "prepare_ms";
+                Duration cpuPrepare = control.cpu();
+                List<Long> prepared =
+                        all(players, instances, i -> prepare(generation, plan.getPlanId(), i));
+                f.steps.put(current, prepared.stream().mapToLong(Long::longValue).max().orElse(0));
+                f.cpu.put(current, control.cpu().minus(cpuPrepare).toMillis());
+
+                current = "session_ms";
+                timed(
+                        current,
+                        () ->
+                                all(
+                                        players,
+                                        instances,
+                                        i -> session(generation, plan.getPlanId(), i)));
+            } catch (RuntimeException e) {
+                f.failedStep = current;
+                f.error = describe(e);
+            } finally {
+                heartbeats.shutdownNow();
+                players.shutdownNow();
+            }
+            f.retries503 = wire.retries();
+            f.largestRequest = wire.largestRequest();
+            f.largestResponse = wire.largestResponse();
+            return f;
+        }
+
+        private <T> T timed(String name, Callable<T> body) {
+            long started = System.nanoTime();
+            Duration cpu = control.cpu();
+            T result;
+            try {
+                result = body.call();
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+            f.steps.put(name, (System.nanoTime() - started) / 1_000_000);
+            f.cpu.put(name, control.cpu().minus(cpu).toMillis());
+            return result;
+        }
+
+        private OpenedGeneration open() {
+            List<io.weightrelay.api.control.client.model.TensorSpec> tensors = new ArrayList<>();
+            for (TensorSpec t : s.manifest().tensors()) {
+                tensors.add(
+                        new io.weightrelay.api.control.client.model.TensorSpec()
+                                .name(t.name())
+                                .shape(boxed(t.shape()))
+                                .trainerDtype(Dtype.fromValue(Dtypes.apiName(t.trainerDtype())))
+                                .rolloutDtype(Dtype.fromValue(Dtypes.apiName(t.rolloutDtype()))));
+            }
+            List<io.weightrelay.api.control.client.model.Node> nodes = new ArrayList<>();
+            for (int i = 0; i < s.trainerNodes(); i++) {
+                nodes.add(
+                        new io.weightrelay.api.control.client.model.Node()
+                                .name(io.weightrelay.reshard.topology.Topology.trainerNodeName(i))
+                                .nics(List.of(new Nic().name("nic0").gbps(100.0))));
+            }
+            OpenGenerationRequest request =
+                    new OpenGenerationRequest()
+                            .trainerStep(trainerStep)
+                            .manifest(
+                                    new io.weightrelay.api.control.client.model.SourceManifest()
+                                            .model(s.model())
+                                            .tensors(tensors)
+                                            .maxFragmentBytes(MAX_FRAGMENT))
+                            .trainerTopology(new Topology().nodes(nodes));
+            return trainer.openGeneration(s.model(), request);
+        }
+
+        /** Each trainer node's objects: the fragments of the tensors assigned to it. */
+        private Map<String, List<StoredFragment>> objectsByNode(OpenedGeneration opened) {
+            Map<String, String> nodeOf = new LinkedHashMap<>();
+            for (TensorAssignment a : opened.getAssignment().getTensors()) {
+                nodeOf.put(a.getTensor(), a.getNode());
+            }
+            Map<String, List<StoredFragment>> out = new LinkedHashMap<>();
+            for (StoredFragment fragment : s.manifest().fragments()) {
+                String node = nodeOf.get(fragment.tensor());
+                if (node == null) {
+                    throw new IllegalStateException(
+                            "the assignment has no node for tensor " + fragment.tensor());
+                }
+                out.computeIfAbsent(node, n -> new ArrayList<>()).add(fragment);
+            }
+            return out;
+        }
+
+        /** A publisher "stores" its objects (the stand-in) and registers them in chunks. */
+        private Void registerObjects(long generation, String node, List<StoredFragment> mine) {
+            String segment = node + "-segment";
+            for (int from = 0; from < mine.size(); from += options.registerChunk()) {
+                List<RegisteredObject> chunk = new ArrayList<>();
+                for (StoredFragment fragment :
+                        mine.subList(from, Math.min(mine.size(), from + options.registerChunk()))) {
+                    String key = s.model() + "/" + generation + "/" + fragment.fragment();
+                    store.add(key);
+                    chunk.add(
+                            new RegisteredObject()
+                                    .key(key)
+                                    .size(fragment.bytes())
+                                    .checksum(checksum(key))
+                                    .segments(List.of(segment)));
+                }
+                publisher.registerObjects(
+                        s.model(),
+                        generation,
+                        new RegisterObjectsRequest().publisher(node).objects(chunk));
+                synchronized (f) {
+                    f.registerRequests++;
+                }
+            }
+            return null;
+        }
+
+        /**
+         * Registers as loader-service does: each direct worker's fragments by the digest of their
+         * template; on 409 {@code placement-template-not-found}, the templates control-api lacks
+         * are uploaded and the registration sent again.
+         */
+        private Void registerLoader(String instance) {
+            List<Worker> workers = s.workersOf(instance);
+            Map<String, FragmentTemplate> templates = new LinkedHashMap<>();
+            LoaderRegistration registration =
+                    new LoaderRegistration()
+                            .model(s.model())
+                            .group(GROUP)
+                            .node(workers.get(0).node())
+                            .workers(placements(workers, templates));
+            Loader loader;
+            try {
+                loader = registry.registerLoader(instance, registration);
+            } catch (RestClientResponseException e) {
+                if (e.getStatusCode().value() != 409
+                        || !e.getResponseBodyAsString().contains("placement-template-not-found")) {
+                    throw e;
+                }
+                for (FragmentTemplate t : templates.values()) {
+                    loaderRest
+                            .put()
+                            .uri(baseUrl + "/api/v1/placements/{digest}", t.digest())
+                            .header(HttpHeaders.AUTHORIZATION, "Bearer " + LOADER_TOKEN)
+                            .contentType(MediaType.APPLICATION_OCTET_STREAM)
+                            .body(t.encoded())
+                            .retrieve()
+                            .toBodilessEntity();
+                }
+                loader = registry.registerLoader(instance, registration);
+            }
+            epochs.put(instance, loader.getEpoch());
+            return null;
+        }
+
+        /**
+         * The instance's workers as a loader registers them; templates collects their fragments.
+         */
+        private List<WorkerPlacement> placements(
+                List<Worker> workers, Map<String, FragmentTemplate> templates) {
+            long image = SafetensorsLayout.of(s.manifest()).imageBytes();
+            List<WorkerPlacement> out = new ArrayList<>();
+            int rank = 0;
+            for (Worker w : workers) {
+                WorkerPlacement p =
+                        new WorkerPlacement()
+                                .workerId(w.id())
+                                .rank(rank++)
+                                .node(w.node())
+                                .nic("nic" + w.nicFirst())
+                                .mode(
+                                        w.mode() == Mode.COMPAT
+                                                ? ConsumeMode.COMPAT
+                                                : ConsumeMode.DIRECT);
+                if (w.mode() == Mode.COMPAT) {
+                    p.addBuffersItem(
+                            new ReceiveBuffer()
+                                    .bufferId(Worker.COMPAT_BUFFER)
+                                    .segment(w.segment())
+                                    .size(image));
+                } else {
+                    // Encoded once per rank: every instance's rank r shares the fragment list.
+                    FragmentTemplate t =
+                            templateOf.computeIfAbsent(
+                                    w.fragments(), FragmentTemplate::ofFragments);
+                    templates.putIfAbsent(t.digest(), t);
+                    long size = 1;
+                    for (io.weightrelay.reshard.placement.TargetFragment f : w.fragments()) {
+                        size = Math.max(size, end(f));
+                    }
+                    p.placement(t.digest())
+                            .addBuffersItem(
+                                    new ReceiveBuffer()
+                                            .bufferId(WEIGHTS)
+                                            .segment(w.segment())
+                                            .size(size));
+                }
+                out.add(p);
+            }
+            return out;
+        }
+
+        private void heartbeat(String instance) {
+            try {
+                registry.heartbeatLoader(instance);
+                synchronized (f) {
+                    f.heartbeats++;
+                }
+            } catch (RuntimeException e) {
+                synchronized (f) {
+                    f.heartbeatFailures++;
+                    f.heartbeatError = instance + ": " + describe(e);
+                }
+            }
+        }
+
+        private PlanSummary resolve(long generation) {
+            return plans.resolvePlan(
+                    new PlanRequest().model(s.model()).generation(generation).group(GROUP));
+        }
+
+        private void requirePlan(PlanSummary plan) {
+            if (!Boolean.TRUE.equals(plan.getValid())) {
+                throw new IllegalStateException("plan " + plan.getPlanId() + " is not valid");
+            }
+            if (!plan.getInstances().containsAll(s.placement().instances())) {
+                throw new IllegalStateException(
+                        "plan "
+                                + plan.getPlanId()
+                                + " covers "
+                                + plan.getInstances().size()
+                                + " instances, not all "
+                                + s.placement().instances().size());
+            }
+        }
+
+        /**
+         * What a loader does at prepare, against control-api: the generation, its manifest, its own
+         * plan slice and the group's buffers; then its checks (the slice against its registration,
+         * every object it reads exists). Returns milliseconds.
+         */
+        private long prepare(long generation, String planId, String instance) {
+            long started = System.nanoTime();
+            Generation g = loaderGenerations.getGeneration(s.model(), generation);
+            SourceManifest manifest =
+                    SourceManifest.decode(
+                            loaderGenerations
+                                    .getGenerationManifestEncodedWithResponseSpec(
+                                            s.model(), generation)
+                                    .body(byte[].class));
+            if (!manifest.digest().equals(g.getManifestDigest())) {
+                throw new IllegalStateException(
+                        instance + ": the manifest served does not match its digest");
+            }
+            byte[] encoded =
+                    plans.getPlanSliceWithResponseSpec(planId, instance).body(byte[].class);
+            Slice slice = Slice.decode(encoded);
+            List<Loader> group = registry.listLoaders(s.model(), GROUP, null, 1000);
+            if (group.size() != s.instances()) {
+                throw new IllegalStateException(
+                        instance + ": the group lists " + group.size() + " loaders");
+            }
+            List<Worker> mine = s.workersOf(instance);
+            ValidationReport report =
+                    SliceValidator.validate(
+                            slice,
+                            mine,
+                            s.mode() == Mode.COMPAT ? SafetensorsLayout.of(manifest) : null);
+            if (!report.valid()) {
+                throw new IllegalStateException(
+                        instance + ": its slice is not valid: " + report.problems());
+            }
+            for (int b = 0; b < slice.batchCount(); b++) {
+                for (Slice.ReadOp read : slice.batch(b).reads()) {
+                    if (!store.contains(read.key(generation))) {
+                        throw new IllegalStateException(
+                                instance + " reads " + read.key(generation) + ", never stored");
+                    }
+                }
+            }
+            return (System.nanoTime() - started) / 1_000_000;
+        }
+
+        /** Start (or join) the session, then every phase and barrier, as a loader does. */
+        private Void session(long generation, String planId, String instance) {
+            long epoch = epochs.get(instance);
+            updates.startUpdateSession(
+                    s.model(),
+                    generation,
+                    GROUP,
+                    new UpdateSessionRequest()
+                            .instances(s.placement().instances())
+                            .planId(planId)
+                            .phaseTimeoutSeconds(120));
+            report(generation, instance, epoch, ReportedPhase.PREPARED);
+            await(generation, instance, BarrierName.PREPARED);
+            report(generation, instance, epoch, ReportedPhase.APPLYING);
+            report(generation, instance, epoch, ReportedPhase.APPLIED);
+            await(generation, instance, BarrierName.APPLIED);
+            report(generation, instance, epoch, ReportedPhase.POST_APPLIED);
+            await(generation, instance, BarrierName.POST_APPLIED);
+            return null;
+        }
+
+        private void report(long generation, String instance, long epoch, ReportedPhase phase) {
+            updates.reportUpdatePhase(
+                    s.model(),
+                    generation,
+                    GROUP,
+                    new PhaseReport().instance(instance).epoch(epoch).phase(phase));
+        }
+
+        private void await(long generation, String instance, BarrierName barrier) {
+            long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+            while (System.nanoTime() < deadline) {
+                BarrierStatus status =
+                        updates.awaitBarrier(s.model(), generation, GROUP, barrier, 30);
+                if (Boolean.TRUE.equals(status.getOpen())) {
+                    return;
+                }
+                if (Boolean.TRUE.equals(status.getFailed())) {
+                    throw new IllegalStateException(
+                            instance
+                                    + ": barrier "
+                                    + barrier.getValue()
+                                    + " failed ("
+                                    + status.getFailedInstance()
+                                    + ")");
+                }
+            }
+            throw new IllegalStateException(
+                    instance + ": barrier " + barrier.getValue() + " did not open in 2 minutes");
+        }
+    }
+
+    /** Runs {@code body} for every item at once on {@code pool}; rethrows the first failure. */
+    static <I, T> List<T> all(ExecutorService pool, Iterable<I> items, Task<I, T> body) {
+        List<Future<T>> futures = new ArrayList<>();
+        for (I item : items) {
+            futures.add(pool.submit(() -> body.apply(item)));
+        }
+        List<T> out = new ArrayList<>();
+        RuntimeException first = null;
+        for (Future<T> future : futures) {
+            try {
+                out.add(future.get());
+            } catch (ExecutionException e) {
+                if (first == null) {
+                    first =
+                            e.getCause() instanceof RuntimeException r
+                                    ? r
+                                    : new IllegalStateException(e.getCause());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", e);
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+        return out;
+    }
+
+    /** One player's part of a step. */
+    @FunctionalInterface
+    interface Task<I, T> {
+        T apply(I item) throws Exception;
+    }
+
+    /**
+     * Counts the bytes of every request body and every response body the players exchange with
+     * control-api, keeping the largest of each with the call that made it.
+     */
+    static final class Wire implements ClientHttpRequestInterceptor {
+
+        /** A body size and the call ({@code METHOD /path}). */
+        record Largest(long bytes, String call) {}
+
+        static final int RETRIES = 5;
+
+        private final AtomicReference<Largest> request = new AtomicReference<>();
+        private final AtomicLong retries = new AtomicLong();
+
+        long retries() {
+            return retries.get();
+        }
+
+        private final AtomicReference<Largest> response = new AtomicReference<>();
+
+        Largest largestRequest() {
+            return request.get();
+        }
+
+        Largest largestResponse() {
+            return response.get();
+        }
+
+        @Override
+        public ClientHttpResponse intercept(
+                HttpRequest call, byte[] body, ClientHttpRequestExecution execution)
+                throws IOException {
+            String what = call.getMethod() + " " + call.getURI().getPath();
+            note(request, body.length, what);
+            ClientHttpResponse answer = execution.execute(call, body);
+            // As the services' clients do: a 503 with Retry-After (overload, a Redis hiccup) is
+            // tried again after the pause it asks for, a few times; each retry is counted.
+            for (int attempt = 1;
+                    attempt <= RETRIES && answer.getStatusCode().value() == 503;
+                    attempt++) {
+                String after = answer.getHeaders().getFirst("Retry-After");
+                if (after == null) {
+                    break;
+                }
+                answer.close();
+                retries.incrementAndGet();
+                long pause = 1000;
+                try {
+                    pause = Math.min(2000, 1000 * Long.parseLong(after.trim()));
+                } catch (NumberFormatException e) {
+                    // an HTTP date: wait the default second
+                }
+                try {
+                    Thread.sleep(pause);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IOException("interrupted", e);
+                }
+                note(request, body.length, what);
+                answer = execution.execute(call, body);
+            }
+            return new CountedResponse(answer, n -> note(response, n, what));
+        }
+
+        private static void note(AtomicReference<Largest> largest, long bytes, String what) {
+            largest.accumulateAndGet(
+                    new Largest(bytes, what), (a, b) -> a == null || b.bytes() > a.bytes() ? b : a);
+        }
+    }
+
+    /** A response whose body counts the bytes read from it and reports them once, on close. */
+    private static final class CountedResponse implements ClientHttpResponse {
+        private final ClientHttpResponse delegate;
+        private final LongConsumer onClose;
+        private final AtomicLong read = new AtomicLong();
+        private boolean reported;
+        private InputStream body;
+
+        CountedResponse(ClientHttpResponse delegate, LongConsumer onClose) {
+            this.delegate = delegate;
+            this.onClose = onClose;
+        }
+
+        @Override
+        public HttpStatusCode getStatusCode() throws IOException {
+            return delegate.getStatusCode();
+        }
+
+        @Override
+        public String getStatusText() throws IOException {
+            return delegate.getStatusText();
+        }
+
+        @Override
+        public HttpHeaders getHeaders() {
+            return delegate.getHeaders();
+        }
+
+        @Override
+        public InputStream getBody() throws IOException {
+            if (body == null) {
+                body =
+                        new FilterInputStream(delegate.getBody()) {
+                            @Override
+                            public int read() throws IOException {
+                                int b = super.read();
+                                if (b >= 0) {
+                                    read.incrementAndGet();
+                                }
+                                return b;
+                            }
+
+                            @Override
+                            public int read(byte[] buffer, int offset, int length)
+                                    throws IOException {
+                                int n = super.read(buffer, offset, length);
+                                if (n > 0) {
+                                    read.addAndGet(n);
+                                }
+                                return n;
+                            }
+                        };
+            }
+            return body;
+        }
+
+        @Override
+        public void close() {
+            if (!reported) {
+                reported = true;
+                onClose.accept(read.get());
+            }
+            delegate.close();
+        }
+    }
+
+    /** control-api's heap at its fullest, from its {@code -Xlog:gc} lines. */
+    record Heap(long peakUsed, long peakLive, int collections) {
+        private static final Pattern PAUSE =
+                Pattern.compile("(\\d+)([KMG])->(\\d+)([KMG])\\((\\d+)([KMG])\\)");
+
+        static Heap fromGcLog(Path log) {
+            long used = 0;
+            long live = 0;
+            int collections = 0;
+            List<String> lines;
+            try {
+                lines = Files.exists(log) ? Files.readAllLines(log) : List.of();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            for (String line : lines) {
+                Matcher m = PAUSE.matcher(line);
+                if (m.find()) {
+                    collections++;
+                    used = Math.max(used, bytes(m.group(1), m.group(2)));
+                    live = Math.max(live, bytes(m.group(3), m.group(4)));
+                }
+            }
+            return new Heap(used, live, collections);
+        }
+
+        private static long bytes(String value, String unit) {
+            long v = Long.parseLong(value);
+            return switch (unit) {
+                case "K" -> v << 10;
+                case "M" -> v << 20;
+                default -> v << 30;
+            };
+        }
+    }
+
+    private static String describe(Throwable e) {
+        if (e instanceof RestClientResponseException r) {
+            String body = r.getResponseBodyAsString();
+            return r.getStatusCode().value()
+                    + " "
+                    + (body.length() > 600 ? body.substring(0, 600) + "..." : body);
+        }
+        return String.valueOf(e);
+    }
+
+    private static String checksum(String key) {
+        CRC32C crc = new CRC32C();
+        crc.update(key.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return String.format(Locale.ROOT, "crc32c:%08x", crc.getValue());
+    }
+
+    /** One past the last byte a fragment occupies in its buffer (as {@code RolloutEngine}). */
+    private static long end(io.weightrelay.reshard.placement.TargetFragment f) {
+        if (f.shape().numel() == 0) {
+            return f.bufferOffset();
+        }
+        long end = f.bufferOffset() + f.dtype().bytes();
+        for (int d = 0; d < f.shape().rank(); d++) {
+            end += (f.shape().dim(d) - 1) * f.strides().dim(d);
+        }
+        return end;
+    }
+
+    private static List<Long> boxed(Shape shape) {
+        return Arrays.stream(shape.dims()).boxed().toList();
+    }
+
+    /** A flat JSON object of strings, numbers, booleans and nulls. */
+    static String json(Map<String, Object> fields) {
+        StringBuilder out = new StringBuilder("{");
+        fields.forEach(
+                (k, v) -> {
+                    if (out.length() > 1) {
+                        out.append(',');
+                    }
+                    out.append('"').append(k).append("\":");
+                    if (v == null) {
+                        out.append("null");
+                    } else if (v instanceof Number || v instanceof Boolean) {
+                        out.append(v);
+                    } else {
+                        out.append('"');
+                        for (char c : v.toString().toCharArray()) {
+                            switch (c) {
+                                case '"' -> out.append("\\\"");
+                                case '\\' -> out.append("\\\\");
+                                case '\n' -> out.append("\\n");
+                                case '\r' -> out.append("\\r");
+                                case '\t' -> out.append("\\t");
+                                default -> {
+                                    if (c < 0x20) {
+                                        out.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+                                    } else {
+                                        out.append(c);
+                                    }
+                                }
+                            }
+                        }
+                        out.append('"');
+                    }
+                });
+        return out.append('}').toString();
+    }
+
+    private static void deleteQuietly(Path dir) {
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
+            for (Path f : files) {
+                Files.deleteIfExists(f);
+            }
+            Files.deleteIfExists(dir);
+        } catch (IOException e) {
+            // logs in /tmp; harmless
+        }
+    }
+}

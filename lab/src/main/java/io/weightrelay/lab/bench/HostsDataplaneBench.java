@@ -1,0 +1,242 @@
+package io.weightrelay.lab.bench;
+
+import io.weightrelay.lab.hosts.Host;
+import io.weightrelay.lab.hosts.HostLab;
+import io.weightrelay.lab.hosts.HostLabException;
+import io.weightrelay.lab.hosts.HostProcess;
+import io.weightrelay.lab.hosts.LinkCounters;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.UUID;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * {@code ./relay bench dataplane --hosts [--size BYTES] [--repeats N] [--streams S] [--prefix P]}:
+ * the Transfer Engine's tcp transport between two hosts of this machine ({@link HostLab}: separate
+ * network namespaces and {@code /dev/shm}, a bridge between them), authenticated with a secret,
+ * against a plain socket copy between the same two hosts with as many streams, from and into the
+ * same segment memory, in the same run: engine rounds alternate with socket rounds, one warm-up
+ * each, the median of {@code repeats} is reported (GB/s, 10^9 bytes per second). A third engine
+ * with a wrong secret must be refused ({@code authenticated}). Prints one JSON line; exit 1 when
+ * the intruder was not refused. Needs root.
+ */
+public final class HostsDataplaneBench {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private HostsDataplaneBench() {}
+
+    public static void main(String[] argv) throws Exception {
+        long size = 1L << 30;
+        int repeats = 5;
+        int streams = 2;
+        String prefix = HostLab.DEFAULT_PREFIX;
+        for (int i = 0; i < argv.length; i++) {
+            switch (argv[i]) {
+                case "--hosts" -> {}
+                case "--size" -> size = Long.parseLong(argv[++i]);
+                case "--repeats" -> repeats = Integer.parseInt(argv[++i]);
+                case "--streams" -> streams = Integer.parseInt(argv[++i]);
+                case "--prefix" -> prefix = argv[++i];
+                default -> {
+                    System.err.println(
+                            "relay bench dataplane --hosts: unknown flag '"
+                                    + argv[i]
+                                    + "'; valid: --hosts --size --repeats --streams --prefix");
+                    System.exit(2);
+                }
+            }
+        }
+        try {
+            HostLab.requireRoot();
+        } catch (HostLabException e) {
+            System.err.println("relay bench dataplane --hosts: " + e.getMessage());
+            System.exit(3);
+        }
+        String line = run(size, repeats, streams, prefix);
+        System.out.println(line);
+        if (!line.contains("\"authenticated\":true")) {
+            System.exit(1);
+        }
+    }
+
+    /** Runs the benchmark on fresh hosts and returns its JSON line. */
+    public static String run(long size, int repeats, int streams, String prefix) throws Exception {
+        Path logs = Files.createTempDirectory(prefix + "-bench-");
+        Path secretFile = logs.resolve("dataplane.secret");
+        Files.createFile(
+                secretFile,
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        byte[] secret = new byte[32];
+        new SecureRandom().nextBytes(secret);
+        Files.writeString(secretFile, HexFormat.of().formatHex(secret), StandardCharsets.UTF_8);
+        long shm = size + (64L << 20);
+        try (HostLab lab = HostLab.create(prefix, List.of("redis", "source", "target"), shm)) {
+            Host redisHost = lab.host("redis");
+            HostProcess redis =
+                    redisHost.start(
+                            "redis",
+                            List.of(
+                                    "redis-server",
+                                    "--bind",
+                                    redisHost.controlAddress(),
+                                    "--port",
+                                    "6379",
+                                    "--save",
+                                    "",
+                                    "--appendonly",
+                                    "no",
+                                    "--protected-mode",
+                                    "no"),
+                            logs);
+            redisHost.awaitRedis(redisHost.controlAddress(), 6379, Duration.ofSeconds(30), redis);
+            String redisUri = "redis://" + redisHost.controlAddress() + ":6379";
+            String keyPrefix = "wr:bench:" + UUID.randomUUID().toString().substring(0, 8) + ":";
+            Host sourceHost = lab.host("source");
+            Host targetHost = lab.host("target");
+            HostProcess target =
+                    peer(
+                            targetHost,
+                            "bench-target",
+                            redisUri,
+                            keyPrefix,
+                            secretFile,
+                            size,
+                            streams,
+                            logs);
+            HostProcess source =
+                    peer(
+                            sourceHost,
+                            "bench-source",
+                            redisUri,
+                            keyPrefix,
+                            secretFile,
+                            size,
+                            streams,
+                            logs);
+            JsonNode targetReady = ask(target, null);
+            JsonNode sourceReady = ask(source, null);
+            int port = ask(target, "listen").get("port").asInt();
+            ask(source, "connect " + targetHost.dataAddress() + " " + port);
+
+            ask(source, "socket-round"); // warm-up, both
+            ask(source, "engine-round bench-target");
+            double[] socket = new double[repeats];
+            double[] tcp = new double[repeats];
+            LinkCounters.Traffic engineWire = new LinkCounters.Traffic(0, 0);
+            JsonNode before = ask(source, "counters");
+            for (int i = 0; i < repeats; i++) {
+                socket[i] = size / ask(source, "socket-round").get("seconds").asDouble() / 1e9;
+                LinkCounters c0 = lab.counters();
+                tcp[i] =
+                        size
+                                / ask(source, "engine-round bench-target").get("seconds").asDouble()
+                                / 1e9;
+                engineWire =
+                        engineWire.plus(lab.counters().minus(c0).hosts().get("source").dataSent());
+            }
+            JsonNode after = ask(source, "counters");
+            long engineBytes =
+                    after.get("tcp_written").asLong() - before.get("tcp_written").asLong();
+            JsonNode intruder = ask(source, "intruder bench-target");
+            boolean authenticated =
+                    targetReady.get("authenticated").asBoolean()
+                            && sourceReady.get("authenticated").asBoolean()
+                            && intruder.get("refused").asBoolean();
+            double socketGbps = median(socket);
+            double tcpGbps = median(tcp);
+            return String.format(
+                    Locale.ROOT,
+                    "{\"size\":%d,\"streams\":%d,\"repeats\":%d,\"hosts\":2,"
+                            + "\"socket_gbps\":%.3f,\"tcp_gbps\":%.3f,\"tcp_vs_socket\":%.3f,"
+                            + "\"authenticated\":%s,\"intruder_error\":\"%s\","
+                            + "\"engine_tcp_bytes\":%d,\"interface_tcp_payload_bytes\":%d,"
+                            + "\"interface_frames\":%d,\"socket_rounds_gbps\":%s,"
+                            + "\"tcp_rounds_gbps\":%s}",
+                    size,
+                    streams,
+                    repeats,
+                    socketGbps,
+                    tcpGbps,
+                    tcpGbps / socketGbps,
+                    authenticated,
+                    intruder.path("error").asString(),
+                    engineBytes,
+                    engineWire.tcpPayload(),
+                    engineWire.packets(),
+                    rounds(socket),
+                    rounds(tcp));
+        }
+    }
+
+    private static HostProcess peer(
+            Host h,
+            String name,
+            String redisUri,
+            String keyPrefix,
+            Path secretFile,
+            long size,
+            int streams,
+            Path logs) {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(List.of("-Xmx256m", "-XX:+UseSerialGC", "-cp"));
+        command.add(System.getProperty("java.class.path"));
+        command.add(DataplanePeer.class.getName());
+        command.addAll(
+                List.of(
+                        "--name",
+                        name,
+                        "--bind",
+                        h.dataAddress(),
+                        "--redis",
+                        redisUri,
+                        "--prefix",
+                        keyPrefix,
+                        "--secret-file",
+                        secretFile.toString(),
+                        "--size",
+                        Long.toString(size),
+                        "--streams",
+                        Integer.toString(streams)));
+        return h.startPiped(name, command, logs);
+    }
+
+    /** Sends {@code command} (null: only reads the peer's ready line) and checks the answer. */
+    private static JsonNode ask(HostProcess peer, String command) {
+        String line = command == null ? peer.read() : peer.ask(command);
+        if (line == null) {
+            throw new IllegalStateException(peer.name() + " ended; its log:\n" + peer.tail());
+        }
+        JsonNode answer = JSON.readTree(line);
+        if (!answer.path("ok").asBoolean()) {
+            throw new IllegalStateException(peer.name() + " failed '" + command + "': " + answer);
+        }
+        return answer;
+    }
+
+    private static String rounds(double[] values) {
+        StringBuilder b = new StringBuilder("[");
+        for (int i = 0; i < values.length; i++) {
+            b.append(i == 0 ? "" : ",").append(String.format(Locale.ROOT, "%.3f", values[i]));
+        }
+        return b.append(']').toString();
+    }
+
+    private static double median(double[] values) {
+        double[] sorted = values.clone();
+        Arrays.sort(sorted);
+        int n = sorted.length;
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    }
+}

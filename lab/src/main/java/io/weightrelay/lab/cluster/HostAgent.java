@@ -1,0 +1,312 @@
+package io.weightrelay.lab.cluster;
+
+import io.weightrelay.api.control.client.GenerationsApi;
+import io.weightrelay.api.control.client.invoker.ApiClient;
+import io.weightrelay.api.loader.client.model.TransportBytes;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.lab.rollout.RolloutEngine;
+import io.weightrelay.lab.rollout.ShmVerifier;
+import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.trainer.client.Coordinator;
+import io.weightrelay.trainer.client.PublisherClient;
+import io.weightrelay.trainer.client.RankPublisher;
+import io.weightrelay.trainer.client.RestCoordinator;
+import io.weightrelay.trainer.sim.Args;
+import io.weightrelay.trainer.sim.DeterministicWeights;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * What runs beside a service inside its host in the multi-host lab, driven by {@link
+ * MultiHostCluster} over stdin (one command a line) and answering one JSON object a line on stdout
+ * (logs go to stderr). It is the simulated trainer rank of a trainer host, writing into its
+ * publisher's segment over the host's own shared memory, or the simulated rollout engines of a
+ * rollout host, registering with their loaders and checking every byte in their receive buffers.
+ *
+ * <pre>
+ * --role trainer --model M --node N --nodes N,N,... --control-url U --publisher-url U --token T
+ *     [--operator-token T] [--seed 1]
+ *   open STEP | publish STEP | commit G | abort G | gc
+ * --role rollout --model M --instances I --tp P --mode compat|direct --rollout-nodes R
+ *     --control-url U --token T --engine ID=URL ... [--seed 1]
+ *   register GROUP | update | replace ID URL GROUP | update-one ID
+ * </pre>
+ */
+public final class HostAgent {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private HostAgent() {}
+
+    public static void main(String[] argv) throws Exception {
+        Args args = new Args(argv);
+        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        // Nothing but answers may reach stdout: everything else (loggers included) goes to stderr.
+        System.setOut(System.err);
+        Role role =
+                switch (args.get("role", "")) {
+                    case "trainer" -> new TrainerRank(args);
+                    case "rollout" -> new Engines(args);
+                    default -> throw new IllegalArgumentException("--role trainer|rollout");
+                };
+        BufferedReader in =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] words = line.trim().split(" ");
+            ObjectNode answer;
+            try {
+                answer = role.handle(words);
+            } catch (Exception | AssertionError e) {
+                answer = JSON.createObjectNode().put("ok", false).put("error", String.valueOf(e));
+            }
+            out.println(JSON.writeValueAsString(answer));
+        }
+    }
+
+    private interface Role {
+        ObjectNode handle(String[] words) throws Exception;
+    }
+
+    private static ObjectNode ok() {
+        return JSON.createObjectNode().put("ok", true);
+    }
+
+    /** One trainer node's rank: opens (idempotent by step), publishes its share, commits. */
+    private static final class TrainerRank implements Role {
+        private final String model;
+        private final String node;
+        private final List<String> nodes;
+        private final long seed;
+        private final SourceManifest manifest;
+        private final Coordinator coordinator;
+        private final PublisherClient publisher;
+        private final GenerationsApi operator;
+
+        TrainerRank(Args args) {
+            model = args.get("model", "tiny");
+            node = args.get("node", "");
+            nodes = List.of(args.get("nodes", node).split(","));
+            seed = args.getLong("seed", 1);
+            manifest = LabCluster.publishedManifest(model);
+            String control = args.get("control-url", "");
+            String token = args.get("token", "");
+            coordinator =
+                    new RestCoordinator(
+                            control,
+                            token,
+                            Duration.ofMinutes(2),
+                            Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES);
+            publisher =
+                    PublisherClient.connect(
+                            args.get("publisher-url", ""), token, Duration.ofMinutes(5));
+            ApiClient client = new ApiClient();
+            client.setBasePath(control);
+            client.setBearerToken(args.get("operator-token", token));
+            operator = new GenerationsApi(client);
+        }
+
+        @Override
+        public ObjectNode handle(String[] w) {
+            return switch (w[0]) {
+                case "open" ->
+                        ok().put(
+                                        "generation",
+                                        coordinator
+                                                .open(manifest, nodes, Long.parseLong(w[1]))
+                                                .generation());
+                case "publish" -> publish(Long.parseLong(w[1]));
+                case "commit" -> {
+                    coordinator.commit(model, Long.parseLong(w[1]));
+                    yield ok();
+                }
+                case "abort" -> {
+                    coordinator.abort(model, Long.parseLong(w[1]), "a trainer rank failed");
+                    yield ok();
+                }
+                case "gc" -> {
+                    operator.collectGarbage(model);
+                    yield ok();
+                }
+                default -> throw new IllegalArgumentException("unknown command " + w[0]);
+            };
+        }
+
+        private ObjectNode publish(long step) {
+            Coordinator.OpenedGeneration opened = coordinator.open(manifest, nodes, step);
+            long generation = opened.generation();
+            RankPublisher rank =
+                    new RankPublisher(
+                            publisher,
+                            node,
+                            new RankPublisher.Options(true, 2, false, Duration.ofMinutes(2)));
+            RankPublisher.Result r =
+                    rank.publish(
+                            manifest,
+                            generation,
+                            opened.nodeOfTensor(),
+                            new DeterministicWeights(seed, generation));
+            ObjectNode answer =
+                    JSON.createObjectNode()
+                            .put("ok", r.ok())
+                            .put("generation", generation)
+                            .put("bytes", r.bytes())
+                            .put("batches", r.batches());
+            if (!r.ok()) {
+                answer.put("error", r.failure());
+            }
+            return answer;
+        }
+    }
+
+    /** The rollout engines of one host, one per loader-service of the host. */
+    private static final class Engines implements Role {
+        private final String model;
+        private final long seed;
+        private final String token;
+        private final SourceManifest manifest;
+        private final TargetPlacement placement;
+        private final Map<String, RolloutEngine> engines = new LinkedHashMap<>();
+        private final ExecutorService pool = Executors.newCachedThreadPool();
+
+        Engines(Args args) {
+            model = args.get("model", "tiny");
+            seed = args.getLong("seed", 1);
+            token = args.get("token", "");
+            manifest = LabCluster.publishedManifest(model);
+            LabCluster.Spec spec =
+                    new LabCluster.Spec(
+                            model,
+                            args.getInt("instances", 2),
+                            args.getInt("tp", 1),
+                            Mode.parse(args.get("mode", "compat")),
+                            seed,
+                            1,
+                            args.getInt("rollout-nodes", 2),
+                            "unused",
+                            0,
+                            null);
+            placement = LabCluster.placementFor(manifest, spec);
+            for (String e : args.all("engine")) {
+                String[] kv = e.split("=", 2);
+                engines.put(kv[0], new RolloutEngine(kv[0], kv[1], token));
+            }
+        }
+
+        @Override
+        public ObjectNode handle(String[] w) throws Exception {
+            return switch (w[0]) {
+                case "register" -> {
+                    for (RolloutEngine e : engines.values()) {
+                        register(e, w[1]);
+                    }
+                    yield ok();
+                }
+                case "replace" -> {
+                    RolloutEngine e = new RolloutEngine(w[1], w[2], token);
+                    register(e, w[3]);
+                    engines.put(w[1], e);
+                    yield ok();
+                }
+                case "update" -> update(List.copyOf(engines.values()));
+                case "update-one" -> update(List.of(engines.get(w[1])));
+                default -> throw new IllegalArgumentException("unknown command " + w[0]);
+            };
+        }
+
+        private void register(RolloutEngine e, String group) {
+            String node =
+                    placement.workers().stream()
+                            .filter(x -> x.instance().equals(e.instance()))
+                            .findFirst()
+                            .map(Worker::node)
+                            .orElseThrow();
+            e.register(
+                    model, group, node, RolloutEngine.workers(placement, e.instance(), manifest));
+        }
+
+        /** Updates the engines together, then checks every byte each one received. */
+        private ObjectNode update(List<RolloutEngine> which) throws Exception {
+            List<Future<UpdateProgress>> futures = new ArrayList<>();
+            for (RolloutEngine e : which) {
+                futures.add(
+                        pool.submit(
+                                () ->
+                                        e.await(
+                                                e.start(null, Duration.ofMinutes(10)).getUpdateId(),
+                                                Duration.ofMillis(10))));
+            }
+            ObjectNode answer = ok();
+            ArrayNode list = answer.putArray("engines");
+            boolean all = true;
+            for (int i = 0; i < which.size(); i++) {
+                RolloutEngine e = which.get(i);
+                UpdateProgress p = futures.get(i).get();
+                ObjectNode o =
+                        list.addObject()
+                                .put("instance", e.instance())
+                                .put("outcome", String.valueOf(p.getOutcome()))
+                                .put(
+                                        "generation",
+                                        p.getGeneration() == null ? -1 : p.getGeneration())
+                                .put("bytes_read", nz(p.getBytesRead()))
+                                .put("bytes_received", nz(p.getBytesReceived()));
+                TransportBytes t = p.getTransport();
+                if (t != null) {
+                    o.put("local_read", t.getLocalRead())
+                            .put("local_written", t.getLocalWritten())
+                            .put("tcp_read", t.getTcpRead())
+                            .put("tcp_written", t.getTcpWritten());
+                }
+                long verified = 0;
+                String problem = null;
+                if (p.getOutcome() == UpdateOutcome.UPDATED) {
+                    try {
+                        verified =
+                                new ShmVerifier(manifest, seed, p.getGeneration())
+                                        .verify(e.status());
+                    } catch (AssertionError | RuntimeException ex) {
+                        problem = "verification failed: " + ex.getMessage();
+                    }
+                } else {
+                    problem =
+                            "update ended "
+                                    + p.getOutcome()
+                                    + ": "
+                                    + p.getError()
+                                    + " (failing peer "
+                                    + p.getFailingPeer()
+                                    + ")";
+                }
+                o.put("bytes_verified", verified).put("verified", problem == null);
+                if (problem != null) {
+                    o.put("error", problem);
+                    all = false;
+                }
+            }
+            return answer.put("ok", all);
+        }
+
+        private static long nz(Long v) {
+            return v == null ? 0 : v;
+        }
+    }
+}

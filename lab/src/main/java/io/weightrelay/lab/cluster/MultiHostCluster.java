@@ -1,0 +1,581 @@
+package io.weightrelay.lab.cluster;
+
+import io.weightrelay.lab.hosts.Host;
+import io.weightrelay.lab.hosts.HostLab;
+import io.weightrelay.lab.hosts.HostProcess;
+import io.weightrelay.lab.hosts.LinkCounters;
+import io.weightrelay.lab.hosts.ShmIsolation;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.topology.Topology;
+import io.weightrelay.service.process.ServiceProcess;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The lab on several hosts ({@link HostLab}): Redis (its own redis-server) and control-api each on
+ * a host of their own, each publisher with its trainer rank on the host of its trainer node, and
+ * the loaders of each rollout node with their engines on the host of that node. The ranks and the
+ * engines are {@link HostAgent}s inside those hosts, because they share memory with their service;
+ * between hosts there is only the network: REST and Redis on the control network, the Transfer
+ * Engine (authenticated with a per-run secret) on the data-plane network, whose interface counters
+ * are compared with the bytes the engines count. Everything it started is removed by {@link
+ * #close()}. Not thread safe.
+ */
+public final class MultiHostCluster implements AutoCloseable {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+    private static final int REDIS_PORT = 6379;
+    private static final int CONTROL_PORT = 8080;
+    private static final int PUBLISHER_PORT = 8081;
+    private static final int LOADER_PORT = 8082;
+
+    /** Generous: five JVMs start at once on a machine that may have two cores. */
+    private static final Duration HEALTHY = Duration.ofMinutes(6);
+
+    /** A tmpfs size is a limit, not an allocation: room for the largest segments a lab makes. */
+    private static final long SHM_LIMIT = 16L << 30;
+
+    /** What to run; {@code prefix} names the run's namespaces ({@code wr-lab} for the demo). */
+    public record Spec(
+            String model,
+            int instances,
+            int tp,
+            Mode mode,
+            long seed,
+            int trainerNodes,
+            int rolloutNodes,
+            String prefix,
+            Path root) {
+
+        public static Spec of(String model, int instances, int tp, Mode mode, String prefix) {
+            return new Spec(model, instances, tp, mode, 1, 2, 2, prefix, ServiceProcess.home());
+        }
+
+        LabCluster.Spec asLab() {
+            return new LabCluster.Spec(
+                    model, instances, tp, mode, seed, trainerNodes, rolloutNodes, "-", 0, root);
+        }
+    }
+
+    /**
+     * One update of some engines: how long it took, what each engine reported, and what crossed
+     * every host's interfaces meanwhile.
+     */
+    public record Update(double seconds, List<JsonNode> engines, LinkCounters traffic) {
+
+        /** Fails naming every engine that did not end UPDATED with every byte verified. */
+        public Update requireVerified() {
+            List<String> bad = new ArrayList<>();
+            for (JsonNode e : engines) {
+                if (!e.path("verified").asBoolean()) {
+                    bad.add(e.path("instance").asString() + ": " + e.path("error").asString());
+                }
+            }
+            if (!bad.isEmpty()) {
+                throw new IllegalStateException("update failed: " + String.join("; ", bad));
+            }
+            return this;
+        }
+
+        public long sum(String field) {
+            long total = 0;
+            for (JsonNode e : engines) {
+                total += e.path(field).asLong();
+            }
+            return total;
+        }
+
+        /** Bytes the engines moved over tcp as initiators (reads from stores, pushes). */
+        public long engineTcpBytes() {
+            return sum("tcp_read") + sum("tcp_written");
+        }
+
+        /** Bytes read from the store, over either transport. */
+        public long storeBytesRead() {
+            return sum("local_read") + sum("tcp_read");
+        }
+
+        public long bytesVerified() {
+            return sum("bytes_verified");
+        }
+
+        public long bytesReceived() {
+            return sum("bytes_received");
+        }
+    }
+
+    private final Spec spec;
+    private final String run = UUID.randomUUID().toString().substring(0, 8);
+    private final String trainerToken = "lab-trainer-" + UUID.randomUUID();
+    private final String loaderToken = "lab-loader-" + UUID.randomUUID();
+    private final String operatorToken = "lab-operator-" + UUID.randomUUID();
+    private final Path logs;
+    private final Path secretFile;
+    private final SourceManifest manifest;
+    private final TargetPlacement placement;
+    private final List<String> trainerNodes = new ArrayList<>();
+    private final List<String> rolloutNodes;
+    private final HostLab hosts;
+    private final Map<String, HostProcess> loaders = new LinkedHashMap<>();
+    private final Map<String, HostProcess> trainerAgents = new LinkedHashMap<>();
+    private final Map<String, HostProcess> rolloutAgents = new LinkedHashMap<>();
+    private final ExecutorService pool = Executors.newCachedThreadPool();
+    private int restarts;
+    private String redisUri;
+    private String controlUrl;
+
+    private MultiHostCluster(Spec spec) throws IOException {
+        this.spec = spec;
+        this.manifest = LabCluster.publishedManifest(spec.model());
+        this.placement = LabCluster.placementFor(manifest, spec.asLab());
+        for (int i = 0; i < spec.trainerNodes(); i++) {
+            trainerNodes.add(Topology.trainerNodeName(i));
+        }
+        LinkedHashSet<String> nodes = new LinkedHashSet<>();
+        placement.workers().forEach(w -> nodes.add(w.node()));
+        this.rolloutNodes = List.copyOf(nodes);
+        this.logs = Files.createTempDirectory(spec.prefix() + "-" + run + "-");
+        this.secretFile = logs.resolve("dataplane.secret");
+        Files.createFile(
+                secretFile,
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        byte[] secret = new byte[32];
+        new SecureRandom().nextBytes(secret);
+        Files.writeString(secretFile, HexFormat.of().formatHex(secret), StandardCharsets.UTF_8);
+        List<String> names = new ArrayList<>(List.of("redis", "control"));
+        names.addAll(trainerNodes);
+        names.addAll(rolloutNodes);
+        this.hosts = HostLab.create(spec.prefix(), names, SHM_LIMIT);
+    }
+
+    /** Makes the hosts, starts every service and agent, and registers every engine. */
+    public static MultiHostCluster start(Spec spec) throws Exception {
+        MultiHostCluster lab = new MultiHostCluster(spec);
+        try {
+            lab.startAll();
+            return lab;
+        } catch (Exception | Error e) {
+            lab.dumpLogs();
+            lab.close();
+            throw e;
+        }
+    }
+
+    public SourceManifest manifest() {
+        return manifest;
+    }
+
+    public TargetPlacement placement() {
+        return placement;
+    }
+
+    public HostLab hosts() {
+        return hosts;
+    }
+
+    public Path logs() {
+        return logs;
+    }
+
+    /**
+     * Every trainer rank publishes its share of the generation of {@code step} into its own
+     * publisher; the first rank commits once all succeeded. Returns the generation and what crossed
+     * the interfaces meanwhile.
+     */
+    public Published publish(long step) throws Exception {
+        LinkCounters before = hosts.counters();
+        HostProcess first = trainerAgents.get(trainerNodes.get(0));
+        long generation = ask(first, "open " + step).get("generation").asLong();
+        List<JsonNode> ranks = all(trainerAgents.values(), p -> askRaw(p, "publish " + step));
+        List<String> failures = new ArrayList<>();
+        for (JsonNode r : ranks) {
+            if (!r.path("ok").asBoolean() || r.path("generation").asLong() != generation) {
+                failures.add(r.toString());
+            }
+        }
+        if (!failures.isEmpty()) {
+            askRaw(first, "abort " + generation);
+            throw new IllegalStateException(
+                    "generation " + generation + " aborted: " + String.join("; ", failures));
+        }
+        ask(first, "commit " + generation);
+        long bytes = 0;
+        for (JsonNode r : ranks) {
+            bytes += r.path("bytes").asLong();
+        }
+        return new Published(generation, bytes, hosts.counters().minus(before));
+    }
+
+    /** A committed generation, the bytes the ranks handed over and the interfaces' traffic. */
+    public record Published(long generation, long bytes, LinkCounters traffic) {}
+
+    /** Updates every engine to the active generation, all at once, and checks every byte. */
+    public Update updateAll() throws Exception {
+        LinkCounters before = hosts.counters();
+        long started = System.nanoTime();
+        List<JsonNode> answers = all(rolloutAgents.values(), p -> askRaw(p, "update"));
+        double seconds = (System.nanoTime() - started) / 1e9;
+        return new Update(seconds, engines(answers), hosts.counters().minus(before));
+    }
+
+    /**
+     * Kills instance {@code index}'s loader as a crash would, starts a fresh one on the same host
+     * and registers the engine with it in a group of its own; returns the instance id.
+     */
+    public String restartInstance(int index) throws Exception {
+        String id = placement.instances().get(index);
+        HostProcess old = loaders.get(id);
+        old.kill();
+        hosts.forget(old);
+        Host host = hosts.host(nodeOf(id));
+        int port = LOADER_PORT + 100 + restarts++;
+        HostProcess fresh = startLoader(host, id + "-restarted", port);
+        host.awaitHttp(host.controlAddress(), port, "/actuator/health", HEALTHY, fresh);
+        loaders.put(id, fresh);
+        ask(
+                rolloutAgents.get(host.name()),
+                "replace " + id + " " + url(host, port) + " rebuild-" + id);
+        return id;
+    }
+
+    /** Updates one instance alone (a restarted one) and checks every byte it received. */
+    public Update update(String instance) throws Exception {
+        LinkCounters before = hosts.counters();
+        long started = System.nanoTime();
+        JsonNode answer = askRaw(rolloutAgents.get(nodeOf(instance)), "update-one " + instance);
+        double seconds = (System.nanoTime() - started) / 1e9;
+        return new Update(seconds, engines(List.of(answer)), hosts.counters().minus(before));
+    }
+
+    /** Removes retired generations nobody holds, as a deployment's scheduled GC would. */
+    public void collectGarbage() {
+        ask(trainerAgents.get(trainerNodes.get(0)), "gc");
+    }
+
+    /** Which process runs where and what shared memory each maps, from {@code /proc}. */
+    public ShmIsolation.Report isolation() {
+        return ShmIsolation.check(hosts);
+    }
+
+    /** Prints every process's log tail to stderr (after a failure). */
+    public void dumpLogs() {
+        for (HostProcess p : hosts.processes()) {
+            System.err.println("---- " + p.name() + " (" + p.host().name() + ") ----\n" + p.tail());
+        }
+    }
+
+    /** Stops everything and removes every host. */
+    @Override
+    public void close() {
+        pool.shutdownNow();
+        hosts.close();
+    }
+
+    private void startAll() throws Exception {
+        Host redisHost = hosts.host("redis");
+        HostProcess redis =
+                redisHost.start(
+                        "redis",
+                        List.of(
+                                "redis-server",
+                                "--bind",
+                                redisHost.controlAddress(),
+                                "--port",
+                                Integer.toString(REDIS_PORT),
+                                "--save",
+                                "",
+                                "--appendonly",
+                                "no",
+                                "--protected-mode",
+                                "no"),
+                        logs);
+        redisHost.awaitRedis(redisHost.controlAddress(), REDIS_PORT, Duration.ofSeconds(30), redis);
+        redisUri = "redis://" + redisHost.controlAddress() + ":" + REDIS_PORT;
+
+        Host controlHost = hosts.host("control");
+        controlUrl = url(controlHost, CONTROL_PORT);
+        List<String> controlArgs = new ArrayList<>(dataplane(controlHost));
+        controlArgs.addAll(
+                List.of(
+                        "--spring.data.redis.host=" + redisHost.controlAddress(),
+                        "--spring.data.redis.port=" + REDIS_PORT,
+                        "--relay.redis.key-prefix=wr:lab:" + run + ":",
+                        "--relay.generations.scheduled-gc=false",
+                        "--relay.security.tokens.trainer[0]=" + trainerToken,
+                        "--relay.security.tokens.loader[0]=" + loaderToken,
+                        "--relay.security.tokens.operator[0]=" + operatorToken));
+        HostProcess control =
+                startService(
+                        controlHost,
+                        "control-api",
+                        "control-api",
+                        "512m",
+                        CONTROL_PORT,
+                        controlArgs);
+
+        Map<HostProcess, Integer> services = new LinkedHashMap<>();
+        services.put(control, CONTROL_PORT);
+        long[] sizes = LabCluster.publisherSizes(manifest, spec.trainerNodes());
+        long segment = sizes[0];
+        long staging = sizes[1];
+        for (String node : trainerNodes) {
+            Host h = hosts.host(node);
+            List<String> args = new ArrayList<>(dataplane(h));
+            args.addAll(
+                    List.of(
+                            "--relay.segment.node=" + node,
+                            "--relay.segment.name=lab-" + run + "-" + node,
+                            "--relay.segment.size=" + segment + "B",
+                            "--relay.segment.admin-url=" + url(h, PUBLISHER_PORT),
+                            "--relay.staging.mode=segment",
+                            "--relay.staging.capacity=" + staging + "B",
+                            "--relay.staging.max-batch-bytes=" + LabCluster.MAX_BATCH + "B",
+                            "--relay.publish.control-api-url=" + controlUrl,
+                            "--relay.publish.control-api-token=" + trainerToken,
+                            "--relay.security.tokens.trainer[0]=" + trainerToken,
+                            "--relay.security.tokens.operator[0]=" + operatorToken));
+            services.put(
+                    startService(
+                            h,
+                            "publisher-" + node,
+                            "publisher-service",
+                            "384m",
+                            PUBLISHER_PORT,
+                            args),
+                    PUBLISHER_PORT);
+        }
+        Map<String, List<String>> enginesOfNode = new LinkedHashMap<>();
+        for (String node : rolloutNodes) {
+            Host h = hosts.host(node);
+            List<String> engines = new ArrayList<>();
+            int k = 0;
+            for (String id : placement.instances()) {
+                if (!nodeOf(id).equals(node)) {
+                    continue;
+                }
+                int port = LOADER_PORT + k++;
+                HostProcess loader = startLoader(h, id, port);
+                loaders.put(id, loader);
+                services.put(loader, port);
+                engines.add(id + "=" + url(h, port));
+            }
+            enginesOfNode.put(node, engines);
+        }
+        for (Map.Entry<HostProcess, Integer> s : services.entrySet()) {
+            Host h = s.getKey().host();
+            h.awaitHttp(h.controlAddress(), s.getValue(), "/actuator/health", HEALTHY, s.getKey());
+        }
+
+        for (String node : trainerNodes) {
+            Host h = hosts.host(node);
+            trainerAgents.put(
+                    node,
+                    h.startPiped(
+                            "trainer-rank-" + node,
+                            agent(
+                                    "--role",
+                                    "trainer",
+                                    "--model",
+                                    spec.model(),
+                                    "--node",
+                                    node,
+                                    "--nodes",
+                                    String.join(",", trainerNodes),
+                                    "--control-url",
+                                    controlUrl,
+                                    "--publisher-url",
+                                    url(h, PUBLISHER_PORT),
+                                    "--token",
+                                    trainerToken,
+                                    "--operator-token",
+                                    operatorToken,
+                                    "--seed",
+                                    Long.toString(spec.seed())),
+                            logs));
+        }
+        for (String node : rolloutNodes) {
+            Host h = hosts.host(node);
+            List<String> args =
+                    new ArrayList<>(
+                            List.of(
+                                    "--role",
+                                    "rollout",
+                                    "--model",
+                                    spec.model(),
+                                    "--instances",
+                                    Integer.toString(spec.instances()),
+                                    "--tp",
+                                    Integer.toString(spec.tp()),
+                                    "--mode",
+                                    spec.mode().name().toLowerCase(java.util.Locale.ROOT),
+                                    "--rollout-nodes",
+                                    Integer.toString(spec.rolloutNodes()),
+                                    "--control-url",
+                                    controlUrl,
+                                    "--token",
+                                    loaderToken,
+                                    "--seed",
+                                    Long.toString(spec.seed())));
+            for (String e : enginesOfNode.get(node)) {
+                args.add("--engine");
+                args.add(e);
+            }
+            rolloutAgents.put(
+                    node,
+                    h.startPiped(
+                            "rollout-engines-" + node, agent(args.toArray(String[]::new)), logs));
+        }
+        all(rolloutAgents.values(), p -> ask(p, "register lab"));
+    }
+
+    /**
+     * The data plane of a service on {@code h}: its engine binds and advertises the host's
+     * data-plane address, finds the store in the lab's Redis and proves the run's secret.
+     */
+    private List<String> dataplane(Host h) {
+        return List.of(
+                "--relay.dataplane.bind-host=" + h.dataAddress(),
+                "--relay.dataplane.redis-uri=" + redisUri,
+                "--relay.dataplane.key-prefix=" + dataplanePrefix(),
+                "--relay.dataplane.secret-file=" + secretFile);
+    }
+
+    private HostProcess startLoader(Host h, String name, int port) {
+        List<String> args = new ArrayList<>(dataplane(h));
+        args.addAll(
+                List.of(
+                        "--relay.loader.control-url=" + controlUrl,
+                        "--relay.loader.token=" + loaderToken,
+                        "--relay.loader.advertise-url=" + url(h, port),
+                        "--relay.security.tokens.loader[0]=" + loaderToken));
+        return startService(h, "loader-" + name, "loader-service", "384m", port, args);
+    }
+
+    private HostProcess startService(
+            Host h, String name, String module, String heap, int port, List<String> args) {
+        List<String> command = new ArrayList<>();
+        command.add(java());
+        command.add("-Xmx" + heap);
+        command.add("-XX:+UseSerialGC");
+        // C1 only: the services start in half the CPU time, and their hot paths are native.
+        command.add("-XX:TieredStopAtLevel=1");
+        command.add("-jar");
+        command.add(ServiceProcess.findJar(spec.root(), module).toString());
+        command.add("--server.port=" + port);
+        command.add("--server.address=" + h.controlAddress());
+        command.addAll(args);
+        return h.start(name, command, logs);
+    }
+
+    private static List<String> agent(String... args) {
+        List<String> command = new ArrayList<>();
+        command.add(java());
+        command.add("-Xmx256m");
+        command.add("-XX:+UseSerialGC");
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(HostAgent.class.getName());
+        command.addAll(List.of(args));
+        return command;
+    }
+
+    private static String java() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
+    private static String url(Host h, int port) {
+        return "http://" + h.controlAddress() + ":" + port;
+    }
+
+    private String nodeOf(String instance) {
+        return placement.workers().stream()
+                .filter(w -> w.instance().equals(instance))
+                .findFirst()
+                .map(Worker::node)
+                .orElseThrow();
+    }
+
+    /** The data-plane key prefix of this lab's store (segments and object directory). */
+    public String dataplanePrefix() {
+        return "wr:lab:" + run + ":dp:";
+    }
+
+    private static JsonNode askRaw(HostProcess agent, String command) {
+        String line = agent.ask(command);
+        if (line == null) {
+            throw new IllegalStateException(
+                    agent.name()
+                            + " ended while asked '"
+                            + command
+                            + "'; its log:\n"
+                            + agent.tail());
+        }
+        return JSON.readTree(line);
+    }
+
+    private static JsonNode ask(HostProcess agent, String command) {
+        JsonNode answer = askRaw(agent, command);
+        if (!answer.path("ok").asBoolean()) {
+            throw new IllegalStateException(agent.name() + " refused '" + command + "': " + answer);
+        }
+        return answer;
+    }
+
+    private static List<JsonNode> engines(List<JsonNode> answers) {
+        List<JsonNode> out = new ArrayList<>();
+        for (JsonNode a : answers) {
+            if (a.has("engines")) {
+                a.get("engines").forEach(out::add);
+            } else {
+                throw new IllegalStateException("update failed: " + a);
+            }
+        }
+        return out;
+    }
+
+    private interface Call {
+        JsonNode apply(HostProcess p) throws Exception;
+    }
+
+    /** Asks every agent at once and returns their answers in order. */
+    private List<JsonNode> all(Iterable<HostProcess> agents, Call call) throws Exception {
+        List<Future<JsonNode>> futures = new ArrayList<>();
+        for (HostProcess p : agents) {
+            Callable<JsonNode> task = () -> call.apply(p);
+            futures.add(pool.submit(task));
+        }
+        List<JsonNode> out = new ArrayList<>();
+        for (Future<JsonNode> f : futures) {
+            try {
+                out.add(f.get());
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (e.getCause() instanceof Exception ex) {
+                    throw ex;
+                }
+                throw e;
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,173 @@
+package io.weightrelay.lab.hosts;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One host of a {@link HostLab}: a network namespace with an address on the control network and one
+ * on the data-plane network, and a mount namespace with a private tmpfs on {@code /dev/shm}, kept
+ * alive by an anchor process. Every process of the host enters both namespaces of the anchor, so it
+ * sees only this host's shared memory. Thread safe.
+ */
+public final class Host {
+
+    private final HostLab lab;
+    private final String name;
+    private final int index;
+    private final String namespace;
+    private final String controlAddress;
+    private final String dataAddress;
+    private final Process anchor;
+    private final String shmDevice;
+    private final String mountNamespace;
+
+    Host(
+            HostLab lab,
+            String name,
+            int index,
+            String namespace,
+            String controlAddress,
+            String dataAddress,
+            Process anchor,
+            String shmDevice,
+            String mountNamespace) {
+        this.lab = lab;
+        this.name = name;
+        this.index = index;
+        this.namespace = namespace;
+        this.controlAddress = controlAddress;
+        this.dataAddress = dataAddress;
+        this.anchor = anchor;
+        this.shmDevice = shmDevice;
+        this.mountNamespace = mountNamespace;
+    }
+
+    /** The host's name in the lab ({@code control}, {@code trainer-0000}, ...). */
+    public String name() {
+        return name;
+    }
+
+    int index() {
+        return index;
+    }
+
+    /** The network namespace ({@code ip netns}) of this host. */
+    public String namespace() {
+        return namespace;
+    }
+
+    /** This host's address on the control network (REST, Redis). */
+    public String controlAddress() {
+        return controlAddress;
+    }
+
+    /** This host's address on the data-plane network (the Transfer Engine's tcp transport). */
+    public String dataAddress() {
+        return dataAddress;
+    }
+
+    /** {@code major:minor} of this host's private {@code /dev/shm} tmpfs. */
+    public String shmDevice() {
+        return shmDevice;
+    }
+
+    /** The mount namespace every process of this host runs in ({@code mnt:[inode]}). */
+    public String mountNamespace() {
+        return mountNamespace;
+    }
+
+    long anchorPid() {
+        return anchor.pid();
+    }
+
+    Process anchorProcess() {
+        return anchor;
+    }
+
+    /** {@code command} wrapped so that it runs inside this host's network and mount namespaces. */
+    public List<String> inside(List<String> command) {
+        List<String> out = new ArrayList<>();
+        out.add("nsenter");
+        out.add("--target");
+        out.add(Long.toString(anchor.pid()));
+        out.add("--mount");
+        out.add("--net");
+        out.add("--");
+        out.addAll(command);
+        return out;
+    }
+
+    /**
+     * Starts {@code command} inside this host, its output in {@code logs/<name>.log}. The lab stops
+     * it when it closes.
+     */
+    public HostProcess start(String processName, List<String> command, Path logs) {
+        return lab.track(HostProcess.start(this, processName, inside(command), logs, false));
+    }
+
+    /**
+     * Starts {@code command} inside this host with its stdout and stdin as pipes (an agent the lab
+     * talks to line by line) and its stderr in {@code logs/<name>.log}.
+     */
+    public HostProcess startPiped(String processName, List<String> command, Path logs) {
+        return lab.track(HostProcess.start(this, processName, inside(command), logs, true));
+    }
+
+    /** Runs a short command inside this host and returns its exit code and output. */
+    Commands.Result run(List<String> command, int seconds) {
+        return Commands.run(inside(command), seconds);
+    }
+
+    /**
+     * Waits until {@code GET http://address:port/path} answers 200, asked from inside this host
+     * (the machine's own namespace cannot reach the lab's networks).
+     */
+    public void awaitHttp(String address, int port, String path, Duration timeout, HostProcess of)
+            throws InterruptedException {
+        String request =
+                "exec 3<>/dev/tcp/%s/%d && printf 'GET %s HTTP/1.0\\r\\nHost: %s\\r\\n\\r\\n' >&3 && head -c 12 <&3"
+                        .formatted(address, port, path, address);
+        awaitAnswer(request, "HTTP/1.1 200", timeout, of);
+    }
+
+    /** Waits until a Redis on {@code address:port} answers PING, asked from inside this host. */
+    public void awaitRedis(String address, int port, Duration timeout, HostProcess of)
+            throws InterruptedException {
+        String request =
+                "exec 3<>/dev/tcp/%s/%d && printf 'PING\\r\\n' >&3 && head -c 5 <&3"
+                        .formatted(address, port);
+        awaitAnswer(request, "+PONG", timeout, of);
+    }
+
+    private void awaitAnswer(String script, String expected, Duration timeout, HostProcess of)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        String last = "";
+        while (System.nanoTime() < deadline) {
+            if (of != null && !of.isAlive()) {
+                throw new HostLabException(of.name() + " exited early; its log:\n" + of.tail());
+            }
+            Commands.Result r = run(List.of("timeout", "3", "bash", "-c", script), 10);
+            if (r.ok() && r.out().startsWith(expected)) {
+                return;
+            }
+            last = r.out();
+            Thread.sleep(300);
+        }
+        throw new HostLabException(
+                (of == null ? "service" : of.name())
+                        + " did not answer within "
+                        + timeout
+                        + " ("
+                        + last
+                        + ")"
+                        + (of == null ? "" : "; its log:\n" + of.tail()));
+    }
+
+    @Override
+    public String toString() {
+        return name + "[" + namespace + ", " + controlAddress + ", " + dataAddress + "]";
+    }
+}

@@ -1,0 +1,146 @@
+package io.weightrelay.lab.hosts;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The hosts themselves, without the services: each has its own addresses and its own {@code
+ * /dev/shm}, a byte sent between two hosts is counted on the data-plane network and nowhere else,
+ * and nothing of a run (or of a crashed earlier run) is left behind. Needs root, as CI runs; fails
+ * with the reason otherwise.
+ */
+class HostLabTest {
+
+    static final String PREFIX = System.getProperty("relay.lab.prefix", "wr-labtest");
+    private static final int BYTES = 3_000_000;
+
+    @Test
+    void hostsAreIsolatedCountedAndRemoved(@TempDir Path logs) throws Exception {
+        String run;
+        try (HostLab lab = HostLab.create(PREFIX, List.of("alpha", "beta"), 16L << 20)) {
+            run = lab.run();
+            Host a = lab.host("alpha");
+            Host b = lab.host("beta");
+            assertThat(a.dataAddress()).isEqualTo("198.19.0.1");
+            assertThat(b.controlAddress()).isEqualTo("198.18.0.2");
+            assertThat(a.shmDevice()).isNotEqualTo(b.shmDevice());
+
+            String probe = "/dev/shm/" + PREFIX + "-" + run + "-probe";
+            assertThat(a.run(List.of("touch", probe), 10).ok()).isTrue();
+            assertThat(a.run(List.of("test", "-e", probe), 10).ok()).isTrue();
+            assertThat(b.run(List.of("test", "-e", probe), 10).ok())
+                    .as("another host does not see the file")
+                    .isFalse();
+            assertThat(Files.exists(Path.of(probe))).as("the machine does not see it").isFalse();
+
+            HostProcess sink =
+                    b.start(
+                            "sink",
+                            List.of(
+                                    Path.of(System.getProperty("java.home"), "bin", "java")
+                                            .toString(),
+                                    "-Xmx32m",
+                                    "-cp",
+                                    System.getProperty("java.class.path"),
+                                    Sink.class.getName(),
+                                    b.dataAddress(),
+                                    "7070"),
+                            logs);
+            awaitListening(a, b.dataAddress(), 7070, sink);
+            LinkCounters before = lab.counters();
+            Commands.Result sent =
+                    a.run(
+                            List.of(
+                                    "bash",
+                                    "-c",
+                                    "exec 3<>/dev/tcp/"
+                                            + b.dataAddress()
+                                            + "/7070 && head -c "
+                                            + BYTES
+                                            + " /dev/zero >&3 && exec 3>&- && sleep 0.5"),
+                            30);
+            assertThat(sent.ok()).as(sent.out()).isTrue();
+            sink.close();
+            LinkCounters delta = lab.counters().minus(before);
+            LinkCounters.HostLinks alpha = delta.hosts().get("alpha");
+            // Never less than was sent; more only by what TCP itself resends: on a loaded machine
+            // a tail-loss probe may send the last segment (up to 64 KiB with GSO) twice.
+            assertThat(alpha.dataSent().tcpPayload())
+                    .as("the payload alpha sent, from its interface's counters")
+                    .isBetween((long) BYTES, BYTES + (64L << 10));
+            assertThat(delta.controlSent().bytes()).as("nothing on the control network").isZero();
+
+            ShmIsolation.Report report = ShmIsolation.check(lab);
+            assertThat(report.violations()).isEmpty();
+        }
+        assertThat(Commands.run(List.of("ip", "netns", "list"), 10).out())
+                .doesNotContain(PREFIX + "-" + run);
+    }
+
+    @Test
+    void leftoversOfADeadRunAreRemoved() {
+        String dead = PREFIX + "-deadbeef-ghost";
+        Commands.check(List.of("ip", "netns", "add", dead));
+        List<String> removed = HostLab.cleanLeftovers(PREFIX);
+        assertThat(removed).contains(dead);
+        assertThat(Commands.run(List.of("ip", "netns", "list"), 10).out()).doesNotContain(dead);
+    }
+
+    private static void awaitListening(Host from, String address, int port, HostProcess of)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (System.nanoTime() < deadline) {
+            assertThat(of.isAlive()).as(of.tail()).isTrue();
+            if (new java.io.File("/proc/" + of.pid() + "/net/tcp").exists()
+                    && from.run(
+                                    List.of(
+                                            "bash",
+                                            "-c",
+                                            "exec 3<>/dev/tcp/" + address + "/" + (port + 1)),
+                                    5)
+                            .ok()) {
+                return;
+            }
+            Thread.sleep(200);
+        }
+        throw new AssertionError("sink not listening: " + of.tail());
+    }
+
+    /** Reads one connection to its end: {@code Sink ADDRESS PORT}; PORT+1 only says it listens. */
+    public static final class Sink {
+        public static void main(String[] args) throws Exception {
+            InetAddress address = InetAddress.getByName(args[0]);
+            int port = Integer.parseInt(args[1]);
+            try (ServerSocket data = new ServerSocket(port, 1, address);
+                    ServerSocket ready = new ServerSocket(port + 1, 1, address)) {
+                Thread t = new Thread(() -> acceptForever(ready));
+                t.setDaemon(true);
+                t.start();
+                try (Socket s = data.accept();
+                        InputStream in = s.getInputStream()) {
+                    in.transferTo(java.io.OutputStream.nullOutputStream());
+                }
+            }
+        }
+
+        private static void acceptForever(ServerSocket ready) {
+            try {
+                while (true) {
+                    ready.accept().close();
+                }
+            } catch (java.io.IOException e) {
+                // closed
+            }
+        }
+    }
+}

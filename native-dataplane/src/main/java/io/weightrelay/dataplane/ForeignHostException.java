@@ -1,0 +1,29 @@
+package io.weightrelay.dataplane;
+
+/**
+ * A segment's descriptor names this engine's node label but another host identity: two hosts are
+ * configured with the same label. The local transport would map a file of that name on this host,
+ * which is not the segment; the engine refuses instead.
+ */
+public final class ForeignHostException extends DataplaneException {
+    private static final long serialVersionUID = 1L;
+
+    private final String segment;
+
+    public ForeignHostException(String segment) {
+        super(
+                DataplaneError.FOREIGN_HOST,
+                "segment '" + segment + "' belongs to another host with the same node label");
+        this.segment = segment;
+    }
+
+    public ForeignHostException(String segment, String message) {
+        super(DataplaneError.FOREIGN_HOST, message);
+        this.segment = segment;
+    }
+
+    /** The segment refused. */
+    public String segment() {
+        return segment;
+    }
+}

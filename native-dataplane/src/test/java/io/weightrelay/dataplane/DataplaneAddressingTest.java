@@ -1,0 +1,224 @@
+package io.weightrelay.dataplane;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Binding, advertising and host identity: what makes engines on several hosts find each other and
+ * never mistake another host's segment for one of their own.
+ */
+class DataplaneAddressingTest {
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    private final List<AutoCloseable> opened = new ArrayList<>();
+    private String prefix;
+
+    @BeforeAll
+    static void redis() {
+        RedisSupport.requireRedis();
+    }
+
+    @BeforeEach
+    void prefix() {
+        prefix = RedisSupport.uniquePrefix();
+    }
+
+    @AfterEach
+    void cleanUp() throws Exception {
+        for (int i = opened.size() - 1; i >= 0; i--) {
+            opened.get(i).close();
+        }
+        RedisSupport.deleteKeys(prefix);
+    }
+
+    private Dataplane open(DataplaneConfig.Builder b) {
+        Dataplane dp = Dataplane.open(b.build());
+        opened.add(dp);
+        return dp;
+    }
+
+    /** b writes a pattern into a's segment over tcp and reads it back. */
+    private static void roundTrip(Dataplane a, Dataplane b, int seed) {
+        Segment seg = a.createSegment("seg-" + seed, 1 << 20);
+        RegisteredBuffer src = b.registerBuffer(ByteBuffer.allocateDirect(1 << 20));
+        Patterns.fill(src.byteBuffer(), 0, 1 << 20, seed);
+        Counters before = b.counters();
+        b.engine().transfer(List.of(TransferRequest.write(src, 0, seg.name(), 0, 1 << 20)), WAIT);
+        assertThat(b.counters().minus(before).tcpWritten()).isEqualTo(1 << 20);
+        assertThat(Patterns.crc(seg.byteBuffer(), 0, 1 << 20))
+                .isEqualTo(Patterns.expectedCrc(1 << 20, seed));
+    }
+
+    @Test
+    void aWildcardBindNeedsAnAdvertiseHostThatIsNone() {
+        for (String wildcard : List.of("0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0")) {
+            assertThatThrownBy(() -> TestEngines.config("n", prefix).tcpBindHost(wildcard).build())
+                    .isInstanceOf(DataplaneException.class)
+                    .hasMessageContaining("advertiseHost");
+            assertThatThrownBy(
+                            () -> TestEngines.config("n", prefix).advertiseHost(wildcard).build())
+                    .isInstanceOf(DataplaneException.class)
+                    .hasMessageContaining("advertiseHost");
+        }
+        Dataplane a =
+                open(
+                        TestEngines.config("node-a", prefix)
+                                .tcpBindHost("0.0.0.0")
+                                .advertiseHost("127.0.0.1"));
+        Dataplane b = open(TestEngines.config("node-b", prefix));
+        roundTrip(a, b, 1);
+        assertThat(redisHash(prefix + "seg:seg-1")).containsEntry("host", "127.0.0.1");
+    }
+
+    @Test
+    void ipv6AndHostNamesBindAndConnect() {
+        Dataplane v6 = open(TestEngines.config("node-v6", prefix).tcpBindHost("::1"));
+        Dataplane named = open(TestEngines.config("node-named", prefix).tcpBindHost("localhost"));
+        Dataplane dual =
+                open(
+                        TestEngines.config("node-dual", prefix)
+                                .tcpBindHost("::")
+                                .advertiseHost("localhost"));
+        roundTrip(v6, named, 2); // named connects to [::1]
+        roundTrip(named, v6, 3); // v6 connects to localhost
+        roundTrip(dual, v6, 4);
+        assertThat(redisHash(prefix + "seg:seg-2")).containsEntry("host", "::1");
+        assertThatThrownBy(
+                        () ->
+                                Dataplane.open(
+                                        TestEngines.config("n", prefix)
+                                                .tcpBindHost("no-such-host.invalid")
+                                                .build()))
+                .isInstanceOf(DataplaneException.class)
+                .hasMessageContaining("tcpBindHost")
+                .hasMessageContaining("no-such-host.invalid");
+    }
+
+    @Test
+    void theHostIdentityIsDerivedFromTheMachineAndTheShmDirectory() throws Exception {
+        Dataplane dp = open(TestEngines.config("node-a", prefix));
+        String machine = Files.readString(Path.of("/etc/machine-id")).trim();
+        assertThat(dp.hostId()).startsWith(machine + ":/dev/shm:");
+        Dataplane explicit = open(TestEngines.config("node-b", prefix).hostId("rack-4/host-9"));
+        assertThat(explicit.hostId()).isEqualTo("rack-4/host-9");
+        explicit.createSegment("described", 4096);
+        assertThat(redisHash(prefix + "seg:described")).containsEntry("hostid", "rack-4/host-9");
+    }
+
+    @Test
+    void theSameLabelOnAnotherHostIsRefusedAndNeverMapped() {
+        Dataplane owner = open(TestEngines.config("node-a", prefix).hostId("host-1"));
+        Dataplane twin = open(TestEngines.config("node-a", prefix).hostId("host-2"));
+        Segment seg = owner.createSegment("pub", 1 << 20);
+        Patterns.fill(seg.byteBuffer(), 0, 1 << 20, 5);
+        RegisteredBuffer src = twin.registerBuffer(ByteBuffer.allocateDirect(4096));
+        assertThatThrownBy(
+                        () ->
+                                twin.engine()
+                                        .transfer(
+                                                List.of(
+                                                        TransferRequest.write(
+                                                                src, 0, "pub", 0, 4096)),
+                                                WAIT))
+                .isInstanceOf(ForeignHostException.class)
+                .hasMessageContaining("host-1")
+                .hasMessageContaining("host-2")
+                .hasMessageContaining("nodeLabel");
+        assertThat(Patterns.crc(seg.byteBuffer(), 0, 1 << 20))
+                .isEqualTo(Patterns.expectedCrc(1 << 20, 5));
+        assertThat(twin.counters().localWritten() + twin.counters().tcpTotal()).isZero();
+        // A name it owns cannot be taken either: the owner is alive.
+        assertThatThrownBy(() -> twin.createSegment("pub", 4096))
+                .isInstanceOf(DataplaneException.class)
+                .hasMessageContaining("pub");
+    }
+
+    @Test
+    void aNameOwnedOnAnotherHostThatAdvertisesLoopbackIsNeverTakenOver() {
+        // As another host's engine would have published it: loopback, and nothing here answers.
+        redisHashSet(
+                prefix + "seg:remote",
+                Map.of(
+                        "node",
+                        "node-far",
+                        "hostid",
+                        "far-host",
+                        "engine",
+                        "e-1",
+                        "host",
+                        "127.0.0.1",
+                        "port",
+                        "1",
+                        "size",
+                        "4096",
+                        "shm",
+                        "/dev/shm/none",
+                        "kind",
+                        "store"));
+        Dataplane here = open(TestEngines.config("node-here", prefix).hostId("near-host"));
+        assertThatThrownBy(() -> here.createSegment("remote", 4096))
+                .isInstanceOf(DataplaneException.class)
+                .hasMessageContaining("far-host")
+                .hasMessageContaining("cannot tell whether it is alive");
+        assertThat(redisHash(prefix + "seg:remote")).containsEntry("hostid", "far-host");
+        // On its own host the same dead descriptor is taken over (a restarted owner).
+        Dataplane restarted = open(TestEngines.config("node-far", prefix).hostId("far-host"));
+        restarted.createSegment("remote", 4096).close();
+    }
+
+    @Test
+    void aLeftoverFileOrLinkIsReplacedNeverReusedOrFollowed() throws Exception {
+        Dataplane dp = open(TestEngines.config("node-a", prefix));
+        String file = "wr-" + prefix.replaceAll("[^A-Za-z0-9._-]", "_");
+        Path leftover = Path.of("/dev/shm", file + "left");
+        Files.write(leftover, new byte[] {1, 2, 3, 4});
+        Path victim = Files.createTempFile("wr-h1-victim", ".bin");
+        Path link = Path.of("/dev/shm", file + "linked");
+        try {
+            Files.write(victim, new byte[] {9, 9, 9});
+            Files.createSymbolicLink(link, victim);
+            Segment left = dp.createSegment("left", 4096);
+            assertThat(left.byteBuffer().get(0)).isZero(); // a new file, not the old bytes
+            Segment linked = dp.createSegment("linked", 4096);
+            linked.byteBuffer().put(0, (byte) 7);
+            assertThat(Files.isSymbolicLink(link)).isFalse();
+            assertThat(Files.readAllBytes(victim)).containsExactly(9, 9, 9);
+        } finally {
+            Files.deleteIfExists(victim);
+            Files.deleteIfExists(link);
+            Files.deleteIfExists(leftover);
+        }
+    }
+
+    private static Map<String, String> redisHash(String key) {
+        RedisClient client = RedisClient.create(RedisSupport.URI);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            return c.sync().hgetall(key);
+        } finally {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+        }
+    }
+
+    private static void redisHashSet(String key, Map<String, String> fields) {
+        RedisClient client = RedisClient.create(RedisSupport.URI);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            c.sync().hset(key, fields);
+        } finally {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+        }
+    }
+}

@@ -1,0 +1,350 @@
+package io.weightrelay.dataplane;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Hostile and broken peers against a real engine in its own JVM (server timeout 1 s, at most 8
+ * connections), spoken to byte by byte ({@link RawPeer}) or through engines with the wrong
+ * configuration. After each, the engine still serves a legitimate peer and no byte of its segment
+ * changed.
+ */
+class DataplaneSecurityTest {
+    private static final int SIZE = 4 << 20;
+    private static final int CAP = 8;
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    private static final byte[] WRONG = "some other deployment".getBytes(StandardCharsets.UTF_8);
+
+    private final List<AutoCloseable> opened = new ArrayList<>();
+    private String prefix;
+    private PeerProcess owner;
+    private Dataplane friend;
+    private RegisteredBuffer scratch;
+    private long baseline;
+
+    @BeforeAll
+    static void redis() {
+        RedisSupport.requireRedis();
+    }
+
+    @BeforeEach
+    void start() throws Exception {
+        prefix = RedisSupport.uniquePrefix();
+        owner =
+                PeerProcess.start(
+                        RedisSupport.URI, prefix, "node-owner", "target", SIZE, 1000, CAP);
+        opened.add(owner);
+        owner.command("fill 0 " + SIZE + " 7");
+        owner.command("put obj 65536 5"); // an allocation to try freeing
+        baseline = Long.parseLong(owner.command("crc 0 " + SIZE));
+        friend = open(TestEngines.config("node-friend", prefix));
+        scratch = friend.registerBuffer(ByteBuffer.allocateDirect(SIZE));
+        assertStillServingAndUnchanged();
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        for (int i = opened.size() - 1; i >= 0; i--) {
+            opened.get(i).close();
+        }
+        RedisSupport.deleteKeys(prefix);
+    }
+
+    private Dataplane open(DataplaneConfig.Builder config) {
+        Dataplane dp = Dataplane.open(config.connectTimeout(Duration.ofSeconds(5)).build());
+        opened.add(dp);
+        return dp;
+    }
+
+    private RawPeer raw() throws Exception {
+        RawPeer p = new RawPeer(owner.port());
+        opened.add(p);
+        return p;
+    }
+
+    private RawPeer authenticated(int role) throws Exception {
+        RawPeer p = raw();
+        assertThat(p.handshake(TestEngines.SECRET, role)).isEqualTo(RawPeer.Outcome.ACCEPTED);
+        return p;
+    }
+
+    /** A legitimate peer reads the whole segment over tcp: the bytes are what they were. */
+    private void assertStillServingAndUnchanged() {
+        friend.engine()
+                .transfer(List.of(TransferRequest.read(scratch, 0, "target", 0, SIZE)), WAIT);
+        assertThat(Patterns.crc(scratch.byteBuffer(), 0, SIZE)).isEqualTo(baseline);
+        assertThat(Long.parseLong(owner.command("crc 0 " + SIZE))).isEqualTo(baseline);
+    }
+
+    @Test
+    void aPeerWithoutTheSecretIsRefusedBeforeAnyByteMoves() throws Exception {
+        Dataplane stranger = open(DataplaneConfig.builder("node-stranger").keyPrefix(prefix));
+        RegisteredBuffer src = stranger.registerBuffer(ByteBuffer.allocateDirect(4096));
+        assertThatThrownBy(
+                        () ->
+                                stranger.engine()
+                                        .transfer(
+                                                List.of(
+                                                        TransferRequest.write(
+                                                                src, 0, "target", 0, 4096)),
+                                                WAIT))
+                .isInstanceOf(PermissionDeniedException.class)
+                .hasMessageContaining("target");
+        // The old protocol, a request without any handshake: closed, nothing served.
+        RawPeer old = raw();
+        old.send(RawPeer.header(RawPeer.OP_WRITE, 0, 16, "target"));
+        old.send(new byte[16]);
+        assertThat(old.closedByServer(5000)).isTrue();
+        // A hello answered with a made-up proof.
+        RawPeer guesser = raw();
+        assertThat(guesser.handshake(new byte[0], RawPeer.ROLE_PEER))
+                .isEqualTo(RawPeer.Outcome.DENIED);
+        assertThat(guesser.closedByServer(5000)).isTrue();
+        assertStillServingAndUnchanged();
+    }
+
+    @Test
+    void aWrongSecretIsRefusedInBothDirections() throws Exception {
+        Dataplane impostor =
+                open(DataplaneConfig.builder("node-impostor").keyPrefix(prefix).secret(WRONG));
+        RegisteredBuffer src = impostor.registerBuffer(ByteBuffer.allocateDirect(4096));
+        assertThatThrownBy(
+                        () ->
+                                impostor.engine()
+                                        .transfer(
+                                                List.of(
+                                                        TransferRequest.write(
+                                                                src, 0, "target", 0, 4096)),
+                                                WAIT))
+                .isInstanceOf(PermissionDeniedException.class);
+        // ... and a peer of the deployment refuses to talk to the impostor's server.
+        Segment fake = impostor.createSegment("fake", 4096);
+        Patterns.fill(fake.byteBuffer(), 0, 4096, 9);
+        assertThatThrownBy(
+                        () ->
+                                friend.engine()
+                                        .transfer(
+                                                List.of(
+                                                        TransferRequest.read(
+                                                                scratch, 0, "fake", 0, 4096)),
+                                                WAIT))
+                .isInstanceOf(PermissionDeniedException.class);
+        RawPeer wrong = raw();
+        assertThat(wrong.handshake(WRONG, RawPeer.ROLE_PEER)).isEqualTo(RawPeer.Outcome.DENIED);
+        assertThat(wrong.closedByServer(5000)).isTrue();
+        RawPeer wrongRemover = raw();
+        assertThat(wrongRemover.handshake(WRONG, RawPeer.ROLE_REMOVER))
+                .isEqualTo(RawPeer.Outcome.DENIED);
+        assertThat(wrongRemover.closedByServer(5000)).isTrue();
+        assertStillServingAndUnchanged();
+    }
+
+    @Test
+    void aReplayedHandshakeIsRefused() throws Exception {
+        RawPeer recorded = authenticated(RawPeer.ROLE_PEER);
+        byte[] hello = recorded.lastHello;
+        byte[] proof = recorded.lastProof;
+        for (int i = 0; i < 3; i++) {
+            RawPeer replay = raw();
+            assertThat(replay.replay(hello, proof))
+                    .isIn(RawPeer.Outcome.DENIED, RawPeer.Outcome.CLOSED);
+            assertThat(replay.closedByServer(5000)).isTrue();
+        }
+        // The recorded connection itself is still good: it was authenticated for real.
+        recorded.send(RawPeer.header(RawPeer.OP_READ, 0, 64, "target"));
+        assertThat(recorded.reply().status()).isZero();
+        assertThat(recorded.read(64)).isEqualTo(segmentBytes(0, 64));
+        assertStillServingAndUnchanged();
+    }
+
+    @Test
+    void truncatedHellosAndHeadersAreClosed() throws Exception {
+        RawPeer shortHello = raw();
+        shortHello.send(java.util.Arrays.copyOf(RawPeer.hello(1, new byte[32]), 20));
+        assertThat(shortHello.closedByServer(5000)).isTrue();
+        RawPeer shortHeader = authenticated(RawPeer.ROLE_PEER);
+        shortHeader.send(
+                java.util.Arrays.copyOf(RawPeer.header(RawPeer.OP_WRITE, 0, 64, "target"), 10));
+        assertThat(shortHeader.closedByServer(5000)).isTrue();
+        RawPeer shortName = authenticated(RawPeer.ROLE_PEER);
+        byte[] h = RawPeer.header(RawPeer.OP_READ, 0, 64, "target");
+        shortName.send(java.util.Arrays.copyOf(h, h.length - 3));
+        assertThat(shortName.closedByServer(5000)).isTrue();
+        assertStillServingAndUnchanged();
+    }
+
+    @Test
+    void aSlowSenderThatStopsMidRequestIsClosed() throws Exception {
+        RawPeer silentStranger = raw(); // connects and never says a word
+        RawPeer midHello = raw();
+        midHello.send(java.util.Arrays.copyOf(RawPeer.hello(1, new byte[32]), 12));
+        RawPeer midHeader = authenticated(RawPeer.ROLE_PEER);
+        midHeader.send(
+                java.util.Arrays.copyOf(RawPeer.header(RawPeer.OP_READ, 0, 64, "target"), 16));
+        RawPeer midName = authenticated(RawPeer.ROLE_PEER);
+        byte[] h = RawPeer.header(RawPeer.OP_WRITE, 0, 64, "target");
+        midName.send(java.util.Arrays.copyOf(h, h.length - 1));
+        long start = System.nanoTime();
+        for (RawPeer p : List.of(silentStranger, midHello, midHeader, midName)) {
+            assertThat(p.closedByServer(10_000)).isTrue();
+        }
+        assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(10));
+        assertStillServingAndUnchanged();
+
+        // Mid-payload: the bytes that arrived landed (the writer is authenticated and could have
+        // sent them whole); the connection is closed and nothing else of the segment moved.
+        RawPeer midPayload = authenticated(RawPeer.ROLE_PEER);
+        byte[] part = new byte[100];
+        midPayload.send(RawPeer.header(RawPeer.OP_WRITE, 8192, 1 << 20, "target"));
+        midPayload.send(part);
+        assertThat(midPayload.closedByServer(10_000)).isTrue();
+        friend.engine()
+                .transfer(List.of(TransferRequest.read(scratch, 0, "target", 0, SIZE)), WAIT);
+        ByteBuffer got = scratch.byteBuffer();
+        ByteBuffer want = ByteBuffer.wrap(segmentBytes(0, SIZE));
+        for (int i = 0; i < SIZE; i++) {
+            if (i < 8192 || i >= 8192 + 100) {
+                assertThat(got.get(i)).as("byte %d", i).isEqualTo(want.get(i));
+            }
+        }
+    }
+
+    @Test
+    void offsetsAndLengthsOutOfRangeOrOverflowingAreRejectedInStep() throws Exception {
+        RawPeer p = authenticated(RawPeer.ROLE_PEER);
+        long[][] reads = {
+            {SIZE - 10, 100}, {Long.MAX_VALUE - 5, 100}, {-1, 10}, {Long.MIN_VALUE, 1}, {SIZE, 1}
+        };
+        for (long[] r : reads) {
+            p.send(RawPeer.header(RawPeer.OP_READ, r[0], r[1], "target"));
+            assertThat(p.reply().status())
+                    .as("read %d+%d", r[0], r[1])
+                    .isEqualTo(DataplaneError.OUT_OF_BOUNDS.code());
+        }
+        long[] writeOffsets = {Long.MAX_VALUE, Long.MAX_VALUE - 15, -16, SIZE - 8};
+        for (long offset : writeOffsets) {
+            p.send(RawPeer.header(RawPeer.OP_WRITE, offset, 16, "target"));
+            p.send(new byte[16]); // read and dropped: the stream stays in step
+            assertThat(p.reply().status())
+                    .as("write at %d", offset)
+                    .isEqualTo(DataplaneError.OUT_OF_BOUNDS.code());
+        }
+        p.send(RawPeer.header(RawPeer.OP_READ, 0, 16, "no-such-segment"));
+        assertThat(p.reply().status()).isEqualTo(DataplaneError.UNKNOWN_SEGMENT.code());
+        p.send(RawPeer.header(RawPeer.OP_READ, 100, 64, "target")); // still in step
+        assertThat(p.reply().status()).isZero();
+        assertThat(p.read(64)).isEqualTo(segmentBytes(100, 64));
+
+        for (long length : new long[] {-1, (8L << 20) + 1, Long.MAX_VALUE}) {
+            RawPeer bad = authenticated(RawPeer.ROLE_PEER);
+            bad.send(RawPeer.header(RawPeer.OP_WRITE, 0, length, "target"));
+            assertThat(bad.closedByServer(5000)).as("length %d", length).isTrue();
+        }
+        RawPeer badOp = authenticated(RawPeer.ROLE_PEER);
+        badOp.send(RawPeer.header(99, 0, 0, "target"));
+        assertThat(badOp.closedByServer(5000)).isTrue();
+        RawPeer badMagic = authenticated(RawPeer.ROLE_PEER);
+        byte[] h = RawPeer.header(RawPeer.OP_READ, 0, 16, "target");
+        h[0] ^= 1;
+        badMagic.send(h);
+        assertThat(badMagic.closedByServer(5000)).isTrue();
+        assertStillServingAndUnchanged();
+    }
+
+    @Test
+    void aNonOwnerMayNeitherAllocateNorFreeAndARemoverMayFree() throws Exception {
+        long objectOffset = friend.store().locations("obj").get(0).offset();
+        long free = Long.parseLong(owner.command("free"));
+        RawPeer peer = authenticated(RawPeer.ROLE_PEER);
+        peer.send(RawPeer.header(RawPeer.OP_FREE, objectOffset, 0, "target"));
+        assertThat(peer.reply().status()).isEqualTo(DataplaneError.DENIED.code());
+        peer.send(RawPeer.header(RawPeer.OP_ALLOC, 0, 4096, "target"));
+        assertThat(peer.reply().status()).isEqualTo(DataplaneError.DENIED.code());
+        RawPeer remover = authenticated(RawPeer.ROLE_REMOVER);
+        remover.send(RawPeer.header(RawPeer.OP_ALLOC, 0, 4096, "target"));
+        assertThat(remover.reply().status()).isEqualTo(DataplaneError.DENIED.code());
+        assertThat(Long.parseLong(owner.command("free"))).isEqualTo(free);
+        // Through the API: a reader's remove is refused before the entry is taken.
+        assertThatThrownBy(() -> friend.store().remove("obj"))
+                .isInstanceOf(PermissionDeniedException.class)
+                .hasMessageContaining("obj");
+        assertThat(friend.store().exists("obj")).isTrue();
+        assertStillServingAndUnchanged();
+        // control-api's role frees it, at the owner.
+        Dataplane control = open(TestEngines.config("control", prefix).remover(true));
+        assertThat(control.store().remove("obj")).isTrue();
+        assertThat(Long.parseLong(owner.command("free"))).isEqualTo(SIZE);
+        assertStillServingAndUnchanged();
+    }
+
+    @Test
+    void moreConnectionsThanTheCapAreRefusedCleanly() throws Exception {
+        // The friend's pooled connections are open (it read in setUp) and stay served.
+        List<RawPeer> flood = new ArrayList<>();
+        RawPeer.Outcome last = RawPeer.Outcome.ACCEPTED;
+        for (int i = 0; i < CAP + 4 && last == RawPeer.Outcome.ACCEPTED; i++) {
+            RawPeer p = raw();
+            flood.add(p);
+            last = p.handshake(TestEngines.SECRET, RawPeer.ROLE_PEER);
+        }
+        assertThat(last).isIn(RawPeer.Outcome.BUSY, RawPeer.Outcome.CLOSED);
+        assertThat(flood.size()).isLessThanOrEqualTo(CAP);
+        assertThat(flood.get(flood.size() - 1).closedByServer(5000)).isTrue();
+        // At the cap, connections already established keep being served.
+        RawPeer established = flood.get(0);
+        established.send(RawPeer.header(RawPeer.OP_READ, 0, 64, "target"));
+        assertThat(established.reply().status()).isZero();
+        byte[] first = established.read(64);
+        for (RawPeer p : flood) {
+            p.close();
+        }
+        // Room again: a new engine connects and reads.
+        Dataplane late = open(TestEngines.config("node-late", prefix));
+        RegisteredBuffer dst = late.registerBuffer(ByteBuffer.allocateDirect(4096));
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        for (; ; ) {
+            try {
+                late.engine()
+                        .transfer(List.of(TransferRequest.read(dst, 0, "target", 0, 4096)), WAIT);
+                break;
+            } catch (PeerGoneException e) {
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(100); // the server reaps the closed connections
+            }
+        }
+        byte[] got = new byte[4096];
+        dst.byteBuffer().get(got);
+        assertThat(got).isEqualTo(segmentBytes(0, 4096));
+        assertThat(first).isEqualTo(segmentBytes(0, 64));
+        assertStillServingAndUnchanged();
+    }
+
+    /** What the segment holds at [offset, offset + length), as the last verified read saw it. */
+    private byte[] segmentBytes(int offset, int length) {
+        friend.engine()
+                .transfer(List.of(TransferRequest.read(scratch, 0, "target", 0, SIZE)), WAIT);
+        byte[] b = new byte[length];
+        scratch.byteBuffer().get(offset, b);
+        return b;
+    }
+
+    @SuppressWarnings("unused")
+    private static byte[] random(int n) {
+        byte[] b = new byte[n];
+        new SecureRandom().nextBytes(b);
+        return b;
+    }
+}

@@ -1,0 +1,243 @@
+package io.weightrelay.publisher.segment;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.ObjectLocation;
+import io.weightrelay.dataplane.ReadRange;
+import io.weightrelay.dataplane.RegisteredBuffer;
+import io.weightrelay.publisher.PublisherApplication;
+import io.weightrelay.publisher.TestControlApi;
+import io.weightrelay.publisher.TestPublisherProperties;
+import io.weightrelay.publisher.convert.Checksums;
+import io.weightrelay.publisher.convert.Floats;
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.StoredFragment;
+import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.service.test.TestDataplane;
+import io.weightrelay.trainer.client.PublisherClient;
+import io.weightrelay.trainer.client.RankPublisher;
+import io.weightrelay.trainer.client.TrainerSession;
+import io.weightrelay.trainer.sim.DeterministicWeights;
+import io.weightrelay.trainer.sim.SimulatedTrainer;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A publisher killed after a commit and restarted on the same segment never lets a reader get bytes
+ * it did not publish: the restarted owner starts a new segment (empty allocator), purges the
+ * directory entries its previous incarnation left before it allocates anything, so those
+ * generations are unreadable (a loader's prepare refuses missing objects and stays on the
+ * generation it serves), and what it publishes next, into the same offsets, verifies byte for byte.
+ *
+ * <p>Real processes: control-api from its jar and the publisher as a child JVM from this module's
+ * classes (killed with SIGKILL, as a crash would), a reader engine of another node in this JVM.
+ */
+class PublisherRestartTest {
+
+    private static final String NODE = "node-restart";
+    private static final long SEED = 7;
+    private static final long MAX_FRAGMENT = 64 << 10;
+
+    private final String prefix = RedisTestSupport.uniqueKeyPrefix("publisher-restart");
+    private final String segment = "restart-" + UUID.randomUUID().toString().substring(0, 8);
+    private TestControlApi control;
+    private ServiceProcess publisher;
+    private Dataplane reader;
+
+    @BeforeEach
+    void start() {
+        control = TestControlApi.start("publisher-restart", prefix);
+        reader = openReader();
+    }
+
+    private Dataplane openReader() {
+        return Dataplane.open(
+                DataplaneConfig.builder("reader-node")
+                        .redisUri(RedisTestSupport.endpoint().uri())
+                        .keyPrefix(prefix)
+                        .secret(TestDataplane.secret())
+                        .build());
+    }
+
+    @AfterEach
+    void stop() {
+        try {
+            if (publisher != null) {
+                publisher.close();
+            }
+            if (reader != null) {
+                reader.close();
+            }
+            if (control != null) {
+                control.close();
+            }
+        } finally {
+            RedisTestSupport.deleteKeys(prefix);
+        }
+    }
+
+    @Test
+    void aRestartedPublisherPurgesWhatItsKilledPredecessorStoredAndNeverServesItsNewBytesAsOld()
+            throws Exception {
+        SourceManifest manifest =
+                Fragmenter.fragment(
+                        "restart",
+                        SimulatedTrainer.manifest("tiny", DType.F32, DType.BF16, MAX_FRAGMENT)
+                                .tensors(),
+                        MAX_FRAGMENT);
+
+        publisher = startPublisher("a");
+        long first = publish(manifest, 0);
+        long second = publish(manifest, 1);
+        assertThat(control.generations().getActiveGeneration("restart").getGeneration())
+                .isEqualTo(second);
+        Map<String, ObjectLocation> before = verifyAll(manifest, second);
+
+        publisher.kill();
+        publisher = startPublisher("b");
+        // A reader that starts now (a new or restarted loader) looks the segment up afresh; one
+        // that lived through the restart still holds the killed engine's endpoint (port 0 picked
+        // another one) and would see PEER_GONE, never wrong bytes.
+        reader.close();
+        reader = openReader();
+
+        // Everything the killed owner stored is out of the directory before the new one allocates:
+        // no reader can be handed bytes of the new segment under an old key.
+        for (long g : List.of(first, second)) {
+            for (StoredFragment f : manifest.fragments()) {
+                String key = ObjectKeys.key(manifest.model(), g, f.fragment());
+                assertThat(reader.store().exists(key)).as(key).isFalse();
+            }
+        }
+
+        long third = publish(manifest, 2);
+        Map<String, ObjectLocation> after = verifyAll(manifest, third);
+        // The new generation reuses the old offsets: had the old entries stayed, they would
+        // now point at generation 3's bytes.
+        assertThat(overlaps(before, after)).isTrue();
+        for (StoredFragment f : manifest.fragments()) {
+            String key = ObjectKeys.key(manifest.model(), second, f.fragment());
+            assertThat(reader.store().exists(key)).as(key).isFalse();
+        }
+    }
+
+    private ServiceProcess startPublisher(String incarnation) throws InterruptedException {
+        ServiceProcess p =
+                ServiceProcess.startMain(
+                        "publisher-restart-" + incarnation,
+                        System.getProperty("java.class.path"),
+                        PublisherApplication.class.getName(),
+                        "256m",
+                        List.of("-XX:TieredStopAtLevel=1"),
+                        List.of(
+                                "--relay.dataplane.redis-uri=" + RedisTestSupport.endpoint().uri(),
+                                "--relay.dataplane.key-prefix=" + prefix,
+                                "--relay.dataplane.secret=" + TestDataplane.SECRET,
+                                "--relay.segment.node=" + NODE,
+                                "--relay.segment.name=" + segment,
+                                "--relay.segment.size=16MB",
+                                "--relay.segment.register=false",
+                                "--relay.staging.mode=segment",
+                                "--relay.staging.capacity=4MB",
+                                "--relay.staging.max-batch-bytes=1MB",
+                                "--relay.publish.control-api-url=" + control.baseUrl(),
+                                "--relay.publish.control-api-token="
+                                        + TestPublisherProperties.TRAINER_TOKEN,
+                                "--relay.security.tokens.trainer[0]="
+                                        + TestPublisherProperties.TRAINER_TOKEN,
+                                "--relay.security.tokens.operator[0]="
+                                        + TestPublisherProperties.OPERATOR_TOKEN),
+                        Path.of("target"));
+        try {
+            p.awaitHealthy(Duration.ofMinutes(2));
+        } catch (RuntimeException | InterruptedException e) {
+            p.close();
+            throw e;
+        }
+        return p;
+    }
+
+    private long publish(SourceManifest manifest, long step) {
+        PublisherClient client =
+                PublisherClient.connect(
+                        publisher.baseUrl(),
+                        TestPublisherProperties.TRAINER_TOKEN,
+                        Duration.ofSeconds(60));
+        TrainerSession session =
+                new TrainerSession(
+                        control.coordinator(MAX_FRAGMENT),
+                        Map.of(NODE, client),
+                        RankPublisher.Options.defaults());
+        return session.publish(manifest, step, g -> new DeterministicWeights(SEED, g)).generation();
+    }
+
+    /** Reads every object of the generation over tcp and checks it against the trainer's bytes. */
+    private Map<String, ObjectLocation> verifyAll(SourceManifest manifest, long generation) {
+        Map<String, ObjectLocation> where = new java.util.HashMap<>();
+        ByteBuffer memory = ByteBuffer.allocateDirect((int) MAX_FRAGMENT * 2);
+        try (RegisteredBuffer buffer = reader.registerBuffer(memory)) {
+            for (StoredFragment f : manifest.fragments()) {
+                String key = ObjectKeys.key(manifest.model(), generation, f.fragment());
+                List<ObjectLocation> locations = reader.store().locations(key);
+                assertThat(locations).as(key).hasSize(1);
+                assertThat(locations.get(0).segment()).as(key).isEqualTo(segment);
+                where.put(key, locations.get(0));
+                long[] read =
+                        reader.store()
+                                .getIntoRanges(
+                                        key, List.of(new ReadRange(0, f.bytes(), buffer, 0)));
+                assertThat(read).as(key).containsExactly(f.bytes());
+                ByteBuffer got = buffer.byteBuffer().duplicate();
+                got.limit((int) f.bytes());
+                ByteBuffer expected = expectedBf16(manifest, f, generation);
+                assertThat(got.slice().equals(expected)).as(key + " byte for byte").isTrue();
+                assertThat(Checksums.crc32c(got.slice()))
+                        .as(key)
+                        .isEqualTo(Checksums.crc32c(expected));
+            }
+        }
+        return where;
+    }
+
+    private static boolean overlaps(
+            Map<String, ObjectLocation> before, Map<String, ObjectLocation> after) {
+        for (ObjectLocation a : before.values()) {
+            for (ObjectLocation b : after.values()) {
+                if (a.offset() < b.offset() + b.size() && b.offset() < a.offset() + a.size()) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    private static ByteBuffer expectedBf16(SourceManifest manifest, StoredFragment f, long g) {
+        int index = manifest.tensorIndex().get(f.tensor());
+        TensorSpec tensor = manifest.tensors().get(index);
+        long inner = tensor.shape().numel() / Math.max(1, tensor.shape().dim(0));
+        long first = f.offset().dim(0) * inner;
+        int elements = Math.toIntExact(f.shape().numel());
+        ByteBuffer source = ByteBuffer.allocate(elements * 4).order(ByteOrder.LITTLE_ENDIAN);
+        new DeterministicWeights(SEED, g).write(index, tensor, first * 4, source);
+        ByteBuffer out = ByteBuffer.allocate(elements * 2).order(ByteOrder.LITTLE_ENDIAN);
+        for (int i = 0; i < elements; i++) {
+            out.putShort(Floats.bf16(source.getInt(4 * i)));
+        }
+        return out.flip();
+    }
+}

@@ -1,0 +1,82 @@
+package io.weightrelay.reshard.placement;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.weightrelay.reshard.catalog.Placements;
+import io.weightrelay.reshard.codec.CodecException;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class FragmentTemplateTest {
+
+    @Test
+    void roundTripsWithTheSameDigest() {
+        FragmentTemplate t =
+                FragmentTemplate.of(
+                        List.of(
+                                new FragmentTemplate.Entry(
+                                        "model.layers.0.mlp.weight",
+                                        new long[] {0, 16},
+                                        new long[] {8, 16},
+                                        "all",
+                                        0,
+                                        new long[] {32, 2}),
+                                new FragmentTemplate.Entry(
+                                        "model.layers.0.mlp.bias",
+                                        new long[] {},
+                                        new long[] {},
+                                        "other",
+                                        4096,
+                                        new long[] {})));
+        FragmentTemplate back = FragmentTemplate.decode(t.encoded());
+        assertThat(back.digest()).isEqualTo(t.digest()).hasSize(64);
+        assertThat(back.size()).isEqualTo(2);
+        FragmentTemplate.Entry e = back.entries().get(0);
+        assertThat(e.tensor()).isEqualTo("model.layers.0.mlp.weight");
+        assertThat(e.offset()).containsExactly(0, 16);
+        assertThat(e.strides()).containsExactly(32, 2);
+        assertThat(back.entries().get(1).tensor()).isEqualTo("model.layers.0.mlp.bias");
+        assertThat(back.entries().get(1).buffer()).isEqualTo("other");
+        assertThat(back.entries().get(1).bufferOffset()).isEqualTo(4096);
+    }
+
+    @Test
+    void everyInstanceOfALayoutSharesOneTemplatePerRank() {
+        TargetPlacement placement = Placements.of("tiny", 1, 4, 2, 1, Mode.DIRECT, 1);
+        long distinct =
+                placement.workers().stream()
+                        .map(w -> FragmentTemplate.ofFragments(w.fragments()).digest())
+                        .distinct()
+                        .count();
+        assertThat(distinct).isEqualTo(2);
+    }
+
+    @Test
+    void aKimiScaleRankIsSmall() {
+        TargetPlacement placement = Placements.of("kimi-k2", 1, 1, 8, 8, Mode.DIRECT, 8);
+        for (Worker w : placement.workers()) {
+            FragmentTemplate t = FragmentTemplate.ofFragments(w.fragments());
+            // front-coded names and varints: under 64 bytes a fragment, though the catalogue names
+            // a buffer per tensor
+            assertThat(t.encoded().length).isLessThan(64 * t.size());
+            assertThat(FragmentTemplate.decode(t.encoded()).digest()).isEqualTo(t.digest());
+        }
+    }
+
+    @Test
+    void corruptInputFailsClosed() {
+        byte[] bytes =
+                FragmentTemplate.ofFragments(
+                                Placements.of("tiny", 1, 1, 2, 1, Mode.DIRECT, 1)
+                                        .workers()
+                                        .get(0)
+                                        .fragments())
+                        .encoded();
+        assertThatThrownBy(() -> FragmentTemplate.decode(Arrays.copyOf(bytes, bytes.length - 1)))
+                .isInstanceOf(CodecException.class);
+        assertThatThrownBy(() -> FragmentTemplate.decode(new byte[] {1, 2, 3}))
+                .isInstanceOf(CodecException.class);
+    }
+}

@@ -1,0 +1,288 @@
+package io.weightrelay.service.dataplane;
+
+import io.weightrelay.dataplane.DataplaneConfig;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.Arrays;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@link DataplaneProperties}, checked and resolved once at start-up: the one factory of every
+ * service's {@link DataplaneConfig} and of the URLs a service advertises. Refuses (with a {@link
+ * DataplaneSettingsException} naming the property) what cannot work:
+ *
+ * <ul>
+ *   <li>a wildcard bind host without an advertise host, and a wildcard advertise host;
+ *   <li>with peers on other hosts ({@link #multiHost()}): advertising a loopback address, and
+ *       running without a secret;
+ *   <li>both {@code secret} and {@code secret-file}, an unreadable or empty secret file, and a
+ *       secret shorter than {@value #MIN_SECRET_BYTES} bytes.
+ * </ul>
+ *
+ * <p>Immutable and thread safe. The secret is never logged or printed.
+ */
+public final class DataplaneSettings {
+
+    /** The shortest secret accepted. */
+    public static final int MIN_SECRET_BYTES = 16;
+
+    private static final Logger log = LoggerFactory.getLogger(DataplaneSettings.class);
+    private static final String P = "relay.dataplane.";
+
+    private final DataplaneProperties properties;
+    private final String advertiseHost;
+    private final boolean multiHost;
+    private final String multiHostReason;
+    private final byte[] secret;
+
+    public DataplaneSettings(DataplaneProperties properties) {
+        this.properties = properties;
+        String bind = properties.bindHost().trim();
+        String advertise = blank(properties.advertiseHost()) ? null : properties.advertiseHost();
+        if (advertise == null && Hosts.isWildcard(bind)) {
+            throw new DataplaneSettingsException(
+                    P
+                            + "bind-host="
+                            + bind
+                            + " binds every interface, so peers cannot be told where to connect:"
+                            + " set "
+                            + P
+                            + "advertise-host to the address or host name other processes reach"
+                            + " this one at");
+        }
+        if (advertise != null && Hosts.isWildcard(advertise)) {
+            throw new DataplaneSettingsException(
+                    P
+                            + "advertise-host="
+                            + advertise
+                            + " is a wildcard address no peer can connect to: set it to this"
+                            + " host's address or name");
+        }
+        this.advertiseHost = Hosts.bare(advertise != null ? advertise.trim() : bind);
+        if (properties.multiHost() != null) {
+            this.multiHost = properties.multiHost();
+            this.multiHostReason = P + "multi-host=" + properties.multiHost();
+        } else {
+            String redisHost = Hosts.hostOf(properties.redisUri());
+            this.multiHost = redisHost != null && !Hosts.isLoopback(redisHost);
+            this.multiHostReason =
+                    "the store's Redis ("
+                            + P
+                            + "redis-uri) is on "
+                            + (redisHost == null ? "this host" : redisHost)
+                            + "; "
+                            + P
+                            + "multi-host overrides";
+        }
+        if (multiHost && Hosts.isLoopback(advertiseHost)) {
+            throw new DataplaneSettingsException(
+                    (advertise != null ? P + "advertise-host=" : P + "bind-host=")
+                            + advertiseHost
+                            + " is a loopback address, but peers run on other hosts ("
+                            + multiHostReason
+                            + "): set "
+                            + P
+                            + "advertise-host to an address or host name they reach this process"
+                            + " at");
+        }
+        this.secret = resolveSecret(properties);
+        if (multiHost && secret.length == 0) {
+            throw new DataplaneSettingsException(
+                    "peers run on other hosts ("
+                            + multiHostReason
+                            + "), so the data plane must authenticate them: set "
+                            + P
+                            + "secret-file (or "
+                            + P
+                            + "secret, environment RELAY_DATAPLANE_SECRET) to the deployment's"
+                            + " secret");
+        }
+        if (secret.length == 0) {
+            log.warn(
+                    "data plane without a secret: its engine accepts and makes no tcp connection,"
+                            + " only same-node shared memory works; set {}secret-file (or {}secret)"
+                            + " to the deployment's secret",
+                    P,
+                    P);
+        }
+    }
+
+    private static byte[] resolveSecret(DataplaneProperties properties) {
+        boolean inline = !blank(properties.secret());
+        if (inline && properties.secretFile() != null) {
+            throw new DataplaneSettingsException(
+                    "set " + P + "secret or " + P + "secret-file, not both");
+        }
+        byte[] secret;
+        String source;
+        if (properties.secretFile() != null) {
+            source = P + "secret-file=" + properties.secretFile();
+            try {
+                secret = trimTrailingWhitespace(Files.readAllBytes(properties.secretFile()));
+            } catch (IOException e) {
+                throw new DataplaneSettingsException(
+                        "cannot read " + source + ": " + e.getClass().getSimpleName(), e);
+            }
+        } else if (inline) {
+            source = P + "secret";
+            secret = properties.secret().getBytes(StandardCharsets.UTF_8);
+        } else {
+            return new byte[0];
+        }
+        if (secret.length < MIN_SECRET_BYTES) {
+            throw new DataplaneSettingsException(
+                    source
+                            + " holds "
+                            + secret.length
+                            + " bytes; the data-plane secret needs at least "
+                            + MIN_SECRET_BYTES
+                            + " (e.g. openssl rand -hex 32)");
+        }
+        return secret;
+    }
+
+    private static byte[] trimTrailingWhitespace(byte[] bytes) {
+        int end = bytes.length;
+        while (end > 0 && Character.isWhitespace(bytes[end - 1])) {
+            end--;
+        }
+        return Arrays.copyOf(bytes, end);
+    }
+
+    private static boolean blank(String s) {
+        return s == null || s.isBlank();
+    }
+
+    /** The settings as bound. */
+    public DataplaneProperties properties() {
+        return properties;
+    }
+
+    /** The configured node label, or null when the service decides it. */
+    public String nodeLabel() {
+        return blank(properties.nodeLabel()) ? null : properties.nodeLabel().trim();
+    }
+
+    /** The address peers reach this process at (no IPv6 brackets). */
+    public String advertiseHost() {
+        return advertiseHost;
+    }
+
+    /** Whether peers run on other hosts (configured, or inferred from the store's Redis). */
+    public boolean multiHost() {
+        return multiHost;
+    }
+
+    /** Whether a secret is configured (without one the engine makes and accepts no tcp). */
+    public boolean authenticated() {
+        return secret.length > 0;
+    }
+
+    /**
+     * The engine configuration of this process, on node {@code nodeLabel}.
+     *
+     * @throws DataplaneSettingsException when {@code relay.dataplane.node-label} is set to another
+     *     node
+     */
+    public DataplaneConfig config(String nodeLabel) {
+        return build(nodeLabel, false);
+    }
+
+    /**
+     * As {@link #config(String)}, claiming the remover role: control-api's store client, which
+     * frees the space of removed objects in the owners' segments.
+     */
+    public DataplaneConfig removerConfig(String nodeLabel) {
+        return build(nodeLabel, true);
+    }
+
+    private DataplaneConfig build(String nodeLabel, boolean remover) {
+        String configured = nodeLabel();
+        if (configured != null && !configured.equals(nodeLabel)) {
+            throw new DataplaneSettingsException(
+                    P
+                            + "node-label="
+                            + configured
+                            + " but this process runs its data plane on node "
+                            + nodeLabel);
+        }
+        return DataplaneConfig.builder(nodeLabel)
+                .redisUri(properties.redisUri())
+                .keyPrefix(properties.keyPrefix())
+                .tcpBindHost(Hosts.bare(properties.bindHost()))
+                .advertiseHost(advertiseHost)
+                .tcpPort(properties.tcpPort())
+                .tcpStreams(properties.streamsPerPeer())
+                .localThreads(properties.localThreads())
+                .ioTimeout(properties.ioTimeout())
+                .connectTimeout(properties.connectTimeout())
+                .maxConnections(properties.maxConnections())
+                .shmDir(properties.shmDir())
+                .secret(secret)
+                .hostId(blank(properties.hostId()) ? null : properties.hostId().trim())
+                .remover(remover)
+                .build();
+    }
+
+    /**
+     * Checks a URL the service is configured to advertise: refused when its host is a wildcard, or
+     * loopback while peers run on other hosts.
+     *
+     * @param property the property it came from, named in the refusal
+     * @throws DataplaneSettingsException as above
+     */
+    public void checkAdvertisedUrl(String property, String url) {
+        String host = Hosts.hostOf(url);
+        if (host == null) {
+            throw new DataplaneSettingsException(
+                    property + "=" + url + " is not an absolute URL with a host");
+        }
+        if (Hosts.isWildcard(host)) {
+            throw new DataplaneSettingsException(
+                    property + "=" + url + " names a wildcard address no peer can connect to");
+        }
+        if (multiHost && Hosts.isLoopback(host)) {
+            throw new DataplaneSettingsException(
+                    property
+                            + "="
+                            + url
+                            + " is a loopback address, but peers run on other hosts ("
+                            + multiHostReason
+                            + "): set it to a URL they reach, or leave it empty to derive it"
+                            + " from "
+                            + P
+                            + "advertise-host");
+        }
+    }
+
+    /**
+     * The HTTP base URL this service advertises: {@code configured} when set (check it with {@link
+     * #checkAdvertisedUrl} at start-up), else {@code http://<advertise host>:<port>}.
+     */
+    public String advertisedUrl(String configured, int port) {
+        if (!blank(configured)) {
+            return configured.trim();
+        }
+        return "http://" + Hosts.forUrl(advertiseHost) + ":" + port;
+    }
+
+    /** {@code host:port} of this process's engine as peers reach it ({@code [v6]:port}). */
+    public String endpoint(int tcpPort) {
+        return Hosts.forUrl(advertiseHost) + ":" + tcpPort;
+    }
+
+    @Override
+    public String toString() {
+        return "DataplaneSettings["
+                + properties
+                + ", advertiseHost="
+                + advertiseHost
+                + ", multiHost="
+                + multiHost
+                + ", authenticated="
+                + authenticated()
+                + "]";
+    }
+}

@@ -1,0 +1,258 @@
+package io.weightrelay.service.dataplane;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.weightrelay.dataplane.DataplaneConfig;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+/**
+ * {@code relay.dataplane.*} as a service's context binds it: what starts, what refuses to start and
+ * with which property named, and what the one factory hands the engine.
+ */
+class DataplaneSettingsTest {
+
+    private static final String SECRET = "0123456789abcdef0123456789abcdef";
+
+    private final ApplicationContextRunner context =
+            new ApplicationContextRunner()
+                    .withConfiguration(AutoConfigurations.of(DataplaneAutoConfiguration.class));
+
+    private void refuses(String message, String... properties) {
+        context.withPropertyValues(properties)
+                .run(
+                        started -> {
+                            assertThat(started).hasFailed();
+                            Throwable cause = started.getStartupFailure();
+                            while (!(cause instanceof DataplaneSettingsException)
+                                    && cause.getCause() != null) {
+                                cause = cause.getCause();
+                            }
+                            assertThat(cause)
+                                    .isInstanceOf(DataplaneSettingsException.class)
+                                    .hasMessageContaining(message);
+                            assertThat(cause.getMessage()).doesNotContain(SECRET);
+                        });
+    }
+
+    @Test
+    void defaultsAreOneHostOnLoopbackWithoutSecret() {
+        context.run(
+                started -> {
+                    DataplaneSettings settings = started.getBean(DataplaneSettings.class);
+                    assertThat(settings.multiHost()).isFalse();
+                    assertThat(settings.authenticated()).isFalse();
+                    DataplaneConfig config = settings.config("node-0");
+                    assertThat(config.tcpBindHost()).isEqualTo("127.0.0.1");
+                    assertThat(config.advertiseHost()).isEqualTo("127.0.0.1");
+                    assertThat(config.tcpPort()).isZero();
+                    assertThat(config.redisUri()).isEqualTo("redis://127.0.0.1:6379");
+                    assertThat(config.keyPrefix()).isEqualTo("wr:dp:");
+                    assertThat(config.shmDir()).isEqualTo(Path.of("/dev/shm"));
+                    assertThat(settings.advertisedUrl("", 8081)).isEqualTo("http://127.0.0.1:8081");
+                });
+    }
+
+    @Test
+    void everyPropertyReachesTheEngineConfig(@TempDir Path dir) throws Exception {
+        Path secretFile = dir.resolve("secret");
+        Files.writeString(secretFile, SECRET + "\n");
+        context.withPropertyValues(
+                        "relay.dataplane.bind-host=::",
+                        "relay.dataplane.advertise-host=publisher-0",
+                        "relay.dataplane.tcp-port=18081",
+                        "relay.dataplane.shm-dir=/dev/shm/wr-h2",
+                        "relay.dataplane.connect-timeout=2s",
+                        "relay.dataplane.io-timeout=7s",
+                        "relay.dataplane.streams-per-peer=3",
+                        "relay.dataplane.max-connections=9",
+                        "relay.dataplane.local-threads=4",
+                        "relay.dataplane.redis-uri=redis://redis:6379",
+                        "relay.dataplane.key-prefix=wr:dp:x:",
+                        "relay.dataplane.host-id=host-a",
+                        "relay.dataplane.secret-file=" + secretFile)
+                .run(
+                        started -> {
+                            assertThat(started).hasNotFailed();
+                            DataplaneSettings settings = started.getBean(DataplaneSettings.class);
+                            assertThat(settings.multiHost()).isTrue();
+                            DataplaneConfig c = settings.config("trainer-0000");
+                            assertThat(c.nodeLabel()).isEqualTo("trainer-0000");
+                            assertThat(c.tcpBindHost()).isEqualTo("::");
+                            assertThat(c.advertiseHost()).isEqualTo("publisher-0");
+                            assertThat(c.tcpPort()).isEqualTo(18081);
+                            assertThat(c.shmDir()).isEqualTo(Path.of("/dev/shm/wr-h2"));
+                            assertThat(c.connectTimeout()).isEqualTo(Duration.ofSeconds(2));
+                            assertThat(c.ioTimeout()).isEqualTo(Duration.ofSeconds(7));
+                            assertThat(c.tcpStreams()).isEqualTo(3);
+                            assertThat(c.maxConnections()).isEqualTo(9);
+                            assertThat(c.localThreads()).isEqualTo(4);
+                            assertThat(c.redisUri()).isEqualTo("redis://redis:6379");
+                            assertThat(c.keyPrefix()).isEqualTo("wr:dp:x:");
+                            assertThat(c.hostId()).isEqualTo("host-a");
+                            assertThat(c.secret())
+                                    .isEqualTo(SECRET.getBytes(StandardCharsets.US_ASCII));
+                            assertThat(settings.advertisedUrl(null, 8081))
+                                    .isEqualTo("http://publisher-0:8081");
+                            assertThat(settings.toString()).doesNotContain(SECRET);
+                            assertThat(c.toString()).doesNotContain(SECRET);
+                        });
+    }
+
+    @Test
+    void ipv6AdvertiseHostsGoInBracketsInUrls() {
+        context.withPropertyValues(
+                        "relay.dataplane.bind-host=::",
+                        "relay.dataplane.advertise-host=[fd00::7]",
+                        "relay.dataplane.multi-host=true",
+                        "relay.dataplane.secret=" + SECRET)
+                .run(
+                        started -> {
+                            DataplaneSettings settings = started.getBean(DataplaneSettings.class);
+                            assertThat(settings.config("n").advertiseHost()).isEqualTo("fd00::7");
+                            assertThat(settings.advertisedUrl("", 8082))
+                                    .isEqualTo("http://[fd00::7]:8082");
+                        });
+    }
+
+    @Test
+    void aWildcardBindWithoutAdvertiseHostRefusesToStart() {
+        refuses("relay.dataplane.advertise-host", "relay.dataplane.bind-host=0.0.0.0");
+        refuses("relay.dataplane.bind-host=::", "relay.dataplane.bind-host=::");
+    }
+
+    @Test
+    void aWildcardAdvertiseHostRefusesToStart() {
+        refuses(
+                "relay.dataplane.advertise-host=0.0.0.0",
+                "relay.dataplane.bind-host=0.0.0.0",
+                "relay.dataplane.advertise-host=0.0.0.0");
+    }
+
+    @Test
+    void loopbackWhilePeersAreOnOtherHostsRefusesToStart() {
+        // peers elsewhere, declared
+        refuses(
+                "relay.dataplane.bind-host=127.0.0.1 is a loopback address",
+                "relay.dataplane.multi-host=true",
+                "relay.dataplane.secret=" + SECRET);
+        refuses(
+                "relay.dataplane.advertise-host=localhost is a loopback address",
+                "relay.dataplane.multi-host=true",
+                "relay.dataplane.advertise-host=localhost",
+                "relay.dataplane.secret=" + SECRET);
+        // peers elsewhere, inferred from a Redis on another host
+        refuses(
+                "relay.dataplane.redis-uri",
+                "relay.dataplane.redis-uri=redis://redis.example:6379",
+                "relay.dataplane.secret=" + SECRET);
+        refuses(
+                "relay.dataplane.advertise-host",
+                "relay.dataplane.bind-host=::1",
+                "relay.dataplane.redis-uri=redis://198.18.0.2:6379",
+                "relay.dataplane.secret=" + SECRET);
+    }
+
+    @Test
+    void multiHostFalseKeepsALoopbackDeploymentWithARemoteLookingRedis() {
+        context.withPropertyValues(
+                        "relay.dataplane.redis-uri=redis://redis:6379",
+                        "relay.dataplane.multi-host=false")
+                .run(
+                        started ->
+                                assertThat(started.getBean(DataplaneSettings.class).multiHost())
+                                        .isFalse());
+    }
+
+    @Test
+    void peersOnOtherHostsRequireASecret() {
+        refuses(
+                "relay.dataplane.secret-file",
+                "relay.dataplane.multi-host=true",
+                "relay.dataplane.advertise-host=198.18.0.5");
+    }
+
+    @Test
+    void badSecretsRefuseToStartWithoutPrintingThem(@TempDir Path dir) throws Exception {
+        Path secretFile = dir.resolve("secret");
+        Files.writeString(secretFile, SECRET);
+        refuses(
+                "not both",
+                "relay.dataplane.secret=" + SECRET,
+                "relay.dataplane.secret-file=" + secretFile);
+        refuses("relay.dataplane.secret holds 5 bytes", "relay.dataplane.secret=short");
+        refuses(
+                "cannot read relay.dataplane.secret-file=" + dir.resolve("absent"),
+                "relay.dataplane.secret-file=" + dir.resolve("absent"));
+        Files.writeString(dir.resolve("empty"), "\n");
+        refuses(
+                "relay.dataplane.secret-file=" + dir.resolve("empty") + " holds 0 bytes",
+                "relay.dataplane.secret-file=" + dir.resolve("empty"));
+    }
+
+    @Test
+    void advertisedUrlsAreCheckedLikeTheAdvertiseHost() {
+        DataplaneSettings multi =
+                new DataplaneSettings(
+                        new DataplaneProperties(
+                                null,
+                                null,
+                                "0.0.0.0",
+                                "loader-0",
+                                0,
+                                Path.of("/dev/shm"),
+                                Duration.ofSeconds(5),
+                                Duration.ofSeconds(30),
+                                2,
+                                256,
+                                2,
+                                "redis://redis:6379",
+                                "wr:dp:",
+                                SECRET,
+                                null,
+                                null));
+        assertThatThrownBy(
+                        () ->
+                                multi.checkAdvertisedUrl(
+                                        "relay.loader.advertise-url", "http://127.0.0.1:8082"))
+                .isInstanceOf(DataplaneSettingsException.class)
+                .hasMessageContaining("relay.loader.advertise-url=http://127.0.0.1:8082")
+                .hasMessageContaining("loopback");
+        assertThatThrownBy(
+                        () ->
+                                multi.checkAdvertisedUrl(
+                                        "relay.segment.admin-url", "http://0.0.0.0:1"))
+                .hasMessageContaining("relay.segment.admin-url")
+                .hasMessageContaining("wildcard");
+        assertThatThrownBy(() -> multi.checkAdvertisedUrl("relay.segment.admin-url", "loader-0"))
+                .hasMessageContaining("not an absolute URL");
+        multi.checkAdvertisedUrl("relay.loader.advertise-url", "http://loader-0:8082");
+
+        DataplaneSettings single =
+                new DataplaneSettings(
+                        DataplaneProperties.loopback("redis://127.0.0.1:6379", "wr:dp:"));
+        single.checkAdvertisedUrl("relay.loader.advertise-url", "http://127.0.0.1:8082");
+    }
+
+    @Test
+    void aConfiguredNodeLabelMustBeTheOneTheServiceRunsOn() {
+        context.withPropertyValues("relay.dataplane.node-label=trainer-0000")
+                .run(
+                        started -> {
+                            DataplaneSettings settings = started.getBean(DataplaneSettings.class);
+                            assertThat(settings.config("trainer-0000").nodeLabel())
+                                    .isEqualTo("trainer-0000");
+                            assertThatThrownBy(() -> settings.config("trainer-0001"))
+                                    .isInstanceOf(DataplaneSettingsException.class)
+                                    .hasMessageContaining(
+                                            "relay.dataplane.node-label=trainer-0000");
+                        });
+    }
+}
