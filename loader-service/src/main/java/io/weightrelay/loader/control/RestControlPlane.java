@@ -157,7 +157,16 @@ public class RestControlPlane implements ControlPlane {
         for (io.weightrelay.api.loader.model.WorkerPlacement w : workers) {
             WorkerPlacement p = toControl(w);
             if (p.getMode() == ConsumeMode.DIRECT) {
-                FragmentTemplate t = template(w);
+                FragmentTemplate t;
+                try {
+                    t = template(w);
+                } catch (IllegalArgumentException malformed) {
+                    // Not encodable as a template (say, ranks that differ): send the fragments
+                    // inline, so control-api refuses them with the problem that names the
+                    // instance, worker, tensor and fragment, as for any other bad placement.
+                    placed.add(p.fragments(inline(w)));
+                    continue;
+                }
                 templates.putIfAbsent(t.digest(), t);
                 p.setPlacement(t.digest());
             }
@@ -210,6 +219,21 @@ public class RestControlPlane implements ControlPlane {
                                 .body(t.encoded())
                                 .retrieve()
                                 .toBodilessEntity());
+    }
+
+    private static List<io.weightrelay.api.control.client.model.TargetFragment> inline(
+            io.weightrelay.api.loader.model.WorkerPlacement w) {
+        return w.getFragments().stream()
+                .map(
+                        f ->
+                                new io.weightrelay.api.control.client.model.TargetFragment()
+                                        .tensor(f.getTensor())
+                                        .offset(f.getOffset())
+                                        .shape(f.getShape())
+                                        .bufferId(f.getBufferId())
+                                        .bufferOffset(f.getBufferOffset())
+                                        .strides(f.getStrides()))
+                .toList();
     }
 
     /** The worker's fragments, in its order, as a template. */

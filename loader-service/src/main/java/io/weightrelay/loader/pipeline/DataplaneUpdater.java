@@ -191,7 +191,9 @@ public final class DataplaneUpdater {
                                 stagingBytes));
         Map<String, Long> baselines = new HashMap<>();
         for (LoaderSlice.WriterBatch g : slice.receivedFrom()) {
-            String name = LoaderSlice.notifyName(r.generation(), g.writerInstance(), g.batch());
+            String name =
+                    LoaderSlice.notifyName(
+                            r.model(), r.generation(), g.writerInstance(), g.batch());
             // Registered before the all-prepared barrier, so no writer notifies an unknown name.
             baselines.put(name, dataplane.engine().registerNotify(name));
         }

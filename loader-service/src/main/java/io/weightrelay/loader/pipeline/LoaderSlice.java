@@ -171,9 +171,13 @@ public final class LoaderSlice {
         }
     }
 
-    /** The counter a writer's batch bumps on each destination engine. */
-    public static String notifyName(long generation, String writerInstance, int batch) {
-        return "wr-fanout-g" + generation + "-" + writerInstance + "-b" + batch;
+    /**
+     * The counter a writer's batch bumps on each destination engine. The model is part of it: two
+     * models served by the same engines may be at the same generation number at once.
+     */
+    public static String notifyName(
+            String model, long generation, String writerInstance, int batch) {
+        return "wr-fanout-" + model + "-g" + generation + "-" + writerInstance + "-b" + batch;
     }
 
     /**

@@ -397,7 +397,8 @@ public final class PipelineExecutor {
             }
         }
         List<Integer> inlineFanOut = slice.inlineFanOut(batch);
-        String name = notify ? LoaderSlice.notifyName(generation, slice.instance(), batch) : null;
+        String name =
+                notify ? LoaderSlice.notifyName(model, generation, slice.instance(), batch) : null;
         return packer.finish(batch, name, inlineFanOut);
     }
 
@@ -506,7 +507,9 @@ public final class PipelineExecutor {
 
     private void fanOutStage() {
         for (LoaderSlice.FanOutGroup group : slice.fanOutGroups()) {
-            String name = LoaderSlice.notifyName(generation, group.writerInstance(), group.batch());
+            String name =
+                    LoaderSlice.notifyName(
+                            model, generation, group.writerInstance(), group.batch());
             long target = notifyBaselines.getOrDefault(name, 0L) + group.expectedNotifies();
             while (true) {
                 if (failed()) {
