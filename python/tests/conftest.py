@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+LAB_START_S = 600
 
 
 def _java_cmd() -> list[str]:
@@ -24,7 +25,10 @@ def _java_cmd() -> list[str]:
         pytest.fail(f"{jar} (and {lib}) missing: build the Java modules first "
                     "(mvn -B verify builds them before the python module, or "
                     "mvn -B -DskipTests install)")
-    cmd = ["java", "-Xmx512m", "-XX:+UseSerialGC", f"-Drelay.home={ROOT}"]
+    # Five service JVMs start at once: on a loaded 2-core machine their health checks can take
+    # longer than LabCluster's default 3 minutes.
+    cmd = ["java", "-Xmx512m", "-XX:+UseSerialGC", f"-Drelay.home={ROOT}",
+           f"-Drelay.lab.healthy-seconds={LAB_START_S}"]
     cache = os.environ.get("RELAY_JAVACPP_CACHE")
     if cache:
         cmd.append(f"-Dorg.bytedeco.javacpp.cachedir={cache}")
@@ -48,7 +52,7 @@ def lab():
     proc = subprocess.Popen(_java_cmd(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=None, cwd=ROOT)
     info = None
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + LAB_START_S + 60
     lines = []
     try:
         while time.monotonic() < deadline:

@@ -60,7 +60,13 @@ public final class LabCluster implements AutoCloseable {
 
     private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
     static final long MAX_BATCH = 128L << 20;
-    private static final Duration HEALTHY = Duration.ofMinutes(3);
+
+    /**
+     * How long each service may take to answer its health check: 3 minutes, or the system property
+     * {@code relay.lab.healthy-seconds} (the Python tests give a loaded machine more).
+     */
+    private static final Duration HEALTHY =
+            Duration.ofSeconds(Long.getLong("relay.lab.healthy-seconds", 180));
 
     /** What to run. Two trainer and two rollout node labels unless said otherwise. */
     public record Spec(
