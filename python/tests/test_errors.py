@@ -111,3 +111,9 @@ def test_staging_must_be_mappable(lab, tmp_path):
 
 def test_conflict_error_type():
     assert issubclass(ConflictError, RelayCallError)
+
+
+def test_direct_tensors_need_the_dtypes():
+    # registered fragments carry no dtype; a stride width would type a 0-d fp32 tensor as bf16
+    with pytest.raises(ValueError, match="manifest="):
+        LoaderClient("http://127.0.0.1:1").direct_tensors("w0")

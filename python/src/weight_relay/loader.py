@@ -96,23 +96,27 @@ def tensor_parallel_fragments(manifest: Manifest, tp: int, rank: int,
 
 
 class _Mappings:
-    """Shared-memory files mapped once each (read-write: the engine owns its receive buffers)."""
+    """Shared-memory files mapped once each (read-write: the engine owns its receive buffers). A
+    path whose file was replaced (a re-registration recreates a segment under the same name) is
+    mapped again: the mapping is keyed by the file's identity, not only its path."""
 
     def __init__(self) -> None:
-        self._maps: dict[str, mmap.mmap] = {}
+        self._maps: dict[str, tuple[tuple[int, int, int], mmap.mmap]] = {}
         self._lock = threading.Lock()
 
     def get(self, path: str) -> mmap.mmap:
         with self._lock:
-            m = self._maps.get(path)
-            if m is None:
-                fd = os.open(path, os.O_RDWR)
-                try:
-                    m = mmap.mmap(fd, os.fstat(fd).st_size, mmap.MAP_SHARED,
-                                  mmap.PROT_READ | mmap.PROT_WRITE)
-                finally:
-                    os.close(fd)
-                self._maps[path] = m
+            fd = os.open(path, os.O_RDWR)
+            try:
+                st = os.fstat(fd)
+                ident = (st.st_dev, st.st_ino, st.st_size)
+                held = self._maps.get(path)
+                if held is not None and held[0] == ident:
+                    return held[1]
+                m = mmap.mmap(fd, st.st_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            finally:
+                os.close(fd)
+            self._maps[path] = (ident, m)  # an older mapping stays valid for views still using it
             return m
 
 
@@ -179,8 +183,7 @@ class LoaderClient:
 
     # ---- the received weights, in place ------------------------------------------------------
     def _buffers(self, worker_id: str | None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        st = self._status if self._status and all(
-            b.get("shmPath") for b in self._status.get("buffers", [])) else self.status()
+        st = self.status()  # fresh: another client of the instance may have registered since
         workers = st["workers"]
         w = next((w for w in workers if worker_id in (None, w["workerId"])), None)
         if w is None:
@@ -222,21 +225,27 @@ class LoaderClient:
         return out
 
     def direct_tensors(self, worker_id: str | None = None, framework: str = "torch",
-                       manifest: Manifest | None = None) -> list[tuple[dict[str, Any], Any]]:
+                       manifest: Manifest | Mapping[str, str] | None = None
+                       ) -> list[tuple[dict[str, Any], Any]]:
         """Every registered fragment of a direct worker with a view of its bytes at the
-        registered strides: ``[(fragment, tensor), ...]``. The element dtype is the rollout dtype
-        of the tensor: from ``manifest``, else from the innermost stride's width guessed as bf16
-        (2), fp32 (4), int8 (1) or int64 (8)."""
+        registered strides: ``[(fragment, tensor), ...]``. Registered fragments carry no dtype, so
+        ``manifest`` (the published :class:`Manifest`, or ``{tensor: dtype}``) gives each
+        tensor's rollout dtype; a stride width cannot tell bf16 from fp16, fp32 from int32, nor
+        type a 0-d tensor, so nothing is guessed."""
+        if manifest is None:
+            raise ValueError("direct fragments carry no dtype: pass manifest= (the published "
+                             "Manifest, or {tensor: dtype})")
         w, bufs = self._buffers(worker_id)
         out = []
         for f in w.get("fragments") or []:
             b = bufs[f["bufferId"]]
             m = self._maps.get(b["shmPath"])
-            if manifest is not None:
+            if isinstance(manifest, Manifest):
                 dtype = manifest.spec(f["tensor"]).rollout_dtype
+            elif f["tensor"] in manifest:
+                dtype = manifest[f["tensor"]]
             else:
-                dtype = {1: "int8", 2: "bf16", 4: "fp32", 8: "int64"}[int(f["strides"][-1])
-                                                                      if f["strides"] else 2]
+                raise KeyError(f"no dtype for tensor {f['tensor']} of worker {w['workerId']}")
             out.append((f, view(m, int(b["offset"]) + int(f["bufferOffset"]), dtype,
                                 tuple(f["shape"]), tuple(f["strides"]), framework, None)))
         return out

@@ -3,7 +3,7 @@ model directory for ``update_weights_from_disk``.
 
 Parameter-direct: start SGLang with ``--custom-weight-loader weight_relay.adapters.sglang.load_direct``;
 after the loader reported UPDATED, call ``update_weights_from_tensor(named_tensors=
-direct_named_tensors(loader, worker_id), load_format="weight_relay.adapters.sglang.load_direct")``.
+direct_named_tensors(loader, worker_id, manifest), load_format="weight_relay.adapters.sglang.load_direct")``.
 SGLang then calls ``load_direct(model, named_tensors)``: each tensor is this TP rank's shard as
 a strided view of the receive buffer, copied into the parameter of that name (one copy, buffer
 to device). Compat: :func:`disk_directory` gives ``update_weights_from_disk`` a directory whose
@@ -28,12 +28,13 @@ except Exception:  # noqa: BLE001 - any import failure means: not usable here
 LOAD_FORMAT = __name__ + ".load_direct"
 
 
-def direct_named_tensors(loader: LoaderClient, worker_id: str | None = None
+def direct_named_tensors(loader: LoaderClient, worker_id: str | None, manifest: Any
                          ) -> list[tuple[str, Any]]:
-    """``[(name, shard view)]`` of a direct worker (views at the registered strides); a tensor
-    held in several boxes by one worker is refused (one box per parameter and rank)."""
+    """``[(name, shard view)]`` of a direct worker (views at the registered strides, typed by
+    ``manifest``: the published :class:`~weight_relay.Manifest` or ``{tensor: dtype}``); a
+    tensor held in several boxes by one worker is refused (one box per parameter and rank)."""
     out, seen = [], set()
-    for f, t in loader.direct_tensors(worker_id, framework="torch"):
+    for f, t in loader.direct_tensors(worker_id, framework="torch", manifest=manifest):
         if f["tensor"] in seen:
             raise ValueError(f"worker {worker_id} holds {f['tensor']} in several boxes")
         seen.add(f["tensor"])
