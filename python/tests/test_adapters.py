@@ -46,11 +46,9 @@ class Model:
         return loaded
 
 
-# SHARED_MODEL: every test that updates an engine publishes a generation of the one model
-# py-<run> (distinct trainer steps), so no engine sees the same generation number twice: the
-# loaders name their fan-out notify counters by generation and instance only
-# (wr-fanout-g<G>-<instance>-b<i>), and a second model's generation 1 on the same loader then
-# ends PAUSED_REBUILD "batch 0 ... never arrived" (reported; loader-service is not changed here).
+# Each adapter test publishes a model of its own, so the same engines see generation 1 of several
+# models in turn (the loaders' fan-out notify names once carried only the generation and
+# instance, and the second model's generation 1 then ended PAUSED_REBUILD).
 def _publish(lab, model: str, step: int, seed: int):
     control = ControlClient(lab["controlUrl"], lab["trainerToken"])
     m = manifest(model)
@@ -67,8 +65,8 @@ def _equal(a: dict, b: dict) -> bool:
 def test_vllm_engine_through_factory_with_failed_update(lab, tmp_path):
     from weight_relay.adapters import vllm as adapter
 
-    model_name = f"py-{lab['run']}"  # one model: see SHARED_MODEL
-    m, sd, g1 = _publish(lab, model_name, 2, 11)
+    model_name = f"py-{lab['run']}-vllm"
+    m, sd, g1 = _publish(lab, model_name, 1, 11)
     want = expected(sd)
     adapter.register()  # what the vllm.general_plugins entry point runs
     instance, lc = engines(lab)[0]
@@ -143,18 +141,36 @@ def test_package_installs_offline_with_the_vllm_entry_point(tmp_path):
 
 
 # ---- VeRL ----------------------------------------------------------------------------------
+def test_verl_real_classes_where_verl_is_installed():
+    """The CI venv installs VeRL (requirements.txt): there the adapter must be on VeRL's own
+    CheckpointEngine and registry, not the stand-in."""
+    import importlib.util
+
+    from weight_relay.adapters import verl as adapter
+
+    if importlib.util.find_spec("verl") is None:
+        assert adapter.STANDIN and adapter.CheckpointEngineRegistry.STANDIN
+        return
+    import verl.checkpoint_engine.base as base
+
+    assert not adapter.STANDIN
+    assert adapter.CheckpointEngineRegistry is base.CheckpointEngineRegistry
+    assert issubclass(adapter.WeightRelayCheckpointEngine, base.CheckpointEngine)
+    assert base.CheckpointEngineRegistry.get("weight_relay") is adapter.WeightRelayCheckpointEngine
+
+
 def test_verl_backend_send_receive_with_failed_publish(lab):
     from weight_relay.adapters import verl as adapter
 
-    try:
-        from verl.utils.import_utils import import_external_libs
-    except Exception:  # noqa: BLE001 - VeRL does not import here: the stand-in
+    if adapter.STANDIN:  # VeRL does not import here: the stand-in
         import_external_libs = _standin.import_external_libs
+    else:
+        from verl.utils.import_utils import import_external_libs
     import_external_libs("weight_relay.adapters.verl")  # checkpoint_engine.custom_backend_module
     registry = adapter.CheckpointEngineRegistry
     assert registry.get("weight_relay") is adapter.WeightRelayCheckpointEngine
 
-    model_name = f"py-{lab['run']}"
+    model_name = f"py-{lab['run']}-verl"
     m = manifest(model_name)
     pubs = [u for n, u in lab["services"].items() if n.startswith("publisher-")]
     barrier = threading.Barrier(2)
@@ -224,8 +240,8 @@ def test_verl_backend_send_receive_with_failed_publish(lab):
 def test_sglang_custom_loader_direct_and_disk_with_failed_load(lab, tmp_path):
     from weight_relay.adapters import sglang as adapter
 
-    model_name = f"py-{lab['run']}"
-    m, sd, g1 = _publish(lab, model_name, 3, 31)
+    model_name = f"py-{lab['run']}-sglang"
+    m, sd, g1 = _publish(lab, model_name, 1, 31)
     want = expected(sd)
     instance, lc = engines(lab)[0]
     node = lc.status()["node"]
@@ -237,7 +253,7 @@ def test_sglang_custom_loader_direct_and_disk_with_failed_load(lab, tmp_path):
     lc.register(instance, model_name, f"py-{lab['run']}-sglang", node, workers)
     lc.update(g1)
     for r in range(2):
-        named = adapter.direct_named_tensors(lc, f"{instance}-sgl{r}")
+        named = adapter.direct_named_tensors(lc, f"{instance}-sgl{r}", m)
         shards = {}
         for f in workers[r]["fragments"]:
             idx = tuple(slice(o, o + s) for o, s in zip(f["offset"], f["shape"]))
