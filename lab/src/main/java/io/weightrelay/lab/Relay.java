@@ -67,6 +67,11 @@ public final class Relay {
                         "io.weightrelay.lab.bench.ControlPlaneBench",
                         "bench control-plane --model M [--tensors N] --trainer-nodes T"
                                 + " --instances I --tp P --mode direct|compat"));
+        COMMANDS.put(
+                "bench python",
+                new Command(
+                        "io.weightrelay.lab.bench.PythonBench",
+                        "bench python --model M [--instances I --tp P --mode compat|direct]"));
     }
 
     private Relay() {}

@@ -61,7 +61,13 @@ public final class LabCluster implements AutoCloseable {
 
     private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
     static final long MAX_BATCH = 128L << 20;
-    private static final Duration HEALTHY = Duration.ofMinutes(3);
+
+    /**
+     * How long each service may take to answer its health check: 3 minutes, or the system property
+     * {@code relay.lab.healthy-seconds} (the Python tests give a loaded machine more).
+     */
+    private static final Duration HEALTHY =
+            Duration.ofSeconds(Long.getLong("relay.lab.healthy-seconds", 180));
 
     /** What to run. Two trainer and two rollout node labels unless said otherwise. */
     public record Spec(
@@ -769,5 +775,28 @@ public final class LabCluster implements AutoCloseable {
     private static long roundUp(long bytes) {
         long mib = 1L << 20;
         return (bytes + mib - 1) / mib * mib;
+    }
+
+    // ---- What a client in another process (the Python package's tests and bench) needs. ----
+
+    /**
+     * Every service this lab runs, by name ({@code control-api}, {@code publisher-<node>}, ...).
+     */
+    public Map<String, String> serviceUrls() {
+        Map<String, String> out = new LinkedHashMap<>();
+        children.forEach(c -> out.put(c.name(), c.baseUrl()));
+        return out;
+    }
+
+    public String trainerToken() {
+        return trainerToken;
+    }
+
+    public String loaderToken() {
+        return loaderToken;
+    }
+
+    public String operatorToken() {
+        return operatorToken;
     }
 }

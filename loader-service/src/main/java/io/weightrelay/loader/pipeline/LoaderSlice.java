@@ -32,8 +32,10 @@ public final class LoaderSlice {
      *
      * @param writerInstance instance whose batch carries the writes
      * @param batch the writer's batch index
-     * @param expectedNotifies notifies that batch delivers to this loader's engine (one per
-     *     distinct segment of this loader it writes into)
+     * @param expectedNotifies notifies that batch delivers to this loader's engine: one, however
+     *     many of this loader's segments it writes into (the writer sends the batch as one
+     *     submission, and the engine bumps the counter once per destination engine, not per
+     *     segment)
      * @param writes received writes (slice receive indexes, flagged fan-out) whose destination is
      *     one of this loader's workers
      */
@@ -145,7 +147,7 @@ public final class LoaderSlice {
                             new FanOutGroup(
                                     key.substring(0, sep),
                                     Integer.parseInt(key.substring(sep + 1)),
-                                    groupSegments.get(key).size(),
+                                    1,
                                     List.copyOf(writes)));
                 });
         fanOutGroups.sort(

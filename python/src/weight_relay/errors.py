@@ -1,0 +1,129 @@
+"""Typed errors of weight-relay calls, carrying the RFC 9457 problem the service answered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROBLEM_BASE = "https://weightrelay.io/problems/"
+
+
+class RelayError(Exception):
+    """Base of every error this package raises."""
+
+
+class RelayCallError(RelayError):
+    """A REST call failed: the service answered with a problem, or did not answer at all.
+
+    ``type`` is the problem's full type URI (``https://weightrelay.io/problems/<slug>``), ``slug``
+    its last part (``no-answer`` when nothing came back), ``status`` the HTTP status (0 without an
+    answer), ``title`` and ``detail`` the problem's own fields.
+    """
+
+    def __init__(
+        self,
+        service: str,
+        what: str,
+        status: int,
+        type: str,
+        title: str,
+        detail: str,
+        problem: dict[str, Any] | None = None,
+    ) -> None:
+        self.service = service
+        self.what = what
+        self.status = status
+        self.type = type
+        self.title = title
+        self.detail = detail
+        self.problem = problem or {}
+        if status == 0:
+            message = f"{service}: {what} got no answer: {detail}"
+        else:
+            message = f"{service}: {what} failed ({status} {self.slug}): {detail or title}"
+        super().__init__(message)
+
+    @property
+    def slug(self) -> str:
+        return self.type[len(PROBLEM_BASE):] if self.type.startswith(PROBLEM_BASE) else self.type
+
+
+class BadRequestError(RelayCallError):
+    """400: the request is malformed or violates a constraint (e.g. ``placement-overlap``)."""
+
+
+class UnauthorizedError(RelayCallError):
+    """401/403: no token, an unknown token, or a role that may not call the operation."""
+
+
+class NotFoundError(RelayCallError):
+    """404: the named thing does not exist."""
+
+
+class ConflictError(RelayCallError):
+    """409: conflicts with the current state (e.g. ``generation-failed``); nothing changed."""
+
+
+class StagingFullError(RelayCallError):
+    """429: staging stayed full for the whole reserve timeout."""
+
+
+class UnavailableError(RelayCallError):
+    """503 or no answer: the service (or one it depends on) is unavailable."""
+
+
+_BY_STATUS = {400: BadRequestError, 401: UnauthorizedError, 403: UnauthorizedError,
+              404: NotFoundError, 409: ConflictError, 429: StagingFullError,
+              503: UnavailableError}
+
+
+def call_error(service: str, what: str, status: int, body: bytes) -> RelayCallError:
+    """The typed error for an HTTP error answer, keeping the problem's fields."""
+    import json
+
+    problem: dict[str, Any] = {}
+    try:
+        parsed = json.loads(body.decode("utf-8")) if body else {}
+        if isinstance(parsed, dict):
+            problem = parsed
+    except (UnicodeDecodeError, ValueError):
+        pass
+    raw = body.decode("utf-8", "replace")[:2000] if body else ""
+    cls = _BY_STATUS.get(status, RelayCallError)
+    return cls(
+        service,
+        what,
+        status,
+        str(problem.get("type", "unknown")),
+        str(problem.get("title", "")),
+        str(problem.get("detail", raw if not problem else "")),
+        problem,
+    )
+
+
+def no_answer(service: str, what: str, cause: BaseException) -> UnavailableError:
+    return UnavailableError(service, what, 0, "no-answer", "no answer", str(cause))
+
+
+class PublishFailedError(RelayError):
+    """A publish failed on some rank or at commit; the generation was aborted and the previous
+    one stays active. ``failures`` maps node to its first failure."""
+
+    def __init__(self, generation: int, message: str, failures: dict[str, str]) -> None:
+        super().__init__(message)
+        self.generation = generation
+        self.failures = failures
+
+
+class UpdateFailedError(RelayError):
+    """An update ended without ``UPDATED``. ``outcome`` is ``RESUMED_OLD`` (the old weights are
+    untouched: resume serving) or ``PAUSED_REBUILD`` (re-register before the next update)."""
+
+    def __init__(self, progress: dict[str, Any]) -> None:
+        self.progress = progress
+        self.outcome = progress.get("outcome")
+        self.failing_peer = progress.get("failingPeer")
+        self.error = progress.get("error")
+        super().__init__(
+            f"update {progress.get('updateId')} to generation {progress.get('generation')} ended "
+            f"{self.outcome}: {self.error} (failing peer {self.failing_peer})"
+        )

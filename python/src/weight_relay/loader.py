@@ -1,0 +1,288 @@
+"""The engine side: register workers and receive buffers with the loader-service beside the
+engine instance, start an update after draining, follow it, and see the received weights in
+place: the compat image as ``{name: tensor}`` and parameter-direct shards as strided views, all
+over the shared mapping (no copy)."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from ._http import RestClient
+from .errors import UpdateFailedError
+from .manifest import DTYPES, Manifest, SafetensorsLayout, element_bytes, parse_safetensors_header
+
+COMPAT_BUFFER = "safetensors"
+_ST_TO_DTYPE = {v[1]: k for k, v in DTYPES.items()}
+
+
+@dataclass(frozen=True)
+class DirectFragment:
+    """One N-D box of a tensor a direct worker holds: element ``index`` lands at
+    ``buffer_offset + sum(index[d] * strides[d])`` of buffer ``buffer_id`` (byte strides)."""
+
+    tensor: str
+    offset: tuple[int, ...]
+    shape: tuple[int, ...]
+    buffer_id: str
+    buffer_offset: int
+    strides: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tensor": self.tensor, "offset": list(self.offset), "shape": list(self.shape),
+                "bufferId": self.buffer_id, "bufferOffset": self.buffer_offset,
+                "strides": list(self.strides)}
+
+    def end(self, element: int) -> int:
+        if any(d == 0 for d in self.shape):
+            return self.buffer_offset
+        return self.buffer_offset + element + sum((d - 1) * s
+                                                  for d, s in zip(self.shape, self.strides))
+
+
+def compat_worker(worker_id: str, node: str, segment: str, manifest: Manifest, *, rank: int = 0,
+                  nic: str = "nic0") -> dict[str, Any]:
+    """A compat worker: one buffer exactly the size of the manifest's safetensors image."""
+    return {"workerId": worker_id, "rank": rank, "node": node, "nic": nic, "mode": "compat",
+            "buffers": [{"bufferId": COMPAT_BUFFER, "segment": segment,
+                         "size": SafetensorsLayout.of(manifest).image_bytes}]}
+
+
+def direct_worker(worker_id: str, node: str, segment: str, manifest: Manifest,
+                  fragments: Sequence[DirectFragment], *, rank: int = 0,
+                  nic: str = "nic0") -> dict[str, Any]:
+    """A direct worker; each buffer is sized to the furthest byte its fragments reach."""
+    sizes: dict[str, int] = {}
+    for f in fragments:
+        elt = element_bytes(manifest.spec(f.tensor).rollout_dtype)
+        sizes[f.buffer_id] = max(sizes.get(f.buffer_id, 1), f.end(elt))
+    return {"workerId": worker_id, "rank": rank, "node": node, "nic": nic, "mode": "direct",
+            "buffers": [{"bufferId": b, "segment": segment, "size": s} for b, s in sizes.items()],
+            "fragments": [f.to_json() for f in fragments]}
+
+
+def tensor_parallel_fragments(manifest: Manifest, tp: int, rank: int,
+                              split_dims: Mapping[str, int] | None = None,
+                              buffer_id: str = "params", pad_rows: Mapping[str, int] | None = None,
+                              align: int = 64) -> list[DirectFragment]:
+    """The shards of tensor-parallel rank ``rank`` of ``tp``: each tensor split along
+    ``split_dims[name]`` (absent or -1: replicated; a dimension not divisible by tp is cut
+    unevenly), packed in one buffer at ``align``-ed offsets, row-major; ``pad_rows[name]`` extra
+    elements per innermost row give that tensor a padded stride (as engines that pad do)."""
+    out, cursor = [], 0
+    for t in manifest.tensors:
+        shape, offset = list(t.shape), [0] * len(t.shape)
+        d = (split_dims or {}).get(t.name, -1)
+        if d is not None and d >= 0 and shape:
+            n = shape[d]
+            lo, hi = n * rank // tp, n * (rank + 1) // tp
+            offset[d], shape[d] = lo, hi - lo
+        elt = element_bytes(t.rollout_dtype)
+        pad = (pad_rows or {}).get(t.name, 0)
+        strides = [0] * len(shape)
+        step = elt
+        for i in range(len(shape) - 1, -1, -1):
+            strides[i] = step
+            step *= (shape[i] + (pad if i == len(shape) - 1 else 0))
+        cursor = (cursor + align - 1) // align * align
+        f = DirectFragment(t.name, tuple(offset), tuple(shape), buffer_id, cursor, tuple(strides))
+        out.append(f)
+        cursor = max(cursor + 1, f.end(elt))
+    return out
+
+
+class _Mappings:
+    """Shared-memory files mapped once each (read-write: the engine owns its receive buffers). A
+    path whose file was replaced (a re-registration recreates a segment under the same name) is
+    mapped again: the mapping is keyed by the file's identity, not only its path."""
+
+    def __init__(self) -> None:
+        self._maps: dict[str, tuple[tuple[int, int, int], mmap.mmap]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, path: str) -> mmap.mmap:
+        with self._lock:
+            fd = os.open(path, os.O_RDWR)
+            try:
+                st = os.fstat(fd)
+                ident = (st.st_dev, st.st_ino, st.st_size)
+                held = self._maps.get(path)
+                if held is not None and held[0] == ident:
+                    return held[1]
+                m = mmap.mmap(fd, st.st_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            finally:
+                os.close(fd)
+            self._maps[path] = (ident, m)  # an older mapping stays valid for views still using it
+            return m
+
+
+class LoaderClient:
+    """One engine instance's client of its loader-service. Timeouts and polling as the Java lab
+    engine: ``timeout`` per call, progress polled every ``poll`` seconds, no retry in place (a
+    failed update is reported, never retried here)."""
+
+    def __init__(self, loader_url: str, token: str | None = None, timeout: float = 60.0,
+                 poll: float = 0.01) -> None:
+        self.rest = RestClient(loader_url, token, timeout, "loader")
+        self.poll = poll
+        self._maps = _Mappings()
+        self._status: dict[str, Any] | None = None
+
+    # ---- registration ---------------------------------------------------------------------------
+    def register(self, instance_id: str, model: str, group: str, node: str,
+                 workers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+        """``PUT /api/v1/instance``: a re-registration starts a new epoch."""
+        self._status = self.rest.call("PUT", "/api/v1/instance", {
+            "instanceId": instance_id, "model": model, "group": group, "node": node,
+            "workers": list(workers)}, f"register instance {instance_id}")
+        return self._status
+
+    def status(self) -> dict[str, Any]:
+        self._status = self.rest.call("GET", "/api/v1/instance", None, "read instance")
+        return self._status
+
+    def teardown(self) -> None:
+        self.rest.call("DELETE", "/api/v1/instance", None, "tear down instance")
+        self._status = None
+
+    # ---- updates ------------------------------------------------------------------------------
+    def start_update(self, generation: int | None = None, timeout_s: int = 300) -> dict[str, Any]:
+        """Call once the engine has drained in-flight requests. None means the active one."""
+        body: dict[str, Any] = {"timeoutSeconds": int(max(1, timeout_s))}
+        if generation is not None:
+            body["generation"] = int(generation)
+        return self.rest.call("POST", "/api/v1/updates", body, "start update")
+
+    def progress(self, update_id: str) -> dict[str, Any]:
+        return self.rest.call("GET", f"/api/v1/updates/{update_id}", None,
+                              f"read update {update_id}")
+
+    def wait(self, update_id: str, deadline_s: float = 600.0) -> dict[str, Any]:
+        """Follows the update until it has an outcome."""
+        end = time.monotonic() + deadline_s
+        while True:
+            p = self.progress(update_id)
+            if p["outcome"] != "RUNNING":
+                return p
+            if time.monotonic() > end:
+                raise TimeoutError(f"update {update_id} still {p['phase']} after {deadline_s} s")
+            time.sleep(self.poll)
+
+    def update(self, generation: int | None = None, timeout_s: int = 300) -> dict[str, Any]:
+        """Start and follow; raises :class:`UpdateFailedError` unless the outcome is UPDATED
+        (``RESUMED_OLD``: the old weights are in place, serve on)."""
+        p = self.wait(self.start_update(generation, timeout_s)["updateId"], timeout_s + 60)
+        if p["outcome"] != "UPDATED":
+            raise UpdateFailedError(p)
+        self._status = None
+        return p
+
+    # ---- the received weights, in place ------------------------------------------------------
+    def _buffers(self, worker_id: str | None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        st = self.status()  # fresh: another client of the instance may have registered since
+        workers = st["workers"]
+        w = next((w for w in workers if worker_id in (None, w["workerId"])), None)
+        if w is None:
+            raise KeyError(f"no worker {worker_id} in instance {st['instanceId']}")
+        bufs = {}
+        for b in st.get("buffers", []):
+            if b["workerId"] == w["workerId"]:
+                if not b.get("shmPath"):
+                    raise RuntimeError(f"buffer {b['bufferId']} of {w['workerId']} is not "
+                                       "registered yet (before the first update)")
+                bufs[b["bufferId"]] = b
+        return w, bufs
+
+    def buffer_map(self, worker_id: str | None = None, buffer_id: str | None = None
+                   ) -> tuple[mmap.mmap, int, int, str]:
+        """(mapping of the buffer's segment file, buffer offset, size, shm path)."""
+        w, bufs = self._buffers(worker_id)
+        b = bufs.get(buffer_id) if buffer_id else (bufs.get(COMPAT_BUFFER) or
+                                                   next(iter(bufs.values())))
+        if b is None:
+            raise KeyError(f"no buffer {buffer_id} for worker {w['workerId']}")
+        return self._maps.get(b["shmPath"]), int(b["offset"]), int(b["size"]), b["shmPath"]
+
+    def compat_tensors(self, worker_id: str | None = None, framework: str = "torch"
+                       ) -> dict[str, Any]:
+        """The compat image of ``worker_id`` as ``{name: tensor}``, every tensor a view of the
+        shared mapping (``torch.frombuffer`` or a numpy array over it; numpy shows bf16 as its
+        uint16 bits and fp8 as uint8)."""
+        m, base, size, _ = self.buffer_map(worker_id, None)
+        header, start = parse_safetensors_header(memoryview(m)[base:base + size])
+        out: dict[str, Any] = {}
+        for name, meta in header.items():
+            if name == "__metadata__":
+                continue
+            dtype = _ST_TO_DTYPE[meta["dtype"]]
+            lo, hi = meta["data_offsets"]
+            out[name] = view(m, base + start + lo, dtype, tuple(meta["shape"]), None, framework,
+                             hi - lo)
+        return out
+
+    def direct_tensors(self, worker_id: str | None = None, framework: str = "torch",
+                       manifest: Manifest | Mapping[str, str] | None = None
+                       ) -> list[tuple[dict[str, Any], Any]]:
+        """Every registered fragment of a direct worker with a view of its bytes at the
+        registered strides: ``[(fragment, tensor), ...]``. Registered fragments carry no dtype, so
+        ``manifest`` (the published :class:`Manifest`, or ``{tensor: dtype}``) gives each
+        tensor's rollout dtype; a stride width cannot tell bf16 from fp16, fp32 from int32, nor
+        type a 0-d tensor, so nothing is guessed."""
+        if manifest is None:
+            raise ValueError("direct fragments carry no dtype: pass manifest= (the published "
+                             "Manifest, or {tensor: dtype})")
+        w, bufs = self._buffers(worker_id)
+        out = []
+        for f in w.get("fragments") or []:
+            b = bufs[f["bufferId"]]
+            m = self._maps.get(b["shmPath"])
+            if isinstance(manifest, Manifest):
+                dtype = manifest.spec(f["tensor"]).rollout_dtype
+            elif f["tensor"] in manifest:
+                dtype = manifest[f["tensor"]]
+            else:
+                raise KeyError(f"no dtype for tensor {f['tensor']} of worker {w['workerId']}")
+            out.append((f, view(m, int(b["offset"]) + int(f["bufferOffset"]), dtype,
+                                tuple(f["shape"]), tuple(f["strides"]), framework, None)))
+        return out
+
+    def image_file(self, worker_id: str | None = None) -> str:
+        """The shared-memory file that holds exactly this compat worker's safetensors image (its
+        buffer alone in its segment, at offset 0), for loaders that open a file by path."""
+        m, base, size, path = self.buffer_map(worker_id, None)
+        if base != 0 or os.path.getsize(path) < size:
+            raise ValueError(f"the image of {worker_id} is not a file of its own ({path} at "
+                             f"{base}); give the compat buffer a segment of its own")
+        return path
+
+
+def view(m: mmap.mmap, offset: int, dtype: str, shape: tuple[int, ...],
+         strides: tuple[int, ...] | None, framework: str, nbytes: int | None) -> Any:
+    """A tensor over ``m`` at ``offset`` with byte ``strides`` (None: row-major contiguous)."""
+    elt = element_bytes(dtype)
+    numel = 1
+    for d in shape:
+        numel *= d
+    if framework == "numpy":
+        import numpy as np
+
+        return np.ndarray(shape, dtype=np.dtype(DTYPES[dtype][2]), buffer=m, offset=offset,
+                          strides=strides)
+    if framework != "torch":
+        raise ValueError(f"framework {framework!r}: torch or numpy")
+    import torch
+
+    tdt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
+           "fp8_e4m3": getattr(torch, "float8_e4m3fn", torch.uint8), "int8": torch.int8,
+           "int32": torch.int32, "int64": torch.int64}[dtype]
+    if numel == 0:
+        return torch.empty(shape, dtype=tdt)
+    if strides is None:
+        return torch.frombuffer(m, dtype=tdt, count=numel, offset=offset).view(shape)
+    span = 1 + sum((d - 1) * (s // elt) for d, s in zip(shape, strides))
+    flat = torch.frombuffer(m, dtype=tdt, count=span, offset=offset)
+    return flat.as_strided(shape, tuple(s // elt for s in strides))

@@ -1,0 +1,490 @@
+"""The trainer side: the publish protocol of publisher-service/README.md for one rank, and the
+coordinator's calls to control-api (open, commit, abort)."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+
+from ._http import RestClient, quote
+from .errors import ConflictError, PublishFailedError, RelayCallError, StagingFullError
+from .manifest import DTYPES, Manifest, TensorSpec, dtype_of, element_bytes
+
+ALIGN = 64
+
+
+@dataclass(frozen=True)
+class OpenedGeneration:
+    model: str
+    generation: int
+    node_of_tensor: dict[str, str]
+
+
+class ControlClient:
+    """control-api as the trainer coordinator (and an operator) calls it. Timeout as the Java
+    RestCoordinator's: 2 minutes per call, no retry."""
+
+    def __init__(self, control_url: str, token: str | None = None, timeout: float = 120.0) -> None:
+        self.rest = RestClient(control_url, token, timeout, "control-api")
+
+    def open_generation(self, manifest: Manifest, trainer_step: int,
+                        trainer_nodes: Iterable[str]) -> OpenedGeneration:
+        """Opens (idempotently by trainer step) the generation; every rank may call it."""
+        body = {"trainerStep": int(trainer_step), "manifest": manifest.to_json(),
+                "trainerTopology": {"nodes": [{"name": n, "nics": [{"name": "nic0", "gbps": 100.0}]}
+                                              for n in sorted(trainer_nodes)]}}
+        j = self.rest.call("POST", f"/api/v1/models/{quote(manifest.model)}/generations", body,
+                           f"open generation of step {trainer_step}")
+        nodes = {a["tensor"]: a["node"] for a in j["assignment"]["tensors"]}
+        return OpenedGeneration(manifest.model, int(j["generation"]["generation"]), nodes)
+
+    def commit(self, model: str, generation: int) -> dict[str, Any]:
+        return self.rest.call("POST", f"/api/v1/models/{quote(model)}/generations/{generation}"
+                              "/commit", None, f"commit {model}/{generation}")
+
+    def abort(self, model: str, generation: int, reason: str) -> dict[str, Any]:
+        return self.rest.call("POST", f"/api/v1/models/{quote(model)}/generations/{generation}"
+                              "/abort", {"reason": reason[:2000]}, f"abort {model}/{generation}")
+
+    def generation(self, model: str, generation: int) -> dict[str, Any]:
+        return self.rest.call("GET", f"/api/v1/models/{quote(model)}/generations/{generation}")
+
+    def active(self, model: str) -> dict[str, Any]:
+        return self.rest.call("GET", f"/api/v1/models/{quote(model)}/generations/active")
+
+    def collect_garbage(self, model: str) -> dict[str, Any]:
+        """Operator token: removes retired generations nobody holds."""
+        return self.rest.call("POST", f"/api/v1/models/{quote(model)}/gc", None, f"gc {model}")
+
+
+@dataclass
+class RankResult:
+    node: str
+    status: dict[str, Any] | None
+    failure: str | None
+    batches: int
+    bytes: int
+    first_hand_over: float  # time.perf_counter() of the first hand-over, 0 if none
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+class PublisherClient:
+    """One trainer rank's client of its node's publisher-service (one per rank; thread safe for
+    the hand-over threads it starts itself). Maps the publisher's staging file read-write on first
+    use; ``coordinator`` (a :class:`ControlClient`) gives the rank the coordinator's calls.
+
+    Timeouts as the Java client: ``timeout`` per call (a batch call converts and stores), the
+    reservation retried on 429 for at most ``reserve_timeout``, waiting ``Retry-After-Ms`` /
+    ``Retry-After`` (200 ms without either) between tries.
+    """
+
+    def __init__(self, publisher_url: str, token: str | None = None, *,
+                 coordinator: ControlClient | None = None, node: str | None = None,
+                 timeout: float = 300.0, reserve_timeout: float = 300.0, in_flight: int = 2) -> None:
+        self.rest = RestClient(publisher_url, token, timeout, "publisher")
+        self.coordinator = coordinator
+        self.reserve_timeout = reserve_timeout
+        self.in_flight = max(1, in_flight)
+        self._node = node
+        self._info: dict[str, Any] | None = None
+        self._map: mmap.mmap | None = None
+        self._lock = threading.Lock()
+
+    # ---- staging ----------------------------------------------------------------------------
+    def staging_info(self) -> dict[str, Any]:
+        if self._info is None:
+            self._info = self.rest.call("GET", "/api/v1/staging", None, "read staging info")
+        return self._info
+
+    @property
+    def node(self) -> str:
+        if self._node is None:
+            node = self.staging_info().get("node")
+            if not node:
+                raise ValueError("the publisher does not report its node; pass node=")
+            self._node = node
+        return self._node
+
+    def staging_map(self) -> mmap.mmap:
+        """The whole staging file, mapped read-write once (a rank runs on the publisher's node)."""
+        with self._lock:
+            if self._map is None:
+                info = self.staging_info()
+                try:
+                    fd = os.open(info["path"], os.O_RDWR)
+                except OSError as e:
+                    raise OSError(e.errno, f"cannot map staging {info['path']} of "
+                                  f"{self.rest.base_url} (a rank must run on the publisher's "
+                                  f"node): {e.strerror}") from e
+                try:
+                    self._map = mmap.mmap(fd, int(info["fileSize"]), mmap.MAP_SHARED,
+                                          mmap.PROT_READ | mmap.PROT_WRITE)
+                finally:
+                    os.close(fd)
+            return self._map
+
+    def reserve(self, nbytes: int, model: str | None = None,
+                generation: int | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"bytes": int(nbytes)}
+        if model is not None:
+            body.update(model=model, generation=int(generation))
+        deadline = time.monotonic() + self.reserve_timeout
+        what = f"reserve {nbytes} bytes"
+        while True:
+            r = self.rest.raw("POST", "/api/v1/staging/reservations", body, what)
+            if r.status < 400:
+                return r.json()
+            if r.status != 429 or time.monotonic() > deadline:
+                from .errors import call_error
+                raise call_error(f"publisher {self.rest.base_url}", what, r.status, r.body)
+            time.sleep(_retry_after(r.headers))
+
+    def release(self, reservation_id: str) -> None:
+        self.rest.call("DELETE", f"/api/v1/staging/reservations/{quote(reservation_id)}", None,
+                       f"release reservation {reservation_id}")
+
+    def hand_over(self, model: str, generation: int, reservation_id: str,
+                  tensors: list[dict[str, Any]]) -> dict[str, Any]:
+        return self.rest.call(
+            "POST", f"/api/v1/models/{quote(model)}/generations/{generation}/batches",
+            {"reservationId": reservation_id, "tensors": tensors},
+            f"hand over batch of {len(tensors)} tensor(s) of {model}/{generation}")
+
+    def open(self, model: str, generation: int) -> dict[str, Any]:
+        return self.rest.call("PUT", f"/api/v1/models/{quote(model)}/generations/{generation}",
+                              None, f"open {model}/{generation}")
+
+    def finish(self, model: str, generation: int) -> dict[str, Any]:
+        return self.rest.call("POST", f"/api/v1/models/{quote(model)}/generations/{generation}"
+                              "/finish", None, f"finish {model}/{generation}")
+
+    def status(self, model: str, generation: int) -> dict[str, Any]:
+        return self.rest.call("GET", f"/api/v1/models/{quote(model)}/generations/{generation}")
+
+    def segment(self) -> dict[str, Any]:
+        return self.rest.call("GET", "/api/v1/segment")
+
+    # ---- coordinator --------------------------------------------------------------------------
+    def _coord(self) -> ControlClient:
+        if self.coordinator is None:
+            raise ValueError("this rank has no coordinator (pass coordinator=ControlClient(...))")
+        return self.coordinator
+
+    def open_generation(self, manifest: Manifest, trainer_step: int,
+                        trainer_nodes: Iterable[str]) -> OpenedGeneration:
+        return self._coord().open_generation(manifest, trainer_step, trainer_nodes)
+
+    def commit(self, model: str, generation: int) -> dict[str, Any]:
+        return self._coord().commit(model, generation)
+
+    def abort(self, model: str, generation: int, reason: str) -> dict[str, Any]:
+        return self._coord().abort(model, generation, reason)
+
+    # ---- one rank's walk ------------------------------------------------------------------------
+    def begin(self, manifest: Manifest, opened: OpenedGeneration, *, stage_all: bool = False,
+              after_staging: Callable[[], None] | None = None) -> "RankPublish":
+        """Starts this rank's walk over ``manifest`` for ``opened``: call :meth:`RankPublish.add`
+        for every tensor in manifest order, then :meth:`RankPublish.finish`."""
+        return RankPublish(self, manifest, opened, stage_all, after_staging)
+
+    def publish(self, manifest: Manifest, opened: OpenedGeneration,
+                tensors: Mapping[str, Any] | Iterable[tuple[str, Any]], **kw: Any) -> RankResult:
+        """Walks ``tensors`` (in manifest order; values may be zero-argument callables, called
+        only for tensors this rank publishes) and finishes; never raises for a publish failure
+        (the result says it), so every rank reaches finish."""
+        walk = self.begin(manifest, opened, **kw)
+        items = tensors.items() if isinstance(tensors, Mapping) else tensors
+        for name, t in items:
+            walk.add(name, t)
+        return walk.finish()
+
+
+def _retry_after(headers: Mapping[str, str]) -> float:
+    ms = headers.get("retry-after-ms")
+    if ms:
+        return max(0.001, int(ms) / 1000.0)
+    s = headers.get("retry-after")
+    return int(s) if s else 0.2
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+@dataclass
+class _Part:
+    spec: TensorSpec
+    tensor_offset: int  # trainer-dtype bytes
+    nbytes: int
+
+
+def write_into(buf: mmap.mmap, offset: int, spec: TensorSpec, tensor: Any,
+               tensor_offset: int, nbytes: int) -> None:
+    """Copies bytes [tensor_offset, +nbytes) of ``tensor`` (row-major, little-endian) into
+    ``buf`` at ``offset``: straight from the tensor's own layout (a strided or device tensor is
+    copied once, by the copy into staging), with no intermediate buffer for whole tensors."""
+    if nbytes == 0:
+        return
+    if type(tensor).__module__.startswith("torch"):
+        import torch
+
+        dst = torch.frombuffer(buf, dtype=torch.uint8, count=nbytes, offset=offset)
+        src = tensor.detach()
+        if tensor_offset == 0 and nbytes == spec.trainer_bytes:
+            dst.view(src.dtype).view(src.shape).copy_(src)
+        else:
+            flat = src.contiguous().reshape(-1).view(torch.uint8)
+            dst.copy_(flat[tensor_offset:tensor_offset + nbytes])
+        return
+    import numpy as np
+
+    arr = np.asarray(tensor)
+    np_dtype = np.dtype(DTYPES[spec.trainer_dtype][2])
+    if arr.dtype.itemsize != np_dtype.itemsize:
+        raise ValueError(f"tensor {spec.name}: {arr.dtype} does not hold {spec.trainer_dtype}")
+    if tensor_offset == 0 and nbytes == spec.trainer_bytes:
+        dst = np.ndarray(spec.shape, dtype=np_dtype, buffer=buf, offset=offset)
+        np.copyto(dst, arr.view(np_dtype) if arr.dtype != np_dtype else arr, casting="no")
+    else:
+        dst = np.ndarray((nbytes,), dtype=np.uint8, buffer=buf, offset=offset)
+        flat = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+        np.copyto(dst, flat[tensor_offset:tensor_offset + nbytes])
+
+
+class RankPublish:
+    """One rank's walk over one generation (see the trainer protocol): tensors this rank's node
+    is assigned go into byte-bounded batches of staging, each handed over with one call, up to
+    ``in_flight`` batches pending; after a failure the walk goes on (collective order) but hands
+    nothing more over. Not thread safe: one per rank and generation."""
+
+    def __init__(self, client: PublisherClient, manifest: Manifest, opened: OpenedGeneration,
+                 stage_all: bool, after_staging: Callable[[], None] | None) -> None:
+        self.c = client
+        self.manifest = manifest
+        self.opened = opened
+        self.model = manifest.model
+        self.generation = opened.generation
+        self.stage_all = stage_all
+        self.after_staging = after_staging
+        self.failure: str | None = None
+        self.batches = 0
+        self.bytes = 0
+        self.first_hand_over = 0.0
+        self._next = 0
+        self._open: dict[str, Any] | None = None
+        self._cursor = 0
+        self._staged: list[dict[str, Any]] = []
+        self._ahead: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        self._pending: list[Future] = []
+        self._pool = ThreadPoolExecutor(client.in_flight, thread_name_prefix="hand-over")
+        self._remaining = 0
+        self._max_batch = 0
+        self._node = ""
+        try:
+            self._node = client.node
+            client.open(self.model, self.generation)
+            self._max_batch = int(client.staging_info()["maxBatchBytes"])
+            self._map = client.staging_map()
+            for t in manifest.tensors:
+                if self.wants(t.name):
+                    self._remaining += sum(_align(p.nbytes) for p in self._parts(t))
+        except (RelayCallError, OSError, ValueError) as e:
+            self._fail(e)
+
+    def wants(self, name: str) -> bool:
+        """Whether this rank's node publishes ``name`` (the others only join its collectives)."""
+        return self.opened.node_of_tensor.get(name) == self._node
+
+    def add(self, name: str, tensor: Any) -> bool:
+        """The next tensor of the manifest; returns True if this rank staged it."""
+        if self._next >= len(self.manifest.tensors) or \
+                self.manifest.tensors[self._next].name != name:
+            expected = self.manifest.tensors[self._next].name \
+                if self._next < len(self.manifest.tensors) else "nothing (all tensors walked)"
+            raise ValueError(f"tensor {name} out of manifest order: expected {expected}")
+        spec = self.manifest.tensors[self._next]
+        self._next += 1
+        if self.failure is not None or not self.wants(name):
+            return False
+        try:
+            if callable(tensor):
+                tensor = tensor()
+            self._check(spec, tensor)
+            for part in self._parts(spec):
+                aligned = _align(part.nbytes)
+                if self._open is not None and self._cursor + aligned > int(self._open["size"]):
+                    self._close()
+                if self._open is None:
+                    self._open = self.c.reserve(max(ALIGN, min(self._max_batch, self._remaining)),
+                                                self.model, self.generation)
+                    self._cursor = 0
+                at = int(self._open["offset"]) + self._cursor
+                write_into(self._map, at, spec, tensor, part.tensor_offset, part.nbytes)
+                self._staged.append({"name": spec.name, "dtype": spec.trainer_dtype,
+                                     "shape": list(spec.shape), "stagingOffset": at,
+                                     "bytes": part.nbytes, "tensorOffset": part.tensor_offset})
+                self._cursor += aligned
+                self._remaining -= aligned
+            return True
+        except (RelayCallError, OSError, ValueError, RuntimeError) as e:
+            self._fail(e)
+            return False
+
+    def finish(self) -> RankResult:
+        """Hands over what is left, waits for every batch, then finishes this node's part."""
+        if self._next != len(self.manifest.tensors) and self.failure is None:
+            self._fail(ValueError(f"walk ended after {self._next} of "
+                                  f"{len(self.manifest.tensors)} tensors"))
+        try:
+            self._close()
+        except (RelayCallError, OSError) as e:
+            self._fail(e)
+        if self.stage_all:
+            try:
+                if self.after_staging is not None:
+                    self.after_staging()
+            except Exception as e:  # a broken barrier: another rank failed
+                self._fail(e)
+            for reservation, staged in self._ahead:
+                if self.failure is None:
+                    self._submit(reservation, staged)
+                    self._drain(self.c.in_flight)
+                else:
+                    self._release_quietly(reservation)
+        self._drain(0)
+        self._pool.shutdown(wait=True)
+        status = None
+        try:
+            status = self.c.finish(self.model, self.generation)
+        except RelayCallError as e:
+            self._fail(e)
+        return RankResult(self._node, status, self.failure, self.batches, self.bytes,
+                          self.first_hand_over)
+
+    # ---- internals ------------------------------------------------------------------------------
+    def _check(self, spec: TensorSpec, tensor: Any) -> None:
+        shape = tuple(int(d) for d in tensor.shape)
+        if shape != spec.shape:
+            raise ValueError(f"tensor {spec.name}: shape {shape}, manifest says {spec.shape}")
+        if type(tensor).__module__.startswith("torch"):
+            if dtype_of(tensor) != spec.trainer_dtype:
+                raise ValueError(f"tensor {spec.name}: dtype {tensor.dtype}, manifest says "
+                                 f"{spec.trainer_dtype}")
+
+    def _parts(self, spec: TensorSpec) -> list[_Part]:
+        total = spec.trainer_bytes
+        if total <= self._max_batch:
+            return [_Part(spec, 0, total)]
+        tw, rw = element_bytes(spec.trainer_dtype), element_bytes(spec.rollout_dtype)
+        parts, start, size = [], 0, 0
+        for f in self.manifest.fragments_of(spec):
+            b = f.rollout_bytes // rw * tw
+            if b > self._max_batch:
+                raise ValueError(f"fragment {f.fragment} ({b} staged bytes) exceeds the "
+                                 f"publisher's batch bound {self._max_batch}; lower "
+                                 "maxFragmentBytes or raise relay.staging.max-batch-bytes")
+            if size > 0 and size + b > self._max_batch:
+                parts.append(_Part(spec, start, size))
+                start, size = start + size, 0
+            size += b
+        parts.append(_Part(spec, start, size))
+        return parts
+
+    def _close(self) -> None:
+        if self._open is None:
+            return
+        reservation, staged = self._open, self._staged
+        self._open, self._staged = None, []
+        if not staged:
+            self._release_quietly(reservation)
+        elif self.stage_all:
+            self._ahead.append((reservation, staged))
+        else:
+            self._drain(self.c.in_flight - 1)
+            if self.failure is not None:
+                self._release_quietly(reservation)
+                return
+            self._submit(reservation, staged)
+
+    def _submit(self, reservation: dict[str, Any], staged: list[dict[str, Any]]) -> None:
+        if not self.first_hand_over:
+            self.first_hand_over = time.perf_counter()
+        self._pending.append(self._pool.submit(
+            self.c.hand_over, self.model, self.generation, reservation["reservationId"], staged))
+
+    def _drain(self, keep: int) -> None:
+        while len(self._pending) > max(0, keep):
+            f = self._pending.pop(0)
+            try:
+                r = f.result()
+                self.batches += 1
+                self.bytes += int(r["bytesStaged"])
+            except RelayCallError as e:
+                self._fail(e)
+
+    def _fail(self, e: BaseException) -> None:
+        if self.failure is None:
+            self.failure = str(e) or repr(e)
+        if self._open is not None:
+            self._release_quietly(self._open)
+            self._open, self._staged = None, []
+
+    def _release_quietly(self, reservation: dict[str, Any]) -> None:
+        try:
+            self.c.release(reservation["reservationId"])
+        except RelayCallError:
+            pass  # reclaimed by the publisher after its reservation timeout
+
+
+def publish_generation(control: ControlClient, manifest: Manifest, trainer_step: int,
+                       ranks: Mapping[str, PublisherClient],
+                       tensors_of: Callable[[str], Mapping[str, Any] | Iterable[tuple[str, Any]]],
+                       *, stage_all: bool = False) -> tuple[int, list[RankResult], float]:
+    """A coordinator driving one rank per node in threads (as the Java TrainerSession): open,
+    every rank walks its tensors, then commit, or abort and raise :class:`PublishFailedError`.
+    Returns (generation, rank results, perf_counter at commit)."""
+    opened = control.open_generation(manifest, trainer_step, ranks.keys())
+    barrier = threading.Barrier(len(ranks), timeout=600)
+    results: dict[str, RankResult] = {}
+
+    def run(node: str, client: PublisherClient) -> None:
+        try:
+            results[node] = client.publish(manifest, opened, tensors_of(node), stage_all=stage_all,
+                                           after_staging=barrier.wait)
+        except Exception as e:  # noqa: BLE001 - reported as the rank's failure
+            barrier.abort()
+            results[node] = RankResult(node, None, repr(e), 0, 0, 0.0)
+
+    threads = [threading.Thread(target=run, args=(n, c), name=f"rank-{n}") for n, c in ranks.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ordered = [results[n] for n in ranks]
+    failures = {r.node: r.failure for r in ordered if r.failure}
+    if not failures:
+        try:
+            control.commit(manifest.model, opened.generation)
+            return opened.generation, ordered, time.perf_counter()
+        except RelayCallError as e:
+            failures["commit"] = f"commit refused: {e}"
+    reason = "; ".join(f"{n}: {f}" for n, f in failures.items())
+    try:
+        control.abort(manifest.model, opened.generation, reason)
+    except RelayCallError as e:
+        raise PublishFailedError(opened.generation, f"generation {opened.generation} failed "
+                                 f"({reason}) and its abort failed too: {e}", failures) from e
+    raise PublishFailedError(opened.generation, f"generation {opened.generation} aborted, the "
+                             f"previous one stays active: {reason}", failures)
+
+
+__all__ = ["ControlClient", "OpenedGeneration", "PublisherClient", "RankPublish", "RankResult",
+           "publish_generation", "write_into", "ConflictError", "StagingFullError"]
