@@ -38,7 +38,7 @@ def _java_cmd() -> list[str]:
 
 @pytest.fixture(scope="session")
 def lab():
-    """``{services, controlUrl, trainerToken, loaderToken, operatorToken, instances, ...}``.
+    """``{services, controlUrl, trainerToken, loaderTokens (per instance), operatorToken, instances, ...}``.
     ``WEIGHT_RELAY_LAB`` (the path of a file holding a running ``PythonBench --serve``'s line)
     attaches to that lab instead of starting one (for development on a busy machine)."""
     attach = os.environ.get("WEIGHT_RELAY_LAB")

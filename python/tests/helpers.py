@@ -58,5 +58,5 @@ def ranks(lab: dict, control: ControlClient) -> dict[str, PublisherClient]:
 
 
 def engines(lab: dict) -> list[tuple[str, LoaderClient]]:
-    return [(i, LoaderClient(lab["services"]["loader-" + i], lab["loaderToken"]))
+    return [(i, LoaderClient(lab["services"]["loader-" + i], lab["loaderTokens"][i]))
             for i in lab["instances"]]

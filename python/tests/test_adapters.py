@@ -78,7 +78,7 @@ def test_vllm_engine_through_factory_with_failed_update(lab, tmp_path):
         SimpleNamespace(parallel_config=None, model_config=None), torch.device("cpu"), model)
     assert isinstance(engine, adapter.WeightRelayTransferEngine)
     engine.init_transfer_engine(engine.parse_init_info(dict(
-        loader_url=lab["services"]["loader-" + instance], token=lab["loaderToken"],
+        loader_url=lab["services"]["loader-" + instance], token=lab["loaderTokens"][instance],
         instance_id=instance, model=model_name, group=f"py-{lab['run']}-vllm", node=node,
         worker_id=worker["workerId"], register=True, workers=[worker])))
 
@@ -182,7 +182,7 @@ def test_verl_backend_send_receive_with_failed_publish(lab):
     worker = compat_worker(f"{instance}-verl0", node, f"py-{lab['run']}-{instance}-verl", m)
     rollout = registry.new("weight_relay", bucket_size=1 << 20,
                            loader_url=lab["services"]["loader-" + instance],
-                           token=lab["loaderToken"], instance_id=instance,
+                           token=lab["loaderTokens"][instance], instance_id=instance,
                            worker_id=worker["workerId"],
                            registration={"model": model_name, "group": f"py-{lab['run']}-verl",
                                          "node": node, "workers": [worker]})

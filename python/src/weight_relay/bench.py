@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                                                        node=name[len("publisher-"):],
                                                        reserve_timeout=120.0)
              for name, url in lab["services"].items() if name.startswith("publisher-")}
-    loaders = [LoaderClient(lab["services"]["loader-" + i], lab["loaderToken"])
+    loaders = [LoaderClient(lab["services"]["loader-" + i], lab["loaderTokens"][i])
                for i in lab["instances"]]
     publish_runs, update_runs, checked, exact = [], [], 0, True
     for r in range(a.repeat + 1):

@@ -180,12 +180,19 @@ public final class PythonBench {
         out.put("services", lab.serviceUrls());
         out.put("controlUrl", lab.controlUrl());
         out.put("trainerToken", lab.trainerToken());
-        out.put("loaderToken", lab.loaderToken());
         out.put("operatorToken", lab.operatorToken());
         out.put("dataplanePrefix", lab.dataplanePrefix());
         List<String> instances = new ArrayList<>();
-        lab.engines().forEach(e -> instances.add(e.instance()));
+        Map<String, String> loaderTokens = new LinkedHashMap<>();
+        lab.engines()
+                .forEach(
+                        e -> {
+                            instances.add(e.instance());
+                            loaderTokens.put(e.instance(), lab.loaderToken(e.instance()));
+                        });
         out.put("instances", instances);
+        // each loader token is bound to its instance: a call about another one is refused
+        out.put("loaderTokens", loaderTokens);
         SourceManifest m = lab.manifest();
         List<Map<String, Object>> tensors = new ArrayList<>();
         for (TensorSpec t : m.tensors()) {

@@ -677,7 +677,8 @@ public final class LabCluster implements AutoCloseable {
         return "lab-" + run + "-" + node;
     }
 
-    private synchronized String loaderToken(String instance) {
+    /** The loader token of {@code instance}, bound to it in control-api. */
+    public synchronized String loaderToken(String instance) {
         return loaderTokens.computeIfAbsent(instance, i -> token("loader"));
     }
 
@@ -790,10 +791,6 @@ public final class LabCluster implements AutoCloseable {
 
     public String trainerToken() {
         return trainerToken;
-    }
-
-    public String loaderToken() {
-        return loaderToken;
     }
 
     public String operatorToken() {
