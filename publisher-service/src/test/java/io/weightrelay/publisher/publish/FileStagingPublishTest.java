@@ -35,7 +35,7 @@ class FileStagingPublishTest extends PublishEndToEndTest {
 
     @DynamicPropertySource
     static void properties(DynamicPropertyRegistry registry) {
-        register(registry, PREFIX, "file", "16MB");
+        register(registry, PREFIX, "file", "28MB");
     }
 
     @Override
