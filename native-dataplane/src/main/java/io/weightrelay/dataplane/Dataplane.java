@@ -358,7 +358,11 @@ public final class Dataplane implements AutoCloseable {
     }
 
     /** The file name of segment {@code name} under key prefix {@code prefix}. */
-    static String shmFileName(String prefix, String name) {
+    /**
+     * The file name (inside the shm directory) of segment {@code name} under key prefix {@code
+     * prefix}. A killed owner leaves this file behind; whoever killed it may remove it.
+     */
+    public static String shmFileName(String prefix, String name) {
         return "wr-" + prefix.replaceAll("[^A-Za-z0-9._-]", "_") + name;
     }
 

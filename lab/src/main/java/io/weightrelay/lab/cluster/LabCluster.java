@@ -11,6 +11,7 @@ import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.assign.PublisherAssignment;
@@ -139,6 +140,7 @@ public final class LabCluster implements AutoCloseable {
     private final List<RolloutEngine> engines = new ArrayList<>();
     private ServiceProcess control;
     private final Map<String, ServiceProcess> publishers = new LinkedHashMap<>();
+    private final List<String> killedSegments = new ArrayList<>();
     private final Map<String, List<String>> publisherArgs = new LinkedHashMap<>();
     private TrainerSession trainer;
     private GenerationsApi operator;
@@ -446,6 +448,14 @@ public final class LabCluster implements AutoCloseable {
             c.close();
         }
         children.clear();
+        for (String segment : killedSegments) {
+            try {
+                Files.deleteIfExists(
+                        Path.of("/dev/shm", Dataplane.shmFileName(dataplanePrefix(), segment)));
+            } catch (IOException e) {
+                System.err.println("could not delete the file of segment " + segment + ": " + e);
+            }
+        }
         deleteKeys(spec.redisUri(), "wr:lab:" + run + ":");
         try (var files = Files.list(secrets)) {
             for (Path f : files.toList()) {
@@ -588,6 +598,8 @@ public final class LabCluster implements AutoCloseable {
         ServiceProcess old = publishers.remove(node);
         old.kill();
         children.remove(old);
+        // a killed owner leaves its segment's file: the lab removes what it made, at close
+        killedSegments.add(segmentName(node));
         return segmentName(node);
     }
 
