@@ -51,15 +51,9 @@ import org.springframework.test.context.DynamicPropertySource;
 class OverloadTest extends ControlApiClientSupport {
 
     private static final int SLOW_BODY = 1_000_000;
-    private static final PrivateRedis REDIS = startedRedis();
+    private static final PrivateRedis REDIS = PrivateRedis.started();
 
     @Autowired RedisGuard guard;
-
-    private static PrivateRedis startedRedis() {
-        PrivateRedis redis = new PrivateRedis();
-        redis.start();
-        return redis;
-    }
 
     @DynamicPropertySource
     static void privateRedis(DynamicPropertyRegistry registry) {

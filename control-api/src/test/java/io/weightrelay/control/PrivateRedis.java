@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.util.FileSystemUtils;
 
 /**
@@ -35,6 +36,22 @@ final class PrivateRedis implements AutoCloseable {
         } catch (IOException ex) {
             throw new IllegalStateException(ex);
         }
+    }
+
+    /** A started one without extra arguments. */
+    static PrivateRedis started() {
+        PrivateRedis redis = new PrivateRedis();
+        redis.start();
+        return redis;
+    }
+
+    /**
+     * Makes this the Redis of the test's control-api: its own state and its data plane's directory.
+     */
+    void serveAsRedisOf(DynamicPropertyRegistry registry) {
+        registry.add("spring.data.redis.host", () -> "127.0.0.1");
+        registry.add("spring.data.redis.port", this::port);
+        registry.add("relay.dataplane.redis-uri", this::uri);
     }
 
     int port() {

@@ -33,9 +33,7 @@ class RedisDownAtStartTest extends ControlApiClientSupport {
 
     @DynamicPropertySource
     static void privateRedis(DynamicPropertyRegistry registry) {
-        registry.add("spring.data.redis.host", () -> "127.0.0.1");
-        registry.add("spring.data.redis.port", REDIS::port);
-        registry.add("relay.dataplane.redis-uri", REDIS::uri);
+        REDIS.serveAsRedisOf(registry);
     }
 
     @AfterAll

@@ -32,19 +32,11 @@ import org.springframework.test.context.DynamicPropertySource;
         })
 class RedisRestartTest extends ControlApiClientSupport {
 
-    private static final PrivateRedis REDIS = startedRedis();
-
-    private static PrivateRedis startedRedis() {
-        PrivateRedis redis = new PrivateRedis();
-        redis.start();
-        return redis;
-    }
+    private static final PrivateRedis REDIS = PrivateRedis.started();
 
     @DynamicPropertySource
     static void privateRedis(DynamicPropertyRegistry registry) {
-        registry.add("spring.data.redis.host", () -> "127.0.0.1");
-        registry.add("spring.data.redis.port", REDIS::port);
-        registry.add("relay.dataplane.redis-uri", REDIS::uri);
+        REDIS.serveAsRedisOf(registry);
     }
 
     @AfterAll

@@ -36,9 +36,7 @@ class RedisWrongPasswordTest extends ControlApiClientSupport {
 
     @DynamicPropertySource
     static void aclRedis(DynamicPropertyRegistry registry) {
-        registry.add("spring.data.redis.host", () -> "127.0.0.1");
-        registry.add("spring.data.redis.port", REDIS::port);
-        registry.add("relay.dataplane.redis-uri", REDIS::uri);
+        REDIS.serveAsRedisOf(registry);
     }
 
     @Test
