@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dp_crc32c.h"
 #include "dp_crypto.h"
 #include "dp_internal.h"
 
@@ -184,6 +185,11 @@ struct TaskState {
     bool tcp = false;
     int32_t op = DP_OP_READ;
     int32_t final_status = DP_PENDING;  // guarded by BatchState::mu
+    // With DP_BATCH_CRC32C: each chunk's CRC32C, written by the thread that moved it before it
+    // completes the chunk; combined in order into crc when the last chunk completes.
+    std::unique_ptr<uint32_t[]> chunk_crc;
+    int64_t chunk_bytes = 0;  // every chunk's length but the last one's
+    uint32_t crc = 0;         // guarded by BatchState::mu
 };
 
 struct CopyQueue;
@@ -202,6 +208,8 @@ struct BatchState {
     std::vector<std::shared_ptr<TcpPeer>> notify_peers;
     Engine* engine = nullptr;
     std::shared_ptr<CopyQueue> copies;  // where this batch's local chunks wait
+    bool crc = false;                   // DP_BATCH_CRC32C
+    std::atomic<int64_t> crc_nanos{0};  // time its threads spent summing, all together
 };
 
 struct OwnSegment {
@@ -234,6 +242,7 @@ struct CopyJob {
     char* dst;
     const char* src;
     int64_t length;
+    int32_t chunk = 0;
 };
 
 // The local transport's chunk queue, drained by the copy pool. Batches share it so that a
@@ -257,6 +266,7 @@ struct TcpJob {
     int64_t remote_offset;
     char* local;
     int64_t length;
+    int32_t chunk = 0;
 };
 
 struct EngineOptions {
@@ -327,7 +337,7 @@ class Engine {
     Result<std::shared_ptr<BatchState>> Submit(int32_t count, const int32_t* ops,
                                                const int64_t* addrs, const int64_t* segs,
                                                const int64_t* offsets, const int64_t* lengths,
-                                               const char* notify);
+                                               const char* notify, int32_t flags = 0);
     void CompleteChunk(const std::shared_ptr<BatchState>& b, int32_t task, Err err, int64_t bytes);
     // Copies one local chunk and completes it.
     void RunCopy(const CopyJob& job);
@@ -633,6 +643,12 @@ class TcpPeer {
         if (e != Err::kOk) return e;
         RespHeader resp{};
         if (job.op == Op::kWrite) {
+            TaskState& w = job.batch->tasks[job.task];
+            if (w.chunk_crc) {
+                int64_t t0 = Crc32cNow();
+                w.chunk_crc[job.chunk] = Crc32cUpdate(0, job.local, job.length);
+                job.batch->crc_nanos.fetch_add(Crc32cNow() - t0);
+            }
             if ((e = SendAll(fd, job.local, job.length)) != Err::kOk) return e;
             if ((e = RecvAll(fd, &resp, sizeof resp)) != Err::kOk) return e;
             if (resp.status != DP_OK) return FromCode(resp.status);
@@ -641,7 +657,17 @@ class TcpPeer {
         }
         if ((e = RecvAll(fd, &resp, sizeof resp)) != Err::kOk) return e;
         if (resp.status != DP_OK) return FromCode(resp.status);
-        if ((e = RecvAll(fd, job.local, job.length)) != Err::kOk) return e;
+        TaskState& t = job.batch->tasks[job.task];
+        if (t.chunk_crc) {
+            uint32_t crc = 0;
+            int64_t spent = 0;
+            e = RecvAllCrc32c(fd, job.local, job.length, &crc, &spent);
+            job.batch->crc_nanos.fetch_add(spent);
+            if (e != Err::kOk) return e;
+            t.chunk_crc[job.chunk] = crc;
+        } else if ((e = RecvAll(fd, job.local, job.length)) != Err::kOk) {
+            return e;
+        }
         *bytes = job.length;
         return Err::kOk;
     }
@@ -917,8 +943,9 @@ Err Engine::Carve(int64_t id, int64_t block, int32_t count, const int64_t* start
 Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t* ops,
                                                    const int64_t* addrs, const int64_t* segs,
                                                    const int64_t* offsets, const int64_t* lengths,
-                                                   const char* notify) {
+                                                   const char* notify, int32_t flags) {
     if (closing()) return Err::kClosed;
+    if ((flags & ~DP_BATCH_CRC32C) != 0) return Err::kInvalidArgument;
     if (count < 0 || (count > 0 && (!ops || !addrs || !segs || !offsets || !lengths)))
         return Err::kInvalidArgument;
     if (notify != nullptr && (std::strlen(notify) == 0 || std::strlen(notify) > kMaxName))
@@ -926,6 +953,7 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
     auto b = std::make_shared<BatchState>(count);
     b->engine = this;
     b->copies = copy_;
+    b->crc = (flags & DP_BATCH_CRC32C) != 0;
     if (notify != nullptr) b->notify_name = notify;
     std::vector<std::shared_ptr<PeerSegment>> seg(count);
     std::vector<Err> pre(count, Err::kOk);
@@ -965,6 +993,7 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
         TaskState& t = b->tasks[i];
         if (pre[i] != Err::kOk || lengths[i] == 0) {
             t.chunks_left.store(1);
+            if (b->crc) t.chunk_crc.reset(new uint32_t[1]{0});
             CompleteChunk(b, i, pre[i], 0);
             continue;
         }
@@ -977,26 +1006,38 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
             const char* src = ops[i] == DP_OP_READ ? remote_ptr : local;
             if (len <= kInlineCopy) {
                 t.chunks_left.store(1);
-                std::memcpy(dst, src, static_cast<size_t>(len));
+                if (b->crc) {
+                    int64_t spent = 0;
+                    t.chunk_crc.reset(new uint32_t[1]{CopyCrc32c(dst, src, len, &spent)});
+                    b->crc_nanos.fetch_add(spent);
+                } else {
+                    std::memcpy(dst, src, static_cast<size_t>(len));
+                }
                 Count(ops[i] == DP_OP_READ ? DP_COUNTER_LOCAL_READ : DP_COUNTER_LOCAL_WRITTEN, len);
                 CompleteChunk(b, i, Err::kOk, len);
                 continue;
             }
             int64_t chunks = (len + kLocalChunk - 1) / kLocalChunk;
             t.chunks_left.store(static_cast<int32_t>(chunks));
+            if (b->crc) t.chunk_crc.reset(new uint32_t[chunks]());
+            t.chunk_bytes = kLocalChunk;
+            int32_t chunk = 0;
             for (int64_t off = 0; off < len; off += kLocalChunk) {
                 int64_t n = std::min(kLocalChunk, len - off);
-                copies.push_back(CopyJob{b, seg[i], i, dst + off, src + off, n});
+                copies.push_back(CopyJob{b, seg[i], i, dst + off, src + off, n, chunk++});
             }
         } else {
             t.tcp = true;
             int64_t chunks = (len + kTcpChunk - 1) / kTcpChunk;
             t.chunks_left.store(static_cast<int32_t>(chunks));
+            if (b->crc) t.chunk_crc.reset(new uint32_t[chunks]());
+            t.chunk_bytes = kTcpChunk;
             auto& jobs = remote[seg[i]->peer.get()];
+            int32_t chunk = 0;
             for (int64_t off = 0; off < len; off += kTcpChunk) {
                 int64_t n = std::min(kTcpChunk, len - off);
                 jobs.push_back(TcpJob{b, i, ops[i] == DP_OP_READ ? Op::kRead : Op::kWrite,
-                                      seg[i]->name, offsets[i] + off, local + off, n});
+                                      seg[i]->name, offsets[i] + off, local + off, n, chunk++});
             }
         }
     }
@@ -1029,10 +1070,21 @@ void Engine::CompleteChunk(const std::shared_ptr<BatchState>& b, int32_t task, E
     if (t.chunks_left.fetch_sub(1) != 1) return;
     int32_t status = t.error.load();
     if (status == DP_OK && t.bytes.load() != t.length) status = DP_ERR_SHORT_TRANSFER;
+    uint32_t crc = 0;
+    if (b->crc && status == DP_OK && t.chunk_crc) {
+        // chunks in order: every one but the last is chunk_bytes long
+        int64_t chunks = t.chunk_bytes > 0 ? (t.length + t.chunk_bytes - 1) / t.chunk_bytes : 1;
+        crc = t.chunk_crc[0];
+        for (int64_t k = 1; k < chunks; ++k) {
+            int64_t n = std::min(t.chunk_bytes, t.length - k * t.chunk_bytes);
+            crc = Crc32cCombine(crc, t.chunk_crc[k], n);
+        }
+    }
     bool last;
     {
         std::lock_guard<std::mutex> lock(b->mu);
         t.final_status = status;
+        t.crc = crc;
         last = --b->remaining == 0;
     }
     if (last) FinishBatch(b);
@@ -1063,7 +1115,14 @@ void Engine::FinishBatch(const std::shared_ptr<BatchState>& b) {
 }
 
 void Engine::RunCopy(const CopyJob& job) {
-    std::memcpy(job.dst, job.src, static_cast<size_t>(job.length));
+    TaskState& t = job.batch->tasks[job.task];
+    if (t.chunk_crc) {
+        int64_t spent = 0;
+        t.chunk_crc[job.chunk] = CopyCrc32c(job.dst, job.src, job.length, &spent);
+        job.batch->crc_nanos.fetch_add(spent);
+    } else {
+        std::memcpy(job.dst, job.src, static_cast<size_t>(job.length));
+    }
     Count(job.batch->tasks[job.task].op == DP_OP_READ ? DP_COUNTER_LOCAL_READ
                                                       : DP_COUNTER_LOCAL_WRITTEN,
           job.length);
@@ -1538,12 +1597,20 @@ int dp_segment_free_bytes(dp_engine* engine, const char* name, int64_t* out) {
 int dp_batch_submit(dp_engine* engine, int32_t count, const int32_t* opcodes,
                     const int64_t* local_addrs, const int64_t* segment_ids, const int64_t* offsets,
                     const int64_t* lengths, const char* notify_name, dp_batch** out) {
+    return dp_batch_submit_flags(engine, count, opcodes, local_addrs, segment_ids, offsets, lengths,
+                                 notify_name, 0, out);
+}
+
+int dp_batch_submit_flags(dp_engine* engine, int32_t count, const int32_t* opcodes,
+                          const int64_t* local_addrs, const int64_t* segment_ids,
+                          const int64_t* offsets, const int64_t* lengths, const char* notify_name,
+                          int32_t flags, dp_batch** out) {
     return Guard([&] {
         if (!engine || !out) return DP_ERR_INVALID_ARGUMENT;
         *out = nullptr;
         auto batch = std::make_unique<dp_batch>();
         auto r = engine->impl->Submit(count, opcodes, local_addrs, segment_ids, offsets, lengths,
-                                      notify_name);
+                                      notify_name, flags);
         if (!r.ok()) return dp::Code(r.error());
         batch->state = r.value();
         *out = batch.release();
@@ -1575,6 +1642,35 @@ int dp_batch_task_status(dp_batch* batch, int32_t index, int64_t* bytes_out) {
         std::lock_guard<std::mutex> lock(s.mu);
         *bytes_out = s.tasks[index].bytes.load();
         return s.tasks[index].final_status;
+    });
+}
+
+int dp_batch_task_crc32c(dp_batch* batch, int32_t index, int32_t* crc_out) {
+    return Guard([&] {
+        if (!batch || !crc_out || index < 0 || index >= batch->state->count)
+            return DP_ERR_INVALID_ARGUMENT;
+        auto& s = *batch->state;
+        if (!s.crc) return DP_ERR_INVALID_ARGUMENT;
+        std::lock_guard<std::mutex> lock(s.mu);
+        *crc_out = static_cast<int32_t>(s.tasks[index].crc);
+        return s.tasks[index].final_status;
+    });
+}
+
+int dp_batch_crc_nanos(dp_batch* batch, int64_t* nanos_out) {
+    return Guard([&] {
+        if (!batch || !nanos_out) return DP_ERR_INVALID_ARGUMENT;
+        *nanos_out = batch->state->crc_nanos.load();
+        return DP_OK;
+    });
+}
+
+int dp_crc32c(int64_t addr, int64_t length, int32_t* crc_out) {
+    return Guard([&] {
+        if (!crc_out || length < 0 || (length > 0 && addr == 0)) return DP_ERR_INVALID_ARGUMENT;
+        *crc_out = static_cast<int32_t>(dp::Crc32cUpdate(0, reinterpret_cast<const void*>(addr),
+                                                         length));
+        return DP_OK;
     });
 }
 

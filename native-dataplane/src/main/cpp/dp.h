@@ -188,6 +188,26 @@ int dp_segment_free_bytes(dp_engine* engine, const char* name, int64_t* out);
 int dp_batch_submit(dp_engine* engine, int32_t count, const int32_t* opcodes,
                     const int64_t* local_addrs, const int64_t* segment_ids, const int64_t* offsets,
                     const int64_t* lengths, const char* notify_name, dp_batch** out);
+/* Flags of dp_batch_submit_flags. DP_BATCH_CRC32C: take the CRC32C (Castagnoli) of every task's
+ * bytes as they move, block by block while they are in cache (fused with the local copy, or with
+ * each receive over tcp), so a reader can prove what it read without reading it again; each task's
+ * chunks are summed by the thread that moves them and combined in order. */
+#define DP_BATCH_CRC32C 1
+
+/* dp_batch_submit with flags (0 or DP_BATCH_CRC32C); unknown flags: DP_ERR_INVALID_ARGUMENT. */
+int dp_batch_submit_flags(dp_engine* engine, int32_t count, const int32_t* opcodes,
+                          const int64_t* local_addrs, const int64_t* segment_ids,
+                          const int64_t* offsets, const int64_t* lengths, const char* notify_name,
+                          int32_t flags, dp_batch** out);
+/* The CRC32C of task index's bytes in *crc_out, once it completed (returns its status as
+ * dp_batch_task_status does; *crc_out is meaningful only with DP_OK). DP_ERR_INVALID_ARGUMENT
+ * unless the batch was submitted with DP_BATCH_CRC32C. */
+int dp_batch_task_crc32c(dp_batch* batch, int32_t index, int32_t* crc_out);
+/* Nanoseconds the batch's threads spent taking CRC32C so far (summed over threads; 0 without
+ * DP_BATCH_CRC32C): what the checksums cost, apart from moving the bytes. */
+int dp_batch_crc_nanos(dp_batch* batch, int64_t* nanos_out);
+/* The CRC32C of [addr, addr + length) of this process's memory (the same code the transfers use). */
+int dp_crc32c(int64_t addr, int64_t length, int32_t* crc_out);
 /* Waits (blocking, no spinning) until every task finished or timeout_ms elapsed
  * (timeout_ms < 0: forever). DP_OK or DP_ERR_TIMEOUT. */
 int dp_batch_wait(dp_batch* batch, int64_t timeout_ms);

@@ -1,7 +1,8 @@
 -- Opens a generation, idempotent by trainer step. A step whose generation was aborted opens a
 -- fresh generation: the trainer retries the step.
 -- ARGV: prefix, model, trainerStep, manifestDigest, topologyDigest, objectsExpected,
---       bytesExpected, nowIso, trainerTopologyJson
+--       bytesExpected, nowIso, trainerTopologyJson, afterGeneration (the id floor: the trainer's
+--       newest generation, so ids continue above it after Redis lost its data; '0' for none)
 -- Returns {'created'|'existing', id} | {'step-conflict', id} | {'manifest-missing'}
 local p, m = ARGV[1], ARGV[2]
 local steps = p .. 'model:' .. m .. ':steps'
@@ -19,7 +20,12 @@ end
 if redis.call('EXISTS', p .. 'manifest-sizes:' .. m .. ':' .. ARGV[4]) == 0 then
   return {'manifest-missing'}
 end
-local id = tostring(redis.call('INCR', p .. 'model:' .. m .. ':seq'))
+local seq = p .. 'model:' .. m .. ':seq'
+local floor = tonumber(ARGV[10] or '0') or 0
+if floor > (tonumber(redis.call('GET', seq) or '0') or 0) then
+  redis.call('SET', seq, string.format('%d', floor))
+end
+local id = tostring(redis.call('INCR', seq))
 redis.call('HSET', p .. 'gen:' .. m .. ':' .. id,
   'model', m, 'generation', id, 'state', 'OPEN', 'trainerStep', ARGV[3],
   'manifestDigest', ARGV[4], 'trainerTopologyDigest', ARGV[5],

@@ -113,6 +113,7 @@ if ARGV[2] ~= '' then
     fail(ARGV[2], why)
     p.phase = state
     p.error = ARGV[9]
+    if ARGV[8] ~= '' then p.failingPeer = ARGV[8] end
   else
     local target = want[phase]
     local current = level[p.phase] or -1
@@ -130,9 +131,16 @@ if ARGV[2] ~= '' then
     if not allowed then return {'out-of-order', state, p.phase} end
     p.phase = target == 4 and 'DONE' or phase
   end
-  if ARGV[5] ~= '' then p.bytesRead = ARGV[5] end
-  if ARGV[6] ~= '' then p.bytesPushed = ARGV[6] end
-  if ARGV[7] ~= '' then p.bytesReceived = ARGV[7] end
+  -- A participant's counts only grow within a session: a later report without counts (loaders
+  -- send 0 with PREPARED and POST_APPLIED) keeps what its APPLIED report said.
+  local function grow(field, value)
+    if value ~= '' and (p[field] == nil or tonumber(value) > tonumber(p[field])) then
+      p[field] = value
+    end
+  end
+  grow('bytesRead', ARGV[5])
+  grow('bytesPushed', ARGV[6])
+  grow('bytesReceived', ARGV[7])
   redis.call('HSET', pk, ARGV[2], cjson.encode(p))
   if phase == 'APPLIED' and ARGV[10] ~= '' then
     redis.call('HSET', KEYS[5], ARGV[2], ARGV[10])

@@ -41,16 +41,7 @@ final class AclRedis {
                                     // Spring Boot's Redis health check reads INFO.
                                     "+info"));
             r.start();
-            Runtime.getRuntime()
-                    .addShutdownHook(
-                            new Thread(
-                                    () -> {
-                                        try {
-                                            r.close();
-                                        } catch (InterruptedException e) {
-                                            Thread.currentThread().interrupt();
-                                        }
-                                    }));
+            r.closeAtExit();
             redis = r;
         }
         return redis;

@@ -3,30 +3,42 @@ package io.weightrelay.control;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
+import io.weightrelay.api.control.model.CheckpointManifest;
+import io.weightrelay.api.control.model.CheckpointObject;
 import io.weightrelay.api.control.model.CheckpointReport;
 import io.weightrelay.api.control.model.CheckpointRequest;
+import io.weightrelay.api.control.model.CheckpointStatus;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.OwnerCheckpoint;
 import io.weightrelay.api.control.model.RestoreRequest;
 import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.model.StoredFragment;
+import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
+import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
+import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.data.redis.core.StringRedisTemplate;
 
 /**
  * Checkpoints call exactly the segment owners whose segments hold the generation's objects (as the
- * store's directory says), report their times, and restore brings a lost generation back. The
- * owners here are stand-ins for publisher-service's owner API backed by real segments.
+ * store's directory says), report their times, write a self-contained checkpoint (manifest, then
+ * the completion marker) only when every owner saved, and restore brings a generation back into a
+ * Redis that has forgotten it, keeping its id. The owners here are stand-ins for
+ * publisher-service's owner API backed by real segments: they write one file per owner and re-store
+ * what they are assigned.
  */
 class CheckpointTest extends ControlApiTestSupport {
 
@@ -40,8 +52,13 @@ class CheckpointTest extends ControlApiTestSupport {
         final AtomicInteger restores = new AtomicInteger();
         final List<String> authorizations = new java.util.concurrent.CopyOnWriteArrayList<>();
         final List<StoredFragment> held = new ArrayList<>();
+        final List<String> restored = new java.util.concurrent.CopyOnWriteArrayList<>();
         final double seconds;
         final java.net.http.HttpResponse<String> registration;
+        volatile boolean failSaves;
+        // The registry's segment TTL is 2 s here: keep alive as a publisher would.
+        final java.util.concurrent.ScheduledExecutorService heartbeats =
+                java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
 
         Owner(double seconds) throws IOException {
             this(seconds, OWNER);
@@ -58,7 +75,32 @@ class CheckpointTest extends ControlApiTestSupport {
                                 String.valueOf(
                                         exchange.getRequestHeaders().getFirst("Authorization")));
                         saves.incrementAndGet();
-                        reply(exchange, held.size());
+                        OwnerCheckpointRequest request =
+                                json.readValue(
+                                        exchange.getRequestBody().readAllBytes(),
+                                        OwnerCheckpointRequest.class);
+                        if (failSaves) {
+                            problem(exchange, 409, "object " + held.get(0).getKey() + " differs");
+                            return;
+                        }
+                        // One file of the held objects' bytes, as the publisher writes it.
+                        String file = store.segmentName() + ".bin";
+                        List<OwnerCheckpointObject> saved = new ArrayList<>();
+                        long offset = 0;
+                        for (StoredFragment f : held) {
+                            saved.add(
+                                    new OwnerCheckpointObject()
+                                            .key(f.getKey())
+                                            .size(f.getBytes())
+                                            .checksum(request.getChecksums().get(f.getKey()))
+                                            ._file(file)
+                                            .offset(offset));
+                            offset += f.getBytes();
+                        }
+                        Files.write(
+                                Path.of(request.getDirectory()).resolve(file),
+                                new byte[(int) offset]);
+                        reply(exchange, result(held.size(), offset)._file(file).saved(saved));
                     });
             http.createContext(
                     "/api/v1/checkpoints/restore",
@@ -67,8 +109,21 @@ class CheckpointTest extends ControlApiTestSupport {
                                 String.valueOf(
                                         exchange.getRequestHeaders().getFirst("Authorization")));
                         restores.incrementAndGet();
-                        held.forEach(f -> store.put(f.getKey(), f.getBytes()));
-                        reply(exchange, held.size());
+                        OwnerCheckpointRequest request =
+                                json.readValue(
+                                        exchange.getRequestBody().readAllBytes(),
+                                        OwnerCheckpointRequest.class);
+                        long bytes = 0;
+                        for (OwnerCheckpointObject o : request.getObjects()) {
+                            assertThat(Path.of(request.getDirectory()).resolve(o.getFile()))
+                                    .exists();
+                            if (!store.exists(o.getKey())) {
+                                store.put(o.getKey(), o.getSize());
+                                restored.add(o.getKey());
+                                bytes += o.getSize();
+                            }
+                        }
+                        reply(exchange, result(request.getObjects().size(), bytes));
                     });
             http.start();
             registration =
@@ -80,7 +135,25 @@ class CheckpointTest extends ControlApiTestSupport {
                                     .adminUrl(adminUrl()));
             if (OWNER.equals(token)) {
                 ok(registration, io.weightrelay.api.control.model.SegmentOwner.class);
+                heartbeats.scheduleWithFixedDelay(
+                        () ->
+                                call(
+                                        "POST",
+                                        "/api/v1/segments/" + store.segmentName() + "/heartbeat",
+                                        OWNER,
+                                        null),
+                        300,
+                        300,
+                        java.util.concurrent.TimeUnit.MILLISECONDS);
             }
+        }
+
+        OwnerCheckpointResult result(long objects, long bytes) {
+            return new OwnerCheckpointResult()
+                    .segment(store.segmentName())
+                    .objects(objects)
+                    .bytes(bytes)
+                    .seconds(seconds);
         }
 
         String adminUrl() {
@@ -92,36 +165,85 @@ class CheckpointTest extends ControlApiTestSupport {
             store.put(f.getKey(), f.getBytes());
         }
 
-        private void reply(com.sun.net.httpserver.HttpExchange exchange, int objects)
+        private void reply(com.sun.net.httpserver.HttpExchange exchange, Object answer)
                 throws IOException {
-            exchange.getRequestBody().readAllBytes();
-            byte[] body =
-                    json.writeValueAsString(
-                                    Map.of(
-                                            "segment",
-                                            store.segmentName(),
-                                            "objects",
-                                            objects,
-                                            "bytes",
-                                            4096L * objects,
-                                            "seconds",
-                                            seconds))
-                            .getBytes(StandardCharsets.UTF_8);
+            byte[] body = json.writeValueAsString(answer).getBytes(StandardCharsets.UTF_8);
             exchange.getResponseHeaders().add("Content-Type", "application/json");
             exchange.sendResponseHeaders(200, body.length);
             exchange.getResponseBody().write(body);
             exchange.close();
         }
 
+        private void problem(
+                com.sun.net.httpserver.HttpExchange exchange, int status, String detail)
+                throws IOException {
+            byte[] body =
+                    json.writeValueAsString(
+                                    Map.of(
+                                            "type",
+                                            "https://weightrelay.io/problems/checkpoint-corrupt",
+                                            "status",
+                                            status,
+                                            "detail",
+                                            detail))
+                            .getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", "application/problem+json");
+            exchange.sendResponseHeaders(status, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        }
+
         @Override
         public void close() {
+            heartbeats.shutdownNow();
             http.stop(0);
             store.close();
         }
     }
 
+    /**
+     * Forgets everything Redis knows of {@code model}: its generations, manifests, objects,
+     * checkpoint records, counters and its store directory entries, as a Redis restarted empty
+     * would (only this model's keys: other tests share the prefix).
+     */
+    private void forget(String model) {
+        List<String> doomed = new ArrayList<>();
+        var options =
+                org.springframework.data.redis.core.ScanOptions.scanOptions()
+                        .match(PREFIX + "*" + model + "*")
+                        .count(1000)
+                        .build();
+        try (var cursor = redis.scan(options)) {
+            cursor.forEachRemaining(doomed::add);
+        }
+        assertThat(doomed).isNotEmpty();
+        redis.delete(doomed);
+        redis.opsForSet().remove(PREFIX + "models", model);
+    }
+
+    private CheckpointReport save(String model, long generation, Path dir) {
+        return ok(saveCall(model, generation, dir), CheckpointReport.class);
+    }
+
+    private java.net.http.HttpResponse<String> saveCall(String model, long generation, Path dir) {
+        return call(
+                "POST",
+                "/api/v1/models/" + model + "/generations/" + generation + "/checkpoints",
+                OPERATOR,
+                new CheckpointRequest(dir.toString()));
+    }
+
+    private java.net.http.HttpResponse<String> restoreCall(String model, Path dir) {
+        return call(
+                "POST",
+                "/api/v1/models/" + model + "/checkpoints/restore",
+                OPERATOR,
+                new RestoreRequest(dir.toString()));
+    }
+
     @Test
-    void saveCallsOnlyTheOwnersHoldingTheGenerationAndRestoreBringsItBack() throws Exception {
+    void saveCallsOnlyTheOwnersHoldingTheGenerationAndRestoreNeedsNoRedisRecord(@TempDir Path dir)
+            throws Exception {
         String model = newModel();
         long g1 = publish(model, 1);
         try (Owner a = new Owner(0.5);
@@ -132,68 +254,182 @@ class CheckpointTest extends ControlApiTestSupport {
                 (i % 2 == 0 ? a : b).hold(fragments.get(i));
             }
 
-            CheckpointReport report =
-                    ok(
-                            call(
-                                    "POST",
-                                    "/api/v1/models/"
-                                            + model
-                                            + "/generations/"
-                                            + g1
-                                            + "/checkpoints",
-                                    OPERATOR,
-                                    new CheckpointRequest("/tmp/ckpt")),
-                            CheckpointReport.class);
+            CheckpointReport report = save(model, g1, dir);
             assertThat(report.getOwners())
                     .extracting(OwnerCheckpoint::getSegment)
                     .containsExactlyInAnyOrder(a.store.segmentName(), b.store.segmentName());
             assertThat(report.getOwners()).allSatisfy(o -> assertThat(o.getError()).isNull());
             assertThat(report.getMeanSeconds()).isEqualTo(1.0);
             assertThat(report.getWorstSeconds()).isEqualTo(1.5);
+            long total = fragments.stream().mapToLong(StoredFragment::getBytes).sum();
+            assertThat(report.getBytes()).isEqualTo(total);
             assertThat(a.saves.get()).isEqualTo(1);
             assertThat(b.saves.get()).isEqualTo(1);
             assertThat(idle.saves.get()).as("an owner without objects is never called").isZero();
-
-            // Lose the generation's objects, then restore them from the checkpoint.
-            // (dropping the directory entries is what a store restart without the segments does)
-            for (StoredFragment f : fragments) {
-                redis.delete(STORE_PREFIX + "obj:" + f.getKey());
-            }
-            long g2 = publish(model, 2);
-            Generation restored =
+            // Segments carry their role: a storage unit says so, others default to trainer.
+            io.weightrelay.api.control.model.SegmentOwner unit =
                     ok(
                             call(
-                                    "POST",
-                                    "/api/v1/models/" + model + "/checkpoints/restore",
-                                    OPERATOR,
-                                    new RestoreRequest("/tmp/ckpt", g1)),
-                            Generation.class);
+                                    "PUT",
+                                    "/api/v1/segments/" + idle.store.segmentName(),
+                                    OWNER,
+                                    new SegmentRegistration("t0", "127.0.0.1:1", 4L << 20)
+                                            .adminUrl(idle.adminUrl())
+                                            .role(
+                                                    io.weightrelay.api.control.model.SegmentRole
+                                                            .STORAGE_UNIT)),
+                            io.weightrelay.api.control.model.SegmentOwner.class);
+            assertThat(unit.getRole())
+                    .isEqualTo(io.weightrelay.api.control.model.SegmentRole.STORAGE_UNIT);
+            assertThat(
+                            ok(
+                                            get(
+                                                    "/api/v1/segments/" + a.store.segmentName(),
+                                                    OPERATOR),
+                                            io.weightrelay.api.control.model.SegmentOwner.class)
+                                    .getRole())
+                    .isEqualTo(io.weightrelay.api.control.model.SegmentRole.TRAINER);
+
+            // The checkpoint describes itself: record, manifest, every object's place, checksum.
+            assertThat(dir.resolve("COMPLETE")).exists();
+            CheckpointManifest manifest =
+                    json.readValue(
+                            Files.readAllBytes(dir.resolve("checkpoint.json")),
+                            CheckpointManifest.class);
+            assertThat(manifest.getFormat()).isEqualTo("wr.checkpoint.v1");
+            assertThat(manifest.getGeneration()).isEqualTo(g1);
+            assertThat(manifest.getTrainerStep()).isEqualTo(1);
+            assertThat(manifest.getManifest().getModel()).isEqualTo(model);
+            assertThat(manifest.getDtypes()).isNotEmpty();
+            assertThat(manifest.getObjects()).hasSize(fragments.size());
+            assertThat(manifest.getObjects())
+                    .allSatisfy(
+                            o -> {
+                                assertThat(o.getChecksum()).isEqualTo("crc32c:0badf00d");
+                                assertThat(dir.resolve(o.getFile())).exists();
+                            });
+            assertThat(manifest.getObjects().stream().map(CheckpointObject::getFile).distinct())
+                    .containsExactlyInAnyOrder(
+                            a.store.segmentName() + ".bin", b.store.segmentName() + ".bin");
+
+            // Operators see where and when it was saved, and each owner's time.
+            CheckpointStatus status =
+                    ok(
+                            get(
+                                    "/api/v1/models/"
+                                            + model
+                                            + "/generations/"
+                                            + g1
+                                            + "/checkpoints",
+                                    OPERATOR),
+                            CheckpointStatus.class);
+            assertThat(status.getSaved()).isTrue();
+            assertThat(status.getDirectory()).isEqualTo(dir.toString());
+            assertThat(status.getSavedAt()).isNotNull();
+            assertThat(status.getOwners()).hasSize(2);
+            assertThat(status.getWorstSeconds()).isEqualTo(1.5);
+
+            // Redis forgets the model entirely and the objects are gone: restore from the
+            // directory alone, into the owners present, byte-balanced.
+            forget(model);
+            assertThat(a.store.exists(fragments.get(0).getKey())).isFalse();
+            Generation restored = ok(restoreCall(model, dir), Generation.class);
+            assertThat(restored.getGeneration()).isEqualTo(g1);
             assertThat(restored.getState()).isEqualTo(GenerationState.ACTIVE);
-            assertThat(a.restores.get()).isEqualTo(1);
-            assertThat(b.restores.get()).isEqualTo(1);
-            assertThat(idle.restores.get()).isZero();
-            // Owners are called with the owner credential, and with nothing else.
-            assertThat(a.authorizations).hasSize(2).containsOnly("Bearer " + OWNER_CALL);
-            assertThat(b.authorizations).hasSize(2).containsOnly("Bearer " + OWNER_CALL);
+            assertThat(restored.getObjectsRegistered()).isEqualTo(fragments.size());
+            assertThat(a.restored.size() + b.restored.size() + idle.restored.size())
+                    .as("one copy of each object")
+                    .isEqualTo(fragments.size());
             for (StoredFragment f : fragments) {
-                assertThat(a.store.exists(f.getKey())).isTrue();
+                assertThat(a.store.exists(f.getKey())).as(f.getKey()).isTrue();
             }
             assertThat(
                             ok(
                                             get(
                                                     "/api/v1/models/"
                                                             + model
-                                                            + "/generations/"
-                                                            + g2,
+                                                            + "/generations/active",
                                                     OPERATOR),
                                             Generation.class)
-                                    .getState())
-                    .isEqualTo(GenerationState.RETIRED);
+                                    .getGeneration())
+                    .isEqualTo(g1);
+            assertThat(fragments(model, g1)).hasSize(fragments.size());
+            // The next publish continues after the restored id.
+            long g2 = publish(model, 2);
+            assertThat(g2).isEqualTo(g1 + 1);
+            // Restoring the older one again while a newer one is active leaves it retired.
+            Generation again = ok(restoreCall(model, dir), Generation.class);
+            assertThat(again.getState()).isEqualTo(GenerationState.RETIRED);
+            assertThat(
+                            ok(
+                                            get(
+                                                    "/api/v1/models/"
+                                                            + model
+                                                            + "/generations/active",
+                                                    OPERATOR),
+                                            Generation.class)
+                                    .getGeneration())
+                    .isEqualTo(g2);
+            // Owners are called with the owner credential, and with nothing else.
+            assertThat(a.authorizations).containsOnly("Bearer " + OWNER_CALL);
+            assertThat(b.authorizations).containsOnly("Bearer " + OWNER_CALL);
+            assertThat(idle.authorizations).containsOnly("Bearer " + OWNER_CALL);
         }
     }
 
     @Test
-    void onlyAnAdminUrlAnOwnerRegisteredIsEverCalled() throws Exception {
+    void aFailedOwnerFailsTheSaveAndLeavesNoMarker(@TempDir Path dir) throws Exception {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        try (Owner a = new Owner(0.1);
+                Owner b = new Owner(0.1)) {
+            List<StoredFragment> fragments = fragments(model, g1);
+            for (int i = 0; i < fragments.size(); i++) {
+                (i % 2 == 0 ? a : b).hold(fragments.get(i));
+            }
+            save(model, g1, dir);
+            assertThat(dir.resolve("COMPLETE")).exists();
+            // A second save into the same directory with one owner failing: the old marker is
+            // gone and no new one is written, so nothing restores from a mixed directory.
+            b.failSaves = true;
+            java.net.http.HttpResponse<String> failed = saveCall(model, g1, dir);
+            assertThat(failed.statusCode()).as(failed.body()).isEqualTo(409);
+            assertThat(failed.body())
+                    .contains("/problems/checkpoint-failed")
+                    .contains(b.store.segmentName())
+                    .contains(b.held.get(0).getKey());
+            assertThat(dir.resolve("COMPLETE")).doesNotExist();
+            assertThat(dir.resolve("checkpoint.json")).doesNotExist();
+            java.net.http.HttpResponse<String> restore = restoreCall(model, dir);
+            assertThat(restore.statusCode()).isEqualTo(409);
+            assertThat(restore.body()).contains("/problems/checkpoint-incomplete");
+            assertThat(
+                            ok(
+                                            get(
+                                                    "/api/v1/models/"
+                                                            + model
+                                                            + "/generations/"
+                                                            + g1
+                                                            + "/checkpoints",
+                                                    OPERATOR),
+                                            CheckpointStatus.class)
+                                    .getSaved())
+                    .isFalse();
+            // A manifest changed after the save is refused too.
+            b.failSaves = false;
+            save(model, g1, dir);
+            Files.writeString(
+                    dir.resolve("checkpoint.json"),
+                    Files.readString(dir.resolve("checkpoint.json"))
+                            .replace("\"trainerStep\":1", "\"trainerStep\":7"));
+            java.net.http.HttpResponse<String> tampered = restoreCall(model, dir);
+            assertThat(tampered.statusCode()).isEqualTo(409);
+            assertThat(tampered.body()).contains("does not vouch");
+        }
+    }
+
+    @Test
+    void onlyAnAdminUrlAnOwnerRegisteredIsEverCalled(@TempDir Path dir) throws Exception {
         String model = newModel();
         long g1 = publish(model, 1);
         try (Owner rogue = new Owner(0.1, TRAINER);
@@ -242,7 +478,8 @@ class CheckpointTest extends ControlApiTestSupport {
                             "POST",
                             "/api/v1/models/" + model + "/generations/" + g1 + "/checkpoints",
                             OPERATOR,
-                            new CheckpointRequest("/tmp/ckpt-h9"));
+                            new CheckpointRequest(dir.toString()));
+            assertThat(save.statusCode()).isEqualTo(409);
             assertThat(save.body()).contains("owner has no admin URL");
             assertThat(rogue.saves.get() + legacy.saves.get()).isZero();
             assertThat(rogue.authorizations).isEmpty();

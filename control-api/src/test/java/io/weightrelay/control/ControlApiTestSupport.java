@@ -29,6 +29,7 @@ import org.springframework.test.context.DynamicPropertySource;
             "relay.generations.max-objects=1000",
             "relay.registry.segment-ttl=2s",
             "relay.registry.loader-ttl=60s",
+            "relay.registry.heartbeat-ages-interval=300ms",
             "relay.limits.max-request-bytes=1048576"
         })
 public abstract class ControlApiTestSupport extends ControlApiClientSupport {

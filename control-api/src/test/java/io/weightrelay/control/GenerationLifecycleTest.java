@@ -106,6 +106,56 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
                 "trainer-step-conflict");
     }
 
+    /**
+     * After Redis lost its data the id counter starts again; the trainer sends the newest id it was
+     * given, so a new generation never gets the id of one the engines may still hold.
+     */
+    @Test
+    void openWithAfterGenerationContinuesIdsAboveItAndAnIdempotentOpenIgnoresIt() {
+        String model = newModel();
+        long first = open(model, 1).getGeneration().getGeneration();
+        OpenGenerationRequest afterWipe =
+                new OpenGenerationRequest(2L, manifest(model), trainers("t0", "t1"))
+                        .afterGeneration(first + 40);
+        HttpResponse<String> opened =
+                call("POST", "/api/v1/models/" + model + "/generations", TRAINER, afterWipe);
+        assertThat(opened.statusCode()).isEqualTo(201);
+        long raised =
+                json.readValue(opened.body(), OpenedGeneration.class)
+                        .getGeneration()
+                        .getGeneration();
+        assertThat(raised).isEqualTo(first + 41);
+
+        // a floor below the counter changes nothing; the same step answers the same generation
+        OpenGenerationRequest low =
+                new OpenGenerationRequest(3L, manifest(model), trainers("t0", "t1"))
+                        .afterGeneration(1L);
+        assertThat(
+                        json.readValue(
+                                        call(
+                                                        "POST",
+                                                        "/api/v1/models/" + model + "/generations",
+                                                        TRAINER,
+                                                        low)
+                                                .body(),
+                                        OpenedGeneration.class)
+                                .getGeneration()
+                                .getGeneration())
+                .isEqualTo(raised + 1);
+        HttpResponse<String> again =
+                call(
+                        "POST",
+                        "/api/v1/models/" + model + "/generations",
+                        TRAINER,
+                        afterWipe.afterGeneration(first + 1000));
+        assertThat(again.statusCode()).isEqualTo(200);
+        assertThat(
+                        json.readValue(again.body(), OpenedGeneration.class)
+                                .getGeneration()
+                                .getGeneration())
+                .isEqualTo(raised);
+    }
+
     @Test
     void commitRefusesMissingObjectAndLeavesActiveAlone() {
         String model = newModel();

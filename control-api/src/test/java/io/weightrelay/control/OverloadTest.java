@@ -57,9 +57,7 @@ class OverloadTest extends ControlApiClientSupport {
 
     @DynamicPropertySource
     static void privateRedis(DynamicPropertyRegistry registry) {
-        registry.add("spring.data.redis.host", () -> "127.0.0.1");
-        registry.add("spring.data.redis.port", REDIS::port);
-        registry.add("relay.store.redis-uri", REDIS::uri);
+        REDIS.serveAsRedisOf(registry);
     }
 
     @AfterAll

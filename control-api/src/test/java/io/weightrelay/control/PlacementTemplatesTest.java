@@ -161,6 +161,12 @@ class PlacementTemplatesTest extends ControlApiTestSupport {
         assertThat(get("/api/v1/loaders?model=" + model, OPERATOR).body())
                 .doesNotContain("embed.weight");
 
+        // A digest nobody stored is not found (a read, unlike a registration naming it).
+        assertProblem(
+                get("/api/v1/placements/" + "0".repeat(64), OPERATOR),
+                404,
+                "placement-template-unknown");
+
         // The stored bytes come back as stored.
         HttpResponse<byte[]> back =
                 sendBytes(

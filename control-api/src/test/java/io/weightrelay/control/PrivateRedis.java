@@ -30,7 +30,12 @@ final class PrivateRedis implements AutoCloseable {
 
     /** With more redis-server arguments, e.g. {@code --requirepass} and {@code --user}. */
     PrivateRedis(List<String> extraArgs) {
-        this.extraArgs = List.copyOf(extraArgs);
+        this(port -> extraArgs);
+    }
+
+    /** With more arguments that depend on the port, e.g. {@code --port 0 --tls-port <port>}. */
+    PrivateRedis(java.util.function.IntFunction<List<String>> extraArgs) {
+        this.extraArgs = List.copyOf(extraArgs.apply(port));
         try {
             dir = Files.createTempDirectory("control-api-redis-");
         } catch (IOException ex) {
@@ -107,6 +112,21 @@ final class PrivateRedis implements AutoCloseable {
             process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             process = null;
         }
+    }
+
+    /** Closes this server when the JVM exits (one shared by several test classes). */
+    PrivateRedis closeAtExit() {
+        Runtime.getRuntime()
+                .addShutdownHook(
+                        new Thread(
+                                () -> {
+                                    try {
+                                        close();
+                                    } catch (InterruptedException e) {
+                                        Thread.currentThread().interrupt();
+                                    }
+                                }));
+        return this;
     }
 
     @Override

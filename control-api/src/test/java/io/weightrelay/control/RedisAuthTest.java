@@ -7,16 +7,11 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
-import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.RedisUris;
-import io.weightrelay.dataplane.RegisteredBuffer;
-import io.weightrelay.dataplane.ReplicateConfig;
-import io.weightrelay.dataplane.Segment;
 import io.weightrelay.service.dataplane.DataplaneSettings;
-import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -41,7 +36,7 @@ import org.springframework.test.context.DynamicPropertySource;
             "relay.dataplane.key-prefix=" + AclRedis.PREFIX + "dp:",
             "spring.data.redis.username=" + AclRedis.USER
         })
-class RedisAuthTest extends ControlApiClientSupport {
+class RedisAuthTest extends RedisDependencyTestSupport {
 
     private static final PrivateRedis REDIS = AclRedis.started();
 
@@ -58,14 +53,7 @@ class RedisAuthTest extends ControlApiClientSupport {
 
     @Test
     void controlApiWorksAsTheAclUser() {
-        String model = newModel();
-        long g = publish(model, 1);
-        Generation active =
-                ok(
-                        get("/api/v1/models/" + model + "/generations/active", OPERATOR),
-                        Generation.class);
-        assertThat(active.getGeneration()).isEqualTo(g);
-        assertThat(get("/actuator/health", null).statusCode()).isEqualTo(200);
+        publishesAndServesTheActiveGeneration();
     }
 
     @Test
@@ -81,18 +69,7 @@ class RedisAuthTest extends ControlApiClientSupport {
                         .keyPrefix(AclRedis.PREFIX + "dp:")
                         .build();
         assertThat(config.toString()).doesNotContain(AclRedis.PASSWORD);
-        try (Dataplane dp = Dataplane.open(config)) {
-            Segment segment = dp.createSegment("h9-acl-seg", 1 << 16);
-            RegisteredBuffer source = dp.registerBuffer(ByteBuffer.allocateDirect(4096));
-            dp.store()
-                    .putFrom(
-                            "h9/1/x@0",
-                            source,
-                            0,
-                            4096,
-                            ReplicateConfig.preferLocal(segment.name()));
-            assertThat(dp.store().exists("h9/1/x@0")).isTrue();
-        }
+        storesAndFindsAnObject(config, "h9-acl");
     }
 
     @Test

@@ -124,6 +124,11 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
                         get("/api/v1/loaders?model=" + model + "&group=g", OPERATOR).body(),
                         new TypeReference<List<Loader>>() {});
         assertThat(inGroup).extracting(Loader::getInstance).containsExactly(instance);
+        // A loader that reported no generation and advertised no endpoint has neither member: the
+        // contract declares nothing nullable, so an answer never carries "generation": null.
+        String listed = get("/api/v1/loaders?model=" + model + "&group=g", OPERATOR).body();
+        assertThat(inGroup.get(0).getGeneration()).isNull();
+        assertThat(listed).doesNotContain(":null", "\"generation\"");
 
         LoaderRegistration compatWithFragments = compatLoader(model, "g", "r0", 1);
         compatWithFragments

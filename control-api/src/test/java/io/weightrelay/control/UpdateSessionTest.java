@@ -182,6 +182,77 @@ class UpdateSessionTest extends ControlApiTestSupport {
     }
 
     @Test
+    void aFailedSessionStartsAfreshOnlyOnceTheGroupWasRebuilt() {
+        String model = newModel();
+        long g = publish(model, 1);
+        start(model, g, "grp", 60, "a", "b");
+        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
+        ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
+        ok(report(model, g, "grp", "a", ReportedPhase.APPLYING), UpdateSession.class);
+        ok(report(model, g, "grp", "b", ReportedPhase.FAILED), UpdateSession.class);
+
+        // the same lives joining again find the session as it ended
+        UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
+        UpdateSession same =
+                ok(call("PUT", base(model, g, "grp"), LOADER, again), UpdateSession.class);
+        assertThat(same.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+
+        // rebuilt (registered again, new epochs), the group loads the same generation afresh
+        UpdateSession fresh = start(model, g, "grp", 60, "a", "b");
+        assertThat(fresh.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(fresh.getFailedInstance()).isNull();
+        assertThat(fresh.getParticipants())
+                .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
+        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
+        UpdateSession prepared =
+                ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
+        assertThat(prepared.getState()).isEqualTo(SessionState.APPLYING);
+    }
+
+    /**
+     * A group rebuilt after its session ended DONE (every engine registered again, as a lab proving
+     * the active generation intact does) loads the same generation through fresh barriers: joining
+     * the ended session, whose barriers are open, would let one loader push before its peer took
+     * its notify baseline.
+     */
+    @Test
+    void aFinishedSessionStartsAfreshOnlyOnceTheGroupWasRebuilt() {
+        String model = newModel();
+        long g = publish(model, 1);
+        start(model, g, "grp", 60, "a", "b");
+        for (ReportedPhase phase :
+                List.of(
+                        ReportedPhase.PREPARED,
+                        ReportedPhase.APPLIED,
+                        ReportedPhase.POST_APPLIED)) {
+            ok(report(model, g, "grp", "a", phase), UpdateSession.class);
+            ok(report(model, g, "grp", "b", phase), UpdateSession.class);
+        }
+
+        // the same lives joining again find the session as it ended
+        UpdateSession same =
+                ok(
+                        call(
+                                "PUT",
+                                base(model, g, "grp"),
+                                LOADER,
+                                new UpdateSessionRequest(List.of("a", "b"))),
+                        UpdateSession.class);
+        assertThat(same.getState()).isEqualTo(SessionState.DONE);
+
+        UpdateSession fresh = start(model, g, "grp", 60, "a", "b");
+        assertThat(fresh.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(barrier(model, g, "grp", "prepared", 0).getOpen()).isFalse();
+        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
+        assertThat(barrier(model, g, "grp", "prepared", 0).getOpen())
+                .as("b has not prepared: a must wait for it")
+                .isFalse();
+        UpdateSession applying =
+                ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
+        assertThat(applying.getState()).isEqualTo(SessionState.APPLYING);
+    }
+
+    @Test
     void aPhaseThatOutlivesItsTimeoutFailsNamingTheLaggard() {
         String model = newModel();
         long g = publish(model, 1);

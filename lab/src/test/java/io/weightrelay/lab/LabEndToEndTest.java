@@ -16,11 +16,20 @@ import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Demands;
 import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.springframework.util.FileSystemUtils;
@@ -56,6 +65,9 @@ class LabEndToEndTest {
                 assertThat(storeBytesRead(update.results()))
                         .as("single pull: the store was read exactly once per needed byte")
                         .isEqualTo(demands.storeBytes());
+                if (mode == Mode.COMPAT) {
+                    ConsoleInChromium.showsTheLab(lab, second, "lab");
+                }
 
                 RolloutEngine restarted = lab.restartInstance(0);
                 lab.update(List.of(restarted)).requireUpdated();
@@ -67,6 +79,7 @@ class LabEndToEndTest {
                 checkpointReachesEveryOwnerWithTheOwnerCredential(lab, second);
                 if (mode == Mode.COMPAT) {
                     publisherRestartNeverServesLostBytes(lab, second);
+                    everyMetricTheDashboardShowsIsScraped(lab);
                 } else {
                     deadOwnerFailsThePrepare(lab, second);
                 }
@@ -96,12 +109,62 @@ class LabEndToEndTest {
     }
 
     /**
+     * Every service answers a scrape with the lab's metrics token (and refuses that token
+     * elsewhere), and every {@code relay_*} series the provisioned Grafana dashboard queries is in
+     * what the services expose after this run (publish, updates, a lost generation), so the
+     * dashboard and the code cannot drift apart.
+     */
+    private static void everyMetricTheDashboardShowsIsScraped(LabCluster lab) throws Exception {
+        String dashboard =
+                Files.readString(
+                        Path.of(
+                                "..",
+                                "docker",
+                                "monitoring",
+                                "grafana",
+                                "dashboards",
+                                "weight-relay.json"));
+        Set<String> queried = new TreeSet<>();
+        Matcher m = Pattern.compile("relay_[a-z_]+").matcher(dashboard);
+        while (m.find()) {
+            queried.add(m.group());
+        }
+        assertThat(queried).hasSizeGreaterThan(8);
+        Set<String> scraped = new TreeSet<>();
+        HttpClient http = HttpClient.newHttpClient();
+        for (Map.Entry<String, String> service : lab.serviceUrls().entrySet()) {
+            HttpResponse<String> scrape =
+                    http.send(
+                            HttpRequest.newBuilder(
+                                            URI.create(service.getValue() + "/actuator/prometheus"))
+                                    .header("Authorization", "Bearer " + lab.metricsToken())
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString());
+            assertThat(scrape.statusCode()).as(service.getKey()).isEqualTo(200);
+            scrape.body()
+                    .lines()
+                    .filter(l -> !l.startsWith("#") && !l.isBlank())
+                    .map(l -> l.split("[{ ]", 2)[0])
+                    .forEach(scraped::add);
+            HttpResponse<String> elsewhere =
+                    http.send(
+                            HttpRequest.newBuilder(
+                                            URI.create(service.getValue() + "/actuator/metrics"))
+                                    .header("Authorization", "Bearer " + lab.metricsToken())
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString());
+            assertThat(elsewhere.statusCode()).as(service.getKey()).isEqualTo(403);
+        }
+        assertThat(scraped).as("what the services expose").containsAll(queried);
+    }
+
+    /**
      * No configured token, bound token or data-plane secret appears in any service log of the run
      * (the services got them in files, not on their command lines).
      */
     private static void noTokenOrSecretInAnyLog(LabCluster lab) throws IOException {
         List<String> secrets = lab.configuredSecrets();
-        assertThat(secrets).hasSizeGreaterThanOrEqualTo(4 + 4 + 2).doesNotHaveDuplicates();
+        assertThat(secrets).hasSizeGreaterThanOrEqualTo(5 + 4 + 2).doesNotHaveDuplicates();
         List<Path> logs;
         try (var files = Files.list(lab.logs())) {
             logs = files.filter(f -> f.toString().endsWith(".log")).toList();

@@ -76,6 +76,9 @@ class MultiHostLabTest {
         assertThat(r.isolation().shmMappings())
                 .as("segments and receive buffers mapped")
                 .isPositive();
+        assertThat(r.secretsInLogs())
+                .as("every token is bound to one identity and reaches processes only in files")
+                .isEmpty();
         assertThat(r.verified()).isTrue();
     }
 }

@@ -12,7 +12,8 @@ import org.springframework.validation.annotation.Validated;
  * The loader's settings ({@code relay.loader.*}); its data plane is {@code relay.dataplane.*},
  * shared with every service.
  *
- * @param controlUrl base URL of control-api
+ * @param controlUrl base URL of control-api, or of several instances behind one Redis separated by
+ *     commas (each call fails over to the next that can be reached)
  * @param token bearer token of the {@code loader} role for control-api (empty: none)
  * @param advertiseUrl this service's base URL as registered with control-api (empty: {@code
  *     http://<relay.dataplane.advertise-host>:<server port>})

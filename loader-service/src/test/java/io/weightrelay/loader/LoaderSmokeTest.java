@@ -14,18 +14,22 @@ import org.springframework.test.context.DynamicPropertySource;
  * Starts the whole service on a loopback port and checks what every operator and client meets
  * first.
  */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@SpringBootTest(
+        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = "relay.limits.max-request-bytes=1048576")
 class LoaderSmokeTest extends ServiceSmokeTestSupport {
 
     @Value("${local.server.port}")
     int port;
 
     static final String ENGINE_TOKEN = "engine-token-for-smoke-tests";
+    static final String METRICS_TOKEN = "metrics-token-for-smoke-tests";
 
     @DynamicPropertySource
     static void redis(DynamicPropertyRegistry registry) {
         RedisTestSupport.register(registry);
         registry.add("relay.security.tokens.loader[0]", () -> ENGINE_TOKEN);
+        registry.add("relay.security.tokens.metrics[0]", () -> METRICS_TOKEN);
     }
 
     /** Every call of this test carries the engine's token unless it says otherwise. */
@@ -51,7 +55,29 @@ class LoaderSmokeTest extends ServiceSmokeTestSupport {
     @Test
     void healthAndApiDocsAnswer() {
         assertHealthy();
-        assertServesOpenApi("/api/v1/instance");
+        assertServesTheContract("loader.yaml", "weight-relay loader API", "/api/v1/instance");
+    }
+
+    @Test
+    void aScrapeTokenReadsMetricsAndNothingElse() {
+        assertScrapeTokenReadsOnlyMetrics(METRICS_TOKEN, "/api/v1/instance");
+    }
+
+    @Test
+    void whatTheContainerRefusesIsProblemJson() {
+        assertContainerRejectionsAreProblems();
+        assertChunkedBodyOverTheLimitIsRefused("PUT", "/api/v1/instance", ENGINE_TOKEN, 1 << 20);
+    }
+
+    @Test
+    void whatSpringRefusesIsProblemJsonToo() {
+        assertTraceAndBadMultipartAreProblems(ENGINE_TOKEN, "/api/v1/updates/current");
+        assertBodyIsRefusedAsInvalid(
+                ENGINE_TOKEN,
+                "PUT",
+                "/api/v1/instance",
+                "{\"instanceId\":\"i0\",\"model\":\"m\",\"group\":\"g\",\"node\":\"n0\","
+                        + "\"workers\":[null]}");
     }
 
     @Test

@@ -43,6 +43,10 @@ public final class Dataplane implements AutoCloseable {
     private final TransferEngine engine;
     private final StoreClient store;
     private final Map<String, Segment> segments = new ConcurrentHashMap<>();
+
+    /** The descriptor published for each live segment, to publish again when Redis lost it. */
+    private final Map<String, SegmentDescriptor> descriptors = new ConcurrentHashMap<>();
+
     private final Map<Long, RegisteredBuffer> buffers = new ConcurrentHashMap<>();
     private final int tcpPort;
     private final String hostId;
@@ -83,7 +87,8 @@ public final class Dataplane implements AutoCloseable {
                                             config.redisUri(),
                                             config.keyPrefix(),
                                             // a short peer timeout must not make Redis flaky
-                                            max(config.ioTimeout(), config.connectTimeout())));
+                                            max(config.ioTimeout(), config.connectTimeout()),
+                                            config.redisCaCertificate()));
             return new Dataplane(config, handle, metadata, hostId);
         } catch (RuntimeException e) {
             handle.close();
@@ -209,28 +214,63 @@ public final class Dataplane implements AutoCloseable {
         Errors.check(rc, name);
         Segment segment = new Segment(this, name, size, base[0], path, kind, purged);
         segments.put(name, segment);
+        SegmentDescriptor descriptor =
+                new SegmentDescriptor(
+                        name,
+                        config.nodeLabel(),
+                        hostId,
+                        config.advertiseHost(),
+                        tcpPort,
+                        size,
+                        path.toString(),
+                        kind == SegmentKind.STORE,
+                        engineId);
         try {
             metadata(
                     () -> {
-                        metadata.putSegment(
-                                new SegmentDescriptor(
-                                        name,
-                                        config.nodeLabel(),
-                                        hostId,
-                                        config.advertiseHost(),
-                                        tcpPort,
-                                        size,
-                                        path.toString(),
-                                        kind == SegmentKind.STORE,
-                                        engineId));
+                        metadata.putSegment(descriptor);
                         return null;
                     });
+            descriptors.put(name, descriptor);
         } catch (RuntimeException e) {
             segment.close();
             throw e;
         }
         engine.forget(name);
         return segment;
+    }
+
+    /**
+     * Publishes again the descriptor of every segment of this dataplane whose descriptor is gone
+     * from the metadata store, as after Redis restarted without its data: peers find the segment
+     * again (a new generation's objects in it are readable, receive buffers writable). A name whose
+     * descriptor is there (this engine's, or another's that took it over) is left alone. Cheap when
+     * nothing is missing (one read per segment); the services call it with their heartbeats.
+     *
+     * @return the names published again, empty when none was missing
+     * @throws MetadataException when Redis cannot be reached
+     */
+    public List<String> reannounceSegments() {
+        handle.checkOpen();
+        List<String> again = new ArrayList<>();
+        for (Map.Entry<String, SegmentDescriptor> e : descriptors.entrySet()) {
+            String name = e.getKey();
+            // under the lock destroySegment takes: a segment closed meanwhile is never announced
+            synchronized (descriptors) {
+                if (!segments.containsKey(name)) {
+                    continue;
+                }
+                if (metadata(() -> metadata.segment(name)).isEmpty()) {
+                    metadata(
+                            () -> {
+                                metadata.putSegment(e.getValue());
+                                return null;
+                            });
+                    again.add(name);
+                }
+            }
+        }
+        return again;
     }
 
     /** A segment this dataplane created and has not closed. */
@@ -335,13 +375,16 @@ public final class Dataplane implements AutoCloseable {
     }
 
     void destroySegment(Segment segment) {
-        segments.remove(segment.name(), segment);
         try {
-            metadata(
-                    () -> {
-                        metadata.removeSegment(segment.name());
-                        return null;
-                    });
+            synchronized (descriptors) {
+                segments.remove(segment.name(), segment);
+                descriptors.remove(segment.name());
+                metadata(
+                        () -> {
+                            metadata.removeSegment(segment.name());
+                            return null;
+                        });
+            }
         } finally {
             engine.forget(segment.name());
             handle.call(e -> DpNative.dp_segment_destroy(e, segment.name(), 1));

@@ -29,6 +29,9 @@ import java.util.Objects;
  * @param remover whether this engine's connections claim the remover role (control-api): besides
  *     reading, writing and notifying, a remover may free allocations in segments of other engines
  *     (removing objects). Only the owner of a segment ever allocates in it.
+ * @param redisCaCertificate a PEM file of the certificate authorities the metadata client trusts
+ *     when {@code redisUri} is {@code rediss://} (a private CA); {@code null}: the JVM's trust
+ *     store
  */
 public record DataplaneConfig(
         String nodeLabel,
@@ -45,7 +48,8 @@ public record DataplaneConfig(
         int maxConnections,
         byte[] secret,
         String hostId,
-        boolean remover) {
+        boolean remover,
+        Path redisCaCertificate) {
 
     public DataplaneConfig {
         Objects.requireNonNull(nodeLabel, "nodeLabel");
@@ -140,7 +144,8 @@ public record DataplaneConfig(
                 && maxConnections == other.maxConnections
                 && java.util.Arrays.equals(secret, other.secret)
                 && Objects.equals(hostId, other.hostId)
-                && remover == other.remover;
+                && remover == other.remover
+                && Objects.equals(redisCaCertificate, other.redisCaCertificate);
     }
 
     @Override
@@ -151,7 +156,7 @@ public record DataplaneConfig(
     /** Never prints the secret, nor the Redis password. */
     @Override
     public String toString() {
-        return "DataplaneConfig[nodeLabel=%s, redisUri=%s, keyPrefix=%s, tcpBindHost=%s, advertiseHost=%s, tcpPort=%d, tcpStreams=%d, localThreads=%d, ioTimeout=%s, shmDir=%s, connectTimeout=%s, maxConnections=%d, secret=%s, hostId=%s, remover=%s]"
+        return "DataplaneConfig[nodeLabel=%s, redisUri=%s, keyPrefix=%s, tcpBindHost=%s, advertiseHost=%s, tcpPort=%d, tcpStreams=%d, localThreads=%d, ioTimeout=%s, shmDir=%s, connectTimeout=%s, maxConnections=%d, secret=%s, hostId=%s, remover=%s, redisCaCertificate=%s]"
                 .formatted(
                         nodeLabel,
                         RedisUris.mask(redisUri),
@@ -167,7 +172,8 @@ public record DataplaneConfig(
                         maxConnections,
                         secret.length == 0 ? "none" : "<hidden>",
                         hostId,
-                        remover);
+                        remover,
+                        redisCaCertificate);
     }
 
     /** A builder with the defaults: local Redis, {@code wr:dp:}, loopback, two streams. */
@@ -192,6 +198,7 @@ public record DataplaneConfig(
         private byte[] secret = new byte[0];
         private String hostId;
         private boolean remover;
+        private Path redisCaCertificate;
 
         private Builder(String nodeLabel) {
             this.nodeLabel = nodeLabel;
@@ -269,6 +276,12 @@ public record DataplaneConfig(
             return this;
         }
 
+        /** Certificate authorities (PEM) trusted for a {@code rediss://} metadata store. */
+        public Builder redisCaCertificate(Path value) {
+            this.redisCaCertificate = value;
+            return this;
+        }
+
         public DataplaneConfig build() {
             return new DataplaneConfig(
                     nodeLabel,
@@ -285,7 +298,8 @@ public record DataplaneConfig(
                     maxConnections,
                     secret,
                     hostId,
-                    remover);
+                    remover,
+                    redisCaCertificate);
         }
     }
 }

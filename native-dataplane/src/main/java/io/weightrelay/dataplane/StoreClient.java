@@ -209,6 +209,31 @@ public final class StoreClient {
      * @throws ObjectNotFoundException if no object is published under {@code key}
      */
     public long[] getIntoRanges(String key, List<ReadRange> ranges) {
+        return read(key, ranges, null, null);
+    }
+
+    /**
+     * What {@link #getIntoRangesChecksummed} read.
+     *
+     * @param bytes per range, as {@link #getIntoRanges} returns
+     * @param crc32c per range read in full, the CRC32C of its bytes as they landed (0 otherwise)
+     * @param checksumNanos time the engine's threads spent summing, all together
+     */
+    public record ChecksummedReads(long[] bytes, int[] crc32c, long checksumNanos) {}
+
+    /**
+     * {@link #getIntoRanges}, and the CRC32C of every range taken by the engine as it moves the
+     * bytes (fused with the copy or the receive, while they are in cache), so a reader proves what
+     * it read without a second pass over it.
+     */
+    public ChecksummedReads getIntoRangesChecksummed(String key, List<ReadRange> ranges) {
+        int[] crcs = new int[ranges.size()];
+        long[] nanos = new long[1];
+        long[] bytes = read(key, ranges, crcs, nanos);
+        return new ChecksummedReads(bytes, crcs, nanos[0]);
+    }
+
+    private long[] read(String key, List<ReadRange> ranges, int[] crcs, long[] crcNanos) {
         checkKey(key);
         Metadata.Entry entry = Dataplane.metadata(() -> metadata.objectWithEpoch(key));
         StoredObject object = entry.object().orElseThrow(() -> new ObjectNotFoundException(key));
@@ -247,7 +272,8 @@ public final class StoreClient {
                                 r.length()));
             }
             List<Integer> retry = new ArrayList<>();
-            try (TransferBatch batch = engine.submit(reads)) {
+            try (TransferBatch batch =
+                    crcs == null ? engine.submit(reads) : engine.submitChecksummed(reads)) {
                 batch.await(FOREVER);
                 List<TaskStatus> statuses = batch.statuses();
                 for (int t = 0; t < statuses.size(); t++) {
@@ -255,6 +281,9 @@ public final class StoreClient {
                     int index = pending.get(t);
                     if (s.state() == TaskStatus.State.COMPLETED) {
                         results[index] = s.bytesTransferred();
+                        if (crcs != null) {
+                            crcs[index] = batch.crc32c(t);
+                        }
                     } else {
                         results[index] = s.error().code();
                         if (s.error() == DataplaneError.PEER_GONE
@@ -262,6 +291,9 @@ public final class StoreClient {
                             retry.add(index); // this replica is gone; try the next one
                         }
                     }
+                }
+                if (crcNanos != null) {
+                    crcNanos[0] += batch.checksumNanos();
                 }
             }
             pending = retry;

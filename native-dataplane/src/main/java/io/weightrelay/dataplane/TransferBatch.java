@@ -19,6 +19,7 @@ public final class TransferBatch implements AutoCloseable {
     private final List<TransferRequest> requests;
     private final long[] segmentSizes;
     private final String notifyName;
+    private final boolean checksummed;
     private DpNative.dp_batch batch;
 
     TransferBatch(
@@ -26,11 +27,13 @@ public final class TransferBatch implements AutoCloseable {
             List<TransferRequest> requests,
             long[] segmentSizes,
             String notifyName,
+            boolean checksummed,
             DpNative.dp_batch batch) {
         this.engine = engine;
         this.requests = requests;
         this.segmentSizes = segmentSizes;
         this.notifyName = notifyName;
+        this.checksummed = checksummed;
         this.batch = batch;
     }
 
@@ -92,6 +95,44 @@ public final class TransferBatch implements AutoCloseable {
             engine.onTaskFailure(requests.get(index).segment(), error);
         }
         return new TaskStatus(index, state, bytes[0], error);
+    }
+
+    /**
+     * The CRC32C of task {@code index}'s bytes, as the engine took them while moving them.
+     *
+     * @throws IllegalStateException if the batch was not submitted with {@link
+     *     TransferEngine#submitChecksummed}, or the task has not completed (pending or failed)
+     */
+    public synchronized int crc32c(int index) {
+        if (index < 0 || index >= size()) {
+            throw new IndexOutOfBoundsException(index);
+        }
+        if (!checksummed) {
+            throw new IllegalStateException("the batch was not submitted checksummed");
+        }
+        int[] crc = new int[1];
+        int rc = DpNative.dp_batch_task_crc32c(open(), index, crc);
+        if (rc != 0) {
+            throw new IllegalStateException(
+                    "task "
+                            + index
+                            + " has no checksum: it "
+                            + (rc > 0
+                                    ? "is pending"
+                                    : "failed (" + DataplaneError.fromCode(rc) + ")"));
+        }
+        return crc[0];
+    }
+
+    /**
+     * Nanoseconds the engine's threads spent taking this batch's CRC32Cs so far, summed over
+     * threads (0 unless submitted checksummed): what the checksums cost apart from moving the
+     * bytes.
+     */
+    public synchronized long checksumNanos() {
+        long[] nanos = new long[1];
+        Errors.check(DpNative.dp_batch_crc_nanos(open(), nanos), "transfer batch");
+        return nanos[0];
     }
 
     /** The state of every task, in submission order. */

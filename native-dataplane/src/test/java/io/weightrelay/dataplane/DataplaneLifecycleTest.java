@@ -68,6 +68,26 @@ class DataplaneLifecycleTest {
     }
 
     @Test
+    void aDescriptorRedisLostIsPublishedAgainAndAClosedSegmentsNever() throws Exception {
+        try (Dataplane dp = open("node-a")) {
+            Segment kept = dp.createSegment("kept", 1 << 20);
+            Segment closed = dp.createSegment("closed", 1 << 20);
+            assertThat(dp.reannounceSegments()).as("nothing missing").isEmpty();
+            closed.close();
+            // Redis restarted empty: every key of the data plane is gone
+            RedisSupport.deleteKeys(prefix);
+            assertThat(redisHash(prefix + "seg:kept")).isEmpty();
+
+            assertThat(dp.reannounceSegments()).containsExactly("kept");
+            assertThat(redisHash(prefix + "seg:kept"))
+                    .containsEntry("shm", kept.shmPath().toString())
+                    .containsEntry("port", Integer.toString(dp.tcpPort()));
+            assertThat(redisHash(prefix + "seg:closed")).isEmpty();
+            assertThat(dp.reannounceSegments()).isEmpty();
+        }
+    }
+
+    @Test
     void closingTheDataplaneClosesWhatItCreatedAndLaterCallsFailClearly() {
         Dataplane dp = open("node-a");
         Segment seg = dp.createSegment("pub", 1 << 20);

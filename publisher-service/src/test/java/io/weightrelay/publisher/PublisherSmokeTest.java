@@ -16,7 +16,9 @@ import org.springframework.test.context.DynamicPropertySource;
  * Starts the whole service on a loopback port and checks what every operator and client meets
  * first.
  */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@SpringBootTest(
+        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = "relay.limits.max-request-bytes=1048576")
 class PublisherSmokeTest extends ServiceSmokeTestSupport {
 
     @Value("${local.server.port}")
@@ -77,7 +79,56 @@ class PublisherSmokeTest extends ServiceSmokeTestSupport {
     @Test
     void healthAndApiDocsAnswer() {
         assertHealthy();
-        assertServesOpenApi("/api/v1/staging/reservations");
+        assertServesTheContract(
+                "publisher.yaml", "weight-relay publisher API", "/api/v1/staging/reservations");
+    }
+
+    @Test
+    void aScrapeTokenReadsMetricsAndNothingElse() {
+        assertScrapeTokenReadsOnlyMetrics(
+                TestPublisherProperties.METRICS_TOKEN, "/api/v1/staging/reservations");
+        // The engine's bytes per transport and direction (docs/metrics.md); no tcp byte written.
+        String scrape = getAs("/actuator/prometheus", TestPublisherProperties.METRICS_TOKEN).body();
+        for (String direction : new String[] {"read", "written", "served_read", "served_written"}) {
+            assertThat(scrape)
+                    .contains(
+                            "relay_publisher_transport_bytes_total{direction=\""
+                                    + direction
+                                    + "\",transport=\"tcp\"}");
+        }
+        assertThat(scrape)
+                .contains(
+                        "relay_publisher_transport_bytes_total{direction=\"read\",transport=\"local\"}")
+                .contains(
+                        "relay_publisher_transport_bytes_total{direction=\"written\",transport=\"tcp\"}"
+                                + " 0.0");
+    }
+
+    @Test
+    void whatTheContainerRefusesIsProblemJson() {
+        assertContainerRejectionsAreProblems();
+        assertChunkedBodyOverTheLimitIsRefused(
+                "POST",
+                "/api/v1/staging/reservations",
+                TestPublisherProperties.TRAINER_TOKEN,
+                1 << 20);
+    }
+
+    @Test
+    void whatSpringRefusesIsProblemJsonToo() {
+        assertTraceAndBadMultipartAreProblems(
+                TestPublisherProperties.TRAINER_TOKEN, "/api/v1/staging");
+        assertBodyIsRefusedAsInvalid(
+                TestPublisherProperties.TRAINER_TOKEN,
+                "POST",
+                "/api/v1/models/m/generations/1/batches",
+                "{\"reservationId\":\"r1\",\"tensors\":[null]}");
+        // A directory no path can name (a NUL in it) was an InvalidPathException and a 500.
+        assertBodyIsRefusedAsInvalid(
+                TestPublisherProperties.OWNER_TOKEN,
+                "POST",
+                "/api/v1/checkpoints/restore",
+                "{\"model\":\"m\",\"generation\":1,\"directory\":\"/tmp/a\\u0000b\"}");
     }
 
     @Test

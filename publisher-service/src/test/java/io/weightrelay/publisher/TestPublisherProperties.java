@@ -20,6 +20,9 @@ public final class TestPublisherProperties {
      */
     public static final String OWNER_TOKEN = "test-owner-token-0123456789";
 
+    /** A Prometheus server's: it reads {@code /actuator/prometheus} and nothing else. */
+    public static final String METRICS_TOKEN = "test-metrics-token-0123456789";
+
     /** The owner-role token a test publisher registers its segment with at the test control-api. */
     public static final String SEGMENT_OWNER_TOKEN = "test-segment-owner-token-0123456789";
 
@@ -73,5 +76,6 @@ public final class TestPublisherProperties {
         registry.add("relay.security.tokens.trainer[0]", () -> TRAINER_TOKEN);
         registry.add("relay.security.tokens.operator[0]", () -> OPERATOR_TOKEN);
         registry.add("relay.security.tokens.owner[0]", () -> OWNER_TOKEN);
+        registry.add("relay.security.tokens.metrics[0]", () -> METRICS_TOKEN);
     }
 }

@@ -1,9 +1,15 @@
 package io.weightrelay.control.checkpoint;
 
+import io.weightrelay.api.control.model.CheckpointManifest;
+import io.weightrelay.api.control.model.CheckpointObject;
 import io.weightrelay.api.control.model.CheckpointReport;
+import io.weightrelay.api.control.model.CheckpointStatus;
+import io.weightrelay.api.control.model.Dtype;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.OwnerCheckpoint;
 import io.weightrelay.api.control.model.SegmentOwner;
+import io.weightrelay.api.control.model.TensorSpec;
+import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
 import io.weightrelay.control.generation.GenerationProblems;
@@ -13,10 +19,27 @@ import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.registry.Registry;
 import io.weightrelay.control.store.ObjectStore;
 import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.service.problem.CommonProblems;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
+import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
-import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -26,17 +49,31 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.function.BiFunction;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.stereotype.Service;
+import tools.jackson.core.type.TypeReference;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Saves and restores generations through the segment owners. Which owners hold a generation comes
  * from the store's own object directory, so a save calls exactly those owners and no GPU process.
+ *
+ * <p>A checkpoint directory is self-contained: one file per owner ({@code <segment>.bin}, written
+ * and fsynced by the owner), {@code checkpoint.json} (a {@link CheckpointManifest}: the source
+ * manifest and digest, the generation's record, every object with its size, registered checksum,
+ * file and offset) and, written last once every owner has fsynced, the completion marker {@code
+ * COMPLETE} holding the SHA-256 of {@code checkpoint.json}. A restore needs nothing else: not the
+ * generation's Redis record, not the segments that held it.
  */
 @Service
 public class CheckpointService {
+
+    public static final String FORMAT = "wr.checkpoint.v1";
+    public static final String MANIFEST = "checkpoint.json";
+    public static final String MARKER = "COMPLETE";
 
     private static final Logger log = LoggerFactory.getLogger(CheckpointService.class);
 
@@ -48,6 +85,7 @@ public class CheckpointService {
     private final RedisKeys keys;
     private final RedisGuard guard;
     private final CheckpointProperties properties;
+    private final JsonMapper json;
     private final Clock clock;
 
     CheckpointService(
@@ -59,6 +97,7 @@ public class CheckpointService {
             RedisKeys keys,
             RedisGuard guard,
             CheckpointProperties properties,
+            JsonMapper json,
             Clock clock) {
         this.generations = generations;
         this.registry = registry;
@@ -68,10 +107,15 @@ public class CheckpointService {
         this.keys = keys;
         this.guard = guard;
         this.properties = properties;
+        this.json = json;
         this.clock = clock;
     }
 
+    // ---- save ----------------------------------------------------------------------------------
+
     public CheckpointReport save(String model, long generation, String directory) {
+        long started = System.nanoTime();
+        Path dir = absolute(directory);
         GenerationService.StoredGeneration g = committed(model, generation);
         List<String> objectKeys = generations.objectKeys(model, generation, g.manifestDigest());
         Map<String, List<String>> locations = store.locations(objectKeys);
@@ -100,16 +144,29 @@ public class CheckpointService {
         Map<Object, Object> registered =
                 guard.call(() -> redis.opsForHash().entries(keys.objects(model, generation)));
         Map<String, Map<String, String>> checksumsPerSegment = new TreeMap<>();
+        Map<String, String> checksums = new HashMap<>();
         registered.forEach(
                 (fragment, value) -> {
                     String key = ObjectKeys.key(model, generation, (String) fragment);
                     String checksum = ((String) value).split("\\|", -1)[1];
+                    checksums.put(key, checksum);
                     for (String segment : locations.getOrDefault(key, List.of())) {
                         checksumsPerSegment
                                 .computeIfAbsent(segment, x -> new TreeMap<>())
                                 .put(key, checksum);
                     }
                 });
+        // A save into a directory that held a checkpoint makes it unusable first: no marker
+        // vouches for a mix of old and new files.
+        try {
+            Files.createDirectories(dir);
+            Files.deleteIfExists(dir.resolve(MARKER));
+            Files.deleteIfExists(dir.resolve(MANIFEST));
+        } catch (IOException e) {
+            throw CommonProblems.INVALID_REQUEST.exception(
+                    "cannot prepare checkpoint directory " + dir + ": " + e);
+        }
+        Map<String, OwnerCheckpointResult> answers = new java.util.concurrent.ConcurrentHashMap<>();
         List<OwnerCheckpoint> results =
                 callOwners(
                         expectedPerSegment.keySet(),
@@ -117,85 +174,520 @@ public class CheckpointService {
                                 new OwnerCheckpointRequest()
                                         .model(model)
                                         .generation(generation)
-                                        .directory(directory)
+                                        .directory(dir.toString())
                                         .checksums(
                                                 checksumsPerSegment.getOrDefault(
                                                         segment, Map.of())),
-                        owners::save);
+                        (url, request) -> owners.save(url, request),
+                        answers);
         for (OwnerCheckpoint r : results) {
             long expected = expectedPerSegment.getOrDefault(r.getSegment(), 0L);
             if (r.getError() == null && r.getObjects() != expected) {
                 r.setError("saved " + r.getObjects() + " objects, the store says " + expected);
             }
         }
-        guard.run(
-                () ->
-                        redis.opsForHash()
-                                .putAll(
-                                        keys.checkpoint(model, generation),
-                                        Map.of(
-                                                "directory",
-                                                directory,
-                                                "segments",
-                                                String.join(",", expectedPerSegment.keySet()),
-                                                "savedAt",
-                                                clock.instant()
-                                                        .atOffset(ZoneOffset.UTC)
-                                                        .toString())));
-        CheckpointReport report = report(model, generation, directory, results);
+        List<OwnerCheckpoint> failed = results.stream().filter(r -> r.getError() != null).toList();
+        if (!failed.isEmpty()) {
+            recordFailure(model, generation, dir, results);
+            throw CheckpointProblems.CHECKPOINT_FAILED
+                    .exception(
+                            failed.size()
+                                    + " of "
+                                    + results.size()
+                                    + " owner(s) failed to save generation "
+                                    + generation
+                                    + " (no completion marker was written): "
+                                    + failed.get(0).getSegment()
+                                    + ": "
+                                    + failed.get(0).getError())
+                    .with("owners", results);
+        }
+        // Where each object lives in the owner files (the first owner that saved it, if several
+        // replicas were saved).
+        Map<String, CheckpointObject> objects = new TreeMap<>();
+        for (OwnerCheckpoint r : results) {
+            OwnerCheckpointResult answer = answers.get(r.getSegment());
+            for (OwnerCheckpointObject o : answer.getSaved()) {
+                String registeredChecksum = checksums.get(o.getKey());
+                if (registeredChecksum == null || !registeredChecksum.equals(o.getChecksum())) {
+                    throw CheckpointProblems.CHECKPOINT_FAILED
+                            .exception(
+                                    "owner "
+                                            + r.getSegment()
+                                            + " saved object "
+                                            + o.getKey()
+                                            + " with checksum "
+                                            + o.getChecksum()
+                                            + ", registered "
+                                            + registeredChecksum)
+                            .with("object", o.getKey());
+                }
+                objects.putIfAbsent(
+                        o.getKey(),
+                        new CheckpointObject(
+                                o.getKey(),
+                                o.getSize(),
+                                o.getChecksum(),
+                                o.getFile(),
+                                o.getOffset()));
+            }
+        }
+        for (String key : objectKeys) {
+            if (!objects.containsKey(key)) {
+                throw CheckpointProblems.CHECKPOINT_FAILED
+                        .exception("no owner saved object " + key)
+                        .with("object", key);
+            }
+        }
+        long bytes = objects.values().stream().mapToLong(CheckpointObject::getSize).sum();
+        OffsetDateTime savedAt = clock.instant().atOffset(ZoneOffset.UTC);
+        Generation view = g.view();
+        io.weightrelay.api.control.model.SourceManifest source =
+                generations.apiManifest(model, generation);
+        CheckpointManifest manifest =
+                new CheckpointManifest(
+                        FORMAT,
+                        model,
+                        generation,
+                        view.getTrainerStep(),
+                        g.manifestDigest(),
+                        source,
+                        new ArrayList<>(objects.values()),
+                        results,
+                        bytes,
+                        savedAt);
+        manifest.setTrainerTopologyDigest(view.getTrainerTopologyDigest());
+        manifest.setTrainerTopology(g.trainers());
+        manifest.setCommittedAt(view.getCommittedAt());
+        manifest.setDtypes(
+                new ArrayList<>(
+                                new TreeSet<>(
+                                        source.getTensors().stream()
+                                                .map(TensorSpec::getRolloutDtype)
+                                                .map(Dtype::getValue)
+                                                .toList()))
+                        .stream().map(Dtype::fromValue).toList());
+        byte[] manifestBytes = json.writeValueAsBytes(manifest);
+        try {
+            writeDurably(dir, MANIFEST, manifestBytes);
+            // Last: the marker vouches for exactly this manifest, after every owner fsynced.
+            writeDurably(
+                    dir,
+                    MARKER,
+                    (FORMAT + " sha256:" + sha256(manifestBytes) + "\n")
+                            .getBytes(StandardCharsets.US_ASCII));
+        } catch (IOException e) {
+            throw CheckpointProblems.CHECKPOINT_FAILED.exception(
+                    "cannot write the checkpoint manifest into " + dir + ": " + e);
+        }
+        double saveSeconds = (System.nanoTime() - started) / 1e9;
+        CheckpointReport report = report(model, generation, dir.toString(), results);
+        report.setBytes(bytes);
+        report.setSaveSeconds(saveSeconds);
+        recordSaved(model, generation, dir, savedAt, bytes, saveSeconds, results, null);
         log.info(
-                "model {}: generation {} saved to {} by {} owner(s), mean {} s, worst {} s",
+                "model {}: generation {} saved to {} by {} owner(s) in {} s, owner mean {} s,"
+                        + " worst {} s",
                 model,
                 generation,
-                directory,
+                dir,
                 results.size(),
+                saveSeconds,
                 report.getMeanSeconds(),
                 report.getWorstSeconds());
         return report;
     }
 
-    public Generation restore(String model, long generation, String directory) {
-        GenerationService.StoredGeneration g = committed(model, generation);
-        String recorded =
-                guard.call(
-                        () ->
-                                (String)
-                                        redis.opsForHash()
-                                                .get(
-                                                        keys.checkpoint(model, generation),
-                                                        "segments"));
-        TreeSet<String> segments = new TreeSet<>();
-        if (recorded != null && !recorded.isEmpty()) {
-            segments.addAll(Arrays.asList(recorded.split(",")));
-        } else {
-            registry.liveSegments().forEach(s -> segments.add(s.getSegment()));
+    // ---- restore -------------------------------------------------------------------------------
+
+    /**
+     * Restores the checkpoint in {@code directory}, needing nothing but the directory and live
+     * segment owners: see the class comment.
+     */
+    public Generation restore(String model, Long generation, String directory) {
+        Path dir = absolute(directory);
+        CheckpointManifest m = read(dir);
+        GenerationService.requireSameModel(model, m.getModel());
+        if (generation != null && generation != m.getGeneration()) {
+            throw CommonProblems.INVALID_REQUEST.exception(
+                    "the checkpoint in "
+                            + dir
+                            + " holds generation "
+                            + m.getGeneration()
+                            + ", not "
+                            + generation);
         }
-        OwnerCheckpointRequest request =
-                new OwnerCheckpointRequest()
-                        .model(model)
-                        .generation(generation)
-                        .directory(directory);
-        List<OwnerCheckpoint> results = callOwners(segments, request, owners::restore);
-        results.stream()
-                .filter(r -> r.getError() != null)
+        long g = m.getGeneration();
+        // Every manifest object is in the checkpoint, with its manifest size.
+        io.weightrelay.reshard.manifest.SourceManifest source =
+                io.weightrelay.control.generation.ManifestMapper.toReshard(m.getManifest());
+        Map<String, CheckpointObject> byKey = new HashMap<>();
+        for (CheckpointObject o : m.getObjects()) {
+            byKey.put(o.getKey(), o);
+        }
+        for (io.weightrelay.reshard.manifest.StoredFragment f : source.fragments()) {
+            String key = ObjectKeys.key(model, g, f.fragment());
+            CheckpointObject o = byKey.get(key);
+            if (o == null || o.getSize() != f.bytes()) {
+                throw CheckpointProblems.CHECKPOINT_INCOMPLETE
+                        .exception(
+                                "the checkpoint in "
+                                        + dir
+                                        + (o == null ? " lacks object " : " has the wrong size of ")
+                                        + key)
+                        .with("object", key);
+            }
+        }
+        if (byKey.size() != source.fragments().size()) {
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
+                    "the checkpoint lists "
+                            + byKey.size()
+                            + " objects, its manifest has "
+                            + source.fragments().size());
+        }
+        List<SegmentOwner> live =
+                registry.liveSegments().stream()
+                        .filter(s -> s.getAlive() && s.getAdminUrl() != null && s.getSize() > 0)
+                        .sorted(Comparator.comparing(SegmentOwner::getSegment))
+                        .toList();
+        List<String> keysOf = new ArrayList<>(byKey.keySet());
+        long started = System.nanoTime();
+        List<OwnerCheckpoint> results = new ArrayList<>();
+        // An owner that cannot be reached (gone since its last heartbeat) is left out and the
+        // objects are spread again over the others; bytes that fail their checksum fail at once.
+        for (int attempt = 0; ; attempt++) {
+            if (live.isEmpty()) {
+                store.remove(keysOf);
+                throw CheckpointProblems.NO_OWNERS
+                        .exception(
+                                "no live segment owner with an admin URL is registered to restore"
+                                        + " into")
+                        .with("owners", results);
+            }
+            Map<String, List<OwnerCheckpointObject>> plan = spread(m.getObjects(), live);
+            Map<String, OwnerCheckpointResult> answers =
+                    new java.util.concurrent.ConcurrentHashMap<>();
+            List<OwnerCheckpoint> round =
+                    callOwners(
+                            plan.keySet(),
+                            segment ->
+                                    new OwnerCheckpointRequest()
+                                            .model(model)
+                                            .generation(g)
+                                            .directory(dir.toString())
+                                            .objects(plan.get(segment)),
+                            (url, request) -> owners.restore(url, request),
+                            answers);
+            results.addAll(round);
+            List<OwnerCheckpoint> failed =
+                    round.stream().filter(r -> r.getError() != null).toList();
+            if (failed.isEmpty()) {
+                break;
+            }
+            boolean fatal = failed.stream().anyMatch(r -> r.getError().matches("(?s)^4\\d\\d .*"));
+            if (fatal || attempt >= 2) {
+                // Nothing is registered; what was re-stored is removed, so no half is left.
+                long removed = store.remove(keysOf);
+                throw CheckpointProblems.RESTORE_FAILED
+                        .exception(
+                                failed.size()
+                                        + " of "
+                                        + round.size()
+                                        + " owner(s) failed to restore generation "
+                                        + g
+                                        + " ("
+                                        + removed
+                                        + " re-stored object(s) removed again): "
+                                        + failed.get(0).getSegment()
+                                        + ": "
+                                        + failed.get(0).getError())
+                        .with("owners", results);
+            }
+            java.util.Set<String> out = new java.util.HashSet<>();
+            failed.forEach(r -> out.add(r.getSegment()));
+            log.warn(
+                    "restore of generation {}: owner(s) {} failed, spreading over the others: {}",
+                    g,
+                    out,
+                    failed.get(0).getError());
+            live = live.stream().filter(s -> !out.contains(s.getSegment())).toList();
+        }
+        Map<String, List<String>> where = store.locations(keysOf);
+        Map<String, String> registeredObjects = new HashMap<>();
+        for (CheckpointObject o : m.getObjects()) {
+            List<String> segments = where.get(o.getKey());
+            if (segments == null || segments.isEmpty()) {
+                throw CheckpointProblems.RESTORE_FAILED
+                        .exception("object " + o.getKey() + " is not in the store after restore")
+                        .with("object", o.getKey());
+            }
+            registeredObjects.put(
+                    o.getKey(),
+                    o.getSize() + "|" + o.getChecksum() + "|" + String.join(",", segments));
+        }
+        GenerationService.RestoreOutcome outcome =
+                generations.registerRestored(
+                        new GenerationService.Restored(
+                                model,
+                                g,
+                                m.getTrainerStep(),
+                                m.getManifest(),
+                                m.getManifestDigest(),
+                                m.getTrainerTopology(),
+                                m.getTrainerTopologyDigest(),
+                                m.getCommittedAt()),
+                        registeredObjects);
+        double seconds = (System.nanoTime() - started) / 1e9;
+        recordSaved(
+                model,
+                g,
+                dir,
+                m.getSavedAt(),
+                m.getBytes(),
+                null,
+                m.getOwners(),
+                clock.instant().atOffset(ZoneOffset.UTC));
+        log.info(
+                "model {}: generation {} restored from {} by {} owner(s) in {} s, now {}{}",
+                model,
+                g,
+                dir,
+                results.size(),
+                seconds,
+                outcome.generation().getState(),
+                outcome.active() ? "" : " (generation " + outcome.other() + " is newer)");
+        return outcome.generation();
+    }
+
+    /**
+     * Each object goes to one owner, into that owner's own segment: largest first to the owner with
+     * the fewest bytes so far, so the bytes spread evenly over the owners present.
+     */
+    static Map<String, List<OwnerCheckpointObject>> spread(
+            List<CheckpointObject> objects, List<SegmentOwner> owners) {
+        List<CheckpointObject> sorted = new ArrayList<>(objects);
+        sorted.sort(
+                Comparator.comparingLong(CheckpointObject::getSize)
+                        .reversed()
+                        .thenComparing(CheckpointObject::getKey));
+        long[] load = new long[owners.size()];
+        Map<String, List<OwnerCheckpointObject>> plan = new LinkedHashMap<>();
+        for (CheckpointObject o : sorted) {
+            int best = 0;
+            for (int i = 1; i < load.length; i++) {
+                if (load[i] < load[best]) {
+                    best = i;
+                }
+            }
+            load[best] += o.getSize();
+            plan.computeIfAbsent(owners.get(best).getSegment(), s -> new ArrayList<>())
+                    .add(
+                            new OwnerCheckpointObject()
+                                    .key(o.getKey())
+                                    .size(o.getSize())
+                                    .checksum(o.getChecksum())
+                                    ._file(o.getFile())
+                                    .offset(o.getOffset()));
+        }
+        // Each owner reads its files front to back.
+        plan.values()
                 .forEach(
-                        r ->
-                                log.warn(
-                                        "restore of generation {} on {} failed: {}",
-                                        generation,
-                                        r.getSegment(),
-                                        r.getError()));
-        List<String> objectKeys = generations.objectKeys(model, generation, g.manifestDigest());
-        int present = store.existing(objectKeys).size();
-        if (present != objectKeys.size()) {
-            throw CheckpointProblems.OBJECTS_NOT_STORED
+                        l ->
+                                l.sort(
+                                        Comparator.comparing(OwnerCheckpointObject::getFile)
+                                                .thenComparingLong(
+                                                        OwnerCheckpointObject::getOffset)));
+        return plan;
+    }
+
+    /** The checkpoint manifest of a directory, only if the completion marker vouches for it. */
+    CheckpointManifest read(Path dir) {
+        byte[] marker;
+        byte[] manifest;
+        try {
+            marker = Files.readAllBytes(dir.resolve(MARKER));
+        } catch (NoSuchFileException e) {
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE
                     .exception(
-                            (objectKeys.size() - present)
-                                    + " object(s) are still missing after the restore; the"
-                                    + " active generation is unchanged")
-                    .with("owners", results);
+                            "no completion marker in "
+                                    + dir
+                                    + ": no save into it finished, it cannot be restored")
+                    .with("directory", dir.toString());
+        } catch (IOException e) {
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
+                    "cannot read " + dir.resolve(MARKER) + ": " + e);
         }
-        return generations.activate(model, generation);
+        try {
+            manifest = Files.readAllBytes(dir.resolve(MANIFEST));
+        } catch (IOException e) {
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
+                    "cannot read " + dir.resolve(MANIFEST) + ": " + e);
+        }
+        String expected = FORMAT + " sha256:" + sha256(manifest);
+        if (!new String(marker, StandardCharsets.US_ASCII).trim().equals(expected)) {
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
+                    "the completion marker in "
+                            + dir
+                            + " does not vouch for its "
+                            + MANIFEST
+                            + " (changed after the save)");
+        }
+        CheckpointManifest m;
+        try {
+            m = json.readValue(manifest, CheckpointManifest.class);
+        } catch (RuntimeException e) {
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
+                    "cannot parse " + dir.resolve(MANIFEST) + ": " + e.getMessage());
+        }
+        if (!FORMAT.equals(m.getFormat())) {
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
+                    "checkpoint format " + m.getFormat() + " is not " + FORMAT);
+        }
+        return m;
+    }
+
+    // ---- status --------------------------------------------------------------------------------
+
+    public CheckpointStatus status(String model, long generation) {
+        generations.load(model, generation);
+        Map<Object, Object> h =
+                guard.call(() -> redis.opsForHash().entries(keys.checkpoint(model, generation)));
+        CheckpointStatus status =
+                new CheckpointStatus(model, generation, "1".equals(h.get("complete")));
+        if (h.isEmpty()) {
+            return status;
+        }
+        status.setDirectory((String) h.get("directory"));
+        status.setSavedAt(time(h.get("savedAt")));
+        status.setRestoredAt(time(h.get("restoredAt")));
+        if (h.get("bytes") != null) {
+            status.setBytes(Long.parseLong((String) h.get("bytes")));
+        }
+        if (h.get("saveSeconds") != null) {
+            status.setSaveSeconds(Double.parseDouble((String) h.get("saveSeconds")));
+        }
+        if (h.get("owners") != null) {
+            List<OwnerCheckpoint> list =
+                    json.readValue((String) h.get("owners"), new TypeReference<>() {});
+            status.setOwners(list);
+            CheckpointReport r = report(model, generation, null, list);
+            status.setMeanSeconds(r.getMeanSeconds());
+            status.setWorstSeconds(r.getWorstSeconds());
+        }
+        return status;
+    }
+
+    private void recordSaved(
+            String model,
+            long generation,
+            Path dir,
+            OffsetDateTime savedAt,
+            Long bytes,
+            Double saveSeconds,
+            List<OwnerCheckpoint> results,
+            OffsetDateTime restoredAt) {
+        Map<String, String> fields = new LinkedHashMap<>();
+        fields.put("complete", "1");
+        fields.put("directory", dir.toString());
+        fields.put("savedAt", savedAt.toString());
+        fields.put(
+                "segments",
+                String.join(",", results.stream().map(OwnerCheckpoint::getSegment).toList()));
+        fields.put("owners", json.writeValueAsString(results));
+        if (bytes != null) {
+            fields.put("bytes", bytes.toString());
+        }
+        if (saveSeconds != null) {
+            fields.put("saveSeconds", saveSeconds.toString());
+        }
+        if (restoredAt != null) {
+            fields.put("restoredAt", restoredAt.toString());
+        }
+        String key = keys.checkpoint(model, generation);
+        guard.run(
+                () -> {
+                    if (restoredAt == null) {
+                        redis.delete(key);
+                    }
+                    redis.opsForHash().putAll(key, fields);
+                });
+    }
+
+    private void recordFailure(
+            String model, long generation, Path dir, List<OwnerCheckpoint> results) {
+        String key = keys.checkpoint(model, generation);
+        guard.run(
+                () -> {
+                    redis.delete(key);
+                    redis.opsForHash()
+                            .putAll(
+                                    key,
+                                    Map.of(
+                                            "complete",
+                                            "0",
+                                            "directory",
+                                            dir.toString(),
+                                            "owners",
+                                            json.writeValueAsString(results)));
+                });
+    }
+
+    private static OffsetDateTime time(Object value) {
+        return value == null ? null : OffsetDateTime.parse((String) value);
+    }
+
+    // ---- helpers -------------------------------------------------------------------------------
+
+    private static Path absolute(String directory) {
+        Path dir;
+        try {
+            dir = Path.of(directory).normalize();
+        } catch (java.nio.file.InvalidPathException e) {
+            throw CommonProblems.INVALID_REQUEST.exception(
+                    "checkpoint directory is not a path here: " + e.getReason());
+        }
+        if (!dir.isAbsolute()) {
+            throw CommonProblems.INVALID_REQUEST.exception(
+                    "checkpoint directory '" + directory + "' is not absolute");
+        }
+        return dir;
+    }
+
+    /** Writes {@code name} in {@code dir} through a temporary file, fsynced, then the directory. */
+    private static void writeDurably(Path dir, String name, byte[] bytes) throws IOException {
+        Path tmp = dir.resolve(name + ".tmp");
+        try (FileChannel out =
+                FileChannel.open(
+                        tmp,
+                        StandardOpenOption.CREATE,
+                        StandardOpenOption.TRUNCATE_EXISTING,
+                        StandardOpenOption.WRITE)) {
+            ByteBuffer b = ByteBuffer.wrap(bytes);
+            while (b.hasRemaining()) {
+                out.write(b);
+            }
+            out.force(true);
+        }
+        try {
+            Files.move(
+                    tmp,
+                    dir.resolve(name),
+                    StandardCopyOption.ATOMIC_MOVE,
+                    StandardCopyOption.REPLACE_EXISTING);
+        } catch (AtomicMoveNotSupportedException e) {
+            Files.move(tmp, dir.resolve(name), StandardCopyOption.REPLACE_EXISTING);
+        }
+        try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
+            d.force(true);
+        }
+    }
+
+    private static String sha256(byte[] bytes) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     private GenerationService.StoredGeneration committed(String model, long generation) {
@@ -209,15 +701,9 @@ public class CheckpointService {
 
     private List<OwnerCheckpoint> callOwners(
             Iterable<String> segments,
-            OwnerCheckpointRequest request,
-            BiFunction<String, OwnerCheckpointRequest, OwnerCheckpointResult> call) {
-        return callOwners(segments, segment -> request, call);
-    }
-
-    private List<OwnerCheckpoint> callOwners(
-            Iterable<String> segments,
-            java.util.function.Function<String, OwnerCheckpointRequest> requestFor,
-            BiFunction<String, OwnerCheckpointRequest, OwnerCheckpointResult> call) {
+            Function<String, OwnerCheckpointRequest> requestFor,
+            BiFunction<String, OwnerCheckpointRequest, OwnerCheckpointResult> call,
+            Map<String, OwnerCheckpointResult> answers) {
         List<String> names = new ArrayList<>();
         segments.forEach(names::add);
         if (names.isEmpty()) {
@@ -228,7 +714,9 @@ public class CheckpointService {
         try {
             List<Future<OwnerCheckpoint>> futures = new ArrayList<>();
             for (String segment : names) {
-                futures.add(pool.submit(() -> callOne(segment, requestFor.apply(segment), call)));
+                futures.add(
+                        pool.submit(
+                                () -> callOne(segment, requestFor.apply(segment), call, answers)));
             }
             List<OwnerCheckpoint> out = new ArrayList<>();
             for (Future<OwnerCheckpoint> f : futures) {
@@ -250,7 +738,8 @@ public class CheckpointService {
     private OwnerCheckpoint callOne(
             String segment,
             OwnerCheckpointRequest request,
-            BiFunction<String, OwnerCheckpointRequest, OwnerCheckpointResult> call) {
+            BiFunction<String, OwnerCheckpointRequest, OwnerCheckpointResult> call,
+            Map<String, OwnerCheckpointResult> answers) {
         Optional<SegmentOwner> owner = registry.findSegment(segment);
         if (owner.isEmpty() || !owner.get().getAlive() || owner.get().getAdminUrl() == null) {
             return failed(
@@ -269,12 +758,23 @@ public class CheckpointService {
                     result.getSeconds() != null
                             ? result.getSeconds()
                             : (System.nanoTime() - start) / 1e9;
+            answers.put(segment, result);
             OwnerCheckpoint done =
                     new OwnerCheckpoint(segment, result.getObjects(), result.getBytes(), seconds);
+            done.setFile(result.getFile());
             return done;
         } catch (RuntimeException ex) {
-            return failed(segment, ex.getMessage(), (System.nanoTime() - start) / 1e9);
+            return failed(segment, message(ex), (System.nanoTime() - start) / 1e9);
         }
+    }
+
+    /** An owner's problem detail when it answered one, else the exception's message. */
+    private static String message(RuntimeException ex) {
+        if (ex instanceof org.springframework.web.client.RestClientResponseException r) {
+            String body = r.getResponseBodyAsString();
+            return r.getStatusCode().value() + " " + (body.isEmpty() ? r.getMessage() : body);
+        }
+        return ex.getMessage();
     }
 
     private static OwnerCheckpoint failed(String segment, String error, double seconds) {

@@ -2,6 +2,7 @@ package io.weightrelay.control.checkpoint;
 
 import io.weightrelay.api.control.model.CheckpointReport;
 import io.weightrelay.api.control.model.CheckpointRequest;
+import io.weightrelay.api.control.model.CheckpointStatus;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.RestoreRequest;
 import io.weightrelay.api.control.server.CheckpointsApi;
@@ -21,6 +22,11 @@ class CheckpointsController implements CheckpointsApi {
     public ResponseEntity<CheckpointReport> saveCheckpoint(
             String model, Long generation, CheckpointRequest request) {
         return ResponseEntity.ok(checkpoints.save(model, generation, request.getDirectory()));
+    }
+
+    @Override
+    public ResponseEntity<CheckpointStatus> getCheckpointStatus(String model, Long generation) {
+        return ResponseEntity.ok(checkpoints.status(model, generation));
     }
 
     @Override

@@ -1,6 +1,8 @@
 package io.weightrelay.control.generation;
 
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import io.weightrelay.api.control.model.GcReport;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationManifest;
@@ -71,6 +73,7 @@ public class GenerationService {
     private static final RedisScript<List<Object>> GC_MARK = Scripts.load("gc-mark");
     private static final RedisScript<List<Object>> GC_FINISH = Scripts.load("gc-finish");
     private static final RedisScript<List<Object>> ACTIVATE = Scripts.load("activate");
+    private static final RedisScript<List<Object>> RESTORE = Scripts.load("restore");
 
     /** A generation as stored, with what other features need beyond the REST view. */
     public record StoredGeneration(Generation view, String manifestDigest, Topology trainers) {
@@ -156,9 +159,10 @@ public class GenerationService {
     // ---- open, register, commit, abort ------------------------------------------------------
 
     public Opened open(String model, OpenGenerationRequest request) {
-        SourceManifest manifest = request.getManifest();
-        requireSameModel(model, manifest.getModel());
-        ManifestMapper.checkTensors(manifest);
+        requireSameModel(model, request.getManifest().getModel());
+        ManifestMapper.checkTensors(request.getManifest());
+        // What is stored, served and digested is the manifest with its FP8 rule applied.
+        SourceManifest manifest = ManifestMapper.applyRule(request.getManifest());
         io.weightrelay.reshard.manifest.SourceManifest source = ManifestMapper.toReshard(manifest);
         if (source.fragments().size() > properties.maxObjects()) {
             throw GenerationProblems.MANIFEST_TOO_LARGE.exception(
@@ -185,7 +189,11 @@ public class GenerationService {
                             String.valueOf(source.fragments().size()),
                             String.valueOf(source.totalBytes()),
                             now().toString(),
-                            topologyJson);
+                            topologyJson,
+                            String.valueOf(
+                                    request.getAfterGeneration() == null
+                                            ? 0
+                                            : request.getAfterGeneration()));
             if (!"manifest-missing".equals(code(result))) {
                 break;
             }
@@ -205,6 +213,9 @@ public class GenerationService {
                             .with("generation", Long.parseLong(item(result, 1)));
             default -> throw unexpected("open", result);
         }
+        // The planner's first resolve needs this manifest: decoding it again from Redis costs
+        // about a second at Kimi-K2 scale.
+        cacheSource(model + ":" + digest, source);
         Generation generation = get(model, id);
         OpenedGeneration body =
                 new OpenedGeneration(generation, assignments.assignment(source, digest, trainers));
@@ -298,18 +309,46 @@ public class GenerationService {
         };
     }
 
+    /**
+     * The meters of one committed generation (a retried commit that found it committed records
+     * nothing again): {@code relay.generations.committed}, and per model, one sample per
+     * generation, its bytes ({@code relay.generations.published.bytes}) and the seconds from open
+     * to commit ({@code relay.generations.publish}), which is how long the trainer's publish took.
+     * No meter has a generation tag, so their number does not grow with every generation.
+     */
+    private void published(Generation g) {
+        String model = g.getModel();
+        meters.counter("relay.generations.committed", "model", model).increment();
+        DistributionSummary.builder("relay.generations.published.bytes")
+                .baseUnit("bytes")
+                .description("bytes of each committed generation")
+                .tag("model", model)
+                .register(meters)
+                .record(g.getBytesExpected());
+        if (g.getOpenedAt() != null && g.getCommittedAt() != null) {
+            Timer.builder("relay.generations.publish")
+                    .description("open to commit of each committed generation")
+                    .tag("model", model)
+                    .register(meters)
+                    .record(Duration.between(g.getOpenedAt(), g.getCommittedAt()));
+        }
+    }
+
     public Generation commit(String model, long generation) {
         String nonce = UUID.randomUUID().toString();
         List<Object> result = script(COMMIT, model, String.valueOf(generation), nonce);
         switch (code(result)) {
             case "ok", "ok-retry" -> {
-                meters.counter("relay.generations.committed", "model", model).increment();
+                Generation committed = get(model, generation);
+                if ("ok".equals(code(result))) {
+                    published(committed);
+                }
                 log.info(
                         "model {}: generation {} committed and active (previous: {})",
                         model,
                         generation,
                         result.size() > 1 ? item(result, 1) : "?");
-                return get(model, generation);
+                return committed;
             }
             case "not-found" -> throw notFound(model, generation);
             case "not-open" ->
@@ -581,11 +620,16 @@ public class GenerationService {
         io.weightrelay.reshard.manifest.SourceManifest source =
                 io.weightrelay.reshard.manifest.SourceManifest.decode(
                         encoded(model, generation.manifestDigest()));
+        cacheSource(cacheKey, source);
+        return source;
+    }
+
+    private void cacheSource(
+            String cacheKey, io.weightrelay.reshard.manifest.SourceManifest source) {
         if (manifestCache.size() >= MANIFEST_CACHE_MAX) {
             manifestCache.clear();
         }
-        manifestCache.put(cacheKey, source);
-        return source;
+        manifestCache.putIfAbsent(cacheKey, source);
     }
 
     /** Store keys of every manifest object of a generation. */
@@ -614,6 +658,30 @@ public class GenerationService {
                                     ? List.of()
                                     : Arrays.asList(parts[2].split(","));
                     out.put(ObjectKeys.key(model, generation, (String) f), segments);
+                });
+        return out;
+    }
+
+    /**
+     * Registered bytes and objects of a generation per segment its publisher named (an object named
+     * in several segments counts in each): one read of its object hash.
+     */
+    public Map<String, long[]> bytesPerSegment(String model, long generation) {
+        Map<Object, Object> objects =
+                guard.call(() -> redis.opsForHash().entries(keys.objects(model, generation)));
+        Map<String, long[]> out = new HashMap<>();
+        objects.forEach(
+                (f, v) -> {
+                    String[] parts = ((String) v).split("\\|", -1);
+                    if (parts.length < 3 || parts[2].isEmpty()) {
+                        return;
+                    }
+                    long size = Long.parseLong(parts[0]);
+                    for (String segment : parts[2].split(",")) {
+                        long[] sum = out.computeIfAbsent(segment, x -> new long[2]);
+                        sum[0] += size;
+                        sum[1]++;
+                    }
                 });
         return out;
     }
@@ -703,6 +771,124 @@ public class GenerationService {
                     throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                             "generation " + generation + " is " + item(result, 1));
             default -> throw unexpected("activate", result);
+        };
+    }
+
+    /** The source manifest of a generation as the trainer sent it (a checkpoint keeps it). */
+    public SourceManifest apiManifest(String model, long generation) {
+        return apiManifest(model, load(model, generation).manifestDigest());
+    }
+
+    /** What a checkpoint restore registers: a committed generation as it was saved. */
+    public record Restored(
+            String model,
+            long generation,
+            long trainerStep,
+            SourceManifest manifest,
+            String manifestDigest,
+            Topology trainerTopology,
+            String trainerTopologyDigest,
+            OffsetDateTime committedAt) {}
+
+    /** The outcome of {@link #registerRestored}: the generation and whether it became active. */
+    public record RestoreOutcome(Generation generation, boolean active, String other) {}
+
+    /**
+     * Registers a generation restored from a checkpoint, keeping its id: the manifest (checked
+     * against its digest), every object ({@code objects}: store key to {@code size|checksum|
+     * segments}) and the record, then, in one atomic step, the objects, the trainer step and the
+     * active pointer: active, or retired when a newer generation is active. The generation-id
+     * counter is raised past it.
+     */
+    public RestoreOutcome registerRestored(Restored r, Map<String, String> objects) {
+        io.weightrelay.reshard.manifest.SourceManifest source =
+                ManifestMapper.toReshard(r.manifest());
+        if (!source.digest().equals(r.manifestDigest())) {
+            throw CommonProblems.INVALID_REQUEST.exception(
+                    "the checkpoint's manifest has digest "
+                            + source.digest()
+                            + ", its record says "
+                            + r.manifestDigest());
+        }
+        String model = r.model();
+        String prefix = model + "/" + r.generation() + "/";
+        storeManifest(model, r.manifestDigest(), r.manifest(), source);
+        String staging = keys.objects(model, r.generation()) + ":restoring:" + UUID.randomUUID();
+        List<Map.Entry<String, String>> entries = new ArrayList<>(objects.entrySet());
+        for (int start = 0; start < entries.size(); start += SIZES_CHUNK) {
+            Map<String, String> chunk = new HashMap<>();
+            for (int i = start; i < Math.min(entries.size(), start + SIZES_CHUNK); i++) {
+                String key = entries.get(i).getKey();
+                if (!key.startsWith(prefix)) {
+                    throw CommonProblems.INVALID_REQUEST.exception(
+                            "checkpoint object " + key + " is not of generation " + prefix);
+                }
+                chunk.put(key.substring(prefix.length()), entries.get(i).getValue());
+            }
+            guard.run(() -> redis.opsForHash().putAll(staging, chunk));
+            // a restore that dies here leaves nothing behind for long
+            guard.run(() -> redis.expire(staging, Duration.ofHours(1)));
+        }
+        String topologyJson =
+                r.trainerTopology() == null ? "" : json.writeValueAsString(r.trainerTopology());
+        List<Object> result =
+                script(
+                        RESTORE,
+                        model,
+                        String.valueOf(r.generation()),
+                        String.valueOf(r.trainerStep()),
+                        r.manifestDigest(),
+                        r.trainerTopologyDigest() == null ? "" : r.trainerTopologyDigest(),
+                        String.valueOf(source.fragments().size()),
+                        String.valueOf(source.totalBytes()),
+                        r.committedAt() == null ? "" : r.committedAt().toString(),
+                        topologyJson,
+                        staging);
+        return switch (code(result)) {
+            case "active" ->
+                    new RestoreOutcome(
+                            get(model, r.generation()),
+                            true,
+                            item(result, 1).isEmpty() ? null : item(result, 1));
+            case "retired" ->
+                    new RestoreOutcome(get(model, r.generation()), false, item(result, 1));
+            case "manifest-missing" ->
+                    throw CommonProblems.INTERNAL.exception(
+                            "the manifest of the restored generation vanished before it was"
+                                    + " registered; retry the restore");
+            case "incomplete" ->
+                    throw CommonProblems.INVALID_REQUEST.exception(
+                            "the checkpoint lists "
+                                    + item(result, 1)
+                                    + " objects, the manifest "
+                                    + source.fragments().size());
+            case "conflict" ->
+                    throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
+                            "generation "
+                                    + r.generation()
+                                    + " of model "
+                                    + model
+                                    + " exists ("
+                                    + item(result, 1)
+                                    + ") with another manifest "
+                                    + item(result, 2)
+                                    + "; this checkpoint is of another history");
+            case "busy" ->
+                    throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
+                            "generation "
+                                    + r.generation()
+                                    + " is "
+                                    + item(result, 1)
+                                    + " or being collected; it cannot be restored now");
+            case "step-conflict" ->
+                    throw GenerationProblems.TRAINER_STEP_CONFLICT
+                            .exception(
+                                    "trainer step "
+                                            + r.trainerStep()
+                                            + " belongs to generation "
+                                            + item(result, 1))
+                            .with("generation", Long.parseLong(item(result, 1)));
+            default -> throw unexpected("restore", result);
         };
     }
 

@@ -1,18 +1,25 @@
 package io.weightrelay.control.generation;
 
+import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.control.model.Dtype;
 import io.weightrelay.api.control.model.Nic;
+import io.weightrelay.api.control.model.RolloutQuantization;
 import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.TensorSpec;
 import io.weightrelay.api.control.model.Topology;
+import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fp8BlockRule;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Role;
 import io.weightrelay.service.problem.CommonProblems;
+import io.weightrelay.service.problem.RelayException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Translates the REST contract's manifests and topologies into the reshard planner's types. The
@@ -73,22 +80,106 @@ public final class ManifestMapper {
                 .with("field", field);
     }
 
+    /** At most this many include and this many exclude patterns (the contract's maxItems). */
+    private static final int MAX_PATTERNS = 64;
+
+    /**
+     * The manifest with its {@code rolloutQuantization} rule applied ({@link Fp8BlockRule}): each
+     * selected tensor gets rollout dtype {@code fp8_e4m3} and is followed by its scale tensor
+     * (which keeps the weight's {@code splitDim} and {@code expert}: it is split the same way, at
+     * block granularity). Without a rule the manifest itself. 400 {@code invalid-manifest} naming
+     * the tensor and pattern when the rule cannot be applied.
+     */
+    public static SourceManifest applyRule(SourceManifest api) {
+        RolloutQuantization rule = api.getRolloutQuantization();
+        if (rule == null) {
+            return api;
+        }
+        try {
+            for (String field : List.of("include", "exclude")) {
+                List<String> patterns =
+                        field.equals("include") ? rule.getInclude() : rule.getExclude();
+                if (patterns != null && patterns.size() > MAX_PATTERNS) {
+                    throw CommonProblems.INVALID_REQUEST
+                            .exception(
+                                    "manifest.rolloutQuantization."
+                                            + field
+                                            + ": at most "
+                                            + MAX_PATTERNS
+                                            + " patterns")
+                            .with("field", "manifest.rolloutQuantization." + field);
+                }
+            }
+            Fp8BlockRule fp8 = Fp8BlockRule.of(rule.getInclude(), rule.getExclude());
+            List<io.weightrelay.reshard.manifest.TensorSpec> specs =
+                    new ArrayList<>(api.getTensors().size());
+            Map<String, TensorSpec> byName = new HashMap<>(api.getTensors().size() * 2);
+            for (TensorSpec t : api.getTensors()) {
+                specs.add(spec(t));
+                byName.put(t.getName(), t);
+            }
+            List<TensorSpec> tensors = new ArrayList<>();
+            for (io.weightrelay.reshard.manifest.TensorSpec t : fp8.apply(specs)) {
+                TensorSpec given = byName.get(t.name());
+                if (given == null) {
+                    // a scale tensor: split like its weight
+                    String weight =
+                            t.name().substring(0, t.name().length() - BlockScales.SUFFIX.length());
+                    given = byName.get(weight);
+                }
+                tensors.add(
+                        new TensorSpec(
+                                        t.name(),
+                                        boxed(t.shape().dims()),
+                                        Dtype.fromValue(Dtypes.apiName(t.trainerDtype())),
+                                        Dtype.fromValue(Dtypes.apiName(t.rolloutDtype())))
+                                .splitDim(given.getSplitDim())
+                                .expert(given.getExpert()));
+            }
+            return new SourceManifest(api.getModel(), tensors)
+                    .maxFragmentBytes(api.getMaxFragmentBytes())
+                    .rolloutQuantization(rule);
+        } catch (Fp8BlockRule.RuleException e) {
+            RelayException problem =
+                    GenerationProblems.INVALID_MANIFEST.exception(
+                            "manifest.rolloutQuantization: " + e.getMessage());
+            if (e.tensor() != null) {
+                problem.with("tensor", e.tensor());
+            }
+            if (e.pattern() != null) {
+                problem.with("pattern", e.pattern());
+            }
+            throw problem;
+        }
+    }
+
+    private static io.weightrelay.reshard.manifest.TensorSpec spec(TensorSpec t) {
+        long[] dims = new long[t.getShape().size()];
+        for (int i = 0; i < dims.length; i++) {
+            dims[i] = t.getShape().get(i);
+        }
+        return new io.weightrelay.reshard.manifest.TensorSpec(
+                t.getName(),
+                new Shape(dims),
+                dtype(t.getTrainerDtype()),
+                dtype(t.getRolloutDtype()));
+    }
+
+    private static List<Long> boxed(long[] dims) {
+        List<Long> out = new ArrayList<>(dims.length);
+        for (long d : dims) {
+            out.add(d);
+        }
+        return out;
+    }
+
     /** The planner's manifest; 400 {@code invalid-manifest} when it is not a valid one. */
     public static io.weightrelay.reshard.manifest.SourceManifest toReshard(SourceManifest api) {
         try {
             List<io.weightrelay.reshard.manifest.TensorSpec> tensors =
                     new ArrayList<>(api.getTensors().size());
             for (TensorSpec t : api.getTensors()) {
-                long[] dims = new long[t.getShape().size()];
-                for (int i = 0; i < dims.length; i++) {
-                    dims[i] = t.getShape().get(i);
-                }
-                tensors.add(
-                        new io.weightrelay.reshard.manifest.TensorSpec(
-                                t.getName(),
-                                new Shape(dims),
-                                dtype(t.getTrainerDtype()),
-                                dtype(t.getRolloutDtype())));
+                tensors.add(spec(t));
             }
             long maxFragmentBytes =
                     api.getMaxFragmentBytes() == null

@@ -16,6 +16,7 @@ import io.weightrelay.control.registry.PlacementTemplates;
 import io.weightrelay.control.registry.Registry;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.PlanLoads;
 import io.weightrelay.reshard.plan.PlanValidator;
 import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.plan.PlanningException;
@@ -172,6 +173,27 @@ public class PlanService {
         return Compression.inflate(deflated);
     }
 
+    /**
+     * The plan's bytes per NIC and per instance, computed with the plan; a plan cached before loads
+     * were kept is decoded once to compute them.
+     */
+    public PlanLoads load(String planId) {
+        String value = guard.call(() -> redis.opsForValue().get(keys.planLoad(planId)));
+        if (value != null) {
+            return json.readValue(value, PlanLoads.class);
+        }
+        Long ttl = guard.call(() -> redis.getExpire(keys.planSummary(planId), TimeUnit.SECONDS));
+        PlanLoads loads = PlanLoads.of(Plan.decode(encoded(planId)));
+        if (ttl != null && ttl > 0) {
+            String loadJson = json.writeValueAsString(loads);
+            guard.run(
+                    () ->
+                            redis.opsForValue()
+                                    .set(keys.planLoad(planId), loadJson, Duration.ofSeconds(ttl)));
+        }
+        return loads;
+    }
+
     /** Computes the plan unless another instance does; then waits for its result. */
     private PlanSummary computeOnce(String planId, PlanInputs inputs) {
         String lockKey = keys.planLock(planId);
@@ -249,6 +271,9 @@ public class PlanService {
         summary.setCached(false);
         Duration ttl = properties.ttl();
         byte[] deflated = Compression.deflate(encoded);
+        // The whole plan's encoding (95 MB at Kimi-K2 scale) is garbage from here: the slices are
+        // made next, and each full collection of a 1 GiB heap that holds it too costs a second.
+        encoded = null;
         guard.run(() -> bytes.opsForValue().set(keys.planEncoded(planId), deflated, ttl));
         // A few slices per scan of the plan: all of them at once would hold every loader's
         // columns in memory together (near a 1 GiB heap at 7,000 tensors and 32 instances), one
@@ -258,14 +283,17 @@ public class PlanService {
                     new LinkedHashSet<>(
                             instances.subList(
                                     from, Math.min(instances.size(), from + SLICES_PER_SCAN)));
-            for (Map.Entry<String, Slice> e : Slice.of(plan, group).entrySet()) {
-                byte[] slice = Compression.deflate(e.getValue().encode());
+            for (Map.Entry<String, byte[]> e : Slice.encoded(plan, group).entrySet()) {
+                byte[] slice = Compression.deflate(e.getValue());
+                e.setValue(null);
                 guard.run(
                         () ->
                                 bytes.opsForValue()
                                         .set(keys.planSlice(planId, e.getKey()), slice, ttl));
             }
         }
+        String loadJson = json.writeValueAsString(PlanLoads.of(plan));
+        guard.run(() -> redis.opsForValue().set(keys.planLoad(planId), loadJson, ttl));
         String summaryJson = json.writeValueAsString(summary);
         guard.run(() -> redis.opsForValue().set(keys.planSummary(planId), summaryJson, ttl));
         log.info(
@@ -275,7 +303,7 @@ public class PlanService {
                 instances.size(),
                 report.readBytes(),
                 report.deliveredBytes(),
-                encoded.length);
+                summary.getEncodedBytes());
         return summary;
     }
 

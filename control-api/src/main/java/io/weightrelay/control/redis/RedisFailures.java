@@ -65,6 +65,8 @@ public final class RedisFailures {
                 String m = message.toLowerCase(Locale.ROOT);
                 if (m.contains("not connected")
                         || m.contains("connection closed")
+                        // a command in flight when Redis died (SIGKILL): Lettuce drains it so
+                        || m.contains("connection disconnected")
                         || m.contains("connection reset")
                         || m.contains("commands are rejected")
                         || m.contains("loading redis is loading")) {

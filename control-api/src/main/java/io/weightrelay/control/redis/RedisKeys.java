@@ -21,6 +21,11 @@ public final class RedisKeys {
     }
 
     /** Set of every model that ever opened a generation. */
+    /** String: a random mark made when absent; a change or absence means Redis lost its data. */
+    public String incarnation() {
+        return prefix + "incarnation";
+    }
+
     public String models() {
         return prefix + "models";
     }
@@ -118,6 +123,11 @@ public final class RedisKeys {
         return prefix + "plan-slice:" + planId + ":" + instance;
     }
 
+    /** JSON of a plan's bytes per NIC and per instance (reshard's {@code PlanLoads}). */
+    public String planLoad(String planId) {
+        return prefix + "plan-load:" + planId;
+    }
+
     /** Who computes a plan right now (SET NX PX). */
     public String planLock(String planId) {
         return prefix + "plan-lock:" + planId;
@@ -131,6 +141,14 @@ public final class RedisKeys {
     /** Hash instance to the range checksums (base64 {@code wr.crc.v1}) it reported applied. */
     public String sessionChecksums(String model, long generation, String group) {
         return prefix + "update-checksums:" + model + ":" + generation + ":" + group;
+    }
+
+    /**
+     * Sorted set of a model's update sessions ({@code {generation}:{group}}) by start time: an
+     * index for operators, trimmed on start and pruned of sessions that expired when read.
+     */
+    public String sessions(String model) {
+        return prefix + "updates:" + model;
     }
 
     /** Hash of an update session. */

@@ -98,7 +98,10 @@ public class Registry {
                 r.getEndpoint(),
                 String.valueOf(r.getSize()),
                 r.getAdminUrl() == null ? "" : r.getAdminUrl(),
-                registeredBy.configName());
+                registeredBy.configName(),
+                r.getRole() == null
+                        ? io.weightrelay.api.control.model.SegmentRole.TRAINER.getValue()
+                        : r.getRole().getValue());
         return getSegment(segment);
     }
 
@@ -136,6 +139,30 @@ public class Registry {
                     redis.delete(keys.segment(segment));
                     redis.opsForZSet().remove(keys.segments(), segment);
                 });
+    }
+
+    /**
+     * The last heartbeat of each live loader, by instance, from the heartbeat set alone (a member's
+     * score is its last heartbeat plus {@code loader-ttl}): no registration is read or decoded, so
+     * a scrape's refresh costs one range read however large the placements are.
+     */
+    public Map<String, Instant> liveLoaderHeartbeats() {
+        return lastHeartbeats(keys.loaders(), properties.loaderTtl());
+    }
+
+    /** As {@link #liveLoaderHeartbeats()}, for segment owners by segment. */
+    public Map<String, Instant> liveSegmentHeartbeats() {
+        return lastHeartbeats(keys.segments(), properties.segmentTtl());
+    }
+
+    private Map<String, Instant> lastHeartbeats(String zset, Duration ttl) {
+        Map<String, Instant> out = new java.util.TreeMap<>();
+        for (ZSetOperations.TypedTuple<String> member : live(zset)) {
+            out.put(
+                    member.getValue(),
+                    Instant.ofEpochMilli(member.getScore().longValue()).minus(ttl));
+        }
+        return out;
     }
 
     /** Segment owners whose heartbeat is within the TTL, by name. */
@@ -469,6 +496,10 @@ public class Registry {
         boolean byOwner = Role.OWNER.configName().equals(str(h, "registeredBy"));
         s.setAdminUrl(adminUrl == null || adminUrl.isEmpty() || !byOwner ? null : adminUrl);
         s.setLastHeartbeat(time(str(h, "lastHeartbeat")));
+        String role = str(h, "role");
+        s.setRole(
+                io.weightrelay.api.control.model.SegmentRole.fromValue(
+                        role == null || role.isEmpty() ? "trainer" : role));
         return s;
     }
 

@@ -93,9 +93,8 @@ class RegistryController implements RegistryApi {
     public ResponseEntity<Resource> getPlacementTemplate(String digest) {
         byte[] bytes = templates.encoded(digest);
         if (bytes == null) {
-            throw RegistryProblems.PLACEMENT_TEMPLATE_NOT_FOUND
-                    .exception("no fragment template " + digest + " is stored")
-                    .with("missing", List.of(digest));
+            throw RegistryProblems.PLACEMENT_TEMPLATE_UNKNOWN.exception(
+                    "no fragment template " + digest + " is stored");
         }
         return ResponseEntity.ok()
                 .contentType(MediaType.APPLICATION_OCTET_STREAM)

@@ -19,6 +19,14 @@ public final class RegistryProblems {
                     "placement-template-not-found",
                     HttpStatus.CONFLICT,
                     "A worker names a fragment template that is not stored");
+
+    /** A read of a fragment template nobody stored (a registration naming one is 409 above). */
+    public static final ProblemKind PLACEMENT_TEMPLATE_UNKNOWN =
+            new ProblemKind(
+                    "placement-template-unknown",
+                    HttpStatus.NOT_FOUND,
+                    "No fragment template is stored under this digest");
+
     public static final ProblemKind PLACEMENT_DIGEST_MISMATCH =
             new ProblemKind(
                     "placement-digest-mismatch",

@@ -7,6 +7,7 @@ import static io.weightrelay.service.security.Role.TRAINER;
 
 import io.weightrelay.service.security.Access;
 import io.weightrelay.service.security.AccessRules;
+import java.util.List;
 import org.springframework.stereotype.Component;
 
 /**
@@ -18,7 +19,9 @@ import org.springframework.stereotype.Component;
  * {@code RegistryController}); loaders register, lease, resolve plans and report; operators run
  * maintenance (abort, GC, checkpoints) and may deregister anything. Requests about one segment or
  * one loader instance refuse a token bound to another one (and a report names its instance in the
- * body: {@code UpdatesController}). Whatever is not listed needs an operator token.
+ * body: {@code UpdatesController}). The operator summaries ({@code /api/v1/operator/**}) are for
+ * operators only; the console's static files ({@code /console/**}) are public. Whatever is not
+ * listed needs an operator token.
  */
 @Component
 class ControlAccessPolicy extends AccessRules {
@@ -35,6 +38,12 @@ class ControlAccessPolicy extends AccessRules {
     private static final Access OPERATE = Access.roles(OPERATOR);
     private static final Access OWN = Access.roles(OWNER, TRAINER);
     private static final Access OWN_OR_OPERATE = Access.roles(OWNER, TRAINER, OPERATOR);
+
+    /**
+     * The console's static page and assets are public: they hold no secret, and every call they
+     * make carries the operator token typed into the page.
+     */
+    private static final List<String> CONSOLE = List.of("/console", "/console/");
 
     private static final Rule[] RULES = {
         rule("POST", "/api/v1/models/" + SEG + "/generations", PUBLISH),
@@ -58,9 +67,12 @@ class ControlAccessPolicy extends AccessRules {
         rule("POST", GEN + "/updates/" + SEG + "/reports", UPDATE),
         rule("POST", GEN + "/checkpoints", OPERATE),
         rule("POST", "/api/v1/models/" + SEG + "/checkpoints/restore", OPERATE),
+        // The console's summaries name every loader, segment and session: operators only.
+        rule("GET", "/api/v1/operator/.*", OPERATE),
+        rule("HEAD", "/api/v1/operator/.*", OPERATE),
     };
 
     ControlAccessPolicy() {
-        super(READ, OPERATE, RULES);
+        super(READ, OPERATE, CONSOLE, RULES);
     }
 }

@@ -32,6 +32,7 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import org.springframework.data.redis.core.StringRedisTemplate;
@@ -44,9 +45,12 @@ import tools.jackson.databind.json.JsonMapper;
 @Service
 public class UpdateService {
 
+    private static final org.slf4j.Logger log =
+            org.slf4j.LoggerFactory.getLogger(UpdateService.class);
     private static final RedisScript<List<Object>> START = Scripts.load("update-start");
     private static final RedisScript<List<Object>> STEP = Scripts.load("update-step");
     private static final Duration RECHECK = Duration.ofSeconds(5);
+    private static final int INDEXED_SESSIONS = 1000;
 
     private final StringRedisTemplate redis;
     private final RedisKeys keys;
@@ -119,17 +123,27 @@ public class UpdateService {
         args.add(request.getPlanId() == null ? "" : request.getPlanId());
         args.add(String.valueOf(properties.sessionTtl().toSeconds()));
         args.addAll(instances);
-        List<Object> result =
-                guard.call(
-                        () ->
-                                redis.execute(
-                                        START,
-                                        List.of(
-                                                keys.session(model, generation, group),
-                                                keys.participants(model, generation, group),
-                                                keys.sessionChannel(model, generation, group)),
-                                        args.toArray()));
+        List<String> startKeys = new ArrayList<>();
+        startKeys.add(keys.session(model, generation, group));
+        startKeys.add(keys.participants(model, generation, group));
+        startKeys.add(keys.sessionChannel(model, generation, group));
+        startKeys.add(keys.sessionChecksums(model, generation, group));
+        // the KEYS index of each instance's loader hash is its ARGV index
+        for (String instance : instances) {
+            startKeys.add(keys.loader(instance));
+        }
+        List<Object> result = guard.call(() -> redis.execute(START, startKeys, args.toArray()));
         String code = String.valueOf(result.get(0));
+        if (!"conflict".equals(code)) {
+            index(model, generation, group);
+        }
+        if ("restarted".equals(code)) {
+            log.info(
+                    "update {}/{}/{}: the failed session is started afresh for the rebuilt group",
+                    model,
+                    generation,
+                    group);
+        }
         if ("conflict".equals(code)) {
             throw UpdateProblems.SESSION_CONFLICT
                     .exception(
@@ -140,6 +154,49 @@ public class UpdateService {
                     .with("participants", result.subList(1, result.size()));
         }
         return get(model, generation, group);
+    }
+
+    /**
+     * Lists the session in the model's index for operators. Not part of the start script (whose
+     * keys are laid out by participant): a start that died between the two is only missing from the
+     * console until the session is touched by its next start.
+     */
+    private void index(String model, long generation, String group) {
+        String index = keys.sessions(model);
+        guard.run(
+                () -> {
+                    redis.opsForZSet().add(index, generation + ":" + group, clock.millis());
+                    redis.opsForZSet().removeRange(index, 0, -(INDEXED_SESSIONS + 1));
+                    redis.expire(index, properties.sessionTtl());
+                });
+    }
+
+    /**
+     * The model's newest sessions, newest first, as {@link #get} answers them without touching them
+     * (a read-only view); sessions that expired are dropped from the index.
+     */
+    public List<UpdateSession> recent(String model, int limit) {
+        String index = keys.sessions(model);
+        Set<String> members =
+                guard.call(() -> redis.opsForZSet().reverseRange(index, 0, limit - 1));
+        List<UpdateSession> out = new ArrayList<>();
+        if (members == null) {
+            return out;
+        }
+        for (String member : members) {
+            int colon = member.indexOf(':');
+            long generation = Long.parseLong(member.substring(0, colon));
+            String group = member.substring(colon + 1);
+            try {
+                out.add(get(model, generation, group, false));
+            } catch (RelayException e) {
+                if (e.kind() != UpdateProblems.SESSION_NOT_FOUND) {
+                    throw e;
+                }
+                guard.run(() -> redis.opsForZSet().remove(index, member));
+            }
+        }
+        return out;
     }
 
     public UpdateSession report(String model, long generation, String group, PhaseReport report) {
@@ -384,6 +441,10 @@ public class UpdateService {
                             }
                             if (p.has("error") && !p.get("error").asString().isEmpty()) {
                                 s.setError(p.get("error").asString());
+                            }
+                            if (p.has("failingPeer")
+                                    && !p.get("failingPeer").asString().isEmpty()) {
+                                s.setFailingPeer(p.get("failingPeer").asString());
                             }
                             states.add(s);
                         });

@@ -191,7 +191,7 @@ public final class HostsDataplaneBench {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(List.of("-Xmx256m", "-XX:+UseSerialGC", "-cp"));
-        command.add(System.getProperty("java.class.path"));
+        command.add(HostLab.absoluteClassPath());
         command.add(DataplanePeer.class.getName());
         command.addAll(
                 List.of(

@@ -48,17 +48,19 @@ import java.util.concurrent.Future;
  *   <li>{@code local_bytes}, {@code tcp_bytes}: what the loaders' engines moved during the apply,
  *       store reads included, per transport
  *   <li>{@code update_s}: first update request to the last engine seeing {@code UPDATED}
- *   <li>{@code bound_s}: local bytes at the memcpy rate plus tcp bytes at the plain loopback socket
- *       rate, both measured in this run; {@code update_vs_bound} = bound / update
+ *   <li>{@code bound_s}: local bytes at the memcpy rate (best of four rounds) plus tcp bytes at the
+ *       plain loopback socket rate (best of three 1 GiB streams), both measured in this run; {@code
+ *       update_vs_bound} = bound / update
  *   <li>{@code store_read_ratio}: store bytes the loaders read / bytes the target needs
  *   <li>{@code naive_update_s}: every worker reading everything it needs from the store itself, all
  *       at once, in this run
  *   <li>{@code checksums}: whether the end-to-end proof ran ({@code --no-checksums} turns it off in
  *       control-api and every loader, for comparison only); {@code verify_ms}: the largest time one
- *       loader spent taking the CRC32C of what it read plus control-api's combine and comparison at
- *       the all-applied barrier ({@code loader_checksum_ms}, {@code control_verify_ms}), in the
- *       measured round; {@code objects_verified}: objects proven against their published checksums
- *       in that round
+ *       loader's data plane spent taking the CRC32C of what it read (summed over its copy and
+ *       receive threads, which take it fused with moving each block) plus control-api's combine and
+ *       comparison at the all-applied barrier ({@code loader_checksum_ms}, {@code
+ *       control_verify_ms}), in the measured round; {@code objects_verified}: objects proven
+ *       against their published checksums in that round
  * </ul>
  */
 public final class UpdateBench {
@@ -219,8 +221,21 @@ public final class UpdateBench {
         return best;
     }
 
-    /** One plain loopback TCP stream, 4 MiB writes: the yardstick of tcp bytes. */
+    /**
+     * One plain loopback TCP stream, 4 MiB writes: the yardstick of tcp bytes. The best of three
+     * streams, as the memcpy rate is the best of four rounds: one stream alone moved between 1.2
+     * and 2.9 GB/s from run to run on the shared two cores, more than the effects the bound is
+     * there to show (the checksums' cost is judged at 5%).
+     */
     private static double loopbackBytesPerSecond() throws Exception {
+        double best = 0;
+        for (int round = 0; round < 3; round++) {
+            best = Math.max(best, oneLoopbackStream());
+        }
+        return best;
+    }
+
+    private static double oneLoopbackStream() throws Exception {
         long total = 1L << 30;
         int chunk = 4 << 20;
         try (ServerSocketChannel server = ServerSocketChannel.open()) {

@@ -2,6 +2,7 @@ package io.weightrelay.lab.cluster;
 
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
+import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
@@ -22,6 +23,7 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -42,11 +44,11 @@ import tools.jackson.databind.node.ObjectNode;
  * rollout host, registering with their loaders and checking every byte in their receive buffers.
  *
  * <pre>
- * --role trainer --model M --node N --nodes N,N,... --control-url U --publisher-url U --token T
- *     [--operator-token T] [--seed 1]
+ * --role trainer --model M --node N --nodes N,N,... --control-url U --publisher-url U
+ *     --tokens-file F [--seed 1]
  *   open STEP | publish STEP | commit G | abort G | gc
  * --role rollout --model M --instances I --tp P --mode compat|direct --rollout-nodes R
- *     --control-url U --token T --engine ID=URL ... [--seed 1]
+ *     --control-url U --tokens-file F --engine ID=URL ... [--seed 1]
  *   register GROUP | update | replace ID URL GROUP | update-one ID
  * </pre>
  */
@@ -108,7 +110,9 @@ public final class HostAgent {
             seed = args.getLong("seed", 1);
             manifest = LabCluster.publishedManifest(model);
             String control = args.get("control-url", "");
-            String token = args.get("token", "");
+            Map<String, String> tokens =
+                    LabSecrets.readTokens(Path.of(args.get("tokens-file", "")));
+            String token = tokens.getOrDefault("trainer", "");
             coordinator =
                     new RestCoordinator(
                             control,
@@ -120,7 +124,7 @@ public final class HostAgent {
                             args.get("publisher-url", ""), token, Duration.ofMinutes(5));
             ApiClient client = new ApiClient();
             client.setBasePath(control);
-            client.setBearerToken(args.get("operator-token", token));
+            client.setBearerToken(tokens.getOrDefault("operator", token));
             operator = new GenerationsApi(client);
         }
 
@@ -181,7 +185,7 @@ public final class HostAgent {
     private static final class Engines implements Role {
         private final String model;
         private final long seed;
-        private final String token;
+        private final Map<String, String> tokens;
         private final SourceManifest manifest;
         private final TargetPlacement placement;
         private final Map<String, RolloutEngine> engines = new LinkedHashMap<>();
@@ -190,7 +194,7 @@ public final class HostAgent {
         Engines(Args args) {
             model = args.get("model", "tiny");
             seed = args.getLong("seed", 1);
-            token = args.get("token", "");
+            tokens = LabSecrets.readTokens(Path.of(args.get("tokens-file", "")));
             manifest = LabCluster.publishedManifest(model);
             LabCluster.Spec spec =
                     new LabCluster.Spec(
@@ -207,8 +211,17 @@ public final class HostAgent {
             placement = LabCluster.placementFor(manifest, spec);
             for (String e : args.all("engine")) {
                 String[] kv = e.split("=", 2);
-                engines.put(kv[0], new RolloutEngine(kv[0], kv[1], token));
+                engines.put(kv[0], new RolloutEngine(kv[0], kv[1], token(kv[0])));
             }
+        }
+
+        /** The loader token bound to {@code instance}. */
+        private String token(String instance) {
+            String token = tokens.get("loader." + instance);
+            if (token == null) {
+                throw new IllegalArgumentException("no loader token for instance " + instance);
+            }
+            return token;
         }
 
         @Override
@@ -221,13 +234,18 @@ public final class HostAgent {
                     yield ok();
                 }
                 case "replace" -> {
-                    RolloutEngine e = new RolloutEngine(w[1], w[2], token);
+                    RolloutEngine e = new RolloutEngine(w[1], w[2], token(w[1]));
                     register(e, w[3]);
                     engines.put(w[1], e);
                     yield ok();
                 }
-                case "update" -> update(List.copyOf(engines.values()));
-                case "update-one" -> update(List.of(engines.get(w[1])));
+                case "update" -> update(List.copyOf(engines.values()), Duration.ofMinutes(10));
+                case "update-one" -> update(List.of(engines.get(w[1])), Duration.ofMinutes(10));
+                case "update-within" ->
+                        update(
+                                List.copyOf(engines.values()),
+                                Duration.ofSeconds(Long.parseLong(w[1])));
+                case "serving" -> serving();
                 default -> throw new IllegalArgumentException("unknown command " + w[0]);
             };
         }
@@ -244,14 +262,14 @@ public final class HostAgent {
         }
 
         /** Updates the engines together, then checks every byte each one received. */
-        private ObjectNode update(List<RolloutEngine> which) throws Exception {
+        private ObjectNode update(List<RolloutEngine> which, Duration timeout) throws Exception {
             List<Future<UpdateProgress>> futures = new ArrayList<>();
             for (RolloutEngine e : which) {
                 futures.add(
                         pool.submit(
                                 () ->
                                         e.await(
-                                                e.start(null, Duration.ofMinutes(10)).getUpdateId(),
+                                                e.start(null, timeout).getUpdateId(),
                                                 Duration.ofMillis(10))));
             }
             ObjectNode answer = ok();
@@ -296,6 +314,9 @@ public final class HostAgent {
                                     + p.getFailingPeer()
                                     + ")";
                 }
+                if (p.getFailingPeer() != null) {
+                    o.put("failing_peer", p.getFailingPeer());
+                }
                 o.put("bytes_verified", verified).put("verified", problem == null);
                 if (problem != null) {
                     o.put("error", problem);
@@ -303,6 +324,37 @@ public final class HostAgent {
                 }
             }
             return answer.put("ok", all);
+        }
+
+        /**
+         * What each engine serves now: its generation and whether it is paused, and for one that
+         * serves (not paused), whether every byte it holds is of the generation it reports.
+         */
+        private ObjectNode serving() {
+            ObjectNode answer = ok();
+            ArrayNode list = answer.putArray("engines");
+            for (RolloutEngine e : engines.values()) {
+                InstanceStatus status = e.status();
+                ObjectNode o =
+                        list.addObject()
+                                .put("instance", e.instance())
+                                .put("paused", Boolean.TRUE.equals(status.getPaused()));
+                if (status.getGeneration() != null) {
+                    o.put("generation", status.getGeneration());
+                }
+                if (!Boolean.TRUE.equals(status.getPaused()) && status.getGeneration() != null) {
+                    try {
+                        o.put(
+                                "bytes_verified",
+                                new ShmVerifier(manifest, seed, status.getGeneration())
+                                        .verify(status));
+                        o.put("verified", true);
+                    } catch (AssertionError | RuntimeException ex) {
+                        o.put("verified", false).put("error", String.valueOf(ex.getMessage()));
+                    }
+                }
+            }
+            return answer;
         }
 
         private static long nz(Long v) {

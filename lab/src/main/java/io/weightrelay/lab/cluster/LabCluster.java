@@ -10,8 +10,10 @@ import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.lab.cli.Progress;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.assign.PublisherAssignment;
@@ -32,21 +34,24 @@ import io.weightrelay.service.process.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RestCoordinator;
+import io.weightrelay.trainer.client.TensorSource;
 import io.weightrelay.trainer.client.TrainerSession;
 import io.weightrelay.trainer.sim.DeterministicWeights;
 import io.weightrelay.trainer.sim.SimulatedTrainer;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.SortedSet;
+import java.util.TreeSet;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -70,7 +75,13 @@ public final class LabCluster implements AutoCloseable {
     private static final Duration HEALTHY =
             Duration.ofSeconds(Long.getLong("relay.lab.healthy-seconds", 180));
 
-    /** What to run. Two trainer and two rollout node labels unless said otherwise. */
+    /**
+     * What to run. Two trainer and two rollout node labels unless said otherwise.
+     *
+     * @param mode every instance's mode, or null for both modes in one lab ({@link #bothModes}):
+     *     even instances in compatibility mode, odd ones parameter-direct, so each rollout node
+     *     holds some of each
+     */
     public record Spec(
             String model,
             int instances,
@@ -88,6 +99,21 @@ public final class LabCluster implements AutoCloseable {
                     model, instances, tp, mode, 1, 2, 2, "127.0.0.1", 6379, ServiceProcess.home());
         }
 
+        /** Half the instances in each mode, alternating; see {@link Spec#mode()}. */
+        public static Spec bothModes(String model, int instances, int tp) {
+            return of(model, instances, tp, null);
+        }
+
+        /** The mode of the instance at {@code index} of the placement. */
+        public Mode modeOf(int index) {
+            return mode != null ? mode : index % 2 == 0 ? Mode.COMPAT : Mode.DIRECT;
+        }
+
+        /** {@code compat}, {@code direct} or, for a lab of both, {@code both}. */
+        public String modeName() {
+            return mode == null ? "both" : mode.name().toLowerCase(Locale.ROOT);
+        }
+
         String redisUri() {
             return "redis://" + redisHost + ":" + redisPort;
         }
@@ -95,6 +121,24 @@ public final class LabCluster implements AutoCloseable {
 
     /** One update of every listed engine, started together, and how long until the last ended. */
     public record Updates(double seconds, List<UpdateProgress> results) {
+
+        /** Store bytes the engines' loaders read ({@code localRead + tcpRead}), over all. */
+        public long storeBytesRead() {
+            long read = 0;
+            for (UpdateProgress p : results) {
+                read += p.getTransport().getLocalRead() + p.getTransport().getTcpRead();
+            }
+            return read;
+        }
+
+        /** Bytes the engines' workers received, over all. */
+        public long bytesReceived() {
+            long received = 0;
+            for (UpdateProgress p : results) {
+                received += p.getBytesReceived();
+            }
+            return received;
+        }
 
         /** Fails naming the first instance that did not end UPDATED, with its failing peer. */
         public Updates requireUpdated() {
@@ -118,20 +162,13 @@ public final class LabCluster implements AutoCloseable {
 
     private final Spec spec;
     private final String run = UUID.randomUUID().toString().substring(0, 8);
-    private final String trainerToken = token("trainer");
-    private final String operatorToken = token("operator");
 
-    /** What control-api presents to the publishers' owner endpoints (checkpoints). */
-    private final String ownerCallToken = token("owner-call");
+    /** Every credential of this run, handed to the services in files. */
+    private final LabSecrets secrets;
 
-    /** Per instance: the loader token bound to it (its loader and its engine use it). */
-    private final Map<String, String> loaderTokens = new LinkedHashMap<>();
-
-    /** Per segment: the owner token bound to it, its publisher registers with. */
-    private final Map<String, String> ownerTokens = new LinkedHashMap<>();
-
+    private final String trainerToken;
+    private final String operatorToken;
     private final Path logs;
-    private final Path secrets;
     private final Path secretFile;
     private final SourceManifest manifest;
     private final TargetPlacement placement;
@@ -139,6 +176,11 @@ public final class LabCluster implements AutoCloseable {
     private final List<ServiceProcess> loaders = new ArrayList<>();
     private final List<RolloutEngine> engines = new ArrayList<>();
     private ServiceProcess control;
+
+    /** Every control-api instance, {@link #control} first; all share the lab's Redis and prefix. */
+    private final List<ServiceProcess> controls = new ArrayList<>();
+
+    private int controlApis = 1;
     private final Map<String, ServiceProcess> publishers = new LinkedHashMap<>();
     private final List<String> killedSegments = new ArrayList<>();
     private final Map<String, List<String>> publisherArgs = new LinkedHashMap<>();
@@ -149,32 +191,12 @@ public final class LabCluster implements AutoCloseable {
     private LabCluster(Spec spec) throws IOException {
         this.spec = spec;
         this.logs = Files.createTempDirectory("wr-lab-" + run);
-        // Tokens and the data-plane secret go to the services in files (never on a command line,
-        // where ps and a log of the command would show them), outside the log directory.
-        this.secrets =
-                Files.createTempDirectory(
-                        "wr-lab-secrets-" + run,
-                        PosixFilePermissions.asFileAttribute(
-                                PosixFilePermissions.fromString("rwx------")));
-        this.secretFile = writeSecret(secrets);
+        this.secrets = LabSecrets.create(run);
+        this.trainerToken = secrets.trainer();
+        this.operatorToken = secrets.operator();
+        this.secretFile = secrets.dataplaneSecretFile();
         this.manifest = publishedManifest(spec.model());
         this.placement = placementFor(manifest, spec);
-    }
-
-    /**
-     * A fresh data-plane secret for this run, in a file only this user reads: every service reads
-     * it ({@code relay.dataplane.secret-file}), so the lab's engines authenticate like a
-     * deployment's.
-     */
-    private static Path writeSecret(Path dir) throws IOException {
-        byte[] random = new byte[32];
-        new SecureRandom().nextBytes(random);
-        Path file = dir.resolve("dataplane.secret");
-        Files.createFile(
-                file,
-                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-        Files.writeString(file, HexFormat.of().formatHex(random) + "\n");
-        return file;
     }
 
     /** What the lab's simulated trainer publishes: every tensor of the catalog model as bf16. */
@@ -196,8 +218,26 @@ public final class LabCluster implements AutoCloseable {
                     new TensorLayout(
                             published.get(t.spec().name()), t.split(), t.expert(), t.heads()));
         }
-        return Placements.of(
-                layout, spec.rolloutNodes(), spec.instances(), spec.tp(), 1, spec.mode(), 1);
+        if (spec.mode() != null) {
+            return Placements.of(
+                    layout, spec.rolloutNodes(), spec.instances(), spec.tp(), 1, spec.mode(), 1);
+        }
+        // Both modes: each instance's workers from the placement of its own mode (the two list
+        // the same workers, instance by instance, on the same nodes and NICs).
+        Map<Mode, TargetPlacement> byMode = new LinkedHashMap<>();
+        for (Mode m : Mode.values()) {
+            byMode.put(
+                    m,
+                    Placements.of(
+                            layout, spec.rolloutNodes(), spec.instances(), spec.tp(), 1, m, 1));
+        }
+        List<String> instances = byMode.get(Mode.COMPAT).instances();
+        List<Worker> workers = new ArrayList<>();
+        for (int i = 0; i < byMode.get(Mode.COMPAT).workers().size(); i++) {
+            String instance = byMode.get(Mode.COMPAT).workers().get(i).instance();
+            workers.add(byMode.get(spec.modeOf(instances.indexOf(instance))).workers().get(i));
+        }
+        return new TargetPlacement(workers);
     }
 
     /** Starts every service, waits until all are healthy and registers every engine. */
@@ -211,8 +251,21 @@ public final class LabCluster implements AutoCloseable {
      * --no-checksums}).
      */
     public static LabCluster start(Spec spec, boolean checksums) throws Exception {
+        return start(spec, checksums, 1);
+    }
+
+    /**
+     * As {@link #start(Spec, boolean)} with {@code controlApis} control-api instances behind the
+     * same Redis and key prefix: every publisher, loader, the trainer and the lab's operator client
+     * get all their URLs and fail over between them ({@link io.weightrelay.api.BaseUrlFailover}).
+     */
+    public static LabCluster start(Spec spec, boolean checksums, int controlApis) throws Exception {
+        if (controlApis < 1) {
+            throw new IllegalArgumentException("controlApis must be at least 1: " + controlApis);
+        }
         LabCluster lab = new LabCluster(spec);
         lab.checksums = checksums;
+        lab.controlApis = controlApis;
         try {
             lab.startServices();
             return lab;
@@ -239,14 +292,67 @@ public final class LabCluster implements AutoCloseable {
         return control.baseUrl();
     }
 
+    /**
+     * Every control-api instance's URL, comma-separated, as the services and the trainer are given
+     * them (one URL when the lab runs one instance).
+     */
+    public String controlUrls() {
+        return String.join(",", controls.stream().map(ServiceProcess::baseUrl).toList());
+    }
+
+    /**
+     * Kills control-api instance {@code index} with SIGKILL, as a crash would, and leaves it dead;
+     * the others keep serving from the same Redis.
+     */
+    public void killControlApi(int index) {
+        ServiceProcess victim = controls.get(index);
+        victim.kill();
+        children.remove(victim);
+    }
+
+    /** control-api's Redis key prefix in this lab (sessions, generations, the registry). */
+    public String controlPrefix() {
+        return "wr:lab:" + run + ":";
+    }
+
+    /** The lab's spec (its Redis, model and shape). */
+    public Spec spec() {
+        return spec;
+    }
+
     public Path logs() {
         return logs;
     }
 
     /** The simulated trainer publishes the generation of {@code step}; returns its id. */
     public long publish(long step) {
-        return trainer.publish(manifest, step, g -> new DeterministicWeights(spec.seed(), g))
-                .generation();
+        try (Progress progress = Progress.of("publish", manifest.totalBytes())) {
+            return trainer.publish(
+                            manifest,
+                            step,
+                            g -> counted(new DeterministicWeights(spec.seed(), g), progress))
+                    .generation();
+        }
+    }
+
+    /**
+     * {@code source}, counting into {@code progress} the bytes the trainer's ranks take from it.
+     */
+    private static TensorSource counted(TensorSource source, Progress progress) {
+        return new TensorSource() {
+            @Override
+            public void write(
+                    int tensorIndex, TensorSpec tensor, long tensorOffset, ByteBuffer target) {
+                int bytes = target.remaining();
+                source.write(tensorIndex, tensor, tensorOffset, target);
+                progress.add(bytes);
+            }
+
+            @Override
+            public void skip(int tensorIndex, TensorSpec tensor) {
+                source.skip(tensorIndex, tensor);
+            }
+        };
     }
 
     /** Updates every engine to the active generation, all at once. */
@@ -256,15 +362,24 @@ public final class LabCluster implements AutoCloseable {
 
     /** Checks every byte every engine's workers hold against {@code generation}'s contents. */
     public long verifyAll(long generation) {
-        long verified = 0;
-        for (RolloutEngine engine : engines) {
-            verified += verify(engine, generation);
-        }
-        return verified;
+        return verify(engines, generation);
     }
 
     public long verify(RolloutEngine engine, long generation) {
-        return new ShmVerifier(manifest, spec.seed(), generation).verify(engine.status());
+        return verify(List.of(engine), generation);
+    }
+
+    /**
+     * Checks every byte the given engines' workers hold against {@code generation}'s contents (one
+     * verifier: each image or shard layout is generated once, its other copies compared with it).
+     */
+    public long verify(List<RolloutEngine> which, long generation) {
+        ShmVerifier verifier = new ShmVerifier(manifest, spec.seed(), generation);
+        long verified = 0;
+        for (RolloutEngine engine : which) {
+            verified += verifier.verify(engine.status());
+        }
+        return verified;
     }
 
     /**
@@ -294,21 +409,38 @@ public final class LabCluster implements AutoCloseable {
      * the store itself, with no republish and no other instance involved.
      */
     public RolloutEngine restartInstance(int index) throws Exception {
-        ServiceProcess old = loaders.get(index);
-        old.kill();
-        children.remove(old);
-        String id = placement.instances().get(index);
-        ServiceProcess fresh = startLoader(id + "-restarted", id);
-        fresh.awaitHealthy(HEALTHY);
-        loaders.set(index, fresh);
-        RolloutEngine engine = new RolloutEngine(id, fresh.baseUrl(), loaderToken(id));
-        engine.register(
-                spec.model(),
-                "rebuild-" + id,
-                nodeOf(id),
-                RolloutEngine.workers(placement, id, manifest));
-        engines.set(index, engine);
-        return engine;
+        return restartInstances(List.of(index)).get(0);
+    }
+
+    /**
+     * {@link #restartInstance(int)} for several instances at once: their loaders are killed
+     * together and the fresh ones start side by side, each engine in a group of its own.
+     */
+    public List<RolloutEngine> restartInstances(List<Integer> indexes) throws Exception {
+        List<ServiceProcess> fresh = new ArrayList<>();
+        for (int index : indexes) {
+            ServiceProcess old = loaders.get(index);
+            old.kill();
+            children.remove(old);
+            String id = placement.instances().get(index);
+            fresh.add(startLoader(id + "-restarted", id));
+        }
+        List<RolloutEngine> out = new ArrayList<>();
+        for (int i = 0; i < indexes.size(); i++) {
+            int index = indexes.get(i);
+            String id = placement.instances().get(index);
+            fresh.get(i).awaitHealthy(HEALTHY);
+            loaders.set(index, fresh.get(i));
+            RolloutEngine engine = new RolloutEngine(id, fresh.get(i).baseUrl(), loaderToken(id));
+            engine.register(
+                    spec.model(),
+                    "rebuild-" + id,
+                    nodeOf(id),
+                    RolloutEngine.workers(placement, id, manifest));
+            engines.set(index, engine);
+            out.add(engine);
+        }
+        return out;
     }
 
     /**
@@ -395,7 +527,10 @@ public final class LabCluster implements AutoCloseable {
     /** Updates the given engines together (for example one restarted instance). */
     public Updates update(List<RolloutEngine> which) throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(which.size());
-        try {
+        // Each engine's last answer; the progress shown is their sum.
+        Map<String, UpdateProgress> latest = new ConcurrentHashMap<>();
+        try (Progress progress =
+                Progress.of(which.size() == 1 ? "update" : "update x" + which.size(), 0)) {
             long started = System.nanoTime();
             List<Future<UpdateProgress>> futures = new ArrayList<>();
             for (RolloutEngine e : which) {
@@ -404,7 +539,8 @@ public final class LabCluster implements AutoCloseable {
                                 () ->
                                         e.await(
                                                 e.start(null, Duration.ofMinutes(10)).getUpdateId(),
-                                                Duration.ofMillis(10))));
+                                                Duration.ofMillis(10),
+                                                p -> tally(latest, e.instance(), p, progress))));
             }
             List<UpdateProgress> results = new ArrayList<>();
             for (Future<UpdateProgress> f : futures) {
@@ -414,6 +550,28 @@ public final class LabCluster implements AutoCloseable {
         } finally {
             pool.shutdownNow();
         }
+    }
+
+    /** Records {@code instance}'s last answer and shows the sum over every engine's. */
+    private static void tally(
+            Map<String, UpdateProgress> latest,
+            String instance,
+            UpdateProgress answer,
+            Progress progress) {
+        latest.put(instance, answer);
+        long done = 0;
+        long total = 0;
+        SortedSet<UpdatePhase> phases = new TreeSet<>();
+        for (UpdateProgress p : latest.values()) {
+            done += p.getBytesDone();
+            total += p.getBytesTotal();
+            phases.add(p.getPhase());
+        }
+        progress.set(done, total);
+        progress.phase(
+                String.join(
+                        "/",
+                        phases.stream().map(p -> p.getValue().toLowerCase(Locale.ROOT)).toList()));
     }
 
     /**
@@ -432,6 +590,88 @@ public final class LabCluster implements AutoCloseable {
                         generation,
                         new io.weightrelay.api.control.client.model.CheckpointRequest()
                                 .directory(directory.toString()));
+    }
+
+    // ---- Checkpoints across a full restart (issue 17). ----
+
+    /**
+     * Restores the checkpoint in {@code directory} through control-api (operator token): from the
+     * directory alone, into whatever owners run now.
+     */
+    public io.weightrelay.api.control.client.model.Generation restore(Path directory) {
+        return checkpointsApi()
+                .restoreCheckpoint(
+                        spec.model(),
+                        new io.weightrelay.api.control.client.model.RestoreRequest()
+                                .directory(directory.toString()));
+    }
+
+    /** Whether and where {@code generation} is saved, as operators see it. */
+    public io.weightrelay.api.control.client.model.CheckpointStatus checkpointStatus(
+            long generation) {
+        return checkpointsApi().getCheckpointStatus(spec.model(), generation);
+    }
+
+    private io.weightrelay.api.control.client.CheckpointsApi checkpointsApi() {
+        ApiClient client = new ApiClient();
+        client.setBasePath(control.baseUrl());
+        client.setBearerToken(operatorToken);
+        return new io.weightrelay.api.control.client.CheckpointsApi(client);
+    }
+
+    /** The process id of instance {@code index}'s loader (to freeze it with SIGSTOP). */
+    public long loaderProcessId(int index) {
+        return loaders.get(index).pid();
+    }
+
+    /** The process id of trainer node {@code index}'s publisher. */
+    public long publisherProcessId(int index) {
+        return publishers.get(Topology.trainerNodeName(index)).pid();
+    }
+
+    /** Every file in {@code /dev/shm} this lab's services made (their names hold the run id). */
+    public List<Path> shmFiles() throws IOException {
+        try (var files = Files.list(Path.of("/dev/shm"))) {
+            return files.filter(f -> f.getFileName().toString().contains(run)).toList();
+        }
+    }
+
+    /**
+     * A full restart with nothing surviving but files on disk: stops every service, deletes every
+     * Redis key of this lab's run (control plane and store directory, only {@code wr:lab:<run>:}),
+     * removes every shared-memory file the lab's services made, then starts fresh services with the
+     * same settings and registers the engines again. The fresh control-api knows no generation; the
+     * fresh publishers own empty segments.
+     */
+    public void restartFromScratch() throws Exception {
+        restartFromScratch(() -> null);
+    }
+
+    /**
+     * As {@link #restartFromScratch()}, calling {@code whileDown} once every service has stopped
+     * and Redis and shared memory are wiped, before anything starts again.
+     */
+    public void restartFromScratch(java.util.concurrent.Callable<?> whileDown) throws Exception {
+        for (ServiceProcess c : children) {
+            c.close();
+        }
+        children.clear();
+        loaders.clear();
+        engines.clear();
+        publishers.clear();
+        publisherArgs.clear();
+        deleteKeys(spec.redisUri(), "wr:lab:" + run + ":");
+        for (Path f : shmFiles()) {
+            Files.deleteIfExists(f);
+        }
+        killedSegments.clear();
+        whileDown.call();
+        try {
+            startServices();
+        } catch (Exception | Error e) {
+            dumpLogs();
+            throw e;
+        }
     }
 
     /** Prints every service's log tail to stderr (after a failure). */
@@ -457,14 +697,7 @@ public final class LabCluster implements AutoCloseable {
             }
         }
         deleteKeys(spec.redisUri(), "wr:lab:" + run + ":");
-        try (var files = Files.list(secrets)) {
-            for (Path f : files.toList()) {
-                Files.deleteIfExists(f);
-            }
-            Files.deleteIfExists(secrets);
-        } catch (IOException e) {
-            System.err.println("could not delete " + secrets + ": " + e);
-        }
+        secrets.close();
     }
 
     /**
@@ -499,22 +732,28 @@ public final class LabCluster implements AutoCloseable {
 
     private void startServices() throws Exception {
         String dpPrefix = dataplanePrefix();
-        control =
-                track(
-                        ServiceProcess.start(
-                                "control-api",
-                                ServiceProcess.findJar(spec.root(), "control-api"),
-                                "512m",
-                                List.of(
-                                        "--spring.data.redis.host=" + spec.redisHost(),
-                                        "--spring.data.redis.port=" + spec.redisPort(),
-                                        "--relay.redis.key-prefix=wr:lab:" + run + ":",
-                                        "--relay.dataplane.key-prefix=" + dpPrefix,
-                                        "--relay.dataplane.secret-file=" + secretFile,
-                                        "--relay.generations.scheduled-gc=false",
-                                        "--relay.updates.verify-checksums=" + checksums,
-                                        secretsArg("control-api", controlApiSecrets())),
-                                logs));
+        String controlSecrets = secretsArg("control-api", controlApiSecrets());
+        // A restart from scratch starts them all again: only the new ones are the lab's.
+        controls.clear();
+        for (int i = 0; i < controlApis; i++) {
+            controls.add(
+                    track(
+                            ServiceProcess.start(
+                                    i == 0 ? "control-api" : "control-api-" + i,
+                                    ServiceProcess.findJar(spec.root(), "control-api"),
+                                    "512m",
+                                    List.of(
+                                            "--spring.data.redis.host=" + spec.redisHost(),
+                                            "--spring.data.redis.port=" + spec.redisPort(),
+                                            "--relay.redis.key-prefix=wr:lab:" + run + ":",
+                                            "--relay.dataplane.key-prefix=" + dpPrefix,
+                                            "--relay.dataplane.secret-file=" + secretFile,
+                                            "--relay.generations.scheduled-gc=false",
+                                            "--relay.updates.verify-checksums=" + checksums,
+                                            controlSecrets),
+                                    logs)));
+        }
+        control = controls.get(0);
         startPublishers(dpPrefix);
         for (String id : placement.instances()) {
             loaders.add(startLoader(id, id));
@@ -523,8 +762,16 @@ public final class LabCluster implements AutoCloseable {
             c.awaitHealthy(HEALTHY);
         }
 
-        ApiClient client = new ApiClient();
-        client.setBasePath(control.baseUrl());
+        io.weightrelay.api.BaseUrlFailover failover =
+                new io.weightrelay.api.BaseUrlFailover(controlUrls());
+        ApiClient client =
+                new ApiClient(
+                        ApiClient.buildRestClientBuilder(
+                                        ApiClient.createDefaultMapper(
+                                                ApiClient.createDefaultDateFormat()))
+                                .requestInterceptor(failover)
+                                .build());
+        client.setBasePath(failover.primary());
         client.setBearerToken(operatorToken);
         operator = new GenerationsApi(client);
 
@@ -555,10 +802,7 @@ public final class LabCluster implements AutoCloseable {
         trainer =
                 new TrainerSession(
                         new RestCoordinator(
-                                control.baseUrl(),
-                                trainerToken,
-                                Duration.ofMinutes(2),
-                                MAX_FRAGMENT),
+                                controlUrls(), trainerToken, Duration.ofMinutes(2), MAX_FRAGMENT),
                         clients,
                         new RankPublisher.Options(true, 2, true, Duration.ofMinutes(2)));
     }
@@ -630,11 +874,7 @@ public final class LabCluster implements AutoCloseable {
             String node = Topology.trainerNodeName(i);
             String segmentName = segmentName(node);
             Map<String, String> secretProperties = new LinkedHashMap<>();
-            secretProperties.put("relay.publish.control-api-token", trainerToken);
-            secretProperties.put("relay.publish.owner-token", ownerToken(segmentName));
-            secretProperties.put("relay.security.tokens.trainer[0]", trainerToken);
-            secretProperties.put("relay.security.tokens.operator[0]", operatorToken);
-            secretProperties.put("relay.security.tokens.owner[0]", ownerCallToken);
+            secretProperties.putAll(secrets.publisher(segmentName));
             List<String> args =
                     List.of(
                             "--relay.segment.node=" + node,
@@ -646,7 +886,7 @@ public final class LabCluster implements AutoCloseable {
                             "--relay.staging.mode=segment",
                             "--relay.staging.capacity=" + staging + "B",
                             "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
-                            "--relay.publish.control-api-url=" + control.baseUrl(),
+                            "--relay.publish.control-api-url=" + controlUrls(),
                             secretsArg("publisher-" + node, secretProperties));
             publisherArgs.put(node, args);
             publishers.put(
@@ -663,16 +903,14 @@ public final class LabCluster implements AutoCloseable {
 
     private ServiceProcess startLoader(String name, String instance) {
         Map<String, String> secretProperties = new LinkedHashMap<>();
-        secretProperties.put("relay.loader.token", loaderToken(instance));
-        secretProperties.put("relay.security.tokens.loader[0]", loaderToken(instance));
-        secretProperties.put("relay.security.tokens.operator[0]", operatorToken);
+        secretProperties.putAll(secrets.loaderService(instance));
         return track(
                 ServiceProcess.start(
                         "loader-" + name,
                         ServiceProcess.findJar(spec.root(), "loader-service"),
                         "384m",
                         List.of(
-                                "--relay.loader.control-url=" + control.baseUrl(),
+                                "--relay.loader.control-url=" + controlUrls(),
                                 "--relay.dataplane.redis-uri=" + spec.redisUri(),
                                 "--relay.dataplane.key-prefix=" + dataplanePrefix(),
                                 "--relay.dataplane.secret-file=" + secretFile,
@@ -681,21 +919,18 @@ public final class LabCluster implements AutoCloseable {
                         logs));
     }
 
-    private static String token(String role) {
-        return "lab-" + role + "-" + UUID.randomUUID();
-    }
-
     private String segmentName(String node) {
         return "lab-" + run + "-" + node;
     }
 
-    /** The loader token of {@code instance}, bound to it in control-api. */
-    public synchronized String loaderToken(String instance) {
-        return loaderTokens.computeIfAbsent(instance, i -> token("loader"));
+    /** The store segment of trainer node {@code node}'s publisher in this lab. */
+    public String segmentNameOf(String node) {
+        return segmentName(node);
     }
 
-    private synchronized String ownerToken(String segment) {
-        return ownerTokens.computeIfAbsent(segment, s -> token("owner"));
+    /** The loader token of {@code instance}, bound to it in control-api. */
+    public String loaderToken(String instance) {
+        return secrets.loader(instance);
     }
 
     /**
@@ -704,25 +939,11 @@ public final class LabCluster implements AutoCloseable {
      * presents to the publishers.
      */
     private Map<String, String> controlApiSecrets() {
-        Map<String, String> p = new LinkedHashMap<>();
-        p.put("relay.security.tokens.trainer[0]", trainerToken);
-        p.put("relay.security.tokens.operator[0]", operatorToken);
-        p.put("relay.checkpoints.owner-token", ownerCallToken);
-        int n = 0;
-        for (String instance : placement.instances()) {
-            p.put("relay.security.bound[" + n + "].role", "loader");
-            p.put("relay.security.bound[" + n + "].identity", instance);
-            p.put("relay.security.bound[" + n + "].token", loaderToken(instance));
-            n++;
-        }
+        List<String> segments = new ArrayList<>();
         for (int i = 0; i < spec.trainerNodes(); i++) {
-            String segment = segmentName(Topology.trainerNodeName(i));
-            p.put("relay.security.bound[" + n + "].role", "owner");
-            p.put("relay.security.bound[" + n + "].identity", segment);
-            p.put("relay.security.bound[" + n + "].token", ownerToken(segment));
-            n++;
+            segments.add(segmentName(Topology.trainerNodeName(i)));
         }
-        return p;
+        return secrets.controlApi(placement.instances(), segments);
     }
 
     /**
@@ -730,35 +951,15 @@ public final class LabCluster implements AutoCloseable {
      * makes the service read it: secrets never appear on a command line.
      */
     private String secretsArg(String service, Map<String, String> properties) {
-        Path file = secrets.resolve(service + ".properties");
-        StringBuilder text = new StringBuilder();
-        properties.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
-        try {
-            Files.deleteIfExists(file);
-            Files.createFile(
-                    file,
-                    PosixFilePermissions.asFileAttribute(
-                            PosixFilePermissions.fromString("rw-------")));
-            Files.writeString(file, text);
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException("cannot write " + file, e);
-        }
-        return "--spring.config.additional-location=file:" + file;
+        return secrets.springArg(service, properties);
     }
 
     /**
      * Every token and secret this lab configured (role tokens, bound tokens, the owner credential,
      * the data-plane secret): none may appear in a service log.
      */
-    public synchronized List<String> configuredSecrets() throws IOException {
-        List<String> all = new ArrayList<>();
-        all.add(trainerToken);
-        all.add(operatorToken);
-        all.add(ownerCallToken);
-        all.addAll(loaderTokens.values());
-        all.addAll(ownerTokens.values());
-        all.add(new String(dataplaneSecret(), java.nio.charset.StandardCharsets.US_ASCII));
-        return all;
+    public List<String> configuredSecrets() {
+        return secrets.all();
     }
 
     private String nodeOf(String instance) {
@@ -771,8 +972,7 @@ public final class LabCluster implements AutoCloseable {
 
     /** The data-plane secret every service of this lab holds (for engines the lab opens itself). */
     public byte[] dataplaneSecret() throws IOException {
-        String hex = Files.readString(secretFile).trim();
-        return hex.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        return secrets.dataplaneSecret();
     }
 
     /** The data-plane key prefix of this lab's store (segments and object directory). */
@@ -807,5 +1007,90 @@ public final class LabCluster implements AutoCloseable {
 
     public String operatorToken() {
         return operatorToken;
+    }
+
+    /** The scrape token of every service of this lab. */
+    public String metricsToken() {
+        return secrets.metrics();
+    }
+
+    // ---- What the fault suite needs (io.weightrelay.lab.faults). ----
+
+    /**
+     * The simulated trainer publishes the generation of {@code step} with its bytes passed through
+     * {@code wrap}: a fault case wraps the generator to hold the ranks mid-publish while it kills a
+     * process (a hook of the lab's trainer, none in the services).
+     */
+    public long publish(long step, java.util.function.UnaryOperator<TensorSource> wrap) {
+        return trainer.publish(
+                        manifest, step, g -> wrap.apply(new DeterministicWeights(spec.seed(), g)))
+                .generation();
+    }
+
+    /** Trainer node {@code index}'s publisher's segment (its owner's name in the registry). */
+    public String publisherSegment(int index) {
+        return segmentName(Topology.trainerNodeName(index));
+    }
+
+    /** Trainer node {@code index}'s publisher's URL, while it runs. */
+    public String publisherUrl(int index) {
+        return publishers.get(Topology.trainerNodeName(index)).baseUrl();
+    }
+
+    /**
+     * Starts trainer node {@code index}'s publisher again after {@link #killPublisher(int)} left it
+     * dead: same node and segment name, as an operator's restart would (it re-creates the segment,
+     * so what the dead one stored is reported lost).
+     */
+    public void revivePublisher(int index) throws Exception {
+        String node = Topology.trainerNodeName(index);
+        if (publishers.containsKey(node)) {
+            throw new IllegalStateException("the publisher of " + node + " is running");
+        }
+        ServiceProcess fresh =
+                track(
+                        ServiceProcess.start(
+                                "publisher-" + node + "-revived-" + System.nanoTime(),
+                                ServiceProcess.findJar(spec.root(), "publisher-service"),
+                                "384m",
+                                publisherArgs.get(node),
+                                logs));
+        fresh.awaitHealthy(HEALTHY);
+        publishers.put(node, fresh);
+        connectTrainer();
+    }
+
+    /** The process id of instance {@code index}'s loader (to signal it). */
+    public long loaderPid(int index) {
+        return loaders.get(index).pid();
+    }
+
+    /** Kills instance {@code index}'s loader at once (SIGKILL) and leaves it dead. */
+    public void killLoader(int index) {
+        loaders.get(index).kill();
+    }
+
+    /** How many store objects of {@code generation} the object directory still lists. */
+    public long storedObjects(long generation) {
+        String match =
+                (dataplanePrefix() + "obj:" + spec.model() + "/" + generation + "/")
+                                .replaceAll("([*?\\[\\]\\\\])", "\\\\$1")
+                        + "*";
+        RedisClient client = RedisClient.create(spec.redisUri());
+        try (StatefulRedisConnection<String, String> connection = client.connect()) {
+            RedisCommands<String, String> redis = connection.sync();
+            ScanArgs args = ScanArgs.Builder.matches(match).limit(1000);
+            long n = 0;
+            KeyScanCursor<String> page = redis.scan(args);
+            while (true) {
+                n += page.getKeys().size();
+                if (page.isFinished()) {
+                    return n;
+                }
+                page = redis.scan(page, args);
+            }
+        } finally {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+        }
     }
 }

@@ -12,14 +12,10 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.topology.Topology;
 import io.weightrelay.service.process.ServiceProcess;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -127,15 +123,12 @@ public final class MultiHostCluster implements AutoCloseable {
 
     private final Spec spec;
     private final String run = UUID.randomUUID().toString().substring(0, 8);
-    private final String trainerToken = "lab-trainer-" + UUID.randomUUID();
-    private final String loaderToken = "lab-loader-" + UUID.randomUUID();
-    private final String operatorToken = "lab-operator-" + UUID.randomUUID();
 
-    /** Publishers register their segment and admin URL with it (control-api's owner role). */
-    private final String ownerToken = "lab-owner-" + UUID.randomUUID();
-
-    /** control-api presents it to the publishers' owner endpoints (checkpoints). */
-    private final String ownerCallToken = "lab-owner-call-" + UUID.randomUUID();
+    /**
+     * Every credential of this run, as a deployment hands them out: a loader token bound to each
+     * instance, an owner token bound to each segment; all in files, never on a command line.
+     */
+    private final LabSecrets secrets;
 
     private final Path logs;
     private final Path secretFile;
@@ -149,6 +142,7 @@ public final class MultiHostCluster implements AutoCloseable {
     private final Map<String, HostProcess> rolloutAgents = new LinkedHashMap<>();
     private final ExecutorService pool = Executors.newCachedThreadPool();
     private int restarts;
+    private List<String> serviceArgs = List.of();
     private String redisUri;
     private String controlUrl;
 
@@ -163,13 +157,8 @@ public final class MultiHostCluster implements AutoCloseable {
         placement.workers().forEach(w -> nodes.add(w.node()));
         this.rolloutNodes = List.copyOf(nodes);
         this.logs = Files.createTempDirectory(spec.prefix() + "-" + run + "-");
-        this.secretFile = logs.resolve("dataplane.secret");
-        Files.createFile(
-                secretFile,
-                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-        byte[] secret = new byte[32];
-        new SecureRandom().nextBytes(secret);
-        Files.writeString(secretFile, HexFormat.of().formatHex(secret), StandardCharsets.UTF_8);
+        this.secrets = LabSecrets.create(run);
+        this.secretFile = secrets.dataplaneSecretFile();
         List<String> names = new ArrayList<>(List.of("redis", "control"));
         names.addAll(trainerNodes);
         names.addAll(rolloutNodes);
@@ -178,7 +167,16 @@ public final class MultiHostCluster implements AutoCloseable {
 
     /** Makes the hosts, starts every service and agent, and registers every engine. */
     public static MultiHostCluster start(Spec spec) throws Exception {
+        return start(spec, List.of());
+    }
+
+    /**
+     * As {@link #start(Spec)}, with {@code serviceArgs} ({@code --key=value}) given to every
+     * service as well: a fault case shortens {@code relay.dataplane.io-timeout} this way.
+     */
+    public static MultiHostCluster start(Spec spec, List<String> serviceArgs) throws Exception {
         MultiHostCluster lab = new MultiHostCluster(spec);
+        lab.serviceArgs = List.copyOf(serviceArgs);
         try {
             lab.startAll();
             return lab;
@@ -257,7 +255,7 @@ public final class MultiHostCluster implements AutoCloseable {
         hosts.forget(old);
         Host host = hosts.host(nodeOf(id));
         int port = LOADER_PORT + 100 + restarts++;
-        HostProcess fresh = startLoader(host, id + "-restarted", port);
+        HostProcess fresh = startLoader(host, id + "-restarted", id, port);
         host.awaitHttp(host.controlAddress(), port, "/actuator/health", HEALTHY, fresh);
         loaders.put(id, fresh);
         ask(
@@ -273,6 +271,38 @@ public final class MultiHostCluster implements AutoCloseable {
         JsonNode answer = askRaw(rolloutAgents.get(nodeOf(instance)), "update-one " + instance);
         double seconds = (System.nanoTime() - started) / 1e9;
         return new Update(seconds, engines(List.of(answer)), hosts.counters().minus(before));
+    }
+
+    /**
+     * Updates every engine to the active generation, all at once, each session with {@code timeout}
+     * as its phase timeout; what each engine ended with, failed or not (every byte of an UPDATED
+     * one checked).
+     */
+    public Update updateWithin(Duration timeout) throws Exception {
+        LinkCounters before = hosts.counters();
+        long started = System.nanoTime();
+        List<JsonNode> answers =
+                all(rolloutAgents.values(), p -> askRaw(p, "update-within " + timeout.toSeconds()));
+        double seconds = (System.nanoTime() - started) / 1e9;
+        return new Update(seconds, engines(answers), hosts.counters().minus(before));
+    }
+
+    /**
+     * What every engine serves now: generation, paused, and for one serving, whether all its bytes
+     * are of that generation ({@code verified}).
+     */
+    public List<JsonNode> serving() throws Exception {
+        return engines(all(rolloutAgents.values(), p -> ask(p, "serving")));
+    }
+
+    /** Registers every engine again with its loader in {@code group} (a rebuild). */
+    public void registerAll(String group) throws Exception {
+        all(rolloutAgents.values(), p -> ask(p, "register " + group));
+    }
+
+    /** The segment of trainer node {@code node}'s publisher. */
+    public String segmentOf(String node) {
+        return "lab-" + run + "-" + node;
     }
 
     /** Removes retired generations nobody holds, as a deployment's scheduled GC would. */
@@ -297,6 +327,12 @@ public final class MultiHostCluster implements AutoCloseable {
     public void close() {
         pool.shutdownNow();
         hosts.close();
+        secrets.close();
+    }
+
+    /** Every token and secret this lab configured: none may appear in a log. */
+    public List<String> configuredSecrets() {
+        return secrets.all();
     }
 
     private void startAll() throws Exception {
@@ -329,11 +365,11 @@ public final class MultiHostCluster implements AutoCloseable {
                         "--spring.data.redis.port=" + REDIS_PORT,
                         "--relay.redis.key-prefix=wr:lab:" + run + ":",
                         "--relay.generations.scheduled-gc=false",
-                        "--relay.security.tokens.trainer[0]=" + trainerToken,
-                        "--relay.security.tokens.loader[0]=" + loaderToken,
-                        "--relay.security.tokens.operator[0]=" + operatorToken,
-                        "--relay.security.tokens.owner[0]=" + ownerToken,
-                        "--relay.checkpoints.owner-token=" + ownerCallToken));
+                        secrets.springArg(
+                                "control-api",
+                                secrets.controlApi(
+                                        placement.instances(),
+                                        trainerNodes.stream().map(this::segmentName).toList()))));
         HostProcess control =
                 startService(
                         controlHost,
@@ -354,18 +390,15 @@ public final class MultiHostCluster implements AutoCloseable {
             args.addAll(
                     List.of(
                             "--relay.segment.node=" + node,
-                            "--relay.segment.name=lab-" + run + "-" + node,
+                            "--relay.segment.name=" + segmentName(node),
                             "--relay.segment.size=" + segment + "B",
                             "--relay.segment.admin-url=" + url(h, PUBLISHER_PORT),
                             "--relay.staging.mode=segment",
                             "--relay.staging.capacity=" + staging + "B",
                             "--relay.staging.max-batch-bytes=" + LabCluster.MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrl,
-                            "--relay.publish.control-api-token=" + trainerToken,
-                            "--relay.publish.owner-token=" + ownerToken,
-                            "--relay.security.tokens.trainer[0]=" + trainerToken,
-                            "--relay.security.tokens.operator[0]=" + operatorToken,
-                            "--relay.security.tokens.owner[0]=" + ownerCallToken));
+                            secrets.springArg(
+                                    "publisher-" + node, secrets.publisher(segmentName(node)))));
             services.put(
                     startService(
                             h,
@@ -386,7 +419,7 @@ public final class MultiHostCluster implements AutoCloseable {
                     continue;
                 }
                 int port = LOADER_PORT + k++;
-                HostProcess loader = startLoader(h, id, port);
+                HostProcess loader = startLoader(h, id, id, port);
                 loaders.put(id, loader);
                 services.put(loader, port);
                 engines.add(id + "=" + url(h, port));
@@ -417,10 +450,15 @@ public final class MultiHostCluster implements AutoCloseable {
                                     controlUrl,
                                     "--publisher-url",
                                     url(h, PUBLISHER_PORT),
-                                    "--token",
-                                    trainerToken,
-                                    "--operator-token",
-                                    operatorToken,
+                                    "--tokens-file",
+                                    secrets.agentTokens(
+                                                    "trainer-rank-" + node,
+                                                    Map.of(
+                                                            "trainer",
+                                                            secrets.trainer(),
+                                                            "operator",
+                                                            secrets.operator()))
+                                            .toString(),
                                     "--seed",
                                     Long.toString(spec.seed())),
                             logs));
@@ -444,8 +482,10 @@ public final class MultiHostCluster implements AutoCloseable {
                                     Integer.toString(spec.rolloutNodes()),
                                     "--control-url",
                                     controlUrl,
-                                    "--token",
-                                    loaderToken,
+                                    "--tokens-file",
+                                    secrets.agentTokens(
+                                                    "rollout-engines-" + node, loaderTokens(node))
+                                            .toString(),
                                     "--seed",
                                     Long.toString(spec.seed())));
             for (String e : enginesOfNode.get(node)) {
@@ -465,21 +505,39 @@ public final class MultiHostCluster implements AutoCloseable {
      * data-plane address, finds the store in the lab's Redis and proves the run's secret.
      */
     private List<String> dataplane(Host h) {
-        return List.of(
-                "--relay.dataplane.bind-host=" + h.dataAddress(),
-                "--relay.dataplane.redis-uri=" + redisUri,
-                "--relay.dataplane.key-prefix=" + dataplanePrefix(),
-                "--relay.dataplane.secret-file=" + secretFile);
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "--relay.dataplane.bind-host=" + h.dataAddress(),
+                                "--relay.dataplane.redis-uri=" + redisUri,
+                                "--relay.dataplane.key-prefix=" + dataplanePrefix(),
+                                "--relay.dataplane.secret-file=" + secretFile));
+        args.addAll(serviceArgs);
+        return args;
     }
 
-    private HostProcess startLoader(Host h, String name, int port) {
+    private String segmentName(String node) {
+        return "lab-" + run + "-" + node;
+    }
+
+    /** The loader token of every instance on {@code node}, as {@code loader.<instance>}. */
+    private Map<String, String> loaderTokens(String node) {
+        Map<String, String> tokens = new LinkedHashMap<>();
+        for (String id : placement.instances()) {
+            if (nodeOf(id).equals(node)) {
+                tokens.put("loader." + id, secrets.loader(id));
+            }
+        }
+        return tokens;
+    }
+
+    private HostProcess startLoader(Host h, String name, String instance, int port) {
         List<String> args = new ArrayList<>(dataplane(h));
         args.addAll(
                 List.of(
                         "--relay.loader.control-url=" + controlUrl,
-                        "--relay.loader.token=" + loaderToken,
                         "--relay.loader.advertise-url=" + url(h, port),
-                        "--relay.security.tokens.loader[0]=" + loaderToken));
+                        secrets.springArg(name, secrets.loaderService(instance))));
         return startService(h, "loader-" + name, "loader-service", "384m", port, args);
     }
 
@@ -505,7 +563,7 @@ public final class MultiHostCluster implements AutoCloseable {
         command.add("-Xmx256m");
         command.add("-XX:+UseSerialGC");
         command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
+        command.add(HostLab.absoluteClassPath());
         command.add(HostAgent.class.getName());
         command.addAll(List.of(args));
         return command;

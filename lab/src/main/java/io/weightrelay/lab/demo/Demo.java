@@ -1,22 +1,239 @@
 package io.weightrelay.lab.demo;
 
+import io.weightrelay.api.loader.client.model.PhaseDurations;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.api.publisher.client.model.TransportCounters;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.plan.Demands;
+import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.trainer.client.PublisherClient;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Collectors;
 
 /**
- * {@code ./relay demo [--model M] [--instances I] [--tp P] [--mode compat|direct|both]}: starts a
- * lab (control-api, two publishers on two trainer node labels, one loader per rollout instance on
- * two rollout node labels, all real services in their own JVMs on loopback), then in each mode:
- * publishes a generation, updates every instance, checks every byte; publishes the next one and
- * updates again; kills one instance's loader and brings it back on the active generation with no
- * republish. Narration goes to stderr, one JSON line per mode to stdout. With {@code --hosts} the
- * same story runs on several hosts of this machine instead ({@link HostsDemo}).
+ * {@code ./relay demo [--model M] [--instances I] [--tp P] [--mode both|compat|direct] [--json]}:
+ * starts one lab (control-api, two publishers on two trainer node labels, one loader per rollout
+ * instance on two rollout node labels, all real services in their own JVMs on loopback) whose
+ * instances serve both modes at once by default (even instances in compatibility mode, odd ones
+ * parameter-direct), then publishes three generations, updating every instance to each and checking
+ * every byte, and finally kills one loader per mode and brings each back on the active generation
+ * with no republish. Narration goes to stderr; the report table to stdout, or with {@code --json}
+ * one JSON line per generation and a summary line last. Ctrl-C stops every service the demo
+ * started. With {@code --hosts} the story runs on several hosts of this machine instead ({@link
+ * HostsDemo}).
  */
 public final class Demo {
+
+    private static final int GENERATIONS = 3;
+
+    /** What one generation showed. */
+    public record GenerationResult(
+            long generation,
+            double publishSeconds,
+            long publishTcpBytes,
+            double updateSeconds,
+            Map<String, Double> updateSecondsByMode,
+            long storeBytesRead,
+            long storeBytesNeeded,
+            long bytesReceived,
+            long targetStoredBytes,
+            long bytesVerified) {
+
+        public double storeReadRatio() {
+            return ratio(storeBytesRead, storeBytesNeeded);
+        }
+
+        boolean verified() {
+            return bytesVerified > 0
+                    && storeBytesRead == storeBytesNeeded
+                    && bytesReceived == targetStoredBytes;
+        }
+
+        String json() {
+            return String.format(
+                    Locale.ROOT,
+                    "{\"generation\":%d,\"publish_s\":%.3f,\"publish_tcp_bytes\":%d,"
+                            + "\"update_s\":%.3f,\"update_s_by_mode\":%s,\"store_read_bytes\":%d,"
+                            + "\"store_bytes_needed\":%d,\"store_read_ratio\":%.4f,"
+                            + "\"bytes_received\":%d,\"bytes_verified\":%d}",
+                    generation,
+                    publishSeconds,
+                    publishTcpBytes,
+                    updateSeconds,
+                    secondsJson(updateSecondsByMode),
+                    storeBytesRead,
+                    storeBytesNeeded,
+                    storeReadRatio(),
+                    bytesReceived,
+                    bytesVerified);
+        }
+    }
+
+    /** The restarted instances' update: each alone, from the store, with no republish. */
+    public record RestartResult(
+            List<String> instances,
+            long generation,
+            double updateSeconds,
+            long storeBytesRead,
+            long storeBytesNeeded,
+            long bytesVerified) {
+
+        public double storeReadRatio() {
+            return ratio(storeBytesRead, storeBytesNeeded);
+        }
+
+        boolean verified() {
+            return bytesVerified > 0 && storeBytesRead == storeBytesNeeded;
+        }
+    }
+
+    /** The whole run. */
+    public record Report(
+            String model,
+            int instances,
+            int tp,
+            Map<String, String> modeByInstance,
+            List<GenerationResult> generations,
+            RestartResult restart,
+            double seconds) {
+
+        public boolean verified() {
+            return generations.size() == GENERATIONS
+                    && generations.stream().allMatch(GenerationResult::verified)
+                    && restart.verified()
+                    && publishTcpBytes() == 0;
+        }
+
+        public long publishTcpBytes() {
+            return generations.stream().mapToLong(GenerationResult::publishTcpBytes).sum();
+        }
+
+        public double minStoreReadRatio() {
+            double min = restart.storeReadRatio();
+            for (GenerationResult g : generations) {
+                min = Math.min(min, g.storeReadRatio());
+            }
+            return min;
+        }
+
+        public double maxStoreReadRatio() {
+            double max = restart.storeReadRatio();
+            for (GenerationResult g : generations) {
+                max = Math.max(max, g.storeReadRatio());
+            }
+            return max;
+        }
+
+        public long bytesVerified() {
+            return generations.stream().mapToLong(GenerationResult::bytesVerified).sum()
+                    + restart.bytesVerified();
+        }
+
+        public List<String> modes() {
+            return modeByInstance.values().stream().distinct().sorted().toList();
+        }
+
+        public String json() {
+            return String.format(
+                    Locale.ROOT,
+                    "{\"model\":\"%s\",\"instances\":%d,\"tp\":%d,\"modes\":[%s],"
+                            + "\"generations\":[%s],\"publish_s\":[%s],\"update_s_by_mode\":{%s},"
+                            + "\"restarted\":[%s],\"restart_update_s\":%.3f,"
+                            + "\"bytes_verified\":%d,\"min_store_read_ratio\":%.4f,"
+                            + "\"max_store_read_ratio\":%.4f,\"publish_tcp_bytes\":%d,"
+                            + "\"seconds\":%.1f,\"verified\":%s}",
+                    model,
+                    instances,
+                    tp,
+                    quoted(modes()),
+                    generations.stream()
+                            .map(g -> Long.toString(g.generation()))
+                            .collect(Collectors.joining(",")),
+                    generations.stream()
+                            .map(g -> String.format(Locale.ROOT, "%.3f", g.publishSeconds()))
+                            .collect(Collectors.joining(",")),
+                    modes().stream()
+                            .map(m -> "\"" + m + "\":" + updateSeconds(m))
+                            .collect(Collectors.joining(",")),
+                    quoted(restart.instances()),
+                    restart.updateSeconds(),
+                    bytesVerified(),
+                    minStoreReadRatio(),
+                    maxStoreReadRatio(),
+                    publishTcpBytes(),
+                    seconds,
+                    verified());
+        }
+
+        /** {@code mode}'s update seconds, one per generation, as a JSON array. */
+        private String updateSeconds(String mode) {
+            return generations.stream()
+                    .map(g -> String.format(Locale.ROOT, "%.3f", g.updateSecondsByMode().get(mode)))
+                    .collect(Collectors.joining(",", "[", "]"));
+        }
+
+        /** The table a person reads at the end. */
+        public void printTable(PrintStream out) {
+            List<String> modes = modes();
+            StringBuilder head =
+                    new StringBuilder(String.format("%-10s %9s %9s", "", "publish", "tcp"));
+            for (String m : modes) {
+                head.append(String.format(" %9s", m));
+            }
+            head.append(String.format(" %11s %10s", "store read", "verified"));
+            out.println(head);
+            for (GenerationResult g : generations) {
+                StringBuilder row =
+                        new StringBuilder(
+                                String.format(
+                                        Locale.ROOT,
+                                        "%-10s %8.2fs %8dB",
+                                        "gen " + g.generation(),
+                                        g.publishSeconds(),
+                                        g.publishTcpBytes()));
+                for (String m : modes) {
+                    row.append(
+                            String.format(Locale.ROOT, " %8.2fs", g.updateSecondsByMode().get(m)));
+                }
+                row.append(
+                        String.format(
+                                Locale.ROOT,
+                                " %10.4fx %8.1fMB",
+                                g.storeReadRatio(),
+                                g.bytesVerified() / 1e6));
+                out.println(row);
+            }
+            out.println(
+                    String.format(
+                            Locale.ROOT,
+                            "%-10s %s loaded generation %d alone in %.2f s with no republish;"
+                                    + " store read %.4fx, %.1f MB verified",
+                            "restart",
+                            String.join(" and ", restart.instances()),
+                            restart.generation(),
+                            restart.updateSeconds(),
+                            restart.storeReadRatio(),
+                            restart.bytesVerified() / 1e6));
+            out.println(
+                    String.format(
+                            Locale.ROOT,
+                            "%s in %.1f s: instances %s",
+                            verified() ? "every check held" : "A CHECK FAILED",
+                            seconds,
+                            modeByInstance));
+        }
+    }
 
     private Demo() {}
 
@@ -29,105 +246,226 @@ public final class Demo {
         int instances = Integer.parseInt(flag(argv, "--instances", "4"));
         int tp = Integer.parseInt(flag(argv, "--tp", "2"));
         String modes = flag(argv, "--mode", "both");
-        List<Mode> run =
+        boolean json = List.of(argv).contains("--json");
+        if (modes.equals("both") && instances < 2) {
+            System.err.println(
+                    "relay demo: --mode both needs at least 2 instances (one per mode), got "
+                            + instances);
+            System.exit(2);
+        }
+        if (System.getProperty(ServiceProcess.JVM_OPTIONS_PROPERTY) == null) {
+            // The demo tells a story, it does not measure: its seven services start with C1 only,
+            // about half the CPU of a full-JIT start, which on a small machine is most of the
+            // demo's time. The benchmarks (./relay bench) run the services with full JIT.
+            System.setProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, "-XX:TieredStopAtLevel=1");
+        }
+        LabCluster.Spec spec =
                 modes.equals("both")
-                        ? List.of(Mode.COMPAT, Mode.DIRECT)
-                        : List.of(Mode.parse(modes));
-        for (Mode mode : run) {
-            runMode(LabCluster.Spec.of(model, instances, tp, mode));
+                        ? LabCluster.Spec.bothModes(model, instances, tp)
+                        : LabCluster.Spec.of(model, instances, tp, Mode.parse(modes));
+        Report report = run(spec);
+        if (json) {
+            report.generations().forEach(g -> System.out.println(g.json()));
+            report.printTable(System.err);
+            System.out.println(report.json());
+        } else {
+            report.printTable(System.out);
+        }
+        if (!report.verified()) {
+            System.exit(1);
         }
     }
 
-    private static void runMode(LabCluster.Spec spec) throws Exception {
-        String mode = spec.mode().name().toLowerCase(Locale.ROOT);
+    /** The demo's story on a fresh lab of {@code spec}, stopped at the end (or on Ctrl-C). */
+    public static Report run(LabCluster.Spec spec) throws Exception {
+        long started = System.nanoTime();
         say(
-                "%s mode: starting control-api, %d publishers and %d loaders (%s, %d instances x tp %d)",
-                mode,
+                "starting control-api, %d publishers and %d loaders (%s, %d instances x tp %d, %s)",
                 spec.trainerNodes(),
                 spec.instances(),
                 spec.model(),
                 spec.instances(),
-                spec.tp());
-        try (LabCluster lab = LabCluster.start(spec)) {
-            say("  services up; logs in %s", lab.logs());
-            long g1 = lab.publish(0);
-            say(
-                    "  trainer published generation %d: %d tensors, %d stored objects, one copy each",
-                    g1, lab.manifest().tensors().size(), lab.manifest().fragments().size());
-            LabCluster.Updates first = lab.updateAll().requireUpdated();
-            long verified1 = lab.verifyAll(g1);
-            say(
-                    "  every instance updated to %d in %.2f s; %d bytes checked against the trainer's",
-                    g1, first.seconds(), verified1);
+                spec.tp(),
+                spec.mode() == null ? "both modes" : spec.modeName() + " mode");
+        LabCluster lab = LabCluster.start(spec);
+        AtomicBoolean closed = new AtomicBoolean();
+        Runnable stop =
+                () -> {
+                    if (closed.compareAndSet(false, true)) {
+                        lab.close();
+                    }
+                };
+        Thread onInterrupt = new Thread(stop, "demo-stop");
+        Runtime.getRuntime().addShutdownHook(onInterrupt);
+        try {
+            return story(lab, started);
+        } catch (Exception | AssertionError e) {
+            lab.dumpLogs();
+            throw e;
+        } finally {
+            stop.run();
+            try {
+                Runtime.getRuntime().removeShutdownHook(onInterrupt);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook is running or ran: the lab is stopped either way
+            }
+        }
+    }
 
-            long g2 = lab.publish(1);
-            LabCluster.Updates second = lab.updateAll().requireUpdated();
-            long verified2 = lab.verifyAll(g2);
+    private static Report story(LabCluster lab, long started) throws Exception {
+        LabCluster.Spec spec = lab.spec();
+        Map<String, String> modeByInstance = new LinkedHashMap<>();
+        List<String> ids = lab.placement().instances();
+        for (int i = 0; i < ids.size(); i++) {
+            modeByInstance.put(ids.get(i), spec.modeOf(i).name().toLowerCase(Locale.ROOT));
+        }
+        say("  services up; logs in %s; instances %s", lab.logs(), modeByInstance);
+        List<PublisherClient> publishers = new ArrayList<>();
+        for (int i = 0; i < spec.trainerNodes(); i++) {
+            publishers.add(
+                    PublisherClient.connect(
+                            lab.publisherUrl(i), lab.trainerToken(), Duration.ofMinutes(1)));
+        }
+        Demands demands = Demands.of(lab.manifest(), lab.placement());
+        List<GenerationResult> generations = new ArrayList<>();
+        for (int step = 0; step < GENERATIONS; step++) {
+            long tcpBefore = tcpBytes(publishers);
+            long t0 = System.nanoTime();
+            long g = lab.publish(step);
+            double publishSeconds = (System.nanoTime() - t0) / 1e9;
+            long publishTcp = tcpBytes(publishers) - tcpBefore;
+            LabCluster.Updates update = lab.updateAll().requireUpdated();
+            long verified = lab.verifyAll(g);
             lab.collectGarbage();
+            GenerationResult r =
+                    new GenerationResult(
+                            g,
+                            publishSeconds,
+                            publishTcp,
+                            update.seconds(),
+                            secondsByMode(update.results(), modeByInstance),
+                            update.storeBytesRead(),
+                            demands.storeBytes(),
+                            update.bytesReceived(),
+                            demands.targetStoredBytes(),
+                            verified);
+            generations.add(r);
             say(
-                    "  generation %d published and applied in %.2f s (%s); generation %d retired",
-                    g2, second.seconds(), traffic(second.results()), g1);
-
-            RolloutEngine restarted = lab.restartInstance(0);
-            LabCluster.Updates rebuilt = lab.update(List.of(restarted)).requireUpdated();
-            long verified3 = lab.verify(restarted, g2);
-            say(
-                    "  killed %s's loader; the new one loaded active generation %d alone in %.2f s,"
-                            + " no republish; %d bytes checked",
-                    restarted.instance(), g2, rebuilt.seconds(), verified3);
-
-            System.out.println(
-                    String.format(
-                            Locale.ROOT,
-                            "{\"mode\":\"%s\",\"model\":\"%s\",\"instances\":%d,\"tp\":%d,"
-                                    + "\"generations\":[%d,%d],\"update_s\":%.3f,"
-                                    + "\"bytes_verified\":%d,\"restart_update_s\":%.3f,"
-                                    + "\"restart_bytes_verified\":%d,%s}",
-                            mode,
-                            spec.model(),
-                            spec.instances(),
-                            spec.tp(),
-                            g1,
-                            g2,
-                            second.seconds(),
-                            verified1 + verified2,
-                            rebuilt.seconds(),
-                            verified3,
-                            trafficJson(second.results())));
+                    "  generation %d: published in %.2f s (%d bytes over tcp: one copy, in the"
+                            + " publishers' own segments); every instance updated in %.2f s (%s);"
+                            + " store read %.4fx what the instances need, %d bytes checked",
+                    g,
+                    publishSeconds,
+                    publishTcp,
+                    update.seconds(),
+                    r.updateSecondsByMode().entrySet().stream()
+                            .map(
+                                    e ->
+                                            String.format(
+                                                    Locale.ROOT,
+                                                    "%s %.2f s",
+                                                    e.getKey(),
+                                                    e.getValue()))
+                            .collect(Collectors.joining(", ")),
+                    r.storeReadRatio(),
+                    verified);
         }
+        long active = generations.get(generations.size() - 1).generation();
+
+        // One loader per mode killed and brought back: each loads the active generation alone.
+        List<Integer> restart = new ArrayList<>();
+        for (String mode : List.copyOf(new java.util.TreeSet<>(modeByInstance.values()))) {
+            restart.add(List.copyOf(modeByInstance.values()).indexOf(mode));
+        }
+        List<RolloutEngine> restarted = lab.restartInstances(restart);
+        LabCluster.Updates rebuilt = lab.update(restarted).requireUpdated();
+        long verified = lab.verify(restarted, active);
+        List<String> restartedIds = restarted.stream().map(RolloutEngine::instance).toList();
+        // Each restarted engine rebuilds in a group of its own, so each reads what it needs.
+        long needed = 0;
+        for (String id : restartedIds) {
+            List<Worker> its =
+                    lab.placement().workers().stream()
+                            .filter(w -> w.instance().equals(id))
+                            .toList();
+            needed += Demands.of(lab.manifest(), new TargetPlacement(its)).storeBytes();
+        }
+        RestartResult r =
+                new RestartResult(
+                        restartedIds,
+                        active,
+                        rebuilt.seconds(),
+                        rebuilt.storeBytesRead(),
+                        needed,
+                        verified);
+        say(
+                "  killed the loaders of %s; the new ones loaded active generation %d alone in"
+                        + " %.2f s, no republish; %d bytes checked",
+                String.join(" and ", restartedIds), active, rebuilt.seconds(), verified);
+        return new Report(
+                spec.model(),
+                spec.instances(),
+                spec.tp(),
+                modeByInstance,
+                generations,
+                r,
+                (System.nanoTime() - started) / 1e9);
     }
 
-    private static String traffic(List<UpdateProgress> results) {
-        long[] t = totals(results);
-        return String.format(
-                Locale.ROOT,
-                "store read %.1f MB, pushed %.1f MB over tcp, %.1f MB copied on-node",
-                t[0] / 1e6,
-                t[1] / 1e6,
-                t[2] / 1e6);
-    }
-
-    private static String trafficJson(List<UpdateProgress> results) {
-        long[] t = totals(results);
-        return String.format(
-                Locale.ROOT,
-                "\"store_read_bytes\":%d,\"tcp_written_bytes\":%d,\"local_written_bytes\":%d",
-                t[0],
-                t[1],
-                t[2]);
-    }
-
-    /** Store bytes read, tcp bytes written, local bytes written, over all instances. */
-    private static long[] totals(List<UpdateProgress> results) {
-        long read = 0;
-        long tcp = 0;
-        long local = 0;
+    /**
+     * Per mode, the longest prepare + apply + post-apply of its instances (the session's consensus
+     * makes them end together; the loader's own phases say which mode took longer).
+     */
+    private static Map<String, Double> secondsByMode(
+            List<UpdateProgress> results, Map<String, String> modeByInstance) {
+        Map<String, Double> out = new java.util.TreeMap<>();
         for (UpdateProgress p : results) {
-            read += p.getTransport().getLocalRead() + p.getTransport().getTcpRead();
-            tcp += p.getTransport().getTcpWritten();
-            local += p.getTransport().getLocalWritten();
+            String mode = modeByInstance.get(instanceOf(p));
+            PhaseDurations d = p.getDurations();
+            double s =
+                    d == null
+                            ? 0
+                            : (nonNull(d.getPrepareMs())
+                                            + nonNull(d.getApplyMs())
+                                            + nonNull(d.getPostApplyMs()))
+                                    / 1e3;
+            out.merge(mode, s, Math::max);
         }
-        return new long[] {read, tcp, local};
+        return out;
+    }
+
+    /** An update id is {@code <instance>:g<generation>:<nonce>}. */
+    private static String instanceOf(UpdateProgress p) {
+        String id = p.getUpdateId();
+        int colon = id.indexOf(':');
+        return colon < 0 ? id : id.substring(0, colon);
+    }
+
+    private static long nonNull(Long v) {
+        return v == null ? 0 : v;
+    }
+
+    private static long tcpBytes(List<PublisherClient> publishers) {
+        long total = 0;
+        for (PublisherClient p : publishers) {
+            TransportCounters c = p.segment().getTransport();
+            total += c.getTcpRead() + c.getTcpWritten();
+        }
+        return total;
+    }
+
+    private static double ratio(long read, long needed) {
+        return needed == 0 ? 0 : (double) read / needed;
+    }
+
+    private static String quoted(List<String> names) {
+        return names.stream().map(n -> "\"" + n + "\"").collect(Collectors.joining(","));
+    }
+
+    private static String secondsJson(Map<String, Double> byMode) {
+        return byMode.entrySet().stream()
+                .map(e -> String.format(Locale.ROOT, "\"%s\":%.3f", e.getKey(), e.getValue()))
+                .collect(Collectors.joining(",", "{", "}"));
     }
 
     private static String flag(String[] argv, String name, String fallback) {
@@ -139,7 +477,12 @@ public final class Demo {
         return fallback;
     }
 
+    private static final long START = System.nanoTime();
+
+    /** A line of narration on stderr, after the seconds since the demo started. */
     private static void say(String format, Object... args) {
-        System.err.println(String.format(Locale.ROOT, format, args));
+        System.err.println(
+                String.format(Locale.ROOT, "[%5.1f s] ", (System.nanoTime() - START) / 1e9)
+                        + String.format(Locale.ROOT, format, args));
     }
 }

@@ -1,5 +1,6 @@
 package io.weightrelay.lab.demo;
 
+import io.weightrelay.lab.cluster.LabSecrets;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.HostLab;
 import io.weightrelay.lab.hosts.HostLabException;
@@ -40,6 +41,7 @@ public final class HostsDemo {
      * @param overheadBytes TCP payload on the data-plane interfaces beyond the engines' own count:
      *     the engine's request headers, replies, handshakes and notifies
      * @param publishDataplane what crossed the data-plane interfaces while generations published
+     * @param secretsInLogs the logs found holding one of the run's tokens or secrets (none may)
      */
     public record ModeResult(
             String mode,
@@ -61,7 +63,8 @@ public final class HostsDemo {
             long overheadBytes,
             LinkCounters.Traffic control,
             LinkCounters.Traffic publishDataplane,
-            ShmIsolation.Report isolation) {
+            ShmIsolation.Report isolation,
+            List<String> secretsInLogs) {
 
         public double storeReadRatio() {
             return storeBytesNeeded == 0 ? 0 : (double) storeBytesRead / storeBytesNeeded;
@@ -75,7 +78,8 @@ public final class HostsDemo {
                     && storeBytesRead == storeBytesNeeded
                     && engineTcpBytes > 0
                     && overheadBytes >= 0
-                    && isolation.clean();
+                    && isolation.clean()
+                    && secretsInLogs.isEmpty();
         }
 
         String json() {
@@ -90,7 +94,8 @@ public final class HostsDemo {
                             + "\"dataplane_interface_frames\":%d,\"dataplane_tcp_payload_bytes\":%d,"
                             + "\"engine_protocol_overhead_bytes\":%d,\"control_interface_bytes\":%d,"
                             + "\"publish_dataplane_payload_bytes\":%d,\"processes_checked\":%d,"
-                            + "\"shm_mappings_checked\":%d,\"shm_violations\":%d,\"verified\":%s}",
+                            + "\"shm_mappings_checked\":%d,\"shm_violations\":%d,"
+                            + "\"secrets_in_logs\":%d,\"verified\":%s}",
                     mode,
                     model,
                     hosts,
@@ -116,6 +121,7 @@ public final class HostsDemo {
                     isolation.processes(),
                     isolation.shmMappings(),
                     isolation.violations().size(),
+                    secretsInLogs.size(),
                     verified());
         }
     }
@@ -283,7 +289,8 @@ public final class HostsDemo {
                                 dp.tcpPayload() - tcp,
                                 control,
                                 g1.traffic().dataSent().plus(g2.traffic().dataSent()),
-                                isolation);
+                                isolation,
+                                LabSecrets.foundIn(lab.logs(), lab.configuredSecrets()));
                 say(
                         "  engines counted %d tcp bytes; the data-plane interfaces carried %d bytes"
                                 + " in %d frames, %d of them TCP payload; %d processes checked,"

@@ -68,6 +68,20 @@ public final class HostLab implements AutoCloseable {
     }
 
     /**
+     * This JVM's class path with every entry made absolute, for a JVM started in a host: a host's
+     * process may run in another working directory, where a relative entry (a lab started as {@code
+     * java -cp lab/target/lab.jar:...}) names nothing and its main class is not found.
+     */
+    public static String absoluteClassPath() {
+        List<String> entries = new ArrayList<>();
+        for (String entry :
+                System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+            entries.add(entry.isEmpty() ? entry : Path.of(entry).toAbsolutePath().toString());
+        }
+        return String.join(java.io.File.pathSeparator, entries);
+    }
+
+    /**
      * Makes the hosts {@code names} (in this order: host {@code i} gets 198.18.0.{i+1} and
      * 198.19.0.{i+1}), each with a {@code /dev/shm} of {@code shmBytes}.
      *
@@ -509,6 +523,62 @@ public final class HostLab implements AutoCloseable {
         if (!del.ok() && !del.out().contains("No such file")) {
             System.err.println("host lab: cannot delete namespace " + ns + ": " + del.out());
         }
+    }
+
+    /**
+     * Cuts {@code host}'s data-plane link as a pulled cable would: its bridge port goes down, so
+     * every frame to or from its {@code dp0} is dropped silently and its peers see only silence (no
+     * reset, no unreachable). The control network is untouched.
+     */
+    public void cutDataLink(String host) {
+        ip("-n", network, "link", "set", "d" + host(host).index(), "down");
+    }
+
+    /** Plugs {@code host}'s data-plane link back in ({@link #cutDataLink(String)}). */
+    public void restoreDataLink(String host) {
+        ip("-n", network, "link", "set", "d" + host(host).index(), "up");
+    }
+
+    /**
+     * Limits what {@code host} sends on its data-plane link to {@code rate} ({@code tc} rate, e.g.
+     * {@code 10mbit}), so that a transfer from it lasts long enough to be cut in the middle.
+     */
+    public void shapeDataLink(String host, String rate) {
+        Commands.check(
+                List.of(
+                        "ip",
+                        "netns",
+                        "exec",
+                        host(host).namespace(),
+                        "tc",
+                        "qdisc",
+                        "replace",
+                        "dev",
+                        "dp0",
+                        "root",
+                        "tbf",
+                        "rate",
+                        rate,
+                        "burst",
+                        "32kb",
+                        "latency",
+                        "1s"));
+    }
+
+    /** Takes {@link #shapeDataLink(String, String)}'s limit off again. */
+    public void unshapeDataLink(String host) {
+        Commands.check(
+                List.of(
+                        "ip",
+                        "netns",
+                        "exec",
+                        host(host).namespace(),
+                        "tc",
+                        "qdisc",
+                        "del",
+                        "dev",
+                        "dp0",
+                        "root"));
     }
 
     private static void ip(String... args) {

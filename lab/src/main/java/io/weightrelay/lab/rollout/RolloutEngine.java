@@ -24,6 +24,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 
 /**
  * One simulated engine instance and the loader-service beside it. Not thread safe: one thread
@@ -150,8 +151,15 @@ public final class RolloutEngine {
 
     /** Follows the update until it has an outcome. */
     public UpdateProgress await(String updateId, Duration poll) throws InterruptedException {
+        return await(updateId, poll, p -> {});
+    }
+
+    /** Follows the update until it has an outcome, handing each answer to {@code each}. */
+    public UpdateProgress await(String updateId, Duration poll, Consumer<UpdateProgress> each)
+            throws InterruptedException {
         while (true) {
             UpdateProgress p = updatesApi.getUpdate(updateId);
+            each.accept(p);
             if (p.getOutcome() != UpdateOutcome.RUNNING) {
                 return p;
             }

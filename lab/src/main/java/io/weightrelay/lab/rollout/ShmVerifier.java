@@ -25,6 +25,10 @@ import java.util.Map;
  * engine's loader would, and checks every byte against the trainer's deterministic generator.
  * Compat workers: the safetensors header, then every tensor whole at its header offset. Direct
  * workers: every element of every registered shard at its offset and strides.
+ *
+ * <p>One verifier may check several instances of a generation: the first copy of an image, or of a
+ * shard in one layout, is checked against the generator, and every later copy byte for byte against
+ * that checked one (the same proof, without generating the same bytes again).
  */
 public final class ShmVerifier {
     private static final int CHUNK = 4 << 20;
@@ -33,6 +37,16 @@ public final class ShmVerifier {
     private final DeterministicWeights weights;
     private final Map<String, Integer> tensorIndex;
     private final ByteBuffer expected = ByteBuffer.allocate(CHUNK);
+
+    /** Where a copy already checked against the generator lies: its bytes from {@code start}. */
+    private record Checked(ByteBuffer bytes, long start) {}
+
+    /** A shard as a worker holds it: which elements, laid out how. */
+    private record ShardKey(
+            String tensor, List<Long> offset, List<Long> shape, List<Long> strides) {}
+
+    private Checked image;
+    private final Map<ShardKey, Checked> shards = new HashMap<>();
 
     public ShmVerifier(SourceManifest manifest, long seed, long generation) {
         for (TensorSpec t : manifest.tensors()) {
@@ -92,6 +106,10 @@ public final class ShmVerifier {
 
     private long verifyImage(String worker, ByteBuffer bytes, long base) {
         SafetensorsLayout layout = SafetensorsLayout.of(manifest);
+        if (image != null) {
+            same(worker, "its safetensors image", 0, layout.imageBytes(), bytes, base, image);
+            return layout.imageBytes();
+        }
         byte[] header = layout.headerBytes();
         for (int i = 0; i < header.length; i++) {
             if (bytes.get((int) base + i) != header[i]) {
@@ -104,6 +122,7 @@ public final class ShmVerifier {
             compare(worker, t, 0, tensors.get(t).bytes(), bytes, base + layout.tensorOffset(t));
             checked += tensors.get(t).bytes();
         }
+        image = new Checked(bytes, base);
         return checked;
     }
 
@@ -124,7 +143,16 @@ public final class ShmVerifier {
             return 0;
         }
         long start = base + f.getBufferOffset();
+        ShardKey key = new ShardKey(f.getTensor(), offset, shape, strides);
+        Checked before = shards.get(key);
+        if (before == null) {
+            shards.put(key, new Checked(bytes, start));
+        }
         if (rank == 0) {
+            if (before != null) {
+                same(worker, spec.name(), 0, elt, bytes, start, before);
+                return elt;
+            }
             compare(worker, t, 0, elt, bytes, start);
             return elt;
         }
@@ -142,7 +170,11 @@ public final class ShmVerifier {
                 tensorByte += (offset.get(d) + idx[d]) * tStride[d];
                 pos += idx[d] * strides.get(d);
             }
-            compare(worker, t, tensorByte, row, bytes, pos);
+            if (before != null) {
+                same(worker, spec.name(), pos - start, row, bytes, pos, before);
+            } else {
+                compare(worker, t, tensorByte, row, bytes, pos);
+            }
             checked += row;
             int d = outer - 1;
             while (d >= 0 && ++idx[d] == shape.get(d)) {
@@ -173,6 +205,37 @@ public final class ShmVerifier {
                                 + spec.name()
                                 + " differs at byte "
                                 + (from + done + mismatch));
+            }
+            done += n;
+        }
+    }
+
+    /**
+     * Compares {@code length} bytes of the buffer from {@code pos} with the checked copy's bytes
+     * {@code relative} bytes after its start.
+     */
+    private static void same(
+            String worker,
+            String what,
+            long relative,
+            long length,
+            ByteBuffer bytes,
+            long pos,
+            Checked checked) {
+        long done = 0;
+        while (done < length) {
+            int n = (int) Math.min(CHUNK, length - done);
+            ByteBuffer got = bytes.slice((int) (pos + done), n);
+            ByteBuffer want = checked.bytes().slice((int) (checked.start() + relative + done), n);
+            int mismatch = got.mismatch(want);
+            if (mismatch >= 0) {
+                throw new AssertionError(
+                        worker
+                                + ": "
+                                + what
+                                + " differs at byte "
+                                + (relative + done + mismatch)
+                                + " from the copy already checked");
             }
             done += n;
         }

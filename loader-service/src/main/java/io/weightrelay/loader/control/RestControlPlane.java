@@ -1,5 +1,6 @@
 package io.weightrelay.loader.control;
 
+import io.weightrelay.api.BaseUrlFailover;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -66,8 +67,16 @@ public class RestControlPlane implements ControlPlane {
      */
     public RestControlPlane(
             LoaderProperties properties, DataplaneSettings settings, Environment environment) {
-        ApiClient client = new ApiClient();
-        client.setBasePath(properties.controlUrl());
+        // Several control-api instances may be given, comma-separated: a call fails over.
+        BaseUrlFailover failover = new BaseUrlFailover(properties.controlUrl());
+        ApiClient client =
+                new ApiClient(
+                        ApiClient.buildRestClientBuilder(
+                                        ApiClient.createDefaultMapper(
+                                                ApiClient.createDefaultDateFormat()))
+                                .requestInterceptor(failover)
+                                .build());
+        client.setBasePath(failover.primary());
         if (!properties.token().isEmpty()) {
             client.setBearerToken(properties.token());
         }

@@ -33,6 +33,10 @@ public class InstanceService {
     private final ControlPlane control;
     private final DataplaneHolder dataplane;
     private Instance current;
+
+    /** What the engine registered {@link #current} with, to register it again when forgotten. */
+    private InstanceRegistration registration;
+
     private boolean updating;
 
     public InstanceService(ControlPlane control, DataplaneHolder dataplane) {
@@ -73,12 +77,25 @@ public class InstanceService {
         if (current != null && !current.instanceId().equals(r.getInstanceId())) {
             registrations.unregisterInstance(current.instanceId());
         }
-        int invalidated = registrations.invalidateBefore(r.getInstanceId(), epoch);
-        log.info(
-                "instance {} registered at epoch {} ({} registrations of older epochs invalidated)",
-                r.getInstanceId(),
-                epoch,
-                invalidated);
+        Instance before = current;
+        boolean same = before != null && before.instanceId().equals(r.getInstanceId());
+        if (same && forgotten) {
+            int kept = registrations.carryOver(r.getInstanceId(), epoch);
+            log.info(
+                    "instance {} registered again at epoch {} ({} registrations kept: the engine's"
+                            + " memory did not change)",
+                    r.getInstanceId(),
+                    epoch,
+                    kept);
+        } else {
+            int invalidated = registrations.invalidateExcept(r.getInstanceId(), epoch);
+            log.info(
+                    "instance {} registered at epoch {} ({} registrations of other epochs"
+                            + " invalidated)",
+                    r.getInstanceId(),
+                    epoch,
+                    invalidated);
+        }
         current =
                 new Instance(
                         r.getInstanceId(),
@@ -89,7 +106,47 @@ public class InstanceService {
                         r.getWorkers(),
                         null,
                         false);
+        if (same && forgotten) {
+            // control-api forgot this loader (Redis lost its data): the engine still holds what it
+            // held, and stays paused if it was.
+            current =
+                    new Instance(
+                            r.getInstanceId(),
+                            r.getModel(),
+                            r.getGroup(),
+                            r.getNode(),
+                            epoch,
+                            r.getWorkers(),
+                            before.generation(),
+                            before.paused());
+        }
+        registration = r;
         return current;
+    }
+
+    /** Set while {@link #registerAgain()} replays the engine's registration. */
+    private boolean forgotten;
+
+    /**
+     * Registers the instance again, with what the engine registered it with, when control-api no
+     * longer knows it (its heartbeat answered {@code loader-not-found}: Redis lost its data, or the
+     * loader was away longer than the registry's TTL). A new epoch, the same workers; what the
+     * engine holds and whether it is paused are kept. Does nothing while an update runs (its
+     * reports are refused with the old epoch anyway, and the next heartbeat tries again) or when no
+     * engine registered.
+     *
+     * @return the new epoch, or -1 when nothing was registered
+     */
+    public synchronized long registerAgain() {
+        if (current == null || registration == null || updating) {
+            return -1;
+        }
+        forgotten = true;
+        try {
+            return register(registration).epoch();
+        } finally {
+            forgotten = false;
+        }
     }
 
     private static void validate(InstanceRegistration r) {

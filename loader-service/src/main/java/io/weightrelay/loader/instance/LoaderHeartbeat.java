@@ -1,9 +1,11 @@
 package io.weightrelay.loader.instance;
 
+import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.control.ControlPlane;
 import io.weightrelay.loader.control.ControlPlaneException;
 import jakarta.annotation.PreDestroy;
+import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -13,7 +15,11 @@ import org.springframework.stereotype.Component;
 
 /**
  * Keeps the registered instance alive in control-api's loader registry (which forgets loaders whose
- * heartbeat is older than its TTL, and plans only for live ones).
+ * heartbeat is older than its TTL, and plans only for live ones). When control-api answers that it
+ * does not know the loader (Redis lost its data, or the loader was away past the TTL), the instance
+ * is registered again with what its engine registered ({@link InstanceService#registerAgain}); and
+ * every beat publishes again the descriptors of the loader's receive segments that Redis lost
+ * ({@link Dataplane#reannounceSegments}), so that peers can write into them.
  */
 @Component
 class LoaderHeartbeat {
@@ -26,29 +32,75 @@ class LoaderHeartbeat {
                         t.setDaemon(true);
                         return t;
                     });
+    private final InstanceService instances;
+    private final ControlPlane control;
+    private final DataplaneHolder dataplane;
 
-    LoaderHeartbeat(InstanceService instances, ControlPlane control, LoaderProperties properties) {
+    LoaderHeartbeat(
+            InstanceService instances,
+            ControlPlane control,
+            DataplaneHolder dataplane,
+            LoaderProperties properties) {
+        this.instances = instances;
+        this.control = control;
+        this.dataplane = dataplane;
         long period = properties.heartbeat().toMillis();
-        timer.scheduleWithFixedDelay(
-                () ->
-                        instances
-                                .current()
-                                .ifPresent(
-                                        instance -> {
-                                            try {
-                                                control.heartbeatLoader(instance.instanceId());
-                                            } catch (ControlPlaneException e) {
-                                                log.warn(
-                                                        "heartbeat of {} failed: {}",
-                                                        instance.instanceId(),
-                                                        e.getMessage());
-                                            } catch (RuntimeException e) {
-                                                log.warn("heartbeat failed", e);
-                                            }
-                                        }),
-                period,
-                period,
-                TimeUnit.MILLISECONDS);
+        timer.scheduleWithFixedDelay(this::beat, period, period, TimeUnit.MILLISECONDS);
+    }
+
+    void beat() {
+        instances
+                .current()
+                .ifPresent(
+                        instance -> {
+                            reannounce();
+                            try {
+                                control.heartbeatLoader(instance.instanceId());
+                            } catch (ControlPlaneException e) {
+                                if ("loader-not-found".equals(e.problemType())) {
+                                    registerAgain(instance.instanceId());
+                                } else {
+                                    log.warn(
+                                            "heartbeat of {} failed: {}",
+                                            instance.instanceId(),
+                                            e.getMessage());
+                                }
+                            } catch (RuntimeException e) {
+                                log.warn("heartbeat failed", e);
+                            }
+                        });
+    }
+
+    private void reannounce() {
+        Dataplane dp = dataplane.dataplane();
+        if (dp == null) {
+            return;
+        }
+        try {
+            List<String> again = dp.reannounceSegments();
+            if (!again.isEmpty()) {
+                log.warn(
+                        "Redis had lost the descriptors of receive segments {}: published again",
+                        again);
+            }
+        } catch (RuntimeException e) {
+            log.warn("cannot check the receive segments' descriptors: {}", e.getMessage());
+        }
+    }
+
+    private void registerAgain(String instance) {
+        try {
+            long epoch = instances.registerAgain();
+            if (epoch >= 0) {
+                log.warn(
+                        "control-api no longer knew loader {} (Redis lost its data, or the"
+                                + " registry's TTL passed): registered again at epoch {}",
+                        instance,
+                        epoch);
+            }
+        } catch (RuntimeException e) {
+            log.warn("loader {} not registered again yet: {}", instance, e.getMessage());
+        }
     }
 
     @PreDestroy

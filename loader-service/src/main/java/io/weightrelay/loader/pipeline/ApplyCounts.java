@@ -14,7 +14,8 @@ import io.weightrelay.reshard.checksum.RangeChecksums;
  * @param transport what this loader's engine moved meanwhile, per transport (null if not measured)
  * @param checksums the CRC32C of every range its readers read (null when checksums are off), for
  *     control-api to prove against the published checksums
- * @param checksumNanos time its read threads spent computing those
+ * @param checksumNanos time the data plane's threads spent taking those CRC32Cs, summed over
+ *     threads (fused with the copy or receive of each range, so apart from moving the bytes)
  */
 public record ApplyCounts(
         long bytesRead,

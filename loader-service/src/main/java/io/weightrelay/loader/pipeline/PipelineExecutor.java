@@ -1,5 +1,6 @@
 package io.weightrelay.loader.pipeline;
 
+import io.weightrelay.dataplane.DataplaneError;
 import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.LocalMemory;
 import io.weightrelay.dataplane.NotifyTimeoutException;
@@ -340,22 +341,48 @@ public final class PipelineExecutor {
     }
 
     /**
-     * One object's ranges of this batch, in one {@code getIntoRanges}; every count checked, and the
-     * CRC32C of every range taken as it lies in staging (still in cache), so that control-api can
-     * prove what was read against the published checksum without reading a byte again.
+     * One object's ranges of this batch, in one {@code getIntoRanges}; every count checked. With
+     * checksums the data plane takes the CRC32C of every range as it copies or receives it (block
+     * by block while in cache, on the threads that move the bytes), so that control-api can prove
+     * what was read against the published checksum without anyone reading a byte again.
      */
     private void readObject(String objectId, String key, List<ReadRange> ranges) {
         if (failed()) {
             return;
         }
         long[] got;
+        int[] crcs = null;
         try {
-            got = store.getIntoRanges(key, ranges);
+            if (checksums) {
+                StoreClient.ChecksummedReads r = store.getIntoRangesChecksummed(key, ranges);
+                got = r.bytes();
+                crcs = r.crc32c();
+                checksumNanos.addAndGet(r.checksumNanos());
+            } else {
+                got = store.getIntoRanges(key, ranges);
+            }
         } catch (DataplaneException e) {
             throw new ApplyFailure(key, "reading " + key + " failed: " + e.getMessage(), e);
         }
         long bytes = 0;
         for (int r = 0; r < got.length; r++) {
+            if (got[r] < 0) {
+                // a per-range error code, not a count: name it
+                DataplaneError error = DataplaneError.fromCode(got[r]);
+                throw new ApplyFailure(
+                        key,
+                        "read of "
+                                + key
+                                + " at "
+                                + ranges.get(r).objectOffset()
+                                + " failed: "
+                                + error
+                                + (error == DataplaneError.PEER_GONE
+                                                || error == DataplaneError.TIMEOUT
+                                        ? " (the owner of its segment is gone or did not answer"
+                                                + " within the transfer timeout)"
+                                        : ""));
+            }
             if (got[r] != ranges.get(r).length()) {
                 throw new ApplyFailure(
                         key,
@@ -371,34 +398,16 @@ public final class PipelineExecutor {
             }
             bytes += got[r];
         }
-        if (checksums) {
-            long t0 = System.nanoTime();
-            for (ReadRange range : ranges) {
+        if (crcs != null) {
+            for (int r = 0; r < ranges.size(); r++) {
+                ReadRange range = ranges.get(r);
                 readChecksums.add(
                         new RangeChecksums.Entry(
-                                objectId,
-                                range.objectOffset(),
-                                range.length(),
-                                crc32c(range.destinationOffset(), range.length())));
+                                objectId, range.objectOffset(), range.length(), crcs[r]));
             }
-            checksumNanos.addAndGet(System.nanoTime() - t0);
         }
         bytesRead.addAndGet(bytes);
         progress.accept(bytes);
-    }
-
-    /** CRC32C of staging bytes {@code [offset, offset + length)}, in views of at most 1 GiB. */
-    private int crc32c(long offset, long length) {
-        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
-        long at = offset;
-        long left = length;
-        while (left > 0) {
-            int n = (int) Math.min(left, 1L << 30);
-            crc.update(staging.byteBuffer(at, n));
-            at += n;
-            left -= n;
-        }
-        return (int) crc.getValue();
     }
 
     // ---- push stage ----

@@ -100,6 +100,49 @@ public final class RegistrationManager<H> {
     }
 
     /**
+     * A registration at {@code epoch}: unregisters the instance's registrations of every other
+     * epoch. Unlike {@link #invalidateBefore} it also drops those of a greater epoch, which exist
+     * when control-api's epoch counter started again (Redis lost its data).
+     */
+    public synchronized int invalidateExcept(String instance, long epoch) {
+        return removeIf(k -> k.instance().equals(instance) && k.epoch() != epoch);
+    }
+
+    /**
+     * The same instance registered again at {@code epoch} because control-api forgot it (Redis lost
+     * its data): its memory did not change, so every registration it has stays registered, with its
+     * handle and state, under the new epoch. Nothing is unregistered: the engine keeps the bytes it
+     * holds mapped and findable, and the next update reuses them instead of registering them anew.
+     *
+     * @return how many registrations moved to {@code epoch}
+     */
+    public synchronized int carryOver(String instance, long epoch) {
+        Map<RegistrationKey, Entry<H>> moved = new LinkedHashMap<>();
+        Iterator<Map.Entry<RegistrationKey, Entry<H>>> it = entries.entrySet().iterator();
+        while (it.hasNext()) {
+            Map.Entry<RegistrationKey, Entry<H>> e = it.next();
+            RegistrationKey k = e.getKey();
+            if (k.instance().equals(instance) && k.epoch() != epoch) {
+                it.remove();
+                moved.put(
+                        new RegistrationKey(epoch, k.instance(), k.device(), k.base(), k.size()),
+                        e.getValue());
+            }
+        }
+        // Two epochs' entries for the same memory would collide on the new key: keep one handle,
+        // unregister the other (it cannot happen when every registration went through acquire,
+        // which replaces a base registered under another epoch).
+        for (Map.Entry<RegistrationKey, Entry<H>> e : moved.entrySet()) {
+            Entry<H> clash = entries.put(e.getKey(), e.getValue());
+            if (clash != null && clash.handle != e.getValue().handle) {
+                unregistered++;
+                registrar.unregister(e.getKey(), clash.handle);
+            }
+        }
+        return moved.size();
+    }
+
+    /**
      * Teardown: unregisters exactly the bases registered for the instance.
      *
      * @return the keys unregistered

@@ -1,5 +1,6 @@
 package io.weightrelay.loader.update;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.control.ControlPlane;
 import io.weightrelay.loader.control.ControlPlane.Barrier;
@@ -30,6 +31,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Service;
 
 /**
@@ -50,6 +52,7 @@ public class UpdateCoordinator {
     private final ControlPlane control;
     private final UpdateSteps steps;
     private final LoaderProperties properties;
+    private final UpdateMetrics metrics;
     private final ExecutorService worker =
             Executors.newSingleThreadExecutor(
                     r -> {
@@ -75,10 +78,30 @@ public class UpdateCoordinator {
             ControlPlane control,
             UpdateSteps steps,
             LoaderProperties properties) {
+        this(instances, control, steps, properties, UpdateMetrics.unregistered());
+    }
+
+    @Autowired
+    public UpdateCoordinator(
+            InstanceService instances,
+            ControlPlane control,
+            UpdateSteps steps,
+            LoaderProperties properties,
+            MeterRegistry meters) {
+        this(instances, control, steps, properties, new UpdateMetrics(meters));
+    }
+
+    private UpdateCoordinator(
+            InstanceService instances,
+            ControlPlane control,
+            UpdateSteps steps,
+            LoaderProperties properties,
+            UpdateMetrics metrics) {
         this.instances = instances;
         this.control = control;
         this.steps = steps;
         this.properties = properties;
+        this.metrics = metrics;
     }
 
     /**
@@ -131,6 +154,35 @@ public class UpdateCoordinator {
 
     /** A failure, named. */
     private record Failure(String peer, String message) {}
+
+    /**
+     * As {@link #failure(Instance, RuntimeException)}, except for a report control-api refused
+     * because the session had already ended (another loader failed it first): this loader's failure
+     * is then the session's, naming who failed it and why, not a 409 from control-api.
+     */
+    private Failure failure(Instance instance, long generation, RuntimeException e) {
+        if (e instanceof ControlPlaneException c
+                && c.status() == 409
+                && "session-closed".equals(c.problemType())) {
+            try {
+                BarrierState s =
+                        control.awaitBarrier(
+                                instance.model(),
+                                generation,
+                                instance.group(),
+                                Barrier.PREPARED,
+                                Duration.ZERO);
+                if (s.failed() && s.failure() != null) {
+                    return new Failure(
+                            s.failedInstance() != null ? s.failedInstance() : CONTROL_API,
+                            "the session ended before this loader's report: " + s.failure());
+                }
+            } catch (RuntimeException lookup) {
+                log.warn("reading why the session ended failed: {}", lookup.toString());
+            }
+        }
+        return failure(instance, e);
+    }
 
     private Failure failure(Instance instance, RuntimeException e) {
         if (e instanceof ApplyFailure a) {
@@ -243,7 +295,7 @@ public class UpdateCoordinator {
                 watch.lap("prepared-barrier");
                 log.info("prepare of {}: {}", run.id(), watch);
             } catch (RuntimeException e) {
-                failure = failure(instance, e);
+                failure = failure(instance, generation, e);
                 reportFailed(instance, generation, failure);
                 try {
                     steps.discard();
@@ -288,7 +340,7 @@ public class UpdateCoordinator {
                 run.enter(Phase.APPLIED);
                 await(instance, generation, Barrier.APPLIED, deadline);
             } catch (RuntimeException e) {
-                failure = failure(instance, e);
+                failure = failure(instance, generation, e);
                 reportFailed(instance, generation, failure);
                 pause = true;
                 outcome = Outcome.PAUSED_REBUILD;
@@ -354,12 +406,13 @@ public class UpdateCoordinator {
         }
     }
 
-    private static void finish(UpdateRun run, Outcome outcome, Phase end, Failure failure) {
+    private void finish(UpdateRun run, Outcome outcome, Phase end, Failure failure) {
         run.finish(
                 outcome,
                 end,
                 failure == null ? null : failure.peer(),
                 failure == null ? null : failure.message());
+        metrics.finished(run.snapshot());
         if (failure == null) {
             log.info("update {} ended {}", run.id(), outcome);
         } else {

@@ -85,6 +85,47 @@ class RegistrationManagerTest {
                 .containsExactly("seg-b", "seg-c");
     }
 
+    /** After Redis lost its data control-api's epoch counter starts again: a lower epoch is new. */
+    @Test
+    void aRegistrationAtARestartedEpochInvalidatesEveryOtherEpochOfThatInstance() {
+        manager.acquire(key(7, "i0", "seg-a", 100));
+        manager.acquire(key(7, "i1", "seg-b", 100));
+        manager.acquire(key(1, "i0", "seg-c", 100));
+        manager.promote();
+
+        assertThat(manager.invalidateBefore("i0", 1)).as("what a reconnect did before").isZero();
+        assertThat(manager.invalidateExcept("i0", 1)).isEqualTo(1);
+        assertThat(registrar.unregistered).containsExactly("seg-a#0");
+        assertThat(manager.snapshot())
+                .extracting(s -> s.key().base())
+                .containsExactly("seg-b", "seg-c");
+    }
+
+    /**
+     * The same engine registered again because control-api forgot it: its memory did not change, so
+     * nothing is unregistered and its registrations answer under the new epoch.
+     */
+    @Test
+    void registeringTheSameInstanceAgainCarriesItsRegistrationsOverToTheNewEpoch() {
+        String held = manager.acquire(key(7, "i0", "seg-a", 100));
+        manager.acquire(key(7, "i1", "seg-b", 100));
+        manager.promote();
+
+        assertThat(manager.carryOver("i0", 1)).isEqualTo(1);
+
+        assertThat(registrar.unregistered).isEmpty();
+        assertThat(manager.find(key(1, "i0", "seg-a", 100))).isSameAs(held);
+        assertThat(manager.find(key(7, "i0", "seg-a", 100))).isNull();
+        assertThat(manager.snapshot())
+                .filteredOn(s -> s.key().instance().equals("i0"))
+                .extracting(RegistrationManager.Snapshot::state)
+                .containsExactly(RegistrationState.PERSISTENT);
+        assertThat(manager.acquire(key(1, "i0", "seg-a", 100)))
+                .as("the next update reuses it")
+                .isSameAs(held);
+        assertThat(registrar.registered).hasSize(2);
+    }
+
     @Test
     void teardownUnregistersExactlyTheBasesOfTheInstance() {
         manager.acquire(key(1, "i0", "seg-a", 100));

@@ -11,6 +11,7 @@ import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.control.ControlPlane;
+import io.weightrelay.loader.control.ControlPlaneException;
 import io.weightrelay.loader.instance.DataplaneHolder;
 import io.weightrelay.loader.instance.InstanceService;
 import io.weightrelay.loader.pipeline.ApplyCounts;
@@ -181,6 +182,31 @@ class UpdateCoordinatorTest {
         assertThat(control.leases).containsExactly("+2", "+3", "-2");
     }
 
+    /**
+     * Redis lost its data: control-api forgot the loader and its epoch counter started again. The
+     * heartbeat's re-registration takes a new (lower) epoch and keeps what the engine holds, and
+     * the next update reports with the new epoch.
+     */
+    @Test
+    void registeringAgainAfterRedisLostItsDataKeepsTheHeldGenerationAndTakesTheNewEpoch()
+            throws Exception {
+        finish(coordinator.start(null, Duration.ofSeconds(30)));
+        assertThat(instances.require().generation()).isEqualTo(2);
+        control.epoch = 0;
+
+        assertThat(instances.registerAgain()).isEqualTo(1);
+        assertThat(instances.require().epoch()).isEqualTo(1);
+        assertThat(instances.require().generation()).as("what the engine holds").isEqualTo(2);
+        assertThat(instances.require().paused()).isFalse();
+
+        control.active = 3;
+        control.reports.clear();
+        UpdateRun.Snapshot s = finish(coordinator.start(null, Duration.ofSeconds(30)));
+        assertThat(s.outcome()).isEqualTo(Outcome.UPDATED);
+        assertThat(control.reports).allMatch(r -> r.epoch() == 1);
+        assertThat(instances.require().generation()).isEqualTo(3);
+    }
+
     @Test
     void aMissingObjectAtPrepareResumesTheOldGenerationAndNamesTheObject() throws Exception {
         steps.prepareFailure =
@@ -209,6 +235,32 @@ class UpdateCoordinatorTest {
         assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
         assertThat(s.failingPeer()).isEqualTo("i0003");
         assertThat(steps.calls).containsExactly("prepare", "discard");
+        assertThat(instances.require().paused()).isFalse();
+    }
+
+    @Test
+    void aReportRefusedBecauseAnotherLoaderEndedTheSessionCarriesTheSessionsFailure()
+            throws Exception {
+        // i0003 found a dead segment owner and ended the session before this loader's PREPARED
+        control.refuseReports =
+                new ControlPlaneException(
+                        409,
+                        "session-closed",
+                        "the session already ended in state RESUMED_OLD",
+                        "report PREPARED of i0000: control-api answered 409",
+                        null);
+        control.barriers.put(
+                ControlPlane.Barrier.PREPARED,
+                new ControlPlane.BarrierState(
+                        false, true, "i0003", "owner of segment 'seg-1' is gone [PEER_GONE]"));
+
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
+
+        assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
+        assertThat(s.failingPeer()).isEqualTo("i0003");
+        assertThat(s.error())
+                .contains("the session ended before this loader's report")
+                .contains("owner of segment 'seg-1' is gone");
         assertThat(instances.require().paused()).isFalse();
     }
 
@@ -266,6 +318,7 @@ class UpdateCoordinatorTest {
         final Map<Barrier, BarrierState> barriers = new EnumMap<>(Barrier.class);
         final List<Report> reports = new ArrayList<>();
         final List<String> leases = new ArrayList<>();
+        RuntimeException refuseReports;
 
         List<Reported> phases() {
             return reports.stream().map(Report::phase).toList();
@@ -335,6 +388,9 @@ class UpdateCoordinatorTest {
 
         @Override
         public synchronized void report(String model, long generation, String group, Report r) {
+            if (refuseReports != null && r.phase() != ControlPlane.Reported.FAILED) {
+                throw refuseReports;
+            }
             reports.add(r);
         }
 

@@ -166,6 +166,31 @@ public final class DpNative {
             String notifyName,
             @ByPtrPtr dp_batch out);
 
+    /** {@code DP_BATCH_CRC32C}: take each task's CRC32C as its bytes move. */
+    public static final int DP_BATCH_CRC32C = 1;
+
+    public static native int dp_batch_submit_flags(
+            dp_engine engine,
+            int count,
+            @Cast("const int32_t*") int[] opcodes,
+            @Cast("const int64_t*") long[] localAddrs,
+            @Cast("const int64_t*") long[] segmentIds,
+            @Cast("const int64_t*") long[] offsets,
+            @Cast("const int64_t*") long[] lengths,
+            String notifyName,
+            int flags,
+            @ByPtrPtr dp_batch out);
+
+    public static native int dp_batch_task_crc32c(
+            dp_batch batch, int index, @Cast("int32_t*") int[] crcOut);
+
+    public static native int dp_batch_crc_nanos(dp_batch batch, @Cast("int64_t*") long[] nanosOut);
+
+    public static native int dp_crc32c(
+            @Cast("int64_t") long addr,
+            @Cast("int64_t") long length,
+            @Cast("int32_t*") int[] crcOut);
+
     public static native int dp_batch_wait(dp_batch batch, @Cast("int64_t") long timeoutMs);
 
     public static native int dp_batch_task_status(

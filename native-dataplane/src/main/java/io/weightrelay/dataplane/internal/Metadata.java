@@ -1,14 +1,17 @@
 package io.weightrelay.dataplane.internal;
 
+import io.lettuce.core.ClientOptions;
 import io.lettuce.core.LettuceFutures;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.SslOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.api.sync.RedisCommands;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -85,9 +88,29 @@ public final class Metadata implements AutoCloseable {
 
     /** Connects to Redis; the caller owns the result. */
     public static Metadata connect(String redisUri, String prefix, Duration timeout) {
+        return connect(redisUri, prefix, timeout, null);
+    }
+
+    /**
+     * Connects to Redis, over TLS when the URI is {@code rediss://}, trusting the certificate
+     * authorities of {@code caCertificate} (PEM) or, when it is {@code null}, the JVM's trust
+     * store.
+     */
+    public static Metadata connect(
+            String redisUri, String prefix, Duration timeout, Path caCertificate) {
         RedisURI uri = RedisURI.create(redisUri);
         uri.setTimeout(timeout);
         RedisClient client = RedisClient.create(uri);
+        if (caCertificate != null) {
+            client.setOptions(
+                    ClientOptions.builder()
+                            .sslOptions(
+                                    SslOptions.builder()
+                                            .jdkSslProvider()
+                                            .trustManager(caCertificate.toFile())
+                                            .build())
+                            .build());
+        }
         try {
             return new Metadata(client, client.connect(), prefix);
         } catch (RuntimeException e) {

@@ -30,6 +30,13 @@ public final class CheckpointProblems {
                     HttpStatus.BAD_REQUEST,
                     "A save needs the published checksums");
 
+    /** A restore names no objects to re-store. */
+    public static final ProblemKind OBJECTS_REQUIRED =
+            new ProblemKind(
+                    "objects-required",
+                    HttpStatus.BAD_REQUEST,
+                    "A restore names the objects to re-store");
+
     /** The save of {@code key} is refused: {@code why}. */
     static io.weightrelay.service.problem.RelayException refused(String key, String why) {
         return CHECKPOINT_CORRUPT

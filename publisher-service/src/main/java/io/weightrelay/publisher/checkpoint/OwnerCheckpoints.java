@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.checkpoint;
 
+import io.weightrelay.api.publisher.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.model.OwnerCheckpointResult;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.publish.ControlPlane;
@@ -9,7 +10,6 @@ import io.weightrelay.publisher.staging.StagingArea;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -19,13 +19,13 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Saves the objects of a generation held by this segment under {@code
- * <directory>/<segment>/<model>/<generation>/} (one file per object plus {@code index.tsv} with
- * key, size and checksum), and restores them into the store. Thread safe (stateless).
+ * Saves the objects of a generation held by this segment into one file, {@code
+ * <directory>/<segment>.bin}, streamed straight from the segment and fsynced, and answers where
+ * each object starts in it; restores the objects control-api assigns it from such files into its
+ * own segment. What makes a checkpoint usable (its manifest, the completion marker) is
+ * control-api's part. Thread safe (stateless).
  */
 public final class OwnerCheckpoints {
-
-    private static final String INDEX = "index.tsv";
 
     private final SegmentOwner owner;
     private final StagingArea staging;
@@ -37,10 +37,15 @@ public final class OwnerCheckpoints {
         this.control = control;
     }
 
+    /** The owner file of this segment in a checkpoint directory. */
+    public String fileName() {
+        return owner.segmentName() + ".bin";
+    }
+
     /**
      * Writes every object of the generation that this segment holds, each only if its bytes match
      * the checksum registered at publish ({@code published}, by store key): a byte changed in the
-     * segment since is never saved as if it were the trainer's.
+     * segment since is never saved as if it were the trainer's. On any failure the file is removed.
      */
     public OwnerCheckpointResult save(
             String model, long generation, Path directory, Map<String, String> published) {
@@ -52,123 +57,189 @@ public final class OwnerCheckpoints {
                             + generation
                             + " needs the checksums registered at publish (checksums)");
         }
+        requireAbsolute(directory);
         long started = System.nanoTime();
         GenerationLayout layout = control.layout(model, generation);
-        Path dir = folder(directory, model, generation);
-        List<String> index = new ArrayList<>();
-        long bytes = 0;
+        String name = fileName();
+        Path file = directory.resolve(name);
+        List<OwnerCheckpointObject> saved = new ArrayList<>();
+        long offset = 0;
+        boolean done = false;
         try {
-            Files.createDirectories(dir);
-            int n = 0;
-            for (GenerationLayout.Tensor tensor : layout.tensors().values()) {
-                for (GenerationLayout.Fragment f : tensor.fragments()) {
-                    var held = owner.ownedBytes(f.key());
-                    if (held.isEmpty()) {
-                        continue;
-                    }
-                    ByteBuffer view = held.get();
-                    int crc = Checksums.crc32c(view);
-                    String expected = published.get(f.key());
-                    if (expected == null) {
-                        throw CheckpointProblems.refused(
-                                f.key(), "no checksum was registered for it");
-                    }
-                    if (crc != Checksums.parse(expected)) {
-                        throw CheckpointProblems.refused(
-                                f.key(),
-                                "its bytes in segment "
-                                        + owner.segmentName()
-                                        + " have "
-                                        + Checksums.format(crc)
-                                        + ", published "
-                                        + expected);
-                    }
-                    String file = (n++) + ".bin";
-                    try (FileChannel out =
-                            FileChannel.open(
-                                    dir.resolve(file),
-                                    StandardOpenOption.CREATE,
-                                    StandardOpenOption.TRUNCATE_EXISTING,
-                                    StandardOpenOption.WRITE)) {
+            Files.createDirectories(directory);
+            try (FileChannel out =
+                    FileChannel.open(
+                            file,
+                            StandardOpenOption.CREATE,
+                            StandardOpenOption.TRUNCATE_EXISTING,
+                            StandardOpenOption.WRITE)) {
+                for (GenerationLayout.Tensor tensor : layout.tensors().values()) {
+                    for (GenerationLayout.Fragment f : tensor.fragments()) {
+                        var held = owner.ownedBytes(f.key());
+                        if (held.isEmpty()) {
+                            continue;
+                        }
+                        ByteBuffer view = held.get();
+                        String expected = published.get(f.key());
+                        if (expected == null) {
+                            throw CheckpointProblems.refused(
+                                    f.key(), "no checksum was registered for it");
+                        }
+                        int crc = Checksums.crc32c(view.duplicate());
+                        if (crc != Checksums.parse(expected)) {
+                            throw CheckpointProblems.refused(
+                                    f.key(),
+                                    "its bytes in segment "
+                                            + owner.segmentName()
+                                            + " have "
+                                            + Checksums.format(crc)
+                                            + ", published "
+                                            + expected);
+                        }
+                        long size = view.remaining();
                         while (view.hasRemaining()) {
                             out.write(view);
                         }
+                        saved.add(
+                                new OwnerCheckpointObject(
+                                        f.key(), size, Checksums.format(crc), name, offset));
+                        offset += size;
                     }
-                    bytes += view.capacity();
-                    index.add(
-                            f.key()
-                                    + "\t"
-                                    + file
-                                    + "\t"
-                                    + view.capacity()
-                                    + "\t"
-                                    + Checksums.format(crc));
                 }
+                out.force(true);
             }
-            Files.write(dir.resolve(INDEX), index, StandardCharsets.UTF_8);
+            syncDirectory(directory);
+            done = true;
         } catch (IOException e) {
             throw CheckpointProblems.CHECKPOINT_IO.exception(
-                    "cannot save into " + dir + ": " + e, e);
+                    "cannot save into " + file + ": " + e, e);
+        } finally {
+            if (!done) {
+                try {
+                    Files.deleteIfExists(file);
+                } catch (IOException ignored) {
+                    // the save fails anyway, and no marker is ever written for it
+                }
+            }
         }
-        return result(index.size(), bytes, started);
+        return result(saved.size(), offset, started).file(name).saved(saved);
     }
 
-    /** Puts the saved objects back (objects already stored are left alone). */
-    public OwnerCheckpointResult restore(String model, long generation, Path directory) {
-        long started = System.nanoTime();
-        Path dir = folder(directory, model, generation);
-        List<String> index;
-        try {
-            index = Files.readAllLines(dir.resolve(INDEX), StandardCharsets.UTF_8);
-        } catch (NoSuchFileException e) {
-            throw CheckpointProblems.CHECKPOINT_NOT_FOUND.exception(
-                    "no checkpoint of segment " + owner.segmentName() + " in " + dir);
-        } catch (IOException e) {
-            throw CheckpointProblems.CHECKPOINT_IO.exception("cannot read " + dir + ": " + e, e);
+    /**
+     * Puts the given objects back into this segment, each read from its owner file in {@code
+     * directory} and checked against its checksum first; objects already stored are left alone.
+     * Objects go in batches of up to one staging reservation, stored like a publish batch.
+     */
+    public OwnerCheckpointResult restore(
+            String model, long generation, Path directory, List<OwnerCheckpointObject> objects) {
+        if (objects == null || objects.isEmpty()) {
+            throw CheckpointProblems.OBJECTS_REQUIRED.exception(
+                    "a restore of "
+                            + model
+                            + "/"
+                            + generation
+                            + " names the objects this owner re-stores (objects)");
         }
-        long objects = 0;
+        requireAbsolute(directory);
+        long started = System.nanoTime();
+        String prefix = model + "/" + generation + "/";
+        List<OwnerCheckpointObject> batch = new ArrayList<>();
+        List<OwnerCheckpointObject> stored = new ArrayList<>();
+        long batchBytes = 0;
         long bytes = 0;
-        for (String line : index) {
-            String[] parts = line.split("\t");
-            String key = parts[0];
-            long size = Long.parseLong(parts[2]);
-            if (owner.exists(key)) {
+        for (OwnerCheckpointObject o : objects) {
+            if (!o.getKey().startsWith(prefix)) {
+                throw io.weightrelay.service.problem.CommonProblems.INVALID_REQUEST.exception(
+                        "object " + o.getKey() + " is not of generation " + prefix);
+            }
+            if (owner.exists(o.getKey())) {
                 continue;
             }
-            StagingArea.Reservation r = staging.reserve(size);
-            try {
-                ByteBuffer target = staging.bytes(r.offset(), Math.toIntExact(size));
-                try (FileChannel in = FileChannel.open(dir.resolve(parts[1]))) {
-                    while (target.hasRemaining() && in.read(target) >= 0) {
-                        // read fully
-                    }
-                }
-                target.flip();
-                if (Checksums.crc32c(target) != Checksums.parse(parts[3])) {
-                    throw CheckpointProblems.CHECKPOINT_IO.exception(
-                            "saved object " + key + " does not match its checksum");
-                }
-                staging.store(
-                        staging.claim(r.id()),
-                        List.of(new StagingArea.Piece(key, r.offset(), size)),
-                        Runnable::run);
-                objects++;
-                bytes += size;
-            } catch (IOException e) {
-                throw CheckpointProblems.CHECKPOINT_IO.exception(
-                        "cannot restore " + key + ": " + e, e);
-            } finally {
-                staging.free(r);
+            long aligned = StagingArea.align(Math.max(1, o.getSize()));
+            if (!batch.isEmpty() && batchBytes + aligned > staging.maxBatchBytes()) {
+                storeBatch(directory, batch, batchBytes);
+                stored.addAll(batch);
+                batch.clear();
+                batchBytes = 0;
             }
+            batch.add(o);
+            batchBytes += aligned;
+            bytes += o.getSize();
         }
-        return result(objects, bytes, started);
+        if (!batch.isEmpty()) {
+            storeBatch(directory, batch, batchBytes);
+            stored.addAll(batch);
+        }
+        return result(stored.size(), bytes, started).saved(stored);
     }
 
-    private Path folder(Path directory, String model, long generation) {
-        return directory
-                .resolve(owner.segmentName())
-                .resolve(model)
-                .resolve(Long.toString(generation));
+    private void storeBatch(Path directory, List<OwnerCheckpointObject> batch, long bytes) {
+        StagingArea.Reservation r = staging.reserve(bytes);
+        try {
+            List<StagingArea.Piece> pieces = new ArrayList<>(batch.size());
+            long at = r.offset();
+            for (OwnerCheckpointObject o : batch) {
+                int size = Math.toIntExact(o.getSize());
+                ByteBuffer target = staging.bytes(at, size);
+                Path file = directory.resolve(o.getFile());
+                try (FileChannel in = FileChannel.open(file)) {
+                    long position = o.getOffset();
+                    while (target.hasRemaining()) {
+                        int n = in.read(target, position);
+                        if (n < 0) {
+                            throw CheckpointProblems.CHECKPOINT_CORRUPT
+                                    .exception(
+                                            "saved object "
+                                                    + o.getKey()
+                                                    + " is cut short in "
+                                                    + file)
+                                    .with("object", o.getKey());
+                        }
+                        position += n;
+                    }
+                } catch (NoSuchFileException e) {
+                    throw CheckpointProblems.CHECKPOINT_NOT_FOUND.exception(
+                            "owner file " + file + " of object " + o.getKey() + " is missing");
+                } catch (IOException e) {
+                    throw CheckpointProblems.CHECKPOINT_IO.exception(
+                            "cannot read " + o.getKey() + " from " + file + ": " + e, e);
+                }
+                target.flip();
+                int crc = Checksums.crc32c(target);
+                if (crc != Checksums.parse(o.getChecksum())) {
+                    throw CheckpointProblems.CHECKPOINT_CORRUPT
+                            .exception(
+                                    "saved object "
+                                            + o.getKey()
+                                            + " in "
+                                            + file
+                                            + " has "
+                                            + Checksums.format(crc)
+                                            + ", the checkpoint says "
+                                            + o.getChecksum())
+                            .with("object", o.getKey());
+                }
+                pieces.add(new StagingArea.Piece(o.getKey(), at, o.getSize()));
+                at += StagingArea.align(Math.max(1, o.getSize()));
+            }
+            staging.store(staging.claim(r.id()), pieces, Runnable::run);
+        } finally {
+            staging.free(r);
+        }
+    }
+
+    private static void requireAbsolute(Path directory) {
+        if (!directory.isAbsolute()) {
+            throw io.weightrelay.service.problem.CommonProblems.INVALID_REQUEST.exception(
+                    "checkpoint directory '" + directory + "' is not absolute");
+        }
+    }
+
+    /** Makes the new file's directory entry durable too. */
+    static void syncDirectory(Path directory) throws IOException {
+        try (FileChannel dir = FileChannel.open(directory, StandardOpenOption.READ)) {
+            dir.force(true);
+        }
     }
 
     private OwnerCheckpointResult result(long objects, long bytes, long started) {

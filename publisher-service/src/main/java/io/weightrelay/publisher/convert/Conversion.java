@@ -12,7 +12,13 @@ public enum Conversion {
     /** fp32 to bf16, round to nearest even, NaN stays NaN (quiet, sign and top payload kept). */
     FP32_TO_BF16(4, 2),
     /** fp32 to fp16, round to nearest even incl. subnormals, overflow to infinity, NaN kept. */
-    FP32_TO_FP16(4, 2);
+    FP32_TO_FP16(4, 2),
+    /** fp32 to block-scaled FP8 E4M3 with F32 block scales ({@link BlockFp8}). */
+    FP32_TO_FP8_BLOCK(4, 1),
+    /** bf16 to block-scaled FP8 E4M3 ({@link BlockFp8}). */
+    BF16_TO_FP8_BLOCK(2, 1),
+    /** fp16 to block-scaled FP8 E4M3 ({@link BlockFp8}). */
+    FP16_TO_FP8_BLOCK(2, 1);
 
     private final int sourceWidth;
     private final int targetWidth;
@@ -33,12 +39,37 @@ public enum Conversion {
         if (from == ElementType.FP32 && to == ElementType.FP16) {
             return Optional.of(FP32_TO_FP16);
         }
+        if (to == ElementType.FP8_E4M3) {
+            return switch (from) {
+                case FP32 -> Optional.of(FP32_TO_FP8_BLOCK);
+                case BF16 -> Optional.of(BF16_TO_FP8_BLOCK);
+                case FP16 -> Optional.of(FP16_TO_FP8_BLOCK);
+                default -> Optional.empty();
+            };
+        }
         return Optional.empty();
     }
 
     /** Output bytes for {@code sourceBytes} input bytes. */
     public long outputBytes(long sourceBytes) {
         return this == PASS_THROUGH ? sourceBytes : sourceBytes / sourceWidth * targetWidth;
+    }
+
+    /**
+     * Whether this writes block scales beside its output ({@link BlockFp8}, not {@link Converter}).
+     */
+    public boolean blockScaled() {
+        return this == FP32_TO_FP8_BLOCK || this == BF16_TO_FP8_BLOCK || this == FP16_TO_FP8_BLOCK;
+    }
+
+    /** The input type of a block-scaled conversion. */
+    public ElementType sourceType() {
+        return switch (this) {
+            case BF16_TO_FP8_BLOCK -> ElementType.BF16;
+            case FP16_TO_FP8_BLOCK -> ElementType.FP16;
+            case PASS_THROUGH -> throw new IllegalStateException("pass-through has no one type");
+            default -> ElementType.FP32;
+        };
     }
 
     /** Input bytes per element (1 for pass-through, which works on bytes). */

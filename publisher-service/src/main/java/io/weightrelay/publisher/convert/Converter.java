@@ -58,6 +58,11 @@ public final class Converter {
             throw new IllegalArgumentException(
                     sourceBytes + " bytes are not whole " + conversion + " input elements");
         }
+        if (conversion.blockScaled()) {
+            throw new IllegalArgumentException(
+                    conversion
+                            + " needs the weight's 2-D shape and a place for its scales: BlockFp8");
+        }
         long outputBytes = conversion.outputBytes(sourceBytes);
         if (target.remaining() < outputBytes) {
             throw new IllegalArgumentException(

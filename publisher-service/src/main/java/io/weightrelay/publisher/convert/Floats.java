@@ -45,6 +45,59 @@ public final class Floats {
         return (short) (sign | quotient);
     }
 
+    /**
+     * fp32 bits to an OCP E4M3 ("e4m3fn": no infinities, largest finite 448, subnormals down to
+     * 2^-9) code: round to nearest even (subnormals too), saturating, so everything from 448 up,
+     * infinity included, becomes ±448 ({@code 0x7e}/{@code 0xfe}); NaN becomes the NaN code with
+     * its sign ({@code 0x7f}/{@code 0xff}); -0 stays {@code 0x80}.
+     */
+    public static byte e4m3(int bits) {
+        int sign = (bits >>> 24) & 0x80;
+        int abs = bits & 0x7fffffff;
+        if (abs > 0x7f800000) {
+            return (byte) (sign | 0x7f);
+        }
+        if (abs >= 0x43e00000) {
+            return (byte) (sign | 0x7e);
+        }
+        if (abs >= 0x3c800000) {
+            // Normal (2^-6 and up): rebias 127 -> 7 and keep 3 of 23 mantissa bits. Below 448 the
+            // rounding carries at most into 448 itself.
+            int rounded = abs + 0x7ffff + ((abs >>> 20) & 1);
+            return (byte) (sign | ((rounded >>> 20) - (120 << 3)));
+        }
+        int exponent = abs >>> 23;
+        if (exponent < 117) {
+            // At most half of the smallest subnormal (2^-10): rounds to zero (the tie to even).
+            return (byte) sign;
+        }
+        int mantissa = (abs & 0x7fffff) | 0x800000;
+        int shift = 141 - exponent;
+        int quotient = mantissa >>> shift;
+        int remainder = mantissa & ((1 << shift) - 1);
+        int half = 1 << (shift - 1);
+        if (remainder > half || (remainder == half && (quotient & 1) == 1)) {
+            quotient++;
+        }
+        return (byte) (sign | quotient);
+    }
+
+    /** E4M3 ("e4m3fn") code to the exactly equal fp32 value ({@code 0x7f}/{@code 0xff}: NaN). */
+    public static float fromE4m3(byte code) {
+        int c = code & 0xff;
+        int exponent = (c >>> 3) & 0xf;
+        int mantissa = c & 7;
+        float magnitude;
+        if (exponent == 0xf && mantissa == 7) {
+            magnitude = Float.NaN;
+        } else if (exponent == 0) {
+            magnitude = mantissa * 0x1p-9f;
+        } else {
+            magnitude = Float.intBitsToFloat(((exponent + 120) << 23) | (mantissa << 20));
+        }
+        return (c & 0x80) == 0 ? magnitude : -magnitude;
+    }
+
     /** fp16 bits to the exactly equal fp32 value. */
     public static float fromFp16(short half) {
         int h = half & 0xffff;

@@ -38,5 +38,27 @@ public interface ControlPlane {
     void loseGeneration(String model, long generation, String segment, long objects, String reason);
 
     /** An object as control-api registers it. */
+    /**
+     * Registers a segment with its role ({@code storageUnit}: a CPU-only owner that serves no
+     * trainer).
+     */
+    default void registerSegment(
+            String segment,
+            String node,
+            String endpoint,
+            long size,
+            String adminUrl,
+            boolean storageUnit) {
+        registerSegment(segment, node, endpoint, size, adminUrl);
+    }
+
+    /** The live storage-unit segments control-api knows, each with its node label. */
+    default List<SegmentPeer> storageUnits() {
+        return List.of();
+    }
+
+    /** A registered segment: its name and node label. */
+    record SegmentPeer(String segment, String node) {}
+
     record StoredObject(String key, long size, String checksum, String segment) {}
 }

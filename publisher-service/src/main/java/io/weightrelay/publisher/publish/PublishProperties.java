@@ -11,7 +11,8 @@ import org.springframework.validation.annotation.Validated;
 /**
  * Publishing.
  *
- * @param controlApiUrl base URL of control-api
+ * @param controlApiUrl base URL of control-api, or of several instances behind one Redis separated
+ *     by commas (each call fails over to the next that can be reached)
  * @param controlApiToken bearer token (trainer role) for control-api; empty when it runs without
  *     tokens
  * @param ownerToken bearer token (owner role, ideally bound to this segment) with which the segment

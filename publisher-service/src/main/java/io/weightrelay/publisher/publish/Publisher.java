@@ -6,6 +6,7 @@ import io.weightrelay.api.publisher.model.PublishStatus;
 import io.weightrelay.api.publisher.model.StagedTensor;
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.publisher.Futures;
+import io.weightrelay.publisher.convert.BlockFp8;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.convert.Conversion;
 import io.weightrelay.publisher.convert.Converter;
@@ -64,7 +65,8 @@ public final class Publisher implements AutoCloseable {
             long stagingOffset,
             int sourceBytes,
             Conversion conversion,
-            long outputOffset) {
+            long outputOffset,
+            Scales scales) {
         boolean inPlace() {
             return outputOffset == stagingOffset;
         }
@@ -73,12 +75,32 @@ public final class Publisher implements AutoCloseable {
             return Math.toIntExact(conversion.outputBytes(sourceBytes));
         }
 
+        /** Output bytes with the scales, each aligned, as an output block holds them. */
+        long outputBlockBytes() {
+            return StagingArea.align(outputBytes())
+                    + (scales == null ? 0 : StagingArea.align(scales.bytes()));
+        }
+
+        /** Output (and scales right after it) at {@code offset} of an output block. */
         Work outputAt(long offset) {
-            return new Work(key, tensorIndex, stagingOffset, sourceBytes, conversion, offset);
+            Scales moved =
+                    scales == null ? null : scales.at(offset + StagingArea.align(outputBytes()));
+            return new Work(
+                    key, tensorIndex, stagingOffset, sourceBytes, conversion, offset, moved);
         }
     }
 
-    private record Converted(Work work, Converter.Result result) {}
+    /**
+     * Where the block scales of a block-FP8 fragment go: object {@code key}, {@code bytes} long, at
+     * {@code offset} (in place: in the fragment's staged bytes right after its E4M3 output).
+     */
+    private record Scales(String key, long rows, long cols, int bytes, long offset) {
+        Scales at(long where) {
+            return new Scales(key, rows, cols, bytes, where);
+        }
+    }
+
+    private record Converted(Work work, Converter.Result result, int scaleCrc) {}
 
     public Publisher(
             StagingArea staging,
@@ -115,7 +137,14 @@ public final class Publisher implements AutoCloseable {
         try {
             GenerationState gen = state(model, generation);
             List<Work> works = plan(gen.layout(), reservation, request.getTensors());
-            gen.begin(works.stream().map(Work::key).toList());
+            List<String> keys = new ArrayList<>();
+            for (Work w : works) {
+                keys.add(w.key());
+                if (w.scales() != null) {
+                    keys.add(w.scales().key());
+                }
+            }
+            gen.begin(keys);
             try {
                 return publish(gen, reservation, works, request.getTensors());
             } catch (RuntimeException e) {
@@ -155,7 +184,7 @@ public final class Publisher implements AutoCloseable {
             long outputBytes = 0;
             for (Work w : works) {
                 if (w.conversion() != Conversion.PASS_THROUGH) {
-                    outputBytes += StagingArea.align(w.outputBytes());
+                    outputBytes += w.outputBlockBytes();
                 }
             }
             if (outputBytes > 0) {
@@ -167,7 +196,7 @@ public final class Publisher implements AutoCloseable {
                         placed.add(w);
                     } else {
                         placed.add(w.outputAt(at));
-                        at += StagingArea.align(w.outputBytes());
+                        at += w.outputBlockBytes();
                     }
                 }
                 works = placed;
@@ -182,13 +211,18 @@ public final class Publisher implements AutoCloseable {
             converted = convertAndVerify(works, tensors);
             t1 = System.nanoTime();
             for (Converted c : converted) {
+                List<StagingArea.Piece> pieces = c.work().inPlace() ? inStaging : inOutput;
                 if (c.result().outputBytes() > 0) {
-                    StagingArea.Piece piece =
+                    pieces.add(
                             new StagingArea.Piece(
                                     c.work().key(),
                                     c.work().outputOffset(),
-                                    c.result().outputBytes());
-                    (c.work().inPlace() ? inStaging : inOutput).add(piece);
+                                    c.result().outputBytes()));
+                }
+                Scales scales = c.work().scales();
+                if (scales != null && scales.bytes() > 0) {
+                    pieces.add(
+                            new StagingArea.Piece(scales.key(), scales.offset(), scales.bytes()));
                 }
             }
             long block = outputBlock;
@@ -228,6 +262,9 @@ public final class Publisher implements AutoCloseable {
         for (Converted c : converted) {
             if (c.work().conversion() != Conversion.PASS_THROUGH) {
                 convertedBytes += c.result().outputBytes();
+                if (c.work().scales() != null) {
+                    convertedBytes += c.work().scales().bytes();
+                }
             }
         }
         long local = 0;
@@ -241,10 +278,10 @@ public final class Publisher implements AutoCloseable {
         }
         GenerationState.BatchTotals totals =
                 new GenerationState.BatchTotals(
-                        tensors.size(), works.size(), staged, convertedBytes, local, remote);
+                        tensors.size(), objects.size(), staged, convertedBytes, local, remote);
         gen.counted(totals);
         metrics.batch(layout.model(), totals);
-        return new PublishBatchResult(tensors.size(), works.size(), staged, local + remote)
+        return new PublishBatchResult(tensors.size(), objects.size(), staged, local + remote)
                 .bytesStoredRemote(remote);
     }
 
@@ -332,18 +369,26 @@ public final class Publisher implements AutoCloseable {
         boolean allLocal = owner.counters().tcpWritten() == before.tcpWritten();
         List<ControlPlane.StoredObject> objects = new ArrayList<>(converted.size());
         for (Converted c : converted) {
-            String segment = owner.segmentName();
-            if (!allLocal && c.result().outputBytes() > 0) {
-                segment = owner.segmentOf(c.work().key()).orElse(segment);
-            }
             objects.add(
-                    new ControlPlane.StoredObject(
+                    stored(
                             c.work().key(),
                             c.result().outputBytes(),
-                            Checksums.format(c.result().outputCrc()),
-                            segment));
+                            c.result().outputCrc(),
+                            allLocal));
+            Scales scales = c.work().scales();
+            if (scales != null) {
+                objects.add(stored(scales.key(), scales.bytes(), c.scaleCrc(), allLocal));
+            }
         }
         return objects;
+    }
+
+    private ControlPlane.StoredObject stored(String key, long size, int crc, boolean allLocal) {
+        String segment = owner.segmentName();
+        if ((!allLocal || !owner.ownsSegment()) && size > 0) {
+            segment = owner.segmentOf(key).orElse(segment);
+        }
+        return new ControlPlane.StoredObject(key, size, Checksums.format(crc), segment);
     }
 
     /** Maps the staged tensors onto fragments; touches no byte. */
@@ -365,6 +410,15 @@ public final class Publisher implements AutoCloseable {
                                                             + layout.model()
                                                             + "/"
                                                             + layout.generation()));
+            if (tensor.scalesOf() != null) {
+                throw mismatch(
+                        "tensor '"
+                                + tensor.name()
+                                + "' holds the block-FP8 scales of '"
+                                + tensor.scalesOf()
+                                + "': the publisher computes it while converting that weight;"
+                                + " ranks do not send it");
+            }
             ElementType type = ElementType.ofApiName(staged.getDtype().getValue());
             if (type != tensor.trainerType() || !tensor.shape().equals(staged.getShape())) {
                 throw mismatch(
@@ -431,14 +485,31 @@ public final class Publisher implements AutoCloseable {
                 if (!inside || (f.elements() == 0 && bytes > 0)) {
                     continue;
                 }
+                long at = staged.getStagingOffset() + (f.firstElement() - first) * width;
+                Scales scales = null;
+                if (conversion.blockScaled()) {
+                    long cols = tensor.shape().get(1);
+                    // In place, the scales follow the E4M3 bytes inside the fragment's own input.
+                    scales =
+                            new Scales(
+                                    f.scaleKey(),
+                                    cols == 0 ? 0 : f.elements() / cols,
+                                    cols,
+                                    Math.toIntExact(f.scaleBytes()),
+                                    at + f.elements());
+                    if (f.scaleKey() == null) {
+                        throw mismatch("fragment " + f.key() + " has no scale object");
+                    }
+                }
                 works.add(
                         new Work(
                                 f.key(),
                                 i,
-                                staged.getStagingOffset() + (f.firstElement() - first) * width,
+                                at,
                                 Math.toIntExact(f.elements() * width),
                                 conversion,
-                                staged.getStagingOffset() + (f.firstElement() - first) * width));
+                                at,
+                                scales));
                 expect = fEnd;
             }
             if (expect != end) {
@@ -464,8 +535,7 @@ public final class Publisher implements AutoCloseable {
         for (List<Work> part : byPart.values()) {
             List<CompletableFuture<Converted>> conversions = new ArrayList<>(part.size());
             for (Work w : part) {
-                conversions.add(
-                        CompletableFuture.supplyAsync(() -> new Converted(w, convert(w)), workers));
+                conversions.add(CompletableFuture.supplyAsync(() -> convert(w), workers));
             }
             parts.add(
                     CompletableFuture.allOf(conversions.toArray(CompletableFuture[]::new))
@@ -488,10 +558,38 @@ public final class Publisher implements AutoCloseable {
         return out;
     }
 
-    private Converter.Result convert(Work w) {
+    private Converted convert(Work w) {
         ByteBuffer source = staging.bytes(w.stagingOffset(), w.sourceBytes());
         ByteBuffer target = w.inPlace() ? source : staging.bytes(w.outputOffset(), w.outputBytes());
-        return Converter.convert(source, target, w.conversion());
+        Scales scales = w.scales();
+        if (scales == null) {
+            return new Converted(w, Converter.convert(source, target, w.conversion()), 0);
+        }
+        if (w.inPlace() && w.outputBytes() + scales.bytes() > w.sourceBytes()) {
+            throw PublishProblems.UNSUPPORTED_CONVERSION.exception(
+                    "fragment "
+                            + w.key()
+                            + " ("
+                            + w.sourceBytes()
+                            + " staged bytes) has no room for its "
+                            + w.outputBytes()
+                            + " E4M3 bytes and "
+                            + scales.bytes()
+                            + " scale bytes in file staging; use segment staging for"
+                            + " tensors this small");
+        }
+        BlockFp8.Result r =
+                BlockFp8.convert(
+                        source,
+                        target,
+                        staging.bytes(scales.offset(), scales.bytes()),
+                        w.conversion().sourceType(),
+                        scales.rows(),
+                        scales.cols());
+        return new Converted(
+                w,
+                new Converter.Result(r.sourceCrc(), r.outputCrc(), r.outputBytes()),
+                r.scaleCrc());
     }
 
     /** The rank's checksum covers the part's staged bytes: the fragments' input CRCs combined. */

@@ -1,6 +1,7 @@
 package io.weightrelay.publisher.publish;
 
 import io.github.resilience4j.retry.Retry;
+import io.weightrelay.api.BaseUrlFailover;
 import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -10,6 +11,7 @@ import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.SegmentRegistration;
 import io.weightrelay.publisher.convert.ElementType;
+import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
@@ -41,6 +43,8 @@ final class RestControlPlane implements ControlPlane {
             org.slf4j.LoggerFactory.getLogger(RestControlPlane.class);
 
     RestControlPlane(PublishProperties properties, Retry retry) {
+        // Several control-api instances may be given, comma-separated: a call fails over.
+        BaseUrlFailover failover = new BaseUrlFailover(properties.controlApiUrl());
         SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
         factory.setConnectTimeout(properties.controlApiTimeout());
         factory.setReadTimeout(properties.controlApiTimeout());
@@ -48,9 +52,10 @@ final class RestControlPlane implements ControlPlane {
                 ApiClient.buildRestClientBuilder(
                                 ApiClient.createDefaultMapper(ApiClient.createDefaultDateFormat()))
                         .requestFactory(factory)
+                        .requestInterceptor(failover)
                         .build();
         ApiClient client = new ApiClient(rest);
-        client.setBasePath(properties.controlApiUrl());
+        client.setBasePath(failover.primary());
         if (!properties.controlApiToken().isEmpty()) {
             client.setBearerToken(properties.controlApiToken());
         }
@@ -62,7 +67,7 @@ final class RestControlPlane implements ControlPlane {
         ApiClient ownerClient = client;
         if (asOwner) {
             ownerClient = new ApiClient(rest);
-            ownerClient.setBasePath(properties.controlApiUrl());
+            ownerClient.setBasePath(failover.primary());
             ownerClient.setBearerToken(properties.ownerToken());
         } else {
             log.warn(
@@ -122,13 +127,43 @@ final class RestControlPlane implements ControlPlane {
     @Override
     public void registerSegment(
             String segment, String node, String endpoint, long size, String adminUrl) {
+        registerSegment(segment, node, endpoint, size, adminUrl, false);
+    }
+
+    @Override
+    public void registerSegment(
+            String segment,
+            String node,
+            String endpoint,
+            long size,
+            String adminUrl,
+            boolean storageUnit) {
         SegmentRegistration registration =
                 new SegmentRegistration()
                         .node(node)
                         .endpoint(endpoint)
                         .size(size)
-                        .adminUrl(asOwner ? adminUrl : null);
+                        .adminUrl(asOwner ? adminUrl : null)
+                        .role(
+                                storageUnit
+                                        ? io.weightrelay.api.control.client.model.SegmentRole
+                                                .STORAGE_UNIT
+                                        : io.weightrelay.api.control.client.model.SegmentRole
+                                                .TRAINER);
         call("register segment " + segment, () -> registry.registerSegment(segment, registration));
+    }
+
+    @Override
+    public List<SegmentPeer> storageUnits() {
+        List<SegmentPeer> out = new ArrayList<>();
+        for (var s : call("list segments", registry::listSegments)) {
+            if (Boolean.TRUE.equals(s.getAlive())
+                    && s.getRole()
+                            == io.weightrelay.api.control.client.model.SegmentRole.STORAGE_UNIT) {
+                out.add(new SegmentPeer(s.getSegment(), s.getNode()));
+            }
+        }
+        return out;
     }
 
     @Override
@@ -200,6 +235,36 @@ final class RestControlPlane implements ControlPlane {
             }
             byTensor.get(t.name()).add(contiguous(t, key, f));
         }
+        // Each block-FP8 weight fragment names the scale fragment holding its scale rows.
+        Map<String, Integer> weightOfScale = BlockScales.weightOfScale(manifest.tensors());
+        Map<String, String> scalesOf = new HashMap<>();
+        for (Map.Entry<String, Integer> e : weightOfScale.entrySet()) {
+            TensorSpec weight = manifest.tensors().get(e.getValue());
+            scalesOf.put(e.getKey(), weight.name());
+            Map<Long, GenerationLayout.Fragment> scaleByFirst = new HashMap<>();
+            for (GenerationLayout.Fragment s : byTensor.get(e.getKey())) {
+                scaleByFirst.put(s.firstElement(), s);
+            }
+            long cols = weight.shape().dim(1);
+            long scaleCols = BlockScales.blocks(cols);
+            List<GenerationLayout.Fragment> withScales = new ArrayList<>();
+            for (GenerationLayout.Fragment f : byTensor.get(weight.name())) {
+                long firstRow = cols == 0 ? 0 : f.firstElement() / cols;
+                GenerationLayout.Fragment scale =
+                        scaleByFirst.get(firstRow / BlockScales.BLOCK * scaleCols);
+                if (scale == null) {
+                    throw mismatch("no scale fragment for block-FP8 fragment " + f.key());
+                }
+                withScales.add(
+                        new GenerationLayout.Fragment(
+                                f.key(),
+                                f.firstElement(),
+                                f.elements(),
+                                scale.key(),
+                                scale.elements() * 4));
+            }
+            byTensor.put(weight.name(), withScales);
+        }
         Map<String, GenerationLayout.Tensor> tensors = new HashMap<>();
         for (TensorSpec t : specs.values()) {
             List<GenerationLayout.Fragment> fragments = byTensor.get(t.name());
@@ -216,7 +281,8 @@ final class RestControlPlane implements ControlPlane {
                             ElementType.ofApiName(Dtypes.apiName(t.trainerDtype())),
                             ElementType.ofApiName(Dtypes.apiName(t.rolloutDtype())),
                             t.shape().numel(),
-                            fragments));
+                            fragments,
+                            scalesOf.get(t.name())));
         }
         return new GenerationLayout(model, generation, tensors);
     }

@@ -7,6 +7,8 @@ import io.weightrelay.api.publisher.model.TransportCounters;
 import io.weightrelay.api.publisher.server.OwnerApi;
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.publisher.checkpoint.OwnerCheckpoints;
+import io.weightrelay.service.problem.CommonProblems;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
@@ -47,7 +49,7 @@ class OwnerController implements OwnerApi {
                 checkpoints.save(
                         request.getModel(),
                         request.getGeneration(),
-                        Path.of(request.getDirectory()),
+                        directory(request.getDirectory()),
                         request.getChecksums()));
     }
 
@@ -58,6 +60,17 @@ class OwnerController implements OwnerApi {
                 checkpoints.restore(
                         request.getModel(),
                         request.getGeneration(),
-                        Path.of(request.getDirectory())));
+                        directory(request.getDirectory()),
+                        request.getObjects()));
+    }
+
+    /** The checkpoint directory; one the platform cannot name (a NUL in it) is 400, not a 500. */
+    private static Path directory(String directory) {
+        try {
+            return Path.of(directory);
+        } catch (InvalidPathException e) {
+            throw CommonProblems.INVALID_REQUEST.exception(
+                    "checkpoint directory is not a path here: " + e.getReason());
+        }
     }
 }

@@ -18,6 +18,11 @@ class SegmentConfiguration {
         return new SegmentOwner(properties, settings);
     }
 
+    @Bean
+    TransportMeters transportMeters(SegmentOwner owner) {
+        return new TransportMeters(owner);
+    }
+
     @Bean(destroyMethod = "close")
     SegmentRegistrar segmentRegistrar(
             SegmentOwner owner,

@@ -39,7 +39,7 @@ public final class SegmentOwner implements AutoCloseable {
     private final DataplaneSettings settings;
     private final Dataplane dataplane;
     private final Segment segment;
-    private final ReplicateConfig preferLocal;
+    private volatile ReplicateConfig preferLocal;
     private final List<String> lostOnRestart;
 
     /**
@@ -51,6 +51,20 @@ public final class SegmentOwner implements AutoCloseable {
         this.settings = settings;
         long started = System.nanoTime();
         this.dataplane = Dataplane.open(settings.config(properties.node()));
+        if (!properties.ownsSegment()) {
+            // Client only: no segment, so no save ever waits on this process. Puts go to the
+            // storage units (SegmentRegistrar keeps the preference current).
+            this.segment = null;
+            this.lostOnRestart = List.of();
+            this.preferLocal = new ReplicateConfig(1, List.of(), true);
+            log.info(
+                    "client-only publisher '{}' of node '{}' (no segment) ready in {} ms; engine {}",
+                    properties.name(),
+                    properties.node(),
+                    (System.nanoTime() - started) / 1_000_000,
+                    endpoint());
+            return;
+        }
         try {
             // The data plane purges the directory entries a previous incarnation left in this
             // name before the new file exists, and says which they were.
@@ -104,8 +118,37 @@ public final class SegmentOwner implements AutoCloseable {
         return second < 0 ? key : key.substring(0, second);
     }
 
+    /**
+     * Publishes this segment's descriptor again if Redis lost it (restarted without its data), so
+     * that readers find the segment of the objects published from now on.
+     *
+     * @return whether it had to be published again
+     */
+    public boolean reannounce() {
+        return !dataplane.reannounceSegments().isEmpty();
+    }
+
+    /** The segment's name; a client-only publisher's own name (it owns no segment). */
     public String segmentName() {
-        return segment.name();
+        return segment == null ? properties.name() : segment.name();
+    }
+
+    /** Whether this publisher owns a segment ({@code relay.segment.role} is not client). */
+    public boolean ownsSegment() {
+        return segment != null;
+    }
+
+    /**
+     * Where a client-only publisher's puts go: these segments in order (the storage units of its
+     * own node first), else any segment with room.
+     */
+    public void preferSegments(List<String> segments) {
+        preferLocal = new ReplicateConfig(1, segments, true);
+    }
+
+    /** The segments puts prefer, in order. */
+    public List<String> preferredSegments() {
+        return preferLocal.preferredSegments();
     }
 
     public String node() {
@@ -113,11 +156,11 @@ public final class SegmentOwner implements AutoCloseable {
     }
 
     public long size() {
-        return segment.size();
+        return segment == null ? 0 : segment.size();
     }
 
     public long freeBytes() {
-        return segment.freeBytes();
+        return segment == null ? 0 : segment.freeBytes();
     }
 
     /** {@code host:port} peers reach this node's Transfer Engine at (its advertise host). */
@@ -131,12 +174,20 @@ public final class SegmentOwner implements AutoCloseable {
 
     /** The segment's shared-memory file (ranks of the node map it in segment staging). */
     public Path shmPath() {
-        return segment.shmPath();
+        return requireSegment().shmPath();
+    }
+
+    private Segment requireSegment() {
+        if (segment == null) {
+            throw new IllegalStateException(
+                    "publisher '" + properties.name() + "' is client-only and owns no segment");
+        }
+        return segment;
     }
 
     /** A view of [offset, offset + length) of the segment, without a copy. */
     public ByteBuffer bytes(long offset, int length) {
-        return segment.byteBuffer(offset, length);
+        return requireSegment().byteBuffer(offset, length);
     }
 
     /**
@@ -145,7 +196,7 @@ public final class SegmentOwner implements AutoCloseable {
      * @throws io.weightrelay.dataplane.SegmentFullException when no contiguous room is left
      */
     public long reserve(long size) {
-        return dataplane.store().reserve(segment, size);
+        return dataplane.store().reserve(requireSegment(), size);
     }
 
     /** Frees a reserved block that was not published. */
@@ -204,7 +255,7 @@ public final class SegmentOwner implements AutoCloseable {
      * while the object is not removed.
      */
     public Optional<ByteBuffer> ownedBytes(String key) {
-        if (!dataplane.store().exists(key)) {
+        if (segment == null || !dataplane.store().exists(key)) {
             return Optional.empty();
         }
         for (ObjectLocation l : dataplane.store().locations(key)) {

@@ -21,6 +21,10 @@ import org.springframework.validation.annotation.Validated;
  * @param adminUrl base URL control-api calls for owner duties; empty: {@code
  *     http://<relay.dataplane.advertise-host>:<server port>}
  * @param heartbeat interval of registry heartbeats (well inside control-api's segment TTL)
+ * @param role {@code trainer} (default: beside trainer ranks, owns the node's segment), {@code
+ *     storage-unit} (a CPU-only owner of a segment that serves no trainer); {@code client} (owns no
+ *     store memory, {@code size} 0, storing into the storage units) is refused for now: the data
+ *     plane allocates only in segments its own process owns
  */
 @Validated
 @ConfigurationProperties("relay.segment")
@@ -30,4 +34,45 @@ public record SegmentProperties(
         @NotNull @DefaultValue("1GB") DataSize size,
         @DefaultValue("true") boolean register,
         String adminUrl,
-        @NotNull @DefaultValue("5s") Duration heartbeat) {}
+        @NotNull @DefaultValue("5s") Duration heartbeat,
+        @NotBlank @DefaultValue("trainer") String role) {
+
+    public static final String TRAINER = "trainer";
+    public static final String STORAGE_UNIT = "storage-unit";
+    public static final String CLIENT = "client";
+
+    public SegmentProperties {
+        if (role != null
+                && !role.equals(TRAINER)
+                && !role.equals(STORAGE_UNIT)
+                && !role.equals(CLIENT)) {
+            throw new IllegalArgumentException(
+                    "relay.segment.role is trainer, storage-unit or client, not '" + role + "'");
+        }
+        if (CLIENT.equals(role)) {
+            // A client would store into a storage unit's segment, but this data plane allocates
+            // only in segments its own process owns (a put elsewhere is refused as
+            // SEGMENT_FULL, "only its owner allocates"): refused here, before anything starts.
+            throw new IllegalArgumentException(
+                    "relay.segment.role=client is not supported yet: the data plane allocates"
+                            + " only in a segment its own process owns, so a client-only"
+                            + " publisher cannot store into a storage unit; run the trainer-side"
+                            + " publisher with a segment (role trainer)");
+        }
+        if (size != null && size.toBytes() == 0) {
+            throw new IllegalArgumentException(
+                    "relay.segment.size is 0: every publisher owns a segment for now (client-only"
+                            + " publishers are not supported yet)");
+        }
+    }
+
+    /** Whether this publisher serves trainer ranks (a storage unit serves none). */
+    public boolean servesTrainers() {
+        return !STORAGE_UNIT.equals(role);
+    }
+
+    /** Whether this publisher owns a segment (a client-only one owns none). */
+    public boolean ownsSegment() {
+        return !CLIENT.equals(role);
+    }
+}

@@ -5,6 +5,7 @@ import io.weightrelay.publisher.publish.PublishProblems;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.RelayException;
 import java.util.Comparator;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -19,7 +20,8 @@ import org.springframework.core.env.Environment;
 
 /**
  * Keeps this segment registered as a live owner in control-api's registry (register once the
- * service is ready, heartbeat within the TTL, register again when the registry forgot it). A
+ * service is ready, heartbeat within the TTL, register again when the registry forgot it, as after
+ * Redis lost its data) and its data-plane descriptor in Redis (published again when lost). A
  * control-api that is away only delays this; publishing does not depend on it.
  *
  * <p>After a restart that re-created the segment, it also reports every generation whose objects
@@ -72,6 +74,11 @@ final class SegmentRegistrar implements AutoCloseable {
             timer.scheduleWithFixedDelay(
                     this::reportLost, 0, properties.heartbeat().toMillis(), TimeUnit.MILLISECONDS);
         }
+        if (!owner.ownsSegment()) {
+            // Client only: nothing to register; keep the storage units to put into current.
+            timer.schedule(this::preferUnits, 0, TimeUnit.MILLISECONDS);
+            return;
+        }
         if (!properties.register()) {
             return;
         }
@@ -81,13 +88,27 @@ final class SegmentRegistrar implements AutoCloseable {
 
     private void beat() {
         try {
+            if (owner.reannounce()) {
+                log.warn(
+                        "Redis had lost the descriptor of segment '{}' (restarted without its"
+                                + " data): published again",
+                        owner.segmentName());
+            }
+        } catch (RuntimeException e) {
+            log.warn(
+                    "cannot check the descriptor of segment '{}': {}",
+                    owner.segmentName(),
+                    e.getMessage());
+        }
+        try {
             if (!registered || !control.heartbeatSegment(owner.segmentName())) {
                 control.registerSegment(
                         owner.segmentName(),
                         owner.node(),
                         owner.endpoint(),
                         owner.size(),
-                        adminUrl());
+                        adminUrl(),
+                        SegmentProperties.STORAGE_UNIT.equals(properties.role()));
                 if (!registered) {
                     log.info("segment '{}' registered with control-api", owner.segmentName());
                 }
@@ -97,6 +118,44 @@ final class SegmentRegistrar implements AutoCloseable {
             registered = false;
             log.warn("segment '{}' not registered yet: {}", owner.segmentName(), e.getMessage());
         }
+    }
+
+    /**
+     * A client-only publisher's puts prefer the storage units of its own node (the local transport:
+     * publishing moves no network byte), then every other unit, by name.
+     */
+    private void preferUnits() {
+        long next = properties.heartbeat().toMillis();
+        try {
+            List<String> ordered = unitOrder(owner.node(), control.storageUnits());
+            if (!ordered.equals(owner.preferredSegments())) {
+                log.info("client-only publisher '{}' stores into {}", owner.segmentName(), ordered);
+                owner.preferSegments(ordered);
+            }
+            if (ordered.isEmpty()) {
+                next = Math.min(next, 500); // no unit registered yet: look again soon
+            }
+        } catch (RuntimeException e) {
+            log.warn("storage units not known yet: {}", e.getMessage());
+            next = Math.min(next, 500);
+        } finally {
+            if (!timer.isShutdown()) {
+                timer.schedule(this::preferUnits, next, TimeUnit.MILLISECONDS);
+            }
+        }
+    }
+
+    /** Units of {@code node} first, then the others; each group by name. */
+    static List<String> unitOrder(String node, List<ControlPlane.SegmentPeer> units) {
+        List<String> local = new java.util.ArrayList<>();
+        List<String> other = new java.util.ArrayList<>();
+        for (ControlPlane.SegmentPeer u : units) {
+            (u.node().equals(node) ? local : other).add(u.segment());
+        }
+        java.util.Collections.sort(local);
+        java.util.Collections.sort(other);
+        local.addAll(other);
+        return List.copyOf(local);
     }
 
     private void reportLost() {

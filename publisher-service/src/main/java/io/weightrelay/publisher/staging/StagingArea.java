@@ -69,12 +69,22 @@ public final class StagingArea implements AutoCloseable {
     /** Staging of the node whose store segment {@code owner} holds, in the configured mode. */
     public StagingArea(StagingProperties properties, SegmentOwner owner) {
         this(
-                properties,
+                requireSpace(properties, owner),
                 properties.mode() == Mode.SEGMENT
                         ? new SegmentStagingSpace(owner)
                         : new FileStagingSpace(
                                 properties.path(), properties.capacity().toBytes(), owner),
                 Clock.systemUTC());
+    }
+
+    private static StagingProperties requireSpace(
+            StagingProperties properties, SegmentOwner owner) {
+        if (properties.mode() == Mode.SEGMENT && owner != null && !owner.ownsSegment()) {
+            throw new IllegalStateException(
+                    "a client-only publisher (relay.segment.role=client) owns no segment to stage"
+                            + " in: set relay.staging.mode=file");
+        }
+        return properties;
     }
 
     StagingArea(StagingProperties properties, StagingSpace space, Clock clock) {

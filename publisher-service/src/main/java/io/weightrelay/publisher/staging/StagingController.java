@@ -25,6 +25,7 @@ class StagingController implements StagingApi {
 
     @Override
     public ResponseEntity<StagingInfo> getStaging() {
+        requireServesTrainers();
         return ResponseEntity.ok(
                 new StagingInfo(
                                 staging.path().toString(),
@@ -40,6 +41,7 @@ class StagingController implements StagingApi {
 
     @Override
     public ResponseEntity<Reservation> reserveStaging(ReservationRequest request) {
+        requireServesTrainers();
         if (request.getModel() != null && request.getGeneration() != null) {
             publisher.requireNotFailed(request.getModel(), request.getGeneration());
         }
@@ -51,5 +53,17 @@ class StagingController implements StagingApi {
     public ResponseEntity<Void> releaseStaging(String reservationId) {
         staging.release(reservationId);
         return ResponseEntity.noContent().build();
+    }
+
+    /** A storage unit's staging is for restores only: trainer ranks go to their own publisher. */
+    private void requireServesTrainers() {
+        if (!segment.servesTrainers()) {
+            throw StagingProblems.SERVES_NO_TRAINER.exception(
+                    "publisher '"
+                            + segment.name()
+                            + "' is a storage unit (relay.segment.role=storage-unit): it owns"
+                            + " store memory for the node's client-only publishers and serves no"
+                            + " trainer rank");
+        }
     }
 }

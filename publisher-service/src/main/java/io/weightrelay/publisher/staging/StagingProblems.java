@@ -22,5 +22,12 @@ public final class StagingProblems {
     public static final ProblemKind RESERVATION_BUSY =
             new ProblemKind("reservation-busy", HttpStatus.CONFLICT, "Reservation in use");
 
+    /** A storage unit owns store memory for others and serves no trainer rank. */
+    public static final ProblemKind SERVES_NO_TRAINER =
+            new ProblemKind(
+                    "storage-unit-serves-no-trainer",
+                    HttpStatus.CONFLICT,
+                    "A storage unit serves no trainer");
+
     private StagingProblems() {}
 }

@@ -68,6 +68,13 @@ class ConverterTest {
         }
         int sourceCrc = Checksums.crc32c(source.duplicate());
         for (Conversion c : Conversion.values()) {
+            if (c.blockScaled()) {
+                // BlockFp8Test covers these; Converter refuses them, naming the class that converts
+                assertThatThrownBy(
+                                () -> Converter.convert(source.duplicate(), source.duplicate(), c))
+                        .hasMessageContaining("BlockFp8");
+                continue;
+            }
             ByteBuffer target = ByteBuffer.allocateDirect(source.capacity() + 64);
             Converter.Result separate = Converter.convert(source.duplicate(), target, c);
             ByteBuffer reference = ByteBuffer.allocateDirect(source.capacity());

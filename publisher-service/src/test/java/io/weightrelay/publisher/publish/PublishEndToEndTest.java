@@ -20,10 +20,14 @@ import io.weightrelay.publisher.TestControlApi;
 import io.weightrelay.publisher.TestPublisherProperties;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.convert.Floats;
+import io.weightrelay.publisher.convert.Fp8Reference;
 import io.weightrelay.publisher.segment.SegmentOwner;
+import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fp8BlockRule;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
@@ -215,6 +219,104 @@ abstract class PublishEndToEndTest {
     }
 
     /**
+     * Block-FP8 weights (fp32 and bf16 in the trainer, ragged shapes, several bands a fragment) are
+     * stored as E4M3 with their scale tensors as objects of their own, bit for bit what the
+     * reference quantiser makes of the trainer's bytes; the trainer never sends a scale tensor.
+     */
+    @Test
+    void storesBlockFp8WeightsAndTheirScalesAsTheReferenceMakesThem() {
+        List<TensorSpec> trainer =
+                List.of(
+                        new TensorSpec(
+                                "model.embed_tokens.weight",
+                                Shape.of(64, 32),
+                                DType.BF16,
+                                DType.BF16),
+                        new TensorSpec(
+                                "l.0.q_proj.weight", Shape.of(300, 200), DType.F32, DType.BF16),
+                        new TensorSpec(
+                                "l.0.down_proj.weight", Shape.of(130, 300), DType.BF16, DType.BF16),
+                        new TensorSpec("l.0.o_proj.weight", Shape.of(2, 2), DType.F32, DType.BF16));
+        SourceManifest manifest =
+                Fragmenter.fragment(
+                        "e2e-fp8", Fp8BlockRule.defaults().apply(trainer), MAX_FRAGMENT);
+        assertThat(manifest.fragments()).hasSizeGreaterThan(manifest.tensors().size());
+
+        long g =
+                session()
+                        .publish(manifest, 0, gen -> new DeterministicWeights(SEED, gen))
+                        .generation();
+
+        assertThat(state(manifest.model(), g)).isEqualTo(GenerationState.ACTIVE);
+        Map<String, RegisteredObject> registered =
+                controlApi.registeredObjects(manifest.model(), g);
+        assertThat(registered).hasSize(manifest.fragments().size());
+        Map<String, Integer> weightOfScale = BlockScales.weightOfScale(manifest.tensors());
+        for (Map.Entry<String, Integer> e : weightOfScale.entrySet()) {
+            int index = e.getValue();
+            TensorSpec weight = manifest.tensors().get(index);
+            Fp8Reference.Quantized want = Fp8Reference.quantize(trainerValues(weight, index, g));
+            for (StoredFragment f : manifest.fragments()) {
+                String key = ObjectKeys.key(manifest.model(), g, f.fragment());
+                ByteBuffer expected;
+                if (f.tensor().equals(weight.name())) {
+                    expected = ByteBuffer.allocate(Math.toIntExact(f.bytes()));
+                    for (long r = f.offset().dim(0);
+                            r < f.offset().dim(0) + f.shape().dim(0);
+                            r++) {
+                        expected.put(want.codes()[(int) r]);
+                    }
+                } else if (f.tensor().equals(e.getKey())) {
+                    expected =
+                            ByteBuffer.allocate(Math.toIntExact(f.bytes()))
+                                    .order(ByteOrder.LITTLE_ENDIAN);
+                    for (long b = f.offset().dim(0);
+                            b < f.offset().dim(0) + f.shape().dim(0);
+                            b++) {
+                        for (float scale : want.scaleInv()[(int) b]) {
+                            expected.putFloat(scale);
+                        }
+                    }
+                } else {
+                    continue;
+                }
+                expected.flip();
+                ByteBuffer stored =
+                        owner.ownedBytes(key).orElseThrow(() -> new AssertionError(key));
+                assertThat(stored).as(key).isEqualTo(expected);
+                assertThat(registered.get(key).getChecksum())
+                        .as(key)
+                        .isEqualTo(Checksums.format(Checksums.crc32c(expected)));
+            }
+        }
+        assertThat(weightOfScale).hasSize(3);
+        // the embedding stays bf16, passed through
+        StoredFragment embed = manifest.fragments().get(0);
+        assertThat(
+                        owner.ownedBytes(ObjectKeys.key(manifest.model(), g, embed.fragment()))
+                                .orElseThrow()
+                                .remaining())
+                .isEqualTo(64 * 32 * 2);
+    }
+
+    /** The trainer's values of a 2-D tensor, as the deterministic trainer writes them. */
+    private static float[][] trainerValues(TensorSpec tensor, int index, long g) {
+        int rows = (int) tensor.shape().dim(0);
+        int cols = (int) tensor.shape().dim(1);
+        int width = tensor.trainerDtype().bytes();
+        ByteBuffer bytes = ByteBuffer.allocate(rows * cols * width).order(ByteOrder.LITTLE_ENDIAN);
+        new DeterministicWeights(SEED, g).write(index, tensor, 0, bytes);
+        float[][] out = new float[rows][cols];
+        for (int r = 0; r < rows; r++) {
+            for (int c = 0; c < cols; c++) {
+                int at = (r * cols + c) * width;
+                out[r][c] = width == 4 ? bytes.getFloat(at) : Floats.fromBf16(bytes.getShort(at));
+            }
+        }
+        return out;
+    }
+
+    /**
      * control-api refuses the publisher's registrations: another publisher already registered other
      * bytes (another checksum) for one fragment of the step's generation, so registering the real
      * object is a 409 {@code object-conflict} (control-api's own rule, nothing simulated). The
@@ -364,9 +466,14 @@ abstract class PublishEndToEndTest {
         OwnerCheckpointResult saved = ownerApi.saveOwnedObjects(request);
         assertThat(saved.getObjects()).isEqualTo(manifest.fragments().size());
         assertThat(saved.getBytes()).isEqualTo(manifest.totalBytes());
+        // One file, fsynced, every object at the offset the answer names.
+        assertThat(saved.getFile()).isEqualTo(owner.segmentName() + ".bin");
+        assertThat(directory.resolve(saved.getFile())).hasSize(manifest.totalBytes());
+        assertThat(saved.getSaved()).hasSize(manifest.fragments().size());
         crcs.keySet().forEach(owner::remove);
 
-        OwnerCheckpointResult restored = ownerApi.restoreOwnedObjects(request);
+        OwnerCheckpointResult restored =
+                ownerApi.restoreOwnedObjects(request.checksums(null).objects(saved.getSaved()));
         assertThat(restored.getObjects()).isEqualTo(manifest.fragments().size());
         crcs.forEach(
                 (key, crc) ->
@@ -425,11 +532,17 @@ abstract class PublishEndToEndTest {
                                     .contains("/problems/checkpoint-corrupt")
                                     .contains(key);
                         });
-        // No index: the partial checkpoint can never be restored.
-        assertThatThrownBy(() -> ownerApi.restoreOwnedObjects(request))
+        // Nothing of the failed save is left on disk.
+        assertThat(directory.resolve(owner.segmentName() + ".bin")).doesNotExist();
+        // A restore that names no objects is refused.
+        assertThatThrownBy(() -> ownerApi.restoreOwnedObjects(bare))
                 .isInstanceOfSatisfying(
                         org.springframework.web.client.RestClientResponseException.class,
-                        e -> assertThat(e.getStatusCode().value()).isEqualTo(404));
+                        e -> {
+                            assertThat(e.getStatusCode().value()).isEqualTo(400);
+                            assertThat(e.getResponseBodyAsString())
+                                    .contains("/problems/objects-required");
+                        });
     }
 
     private OwnerApi ownerTokenApi() {

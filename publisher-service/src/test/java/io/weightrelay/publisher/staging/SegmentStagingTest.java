@@ -47,7 +47,8 @@ class SegmentStagingTest {
                                 DataSize.ofMegabytes(8),
                                 false,
                                 null,
-                                Duration.ofSeconds(5)),
+                                Duration.ofSeconds(5),
+                                SegmentProperties.TRAINER),
                         new DataplaneSettings(
                                 DataplaneProperties.loopback(
                                         RedisTestSupport.endpoint().uri(), prefix)));

@@ -1,10 +1,12 @@
 package io.weightrelay.reshard.assign;
 
+import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Role;
 import io.weightrelay.reshard.topology.Topology;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -12,7 +14,8 @@ import java.util.Map;
 
 /**
  * Tensor to trainer node, byte-balanced (largest tensors first onto the least-loaded node, ties to
- * the lower tensor and node index), a pure function of the manifest and the trainer nodes.
+ * the lower tensor and node index), a pure function of the manifest and the trainer nodes. A
+ * block-FP8 scale tensor goes with its weight.
  *
  * @param trainerNodes trainer node names, sorted
  * @param nodeOfTensor index into {@code trainerNodes} for each manifest tensor
@@ -33,12 +36,32 @@ public record PublisherAssignment(
             throw new IllegalArgumentException("topology has no trainer node");
         }
         List<TensorSpec> tensors = manifest.tensors();
-        Integer[] order = new Integer[tensors.size()];
-        long[] bytes = new long[tensors.size()];
-        for (int i = 0; i < order.length; i++) {
-            order[i] = i;
-            bytes[i] = tensors.get(i).bytes();
+        // A block-FP8 scale tensor is computed by the publisher that converts its weight: it goes
+        // where the weight goes, and the pair is placed as one.
+        Map<String, Integer> weightOfScale = BlockScales.weightOfScale(tensors);
+        int[] scaleOf = new int[tensors.size()];
+        Arrays.fill(scaleOf, -1);
+        boolean[] follower = new boolean[tensors.size()];
+        Map<String, Integer> index = weightOfScale.isEmpty() ? Map.of() : manifest.tensorIndex();
+        for (Map.Entry<String, Integer> e : weightOfScale.entrySet()) {
+            int scale = index.get(e.getKey());
+            scaleOf[e.getValue()] = scale;
+            follower[scale] = true;
         }
+        List<Integer> leaders = new ArrayList<>(tensors.size());
+        long[] bytes = new long[tensors.size()];
+        for (int i = 0; i < tensors.size(); i++) {
+            bytes[i] = tensors.get(i).bytes();
+            if (!follower[i]) {
+                leaders.add(i);
+            }
+        }
+        for (int i = 0; i < tensors.size(); i++) {
+            if (scaleOf[i] >= 0) {
+                bytes[i] += bytes[scaleOf[i]];
+            }
+        }
+        Integer[] order = leaders.toArray(Integer[]::new);
         Arrays.sort(
                 order, (a, b) -> bytes[a] != bytes[b] ? Long.compare(bytes[b], bytes[a]) : a - b);
         long[] load = new long[nodes.size()];
@@ -51,6 +74,9 @@ public record PublisherAssignment(
         for (int t : order) {
             int node = heap[0];
             nodeOf[t] = node;
+            if (scaleOf[t] >= 0) {
+                nodeOf[scaleOf[t]] = node;
+            }
             load[node] += bytes[t];
             siftDown(heap, load, 0);
         }

@@ -113,6 +113,23 @@ public final class ByteSink {
         return this;
     }
 
+    /** Appends everything written to {@code other} (a sink that keeps its bytes). */
+    public ByteSink raw(ByteSink other) {
+        if (other.digest != null) {
+            throw new IllegalStateException("a digesting sink keeps no bytes");
+        }
+        if (digest != null && other.size > bytes.length) {
+            digest.update(bytes, 0, size);
+            size = 0;
+            digest.update(other.bytes, 0, other.size);
+            return this;
+        }
+        ensure(other.size);
+        System.arraycopy(other.bytes, 0, bytes, size, other.size);
+        size += other.size;
+        return this;
+    }
+
     public int size() {
         return size;
     }

@@ -140,6 +140,7 @@ public record SourceManifest(
                 }
             }
         }
+        BlockScales.checkFragments(tensors, byTensor, index);
     }
 
     /** Canonical encoding, hints included. */

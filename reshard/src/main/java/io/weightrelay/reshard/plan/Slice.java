@@ -274,6 +274,282 @@ public final class Slice {
         return out;
     }
 
+    /**
+     * The encodings of the slices of {@code instances}, by instance id: byte for byte {@code
+     * of(plan, instances).get(i).encode()}, written column by column as varints while the plan is
+     * scanned once. No slice is built as columns of ints and longs first, so a group of slices
+     * holds a fraction of the memory and the garbage that building and encoding them does.
+     */
+    public static Map<String, byte[]> encoded(Plan plan, Set<String> instances) {
+        int workers = plan.workerCount();
+        ByteSink peers = new ByteSink(256 + workers * 64);
+        String[] peerInstance = new String[workers];
+        byte[] peerMode = new byte[workers];
+        peers.varInt(workers);
+        for (int w = 0; w < workers; w++) {
+            peers.string(plan.workerId(w));
+        }
+        peers.varInt(workers);
+        for (int w = 0; w < workers; w++) {
+            peerInstance[w] = plan.workerInstance(w);
+            peers.string(peerInstance[w]);
+        }
+        peers.varInt(workers);
+        for (int w = 0; w < workers; w++) {
+            peers.string(plan.nodeName(plan.workerNode(w)));
+        }
+        peers.varInt(workers);
+        for (int w = 0; w < workers; w++) {
+            peers.string(plan.workerSegment(w));
+        }
+        peers.varInt(workers);
+        for (int w = 0; w < workers; w++) {
+            peerMode[w] = (byte) plan.workerMode(w).ordinal();
+            peers.u8(peerMode[w]);
+        }
+        Map<String, Encoder> encoders = new TreeMap<>();
+        Encoder[] ofWorker = new Encoder[workers];
+        List<List<Encoder>> compatOnNode = new ArrayList<>();
+        for (int n = 0; n < plan.nodeCount(); n++) {
+            compatOnNode.add(new ArrayList<>(2));
+        }
+        for (int w = 0; w < workers; w++) {
+            if (instances.contains(peerInstance[w])) {
+                Encoder e = encoders.computeIfAbsent(peerInstance[w], i -> new Encoder(i, plan));
+                ofWorker[w] = e;
+                List<Encoder> onNode = compatOnNode.get(plan.workerNode(w));
+                if (plan.workerMode(w) == Mode.COMPAT && !onNode.contains(e)) {
+                    onNode.add(e);
+                }
+            }
+        }
+        for (String instance : instances) {
+            if (!encoders.containsKey(instance)) {
+                throw new IllegalArgumentException(
+                        "instance " + instance + " has no worker in the plan");
+            }
+        }
+        for (int i = 0; i < plan.readCount(); i++) {
+            int reader = plan.readReader(i);
+            if (ofWorker[reader] != null) {
+                ofWorker[reader].addRead(plan, i);
+            }
+            for (int x = plan.writeFirst(i); x < plan.writeEnd(i); x++) {
+                int dst = plan.writeDst(x);
+                if ((plan.writeFlags(x) & Plan.FANOUT) != 0) {
+                    for (Encoder e : compatOnNode.get(plan.workerNode(dst))) {
+                        e.addReceive(plan, i, x);
+                    }
+                } else if (ofWorker[dst] != null) {
+                    ofWorker[dst].addReceive(plan, i, x);
+                }
+            }
+        }
+        Map<String, byte[]> out = new TreeMap<>();
+        for (Map.Entry<String, Encoder> e : encoders.entrySet()) {
+            out.put(e.getKey(), e.getValue().encode(plan, peers));
+            // Each encoder's columns are garbage once its slice is encoded.
+            e.setValue(null);
+        }
+        return out;
+    }
+
+    /** One column while the plan is scanned: its varints and how many. */
+    private static final class Column {
+        final ByteSink values;
+        int count;
+
+        Column(int capacity) {
+            values = new ByteSink(capacity);
+        }
+
+        void add(long value) {
+            values.varLong(value);
+            count++;
+        }
+
+        void u8(int value) {
+            values.u8(value);
+            count++;
+        }
+
+        void writeTo(ByteSink out) {
+            out.varInt(count).raw(values);
+        }
+    }
+
+    /** One instance's encoded columns while the plan is scanned, as {@link Builder} builds them. */
+    private static final class Encoder {
+        final String instance;
+        final int[] objectIndex;
+        final IntList objects = new IntList(256);
+        final int[] bufferIndex;
+        final IntList buffers = new IntList(4);
+        final Column rReader = new Column(256);
+        final Column rObject = new Column(256);
+        final Column rBatch = new Column(256);
+        final Column rStaging = new Column(256);
+        final Column rStart = new Column(256);
+        final Column rSpan = new Column(256);
+        final Column rRangeFirst = new Column(256);
+        final Column gStart = new Column(256);
+        final Column gLength = new Column(256);
+        final Column rWriteFirst = new Column(256);
+        final Column wDst = new Column(1024);
+        final Column wBuffer = new Column(1024);
+        final Column wFlags = new Column(1024);
+        final Column wSrc = new Column(1024);
+        final Column wDstOffset = new Column(1024);
+        final Column wLength = new Column(1024);
+        final Column wLoopFirst = new Column(1024);
+        final Column lCount = new Column(64);
+        final Column lSrc = new Column(64);
+        final Column lDst = new Column(64);
+        final Column vDst = new Column(1024);
+        final Column vFrom = new Column(1024);
+        final Column vBatch = new Column(1024);
+        final Column vBuffer = new Column(1024);
+        final Column vFlags = new Column(1024);
+        final Column vDstOffset = new Column(1024);
+        final Column vLength = new Column(1024);
+        final Column vLoopFirst = new Column(1024);
+        final Column vCount = new Column(64);
+        final Column vStride = new Column(64);
+
+        Encoder(String instance, Plan plan) {
+            this.instance = instance;
+            objectIndex = new int[plan.objectCount()];
+            bufferIndex = new int[plan.bufferCount()];
+            Arrays.fill(objectIndex, -1);
+            Arrays.fill(bufferIndex, -1);
+        }
+
+        private int buffer(int planBuffer) {
+            if (bufferIndex[planBuffer] < 0) {
+                bufferIndex[planBuffer] = buffers.size();
+                buffers.add(planBuffer);
+            }
+            return bufferIndex[planBuffer];
+        }
+
+        private int object(int planObject) {
+            if (objectIndex[planObject] < 0) {
+                objectIndex[planObject] = objects.size();
+                objects.add(planObject);
+            }
+            return objectIndex[planObject];
+        }
+
+        void addRead(Plan plan, int i) {
+            rReader.add(plan.readReader(i));
+            rObject.add(object(plan.readObject(i)));
+            rBatch.add(plan.readBatch(i));
+            rStaging.add(plan.readStaging(i));
+            rStart.add(plan.readStart(i));
+            rSpan.add(plan.readSpan(i));
+            rRangeFirst.add(gStart.count);
+            for (int r = plan.rangeFirst(i); r < plan.rangeEnd(i); r++) {
+                gStart.add(plan.rangeStart(r));
+                gLength.add(plan.rangeLength(r));
+            }
+            rWriteFirst.add(wDst.count);
+            for (int x = plan.writeFirst(i); x < plan.writeEnd(i); x++) {
+                wDst.add(plan.writeDst(x));
+                wBuffer.add(buffer(plan.writeBuffer(x)));
+                wFlags.u8(plan.writeFlags(x));
+                wSrc.add(plan.writeSrc(x));
+                wDstOffset.add(plan.writeDstOffset(x));
+                wLength.add(plan.writeLength(x));
+                wLoopFirst.add(lCount.count);
+                for (int l = plan.loopFirst(x); l < plan.loopEnd(x); l++) {
+                    lCount.add(plan.loopCount(l));
+                    lSrc.add(plan.loopSrcStride(l));
+                    lDst.add(plan.loopDstStride(l));
+                }
+            }
+        }
+
+        void addReceive(Plan plan, int i, int x) {
+            vDst.add(plan.writeDst(x));
+            vFrom.add(plan.readReader(i));
+            vBatch.add(plan.readBatch(i));
+            vBuffer.add(buffer(plan.writeBuffer(x)));
+            vFlags.u8(plan.writeFlags(x));
+            vDstOffset.add(plan.writeDstOffset(x));
+            vLength.add(plan.writeLength(x));
+            vLoopFirst.add(vCount.count);
+            for (int l = plan.loopFirst(x); l < plan.loopEnd(x); l++) {
+                vCount.add(plan.loopCount(l));
+                vStride.add(plan.loopDstStride(l));
+            }
+        }
+
+        /** The same bytes as {@link Slice#encode()} of the slice {@link Builder} would build. */
+        byte[] encode(Plan plan, ByteSink peers) {
+            rRangeFirst.add(gStart.count);
+            rWriteFirst.add(wDst.count);
+            wLoopFirst.add(lCount.count);
+            vLoopFirst.add(vCount.count);
+            Column[] columns = {
+                rReader,
+                rObject,
+                rBatch,
+                rStaging,
+                rStart,
+                rSpan,
+                rRangeFirst,
+                gStart,
+                gLength,
+                rWriteFirst,
+                wDst,
+                wBuffer,
+                wFlags,
+                wSrc,
+                wDstOffset,
+                wLength,
+                wLoopFirst,
+                lCount,
+                lSrc,
+                lDst,
+                vDst,
+                vFrom,
+                vBatch,
+                vBuffer,
+                vFlags,
+                vDstOffset,
+                vLength,
+                vLoopFirst,
+                vCount,
+                vStride
+            };
+            int size = 1024 + peers.size() + objects.size() * 48;
+            for (Column c : columns) {
+                size += 5 + c.values.size();
+            }
+            ByteSink out = new ByteSink(size);
+            out.string(MAGIC).string(instance).string(plan.model()).string(plan.sourceDigest());
+            out.string(plan.targetDigest()).string(plan.topologyDigest());
+            out.varLong(plan.batchBytes()).varInt(plan.batchCount());
+            out.raw(peers);
+            out.varInt(buffers.size());
+            for (int b = 0; b < buffers.size(); b++) {
+                out.string(plan.buffer(buffers.get(b)));
+            }
+            out.varInt(objects.size());
+            for (int o = 0; o < objects.size(); o++) {
+                out.string(plan.objectId(objects.get(o)));
+            }
+            out.varInt(objects.size());
+            for (int o = 0; o < objects.size(); o++) {
+                out.varLong(plan.objectBytes(objects.get(o)));
+            }
+            for (Column c : columns) {
+                c.writeTo(out);
+            }
+            return out.toByteArray();
+        }
+    }
+
     /** Every instance's slice, by instance id, in one pass over the plan. */
     public static Map<String, Slice> all(Plan plan) {
         Set<String> instances = new TreeSet<>();

@@ -32,6 +32,26 @@ class ManifestTest {
     }
 
     @Test
+    void aManifestCutIntoMoreFragmentsThanAGenerationHoldsIsRefusedBeforeAnyIsBuilt() {
+        // 250 G rows of 4 bytes at 4 KiB per fragment: 245 M fragments, which would fill any heap.
+        TensorSpec huge = new TensorSpec("huge", Shape.of(250_551_608_538L), DType.F32, DType.F32);
+        assertThatThrownBy(() -> Fragmenter.fragment("m", List.of(huge), 4096))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("m's manifest")
+                .hasMessageContaining("more than " + Fragmenter.MAX_FRAGMENTS)
+                .hasMessageContaining("raise maxFragmentBytes");
+        assertThatThrownBy(() -> Fragmenter.fragmentsOf(huge, 4096))
+                .hasMessageContaining("tensor huge");
+        // Tensors that each stay under the bound count together.
+        TensorSpec rows = new TensorSpec("rows", Shape.of(600_000, 1), DType.F32, DType.F32);
+        assertThat(Fragmenter.fragmentsOf(rows, 4)).hasSize(600_000);
+        TensorSpec more = new TensorSpec("more", Shape.of(600_000, 1), DType.F32, DType.F32);
+        assertThatThrownBy(() -> Fragmenter.fragment("m", List.of(rows, more), 4))
+                .hasMessageContaining("m's manifest");
+        assertThat(Fragmenter.fragment("m", List.of(huge), 1L << 40).fragments()).hasSize(1);
+    }
+
+    @Test
     void manifestRoundTripsAndItsDigestIgnoresHints() {
         SourceManifest m = Fragmenter.fragment("m", List.of(EMBED, NORM, SCALE), 4096);
         SourceManifest hinted =

@@ -83,6 +83,23 @@ class PlannerPropertiesTest {
     }
 
     @Property(tries = 150)
+    void encodedSlicesAreTheBytesOfTheBuiltOnes(@ForAll("seeds") long seed) {
+        Scenario s = Scenario.random(seed);
+        Plan plan = Planner.plan(s.manifest(), s.placement(), s.topology(), s.options());
+        java.util.Set<String> instances = new java.util.TreeSet<>(s.placement().instances());
+        java.util.Map<String, byte[]> encoded = Slice.encoded(plan, instances);
+        assertThat(encoded.keySet()).isEqualTo(instances);
+        for (java.util.Map.Entry<String, Slice> e : Slice.of(plan, instances).entrySet()) {
+            assertThat(encoded.get(e.getKey()))
+                    .as("seed %d instance %s", seed, e.getKey())
+                    .isEqualTo(e.getValue().encode());
+        }
+        String one = instances.iterator().next();
+        assertThat(Slice.encoded(plan, java.util.Set.of(one)).get(one))
+                .isEqualTo(Slice.of(plan, one).encode());
+    }
+
+    @Property(tries = 150)
     void sameInputsInAnyOrderGiveIdenticalPlanBytes(@ForAll("seeds") long seed) {
         Scenario s = Scenario.random(seed);
         byte[] first =

@@ -44,6 +44,9 @@ import org.springframework.validation.annotation.Validated;
  * @param multiHost whether peers run on other hosts; empty: they do when the Redis of {@code
  *     redisUri} is not on loopback. A process with peers on other hosts refuses to advertise a
  *     loopback address and to run without a secret
+ * @param redisCaCertificate a PEM file of the certificate authorities trusted when the store's
+ *     Redis speaks TLS ({@code rediss://}); empty: the PEM trust store of the Spring SSL bundle
+ *     named by {@code spring.data.redis.ssl.bundle} when there is one, else the JVM's trust store
  */
 @Validated
 @ConfigurationProperties("relay.dataplane")
@@ -63,7 +66,8 @@ public record DataplaneProperties(
         @NotNull @Pattern(regexp = "^wr:.*") @DefaultValue("wr:dp:") String keyPrefix,
         String secret,
         Path secretFile,
-        Boolean multiHost) {
+        Boolean multiHost,
+        Path redisCaCertificate) {
 
     /** The defaults (what an empty {@code relay.dataplane} binds to) with this store. */
     public static DataplaneProperties loopback(String redisUri, String keyPrefix) {
@@ -83,6 +87,7 @@ public record DataplaneProperties(
                 keyPrefix,
                 null,
                 null,
+                null,
                 null);
     }
 
@@ -92,6 +97,15 @@ public record DataplaneProperties(
      * redis-uri} carries none of its own.
      */
     public DataplaneProperties withRedisCredentials(String username, String password, boolean ssl) {
+        return withRedisCredentials(username, password, ssl, null);
+    }
+
+    /**
+     * As {@link #withRedisCredentials(String, String, boolean)}, and trusting {@code caCertificate}
+     * (PEM) for TLS unless {@code redis-ca-certificate} is set.
+     */
+    public DataplaneProperties withRedisCredentials(
+            String username, String password, boolean ssl, Path caCertificate) {
         return new DataplaneProperties(
                 nodeLabel,
                 hostId,
@@ -108,13 +122,14 @@ public record DataplaneProperties(
                 keyPrefix,
                 secret,
                 secretFile,
-                multiHost);
+                multiHost,
+                redisCaCertificate != null ? redisCaCertificate : caCertificate);
     }
 
     /** Never prints the secret, nor the Redis password. */
     @Override
     public String toString() {
-        return "DataplaneProperties[nodeLabel=%s, hostId=%s, bindHost=%s, advertiseHost=%s, tcpPort=%d, shmDir=%s, connectTimeout=%s, ioTimeout=%s, streamsPerPeer=%d, maxConnections=%d, localThreads=%d, redisUri=%s, keyPrefix=%s, secret=%s, secretFile=%s, multiHost=%s]"
+        return "DataplaneProperties[nodeLabel=%s, hostId=%s, bindHost=%s, advertiseHost=%s, tcpPort=%d, shmDir=%s, connectTimeout=%s, ioTimeout=%s, streamsPerPeer=%d, maxConnections=%d, localThreads=%d, redisUri=%s, keyPrefix=%s, secret=%s, secretFile=%s, multiHost=%s, redisCaCertificate=%s]"
                 .formatted(
                         nodeLabel,
                         hostId,
@@ -131,6 +146,7 @@ public record DataplaneProperties(
                         keyPrefix,
                         secret == null || secret.isEmpty() ? "none" : "<hidden>",
                         secretFile,
-                        multiHost);
+                        multiHost,
+                        redisCaCertificate);
     }
 }

@@ -223,6 +223,7 @@ public final class DataplaneSettings {
                 .secret(secret)
                 .hostId(blank(properties.hostId()) ? null : properties.hostId().trim())
                 .remover(remover)
+                .redisCaCertificate(properties.redisCaCertificate())
                 .build();
     }
 

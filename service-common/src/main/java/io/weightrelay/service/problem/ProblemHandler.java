@@ -5,6 +5,7 @@ import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.apache.tomcat.util.http.InvalidParameterException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.http.HttpHeaders;
@@ -12,13 +13,17 @@ import org.springframework.http.HttpStatusCode;
 import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
+import org.springframework.http.converter.HttpMessageNotReadableException;
 import org.springframework.web.ErrorResponse;
 import org.springframework.web.bind.MethodArgumentNotValidException;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.context.request.WebRequest;
 import org.springframework.web.method.annotation.HandlerMethodValidationException;
 import org.springframework.web.method.annotation.MethodArgumentTypeMismatchException;
+import org.springframework.web.multipart.MultipartException;
 import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExceptionHandler;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.exc.InvalidNullException;
 
 /**
  * The base of each service's one exception handler. Every error leaves as {@code
@@ -72,6 +77,39 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
                 ex, body, new HttpHeaders(), CommonProblems.INVALID_REQUEST.status(), request);
     }
 
+    /**
+     * A query string or form body the container cannot parse (a {@code &=&} chunk, bad
+     * percent-encoding, too many parameters), which Tomcat reports only when a controller first
+     * reads a parameter. The detail never repeats the request, which may be what an attacker chose.
+     */
+    @ExceptionHandler(InvalidParameterException.class)
+    ResponseEntity<Object> handleInvalidParameters(
+            InvalidParameterException ex, WebRequest request) {
+        int status = ex.getErrorCode() >= 400 ? ex.getErrorCode() : 400;
+        ProblemKind kind = CommonProblems.forStatus(status);
+        ProblemDetail body =
+                ProblemDetail.forStatusAndDetail(
+                        kind.status(),
+                        "the request's parameters cannot be parsed (a malformed query string or"
+                                + " form body)");
+        return handleExceptionInternal(ex, body, new HttpHeaders(), kind.status(), request);
+    }
+
+    /**
+     * A request that declares a multipart body Spring cannot parse (no boundary, a broken part): no
+     * operation of these services takes multipart, so it is the client's error, not the service's.
+     */
+    @ExceptionHandler(MultipartException.class)
+    ResponseEntity<Object> handleMultipart(MultipartException ex, WebRequest request) {
+        ProblemDetail body =
+                ProblemDetail.forStatusAndDetail(
+                        CommonProblems.INVALID_REQUEST.status(),
+                        "the request declares a multipart body that cannot be parsed; no operation"
+                                + " here takes multipart");
+        return handleExceptionInternal(
+                ex, body, new HttpHeaders(), CommonProblems.INVALID_REQUEST.status(), request);
+    }
+
     @ExceptionHandler(Exception.class)
     ResponseEntity<Object> handleUnexpected(Exception ex, WebRequest request) {
         log.error("unexpected error on {}", request.getDescription(false), ex);
@@ -81,6 +119,46 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
                         "unexpected " + ex.getClass().getSimpleName() + "; see the service log");
         return handleExceptionInternal(
                 ex, body, new HttpHeaders(), CommonProblems.INTERNAL.status(), request);
+    }
+
+    /**
+     * A body Jackson refused because an array item or map value is {@code null} (no schema of the
+     * contracts allows one) names where, as a JSON path ({@code workers[0].buffers[1]}), in the
+     * detail and in {@code errors}; any other unreadable body is Spring's answer.
+     */
+    @Override
+    protected ResponseEntity<Object> handleHttpMessageNotReadable(
+            HttpMessageNotReadableException ex,
+            HttpHeaders headers,
+            HttpStatusCode status,
+            WebRequest request) {
+        if (ex.getMostSpecificCause() instanceof InvalidNullException nulled) {
+            String path = jsonPath(nulled.getPath());
+            ProblemDetail body =
+                    ProblemDetail.forStatusAndDetail(
+                            status,
+                            path + " is null: the contract allows no null item or value there");
+            body.setProperty(
+                    "errors", List.of(Map.of("field", path, "message", "must not be null")));
+            return handleExceptionInternal(ex, body, headers, status, request);
+        }
+        return super.handleHttpMessageNotReadable(ex, headers, status, request);
+    }
+
+    /** {@code workers[0].buffers[1]} for the references Jackson recorded on the way down. */
+    static String jsonPath(List<JacksonException.Reference> references) {
+        StringBuilder path = new StringBuilder();
+        for (JacksonException.Reference r : references) {
+            if (r.getPropertyName() != null) {
+                if (!path.isEmpty()) {
+                    path.append('.');
+                }
+                path.append(r.getPropertyName());
+            } else if (r.getIndex() >= 0) {
+                path.append('[').append(r.getIndex()).append(']');
+            }
+        }
+        return path.isEmpty() ? "the body" : path.toString();
     }
 
     @Override

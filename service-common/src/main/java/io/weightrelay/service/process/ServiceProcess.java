@@ -89,6 +89,7 @@ public final class ServiceProcess implements AutoCloseable {
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add("-Xmx" + heap);
         command.add("-XX:+UseSerialGC");
+        command.addAll(defaultJvmOptions());
         command.addAll(jvmOptions);
         command.addAll(what);
         command.add("--server.port=" + port);
@@ -107,6 +108,19 @@ public final class ServiceProcess implements AutoCloseable {
         }
     }
 
+    /**
+     * The system property whose value (JVM options separated by spaces) every service this process
+     * starts gets before its own options. The test suites set {@code -XX:TieredStopAtLevel=1}: a
+     * service started by a test spends about half the CPU to start with C1 only, and on two cores
+     * the labs' starts are most of a test's time; benchmarks leave it unset and measure full JIT.
+     */
+    public static final String JVM_OPTIONS_PROPERTY = "relay.service.jvm-options";
+
+    private static List<String> defaultJvmOptions() {
+        String value = System.getProperty(JVM_OPTIONS_PROPERTY, "").strip();
+        return value.isEmpty() ? List.of() : List.of(value.split("\\s+"));
+    }
+
     /** {@link #start(String, Path, String, List, List, Path)} with no extra JVM options. */
     public static ServiceProcess start(
             String name, Path jar, String heap, List<String> args, Path logs) {
@@ -123,6 +137,11 @@ public final class ServiceProcess implements AutoCloseable {
 
     public String baseUrl() {
         return "http://127.0.0.1:" + port;
+    }
+
+    /** The operating system's id of the process (to signal it, as a fault test does). */
+    public long pid() {
+        return process.pid();
     }
 
     public boolean isAlive() {

@@ -21,12 +21,13 @@ public interface AccessPolicy {
         return path.equals("/actuator/prometheus");
     }
 
-    /** Paths every service leaves open: health probes, the OpenAPI document and Swagger UI. */
+    /** Paths every service leaves open: health probes, the contracts and Swagger UI. */
     static boolean isPublicDocsOrHealth(String path) {
         return path.equals("/actuator/health")
                 || path.startsWith("/actuator/health/")
                 || path.equals("/v3/api-docs")
                 || path.startsWith("/v3/api-docs/")
+                || path.startsWith("/openapi/")
                 || path.equals("/swagger-ui.html")
                 || path.startsWith("/swagger-ui/");
     }

@@ -5,10 +5,10 @@ import java.util.List;
 import java.util.regex.Pattern;
 
 /**
- * An {@link AccessPolicy} written as a table: health and the API docs are anonymous, the first rule
- * whose method and path match decides, other reads under {@code /api/v1/} need {@code reads}, and
- * anything else needs {@code fallback}. Services subclass it with their table; immutable and thread
- * safe.
+ * An {@link AccessPolicy} written as a table: health, the API docs and the service's public static
+ * pages (if it names any) are anonymous, the first rule whose method and path match decides, other
+ * reads under {@code /api/v1/} need {@code reads}, and anything else needs {@code fallback}.
+ * Services subclass it with their table; immutable and thread safe.
  */
 public class AccessRules implements AccessPolicy {
 
@@ -20,11 +20,23 @@ public class AccessRules implements AccessPolicy {
 
     private final Access reads;
     private final Access fallback;
+    private final List<String> publicPaths;
     private final List<Rule> rules;
 
     protected AccessRules(Access reads, Access fallback, Rule... rules) {
+        this(reads, fallback, List.of(), rules);
+    }
+
+    /**
+     * With {@code publicPaths} anonymous too, for static pages that hold no secret: a path ending
+     * in {@code /} opens everything under it, any other only itself. A request path with a dot
+     * segment, an encoded character or a path parameter is never public here, so no path that the
+     * container would resolve elsewhere is opened by its prefix.
+     */
+    protected AccessRules(Access reads, Access fallback, List<String> publicPaths, Rule... rules) {
         this.reads = reads;
         this.fallback = fallback;
+        this.publicPaths = List.copyOf(publicPaths);
         this.rules = List.of(rules);
     }
 
@@ -42,10 +54,25 @@ public class AccessRules implements AccessPolicy {
         return new Rule(method, Pattern.compile(pathRegex), access, subjectKind);
     }
 
+    private boolean isPublicPage(String path) {
+        if (path.contains("/.")
+                || path.contains("%")
+                || path.contains(";")
+                || path.contains("\\")) {
+            return false;
+        }
+        for (String p : publicPaths) {
+            if (p.endsWith("/") ? path.startsWith(p) : path.equals(p)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     @Override
     public final Access access(HttpServletRequest request) {
         String path = request.getRequestURI().substring(request.getContextPath().length());
-        if (AccessPolicy.isPublicDocsOrHealth(path)) {
+        if (AccessPolicy.isPublicDocsOrHealth(path) || isPublicPage(path)) {
             return Access.anonymous();
         }
         if (AccessPolicy.isMetrics(path)) {

@@ -217,6 +217,7 @@ class DataplaneSettingsTest {
                                 "wr:dp:",
                                 SECRET,
                                 null,
+                                null,
                                 null));
         assertThatThrownBy(
                         () ->

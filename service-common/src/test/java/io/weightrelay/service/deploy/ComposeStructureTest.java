@@ -25,6 +25,8 @@ import org.springframework.core.env.MutablePropertySources;
 import org.springframework.core.env.SystemEnvironmentPropertySource;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The repository's {@code compose.yaml} has the deployment's shape (there is no Docker engine to
@@ -139,6 +141,140 @@ class ComposeStructureTest {
                 String.valueOf(services.get("sim-trainer").get("command"))
                         + services.get("sim-rollout").get("command");
         assertThat(commands).doesNotContain("127.0.0.1").contains("http://control-api:8080");
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void theMonitoringProfileScrapesEveryServiceWithTheMetricsTokenOnly() throws IOException {
+        for (String name : List.of("prometheus", "grafana")) {
+            assertThat((List<String>) services.get(name).get("profiles"))
+                    .as(name)
+                    .containsExactly("monitoring");
+        }
+        for (String name : RELAY) {
+            assertThat(environment(name).get("RELAY_SECURITY_TOKENS_METRICS_0_"))
+                    .as(name + " accepts the scrape token")
+                    .startsWith("${WR_METRICS_TOKEN:?");
+        }
+        assertThat(environment("prometheus").get("WR_METRICS_TOKEN"))
+                .startsWith("${WR_METRICS_TOKEN:?");
+        Map<String, Object> prometheus;
+        try (Reader in =
+                Files.newBufferedReader(Path.of("..", "docker", "monitoring", "prometheus.yml"))) {
+            prometheus = new Yaml().load(in);
+        }
+        Set<String> targets = new java.util.TreeSet<>();
+        for (Map<String, Object> job :
+                (List<Map<String, Object>>) prometheus.get("scrape_configs")) {
+            assertThat(job.get("metrics_path")).isEqualTo("/actuator/prometheus");
+            Map<String, Object> auth = (Map<String, Object>) job.get("authorization");
+            assertThat(auth).containsEntry("type", "Bearer");
+            assertThat(auth).containsEntry("credentials_file", "/tmp/metrics.token");
+            for (Map<String, Object> c : (List<Map<String, Object>>) job.get("static_configs")) {
+                targets.addAll((List<String>) c.get("targets"));
+            }
+        }
+        assertThat(targets)
+                .containsExactlyInAnyOrder(
+                        "control-api:8080",
+                        "publisher-0:8081",
+                        "publisher-1:8081",
+                        "loader-0:8082",
+                        "loader-1:8082");
+        assertThat(String.valueOf(services.get("prometheus").get("command")))
+                .contains("/tmp/metrics.token");
+        assertThat((List<String>) services.get("grafana").get("volumes"))
+                .anySatisfy(v -> assertThat(v).contains("grafana/provisioning"))
+                .anySatisfy(v -> assertThat(v).contains("grafana/dashboards"));
+        String dashboard =
+                Files.readString(
+                        Path.of(
+                                "..",
+                                "docker",
+                                "monitoring",
+                                "grafana",
+                                "dashboards",
+                                "weight-relay.json"));
+        assertThat(dashboard).contains("\"uid\": \"weight-relay-prometheus\"");
+        String datasource =
+                Files.readString(
+                        Path.of(
+                                "..",
+                                "docker",
+                                "monitoring",
+                                "grafana",
+                                "provisioning",
+                                "datasources",
+                                "prometheus.yaml"));
+        assertThat(datasource)
+                .contains("uid: weight-relay-prometheus")
+                .contains("url: http://prometheus:9090");
+    }
+
+    /**
+     * The provisioned dashboard is a Grafana dashboard as data (there is no Grafana here to load
+     * it): it parses, its panels have distinct ids and places, every query goes to the provisioned
+     * Prometheus, and every {@code relay_*} metric it queries is documented in docs/metrics.md (the
+     * lab's end-to-end test checks that the services expose each one). The provisioning files parse
+     * and point at where compose mounts the dashboards.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void theDashboardParsesAndQueriesOnlyDocumentedMetrics() throws IOException {
+        Path monitoring = Path.of("..", "docker", "monitoring", "grafana");
+        JsonNode dashboard =
+                JsonMapper.builder()
+                        .build()
+                        .readTree(
+                                Files.readString(
+                                        monitoring.resolve("dashboards/weight-relay.json")));
+        assertThat(dashboard.path("uid").asString()).isEqualTo("weight-relay");
+        String documented = Files.readString(Path.of("..", "docs", "metrics.md"));
+        Set<Integer> ids = new java.util.HashSet<>();
+        Set<String> places = new java.util.HashSet<>();
+        Set<String> queried = new java.util.TreeSet<>();
+        for (JsonNode panel : dashboard.path("panels")) {
+            assertThat(ids.add(panel.path("id").asInt())).as("panel id " + panel).isTrue();
+            JsonNode at = panel.path("gridPos");
+            assertThat(places.add(at.path("x").asInt() + "," + at.path("y").asInt()))
+                    .as("panel place " + panel.path("title"))
+                    .isTrue();
+            assertThat(panel.path("targets").size()).isPositive();
+            for (JsonNode target : panel.path("targets")) {
+                assertThat(target.path("datasource").path("uid").asString())
+                        .isEqualTo("weight-relay-prometheus");
+                java.util.regex.Matcher m =
+                        java.util.regex.Pattern.compile("relay_[a-z_]+")
+                                .matcher(target.path("expr").asString());
+                while (m.find()) {
+                    queried.add(m.group().replaceAll("_(sum|count|max)$", ""));
+                }
+            }
+        }
+        assertThat(ids).hasSizeGreaterThanOrEqualTo(12);
+        assertThat(queried)
+                .contains(
+                        "relay_generations_publish_seconds",
+                        "relay_registry_heartbeat_age_seconds",
+                        "relay_loader_transport_bytes_total",
+                        "relay_publisher_transport_bytes_total",
+                        "relay_plans_cache_total")
+                .allSatisfy(
+                        name ->
+                                assertThat(documented)
+                                        .as("docs/metrics.md documents " + name)
+                                        .contains("`" + name + "`"));
+        Map<String, Object> provider;
+        try (Reader in =
+                Files.newBufferedReader(
+                        monitoring.resolve("provisioning/dashboards/weight-relay.yaml"))) {
+            provider = new Yaml().load(in);
+        }
+        Map<String, Object> first = ((List<Map<String, Object>>) provider.get("providers")).get(0);
+        assertThat(((Map<String, Object>) first.get("options")).get("path"))
+                .isEqualTo("/var/lib/grafana/dashboards");
+        assertThat((List<String>) services.get("grafana").get("volumes"))
+                .contains("./docker/monitoring/grafana/dashboards:/var/lib/grafana/dashboards:ro");
     }
 
     @Test

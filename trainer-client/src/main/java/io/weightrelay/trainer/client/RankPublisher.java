@@ -6,6 +6,7 @@ import io.weightrelay.api.publisher.client.model.PublishBatchResult;
 import io.weightrelay.api.publisher.client.model.PublishStatus;
 import io.weightrelay.api.publisher.client.model.Reservation;
 import io.weightrelay.api.publisher.client.model.StagedTensor;
+import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
@@ -112,6 +113,8 @@ public final class RankPublisher {
             TensorSource source) {
         Run run = new Run(manifest.model(), generation);
         List<TensorSpec> tensors = manifest.tensors();
+        // Block-FP8 scale tensors are computed by the publisher: no rank has them to write or skip.
+        Map<String, Integer> computed = BlockScales.weightOfScale(tensors);
         long maxBatch = 0;
         Map<String, List<StoredFragment>> fragments = new HashMap<>();
         long remaining = 0;
@@ -123,7 +126,7 @@ public final class RankPublisher {
             }
             for (int i = 0; i < tensors.size(); i++) {
                 TensorSpec t = tensors.get(i);
-                if (node.equals(nodeOfTensor.get(t.name()))) {
+                if (node.equals(nodeOfTensor.get(t.name())) && !computed.containsKey(t.name())) {
                     for (Part p : parts(i, t, fragments.get(t.name()), maxBatch)) {
                         remaining += align(p.bytes());
                     }
@@ -134,6 +137,9 @@ public final class RankPublisher {
         }
         for (int i = 0; i < tensors.size(); i++) {
             TensorSpec tensor = tensors.get(i);
+            if (computed.containsKey(tensor.name())) {
+                continue;
+            }
             if (!node.equals(nodeOfTensor.get(tensor.name())) || run.failure != null) {
                 source.skip(i, tensor);
                 continue;

@@ -1,5 +1,6 @@
 package io.weightrelay.trainer.client;
 
+import io.weightrelay.api.BaseUrlFailover;
 import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.GzipRequestBodies;
 import io.weightrelay.api.control.client.GenerationsApi;
@@ -30,9 +31,19 @@ public final class RestCoordinator implements Coordinator {
     private final long maxFragmentBytes;
 
     /**
+     * The newest generation control-api gave this coordinator, sent with every open so that ids
+     * continue above it even when Redis lost its data and its counter started again.
+     */
+    private final java.util.concurrent.atomic.AtomicLong newest =
+            new java.util.concurrent.atomic.AtomicLong();
+
+    /**
+     * @param baseUrl control-api's base URL, or several instances' separated by commas (each call
+     *     fails over to the next when one cannot be reached: {@link BaseUrlFailover})
      * @param maxFragmentBytes the bound the manifest's fragments were cut with (sent with it)
      */
     public RestCoordinator(String baseUrl, String token, Duration timeout, long maxFragmentBytes) {
+        BaseUrlFailover failover = new BaseUrlFailover(baseUrl);
         SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
         factory.setConnectTimeout(timeout);
         factory.setReadTimeout(timeout);
@@ -41,9 +52,10 @@ public final class RestCoordinator implements Coordinator {
                                 ApiClient.createDefaultMapper(ApiClient.createDefaultDateFormat()))
                         .requestFactory(factory)
                         .requestInterceptor(new GzipRequestBodies())
+                        .requestInterceptor(failover)
                         .build();
         ApiClient client = new ApiClient(rest);
-        client.setBasePath(baseUrl);
+        client.setBasePath(failover.primary());
         if (token != null && !token.isEmpty()) {
             client.setBearerToken(token);
         }
@@ -80,7 +92,8 @@ public final class RestCoordinator implements Coordinator {
                                         .model(manifest.model())
                                         .tensors(tensors)
                                         .maxFragmentBytes(maxFragmentBytes))
-                        .trainerTopology(new Topology().nodes(nodes));
+                        .trainerTopology(new Topology().nodes(nodes))
+                        .afterGeneration(newest.get() > 0 ? newest.get() : null);
         io.weightrelay.api.control.client.model.OpenedGeneration opened =
                 call(
                         "open generation of step " + trainerStep,
@@ -89,7 +102,9 @@ public final class RestCoordinator implements Coordinator {
         for (TensorAssignment a : opened.getAssignment().getTensors()) {
             nodeOf.put(a.getTensor(), a.getNode());
         }
-        return new Coordinator.OpenedGeneration(opened.getGeneration().getGeneration(), nodeOf);
+        long id = opened.getGeneration().getGeneration();
+        newest.accumulateAndGet(id, Math::max);
+        return new Coordinator.OpenedGeneration(id, nodeOf);
     }
 
     @Override

@@ -7,7 +7,8 @@ import java.nio.ByteBuffer;
  * Where a rank gets tensor bytes from. In a VeRL hook, {@link #write} is the device-to-host copy of
  * the reconstructed tensor straight into staging; {@link #skip} is the collective the rank still
  * joins for a tensor another node publishes (or after a failure), so the ranks' collective order
- * never diverges.
+ * never diverges. Neither is called for a block-FP8 scale tensor ({@code <weight>_scale_inv}): the
+ * publisher computes it while converting its weight, so no rank holds it.
  */
 public interface TensorSource {
 

@@ -1,4 +1,4 @@
-package io.weightrelay.control.web;
+package io.weightrelay.service.web;
 
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.ProblemKind;
@@ -6,7 +6,6 @@ import io.weightrelay.service.problem.RelayException;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.util.concurrent.atomic.AtomicLong;
-import org.springframework.context.annotation.Configuration;
 import org.springframework.http.HttpStatus;
 import org.springframework.web.servlet.HandlerInterceptor;
 import org.springframework.web.servlet.config.annotation.InterceptorRegistry;
@@ -22,10 +21,9 @@ import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
  * one of unknown length is held to the per-request limit as it is read ({@link
  * BoundedRequestBodies}). The body itself is still bounded by the contract's item limits.
  */
-@Configuration(proxyBeanMethods = false)
-class RequestLimits implements WebMvcConfigurer {
+public class RequestLimits implements WebMvcConfigurer {
 
-    static final ProblemKind OVERLOADED =
+    public static final ProblemKind OVERLOADED =
             new ProblemKind(
                     "overloaded", HttpStatus.SERVICE_UNAVAILABLE, "Too much work in flight");
 
@@ -35,7 +33,7 @@ class RequestLimits implements WebMvcConfigurer {
     private final long budget;
     private final AtomicLong inFlight = new AtomicLong();
 
-    RequestLimits(RequestLimitProperties properties) {
+    public RequestLimits(RequestLimitProperties properties) {
         this.properties = properties;
         this.budget = properties.inFlightBudget();
     }

@@ -1,4 +1,4 @@
-package io.weightrelay.control.web;
+package io.weightrelay.service.web;
 
 import jakarta.validation.constraints.Positive;
 import jakarta.validation.constraints.PositiveOrZero;
@@ -14,7 +14,7 @@ import org.springframework.validation.annotation.Validated;
  */
 @Validated
 @ConfigurationProperties("relay.limits")
-record RequestLimitProperties(
+public record RequestLimitProperties(
         @DefaultValue("67108864") @Positive long maxRequestBytes,
         @DefaultValue("0") @PositiveOrZero long maxInFlightRequestBytes) {
 

@@ -1,4 +1,4 @@
-package io.weightrelay.control.web;
+package io.weightrelay.service.web;
 
 import io.weightrelay.service.problem.CommonProblems;
 import jakarta.servlet.FilterChain;
@@ -11,9 +11,6 @@ import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.zip.GZIPInputStream;
-import org.springframework.core.Ordered;
-import org.springframework.core.annotation.Order;
-import org.springframework.stereotype.Component;
 import org.springframework.web.filter.OncePerRequestFilter;
 
 /**
@@ -23,9 +20,7 @@ import org.springframework.web.filter.OncePerRequestFilter;
  * manifest is 10 MB of JSON and 1 MB on the wire). {@link RequestLimits} charges a gzip body {@link
  * #INFLATION} times its wire size (at most the per-request limit) against the in-flight budget.
  */
-@Component
-@Order(Ordered.HIGHEST_PRECEDENCE + 20)
-class BoundedRequestBodies extends OncePerRequestFilter {
+public class BoundedRequestBodies extends OncePerRequestFilter {
 
     /** What a compressed JSON body is assumed to inflate to, times its wire size. */
     static final long INFLATION = 16;
@@ -34,7 +29,7 @@ class BoundedRequestBodies extends OncePerRequestFilter {
 
     private final RequestLimitProperties properties;
 
-    BoundedRequestBodies(RequestLimitProperties properties) {
+    public BoundedRequestBodies(RequestLimitProperties properties) {
         this.properties = properties;
     }
 

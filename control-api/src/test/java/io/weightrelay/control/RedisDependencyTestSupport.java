@@ -1,0 +1,46 @@
+package io.weightrelay.control;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.RegisteredBuffer;
+import io.weightrelay.dataplane.ReplicateConfig;
+import io.weightrelay.dataplane.Segment;
+import java.nio.ByteBuffer;
+
+/**
+ * What the tests of Redis as a secured dependency (authentication, TLS) check through the Redis
+ * they start: control-api's own state works, and an engine stores and finds an object.
+ */
+abstract class RedisDependencyTestSupport extends ControlApiClientSupport {
+
+    /** Publishes a generation of a new model, reads it back as active; health answers 200. */
+    protected void publishesAndServesTheActiveGeneration() {
+        String model = newModel();
+        long g = publish(model, 1);
+        Generation active =
+                ok(
+                        get("/api/v1/models/" + model + "/generations/active", OPERATOR),
+                        Generation.class);
+        assertThat(active.getGeneration()).isEqualTo(g);
+        assertThat(get("/actuator/health", null).statusCode()).isEqualTo(200);
+    }
+
+    /** Opens an engine of {@code config}, stores one object in its own segment and finds it. */
+    protected static void storesAndFindsAnObject(DataplaneConfig config, String name) {
+        try (Dataplane dp = Dataplane.open(config)) {
+            Segment segment = dp.createSegment(name + "-seg", 1 << 16);
+            RegisteredBuffer source = dp.registerBuffer(ByteBuffer.allocateDirect(4096));
+            dp.store()
+                    .putFrom(
+                            name + "/1/x@0",
+                            source,
+                            0,
+                            4096,
+                            ReplicateConfig.preferLocal(segment.name()));
+            assertThat(dp.store().exists(name + "/1/x@0")).isTrue();
+        }
+    }
+}

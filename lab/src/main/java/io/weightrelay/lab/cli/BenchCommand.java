@@ -1,0 +1,758 @@
+package io.weightrelay.lab.cli;
+
+import java.util.List;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** {@code ./relay bench <kind>}: each benchmark prints one JSON line, the last on stdout. */
+@Command(
+        name = "bench",
+        header =
+                "The benchmarks: planner, dataplane, publish, update, control-plane, checkpoint, python.",
+        synopsisSubcommandLabel = "<kind>",
+        description = {
+            "The benchmarks. Each prints one JSON line, the last line on stdout; narration goes to"
+                    + " stderr.",
+            "./relay bench <kind> --help shows a kind's flags."
+        },
+        subcommands = {
+            BenchCommand.Planner.class,
+            BenchCommand.Dataplane.class,
+            BenchCommand.Publish.class,
+            BenchCommand.Update.class,
+            BenchCommand.ControlPlane.class,
+            BenchCommand.Checkpoint.class,
+            BenchCommand.Python.class
+        },
+        exitCodeListHeading = LabCommand.EXIT_HEADING,
+        exitCodeList = {LabCommand.EXIT_OK, LabCommand.EXIT_CHECK, LabCommand.EXIT_USAGE})
+final class BenchCommand {
+
+    @Option(
+            names = {"-h", "--help"},
+            usageHelp = true,
+            description = "Show this help and exit.")
+    boolean help;
+
+    /** Where the benchmarks that start services find Redis and the checkout. */
+    static final class Services {
+        @Option(
+                names = "--root",
+                paramLabel = "DIR",
+                description = "The checkout whose service jars run; default this one.")
+        String root;
+
+        @Option(
+                names = "--redis-host",
+                paramLabel = "HOST",
+                defaultValue = "127.0.0.1",
+                description = "Redis; default ${DEFAULT-VALUE}.")
+        String redisHost;
+
+        @Option(
+                names = "--redis-port",
+                paramLabel = "PORT",
+                defaultValue = "6379",
+                converter = Values.Port.class,
+                description = "Default ${DEFAULT-VALUE}.")
+        int redisPort;
+    }
+
+    /** The flags that shape the control-api a benchmark starts. */
+    static final class ControlApi {
+        @Option(
+                names = "--control-jar",
+                paramLabel = "JAR",
+                description = "control-api's jar; default the checkout's.")
+        String controlJar;
+
+        @Option(
+                names = "--control-jvm-arg",
+                paramLabel = "ARG",
+                description = "A JVM flag for control-api (repeat; --control-jvm-arg=-Xmx2g).")
+        List<String> controlJvmArgs;
+
+        @Option(
+                names = "--control-arg",
+                paramLabel = "ARG",
+                description = "A Spring flag for control-api (repeat; --control-arg=--a.b=c).")
+        List<String> controlArgs;
+
+        @Option(names = "--keep-redis", description = "Leave the run's Redis keys behind.")
+        boolean keepRedis;
+
+        @Option(names = "--keep-logs", description = "Keep the services' logs.")
+        boolean keepLogs;
+    }
+
+    @Command(
+            name = "planner",
+            header = "reshard's planner on one catalogued deployment, no services.",
+            sortOptions = false,
+            description = {
+                "reshard's planner on one catalogued deployment, no services: plan_ms (cold, one"
+                        + " thread), slice sizes, per-NIC load."
+            },
+            exitCodeListHeading = LabCommand.EXIT_HEADING,
+            exitCodeList = {LabCommand.EXIT_OK, LabCommand.EXIT_CHECK, LabCommand.EXIT_USAGE})
+    static final class Planner extends LabCommand {
+        @Option(
+                names = "--model",
+                paramLabel = "M",
+                required = true,
+                converter = Values.Model.class,
+                completionCandidates = Values.Model.class,
+                description = "Catalogued model (required): ${COMPLETION-CANDIDATES}.")
+        String model;
+
+        @Option(
+                names = "--trainer-nodes",
+                paramLabel = "T",
+                required = true,
+                converter = Values.Positive.class,
+                description = "Trainer nodes (required).")
+        int trainerNodes;
+
+        @Option(
+                names = "--rollout-nodes",
+                paramLabel = "R",
+                required = true,
+                converter = Values.Positive.class,
+                description = "Rollout nodes (required).")
+        int rolloutNodes;
+
+        @Option(
+                names = "--instances",
+                paramLabel = "I",
+                required = true,
+                converter = Values.Positive.class,
+                description = "Rollout instances (required).")
+        int instances;
+
+        @Option(
+                names = "--tp",
+                paramLabel = "P",
+                required = true,
+                converter = Values.Positive.class,
+                description = "Tensor-parallel ranks per instance (required).")
+        int tp;
+
+        @Option(
+                names = "--ep",
+                paramLabel = "E",
+                converter = Values.Positive.class,
+                description = "Expert-parallel ranks; default --tp for MoE models, 1 for dense.")
+        Integer ep;
+
+        @Option(
+                names = "--mode",
+                paramLabel = "MODE",
+                required = true,
+                converter = Values.RolloutMode.class,
+                completionCandidates = Values.RolloutMode.class,
+                description = "${COMPLETION-CANDIDATES} (required).")
+        String mode;
+
+        @Option(
+                names = "--nic-gbps",
+                paramLabel = "G",
+                required = true,
+                converter = Values.PositiveNumber.class,
+                description = "Each NIC's rate in Gbit/s (required).")
+        double nicGbps;
+
+        @Option(
+                names = "--nics-per-node",
+                paramLabel = "N",
+                defaultValue = "8",
+                converter = Values.Positive.class,
+                description = "Default ${DEFAULT-VALUE}.")
+        int nicsPerNode;
+
+        @Override
+        String entryPoint() {
+            return "io.weightrelay.reshard.bench.PlannerBench";
+        }
+
+        @Override
+        boolean joinedValues() {
+            return true;
+        }
+    }
+
+    @Command(
+            name = "dataplane",
+            header = "The data plane's engine against memcpy and tcp (--hosts: between two hosts).",
+            sortOptions = false,
+            description = {
+                "native-dataplane's engine against memcpy and loopback tcp, on this host.",
+                "With --hosts: the engine's authenticated tcp transport between two hosts of this"
+                        + " machine against a plain socket between the same two (root only):"
+                        + " tcp_vs_socket, authenticated."
+            },
+            exitCodeListHeading = LabCommand.EXIT_HEADING,
+            exitCodeList = {
+                LabCommand.EXIT_OK,
+                "1:with --hosts: the intruder with a wrong secret was not refused",
+                LabCommand.EXIT_USAGE,
+                LabCommand.EXIT_CANNOT
+            })
+    static final class Dataplane extends LabCommand {
+        @Option(
+                names = "--size",
+                paramLabel = "BYTES",
+                converter = Values.PositiveLong.class,
+                description = "Bytes per transfer; default 268435456 (1073741824 with --hosts).")
+        Long size;
+
+        @Option(
+                names = "--repeats",
+                paramLabel = "N",
+                defaultValue = "5",
+                converter = Values.Positive.class,
+                description = "Rounds; the median is reported; default ${DEFAULT-VALUE}.")
+        int repeats;
+
+        @Option(
+                names = "--redis",
+                paramLabel = "URI",
+                description = "Without --hosts: Redis; default redis://127.0.0.1:6379.")
+        String redis;
+
+        @Option(names = "--hosts", description = "Between two hosts of this machine (root only).")
+        boolean hosts;
+
+        @Option(
+                names = "--streams",
+                paramLabel = "S",
+                converter = Values.Positive.class,
+                description = "With --hosts: tcp streams per peer; default 2.")
+        Integer streams;
+
+        @Option(
+                names = "--prefix",
+                paramLabel = "P",
+                description =
+                        "With --hosts: the prefix of the namespaces it makes; default wr-lab.")
+        String prefix;
+
+        @Override
+        String entryPoint() {
+            return hosts
+                    ? "io.weightrelay.lab.bench.HostsDataplaneBench"
+                    : "io.weightrelay.dataplane.bench.DataplaneBench";
+        }
+
+        @Override
+        void check() {
+            onlyWith(hosts, "--hosts", "--streams", "--prefix");
+            onlyWith(!hosts, "no --hosts (the hosts run their own Redis)", "--redis");
+        }
+    }
+
+    @Command(
+            name = "publish",
+            header = "A publish through real publishers and control-api.",
+            sortOptions = false,
+            description = {
+                "A publish through real publishers and control-api: publish_vs_memcpy,"
+                        + " network_bytes."
+            },
+            exitCodeListHeading = LabCommand.EXIT_HEADING,
+            exitCodeList = {
+                LabCommand.EXIT_OK,
+                LabCommand.EXIT_CHECK,
+                LabCommand.EXIT_USAGE,
+                LabCommand.EXIT_CANNOT
+            })
+    static final class Publish extends LabCommand {
+        @Option(
+                names = "--model",
+                paramLabel = "M",
+                defaultValue = "qwen2.5-0.5b",
+                converter = Values.Model.class,
+                completionCandidates = Values.Model.class,
+                description = LabCommand.MODEL)
+        String model;
+
+        @Option(
+                names = "--trainer-nodes",
+                paramLabel = "T",
+                defaultValue = "2",
+                converter = Values.Positive.class,
+                description = "Publishers, one per trainer node; default ${DEFAULT-VALUE}.")
+        int trainerNodes;
+
+        @Option(
+                names = "--repeat",
+                paramLabel = "N",
+                defaultValue = "3",
+                converter = Values.NonNegative.class,
+                description = "Measured publishes (at least 1 run); default ${DEFAULT-VALUE}.")
+        int repeat;
+
+        @Option(
+                names = "--warmup",
+                paramLabel = "N",
+                defaultValue = "2",
+                converter = Values.NonNegative.class,
+                description =
+                        "Publishes before measuring (at least 1 run); default ${DEFAULT-VALUE}.")
+        int warmup;
+
+        @Option(
+                names = "--max-batch-bytes",
+                paramLabel = "BYTES",
+                defaultValue = "536870912",
+                converter = Values.PositiveLong.class,
+                description = "Default ${DEFAULT-VALUE}.")
+        long maxBatchBytes;
+
+        @Option(
+                names = "--in-flight",
+                paramLabel = "N",
+                defaultValue = "4",
+                converter = Values.Positive.class,
+                description = "Batches in flight per rank; default ${DEFAULT-VALUE}.")
+        int inFlight;
+
+        @Option(
+                names = "--trainer-dtype",
+                paramLabel = "D",
+                defaultValue = "bf16",
+                converter = Values.Dtype.class,
+                completionCandidates = Values.Dtype.class,
+                description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
+        String trainerDtype;
+
+        @Option(
+                names = "--rollout-dtype",
+                paramLabel = "D",
+                defaultValue = "bf16",
+                converter = Values.Dtype.class,
+                description = "As --trainer-dtype; default ${DEFAULT-VALUE}.")
+        String rolloutDtype;
+
+        @Option(
+                names = "--staging-mode",
+                paramLabel = "S",
+                defaultValue = "segment",
+                converter = Values.StagingMode.class,
+                completionCandidates = Values.StagingMode.class,
+                description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
+        String stagingMode;
+
+        @Option(
+                names = "--seed",
+                paramLabel = "N",
+                defaultValue = "1",
+                description = "Default ${DEFAULT-VALUE}.")
+        long seed;
+
+        @Option(
+                names = "--publisher-jar",
+                paramLabel = "JAR",
+                description = "publisher-service's jar; default the checkout's.")
+        String publisherJar;
+
+        @Option(
+                names = "--publisher-jvm-arg",
+                paramLabel = "ARG",
+                description = "A JVM flag for every publisher (repeat).")
+        List<String> publisherJvmArgs;
+
+        @Option(
+                names = "--publisher-arg",
+                paramLabel = "ARG",
+                description = "A Spring flag for every publisher (repeat).")
+        List<String> publisherArgs;
+
+        @Mixin Services services;
+
+        @Mixin ControlApi controlApi;
+
+        @Override
+        String entryPoint() {
+            return "io.weightrelay.lab.bench.PublishBench";
+        }
+
+        @Override
+        boolean joinedValues() {
+            return true;
+        }
+    }
+
+    @Command(
+            name = "update",
+            header = "A whole update through real loaders, against the machine's bounds.",
+            sortOptions = false,
+            description = {
+                "A whole update through real loaders: update_vs_bound against memcpy and"
+                        + " loopback-socket rates measured in the same run, store_read_ratio, the"
+                        + " naive baseline, verify_ms and objects_verified."
+            },
+            exitCodeListHeading = LabCommand.EXIT_HEADING,
+            exitCodeList = {
+                LabCommand.EXIT_OK,
+                LabCommand.EXIT_CHECK,
+                LabCommand.EXIT_USAGE,
+                LabCommand.EXIT_CANNOT
+            })
+    static final class Update extends LabCommand {
+        @Option(
+                names = "--model",
+                paramLabel = "M",
+                defaultValue = "qwen2.5-0.5b",
+                converter = Values.Model.class,
+                completionCandidates = Values.Model.class,
+                description = LabCommand.MODEL)
+        String model;
+
+        @Option(
+                names = "--instances",
+                paramLabel = "I",
+                defaultValue = "4",
+                converter = Values.Positive.class,
+                description = "Rollout instances; default ${DEFAULT-VALUE}.")
+        int instances;
+
+        @Option(
+                names = "--tp",
+                paramLabel = "P",
+                defaultValue = "2",
+                converter = Values.Positive.class,
+                description = "Tensor-parallel ranks per instance; default ${DEFAULT-VALUE}.")
+        int tp;
+
+        @Option(
+                names = "--mode",
+                paramLabel = "MODE",
+                defaultValue = "compat",
+                converter = Values.RolloutMode.class,
+                completionCandidates = Values.RolloutMode.class,
+                description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
+        String mode;
+
+        @Option(
+                names = "--warmup",
+                paramLabel = "N",
+                defaultValue = "2",
+                converter = Values.NonNegative.class,
+                description = "Updates before measuring; default ${DEFAULT-VALUE}.")
+        int warmup;
+
+        @Option(
+                names = "--seed",
+                paramLabel = "N",
+                defaultValue = "1",
+                description = "Default ${DEFAULT-VALUE}.")
+        long seed;
+
+        @Option(
+                names = "--no-checksums",
+                description =
+                        "Turn the CRC32C proof off in control-api and every loader, for"
+                                + " comparison only.")
+        boolean noChecksums;
+
+        @Option(
+                names = "--no-verify",
+                description = "Skip checking the engines' bytes against the trainer's.")
+        boolean noVerify;
+
+        @Mixin Services services;
+
+        @Override
+        String entryPoint() {
+            return "io.weightrelay.lab.bench.UpdateBench";
+        }
+
+        @Override
+        boolean joinedValues() {
+            return true;
+        }
+    }
+
+    @Command(
+            name = "control-plane",
+            header = "The control plane alone at scale (Kimi-K2 size), no tensor bytes.",
+            sortOptions = false,
+            description = {
+                "The control plane alone at scale, no tensor bytes: control-api (-Xmx1g) with one"
+                        + " publisher per trainer node and one loader per instance played over"
+                        + " REST. The JSON line names a failing step in failed_step."
+            },
+            exitCodeListHeading = LabCommand.EXIT_HEADING,
+            exitCodeList = {
+                LabCommand.EXIT_OK,
+                "1:a step failed (failed_step names it)",
+                LabCommand.EXIT_USAGE,
+                LabCommand.EXIT_CANNOT
+            })
+    static final class ControlPlane extends LabCommand {
+        @Option(
+                names = "--model",
+                paramLabel = "M",
+                defaultValue = "kimi-k2",
+                converter = Values.Model.class,
+                completionCandidates = Values.Model.class,
+                description = LabCommand.MODEL)
+        String model;
+
+        @Option(
+                names = "--tensors",
+                paramLabel = "N",
+                defaultValue = "0",
+                converter = Values.NonNegative.class,
+                description = "Scale the model to about N tensors; 0 (default) keeps it whole.")
+        int tensors;
+
+        @Option(
+                names = "--trainer-nodes",
+                paramLabel = "T",
+                defaultValue = "32",
+                converter = Values.Positive.class,
+                description = "Default ${DEFAULT-VALUE}.")
+        int trainerNodes;
+
+        @Option(
+                names = "--instances",
+                paramLabel = "I",
+                defaultValue = "32",
+                converter = Values.Positive.class,
+                description = "Default ${DEFAULT-VALUE}.")
+        int instances;
+
+        @Option(
+                names = "--tp",
+                paramLabel = "P",
+                defaultValue = "8",
+                converter = Values.Positive.class,
+                description = "Default ${DEFAULT-VALUE}.")
+        int tp;
+
+        @Option(
+                names = "--ep",
+                paramLabel = "E",
+                defaultValue = "0",
+                converter = Values.NonNegative.class,
+                description = "Expert-parallel ranks; 0 (default) as in bench planner.")
+        int ep;
+
+        @Option(
+                names = "--rollout-nodes",
+                paramLabel = "R",
+                converter = Values.Positive.class,
+                description = "Default instances x tp / 8, at least 1.")
+        Integer rolloutNodes;
+
+        @Option(
+                names = "--mode",
+                paramLabel = "MODE",
+                defaultValue = "direct",
+                converter = Values.StrictMode.class,
+                completionCandidates = Values.StrictMode.class,
+                description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
+        String mode;
+
+        @Option(
+                names = "--control-heap",
+                paramLabel = "SIZE",
+                defaultValue = "1g",
+                description = "control-api's -Xmx; default ${DEFAULT-VALUE}.")
+        String controlHeap;
+
+        @Option(
+                names = "--warmup",
+                paramLabel = "N",
+                defaultValue = "1",
+                converter = Values.NonNegative.class,
+                description = "Default ${DEFAULT-VALUE}.")
+        int warmup;
+
+        @Option(
+                names = "--register-chunk",
+                paramLabel = "N",
+                defaultValue = "256",
+                converter = Values.Positive.class,
+                description = "Objects per register call; default ${DEFAULT-VALUE}.")
+        int registerChunk;
+
+        @Option(
+                names = "--heartbeat-seconds",
+                paramLabel = "S",
+                defaultValue = "5",
+                converter = Values.PositiveLong.class,
+                description = "Default ${DEFAULT-VALUE}.")
+        long heartbeatSeconds;
+
+        @Option(
+                names = "--call-timeout-seconds",
+                paramLabel = "S",
+                defaultValue = "300",
+                converter = Values.PositiveLong.class,
+                description = "Default ${DEFAULT-VALUE}.")
+        long callTimeoutSeconds;
+
+        @Mixin Services services;
+
+        @Mixin ControlApi controlApi;
+
+        @Override
+        String entryPoint() {
+            return "io.weightrelay.lab.bench.ControlPlaneBench";
+        }
+
+        @Override
+        boolean joinedValues() {
+            return true;
+        }
+    }
+
+    @Command(
+            name = "checkpoint",
+            header = "Save a generation, restart from scratch, restore it, verify every byte.",
+            sortOptions = false,
+            description = {
+                "A checkpoint through the real services: publish, save through the segment owners,"
+                        + " a plain write + fsync of the same bytes for comparison, a full restart"
+                        + " from scratch, restore from the directory alone, and an update verifying"
+                        + " every byte."
+            },
+            exitCodeListHeading = LabCommand.EXIT_HEADING,
+            exitCodeList = {
+                LabCommand.EXIT_OK,
+                LabCommand.EXIT_CHECK,
+                LabCommand.EXIT_USAGE,
+                LabCommand.EXIT_CANNOT
+            })
+    static final class Checkpoint extends LabCommand {
+        @Option(
+                names = "--model",
+                paramLabel = "M",
+                defaultValue = "qwen2.5-0.5b",
+                converter = Values.Model.class,
+                completionCandidates = Values.Model.class,
+                description = LabCommand.MODEL)
+        String model;
+
+        @Option(
+                names = "--trainer-nodes",
+                paramLabel = "T",
+                defaultValue = "2",
+                converter = Values.Positive.class,
+                description = "Default ${DEFAULT-VALUE}.")
+        int trainerNodes;
+
+        @Option(
+                names = "--dir",
+                paramLabel = "D",
+                description = "Where the checkpoint goes; default a fresh temporary directory.")
+        String dir;
+
+        @Option(
+                names = "--seed",
+                paramLabel = "N",
+                defaultValue = "1",
+                description = "Default ${DEFAULT-VALUE}.")
+        long seed;
+
+        @Mixin Services services;
+
+        @Override
+        String entryPoint() {
+            return "io.weightrelay.lab.bench.CheckpointBench";
+        }
+
+        @Override
+        boolean joinedValues() {
+            return true;
+        }
+    }
+
+    @Command(
+            name = "python",
+            header = "The Python package against the Java clients on one lab.",
+            sortOptions = false,
+            description = {
+                "The Python package against the Java clients on one lab: publish and update"
+                        + " seconds of each, bit_exact (python/README.md)."
+            },
+            exitCodeListHeading = LabCommand.EXIT_HEADING,
+            exitCodeList = {
+                LabCommand.EXIT_OK,
+                LabCommand.EXIT_CHECK,
+                LabCommand.EXIT_USAGE,
+                LabCommand.EXIT_CANNOT
+            })
+    static final class Python extends LabCommand {
+        @Option(
+                names = "--model",
+                paramLabel = "M",
+                converter = Values.Model.class,
+                completionCandidates = Values.Model.class,
+                description =
+                        "Catalogued model: ${COMPLETION-CANDIDATES}; default qwen2.5-0.5b (tiny"
+                                + " with --serve).")
+        String model;
+
+        @Option(
+                names = "--instances",
+                paramLabel = "I",
+                defaultValue = "2",
+                converter = Values.Positive.class,
+                description = "Default ${DEFAULT-VALUE}.")
+        int instances;
+
+        @Option(
+                names = "--tp",
+                paramLabel = "P",
+                defaultValue = "1",
+                converter = Values.Positive.class,
+                description = "Default ${DEFAULT-VALUE}.")
+        int tp;
+
+        @Option(
+                names = "--mode",
+                paramLabel = "MODE",
+                defaultValue = "compat",
+                converter = Values.RolloutMode.class,
+                completionCandidates = Values.RolloutMode.class,
+                description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
+        String mode;
+
+        @Option(
+                names = "--repeat",
+                paramLabel = "N",
+                defaultValue = "3",
+                converter = Values.Positive.class,
+                description = "Rounds of each; default ${DEFAULT-VALUE}.")
+        int repeat;
+
+        @Option(
+                names = "--python",
+                paramLabel = "EXE",
+                description =
+                        "The Python to run; default $WEIGHT_RELAY_VENV/bin/python"
+                                + " (/opt/weight-relay/venv).")
+        String python;
+
+        @Option(
+                names = "--serve",
+                description =
+                        "Start the lab, print its description as one JSON line and keep it up"
+                                + " until stdin closes (for the Python tests).")
+        boolean serve;
+
+        @Override
+        String entryPoint() {
+            return "io.weightrelay.lab.bench.PythonBench";
+        }
+
+        @Override
+        boolean joinedValues() {
+            return true;
+        }
+    }
+}

@@ -1,0 +1,80 @@
+package io.weightrelay.lab.cli;
+
+import io.weightrelay.lab.faults.FaultCase;
+import io.weightrelay.lab.faults.FaultSuite;
+import java.util.Iterator;
+import java.util.List;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(
+        name = "faults",
+        header = "The fault suite: real faults injected into a running lab, outcomes proven.",
+        sortOptions = false,
+        description = {
+            "The fault suite: each case injects one real fault (a process killed by signal, a byte"
+                    + " flipped in a segment, a data link cut) into a running lab and proves what"
+                    + " the system did. One row per case, then one JSON line of totals, last on"
+                    + " stdout.",
+            "Cases that need the multi-host lab run only with --hosts (root) and are named on"
+                    + " stderr otherwise."
+        },
+        exitCodeListHeading = LabCommand.EXIT_HEADING,
+        exitCodeList = {
+            "0:every case passed",
+            "1:a case failed (the row and the totals name it)",
+            LabCommand.EXIT_USAGE
+        })
+final class FaultsCommand extends LabCommand {
+
+    /** The cases' names, for the help and for {@code --only}. */
+    static final class Names implements Iterable<String> {
+        @Override
+        public Iterator<String> iterator() {
+            return FaultSuite.cases().stream().map(FaultCase::name).iterator();
+        }
+    }
+
+    @Option(
+            names = "--model",
+            paramLabel = "M",
+            defaultValue = "tiny",
+            converter = Values.Model.class,
+            completionCandidates = Values.Model.class,
+            description = LabCommand.MODEL)
+    String model;
+
+    @Option(
+            names = "--only",
+            paramLabel = "name,...",
+            completionCandidates = Names.class,
+            description = "Run only these cases: ${COMPLETION-CANDIDATES}.")
+    String only;
+
+    @Option(names = "--hosts", description = "Also run the multi-host cases (root only).")
+    boolean hosts;
+
+    @Option(names = "--json", description = "One JSON line per case instead of a table row.")
+    boolean json;
+
+    @Override
+    String entryPoint() {
+        return "io.weightrelay.lab.faults.FaultSuite";
+    }
+
+    @Override
+    void check() {
+        List<String> known = FaultSuite.cases().stream().map(FaultCase::name).toList();
+        if (only != null) {
+            for (String name : only.split(",")) {
+                if (!known.contains(name)) {
+                    throw usage(
+                            "--only: no fault case '"
+                                    + name
+                                    + "'; valid: "
+                                    + String.join(", ", known));
+                }
+            }
+        }
+    }
+}

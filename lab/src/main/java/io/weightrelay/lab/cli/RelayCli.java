@@ -1,0 +1,243 @@
+package io.weightrelay.lab.cli;
+
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.MissingParameterException;
+import picocli.CommandLine.Model.OptionSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParseResult;
+import picocli.CommandLine.UnmatchedArgumentException;
+
+/**
+ * Parses a {@code ./relay} command line and, when it is sound, hands it to the command's {@code
+ * main} through a {@link Launcher}. Only the flags given are handed on (in the form that {@code
+ * main} reads), so each command's defaults stay in one place, its own; nothing runs on {@code
+ * --help} or on a usage error.
+ */
+public final class RelayCli {
+
+    /** Exit code of a usage error: unknown flag, bad value, missing flag or command. */
+    public static final int USAGE = 2;
+
+    /** Runs {@code entryPoint}'s {@code main} with {@code args}. */
+    @FunctionalInterface
+    public interface Launcher {
+        void launch(String command, String entryPoint, String[] args) throws Exception;
+    }
+
+    @Command(
+            name = "relay",
+            synopsisSubcommandLabel = "<command>",
+            description = {
+                "The weight-relay lab: real services on this machine, the fault suite and the"
+                        + " benchmarks. Builds what it runs on first use.",
+                "Run './relay <command> --help' (or './relay help <command>') for a command's"
+                        + " flags."
+            },
+            subcommands = {
+                DemoCommand.class,
+                FaultsCommand.class,
+                BenchCommand.class,
+                TrainerCommand.class,
+                RolloutCommand.class,
+                RelayCli.Help.class
+            },
+            footerHeading = "%nOutput:%n",
+            footer = {
+                "Narration and progress go to stderr. On stdout a command prints JSON lines (with"
+                        + " --json where a command also has a human form); the last line on stdout"
+                        + " is the command's result."
+            },
+            exitCodeListHeading = LabCommand.EXIT_HEADING,
+            exitCodeList = {
+                LabCommand.EXIT_OK,
+                LabCommand.EXIT_CHECK,
+                LabCommand.EXIT_USAGE,
+                LabCommand.EXIT_CANNOT
+            })
+    static final class Relay {
+        @Option(
+                names = {"-h", "--help"},
+                usageHelp = true,
+                description = "Show this help and exit.")
+        boolean help;
+    }
+
+    @Command(
+            name = "help",
+            header = "Show a command's help: ./relay help bench update.",
+            description = "Show a command's help: ./relay help bench update.",
+            exitCodeListHeading = LabCommand.EXIT_HEADING,
+            exitCodeList = {"0:help shown", "2:no such command"})
+    static final class Help {
+        @Option(
+                names = {"-h", "--help"},
+                usageHelp = true,
+                description = "Show this help and exit.")
+        boolean help;
+
+        @Parameters(paramLabel = "COMMAND", description = "A command, e.g. demo or bench update.")
+        List<String> words = List.of();
+    }
+
+    private RelayCli() {}
+
+    /** The command tree, for tests and for {@link #execute}. */
+    public static CommandLine commandLine() {
+        return new CommandLine(new Relay()).setUsageHelpWidth(100);
+    }
+
+    /**
+     * Parses {@code args}; prints help (exit 0) or a usage error (exit {@link #USAGE}), or launches
+     * the command and returns 0 once its {@code main} returned.
+     */
+    public static int execute(String[] args, PrintStream out, PrintStream err, Launcher launcher)
+            throws Exception {
+        CommandLine cli = commandLine();
+        PrintWriter outWriter = new PrintWriter(out, true, StandardCharsets.UTF_8);
+        PrintWriter errWriter = new PrintWriter(err, true, StandardCharsets.UTF_8);
+        cli.setOut(outWriter);
+        cli.setErr(errWriter);
+        if (helpAsked(args)) {
+            // Help wins over whatever else is on the line (a bad value, a missing flag), as in git.
+            CommandLine which = cli;
+            for (String word : args) {
+                CommandLine sub = which.getSubcommands().get(word);
+                if (sub == null) {
+                    if (!word.startsWith("-") && !which.getSubcommands().isEmpty()) {
+                        return noSuchCommand(which, word, errWriter);
+                    }
+                    break;
+                }
+                which = sub;
+            }
+            which.usage(outWriter);
+            return 0;
+        }
+        ParseResult parsed;
+        try {
+            parsed = cli.parseArgs(args);
+        } catch (MissingParameterException e) {
+            // An unknown flag says more than a missing one (it may be the missing one misspelt).
+            List<String> unknown = e.getCommandLine().getUnmatchedArguments();
+            return refuse(
+                    unknown.isEmpty()
+                            ? e
+                            : new UnmatchedArgumentException(e.getCommandLine(), unknown),
+                    errWriter);
+        } catch (ParameterException e) {
+            return refuse(e, errWriter);
+        }
+        ParseResult leaf = parsed;
+        while (leaf.hasSubcommand()) {
+            leaf = leaf.subcommand();
+        }
+        CommandLine chosen = leaf.commandSpec().commandLine();
+        if (leaf.commandSpec().userObject() instanceof Help help) {
+            return help(cli, help.words, outWriter, errWriter);
+        }
+        if (!(leaf.commandSpec().userObject() instanceof LabCommand command)) {
+            // "./relay" or "./relay bench" alone: which command (or kind) is missing.
+            errWriter.println(
+                    chosen.getCommandName().equals("relay")
+                            ? "relay: which command?"
+                            : "relay " + chosen.getCommandName() + ": which kind?");
+            chosen.usage(errWriter);
+            return USAGE;
+        }
+        try {
+            command.check();
+        } catch (ParameterException e) {
+            return refuse(e, errWriter);
+        }
+        launcher.launch(
+                qualifiedName(chosen),
+                command.entryPoint(),
+                forwarded(leaf, command.joinedValues()).toArray(String[]::new));
+        return 0;
+    }
+
+    private static boolean helpAsked(String[] args) {
+        for (String arg : args) {
+            if (arg.equals("--")) {
+                return false;
+            }
+            if (arg.equals("--help") || arg.equals("-h")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** {@code ./relay help <command...>}. */
+    private static int help(CommandLine cli, List<String> words, PrintWriter out, PrintWriter err) {
+        CommandLine which = cli;
+        for (String word : words) {
+            CommandLine sub = which.getSubcommands().get(word);
+            if (sub == null) {
+                return noSuchCommand(which, word, err);
+            }
+            which = sub;
+        }
+        which.usage(out);
+        return 0;
+    }
+
+    private static int noSuchCommand(CommandLine parent, String word, PrintWriter err) {
+        err.println(
+                qualifiedName(parent)
+                        + ": no command '"
+                        + word
+                        + "'; valid: "
+                        + String.join(", ", parent.getSubcommands().keySet()));
+        return USAGE;
+    }
+
+    /** The flags given, in the form the command's {@code main} reads. */
+    static List<String> forwarded(ParseResult leaf, boolean joined) {
+        List<String> out = new ArrayList<>();
+        for (OptionSpec option : new LinkedHashSet<>(leaf.matchedOptions())) {
+            if (option.usageHelp()) {
+                continue;
+            }
+            String name = option.longestName();
+            if (option.arity().max() == 0) {
+                out.add(name);
+                continue;
+            }
+            for (String value : leaf.matchedOption(name).originalStringValues()) {
+                if (joined) {
+                    out.add(name + "=" + value);
+                } else {
+                    out.add(name);
+                    out.add(value);
+                }
+            }
+        }
+        return out;
+    }
+
+    private static int refuse(ParameterException e, PrintWriter err) {
+        CommandLine where = e.getCommandLine();
+        String name = qualifiedName(where);
+        err.println(name + ": " + e.getMessage());
+        if (!CommandLine.UnmatchedArgumentException.printSuggestions(e, err)) {
+            err.print(where.getHelp().synopsis(0));
+        }
+        err.println("Run './" + name + " --help' for the flags and exit codes.");
+        err.flush();
+        return USAGE;
+    }
+
+    private static String qualifiedName(CommandLine command) {
+        return command.getCommandSpec().qualifiedName(" ");
+    }
+}

@@ -1,0 +1,128 @@
+package io.weightrelay.lab.cli;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(
+        name = "rollout",
+        header = "The simulated rollout engine alone: register, update, check every byte.",
+        sortOptions = false,
+        description = {
+            "The simulated rollout engine alone: one engine per loader-service (instance i talks"
+                    + " to the i-th --loaders URL). Each registers its workers and buffers, then"
+                    + " per update asks its loader to update, follows the progress and checks every"
+                    + " byte it received. One JSON line per engine and update on stdout."
+        },
+        exitCodeListHeading = LabCommand.EXIT_HEADING,
+        exitCodeList = {
+            "0:every update ended UPDATED with every byte correct",
+            "1:an update failed or a byte was wrong",
+            LabCommand.EXIT_USAGE,
+            LabCommand.EXIT_CANNOT
+        })
+final class RolloutCommand extends LabCommand {
+
+    @Option(
+            names = "--model",
+            paramLabel = "M",
+            defaultValue = "tiny",
+            converter = Values.Model.class,
+            completionCandidates = Values.Model.class,
+            description = LabCommand.MODEL)
+    String model;
+
+    @Option(
+            names = "--instances",
+            paramLabel = "I",
+            defaultValue = "4",
+            converter = Values.Positive.class,
+            description = "Rollout instances; default ${DEFAULT-VALUE}.")
+    int instances;
+
+    @Option(
+            names = "--tp",
+            paramLabel = "P",
+            defaultValue = "2",
+            converter = Values.Positive.class,
+            description = "Tensor-parallel ranks per instance; default ${DEFAULT-VALUE}.")
+    int tp;
+
+    @Option(
+            names = "--rollout-nodes",
+            paramLabel = "N",
+            defaultValue = "2",
+            converter = Values.Positive.class,
+            description = "Rollout nodes the instances are packed onto; default ${DEFAULT-VALUE}.")
+    int rolloutNodes;
+
+    @Option(
+            names = "--mode",
+            paramLabel = "MODE",
+            defaultValue = "compat",
+            converter = Values.RolloutMode.class,
+            completionCandidates = Values.RolloutMode.class,
+            description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
+    String mode;
+
+    @Option(
+            names = "--loaders",
+            paramLabel = "URL,...",
+            required = true,
+            description = "One loader-service URL per instance, comma-separated.")
+    String loaders;
+
+    @Option(
+            names = "--control-url",
+            paramLabel = "URL",
+            defaultValue = "http://127.0.0.1:8080",
+            description = "control-api; default ${DEFAULT-VALUE}.")
+    String controlUrl;
+
+    @Option(names = "--token", paramLabel = "T", description = "The loader token.")
+    String token;
+
+    @Option(
+            names = "--group",
+            paramLabel = "G",
+            defaultValue = "lab",
+            description = "Rollout group; default ${DEFAULT-VALUE}.")
+    String group;
+
+    @Option(
+            names = "--generation",
+            paramLabel = "N",
+            description = "Update to this generation; default the active one.")
+    Long generation;
+
+    @Option(
+            names = "--updates",
+            paramLabel = "N",
+            defaultValue = "1",
+            converter = Values.Positive.class,
+            description = "Updates per engine; default ${DEFAULT-VALUE}.")
+    int updates;
+
+    @Option(
+            names = "--seed",
+            paramLabel = "N",
+            defaultValue = "1",
+            description = "Seed the trainer published with; default ${DEFAULT-VALUE}.")
+    long seed;
+
+    @Override
+    String entryPoint() {
+        return "io.weightrelay.lab.rollout.SimulatedRollout";
+    }
+
+    @Override
+    boolean joinedValues() {
+        return true;
+    }
+
+    @Override
+    void check() {
+        if (loaders.split(",").length != instances) {
+            throw usage("--loaders needs one URL per instance (" + instances + ")");
+        }
+    }
+}

@@ -1,0 +1,123 @@
+package io.weightrelay.lab.cli;
+
+import java.util.List;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(
+        name = "trainer",
+        header = "The simulated trainer alone: publish generations of a catalogued model.",
+        sortOptions = false,
+        description = {
+            "The simulated trainer alone: publishes generations of a catalogued model with"
+                    + " deterministic contents through control-api and one publisher-service per"
+                    + " trainer node. One JSON line per generation on stdout."
+        },
+        exitCodeListHeading = LabCommand.EXIT_HEADING,
+        exitCodeList = {
+            "0:every generation was committed",
+            "1:a generation was aborted",
+            LabCommand.EXIT_USAGE,
+            LabCommand.EXIT_CANNOT
+        })
+final class TrainerCommand extends LabCommand {
+
+    @Option(
+            names = "--model",
+            paramLabel = "M",
+            defaultValue = "tiny",
+            converter = Values.Model.class,
+            completionCandidates = Values.Model.class,
+            description = LabCommand.MODEL)
+    String model;
+
+    @Option(
+            names = "--control-api",
+            paramLabel = "URL",
+            defaultValue = "http://127.0.0.1:8080",
+            description = "control-api; default ${DEFAULT-VALUE}.")
+    String controlApi;
+
+    @Option(
+            names = "--publisher",
+            paramLabel = "NODE=URL",
+            description =
+                    "A trainer node's publisher, once per node (repeat the flag); default"
+                            + " trainer-0000=http://127.0.0.1:8081.")
+    List<String> publishers;
+
+    @Option(
+            names = "--token",
+            paramLabel = "T",
+            description = "The trainer token; default $RELAY_TRAINER_TOKEN.")
+    String token;
+
+    @Option(
+            names = "--steps",
+            paramLabel = "N",
+            defaultValue = "1",
+            converter = Values.PositiveLong.class,
+            description = "Generations to publish; default ${DEFAULT-VALUE}.")
+    long steps;
+
+    @Option(
+            names = "--first-step",
+            paramLabel = "S",
+            defaultValue = "0",
+            description = "The first training step; default ${DEFAULT-VALUE}.")
+    long firstStep;
+
+    @Option(
+            names = "--seed",
+            paramLabel = "N",
+            defaultValue = "1",
+            description = "Seed of the deterministic contents; default ${DEFAULT-VALUE}.")
+    long seed;
+
+    @Option(
+            names = "--trainer-dtype",
+            paramLabel = "D",
+            defaultValue = "bf16",
+            converter = Values.Dtype.class,
+            completionCandidates = Values.Dtype.class,
+            description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
+    String trainerDtype;
+
+    @Option(
+            names = "--rollout-dtype",
+            paramLabel = "D",
+            defaultValue = "bf16",
+            converter = Values.Dtype.class,
+            description = "As --trainer-dtype; default ${DEFAULT-VALUE}.")
+    String rolloutDtype;
+
+    @Option(
+            names = "--max-fragment-bytes",
+            paramLabel = "BYTES",
+            defaultValue = "67108864",
+            converter = Values.PositiveLong.class,
+            description = "Largest stored object; default ${DEFAULT-VALUE}.")
+    long maxFragmentBytes;
+
+    @Option(names = "--no-checksums", description = "Publish without CRC32C per object.")
+    boolean noChecksums;
+
+    @Option(
+            names = "--trainer-nodes",
+            paramLabel = "T",
+            converter = Values.Positive.class,
+            description =
+                    "Accepted for older scripts and ignored: the trainer nodes are the"
+                            + " --publisher flags.")
+    Integer trainerNodes;
+
+    @Override
+    String entryPoint() {
+        return "io.weightrelay.trainer.sim.SimulatedTrainer";
+    }
+
+    @Override
+    boolean joinedValues() {
+        return true;
+    }
+}

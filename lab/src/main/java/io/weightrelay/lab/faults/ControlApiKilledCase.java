@@ -1,0 +1,80 @@
+package io.weightrelay.lab.faults;
+
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.lab.cluster.LabCluster;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Fault case 8: two control-api instances behind the same Redis and key prefix; every publisher,
+ * loader and the trainer is given both URLs ({@link io.weightrelay.api.BaseUrlFailover}) and talks
+ * to the first while it answers. The first is killed with SIGKILL while an update runs (its session
+ * exists): the update must complete through the second, every engine on the new generation with
+ * every byte of it; nothing committed is lost, and the next publish and update work with the first
+ * still dead.
+ */
+public final class ControlApiKilledCase implements FaultCase {
+
+    @Override
+    public String name() {
+        return "control-api-killed";
+    }
+
+    @Override
+    public FaultResult run(FaultContext context) throws Exception {
+        try {
+            return SharedLab.prove(context, (b, started) -> prove(b, started));
+        } finally {
+            // The first control-api stays dead: the lab is not the one the other cases expect.
+            SharedLab.discard(context);
+        }
+    }
+
+    private FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
+        LabCluster lab = b.lab;
+        ServingProof proof = new ServingProof(lab);
+        long good = lab.publish(b.nextStep());
+        proof.checkEngines(lab.updateAll().requireUpdated().results());
+        long next = lab.publish(b.nextStep());
+
+        RedisRestartCase.SessionWatch.MidUpdate update =
+                RedisRestartCase.SessionWatch.updateWithFault(
+                        lab,
+                        next,
+                        () -> {
+                            lab.killControlApi(0);
+                        });
+        boolean midUpdate = update.midUpdate();
+        List<UpdateProgress> outcomes = update.outcomes();
+        proof.checkEngines(outcomes);
+        List<String> ends = new ArrayList<>();
+        for (UpdateProgress p : outcomes) {
+            ends.add(p.getOutcome() + "@" + p.getGeneration());
+            proof.require(
+                    p.getOutcome() == UpdateOutcome.UPDATED && p.getGeneration() == next,
+                    "update "
+                            + p.getUpdateId()
+                            + " did not complete through the second control-api: "
+                            + p.getOutcome()
+                            + " at "
+                            + p.getGeneration()
+                            + ": "
+                            + p.getError());
+        }
+        proof.requireHeld(Set.of(next));
+        proof.requireCommitted(good);
+        proof.requireCommitted(next);
+        long after = proof.serveNext(b.nextStep());
+        return proof.result(
+                name(),
+                (midUpdate ? "killed mid-update" : "killed after the update ended")
+                        + "; outcomes "
+                        + ends
+                        + "; next "
+                        + after
+                        + " served by the second instance",
+                started);
+    }
+}

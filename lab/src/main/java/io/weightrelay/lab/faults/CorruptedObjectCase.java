@@ -1,0 +1,84 @@
+package io.weightrelay.lab.faults;
+
+import io.weightrelay.api.loader.client.model.InstanceStatus;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.rollout.RolloutEngine;
+import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.StoredFragment;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Case 7: one byte of a stored object is flipped in its publisher's shared-memory segment after the
+ * generation was committed (directory and registered checksum untouched). The update fails before
+ * any engine advances, every instance pauses for rebuild naming the object, the generation is
+ * marked corrupt and the one before it is active again.
+ */
+final class CorruptedObjectCase extends LabCase {
+
+    @Override
+    public String name() {
+        return "byte-flipped-after-commit";
+    }
+
+    @Override
+    String inject(SharedLab.Borrowed b, Ledger ledger) throws Exception {
+        LabCluster lab = b.lab;
+        long good = lab.activeGeneration().getGeneration();
+        long bad = b.publish();
+        StoredFragment victim =
+                lab.manifest().fragments().stream()
+                        .filter(f -> f.bytes() > 0)
+                        .findFirst()
+                        .orElseThrow();
+        lab.corruptStoredByte(
+                ObjectKeys.key(lab.manifest().model(), bad, victim.fragment()), victim.bytes() / 2);
+        b.destroyed.add(bad);
+
+        Map<String, Long> before = Ledger.generations(lab);
+        List<Engines.Ended> ended = Engines.update(lab.engines(), UPDATE_TIMEOUT, UPDATE_WAIT);
+        for (Engines.Ended e : ended) {
+            check(
+                    e.outcome() == UpdateOutcome.PAUSED_REBUILD,
+                    "expected PAUSED_REBUILD: " + e.describe());
+            check(
+                    e.progress().getError() != null
+                            && e.progress().getError().contains(victim.fragment())
+                            && e.progress()
+                                    .getError()
+                                    .contains("does not match its registered checksum"),
+                    "the failure names the object "
+                            + victim.fragment()
+                            + " and its checksum: "
+                            + e.describe());
+        }
+        ledger.noneAdvanced(lab, before);
+        ledger.observe(lab, Set.of());
+        for (RolloutEngine engine : lab.engines()) {
+            InstanceStatus status = engine.status();
+            check(
+                    Long.valueOf(good).equals(status.getGeneration())
+                            && Boolean.TRUE.equals(status.getPaused()),
+                    engine.instance()
+                            + " stayed paused on "
+                            + good
+                            + ": "
+                            + status.getGeneration());
+        }
+        check(
+                victim.fragment().equals(lab.generation(bad).getCorruptObject()),
+                "generation " + bad + " is marked corrupt naming " + victim.fragment());
+        check(
+                lab.activeGeneration().getGeneration() == good,
+                "the generation before the corrupt one is active again");
+        return "generation "
+                + bad
+                + " refused before any engine advanced: "
+                + ended.get(0).progress().getError()
+                + "; "
+                + good
+                + " active again";
+    }
+}

@@ -1,0 +1,21 @@
+package io.weightrelay.lab.faults;
+
+/**
+ * What one {@link FaultCase} proved.
+ *
+ * @param name the case's name
+ * @param passed whether every assertion of the case held
+ * @param detail what happened, in one line (the error named, the generation that stayed active)
+ * @param corruptedServed engine reports of a generation whose bytes did not verify
+ * @param partialServed engine reports of a generation not all of whose bytes arrived
+ * @param lostCommitted committed generations no longer loadable after the fault
+ * @param seconds the case's wall time
+ */
+public record FaultResult(
+        String name,
+        boolean passed,
+        String detail,
+        long corruptedServed,
+        long partialServed,
+        long lostCommitted,
+        double seconds) {}

@@ -1,0 +1,238 @@
+package io.weightrelay.lab.faults;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import org.springframework.util.FileSystemUtils;
+
+/**
+ * {@code ./relay faults [--json] [--model M] [--hosts] [--only name,...]}: runs every fault case on
+ * the real lab, one row per case, then one JSON line: {@code {"cases": N, "passed": N,
+ * "corrupted_served": 0, "partial_served": 0, "lost_committed": 0, ...}}. Exits 0 only if every
+ * case passed. {@code FaultSuiteTest} runs the same {@link #cases()} in {@code mvn verify}.
+ */
+public final class FaultSuite {
+
+    private FaultSuite() {}
+
+    /** Every case of the suite, in the order it runs them: the one list to add a case to. */
+    public static List<FaultCase> cases() {
+        return List.of(
+                new LoaderScaleOutCase(),
+                new CorruptedObjectCase(),
+                new LoaderKilledMidApplyCase(),
+                new SegmentOwnerKilledCase(),
+                new PublisherKilledMidPublishCase(),
+                new RedisRestartCase(),
+                new RedisDataLostCase(),
+                new ControlApiKilledCase(),
+                new DataLinkCutCase());
+    }
+
+    /** Whether {@code c} needs the multi-host lab ({@code --hosts}, root). */
+    public static boolean needsHosts(FaultCase c) {
+        return c instanceof MultiHostFaultCase;
+    }
+
+    /** Runs {@code cases} one after another; the shared lab is stopped at the end. */
+    public static List<FaultResult> run(
+            FaultContext context,
+            List<FaultCase> cases,
+            java.util.function.Consumer<FaultResult> each) {
+        List<FaultResult> results = new ArrayList<>();
+        try {
+            for (FaultCase c : cases) {
+                FaultResult r;
+                long started = System.nanoTime();
+                try {
+                    r = c.run(context);
+                } catch (Exception | AssertionError e) {
+                    r =
+                            new FaultResult(
+                                    c.name(),
+                                    false,
+                                    e.getClass().getSimpleName() + ": " + e.getMessage(),
+                                    0,
+                                    0,
+                                    0,
+                                    (System.nanoTime() - started) / 1e9);
+                    SharedLab.discard(context);
+                }
+                results.add(r);
+                each.accept(r);
+            }
+        } finally {
+            SharedLab.discard(context);
+        }
+        return results;
+    }
+
+    /** Picks the named cases ({@code --only}); an unknown name is an error naming it. */
+    public static List<FaultCase> only(List<FaultCase> all, Set<String> names) {
+        List<FaultCase> out = new ArrayList<>();
+        Set<String> known = new LinkedHashSet<>();
+        for (FaultCase c : all) {
+            known.add(c.name());
+            if (names.contains(c.name())) {
+                out.add(c);
+            }
+        }
+        for (String n : names) {
+            if (!known.contains(n)) {
+                throw new IllegalArgumentException(
+                        "no fault case '" + n + "'; the cases are " + String.join(", ", known));
+            }
+        }
+        return out;
+    }
+
+    /** The last line: totals over {@code results}. */
+    public static String summary(String model, List<FaultResult> results, double seconds) {
+        long passed = results.stream().filter(FaultResult::passed).count();
+        List<String> failed =
+                results.stream().filter(r -> !r.passed()).map(r -> quote(r.name())).toList();
+        return String.format(
+                Locale.ROOT,
+                "{\"cases\": %d, \"passed\": %d, \"corrupted_served\": %d, \"partial_served\": %d,"
+                        + " \"lost_committed\": %d, \"failed\": [%s], \"model\": %s, \"seconds\":"
+                        + " %.1f}",
+                results.size(),
+                passed,
+                results.stream().mapToLong(FaultResult::corruptedServed).sum(),
+                results.stream().mapToLong(FaultResult::partialServed).sum(),
+                results.stream().mapToLong(FaultResult::lostCommitted).sum(),
+                String.join(", ", failed),
+                quote(model),
+                seconds);
+    }
+
+    static String json(FaultResult r) {
+        return String.format(
+                Locale.ROOT,
+                "{\"case\": %s, \"passed\": %s, \"corrupted_served\": %d, \"partial_served\": %d,"
+                        + " \"lost_committed\": %d, \"seconds\": %.1f, \"detail\": %s}",
+                quote(r.name()),
+                r.passed(),
+                r.corruptedServed(),
+                r.partialServed(),
+                r.lostCommitted(),
+                r.seconds(),
+                quote(firstLine(r.detail())));
+    }
+
+    static String row(FaultResult r) {
+        return String.format(
+                Locale.ROOT,
+                "%-4s %-36s %6.1f s  %s",
+                r.passed() ? "PASS" : "FAIL",
+                r.name(),
+                r.seconds(),
+                firstLine(r.detail()));
+    }
+
+    /** A detail's first line: a service's log tail in an error goes to stderr, not the row. */
+    static String firstLine(String detail) {
+        String d = String.valueOf(detail).strip();
+        int nl = d.indexOf('\n');
+        return nl < 0 ? d : d.substring(0, nl).strip() + " ...";
+    }
+
+    static String quote(String s) {
+        StringBuilder out = new StringBuilder("\"");
+        for (char c : String.valueOf(s).toCharArray()) {
+            switch (c) {
+                case '"' -> out.append("\\\"");
+                case '\\' -> out.append("\\\\");
+                case '\n' -> out.append("\\n");
+                case '\r' -> out.append("\\r");
+                case '\t' -> out.append("\\t");
+                default -> {
+                    if (c < 0x20) {
+                        out.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        out.append(c);
+                    }
+                }
+            }
+        }
+        return out.append('"').toString();
+    }
+
+    public static void main(String[] args) throws Exception {
+        boolean json = false;
+        boolean hosts = false;
+        String model = "tiny";
+        Set<String> only = null;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--json" -> json = true;
+                case "--hosts" -> hosts = true;
+                case "--model" -> model = value(args, ++i, "--model");
+                case "--only" ->
+                        only =
+                                new LinkedHashSet<>(
+                                        Arrays.asList(value(args, ++i, "--only").split(",")));
+                default -> {
+                    System.err.println(
+                            "faults: unknown flag '"
+                                    + args[i]
+                                    + "'; usage: faults [--json] [--model M] [--hosts]"
+                                    + " [--only name,...]");
+                    System.exit(2);
+                }
+            }
+        }
+        List<FaultCase> cases = cases();
+        if (only != null) {
+            try {
+                cases = only(cases, only);
+            } catch (IllegalArgumentException e) {
+                System.err.println("faults: " + e.getMessage());
+                System.exit(2);
+            }
+        }
+        if (!hosts) {
+            List<FaultCase> local = new ArrayList<>();
+            for (FaultCase c : cases) {
+                if (needsHosts(c)) {
+                    System.err.println(
+                            "faults: "
+                                    + c.name()
+                                    + " needs the multi-host lab; not run (run with --hosts, as"
+                                    + " root)");
+                } else {
+                    local.add(c);
+                }
+            }
+            cases = local;
+        }
+        Path work = Files.createTempDirectory("wr-faults-");
+        long started = System.nanoTime();
+        boolean asJson = json;
+        List<FaultResult> results;
+        try {
+            results =
+                    run(
+                            new FaultContext(model, hosts, work),
+                            cases,
+                            r -> System.out.println(asJson ? json(r) : row(r)));
+        } finally {
+            FileSystemUtils.deleteRecursively(work);
+        }
+        System.out.println(summary(model, results, (System.nanoTime() - started) / 1e9));
+        System.exit(results.stream().allMatch(FaultResult::passed) ? 0 : 1);
+    }
+
+    private static String value(String[] args, int i, String flag) {
+        if (i >= args.length) {
+            System.err.println("faults: " + flag + " needs a value");
+            System.exit(2);
+        }
+        return args[i];
+    }
+}

@@ -1,0 +1,121 @@
+package io.weightrelay.lab.faults;
+
+import io.weightrelay.api.control.client.model.Generation;
+import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.rollout.RolloutEngine;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * A case on the suite's shared local lab: it finds every engine on the active generation, injects
+ * its fault and checks what the system did ({@link #inject}), then proves the three invariants: the
+ * active generation is intact (loaded afresh by every engine and checked byte for byte), no engine
+ * ever served bytes that are not all of the generation it reports ({@link Ledger}), and the
+ * trainer's next publish reaches every engine.
+ */
+abstract class LabCase implements FaultCase {
+
+    /**
+     * The timeout of the cases' updates: generous, since a loaded two-core machine can take minutes
+     * over what is milliseconds alone; a case that needs a dead participant noticed sooner passes
+     * its own ({@link LoaderKilledMidApplyCase#PHASE_TIMEOUT}).
+     */
+    static final Duration UPDATE_TIMEOUT = Duration.ofMinutes(5);
+
+    /** How long a case waits for any update: past twice its timeout, never a hang. */
+    static final Duration UPDATE_WAIT = Duration.ofMinutes(11);
+
+    /** Injects the fault into the running lab and checks the outcome; returns what happened. */
+    abstract String inject(SharedLab.Borrowed lab, Ledger ledger) throws Exception;
+
+    @Override
+    public FaultResult run(FaultContext context) {
+        long started = System.nanoTime();
+        Ledger ledger = new Ledger();
+        String detail;
+        boolean passed;
+        SharedLab.Borrowed b = null;
+        try {
+            b = SharedLab.borrow(context);
+            if (b.committed.isEmpty()) {
+                long first = b.publish();
+                requireUpdated(b.lab, first, ledger);
+            }
+            List<Long> before = List.copyOf(b.committed);
+            detail = inject(b, ledger);
+            activeIntact(b, ledger);
+            ledger.stillCommitted(b.lab, before, b.destroyed);
+            long next = b.publish();
+            requireUpdated(b.lab, next, ledger);
+            ledger.observe(b.lab, allInstances(b.lab));
+            passed = ledger.clean();
+            if (!passed) {
+                detail = detail + "; " + String.join("; ", ledger.problems);
+            }
+        } catch (Exception | AssertionError e) {
+            passed = false;
+            detail = e.getClass().getSimpleName() + ": " + e.getMessage();
+            if (!ledger.problems.isEmpty()) {
+                detail = detail + "; " + String.join("; ", ledger.problems);
+            }
+            if (b != null) {
+                b.lab.dumpLogs();
+            }
+            SharedLab.discard(context);
+        }
+        return new FaultResult(
+                name(),
+                passed,
+                detail,
+                ledger.corrupted,
+                ledger.partial,
+                ledger.lost,
+                (System.nanoTime() - started) / 1e9);
+    }
+
+    /**
+     * Every engine registers again (a fresh epoch in the lab's group) and loads the active
+     * generation from the store; every byte is checked. Where the fault destroyed the active
+     * generation's memory this proves nothing and the case checks the engines' bytes instead.
+     */
+    void activeIntact(SharedLab.Borrowed b, Ledger ledger) throws Exception {
+        Generation active = b.lab.activeGeneration();
+        if (active.getState() == GenerationState.LOST) {
+            throw new AssertionError(
+                    "the active generation " + active.getGeneration() + " is LOST");
+        }
+        b.lab.reRegisterAll();
+        requireUpdated(b.lab, active.getGeneration(), ledger);
+    }
+
+    /** Updates every engine; all must end UPDATED on {@code generation} and verify. */
+    static void requireUpdated(LabCluster lab, long generation, Ledger ledger) throws Exception {
+        List<Engines.Ended> ended = Engines.update(lab.engines(), UPDATE_TIMEOUT, UPDATE_WAIT);
+        for (Engines.Ended e : ended) {
+            if (!e.updated() || e.progress().getGeneration() != generation) {
+                throw new AssertionError(
+                        "updating to " + generation + " did not end UPDATED: " + e.describe());
+            }
+        }
+        if (lab.verifyAll(generation) <= 0) {
+            throw new AssertionError("nothing verified of generation " + generation);
+        }
+    }
+
+    static Set<String> allInstances(LabCluster lab) {
+        Set<String> all = new HashSet<>();
+        for (RolloutEngine e : lab.engines()) {
+            all.add(e.instance());
+        }
+        return all;
+    }
+
+    static void check(boolean condition, String what) {
+        if (!condition) {
+            throw new AssertionError(what);
+        }
+    }
+}

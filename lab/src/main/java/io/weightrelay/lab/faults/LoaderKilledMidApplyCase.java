@@ -1,0 +1,202 @@
+package io.weightrelay.lab.faults;
+
+import io.weightrelay.api.control.client.model.ParticipantState;
+import io.weightrelay.api.control.client.model.SessionState;
+import io.weightrelay.api.control.client.model.UpdatePhase;
+import io.weightrelay.api.control.client.model.UpdateSession;
+import io.weightrelay.api.loader.client.model.InstanceStatus;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.rollout.RolloutEngine;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Case 3: one instance's loader is killed (SIGKILL) while the group applies. To kill it inside the
+ * apply, the lab watches the update session and freezes the loader (SIGSTOP) the moment the apply
+ * barrier is open and it has not reported APPLIED; if it is still short of APPLIED when frozen, it
+ * is killed. Every other instance pauses for rebuild on the generation it served (none advances),
+ * the session names the dead loader, and a fresh loader started in its place loads the active
+ * generation byte for byte.
+ */
+final class LoaderKilledMidApplyCase extends LabCase {
+
+    private static final int ATTEMPTS = 5;
+
+    /**
+     * The timeout of the update the loader dies in: its peers wait this long for it at the
+     * all-applied barrier before the session fails naming it.
+     */
+    static final Duration PHASE_TIMEOUT = Duration.ofSeconds(60);
+
+    @Override
+    public String name() {
+        return "loader-killed-mid-apply";
+    }
+
+    @Override
+    String inject(SharedLab.Borrowed b, Ledger ledger) throws Exception {
+        LabCluster lab = b.lab;
+        long previous = lab.activeGeneration().getGeneration();
+        int victim = 0;
+        String victimId = lab.engines().get(victim).instance();
+        for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
+            long g = b.publish();
+            Map<String, Long> before = Ledger.generations(lab);
+            Engines.Running running = Engines.start(lab.engines(), PHASE_TIMEOUT);
+            String caught = freezeInApply(lab, g, victimId, lab.loaderPid(victim));
+            if (caught == null) {
+                // the apply ended before the watch saw it: let it finish, try the next generation
+                List<Engines.Ended> ended = running.await(UPDATE_WAIT);
+                for (Engines.Ended e : ended) {
+                    check(e.updated(), "an update with no fault: " + e.describe());
+                }
+                ledger.observe(lab, allInstances(lab));
+                previous = g;
+                continue;
+            }
+            lab.killLoader(victim);
+            long killed = System.nanoTime();
+            List<Engines.Ended> ended = running.await(UPDATE_WAIT);
+            double waited = (System.nanoTime() - killed) / 1e9;
+            for (Engines.Ended e : ended) {
+                if (e.instance().equals(victimId)) {
+                    continue; // its loader is dead: its engine's calls fail
+                }
+                check(
+                        e.outcome() == UpdateOutcome.PAUSED_REBUILD,
+                        "a peer of the dead loader pauses for rebuild: " + e.describe());
+                check(
+                        victimId.equals(e.progress().getFailingPeer())
+                                || String.valueOf(e.progress().getError()).contains(victimId),
+                        "the peer's failure names " + victimId + ": " + e.describe());
+            }
+            ledger.noneAdvanced(lab, before);
+            ledger.observe(lab, Set.of());
+            UpdateSession session = lab.session(g, "lab");
+            check(
+                    session.getState() == SessionState.PAUSED_REBUILD,
+                    "the session ends PAUSED_REBUILD: " + session.getState());
+            // The session names who ended it (failedInstance: the dead loader when its peers
+            // timed out waiting for it, else the peer that found it gone) and why, naming the
+            // dead loader or one of its workers (their ids are <instance>-r<rank>).
+            String why = String.valueOf(session.getFailure());
+            check(
+                    victimId.equals(session.getFailedInstance())
+                            || java.util.regex.Pattern.compile(
+                                            "\\b" + java.util.regex.Pattern.quote(victimId) + "\\b")
+                                    .matcher(why)
+                                    .find(),
+                    "the session names the dead loader "
+                            + victimId
+                            + ": "
+                            + session.getFailedInstance()
+                            + ", "
+                            + why);
+            for (RolloutEngine e : lab.engines()) {
+                if (e.instance().equals(victimId)) {
+                    continue;
+                }
+                InstanceStatus s = e.status();
+                check(
+                        Boolean.TRUE.equals(s.getPaused())
+                                && Long.valueOf(previous).equals(s.getGeneration()),
+                        e.instance() + " is paused on " + previous + ": " + s.getGeneration());
+            }
+
+            RolloutEngine fresh = lab.restartInstance(victim);
+            List<Engines.Ended> alone = Engines.update(List.of(fresh), UPDATE_TIMEOUT, UPDATE_WAIT);
+            check(
+                    alone.get(0).updated(),
+                    "the restarted loader's update: " + alone.get(0).describe());
+            long active = lab.activeGeneration().getGeneration();
+            check(
+                    alone.get(0).progress().getGeneration() == active,
+                    "the restarted loader loaded the active generation " + active);
+            long verified = lab.verify(fresh, active);
+            return victimId
+                    + " killed "
+                    + caught
+                    + " (attempt "
+                    + attempt
+                    + "); session "
+                    + session.getState()
+                    + " naming "
+                    + session.getFailedInstance()
+                    + " ("
+                    + session.getFailure()
+                    + ") "
+                    + String.format("%.1f", waited)
+                    + " s after the kill, peers paused on "
+                    + previous
+                    + "; restarted it loaded "
+                    + active
+                    + ", "
+                    + verified
+                    + " bytes verified";
+        }
+        throw new AssertionError(
+                "the apply of "
+                        + victimId
+                        + " never lasted long enough to be caught in "
+                        + ATTEMPTS
+                        + " tries");
+    }
+
+    /**
+     * Watches the session of {@code generation} until the apply barrier is open and {@code
+     * instance} has not reported APPLIED, then freezes its loader and checks again. Returns the
+     * phase it was frozen in, or null if the apply ended first (the loader is running then).
+     */
+    private static String freezeInApply(LabCluster lab, long generation, String instance, long pid)
+            throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (System.nanoTime() < deadline) {
+            UpdateSession s;
+            try {
+                s = lab.session(generation, "lab");
+            } catch (RuntimeException notYet) {
+                Thread.sleep(2);
+                continue;
+            }
+            if (s.getState() != SessionState.APPLYING && s.getState() != SessionState.PREPARING) {
+                return null;
+            }
+            UpdatePhase phase = phase(s, instance);
+            if (s.getState() == SessionState.APPLYING && before(phase)) {
+                signal("STOP", pid);
+                UpdatePhase frozen = phase(lab.session(generation, "lab"), instance);
+                if (before(frozen)) {
+                    return "in " + frozen + " with the apply barrier open";
+                }
+                signal("CONT", pid);
+                return null;
+            }
+        }
+        return null;
+    }
+
+    private static boolean before(UpdatePhase phase) {
+        return phase == UpdatePhase.PREPARED || phase == UpdatePhase.APPLYING;
+    }
+
+    private static UpdatePhase phase(UpdateSession s, String instance) {
+        for (ParticipantState p : s.getParticipants()) {
+            if (p.getInstance().equals(instance)) {
+                return p.getPhase();
+            }
+        }
+        return null;
+    }
+
+    static void signal(String signal, long pid) throws IOException, InterruptedException {
+        Process p =
+                new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).inheritIO().start();
+        if (p.waitFor() != 0) {
+            throw new IOException("kill -" + signal + " " + pid + " failed");
+        }
+    }
+}

@@ -1,0 +1,72 @@
+package io.weightrelay.lab.faults;
+
+import io.weightrelay.api.loader.client.model.InstanceStatus;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.rollout.RolloutEngine;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Case 2: a segment owner (a publisher) is killed (SIGKILL) right after a commit and left dead.
+ * Every loader's update fails at prepare (before any byte is applied), the dead owner's segment is
+ * named, every engine resumes on the generation it serves, byte for byte, not paused. Then the
+ * owner is started again (its memory is gone: what it held is reported lost, never served) and the
+ * next publish reaches everyone.
+ */
+final class SegmentOwnerKilledCase extends LabCase {
+
+    @Override
+    public String name() {
+        return "segment-owner-killed-after-commit";
+    }
+
+    @Override
+    String inject(SharedLab.Borrowed b, Ledger ledger) throws Exception {
+        LabCluster lab = b.lab;
+        long serving = lab.activeGeneration().getGeneration();
+        long committed = b.publish();
+        String segment = lab.killPublisher(1);
+        // without replicas, everything the dead owner held is gone with it
+        b.destroyed.addAll(b.committed);
+
+        Map<String, Long> before = Ledger.generations(lab);
+        List<Engines.Ended> ended = Engines.update(lab.engines(), UPDATE_TIMEOUT, UPDATE_WAIT);
+        List<String> failures = new java.util.ArrayList<>();
+        for (Engines.Ended e : ended) {
+            check(
+                    e.outcome() == UpdateOutcome.RESUMED_OLD,
+                    "expected RESUMED_OLD: " + e.describe());
+            // every engine is told why: its own read of the segment, or the session's failure
+            check(
+                    segment.equals(e.progress().getFailingPeer())
+                            || String.valueOf(e.progress().getError()).contains(segment),
+                    "the failure names the dead owner's segment " + segment + ": " + e.describe());
+            failures.add(e.describe());
+        }
+        ledger.noneAdvanced(lab, before);
+        ledger.observe(lab, allInstances(lab));
+        for (RolloutEngine engine : lab.engines()) {
+            InstanceStatus s = engine.status();
+            check(
+                    !Boolean.TRUE.equals(s.getPaused())
+                            && Long.valueOf(serving).equals(s.getGeneration()),
+                    engine.instance() + " resumed on " + serving + ": " + s.getGeneration());
+        }
+        String failure = String.join("; ", failures);
+        lab.revivePublisher(1);
+        return "generation "
+                + committed
+                + " refused at prepare, every engine resumed on "
+                + serving
+                + " ("
+                + failure
+                + "); owner restarted";
+    }
+
+    /** The fault destroyed the active generation's bytes: the engines' bytes were checked. */
+    @Override
+    void activeIntact(SharedLab.Borrowed b, Ledger ledger) {
+        ledger.observe(b.lab, allInstances(b.lab));
+    }
+}

@@ -1,0 +1,594 @@
+package io.weightrelay.lab.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.trainer.sim.Args;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import picocli.CommandLine;
+import picocli.CommandLine.Model.OptionSpec;
+
+/**
+ * {@code ./relay}'s command line without starting anything: every command and subcommand answers
+ * {@code --help}, refuses unknown flags, bad values and bad numbers with exit 2 naming what is
+ * wrong and what is valid, and hands what it accepts to the command's {@code main} in the form that
+ * {@code main} reads. The commands are enumerated from the tree itself, so a new one is covered.
+ */
+class RelayCliTest {
+
+    /** What one {@code ./relay} call printed, returned and launched. */
+    record Run(int code, String out, String err, List<Launch> launched) {
+        Launch only() {
+            assertThat(launched).as("one launch; stderr: %s", err).hasSize(1);
+            return launched.get(0);
+        }
+    }
+
+    record Launch(String command, String entryPoint, List<String> args) {}
+
+    static Run relay(String... args) throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        List<Launch> launched = new ArrayList<>();
+        int code =
+                RelayCli.execute(
+                        args,
+                        new PrintStream(out, true, StandardCharsets.UTF_8),
+                        new PrintStream(err, true, StandardCharsets.UTF_8),
+                        (command, entryPoint, forwarded) ->
+                                launched.add(new Launch(command, entryPoint, List.of(forwarded))));
+        return new Run(
+                code,
+                out.toString(StandardCharsets.UTF_8),
+                err.toString(StandardCharsets.UTF_8),
+                launched);
+    }
+
+    /** Every command path: "demo", "bench update", ..., and "help". */
+    static List<List<String>> commands() {
+        List<List<String>> all = new ArrayList<>();
+        walk(RelayCli.commandLine(), new ArrayList<>(), all);
+        return all;
+    }
+
+    private static void walk(CommandLine command, List<String> path, List<List<String>> all) {
+        for (var sub : command.getSubcommands().entrySet()) {
+            List<String> here = new ArrayList<>(path);
+            here.add(sub.getKey());
+            all.add(here);
+            walk(sub.getValue(), here, all);
+        }
+    }
+
+    static Stream<List<String>> everyCommand() {
+        return commands().stream();
+    }
+
+    static Stream<List<String>> runnableCommands() {
+        return commands().stream().filter(p -> !p.equals(List.of("bench")));
+    }
+
+    private static String[] with(List<String> path, String... more) {
+        List<String> args = new ArrayList<>(path);
+        args.addAll(List.of(more));
+        return args.toArray(String[]::new);
+    }
+
+    private static CommandLine find(List<String> path) {
+        CommandLine c = RelayCli.commandLine();
+        for (String name : path) {
+            c = c.getSubcommands().get(name);
+        }
+        return c;
+    }
+
+    @Test
+    void theTreeHoldsEveryCommandRelayDispatchedBefore() {
+        assertThat(commands())
+                .extracting(p -> String.join(" ", p))
+                .contains(
+                        "demo",
+                        "faults",
+                        "trainer",
+                        "rollout",
+                        "bench",
+                        "bench planner",
+                        "bench dataplane",
+                        "bench publish",
+                        "bench update",
+                        "bench control-plane",
+                        "bench checkpoint",
+                        "bench python",
+                        "help");
+    }
+
+    @ParameterizedTest
+    @MethodSource("everyCommand")
+    void helpExitsZeroAndNamesEveryOption(List<String> path) throws Exception {
+        Run run = relay(with(path, "--help"));
+
+        assertThat(run.code()).as(run.err()).isZero();
+        assertThat(run.launched()).isEmpty();
+        assertThat(run.out()).contains("Usage: relay " + String.join(" ", path));
+        for (OptionSpec option : find(path).getCommandSpec().options()) {
+            assertThat(run.out()).contains(option.longestName());
+        }
+        if (!path.equals(List.of("help"))) {
+            assertThat(run.out()).contains("Exit codes:").contains("2   usage error");
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("everyCommand")
+    void anUnknownFlagExitsTwoNamingIt(List<String> path) throws Exception {
+        Run run = relay(with(path, "--frobnicate"));
+
+        assertThat(run.code()).isEqualTo(2);
+        assertThat(run.launched()).isEmpty();
+        assertThat(run.err()).contains("Unknown option: '--frobnicate'");
+        assertThat(run.out()).isEmpty();
+    }
+
+    @ParameterizedTest
+    @MethodSource("runnableCommands")
+    void aStrayArgumentExitsTwo(List<String> path) throws Exception {
+        Run run = relay(with(path, "sideways"));
+
+        assertThat(run.code()).isEqualTo(2);
+        assertThat(run.launched()).isEmpty();
+        assertThat(run.err()).contains("'sideways'");
+    }
+
+    @Test
+    void helpWinsOverEveryOtherFlag() throws Exception {
+        Run run = relay("demo", "--json", "--help");
+
+        assertThat(run.code()).isZero();
+        assertThat(run.launched()).as("the demo must not run").isEmpty();
+        assertThat(run.out()).contains("Usage: relay demo").contains("--json");
+
+        assertThat(relay("bench", "update", "--mode", "sideways", "--help").code()).isZero();
+        assertThat(relay("help", "faults").out()).contains("Usage: relay faults");
+        assertThat(relay("--help").out()).contains("demo").contains("bench").contains("faults");
+    }
+
+    static Stream<Arguments> badChoices() {
+        return Stream.of(
+                Arguments.of(List.of("demo", "--mode", "sideways"), "compat, direct, both"),
+                Arguments.of(List.of("rollout", "--mode", "sideways"), "compat, direct"),
+                Arguments.of(List.of("bench", "update", "--mode", "sideways"), "compat, direct"),
+                Arguments.of(List.of("bench", "planner", "--mode=sideways"), "compat, direct"),
+                Arguments.of(List.of("bench", "python", "--mode", "sideways"), "compat, direct"),
+                Arguments.of(
+                        List.of("bench", "control-plane", "--mode", "compatibility"),
+                        "direct, compat"),
+                Arguments.of(List.of("demo", "--model", "gpt-9"), "qwen2.5-0.5b"),
+                Arguments.of(List.of("faults", "--model", "gpt-9"), "kimi-k2"),
+                Arguments.of(List.of("bench", "publish", "--trainer-dtype", "bf17"), "fp32, bf16"),
+                Arguments.of(List.of("trainer", "--rollout-dtype", "bf17"), "fp8_e4m3"),
+                Arguments.of(
+                        List.of("bench", "publish", "--staging-mode", "disk"), "segment, file"),
+                Arguments.of(
+                        List.of("faults", "--only", "no-such-case"),
+                        "loader-restarted-loads-active, byte-flipped-after-commit"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("badChoices")
+    void aBadValueExitsTwoNamingTheValidChoices(List<String> args, String valid) throws Exception {
+        Run run = relay(args.toArray(String[]::new));
+
+        assertThat(run.code()).isEqualTo(2);
+        assertThat(run.launched()).isEmpty();
+        assertThat(run.err()).contains("valid: ").contains(valid);
+    }
+
+    static Stream<Arguments> badNumbers() {
+        return Stream.of(
+                Arguments.of(List.of("demo", "--instances", "four"), "--instances", "four"),
+                Arguments.of(List.of("demo", "--tp", "0"), "--tp", "at least 1"),
+                Arguments.of(List.of("rollout", "--instances", "-1"), "--instances", "-1"),
+                Arguments.of(List.of("trainer", "--steps", "1.5"), "--steps", "1.5"),
+                Arguments.of(List.of("trainer", "--seed", "x"), "--seed", "'x'"),
+                Arguments.of(List.of("bench", "dataplane", "--size", "1GB"), "--size", "1GB"),
+                Arguments.of(
+                        List.of("bench", "planner", "--nic-gbps", "fast"), "--nic-gbps", "fast"),
+                Arguments.of(
+                        List.of("bench", "update", "--redis-port", "70000"),
+                        "--redis-port",
+                        "port"),
+                Arguments.of(
+                        List.of("bench", "control-plane", "--tensors", "-5"),
+                        "--tensors",
+                        "at least 0"),
+                Arguments.of(
+                        List.of("bench", "checkpoint", "--trainer-nodes", "two"),
+                        "--trainer-nodes",
+                        "two"),
+                Arguments.of(
+                        List.of("bench", "publish", "--max-batch-bytes", "0"),
+                        "--max-batch-bytes",
+                        "at least 1"),
+                Arguments.of(List.of("bench", "python", "--repeat", "many"), "--repeat", "many"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("badNumbers")
+    void aBadNumberExitsTwoNamingTheFlag(List<String> args, String flag, String why)
+            throws Exception {
+        Run run = relay(args.toArray(String[]::new));
+
+        assertThat(run.code()).isEqualTo(2);
+        assertThat(run.launched()).isEmpty();
+        assertThat(run.err()).contains(flag).contains(why);
+    }
+
+    @Test
+    void missingOrMisplacedFlagsExitTwoSayingWhy() throws Exception {
+        assertThat(relay("bench", "planner", "--model", "tiny").err())
+                .contains("Missing required options")
+                .contains("--trainer-nodes")
+                .contains("--nic-gbps");
+        assertThat(relay("rollout", "--instances", "2").err()).contains("--loaders");
+        assertThat(relay("rollout", "--instances", "2", "--loaders", "http://a").err())
+                .contains("--loaders needs one URL per instance (2)");
+        assertThat(relay("demo", "--prefix", "wr-x").err()).contains("--prefix needs --hosts");
+        assertThat(relay("bench", "dataplane", "--streams", "4").err())
+                .contains("--streams needs --hosts");
+        assertThat(relay("bench", "dataplane", "--hosts", "--redis", "redis://x").err())
+                .contains("--redis needs no --hosts");
+        assertThat(relay("demo", "--mode", "direct", "--mode", "compat").code()).isEqualTo(2);
+        for (String[] args :
+                List.of(
+                        new String[] {"bench", "planner", "--model", "tiny"},
+                        new String[] {"demo", "--prefix", "wr-x"},
+                        new String[] {"bench", "dataplane", "--streams", "4"})) {
+            Run run = relay(args);
+            assertThat(run.code()).isEqualTo(2);
+            assertThat(run.launched()).isEmpty();
+        }
+    }
+
+    @Test
+    void noCommandOrAnUnknownOneExitsTwo() throws Exception {
+        Run none = relay();
+        assertThat(none.code()).isEqualTo(2);
+        assertThat(none.err()).contains("which command?").contains("demo").contains("bench");
+
+        Run bench = relay("bench");
+        assertThat(bench.code()).isEqualTo(2);
+        assertThat(bench.err()).contains("which kind?").contains("planner").contains("update");
+
+        Run unknown = relay("demoo");
+        assertThat(unknown.code()).isEqualTo(2);
+        assertThat(unknown.err()).contains("'demoo'").contains("demo");
+
+        assertThat(relay("bench", "speed").err()).contains("'speed'");
+        assertThat(relay("help").code()).isZero();
+        assertThat(relay("help", "bench", "update").out()).contains("Usage: relay bench update");
+        Run noSuch = relay("help", "bench", "speed");
+        assertThat(noSuch.code()).isEqualTo(2);
+        assertThat(noSuch.err()).contains("relay bench: no command 'speed'; valid: planner");
+        Run helpOfNoSuch = relay("demoo", "--help");
+        assertThat(helpOfNoSuch.code()).isEqualTo(2);
+        assertThat(helpOfNoSuch.err()).contains("relay: no command 'demoo'; valid: demo, faults");
+        assertThat(relay("bench", "speed", "-h").code()).isEqualTo(2);
+    }
+
+    @Test
+    void aCommandGivenNoFlagsGetsNone() throws Exception {
+        // The defaults stay the main's own: nothing is added on the way.
+        Launch demo = relay("demo").only();
+        assertThat(demo.entryPoint()).isEqualTo("io.weightrelay.lab.demo.Demo");
+        assertThat(demo.args()).isEmpty();
+        assertThat(relay("faults").only().args()).isEmpty();
+        assertThat(relay("bench", "update").only().args()).isEmpty();
+        assertThat(relay("bench", "dataplane").only().entryPoint())
+                .isEqualTo("io.weightrelay.dataplane.bench.DataplaneBench");
+    }
+
+    @Test
+    void theFlagsGivenReachTheMainInTheFormItReads() throws Exception {
+        // Demo, FaultSuite and the data-plane benchmarks read "--flag value" only.
+        Launch demo = relay("demo", "--mode=direct", "--hosts", "--json", "--model", "tiny").only();
+        assertThat(demo.args())
+                .containsExactly("--mode", "direct", "--hosts", "--json", "--model", "tiny");
+        assertThat(demo.command()).isEqualTo("relay demo");
+
+        Launch faults =
+                relay(
+                                "faults",
+                                "--json",
+                                "--only=byte-flipped-after-commit,loader-killed-mid-apply")
+                        .only();
+        assertThat(faults.entryPoint()).isEqualTo("io.weightrelay.lab.faults.FaultSuite");
+        assertThat(faults.args())
+                .containsExactly(
+                        "--json", "--only", "byte-flipped-after-commit,loader-killed-mid-apply");
+
+        Launch hosts = relay("bench", "dataplane", "--hosts", "--size", "1024").only();
+        assertThat(hosts.entryPoint()).isEqualTo("io.weightrelay.lab.bench.HostsDataplaneBench");
+        assertThat(hosts.args()).containsExactly("--hosts", "--size", "1024");
+
+        // trainer-client's Args (and the planner's BenchArgs) read "--flag=value": a value that
+        // starts with "--" arrives whole, and a repeated flag keeps every value.
+        Launch publish =
+                relay(
+                                "bench",
+                                "publish",
+                                "--model",
+                                "tiny",
+                                "--control-arg=--relay.update.timeout=5s",
+                                "--control-arg",
+                                "-Dx=y",
+                                "--keep-logs")
+                        .only();
+        Args read = new Args(publish.args().toArray(String[]::new));
+        assertThat(read.get("model", null)).isEqualTo("tiny");
+        assertThat(read.all("control-arg")).containsExactly("--relay.update.timeout=5s", "-Dx=y");
+        assertThat(read.has("keep-logs")).isTrue();
+        assertThat(read.has("keep-redis")).isFalse();
+
+        Launch trainer =
+                relay(
+                                "trainer",
+                                "--publisher",
+                                "trainer-0000=http://127.0.0.1:8081",
+                                "--publisher",
+                                "trainer-0001=http://127.0.0.1:8091",
+                                "--no-checksums")
+                        .only();
+        Args t = new Args(trainer.args().toArray(String[]::new));
+        assertThat(t.all("publisher"))
+                .containsExactly(
+                        "trainer-0000=http://127.0.0.1:8081", "trainer-0001=http://127.0.0.1:8091");
+        assertThat(t.has("no-checksums")).isTrue();
+    }
+
+    /** Command lines from the README, the module READMEs and compose.yaml, as they are written. */
+    static Stream<Arguments> documented() {
+        return Stream.of(
+                Arguments.of("demo", "io.weightrelay.lab.demo.Demo"),
+                Arguments.of(
+                        "demo --hosts --model tiny --instances 2 --json",
+                        "io.weightrelay.lab.demo.Demo"),
+                Arguments.of(
+                        "bench planner --model kimi-k2 --trainer-nodes 32 --rollout-nodes 32"
+                                + " --instances 32 --tp 8 --mode direct --nic-gbps 400",
+                        "io.weightrelay.reshard.bench.PlannerBench"),
+                Arguments.of(
+                        "bench dataplane --size 1073741824",
+                        "io.weightrelay.dataplane.bench.DataplaneBench"),
+                Arguments.of(
+                        "bench dataplane --hosts --size 1073741824 --repeats 3 --streams 2",
+                        "io.weightrelay.lab.bench.HostsDataplaneBench"),
+                Arguments.of(
+                        "bench publish --model qwen2.5-0.5b --trainer-nodes 2",
+                        "io.weightrelay.lab.bench.PublishBench"),
+                Arguments.of(
+                        "bench update --model qwen2.5-0.5b --instances 4 --tp 2 --mode compat"
+                                + " --no-checksums",
+                        "io.weightrelay.lab.bench.UpdateBench"),
+                Arguments.of(
+                        "bench control-plane --model kimi-k2 --tensors 700 --trainer-nodes 32"
+                                + " --instances 32 --tp 8 --mode direct",
+                        "io.weightrelay.lab.bench.ControlPlaneBench"),
+                Arguments.of(
+                        "bench python --model qwen2.5-0.5b --instances 2 --tp 1 --mode compat"
+                                + " --repeat 3",
+                        "io.weightrelay.lab.bench.PythonBench"),
+                Arguments.of(
+                        "bench checkpoint --model qwen2.5-0.5b --dir /tmp/x --trainer-nodes 2",
+                        "io.weightrelay.lab.bench.CheckpointBench"),
+                Arguments.of(
+                        "faults --json --model tiny --hosts --only loader-killed-mid-apply",
+                        "io.weightrelay.lab.faults.FaultSuite"),
+                Arguments.of(
+                        "trainer --model tiny --control-api http://control-api:8080 --publisher"
+                                + " trainer-0000=http://publisher-0:8081 --steps 1 --first-step 0"
+                                + " --token t0k3n",
+                        "io.weightrelay.trainer.sim.SimulatedTrainer"),
+                Arguments.of(
+                        "rollout --model tiny --instances 1 --tp 2 --rollout-nodes 1 --mode compat"
+                                + " --loaders http://loader-0:8082 --control-url"
+                                + " http://control-api:8080 --token t0k3n",
+                        "io.weightrelay.lab.rollout.SimulatedRollout"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("documented")
+    void everyDocumentedCommandLineStillRuns(String line, String entryPoint) throws Exception {
+        Launch launch = relay(line.split(" ")).only();
+
+        assertThat(launch.entryPoint()).isEqualTo(entryPoint);
+        // Every flag and value of the line reaches the main ("--flag=value" or "--flag value").
+        String[] words = line.split(" ");
+        int commandWords = words[0].equals("bench") ? 2 : 1;
+        String forwarded = String.join(" ", launch.args()).replace('=', ' ');
+        for (int i = commandWords; i < words.length; i++) {
+            assertThat(forwarded).contains(words[i].replace('=', ' '));
+        }
+        assertThat(launch.args().stream().filter(a -> a.startsWith("--")))
+                .hasSameSizeAs(List.of(words).stream().filter(a -> a.startsWith("--")).toList());
+    }
+
+    /** Where each command's main reads its flags, relative to the checkout. */
+    private static final Map<String, List<String>> READERS =
+            Map.ofEntries(
+                    Map.entry(
+                            "demo",
+                            List.of(
+                                    "lab/src/main/java/io/weightrelay/lab/demo/Demo.java",
+                                    "lab/src/main/java/io/weightrelay/lab/demo/HostsDemo.java")),
+                    Map.entry(
+                            "faults",
+                            List.of("lab/src/main/java/io/weightrelay/lab/faults/FaultSuite.java")),
+                    Map.entry(
+                            "trainer",
+                            List.of(
+                                    "trainer-client/src/main/java/io/weightrelay/trainer/sim/SimulatedTrainer.java")),
+                    Map.entry(
+                            "rollout",
+                            List.of(
+                                    "lab/src/main/java/io/weightrelay/lab/rollout/SimulatedRollout.java")),
+                    Map.entry(
+                            "bench planner",
+                            List.of(
+                                    "reshard/src/main/java/io/weightrelay/reshard/bench/BenchArgs.java")),
+                    Map.entry(
+                            "bench dataplane",
+                            List.of(
+                                    "native-dataplane/src/main/java/io/weightrelay/dataplane/bench/DataplaneBench.java",
+                                    "lab/src/main/java/io/weightrelay/lab/bench/HostsDataplaneBench.java")),
+                    Map.entry(
+                            "bench publish",
+                            List.of(
+                                    "lab/src/main/java/io/weightrelay/lab/bench/PublishBench.java")),
+                    Map.entry(
+                            "bench update",
+                            List.of("lab/src/main/java/io/weightrelay/lab/bench/UpdateBench.java")),
+                    Map.entry(
+                            "bench control-plane",
+                            List.of(
+                                    "lab/src/main/java/io/weightrelay/lab/bench/ControlPlaneBench.java")),
+                    Map.entry(
+                            "bench checkpoint",
+                            List.of(
+                                    "lab/src/main/java/io/weightrelay/lab/bench/CheckpointBench.java")),
+                    Map.entry(
+                            "bench python",
+                            List.of(
+                                    "lab/src/main/java/io/weightrelay/lab/bench/PythonBench.java")));
+
+    /** The ways the mains read a flag: Args, a switch, a flag() helper, a test for one. */
+    private static final List<Pattern> READS =
+            List.of(
+                    Pattern.compile(
+                            "\\b(?:args|a)\\.(?:get|getInt|getLong|has|all)\\(\"([a-z][a-z0-9-]*)\""),
+                    Pattern.compile("case \"--([a-z][a-z0-9-]*)\""),
+                    Pattern.compile("flag\\(argv, \"--([a-z][a-z0-9-]*)\""),
+                    Pattern.compile("contains\\(\"--([a-z][a-z0-9-]*)\"\\)"));
+
+    /** A set of the valid flags (HostsDemo, BenchArgs, ControlPlaneBench). */
+    private static final Pattern FLAG_SET =
+            Pattern.compile("FLAGS =\\s*Set\\.of\\(([^;]*)\\);", Pattern.DOTALL);
+
+    private static final Pattern LITERAL = Pattern.compile("\"(?:--)?([a-z][a-z0-9-]*)\"");
+
+    /**
+     * A flag a main starts to read must be declared in its command class too, or ./relay would
+     * refuse it: this test names it (for instance after a merge that gave a main a new flag).
+     */
+    @Test
+    void everyFlagAMainReadsIsDeclaredInItsCommand() throws Exception {
+        assertThat(READERS.keySet())
+                .containsExactlyInAnyOrderElementsOf(
+                        commands().stream()
+                                .map(p -> String.join(" ", p))
+                                .filter(n -> !n.equals("bench") && !n.equals("help"))
+                                .toList());
+        for (var entry : READERS.entrySet()) {
+            Set<String> declared = new TreeSet<>();
+            for (OptionSpec o :
+                    find(List.of(entry.getKey().split(" "))).getCommandSpec().options()) {
+                declared.addAll(List.of(o.names()));
+            }
+            Set<String> read = new TreeSet<>();
+            for (String file : entry.getValue()) {
+                String source = Files.readString(ServiceProcess.home().resolve(file));
+                for (Pattern p : READS) {
+                    Matcher m = p.matcher(source);
+                    while (m.find()) {
+                        read.add("--" + m.group(1));
+                    }
+                }
+                Matcher set = FLAG_SET.matcher(source);
+                while (set.find()) {
+                    Matcher m = LITERAL.matcher(set.group(1));
+                    while (m.find()) {
+                        read.add("--" + m.group(1));
+                    }
+                }
+            }
+            assertThat(read).as("flags %s reads", entry.getKey()).isNotEmpty();
+            assertThat(declared)
+                    .as("./relay %s declares every flag its main reads", entry.getKey())
+                    .containsAll(read);
+        }
+    }
+
+    @Test
+    void progressLinesCarryBytesRateAndTimeLeft() {
+        String half = Progress.line("publish", 512L << 20, 1L << 30, 2.0, false);
+        assertThat(half).isEqualTo("  publish 512.0 MiB of 1.00 GiB (50%), 256.0 MiB/s, ETA 2.0 s");
+
+        String bar = Progress.line("update x4", 1L << 29, 1L << 30, 1.0, true);
+        assertThat(bar).contains("[############------------]").contains("ETA 1.0 s");
+
+        assertThat(Progress.line("update", 0, 0, 0.1, true)).contains("0 B").doesNotContain("ETA");
+        // A guess from the first bytes only is no estimate.
+        assertThat(Progress.line("publish", 256, 1L << 30, 5.0, false)).doesNotContain("ETA");
+        assertThat(Progress.finished("publish", 1L << 30, 0.5))
+                .isEqualTo("  publish 1.00 GiB in 0.50 s, 2.00 GiB/s");
+    }
+
+    @Test
+    void aTerminalGetsOneBarRedrawnInPlaceAndAPipeGetsPlainLines() throws Exception {
+        ByteArrayOutputStream terminal = new ByteArrayOutputStream();
+        Progress.show(new PrintStream(terminal, true, StandardCharsets.UTF_8), true);
+        try (Progress p = Progress.of("publish", 1000)) {
+            p.add(500);
+            p.phase("applying");
+            Thread.sleep(500);
+            p.add(500);
+        } finally {
+            Progress.show(null, false);
+        }
+        String drawn = terminal.toString(StandardCharsets.UTF_8);
+        assertThat(drawn)
+                .startsWith("\r  publish (applying) [############------------]")
+                .endsWith("\n");
+        assertThat(drawn.split("\n")).as("one line, redrawn").hasSize(1);
+        assertThat(drawn).contains("publish 1000 B in ");
+
+        ByteArrayOutputStream pipe = new ByteArrayOutputStream();
+        Progress.show(new PrintStream(pipe, true, StandardCharsets.UTF_8), false);
+        try (Progress p = Progress.of("update x4", 0)) {
+            p.set(300, 600);
+        } finally {
+            Progress.show(null, false);
+        }
+        assertThat(pipe.toString(StandardCharsets.UTF_8))
+                .doesNotContain("\r")
+                .matches("  update x4 300 B in \\d+\\.\\d\\d s, [\\d.]+ (B|KiB|MiB)/s\\n");
+    }
+
+    @Test
+    void outsideRelayAProgressPrintsNothing() {
+        // Progress.show is called by Relay.main only: a lab a test starts stays quiet.
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        PrintStream before = System.err;
+        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+        try (Progress p = Progress.of("publish", 100)) {
+            p.add(50);
+        } finally {
+            System.setErr(before);
+        }
+        assertThat(err.toString(StandardCharsets.UTF_8)).isEmpty();
+    }
+}

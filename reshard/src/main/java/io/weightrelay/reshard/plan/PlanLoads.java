@@ -1,0 +1,150 @@
+package io.weightrelay.reshard.plan;
+
+import io.weightrelay.reshard.placement.Mode;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The bytes a plan puts on each NIC and each loader instance, for operators to see imbalance: per
+ * rollout NIC what its workers read from the store, push to workers on other nodes and receive from
+ * other nodes; per trainer NIC what the store serves from that node; per instance what its readers
+ * read and write and what its workers receive, as its loader counts them: a node delegate's fan-out
+ * copies (a {@link Plan#FANOUT} write copied into every other compatibility worker of its node) are
+ * pushed by the delegate's instance and received by each copy's. A worker's bytes are spread evenly
+ * over its NICs, as the planner balances them; fan-out copies stay inside a node and put no byte on
+ * a NIC. One pass over the plan's reads and writes.
+ *
+ * @param nics every NIC of every trainer node, then of every rollout node, in plan order
+ * @param instances per loader instance, by instance id
+ */
+public record PlanLoads(List<Nic> nics, List<Instance> instances) {
+
+    public PlanLoads {
+        nics = List.copyOf(nics);
+        instances = List.copyOf(instances);
+    }
+
+    /** One NIC: {@code node}'s NIC number {@code nic}. */
+    public record Nic(
+            String node,
+            int nic,
+            boolean trainer,
+            double gbps,
+            long readBytes,
+            long pushedBytes,
+            long receivedBytes) {}
+
+    /**
+     * One loader instance.
+     *
+     * @param readBytes store bytes its readers read
+     * @param pushedBytes bytes its readers write to any worker, its own included, plus the fan-out
+     *     copies its delegates make
+     * @param receivedBytes bytes written into its workers, by any reader or delegate
+     */
+    public record Instance(String instance, long readBytes, long pushedBytes, long receivedBytes) {}
+
+    public static PlanLoads of(Plan plan) {
+        int nodes = plan.nodeCount();
+        int trainers = plan.trainerCount();
+        int workers = plan.workerCount();
+        int[] nodeBase = new int[nodes + 1];
+        for (int n = 0; n < nodes; n++) {
+            nodeBase[n + 1] = nodeBase[n] + plan.nodeNics(n);
+        }
+        int[] trainerBase = new int[trainers + 1];
+        for (int t = 0; t < trainers; t++) {
+            trainerBase[t + 1] = trainerBase[t] + plan.trainerNics(t);
+        }
+        double[] read = new double[nodeBase[nodes]];
+        double[] pushed = new double[nodeBase[nodes]];
+        double[] received = new double[nodeBase[nodes]];
+        double[] served = new double[trainerBase[trainers]];
+        // {read, pushed, received} per instance; each worker points at its instance's counts
+        Map<String, long[]> perInstance = new TreeMap<>();
+        long[][] counts = new long[workers][];
+        List<List<Integer>> compatOfNode = new ArrayList<>();
+        for (int n = 0; n < nodes; n++) {
+            compatOfNode.add(new ArrayList<>());
+        }
+        for (int w = 0; w < workers; w++) {
+            counts[w] = perInstance.computeIfAbsent(plan.workerInstance(w), i -> new long[3]);
+            if (plan.workerMode(w) == Mode.COMPAT) {
+                compatOfNode.get(plan.workerNode(w)).add(w);
+            }
+        }
+        for (int r = 0; r < plan.readCount(); r++) {
+            int reader = plan.readReader(r);
+            int readerNode = plan.workerNode(reader);
+            long bytes = plan.readBytes(r);
+            int readerNic = nodeBase[readerNode] + plan.workerNicFirst(reader);
+            spread(read, readerNic, plan.workerNicCount(reader), bytes);
+            int trainer = plan.objectTrainer(plan.readObject(r));
+            spread(served, trainerBase[trainer], plan.trainerNics(trainer), bytes);
+            counts[reader][0] += bytes;
+            for (int x = plan.writeFirst(r); x < plan.writeEnd(r); x++) {
+                int dst = plan.writeDst(x);
+                long length = plan.writeBytes(x);
+                counts[reader][1] += length;
+                counts[dst][2] += length;
+                int dstNode = plan.workerNode(dst);
+                if ((plan.writeFlags(x) & Plan.FANOUT) != 0) {
+                    for (int copy : compatOfNode.get(dstNode)) {
+                        if (copy != dst) {
+                            counts[dst][1] += length;
+                            counts[copy][2] += length;
+                        }
+                    }
+                }
+                if (dstNode != readerNode) {
+                    spread(pushed, readerNic, plan.workerNicCount(reader), length);
+                    spread(
+                            received,
+                            nodeBase[dstNode] + plan.workerNicFirst(dst),
+                            plan.workerNicCount(dst),
+                            length);
+                }
+            }
+        }
+        List<Nic> nics = new ArrayList<>(served.length + read.length);
+        for (int t = 0; t < trainers; t++) {
+            for (int i = 0; i < plan.trainerNics(t); i++) {
+                nics.add(
+                        new Nic(
+                                plan.trainerName(t),
+                                i,
+                                true,
+                                plan.trainerGbps(t),
+                                Math.round(served[trainerBase[t] + i]),
+                                0,
+                                0));
+            }
+        }
+        for (int n = 0; n < nodes; n++) {
+            for (int i = 0; i < plan.nodeNics(n); i++) {
+                int k = nodeBase[n] + i;
+                nics.add(
+                        new Nic(
+                                plan.nodeName(n),
+                                i,
+                                false,
+                                plan.nodeGbps(n),
+                                Math.round(read[k]),
+                                Math.round(pushed[k]),
+                                Math.round(received[k])));
+            }
+        }
+        List<Instance> instances = new ArrayList<>(perInstance.size());
+        perInstance.forEach((id, c) -> instances.add(new Instance(id, c[0], c[1], c[2])));
+        return new PlanLoads(nics, instances);
+    }
+
+    private static void spread(double[] load, int first, int count, long bytes) {
+        double share = (double) bytes / count;
+        for (int i = first; i < first + count; i++) {
+            load[i] += share;
+        }
+    }
+}

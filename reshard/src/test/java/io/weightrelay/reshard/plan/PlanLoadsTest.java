@@ -1,0 +1,138 @@
+package io.weightrelay.reshard.plan;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.Shape;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.TargetFragment;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.topology.Topology;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class PlanLoadsTest {
+
+    /**
+     * Two rollout nodes each hold the whole tensor: one worker reads it once and pushes a copy to
+     * the other node, so the bytes appear once as read, once as pushed on the reader's node and
+     * once as received on the other node, and once as served by the trainer.
+     */
+    @Test
+    void aReplicatedTensorIsReadOncePushedOnceAcrossNodes() {
+        TensorSpec t = new TensorSpec("w", Shape.of(64, 32), DType.BF16, DType.BF16);
+        SourceManifest manifest = Fragmenter.fragment("m", List.of(t));
+        long bytes = 64 * 32 * 2;
+        List<Worker> workers = new ArrayList<>();
+        for (int n = 0; n < 2; n++) {
+            workers.add(
+                    new Worker(
+                            "w" + n,
+                            "i" + n,
+                            Topology.rolloutNodeName(n),
+                            n,
+                            1,
+                            Mode.DIRECT,
+                            "seg" + n,
+                            List.of(
+                                    TargetFragment.dense(
+                                            "w",
+                                            DType.BF16,
+                                            t.shape(),
+                                            Shape.of(0, 0),
+                                            t.shape(),
+                                            "b",
+                                            0))));
+        }
+        TargetPlacement placement = new TargetPlacement(workers);
+        Plan plan = Planner.plan(manifest, placement, Topology.uniform(1, 2, 2, 100));
+
+        PlanLoads loads = PlanLoads.of(plan);
+
+        assertThat(loads.nics()).hasSize(2 + 4);
+        List<PlanLoads.Nic> trainer = loads.nics().stream().filter(PlanLoads.Nic::trainer).toList();
+        List<PlanLoads.Nic> rollout = loads.nics().stream().filter(n -> !n.trainer()).toList();
+        assertThat(trainer.stream().mapToLong(PlanLoads.Nic::readBytes).sum()).isEqualTo(bytes);
+        assertThat(rollout.stream().mapToLong(PlanLoads.Nic::readBytes).sum()).isEqualTo(bytes);
+        assertThat(rollout.stream().mapToLong(PlanLoads.Nic::pushedBytes).sum()).isEqualTo(bytes);
+        assertThat(rollout.stream().mapToLong(PlanLoads.Nic::receivedBytes).sum()).isEqualTo(bytes);
+        // each worker uses its own NIC of its node (nicFirst = its index), so the reader's NIC
+        // carries the read and the push, and the other node's NIC of the same index receives
+        PlanLoads.Nic readerNic =
+                rollout.stream().filter(n -> n.readBytes() > 0).findFirst().orElseThrow();
+        assertThat(readerNic.pushedBytes()).isEqualTo(bytes);
+        assertThat(readerNic.receivedBytes()).isZero();
+        assertThat(rollout.stream().filter(n -> n.receivedBytes() > 0).toList())
+                .singleElement()
+                .satisfies(n -> assertThat(n.node()).isNotEqualTo(readerNic.node()));
+        assertThat(loads.instances())
+                .extracting(PlanLoads.Instance::instance)
+                .containsExactly("i0", "i1");
+        assertThat(loads.instances().stream().mapToLong(PlanLoads.Instance::readBytes).sum())
+                .isEqualTo(bytes);
+        assertThat(loads.instances().stream().mapToLong(PlanLoads.Instance::pushedBytes).sum())
+                .as("the reader writes its own copy and the other node's")
+                .isEqualTo(2 * bytes);
+        assertThat(loads.instances())
+                .allSatisfy(i -> assertThat(i.receivedBytes()).isEqualTo(bytes));
+    }
+
+    /**
+     * Compatibility workers, two per node: what the instances are planned to receive is what the
+     * placement stores (each image whole, through reads and the delegates' fan-out), every byte
+     * received was pushed by a reader or a delegate, and each NIC byte pushed lands on the other
+     * node.
+     */
+    @Test
+    void compatInstancesReceiveEveryImageAndTheDelegatesPushTheFanOut() {
+        TensorSpec a = new TensorSpec("a", Shape.of(128, 32), DType.BF16, DType.BF16);
+        TensorSpec b = new TensorSpec("b", Shape.of(64), DType.BF16, DType.BF16);
+        SourceManifest manifest = Fragmenter.fragment("m", List.of(a, b));
+        List<Worker> workers = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            workers.add(
+                    new Worker(
+                            "w" + i,
+                            "i" + i,
+                            Topology.rolloutNodeName(i / 2),
+                            0,
+                            1,
+                            Mode.COMPAT,
+                            "seg" + i,
+                            List.of()));
+        }
+        TargetPlacement placement = new TargetPlacement(workers);
+        Plan plan = Planner.plan(manifest, placement, Topology.uniform(1, 2, 1, 100));
+        Demands demands = Demands.of(manifest, placement);
+
+        PlanLoads loads = PlanLoads.of(plan);
+
+        long received = 0;
+        long pushed = 0;
+        long read = 0;
+        for (PlanLoads.Instance i : loads.instances()) {
+            received += i.receivedBytes();
+            pushed += i.pushedBytes();
+            read += i.readBytes();
+        }
+        assertThat(received).isEqualTo(demands.targetStoredBytes());
+        assertThat(pushed).isEqualTo(received);
+        assertThat(read).isEqualTo(demands.storeBytes());
+        assertThat(loads.instances())
+                .as("each instance receives its own whole image")
+                .allSatisfy(
+                        i ->
+                                assertThat(i.receivedBytes())
+                                        .isEqualTo(demands.targetStoredBytes() / 4));
+        List<PlanLoads.Nic> rollout = loads.nics().stream().filter(n -> !n.trainer()).toList();
+        assertThat(rollout).hasSize(2);
+        assertThat(rollout.stream().mapToLong(PlanLoads.Nic::pushedBytes).sum())
+                .isEqualTo(rollout.stream().mapToLong(PlanLoads.Nic::receivedBytes).sum())
+                .isPositive();
+    }
+}
