@@ -9,6 +9,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.annotation.Value;
+import org.springframework.data.redis.connection.RedisConnection;
+import org.springframework.data.redis.connection.RedisConnectionFactory;
 import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Component;
 
@@ -18,6 +20,12 @@ import org.springframework.stereotype.Component;
  * half-open, and after calls timed out. A PONG closes the breaker at once, so control-api serves
  * again within one probe interval of Redis answering, whatever the traffic; silence after command
  * timeouts opens it (Redis hangs). The breaker's own counting sees only lost connections.
+ *
+ * <p>A PONG on the probe's fresh connection is not enough to close the breaker: the shared
+ * connection every request uses reconnects on its own backoff (up to a second after Redis returns),
+ * and closing before it has would let the first requests fail with "not connected" and open the
+ * breaker again for its whole wait. So the breaker closes only once the shared connection answers a
+ * PING too.
  */
 @Component
 class RedisProbe implements DisposableBean {
@@ -26,10 +34,12 @@ class RedisProbe implements DisposableBean {
 
     private final RedisGuard guard;
     private final RedisClient client;
+    private final RedisConnectionFactory shared;
     private StatefulRedisConnection<String, String> connection;
 
     RedisProbe(
             RedisGuard guard,
+            RedisConnectionFactory shared,
             @Value("${spring.data.redis.host:127.0.0.1}") String host,
             @Value("${spring.data.redis.port:6379}") int port,
             @Value("${spring.data.redis.username:}") String username,
@@ -37,6 +47,7 @@ class RedisProbe implements DisposableBean {
             @Value("${spring.data.redis.ssl.enabled:false}") boolean ssl,
             @Value("${relay.redis.probe-timeout-ms:500}") long timeoutMs) {
         this.guard = guard;
+        this.shared = shared;
         RedisURI.Builder uri =
                 RedisURI.builder()
                         .withHost(host)
@@ -61,7 +72,7 @@ class RedisProbe implements DisposableBean {
             return;
         }
         if (answers()) {
-            if (state != CircuitBreaker.State.CLOSED) {
+            if (state != CircuitBreaker.State.CLOSED && sharedAnswers()) {
                 log.info(
                         "Redis answers again: closing the {} circuit ({})", RedisGuard.NAME, state);
                 guard.redisAnswers();
@@ -85,6 +96,17 @@ class RedisProbe implements DisposableBean {
             return "PONG".equals(connection.sync().ping());
         } catch (RuntimeException e) {
             close();
+            return false;
+        }
+    }
+
+    /** Whether the connection requests share has reconnected (Lettuce does so on its own). */
+    private boolean sharedAnswers() {
+        try (RedisConnection connection = shared.getConnection()) {
+            return "PONG".equals(connection.ping());
+        } catch (RuntimeException e) {
+            log.debug(
+                    "Redis answers the probe but not yet the shared connection: {}", e.toString());
             return false;
         }
     }
