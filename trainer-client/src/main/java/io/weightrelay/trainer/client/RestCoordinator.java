@@ -21,10 +21,29 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 import org.springframework.http.client.SimpleClientHttpRequestFactory;
+import org.springframework.web.client.HttpServerErrorException;
 import org.springframework.web.client.RestClient;
+import org.springframework.web.client.RestClientResponseException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
-/** {@link Coordinator} over control-api's generated REST client. Thread safe. */
+/**
+ * {@link Coordinator} over control-api's generated REST client. Thread safe.
+ *
+ * <p>A 503 (Redis away, control-api overloaded) is waited out: each call is tried again after the
+ * answer's {@code Retry-After} until {@link #RETRY_BUDGET} has passed, so that a trainer step does
+ * not fail because control-api's state store restarted. Every call is safe to repeat: an open is
+ * idempotent by trainer step, and a commit or abort whose first answer was lost (a 503 after Redis
+ * ran it) finds the generation already ACTIVE or ABORTED, which counts as done.
+ */
 public final class RestCoordinator implements Coordinator {
+
+    /** How long one call keeps retrying 503 answers before it fails. */
+    static final Duration RETRY_BUDGET = Duration.ofSeconds(60);
+
+    private static final Duration MAX_RETRY_WAIT = Duration.ofSeconds(5);
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
 
     private final String baseUrl;
     private final GenerationsApi generations;
@@ -111,7 +130,9 @@ public final class RestCoordinator implements Coordinator {
     public void commit(String model, long generation) {
         call(
                 "commit " + model + "/" + generation,
-                () -> generations.commitGeneration(model, generation));
+                () -> generations.commitGeneration(model, generation),
+                "commit-conflict",
+                "ACTIVE");
     }
 
     @Override
@@ -121,14 +142,82 @@ public final class RestCoordinator implements Coordinator {
                 "abort " + model + "/" + generation,
                 () ->
                         generations.abortGeneration(
-                                model, generation, new AbortRequest().reason(bounded)));
+                                model, generation, new AbortRequest().reason(bounded)),
+                "generation-not-open",
+                "ABORTED");
     }
 
     private <T> T call(String what, Supplier<T> body) {
+        return call(what, body, null, null);
+    }
+
+    /**
+     * Runs {@code body}, waiting out 503 answers; after a retry, a conflict of type {@code
+     * doneType} whose {@code state} is {@code doneState} means an earlier attempt won (its answer
+     * was lost), and the call returns null.
+     */
+    private <T> T call(String what, Supplier<T> body, String doneType, String doneState) {
+        long deadline = System.nanoTime() + RETRY_BUDGET.toNanos();
+        boolean retried = false;
+        while (true) {
+            try {
+                return body.get();
+            } catch (HttpServerErrorException.ServiceUnavailable e) {
+                if (System.nanoTime() > deadline) {
+                    throw RelayCallException.of(
+                            "control-api " + baseUrl,
+                            what + " (still unavailable after " + RETRY_BUDGET.toSeconds() + " s)",
+                            e);
+                }
+                sleep(retryAfter(e));
+                retried = true;
+            } catch (RuntimeException e) {
+                RelayCallException failed =
+                        RelayCallException.of("control-api " + baseUrl, what, e);
+                if (retried
+                        && failed.problemType().equals(doneType)
+                        && doneState.equals(stateOf(e))) {
+                    return null;
+                }
+                throw failed;
+            }
+        }
+    }
+
+    private static String stateOf(RuntimeException e) {
+        if (!(e instanceof RestClientResponseException r)) {
+            return null;
+        }
         try {
-            return body.get();
-        } catch (RuntimeException e) {
-            throw RelayCallException.of("control-api " + baseUrl, what, e);
+            JsonNode state = JSON.readTree(r.getResponseBodyAsString()).get("state");
+            return state == null ? null : state.asString();
+        } catch (RuntimeException notJson) {
+            return null;
+        }
+    }
+
+    private static Duration retryAfter(RestClientResponseException e) {
+        String seconds =
+                e.getResponseHeaders() == null
+                        ? null
+                        : e.getResponseHeaders().getFirst("Retry-After");
+        Duration wait = Duration.ofSeconds(1);
+        if (seconds != null) {
+            try {
+                wait = Duration.ofSeconds(Long.parseLong(seconds.trim()));
+            } catch (NumberFormatException httpDate) {
+                // an HTTP date: wait the default
+            }
+        }
+        return wait.compareTo(MAX_RETRY_WAIT) > 0 ? MAX_RETRY_WAIT : wait;
+    }
+
+    private static void sleep(Duration d) {
+        try {
+            Thread.sleep(Math.max(1, d.toMillis()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while control-api was unavailable", e);
         }
     }
 }
