@@ -16,6 +16,7 @@ import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.Topology;
+import io.weightrelay.control.ControlProblems;
 import io.weightrelay.control.assignment.AssignmentService;
 import io.weightrelay.control.redis.Compression;
 import io.weightrelay.control.redis.RedisEvents;
@@ -95,7 +96,7 @@ public class GenerationService {
          */
         public StoredGeneration requireNotLost() {
             if (state() == GenerationState.LOST) {
-                throw GenerationProblems.GENERATION_LOST
+                throw ControlProblems.GENERATION_LOST
                         .exception(
                                 "generation "
                                         + id()
@@ -165,7 +166,7 @@ public class GenerationService {
         SourceManifest manifest = ManifestMapper.applyRule(request.getManifest());
         io.weightrelay.reshard.manifest.SourceManifest source = ManifestMapper.toReshard(manifest);
         if (source.fragments().size() > properties.maxObjects()) {
-            throw GenerationProblems.MANIFEST_TOO_LARGE.exception(
+            throw ControlProblems.MANIFEST_TOO_LARGE.exception(
                     "the manifest implies "
                             + source.fragments().size()
                             + " objects; at most "
@@ -203,7 +204,7 @@ public class GenerationService {
         switch (code(result)) {
             case "created", "existing" -> id = Long.parseLong(item(result, 1));
             case "step-conflict" ->
-                    throw GenerationProblems.TRAINER_STEP_CONFLICT
+                    throw ControlProblems.TRAINER_STEP_CONFLICT
                             .exception(
                                     "trainer step "
                                             + request.getTrainerStep()
@@ -238,7 +239,7 @@ public class GenerationService {
         Map<String, String> seen = new HashMap<>();
         for (RegisteredObject o : objects) {
             if (!o.getKey().startsWith(prefix) || o.getKey().length() == prefix.length()) {
-                throw GenerationProblems.UNKNOWN_OBJECT
+                throw ControlProblems.UNKNOWN_OBJECT
                         .exception(
                                 "object key '"
                                         + o.getKey()
@@ -255,7 +256,7 @@ public class GenerationService {
             String value = o.getSize() + "|" + o.getChecksum();
             String before = seen.put(fragment, value);
             if (before != null && !before.equals(value)) {
-                throw GenerationProblems.OBJECT_CONFLICT
+                throw ControlProblems.OBJECT_CONFLICT
                         .exception(
                                 "object '" + o.getKey() + "' appears twice with different values")
                         .with("key", o.getKey());
@@ -275,7 +276,7 @@ public class GenerationService {
             case "not-found" -> throw notFound(model, generation);
             case "not-open" -> throw notOpen(model, generation, item(result, 1));
             case "unknown-object" ->
-                    throw GenerationProblems.UNKNOWN_OBJECT
+                    throw ControlProblems.UNKNOWN_OBJECT
                             .exception(
                                     "object '"
                                             + prefix
@@ -283,7 +284,7 @@ public class GenerationService {
                                             + "' is not a fragment of the manifest")
                             .with("key", prefix + item(result, 1));
             case "size-mismatch" ->
-                    throw GenerationProblems.OBJECT_SIZE_MISMATCH
+                    throw ControlProblems.OBJECT_SIZE_MISMATCH
                             .exception(
                                     "object '"
                                             + prefix
@@ -295,7 +296,7 @@ public class GenerationService {
                             .with("key", prefix + item(result, 1))
                             .with("expectedSize", Long.parseLong(item(result, 2)));
             case "object-conflict" ->
-                    throw GenerationProblems.OBJECT_CONFLICT
+                    throw ControlProblems.OBJECT_CONFLICT
                             .exception(
                                     "object '"
                                             + prefix
@@ -352,7 +353,7 @@ public class GenerationService {
             }
             case "not-found" -> throw notFound(model, generation);
             case "not-open" ->
-                    throw GenerationProblems.COMMIT_CONFLICT
+                    throw ControlProblems.COMMIT_CONFLICT
                             .exception(
                                     "generation "
                                             + generation
@@ -361,7 +362,7 @@ public class GenerationService {
                                             + ", not OPEN; nothing changed")
                             .with("state", item(result, 1));
             case "stale" ->
-                    throw GenerationProblems.COMMIT_CONFLICT
+                    throw ControlProblems.COMMIT_CONFLICT
                             .exception(
                                     "newer generation "
                                             + item(result, 1)
@@ -374,7 +375,7 @@ public class GenerationService {
                 for (int i = 3; i < result.size(); i++) {
                     sample.add(item(result, i));
                 }
-                throw GenerationProblems.GENERATION_INCOMPLETE
+                throw ControlProblems.GENERATION_INCOMPLETE
                         .exception(
                                 missing
                                         + " object(s) missing and "
@@ -509,7 +510,7 @@ public class GenerationService {
                 .orElseThrow(
                         () -> {
                             requireModel(model);
-                            return GenerationProblems.NO_ACTIVE_GENERATION.exception(
+                            return ControlProblems.NO_ACTIVE_GENERATION.exception(
                                     "model " + model + " has no active generation");
                         });
     }
@@ -703,7 +704,7 @@ public class GenerationService {
             case "ok" -> new Lease(model, generation, holder, expiry.atOffset(ZoneOffset.UTC));
             case "not-found" -> throw notFound(model, generation);
             case "not-leasable" ->
-                    throw GenerationProblems.GENERATION_NOT_LEASABLE
+                    throw ControlProblems.GENERATION_NOT_LEASABLE
                             .exception(
                                     "generation "
                                             + generation
@@ -768,7 +769,7 @@ public class GenerationService {
             case "ok" -> get(model, generation);
             case "not-found" -> throw notFound(model, generation);
             case "not-committed" ->
-                    throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
+                    throw ControlProblems.GENERATION_NOT_COMMITTED.exception(
                             "generation " + generation + " is " + item(result, 1));
             default -> throw unexpected("activate", result);
         };
@@ -863,7 +864,7 @@ public class GenerationService {
                                     + " objects, the manifest "
                                     + source.fragments().size());
             case "conflict" ->
-                    throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
+                    throw ControlProblems.GENERATION_NOT_COMMITTED.exception(
                             "generation "
                                     + r.generation()
                                     + " of model "
@@ -874,14 +875,14 @@ public class GenerationService {
                                     + item(result, 2)
                                     + "; this checkpoint is of another history");
             case "busy" ->
-                    throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
+                    throw ControlProblems.GENERATION_NOT_COMMITTED.exception(
                             "generation "
                                     + r.generation()
                                     + " is "
                                     + item(result, 1)
                                     + " or being collected; it cannot be restored now");
             case "step-conflict" ->
-                    throw GenerationProblems.TRAINER_STEP_CONFLICT
+                    throw ControlProblems.TRAINER_STEP_CONFLICT
                             .exception(
                                     "trainer step "
                                             + r.trainerStep()
@@ -895,7 +896,7 @@ public class GenerationService {
     public void requireModel(String model) {
         Boolean known = guard.call(() -> redis.opsForSet().isMember(keys.models(), model));
         if (!Boolean.TRUE.equals(known)) {
-            throw GenerationProblems.MODEL_NOT_FOUND
+            throw ControlProblems.MODEL_NOT_FOUND
                     .exception("model " + model + " has never opened a generation")
                     .with("model", model);
         }
@@ -903,7 +904,7 @@ public class GenerationService {
 
     public static void requireSameModel(String pathModel, String bodyModel) {
         if (!pathModel.equals(bodyModel)) {
-            throw GenerationProblems.MODEL_MISMATCH.exception(
+            throw ControlProblems.MODEL_MISMATCH.exception(
                     "the path names model " + pathModel + " but the body names " + bodyModel);
         }
     }
@@ -1034,14 +1035,14 @@ public class GenerationService {
     }
 
     private static RuntimeException notFound(String model, long generation) {
-        return GenerationProblems.GENERATION_NOT_FOUND
+        return ControlProblems.GENERATION_NOT_FOUND
                 .exception("model " + model + " has no generation " + generation)
                 .with("model", model)
                 .with("generation", generation);
     }
 
     private static RuntimeException notOpen(String model, long generation, String state) {
-        return GenerationProblems.GENERATION_NOT_OPEN
+        return ControlProblems.GENERATION_NOT_OPEN
                 .exception("generation " + generation + " of model " + model + " is " + state)
                 .with("state", state);
     }

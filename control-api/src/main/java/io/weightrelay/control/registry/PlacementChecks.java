@@ -4,6 +4,7 @@ import io.weightrelay.api.control.model.ConsumeMode;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.WorkerPlacement;
+import io.weightrelay.control.ControlProblems;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.reshard.placement.FragmentTemplate.Entry;
@@ -68,7 +69,7 @@ public final class PlacementChecks {
                     || f.getBufferOffset() == null
                     || f.getBufferOffset() < 0) {
                 throw problem(
-                        RegistryProblems.INVALID_PLACEMENT,
+                        ControlProblems.INVALID_PLACEMENT,
                         instance,
                         worker,
                         i,
@@ -80,7 +81,7 @@ public final class PlacementChecks {
             int rank = f.getShape().size();
             if (f.getOffset().size() != rank || f.getStrides().size() != rank) {
                 throw problem(
-                                RegistryProblems.PLACEMENT_RANK_MISMATCH,
+                                ControlProblems.PLACEMENT_RANK_MISMATCH,
                                 instance,
                                 worker,
                                 i,
@@ -160,7 +161,7 @@ public final class PlacementChecks {
             TensorSpec spec = tensors.get(f.tensor());
             if (spec == null) {
                 throw problem(
-                        RegistryProblems.PLACEMENT_UNKNOWN_TENSOR,
+                        ControlProblems.PLACEMENT_UNKNOWN_TENSOR,
                         instance,
                         worker,
                         i,
@@ -172,7 +173,7 @@ public final class PlacementChecks {
             long[] dims = spec.shape().dims();
             if (f.rank() != dims.length) {
                 throw problem(
-                        RegistryProblems.PLACEMENT_TENSOR_RANK_MISMATCH,
+                        ControlProblems.PLACEMENT_TENSOR_RANK_MISMATCH,
                         instance,
                         worker,
                         i,
@@ -190,7 +191,7 @@ public final class PlacementChecks {
                 long end = f.offset()[d] + f.shape()[d];
                 if (end < 0 || end > dims[d]) {
                     throw problem(
-                            RegistryProblems.PLACEMENT_OUTSIDE_TENSOR,
+                            ControlProblems.PLACEMENT_OUTSIDE_TENSOR,
                             instance,
                             worker,
                             i,
@@ -206,7 +207,7 @@ public final class PlacementChecks {
             int element = spec.rolloutDtype().bytes();
             if (dims.length > 0 && !f.empty() && f.strides()[dims.length - 1] != element) {
                 throw problem(
-                                RegistryProblems.PLACEMENT_DTYPE_MISMATCH,
+                                ControlProblems.PLACEMENT_DTYPE_MISMATCH,
                                 instance,
                                 worker,
                                 i,
@@ -226,7 +227,7 @@ public final class PlacementChecks {
         ReceiveBuffer image = compatBuffer(worker);
         if (image.getSize() < imageBytes) {
             throw problem(
-                            RegistryProblems.PLACEMENT_IMAGE_TOO_LARGE,
+                            ControlProblems.PLACEMENT_IMAGE_TOO_LARGE,
                             instance,
                             worker,
                             -1,
@@ -302,7 +303,7 @@ public final class PlacementChecks {
             Long size = bufferSizes.get(f.buffer());
             if (size == null) {
                 throw problem(
-                                RegistryProblems.INVALID_PLACEMENT,
+                                ControlProblems.INVALID_PLACEMENT,
                                 instance,
                                 worker,
                                 i,
@@ -314,7 +315,7 @@ public final class PlacementChecks {
             }
             if (end > size) {
                 throw problem(
-                                RegistryProblems.PLACEMENT_OUTSIDE_BUFFER,
+                                ControlProblems.PLACEMENT_OUTSIDE_BUFFER,
                                 instance,
                                 worker,
                                 i,
@@ -505,7 +506,7 @@ public final class PlacementChecks {
     private static RelayException badStrides(
             String instance, WorkerPlacement worker, int i, Entry f, int element, String expected) {
         return problem(
-                        RegistryProblems.PLACEMENT_BAD_STRIDES,
+                        ControlProblems.PLACEMENT_BAD_STRIDES,
                         instance,
                         worker,
                         i,
@@ -533,7 +534,7 @@ public final class PlacementChecks {
         Entry f = fragments.get(fragment);
         Entry o = fragments.get(other);
         return problem(
-                        RegistryProblems.PLACEMENT_OVERLAP,
+                        ControlProblems.PLACEMENT_OVERLAP,
                         instance,
                         worker,
                         fragment,

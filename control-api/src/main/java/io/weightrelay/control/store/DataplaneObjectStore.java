@@ -1,5 +1,6 @@
 package io.weightrelay.control.store;
 
+import io.weightrelay.control.ControlProblems;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.ObjectLocation;
@@ -89,7 +90,7 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
         } catch (RelayException ex) {
             throw ex;
         } catch (DataplaneException | IllegalStateException ex) {
-            throw StoreProblems.STORE_UNAVAILABLE.exception(
+            throw ControlProblems.STORE_UNAVAILABLE.exception(
                     "object store call failed: " + ex.getMessage(), ex);
         }
     }
@@ -104,7 +105,7 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
                         io.weightrelay.dataplane.RedisUris.mask(settings.properties().redisUri()),
                         settings.properties().keyPrefix());
             } catch (RuntimeException | LinkageError ex) {
-                throw StoreProblems.STORE_UNAVAILABLE.exception(
+                throw ControlProblems.STORE_UNAVAILABLE.exception(
                         "cannot open the data plane: " + ex.getMessage(), ex);
             }
         }

@@ -1,5 +1,6 @@
 package io.weightrelay.control.store;
 
+import io.weightrelay.control.ControlProblems;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -7,7 +8,7 @@ import java.util.Set;
 
 /**
  * What control-api needs from the object store. Implementations are thread safe and throw {@link
- * io.weightrelay.service.problem.RelayException} of kind {@link StoreProblems#STORE_UNAVAILABLE}
+ * io.weightrelay.service.problem.RelayException} of kind {@link ControlProblems#STORE_UNAVAILABLE}
  * when the store cannot answer.
  */
 public interface ObjectStore {

@@ -2,6 +2,7 @@ package io.weightrelay.loader.instance;
 
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.Segment;
+import io.weightrelay.loader.LoaderProblems;
 import io.weightrelay.loader.registration.RegistrationManager;
 import io.weightrelay.loader.registration.SegmentRegistrar;
 import io.weightrelay.service.dataplane.DataplaneSettings;
@@ -27,7 +28,7 @@ public class DataplaneHolder {
     /** The data plane for this node, opened on first use. */
     public synchronized Dataplane open(String node) {
         if (settings.nodeLabel() != null && !settings.nodeLabel().equals(node)) {
-            throw InstanceProblems.NODE_CHANGED.exception(
+            throw LoaderProblems.NODE_CHANGED.exception(
                     "this loader runs on node "
                             + settings.nodeLabel()
                             + " (relay.dataplane.node-label), not "
@@ -37,7 +38,7 @@ public class DataplaneHolder {
             dataplane = Dataplane.open(settings.config(node));
             registrations = new RegistrationManager<>(new SegmentRegistrar(dataplane));
         } else if (!dataplane.nodeLabel().equals(node)) {
-            throw InstanceProblems.NODE_CHANGED.exception(
+            throw LoaderProblems.NODE_CHANGED.exception(
                     "this loader runs on node " + dataplane.nodeLabel() + ", not " + node);
         }
         return dataplane;

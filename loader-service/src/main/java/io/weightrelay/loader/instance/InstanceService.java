@@ -6,6 +6,7 @@ import io.weightrelay.api.loader.model.ReceiveBuffer;
 import io.weightrelay.api.loader.model.TargetFragment;
 import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.dataplane.Segment;
+import io.weightrelay.loader.LoaderProblems;
 import io.weightrelay.loader.control.ControlPlane;
 import io.weightrelay.loader.control.ControlPlaneException;
 import io.weightrelay.loader.pipeline.BufferDirectory;
@@ -47,7 +48,7 @@ public class InstanceService {
     /** Registers (or re-registers: a reconnect) the instance. */
     public synchronized Instance register(InstanceRegistration r) {
         if (updating) {
-            throw InstanceProblems.UPDATE_RUNNING.exception(
+            throw LoaderProblems.UPDATE_RUNNING.exception(
                     "re-registration must wait until the running update ends");
         }
         validate(r);
@@ -153,11 +154,11 @@ public class InstanceService {
         Set<String> workers = new HashSet<>();
         for (WorkerPlacement w : r.getWorkers()) {
             if (!workers.add(w.getWorkerId())) {
-                throw InstanceProblems.INVALID_REGISTRATION.exception(
+                throw LoaderProblems.INVALID_REGISTRATION.exception(
                         "worker " + w.getWorkerId() + " is listed twice");
             }
             if (!w.getNode().equals(r.getNode())) {
-                throw InstanceProblems.INVALID_REGISTRATION.exception(
+                throw LoaderProblems.INVALID_REGISTRATION.exception(
                         "worker "
                                 + w.getWorkerId()
                                 + " is on node "
@@ -166,7 +167,7 @@ public class InstanceService {
                                 + r.getNode());
             }
             if (w.getPlacement() != null) {
-                throw InstanceProblems.INVALID_REGISTRATION.exception(
+                throw LoaderProblems.INVALID_REGISTRATION.exception(
                         "worker "
                                 + w.getWorkerId()
                                 + ": the loader takes fragments inline; it stores them with"
@@ -175,7 +176,7 @@ public class InstanceService {
             List<TargetFragment> fragments =
                     w.getFragments() == null ? List.of() : w.getFragments();
             if (w.getMode() == ConsumeMode.COMPAT && !fragments.isEmpty()) {
-                throw InstanceProblems.INVALID_REGISTRATION.exception(
+                throw LoaderProblems.INVALID_REGISTRATION.exception(
                         "compat worker "
                                 + w.getWorkerId()
                                 + " receives every tensor whole; it lists no fragments");
@@ -186,7 +187,7 @@ public class InstanceService {
             }
             for (TargetFragment f : fragments) {
                 if (!buffers.contains(f.getBufferId())) {
-                    throw InstanceProblems.INVALID_REGISTRATION.exception(
+                    throw LoaderProblems.INVALID_REGISTRATION.exception(
                             "worker "
                                     + w.getWorkerId()
                                     + ": fragment of "
@@ -199,7 +200,7 @@ public class InstanceService {
         try {
             new BufferDirectory(Instance.directoryInput(r.getWorkers()));
         } catch (IllegalArgumentException e) {
-            throw InstanceProblems.INVALID_REGISTRATION.exception(e.getMessage());
+            throw LoaderProblems.INVALID_REGISTRATION.exception(e.getMessage());
         }
     }
 
@@ -210,7 +211,7 @@ public class InstanceService {
 
     public synchronized Instance require() {
         if (current == null) {
-            throw InstanceProblems.NOT_REGISTERED.exception("register the instance first");
+            throw LoaderProblems.NOT_REGISTERED.exception("register the instance first");
         }
         return current;
     }
@@ -219,7 +220,7 @@ public class InstanceService {
     public synchronized List<String> teardown() {
         Instance instance = require();
         if (updating) {
-            throw InstanceProblems.UPDATE_RUNNING.exception("teardown must wait for the update");
+            throw LoaderProblems.UPDATE_RUNNING.exception("teardown must wait for the update");
         }
         List<String> bases =
                 dataplane.registrations().unregisterInstance(instance.instanceId()).stream()
@@ -256,7 +257,7 @@ public class InstanceService {
     public synchronized Instance beginUpdate() {
         Instance instance = require();
         if (updating) {
-            throw InstanceProblems.UPDATE_RUNNING.exception("an update is already running");
+            throw LoaderProblems.UPDATE_RUNNING.exception("an update is already running");
         }
         if (instance.paused()) {
             throw CommonProblems.CONFLICT.exception(

@@ -2,6 +2,7 @@ package io.weightrelay.publisher.publish;
 
 import io.weightrelay.api.publisher.model.PublishState;
 import io.weightrelay.api.publisher.model.PublishStatus;
+import io.weightrelay.publisher.PublisherProblems;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -42,7 +43,7 @@ final class GenerationState {
         requireOpen();
         for (String key : keys) {
             if (claimed.contains(key)) {
-                throw PublishProblems.ALREADY_STORED
+                throw PublisherProblems.ALREADY_STORED
                         .exception("fragment '" + key + "' was handed over by an earlier batch")
                         .with("key", key);
             }
@@ -62,7 +63,7 @@ final class GenerationState {
 
     synchronized void requireOpen() {
         if (state == PublishState.FAILED) {
-            throw PublishProblems.GENERATION_FAILED
+            throw PublisherProblems.GENERATION_FAILED
                     .exception(
                             "generation "
                                     + layout.generation()
@@ -72,7 +73,7 @@ final class GenerationState {
                     .with("failure", failure);
         }
         if (state == PublishState.FINISHED) {
-            throw PublishProblems.GENERATION_FINISHED.exception(
+            throw PublisherProblems.GENERATION_FINISHED.exception(
                     "generation " + layout.generation() + " is finished on this node");
         }
     }
@@ -117,7 +118,7 @@ final class GenerationState {
 
     synchronized PublishStatus finish() {
         if (state == PublishState.OPEN && inFlight > 0) {
-            throw PublishProblems.BATCHES_IN_FLIGHT.exception(
+            throw PublisherProblems.BATCHES_IN_FLIGHT.exception(
                     inFlight + " batch(es) of this generation are still being handed over");
         }
         if (state == PublishState.FAILED) {

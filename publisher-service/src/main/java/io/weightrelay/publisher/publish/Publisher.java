@@ -6,6 +6,7 @@ import io.weightrelay.api.publisher.model.PublishStatus;
 import io.weightrelay.api.publisher.model.StagedTensor;
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.publisher.Futures;
+import io.weightrelay.publisher.PublisherProblems;
 import io.weightrelay.publisher.convert.BlockFp8;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.convert.Conversion;
@@ -290,7 +291,7 @@ public final class Publisher implements AutoCloseable {
         try {
             return staging.reserveOutput(bytes);
         } catch (RuntimeException e) {
-            throw PublishProblems.STORE_FAILED.exception(
+            throw PublisherProblems.STORE_FAILED.exception(
                     "no room for the batch's "
                             + bytes
                             + " converted bytes in segment "
@@ -333,7 +334,7 @@ public final class Publisher implements AutoCloseable {
         if (e instanceof RelayException) {
             return e;
         }
-        return PublishProblems.STORE_FAILED.exception(
+        return PublisherProblems.STORE_FAILED.exception(
                 "storing batch failed: " + describe(e) + "; nothing of it stays stored", e);
     }
 
@@ -435,7 +436,7 @@ public final class Publisher implements AutoCloseable {
                     Conversion.between(tensor.trainerType(), tensor.rolloutType())
                             .orElseThrow(
                                     () ->
-                                            PublishProblems.UNSUPPORTED_CONVERSION.exception(
+                                            PublisherProblems.UNSUPPORTED_CONVERSION.exception(
                                                     "no conversion from "
                                                             + tensor.trainerType().apiName()
                                                             + " to "
@@ -566,7 +567,7 @@ public final class Publisher implements AutoCloseable {
             return new Converted(w, Converter.convert(source, target, w.conversion()), 0);
         }
         if (w.inPlace() && w.outputBytes() + scales.bytes() > w.sourceBytes()) {
-            throw PublishProblems.UNSUPPORTED_CONVERSION.exception(
+            throw PublisherProblems.UNSUPPORTED_CONVERSION.exception(
                     "fragment "
                             + w.key()
                             + " ("
@@ -604,7 +605,7 @@ public final class Publisher implements AutoCloseable {
             crc = Checksums.combine(crc, c.result().sourceCrc(), c.work().sourceBytes());
         }
         if (Checksums.parse(expected) != crc) {
-            throw PublishProblems.CHECKSUM_MISMATCH
+            throw PublisherProblems.CHECKSUM_MISMATCH
                     .exception(
                             "tensor '"
                                     + tensor.getName()
@@ -646,7 +647,7 @@ public final class Publisher implements AutoCloseable {
             gen = generations.get(id(model, generation));
         }
         if (gen == null) {
-            throw PublishProblems.GENERATION_NOT_FOUND.exception(
+            throw PublisherProblems.GENERATION_NOT_FOUND.exception(
                     "this publisher has no state for " + model + "/" + generation);
         }
         return gen.status();
@@ -704,7 +705,7 @@ public final class Publisher implements AutoCloseable {
     }
 
     private static RelayException mismatch(String detail) {
-        return PublishProblems.MANIFEST_MISMATCH.exception(detail);
+        return PublisherProblems.MANIFEST_MISMATCH.exception(detail);
     }
 
     @Override

@@ -10,6 +10,7 @@ import io.weightrelay.api.control.client.model.LostRequest;
 import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.SegmentRegistration;
+import io.weightrelay.publisher.PublisherProblems;
 import io.weightrelay.publisher.convert.ElementType;
 import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.ObjectKeys;
@@ -181,7 +182,7 @@ final class RestControlPlane implements ControlPlane {
             call("renew segment " + segment, () -> registry.heartbeatSegment(segment));
             return true;
         } catch (RelayException e) {
-            if (e.kind() == PublishProblems.GENERATION_NOT_FOUND) {
+            if (e.kind() == PublisherProblems.GENERATION_NOT_FOUND) {
                 return false; // a 404: the registry forgot the segment
             }
             throw e;
@@ -193,10 +194,10 @@ final class RestControlPlane implements ControlPlane {
             return retry.executeSupplier(body);
         } catch (RestClientResponseException e) {
             if (e.getStatusCode().value() == 404) {
-                throw PublishProblems.GENERATION_NOT_FOUND.exception(
+                throw PublisherProblems.GENERATION_NOT_FOUND.exception(
                         "control-api: cannot " + what + ": " + e.getResponseBodyAsString(), e);
             }
-            throw PublishProblems.CONTROL_API_FAILED
+            throw PublisherProblems.CONTROL_API_FAILED
                     .exception(
                             "control-api refused to "
                                     + what
@@ -207,7 +208,7 @@ final class RestControlPlane implements ControlPlane {
                             e)
                     .with("controlApiStatus", e.getStatusCode().value());
         } catch (ResourceAccessException e) {
-            throw PublishProblems.CONTROL_API_FAILED.exception(
+            throw PublisherProblems.CONTROL_API_FAILED.exception(
                     "control-api did not answer while trying to " + what + ": " + e.getMessage(),
                     e);
         }
@@ -315,6 +316,6 @@ final class RestControlPlane implements ControlPlane {
     }
 
     private static RelayException mismatch(String detail) {
-        return PublishProblems.MANIFEST_MISMATCH.exception(detail);
+        return PublisherProblems.MANIFEST_MISMATCH.exception(detail);
     }
 }

@@ -1,10 +1,18 @@
-package io.weightrelay.loader.instance;
+package io.weightrelay.loader;
 
 import io.weightrelay.service.problem.ProblemKind;
 import org.springframework.http.HttpStatus;
 
-/** Problem types of the instance life cycle. */
-public final class InstanceProblems {
+/**
+ * Every problem type loader-service answers with, besides the common ones ({@code CommonProblems}):
+ * its error contract in one place, grouped by feature. Each type is stable; an engine switches on
+ * it.
+ */
+public final class LoaderProblems {
+
+    // ---- instance life cycle
+    // ---------------------------------------------------------------------
+
     public static final ProblemKind NOT_REGISTERED =
             new ProblemKind(
                     "instance-not-registered", HttpStatus.NOT_FOUND, "No instance is registered");
@@ -22,5 +30,16 @@ public final class InstanceProblems {
             new ProblemKind(
                     "update-running", HttpStatus.CONFLICT, "An update is running on this instance");
 
-    private InstanceProblems() {}
+    // ---- update API
+    // ------------------------------------------------------------------------------
+
+    public static final ProblemKind UPDATE_NOT_FOUND =
+            new ProblemKind("update-not-found", HttpStatus.NOT_FOUND, "No such update");
+    public static final ProblemKind GENERATION_NOT_FOUND =
+            new ProblemKind(
+                    "generation-not-found",
+                    HttpStatus.NOT_FOUND,
+                    "No such (or no active) generation");
+
+    private LoaderProblems() {}
 }
