@@ -12,7 +12,7 @@ import io.weightrelay.api.control.model.TensorSpec;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
-import io.weightrelay.control.ControlProblems;
+import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationService;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
@@ -132,7 +132,7 @@ public class CheckpointService {
             }
         }
         if (!missing.isEmpty()) {
-            throw ControlProblems.OBJECTS_NOT_STORED
+            throw CheckpointProblems.OBJECTS_NOT_STORED
                     .exception(
                             missing.size()
                                     + " object(s) of generation "
@@ -189,7 +189,7 @@ public class CheckpointService {
         List<OwnerCheckpoint> failed = results.stream().filter(r -> r.getError() != null).toList();
         if (!failed.isEmpty()) {
             recordFailure(model, generation, dir, results);
-            throw ControlProblems.CHECKPOINT_FAILED
+            throw CheckpointProblems.CHECKPOINT_FAILED
                     .exception(
                             failed.size()
                                     + " of "
@@ -210,7 +210,7 @@ public class CheckpointService {
             for (OwnerCheckpointObject o : answer.getSaved()) {
                 String registeredChecksum = checksums.get(o.getKey());
                 if (registeredChecksum == null || !registeredChecksum.equals(o.getChecksum())) {
-                    throw ControlProblems.CHECKPOINT_FAILED
+                    throw CheckpointProblems.CHECKPOINT_FAILED
                             .exception(
                                     "owner "
                                             + r.getSegment()
@@ -234,7 +234,7 @@ public class CheckpointService {
         }
         for (String key : objectKeys) {
             if (!objects.containsKey(key)) {
-                throw ControlProblems.CHECKPOINT_FAILED
+                throw CheckpointProblems.CHECKPOINT_FAILED
                         .exception("no owner saved object " + key)
                         .with("object", key);
             }
@@ -277,7 +277,7 @@ public class CheckpointService {
                     (FORMAT + " sha256:" + sha256(manifestBytes) + "\n")
                             .getBytes(StandardCharsets.US_ASCII));
         } catch (IOException e) {
-            throw ControlProblems.CHECKPOINT_FAILED.exception(
+            throw CheckpointProblems.CHECKPOINT_FAILED.exception(
                     "cannot write the checkpoint manifest into " + dir + ": " + e);
         }
         double saveSeconds = (System.nanoTime() - started) / 1e9;
@@ -329,7 +329,7 @@ public class CheckpointService {
             String key = ObjectKeys.key(model, g, f.fragment());
             CheckpointObject o = byKey.get(key);
             if (o == null || o.getSize() != f.bytes()) {
-                throw ControlProblems.CHECKPOINT_INCOMPLETE
+                throw CheckpointProblems.CHECKPOINT_INCOMPLETE
                         .exception(
                                 "the checkpoint in "
                                         + dir
@@ -339,7 +339,7 @@ public class CheckpointService {
             }
         }
         if (byKey.size() != source.fragments().size()) {
-            throw ControlProblems.CHECKPOINT_INCOMPLETE.exception(
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
                     "the checkpoint lists "
                             + byKey.size()
                             + " objects, its manifest has "
@@ -358,7 +358,7 @@ public class CheckpointService {
         for (int attempt = 0; ; attempt++) {
             if (live.isEmpty()) {
                 store.remove(keysOf);
-                throw ControlProblems.NO_OWNERS
+                throw CheckpointProblems.NO_OWNERS
                         .exception(
                                 "no live segment owner with an admin URL is registered to restore"
                                         + " into")
@@ -388,7 +388,7 @@ public class CheckpointService {
             if (fatal || attempt >= 2) {
                 // Nothing is registered; what was re-stored is removed, so no half is left.
                 long removed = store.remove(keysOf);
-                throw ControlProblems.RESTORE_FAILED
+                throw CheckpointProblems.RESTORE_FAILED
                         .exception(
                                 failed.size()
                                         + " of "
@@ -417,7 +417,7 @@ public class CheckpointService {
         for (CheckpointObject o : m.getObjects()) {
             List<String> segments = where.get(o.getKey());
             if (segments == null || segments.isEmpty()) {
-                throw ControlProblems.RESTORE_FAILED
+                throw CheckpointProblems.RESTORE_FAILED
                         .exception("object " + o.getKey() + " is not in the store after restore")
                         .with("object", o.getKey());
             }
@@ -507,25 +507,25 @@ public class CheckpointService {
         try {
             marker = Files.readAllBytes(dir.resolve(MARKER));
         } catch (NoSuchFileException e) {
-            throw ControlProblems.CHECKPOINT_INCOMPLETE
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE
                     .exception(
                             "no completion marker in "
                                     + dir
                                     + ": no save into it finished, it cannot be restored")
                     .with("directory", dir.toString());
         } catch (IOException e) {
-            throw ControlProblems.CHECKPOINT_INCOMPLETE.exception(
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
                     "cannot read " + dir.resolve(MARKER) + ": " + e);
         }
         try {
             manifest = Files.readAllBytes(dir.resolve(MANIFEST));
         } catch (IOException e) {
-            throw ControlProblems.CHECKPOINT_INCOMPLETE.exception(
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
                     "cannot read " + dir.resolve(MANIFEST) + ": " + e);
         }
         String expected = FORMAT + " sha256:" + sha256(manifest);
         if (!new String(marker, StandardCharsets.US_ASCII).trim().equals(expected)) {
-            throw ControlProblems.CHECKPOINT_INCOMPLETE.exception(
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
                     "the completion marker in "
                             + dir
                             + " does not vouch for its "
@@ -536,11 +536,11 @@ public class CheckpointService {
         try {
             m = json.readValue(manifest, CheckpointManifest.class);
         } catch (RuntimeException e) {
-            throw ControlProblems.CHECKPOINT_INCOMPLETE.exception(
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
                     "cannot parse " + dir.resolve(MANIFEST) + ": " + e.getMessage());
         }
         if (!FORMAT.equals(m.getFormat())) {
-            throw ControlProblems.CHECKPOINT_INCOMPLETE.exception(
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
                     "checkpoint format " + m.getFormat() + " is not " + FORMAT);
         }
         return m;
@@ -693,7 +693,7 @@ public class CheckpointService {
     private GenerationService.StoredGeneration committed(String model, long generation) {
         GenerationService.StoredGeneration g = generations.load(model, generation).requireNotLost();
         if (!g.committed()) {
-            throw ControlProblems.GENERATION_NOT_COMMITTED.exception(
+            throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                     "generation " + generation + " is " + g.state() + ", never committed");
         }
         return g;

@@ -16,7 +16,6 @@ import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.Topology;
-import io.weightrelay.control.ControlProblems;
 import io.weightrelay.control.assignment.AssignmentService;
 import io.weightrelay.control.redis.Compression;
 import io.weightrelay.control.redis.RedisEvents;
@@ -96,7 +95,7 @@ public class GenerationService {
          */
         public StoredGeneration requireNotLost() {
             if (state() == GenerationState.LOST) {
-                throw ControlProblems.GENERATION_LOST
+                throw GenerationProblems.GENERATION_LOST
                         .exception(
                                 "generation "
                                         + id()
@@ -166,7 +165,7 @@ public class GenerationService {
         SourceManifest manifest = ManifestMapper.applyRule(request.getManifest());
         io.weightrelay.reshard.manifest.SourceManifest source = ManifestMapper.toReshard(manifest);
         if (source.fragments().size() > properties.maxObjects()) {
-            throw ControlProblems.MANIFEST_TOO_LARGE.exception(
+            throw GenerationProblems.MANIFEST_TOO_LARGE.exception(
                     "the manifest implies "
                             + source.fragments().size()
                             + " objects; at most "
@@ -204,7 +203,7 @@ public class GenerationService {
         switch (code(result)) {
             case "created", "existing" -> id = Long.parseLong(item(result, 1));
             case "step-conflict" ->
-                    throw ControlProblems.TRAINER_STEP_CONFLICT
+                    throw GenerationProblems.TRAINER_STEP_CONFLICT
                             .exception(
                                     "trainer step "
                                             + request.getTrainerStep()
@@ -239,7 +238,7 @@ public class GenerationService {
         Map<String, String> seen = new HashMap<>();
         for (RegisteredObject o : objects) {
             if (!o.getKey().startsWith(prefix) || o.getKey().length() == prefix.length()) {
-                throw ControlProblems.UNKNOWN_OBJECT
+                throw GenerationProblems.UNKNOWN_OBJECT
                         .exception(
                                 "object key '"
                                         + o.getKey()
@@ -256,7 +255,7 @@ public class GenerationService {
             String value = o.getSize() + "|" + o.getChecksum();
             String before = seen.put(fragment, value);
             if (before != null && !before.equals(value)) {
-                throw ControlProblems.OBJECT_CONFLICT
+                throw GenerationProblems.OBJECT_CONFLICT
                         .exception(
                                 "object '" + o.getKey() + "' appears twice with different values")
                         .with("key", o.getKey());
@@ -276,7 +275,7 @@ public class GenerationService {
             case "not-found" -> throw notFound(model, generation);
             case "not-open" -> throw notOpen(model, generation, item(result, 1));
             case "unknown-object" ->
-                    throw ControlProblems.UNKNOWN_OBJECT
+                    throw GenerationProblems.UNKNOWN_OBJECT
                             .exception(
                                     "object '"
                                             + prefix
@@ -284,7 +283,7 @@ public class GenerationService {
                                             + "' is not a fragment of the manifest")
                             .with("key", prefix + item(result, 1));
             case "size-mismatch" ->
-                    throw ControlProblems.OBJECT_SIZE_MISMATCH
+                    throw GenerationProblems.OBJECT_SIZE_MISMATCH
                             .exception(
                                     "object '"
                                             + prefix
@@ -296,7 +295,7 @@ public class GenerationService {
                             .with("key", prefix + item(result, 1))
                             .with("expectedSize", Long.parseLong(item(result, 2)));
             case "object-conflict" ->
-                    throw ControlProblems.OBJECT_CONFLICT
+                    throw GenerationProblems.OBJECT_CONFLICT
                             .exception(
                                     "object '"
                                             + prefix
@@ -353,7 +352,7 @@ public class GenerationService {
             }
             case "not-found" -> throw notFound(model, generation);
             case "not-open" ->
-                    throw ControlProblems.COMMIT_CONFLICT
+                    throw GenerationProblems.COMMIT_CONFLICT
                             .exception(
                                     "generation "
                                             + generation
@@ -362,7 +361,7 @@ public class GenerationService {
                                             + ", not OPEN; nothing changed")
                             .with("state", item(result, 1));
             case "stale" ->
-                    throw ControlProblems.COMMIT_CONFLICT
+                    throw GenerationProblems.COMMIT_CONFLICT
                             .exception(
                                     "newer generation "
                                             + item(result, 1)
@@ -375,7 +374,7 @@ public class GenerationService {
                 for (int i = 3; i < result.size(); i++) {
                     sample.add(item(result, i));
                 }
-                throw ControlProblems.GENERATION_INCOMPLETE
+                throw GenerationProblems.GENERATION_INCOMPLETE
                         .exception(
                                 missing
                                         + " object(s) missing and "
@@ -510,7 +509,7 @@ public class GenerationService {
                 .orElseThrow(
                         () -> {
                             requireModel(model);
-                            return ControlProblems.NO_ACTIVE_GENERATION.exception(
+                            return GenerationProblems.NO_ACTIVE_GENERATION.exception(
                                     "model " + model + " has no active generation");
                         });
     }
@@ -704,7 +703,7 @@ public class GenerationService {
             case "ok" -> new Lease(model, generation, holder, expiry.atOffset(ZoneOffset.UTC));
             case "not-found" -> throw notFound(model, generation);
             case "not-leasable" ->
-                    throw ControlProblems.GENERATION_NOT_LEASABLE
+                    throw GenerationProblems.GENERATION_NOT_LEASABLE
                             .exception(
                                     "generation "
                                             + generation
@@ -769,7 +768,7 @@ public class GenerationService {
             case "ok" -> get(model, generation);
             case "not-found" -> throw notFound(model, generation);
             case "not-committed" ->
-                    throw ControlProblems.GENERATION_NOT_COMMITTED.exception(
+                    throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                             "generation " + generation + " is " + item(result, 1));
             default -> throw unexpected("activate", result);
         };
@@ -864,7 +863,7 @@ public class GenerationService {
                                     + " objects, the manifest "
                                     + source.fragments().size());
             case "conflict" ->
-                    throw ControlProblems.GENERATION_NOT_COMMITTED.exception(
+                    throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                             "generation "
                                     + r.generation()
                                     + " of model "
@@ -875,14 +874,14 @@ public class GenerationService {
                                     + item(result, 2)
                                     + "; this checkpoint is of another history");
             case "busy" ->
-                    throw ControlProblems.GENERATION_NOT_COMMITTED.exception(
+                    throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                             "generation "
                                     + r.generation()
                                     + " is "
                                     + item(result, 1)
                                     + " or being collected; it cannot be restored now");
             case "step-conflict" ->
-                    throw ControlProblems.TRAINER_STEP_CONFLICT
+                    throw GenerationProblems.TRAINER_STEP_CONFLICT
                             .exception(
                                     "trainer step "
                                             + r.trainerStep()
@@ -896,7 +895,7 @@ public class GenerationService {
     public void requireModel(String model) {
         Boolean known = guard.call(() -> redis.opsForSet().isMember(keys.models(), model));
         if (!Boolean.TRUE.equals(known)) {
-            throw ControlProblems.MODEL_NOT_FOUND
+            throw GenerationProblems.MODEL_NOT_FOUND
                     .exception("model " + model + " has never opened a generation")
                     .with("model", model);
         }
@@ -904,7 +903,7 @@ public class GenerationService {
 
     public static void requireSameModel(String pathModel, String bodyModel) {
         if (!pathModel.equals(bodyModel)) {
-            throw ControlProblems.MODEL_MISMATCH.exception(
+            throw GenerationProblems.MODEL_MISMATCH.exception(
                     "the path names model " + pathModel + " but the body names " + bodyModel);
         }
     }
@@ -1035,14 +1034,14 @@ public class GenerationService {
     }
 
     private static RuntimeException notFound(String model, long generation) {
-        return ControlProblems.GENERATION_NOT_FOUND
+        return GenerationProblems.GENERATION_NOT_FOUND
                 .exception("model " + model + " has no generation " + generation)
                 .with("model", model)
                 .with("generation", generation);
     }
 
     private static RuntimeException notOpen(String model, long generation, String state) {
-        return ControlProblems.GENERATION_NOT_OPEN
+        return GenerationProblems.GENERATION_NOT_OPEN
                 .exception("generation " + generation + " of model " + model + " is " + state)
                 .with("state", state);
     }

@@ -7,7 +7,6 @@ import io.weightrelay.api.control.model.RolloutQuantization;
 import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.TensorSpec;
 import io.weightrelay.api.control.model.Topology;
-import io.weightrelay.control.ControlProblems;
 import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fp8BlockRule;
@@ -142,7 +141,7 @@ public final class ManifestMapper {
                     .rolloutQuantization(rule);
         } catch (Fp8BlockRule.RuleException e) {
             RelayException problem =
-                    ControlProblems.INVALID_MANIFEST.exception(
+                    GenerationProblems.INVALID_MANIFEST.exception(
                             "manifest.rolloutQuantization: " + e.getMessage());
             if (e.tensor() != null) {
                 problem.with("tensor", e.tensor());
@@ -188,7 +187,7 @@ public final class ManifestMapper {
                             : api.getMaxFragmentBytes();
             return Fragmenter.fragment(api.getModel(), tensors, maxFragmentBytes);
         } catch (IllegalArgumentException | ArithmeticException | NullPointerException ex) {
-            throw ControlProblems.INVALID_MANIFEST.exception(String.valueOf(ex.getMessage()));
+            throw GenerationProblems.INVALID_MANIFEST.exception(String.valueOf(ex.getMessage()));
         }
     }
 
@@ -208,7 +207,7 @@ public final class ManifestMapper {
             new io.weightrelay.reshard.topology.Topology(nodes);
             return nodes;
         } catch (IllegalArgumentException | NullPointerException ex) {
-            throw ControlProblems.INVALID_TOPOLOGY.exception(String.valueOf(ex.getMessage()));
+            throw GenerationProblems.INVALID_TOPOLOGY.exception(String.valueOf(ex.getMessage()));
         }
     }
 

@@ -15,9 +15,9 @@ import io.weightrelay.api.control.model.UpdateOverview;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.api.control.server.OperatorApi;
-import io.weightrelay.control.ControlProblems;
 import io.weightrelay.control.checkpoint.CheckpointService;
 import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.registry.Registry;
 import io.weightrelay.control.update.UpdateService;
@@ -168,7 +168,7 @@ class OperatorController implements OperatorApi {
         try {
             return plans.load(planId).instances();
         } catch (RelayException e) {
-            if (e.kind() == ControlProblems.PLAN_NOT_FOUND) {
+            if (e.kind() == PlanProblems.PLAN_NOT_FOUND) {
                 return List.of();
             }
             throw e;

@@ -1,6 +1,5 @@
 package io.weightrelay.control.plan;
 
-import io.weightrelay.control.ControlProblems;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Duration;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -71,7 +70,7 @@ class PlanComputations implements DisposableBean {
     }
 
     private static RelayException busy(String detail) {
-        RelayException ex = ControlProblems.PLAN_BUSY.exception(detail);
+        RelayException ex = PlanProblems.PLAN_BUSY.exception(detail);
         ex.getHeaders().set("Retry-After", "1");
         return ex;
     }

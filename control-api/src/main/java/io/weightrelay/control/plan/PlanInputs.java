@@ -5,11 +5,11 @@ import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.Nic;
 import io.weightrelay.api.control.model.Topology;
 import io.weightrelay.api.control.model.WorkerPlacement;
-import io.weightrelay.control.ControlProblems;
 import io.weightrelay.control.generation.ManifestMapper;
 import io.weightrelay.control.registry.PlacementChecks;
 import io.weightrelay.control.registry.PlacementTemplates;
 import io.weightrelay.control.registry.Registry;
+import io.weightrelay.control.registry.RegistryProblems;
 import io.weightrelay.reshard.codec.ByteSink;
 import io.weightrelay.reshard.codec.Digests;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
@@ -118,7 +118,7 @@ final class PlanInputs {
                     nicsByNode,
                     new io.weightrelay.reshard.topology.Topology(nodes));
         } catch (IllegalArgumentException ex) {
-            throw ControlProblems.PLAN_FAILED.exception(ex.getMessage());
+            throw PlanProblems.PLAN_FAILED.exception(ex.getMessage());
         }
     }
 
@@ -222,7 +222,7 @@ final class PlanInputs {
         try {
             return new TargetPlacement(workers);
         } catch (IllegalArgumentException ex) {
-            throw ControlProblems.PLAN_FAILED.exception(ex.getMessage());
+            throw PlanProblems.PLAN_FAILED.exception(ex.getMessage());
         }
     }
 
@@ -243,7 +243,7 @@ final class PlanInputs {
                                 e.bufferOffset(),
                                 new Shape(e.strides())));
             } catch (IllegalArgumentException ex) {
-                throw ControlProblems.PLAN_FAILED.exception(ex.getMessage());
+                throw PlanProblems.PLAN_FAILED.exception(ex.getMessage());
             }
         }
         return List.copyOf(out);
@@ -258,7 +258,7 @@ final class PlanInputs {
             }
         }
         if (nic < 0) {
-            throw ControlProblems.INVALID_PLACEMENT.exception(
+            throw RegistryProblems.INVALID_PLACEMENT.exception(
                     "worker "
                             + w.getWorkerId()
                             + " uses NIC "
@@ -279,7 +279,7 @@ final class PlanInputs {
                     w.getBuffers().get(0).getSegment(),
                     fragments);
         } catch (IllegalArgumentException ex) {
-            throw ControlProblems.INVALID_PLACEMENT.exception(ex.getMessage());
+            throw RegistryProblems.INVALID_PLACEMENT.exception(ex.getMessage());
         }
     }
 }

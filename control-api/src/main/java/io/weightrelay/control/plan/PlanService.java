@@ -7,7 +7,7 @@ import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
-import io.weightrelay.control.ControlProblems;
+import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationService;
 import io.weightrelay.control.redis.Compression;
 import io.weightrelay.control.redis.RedisGuard;
@@ -99,12 +99,12 @@ public class PlanService {
         GenerationService.StoredGeneration generation =
                 generations.load(request.getModel(), request.getGeneration()).requireNotLost();
         if (generation.state() == GenerationState.ABORTED) {
-            throw ControlProblems.GENERATION_NOT_OPEN.exception(
+            throw GenerationProblems.GENERATION_NOT_OPEN.exception(
                     "generation " + request.getGeneration() + " was aborted");
         }
         List<Loader> loaders = registry.liveLoaders(request.getModel(), request.getGroup());
         if (loaders.isEmpty()) {
-            throw ControlProblems.NO_LIVE_LOADERS
+            throw PlanProblems.NO_LIVE_LOADERS
                     .exception(
                             "rollout group "
                                     + request.getGroup()
@@ -166,7 +166,7 @@ public class PlanService {
                 guard.call(() -> bytes.opsForValue().get(keys.planSlice(planId, instance)));
         if (deflated == null) {
             summary(planId);
-            throw ControlProblems.SLICE_NOT_FOUND
+            throw PlanProblems.SLICE_NOT_FOUND
                     .exception("loader " + instance + " has no part in plan " + planId)
                     .with("instance", instance);
         }
@@ -229,7 +229,7 @@ public class PlanService {
                 return done.cached(true);
             }
             if (System.nanoTime() > deadline) {
-                throw ControlProblems.PLAN_BUSY.exception(
+                throw PlanProblems.PLAN_BUSY.exception(
                         "plan " + planId + " is still being computed elsewhere; retry");
             }
             sleep(POLL);
@@ -246,7 +246,7 @@ public class PlanService {
             plan = Planner.plan(inputs.source(), placement, inputs.topology());
             report = PlanValidator.validate(plan, inputs.source(), placement);
         } catch (PlanningException | IllegalArgumentException ex) {
-            throw ControlProblems.PLAN_FAILED.exception(String.valueOf(ex.getMessage()), ex);
+            throw PlanProblems.PLAN_FAILED.exception(String.valueOf(ex.getMessage()), ex);
         }
         byte[] encoded = plan.encode();
         long computeMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
@@ -335,12 +335,12 @@ public class PlanService {
             Thread.sleep(duration.toMillis());
         } catch (InterruptedException ex) {
             Thread.currentThread().interrupt();
-            throw ControlProblems.PLAN_BUSY.exception("interrupted while waiting for plan");
+            throw PlanProblems.PLAN_BUSY.exception("interrupted while waiting for plan");
         }
     }
 
     private static RuntimeException planNotFound(String planId) {
-        return ControlProblems.PLAN_NOT_FOUND
+        return PlanProblems.PLAN_NOT_FOUND
                 .exception("no plan " + planId + " is cached")
                 .with("planId", planId);
     }

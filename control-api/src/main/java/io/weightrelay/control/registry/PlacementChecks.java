@@ -4,7 +4,6 @@ import io.weightrelay.api.control.model.ConsumeMode;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.WorkerPlacement;
-import io.weightrelay.control.ControlProblems;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.reshard.placement.FragmentTemplate.Entry;
@@ -69,7 +68,7 @@ public final class PlacementChecks {
                     || f.getBufferOffset() == null
                     || f.getBufferOffset() < 0) {
                 throw problem(
-                        ControlProblems.INVALID_PLACEMENT,
+                        RegistryProblems.INVALID_PLACEMENT,
                         instance,
                         worker,
                         i,
@@ -81,7 +80,7 @@ public final class PlacementChecks {
             int rank = f.getShape().size();
             if (f.getOffset().size() != rank || f.getStrides().size() != rank) {
                 throw problem(
-                                ControlProblems.PLACEMENT_RANK_MISMATCH,
+                                RegistryProblems.PLACEMENT_RANK_MISMATCH,
                                 instance,
                                 worker,
                                 i,
@@ -161,7 +160,7 @@ public final class PlacementChecks {
             TensorSpec spec = tensors.get(f.tensor());
             if (spec == null) {
                 throw problem(
-                        ControlProblems.PLACEMENT_UNKNOWN_TENSOR,
+                        RegistryProblems.PLACEMENT_UNKNOWN_TENSOR,
                         instance,
                         worker,
                         i,
@@ -173,7 +172,7 @@ public final class PlacementChecks {
             long[] dims = spec.shape().dims();
             if (f.rank() != dims.length) {
                 throw problem(
-                        ControlProblems.PLACEMENT_TENSOR_RANK_MISMATCH,
+                        RegistryProblems.PLACEMENT_TENSOR_RANK_MISMATCH,
                         instance,
                         worker,
                         i,
@@ -191,7 +190,7 @@ public final class PlacementChecks {
                 long end = f.offset()[d] + f.shape()[d];
                 if (end < 0 || end > dims[d]) {
                     throw problem(
-                            ControlProblems.PLACEMENT_OUTSIDE_TENSOR,
+                            RegistryProblems.PLACEMENT_OUTSIDE_TENSOR,
                             instance,
                             worker,
                             i,
@@ -207,7 +206,7 @@ public final class PlacementChecks {
             int element = spec.rolloutDtype().bytes();
             if (dims.length > 0 && !f.empty() && f.strides()[dims.length - 1] != element) {
                 throw problem(
-                                ControlProblems.PLACEMENT_DTYPE_MISMATCH,
+                                RegistryProblems.PLACEMENT_DTYPE_MISMATCH,
                                 instance,
                                 worker,
                                 i,
@@ -227,7 +226,7 @@ public final class PlacementChecks {
         ReceiveBuffer image = compatBuffer(worker);
         if (image.getSize() < imageBytes) {
             throw problem(
-                            ControlProblems.PLACEMENT_IMAGE_TOO_LARGE,
+                            RegistryProblems.PLACEMENT_IMAGE_TOO_LARGE,
                             instance,
                             worker,
                             -1,
@@ -303,7 +302,7 @@ public final class PlacementChecks {
             Long size = bufferSizes.get(f.buffer());
             if (size == null) {
                 throw problem(
-                                ControlProblems.INVALID_PLACEMENT,
+                                RegistryProblems.INVALID_PLACEMENT,
                                 instance,
                                 worker,
                                 i,
@@ -315,7 +314,7 @@ public final class PlacementChecks {
             }
             if (end > size) {
                 throw problem(
-                                ControlProblems.PLACEMENT_OUTSIDE_BUFFER,
+                                RegistryProblems.PLACEMENT_OUTSIDE_BUFFER,
                                 instance,
                                 worker,
                                 i,
@@ -506,7 +505,7 @@ public final class PlacementChecks {
     private static RelayException badStrides(
             String instance, WorkerPlacement worker, int i, Entry f, int element, String expected) {
         return problem(
-                        ControlProblems.PLACEMENT_BAD_STRIDES,
+                        RegistryProblems.PLACEMENT_BAD_STRIDES,
                         instance,
                         worker,
                         i,
@@ -534,7 +533,7 @@ public final class PlacementChecks {
         Entry f = fragments.get(fragment);
         Entry o = fragments.get(other);
         return problem(
-                        ControlProblems.PLACEMENT_OVERLAP,
+                        RegistryProblems.PLACEMENT_OVERLAP,
                         instance,
                         worker,
                         fragment,

@@ -1,6 +1,5 @@
 package io.weightrelay.control.registry;
 
-import io.weightrelay.control.ControlProblems;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.reshard.codec.CodecException;
@@ -62,7 +61,7 @@ public class PlacementTemplates {
     public FragmentTemplate put(String digest, byte[] body) {
         String actual = Digests.sha256Hex(body);
         if (!actual.equals(digest)) {
-            throw ControlProblems.PLACEMENT_DIGEST_MISMATCH
+            throw RegistryProblems.PLACEMENT_DIGEST_MISMATCH
                     .exception(
                             "the body's SHA-256 is "
                                     + actual
@@ -76,7 +75,7 @@ public class PlacementTemplates {
         try {
             template = FragmentTemplate.decode(body);
         } catch (CodecException ex) {
-            throw ControlProblems.INVALID_PLACEMENT
+            throw RegistryProblems.INVALID_PLACEMENT
                     .exception("not a wr.fragments.v1 template: " + ex.getMessage())
                     .with("placement", digest);
         }
@@ -123,7 +122,7 @@ public class PlacementTemplates {
     public FragmentTemplate require(String digest, String instance, String worker) {
         FragmentTemplate t = find(digest);
         if (t == null) {
-            throw ControlProblems.PLACEMENT_TEMPLATE_NOT_FOUND
+            throw RegistryProblems.PLACEMENT_TEMPLATE_NOT_FOUND
                     .exception(
                             "instance "
                                     + instance

@@ -9,7 +9,6 @@ import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.WorkerPlacement;
-import io.weightrelay.control.ControlProblems;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.Scripts;
@@ -284,7 +283,7 @@ public class Registry {
     }
 
     private static RuntimeException templatesMissing(String instance, List<String> missing) {
-        return ControlProblems.PLACEMENT_TEMPLATE_NOT_FOUND
+        return RegistryProblems.PLACEMENT_TEMPLATE_NOT_FOUND
                 .exception(
                         "instance "
                                 + instance
@@ -466,7 +465,7 @@ public class Registry {
 
     private static RelayException invalidPlacement(
             String instance, WorkerPlacement worker, String detail) {
-        return ControlProblems.INVALID_PLACEMENT
+        return RegistryProblems.INVALID_PLACEMENT
                 .exception("instance " + instance + ": " + detail)
                 .with("instanceId", instance)
                 .with("worker", worker.getWorkerId());
@@ -561,13 +560,13 @@ public class Registry {
     }
 
     private static RuntimeException segmentNotFound(String segment) {
-        return ControlProblems.SEGMENT_NOT_FOUND
+        return RegistryProblems.SEGMENT_NOT_FOUND
                 .exception("no segment owner " + segment + " is registered")
                 .with("segment", segment);
     }
 
     private static RuntimeException loaderNotFound(String instance) {
-        return ControlProblems.LOADER_NOT_FOUND
+        return RegistryProblems.LOADER_NOT_FOUND
                 .exception("no loader " + instance + " is registered")
                 .with("instance", instance);
     }

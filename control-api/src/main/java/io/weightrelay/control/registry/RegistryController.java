@@ -7,7 +7,6 @@ import io.weightrelay.api.control.model.PlacementTemplate;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.server.RegistryApi;
-import io.weightrelay.control.ControlProblems;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
@@ -94,7 +93,7 @@ class RegistryController implements RegistryApi {
     public ResponseEntity<Resource> getPlacementTemplate(String digest) {
         byte[] bytes = templates.encoded(digest);
         if (bytes == null) {
-            throw ControlProblems.PLACEMENT_TEMPLATE_UNKNOWN.exception(
+            throw RegistryProblems.PLACEMENT_TEMPLATE_UNKNOWN.exception(
                     "no fragment template " + digest + " is stored");
         }
         return ResponseEntity.ok()

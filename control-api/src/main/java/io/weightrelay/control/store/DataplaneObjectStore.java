@@ -1,6 +1,5 @@
 package io.weightrelay.control.store;
 
-import io.weightrelay.control.ControlProblems;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.ObjectLocation;
@@ -90,7 +89,7 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
         } catch (RelayException ex) {
             throw ex;
         } catch (DataplaneException | IllegalStateException ex) {
-            throw ControlProblems.STORE_UNAVAILABLE.exception(
+            throw StoreProblems.STORE_UNAVAILABLE.exception(
                     "object store call failed: " + ex.getMessage(), ex);
         }
     }
@@ -105,7 +104,7 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
                         io.weightrelay.dataplane.RedisUris.mask(settings.properties().redisUri()),
                         settings.properties().keyPrefix());
             } catch (RuntimeException | LinkageError ex) {
-                throw ControlProblems.STORE_UNAVAILABLE.exception(
+                throw StoreProblems.STORE_UNAVAILABLE.exception(
                         "cannot open the data plane: " + ex.getMessage(), ex);
             }
         }

@@ -1,6 +1,5 @@
 package io.weightrelay.control.store;
 
-import io.weightrelay.control.ControlProblems;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -8,7 +7,7 @@ import java.util.Set;
 
 /**
  * What control-api needs from the object store. Implementations are thread safe and throw {@link
- * io.weightrelay.service.problem.RelayException} of kind {@link ControlProblems#STORE_UNAVAILABLE}
+ * io.weightrelay.service.problem.RelayException} of kind {@link StoreProblems#STORE_UNAVAILABLE}
  * when the store cannot answer.
  */
 public interface ObjectStore {

@@ -11,8 +11,9 @@ import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
-import io.weightrelay.control.ControlProblems;
+import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
@@ -92,7 +93,7 @@ public class UpdateService {
             String model, long generation, String group, UpdateSessionRequest request) {
         GenerationService.StoredGeneration g = generations.load(model, generation).requireNotLost();
         if (!g.committed()) {
-            throw ControlProblems.GENERATION_NOT_COMMITTED.exception(
+            throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                     "generation "
                             + generation
                             + " is "
@@ -109,7 +110,7 @@ public class UpdateService {
             // gone or failed validation (a placement the manifest refuses never gets a plan).
             PlanSummary plan = plans.summary(request.getPlanId());
             if (!Boolean.TRUE.equals(plan.getValid())) {
-                throw ControlProblems.PLAN_INVALID
+                throw PlanProblems.PLAN_INVALID
                         .exception("plan " + request.getPlanId() + " failed its validation")
                         .with("planId", request.getPlanId());
             }
@@ -144,7 +145,7 @@ public class UpdateService {
                     group);
         }
         if ("conflict".equals(code)) {
-            throw ControlProblems.SESSION_CONFLICT
+            throw UpdateProblems.SESSION_CONFLICT
                     .exception(
                             "the session of group "
                                     + group
@@ -189,7 +190,7 @@ public class UpdateService {
             try {
                 out.add(get(model, generation, group, false));
             } catch (RelayException e) {
-                if (e.kind() != ControlProblems.SESSION_NOT_FOUND) {
+                if (e.kind() != UpdateProblems.SESSION_NOT_FOUND) {
                     throw e;
                 }
                 guard.run(() -> redis.opsForZSet().remove(index, member));
@@ -237,7 +238,7 @@ public class UpdateService {
                 return get(model, generation, group, false);
             }
             case "no-epoch" ->
-                    throw ControlProblems.EPOCH_REQUIRED
+                    throw UpdateProblems.EPOCH_REQUIRED
                             .exception(
                                     "the report of loader "
                                             + report.getInstance()
@@ -245,7 +246,7 @@ public class UpdateService {
                                             + " its registration returned")
                             .with("instance", report.getInstance());
             case "not-participant" ->
-                    throw ControlProblems.NOT_A_PARTICIPANT
+                    throw UpdateProblems.NOT_A_PARTICIPANT
                             .exception(
                                     "loader "
                                             + report.getInstance()
@@ -253,11 +254,11 @@ public class UpdateService {
                             .with("instance", report.getInstance());
             case "fenced" -> throw fenced(report, result);
             case "closed" ->
-                    throw ControlProblems.SESSION_CLOSED
+                    throw UpdateProblems.SESSION_CLOSED
                             .exception("the session already ended in state " + result.get(1))
                             .with("state", String.valueOf(result.get(1)));
             case "out-of-order" ->
-                    throw ControlProblems.PHASE_OUT_OF_ORDER
+                    throw UpdateProblems.PHASE_OUT_OF_ORDER
                             .exception(
                                     report.getPhase().getValue()
                                             + " cannot be reported while the session is "
@@ -303,7 +304,7 @@ public class UpdateService {
                     default -> "is refused (" + reason + ")";
                 };
         RelayException problem =
-                ControlProblems.EPOCH_FENCED
+                UpdateProblems.EPOCH_FENCED
                         .exception("report epoch " + report.getEpoch() + " " + detail)
                         .with("epoch", report.getEpoch())
                         .with("reason", reason)
@@ -540,7 +541,7 @@ public class UpdateService {
     }
 
     private static RuntimeException notFound(String model, long generation, String group) {
-        return ControlProblems.SESSION_NOT_FOUND
+        return UpdateProblems.SESSION_NOT_FOUND
                 .exception(
                         "no update session of group "
                                 + group

@@ -8,7 +8,6 @@ import io.weightrelay.api.control.model.ConsumeMode;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.WorkerPlacement;
-import io.weightrelay.control.ControlProblems;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Placements;
 import io.weightrelay.reshard.manifest.DType;
@@ -101,7 +100,7 @@ class PlacementChecksTest {
                     .isInstanceOfSatisfying(
                             RelayException.class,
                             ex -> {
-                                assertThat(ex.kind()).isEqualTo(ControlProblems.PLACEMENT_OVERLAP);
+                                assertThat(ex.kind()).isEqualTo(RegistryProblems.PLACEMENT_OVERLAP);
                                 assertThat(ex.getBody().getProperties())
                                         .containsEntry("instanceId", "i0")
                                         .containsEntry("worker", "w0")
@@ -121,15 +120,15 @@ class PlacementChecksTest {
                         RelayException.class,
                         ex ->
                                 assertThat(ex.kind())
-                                        .isEqualTo(ControlProblems.PLACEMENT_BAD_STRIDES));
-        refusedAtPlan(w, ControlProblems.PLACEMENT_DTYPE_MISMATCH);
+                                        .isEqualTo(RegistryProblems.PLACEMENT_BAD_STRIDES));
+        refusedAtPlan(w, RegistryProblems.PLACEMENT_DTYPE_MISMATCH);
     }
 
     @Test
     void fp32StridesPassRegistrationButNotABf16Manifest() {
         WorkerPlacement w = worker(192, box("w", of(0, 0), of(8, 6), 0, 24, 4));
         assertThatCode(() -> PlacementChecks.registration("i0", w)).doesNotThrowAnyException();
-        refusedAtPlan(w, ControlProblems.PLACEMENT_DTYPE_MISMATCH);
+        refusedAtPlan(w, RegistryProblems.PLACEMENT_DTYPE_MISMATCH);
     }
 
     @Test
@@ -137,8 +136,9 @@ class PlacementChecksTest {
         // Registration assumes one byte per scalar; the plan knows they are 4-byte F32.
         WorkerPlacement w = worker(16, box("s", of(), of(), 0), box("t", of(), of(), 2));
         assertThatCode(() -> PlacementChecks.registration("i0", w)).doesNotThrowAnyException();
-        refusedAtPlan(w, ControlProblems.PLACEMENT_OVERLAP);
-        refusedAtPlan(worker(3, box("s", of(), of(), 0)), ControlProblems.PLACEMENT_OUTSIDE_BUFFER);
+        refusedAtPlan(w, RegistryProblems.PLACEMENT_OVERLAP);
+        refusedAtPlan(
+                worker(3, box("s", of(), of(), 0)), RegistryProblems.PLACEMENT_OUTSIDE_BUFFER);
         bothPass(worker(8, box("s", of(), of(), 0), box("t", of(), of(), 4)));
     }
 
@@ -204,6 +204,6 @@ class PlacementChecksTest {
                         RelayException.class,
                         ex ->
                                 assertThat(ex.kind())
-                                        .isEqualTo(ControlProblems.PLACEMENT_OUTSIDE_BUFFER));
+                                        .isEqualTo(RegistryProblems.PLACEMENT_OUTSIDE_BUFFER));
     }
 }

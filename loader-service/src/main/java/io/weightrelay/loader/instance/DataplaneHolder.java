@@ -2,7 +2,6 @@ package io.weightrelay.loader.instance;
 
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.Segment;
-import io.weightrelay.loader.LoaderProblems;
 import io.weightrelay.loader.registration.ReceiveSegmentRegistrar;
 import io.weightrelay.loader.registration.RegistrationManager;
 import io.weightrelay.service.dataplane.DataplaneSettings;
@@ -28,7 +27,7 @@ public class DataplaneHolder {
     /** The data plane for this node, opened on first use. */
     public synchronized Dataplane open(String node) {
         if (settings.nodeLabel() != null && !settings.nodeLabel().equals(node)) {
-            throw LoaderProblems.NODE_CHANGED.exception(
+            throw InstanceProblems.NODE_CHANGED.exception(
                     "this loader runs on node "
                             + settings.nodeLabel()
                             + " (relay.dataplane.node-label), not "
@@ -38,7 +37,7 @@ public class DataplaneHolder {
             dataplane = Dataplane.open(settings.config(node));
             registrations = new RegistrationManager<>(new ReceiveSegmentRegistrar(dataplane));
         } else if (!dataplane.nodeLabel().equals(node)) {
-            throw LoaderProblems.NODE_CHANGED.exception(
+            throw InstanceProblems.NODE_CHANGED.exception(
                     "this loader runs on node " + dataplane.nodeLabel() + ", not " + node);
         }
         return dataplane;

@@ -6,7 +6,6 @@ import io.weightrelay.api.loader.model.ReceiveBuffer;
 import io.weightrelay.api.loader.model.TargetFragment;
 import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.dataplane.Segment;
-import io.weightrelay.loader.LoaderProblems;
 import io.weightrelay.loader.control.ControlPlane;
 import io.weightrelay.loader.control.ControlPlaneException;
 import io.weightrelay.loader.pipeline.BufferDirectory;
@@ -48,7 +47,7 @@ public class InstanceService {
     /** Registers (or re-registers: a reconnect) the instance. */
     public synchronized Instance register(InstanceRegistration r) {
         if (updating) {
-            throw LoaderProblems.UPDATE_RUNNING.exception(
+            throw InstanceProblems.UPDATE_RUNNING.exception(
                     "re-registration must wait until the running update ends");
         }
         validate(r);
@@ -154,11 +153,11 @@ public class InstanceService {
         Set<String> workers = new HashSet<>();
         for (WorkerPlacement w : r.getWorkers()) {
             if (!workers.add(w.getWorkerId())) {
-                throw LoaderProblems.INVALID_REGISTRATION.exception(
+                throw InstanceProblems.INVALID_REGISTRATION.exception(
                         "worker " + w.getWorkerId() + " is listed twice");
             }
             if (!w.getNode().equals(r.getNode())) {
-                throw LoaderProblems.INVALID_REGISTRATION.exception(
+                throw InstanceProblems.INVALID_REGISTRATION.exception(
                         "worker "
                                 + w.getWorkerId()
                                 + " is on node "
@@ -167,7 +166,7 @@ public class InstanceService {
                                 + r.getNode());
             }
             if (w.getPlacement() != null) {
-                throw LoaderProblems.INVALID_REGISTRATION.exception(
+                throw InstanceProblems.INVALID_REGISTRATION.exception(
                         "worker "
                                 + w.getWorkerId()
                                 + ": the loader takes fragments inline; it stores them with"
@@ -176,7 +175,7 @@ public class InstanceService {
             List<TargetFragment> fragments =
                     w.getFragments() == null ? List.of() : w.getFragments();
             if (w.getMode() == ConsumeMode.COMPAT && !fragments.isEmpty()) {
-                throw LoaderProblems.INVALID_REGISTRATION.exception(
+                throw InstanceProblems.INVALID_REGISTRATION.exception(
                         "compat worker "
                                 + w.getWorkerId()
                                 + " receives every tensor whole; it lists no fragments");
@@ -187,7 +186,7 @@ public class InstanceService {
             }
             for (TargetFragment f : fragments) {
                 if (!buffers.contains(f.getBufferId())) {
-                    throw LoaderProblems.INVALID_REGISTRATION.exception(
+                    throw InstanceProblems.INVALID_REGISTRATION.exception(
                             "worker "
                                     + w.getWorkerId()
                                     + ": fragment of "
@@ -200,7 +199,7 @@ public class InstanceService {
         try {
             new BufferDirectory(Instance.directoryInput(r.getWorkers()));
         } catch (IllegalArgumentException e) {
-            throw LoaderProblems.INVALID_REGISTRATION.exception(e.getMessage());
+            throw InstanceProblems.INVALID_REGISTRATION.exception(e.getMessage());
         }
     }
 
@@ -211,7 +210,7 @@ public class InstanceService {
 
     public synchronized Instance require() {
         if (current == null) {
-            throw LoaderProblems.NOT_REGISTERED.exception("register the instance first");
+            throw InstanceProblems.NOT_REGISTERED.exception("register the instance first");
         }
         return current;
     }
@@ -220,7 +219,7 @@ public class InstanceService {
     public synchronized List<String> teardown() {
         Instance instance = require();
         if (updating) {
-            throw LoaderProblems.UPDATE_RUNNING.exception("teardown must wait for the update");
+            throw InstanceProblems.UPDATE_RUNNING.exception("teardown must wait for the update");
         }
         List<String> bases =
                 dataplane.registrations().unregisterInstance(instance.instanceId()).stream()
@@ -257,7 +256,7 @@ public class InstanceService {
     public synchronized Instance beginUpdate() {
         Instance instance = require();
         if (updating) {
-            throw LoaderProblems.UPDATE_RUNNING.exception("an update is already running");
+            throw InstanceProblems.UPDATE_RUNNING.exception("an update is already running");
         }
         if (instance.paused()) {
             throw CommonProblems.CONFLICT.exception(

@@ -1,7 +1,6 @@
 package io.weightrelay.loader.update;
 
 import io.micrometer.core.instrument.MeterRegistry;
-import io.weightrelay.loader.LoaderProblems;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.control.ControlPlane;
 import io.weightrelay.loader.control.ControlPlane.Barrier;
@@ -135,7 +134,7 @@ public class UpdateCoordinator {
         } catch (ControlPlaneException e) {
             instances.endUpdate(instance.epoch(), null, false);
             if (e.status() == 404) {
-                throw LoaderProblems.GENERATION_NOT_FOUND.exception(
+                throw UpdateProblems.GENERATION_NOT_FOUND.exception(
                         "model " + instance.model() + " has no active generation", e);
             }
             throw CommonProblems.UNAVAILABLE.exception(e.getMessage(), e);

@@ -7,8 +7,8 @@ import io.weightrelay.api.loader.model.UpdateOutcome;
 import io.weightrelay.api.loader.model.UpdatePhase;
 import io.weightrelay.api.loader.model.UpdateProgress;
 import io.weightrelay.api.loader.server.UpdatesApi;
-import io.weightrelay.loader.LoaderProblems;
 import io.weightrelay.loader.update.UpdateCoordinator;
+import io.weightrelay.loader.update.UpdateProblems;
 import io.weightrelay.loader.update.UpdateRun;
 import java.time.Duration;
 import org.springframework.http.HttpStatus;
@@ -38,7 +38,7 @@ class UpdatesController implements UpdatesApi {
                         .current()
                         .orElseThrow(
                                 () ->
-                                        LoaderProblems.UPDATE_NOT_FOUND.exception(
+                                        UpdateProblems.UPDATE_NOT_FOUND.exception(
                                                 "no update has run yet"));
         return ResponseEntity.ok(progress(run.snapshot()));
     }
@@ -50,7 +50,7 @@ class UpdatesController implements UpdatesApi {
                         .find(updateId)
                         .orElseThrow(
                                 () ->
-                                        LoaderProblems.UPDATE_NOT_FOUND.exception(
+                                        UpdateProblems.UPDATE_NOT_FOUND.exception(
                                                 "no update " + updateId));
         return ResponseEntity.ok(progress(run.snapshot()));
     }

@@ -2,13 +2,11 @@ package io.weightrelay.publisher.checkpoint;
 
 import io.weightrelay.api.publisher.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.model.OwnerCheckpointResult;
-import io.weightrelay.publisher.PublisherProblems;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.publish.ControlPlane;
 import io.weightrelay.publisher.publish.GenerationLayout;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.staging.StagingArea;
-import io.weightrelay.service.problem.RelayException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -52,7 +50,7 @@ public final class OwnerCheckpoints {
     public OwnerCheckpointResult save(
             String model, long generation, Path directory, Map<String, String> published) {
         if (published == null || published.isEmpty()) {
-            throw PublisherProblems.CHECKSUMS_REQUIRED.exception(
+            throw CheckpointProblems.CHECKSUMS_REQUIRED.exception(
                     "a save of "
                             + model
                             + "/"
@@ -84,11 +82,12 @@ public final class OwnerCheckpoints {
                         ByteBuffer view = held.get();
                         String expected = published.get(f.key());
                         if (expected == null) {
-                            throw refused(f.key(), "no checksum was registered for it");
+                            throw CheckpointProblems.refused(
+                                    f.key(), "no checksum was registered for it");
                         }
                         int crc = Checksums.crc32c(view.duplicate());
                         if (crc != Checksums.parse(expected)) {
-                            throw refused(
+                            throw CheckpointProblems.refused(
                                     f.key(),
                                     "its bytes in segment "
                                             + owner.segmentName()
@@ -112,7 +111,7 @@ public final class OwnerCheckpoints {
             syncDirectory(directory);
             done = true;
         } catch (IOException e) {
-            throw PublisherProblems.CHECKPOINT_IO.exception(
+            throw CheckpointProblems.CHECKPOINT_IO.exception(
                     "cannot save into " + file + ": " + e, e);
         } finally {
             if (!done) {
@@ -134,7 +133,7 @@ public final class OwnerCheckpoints {
     public OwnerCheckpointResult restore(
             String model, long generation, Path directory, List<OwnerCheckpointObject> objects) {
         if (objects == null || objects.isEmpty()) {
-            throw PublisherProblems.OBJECTS_REQUIRED.exception(
+            throw CheckpointProblems.OBJECTS_REQUIRED.exception(
                     "a restore of "
                             + model
                             + "/"
@@ -188,7 +187,7 @@ public final class OwnerCheckpoints {
                     while (target.hasRemaining()) {
                         int n = in.read(target, position);
                         if (n < 0) {
-                            throw PublisherProblems.CHECKPOINT_CORRUPT
+                            throw CheckpointProblems.CHECKPOINT_CORRUPT
                                     .exception(
                                             "saved object "
                                                     + o.getKey()
@@ -199,16 +198,16 @@ public final class OwnerCheckpoints {
                         position += n;
                     }
                 } catch (NoSuchFileException e) {
-                    throw PublisherProblems.CHECKPOINT_NOT_FOUND.exception(
+                    throw CheckpointProblems.CHECKPOINT_NOT_FOUND.exception(
                             "owner file " + file + " of object " + o.getKey() + " is missing");
                 } catch (IOException e) {
-                    throw PublisherProblems.CHECKPOINT_IO.exception(
+                    throw CheckpointProblems.CHECKPOINT_IO.exception(
                             "cannot read " + o.getKey() + " from " + file + ": " + e, e);
                 }
                 target.flip();
                 int crc = Checksums.crc32c(target);
                 if (crc != Checksums.parse(o.getChecksum())) {
-                    throw PublisherProblems.CHECKPOINT_CORRUPT
+                    throw CheckpointProblems.CHECKPOINT_CORRUPT
                             .exception(
                                     "saved object "
                                             + o.getKey()
@@ -246,12 +245,5 @@ public final class OwnerCheckpoints {
     private OwnerCheckpointResult result(long objects, long bytes, long started) {
         return new OwnerCheckpointResult(
                 owner.segmentName(), objects, bytes, (System.nanoTime() - started) / 1e9);
-    }
-
-    /** The save of {@code key} is refused: {@code why}. */
-    private static RelayException refused(String key, String why) {
-        return PublisherProblems.CHECKPOINT_CORRUPT
-                .exception("object " + key + " is not saved: " + why)
-                .with("object", key);
     }
 }

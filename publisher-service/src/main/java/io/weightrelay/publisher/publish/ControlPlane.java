@@ -1,12 +1,11 @@
 package io.weightrelay.publisher.publish;
 
-import io.weightrelay.publisher.PublisherProblems;
 import java.util.List;
 
 /**
  * What the publisher asks of control-api: the layout of an open generation and the registration of
  * stored objects. Implementations throw {@link io.weightrelay.service.problem.RelayException}s of
- * {@link PublisherProblems} kinds.
+ * {@link PublishProblems} kinds.
  */
 public interface ControlPlane {
 

@@ -2,7 +2,6 @@ package io.weightrelay.publisher.publish;
 
 import io.weightrelay.api.publisher.model.PublishState;
 import io.weightrelay.api.publisher.model.PublishStatus;
-import io.weightrelay.publisher.PublisherProblems;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -43,7 +42,7 @@ final class GenerationState {
         requireOpen();
         for (String key : keys) {
             if (claimed.contains(key)) {
-                throw PublisherProblems.ALREADY_STORED
+                throw PublishProblems.ALREADY_STORED
                         .exception("fragment '" + key + "' was handed over by an earlier batch")
                         .with("key", key);
             }
@@ -63,7 +62,7 @@ final class GenerationState {
 
     synchronized void requireOpen() {
         if (state == PublishState.FAILED) {
-            throw PublisherProblems.GENERATION_FAILED
+            throw PublishProblems.GENERATION_FAILED
                     .exception(
                             "generation "
                                     + layout.generation()
@@ -73,7 +72,7 @@ final class GenerationState {
                     .with("failure", failure);
         }
         if (state == PublishState.FINISHED) {
-            throw PublisherProblems.GENERATION_FINISHED.exception(
+            throw PublishProblems.GENERATION_FINISHED.exception(
                     "generation " + layout.generation() + " is finished on this node");
         }
     }
@@ -118,7 +117,7 @@ final class GenerationState {
 
     synchronized PublishStatus finish() {
         if (state == PublishState.OPEN && inFlight > 0) {
-            throw PublisherProblems.BATCHES_IN_FLIGHT.exception(
+            throw PublishProblems.BATCHES_IN_FLIGHT.exception(
                     inFlight + " batch(es) of this generation are still being handed over");
         }
         if (state == PublishState.FAILED) {

@@ -6,7 +6,6 @@ import io.weightrelay.api.publisher.model.PublishStatus;
 import io.weightrelay.api.publisher.model.StagedTensor;
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.publisher.Futures;
-import io.weightrelay.publisher.PublisherProblems;
 import io.weightrelay.publisher.convert.BlockFp8;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.convert.Conversion;
@@ -291,7 +290,7 @@ public final class Publisher implements AutoCloseable {
         try {
             return staging.reserveOutput(bytes);
         } catch (RuntimeException e) {
-            throw PublisherProblems.STORE_FAILED.exception(
+            throw PublishProblems.STORE_FAILED.exception(
                     "no room for the batch's "
                             + bytes
                             + " converted bytes in segment "
@@ -334,7 +333,7 @@ public final class Publisher implements AutoCloseable {
         if (e instanceof RelayException) {
             return e;
         }
-        return PublisherProblems.STORE_FAILED.exception(
+        return PublishProblems.STORE_FAILED.exception(
                 "storing batch failed: " + describe(e) + "; nothing of it stays stored", e);
     }
 
@@ -436,7 +435,7 @@ public final class Publisher implements AutoCloseable {
                     Conversion.between(tensor.trainerType(), tensor.rolloutType())
                             .orElseThrow(
                                     () ->
-                                            PublisherProblems.UNSUPPORTED_CONVERSION.exception(
+                                            PublishProblems.UNSUPPORTED_CONVERSION.exception(
                                                     "no conversion from "
                                                             + tensor.trainerType().apiName()
                                                             + " to "
@@ -567,7 +566,7 @@ public final class Publisher implements AutoCloseable {
             return new Converted(w, Converter.convert(source, target, w.conversion()), 0);
         }
         if (w.inPlace() && w.outputBytes() + scales.bytes() > w.sourceBytes()) {
-            throw PublisherProblems.UNSUPPORTED_CONVERSION.exception(
+            throw PublishProblems.UNSUPPORTED_CONVERSION.exception(
                     "fragment "
                             + w.key()
                             + " ("
@@ -605,7 +604,7 @@ public final class Publisher implements AutoCloseable {
             crc = Checksums.combine(crc, c.result().sourceCrc(), c.work().sourceBytes());
         }
         if (Checksums.parse(expected) != crc) {
-            throw PublisherProblems.CHECKSUM_MISMATCH
+            throw PublishProblems.CHECKSUM_MISMATCH
                     .exception(
                             "tensor '"
                                     + tensor.getName()
@@ -647,7 +646,7 @@ public final class Publisher implements AutoCloseable {
             gen = generations.get(id(model, generation));
         }
         if (gen == null) {
-            throw PublisherProblems.GENERATION_NOT_FOUND.exception(
+            throw PublishProblems.GENERATION_NOT_FOUND.exception(
                     "this publisher has no state for " + model + "/" + generation);
         }
         return gen.status();
@@ -705,7 +704,7 @@ public final class Publisher implements AutoCloseable {
     }
 
     private static RelayException mismatch(String detail) {
-        return PublisherProblems.MANIFEST_MISMATCH.exception(detail);
+        return PublishProblems.MANIFEST_MISMATCH.exception(detail);
     }
 
     @Override

@@ -10,7 +10,6 @@ import io.weightrelay.api.control.client.model.LostRequest;
 import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.SegmentRegistration;
-import io.weightrelay.publisher.PublisherProblems;
 import io.weightrelay.publisher.convert.ElementType;
 import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.ObjectKeys;
@@ -182,7 +181,7 @@ final class RestControlPlane implements ControlPlane {
             call("renew segment " + segment, () -> registry.heartbeatSegment(segment));
             return true;
         } catch (RelayException e) {
-            if (e.kind() == PublisherProblems.GENERATION_NOT_FOUND) {
+            if (e.kind() == PublishProblems.GENERATION_NOT_FOUND) {
                 return false; // a 404: the registry forgot the segment
             }
             throw e;
@@ -194,10 +193,10 @@ final class RestControlPlane implements ControlPlane {
             return retry.executeSupplier(body);
         } catch (RestClientResponseException e) {
             if (e.getStatusCode().value() == 404) {
-                throw PublisherProblems.GENERATION_NOT_FOUND.exception(
+                throw PublishProblems.GENERATION_NOT_FOUND.exception(
                         "control-api: cannot " + what + ": " + e.getResponseBodyAsString(), e);
             }
-            throw PublisherProblems.CONTROL_API_FAILED
+            throw PublishProblems.CONTROL_API_FAILED
                     .exception(
                             "control-api refused to "
                                     + what
@@ -208,7 +207,7 @@ final class RestControlPlane implements ControlPlane {
                             e)
                     .with("controlApiStatus", e.getStatusCode().value());
         } catch (ResourceAccessException e) {
-            throw PublisherProblems.CONTROL_API_FAILED.exception(
+            throw PublishProblems.CONTROL_API_FAILED.exception(
                     "control-api did not answer while trying to " + what + ": " + e.getMessage(),
                     e);
         }
@@ -316,6 +315,6 @@ final class RestControlPlane implements ControlPlane {
     }
 
     private static RelayException mismatch(String detail) {
-        return PublisherProblems.MANIFEST_MISMATCH.exception(detail);
+        return PublishProblems.MANIFEST_MISMATCH.exception(detail);
     }
 }

@@ -1,7 +1,7 @@
 package io.weightrelay.publisher.segment;
 
-import io.weightrelay.publisher.PublisherProblems;
 import io.weightrelay.publisher.publish.ControlPlane;
+import io.weightrelay.publisher.publish.PublishProblems;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.RelayException;
 import java.util.Comparator;
@@ -184,7 +184,7 @@ final class SegmentRegistrar implements AutoCloseable {
                         owner.segmentName());
             } catch (RuntimeException ex) {
                 if (ex instanceof RelayException r
-                        && r.kind() == PublisherProblems.GENERATION_NOT_FOUND) {
+                        && r.kind() == PublishProblems.GENERATION_NOT_FOUND) {
                     unreported.remove(e.getKey()); // collected already: nothing left to mark
                     continue;
                 }

@@ -1,6 +1,5 @@
 package io.weightrelay.publisher.staging;
 
-import io.weightrelay.publisher.PublisherProblems;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.service.problem.RelayException;
 import java.nio.ByteBuffer;
@@ -147,7 +146,7 @@ public final class StagingArea implements AutoCloseable {
      */
     public synchronized Reservation reserve(long bytes) {
         if (bytes <= 0 || bytes > maxBatchBytes) {
-            throw PublisherProblems.BATCH_TOO_LARGE
+            throw StagingProblems.BATCH_TOO_LARGE
                     .exception(
                             "a reservation holds 1 to "
                                     + maxBatchBytes
@@ -168,7 +167,7 @@ public final class StagingArea implements AutoCloseable {
         }
         long freeBytes = freeBytes();
         RelayException full =
-                PublisherProblems.STAGING_FULL
+                StagingProblems.STAGING_FULL
                         .exception(
                                 "no contiguous "
                                         + size
@@ -190,11 +189,11 @@ public final class StagingArea implements AutoCloseable {
     public synchronized Reservation claim(String id) {
         Reservation r = reservations.get(id);
         if (r == null) {
-            throw PublisherProblems.RESERVATION_NOT_FOUND.exception(
+            throw StagingProblems.RESERVATION_NOT_FOUND.exception(
                     "no reservation '" + id + "' (released, handed over, or reclaimed)");
         }
         if (r.claimed()) {
-            throw PublisherProblems.RESERVATION_BUSY.exception(
+            throw StagingProblems.RESERVATION_BUSY.exception(
                     "reservation '" + id + "' is being handed over by another call");
         }
         Reservation claimed = r.claim();
@@ -206,10 +205,10 @@ public final class StagingArea implements AutoCloseable {
     public synchronized void release(String id) {
         Reservation r = reservations.get(id);
         if (r == null) {
-            throw PublisherProblems.RESERVATION_NOT_FOUND.exception("no reservation '" + id + "'");
+            throw StagingProblems.RESERVATION_NOT_FOUND.exception("no reservation '" + id + "'");
         }
         if (r.claimed()) {
-            throw PublisherProblems.RESERVATION_BUSY.exception(
+            throw StagingProblems.RESERVATION_BUSY.exception(
                     "reservation '" + id + "' is being handed over; it is freed when that ends");
         }
         free(r);
@@ -236,7 +235,7 @@ public final class StagingArea implements AutoCloseable {
             // release it again.
             synchronized (this) {
                 if (reservations.remove(claimed.id()) == null) {
-                    throw PublisherProblems.RESERVATION_NOT_FOUND.exception(
+                    throw StagingProblems.RESERVATION_NOT_FOUND.exception(
                             "no reservation '" + claimed.id() + "'");
                 }
                 reservedBytes -= claimed.size();

@@ -4,7 +4,6 @@ import io.weightrelay.api.publisher.model.Reservation;
 import io.weightrelay.api.publisher.model.ReservationRequest;
 import io.weightrelay.api.publisher.model.StagingInfo;
 import io.weightrelay.api.publisher.server.StagingApi;
-import io.weightrelay.publisher.PublisherProblems;
 import io.weightrelay.publisher.publish.Publisher;
 import io.weightrelay.publisher.segment.SegmentProperties;
 import org.springframework.http.ResponseEntity;
@@ -59,7 +58,7 @@ class StagingController implements StagingApi {
     /** A storage unit's staging is for restores only: trainer ranks go to their own publisher. */
     private void requireServesTrainers() {
         if (!segment.servesTrainers()) {
-            throw PublisherProblems.SERVES_NO_TRAINER.exception(
+            throw StagingProblems.SERVES_NO_TRAINER.exception(
                     "publisher '"
                             + segment.name()
                             + "' is a storage unit (relay.segment.role=storage-unit): it owns"

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.dataplane.ObjectExistsException;
-import io.weightrelay.publisher.PublisherProblems;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.segment.SegmentProperties;
@@ -121,7 +120,7 @@ class SegmentStagingTest {
         assertThatThrownBy(() -> staging.reserve(MIB))
                 .isInstanceOfSatisfying(
                         RelayException.class,
-                        e -> assertThat(e.kind()).isEqualTo(PublisherProblems.STAGING_FULL));
+                        e -> assertThat(e.kind()).isEqualTo(StagingProblems.STAGING_FULL));
         staging.close(); // frees what is still reserved
         assertThat(owner.freeBytes()).isEqualTo(8 * MIB);
 

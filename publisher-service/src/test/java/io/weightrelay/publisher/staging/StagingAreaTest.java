@@ -3,7 +3,6 @@ package io.weightrelay.publisher.staging;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.weightrelay.publisher.PublisherProblems;
 import io.weightrelay.service.problem.RelayException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -55,7 +54,7 @@ class StagingAreaTest {
                 .isInstanceOfSatisfying(
                         RelayException.class,
                         e -> {
-                            assertThat(e.kind()).isEqualTo(PublisherProblems.STAGING_FULL);
+                            assertThat(e.kind()).isEqualTo(StagingProblems.STAGING_FULL);
                             assertThat(e.getStatusCode().value()).isEqualTo(429);
                             assertThat(e.getHeaders().getFirst("Retry-After")).isEqualTo("1");
                             assertThat(e.getHeaders().getFirst("Retry-After-Ms")).isEqualTo("1500");
@@ -63,7 +62,7 @@ class StagingAreaTest {
         assertThatThrownBy(() -> area.reserve(40_000))
                 .isInstanceOfSatisfying(
                         RelayException.class,
-                        e -> assertThat(e.kind()).isEqualTo(PublisherProblems.BATCH_TOO_LARGE));
+                        e -> assertThat(e.kind()).isEqualTo(StagingProblems.BATCH_TOO_LARGE));
 
         area.release(a.id());
         area.free(area.claim(b.id()));
@@ -80,19 +79,17 @@ class StagingAreaTest {
         assertThatThrownBy(() -> area.claim(r.id()))
                 .isInstanceOfSatisfying(
                         RelayException.class,
-                        e -> assertThat(e.kind()).isEqualTo(PublisherProblems.RESERVATION_BUSY));
+                        e -> assertThat(e.kind()).isEqualTo(StagingProblems.RESERVATION_BUSY));
         assertThatThrownBy(() -> area.release(r.id()))
                 .isInstanceOfSatisfying(
                         RelayException.class,
-                        e -> assertThat(e.kind()).isEqualTo(PublisherProblems.RESERVATION_BUSY));
+                        e -> assertThat(e.kind()).isEqualTo(StagingProblems.RESERVATION_BUSY));
         area.free(claimed);
         area.free(claimed);
         assertThatThrownBy(() -> area.claim(r.id()))
                 .isInstanceOfSatisfying(
                         RelayException.class,
-                        e ->
-                                assertThat(e.kind())
-                                        .isEqualTo(PublisherProblems.RESERVATION_NOT_FOUND));
+                        e -> assertThat(e.kind()).isEqualTo(StagingProblems.RESERVATION_NOT_FOUND));
     }
 
     @Test

@@ -1,18 +1,10 @@
-package io.weightrelay.loader;
+package io.weightrelay.loader.instance;
 
 import io.weightrelay.service.problem.ProblemKind;
 import org.springframework.http.HttpStatus;
 
-/**
- * Every problem type loader-service answers with, besides the common ones ({@code CommonProblems}):
- * its error contract in one place, grouped by feature. Each type is stable; an engine switches on
- * it.
- */
-public final class LoaderProblems {
-
-    // ---- instance life cycle
-    // ---------------------------------------------------------------------
-
+/** Problem types of the instance life cycle. */
+public final class InstanceProblems {
     public static final ProblemKind NOT_REGISTERED =
             new ProblemKind(
                     "instance-not-registered", HttpStatus.NOT_FOUND, "No instance is registered");
@@ -30,16 +22,5 @@ public final class LoaderProblems {
             new ProblemKind(
                     "update-running", HttpStatus.CONFLICT, "An update is running on this instance");
 
-    // ---- update API
-    // ------------------------------------------------------------------------------
-
-    public static final ProblemKind UPDATE_NOT_FOUND =
-            new ProblemKind("update-not-found", HttpStatus.NOT_FOUND, "No such update");
-    public static final ProblemKind GENERATION_NOT_FOUND =
-            new ProblemKind(
-                    "generation-not-found",
-                    HttpStatus.NOT_FOUND,
-                    "No such (or no active) generation");
-
-    private LoaderProblems() {}
+    private InstanceProblems() {}
 }
