@@ -24,6 +24,7 @@ import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
 import tools.jackson.databind.json.JsonMapper;
@@ -88,6 +89,23 @@ public abstract class ControlApiClientSupport extends ServiceSmokeTestSupport {
 
     protected HttpResponse<String> get(String path, String token) {
         return call("GET", path, token, null);
+    }
+
+    /** The long poll for the generation after {@code after}, waiting up to {@code waitSeconds}. */
+    protected HttpResponse<String> nextGeneration(String model, long after, int waitSeconds) {
+        return get(
+                "/api/v1/models/"
+                        + model
+                        + "/generations/active/next?after="
+                        + after
+                        + "&waitSeconds="
+                        + waitSeconds,
+                LOADER);
+    }
+
+    /** {@link #nextGeneration} with a 20 s wait, running while the test goes on. */
+    protected CompletableFuture<HttpResponse<String>> pollNextGeneration(String model, long after) {
+        return CompletableFuture.supplyAsync(() -> nextGeneration(model, after, 20));
     }
 
     protected <T> T ok(HttpResponse<String> response, Class<T> type) {

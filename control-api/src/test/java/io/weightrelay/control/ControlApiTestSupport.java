@@ -10,12 +10,10 @@ import org.springframework.test.context.DynamicPropertySource;
  * The whole service on a loopback port against the test Redis. Every test class extending this
  * shares one context (and one key prefix per run); tests keep apart by model name.
  */
+@ControlApiTestProperties
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {
-            "relay.security.tokens.trainer[0]=" + ControlApiClientSupport.TRAINER,
-            "relay.security.tokens.loader[0]=" + ControlApiClientSupport.LOADER,
-            "relay.security.tokens.operator[0]=" + ControlApiClientSupport.OPERATOR,
             "relay.security.tokens.owner[0]=" + ControlApiClientSupport.OWNER,
             "relay.security.tokens.metrics[0]=" + ControlApiClientSupport.METRICS,
             "relay.security.bound[0].role=owner",
@@ -25,7 +23,6 @@ import org.springframework.test.context.DynamicPropertySource;
             "relay.security.bound[1].identity=" + ControlApiClientSupport.BOUND_INSTANCE,
             "relay.security.bound[1].token=" + ControlApiClientSupport.LOADER_BOUND,
             "relay.checkpoints.owner-token=" + ControlApiClientSupport.OWNER_CALL,
-            "relay.generations.scheduled-gc=false",
             "relay.generations.max-objects=1000",
             "relay.registry.segment-ttl=2s",
             "relay.registry.loader-ttl=60s",

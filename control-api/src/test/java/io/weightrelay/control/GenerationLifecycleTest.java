@@ -420,28 +420,10 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
     void longPollAnswersAsSoonAsANewerGenerationIsActive() throws Exception {
         String model = newModel();
         long g1 = publish(model, 1);
-        assertThat(
-                        get(
-                                        "/api/v1/models/"
-                                                + model
-                                                + "/generations/active/next?after="
-                                                + g1
-                                                + "&waitSeconds=1",
-                                        LOADER)
-                                .statusCode())
-                .isEqualTo(204);
+        assertThat(nextGeneration(model, g1, 1).statusCode()).isEqualTo(204);
         long g2 = open(model, 2).getGeneration().getGeneration();
         registerAll(model, g2);
-        CompletableFuture<HttpResponse<String>> poll =
-                CompletableFuture.supplyAsync(
-                        () ->
-                                get(
-                                        "/api/v1/models/"
-                                                + model
-                                                + "/generations/active/next?after="
-                                                + g1
-                                                + "&waitSeconds=20",
-                                        LOADER));
+        CompletableFuture<HttpResponse<String>> poll = pollNextGeneration(model, g1);
         Thread.sleep(300);
         long start = System.nanoTime();
         assertThat(commit(model, g2).statusCode()).isEqualTo(200);

@@ -21,8 +21,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -36,13 +36,10 @@ import org.springframework.test.context.DynamicPropertySource;
  * hang), and Redis command timeouts while Redis itself answers (its private Redis pauses writers
  * with {@code CLIENT PAUSE WRITE}: the timed-out calls get 503 but the circuit stays closed).
  */
+@ControlApiTestProperties
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {
-            "relay.security.tokens.trainer[0]=" + ControlApiClientSupport.TRAINER,
-            "relay.security.tokens.loader[0]=" + ControlApiClientSupport.LOADER,
-            "relay.security.tokens.operator[0]=" + ControlApiClientSupport.OPERATOR,
-            "relay.generations.scheduled-gc=false",
             "relay.registry.loader-ttl=60s",
             "relay.redis.key-prefix=wr:overload-test:",
             "relay.limits.max-request-bytes=1048576",
@@ -51,18 +48,13 @@ import org.springframework.test.context.DynamicPropertySource;
 class OverloadTest extends ControlApiClientSupport {
 
     private static final int SLOW_BODY = 1_000_000;
-    private static final PrivateRedis REDIS = PrivateRedis.started();
+    @RegisterExtension static final PrivateRedis REDIS = PrivateRedis.started();
 
     @Autowired RedisGuard guard;
 
     @DynamicPropertySource
     static void privateRedis(DynamicPropertyRegistry registry) {
         REDIS.serveAsRedisOf(registry);
-    }
-
-    @AfterAll
-    static void stopRedis() throws InterruptedException {
-        REDIS.close();
     }
 
     @Test

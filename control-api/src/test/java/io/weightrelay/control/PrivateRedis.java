@@ -9,15 +9,18 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.util.FileSystemUtils;
 
 /**
  * A redis-server of one test class on a free loopback port, which the test may kill and start
  * again. Its data directory keeps an append-only file with fsync on every write, so what was
- * acknowledged before a kill is there after the restart.
+ * acknowledged before a kill is there after the restart. Registered with {@code @RegisterExtension}
+ * on a static field, it is stopped (and its directory removed) after the class's last test.
  */
-final class PrivateRedis implements AutoCloseable {
+final class PrivateRedis implements AutoCloseable, AfterAllCallback {
 
     private final int port = freePort();
     private final Path dir;
@@ -127,6 +130,11 @@ final class PrivateRedis implements AutoCloseable {
                                     }
                                 }));
         return this;
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) throws InterruptedException {
+        close();
     }
 
     @Override

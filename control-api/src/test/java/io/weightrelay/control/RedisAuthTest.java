@@ -25,13 +25,10 @@ import org.springframework.test.context.DynamicPropertySource;
  * {@code spring.data.redis.username} / {@code password} (the data plane's {@code redis-uri} takes
  * them over); a wrong password fails naming Redis's refusal and never the password.
  */
+@ControlApiTestProperties
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {
-            "relay.security.tokens.trainer[0]=" + ControlApiClientSupport.TRAINER,
-            "relay.security.tokens.loader[0]=" + ControlApiClientSupport.LOADER,
-            "relay.security.tokens.operator[0]=" + ControlApiClientSupport.OPERATOR,
-            "relay.generations.scheduled-gc=false",
             "relay.redis.key-prefix=" + AclRedis.PREFIX,
             "relay.dataplane.key-prefix=" + AclRedis.PREFIX + "dp:",
             "spring.data.redis.username=" + AclRedis.USER

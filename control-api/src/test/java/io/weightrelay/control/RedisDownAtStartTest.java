@@ -8,8 +8,8 @@ import io.weightrelay.api.control.model.OpenedGeneration;
 import java.net.http.HttpResponse;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -18,27 +18,17 @@ import org.springframework.test.context.DynamicPropertySource;
  * The service starts while Redis is unreachable, answers 503 problems, and once Redis appears
  * serves everything, pub/sub long-polls included, without a restart.
  */
+@ControlApiTestProperties
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {
-            "relay.security.tokens.trainer[0]=" + ControlApiClientSupport.TRAINER,
-            "relay.security.tokens.loader[0]=" + ControlApiClientSupport.LOADER,
-            "relay.security.tokens.operator[0]=" + ControlApiClientSupport.OPERATOR,
-            "relay.generations.scheduled-gc=false",
-            "relay.redis.key-prefix=wr:late-start-test:"
-        })
+        properties = {"relay.redis.key-prefix=wr:late-start-test:"})
 class RedisDownAtStartTest extends ControlApiClientSupport {
 
-    private static final PrivateRedis REDIS = new PrivateRedis();
+    @RegisterExtension static final PrivateRedis REDIS = new PrivateRedis();
 
     @DynamicPropertySource
     static void privateRedis(DynamicPropertyRegistry registry) {
         REDIS.serveAsRedisOf(registry);
-    }
-
-    @AfterAll
-    static void stopRedis() throws InterruptedException {
-        REDIS.close();
     }
 
     @Test
@@ -76,14 +66,7 @@ class RedisDownAtStartTest extends ControlApiClientSupport {
                 && TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 30);
         long g1 = ok(opened, OpenedGeneration.class).getGeneration().getGeneration();
         registerAll(model, g1);
-        CompletableFuture<HttpResponse<String>> poll =
-                CompletableFuture.supplyAsync(
-                        () ->
-                                get(
-                                        "/api/v1/models/"
-                                                + model
-                                                + "/generations/active/next?after=0&waitSeconds=20",
-                                        LOADER));
+        CompletableFuture<HttpResponse<String>> poll = pollNextGeneration(model, 0);
         PrivateRedis.sleep(1500);
         long committed = System.nanoTime();
         assertThat(commit(model, g1).statusCode()).isEqualTo(200);

@@ -9,8 +9,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -21,27 +21,17 @@ import org.springframework.test.context.DynamicPropertySource;
  * fail fast with 503 problems while it is away, the service recovers on its own, and no committed
  * generation is lost.
  */
+@ControlApiTestProperties
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {
-            "relay.security.tokens.trainer[0]=" + ControlApiClientSupport.TRAINER,
-            "relay.security.tokens.loader[0]=" + ControlApiClientSupport.LOADER,
-            "relay.security.tokens.operator[0]=" + ControlApiClientSupport.OPERATOR,
-            "relay.generations.scheduled-gc=false",
-            "relay.redis.key-prefix=wr:restart-test:"
-        })
+        properties = {"relay.redis.key-prefix=wr:restart-test:"})
 class RedisRestartTest extends ControlApiClientSupport {
 
-    private static final PrivateRedis REDIS = PrivateRedis.started();
+    @RegisterExtension static final PrivateRedis REDIS = PrivateRedis.started();
 
     @DynamicPropertySource
     static void privateRedis(DynamicPropertyRegistry registry) {
         REDIS.serveAsRedisOf(registry);
-    }
-
-    @AfterAll
-    static void stopRedis() throws InterruptedException {
-        REDIS.close();
     }
 
     @Test
@@ -112,16 +102,7 @@ class RedisRestartTest extends ControlApiClientSupport {
         // Full recovery: writes, scripts and pub/sub long-polls work again.
         long g3 = open(model, 3).getGeneration().getGeneration();
         registerAll(model, g3);
-        CompletableFuture<HttpResponse<String>> poll =
-                CompletableFuture.supplyAsync(
-                        () ->
-                                get(
-                                        "/api/v1/models/"
-                                                + model
-                                                + "/generations/active/next?after="
-                                                + committed
-                                                + "&waitSeconds=20",
-                                        LOADER));
+        CompletableFuture<HttpResponse<String>> poll = pollNextGeneration(model, committed);
         sleep(1500);
         long committedAt = System.nanoTime();
         assertThat(commit(model, g3).statusCode()).isEqualTo(200);

@@ -21,13 +21,10 @@ import org.springframework.test.context.DynamicPropertySource;
  * certificate authority; the data plane takes the bundle's CA. Plain text, and TLS without that CA,
  * are refused.
  */
+@ControlApiTestProperties
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {
-            "relay.security.tokens.trainer[0]=" + ControlApiClientSupport.TRAINER,
-            "relay.security.tokens.loader[0]=" + ControlApiClientSupport.LOADER,
-            "relay.security.tokens.operator[0]=" + ControlApiClientSupport.OPERATOR,
-            "relay.generations.scheduled-gc=false",
             "relay.redis.key-prefix=" + TlsRedis.PREFIX,
             "relay.dataplane.key-prefix=" + TlsRedis.PREFIX + "dp:",
             "spring.data.redis.ssl.enabled=true",

@@ -16,12 +16,10 @@ import org.springframework.test.context.DynamicPropertySource;
  * every call that needs Redis is a 503 problem naming Redis's refusal of the credentials; neither
  * the problem nor the log ever holds the password.
  */
+@ControlApiTestProperties
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {
-            "relay.security.tokens.trainer[0]=" + ControlApiClientSupport.TRAINER,
-            "relay.security.tokens.operator[0]=" + ControlApiClientSupport.OPERATOR,
-            "relay.generations.scheduled-gc=false",
             "relay.redis.key-prefix=" + AclRedis.PREFIX + "wrong:",
             "relay.dataplane.key-prefix=" + AclRedis.PREFIX + "wrong:dp:",
             "spring.data.redis.username=" + AclRedis.USER,

@@ -3,51 +3,26 @@ package io.weightrelay.dataplane;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.api.StatefulRedisConnection;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Binding, advertising and host identity: what makes engines on several hosts find each other and
  * never mistake another host's segment for one of their own.
  */
 class DataplaneAddressingTest {
+    @RegisterExtension static final TestScope scope = new TestScope();
     private static final Duration WAIT = Duration.ofSeconds(60);
-    private final List<AutoCloseable> opened = new ArrayList<>();
-    private String prefix;
-
-    @BeforeAll
-    static void redis() {
-        RedisSupport.requireRedis();
-    }
-
-    @BeforeEach
-    void prefix() {
-        prefix = RedisSupport.uniquePrefix();
-    }
-
-    @AfterEach
-    void cleanUp() throws Exception {
-        for (int i = opened.size() - 1; i >= 0; i--) {
-            opened.get(i).close();
-        }
-        RedisSupport.deleteKeys(prefix);
-    }
 
     private Dataplane open(DataplaneConfig.Builder b) {
         Dataplane dp = Dataplane.open(b.build());
-        opened.add(dp);
+        scope.closeAfter(dp);
         return dp;
     }
 
@@ -66,41 +41,50 @@ class DataplaneAddressingTest {
     @Test
     void aWildcardBindNeedsAnAdvertiseHostThatIsNone() {
         for (String wildcard : List.of("0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0")) {
-            assertThatThrownBy(() -> TestEngines.config("n", prefix).tcpBindHost(wildcard).build())
+            assertThatThrownBy(
+                            () ->
+                                    TestEngines.config("n", scope.prefix())
+                                            .tcpBindHost(wildcard)
+                                            .build())
                     .isInstanceOf(DataplaneException.class)
                     .hasMessageContaining("advertiseHost");
             assertThatThrownBy(
-                            () -> TestEngines.config("n", prefix).advertiseHost(wildcard).build())
+                            () ->
+                                    TestEngines.config("n", scope.prefix())
+                                            .advertiseHost(wildcard)
+                                            .build())
                     .isInstanceOf(DataplaneException.class)
                     .hasMessageContaining("advertiseHost");
         }
         Dataplane a =
                 open(
-                        TestEngines.config("node-a", prefix)
+                        TestEngines.config("node-a", scope.prefix())
                                 .tcpBindHost("0.0.0.0")
                                 .advertiseHost("127.0.0.1"));
-        Dataplane b = open(TestEngines.config("node-b", prefix));
+        Dataplane b = open(TestEngines.config("node-b", scope.prefix()));
         roundTrip(a, b, 1);
-        assertThat(redisHash(prefix + "seg:seg-1")).containsEntry("host", "127.0.0.1");
+        assertThat(RedisSupport.hash(scope.prefix() + "seg:seg-1"))
+                .containsEntry("host", "127.0.0.1");
     }
 
     @Test
     void ipv6AndHostNamesBindAndConnect() {
-        Dataplane v6 = open(TestEngines.config("node-v6", prefix).tcpBindHost("::1"));
-        Dataplane named = open(TestEngines.config("node-named", prefix).tcpBindHost("localhost"));
+        Dataplane v6 = open(TestEngines.config("node-v6", scope.prefix()).tcpBindHost("::1"));
+        Dataplane named =
+                open(TestEngines.config("node-named", scope.prefix()).tcpBindHost("localhost"));
         Dataplane dual =
                 open(
-                        TestEngines.config("node-dual", prefix)
+                        TestEngines.config("node-dual", scope.prefix())
                                 .tcpBindHost("::")
                                 .advertiseHost("localhost"));
         roundTrip(v6, named, 2); // named connects to [::1]
         roundTrip(named, v6, 3); // v6 connects to localhost
         roundTrip(dual, v6, 4);
-        assertThat(redisHash(prefix + "seg:seg-2")).containsEntry("host", "::1");
+        assertThat(RedisSupport.hash(scope.prefix() + "seg:seg-2")).containsEntry("host", "::1");
         assertThatThrownBy(
                         () ->
                                 Dataplane.open(
-                                        TestEngines.config("n", prefix)
+                                        TestEngines.config("n", scope.prefix())
                                                 .tcpBindHost("no-such-host.invalid")
                                                 .build()))
                 .isInstanceOf(DataplaneException.class)
@@ -110,19 +94,21 @@ class DataplaneAddressingTest {
 
     @Test
     void theHostIdentityIsDerivedFromTheMachineAndTheShmDirectory() throws Exception {
-        Dataplane dp = open(TestEngines.config("node-a", prefix));
+        Dataplane dp = open(TestEngines.config("node-a", scope.prefix()));
         String machine = Files.readString(Path.of("/etc/machine-id")).trim();
         assertThat(dp.hostId()).startsWith(machine + ":/dev/shm:");
-        Dataplane explicit = open(TestEngines.config("node-b", prefix).hostId("rack-4/host-9"));
+        Dataplane explicit =
+                open(TestEngines.config("node-b", scope.prefix()).hostId("rack-4/host-9"));
         assertThat(explicit.hostId()).isEqualTo("rack-4/host-9");
         explicit.createSegment("described", 4096);
-        assertThat(redisHash(prefix + "seg:described")).containsEntry("hostid", "rack-4/host-9");
+        assertThat(RedisSupport.hash(scope.prefix() + "seg:described"))
+                .containsEntry("hostid", "rack-4/host-9");
     }
 
     @Test
     void theSameLabelOnAnotherHostIsRefusedAndNeverMapped() {
-        Dataplane owner = open(TestEngines.config("node-a", prefix).hostId("host-1"));
-        Dataplane twin = open(TestEngines.config("node-a", prefix).hostId("host-2"));
+        Dataplane owner = open(TestEngines.config("node-a", scope.prefix()).hostId("host-1"));
+        Dataplane twin = open(TestEngines.config("node-a", scope.prefix()).hostId("host-2"));
         Segment seg = owner.createSegment("pub", 1 << 20);
         Patterns.fill(seg.byteBuffer(), 0, 1 << 20, 5);
         RegisteredBuffer src = twin.registerBuffer(ByteBuffer.allocateDirect(4096));
@@ -150,8 +136,8 @@ class DataplaneAddressingTest {
     @Test
     void aNameOwnedOnAnotherHostThatAdvertisesLoopbackIsNeverTakenOver() {
         // As another host's engine would have published it: loopback, and nothing here answers.
-        redisHashSet(
-                prefix + "seg:remote",
+        RedisSupport.hashSet(
+                scope.prefix() + "seg:remote",
                 Map.of(
                         "node",
                         "node-far",
@@ -169,21 +155,23 @@ class DataplaneAddressingTest {
                         "/dev/shm/none",
                         "kind",
                         "store"));
-        Dataplane here = open(TestEngines.config("node-here", prefix).hostId("near-host"));
+        Dataplane here = open(TestEngines.config("node-here", scope.prefix()).hostId("near-host"));
         assertThatThrownBy(() -> here.createSegment("remote", 4096))
                 .isInstanceOf(DataplaneException.class)
                 .hasMessageContaining("far-host")
                 .hasMessageContaining("cannot tell whether it is alive");
-        assertThat(redisHash(prefix + "seg:remote")).containsEntry("hostid", "far-host");
+        assertThat(RedisSupport.hash(scope.prefix() + "seg:remote"))
+                .containsEntry("hostid", "far-host");
         // On its own host the same dead descriptor is taken over (a restarted owner).
-        Dataplane restarted = open(TestEngines.config("node-far", prefix).hostId("far-host"));
+        Dataplane restarted =
+                open(TestEngines.config("node-far", scope.prefix()).hostId("far-host"));
         restarted.createSegment("remote", 4096).close();
     }
 
     @Test
     void aLeftoverFileOrLinkIsReplacedNeverReusedOrFollowed() throws Exception {
-        Dataplane dp = open(TestEngines.config("node-a", prefix));
-        String file = "wr-" + prefix.replaceAll("[^A-Za-z0-9._-]", "_");
+        Dataplane dp = open(TestEngines.config("node-a", scope.prefix()));
+        String file = "wr-" + scope.prefix().replaceAll("[^A-Za-z0-9._-]", "_");
         Path leftover = Path.of("/dev/shm", file + "left");
         Files.write(leftover, new byte[] {1, 2, 3, 4});
         Path victim = Files.createTempFile("wr-h1-victim", ".bin");
@@ -201,24 +189,6 @@ class DataplaneAddressingTest {
             Files.deleteIfExists(victim);
             Files.deleteIfExists(link);
             Files.deleteIfExists(leftover);
-        }
-    }
-
-    private static Map<String, String> redisHash(String key) {
-        RedisClient client = RedisClient.create(RedisSupport.URI);
-        try (StatefulRedisConnection<String, String> c = client.connect()) {
-            return c.sync().hgetall(key);
-        } finally {
-            client.shutdown(0, 2, TimeUnit.SECONDS);
-        }
-    }
-
-    private static void redisHashSet(String key, Map<String, String> fields) {
-        RedisClient client = RedisClient.create(RedisSupport.URI);
-        try (StatefulRedisConnection<String, String> c = client.connect()) {
-            c.sync().hset(key, fields);
-        } finally {
-            client.shutdown(0, 2, TimeUnit.SECONDS);
         }
     }
 }

@@ -17,10 +17,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -30,6 +28,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * must use the local transport between them, engines with different labels tcp.
  */
 abstract class DataplaneConformanceTest {
+    @RegisterExtension static final TestScope scope = new TestScope();
     protected static final Duration WAIT = Duration.ofSeconds(60);
     private static final int MIB = 1 << 20;
 
@@ -52,43 +51,21 @@ abstract class DataplaneConformanceTest {
     protected abstract PeerProcess startPeer(
             String nodeLabel, String keyPrefix, String segment, long size) throws IOException;
 
-    private final List<AutoCloseable> opened = new ArrayList<>();
-    private String prefix;
-
-    @BeforeAll
-    static void redis() {
-        RedisSupport.requireRedis();
-    }
-
-    @BeforeEach
-    void prefix() {
-        prefix = RedisSupport.uniquePrefix();
-    }
-
-    @AfterEach
-    void cleanUp() throws Exception {
-        for (int i = opened.size() - 1; i >= 0; i--) {
-            opened.get(i).close();
-        }
-        opened.clear();
-        RedisSupport.deleteKeys(prefix);
-    }
-
     private Dataplane dp(String label) {
-        Dataplane dp = open(label, prefix);
-        opened.add(dp);
+        Dataplane dp = open(label, scope.prefix());
+        scope.closeAfter(dp);
         return dp;
     }
 
     private Dataplane remover(String label) {
-        Dataplane dp = openRemover(label, prefix);
-        opened.add(dp);
+        Dataplane dp = openRemover(label, scope.prefix());
+        scope.closeAfter(dp);
         return dp;
     }
 
     private PeerProcess peer(String label, String segment, long size) throws IOException {
-        PeerProcess p = startPeer(label, prefix, segment, size);
-        opened.add(p);
+        PeerProcess p = startPeer(label, scope.prefix(), segment, size);
+        scope.closeAfter(p);
         return p;
     }
 

@@ -11,39 +11,22 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Opening, publishing and closing the built-in dataplane. */
 class DataplaneLifecycleTest {
-    private String prefix;
-
-    @BeforeAll
-    static void redis() {
-        RedisSupport.requireRedis();
-    }
-
-    @BeforeEach
-    void prefix() {
-        prefix = RedisSupport.uniquePrefix();
-    }
-
-    @AfterEach
-    void cleanUp() {
-        RedisSupport.deleteKeys(prefix);
-    }
+    @RegisterExtension static final TestScope scope = new TestScope();
 
     private Dataplane open(String label) {
-        return Dataplane.open(TestEngines.config(label, prefix).build());
+        return Dataplane.open(TestEngines.config(label, scope.prefix()).build());
     }
 
     @Test
     void aSegmentIsPublishedWhileOpenAndRemovedWithItsFileOnClose() throws Exception {
         try (Dataplane dp = open("node-a")) {
             Segment seg = dp.createSegment("pub", 1 << 20);
-            Map<String, String> descriptor = redisHash(prefix + "seg:pub");
+            Map<String, String> descriptor = RedisSupport.hash(scope.prefix() + "seg:pub");
             assertThat(descriptor)
                     .containsEntry("node", "node-a")
                     .containsEntry("host", "127.0.0.1")
@@ -58,7 +41,7 @@ class DataplaneLifecycleTest {
             seg.close();
             seg.close();
 
-            assertThat(redisHash(prefix + "seg:pub")).isEmpty();
+            assertThat(RedisSupport.hash(scope.prefix() + "seg:pub")).isEmpty();
             assertThat(seg.shmPath()).doesNotExist();
             assertThat(stale.get(0)).isZero(); // detached: private zero pages, not a crash
             assertThatThrownBy(seg::byteBuffer).isInstanceOf(DataplaneClosedException.class);
@@ -75,14 +58,14 @@ class DataplaneLifecycleTest {
             assertThat(dp.reannounceSegments()).as("nothing missing").isEmpty();
             closed.close();
             // Redis restarted empty: every key of the data plane is gone
-            RedisSupport.deleteKeys(prefix);
-            assertThat(redisHash(prefix + "seg:kept")).isEmpty();
+            RedisSupport.deleteKeys(scope.prefix());
+            assertThat(RedisSupport.hash(scope.prefix() + "seg:kept")).isEmpty();
 
             assertThat(dp.reannounceSegments()).containsExactly("kept");
-            assertThat(redisHash(prefix + "seg:kept"))
+            assertThat(RedisSupport.hash(scope.prefix() + "seg:kept"))
                     .containsEntry("shm", kept.shmPath().toString())
                     .containsEntry("port", Integer.toString(dp.tcpPort()));
-            assertThat(redisHash(prefix + "seg:closed")).isEmpty();
+            assertThat(RedisSupport.hash(scope.prefix() + "seg:closed")).isEmpty();
             assertThat(dp.reannounceSegments()).isEmpty();
         }
     }
@@ -171,8 +154,8 @@ class DataplaneLifecycleTest {
                     .isEqualTo(seg.shmPath());
 
             // A descriptor left behind by a killed owner (nothing listens on its port).
-            redisHashSet(
-                    prefix + "seg:ghost",
+            RedisSupport.hashSet(
+                    scope.prefix() + "seg:ghost",
                     Map.of(
                             "node",
                             "node-x",
@@ -185,7 +168,7 @@ class DataplaneLifecycleTest {
                             "shm",
                             "/dev/shm/none"));
             Segment ghost = second.createSegment("ghost", 4096);
-            assertThat(redisHash(prefix + "seg:ghost"))
+            assertThat(RedisSupport.hash(scope.prefix() + "seg:ghost"))
                     .containsEntry("port", Integer.toString(second.tcpPort()));
             ghost.close();
         }
@@ -197,7 +180,7 @@ class DataplaneLifecycleTest {
                 Dataplane sameNode = open("node-a");
                 Dataplane otherNode = open("node-b")) {
             Segment recv = owner.createReceiveSegment("recv", 1 << 20);
-            assertThat(redisHash(prefix + "seg:recv"))
+            assertThat(RedisSupport.hash(scope.prefix() + "seg:recv"))
                     .containsEntry("kind", "receive")
                     .containsEntry("size", Integer.toString(1 << 20))
                     .containsEntry("shm", recv.shmPath().toString());
@@ -215,7 +198,7 @@ class DataplaneLifecycleTest {
                         .hasMessageContaining("recv");
             }
             recv.close();
-            assertThat(redisHash(prefix + "seg:recv")).isEmpty();
+            assertThat(RedisSupport.hash(scope.prefix() + "seg:recv")).isEmpty();
             assertThat(recv.shmPath()).doesNotExist();
         }
     }
@@ -224,14 +207,15 @@ class DataplaneLifecycleTest {
     void aDescriptorWithoutKindIsStoreCapacityAndAnUnknownKindIsNot() {
         try (Dataplane owner = open("node-a")) {
             owner.createSegment("legacy", 1 << 20);
-            redisHashDel(prefix + "seg:legacy", "kind"); // as written before receive segments
+            RedisSupport.hashDelete(
+                    scope.prefix() + "seg:legacy", "kind"); // as written before receive segments
             RegisteredBuffer src = owner.registerBuffer(ByteBuffer.allocateDirect(4096));
             owner.store().putFrom("compat/1", src, 0, 4096, noPreference());
             assertThat(owner.store().locations("compat/1").get(0).segment()).isEqualTo("legacy");
         }
         try (Dataplane owner = open("node-a")) {
             owner.createSegment("future", 1 << 20);
-            redisHashSet(prefix + "seg:future", Map.of("kind", "from-the-future"));
+            RedisSupport.hashSet(scope.prefix() + "seg:future", Map.of("kind", "from-the-future"));
             RegisteredBuffer src = owner.registerBuffer(ByteBuffer.allocateDirect(4096));
             assertThatThrownBy(
                             () -> owner.store().putFrom("compat/2", src, 0, 4096, noPreference()))
@@ -324,19 +308,19 @@ class DataplaneLifecycleTest {
             var redis = c.sync();
             for (int i = 0; i < 12_500; i++) { // more than one SCAN page
                 redis.hset(
-                        prefix + "obj:m/" + (i % 3) + "/f" + i,
+                        scope.prefix() + "obj:m/" + (i % 3) + "/f" + i,
                         Map.of("size", "64", "pin", "1", "replicas", "seg-a@" + (64 * i)));
             }
-            redis.hset(prefix + "obj:m/9/other", Map.of("replicas", "seg-b@0"));
-            redis.hset(prefix + "obj:m/9/both", Map.of("replicas", "seg-b@0;seg-a@128"));
-            redis.hset(prefix + "obj:m/9/prefixed", Map.of("replicas", "seg-aa@0"));
+            redis.hset(scope.prefix() + "obj:m/9/other", Map.of("replicas", "seg-b@0"));
+            redis.hset(scope.prefix() + "obj:m/9/both", Map.of("replicas", "seg-b@0;seg-a@128"));
+            redis.hset(scope.prefix() + "obj:m/9/prefixed", Map.of("replicas", "seg-aa@0"));
             try (Dataplane dp = open("node-a")) {
                 List<String> purged = dp.createSegment("seg-a", 1 << 20).purgedOnCreate();
                 assertThat(purged).hasSize(12_501).contains("m/9/both", "m/0/f0", "m/2/f12497");
                 assertThat(purged).isSorted().doesNotContain("m/9/other", "m/9/prefixed");
-                assertThat(redis.exists(prefix + "obj:m/1/f1")).isZero();
-                assertThat(redis.exists(prefix + "obj:m/9/other")).isEqualTo(1L);
-                assertThat(redis.exists(prefix + "obj:m/9/prefixed")).isEqualTo(1L);
+                assertThat(redis.exists(scope.prefix() + "obj:m/1/f1")).isZero();
+                assertThat(redis.exists(scope.prefix() + "obj:m/9/other")).isEqualTo(1L);
+                assertThat(redis.exists(scope.prefix() + "obj:m/9/prefixed")).isEqualTo(1L);
                 assertThat(dp.createSegment("seg-c", 4096).purgedOnCreate()).isEmpty();
             }
         } finally {
@@ -350,8 +334,10 @@ class DataplaneLifecycleTest {
                 Dataplane peer = open("node-a")) {
             Segment seg = owner.createSegment("old-format", 1 << 20);
             Patterns.fill(seg.byteBuffer(), 0, 1 << 20, 3);
-            redisHashDel(prefix + "seg:old-format", "hostid"); // as written before host identities
-            redisHashDel(prefix + "seg:old-format", "engine");
+            RedisSupport.hashDelete(
+                    scope.prefix() + "seg:old-format",
+                    "hostid"); // as written before host identities
+            RedisSupport.hashDelete(scope.prefix() + "seg:old-format", "engine");
             RegisteredBuffer dst = peer.registerBuffer(ByteBuffer.allocateDirect(4096));
             assertThatThrownBy(
                             () ->
@@ -373,24 +359,6 @@ class DataplaneLifecycleTest {
         return new ReplicateConfig(1, List.of(), true);
     }
 
-    private static void redisHashDel(String key, String field) {
-        RedisClient client = RedisClient.create(RedisSupport.URI);
-        try (StatefulRedisConnection<String, String> c = client.connect()) {
-            c.sync().hdel(key, field);
-        } finally {
-            client.shutdown(0, 2, TimeUnit.SECONDS);
-        }
-    }
-
-    private static void redisHashSet(String key, Map<String, String> fields) {
-        RedisClient client = RedisClient.create(RedisSupport.URI);
-        try (StatefulRedisConnection<String, String> c = client.connect()) {
-            c.sync().hset(key, fields);
-        } finally {
-            client.shutdown(0, 2, TimeUnit.SECONDS);
-        }
-    }
-
     @Test
     void configurationIsValidated() {
         assertThatThrownBy(() -> DataplaneConfig.builder("n").keyPrefix("other:").build())
@@ -409,20 +377,11 @@ class DataplaneLifecycleTest {
         DataplaneConfig c =
                 DataplaneConfig.builder("n")
                         .redisUri("redis://127.0.0.1:1")
-                        .keyPrefix(prefix)
+                        .keyPrefix(scope.prefix())
                         .ioTimeout(Duration.ofSeconds(2))
                         .build();
         assertThatThrownBy(() -> Dataplane.open(c))
                 .isInstanceOf(MetadataException.class)
                 .hasMessageContaining("127.0.0.1:1");
-    }
-
-    private static Map<String, String> redisHash(String key) {
-        RedisClient client = RedisClient.create(RedisSupport.URI);
-        try (StatefulRedisConnection<String, String> c = client.connect()) {
-            return c.sync().hgetall(key);
-        } finally {
-            client.shutdown(0, 2, TimeUnit.SECONDS);
-        }
     }
 }

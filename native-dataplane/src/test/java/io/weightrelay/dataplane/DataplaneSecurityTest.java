@@ -9,10 +9,9 @@ import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Hostile and broken peers against a real engine in its own JVM (server timeout 1 s, at most 8
@@ -21,55 +20,40 @@ import org.junit.jupiter.api.Test;
  * changed.
  */
 class DataplaneSecurityTest {
+    @RegisterExtension static final TestScope scope = new TestScope();
     private static final int SIZE = 4 << 20;
     private static final int CAP = 8;
     private static final Duration WAIT = Duration.ofSeconds(60);
     private static final byte[] WRONG = "some other deployment".getBytes(StandardCharsets.UTF_8);
 
-    private final List<AutoCloseable> opened = new ArrayList<>();
-    private String prefix;
     private PeerProcess owner;
     private Dataplane friend;
     private RegisteredBuffer scratch;
     private long baseline;
 
-    @BeforeAll
-    static void redis() {
-        RedisSupport.requireRedis();
-    }
-
     @BeforeEach
     void start() throws Exception {
-        prefix = RedisSupport.uniquePrefix();
         owner =
                 PeerProcess.start(
-                        RedisSupport.URI, prefix, "node-owner", "target", SIZE, 1000, CAP);
-        opened.add(owner);
+                        RedisSupport.URI, scope.prefix(), "node-owner", "target", SIZE, 1000, CAP);
+        scope.closeAfter(owner);
         owner.command("fill 0 " + SIZE + " 7");
         owner.command("put obj 65536 5"); // an allocation to try freeing
         baseline = Long.parseLong(owner.command("crc 0 " + SIZE));
-        friend = open(TestEngines.config("node-friend", prefix));
+        friend = open(TestEngines.config("node-friend", scope.prefix()));
         scratch = friend.registerBuffer(ByteBuffer.allocateDirect(SIZE));
         assertStillServingAndUnchanged();
     }
 
-    @AfterEach
-    void stop() throws Exception {
-        for (int i = opened.size() - 1; i >= 0; i--) {
-            opened.get(i).close();
-        }
-        RedisSupport.deleteKeys(prefix);
-    }
-
     private Dataplane open(DataplaneConfig.Builder config) {
         Dataplane dp = Dataplane.open(config.connectTimeout(Duration.ofSeconds(5)).build());
-        opened.add(dp);
+        scope.closeAfter(dp);
         return dp;
     }
 
     private RawPeer raw() throws Exception {
         RawPeer p = new RawPeer(owner.port());
-        opened.add(p);
+        scope.closeAfter(p);
         return p;
     }
 
@@ -89,7 +73,8 @@ class DataplaneSecurityTest {
 
     @Test
     void aPeerWithoutTheSecretIsRefusedBeforeAnyByteMoves() throws Exception {
-        Dataplane stranger = open(DataplaneConfig.builder("node-stranger").keyPrefix(prefix));
+        Dataplane stranger =
+                open(DataplaneConfig.builder("node-stranger").keyPrefix(scope.prefix()));
         RegisteredBuffer src = stranger.registerBuffer(ByteBuffer.allocateDirect(4096));
         assertThatThrownBy(
                         () ->
@@ -117,7 +102,10 @@ class DataplaneSecurityTest {
     @Test
     void aWrongSecretIsRefusedInBothDirections() throws Exception {
         Dataplane impostor =
-                open(DataplaneConfig.builder("node-impostor").keyPrefix(prefix).secret(WRONG));
+                open(
+                        DataplaneConfig.builder("node-impostor")
+                                .keyPrefix(scope.prefix())
+                                .secret(WRONG));
         RegisteredBuffer src = impostor.registerBuffer(ByteBuffer.allocateDirect(4096));
         assertThatThrownBy(
                         () ->
@@ -282,7 +270,7 @@ class DataplaneSecurityTest {
         assertThat(friend.store().exists("obj")).isTrue();
         assertStillServingAndUnchanged();
         // control-api's role frees it, at the owner.
-        Dataplane control = open(TestEngines.config("control", prefix).remover(true));
+        Dataplane control = open(TestEngines.config("control", scope.prefix()).remover(true));
         assertThat(control.store().remove("obj")).isTrue();
         assertThat(Long.parseLong(owner.command("free"))).isEqualTo(SIZE);
         assertStillServingAndUnchanged();
@@ -310,7 +298,7 @@ class DataplaneSecurityTest {
             p.close();
         }
         // Room again: a new engine connects and reads.
-        Dataplane late = open(TestEngines.config("node-late", prefix));
+        Dataplane late = open(TestEngines.config("node-late", scope.prefix()));
         RegisteredBuffer dst = late.registerBuffer(ByteBuffer.allocateDirect(4096));
         long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         for (; ; ) {

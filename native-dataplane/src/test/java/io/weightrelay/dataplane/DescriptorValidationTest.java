@@ -3,8 +3,6 @@ package io.weightrelay.dataplane;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.api.StatefulRedisConnection;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,14 +12,13 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
 import java.util.logging.Handler;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A segment descriptor read from Redis is refused, logged and never mapped unless its shared-memory
@@ -31,10 +28,10 @@ import org.junit.jupiter.api.Test;
  * exception, and the owner's bytes stay untouched.
  */
 class DescriptorValidationTest {
+    @RegisterExtension static final TestScope scope = new TestScope();
     private static final Duration WAIT = Duration.ofSeconds(30);
     private static final int SIZE = 1 << 16;
 
-    private final List<AutoCloseable> opened = new ArrayList<>();
     private final List<Path> files = new ArrayList<>();
     private final List<LogRecord> logged = new CopyOnWriteArrayList<>();
     private final Handler capture =
@@ -51,20 +48,13 @@ class DescriptorValidationTest {
                 public void close() {}
             };
     private final Logger engineLog = Logger.getLogger(TransferEngine.class.getName());
-    private String prefix;
     private Dataplane owner;
     private Segment pub;
 
-    @BeforeAll
-    static void redis() {
-        RedisSupport.requireRedis();
-    }
-
     @BeforeEach
     void ownerWithASegment() {
-        prefix = RedisSupport.uniquePrefix();
         engineLog.addHandler(capture);
-        owner = open(TestEngines.config("node-h9", prefix).hostId("host-h9"));
+        owner = open(TestEngines.config("node-h9", scope.prefix()).hostId("host-h9"));
         pub = owner.createSegment("h9-pub", SIZE);
         Patterns.fill(pub.byteBuffer(), 0, SIZE, 11);
         owner.createSegment("h9-other", SIZE);
@@ -73,43 +63,37 @@ class DescriptorValidationTest {
     @AfterEach
     void cleanUp() throws Exception {
         engineLog.removeHandler(capture);
-        for (int i = opened.size() - 1; i >= 0; i--) {
-            opened.get(i).close();
-        }
         for (Path f : files) {
             Files.deleteIfExists(f);
         }
-        RedisSupport.deleteKeys(prefix);
     }
 
     private Dataplane open(DataplaneConfig.Builder b) {
         Dataplane dp = Dataplane.open(b.build());
-        opened.add(dp);
+        scope.closeAfter(dp);
         return dp;
     }
 
     private String fileOf(String segment) {
-        return "wr-" + prefix.replaceAll("[^A-Za-z0-9._-]", "_") + segment;
+        return "wr-" + scope.prefix().replaceAll("[^A-Za-z0-9._-]", "_") + segment;
     }
 
     /** A fresh reader on the owner's node and host (it would map the file) reads 4 KiB. */
     private void readAsNeighbour(String segment) {
-        Dataplane reader = open(TestEngines.config("node-h9", prefix).hostId("host-h9"));
+        Dataplane reader = open(TestEngines.config("node-h9", scope.prefix()).hostId("host-h9"));
         RegisteredBuffer into = reader.registerBuffer(ByteBuffer.allocateDirect(4096));
         reader.engine().transfer(List.of(TransferRequest.read(into, 0, segment, 0, 4096)), WAIT);
     }
 
     private void tamper(String segment, Map<String, String> fields) {
-        RedisClient client = RedisClient.create(RedisSupport.URI);
-        try (StatefulRedisConnection<String, String> c = client.connect()) {
-            String key = prefix + "seg:" + segment;
-            Map<String, String> h = new HashMap<>(c.sync().hgetall(key.replace(segment, "h9-pub")));
-            h.putAll(fields);
-            c.sync().hset(key, h);
-            c.sync().sadd(prefix + "segments", segment);
-        } finally {
-            client.shutdown(0, 2, TimeUnit.SECONDS);
-        }
+        String key = scope.prefix() + "seg:" + segment;
+        Map<String, String> h = new HashMap<>(RedisSupport.hash(key.replace(segment, "h9-pub")));
+        h.putAll(fields);
+        RedisSupport.call(
+                redis -> {
+                    redis.hset(key, h);
+                    return redis.sadd(scope.prefix() + "segments", segment);
+                });
     }
 
     private void assertRefused(String segment, String shm, String why) {
@@ -135,7 +119,7 @@ class DescriptorValidationTest {
 
     @Test
     void theOwnDescriptorIsAcceptedAndMappedLocally() {
-        Dataplane reader = open(TestEngines.config("node-h9", prefix).hostId("host-h9"));
+        Dataplane reader = open(TestEngines.config("node-h9", scope.prefix()).hostId("host-h9"));
         RegisteredBuffer into = reader.registerBuffer(ByteBuffer.allocateDirect(4096));
         reader.engine().transfer(List.of(TransferRequest.read(into, 0, "h9-pub", 0, 4096)), WAIT);
         assertThat(reader.counters().localRead()).isEqualTo(4096);

@@ -5,13 +5,18 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanCursor;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
-/** The machine's Redis for tests: a fast reachability check and per-test key prefixes. */
+/**
+ * The machine's Redis for tests: a fast reachability check, per-test key prefixes, direct access.
+ */
 final class RedisSupport {
     static final String URI = System.getProperty("wr.redis.uri", "redis://127.0.0.1:6379");
 
@@ -32,21 +37,44 @@ final class RedisSupport {
         return "wr:test:dp:" + UUID.randomUUID().toString().substring(0, 8) + ":";
     }
 
-    /** Deletes every key under the prefix. */
-    static void deleteKeys(String prefix) {
+    /** Runs {@code commands} on a connection of their own to the test Redis. */
+    static <T> T call(Function<RedisCommands<String, String>, T> commands) {
         RedisClient client = RedisClient.create(URI);
         try (StatefulRedisConnection<String, String> c = client.connect()) {
-            ScanCursor cursor = ScanCursor.INITIAL;
-            do {
-                KeyScanCursor<String> page =
-                        c.sync().scan(cursor, ScanArgs.Builder.matches(prefix + "*").limit(500));
-                if (!page.getKeys().isEmpty()) {
-                    c.sync().del(page.getKeys().toArray(new String[0]));
-                }
-                cursor = page;
-            } while (!cursor.isFinished());
+            return commands.apply(c.sync());
         } finally {
             client.shutdown(0, 2, TimeUnit.SECONDS);
         }
+    }
+
+    /** Every field of the hash at {@code key}. */
+    static Map<String, String> hash(String key) {
+        return call(redis -> redis.hgetall(key));
+    }
+
+    static void hashSet(String key, Map<String, String> fields) {
+        call(redis -> redis.hset(key, fields));
+    }
+
+    static void hashDelete(String key, String field) {
+        call(redis -> redis.hdel(key, field));
+    }
+
+    /** Deletes every key under the prefix. */
+    static void deleteKeys(String prefix) {
+        call(
+                redis -> {
+                    ScanCursor cursor = ScanCursor.INITIAL;
+                    do {
+                        KeyScanCursor<String> page =
+                                redis.scan(
+                                        cursor, ScanArgs.Builder.matches(prefix + "*").limit(500));
+                        if (!page.getKeys().isEmpty()) {
+                            redis.del(page.getKeys().toArray(new String[0]));
+                        }
+                        cursor = page;
+                    } while (!cursor.isFinished());
+                    return null;
+                });
     }
 }

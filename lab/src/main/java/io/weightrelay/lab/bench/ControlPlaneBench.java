@@ -282,7 +282,7 @@ public final class ControlPlaneBench {
                                 WEIGHTS,
                                 cursor,
                                 f.strides()));
-                cursor = (cursor + Math.max(1, end(f) - f.bufferOffset()) + 255) / 256 * 256;
+                cursor = (cursor + Math.max(1, f.bufferEnd() - f.bufferOffset()) + 255) / 256 * 256;
             }
             return List.copyOf(out);
         }
@@ -908,7 +908,7 @@ public final class ControlPlaneBench {
                     templates.putIfAbsent(t.digest(), t);
                     long size = 1;
                     for (io.weightrelay.reshard.placement.TargetFragment f : w.fragments()) {
-                        size = Math.max(size, end(f));
+                        size = Math.max(size, f.bufferEnd());
                     }
                     p.placement(t.digest())
                             .addBuffersItem(
@@ -1311,18 +1311,6 @@ public final class ControlPlaneBench {
                     + (body.length() > 600 ? body.substring(0, 600) + "..." : body);
         }
         return String.valueOf(e);
-    }
-
-    /** One past the last byte a fragment occupies in its buffer (as {@code RolloutEngine}). */
-    private static long end(io.weightrelay.reshard.placement.TargetFragment f) {
-        if (f.shape().numel() == 0) {
-            return f.bufferOffset();
-        }
-        long end = f.bufferOffset() + f.dtype().bytes();
-        for (int d = 0; d < f.shape().rank(); d++) {
-            end += (f.shape().dim(d) - 1) * f.strides().dim(d);
-        }
-        return end;
     }
 
     private static List<Long> boxed(Shape shape) {

@@ -29,11 +29,7 @@ import picocli.CommandLine.Option;
         exitCodeList = {LabCommand.EXIT_OK, LabCommand.EXIT_CHECK, LabCommand.EXIT_USAGE})
 final class BenchCommand {
 
-    @Option(
-            names = {"-h", "--help"},
-            usageHelp = true,
-            description = "Show this help and exit.")
-    boolean help;
+    @Mixin Flags.Help help;
 
     /** Where the benchmarks that start services find Redis and the checkout. */
     static final class Services {
@@ -267,14 +263,7 @@ final class BenchCommand {
                 LabCommand.EXIT_CANNOT
             })
     static final class Publish extends LabCommand {
-        @Option(
-                names = "--model",
-                paramLabel = "M",
-                defaultValue = "qwen2.5-0.5b",
-                converter = Values.Model.class,
-                completionCandidates = Values.Model.class,
-                description = LabCommand.MODEL)
-        String model;
+        @Mixin final Flags.Model model = new Flags.Model("qwen2.5-0.5b");
 
         @Option(
                 names = "--trainer-nodes",
@@ -317,22 +306,7 @@ final class BenchCommand {
                 description = "Batches in flight per rank; default ${DEFAULT-VALUE}.")
         int inFlight;
 
-        @Option(
-                names = "--trainer-dtype",
-                paramLabel = "D",
-                defaultValue = "bf16",
-                converter = Values.Dtype.class,
-                completionCandidates = Values.Dtype.class,
-                description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
-        String trainerDtype;
-
-        @Option(
-                names = "--rollout-dtype",
-                paramLabel = "D",
-                defaultValue = "bf16",
-                converter = Values.Dtype.class,
-                description = "As --trainer-dtype; default ${DEFAULT-VALUE}.")
-        String rolloutDtype;
+        @Mixin Flags.Dtypes dtypes;
 
         @Option(
                 names = "--staging-mode",
@@ -343,12 +317,7 @@ final class BenchCommand {
                 description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
         String stagingMode;
 
-        @Option(
-                names = "--seed",
-                paramLabel = "N",
-                defaultValue = "1",
-                description = "Default ${DEFAULT-VALUE}.")
-        long seed;
+        @Mixin Flags.Seed seed;
 
         @Option(
                 names = "--publisher-jar",
@@ -400,39 +369,11 @@ final class BenchCommand {
                 LabCommand.EXIT_CANNOT
             })
     static final class Update extends LabCommand {
-        @Option(
-                names = "--model",
-                paramLabel = "M",
-                defaultValue = "qwen2.5-0.5b",
-                converter = Values.Model.class,
-                completionCandidates = Values.Model.class,
-                description = LabCommand.MODEL)
-        String model;
+        @Mixin final Flags.Model model = new Flags.Model("qwen2.5-0.5b");
 
-        @Option(
-                names = "--instances",
-                paramLabel = "I",
-                defaultValue = "4",
-                converter = Values.Positive.class,
-                description = "Rollout instances; default ${DEFAULT-VALUE}.")
-        int instances;
+        @Mixin final Flags.Rollout rollout = new Flags.Rollout(4, 2);
 
-        @Option(
-                names = "--tp",
-                paramLabel = "P",
-                defaultValue = "2",
-                converter = Values.Positive.class,
-                description = "Tensor-parallel ranks per instance; default ${DEFAULT-VALUE}.")
-        int tp;
-
-        @Option(
-                names = "--mode",
-                paramLabel = "MODE",
-                defaultValue = "compat",
-                converter = Values.RolloutMode.class,
-                completionCandidates = Values.RolloutMode.class,
-                description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
-        String mode;
+        @Mixin Flags.RolloutMode mode;
 
         @Option(
                 names = "--warmup",
@@ -442,12 +383,7 @@ final class BenchCommand {
                 description = "Updates before measuring; default ${DEFAULT-VALUE}.")
         int warmup;
 
-        @Option(
-                names = "--seed",
-                paramLabel = "N",
-                defaultValue = "1",
-                description = "Default ${DEFAULT-VALUE}.")
-        long seed;
+        @Mixin Flags.Seed seed;
 
         @Option(
                 names = "--no-checksums",
@@ -491,14 +427,7 @@ final class BenchCommand {
                 LabCommand.EXIT_CANNOT
             })
     static final class ControlPlane extends LabCommand {
-        @Option(
-                names = "--model",
-                paramLabel = "M",
-                defaultValue = "kimi-k2",
-                converter = Values.Model.class,
-                completionCandidates = Values.Model.class,
-                description = LabCommand.MODEL)
-        String model;
+        @Mixin final Flags.Model model = new Flags.Model("kimi-k2");
 
         @Option(
                 names = "--tensors",
@@ -516,21 +445,7 @@ final class BenchCommand {
                 description = "Default ${DEFAULT-VALUE}.")
         int trainerNodes;
 
-        @Option(
-                names = "--instances",
-                paramLabel = "I",
-                defaultValue = "32",
-                converter = Values.Positive.class,
-                description = "Default ${DEFAULT-VALUE}.")
-        int instances;
-
-        @Option(
-                names = "--tp",
-                paramLabel = "P",
-                defaultValue = "8",
-                converter = Values.Positive.class,
-                description = "Default ${DEFAULT-VALUE}.")
-        int tp;
+        @Mixin final Flags.Rollout rollout = new Flags.Rollout(32, 8);
 
         @Option(
                 names = "--ep",
@@ -628,14 +543,7 @@ final class BenchCommand {
                 LabCommand.EXIT_CANNOT
             })
     static final class Checkpoint extends LabCommand {
-        @Option(
-                names = "--model",
-                paramLabel = "M",
-                defaultValue = "qwen2.5-0.5b",
-                converter = Values.Model.class,
-                completionCandidates = Values.Model.class,
-                description = LabCommand.MODEL)
-        String model;
+        @Mixin final Flags.Model model = new Flags.Model("qwen2.5-0.5b");
 
         @Option(
                 names = "--trainer-nodes",
@@ -651,12 +559,7 @@ final class BenchCommand {
                 description = "Where the checkpoint goes; default a fresh temporary directory.")
         String dir;
 
-        @Option(
-                names = "--seed",
-                paramLabel = "N",
-                defaultValue = "1",
-                description = "Default ${DEFAULT-VALUE}.")
-        long seed;
+        @Mixin Flags.Seed seed;
 
         @Mixin Services services;
 
@@ -697,30 +600,9 @@ final class BenchCommand {
                                 + " with --serve).")
         String model;
 
-        @Option(
-                names = "--instances",
-                paramLabel = "I",
-                defaultValue = "2",
-                converter = Values.Positive.class,
-                description = "Default ${DEFAULT-VALUE}.")
-        int instances;
+        @Mixin final Flags.Rollout rollout = new Flags.Rollout(2, 1);
 
-        @Option(
-                names = "--tp",
-                paramLabel = "P",
-                defaultValue = "1",
-                converter = Values.Positive.class,
-                description = "Default ${DEFAULT-VALUE}.")
-        int tp;
-
-        @Option(
-                names = "--mode",
-                paramLabel = "MODE",
-                defaultValue = "compat",
-                converter = Values.RolloutMode.class,
-                completionCandidates = Values.RolloutMode.class,
-                description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
-        String mode;
+        @Mixin Flags.RolloutMode mode;
 
         @Option(
                 names = "--repeat",

@@ -1,6 +1,7 @@
 package io.weightrelay.lab.cli;
 
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(
@@ -32,30 +33,9 @@ import picocli.CommandLine.Option;
         })
 final class DemoCommand extends LabCommand {
 
-    @Option(
-            names = "--model",
-            paramLabel = "M",
-            defaultValue = "qwen2.5-0.5b",
-            converter = Values.Model.class,
-            completionCandidates = Values.Model.class,
-            description = LabCommand.MODEL)
-    String model;
+    @Mixin final Flags.Model model = new Flags.Model("qwen2.5-0.5b");
 
-    @Option(
-            names = "--instances",
-            paramLabel = "I",
-            defaultValue = "4",
-            converter = Values.Positive.class,
-            description = "Rollout instances; default ${DEFAULT-VALUE}.")
-    int instances;
-
-    @Option(
-            names = "--tp",
-            paramLabel = "P",
-            defaultValue = "2",
-            converter = Values.Positive.class,
-            description = "Tensor-parallel ranks per instance; default ${DEFAULT-VALUE}.")
-    int tp;
+    @Mixin final Flags.Rollout rollout = new Flags.Rollout(4, 2);
 
     @Option(
             names = "--mode",

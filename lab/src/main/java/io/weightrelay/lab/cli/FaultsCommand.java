@@ -5,6 +5,7 @@ import io.weightrelay.lab.faults.FaultSuite;
 import java.util.Iterator;
 import java.util.List;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(
@@ -35,14 +36,7 @@ final class FaultsCommand extends LabCommand {
         }
     }
 
-    @Option(
-            names = "--model",
-            paramLabel = "M",
-            defaultValue = "tiny",
-            converter = Values.Model.class,
-            completionCandidates = Values.Model.class,
-            description = LabCommand.MODEL)
-    String model;
+    @Mixin final Flags.Model model = new Flags.Model("tiny");
 
     @Option(
             names = "--only",

@@ -1,7 +1,7 @@
 package io.weightrelay.lab.cli;
 
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
-import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
@@ -24,11 +24,7 @@ abstract class LabCommand {
 
     @Spec CommandSpec spec;
 
-    @Option(
-            names = {"-h", "--help"},
-            usageHelp = true,
-            description = "Show this help and exit.")
-    boolean help;
+    @Mixin Flags.Help help;
 
     /** The class whose {@code main} runs the command. */
     abstract String entryPoint();

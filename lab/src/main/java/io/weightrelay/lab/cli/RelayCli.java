@@ -9,8 +9,8 @@ import java.util.List;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.MissingParameterException;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.OptionSpec;
-import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParseResult;
@@ -64,11 +64,7 @@ public final class RelayCli {
                 LabCommand.EXIT_CANNOT
             })
     static final class Relay {
-        @Option(
-                names = {"-h", "--help"},
-                usageHelp = true,
-                description = "Show this help and exit.")
-        boolean help;
+        @Mixin Flags.Help help;
     }
 
     @Command(
@@ -78,11 +74,7 @@ public final class RelayCli {
             exitCodeListHeading = LabCommand.EXIT_HEADING,
             exitCodeList = {"0:help shown", "2:no such command"})
     static final class Help {
-        @Option(
-                names = {"-h", "--help"},
-                usageHelp = true,
-                description = "Show this help and exit.")
-        boolean help;
+        @Mixin Flags.Help help;
 
         @Parameters(paramLabel = "COMMAND", description = "A command, e.g. demo or bench update.")
         List<String> words = List.of();

@@ -1,6 +1,7 @@
 package io.weightrelay.lab.cli;
 
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(
@@ -22,30 +23,9 @@ import picocli.CommandLine.Option;
         })
 final class RolloutCommand extends LabCommand {
 
-    @Option(
-            names = "--model",
-            paramLabel = "M",
-            defaultValue = "tiny",
-            converter = Values.Model.class,
-            completionCandidates = Values.Model.class,
-            description = LabCommand.MODEL)
-    String model;
+    @Mixin final Flags.Model model = new Flags.Model("tiny");
 
-    @Option(
-            names = "--instances",
-            paramLabel = "I",
-            defaultValue = "4",
-            converter = Values.Positive.class,
-            description = "Rollout instances; default ${DEFAULT-VALUE}.")
-    int instances;
-
-    @Option(
-            names = "--tp",
-            paramLabel = "P",
-            defaultValue = "2",
-            converter = Values.Positive.class,
-            description = "Tensor-parallel ranks per instance; default ${DEFAULT-VALUE}.")
-    int tp;
+    @Mixin final Flags.Rollout rollout = new Flags.Rollout(4, 2);
 
     @Option(
             names = "--rollout-nodes",
@@ -55,14 +35,7 @@ final class RolloutCommand extends LabCommand {
             description = "Rollout nodes the instances are packed onto; default ${DEFAULT-VALUE}.")
     int rolloutNodes;
 
-    @Option(
-            names = "--mode",
-            paramLabel = "MODE",
-            defaultValue = "compat",
-            converter = Values.RolloutMode.class,
-            completionCandidates = Values.RolloutMode.class,
-            description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
-    String mode;
+    @Mixin Flags.RolloutMode mode;
 
     @Option(
             names = "--loaders",
@@ -102,12 +75,7 @@ final class RolloutCommand extends LabCommand {
             description = "Updates per engine; default ${DEFAULT-VALUE}.")
     int updates;
 
-    @Option(
-            names = "--seed",
-            paramLabel = "N",
-            defaultValue = "1",
-            description = "Seed the trainer published with; default ${DEFAULT-VALUE}.")
-    long seed;
+    @Mixin Flags.Seed seed;
 
     @Override
     String entryPoint() {
@@ -121,8 +89,8 @@ final class RolloutCommand extends LabCommand {
 
     @Override
     void check() {
-        if (loaders.split(",").length != instances) {
-            throw usage("--loaders needs one URL per instance (" + instances + ")");
+        if (loaders.split(",").length != rollout.instances) {
+            throw usage("--loaders needs one URL per instance (" + rollout.instances + ")");
         }
     }
 }

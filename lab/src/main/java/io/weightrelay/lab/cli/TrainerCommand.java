@@ -2,6 +2,7 @@ package io.weightrelay.lab.cli;
 
 import java.util.List;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(
@@ -22,14 +23,7 @@ import picocli.CommandLine.Option;
         })
 final class TrainerCommand extends LabCommand {
 
-    @Option(
-            names = "--model",
-            paramLabel = "M",
-            defaultValue = "tiny",
-            converter = Values.Model.class,
-            completionCandidates = Values.Model.class,
-            description = LabCommand.MODEL)
-    String model;
+    @Mixin final Flags.Model model = new Flags.Model("tiny");
 
     @Option(
             names = "--control-api",
@@ -67,29 +61,9 @@ final class TrainerCommand extends LabCommand {
             description = "The first training step; default ${DEFAULT-VALUE}.")
     long firstStep;
 
-    @Option(
-            names = "--seed",
-            paramLabel = "N",
-            defaultValue = "1",
-            description = "Seed of the deterministic contents; default ${DEFAULT-VALUE}.")
-    long seed;
+    @Mixin Flags.Seed seed;
 
-    @Option(
-            names = "--trainer-dtype",
-            paramLabel = "D",
-            defaultValue = "bf16",
-            converter = Values.Dtype.class,
-            completionCandidates = Values.Dtype.class,
-            description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
-    String trainerDtype;
-
-    @Option(
-            names = "--rollout-dtype",
-            paramLabel = "D",
-            defaultValue = "bf16",
-            converter = Values.Dtype.class,
-            description = "As --trainer-dtype; default ${DEFAULT-VALUE}.")
-    String rolloutDtype;
+    @Mixin Flags.Dtypes dtypes;
 
     @Option(
             names = "--max-fragment-bytes",

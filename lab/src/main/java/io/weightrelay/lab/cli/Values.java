@@ -7,6 +7,8 @@ import io.weightrelay.reshard.placement.Mode;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.TypeConversionException;
 
@@ -18,15 +20,35 @@ final class Values {
 
     private Values() {}
 
-    /** A catalogued model ({@code ModelCatalog}). */
-    static final class Model implements ITypeConverter<String>, Iterable<String> {
+    /** A value from a list of choices, refused naming them all. */
+    abstract static class Choice implements ITypeConverter<String>, Iterable<String> {
+        private final String what;
+
+        Choice(String what) {
+            this.what = what;
+        }
+
+        abstract boolean accepts(String value);
+
         @Override
-        public String convert(String value) {
-            if (!ModelCatalog.names().contains(value)) {
+        public final String convert(String value) {
+            if (!accepts(value)) {
                 throw new TypeConversionException(
-                        "'" + value + "' is not a catalogued model; valid: " + join(this));
+                        "'" + value + "' is not " + what + "; valid: " + join(this));
             }
             return value;
+        }
+    }
+
+    /** A catalogued model ({@code ModelCatalog}). */
+    static final class Model extends Choice {
+        Model() {
+            super("a catalogued model");
+        }
+
+        @Override
+        boolean accepts(String value) {
+            return ModelCatalog.names().contains(value);
         }
 
         @Override
@@ -36,16 +58,14 @@ final class Values {
     }
 
     /** {@code compat} or {@code direct} (and the long names {@code Mode.parse} takes). */
-    static final class RolloutMode implements ITypeConverter<String>, Iterable<String> {
+    static final class RolloutMode extends Choice {
+        RolloutMode() {
+            super("a mode");
+        }
+
         @Override
-        public String convert(String value) {
-            try {
-                Mode.parse(value);
-                return value;
-            } catch (IllegalArgumentException e) {
-                throw new TypeConversionException(
-                        "'" + value + "' is not a mode; valid: " + join(this));
-            }
+        boolean accepts(String value) {
+            return parses(Mode::parse, value);
         }
 
         @Override
@@ -55,14 +75,14 @@ final class Values {
     }
 
     /** {@code compat} or {@code direct} exactly, as {@code bench control-plane} takes them. */
-    static final class StrictMode implements ITypeConverter<String>, Iterable<String> {
+    static final class StrictMode extends Choice {
+        StrictMode() {
+            super("a mode");
+        }
+
         @Override
-        public String convert(String value) {
-            if (!value.equals("compat") && !value.equals("direct")) {
-                throw new TypeConversionException(
-                        "'" + value + "' is not a mode; valid: " + join(this));
-            }
-            return value;
+        boolean accepts(String value) {
+            return value.equals("compat") || value.equals("direct");
         }
 
         @Override
@@ -72,19 +92,14 @@ final class Values {
     }
 
     /** The demo's modes: one of them or {@code both}. */
-    static final class DemoMode implements ITypeConverter<String>, Iterable<String> {
+    static final class DemoMode extends Choice {
+        DemoMode() {
+            super("a mode");
+        }
+
         @Override
-        public String convert(String value) {
-            if (value.equals("both")) {
-                return value;
-            }
-            try {
-                Mode.parse(value);
-                return value;
-            } catch (IllegalArgumentException e) {
-                throw new TypeConversionException(
-                        "'" + value + "' is not a mode; valid: " + join(this));
-            }
+        boolean accepts(String value) {
+            return value.equals("both") || parses(Mode::parse, value);
         }
 
         @Override
@@ -94,16 +109,14 @@ final class Values {
     }
 
     /** A dtype by its contract name ({@code bf16}, {@code fp32}, ...). */
-    static final class Dtype implements ITypeConverter<String>, Iterable<String> {
+    static final class Dtype extends Choice {
+        Dtype() {
+            super("a dtype");
+        }
+
         @Override
-        public String convert(String value) {
-            try {
-                Dtypes.parse(value);
-                return value;
-            } catch (IllegalArgumentException e) {
-                throw new TypeConversionException(
-                        "'" + value + "' is not a dtype; valid: " + join(this));
-            }
+        boolean accepts(String value) {
+            return parses(Dtypes::parse, value);
         }
 
         @Override
@@ -121,14 +134,14 @@ final class Values {
     }
 
     /** Where {@code bench publish} stages a rank's bytes. */
-    static final class StagingMode implements ITypeConverter<String>, Iterable<String> {
+    static final class StagingMode extends Choice {
+        StagingMode() {
+            super("a staging mode");
+        }
+
         @Override
-        public String convert(String value) {
-            if (!value.equals("segment") && !value.equals("file")) {
-                throw new TypeConversionException(
-                        "'" + value + "' is not a staging mode; valid: " + join(this));
-            }
-            return value;
+        boolean accepts(String value) {
+            return value.equals("segment") || value.equals("file");
         }
 
         @Override
@@ -141,11 +154,7 @@ final class Values {
     static final class Positive implements ITypeConverter<Integer> {
         @Override
         public Integer convert(String value) {
-            int n = integer(value);
-            if (n < 1) {
-                throw new TypeConversionException("'" + value + "' must be at least 1");
-            }
-            return n;
+            return atLeast(value, whole(value, Integer::parseInt), 1);
         }
     }
 
@@ -153,11 +162,7 @@ final class Values {
     static final class NonNegative implements ITypeConverter<Integer> {
         @Override
         public Integer convert(String value) {
-            int n = integer(value);
-            if (n < 0) {
-                throw new TypeConversionException("'" + value + "' must be at least 0");
-            }
-            return n;
+            return atLeast(value, whole(value, Integer::parseInt), 0);
         }
     }
 
@@ -165,16 +170,7 @@ final class Values {
     static final class PositiveLong implements ITypeConverter<Long> {
         @Override
         public Long convert(String value) {
-            long n;
-            try {
-                n = Long.parseLong(value);
-            } catch (NumberFormatException e) {
-                throw new TypeConversionException("'" + value + "' is not a whole number");
-            }
-            if (n < 1) {
-                throw new TypeConversionException("'" + value + "' must be at least 1");
-            }
-            return n;
+            return atLeast(value, whole(value, Long::parseLong), 1);
         }
     }
 
@@ -199,7 +195,7 @@ final class Values {
     static final class Port implements ITypeConverter<Integer> {
         @Override
         public Integer convert(String value) {
-            int n = integer(value);
+            int n = whole(value, Integer::parseInt);
             if (n < 1 || n > 65535) {
                 throw new TypeConversionException("'" + value + "' is not a port (1-65535)");
             }
@@ -207,12 +203,32 @@ final class Values {
         }
     }
 
-    private static int integer(String value) {
+    /**
+     * Whether {@code parser} takes {@code value} (it throws {@code IllegalArgumentException} if
+     * not).
+     */
+    private static boolean parses(Consumer<String> parser, String value) {
         try {
-            return Integer.parseInt(value);
+            parser.accept(value);
+            return true;
+        } catch (IllegalArgumentException e) {
+            return false;
+        }
+    }
+
+    private static <N extends Number> N whole(String value, Function<String, N> parser) {
+        try {
+            return parser.apply(value);
         } catch (NumberFormatException e) {
             throw new TypeConversionException("'" + value + "' is not a whole number");
         }
+    }
+
+    private static <N extends Number> N atLeast(String value, N n, long min) {
+        if (n.longValue() < min) {
+            throw new TypeConversionException("'" + value + "' must be at least " + min);
+        }
+        return n;
     }
 
     private static String join(Iterable<String> choices) {

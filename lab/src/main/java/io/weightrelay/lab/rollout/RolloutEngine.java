@@ -83,7 +83,7 @@ public final class RolloutEngine {
             } else {
                 Map<String, Long> sizes = new LinkedHashMap<>();
                 for (io.weightrelay.reshard.placement.TargetFragment f : w.fragments()) {
-                    sizes.merge(f.buffer(), Math.max(1, end(f)), Math::max);
+                    sizes.merge(f.buffer(), Math.max(1, f.bufferEnd()), Math::max);
                     p.addFragmentsItem(
                             new TargetFragment()
                                     .tensor(f.tensor())
@@ -104,18 +104,6 @@ public final class RolloutEngine {
             out.add(p);
         }
         return out;
-    }
-
-    /** One past the last byte a fragment occupies in its buffer. */
-    static long end(io.weightrelay.reshard.placement.TargetFragment f) {
-        if (f.shape().numel() == 0) {
-            return f.bufferOffset();
-        }
-        long end = f.bufferOffset() + f.dtype().bytes();
-        for (int d = 0; d < f.shape().rank(); d++) {
-            end += (f.shape().dim(d) - 1) * f.strides().dim(d);
-        }
-        return end;
     }
 
     private static List<Long> list(Shape shape) {

@@ -2,8 +2,8 @@ package io.weightrelay.loader.instance;
 
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.Segment;
+import io.weightrelay.loader.registration.ReceiveSegmentRegistrar;
 import io.weightrelay.loader.registration.RegistrationManager;
-import io.weightrelay.loader.registration.SegmentRegistrar;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import jakarta.annotation.PreDestroy;
 import org.springframework.stereotype.Component;
@@ -35,7 +35,7 @@ public class DataplaneHolder {
         }
         if (dataplane == null) {
             dataplane = Dataplane.open(settings.config(node));
-            registrations = new RegistrationManager<>(new SegmentRegistrar(dataplane));
+            registrations = new RegistrationManager<>(new ReceiveSegmentRegistrar(dataplane));
         } else if (!dataplane.nodeLabel().equals(node)) {
             throw InstanceProblems.NODE_CHANGED.exception(
                     "this loader runs on node " + dataplane.nodeLabel() + ", not " + node);

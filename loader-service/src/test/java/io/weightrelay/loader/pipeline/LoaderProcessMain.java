@@ -4,8 +4,8 @@ import io.weightrelay.dataplane.Counters;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.Segment;
+import io.weightrelay.loader.registration.ReceiveSegmentRegistrar;
 import io.weightrelay.loader.registration.RegistrationManager;
-import io.weightrelay.loader.registration.SegmentRegistrar;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
@@ -62,7 +62,7 @@ public final class LoaderProcessMain {
                                 .secret(TestDataplane.secret())
                                 .build())) {
             RegistrationManager<Segment> registrations =
-                    new RegistrationManager<>(new SegmentRegistrar(dp));
+                    new RegistrationManager<>(new ReceiveSegmentRegistrar(dp));
             DataplaneUpdater updater = new DataplaneUpdater(dp, registrations, slots, hook, 4);
             BufferedReader in =
                     new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));

@@ -16,6 +16,7 @@ import io.weightrelay.api.publisher.client.model.PublishState;
 import io.weightrelay.api.publisher.client.model.SegmentInfo;
 import io.weightrelay.api.publisher.client.model.StagedTensor;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
+import io.weightrelay.publisher.ExpectedFragments;
 import io.weightrelay.publisher.TestControlApi;
 import io.weightrelay.publisher.TestPublisherProperties;
 import io.weightrelay.publisher.convert.Checksums;
@@ -195,7 +196,7 @@ abstract class PublishEndToEndTest {
         for (StoredFragment f : manifest.fragments()) {
             String key = ObjectKeys.key(manifest.model(), g, f.fragment());
             ByteBuffer stored = owner.ownedBytes(key).orElseThrow(() -> new AssertionError(key));
-            int expected = Checksums.crc32c(expectedBf16(manifest, f, g));
+            int expected = Checksums.crc32c(ExpectedFragments.bf16(manifest, f, SEED, g));
             assertThat(Checksums.crc32c(stored)).as(key).isEqualTo(expected);
             RegisteredObject object = registered.get(key);
             assertThat(object).as(key).isNotNull();
@@ -328,7 +329,7 @@ abstract class PublishEndToEndTest {
         long opened =
                 controlApi.coordinator(MAX_FRAGMENT).open(manifest, List.of(NODE), 0).generation();
         StoredFragment first = manifest.fragments().get(0);
-        int realCrc = Checksums.crc32c(expectedBf16(manifest, first, opened));
+        int realCrc = Checksums.crc32c(ExpectedFragments.bf16(manifest, first, SEED, opened));
         RegisteredObject rival =
                 new RegisteredObject()
                         .key(ObjectKeys.key(manifest.model(), opened, first.fragment()))
@@ -569,21 +570,5 @@ abstract class PublishEndToEndTest {
             String key = ObjectKeys.key(manifest.model(), generation, f.fragment());
             assertThat(owner.exists(key)).as(key).isTrue();
         }
-    }
-
-    /** What the fragment must hold: the source bytes recomputed and converted by the reference. */
-    static ByteBuffer expectedBf16(SourceManifest manifest, StoredFragment f, long g) {
-        int index = manifest.tensorIndex().get(f.tensor());
-        TensorSpec tensor = manifest.tensors().get(index);
-        long inner = tensor.shape().numel() / Math.max(1, tensor.shape().dim(0));
-        long first = f.offset().dim(0) * inner;
-        int elements = Math.toIntExact(f.shape().numel());
-        ByteBuffer source = ByteBuffer.allocate(elements * 4).order(ByteOrder.LITTLE_ENDIAN);
-        new DeterministicWeights(SEED, g).write(index, tensor, first * 4, source);
-        ByteBuffer out = ByteBuffer.allocate(elements * 2).order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < elements; i++) {
-            out.putShort(Floats.bf16(source.getInt(4 * i)));
-        }
-        return out.flip();
     }
 }

@@ -9,17 +9,16 @@ import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.ObjectLocation;
 import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.RegisteredBuffer;
+import io.weightrelay.publisher.ExpectedFragments;
 import io.weightrelay.publisher.PublisherApplication;
 import io.weightrelay.publisher.TestControlApi;
 import io.weightrelay.publisher.TestPublisherProperties;
 import io.weightrelay.publisher.convert.Checksums;
-import io.weightrelay.publisher.convert.Floats;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
-import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.service.process.ServiceProcess;
 import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.service.test.TestDataplane;
@@ -29,7 +28,6 @@ import io.weightrelay.trainer.client.TrainerSession;
 import io.weightrelay.trainer.sim.DeterministicWeights;
 import io.weightrelay.trainer.sim.SimulatedTrainer;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -247,7 +245,7 @@ class PublisherRestartTest {
                 assertThat(read).as(key).containsExactly(f.bytes());
                 ByteBuffer got = buffer.byteBuffer().duplicate();
                 got.limit((int) f.bytes());
-                ByteBuffer expected = expectedBf16(manifest, f, generation);
+                ByteBuffer expected = ExpectedFragments.bf16(manifest, f, SEED, generation);
                 assertThat(got.slice().equals(expected)).as(key + " byte for byte").isTrue();
                 assertThat(Checksums.crc32c(got.slice()))
                         .as(key)
@@ -267,20 +265,5 @@ class PublisherRestartTest {
             }
         }
         return false;
-    }
-
-    private static ByteBuffer expectedBf16(SourceManifest manifest, StoredFragment f, long g) {
-        int index = manifest.tensorIndex().get(f.tensor());
-        TensorSpec tensor = manifest.tensors().get(index);
-        long inner = tensor.shape().numel() / Math.max(1, tensor.shape().dim(0));
-        long first = f.offset().dim(0) * inner;
-        int elements = Math.toIntExact(f.shape().numel());
-        ByteBuffer source = ByteBuffer.allocate(elements * 4).order(ByteOrder.LITTLE_ENDIAN);
-        new DeterministicWeights(SEED, g).write(index, tensor, first * 4, source);
-        ByteBuffer out = ByteBuffer.allocate(elements * 2).order(ByteOrder.LITTLE_ENDIAN);
-        for (int i = 0; i < elements; i++) {
-            out.putShort(Floats.bf16(source.getInt(4 * i)));
-        }
-        return out.flip();
     }
 }

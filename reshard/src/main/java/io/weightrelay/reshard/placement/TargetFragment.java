@@ -65,4 +65,18 @@ public record TargetFragment(
     public long bytes() {
         return shape.numel() * dtype.bytes();
     }
+
+    /**
+     * One past the last byte the box occupies in its buffer: the size the buffer needs at least.
+     */
+    public long bufferEnd() {
+        if (shape.numel() == 0) {
+            return bufferOffset;
+        }
+        long end = bufferOffset + dtype.bytes();
+        for (int d = 0; d < shape.rank(); d++) {
+            end += (shape.dim(d) - 1) * strides.dim(d);
+        }
+        return end;
+    }
 }

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
-import io.weightrelay.reshard.model.ClusterModel;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.timing.ClusterModel;
 import io.weightrelay.reshard.topology.Topology;
 import java.util.ArrayList;
 import java.util.Collections;

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
  * whose own segment is full must not store its objects in them (they hold the weights the engine is
  * about to read).
  */
-class SegmentRegistrarTest {
+class ReceiveSegmentRegistrarTest {
     private static final int MIB = 1 << 20;
 
     private final String prefix = RedisTestSupport.uniqueKeyPrefix("loader-registrar");
@@ -58,7 +58,7 @@ class SegmentRegistrarTest {
     @Test
     void receiveBuffersAndStagingAreNeverStoreCapacity() {
         RegistrationManager<Segment> registrations =
-                new RegistrationManager<>(new SegmentRegistrar(loader));
+                new RegistrationManager<>(new ReceiveSegmentRegistrar(loader));
         Segment receive =
                 registrations.acquire(new RegistrationKey(1, "i0", "w0", "recv-i0-w0", 2 * MIB));
         Segment staging =

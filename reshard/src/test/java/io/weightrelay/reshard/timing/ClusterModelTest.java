@@ -1,4 +1,4 @@
-package io.weightrelay.reshard.model;
+package io.weightrelay.reshard.timing;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;

@@ -1,4 +1,4 @@
-package io.weightrelay.reshard.model;
+package io.weightrelay.reshard.timing;
 
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.plan.Demands;

@@ -14,10 +14,10 @@ import io.weightrelay.dataplane.SegmentKind;
  * their way there), so the store must never place an object in it, not even when the publishers'
  * segments are full.
  */
-public final class SegmentRegistrar implements Registrar<Segment> {
+public final class ReceiveSegmentRegistrar implements Registrar<Segment> {
     private final Dataplane dataplane;
 
-    public SegmentRegistrar(Dataplane dataplane) {
+    public ReceiveSegmentRegistrar(Dataplane dataplane) {
         this.dataplane = dataplane;
     }
 

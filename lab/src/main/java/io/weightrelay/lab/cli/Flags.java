@@ -1,0 +1,103 @@
+package io.weightrelay.lab.cli;
+
+import picocli.CommandLine.Option;
+
+/**
+ * The flags that several commands take, each declared once. A command mixes in the ones it takes
+ * ({@code @Mixin}) and gives the default it documents; the defaults it shows are the ones its own
+ * {@code main} applies, since only the flags given are handed on.
+ */
+final class Flags {
+
+    private Flags() {}
+
+    /** {@code -h}, {@code --help}: every command and group has it. */
+    static final class Help {
+        @Option(
+                names = {"-h", "--help"},
+                usageHelp = true,
+                description = "Show this help and exit.")
+        boolean help;
+    }
+
+    /** {@code --model}: a catalogued model. */
+    static final class Model {
+        @Option(
+                names = "--model",
+                paramLabel = "M",
+                converter = Values.Model.class,
+                completionCandidates = Values.Model.class,
+                description = LabCommand.MODEL)
+        String model;
+
+        Model(String byDefault) {
+            this.model = byDefault;
+        }
+    }
+
+    /** {@code --instances} and {@code --tp}: the rollout instances and their tensor parallelism. */
+    static final class Rollout {
+        @Option(
+                names = "--instances",
+                paramLabel = "I",
+                converter = Values.Positive.class,
+                description = "Rollout instances; default ${DEFAULT-VALUE}.")
+        int instances;
+
+        @Option(
+                names = "--tp",
+                paramLabel = "P",
+                converter = Values.Positive.class,
+                description = "Tensor-parallel ranks per instance; default ${DEFAULT-VALUE}.")
+        int tp;
+
+        Rollout(int instances, int tp) {
+            this.instances = instances;
+            this.tp = tp;
+        }
+    }
+
+    /** {@code --mode}: how the rollout workers hold their weights. */
+    static final class RolloutMode {
+        @Option(
+                names = "--mode",
+                paramLabel = "MODE",
+                converter = Values.RolloutMode.class,
+                completionCandidates = Values.RolloutMode.class,
+                description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
+        String mode = "compat";
+    }
+
+    /** {@code --trainer-dtype} and {@code --rollout-dtype}: the conversion a publish makes. */
+    static final class Dtypes {
+        @Option(
+                names = "--trainer-dtype",
+                paramLabel = "D",
+                defaultValue = "bf16",
+                converter = Values.Dtype.class,
+                completionCandidates = Values.Dtype.class,
+                description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
+        String trainerDtype;
+
+        @Option(
+                names = "--rollout-dtype",
+                paramLabel = "D",
+                defaultValue = "bf16",
+                converter = Values.Dtype.class,
+                description = "As --trainer-dtype; default ${DEFAULT-VALUE}.")
+        String rolloutDtype;
+    }
+
+    /**
+     * {@code --seed}: the seed of the deterministic weights a trainer publishes and a check
+     * expects.
+     */
+    static final class Seed {
+        @Option(
+                names = "--seed",
+                paramLabel = "N",
+                defaultValue = "1",
+                description = "Seed of the deterministic weights; default ${DEFAULT-VALUE}.")
+        long seed;
+    }
+}
