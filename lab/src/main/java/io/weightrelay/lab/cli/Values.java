@@ -54,6 +54,23 @@ final class Values {
         }
     }
 
+    /** The planner bench's rollout dtypes, {@code bf16} or {@code fp8} (block-scaled E4M3). */
+    static final class RolloutDtype implements ITypeConverter<String>, Iterable<String> {
+        @Override
+        public String convert(String value) {
+            if (!value.equals("bf16") && !value.equals("fp8")) {
+                throw new TypeConversionException(
+                        "'" + value + "' is not a rollout dtype; valid: " + join(this));
+            }
+            return value;
+        }
+
+        @Override
+        public Iterator<String> iterator() {
+            return List.of("bf16", "fp8").iterator();
+        }
+    }
+
     /** {@code compat} or {@code direct} exactly, as {@code bench control-plane} takes them. */
     static final class StrictMode implements ITypeConverter<String>, Iterable<String> {
         @Override
