@@ -54,37 +54,42 @@ final class Values {
         }
     }
 
-    /** The planner bench's rollout dtypes, {@code bf16} or {@code fp8} (block-scaled E4M3). */
-    static final class RolloutDtype implements ITypeConverter<String>, Iterable<String> {
+    /** One of a fixed list of words, exactly. */
+    private abstract static class Exactly implements ITypeConverter<String>, Iterable<String> {
+        private final String noun;
+        private final List<String> valid;
+
+        Exactly(String noun, String... valid) {
+            this.noun = noun;
+            this.valid = List.of(valid);
+        }
+
         @Override
         public String convert(String value) {
-            if (!value.equals("bf16") && !value.equals("fp8")) {
+            if (!valid.contains(value)) {
                 throw new TypeConversionException(
-                        "'" + value + "' is not a rollout dtype; valid: " + join(this));
+                        "'" + value + "' is not " + noun + "; valid: " + join(this));
             }
             return value;
         }
 
         @Override
         public Iterator<String> iterator() {
-            return List.of("bf16", "fp8").iterator();
+            return valid.iterator();
         }
     }
 
     /** {@code compat} or {@code direct} exactly, as {@code bench control-plane} takes them. */
-    static final class StrictMode implements ITypeConverter<String>, Iterable<String> {
-        @Override
-        public String convert(String value) {
-            if (!value.equals("compat") && !value.equals("direct")) {
-                throw new TypeConversionException(
-                        "'" + value + "' is not a mode; valid: " + join(this));
-            }
-            return value;
+    static final class StrictMode extends Exactly {
+        StrictMode() {
+            super("a mode", "direct", "compat");
         }
+    }
 
-        @Override
-        public Iterator<String> iterator() {
-            return List.of("direct", "compat").iterator();
+    /** The planner bench's rollout dtypes, {@code bf16} or {@code fp8} (block-scaled E4M3). */
+    static final class RolloutDtype extends Exactly {
+        RolloutDtype() {
+            super("a rollout dtype", "bf16", "fp8");
         }
     }
 

@@ -244,32 +244,20 @@ class RelayCliTest {
                 .contains("Missing required options")
                 .contains("--trainer-nodes")
                 .contains("--nic-gbps");
-        assertThat(
-                        relay(
-                                        "bench",
-                                        "planner",
-                                        "--model=tiny",
-                                        "--trainer-nodes=1",
-                                        "--rollout-nodes=1",
-                                        "--instances=1",
-                                        "--mode=direct",
-                                        "--nic-gbps=400")
-                                .err())
-                .contains("--tp")
-                .contains("--ep");
-        assertThat(
-                        relay(
-                                        "bench",
-                                        "planner",
-                                        "--model=tiny",
-                                        "--trainer-nodes=1",
-                                        "--rollout-nodes=1",
-                                        "--instances=1",
-                                        "--tp=2",
-                                        "--rollout-dtype=fp4",
-                                        "--mode=direct",
-                                        "--nic-gbps=400")
-                                .err())
+        List<String> planner =
+                List.of(
+                        "bench",
+                        "planner",
+                        "--model=tiny",
+                        "--trainer-nodes=1",
+                        "--rollout-nodes=1",
+                        "--instances=1",
+                        "--mode=direct",
+                        "--nic-gbps=400");
+        assertThat(relay(planner.toArray(String[]::new)).err()).contains("--tp").contains("--ep");
+        List<String> fp4 = new ArrayList<>(planner);
+        fp4.addAll(List.of("--tp=2", "--rollout-dtype=fp4"));
+        assertThat(relay(fp4.toArray(String[]::new)).err())
                 .contains("'fp4' is not a rollout dtype; valid: bf16, fp8");
         assertThat(relay("rollout", "--instances", "2").err()).contains("--loaders");
         assertThat(relay("rollout", "--instances", "2", "--loaders", "http://a").err())

@@ -10,7 +10,6 @@ import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.model.Traffic;
 import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.reshard.placement.TargetFragment;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.topology.Topology;
@@ -39,18 +38,7 @@ class WideExpertFp8PlanTest {
         Plan plan =
                 Planner.plan(manifest, placement, topology, new Planner.Options(16 << 10, 1 << 16));
 
-        ValidationReport report = PlanValidator.validate(plan, manifest, placement);
-        assertThat(report.problems()).isEmpty();
-        assertThat(report.readBytes()).isEqualTo(manifest.totalBytes());
-        long stored = 0;
-        for (Worker w : placement.workers()) {
-            for (TargetFragment f : w.fragments()) {
-                stored += f.bytes();
-            }
-        }
-        assertThat(report.deliveredBytes()).isEqualTo(stored);
-        assertThat(ByteWorld.run(plan, manifest, placement, 7).firstMismatch(manifest, placement))
-                .isNull();
+        ExactDelivery.assertExact(plan, manifest, placement, 7L);
         // replicated weights fan out from one reader to all eight ranks, yet the NICs stay even
         assertThat(Traffic.of(plan).nicBalance()).isLessThan(1.10);
     }
