@@ -129,17 +129,38 @@ final class BenchCommand {
         @Option(
                 names = "--tp",
                 paramLabel = "P",
-                required = true,
                 converter = Values.Positive.class,
-                description = "Tensor-parallel ranks per instance (required).")
-        int tp;
+                description =
+                        "Ranks per instance, as SGLang's --tp-size (an instance of more ranks than"
+                                + " a node has spans nodes); default --ep. One of the two is"
+                                + " required.")
+        Integer tp;
 
         @Option(
                 names = "--ep",
                 paramLabel = "E",
                 converter = Values.Positive.class,
-                description = "Expert-parallel ranks; default --tp for MoE models, 1 for dense.")
+                description =
+                        "Expert-parallel groups, dividing --tp (SGLang's --ep-size); default --tp"
+                                + " for MoE models, 1 for dense.")
         Integer ep;
+
+        @Option(
+                names = "--dp-attention",
+                description =
+                        "Data-parallel attention, SGLang's wide-EP deployment: every weight but"
+                                + " the routed experts whole on every rank (needs --mode direct).")
+        boolean dpAttention;
+
+        @Option(
+                names = "--rollout-dtype",
+                paramLabel = "DTYPE",
+                converter = Values.RolloutDtype.class,
+                completionCandidates = Values.RolloutDtype.class,
+                description =
+                        "${COMPLETION-CANDIDATES}; fp8 serves linear projections and experts as"
+                                + " E4M3 with 128x128 block scales (weight_scale_inv); default bf16.")
+        String rolloutDtype;
 
         @Option(
                 names = "--mode",
@@ -165,6 +186,14 @@ final class BenchCommand {
                 converter = Values.Positive.class,
                 description = "Default ${DEFAULT-VALUE}.")
         int nicsPerNode;
+
+        @Override
+        void check() {
+            if (tp == null && ep == null) {
+                throw usage(
+                        "Missing required option: '--tp=P' (or '--ep=E', which it defaults to)");
+            }
+        }
 
         @Override
         String entryPoint() {

@@ -91,6 +91,23 @@ final class Values {
         }
     }
 
+    /** The planner bench's rollout dtypes, {@code bf16} or {@code fp8} (block-scaled E4M3). */
+    static final class RolloutDtype extends Choice {
+        RolloutDtype() {
+            super("a rollout dtype");
+        }
+
+        @Override
+        boolean accepts(String value) {
+            return value.equals("bf16") || value.equals("fp8");
+        }
+
+        @Override
+        public Iterator<String> iterator() {
+            return List.of("bf16", "fp8").iterator();
+        }
+    }
+
     /** The demo's modes: one of them or {@code both}. */
     static final class DemoMode extends Choice {
         DemoMode() {

@@ -244,6 +244,21 @@ class RelayCliTest {
                 .contains("Missing required options")
                 .contains("--trainer-nodes")
                 .contains("--nic-gbps");
+        List<String> planner =
+                List.of(
+                        "bench",
+                        "planner",
+                        "--model=tiny",
+                        "--trainer-nodes=1",
+                        "--rollout-nodes=1",
+                        "--instances=1",
+                        "--mode=direct",
+                        "--nic-gbps=400");
+        assertThat(relay(planner.toArray(String[]::new)).err()).contains("--tp").contains("--ep");
+        List<String> fp4 = new ArrayList<>(planner);
+        fp4.addAll(List.of("--tp=2", "--rollout-dtype=fp4"));
+        assertThat(relay(fp4.toArray(String[]::new)).err())
+                .contains("'fp4' is not a rollout dtype; valid: bf16, fp8");
         assertThat(relay("rollout", "--instances", "2").err()).contains("--loaders");
         assertThat(relay("rollout", "--instances", "2", "--loaders", "http://a").err())
                 .contains("--loaders needs one URL per instance (2)");
@@ -370,6 +385,11 @@ class RelayCliTest {
                 Arguments.of(
                         "bench planner --model kimi-k2 --trainer-nodes 32 --rollout-nodes 32"
                                 + " --instances 32 --tp 8 --mode direct --nic-gbps 400",
+                        "io.weightrelay.reshard.bench.PlannerBench"),
+                Arguments.of(
+                        "bench planner --model kimi-k2 --trainer-nodes 32 --rollout-nodes 16"
+                                + " --instances 4 --ep 32 --dp-attention --rollout-dtype fp8"
+                                + " --nics-per-node 8 --nic-gbps 400 --mode direct",
                         "io.weightrelay.reshard.bench.PlannerBench"),
                 Arguments.of(
                         "bench dataplane --size 1073741824",

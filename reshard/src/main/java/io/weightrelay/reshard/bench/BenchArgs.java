@@ -1,16 +1,26 @@
 package io.weightrelay.reshard.bench;
 
 import io.weightrelay.reshard.catalog.ModelCatalog;
+import io.weightrelay.reshard.catalog.Parallelism;
 import io.weightrelay.reshard.catalog.TensorLayout;
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fp8BlockRule;
 import io.weightrelay.reshard.placement.Mode;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
 /**
- * The flags of {@code bench planner}. {@code --ep} defaults to {@code --tp} for MoE models (every
- * expert whole on one rank, as MoE deployments run) and to 1 for dense ones.
+ * The flags of {@code bench planner}, in SGLang's terms ({@link Parallelism}): {@code --tp} is the
+ * ranks of one instance, which spans nodes when it has more ranks than a node; {@code --ep} the
+ * expert-parallel groups. {@code --ep} defaults to {@code --tp} for MoE models (every expert whole
+ * on one rank, as MoE deployments run) and to 1 for dense ones; {@code --tp} defaults to {@code
+ * --ep} when only {@code --ep} is given. {@code --dp-attention} (a switch) holds every non-expert
+ * weight whole on every rank. {@code --rollout-dtype fp8} serves the tensors {@link
+ * Fp8BlockRule#defaults()} selects as block-scaled FP8 with their scale tensors; the default {@code
+ * bf16} serves the trainer's BF16.
  */
 public record BenchArgs(
         String model,
@@ -19,6 +29,8 @@ public record BenchArgs(
         int instances,
         int tp,
         int ep,
+        boolean dpAttention,
+        DType rolloutDtype,
         Mode mode,
         double nicGbps,
         int nicsPerNode) {
@@ -31,18 +43,29 @@ public record BenchArgs(
                     "--instances",
                     "--tp",
                     "--ep",
+                    "--rollout-dtype",
                     "--mode",
                     "--nic-gbps",
                     "--nics-per-node");
 
+    private static final Set<String> SWITCHES = Set.of("--dp-attention");
+
     static final String USAGE =
             "usage: bench planner --model M --trainer-nodes T --rollout-nodes R --instances I"
-                    + " --tp P [--ep E] --mode compat|direct --nic-gbps G [--nics-per-node N]";
+                    + " --tp P|--ep E [--tp P] [--ep E] [--dp-attention] [--rollout-dtype bf16|fp8]"
+                    + " --mode compat|direct --nic-gbps G [--nics-per-node N]";
 
     public static BenchArgs parse(String[] args) {
         Map<String, String> values = new HashMap<>();
+        Set<String> switches = new HashSet<>();
         for (int i = 0; i < args.length; i++) {
             String flag = args[i];
+            if (SWITCHES.contains(flag)) {
+                if (!switches.add(flag)) {
+                    throw new IllegalArgumentException("flag " + flag + " given twice");
+                }
+                continue;
+            }
             String value;
             int eq = flag.indexOf('=');
             if (eq > 0) {
@@ -53,6 +76,9 @@ public record BenchArgs(
                     throw new IllegalArgumentException("flag " + flag + " needs a value");
                 }
                 value = args[++i];
+            }
+            if (SWITCHES.contains(flag)) {
+                throw new IllegalArgumentException("flag " + flag + " takes no value");
             }
             if (!FLAGS.contains(flag)) {
                 throw new IllegalArgumentException("unknown flag " + flag);
@@ -67,7 +93,6 @@ public record BenchArgs(
                         "--trainer-nodes",
                         "--rollout-nodes",
                         "--instances",
-                        "--tp",
                         "--mode",
                         "--nic-gbps")) {
             if (!values.containsKey(required)) {
@@ -77,8 +102,19 @@ public record BenchArgs(
         String model = values.get("--model");
         List<TensorLayout> layout = ModelCatalog.layout(model);
         boolean moe = layout.stream().anyMatch(t -> t.expert() >= 0);
-        int tp = positive(values, "--tp");
+        if (!values.containsKey("--tp") && !values.containsKey("--ep")) {
+            throw new IllegalArgumentException("missing --tp (or --ep, which it then defaults to)");
+        }
+        int tp = positive(values, values.containsKey("--tp") ? "--tp" : "--ep");
         int ep = values.containsKey("--ep") ? positive(values, "--ep") : (moe ? tp : 1);
+        Mode mode = Mode.parse(values.get("--mode"));
+        boolean dpAttention = switches.contains("--dp-attention");
+        if (dpAttention && mode != Mode.DIRECT) {
+            throw new IllegalArgumentException(
+                    "--dp-attention shapes parameter-direct shards; it needs --mode direct"
+                            + " (compat workers hold every tensor whole)");
+        }
+        DType rolloutDtype = rolloutDtype(values.getOrDefault("--rollout-dtype", "bf16"));
         String gbpsText = values.get("--nic-gbps");
         double gbps;
         try {
@@ -96,9 +132,26 @@ public record BenchArgs(
                 positive(values, "--instances"),
                 tp,
                 ep,
-                Mode.parse(values.get("--mode")),
+                dpAttention,
+                rolloutDtype,
+                mode,
                 gbps,
                 values.containsKey("--nics-per-node") ? positive(values, "--nics-per-node") : 8);
+    }
+
+    /** The instances' deployment. */
+    public Parallelism parallelism() {
+        return new Parallelism(tp, ep, dpAttention);
+    }
+
+    private static DType rolloutDtype(String text) {
+        return switch (text) {
+            case "bf16" -> DType.BF16;
+            case "fp8" -> DType.F8_E4M3;
+            default ->
+                    throw new IllegalArgumentException(
+                            "--rollout-dtype is bf16 or fp8 (block-scaled E4M3), got " + text);
+        };
     }
 
     private static int positive(Map<String, String> values, String flag) {

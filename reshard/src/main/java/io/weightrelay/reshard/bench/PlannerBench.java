@@ -4,6 +4,8 @@ import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Placements;
 import io.weightrelay.reshard.catalog.TensorLayout;
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fp8BlockRule;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.TargetPlacement;
@@ -109,6 +111,9 @@ public final class PlannerBench {
 
     public static Result run(BenchArgs args) {
         List<TensorLayout> layout = ModelCatalog.layout(args.model());
+        if (args.rolloutDtype() == DType.F8_E4M3) {
+            layout = ModelCatalog.blockFp8(layout, Fp8BlockRule.defaults());
+        }
         SourceManifest manifest =
                 Fragmenter.fragment(args.model(), layout.stream().map(TensorLayout::spec).toList());
         Topology topology =
@@ -122,8 +127,7 @@ public final class PlannerBench {
                         layout,
                         args.rolloutNodes(),
                         args.instances(),
-                        args.tp(),
-                        args.ep(),
+                        args.parallelism(),
                         args.mode(),
                         args.nicsPerNode());
 

@@ -1,6 +1,7 @@
 package io.weightrelay.reshard.catalog;
 
 import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fp8BlockRule;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import java.util.ArrayList;
@@ -95,6 +96,29 @@ public final class ModelCatalog {
             b.add("lm_head.weight", Split.DIM0, -1, c.vocab(), c.hidden());
         }
         return List.copyOf(b.out);
+    }
+
+    /**
+     * {@code layout} as its FP8 checkpoint has it ({@link Fp8BlockRule}): the tensors the rule
+     * selects become block-scaled {@code F8_E4M3}, each followed by its {@code _scale_inv} tensor,
+     * which rollout engines shard as its weight (the same split and expert owner).
+     *
+     * @throws Fp8BlockRule.RuleException when the rule selects a tensor it cannot quantise
+     */
+    public static List<TensorLayout> blockFp8(List<TensorLayout> layout, Fp8BlockRule rule) {
+        List<TensorSpec> specs = rule.apply(layout.stream().map(TensorLayout::spec).toList());
+        List<TensorLayout> out = new ArrayList<>(specs.size());
+        // apply() keeps the order and puts each scale tensor right after its weight.
+        int source = -1;
+        for (TensorSpec spec : specs) {
+            if (source + 1 < layout.size()
+                    && layout.get(source + 1).spec().name().equals(spec.name())) {
+                source++;
+            }
+            TensorLayout of = layout.get(source);
+            out.add(new TensorLayout(spec, of.split(), of.expert(), of.heads()));
+        }
+        return List.copyOf(out);
     }
 
     private static void gqaAttention(Builder b, ModelConfig c, String p) {

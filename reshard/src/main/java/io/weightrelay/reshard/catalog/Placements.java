@@ -1,5 +1,6 @@
 package io.weightrelay.reshard.catalog;
 
+import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.Boxes;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.TensorSpec;
@@ -15,13 +16,16 @@ import java.util.Map;
 
 /**
  * The target placement a rollout deployment registers: {@code instances} engine instances of {@code
- * tp} workers each, packed in order onto {@code rolloutNodes} nodes (named as {@link
- * Topology#uniform} names them). Each worker uses the NICs of its slot on the node: with more NICs
- * than workers it stripes over several, with fewer it shares one.
+ * tp} ranks each, packed in order onto {@code rolloutNodes} nodes (named as {@link
+ * Topology#uniform} names them), so an instance of more ranks than a node holds spans consecutive
+ * nodes. Each worker uses the NICs of its slot on the node: with more NICs than workers it stripes
+ * over several, with fewer it shares one.
  *
- * <p>In parameter-direct mode each worker holds, per tensor, the box its rank owns, in a buffer
- * named after the parameter at offset 0, dense. Routed experts go whole to rank {@code expert /
- * (experts / ep)} when {@code ep > 1}; with {@code ep == 1} they are tensor-parallel like any MLP.
+ * <p>In parameter-direct mode each worker holds, per tensor, the box its rank owns ({@link
+ * Parallelism}), in a buffer named after the parameter at offset 0, dense. A block-FP8 weight's
+ * scale tensor ({@link BlockScales}) follows its weight: the rank holds the scale blocks of the
+ * weight box it holds. vLLM and SGLang only shard block-FP8 weights on whole 128 x 128 blocks, so a
+ * shard that would cut a block is refused, naming the tensor.
  */
 public final class Placements {
     private Placements() {}
@@ -40,6 +44,7 @@ public final class Placements {
         return of(ModelCatalog.layout(model), rolloutNodes, instances, tp, ep, mode, nicsPerNode);
     }
 
+    /** Instances without data-parallel attention: non-expert weights split over all tp ranks. */
     public static TargetPlacement of(
             List<TensorLayout> layout,
             int rolloutNodes,
@@ -48,9 +53,21 @@ public final class Placements {
             int ep,
             Mode mode,
             int nicsPerNode) {
-        if (rolloutNodes < 1 || instances < 1 || tp < 1 || ep < 1 || nicsPerNode < 1) {
-            throw new IllegalArgumentException(
-                    "nodes, instances, tp, ep and NICs must be positive");
+        return of(
+                layout, rolloutNodes, instances, new Parallelism(tp, ep, false), mode, nicsPerNode);
+    }
+
+    public static TargetPlacement of(
+            List<TensorLayout> layout,
+            int rolloutNodes,
+            int instances,
+            Parallelism parallelism,
+            Mode mode,
+            int nicsPerNode) {
+        int tp = parallelism.tp();
+        int ep = parallelism.ep();
+        if (rolloutNodes < 1 || instances < 1 || nicsPerNode < 1) {
+            throw new IllegalArgumentException("nodes, instances and NICs must be positive");
         }
         long total = (long) instances * tp;
         if (total % rolloutNodes != 0) {
@@ -62,10 +79,6 @@ public final class Placements {
                             + rolloutNodes
                             + " nodes");
         }
-        if (ep != 1 && ep != tp) {
-            throw new IllegalArgumentException(
-                    "ep must be 1 or equal to tp (" + tp + "), got " + ep);
-        }
         int experts = 0;
         for (TensorLayout t : layout) {
             experts = Math.max(experts, t.expert() + 1);
@@ -75,8 +88,16 @@ public final class Placements {
         }
         int perNode = (int) (total / rolloutNodes);
         List<List<TargetFragment>> byRank = new ArrayList<>(tp);
-        for (int r = 0; r < tp; r++) {
-            byRank.add(mode == Mode.DIRECT ? fragments(layout, r, tp, ep, experts) : List.of());
+        if (mode == Mode.DIRECT) {
+            Map<String, Integer> weightOfScale =
+                    BlockScales.weightOfScale(layout.stream().map(TensorLayout::spec).toList());
+            for (int r = 0; r < tp; r++) {
+                byRank.add(fragments(layout, weightOfScale, r, parallelism, experts));
+            }
+        } else {
+            for (int r = 0; r < tp; r++) {
+                byRank.add(List.of());
+            }
         }
         List<Worker> workers = new ArrayList<>((int) total);
         for (int i = 0; i < instances; i++) {
@@ -112,39 +133,41 @@ public final class Placements {
 
     /** The fragments rank {@code rank} of an instance holds. Shared by every instance. */
     static List<TargetFragment> fragments(
-            List<TensorLayout> layout, int rank, int tp, int ep, int experts) {
+            List<TensorLayout> layout,
+            Map<String, Integer> weightOfScale,
+            int rank,
+            Parallelism parallelism,
+            int experts) {
         List<TargetFragment> out = new ArrayList<>();
         Map<Shape, Shape> canonical = new HashMap<>();
         for (TensorLayout t : layout) {
             TensorSpec spec = t.spec();
-            Shape shape = spec.shape();
-            long[] lo = new long[shape.rank()];
-            long[] extent = shape.dims();
-            if (t.expert() >= 0 && ep > 1) {
-                if (t.expert() / (experts / ep) != rank) {
-                    continue;
-                }
+            Shape[] box;
+            Integer weight = weightOfScale.get(spec.name());
+            if (weight != null) {
+                Shape[] weightBox = box(layout.get(weight), rank, parallelism, experts);
+                box = weightBox == null ? null : BlockScales.scaleBox(weightBox[0], weightBox[1]);
             } else {
-                switch (t.split()) {
-                    case REPLICATE -> {}
-                    case DIM0 -> evenSlice(lo, extent, 0, shape.dim(0), rank, tp);
-                    case DIM1 -> evenSlice(lo, extent, 1, shape.dim(1), rank, tp);
-                    case KV_HEADS -> kvSlice(lo, extent, shape.dim(0), rank, tp, t.heads());
-                    default -> throw new IllegalStateException();
+                box = box(t, rank, parallelism, experts);
+                if (box != null && BlockScales.quantized(spec)) {
+                    checkWholeBlocks(spec, box, parallelism, rank);
                 }
             }
-            Shape boxShape = canonical.computeIfAbsent(new Shape(extent), s -> s);
+            if (box == null) {
+                continue;
+            }
+            Shape boxShape = canonical.computeIfAbsent(box[1], s -> s);
             Shape strides =
                     canonical.computeIfAbsent(
                             new Shape(
                                     Boxes.contiguousStrides(boxShape, spec.rolloutDtype().bytes())),
                             s -> s);
-            Shape offset = canonical.computeIfAbsent(new Shape(lo), s -> s);
+            Shape offset = canonical.computeIfAbsent(box[0], s -> s);
             out.add(
                     new TargetFragment(
                             spec.name(),
                             spec.rolloutDtype(),
-                            shape,
+                            spec.shape(),
                             offset,
                             boxShape,
                             spec.name(),
@@ -152,6 +175,67 @@ public final class Placements {
                             strides));
         }
         return List.copyOf(out);
+    }
+
+    /** {offset, shape} of what {@code rank} holds of {@code t}, or null when it holds none. */
+    private static Shape[] box(TensorLayout t, int rank, Parallelism p, int experts) {
+        Shape shape = t.spec().shape();
+        long[] lo = new long[shape.rank()];
+        long[] extent = shape.dims();
+        int splitRank = rank;
+        int ways = p.tp();
+        if (t.expert() >= 0) {
+            int group = rank / p.expertTp();
+            if (p.ep() > 1 && t.expert() / (experts / p.ep()) != group) {
+                return null;
+            }
+            splitRank = rank % p.expertTp();
+            ways = p.expertTp();
+        } else if (p.dpAttention()) {
+            ways = 1;
+        }
+        if (ways > 1) {
+            switch (t.split()) {
+                case REPLICATE -> {}
+                case DIM0 -> evenSlice(lo, extent, 0, shape.dim(0), splitRank, ways);
+                case DIM1 -> evenSlice(lo, extent, 1, shape.dim(1), splitRank, ways);
+                case KV_HEADS -> kvSlice(lo, extent, shape.dim(0), splitRank, ways, t.heads());
+                default -> throw new IllegalStateException();
+            }
+        }
+        return new Shape[] {new Shape(lo), new Shape(extent)};
+    }
+
+    /** vLLM and SGLang refuse block-FP8 shards that cut a 128 x 128 block; so does the catalog. */
+    private static void checkWholeBlocks(TensorSpec spec, Shape[] box, Parallelism p, int rank) {
+        for (int d = 0; d < 2; d++) {
+            long begin = box[0].dim(d);
+            long end = begin + box[1].dim(d);
+            long size = spec.shape().dim(d);
+            if (begin % BlockScales.BLOCK != 0 || (end % BlockScales.BLOCK != 0 && end != size)) {
+                throw new IllegalArgumentException(
+                        "tensor "
+                                + spec.name()
+                                + ": block FP8 shards must be whole 128-element blocks, but with"
+                                + " tp "
+                                + p.tp()
+                                + " and ep "
+                                + p.ep()
+                                + (p.dpAttention() ? " (dp attention)" : "")
+                                + " rank "
+                                + rank
+                                + " holds elements "
+                                + begin
+                                + " to "
+                                + end
+                                + " of its "
+                                + size
+                                + " along dim "
+                                + d
+                                + "; choose a tp that splits it on 128-element blocks or keep it in"
+                                + " BF16");
+            }
+        }
     }
 
     private static void evenSlice(long[] lo, long[] extent, int dim, long size, int rank, int tp) {

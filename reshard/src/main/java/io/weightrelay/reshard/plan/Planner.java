@@ -83,6 +83,8 @@ public final class Planner {
         private int[] wNicCount;
         private boolean[] wCompat;
         private final Map<String, Integer> bufferIndex = new LinkedHashMap<>();
+        private Map<String, Integer> tensorIndex;
+        private int[] objectTensor;
 
         private int[] entityWorker;
         private int[] entityNode;
@@ -127,6 +129,8 @@ public final class Planner {
 
         Plan plan() {
             PublisherAssignment assignment = PublisherAssignment.assign(manifest, topology);
+            tensorIndex = manifest.tensorIndex();
+            objectTensor = objectTensors();
             indexNodesAndWorkers();
             indexDemands();
             cutReads();
@@ -138,6 +142,25 @@ public final class Planner {
             long[] staging = new long[reads];
             int batchCount = batches(reader, batch, staging);
             return build(assignment, reader, dst, batch, staging, batchCount);
+        }
+
+        /**
+         * Each stored object's tensor index. Fragmenters emit a tensor's fragments together, so the
+         * previous object's tensor is tried before the name lookup.
+         */
+        private int[] objectTensors() {
+            List<TensorSpec> tensors = manifest.tensors();
+            List<StoredFragment> fragments = manifest.fragments();
+            int[] out = new int[fragments.size()];
+            int last = -1;
+            for (int o = 0; o < out.length; o++) {
+                String tensor = fragments.get(o).tensor();
+                if (last < 0 || !tensors.get(last).name().equals(tensor)) {
+                    last = tensorIndex.get(tensor);
+                }
+                out[o] = last;
+            }
+            return out;
         }
 
         private void indexNodesAndWorkers() {
@@ -188,7 +211,6 @@ public final class Planner {
 
         private void indexDemands() {
             List<TensorSpec> tensors = manifest.tensors();
-            Map<String, Integer> tensorIndex = manifest.tensorIndex();
             int nodes = rollout.size();
             List<List<Integer>> compat = new ArrayList<>();
             for (int n = 0; n < nodes; n++) {
@@ -353,7 +375,6 @@ public final class Planner {
             runDst = new LongList(expected);
             runLength = new LongList(expected);
             runBytes = new LongList(expected);
-            Map<String, Integer> tensorIndex = manifest.tensorIndex();
             List<StoredFragment> fragments = manifest.fragments();
             List<long[]> hitLo = new ArrayList<>();
             List<long[]> hitHi = new ArrayList<>();
@@ -366,7 +387,7 @@ public final class Planner {
                 if (sf.bytes() == 0) {
                     continue;
                 }
-                int t = tensorIndex.get(sf.tensor());
+                int t = objectTensor[f];
                 int elt = manifest.tensors().get(t).rolloutDtype().bytes();
                 int rank = sf.shape().rank();
                 long[] sOff = sf.offset().dims();
@@ -858,17 +879,14 @@ public final class Planner {
             for (int t = 0; t < tensorNames.length; t++) {
                 tensorNames[t] = tensors.get(t).name();
             }
-            Map<String, Integer> tensorIndex = manifest.tensorIndex();
             List<StoredFragment> fragments = manifest.fragments();
             String[] objectIds = new String[fragments.size()];
             long[] objectBytes = new long[fragments.size()];
-            int[] objectTensor = new int[fragments.size()];
             int[] objectTrainer = new int[fragments.size()];
             int[] nodeOfTensor = assignment.nodeOfTensor();
             for (int o = 0; o < objectIds.length; o++) {
                 objectIds[o] = fragments.get(o).fragment();
                 objectBytes[o] = fragments.get(o).bytes();
-                objectTensor[o] = tensorIndex.get(fragments.get(o).tensor());
                 objectTrainer[o] = nodeOfTensor[objectTensor[o]];
             }
             int writes = runEntity.size();

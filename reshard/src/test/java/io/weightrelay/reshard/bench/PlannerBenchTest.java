@@ -3,7 +3,10 @@ package io.weightrelay.reshard.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.placement.Mode;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class PlannerBenchTest {
@@ -63,5 +66,67 @@ class PlannerBenchTest {
         assertThat(result.valid()).isTrue();
         assertThat(result.deliveryRatio()).isEqualTo(1.0);
         assertThat(result.deliveryBytes()).isGreaterThan(2 * result.modelBytes());
+    }
+
+    private static final String[] WIDE_EP = {
+        "--model",
+        "tiny",
+        "--trainer-nodes",
+        "2",
+        "--rollout-nodes",
+        "4",
+        "--instances",
+        "2",
+        "--ep",
+        "4",
+        "--dp-attention",
+        "--rollout-dtype",
+        "fp8",
+        "--mode",
+        "direct",
+        "--nic-gbps",
+        "400",
+        "--nics-per-node",
+        "2"
+    };
+
+    @Test
+    void parsesWideExpertParallelismWithTpDefaultingToEp() {
+        BenchArgs parsed = BenchArgs.parse(WIDE_EP);
+        assertThat(parsed.tp()).isEqualTo(4);
+        assertThat(parsed.ep()).isEqualTo(4);
+        assertThat(parsed.dpAttention()).isTrue();
+        assertThat(parsed.rolloutDtype()).isEqualTo(DType.F8_E4M3);
+        assertThat(BenchArgs.parse(args("direct")).dpAttention()).isFalse();
+        assertThat(BenchArgs.parse(args("direct")).rolloutDtype()).isEqualTo(DType.BF16);
+
+        String[] compat = WIDE_EP.clone();
+        compat[14] = "compat";
+        assertThatThrownBy(() -> BenchArgs.parse(compat))
+                .hasMessageContaining("--dp-attention")
+                .hasMessageContaining("--mode direct");
+        String[] fp4 = WIDE_EP.clone();
+        fp4[12] = "fp4";
+        assertThatThrownBy(() -> BenchArgs.parse(fp4)).hasMessageContaining("bf16 or fp8");
+        String[] valued = WIDE_EP.clone();
+        valued[10] = "--dp-attention=yes";
+        assertThatThrownBy(() -> BenchArgs.parse(valued)).hasMessageContaining("takes no value");
+        List<String> neither = new ArrayList<>(List.of(args("direct")));
+        neither.subList(8, 10).clear();
+        assertThatThrownBy(() -> BenchArgs.parse(neither.toArray(String[]::new)))
+                .hasMessageContaining("missing --tp");
+    }
+
+    @Test
+    void wideExpertParallelFp8BenchOnTinyReadsOnceAndDeliversExactly() {
+        PlannerBench.Result result = PlannerBench.run(BenchArgs.parse(WIDE_EP));
+        assertThat(result.valid()).isTrue();
+        assertThat(result.storeReadRatio()).isEqualTo(1.0);
+        assertThat(result.deliveryRatio()).isEqualTo(1.0);
+        // FP8 weights and their scale tensors: more tensors, fewer bytes than the BF16 model
+        PlannerBench.Result bf16 = PlannerBench.run(BenchArgs.parse(args("direct")));
+        assertThat(result.tensors()).isGreaterThan(bf16.tensors());
+        assertThat(result.modelBytes()).isLessThan(bf16.modelBytes());
+        assertThat(result.predictedUpdateS()).isGreaterThanOrEqualTo(result.lowerBoundS());
     }
 }

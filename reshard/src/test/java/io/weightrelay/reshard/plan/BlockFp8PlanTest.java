@@ -49,18 +49,7 @@ class BlockFp8PlanTest {
         Topology topology = Topology.uniform(2, 2, 2, 200);
         Plan plan = Planner.plan(manifest, placement, topology, new Planner.Options(4096, 1 << 16));
 
-        ValidationReport report = PlanValidator.validate(plan, manifest, placement);
-        assertThat(report.problems()).isEmpty();
-        assertThat(report.readBytes()).isEqualTo(manifest.totalBytes());
-        long stored = 0;
-        for (Worker w : placement.workers()) {
-            for (TargetFragment f : w.fragments()) {
-                stored += f.bytes();
-            }
-        }
-        assertThat(report.deliveredBytes()).isEqualTo(stored);
-        assertThat(ByteWorld.run(plan, manifest, placement, 18).firstMismatch(manifest, placement))
-                .isNull();
+        ExactDelivery.assertExact(plan, manifest, placement, 18L);
 
         // o_proj is split at column 192, inside block column 1: both ranks need that block's scale
         Worker rank1 = placement.workers().get(1);
