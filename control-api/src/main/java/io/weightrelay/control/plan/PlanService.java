@@ -14,6 +14,7 @@ import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.registry.PlacementTemplates;
 import io.weightrelay.control.registry.Registry;
+import io.weightrelay.reshard.checksum.ObjectVerification;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.PlanLoads;
@@ -174,6 +175,18 @@ public class PlanService {
     }
 
     /**
+     * The ranges the plan reads, by object ({@link ObjectVerification#expected}); from the encoding
+     * kept with the plan, or, for a plan cached before it was kept, from the plan itself.
+     */
+    public Map<String, List<ObjectVerification.ExpectedRange>> expectedRanges(String planId) {
+        byte[] deflated = guard.call(() -> bytes.opsForValue().get(keys.planExpected(planId)));
+        if (deflated != null) {
+            return ObjectVerification.decodeExpected(Compression.inflate(deflated));
+        }
+        return ObjectVerification.expected(Plan.decode(encoded(planId)));
+    }
+
+    /**
      * The plan's bytes per NIC and per instance, computed with the plan; a plan cached before loads
      * were kept is decoded once to compute them.
      */
@@ -292,6 +305,10 @@ public class PlanService {
                                         .set(keys.planSlice(planId, e.getKey()), slice, ttl));
             }
         }
+        // What the all-applied barrier proves reports against, while the plan is in memory: the
+        // verifier reads this instead of decoding the whole plan in the session's critical path.
+        byte[] expected = Compression.deflate(ObjectVerification.encodeExpected(plan));
+        guard.run(() -> bytes.opsForValue().set(keys.planExpected(planId), expected, ttl));
         String loadJson = json.writeValueAsString(PlanLoads.of(plan));
         guard.run(() -> redis.opsForValue().set(keys.planLoad(planId), loadJson, ttl));
         String summaryJson = json.writeValueAsString(summary);

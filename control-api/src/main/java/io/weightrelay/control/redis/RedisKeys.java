@@ -123,6 +123,14 @@ public final class RedisKeys {
         return prefix + "plan-slice:" + planId + ":" + instance;
     }
 
+    /**
+     * Deflated reshard encoding of the ranges a plan reads, by object and reader ({@code
+     * ObjectVerification.encodeExpected}): what the all-applied barrier checks reports against.
+     */
+    public String planExpected(String planId) {
+        return prefix + "plan-expected:" + planId;
+    }
+
     /** JSON of a plan's bytes per NIC and per instance (reshard's {@code PlanLoads}). */
     public String planLoad(String planId) {
         return prefix + "plan-load:" + planId;

@@ -10,7 +10,6 @@ import io.weightrelay.reshard.checksum.ObjectVerification.ExpectedRange;
 import io.weightrelay.reshard.checksum.ObjectVerification.Registered;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.codec.CodecException;
-import io.weightrelay.reshard.plan.Plan;
 import java.time.Clock;
 import java.util.Base64;
 import java.util.HashMap;
@@ -231,8 +230,7 @@ class UpdateVerifier {
                 return cached;
             }
         }
-        Map<String, List<ExpectedRange>> computed =
-                ObjectVerification.expected(Plan.decode(plans.encoded(planId)));
+        Map<String, List<ExpectedRange>> computed = plans.expectedRanges(planId);
         synchronized (expected) {
             expected.put(planId, computed);
         }

@@ -1,5 +1,8 @@
 package io.weightrelay.reshard.checksum;
 
+import io.weightrelay.reshard.codec.ByteSink;
+import io.weightrelay.reshard.codec.ByteSource;
+import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.reshard.plan.Plan;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -43,6 +46,8 @@ public final class ObjectVerification {
 
     private record Reported(RangeChecksums.Entry entry, String reader) {}
 
+    private static final String EXPECTED_MAGIC = "wr.expected.v1";
+
     private ObjectVerification() {}
 
     /** The ranges every object is read in, by object id, from the plan's reads. */
@@ -60,6 +65,72 @@ public final class ObjectVerification {
             list.sort(Comparator.comparingLong(ExpectedRange::offset));
         }
         return byObject;
+    }
+
+    /**
+     * {@link #expected(Plan)} in a compact binary encoding, written in one pass over the plan's
+     * reads (the object ids and reader instances once each, then per read its object, reader and
+     * ranges as varints): what the all-applied barrier needs of a plan, a fraction of the plan's
+     * own encoding, so that proving an update never decodes the whole plan.
+     */
+    public static byte[] encodeExpected(Plan plan) {
+        ByteSink out = new ByteSink(1024 + plan.readCount() * 8);
+        out.string(EXPECTED_MAGIC);
+        out.varInt(plan.objectCount());
+        for (int o = 0; o < plan.objectCount(); o++) {
+            out.string(plan.objectId(o));
+        }
+        out.varInt(plan.workerCount());
+        for (int w = 0; w < plan.workerCount(); w++) {
+            out.string(plan.workerInstance(w));
+        }
+        out.varInt(plan.readCount());
+        for (int read = 0; read < plan.readCount(); read++) {
+            out.varInt(plan.readObject(read)).varInt(plan.readReader(read));
+            out.varInt(plan.rangeEnd(read) - plan.rangeFirst(read));
+            for (int r = plan.rangeFirst(read); r < plan.rangeEnd(read); r++) {
+                out.varLong(plan.rangeStart(r)).varLong(plan.rangeLength(r));
+            }
+        }
+        return out.toByteArray();
+    }
+
+    /** The inverse of {@link #encodeExpected(Plan)}: equal to {@link #expected(Plan)}. */
+    public static Map<String, List<ExpectedRange>> decodeExpected(byte[] encoded) {
+        ByteSource in = new ByteSource(encoded);
+        in.expectMagic(EXPECTED_MAGIC);
+        String[] objects = new String[in.count()];
+        for (int o = 0; o < objects.length; o++) {
+            objects[o] = in.string();
+        }
+        String[] readers = new String[in.count()];
+        for (int w = 0; w < readers.length; w++) {
+            // one String per instance, shared by every range it reads
+            readers[w] = in.string().intern();
+        }
+        int reads = in.count();
+        Map<String, List<ExpectedRange>> byObject = new HashMap<>();
+        for (int read = 0; read < reads; read++) {
+            String object = objects[index(in.varInt(), objects.length, "object")];
+            String reader = readers[index(in.varInt(), readers.length, "reader")];
+            List<ExpectedRange> list = byObject.computeIfAbsent(object, o -> new ArrayList<>());
+            int ranges = in.count();
+            for (int r = 0; r < ranges; r++) {
+                list.add(new ExpectedRange(in.varLong(), in.varLong(), reader));
+            }
+        }
+        in.expectEnd();
+        for (List<ExpectedRange> list : byObject.values()) {
+            list.sort(Comparator.comparingLong(ExpectedRange::offset));
+        }
+        return byObject;
+    }
+
+    private static int index(int value, int count, String what) {
+        if (value < 0 || value >= count) {
+            throw new CodecException(what + " index " + value + " out of range 0.." + count);
+        }
+        return value;
     }
 
     /**

@@ -7,7 +7,20 @@ import io.weightrelay.reshard.checksum.ObjectVerification.ExpectedRange;
 import io.weightrelay.reshard.checksum.ObjectVerification.Registered;
 import io.weightrelay.reshard.checksum.ObjectVerification.Result;
 import io.weightrelay.reshard.codec.CodecException;
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.Shape;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.TargetFragment;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Planner;
+import io.weightrelay.reshard.topology.Topology;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -152,6 +165,63 @@ class ObjectVerificationTest {
         assertThatThrownBy(() -> RangeChecksums.decode(truncated))
                 .isInstanceOf(CodecException.class);
         assertThatThrownBy(() -> RangeChecksums.decode(new byte[] {3, 'a', 'b', 'c'}))
+                .isInstanceOf(CodecException.class);
+    }
+
+    /**
+     * The compact encoding control-api keeps per plan gives back exactly the ranges the plan reads,
+     * on a plan where objects are split between readers and some bytes are never read.
+     */
+    @Test
+    void theEncodedExpectedRangesAreThePlansRanges() {
+        List<TensorSpec> specs = new ArrayList<>();
+        for (int t = 0; t < 6; t++) {
+            specs.add(new TensorSpec("t" + t, Shape.of(64, 48), DType.BF16, DType.BF16));
+        }
+        SourceManifest manifest = Fragmenter.fragment("m", specs, 2_048);
+        List<Worker> workers = new ArrayList<>();
+        for (int w = 0; w < 4; w++) {
+            List<TargetFragment> fragments = new ArrayList<>();
+            for (TensorSpec t : specs) {
+                // each worker holds a quarter of the rows; worker 3 skips every other tensor
+                if (w == 3 && t.name().hashCode() % 2 == 0) {
+                    continue;
+                }
+                fragments.add(
+                        TargetFragment.dense(
+                                t.name(),
+                                DType.BF16,
+                                t.shape(),
+                                Shape.of(w * 16L, 0),
+                                Shape.of(16, 48),
+                                t.name(),
+                                0));
+            }
+            workers.add(
+                    new Worker(
+                            "w" + w,
+                            "i" + (w / 2),
+                            Topology.rolloutNodeName(w / 2),
+                            w % 2,
+                            1,
+                            Mode.DIRECT,
+                            "seg" + w,
+                            fragments));
+        }
+        Plan plan =
+                Planner.plan(
+                        manifest, new TargetPlacement(workers), Topology.uniform(1, 2, 2, 100));
+
+        Map<String, List<ExpectedRange>> expected = ObjectVerification.expected(plan);
+        byte[] encoded = ObjectVerification.encodeExpected(plan);
+
+        assertThat(expected.values().stream().mapToInt(List::size).sum()).isGreaterThan(6);
+        assertThat(ObjectVerification.decodeExpected(encoded)).isEqualTo(expected);
+        assertThat(encoded.length).isLessThan(plan.encode().length);
+        assertThatThrownBy(
+                        () ->
+                                ObjectVerification.decodeExpected(
+                                        Arrays.copyOf(encoded, encoded.length - 1)))
                 .isInstanceOf(CodecException.class);
     }
 }
