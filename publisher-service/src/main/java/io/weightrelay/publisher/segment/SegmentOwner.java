@@ -50,10 +50,15 @@ public final class SegmentOwner implements AutoCloseable {
         this.properties = properties;
         this.settings = settings;
         long started = System.nanoTime();
-        this.dataplane = Dataplane.open(settings.config(properties.node()));
+        this.dataplane =
+                Dataplane.open(
+                        properties.ownsSegment()
+                                ? settings.config(properties.node())
+                                : settings.storerConfig(properties.node()));
         if (!properties.ownsSegment()) {
             // Client only: no segment, so no save ever waits on this process. Puts go to the
-            // storage units (SegmentRegistrar keeps the preference current).
+            // storage units, which allocate for them (the storer role; SegmentRegistrar keeps
+            // the preference current).
             this.segment = null;
             this.lostOnRestart = List.of();
             this.preferLocal = new ReplicateConfig(1, List.of(), true);
