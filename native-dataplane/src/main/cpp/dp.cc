@@ -290,7 +290,8 @@ class Engine {
           authenticated_(!o.secret.empty()),
           role_(o.role),
           peer_key_(RoleKey(o.secret, DP_ROLE_PEER)),
-          remover_key_(RoleKey(o.secret, DP_ROLE_REMOVER)) {
+          remover_key_(RoleKey(o.secret, DP_ROLE_REMOVER)),
+          storer_key_(RoleKey(o.secret, DP_ROLE_STORER)) {
         for (auto& c : counters_) c.store(0);
     }
     ~Engine() { Shutdown(); }
@@ -399,6 +400,12 @@ class Engine {
     const uint8_t role_;
     const Key peer_key_;
     const Key remover_key_;
+    const Key storer_key_;
+
+    const Key& KeyOf(uint8_t role) const {
+        return role == DP_ROLE_REMOVER ? remover_key_
+                                       : (role == DP_ROLE_STORER ? storer_key_ : peer_key_);
+    }
     std::atomic<int64_t> counters_[DP_COUNTER_COUNT];
     std::atomic<bool> closing_{false};
     std::once_flag shutdown_once_;
@@ -911,7 +918,9 @@ Result<int64_t> Engine::Alloc(int64_t id, int64_t length) {
     if (!seg) return Err::kUnknownSegment;
     if (length <= 0) return Err::kInvalidArgument;
     if (seg->own) return seg->own->Allocate(length);
-    return Err::kDenied;  // only the owner allocates in its segment
+    // A peer's segment: its owner allocates there on a storer's request, and refuses others.
+    if (role_ != DP_ROLE_STORER) return Err::kDenied;
+    return seg->peer->Control(Op::kAlloc, seg->name, 0, length);
 }
 
 Err Engine::Probe(int64_t id) {
@@ -1258,10 +1267,10 @@ Err Engine::ClientHandshake(int fd, bool* busy) {
     }
     if (c.status != kChallengeOk) return Err::kDenied;
     uint8_t expected[kMac];
-    ServerMac(role_ == DP_ROLE_REMOVER ? remover_key_ : peer_key_, hello, c, expected);
+    ServerMac(KeyOf(role_), hello, c, expected);
     if (!ConstantTimeEqual(expected, c.mac, kMac)) return Err::kDenied;  // not our deployment
     Proof proof{};
-    ClientMac(role_ == DP_ROLE_REMOVER ? remover_key_ : peer_key_, hello, c, proof.mac);
+    ClientMac(KeyOf(role_), hello, c, proof.mac);
     Ack ack{};
     if ((e = SendAll(fd, &proof, sizeof proof)) != Err::kOk) return e;
     if ((e = RecvAll(fd, &ack, sizeof ack)) != Err::kOk) return e;
@@ -1274,14 +1283,15 @@ bool Engine::ServerHandshake(int fd, uint8_t* role) {
     Hello hello{};
     if (RecvAll(fd, &hello, sizeof hello) != Err::kOk || hello.magic != kHelloMagic) return false;
     Challenge c{kChallengeMagic, kHandshakeVersion, kChallengeOk, 0, {}, {}};
-    bool known_role = hello.role == DP_ROLE_PEER || hello.role == DP_ROLE_REMOVER;
+    bool known_role = hello.role == DP_ROLE_PEER || hello.role == DP_ROLE_REMOVER ||
+                      hello.role == DP_ROLE_STORER;
     if (!authenticated_ || hello.version != kHandshakeVersion || !known_role ||
         hello.reserved != 0 || !FillRandom(c.nonce, kNonce)) {
         c.status = kChallengeRefused;
         SendAll(fd, &c, sizeof c);
         return false;
     }
-    const Key& key = hello.role == DP_ROLE_REMOVER ? remover_key_ : peer_key_;
+    const Key& key = KeyOf(hello.role);
     ServerMac(key, hello, c, c.mac);
     Proof proof{};
     if (SendAll(fd, &c, sizeof c) != Err::kOk || RecvAll(fd, &proof, sizeof proof) != Err::kOk)
@@ -1358,10 +1368,26 @@ void Engine::ServeRequests(int fd, uint8_t role) {
                 continue;
             }
         } else if (op == Op::kAlloc) {
-            resp.status = DP_ERR_DENIED;  // only the owner allocates, and it does so locally
+            // The owner allocates, for itself or for a storer (a client-only publisher) that
+            // asks over this channel; readers and removers never allocate.
+            auto seg = FindOwn(name);
+            if (role != DP_ROLE_STORER) {
+                resp.status = DP_ERR_DENIED;
+            } else if (!seg) {
+                resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else if (h.length <= 0) {
+                resp.status = DP_ERR_INVALID_ARGUMENT;
+            } else {
+                auto r = seg->Allocate(h.length);
+                if (r.ok()) {
+                    resp.value = r.value();
+                } else {
+                    resp.status = Code(r.error());
+                }
+            }
         } else {
             auto seg = FindOwn(name);
-            if (role != DP_ROLE_REMOVER) {
+            if (role != DP_ROLE_REMOVER && role != DP_ROLE_STORER) {
                 resp.status = DP_ERR_DENIED;
             } else if (!seg) {
                 resp.status = DP_ERR_UNKNOWN_SEGMENT;
@@ -1437,7 +1463,7 @@ int dp_engine_create(const char* node_label, const char* host_id, const char* bi
             !out || port < 0 || port > 65535 || tcp_streams < 1 || tcp_streams > 64 ||
             local_threads < 1 || local_threads > 64 || io_timeout_ms < 0 ||
             connect_timeout_ms < 0 || max_connections < 1 || secret_len < 0 ||
-            (secret_len > 0 && !secret) || (role != DP_ROLE_PEER && role != DP_ROLE_REMOVER))
+            (secret_len > 0 && !secret) || (role != DP_ROLE_PEER && role != DP_ROLE_REMOVER && role != DP_ROLE_STORER))
             return DP_ERR_INVALID_ARGUMENT;
         *out = nullptr;
         char* real_dir = ::realpath(shm_dir, nullptr);

@@ -59,9 +59,12 @@ extern "C" {
 
 /* Roles an engine's outgoing tcp connections prove in the handshake (dp_engine_create). A peer
  * reads, writes and notifies; a remover (control-api) may also free allocations in segments it
- * does not own. Nobody allocates in a segment over tcp: only its owner does, locally. */
+ * does not own; a storer (a client-only publisher, owning no store memory) may also ask an owner
+ * to allocate in its store segment and free there what its failed puts allocated. Only the owner
+ * allocates in a segment: locally, or on a storer's request over its control channel. */
 #define DP_ROLE_PEER 1
 #define DP_ROLE_REMOVER 2
+#define DP_ROLE_STORER 3
 
 /* Counter indexes for dp_engine_counters(). */
 #define DP_COUNTER_LOCAL_READ 0
@@ -157,11 +160,12 @@ int dp_segment_probe(dp_engine* engine, int64_t segment_id);
 /* ---- allocation inside a segment (by its owner) ---- */
 
 /* Allocates length bytes in an own segment. DP_ERR_SEGMENT_FULL when no room, and always for a
- * DP_SEGMENT_RECEIVE segment. A peer's segment: DP_ERR_DENIED (its owner refuses allocation
- * over tcp, whatever the role). */
+ * DP_SEGMENT_RECEIVE segment. A peer's segment: its owner allocates over the control channel
+ * when this engine is a DP_ROLE_STORER (same answers), else DP_ERR_DENIED. */
 int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int64_t* offset_out);
 /* Frees an allocation: locally in an own segment, over the owner's control channel otherwise,
- * which the owner allows only to a DP_ROLE_REMOVER connection (else DP_ERR_DENIED). */
+ * which the owner allows only to a DP_ROLE_REMOVER or DP_ROLE_STORER connection (else
+ * DP_ERR_DENIED). */
 int dp_segment_free(dp_engine* engine, int64_t segment_id, int64_t offset);
 /* Turns the allocation at block_offset of an own segment into count allocations keyed by
  * starts[i] (each freed later by dp_segment_free(starts[i])) that hold at least

@@ -67,7 +67,7 @@ public final class Dataplane implements AutoCloseable {
                         segments::containsKey,
                         config.shmDir(),
                         name -> shmFileName(config.keyPrefix(), name));
-        this.store = new StoreClient(engine, metadata, config.remover());
+        this.store = new StoreClient(engine, metadata, config.remover(), config.storer());
         this.tcpPort = handle.tcpPort();
     }
 

@@ -28,7 +28,12 @@ import java.util.Objects;
  *     label and the host identity of a segment match
  * @param remover whether this engine's connections claim the remover role (control-api): besides
  *     reading, writing and notifying, a remover may free allocations in segments of other engines
- *     (removing objects). Only the owner of a segment ever allocates in it.
+ *     (removing objects)
+ * @param storer whether this engine's connections claim the storer role (a client-only publisher,
+ *     owning no store memory): besides reading, writing and notifying, a storer may ask the owner
+ *     of a store segment to allocate in it (a put into that segment) and free there what its failed
+ *     puts allocated. Only the owner of a segment ever allocates in it, for itself or on a storer's
+ *     request. Not together with {@code remover}.
  * @param redisCaCertificate a PEM file of the certificate authorities the metadata client trusts
  *     when {@code redisUri} is {@code rediss://} (a private CA); {@code null}: the JVM's trust
  *     store
@@ -49,6 +54,7 @@ public record DataplaneConfig(
         byte[] secret,
         String hostId,
         boolean remover,
+        boolean storer,
         Path redisCaCertificate) {
 
     public DataplaneConfig {
@@ -60,6 +66,11 @@ public record DataplaneConfig(
         Objects.requireNonNull(shmDir, "shmDir");
         Objects.requireNonNull(connectTimeout, "connectTimeout");
         secret = secret == null ? new byte[0] : secret.clone();
+        if (remover && storer) {
+            throw new IllegalArgumentException(
+                    "an engine claims one role: remover (control-api) or storer (a client-only"
+                            + " publisher), not both");
+        }
         if (maxConnections < 1) {
             throw new IllegalArgumentException("maxConnections must be >= 1: " + maxConnections);
         }
@@ -145,6 +156,7 @@ public record DataplaneConfig(
                 && java.util.Arrays.equals(secret, other.secret)
                 && Objects.equals(hostId, other.hostId)
                 && remover == other.remover
+                && storer == other.storer
                 && Objects.equals(redisCaCertificate, other.redisCaCertificate);
     }
 
@@ -156,7 +168,7 @@ public record DataplaneConfig(
     /** Never prints the secret, nor the Redis password. */
     @Override
     public String toString() {
-        return "DataplaneConfig[nodeLabel=%s, redisUri=%s, keyPrefix=%s, tcpBindHost=%s, advertiseHost=%s, tcpPort=%d, tcpStreams=%d, localThreads=%d, ioTimeout=%s, shmDir=%s, connectTimeout=%s, maxConnections=%d, secret=%s, hostId=%s, remover=%s, redisCaCertificate=%s]"
+        return "DataplaneConfig[nodeLabel=%s, redisUri=%s, keyPrefix=%s, tcpBindHost=%s, advertiseHost=%s, tcpPort=%d, tcpStreams=%d, localThreads=%d, ioTimeout=%s, shmDir=%s, connectTimeout=%s, maxConnections=%d, secret=%s, hostId=%s, remover=%s, storer=%s, redisCaCertificate=%s]"
                 .formatted(
                         nodeLabel,
                         RedisUris.mask(redisUri),
@@ -173,6 +185,7 @@ public record DataplaneConfig(
                         secret.length == 0 ? "none" : "<hidden>",
                         hostId,
                         remover,
+                        storer,
                         redisCaCertificate);
     }
 
@@ -198,6 +211,7 @@ public record DataplaneConfig(
         private byte[] secret = new byte[0];
         private String hostId;
         private boolean remover;
+        private boolean storer;
         private Path redisCaCertificate;
 
         private Builder(String nodeLabel) {
@@ -276,6 +290,15 @@ public record DataplaneConfig(
             return this;
         }
 
+        /**
+         * Claim the storer role (a client-only publisher): may have owners allocate in their store
+         * segments for its puts.
+         */
+        public Builder storer(boolean value) {
+            this.storer = value;
+            return this;
+        }
+
         /** Certificate authorities (PEM) trusted for a {@code rediss://} metadata store. */
         public Builder redisCaCertificate(Path value) {
             this.redisCaCertificate = value;
@@ -299,6 +322,7 @@ public record DataplaneConfig(
                     secret,
                     hostId,
                     remover,
+                    storer,
                     redisCaCertificate);
         }
     }

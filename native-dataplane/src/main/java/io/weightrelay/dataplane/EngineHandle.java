@@ -36,7 +36,9 @@ final class EngineHandle implements AutoCloseable {
                         c.shmDir().toString(),
                         secret,
                         secret.length,
-                        c.remover() ? DpNative.DP_ROLE_REMOVER : DpNative.DP_ROLE_PEER,
+                        c.remover()
+                                ? DpNative.DP_ROLE_REMOVER
+                                : (c.storer() ? DpNative.DP_ROLE_STORER : DpNative.DP_ROLE_PEER),
                         out);
         java.util.Arrays.fill(secret, (byte) 0);
         if (rc == DataplaneError.INVALID_ARGUMENT.code()) {

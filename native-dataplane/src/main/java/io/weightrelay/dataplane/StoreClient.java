@@ -22,9 +22,11 @@ import java.util.Set;
  *   <li>An object is visible only once its bytes are complete: bytes are written first, then the
  *       directory entry is published atomically (put-if-absent).
  *   <li>Only a segment's owner allocates in it: a put places replicas in store segments of this
- *       data plane only (other engines refuse allocation requests). Removing frees at the owner:
- *       locally, or over its control channel when this data plane is a {@linkplain
- *       DataplaneConfig#remover() remover} (control-api).
+ *       data plane, or, when this data plane is a {@linkplain DataplaneConfig#storer() storer} (a
+ *       client-only publisher that owns no store memory), in the preferred store segments of other
+ *       engines, whose owners allocate on its request over their control channel (other roles are
+ *       refused). Removing frees at the owner: locally, or over its control channel when this data
+ *       plane is a {@linkplain DataplaneConfig#remover() remover} (control-api).
  *   <li>Preferred segments are a preference: a full one yields a replica elsewhere.
  *   <li>Only {@linkplain SegmentKind#STORE store segments} hold objects. {@linkplain
  *       SegmentKind#RECEIVE Receive segments} (transfer targets such as receive buffers) are never
@@ -41,11 +43,13 @@ public final class StoreClient {
     private final TransferEngine engine;
     private final Metadata metadata;
     private final boolean remover;
+    private final boolean storer;
 
-    StoreClient(TransferEngine engine, Metadata metadata, boolean remover) {
+    StoreClient(TransferEngine engine, Metadata metadata, boolean remover, boolean storer) {
         this.engine = engine;
         this.metadata = metadata;
         this.remover = remover;
+        this.storer = storer;
     }
 
     /**
@@ -53,7 +57,8 @@ public final class StoreClient {
      *
      * @throws ObjectExistsException if the key is already published
      * @throws SegmentFullException if fewer than {@code replicaNum} store segments of this data
-     *     plane have room (receive segments and other engines' segments never count)
+     *     plane (for a storer: also the preferred ones of other engines) have room (receive
+     *     segments never count)
      * @throws SegmentNotAllocatableException if {@code config} prefers a receive segment
      * @throws PeerGoneException if a replica's owner died during the write (nothing is published)
      */
@@ -405,6 +410,37 @@ public final class StoreClient {
         return out;
     }
 
+    /**
+     * Where the replicas of each of {@code keys} live, the directory entries read pipelined (a
+     * thousand per round trip), so a whole generation costs tens of round trips, not one per
+     * object.
+     *
+     * @return per published key, in the order given, its replicas; keys with no object are left out
+     */
+    public Map<String, List<ObjectLocation>> locations(List<String> keys) {
+        keys.forEach(this::checkKey);
+        List<StoredObject> entries = Dataplane.metadata(() -> metadata.objects(keys));
+        Map<String, Optional<String>> nodes = new java.util.HashMap<>();
+        Map<String, List<ObjectLocation>> out = new java.util.LinkedHashMap<>();
+        for (int i = 0; i < keys.size(); i++) {
+            StoredObject o = entries.get(i);
+            if (o == null) {
+                continue;
+            }
+            List<ObjectLocation> where = new ArrayList<>(o.replicas().size());
+            for (StoredObject.Replica r : o.replicas()) {
+                String node =
+                        nodes.computeIfAbsent(
+                                        r.segment(),
+                                        s -> engine.describe(s).map(SegmentDescriptor::nodeLabel))
+                                .orElse(null);
+                where.add(new ObjectLocation(r.segment(), node, r.offset(), o.size()));
+            }
+            out.put(keys.get(i), where);
+        }
+        return out;
+    }
+
     /** Object size in bytes. */
     public long size(String key) {
         return locations(key).get(0).size();
@@ -474,16 +510,23 @@ public final class StoreClient {
             if (!tried.add(segment)) {
                 continue;
             }
-            if (!engine.owns(segment)) {
+            if (!engine.owns(segment) && !(storer && isStoreSegment(segment))) {
                 refused.add(segment + " (not this data plane's: only its owner allocates)");
                 continue;
             }
             try {
                 replicas.add(new StoredObject.Replica(segment, engine.alloc(segment, size)));
-            } catch (SegmentFullException | UnknownSegmentException | PeerGoneException e) {
+            } catch (SegmentFullException
+                    | UnknownSegmentException
+                    | PeerGoneException
+                    | PermissionDeniedException e) {
                 refused.add(segment + " (" + e.error() + ")");
             }
         }
+    }
+
+    private boolean isStoreSegment(String segment) {
+        return engine.describe(segment).map(SegmentDescriptor::store).orElse(false);
     }
 
     private List<StoredObject.Replica> readOrder(StoredObject object) {

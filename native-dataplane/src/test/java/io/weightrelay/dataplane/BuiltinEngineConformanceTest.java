@@ -16,6 +16,11 @@ class BuiltinEngineConformanceTest extends DataplaneConformanceTest {
     }
 
     @Override
+    protected Dataplane openStorer(String nodeLabel, String keyPrefix) {
+        return Dataplane.open(TestEngines.config(nodeLabel, keyPrefix).storer(true).build());
+    }
+
+    @Override
     protected PeerProcess startPeer(String nodeLabel, String keyPrefix, String segment, long size)
             throws IOException {
         return PeerProcess.start(RedisSupport.URI, keyPrefix, nodeLabel, segment, size);

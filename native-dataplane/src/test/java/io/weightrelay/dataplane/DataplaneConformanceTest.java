@@ -47,6 +47,12 @@ abstract class DataplaneConformanceTest {
      */
     protected abstract Dataplane openRemover(String nodeLabel, String keyPrefix);
 
+    /**
+     * Opens an engine that claims the storer role (what a client-only publisher runs): owners
+     * allocate in their store segments for its puts.
+     */
+    protected abstract Dataplane openStorer(String nodeLabel, String keyPrefix);
+
     /** Starts an engine in another process that owns one segment. */
     protected abstract PeerProcess startPeer(
             String nodeLabel, String keyPrefix, String segment, long size) throws IOException;
@@ -60,6 +66,12 @@ abstract class DataplaneConformanceTest {
     private Dataplane remover(String label) {
         Dataplane dp = openRemover(label, scope.prefix());
         scope.closeAfter(dp);
+        return dp;
+    }
+
+    private Dataplane storer(String label) {
+        Dataplane dp = openStorer(label, prefix);
+        opened.add(dp);
         return dp;
     }
 
@@ -921,6 +933,58 @@ abstract class DataplaneConformanceTest {
                 .isInstanceOf(PermissionDeniedException.class);
         assertThat(remover("control").store().remove("child/obj")).isTrue();
         assertThat(Long.parseLong(peer.command("free"))).isEqualTo(segSize);
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void aStorerPutsIntoAnotherProcessSegmentWhichItsOwnerAllocates(Transport t) throws Exception {
+        long segSize = 16 * MIB;
+        PeerProcess unit = peer(peerLabel(t), "unit", segSize);
+        Dataplane client = storer("node-a");
+        int size = 2 * MIB + 5;
+        RegisteredBuffer src = buffer(client, size, 31);
+        Counters before = client.counters();
+        client.store().putFrom("client/obj", src, 0, size, ReplicateConfig.preferLocal("unit"));
+        // One copy, in the unit's segment, written over the transport of the node labels.
+        assertThat(client.store().locations("client/obj"))
+                .singleElement()
+                .satisfies(l -> assertThat(l.segment()).isEqualTo("unit"));
+        assertTransport(client.counters().minus(before), t, 0, size);
+        long offset = client.store().locations("client/obj").get(0).offset();
+        assertThat(unit.command("crc " + offset + " " + size))
+                .isEqualTo(Long.toString(Patterns.expectedCrc(size, 31)));
+        long used = segSize - Long.parseLong(unit.command("free"));
+        assertThat(used).isGreaterThanOrEqualTo(size);
+
+        // A put that fails after its allocation (the key exists) frees it at the owner again.
+        assertThatThrownBy(
+                        () ->
+                                client.store()
+                                        .putFrom(
+                                                "client/obj",
+                                                src,
+                                                0,
+                                                size,
+                                                ReplicateConfig.preferLocal("unit")))
+                .isInstanceOf(ObjectExistsException.class);
+        assertThat(segSize - Long.parseLong(unit.command("free"))).isEqualTo(used);
+
+        // A plain peer still may not have the owner allocate.
+        Dataplane reader = dp("node-c");
+        RegisteredBuffer other = buffer(reader, MIB, 32);
+        assertThatThrownBy(
+                        () ->
+                                reader.store()
+                                        .putFrom(
+                                                "reader/obj",
+                                                other,
+                                                0,
+                                                MIB,
+                                                ReplicateConfig.preferLocal("unit")))
+                .isInstanceOf(SegmentFullException.class)
+                .hasMessageContaining("unit");
+        assertThat(remover("control").store().remove("client/obj")).isTrue();
+        assertThat(Long.parseLong(unit.command("free"))).isEqualTo(segSize);
     }
 
     @Test

@@ -3,7 +3,6 @@ package io.weightrelay.control.store;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.ObjectLocation;
-import io.weightrelay.dataplane.ObjectNotFoundException;
 import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.RelayException;
@@ -67,18 +66,17 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
     public Map<String, List<String>> locations(Collection<String> keys) {
         return withStore(
                 store -> {
+                    // One pipelined directory read; absent objects are left out.
                     Map<String, List<String>> out = new LinkedHashMap<>();
-                    for (String key : keys) {
-                        try {
-                            List<String> segments = new ArrayList<>();
-                            for (ObjectLocation l : store.locations(key)) {
-                                segments.add(l.segment());
-                            }
-                            out.put(key, segments);
-                        } catch (ObjectNotFoundException ex) {
-                            // absent objects are left out
-                        }
-                    }
+                    store.locations(List.copyOf(keys))
+                            .forEach(
+                                    (key, where) -> {
+                                        List<String> segments = new ArrayList<>(where.size());
+                                        for (ObjectLocation l : where) {
+                                            segments.add(l.segment());
+                                        }
+                                        out.put(key, segments);
+                                    });
                     return out;
                 });
     }

@@ -187,6 +187,10 @@ public final class LabCluster implements AutoCloseable {
     private TrainerSession trainer;
     private GenerationsApi operator;
     private boolean checksums = true;
+    private boolean storageUnits;
+
+    /** The storage unit of each trainer node (node to process) when the lab runs them. */
+    private final Map<String, ServiceProcess> units = new LinkedHashMap<>();
 
     private LabCluster(Spec spec) throws IOException {
         this.spec = spec;
@@ -263,9 +267,26 @@ public final class LabCluster implements AutoCloseable {
         if (controlApis < 1) {
             throw new IllegalArgumentException("controlApis must be at least 1: " + controlApis);
         }
+        return start(spec, checksums, controlApis, false);
+    }
+
+    /**
+     * A lab whose trainer nodes each run a storage unit (a publisher with {@code
+     * relay.segment.role=storage-unit}, owning the node's segment under the same name) and a
+     * client-only publisher beside the trainer ranks ({@code role=client}, size 0, file staging)
+     * that stores into its node's unit over the local transport. Only the units own store memory,
+     * so only they are called by a checkpoint save.
+     */
+    public static LabCluster startWithStorageUnits(Spec spec) throws Exception {
+        return start(spec, true, 1, true);
+    }
+
+    private static LabCluster start(
+            Spec spec, boolean checksums, int controlApis, boolean storageUnits) throws Exception {
         LabCluster lab = new LabCluster(spec);
         lab.checksums = checksums;
         lab.controlApis = controlApis;
+        lab.storageUnits = storageUnits;
         try {
             lab.startServices();
             return lab;
@@ -624,7 +645,18 @@ public final class LabCluster implements AutoCloseable {
         return loaders.get(index).pid();
     }
 
-    /** The process id of trainer node {@code index}'s publisher. */
+    /**
+     * The process id of trainer node {@code index}'s storage unit (a lab started {@link
+     * #startWithStorageUnits}).
+     */
+    public long storageUnitProcessId(int index) {
+        return units.get(Topology.trainerNodeName(index)).pid();
+    }
+
+    /**
+     * The process id of trainer node {@code index}'s publisher (the client-only one in a lab of
+     * storage units).
+     */
     public long publisherProcessId(int index) {
         return publishers.get(Topology.trainerNodeName(index)).pid();
     }
@@ -659,6 +691,7 @@ public final class LabCluster implements AutoCloseable {
         loaders.clear();
         engines.clear();
         publishers.clear();
+        units.clear();
         publisherArgs.clear();
         deleteKeys(spec.redisUri(), "wr:lab:" + run + ":");
         for (Path f : shmFiles()) {
@@ -754,6 +787,16 @@ public final class LabCluster implements AutoCloseable {
                                     logs)));
         }
         control = controls.get(0);
+        if (storageUnits) {
+            // The units first, registered with control-api, so each client-only publisher knows
+            // the unit of its node from its first put on.
+            control.awaitHealthy(HEALTHY);
+            startStorageUnits(dpPrefix);
+            for (ServiceProcess u : units.values()) {
+                u.awaitHealthy(HEALTHY);
+            }
+            awaitStorageUnitsRegistered();
+        }
         startPublishers(dpPrefix);
         for (String id : placement.instances()) {
             loaders.add(startLoader(id, id));
@@ -866,6 +909,74 @@ public final class LabCluster implements AutoCloseable {
         return new long[] {segment, staging};
     }
 
+    /**
+     * One storage unit per trainer node: the node's segment (named as a trainer-side publisher's
+     * would be, so owner tokens and {@link #segmentNameOf} stay the same), serving no trainer.
+     */
+    private void startStorageUnits(String dpPrefix) {
+        long segment = publisherSizes(manifest, spec.trainerNodes())[0];
+        for (int i = 0; i < spec.trainerNodes(); i++) {
+            String node = Topology.trainerNodeName(i);
+            String segmentName = segmentName(node);
+            List<String> args =
+                    List.of(
+                            "--relay.segment.node=" + node,
+                            "--relay.segment.name=" + segmentName,
+                            "--relay.segment.size=" + segment + "B",
+                            "--relay.segment.role=storage-unit",
+                            "--relay.dataplane.redis-uri=" + spec.redisUri(),
+                            "--relay.dataplane.key-prefix=" + dpPrefix,
+                            "--relay.dataplane.secret-file=" + secretFile,
+                            "--relay.staging.mode=segment",
+                            "--relay.staging.capacity=" + MAX_BATCH + "B",
+                            "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
+                            "--relay.publish.control-api-url=" + controlUrls(),
+                            secretsArg("unit-" + node, secrets.publisher(segmentName)));
+            units.put(
+                    node,
+                    track(
+                            ServiceProcess.start(
+                                    "unit-" + node,
+                                    ServiceProcess.findJar(spec.root(), "publisher-service"),
+                                    "384m",
+                                    args,
+                                    logs)));
+        }
+    }
+
+    /** Waits until control-api lists every storage unit alive. */
+    private void awaitStorageUnitsRegistered() throws InterruptedException {
+        ApiClient client = new ApiClient();
+        client.setBasePath(control.baseUrl());
+        client.setBearerToken(operatorToken);
+        io.weightrelay.api.control.client.RegistryApi registry =
+                new io.weightrelay.api.control.client.RegistryApi(client);
+        long deadline = System.nanoTime() + HEALTHY.toNanos();
+        while (true) {
+            long alive =
+                    registry.listSegments().stream()
+                            .filter(
+                                    s ->
+                                            Boolean.TRUE.equals(s.getAlive())
+                                                    && s.getRole()
+                                                            == io.weightrelay.api.control.client
+                                                                    .model.SegmentRole.STORAGE_UNIT)
+                            .count();
+            if (alive >= units.size()) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException(
+                        alive
+                                + " of "
+                                + units.size()
+                                + " storage units registered within "
+                                + HEALTHY);
+            }
+            Thread.sleep(100);
+        }
+    }
+
     private void startPublishers(String dpPrefix) {
         long[] sizes = publisherSizes(manifest, spec.trainerNodes());
         long segment = sizes[0];
@@ -875,19 +986,34 @@ public final class LabCluster implements AutoCloseable {
             String segmentName = segmentName(node);
             Map<String, String> secretProperties = new LinkedHashMap<>();
             secretProperties.putAll(secrets.publisher(segmentName));
-            List<String> args =
+            List<String> placementArgs =
+                    storageUnits
+                            ? List.of(
+                                    // client-only: no store memory, staging in a file of its own
+                                    "--relay.segment.name=" + segmentName + "-client",
+                                    "--relay.segment.size=0B",
+                                    "--relay.segment.role=client",
+                                    "--relay.staging.mode=file",
+                                    "--relay.staging.path=/dev/shm/wr-lab-staging-"
+                                            + run
+                                            + "-"
+                                            + node)
+                            : List.of(
+                                    "--relay.segment.name=" + segmentName,
+                                    "--relay.segment.size=" + segment + "B",
+                                    "--relay.staging.mode=segment");
+            List<String> args = new ArrayList<>();
+            args.add("--relay.segment.node=" + node);
+            args.addAll(placementArgs);
+            args.addAll(
                     List.of(
-                            "--relay.segment.node=" + node,
-                            "--relay.segment.name=" + segmentName,
-                            "--relay.segment.size=" + segment + "B",
                             "--relay.dataplane.redis-uri=" + spec.redisUri(),
                             "--relay.dataplane.key-prefix=" + dpPrefix,
                             "--relay.dataplane.secret-file=" + secretFile,
-                            "--relay.staging.mode=segment",
                             "--relay.staging.capacity=" + staging + "B",
                             "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrls(),
-                            secretsArg("publisher-" + node, secretProperties));
+                            secretsArg("publisher-" + node, secretProperties)));
             publisherArgs.put(node, args);
             publishers.put(
                     node,

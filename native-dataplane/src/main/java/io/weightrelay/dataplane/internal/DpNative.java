@@ -81,6 +81,9 @@ public final class DpNative {
     /** {@code DP_ROLE_REMOVER}: also frees allocations in segments of other engines. */
     public static final int DP_ROLE_REMOVER = 2;
 
+    /** {@code DP_ROLE_STORER}: also has owners allocate (and free) in their store segments. */
+    public static final int DP_ROLE_STORER = 3;
+
     public static native int dp_engine_create(
             String nodeLabel,
             String hostId,

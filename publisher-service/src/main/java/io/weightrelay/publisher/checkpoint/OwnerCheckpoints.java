@@ -17,6 +17,12 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Saves the objects of a generation held by this segment into one file, {@code
@@ -62,9 +68,30 @@ public final class OwnerCheckpoints {
         GenerationLayout layout = control.layout(model, generation);
         String name = fileName();
         Path file = directory.resolve(name);
+        List<Held> held = new ArrayList<>();
         List<OwnerCheckpointObject> saved = new ArrayList<>();
         long offset = 0;
+        List<String> keys = new ArrayList<>();
+        for (GenerationLayout.Tensor tensor : layout.tensors().values()) {
+            for (GenerationLayout.Fragment f : tensor.fragments()) {
+                keys.add(f.key());
+            }
+        }
+        // One pipelined directory read for the whole generation, in layout order.
+        for (Map.Entry<String, ByteBuffer> e : owner.ownedBytes(keys).entrySet()) {
+            String expected = published.get(e.getKey());
+            if (expected == null) {
+                throw CheckpointProblems.refused(e.getKey(), "no checksum was registered for it");
+            }
+            ByteBuffer view = e.getValue();
+            held.add(new Held(e.getKey(), view, Checksums.parse(expected)));
+            saved.add(
+                    new OwnerCheckpointObject(
+                            e.getKey(), (long) view.remaining(), expected, name, offset));
+            offset += view.remaining();
+        }
         boolean done = false;
+        ExecutorService helpers = Executors.newFixedThreadPool(2, OwnerCheckpoints::helper);
         try {
             Files.createDirectories(directory);
             try (FileChannel out =
@@ -73,39 +100,26 @@ public final class OwnerCheckpoints {
                             StandardOpenOption.CREATE,
                             StandardOpenOption.TRUNCATE_EXISTING,
                             StandardOpenOption.WRITE)) {
-                for (GenerationLayout.Tensor tensor : layout.tensors().values()) {
-                    for (GenerationLayout.Fragment f : tensor.fragments()) {
-                        var held = owner.ownedBytes(f.key());
-                        if (held.isEmpty()) {
-                            continue;
-                        }
-                        ByteBuffer view = held.get();
-                        String expected = published.get(f.key());
-                        if (expected == null) {
-                            throw CheckpointProblems.refused(
-                                    f.key(), "no checksum was registered for it");
-                        }
-                        int crc = Checksums.crc32c(view.duplicate());
-                        if (crc != Checksums.parse(expected)) {
-                            throw CheckpointProblems.refused(
-                                    f.key(),
-                                    "its bytes in segment "
-                                            + owner.segmentName()
-                                            + " have "
-                                            + Checksums.format(crc)
-                                            + ", published "
-                                            + expected);
-                        }
-                        long size = view.remaining();
-                        while (view.hasRemaining()) {
-                            out.write(view);
-                        }
-                        saved.add(
-                                new OwnerCheckpointObject(
-                                        f.key(), size, Checksums.format(crc), name, offset));
-                        offset += size;
+                // The checksums are checked on one thread while the bytes are written on this
+                // one, and the disk flushes what is written as it goes: checking, copying into
+                // the page cache and the device's writing overlap instead of following each other.
+                AtomicReference<RuntimeException> refused = new AtomicReference<>();
+                Future<?> checked = helpers.submit(() -> verify(held, refused));
+                Flusher flusher = new Flusher(out, helpers);
+                for (Held h : held) {
+                    if (refused.get() != null) {
+                        break;
+                    }
+                    ByteBuffer view = h.bytes().duplicate();
+                    while (view.hasRemaining()) {
+                        flusher.written(out.write(view));
                     }
                 }
+                await(checked);
+                if (refused.get() != null) {
+                    throw refused.get();
+                }
+                flusher.finish();
                 out.force(true);
             }
             syncDirectory(directory);
@@ -114,6 +128,7 @@ public final class OwnerCheckpoints {
             throw CheckpointProblems.CHECKPOINT_IO.exception(
                     "cannot save into " + file + ": " + e, e);
         } finally {
+            helpers.shutdownNow();
             if (!done) {
                 try {
                     Files.deleteIfExists(file);
@@ -225,6 +240,89 @@ public final class OwnerCheckpoints {
             staging.store(staging.claim(r.id()), pieces, Runnable::run);
         } finally {
             staging.free(r);
+        }
+    }
+
+    /** An object this segment holds, its bytes in the segment and the checksum published. */
+    private record Held(String key, ByteBuffer bytes, int published) {}
+
+    /** Checks every object's bytes against its published checksum; the first mismatch stops. */
+    private void verify(List<Held> held, AtomicReference<RuntimeException> refused) {
+        for (Held h : held) {
+            int crc = Checksums.crc32c(h.bytes());
+            if (crc != h.published()) {
+                refused.set(
+                        CheckpointProblems.refused(
+                                h.key(),
+                                "its bytes in segment "
+                                        + owner.segmentName()
+                                        + " have "
+                                        + Checksums.format(crc)
+                                        + ", published "
+                                        + Checksums.format(h.published())));
+                return;
+            }
+        }
+    }
+
+    /**
+     * Has the file's written bytes flushed to the device every {@link #FLUSH_BYTES} on a helper
+     * thread, at most one flush at a time, so the device writes while the next bytes are copied.
+     */
+    private static final class Flusher {
+        private final FileChannel out;
+        private final ExecutorService helpers;
+        private long unflushed;
+        private Future<?> running = CompletableFuture.completedFuture(null);
+
+        Flusher(FileChannel out, ExecutorService helpers) {
+            this.out = out;
+            this.helpers = helpers;
+        }
+
+        void written(long bytes) throws IOException {
+            unflushed += bytes;
+            if (unflushed >= FLUSH_BYTES && running.isDone()) {
+                await(running);
+                unflushed = 0;
+                running =
+                        helpers.submit(
+                                () -> {
+                                    out.force(false);
+                                    return null;
+                                });
+            }
+        }
+
+        void finish() throws IOException {
+            await(running);
+        }
+    }
+
+    /** Bytes written between flushes to the device. */
+    static final long FLUSH_BYTES = 64L << 20;
+
+    private static Thread helper(Runnable r) {
+        Thread t = new Thread(r, "checkpoint-save");
+        t.setDaemon(true);
+        return t;
+    }
+
+    /** Waits for a helper's task; its I/O error or refusal is rethrown as itself. */
+    private static void await(Future<?> task) throws IOException {
+        try {
+            task.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while saving");
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof IOException io) {
+                throw io;
+            }
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            throw new IllegalStateException(e.getCause());
         }
     }
 

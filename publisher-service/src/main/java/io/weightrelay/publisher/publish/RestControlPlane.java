@@ -37,6 +37,7 @@ final class RestControlPlane implements ControlPlane {
 
     private final GenerationsApi generations;
     private final RegistryApi registry;
+    private final RegistryApi registryReader;
     private final Retry retry;
     private final boolean asOwner;
     private static final org.slf4j.Logger log =
@@ -76,6 +77,9 @@ final class RestControlPlane implements ControlPlane {
                             + " call this publisher for checkpoint saves and restores");
         }
         this.registry = new RegistryApi(ownerClient);
+        // Listing the registry is a read, which the trainer token may do and an owner token may
+        // not.
+        this.registryReader = new RegistryApi(client);
         this.retry = retry;
     }
 
@@ -156,7 +160,7 @@ final class RestControlPlane implements ControlPlane {
     @Override
     public List<SegmentPeer> storageUnits() {
         List<SegmentPeer> out = new ArrayList<>();
-        for (var s : call("list segments", registry::listSegments)) {
+        for (var s : call("list segments", registryReader::listSegments)) {
             if (Boolean.TRUE.equals(s.getAlive())
                     && s.getRole()
                             == io.weightrelay.api.control.client.model.SegmentRole.STORAGE_UNIT) {

@@ -10,7 +10,9 @@ import io.weightrelay.dataplane.Segment;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.TreeSet;
 import org.slf4j.Logger;
@@ -50,10 +52,15 @@ public final class SegmentOwner implements AutoCloseable {
         this.properties = properties;
         this.settings = settings;
         long started = System.nanoTime();
-        this.dataplane = Dataplane.open(settings.config(properties.node()));
+        this.dataplane =
+                Dataplane.open(
+                        properties.ownsSegment()
+                                ? settings.config(properties.node())
+                                : settings.storerConfig(properties.node()));
         if (!properties.ownsSegment()) {
             // Client only: no segment, so no save ever waits on this process. Puts go to the
-            // storage units (SegmentRegistrar keeps the preference current).
+            // storage units, which allocate for them (the storer role; SegmentRegistrar keeps
+            // the preference current).
             this.segment = null;
             this.lostOnRestart = List.of();
             this.preferLocal = new ReplicateConfig(1, List.of(), true);
@@ -255,15 +262,32 @@ public final class SegmentOwner implements AutoCloseable {
      * while the object is not removed.
      */
     public Optional<ByteBuffer> ownedBytes(String key) {
-        if (segment == null || !dataplane.store().exists(key)) {
-            return Optional.empty();
+        return Optional.ofNullable(ownedBytes(List.of(key)).get(key));
+    }
+
+    /**
+     * As {@link #ownedBytes(String)} for many keys at once, the directory read pipelined: the views
+     * of those this segment holds, by key, in the order given.
+     */
+    public Map<String, ByteBuffer> ownedBytes(List<String> keys) {
+        Map<String, ByteBuffer> out = new LinkedHashMap<>();
+        if (segment == null) {
+            return out;
         }
-        for (ObjectLocation l : dataplane.store().locations(key)) {
-            if (l.segment().equals(segment.name()) && l.size() <= Integer.MAX_VALUE) {
-                return Optional.of(segment.byteBuffer(l.offset(), (int) l.size()));
-            }
-        }
-        return Optional.empty();
+        dataplane
+                .store()
+                .locations(keys)
+                .forEach(
+                        (key, where) -> {
+                            for (ObjectLocation l : where) {
+                                if (l.segment().equals(segment.name())
+                                        && l.size() <= Integer.MAX_VALUE) {
+                                    out.put(key, segment.byteBuffer(l.offset(), (int) l.size()));
+                                    return;
+                                }
+                            }
+                        });
+        return out;
     }
 
     @Override

@@ -22,9 +22,9 @@ import org.springframework.validation.annotation.Validated;
  *     http://<relay.dataplane.advertise-host>:<server port>}
  * @param heartbeat interval of registry heartbeats (well inside control-api's segment TTL)
  * @param role {@code trainer} (default: beside trainer ranks, owns the node's segment), {@code
- *     storage-unit} (a CPU-only owner of a segment that serves no trainer); {@code client} (owns no
- *     store memory, {@code size} 0, storing into the storage units) is refused for now: the data
- *     plane allocates only in segments its own process owns
+ *     storage-unit} (a CPU-only owner of a segment that serves no trainer), {@code client} (beside
+ *     trainer ranks but owns no store memory, {@code size} 0: stores into the storage units, its
+ *     own node's first, which allocate for it; a checkpoint save never calls it)
  */
 @Validated
 @ConfigurationProperties("relay.segment")
@@ -49,20 +49,20 @@ public record SegmentProperties(
             throw new IllegalArgumentException(
                     "relay.segment.role is trainer, storage-unit or client, not '" + role + "'");
         }
-        if (CLIENT.equals(role)) {
-            // A client would store into a storage unit's segment, but this data plane allocates
-            // only in segments its own process owns (a put elsewhere is refused as
-            // SEGMENT_FULL, "only its owner allocates"): refused here, before anything starts.
+        boolean empty = size != null && size.toBytes() == 0;
+        if (CLIENT.equals(role) && !empty) {
             throw new IllegalArgumentException(
-                    "relay.segment.role=client is not supported yet: the data plane allocates"
-                            + " only in a segment its own process owns, so a client-only"
-                            + " publisher cannot store into a storage unit; run the trainer-side"
-                            + " publisher with a segment (role trainer)");
+                    "relay.segment.role=client owns no store memory: set relay.segment.size=0 (it"
+                            + " is "
+                            + size
+                            + ")");
         }
-        if (size != null && size.toBytes() == 0) {
+        if (!CLIENT.equals(role) && empty) {
             throw new IllegalArgumentException(
-                    "relay.segment.size is 0: every publisher owns a segment for now (client-only"
-                            + " publishers are not supported yet)");
+                    "relay.segment.size is 0 for role "
+                            + role
+                            + ", which owns a segment: a publisher without store memory is"
+                            + " relay.segment.role=client");
         }
     }
 

@@ -34,15 +34,26 @@ class SegmentRoleTest {
     }
 
     @Test
-    void badRolesAndClientOnlyPublishersAreRefusedNamingWhy() {
+    void aClientOnlyPublisherOwnsNoStoreMemoryAndServesTrainers() {
+        SegmentProperties client = props(0, SegmentProperties.CLIENT);
+        assertThat(client.ownsSegment()).isFalse();
+        assertThat(client.servesTrainers()).isTrue();
+    }
+
+    @Test
+    void badRolesAndSizesAreRefusedNamingWhy() {
         assertThatThrownBy(() -> props(1 << 20, "gpu"))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("relay.segment.role")
                 .hasMessageContaining("'gpu'");
-        assertThatThrownBy(() -> props(0, SegmentProperties.CLIENT))
+        assertThatThrownBy(() -> props(1 << 20, SegmentProperties.CLIENT))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("only in a segment its own process owns");
+                .hasMessageContaining("relay.segment.size=0");
         assertThatThrownBy(() -> props(0, SegmentProperties.TRAINER))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("relay.segment.size is 0")
+                .hasMessageContaining("relay.segment.role=client");
+        assertThatThrownBy(() -> props(0, SegmentProperties.STORAGE_UNIT))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("relay.segment.size is 0");
     }

@@ -187,7 +187,7 @@ public final class DataplaneSettings {
      *     node
      */
     public DataplaneConfig config(String nodeLabel) {
-        return build(nodeLabel, false);
+        return build(nodeLabel, false, false);
     }
 
     /**
@@ -195,10 +195,18 @@ public final class DataplaneSettings {
      * frees the space of removed objects in the owners' segments.
      */
     public DataplaneConfig removerConfig(String nodeLabel) {
-        return build(nodeLabel, true);
+        return build(nodeLabel, true, false);
     }
 
-    private DataplaneConfig build(String nodeLabel, boolean remover) {
+    /**
+     * As {@link #config(String)}, claiming the storer role: a client-only publisher's data plane,
+     * whose puts the owners of store segments (the storage units) allocate for.
+     */
+    public DataplaneConfig storerConfig(String nodeLabel) {
+        return build(nodeLabel, false, true);
+    }
+
+    private DataplaneConfig build(String nodeLabel, boolean remover, boolean storer) {
         String configured = nodeLabel();
         if (configured != null && !configured.equals(nodeLabel)) {
             throw new DataplaneSettingsException(
@@ -223,6 +231,7 @@ public final class DataplaneSettings {
                 .secret(secret)
                 .hostId(blank(properties.hostId()) ? null : properties.hostId().trim())
                 .remover(remover)
+                .storer(storer)
                 .redisCaCertificate(properties.redisCaCertificate())
                 .build();
     }
