@@ -70,8 +70,8 @@ abstract class DataplaneConformanceTest {
     }
 
     private Dataplane storer(String label) {
-        Dataplane dp = openStorer(label, prefix);
-        opened.add(dp);
+        Dataplane dp = openStorer(label, scope.prefix());
+        scope.closeAfter(dp);
         return dp;
     }
 
