@@ -20,6 +20,12 @@ public final class ModelCatalog {
     static {
         // Small DeepSeek-style MoE with MLA (a few MB) so tests exercise every tensor kind.
         add(ModelConfig.deepseek("tiny", 8192, 128, 256, 2, 4, 1, 64, 8, 1, 64, 32, 16, 8, 16));
+        // DeepSeek-shaped MoE (about 4 MB in BF16) whose projections span several 128 x 128 blocks,
+        // so block-FP8 serving with whole blocks per rank has something to split: 4 heads,
+        // hidden 256, 4 routed experts of intermediate 256, one shared.
+        add(
+                ModelConfig.deepseek(
+                        "small-moe", 256, 256, 256, 2, 4, 1, 256, 4, 1, 128, 128, 64, 64, 64));
         add(ModelConfig.dense("qwen2.5-0.5b", 151936, 896, 4864, 24, 14, 2, 64, true, true));
         add(ModelConfig.dense("qwen2.5-7b", 152064, 3584, 18944, 28, 28, 4, 128, false, true));
         add(ModelConfig.dense("llama3-70b", 128256, 8192, 28672, 80, 64, 8, 128, false, false));

@@ -1,0 +1,90 @@
+package io.weightrelay.lab;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.api.control.client.model.SessionState;
+import io.weightrelay.api.control.client.model.UpdateSession;
+import io.weightrelay.api.loader.client.model.InstanceStatus;
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabCluster.LoaderSlot;
+import io.weightrelay.lab.rollout.RolloutEngine;
+import io.weightrelay.reshard.manifest.BlockScales;
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.plan.Demands;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Wide expert parallelism with FP8 rollout weights, end to end on the loopback lab: the catalog's
+ * {@code small-moe} served by one engine instance of four ranks across the two rollout nodes, its
+ * experts sharded by EP 4 and attention data-parallel (every non-expert weight whole on every rank,
+ * as block-FP8 serving needs whole 128 x 128 blocks), a loader on each of its two nodes. The
+ * trainer publishes BF16; the publishers convert the projections to block-scaled FP8 with their
+ * scale tensors; the loaders update the instance in parameter-direct mode. Every byte each rank
+ * holds is checked against the reference conversion of the trainer's bytes, and the store is read
+ * exactly once per byte the placement needs.
+ */
+class WideExpertFp8LabTest {
+
+    @Test
+    void oneInstanceAcrossTwoNodesWithEp4UpdatesToBlockFp8WeightsInDirectMode() throws Exception {
+        LabCluster.Spec spec =
+                LabCluster.Spec.of("small-moe", 1, 4, Mode.DIRECT).wide(4, true, DType.F8_E4M3);
+        try (LabCluster lab = LabCluster.start(spec)) {
+            try {
+                List<LoaderSlot> slots = lab.loaderSlots();
+                assertThat(slots).as("one loader on each node of the instance").hasSize(2);
+                assertThat(slots).extracting(LoaderSlot::rolloutInstance).containsOnly("i0000");
+                assertThat(slots).extracting(LoaderSlot::nodes).containsOnly(2);
+                assertThat(slots).extracting(LoaderSlot::node).doesNotHaveDuplicates();
+                List<TensorSpec> fp8 =
+                        lab.manifest().tensors().stream().filter(BlockScales::quantized).toList();
+                assertThat(fp8).as("projections served as block FP8").isNotEmpty();
+                assertThat(BlockScales.weightOfScale(lab.manifest().tensors())).hasSameSizeAs(fp8);
+
+                Demands demands = Demands.of(lab.manifest(), lab.placement());
+                assertThat(demands.storeBytes())
+                        .as("EP 4 over one instance: every stored byte is needed once")
+                        .isEqualTo(lab.manifest().totalBytes());
+                for (long step = 0; step < 2; step++) {
+                    long generation = lab.publish(step);
+                    LabCluster.Updates update = lab.updateAll().requireUpdated();
+                    assertThat(lab.verifyAll(generation))
+                            .as("bytes checked against the reference FP8 conversion")
+                            .isEqualTo(demands.targetStoredBytes());
+                    assertThat(update.bytesReceived())
+                            .as("each rank received exactly its shard bytes")
+                            .isEqualTo(demands.targetStoredBytes());
+                    assertThat(update.storeBytesRead())
+                            .as("store bytes read == bytes needed")
+                            .isEqualTo(demands.storeBytes());
+
+                    UpdateSession session = lab.session(generation, "lab");
+                    assertThat(session.getState()).isEqualTo(SessionState.DONE);
+                    assertThat(session.getParticipants())
+                            .extracting(p -> p.getInstance())
+                            .containsExactlyInAnyOrderElementsOf(
+                                    slots.stream().map(LoaderSlot::id).toList());
+                    assertThat(session.getVerifiedObjects())
+                            .as("every object read proven against its published checksum")
+                            .isEqualTo(lab.manifest().fragments().size());
+                    for (RolloutEngine engine : lab.engines()) {
+                        InstanceStatus status = engine.status();
+                        assertThat(status.getGeneration()).isEqualTo(generation);
+                        assertThat(status.getSpan().getRolloutInstance()).isEqualTo("i0000");
+                        assertThat(status.getWorkers())
+                                .as("each loader registers the ranks of its own node")
+                                .hasSize(2)
+                                .allSatisfy(
+                                        w -> assertThat(w.getNode()).isEqualTo(status.getNode()));
+                    }
+                }
+            } catch (Exception | AssertionError e) {
+                lab.dumpLogs();
+                throw e;
+            }
+        }
+    }
+}
