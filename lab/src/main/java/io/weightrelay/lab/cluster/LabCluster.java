@@ -298,9 +298,7 @@ public final class LabCluster implements AutoCloseable {
         Parallelism parallelism = new Parallelism(spec.tp(), spec.ep(), spec.dpAttention());
         List<TensorLayout> layout = new ArrayList<>();
         for (TensorLayout t : catalog) {
-            layout.add(
-                    new TensorLayout(
-                            published.get(t.spec().name()), t.split(), t.expert(), t.heads()));
+            layout.add(t.withSpec(published.get(t.spec().name())));
         }
         if (spec.mode() != null) {
             return Placements.of(

@@ -83,6 +83,7 @@ public final class ModelCatalog {
         Builder b = new Builder(c);
         b.add("model.embed_tokens.weight", Split.DIM0, -1, c.vocab(), c.hidden());
         for (int i = 0; i < c.layers(); i++) {
+            b.layer = i;
             String p = "model.layers." + i + ".";
             b.add(p + "input_layernorm.weight", Split.REPLICATE, -1, c.hidden());
             if (c.mla()) {
@@ -97,6 +98,7 @@ public final class ModelCatalog {
                 mlp(b, p + "mlp.", c.intermediate(), c.hidden(), -1);
             }
         }
+        b.layer = TensorLayout.AFTER_LAYERS;
         b.add("model.norm.weight", Split.REPLICATE, -1, c.hidden());
         if (!c.tiedEmbeddings()) {
             b.add("lm_head.weight", Split.DIM0, -1, c.vocab(), c.hidden());
@@ -122,7 +124,7 @@ public final class ModelCatalog {
                 source++;
             }
             TensorLayout of = layout.get(source);
-            out.add(new TensorLayout(spec, of.split(), of.expert(), of.heads()));
+            out.add(of.withSpec(spec));
         }
         return List.copyOf(out);
     }
@@ -192,6 +194,9 @@ public final class ModelCatalog {
         private final List<TensorLayout> out = new ArrayList<>();
         private final Map<String, Shape> shapes = new LinkedHashMap<>();
 
+        /** The layer of the tensors added now. */
+        int layer = TensorLayout.BEFORE_LAYERS;
+
         Builder(ModelConfig config) {
             this.config = config;
         }
@@ -208,7 +213,11 @@ public final class ModelCatalog {
             int heads = split == Split.KV_HEADS ? config.kvHeads() : 0;
             out.add(
                     new TensorLayout(
-                            new TensorSpec(name, shape, trainer, dtype), split, expert, heads));
+                            new TensorSpec(name, shape, trainer, dtype),
+                            split,
+                            expert,
+                            heads,
+                            layer));
         }
     }
 }
