@@ -1,10 +1,12 @@
 package io.weightrelay.lab;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.api.control.client.model.SessionState;
 import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
+import io.weightrelay.api.loader.client.model.PlacedBuffer;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabCluster.LoaderSlot;
 import io.weightrelay.lab.rollout.RolloutEngine;
@@ -13,6 +15,10 @@ import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Demands;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -81,10 +87,45 @@ class WideExpertFp8LabTest {
                                         w -> assertThat(w.getNode()).isEqualTo(status.getNode()));
                     }
                 }
+                aFlippedByteIsCaught(lab, fp8.get(0).name());
+                aFlippedByteIsCaught(lab, BlockScales.scaleName(fp8.get(0).name()));
             } catch (Exception | AssertionError e) {
                 lab.dumpLogs();
                 throw e;
             }
         }
+    }
+
+    /**
+     * The check can fail: one byte of {@code tensor} flipped in a rank's receive buffer (the
+     * engine's shared memory) is reported naming the tensor, and verification passes again once it
+     * is put back.
+     */
+    private static void aFlippedByteIsCaught(LabCluster lab, String tensor) throws Exception {
+        RolloutEngine engine = lab.engines().get(0);
+        InstanceStatus status = engine.status();
+        PlacedBuffer buffer =
+                status.getBuffers().stream()
+                        .filter(b -> b.getBufferId().equals(tensor))
+                        .findFirst()
+                        .orElseThrow();
+        long generation = status.getGeneration();
+        Path file = Path.of(buffer.getShmPath());
+        long at = buffer.getOffset() + buffer.getSize() / 2;
+        try (FileChannel channel =
+                FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ByteBuffer one = ByteBuffer.allocate(1);
+            channel.read(one, at);
+            byte original = one.get(0);
+            channel.write(ByteBuffer.wrap(new byte[] {(byte) (original ^ 0x01)}), at);
+            try {
+                assertThatThrownBy(() -> lab.verify(engine, generation))
+                        .isInstanceOf(AssertionError.class)
+                        .hasMessageContaining(tensor);
+            } finally {
+                channel.write(ByteBuffer.wrap(new byte[] {original}), at);
+            }
+        }
+        assertThat(lab.verify(engine, generation)).isPositive();
     }
 }
