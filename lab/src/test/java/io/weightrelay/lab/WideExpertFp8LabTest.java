@@ -3,6 +3,7 @@ package io.weightrelay.lab;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.SessionState;
 import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
@@ -45,6 +46,12 @@ class WideExpertFp8LabTest {
                 assertThat(slots).extracting(LoaderSlot::rolloutInstance).containsOnly("i0000");
                 assertThat(slots).extracting(LoaderSlot::nodes).containsOnly(2);
                 assertThat(slots).extracting(LoaderSlot::node).doesNotHaveDuplicates();
+                for (LoaderSlot slot : slots) {
+                    Loader registered = lab.loader(slot.id());
+                    assertThat(registered.getNode()).isEqualTo(slot.node());
+                    assertThat(registered.getSpan().getRolloutInstance()).isEqualTo("i0000");
+                    assertThat(registered.getSpan().getNodes()).isEqualTo(2);
+                }
                 List<TensorSpec> fp8 =
                         lab.manifest().tensors().stream().filter(BlockScales::quantized).toList();
                 assertThat(fp8).as("projections served as block FP8").isNotEmpty();

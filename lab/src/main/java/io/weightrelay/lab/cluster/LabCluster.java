@@ -615,6 +615,12 @@ public final class LabCluster implements AutoCloseable {
                 .getUpdateSession(spec.model(), generation, group);
     }
 
+    /** A loader as control-api's registry answers it. */
+    public io.weightrelay.api.control.client.model.Loader loader(String id) {
+        return new io.weightrelay.api.control.client.RegistryApi(operator.getApiClient())
+                .getLoader(id);
+    }
+
     /** A generation as control-api answers it. */
     public io.weightrelay.api.control.client.model.Generation generation(long generation) {
         return operator.getGeneration(spec.model(), generation);
