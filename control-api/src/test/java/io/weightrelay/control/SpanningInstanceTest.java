@@ -94,6 +94,25 @@ class SpanningInstanceTest extends ControlApiTestSupport {
         assertThat(json.readTree(tooMany.body()).get("loaders").toString())
                 .contains(x + "-n0", x + "-n1", x + "-n2");
 
+        // a span names its instance and a node count of at least 1
+        String body = json.writeValueAsString(spanLoader(model, "grp", "n5", x + "-bad", 2));
+        assertProblem(
+                call(
+                        "PUT",
+                        "/api/v1/loaders/" + x + "-n5",
+                        LOADER,
+                        body.replace("\"nodes\":2", "\"nodes\":0")),
+                400,
+                "invalid-request");
+        assertProblem(
+                call(
+                        "PUT",
+                        "/api/v1/loaders/" + x + "-n5",
+                        LOADER,
+                        body.replace(",\"nodes\":2", "").replace("\"nodes\":2,", "")),
+                400,
+                "invalid-request");
+
         // each loader registers only the ranks of its own node
         LoaderRegistration elsewhere = spanLoader(model, "grp", "n3", x + "-other", 2);
         elsewhere.getWorkers().get(1).setNode("n4");
