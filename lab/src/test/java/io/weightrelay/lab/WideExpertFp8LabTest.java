@@ -8,6 +8,8 @@ import io.weightrelay.api.control.client.model.SessionState;
 import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.PlacedBuffer;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabCluster.LoaderSlot;
 import io.weightrelay.lab.rollout.RolloutEngine;
@@ -96,10 +98,37 @@ class WideExpertFp8LabTest {
                 }
                 aFlippedByteIsCaught(lab, fp8.get(0).name());
                 aFlippedByteIsCaught(lab, BlockScales.scaleName(fp8.get(0).name()));
+                halfAnInstanceNeverAdvances(lab);
             } catch (Exception | AssertionError e) {
                 lab.dumpLogs();
                 throw e;
             }
+        }
+    }
+
+    /**
+     * With one loader of the instance gone (frozen, and forgotten by control-api), an update of the
+     * other starts no session: control-api refuses part of an instance, and the loader resumes on
+     * the generation it has.
+     */
+    private static void halfAnInstanceNeverAdvances(LabCluster lab) throws Exception {
+        RolloutEngine first = lab.engines().get(0);
+        long before = first.status().getGeneration();
+        long frozen = lab.loaderProcessId(1);
+        CheckpointRestartLabTest.signal("STOP", frozen);
+        try {
+            lab.deregisterLoader(lab.loaderSlots().get(1).id());
+            long next = lab.publish(2);
+            assertThat(next).isGreaterThan(before);
+            UpdateProgress half = lab.update(List.of(first)).results().get(0);
+            assertThat(half.getOutcome()).isEqualTo(UpdateOutcome.RESUMED_OLD);
+            assertThat(half.getError())
+                    .contains("409")
+                    .contains("rollout instance i0000, which spans 2 nodes");
+            assertThat(first.status().getGeneration()).isEqualTo(before);
+            assertThat(lab.verify(first, before)).isPositive();
+        } finally {
+            CheckpointRestartLabTest.signal("CONT", frozen);
         }
     }
 

@@ -621,6 +621,12 @@ public final class LabCluster implements AutoCloseable {
                 .getLoader(id);
     }
 
+    /** Makes control-api forget loader {@code id}, as an operator would (its process stays). */
+    public void deregisterLoader(String id) {
+        new io.weightrelay.api.control.client.RegistryApi(operator.getApiClient())
+                .deregisterLoader(id);
+    }
+
     /** A generation as control-api answers it. */
     public io.weightrelay.api.control.client.model.Generation generation(long generation) {
         return operator.getGeneration(spec.model(), generation);
