@@ -5,7 +5,8 @@
 -- fragment template a worker names must be stored; each one's TTL is renewed.
 -- KEYS: hash, expiry zset, epoch counter, then one key per named template.
 -- ARGV: instance, expiryMs, nowIso, model, group, node, endpoint, workersJson, nicsJson,
---       templateTtlMs, template digests (space-separated, in KEYS order)
+--       templateTtlMs, template digests (space-separated, in KEYS order), the rollout instance
+--       this loader serves one node of and its node count (both empty: an instance on one node)
 -- Returns {'ok', epoch} | {'missing', digest...}
 local missing = {'missing'}
 local digests = {}
@@ -33,6 +34,11 @@ redis.call('HSET', KEYS[1], 'epoch', epoch)
 redis.call('HSET', KEYS[1], 'instance', ARGV[1], 'model', ARGV[4], 'group', ARGV[5],
   'node', ARGV[6], 'endpoint', ARGV[7], 'workers', ARGV[8], 'nics', ARGV[9],
   'templates', ARGV[11], 'registeredAt', ARGV[3], 'lastHeartbeat', ARGV[3])
+if ARGV[12] ~= '' then
+  redis.call('HSET', KEYS[1], 'spanInstance', ARGV[12], 'spanNodes', ARGV[13])
+else
+  redis.call('HDEL', KEYS[1], 'spanInstance', 'spanNodes')
+end
 redis.call('HDEL', KEYS[1], 'generation')
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 return {'ok', tostring(epoch)}

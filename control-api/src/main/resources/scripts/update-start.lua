@@ -8,9 +8,46 @@
 -- KEYS: session hash, participants hash, channel, checksums hash, loader hash per instance (in the
 --       order of the instances)...
 -- ARGV: nowMs, phaseTimeoutMs, planId, ttlSeconds, instances (sorted, distinct)...
+-- A new (or restarted) session must hold each rollout instance that spans nodes whole: one
+-- loader on each of its nodes, all agreeing on the node count. Otherwise half an instance could
+-- advance while its other half stays on the old generation.
 -- Returns {'created'} | {'restarted'} | {'existing'} | {'conflict', existing instances...}
+--         | {'incomplete', rollout instance, nodes, reason, its loaders here...}
 local s, pk = KEYS[1], KEYS[2]
 local created = 'created'
+
+local function incomplete()
+  local spans, names = {}, {}
+  for i = 5, #ARGV do
+    local h = redis.call('HMGET', KEYS[i], 'spanInstance', 'spanNodes', 'node')
+    if h[1] and h[1] ~= '' then
+      local span = spans[h[1]]
+      if not span then
+        span = {nodes = h[2], loaders = {}, on = {}}
+        spans[h[1]] = span
+        names[#names + 1] = h[1]
+      end
+      if span.nodes ~= h[2] then span.reason = 'nodes-differ' end
+      if span.on[h[3]] then span.reason = 'same-node' end
+      span.on[h[3]] = true
+      span.loaders[#span.loaders + 1] = ARGV[i]
+    end
+  end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local span = spans[name]
+    local reason = span.reason
+    if not reason and #span.loaders < tonumber(span.nodes) then reason = 'missing' end
+    if not reason and #span.loaders > tonumber(span.nodes) then reason = 'extra' end
+    if reason then
+      local r = {'incomplete', name, span.nodes, reason}
+      for _, l in ipairs(span.loaders) do r[#r + 1] = l end
+      return r
+    end
+  end
+  return nil
+end
+
 if redis.call('EXISTS', s) == 1 then
   local have = redis.call('HKEYS', pk)
   table.sort(have)
@@ -36,9 +73,11 @@ if redis.call('EXISTS', s) == 1 then
     end
   end
   if not rebuilt then return {'existing'} end
-  redis.call('DEL', s, pk, KEYS[4])
   created = 'restarted'
 end
+local refused = incomplete()
+if refused then return refused end
+if created == 'restarted' then redis.call('DEL', s, pk, KEYS[4]) end
 local now, timeout = tonumber(ARGV[1]), tonumber(ARGV[2])
 redis.call('HSET', s, 'state', 'PREPARING', 'startedAt', now, 'phaseStartedAt', now,
   'phaseDeadline', now + timeout, 'timeoutMs', timeout, 'planId', ARGV[3])

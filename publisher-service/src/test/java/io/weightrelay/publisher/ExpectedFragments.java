@@ -1,6 +1,6 @@
 package io.weightrelay.publisher;
 
-import io.weightrelay.publisher.convert.Floats;
+import io.weightrelay.reshard.convert.Floats;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;

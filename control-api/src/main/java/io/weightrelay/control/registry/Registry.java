@@ -1,6 +1,7 @@
 package io.weightrelay.control.registry;
 
 import io.weightrelay.api.control.model.ConsumeMode;
+import io.weightrelay.api.control.model.InstanceSpan;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderHeartbeat;
 import io.weightrelay.api.control.model.LoaderRegistration;
@@ -189,6 +190,9 @@ public class Registry {
      */
     public Loader registerLoader(String instance, LoaderRegistration r) {
         validatePlacement(instance, r);
+        if (r.getSpan() != null) {
+            checkSpan(instance, r);
+        }
         List<WorkerPlacement> summaries = new ArrayList<>();
         Set<String> digests = new LinkedHashSet<>();
         List<String> missing = new ArrayList<>();
@@ -251,7 +255,9 @@ public class Registry {
                         json.writeValueAsString(summaries),
                         json.writeValueAsString(r.getNics() == null ? List.of() : r.getNics()),
                         String.valueOf(properties.placementTtl().toMillis()),
-                        String.join(" ", digests));
+                        String.join(" ", digests),
+                        r.getSpan() == null ? "" : r.getSpan().getRolloutInstance(),
+                        r.getSpan() == null ? "" : String.valueOf(r.getSpan().getNodes()));
         if ("missing".equals(String.valueOf(result.get(0)))) {
             throw templatesMissing(
                     instance,
@@ -463,6 +469,94 @@ public class Registry {
         }
     }
 
+    /**
+     * A loader serving one node of a rollout instance that spans nodes: its workers are the ranks
+     * of its node, and it agrees with the instance's other live loaders of its model and group on
+     * the node count, serves a node none of them serves, and is not one loader too many. The group
+     * is read only for such loaders (one per node of a spanning instance, so tens at Kimi-K2
+     * scale). Two loaders registering at once for one node can both pass; the update session's
+     * start refuses that instance then ({@code update-start.lua}).
+     */
+    private void checkSpan(String instance, LoaderRegistration r) {
+        InstanceSpan span = r.getSpan();
+        for (WorkerPlacement w : r.getWorkers()) {
+            if (!r.getNode().equals(w.getNode())) {
+                throw invalidPlacement(
+                                instance,
+                                w,
+                                "worker "
+                                        + w.getWorkerId()
+                                        + " is on node "
+                                        + w.getNode()
+                                        + ", but a loader of rollout instance "
+                                        + span.getRolloutInstance()
+                                        + " registers only the ranks of its own node "
+                                        + r.getNode())
+                        .with("rolloutInstance", span.getRolloutInstance());
+            }
+        }
+        Set<String> loaders = new java.util.TreeSet<>();
+        loaders.add(instance);
+        for (Loader other : liveLoaders(r.getModel(), r.getGroup())) {
+            InstanceSpan theirs = other.getSpan();
+            if (other.getInstance().equals(instance)
+                    || theirs == null
+                    || !theirs.getRolloutInstance().equals(span.getRolloutInstance())) {
+                continue;
+            }
+            if (!theirs.getNodes().equals(span.getNodes())) {
+                throw spanConflict(
+                        instance,
+                        span,
+                        "spans "
+                                + span.getNodes()
+                                + " nodes, but its loader "
+                                + other.getInstance()
+                                + " registered it spanning "
+                                + theirs.getNodes());
+            }
+            if (other.getNode().equals(r.getNode())) {
+                throw spanConflict(
+                                instance,
+                                span,
+                                "already has loader "
+                                        + other.getInstance()
+                                        + " on node "
+                                        + r.getNode()
+                                        + "; one loader serves each node of an instance")
+                        .with("node", r.getNode())
+                        .with("loader", other.getInstance());
+            }
+            loaders.add(other.getInstance());
+        }
+        if (loaders.size() > span.getNodes()) {
+            throw spanConflict(
+                            instance,
+                            span,
+                            "spans "
+                                    + span.getNodes()
+                                    + " nodes, but would have "
+                                    + loaders.size()
+                                    + " loaders: "
+                                    + String.join(", ", loaders))
+                    .with("loaders", List.copyOf(loaders));
+        }
+    }
+
+    private static RelayException spanConflict(String instance, InstanceSpan span, String detail) {
+        return RegistryProblems.ROLLOUT_INSTANCE_CONFLICT
+                .exception(
+                        "loader "
+                                + instance
+                                + ": rollout instance "
+                                + span.getRolloutInstance()
+                                + " "
+                                + detail)
+                .with("instanceId", instance)
+                .with("rolloutInstance", span.getRolloutInstance())
+                .with("nodes", span.getNodes());
+    }
+
     private static RelayException invalidPlacement(
             String instance, WorkerPlacement worker, String detail) {
         return RegistryProblems.INVALID_PLACEMENT
@@ -521,6 +615,10 @@ public class Registry {
         String generation = str(h, "generation");
         if (generation != null) {
             l.setGeneration(Long.parseLong(generation));
+        }
+        String spanInstance = str(h, "spanInstance");
+        if (spanInstance != null && !spanInstance.isEmpty()) {
+            l.setSpan(new InstanceSpan(spanInstance, Integer.parseInt(str(h, "spanNodes"))));
         }
         String nics = str(h, "nics");
         if (nics != null && !nics.isEmpty()) {

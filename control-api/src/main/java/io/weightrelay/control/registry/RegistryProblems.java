@@ -82,5 +82,16 @@ public final class RegistryProblems {
                     HttpStatus.CONFLICT,
                     "The safetensors image does not fit a compatibility worker's buffer");
 
+    /**
+     * A loader of a rollout instance that spans nodes disagrees with the instance's other live
+     * loaders: another node count, a node another loader already serves, or more loaders than
+     * nodes.
+     */
+    public static final ProblemKind ROLLOUT_INSTANCE_CONFLICT =
+            new ProblemKind(
+                    "rollout-instance-conflict",
+                    HttpStatus.CONFLICT,
+                    "A loader disagrees with the other loaders of its rollout instance");
+
     private RegistryProblems() {}
 }

@@ -30,5 +30,15 @@ public final class UpdateProblems {
             new ProblemKind(
                     "phase-out-of-order", HttpStatus.CONFLICT, "Phase reported out of order");
 
+    /**
+     * A session would hold part of a rollout instance that spans nodes: not one loader on each of
+     * its nodes. No session is created, so no loader of the group leaves its generation.
+     */
+    public static final ProblemKind ROLLOUT_INSTANCE_INCOMPLETE =
+            new ProblemKind(
+                    "rollout-instance-incomplete",
+                    HttpStatus.CONFLICT,
+                    "A rollout instance that spans nodes is not whole in the session");
+
     private UpdateProblems() {}
 }

@@ -134,6 +134,9 @@ public class UpdateService {
         }
         List<Object> result = guard.call(() -> redis.execute(START, startKeys, args.toArray()));
         String code = String.valueOf(result.get(0));
+        if ("incomplete".equals(code)) {
+            throw incomplete(group, result);
+        }
         if (!"conflict".equals(code)) {
             index(model, generation, group);
         }
@@ -154,6 +157,38 @@ public class UpdateService {
                     .with("participants", result.subList(1, result.size()));
         }
         return get(model, generation, group);
+    }
+
+    /** The refusal of a session holding part of a rollout instance, from the start script. */
+    private static RelayException incomplete(String group, List<Object> result) {
+        String instance = String.valueOf(result.get(1));
+        int nodes = Integer.parseInt(String.valueOf(result.get(2)));
+        String reason = String.valueOf(result.get(3));
+        List<String> loaders =
+                result.subList(4, result.size()).stream().map(String::valueOf).toList();
+        String why =
+                switch (reason) {
+                    case "missing" -> "only " + loaders.size() + " of its loaders are in it";
+                    case "extra" -> loaders.size() + " loaders claim it";
+                    case "same-node" -> "two of its loaders serve one node";
+                    default -> "its loaders disagree on how many nodes it spans";
+                };
+        return UpdateProblems.ROLLOUT_INSTANCE_INCOMPLETE
+                .exception(
+                        "the session of group "
+                                + group
+                                + " would hold rollout instance "
+                                + instance
+                                + ", which spans "
+                                + nodes
+                                + " nodes with one loader each, but "
+                                + why
+                                + ": "
+                                + String.join(", ", loaders))
+                .with("rolloutInstance", instance)
+                .with("nodes", nodes)
+                .with("reason", reason)
+                .with("loaders", loaders);
     }
 
     /**

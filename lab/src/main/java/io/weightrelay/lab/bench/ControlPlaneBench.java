@@ -221,7 +221,7 @@ public final class ControlPlaneBench {
             List<TensorLayout> layout = new ArrayList<>();
             for (int i = 0; i < catalog.size(); i++) {
                 TensorLayout t = catalog.get(i);
-                layout.add(new TensorLayout(specs.get(i), t.split(), t.expert(), t.heads()));
+                layout.add(t.withSpec(specs.get(i)));
             }
             TargetPlacement placement =
                     packed(Placements.of(layout, rolloutNodes, instances, tp, ep, mode, 1));

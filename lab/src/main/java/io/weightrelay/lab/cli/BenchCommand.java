@@ -146,6 +146,15 @@ final class BenchCommand {
         Integer ep;
 
         @Option(
+                names = "--pp",
+                paramLabel = "S",
+                converter = Values.Positive.class,
+                description =
+                        "Pipeline stages per instance (SGLang's --pp-size), each of --tp ranks"
+                                + " holding only its layers (needs --mode direct); default 1.")
+        Integer pp;
+
+        @Option(
                 names = "--dp-attention",
                 description =
                         "Data-parallel attention, SGLang's wide-EP deployment: every weight but"

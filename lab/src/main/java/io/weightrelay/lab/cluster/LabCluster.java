@@ -9,6 +9,7 @@ import io.lettuce.core.api.sync.RedisCommands;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.api.loader.client.model.InstanceSpan;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
@@ -18,9 +19,11 @@ import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.catalog.ModelCatalog;
+import io.weightrelay.reshard.catalog.Parallelism;
 import io.weightrelay.reshard.catalog.Placements;
 import io.weightrelay.reshard.catalog.TensorLayout;
 import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Fp8BlockRule;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
@@ -92,7 +95,68 @@ public final class LabCluster implements AutoCloseable {
             int rolloutNodes,
             String redisHost,
             int redisPort,
-            Path root) {
+            Path root,
+            int ep,
+            boolean dpAttention,
+            DType rolloutDtype) {
+
+        public Spec {
+            if (rolloutDtype != DType.BF16 && rolloutDtype != DType.F8_E4M3) {
+                throw new IllegalArgumentException(
+                        "the lab publishes bf16 and serves bf16 or f8_e4m3, not " + rolloutDtype);
+            }
+        }
+
+        /** Tensor parallelism only, BF16 rollout weights. */
+        public Spec(
+                String model,
+                int instances,
+                int tp,
+                Mode mode,
+                long seed,
+                int trainerNodes,
+                int rolloutNodes,
+                String redisHost,
+                int redisPort,
+                Path root) {
+            this(
+                    model,
+                    instances,
+                    tp,
+                    mode,
+                    seed,
+                    trainerNodes,
+                    rolloutNodes,
+                    redisHost,
+                    redisPort,
+                    root,
+                    1,
+                    false,
+                    DType.BF16);
+        }
+
+        /**
+         * This lab with experts sharded by {@code ep} over each instance's ranks, data-parallel
+         * attention or not, and rollout weights in {@code rolloutDtype} ({@code F8_E4M3}: the
+         * block-FP8 serving checkpoint, converted by the publishers from what the trainer publishes
+         * in BF16).
+         */
+        public Spec wide(int ep, boolean dpAttention, DType rolloutDtype) {
+            return new Spec(
+                    model,
+                    instances,
+                    tp,
+                    mode,
+                    seed,
+                    trainerNodes,
+                    rolloutNodes,
+                    redisHost,
+                    redisPort,
+                    root,
+                    ep,
+                    dpAttention,
+                    rolloutDtype);
+        }
 
         public static Spec of(String model, int instances, int tp, Mode mode) {
             return new Spec(
@@ -172,6 +236,7 @@ public final class LabCluster implements AutoCloseable {
     private final Path secretFile;
     private final SourceManifest manifest;
     private final TargetPlacement placement;
+    private final List<LoaderSlot> slots;
     private final List<ServiceProcess> children = new ArrayList<>();
     private final List<ServiceProcess> loaders = new ArrayList<>();
     private final List<RolloutEngine> engines = new ArrayList<>();
@@ -199,13 +264,23 @@ public final class LabCluster implements AutoCloseable {
         this.trainerToken = secrets.trainer();
         this.operatorToken = secrets.operator();
         this.secretFile = secrets.dataplaneSecretFile();
-        this.manifest = publishedManifest(spec.model());
+        this.manifest = publishedManifest(spec);
         this.placement = placementFor(manifest, spec);
+        this.slots = loaderSlots(placement);
     }
 
     /** What the lab's simulated trainer publishes: every tensor of the catalog model as bf16. */
     public static SourceManifest publishedManifest(String model) {
         return SimulatedTrainer.manifest(model, DType.BF16, DType.BF16, MAX_FRAGMENT);
+    }
+
+    /**
+     * What the lab's simulated trainer publishes for {@code spec}: bf16, served in the spec's
+     * rollout dtype (block FP8: the selected projections in E4M3, each with its scale tensor).
+     */
+    public static SourceManifest publishedManifest(Spec spec) {
+        return SimulatedTrainer.manifest(
+                spec.model(), DType.BF16, spec.rolloutDtype(), MAX_FRAGMENT);
     }
 
     /**
@@ -216,15 +291,18 @@ public final class LabCluster implements AutoCloseable {
     public static TargetPlacement placementFor(SourceManifest manifest, Spec spec) {
         Map<String, TensorSpec> published = new LinkedHashMap<>();
         manifest.tensors().forEach(t -> published.put(t.name(), t));
+        List<TensorLayout> catalog = ModelCatalog.layout(spec.model());
+        if (spec.rolloutDtype() == DType.F8_E4M3) {
+            catalog = ModelCatalog.blockFp8(catalog, Fp8BlockRule.defaults());
+        }
+        Parallelism parallelism = new Parallelism(spec.tp(), spec.ep(), spec.dpAttention());
         List<TensorLayout> layout = new ArrayList<>();
-        for (TensorLayout t : ModelCatalog.layout(spec.model())) {
-            layout.add(
-                    new TensorLayout(
-                            published.get(t.spec().name()), t.split(), t.expert(), t.heads()));
+        for (TensorLayout t : catalog) {
+            layout.add(t.withSpec(published.get(t.spec().name())));
         }
         if (spec.mode() != null) {
             return Placements.of(
-                    layout, spec.rolloutNodes(), spec.instances(), spec.tp(), 1, spec.mode(), 1);
+                    layout, spec.rolloutNodes(), spec.instances(), parallelism, spec.mode(), 1);
         }
         // Both modes: each instance's workers from the placement of its own mode (the two list
         // the same workers, instance by instance, on the same nodes and NICs).
@@ -233,7 +311,7 @@ public final class LabCluster implements AutoCloseable {
             byMode.put(
                     m,
                     Placements.of(
-                            layout, spec.rolloutNodes(), spec.instances(), spec.tp(), 1, m, 1));
+                            layout, spec.rolloutNodes(), spec.instances(), parallelism, m, 1));
         }
         List<String> instances = byMode.get(Mode.COMPAT).instances();
         List<Worker> workers = new ArrayList<>();
@@ -242,6 +320,60 @@ public final class LabCluster implements AutoCloseable {
             workers.add(byMode.get(spec.modeOf(instances.indexOf(instance))).workers().get(i));
         }
         return new TargetPlacement(workers);
+    }
+
+    /**
+     * One loader of the lab: an engine instance all on one node has one, named after it; an
+     * instance that spans nodes has one on each of its nodes, named {@code <instance>-<node>},
+     * registering that node's ranks and the instance it serves part of.
+     *
+     * @param id the loader's id (its registration's instance id)
+     * @param rolloutInstance the engine instance it serves (all or one node of)
+     * @param node its node
+     * @param nodes how many nodes the instance spans
+     */
+    public record LoaderSlot(String id, String rolloutInstance, String node, int nodes) {
+
+        /** What the loader registers as its span, or null for an instance on one node. */
+        public InstanceSpan span() {
+            return nodes == 1
+                    ? null
+                    : new InstanceSpan().rolloutInstance(rolloutInstance).nodes(nodes);
+        }
+    }
+
+    /** The loaders of {@code placement}, instance by instance, each instance's nodes in order. */
+    public static List<LoaderSlot> loaderSlots(TargetPlacement placement) {
+        Map<String, SortedSet<String>> nodes = new LinkedHashMap<>();
+        for (Worker w : placement.workers()) {
+            nodes.computeIfAbsent(w.instance(), i -> new TreeSet<>()).add(w.node());
+        }
+        List<LoaderSlot> out = new ArrayList<>();
+        nodes.forEach(
+                (instance, on) -> {
+                    for (String node : on) {
+                        String id = on.size() == 1 ? instance : instance + "-" + node;
+                        out.add(new LoaderSlot(id, instance, node, on.size()));
+                    }
+                });
+        return out;
+    }
+
+    /** Every loader of this lab, in the order of {@link #engines()}. */
+    public List<LoaderSlot> loaderSlots() {
+        return slots;
+    }
+
+    /**
+     * Registers {@code engine} (the engine side of {@code slot}) with its loader in {@code group}.
+     */
+    private void register(RolloutEngine engine, LoaderSlot slot, String group) {
+        engine.register(
+                spec.model(),
+                group,
+                slot.node(),
+                slot.span(),
+                RolloutEngine.workers(placement, slot.rolloutInstance(), slot.node(), manifest));
     }
 
     /** Starts every service, waits until all are healthy and registers every engine. */
@@ -443,21 +575,18 @@ public final class LabCluster implements AutoCloseable {
             ServiceProcess old = loaders.get(index);
             old.kill();
             children.remove(old);
-            String id = placement.instances().get(index);
+            String id = slots.get(index).id();
             fresh.add(startLoader(id + "-restarted", id));
         }
         List<RolloutEngine> out = new ArrayList<>();
         for (int i = 0; i < indexes.size(); i++) {
             int index = indexes.get(i);
-            String id = placement.instances().get(index);
+            LoaderSlot slot = slots.get(index);
+            String id = slot.id();
             fresh.get(i).awaitHealthy(HEALTHY);
             loaders.set(index, fresh.get(i));
             RolloutEngine engine = new RolloutEngine(id, fresh.get(i).baseUrl(), loaderToken(id));
-            engine.register(
-                    spec.model(),
-                    "rebuild-" + id,
-                    nodeOf(id),
-                    RolloutEngine.workers(placement, id, manifest));
+            register(engine, slot, "rebuild-" + slot.rolloutInstance());
             engines.set(index, engine);
             out.add(engine);
         }
@@ -469,13 +598,8 @@ public final class LabCluster implements AutoCloseable {
      * for rebuild is rebuilt (a new epoch; the loader accepts updates again).
      */
     public void reRegisterAll() {
-        for (RolloutEngine engine : engines) {
-            String id = engine.instance();
-            engine.register(
-                    spec.model(),
-                    "lab",
-                    nodeOf(id),
-                    RolloutEngine.workers(placement, id, manifest));
+        for (int i = 0; i < engines.size(); i++) {
+            register(engines.get(i), slots.get(i), "lab");
         }
     }
 
@@ -489,6 +613,18 @@ public final class LabCluster implements AutoCloseable {
             long generation, String group) {
         return new io.weightrelay.api.control.client.UpdatesApi(operator.getApiClient())
                 .getUpdateSession(spec.model(), generation, group);
+    }
+
+    /** A loader as control-api's registry answers it. */
+    public io.weightrelay.api.control.client.model.Loader loader(String id) {
+        return new io.weightrelay.api.control.client.RegistryApi(operator.getApiClient())
+                .getLoader(id);
+    }
+
+    /** Makes control-api forget loader {@code id}, as an operator would (its process stays). */
+    public void deregisterLoader(String id) {
+        new io.weightrelay.api.control.client.RegistryApi(operator.getApiClient())
+                .deregisterLoader(id);
     }
 
     /** A generation as control-api answers it. */
@@ -798,8 +934,8 @@ public final class LabCluster implements AutoCloseable {
             awaitStorageUnitsRegistered();
         }
         startPublishers(dpPrefix);
-        for (String id : placement.instances()) {
-            loaders.add(startLoader(id, id));
+        for (LoaderSlot slot : slots) {
+            loaders.add(startLoader(slot.id(), slot.id()));
         }
         for (ServiceProcess c : children) {
             c.awaitHealthy(HEALTHY);
@@ -820,15 +956,10 @@ public final class LabCluster implements AutoCloseable {
 
         connectTrainer();
 
-        List<String> ids = placement.instances();
-        for (int i = 0; i < ids.size(); i++) {
-            String id = ids.get(i);
+        for (int i = 0; i < slots.size(); i++) {
+            String id = slots.get(i).id();
             RolloutEngine engine = new RolloutEngine(id, loaders.get(i).baseUrl(), loaderToken(id));
-            engine.register(
-                    spec.model(),
-                    "lab",
-                    nodeOf(id),
-                    RolloutEngine.workers(placement, id, manifest));
+            register(engine, slots.get(i), "lab");
             engines.add(engine);
         }
     }
@@ -1069,7 +1200,7 @@ public final class LabCluster implements AutoCloseable {
         for (int i = 0; i < spec.trainerNodes(); i++) {
             segments.add(segmentName(Topology.trainerNodeName(i)));
         }
-        return secrets.controlApi(placement.instances(), segments);
+        return secrets.controlApi(slots.stream().map(LoaderSlot::id).toList(), segments);
     }
 
     /**
@@ -1086,14 +1217,6 @@ public final class LabCluster implements AutoCloseable {
      */
     public List<String> configuredSecrets() {
         return secrets.all();
-    }
-
-    private String nodeOf(String instance) {
-        return placement.workers().stream()
-                .filter(w -> w.instance().equals(instance))
-                .findFirst()
-                .map(Worker::node)
-                .orElseThrow();
     }
 
     /** The data-plane secret every service of this lab holds (for engines the lab opens itself). */

@@ -5,6 +5,7 @@ import io.weightrelay.api.loader.client.UpdatesApi;
 import io.weightrelay.api.loader.client.invoker.ApiClient;
 import io.weightrelay.api.loader.client.model.ConsumeMode;
 import io.weightrelay.api.loader.client.model.InstanceRegistration;
+import io.weightrelay.api.loader.client.model.InstanceSpan;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.ReceiveBuffer;
 import io.weightrelay.api.loader.client.model.StartUpdateRequest;
@@ -57,11 +58,25 @@ public final class RolloutEngine {
      */
     public static List<WorkerPlacement> workers(
             TargetPlacement placement, String instance, SourceManifest manifest) {
+        return workers(placement, instance, null, manifest);
+    }
+
+    /**
+     * As {@link #workers(TargetPlacement, String, SourceManifest)}, only the ranks on {@code node}
+     * (null: on every node): what the loader of one node of an instance that spans nodes registers.
+     * Ranks keep their number in the instance.
+     */
+    public static List<WorkerPlacement> workers(
+            TargetPlacement placement, String instance, String node, SourceManifest manifest) {
         long image = SafetensorsLayout.of(manifest).imageBytes();
         List<WorkerPlacement> out = new ArrayList<>();
         int rank = 0;
         for (Worker w : placement.workers()) {
             if (!w.instance().equals(instance)) {
+                continue;
+            }
+            if (node != null && !w.node().equals(node)) {
+                rank++;
                 continue;
             }
             WorkerPlacement p =
@@ -112,12 +127,26 @@ public final class RolloutEngine {
 
     public InstanceStatus register(
             String model, String group, String node, List<WorkerPlacement> workers) {
+        return register(model, group, node, null, workers);
+    }
+
+    /**
+     * Registers the workers with this engine's loader; {@code span} names the instance this loader
+     * serves one node of, or is null for an instance all on {@code node}.
+     */
+    public InstanceStatus register(
+            String model,
+            String group,
+            String node,
+            InstanceSpan span,
+            List<WorkerPlacement> workers) {
         return instanceApi.registerInstance(
                 new InstanceRegistration()
                         .instanceId(instance)
                         .model(model)
                         .group(group)
                         .node(node)
+                        .span(span)
                         .workers(workers));
     }
 

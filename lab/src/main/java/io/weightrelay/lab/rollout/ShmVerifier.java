@@ -4,6 +4,8 @@ import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.PlacedBuffer;
 import io.weightrelay.api.loader.client.model.TargetFragment;
 import io.weightrelay.api.loader.client.model.WorkerPlacement;
+import io.weightrelay.reshard.convert.BlockFp8;
+import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.Boxes;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -12,6 +14,7 @@ import io.weightrelay.trainer.sim.DeterministicWeights;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
@@ -25,6 +28,11 @@ import java.util.Map;
  * engine's loader would, and checks every byte against the trainer's deterministic generator.
  * Compat workers: the safetensors header, then every tensor whole at its header offset. Direct
  * workers: every element of every registered shard at its offset and strides.
+ *
+ * <p>A block-FP8 weight (rollout dtype {@code F8_E4M3} from a floating-point trainer dtype) and its
+ * {@code _scale_inv} tensor are expected as the publisher makes them from the trainer's bytes:
+ * reshard's {@link BlockFp8}, the publisher's own conversion, run here on the generated source (one
+ * weight at a time, so a weight must fit one buffer, 2 GiB).
  *
  * <p>One verifier may check several instances of a generation: the first copy of an image, or of a
  * shard in one layout, is checked against the generator, and every later copy byte for byte against
@@ -48,16 +56,30 @@ public final class ShmVerifier {
     private Checked image;
     private final Map<ShardKey, Checked> shards = new HashMap<>();
 
+    /** Index of each block-FP8 scale tensor to its weight's index. */
+    private final Map<Integer, Integer> weightOfScale = new HashMap<>();
+
+    /** The block-FP8 weight converted last ({@code -1}: none), its E4M3 bytes and its scales. */
+    private int convertedWeight = -1;
+
+    private ByteBuffer convertedCodes;
+    private ByteBuffer convertedScales;
+
     public ShmVerifier(SourceManifest manifest, long seed, long generation) {
-        for (TensorSpec t : manifest.tensors()) {
-            if (t.trainerDtype() != t.rolloutDtype()) {
-                throw new IllegalArgumentException(
-                        "verification needs trainer dtype == rollout dtype (" + t.name() + ")");
-            }
-        }
         this.manifest = manifest;
         this.weights = new DeterministicWeights(seed, generation);
         this.tensorIndex = manifest.tensorIndex();
+        BlockScales.weightOfScale(manifest.tensors())
+                .forEach((scale, weight) -> weightOfScale.put(tensorIndex.get(scale), weight));
+        for (TensorSpec t : manifest.tensors()) {
+            if (t.trainerDtype() != t.rolloutDtype() && !BlockScales.quantized(t)) {
+                throw new IllegalArgumentException(
+                        "verification needs trainer dtype == rollout dtype, or a block-FP8 weight"
+                                + " ("
+                                + t.name()
+                                + ")");
+            }
+        }
     }
 
     /** Verifies every worker of the instance; returns the bytes checked. */
@@ -190,13 +212,19 @@ public final class ShmVerifier {
     /** Compares {@code length} bytes of tensor {@code t} from {@code from} with the buffer. */
     private void compare(String worker, int t, long from, long length, ByteBuffer bytes, long pos) {
         TensorSpec spec = manifest.tensors().get(t);
+        ByteBuffer converted = converted(t);
         long done = 0;
         while (done < length) {
             int n = (int) Math.min(CHUNK, length - done);
-            expected.clear().limit(n);
-            weights.write(t, spec, from + done, expected);
+            ByteBuffer want;
+            if (converted != null) {
+                want = converted.slice((int) (from + done), n);
+            } else {
+                expected.clear().limit(n);
+                weights.write(t, spec, from + done, expected);
+                want = expected.slice(0, n);
+            }
             ByteBuffer got = bytes.slice((int) (pos + done), n);
-            ByteBuffer want = expected.slice(0, n);
             int mismatch = got.mismatch(want);
             if (mismatch >= 0) {
                 throw new AssertionError(
@@ -208,6 +236,45 @@ public final class ShmVerifier {
             }
             done += n;
         }
+    }
+
+    /**
+     * The rollout bytes of tensor {@code t} when the publisher converts them to block FP8 (the E4M3
+     * bytes of a weight, or the scales of a scale tensor), else null: the trainer's bytes are the
+     * rollout bytes.
+     */
+    private ByteBuffer converted(int t) {
+        Integer scaleOf = weightOfScale.get(t);
+        int weight = scaleOf != null ? scaleOf : t;
+        TensorSpec spec = manifest.tensors().get(weight);
+        if (scaleOf == null && !BlockScales.quantized(spec)) {
+            return null;
+        }
+        if (convertedWeight != weight) {
+            long rows = spec.shape().dim(0);
+            long cols = spec.shape().dim(1);
+            long sourceBytes = spec.shape().numel() * spec.trainerDtype().bytes();
+            if (sourceBytes > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException(
+                        "block-FP8 weight "
+                                + spec.name()
+                                + " has "
+                                + sourceBytes
+                                + " bytes; the verifier converts one weight in one buffer");
+            }
+            ByteBuffer source =
+                    ByteBuffer.allocate((int) sourceBytes).order(ByteOrder.LITTLE_ENDIAN);
+            weights.write(weight, spec, 0, source);
+            source.clear();
+            convertedCodes = ByteBuffer.allocate((int) spec.shape().numel());
+            convertedScales =
+                    ByteBuffer.allocate((int) BlockFp8.scaleBytes(rows, cols))
+                            .order(ByteOrder.LITTLE_ENDIAN);
+            BlockFp8.convert(
+                    source, convertedCodes, convertedScales, spec.trainerDtype(), rows, cols);
+            convertedWeight = weight;
+        }
+        return scaleOf != null ? convertedScales : convertedCodes;
     }
 
     /**

@@ -259,6 +259,11 @@ class RelayCliTest {
         fp4.addAll(List.of("--tp=2", "--rollout-dtype=fp4"));
         assertThat(relay(fp4.toArray(String[]::new)).err())
                 .contains("'fp4' is not a rollout dtype; valid: bf16, fp8");
+        List<String> noStages = new ArrayList<>(planner);
+        noStages.addAll(List.of("--tp=2", "--pp=0"));
+        Run refusedStages = relay(noStages.toArray(String[]::new));
+        assertThat(refusedStages.code()).isEqualTo(2);
+        assertThat(refusedStages.err()).contains("--pp").contains("0");
         assertThat(relay("rollout", "--instances", "2").err()).contains("--loaders");
         assertThat(relay("rollout", "--instances", "2", "--loaders", "http://a").err())
                 .contains("--loaders needs one URL per instance (2)");

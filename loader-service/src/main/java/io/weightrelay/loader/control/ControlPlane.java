@@ -1,5 +1,6 @@
 package io.weightrelay.loader.control;
 
+import io.weightrelay.api.loader.model.InstanceSpan;
 import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.checksum.RangeChecksums;
@@ -104,12 +105,18 @@ public interface ControlPlane {
         }
     }
 
-    /** Registers (or re-registers) the loader; returns its new epoch. */
+    /**
+     * Registers (or re-registers) the loader; returns its new epoch.
+     *
+     * @param span the rollout instance this loader serves one node of, or null when the engine
+     *     instance is all on {@code node}
+     */
     long registerLoader(
             String instance,
             String model,
             String group,
             String node,
+            InstanceSpan span,
             List<WorkerPlacement> workers);
 
     /** Renews the loader's registry TTL. */

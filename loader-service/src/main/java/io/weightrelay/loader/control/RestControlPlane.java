@@ -160,6 +160,7 @@ public class RestControlPlane implements ControlPlane {
             String model,
             String group,
             String node,
+            io.weightrelay.api.loader.model.InstanceSpan span,
             List<io.weightrelay.api.loader.model.WorkerPlacement> workers) {
         Map<String, FragmentTemplate> templates = new LinkedHashMap<>();
         List<WorkerPlacement> placed = new ArrayList<>();
@@ -187,6 +188,12 @@ public class RestControlPlane implements ControlPlane {
                         .group(group)
                         .node(node)
                         .endpoint(advertiseUrl())
+                        .span(
+                                span == null
+                                        ? null
+                                        : new io.weightrelay.api.control.client.model.InstanceSpan()
+                                                .rolloutInstance(span.getRolloutInstance())
+                                                .nodes(span.getNodes()))
                         .workers(placed);
         Loader loader;
         try {

@@ -1,6 +1,7 @@
 package io.weightrelay.loader.instance;
 
 import io.weightrelay.api.loader.model.ConsumeMode;
+import io.weightrelay.api.loader.model.InstanceSpan;
 import io.weightrelay.api.loader.model.TargetFragment;
 import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.loader.pipeline.BufferSpec;
@@ -17,6 +18,8 @@ import java.util.Map;
 /**
  * The registered instance, immutable; a change produces a new value.
  *
+ * @param span the rollout instance this loader serves one node of, or null when the engine instance
+ *     is all on this node
  * @param epoch registration epoch from control-api; a re-registration starts a new one
  * @param generation the generation the workers hold, or null before the first update
  * @param paused true after a failure during apply: the instance must be rebuilt (re-registered)
@@ -26,6 +29,7 @@ public record Instance(
         String model,
         String group,
         String node,
+        InstanceSpan span,
         long epoch,
         List<WorkerPlacement> workers,
         Long generation,
@@ -108,10 +112,10 @@ public record Instance(
     }
 
     Instance withGeneration(long value) {
-        return new Instance(instanceId, model, group, node, epoch, workers, value, paused);
+        return new Instance(instanceId, model, group, node, span, epoch, workers, value, paused);
     }
 
     Instance asPaused() {
-        return new Instance(instanceId, model, group, node, epoch, workers, generation, true);
+        return new Instance(instanceId, model, group, node, span, epoch, workers, generation, true);
     }
 }

@@ -60,6 +60,7 @@ public class InstanceService {
                             r.getModel(),
                             r.getGroup(),
                             r.getNode(),
+                            r.getSpan(),
                             r.getWorkers());
         } catch (ControlPlaneException e) {
             if (e.refusedInput()) {
@@ -102,6 +103,7 @@ public class InstanceService {
                         r.getModel(),
                         r.getGroup(),
                         r.getNode(),
+                        r.getSpan(),
                         epoch,
                         r.getWorkers(),
                         null,
@@ -115,6 +117,7 @@ public class InstanceService {
                             r.getModel(),
                             r.getGroup(),
                             r.getNode(),
+                            r.getSpan(),
                             epoch,
                             r.getWorkers(),
                             before.generation(),

@@ -89,6 +89,7 @@ class InstanceController implements InstanceApi {
                         instance.workers())
                 .generation(instance.generation())
                 .paused(instance.paused())
+                .span(instance.span())
                 .buffers(buffers);
     }
 }

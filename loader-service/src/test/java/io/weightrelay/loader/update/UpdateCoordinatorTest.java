@@ -326,7 +326,12 @@ class UpdateCoordinatorTest {
 
         @Override
         public long registerLoader(
-                String instance, String model, String group, String node, List<WorkerPlacement> w) {
+                String instance,
+                String model,
+                String group,
+                String node,
+                io.weightrelay.api.loader.model.InstanceSpan span,
+                List<WorkerPlacement> w) {
             return ++epoch;
         }
 

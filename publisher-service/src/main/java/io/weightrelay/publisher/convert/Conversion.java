@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.convert;
 
+import io.weightrelay.reshard.convert.BlockFp8;
 import java.util.Optional;
 
 /**

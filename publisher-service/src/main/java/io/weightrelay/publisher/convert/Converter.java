@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.convert;
 
+import io.weightrelay.reshard.convert.Floats;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.zip.CRC32C;

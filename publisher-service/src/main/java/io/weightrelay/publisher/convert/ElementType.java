@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.convert;
 
+import io.weightrelay.reshard.manifest.DType;
 import java.util.Locale;
 
 /** Element types of the REST contracts ({@code fp32}, {@code bf16}, ...) and their widths. */
@@ -20,6 +21,19 @@ public enum ElementType {
 
     public int bytes() {
         return bytes;
+    }
+
+    /** The same type as reshard names it. */
+    public DType dtype() {
+        return switch (this) {
+            case FP32 -> DType.F32;
+            case BF16 -> DType.BF16;
+            case FP16 -> DType.F16;
+            case FP8_E4M3 -> DType.F8_E4M3;
+            case INT8 -> DType.I8;
+            case INT32 -> DType.I32;
+            case INT64 -> DType.I64;
+        };
     }
 
     /** The contract's name, e.g. {@code bf16}. */

@@ -6,13 +6,13 @@ import io.weightrelay.api.publisher.model.PublishStatus;
 import io.weightrelay.api.publisher.model.StagedTensor;
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.publisher.Futures;
-import io.weightrelay.publisher.convert.BlockFp8;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.convert.Conversion;
 import io.weightrelay.publisher.convert.Converter;
 import io.weightrelay.publisher.convert.ElementType;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.staging.StagingArea;
+import io.weightrelay.reshard.convert.BlockFp8;
 import io.weightrelay.service.problem.RelayException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -583,7 +583,7 @@ public final class Publisher implements AutoCloseable {
                         source,
                         target,
                         staging.bytes(scales.offset(), scales.bytes()),
-                        w.conversion().sourceType(),
+                        w.conversion().sourceType().dtype(),
                         scales.rows(),
                         scales.cols());
         return new Converted(

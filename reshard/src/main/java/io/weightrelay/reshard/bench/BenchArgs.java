@@ -20,7 +20,9 @@ import java.util.Set;
  * --ep} when only {@code --ep} is given. {@code --dp-attention} (a switch) holds every non-expert
  * weight whole on every rank. {@code --rollout-dtype fp8} serves the tensors {@link
  * Fp8BlockRule#defaults()} selects as block-scaled FP8 with their scale tensors; the default {@code
- * bf16} serves the trainer's BF16.
+ * bf16} serves the trainer's BF16. {@code --pp} (default 1) splits each instance into pipeline
+ * stages of {@code --tp} ranks each, every stage holding only its layers; an instance then has
+ * {@code tp * pp} ranks.
  */
 public record BenchArgs(
         String model,
@@ -30,6 +32,7 @@ public record BenchArgs(
         int tp,
         int ep,
         boolean dpAttention,
+        int pp,
         DType rolloutDtype,
         Mode mode,
         double nicGbps,
@@ -43,6 +46,7 @@ public record BenchArgs(
                     "--instances",
                     "--tp",
                     "--ep",
+                    "--pp",
                     "--rollout-dtype",
                     "--mode",
                     "--nic-gbps",
@@ -52,7 +56,8 @@ public record BenchArgs(
 
     static final String USAGE =
             "usage: bench planner --model M --trainer-nodes T --rollout-nodes R --instances I"
-                    + " --tp P|--ep E [--tp P] [--ep E] [--dp-attention] [--rollout-dtype bf16|fp8]"
+                    + " --tp P|--ep E [--tp P] [--ep E] [--pp S] [--dp-attention]"
+                    + " [--rollout-dtype bf16|fp8]"
                     + " --mode compat|direct --nic-gbps G [--nics-per-node N]";
 
     public static BenchArgs parse(String[] args) {
@@ -114,6 +119,29 @@ public record BenchArgs(
                     "--dp-attention shapes parameter-direct shards; it needs --mode direct"
                             + " (compat workers hold every tensor whole)");
         }
+        int pp = values.containsKey("--pp") ? positive(values, "--pp") : 1;
+        if (pp > 1 && mode != Mode.DIRECT) {
+            throw new IllegalArgumentException(
+                    "--pp "
+                            + pp
+                            + " gives each stage only its layers, a parameter-direct placement; it"
+                            + " needs --mode direct (compat workers hold every tensor whole)");
+        }
+        int layers = 0;
+        for (TensorLayout t : layout) {
+            if (t.layer() != TensorLayout.AFTER_LAYERS) {
+                layers = Math.max(layers, t.layer() + 1);
+            }
+        }
+        if (pp > layers) {
+            throw new IllegalArgumentException(
+                    "--pp "
+                            + pp
+                            + " is more pipeline stages than the "
+                            + layers
+                            + " decoder layers of "
+                            + model);
+        }
         DType rolloutDtype = rolloutDtype(values.getOrDefault("--rollout-dtype", "bf16"));
         String gbpsText = values.get("--nic-gbps");
         double gbps;
@@ -133,6 +161,7 @@ public record BenchArgs(
                 tp,
                 ep,
                 dpAttention,
+                pp,
                 rolloutDtype,
                 mode,
                 gbps,
@@ -141,7 +170,7 @@ public record BenchArgs(
 
     /** The instances' deployment. */
     public Parallelism parallelism() {
-        return new Parallelism(tp, ep, dpAttention);
+        return new Parallelism(tp, ep, dpAttention, pp);
     }
 
     private static DType rolloutDtype(String text) {

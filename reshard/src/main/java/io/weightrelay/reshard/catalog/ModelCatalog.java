@@ -20,6 +20,12 @@ public final class ModelCatalog {
     static {
         // Small DeepSeek-style MoE with MLA (a few MB) so tests exercise every tensor kind.
         add(ModelConfig.deepseek("tiny", 8192, 128, 256, 2, 4, 1, 64, 8, 1, 64, 32, 16, 8, 16));
+        // DeepSeek-shaped MoE (about 4 MB in BF16) whose projections span several 128 x 128 blocks,
+        // so block-FP8 serving with whole blocks per rank has something to split: 4 heads,
+        // hidden 256, 4 routed experts of intermediate 256, one shared.
+        add(
+                ModelConfig.deepseek(
+                        "small-moe", 256, 256, 256, 2, 4, 1, 256, 4, 1, 128, 128, 64, 64, 64));
         add(ModelConfig.dense("qwen2.5-0.5b", 151936, 896, 4864, 24, 14, 2, 64, true, true));
         add(ModelConfig.dense("qwen2.5-7b", 152064, 3584, 18944, 28, 28, 4, 128, false, true));
         add(ModelConfig.dense("llama3-70b", 128256, 8192, 28672, 80, 64, 8, 128, false, false));
@@ -77,6 +83,7 @@ public final class ModelCatalog {
         Builder b = new Builder(c);
         b.add("model.embed_tokens.weight", Split.DIM0, -1, c.vocab(), c.hidden());
         for (int i = 0; i < c.layers(); i++) {
+            b.layer = i;
             String p = "model.layers." + i + ".";
             b.add(p + "input_layernorm.weight", Split.REPLICATE, -1, c.hidden());
             if (c.mla()) {
@@ -91,6 +98,7 @@ public final class ModelCatalog {
                 mlp(b, p + "mlp.", c.intermediate(), c.hidden(), -1);
             }
         }
+        b.layer = TensorLayout.AFTER_LAYERS;
         b.add("model.norm.weight", Split.REPLICATE, -1, c.hidden());
         if (!c.tiedEmbeddings()) {
             b.add("lm_head.weight", Split.DIM0, -1, c.vocab(), c.hidden());
@@ -116,7 +124,7 @@ public final class ModelCatalog {
                 source++;
             }
             TensorLayout of = layout.get(source);
-            out.add(new TensorLayout(spec, of.split(), of.expert(), of.heads()));
+            out.add(of.withSpec(spec));
         }
         return List.copyOf(out);
     }
@@ -186,6 +194,9 @@ public final class ModelCatalog {
         private final List<TensorLayout> out = new ArrayList<>();
         private final Map<String, Shape> shapes = new LinkedHashMap<>();
 
+        /** The layer of the tensors added now. */
+        int layer = TensorLayout.BEFORE_LAYERS;
+
         Builder(ModelConfig config) {
             this.config = config;
         }
@@ -202,7 +213,11 @@ public final class ModelCatalog {
             int heads = split == Split.KV_HEADS ? config.kvHeads() : 0;
             out.add(
                     new TensorLayout(
-                            new TensorSpec(name, shape, trainer, dtype), split, expert, heads));
+                            new TensorSpec(name, shape, trainer, dtype),
+                            split,
+                            expert,
+                            heads,
+                            layer));
         }
     }
 }

@@ -17,15 +17,27 @@ package io.weightrelay.reshard.catalog;
  * embeddings, the output head, norms and routers). Without it those are split over all {@code tp}
  * ranks.
  *
- * @param tp ranks per instance
+ * <p>{@code pp} pipeline stages (SGLang's {@code --pp-size}) each hold a contiguous run of the
+ * decoder layers, as even as the count allows (stage {@code s} of {@code pp} holds layers {@code s
+ * * L / pp} up to {@code (s + 1) * L / pp}), the embedding going with the first stage and the final
+ * norm and output head with the last; inside a stage, {@code tp}, {@code ep} and {@code
+ * dpAttention} shard as above. An instance has {@code tp * pp} ranks, stage by stage.
+ *
+ * @param tp ranks per pipeline stage (all the instance's ranks when {@code pp} is 1)
  * @param ep expert-parallel groups; divides {@code tp}
  * @param dpAttention every non-expert weight whole on every rank
+ * @param pp pipeline stages
  */
-public record Parallelism(int tp, int ep, boolean dpAttention) {
+public record Parallelism(int tp, int ep, boolean dpAttention, int pp) {
     public Parallelism {
-        if (tp < 1 || ep < 1) {
+        if (tp < 1 || ep < 1 || pp < 1) {
             throw new IllegalArgumentException(
-                    "tp and ep must be positive, got tp " + tp + " and ep " + ep);
+                    "tp, ep and pp must be positive, got tp "
+                            + tp
+                            + ", ep "
+                            + ep
+                            + " and pp "
+                            + pp);
         }
         if (tp % ep != 0) {
             throw new IllegalArgumentException(
@@ -35,6 +47,35 @@ public record Parallelism(int tp, int ep, boolean dpAttention) {
                             + tp
                             + " (the instance's ranks: each expert group spans tp / ep ranks)");
         }
+    }
+
+    /** One pipeline stage. */
+    public Parallelism(int tp, int ep, boolean dpAttention) {
+        this(tp, ep, dpAttention, 1);
+    }
+
+    /** Ranks of one instance: {@code tp} per stage. */
+    public int ranks() {
+        return Math.multiplyExact(tp, pp);
+    }
+
+    /**
+     * The stage that holds decoder layer {@code layer} of {@code layers} ({@link
+     * TensorLayout#BEFORE_LAYERS}: the first, {@link TensorLayout#AFTER_LAYERS}: the last).
+     */
+    public int stageOf(int layer, int layers) {
+        if (layer == TensorLayout.BEFORE_LAYERS) {
+            return 0;
+        }
+        if (layer == TensorLayout.AFTER_LAYERS) {
+            return pp - 1;
+        }
+        // the last stage s whose first layer, s * layers / pp, is at or before this one
+        int stage = pp - 1;
+        while (stage > 0 && (long) stage * layers / pp > layer) {
+            stage--;
+        }
+        return stage;
     }
 
     /** Tensor parallelism inside one expert group. */

@@ -16,10 +16,10 @@ import java.util.Map;
 
 /**
  * The target placement a rollout deployment registers: {@code instances} engine instances of {@code
- * tp} ranks each, packed in order onto {@code rolloutNodes} nodes (named as {@link
- * Topology#uniform} names them), so an instance of more ranks than a node holds spans consecutive
- * nodes. Each worker uses the NICs of its slot on the node: with more NICs than workers it stripes
- * over several, with fewer it shares one.
+ * tp * pp} ranks each (stage by stage, {@link Parallelism}), packed in order onto {@code
+ * rolloutNodes} nodes (named as {@link Topology#uniform} names them), so an instance of more ranks
+ * than a node holds spans consecutive nodes. Each worker uses the NICs of its slot on the node:
+ * with more NICs than workers it stripes over several, with fewer it shares one.
  *
  * <p>In parameter-direct mode each worker holds, per tensor, the box its rank owns ({@link
  * Parallelism}), in a buffer named after the parameter at offset 0, dense. A block-FP8 weight's
@@ -66,18 +66,35 @@ public final class Placements {
             int nicsPerNode) {
         int tp = parallelism.tp();
         int ep = parallelism.ep();
+        int pp = parallelism.pp();
+        int ranks = parallelism.ranks();
         if (rolloutNodes < 1 || instances < 1 || nicsPerNode < 1) {
             throw new IllegalArgumentException("nodes, instances and NICs must be positive");
         }
-        long total = (long) instances * tp;
+        long total = (long) instances * ranks;
         if (total % rolloutNodes != 0) {
             throw new IllegalArgumentException(
                     instances
                             + " instances x tp "
                             + tp
+                            + (pp > 1 ? " x pp " + pp : "")
                             + " do not spread evenly over "
                             + rolloutNodes
                             + " nodes");
+        }
+        int layers = 0;
+        for (TensorLayout t : layout) {
+            if (t.layer() != TensorLayout.AFTER_LAYERS) {
+                layers = Math.max(layers, t.layer() + 1);
+            }
+        }
+        if (pp > 1 && pp > layers) {
+            throw new IllegalArgumentException(
+                    "pp "
+                            + pp
+                            + " is more pipeline stages than the model's "
+                            + layers
+                            + " decoder layers: every stage needs at least one");
         }
         int experts = 0;
         for (TensorLayout t : layout) {
@@ -87,23 +104,31 @@ public final class Placements {
             throw new IllegalArgumentException(experts + " experts do not split over ep " + ep);
         }
         int perNode = (int) (total / rolloutNodes);
-        List<List<TargetFragment>> byRank = new ArrayList<>(tp);
+        List<List<TargetFragment>> byRank = new ArrayList<>(ranks);
         if (mode == Mode.DIRECT) {
             Map<String, Integer> weightOfScale =
                     BlockScales.weightOfScale(layout.stream().map(TensorLayout::spec).toList());
-            for (int r = 0; r < tp; r++) {
-                byRank.add(fragments(layout, weightOfScale, r, parallelism, experts));
+            for (int g = 0; g < ranks; g++) {
+                byRank.add(
+                        fragments(
+                                layout,
+                                weightOfScale,
+                                g % tp,
+                                g / tp,
+                                parallelism,
+                                experts,
+                                layers));
             }
         } else {
-            for (int r = 0; r < tp; r++) {
+            for (int g = 0; g < ranks; g++) {
                 byRank.add(List.of());
             }
         }
         List<Worker> workers = new ArrayList<>((int) total);
         for (int i = 0; i < instances; i++) {
             String instance = String.format("i%04d", i);
-            for (int r = 0; r < tp; r++) {
-                int g = i * tp + r;
+            for (int r = 0; r < ranks; r++) {
+                int g = i * ranks + r;
                 int node = g / perNode;
                 int slot = g % perNode;
                 int nicFirst;
@@ -131,17 +156,25 @@ public final class Placements {
         return new TargetPlacement(workers);
     }
 
-    /** The fragments rank {@code rank} of an instance holds. Shared by every instance. */
+    /**
+     * The fragments rank {@code rank} of pipeline stage {@code stage} of an instance holds. Shared
+     * by every instance.
+     */
     static List<TargetFragment> fragments(
             List<TensorLayout> layout,
             Map<String, Integer> weightOfScale,
             int rank,
+            int stage,
             Parallelism parallelism,
-            int experts) {
+            int experts,
+            int layers) {
         List<TargetFragment> out = new ArrayList<>();
         Map<Shape, Shape> canonical = new HashMap<>();
         for (TensorLayout t : layout) {
             TensorSpec spec = t.spec();
+            if (parallelism.pp() > 1 && parallelism.stageOf(t.layer(), layers) != stage) {
+                continue;
+            }
             Shape[] box;
             Integer weight = weightOfScale.get(spec.name());
             if (weight != null) {

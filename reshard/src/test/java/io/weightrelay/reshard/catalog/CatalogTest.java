@@ -21,12 +21,14 @@ class CatalogTest {
         assertThat(ModelCatalog.names())
                 .containsExactly(
                         "tiny",
+                        "small-moe",
                         "qwen2.5-0.5b",
                         "qwen2.5-7b",
                         "llama3-70b",
                         "deepseek-v3",
                         "kimi-k2");
         assertThat(params("tiny")).isBetween(1_000_000L, 5_000_000L);
+        assertThat(params("small-moe")).isBetween(1_000_000L, 3_000_000L);
         assertThat(params("qwen2.5-0.5b")).isBetween(490_000_000L, 500_000_000L);
         assertThat(params("qwen2.5-7b")).isBetween(7_500_000_000L, 7_700_000_000L);
         assertThat(params("llama3-70b")).isBetween(70_000_000_000L, 71_000_000_000L);

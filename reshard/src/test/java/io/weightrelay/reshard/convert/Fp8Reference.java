@@ -1,4 +1,4 @@
-package io.weightrelay.publisher.convert;
+package io.weightrelay.reshard.convert;
 
 /**
  * A deliberately simple block-FP8 reference, written apart from {@link Floats#e4m3} and {@link

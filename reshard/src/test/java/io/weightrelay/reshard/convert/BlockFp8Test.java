@@ -1,8 +1,10 @@
-package io.weightrelay.publisher.convert;
+package io.weightrelay.reshard.convert;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.reshard.checksum.Crc32c;
+import io.weightrelay.reshard.manifest.DType;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.SplittableRandom;
@@ -111,9 +113,9 @@ class BlockFp8Test {
 
     @ParameterizedTest
     @EnumSource(
-            value = ElementType.class,
-            names = {"FP32", "BF16", "FP16"})
-    void randomWeightsOfRaggedShapesMatchTheReference(ElementType type) {
+            value = DType.class,
+            names = {"F32", "BF16", "F16"})
+    void randomWeightsOfRaggedShapesMatchTheReference(DType type) {
         SplittableRandom random = new SplittableRandom(type.ordinal());
         // {2, 33000}: rows too long to keep a band (BlockFp8.MAX_BAND_ELEMENTS), read twice
         int[][] shapes = {
@@ -136,9 +138,9 @@ class BlockFp8Test {
 
     @ParameterizedTest
     @EnumSource(
-            value = ElementType.class,
-            names = {"FP32", "BF16", "FP16"})
-    void edgeCaseBlocksMatchTheReference(ElementType type) {
+            value = DType.class,
+            names = {"F32", "BF16", "F16"})
+    void edgeCaseBlocksMatchTheReference(DType type) {
         // 3 x 4 blocks, the last row and column partial: one edge case per block
         float[][] w = new float[300][400];
         SplittableRandom random = new SplittableRandom(7);
@@ -153,9 +155,7 @@ class BlockFp8Test {
         fill(w, 0, 3, Float.POSITIVE_INFINITY); // all infinite (partial block)
         // input subnormals (fp32 and fp16 ones) beside one normal value
         float tiny =
-                type == ElementType.FP16
-                        ? 0x1p-24f
-                        : type == ElementType.BF16 ? 0x1p-133f : Float.MIN_VALUE;
+                type == DType.F16 ? 0x1p-24f : type == DType.BF16 ? 0x1p-133f : Float.MIN_VALUE;
         for (int r = 128; r < 256; r++) {
             for (int c = 0; c < 128; c++) {
                 w[r][c] = tiny * ((r + c) % 7 - 3);
@@ -209,20 +209,17 @@ class BlockFp8Test {
                 0f
             }
         };
-        Converted out = convert(w, ElementType.FP32, false);
+        Converted out = convert(w, DType.F32, false);
         // amax over the finite values: 2; infinities saturate, NaN stays NaN with its sign
         assertThat(out.scales.getFloat(0)).isEqualTo(2f / 448f);
         assertThat(out.codes).containsExactly(0x7e, 0x7e, 0x7f, 0xff, 0xfe, 0xf6, 0x00);
 
-        Converted zeros = convert(new float[][] {{0f, -0f}}, ElementType.FP32, false);
+        Converted zeros = convert(new float[][] {{0f, -0f}}, DType.F32, false);
         assertThat(zeros.scales.getFloat(0)).isEqualTo(1e-4f / 448f);
         assertThat(zeros.codes).containsExactly(0x00, 0x80);
 
         Converted onlyInf =
-                convert(
-                        new float[][] {{Float.NEGATIVE_INFINITY, Float.NaN}},
-                        ElementType.FP32,
-                        false);
+                convert(new float[][] {{Float.NEGATIVE_INFINITY, Float.NaN}}, DType.F32, false);
         assertThat(onlyInf.scales.getFloat(0)).isEqualTo(1e-4f / 448f);
         assertThat(onlyInf.codes).containsExactly(0xfe, 0x7f);
     }
@@ -230,18 +227,18 @@ class BlockFp8Test {
     @Test
     void refusesWrongSizesAndTypes() {
         ByteBuffer b = ByteBuffer.allocate(64);
-        assertThatThrownBy(() -> BlockFp8.convert(b.slice(0, 12), b, b, ElementType.FP32, 2, 2))
+        assertThatThrownBy(() -> BlockFp8.convert(b.slice(0, 12), b, b, DType.F32, 2, 2))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("[2, 2] fp32");
-        assertThatThrownBy(() -> BlockFp8.convert(b, b, b, ElementType.INT8, 8, 8))
-                .hasMessageContaining("not int8");
+                .hasMessageContaining("[2, 2] F32");
+        assertThatThrownBy(() -> BlockFp8.convert(b, b, b, DType.I8, 8, 8))
+                .hasMessageContaining("not I8");
         assertThatThrownBy(
                         () ->
                                 BlockFp8.convert(
                                         b.slice(0, 32),
                                         ByteBuffer.allocate(7),
                                         ByteBuffer.allocate(4),
-                                        ElementType.FP32,
+                                        DType.F32,
                                         2,
                                         4))
                 .hasMessageContaining("do not fit");
@@ -252,7 +249,7 @@ class BlockFp8Test {
 
     private record Converted(int[] codes, ByteBuffer scales, BlockFp8.Result result) {}
 
-    private static void assertMatchesReference(float[][] w, ElementType type, boolean inPlace) {
+    private static void assertMatchesReference(float[][] w, DType type, boolean inPlace) {
         Fp8Reference.Quantized want = Fp8Reference.quantize(w);
         Converted got = convert(w, type, inPlace);
         int rows = w.length;
@@ -280,12 +277,12 @@ class BlockFp8Test {
         assertThat(got.scales).as("scales of %s %dx%d", type, rows, cols).isEqualTo(wantScales);
         assertThat(got.result.outputBytes()).isEqualTo((long) rows * cols);
         assertThat(got.result.scaleBytes()).isEqualTo(wantScales.remaining());
-        assertThat(got.result.outputCrc()).isEqualTo(Checksums.crc32c(wantCodes));
-        assertThat(got.result.scaleCrc()).isEqualTo(Checksums.crc32c(wantScales));
+        assertThat(got.result.outputCrc()).isEqualTo(Crc32c.of(wantCodes));
+        assertThat(got.result.scaleCrc()).isEqualTo(Crc32c.of(wantScales));
     }
 
     /** Stages w as type (little-endian, 64 bytes into a direct buffer) and converts it. */
-    private static Converted convert(float[][] w, ElementType type, boolean inPlace) {
+    private static Converted convert(float[][] w, DType type, boolean inPlace) {
         int rows = w.length;
         int cols = w[0].length;
         int bytes = rows * cols * type.bytes();
@@ -295,14 +292,14 @@ class BlockFp8Test {
                 int at = 64 + (r * cols + c) * type.bytes();
                 int bits = Float.floatToRawIntBits(w[r][c]);
                 switch (type) {
-                    case FP32 -> staging.putInt(at, bits);
+                    case F32 -> staging.putInt(at, bits);
                     case BF16 -> staging.putShort(at, Floats.bf16(bits));
                     default -> staging.putShort(at, Floats.fp16(bits));
                 }
             }
         }
         ByteBuffer source = staging.slice(64, bytes);
-        int sourceCrc = Checksums.crc32c(source);
+        int sourceCrc = Crc32c.of(source);
         ByteBuffer target = inPlace ? source : ByteBuffer.allocateDirect(rows * cols);
         ByteBuffer scales =
                 ByteBuffer.allocate((int) BlockFp8.scaleBytes(rows, cols))
@@ -325,7 +322,7 @@ class BlockFp8Test {
     }
 
     /** The weight as the staged type holds it, so the reference sees what the converter reads. */
-    private static float[][] roundTo(float[][] w, ElementType type) {
+    private static float[][] roundTo(float[][] w, DType type) {
         float[][] out = new float[w.length][];
         for (int r = 0; r < w.length; r++) {
             out[r] = new float[w[r].length];
@@ -333,7 +330,7 @@ class BlockFp8Test {
                 int bits = Float.floatToRawIntBits(w[r][c]);
                 out[r][c] =
                         switch (type) {
-                            case FP32 -> w[r][c];
+                            case F32 -> w[r][c];
                             case BF16 -> Floats.fromBf16(Floats.bf16(bits));
                             default -> Floats.fromFp16(Floats.fp16(bits));
                         };

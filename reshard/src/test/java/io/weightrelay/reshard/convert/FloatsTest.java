@@ -1,4 +1,4 @@
-package io.weightrelay.publisher.convert;
+package io.weightrelay.reshard.convert;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

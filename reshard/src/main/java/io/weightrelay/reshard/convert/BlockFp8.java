@@ -1,5 +1,6 @@
-package io.weightrelay.publisher.convert;
+package io.weightrelay.reshard.convert;
 
+import io.weightrelay.reshard.manifest.DType;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
@@ -80,12 +81,12 @@ public final class BlockFp8 {
             ByteBuffer source,
             ByteBuffer target,
             ByteBuffer scales,
-            ElementType from,
+            DType from,
             long rows,
             long cols) {
-        if (from != ElementType.FP32 && from != ElementType.BF16 && from != ElementType.FP16) {
+        if (from != DType.F32 && from != DType.BF16 && from != DType.F16) {
             throw new IllegalArgumentException(
-                    "block FP8 converts fp32, bf16 or fp16, not " + from.apiName());
+                    "block FP8 converts F32, BF16 or F16, not " + from.safetensorsName());
         }
         if (rows < 0 || cols < 0 || cols > Integer.MAX_VALUE / 4) {
             throw new IllegalArgumentException("bad weight shape [" + rows + ", " + cols + "]");
@@ -100,7 +101,7 @@ public final class BlockFp8 {
                             + ", "
                             + cols
                             + "] "
-                            + from.apiName()
+                            + from.safetensorsName()
                             + " weight");
         }
         long scaleBytes = scaleBytes(rows, cols);
@@ -176,14 +177,14 @@ public final class BlockFp8 {
 
     /** One row's elements as fp32 bits, into {@code bits[at, at + n)}. */
     private static void read(
-            ByteBuffer bytes, ElementType from, int n, int[] bits, int at, short[] halves) {
+            ByteBuffer bytes, DType from, int n, int[] bits, int at, short[] halves) {
         ByteBuffer row = bytes.order(ByteOrder.LITTLE_ENDIAN);
-        if (from == ElementType.FP32) {
+        if (from == DType.F32) {
             row.asIntBuffer().get(bits, at, n);
             return;
         }
         row.asShortBuffer().get(halves, 0, n);
-        if (from == ElementType.BF16) {
+        if (from == DType.BF16) {
             for (int i = 0; i < n; i++) {
                 bits[at + i] = (halves[i] & 0xffff) << 16;
             }

@@ -1,4 +1,4 @@
-package io.weightrelay.publisher.convert;
+package io.weightrelay.reshard.convert;
 
 /** Scalar float conversions on raw IEEE-754 bits. Pure functions. */
 public final class Floats {
