@@ -282,10 +282,10 @@ public final class HostsUpdateBench {
             long bytes = 0;
             long tcp = 0;
             for (Future<JsonNode> f : futures) {
-                JsonNode a = f.get();
-                seconds = Math.max(seconds, a.get("seconds").asDouble());
-                bytes += a.get("bytes").asLong();
-                tcp += a.get("tcp_read").asLong();
+                JsonNode read = f.get();
+                seconds = Math.max(seconds, read.get("seconds").asDouble());
+                bytes += read.get("bytes").asLong();
+                tcp += read.get("tcp_read").asLong();
             }
             return new Naive(seconds, bytes, tcp);
         } finally {
@@ -302,11 +302,11 @@ public final class HostsUpdateBench {
         if (line == null) {
             throw new IllegalStateException(p.name() + " ended; its log:\n" + p.tail());
         }
-        JsonNode a = JSON.readTree(line);
-        if (!a.path("ok").asBoolean()) {
-            throw new IllegalStateException(p.name() + " failed '" + command + "': " + a);
+        JsonNode reply = JSON.readTree(line);
+        if (!reply.path("ok").asBoolean()) {
+            throw new IllegalStateException(p.name() + " failed '" + command + "': " + reply);
         }
-        return a;
+        return reply;
     }
 
     /**
