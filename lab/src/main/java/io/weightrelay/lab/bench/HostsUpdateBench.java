@@ -128,7 +128,7 @@ public final class HostsUpdateBench {
                     naivePredictedSeconds(manifest, placement, topology, linkGbps)
                             / PAYLOAD_FRACTION;
 
-            String rate = Math.round(linkGbps * 1000) + "mbit";
+            String rate = Math.max(1, Math.round(linkGbps * 1e6)) + "kbit";
             for (Host h : lab.hosts().hosts()) {
                 lab.hosts().shapeDataLinkBothWays(h.name(), rate);
             }
