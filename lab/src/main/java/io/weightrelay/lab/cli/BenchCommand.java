@@ -435,11 +435,42 @@ final class BenchCommand {
                 description = "Skip checking the engines' bytes against the trainer's.")
         boolean noVerify;
 
+        @Option(
+                names = "--hosts",
+                description =
+                        "On the multi-host lab (root only), every host's data-plane link shaped"
+                                + " to --link-gbps both ways: update_s, naive_update_s,"
+                                + " predicted_update_s (the cluster model) and"
+                                + " update_vs_predicted.")
+        boolean hosts;
+
+        @Option(
+                names = "--link-gbps",
+                paramLabel = "G",
+                converter = Values.PositiveNumber.class,
+                description = "With --hosts: each host's link rate, Gbit/s each way; default 2.")
+        Double linkGbps;
+
         @Mixin Services services;
 
         @Override
         String entryPoint() {
-            return "io.weightrelay.lab.bench.UpdateBench";
+            return hosts
+                    ? "io.weightrelay.lab.bench.HostsUpdateBench"
+                    : "io.weightrelay.lab.bench.UpdateBench";
+        }
+
+        @Override
+        void check() {
+            onlyWith(hosts, "--hosts", "--link-gbps");
+            onlyWith(
+                    !hosts,
+                    "no --hosts (the hosts run their own Redis and always check every byte with"
+                            + " the proof on)",
+                    "--redis-host",
+                    "--redis-port",
+                    "--no-checksums",
+                    "--no-verify");
         }
 
         @Override

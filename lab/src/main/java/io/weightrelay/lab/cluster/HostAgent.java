@@ -264,13 +264,21 @@ public final class HostAgent {
         /** Updates the engines together, then checks every byte each one received. */
         private ObjectNode update(List<RolloutEngine> which, Duration timeout) throws Exception {
             List<Future<UpdateProgress>> futures = new ArrayList<>();
-            for (RolloutEngine e : which) {
+            long started = System.nanoTime();
+            long[] done = new long[which.size()];
+            for (int i = 0; i < which.size(); i++) {
+                RolloutEngine e = which.get(i);
+                int k = i;
                 futures.add(
                         pool.submit(
-                                () ->
-                                        e.await(
-                                                e.start(null, timeout).getUpdateId(),
-                                                Duration.ofMillis(10))));
+                                () -> {
+                                    UpdateProgress p =
+                                            e.await(
+                                                    e.start(null, timeout).getUpdateId(),
+                                                    Duration.ofMillis(10));
+                                    done[k] = System.nanoTime();
+                                    return p;
+                                }));
             }
             ObjectNode answer = ok();
             ArrayNode list = answer.putArray("engines");
@@ -286,7 +294,15 @@ public final class HostAgent {
                                         "generation",
                                         p.getGeneration() == null ? -1 : p.getGeneration())
                                 .put("bytes_read", nz(p.getBytesRead()))
-                                .put("bytes_received", nz(p.getBytesReceived()));
+                                .put("bytes_received", nz(p.getBytesReceived()))
+                                // From the command to the engine seeing its outcome, before
+                                // the check of its bytes below.
+                                .put("updated_s", (done[i] - started) / 1e9);
+                if (p.getDurations() != null) {
+                    o.put("prepare_ms", nz(p.getDurations().getPrepareMs()))
+                            .put("apply_ms", nz(p.getDurations().getApplyMs()))
+                            .put("post_apply_ms", nz(p.getDurations().getPostApplyMs()));
+                }
                 TransportBytes t = p.getTransport();
                 if (t != null) {
                     o.put("local_read", t.getLocalRead())

@@ -585,6 +585,21 @@ public final class MultiHostCluster implements AutoCloseable {
                 .orElseThrow();
     }
 
+    /** The lab's Redis ({@code redis://<address>:6379} on the control network). */
+    public String redisUri() {
+        return redisUri;
+    }
+
+    /** The file holding the run's data-plane secret (mode 0600), as every service reads it. */
+    public Path dataplaneSecretFile() {
+        return secretFile;
+    }
+
+    /** The names of the rollout nodes, each a host of its own, in placement order. */
+    public List<String> rolloutNodes() {
+        return rolloutNodes;
+    }
+
     /** The data-plane key prefix of this lab's store (segments and object directory). */
     public String dataplanePrefix() {
         return "wr:lab:" + run + ":dp:";

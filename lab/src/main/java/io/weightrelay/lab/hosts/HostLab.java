@@ -565,6 +565,49 @@ public final class HostLab implements AutoCloseable {
                         "1s"));
     }
 
+    /**
+     * Gives {@code host}'s data-plane link a NIC's rate, {@code rate} ({@code tc} rate, e.g. {@code
+     * 2gbit}), in both directions, as a full-duplex NIC has: a token bucket ({@code tbf}) on the
+     * egress of each end of its veth pair, {@code dp0} in the host (what the host sends) and its
+     * bridge port {@code d<i>} (what the bridge delivers to the host, i.e. what the host receives).
+     * The bridge port's egress queue is where a switch queues frames for a slower port, so TCP sees
+     * a queue and backs off, not the drops an ingress policer would cause; and no {@code ifb}
+     * device is needed. The bucket holds 256 KiB (a few GSO frames) and queues up to 50 ms. The
+     * qdiscs go with the namespaces.
+     */
+    public void shapeDataLinkBothWays(String host, String rate) {
+        Host h = host(host);
+        List<String> tbf =
+                List.of("root", "tbf", "rate", rate, "burst", "256kb", "latency", "50ms");
+        List<String> own = new ArrayList<>(List.of("ip", "netns", "exec", h.namespace()));
+        own.addAll(List.of("tc", "qdisc", "replace", "dev", "dp0"));
+        own.addAll(tbf);
+        Commands.check(own);
+        List<String> port = new ArrayList<>(List.of("ip", "netns", "exec", network));
+        port.addAll(List.of("tc", "qdisc", "replace", "dev", "d" + h.index()));
+        port.addAll(tbf);
+        Commands.check(port);
+    }
+
+    /**
+     * The {@code tc} statistics of the shaping qdisc on both ends of {@code host}'s data-plane link
+     * ({@link #shapeDataLinkBothWays}): {@code [sent by the host, delivered to the host]}, each as
+     * {@code tc -s -j qdisc show} reports it (bytes, packets, drops, overlimits).
+     */
+    public List<JsonNode> dataLinkQdiscs(String host) {
+        Host h = host(host);
+        return List.of(
+                qdisc(List.of("ip", "netns", "exec", h.namespace()), "dp0"),
+                qdisc(List.of("ip", "netns", "exec", network), "d" + h.index()));
+    }
+
+    private static JsonNode qdisc(List<String> in, String dev) {
+        List<String> command = new ArrayList<>(in);
+        command.addAll(List.of("tc", "-s", "-j", "qdisc", "show", "dev", dev, "root"));
+        JsonNode all = JSON.readTree(Commands.check(command));
+        return all.isArray() && !all.isEmpty() ? all.get(0) : JSON.createObjectNode();
+    }
+
     /** Takes {@link #shapeDataLink(String, String)}'s limit off again. */
     public void unshapeDataLink(String host) {
         Commands.check(

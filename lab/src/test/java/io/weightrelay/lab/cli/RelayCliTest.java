@@ -213,6 +213,14 @@ class RelayCliTest {
                         "--redis-port",
                         "port"),
                 Arguments.of(
+                        List.of("bench", "update", "--hosts", "--link-gbps", "0"),
+                        "--link-gbps",
+                        "must be above 0"),
+                Arguments.of(
+                        List.of("bench", "update", "--hosts", "--link-gbps", "fast"),
+                        "--link-gbps",
+                        "'fast' is not a number"),
+                Arguments.of(
                         List.of("bench", "control-plane", "--tensors", "-5"),
                         "--tensors",
                         "at least 0"),
@@ -272,12 +280,20 @@ class RelayCliTest {
                 .contains("--streams needs --hosts");
         assertThat(relay("bench", "dataplane", "--hosts", "--redis", "redis://x").err())
                 .contains("--redis needs no --hosts");
+        assertThat(relay("bench", "update", "--link-gbps", "2").err())
+                .contains("--link-gbps needs --hosts");
+        assertThat(relay("bench", "update", "--hosts", "--redis-port", "6380").err())
+                .contains("--redis-port needs no --hosts");
+        assertThat(relay("bench", "update", "--hosts", "--no-checksums").err())
+                .contains("--no-checksums needs no --hosts");
         assertThat(relay("demo", "--mode", "direct", "--mode", "compat").code()).isEqualTo(2);
         for (String[] args :
                 List.of(
                         new String[] {"bench", "planner", "--model", "tiny"},
                         new String[] {"demo", "--prefix", "wr-x"},
-                        new String[] {"bench", "dataplane", "--streams", "4"})) {
+                        new String[] {"bench", "dataplane", "--streams", "4"},
+                        new String[] {"bench", "update", "--link-gbps", "2"},
+                        new String[] {"bench", "update", "--hosts", "--no-verify"})) {
             Run run = relay(args);
             assertThat(run.code()).isEqualTo(2);
             assertThat(run.launched()).isEmpty();
@@ -345,6 +361,12 @@ class RelayCliTest {
         assertThat(hosts.entryPoint()).isEqualTo("io.weightrelay.lab.bench.HostsDataplaneBench");
         assertThat(hosts.args()).containsExactly("--hosts", "--size", "1024");
 
+        // bench update reads "--flag=value" with or without --hosts.
+        Launch shaped =
+                relay("bench", "update", "--hosts", "--link-gbps", "2", "--mode", "direct").only();
+        assertThat(shaped.entryPoint()).isEqualTo("io.weightrelay.lab.bench.HostsUpdateBench");
+        assertThat(shaped.args()).containsExactly("--hosts", "--link-gbps=2", "--mode=direct");
+
         // trainer-client's Args (and the planner's BenchArgs) read "--flag=value": a value that
         // starts with "--" arrives whole, and a repeated flag keeps every value.
         Launch publish =
@@ -409,6 +431,10 @@ class RelayCliTest {
                         "bench update --model qwen2.5-0.5b --instances 4 --tp 2 --mode compat"
                                 + " --no-checksums",
                         "io.weightrelay.lab.bench.UpdateBench"),
+                Arguments.of(
+                        "bench update --hosts --link-gbps 2 --model qwen2.5-0.5b --instances 4"
+                                + " --tp 2 --mode compat",
+                        "io.weightrelay.lab.bench.HostsUpdateBench"),
                 Arguments.of(
                         "bench control-plane --model kimi-k2 --tensors 700 --trainer-nodes 32"
                                 + " --instances 32 --tp 8 --mode direct",
@@ -486,7 +512,9 @@ class RelayCliTest {
                                     "lab/src/main/java/io/weightrelay/lab/bench/PublishBench.java")),
                     Map.entry(
                             "bench update",
-                            List.of("lab/src/main/java/io/weightrelay/lab/bench/UpdateBench.java")),
+                            List.of(
+                                    "lab/src/main/java/io/weightrelay/lab/bench/UpdateBench.java",
+                                    "lab/src/main/java/io/weightrelay/lab/bench/HostsUpdateBench.java")),
                     Map.entry(
                             "bench control-plane",
                             List.of(

@@ -87,6 +87,63 @@ class HostLabTest {
                 .doesNotContain(PREFIX + "-" + run);
     }
 
+    /**
+     * A link shaped both ways carries each direction through its own token bucket: 8 MB at 40
+     * Mbit/s (5 MB/s) take 1.6 s either way, of which the writer waits at least 0.76 s even if its
+     * socket buffer (at most 4 MiB here) takes the rest at once; the test asks for 0.3 s, a bound a
+     * loaded machine only lengthens (unshaped, a veth moves 8 MB in milliseconds). Each end's queue
+     * counted the bytes.
+     */
+    @Test
+    void aLinkShapedBothWaysLimitsWhatTheHostSendsAndReceives(@TempDir Path logs) throws Exception {
+        int bytes = 8_000_000;
+        try (HostLab lab = HostLab.create(PREFIX, List.of("alpha", "beta"), 16L << 20)) {
+            Host a = lab.host("alpha");
+            Host b = lab.host("beta");
+            lab.shapeDataLinkBothWays("alpha", "40mbit");
+            for (Host[] pair : List.of(new Host[] {a, b}, new Host[] {b, a})) {
+                Host from = pair[0];
+                Host to = pair[1];
+                HostProcess sink =
+                        to.start(
+                                "sink-" + to.name(),
+                                List.of(
+                                        Path.of(System.getProperty("java.home"), "bin", "java")
+                                                .toString(),
+                                        "-Xmx32m",
+                                        "-cp",
+                                        System.getProperty("java.class.path"),
+                                        Sink.class.getName(),
+                                        to.dataAddress(),
+                                        "7070"),
+                                logs);
+                awaitListening(from, to.dataAddress(), 7070, sink);
+                Commands.Result sent =
+                        from.run(
+                                List.of(
+                                        "bash",
+                                        "-c",
+                                        "exec 3<>/dev/tcp/"
+                                                + to.dataAddress()
+                                                + "/7070 && s=$(date +%s%N) && head -c "
+                                                + bytes
+                                                + " /dev/zero >&3 && exec 3>&- && echo"
+                                                + " $(( $(date +%s%N) - s ))"),
+                                30);
+                assertThat(sent.ok()).as(sent.out()).isTrue();
+                double seconds = Long.parseLong(sent.out().strip()) / 1e9;
+                sink.close();
+                assertThat(seconds)
+                        .as("%s -> %s through a 5 MB/s link", from.name(), to.name())
+                        .isGreaterThan(0.3);
+            }
+            List<tools.jackson.databind.JsonNode> q = lab.dataLinkQdiscs("alpha");
+            assertThat(q.get(0).path("kind").asString()).isEqualTo("tbf");
+            assertThat(q.get(0).path("bytes").asLong()).as("alpha sent").isGreaterThan(bytes);
+            assertThat(q.get(1).path("bytes").asLong()).as("alpha received").isGreaterThan(bytes);
+        }
+    }
+
     @Test
     void leftoversOfADeadRunAreRemoved() {
         String dead = PREFIX + "-deadbeef-ghost";

@@ -17,6 +17,12 @@ import java.util.Map;
  * at line rate, and the update takes as long as the busiest of them plus the one bubble a pipeline
  * has, the first batch's read.
  *
+ * <p>A NIC's rate counts frames, headers included: {@link #predictedSeconds(Plan, double)} takes
+ * the fraction of the line rate that carries payload ({@code 1448 / 1514} for TCP with timestamps
+ * in 1500-byte frames as a Linux interface counts them; about 0.94 on an Ethernet wire, which adds
+ * preamble, gap and checksum; above 0.99 with 9000-byte frames). {@link #predictedSeconds(Plan)}
+ * takes every byte of the line rate as payload.
+ *
  * <p>The lower bound holds for every plan on the same placement and topology: every byte a node
  * needs must enter it through its NICs once; every byte a trainer node stores that anyone needs
  * must leave through its NICs once; and every byte more than one node needs must be sent by some
@@ -27,6 +33,18 @@ public final class ClusterModel {
 
     public static double predictedSeconds(Plan plan) {
         return predictedSeconds(plan, Traffic.of(plan));
+    }
+
+    /**
+     * As {@link #predictedSeconds(Plan)} with {@code payloadFraction} (in (0, 1]) of every NIC's
+     * line rate carrying payload, the rest frame and protocol headers.
+     */
+    public static double predictedSeconds(Plan plan, double payloadFraction) {
+        if (!(payloadFraction > 0 && payloadFraction <= 1)) {
+            throw new IllegalArgumentException(
+                    "payload fraction must be in (0, 1]: " + payloadFraction);
+        }
+        return predictedSeconds(plan, Traffic.of(plan)) / payloadFraction;
     }
 
     public static double predictedSeconds(Plan plan, Traffic traffic) {

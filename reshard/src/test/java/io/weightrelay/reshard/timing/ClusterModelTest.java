@@ -60,5 +60,14 @@ class ClusterModelTest {
         assertThat(traffic.nicOut()[0] + traffic.nicOut()[1]).isEqualTo((double) t.bytes());
         double predicted = ClusterModel.predictedSeconds(plan);
         assertThat(predicted).isGreaterThanOrEqualTo(bound).isLessThan(bound * 1.02);
+
+        // Frame headers take their share of every NIC: the same bytes at 1448 of every 1514.
+        assertThat(ClusterModel.predictedSeconds(plan, 1448.0 / 1514))
+                .isCloseTo(predicted * 1514 / 1448, within(1e-9));
+        assertThat(ClusterModel.predictedSeconds(plan, 1.0)).isEqualTo(predicted);
+        org.assertj.core.api.Assertions.assertThatThrownBy(
+                        () -> ClusterModel.predictedSeconds(plan, 0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("(0, 1]");
     }
 }
