@@ -128,6 +128,9 @@ public class GenerationService {
     // Encoded manifests as served: every publisher and loader of a generation reads the same
     // bytes, so they are read from Redis and inflated once (per key, concurrent readers wait).
     private final Map<String, byte[]> encodedCache = new ConcurrentHashMap<>();
+    // The same, gzip-compressed once for readers that accept it: a Kimi-K2 manifest is 12 MB and
+    // about 1 MB compressed, and every loader of a group reads it at prepare, all at once.
+    private final Map<String, byte[]> gzippedCache = new ConcurrentHashMap<>();
     // The JSON view, built once per generation (keys name the generation) for its readers.
     private final Map<String, GenerationManifest> manifestViews = new ConcurrentHashMap<>();
 
@@ -580,6 +583,21 @@ public class GenerationService {
      */
     public byte[] encodedManifest(String model, long generation) {
         return encoded(model, load(model, generation).manifestDigest());
+    }
+
+    /** {@link #encodedManifest} as one gzip member, compressed once per manifest. */
+    public byte[] gzippedManifest(String model, long generation) {
+        String digest = load(model, generation).manifestDigest();
+        String cacheKey = model + ":" + digest;
+        byte[] cached = gzippedCache.get(cacheKey);
+        if (cached != null) {
+            return cached;
+        }
+        if (gzippedCache.size() >= ENCODED_CACHE_MAX) {
+            gzippedCache.clear();
+        }
+        return gzippedCache.computeIfAbsent(
+                cacheKey, k -> Compression.gzip(encoded(model, digest)));
     }
 
     private byte[] encoded(String model, String digest) {

@@ -25,6 +25,7 @@ import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.ValidationReport;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -33,6 +34,10 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,7 +57,8 @@ public class PlanService {
 
     private static final Logger log = LoggerFactory.getLogger(PlanService.class);
     private static final Duration POLL = Duration.ofMillis(50);
-    private static final int SLICES_PER_SCAN = 8;
+    private static final int SLICES_PER_SCAN = 4;
+    private static final int SCANS_AT_ONCE = 2;
 
     private final StringRedisTemplate redis;
     private final RedisTemplate<String, byte[]> bytes;
@@ -290,21 +296,16 @@ public class PlanService {
         guard.run(() -> bytes.opsForValue().set(keys.planEncoded(planId), deflated, ttl));
         // A few slices per scan of the plan: all of them at once would hold every loader's
         // columns in memory together (near a 1 GiB heap at 7,000 tensors and 32 instances), one
-        // at a time scans the whole plan once per instance.
+        // at a time scans the whole plan once per instance. Two scans run at once, each of half
+        // as many slices as one scan used to make: the same memory, both cores.
+        List<Set<String>> groups = new ArrayList<>();
         for (int from = 0; from < instances.size(); from += SLICES_PER_SCAN) {
-            Set<String> group =
+            groups.add(
                     new LinkedHashSet<>(
                             instances.subList(
-                                    from, Math.min(instances.size(), from + SLICES_PER_SCAN)));
-            for (Map.Entry<String, byte[]> e : Slice.encoded(plan, group).entrySet()) {
-                byte[] slice = Compression.deflate(e.getValue());
-                e.setValue(null);
-                guard.run(
-                        () ->
-                                bytes.opsForValue()
-                                        .set(keys.planSlice(planId, e.getKey()), slice, ttl));
-            }
+                                    from, Math.min(instances.size(), from + SLICES_PER_SCAN))));
         }
+        storeSlices(planId, plan, groups, ttl);
         // What the all-applied barrier proves reports against, while the plan is in memory: the
         // verifier reads this instead of decoding the whole plan in the session's critical path.
         byte[] expected = Compression.deflate(ObjectVerification.encodeExpected(plan));
@@ -322,6 +323,54 @@ public class PlanService {
                 report.deliveredBytes(),
                 summary.getEncodedBytes());
         return summary;
+    }
+
+    /** Encodes, deflates and stores the slices of each group, {@link #SCANS_AT_ONCE} at a time. */
+    private void storeSlices(String planId, Plan plan, List<Set<String>> groups, Duration ttl) {
+        int threads = Math.min(SCANS_AT_ONCE, groups.size());
+        if (threads <= 1) {
+            groups.forEach(group -> storeSlices(planId, plan, group, ttl));
+            return;
+        }
+        ExecutorService scans =
+                Executors.newFixedThreadPool(
+                        threads,
+                        r -> {
+                            Thread t = new Thread(r, "plan-slices");
+                            t.setDaemon(true);
+                            return t;
+                        });
+        try {
+            List<Future<?>> running = new ArrayList<>();
+            for (Set<String> group : groups) {
+                running.add(scans.submit(() -> storeSlices(planId, plan, group, ttl)));
+            }
+            for (Future<?> f : running) {
+                try {
+                    f.get();
+                } catch (ExecutionException e) {
+                    if (e.getCause() instanceof RuntimeException r) {
+                        throw r;
+                    }
+                    throw new IllegalStateException(e.getCause());
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw PlanProblems.PLAN_BUSY.exception(
+                            "interrupted while the slices of plan " + planId + " were stored");
+                }
+            }
+        } finally {
+            scans.shutdownNow();
+        }
+    }
+
+    private void storeSlices(String planId, Plan plan, Set<String> group, Duration ttl) {
+        for (Map.Entry<String, byte[]> e : Slice.encoded(plan, group).entrySet()) {
+            byte[] slice = Compression.deflate(e.getValue());
+            e.setValue(null);
+            guard.run(
+                    () -> bytes.opsForValue().set(keys.planSlice(planId, e.getKey()), slice, ttl));
+        }
     }
 
     private PlanSummary cachedSummary(String planId) {

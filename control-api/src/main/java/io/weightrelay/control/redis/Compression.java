@@ -1,8 +1,11 @@
 package io.weightrelay.control.redis;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.zip.DataFormatException;
 import java.util.zip.Deflater;
+import java.util.zip.GZIPOutputStream;
 import java.util.zip.Inflater;
 
 /**
@@ -27,6 +30,25 @@ public final class Compression {
         } finally {
             deflater.end();
         }
+    }
+
+    /**
+     * The gzip member (RFC 1952) of {@code data}, fastest level: what an HTTP body goes out as with
+     * {@code Content-Encoding: gzip}.
+     */
+    public static byte[] gzip(byte[] data) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(Math.max(64, data.length / 8));
+        try (GZIPOutputStream gzip =
+                new GZIPOutputStream(out, 64 * 1024) {
+                    {
+                        def.setLevel(Deflater.BEST_SPEED);
+                    }
+                }) {
+            gzip.write(data);
+        } catch (IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+        return out.toByteArray();
     }
 
     public static byte[] inflate(byte[] data) {

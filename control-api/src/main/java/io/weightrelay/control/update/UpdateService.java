@@ -140,6 +140,9 @@ public class UpdateService {
         if (!"conflict".equals(code)) {
             index(model, generation, group);
         }
+        if (("created".equals(code) || "restarted".equals(code)) && properties.verifyChecksums()) {
+            verifier.preload(model, generation, group, request.getPlanId());
+        }
         if ("restarted".equals(code)) {
             log.info(
                     "update {}/{}/{}: the failed session is started afresh for the rebuilt group",

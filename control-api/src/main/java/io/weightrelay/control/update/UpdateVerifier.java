@@ -16,8 +16,15 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.DisposableBean;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.stereotype.Component;
@@ -32,7 +39,7 @@ import org.springframework.stereotype.Component;
  * next touch of the session takes it over.
  */
 @Component
-class UpdateVerifier {
+class UpdateVerifier implements DisposableBean {
     private static final Logger log = LoggerFactory.getLogger(UpdateVerifier.class);
     private static final RedisScript<List<Object>> VERIFIED = Scripts.load("update-verified");
     private static final RedisScript<List<Object>> CORRUPT = Scripts.load("corrupt");
@@ -54,6 +61,41 @@ class UpdateVerifier {
                 }
             };
 
+    /**
+     * What a session's proof reads, loaded while its loaders prepare and apply (by session key):
+     * the registered objects of a Kimi-K2 generation (70,000 of them) and the plan's ranges take a
+     * second to read and decode, which the all-applied barrier would otherwise wait for.
+     */
+    private final Map<String, CompletableFuture<Inputs>> preloaded =
+            new LinkedHashMap<>(8, 0.75f, false) {
+                @Override
+                protected boolean removeEldestEntry(
+                        Map.Entry<String, CompletableFuture<Inputs>> eldest) {
+                    return size() > KEPT_PLANS;
+                }
+            };
+
+    /** One thread, a short queue: a preload that cannot run is done by the proof itself. */
+    private final ThreadPoolExecutor preloading =
+            new ThreadPoolExecutor(
+                    1,
+                    1,
+                    0,
+                    TimeUnit.SECONDS,
+                    new ArrayBlockingQueue<>(KEPT_PLANS),
+                    r -> {
+                        Thread t = new Thread(r, "verify-preload");
+                        t.setDaemon(true);
+                        return t;
+                    },
+                    new ThreadPoolExecutor.DiscardPolicy());
+
+    /** The registered objects (and those without a CRC32C) and the plan's ranges by object. */
+    private record Inputs(
+            Map<String, Registered> registered,
+            Map<String, String> notCrc32c,
+            Map<String, List<ExpectedRange>> expected) {}
+
     UpdateVerifier(
             StringRedisTemplate redis,
             RedisKeys keys,
@@ -67,11 +109,59 @@ class UpdateVerifier {
         this.clock = clock;
     }
 
+    /**
+     * Starts reading what the proof of a session just created needs, in the background: by the time
+     * every loader applied it is in memory. The proof reads it again itself when the preload
+     * failed, was dropped or is for another plan.
+     */
+    void preload(String model, long generation, String group, String planId) {
+        String session = keys.session(model, generation, group);
+        CompletableFuture<Inputs> future = new CompletableFuture<>();
+        synchronized (preloaded) {
+            preloaded.put(session, future);
+        }
+        preloading.execute(
+                () -> {
+                    try {
+                        Map<String, String> notCrc32c = new HashMap<>();
+                        Map<String, Registered> registered =
+                                registered(model, generation, notCrc32c);
+                        Map<String, List<ExpectedRange>> want =
+                                planId == null || planId.isEmpty() ? null : expected(planId);
+                        future.complete(new Inputs(registered, notCrc32c, want));
+                    } catch (RuntimeException e) {
+                        future.completeExceptionally(e);
+                    }
+                });
+    }
+
+    /** The preloaded inputs of the session for {@code planId}, or null: the proof reads them. */
+    private Inputs preloaded(String session, Object planId) {
+        CompletableFuture<Inputs> future;
+        synchronized (preloaded) {
+            future = preloaded.remove(session);
+        }
+        if (future == null) {
+            return null;
+        }
+        try {
+            Inputs inputs = future.get(30, TimeUnit.SECONDS);
+            boolean planned = planId != null && !((String) planId).isEmpty();
+            return planned == (inputs.expected() != null) ? inputs : null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return null;
+        } catch (ExecutionException | TimeoutException e) {
+            return null;
+        }
+    }
+
     /** The transitions {@code update-verified.lua} reported. */
     List<Object> verify(String model, long generation, String group) {
         long started = System.nanoTime();
         String session = keys.session(model, generation, group);
         Object planId = guard.call(() -> redis.opsForHash().get(session, "planId"));
+        Inputs ready = preloaded(session, planId);
         Map<Object, Object> blobs =
                 guard.call(
                         () ->
@@ -98,8 +188,8 @@ class UpdateVerifier {
                                     + bad.getMessage());
                 }
             }
-            Map<String, List<ExpectedRange>> want = null;
-            if (planId != null && !((String) planId).isEmpty()) {
+            Map<String, List<ExpectedRange>> want = ready == null ? null : ready.expected();
+            if (ready == null && planId != null && !((String) planId).isEmpty()) {
                 try {
                     want = expected((String) planId);
                 } catch (RuntimeException gone) {
@@ -111,10 +201,10 @@ class UpdateVerifier {
                                     + gone.getMessage());
                 }
             }
-            Map<String, String> notCrc32c = new HashMap<>();
-            result =
-                    ObjectVerification.verify(
-                            reports, registered(model, generation, notCrc32c), want);
+            Map<String, String> notCrc32c = ready == null ? new HashMap<>() : ready.notCrc32c();
+            Map<String, Registered> registered =
+                    ready == null ? registered(model, generation, notCrc32c) : ready.registered();
+            result = ObjectVerification.verify(reports, registered, want);
             if (!result.ok()) {
                 failedInstance = String.join(",", result.failure().readers());
                 String object = result.failure().object();
@@ -244,5 +334,10 @@ class UpdateVerifier {
             super(message);
             this.instance = instance;
         }
+    }
+
+    @Override
+    public void destroy() {
+        preloading.shutdownNow();
     }
 }

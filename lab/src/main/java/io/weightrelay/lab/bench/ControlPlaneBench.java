@@ -2,6 +2,7 @@ package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.GzipRequestBodies;
+import io.weightrelay.api.GzipResponses;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -593,9 +594,11 @@ public final class ControlPlaneBench {
                                     ApiClient.createDefaultMapper(
                                             ApiClient.createDefaultDateFormat()))
                             .requestFactory(factory)
-                            // As the trainer client does: large bodies go gzip-compressed, and
-                            // the wire counts what actually crosses it (interceptors run in order).
+                            // As the trainer client does: large bodies go gzip-compressed; as
+                            // publishers and loaders do, responses may come gzip-compressed; the
+                            // wire counts what actually crosses it (interceptors run in order).
                             .requestInterceptor(new GzipRequestBodies())
+                            .requestInterceptor(new GzipResponses())
                             .requestInterceptor(wire)
                             .build();
             ApiClient client = new ApiClient(rest);

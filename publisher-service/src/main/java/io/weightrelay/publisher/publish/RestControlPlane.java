@@ -3,6 +3,7 @@ package io.weightrelay.publisher.publish;
 import io.github.resilience4j.retry.Retry;
 import io.weightrelay.api.BaseUrlFailover;
 import io.weightrelay.api.Dtypes;
+import io.weightrelay.api.GzipResponses;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.RegistryApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
@@ -54,6 +55,9 @@ final class RestControlPlane implements ControlPlane {
                                 ApiClient.createDefaultMapper(ApiClient.createDefaultDateFormat()))
                         .requestFactory(factory)
                         .requestInterceptor(failover)
+                        // The encoded manifest comes gzip-compressed: a twelfth of its bytes at
+                        // scale.
+                        .requestInterceptor(new GzipResponses())
                         .build();
         ApiClient client = new ApiClient(rest);
         client.setBasePath(failover.primary());

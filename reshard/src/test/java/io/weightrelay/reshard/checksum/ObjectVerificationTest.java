@@ -224,4 +224,38 @@ class ObjectVerificationTest {
                                         Arrays.copyOf(encoded, encoded.length - 1)))
                 .isInstanceOf(CodecException.class);
     }
+
+    @Test
+    void withSeveralFailuresTheFirstByNameIsReportedWhateverTheOrderChecked() {
+        // Enough objects that a hash map's order is not their names' order.
+        Map<String, List<RangeChecksums.Entry>> byReader = new HashMap<>();
+        List<RangeChecksums.Entry> entries = new ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            String id = String.format("t%03d@0", i);
+            object(id, 64);
+            entries.add(range(id, 0, 64));
+        }
+        // t150 comes back corrupt, t042 was read only in part by a reader the plan has not.
+        entries.set(150, new RangeChecksums.Entry("t150@0", 0, 64, 7));
+        entries.set(42, range("t042@0", 0, 32));
+        byReader.put("loader-a", entries);
+        Map<String, List<ExpectedRange>> want = new HashMap<>();
+        for (int i = 0; i < 200; i++) {
+            want.put(String.format("t%03d@0", i), List.of(new ExpectedRange(0, 64, "loader-a")));
+        }
+
+        Result planned = ObjectVerification.verify(reports(byReader), registered, want);
+        assertThat(planned.ok()).isFalse();
+        assertThat(planned.failure().object()).isEqualTo("t042@0");
+        assertThat(planned.failure().corrupt()).isFalse();
+        // A failure against the plan counts what was verified before it, by name.
+        assertThat(planned.verifiedObjects()).isEqualTo(42);
+        assertThat(planned.verifiedBytes()).isEqualTo(42 * 64L);
+
+        // Without the plan, t042 is only partial: t150's corruption is the failure.
+        Result unplanned = ObjectVerification.verify(reports(byReader), registered, null);
+        assertThat(unplanned.failure().object()).isEqualTo("t150@0");
+        assertThat(unplanned.failure().corrupt()).isTrue();
+        assertThat(unplanned.failure().readers()).containsExactly("loader-a");
+    }
 }
