@@ -175,6 +175,7 @@ public final class LabCluster implements AutoCloseable {
     private final List<ServiceProcess> children = new ArrayList<>();
     private final List<ServiceProcess> loaders = new ArrayList<>();
     private final List<RolloutEngine> engines = new ArrayList<>();
+    private double registrationSeconds;
     private ServiceProcess control;
 
     /** Every control-api instance, {@link #control} first; all share the lab's Redis and prefix. */
@@ -821,6 +822,7 @@ public final class LabCluster implements AutoCloseable {
         connectTrainer();
 
         List<String> ids = placement.instances();
+        long started = System.nanoTime();
         for (int i = 0; i < ids.size(); i++) {
             String id = ids.get(i);
             RolloutEngine engine = new RolloutEngine(id, loaders.get(i).baseUrl(), loaderToken(id));
@@ -831,6 +833,16 @@ public final class LabCluster implements AutoCloseable {
                     RolloutEngine.workers(placement, id, manifest));
             engines.add(engine);
         }
+        registrationSeconds = (System.nanoTime() - started) / 1e9;
+    }
+
+    /**
+     * Seconds the engines' first registrations took, one after another: each loader creates and
+     * pre-faults its workers' receive segments before it answers, so this is the buffers' set-up,
+     * paid before (and reported apart from) the first update.
+     */
+    public double registrationSeconds() {
+        return registrationSeconds;
     }
 
     /** The simulated trainer's session, over the publishers running now. */
