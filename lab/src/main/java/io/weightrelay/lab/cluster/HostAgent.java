@@ -270,7 +270,7 @@ public final class HostAgent {
                                 () ->
                                         e.await(
                                                 e.start(null, timeout).getUpdateId(),
-                                                Duration.ofMillis(10))));
+                                                Duration.ofMillis(250))));
             }
             ObjectNode answer = ok();
             ArrayNode list = answer.putArray("engines");

@@ -561,7 +561,7 @@ public final class LabCluster implements AutoCloseable {
                                 () ->
                                         e.await(
                                                 e.start(null, Duration.ofMinutes(10)).getUpdateId(),
-                                                Duration.ofMillis(10),
+                                                Duration.ofMillis(250),
                                                 p -> tally(latest, e.instance(), p, progress))));
             }
             List<UpdateProgress> results = new ArrayList<>();
