@@ -38,10 +38,12 @@ import java.util.concurrent.Future;
  * {@code ./relay bench update --model qwen2.5-0.5b --instances 4 --tp 2 --mode compat|direct}:
  * control-api, one publisher-service per trainer node (two node labels) and one loader-service per
  * engine instance (two rollout node labels, instances packed in order) as child JVMs; the simulated
- * trainer publishes, the simulated engines register and update once cold (segments are created and
- * pre-faulted), then {@code --warmup} (2) more publish-and-update rounds let the JIT settle, and
- * the last round is measured. Every byte of the measured generation is then checked ({@code
- * --no-verify} skips that). One JSON line:
+ * trainer publishes, the simulated engines register (each loader creates and pre-faults its
+ * workers' receive segments before it answers: {@code buffer_setup_s}) and update once cold
+ * (JIT-cold services, the plan computed, staging created: {@code cold_update_s}), then {@code
+ * --warmup} (2) more publish-and-update rounds let the JIT settle, and the last round is measured.
+ * Every byte of the measured generation is then checked ({@code --no-verify} skips that). One JSON
+ * line:
  *
  * <ul>
  *   <li>{@code bytes_delivered}: bytes landing in worker buffers (pushes and fan-outs)
@@ -163,6 +165,7 @@ public final class UpdateBench {
                                     + "\"tcp_bytes\":%d,\"update_s\":%.4f,\"bound_s\":%.4f,"
                                     + "\"update_vs_bound\":%.3f,\"store_read_ratio\":%.4f,"
                                     + "\"naive_update_s\":%.4f,\"cold_update_s\":%.4f,"
+                                    + "\"buffer_setup_s\":%.4f,"
                                     + "\"memcpy_gbps\":%.3f,\"tcp_gbps\":%.3f,\"bytes_verified\":%d,"
                                     + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
                                     + "\"checksums\":%b,\"verify_ms\":%d,\"loader_checksum_ms\":%d,"
@@ -181,6 +184,7 @@ public final class UpdateBench {
                             (double) storeRead / needed,
                             naive,
                             cold.seconds(),
+                            lab.registrationSeconds(),
                             memcpy / 1e9,
                             socket / 1e9,
                             verified,

@@ -275,7 +275,7 @@ public final class HostAgent {
                                     UpdateProgress p =
                                             e.await(
                                                     e.start(null, timeout).getUpdateId(),
-                                                    Duration.ofMillis(10));
+                                                    Duration.ofMillis(250));
                                     done[k] = System.nanoTime();
                                     return p;
                                 }));

@@ -240,6 +240,7 @@ public final class LabCluster implements AutoCloseable {
     private final List<ServiceProcess> children = new ArrayList<>();
     private final List<ServiceProcess> loaders = new ArrayList<>();
     private final List<RolloutEngine> engines = new ArrayList<>();
+    private double registrationSeconds;
     private ServiceProcess control;
 
     /** Every control-api instance, {@link #control} first; all share the lab's Redis and prefix. */
@@ -696,7 +697,7 @@ public final class LabCluster implements AutoCloseable {
                                 () ->
                                         e.await(
                                                 e.start(null, Duration.ofMinutes(10)).getUpdateId(),
-                                                Duration.ofMillis(10),
+                                                Duration.ofMillis(250),
                                                 p -> tally(latest, e.instance(), p, progress))));
             }
             List<UpdateProgress> results = new ArrayList<>();
@@ -956,12 +957,23 @@ public final class LabCluster implements AutoCloseable {
 
         connectTrainer();
 
+        long started = System.nanoTime();
         for (int i = 0; i < slots.size(); i++) {
             String id = slots.get(i).id();
             RolloutEngine engine = new RolloutEngine(id, loaders.get(i).baseUrl(), loaderToken(id));
             register(engine, slots.get(i), "lab");
             engines.add(engine);
         }
+        registrationSeconds = (System.nanoTime() - started) / 1e9;
+    }
+
+    /**
+     * Seconds the engines' first registrations took, one after another: each loader creates and
+     * pre-faults its workers' receive segments before it answers, so this is the buffers' set-up,
+     * paid before (and reported apart from) the first update.
+     */
+    public double registrationSeconds() {
+        return registrationSeconds;
     }
 
     /** The simulated trainer's session, over the publishers running now. */

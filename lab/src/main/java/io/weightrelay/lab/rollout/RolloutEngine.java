@@ -32,6 +32,9 @@ import java.util.function.Consumer;
  * drives one engine.
  */
 public final class RolloutEngine {
+    /** The longest long poll the loader's contract admits. */
+    private static final int MAX_WAIT_MS = 10_000;
+
     private final String instance;
     private final InstanceApi instanceApi;
     private final UpdatesApi updatesApi;
@@ -174,13 +177,16 @@ public final class RolloutEngine {
     /** Follows the update until it has an outcome, handing each answer to {@code each}. */
     public UpdateProgress await(String updateId, Duration poll, Consumer<UpdateProgress> each)
             throws InterruptedException {
+        // A long poll: the loader answers as soon as the update has an outcome, or after `poll`
+        // with its progress; no request in between (polling every few milliseconds took CPU from
+        // the loaders moving the bytes, and an outcome was seen up to one interval late).
+        int waitMs = (int) Math.max(1, Math.min(MAX_WAIT_MS, poll.toMillis()));
         while (true) {
-            UpdateProgress p = updatesApi.getUpdate(updateId);
+            UpdateProgress p = updatesApi.getUpdate(updateId, waitMs);
             each.accept(p);
             if (p.getOutcome() != UpdateOutcome.RUNNING) {
                 return p;
             }
-            Thread.sleep(poll.toMillis());
         }
     }
 }

@@ -9,11 +9,13 @@ import io.weightrelay.dataplane.Segment;
 import io.weightrelay.loader.control.ControlPlane;
 import io.weightrelay.loader.control.ControlPlaneException;
 import io.weightrelay.loader.pipeline.BufferDirectory;
+import io.weightrelay.loader.registration.RegistrationKey;
 import io.weightrelay.loader.registration.RegistrationManager;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.ProblemKind;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import org.slf4j.Logger;
@@ -44,8 +46,63 @@ public class InstanceService {
         this.dataplane = dataplane;
     }
 
-    /** Registers (or re-registers: a reconnect) the instance. */
-    public synchronized Instance register(InstanceRegistration r) {
+    /**
+     * Held while a registration runs, its buffers' creation included; never by the heartbeat. The
+     * instance's own monitor is taken only for the short bookkeeping, so a heartbeat (which reads
+     * {@link #current()}) is never held up by the page faults of a large buffer.
+     */
+    private final Object registering = new Object();
+
+    /**
+     * Registers (or re-registers: a reconnect) the instance, then creates and pre-faults its
+     * workers' receive segments, so that its first update reuses them instead of paying for them.
+     * Returns once they exist: an engine that starts an update after registering finds them ready.
+     * A segment that cannot be created now (shared memory full, say) is left to the first prepare,
+     * which fails naming it.
+     */
+    public Instance register(InstanceRegistration r) {
+        synchronized (registering) {
+            Instance registered = registerLocked(r);
+            createReceiveSegments(registered);
+            return registered;
+        }
+    }
+
+    private void createReceiveSegments(Instance instance) {
+        RegistrationManager<Segment> registrations = dataplane.registrations();
+        BufferDirectory directory = new BufferDirectory(instance.buffers());
+        long started = System.nanoTime();
+        long bytes = 0;
+        for (String worker : instance.workerIds()) {
+            for (Map.Entry<String, Long> s : directory.segmentsOf(worker).entrySet()) {
+                RegistrationKey key =
+                        new RegistrationKey(
+                                instance.epoch(),
+                                instance.instanceId(),
+                                worker,
+                                s.getKey(),
+                                s.getValue());
+                try {
+                    registrations.acquirePersistent(key);
+                    bytes += s.getValue();
+                } catch (RuntimeException e) {
+                    log.warn(
+                            "receive segment {} of {} not created at registration ({}); the first"
+                                    + " update creates it",
+                            s.getKey(),
+                            worker,
+                            e.getMessage());
+                }
+            }
+        }
+        log.info(
+                "receive segments of {} ready: {} bytes in {} ms",
+                instance.instanceId(),
+                bytes,
+                (System.nanoTime() - started) / 1_000_000);
+    }
+
+    private synchronized Instance registerLocked(InstanceRegistration r) {
         if (updating) {
             throw InstanceProblems.UPDATE_RUNNING.exception(
                     "re-registration must wait until the running update ends");
@@ -146,7 +203,8 @@ public class InstanceService {
         }
         forgotten = true;
         try {
-            return register(registration).epoch();
+            // The engine's memory did not change: its registrations carry over, none is made.
+            return registerLocked(registration).epoch();
         } finally {
             forgotten = false;
         }
@@ -218,8 +276,17 @@ public class InstanceService {
         return current;
     }
 
-    /** Teardown: unregisters exactly the bases this instance registered and leaves the group. */
-    public synchronized List<String> teardown() {
+    /**
+     * Teardown: unregisters exactly the bases this instance registered and leaves the group. Waits
+     * for a registration whose buffers are being created, so none is left behind.
+     */
+    public List<String> teardown() {
+        synchronized (registering) {
+            return teardownLocked();
+        }
+    }
+
+    private synchronized List<String> teardownLocked() {
         Instance instance = require();
         if (updating) {
             throw InstanceProblems.UPDATE_RUNNING.exception("teardown must wait for the update");

@@ -63,6 +63,18 @@ public final class RegistrationManager<H> {
         return handle;
     }
 
+    /**
+     * The handle for the key, registered persistent: memory the instance registered with its engine
+     * (its receive buffers), created and pre-faulted when the engine registers rather than inside
+     * its first update. Reuses (and keeps) a registration of the same key; a failed prepare never
+     * discards it.
+     */
+    public synchronized H acquirePersistent(RegistrationKey key) {
+        H handle = acquire(key);
+        entries.get(key).state = RegistrationState.PERSISTENT;
+        return handle;
+    }
+
     /** The handle of a registered key, or null. */
     public synchronized H find(RegistrationKey key) {
         Entry<H> e = entries.get(key);

@@ -24,9 +24,12 @@ import io.weightrelay.service.problem.CommonProblems;
 import jakarta.annotation.PreDestroy;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.slf4j.Logger;
@@ -60,6 +63,17 @@ public class UpdateCoordinator {
                         t.setDaemon(true);
                         return t;
                     });
+
+    /** Control-api calls of a prepare that run beside its other steps. */
+    private final ExecutorService calls =
+            Executors.newFixedThreadPool(
+                    2,
+                    r -> {
+                        Thread t = new Thread(r, "update-calls");
+                        t.setDaemon(true);
+                        return t;
+                    });
+
     private final Map<String, UpdateRun> runs =
             new LinkedHashMap<>() {
                 @Override
@@ -207,11 +221,17 @@ public class UpdateCoordinator {
         Failure failure = null;
         boolean leased = false;
         UpdateSteps.PreparedUpdate prepared = null;
+        CompletableFuture<Void> starting = null;
         try {
             // ---- prepare: touches nothing ----
             try {
                 run.enter(Phase.PREPARING);
                 Stopwatch watch = new Stopwatch();
+                // Resolving the plan reads only the registry and the generation's digests: it
+                // runs while the generation is checked and leased, off the critical path.
+                CompletableFuture<PlanRef> resolving =
+                        CompletableFuture.supplyAsync(
+                                () -> control.resolvePlan(model, generation, group), calls);
                 GenerationRef g = control.generation(model, generation);
                 if (!g.state().equals("ACTIVE") && !g.state().equals("RETIRED")) {
                     throw new ApplyFailure(
@@ -246,8 +266,8 @@ public class UpdateCoordinator {
                     }
                     lastManifest = manifest;
                 }
-                watch.lap("manifest");
-                PlanRef ref = control.resolvePlan(model, generation, group);
+                watch.lap("generation-lease-manifest");
+                PlanRef ref = join(resolving);
                 watch.lap("resolve-plan");
                 if (!ref.valid()) {
                     throw new ApplyFailure(CONTROL_API, "plan " + ref.planId() + " is not valid");
@@ -267,10 +287,19 @@ public class UpdateCoordinator {
                     lastSlice = new CachedSlice(ref.planId(), slice);
                 }
                 watch.lap("fetch-slice");
+                // The session is started while this loader reads the group's buffers and prepares
+                // (it must exist only before the PREPARED report); the directory is read after the
+                // plan resolved, so it knows every loader the plan names.
+                List<String> planned = ref.instances();
+                String planId = ref.planId();
+                starting =
+                        CompletableFuture.runAsync(
+                                () ->
+                                        control.startSession(
+                                                model, generation, group, planned, planId, timeout),
+                                calls);
                 BufferDirectory directory = new BufferDirectory(control.groupBuffers(model, group));
                 watch.lap("loaders");
-                control.startSession(
-                        model, generation, group, ref.instances(), ref.planId(), timeout);
                 prepared =
                         steps.prepare(
                                 new PrepareRequest(
@@ -284,6 +313,8 @@ public class UpdateCoordinator {
                                         directory,
                                         reshardWorkers(instance, manifest)));
                 watch.lap("validate-check-register");
+                join(starting);
+                watch.lap("session");
                 run.total(prepared.bytesTotal());
                 control.report(
                         model,
@@ -295,6 +326,14 @@ public class UpdateCoordinator {
                 watch.lap("prepared-barrier");
                 log.info("prepare of {}: {}", run.id(), watch);
             } catch (RuntimeException e) {
+                if (starting != null) {
+                    // The failure goes to the session, so the session must exist first.
+                    try {
+                        starting.join();
+                    } catch (RuntimeException ignored) {
+                        // it failed itself: the report below names this loader's failure anyway
+                    }
+                }
                 failure = failure(instance, generation, e);
                 reportFailed(instance, generation, failure);
                 try {
@@ -425,6 +464,21 @@ public class UpdateCoordinator {
         }
     }
 
+    /** The call's result, or its own exception (a {@link ControlPlaneException}, say). */
+    private static <T> T join(CompletableFuture<T> call) {
+        try {
+            return call.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException r) {
+                throw r;
+            }
+            if (e.getCause() instanceof Error err) {
+                throw err;
+            }
+            throw e;
+        }
+    }
+
     private Duration remaining(long deadline) {
         long left = deadline - System.nanoTime();
         if (left <= 0) {
@@ -491,5 +545,6 @@ public class UpdateCoordinator {
     @PreDestroy
     void stop() {
         worker.shutdownNow();
+        calls.shutdownNow();
     }
 }

@@ -1,8 +1,10 @@
 package io.weightrelay.loader.update;
 
 import io.weightrelay.loader.pipeline.ApplyCounts;
+import java.time.Duration;
 import java.util.EnumMap;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /** One update's progress and outcome; written by the update thread, read by the web layer. */
@@ -108,6 +110,23 @@ public final class UpdateRun {
         outcome = result;
         failingPeer = peer;
         error = message;
+        notifyAll();
+    }
+
+    /**
+     * The snapshot once the run has an outcome, or when {@code wait} has passed, whichever is
+     * first: a long poll for an engine following its update.
+     */
+    public synchronized Snapshot awaitOutcome(Duration wait) throws InterruptedException {
+        long deadline = System.nanoTime() + wait.toNanos();
+        while (outcome == Outcome.RUNNING) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                break;
+            }
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
+        return snapshot();
     }
 
     public synchronized Snapshot snapshot() {

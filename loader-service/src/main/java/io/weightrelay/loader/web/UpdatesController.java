@@ -44,7 +44,7 @@ class UpdatesController implements UpdatesApi {
     }
 
     @Override
-    public ResponseEntity<UpdateProgress> getUpdate(String updateId) {
+    public ResponseEntity<UpdateProgress> getUpdate(String updateId, Integer waitMs) {
         UpdateRun run =
                 coordinator
                         .find(updateId)
@@ -52,7 +52,15 @@ class UpdatesController implements UpdatesApi {
                                 () ->
                                         UpdateProblems.UPDATE_NOT_FOUND.exception(
                                                 "no update " + updateId));
-        return ResponseEntity.ok(progress(run.snapshot()));
+        if (waitMs == null || waitMs <= 0) {
+            return ResponseEntity.ok(progress(run.snapshot()));
+        }
+        try {
+            return ResponseEntity.ok(progress(run.awaitOutcome(Duration.ofMillis(waitMs))));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return ResponseEntity.ok(progress(run.snapshot()));
+        }
     }
 
     static UpdateProgress progress(UpdateRun.Snapshot s) {

@@ -51,6 +51,22 @@ class RegistrationManagerTest {
     }
 
     @Test
+    void buffersCreatedAtRegistrationAreReusedByTheFirstPrepareAndSurviveItsFailure() {
+        String created = manager.acquirePersistent(key(1, "i0", "seg-a", 100));
+
+        String prepared = manager.acquire(key(1, "i0", "seg-a", 100));
+        manager.acquire(key(1, "i0", "staging", 50));
+        assertThat(prepared).isSameAs(created);
+        assertThat(manager.discardProvisional()).isEqualTo(1);
+
+        assertThat(registrar.registered).containsExactly("seg-a#0", "staging#1");
+        assertThat(registrar.unregistered).containsExactly("staging#1");
+        assertThat(manager.snapshot())
+                .extracting(RegistrationManager.Snapshot::state)
+                .containsExactly(RegistrationState.PERSISTENT);
+    }
+
+    @Test
     void aFailedPrepareDropsOnlyItsProvisionalRegistrations() {
         manager.acquire(key(1, "i0", "seg-a", 100));
         manager.promote();

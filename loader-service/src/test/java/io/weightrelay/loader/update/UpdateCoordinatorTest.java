@@ -20,6 +20,7 @@ import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.PrepareRequest;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.loader.registration.RegistrationManager;
+import io.weightrelay.loader.registration.RegistrationState;
 import io.weightrelay.loader.update.UpdateRun.Outcome;
 import io.weightrelay.loader.update.UpdateRun.Phase;
 import io.weightrelay.reshard.catalog.ModelCatalog;
@@ -42,6 +43,9 @@ import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -58,6 +62,12 @@ class UpdateCoordinatorTest {
     private static Plan plan;
 
     private FakeControl control;
+    private DataplaneHolder holder;
+
+    /** Opened by a test to hold the creation of a receive segment (its page faults) midway. */
+    private CountDownLatch creationGate = new CountDownLatch(0);
+
+    private CountDownLatch creating = new CountDownLatch(1);
     private FakeSteps steps;
     private InstanceService instances;
     private UpdateCoordinator coordinator;
@@ -90,7 +100,7 @@ class UpdateCoordinatorTest {
                         4,
                         -1,
                         true);
-        DataplaneHolder holder =
+        holder =
                 new DataplaneHolder(
                         new DataplaneSettings(
                                 DataplaneProperties.loopback("redis://127.0.0.1:6379", "wr:dp:"))) {
@@ -101,6 +111,12 @@ class UpdateCoordinatorTest {
                                         public Segment register(
                                                 io.weightrelay.loader.registration.RegistrationKey
                                                         key) {
+                                            creating.countDown();
+                                            try {
+                                                creationGate.await();
+                                            } catch (InterruptedException e) {
+                                                Thread.currentThread().interrupt();
+                                            }
                                             return null;
                                         }
 
@@ -180,6 +196,48 @@ class UpdateCoordinatorTest {
         finish(coordinator.start(null, Duration.ofSeconds(30)));
         assertThat(instances.require().generation()).isEqualTo(3);
         assertThat(control.leases).containsExactly("+2", "+3", "-2");
+    }
+
+    /**
+     * The engine's registration creates its workers' receive segments before it answers, for good
+     * (a failed prepare keeps them), so its first update reuses them instead of paying for them.
+     */
+    @Test
+    void registrationCreatesTheReceiveSegmentsAndTheFirstUpdateReusesThem() throws Exception {
+        List<String> segments = new ArrayList<>();
+        for (WorkerPlacement w : registration().getWorkers()) {
+            segments.add(w.getBuffers().get(0).getSegment());
+        }
+        assertThat(holder.registrations().snapshot())
+                .extracting(x -> x.key().base())
+                .containsExactlyElementsOf(segments);
+        assertThat(holder.registrations().snapshot())
+                .extracting(RegistrationManager.Snapshot::state)
+                .containsOnly(RegistrationState.PERSISTENT);
+        assertThat(holder.registrations().stats().registered()).isEqualTo(segments.size());
+    }
+
+    /**
+     * While a registration creates (and page-faults) its buffers, the heartbeat still reads the
+     * instance: a slow creation never starves the loader's membership in control-api's registry.
+     */
+    @Test
+    void aSlowBufferCreationNeverHoldsUpTheHeartbeat() throws Exception {
+        creationGate = new CountDownLatch(1);
+        creating = new CountDownLatch(1);
+        Thread registering = new Thread(() -> instances.register(registration()));
+        registering.start();
+        try {
+            assertThat(creating.await(10, TimeUnit.SECONDS)).isTrue();
+            CompletableFuture<Boolean> beat =
+                    CompletableFuture.supplyAsync(() -> instances.current().isPresent());
+            assertThat(beat.get(5, TimeUnit.SECONDS)).isTrue();
+            assertThat(registering.isAlive()).as("still creating its buffers").isTrue();
+        } finally {
+            creationGate.countDown();
+            registering.join(10_000);
+        }
+        assertThat(registering.isAlive()).isFalse();
     }
 
     /**
