@@ -1,9 +1,8 @@
 package io.weightrelay.control;
 
+import io.weightrelay.service.process.ServiceProcess;
 import java.io.IOException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -152,10 +151,6 @@ final class PrivateRedis implements AutoCloseable, AfterAllCallback {
     }
 
     private static int freePort() {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        } catch (IOException ex) {
-            throw new IllegalStateException(ex);
-        }
+        return ServiceProcess.freePort();
     }
 }

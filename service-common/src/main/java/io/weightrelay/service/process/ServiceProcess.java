@@ -3,6 +3,7 @@ package io.weightrelay.service.process;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -14,6 +15,9 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -25,6 +29,11 @@ public final class ServiceProcess implements AutoCloseable {
 
     private static final HttpClient HTTP =
             HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+    /** The first port of the range {@link #freePort()} picks from when the kernel leaves room. */
+    private static final int FIXED_PORTS_FROM = 20_000;
+
+    private static final Set<Integer> HANDED_OUT = ConcurrentHashMap.newKeySet();
 
     private final String name;
     private final Process process;
@@ -233,12 +242,49 @@ public final class ServiceProcess implements AutoCloseable {
         return Path.of(System.getProperty("relay.home", ".")).toAbsolutePath().normalize();
     }
 
-    /** A port free on loopback right now. */
+    /**
+     * A port free on loopback now, for a child to bind a few seconds later. It is taken below the
+     * kernel's ephemeral range ({@code /proc/sys/net/ipv4/ip_local_port_range}): a port the kernel
+     * hands out for {@code bind(0)} (every data-plane engine binds so) or an outgoing connection in
+     * the meantime can then never be the one chosen, which is how a lab once lost a loader to "Port
+     * ... was already in use" (its port had gone to a publisher's engine while the loader's JVM
+     * started). Ports handed out by this JVM are not handed out again. Falls back to {@code
+     * bind(0)} where there is no room below the ephemeral range.
+     */
     public static int freePort() {
+        int ephemeralLow = ephemeralRangeLow();
+        if (ephemeralLow - FIXED_PORTS_FROM >= 1024) {
+            for (int attempt = 0; attempt < 200; attempt++) {
+                int port = ThreadLocalRandom.current().nextInt(FIXED_PORTS_FROM, ephemeralLow);
+                if (HANDED_OUT.contains(port)) {
+                    continue;
+                }
+                try (ServerSocket s = new ServerSocket()) {
+                    s.setReuseAddress(false);
+                    s.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 1);
+                } catch (IOException busy) {
+                    continue;
+                }
+                if (HANDED_OUT.add(port)) {
+                    return port;
+                }
+            }
+        }
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    private static int ephemeralRangeLow() {
+        try {
+            // readAllLines, not readString: procfs files report size 0 and readString stops short.
+            String range =
+                    Files.readAllLines(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).get(0);
+            return Integer.parseInt(range.trim().split("\\s+")[0]);
+        } catch (IOException | RuntimeException unknown) {
+            return 0;
         }
     }
 }
