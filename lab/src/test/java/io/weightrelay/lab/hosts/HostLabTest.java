@@ -132,6 +132,16 @@ class HostLabTest {
                                 30);
                 assertThat(sent.ok()).as(sent.out()).isTrue();
                 double seconds = Long.parseLong(sent.out().strip()) / 1e9;
+                // The sender's last bytes may still sit in its socket buffer and the shaped queue
+                // when it closes: the sink ends by itself once it has read them all (to EOF).
+                // Closing it earlier would reset the connection and lose them from the counts.
+                long drained = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+                while (sink.isAlive() && System.nanoTime() < drained) {
+                    Thread.sleep(20);
+                }
+                assertThat(sink.isAlive())
+                        .as("the sink read everything %s sent, to EOF", from.name())
+                        .isFalse();
                 sink.close();
                 assertThat(seconds)
                         .as("%s -> %s through a 5 MB/s link", from.name(), to.name())
