@@ -85,10 +85,17 @@ class OverloadTest extends ControlApiClientSupport {
             String padded = "{" + " ".repeat(SLOW_BODY - 2) + "}";
             HttpResponse<String> refused = null;
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            long oneMoreAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
             while (System.nanoTime() < deadline) {
                 refused = call("POST", gens, TRAINER, padded);
                 if (refused.statusCode() == 503) {
                     break;
+                }
+                if (slow.size() == 3 && System.nanoTime() > oneMoreAt) {
+                    // A body is charged only once Tomcat hands its connection to a worker; one
+                    // CI run saw a trickling connection not handed over within 10 s (cause not
+                    // found). One more keeps the budget held whichever three are being read.
+                    slow.add(slowBody(gens, SLOW_BODY));
                 }
                 Thread.sleep(50);
             }
