@@ -28,12 +28,14 @@ final class BatchStore implements AutoCloseable {
 
     private final StagingArea staging;
     private final SegmentOwner owner;
+
+    /** File staging's puts, one an object, in parallel (segment staging publishes in place). */
     private final ExecutorService puts;
 
     BatchStore(StagingArea staging, SegmentOwner owner, int threads) {
+        this.puts = Publisher.pool("publish-store-", threads);
         this.staging = staging;
         this.owner = owner;
-        this.puts = Publisher.pool("publish-store-", threads);
     }
 
     /**

@@ -1,5 +1,10 @@
 package io.weightrelay.publisher.publish;
 
+import static io.weightrelay.publisher.convert.ElementType.BF16;
+import static io.weightrelay.publisher.convert.ElementType.FP16;
+import static io.weightrelay.publisher.convert.ElementType.FP32;
+import static io.weightrelay.publisher.convert.ElementType.FP8_E4M3;
+import static io.weightrelay.publisher.convert.ElementType.INT32;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -11,6 +16,7 @@ import io.weightrelay.publisher.staging.StagingArea;
 import io.weightrelay.service.problem.ProblemKind;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Instant;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -18,79 +24,64 @@ import org.junit.jupiter.api.Test;
 /** The batch layout is arithmetic over offsets: plain JUnit, no staging, no store. */
 class BatchLayoutTest {
 
-    /** fp32 [4, 8] stored as bf16 in two fragments of 16 elements. */
-    private static final GenerationLayout.Tensor W =
-            new GenerationLayout.Tensor(
-                    "w",
-                    List.of(4L, 8L),
-                    ElementType.FP32,
-                    ElementType.BF16,
-                    32,
-                    List.of(
-                            new GenerationLayout.Fragment("w.0", 0, 16),
-                            new GenerationLayout.Fragment("w.1", 16, 16)),
-                    null);
-
-    /** bf16 [2, 4] stored as it is. */
-    private static final GenerationLayout.Tensor E =
-            new GenerationLayout.Tensor(
-                    "e",
-                    List.of(2L, 4L),
-                    ElementType.BF16,
-                    ElementType.BF16,
-                    8,
-                    List.of(new GenerationLayout.Fragment("e.0", 0, 8)),
-                    null);
-
-    /** bf16 [2, 128] stored as block-FP8, one block, its 4 scale bytes in object f8.s. */
-    private static final GenerationLayout.Tensor F8 =
-            new GenerationLayout.Tensor(
-                    "f8",
-                    List.of(2L, 128L),
-                    ElementType.BF16,
-                    ElementType.FP8_E4M3,
-                    256,
-                    List.of(new GenerationLayout.Fragment("f8.0", 0, 256, "f8.s", 4)),
-                    null);
-
-    /** The scales of f8: computed by the publisher, never sent. */
-    private static final GenerationLayout.Tensor F8_SCALES =
-            new GenerationLayout.Tensor(
-                    "f8.scales",
-                    List.of(1L, 1L),
-                    ElementType.FP32,
-                    ElementType.FP32,
-                    1,
-                    List.of(new GenerationLayout.Fragment("f8.s", 0, 1)),
-                    "f8");
-
-    /** int32 asked for as fp16: no conversion leads there. */
-    private static final GenerationLayout.Tensor I =
-            new GenerationLayout.Tensor(
-                    "i",
-                    List.of(4L),
-                    ElementType.INT32,
-                    ElementType.FP16,
-                    4,
-                    List.of(new GenerationLayout.Fragment("i.0", 0, 4)),
-                    null);
-
+    /**
+     * w: fp32 [4, 8] stored as bf16 in two fragments of 16 elements; e: bf16 stored as it is; f8:
+     * bf16 [2, 128] stored as block-FP8, one block, its 4 scale bytes in object f8.s; f8.scales:
+     * those scales, computed by the publisher and never sent; i: int32 asked for as fp16, which no
+     * conversion leads to.
+     */
     private static final GenerationLayout LAYOUT =
             new GenerationLayout(
-                    "m", 7, Map.of("w", W, "e", E, "f8", F8, "f8.scales", F8_SCALES, "i", I));
+                    "m",
+                    7,
+                    Map.of(
+                            "w", tensor("w", FP32, BF16, null, 4, 8),
+                            "e", tensor("e", BF16, BF16, null, 2, 4),
+                            "f8", tensor("f8", BF16, FP8_E4M3, null, 2, 128),
+                            "f8.scales", tensor("f8.scales", FP32, FP32, "f8", 1, 1),
+                            "i", tensor("i", INT32, FP16, null, 4)));
+
+    private static final GenerationLayout.Tensor W = LAYOUT.tensor("w").orElseThrow();
+    private static final GenerationLayout.Tensor E = LAYOUT.tensor("e").orElseThrow();
+    private static final GenerationLayout.Tensor F8 = LAYOUT.tensor("f8").orElseThrow();
+    private static final GenerationLayout.Tensor F8_SCALES =
+            LAYOUT.tensor("f8.scales").orElseThrow();
+    private static final GenerationLayout.Tensor I = LAYOUT.tensor("i").orElseThrow();
 
     private static final StagingArea.Reservation RESERVATION =
             new StagingArea.Reservation("r1", 1024, 65536, Instant.EPOCH, true);
 
+    /** A tensor of {@code dims}: w in two fragments, f8 with its scale object, else one. */
+    private static GenerationLayout.Tensor tensor(
+            String name, ElementType trainer, ElementType rollout, String scalesOf, long... dims) {
+        List<Long> shape = Arrays.stream(dims).boxed().toList();
+        long elements = elements(shape);
+        List<GenerationLayout.Fragment> fragments =
+                switch (name) {
+                    case "w" ->
+                            List.of(
+                                    new GenerationLayout.Fragment("w.0", 0, 16),
+                                    new GenerationLayout.Fragment("w.1", 16, 16));
+                    case "f8" -> List.of(new GenerationLayout.Fragment("f8.0", 0, 256, "f8.s", 4));
+                    case "f8.scales" -> List.of(new GenerationLayout.Fragment("f8.s", 0, 1));
+                    default -> List.of(new GenerationLayout.Fragment(name + ".0", 0, elements));
+                };
+        return new GenerationLayout.Tensor(
+                name, shape, trainer, rollout, elements, fragments, scalesOf);
+    }
+
+    private static long elements(List<Long> shape) {
+        return shape.stream().reduce(1L, (a, b) -> a * b);
+    }
+
     private static StagedTensor staged(String name, Dtype dtype, List<Long> shape, long at) {
-        long elements = shape.stream().reduce(1L, (a, b) -> a * b);
         long width = ElementType.ofApiName(dtype.getValue()).bytes();
         return new StagedTensor()
                 .name(name)
                 .dtype(dtype)
                 .shape(shape)
                 .stagingOffset(at)
-                .bytes(elements * width);
+                .bytes(elements(shape) * width);
     }
 
     private static BatchLayout of(StagedTensor... tensors) {
