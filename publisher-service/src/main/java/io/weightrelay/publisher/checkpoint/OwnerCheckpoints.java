@@ -1,16 +1,20 @@
 package io.weightrelay.publisher.checkpoint;
 
 import io.weightrelay.api.publisher.model.OwnerCheckpointObject;
+import io.weightrelay.api.publisher.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.model.OwnerCheckpointResult;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.publish.ControlPlane;
 import io.weightrelay.publisher.publish.GenerationLayout;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.staging.StagingArea;
+import io.weightrelay.service.problem.CommonProblems;
+import io.weightrelay.service.problem.ProblemKind;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -53,17 +57,17 @@ public final class OwnerCheckpoints {
      * the checksum registered at publish ({@code published}, by store key): a byte changed in the
      * segment since is never saved as if it were the trainer's. On any failure the file is removed.
      */
-    public OwnerCheckpointResult save(
-            String model, long generation, Path directory, Map<String, String> published) {
-        if (published == null || published.isEmpty()) {
-            throw CheckpointProblems.CHECKSUMS_REQUIRED.exception(
-                    "a save of "
-                            + model
-                            + "/"
-                            + generation
-                            + " needs the checksums registered at publish (checksums)");
-        }
-        requireAbsolute(directory);
+    public OwnerCheckpointResult save(OwnerCheckpointRequest request) {
+        String model = request.getModel();
+        long generation = request.getGeneration();
+        Map<String, String> published = request.getChecksums();
+        Path directory =
+                directory(
+                        request,
+                        "save",
+                        published != null && !published.isEmpty(),
+                        CheckpointProblems.CHECKSUMS_REQUIRED,
+                        "needs the checksums registered at publish (checksums)");
         long started = System.nanoTime();
         GenerationLayout layout = control.layout(model, generation);
         String name = fileName();
@@ -145,17 +149,17 @@ public final class OwnerCheckpoints {
      * directory} and checked against its checksum first; objects already stored are left alone.
      * Objects go in batches of up to one staging reservation, stored like a publish batch.
      */
-    public OwnerCheckpointResult restore(
-            String model, long generation, Path directory, List<OwnerCheckpointObject> objects) {
-        if (objects == null || objects.isEmpty()) {
-            throw CheckpointProblems.OBJECTS_REQUIRED.exception(
-                    "a restore of "
-                            + model
-                            + "/"
-                            + generation
-                            + " names the objects this owner re-stores (objects)");
-        }
-        requireAbsolute(directory);
+    public OwnerCheckpointResult restore(OwnerCheckpointRequest request) {
+        String model = request.getModel();
+        long generation = request.getGeneration();
+        List<OwnerCheckpointObject> objects = request.getObjects();
+        Path directory =
+                directory(
+                        request,
+                        "restore",
+                        objects != null && !objects.isEmpty(),
+                        CheckpointProblems.OBJECTS_REQUIRED,
+                        "names the objects this owner re-stores (objects)");
         long started = System.nanoTime();
         String prefix = model + "/" + generation + "/";
         List<OwnerCheckpointObject> batch = new ArrayList<>();
@@ -326,11 +330,40 @@ public final class OwnerCheckpoints {
         }
     }
 
-    private static void requireAbsolute(Path directory) {
+    /**
+     * The request's checkpoint directory: 400 when it is not a path here, when the request lacks
+     * what the {@code operation} needs ({@code given} false: {@code missing} with {@code detail}),
+     * or when the path is not absolute, in that order.
+     */
+    private static Path directory(
+            OwnerCheckpointRequest request,
+            String operation,
+            boolean given,
+            ProblemKind missing,
+            String detail) {
+        Path directory;
+        try {
+            directory = Path.of(request.getDirectory());
+        } catch (InvalidPathException e) {
+            throw CommonProblems.INVALID_REQUEST.exception(
+                    "checkpoint directory is not a path here: " + e.getReason());
+        }
+        if (!given) {
+            throw missing.exception(
+                    "a "
+                            + operation
+                            + " of "
+                            + request.getModel()
+                            + "/"
+                            + request.getGeneration()
+                            + " "
+                            + detail);
+        }
         if (!directory.isAbsolute()) {
-            throw io.weightrelay.service.problem.CommonProblems.INVALID_REQUEST.exception(
+            throw CommonProblems.INVALID_REQUEST.exception(
                     "checkpoint directory '" + directory + "' is not absolute");
         }
+        return directory;
     }
 
     /** Makes the new file's directory entry durable too. */

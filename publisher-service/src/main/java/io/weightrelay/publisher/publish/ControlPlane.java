@@ -20,8 +20,17 @@ public interface ControlPlane {
     /** Registers stored objects of an open generation (one call per batch). */
     void register(String model, long generation, String publisher, List<StoredObject> objects);
 
-    /** Registers (or re-registers) this node's segment as a live owner; starts its TTL. */
-    void registerSegment(String segment, String node, String endpoint, long size, String adminUrl);
+    /**
+     * Registers (or re-registers) this node's segment as a live owner and starts its TTL; {@code
+     * storageUnit}: a CPU-only owner that serves no trainer.
+     */
+    void registerSegment(
+            String segment,
+            String node,
+            String endpoint,
+            long size,
+            String adminUrl,
+            boolean storageUnit);
 
     /**
      * Renews the segment's TTL.
@@ -37,21 +46,6 @@ public interface ControlPlane {
      */
     void loseGeneration(String model, long generation, String segment, long objects, String reason);
 
-    /** An object as control-api registers it. */
-    /**
-     * Registers a segment with its role ({@code storageUnit}: a CPU-only owner that serves no
-     * trainer).
-     */
-    default void registerSegment(
-            String segment,
-            String node,
-            String endpoint,
-            long size,
-            String adminUrl,
-            boolean storageUnit) {
-        registerSegment(segment, node, endpoint, size, adminUrl);
-    }
-
     /** The live storage-unit segments control-api knows, each with its node label. */
     default List<SegmentPeer> storageUnits() {
         return List.of();
@@ -60,5 +54,6 @@ public interface ControlPlane {
     /** A registered segment: its name and node label. */
     record SegmentPeer(String segment, String node) {}
 
+    /** An object as control-api registers it. */
     record StoredObject(String key, long size, String checksum, String segment) {}
 }

@@ -2,7 +2,6 @@ package io.weightrelay.publisher.publish;
 
 import io.github.resilience4j.retry.Retry;
 import io.github.resilience4j.retry.RetryConfig;
-import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.staging.StagingArea;
 import java.time.Duration;
@@ -23,11 +22,6 @@ class PublishConfiguration {
                                 .retryOnException(RestControlPlane::isTransient)
                                 .build());
         return new RestControlPlane(properties, retry);
-    }
-
-    @Bean
-    PublishMetrics publishMetrics(MeterRegistry registry) {
-        return new PublishMetrics(registry);
     }
 
     @Bean(destroyMethod = "close")

@@ -2,12 +2,14 @@ package io.weightrelay.publisher.publish;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import org.springframework.stereotype.Component;
 
 /**
  * Byte counters per model and stage ({@code relay.publish.bytes}, stage = staged, converted,
  * stored_local, stored_remote) and object counts. Per-generation figures are in the publish status;
  * meters stay per model so their number does not grow with every generation.
  */
+@Component
 public final class PublishMetrics {
 
     private final MeterRegistry registry;

@@ -134,12 +134,6 @@ final class RestControlPlane implements ControlPlane {
 
     @Override
     public void registerSegment(
-            String segment, String node, String endpoint, long size, String adminUrl) {
-        registerSegment(segment, node, endpoint, size, adminUrl, false);
-    }
-
-    @Override
-    public void registerSegment(
             String segment,
             String node,
             String endpoint,

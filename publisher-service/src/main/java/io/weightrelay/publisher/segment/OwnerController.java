@@ -7,9 +7,6 @@ import io.weightrelay.api.publisher.model.TransportCounters;
 import io.weightrelay.api.publisher.server.OwnerApi;
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.publisher.checkpoint.OwnerCheckpoints;
-import io.weightrelay.service.problem.CommonProblems;
-import java.nio.file.InvalidPathException;
-import java.nio.file.Path;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -45,32 +42,12 @@ class OwnerController implements OwnerApi {
 
     @Override
     public ResponseEntity<OwnerCheckpointResult> saveOwnedObjects(OwnerCheckpointRequest request) {
-        return ResponseEntity.ok(
-                checkpoints.save(
-                        request.getModel(),
-                        request.getGeneration(),
-                        directory(request.getDirectory()),
-                        request.getChecksums()));
+        return ResponseEntity.ok(checkpoints.save(request));
     }
 
     @Override
     public ResponseEntity<OwnerCheckpointResult> restoreOwnedObjects(
             OwnerCheckpointRequest request) {
-        return ResponseEntity.ok(
-                checkpoints.restore(
-                        request.getModel(),
-                        request.getGeneration(),
-                        directory(request.getDirectory()),
-                        request.getObjects()));
-    }
-
-    /** The checkpoint directory; one the platform cannot name (a NUL in it) is 400, not a 500. */
-    private static Path directory(String directory) {
-        try {
-            return Path.of(directory);
-        } catch (InvalidPathException e) {
-            throw CommonProblems.INVALID_REQUEST.exception(
-                    "checkpoint directory is not a path here: " + e.getReason());
-        }
+        return ResponseEntity.ok(checkpoints.restore(request));
     }
 }

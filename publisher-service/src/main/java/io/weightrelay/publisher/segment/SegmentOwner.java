@@ -59,7 +59,7 @@ public final class SegmentOwner implements AutoCloseable {
                                 : settings.storerConfig(properties.node()));
         if (!properties.ownsSegment()) {
             // Client only: no segment, so no save ever waits on this process. Puts go to the
-            // storage units, which allocate for them (the storer role; SegmentRegistrar keeps
+            // storage units, which allocate for them (the storer role; SegmentHeartbeat keeps
             // the preference current).
             this.segment = null;
             this.lostOnRestart = List.of();

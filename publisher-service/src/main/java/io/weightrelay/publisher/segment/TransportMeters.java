@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.weightrelay.dataplane.Counters;
 import java.util.function.ToLongFunction;
+import org.springframework.stereotype.Component;
 
 /**
  * The bytes this publisher's data-plane engine moved since it started, per transport and direction,
@@ -13,6 +14,7 @@ import java.util.function.ToLongFunction;
  * peers, such as loaders reading this segment over tcp). A publish writes no tcp byte (promise 3 of
  * docs/architecture.md), so {@code transport="tcp",direction="written"} stays flat while one runs.
  */
+@Component
 final class TransportMeters implements MeterBinder {
 
     private final SegmentOwner owner;

@@ -1,7 +1,6 @@
 package io.weightrelay.publisher.publish;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.publisher.client.model.PublishState;
@@ -12,7 +11,6 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.trainer.client.PublishFailedException;
-import io.weightrelay.trainer.sim.DeterministicWeights;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
@@ -46,27 +44,20 @@ class FileStagingPublishTest extends PublishEndToEndTest {
     @Test
     void aGenerationWithAFailedPutIsAbortedAndNeverCommitted() {
         SourceManifest good = tinyFp32ToBf16("e2e-fail");
-        long active =
-                session().publish(good, 0, g -> new DeterministicWeights(SEED, g)).generation();
+        long active = publish(good, 0).generation();
 
         // Larger than the free space of the only segment: some put finds no room anywhere.
         List<TensorSpec> tensors = new ArrayList<>(good.tensors());
         tensors.add(new TensorSpec("huge.weight", Shape.of(4096, 4096), DType.F32, DType.BF16));
         SourceManifest tooBig = Fragmenter.fragment(good.model(), tensors, 64 << 10);
 
-        assertThatThrownBy(
-                        () -> session().publish(tooBig, 1, g -> new DeterministicWeights(SEED, g)))
-                .isInstanceOfSatisfying(
-                        PublishFailedException.class,
-                        e -> {
-                            assertThat(e.getMessage()).contains("aborted").contains("store-failed");
-                            long failed = e.generation();
-                            assertThat(state(good.model(), failed))
-                                    .isEqualTo(GenerationState.ABORTED);
-                            assertThat(publisher.status(good.model(), failed).getState())
-                                    .isEqualTo(PublishState.FAILED);
-                            assertNoneStored(tooBig, failed);
-                        });
+        PublishFailedException e = publishFails(tooBig, 1);
+        assertThat(e.getMessage()).contains("aborted").contains("store-failed");
+        long failed = e.generation();
+        assertThat(state(good.model(), failed)).isEqualTo(GenerationState.ABORTED);
+        assertThat(publisher.status(good.model(), failed).getState())
+                .isEqualTo(PublishState.FAILED);
+        assertNoneStored(tooBig, failed);
         assertThat(state(good.model(), active)).isEqualTo(GenerationState.ACTIVE);
         assertThat(controlApi.generations().getActiveGeneration(good.model()).getGeneration())
                 .isEqualTo(active);

@@ -2,6 +2,7 @@ package io.weightrelay.publisher.publish;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
@@ -48,6 +49,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -60,6 +62,7 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.TestContext;
 import org.springframework.test.context.TestExecutionListener;
 import org.springframework.test.context.TestExecutionListeners;
+import org.springframework.web.client.RestClientResponseException;
 
 /**
  * The whole publish path with the real parts: the trainer-side protocol library talks REST to the
@@ -161,6 +164,19 @@ abstract class PublishEndToEndTest {
                 RankPublisher.Options.defaults());
     }
 
+    /** Publishes the deterministic trainer's weights of {@code manifest} at {@code step}. */
+    TrainerSession.Outcome publish(SourceManifest manifest, long step) {
+        return session().publish(manifest, step, g -> new DeterministicWeights(SEED, g));
+    }
+
+    /** Publishes as {@link #publish} does, which must fail; the failure. */
+    PublishFailedException publishFails(SourceManifest manifest, long step) {
+        PublishFailedException e =
+                catchThrowableOfType(PublishFailedException.class, () -> publish(manifest, step));
+        assertThat(e).as("publish of " + manifest.model() + " fails").isNotNull();
+        return e;
+    }
+
     /** The tiny catalogued model, fp32 in the trainer, bf16 for rollout, small fragments. */
     static SourceManifest tinyFp32ToBf16(String model) {
         SourceManifest tiny =
@@ -177,8 +193,7 @@ abstract class PublishEndToEndTest {
         SourceManifest manifest = tinyFp32ToBf16("e2e-convert");
         TransportCounters before = publisher.segment().getTransport();
 
-        TrainerSession.Outcome outcome =
-                session().publish(manifest, 0, g -> new DeterministicWeights(SEED, g));
+        TrainerSession.Outcome outcome = publish(manifest, 0);
 
         long g = outcome.generation();
         Generation generation = controlApi.generation(manifest.model(), g);
@@ -243,10 +258,7 @@ abstract class PublishEndToEndTest {
                         "e2e-fp8", Fp8BlockRule.defaults().apply(trainer), MAX_FRAGMENT);
         assertThat(manifest.fragments()).hasSizeGreaterThan(manifest.tensors().size());
 
-        long g =
-                session()
-                        .publish(manifest, 0, gen -> new DeterministicWeights(SEED, gen))
-                        .generation();
+        long g = publish(manifest, 0).generation();
 
         assertThat(state(manifest.model(), g)).isEqualTo(GenerationState.ACTIVE);
         Map<String, RegisteredObject> registered =
@@ -343,22 +355,11 @@ abstract class PublishEndToEndTest {
                         opened,
                         new RegisterObjectsRequest().publisher("node-rival").addObjectsItem(rival));
 
-        assertThatThrownBy(
-                        () ->
-                                session()
-                                        .publish(
-                                                manifest,
-                                                0,
-                                                g -> new DeterministicWeights(SEED, g)))
-                .isInstanceOfSatisfying(
-                        PublishFailedException.class,
-                        e -> {
-                            assertThat(e.generation()).isEqualTo(opened);
-                            assertThat(e.getMessage()).contains("control-api-failed");
-                            assertThat(state(manifest.model(), opened))
-                                    .isEqualTo(GenerationState.ABORTED);
-                            assertNoneStored(manifest, opened);
-                        });
+        PublishFailedException e = publishFails(manifest, 0);
+        assertThat(e.generation()).isEqualTo(opened);
+        assertThat(e.getMessage()).contains("control-api-failed");
+        assertThat(state(manifest.model(), opened)).isEqualTo(GenerationState.ABORTED);
+        assertNoneStored(manifest, opened);
     }
 
     @Test
@@ -443,26 +444,16 @@ abstract class PublishEndToEndTest {
     @Test
     void savesWhatItHoldsAndRestoresItAfterTheObjectsAreGone(@TempDir Path directory) {
         SourceManifest manifest = tinyFp32ToBf16("e2e-checkpoint");
-        long g =
-                session()
-                        .publish(manifest, 0, gen -> new DeterministicWeights(SEED, gen))
-                        .generation();
+        long g = publish(manifest, 0).generation();
         Map<String, Integer> crcs = new HashMap<>();
         for (StoredFragment f : manifest.fragments()) {
             String key = ObjectKeys.key(manifest.model(), g, f.fragment());
             crcs.put(key, Checksums.crc32c(owner.ownedBytes(key).orElseThrow()));
         }
         OwnerApi ownerApi = ownerTokenApi();
-        Map<String, String> published = new HashMap<>();
-        controlApi
-                .registeredObjects(manifest.model(), g)
-                .forEach((key, o) -> published.put(key, o.getChecksum()));
         OwnerCheckpointRequest request =
-                new OwnerCheckpointRequest()
-                        .model(manifest.model())
-                        .generation(g)
-                        .directory(directory.toString())
-                        .checksums(published);
+                checkpointRequest(manifest, g, directory)
+                        .checksums(publishedChecksums(manifest, g));
 
         OwnerCheckpointResult saved = ownerApi.saveOwnedObjects(request);
         assertThat(saved.getObjects()).isEqualTo(manifest.fragments().size());
@@ -486,30 +477,14 @@ abstract class PublishEndToEndTest {
     @Test
     void aSaveWritesOnlyBytesThatMatchTheirPublishedChecksums(@TempDir Path directory) {
         SourceManifest manifest = tinyFp32ToBf16("e2e-checkpoint-corrupt");
-        long g =
-                session()
-                        .publish(manifest, 0, gen -> new DeterministicWeights(SEED, gen))
-                        .generation();
-        Map<String, String> published = new HashMap<>();
-        controlApi
-                .registeredObjects(manifest.model(), g)
-                .forEach((key, o) -> published.put(key, o.getChecksum()));
+        long g = publish(manifest, 0).generation();
+        Map<String, String> published = publishedChecksums(manifest, g);
         OwnerApi ownerApi = ownerTokenApi();
 
         // No checksums to prove the bytes against: refused.
-        OwnerCheckpointRequest bare =
-                new OwnerCheckpointRequest()
-                        .model(manifest.model())
-                        .generation(g)
-                        .directory(directory.toString());
-        assertThatThrownBy(() -> ownerApi.saveOwnedObjects(bare))
-                .isInstanceOfSatisfying(
-                        org.springframework.web.client.RestClientResponseException.class,
-                        e -> {
-                            assertThat(e.getStatusCode().value()).isEqualTo(400);
-                            assertThat(e.getResponseBodyAsString())
-                                    .contains("/problems/checksums-required");
-                        });
+        OwnerCheckpointRequest bare = checkpointRequest(manifest, g, directory);
+        assertThat(refusal(() -> ownerApi.saveOwnedObjects(bare), 400))
+                .contains("/problems/checksums-required");
 
         // One byte flipped in the segment after publish: that object is never saved.
         StoredFragment victim =
@@ -519,31 +494,43 @@ abstract class PublishEndToEndTest {
         int at = (int) (victim.bytes() / 2);
         bytes.put(at, (byte) (bytes.get(at) ^ 0x5a));
         OwnerCheckpointRequest request =
-                new OwnerCheckpointRequest()
-                        .model(manifest.model())
-                        .generation(g)
-                        .directory(directory.toString())
-                        .checksums(published);
-        assertThatThrownBy(() -> ownerApi.saveOwnedObjects(request))
-                .isInstanceOfSatisfying(
-                        org.springframework.web.client.RestClientResponseException.class,
-                        e -> {
-                            assertThat(e.getStatusCode().value()).isEqualTo(409);
-                            assertThat(e.getResponseBodyAsString())
-                                    .contains("/problems/checkpoint-corrupt")
-                                    .contains(key);
-                        });
+                checkpointRequest(manifest, g, directory).checksums(published);
+        assertThat(refusal(() -> ownerApi.saveOwnedObjects(request), 409))
+                .contains("/problems/checkpoint-corrupt")
+                .contains(key);
         // Nothing of the failed save is left on disk.
         assertThat(directory.resolve(owner.segmentName() + ".bin")).doesNotExist();
         // A restore that names no objects is refused.
-        assertThatThrownBy(() -> ownerApi.restoreOwnedObjects(bare))
-                .isInstanceOfSatisfying(
-                        org.springframework.web.client.RestClientResponseException.class,
-                        e -> {
-                            assertThat(e.getStatusCode().value()).isEqualTo(400);
-                            assertThat(e.getResponseBodyAsString())
-                                    .contains("/problems/objects-required");
-                        });
+        assertThat(refusal(() -> ownerApi.restoreOwnedObjects(bare), 400))
+                .contains("/problems/objects-required");
+    }
+
+    /** A checkpoint request for the generation into {@code directory}, without checksums. */
+    private static OwnerCheckpointRequest checkpointRequest(
+            SourceManifest manifest, long generation, Path directory) {
+        return new OwnerCheckpointRequest()
+                .model(manifest.model())
+                .generation(generation)
+                .directory(directory.toString());
+    }
+
+    /** The checksums control-api registered for the generation's objects, by key. */
+    private static Map<String, String> publishedChecksums(
+            SourceManifest manifest, long generation) {
+        Map<String, String> published = new HashMap<>();
+        controlApi
+                .registeredObjects(manifest.model(), generation)
+                .forEach((key, o) -> published.put(key, o.getChecksum()));
+        return published;
+    }
+
+    /** Calls the owner API, which must refuse with {@code status}; the problem's body. */
+    private static String refusal(ThrowingCallable call, int status) {
+        RestClientResponseException e =
+                catchThrowableOfType(RestClientResponseException.class, call);
+        assertThat(e).as("refused").isNotNull();
+        assertThat(e.getStatusCode().value()).isEqualTo(status);
+        return e.getResponseBodyAsString();
     }
 
     private OwnerApi ownerTokenApi() {

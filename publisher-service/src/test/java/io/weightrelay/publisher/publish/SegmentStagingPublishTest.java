@@ -12,7 +12,6 @@ import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.trainer.client.PublishFailedException;
 import io.weightrelay.trainer.client.RelayCallException;
-import io.weightrelay.trainer.sim.DeterministicWeights;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
@@ -49,8 +48,7 @@ class SegmentStagingPublishTest extends PublishEndToEndTest {
     @Test
     void aGenerationWithAFailedPutIsAbortedAndNeverCommitted() {
         SourceManifest manifest = tinyFp32ToBf16("e2e-fail");
-        long active =
-                session().publish(manifest, 0, g -> new DeterministicWeights(SEED, g)).generation();
+        long active = publish(manifest, 0).generation();
         long next =
                 controlApi.coordinator(MAX_FRAGMENT).open(manifest, List.of(NODE), 1).generation();
         // A stale object under one of the new generation's keys: the in-place publish of the
@@ -61,27 +59,16 @@ class SegmentStagingPublishTest extends PublishEndToEndTest {
         owner.publishInPlace(block, List.of(new InPlaceObject(stale, block, victim.bytes())));
         long freeBefore = owner.freeBytes();
 
-        assertThatThrownBy(
-                        () ->
-                                session()
-                                        .publish(
-                                                manifest,
-                                                1,
-                                                g -> new DeterministicWeights(SEED, g)))
-                .isInstanceOfSatisfying(
-                        PublishFailedException.class,
-                        e -> {
-                            assertThat(e.generation()).isEqualTo(next);
-                            assertThat(e.getMessage())
-                                    .contains("aborted")
-                                    .contains("store-failed")
-                                    .contains(stale);
-                            assertThat(state(manifest.model(), next))
-                                    .isEqualTo(GenerationState.ABORTED);
-                            assertThat(publisher.status(manifest.model(), next).getState())
-                                    .isEqualTo(PublishState.FAILED);
-                            assertNoneStored(manifest, next, stale);
-                        });
+        PublishFailedException failed = publishFails(manifest, 1);
+        assertThat(failed.generation()).isEqualTo(next);
+        assertThat(failed.getMessage())
+                .contains("aborted")
+                .contains("store-failed")
+                .contains(stale);
+        assertThat(state(manifest.model(), next)).isEqualTo(GenerationState.ABORTED);
+        assertThat(publisher.status(manifest.model(), next).getState())
+                .isEqualTo(PublishState.FAILED);
+        assertNoneStored(manifest, next, stale);
         // A rank still waiting for room learns at once that its generation failed here.
         assertThatThrownBy(() -> publisher.reserve(manifest.model(), next, 4096, Duration.ZERO))
                 .isInstanceOfSatisfying(

@@ -66,9 +66,9 @@ class SegmentRoleTest {
                         new ControlPlane.SegmentPeer("u-b", "node-a"),
                         new ControlPlane.SegmentPeer("u-c", "node-c"),
                         new ControlPlane.SegmentPeer("u-a", "node-a"));
-        assertThat(SegmentRegistrar.unitOrder("node-a", units))
+        assertThat(SegmentHeartbeat.unitOrder("node-a", units))
                 .containsExactly("u-a", "u-b", "u-c", "u-z");
-        assertThat(SegmentRegistrar.unitOrder("node-x", units))
+        assertThat(SegmentHeartbeat.unitOrder("node-x", units))
                 .containsExactly("u-a", "u-b", "u-c", "u-z");
     }
 }

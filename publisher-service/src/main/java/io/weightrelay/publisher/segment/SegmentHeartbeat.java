@@ -17,6 +17,7 @@ import org.slf4j.LoggerFactory;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.context.event.EventListener;
 import org.springframework.core.env.Environment;
+import org.springframework.stereotype.Component;
 
 /**
  * Keeps this segment registered as a live owner in control-api's registry (register once the
@@ -28,9 +29,10 @@ import org.springframework.core.env.Environment;
  * the previous owner held ({@link SegmentOwner#lostOnRestart}) to control-api as lost, retrying
  * until control-api has taken each one, so none stays ACTIVE with bytes that are gone.
  */
-final class SegmentRegistrar implements AutoCloseable {
+@Component
+final class SegmentHeartbeat implements AutoCloseable {
 
-    private static final Logger log = LoggerFactory.getLogger(SegmentRegistrar.class);
+    private static final Logger log = LoggerFactory.getLogger(SegmentHeartbeat.class);
 
     private final SegmentOwner owner;
     private final SegmentProperties properties;
@@ -52,7 +54,7 @@ final class SegmentRegistrar implements AutoCloseable {
     /** {@code model/generation} -> how many of its objects were lost; removed once reported. */
     private final Map<String, Long> unreported = new ConcurrentHashMap<>();
 
-    SegmentRegistrar(
+    SegmentHeartbeat(
             SegmentOwner owner,
             SegmentProperties properties,
             ControlPlane control,
