@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../../.."
 mode="${1:-asan}"
 out=target/native-test
 mkdir -p "$out"
-src=(src/main/cpp/dp.cc src/test/cpp/dp_test.cc)
+src=(src/main/cpp/*.cc src/test/cpp/dp_test.cc)
 flags=(-std=c++17 -g -O1 -fno-omit-frame-pointer -pthread -Isrc/main/cpp)
 case "$mode" in
     asan)

@@ -13,7 +13,17 @@ import org.bytedeco.javacpp.annotation.Platform;
  * Internal: only the public classes of {@code io.weightrelay.dataplane} call it.
  */
 @Platform(
-        include = {"dp.h", "dp.cc"},
+        // Every source of the engine, compiled into this one library (NativeSourcesTest checks
+        // that none of src/main/cpp is left out).
+        include = {
+            "dp.h",
+            "dp_wire.cc",
+            "dp_local_copy.cc",
+            "dp_tcp_peer.cc",
+            "dp_tcp_server.cc",
+            "dp_engine.cc",
+            "dp_capi.cc"
+        },
         compiler = "cpp17",
         library = "jnidataplane")
 public final class DpNative {
