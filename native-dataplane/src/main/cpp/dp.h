@@ -138,12 +138,12 @@ int dp_engine_counters(dp_engine* engine, int64_t* out, dp_status* status);
 /*
  * Creates a shared-memory segment backed by a new file shm_path (O_EXCL, O_NOFOLLOW; it must be
  * directly inside the engine's shm_dir; with DP_SEGMENT_REPLACE an existing file is unlinked
- * first, so peers that map it keep their pages), maps it MAP_SHARED|MAP_POPULATE and registers it with the engine: it can be
- * read and written by peers and used as local memory. flags: DP_SEGMENT_STORE (it is also
- * store capacity: dp_segment_alloc allocates from it) or DP_SEGMENT_RECEIVE (a transfer
- * target only: it has no store capacity, so every allocation in it, local or asked by a
- * peer over the control channel, fails with DP_ERR_SEGMENT_FULL and its free bytes are 0;
- * a client that does not know the flag skips it like a full segment). *base_out is its
+ * first, so peers that map it keep their pages), maps it MAP_SHARED|MAP_POPULATE and registers it
+ * with the engine: it can be read and written by peers and used as local memory. flags:
+ * DP_SEGMENT_STORE (it is also store capacity: dp_segment_alloc allocates from it) or
+ * DP_SEGMENT_RECEIVE (a transfer target only: it has no store capacity, so every allocation in it,
+ * local or asked by a peer over the control channel, fails with DP_ERR_SEGMENT_FULL and its free
+ * bytes are 0; a client that does not know the flag skips it like a full segment). *base_out is its
  * address in this process, valid until dp_segment_destroy.
  */
 int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path, int64_t size,
@@ -166,9 +166,9 @@ int dp_memory_unregister(dp_engine* engine, int64_t addr, dp_status* status);
  * (as kept in the metadata store). Returns a segment id for transfers. Opening the
  * same name again returns the same id unless the descriptor changed.
  */
-int dp_segment_open(dp_engine* engine, const char* name, const char* node_label, const char* host_id,
-                    const char* host, int32_t port, const char* shm_path, int64_t size,
-                    int64_t* segment_id_out, dp_status* status);
+int dp_segment_open(dp_engine* engine, const char* name, const char* node_label,
+                    const char* host_id, const char* host, int32_t port, const char* shm_path,
+                    int64_t size, int64_t* segment_id_out, dp_status* status);
 /* Forgets a peer segment (for example after its owner died). */
 int dp_segment_close(dp_engine* engine, int64_t segment_id, dp_status* status);
 /*
@@ -183,7 +183,8 @@ int dp_segment_probe(dp_engine* engine, int64_t segment_id, dp_status* status);
 /* Allocates length bytes in an own segment. DP_ERR_SEGMENT_FULL when no room, and always for a
  * DP_SEGMENT_RECEIVE segment. A peer's segment: its owner allocates over the control channel
  * when this engine is a DP_ROLE_STORER (same answers), else DP_ERR_DENIED. */
-int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int64_t* offset_out, dp_status* status);
+int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int64_t* offset_out,
+                     dp_status* status);
 /* Frees an allocation: locally in an own segment, over the owner's control channel otherwise,
  * which the owner allows only to a DP_ROLE_REMOVER or DP_ROLE_STORER connection (else
  * DP_ERR_DENIED). */
@@ -212,7 +213,8 @@ int dp_segment_free_bytes(dp_engine* engine, const char* name, int64_t* out, dp_
  */
 int dp_batch_submit(dp_engine* engine, int32_t count, const int32_t* opcodes,
                     const int64_t* local_addrs, const int64_t* segment_ids, const int64_t* offsets,
-                    const int64_t* lengths, const char* notify_name, dp_batch** out, dp_status* status);
+                    const int64_t* lengths, const char* notify_name, dp_batch** out,
+                    dp_status* status);
 /* Flags of dp_batch_submit_flags. DP_BATCH_CRC32C: take the CRC32C (Castagnoli) of every task's
  * bytes as they move, block by block while they are in cache (fused with the local copy, or with
  * each receive over tcp), so a reader can prove what it read without reading it again; each task's
@@ -231,7 +233,8 @@ int dp_batch_task_crc32c(dp_batch* batch, int32_t index, int32_t* crc_out, dp_st
 /* Nanoseconds the batch's threads spent taking CRC32C so far (summed over threads; 0 without
  * DP_BATCH_CRC32C): what the checksums cost, apart from moving the bytes. */
 int dp_batch_crc_nanos(dp_batch* batch, int64_t* nanos_out, dp_status* status);
-/* The CRC32C of [addr, addr + length) of this process's memory (the same code the transfers use). */
+/* The CRC32C of [addr, addr + length) of this process's memory (the same code the transfers use).
+ */
 int dp_crc32c(int64_t addr, int64_t length, int32_t* crc_out, dp_status* status);
 /* Waits (blocking, no spinning) until every task finished or timeout_ms elapsed
  * (timeout_ms < 0: forever). DP_OK or DP_ERR_TIMEOUT. */

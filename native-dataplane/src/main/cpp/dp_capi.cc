@@ -184,9 +184,8 @@ int dp_engine_create(const char* node_label, const char* host_id, const char* bi
         if (err != dp::Err::kOk)
             return Report(status, err, [&] {
                 return "tcp server on " + Quoted(bind_host) + " port " + std::to_string(port) +
-                       (err == dp::Err::kInvalidArgument
-                            ? " (no address or resolvable name)"
-                            : " (cannot bind or listen)");
+                       (err == dp::Err::kInvalidArgument ? " (no address or resolvable name)"
+                                                         : " (cannot bind or listen)");
             });
         *out = e.release();
         return Report(status, DP_OK, [] { return std::string(); });
@@ -229,9 +228,9 @@ int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path,
                    " bytes in " + Quoted(shm_path);
         };
         if (engine->impl->closing()) return Report(status, DP_ERR_CLOSED, what);
-        auto r = engine->impl->CreateSegment(name, shm_path, size,
-                                             (flags & DP_SEGMENT_RECEIVE) == 0,
-                                             (flags & DP_SEGMENT_REPLACE) != 0);
+        auto r =
+            engine->impl->CreateSegment(name, shm_path, size, (flags & DP_SEGMENT_RECEIVE) == 0,
+                                        (flags & DP_SEGMENT_REPLACE) != 0);
         if (!r.ok()) return Report(status, r.error(), what);
         *base_out = reinterpret_cast<int64_t>(r.value());
         return Report(status, DP_OK, what);
@@ -252,7 +251,8 @@ int dp_memory_register(dp_engine* engine, int64_t addr, int64_t length, dp_statu
     return Guard(status, [&] {
         if (!engine) return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_memory_register"));
         return Report(status, engine->impl->Register(addr, length), [&] {
-            return "registering " + std::to_string(length) + " bytes of local memory (it overlaps"
+            return "registering " + std::to_string(length) +
+                   " bytes of local memory (it overlaps"
                    " registered memory, or is empty)";
         });
     });
@@ -284,10 +284,9 @@ int dp_segment_open(dp_engine* engine, const char* name, const char* node_label,
         auto r = engine->impl->OpenSegment(desc);
         if (!r.ok())
             return Report(status, r.error(), [&] {
-                return "opening segment " + Quoted(name) + " of node label " +
-                       Quoted(node_label) + " on host " + Quoted(host_id) + " at " +
-                       std::string(host) + ":" + std::to_string(port) + " (file " +
-                       Quoted(shm_path) + ")";
+                return "opening segment " + Quoted(name) + " of node label " + Quoted(node_label) +
+                       " on host " + Quoted(host_id) + " at " + std::string(host) + ":" +
+                       std::to_string(port) + " (file " + Quoted(shm_path) + ")";
             });
         *segment_id_out = r.value();
         return Report(status, DP_OK, [] { return std::string(); });
@@ -306,9 +305,8 @@ int dp_segment_probe(dp_engine* engine, int64_t segment_id, dp_status* status) {
 int dp_segment_close(dp_engine* engine, int64_t segment_id, dp_status* status) {
     return Guard(status, [&] {
         if (!engine) return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_segment_close"));
-        return Report(status, engine->impl->CloseSegment(segment_id), [&] {
-            return "closing " + engine->impl->DescribeSegment(segment_id);
-        });
+        return Report(status, engine->impl->CloseSegment(segment_id),
+                      [&] { return "closing " + engine->impl->DescribeSegment(segment_id); });
     });
 }
 
@@ -342,8 +340,8 @@ int dp_segment_carve(dp_engine* engine, int64_t segment_id, int64_t block_offset
                      const int64_t* starts, const int64_t* lengths, dp_status* status) {
     return Guard(status, [&] {
         if (!engine) return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_segment_carve"));
-        return Report(status,
-                      engine->impl->Carve(segment_id, block_offset, count, starts, lengths), [&] {
+        return Report(status, engine->impl->Carve(segment_id, block_offset, count, starts, lengths),
+                      [&] {
                           return "carving the block at offset " + std::to_string(block_offset) +
                                  " of " + engine->impl->DescribeSegment(segment_id) + " into " +
                                  std::to_string(count) + " pieces";
@@ -405,13 +403,13 @@ int dp_batch_wait(dp_batch* batch, int64_t timeout_ms, dp_status* status) {
         if (timeout_ms < 0) {
             s.cv.wait(lock, [&] { return s.done; });
         } else {
-            done = s.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                                 [&] { return s.done; });
+            done =
+                s.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return s.done; });
         }
         return Report(status, done ? DP_OK : DP_ERR_TIMEOUT, [&] {
             return "a batch of " + std::to_string(s.count) + " tasks, " +
-                   std::to_string(s.remaining) + " unfinished after " +
-                   std::to_string(timeout_ms) + " ms";
+                   std::to_string(s.remaining) + " unfinished after " + std::to_string(timeout_ms) +
+                   " ms";
         });
     });
 }
@@ -457,8 +455,8 @@ int dp_crc32c(int64_t addr, int64_t length, int32_t* crc_out, dp_status* status)
     return Guard(status, [&] {
         if (!crc_out || length < 0 || (length > 0 && addr == 0))
             return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_crc32c"));
-        *crc_out = static_cast<int32_t>(
-            dp::Crc32cUpdate(0, reinterpret_cast<const void*>(addr), length));
+        *crc_out =
+            static_cast<int32_t>(dp::Crc32cUpdate(0, reinterpret_cast<const void*>(addr), length));
         return Report(status, DP_OK, [] { return std::string(); });
     });
 }

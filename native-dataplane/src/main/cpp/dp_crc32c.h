@@ -161,7 +161,8 @@ __attribute__((target("sse4.2"))) inline uint32_t Hardware(uint32_t crc, const u
 
 }  // namespace crc32c_detail
 
-// The CRC32C of data [p, p + n) continued from crc, the CRC32C of what came before (0 at the start).
+// The CRC32C of data [p, p + n) continued from crc, the CRC32C of what came before (0 at the
+// start).
 inline uint32_t Crc32cUpdate(uint32_t crc, const void* p, int64_t n) {
     const unsigned char* bytes = static_cast<const unsigned char*>(p);
 #if defined(__x86_64__)

@@ -41,9 +41,8 @@ Err Engine::Start(const std::string& host, int port) {
     struct sockaddr_storage addr {};
     socklen_t len = sizeof addr;
     ::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = addr.ss_family == AF_INET6
-                ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    port_ = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                       : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
     wake_fd_ = Fd(::eventfd(0, EFD_CLOEXEC));
     if (!wake_fd_.valid()) return Err::kIo;
     accept_thread_ = std::thread([this] { AcceptLoop(); });

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -22,7 +22,6 @@
 #include <utility>
 
 #include "dp.h"
-
 #include "dp_crc32c.h"
 
 namespace dp {
@@ -124,7 +123,8 @@ class ShmMapping {
     // peers may still map, is never truncated or reused; replace unlinks it first, so those peers
     // keep their pages and see the file gone), reserves its pages (fallocate: a full /dev/shm is
     // an error here, never a SIGBUS later) and maps it pre-faulted.
-    static Result<std::unique_ptr<ShmMapping>> Create(const std::string& path, int64_t size, bool replace) {
+    static Result<std::unique_ptr<ShmMapping>> Create(const std::string& path, int64_t size,
+                                                      bool replace) {
         if (replace && ::unlink(path.c_str()) != 0 && errno != ENOENT) return Err::kIo;
         Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
         if (!fd.valid()) return errno == EEXIST ? Err::kExists : Err::kIo;
@@ -238,8 +238,7 @@ class SegmentAllocator {
         }
         int64_t previous_end = block.begin;
         for (int32_t i = 0; i < count; ++i) {
-            if (lengths[i] <= 0 || starts[i] < previous_end ||
-                starts[i] > block_end - lengths[i]) {
+            if (lengths[i] <= 0 || starts[i] < previous_end || starts[i] > block_end - lengths[i]) {
                 return Err::kInvalidArgument;
             }
             previous_end = starts[i] + lengths[i];
@@ -300,7 +299,7 @@ class SegmentAllocator {
         free_[offset] = length;
     }
 
-    std::mutex mu_;  // guards free_, used_ and free_bytes_; a leaf lock
+    std::mutex mu_;                    // guards free_, used_ and free_bytes_; a leaf lock
     std::map<int64_t, int64_t> free_;  // offset -> length
     std::map<int64_t, Extent> used_;   // key -> extent
     int64_t free_bytes_ = 0;

@@ -36,7 +36,7 @@ struct CopyJob {
 // load the pool threads may not get a core). The engine's shutdown waits until no chunk is
 // in flight, so a helper may use the engine while it runs a chunk.
 struct CopyQueue {
-    std::mutex mu;  // guards jobs, in_flight and closing; a leaf lock
+    std::mutex mu;                    // guards jobs, in_flight and closing; a leaf lock
     std::condition_variable cv;       // pool threads: a job arrived or closing
     std::condition_variable idle_cv;  // shutdown: in_flight went back to 0
     std::deque<CopyJob> jobs;

@@ -108,8 +108,8 @@ bool Engine::ServerHandshake(int fd, uint8_t* role) {
     Hello hello{};
     if (RecvAll(fd, &hello, sizeof hello) != Err::kOk || hello.magic != kHelloMagic) return false;
     Challenge c{kChallengeMagic, kHandshakeVersion, kChallengeOk, 0, {}, {}};
-    bool known_role = hello.role == DP_ROLE_PEER || hello.role == DP_ROLE_REMOVER ||
-                      hello.role == DP_ROLE_STORER;
+    bool known_role =
+        hello.role == DP_ROLE_PEER || hello.role == DP_ROLE_REMOVER || hello.role == DP_ROLE_STORER;
     if (!authenticated_ || hello.version != kHandshakeVersion || !known_role ||
         hello.reserved != 0 || !FillRandom(c.nonce, kNonce)) {
         c.status = kChallengeRefused;

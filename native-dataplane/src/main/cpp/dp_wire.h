@@ -68,7 +68,7 @@ struct Challenge {  // server -> client
     uint8_t mac[kMac];  // HMAC(role key, "WRDP1 server" | hello | challenge up to mac)
 };
 
-struct Proof {  // client -> server
+struct Proof {          // client -> server
     uint8_t mac[kMac];  // HMAC(role key, "WRDP1 client" | hello | challenge)
 };
 

@@ -2,7 +2,6 @@
 // Two engines in one process: "node-a" owns segments, "node-b" reaches them over tcp and
 // a second "node-a" engine reaches them through the local transport.
 #include "dp.h"
-#include "dp_crypto.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,6 +16,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "dp_crypto.h"
 
 namespace {
 
@@ -125,7 +126,8 @@ void StatusNamesWhatFailed(dp_engine* owner, dp_engine* client, const std::strin
     int32_t codes[64];
     int32_t n = dp_error_codes(codes, 64);
     CHECK_EQ(n > 16 && n <= 64, true);
-    for (int32_t i = 0; i < n; ++i) CHECK_EQ(std::strcmp(dp_error_name(codes[i]), "UNKNOWN") != 0, true);
+    for (int32_t i = 0; i < n; ++i)
+        CHECK_EQ(std::strcmp(dp_error_name(codes[i]), "UNKNOWN") != 0, true);
     dp_status_delete(st);
     dp_status_delete(nullptr);
 }
@@ -141,7 +143,8 @@ void RunTransport(dp_engine* owner, dp_engine* client, dp_engine* remover,
     CHECK_EQ(dp_notify_register(owner, notify, nullptr), DP_OK);
     std::vector<char> buf(static_cast<size_t>(size));
     Fill(buf.data(), size, 7);
-    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(buf.data()), size, nullptr), DP_OK);
+    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
+             DP_OK);
 
     Batch write;
     write.Add(DP_OP_WRITE, buf.data(), seg, 0, size / 2);
@@ -154,7 +157,8 @@ void RunTransport(dp_engine* owner, dp_engine* client, dp_engine* remover,
     }
 
     std::vector<char> back(static_cast<size_t>(size));
-    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(back.data()), size, nullptr), DP_OK);
+    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(back.data()), size, nullptr),
+             DP_OK);
     Batch read;
     read.Add(DP_OP_READ, back.data(), seg, 0, size);
     read.Add(DP_OP_READ, back.data(), seg, size - 10, 20);  // out of bounds
@@ -198,7 +202,8 @@ void ShutdownWhileSubmitting(const std::string& shm_base) {
     std::string shm = shm_base + "-race";
     dp_engine* e = Create("node-r");
     int64_t base = 0;
-    CHECK_EQ(dp_segment_create(e, "race", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_create(e, "race", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
+             DP_OK);
     int64_t seg = Open(e, "race", "node-r", e, shm, size);
     std::vector<char> buf(static_cast<size_t>(size));
     CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), size, nullptr), DP_OK);
@@ -235,7 +240,9 @@ void ReceiveSegmentIsNeverAllocated(dp_engine* owner, dp_engine* tcp_client,
     int64_t base = 0;
     CHECK_EQ(dp_segment_create(owner, "recv", shm.c_str(), size, 7, &base, nullptr),
              DP_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(dp_segment_create(owner, "recv", shm.c_str(), size, DP_SEGMENT_RECEIVE, &base, nullptr), DP_OK);
+    CHECK_EQ(
+        dp_segment_create(owner, "recv", shm.c_str(), size, DP_SEGMENT_RECEIVE, &base, nullptr),
+        DP_OK);
     CHECK_EQ(dp_notify_register(owner, "recv-landed", nullptr), DP_OK);
     int64_t free_bytes = -1;
     CHECK_EQ(dp_segment_free_bytes(owner, "recv", &free_bytes, nullptr), DP_OK);
@@ -246,9 +253,11 @@ void ReceiveSegmentIsNeverAllocated(dp_engine* owner, dp_engine* tcp_client,
     for (dp_engine* e : engines) {
         int64_t off = -1;
         int64_t seg = Open(e, "recv", "node-a", owner, shm, size);
-        CHECK_EQ(dp_segment_alloc(e, seg, 64, &off, nullptr), e == owner ? DP_ERR_SEGMENT_FULL : DP_ERR_DENIED);
+        CHECK_EQ(dp_segment_alloc(e, seg, 64, &off, nullptr),
+                 e == owner ? DP_ERR_SEGMENT_FULL : DP_ERR_DENIED);
         CHECK_EQ(off, -1);
-        CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), size, nullptr), DP_OK);
+        CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
+                 DP_OK);
         Batch write;
         write.Add(DP_OP_WRITE, buf.data(), seg, 0, size);
         for (int st : write.Run(e, "recv-landed")) CHECK_EQ(st, DP_OK);
@@ -273,19 +282,23 @@ void CarveKeepsPiecesAndFreesTheRest(dp_engine* owner, dp_engine* peer,
     const int64_t size = 64 << 10;
     std::string shm = shm_base + "-carve";
     int64_t base = 0, block = -1, free_bytes = -1;
-    CHECK_EQ(dp_segment_create(owner, "carve", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_create(owner, "carve", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
+             DP_OK);
     int64_t seg = Open(owner, "carve", "node-a", owner, shm, size);
     CHECK_EQ(dp_segment_alloc(owner, seg, 4096, &block, nullptr), DP_OK);
     CHECK_EQ(block, 0);
     const int64_t starts[] = {10, 200, 3000};
     const int64_t lengths[] = {100, 1000, 64};
     const int64_t overlapping[] = {10, 100, 3000};
-    CHECK_EQ(dp_segment_carve(owner, seg, block, 3, overlapping, lengths, nullptr), DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_carve(owner, seg, block, 3, overlapping, lengths, nullptr),
+             DP_ERR_INVALID_ARGUMENT);
     const int64_t outside[] = {4090};
-    CHECK_EQ(dp_segment_carve(owner, seg, block, 1, outside, lengths, nullptr), DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_carve(owner, seg, block, 1, outside, lengths, nullptr),
+             DP_ERR_INVALID_ARGUMENT);
     CHECK_EQ(dp_segment_carve(owner, seg, 64, 3, starts, lengths, nullptr), DP_ERR_NOT_FOUND);
     int64_t peer_seg = Open(peer, "carve", "node-a", owner, shm, size);
-    CHECK_EQ(dp_segment_carve(peer, peer_seg, block, 3, starts, lengths, nullptr), DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_carve(peer, peer_seg, block, 3, starts, lengths, nullptr),
+             DP_ERR_INVALID_ARGUMENT);
     CHECK_EQ(dp_segment_close(peer, peer_seg, nullptr), DP_OK);
     CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes, nullptr), DP_OK);
     CHECK_EQ(free_bytes, size - 4096);  // refused carves changed nothing
@@ -305,7 +318,8 @@ void CarveKeepsPiecesAndFreesTheRest(dp_engine* owner, dp_engine* peer,
     CHECK_EQ(free_bytes, size);
     int64_t whole = -1;
     CHECK_EQ(dp_segment_alloc(owner, seg, size, &whole, nullptr), DP_OK);  // one hole again
-    CHECK_EQ(dp_segment_carve(owner, seg, whole, 0, nullptr, nullptr, nullptr), DP_OK);  // frees it all
+    CHECK_EQ(dp_segment_carve(owner, seg, whole, 0, nullptr, nullptr, nullptr),
+             DP_OK);  // frees it all
     CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes, nullptr), DP_OK);
     CHECK_EQ(free_bytes, size);
     CHECK_EQ(dp_segment_destroy(owner, "carve", 1, nullptr), DP_OK);
@@ -374,7 +388,8 @@ void StrangersAreRefused(dp_engine* owner, dp_engine* friend_engine, const std::
     std::string before(reinterpret_cast<const char*>(buf.data()), 0);
     for (dp_engine* e : {no_secret, wrong_secret}) {
         int64_t seg = Open(e, "seg-a", "node-a", owner, shm, size);
-        CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), 4096, nullptr), DP_OK);
+        CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), 4096, nullptr),
+                 DP_OK);
         Batch write;
         write.Add(DP_OP_WRITE, buf.data(), seg, 0, 4096);
         CHECK_EQ(write.Run(e)[0], DP_ERR_DENIED);
@@ -383,12 +398,15 @@ void StrangersAreRefused(dp_engine* owner, dp_engine* friend_engine, const std::
     // The owner's own server refuses a client that has no secret, too: see the Java tests for the
     // raw-socket cases (replay, truncation, slow senders, malformed requests).
     std::vector<char> back(4096);
-    CHECK_EQ(dp_memory_register(friend_engine, reinterpret_cast<int64_t>(back.data()), 4096, nullptr), DP_OK);
+    CHECK_EQ(
+        dp_memory_register(friend_engine, reinterpret_cast<int64_t>(back.data()), 4096, nullptr),
+        DP_OK);
     int64_t seg = Open(friend_engine, "seg-a", "node-a", owner, shm, size);
     Batch read;
     read.Add(DP_OP_READ, back.data(), seg, 0, 4096);
     CHECK_EQ(read.Run(friend_engine)[0], DP_OK);
-    CHECK_EQ(dp_memory_unregister(friend_engine, reinterpret_cast<int64_t>(back.data()), nullptr), DP_OK);
+    CHECK_EQ(dp_memory_unregister(friend_engine, reinterpret_cast<int64_t>(back.data()), nullptr),
+             DP_OK);
 }
 
 // The same node label on another host identity is never mapped; files live only in shm_dir,
@@ -404,8 +422,9 @@ void HostsAndFiles(dp_engine* owner, const std::string& shm, int64_t size) {
     CHECK_EQ(dp_segment_create(owner, "escape", "/dev/shm/../tmp/wr-dp-test-escape", 4096,
                                DP_SEGMENT_STORE, &base, nullptr),
              DP_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(dp_segment_create(owner, "dots", "/dev/shm/..", 4096, DP_SEGMENT_STORE, &base, nullptr),
-             DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(
+        dp_segment_create(owner, "dots", "/dev/shm/..", 4096, DP_SEGMENT_STORE, &base, nullptr),
+        DP_ERR_INVALID_ARGUMENT);
     CHECK_EQ(dp_segment_create(owner, "twice", shm.c_str(), 4096, DP_SEGMENT_STORE, &base, nullptr),
              DP_ERR_EXISTS);  // seg-a's file: never reused, never truncated
     Open(owner, "elsewhere", "node-b", owner, "/etc/passwd", 1);  // tcp: no file is opened
@@ -417,12 +436,15 @@ void HostsAndFiles(dp_engine* owner, const std::string& shm, int64_t size) {
     ::unlink(link.c_str());
     dp_engine_destroy(local);
     std::string replaced = shm + "-replaced";
-    CHECK_EQ(dp_segment_create(owner, "old", replaced.c_str(), 4096, DP_SEGMENT_STORE, &base, nullptr),
-             DP_OK);
+    CHECK_EQ(
+        dp_segment_create(owner, "old", replaced.c_str(), 4096, DP_SEGMENT_STORE, &base, nullptr),
+        DP_OK);
     reinterpret_cast<char*>(base)[0] = 42;
-    CHECK_EQ(dp_segment_destroy(owner, "old", 0, nullptr), DP_OK);  // the file stays, as after a crash
-    CHECK_EQ(dp_segment_create(owner, "new", replaced.c_str(), 4096, DP_SEGMENT_STORE, &base, nullptr),
-             DP_ERR_EXISTS);
+    CHECK_EQ(dp_segment_destroy(owner, "old", 0, nullptr),
+             DP_OK);  // the file stays, as after a crash
+    CHECK_EQ(
+        dp_segment_create(owner, "new", replaced.c_str(), 4096, DP_SEGMENT_STORE, &base, nullptr),
+        DP_ERR_EXISTS);
     CHECK_EQ(dp_segment_create(owner, "new", replaced.c_str(), 4096,
                                DP_SEGMENT_STORE | DP_SEGMENT_REPLACE, &base, nullptr),
              DP_OK);
@@ -463,9 +485,11 @@ void FdExhaustionNeitherSpinsNorKills(dp_engine* owner, dp_engine* client, const
     }
     ::close(waiting);
     std::vector<char> back(4096);
-    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(back.data()), 4096, nullptr), DP_OK);
+    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(back.data()), 4096, nullptr),
+             DP_OK);
     dp_engine* fresh = Create("node-c");  // needs new connections to the owner
-    CHECK_EQ(dp_memory_register(fresh, reinterpret_cast<int64_t>(back.data()), 4096, nullptr), DP_OK);
+    CHECK_EQ(dp_memory_register(fresh, reinterpret_cast<int64_t>(back.data()), 4096, nullptr),
+             DP_OK);
     int64_t seg = Open(fresh, "seg-a", "node-a", owner, shm, size);
     Batch read;
     read.Add(DP_OP_READ, back.data(), seg, 0, 4096);
@@ -495,13 +519,14 @@ int main() {
                               &bad, nullptr),
              DP_ERR_INVALID_ARGUMENT);
     dp_engine* v6 = nullptr;
-    if (dp_engine_create("n6", kHost, "::1", 0, 2, 2, 0, 0, 8, "/dev/shm", kSecret, 4,
-                         DP_ROLE_PEER, &v6, nullptr) == DP_OK) {
+    if (dp_engine_create("n6", kHost, "::1", 0, 2, 2, 0, 0, 8, "/dev/shm", kSecret, 4, DP_ROLE_PEER,
+                         &v6, nullptr) == DP_OK) {
         CHECK_EQ(dp_engine_tcp_port(v6) > 0, 1);
         dp_engine_destroy(v6);
     }
     int64_t base = 0;
-    CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
+             DP_OK);
     CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
              DP_ERR_EXISTS);
 
@@ -520,7 +545,8 @@ int main() {
     {
         // A notify for a name the target never registered is dropped: nothing is created.
         std::vector<char> buf(4096);
-        CHECK_EQ(dp_memory_register(b, reinterpret_cast<int64_t>(buf.data()), 4096, nullptr), DP_OK);
+        CHECK_EQ(dp_memory_register(b, reinterpret_cast<int64_t>(buf.data()), 4096, nullptr),
+                 DP_OK);
         int64_t seg = Open(b, "seg-a", "node-a", a, shm, size);
         Batch write;
         write.Add(DP_OP_WRITE, buf.data(), seg, 0, 4096);
@@ -557,7 +583,8 @@ int main() {
 
     dp_engine_shutdown(b);
     dp_batch* closed = nullptr;
-    CHECK_EQ(dp_batch_submit(b, 0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, &closed, nullptr),
+    CHECK_EQ(dp_batch_submit(b, 0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, &closed,
+                             nullptr),
              DP_ERR_CLOSED);
     dp_engine_destroy(b);
     dp_engine_destroy(a2);
