@@ -262,16 +262,6 @@ int dp_notify_get(dp_engine* engine, const char* name, int64_t* value_out, dp_st
 int dp_notify_wait(dp_engine* engine, const char* name, int64_t at_least, int64_t timeout_ms,
                    int64_t* value_out, dp_status* status);
 
-/* ---- baselines for the benchmark ---- */
-
-/* Single-thread memcpy of length bytes, repeated (no warm-up); returns GB/s in *gbps_out. */
-int dp_bench_memcpy(int64_t dst, int64_t src, int64_t length, int32_t repeats, double* gbps_out);
-/* Plain loopback socket copy: streams connections, each sending its share of length
- * bytes from src in 4 MiB writes to a receiver reading into dst. One untimed warm-up round
- * on the fresh connections, then repeats timed rounds. GB/s in *gbps_out. */
-int dp_bench_socket(int64_t dst, int64_t src, int64_t length, int32_t streams, int32_t repeats,
-                    double* gbps_out);
-
 #ifdef __cplusplus
 }
 #endif

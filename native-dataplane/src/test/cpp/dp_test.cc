@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "dp_bench.h"
 #include "dp_crypto.h"
 
 namespace {

@@ -264,21 +264,6 @@ public final class DpNative {
             @Cast("int64_t*") long[] valueOut,
             dp_status status);
 
-    public static native int dp_bench_memcpy(
-            @Cast("int64_t") long dst,
-            @Cast("int64_t") long src,
-            @Cast("int64_t") long length,
-            int repeats,
-            double[] gbpsOut);
-
-    public static native int dp_bench_socket(
-            @Cast("int64_t") long dst,
-            @Cast("int64_t") long src,
-            @Cast("int64_t") long length,
-            int streams,
-            int repeats,
-            double[] gbpsOut);
-
     public static native dp_status dp_status_new();
 
     public static native void dp_status_delete(dp_status status);
