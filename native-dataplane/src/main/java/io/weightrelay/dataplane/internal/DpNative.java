@@ -199,18 +199,6 @@ public final class DpNative {
     public static native int dp_segment_free_bytes(
             dp_engine engine, String name, @Cast("int64_t*") long[] out, dp_status status);
 
-    public static native int dp_batch_submit(
-            dp_engine engine,
-            int count,
-            @Cast("const int32_t*") int[] opcodes,
-            @Cast("const int64_t*") long[] localAddrs,
-            @Cast("const int64_t*") long[] segmentIds,
-            @Cast("const int64_t*") long[] offsets,
-            @Cast("const int64_t*") long[] lengths,
-            String notifyName,
-            @ByPtrPtr dp_batch out,
-            dp_status status);
-
     /** {@code DP_BATCH_CRC32C}: take each task's CRC32C as its bytes move. */
     public static final int DP_BATCH_CRC32C = 1;
 
@@ -232,12 +220,6 @@ public final class DpNative {
 
     public static native int dp_batch_crc_nanos(
             dp_batch batch, @Cast("int64_t*") long[] nanosOut, dp_status status);
-
-    public static native int dp_crc32c(
-            @Cast("int64_t") long addr,
-            @Cast("int64_t") long length,
-            @Cast("int32_t*") int[] crcOut,
-            dp_status status);
 
     public static native int dp_batch_wait(
             dp_batch batch, @Cast("int64_t") long timeoutMs, dp_status status);
