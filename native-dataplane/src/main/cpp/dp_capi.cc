@@ -31,29 +31,30 @@ struct ErrorInfo {
     const char* meaning;  // ends every failure message
 };
 
-// The one table of status codes: dp_error_codes, dp_error_name and every message read it.
+// The one table of status codes: dp_error_codes, dp_error_name and every message read it. Each
+// DP_ERR_* is named once; its name is the Java enum constant.
+#define DP_ERROR(name, meaning) \
+    { DP_ERR_##name, #name, meaning }
 constexpr ErrorInfo kErrors[] = {
     {DP_OK, "OK", "ok"},
     {DP_PENDING, "PENDING", "not finished yet"},
-    {DP_ERR_INVALID_ARGUMENT, "INVALID_ARGUMENT", "invalid argument"},
-    {DP_ERR_UNKNOWN_SEGMENT, "UNKNOWN_SEGMENT", "unknown segment"},
-    {DP_ERR_OUT_OF_BOUNDS, "OUT_OF_BOUNDS", "range outside the segment or registered memory"},
-    {DP_ERR_UNREGISTERED_BUFFER, "UNREGISTERED_BUFFER",
-     "local memory is not inside a registered buffer"},
-    {DP_ERR_PEER_GONE, "PEER_GONE", "the owner is gone (connection refused, reset or timed out)"},
-    {DP_ERR_SHORT_TRANSFER, "SHORT_TRANSFER", "fewer bytes moved than asked"},
-    {DP_ERR_SEGMENT_FULL, "SEGMENT_FULL", "no room in the segment"},
-    {DP_ERR_TIMEOUT, "TIMEOUT", "timed out"},
-    {DP_ERR_IO, "IO", "i/o error"},
-    {DP_ERR_EXISTS, "EXISTS", "already exists"},
-    {DP_ERR_NOT_FOUND, "NOT_FOUND", "not found"},
-    {DP_ERR_CLOSED, "CLOSED", "the engine is shut down"},
-    {DP_ERR_INTERNAL, "INTERNAL", "internal error (out of memory or threads)"},
-    {DP_ERR_DENIED, "DENIED",
-     "refused: the tcp handshake failed or this engine's role may not do this"},
-    {DP_ERR_FOREIGN_HOST, "FOREIGN_HOST",
-     "its node label is this engine's but its host identity is another's"},
+    DP_ERROR(INVALID_ARGUMENT, "invalid argument"),
+    DP_ERROR(UNKNOWN_SEGMENT, "unknown segment"),
+    DP_ERROR(OUT_OF_BOUNDS, "range outside the segment or registered memory"),
+    DP_ERROR(UNREGISTERED_BUFFER, "local memory is not inside a registered buffer"),
+    DP_ERROR(PEER_GONE, "the owner is gone (connection refused, reset or timed out)"),
+    DP_ERROR(SHORT_TRANSFER, "fewer bytes moved than asked"),
+    DP_ERROR(SEGMENT_FULL, "no room in the segment"),
+    DP_ERROR(TIMEOUT, "timed out"),
+    DP_ERROR(IO, "i/o error"),
+    DP_ERROR(EXISTS, "already exists"),
+    DP_ERROR(NOT_FOUND, "not found"),
+    DP_ERROR(CLOSED, "the engine is shut down"),
+    DP_ERROR(INTERNAL, "internal error (out of memory or threads)"),
+    DP_ERROR(DENIED, "refused: the tcp handshake failed or this engine's role may not do this"),
+    DP_ERROR(FOREIGN_HOST, "its node label is this engine's but its host identity is another's"),
 };
+#undef DP_ERROR
 
 const ErrorInfo* Find(int32_t code) {
     for (const auto& e : kErrors)

@@ -21,6 +21,8 @@ final class EngineHandle implements AutoCloseable {
         DpNative.load();
         DpNative.dp_engine out = new DpNative.dp_engine();
         byte[] secret = c.secret();
+        int ioTimeoutMs = millis(c.ioTimeout());
+        int connectTimeoutMs = millis(c.connectTimeout());
         NativeStatus status =
                 NativeStatus.of(
                         st ->
@@ -31,8 +33,8 @@ final class EngineHandle implements AutoCloseable {
                                         c.tcpPort(),
                                         c.tcpStreams(),
                                         c.localThreads(),
-                                        millis(c.ioTimeout()),
-                                        millis(c.connectTimeout()),
+                                        ioTimeoutMs,
+                                        connectTimeoutMs,
                                         c.maxConnections(),
                                         c.shmDir().toString(),
                                         secret,
