@@ -40,7 +40,8 @@ struct TaskState {
 struct CopyQueue;
 
 struct BatchState {
-    explicit BatchState(int32_t n) : tasks(new TaskState[n > 0 ? n : 1]), count(n), remaining(n) {}
+    explicit BatchState(int32_t n)
+        : tasks(std::make_unique<TaskState[]>(n > 0 ? n : 1)), count(n), remaining(n) {}
     std::mutex mu;
     std::condition_variable cv;
     std::unique_ptr<TaskState[]> tasks;

@@ -83,6 +83,11 @@ int Report(dp_status* status, dp::Err err, What&& what) {
     return Report(status, dp::Code(err), std::forward<What>(what));
 }
 
+// Sets status to DP_OK (empty message) and returns DP_OK.
+int Ok(dp_status* status) {
+    return Report(status, DP_OK, [] { return std::string(); });
+}
+
 // Runs body, turning any C++ exception into DP_ERR_INTERNAL: nothing unwinds into C or the JVM.
 template <typename F>
 int Guard(dp_status* status, F&& body) {
@@ -185,7 +190,7 @@ int dp_engine_create(const char* node_label, const char* host_id, const char* bi
                                                          : " (cannot bind or listen)");
             });
         *out = e.release();
-        return Report(status, DP_OK, [] { return std::string(); });
+        return Ok(status);
     });
 }
 
@@ -210,7 +215,7 @@ int dp_engine_counters(dp_engine* engine, int64_t* out, dp_status* status) {
         if (!engine || !out)
             return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_engine_counters"));
         for (int i = 0; i < DP_COUNTER_COUNT; ++i) out[i] = engine->impl->Counter(i);
-        return Report(status, DP_OK, [] { return std::string(); });
+        return Ok(status);
     });
 }
 
@@ -230,7 +235,7 @@ int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path,
                                         (flags & DP_SEGMENT_REPLACE) != 0);
         if (!r.ok()) return Report(status, r.error(), what);
         *base_out = reinterpret_cast<int64_t>(r.value());
-        return Report(status, DP_OK, what);
+        return Ok(status);
     });
 }
 
@@ -286,7 +291,7 @@ int dp_segment_open(dp_engine* engine, const char* name, const char* node_label,
                        std::to_string(port) + " (file " + Quoted(shm_path) + ")";
             });
         *segment_id_out = r.value();
-        return Report(status, DP_OK, [] { return std::string(); });
+        return Ok(status);
     });
 }
 
@@ -319,7 +324,7 @@ int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int6
                        engine->impl->DescribeSegment(segment_id);
             });
         *offset_out = r.value();
-        return Report(status, DP_OK, [] { return std::string(); });
+        return Ok(status);
     });
 }
 
@@ -355,7 +360,7 @@ int dp_segment_free_bytes(dp_engine* engine, const char* name, int64_t* out, dp_
             return Report(status, DP_ERR_UNKNOWN_SEGMENT,
                           [&] { return "free bytes of own segment " + Quoted(name); });
         *out = seg->allocator->FreeBytes();
-        return Report(status, DP_OK, [] { return std::string(); });
+        return Ok(status);
     });
 }
 
@@ -386,7 +391,7 @@ int dp_batch_submit_flags(dp_engine* engine, int32_t count, const int32_t* opcod
             });
         batch->state = r.value();
         *out = batch.release();
-        return Report(status, DP_OK, [] { return std::string(); });
+        return Ok(status);
     });
 }
 
@@ -444,7 +449,7 @@ int dp_batch_crc_nanos(dp_batch* batch, int64_t* nanos_out, dp_status* status) {
         if (!batch || !nanos_out)
             return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_batch_crc_nanos"));
         *nanos_out = batch->state->crc_nanos.load();
-        return Report(status, DP_OK, [] { return std::string(); });
+        return Ok(status);
     });
 }
 
@@ -454,7 +459,7 @@ int dp_crc32c(int64_t addr, int64_t length, int32_t* crc_out, dp_status* status)
             return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_crc32c"));
         *crc_out =
             static_cast<int32_t>(dp::Crc32cUpdate(0, reinterpret_cast<const void*>(addr), length));
-        return Report(status, DP_OK, [] { return std::string(); });
+        return Ok(status);
     });
 }
 
@@ -483,7 +488,7 @@ int dp_notify_register(dp_engine* engine, const char* name, dp_status* status) {
         if (!engine || !name || !*name || std::strlen(name) > dp::kMaxName)
             return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_notify_register"));
         engine->impl->RegisterNotify(name);
-        return Report(status, DP_OK, [] { return std::string(); });
+        return Ok(status);
     });
 }
 
@@ -504,7 +509,7 @@ int dp_notify_get(dp_engine* engine, const char* name, int64_t* value_out, dp_st
         if (!r.ok())
             return Report(status, r.error(), [&] { return "notify counter " + Quoted(name); });
         *value_out = r.value();
-        return Report(status, DP_OK, [] { return std::string(); });
+        return Ok(status);
     });
 }
 

@@ -330,7 +330,7 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
         TaskState& t = b->tasks[i];
         if (pre[i] != Err::kOk || lengths[i] == 0) {
             t.chunks_left.store(1);
-            if (b->crc) t.chunk_crc.reset(new uint32_t[1]{0});
+            if (b->crc) t.chunk_crc = std::make_unique<uint32_t[]>(1);
             CompleteChunk(b, i, pre[i], 0);
             continue;
         }
@@ -345,7 +345,8 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
                 t.chunks_left.store(1);
                 if (b->crc) {
                     int64_t spent = 0;
-                    t.chunk_crc.reset(new uint32_t[1]{CopyCrc32c(dst, src, len, &spent)});
+                    t.chunk_crc = std::make_unique<uint32_t[]>(1);
+                    t.chunk_crc[0] = CopyCrc32c(dst, src, len, &spent);
                     b->crc_nanos.fetch_add(spent);
                 } else {
                     std::memcpy(dst, src, static_cast<size_t>(len));
@@ -356,7 +357,7 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
             }
             int64_t chunks = (len + kLocalChunk - 1) / kLocalChunk;
             t.chunks_left.store(static_cast<int32_t>(chunks));
-            if (b->crc) t.chunk_crc.reset(new uint32_t[chunks]());
+            if (b->crc) t.chunk_crc = std::make_unique<uint32_t[]>(chunks);
             t.chunk_bytes = kLocalChunk;
             int32_t chunk = 0;
             for (int64_t off = 0; off < len; off += kLocalChunk) {
@@ -367,7 +368,7 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
             t.tcp = true;
             int64_t chunks = (len + kTcpChunk - 1) / kTcpChunk;
             t.chunks_left.store(static_cast<int32_t>(chunks));
-            if (b->crc) t.chunk_crc.reset(new uint32_t[chunks]());
+            if (b->crc) t.chunk_crc = std::make_unique<uint32_t[]>(chunks);
             t.chunk_bytes = kTcpChunk;
             auto& jobs = remote[seg[i]->peer.get()];
             int32_t chunk = 0;
