@@ -6,7 +6,10 @@
  * transfers with per-task status) so another implementation can sit behind it.
  *
  * Conventions
- *  - Every function returns an int status: DP_OK (0) or a negative DP_ERR_* code.
+ *  - Every fallible function takes a dp_status* as its last argument (the shape of TensorFlow's
+ *    TF_Status) and sets it: the code (DP_OK or a negative DP_ERR_* code) and, on failure, a
+ *    message naming what failed (the segment and its owner, the name, the range). It also returns
+ *    the code, so a caller that only branches needs no status: NULL is allowed.
  *  - Handles are opaque and typed. A handle is owned by the caller that created it
  *    and released with the matching *_destroy / *_free function exactly once.
  *  - No function throws, aborts or crashes on bad input: bounds, unknown segments and
@@ -23,7 +26,7 @@
 extern "C" {
 #endif
 
-/* Status codes. Keep in sync with io.weightrelay.dataplane.DataplaneError. */
+/* Status codes. dp_error_codes() lists them, so the Java enum is checked against this table. */
 #define DP_OK 0
 #define DP_PENDING 1 /* task status only: not finished yet */
 #define DP_ERR_INVALID_ARGUMENT (-1)
@@ -77,6 +80,24 @@ extern "C" {
 
 typedef struct dp_engine dp_engine;
 typedef struct dp_batch dp_batch;
+typedef struct dp_status dp_status;
+
+/* ---- status ---- */
+
+/* A fresh status (DP_OK, empty message); NULL when out of memory. One status may be reused for
+ * many calls, each call overwrites it; it is not shared between threads. */
+dp_status* dp_status_new(void);
+/* Frees the status. Safe with NULL. */
+void dp_status_delete(dp_status* status);
+/* The code of the last call that set it. */
+int32_t dp_status_code(const dp_status* status);
+/* Why the last call failed ("" after success). Valid until the status is set again or deleted. */
+const char* dp_status_message(const dp_status* status);
+/* Copies the status codes this library knows (DP_OK, DP_PENDING and every DP_ERR_*) into
+ * codes_out (up to capacity of them) and returns how many there are. */
+int32_t dp_error_codes(int32_t* codes_out, int32_t capacity);
+/* Static name of a status code ("UNKNOWN_SEGMENT"; the Java enum constant). Never NULL. */
+const char* dp_error_name(int32_t code);
 
 /* ---- engine ---- */
 
@@ -99,7 +120,7 @@ int dp_engine_create(const char* node_label, const char* host_id, const char* bi
                      int32_t port, int32_t tcp_streams, int32_t local_threads,
                      int32_t io_timeout_ms, int32_t connect_timeout_ms, int32_t max_connections,
                      const char* shm_dir, const uint8_t* secret, int32_t secret_len, int32_t role,
-                     dp_engine** out);
+                     dp_engine** out, dp_status* status);
 /* Stops the server, peers and copy threads; pending and later calls fail with
  * DP_ERR_CLOSED and blocked notify waits return. Idempotent. The handle stays valid
  * until dp_engine_destroy. */
@@ -110,33 +131,33 @@ void dp_engine_destroy(dp_engine* engine);
 /* The tcp port actually bound. */
 int32_t dp_engine_tcp_port(dp_engine* engine);
 /* Copies DP_COUNTER_COUNT byte counters into out. */
-int dp_engine_counters(dp_engine* engine, int64_t* out);
+int dp_engine_counters(dp_engine* engine, int64_t* out, dp_status* status);
 
 /* ---- own segments ---- */
 
 /*
  * Creates a shared-memory segment backed by a new file shm_path (O_EXCL, O_NOFOLLOW; it must be
  * directly inside the engine's shm_dir; with DP_SEGMENT_REPLACE an existing file is unlinked
- * first, so peers that map it keep their pages), maps it MAP_SHARED|MAP_POPULATE and registers it with the engine: it can be
- * read and written by peers and used as local memory. flags: DP_SEGMENT_STORE (it is also
- * store capacity: dp_segment_alloc allocates from it) or DP_SEGMENT_RECEIVE (a transfer
- * target only: it has no store capacity, so every allocation in it, local or asked by a
- * peer over the control channel, fails with DP_ERR_SEGMENT_FULL and its free bytes are 0;
- * a client that does not know the flag skips it like a full segment). *base_out is its
+ * first, so peers that map it keep their pages), maps it MAP_SHARED|MAP_POPULATE and registers it
+ * with the engine: it can be read and written by peers and used as local memory. flags:
+ * DP_SEGMENT_STORE (it is also store capacity: dp_segment_alloc allocates from it) or
+ * DP_SEGMENT_RECEIVE (a transfer target only: it has no store capacity, so every allocation in it,
+ * local or asked by a peer over the control channel, fails with DP_ERR_SEGMENT_FULL and its free
+ * bytes are 0; a client that does not know the flag skips it like a full segment). *base_out is its
  * address in this process, valid until dp_segment_destroy.
  */
 int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path, int64_t size,
-                      int32_t flags, int64_t* base_out);
+                      int32_t flags, int64_t* base_out, dp_status* status);
 /* Unregisters and unmaps; unlink != 0 also removes the shm file. */
-int dp_segment_destroy(dp_engine* engine, const char* name, int32_t unlink_file);
+int dp_segment_destroy(dp_engine* engine, const char* name, int32_t unlink_file, dp_status* status);
 
 /* ---- local memory ---- */
 
 /* Registers [addr, addr + length) as local memory for transfers. Regions must not
  * overlap already registered ones. */
-int dp_memory_register(dp_engine* engine, int64_t addr, int64_t length);
+int dp_memory_register(dp_engine* engine, int64_t addr, int64_t length, dp_status* status);
 /* Unregisters the region starting at addr. */
-int dp_memory_unregister(dp_engine* engine, int64_t addr);
+int dp_memory_unregister(dp_engine* engine, int64_t addr, dp_status* status);
 
 /* ---- peer segments ---- */
 
@@ -145,28 +166,29 @@ int dp_memory_unregister(dp_engine* engine, int64_t addr);
  * (as kept in the metadata store). Returns a segment id for transfers. Opening the
  * same name again returns the same id unless the descriptor changed.
  */
-int dp_segment_open(dp_engine* engine, const char* name, const char* node_label, const char* host_id,
-                    const char* host, int32_t port, const char* shm_path, int64_t size,
-                    int64_t* segment_id_out);
+int dp_segment_open(dp_engine* engine, const char* name, const char* node_label,
+                    const char* host_id, const char* host, int32_t port, const char* shm_path,
+                    int64_t size, int64_t* segment_id_out, dp_status* status);
 /* Forgets a peer segment (for example after its owner died). */
-int dp_segment_close(dp_engine* engine, int64_t segment_id);
+int dp_segment_close(dp_engine* engine, int64_t segment_id, dp_status* status);
 /*
  * Checks that a tcp segment's owner answers now (its control connection is open, or a new one
  * connects and authenticates within the connect timeout). DP_OK at once for segments read
  * through a file mapping or owned by this engine; DP_ERR_PEER_GONE or DP_ERR_DENIED otherwise.
  */
-int dp_segment_probe(dp_engine* engine, int64_t segment_id);
+int dp_segment_probe(dp_engine* engine, int64_t segment_id, dp_status* status);
 
 /* ---- allocation inside a segment (by its owner) ---- */
 
 /* Allocates length bytes in an own segment. DP_ERR_SEGMENT_FULL when no room, and always for a
  * DP_SEGMENT_RECEIVE segment. A peer's segment: its owner allocates over the control channel
  * when this engine is a DP_ROLE_STORER (same answers), else DP_ERR_DENIED. */
-int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int64_t* offset_out);
+int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int64_t* offset_out,
+                     dp_status* status);
 /* Frees an allocation: locally in an own segment, over the owner's control channel otherwise,
  * which the owner allows only to a DP_ROLE_REMOVER or DP_ROLE_STORER connection (else
  * DP_ERR_DENIED). */
-int dp_segment_free(dp_engine* engine, int64_t segment_id, int64_t offset);
+int dp_segment_free(dp_engine* engine, int64_t segment_id, int64_t offset, dp_status* status);
 /* Turns the allocation at block_offset of an own segment into count allocations keyed by
  * starts[i] (each freed later by dp_segment_free(starts[i])) that hold at least
  * [starts[i], starts[i] + lengths[i]), and frees the rest of the block. Pieces are sorted,
@@ -175,9 +197,9 @@ int dp_segment_free(dp_engine* engine, int64_t segment_id, int64_t offset);
  * DP_ERR_INVALID_ARGUMENT for a peer's segment (only the owner carves). Bytes written in place
  * into one reserved block become separately freeable objects this way. */
 int dp_segment_carve(dp_engine* engine, int64_t segment_id, int64_t block_offset, int32_t count,
-                     const int64_t* starts, const int64_t* lengths);
+                     const int64_t* starts, const int64_t* lengths, dp_status* status);
 /* Free bytes of an own segment (by name); 0 for a DP_SEGMENT_RECEIVE segment. */
-int dp_segment_free_bytes(dp_engine* engine, const char* name, int64_t* out);
+int dp_segment_free_bytes(dp_engine* engine, const char* name, int64_t* out, dp_status* status);
 
 /* ---- transfers ---- */
 
@@ -191,7 +213,8 @@ int dp_segment_free_bytes(dp_engine* engine, const char* name, int64_t* out);
  */
 int dp_batch_submit(dp_engine* engine, int32_t count, const int32_t* opcodes,
                     const int64_t* local_addrs, const int64_t* segment_ids, const int64_t* offsets,
-                    const int64_t* lengths, const char* notify_name, dp_batch** out);
+                    const int64_t* lengths, const char* notify_name, dp_batch** out,
+                    dp_status* status);
 /* Flags of dp_batch_submit_flags. DP_BATCH_CRC32C: take the CRC32C (Castagnoli) of every task's
  * bytes as they move, block by block while they are in cache (fused with the local copy, or with
  * each receive over tcp), so a reader can prove what it read without reading it again; each task's
@@ -202,23 +225,24 @@ int dp_batch_submit(dp_engine* engine, int32_t count, const int32_t* opcodes,
 int dp_batch_submit_flags(dp_engine* engine, int32_t count, const int32_t* opcodes,
                           const int64_t* local_addrs, const int64_t* segment_ids,
                           const int64_t* offsets, const int64_t* lengths, const char* notify_name,
-                          int32_t flags, dp_batch** out);
+                          int32_t flags, dp_batch** out, dp_status* status);
 /* The CRC32C of task index's bytes in *crc_out, once it completed (returns its status as
  * dp_batch_task_status does; *crc_out is meaningful only with DP_OK). DP_ERR_INVALID_ARGUMENT
  * unless the batch was submitted with DP_BATCH_CRC32C. */
-int dp_batch_task_crc32c(dp_batch* batch, int32_t index, int32_t* crc_out);
+int dp_batch_task_crc32c(dp_batch* batch, int32_t index, int32_t* crc_out, dp_status* status);
 /* Nanoseconds the batch's threads spent taking CRC32C so far (summed over threads; 0 without
  * DP_BATCH_CRC32C): what the checksums cost, apart from moving the bytes. */
-int dp_batch_crc_nanos(dp_batch* batch, int64_t* nanos_out);
-/* The CRC32C of [addr, addr + length) of this process's memory (the same code the transfers use). */
-int dp_crc32c(int64_t addr, int64_t length, int32_t* crc_out);
+int dp_batch_crc_nanos(dp_batch* batch, int64_t* nanos_out, dp_status* status);
+/* The CRC32C of [addr, addr + length) of this process's memory (the same code the transfers use).
+ */
+int dp_crc32c(int64_t addr, int64_t length, int32_t* crc_out, dp_status* status);
 /* Waits (blocking, no spinning) until every task finished or timeout_ms elapsed
  * (timeout_ms < 0: forever). DP_OK or DP_ERR_TIMEOUT. */
-int dp_batch_wait(dp_batch* batch, int64_t timeout_ms);
+int dp_batch_wait(dp_batch* batch, int64_t timeout_ms, dp_status* status);
 /* Status of task index: DP_OK, DP_PENDING or a negative code; bytes moved in *bytes_out. */
-int dp_batch_task_status(dp_batch* batch, int32_t index, int64_t* bytes_out);
+int dp_batch_task_status(dp_batch* batch, int32_t index, int64_t* bytes_out, dp_status* status);
 /* Result of the notify delivery of a finished batch (DP_OK when none was asked). */
-int dp_batch_notify_status(dp_batch* batch);
+int dp_batch_notify_status(dp_batch* batch, dp_status* status);
 /* Releases the handle; tasks still running finish in the background. Safe with NULL. */
 void dp_batch_free(dp_batch* batch);
 
@@ -228,28 +252,15 @@ void dp_batch_free(dp_batch* batch);
  * name that is not registered are dropped (counted nowhere, nothing created; the writer's batch
  * still succeeds: it cannot know who listens), so peers cannot make an engine hold counters it
  * never asked for. */
-int dp_notify_register(dp_engine* engine, const char* name);
+int dp_notify_register(dp_engine* engine, const char* name, dp_status* status);
 /* Drops the counter (an update ended); waiters on it return DP_ERR_NOT_FOUND. */
-int dp_notify_unregister(dp_engine* engine, const char* name);
+int dp_notify_unregister(dp_engine* engine, const char* name, dp_status* status);
 /* Current value of the named counter in this engine; DP_ERR_NOT_FOUND if not registered. */
-int dp_notify_get(dp_engine* engine, const char* name, int64_t* value_out);
+int dp_notify_get(dp_engine* engine, const char* name, int64_t* value_out, dp_status* status);
 /* Blocks until counter >= at_least or timeout (DP_ERR_TIMEOUT); value in *value_out.
  * DP_ERR_NOT_FOUND if the name is not (or no longer) registered. */
 int dp_notify_wait(dp_engine* engine, const char* name, int64_t at_least, int64_t timeout_ms,
-                   int64_t* value_out);
-
-/* ---- baselines for the benchmark ---- */
-
-/* Single-thread memcpy of length bytes, repeated (no warm-up); returns GB/s in *gbps_out. */
-int dp_bench_memcpy(int64_t dst, int64_t src, int64_t length, int32_t repeats, double* gbps_out);
-/* Plain loopback socket copy: streams connections, each sending its share of length
- * bytes from src in 4 MiB writes to a receiver reading into dst. One untimed warm-up round
- * on the fresh connections, then repeats timed rounds. GB/s in *gbps_out. */
-int dp_bench_socket(int64_t dst, int64_t src, int64_t length, int32_t streams, int32_t repeats,
-                    double* gbps_out);
-
-/* Static description of a status code. Never NULL. */
-const char* dp_error_name(int32_t code);
+                   int64_t* value_out, dp_status* status);
 
 #ifdef __cplusplus
 }

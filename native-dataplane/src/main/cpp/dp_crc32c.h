@@ -105,6 +105,35 @@ inline uint32_t Software(uint32_t crc, const unsigned char* p, int64_t n) {
 }
 
 #if defined(__x86_64__)
+inline uint64_t Word(const unsigned char* q) {
+    uint64_t w;
+    std::memcpy(&w, q, 8);
+    return w;
+}
+
+// While three blocks of stride bytes remain: sums them in three independent lanes (hiding the
+// crc32 instruction's latency) and joins the lanes by shifting over stride bytes (op: the tables
+// for that stride, Tables::long_op or short_op). Advances p and n past what it summed.
+__attribute__((target("sse4.2"))) inline uint64_t ThreeLanes(uint64_t c0, const unsigned char*& p,
+                                                             int64_t& n, int64_t stride,
+                                                             const uint32_t op[4][256]) {
+    while (n >= 3 * stride) {
+        uint64_t c1 = 0, c2 = 0;
+        const unsigned char* end = p + stride;
+        do {
+            c0 = _mm_crc32_u64(c0, Word(p));
+            c1 = _mm_crc32_u64(c1, Word(p + stride));
+            c2 = _mm_crc32_u64(c2, Word(p + 2 * stride));
+            p += 8;
+        } while (p < end);
+        c0 = Shift(op, static_cast<uint32_t>(c0)) ^ c1;
+        c0 = Shift(op, static_cast<uint32_t>(c0)) ^ c2;
+        p += 2 * stride;
+        n -= 3 * stride;
+    }
+    return c0;
+}
+
 __attribute__((target("sse4.2"))) inline uint32_t Hardware(uint32_t crc, const unsigned char* p,
                                                            int64_t n) {
     const Tables& t = T();
@@ -113,41 +142,10 @@ __attribute__((target("sse4.2"))) inline uint32_t Hardware(uint32_t crc, const u
         c0 = _mm_crc32_u8(static_cast<uint32_t>(c0), *p++);
         --n;
     }
-    auto word = [](const unsigned char* q) {
-        uint64_t w;
-        std::memcpy(&w, q, 8);
-        return w;
-    };
-    while (n >= 3 * kLong) {
-        uint64_t c1 = 0, c2 = 0;
-        const unsigned char* end = p + kLong;
-        do {
-            c0 = _mm_crc32_u64(c0, word(p));
-            c1 = _mm_crc32_u64(c1, word(p + kLong));
-            c2 = _mm_crc32_u64(c2, word(p + 2 * kLong));
-            p += 8;
-        } while (p < end);
-        c0 = Shift(t.long_op, static_cast<uint32_t>(c0)) ^ c1;
-        c0 = Shift(t.long_op, static_cast<uint32_t>(c0)) ^ c2;
-        p += 2 * kLong;
-        n -= 3 * kLong;
-    }
-    while (n >= 3 * kShort) {
-        uint64_t c1 = 0, c2 = 0;
-        const unsigned char* end = p + kShort;
-        do {
-            c0 = _mm_crc32_u64(c0, word(p));
-            c1 = _mm_crc32_u64(c1, word(p + kShort));
-            c2 = _mm_crc32_u64(c2, word(p + 2 * kShort));
-            p += 8;
-        } while (p < end);
-        c0 = Shift(t.short_op, static_cast<uint32_t>(c0)) ^ c1;
-        c0 = Shift(t.short_op, static_cast<uint32_t>(c0)) ^ c2;
-        p += 2 * kShort;
-        n -= 3 * kShort;
-    }
+    c0 = ThreeLanes(c0, p, n, kLong, t.long_op);
+    c0 = ThreeLanes(c0, p, n, kShort, t.short_op);
     while (n >= 8) {
-        c0 = _mm_crc32_u64(c0, word(p));
+        c0 = _mm_crc32_u64(c0, Word(p));
         p += 8;
         n -= 8;
     }
@@ -161,7 +159,8 @@ __attribute__((target("sse4.2"))) inline uint32_t Hardware(uint32_t crc, const u
 
 }  // namespace crc32c_detail
 
-// The CRC32C of data [p, p + n) continued from crc, the CRC32C of what came before (0 at the start).
+// The CRC32C of data [p, p + n) continued from crc, the CRC32C of what came before (0 at the
+// start).
 inline uint32_t Crc32cUpdate(uint32_t crc, const void* p, int64_t n) {
     const unsigned char* bytes = static_cast<const unsigned char*>(p);
 #if defined(__x86_64__)

@@ -12,16 +12,16 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
 
 #include "dp.h"
-
 #include "dp_crc32c.h"
 
 namespace dp {
@@ -123,7 +123,8 @@ class ShmMapping {
     // peers may still map, is never truncated or reused; replace unlinks it first, so those peers
     // keep their pages and see the file gone), reserves its pages (fallocate: a full /dev/shm is
     // an error here, never a SIGBUS later) and maps it pre-faulted.
-    static Result<ShmMapping*> Create(const std::string& path, int64_t size, bool replace) {
+    static Result<std::unique_ptr<ShmMapping>> Create(const std::string& path, int64_t size,
+                                                      bool replace) {
         if (replace && ::unlink(path.c_str()) != 0 && errno != ENOENT) return Err::kIo;
         Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
         if (!fd.valid()) return errno == EEXIST ? Err::kExists : Err::kIo;
@@ -141,7 +142,7 @@ class ShmMapping {
 
     // Maps an existing file of a peer (same host) that must hold at least size bytes: a regular
     // file of this user, never through a symbolic link.
-    static Result<ShmMapping*> Open(const std::string& path, int64_t size) {
+    static Result<std::unique_ptr<ShmMapping>> Open(const std::string& path, int64_t size) {
         Fd fd(::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
         if (!fd.valid()) return Err::kUnknownSegment;
         struct stat st {};
@@ -161,12 +162,12 @@ class ShmMapping {
     }
 
  private:
-    static Result<ShmMapping*> Map(int fd, int64_t size) {
-        if (size == 0) return new ShmMapping(nullptr, 0);
+    static Result<std::unique_ptr<ShmMapping>> Map(int fd, int64_t size) {
+        if (size == 0) return std::make_unique<ShmMapping>(nullptr, 0);
         void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE,
                          MAP_SHARED | MAP_POPULATE, fd, 0);
         if (p == MAP_FAILED) return Err::kIo;
-        return new ShmMapping(p, size);
+        return std::make_unique<ShmMapping>(p, size);
     }
 
     void* base_;
@@ -237,8 +238,7 @@ class SegmentAllocator {
         }
         int64_t previous_end = block.begin;
         for (int32_t i = 0; i < count; ++i) {
-            if (lengths[i] <= 0 || starts[i] < previous_end ||
-                starts[i] > block_end - lengths[i]) {
+            if (lengths[i] <= 0 || starts[i] < previous_end || starts[i] > block_end - lengths[i]) {
                 return Err::kInvalidArgument;
             }
             previous_end = starts[i] + lengths[i];
@@ -299,7 +299,7 @@ class SegmentAllocator {
         free_[offset] = length;
     }
 
-    std::mutex mu_;
+    std::mutex mu_;                    // guards free_, used_ and free_bytes_; a leaf lock
     std::map<int64_t, int64_t> free_;  // offset -> length
     std::map<int64_t, Extent> used_;   // key -> extent
     int64_t free_bytes_ = 0;

@@ -2,7 +2,6 @@
 // Two engines in one process: "node-a" owns segments, "node-b" reaches them over tcp and
 // a second "node-a" engine reaches them through the local transport.
 #include "dp.h"
-#include "dp_crypto.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,6 +16,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "dp_bench.h"
+#include "dp_crypto.h"
 
 namespace {
 
@@ -42,7 +44,7 @@ dp_engine* Create(const char* label, int32_t role = DP_ROLE_PEER, const uint8_t*
                   int32_t max_connections = 64) {
     dp_engine* e = nullptr;
     CHECK_EQ(dp_engine_create(label, host_id, "127.0.0.1", 0, 2, 2, 10000, 2000, max_connections,
-                              "/dev/shm", secret, secret_len, role, &e),
+                              "/dev/shm", secret, secret_len, role, &e, nullptr),
              DP_OK);
     return e;
 }
@@ -52,7 +54,7 @@ int64_t Open(dp_engine* e, const char* name, const char* owner_label, dp_engine*
              const char* host_id = kHost) {
     int64_t seg = -1;
     CHECK_EQ(dp_segment_open(e, name, owner_label, host_id, "127.0.0.1", dp_engine_tcp_port(owner),
-                             shm.c_str(), size, &seg),
+                             shm.c_str(), size, &seg, nullptr),
              expected);
     return seg;
 }
@@ -72,21 +74,64 @@ struct Batch {
         dp_batch* b = nullptr;
         std::vector<int> statuses;
         int rc = dp_batch_submit(e, static_cast<int32_t>(ops.size()), ops.data(), addrs.data(),
-                                 segs.data(), offsets.data(), lengths.data(), notify, &b);
+                                 segs.data(), offsets.data(), lengths.data(), notify, &b, nullptr);
         CHECK_EQ(rc, DP_OK);
         if (rc != DP_OK) return statuses;
-        CHECK_EQ(dp_batch_wait(b, -1), DP_OK);
+        CHECK_EQ(dp_batch_wait(b, -1, nullptr), DP_OK);
         for (size_t i = 0; i < ops.size(); ++i) {
             int64_t bytes = 0;
-            int st = dp_batch_task_status(b, static_cast<int32_t>(i), &bytes);
+            int st = dp_batch_task_status(b, static_cast<int32_t>(i), &bytes, nullptr);
             if (st == DP_OK) CHECK_EQ(bytes, lengths[i]);
             statuses.push_back(st);
         }
-        CHECK_EQ(dp_batch_notify_status(b), notify_status);
+        CHECK_EQ(dp_batch_notify_status(b, nullptr), notify_status);
         dp_batch_free(b);
         return statuses;
     }
 };
+
+bool Contains(const char* haystack, const char* needle) {
+    return std::strstr(haystack, needle) != nullptr;
+}
+
+// A failed call says why in its dp_status: the code it returned and a message naming the
+// segment, its owner, the range; success clears the message.
+void StatusNamesWhatFailed(dp_engine* owner, dp_engine* client, const std::string& shm,
+                           int64_t size) {
+    dp_status* st = dp_status_new();
+    int64_t off = 0;
+    CHECK_EQ(dp_segment_alloc(client, 987654, 64, &off, st), DP_ERR_UNKNOWN_SEGMENT);
+    CHECK_EQ(dp_status_code(st), DP_ERR_UNKNOWN_SEGMENT);
+    CHECK_EQ(Contains(dp_status_message(st), "segment id 987654"), true);
+    int64_t seg = Open(client, "seg-a", "node-a", owner, shm, size);
+    CHECK_EQ(dp_segment_alloc(client, seg, 64, &off, st), DP_ERR_DENIED);
+    CHECK_EQ(Contains(dp_status_message(st), "'seg-a'"), true);
+    CHECK_EQ(Contains(dp_status_message(st), "127.0.0.1:"), true);
+    std::vector<char> buf(4096);
+    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(buf.data()), 4096, st), DP_OK);
+    CHECK_EQ(dp_status_code(st), DP_OK);
+    CHECK_EQ(std::strlen(dp_status_message(st)), 0);
+    int32_t op = DP_OP_READ;
+    int64_t addr = reinterpret_cast<int64_t>(buf.data()), at = size - 16, len = 4096;
+    dp_batch* b = nullptr;
+    CHECK_EQ(dp_batch_submit(client, 1, &op, &addr, &seg, &at, &len, nullptr, &b, st), DP_OK);
+    CHECK_EQ(dp_batch_wait(b, -1, st), DP_OK);
+    int64_t bytes = 0;
+    CHECK_EQ(dp_batch_task_status(b, 0, &bytes, st), DP_ERR_OUT_OF_BOUNDS);
+    CHECK_EQ(Contains(dp_status_message(st), "read of 4096 bytes"), true);
+    CHECK_EQ(Contains(dp_status_message(st), std::to_string(size).c_str()), true);
+    dp_batch_free(b);
+    CHECK_EQ(dp_memory_unregister(client, addr, st), DP_OK);
+    CHECK_EQ(dp_segment_close(client, seg, st), DP_OK);
+    // The table the Java enum is checked against names every code it returns.
+    int32_t codes[64];
+    int32_t n = dp_error_codes(codes, 64);
+    CHECK_EQ(n > 16 && n <= 64, true);
+    for (int32_t i = 0; i < n; ++i)
+        CHECK_EQ(std::strcmp(dp_error_name(codes[i]), "UNKNOWN") != 0, true);
+    dp_status_delete(st);
+    dp_status_delete(nullptr);
+}
 
 void Fill(char* p, int64_t n, int seed) {
     for (int64_t i = 0; i < n; ++i) p[i] = static_cast<char>((i * 31 + seed) & 0xff);
@@ -96,10 +141,11 @@ void RunTransport(dp_engine* owner, dp_engine* client, dp_engine* remover,
                   const std::string& owner_label, const std::string& shm, int64_t size,
                   const char* notify) {
     int64_t seg = Open(client, "seg-a", owner_label.c_str(), owner, shm, size);
-    CHECK_EQ(dp_notify_register(owner, notify), DP_OK);
+    CHECK_EQ(dp_notify_register(owner, notify, nullptr), DP_OK);
     std::vector<char> buf(static_cast<size_t>(size));
     Fill(buf.data(), size, 7);
-    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(buf.data()), size), DP_OK);
+    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
+             DP_OK);
 
     Batch write;
     write.Add(DP_OP_WRITE, buf.data(), seg, 0, size / 2);
@@ -107,12 +153,13 @@ void RunTransport(dp_engine* owner, dp_engine* client, dp_engine* remover,
     for (int st : write.Run(client, notify)) CHECK_EQ(st, DP_OK);
     if (notify != nullptr) {
         int64_t value = 0;
-        CHECK_EQ(dp_notify_wait(owner, notify, 1, 5000, &value), DP_OK);
+        CHECK_EQ(dp_notify_wait(owner, notify, 1, 5000, &value, nullptr), DP_OK);
         CHECK_EQ(value, 1);
     }
 
     std::vector<char> back(static_cast<size_t>(size));
-    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(back.data()), size), DP_OK);
+    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(back.data()), size, nullptr),
+             DP_OK);
     Batch read;
     read.Add(DP_OP_READ, back.data(), seg, 0, size);
     read.Add(DP_OP_READ, back.data(), seg, size - 10, 20);  // out of bounds
@@ -130,23 +177,23 @@ void RunTransport(dp_engine* owner, dp_engine* client, dp_engine* remover,
     // Only the owner allocates; only the owner or a remover frees.
     int64_t own_seg = Open(owner, "seg-a", owner_label.c_str(), owner, shm, size);
     int64_t off1 = -1, off2 = -1, off3 = -1;
-    CHECK_EQ(dp_segment_alloc(client, seg, 64, &off3), DP_ERR_DENIED);
-    CHECK_EQ(dp_segment_alloc(owner, own_seg, size / 2, &off1), DP_OK);
-    CHECK_EQ(dp_segment_alloc(owner, own_seg, size / 2, &off2), DP_OK);
-    CHECK_EQ(dp_segment_alloc(owner, own_seg, 64, &off3), DP_ERR_SEGMENT_FULL);
-    CHECK_EQ(dp_segment_free(client, seg, off1), DP_ERR_DENIED);
+    CHECK_EQ(dp_segment_alloc(client, seg, 64, &off3, nullptr), DP_ERR_DENIED);
+    CHECK_EQ(dp_segment_alloc(owner, own_seg, size / 2, &off1, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_alloc(owner, own_seg, size / 2, &off2, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_alloc(owner, own_seg, 64, &off3, nullptr), DP_ERR_SEGMENT_FULL);
+    CHECK_EQ(dp_segment_free(client, seg, off1, nullptr), DP_ERR_DENIED);
     int64_t removers_seg = Open(remover, "seg-a", owner_label.c_str(), owner, shm, size);
-    CHECK_EQ(dp_segment_free(remover, removers_seg, off1), DP_OK);
-    CHECK_EQ(dp_segment_free(remover, removers_seg, off1), DP_ERR_NOT_FOUND);
-    CHECK_EQ(dp_segment_free(owner, own_seg, off2), DP_OK);
-    CHECK_EQ(dp_segment_close(remover, removers_seg), DP_OK);
-    CHECK_EQ(dp_notify_unregister(owner, notify), DP_OK);
+    CHECK_EQ(dp_segment_free(remover, removers_seg, off1, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_free(remover, removers_seg, off1, nullptr), DP_ERR_NOT_FOUND);
+    CHECK_EQ(dp_segment_free(owner, own_seg, off2, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_close(remover, removers_seg, nullptr), DP_OK);
+    CHECK_EQ(dp_notify_unregister(owner, notify, nullptr), DP_OK);
     int64_t gone = 0;
-    CHECK_EQ(dp_notify_get(owner, notify, &gone), DP_ERR_NOT_FOUND);
+    CHECK_EQ(dp_notify_get(owner, notify, &gone, nullptr), DP_ERR_NOT_FOUND);
 
-    CHECK_EQ(dp_memory_unregister(client, reinterpret_cast<int64_t>(buf.data())), DP_OK);
-    CHECK_EQ(dp_memory_unregister(client, reinterpret_cast<int64_t>(back.data())), DP_OK);
-    CHECK_EQ(dp_segment_close(client, seg), DP_OK);
+    CHECK_EQ(dp_memory_unregister(client, reinterpret_cast<int64_t>(buf.data()), nullptr), DP_OK);
+    CHECK_EQ(dp_memory_unregister(client, reinterpret_cast<int64_t>(back.data()), nullptr), DP_OK);
+    CHECK_EQ(dp_segment_close(client, seg, nullptr), DP_OK);
 }
 
 // Batches submitted while another thread shuts the engine down all finish (OK or CLOSED),
@@ -156,21 +203,22 @@ void ShutdownWhileSubmitting(const std::string& shm_base) {
     std::string shm = shm_base + "-race";
     dp_engine* e = Create("node-r");
     int64_t base = 0;
-    CHECK_EQ(dp_segment_create(e, "race", shm.c_str(), size, DP_SEGMENT_STORE, &base), DP_OK);
+    CHECK_EQ(dp_segment_create(e, "race", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
+             DP_OK);
     int64_t seg = Open(e, "race", "node-r", e, shm, size);
     std::vector<char> buf(static_cast<size_t>(size));
-    CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), size), DP_OK);
+    CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), size, nullptr), DP_OK);
     int bad = 0;
     std::thread submitter([&] {
         for (int i = 0; i < 200; ++i) {
             int32_t op = DP_OP_WRITE;
             int64_t addr = reinterpret_cast<int64_t>(buf.data()), off = 0, len = size;
             dp_batch* b = nullptr;
-            int rc = dp_batch_submit(e, 1, &op, &addr, &seg, &off, &len, nullptr, &b);
+            int rc = dp_batch_submit(e, 1, &op, &addr, &seg, &off, &len, nullptr, &b, nullptr);
             if (rc == DP_ERR_CLOSED) break;
-            if (rc != DP_OK || dp_batch_wait(b, 60000) != DP_OK) ++bad;
+            if (rc != DP_OK || dp_batch_wait(b, 60000, nullptr) != DP_OK) ++bad;
             int64_t bytes = 0;
-            int st = dp_batch_task_status(b, 0, &bytes);
+            int st = dp_batch_task_status(b, 0, &bytes, nullptr);
             if (st != DP_OK && st != DP_ERR_CLOSED) ++bad;
             dp_batch_free(b);
         }
@@ -191,12 +239,14 @@ void ReceiveSegmentIsNeverAllocated(dp_engine* owner, dp_engine* tcp_client,
     const int64_t size = 1 << 20;
     std::string shm = shm_base + "-recv";
     int64_t base = 0;
-    CHECK_EQ(dp_segment_create(owner, "recv", shm.c_str(), size, 7, &base),
+    CHECK_EQ(dp_segment_create(owner, "recv", shm.c_str(), size, 7, &base, nullptr),
              DP_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(dp_segment_create(owner, "recv", shm.c_str(), size, DP_SEGMENT_RECEIVE, &base), DP_OK);
-    CHECK_EQ(dp_notify_register(owner, "recv-landed"), DP_OK);
+    CHECK_EQ(
+        dp_segment_create(owner, "recv", shm.c_str(), size, DP_SEGMENT_RECEIVE, &base, nullptr),
+        DP_OK);
+    CHECK_EQ(dp_notify_register(owner, "recv-landed", nullptr), DP_OK);
     int64_t free_bytes = -1;
-    CHECK_EQ(dp_segment_free_bytes(owner, "recv", &free_bytes), DP_OK);
+    CHECK_EQ(dp_segment_free_bytes(owner, "recv", &free_bytes, nullptr), DP_OK);
     CHECK_EQ(free_bytes, 0);
     std::vector<char> buf(static_cast<size_t>(size));
     Fill(buf.data(), size, 3);
@@ -204,23 +254,25 @@ void ReceiveSegmentIsNeverAllocated(dp_engine* owner, dp_engine* tcp_client,
     for (dp_engine* e : engines) {
         int64_t off = -1;
         int64_t seg = Open(e, "recv", "node-a", owner, shm, size);
-        CHECK_EQ(dp_segment_alloc(e, seg, 64, &off), e == owner ? DP_ERR_SEGMENT_FULL : DP_ERR_DENIED);
+        CHECK_EQ(dp_segment_alloc(e, seg, 64, &off, nullptr),
+                 e == owner ? DP_ERR_SEGMENT_FULL : DP_ERR_DENIED);
         CHECK_EQ(off, -1);
-        CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), size), DP_OK);
+        CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
+                 DP_OK);
         Batch write;
         write.Add(DP_OP_WRITE, buf.data(), seg, 0, size);
         for (int st : write.Run(e, "recv-landed")) CHECK_EQ(st, DP_OK);
         CHECK_EQ(
             std::memcmp(reinterpret_cast<const char*>(base), buf.data(), static_cast<size_t>(size)),
             0);
-        CHECK_EQ(dp_memory_unregister(e, reinterpret_cast<int64_t>(buf.data())), DP_OK);
-        if (e != owner) CHECK_EQ(dp_segment_close(e, seg), DP_OK);
+        CHECK_EQ(dp_memory_unregister(e, reinterpret_cast<int64_t>(buf.data()), nullptr), DP_OK);
+        if (e != owner) CHECK_EQ(dp_segment_close(e, seg, nullptr), DP_OK);
     }
     int64_t value = 0;
-    CHECK_EQ(dp_notify_get(owner, "recv-landed", &value), DP_OK);
+    CHECK_EQ(dp_notify_get(owner, "recv-landed", &value, nullptr), DP_OK);
     CHECK_EQ(value, 3);
-    CHECK_EQ(dp_notify_unregister(owner, "recv-landed"), DP_OK);
-    CHECK_EQ(dp_segment_destroy(owner, "recv", 1), DP_OK);
+    CHECK_EQ(dp_notify_unregister(owner, "recv-landed", nullptr), DP_OK);
+    CHECK_EQ(dp_segment_destroy(owner, "recv", 1, nullptr), DP_OK);
 }
 
 // Carving: bytes written in place into one allocated block become separately freeable
@@ -231,42 +283,47 @@ void CarveKeepsPiecesAndFreesTheRest(dp_engine* owner, dp_engine* peer,
     const int64_t size = 64 << 10;
     std::string shm = shm_base + "-carve";
     int64_t base = 0, block = -1, free_bytes = -1;
-    CHECK_EQ(dp_segment_create(owner, "carve", shm.c_str(), size, DP_SEGMENT_STORE, &base), DP_OK);
+    CHECK_EQ(dp_segment_create(owner, "carve", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
+             DP_OK);
     int64_t seg = Open(owner, "carve", "node-a", owner, shm, size);
-    CHECK_EQ(dp_segment_alloc(owner, seg, 4096, &block), DP_OK);
+    CHECK_EQ(dp_segment_alloc(owner, seg, 4096, &block, nullptr), DP_OK);
     CHECK_EQ(block, 0);
     const int64_t starts[] = {10, 200, 3000};
     const int64_t lengths[] = {100, 1000, 64};
     const int64_t overlapping[] = {10, 100, 3000};
-    CHECK_EQ(dp_segment_carve(owner, seg, block, 3, overlapping, lengths), DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_carve(owner, seg, block, 3, overlapping, lengths, nullptr),
+             DP_ERR_INVALID_ARGUMENT);
     const int64_t outside[] = {4090};
-    CHECK_EQ(dp_segment_carve(owner, seg, block, 1, outside, lengths), DP_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(dp_segment_carve(owner, seg, 64, 3, starts, lengths), DP_ERR_NOT_FOUND);
+    CHECK_EQ(dp_segment_carve(owner, seg, block, 1, outside, lengths, nullptr),
+             DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_carve(owner, seg, 64, 3, starts, lengths, nullptr), DP_ERR_NOT_FOUND);
     int64_t peer_seg = Open(peer, "carve", "node-a", owner, shm, size);
-    CHECK_EQ(dp_segment_carve(peer, peer_seg, block, 3, starts, lengths), DP_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(dp_segment_close(peer, peer_seg), DP_OK);
-    CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes), DP_OK);
+    CHECK_EQ(dp_segment_carve(peer, peer_seg, block, 3, starts, lengths, nullptr),
+             DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_close(peer, peer_seg, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes, nullptr), DP_OK);
     CHECK_EQ(free_bytes, size - 4096);  // refused carves changed nothing
 
-    CHECK_EQ(dp_segment_carve(owner, seg, block, 3, starts, lengths), DP_OK);
+    CHECK_EQ(dp_segment_carve(owner, seg, block, 3, starts, lengths, nullptr), DP_OK);
     // Extents: [0,128) [192,1216) [2944,3072); the aligned gaps between them are free.
-    CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes), DP_OK);
+    CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes, nullptr), DP_OK);
     CHECK_EQ(free_bytes, size - 1280);
-    CHECK_EQ(dp_segment_free(owner, seg, block), DP_ERR_NOT_FOUND);  // the block is gone
+    CHECK_EQ(dp_segment_free(owner, seg, block, nullptr), DP_ERR_NOT_FOUND);  // the block is gone
     int64_t hole = -1;
-    CHECK_EQ(dp_segment_alloc(owner, seg, 64, &hole), DP_OK);  // first fit: the gap at 128
+    CHECK_EQ(dp_segment_alloc(owner, seg, 64, &hole, nullptr), DP_OK);  // first fit: the gap at 128
     CHECK_EQ(hole, 128);
-    CHECK_EQ(dp_segment_free(owner, seg, hole), DP_OK);
-    for (int64_t key : starts) CHECK_EQ(dp_segment_free(owner, seg, key), DP_OK);
-    CHECK_EQ(dp_segment_free(owner, seg, 200), DP_ERR_NOT_FOUND);
-    CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes), DP_OK);
+    CHECK_EQ(dp_segment_free(owner, seg, hole, nullptr), DP_OK);
+    for (int64_t key : starts) CHECK_EQ(dp_segment_free(owner, seg, key, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_free(owner, seg, 200, nullptr), DP_ERR_NOT_FOUND);
+    CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes, nullptr), DP_OK);
     CHECK_EQ(free_bytes, size);
     int64_t whole = -1;
-    CHECK_EQ(dp_segment_alloc(owner, seg, size, &whole), DP_OK);  // one hole again
-    CHECK_EQ(dp_segment_carve(owner, seg, whole, 0, nullptr, nullptr), DP_OK);  // frees it all
-    CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes), DP_OK);
+    CHECK_EQ(dp_segment_alloc(owner, seg, size, &whole, nullptr), DP_OK);  // one hole again
+    CHECK_EQ(dp_segment_carve(owner, seg, whole, 0, nullptr, nullptr, nullptr),
+             DP_OK);  // frees it all
+    CHECK_EQ(dp_segment_free_bytes(owner, "carve", &free_bytes, nullptr), DP_OK);
     CHECK_EQ(free_bytes, size);
-    CHECK_EQ(dp_segment_destroy(owner, "carve", 1), DP_OK);
+    CHECK_EQ(dp_segment_destroy(owner, "carve", 1, nullptr), DP_OK);
 }
 
 std::string Hex(const uint8_t* p, size_t n) {
@@ -332,7 +389,8 @@ void StrangersAreRefused(dp_engine* owner, dp_engine* friend_engine, const std::
     std::string before(reinterpret_cast<const char*>(buf.data()), 0);
     for (dp_engine* e : {no_secret, wrong_secret}) {
         int64_t seg = Open(e, "seg-a", "node-a", owner, shm, size);
-        CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), 4096), DP_OK);
+        CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), 4096, nullptr),
+                 DP_OK);
         Batch write;
         write.Add(DP_OP_WRITE, buf.data(), seg, 0, 4096);
         CHECK_EQ(write.Run(e)[0], DP_ERR_DENIED);
@@ -341,12 +399,15 @@ void StrangersAreRefused(dp_engine* owner, dp_engine* friend_engine, const std::
     // The owner's own server refuses a client that has no secret, too: see the Java tests for the
     // raw-socket cases (replay, truncation, slow senders, malformed requests).
     std::vector<char> back(4096);
-    CHECK_EQ(dp_memory_register(friend_engine, reinterpret_cast<int64_t>(back.data()), 4096), DP_OK);
+    CHECK_EQ(
+        dp_memory_register(friend_engine, reinterpret_cast<int64_t>(back.data()), 4096, nullptr),
+        DP_OK);
     int64_t seg = Open(friend_engine, "seg-a", "node-a", owner, shm, size);
     Batch read;
     read.Add(DP_OP_READ, back.data(), seg, 0, 4096);
     CHECK_EQ(read.Run(friend_engine)[0], DP_OK);
-    CHECK_EQ(dp_memory_unregister(friend_engine, reinterpret_cast<int64_t>(back.data())), DP_OK);
+    CHECK_EQ(dp_memory_unregister(friend_engine, reinterpret_cast<int64_t>(back.data()), nullptr),
+             DP_OK);
 }
 
 // The same node label on another host identity is never mapped; files live only in shm_dir,
@@ -357,14 +418,15 @@ void HostsAndFiles(dp_engine* owner, const std::string& shm, int64_t size) {
     dp_engine_destroy(twin);
     int64_t base = 0;
     CHECK_EQ(dp_segment_create(owner, "escape", "/tmp/wr-dp-test-escape", 4096, DP_SEGMENT_STORE,
-                               &base),
+                               &base, nullptr),
              DP_ERR_INVALID_ARGUMENT);
     CHECK_EQ(dp_segment_create(owner, "escape", "/dev/shm/../tmp/wr-dp-test-escape", 4096,
-                               DP_SEGMENT_STORE, &base),
+                               DP_SEGMENT_STORE, &base, nullptr),
              DP_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(dp_segment_create(owner, "dots", "/dev/shm/..", 4096, DP_SEGMENT_STORE, &base),
-             DP_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(dp_segment_create(owner, "twice", shm.c_str(), 4096, DP_SEGMENT_STORE, &base),
+    CHECK_EQ(
+        dp_segment_create(owner, "dots", "/dev/shm/..", 4096, DP_SEGMENT_STORE, &base, nullptr),
+        DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_create(owner, "twice", shm.c_str(), 4096, DP_SEGMENT_STORE, &base, nullptr),
              DP_ERR_EXISTS);  // seg-a's file: never reused, never truncated
     Open(owner, "elsewhere", "node-b", owner, "/etc/passwd", 1);  // tcp: no file is opened
     dp_engine* local = Create("node-a");
@@ -375,17 +437,20 @@ void HostsAndFiles(dp_engine* owner, const std::string& shm, int64_t size) {
     ::unlink(link.c_str());
     dp_engine_destroy(local);
     std::string replaced = shm + "-replaced";
-    CHECK_EQ(dp_segment_create(owner, "old", replaced.c_str(), 4096, DP_SEGMENT_STORE, &base),
-             DP_OK);
+    CHECK_EQ(
+        dp_segment_create(owner, "old", replaced.c_str(), 4096, DP_SEGMENT_STORE, &base, nullptr),
+        DP_OK);
     reinterpret_cast<char*>(base)[0] = 42;
-    CHECK_EQ(dp_segment_destroy(owner, "old", 0), DP_OK);  // the file stays, as after a crash
-    CHECK_EQ(dp_segment_create(owner, "new", replaced.c_str(), 4096, DP_SEGMENT_STORE, &base),
-             DP_ERR_EXISTS);
+    CHECK_EQ(dp_segment_destroy(owner, "old", 0, nullptr),
+             DP_OK);  // the file stays, as after a crash
+    CHECK_EQ(
+        dp_segment_create(owner, "new", replaced.c_str(), 4096, DP_SEGMENT_STORE, &base, nullptr),
+        DP_ERR_EXISTS);
     CHECK_EQ(dp_segment_create(owner, "new", replaced.c_str(), 4096,
-                               DP_SEGMENT_STORE | DP_SEGMENT_REPLACE, &base),
+                               DP_SEGMENT_STORE | DP_SEGMENT_REPLACE, &base, nullptr),
              DP_OK);
     CHECK_EQ(reinterpret_cast<char*>(base)[0], 0);  // a fresh file
-    CHECK_EQ(dp_segment_destroy(owner, "new", 1), DP_OK);
+    CHECK_EQ(dp_segment_destroy(owner, "new", 1, nullptr), DP_OK);
 }
 
 double CpuSeconds() {
@@ -421,15 +486,17 @@ void FdExhaustionNeitherSpinsNorKills(dp_engine* owner, dp_engine* client, const
     }
     ::close(waiting);
     std::vector<char> back(4096);
-    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(back.data()), 4096), DP_OK);
+    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(back.data()), 4096, nullptr),
+             DP_OK);
     dp_engine* fresh = Create("node-c");  // needs new connections to the owner
-    CHECK_EQ(dp_memory_register(fresh, reinterpret_cast<int64_t>(back.data()), 4096), DP_OK);
+    CHECK_EQ(dp_memory_register(fresh, reinterpret_cast<int64_t>(back.data()), 4096, nullptr),
+             DP_OK);
     int64_t seg = Open(fresh, "seg-a", "node-a", owner, shm, size);
     Batch read;
     read.Add(DP_OP_READ, back.data(), seg, 0, 4096);
     CHECK_EQ(read.Run(fresh)[0], DP_OK);
     dp_engine_destroy(fresh);
-    CHECK_EQ(dp_memory_unregister(client, reinterpret_cast<int64_t>(back.data())), DP_OK);
+    CHECK_EQ(dp_memory_unregister(client, reinterpret_cast<int64_t>(back.data()), nullptr), DP_OK);
 }
 
 }  // namespace
@@ -444,49 +511,52 @@ int main() {
     dp_engine* remover = Create("control", DP_ROLE_REMOVER);
     dp_engine* bad = nullptr;
     CHECK_EQ(dp_engine_create("", kHost, "127.0.0.1", 0, 2, 2, 0, 0, 8, "/dev/shm", kSecret, 4,
-                              DP_ROLE_PEER, &bad),
+                              DP_ROLE_PEER, &bad, nullptr),
              DP_ERR_INVALID_ARGUMENT);
     CHECK_EQ(dp_engine_create("n", kHost, "no-such-host.invalid", 0, 2, 2, 0, 0, 8, "/dev/shm",
-                              kSecret, 4, DP_ROLE_PEER, &bad),
+                              kSecret, 4, DP_ROLE_PEER, &bad, nullptr),
              DP_ERR_INVALID_ARGUMENT);
     CHECK_EQ(dp_engine_create("n", kHost, "127.0.0.1", 0, 2, 2, 0, 0, 8, "/dev/shm", kSecret, 4, 9,
-                              &bad),
+                              &bad, nullptr),
              DP_ERR_INVALID_ARGUMENT);
     dp_engine* v6 = nullptr;
-    if (dp_engine_create("n6", kHost, "::1", 0, 2, 2, 0, 0, 8, "/dev/shm", kSecret, 4,
-                         DP_ROLE_PEER, &v6) == DP_OK) {
+    if (dp_engine_create("n6", kHost, "::1", 0, 2, 2, 0, 0, 8, "/dev/shm", kSecret, 4, DP_ROLE_PEER,
+                         &v6, nullptr) == DP_OK) {
         CHECK_EQ(dp_engine_tcp_port(v6) > 0, 1);
         dp_engine_destroy(v6);
     }
     int64_t base = 0;
-    CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, DP_SEGMENT_STORE, &base), DP_OK);
-    CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, DP_SEGMENT_STORE, &base),
+    CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
+             DP_OK);
+    CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
              DP_ERR_EXISTS);
 
     RunTransport(a, b, remover, "node-a", shm, size, "tcp-notify");
     RunTransport(a, a2, remover, "node-a", shm, size, "local-notify");
     int64_t counters[DP_COUNTER_COUNT];
-    CHECK_EQ(dp_engine_counters(b, counters), DP_OK);
+    CHECK_EQ(dp_engine_counters(b, counters, nullptr), DP_OK);
     CHECK_EQ(counters[DP_COUNTER_TCP_WRITTEN], size);
     CHECK_EQ(counters[DP_COUNTER_TCP_READ], size);
     CHECK_EQ(counters[DP_COUNTER_LOCAL_READ], 0);
-    CHECK_EQ(dp_engine_counters(a2, counters), DP_OK);
+    CHECK_EQ(dp_engine_counters(a2, counters, nullptr), DP_OK);
     CHECK_EQ(counters[DP_COUNTER_LOCAL_WRITTEN], size);
     CHECK_EQ(counters[DP_COUNTER_TCP_WRITTEN], 0);
-    CHECK_EQ(dp_engine_counters(a, counters), DP_OK);
+    CHECK_EQ(dp_engine_counters(a, counters, nullptr), DP_OK);
     CHECK_EQ(counters[DP_COUNTER_TCP_SERVED_WRITTEN], size);
     {
         // A notify for a name the target never registered is dropped: nothing is created.
         std::vector<char> buf(4096);
-        CHECK_EQ(dp_memory_register(b, reinterpret_cast<int64_t>(buf.data()), 4096), DP_OK);
+        CHECK_EQ(dp_memory_register(b, reinterpret_cast<int64_t>(buf.data()), 4096, nullptr),
+                 DP_OK);
         int64_t seg = Open(b, "seg-a", "node-a", a, shm, size);
         Batch write;
         write.Add(DP_OP_WRITE, buf.data(), seg, 0, 4096);
         write.Run(b, "never-registered");
         int64_t value = 0;
-        CHECK_EQ(dp_notify_get(a, "never-registered", &value), DP_ERR_NOT_FOUND);
-        CHECK_EQ(dp_memory_unregister(b, reinterpret_cast<int64_t>(buf.data())), DP_OK);
+        CHECK_EQ(dp_notify_get(a, "never-registered", &value, nullptr), DP_ERR_NOT_FOUND);
+        CHECK_EQ(dp_memory_unregister(b, reinterpret_cast<int64_t>(buf.data()), nullptr), DP_OK);
     }
+    StatusNamesWhatFailed(a, b, shm, size);
     StrangersAreRefused(a, b, shm, size);
     FdExhaustionNeitherSpinsNorKills(a, b, shm, size);
     HostsAndFiles(a, shm, size);
@@ -495,18 +565,18 @@ int main() {
     CarveKeepsPiecesAndFreesTheRest(a, b, shm);
 
     int64_t value = 0;
-    CHECK_EQ(dp_notify_wait(a, "never", 1, 10, &value), DP_ERR_NOT_FOUND);
-    CHECK_EQ(dp_notify_register(a, "never"), DP_OK);
-    CHECK_EQ(dp_notify_wait(a, "never", 1, 10, &value), DP_ERR_TIMEOUT);
+    CHECK_EQ(dp_notify_wait(a, "never", 1, 10, &value, nullptr), DP_ERR_NOT_FOUND);
+    CHECK_EQ(dp_notify_register(a, "never", nullptr), DP_OK);
+    CHECK_EQ(dp_notify_wait(a, "never", 1, 10, &value, nullptr), DP_ERR_TIMEOUT);
 
     // Peer gone: the owner goes away, the tcp client gets PEER_GONE, not a hang.
     int64_t seg = Open(b, "seg-a", "node-a", a, shm, size);
     std::vector<char> buf(1 << 20);
-    CHECK_EQ(dp_memory_register(b, reinterpret_cast<int64_t>(buf.data()), 1 << 20), DP_OK);
-    CHECK_EQ(dp_segment_destroy(a, "seg-a", 1), DP_OK);
+    CHECK_EQ(dp_memory_register(b, reinterpret_cast<int64_t>(buf.data()), 1 << 20, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_destroy(a, "seg-a", 1, nullptr), DP_OK);
     // A stale view of a destroyed own segment reads private zero pages, never faults.
     CHECK_EQ(reinterpret_cast<volatile char*>(base)[size - 1], 0);
-    CHECK_EQ(dp_segment_destroy(a, "seg-a", 1), DP_ERR_UNKNOWN_SEGMENT);
+    CHECK_EQ(dp_segment_destroy(a, "seg-a", 1, nullptr), DP_ERR_UNKNOWN_SEGMENT);
     dp_engine_destroy(a);
     Batch gone;
     gone.Add(DP_OP_READ, buf.data(), seg, 0, 1 << 20);
@@ -514,7 +584,8 @@ int main() {
 
     dp_engine_shutdown(b);
     dp_batch* closed = nullptr;
-    CHECK_EQ(dp_batch_submit(b, 0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, &closed),
+    CHECK_EQ(dp_batch_submit(b, 0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, &closed,
+                             nullptr),
              DP_ERR_CLOSED);
     dp_engine_destroy(b);
     dp_engine_destroy(a2);

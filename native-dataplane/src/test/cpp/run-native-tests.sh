@@ -8,8 +8,8 @@ cd "$(dirname "$0")/../../.."
 mode="${1:-asan}"
 out=target/native-test
 mkdir -p "$out"
-src=(src/main/cpp/dp.cc src/test/cpp/dp_test.cc)
-flags=(-std=c++17 -g -O1 -fno-omit-frame-pointer -pthread -Isrc/main/cpp)
+src=(src/main/cpp/*.cc src/bench/cpp/*.cc src/test/cpp/dp_test.cc)
+flags=(-std=c++17 -g -O1 -fno-omit-frame-pointer -pthread -Isrc/main/cpp -Isrc/bench/cpp)
 case "$mode" in
     asan)
         g++ "${flags[@]}" -fsanitize=address,undefined -fno-sanitize-recover=undefined \

@@ -198,20 +198,20 @@ public final class Dataplane implements AutoCloseable {
                                 ? DpNative.DP_SEGMENT_STORE
                                 : DpNative.DP_SEGMENT_RECEIVE)
                         | DpNative.DP_SEGMENT_REPLACE;
-        int rc =
+        NativeStatus status =
                 handle.call(
-                        e ->
+                        (e, st) ->
                                 DpNative.dp_segment_create(
-                                        e, name, path.toString(), size, flags, base));
-        if (rc == DataplaneError.SEGMENT_FULL.code()) {
+                                        e, name, path.toString(), size, flags, base, st));
+        if (status.is(DataplaneError.SEGMENT_FULL)) {
             throw new SegmentFullException(
                     "no room in " + config.shmDir() + " for segment '" + name + "'");
         }
-        if (rc == DataplaneError.EXISTS.code()) {
+        if (status.is(DataplaneError.EXISTS)) {
             throw new DataplaneException(
                     DataplaneError.EXISTS, "segment '" + name + "' already exists in this engine");
         }
-        Errors.check(rc, name);
+        status.check(name);
         Segment segment = new Segment(this, name, size, base[0], path, kind, purged);
         segments.put(name, segment);
         SegmentDescriptor descriptor =
@@ -289,9 +289,8 @@ public final class Dataplane implements AutoCloseable {
             throw new IllegalArgumentException("need a non-empty direct ByteBuffer");
         }
         long address = DpNative.addressOf(direct);
-        Errors.check(
-                handle.call(e -> DpNative.dp_memory_register(e, address, direct.capacity())),
-                "buffer 0x" + Long.toHexString(address));
+        handle.call((e, st) -> DpNative.dp_memory_register(e, address, direct.capacity(), st))
+                .check("buffer 0x" + Long.toHexString(address));
         RegisteredBuffer buffer = new RegisteredBuffer(this, direct, address);
         buffers.put(address, buffer);
         return buffer;
@@ -387,13 +386,13 @@ public final class Dataplane implements AutoCloseable {
             }
         } finally {
             engine.forget(segment.name());
-            handle.call(e -> DpNative.dp_segment_destroy(e, segment.name(), 1));
+            handle.call((e, st) -> DpNative.dp_segment_destroy(e, segment.name(), 1, st));
         }
     }
 
     void unregisterBuffer(RegisteredBuffer buffer) {
         buffers.remove(buffer.address(), buffer);
-        handle.call(e -> DpNative.dp_memory_unregister(e, buffer.address()));
+        handle.call((e, st) -> DpNative.dp_memory_unregister(e, buffer.address(), st));
     }
 
     private String shmFileName(String name) {

@@ -1,8 +1,10 @@
 package io.weightrelay.dataplane;
 
+import java.lang.reflect.RecordComponent;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.StringJoiner;
 
 /**
  * How a process opens its data plane.
@@ -165,28 +167,28 @@ public record DataplaneConfig(
         return Objects.hash(nodeLabel, redisUri, keyPrefix, tcpBindHost, advertiseHost, tcpPort);
     }
 
-    /** Never prints the secret, nor the Redis password. */
+    /** Every component, in declaration order; never prints the secret, nor the Redis password. */
     @Override
     public String toString() {
-        return "DataplaneConfig[nodeLabel=%s, redisUri=%s, keyPrefix=%s, tcpBindHost=%s, advertiseHost=%s, tcpPort=%d, tcpStreams=%d, localThreads=%d, ioTimeout=%s, shmDir=%s, connectTimeout=%s, maxConnections=%d, secret=%s, hostId=%s, remover=%s, storer=%s, redisCaCertificate=%s]"
-                .formatted(
-                        nodeLabel,
-                        RedisUris.mask(redisUri),
-                        keyPrefix,
-                        tcpBindHost,
-                        advertiseHost,
-                        tcpPort,
-                        tcpStreams,
-                        localThreads,
-                        ioTimeout,
-                        shmDir,
-                        connectTimeout,
-                        maxConnections,
-                        secret.length == 0 ? "none" : "<hidden>",
-                        hostId,
-                        remover,
-                        storer,
-                        redisCaCertificate);
+        StringJoiner fields = new StringJoiner(", ", "DataplaneConfig[", "]");
+        for (RecordComponent c : DataplaneConfig.class.getRecordComponents()) {
+            Object value =
+                    switch (c.getName()) {
+                        case "secret" -> secret.length == 0 ? "none" : "<hidden>";
+                        case "redisUri" -> RedisUris.mask(redisUri);
+                        default -> componentValue(c);
+                    };
+            fields.add(c.getName() + "=" + value);
+        }
+        return fields.toString();
+    }
+
+    private Object componentValue(RecordComponent c) {
+        try {
+            return c.getAccessor().invoke(this);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot read " + c.getName(), e);
+        }
     }
 
     /** A builder with the defaults: local Redis, {@code wr:dp:}, loopback, two streams. */

@@ -1,8 +1,9 @@
 package io.weightrelay.dataplane;
 
 /**
- * Status codes of the data plane, shared with the C API ({@code DP_ERR_*} in {@code dp.h}). Per
- * range results of {@link StoreClient#getIntoRanges} carry {@link #code()} as a negative value.
+ * Status codes of the data plane, those of the C API ({@code DP_ERR_*} in {@code dp.h}, checked by
+ * NativeErrorCodesTest against the table the library exports). Per range results of {@link
+ * StoreClient#getIntoRanges} carry {@link #code()} as a negative value.
  */
 public enum DataplaneError {
     INVALID_ARGUMENT(-1),

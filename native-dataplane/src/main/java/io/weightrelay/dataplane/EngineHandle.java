@@ -2,7 +2,6 @@ package io.weightrelay.dataplane;
 
 import io.weightrelay.dataplane.internal.DpNative;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
-import java.util.function.ToIntFunction;
 
 /**
  * The native engine handle. Every native call runs under the read lock; close shuts the engine down
@@ -22,35 +21,43 @@ final class EngineHandle implements AutoCloseable {
         DpNative.load();
         DpNative.dp_engine out = new DpNative.dp_engine();
         byte[] secret = c.secret();
-        int rc =
-                DpNative.dp_engine_create(
-                        c.nodeLabel(),
-                        hostId,
-                        c.tcpBindHost(),
-                        c.tcpPort(),
-                        c.tcpStreams(),
-                        c.localThreads(),
-                        millis(c.ioTimeout()),
-                        millis(c.connectTimeout()),
-                        c.maxConnections(),
-                        c.shmDir().toString(),
-                        secret,
-                        secret.length,
-                        c.remover()
-                                ? DpNative.DP_ROLE_REMOVER
-                                : (c.storer() ? DpNative.DP_ROLE_STORER : DpNative.DP_ROLE_PEER),
-                        out);
+        int ioTimeoutMs = millis(c.ioTimeout());
+        int connectTimeoutMs = millis(c.connectTimeout());
+        NativeStatus status =
+                NativeStatus.of(
+                        st ->
+                                DpNative.dp_engine_create(
+                                        c.nodeLabel(),
+                                        hostId,
+                                        c.tcpBindHost(),
+                                        c.tcpPort(),
+                                        c.tcpStreams(),
+                                        c.localThreads(),
+                                        ioTimeoutMs,
+                                        connectTimeoutMs,
+                                        c.maxConnections(),
+                                        c.shmDir().toString(),
+                                        secret,
+                                        secret.length,
+                                        c.remover()
+                                                ? DpNative.DP_ROLE_REMOVER
+                                                : (c.storer()
+                                                        ? DpNative.DP_ROLE_STORER
+                                                        : DpNative.DP_ROLE_PEER),
+                                        out,
+                                        st));
         java.util.Arrays.fill(secret, (byte) 0);
-        if (rc == DataplaneError.INVALID_ARGUMENT.code()) {
+        if (status.is(DataplaneError.INVALID_ARGUMENT)) {
             throw new DataplaneException(
                     DataplaneError.INVALID_ARGUMENT,
-                    "cannot start the engine: tcpBindHost '"
+                    "cannot start the engine (check DataplaneConfig.tcpBindHost '"
                             + c.tcpBindHost()
-                            + "' is no address or resolvable name of this host, or shmDir "
+                            + "' and shmDir "
                             + c.shmDir()
-                            + " does not exist");
+                            + "): "
+                            + status.message());
         }
-        Errors.check(rc, "engine on " + c.tcpBindHost() + ":" + c.tcpPort());
+        status.check("engine on " + c.tcpBindHost() + ":" + c.tcpPort());
         return new EngineHandle(out);
     }
 
@@ -58,38 +65,43 @@ final class EngineHandle implements AutoCloseable {
         return (int) Math.max(0, Math.min(Integer.MAX_VALUE, d.toMillis()));
     }
 
-    /** Runs a native call on the live engine and returns its status code. */
-    int call(ToIntFunction<DpNative.dp_engine> body) {
+    /** A native call on the engine, reporting into a {@code dp_status}. */
+    @FunctionalInterface
+    interface Call {
+        int run(DpNative.dp_engine engine, DpNative.dp_status status);
+    }
+
+    /** Runs a native call on the live engine and returns what it reported. */
+    NativeStatus call(Call body) {
         lock.readLock().lock();
         try {
             if (closed) {
-                return DataplaneError.CLOSED.code();
+                return new NativeStatus(DataplaneError.CLOSED.code(), "the dataplane is closed");
             }
-            return body.applyAsInt(engine);
+            return NativeStatus.of(status -> body.run(engine, status));
         } finally {
             lock.readLock().unlock();
         }
     }
 
     int tcpPort() {
-        int[] port = new int[1];
-        call(
-                e -> {
-                    port[0] = DpNative.dp_engine_tcp_port(e);
-                    return 0;
-                });
-        return port[0];
+        lock.readLock().lock();
+        try {
+            return closed ? 0 : DpNative.dp_engine_tcp_port(engine);
+        } finally {
+            lock.readLock().unlock();
+        }
     }
 
     long freeBytes(String segment) {
         long[] out = new long[1];
-        Errors.check(call(e -> DpNative.dp_segment_free_bytes(e, segment, out)), segment);
+        call((e, st) -> DpNative.dp_segment_free_bytes(e, segment, out, st)).check(segment);
         return out[0];
     }
 
     Counters counters() {
         long[] c = new long[DpNative.DP_COUNTER_COUNT];
-        Errors.check(call(e -> DpNative.dp_engine_counters(e, c)), "counters");
+        call((e, st) -> DpNative.dp_engine_counters(e, c, st)).check("counters");
         return new Counters(c[0], c[1], c[2], c[3], c[4], c[5]);
     }
 

@@ -1,35 +1,34 @@
 package io.weightrelay.dataplane;
 
-/** Maps native status codes to the exception family. */
+/** Maps native statuses to the exception family, carrying the engine's message. */
 final class Errors {
     private Errors() {}
 
-    /** Throws the exception for a negative code; {@code subject} names the segment or key. */
-    static void check(int code, String subject) {
-        if (code < 0) {
-            throw of(code, subject);
-        }
-    }
-
-    static DataplaneException of(int code, String subject) {
-        DataplaneError error = DataplaneError.fromCode(code);
-        return switch (error) {
-            case UNKNOWN_SEGMENT -> new UnknownSegmentException(subject);
-            case PEER_GONE -> new PeerGoneException(subject);
-            case SEGMENT_FULL -> new SegmentFullException("segment '" + subject + "' is full");
-            case UNREGISTERED_BUFFER -> new UnregisteredBufferException(subject);
-            case NOT_FOUND -> new ObjectNotFoundException(subject);
-            case EXISTS -> new ObjectExistsException(subject);
-            case CLOSED -> new DataplaneClosedException(subject);
-            case DENIED -> new PermissionDeniedException(subject);
-            case FOREIGN_HOST -> new ForeignHostException(subject);
-            default -> new DataplaneException(error, subject);
+    /**
+     * The exception for a failed native call: the subclass of its code, with the engine's message;
+     * {@code subject} (the segment or key) is what the exception's accessor returns.
+     */
+    static DataplaneException of(NativeStatus status, String subject) {
+        String m = status.message().isEmpty() ? subject : status.message();
+        return switch (status.error()) {
+            case UNKNOWN_SEGMENT -> new UnknownSegmentException(subject, m);
+            case PEER_GONE -> new PeerGoneException(subject, m);
+            case SEGMENT_FULL -> new SegmentFullException(m);
+            case UNREGISTERED_BUFFER -> UnregisteredBufferException.because(m);
+            case NOT_FOUND -> new ObjectNotFoundException(subject, m);
+            case EXISTS -> new ObjectExistsException(subject, m);
+            case CLOSED -> DataplaneClosedException.because(m);
+            case DENIED ->
+                    new PermissionDeniedException(subject, m + PermissionDeniedException.HINT);
+            case FOREIGN_HOST -> new ForeignHostException(subject, m);
+            default -> new DataplaneException(status.error(), m);
         };
     }
 
-    /** The exception for a failed transfer task. */
-    static DataplaneException forTask(int code, TransferRequest r, long segmentSize, long bytes) {
-        DataplaneError error = DataplaneError.fromCode(code);
+    /** The exception for a failed transfer task, from its status as the engine reported it. */
+    static DataplaneException forTask(
+            NativeStatus status, TransferRequest r, long segmentSize, long bytes) {
+        DataplaneError error = status.error();
         boolean localOutside =
                 r.localOffset() < 0
                         || r.length() < 0
@@ -47,11 +46,13 @@ final class Errors {
                             r.segmentOffset(),
                             r.length(),
                             segmentSize);
-            case UNREGISTERED_BUFFER -> new UnregisteredBufferException(r.local().describe());
+            case UNREGISTERED_BUFFER ->
+                    UnregisteredBufferException.because(
+                            r.local().describe() + ": " + status.message());
             case SHORT_TRANSFER ->
                     new ShortTransferException(
                             r.op() + " of segment '" + r.segment() + "'", r.length(), bytes);
-            default -> of(code, r.segment());
+            default -> of(status, r.segment());
         };
     }
 }

@@ -11,6 +11,12 @@ public final class ObjectExistsException extends DataplaneException {
         this.key = key;
     }
 
+    /** With the engine's message, which names what was not found (or exists). */
+    public ObjectExistsException(String key, String message) {
+        super(DataplaneError.EXISTS, message);
+        this.key = key;
+    }
+
     /** The store key. */
     public String key() {
         return key;

@@ -11,6 +11,12 @@ public final class ObjectNotFoundException extends DataplaneException {
         this.key = key;
     }
 
+    /** With the engine's message, which names what was not found (or exists). */
+    public ObjectNotFoundException(String key, String message) {
+        super(DataplaneError.NOT_FOUND, message);
+        this.key = key;
+    }
+
     /** The store key. */
     public String key() {
         return key;

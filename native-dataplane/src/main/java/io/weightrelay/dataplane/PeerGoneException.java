@@ -15,6 +15,12 @@ public final class PeerGoneException extends DataplaneException {
         this.segment = segment;
     }
 
+    /** With the engine's message, which names the segment and its owner's address. */
+    public PeerGoneException(String segment, String message) {
+        super(DataplaneError.PEER_GONE, message);
+        this.segment = segment;
+    }
+
     /** The segment whose owner is gone. */
     public String segment() {
         return segment;

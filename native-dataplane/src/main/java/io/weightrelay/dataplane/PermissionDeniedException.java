@@ -8,6 +8,11 @@ package io.weightrelay.dataplane;
 public final class PermissionDeniedException extends DataplaneException {
     private static final long serialVersionUID = 1L;
 
+    /** What to check, appended to the engine's message. */
+    static final String HINT =
+            " (check that every engine has the same DataplaneConfig.secret; only a segment's owner"
+                    + " allocates, only it or a remover frees)";
+
     private final String subject;
 
     public PermissionDeniedException(String subject) {
@@ -15,9 +20,8 @@ public final class PermissionDeniedException extends DataplaneException {
                 DataplaneError.DENIED,
                 "refused for '"
                         + subject
-                        + "': the peer's handshake failed (check that every engine has the same"
-                        + " DataplaneConfig.secret) or this engine's role may not do this (only a"
-                        + " segment's owner allocates; only it or a remover frees)");
+                        + "': the peer's handshake failed or this engine's role may not do this"
+                        + HINT);
         this.subject = subject;
     }
 

@@ -124,10 +124,7 @@ public final class StoreClient {
     /** Frees a reserved block that will not be published. */
     public void releaseReservation(Segment own, long block) {
         checkOwn(own, "a reservation");
-        int rc = engine.free(own.name(), block);
-        if (rc < 0) {
-            throw Errors.of(rc, own.name() + " block " + block);
-        }
+        engine.free(own.name(), block).check(own.name() + " block " + block);
     }
 
     /**

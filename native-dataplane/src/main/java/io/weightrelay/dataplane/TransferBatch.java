@@ -50,8 +50,8 @@ public final class TransferBatch implements AutoCloseable {
      * @return true when all tasks finished, false on timeout
      */
     public synchronized boolean await(Duration timeout) {
-        int rc = DpNative.dp_batch_wait(open(), timeout.toMillis());
-        return rc == 0;
+        DpNative.dp_batch b = open();
+        return DpNative.dp_batch_wait(b, timeout.toMillis(), null) == 0;
     }
 
     /**
@@ -69,10 +69,12 @@ public final class TransferBatch implements AutoCloseable {
                 throw failure(s);
             }
         }
-        int notify = DpNative.dp_batch_notify_status(open());
-        if (notify < 0) {
+        DpNative.dp_batch b = open();
+        NativeStatus notify = NativeStatus.of(st -> DpNative.dp_batch_notify_status(b, st));
+        if (notify.failed()) {
             throw new DataplaneException(
-                    DataplaneError.fromCode(notify), "notify '" + notifyName + "' not delivered");
+                    notify.error(),
+                    "notify '" + notifyName + "' not delivered: " + notify.message());
         }
     }
 
@@ -82,7 +84,7 @@ public final class TransferBatch implements AutoCloseable {
             throw new IndexOutOfBoundsException(index);
         }
         long[] bytes = new long[1];
-        int rc = DpNative.dp_batch_task_status(open(), index, bytes);
+        int rc = DpNative.dp_batch_task_status(open(), index, bytes, null);
         TaskStatus.State state =
                 rc == 0
                         ? TaskStatus.State.COMPLETED
@@ -111,7 +113,7 @@ public final class TransferBatch implements AutoCloseable {
             throw new IllegalStateException("the batch was not submitted checksummed");
         }
         int[] crc = new int[1];
-        int rc = DpNative.dp_batch_task_crc32c(open(), index, crc);
+        int rc = DpNative.dp_batch_task_crc32c(open(), index, crc, null);
         if (rc != 0) {
             throw new IllegalStateException(
                     "task "
@@ -131,7 +133,8 @@ public final class TransferBatch implements AutoCloseable {
      */
     public synchronized long checksumNanos() {
         long[] nanos = new long[1];
-        Errors.check(DpNative.dp_batch_crc_nanos(open(), nanos), "transfer batch");
+        DpNative.dp_batch b = open();
+        NativeStatus.of(st -> DpNative.dp_batch_crc_nanos(b, nanos, st)).check("transfer batch");
         return nanos[0];
     }
 
@@ -144,10 +147,24 @@ public final class TransferBatch implements AutoCloseable {
         return all;
     }
 
-    /** The exception describing a failed task (for callers that inspect statuses). */
-    public DataplaneException failure(TaskStatus status) {
+    /**
+     * The exception describing a failed task (for callers that inspect statuses), with the engine's
+     * message while the batch is open.
+     */
+    public synchronized DataplaneException failure(TaskStatus status) {
+        NativeStatus reported = new NativeStatus(status.error().code(), "");
+        if (batch != null) {
+            DpNative.dp_batch b = batch;
+            long[] bytes = new long[1];
+            NativeStatus now =
+                    NativeStatus.of(
+                            st -> DpNative.dp_batch_task_status(b, status.index(), bytes, st));
+            if (now.failed()) {
+                reported = new NativeStatus(status.error().code(), now.message());
+            }
+        }
         return Errors.forTask(
-                status.error().code(),
+                reported,
                 requests.get(status.index()),
                 segmentSizes[status.index()],
                 status.bytesTransferred());

@@ -116,7 +116,7 @@ public final class TransferEngine {
      */
     public long registerNotify(String name) {
         checkName(name, "notify name");
-        Errors.check(handle.call(e -> DpNative.dp_notify_register(e, name)), name);
+        handle.call((e, st) -> DpNative.dp_notify_register(e, name, st)).check(name);
         return notifyCount(name);
     }
 
@@ -126,9 +126,9 @@ public final class TransferEngine {
      */
     public void unregisterNotify(String name) {
         checkName(name, "notify name");
-        int rc = handle.call(e -> DpNative.dp_notify_unregister(e, name));
-        if (rc != DataplaneError.NOT_FOUND.code()) {
-            Errors.check(rc, name);
+        NativeStatus status = handle.call((e, st) -> DpNative.dp_notify_unregister(e, name, st));
+        if (!status.is(DataplaneError.NOT_FOUND)) {
+            status.check(name);
         }
     }
 
@@ -140,11 +140,11 @@ public final class TransferEngine {
     public long notifyCount(String name) {
         checkName(name, "notify name");
         long[] value = new long[1];
-        int rc = handle.call(e -> DpNative.dp_notify_get(e, name, value));
-        if (rc == DataplaneError.NOT_FOUND.code()) {
+        NativeStatus status = handle.call((e, st) -> DpNative.dp_notify_get(e, name, value, st));
+        if (status.is(DataplaneError.NOT_FOUND)) {
             throw notRegistered(name);
         }
-        Errors.check(rc, name);
+        status.check(name);
         return value[0];
     }
 
@@ -163,16 +163,18 @@ public final class TransferEngine {
     public long awaitNotify(String name, long atLeast, Duration timeout) {
         checkName(name, "notify name");
         long[] value = new long[1];
-        int rc =
+        NativeStatus status =
                 handle.call(
-                        e -> DpNative.dp_notify_wait(e, name, atLeast, timeout.toMillis(), value));
-        if (rc == DataplaneError.TIMEOUT.code()) {
+                        (e, st) ->
+                                DpNative.dp_notify_wait(
+                                        e, name, atLeast, timeout.toMillis(), value, st));
+        if (status.is(DataplaneError.TIMEOUT)) {
             throw new NotifyTimeoutException(name, atLeast, value[0]);
         }
-        if (rc == DataplaneError.NOT_FOUND.code()) {
+        if (status.is(DataplaneError.NOT_FOUND)) {
             throw notRegistered(name);
         }
-        Errors.check(rc, "notify '" + name + "'");
+        status.check("notify '" + name + "'");
         return value[0];
     }
 
@@ -202,9 +204,9 @@ public final class TransferEngine {
             addrs[i] = localAddress(r.local(), r.localOffset(), r.length());
         }
         DpNative.dp_batch out = new DpNative.dp_batch();
-        int rc =
+        NativeStatus status =
                 handle.call(
-                        e ->
+                        (e, st) ->
                                 DpNative.dp_batch_submit_flags(
                                         e,
                                         n,
@@ -215,8 +217,9 @@ public final class TransferEngine {
                                         lengths,
                                         notifyName,
                                         checksummed ? DpNative.DP_BATCH_CRC32C : 0,
-                                        out));
-        Errors.check(rc, "transfer batch");
+                                        out,
+                                        st));
+        status.check("transfer batch");
         return new TransferBatch(this, List.copyOf(requests), sizes, notifyName, checksummed, out);
     }
 
@@ -245,24 +248,28 @@ public final class TransferEngine {
     long alloc(String segment, long length) {
         long[] offset = new long[1];
         long id = segmentId(segment);
-        int rc = handle.call(e -> DpNative.dp_segment_alloc(e, id, length, offset));
-        if (rc < 0) {
-            onTaskFailure(segment, DataplaneError.fromCode(rc));
+        NativeStatus status =
+                handle.call((e, st) -> DpNative.dp_segment_alloc(e, id, length, offset, st));
+        if (status.failed()) {
+            onTaskFailure(segment, status.error());
         }
-        Errors.check(rc, segment);
+        status.check(segment);
         return offset[0];
     }
 
-    int free(String segment, long offset) {
+    NativeStatus free(String segment, long offset) {
         Resolved r = resolve(segment);
         if (r == null) {
-            return DataplaneError.UNKNOWN_SEGMENT.code();
+            return new NativeStatus(
+                    DataplaneError.UNKNOWN_SEGMENT.code(),
+                    "freeing offset " + offset + " of segment '" + segment + "': no descriptor");
         }
-        int rc = handle.call(e -> DpNative.dp_segment_free(e, r.id(), offset));
-        if (rc < 0) {
-            onTaskFailure(segment, DataplaneError.fromCode(rc));
+        NativeStatus status =
+                handle.call((e, st) -> DpNative.dp_segment_free(e, r.id(), offset, st));
+        if (status.failed()) {
+            onTaskFailure(segment, status.error());
         }
-        return rc;
+        return status;
     }
 
     /**
@@ -271,12 +278,12 @@ public final class TransferEngine {
      */
     void carve(String segment, long block, long[] starts, long[] lengths) {
         long id = segmentId(segment);
-        int rc =
+        NativeStatus status =
                 handle.call(
-                        e ->
+                        (e, st) ->
                                 DpNative.dp_segment_carve(
-                                        e, id, block, starts.length, starts, lengths));
-        if (rc == DataplaneError.INVALID_ARGUMENT.code()) {
+                                        e, id, block, starts.length, starts, lengths, st));
+        if (status.is(DataplaneError.INVALID_ARGUMENT)) {
             throw new IllegalArgumentException(
                     "cannot carve block "
                             + block
@@ -285,7 +292,7 @@ public final class TransferEngine {
                             + "': pieces must be sorted, disjoint, non-empty and inside it, and"
                             + " the segment must be this process's own");
         }
-        Errors.check(rc, segment + " block " + block);
+        status.check(segment + " block " + block);
     }
 
     /** Forgets a cached segment whose owner is gone, so the next use reads Redis again. */
@@ -293,7 +300,7 @@ public final class TransferEngine {
         if (error == DataplaneError.PEER_GONE || error == DataplaneError.UNKNOWN_SEGMENT) {
             Resolved r = segments.remove(segment);
             if (r != null) {
-                handle.call(e -> DpNative.dp_segment_close(e, r.id()));
+                handle.call((e, st) -> DpNative.dp_segment_close(e, r.id(), st));
             }
         }
     }
@@ -317,8 +324,7 @@ public final class TransferEngine {
         if (r == null) {
             throw new UnknownSegmentException(segment);
         }
-        int rc = handle.call(e -> DpNative.dp_segment_probe(e, r.id()));
-        Errors.check(rc, segment);
+        handle.call((e, st) -> DpNative.dp_segment_probe(e, r.id(), st)).check(segment);
     }
 
     /**
@@ -337,7 +343,7 @@ public final class TransferEngine {
                     Dataplane.metadata(() -> metadata.segment(e.getKey()));
             if (now.isEmpty() || !now.get().equals(e.getValue().descriptor())) {
                 if (segments.remove(e.getKey(), e.getValue())) {
-                    handle.call(x -> DpNative.dp_segment_close(x, e.getValue().id()));
+                    handle.call((x, st) -> DpNative.dp_segment_close(x, e.getValue().id(), st));
                     forgotten++;
                 }
             }
@@ -382,9 +388,9 @@ public final class TransferEngine {
         }
         checkDescriptor(desc);
         long[] id = new long[1];
-        int rc =
+        NativeStatus status =
                 handle.call(
-                        e ->
+                        (e, st) ->
                                 DpNative.dp_segment_open(
                                         e,
                                         desc.name(),
@@ -394,11 +400,12 @@ public final class TransferEngine {
                                         desc.port(),
                                         desc.shmPath(),
                                         desc.size(),
-                                        id));
-        if (rc == DataplaneError.UNKNOWN_SEGMENT.code()) {
+                                        id,
+                                        st));
+        if (status.is(DataplaneError.UNKNOWN_SEGMENT)) {
             return null; // same node, but its file is gone: the owner died or closed it
         }
-        if (rc == DataplaneError.FOREIGN_HOST.code()) {
+        if (status.is(DataplaneError.FOREIGN_HOST)) {
             throw new ForeignHostException(
                     segment,
                     "segment '"
@@ -412,7 +419,7 @@ public final class TransferEngine {
                             + "': two hosts are configured with one node label; give each host"
                             + " its own DataplaneConfig.nodeLabel");
         }
-        Errors.check(rc, segment);
+        status.check(segment);
         Resolved r = new Resolved(id[0], desc);
         segments.put(segment, r);
         return r;

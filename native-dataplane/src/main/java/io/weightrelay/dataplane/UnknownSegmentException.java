@@ -11,6 +11,12 @@ public final class UnknownSegmentException extends DataplaneException {
         this.segment = segment;
     }
 
+    /** With the engine's message, which names the segment (and its owner). */
+    public UnknownSegmentException(String segment, String message) {
+        super(DataplaneError.UNKNOWN_SEGMENT, message);
+        this.segment = segment;
+    }
+
     /** The segment name. */
     public String segment() {
         return segment;

@@ -9,4 +9,13 @@ public final class UnregisteredBufferException extends DataplaneException {
                 DataplaneError.UNREGISTERED_BUFFER,
                 "local memory not registered with the engine: " + what);
     }
+
+    private UnregisteredBufferException(String message, DataplaneError error) {
+        super(error, message);
+    }
+
+    /** With the engine's message, which says which memory and why. */
+    static UnregisteredBufferException because(String message) {
+        return new UnregisteredBufferException(message, DataplaneError.UNREGISTERED_BUFFER);
+    }
 }

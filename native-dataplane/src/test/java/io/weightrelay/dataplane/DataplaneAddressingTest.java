@@ -34,8 +34,7 @@ class DataplaneAddressingTest {
         Counters before = b.counters();
         b.engine().transfer(List.of(TransferRequest.write(src, 0, seg.name(), 0, 1 << 20)), WAIT);
         assertThat(b.counters().minus(before).tcpWritten()).isEqualTo(1 << 20);
-        assertThat(Patterns.crc(seg.byteBuffer(), 0, 1 << 20))
-                .isEqualTo(Patterns.expectedCrc(1 << 20, seed));
+        Patterns.assertHolds(seg.byteBuffer(), 0, 1 << 20, seed);
     }
 
     @Test
@@ -124,8 +123,7 @@ class DataplaneAddressingTest {
                 .hasMessageContaining("host-1")
                 .hasMessageContaining("host-2")
                 .hasMessageContaining("nodeLabel");
-        assertThat(Patterns.crc(seg.byteBuffer(), 0, 1 << 20))
-                .isEqualTo(Patterns.expectedCrc(1 << 20, 5));
+        Patterns.assertHolds(seg.byteBuffer(), 0, 1 << 20, 5);
         assertThat(twin.counters().localWritten() + twin.counters().tcpTotal()).isZero();
         // A name it owns cannot be taken either: the owner is alive.
         assertThatThrownBy(() -> twin.createSegment("pub", 4096))
@@ -136,25 +134,10 @@ class DataplaneAddressingTest {
     @Test
     void aNameOwnedOnAnotherHostThatAdvertisesLoopbackIsNeverTakenOver() {
         // As another host's engine would have published it: loopback, and nothing here answers.
-        RedisSupport.hashSet(
-                scope.prefix() + "seg:remote",
-                Map.of(
-                        "node",
-                        "node-far",
-                        "hostid",
-                        "far-host",
-                        "engine",
-                        "e-1",
-                        "host",
-                        "127.0.0.1",
-                        "port",
-                        "1",
-                        "size",
-                        "4096",
-                        "shm",
-                        "/dev/shm/none",
-                        "kind",
-                        "store"));
+        RedisSupport.deadOwnerDescriptor(
+                scope.prefix(),
+                "remote",
+                Map.of("node", "node-far", "hostid", "far-host", "engine", "e-1", "kind", "store"));
         Dataplane here = open(TestEngines.config("node-here", scope.prefix()).hostId("near-host"));
         assertThatThrownBy(() -> here.createSegment("remote", 4096))
                 .isInstanceOf(DataplaneException.class)

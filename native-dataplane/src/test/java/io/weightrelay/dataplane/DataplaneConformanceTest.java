@@ -30,6 +30,12 @@ import org.junit.jupiter.params.provider.EnumSource;
 abstract class DataplaneConformanceTest {
     @RegisterExtension static final TestScope scope = new TestScope();
     protected static final Duration WAIT = Duration.ofSeconds(60);
+
+    /** One transfer by {@code dataplane}'s engine, waited for (it throws the task's failure). */
+    private static void transfer(Dataplane dataplane, TransferRequest request) {
+        dataplane.engine().transfer(List.of(request), WAIT);
+    }
+
     private static final int MIB = 1 << 20;
 
     /** Same node label (local transport) or another one (tcp). */
@@ -114,10 +120,9 @@ abstract class DataplaneConformanceTest {
         RegisteredBuffer back = a.registerBuffer(ByteBuffer.allocateDirect(size));
         Counters before = a.counters();
 
-        a.engine().transfer(List.of(write(source, 0, "target", 0, size)), WAIT);
-        assertThat(Patterns.crc(target.byteBuffer(), 0, size))
-                .isEqualTo(Patterns.expectedCrc(size, 3));
-        a.engine().transfer(List.of(read(back, 0, "target", 0, size)), WAIT);
+        transfer(a, write(source, 0, "target", 0, size));
+        Patterns.assertHolds(target.byteBuffer(), 0, size, 3);
+        transfer(a, read(back, 0, "target", 0, size));
 
         assertThat(back.byteBuffer()).isEqualTo(source.byteBuffer());
         assertTransport(a.counters().minus(before), t, size, size);
@@ -229,19 +234,17 @@ abstract class DataplaneConformanceTest {
         Dataplane b = dp(peerLabel(t));
         RegisteredBuffer src = buffer(a, MIB, 14);
         Segment first = b.createSegment("recycled", MIB);
-        a.engine().transfer(List.of(write(src, 0, "recycled", 0, MIB)), WAIT);
+        transfer(a, write(src, 0, "recycled", 0, MIB));
         first.close();
 
-        assertThatThrownBy(
-                        () -> a.engine().transfer(List.of(write(src, 0, "recycled", 0, 64)), WAIT))
+        assertThatThrownBy(() -> transfer(a, write(src, 0, "recycled", 0, 64)))
                 .isInstanceOfSatisfying(
                         UnknownSegmentException.class,
                         e -> assertThat(e.segment()).isEqualTo("recycled"));
 
         Segment second = b.createSegment("recycled", MIB);
-        a.engine().transfer(List.of(write(src, 0, "recycled", 0, MIB)), WAIT);
-        assertThat(Patterns.crc(second.byteBuffer(), 0, MIB))
-                .isEqualTo(Patterns.expectedCrc(MIB, 14));
+        transfer(a, write(src, 0, "recycled", 0, MIB));
+        Patterns.assertHolds(second.byteBuffer(), 0, MIB, 14);
     }
 
     @Test
@@ -254,11 +257,9 @@ abstract class DataplaneConformanceTest {
         closed.close();
         closed.close(); // idempotent
 
-        assertThatThrownBy(
-                        () -> a.engine().transfer(List.of(write(closed, 0, "target", 0, 64)), WAIT))
+        assertThatThrownBy(() -> transfer(a, write(closed, 0, "target", 0, 64)))
                 .isInstanceOf(UnregisteredBufferException.class);
-        assertThatThrownBy(
-                        () -> a.engine().transfer(List.of(read(foreign, 0, "target", 0, 64)), WAIT))
+        assertThatThrownBy(() -> transfer(a, read(foreign, 0, "target", 0, 64)))
                 .isInstanceOf(UnregisteredBufferException.class)
                 .hasMessageContaining("foreign");
     }
@@ -287,8 +288,7 @@ abstract class DataplaneConformanceTest {
         }
 
         assertThat(waiter.get(60, TimeUnit.SECONDS)).isEqualTo(1);
-        assertThat(Patterns.crc(target.byteBuffer(), 0, size))
-                .isEqualTo(Patterns.expectedCrc(size, 9));
+        Patterns.assertHolds(target.byteBuffer(), 0, size, 9);
         assertThat(b.engine().notifyCount("gen-7/batch-0")).isEqualTo(1);
         assertThatThrownBy(() -> a.engine().notifyCount("gen-7/batch-0"))
                 .isInstanceOfSatisfying(
@@ -423,7 +423,7 @@ abstract class DataplaneConformanceTest {
         ByteBuffer got = dst.byteBuffer();
         assertThat(got.get(0)).isEqualTo(Patterns.at(0, 4));
         assertThat(got.get(1)).isEqualTo(Patterns.at(size - 1, 4));
-        assertThat(Patterns.crc(got, size, size)).isEqualTo(Patterns.expectedCrc(size, 4));
+        Patterns.assertHolds(got, size, size, 4);
         assertThat(a.store().exists("m/1/w")).isTrue();
         assertThat(a.store().locations("m/1/w"))
                 .singleElement()
@@ -494,7 +494,7 @@ abstract class DataplaneConformanceTest {
         assertThat(far.totalRead() + near.totalRead()).isEqualTo(size);
         ByteBuffer all = ByteBuffer.allocate(size);
         all.put(farDst.byteBuffer()).put(nearDst.byteBuffer());
-        assertThat(Patterns.crc(all, 0, size)).isEqualTo(Patterns.expectedCrc(size, 6));
+        Patterns.assertHolds(all, 0, size, 6);
     }
 
     @Test
@@ -621,8 +621,7 @@ abstract class DataplaneConformanceTest {
         RegisteredBuffer dst = a.registerBuffer(ByteBuffer.allocateDirect(size));
         assertThat(a.store().getIntoRanges("k/2", List.of(new ReadRange(0, size, dst, 0))))
                 .containsExactly(size);
-        assertThat(Patterns.crc(dst.byteBuffer(), 0, size))
-                .isEqualTo(Patterns.expectedCrc(size, 8));
+        Patterns.assertHolds(dst.byteBuffer(), 0, size, 8);
         assertThatThrownBy(
                         () ->
                                 a.store()
@@ -745,18 +744,15 @@ abstract class DataplaneConformanceTest {
         }
 
         assertThat(waiter.get(60, TimeUnit.SECONDS)).isEqualTo(1);
-        assertThat(Patterns.crc(target.byteBuffer(), 0, size))
-                .isEqualTo(Patterns.expectedCrc(size, 33));
+        Patterns.assertHolds(target.byteBuffer(), 0, size, 33);
         RegisteredBuffer back = a.registerBuffer(ByteBuffer.allocateDirect(size));
-        a.engine().transfer(List.of(read(back, 0, "recv-buffer", 0, size)), WAIT);
-        assertThat(Patterns.crc(back.byteBuffer(), 0, size))
-                .isEqualTo(Patterns.expectedCrc(size, 33));
+        transfer(a, read(back, 0, "recv-buffer", 0, size));
+        Patterns.assertHolds(back.byteBuffer(), 0, size, 33);
         assertTransport(a.counters().minus(before), t, size, size);
         // The owner uses it as local memory too: a source for its own writes.
         Segment other = a.createSegment("store-a", 4 * MIB);
-        b.engine().transfer(List.of(write(target, 0, "store-a", 0, MIB)), WAIT);
-        assertThat(Patterns.crc(other.byteBuffer(), 0, MIB))
-                .isEqualTo(Patterns.expectedCrc(MIB, 33));
+        transfer(b, write(target, 0, "store-a", 0, MIB));
+        Patterns.assertHolds(other.byteBuffer(), 0, MIB, 33);
     }
 
     @Test
@@ -810,8 +806,7 @@ abstract class DataplaneConformanceTest {
         RegisteredBuffer dst = a.registerBuffer(ByteBuffer.allocateDirect(size));
         assertThat(a.store().getIntoRanges("r/1", List.of(new ReadRange(0, size, dst, 0))))
                 .containsExactly(size);
-        assertThat(Patterns.crc(dst.byteBuffer(), 0, size))
-                .isEqualTo(Patterns.expectedCrc(size, 12));
+        Patterns.assertHolds(dst.byteBuffer(), 0, size, 12);
     }
 
     @Test
@@ -851,8 +846,7 @@ abstract class DataplaneConformanceTest {
                                                                                         0, size,
                                                                                         dst, 0))))
                                                 .containsExactly(size);
-                                        assertThat(Patterns.crc(dst.byteBuffer(), 0, size))
-                                                .isEqualTo(Patterns.expectedCrc(size, thread));
+                                        Patterns.assertHolds(dst.byteBuffer(), 0, size, thread);
                                         assertThat(a.store().remove(key)).isTrue();
                                         try {
                                             a.store()
@@ -895,8 +889,7 @@ abstract class DataplaneConformanceTest {
 
         assertThat(a.store().getIntoRanges("child/obj", List.of(new ReadRange(0, size, dst, 0))))
                 .containsExactly(size);
-        assertThat(Patterns.crc(dst.byteBuffer(), 0, size))
-                .isEqualTo(Patterns.expectedCrc(size, 5));
+        Patterns.assertHolds(dst.byteBuffer(), 0, size, 5);
         assertTransport(a.counters().minus(before), t, size, 0);
 
         // A remote put is refused: only the owner allocates in its segment.

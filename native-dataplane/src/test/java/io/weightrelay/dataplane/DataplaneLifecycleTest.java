@@ -134,8 +134,7 @@ class DataplaneLifecycleTest {
                     .transfer(
                             List.of(TransferRequest.write(buf, 0, "pub", 0, 4096)),
                             Duration.ofSeconds(30));
-            assertThat(Patterns.crc(seg.byteBuffer(), 0, 4096))
-                    .isEqualTo(Patterns.expectedCrc(4096, 5));
+            Patterns.assertHolds(seg.byteBuffer(), 0, 4096, 5);
         }
     }
 
@@ -154,19 +153,7 @@ class DataplaneLifecycleTest {
                     .isEqualTo(seg.shmPath());
 
             // A descriptor left behind by a killed owner (nothing listens on its port).
-            RedisSupport.hashSet(
-                    scope.prefix() + "seg:ghost",
-                    Map.of(
-                            "node",
-                            "node-x",
-                            "host",
-                            "127.0.0.1",
-                            "port",
-                            "1",
-                            "size",
-                            "4096",
-                            "shm",
-                            "/dev/shm/none"));
+            RedisSupport.deadOwnerDescriptor(scope.prefix(), "ghost", Map.of("node", "node-x"));
             Segment ghost = second.createSegment("ghost", 4096);
             assertThat(RedisSupport.hash(scope.prefix() + "seg:ghost"))
                     .containsEntry("port", Integer.toString(second.tcpPort()));
@@ -350,8 +337,7 @@ class DataplaneLifecycleTest {
                     .isInstanceOf(MetadataException.class)
                     .hasMessageContaining("old-format")
                     .hasMessageContaining("older data plane");
-            assertThat(Patterns.crc(seg.byteBuffer(), 0, 1 << 20))
-                    .isEqualTo(Patterns.expectedCrc(1 << 20, 3));
+            Patterns.assertHolds(seg.byteBuffer(), 0, 1 << 20, 3);
         }
     }
 

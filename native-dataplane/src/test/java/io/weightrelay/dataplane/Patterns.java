@@ -1,5 +1,7 @@
 package io.weightrelay.dataplane;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.nio.ByteBuffer;
 import java.util.zip.CRC32;
 
@@ -24,6 +26,13 @@ final class Patterns {
         view.limit(offset + length).position(offset);
         crc.update(view);
         return crc.getValue();
+    }
+
+    /**
+     * Asserts that {@code length} bytes of {@code buffer} from {@code offset} hold pattern(seed).
+     */
+    static void assertHolds(ByteBuffer buffer, int offset, int length, int seed) {
+        assertThat(crc(buffer, offset, length)).isEqualTo(expectedCrc(length, seed));
     }
 
     static long expectedCrc(int length, int seed) {

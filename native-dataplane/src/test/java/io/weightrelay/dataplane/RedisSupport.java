@@ -56,6 +56,23 @@ final class RedisSupport {
         call(redis -> redis.hset(key, fields));
     }
 
+    /**
+     * Writes the descriptor of segment {@code name} as an owner that died would have left it:
+     * loopback, port 1 (nothing listens), 4096 bytes, a file that does not exist; {@code fields}
+     * add to or override these.
+     */
+    static void deadOwnerDescriptor(String prefix, String name, Map<String, String> fields) {
+        Map<String, String> all =
+                new java.util.HashMap<>(
+                        Map.of(
+                                "host", "127.0.0.1",
+                                "port", "1",
+                                "size", "4096",
+                                "shm", "/dev/shm/none"));
+        all.putAll(fields);
+        hashSet(prefix + "seg:" + name, all);
+    }
+
     static void hashDelete(String key, String field) {
         call(redis -> redis.hdel(key, field));
     }

@@ -1,5 +1,6 @@
 package io.weightrelay.dataplane.bench;
 
+import io.weightrelay.dataplane.DataplaneError;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.internal.DpNative;
 
@@ -9,13 +10,15 @@ final class Baselines {
 
     static double memcpy(Segment dst, Segment src, long size, int repeats) {
         double[] gbps = new double[1];
-        check(DpNative.dp_bench_memcpy(address(dst), address(src), size, repeats, gbps));
+        check(BenchNative.dp_bench_memcpy(address(dst), address(src), size, repeats, gbps));
         return gbps[0];
     }
 
     static double socket(Segment dst, Segment src, long size, int streams, int repeats) {
         double[] gbps = new double[1];
-        check(DpNative.dp_bench_socket(address(dst), address(src), size, streams, repeats, gbps));
+        check(
+                BenchNative.dp_bench_socket(
+                        address(dst), address(src), size, streams, repeats, gbps));
         return gbps[0];
     }
 
@@ -25,7 +28,7 @@ final class Baselines {
 
     private static void check(int rc) {
         if (rc != 0) {
-            throw new IllegalStateException("baseline failed: " + DpNative.dp_error_name(rc));
+            throw new IllegalStateException("baseline failed: " + DataplaneError.fromCode(rc));
         }
     }
 }

@@ -13,7 +13,17 @@ import org.bytedeco.javacpp.annotation.Platform;
  * Internal: only the public classes of {@code io.weightrelay.dataplane} call it.
  */
 @Platform(
-        include = {"dp.h", "dp.cc"},
+        // Every source of the engine, compiled into this one library (NativeSourcesTest checks
+        // that none of src/main/cpp is left out).
+        include = {
+            "dp.h",
+            "dp_wire.cc",
+            "dp_local_copy.cc",
+            "dp_tcp_peer.cc",
+            "dp_tcp_server.cc",
+            "dp_engine.cc",
+            "dp_capi.cc"
+        },
         compiler = "cpp17",
         library = "jnidataplane")
 public final class DpNative {
@@ -48,6 +58,21 @@ public final class DpNative {
         }
 
         public dp_batch(Pointer p) {
+            super(p);
+        }
+    }
+
+    /**
+     * Opaque {@code dp_status*}: the code and message of the last call it was passed to. Made by
+     * {@link #dp_status_new()}, freed by {@link #dp_status_delete}.
+     */
+    @Opaque
+    public static class dp_status extends Pointer {
+        public dp_status() {
+            super((Pointer) null);
+        }
+
+        public dp_status(Pointer p) {
             super(p);
         }
     }
@@ -98,7 +123,8 @@ public final class DpNative {
             @Cast("const uint8_t*") byte[] secret,
             int secretLength,
             int role,
-            @ByPtrPtr dp_engine out);
+            @ByPtrPtr dp_engine out,
+            dp_status status);
 
     public static native void dp_engine_shutdown(dp_engine engine);
 
@@ -106,7 +132,8 @@ public final class DpNative {
 
     public static native int dp_engine_tcp_port(dp_engine engine);
 
-    public static native int dp_engine_counters(dp_engine engine, @Cast("int64_t*") long[] out);
+    public static native int dp_engine_counters(
+            dp_engine engine, @Cast("int64_t*") long[] out, dp_status status);
 
     public static native int dp_segment_create(
             dp_engine engine,
@@ -114,14 +141,20 @@ public final class DpNative {
             String shmPath,
             @Cast("int64_t") long size,
             int flags,
-            @Cast("int64_t*") long[] baseOut);
+            @Cast("int64_t*") long[] baseOut,
+            dp_status status);
 
-    public static native int dp_segment_destroy(dp_engine engine, String name, int unlinkFile);
+    public static native int dp_segment_destroy(
+            dp_engine engine, String name, int unlinkFile, dp_status status);
 
     public static native int dp_memory_register(
-            dp_engine engine, @Cast("int64_t") long addr, @Cast("int64_t") long length);
+            dp_engine engine,
+            @Cast("int64_t") long addr,
+            @Cast("int64_t") long length,
+            dp_status status);
 
-    public static native int dp_memory_unregister(dp_engine engine, @Cast("int64_t") long addr);
+    public static native int dp_memory_unregister(
+            dp_engine engine, @Cast("int64_t") long addr, dp_status status);
 
     public static native int dp_segment_open(
             dp_engine engine,
@@ -132,20 +165,27 @@ public final class DpNative {
             int port,
             String shmPath,
             @Cast("int64_t") long size,
-            @Cast("int64_t*") long[] segmentIdOut);
+            @Cast("int64_t*") long[] segmentIdOut,
+            dp_status status);
 
-    public static native int dp_segment_close(dp_engine engine, @Cast("int64_t") long segmentId);
+    public static native int dp_segment_close(
+            dp_engine engine, @Cast("int64_t") long segmentId, dp_status status);
 
-    public static native int dp_segment_probe(dp_engine engine, @Cast("int64_t") long segmentId);
+    public static native int dp_segment_probe(
+            dp_engine engine, @Cast("int64_t") long segmentId, dp_status status);
 
     public static native int dp_segment_alloc(
             dp_engine engine,
             @Cast("int64_t") long segmentId,
             @Cast("int64_t") long length,
-            @Cast("int64_t*") long[] offsetOut);
+            @Cast("int64_t*") long[] offsetOut,
+            dp_status status);
 
     public static native int dp_segment_free(
-            dp_engine engine, @Cast("int64_t") long segmentId, @Cast("int64_t") long offset);
+            dp_engine engine,
+            @Cast("int64_t") long segmentId,
+            @Cast("int64_t") long offset,
+            dp_status status);
 
     public static native int dp_segment_carve(
             dp_engine engine,
@@ -153,21 +193,11 @@ public final class DpNative {
             @Cast("int64_t") long blockOffset,
             int count,
             @Cast("const int64_t*") long[] starts,
-            @Cast("const int64_t*") long[] lengths);
+            @Cast("const int64_t*") long[] lengths,
+            dp_status status);
 
     public static native int dp_segment_free_bytes(
-            dp_engine engine, String name, @Cast("int64_t*") long[] out);
-
-    public static native int dp_batch_submit(
-            dp_engine engine,
-            int count,
-            @Cast("const int32_t*") int[] opcodes,
-            @Cast("const int64_t*") long[] localAddrs,
-            @Cast("const int64_t*") long[] segmentIds,
-            @Cast("const int64_t*") long[] offsets,
-            @Cast("const int64_t*") long[] lengths,
-            String notifyName,
-            @ByPtrPtr dp_batch out);
+            dp_engine engine, String name, @Cast("int64_t*") long[] out, dp_status status);
 
     /** {@code DP_BATCH_CRC32C}: take each task's CRC32C as its bytes move. */
     public static final int DP_BATCH_CRC32C = 1;
@@ -182,55 +212,49 @@ public final class DpNative {
             @Cast("const int64_t*") long[] lengths,
             String notifyName,
             int flags,
-            @ByPtrPtr dp_batch out);
+            @ByPtrPtr dp_batch out,
+            dp_status status);
 
     public static native int dp_batch_task_crc32c(
-            dp_batch batch, int index, @Cast("int32_t*") int[] crcOut);
+            dp_batch batch, int index, @Cast("int32_t*") int[] crcOut, dp_status status);
 
-    public static native int dp_batch_crc_nanos(dp_batch batch, @Cast("int64_t*") long[] nanosOut);
+    public static native int dp_batch_crc_nanos(
+            dp_batch batch, @Cast("int64_t*") long[] nanosOut, dp_status status);
 
-    public static native int dp_crc32c(
-            @Cast("int64_t") long addr,
-            @Cast("int64_t") long length,
-            @Cast("int32_t*") int[] crcOut);
-
-    public static native int dp_batch_wait(dp_batch batch, @Cast("int64_t") long timeoutMs);
+    public static native int dp_batch_wait(
+            dp_batch batch, @Cast("int64_t") long timeoutMs, dp_status status);
 
     public static native int dp_batch_task_status(
-            dp_batch batch, int index, @Cast("int64_t*") long[] bytesOut);
+            dp_batch batch, int index, @Cast("int64_t*") long[] bytesOut, dp_status status);
 
-    public static native int dp_batch_notify_status(dp_batch batch);
+    public static native int dp_batch_notify_status(dp_batch batch, dp_status status);
 
     public static native void dp_batch_free(dp_batch batch);
 
-    public static native int dp_notify_register(dp_engine engine, String name);
+    public static native int dp_notify_register(dp_engine engine, String name, dp_status status);
 
-    public static native int dp_notify_unregister(dp_engine engine, String name);
+    public static native int dp_notify_unregister(dp_engine engine, String name, dp_status status);
 
     public static native int dp_notify_get(
-            dp_engine engine, String name, @Cast("int64_t*") long[] valueOut);
+            dp_engine engine, String name, @Cast("int64_t*") long[] valueOut, dp_status status);
 
     public static native int dp_notify_wait(
             dp_engine engine,
             String name,
             @Cast("int64_t") long atLeast,
             @Cast("int64_t") long timeoutMs,
-            @Cast("int64_t*") long[] valueOut);
+            @Cast("int64_t*") long[] valueOut,
+            dp_status status);
 
-    public static native int dp_bench_memcpy(
-            @Cast("int64_t") long dst,
-            @Cast("int64_t") long src,
-            @Cast("int64_t") long length,
-            int repeats,
-            double[] gbpsOut);
+    public static native dp_status dp_status_new();
 
-    public static native int dp_bench_socket(
-            @Cast("int64_t") long dst,
-            @Cast("int64_t") long src,
-            @Cast("int64_t") long length,
-            int streams,
-            int repeats,
-            double[] gbpsOut);
+    public static native void dp_status_delete(dp_status status);
+
+    public static native int dp_status_code(dp_status status);
+
+    public static native @Cast("const char*") String dp_status_message(dp_status status);
+
+    public static native int dp_error_codes(@Cast("int32_t*") int[] codesOut, int capacity);
 
     public static native @Cast("const char*") String dp_error_name(int code);
 

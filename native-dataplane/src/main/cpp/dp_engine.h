@@ -1,0 +1,262 @@
+// weight-relay native data plane: the built-in Transfer Engine behind dp.h.
+//
+// Threads of one engine:
+//  - one accept thread and one thread per inbound connection (the tcp server that moves
+//    bytes between sockets and this engine's segments: the target application stays
+//    passive), at most max_connections of them; each connection first passes the mutual
+//    handshake (README.md, "Wire format", is the one description of the bytes on the wire);
+//  - a copy pool (local transport) that splits large transfers into chunks;
+//  - per tcp peer, `streams` stream threads sharing a chunk queue, each with its own
+//    connection, plus one control connection for alloc/free/notify.
+// Completion is signalled through a condition variable per batch; nothing spins.
+//
+// Locks: every mutex of the engine (Engine::seg_mu_, reg_mu_, notify_mu_, conn_mu_,
+// CopyQueue::mu, BatchState::mu, TcpPeer::mu_ and control_mu_, SegmentAllocator::mu_) is a leaf:
+// no code holds one while taking another, so there is no order to keep. Chunks are completed,
+// batches finished and notifies sent with no lock held.
+#ifndef WEIGHT_RELAY_DP_ENGINE_H_
+#define WEIGHT_RELAY_DP_ENGINE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "dp.h"
+#include "dp_batch.h"
+#include "dp_internal.h"
+#include "dp_local_copy.h"
+#include "dp_tcp_peer.h"
+#include "dp_wire.h"
+
+namespace dp {
+
+// The tcp server's socket timeout when the engine was given none.
+constexpr int kDefaultServerTimeoutMs = 30000;
+// A handshake takes one round trip and two HMACs: a client that needs longer is not a peer, and
+// every second it lingers it holds one of max_connections.
+constexpr int kHandshakeTimeoutMs = 5000;
+
+struct OwnSegment {
+    std::string name;
+    std::string path;
+    std::unique_ptr<ShmMapping> mapping;
+    std::unique_ptr<SegmentAllocator> allocator;  // zero capacity for a receive segment
+    bool store = true;  // false: a transfer target only (DP_SEGMENT_RECEIVE), never allocated
+
+    Result<int64_t> Allocate(int64_t length) {
+        if (!store) return Err::kSegmentFull;  // no store capacity, whatever the caller thinks
+        return allocator->Allocate(length);
+    }
+};
+
+struct PeerSegment {
+    std::string name, label, host_id, host, shm_path;
+    int32_t port = 0;
+    int64_t size = 0;
+    std::shared_ptr<OwnSegment> own;      // set when this engine owns it
+    std::shared_ptr<ShmMapping> mapping;  // set for the local transport
+    std::shared_ptr<TcpPeer> peer;        // owner's engine (data for tcp, control always)
+    char* base() const { return own ? own->mapping->base() : mapping ? mapping->base() : nullptr; }
+    // "segment 'name' (owner host:port)": how failures name it.
+    std::string Describe() const {
+        std::string where = own       ? "this engine's own"
+                            : mapping ? "mapped from " + shm_path
+                                      : "owner " + host + ":" + std::to_string(port);
+        return "segment '" + name + "' (" + where + ")";
+    }
+};
+
+struct EngineOptions {
+    std::string label, host_id, shm_dir;  // shm_dir: its real path
+    int streams = 2, threads = 2, timeout_ms = 0, connect_timeout_ms = 0, max_connections = 256;
+    std::vector<uint8_t> secret;
+    uint8_t role = DP_ROLE_PEER;
+};
+
+class Engine {
+ public:
+    explicit Engine(EngineOptions o)
+        : label_(std::move(o.label)),
+          host_id_(std::move(o.host_id)),
+          shm_dir_(std::move(o.shm_dir)),
+          streams_(o.streams),
+          threads_(o.threads),
+          timeout_ms_(o.timeout_ms),
+          connect_timeout_ms_(o.connect_timeout_ms),
+          max_connections_(o.max_connections),
+          authenticated_(!o.secret.empty()),
+          role_(o.role),
+          peer_key_(RoleKey(o.secret, DP_ROLE_PEER)),
+          remover_key_(RoleKey(o.secret, DP_ROLE_REMOVER)),
+          storer_key_(RoleKey(o.secret, DP_ROLE_STORER)) {
+        for (auto& c : counters_) c.store(0);
+    }
+    ~Engine() { Shutdown(); }
+
+    Err Start(const std::string& host, int port);
+    void Shutdown();
+    int Port() const { return port_; }
+    const std::string& label() const { return label_; }
+    int timeout_ms() const { return timeout_ms_; }
+    int connect_timeout_ms() const { return connect_timeout_ms_; }
+    // Proves this engine's role to a server on a fresh connection; kOk once the server accepted.
+    // *busy: the server was at its connection cap (kPeerGone then).
+    Err ClientHandshake(int fd, bool* busy);
+    int streams() const { return streams_; }
+    bool closing() const { return closing_.load(); }
+    void Count(int counter, int64_t bytes) { counters_[counter].fetch_add(bytes); }
+    int64_t Counter(int i) const { return counters_[i].load(); }
+
+    Result<char*> CreateSegment(const std::string& name, const std::string& path, int64_t size,
+                                bool store, bool replace);
+    Err DestroySegment(const std::string& name, bool unlink_file);
+    std::shared_ptr<OwnSegment> FindOwn(const std::string& name) {
+        std::lock_guard<std::mutex> lock(seg_mu_);
+        auto it = own_.find(name);
+        return it == own_.end() ? nullptr : it->second;
+    }
+    Err Register(int64_t addr, int64_t length);
+    Err Unregister(int64_t addr);
+    Err CheckLocal(int64_t addr, int64_t length);
+
+    Result<int64_t> OpenSegment(const PeerSegment& desc);
+    Err CloseSegment(int64_t id);
+    std::shared_ptr<PeerSegment> FindSegment(int64_t id) {
+        std::lock_guard<std::mutex> lock(seg_mu_);
+        auto it = segments_.find(id);
+        return it == segments_.end() ? nullptr : it->second;
+    }
+    // How failures name segment id: its Describe(), or that no such segment is open.
+    std::string DescribeSegment(int64_t id) {
+        auto seg = FindSegment(id);
+        return seg ? seg->Describe() : "segment id " + std::to_string(id) + " (not open here)";
+    }
+    Result<int64_t> Alloc(int64_t id, int64_t length);
+    Err Free(int64_t id, int64_t offset);
+    Err Probe(int64_t id);
+    Err Carve(int64_t id, int64_t block, int32_t count, const int64_t* starts,
+              const int64_t* lengths);
+
+    Result<std::shared_ptr<BatchState>> Submit(int32_t count, const int32_t* ops,
+                                               const int64_t* addrs, const int64_t* segs,
+                                               const int64_t* offsets, const int64_t* lengths,
+                                               const char* notify, int32_t flags = 0);
+    void CompleteChunk(const std::shared_ptr<BatchState>& b, int32_t task, Err err, int64_t bytes);
+    // Copies one local chunk and completes it.
+    void RunCopy(const CopyJob& job);
+
+    void RegisterNotify(const std::string& name) {
+        std::lock_guard<std::mutex> lock(notify_mu_);
+        notify_.emplace(name, 0);
+    }
+    Err UnregisterNotify(const std::string& name) {
+        size_t erased;
+        {
+            std::lock_guard<std::mutex> lock(notify_mu_);
+            erased = notify_.erase(name);
+        }
+        notify_cv_.notify_all();
+        return erased == 1 ? Err::kOk : Err::kNotFound;
+    }
+    // Counts one notify; false (nothing counted, nothing created) for a name not registered.
+    bool BumpNotify(const std::string& name) {
+        {
+            std::lock_guard<std::mutex> lock(notify_mu_);
+            auto it = notify_.find(name);
+            if (it == notify_.end()) return false;
+            ++it->second;
+        }
+        notify_cv_.notify_all();
+        return true;
+    }
+    Result<int64_t> NotifyValue(const std::string& name) {
+        std::lock_guard<std::mutex> lock(notify_mu_);
+        auto it = notify_.find(name);
+        if (it == notify_.end()) return Err::kNotFound;
+        return it->second;
+    }
+    Err WaitNotify(const std::string& name, int64_t at_least, int64_t timeout_ms, int64_t* value);
+
+ private:
+    void FinishBatch(const std::shared_ptr<BatchState>& b);
+    void CopyLoop();
+    void AcceptLoop();
+    void Accept(int fd);
+    void ServeConnection(int fd);
+    bool ServerHandshake(int fd, uint8_t* role);
+    void ServeRequests(int fd, uint8_t role);
+    int server_timeout_ms() const {
+        return timeout_ms_ > 0 ? timeout_ms_ : kDefaultServerTimeoutMs;
+    }
+    std::shared_ptr<TcpPeer> PeerFor(const std::string& host, int port);
+
+    const std::string label_;
+    const std::string host_id_;
+    const std::string shm_dir_;
+    const int streams_;
+    const int threads_;
+    const int timeout_ms_;
+    const int connect_timeout_ms_;
+    const int max_connections_;
+    const bool authenticated_;  // false: no secret, so no tcp peer in either direction
+    const uint8_t role_;
+    const Key peer_key_;
+    const Key remover_key_;
+    const Key storer_key_;
+
+    const Key& KeyOf(uint8_t role) const {
+        return role == DP_ROLE_REMOVER ? remover_key_
+                                       : (role == DP_ROLE_STORER ? storer_key_ : peer_key_);
+    }
+    std::atomic<int64_t> counters_[DP_COUNTER_COUNT];
+    std::atomic<bool> closing_{false};
+    std::once_flag shutdown_once_;
+
+    // Guards own_, segments_, segment_ids_, peers_ and next_segment_id_. Held only to look up or
+    // change the maps (and to make a TcpPeer, which takes no lock).
+    std::mutex seg_mu_;
+    std::map<std::string, std::shared_ptr<OwnSegment>> own_;
+    std::map<int64_t, std::shared_ptr<PeerSegment>> segments_;
+    std::map<std::string, int64_t> segment_ids_;
+    std::map<std::string, std::shared_ptr<TcpPeer>> peers_;
+    int64_t next_segment_id_ = 1;
+
+    // Guards registered_ (local memory transfers may use).
+    std::mutex reg_mu_;
+    std::map<int64_t, int64_t> registered_;  // base -> length
+
+    // Guards notify_; notify_cv_ wakes WaitNotify when a counter moves, is dropped or the engine
+    // closes.
+    std::mutex notify_mu_;
+    std::condition_variable notify_cv_;
+    std::unordered_map<std::string, int64_t> notify_;
+
+    std::shared_ptr<CopyQueue> copy_ = std::make_shared<CopyQueue>();
+    std::vector<std::thread> copy_threads_;
+
+    Fd listen_fd_;
+    Fd wake_fd_;
+    int port_ = 0;
+    std::thread accept_thread_;
+    // Guards conn_fds_ and conn_threads_ (the tcp server's inbound connections).
+    std::mutex conn_mu_;
+    std::set<int> conn_fds_;
+    struct Connection {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> done;
+    };
+    std::list<Connection> conn_threads_;
+};
+
+}  // namespace dp
+
+#endif  // WEIGHT_RELAY_DP_ENGINE_H_

@@ -1,0 +1,52 @@
+// The local transport: segments of this host are mapped, and a transfer is a memcpy (fused with
+// the CRC32C when asked). Large transfers are split into chunks that a pool of copy threads, and
+// the threads waiting for their batch, copy in parallel.
+#ifndef WEIGHT_RELAY_DP_LOCAL_COPY_H_
+#define WEIGHT_RELAY_DP_LOCAL_COPY_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "dp_batch.h"
+
+namespace dp {
+
+struct PeerSegment;
+
+// Local transfers up to kInlineCopy run on the submitting thread; longer ones in kLocalChunk
+// chunks on the copy pool.
+constexpr int64_t kLocalChunk = 8 << 20;
+constexpr int64_t kInlineCopy = 256 << 10;
+
+struct CopyJob {
+    std::shared_ptr<BatchState> batch;
+    std::shared_ptr<PeerSegment> segment;  // keeps the mapping alive while copying
+    int32_t task;
+    char* dst;
+    const char* src;
+    int64_t length;
+    int32_t chunk = 0;
+};
+
+// The local transport's chunk queue, drained by the copy pool. Batches share it so that a
+// thread waiting for its batch copies that batch's chunks itself instead of sleeping (under
+// load the pool threads may not get a core). The engine's shutdown waits until no chunk is
+// in flight, so a helper may use the engine while it runs a chunk.
+struct CopyQueue {
+    std::mutex mu;                    // guards jobs, in_flight and closing; a leaf lock
+    std::condition_variable cv;       // pool threads: a job arrived or closing
+    std::condition_variable idle_cv;  // shutdown: in_flight went back to 0
+    std::deque<CopyJob> jobs;
+    int in_flight = 0;
+    bool closing = false;
+};
+
+// Runs the waiting batch's queued local chunks on the calling thread.
+void HelpCopy(const std::shared_ptr<BatchState>& b);
+
+}  // namespace dp
+
+#endif  // WEIGHT_RELAY_DP_LOCAL_COPY_H_

@@ -1,0 +1,81 @@
+// The client half of the tcp transport: the connections of this engine to one peer engine.
+#ifndef WEIGHT_RELAY_DP_TCP_PEER_H_
+#define WEIGHT_RELAY_DP_TCP_PEER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dp_batch.h"
+#include "dp_internal.h"
+#include "dp_wire.h"
+
+namespace dp {
+
+// How often a connect is retried when the peer's server is at its connection cap.
+constexpr int kBusyRetries = 3;
+
+struct TcpJob {
+    std::shared_ptr<BatchState> batch;
+    int32_t task;
+    Op op;
+    std::string segment;
+    int64_t remote_offset;
+    char* local;
+    int64_t length;
+    int32_t chunk = 0;
+};
+
+// Connections to one peer engine: a chunk queue drained by `streams` stream threads, each with
+// its own connection, plus one control connection for alloc, free and notify.
+class TcpPeer {
+ public:
+    TcpPeer(Engine* engine, std::string host, int port)
+        : engine_(engine), host_(std::move(host)), port_(port) {}
+    TcpPeer(const TcpPeer&) = delete;
+    TcpPeer& operator=(const TcpPeer&) = delete;
+    ~TcpPeer() { Stop(); }
+
+    // Queues the chunks for the stream threads (started by the first call).
+    void Enqueue(std::vector<TcpJob>&& jobs);
+    // One request/response on the control connection (alloc, free, notify).
+    Result<int64_t> Control(Op op, const std::string& name, int64_t offset, int64_t length);
+    // Whether the owner answers now (see dp_segment_probe).
+    Err Probe();
+    // Stops the stream threads and fails every queued chunk with kClosed. Idempotent.
+    void Stop();
+    // "host:port": how failures name this peer.
+    std::string Endpoint() const { return host_ + ":" + std::to_string(port_); }
+
+ private:
+    Result<Fd> Connect();
+    void FailPending();
+    void StreamLoop(int index);
+    static Err Run(int fd, const TcpJob& job, int64_t* bytes);
+
+    Engine* const engine_;
+    const std::string host_;
+    const int port_;
+    // Guards jobs_, pending_fail_, threads_, fds_ and stopping_; cv_ wakes the stream threads.
+    // A leaf lock: chunks are completed (CompleteChunk) only after it is released.
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<TcpJob> jobs_;
+    std::deque<TcpJob> pending_fail_;
+    std::vector<std::thread> threads_;
+    std::vector<int> fds_;
+    bool stopping_ = false;
+    // Guards control_ and keeps one control request in flight; held across its network round
+    // trip (and a reconnect), never while taking another lock.
+    std::mutex control_mu_;
+    Fd control_;
+};
+
+}  // namespace dp
+
+#endif  // WEIGHT_RELAY_DP_TCP_PEER_H_

@@ -1,0 +1,227 @@
+// The server half of the tcp transport: accepts connections, runs the handshake and serves
+// requests straight between sockets and this engine's segments (the target stays passive).
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "dp_engine.h"
+
+namespace dp {
+
+void Engine::AcceptLoop() {
+    for (;;) {
+        struct pollfd fds[2] = {{listen_fd_.get(), POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
+        int rc = ::poll(fds, 2, -1);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc < 0 || (fds[1].revents & POLLIN) || closing()) return;
+        if (!(fds[0].revents & POLLIN)) continue;
+        int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                // Out of descriptors or memory: the listener stays readable, so back off instead
+                // of spinning; the pending connection waits in the backlog meanwhile.
+                struct pollfd wake = {wake_fd_.get(), POLLIN, 0};
+                ::poll(&wake, 1, 100);
+            }
+            continue;
+        }
+        try {
+            Accept(fd);
+        } catch (...) {  // out of memory before the connection was taken on: drop it
+            ::close(fd);
+        }
+        if (closing()) return;
+    }
+}
+
+// Hands an accepted connection to a thread of its own, or refuses it at once (cap reached, no
+// thread to be had): the client reads a "busy" challenge or EOF, never a hang.
+void Engine::Accept(int fd) {
+    std::lock_guard<std::mutex> lock(conn_mu_);
+    if (closing()) {
+        ::close(fd);
+        return;
+    }
+    for (auto it = conn_threads_.begin(); it != conn_threads_.end();) {
+        if (it->done->load()) {
+            it->thread.join();
+            it = conn_threads_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (static_cast<int>(conn_fds_.size()) >= max_connections_) {
+        Challenge busy{kChallengeMagic, kHandshakeVersion, kChallengeBusy, 0, {}, {}};
+        ssize_t ignored = ::send(fd, &busy, sizeof busy, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)ignored;
+        ::close(fd);
+        return;
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    conn_threads_.push_back(Connection{std::thread(), done});
+    try {
+        conn_fds_.insert(fd);
+        conn_threads_.back().thread = std::thread([this, fd, done] {
+            try {
+                ServeConnection(fd);
+            } catch (...) {  // never std::terminate the JVM; the fd is closed by then
+            }
+            done->store(true);
+        });
+    } catch (...) {  // no thread (or no memory) to be had: refuse this one
+        conn_threads_.pop_back();
+        conn_fds_.erase(fd);
+        ::close(fd);
+    }
+}
+
+Err Engine::ClientHandshake(int fd, bool* busy) {
+    if (!authenticated_) return Err::kDenied;  // no secret: we talk to nobody over tcp
+    Hello hello{kHelloMagic, kHandshakeVersion, role_, 0, {}};
+    if (!FillRandom(hello.nonce, kNonce)) return Err::kInternal;
+    Err e = SendAll(fd, &hello, sizeof hello);
+    Challenge c{};
+    if (e == Err::kOk) e = RecvAll(fd, &c, sizeof c);
+    if (e != Err::kOk) return e;
+    if (c.magic != kChallengeMagic || c.version != kHandshakeVersion) return Err::kDenied;
+    if (c.status == kChallengeBusy) {  // at its connection cap: retry later
+        *busy = true;
+        return Err::kPeerGone;
+    }
+    if (c.status != kChallengeOk) return Err::kDenied;
+    uint8_t expected[kMac];
+    ServerMac(KeyOf(role_), hello, c, expected);
+    if (!ConstantTimeEqual(expected, c.mac, kMac)) return Err::kDenied;  // not our deployment
+    Proof proof{};
+    ClientMac(KeyOf(role_), hello, c, proof.mac);
+    Ack ack{};
+    if ((e = SendAll(fd, &proof, sizeof proof)) != Err::kOk) return e;
+    if ((e = RecvAll(fd, &ack, sizeof ack)) != Err::kOk) return e;
+    return ack.magic == kAckMagic && ack.status == DP_OK ? Err::kOk : Err::kDenied;
+}
+
+// The server's half: true once the client proved it knows the key of the role it claims. Nothing
+// of any segment is read or written before.
+bool Engine::ServerHandshake(int fd, uint8_t* role) {
+    Hello hello{};
+    if (RecvAll(fd, &hello, sizeof hello) != Err::kOk || hello.magic != kHelloMagic) return false;
+    Challenge c{kChallengeMagic, kHandshakeVersion, kChallengeOk, 0, {}, {}};
+    bool known_role =
+        hello.role == DP_ROLE_PEER || hello.role == DP_ROLE_REMOVER || hello.role == DP_ROLE_STORER;
+    if (!authenticated_ || hello.version != kHandshakeVersion || !known_role ||
+        hello.reserved != 0 || !FillRandom(c.nonce, kNonce)) {
+        c.status = kChallengeRefused;
+        SendAll(fd, &c, sizeof c);
+        return false;
+    }
+    const Key& key = KeyOf(hello.role);
+    ServerMac(key, hello, c, c.mac);
+    Proof proof{};
+    if (SendAll(fd, &c, sizeof c) != Err::kOk || RecvAll(fd, &proof, sizeof proof) != Err::kOk)
+        return false;
+    uint8_t expected[kMac];
+    ClientMac(key, hello, c, expected);
+    bool ok = ConstantTimeEqual(expected, proof.mac, kMac);
+    Ack ack{kAckMagic, ok ? DP_OK : DP_ERR_DENIED};
+    if (SendAll(fd, &ack, sizeof ack) != Err::kOk || !ok) return false;
+    *role = hello.role;
+    return true;
+}
+
+void Engine::ServeConnection(int raw_fd) {
+    Fd fd(raw_fd);
+    uint8_t role = 0;
+    TuneSocket(fd.get(), std::min(server_timeout_ms(), kHandshakeTimeoutMs));
+    bool authenticated = ServerHandshake(fd.get(), &role);
+    if (authenticated) {
+        TuneSocket(fd.get(), server_timeout_ms());  // bounds every request from now on
+        ServeRequests(fd.get(), role);
+    }
+    std::lock_guard<std::mutex> lock(conn_mu_);
+    conn_fds_.erase(fd.get());
+}
+
+// One request, one response, in order. Between requests a connection may idle as long as the peer
+// stays (keepalive notices a vanished host); once a request has begun, every read is bounded by
+// the server timeout, so a sender that stops mid-request is closed. Anything malformed closes
+// the connection: the stream is never read out of step.
+void Engine::ServeRequests(int fd, uint8_t role) {
+    char name_buf[kMaxName];
+    for (;;) {
+        struct pollfd idle = {fd, POLLIN, 0};
+        int rc = ::poll(&idle, 1, -1);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc <= 0 || closing()) return;
+        ReqHeader h{};
+        if (RecvAll(fd, &h, sizeof h) != Err::kOk) return;
+        if (h.magic != kMagic || h.name_len == 0 || h.name_len > kMaxName || h.reserved != 0)
+            return;
+        Op op = static_cast<Op>(h.op);
+        bool data = op == Op::kWrite || op == Op::kRead;
+        if (data && (h.length < 0 || h.length > kMaxRequest)) return;
+        if (!data && op != Op::kNotify && op != Op::kAlloc && op != Op::kFree) return;
+        if (RecvAll(fd, name_buf, h.name_len) != Err::kOk) return;
+        std::string name(name_buf, h.name_len);
+        RespHeader resp{DP_OK, 0, 0};
+        if (op == Op::kNotify) {
+            // A name we never registered is dropped: nothing is created, and the writer, which
+            // cannot know who listens, is not failed for it (the waiter would time out, naming it).
+            BumpNotify(name);
+        } else if (data) {
+            auto seg = FindOwn(name);
+            if (!seg) {
+                resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else if (!InBounds(h.offset, h.length, seg->mapping->size())) {
+                resp.status = DP_ERR_OUT_OF_BOUNDS;
+            }
+            if (op == Op::kWrite) {
+                // Bytes go straight from the socket into the segment; a refused write's payload
+                // (at most kMaxRequest) is read and dropped so the next header is in step.
+                Err e = resp.status == DP_OK
+                            ? RecvAll(fd, seg->mapping->base() + h.offset, h.length)
+                            : Discard(fd, h.length);
+                if (e != Err::kOk) return;
+                if (resp.status == DP_OK) Count(DP_COUNTER_TCP_SERVED_WRITTEN, h.length);
+            } else {
+                if (SendAll(fd, &resp, sizeof resp) != Err::kOk) return;
+                if (resp.status == DP_OK) {
+                    if (SendAll(fd, seg->mapping->base() + h.offset, h.length) != Err::kOk) return;
+                    Count(DP_COUNTER_TCP_SERVED_READ, h.length);
+                }
+                continue;
+            }
+        } else if (op == Op::kAlloc) {
+            // The owner allocates, for itself or for a storer (a client-only publisher) that
+            // asks over this channel; readers and removers never allocate.
+            auto seg = FindOwn(name);
+            if (role != DP_ROLE_STORER) {
+                resp.status = DP_ERR_DENIED;
+            } else if (!seg) {
+                resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else if (h.length <= 0) {
+                resp.status = DP_ERR_INVALID_ARGUMENT;
+            } else {
+                auto r = seg->Allocate(h.length);
+                if (r.ok()) {
+                    resp.value = r.value();
+                } else {
+                    resp.status = Code(r.error());
+                }
+            }
+        } else {
+            auto seg = FindOwn(name);
+            if (role != DP_ROLE_REMOVER && role != DP_ROLE_STORER) {
+                resp.status = DP_ERR_DENIED;
+            } else if (!seg) {
+                resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else {
+                resp.status = Code(seg->allocator->Free(h.offset));
+            }
+        }
+        if (SendAll(fd, &resp, sizeof resp) != Err::kOk) return;
+    }
+}
+
+}  // namespace dp

@@ -1,0 +1,101 @@
+// The bytes on the wire of the tcp transport: the request and response headers, the handshake
+// that opens every connection, and the keys and MACs it proves. README.md, "Wire format", is the
+// description for humans; this file is the one for the compiler.
+#ifndef WEIGHT_RELAY_DP_WIRE_H_
+#define WEIGHT_RELAY_DP_WIRE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dp_crypto.h"
+#include "dp_internal.h"
+
+namespace dp {
+
+// Wire protocol of the tcp transport (one request, one response, in order per connection).
+constexpr uint32_t kMagic = 0x57524450;  // "WRDP"
+constexpr uint32_t kMaxName = 4096;
+constexpr int64_t kTcpChunk = 8 << 20;
+// The longest payload one READ or WRITE request may carry: what a client ever sends. A longer
+// request is malformed and its connection closed (never read into, never discarded for ages).
+constexpr int64_t kMaxRequest = kTcpChunk;
+
+enum class Op : uint32_t { kWrite = 1, kRead = 2, kNotify = 3, kAlloc = 4, kFree = 5 };
+
+struct ReqHeader {
+    uint32_t magic;
+    uint32_t op;
+    int64_t offset;
+    int64_t length;
+    uint32_t name_len;
+    uint32_t reserved;
+};
+
+struct RespHeader {
+    int32_t status;
+    int32_t reserved;
+    int64_t value;
+};
+
+inline Err FromCode(int32_t code) { return static_cast<Err>(code); }
+
+// The handshake that opens every connection (little-endian, as the request header).
+constexpr uint32_t kHelloMagic = 0x48445257;      // "WRDH"
+constexpr uint32_t kChallengeMagic = 0x43445257;  // "WRDC"
+constexpr uint32_t kAckMagic = 0x41445257;        // "WRDA"
+constexpr uint8_t kHandshakeVersion = 1;
+constexpr size_t kNonce = 32;
+constexpr size_t kMac = Sha256::kDigest;
+enum : uint8_t { kChallengeOk = 0, kChallengeBusy = 1, kChallengeRefused = 2 };
+
+struct Hello {  // client -> server
+    uint32_t magic;
+    uint8_t version;
+    uint8_t role;  // DP_ROLE_*
+    uint16_t reserved;
+    uint8_t nonce[kNonce];
+};
+
+struct Challenge {  // server -> client
+    uint32_t magic;
+    uint8_t version;
+    uint8_t status;  // kChallenge*
+    uint16_t reserved;
+    uint8_t nonce[kNonce];
+    uint8_t mac[kMac];  // HMAC(role key, "WRDP1 server" | hello | challenge up to mac)
+};
+
+struct Proof {          // client -> server
+    uint8_t mac[kMac];  // HMAC(role key, "WRDP1 client" | hello | challenge)
+};
+
+struct Ack {  // server -> client
+    uint32_t magic;
+    int32_t status;  // DP_OK, or DP_ERR_DENIED before the server closes
+};
+
+static_assert(sizeof(ReqHeader) == 32 && sizeof(RespHeader) == 16, "wire header sizes");
+static_assert(sizeof(Hello) == 40 && sizeof(Challenge) == 72 && sizeof(Proof) == 32 &&
+                  sizeof(Ack) == 8,
+              "handshake sizes");
+
+using Key = std::array<uint8_t, kMac>;
+
+// The key a role's connections prove: HMAC(secret, label | role). Binding the role into the key
+// and the transcript means a transcript of one role never passes as another.
+Key RoleKey(const std::vector<uint8_t>& secret, uint8_t role);
+// The server's MAC over hello and the challenge up to its mac field.
+void ServerMac(const Key& key, const Hello& hello, const Challenge& c, uint8_t* out);
+// The client's MAC over hello and the whole challenge.
+void ClientMac(const Key& key, const Hello& hello, const Challenge& c, uint8_t* out);
+// n bytes from the kernel's random source; false if it fails.
+bool FillRandom(uint8_t* p, size_t n);
+// Sends one request header followed by the name (the payload, if any, follows separately).
+Err SendRequest(int fd, Op op, const std::string& name, int64_t offset, int64_t length);
+
+}  // namespace dp
+
+#endif  // WEIGHT_RELAY_DP_WIRE_H_
