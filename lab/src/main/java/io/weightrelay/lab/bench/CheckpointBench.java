@@ -2,10 +2,10 @@ package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.control.client.model.CheckpointReport;
 import io.weightrelay.api.control.client.model.Generation;
+import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.service.process.ServiceProcess;
-import io.weightrelay.trainer.sim.Args;
+import io.weightrelay.service.test.ServiceProcess;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;

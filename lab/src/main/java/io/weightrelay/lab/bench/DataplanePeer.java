@@ -89,7 +89,7 @@ public final class DataplanePeer {
     }
 
     public static void main(String[] argv) throws Exception {
-        io.weightrelay.trainer.sim.Args a = new io.weightrelay.trainer.sim.Args(argv);
+        io.weightrelay.lab.Args a = new io.weightrelay.lab.Args(argv);
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
         System.setOut(System.err);
         byte[] secret = Files.readString(Path.of(a.get("secret-file", ""))).strip().getBytes();

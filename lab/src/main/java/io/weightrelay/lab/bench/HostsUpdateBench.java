@@ -1,5 +1,6 @@
 package io.weightrelay.lab.bench;
 
+import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.Host;
 import io.weightrelay.lab.hosts.HostLab;
@@ -15,8 +16,7 @@ import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.timing.ClusterModel;
 import io.weightrelay.reshard.timing.Traffic;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.process.ServiceProcess;
-import io.weightrelay.trainer.sim.Args;
+import io.weightrelay.service.test.ServiceProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -4,6 +4,7 @@ import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
+import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.manifest.DType;
@@ -12,14 +13,13 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Role;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.service.test.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RestCoordinator;
 import io.weightrelay.trainer.client.TrainerSession;
-import io.weightrelay.trainer.sim.Args;
 import io.weightrelay.trainer.sim.DeterministicWeights;
-import io.weightrelay.trainer.sim.SimulatedTrainer;
+import io.weightrelay.trainer.sim.SimulatedModel;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
@@ -94,7 +94,7 @@ public final class PublishBench {
         int redisPort = args.getInt("redis-port", 6379);
 
         SourceManifest manifest =
-                SimulatedTrainer.manifest(model, trainerDtype, rolloutDtype, MAX_FRAGMENT);
+                SimulatedModel.manifest(model, trainerDtype, rolloutDtype, MAX_FRAGMENT);
         List<String> names = new ArrayList<>();
         List<Node> topology = new ArrayList<>();
         for (int i = 0; i < nodes; i++) {

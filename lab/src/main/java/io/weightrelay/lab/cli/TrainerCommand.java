@@ -87,7 +87,7 @@ final class TrainerCommand extends LabCommand {
 
     @Override
     String entryPoint() {
-        return "io.weightrelay.trainer.sim.SimulatedTrainer";
+        return "io.weightrelay.lab.trainer.SimulatedTrainer";
     }
 
     @Override

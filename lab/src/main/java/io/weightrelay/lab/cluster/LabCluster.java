@@ -33,14 +33,14 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Role;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.service.test.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RestCoordinator;
 import io.weightrelay.trainer.client.TensorSource;
 import io.weightrelay.trainer.client.TrainerSession;
 import io.weightrelay.trainer.sim.DeterministicWeights;
-import io.weightrelay.trainer.sim.SimulatedTrainer;
+import io.weightrelay.trainer.sim.SimulatedModel;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -272,7 +272,7 @@ public final class LabCluster implements AutoCloseable {
 
     /** What the lab's simulated trainer publishes: every tensor of the catalog model as bf16. */
     public static SourceManifest publishedManifest(String model) {
-        return SimulatedTrainer.manifest(model, DType.BF16, DType.BF16, MAX_FRAGMENT);
+        return SimulatedModel.manifest(model, DType.BF16, DType.BF16, MAX_FRAGMENT);
     }
 
     /**
@@ -280,8 +280,7 @@ public final class LabCluster implements AutoCloseable {
      * rollout dtype (block FP8: the selected projections in E4M3, each with its scale tensor).
      */
     public static SourceManifest publishedManifest(Spec spec) {
-        return SimulatedTrainer.manifest(
-                spec.model(), DType.BF16, spec.rolloutDtype(), MAX_FRAGMENT);
+        return SimulatedModel.manifest(spec.model(), DType.BF16, spec.rolloutDtype(), MAX_FRAGMENT);
     }
 
     /**

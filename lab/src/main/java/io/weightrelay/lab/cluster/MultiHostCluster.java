@@ -10,7 +10,7 @@ import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.service.test.ServiceProcess;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

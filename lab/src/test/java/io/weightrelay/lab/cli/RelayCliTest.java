@@ -2,8 +2,8 @@ package io.weightrelay.lab.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.service.process.ServiceProcess;
-import io.weightrelay.trainer.sim.Args;
+import io.weightrelay.lab.Args;
+import io.weightrelay.service.test.ServiceProcess;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -453,7 +453,7 @@ class RelayCliTest {
                         "trainer --model tiny --control-api http://control-api:8080 --publisher"
                                 + " trainer-0000=http://publisher-0:8081 --steps 1 --first-step 0"
                                 + " --token t0k3n",
-                        "io.weightrelay.trainer.sim.SimulatedTrainer"),
+                        "io.weightrelay.lab.trainer.SimulatedTrainer"),
                 Arguments.of(
                         "rollout --model tiny --instances 1 --tp 2 --rollout-nodes 1 --mode compat"
                                 + " --loaders http://loader-0:8082 --control-url"
@@ -492,7 +492,7 @@ class RelayCliTest {
                     Map.entry(
                             "trainer",
                             List.of(
-                                    "trainer-client/src/main/java/io/weightrelay/trainer/sim/SimulatedTrainer.java")),
+                                    "lab/src/main/java/io/weightrelay/lab/trainer/SimulatedTrainer.java")),
                     Map.entry(
                             "rollout",
                             List.of(

@@ -1,4 +1,4 @@
-package io.weightrelay.trainer.sim;
+package io.weightrelay.lab;
 
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -1,4 +1,4 @@
-package io.weightrelay.service.process;
+package io.weightrelay.service.test;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
