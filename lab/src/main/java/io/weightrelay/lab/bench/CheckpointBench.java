@@ -5,7 +5,6 @@ import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.service.test.ServiceProcess;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
@@ -46,7 +45,7 @@ public final class CheckpointBench {
         Args args = new Args(argv);
         String model = args.get("model", "qwen2.5-0.5b");
         int trainerNodes = args.getInt("trainer-nodes", 2);
-        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
+        Path root = args.root();
         Path base =
                 args.has("dir")
                         ? Files.createDirectories(Path.of(args.get("dir", null)).toAbsolutePath())

@@ -16,7 +16,6 @@ import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.timing.ClusterModel;
 import io.weightrelay.reshard.timing.Traffic;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.test.ServiceProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -87,11 +86,11 @@ public final class HostsUpdateBench {
         String model = args.get("model", "qwen2.5-0.5b");
         int instances = args.getInt("instances", 4);
         int tp = args.getInt("tp", 2);
-        Mode mode = Mode.parse(args.get("mode", "compat"));
+        Mode mode = args.mode();
         long seed = args.getLong("seed", 1);
         int warmups = args.getInt("warmup", 2);
         double linkGbps = Double.parseDouble(args.get("link-gbps", "2"));
-        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
+        Path root = args.root();
         try {
             HostLab.requireRoot();
         } catch (HostLabException e) {

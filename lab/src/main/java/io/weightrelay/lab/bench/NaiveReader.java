@@ -8,7 +8,6 @@ import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
@@ -69,7 +68,7 @@ public final class NaiveReader {
                                 model,
                                 a.getInt("instances", 4),
                                 a.getInt("tp", 2),
-                                Mode.parse(a.get("mode", "compat")),
+                                a.mode(),
                                 1,
                                 trainerNodes,
                                 rolloutNodes,
@@ -172,8 +171,11 @@ public final class NaiveReader {
                 local - local0);
     }
 
-    /** One worker's reads, one after another, each exactly the ranges its plan reads. */
-    private static long readAll(Dataplane dp, Plan plan, String model, long generation) {
+    /**
+     * One worker's naive reads, one after another, each exactly the ranges its plan reads, into a
+     * staging buffer of the largest read's span (also {@link UpdateBench}'s loopback baseline).
+     */
+    static long readAll(Dataplane dp, Plan plan, String model, long generation) {
         long biggest = 0;
         for (int i = 0; i < plan.readCount(); i++) {
             biggest = Math.max(biggest, plan.readSpan(i));

@@ -81,7 +81,7 @@ public final class PublishBench {
         if (!stagingMode.equals("segment") && !stagingMode.equals("file")) {
             throw new IllegalArgumentException("--staging-mode is segment or file");
         }
-        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
+        Path root = args.root();
         Path publisherJar =
                 args.has("publisher-jar")
                         ? Path.of(args.get("publisher-jar", null))

@@ -56,7 +56,7 @@ public final class PythonBench {
         String model = args.get("model", serve ? "tiny" : "qwen2.5-0.5b");
         int instances = args.getInt("instances", 2);
         int tp = args.getInt("tp", 1);
-        Mode mode = Mode.parse(args.get("mode", "compat"));
+        Mode mode = args.mode();
         int repeat = args.getInt("repeat", 3);
         Path root = ServiceProcess.home();
         try (LabCluster lab = LabCluster.start(LabCluster.Spec.of(model, instances, tp, mode))) {

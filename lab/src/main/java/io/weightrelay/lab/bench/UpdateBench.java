@@ -5,12 +5,9 @@ import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
-import io.weightrelay.dataplane.ReadRange;
-import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.manifest.Fragmenter;
-import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
@@ -18,7 +15,6 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.test.ServiceProcess;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -77,12 +73,12 @@ public final class UpdateBench {
         String model = args.get("model", "qwen2.5-0.5b");
         int instances = args.getInt("instances", 4);
         int tp = args.getInt("tp", 2);
-        Mode mode = Mode.parse(args.get("mode", "compat"));
+        Mode mode = args.mode();
         long seed = args.getLong("seed", 1);
         boolean verify = !args.has("no-verify");
         boolean checksums = !args.has("no-checksums");
         int warmups = args.getInt("warmup", 2);
-        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
+        Path root = args.root();
         String redisHost = args.get("redis-host", "127.0.0.1");
         int redisPort = args.getInt("redis-port", 6379);
         String redisUri = "redis://" + redisHost + ":" + redisPort;
@@ -314,7 +310,9 @@ public final class UpdateBench {
             for (int k = 0; k < plans.size(); k++) {
                 Plan plan = plans.get(k);
                 Dataplane dp = planes.get(placement.workers().get(k).node());
-                futures.add(pool.submit(() -> readAll(dp, plan, manifest.model(), generation)));
+                futures.add(
+                        pool.submit(
+                                () -> NaiveReader.readAll(dp, plan, manifest.model(), generation)));
             }
             for (Future<Long> f : futures) {
                 f.get();
@@ -325,37 +323,6 @@ public final class UpdateBench {
             for (Dataplane dp : planes.values()) {
                 dp.close();
             }
-        }
-    }
-
-    private static long readAll(Dataplane dp, Plan plan, String model, long generation) {
-        long biggest = 0;
-        for (int i = 0; i < plan.readCount(); i++) {
-            biggest = Math.max(biggest, plan.readSpan(i));
-        }
-        try (RegisteredBuffer staging =
-                dp.registerBuffer(ByteBuffer.allocateDirect((int) Math.max(1, biggest)))) {
-            long bytes = 0;
-            for (int i = 0; i < plan.readCount(); i++) {
-                List<ReadRange> ranges = new ArrayList<>();
-                for (int r = plan.rangeFirst(i); r < plan.rangeEnd(i); r++) {
-                    ranges.add(
-                            new ReadRange(
-                                    plan.rangeStart(r),
-                                    plan.rangeLength(r),
-                                    staging,
-                                    plan.rangeStart(r) - plan.readStart(i)));
-                }
-                String key = ObjectKeys.key(model, generation, plan.objectId(plan.readObject(i)));
-                long[] got = dp.store().getIntoRanges(key, ranges);
-                for (int r = 0; r < got.length; r++) {
-                    if (got[r] != ranges.get(r).length()) {
-                        throw new IllegalStateException("naive read of " + key + " fell short");
-                    }
-                    bytes += got[r];
-                }
-            }
-            return bytes;
         }
     }
 

@@ -11,7 +11,6 @@ import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.trainer.client.Coordinator;
@@ -201,7 +200,7 @@ public final class HostAgent {
                             model,
                             args.getInt("instances", 2),
                             args.getInt("tp", 1),
-                            Mode.parse(args.get("mode", "compat")),
+                            args.mode(),
                             seed,
                             1,
                             args.getInt("rollout-nodes", 2),

@@ -35,18 +35,9 @@ public final class ControlApiKilledCase implements FaultCase {
     private FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
         ServingProof proof = new ServingProof(lab);
-        long good = lab.publish(b.nextStep());
-        proof.checkEngines(lab.updateAll().requireUpdated().results());
-        long next = lab.publish(b.nextStep());
-
-        RedisRestartCase.SessionWatch.MidUpdate update =
-                RedisRestartCase.SessionWatch.updateWithFault(
-                        lab,
-                        next,
-                        () -> {
-                            lab.killControlApi(0);
-                        });
-        boolean midUpdate = update.midUpdate();
+        MidUpdate update = MidUpdate.inject(b, proof, () -> lab.killControlApi(0));
+        long good = update.good();
+        long next = update.next();
         List<UpdateProgress> outcomes = update.outcomes();
         proof.checkEngines(outcomes);
         List<String> ends = new ArrayList<>();
@@ -69,7 +60,7 @@ public final class ControlApiKilledCase implements FaultCase {
         long after = proof.serveNext(b.nextStep());
         return proof.result(
                 name(),
-                (midUpdate ? "killed mid-update" : "killed after the update ended")
+                update.when("killed")
                         + "; outcomes "
                         + ends
                         + "; next "

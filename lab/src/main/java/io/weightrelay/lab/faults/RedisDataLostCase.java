@@ -54,20 +54,17 @@ public final class RedisDataLostCase implements FaultCase {
         LabCluster lab = b.lab;
         LabRedis redis = b.redis;
         ServingProof proof = new ServingProof(lab);
-        long good = lab.publish(b.nextStep());
-        proof.checkEngines(lab.updateAll().requireUpdated().results());
-        long next = lab.publish(b.nextStep());
-
-        RedisRestartCase.SessionWatch.MidUpdate update =
-                RedisRestartCase.SessionWatch.updateWithFault(
-                        lab,
-                        next,
+        MidUpdate update =
+                MidUpdate.inject(
+                        b,
+                        proof,
                         () -> {
                             redis.kill();
                             Thread.sleep(RedisRestartCase.OUTAGE.toMillis());
                             redis.restartEmpty();
                         });
-        boolean midUpdate = update.midUpdate();
+        long good = update.good();
+        long next = update.next();
         List<UpdateProgress> outcomes = update.outcomes();
         proof.checkEngines(outcomes);
         proof.requireHeld(Set.of(good, next));
@@ -112,7 +109,7 @@ public final class RedisDataLostCase implements FaultCase {
                         + ", which engines held");
         return proof.result(
                 name(),
-                (midUpdate ? "wiped mid-update" : "wiped after the update ended")
+                update.when("wiped")
                         + "; outcomes "
                         + outcomes.stream()
                                 .map(p -> p.getOutcome() + "@" + p.getGeneration())

@@ -38,7 +38,7 @@ public final class SimulatedRollout {
         int instances = args.getInt("instances", 4);
         int tp = args.getInt("tp", 2);
         int rolloutNodes = args.getInt("rollout-nodes", 2);
-        Mode mode = Mode.parse(args.get("mode", "compat"));
+        Mode mode = args.mode();
         String group = args.get("group", "lab");
         String token = args.get("token", "");
         long seed = args.getLong("seed", 1);
