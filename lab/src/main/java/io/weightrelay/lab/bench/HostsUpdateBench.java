@@ -27,7 +27,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@code ./relay bench update --hosts [--link-gbps G] --model M --instances I --tp P --mode
@@ -67,7 +66,6 @@ import tools.jackson.databind.json.JsonMapper;
  */
 public final class HostsUpdateBench {
 
-    private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final int TRAINER_NODES = 2;
     private static final int ROLLOUT_NODES = 2;
     private static final double MIN_VS_PREDICTED = 0.8;
@@ -269,13 +267,13 @@ public final class HostsUpdateBench {
             readers.add(h.startPiped("naive-" + node, command, lab.logs()));
         }
         for (HostProcess r : readers) {
-            answer(r, null);
+            r.require(null);
         }
         ExecutorService pool = Executors.newFixedThreadPool(readers.size());
         try {
             List<Future<JsonNode>> futures = new ArrayList<>();
             for (HostProcess r : readers) {
-                futures.add(pool.submit(() -> answer(r, "read " + generation)));
+                futures.add(pool.submit(() -> r.require("read " + generation)));
             }
             double seconds = 0;
             long bytes = 0;
@@ -294,18 +292,6 @@ public final class HostsUpdateBench {
                 lab.hosts().forget(r);
             }
         }
-    }
-
-    private static JsonNode answer(HostProcess p, String command) {
-        String line = command == null ? p.read() : p.ask(command);
-        if (line == null) {
-            throw new IllegalStateException(p.name() + " ended; its log:\n" + p.tail());
-        }
-        JsonNode reply = JSON.readTree(line);
-        if (!reply.path("ok").asBoolean()) {
-            throw new IllegalStateException(p.name() + " failed '" + command + "': " + reply);
-        }
-        return reply;
     }
 
     /**

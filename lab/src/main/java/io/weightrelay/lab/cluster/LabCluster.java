@@ -66,7 +66,7 @@ import java.util.concurrent.TimeUnit;
  * rollout engines driving them from this JVM over REST and shared memory. Everything it started is
  * stopped by {@link #close()}. Not thread safe.
  */
-public final class LabCluster implements AutoCloseable {
+public final class LabCluster implements StartedOrClosed.Lab {
 
     private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
     static final long MAX_BATCH = 128L << 20;
@@ -419,14 +419,7 @@ public final class LabCluster implements AutoCloseable {
         lab.checksums = checksums;
         lab.controlApis = controlApis;
         lab.storageUnits = storageUnits;
-        try {
-            lab.startServices();
-            return lab;
-        } catch (Exception | Error e) {
-            lab.dumpLogs();
-            lab.close();
-            throw e;
-        }
+        return StartedOrClosed.start(lab, lab::startServices);
     }
 
     public SourceManifest manifest() {
@@ -906,21 +899,19 @@ public final class LabCluster implements AutoCloseable {
         controls.clear();
         for (int i = 0; i < controlApis; i++) {
             controls.add(
-                    track(
-                            ServiceProcess.start(
-                                    i == 0 ? "control-api" : "control-api-" + i,
-                                    ServiceProcess.findJar(spec.root(), "control-api"),
-                                    "512m",
-                                    List.of(
-                                            "--spring.data.redis.host=" + spec.redisHost(),
-                                            "--spring.data.redis.port=" + spec.redisPort(),
-                                            "--relay.redis.key-prefix=wr:lab:" + run + ":",
-                                            "--relay.dataplane.key-prefix=" + dpPrefix,
-                                            "--relay.dataplane.secret-file=" + secretFile,
-                                            "--relay.generations.scheduled-gc=false",
-                                            "--relay.updates.verify-checksums=" + checksums,
-                                            controlSecrets),
-                                    logs)));
+                    startService(
+                            i == 0 ? "control-api" : "control-api-" + i,
+                            "control-api",
+                            "512m",
+                            List.of(
+                                    "--spring.data.redis.host=" + spec.redisHost(),
+                                    "--spring.data.redis.port=" + spec.redisPort(),
+                                    "--relay.redis.key-prefix=wr:lab:" + run + ":",
+                                    "--relay.dataplane.key-prefix=" + dpPrefix,
+                                    "--relay.dataplane.secret-file=" + secretFile,
+                                    "--relay.generations.scheduled-gc=false",
+                                    "--relay.updates.verify-checksums=" + checksums,
+                                    controlSecrets)));
         }
         control = controls.get(0);
         if (storageUnits) {
@@ -1003,14 +994,16 @@ public final class LabCluster implements AutoCloseable {
         ServiceProcess old = publishers.get(node);
         old.kill();
         children.remove(old);
+        startPublisherAgain(node, "publisher-" + node + "-restarted");
+    }
+
+    /**
+     * Starts node {@code node}'s publisher with the settings it first had, and connects the
+     * trainer.
+     */
+    private void startPublisherAgain(String node, String name) throws InterruptedException {
         ServiceProcess fresh =
-                track(
-                        ServiceProcess.start(
-                                "publisher-" + node + "-restarted",
-                                ServiceProcess.findJar(spec.root(), "publisher-service"),
-                                "384m",
-                                publisherArgs.get(node),
-                                logs));
+                startService(name, "publisher-service", "384m", publisherArgs.get(node));
         fresh.awaitHealthy(HEALTHY);
         publishers.put(node, fresh);
         connectTrainer();
@@ -1074,15 +1067,7 @@ public final class LabCluster implements AutoCloseable {
                             "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrls(),
                             secretsArg("unit-" + node, secrets.publisher(segmentName)));
-            units.put(
-                    node,
-                    track(
-                            ServiceProcess.start(
-                                    "unit-" + node,
-                                    ServiceProcess.findJar(spec.root(), "publisher-service"),
-                                    "384m",
-                                    args,
-                                    logs)));
+            units.put(node, startService("unit-" + node, "publisher-service", "384m", args));
         }
     }
 
@@ -1158,33 +1143,24 @@ public final class LabCluster implements AutoCloseable {
                             secretsArg("publisher-" + node, secretProperties)));
             publisherArgs.put(node, args);
             publishers.put(
-                    node,
-                    track(
-                            ServiceProcess.start(
-                                    "publisher-" + node,
-                                    ServiceProcess.findJar(spec.root(), "publisher-service"),
-                                    "384m",
-                                    args,
-                                    logs)));
+                    node, startService("publisher-" + node, "publisher-service", "384m", args));
         }
     }
 
     private ServiceProcess startLoader(String name, String instance) {
         Map<String, String> secretProperties = new LinkedHashMap<>();
         secretProperties.putAll(secrets.loaderService(instance));
-        return track(
-                ServiceProcess.start(
-                        "loader-" + name,
-                        ServiceProcess.findJar(spec.root(), "loader-service"),
-                        "384m",
-                        List.of(
-                                "--relay.loader.control-url=" + controlUrls(),
-                                "--relay.dataplane.redis-uri=" + spec.redisUri(),
-                                "--relay.dataplane.key-prefix=" + dataplanePrefix(),
-                                "--relay.dataplane.secret-file=" + secretFile,
-                                "--relay.loader.checksums=" + checksums,
-                                secretsArg("loader-" + name, secretProperties)),
-                        logs));
+        return startService(
+                "loader-" + name,
+                "loader-service",
+                "384m",
+                List.of(
+                        "--relay.loader.control-url=" + controlUrls(),
+                        "--relay.dataplane.redis-uri=" + spec.redisUri(),
+                        "--relay.dataplane.key-prefix=" + dataplanePrefix(),
+                        "--relay.dataplane.secret-file=" + secretFile,
+                        "--relay.loader.checksums=" + checksums,
+                        secretsArg("loader-" + name, secretProperties)));
     }
 
     private String segmentName(String node) {
@@ -1240,7 +1216,12 @@ public final class LabCluster implements AutoCloseable {
         return "wr:lab:" + run + ":dp:";
     }
 
-    private ServiceProcess track(ServiceProcess process) {
+    /** Starts {@code module}'s service from the checkout's jar; {@link #close()} stops it. */
+    private ServiceProcess startService(
+            String name, String module, String heap, List<String> args) {
+        ServiceProcess process =
+                ServiceProcess.start(
+                        name, ServiceProcess.findJar(spec.root(), module), heap, args, logs);
         children.add(process);
         return process;
     }
@@ -1307,17 +1288,7 @@ public final class LabCluster implements AutoCloseable {
         if (publishers.containsKey(node)) {
             throw new IllegalStateException("the publisher of " + node + " is running");
         }
-        ServiceProcess fresh =
-                track(
-                        ServiceProcess.start(
-                                "publisher-" + node + "-revived-" + System.nanoTime(),
-                                ServiceProcess.findJar(spec.root(), "publisher-service"),
-                                "384m",
-                                publisherArgs.get(node),
-                                logs));
-        fresh.awaitHealthy(HEALTHY);
-        publishers.put(node, fresh);
-        connectTrainer();
+        startPublisherAgain(node, "publisher-" + node + "-revived-" + System.nanoTime());
     }
 
     /** The process id of instance {@code index}'s loader (to signal it). */

@@ -132,6 +132,31 @@ public final class Host {
         awaitAnswer(request, "HTTP/1.1 200", timeout, of);
     }
 
+    /**
+     * Starts a throwaway Redis (no persistence) on this host's control address and waits until it
+     * answers; returns its URI.
+     */
+    public String startRedis(int port, Path logs) throws InterruptedException {
+        HostProcess redis =
+                start(
+                        "redis",
+                        List.of(
+                                "redis-server",
+                                "--bind",
+                                controlAddress,
+                                "--port",
+                                Integer.toString(port),
+                                "--save",
+                                "",
+                                "--appendonly",
+                                "no",
+                                "--protected-mode",
+                                "no"),
+                        logs);
+        awaitRedis(controlAddress, port, Duration.ofSeconds(30), redis);
+        return "redis://" + controlAddress + ":" + port;
+    }
+
     /** Waits until a Redis on {@code address:port} answers PING, asked from inside this host. */
     public void awaitRedis(String address, int port, Duration timeout, HostProcess of)
             throws InterruptedException {
