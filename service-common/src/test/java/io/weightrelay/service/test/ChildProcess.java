@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -18,9 +19,10 @@ public class ChildProcess implements AutoCloseable {
     private final Process process;
     private final Path log;
 
+    /** {@code process}, started as {@code name} with its output going to {@code log}. */
     protected ChildProcess(String name, Process process, Path log) {
+        this.process = Objects.requireNonNull(process, "process");
         this.name = name;
-        this.process = process;
         this.log = log;
     }
 
