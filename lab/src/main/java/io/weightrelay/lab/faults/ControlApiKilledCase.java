@@ -36,12 +36,10 @@ public final class ControlApiKilledCase implements FaultCase {
         LabCluster lab = b.lab;
         ServingProof proof = new ServingProof(lab);
         MidUpdate update = MidUpdate.inject(b, proof, () -> lab.killControlApi(0));
-        long good = update.good();
         long next = update.next();
-        List<UpdateProgress> outcomes = update.outcomes();
-        proof.checkEngines(outcomes);
+        proof.checkEngines(update.outcomes());
         List<String> ends = new ArrayList<>();
-        for (UpdateProgress p : outcomes) {
+        for (UpdateProgress p : update.outcomes()) {
             ends.add(p.getOutcome() + "@" + p.getGeneration());
             proof.require(
                     p.getOutcome() == UpdateOutcome.UPDATED && p.getGeneration() == next,
@@ -55,7 +53,7 @@ public final class ControlApiKilledCase implements FaultCase {
                             + p.getError());
         }
         proof.requireHeld(Set.of(next));
-        proof.requireCommitted(good);
+        proof.requireCommitted(update.good());
         proof.requireCommitted(next);
         long after = proof.serveNext(b.nextStep());
         return proof.result(

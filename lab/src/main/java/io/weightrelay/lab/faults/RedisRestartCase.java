@@ -32,19 +32,31 @@ public final class RedisRestartCase implements FaultCase {
         return SharedLab.prove(context, (b, started) -> prove(b, started));
     }
 
+    /**
+     * Kills the lab's Redis (SIGKILL) during an update and starts it again after {@link #OUTAGE},
+     * with what it saved or, {@code wiped}, with nothing.
+     */
+    static MidUpdate outage(SharedLab.Borrowed b, ServingProof proof, boolean wiped)
+            throws Exception {
+        LabRedis redis = b.redis;
+        return MidUpdate.inject(
+                b,
+                proof,
+                () -> {
+                    redis.kill();
+                    Thread.sleep(OUTAGE.toMillis());
+                    if (wiped) {
+                        redis.restartEmpty();
+                    } else {
+                        redis.restart();
+                    }
+                });
+    }
+
     private FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
-        LabRedis redis = b.redis;
         ServingProof proof = new ServingProof(lab);
-        MidUpdate update =
-                MidUpdate.inject(
-                        b,
-                        proof,
-                        () -> {
-                            redis.kill();
-                            Thread.sleep(OUTAGE.toMillis());
-                            redis.restart();
-                        });
+        MidUpdate update = outage(b, proof, false);
         long good = update.good();
         long next = update.next();
         List<UpdateProgress> outcomes = update.outcomes();
