@@ -66,8 +66,6 @@ import tools.jackson.databind.JsonNode;
  */
 public final class HostsUpdateBench {
 
-    private static final int TRAINER_NODES = 2;
-    private static final int ROLLOUT_NODES = 2;
     private static final double MIN_VS_PREDICTED = 0.8;
 
     /**
@@ -81,14 +79,8 @@ public final class HostsUpdateBench {
 
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
-        String model = args.get("model", "qwen2.5-0.5b");
-        int instances = args.getInt("instances", 4);
-        int tp = args.getInt("tp", 2);
-        Mode mode = args.mode();
-        long seed = args.getLong("seed", 1);
-        int warmups = args.getInt("warmup", 2);
+        UpdateBench.Run run = UpdateBench.Run.read(args);
         double linkGbps = Double.parseDouble(args.get("link-gbps", "2"));
-        Path root = args.root();
         try {
             HostLab.requireRoot();
         } catch (HostLabException e) {
@@ -97,22 +89,14 @@ public final class HostsUpdateBench {
         }
         String loadBefore = loadAverage();
 
-        MultiHostCluster.Spec spec =
-                new MultiHostCluster.Spec(
-                        model,
-                        instances,
-                        tp,
-                        mode,
-                        seed,
-                        TRAINER_NODES,
-                        ROLLOUT_NODES,
-                        "wr-hbench",
-                        root);
+        MultiHostCluster.Spec spec = run.onHosts("wr-hbench");
         List<String> failed = new ArrayList<>();
         try (MultiHostCluster lab = MultiHostCluster.start(spec)) {
             SourceManifest manifest = lab.manifest();
             TargetPlacement placement = lab.placement();
-            Topology topology = Topology.uniform(TRAINER_NODES, ROLLOUT_NODES, 1, linkGbps);
+            Topology topology =
+                    Topology.uniform(
+                            UpdateBench.TRAINER_NODES, UpdateBench.ROLLOUT_NODES, 1, linkGbps);
             Plan plan = Planner.plan(manifest, placement, topology);
             double predictedLineRate = ClusterModel.predictedSeconds(plan);
             double predicted = ClusterModel.predictedSeconds(plan, PAYLOAD_FRACTION);
@@ -135,7 +119,7 @@ public final class HostsUpdateBench {
             lab.collectGarbage();
             long generation = 0;
             MultiHostCluster.Update warm = null;
-            for (int round = 0; round <= warmups; round++) {
+            for (int round = 0; round <= run.warmups(); round++) {
                 generation = lab.publish(round + 1).generation();
                 warm = lab.updateAll().requireVerified();
                 lab.collectGarbage();
@@ -158,7 +142,7 @@ public final class HostsUpdateBench {
             }
             double naiveRatio = naive.seconds() / updateSeconds;
             double vsPredicted = predicted / updateSeconds;
-            double naiveFloor = mode == Mode.COMPAT ? 2.5 : 1.6;
+            double naiveFloor = run.mode() == Mode.COMPAT ? 2.5 : 1.6;
             System.out.println(
                     String.format(
                             Locale.ROOT,
@@ -178,10 +162,10 @@ public final class HostsUpdateBench {
                                     + "\"busiest_in_payload_bytes\":%d,\"naive_bytes\":%d,"
                                     + "\"naive_tcp_read\":%d,\"qdisc_drops\":%d,"
                                     + "\"load_avg\":\"%s -> %s\"}",
-                            model,
-                            mode.name().toLowerCase(Locale.ROOT),
-                            instances,
-                            tp,
+                            run.model(),
+                            run.mode().name().toLowerCase(Locale.ROOT),
+                            run.instances(),
+                            run.tp(),
                             lab.hosts().hosts().size(),
                             linkGbps,
                             generation,

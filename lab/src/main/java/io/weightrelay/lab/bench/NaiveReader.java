@@ -6,6 +6,7 @@ import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.hosts.Agent;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.TargetPlacement;
@@ -13,9 +14,6 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.topology.Topology;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -100,8 +98,7 @@ public final class NaiveReader {
 
     public static void main(String[] argv) throws Exception {
         Args a = new Args(argv);
-        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-        System.setOut(System.err);
+        Agent agent = Agent.claimStdout();
         NaiveReader reader = new NaiveReader(a);
         long needed = 0;
         for (Plan p : reader.plans) {
@@ -109,27 +106,15 @@ public final class NaiveReader {
                 needed += p.readBytes(i);
             }
         }
-        out.println(
-                "{\"ok\":true,\"workers\":" + reader.plans.size() + ",\"bytes\":" + needed + "}");
-        BufferedReader in =
-                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            String[] w = line.trim().split(" ");
-            String answer;
-            try {
-                if (!w[0].equals("read") || w.length != 2) {
-                    throw new IllegalArgumentException("unknown command " + line);
-                }
-                answer = reader.read(Long.parseLong(w[1]));
-            } catch (Exception | AssertionError e) {
-                answer =
-                        "{\"ok\":false,\"error\":\""
-                                + String.valueOf(e).replace("\\", "\\\\").replace("\"", "'")
-                                + "\"}";
-            }
-            out.println(answer);
-        }
+        agent.say("{\"ok\":true,\"workers\":" + reader.plans.size() + ",\"bytes\":" + needed + "}");
+        agent.serve(
+                w -> {
+                    if (!w[0].equals("read") || w.length != 2) {
+                        throw new IllegalArgumentException(
+                                "unknown command " + String.join(" ", w));
+                    }
+                    return reader.read(Long.parseLong(w[1]));
+                });
         reader.pool.shutdownNow();
         for (Dataplane dp : reader.planes) {
             dp.close();

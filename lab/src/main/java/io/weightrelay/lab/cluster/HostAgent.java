@@ -7,6 +7,7 @@ import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.Args;
+import io.weightrelay.lab.hosts.Agent;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.manifest.Fragmenter;
@@ -18,10 +19,6 @@ import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RestCoordinator;
 import io.weightrelay.trainer.sim.DeterministicWeights;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -59,28 +56,14 @@ public final class HostAgent {
 
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
-        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-        // Nothing but answers may reach stdout: everything else (loggers included) goes to stderr.
-        System.setOut(System.err);
+        Agent agent = Agent.claimStdout();
         Role role =
                 switch (args.get("role", "")) {
                     case "trainer" -> new TrainerRank(args);
                     case "rollout" -> new Engines(args);
                     default -> throw new IllegalArgumentException("--role trainer|rollout");
                 };
-        BufferedReader in =
-                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            String[] words = line.trim().split(" ");
-            ObjectNode answer;
-            try {
-                answer = role.handle(words);
-            } catch (Exception | AssertionError e) {
-                answer = JSON.createObjectNode().put("ok", false).put("error", String.valueOf(e));
-            }
-            out.println(JSON.writeValueAsString(answer));
-        }
+        agent.serve(words -> JSON.writeValueAsString(role.handle(words)));
     }
 
     private interface Role {
