@@ -82,26 +82,9 @@ public final class HostsDataplaneBench {
             String keyPrefix = "wr:bench:" + UUID.randomUUID().toString().substring(0, 8) + ":";
             Host sourceHost = lab.host("source");
             Host targetHost = lab.host("target");
-            HostProcess target =
-                    peer(
-                            targetHost,
-                            "bench-target",
-                            redisUri,
-                            keyPrefix,
-                            secretFile,
-                            size,
-                            streams,
-                            logs);
-            HostProcess source =
-                    peer(
-                            sourceHost,
-                            "bench-source",
-                            redisUri,
-                            keyPrefix,
-                            secretFile,
-                            size,
-                            streams,
-                            logs);
+            Peers peers = new Peers(redisUri, keyPrefix, secretFile, size, streams, logs);
+            HostProcess target = peers.start(targetHost, "bench-target");
+            HostProcess source = peers.start(sourceHost, "bench-source");
             JsonNode targetReady = target.require(null);
             JsonNode sourceReady = source.require(null);
             int port = target.require("listen").get("port").asInt();
@@ -159,37 +142,37 @@ public final class HostsDataplaneBench {
         }
     }
 
-    private static HostProcess peer(
-            Host h,
-            String name,
-            String redisUri,
-            String keyPrefix,
-            Path secretFile,
-            long size,
-            int streams,
-            Path logs) {
-        List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(List.of("-Xmx256m", "-XX:+UseSerialGC", "-cp"));
-        command.add(HostLab.absoluteClassPath());
-        command.add(DataplanePeer.class.getName());
-        command.addAll(
-                List.of(
-                        "--name",
-                        name,
-                        "--bind",
-                        h.dataAddress(),
-                        "--redis",
-                        redisUri,
-                        "--prefix",
-                        keyPrefix,
-                        "--secret-file",
-                        secretFile.toString(),
-                        "--size",
-                        Long.toString(size),
-                        "--streams",
-                        Integer.toString(streams)));
-        return h.startPiped(name, command, logs);
+    /**
+     * What both peers are started with: their store, their secret, the transfer size, the streams.
+     */
+    private record Peers(
+            String redisUri, String keyPrefix, Path secretFile, long size, int streams, Path logs) {
+
+        /** A {@link DataplanePeer} named {@code name} on {@code h}, bound to its data address. */
+        HostProcess start(Host h, String name) {
+            List<String> command = new ArrayList<>();
+            command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+            command.addAll(List.of("-Xmx256m", "-XX:+UseSerialGC", "-cp"));
+            command.add(HostLab.absoluteClassPath());
+            command.add(DataplanePeer.class.getName());
+            command.addAll(
+                    List.of(
+                            "--name",
+                            name,
+                            "--bind",
+                            h.dataAddress(),
+                            "--redis",
+                            redisUri,
+                            "--prefix",
+                            keyPrefix,
+                            "--secret-file",
+                            secretFile.toString(),
+                            "--size",
+                            Long.toString(size),
+                            "--streams",
+                            Integer.toString(streams)));
+            return h.startPiped(name, command, logs);
+        }
     }
 
     private static String rounds(double[] values) {
