@@ -5,6 +5,7 @@ import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.lab.Args;
+import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.hosts.Agent;
 import io.weightrelay.reshard.manifest.ObjectKeys;
@@ -58,9 +59,9 @@ public final class NaiveReader {
                 Files.readString(Path.of(a.get("secret-file", "")))
                         .strip()
                         .getBytes(StandardCharsets.UTF_8);
-        this.manifest = LabCluster.publishedManifest(model);
+        this.manifest = LabCatalog.publishedManifest(model);
         TargetPlacement placement =
-                LabCluster.placementFor(
+                LabCatalog.placementFor(
                         manifest,
                         new LabCluster.Spec(
                                 model,

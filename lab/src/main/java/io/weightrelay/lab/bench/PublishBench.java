@@ -5,6 +5,7 @@ import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
 import io.weightrelay.lab.Args;
+import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.manifest.DType;
@@ -114,15 +115,15 @@ public final class PublishBench {
         boolean stageAll = stagedPerNode + maxBatch <= maxStaging;
         long stagingCapacity =
                 stageAll
-                        ? roundUp(stagedPerNode + maxBatch)
-                        : roundUp(Math.min(4 * maxBatch, maxStaging));
+                        ? LabCatalog.roundUp(stagedPerNode + maxBatch)
+                        : LabCatalog.roundUp(Math.min(4 * maxBatch, maxStaging));
         // Room for two generations: the measured one lands while the warm-up one is active. With
         // staging in the segment, the measured one is staged where it will be stored.
         boolean inSegment = "segment".equals(stagingMode);
         long segmentSize =
                 inSegment
-                        ? roundUp(maxNodeBytes + stagingCapacity + (64L << 20))
-                        : roundUp(2 * maxNodeBytes + (64L << 20));
+                        ? LabCatalog.roundUp(maxNodeBytes + stagingCapacity + (64L << 20))
+                        : LabCatalog.roundUp(2 * maxNodeBytes + (64L << 20));
 
         String run = UUID.randomUUID().toString().substring(0, 8);
         String dataplanePrefix = "wr:bench:" + run + ":dp:";
@@ -382,11 +383,6 @@ public final class PublishBench {
             copied += r.bytes();
         }
         return copied / (nanos / 1e9) / 1e9;
-    }
-
-    private static long roundUp(long bytes) {
-        long mib = 1L << 20;
-        return (bytes + mib - 1) / mib * mib;
     }
 
     private static void deleteQuietly(Path dir) {

@@ -6,6 +6,7 @@ import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.lab.Args;
+import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.reshard.manifest.Fragmenter;
@@ -118,8 +119,8 @@ public final class UpdateBench {
 
         Topology topology = Topology.uniform(TRAINER_NODES, ROLLOUT_NODES, 1, 100);
         LabCluster.Spec spec = run.onThisHost(redisHost, redisPort);
-        SourceManifest manifest = LabCluster.publishedManifest(run.model());
-        TargetPlacement placement = LabCluster.placementFor(manifest, spec);
+        SourceManifest manifest = LabCatalog.publishedManifest(run.model());
+        TargetPlacement placement = LabCatalog.placementFor(manifest, spec);
         long needed = storeBytesNeeded(Planner.plan(manifest, placement, topology));
         try (LabCluster lab = LabCluster.start(spec, checksums)) {
             lab.publish(0);
@@ -350,10 +351,5 @@ public final class UpdateBench {
 
     private static long nz(Long value) {
         return value == null ? 0 : value;
-    }
-
-    private static long roundUp(long bytes) {
-        long mib = 1L << 20;
-        return (bytes + mib - 1) / mib * mib;
     }
 }

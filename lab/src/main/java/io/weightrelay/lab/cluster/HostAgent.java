@@ -90,7 +90,7 @@ public final class HostAgent {
             node = args.get("node", "");
             nodes = List.of(args.get("nodes", node).split(","));
             seed = args.getLong("seed", 1);
-            manifest = LabCluster.publishedManifest(model);
+            manifest = LabCatalog.publishedManifest(model);
             String control = args.get("control-url", "");
             Map<String, String> tokens =
                     LabSecrets.readTokens(Path.of(args.get("tokens-file", "")));
@@ -177,7 +177,7 @@ public final class HostAgent {
             model = args.get("model", "tiny");
             seed = args.getLong("seed", 1);
             tokens = LabSecrets.readTokens(Path.of(args.get("tokens-file", "")));
-            manifest = LabCluster.publishedManifest(model);
+            manifest = LabCatalog.publishedManifest(model);
             LabCluster.Spec spec =
                     new LabCluster.Spec(
                             model,
@@ -190,7 +190,7 @@ public final class HostAgent {
                             "unused",
                             0,
                             null);
-            placement = LabCluster.placementFor(manifest, spec);
+            placement = LabCatalog.placementFor(manifest, spec);
             for (String e : args.all("engine")) {
                 String[] kv = e.split("=", 2);
                 engines.put(kv[0], new RolloutEngine(kv[0], kv[1], token(kv[0])));

@@ -9,7 +9,6 @@ import io.lettuce.core.api.sync.RedisCommands;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.GenerationState;
-import io.weightrelay.api.loader.client.model.InstanceSpan;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
@@ -17,21 +16,11 @@ import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.lab.cli.Progress;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
-import io.weightrelay.reshard.assign.PublisherAssignment;
-import io.weightrelay.reshard.catalog.ModelCatalog;
-import io.weightrelay.reshard.catalog.Parallelism;
-import io.weightrelay.reshard.catalog.Placements;
-import io.weightrelay.reshard.catalog.TensorLayout;
 import io.weightrelay.reshard.manifest.DType;
-import io.weightrelay.reshard.manifest.Fp8BlockRule;
-import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
-import io.weightrelay.reshard.placement.Worker;
-import io.weightrelay.reshard.topology.Node;
-import io.weightrelay.reshard.topology.Role;
 import io.weightrelay.reshard.topology.Topology;
 import io.weightrelay.service.test.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
@@ -40,7 +29,6 @@ import io.weightrelay.trainer.client.RestCoordinator;
 import io.weightrelay.trainer.client.TensorSource;
 import io.weightrelay.trainer.client.TrainerSession;
 import io.weightrelay.trainer.sim.DeterministicWeights;
-import io.weightrelay.trainer.sim.SimulatedModel;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -67,9 +55,6 @@ import java.util.concurrent.TimeUnit;
  * stopped by {@link #close()}. Not thread safe.
  */
 public final class LabCluster implements StartedOrClosed.Lab {
-
-    private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
-    static final long MAX_BATCH = 128L << 20;
 
     /**
      * How long each service may take to answer its health check: 3 minutes, or the system property
@@ -236,7 +221,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
     private final Path secretFile;
     private final SourceManifest manifest;
     private final TargetPlacement placement;
-    private final List<LoaderSlot> slots;
+    private final List<LabCatalog.LoaderSlot> slots;
     private final List<ServiceProcess> children = new ArrayList<>();
     private final List<ServiceProcess> loaders = new ArrayList<>();
     private final List<RolloutEngine> engines = new ArrayList<>();
@@ -265,109 +250,20 @@ public final class LabCluster implements StartedOrClosed.Lab {
         this.trainerToken = secrets.trainer();
         this.operatorToken = secrets.operator();
         this.secretFile = secrets.dataplaneSecretFile();
-        this.manifest = publishedManifest(spec);
-        this.placement = placementFor(manifest, spec);
-        this.slots = loaderSlots(placement);
-    }
-
-    /** What the lab's simulated trainer publishes: every tensor of the catalog model as bf16. */
-    public static SourceManifest publishedManifest(String model) {
-        return SimulatedModel.manifest(model, DType.BF16, DType.BF16, MAX_FRAGMENT);
-    }
-
-    /**
-     * What the lab's simulated trainer publishes for {@code spec}: bf16, served in the spec's
-     * rollout dtype (block FP8: the selected projections in E4M3, each with its scale tensor).
-     */
-    public static SourceManifest publishedManifest(Spec spec) {
-        return SimulatedModel.manifest(spec.model(), DType.BF16, spec.rolloutDtype(), MAX_FRAGMENT);
-    }
-
-    /**
-     * The rollout placement of {@code spec} for what is actually published: the catalog's splits
-     * with the manifest's rollout dtypes, so that every registered stride matches the bytes the
-     * workers receive (the catalog keeps some tensors, such as MoE gate biases, in fp32).
-     */
-    public static TargetPlacement placementFor(SourceManifest manifest, Spec spec) {
-        Map<String, TensorSpec> published = new LinkedHashMap<>();
-        manifest.tensors().forEach(t -> published.put(t.name(), t));
-        List<TensorLayout> catalog = ModelCatalog.layout(spec.model());
-        if (spec.rolloutDtype() == DType.F8_E4M3) {
-            catalog = ModelCatalog.blockFp8(catalog, Fp8BlockRule.defaults());
-        }
-        Parallelism parallelism = new Parallelism(spec.tp(), spec.ep(), spec.dpAttention());
-        List<TensorLayout> layout = new ArrayList<>();
-        for (TensorLayout t : catalog) {
-            layout.add(t.withSpec(published.get(t.spec().name())));
-        }
-        if (spec.mode() != null) {
-            return Placements.of(
-                    layout, spec.rolloutNodes(), spec.instances(), parallelism, spec.mode(), 1);
-        }
-        // Both modes: each instance's workers from the placement of its own mode (the two list
-        // the same workers, instance by instance, on the same nodes and NICs).
-        Map<Mode, TargetPlacement> byMode = new LinkedHashMap<>();
-        for (Mode m : Mode.values()) {
-            byMode.put(
-                    m,
-                    Placements.of(
-                            layout, spec.rolloutNodes(), spec.instances(), parallelism, m, 1));
-        }
-        List<String> instances = byMode.get(Mode.COMPAT).instances();
-        List<Worker> workers = new ArrayList<>();
-        for (int i = 0; i < byMode.get(Mode.COMPAT).workers().size(); i++) {
-            String instance = byMode.get(Mode.COMPAT).workers().get(i).instance();
-            workers.add(byMode.get(spec.modeOf(instances.indexOf(instance))).workers().get(i));
-        }
-        return new TargetPlacement(workers);
-    }
-
-    /**
-     * One loader of the lab: an engine instance all on one node has one, named after it; an
-     * instance that spans nodes has one on each of its nodes, named {@code <instance>-<node>},
-     * registering that node's ranks and the instance it serves part of.
-     *
-     * @param id the loader's id (its registration's instance id)
-     * @param rolloutInstance the engine instance it serves (all or one node of)
-     * @param node its node
-     * @param nodes how many nodes the instance spans
-     */
-    public record LoaderSlot(String id, String rolloutInstance, String node, int nodes) {
-
-        /** What the loader registers as its span, or null for an instance on one node. */
-        public InstanceSpan span() {
-            return nodes == 1
-                    ? null
-                    : new InstanceSpan().rolloutInstance(rolloutInstance).nodes(nodes);
-        }
-    }
-
-    /** The loaders of {@code placement}, instance by instance, each instance's nodes in order. */
-    public static List<LoaderSlot> loaderSlots(TargetPlacement placement) {
-        Map<String, SortedSet<String>> nodes = new LinkedHashMap<>();
-        for (Worker w : placement.workers()) {
-            nodes.computeIfAbsent(w.instance(), i -> new TreeSet<>()).add(w.node());
-        }
-        List<LoaderSlot> out = new ArrayList<>();
-        nodes.forEach(
-                (instance, on) -> {
-                    for (String node : on) {
-                        String id = on.size() == 1 ? instance : instance + "-" + node;
-                        out.add(new LoaderSlot(id, instance, node, on.size()));
-                    }
-                });
-        return out;
+        this.manifest = LabCatalog.publishedManifest(spec);
+        this.placement = LabCatalog.placementFor(manifest, spec);
+        this.slots = LabCatalog.loaderSlots(placement);
     }
 
     /** Every loader of this lab, in the order of {@link #engines()}. */
-    public List<LoaderSlot> loaderSlots() {
+    public List<LabCatalog.LoaderSlot> loaderSlots() {
         return slots;
     }
 
     /**
      * Registers {@code engine} (the engine side of {@code slot}) with its loader in {@code group}.
      */
-    private void register(RolloutEngine engine, LoaderSlot slot, String group) {
+    private void register(RolloutEngine engine, LabCatalog.LoaderSlot slot, String group) {
         engine.register(
                 spec.model(),
                 group,
@@ -574,7 +470,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
         List<RolloutEngine> out = new ArrayList<>();
         for (int i = 0; i < indexes.size(); i++) {
             int index = indexes.get(i);
-            LoaderSlot slot = slots.get(index);
+            LabCatalog.LoaderSlot slot = slots.get(index);
             String id = slot.id();
             fresh.get(i).awaitHealthy(HEALTHY);
             loaders.set(index, fresh.get(i));
@@ -925,7 +821,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
             awaitStorageUnitsRegistered();
         }
         startPublishers(dpPrefix);
-        for (LoaderSlot slot : slots) {
+        for (LabCatalog.LoaderSlot slot : slots) {
             loaders.add(startLoader(slot.id(), slot.id()));
         }
         for (ServiceProcess c : children) {
@@ -978,7 +874,10 @@ public final class LabCluster implements StartedOrClosed.Lab {
         trainer =
                 new TrainerSession(
                         new RestCoordinator(
-                                controlUrls(), trainerToken, Duration.ofMinutes(2), MAX_FRAGMENT),
+                                controlUrls(),
+                                trainerToken,
+                                Duration.ofMinutes(2),
+                                LabCatalog.MAX_FRAGMENT),
                         clients,
                         new RankPublisher.Options(true, 2, true, Duration.ofMinutes(2)));
     }
@@ -1026,30 +925,11 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     /**
-     * The segment and staging bytes of each publisher of a lab with {@code trainerNodes} nodes:
-     * staging lives in the segment (ranks write where the objects will live), so the segment holds
-     * the active generation plus everything staged for the next one.
-     */
-    static long[] publisherSizes(SourceManifest manifest, int trainerNodes) {
-        List<Node> trainers = new ArrayList<>();
-        for (int i = 0; i < trainerNodes; i++) {
-            trainers.add(new Node(Topology.trainerNodeName(i), Role.TRAINER, 1, 100));
-        }
-        long maxNodeBytes = 0;
-        for (long b : PublisherAssignment.assign(manifest, new Topology(trainers)).bytesPerNode()) {
-            maxNodeBytes = Math.max(maxNodeBytes, b);
-        }
-        long staging = roundUp(maxNodeBytes + (64L << 20) + MAX_BATCH);
-        long segment = roundUp(maxNodeBytes + staging + (64L << 20));
-        return new long[] {segment, staging};
-    }
-
-    /**
      * One storage unit per trainer node: the node's segment (named as a trainer-side publisher's
      * would be, so owner tokens and {@link #segmentNameOf} stay the same), serving no trainer.
      */
     private void startStorageUnits(String dpPrefix) {
-        long segment = publisherSizes(manifest, spec.trainerNodes())[0];
+        long segment = LabCatalog.publisherSizes(manifest, spec.trainerNodes())[0];
         for (int i = 0; i < spec.trainerNodes(); i++) {
             String node = Topology.trainerNodeName(i);
             String segmentName = segmentName(node);
@@ -1063,8 +943,8 @@ public final class LabCluster implements StartedOrClosed.Lab {
                             "--relay.dataplane.key-prefix=" + dpPrefix,
                             "--relay.dataplane.secret-file=" + secretFile,
                             "--relay.staging.mode=segment",
-                            "--relay.staging.capacity=" + MAX_BATCH + "B",
-                            "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
+                            "--relay.staging.capacity=" + LabCatalog.MAX_BATCH + "B",
+                            "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrls(),
                             secretsArg("unit-" + node, secrets.publisher(segmentName)));
             units.put(node, startService("unit-" + node, "publisher-service", "384m", args));
@@ -1105,7 +985,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     private void startPublishers(String dpPrefix) {
-        long[] sizes = publisherSizes(manifest, spec.trainerNodes());
+        long[] sizes = LabCatalog.publisherSizes(manifest, spec.trainerNodes());
         long segment = sizes[0];
         long staging = sizes[1];
         for (int i = 0; i < spec.trainerNodes(); i++) {
@@ -1138,7 +1018,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
                             "--relay.dataplane.key-prefix=" + dpPrefix,
                             "--relay.dataplane.secret-file=" + secretFile,
                             "--relay.staging.capacity=" + staging + "B",
-                            "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
+                            "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrls(),
                             secretsArg("publisher-" + node, secretProperties)));
             publisherArgs.put(node, args);
@@ -1187,7 +1067,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
         for (int i = 0; i < spec.trainerNodes(); i++) {
             segments.add(segmentName(Topology.trainerNodeName(i)));
         }
-        return secrets.controlApi(slots.stream().map(LoaderSlot::id).toList(), segments);
+        return secrets.controlApi(slots.stream().map(LabCatalog.LoaderSlot::id).toList(), segments);
     }
 
     /**
@@ -1224,11 +1104,6 @@ public final class LabCluster implements StartedOrClosed.Lab {
                         name, ServiceProcess.findJar(spec.root(), module), heap, args, logs);
         children.add(process);
         return process;
-    }
-
-    private static long roundUp(long bytes) {
-        long mib = 1L << 20;
-        return (bytes + mib - 1) / mib * mib;
     }
 
     // ---- What a client in another process (the Python package's tests and bench) needs. ----

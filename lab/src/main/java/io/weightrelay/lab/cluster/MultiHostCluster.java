@@ -146,8 +146,8 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
 
     private MultiHostCluster(Spec spec) throws IOException {
         this.spec = spec;
-        this.manifest = LabCluster.publishedManifest(spec.model());
-        this.placement = LabCluster.placementFor(manifest, spec.asLab());
+        this.manifest = LabCatalog.publishedManifest(spec.model());
+        this.placement = LabCatalog.placementFor(manifest, spec.asLab());
         for (int i = 0; i < spec.trainerNodes(); i++) {
             trainerNodes.add(Topology.trainerNodeName(i));
         }
@@ -355,7 +355,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
 
         Map<HostProcess, Integer> services = new LinkedHashMap<>();
         services.put(control, CONTROL_PORT);
-        long[] sizes = LabCluster.publisherSizes(manifest, spec.trainerNodes());
+        long[] sizes = LabCatalog.publisherSizes(manifest, spec.trainerNodes());
         long segment = sizes[0];
         long staging = sizes[1];
         for (String node : trainerNodes) {
@@ -369,7 +369,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
                             "--relay.segment.admin-url=" + url(h, PUBLISHER_PORT),
                             "--relay.staging.mode=segment",
                             "--relay.staging.capacity=" + staging + "B",
-                            "--relay.staging.max-batch-bytes=" + LabCluster.MAX_BATCH + "B",
+                            "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrl,
                             secrets.springArg(
                                     "publisher-" + node, secrets.publisher(segmentName(node)))));
