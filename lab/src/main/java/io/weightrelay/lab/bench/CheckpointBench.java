@@ -1,5 +1,9 @@
 package io.weightrelay.lab.bench;
 
+import static java.nio.file.StandardOpenOption.CREATE;
+import static java.nio.file.StandardOpenOption.TRUNCATE_EXISTING;
+import static java.nio.file.StandardOpenOption.WRITE;
+
 import io.weightrelay.api.control.client.model.CheckpointReport;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.lab.Args;
@@ -11,7 +15,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.Locale;
 import org.springframework.util.FileSystemUtils;
 
@@ -123,12 +126,7 @@ public final class CheckpointBench {
             chunk.put(i, (byte) (i * 31 + 7));
         }
         long started = System.nanoTime();
-        try (FileChannel out =
-                FileChannel.open(
-                        file,
-                        StandardOpenOption.CREATE,
-                        StandardOpenOption.TRUNCATE_EXISTING,
-                        StandardOpenOption.WRITE)) {
+        try (FileChannel out = FileChannel.open(file, CREATE, TRUNCATE_EXISTING, WRITE)) {
             long left = bytes;
             while (left > 0) {
                 chunk.clear();
