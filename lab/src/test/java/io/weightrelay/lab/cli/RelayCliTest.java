@@ -136,22 +136,23 @@ class RelayCliTest {
     @ParameterizedTest
     @MethodSource("everyCommand")
     void anUnknownFlagExitsTwoNamingIt(List<String> path) throws Exception {
-        Run run = relay(with(path, "--frobnicate"));
-
-        assertThat(run.code()).isEqualTo(2);
-        assertThat(run.launched()).isEmpty();
-        assertThat(run.err()).contains("Unknown option: '--frobnicate'");
+        Run run = refused(with(path, "--frobnicate"), "Unknown option: '--frobnicate'");
         assertThat(run.out()).isEmpty();
     }
 
     @ParameterizedTest
     @MethodSource("runnableCommands")
     void aStrayArgumentExitsTwo(List<String> path) throws Exception {
-        Run run = relay(with(path, "sideways"));
+        refused(with(path, "sideways"), "'sideways'");
+    }
 
+    /** Runs {@code args}: exit 2, nothing launched, the error names {@code named}. */
+    private static Run refused(String[] args, String named) throws Exception {
+        Run run = relay(args);
         assertThat(run.code()).isEqualTo(2);
         assertThat(run.launched()).isEmpty();
-        assertThat(run.err()).contains("'sideways'");
+        assertThat(run.err()).contains(named);
+        return run;
     }
 
     @Test
