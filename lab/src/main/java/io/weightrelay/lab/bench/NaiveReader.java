@@ -63,17 +63,12 @@ public final class NaiveReader {
         TargetPlacement placement =
                 LabCatalog.placementFor(
                         manifest,
-                        new LabCluster.Spec(
+                        LabCluster.Spec.rolloutOnly(
                                 model,
                                 a.getInt("instances", 4),
                                 a.getInt("tp", 2),
                                 a.mode(),
-                                1,
-                                trainerNodes,
-                                rolloutNodes,
-                                "-",
-                                0,
-                                Path.of(".")));
+                                rolloutNodes));
         // The link rate does not change what one worker alone reads: every byte it needs, once.
         Topology topology = Topology.uniform(trainerNodes, rolloutNodes, 1, 100);
         for (Worker w : placement.workers()) {

@@ -179,17 +179,12 @@ public final class HostAgent {
             tokens = LabSecrets.readTokens(Path.of(args.get("tokens-file", "")));
             manifest = LabCatalog.publishedManifest(model);
             LabCluster.Spec spec =
-                    new LabCluster.Spec(
+                    LabCluster.Spec.rolloutOnly(
                             model,
                             args.getInt("instances", 2),
                             args.getInt("tp", 1),
                             args.mode(),
-                            seed,
-                            1,
-                            args.getInt("rollout-nodes", 2),
-                            "unused",
-                            0,
-                            null);
+                            args.getInt("rollout-nodes", 2));
             placement = LabCatalog.placementFor(manifest, spec);
             for (String e : args.all("engine")) {
                 String[] kv = e.split("=", 2);

@@ -143,6 +143,16 @@ public final class LabCluster implements StartedOrClosed.Lab {
                     rolloutDtype);
         }
 
+        /**
+         * Only the rollout side (no Redis, no checkout, one trainer node): enough to work out the
+         * placement ({@link LabCatalog#placementFor}) away from a running lab, as a host agent
+         * does.
+         */
+        public static Spec rolloutOnly(
+                String model, int instances, int tp, Mode mode, int rolloutNodes) {
+            return new Spec(model, instances, tp, mode, 1, 1, rolloutNodes, "unused", 0, null);
+        }
+
         public static Spec of(String model, int instances, int tp, Mode mode) {
             return new Spec(
                     model, instances, tp, mode, 1, 2, 2, "127.0.0.1", 6379, ServiceProcess.home());
