@@ -10,7 +10,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
@@ -150,12 +149,10 @@ public final class HostsDataplaneBench {
 
         /** A {@link DataplanePeer} named {@code name} on {@code h}, bound to its data address. */
         HostProcess start(Host h, String name) {
-            List<String> command = new ArrayList<>();
-            command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-            command.addAll(List.of("-Xmx256m", "-XX:+UseSerialGC", "-cp"));
-            command.add(HostLab.absoluteClassPath());
-            command.add(DataplanePeer.class.getName());
-            command.addAll(
+            return h.startJava(
+                    name,
+                    "256m",
+                    DataplanePeer.class,
                     List.of(
                             "--name",
                             name,
@@ -170,8 +167,8 @@ public final class HostsDataplaneBench {
                             "--size",
                             Long.toString(size),
                             "--streams",
-                            Integer.toString(streams)));
-            return h.startPiped(name, command, logs);
+                            Integer.toString(streams)),
+                    logs);
         }
     }
 

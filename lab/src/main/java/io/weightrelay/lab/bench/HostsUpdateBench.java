@@ -230,25 +230,24 @@ public final class HostsUpdateBench {
         List<HostProcess> readers = new ArrayList<>();
         for (String node : lab.rolloutNodes()) {
             Host h = lab.hosts().host(node);
-            List<String> command = new ArrayList<>();
-            command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-            command.addAll(List.of("-Xmx512m", "-XX:+UseSerialGC", "-cp"));
-            command.add(HostLab.absoluteClassPath());
-            command.add(NaiveReader.class.getName());
-            command.addAll(
-                    List.of(
-                            "--node=" + node,
-                            "--bind=" + h.dataAddress(),
-                            "--redis=" + lab.redisUri(),
-                            "--prefix=" + lab.dataplanePrefix(),
-                            "--secret-file=" + lab.dataplaneSecretFile(),
-                            "--model=" + spec.model(),
-                            "--instances=" + spec.instances(),
-                            "--tp=" + spec.tp(),
-                            "--mode=" + spec.mode().name().toLowerCase(Locale.ROOT),
-                            "--trainer-nodes=" + spec.trainerNodes(),
-                            "--rollout-nodes=" + spec.rolloutNodes()));
-            readers.add(h.startPiped("naive-" + node, command, lab.logs()));
+            readers.add(
+                    h.startJava(
+                            "naive-" + node,
+                            "512m",
+                            NaiveReader.class,
+                            List.of(
+                                    "--node=" + node,
+                                    "--bind=" + h.dataAddress(),
+                                    "--redis=" + lab.redisUri(),
+                                    "--prefix=" + lab.dataplanePrefix(),
+                                    "--secret-file=" + lab.dataplaneSecretFile(),
+                                    "--model=" + spec.model(),
+                                    "--instances=" + spec.instances(),
+                                    "--tp=" + spec.tp(),
+                                    "--mode=" + spec.mode().name().toLowerCase(Locale.ROOT),
+                                    "--trainer-nodes=" + spec.trainerNodes(),
+                                    "--rollout-nodes=" + spec.rolloutNodes()),
+                            lab.logs()));
         }
         for (HostProcess r : readers) {
             r.require(null);

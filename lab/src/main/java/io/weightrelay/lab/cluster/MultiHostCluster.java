@@ -409,9 +409,11 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
             Host h = hosts.host(node);
             trainerAgents.put(
                     node,
-                    h.startPiped(
+                    h.startJava(
                             "trainer-rank-" + node,
-                            agent(
+                            "256m",
+                            HostAgent.class,
+                            List.of(
                                     "--role",
                                     "trainer",
                                     "--model",
@@ -468,8 +470,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
             }
             rolloutAgents.put(
                     node,
-                    h.startPiped(
-                            "rollout-engines-" + node, agent(args.toArray(String[]::new)), logs));
+                    h.startJava("rollout-engines-" + node, "256m", HostAgent.class, args, logs));
         }
         all(rolloutAgents.values(), p -> p.require("register lab"));
     }
@@ -529,18 +530,6 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         command.add("--server.address=" + h.controlAddress());
         command.addAll(args);
         return h.start(name, command, logs);
-    }
-
-    private static List<String> agent(String... args) {
-        List<String> command = new ArrayList<>();
-        command.add(java());
-        command.add("-Xmx256m");
-        command.add("-XX:+UseSerialGC");
-        command.add("-cp");
-        command.add(HostLab.absoluteClassPath());
-        command.add(HostAgent.class.getName());
-        command.addAll(List.of(args));
-        return command;
     }
 
     private static String java() {

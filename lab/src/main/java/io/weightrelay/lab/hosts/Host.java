@@ -115,6 +115,21 @@ public final class Host {
         return lab.track(HostProcess.start(this, processName, inside(command), logs, true));
     }
 
+    /**
+     * Starts {@code main} from the lab's own class path in a JVM of {@code heap} inside this host,
+     * with {@code args}, as an agent ({@link #startPiped}).
+     */
+    public HostProcess startJava(
+            String processName, String heap, Class<?> main, List<String> args, Path logs) {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(List.of("-Xmx" + heap, "-XX:+UseSerialGC", "-cp"));
+        command.add(HostLab.absoluteClassPath());
+        command.add(main.getName());
+        command.addAll(args);
+        return startPiped(processName, command, logs);
+    }
+
     /** Runs a short command inside this host and returns its exit code and output. */
     Commands.Result run(List<String> command, int seconds) {
         return Commands.run(inside(command), seconds);
