@@ -1,6 +1,6 @@
 package io.weightrelay.control;
 
-import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.service.test.ServiceProcess;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;

@@ -7,7 +7,7 @@ import io.weightrelay.api.control.client.model.CheckpointReport;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.service.test.ServiceProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -134,12 +134,7 @@ class LabEndToEndTest {
         HttpClient http = HttpClient.newHttpClient();
         for (Map.Entry<String, String> service : lab.serviceUrls().entrySet()) {
             HttpResponse<String> scrape =
-                    http.send(
-                            HttpRequest.newBuilder(
-                                            URI.create(service.getValue() + "/actuator/prometheus"))
-                                    .header("Authorization", "Bearer " + lab.metricsToken())
-                                    .build(),
-                            HttpResponse.BodyHandlers.ofString());
+                    get(http, service.getValue() + "/actuator/prometheus", lab.metricsToken());
             assertThat(scrape.statusCode()).as(service.getKey()).isEqualTo(200);
             scrape.body()
                     .lines()
@@ -147,12 +142,7 @@ class LabEndToEndTest {
                     .map(l -> l.split("[{ ]", 2)[0])
                     .forEach(scraped::add);
             HttpResponse<String> elsewhere =
-                    http.send(
-                            HttpRequest.newBuilder(
-                                            URI.create(service.getValue() + "/actuator/metrics"))
-                                    .header("Authorization", "Bearer " + lab.metricsToken())
-                                    .build(),
-                            HttpResponse.BodyHandlers.ofString());
+                    get(http, service.getValue() + "/actuator/metrics", lab.metricsToken());
             assertThat(elsewhere.statusCode()).as(service.getKey()).isEqualTo(403);
         }
         assertThat(scraped).as("what the services expose").containsAll(queried);
@@ -290,5 +280,15 @@ class LabEndToEndTest {
             read += t.getLocalRead() + t.getTcpRead();
         }
         return read;
+    }
+
+    /** {@code GET url} with {@code token} as its bearer token. */
+    private static HttpResponse<String> get(HttpClient http, String url, String token)
+            throws Exception {
+        return http.send(
+                HttpRequest.newBuilder(URI.create(url))
+                        .header("Authorization", "Bearer " + token)
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
     }
 }

@@ -1,18 +1,20 @@
 package io.weightrelay.lab.bench;
 
+import static java.nio.file.StandardOpenOption.CREATE;
+import static java.nio.file.StandardOpenOption.TRUNCATE_EXISTING;
+import static java.nio.file.StandardOpenOption.WRITE;
+
 import io.weightrelay.api.control.client.model.CheckpointReport;
 import io.weightrelay.api.control.client.model.Generation;
+import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.service.process.ServiceProcess;
-import io.weightrelay.trainer.sim.Args;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.Locale;
 import org.springframework.util.FileSystemUtils;
 
@@ -46,7 +48,7 @@ public final class CheckpointBench {
         Args args = new Args(argv);
         String model = args.get("model", "qwen2.5-0.5b");
         int trainerNodes = args.getInt("trainer-nodes", 2);
-        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
+        Path root = args.root();
         Path base =
                 args.has("dir")
                         ? Files.createDirectories(Path.of(args.get("dir", null)).toAbsolutePath())
@@ -124,12 +126,7 @@ public final class CheckpointBench {
             chunk.put(i, (byte) (i * 31 + 7));
         }
         long started = System.nanoTime();
-        try (FileChannel out =
-                FileChannel.open(
-                        file,
-                        StandardOpenOption.CREATE,
-                        StandardOpenOption.TRUNCATE_EXISTING,
-                        StandardOpenOption.WRITE)) {
+        try (FileChannel out = FileChannel.open(file, CREATE, TRUNCATE_EXISTING, WRITE)) {
             long left = bytes;
             while (left > 0) {
                 chunk.clear();

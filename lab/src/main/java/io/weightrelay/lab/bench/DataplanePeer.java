@@ -5,10 +5,8 @@ import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.TransferRequest;
-import java.io.BufferedReader;
+import io.weightrelay.lab.hosts.Agent;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
@@ -89,9 +87,8 @@ public final class DataplanePeer {
     }
 
     public static void main(String[] argv) throws Exception {
-        io.weightrelay.trainer.sim.Args a = new io.weightrelay.trainer.sim.Args(argv);
-        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-        System.setOut(System.err);
+        io.weightrelay.lab.Args a = new io.weightrelay.lab.Args(argv);
+        Agent agent = Agent.claimStdout();
         byte[] secret = Files.readString(Path.of(a.get("secret-file", ""))).strip().getBytes();
         DataplanePeer peer =
                 new DataplanePeer(
@@ -103,24 +100,9 @@ public final class DataplanePeer {
                                 secret,
                                 a.getLong("size", 1L << 30),
                                 a.getInt("streams", 2)));
-        out.println(
+        agent.say(
                 "{\"ok\":true,\"authenticated\":" + peer.dataplane.config().authenticated() + "}");
-        BufferedReader in =
-                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            String[] w = line.trim().split(" ");
-            String answer;
-            try {
-                answer = peer.handle(w);
-            } catch (Exception | AssertionError e) {
-                answer =
-                        "{\"ok\":false,\"error\":\""
-                                + String.valueOf(e).replace("\\", "\\\\").replace("\"", "'")
-                                + "\"}";
-            }
-            out.println(answer);
-        }
+        agent.serve(peer::handle);
         peer.close();
     }
 

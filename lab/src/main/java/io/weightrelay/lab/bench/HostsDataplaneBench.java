@@ -10,15 +10,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.UUID;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@code ./relay bench dataplane --hosts [--size BYTES] [--repeats N] [--streams S] [--prefix P]}:
@@ -31,8 +28,6 @@ import tools.jackson.databind.json.JsonMapper;
  * the intruder was not refused. Needs root.
  */
 public final class HostsDataplaneBench {
-
-    private static final JsonMapper JSON = JsonMapper.builder().build();
 
     private HostsDataplaneBench() {}
 
@@ -82,73 +77,40 @@ public final class HostsDataplaneBench {
         Files.writeString(secretFile, HexFormat.of().formatHex(secret), StandardCharsets.UTF_8);
         long shm = size + (64L << 20);
         try (HostLab lab = HostLab.create(prefix, List.of("redis", "source", "target"), shm)) {
-            Host redisHost = lab.host("redis");
-            HostProcess redis =
-                    redisHost.start(
-                            "redis",
-                            List.of(
-                                    "redis-server",
-                                    "--bind",
-                                    redisHost.controlAddress(),
-                                    "--port",
-                                    "6379",
-                                    "--save",
-                                    "",
-                                    "--appendonly",
-                                    "no",
-                                    "--protected-mode",
-                                    "no"),
-                            logs);
-            redisHost.awaitRedis(redisHost.controlAddress(), 6379, Duration.ofSeconds(30), redis);
-            String redisUri = "redis://" + redisHost.controlAddress() + ":6379";
+            String redisUri = lab.host("redis").startRedis(6379, logs);
             String keyPrefix = "wr:bench:" + UUID.randomUUID().toString().substring(0, 8) + ":";
             Host sourceHost = lab.host("source");
             Host targetHost = lab.host("target");
-            HostProcess target =
-                    peer(
-                            targetHost,
-                            "bench-target",
-                            redisUri,
-                            keyPrefix,
-                            secretFile,
-                            size,
-                            streams,
-                            logs);
-            HostProcess source =
-                    peer(
-                            sourceHost,
-                            "bench-source",
-                            redisUri,
-                            keyPrefix,
-                            secretFile,
-                            size,
-                            streams,
-                            logs);
-            JsonNode targetReady = ask(target, null);
-            JsonNode sourceReady = ask(source, null);
-            int port = ask(target, "listen").get("port").asInt();
-            ask(source, "connect " + targetHost.dataAddress() + " " + port);
+            Peers peers = new Peers(redisUri, keyPrefix, secretFile, size, streams, logs);
+            HostProcess target = peers.start(targetHost, "bench-target");
+            HostProcess source = peers.start(sourceHost, "bench-source");
+            JsonNode targetReady = target.require(null);
+            JsonNode sourceReady = source.require(null);
+            int port = target.require("listen").get("port").asInt();
+            source.require("connect " + targetHost.dataAddress() + " " + port);
 
-            ask(source, "socket-round"); // warm-up, both
-            ask(source, "engine-round bench-target");
+            source.require("socket-round"); // warm-up, both
+            source.require("engine-round bench-target");
             double[] socket = new double[repeats];
             double[] tcp = new double[repeats];
             LinkCounters.Traffic engineWire = new LinkCounters.Traffic(0, 0);
-            JsonNode before = ask(source, "counters");
+            JsonNode before = source.require("counters");
             for (int i = 0; i < repeats; i++) {
-                socket[i] = size / ask(source, "socket-round").get("seconds").asDouble() / 1e9;
+                socket[i] = size / source.require("socket-round").get("seconds").asDouble() / 1e9;
                 LinkCounters c0 = lab.counters();
                 tcp[i] =
                         size
-                                / ask(source, "engine-round bench-target").get("seconds").asDouble()
+                                / source.require("engine-round bench-target")
+                                        .get("seconds")
+                                        .asDouble()
                                 / 1e9;
                 engineWire =
                         engineWire.plus(lab.counters().minus(c0).hosts().get("source").dataSent());
             }
-            JsonNode after = ask(source, "counters");
+            JsonNode after = source.require("counters");
             long engineBytes =
                     after.get("tcp_written").asLong() - before.get("tcp_written").asLong();
-            JsonNode intruder = ask(source, "intruder bench-target");
+            JsonNode intruder = source.require("intruder bench-target");
             boolean authenticated =
                     targetReady.get("authenticated").asBoolean()
                             && sourceReady.get("authenticated").asBoolean()
@@ -179,50 +141,35 @@ public final class HostsDataplaneBench {
         }
     }
 
-    private static HostProcess peer(
-            Host h,
-            String name,
-            String redisUri,
-            String keyPrefix,
-            Path secretFile,
-            long size,
-            int streams,
-            Path logs) {
-        List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(List.of("-Xmx256m", "-XX:+UseSerialGC", "-cp"));
-        command.add(HostLab.absoluteClassPath());
-        command.add(DataplanePeer.class.getName());
-        command.addAll(
-                List.of(
-                        "--name",
-                        name,
-                        "--bind",
-                        h.dataAddress(),
-                        "--redis",
-                        redisUri,
-                        "--prefix",
-                        keyPrefix,
-                        "--secret-file",
-                        secretFile.toString(),
-                        "--size",
-                        Long.toString(size),
-                        "--streams",
-                        Integer.toString(streams)));
-        return h.startPiped(name, command, logs);
-    }
+    /**
+     * What both peers are started with: their store, their secret, the transfer size, the streams.
+     */
+    private record Peers(
+            String redisUri, String keyPrefix, Path secretFile, long size, int streams, Path logs) {
 
-    /** Sends {@code command} (null: only reads the peer's ready line) and checks the answer. */
-    private static JsonNode ask(HostProcess peer, String command) {
-        String line = command == null ? peer.read() : peer.ask(command);
-        if (line == null) {
-            throw new IllegalStateException(peer.name() + " ended; its log:\n" + peer.tail());
+        /** A {@link DataplanePeer} named {@code name} on {@code h}, bound to its data address. */
+        HostProcess start(Host h, String name) {
+            return h.startJava(
+                    name,
+                    "256m",
+                    DataplanePeer.class,
+                    List.of(
+                            "--name",
+                            name,
+                            "--bind",
+                            h.dataAddress(),
+                            "--redis",
+                            redisUri,
+                            "--prefix",
+                            keyPrefix,
+                            "--secret-file",
+                            secretFile.toString(),
+                            "--size",
+                            Long.toString(size),
+                            "--streams",
+                            Integer.toString(streams)),
+                    logs);
         }
-        JsonNode answer = JSON.readTree(line);
-        if (!answer.path("ok").asBoolean()) {
-            throw new IllegalStateException(peer.name() + " failed '" + command + "': " + answer);
-        }
-        return answer;
     }
 
     private static String rounds(double[] values) {

@@ -1,5 +1,6 @@
 package io.weightrelay.lab.bench;
 
+import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.Host;
 import io.weightrelay.lab.hosts.HostLab;
@@ -15,8 +16,6 @@ import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.timing.ClusterModel;
 import io.weightrelay.reshard.timing.Traffic;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.process.ServiceProcess;
-import io.weightrelay.trainer.sim.Args;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -28,7 +27,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@code ./relay bench update --hosts [--link-gbps G] --model M --instances I --tp P --mode
@@ -68,9 +66,6 @@ import tools.jackson.databind.json.JsonMapper;
  */
 public final class HostsUpdateBench {
 
-    private static final JsonMapper JSON = JsonMapper.builder().build();
-    private static final int TRAINER_NODES = 2;
-    private static final int ROLLOUT_NODES = 2;
     private static final double MIN_VS_PREDICTED = 0.8;
 
     /**
@@ -84,14 +79,8 @@ public final class HostsUpdateBench {
 
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
-        String model = args.get("model", "qwen2.5-0.5b");
-        int instances = args.getInt("instances", 4);
-        int tp = args.getInt("tp", 2);
-        Mode mode = Mode.parse(args.get("mode", "compat"));
-        long seed = args.getLong("seed", 1);
-        int warmups = args.getInt("warmup", 2);
+        UpdateBench.Run run = UpdateBench.Run.read(args);
         double linkGbps = Double.parseDouble(args.get("link-gbps", "2"));
-        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
         try {
             HostLab.requireRoot();
         } catch (HostLabException e) {
@@ -100,22 +89,14 @@ public final class HostsUpdateBench {
         }
         String loadBefore = loadAverage();
 
-        MultiHostCluster.Spec spec =
-                new MultiHostCluster.Spec(
-                        model,
-                        instances,
-                        tp,
-                        mode,
-                        seed,
-                        TRAINER_NODES,
-                        ROLLOUT_NODES,
-                        "wr-hbench",
-                        root);
+        MultiHostCluster.Spec spec = run.onHosts("wr-hbench");
         List<String> failed = new ArrayList<>();
         try (MultiHostCluster lab = MultiHostCluster.start(spec)) {
             SourceManifest manifest = lab.manifest();
             TargetPlacement placement = lab.placement();
-            Topology topology = Topology.uniform(TRAINER_NODES, ROLLOUT_NODES, 1, linkGbps);
+            Topology topology =
+                    Topology.uniform(
+                            UpdateBench.TRAINER_NODES, UpdateBench.ROLLOUT_NODES, 1, linkGbps);
             Plan plan = Planner.plan(manifest, placement, topology);
             double predictedLineRate = ClusterModel.predictedSeconds(plan);
             double predicted = ClusterModel.predictedSeconds(plan, PAYLOAD_FRACTION);
@@ -138,7 +119,7 @@ public final class HostsUpdateBench {
             lab.collectGarbage();
             long generation = 0;
             MultiHostCluster.Update warm = null;
-            for (int round = 0; round <= warmups; round++) {
+            for (int round = 0; round <= run.warmups(); round++) {
                 generation = lab.publish(round + 1).generation();
                 warm = lab.updateAll().requireVerified();
                 lab.collectGarbage();
@@ -161,7 +142,7 @@ public final class HostsUpdateBench {
             }
             double naiveRatio = naive.seconds() / updateSeconds;
             double vsPredicted = predicted / updateSeconds;
-            double naiveFloor = mode == Mode.COMPAT ? 2.5 : 1.6;
+            double naiveFloor = run.mode() == Mode.COMPAT ? 2.5 : 1.6;
             System.out.println(
                     String.format(
                             Locale.ROOT,
@@ -181,10 +162,10 @@ public final class HostsUpdateBench {
                                     + "\"busiest_in_payload_bytes\":%d,\"naive_bytes\":%d,"
                                     + "\"naive_tcp_read\":%d,\"qdisc_drops\":%d,"
                                     + "\"load_avg\":\"%s -> %s\"}",
-                            model,
-                            mode.name().toLowerCase(Locale.ROOT),
-                            instances,
-                            tp,
+                            run.model(),
+                            run.mode().name().toLowerCase(Locale.ROOT),
+                            run.instances(),
+                            run.tp(),
                             lab.hosts().hosts().size(),
                             linkGbps,
                             generation,
@@ -249,34 +230,33 @@ public final class HostsUpdateBench {
         List<HostProcess> readers = new ArrayList<>();
         for (String node : lab.rolloutNodes()) {
             Host h = lab.hosts().host(node);
-            List<String> command = new ArrayList<>();
-            command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-            command.addAll(List.of("-Xmx512m", "-XX:+UseSerialGC", "-cp"));
-            command.add(HostLab.absoluteClassPath());
-            command.add(NaiveReader.class.getName());
-            command.addAll(
-                    List.of(
-                            "--node=" + node,
-                            "--bind=" + h.dataAddress(),
-                            "--redis=" + lab.redisUri(),
-                            "--prefix=" + lab.dataplanePrefix(),
-                            "--secret-file=" + lab.dataplaneSecretFile(),
-                            "--model=" + spec.model(),
-                            "--instances=" + spec.instances(),
-                            "--tp=" + spec.tp(),
-                            "--mode=" + spec.mode().name().toLowerCase(Locale.ROOT),
-                            "--trainer-nodes=" + spec.trainerNodes(),
-                            "--rollout-nodes=" + spec.rolloutNodes()));
-            readers.add(h.startPiped("naive-" + node, command, lab.logs()));
+            readers.add(
+                    h.startJava(
+                            "naive-" + node,
+                            "512m",
+                            NaiveReader.class,
+                            List.of(
+                                    "--node=" + node,
+                                    "--bind=" + h.dataAddress(),
+                                    "--redis=" + lab.redisUri(),
+                                    "--prefix=" + lab.dataplanePrefix(),
+                                    "--secret-file=" + lab.dataplaneSecretFile(),
+                                    "--model=" + spec.model(),
+                                    "--instances=" + spec.instances(),
+                                    "--tp=" + spec.tp(),
+                                    "--mode=" + spec.mode().name().toLowerCase(Locale.ROOT),
+                                    "--trainer-nodes=" + spec.trainerNodes(),
+                                    "--rollout-nodes=" + spec.rolloutNodes()),
+                            lab.logs()));
         }
         for (HostProcess r : readers) {
-            answer(r, null);
+            r.require(null);
         }
         ExecutorService pool = Executors.newFixedThreadPool(readers.size());
         try {
             List<Future<JsonNode>> futures = new ArrayList<>();
             for (HostProcess r : readers) {
-                futures.add(pool.submit(() -> answer(r, "read " + generation)));
+                futures.add(pool.submit(() -> r.require("read " + generation)));
             }
             double seconds = 0;
             long bytes = 0;
@@ -295,18 +275,6 @@ public final class HostsUpdateBench {
                 lab.hosts().forget(r);
             }
         }
-    }
-
-    private static JsonNode answer(HostProcess p, String command) {
-        String line = command == null ? p.read() : p.ask(command);
-        if (line == null) {
-            throw new IllegalStateException(p.name() + " ended; its log:\n" + p.tail());
-        }
-        JsonNode reply = JSON.readTree(line);
-        if (!reply.path("ok").asBoolean()) {
-            throw new IllegalStateException(p.name() + " failed '" + command + "': " + reply);
-        }
-        return reply;
     }
 
     /**

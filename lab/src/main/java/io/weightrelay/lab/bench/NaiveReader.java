@@ -4,19 +4,17 @@ import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.RegisteredBuffer;
+import io.weightrelay.lab.Args;
+import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.hosts.Agent;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.trainer.sim.Args;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -61,21 +59,16 @@ public final class NaiveReader {
                 Files.readString(Path.of(a.get("secret-file", "")))
                         .strip()
                         .getBytes(StandardCharsets.UTF_8);
-        this.manifest = LabCluster.publishedManifest(model);
+        this.manifest = LabCatalog.publishedManifest(model);
         TargetPlacement placement =
-                LabCluster.placementFor(
+                LabCatalog.placementFor(
                         manifest,
-                        new LabCluster.Spec(
+                        LabCluster.Spec.rolloutOnly(
                                 model,
                                 a.getInt("instances", 4),
                                 a.getInt("tp", 2),
-                                Mode.parse(a.get("mode", "compat")),
-                                1,
-                                trainerNodes,
-                                rolloutNodes,
-                                "-",
-                                0,
-                                Path.of(".")));
+                                a.mode(),
+                                rolloutNodes));
         // The link rate does not change what one worker alone reads: every byte it needs, once.
         Topology topology = Topology.uniform(trainerNodes, rolloutNodes, 1, 100);
         for (Worker w : placement.workers()) {
@@ -101,8 +94,7 @@ public final class NaiveReader {
 
     public static void main(String[] argv) throws Exception {
         Args a = new Args(argv);
-        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-        System.setOut(System.err);
+        Agent agent = Agent.claimStdout();
         NaiveReader reader = new NaiveReader(a);
         long needed = 0;
         for (Plan p : reader.plans) {
@@ -110,27 +102,15 @@ public final class NaiveReader {
                 needed += p.readBytes(i);
             }
         }
-        out.println(
-                "{\"ok\":true,\"workers\":" + reader.plans.size() + ",\"bytes\":" + needed + "}");
-        BufferedReader in =
-                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            String[] w = line.trim().split(" ");
-            String answer;
-            try {
-                if (!w[0].equals("read") || w.length != 2) {
-                    throw new IllegalArgumentException("unknown command " + line);
-                }
-                answer = reader.read(Long.parseLong(w[1]));
-            } catch (Exception | AssertionError e) {
-                answer =
-                        "{\"ok\":false,\"error\":\""
-                                + String.valueOf(e).replace("\\", "\\\\").replace("\"", "'")
-                                + "\"}";
-            }
-            out.println(answer);
-        }
+        agent.say("{\"ok\":true,\"workers\":" + reader.plans.size() + ",\"bytes\":" + needed + "}");
+        agent.serve(
+                w -> {
+                    if (!w[0].equals("read") || w.length != 2) {
+                        throw new IllegalArgumentException(
+                                "unknown command " + String.join(" ", w));
+                    }
+                    return reader.read(Long.parseLong(w[1]));
+                });
         reader.pool.shutdownNow();
         for (Dataplane dp : reader.planes) {
             dp.close();
@@ -172,8 +152,11 @@ public final class NaiveReader {
                 local - local0);
     }
 
-    /** One worker's reads, one after another, each exactly the ranges its plan reads. */
-    private static long readAll(Dataplane dp, Plan plan, String model, long generation) {
+    /**
+     * One worker's naive reads, one after another, each exactly the ranges its plan reads, into a
+     * staging buffer of the largest read's span (also {@link UpdateBench}'s loopback baseline).
+     */
+    static long readAll(Dataplane dp, Plan plan, String model, long generation) {
         long biggest = 0;
         for (int i = 0; i < plan.readCount(); i++) {
             biggest = Math.max(biggest, plan.readSpan(i));

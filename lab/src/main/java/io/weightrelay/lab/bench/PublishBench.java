@@ -4,6 +4,8 @@ import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
+import io.weightrelay.lab.Args;
+import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.manifest.DType;
@@ -12,14 +14,13 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Role;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.service.test.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RestCoordinator;
 import io.weightrelay.trainer.client.TrainerSession;
-import io.weightrelay.trainer.sim.Args;
 import io.weightrelay.trainer.sim.DeterministicWeights;
-import io.weightrelay.trainer.sim.SimulatedTrainer;
+import io.weightrelay.trainer.sim.SimulatedModel;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
@@ -81,7 +82,7 @@ public final class PublishBench {
         if (!stagingMode.equals("segment") && !stagingMode.equals("file")) {
             throw new IllegalArgumentException("--staging-mode is segment or file");
         }
-        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
+        Path root = args.root();
         Path publisherJar =
                 args.has("publisher-jar")
                         ? Path.of(args.get("publisher-jar", null))
@@ -94,7 +95,7 @@ public final class PublishBench {
         int redisPort = args.getInt("redis-port", 6379);
 
         SourceManifest manifest =
-                SimulatedTrainer.manifest(model, trainerDtype, rolloutDtype, MAX_FRAGMENT);
+                SimulatedModel.manifest(model, trainerDtype, rolloutDtype, MAX_FRAGMENT);
         List<String> names = new ArrayList<>();
         List<Node> topology = new ArrayList<>();
         for (int i = 0; i < nodes; i++) {
@@ -114,15 +115,15 @@ public final class PublishBench {
         boolean stageAll = stagedPerNode + maxBatch <= maxStaging;
         long stagingCapacity =
                 stageAll
-                        ? roundUp(stagedPerNode + maxBatch)
-                        : roundUp(Math.min(4 * maxBatch, maxStaging));
+                        ? LabCatalog.roundUp(stagedPerNode + maxBatch)
+                        : LabCatalog.roundUp(Math.min(4 * maxBatch, maxStaging));
         // Room for two generations: the measured one lands while the warm-up one is active. With
         // staging in the segment, the measured one is staged where it will be stored.
         boolean inSegment = "segment".equals(stagingMode);
         long segmentSize =
                 inSegment
-                        ? roundUp(maxNodeBytes + stagingCapacity + (64L << 20))
-                        : roundUp(2 * maxNodeBytes + (64L << 20));
+                        ? LabCatalog.roundUp(maxNodeBytes + stagingCapacity + (64L << 20))
+                        : LabCatalog.roundUp(2 * maxNodeBytes + (64L << 20));
 
         String run = UUID.randomUUID().toString().substring(0, 8);
         String dataplanePrefix = "wr:bench:" + run + ":dp:";
@@ -382,11 +383,6 @@ public final class PublishBench {
             copied += r.bytes();
         }
         return copied / (nanos / 1e9) / 1e9;
-    }
-
-    private static long roundUp(long bytes) {
-        long mib = 1L << 20;
-        return (bytes + mib - 1) / mib * mib;
     }
 
     private static void deleteQuietly(Path dir) {

@@ -1,16 +1,16 @@
 package io.weightrelay.lab.bench;
 
+import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.service.test.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RestCoordinator;
 import io.weightrelay.trainer.client.TrainerSession;
-import io.weightrelay.trainer.sim.Args;
 import io.weightrelay.trainer.sim.DeterministicWeights;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -56,7 +56,7 @@ public final class PythonBench {
         String model = args.get("model", serve ? "tiny" : "qwen2.5-0.5b");
         int instances = args.getInt("instances", 2);
         int tp = args.getInt("tp", 1);
-        Mode mode = Mode.parse(args.get("mode", "compat"));
+        Mode mode = args.mode();
         int repeat = args.getInt("repeat", 3);
         Path root = ServiceProcess.home();
         try (LabCluster lab = LabCluster.start(LabCluster.Spec.of(model, instances, tp, mode))) {

@@ -5,11 +5,11 @@ import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
-import io.weightrelay.dataplane.ReadRange;
-import io.weightrelay.dataplane.RegisteredBuffer;
+import io.weightrelay.lab.Args;
+import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.reshard.manifest.Fragmenter;
-import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
@@ -17,8 +17,6 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.process.ServiceProcess;
-import io.weightrelay.trainer.sim.Args;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -67,41 +65,62 @@ import java.util.concurrent.Future;
  */
 public final class UpdateBench {
     private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
-    private static final int TRAINER_NODES = 2;
-    private static final int ROLLOUT_NODES = 2;
+    static final int TRAINER_NODES = 2;
+    static final int ROLLOUT_NODES = 2;
 
     private UpdateBench() {}
 
+    /**
+     * What {@code bench update} deploys and measures, with {@code --hosts} or without: its flags
+     * and their defaults, read in one place for both benches.
+     */
+    record Run(String model, int instances, int tp, Mode mode, long seed, int warmups, Path root) {
+        static Run read(Args args) {
+            return new Run(
+                    args.get("model", "qwen2.5-0.5b"),
+                    args.getInt("instances", 4),
+                    args.getInt("tp", 2),
+                    args.mode(),
+                    args.getLong("seed", 1),
+                    args.getInt("warmup", 2),
+                    args.root());
+        }
+
+        /** The lab of this run on this host, its services on loopback. */
+        LabCluster.Spec onThisHost(String redisHost, int redisPort) {
+            return new LabCluster.Spec(
+                    model,
+                    instances,
+                    tp,
+                    mode,
+                    seed,
+                    TRAINER_NODES,
+                    ROLLOUT_NODES,
+                    redisHost,
+                    redisPort,
+                    root);
+        }
+
+        /** The multi-host lab of this run, its hosts' names starting with {@code prefix}. */
+        MultiHostCluster.Spec onHosts(String prefix) {
+            return new MultiHostCluster.Spec(
+                    model, instances, tp, mode, seed, TRAINER_NODES, ROLLOUT_NODES, prefix, root);
+        }
+    }
+
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
-        String model = args.get("model", "qwen2.5-0.5b");
-        int instances = args.getInt("instances", 4);
-        int tp = args.getInt("tp", 2);
-        Mode mode = Mode.parse(args.get("mode", "compat"));
-        long seed = args.getLong("seed", 1);
+        UpdateBench.Run run = UpdateBench.Run.read(args);
         boolean verify = !args.has("no-verify");
         boolean checksums = !args.has("no-checksums");
-        int warmups = args.getInt("warmup", 2);
-        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
         String redisHost = args.get("redis-host", "127.0.0.1");
         int redisPort = args.getInt("redis-port", 6379);
         String redisUri = "redis://" + redisHost + ":" + redisPort;
 
         Topology topology = Topology.uniform(TRAINER_NODES, ROLLOUT_NODES, 1, 100);
-        LabCluster.Spec spec =
-                new LabCluster.Spec(
-                        model,
-                        instances,
-                        tp,
-                        mode,
-                        seed,
-                        TRAINER_NODES,
-                        ROLLOUT_NODES,
-                        redisHost,
-                        redisPort,
-                        root);
-        SourceManifest manifest = LabCluster.publishedManifest(model);
-        TargetPlacement placement = LabCluster.placementFor(manifest, spec);
+        LabCluster.Spec spec = run.onThisHost(redisHost, redisPort);
+        SourceManifest manifest = LabCatalog.publishedManifest(run.model());
+        TargetPlacement placement = LabCatalog.placementFor(manifest, spec);
         long needed = storeBytesNeeded(Planner.plan(manifest, placement, topology));
         try (LabCluster lab = LabCluster.start(spec, checksums)) {
             lab.publish(0);
@@ -112,7 +131,7 @@ public final class UpdateBench {
             long generation = 0;
             LabCluster.Updates warm = null;
             // Warm-up rounds let the services' JIT settle; the last round is the measured one.
-            for (int round = 0; round <= warmups; round++) {
+            for (int round = 0; round <= run.warmups(); round++) {
                 generation = lab.publish(round + 1);
                 warm = lab.updateAll().requireUpdated();
                 lab.collectGarbage();
@@ -170,10 +189,10 @@ public final class UpdateBench {
                                     + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
                                     + "\"checksums\":%b,\"verify_ms\":%d,\"loader_checksum_ms\":%d,"
                                     + "\"control_verify_ms\":%d,\"objects_verified\":%d}",
-                            model,
-                            mode.name().toLowerCase(Locale.ROOT),
-                            instances,
-                            tp,
+                            run.model(),
+                            run.mode().name().toLowerCase(Locale.ROOT),
+                            run.instances(),
+                            run.tp(),
                             generation,
                             delivered,
                             local,
@@ -314,7 +333,9 @@ public final class UpdateBench {
             for (int k = 0; k < plans.size(); k++) {
                 Plan plan = plans.get(k);
                 Dataplane dp = planes.get(placement.workers().get(k).node());
-                futures.add(pool.submit(() -> readAll(dp, plan, manifest.model(), generation)));
+                futures.add(
+                        pool.submit(
+                                () -> NaiveReader.readAll(dp, plan, manifest.model(), generation)));
             }
             for (Future<Long> f : futures) {
                 f.get();
@@ -328,43 +349,7 @@ public final class UpdateBench {
         }
     }
 
-    private static long readAll(Dataplane dp, Plan plan, String model, long generation) {
-        long biggest = 0;
-        for (int i = 0; i < plan.readCount(); i++) {
-            biggest = Math.max(biggest, plan.readSpan(i));
-        }
-        try (RegisteredBuffer staging =
-                dp.registerBuffer(ByteBuffer.allocateDirect((int) Math.max(1, biggest)))) {
-            long bytes = 0;
-            for (int i = 0; i < plan.readCount(); i++) {
-                List<ReadRange> ranges = new ArrayList<>();
-                for (int r = plan.rangeFirst(i); r < plan.rangeEnd(i); r++) {
-                    ranges.add(
-                            new ReadRange(
-                                    plan.rangeStart(r),
-                                    plan.rangeLength(r),
-                                    staging,
-                                    plan.rangeStart(r) - plan.readStart(i)));
-                }
-                String key = ObjectKeys.key(model, generation, plan.objectId(plan.readObject(i)));
-                long[] got = dp.store().getIntoRanges(key, ranges);
-                for (int r = 0; r < got.length; r++) {
-                    if (got[r] != ranges.get(r).length()) {
-                        throw new IllegalStateException("naive read of " + key + " fell short");
-                    }
-                    bytes += got[r];
-                }
-            }
-            return bytes;
-        }
-    }
-
     private static long nz(Long value) {
         return value == null ? 0 : value;
-    }
-
-    private static long roundUp(long bytes) {
-        long mib = 1L << 20;
-        return (bytes + mib - 1) / mib * mib;
     }
 }

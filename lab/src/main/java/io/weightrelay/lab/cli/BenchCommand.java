@@ -25,11 +25,8 @@ import picocli.CommandLine.Option;
             BenchCommand.Checkpoint.class,
             BenchCommand.Python.class
         },
-        exitCodeListHeading = LabCommand.EXIT_HEADING,
-        exitCodeList = {LabCommand.EXIT_OK, LabCommand.EXIT_CHECK, LabCommand.EXIT_USAGE})
-final class BenchCommand {
-
-    @Mixin Flags.Help help;
+        exitCodeList = {RelayCommand.EXIT_OK, RelayCommand.EXIT_CHECK, RelayCommand.EXIT_USAGE})
+final class BenchCommand extends RelayCommand {
 
     /** Where the benchmarks that start services find Redis and the checkout. */
     static final class Services {
@@ -85,13 +82,11 @@ final class BenchCommand {
     @Command(
             name = "planner",
             header = "reshard's planner on one catalogued deployment, no services.",
-            sortOptions = false,
             description = {
                 "reshard's planner on one catalogued deployment, no services: plan_ms (cold, one"
                         + " thread), slice sizes, per-NIC load."
             },
-            exitCodeListHeading = LabCommand.EXIT_HEADING,
-            exitCodeList = {LabCommand.EXIT_OK, LabCommand.EXIT_CHECK, LabCommand.EXIT_USAGE})
+            exitCodeList = {RelayCommand.EXIT_OK, RelayCommand.EXIT_CHECK, RelayCommand.EXIT_USAGE})
     static final class Planner extends LabCommand {
         @Option(
                 names = "--model",
@@ -218,19 +213,17 @@ final class BenchCommand {
     @Command(
             name = "dataplane",
             header = "The data plane's engine against memcpy and tcp (--hosts: between two hosts).",
-            sortOptions = false,
             description = {
                 "native-dataplane's engine against memcpy and loopback tcp, on this host.",
                 "With --hosts: the engine's authenticated tcp transport between two hosts of this"
                         + " machine against a plain socket between the same two (root only):"
                         + " tcp_vs_socket, authenticated."
             },
-            exitCodeListHeading = LabCommand.EXIT_HEADING,
             exitCodeList = {
-                LabCommand.EXIT_OK,
+                RelayCommand.EXIT_OK,
                 "1:with --hosts: the intruder with a wrong secret was not refused",
-                LabCommand.EXIT_USAGE,
-                LabCommand.EXIT_CANNOT
+                RelayCommand.EXIT_USAGE,
+                RelayCommand.EXIT_CANNOT
             })
     static final class Dataplane extends LabCommand {
         @Option(
@@ -288,28 +281,14 @@ final class BenchCommand {
     @Command(
             name = "publish",
             header = "A publish through real publishers and control-api.",
-            sortOptions = false,
             description = {
                 "A publish through real publishers and control-api: publish_vs_memcpy,"
                         + " network_bytes."
-            },
-            exitCodeListHeading = LabCommand.EXIT_HEADING,
-            exitCodeList = {
-                LabCommand.EXIT_OK,
-                LabCommand.EXIT_CHECK,
-                LabCommand.EXIT_USAGE,
-                LabCommand.EXIT_CANNOT
             })
     static final class Publish extends LabCommand {
         @Mixin final Flags.Model model = new Flags.Model("qwen2.5-0.5b");
 
-        @Option(
-                names = "--trainer-nodes",
-                paramLabel = "T",
-                defaultValue = "2",
-                converter = Values.Positive.class,
-                description = "Publishers, one per trainer node; default ${DEFAULT-VALUE}.")
-        int trainerNodes;
+        @Mixin final Flags.TrainerNodes trainerNodes = new Flags.TrainerNodes(2);
 
         @Option(
                 names = "--repeat",
@@ -319,14 +298,7 @@ final class BenchCommand {
                 description = "Measured publishes (at least 1 run); default ${DEFAULT-VALUE}.")
         int repeat;
 
-        @Option(
-                names = "--warmup",
-                paramLabel = "N",
-                defaultValue = "2",
-                converter = Values.NonNegative.class,
-                description =
-                        "Publishes before measuring (at least 1 run); default ${DEFAULT-VALUE}.")
-        int warmup;
+        @Mixin final Flags.Warmup warmup = new Flags.Warmup(2);
 
         @Option(
                 names = "--max-batch-bytes",
@@ -393,18 +365,10 @@ final class BenchCommand {
     @Command(
             name = "update",
             header = "A whole update through real loaders, against the machine's bounds.",
-            sortOptions = false,
             description = {
                 "A whole update through real loaders: update_vs_bound against memcpy and"
                         + " loopback-socket rates measured in the same run, store_read_ratio, the"
                         + " naive baseline, verify_ms and objects_verified."
-            },
-            exitCodeListHeading = LabCommand.EXIT_HEADING,
-            exitCodeList = {
-                LabCommand.EXIT_OK,
-                LabCommand.EXIT_CHECK,
-                LabCommand.EXIT_USAGE,
-                LabCommand.EXIT_CANNOT
             })
     static final class Update extends LabCommand {
         @Mixin final Flags.Model model = new Flags.Model("qwen2.5-0.5b");
@@ -413,13 +377,7 @@ final class BenchCommand {
 
         @Mixin Flags.RolloutMode mode;
 
-        @Option(
-                names = "--warmup",
-                paramLabel = "N",
-                defaultValue = "2",
-                converter = Values.NonNegative.class,
-                description = "Updates before measuring; default ${DEFAULT-VALUE}.")
-        int warmup;
+        @Mixin final Flags.Warmup warmup = new Flags.Warmup(2);
 
         @Mixin Flags.Seed seed;
 
@@ -482,18 +440,16 @@ final class BenchCommand {
     @Command(
             name = "control-plane",
             header = "The control plane alone at scale (Kimi-K2 size), no tensor bytes.",
-            sortOptions = false,
             description = {
                 "The control plane alone at scale, no tensor bytes: control-api (-Xmx1g) with one"
                         + " publisher per trainer node and one loader per instance played over"
                         + " REST. The JSON line names a failing step in failed_step."
             },
-            exitCodeListHeading = LabCommand.EXIT_HEADING,
             exitCodeList = {
-                LabCommand.EXIT_OK,
+                RelayCommand.EXIT_OK,
                 "1:a step failed (failed_step names it)",
-                LabCommand.EXIT_USAGE,
-                LabCommand.EXIT_CANNOT
+                RelayCommand.EXIT_USAGE,
+                RelayCommand.EXIT_CANNOT
             })
     static final class ControlPlane extends LabCommand {
         @Mixin final Flags.Model model = new Flags.Model("kimi-k2");
@@ -506,13 +462,7 @@ final class BenchCommand {
                 description = "Scale the model to about N tensors; 0 (default) keeps it whole.")
         int tensors;
 
-        @Option(
-                names = "--trainer-nodes",
-                paramLabel = "T",
-                defaultValue = "32",
-                converter = Values.Positive.class,
-                description = "Default ${DEFAULT-VALUE}.")
-        int trainerNodes;
+        @Mixin final Flags.TrainerNodes trainerNodes = new Flags.TrainerNodes(32);
 
         @Mixin final Flags.Rollout rollout = new Flags.Rollout(32, 8);
 
@@ -547,13 +497,7 @@ final class BenchCommand {
                 description = "control-api's -Xmx; default ${DEFAULT-VALUE}.")
         String controlHeap;
 
-        @Option(
-                names = "--warmup",
-                paramLabel = "N",
-                defaultValue = "1",
-                converter = Values.NonNegative.class,
-                description = "Default ${DEFAULT-VALUE}.")
-        int warmup;
+        @Mixin final Flags.Warmup warmup = new Flags.Warmup(1);
 
         @Option(
                 names = "--register-chunk",
@@ -597,30 +541,16 @@ final class BenchCommand {
     @Command(
             name = "checkpoint",
             header = "Save a generation, restart from scratch, restore it, verify every byte.",
-            sortOptions = false,
             description = {
                 "A checkpoint through the real services: publish, save through the segment owners,"
                         + " a plain write + fsync of the same bytes for comparison, a full restart"
                         + " from scratch, restore from the directory alone, and an update verifying"
                         + " every byte."
-            },
-            exitCodeListHeading = LabCommand.EXIT_HEADING,
-            exitCodeList = {
-                LabCommand.EXIT_OK,
-                LabCommand.EXIT_CHECK,
-                LabCommand.EXIT_USAGE,
-                LabCommand.EXIT_CANNOT
             })
     static final class Checkpoint extends LabCommand {
         @Mixin final Flags.Model model = new Flags.Model("qwen2.5-0.5b");
 
-        @Option(
-                names = "--trainer-nodes",
-                paramLabel = "T",
-                defaultValue = "2",
-                converter = Values.Positive.class,
-                description = "Default ${DEFAULT-VALUE}.")
-        int trainerNodes;
+        @Mixin final Flags.TrainerNodes trainerNodes = new Flags.TrainerNodes(2);
 
         @Option(
                 names = "--dir",
@@ -646,17 +576,9 @@ final class BenchCommand {
     @Command(
             name = "python",
             header = "The Python package against the Java clients on one lab.",
-            sortOptions = false,
             description = {
                 "The Python package against the Java clients on one lab: publish and update"
                         + " seconds of each, bit_exact (python/README.md)."
-            },
-            exitCodeListHeading = LabCommand.EXIT_HEADING,
-            exitCodeList = {
-                LabCommand.EXIT_OK,
-                LabCommand.EXIT_CHECK,
-                LabCommand.EXIT_USAGE,
-                LabCommand.EXIT_CANNOT
             })
     static final class Python extends LabCommand {
         @Option(

@@ -7,7 +7,6 @@ import picocli.CommandLine.Option;
 @Command(
         name = "demo",
         header = "The lab demo: publish, update, verify and restart on real services.",
-        sortOptions = false,
         description = {
             "The whole story on this machine: starts control-api, two publishers and a loader per"
                     + " rollout instance as real services on loopback, with the instances in both"
@@ -23,13 +22,6 @@ import picocli.CommandLine.Option;
             "With --hosts the same story runs with every service group on a host of its own"
                     + " (network namespaces, a private /dev/shm each; root only), one lab per"
                     + " mode, and a summary JSON line ends stdout."
-        },
-        exitCodeListHeading = LabCommand.EXIT_HEADING,
-        exitCodeList = {
-            LabCommand.EXIT_OK,
-            LabCommand.EXIT_CHECK,
-            LabCommand.EXIT_USAGE,
-            LabCommand.EXIT_CANNOT
         })
 final class DemoCommand extends LabCommand {
 

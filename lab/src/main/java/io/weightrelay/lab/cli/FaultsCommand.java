@@ -11,7 +11,6 @@ import picocli.CommandLine.Option;
 @Command(
         name = "faults",
         header = "The fault suite: real faults injected into a running lab, outcomes proven.",
-        sortOptions = false,
         description = {
             "The fault suite: each case injects one real fault (a process killed by signal, a byte"
                     + " flipped in a segment, a data link cut) into a running lab and proves what"
@@ -20,11 +19,10 @@ import picocli.CommandLine.Option;
             "Cases that need the multi-host lab run only with --hosts (root) and are named on"
                     + " stderr otherwise."
         },
-        exitCodeListHeading = LabCommand.EXIT_HEADING,
         exitCodeList = {
             "0:every case passed",
             "1:a case failed (the row and the totals name it)",
-            LabCommand.EXIT_USAGE
+            RelayCommand.EXIT_USAGE
         })
 final class FaultsCommand extends LabCommand {
 

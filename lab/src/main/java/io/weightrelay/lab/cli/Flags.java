@@ -100,4 +100,32 @@ final class Flags {
                 description = "Seed of the deterministic weights; default ${DEFAULT-VALUE}.")
         long seed;
     }
+
+    /** {@code --trainer-nodes}: the trainer nodes, each with its publisher. */
+    static final class TrainerNodes {
+        @Option(
+                names = "--trainer-nodes",
+                paramLabel = "T",
+                converter = Values.Positive.class,
+                description = "Trainer nodes, one publisher each; default ${DEFAULT-VALUE}.")
+        int trainerNodes;
+
+        TrainerNodes(int byDefault) {
+            this.trainerNodes = byDefault;
+        }
+    }
+
+    /** {@code --warmup}: rounds run before the measured ones. */
+    static final class Warmup {
+        @Option(
+                names = "--warmup",
+                paramLabel = "N",
+                converter = Values.NonNegative.class,
+                description = "Rounds before the measured ones; default ${DEFAULT-VALUE}.")
+        int warmup;
+
+        Warmup(int byDefault) {
+            this.warmup = byDefault;
+        }
+    }
 }

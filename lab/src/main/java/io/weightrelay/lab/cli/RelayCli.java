@@ -9,7 +9,6 @@ import java.util.List;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.MissingParameterException;
-import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
@@ -55,26 +54,15 @@ public final class RelayCli {
                 "Narration and progress go to stderr. On stdout a command prints JSON lines (with"
                         + " --json where a command also has a human form); the last line on stdout"
                         + " is the command's result."
-            },
-            exitCodeListHeading = LabCommand.EXIT_HEADING,
-            exitCodeList = {
-                LabCommand.EXIT_OK,
-                LabCommand.EXIT_CHECK,
-                LabCommand.EXIT_USAGE,
-                LabCommand.EXIT_CANNOT
             })
-    static final class Relay {
-        @Mixin Flags.Help help;
-    }
+    static final class Relay extends RelayCommand {}
 
     @Command(
             name = "help",
             header = "Show a command's help: ./relay help bench update.",
             description = "Show a command's help: ./relay help bench update.",
-            exitCodeListHeading = LabCommand.EXIT_HEADING,
             exitCodeList = {"0:help shown", "2:no such command"})
-    static final class Help {
-        @Mixin Flags.Help help;
+    static final class Help extends RelayCommand {
 
         @Parameters(paramLabel = "COMMAND", description = "A command, e.g. demo or bench update.")
         List<String> words = List.of();

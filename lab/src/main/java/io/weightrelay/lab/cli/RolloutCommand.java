@@ -7,19 +7,17 @@ import picocli.CommandLine.Option;
 @Command(
         name = "rollout",
         header = "The simulated rollout engine alone: register, update, check every byte.",
-        sortOptions = false,
         description = {
             "The simulated rollout engine alone: one engine per loader-service (instance i talks"
                     + " to the i-th --loaders URL). Each registers its workers and buffers, then"
                     + " per update asks its loader to update, follows the progress and checks every"
                     + " byte it received. One JSON line per engine and update on stdout."
         },
-        exitCodeListHeading = LabCommand.EXIT_HEADING,
         exitCodeList = {
             "0:every update ended UPDATED with every byte correct",
             "1:an update failed or a byte was wrong",
-            LabCommand.EXIT_USAGE,
-            LabCommand.EXIT_CANNOT
+            RelayCommand.EXIT_USAGE,
+            RelayCommand.EXIT_CANNOT
         })
 final class RolloutCommand extends LabCommand {
 

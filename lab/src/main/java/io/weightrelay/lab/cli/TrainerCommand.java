@@ -8,18 +8,16 @@ import picocli.CommandLine.Option;
 @Command(
         name = "trainer",
         header = "The simulated trainer alone: publish generations of a catalogued model.",
-        sortOptions = false,
         description = {
             "The simulated trainer alone: publishes generations of a catalogued model with"
                     + " deterministic contents through control-api and one publisher-service per"
                     + " trainer node. One JSON line per generation on stdout."
         },
-        exitCodeListHeading = LabCommand.EXIT_HEADING,
         exitCodeList = {
             "0:every generation was committed",
             "1:a generation was aborted",
-            LabCommand.EXIT_USAGE,
-            LabCommand.EXIT_CANNOT
+            RelayCommand.EXIT_USAGE,
+            RelayCommand.EXIT_CANNOT
         })
 final class TrainerCommand extends LabCommand {
 
@@ -87,7 +85,7 @@ final class TrainerCommand extends LabCommand {
 
     @Override
     String entryPoint() {
-        return "io.weightrelay.trainer.sim.SimulatedTrainer";
+        return "io.weightrelay.lab.trainer.SimulatedTrainer";
     }
 
     @Override

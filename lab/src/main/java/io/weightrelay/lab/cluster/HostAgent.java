@@ -6,23 +6,19 @@ import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.lab.Args;
+import io.weightrelay.lab.hosts.Agent;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.trainer.client.Coordinator;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RestCoordinator;
-import io.weightrelay.trainer.sim.Args;
 import io.weightrelay.trainer.sim.DeterministicWeights;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -60,28 +56,14 @@ public final class HostAgent {
 
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
-        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
-        // Nothing but answers may reach stdout: everything else (loggers included) goes to stderr.
-        System.setOut(System.err);
+        Agent agent = Agent.claimStdout();
         Role role =
                 switch (args.get("role", "")) {
                     case "trainer" -> new TrainerRank(args);
                     case "rollout" -> new Engines(args);
                     default -> throw new IllegalArgumentException("--role trainer|rollout");
                 };
-        BufferedReader in =
-                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
-            String[] words = line.trim().split(" ");
-            ObjectNode answer;
-            try {
-                answer = role.handle(words);
-            } catch (Exception | AssertionError e) {
-                answer = JSON.createObjectNode().put("ok", false).put("error", String.valueOf(e));
-            }
-            out.println(JSON.writeValueAsString(answer));
-        }
+        agent.serve(words -> JSON.writeValueAsString(role.handle(words)));
     }
 
     private interface Role {
@@ -108,7 +90,7 @@ public final class HostAgent {
             node = args.get("node", "");
             nodes = List.of(args.get("nodes", node).split(","));
             seed = args.getLong("seed", 1);
-            manifest = LabCluster.publishedManifest(model);
+            manifest = LabCatalog.publishedManifest(model);
             String control = args.get("control-url", "");
             Map<String, String> tokens =
                     LabSecrets.readTokens(Path.of(args.get("tokens-file", "")));
@@ -195,20 +177,15 @@ public final class HostAgent {
             model = args.get("model", "tiny");
             seed = args.getLong("seed", 1);
             tokens = LabSecrets.readTokens(Path.of(args.get("tokens-file", "")));
-            manifest = LabCluster.publishedManifest(model);
+            manifest = LabCatalog.publishedManifest(model);
             LabCluster.Spec spec =
-                    new LabCluster.Spec(
+                    LabCluster.Spec.rolloutOnly(
                             model,
                             args.getInt("instances", 2),
                             args.getInt("tp", 1),
-                            Mode.parse(args.get("mode", "compat")),
-                            seed,
-                            1,
-                            args.getInt("rollout-nodes", 2),
-                            "unused",
-                            0,
-                            null);
-            placement = LabCluster.placementFor(manifest, spec);
+                            args.mode(),
+                            args.getInt("rollout-nodes", 2));
+            placement = LabCatalog.placementFor(manifest, spec);
             for (String e : args.all("engine")) {
                 String[] kv = e.split("=", 2);
                 engines.put(kv[0], new RolloutEngine(kv[0], kv[1], token(kv[0])));

@@ -9,7 +9,6 @@ import io.lettuce.core.api.sync.RedisCommands;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.GenerationState;
-import io.weightrelay.api.loader.client.model.InstanceSpan;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
@@ -17,30 +16,19 @@ import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.lab.cli.Progress;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
-import io.weightrelay.reshard.assign.PublisherAssignment;
-import io.weightrelay.reshard.catalog.ModelCatalog;
-import io.weightrelay.reshard.catalog.Parallelism;
-import io.weightrelay.reshard.catalog.Placements;
-import io.weightrelay.reshard.catalog.TensorLayout;
 import io.weightrelay.reshard.manifest.DType;
-import io.weightrelay.reshard.manifest.Fp8BlockRule;
-import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
-import io.weightrelay.reshard.placement.Worker;
-import io.weightrelay.reshard.topology.Node;
-import io.weightrelay.reshard.topology.Role;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.service.test.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RestCoordinator;
 import io.weightrelay.trainer.client.TensorSource;
 import io.weightrelay.trainer.client.TrainerSession;
 import io.weightrelay.trainer.sim.DeterministicWeights;
-import io.weightrelay.trainer.sim.SimulatedTrainer;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -66,10 +54,7 @@ import java.util.concurrent.TimeUnit;
  * rollout engines driving them from this JVM over REST and shared memory. Everything it started is
  * stopped by {@link #close()}. Not thread safe.
  */
-public final class LabCluster implements AutoCloseable {
-
-    private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
-    static final long MAX_BATCH = 128L << 20;
+public final class LabCluster implements StartedOrClosed.Lab {
 
     /**
      * How long each service may take to answer its health check: 3 minutes, or the system property
@@ -158,6 +143,16 @@ public final class LabCluster implements AutoCloseable {
                     rolloutDtype);
         }
 
+        /**
+         * Only the rollout side (no Redis, no checkout, one trainer node): enough to work out the
+         * placement ({@link LabCatalog#placementFor}) away from a running lab, as a host agent
+         * does.
+         */
+        public static Spec rolloutOnly(
+                String model, int instances, int tp, Mode mode, int rolloutNodes) {
+            return new Spec(model, instances, tp, mode, 1, 1, rolloutNodes, "unused", 0, null);
+        }
+
         public static Spec of(String model, int instances, int tp, Mode mode) {
             return new Spec(
                     model, instances, tp, mode, 1, 2, 2, "127.0.0.1", 6379, ServiceProcess.home());
@@ -236,7 +231,7 @@ public final class LabCluster implements AutoCloseable {
     private final Path secretFile;
     private final SourceManifest manifest;
     private final TargetPlacement placement;
-    private final List<LoaderSlot> slots;
+    private final List<LabCatalog.LoaderSlot> slots;
     private final List<ServiceProcess> children = new ArrayList<>();
     private final List<ServiceProcess> loaders = new ArrayList<>();
     private final List<RolloutEngine> engines = new ArrayList<>();
@@ -265,110 +260,20 @@ public final class LabCluster implements AutoCloseable {
         this.trainerToken = secrets.trainer();
         this.operatorToken = secrets.operator();
         this.secretFile = secrets.dataplaneSecretFile();
-        this.manifest = publishedManifest(spec);
-        this.placement = placementFor(manifest, spec);
-        this.slots = loaderSlots(placement);
-    }
-
-    /** What the lab's simulated trainer publishes: every tensor of the catalog model as bf16. */
-    public static SourceManifest publishedManifest(String model) {
-        return SimulatedTrainer.manifest(model, DType.BF16, DType.BF16, MAX_FRAGMENT);
-    }
-
-    /**
-     * What the lab's simulated trainer publishes for {@code spec}: bf16, served in the spec's
-     * rollout dtype (block FP8: the selected projections in E4M3, each with its scale tensor).
-     */
-    public static SourceManifest publishedManifest(Spec spec) {
-        return SimulatedTrainer.manifest(
-                spec.model(), DType.BF16, spec.rolloutDtype(), MAX_FRAGMENT);
-    }
-
-    /**
-     * The rollout placement of {@code spec} for what is actually published: the catalog's splits
-     * with the manifest's rollout dtypes, so that every registered stride matches the bytes the
-     * workers receive (the catalog keeps some tensors, such as MoE gate biases, in fp32).
-     */
-    public static TargetPlacement placementFor(SourceManifest manifest, Spec spec) {
-        Map<String, TensorSpec> published = new LinkedHashMap<>();
-        manifest.tensors().forEach(t -> published.put(t.name(), t));
-        List<TensorLayout> catalog = ModelCatalog.layout(spec.model());
-        if (spec.rolloutDtype() == DType.F8_E4M3) {
-            catalog = ModelCatalog.blockFp8(catalog, Fp8BlockRule.defaults());
-        }
-        Parallelism parallelism = new Parallelism(spec.tp(), spec.ep(), spec.dpAttention());
-        List<TensorLayout> layout = new ArrayList<>();
-        for (TensorLayout t : catalog) {
-            layout.add(t.withSpec(published.get(t.spec().name())));
-        }
-        if (spec.mode() != null) {
-            return Placements.of(
-                    layout, spec.rolloutNodes(), spec.instances(), parallelism, spec.mode(), 1);
-        }
-        // Both modes: each instance's workers from the placement of its own mode (the two list
-        // the same workers, instance by instance, on the same nodes and NICs).
-        Map<Mode, TargetPlacement> byMode = new LinkedHashMap<>();
-        for (Mode m : Mode.values()) {
-            byMode.put(
-                    m,
-                    Placements.of(
-                            layout, spec.rolloutNodes(), spec.instances(), parallelism, m, 1));
-        }
-        List<String> instances = byMode.get(Mode.COMPAT).instances();
-        List<Worker> workers = new ArrayList<>();
-        for (int i = 0; i < byMode.get(Mode.COMPAT).workers().size(); i++) {
-            String instance = byMode.get(Mode.COMPAT).workers().get(i).instance();
-            workers.add(byMode.get(spec.modeOf(instances.indexOf(instance))).workers().get(i));
-        }
-        return new TargetPlacement(workers);
-    }
-
-    /**
-     * One loader of the lab: an engine instance all on one node has one, named after it; an
-     * instance that spans nodes has one on each of its nodes, named {@code <instance>-<node>},
-     * registering that node's ranks and the instance it serves part of.
-     *
-     * @param id the loader's id (its registration's instance id)
-     * @param rolloutInstance the engine instance it serves (all or one node of)
-     * @param node its node
-     * @param nodes how many nodes the instance spans
-     */
-    public record LoaderSlot(String id, String rolloutInstance, String node, int nodes) {
-
-        /** What the loader registers as its span, or null for an instance on one node. */
-        public InstanceSpan span() {
-            return nodes == 1
-                    ? null
-                    : new InstanceSpan().rolloutInstance(rolloutInstance).nodes(nodes);
-        }
-    }
-
-    /** The loaders of {@code placement}, instance by instance, each instance's nodes in order. */
-    public static List<LoaderSlot> loaderSlots(TargetPlacement placement) {
-        Map<String, SortedSet<String>> nodes = new LinkedHashMap<>();
-        for (Worker w : placement.workers()) {
-            nodes.computeIfAbsent(w.instance(), i -> new TreeSet<>()).add(w.node());
-        }
-        List<LoaderSlot> out = new ArrayList<>();
-        nodes.forEach(
-                (instance, on) -> {
-                    for (String node : on) {
-                        String id = on.size() == 1 ? instance : instance + "-" + node;
-                        out.add(new LoaderSlot(id, instance, node, on.size()));
-                    }
-                });
-        return out;
+        this.manifest = LabCatalog.publishedManifest(spec);
+        this.placement = LabCatalog.placementFor(manifest, spec);
+        this.slots = LabCatalog.loaderSlots(placement);
     }
 
     /** Every loader of this lab, in the order of {@link #engines()}. */
-    public List<LoaderSlot> loaderSlots() {
+    public List<LabCatalog.LoaderSlot> loaderSlots() {
         return slots;
     }
 
     /**
      * Registers {@code engine} (the engine side of {@code slot}) with its loader in {@code group}.
      */
-    private void register(RolloutEngine engine, LoaderSlot slot, String group) {
+    private void register(RolloutEngine engine, LabCatalog.LoaderSlot slot, String group) {
         engine.register(
                 spec.model(),
                 group,
@@ -420,14 +325,7 @@ public final class LabCluster implements AutoCloseable {
         lab.checksums = checksums;
         lab.controlApis = controlApis;
         lab.storageUnits = storageUnits;
-        try {
-            lab.startServices();
-            return lab;
-        } catch (Exception | Error e) {
-            lab.dumpLogs();
-            lab.close();
-            throw e;
-        }
+        return StartedOrClosed.start(lab, lab::startServices);
     }
 
     public SourceManifest manifest() {
@@ -582,7 +480,7 @@ public final class LabCluster implements AutoCloseable {
         List<RolloutEngine> out = new ArrayList<>();
         for (int i = 0; i < indexes.size(); i++) {
             int index = indexes.get(i);
-            LoaderSlot slot = slots.get(index);
+            LabCatalog.LoaderSlot slot = slots.get(index);
             String id = slot.id();
             fresh.get(i).awaitHealthy(HEALTHY);
             loaders.set(index, fresh.get(i));
@@ -907,21 +805,19 @@ public final class LabCluster implements AutoCloseable {
         controls.clear();
         for (int i = 0; i < controlApis; i++) {
             controls.add(
-                    track(
-                            ServiceProcess.start(
-                                    i == 0 ? "control-api" : "control-api-" + i,
-                                    ServiceProcess.findJar(spec.root(), "control-api"),
-                                    "512m",
-                                    List.of(
-                                            "--spring.data.redis.host=" + spec.redisHost(),
-                                            "--spring.data.redis.port=" + spec.redisPort(),
-                                            "--relay.redis.key-prefix=wr:lab:" + run + ":",
-                                            "--relay.dataplane.key-prefix=" + dpPrefix,
-                                            "--relay.dataplane.secret-file=" + secretFile,
-                                            "--relay.generations.scheduled-gc=false",
-                                            "--relay.updates.verify-checksums=" + checksums,
-                                            controlSecrets),
-                                    logs)));
+                    startService(
+                            i == 0 ? "control-api" : "control-api-" + i,
+                            "control-api",
+                            "512m",
+                            List.of(
+                                    "--spring.data.redis.host=" + spec.redisHost(),
+                                    "--spring.data.redis.port=" + spec.redisPort(),
+                                    "--relay.redis.key-prefix=wr:lab:" + run + ":",
+                                    "--relay.dataplane.key-prefix=" + dpPrefix,
+                                    "--relay.dataplane.secret-file=" + secretFile,
+                                    "--relay.generations.scheduled-gc=false",
+                                    "--relay.updates.verify-checksums=" + checksums,
+                                    controlSecrets)));
         }
         control = controls.get(0);
         if (storageUnits) {
@@ -935,7 +831,7 @@ public final class LabCluster implements AutoCloseable {
             awaitStorageUnitsRegistered();
         }
         startPublishers(dpPrefix);
-        for (LoaderSlot slot : slots) {
+        for (LabCatalog.LoaderSlot slot : slots) {
             loaders.add(startLoader(slot.id(), slot.id()));
         }
         for (ServiceProcess c : children) {
@@ -988,7 +884,10 @@ public final class LabCluster implements AutoCloseable {
         trainer =
                 new TrainerSession(
                         new RestCoordinator(
-                                controlUrls(), trainerToken, Duration.ofMinutes(2), MAX_FRAGMENT),
+                                controlUrls(),
+                                trainerToken,
+                                Duration.ofMinutes(2),
+                                LabCatalog.MAX_FRAGMENT),
                         clients,
                         new RankPublisher.Options(true, 2, true, Duration.ofMinutes(2)));
     }
@@ -1004,14 +903,16 @@ public final class LabCluster implements AutoCloseable {
         ServiceProcess old = publishers.get(node);
         old.kill();
         children.remove(old);
+        startPublisherAgain(node, "publisher-" + node + "-restarted");
+    }
+
+    /**
+     * Starts node {@code node}'s publisher with the settings it first had, and connects the
+     * trainer.
+     */
+    private void startPublisherAgain(String node, String name) throws InterruptedException {
         ServiceProcess fresh =
-                track(
-                        ServiceProcess.start(
-                                "publisher-" + node + "-restarted",
-                                ServiceProcess.findJar(spec.root(), "publisher-service"),
-                                "384m",
-                                publisherArgs.get(node),
-                                logs));
+                startService(name, "publisher-service", "384m", publisherArgs.get(node));
         fresh.awaitHealthy(HEALTHY);
         publishers.put(node, fresh);
         connectTrainer();
@@ -1034,30 +935,11 @@ public final class LabCluster implements AutoCloseable {
     }
 
     /**
-     * The segment and staging bytes of each publisher of a lab with {@code trainerNodes} nodes:
-     * staging lives in the segment (ranks write where the objects will live), so the segment holds
-     * the active generation plus everything staged for the next one.
-     */
-    static long[] publisherSizes(SourceManifest manifest, int trainerNodes) {
-        List<Node> trainers = new ArrayList<>();
-        for (int i = 0; i < trainerNodes; i++) {
-            trainers.add(new Node(Topology.trainerNodeName(i), Role.TRAINER, 1, 100));
-        }
-        long maxNodeBytes = 0;
-        for (long b : PublisherAssignment.assign(manifest, new Topology(trainers)).bytesPerNode()) {
-            maxNodeBytes = Math.max(maxNodeBytes, b);
-        }
-        long staging = roundUp(maxNodeBytes + (64L << 20) + MAX_BATCH);
-        long segment = roundUp(maxNodeBytes + staging + (64L << 20));
-        return new long[] {segment, staging};
-    }
-
-    /**
      * One storage unit per trainer node: the node's segment (named as a trainer-side publisher's
      * would be, so owner tokens and {@link #segmentNameOf} stay the same), serving no trainer.
      */
     private void startStorageUnits(String dpPrefix) {
-        long segment = publisherSizes(manifest, spec.trainerNodes())[0];
+        long segment = LabCatalog.publisherSizes(manifest, spec.trainerNodes())[0];
         for (int i = 0; i < spec.trainerNodes(); i++) {
             String node = Topology.trainerNodeName(i);
             String segmentName = segmentName(node);
@@ -1071,19 +953,11 @@ public final class LabCluster implements AutoCloseable {
                             "--relay.dataplane.key-prefix=" + dpPrefix,
                             "--relay.dataplane.secret-file=" + secretFile,
                             "--relay.staging.mode=segment",
-                            "--relay.staging.capacity=" + MAX_BATCH + "B",
-                            "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
+                            "--relay.staging.capacity=" + LabCatalog.MAX_BATCH + "B",
+                            "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrls(),
                             secretsArg("unit-" + node, secrets.publisher(segmentName)));
-            units.put(
-                    node,
-                    track(
-                            ServiceProcess.start(
-                                    "unit-" + node,
-                                    ServiceProcess.findJar(spec.root(), "publisher-service"),
-                                    "384m",
-                                    args,
-                                    logs)));
+            units.put(node, startService("unit-" + node, "publisher-service", "384m", args));
         }
     }
 
@@ -1121,7 +995,7 @@ public final class LabCluster implements AutoCloseable {
     }
 
     private void startPublishers(String dpPrefix) {
-        long[] sizes = publisherSizes(manifest, spec.trainerNodes());
+        long[] sizes = LabCatalog.publisherSizes(manifest, spec.trainerNodes());
         long segment = sizes[0];
         long staging = sizes[1];
         for (int i = 0; i < spec.trainerNodes(); i++) {
@@ -1154,38 +1028,29 @@ public final class LabCluster implements AutoCloseable {
                             "--relay.dataplane.key-prefix=" + dpPrefix,
                             "--relay.dataplane.secret-file=" + secretFile,
                             "--relay.staging.capacity=" + staging + "B",
-                            "--relay.staging.max-batch-bytes=" + MAX_BATCH + "B",
+                            "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrls(),
                             secretsArg("publisher-" + node, secretProperties)));
             publisherArgs.put(node, args);
             publishers.put(
-                    node,
-                    track(
-                            ServiceProcess.start(
-                                    "publisher-" + node,
-                                    ServiceProcess.findJar(spec.root(), "publisher-service"),
-                                    "384m",
-                                    args,
-                                    logs)));
+                    node, startService("publisher-" + node, "publisher-service", "384m", args));
         }
     }
 
     private ServiceProcess startLoader(String name, String instance) {
         Map<String, String> secretProperties = new LinkedHashMap<>();
         secretProperties.putAll(secrets.loaderService(instance));
-        return track(
-                ServiceProcess.start(
-                        "loader-" + name,
-                        ServiceProcess.findJar(spec.root(), "loader-service"),
-                        "384m",
-                        List.of(
-                                "--relay.loader.control-url=" + controlUrls(),
-                                "--relay.dataplane.redis-uri=" + spec.redisUri(),
-                                "--relay.dataplane.key-prefix=" + dataplanePrefix(),
-                                "--relay.dataplane.secret-file=" + secretFile,
-                                "--relay.loader.checksums=" + checksums,
-                                secretsArg("loader-" + name, secretProperties)),
-                        logs));
+        return startService(
+                "loader-" + name,
+                "loader-service",
+                "384m",
+                List.of(
+                        "--relay.loader.control-url=" + controlUrls(),
+                        "--relay.dataplane.redis-uri=" + spec.redisUri(),
+                        "--relay.dataplane.key-prefix=" + dataplanePrefix(),
+                        "--relay.dataplane.secret-file=" + secretFile,
+                        "--relay.loader.checksums=" + checksums,
+                        secretsArg("loader-" + name, secretProperties)));
     }
 
     private String segmentName(String node) {
@@ -1212,7 +1077,7 @@ public final class LabCluster implements AutoCloseable {
         for (int i = 0; i < spec.trainerNodes(); i++) {
             segments.add(segmentName(Topology.trainerNodeName(i)));
         }
-        return secrets.controlApi(slots.stream().map(LoaderSlot::id).toList(), segments);
+        return secrets.controlApi(slots.stream().map(LabCatalog.LoaderSlot::id).toList(), segments);
     }
 
     /**
@@ -1241,14 +1106,14 @@ public final class LabCluster implements AutoCloseable {
         return "wr:lab:" + run + ":dp:";
     }
 
-    private ServiceProcess track(ServiceProcess process) {
+    /** Starts {@code module}'s service from the checkout's jar; {@link #close()} stops it. */
+    private ServiceProcess startService(
+            String name, String module, String heap, List<String> args) {
+        ServiceProcess process =
+                ServiceProcess.start(
+                        name, ServiceProcess.findJar(spec.root(), module), heap, args, logs);
         children.add(process);
         return process;
-    }
-
-    private static long roundUp(long bytes) {
-        long mib = 1L << 20;
-        return (bytes + mib - 1) / mib * mib;
     }
 
     // ---- What a client in another process (the Python package's tests and bench) needs. ----
@@ -1308,17 +1173,7 @@ public final class LabCluster implements AutoCloseable {
         if (publishers.containsKey(node)) {
             throw new IllegalStateException("the publisher of " + node + " is running");
         }
-        ServiceProcess fresh =
-                track(
-                        ServiceProcess.start(
-                                "publisher-" + node + "-revived-" + System.nanoTime(),
-                                ServiceProcess.findJar(spec.root(), "publisher-service"),
-                                "384m",
-                                publisherArgs.get(node),
-                                logs));
-        fresh.awaitHealthy(HEALTHY);
-        publishers.put(node, fresh);
-        connectTrainer();
+        startPublisherAgain(node, "publisher-" + node + "-revived-" + System.nanoTime());
     }
 
     /** The process id of instance {@code index}'s loader (to signal it). */

@@ -28,7 +28,7 @@ public final class LabRedis implements AutoCloseable {
     private Process process;
 
     private LabRedis(Path dir, boolean persistent) {
-        this.port = io.weightrelay.service.process.ServiceProcess.freePort();
+        this.port = io.weightrelay.service.test.ServiceProcess.freePort();
         this.dir = dir;
         this.persistent = persistent;
     }

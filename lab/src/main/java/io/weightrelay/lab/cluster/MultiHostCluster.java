@@ -10,7 +10,7 @@ import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.process.ServiceProcess;
+import io.weightrelay.service.test.ServiceProcess;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,7 +26,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The lab on several hosts ({@link HostLab}): Redis (its own redis-server) and control-api each on
@@ -38,9 +37,8 @@ import tools.jackson.databind.json.JsonMapper;
  * are compared with the bytes the engines count. Everything it started is removed by {@link
  * #close()}. Not thread safe.
  */
-public final class MultiHostCluster implements AutoCloseable {
+public final class MultiHostCluster implements StartedOrClosed.Lab {
 
-    private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final int REDIS_PORT = 6379;
     private static final int CONTROL_PORT = 8080;
     private static final int PUBLISHER_PORT = 8081;
@@ -148,8 +146,8 @@ public final class MultiHostCluster implements AutoCloseable {
 
     private MultiHostCluster(Spec spec) throws IOException {
         this.spec = spec;
-        this.manifest = LabCluster.publishedManifest(spec.model());
-        this.placement = LabCluster.placementFor(manifest, spec.asLab());
+        this.manifest = LabCatalog.publishedManifest(spec.model());
+        this.placement = LabCatalog.placementFor(manifest, spec.asLab());
         for (int i = 0; i < spec.trainerNodes(); i++) {
             trainerNodes.add(Topology.trainerNodeName(i));
         }
@@ -177,14 +175,7 @@ public final class MultiHostCluster implements AutoCloseable {
     public static MultiHostCluster start(Spec spec, List<String> serviceArgs) throws Exception {
         MultiHostCluster lab = new MultiHostCluster(spec);
         lab.serviceArgs = List.copyOf(serviceArgs);
-        try {
-            lab.startAll();
-            return lab;
-        } catch (Exception | Error e) {
-            lab.dumpLogs();
-            lab.close();
-            throw e;
-        }
+        return StartedOrClosed.start(lab, lab::startAll);
     }
 
     public SourceManifest manifest() {
@@ -211,8 +202,8 @@ public final class MultiHostCluster implements AutoCloseable {
     public Published publish(long step) throws Exception {
         LinkCounters before = hosts.counters();
         HostProcess first = trainerAgents.get(trainerNodes.get(0));
-        long generation = ask(first, "open " + step).get("generation").asLong();
-        List<JsonNode> ranks = all(trainerAgents.values(), p -> askRaw(p, "publish " + step));
+        long generation = first.require("open " + step).get("generation").asLong();
+        List<JsonNode> ranks = all(trainerAgents.values(), p -> p.answer("publish " + step));
         List<String> failures = new ArrayList<>();
         for (JsonNode r : ranks) {
             if (!r.path("ok").asBoolean() || r.path("generation").asLong() != generation) {
@@ -220,11 +211,11 @@ public final class MultiHostCluster implements AutoCloseable {
             }
         }
         if (!failures.isEmpty()) {
-            askRaw(first, "abort " + generation);
+            first.answer("abort " + generation);
             throw new IllegalStateException(
                     "generation " + generation + " aborted: " + String.join("; ", failures));
         }
-        ask(first, "commit " + generation);
+        first.require("commit " + generation);
         long bytes = 0;
         for (JsonNode r : ranks) {
             bytes += r.path("bytes").asLong();
@@ -239,7 +230,7 @@ public final class MultiHostCluster implements AutoCloseable {
     public Update updateAll() throws Exception {
         LinkCounters before = hosts.counters();
         long started = System.nanoTime();
-        List<JsonNode> answers = all(rolloutAgents.values(), p -> askRaw(p, "update"));
+        List<JsonNode> answers = all(rolloutAgents.values(), p -> p.answer("update"));
         double seconds = (System.nanoTime() - started) / 1e9;
         return new Update(seconds, engines(answers), hosts.counters().minus(before));
     }
@@ -258,9 +249,9 @@ public final class MultiHostCluster implements AutoCloseable {
         HostProcess fresh = startLoader(host, id + "-restarted", id, port);
         host.awaitHttp(host.controlAddress(), port, "/actuator/health", HEALTHY, fresh);
         loaders.put(id, fresh);
-        ask(
-                rolloutAgents.get(host.name()),
-                "replace " + id + " " + url(host, port) + " rebuild-" + id);
+        rolloutAgents
+                .get(host.name())
+                .require("replace " + id + " " + url(host, port) + " rebuild-" + id);
         return id;
     }
 
@@ -268,7 +259,7 @@ public final class MultiHostCluster implements AutoCloseable {
     public Update update(String instance) throws Exception {
         LinkCounters before = hosts.counters();
         long started = System.nanoTime();
-        JsonNode answer = askRaw(rolloutAgents.get(nodeOf(instance)), "update-one " + instance);
+        JsonNode answer = rolloutAgents.get(nodeOf(instance)).answer("update-one " + instance);
         double seconds = (System.nanoTime() - started) / 1e9;
         return new Update(seconds, engines(List.of(answer)), hosts.counters().minus(before));
     }
@@ -282,7 +273,7 @@ public final class MultiHostCluster implements AutoCloseable {
         LinkCounters before = hosts.counters();
         long started = System.nanoTime();
         List<JsonNode> answers =
-                all(rolloutAgents.values(), p -> askRaw(p, "update-within " + timeout.toSeconds()));
+                all(rolloutAgents.values(), p -> p.answer("update-within " + timeout.toSeconds()));
         double seconds = (System.nanoTime() - started) / 1e9;
         return new Update(seconds, engines(answers), hosts.counters().minus(before));
     }
@@ -292,12 +283,12 @@ public final class MultiHostCluster implements AutoCloseable {
      * are of that generation ({@code verified}).
      */
     public List<JsonNode> serving() throws Exception {
-        return engines(all(rolloutAgents.values(), p -> ask(p, "serving")));
+        return engines(all(rolloutAgents.values(), p -> p.require("serving")));
     }
 
     /** Registers every engine again with its loader in {@code group} (a rebuild). */
     public void registerAll(String group) throws Exception {
-        all(rolloutAgents.values(), p -> ask(p, "register " + group));
+        all(rolloutAgents.values(), p -> p.require("register " + group));
     }
 
     /** The segment of trainer node {@code node}'s publisher. */
@@ -307,7 +298,7 @@ public final class MultiHostCluster implements AutoCloseable {
 
     /** Removes retired generations nobody holds, as a deployment's scheduled GC would. */
     public void collectGarbage() {
-        ask(trainerAgents.get(trainerNodes.get(0)), "gc");
+        trainerAgents.get(trainerNodes.get(0)).require("gc");
     }
 
     /** Which process runs where and what shared memory each maps, from {@code /proc}. */
@@ -337,24 +328,7 @@ public final class MultiHostCluster implements AutoCloseable {
 
     private void startAll() throws Exception {
         Host redisHost = hosts.host("redis");
-        HostProcess redis =
-                redisHost.start(
-                        "redis",
-                        List.of(
-                                "redis-server",
-                                "--bind",
-                                redisHost.controlAddress(),
-                                "--port",
-                                Integer.toString(REDIS_PORT),
-                                "--save",
-                                "",
-                                "--appendonly",
-                                "no",
-                                "--protected-mode",
-                                "no"),
-                        logs);
-        redisHost.awaitRedis(redisHost.controlAddress(), REDIS_PORT, Duration.ofSeconds(30), redis);
-        redisUri = "redis://" + redisHost.controlAddress() + ":" + REDIS_PORT;
+        redisUri = redisHost.startRedis(REDIS_PORT, logs);
 
         Host controlHost = hosts.host("control");
         controlUrl = url(controlHost, CONTROL_PORT);
@@ -381,7 +355,7 @@ public final class MultiHostCluster implements AutoCloseable {
 
         Map<HostProcess, Integer> services = new LinkedHashMap<>();
         services.put(control, CONTROL_PORT);
-        long[] sizes = LabCluster.publisherSizes(manifest, spec.trainerNodes());
+        long[] sizes = LabCatalog.publisherSizes(manifest, spec.trainerNodes());
         long segment = sizes[0];
         long staging = sizes[1];
         for (String node : trainerNodes) {
@@ -395,7 +369,7 @@ public final class MultiHostCluster implements AutoCloseable {
                             "--relay.segment.admin-url=" + url(h, PUBLISHER_PORT),
                             "--relay.staging.mode=segment",
                             "--relay.staging.capacity=" + staging + "B",
-                            "--relay.staging.max-batch-bytes=" + LabCluster.MAX_BATCH + "B",
+                            "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrl,
                             secrets.springArg(
                                     "publisher-" + node, secrets.publisher(segmentName(node)))));
@@ -435,9 +409,11 @@ public final class MultiHostCluster implements AutoCloseable {
             Host h = hosts.host(node);
             trainerAgents.put(
                     node,
-                    h.startPiped(
+                    h.startJava(
                             "trainer-rank-" + node,
-                            agent(
+                            "256m",
+                            HostAgent.class,
+                            List.of(
                                     "--role",
                                     "trainer",
                                     "--model",
@@ -494,10 +470,9 @@ public final class MultiHostCluster implements AutoCloseable {
             }
             rolloutAgents.put(
                     node,
-                    h.startPiped(
-                            "rollout-engines-" + node, agent(args.toArray(String[]::new)), logs));
+                    h.startJava("rollout-engines-" + node, "256m", HostAgent.class, args, logs));
         }
-        all(rolloutAgents.values(), p -> ask(p, "register lab"));
+        all(rolloutAgents.values(), p -> p.require("register lab"));
     }
 
     /**
@@ -557,18 +532,6 @@ public final class MultiHostCluster implements AutoCloseable {
         return h.start(name, command, logs);
     }
 
-    private static List<String> agent(String... args) {
-        List<String> command = new ArrayList<>();
-        command.add(java());
-        command.add("-Xmx256m");
-        command.add("-XX:+UseSerialGC");
-        command.add("-cp");
-        command.add(HostLab.absoluteClassPath());
-        command.add(HostAgent.class.getName());
-        command.addAll(List.of(args));
-        return command;
-    }
-
     private static String java() {
         return Path.of(System.getProperty("java.home"), "bin", "java").toString();
     }
@@ -603,27 +566,6 @@ public final class MultiHostCluster implements AutoCloseable {
     /** The data-plane key prefix of this lab's store (segments and object directory). */
     public String dataplanePrefix() {
         return "wr:lab:" + run + ":dp:";
-    }
-
-    private static JsonNode askRaw(HostProcess agent, String command) {
-        String line = agent.ask(command);
-        if (line == null) {
-            throw new IllegalStateException(
-                    agent.name()
-                            + " ended while asked '"
-                            + command
-                            + "'; its log:\n"
-                            + agent.tail());
-        }
-        return JSON.readTree(line);
-    }
-
-    private static JsonNode ask(HostProcess agent, String command) {
-        JsonNode answer = askRaw(agent, command);
-        if (!answer.path("ok").asBoolean()) {
-            throw new IllegalStateException(agent.name() + " refused '" + command + "': " + answer);
-        }
-        return answer;
     }
 
     private static List<JsonNode> engines(List<JsonNode> answers) {

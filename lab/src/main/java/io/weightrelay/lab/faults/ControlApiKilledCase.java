@@ -35,22 +35,11 @@ public final class ControlApiKilledCase implements FaultCase {
     private FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
         ServingProof proof = new ServingProof(lab);
-        long good = lab.publish(b.nextStep());
-        proof.checkEngines(lab.updateAll().requireUpdated().results());
-        long next = lab.publish(b.nextStep());
-
-        RedisRestartCase.SessionWatch.MidUpdate update =
-                RedisRestartCase.SessionWatch.updateWithFault(
-                        lab,
-                        next,
-                        () -> {
-                            lab.killControlApi(0);
-                        });
-        boolean midUpdate = update.midUpdate();
-        List<UpdateProgress> outcomes = update.outcomes();
-        proof.checkEngines(outcomes);
+        MidUpdate update = MidUpdate.inject(b, proof, () -> lab.killControlApi(0));
+        long next = update.next();
+        proof.checkEngines(update.outcomes());
         List<String> ends = new ArrayList<>();
-        for (UpdateProgress p : outcomes) {
+        for (UpdateProgress p : update.outcomes()) {
             ends.add(p.getOutcome() + "@" + p.getGeneration());
             proof.require(
                     p.getOutcome() == UpdateOutcome.UPDATED && p.getGeneration() == next,
@@ -64,12 +53,12 @@ public final class ControlApiKilledCase implements FaultCase {
                             + p.getError());
         }
         proof.requireHeld(Set.of(next));
-        proof.requireCommitted(good);
+        proof.requireCommitted(update.good());
         proof.requireCommitted(next);
         long after = proof.serveNext(b.nextStep());
         return proof.result(
                 name(),
-                (midUpdate ? "killed mid-update" : "killed after the update ended")
+                update.when("killed")
                         + "; outcomes "
                         + ends
                         + "; next "

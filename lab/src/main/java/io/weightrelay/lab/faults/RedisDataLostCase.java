@@ -6,7 +6,6 @@ import io.lettuce.core.api.sync.RedisCommands;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.lab.cluster.LabRedis;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.topology.Topology;
 import java.time.Duration;
@@ -52,25 +51,11 @@ public final class RedisDataLostCase implements FaultCase {
 
     private FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
-        LabRedis redis = b.redis;
         ServingProof proof = new ServingProof(lab);
-        long good = lab.publish(b.nextStep());
-        proof.checkEngines(lab.updateAll().requireUpdated().results());
-        long next = lab.publish(b.nextStep());
-
-        RedisRestartCase.SessionWatch.MidUpdate update =
-                RedisRestartCase.SessionWatch.updateWithFault(
-                        lab,
-                        next,
-                        () -> {
-                            redis.kill();
-                            Thread.sleep(RedisRestartCase.OUTAGE.toMillis());
-                            redis.restartEmpty();
-                        });
-        boolean midUpdate = update.midUpdate();
-        List<UpdateProgress> outcomes = update.outcomes();
-        proof.checkEngines(outcomes);
-        proof.requireHeld(Set.of(good, next));
+        MidUpdate update = RedisRestartCase.outage(b, proof, true);
+        long next = update.next();
+        proof.checkEngines(update.outcomes());
+        proof.requireHeld(Set.of(update.good(), next));
         Map<String, Long> held = new TreeMap<>();
         for (RolloutEngine engine : lab.engines()) {
             held.put(engine.instance(), engine.status().getGeneration());
@@ -112,9 +97,9 @@ public final class RedisDataLostCase implements FaultCase {
                         + ", which engines held");
         return proof.result(
                 name(),
-                (midUpdate ? "wiped mid-update" : "wiped after the update ended")
+                update.when("wiped")
                         + "; outcomes "
-                        + outcomes.stream()
+                        + update.outcomes().stream()
                                 .map(p -> p.getOutcome() + "@" + p.getGeneration())
                                 .toList()
                         + "; held "

@@ -1,7 +1,5 @@
 package io.weightrelay.lab.faults;
 
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.api.StatefulRedisConnection;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
@@ -10,10 +8,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Fault case 4: the lab's Redis (a private redis-server with an append-only file, {@code
@@ -38,25 +32,33 @@ public final class RedisRestartCase implements FaultCase {
         return SharedLab.prove(context, (b, started) -> prove(b, started));
     }
 
+    /**
+     * Kills the lab's Redis (SIGKILL) during an update and starts it again after {@link #OUTAGE},
+     * with what it saved or, {@code wiped}, with nothing.
+     */
+    static MidUpdate outage(SharedLab.Borrowed b, ServingProof proof, boolean wiped)
+            throws Exception {
+        LabRedis redis = b.redis;
+        return MidUpdate.inject(
+                b,
+                proof,
+                () -> {
+                    redis.kill();
+                    Thread.sleep(OUTAGE.toMillis());
+                    if (wiped) {
+                        redis.restartEmpty();
+                    } else {
+                        redis.restart();
+                    }
+                });
+    }
+
     private FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
-        LabRedis redis = b.redis;
         ServingProof proof = new ServingProof(lab);
-        long good = lab.publish(b.nextStep());
-        LabCluster.Updates first = lab.updateAll().requireUpdated();
-        proof.checkEngines(first.results());
-        long next = lab.publish(b.nextStep());
-
-        SessionWatch.MidUpdate update =
-                SessionWatch.updateWithFault(
-                        lab,
-                        next,
-                        () -> {
-                            redis.kill();
-                            Thread.sleep(OUTAGE.toMillis());
-                            redis.restart();
-                        });
-        boolean midUpdate = update.midUpdate();
+        MidUpdate update = outage(b, proof, false);
+        long good = update.good();
+        long next = update.next();
         List<UpdateProgress> outcomes = update.outcomes();
         double recovery = awaitControlApi(lab, good);
         proof.require(
@@ -93,7 +95,7 @@ public final class RedisRestartCase implements FaultCase {
         proof.requireCommitted(next);
         return proof.result(
                 name(),
-                (midUpdate ? "killed mid-update" : "killed after the update ended")
+                update.when("killed")
                         + String.format(
                                 java.util.Locale.ROOT,
                                 "; control-api served again %.1f s after the restart",
@@ -145,79 +147,5 @@ public final class RedisRestartCase implements FaultCase {
             Thread.sleep(100);
         }
         return -1;
-    }
-
-    /**
-     * A connection of the case's own to the lab's Redis, opened before the update starts (a first
-     * connection costs more than a whole update of the tiny model), that waits for the session.
-     */
-    static final class SessionWatch implements AutoCloseable {
-        private final RedisClient client;
-        private final StatefulRedisConnection<String, String> connection;
-        private final String key;
-
-        SessionWatch(LabCluster.Spec spec, String key) {
-            this.client =
-                    RedisClient.create("redis://" + spec.redisHost() + ":" + spec.redisPort());
-            this.connection = client.connect();
-            this.key = key;
-            connection.sync().ping();
-        }
-
-        /**
-         * Waits until the update session's key exists (the update is past its plan) or the update
-         * ended; true when the session exists and the update still runs.
-         */
-        boolean awaitSession(Future<?> running) throws InterruptedException {
-            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
-            while (System.nanoTime() < deadline && !running.isDone()) {
-                if (connection.sync().exists(key) > 0) {
-                    return !running.isDone();
-                }
-                Thread.sleep(1);
-            }
-            return false;
-        }
-
-        @Override
-        public void close() {
-            connection.close();
-            client.shutdown(0, 1, TimeUnit.SECONDS);
-        }
-
-        /** A fault a case injects while an update runs. */
-        interface Fault {
-            void inject() throws Exception;
-        }
-
-        /**
-         * Whether the fault came while the update ran (its session existed), and how every engine's
-         * update ended.
-         */
-        record MidUpdate(boolean midUpdate, List<UpdateProgress> outcomes) {}
-
-        /**
-         * Updates every engine of {@code lab} to {@code generation} and injects {@code fault} once
-         * the update's session exists (or the update ended first), then waits for every outcome.
-         */
-        static MidUpdate updateWithFault(LabCluster lab, long generation, Fault fault)
-                throws Exception {
-            String session =
-                    lab.controlPrefix()
-                            + "update:"
-                            + lab.spec().model()
-                            + ":"
-                            + generation
-                            + ":lab";
-            ExecutorService pool = Executors.newSingleThreadExecutor();
-            try (SessionWatch watch = new SessionWatch(lab.spec(), session)) {
-                Future<LabCluster.Updates> running = pool.submit(lab::updateAll);
-                boolean midUpdate = watch.awaitSession(running);
-                fault.inject();
-                return new MidUpdate(midUpdate, running.get(5, TimeUnit.MINUTES).results());
-            } finally {
-                pool.shutdownNow();
-            }
-        }
     }
 }

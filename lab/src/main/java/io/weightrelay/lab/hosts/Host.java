@@ -115,6 +115,21 @@ public final class Host {
         return lab.track(HostProcess.start(this, processName, inside(command), logs, true));
     }
 
+    /**
+     * Starts {@code main} from the lab's own class path in a JVM of {@code heap} inside this host,
+     * with {@code args}, as an agent ({@link #startPiped}).
+     */
+    public HostProcess startJava(
+            String processName, String heap, Class<?> main, List<String> args, Path logs) {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(List.of("-Xmx" + heap, "-XX:+UseSerialGC", "-cp"));
+        command.add(HostLab.absoluteClassPath());
+        command.add(main.getName());
+        command.addAll(args);
+        return startPiped(processName, command, logs);
+    }
+
     /** Runs a short command inside this host and returns its exit code and output. */
     Commands.Result run(List<String> command, int seconds) {
         return Commands.run(inside(command), seconds);
@@ -130,6 +145,31 @@ public final class Host {
                 "exec 3<>/dev/tcp/%s/%d && printf 'GET %s HTTP/1.0\\r\\nHost: %s\\r\\n\\r\\n' >&3 && head -c 12 <&3"
                         .formatted(address, port, path, address);
         awaitAnswer(request, "HTTP/1.1 200", timeout, of);
+    }
+
+    /**
+     * Starts a throwaway Redis (no persistence) on this host's control address and waits until it
+     * answers; returns its URI.
+     */
+    public String startRedis(int port, Path logs) throws InterruptedException {
+        HostProcess redis =
+                start(
+                        "redis",
+                        List.of(
+                                "redis-server",
+                                "--bind",
+                                controlAddress,
+                                "--port",
+                                Integer.toString(port),
+                                "--save",
+                                "",
+                                "--appendonly",
+                                "no",
+                                "--protected-mode",
+                                "no"),
+                        logs);
+        awaitRedis(controlAddress, port, Duration.ofSeconds(30), redis);
+        return "redis://" + controlAddress + ":" + port;
     }
 
     /** Waits until a Redis on {@code address:port} answers PING, asked from inside this host. */

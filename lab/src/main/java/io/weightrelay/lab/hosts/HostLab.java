@@ -544,25 +544,11 @@ public final class HostLab implements AutoCloseable {
      * {@code 10mbit}), so that a transfer from it lasts long enough to be cut in the middle.
      */
     public void shapeDataLink(String host, String rate) {
-        Commands.check(
-                List.of(
-                        "ip",
-                        "netns",
-                        "exec",
-                        host(host).namespace(),
-                        "tc",
-                        "qdisc",
-                        "replace",
-                        "dev",
-                        "dp0",
-                        "root",
-                        "tbf",
-                        "rate",
-                        rate,
-                        "burst",
-                        "32kb",
-                        "latency",
-                        "1s"));
+        tcQdisc(
+                host(host).namespace(),
+                "replace",
+                "dp0",
+                List.of("root", "tbf", "rate", rate, "burst", "32kb", "latency", "1s"));
     }
 
     /**
@@ -579,14 +565,8 @@ public final class HostLab implements AutoCloseable {
         Host h = host(host);
         List<String> tbf =
                 List.of("root", "tbf", "rate", rate, "burst", "256kb", "latency", "50ms");
-        List<String> own = new ArrayList<>(List.of("ip", "netns", "exec", h.namespace()));
-        own.addAll(List.of("tc", "qdisc", "replace", "dev", "dp0"));
-        own.addAll(tbf);
-        Commands.check(own);
-        List<String> port = new ArrayList<>(List.of("ip", "netns", "exec", network));
-        port.addAll(List.of("tc", "qdisc", "replace", "dev", "d" + h.index()));
-        port.addAll(tbf);
-        Commands.check(port);
+        tcQdisc(h.namespace(), "replace", "dp0", tbf);
+        tcQdisc(network, "replace", "d" + h.index(), tbf);
     }
 
     /**
@@ -610,18 +590,16 @@ public final class HostLab implements AutoCloseable {
 
     /** Takes {@link #shapeDataLink(String, String)}'s limit off again. */
     public void unshapeDataLink(String host) {
-        Commands.check(
-                List.of(
-                        "ip",
-                        "netns",
-                        "exec",
-                        host(host).namespace(),
-                        "tc",
-                        "qdisc",
-                        "del",
-                        "dev",
-                        "dp0",
-                        "root"));
+        tcQdisc(host(host).namespace(), "del", "dp0", List.of("root"));
+    }
+
+    /** {@code tc qdisc <action> dev <dev> <rest>} in network namespace {@code namespace}. */
+    private static void tcQdisc(String namespace, String action, String dev, List<String> rest) {
+        List<String> command =
+                new ArrayList<>(List.of("ip", "netns", "exec", namespace, "tc", "qdisc", action));
+        command.addAll(List.of("dev", dev));
+        command.addAll(rest);
+        Commands.check(command);
     }
 
     private static void ip(String... args) {

@@ -1,5 +1,6 @@
 package io.weightrelay.lab.hosts;
 
+import io.weightrelay.service.test.ChildProcess;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -7,10 +8,10 @@ import java.io.OutputStreamWriter;
 import java.io.UncheckedIOException;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * One process running inside a {@link Host}: a service (output in a log file) or an agent (stdin
@@ -18,20 +19,17 @@ import java.util.concurrent.TimeUnit;
  * stops it gracefully and waits; {@link #kill()} ends it at once, as a crash would. The process
  * itself is the one started ({@code nsenter} execs it), so {@link #pid()} is its pid.
  */
-public final class HostProcess implements AutoCloseable {
+public final class HostProcess extends ChildProcess {
 
-    private final String name;
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
     private final Host host;
-    private final Process process;
-    private final Path log;
     private final BufferedReader out;
     private final Writer in;
 
     private HostProcess(String name, Host host, Process process, Path log, boolean piped) {
-        this.name = name;
+        super(name, process, log);
         this.host = host;
-        this.process = process;
-        this.log = log;
         this.out =
                 piped
                         ? new BufferedReader(
@@ -60,20 +58,8 @@ public final class HostProcess implements AutoCloseable {
         }
     }
 
-    public String name() {
-        return name;
-    }
-
     public Host host() {
         return host;
-    }
-
-    public long pid() {
-        return process.pid();
-    }
-
-    public boolean isAlive() {
-        return process.isAlive();
     }
 
     /**
@@ -88,7 +74,7 @@ public final class HostProcess implements AutoCloseable {
             return out.readLine();
         } catch (IOException e) {
             throw new HostLabException(
-                    name + " stopped answering (" + e.getMessage() + "); its log:\n" + tail(), e);
+                    name() + " stopped answering (" + e.getMessage() + "); its log:\n" + tail(), e);
         }
     }
 
@@ -97,33 +83,35 @@ public final class HostProcess implements AutoCloseable {
         try {
             return out.readLine();
         } catch (IOException e) {
-            throw new HostLabException(name + " stopped answering (" + e.getMessage() + ")", e);
+            throw new HostLabException(name() + " stopped answering (" + e.getMessage() + ")", e);
         }
     }
 
-    /** The last lines of the process's log, for error messages. */
-    public String tail() {
-        try {
-            List<String> lines = Files.readAllLines(log);
-            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
-        } catch (IOException e) {
-            return "(no log: " + e + ")";
+    /**
+     * The agent's JSON answer to {@code command} (null: the ready line it says unasked); fails if
+     * the agent ended first.
+     */
+    public JsonNode answer(String command) {
+        String line = command == null ? read() : ask(command);
+        if (line == null) {
+            throw new HostLabException(
+                    name() + " ended while asked '" + command + "'; its log:\n" + tail());
         }
+        return JSON.readTree(line);
+    }
+
+    /** As {@link #answer(String)}, and fails unless the answer says {@code "ok":true}. */
+    public JsonNode require(String command) {
+        JsonNode answer = answer(command);
+        if (!answer.path("ok").asBoolean()) {
+            throw new HostLabException(name() + " refused '" + command + "': " + answer);
+        }
+        return answer;
     }
 
     /** Asks the process to stop (SIGTERM) and returns at once; {@link #close()} waits. */
     void stop() {
-        process.destroy();
-    }
-
-    /** Ends the process at once, as a crash would. */
-    public void kill() {
-        process.destroyForcibly();
-        try {
-            process.waitFor(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        process().destroy();
     }
 
     @Override
@@ -135,14 +123,6 @@ public final class HostProcess implements AutoCloseable {
                 // the agent is gone already
             }
         }
-        process.destroy();
-        try {
-            if (!process.waitFor(20, TimeUnit.SECONDS)) {
-                process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            process.destroyForcibly();
-        }
+        super.close();
     }
 }

@@ -65,6 +65,29 @@ public final class RolloutEngine {
     }
 
     /**
+     * What a loader registers for worker {@code w} as rank {@code rank}: its id, node, NIC and
+     * mode, and for a compat worker its one receive buffer, the safetensors image of {@code image}
+     * bytes (a direct worker's fragments and buffers are added by the caller).
+     */
+    public static WorkerPlacement registration(Worker w, int rank, long image) {
+        WorkerPlacement p =
+                new WorkerPlacement()
+                        .workerId(w.id())
+                        .rank(rank)
+                        .node(w.node())
+                        .nic("nic" + w.nicFirst())
+                        .mode(w.mode() == Mode.COMPAT ? ConsumeMode.COMPAT : ConsumeMode.DIRECT);
+        if (w.mode() == Mode.COMPAT) {
+            p.addBuffersItem(
+                    new ReceiveBuffer()
+                            .bufferId(Worker.COMPAT_BUFFER)
+                            .segment(w.segment())
+                            .size(image));
+        }
+        return p;
+    }
+
+    /**
      * As {@link #workers(TargetPlacement, String, SourceManifest)}, only the ranks on {@code node}
      * (null: on every node): what the loader of one node of an instance that spans nodes registers.
      * Ranks keep their number in the instance.
@@ -82,23 +105,8 @@ public final class RolloutEngine {
                 rank++;
                 continue;
             }
-            WorkerPlacement p =
-                    new WorkerPlacement()
-                            .workerId(w.id())
-                            .rank(rank++)
-                            .node(w.node())
-                            .nic("nic" + w.nicFirst())
-                            .mode(
-                                    w.mode() == Mode.COMPAT
-                                            ? ConsumeMode.COMPAT
-                                            : ConsumeMode.DIRECT);
-            if (w.mode() == Mode.COMPAT) {
-                p.addBuffersItem(
-                        new ReceiveBuffer()
-                                .bufferId(Worker.COMPAT_BUFFER)
-                                .segment(w.segment())
-                                .size(image));
-            } else {
+            WorkerPlacement p = registration(w, rank++, image);
+            if (w.mode() != Mode.COMPAT) {
                 Map<String, Long> sizes = new LinkedHashMap<>();
                 for (io.weightrelay.reshard.placement.TargetFragment f : w.fragments()) {
                     sizes.merge(f.buffer(), Math.max(1, f.bufferEnd()), Math::max);

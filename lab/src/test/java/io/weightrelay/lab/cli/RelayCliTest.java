@@ -2,8 +2,8 @@ package io.weightrelay.lab.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.service.process.ServiceProcess;
-import io.weightrelay.trainer.sim.Args;
+import io.weightrelay.lab.Args;
+import io.weightrelay.service.test.ServiceProcess;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -136,22 +136,23 @@ class RelayCliTest {
     @ParameterizedTest
     @MethodSource("everyCommand")
     void anUnknownFlagExitsTwoNamingIt(List<String> path) throws Exception {
-        Run run = relay(with(path, "--frobnicate"));
-
-        assertThat(run.code()).isEqualTo(2);
-        assertThat(run.launched()).isEmpty();
-        assertThat(run.err()).contains("Unknown option: '--frobnicate'");
+        Run run = refused(with(path, "--frobnicate"), "Unknown option: '--frobnicate'");
         assertThat(run.out()).isEmpty();
     }
 
     @ParameterizedTest
     @MethodSource("runnableCommands")
     void aStrayArgumentExitsTwo(List<String> path) throws Exception {
-        Run run = relay(with(path, "sideways"));
+        refused(with(path, "sideways"), "'sideways'");
+    }
 
+    /** Runs {@code args}: exit 2, nothing launched, the error names {@code named}. */
+    private static Run refused(String[] args, String named) throws Exception {
+        Run run = relay(args);
         assertThat(run.code()).isEqualTo(2);
         assertThat(run.launched()).isEmpty();
-        assertThat(run.err()).contains("'sideways'");
+        assertThat(run.err()).contains(named);
+        return run;
     }
 
     @Test
@@ -453,7 +454,7 @@ class RelayCliTest {
                         "trainer --model tiny --control-api http://control-api:8080 --publisher"
                                 + " trainer-0000=http://publisher-0:8081 --steps 1 --first-step 0"
                                 + " --token t0k3n",
-                        "io.weightrelay.trainer.sim.SimulatedTrainer"),
+                        "io.weightrelay.lab.trainer.SimulatedTrainer"),
                 Arguments.of(
                         "rollout --model tiny --instances 1 --tp 2 --rollout-nodes 1 --mode compat"
                                 + " --loaders http://loader-0:8082 --control-url"
@@ -492,7 +493,7 @@ class RelayCliTest {
                     Map.entry(
                             "trainer",
                             List.of(
-                                    "trainer-client/src/main/java/io/weightrelay/trainer/sim/SimulatedTrainer.java")),
+                                    "lab/src/main/java/io/weightrelay/lab/trainer/SimulatedTrainer.java")),
                     Map.entry(
                             "rollout",
                             List.of(

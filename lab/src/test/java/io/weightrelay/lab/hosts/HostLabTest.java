@@ -43,19 +43,7 @@ class HostLabTest {
                     .isFalse();
             assertThat(Files.exists(Path.of(probe))).as("the machine does not see it").isFalse();
 
-            HostProcess sink =
-                    b.start(
-                            "sink",
-                            List.of(
-                                    Path.of(System.getProperty("java.home"), "bin", "java")
-                                            .toString(),
-                                    "-Xmx32m",
-                                    "-cp",
-                                    System.getProperty("java.class.path"),
-                                    Sink.class.getName(),
-                                    b.dataAddress(),
-                                    "7070"),
-                            logs);
+            HostProcess sink = startSink(b, "sink", logs);
             awaitListening(a, b.dataAddress(), 7070, sink);
             LinkCounters before = lab.counters();
             Commands.Result sent =
@@ -104,19 +92,7 @@ class HostLabTest {
             for (Host[] pair : List.of(new Host[] {a, b}, new Host[] {b, a})) {
                 Host from = pair[0];
                 Host to = pair[1];
-                HostProcess sink =
-                        to.start(
-                                "sink-" + to.name(),
-                                List.of(
-                                        Path.of(System.getProperty("java.home"), "bin", "java")
-                                                .toString(),
-                                        "-Xmx32m",
-                                        "-cp",
-                                        System.getProperty("java.class.path"),
-                                        Sink.class.getName(),
-                                        to.dataAddress(),
-                                        "7070"),
-                                logs);
+                HostProcess sink = startSink(to, "sink-" + to.name(), logs);
                 awaitListening(from, to.dataAddress(), 7070, sink);
                 Commands.Result sent =
                         from.run(
@@ -161,6 +137,21 @@ class HostLabTest {
         List<String> removed = HostLab.cleanLeftovers(PREFIX);
         assertThat(removed).contains(dead);
         assertThat(Commands.run(List.of("ip", "netns", "list"), 10).out()).doesNotContain(dead);
+    }
+
+    /** A {@link Sink} on {@code host}'s data address, port 7070. */
+    private static HostProcess startSink(Host host, String name, Path logs) {
+        return host.start(
+                name,
+                List.of(
+                        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                        "-Xmx32m",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        Sink.class.getName(),
+                        host.dataAddress(),
+                        "7070"),
+                logs);
     }
 
     private static void awaitListening(Host from, String address, int port, HostProcess of)

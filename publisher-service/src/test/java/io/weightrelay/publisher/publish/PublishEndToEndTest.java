@@ -40,7 +40,7 @@ import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RelayCallException;
 import io.weightrelay.trainer.client.TrainerSession;
 import io.weightrelay.trainer.sim.DeterministicWeights;
-import io.weightrelay.trainer.sim.SimulatedTrainer;
+import io.weightrelay.trainer.sim.SimulatedModel;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
@@ -179,8 +179,7 @@ abstract class PublishEndToEndTest {
 
     /** The tiny catalogued model, fp32 in the trainer, bf16 for rollout, small fragments. */
     static SourceManifest tinyFp32ToBf16(String model) {
-        SourceManifest tiny =
-                SimulatedTrainer.manifest("tiny", DType.F32, DType.BF16, MAX_FRAGMENT);
+        SourceManifest tiny = SimulatedModel.manifest("tiny", DType.F32, DType.BF16, MAX_FRAGMENT);
         return Fragmenter.fragment(model, tiny.tensors(), MAX_FRAGMENT);
     }
 

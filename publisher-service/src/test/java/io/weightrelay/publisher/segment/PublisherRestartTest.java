@@ -19,14 +19,14 @@ import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
-import io.weightrelay.service.process.ServiceProcess;
 import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.service.test.ServiceProcess;
 import io.weightrelay.service.test.TestDataplane;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.TrainerSession;
 import io.weightrelay.trainer.sim.DeterministicWeights;
-import io.weightrelay.trainer.sim.SimulatedTrainer;
+import io.weightrelay.trainer.sim.SimulatedModel;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -97,7 +97,7 @@ class PublisherRestartTest {
         SourceManifest manifest =
                 Fragmenter.fragment(
                         "restart",
-                        SimulatedTrainer.manifest("tiny", DType.F32, DType.BF16, MAX_FRAGMENT)
+                        SimulatedModel.manifest("tiny", DType.F32, DType.BF16, MAX_FRAGMENT)
                                 .tensors(),
                         MAX_FRAGMENT);
 

@@ -1,4 +1,4 @@
-package io.weightrelay.service.process;
+package io.weightrelay.service.test;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,14 +18,13 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 
 /**
  * One service started as a child JVM from its executable ({@code -exec}) jar on a free loopback
- * port, its output in a log file. {@link #close()} stops it gracefully and waits; {@link #kill()}
- * ends it at once, as a crash would. Not thread safe: one owner starts, watches and stops it.
+ * port, its output in a log file ({@link ChildProcess}). Not thread safe: one owner starts, watches
+ * and stops it.
  */
-public final class ServiceProcess implements AutoCloseable {
+public final class ServiceProcess extends ChildProcess {
 
     private static final HttpClient HTTP =
             HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
@@ -35,15 +34,10 @@ public final class ServiceProcess implements AutoCloseable {
 
     private static final Set<Integer> HANDED_OUT = ConcurrentHashMap.newKeySet();
 
-    private final String name;
-    private final Process process;
-    private final Path log;
     private final int port;
 
     private ServiceProcess(String name, Process process, Path log, int port) {
-        this.name = name;
-        this.process = process;
-        this.log = log;
+        super(name, process, log);
         this.port = port;
     }
 
@@ -136,30 +130,12 @@ public final class ServiceProcess implements AutoCloseable {
         return start(name, jar, heap, List.of(), args, logs);
     }
 
-    public String name() {
-        return name;
-    }
-
     public int port() {
         return port;
     }
 
     public String baseUrl() {
         return "http://127.0.0.1:" + port;
-    }
-
-    /** The operating system's id of the process (to signal it, as a fault test does). */
-    public long pid() {
-        return process.pid();
-    }
-
-    public boolean isAlive() {
-        return process.isAlive();
-    }
-
-    /** CPU time the process has used so far (zero where the platform does not say). */
-    public Duration cpu() {
-        return process.info().totalCpuDuration().orElse(Duration.ZERO);
     }
 
     /** Waits until {@code /actuator/health} answers 200; fails with the log's tail otherwise. */
@@ -170,8 +146,8 @@ public final class ServiceProcess implements AutoCloseable {
                         .timeout(Duration.ofSeconds(2))
                         .build();
         while (System.nanoTime() < deadline) {
-            if (!process.isAlive()) {
-                throw new IllegalStateException(name + " exited early; its log:\n" + tail());
+            if (!isAlive()) {
+                throw new IllegalStateException(name() + " exited early; its log:\n" + tail());
             }
             try {
                 if (HTTP.send(health, HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
@@ -182,40 +158,7 @@ public final class ServiceProcess implements AutoCloseable {
             }
             Thread.sleep(250);
         }
-        throw new IllegalStateException(name + " not healthy within " + timeout + ":\n" + tail());
-    }
-
-    /** The last lines of the service's log, for error messages. */
-    public String tail() {
-        try {
-            List<String> lines = Files.readAllLines(log);
-            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
-        } catch (IOException e) {
-            return "(no log: " + e + ")";
-        }
-    }
-
-    /** Ends the process at once (no graceful shutdown), as a crash would. */
-    public void kill() {
-        process.destroyForcibly();
-        try {
-            process.waitFor(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    @Override
-    public void close() {
-        process.destroy();
-        try {
-            if (!process.waitFor(20, TimeUnit.SECONDS)) {
-                process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            process.destroyForcibly();
-        }
+        throw new IllegalStateException(name() + " not healthy within " + timeout + ":\n" + tail());
     }
 
     /** The {@code -exec} jar of {@code module} in the checkout at {@code root}. */

@@ -1,17 +1,16 @@
-package io.weightrelay.trainer.sim;
+package io.weightrelay.lab.trainer;
 
 import io.weightrelay.api.Dtypes;
-import io.weightrelay.reshard.catalog.ModelCatalog;
-import io.weightrelay.reshard.manifest.DType;
-import io.weightrelay.reshard.manifest.Fp8BlockRule;
+import io.weightrelay.lab.Args;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.trainer.client.PublishFailedException;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RestCoordinator;
 import io.weightrelay.trainer.client.TrainerSession;
+import io.weightrelay.trainer.sim.DeterministicWeights;
+import io.weightrelay.trainer.sim.SimulatedModel;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -44,7 +43,7 @@ public final class SimulatedTrainer {
         long maxFragment =
                 args.getLong("max-fragment-bytes", Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES);
         SourceManifest manifest =
-                manifest(
+                SimulatedModel.manifest(
                         model,
                         Dtypes.parse(args.get("trainer-dtype", "bf16")),
                         Dtypes.parse(args.get("rollout-dtype", "bf16")),
@@ -106,29 +105,5 @@ public final class SimulatedTrainer {
         if (failures > 0) {
             System.exit(1);
         }
-    }
-
-    /**
-     * The catalogued model's tensors with the given dtypes, cut into fragments. Rollout dtype
-     * {@code F8_E4M3} from a floating-point trainer dtype means what FP8 serving checkpoints hold:
-     * the tensors {@link Fp8BlockRule#defaults()} selects become block-scaled FP8 with their scale
-     * tensors, the rest BF16.
-     */
-    public static SourceManifest manifest(
-            String model, DType trainerDtype, DType rolloutDtype, long maxFragmentBytes) {
-        boolean blockFp8 = rolloutDtype == DType.F8_E4M3 && trainerDtype != DType.F8_E4M3;
-        List<TensorSpec> tensors = new ArrayList<>();
-        for (TensorSpec t : ModelCatalog.tensors(model)) {
-            tensors.add(
-                    new TensorSpec(
-                            t.name(),
-                            t.shape(),
-                            trainerDtype,
-                            blockFp8 ? DType.BF16 : rolloutDtype));
-        }
-        if (blockFp8) {
-            tensors = Fp8BlockRule.defaults().apply(tensors);
-        }
-        return Fragmenter.fragment(model, tensors, maxFragmentBytes);
     }
 }

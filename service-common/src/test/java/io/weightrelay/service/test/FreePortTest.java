@@ -1,4 +1,4 @@
-package io.weightrelay.service.process;
+package io.weightrelay.service.test;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

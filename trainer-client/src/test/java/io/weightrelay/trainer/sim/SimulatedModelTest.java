@@ -8,11 +8,11 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import org.junit.jupiter.api.Test;
 
-class SimulatedTrainerManifestTest {
+class SimulatedModelTest {
 
     @Test
     void fp8RolloutMeansBlockFp8ProjectionsWithTheirScalesAndBf16ForTheRest() {
-        SourceManifest m = SimulatedTrainer.manifest("tiny", DType.F32, DType.F8_E4M3, 64 << 10);
+        SourceManifest m = SimulatedModel.manifest("tiny", DType.F32, DType.F8_E4M3, 64 << 10);
         int quantized = 0;
         for (TensorSpec t : m.tensors()) {
             if (BlockScales.quantized(t)) {
@@ -32,7 +32,7 @@ class SimulatedTrainerManifestTest {
 
     @Test
     void otherRolloutDtypesAreTakenAsTheyAre() {
-        SourceManifest m = SimulatedTrainer.manifest("tiny", DType.F32, DType.BF16, 64 << 10);
+        SourceManifest m = SimulatedModel.manifest("tiny", DType.F32, DType.BF16, 64 << 10);
         assertThat(m.tensors()).allMatch(t -> t.rolloutDtype() == DType.BF16);
     }
 }

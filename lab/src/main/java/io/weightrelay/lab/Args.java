@@ -1,11 +1,18 @@
-package io.weightrelay.trainer.sim;
+package io.weightrelay.lab;
 
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.service.test.ServiceProcess;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-/** {@code --name value} command-line flags; repeated flags keep every value. */
+/**
+ * The flags of the lab's mains ({@code --name value} or {@code --name=value}); repeated flags keep
+ * every value. {@code ./relay} checks them first and hands on only those given, so each main's
+ * defaults are its own.
+ */
 public final class Args {
 
     private final Map<String, List<String>> values = new HashMap<>();
@@ -51,5 +58,17 @@ public final class Args {
 
     public List<String> all(String name) {
         return values.getOrDefault(name, List.of());
+    }
+
+    /** {@code --mode}: how the rollout workers hold their weights; default compat. */
+    public Mode mode() {
+        return Mode.parse(get("mode", "compat"));
+    }
+
+    /**
+     * {@code --root}: the checkout whose service jars run; default {@link ServiceProcess#home()}.
+     */
+    public Path root() {
+        return Path.of(get("root", ServiceProcess.home().toString())).toAbsolutePath();
     }
 }

@@ -38,11 +38,7 @@ public final class DeterministicWeights implements TensorSource {
         long end = element + out.remaining() / width;
         int pos = 0;
         while (element < end && element % lanes != 0) {
-            putElement(
-                    out,
-                    pos,
-                    type,
-                    lane(word(base, element / lanes, type), element % lanes, width));
+            putElement(out, pos, type, element(base, element, type));
             pos += width;
             element++;
         }
@@ -65,14 +61,17 @@ public final class DeterministicWeights implements TensorSource {
             pos += Math.toIntExact(words * 8);
         }
         while (element < end) {
-            putElement(
-                    out,
-                    pos,
-                    type,
-                    lane(word(base, element / lanes, type), element % lanes, width));
+            putElement(out, pos, type, element(base, element, type));
             pos += width;
             element++;
         }
+    }
+
+    /** Element {@code element} of the tensor, from its word. */
+    private static long element(long base, long element, DType type) {
+        int width = type.bytes();
+        int lanes = 8 / width;
+        return lane(word(base, element / lanes, type), element % lanes, width);
     }
 
     /** Eight bytes of the tensor: {@code lanes} elements, shaped like weights for float types. */

@@ -1,0 +1,96 @@
+package io.weightrelay.lab.faults;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.lab.cluster.LabCluster;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A fault injected while an update runs, the story of the cases that break a shared service
+ * mid-update: generation {@code good} is published and every engine proven on it; {@code next} is
+ * published and every engine updated to it, the fault injected once the update's session exists (or
+ * the update ended first); then every engine's outcome is awaited.
+ *
+ * @param good the generation every engine was proven on before the fault
+ * @param next the generation the interrupted update went to
+ * @param midUpdate whether the fault came while the update ran (its session existed)
+ * @param outcomes how every engine's update ended
+ */
+record MidUpdate(long good, long next, boolean midUpdate, List<UpdateProgress> outcomes) {
+
+    /** A fault a case injects while an update runs. */
+    interface Fault {
+        void inject() throws Exception;
+    }
+
+    /**
+     * Publishes and proves {@code good}, publishes {@code next} and updates to it with {@code
+     * fault}.
+     */
+    static MidUpdate inject(SharedLab.Borrowed b, ServingProof proof, Fault fault)
+            throws Exception {
+        LabCluster lab = b.lab;
+        long good = lab.publish(b.nextStep());
+        proof.checkEngines(lab.updateAll().requireUpdated().results());
+        long next = lab.publish(b.nextStep());
+        String session = lab.controlPrefix() + "update:" + lab.spec().model() + ":" + next + ":lab";
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try (SessionWatch watch = new SessionWatch(lab.spec(), session)) {
+            Future<LabCluster.Updates> running = pool.submit(lab::updateAll);
+            boolean midUpdate = watch.awaitSession(running);
+            fault.inject();
+            return new MidUpdate(good, next, midUpdate, running.get(5, TimeUnit.MINUTES).results());
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /** {@code done} "mid-update" or "after the update ended", for a case's summary. */
+    String when(String done) {
+        return done + (midUpdate ? " mid-update" : " after the update ended");
+    }
+
+    /**
+     * A connection of the case's own to the lab's Redis, opened before the update starts (a first
+     * connection costs more than a whole update of the tiny model), that waits for the session.
+     */
+    private static final class SessionWatch implements AutoCloseable {
+        private final RedisClient client;
+        private final StatefulRedisConnection<String, String> connection;
+        private final String key;
+
+        SessionWatch(LabCluster.Spec spec, String key) {
+            this.client =
+                    RedisClient.create("redis://" + spec.redisHost() + ":" + spec.redisPort());
+            this.connection = client.connect();
+            this.key = key;
+            connection.sync().ping();
+        }
+
+        /**
+         * Waits until the update session's key exists (the update is past its plan) or the update
+         * ended; true when the session exists and the update still runs.
+         */
+        boolean awaitSession(Future<?> running) throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+            while (System.nanoTime() < deadline && !running.isDone()) {
+                if (connection.sync().exists(key) > 0) {
+                    return !running.isDone();
+                }
+                Thread.sleep(1);
+            }
+            return false;
+        }
+
+        @Override
+        public void close() {
+            connection.close();
+            client.shutdown(0, 1, TimeUnit.SECONDS);
+        }
+    }
+}

@@ -1,0 +1,85 @@
+package io.weightrelay.service.test;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A child process a test or the lab started, its output in a log file: {@link #close()} stops it
+ * gracefully and waits, {@link #kill()} ends it at once, as a crash would, and {@link #tail()}
+ * tells what it said. {@link ServiceProcess} is one service; the lab's host processes are others.
+ */
+public class ChildProcess implements AutoCloseable {
+
+    private final String name;
+    private final Process process;
+    private final Path log;
+
+    /** {@code process}, started as {@code name} with its output going to {@code log}. */
+    protected ChildProcess(String name, Process process, Path log) {
+        this.process = Objects.requireNonNull(process, "process");
+        this.name = name;
+        this.log = log;
+    }
+
+    public final String name() {
+        return name;
+    }
+
+    /** The operating system's id of the process (to signal it, as a fault test does). */
+    public final long pid() {
+        return process.pid();
+    }
+
+    public final boolean isAlive() {
+        return process.isAlive();
+    }
+
+    /** CPU time the process has used so far (zero where the platform does not say). */
+    public final Duration cpu() {
+        return process.info().totalCpuDuration().orElse(Duration.ZERO);
+    }
+
+    /** The process itself, for a subclass that talks to it. */
+    protected final Process process() {
+        return process;
+    }
+
+    /** The last lines of the process's log, for error messages. */
+    public final String tail() {
+        try {
+            List<String> lines = Files.readAllLines(log);
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
+        }
+    }
+
+    /** Ends the process at once (no graceful shutdown), as a crash would. */
+    public final void kill() {
+        process.destroyForcibly();
+        try {
+            process.waitFor(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Stops the process gracefully (SIGTERM), forcibly after 20 s, and waits for it. */
+    @Override
+    public void close() {
+        process.destroy();
+        try {
+            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            process.destroyForcibly();
+        }
+    }
+}
