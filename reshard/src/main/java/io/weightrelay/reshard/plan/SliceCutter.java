@@ -12,18 +12,18 @@ import java.util.TreeMap;
 /**
  * Cuts a plan into the slices of some loaders in one scan: each read goes to its reader's slice,
  * each write to its destination's (a fan-out write to every loader with a compatibility worker on
- * the delegate's node). A loader's share is gathered column by column either as arrays, to build
- * {@link Slice}s, or straight as the varints of {@link Slice#encode()}, to encode them without
- * building them.
+ * the delegate's node). A loader's share is gathered column by column straight as the varints of
+ * {@link Slice#encode()}, so a slice is encoded without being built, and built by decoding that.
  */
 final class SliceCutter {
     private SliceCutter() {}
 
     static Map<String, Slice> slices(Plan plan, Set<String> instances) {
-        Columns.Peers peers = Columns.Peers.of(plan);
+        Map<String, byte[]> encodings = encodings(plan, instances);
         Map<String, Slice> out = new TreeMap<>();
-        for (Share<Held> share : scan(plan, instances, Held.FACTORY).values()) {
-            out.put(share.instance, build(plan, peers, share));
+        for (Map.Entry<String, byte[]> e : encodings.entrySet()) {
+            out.put(e.getKey(), Slice.decode(e.getValue()));
+            e.setValue(null);
         }
         return out;
     }
@@ -31,9 +31,9 @@ final class SliceCutter {
     static Map<String, byte[]> encodings(Plan plan, Set<String> instances) {
         ByteSink peers = new ByteSink(256 + plan.workerCount() * 64);
         Columns.Peers.of(plan).encode(peers);
-        Map<String, Share<Packed>> shares = scan(plan, instances, Packed.FACTORY);
+        Map<String, Share> shares = scan(plan, instances);
         Map<String, byte[]> out = new TreeMap<>();
-        for (Map.Entry<String, Share<Packed>> e : shares.entrySet()) {
+        for (Map.Entry<String, Share> e : shares.entrySet()) {
             out.put(e.getKey(), encode(plan, peers, e.getValue()));
             // Each share's columns are garbage once its slice is encoded.
             e.setValue(null);
@@ -41,22 +41,19 @@ final class SliceCutter {
         return out;
     }
 
-    private static <C extends Column> Map<String, Share<C>> scan(
-            Plan plan, Set<String> instances, ColumnFactory<C> columns) {
+    private static Map<String, Share> scan(Plan plan, Set<String> instances) {
         int workers = plan.workerCount();
-        Map<String, Share<C>> shares = new TreeMap<>();
-        List<Share<C>> ofWorker = new ArrayList<>(workers);
-        List<List<Share<C>>> compatOnNode = new ArrayList<>();
+        Map<String, Share> shares = new TreeMap<>();
+        List<Share> ofWorker = new ArrayList<>(workers);
+        List<List<Share>> compatOnNode = new ArrayList<>();
         for (int n = 0; n < plan.nodeCount(); n++) {
             compatOnNode.add(new ArrayList<>(2));
         }
         for (int w = 0; w < workers; w++) {
-            Share<C> share = null;
+            Share share = null;
             if (instances.contains(plan.workerInstance(w))) {
-                share =
-                        shares.computeIfAbsent(
-                                plan.workerInstance(w), i -> new Share<>(i, plan, columns));
-                List<Share<C>> onNode = compatOnNode.get(plan.workerNode(w));
+                share = shares.computeIfAbsent(plan.workerInstance(w), i -> new Share(i, plan));
+                List<Share> onNode = compatOnNode.get(plan.workerNode(w));
                 if (plan.workerMode(w) == Mode.COMPAT && !onNode.contains(share)) {
                     onNode.add(share);
                 }
@@ -70,14 +67,14 @@ final class SliceCutter {
             }
         }
         for (int i = 0; i < plan.readCount(); i++) {
-            Share<C> reader = ofWorker.get(plan.readReader(i));
+            Share reader = ofWorker.get(plan.readReader(i));
             if (reader != null) {
                 reader.addRead(plan, i);
             }
             for (int x = plan.writeFirst(i); x < plan.writeEnd(i); x++) {
                 int dst = plan.writeDst(x);
                 if ((plan.writeFlags(x) & Plan.FANOUT) != 0) {
-                    for (Share<C> share : compatOnNode.get(plan.workerNode(dst))) {
+                    for (Share share : compatOnNode.get(plan.workerNode(dst))) {
                         share.addReceive(plan, i, x);
                     }
                 } else if (ofWorker.get(dst) != null) {
@@ -88,60 +85,8 @@ final class SliceCutter {
         return shares;
     }
 
-    private static Slice build(Plan plan, Columns.Peers peers, Share<Held> s) {
-        s.close();
-        String[] objectIds = new String[s.objects.size()];
-        long[] objectBytes = new long[s.objects.size()];
-        for (int o = 0; o < objectIds.length; o++) {
-            objectIds[o] = plan.objectId(s.objects.get(o));
-            objectBytes[o] = plan.objectBytes(s.objects.get(o));
-        }
-        String[] buffers = new String[s.buffers.size()];
-        for (int b = 0; b < buffers.length; b++) {
-            buffers[b] = plan.buffer(s.buffers.get(b));
-        }
-        return new Slice(
-                s.instance,
-                plan.header,
-                peers,
-                buffers,
-                objectIds,
-                objectBytes,
-                new Columns.Reads(
-                        s.rObject.ints(),
-                        s.rReader.ints(),
-                        s.rBatch.ints(),
-                        s.rStaging.longs(),
-                        s.rStart.longs(),
-                        s.rSpan.longs(),
-                        s.rRangeFirst.ints(),
-                        s.gStart.longs(),
-                        s.gLength.longs(),
-                        s.rWriteFirst.ints()),
-                new Columns.Writes(
-                        s.wDst.ints(),
-                        s.wBuffer.ints(),
-                        s.wFlags.bytes(),
-                        s.wSrc.longs(),
-                        s.wDstOffset.longs(),
-                        s.wLength.longs(),
-                        s.wLoopFirst.ints(),
-                        new Columns.Loops(s.lCount.longs(), s.lSrc.longs(), s.lDst.longs())),
-                new Columns.Receives(
-                        s.vDst.ints(),
-                        s.vFrom.ints(),
-                        s.vBatch.ints(),
-                        s.vBuffer.ints(),
-                        s.vFlags.bytes(),
-                        s.vDstOffset.longs(),
-                        s.vLength.longs(),
-                        s.vLoopFirst.ints(),
-                        s.vCount.longs(),
-                        s.vStride.longs()));
-    }
-
-    /** The same bytes as {@link Slice#encode()} of the slice {@link #build} would build. */
-    private static byte[] encode(Plan plan, ByteSink peers, Share<Packed> s) {
+    /** The bytes of {@link Slice#encode()} of the loader's slice. */
+    private static byte[] encode(Plan plan, ByteSink peers, Share s) {
         s.close();
         List<Packed> columns = s.inSliceOrder();
         int size = 1024 + peers.size() + s.objects.size() * 48;
@@ -170,82 +115,22 @@ final class SliceCutter {
         return out.toByteArray();
     }
 
-    /** One column of a share while the plan is scanned. */
-    interface Column {
-        void add(long value);
-
-        int size();
-    }
-
-    /** Makes the columns of a share: int, long and byte columns, with a first capacity. */
-    interface ColumnFactory<C extends Column> {
-        C make(Kind kind, int capacity);
-    }
-
-    enum Kind {
-        INT,
-        LONG,
-        BYTE
-    }
-
-    /** A column kept as values, to become an array of the slice. */
-    static final class Held implements Column {
-        static final ColumnFactory<Held> FACTORY = Held::new;
-
-        private final IntList ints;
-        private final LongList longs;
-
-        Held(Kind kind, int capacity) {
-            ints = kind == Kind.LONG ? null : new IntList(capacity);
-            longs = kind == Kind.LONG ? new LongList(capacity) : null;
-        }
-
-        @Override
-        public void add(long value) {
-            if (longs != null) {
-                longs.add(value);
-            } else {
-                ints.add((int) value);
-            }
-        }
-
-        @Override
-        public int size() {
-            return longs != null ? longs.size() : ints.size();
-        }
-
-        int[] ints() {
-            return ints.toArray();
-        }
-
-        long[] longs() {
-            return longs.toArray();
-        }
-
-        byte[] bytes() {
-            byte[] out = new byte[ints.size()];
-            for (int i = 0; i < out.length; i++) {
-                out[i] = (byte) ints.get(i);
-            }
-            return out;
-        }
-    }
-
     /** A column written as it grows, in its encoding: a varint (or u8) per value, and a count. */
-    static final class Packed implements Column {
-        static final ColumnFactory<Packed> FACTORY = Packed::new;
-
+    static final class Packed {
         final ByteSink values;
         private final boolean u8;
         private int count;
 
-        Packed(Kind kind, int capacity) {
+        Packed(int capacity, boolean u8) {
             values = new ByteSink(capacity);
-            u8 = kind == Kind.BYTE;
+            this.u8 = u8;
         }
 
-        @Override
-        public void add(long value) {
+        Packed(int capacity) {
+            this(capacity, false);
+        }
+
+        void add(long value) {
             if (u8) {
                 values.u8((int) value);
             } else {
@@ -254,8 +139,7 @@ final class SliceCutter {
             count++;
         }
 
-        @Override
-        public int size() {
+        int size() {
             return count;
         }
 
@@ -265,80 +149,80 @@ final class SliceCutter {
     }
 
     /** One loader's columns while the plan is scanned. */
-    static final class Share<C extends Column> {
+    static final class Share {
         final String instance;
         // Plan index -> slice index (-1: not in the slice yet), and the plan indexes in order.
         final int[] objectIndex;
         final IntList objects = new IntList(256);
         final int[] bufferIndex;
         final IntList buffers = new IntList(4);
-        final C rReader;
-        final C rObject;
-        final C rBatch;
-        final C rStaging;
-        final C rStart;
-        final C rSpan;
-        final C rRangeFirst;
-        final C gStart;
-        final C gLength;
-        final C rWriteFirst;
-        final C wDst;
-        final C wBuffer;
-        final C wFlags;
-        final C wSrc;
-        final C wDstOffset;
-        final C wLength;
-        final C wLoopFirst;
-        final C lCount;
-        final C lSrc;
-        final C lDst;
-        final C vDst;
-        final C vFrom;
-        final C vBatch;
-        final C vBuffer;
-        final C vFlags;
-        final C vDstOffset;
-        final C vLength;
-        final C vLoopFirst;
-        final C vCount;
-        final C vStride;
+        final Packed rReader;
+        final Packed rObject;
+        final Packed rBatch;
+        final Packed rStaging;
+        final Packed rStart;
+        final Packed rSpan;
+        final Packed rRangeFirst;
+        final Packed gStart;
+        final Packed gLength;
+        final Packed rWriteFirst;
+        final Packed wDst;
+        final Packed wBuffer;
+        final Packed wFlags;
+        final Packed wSrc;
+        final Packed wDstOffset;
+        final Packed wLength;
+        final Packed wLoopFirst;
+        final Packed lCount;
+        final Packed lSrc;
+        final Packed lDst;
+        final Packed vDst;
+        final Packed vFrom;
+        final Packed vBatch;
+        final Packed vBuffer;
+        final Packed vFlags;
+        final Packed vDstOffset;
+        final Packed vLength;
+        final Packed vLoopFirst;
+        final Packed vCount;
+        final Packed vStride;
 
-        Share(String instance, Plan plan, ColumnFactory<C> f) {
+        Share(String instance, Plan plan) {
             this.instance = instance;
             objectIndex = new int[plan.objectCount()];
             bufferIndex = new int[plan.bufferCount()];
             Arrays.fill(objectIndex, -1);
             Arrays.fill(bufferIndex, -1);
-            rReader = f.make(Kind.INT, 256);
-            rObject = f.make(Kind.INT, 256);
-            rBatch = f.make(Kind.INT, 256);
-            rStaging = f.make(Kind.LONG, 256);
-            rStart = f.make(Kind.LONG, 256);
-            rSpan = f.make(Kind.LONG, 256);
-            rRangeFirst = f.make(Kind.INT, 256);
-            gStart = f.make(Kind.LONG, 256);
-            gLength = f.make(Kind.LONG, 256);
-            rWriteFirst = f.make(Kind.INT, 256);
-            wDst = f.make(Kind.INT, 1024);
-            wBuffer = f.make(Kind.INT, 1024);
-            wFlags = f.make(Kind.BYTE, 1024);
-            wSrc = f.make(Kind.LONG, 1024);
-            wDstOffset = f.make(Kind.LONG, 1024);
-            wLength = f.make(Kind.LONG, 1024);
-            wLoopFirst = f.make(Kind.INT, 1024);
-            lCount = f.make(Kind.LONG, 64);
-            lSrc = f.make(Kind.LONG, 64);
-            lDst = f.make(Kind.LONG, 64);
-            vDst = f.make(Kind.INT, 1024);
-            vFrom = f.make(Kind.INT, 1024);
-            vBatch = f.make(Kind.INT, 1024);
-            vBuffer = f.make(Kind.INT, 1024);
-            vFlags = f.make(Kind.BYTE, 1024);
-            vDstOffset = f.make(Kind.LONG, 1024);
-            vLength = f.make(Kind.LONG, 1024);
-            vLoopFirst = f.make(Kind.INT, 1024);
-            vCount = f.make(Kind.LONG, 64);
-            vStride = f.make(Kind.LONG, 64);
+            rReader = new Packed(256);
+            rObject = new Packed(256);
+            rBatch = new Packed(256);
+            rStaging = new Packed(256);
+            rStart = new Packed(256);
+            rSpan = new Packed(256);
+            rRangeFirst = new Packed(256);
+            gStart = new Packed(256);
+            gLength = new Packed(256);
+            rWriteFirst = new Packed(256);
+            wDst = new Packed(1024);
+            wBuffer = new Packed(1024);
+            wFlags = new Packed(1024, true);
+            wSrc = new Packed(1024);
+            wDstOffset = new Packed(1024);
+            wLength = new Packed(1024);
+            wLoopFirst = new Packed(1024);
+            lCount = new Packed(64);
+            lSrc = new Packed(64);
+            lDst = new Packed(64);
+            vDst = new Packed(1024);
+            vFrom = new Packed(1024);
+            vBatch = new Packed(1024);
+            vBuffer = new Packed(1024);
+            vFlags = new Packed(1024, true);
+            vDstOffset = new Packed(1024);
+            vLength = new Packed(1024);
+            vLoopFirst = new Packed(1024);
+            vCount = new Packed(64);
+            vStride = new Packed(64);
         }
 
         private int buffer(int planBuffer) {
@@ -410,7 +294,7 @@ final class SliceCutter {
         }
 
         /** The row columns in the order {@link Slice#encode()} writes them. */
-        List<C> inSliceOrder() {
+        List<Packed> inSliceOrder() {
             return List.of(
                     rReader,
                     rObject,
