@@ -206,7 +206,7 @@ final class BenchCommand {
 
         @Override
         String entryPoint() {
-            return "io.weightrelay.reshard.bench.PlannerBench";
+            return "io.weightrelay.lab.bench.planner.PlannerBench";
         }
 
         @Override
