@@ -1,6 +1,7 @@
 package io.weightrelay.api;
 
 import io.weightrelay.api.control.client.model.GenerationManifest;
+import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
@@ -20,8 +21,8 @@ public final class ControlManifests {
                     new TensorSpec(
                             t.getName(),
                             shape(t.getShape()),
-                            Dtypes.parse(t.getTrainerDtype().getValue()),
-                            Dtypes.parse(t.getRolloutDtype().getValue())));
+                            DType.ofWireName(t.getTrainerDtype().getValue()),
+                            DType.ofWireName(t.getRolloutDtype().getValue())));
         }
         List<StoredFragment> fragments = new ArrayList<>();
         for (io.weightrelay.api.control.client.model.StoredFragment f : m.getFragments()) {

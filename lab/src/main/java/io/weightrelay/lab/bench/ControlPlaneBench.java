@@ -1,6 +1,5 @@
 package io.weightrelay.lab.bench;
 
-import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.GzipRequestBodies;
 import io.weightrelay.api.GzipResponses;
 import io.weightrelay.api.control.client.GenerationsApi;
@@ -758,8 +757,8 @@ public final class ControlPlaneBench {
                         new io.weightrelay.api.control.client.model.TensorSpec()
                                 .name(t.name())
                                 .shape(boxed(t.shape()))
-                                .trainerDtype(Dtype.fromValue(Dtypes.apiName(t.trainerDtype())))
-                                .rolloutDtype(Dtype.fromValue(Dtypes.apiName(t.rolloutDtype()))));
+                                .trainerDtype(Dtype.fromValue(t.trainerDtype().wireName()))
+                                .rolloutDtype(Dtype.fromValue(t.rolloutDtype().wireName())));
             }
             List<io.weightrelay.api.control.client.model.Node> nodes = new ArrayList<>();
             for (int i = 0; i < s.trainerNodes(); i++) {

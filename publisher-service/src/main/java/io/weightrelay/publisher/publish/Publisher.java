@@ -9,10 +9,10 @@ import io.weightrelay.publisher.Futures;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.convert.Conversion;
 import io.weightrelay.publisher.convert.Converter;
-import io.weightrelay.publisher.convert.ElementType;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.staging.StagingArea;
 import io.weightrelay.reshard.convert.BlockFp8;
+import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.service.problem.RelayException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -419,16 +419,16 @@ public final class Publisher implements AutoCloseable {
                                 + "': the publisher computes it while converting that weight;"
                                 + " ranks do not send it");
             }
-            ElementType type = ElementType.ofApiName(staged.getDtype().getValue());
+            DType type = DType.ofWireName(staged.getDtype().getValue());
             if (type != tensor.trainerType() || !tensor.shape().equals(staged.getShape())) {
                 throw mismatch(
                         "tensor '"
                                 + tensor.name()
                                 + "' is "
-                                + tensor.trainerType().apiName()
+                                + tensor.trainerType().wireName()
                                 + tensor.shape()
                                 + " in the manifest, the batch says "
-                                + type.apiName()
+                                + type.wireName()
                                 + staged.getShape());
             }
             Conversion conversion =
@@ -437,9 +437,9 @@ public final class Publisher implements AutoCloseable {
                                     () ->
                                             PublishProblems.UNSUPPORTED_CONVERSION.exception(
                                                     "no conversion from "
-                                                            + tensor.trainerType().apiName()
+                                                            + tensor.trainerType().wireName()
                                                             + " to "
-                                                            + tensor.rolloutType().apiName()
+                                                            + tensor.rolloutType().wireName()
                                                             + " (tensor '"
                                                             + tensor.name()
                                                             + "')"));
@@ -583,7 +583,7 @@ public final class Publisher implements AutoCloseable {
                         source,
                         target,
                         staging.bytes(scales.offset(), scales.bytes()),
-                        w.conversion().sourceType().dtype(),
+                        w.conversion().sourceType(),
                         scales.rows(),
                         scales.cols());
         return new Converted(

@@ -1,7 +1,6 @@
 package io.weightrelay.trainer.client;
 
 import io.weightrelay.api.BaseUrlFailover;
-import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.GzipRequestBodies;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
@@ -96,8 +95,8 @@ public final class RestCoordinator implements Coordinator {
                     new TensorSpec()
                             .name(t.name())
                             .shape(shape)
-                            .trainerDtype(Dtype.fromValue(Dtypes.apiName(t.trainerDtype())))
-                            .rolloutDtype(Dtype.fromValue(Dtypes.apiName(t.rolloutDtype()))));
+                            .trainerDtype(Dtype.fromValue(t.trainerDtype().wireName()))
+                            .rolloutDtype(Dtype.fromValue(t.rolloutDtype().wireName())));
         }
         List<Node> nodes = new ArrayList<>();
         for (String n : trainerNodes) {

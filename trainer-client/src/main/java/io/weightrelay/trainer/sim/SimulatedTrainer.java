@@ -1,6 +1,5 @@
 package io.weightrelay.trainer.sim;
 
-import io.weightrelay.api.Dtypes;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fp8BlockRule;
@@ -46,8 +45,8 @@ public final class SimulatedTrainer {
         SourceManifest manifest =
                 manifest(
                         model,
-                        Dtypes.parse(args.get("trainer-dtype", "bf16")),
-                        Dtypes.parse(args.get("rollout-dtype", "bf16")),
+                        DType.ofWireName(args.get("trainer-dtype", "bf16")),
+                        DType.ofWireName(args.get("rollout-dtype", "bf16")),
                         maxFragment);
         String token = args.get("token", System.getenv("RELAY_TRAINER_TOKEN"));
         Map<String, PublisherClient> publishers = new LinkedHashMap<>();
