@@ -250,16 +250,7 @@ public final class ControlPlaneBench {
             for (Worker w : placement.workers()) {
                 List<io.weightrelay.reshard.placement.TargetFragment> fragments =
                         lists.computeIfAbsent(w.fragments(), Scenario::packed);
-                out.add(
-                        new Worker(
-                                w.id(),
-                                w.instance(),
-                                w.node(),
-                                w.nicFirst(),
-                                w.nicCount(),
-                                w.mode(),
-                                w.segment(),
-                                fragments));
+                out.add(w.withFragments(fragments));
             }
             return new TargetPlacement(out);
         }

@@ -197,7 +197,7 @@ class PlannerExampleTest {
         Plan plan = plan(placement);
         List<Worker> fewer = new ArrayList<>(placement.workers());
         Worker first = fewer.get(0);
-        fewer.set(0, withFragments(first, first.fragments().subList(1, first.fragments().size())));
+        fewer.set(0, first.withFragments(first.fragments().subList(1, first.fragments().size())));
         TargetPlacement other = new TargetPlacement(fewer);
 
         ValidationReport report = PlanValidator.validate(plan, MANIFEST, other);
@@ -246,7 +246,7 @@ class PlannerExampleTest {
                         f.bufferOffset() + 2,
                         f.strides()));
         List<Worker> changed = new ArrayList<>(mine);
-        changed.set(0, withFragments(first, moved));
+        changed.set(0, first.withFragments(moved));
         assertThat(SliceValidator.validate(slice, changed, null).problems())
                 .anyMatch(p -> p.contains(first.id()));
     }
@@ -309,18 +309,5 @@ class PlannerExampleTest {
                 Mode.DIRECT,
                 "w0",
                 List.of(fragment));
-    }
-
-    /** The same worker registered with other fragments. */
-    private static Worker withFragments(Worker w, List<TargetFragment> fragments) {
-        return new Worker(
-                w.id(),
-                w.instance(),
-                w.node(),
-                w.nicFirst(),
-                w.nicCount(),
-                w.mode(),
-                w.segment(),
-                fragments);
     }
 }

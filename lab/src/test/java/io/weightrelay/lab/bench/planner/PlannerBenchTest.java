@@ -11,25 +11,18 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class PlannerBenchTest {
+    /** A bench on tiny: 2 trainer nodes, 4 rollout nodes of 2 NICs at 400 Gb/s, and {@code mid}. */
+    private static String[] tiny(String... mid) {
+        List<String> args =
+                new ArrayList<>(
+                        List.of("--model", "tiny", "--trainer-nodes", "2", "--rollout-nodes", "4"));
+        args.addAll(List.of(mid));
+        args.addAll(List.of("--nic-gbps", "400", "--nics-per-node", "2"));
+        return args.toArray(String[]::new);
+    }
+
     private static String[] args(String mode) {
-        return new String[] {
-            "--model",
-            "tiny",
-            "--trainer-nodes",
-            "2",
-            "--rollout-nodes",
-            "4",
-            "--instances",
-            "4",
-            "--tp",
-            "2",
-            "--mode",
-            mode,
-            "--nic-gbps",
-            "400",
-            "--nics-per-node",
-            "2"
-        };
+        return tiny("--instances", "4", "--tp", "2", "--mode", mode);
     }
 
     @Test
@@ -69,27 +62,17 @@ class PlannerBenchTest {
         assertThat(result.deliveryBytes()).isGreaterThan(2 * result.modelBytes());
     }
 
-    private static final String[] WIDE_EP = {
-        "--model",
-        "tiny",
-        "--trainer-nodes",
-        "2",
-        "--rollout-nodes",
-        "4",
-        "--instances",
-        "2",
-        "--ep",
-        "4",
-        "--dp-attention",
-        "--rollout-dtype",
-        "fp8",
-        "--mode",
-        "direct",
-        "--nic-gbps",
-        "400",
-        "--nics-per-node",
-        "2"
-    };
+    private static final String[] WIDE_EP =
+            tiny(
+                    "--instances",
+                    "2",
+                    "--ep",
+                    "4",
+                    "--dp-attention",
+                    "--rollout-dtype",
+                    "fp8",
+                    "--mode",
+                    "direct");
 
     @Test
     void parsesWideExpertParallelismWithTpDefaultingToEp() {
