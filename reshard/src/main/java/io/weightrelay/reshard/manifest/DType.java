@@ -9,25 +9,23 @@ import java.util.List;
  * ...). Every service and client maps dtypes through this table.
  */
 public enum DType {
-    F64("F64", 8, null),
-    F32("F32", 4, "fp32"),
-    BF16("BF16", 2, "bf16"),
-    F16("F16", 2, "fp16"),
-    F8_E4M3("F8_E4M3", 1, "fp8_e4m3"),
-    F8_E5M2("F8_E5M2", 1, null),
-    I64("I64", 8, "int64"),
-    I32("I32", 4, "int32"),
-    I8("I8", 1, "int8"),
-    U8("U8", 1, null);
+    F64("F64", 8),
+    F32("F32", 4),
+    BF16("BF16", 2),
+    F16("F16", 2),
+    F8_E4M3("F8_E4M3", 1),
+    F8_E5M2("F8_E5M2", 1),
+    I64("I64", 8),
+    I32("I32", 4),
+    I8("I8", 1),
+    U8("U8", 1);
 
     private final String safetensorsName;
     private final int bytes;
-    private final String wireName;
 
-    DType(String safetensorsName, int bytes, String wireName) {
+    DType(String safetensorsName, int bytes) {
         this.safetensorsName = safetensorsName;
         this.bytes = bytes;
-        this.wireName = wireName;
     }
 
     public String safetensorsName() {
@@ -40,6 +38,7 @@ public enum DType {
 
     /** The contracts' name of this type ({@code bf16}, ...); none for a type they do not carry. */
     public String wireName() {
+        String wireName = wireNameOrNull();
         if (wireName == null) {
             throw new IllegalArgumentException(this + " has no contract name");
         }
@@ -48,17 +47,28 @@ public enum DType {
 
     /** The types the REST contracts carry, in table order. */
     public static List<DType> onTheWire() {
-        return Arrays.stream(values()).filter(t -> t.wireName != null).toList();
+        return Arrays.stream(values()).filter(t -> t.wireNameOrNull() != null).toList();
     }
 
     /** The type the contracts name {@code wireName} ({@code fp32}, {@code bf16}, ...). */
     public static DType ofWireName(String wireName) {
-        for (DType type : values()) {
-            if (type.wireName != null && type.wireName.equals(wireName)) {
-                return type;
-            }
-        }
-        throw new IllegalArgumentException("unknown dtype " + wireName);
+        return onTheWire().stream()
+                .filter(type -> type.wireNameOrNull().equals(wireName))
+                .findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("unknown dtype " + wireName));
+    }
+
+    private String wireNameOrNull() {
+        return switch (this) {
+            case F32 -> "fp32";
+            case BF16 -> "bf16";
+            case F16 -> "fp16";
+            case F8_E4M3 -> "fp8_e4m3";
+            case I8 -> "int8";
+            case I32 -> "int32";
+            case I64 -> "int64";
+            default -> null;
+        };
     }
 
     public static DType parse(String name) {
