@@ -1,6 +1,8 @@
 package io.weightrelay.api;
 
+import io.weightrelay.api.control.client.model.Dtype;
 import io.weightrelay.api.control.client.model.GenerationManifest;
+import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
@@ -8,7 +10,11 @@ import io.weightrelay.reshard.manifest.TensorSpec;
 import java.util.ArrayList;
 import java.util.List;
 
-/** control-api's generation manifest (client model) as reshard's, for the clients that plan. */
+/**
+ * The one mapping between the control-api contract's manifests (client model) and reshard's, both
+ * ways: a trainer opens a generation with reshard's tensors, a client that plans reads the
+ * generation manifest back as reshard's.
+ */
 public final class ControlManifests {
     private ControlManifests() {}
 
@@ -20,8 +26,8 @@ public final class ControlManifests {
                     new TensorSpec(
                             t.getName(),
                             shape(t.getShape()),
-                            Dtypes.parse(t.getTrainerDtype().getValue()),
-                            Dtypes.parse(t.getRolloutDtype().getValue())));
+                            DType.ofWireName(t.getTrainerDtype().getValue()),
+                            DType.ofWireName(t.getRolloutDtype().getValue())));
         }
         List<StoredFragment> fragments = new ArrayList<>();
         for (io.weightrelay.api.control.client.model.StoredFragment f : m.getFragments()) {
@@ -35,6 +41,25 @@ public final class ControlManifests {
                             f.getBytes()));
         }
         return new SourceManifest(m.getManifest().getModel(), tensors, fragments);
+    }
+
+    /** reshard's tensors as the contract's, to open a generation with. */
+    public static List<io.weightrelay.api.control.client.model.TensorSpec> tensors(
+            SourceManifest manifest) {
+        List<io.weightrelay.api.control.client.model.TensorSpec> out = new ArrayList<>();
+        for (TensorSpec t : manifest.tensors()) {
+            List<Long> shape = new ArrayList<>(t.shape().rank());
+            for (long d : t.shape().dims()) {
+                shape.add(d);
+            }
+            out.add(
+                    new io.weightrelay.api.control.client.model.TensorSpec()
+                            .name(t.name())
+                            .shape(shape)
+                            .trainerDtype(Dtype.fromValue(t.trainerDtype().wireName()))
+                            .rolloutDtype(Dtype.fromValue(t.rolloutDtype().wireName())));
+        }
+        return out;
     }
 
     private static Shape shape(List<Long> dims) {

@@ -1,6 +1,5 @@
 package io.weightrelay.control.generation;
 
-import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.control.model.Dtype;
 import io.weightrelay.api.control.model.Nic;
 import io.weightrelay.api.control.model.RolloutQuantization;
@@ -131,8 +130,8 @@ public final class ManifestMapper {
                         new TensorSpec(
                                         t.name(),
                                         boxed(t.shape().dims()),
-                                        Dtype.fromValue(Dtypes.apiName(t.trainerDtype())),
-                                        Dtype.fromValue(Dtypes.apiName(t.rolloutDtype())))
+                                        Dtype.fromValue(t.trainerDtype().wireName()),
+                                        Dtype.fromValue(t.rolloutDtype().wireName()))
                                 .splitDim(given.getSplitDim())
                                 .expert(given.getExpert()));
             }
@@ -219,15 +218,8 @@ public final class ManifestMapper {
         return new Node(name, role, nics.size(), sum / nics.size());
     }
 
+    /** reshard's type of a contract dtype. */
     public static DType dtype(Dtype api) {
-        return switch (api) {
-            case FP32 -> DType.F32;
-            case BF16 -> DType.BF16;
-            case FP16 -> DType.F16;
-            case FP8_E4M3 -> DType.F8_E4M3;
-            case INT8 -> DType.I8;
-            case INT32 -> DType.I32;
-            case INT64 -> DType.I64;
-        };
+        return DType.ofWireName(api.getValue());
     }
 }

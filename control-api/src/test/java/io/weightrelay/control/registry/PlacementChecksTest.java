@@ -152,7 +152,8 @@ class PlacementChecksTest {
     void catalogPlacementsPass(String model, int tp) {
         Map<String, TensorSpec> tensors = new HashMap<>();
         ModelCatalog.tensors(model).forEach(t -> tensors.put(t.name(), t));
-        TargetPlacement placement = Placements.of(model, 1, 1, tp, 1, Mode.DIRECT, 1);
+        TargetPlacement placement =
+                Placements.of(ModelCatalog.layout(model), 1, 1, tp, 1, Mode.DIRECT, 1);
         for (Worker w : placement.workers()) {
             for (boolean packed : new boolean[] {false, true}) {
                 WorkerPlacement p = registered(w, packed);

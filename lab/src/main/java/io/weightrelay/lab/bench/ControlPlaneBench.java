@@ -1,6 +1,6 @@
 package io.weightrelay.lab.bench;
 
-import io.weightrelay.api.Dtypes;
+import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.GzipRequestBodies;
 import io.weightrelay.api.GzipResponses;
 import io.weightrelay.api.control.client.GenerationsApi;
@@ -11,7 +11,6 @@ import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.BarrierName;
 import io.weightrelay.api.control.client.model.BarrierStatus;
 import io.weightrelay.api.control.client.model.ConsumeMode;
-import io.weightrelay.api.control.client.model.Dtype;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.LoaderRegistration;
@@ -40,7 +39,6 @@ import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
-import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
@@ -61,7 +59,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -253,16 +250,7 @@ public final class ControlPlaneBench {
             for (Worker w : placement.workers()) {
                 List<io.weightrelay.reshard.placement.TargetFragment> fragments =
                         lists.computeIfAbsent(w.fragments(), Scenario::packed);
-                out.add(
-                        new Worker(
-                                w.id(),
-                                w.instance(),
-                                w.node(),
-                                w.nicFirst(),
-                                w.nicCount(),
-                                w.mode(),
-                                w.segment(),
-                                fragments));
+                out.add(w.withFragments(fragments));
             }
             return new TargetPlacement(out);
         }
@@ -752,15 +740,8 @@ public final class ControlPlaneBench {
         }
 
         private OpenedGeneration open() {
-            List<io.weightrelay.api.control.client.model.TensorSpec> tensors = new ArrayList<>();
-            for (TensorSpec t : s.manifest().tensors()) {
-                tensors.add(
-                        new io.weightrelay.api.control.client.model.TensorSpec()
-                                .name(t.name())
-                                .shape(boxed(t.shape()))
-                                .trainerDtype(Dtype.fromValue(Dtypes.apiName(t.trainerDtype())))
-                                .rolloutDtype(Dtype.fromValue(Dtypes.apiName(t.rolloutDtype()))));
-            }
+            List<io.weightrelay.api.control.client.model.TensorSpec> tensors =
+                    ControlManifests.tensors(s.manifest());
             List<io.weightrelay.api.control.client.model.Node> nodes = new ArrayList<>();
             for (int i = 0; i < s.trainerNodes(); i++) {
                 nodes.add(
@@ -1314,10 +1295,6 @@ public final class ControlPlaneBench {
                     + (body.length() > 600 ? body.substring(0, 600) + "..." : body);
         }
         return String.valueOf(e);
-    }
-
-    private static List<Long> boxed(Shape shape) {
-        return Arrays.stream(shape.dims()).boxed().toList();
     }
 
     /** A flat JSON object of strings, numbers, booleans and nulls. */

@@ -1,6 +1,7 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.lab.Args;
+import io.weightrelay.lab.bench.planner.ClusterModel;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.Host;
 import io.weightrelay.lab.hosts.HostLab;
@@ -13,7 +14,6 @@ import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
-import io.weightrelay.reshard.timing.ClusterModel;
 import io.weightrelay.reshard.timing.Traffic;
 import io.weightrelay.reshard.topology.Topology;
 import java.nio.file.Files;

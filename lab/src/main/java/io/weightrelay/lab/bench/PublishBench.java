@@ -1,6 +1,5 @@
 package io.weightrelay.lab.bench;
 
-import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
@@ -75,8 +74,8 @@ public final class PublishBench {
         int warmups = Math.max(1, args.getInt("warmup", 2));
         long maxBatch = args.getLong("max-batch-bytes", 512L << 20);
         int inFlight = args.getInt("in-flight", 4);
-        DType trainerDtype = Dtypes.parse(args.get("trainer-dtype", "bf16"));
-        DType rolloutDtype = Dtypes.parse(args.get("rollout-dtype", "bf16"));
+        DType trainerDtype = DType.ofWireName(args.get("trainer-dtype", "bf16"));
+        DType rolloutDtype = DType.ofWireName(args.get("rollout-dtype", "bf16"));
         long seed = args.getLong("seed", 1);
         String stagingMode = args.get("staging-mode", "segment");
         if (!stagingMode.equals("segment") && !stagingMode.equals("file")) {
@@ -262,8 +261,8 @@ public final class PublishBench {
                                     + "\"max_batch_bytes\":%d,\"generation\":%d}",
                             model,
                             nodes,
-                            Dtypes.apiName(trainerDtype),
-                            Dtypes.apiName(rolloutDtype),
+                            trainerDtype.wireName(),
+                            rolloutDtype.wireName(),
                             bytes,
                             best.publishSeconds(),
                             publishGbps,

@@ -199,8 +199,8 @@ public final class PythonBench {
             Map<String, Object> j = new LinkedHashMap<>();
             j.put("name", t.name());
             j.put("shape", t.shape().dims());
-            j.put("trainerDtype", io.weightrelay.api.Dtypes.apiName(t.trainerDtype()));
-            j.put("rolloutDtype", io.weightrelay.api.Dtypes.apiName(t.rolloutDtype()));
+            j.put("trainerDtype", t.trainerDtype().wireName());
+            j.put("rolloutDtype", t.rolloutDtype().wireName());
             tensors.add(j);
         }
         out.put(

@@ -201,7 +201,7 @@ final class BenchCommand extends RelayCommand {
 
         @Override
         String entryPoint() {
-            return "io.weightrelay.reshard.bench.PlannerBench";
+            return "io.weightrelay.lab.bench.planner.PlannerBench";
         }
 
         @Override

@@ -1,6 +1,5 @@
 package io.weightrelay.lab.cli;
 
-import io.weightrelay.api.Dtypes;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.placement.Mode;
@@ -133,20 +132,12 @@ final class Values {
 
         @Override
         boolean accepts(String value) {
-            return parses(Dtypes::parse, value);
+            return parses(DType::ofWireName, value);
         }
 
         @Override
         public Iterator<String> iterator() {
-            List<String> names = new ArrayList<>();
-            for (DType t : DType.values()) {
-                try {
-                    names.add(Dtypes.apiName(t));
-                } catch (IllegalArgumentException e) {
-                    // a dtype the contracts do not name
-                }
-            }
-            return names.iterator();
+            return DType.onTheWire().stream().map(DType::wireName).iterator();
         }
     }
 

@@ -1,7 +1,7 @@
 package io.weightrelay.lab.trainer;
 
-import io.weightrelay.api.Dtypes;
 import io.weightrelay.lab.Args;
+import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.trainer.client.PublishFailedException;
@@ -45,8 +45,8 @@ public final class SimulatedTrainer {
         SourceManifest manifest =
                 SimulatedModel.manifest(
                         model,
-                        Dtypes.parse(args.get("trainer-dtype", "bf16")),
-                        Dtypes.parse(args.get("rollout-dtype", "bf16")),
+                        DType.ofWireName(args.get("trainer-dtype", "bf16")),
+                        DType.ofWireName(args.get("rollout-dtype", "bf16")),
                         maxFragment);
         String token = args.get("token", System.getenv("RELAY_TRAINER_TOKEN"));
         Map<String, PublisherClient> publishers = new LinkedHashMap<>();

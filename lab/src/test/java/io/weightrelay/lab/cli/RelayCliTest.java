@@ -413,12 +413,12 @@ class RelayCliTest {
                 Arguments.of(
                         "bench planner --model kimi-k2 --trainer-nodes 32 --rollout-nodes 32"
                                 + " --instances 32 --tp 8 --mode direct --nic-gbps 400",
-                        "io.weightrelay.reshard.bench.PlannerBench"),
+                        "io.weightrelay.lab.bench.planner.PlannerBench"),
                 Arguments.of(
                         "bench planner --model kimi-k2 --trainer-nodes 32 --rollout-nodes 16"
                                 + " --instances 4 --ep 32 --dp-attention --rollout-dtype fp8"
                                 + " --nics-per-node 8 --nic-gbps 400 --mode direct",
-                        "io.weightrelay.reshard.bench.PlannerBench"),
+                        "io.weightrelay.lab.bench.planner.PlannerBench"),
                 Arguments.of(
                         "bench dataplane --size 1073741824",
                         "io.weightrelay.dataplane.bench.DataplaneBench"),
@@ -501,7 +501,7 @@ class RelayCliTest {
                     Map.entry(
                             "bench planner",
                             List.of(
-                                    "reshard/src/main/java/io/weightrelay/reshard/bench/BenchArgs.java")),
+                                    "lab/src/main/java/io/weightrelay/lab/bench/planner/BenchArgs.java")),
                     Map.entry(
                             "bench dataplane",
                             List.of(

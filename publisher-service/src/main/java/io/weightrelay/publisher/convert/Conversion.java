@@ -1,6 +1,7 @@
 package io.weightrelay.publisher.convert;
 
 import io.weightrelay.reshard.convert.BlockFp8;
+import io.weightrelay.reshard.manifest.DType;
 import java.util.Optional;
 
 /**
@@ -30,21 +31,21 @@ public enum Conversion {
     }
 
     /** The conversion from {@code from} to {@code to}, if one exists. */
-    public static Optional<Conversion> between(ElementType from, ElementType to) {
+    public static Optional<Conversion> between(DType from, DType to) {
         if (from == to) {
             return Optional.of(PASS_THROUGH);
         }
-        if (from == ElementType.FP32 && to == ElementType.BF16) {
+        if (from == DType.F32 && to == DType.BF16) {
             return Optional.of(FP32_TO_BF16);
         }
-        if (from == ElementType.FP32 && to == ElementType.FP16) {
+        if (from == DType.F32 && to == DType.F16) {
             return Optional.of(FP32_TO_FP16);
         }
-        if (to == ElementType.FP8_E4M3) {
+        if (to == DType.F8_E4M3) {
             return switch (from) {
-                case FP32 -> Optional.of(FP32_TO_FP8_BLOCK);
+                case F32 -> Optional.of(FP32_TO_FP8_BLOCK);
                 case BF16 -> Optional.of(BF16_TO_FP8_BLOCK);
-                case FP16 -> Optional.of(FP16_TO_FP8_BLOCK);
+                case F16 -> Optional.of(FP16_TO_FP8_BLOCK);
                 default -> Optional.empty();
             };
         }
@@ -64,12 +65,12 @@ public enum Conversion {
     }
 
     /** The input type of a block-scaled conversion. */
-    public ElementType sourceType() {
+    public DType sourceType() {
         return switch (this) {
-            case BF16_TO_FP8_BLOCK -> ElementType.BF16;
-            case FP16_TO_FP8_BLOCK -> ElementType.FP16;
+            case BF16_TO_FP8_BLOCK -> DType.BF16;
+            case FP16_TO_FP8_BLOCK -> DType.F16;
             case PASS_THROUGH -> throw new IllegalStateException("pass-through has no one type");
-            default -> ElementType.FP32;
+            default -> DType.F32;
         };
     }
 

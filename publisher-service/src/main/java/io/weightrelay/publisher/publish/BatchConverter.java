@@ -97,7 +97,7 @@ final class BatchConverter implements AutoCloseable {
                         source,
                         target,
                         staging.bytes(scales.offset(), scales.bytes()),
-                        w.conversion().sourceType().dtype(),
+                        w.conversion().sourceType(),
                         scales.rows(),
                         scales.cols());
         return new Converted(

@@ -2,8 +2,8 @@ package io.weightrelay.publisher.publish;
 
 import io.weightrelay.api.publisher.model.StagedTensor;
 import io.weightrelay.publisher.convert.Conversion;
-import io.weightrelay.publisher.convert.ElementType;
 import io.weightrelay.publisher.staging.StagingArea;
+import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.service.problem.RelayException;
 import java.util.ArrayList;
 import java.util.List;
@@ -145,16 +145,16 @@ record BatchLayout(List<Work> works) {
                                 + "': the publisher computes it while converting that weight;"
                                 + " ranks do not send it");
             }
-            ElementType type = ElementType.ofApiName(staged.getDtype().getValue());
+            DType type = DType.ofWireName(staged.getDtype().getValue());
             if (type != tensor.trainerType() || !tensor.shape().equals(staged.getShape())) {
                 throw mismatch(
                         "tensor '"
                                 + tensor.name()
                                 + "' is "
-                                + tensor.trainerType().apiName()
+                                + tensor.trainerType().wireName()
                                 + tensor.shape()
                                 + " in the manifest, the batch says "
-                                + type.apiName()
+                                + type.wireName()
                                 + staged.getShape());
             }
             Conversion conversion =
@@ -163,9 +163,9 @@ record BatchLayout(List<Work> works) {
                                     () ->
                                             PublishProblems.UNSUPPORTED_CONVERSION.exception(
                                                     "no conversion from "
-                                                            + tensor.trainerType().apiName()
+                                                            + tensor.trainerType().wireName()
                                                             + " to "
-                                                            + tensor.rolloutType().apiName()
+                                                            + tensor.rolloutType().wireName()
                                                             + " (tensor '"
                                                             + tensor.name()
                                                             + "')"));

@@ -1,6 +1,6 @@
 package io.weightrelay.publisher.publish;
 
-import io.weightrelay.publisher.convert.ElementType;
+import io.weightrelay.reshard.manifest.DType;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -27,8 +27,8 @@ public record GenerationLayout(String model, long generation, Map<String, Tensor
     public record Tensor(
             String name,
             List<Long> shape,
-            ElementType trainerType,
-            ElementType rolloutType,
+            DType trainerType,
+            DType rolloutType,
             long elements,
             List<Fragment> fragments,
             String scalesOf) {

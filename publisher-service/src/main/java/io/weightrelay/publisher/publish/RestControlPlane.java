@@ -2,7 +2,6 @@ package io.weightrelay.publisher.publish;
 
 import io.github.resilience4j.retry.Retry;
 import io.weightrelay.api.BaseUrlFailover;
-import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.GzipResponses;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -11,7 +10,6 @@ import io.weightrelay.api.control.client.model.LostRequest;
 import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.SegmentRegistration;
-import io.weightrelay.publisher.convert.ElementType;
 import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -280,8 +278,8 @@ final class RestControlPlane implements ControlPlane {
                     new GenerationLayout.Tensor(
                             t.name(),
                             shape,
-                            ElementType.ofApiName(Dtypes.apiName(t.trainerDtype())),
-                            ElementType.ofApiName(Dtypes.apiName(t.rolloutDtype())),
+                            t.trainerDtype(),
+                            t.rolloutDtype(),
                             t.shape().numel(),
                             fragments,
                             scalesOf.get(t.name())));

@@ -2,17 +2,14 @@ package io.weightrelay.publisher.convert;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.publisher.model.Dtype;
 import io.weightrelay.reshard.manifest.DType;
 import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
 /**
- * The dtype vocabulary lives in several tables: the contracts' {@code Dtype} enum (and the code
- * generated from it), {@link Dtypes} (contract names to reshard's), reshard's {@link DType} with
- * its widths, and the publisher's {@link ElementType}. They must name the same types with the same
- * widths.
+ * The dtype vocabulary has one table, reshard's {@link DType} (names, widths, wire names); the
+ * contracts' {@code Dtype} enums (and the code generated from them) must name the same types.
  */
 class DtypeTablesTest {
 
@@ -20,11 +17,9 @@ class DtypeTablesTest {
     void everyContractDtypeMapsBothWaysWithTheSameWidthEverywhere() {
         for (Dtype api : Dtype.values()) {
             String name = api.getValue();
-            DType reshard = Dtypes.parse(name);
-            assertThat(Dtypes.apiName(reshard)).as(name).isEqualTo(name);
-            ElementType element = ElementType.ofApiName(name);
-            assertThat(element.apiName()).isEqualTo(name);
-            assertThat(element.bytes()).as(name).isEqualTo(reshard.bytes());
+            DType reshard = DType.ofWireName(name);
+            assertThat(reshard.wireName()).as(name).isEqualTo(name);
+            assertThat(reshard.bytes()).as(name).isPositive();
             assertThat(io.weightrelay.api.control.model.Dtype.fromValue(name).getValue())
                     .isEqualTo(name);
             assertThat(io.weightrelay.api.control.client.model.Dtype.fromValue(name).getValue())
@@ -32,11 +27,11 @@ class DtypeTablesTest {
             assertThat(io.weightrelay.api.publisher.client.model.Dtype.fromValue(name).getValue())
                     .isEqualTo(name);
         }
-        assertThat(Arrays.stream(ElementType.values()).map(ElementType::apiName))
+        assertThat(DType.onTheWire().stream().map(DType::wireName))
                 .containsExactlyInAnyOrderElementsOf(
                         Arrays.stream(Dtype.values()).map(Dtype::getValue).toList());
         assertThat(io.weightrelay.api.control.model.Dtype.values()).hasSameSizeAs(Dtype.values());
-        assertThat(Dtypes.parse("fp8_e4m3")).isEqualTo(DType.F8_E4M3);
+        assertThat(DType.ofWireName("fp8_e4m3")).isEqualTo(DType.F8_E4M3);
         assertThat(DType.F8_E4M3.bytes()).isEqualTo(1);
         assertThat(DType.F8_E4M3.safetensorsName()).isEqualTo("F8_E4M3");
     }

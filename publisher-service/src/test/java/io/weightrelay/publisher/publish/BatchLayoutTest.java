@@ -1,18 +1,18 @@
 package io.weightrelay.publisher.publish;
 
-import static io.weightrelay.publisher.convert.ElementType.BF16;
-import static io.weightrelay.publisher.convert.ElementType.FP16;
-import static io.weightrelay.publisher.convert.ElementType.FP32;
-import static io.weightrelay.publisher.convert.ElementType.FP8_E4M3;
-import static io.weightrelay.publisher.convert.ElementType.INT32;
+import static io.weightrelay.reshard.manifest.DType.BF16;
+import static io.weightrelay.reshard.manifest.DType.F16;
+import static io.weightrelay.reshard.manifest.DType.F32;
+import static io.weightrelay.reshard.manifest.DType.F8_E4M3;
+import static io.weightrelay.reshard.manifest.DType.I32;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.api.publisher.model.Dtype;
 import io.weightrelay.api.publisher.model.StagedTensor;
 import io.weightrelay.publisher.convert.Conversion;
-import io.weightrelay.publisher.convert.ElementType;
 import io.weightrelay.publisher.staging.StagingArea;
+import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.service.problem.ProblemKind;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Instant;
@@ -35,11 +35,11 @@ class BatchLayoutTest {
                     "m",
                     7,
                     Map.of(
-                            "w", tensor("w", FP32, BF16, null, 4, 8),
+                            "w", tensor("w", F32, BF16, null, 4, 8),
                             "e", tensor("e", BF16, BF16, null, 2, 4),
-                            "f8", tensor("f8", BF16, FP8_E4M3, null, 2, 128),
-                            "f8.scales", tensor("f8.scales", FP32, FP32, "f8", 1, 1),
-                            "i", tensor("i", INT32, FP16, null, 4)));
+                            "f8", tensor("f8", BF16, F8_E4M3, null, 2, 128),
+                            "f8.scales", tensor("f8.scales", F32, F32, "f8", 1, 1),
+                            "i", tensor("i", I32, F16, null, 4)));
 
     private static final GenerationLayout.Tensor W = LAYOUT.tensor("w").orElseThrow();
     private static final GenerationLayout.Tensor E = LAYOUT.tensor("e").orElseThrow();
@@ -53,7 +53,7 @@ class BatchLayoutTest {
 
     /** A tensor of {@code dims}: w in two fragments, f8 with its scale object, else one. */
     private static GenerationLayout.Tensor tensor(
-            String name, ElementType trainer, ElementType rollout, String scalesOf, long... dims) {
+            String name, DType trainer, DType rollout, String scalesOf, long... dims) {
         List<Long> shape = Arrays.stream(dims).boxed().toList();
         long elements = elements(shape);
         List<GenerationLayout.Fragment> fragments =
@@ -75,7 +75,7 @@ class BatchLayoutTest {
     }
 
     private static StagedTensor staged(String name, Dtype dtype, List<Long> shape, long at) {
-        long width = ElementType.ofApiName(dtype.getValue()).bytes();
+        long width = DType.ofWireName(dtype.getValue()).bytes();
         return new StagedTensor()
                 .name(name)
                 .dtype(dtype)

@@ -30,20 +30,6 @@ import java.util.Map;
 public final class Placements {
     private Placements() {}
 
-    /**
-     * The placement of a catalogued model; see {@link #of(List, int, int, int, int, Mode, int)}.
-     */
-    public static TargetPlacement of(
-            String model,
-            int rolloutNodes,
-            int instances,
-            int tp,
-            int ep,
-            Mode mode,
-            int nicsPerNode) {
-        return of(ModelCatalog.layout(model), rolloutNodes, instances, tp, ep, mode, nicsPerNode);
-    }
-
     /** Instances without data-parallel attention: non-expert weights split over all tp ranks. */
     public static TargetPlacement of(
             List<TensorLayout> layout,

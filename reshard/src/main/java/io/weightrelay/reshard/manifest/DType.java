@@ -1,6 +1,13 @@
 package io.weightrelay.reshard.manifest;
 
-/** Element types, named as safetensors names them. */
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * Element types: the one table of the project's dtypes, each with its safetensors name, its width
+ * and, for the types the REST contracts carry, its wire name there ({@code fp32}, {@code bf16},
+ * ...). Every service and client maps dtypes through this table.
+ */
 public enum DType {
     F64("F64", 8),
     F32("F32", 4),
@@ -27,6 +34,41 @@ public enum DType {
 
     public int bytes() {
         return bytes;
+    }
+
+    /** The contracts' name of this type ({@code bf16}, ...); none for a type they do not carry. */
+    public String wireName() {
+        String wireName = wireNameOrNull();
+        if (wireName == null) {
+            throw new IllegalArgumentException(this + " has no contract name");
+        }
+        return wireName;
+    }
+
+    /** The types the REST contracts carry, in table order. */
+    public static List<DType> onTheWire() {
+        return Arrays.stream(values()).filter(t -> t.wireNameOrNull() != null).toList();
+    }
+
+    /** The type the contracts name {@code wireName} ({@code fp32}, {@code bf16}, ...). */
+    public static DType ofWireName(String wireName) {
+        return onTheWire().stream()
+                .filter(type -> type.wireNameOrNull().equals(wireName))
+                .findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("unknown dtype " + wireName));
+    }
+
+    private String wireNameOrNull() {
+        return switch (this) {
+            case F32 -> "fp32";
+            case BF16 -> "bf16";
+            case F16 -> "fp16";
+            case F8_E4M3 -> "fp8_e4m3";
+            case I8 -> "int8";
+            case I32 -> "int32";
+            case I64 -> "int64";
+            default -> null;
+        };
     }
 
     public static DType parse(String name) {

@@ -146,54 +146,51 @@ public record Fp8BlockRule(List<String> include, List<String> exclude) {
                 continue;
             }
             if (t.shape().rank() != 2) {
-                throw new RuleException(
-                        "tensor "
-                                + t.name()
-                                + " is selected for "
-                                + SCHEME
-                                + " by pattern '"
-                                + by
-                                + "' but has shape "
+                throw selected(
+                        t,
+                        by,
+                        "has shape "
                                 + t.shape()
-                                + "; only 2-D tensors have 128x128 block scales (exclude it)",
-                        t.name(),
-                        by);
+                                + "; only 2-D tensors have 128x128 block scales (exclude it)");
             }
             TensorSpec weight =
                     new TensorSpec(t.name(), t.shape(), t.trainerDtype(), DType.F8_E4M3);
             if (!BlockScales.quantized(weight)) {
-                throw new RuleException(
-                        "tensor "
-                                + t.name()
-                                + " is selected for "
-                                + SCHEME
-                                + " by pattern '"
-                                + by
-                                + "' but the trainer holds it as "
+                throw selected(
+                        t,
+                        by,
+                        "the trainer holds it as "
                                 + t.trainerDtype()
-                                + "; block FP8 converts F32, BF16 or F16",
-                        t.name(),
-                        by);
+                                + "; block FP8 converts F32, BF16 or F16");
             }
             TensorSpec scale = BlockScales.scaleOf(weight);
             if (names.contains(scale.name())) {
-                throw new RuleException(
-                        "tensor "
-                                + t.name()
-                                + " is selected for "
-                                + SCHEME
-                                + " by pattern '"
-                                + by
-                                + "' but its scale tensor's name "
+                throw selected(
+                        t,
+                        by,
+                        "its scale tensor's name "
                                 + scale.name()
-                                + " is already a tensor of the manifest",
-                        t.name(),
-                        by);
+                                + " is already a tensor of the manifest");
             }
             out.add(weight);
             out.add(scale);
         }
         return out;
+    }
+
+    /** "tensor T is selected for block FP8 by pattern 'P' but {@code problem}". */
+    private static RuleException selected(TensorSpec t, String pattern, String problem) {
+        return new RuleException(
+                "tensor "
+                        + t.name()
+                        + " is selected for "
+                        + SCHEME
+                        + " by pattern '"
+                        + pattern
+                        + "' but "
+                        + problem,
+                t.name(),
+                pattern);
     }
 
     private static String regex(String glob) {

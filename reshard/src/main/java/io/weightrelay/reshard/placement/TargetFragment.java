@@ -1,7 +1,10 @@
 package io.weightrelay.reshard.placement;
 
+import io.weightrelay.reshard.codec.ByteSink;
+import io.weightrelay.reshard.codec.ByteSource;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Shape;
+import io.weightrelay.reshard.manifest.SourceManifest;
 import java.util.Objects;
 
 /**
@@ -78,5 +81,28 @@ public record TargetFragment(
             end += (shape.dim(d) - 1) * strides.dim(d);
         }
         return end;
+    }
+
+    /** Writes this fragment as a placement encodes it. */
+    void encode(ByteSink out) {
+        out.string(tensor).string(dtype.safetensorsName());
+        SourceManifest.writeShape(out, tensorShape);
+        SourceManifest.writeShape(out, offset);
+        SourceManifest.writeShape(out, shape);
+        out.string(buffer).varLong(bufferOffset);
+        SourceManifest.writeShape(out, strides);
+    }
+
+    /** Reads a fragment {@link #encode} wrote. */
+    static TargetFragment decode(ByteSource in) {
+        return new TargetFragment(
+                in.string(),
+                DType.parse(in.string()),
+                SourceManifest.readShape(in),
+                SourceManifest.readShape(in),
+                SourceManifest.readShape(in),
+                in.string(),
+                in.varLong(),
+                SourceManifest.readShape(in));
     }
 }

@@ -2,9 +2,6 @@ package io.weightrelay.reshard.placement;
 
 import io.weightrelay.reshard.codec.ByteSink;
 import io.weightrelay.reshard.codec.ByteSource;
-import io.weightrelay.reshard.manifest.DType;
-import io.weightrelay.reshard.manifest.Shape;
-import io.weightrelay.reshard.manifest.SourceManifest;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -87,12 +84,7 @@ public record TargetPlacement(List<Worker> workers) {
 
     private static byte[] encodeFragment(TargetFragment f) {
         ByteSink out = new ByteSink(128);
-        out.string(f.tensor()).string(f.dtype().safetensorsName());
-        SourceManifest.writeShape(out, f.tensorShape());
-        SourceManifest.writeShape(out, f.offset());
-        SourceManifest.writeShape(out, f.shape());
-        out.string(f.buffer()).varLong(f.bufferOffset());
-        SourceManifest.writeShape(out, f.strides());
+        f.encode(out);
         return out.toByteArray();
     }
 
@@ -115,24 +107,7 @@ public record TargetPlacement(List<Worker> workers) {
             int fragmentCount = in.count();
             List<TargetFragment> fragments = new ArrayList<>(fragmentCount);
             for (int j = 0; j < fragmentCount; j++) {
-                String tensor = in.string();
-                DType dtype = DType.parse(in.string());
-                Shape tensorShape = SourceManifest.readShape(in);
-                Shape offset = SourceManifest.readShape(in);
-                Shape shape = SourceManifest.readShape(in);
-                String buffer = in.string();
-                long bufferOffset = in.varLong();
-                Shape strides = SourceManifest.readShape(in);
-                fragments.add(
-                        new TargetFragment(
-                                tensor,
-                                dtype,
-                                tensorShape,
-                                offset,
-                                shape,
-                                buffer,
-                                bufferOffset,
-                                strides));
+                fragments.add(TargetFragment.decode(in));
             }
             workers.add(
                     new Worker(

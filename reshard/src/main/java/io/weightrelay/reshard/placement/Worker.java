@@ -43,4 +43,9 @@ public record Worker(
                     "worker " + id + ": compatibility workers receive every tensor whole");
         }
     }
+
+    /** The same worker registered with other fragments. */
+    public Worker withFragments(List<TargetFragment> other) {
+        return new Worker(id, instance, node, nicFirst, nicCount, mode, segment, other);
+    }
 }

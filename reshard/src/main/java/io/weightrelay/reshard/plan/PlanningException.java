@@ -9,4 +9,14 @@ public final class PlanningException extends RuntimeException {
     public PlanningException(String message) {
         super(message);
     }
+
+    /** "worker W: problem". */
+    static PlanningException ofWorker(String worker, String problem) {
+        return new PlanningException("worker " + worker + ": " + problem);
+    }
+
+    /** "tensor T: worker W problem". */
+    static PlanningException ofTarget(String tensor, String worker, String problem) {
+        return new PlanningException("tensor " + tensor + ": worker " + worker + " " + problem);
+    }
 }

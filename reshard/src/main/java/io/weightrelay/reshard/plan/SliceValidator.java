@@ -5,6 +5,7 @@ import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetFragment;
 import io.weightrelay.reshard.placement.Worker;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -28,16 +29,16 @@ public final class SliceValidator {
             Slice slice, List<Worker> registered, SafetensorsLayout layout) {
         List<String> problems = new ArrayList<>();
         Map<String, Integer> peer = new HashMap<>();
-        for (int p = 0; p < slice.peerId.length; p++) {
-            peer.put(slice.peerId[p], p);
+        for (int p = 0; p < slice.workerCount(); p++) {
+            peer.put(slice.workerId(p), p);
         }
         for (Worker w : registered) {
             Integer p = peer.get(w.id());
-            if (p == null || !slice.peerInstance[p].equals(slice.instance)) {
-                problems.add("worker " + w.id() + " is not in the slice of " + slice.instance);
-            } else if (slice.peerMode[p] != w.mode().ordinal()
-                    || !slice.peerNode[p].equals(w.node())
-                    || !slice.peerSegment[p].equals(w.segment())) {
+            if (p == null || !slice.workerInstance(p).equals(slice.instance())) {
+                problems.add("worker " + w.id() + " is not in the slice of " + slice.instance());
+            } else if (slice.workerMode(p) != w.mode()
+                    || !slice.workerNodeName(p).equals(w.node())
+                    || !slice.workerSegment(p).equals(w.segment())) {
                 problems.add("worker " + w.id() + " is registered differently than planned");
             }
         }
@@ -55,21 +56,21 @@ public final class SliceValidator {
         long readBytes = 0;
         Map<Integer, Intervals> perObject = new TreeMap<>();
         for (int i = 0; i < slice.readCount(); i++) {
-            long spanStart = slice.readStart[i];
-            long spanEnd = spanStart + slice.readSpan[i];
+            long spanStart = slice.readStart(i);
+            long spanEnd = spanStart + slice.readSpan(i);
             Intervals mine = new Intervals(4);
-            String object = slice.objectIds[slice.readObject[i]];
-            for (int r = slice.readRangeFirst[i]; r < slice.readRangeFirst[i + 1]; r++) {
-                long start = slice.rangeStart[r];
-                long end = start + slice.rangeLength[r];
+            String object = slice.objectId(slice.readObject(i));
+            for (int r = slice.rangeFirst(i); r < slice.rangeEnd(i); r++) {
+                long start = slice.rangeStart(r);
+                long end = start + slice.rangeLength(r);
                 if (start < spanStart
                         || end > spanEnd
-                        || end > slice.objectBytes[slice.readObject[i]]) {
+                        || end > slice.objectBytes(slice.readObject(i))) {
                     problems.add("read of " + object + ": range outside its span or object");
                 }
                 mine.add(start - spanStart, end - spanStart);
                 perObject
-                        .computeIfAbsent(slice.readObject[i], k -> new Intervals(4))
+                        .computeIfAbsent(slice.readObject(i), k -> new Intervals(4))
                         .add(start, end);
                 readBytes += end - start;
             }
@@ -78,19 +79,19 @@ public final class SliceValidator {
                 problems.add("read of " + object + ": ranges overlap");
                 continue;
             }
-            for (int x = slice.readWriteFirst[i]; x < slice.readWriteFirst[i + 1]; x++) {
-                int lf = slice.writeLoopFirst[x];
-                int n = slice.writeLoopFirst[x + 1] - lf;
-                long[] counts = java.util.Arrays.copyOfRange(slice.loopCount, lf, lf + n);
-                long[] strides = java.util.Arrays.copyOfRange(slice.loopSrcStride, lf, lf + n);
-                if (!ranges.containsRun(slice.writeSrc[x], slice.writeLength[x], counts, strides)) {
+            for (int x = slice.writeFirst(i); x < slice.writeEnd(i); x++) {
+                int lf = slice.loopFirst(x);
+                int n = slice.loopEnd(x) - lf;
+                long[] counts = Arrays.copyOfRange(slice.writes.loops().count(), lf, lf + n);
+                long[] strides = Arrays.copyOfRange(slice.writes.loops().srcStride(), lf, lf + n);
+                if (!ranges.containsRun(slice.writeSrc(x), slice.writeLength(x), counts, strides)) {
                     problems.add("write from " + object + " sends bytes that were not read");
                 }
             }
         }
         for (Map.Entry<Integer, Intervals> e : perObject.entrySet()) {
             if (e.getValue().sortedDisjoint() == null) {
-                problems.add("object " + slice.objectIds[e.getKey()] + " is read twice");
+                problems.add("object " + slice.objectId(e.getKey()) + " is read twice");
             }
         }
 

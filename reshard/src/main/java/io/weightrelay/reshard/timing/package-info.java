@@ -1,5 +1,5 @@
 /**
- * The cluster time model: how long a plan's pipelined transfer takes on full-duplex NICs, and the
- * lower bound no plan can beat on the same topology and placement.
+ * A plan's traffic: the bytes each rollout NIC takes in and sends out and each trainer node sends,
+ * and how evenly they spread. The time model built on it ({@code ClusterModel}) is the lab's.
  */
 package io.weightrelay.reshard.timing;

@@ -52,14 +52,7 @@ class WideExpertParallelTest {
     @Test
     void anInstanceOfEightRanksSpansTwoNodesWithOneWholeExpertPerRank() {
         // tiny has 8 routed experts; 2 instances x 8 ranks on 4 nodes of 4 ranks, 8 NICs each.
-        TargetPlacement placement =
-                Placements.of(
-                        ModelCatalog.layout("tiny"),
-                        4,
-                        2,
-                        new Parallelism(8, 8, true),
-                        Mode.DIRECT,
-                        8);
+        TargetPlacement placement = directOnTiny(4, 2, new Parallelism(8, 8, true));
         Map<String, Worker> workers = byId(placement);
         assertThat(workers).hasSize(16);
         for (int instance = 0; instance < 2; instance++) {
@@ -83,14 +76,7 @@ class WideExpertParallelTest {
     @Test
     void expertGroupsSplitTheirExpertsTensorParallelWhenEpIsBelowTp() {
         // tp 8, ep 4: rank r is in expert group r / 2 (experts 2g, 2g+1) and holds half of each.
-        TargetPlacement placement =
-                Placements.of(
-                        ModelCatalog.layout("tiny"),
-                        2,
-                        1,
-                        new Parallelism(8, 4, true),
-                        Mode.DIRECT,
-                        8);
+        TargetPlacement placement = directOnTiny(2, 1, new Parallelism(8, 4, true));
         Map<String, Worker> workers = byId(placement);
         for (int rank = 0; rank < 8; rank++) {
             Worker w = workers.get(String.format("i0000-r%03d", rank));
@@ -106,15 +92,7 @@ class WideExpertParallelTest {
         }
         assertThatThrownBy(() -> new Parallelism(8, 3, true))
                 .hasMessageContaining("ep 3 must divide tp 8");
-        assertThatThrownBy(
-                        () ->
-                                Placements.of(
-                                        ModelCatalog.layout("tiny"),
-                                        2,
-                                        1,
-                                        new Parallelism(16, 16, true),
-                                        Mode.DIRECT,
-                                        8))
+        assertThatThrownBy(() -> directOnTiny(2, 1, new Parallelism(16, 16, true)))
                 .hasMessageContaining("8 experts do not split over ep 16");
     }
 
@@ -291,5 +269,11 @@ class WideExpertParallelTest {
                                         4)
                                 .workers())
                 .hasSize(4);
+    }
+
+    /** tiny placed in direct mode, 8 NICs per node. */
+    private static TargetPlacement directOnTiny(int nodes, int instances, Parallelism parallelism) {
+        return Placements.of(
+                ModelCatalog.layout("tiny"), nodes, instances, parallelism, Mode.DIRECT, 8);
     }
 }

@@ -3,6 +3,7 @@ package io.weightrelay.reshard.placement;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Placements;
 import io.weightrelay.reshard.codec.CodecException;
 import java.util.Arrays;
@@ -44,7 +45,8 @@ class FragmentTemplateTest {
 
     @Test
     void everyInstanceOfALayoutSharesOneTemplatePerRank() {
-        TargetPlacement placement = Placements.of("tiny", 1, 4, 2, 1, Mode.DIRECT, 1);
+        TargetPlacement placement =
+                Placements.of(ModelCatalog.layout("tiny"), 1, 4, 2, 1, Mode.DIRECT, 1);
         long distinct =
                 placement.workers().stream()
                         .map(w -> FragmentTemplate.ofFragments(w.fragments()).digest())
@@ -55,7 +57,8 @@ class FragmentTemplateTest {
 
     @Test
     void aKimiScaleRankIsSmall() {
-        TargetPlacement placement = Placements.of("kimi-k2", 1, 1, 8, 8, Mode.DIRECT, 8);
+        TargetPlacement placement =
+                Placements.of(ModelCatalog.layout("kimi-k2"), 1, 1, 8, 8, Mode.DIRECT, 8);
         for (Worker w : placement.workers()) {
             FragmentTemplate t = FragmentTemplate.ofFragments(w.fragments());
             // front-coded names and varints: under 64 bytes a fragment, though the catalogue names
@@ -69,7 +72,14 @@ class FragmentTemplateTest {
     void corruptInputFailsClosed() {
         byte[] bytes =
                 FragmentTemplate.ofFragments(
-                                Placements.of("tiny", 1, 1, 2, 1, Mode.DIRECT, 1)
+                                Placements.of(
+                                                ModelCatalog.layout("tiny"),
+                                                1,
+                                                1,
+                                                2,
+                                                1,
+                                                Mode.DIRECT,
+                                                1)
                                         .workers()
                                         .get(0)
                                         .fragments())

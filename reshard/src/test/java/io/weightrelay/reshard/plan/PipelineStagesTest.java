@@ -3,8 +3,6 @@ package io.weightrelay.reshard.plan;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.weightrelay.reshard.bench.BenchArgs;
-import io.weightrelay.reshard.bench.PlannerBench;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Parallelism;
 import io.weightrelay.reshard.catalog.Placements;
@@ -120,49 +118,5 @@ class PipelineStagesTest {
                                         2))
                 .hasMessageContaining("1 instances x tp 2 x pp 2")
                 .hasMessageContaining("3 nodes");
-    }
-
-    private static String[] bench(String... extra) {
-        List<String> args =
-                new java.util.ArrayList<>(
-                        List.of(
-                                "--model",
-                                "small-moe",
-                                "--trainer-nodes",
-                                "2",
-                                "--rollout-nodes",
-                                "4",
-                                "--instances",
-                                "2",
-                                "--tp",
-                                "2",
-                                "--nic-gbps",
-                                "400",
-                                "--nics-per-node",
-                                "2"));
-        args.addAll(List.of(extra));
-        return args.toArray(String[]::new);
-    }
-
-    @Test
-    void benchPlannerTakesPipelineStages() {
-        BenchArgs parsed =
-                BenchArgs.parse(bench("--pp", "2", "--rollout-dtype", "fp8", "--mode", "direct"));
-        assertThat(parsed.pp()).isEqualTo(2);
-        assertThat(parsed.parallelism()).isEqualTo(new Parallelism(2, 2, false, 2));
-        PlannerBench.Result result = PlannerBench.run(parsed);
-        assertThat(result.valid()).isTrue();
-        assertThat(result.storeReadRatio()).isEqualTo(1.0);
-        assertThat(result.deliveryRatio()).isEqualTo(1.0);
-
-        assertThat(BenchArgs.parse(bench("--mode", "direct")).pp()).isEqualTo(1);
-        assertThatThrownBy(() -> BenchArgs.parse(bench("--pp", "2", "--mode", "compat")))
-                .hasMessageContaining("--pp 2")
-                .hasMessageContaining("--mode direct");
-        assertThatThrownBy(() -> BenchArgs.parse(bench("--pp", "3", "--mode", "direct")))
-                .hasMessageContaining("--pp 3")
-                .hasMessageContaining("2 decoder layers of small-moe");
-        assertThatThrownBy(() -> BenchArgs.parse(bench("--pp", "0", "--mode", "direct")))
-                .hasMessageContaining("--pp must be at least 1");
     }
 }

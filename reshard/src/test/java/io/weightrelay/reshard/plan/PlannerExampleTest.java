@@ -132,23 +132,9 @@ class PlannerExampleTest {
         TensorSpec t = new TensorSpec("w", Shape.of(8, 4), DType.F32, DType.F32);
         SourceManifest manifest = Fragmenter.fragment("m", List.of(t));
         Worker w =
-                new Worker(
-                        "w0",
-                        "i0",
-                        Topology.rolloutNodeName(0),
-                        0,
-                        1,
-                        Mode.DIRECT,
-                        "w0",
-                        List.of(
-                                TargetFragment.dense(
-                                        "w",
-                                        DType.F32,
-                                        t.shape(),
-                                        Shape.of(2, 1),
-                                        Shape.of(3, 2),
-                                        "b",
-                                        0)));
+                soleWorker(
+                        TargetFragment.dense(
+                                "w", DType.F32, t.shape(), Shape.of(2, 1), Shape.of(3, 2), "b", 0));
         TargetPlacement placement = new TargetPlacement(List.of(w));
         Plan plan = Planner.plan(manifest, placement, Topology.uniform(1, 1, 1, 100));
 
@@ -183,23 +169,15 @@ class PlannerExampleTest {
     @Test
     void unknownTensorFailsClosedNamingIt() {
         Worker w =
-                new Worker(
-                        "w0",
-                        "i0",
-                        Topology.rolloutNodeName(0),
-                        0,
-                        1,
-                        Mode.DIRECT,
-                        "w0",
-                        List.of(
-                                TargetFragment.dense(
-                                        "no.such.tensor",
-                                        DType.BF16,
-                                        Shape.of(2),
-                                        Shape.of(0),
-                                        Shape.of(2),
-                                        "b",
-                                        0)));
+                soleWorker(
+                        TargetFragment.dense(
+                                "no.such.tensor",
+                                DType.BF16,
+                                Shape.of(2),
+                                Shape.of(0),
+                                Shape.of(2),
+                                "b",
+                                0));
         assertThatThrownBy(() -> plan(new TargetPlacement(List.of(w))))
                 .isInstanceOf(PlanningException.class)
                 .hasMessageContaining("tensor no.such.tensor");
@@ -219,17 +197,7 @@ class PlannerExampleTest {
         Plan plan = plan(placement);
         List<Worker> fewer = new ArrayList<>(placement.workers());
         Worker first = fewer.get(0);
-        fewer.set(
-                0,
-                new Worker(
-                        first.id(),
-                        first.instance(),
-                        first.node(),
-                        first.nicFirst(),
-                        first.nicCount(),
-                        first.mode(),
-                        first.segment(),
-                        first.fragments().subList(1, first.fragments().size())));
+        fewer.set(0, first.withFragments(first.fragments().subList(1, first.fragments().size())));
         TargetPlacement other = new TargetPlacement(fewer);
 
         ValidationReport report = PlanValidator.validate(plan, MANIFEST, other);
@@ -278,17 +246,7 @@ class PlannerExampleTest {
                         f.bufferOffset() + 2,
                         f.strides()));
         List<Worker> changed = new ArrayList<>(mine);
-        changed.set(
-                0,
-                new Worker(
-                        first.id(),
-                        first.instance(),
-                        first.node(),
-                        first.nicFirst(),
-                        first.nicCount(),
-                        first.mode(),
-                        first.segment(),
-                        moved));
+        changed.set(0, first.withFragments(moved));
         assertThat(SliceValidator.validate(slice, changed, null).problems())
                 .anyMatch(p -> p.contains(first.id()));
     }
@@ -329,6 +287,19 @@ class PlannerExampleTest {
     }
 
     private static Worker directWorker(TensorLayout t, DType dtype, Shape shape) {
+        return soleWorker(
+                TargetFragment.dense(
+                        t.spec().name(),
+                        dtype,
+                        shape,
+                        Shape.zeros(shape.rank()),
+                        Shape.of(1).rank() == shape.rank() ? Shape.of(1) : shape.with(0, 1),
+                        "b",
+                        0));
+    }
+
+    /** The one direct worker of a one-node placement, with one fragment. */
+    private static Worker soleWorker(TargetFragment fragment) {
         return new Worker(
                 "w0",
                 "i0",
@@ -337,14 +308,6 @@ class PlannerExampleTest {
                 1,
                 Mode.DIRECT,
                 "w0",
-                List.of(
-                        TargetFragment.dense(
-                                t.spec().name(),
-                                dtype,
-                                shape,
-                                Shape.zeros(shape.rank()),
-                                Shape.of(1).rank() == shape.rank() ? Shape.of(1) : shape.with(0, 1),
-                                "b",
-                                0)));
+                List.of(fragment));
     }
 }

@@ -26,7 +26,7 @@ import java.util.TreeSet;
  * whose direct fragments are random (possibly overlapping, possibly repeated) boxes placed in
  * shared buffers with padded, even non-contiguous, strides; small read and batch bounds.
  */
-record Scenario(
+public record Scenario(
         SourceManifest manifest,
         TargetPlacement placement,
         Topology topology,
@@ -34,7 +34,7 @@ record Scenario(
 
     private static final DType[] DTYPES = {DType.BF16, DType.F32, DType.U8, DType.F16};
 
-    static Scenario random(long seed) {
+    public static Scenario random(long seed) {
         Random r = new Random(seed);
         int tensorCount = 1 + r.nextInt(5);
         List<TensorSpec> tensors = new ArrayList<>();

@@ -1,6 +1,5 @@
 package io.weightrelay.trainer.client;
 
-import io.weightrelay.api.Dtypes;
 import io.weightrelay.api.publisher.client.model.Dtype;
 import io.weightrelay.api.publisher.client.model.PublishBatchResult;
 import io.weightrelay.api.publisher.client.model.PublishStatus;
@@ -233,7 +232,7 @@ public final class RankPublisher {
             StagedTensor t =
                     new StagedTensor()
                             .name(p.tensor().name())
-                            .dtype(Dtype.fromValue(Dtypes.apiName(p.tensor().trainerDtype())))
+                            .dtype(Dtype.fromValue(p.tensor().trainerDtype().wireName()))
                             .shape(shape(p.tensor()))
                             .stagingOffset(at)
                             .bytes(p.bytes())

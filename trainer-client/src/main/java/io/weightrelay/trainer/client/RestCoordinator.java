@@ -1,12 +1,11 @@
 package io.weightrelay.trainer.client;
 
 import io.weightrelay.api.BaseUrlFailover;
-import io.weightrelay.api.Dtypes;
+import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.GzipRequestBodies;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.AbortRequest;
-import io.weightrelay.api.control.client.model.Dtype;
 import io.weightrelay.api.control.client.model.Nic;
 import io.weightrelay.api.control.client.model.Node;
 import io.weightrelay.api.control.client.model.OpenGenerationRequest;
@@ -86,19 +85,7 @@ public final class RestCoordinator implements Coordinator {
     @Override
     public Coordinator.OpenedGeneration open(
             SourceManifest manifest, List<String> trainerNodes, long trainerStep) {
-        List<TensorSpec> tensors = new ArrayList<>();
-        for (io.weightrelay.reshard.manifest.TensorSpec t : manifest.tensors()) {
-            List<Long> shape = new ArrayList<>();
-            for (long d : t.shape().dims()) {
-                shape.add(d);
-            }
-            tensors.add(
-                    new TensorSpec()
-                            .name(t.name())
-                            .shape(shape)
-                            .trainerDtype(Dtype.fromValue(Dtypes.apiName(t.trainerDtype())))
-                            .rolloutDtype(Dtype.fromValue(Dtypes.apiName(t.rolloutDtype()))));
-        }
+        List<TensorSpec> tensors = ControlManifests.tensors(manifest);
         List<Node> nodes = new ArrayList<>();
         for (String n : trainerNodes) {
             nodes.add(new Node().name(n).nics(List.of(new Nic().name("nic0").gbps(100.0))));

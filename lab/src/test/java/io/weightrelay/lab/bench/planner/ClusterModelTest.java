@@ -1,4 +1,4 @@
-package io.weightrelay.reshard.timing;
+package io.weightrelay.lab.bench.planner;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
@@ -15,8 +15,12 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Demands;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
+import io.weightrelay.reshard.plan.Scenario;
+import io.weightrelay.reshard.timing.Traffic;
 import io.weightrelay.reshard.topology.Topology;
 import java.util.List;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
 import org.junit.jupiter.api.Test;
 
 class ClusterModelTest {
@@ -69,5 +73,17 @@ class ClusterModelTest {
                         () -> ClusterModel.predictedSeconds(plan, 0))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("(0, 1]");
+    }
+
+    @Property(tries = 150)
+    void noPlanBeatsTheLowerBound(@ForAll long seed) {
+        Scenario s = Scenario.random(seed);
+        Plan plan = Planner.plan(s.manifest(), s.placement(), s.topology(), s.options());
+        double bound =
+                ClusterModel.lowerBoundSeconds(
+                        Demands.of(s.manifest(), s.placement()),
+                        s.topology(),
+                        PublisherAssignment.assign(s.manifest(), s.topology()));
+        assertThat(ClusterModel.predictedSeconds(plan)).isGreaterThanOrEqualTo(bound * (1 - 1e-9));
     }
 }

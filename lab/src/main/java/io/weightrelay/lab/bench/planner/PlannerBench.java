@@ -1,4 +1,4 @@
-package io.weightrelay.reshard.bench;
+package io.weightrelay.lab.bench.planner;
 
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.catalog.ModelCatalog;
@@ -15,7 +15,6 @@ import io.weightrelay.reshard.plan.PlanValidator;
 import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.ValidationReport;
-import io.weightrelay.reshard.timing.ClusterModel;
 import io.weightrelay.reshard.timing.Traffic;
 import io.weightrelay.reshard.topology.Topology;
 import java.util.LinkedHashSet;

@@ -1,4 +1,4 @@
-package io.weightrelay.reshard.bench;
+package io.weightrelay.lab.bench.planner;
 
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Parallelism;

@@ -1,8 +1,9 @@
-package io.weightrelay.reshard.timing;
+package io.weightrelay.lab.bench.planner;
 
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.plan.Demands;
 import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.timing.Traffic;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Role;
 import io.weightrelay.reshard.topology.Topology;

@@ -1,8 +1,9 @@
-package io.weightrelay.reshard.bench;
+package io.weightrelay.lab.bench.planner;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.reshard.catalog.Parallelism;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.placement.Mode;
 import java.util.ArrayList;
@@ -10,25 +11,18 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class PlannerBenchTest {
+    /** A bench on tiny: 2 trainer nodes, 4 rollout nodes of 2 NICs at 400 Gb/s, and {@code mid}. */
+    private static String[] tiny(String... mid) {
+        List<String> args =
+                new ArrayList<>(
+                        List.of("--model", "tiny", "--trainer-nodes", "2", "--rollout-nodes", "4"));
+        args.addAll(List.of(mid));
+        args.addAll(List.of("--nic-gbps", "400", "--nics-per-node", "2"));
+        return args.toArray(String[]::new);
+    }
+
     private static String[] args(String mode) {
-        return new String[] {
-            "--model",
-            "tiny",
-            "--trainer-nodes",
-            "2",
-            "--rollout-nodes",
-            "4",
-            "--instances",
-            "4",
-            "--tp",
-            "2",
-            "--mode",
-            mode,
-            "--nic-gbps",
-            "400",
-            "--nics-per-node",
-            "2"
-        };
+        return tiny("--instances", "4", "--tp", "2", "--mode", mode);
     }
 
     @Test
@@ -68,27 +62,17 @@ class PlannerBenchTest {
         assertThat(result.deliveryBytes()).isGreaterThan(2 * result.modelBytes());
     }
 
-    private static final String[] WIDE_EP = {
-        "--model",
-        "tiny",
-        "--trainer-nodes",
-        "2",
-        "--rollout-nodes",
-        "4",
-        "--instances",
-        "2",
-        "--ep",
-        "4",
-        "--dp-attention",
-        "--rollout-dtype",
-        "fp8",
-        "--mode",
-        "direct",
-        "--nic-gbps",
-        "400",
-        "--nics-per-node",
-        "2"
-    };
+    private static final String[] WIDE_EP =
+            tiny(
+                    "--instances",
+                    "2",
+                    "--ep",
+                    "4",
+                    "--dp-attention",
+                    "--rollout-dtype",
+                    "fp8",
+                    "--mode",
+                    "direct");
 
     @Test
     void parsesWideExpertParallelismWithTpDefaultingToEp() {
@@ -128,5 +112,49 @@ class PlannerBenchTest {
         assertThat(result.tensors()).isGreaterThan(bf16.tensors());
         assertThat(result.modelBytes()).isLessThan(bf16.modelBytes());
         assertThat(result.predictedUpdateS()).isGreaterThanOrEqualTo(result.lowerBoundS());
+    }
+
+    private static String[] bench(String... extra) {
+        List<String> args =
+                new java.util.ArrayList<>(
+                        List.of(
+                                "--model",
+                                "small-moe",
+                                "--trainer-nodes",
+                                "2",
+                                "--rollout-nodes",
+                                "4",
+                                "--instances",
+                                "2",
+                                "--tp",
+                                "2",
+                                "--nic-gbps",
+                                "400",
+                                "--nics-per-node",
+                                "2"));
+        args.addAll(List.of(extra));
+        return args.toArray(String[]::new);
+    }
+
+    @Test
+    void benchPlannerTakesPipelineStages() {
+        BenchArgs parsed =
+                BenchArgs.parse(bench("--pp", "2", "--rollout-dtype", "fp8", "--mode", "direct"));
+        assertThat(parsed.pp()).isEqualTo(2);
+        assertThat(parsed.parallelism()).isEqualTo(new Parallelism(2, 2, false, 2));
+        PlannerBench.Result result = PlannerBench.run(parsed);
+        assertThat(result.valid()).isTrue();
+        assertThat(result.storeReadRatio()).isEqualTo(1.0);
+        assertThat(result.deliveryRatio()).isEqualTo(1.0);
+
+        assertThat(BenchArgs.parse(bench("--mode", "direct")).pp()).isEqualTo(1);
+        assertThatThrownBy(() -> BenchArgs.parse(bench("--pp", "2", "--mode", "compat")))
+                .hasMessageContaining("--pp 2")
+                .hasMessageContaining("--mode direct");
+        assertThatThrownBy(() -> BenchArgs.parse(bench("--pp", "3", "--mode", "direct")))
+                .hasMessageContaining("--pp 3")
+                .hasMessageContaining("2 decoder layers of small-moe");
+        assertThatThrownBy(() -> BenchArgs.parse(bench("--pp", "0", "--mode", "direct")))
+                .hasMessageContaining("--pp must be at least 1");
     }
 }

@@ -1,0 +1,139 @@
+package io.weightrelay.reshard.plan;
+
+import io.weightrelay.reshard.assign.PublisherAssignment;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.StoredFragment;
+import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.topology.Node;
+import io.weightrelay.reshard.topology.Topology;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Assembles the {@link Plan} from what the planning phases found: the node, trainer, worker and
+ * object tables from the inputs, the reads and their writes from the cut, the readers and
+ * destinations, and the batches; fan-out writes are flagged, and notify when another worker reads.
+ */
+final class PlanAssembly {
+    private PlanAssembly() {}
+
+    static Plan assemble(
+            SourceManifest manifest,
+            TargetPlacement placement,
+            Topology topology,
+            Planner.Options options,
+            PublisherAssignment assignment,
+            RolloutWorkers rolloutWorkers,
+            DemandIndex demands,
+            CutReads cut,
+            ReaderAssignment readers,
+            Batches batches) {
+        List<Node> rollout = rolloutWorkers.rollout;
+        List<Worker> workers = rolloutWorkers.workers;
+        int[] objectTensor = demands.objectTensor;
+        int[] reader = readers.reader;
+        int[] dst = readers.dst;
+        int nodes = rollout.size();
+        String[] nodeNames = new String[nodes];
+        int[] nodeNics = new int[nodes];
+        double[] nodeGbps = new double[nodes];
+        for (int n = 0; n < nodes; n++) {
+            nodeNames[n] = rollout.get(n).name();
+            nodeNics[n] = rollout.get(n).nics();
+            nodeGbps[n] = rollout.get(n).nicGbps();
+        }
+        Map<String, Node> byName = topology.byName();
+        List<String> trainers = assignment.trainerNodes();
+        String[] trainerNames = trainers.toArray(String[]::new);
+        int[] trainerNics = new int[trainerNames.length];
+        double[] trainerGbps = new double[trainerNames.length];
+        for (int k = 0; k < trainerNames.length; k++) {
+            trainerNics[k] = byName.get(trainerNames[k]).nics();
+            trainerGbps[k] = byName.get(trainerNames[k]).nicGbps();
+        }
+        int count = workers.size();
+        String[] ids = new String[count];
+        String[] instances = new String[count];
+        String[] segments = new String[count];
+        int[] nicFirst = new int[count];
+        byte[] modes = new byte[count];
+        for (int w = 0; w < count; w++) {
+            Worker worker = workers.get(w);
+            ids[w] = worker.id();
+            instances[w] = worker.instance();
+            segments[w] = worker.segment();
+            nicFirst[w] = worker.nicFirst();
+            modes[w] = (byte) worker.mode().ordinal();
+        }
+        List<TensorSpec> tensors = manifest.tensors();
+        String[] tensorNames = new String[tensors.size()];
+        for (int t = 0; t < tensorNames.length; t++) {
+            tensorNames[t] = tensors.get(t).name();
+        }
+        List<StoredFragment> fragments = manifest.fragments();
+        String[] objectIds = new String[fragments.size()];
+        long[] objectBytes = new long[fragments.size()];
+        int[] objectTrainer = new int[fragments.size()];
+        int[] nodeOfTensor = assignment.nodeOfTensor();
+        for (int o = 0; o < objectIds.length; o++) {
+            objectIds[o] = fragments.get(o).fragment();
+            objectBytes[o] = fragments.get(o).bytes();
+            objectTrainer[o] = nodeOfTensor[objectTensor[o]];
+        }
+        int writes = cut.runEntity.size();
+        byte[] flags = new byte[writes];
+        for (int i = 0; i < cut.count(); i++) {
+            for (int r = cut.readRunFirst.get(i); r < cut.readRunFirst.get(i + 1); r++) {
+                if (demands.entityWorker[cut.runEntity.get(r)] < 0) {
+                    flags[r] = (byte) (Plan.FANOUT | (dst[r] != reader[i] ? Plan.NOTIFY : 0));
+                }
+            }
+        }
+        return new Plan(
+                new Columns.Header(
+                        manifest.model(),
+                        manifest.digest(),
+                        placement.digest(),
+                        topology.digest(),
+                        options.batchBytes(),
+                        batches.count()),
+                new Columns.Hosts(nodeNames, nodeNics, nodeGbps),
+                new Columns.Hosts(trainerNames, trainerNics, trainerGbps),
+                new Columns.Workers(
+                        ids,
+                        instances,
+                        segments,
+                        rolloutWorkers.wNode.clone(),
+                        nicFirst,
+                        rolloutWorkers.wNicCount.clone(),
+                        modes),
+                demands.bufferNames(),
+                tensorNames,
+                new Columns.Objects(objectIds, objectBytes, objectTensor, objectTrainer),
+                new Columns.Reads(
+                        cut.readObject.toArray(),
+                        reader,
+                        batches.batch(),
+                        batches.staging(),
+                        cut.readStart.toArray(),
+                        cut.readSpan.toArray(),
+                        cut.readRangeFirst.toArray(),
+                        cut.rangeStart.toArray(),
+                        cut.rangeLength.toArray(),
+                        cut.readRunFirst.toArray()),
+                new Columns.Writes(
+                        dst,
+                        cut.runBuffer.toArray(),
+                        flags,
+                        cut.runSrc.toArray(),
+                        cut.runDst.toArray(),
+                        cut.runLength.toArray(),
+                        cut.runLoopFirst.toArray(),
+                        new Columns.Loops(
+                                cut.loopCount.toArray(),
+                                cut.loopSrc.toArray(),
+                                cut.loopDst.toArray())));
+    }
+}
