@@ -1,5 +1,6 @@
 package io.weightrelay.service.problem;
 
+import io.weightrelay.api.RemoteProblem;
 import java.net.URI;
 import java.util.Objects;
 import org.springframework.http.HttpStatus;
@@ -15,8 +16,8 @@ import org.springframework.http.HttpStatus;
  */
 public interface ProblemKind {
 
-    /** Every problem type lives under this base. */
-    String TYPE_BASE = "https://weightrelay.io/problems/";
+    /** Every problem type lives under this base (the contracts', which clients decode). */
+    String TYPE_BASE = RemoteProblem.TYPE_BASE;
 
     /** The last segment of {@link #type()}, kebab-case: {@code generation-not-found}. */
     String slug();

@@ -1,5 +1,6 @@
 package io.weightrelay.trainer.client;
 
+import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.publisher.client.OwnerApi;
 import io.weightrelay.api.publisher.client.PublishApi;
 import io.weightrelay.api.publisher.client.StagingApi;
@@ -24,8 +25,6 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.function.Supplier;
-import org.springframework.http.client.SimpleClientHttpRequestFactory;
-import org.springframework.web.client.RestClient;
 import org.springframework.web.client.RestClientResponseException;
 
 /**
@@ -60,19 +59,9 @@ public final class PublisherClient {
      * @param timeout connect and read timeout of one call (a batch call converts and stores)
      */
     public static PublisherClient connect(String baseUrl, String token, Duration timeout) {
-        SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
-        factory.setConnectTimeout(timeout);
-        factory.setReadTimeout(timeout);
-        RestClient rest =
-                ApiClient.buildRestClientBuilder(
-                                ApiClient.createDefaultMapper(ApiClient.createDefaultDateFormat()))
-                        .requestFactory(factory)
-                        .build();
-        ApiClient client = new ApiClient(rest);
-        client.setBasePath(baseUrl);
-        if (token != null && !token.isEmpty()) {
-            client.setBearerToken(token);
-        }
+        Endpoint publisher = new Endpoint(baseUrl, token, timeout, timeout);
+        ApiClient client = new ApiClient(publisher.restClient(ApiClient.buildRestClientBuilder()));
+        client.setBasePath(publisher.basePath());
         return new PublisherClient(baseUrl, client);
     }
 

@@ -2,7 +2,9 @@ package io.weightrelay.trainer.client;
 
 import io.weightrelay.api.BaseUrlFailover;
 import io.weightrelay.api.Dtypes;
+import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.GzipRequestBodies;
+import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.AbortRequest;
@@ -20,12 +22,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
-import org.springframework.http.client.SimpleClientHttpRequestFactory;
 import org.springframework.web.client.HttpServerErrorException;
-import org.springframework.web.client.RestClient;
 import org.springframework.web.client.RestClientResponseException;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@link Coordinator} over control-api's generated REST client. Thread safe.
@@ -42,8 +41,6 @@ public final class RestCoordinator implements Coordinator {
     static final Duration RETRY_BUDGET = Duration.ofSeconds(60);
 
     private static final Duration MAX_RETRY_WAIT = Duration.ofSeconds(5);
-
-    private static final JsonMapper JSON = JsonMapper.builder().build();
 
     private final String baseUrl;
     private final GenerationsApi generations;
@@ -62,22 +59,12 @@ public final class RestCoordinator implements Coordinator {
      * @param maxFragmentBytes the bound the manifest's fragments were cut with (sent with it)
      */
     public RestCoordinator(String baseUrl, String token, Duration timeout, long maxFragmentBytes) {
-        BaseUrlFailover failover = new BaseUrlFailover(baseUrl);
-        SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
-        factory.setConnectTimeout(timeout);
-        factory.setReadTimeout(timeout);
-        RestClient rest =
-                ApiClient.buildRestClientBuilder(
-                                ApiClient.createDefaultMapper(ApiClient.createDefaultDateFormat()))
-                        .requestFactory(factory)
-                        .requestInterceptor(new GzipRequestBodies())
-                        .requestInterceptor(failover)
-                        .build();
-        ApiClient client = new ApiClient(rest);
-        client.setBasePath(failover.primary());
-        if (token != null && !token.isEmpty()) {
-            client.setBearerToken(token);
-        }
+        Endpoint control = new Endpoint(baseUrl, token, timeout, timeout);
+        ApiClient client =
+                new ApiClient(
+                        control.restClient(
+                                ApiClient.buildRestClientBuilder(), new GzipRequestBodies()));
+        client.setBasePath(control.basePath());
         this.baseUrl = baseUrl;
         this.generations = new GenerationsApi(client);
         this.maxFragmentBytes = maxFragmentBytes;
@@ -188,12 +175,8 @@ public final class RestCoordinator implements Coordinator {
         if (!(e instanceof RestClientResponseException r)) {
             return null;
         }
-        try {
-            JsonNode state = JSON.readTree(r.getResponseBodyAsString()).get("state");
-            return state == null ? null : state.asString();
-        } catch (RuntimeException notJson) {
-            return null;
-        }
+        JsonNode state = RemoteProblem.of(r).member("state");
+        return state == null ? null : state.asString();
     }
 
     private static Duration retryAfter(RestClientResponseException e) {
