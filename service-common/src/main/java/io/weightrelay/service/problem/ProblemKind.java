@@ -2,6 +2,8 @@ package io.weightrelay.service.problem;
 
 import io.weightrelay.api.RemoteProblem;
 import java.net.URI;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Objects;
 import org.springframework.http.HttpStatus;
 
@@ -38,6 +40,19 @@ public interface ProblemKind {
     /** An exception of this kind with the given detail and cause. */
     default RelayException exception(String detail, Throwable cause) {
         return new RelayException(this, detail, cause);
+    }
+
+    /**
+     * The members of a problem+json body of this kind, in order, for code that writes the body
+     * itself (a filter, the container's error valve).
+     */
+    default Map<String, Object> members(int status, String detail) {
+        Map<String, Object> members = new LinkedHashMap<>();
+        members.put("type", type().toString());
+        members.put("title", title());
+        members.put("status", status);
+        members.put("detail", detail);
+        return members;
     }
 
     /** A kind that is not in the catalog, for example a remote service's problem passed on. */
