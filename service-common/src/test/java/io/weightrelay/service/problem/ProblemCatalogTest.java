@@ -3,6 +3,7 @@ package io.weightrelay.service.problem;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpStatus;
 
@@ -20,7 +21,7 @@ class ProblemCatalogTest {
 
     @Test
     void everyCataloguedKindOfTheClasspathHasItsRow() {
-        ProblemAutoConfiguration.verifyAll();
+        ProblemAutoConfiguration.verifyAll(List.of("io.weightrelay"));
         assertThat(ProblemCatalog.kinds()).containsKeys("invalid-request", "overloaded");
     }
 
