@@ -1,5 +1,8 @@
 package io.weightrelay.api;
 
+import java.time.Duration;
+import java.util.Optional;
+import org.springframework.http.HttpHeaders;
 import org.springframework.web.client.RestClientResponseException;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -34,6 +37,28 @@ public record RemoteProblem(int status, String type, String title, String detail
     public JsonNode member(String name) {
         JsonNode problem = parse(body);
         return problem == null ? null : problem.get(name);
+    }
+
+    /**
+     * How long the answer asks its caller to wait before trying again: {@code Retry-After-Ms} (a
+     * publisher's full staging), else {@code Retry-After} in seconds; empty without either, or with
+     * an HTTP date.
+     */
+    public static Optional<Duration> retryAfter(RestClientResponseException e) {
+        HttpHeaders headers = e.getResponseHeaders();
+        String ms = headers == null ? null : headers.getFirst("Retry-After-Ms");
+        String seconds = headers == null ? null : headers.getFirst("Retry-After");
+        try {
+            if (ms != null) {
+                return Optional.of(Duration.ofMillis(Long.parseLong(ms.trim())));
+            }
+            if (seconds != null) {
+                return Optional.of(Duration.ofSeconds(Long.parseLong(seconds.trim())));
+            }
+        } catch (NumberFormatException httpDate) {
+            // not a number: the caller's default
+        }
+        return Optional.empty();
     }
 
     /** Whether the problem's type is {@code slug}. */

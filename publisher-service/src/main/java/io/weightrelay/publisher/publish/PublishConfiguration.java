@@ -6,7 +6,6 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.staging.StagingArea;
 import io.weightrelay.service.client.RemoteCalls;
-import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -15,11 +14,9 @@ class PublishConfiguration {
 
     @Bean
     ControlPlane controlPlane(
-            PublishProperties properties,
-            RetryRegistry retries,
-            ObjectProvider<CircuitBreakerRegistry> breakers) {
+            PublishProperties properties, RetryRegistry retries, CircuitBreakerRegistry breakers) {
         return new RestControlPlane(
-                properties, RemoteCalls.named("control-api", retries, breakers.getIfAvailable()));
+                properties, RemoteCalls.named("control-api", retries, breakers));
     }
 
     @Bean

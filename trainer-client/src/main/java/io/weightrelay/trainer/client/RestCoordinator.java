@@ -156,7 +156,10 @@ public final class RestCoordinator implements Coordinator {
                             what + " (still unavailable after " + RETRY_BUDGET.toSeconds() + " s)",
                             e);
                 }
-                sleep(retryAfter(e));
+                Duration wait = RemoteProblem.retryAfter(e).orElse(Duration.ofSeconds(1));
+                Pause.sleep(
+                        wait.compareTo(MAX_RETRY_WAIT) > 0 ? MAX_RETRY_WAIT : wait,
+                        "control-api was unavailable");
                 retried = true;
             } catch (RuntimeException e) {
                 RelayCallException failed =
@@ -177,30 +180,5 @@ public final class RestCoordinator implements Coordinator {
         }
         JsonNode state = RemoteProblem.of(r).member("state");
         return state == null ? null : state.asString();
-    }
-
-    private static Duration retryAfter(RestClientResponseException e) {
-        String seconds =
-                e.getResponseHeaders() == null
-                        ? null
-                        : e.getResponseHeaders().getFirst("Retry-After");
-        Duration wait = Duration.ofSeconds(1);
-        if (seconds != null) {
-            try {
-                wait = Duration.ofSeconds(Long.parseLong(seconds.trim()));
-            } catch (NumberFormatException httpDate) {
-                // an HTTP date: wait the default
-            }
-        }
-        return wait.compareTo(MAX_RETRY_WAIT) > 0 ? MAX_RETRY_WAIT : wait;
-    }
-
-    private static void sleep(Duration d) {
-        try {
-            Thread.sleep(Math.max(1, d.toMillis()));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while control-api was unavailable", e);
-        }
     }
 }
