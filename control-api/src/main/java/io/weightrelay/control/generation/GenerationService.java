@@ -541,8 +541,7 @@ public class GenerationService {
                 if (left.isNegative() || left.isZero()) {
                     return Optional.empty();
                 }
-                waiter.await(
-                        left.compareTo(Duration.ofSeconds(5)) < 0 ? left : Duration.ofSeconds(5));
+                waiter.await(left);
             }
         }
     }

@@ -14,10 +14,12 @@ final class ListenerStarter implements SmartLifecycle {
     private static final Logger log = LoggerFactory.getLogger(ListenerStarter.class);
 
     private final RedisMessageListenerContainer container;
+    private final RedisRecoveryProperties recovery;
     private volatile Thread thread;
 
-    ListenerStarter(RedisMessageListenerContainer container) {
+    ListenerStarter(RedisMessageListenerContainer container, RedisRecoveryProperties recovery) {
         this.container = container;
+        this.recovery = recovery;
     }
 
     @Override
@@ -31,7 +33,7 @@ final class ListenerStarter implements SmartLifecycle {
     }
 
     private void startWhenReachable() {
-        long delay = 100;
+        long delay = recovery.listenerMinDelay().toMillis();
         while (!Thread.currentThread().isInterrupted()) {
             try {
                 container.start();
@@ -46,7 +48,7 @@ final class ListenerStarter implements SmartLifecycle {
                 } catch (InterruptedException interrupted) {
                     return;
                 }
-                delay = Math.min(2000, delay * 2);
+                delay = Math.min(recovery.listenerMaxDelay().toMillis(), delay * 2);
             }
         }
     }

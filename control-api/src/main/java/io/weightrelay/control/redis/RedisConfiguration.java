@@ -3,9 +3,7 @@ package io.weightrelay.control.redis;
 import io.github.resilience4j.common.circuitbreaker.configuration.CircuitBreakerConfigCustomizer;
 import io.github.resilience4j.common.retry.configuration.RetryConfigCustomizer;
 import io.lettuce.core.ClientOptions;
-import io.lettuce.core.SocketOptions;
 import io.lettuce.core.resource.Delay;
-import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.springframework.boot.data.redis.autoconfigure.ClientResourcesBuilderCustomizer;
 import org.springframework.boot.data.redis.autoconfigure.LettuceClientOptionsBuilderCustomizer;
@@ -22,30 +20,28 @@ class RedisConfiguration {
 
     /**
      * While disconnected, Lettuce would otherwise queue commands until they time out; rejecting
-     * them at once lets the retry and the circuit breaker answer quickly.
+     * them at once lets the retry and the circuit breaker answer quickly. (The connect timeout is
+     * Spring's {@code spring.data.redis.connect-timeout}.)
      */
     @Bean
     LettuceClientOptionsBuilderCustomizer rejectWhileDisconnected() {
         return builder ->
                 builder.disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                        .autoReconnect(true)
-                        .socketOptions(
-                                SocketOptions.builder()
-                                        .connectTimeout(Duration.ofMillis(500))
-                                        .build());
+                        .autoReconnect(true);
     }
 
     /**
      * Lettuce's default reconnect backoff grows to 30 s; after a Redis restart that would leave
-     * every request failing long after Redis is back. Cap it at one second.
+     * every request failing long after Redis is back. Cap it ({@link
+     * RedisRecoveryProperties#reconnectMaxDelay}).
      */
     @Bean
-    ClientResourcesBuilderCustomizer fastReconnect() {
+    ClientResourcesBuilderCustomizer fastReconnect(RedisRecoveryProperties recovery) {
         return builder ->
                 builder.reconnectDelay(
                         Delay.exponential(
-                                Duration.ofMillis(20),
-                                Duration.ofSeconds(1),
+                                recovery.reconnectMinDelay(),
+                                recovery.reconnectMaxDelay(),
                                 2,
                                 TimeUnit.MILLISECONDS));
     }
@@ -84,10 +80,13 @@ class RedisConfiguration {
 
     @Bean
     RedisMessageListenerContainer redisListenerContainer(
-            RedisConnectionFactory factory, RedisEvents events, RedisKeys keys) {
+            RedisConnectionFactory factory,
+            RedisEvents events,
+            RedisKeys keys,
+            RedisRecoveryProperties recovery) {
         RedisMessageListenerContainer container = new RedisMessageListenerContainer();
         container.setConnectionFactory(factory);
-        container.setRecoveryInterval(500);
+        container.setRecoveryInterval(recovery.listenerRecoveryInterval().toMillis());
         // Started by ListenerStarter, which keeps trying while Redis is unreachable, so the
         // service starts (and answers 503) even when Redis is down at boot.
         container.setAutoStartup(false);
@@ -96,7 +95,8 @@ class RedisConfiguration {
     }
 
     @Bean
-    ListenerStarter redisListenerStarter(RedisMessageListenerContainer container) {
-        return new ListenerStarter(container);
+    ListenerStarter redisListenerStarter(
+            RedisMessageListenerContainer container, RedisRecoveryProperties recovery) {
+        return new ListenerStarter(container, recovery);
     }
 }

@@ -19,12 +19,18 @@ import org.springframework.stereotype.Component;
  * instance; local waiters are keyed by channel. Callers follow the pattern {@code w =
  * waiter(channel); check state; if not done w.await(timeout); repeat}, so an event published
  * between the check and the wait is never lost. An event is only a hint: the waiter re-reads the
- * state, so a message dropped during a Redis outage costs at most one wait interval.
+ * state, and no wait is longer than {@link RedisRecoveryProperties#recheck}, so a message dropped
+ * during a Redis outage costs at most that.
  */
 @Component
 public final class RedisEvents {
 
     private final Map<String, Set<CompletableFuture<Void>>> waiters = new ConcurrentHashMap<>();
+    private final Duration recheck;
+
+    RedisEvents(RedisRecoveryProperties recovery) {
+        this.recheck = recovery.recheck();
+    }
 
     void subscribe(RedisMessageListenerContainer container, RedisKeys keys) {
         container.addMessageListener(this::onMessage, new PatternTopic(keys.eventPattern()));
@@ -59,14 +65,16 @@ public final class RedisEvents {
         }
 
         /**
-         * Waits until an event arrives on the channel or the timeout passes, then re-arms.
+         * Waits until an event arrives on the channel, the timeout passes or the recheck interval
+         * does, then re-arms.
          *
          * @return true if an event arrived
          */
         public boolean await(Duration timeout) {
+            Duration wait = timeout.compareTo(recheck) < 0 ? timeout : recheck;
             boolean fired;
             try {
-                future.get(Math.max(1, timeout.toMillis()), TimeUnit.MILLISECONDS);
+                future.get(Math.max(1, wait.toMillis()), TimeUnit.MILLISECONDS);
                 fired = true;
             } catch (TimeoutException ex) {
                 fired = false;

@@ -5,11 +5,11 @@ import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
 import io.github.resilience4j.retry.Retry;
 import io.github.resilience4j.retry.RetryRegistry;
+import io.weightrelay.control.store.StoreProblems;
 import io.weightrelay.service.problem.ProblemKind;
 import io.weightrelay.service.problem.RelayException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
-import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Component;
 
 /**
@@ -29,9 +29,7 @@ public final class RedisGuard {
 
     public static final String NAME = "redis";
 
-    public static final ProblemKind REDIS_UNAVAILABLE =
-            new ProblemKind(
-                    "redis-unavailable", HttpStatus.SERVICE_UNAVAILABLE, "State store unavailable");
+    public static final ProblemKind REDIS_UNAVAILABLE = StoreProblems.REDIS_UNAVAILABLE;
 
     private final CircuitBreaker circuitBreaker;
     private final Retry retry;

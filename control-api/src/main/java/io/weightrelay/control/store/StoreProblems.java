@@ -1,16 +1,14 @@
 package io.weightrelay.control.store;
 
+import io.weightrelay.service.problem.ProblemCatalog;
 import io.weightrelay.service.problem.ProblemKind;
-import org.springframework.http.HttpStatus;
 
-/** Problem kinds of the object store. */
-public final class StoreProblems {
-
-    public static final ProblemKind STORE_UNAVAILABLE =
-            new ProblemKind(
-                    "store-unavailable",
-                    HttpStatus.SERVICE_UNAVAILABLE,
-                    "Object store unavailable");
-
-    private StoreProblems() {}
+/**
+ * Problem kinds of the object store and of the state store, Redis (statuses and titles: {@link
+ * ProblemCatalog}).
+ */
+public enum StoreProblems implements ProblemKind.Catalogued {
+    STORE_UNAVAILABLE,
+    /** Redis did not answer, or its circuit breaker is open. */
+    REDIS_UNAVAILABLE
 }

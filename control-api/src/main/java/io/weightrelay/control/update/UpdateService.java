@@ -49,7 +49,6 @@ public class UpdateService {
             org.slf4j.LoggerFactory.getLogger(UpdateService.class);
     private static final RedisScript<List<Object>> START = Scripts.load("update-start");
     private static final RedisScript<List<Object>> STEP = Scripts.load("update-step");
-    private static final Duration RECHECK = Duration.ofSeconds(5);
     private static final int INDEXED_SESSIONS = 1000;
 
     private final StringRedisTemplate redis;
@@ -384,7 +383,7 @@ public class UpdateService {
                     }
                 }
                 Duration sleep = Duration.between(now, wake);
-                waiter.await(sleep.compareTo(RECHECK) < 0 ? sleep : RECHECK);
+                waiter.await(sleep);
             }
         }
     }

@@ -1,6 +1,7 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.ControlManifests;
+import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.GzipRequestBodies;
 import io.weightrelay.api.GzipResponses;
 import io.weightrelay.api.control.client.GenerationsApi;
@@ -85,7 +86,6 @@ import org.springframework.http.MediaType;
 import org.springframework.http.client.ClientHttpRequestExecution;
 import org.springframework.http.client.ClientHttpRequestInterceptor;
 import org.springframework.http.client.ClientHttpResponse;
-import org.springframework.http.client.SimpleClientHttpRequestFactory;
 import org.springframework.web.client.RestClient;
 import org.springframework.web.client.RestClientResponseException;
 
@@ -574,24 +574,19 @@ public final class ControlPlaneBench {
         }
 
         private ApiClient client(String baseUrl, String token) {
-            SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
-            factory.setConnectTimeout(Duration.ofSeconds(10));
-            factory.setReadTimeout(options.callTimeout());
-            RestClient rest =
-                    ApiClient.buildRestClientBuilder(
-                                    ApiClient.createDefaultMapper(
-                                            ApiClient.createDefaultDateFormat()))
-                            .requestFactory(factory)
-                            // As the trainer client does: large bodies go gzip-compressed; as
-                            // publishers and loaders do, responses may come gzip-compressed; the
-                            // wire counts what actually crosses it (interceptors run in order).
-                            .requestInterceptor(new GzipRequestBodies())
-                            .requestInterceptor(new GzipResponses())
-                            .requestInterceptor(wire)
-                            .build();
-            ApiClient client = new ApiClient(rest);
-            client.setBasePath(baseUrl);
-            client.setBearerToken(token);
+            Endpoint endpoint =
+                    new Endpoint(baseUrl, token, Duration.ofSeconds(10), options.callTimeout());
+            // As the trainer client does: large bodies go gzip-compressed; as publishers and
+            // loaders do, responses may come gzip-compressed; the wire counts what actually
+            // crosses it (interceptors run in order).
+            ApiClient client =
+                    new ApiClient(
+                            endpoint.restClient(
+                                    ApiClient.buildRestClientBuilder(),
+                                    new GzipRequestBodies(),
+                                    new GzipResponses(),
+                                    wire));
+            client.setBasePath(endpoint.basePath());
             return client;
         }
 

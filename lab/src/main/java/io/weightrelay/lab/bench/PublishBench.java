@@ -1,5 +1,6 @@
 package io.weightrelay.lab.bench;
 
+import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
@@ -325,9 +326,9 @@ public final class PublishBench {
     }
 
     private static GenerationsApi operatorClient(String baseUrl) {
-        ApiClient client = new ApiClient();
-        client.setBasePath(baseUrl);
-        client.setBearerToken(OPERATOR_TOKEN);
+        Endpoint operator = Endpoint.of(baseUrl, OPERATOR_TOKEN);
+        ApiClient client = new ApiClient(operator.restClient(ApiClient.buildRestClientBuilder()));
+        client.setBasePath(operator.basePath());
         return new GenerationsApi(client);
     }
 

@@ -1,5 +1,6 @@
 package io.weightrelay.lab.cluster;
 
+import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
@@ -104,9 +105,11 @@ public final class HostAgent {
             publisher =
                     PublisherClient.connect(
                             args.get("publisher-url", ""), token, Duration.ofMinutes(5));
-            ApiClient client = new ApiClient();
-            client.setBasePath(control);
-            client.setBearerToken(tokens.getOrDefault("operator", token));
+            Endpoint operatorEndpoint =
+                    Endpoint.of(control, tokens.getOrDefault("operator", token));
+            ApiClient client =
+                    new ApiClient(operatorEndpoint.restClient(ApiClient.buildRestClientBuilder()));
+            client.setBasePath(operatorEndpoint.basePath());
             operator = new GenerationsApi(client);
         }
 

@@ -6,6 +6,7 @@ import io.lettuce.core.RedisException;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
+import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.GenerationState;
@@ -637,9 +638,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
      */
     public io.weightrelay.api.control.client.model.CheckpointReport checkpoint(
             long generation, Path directory) {
-        ApiClient client = new ApiClient();
-        client.setBasePath(control.baseUrl());
-        client.setBearerToken(operatorToken);
+        ApiClient client = operatorClient(control.baseUrl());
         return new io.weightrelay.api.control.client.CheckpointsApi(client)
                 .saveCheckpoint(
                         spec.model(),
@@ -669,10 +668,16 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     private io.weightrelay.api.control.client.CheckpointsApi checkpointsApi() {
-        ApiClient client = new ApiClient();
-        client.setBasePath(control.baseUrl());
-        client.setBearerToken(operatorToken);
+        ApiClient client = operatorClient(control.baseUrl());
         return new io.weightrelay.api.control.client.CheckpointsApi(client);
+    }
+
+    /** control-api at {@code baseUrls} (one, or several failed over), with the operator token. */
+    private ApiClient operatorClient(String baseUrls) {
+        Endpoint operator = Endpoint.of(baseUrls, operatorToken);
+        ApiClient client = new ApiClient(operator.restClient(ApiClient.buildRestClientBuilder()));
+        client.setBasePath(operator.basePath());
+        return client;
     }
 
     /** The process id of instance {@code index}'s loader (to freeze it with SIGSTOP). */
@@ -838,18 +843,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
             c.awaitHealthy(HEALTHY);
         }
 
-        io.weightrelay.api.BaseUrlFailover failover =
-                new io.weightrelay.api.BaseUrlFailover(controlUrls());
-        ApiClient client =
-                new ApiClient(
-                        ApiClient.buildRestClientBuilder(
-                                        ApiClient.createDefaultMapper(
-                                                ApiClient.createDefaultDateFormat()))
-                                .requestInterceptor(failover)
-                                .build());
-        client.setBasePath(failover.primary());
-        client.setBearerToken(operatorToken);
-        operator = new GenerationsApi(client);
+        operator = new GenerationsApi(operatorClient(controlUrls()));
 
         connectTrainer();
 
@@ -963,9 +957,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
     /** Waits until control-api lists every storage unit alive. */
     private void awaitStorageUnitsRegistered() throws InterruptedException {
-        ApiClient client = new ApiClient();
-        client.setBasePath(control.baseUrl());
-        client.setBearerToken(operatorToken);
+        ApiClient client = operatorClient(control.baseUrl());
         io.weightrelay.api.control.client.RegistryApi registry =
                 new io.weightrelay.api.control.client.RegistryApi(client);
         long deadline = System.nanoTime() + HEALTHY.toNanos();

@@ -1,5 +1,6 @@
 package io.weightrelay.lab.rollout;
 
+import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.loader.client.InstanceApi;
 import io.weightrelay.api.loader.client.UpdatesApi;
 import io.weightrelay.api.loader.client.invoker.ApiClient;
@@ -41,11 +42,9 @@ public final class RolloutEngine {
 
     public RolloutEngine(String instance, String loaderUrl, String token) {
         this.instance = instance;
-        ApiClient client = new ApiClient();
-        client.setBasePath(loaderUrl);
-        if (token != null && !token.isEmpty()) {
-            client.setBearerToken(token);
-        }
+        Endpoint loader = Endpoint.of(loaderUrl, token);
+        ApiClient client = new ApiClient(loader.restClient(ApiClient.buildRestClientBuilder()));
+        client.setBasePath(loader.basePath());
         this.instanceApi = new InstanceApi(client);
         this.updatesApi = new UpdatesApi(client);
     }

@@ -1,6 +1,7 @@
 package io.weightrelay.lab.rollout;
 
 import io.weightrelay.api.ControlManifests;
+import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
@@ -97,12 +98,13 @@ public final class SimulatedRollout {
     }
 
     static GenerationsApi controlClient(String url, String token) {
-        io.weightrelay.api.control.client.invoker.ApiClient client =
-                new io.weightrelay.api.control.client.invoker.ApiClient();
-        client.setBasePath(url);
-        if (!token.isEmpty()) {
-            client.setBearerToken(token);
-        }
+        Endpoint control = Endpoint.of(url, token);
+        var client =
+                new io.weightrelay.api.control.client.invoker.ApiClient(
+                        control.restClient(
+                                io.weightrelay.api.control.client.invoker.ApiClient
+                                        .buildRestClientBuilder()));
+        client.setBasePath(control.basePath());
         return new GenerationsApi(client);
     }
 

@@ -1,6 +1,9 @@
 package io.weightrelay.loader.control;
 
-import io.weightrelay.api.BaseUrlFailover;
+import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
+import io.github.resilience4j.retry.RetryRegistry;
+import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -26,8 +29,8 @@ import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.reshard.plan.Slice;
+import io.weightrelay.service.client.RemoteCalls;
 import io.weightrelay.service.dataplane.DataplaneSettings;
-import io.weightrelay.service.problem.ProblemKind;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -40,13 +43,11 @@ import org.springframework.stereotype.Component;
 import org.springframework.web.client.RestClientException;
 import org.springframework.web.client.RestClientResponseException;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /** {@link ControlPlane} over the generated control-api client. */
 @Component
 public class RestControlPlane implements ControlPlane {
 
-    private static final JsonMapper JSON = JsonMapper.builder().build();
     private final GenerationsApi generations;
     private final PlansApi plans;
     private final RegistryApi registry;
@@ -55,7 +56,7 @@ public class RestControlPlane implements ControlPlane {
     private final DataplaneSettings settings;
     private final Environment environment;
     private final ApiClient client;
-    private final String token;
+    private final RemoteCalls calls;
 
     /** Loaders listed per request when reading the group's buffers. */
     static final int PAGE = 1000;
@@ -66,22 +67,23 @@ public class RestControlPlane implements ControlPlane {
      *     DataplaneSettings#checkAdvertisedUrl})
      */
     public RestControlPlane(
-            LoaderProperties properties, DataplaneSettings settings, Environment environment) {
+            LoaderProperties properties,
+            ControlClientProperties timeouts,
+            RetryRegistry retries,
+            CircuitBreakerRegistry breakers,
+            DataplaneSettings settings,
+            Environment environment) {
         // Several control-api instances may be given, comma-separated: a call fails over.
-        BaseUrlFailover failover = new BaseUrlFailover(properties.controlUrl());
-        ApiClient client =
-                new ApiClient(
-                        ApiClient.buildRestClientBuilder(
-                                        ApiClient.createDefaultMapper(
-                                                ApiClient.createDefaultDateFormat()))
-                                .requestInterceptor(failover)
-                                .build());
-        client.setBasePath(failover.primary());
-        if (!properties.token().isEmpty()) {
-            client.setBearerToken(properties.token());
-        }
+        Endpoint control =
+                new Endpoint(
+                        properties.controlUrl(),
+                        properties.token(),
+                        timeouts.connectTimeout(),
+                        timeouts.readTimeout());
+        ApiClient client = new ApiClient(control.restClient(ApiClient.buildRestClientBuilder()));
+        client.setBasePath(control.basePath());
         this.client = client;
-        this.token = properties.token();
+        this.calls = RemoteCalls.named("control-api", retries, breakers);
         this.generations = new GenerationsApi(client);
         this.plans = new PlansApi(client);
         this.registry = new RegistryApi(client);
@@ -106,28 +108,16 @@ public class RestControlPlane implements ControlPlane {
         return settings.advertisedUrl(advertiseUrl, port);
     }
 
-    private static <T> T call(String what, Supplier<T> body) {
+    private <T> T call(String what, Supplier<T> body) {
         try {
-            return body.get();
+            return calls.call(body);
         } catch (RestClientResponseException e) {
-            String type = null;
-            String problemDetail = null;
-            try {
-                JsonNode problem = JSON.readTree(e.getResponseBodyAsString());
-                if (problem.has("type")) {
-                    type = problem.get("type").asString().replace(ProblemKind.TYPE_BASE, "");
-                }
-                if (problem.has("detail")) {
-                    problemDetail = problem.get("detail").asString();
-                }
-            } catch (RuntimeException notJson) {
-                // not a problem body: the message keeps the raw text
-            }
+            RemoteProblem problem = RemoteProblem.of(e);
             throw new ControlPlaneException(
-                    e.getStatusCode().value(),
-                    type,
-                    problemDetail,
-                    what + ": control-api answered " + e.getStatusCode().value() + " " + detail(e),
+                    problem.status(),
+                    problem.type(),
+                    problem.detail(),
+                    what + ": control-api answered " + problem.status() + " " + detail(e),
                     e);
         } catch (RestClientException e) {
             throw new ControlPlaneException(
@@ -135,7 +125,7 @@ public class RestControlPlane implements ControlPlane {
         }
     }
 
-    private static void run(String what, Runnable body) {
+    private void run(String what, Runnable body) {
         call(
                 what,
                 () -> {
@@ -227,17 +217,13 @@ public class RestControlPlane implements ControlPlane {
         if (!(e.getCause() instanceof RestClientResponseException r)) {
             return null;
         }
-        try {
-            JsonNode missing = JSON.readTree(r.getResponseBodyAsString()).get("missing");
-            if (missing == null || !missing.isArray()) {
-                return null;
-            }
-            java.util.Set<String> out = new java.util.HashSet<>();
-            missing.forEach(d -> out.add(d.asString()));
-            return out;
-        } catch (RuntimeException notJson) {
+        JsonNode missing = RemoteProblem.of(r).member("missing");
+        if (missing == null || !missing.isArray()) {
             return null;
         }
+        java.util.Set<String> out = new java.util.HashSet<>();
+        missing.forEach(d -> out.add(d.asString()));
+        return out;
     }
 
     private void putTemplate(FragmentTemplate t) {
@@ -249,12 +235,6 @@ public class RestControlPlane implements ControlPlane {
                                 .uri(
                                         client.getBasePath() + "/api/v1/placements/{digest}",
                                         t.digest())
-                                .headers(
-                                        h -> {
-                                            if (!token.isEmpty()) {
-                                                h.setBearerAuth(token);
-                                            }
-                                        })
                                 .contentType(MediaType.APPLICATION_OCTET_STREAM)
                                 .body(t.encoded())
                                 .retrieve()

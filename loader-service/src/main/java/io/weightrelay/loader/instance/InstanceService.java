@@ -123,7 +123,7 @@ public class InstanceService {
             if (e.refusedInput()) {
                 // The engine's registration itself is wrong (a placement control-api refuses):
                 // pass control-api's problem type and detail on, not a retryable 503.
-                throw new ProblemKind(
+                throw ProblemKind.of(
                                 e.problemType(),
                                 HttpStatus.valueOf(e.status()),
                                 "Registration refused by control-api")

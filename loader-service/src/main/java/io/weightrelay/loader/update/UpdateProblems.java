@@ -1,17 +1,13 @@
 package io.weightrelay.loader.update;
 
+import io.weightrelay.service.problem.CommonProblems;
+import io.weightrelay.service.problem.ProblemCatalog;
 import io.weightrelay.service.problem.ProblemKind;
-import org.springframework.http.HttpStatus;
 
-/** Problem types of the update API. */
-public final class UpdateProblems {
-    public static final ProblemKind UPDATE_NOT_FOUND =
-            new ProblemKind("update-not-found", HttpStatus.NOT_FOUND, "No such update");
-    public static final ProblemKind GENERATION_NOT_FOUND =
-            new ProblemKind(
-                    "generation-not-found",
-                    HttpStatus.NOT_FOUND,
-                    "No such (or no active) generation");
+/** Problem types of the update API (statuses and titles: {@link ProblemCatalog}). */
+public enum UpdateProblems implements ProblemKind.Catalogued {
+    UPDATE_NOT_FOUND;
 
-    private UpdateProblems() {}
+    /** No such generation, or no active one; shared with control-api and the publishers. */
+    public static final ProblemKind GENERATION_NOT_FOUND = CommonProblems.GENERATION_NOT_FOUND;
 }

@@ -1,10 +1,10 @@
 package io.weightrelay.publisher.publish;
 
-import io.github.resilience4j.retry.Retry;
-import io.github.resilience4j.retry.RetryConfig;
+import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
+import io.github.resilience4j.retry.RetryRegistry;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.staging.StagingArea;
-import java.time.Duration;
+import io.weightrelay.service.client.RemoteCalls;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -12,16 +12,10 @@ import org.springframework.context.annotation.Configuration;
 class PublishConfiguration {
 
     @Bean
-    ControlPlane controlPlane(PublishProperties properties) {
-        Retry retry =
-                Retry.of(
-                        "control-api",
-                        RetryConfig.custom()
-                                .maxAttempts(3)
-                                .waitDuration(Duration.ofMillis(200))
-                                .retryOnException(RestControlPlane::isTransient)
-                                .build());
-        return new RestControlPlane(properties, retry);
+    ControlPlane controlPlane(
+            PublishProperties properties, RetryRegistry retries, CircuitBreakerRegistry breakers) {
+        return new RestControlPlane(
+                properties, RemoteCalls.named("control-api", retries, breakers));
     }
 
     @Bean(destroyMethod = "close")

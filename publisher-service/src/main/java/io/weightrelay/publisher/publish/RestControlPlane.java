@@ -1,7 +1,6 @@
 package io.weightrelay.publisher.publish;
 
-import io.github.resilience4j.retry.Retry;
-import io.weightrelay.api.BaseUrlFailover;
+import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.GzipResponses;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -15,6 +14,7 @@ import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.service.client.RemoteCalls;
 import io.weightrelay.service.problem.RelayException;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -22,46 +22,33 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
-import org.springframework.http.client.SimpleClientHttpRequestFactory;
 import org.springframework.web.client.ResourceAccessException;
-import org.springframework.web.client.RestClient;
 import org.springframework.web.client.RestClientResponseException;
 
 /**
  * {@link ControlPlane} over control-api's generated REST client. Transient failures (no answer,
- * 503) are retried by the {@code control-api} Resilience4j retry; a 404 is a missing generation,
- * any other refusal fails the call with the control-api's own detail.
+ * 503, 429) are retried by the {@code control-api} Resilience4j retry ({@code application.yaml}); a
+ * 404 is a missing generation, any other refusal fails the call with the control-api's own detail.
  */
 final class RestControlPlane implements ControlPlane {
 
     private final GenerationsApi generations;
     private final RegistryApi registry;
     private final RegistryApi registryReader;
-    private final Retry retry;
+    private final RemoteCalls calls;
     private final boolean asOwner;
     private static final org.slf4j.Logger log =
             org.slf4j.LoggerFactory.getLogger(RestControlPlane.class);
 
-    RestControlPlane(PublishProperties properties, Retry retry) {
+    RestControlPlane(PublishProperties properties, RemoteCalls calls) {
         // Several control-api instances may be given, comma-separated: a call fails over.
-        BaseUrlFailover failover = new BaseUrlFailover(properties.controlApiUrl());
-        SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
-        factory.setConnectTimeout(properties.controlApiTimeout());
-        factory.setReadTimeout(properties.controlApiTimeout());
-        RestClient rest =
-                ApiClient.buildRestClientBuilder(
-                                ApiClient.createDefaultMapper(ApiClient.createDefaultDateFormat()))
-                        .requestFactory(factory)
-                        .requestInterceptor(failover)
-                        // The encoded manifest comes gzip-compressed: a twelfth of its bytes at
-                        // scale.
-                        .requestInterceptor(new GzipResponses())
-                        .build();
-        ApiClient client = new ApiClient(rest);
-        client.setBasePath(failover.primary());
-        if (!properties.controlApiToken().isEmpty()) {
-            client.setBearerToken(properties.controlApiToken());
-        }
+        Endpoint control =
+                new Endpoint(
+                        properties.controlApiUrl(),
+                        properties.controlApiToken(),
+                        properties.controlApiTimeout(),
+                        properties.controlApiTimeout());
+        ApiClient client = client(control);
         this.generations = new GenerationsApi(client);
         // The segment is the owner's duty: with an owner token it is registered with its admin
         // URL; without one (a deployment from before the owner role) with the trainer token and no
@@ -69,9 +56,7 @@ final class RestControlPlane implements ControlPlane {
         this.asOwner = !properties.ownerToken().isEmpty();
         ApiClient ownerClient = client;
         if (asOwner) {
-            ownerClient = new ApiClient(rest);
-            ownerClient.setBasePath(failover.primary());
-            ownerClient.setBearerToken(properties.ownerToken());
+            ownerClient = client(control.withToken(properties.ownerToken()));
         } else {
             log.warn(
                     "relay.publish.owner-token is not set: the segment is registered with the"
@@ -82,7 +67,19 @@ final class RestControlPlane implements ControlPlane {
         // Listing the registry is a read, which the trainer token may do and an owner token may
         // not.
         this.registryReader = new RegistryApi(client);
-        this.retry = retry;
+        this.calls = calls;
+    }
+
+    private static ApiClient client(Endpoint control) {
+        ApiClient client =
+                new ApiClient(
+                        control.restClient(
+                                ApiClient.buildRestClientBuilder(),
+                                // The encoded manifest comes gzip-compressed: a twelfth of its
+                                // bytes at scale.
+                                new GzipResponses()));
+        client.setBasePath(control.basePath());
+        return client;
     }
 
     @Override
@@ -190,7 +187,7 @@ final class RestControlPlane implements ControlPlane {
 
     private <T> T call(String what, Supplier<T> body) {
         try {
-            return retry.executeSupplier(body);
+            return calls.call(body);
         } catch (RestClientResponseException e) {
             if (e.getStatusCode().value() == 404) {
                 throw PublishProblems.GENERATION_NOT_FOUND.exception(
@@ -211,13 +208,6 @@ final class RestControlPlane implements ControlPlane {
                     "control-api did not answer while trying to " + what + ": " + e.getMessage(),
                     e);
         }
-    }
-
-    /** Retry only what may pass on a second try. */
-    static boolean isTransient(Throwable e) {
-        return e instanceof ResourceAccessException
-                || (e instanceof RestClientResponseException r
-                        && (r.getStatusCode().value() == 503 || r.getStatusCode().value() == 429));
     }
 
     static GenerationLayout toLayout(String model, long generation, SourceManifest manifest) {

@@ -6,8 +6,10 @@ import jakarta.validation.constraints.Min;
 import jakarta.validation.constraints.NotBlank;
 import jakarta.validation.constraints.NotNull;
 import jakarta.validation.constraints.Pattern;
+import java.lang.reflect.RecordComponent;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.StringJoiner;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.validation.annotation.Validated;
@@ -126,27 +128,27 @@ public record DataplaneProperties(
                 redisCaCertificate != null ? redisCaCertificate : caCertificate);
     }
 
-    /** Never prints the secret, nor the Redis password. */
+    /** Every property by name; never the secret, nor the Redis password. */
     @Override
     public String toString() {
-        return "DataplaneProperties[nodeLabel=%s, hostId=%s, bindHost=%s, advertiseHost=%s, tcpPort=%d, shmDir=%s, connectTimeout=%s, ioTimeout=%s, streamsPerPeer=%d, maxConnections=%d, localThreads=%d, redisUri=%s, keyPrefix=%s, secret=%s, secretFile=%s, multiHost=%s, redisCaCertificate=%s]"
-                .formatted(
-                        nodeLabel,
-                        hostId,
-                        bindHost,
-                        advertiseHost,
-                        tcpPort,
-                        shmDir,
-                        connectTimeout,
-                        ioTimeout,
-                        streamsPerPeer,
-                        maxConnections,
-                        localThreads,
-                        RedisUris.mask(redisUri),
-                        keyPrefix,
-                        secret == null || secret.isEmpty() ? "none" : "<hidden>",
-                        secretFile,
-                        multiHost,
-                        redisCaCertificate);
+        StringJoiner out = new StringJoiner(", ", "DataplaneProperties[", "]");
+        for (RecordComponent c : DataplaneProperties.class.getRecordComponents()) {
+            Object value =
+                    switch (c.getName()) {
+                        case "redisUri" -> RedisUris.mask(redisUri);
+                        case "secret" -> secret == null || secret.isEmpty() ? "none" : "<hidden>";
+                        default -> value(c);
+                    };
+            out.add(c.getName() + "=" + value);
+        }
+        return out.toString();
+    }
+
+    private Object value(RecordComponent c) {
+        try {
+            return c.getAccessor().invoke(this);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
     }
 }

@@ -2,7 +2,6 @@ package io.weightrelay.service.problem;
 
 import jakarta.validation.ConstraintViolationException;
 import java.net.URI;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.apache.tomcat.util.http.InvalidParameterException;
@@ -53,28 +52,26 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
         ProblemDetail body =
                 ProblemDetail.forStatusAndDetail(
                         CommonProblems.INVALID_REQUEST.status(), "request violates constraints");
-        List<Map<String, String>> errors = new ArrayList<>();
-        ex.getConstraintViolations()
-                .forEach(
-                        v ->
-                                errors.add(
-                                        Map.of(
-                                                "field", lastNode(v.getPropertyPath().toString()),
-                                                "message", v.getMessage())));
-        body.setProperty("errors", errors);
-        return handleExceptionInternal(
-                ex, body, new HttpHeaders(), CommonProblems.INVALID_REQUEST.status(), request);
+        body.setProperty(
+                "errors",
+                ex.getConstraintViolations().stream()
+                        .map(
+                                v ->
+                                        fieldError(
+                                                lastNode(v.getPropertyPath().toString()),
+                                                v.getMessage()))
+                        .toList());
+        return answer(ex, CommonProblems.INVALID_REQUEST, body, request);
     }
 
     @ExceptionHandler(MethodArgumentTypeMismatchException.class)
     ResponseEntity<Object> handleTypeMismatch(
             MethodArgumentTypeMismatchException ex, WebRequest request) {
-        ProblemDetail body =
-                ProblemDetail.forStatusAndDetail(
-                        CommonProblems.INVALID_REQUEST.status(),
-                        "parameter '" + ex.getName() + "' has an invalid value");
-        return handleExceptionInternal(
-                ex, body, new HttpHeaders(), CommonProblems.INVALID_REQUEST.status(), request);
+        return answer(
+                ex,
+                CommonProblems.INVALID_REQUEST,
+                "parameter '" + ex.getName() + "' has an invalid value",
+                request);
     }
 
     /**
@@ -86,13 +83,12 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
     ResponseEntity<Object> handleInvalidParameters(
             InvalidParameterException ex, WebRequest request) {
         int status = ex.getErrorCode() >= 400 ? ex.getErrorCode() : 400;
-        ProblemKind kind = CommonProblems.forStatus(status);
-        ProblemDetail body =
-                ProblemDetail.forStatusAndDetail(
-                        kind.status(),
-                        "the request's parameters cannot be parsed (a malformed query string or"
-                                + " form body)");
-        return handleExceptionInternal(ex, body, new HttpHeaders(), kind.status(), request);
+        return answer(
+                ex,
+                CommonProblems.forStatus(status),
+                "the request's parameters cannot be parsed (a malformed query string or form"
+                        + " body)",
+                request);
     }
 
     /**
@@ -101,24 +97,22 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
      */
     @ExceptionHandler(MultipartException.class)
     ResponseEntity<Object> handleMultipart(MultipartException ex, WebRequest request) {
-        ProblemDetail body =
-                ProblemDetail.forStatusAndDetail(
-                        CommonProblems.INVALID_REQUEST.status(),
-                        "the request declares a multipart body that cannot be parsed; no operation"
-                                + " here takes multipart");
-        return handleExceptionInternal(
-                ex, body, new HttpHeaders(), CommonProblems.INVALID_REQUEST.status(), request);
+        return answer(
+                ex,
+                CommonProblems.INVALID_REQUEST,
+                "the request declares a multipart body that cannot be parsed; no operation here"
+                        + " takes multipart",
+                request);
     }
 
     @ExceptionHandler(Exception.class)
     ResponseEntity<Object> handleUnexpected(Exception ex, WebRequest request) {
         log.error("unexpected error on {}", request.getDescription(false), ex);
-        ProblemDetail body =
-                ProblemDetail.forStatusAndDetail(
-                        CommonProblems.INTERNAL.status(),
-                        "unexpected " + ex.getClass().getSimpleName() + "; see the service log");
-        return handleExceptionInternal(
-                ex, body, new HttpHeaders(), CommonProblems.INTERNAL.status(), request);
+        return answer(
+                ex,
+                CommonProblems.INTERNAL_ERROR,
+                "unexpected " + ex.getClass().getSimpleName() + "; see the service log",
+                request);
     }
 
     /**
@@ -138,8 +132,7 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
                     ProblemDetail.forStatusAndDetail(
                             status,
                             path + " is null: the contract allows no null item or value there");
-            body.setProperty(
-                    "errors", List.of(Map.of("field", path, "message", "must not be null")));
+            body.setProperty("errors", List.of(fieldError(path, "must not be null")));
             return handleExceptionInternal(ex, body, headers, status, request);
         }
         return super.handleHttpMessageNotReadable(ex, headers, status, request);
@@ -167,19 +160,11 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
             HttpHeaders headers,
             HttpStatusCode status,
             WebRequest request) {
-        ProblemDetail body = ex.getBody();
-        List<Map<String, String>> errors = new ArrayList<>();
-        ex.getBindingResult()
-                .getFieldErrors()
-                .forEach(
-                        e ->
-                                errors.add(
-                                        Map.of(
-                                                "field",
-                                                e.getField(),
-                                                "message",
-                                                String.valueOf(e.getDefaultMessage()))));
-        body.setProperty("errors", errors);
+        List<Map<String, String>> errors =
+                ex.getBindingResult().getFieldErrors().stream()
+                        .map(e -> fieldError(e.getField(), e.getDefaultMessage()))
+                        .toList();
+        ProblemDetail body = withErrors(ex.getBody(), errors);
         body.setDetail("request body violates " + errors.size() + " constraint(s)");
         return handleExceptionInternal(ex, body, headers, status, request);
     }
@@ -190,25 +175,23 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
             HttpHeaders headers,
             HttpStatusCode status,
             WebRequest request) {
-        ProblemDetail body = ex.getBody();
-        List<Map<String, String>> errors = new ArrayList<>();
-        ex.getParameterValidationResults()
-                .forEach(
+        return handleExceptionInternal(
+                ex, withErrors(ex.getBody(), parameterErrors(ex)), headers, status, request);
+    }
+
+    /** The errors of each invalid parameter, named by the parameter. */
+    private static List<Map<String, String>> parameterErrors(HandlerMethodValidationException ex) {
+        return ex.getParameterValidationResults().stream()
+                .flatMap(
                         r ->
-                                r.getResolvableErrors()
-                                        .forEach(
+                                r.getResolvableErrors().stream()
+                                        .map(
                                                 e ->
-                                                        errors.add(
-                                                                Map.of(
-                                                                        "field",
-                                                                        r.getMethodParameter()
-                                                                                .getParameterName(),
-                                                                        "message",
-                                                                        String.valueOf(
-                                                                                e
-                                                                                        .getDefaultMessage())))));
-        body.setProperty("errors", errors);
-        return handleExceptionInternal(ex, body, headers, status, request);
+                                                        fieldError(
+                                                                r.getMethodParameter()
+                                                                        .getParameterName(),
+                                                                e.getDefaultMessage())))
+                .toList();
     }
 
     @Override
@@ -241,6 +224,28 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
         }
         out.setContentType(MediaType.APPLICATION_PROBLEM_JSON);
         return super.handleExceptionInternal(ex, problem, out, statusCode, request);
+    }
+
+    /** A problem of {@code kind} with {@code detail}, for {@code ex}. */
+    private ResponseEntity<Object> answer(
+            Exception ex, ProblemKind kind, String detail, WebRequest request) {
+        return answer(ex, kind, ProblemDetail.forStatusAndDetail(kind.status(), detail), request);
+    }
+
+    private ResponseEntity<Object> answer(
+            Exception ex, ProblemKind kind, ProblemDetail body, WebRequest request) {
+        return handleExceptionInternal(ex, body, new HttpHeaders(), kind.status(), request);
+    }
+
+    /** {@code body} listing {@code errors} in its {@code errors} member. */
+    private static ProblemDetail withErrors(ProblemDetail body, List<Map<String, String>> errors) {
+        body.setProperty("errors", errors);
+        return body;
+    }
+
+    /** One member of {@code errors}: the field and what is wrong with it. */
+    private static Map<String, String> fieldError(String field, Object message) {
+        return Map.of("field", field, "message", String.valueOf(message));
     }
 
     private static String lastNode(String path) {

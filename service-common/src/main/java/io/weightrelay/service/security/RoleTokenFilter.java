@@ -144,11 +144,7 @@ public final class RoleTokenFilter extends OncePerRequestFilter {
             String detail,
             Map<String, Object> members)
             throws IOException {
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("type", kind.type().toString());
-        body.put("title", kind.title());
-        body.put("status", kind.status().value());
-        body.put("detail", detail);
+        Map<String, Object> body = kind.members(kind.status().value(), detail);
         body.put("instance", request.getRequestURI());
         body.putAll(members);
         response.setStatus(kind.status().value());

@@ -1,7 +1,6 @@
 package io.weightrelay.service.web;
 
 import io.weightrelay.service.problem.CommonProblems;
-import io.weightrelay.service.problem.ProblemKind;
 import java.io.IOException;
 import java.io.Writer;
 import org.apache.catalina.connector.Request;
@@ -10,6 +9,7 @@ import org.apache.catalina.core.StandardHost;
 import org.apache.catalina.valves.ErrorReportValve;
 import org.springframework.boot.tomcat.servlet.TomcatServletWebServerFactory;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Writes the errors that Tomcat raises itself, before any filter or controller sees the request (an
@@ -20,23 +20,17 @@ import org.springframework.boot.web.server.WebServerFactoryCustomizer;
  */
 public class ProblemErrorReportValve extends ErrorReportValve {
 
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
     @Override
     protected void report(Request request, Response response, Throwable throwable) {
         int status = response.getStatus();
         if (status < 400 || response.getContentWritten() > 0 || !response.setErrorReported()) {
             return;
         }
-        ProblemKind kind = CommonProblems.forStatus(status);
         String body =
-                "{\"type\":\""
-                        + kind.type()
-                        + "\",\"title\":\""
-                        + kind.title()
-                        + "\",\"status\":"
-                        + status
-                        + ",\"detail\":\""
-                        + detail(status)
-                        + "\"}";
+                JSON.writeValueAsString(
+                        CommonProblems.forStatus(status).members(status, detail(status)));
         try {
             response.setContentType("application/problem+json");
             response.setCharacterEncoding("UTF-8");

@@ -1,12 +1,10 @@
 package io.weightrelay.service.web;
 
 import io.weightrelay.service.problem.CommonProblems;
-import io.weightrelay.service.problem.ProblemKind;
 import io.weightrelay.service.problem.RelayException;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.util.concurrent.atomic.AtomicLong;
-import org.springframework.http.HttpStatus;
 import org.springframework.web.servlet.HandlerInterceptor;
 import org.springframework.web.servlet.config.annotation.InterceptorRegistry;
 import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
@@ -22,10 +20,6 @@ import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
  * BoundedRequestBodies}). The body itself is still bounded by the contract's item limits.
  */
 public class RequestLimits implements WebMvcConfigurer {
-
-    public static final ProblemKind OVERLOADED =
-            new ProblemKind(
-                    "overloaded", HttpStatus.SERVICE_UNAVAILABLE, "Too much work in flight");
 
     private static final String ADMITTED = RequestLimits.class.getName() + ".admitted";
 
@@ -75,7 +69,7 @@ public class RequestLimits implements WebMvcConfigurer {
                         if (after > budget && after != charged) {
                             inFlight.addAndGet(-charged);
                             RelayException refused =
-                                    OVERLOADED
+                                    CommonProblems.OVERLOADED
                                             .exception(
                                                     "request bodies in flight would reach "
                                                             + after

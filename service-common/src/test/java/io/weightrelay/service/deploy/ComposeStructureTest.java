@@ -186,26 +186,9 @@ class ComposeStructureTest {
         assertThat((List<String>) services.get("grafana").get("volumes"))
                 .anySatisfy(v -> assertThat(v).contains("grafana/provisioning"))
                 .anySatisfy(v -> assertThat(v).contains("grafana/dashboards"));
-        String dashboard =
-                Files.readString(
-                        Path.of(
-                                "..",
-                                "docker",
-                                "monitoring",
-                                "grafana",
-                                "dashboards",
-                                "weight-relay.json"));
+        String dashboard = monitoring("grafana/dashboards/weight-relay.json");
         assertThat(dashboard).contains("\"uid\": \"weight-relay-prometheus\"");
-        String datasource =
-                Files.readString(
-                        Path.of(
-                                "..",
-                                "docker",
-                                "monitoring",
-                                "grafana",
-                                "provisioning",
-                                "datasources",
-                                "prometheus.yaml"));
+        String datasource = monitoring("grafana/provisioning/datasources/prometheus.yaml");
         assertThat(datasource)
                 .contains("uid: weight-relay-prometheus")
                 .contains("url: http://prometheus:9090");
@@ -221,13 +204,10 @@ class ComposeStructureTest {
     @Test
     @SuppressWarnings("unchecked")
     void theDashboardParsesAndQueriesOnlyDocumentedMetrics() throws IOException {
-        Path monitoring = Path.of("..", "docker", "monitoring", "grafana");
         JsonNode dashboard =
                 JsonMapper.builder()
                         .build()
-                        .readTree(
-                                Files.readString(
-                                        monitoring.resolve("dashboards/weight-relay.json")));
+                        .readTree(monitoring("grafana/dashboards/weight-relay.json"));
         assertThat(dashboard.path("uid").asString()).isEqualTo("weight-relay");
         String documented = Files.readString(Path.of("..", "docs", "metrics.md"));
         Set<Integer> ids = new java.util.HashSet<>();
@@ -264,12 +244,8 @@ class ComposeStructureTest {
                                 assertThat(documented)
                                         .as("docs/metrics.md documents " + name)
                                         .contains("`" + name + "`"));
-        Map<String, Object> provider;
-        try (Reader in =
-                Files.newBufferedReader(
-                        monitoring.resolve("provisioning/dashboards/weight-relay.yaml"))) {
-            provider = new Yaml().load(in);
-        }
+        Map<String, Object> provider =
+                new Yaml().load(monitoring("grafana/provisioning/dashboards/weight-relay.yaml"));
         Map<String, Object> first = ((List<Map<String, Object>>) provider.get("providers")).get(0);
         assertThat(((Map<String, Object>) first.get("options")).get("path"))
                 .isEqualTo("/var/lib/grafana/dashboards");
@@ -314,5 +290,10 @@ class ComposeStructureTest {
                     .as(name)
                     .isEqualTo("http://" + name + ":8081");
         }
+    }
+
+    /** A file of the monitoring set-up, {@code docker/monitoring/<relative>}. */
+    private static String monitoring(String relative) throws IOException {
+        return Files.readString(Path.of("..", "docker", "monitoring").resolve(relative));
     }
 }

@@ -1,5 +1,7 @@
 package io.weightrelay.trainer.client;
 
+import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.publisher.client.OwnerApi;
 import io.weightrelay.api.publisher.client.PublishApi;
 import io.weightrelay.api.publisher.client.StagingApi;
@@ -24,8 +26,6 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.function.Supplier;
-import org.springframework.http.client.SimpleClientHttpRequestFactory;
-import org.springframework.web.client.RestClient;
 import org.springframework.web.client.RestClientResponseException;
 
 /**
@@ -60,19 +60,9 @@ public final class PublisherClient {
      * @param timeout connect and read timeout of one call (a batch call converts and stores)
      */
     public static PublisherClient connect(String baseUrl, String token, Duration timeout) {
-        SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
-        factory.setConnectTimeout(timeout);
-        factory.setReadTimeout(timeout);
-        RestClient rest =
-                ApiClient.buildRestClientBuilder(
-                                ApiClient.createDefaultMapper(ApiClient.createDefaultDateFormat()))
-                        .requestFactory(factory)
-                        .build();
-        ApiClient client = new ApiClient(rest);
-        client.setBasePath(baseUrl);
-        if (token != null && !token.isEmpty()) {
-            client.setBearerToken(token);
-        }
+        Endpoint publisher = new Endpoint(baseUrl, token, timeout, timeout);
+        ApiClient client = new ApiClient(publisher.restClient(ApiClient.buildRestClientBuilder()));
+        client.setBasePath(publisher.basePath());
         return new PublisherClient(baseUrl, client);
     }
 
@@ -160,7 +150,9 @@ public final class PublisherClient {
                 if (e.getStatusCode().value() != 429 || System.nanoTime() > deadline) {
                     throw RelayCallException.of(baseUrl, "reserve " + bytes + " bytes", e);
                 }
-                sleep(retryAfter(e));
+                Pause.sleep(
+                        RemoteProblem.retryAfter(e).orElse(Duration.ofMillis(200)),
+                        "staging was full");
             } catch (RuntimeException e) {
                 throw RelayCallException.of(baseUrl, "reserve " + bytes + " bytes", e);
             }
@@ -224,30 +216,6 @@ public final class PublisherClient {
             return body.get();
         } catch (RuntimeException e) {
             throw RelayCallException.of(baseUrl, what, e);
-        }
-    }
-
-    private static Duration retryAfter(RestClientResponseException e) {
-        String ms =
-                e.getResponseHeaders() == null
-                        ? null
-                        : e.getResponseHeaders().getFirst("Retry-After-Ms");
-        if (ms != null) {
-            return Duration.ofMillis(Long.parseLong(ms));
-        }
-        String s =
-                e.getResponseHeaders() == null
-                        ? null
-                        : e.getResponseHeaders().getFirst("Retry-After");
-        return s == null ? Duration.ofMillis(200) : Duration.ofSeconds(Long.parseLong(s));
-    }
-
-    private static void sleep(Duration d) {
-        try {
-            Thread.sleep(Math.max(1, d.toMillis()));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while staging was full", e);
         }
     }
 }

@@ -1,8 +1,7 @@
 package io.weightrelay.trainer.client;
 
+import io.weightrelay.api.RemoteProblem;
 import org.springframework.web.client.RestClientResponseException;
-import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * A REST call of the protocol failed: the service's problem type and detail, or why no answer came.
@@ -11,8 +10,6 @@ import tools.jackson.databind.json.JsonMapper;
 public class RelayCallException extends RuntimeException {
 
     private static final long serialVersionUID = 1L;
-    private static final JsonMapper JSON = JsonMapper.builder().build();
-    private static final String TYPE_BASE = "https://weightrelay.io/problems/";
 
     private final int status;
     private final String problemType;
@@ -36,30 +33,19 @@ public class RelayCallException extends RuntimeException {
     /** Wraps a failed call to {@code service}, keeping its problem type and detail. */
     static RelayCallException of(String service, String what, RuntimeException e) {
         if (e instanceof RestClientResponseException r) {
-            String type = "unknown";
-            String detail = r.getResponseBodyAsString();
-            try {
-                JsonNode body = JSON.readTree(detail);
-                if (body.has("type")) {
-                    type = body.get("type").asString().replace(TYPE_BASE, "");
-                }
-                if (body.has("detail")) {
-                    detail = body.get("detail").asString();
-                }
-            } catch (RuntimeException notJson) {
-                // keep the raw body
-            }
+            RemoteProblem problem = RemoteProblem.of(r);
+            String type = problem.type() == null ? "unknown" : problem.type();
             return new RelayCallException(
                     service
                             + ": "
                             + what
                             + " failed ("
-                            + r.getStatusCode().value()
+                            + problem.status()
                             + " "
                             + type
                             + "): "
-                            + detail,
-                    r.getStatusCode().value(),
+                            + problem.detailOrBody(),
+                    problem.status(),
                     type,
                     e);
         }

@@ -2,7 +2,9 @@ package io.weightrelay.trainer.client;
 
 import io.weightrelay.api.BaseUrlFailover;
 import io.weightrelay.api.ControlManifests;
+import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.GzipRequestBodies;
+import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.AbortRequest;
@@ -19,12 +21,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
-import org.springframework.http.client.SimpleClientHttpRequestFactory;
 import org.springframework.web.client.HttpServerErrorException;
-import org.springframework.web.client.RestClient;
 import org.springframework.web.client.RestClientResponseException;
 import tools.jackson.databind.JsonNode;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@link Coordinator} over control-api's generated REST client. Thread safe.
@@ -41,8 +40,6 @@ public final class RestCoordinator implements Coordinator {
     static final Duration RETRY_BUDGET = Duration.ofSeconds(60);
 
     private static final Duration MAX_RETRY_WAIT = Duration.ofSeconds(5);
-
-    private static final JsonMapper JSON = JsonMapper.builder().build();
 
     private final String baseUrl;
     private final GenerationsApi generations;
@@ -61,22 +58,12 @@ public final class RestCoordinator implements Coordinator {
      * @param maxFragmentBytes the bound the manifest's fragments were cut with (sent with it)
      */
     public RestCoordinator(String baseUrl, String token, Duration timeout, long maxFragmentBytes) {
-        BaseUrlFailover failover = new BaseUrlFailover(baseUrl);
-        SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
-        factory.setConnectTimeout(timeout);
-        factory.setReadTimeout(timeout);
-        RestClient rest =
-                ApiClient.buildRestClientBuilder(
-                                ApiClient.createDefaultMapper(ApiClient.createDefaultDateFormat()))
-                        .requestFactory(factory)
-                        .requestInterceptor(new GzipRequestBodies())
-                        .requestInterceptor(failover)
-                        .build();
-        ApiClient client = new ApiClient(rest);
-        client.setBasePath(failover.primary());
-        if (token != null && !token.isEmpty()) {
-            client.setBearerToken(token);
-        }
+        Endpoint control = new Endpoint(baseUrl, token, timeout, timeout);
+        ApiClient client =
+                new ApiClient(
+                        control.restClient(
+                                ApiClient.buildRestClientBuilder(), new GzipRequestBodies()));
+        client.setBasePath(control.basePath());
         this.baseUrl = baseUrl;
         this.generations = new GenerationsApi(client);
         this.maxFragmentBytes = maxFragmentBytes;
@@ -156,7 +143,10 @@ public final class RestCoordinator implements Coordinator {
                             what + " (still unavailable after " + RETRY_BUDGET.toSeconds() + " s)",
                             e);
                 }
-                sleep(retryAfter(e));
+                Duration wait = RemoteProblem.retryAfter(e).orElse(Duration.ofSeconds(1));
+                Pause.sleep(
+                        wait.compareTo(MAX_RETRY_WAIT) > 0 ? MAX_RETRY_WAIT : wait,
+                        "control-api was unavailable");
                 retried = true;
             } catch (RuntimeException e) {
                 RelayCallException failed =
@@ -175,36 +165,7 @@ public final class RestCoordinator implements Coordinator {
         if (!(e instanceof RestClientResponseException r)) {
             return null;
         }
-        try {
-            JsonNode state = JSON.readTree(r.getResponseBodyAsString()).get("state");
-            return state == null ? null : state.asString();
-        } catch (RuntimeException notJson) {
-            return null;
-        }
-    }
-
-    private static Duration retryAfter(RestClientResponseException e) {
-        String seconds =
-                e.getResponseHeaders() == null
-                        ? null
-                        : e.getResponseHeaders().getFirst("Retry-After");
-        Duration wait = Duration.ofSeconds(1);
-        if (seconds != null) {
-            try {
-                wait = Duration.ofSeconds(Long.parseLong(seconds.trim()));
-            } catch (NumberFormatException httpDate) {
-                // an HTTP date: wait the default
-            }
-        }
-        return wait.compareTo(MAX_RETRY_WAIT) > 0 ? MAX_RETRY_WAIT : wait;
-    }
-
-    private static void sleep(Duration d) {
-        try {
-            Thread.sleep(Math.max(1, d.toMillis()));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while control-api was unavailable", e);
-        }
+        JsonNode state = RemoteProblem.of(r).member("state");
+        return state == null ? null : state.asString();
     }
 }
