@@ -21,7 +21,8 @@ import io.weightrelay.control.redis.Compression;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
-import io.weightrelay.control.redis.Scripts;
+import io.weightrelay.control.redis.ScriptCall;
+import io.weightrelay.control.redis.ScriptCall.Script;
 import io.weightrelay.control.store.ObjectStore;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.service.problem.CommonProblems;
@@ -46,7 +47,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.StringRedisTemplate;
-import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.stereotype.Service;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -64,16 +64,16 @@ public class GenerationService {
     private static final int ENCODED_CACHE_MAX = 8;
     private static final int VIEW_CACHE_MAX = 4;
 
-    private static final RedisScript<List<Object>> OPEN = Scripts.load("open");
-    private static final RedisScript<List<Object>> REGISTER = Scripts.load("register");
-    private static final RedisScript<List<Object>> COMMIT = Scripts.load("commit");
-    private static final RedisScript<List<Object>> ABORT = Scripts.load("abort");
-    private static final RedisScript<List<Object>> LOSE = Scripts.load("lose");
-    private static final RedisScript<List<Object>> LEASE = Scripts.load("lease");
-    private static final RedisScript<List<Object>> GC_MARK = Scripts.load("gc-mark");
-    private static final RedisScript<List<Object>> GC_FINISH = Scripts.load("gc-finish");
-    private static final RedisScript<List<Object>> ACTIVATE = Scripts.load("activate");
-    private static final RedisScript<List<Object>> RESTORE = Scripts.load("restore");
+    private static final Script OPEN = Script.load("open");
+    private static final Script REGISTER = Script.load("register");
+    private static final Script COMMIT = Script.load("commit");
+    private static final Script ABORT = Script.load("abort");
+    private static final Script LOSE = Script.load("lose");
+    private static final Script LEASE = Script.load("lease");
+    private static final Script GC_MARK = Script.load("gc-mark");
+    private static final Script GC_FINISH = Script.load("gc-finish");
+    private static final Script ACTIVATE = Script.load("activate");
+    private static final Script RESTORE = Script.load("restore");
 
     /** A generation as stored, with what other features need beyond the REST view. */
     public record StoredGeneration(Generation view, String manifestDigest, Topology trainers) {
@@ -116,6 +116,7 @@ public class GenerationService {
     private final RedisTemplate<String, byte[]> bytes;
     private final RedisKeys keys;
     private final RedisGuard guard;
+    private final ScriptCall scripts;
     private final RedisEvents events;
     private final JsonMapper json;
     private final ObjectStore store;
@@ -139,6 +140,7 @@ public class GenerationService {
             RedisTemplate<String, byte[]> bytesRedisTemplate,
             RedisKeys keys,
             RedisGuard guard,
+            ScriptCall scripts,
             RedisEvents events,
             JsonMapper json,
             ObjectStore store,
@@ -150,6 +152,7 @@ public class GenerationService {
         this.bytes = bytesRedisTemplate;
         this.keys = keys;
         this.guard = guard;
+        this.scripts = scripts;
         this.events = events;
         this.json = json;
         this.store = store;
@@ -1030,7 +1033,7 @@ public class GenerationService {
         return OffsetDateTime.now(clock).withOffsetSameInstant(ZoneOffset.UTC);
     }
 
-    private List<Object> script(RedisScript<List<Object>> script, String model, String... rest) {
+    private List<Object> script(Script script, String model, String... rest) {
         List<String> args = new ArrayList<>(rest.length + 2);
         args.add(keys.prefix());
         args.add(model);
@@ -1038,9 +1041,8 @@ public class GenerationService {
         return scriptArgs(script, args);
     }
 
-    private List<Object> scriptArgs(RedisScript<List<Object>> script, List<String> args) {
-        Object[] argv = args.toArray();
-        return guard.call(() -> redis.execute(script, List.of(), argv));
+    private List<Object> scriptArgs(Script script, List<String> args) {
+        return scripts.run(script, List.of(), args).values();
     }
 
     static String code(List<Object> result) {

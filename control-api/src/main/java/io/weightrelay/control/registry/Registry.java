@@ -12,9 +12,10 @@ import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
-import io.weightrelay.control.redis.Scripts;
+import io.weightrelay.control.redis.ScriptCall;
+import io.weightrelay.control.redis.ScriptCall.Reply;
+import io.weightrelay.control.redis.ScriptCall.Script;
 import io.weightrelay.reshard.placement.FragmentTemplate;
-import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
 import io.weightrelay.service.security.Role;
 import java.time.Clock;
@@ -34,7 +35,6 @@ import org.springframework.data.redis.core.RedisOperations;
 import org.springframework.data.redis.core.SessionCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.ZSetOperations;
-import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.stereotype.Service;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -47,17 +47,15 @@ public class Registry {
 
     private static final int LIST_PAGE = 256;
 
-    private static final RedisScript<List<Object>> HEARTBEAT = Scripts.load("heartbeat");
-    private static final RedisScript<List<Object>> REGISTER_SEGMENT =
-            Scripts.load("register-segment");
-    private static final RedisScript<List<Object>> REGISTER_LOADER =
-            Scripts.load("register-loader");
-    private static final RedisScript<List<Object>> HEARTBEAT_LOADER =
-            Scripts.load("heartbeat-loader");
+    private static final Script HEARTBEAT = Script.load("heartbeat");
+    private static final Script REGISTER_SEGMENT = Script.load("register-segment");
+    private static final Script REGISTER_LOADER = Script.load("register-loader");
+    private static final Script HEARTBEAT_LOADER = Script.load("heartbeat-loader");
 
     private final StringRedisTemplate redis;
     private final RedisKeys keys;
     private final RedisGuard guard;
+    private final ScriptCall scripts;
     private final JsonMapper json;
     private final RegistryProperties properties;
     private final PlacementTemplates templates;
@@ -67,6 +65,7 @@ public class Registry {
             StringRedisTemplate redis,
             RedisKeys keys,
             RedisGuard guard,
+            ScriptCall scripts,
             JsonMapper json,
             RegistryProperties properties,
             PlacementTemplates templates,
@@ -75,6 +74,7 @@ public class Registry {
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
+        this.scripts = scripts;
         this.json = json;
         this.properties = properties;
         this.clock = clock;
@@ -89,7 +89,7 @@ public class Registry {
      */
     public SegmentOwner registerSegment(String segment, SegmentRegistration r, Role registeredBy) {
         Instant now = clock.instant();
-        execute(
+        scripts.run(
                 REGISTER_SEGMENT,
                 List.of(keys.segment(segment), keys.segments()),
                 segment,
@@ -108,14 +108,14 @@ public class Registry {
 
     public SegmentOwner heartbeatSegment(String segment) {
         Instant now = clock.instant();
-        List<Object> result =
-                execute(
+        Reply result =
+                scripts.run(
                         HEARTBEAT,
                         List.of(keys.segment(segment), keys.segments()),
                         segment,
                         expiry(now, properties.segmentTtl()),
                         iso(now));
-        if ("not-found".equals(String.valueOf(result.get(0)))) {
+        if (result.is("not-found")) {
             throw segmentNotFound(segment);
         }
         return getSegment(segment);
@@ -241,8 +241,8 @@ public class Registry {
                 new ArrayList<>(
                         List.of(keys.loader(instance), keys.loaders(), keys.loaderEpochs()));
         digests.forEach(d -> keyList.add(keys.placement(d)));
-        List<Object> result =
-                execute(
+        Reply result =
+                scripts.run(
                         REGISTER_LOADER,
                         keyList,
                         instance,
@@ -258,10 +258,8 @@ public class Registry {
                         String.join(" ", digests),
                         r.getSpan() == null ? "" : r.getSpan().getRolloutInstance(),
                         r.getSpan() == null ? "" : String.valueOf(r.getSpan().getNodes()));
-        if ("missing".equals(String.valueOf(result.get(0)))) {
-            throw templatesMissing(
-                    instance,
-                    result.subList(1, result.size()).stream().map(String::valueOf).toList());
+        if (result.is("missing")) {
+            throw templatesMissing(instance, result.items(1));
         }
         return getLoader(instance);
     }
@@ -302,8 +300,8 @@ public class Registry {
 
     public LoaderHeartbeat heartbeatLoader(String instance) {
         Instant now = clock.instant();
-        List<Object> result =
-                execute(
+        Reply result =
+                scripts.run(
                         HEARTBEAT_LOADER,
                         List.of(keys.loader(instance), keys.loaders()),
                         instance,
@@ -311,11 +309,10 @@ public class Registry {
                         iso(now),
                         keys.placement(""),
                         String.valueOf(properties.placementTtl().toMillis()));
-        if ("not-found".equals(String.valueOf(result.get(0)))) {
+        if (result.is("not-found")) {
             throw loaderNotFound(instance);
         }
-        LoaderHeartbeat beat =
-                new LoaderHeartbeat(instance, Long.parseLong(String.valueOf(result.get(1))), true);
+        LoaderHeartbeat beat = new LoaderHeartbeat(instance, result.number(1), true);
         beat.setLastHeartbeat(now.atOffset(ZoneOffset.UTC));
         return beat;
     }
@@ -629,16 +626,6 @@ public class Registry {
 
     private boolean alive(Double expiry) {
         return expiry != null && expiry > clock.instant().toEpochMilli();
-    }
-
-    private List<Object> execute(
-            RedisScript<List<Object>> script, List<String> keyList, String... args) {
-        Object[] argv = args;
-        List<Object> result = guard.call(() -> redis.execute(script, keyList, argv));
-        if (result == null || result.isEmpty()) {
-            throw CommonProblems.INTERNAL.exception("registry script answered nothing");
-        }
-        return result;
     }
 
     private static String expiry(Instant now, Duration ttl) {

@@ -2,7 +2,7 @@ package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.control.redis.Scripts;
+import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.service.test.RedisTestSupport;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,7 +25,7 @@ import org.springframework.test.context.DynamicPropertySource;
 @DataRedisTest
 class CommitScriptTest {
 
-    private static final RedisScript<List<Object>> COMMIT = Scripts.load("commit");
+    private static final RedisScript<List<Object>> COMMIT = ScriptCall.Script.load("commit").lua();
     private static final String PREFIX = RedisTestSupport.uniqueKeyPrefix("commit-script");
 
     @DynamicPropertySource
