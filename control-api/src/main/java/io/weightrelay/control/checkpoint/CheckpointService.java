@@ -13,7 +13,10 @@ import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
 import io.weightrelay.control.generation.GenerationProblems;
-import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.generation.GenerationQueries;
+import io.weightrelay.control.generation.GenerationRestore;
+import io.weightrelay.control.generation.ManifestStore;
+import io.weightrelay.control.generation.StoredGeneration;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.registry.Registry;
@@ -77,7 +80,9 @@ public class CheckpointService {
 
     private static final Logger log = LoggerFactory.getLogger(CheckpointService.class);
 
-    private final GenerationService generations;
+    private final GenerationQueries generations;
+    private final ManifestStore manifests;
+    private final GenerationRestore restores;
     private final Registry registry;
     private final ObjectStore store;
     private final OwnerClient owners;
@@ -89,7 +94,9 @@ public class CheckpointService {
     private final Clock clock;
 
     CheckpointService(
-            GenerationService generations,
+            GenerationQueries generations,
+            ManifestStore manifests,
+            GenerationRestore restores,
             Registry registry,
             ObjectStore store,
             OwnerClient owners,
@@ -100,6 +107,8 @@ public class CheckpointService {
             JsonMapper json,
             Clock clock) {
         this.generations = generations;
+        this.manifests = manifests;
+        this.restores = restores;
         this.registry = registry;
         this.store = store;
         this.owners = owners;
@@ -116,8 +125,8 @@ public class CheckpointService {
     public CheckpointReport save(String model, long generation, String directory) {
         long started = System.nanoTime();
         Path dir = absolute(directory);
-        GenerationService.StoredGeneration g = committed(model, generation);
-        List<String> objectKeys = generations.objectKeys(model, generation, g.manifestDigest());
+        StoredGeneration g = committed(model, generation);
+        List<String> objectKeys = manifests.objectKeys(model, generation, g.manifestDigest());
         Map<String, List<String>> locations = store.locations(objectKeys);
         List<String> missing = new ArrayList<>();
         Map<String, Long> expectedPerSegment = new TreeMap<>();
@@ -243,7 +252,7 @@ public class CheckpointService {
         OffsetDateTime savedAt = clock.instant().atOffset(ZoneOffset.UTC);
         Generation view = g.view();
         io.weightrelay.api.control.model.SourceManifest source =
-                generations.apiManifest(model, generation);
+                manifests.apiManifest(model, generation);
         CheckpointManifest manifest =
                 new CheckpointManifest(
                         FORMAT,
@@ -307,7 +316,7 @@ public class CheckpointService {
     public Generation restore(String model, Long generation, String directory) {
         Path dir = absolute(directory);
         CheckpointManifest m = read(dir);
-        GenerationService.requireSameModel(model, m.getModel());
+        GenerationQueries.requireSameModel(model, m.getModel());
         if (generation != null && generation != m.getGeneration()) {
             throw CommonProblems.INVALID_REQUEST.exception(
                     "the checkpoint in "
@@ -425,9 +434,9 @@ public class CheckpointService {
                     o.getKey(),
                     o.getSize() + "|" + o.getChecksum() + "|" + String.join(",", segments));
         }
-        GenerationService.RestoreOutcome outcome =
-                generations.registerRestored(
-                        new GenerationService.Restored(
+        GenerationRestore.RestoreOutcome outcome =
+                restores.register(
+                        new GenerationRestore.Restored(
                                 model,
                                 g,
                                 m.getTrainerStep(),
@@ -690,8 +699,8 @@ public class CheckpointService {
         }
     }
 
-    private GenerationService.StoredGeneration committed(String model, long generation) {
-        GenerationService.StoredGeneration g = generations.load(model, generation).requireNotLost();
+    private StoredGeneration committed(String model, long generation) {
+        StoredGeneration g = generations.load(model, generation).requireNotLost();
         if (!g.committed()) {
             throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                     "generation " + generation + " is " + g.state() + ", never committed");

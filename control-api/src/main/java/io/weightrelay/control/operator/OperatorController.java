@@ -16,7 +16,7 @@ import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.api.control.server.OperatorApi;
 import io.weightrelay.control.checkpoint.CheckpointService;
-import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.registry.Registry;
@@ -35,7 +35,7 @@ import org.springframework.web.bind.annotation.RestController;
 @RestController
 class OperatorController implements OperatorApi {
 
-    private final GenerationService generations;
+    private final GenerationQueries generations;
     private final CheckpointService checkpoints;
     private final Registry registry;
     private final UpdateService updates;
@@ -44,7 +44,7 @@ class OperatorController implements OperatorApi {
     private final Clock clock;
 
     OperatorController(
-            GenerationService generations,
+            GenerationQueries generations,
             CheckpointService checkpoints,
             Registry registry,
             UpdateService updates,

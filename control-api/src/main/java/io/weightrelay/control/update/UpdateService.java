@@ -12,7 +12,8 @@ import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.control.generation.GenerationProblems;
-import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.generation.GenerationQueries;
+import io.weightrelay.control.generation.StoredGeneration;
 import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.redis.RedisEvents;
@@ -59,7 +60,7 @@ public class UpdateService {
     private final ScriptCall scripts;
     private final RedisEvents events;
     private final JsonMapper json;
-    private final GenerationService generations;
+    private final GenerationQueries generations;
     private final PlanService plans;
     private final UpdateProperties properties;
     private final MeterRegistry meters;
@@ -73,7 +74,7 @@ public class UpdateService {
             ScriptCall scripts,
             RedisEvents events,
             JsonMapper json,
-            GenerationService generations,
+            GenerationQueries generations,
             PlanService plans,
             UpdateProperties properties,
             MeterRegistry meters,
@@ -95,7 +96,7 @@ public class UpdateService {
 
     public UpdateSession start(
             String model, long generation, String group, UpdateSessionRequest request) {
-        GenerationService.StoredGeneration g = generations.load(model, generation).requireNotLost();
+        StoredGeneration g = generations.load(model, generation).requireNotLost();
         if (!g.committed()) {
             throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                     "generation "

@@ -8,7 +8,8 @@ import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.control.ControlApiTestSupport;
-import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.generation.GenerationQueries;
+import io.weightrelay.control.generation.ManifestStore;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.registry.PlacementTemplates;
@@ -36,7 +37,8 @@ class PlanComputedOnceAcrossInstancesTest extends ControlApiTestSupport {
     @Autowired RedisKeys keys;
     @Autowired RedisGuard guard;
     @Autowired JsonMapper mapper;
-    @Autowired GenerationService generations;
+    @Autowired GenerationQueries generations;
+    @Autowired ManifestStore manifests;
     @Autowired Registry registry;
     @Autowired PlacementTemplates templates;
     @Autowired PlanProperties properties;
@@ -49,6 +51,7 @@ class PlanComputedOnceAcrossInstancesTest extends ControlApiTestSupport {
                 guard,
                 mapper,
                 generations,
+                manifests,
                 registry,
                 templates,
                 properties,
