@@ -200,15 +200,12 @@ public class CheckpointService {
             recordFailure(model, generation, dir, results);
             throw CheckpointProblems.CHECKPOINT_FAILED
                     .exception(
-                            failed.size()
-                                    + " of "
-                                    + results.size()
-                                    + " owner(s) failed to save generation "
-                                    + generation
-                                    + " (no completion marker was written): "
-                                    + failed.get(0).getSegment()
-                                    + ": "
-                                    + failed.get(0).getError())
+                            ownersFailed(
+                                    failed,
+                                    results.size(),
+                                    "save generation "
+                                            + generation
+                                            + " (no completion marker was written)"))
                     .with("owners", results);
         }
         // Where each object lives in the owner files (the first owner that saved it, if several
@@ -399,17 +396,14 @@ public class CheckpointService {
                 long removed = store.remove(keysOf);
                 throw CheckpointProblems.RESTORE_FAILED
                         .exception(
-                                failed.size()
-                                        + " of "
-                                        + round.size()
-                                        + " owner(s) failed to restore generation "
-                                        + g
-                                        + " ("
-                                        + removed
-                                        + " re-stored object(s) removed again): "
-                                        + failed.get(0).getSegment()
-                                        + ": "
-                                        + failed.get(0).getError())
+                                ownersFailed(
+                                        failed,
+                                        round.size(),
+                                        "restore generation "
+                                                + g
+                                                + " ("
+                                                + removed
+                                                + " re-stored object(s) removed again)"))
                         .with("owners", results);
             }
             java.util.Set<String> out = new java.util.HashSet<>();
@@ -778,6 +772,20 @@ public class CheckpointService {
     }
 
     /** An owner's problem detail when it answered one, else the exception's message. */
+    /** "2 of 3 owner(s) failed to {what}: {first failed segment}: {its error}". */
+    private static String ownersFailed(List<OwnerCheckpoint> failed, int of, String what) {
+        OwnerCheckpoint first = failed.get(0);
+        return failed.size()
+                + " of "
+                + of
+                + " owner(s) failed to "
+                + what
+                + ": "
+                + first.getSegment()
+                + ": "
+                + first.getError();
+    }
+
     private static String message(RuntimeException ex) {
         if (ex instanceof org.springframework.web.client.RestClientResponseException r) {
             String body = r.getResponseBodyAsString();
