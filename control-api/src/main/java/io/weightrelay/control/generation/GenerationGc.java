@@ -3,8 +3,6 @@ package io.weightrelay.control.generation;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.GcReport;
 import io.weightrelay.control.redis.ScriptCall.Reply;
-import io.weightrelay.control.redis.ScriptCall.Script;
-import io.weightrelay.control.store.ObjectStore;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,13 +19,10 @@ import org.springframework.stereotype.Service;
 public class GenerationGc {
 
     private static final Logger log = LoggerFactory.getLogger(GenerationGc.class);
-    private static final Script GC_MARK = Script.load("gc-mark");
-    private static final Script GC_FINISH = Script.load("gc-finish");
 
     private final GenerationScripts scripts;
     private final GenerationQueries generations;
     private final ManifestStore manifests;
-    private final ObjectStore store;
     private final MeterRegistry meters;
     private final Clock clock;
 
@@ -35,20 +30,19 @@ public class GenerationGc {
             GenerationScripts scripts,
             GenerationQueries generations,
             ManifestStore manifests,
-            ObjectStore store,
             MeterRegistry meters,
             Clock clock) {
         this.scripts = scripts;
         this.generations = generations;
         this.manifests = manifests;
-        this.store = store;
         this.meters = meters;
         this.clock = clock;
     }
 
     public GcReport collectGarbage(String model) {
         generations.requireModel(model);
-        Reply result = scripts.run(GC_MARK, model, String.valueOf(clock.instant().toEpochMilli()));
+        Reply result =
+                scripts.run("gc-mark", model, String.valueOf(clock.instant().toEpochMilli()));
         int n = (int) result.number(1);
         List<Long> collected = new ArrayList<>();
         List<Long> kept = new ArrayList<>();
@@ -62,9 +56,8 @@ public class GenerationGc {
             if (g.isEmpty()) {
                 continue;
             }
-            removed +=
-                    store.remove(manifests.objectKeys(model, generation, g.get().manifestDigest()));
-            Reply finish = scripts.run(GC_FINISH, model, String.valueOf(generation));
+            removed += manifests.removeObjects(model, generation, g.get().manifestDigest());
+            Reply finish = scripts.run("gc-finish", model, String.valueOf(generation));
             if (finish.is("ok")) {
                 done.add(generation);
             }

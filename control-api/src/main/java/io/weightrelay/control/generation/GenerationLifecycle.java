@@ -12,8 +12,6 @@ import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.control.assignment.AssignmentService;
 import io.weightrelay.control.redis.ScriptCall.Reply;
-import io.weightrelay.control.redis.ScriptCall.Script;
-import io.weightrelay.control.store.ObjectStore;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Clock;
@@ -40,20 +38,12 @@ public class GenerationLifecycle {
 
     private static final Logger log = LoggerFactory.getLogger(GenerationLifecycle.class);
 
-    private static final Script OPEN = Script.load("open");
-    private static final Script REGISTER = Script.load("register");
-    private static final Script COMMIT = Script.load("commit");
-    private static final Script ABORT = Script.load("abort");
-    private static final Script LOSE = Script.load("lose");
-    private static final Script ACTIVATE = Script.load("activate");
-
     /** Result of opening: the body and whether this call created the generation. */
     public record Opened(OpenedGeneration body, boolean created) {}
 
     private final GenerationScripts scripts;
     private final GenerationQueries generations;
     private final ManifestStore manifests;
-    private final ObjectStore store;
     private final AssignmentService assignments;
     private final GenerationProperties properties;
     private final JsonMapper json;
@@ -64,7 +54,6 @@ public class GenerationLifecycle {
             GenerationScripts scripts,
             GenerationQueries generations,
             ManifestStore manifests,
-            ObjectStore store,
             AssignmentService assignments,
             GenerationProperties properties,
             JsonMapper json,
@@ -73,7 +62,6 @@ public class GenerationLifecycle {
         this.scripts = scripts;
         this.generations = generations;
         this.manifests = manifests;
-        this.store = store;
         this.assignments = assignments;
         this.properties = properties;
         this.json = json;
@@ -104,7 +92,7 @@ public class GenerationLifecycle {
             manifests.store(model, digest, manifest, source);
             result =
                     scripts.run(
-                            OPEN,
+                            "open",
                             model,
                             String.valueOf(request.getTrainerStep()),
                             digest,
@@ -186,7 +174,7 @@ public class GenerationLifecycle {
             args.add(o.getChecksum());
             args.add(segments);
         }
-        Reply result = scripts.run(REGISTER, model, args);
+        Reply result = scripts.run("register", model, args);
         return switch (result.code()) {
             case "ok" ->
                     new RegisterObjectsResponse(
@@ -255,7 +243,7 @@ public class GenerationLifecycle {
 
     public Generation commit(String model, long generation) {
         String nonce = UUID.randomUUID().toString();
-        Reply result = scripts.run(COMMIT, model, String.valueOf(generation), nonce);
+        Reply result = scripts.run("commit", model, String.valueOf(generation), nonce);
         switch (result.code()) {
             case "ok", "ok-retry" -> {
                 Generation committed = generations.get(model, generation);
@@ -311,7 +299,7 @@ public class GenerationLifecycle {
     public Generation abort(String model, long generation, String reason) {
         Reply result =
                 scripts.run(
-                        ABORT,
+                        "abort",
                         model,
                         String.valueOf(generation),
                         reason == null ? "" : reason,
@@ -321,8 +309,7 @@ public class GenerationLifecycle {
                 if ("aborted".equals(result.item(1))) {
                     meters.counter("relay.generations.aborted", "model", model).increment();
                 }
-                long removed =
-                        store.remove(manifests.objectKeys(model, generation, result.item(2)));
+                long removed = manifests.removeObjects(model, generation, result.item(2));
                 log.info(
                         "model {}: generation {} aborted ({}), {} store object(s) removed",
                         model,
@@ -352,7 +339,7 @@ public class GenerationLifecycle {
                         + "' are gone (its owner re-created it)"
                         + (why == null || why.isBlank() ? "" : ": " + why);
         Reply result =
-                scripts.run(LOSE, model, String.valueOf(generation), reason, now().toString());
+                scripts.run("lose", model, String.valueOf(generation), reason, now().toString());
         switch (result.code()) {
             case "ok" -> {
                 String outcome = result.item(1);
@@ -369,8 +356,7 @@ public class GenerationLifecycle {
                                     : "generation " + back + " (whole) is active again");
                 } else if ("aborted".equals(outcome)) {
                     meters.counter("relay.generations.aborted", "model", model).increment();
-                    long removed =
-                            store.remove(manifests.objectKeys(model, generation, result.item(3)));
+                    long removed = manifests.removeObjects(model, generation, result.item(3));
                     log.warn(
                             "model {}: open generation {} aborted, {} store object(s) removed: {}",
                             model,
@@ -387,7 +373,7 @@ public class GenerationLifecycle {
 
     /** Makes a committed generation active again (checkpoint restore). */
     public Generation activate(String model, long generation) {
-        Reply result = scripts.run(ACTIVATE, model, String.valueOf(generation));
+        Reply result = scripts.run("activate", model, String.valueOf(generation));
         return switch (result.code()) {
             case "ok" -> generations.get(model, generation);
             case "not-found" -> throw GenerationQueries.notFound(model, generation);

@@ -6,7 +6,6 @@ import io.weightrelay.api.control.model.Topology;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall.Reply;
-import io.weightrelay.control.redis.ScriptCall.Script;
 import io.weightrelay.service.problem.CommonProblems;
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -22,8 +21,6 @@ import tools.jackson.databind.json.JsonMapper;
 /** Brings a committed generation back from a checkpoint under its own id. */
 @Service
 public class GenerationRestore {
-
-    private static final Script RESTORE = Script.load("restore");
 
     private final GenerationScripts scripts;
     private final GenerationQueries generations;
@@ -104,7 +101,7 @@ public class GenerationRestore {
                 r.trainerTopology() == null ? "" : json.writeValueAsString(r.trainerTopology());
         Reply result =
                 scripts.run(
-                        RESTORE,
+                        "restore",
                         model,
                         String.valueOf(r.generation()),
                         String.valueOf(r.trainerStep()),

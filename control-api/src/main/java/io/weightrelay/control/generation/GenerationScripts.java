@@ -3,7 +3,6 @@ package io.weightrelay.control.generation;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
-import io.weightrelay.control.redis.ScriptCall.Script;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -24,11 +23,11 @@ class GenerationScripts {
         this.keys = keys;
     }
 
-    Reply run(Script script, String model, String... rest) {
+    Reply run(String script, String model, String... rest) {
         return run(script, model, Arrays.asList(rest));
     }
 
-    Reply run(Script script, String model, List<String> rest) {
+    Reply run(String script, String model, List<String> rest) {
         List<String> args = new ArrayList<>(rest.size() + 2);
         args.add(keys.prefix());
         args.add(model);

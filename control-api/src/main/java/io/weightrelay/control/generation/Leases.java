@@ -4,7 +4,6 @@ import io.weightrelay.api.control.model.Lease;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall.Reply;
-import io.weightrelay.control.redis.ScriptCall.Script;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -17,8 +16,6 @@ import org.springframework.stereotype.Service;
  */
 @Service
 public class Leases {
-
-    private static final Script LEASE = Script.load("lease");
 
     private final GenerationScripts scripts;
     private final GenerationQueries generations;
@@ -47,7 +44,7 @@ public class Leases {
         Instant expiry = now.plusSeconds(ttlSeconds);
         Reply result =
                 scripts.run(
-                        LEASE,
+                        "lease",
                         model,
                         String.valueOf(generation),
                         holder,

@@ -6,6 +6,7 @@ import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.control.redis.Compression;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.store.ObjectStore;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.service.problem.CommonProblems;
 import java.util.ArrayList;
@@ -41,6 +42,7 @@ public class ManifestStore {
     private final RedisGuard guard;
     private final JsonMapper json;
     private final GenerationQueries generations;
+    private final ObjectStore store;
     private final Map<String, io.weightrelay.reshard.manifest.SourceManifest> manifestCache =
             new ConcurrentHashMap<>();
     // Encoded manifests as served: every publisher and loader of a generation reads the same
@@ -58,13 +60,15 @@ public class ManifestStore {
             RedisKeys keys,
             RedisGuard guard,
             JsonMapper json,
-            GenerationQueries generations) {
+            GenerationQueries generations,
+            ObjectStore store) {
         this.redis = redis;
         this.bytes = bytesRedisTemplate;
         this.keys = keys;
         this.guard = guard;
         this.json = json;
         this.generations = generations;
+        this.store = store;
     }
 
     /**
@@ -211,6 +215,13 @@ public class ManifestStore {
         }
         Collections.sort(out);
         return out;
+    }
+
+    /**
+     * Removes every manifest object of a generation from the store; returns how many were there.
+     */
+    long removeObjects(String model, long generation, String manifestDigest) {
+        return store.remove(objectKeys(model, generation, manifestDigest));
     }
 
     /** The source manifest of a generation as the trainer sent it (a checkpoint keeps it). */

@@ -4,6 +4,8 @@ import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.springframework.core.io.ClassPathResource;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.script.DefaultRedisScript;
@@ -11,24 +13,12 @@ import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.stereotype.Component;
 
 /**
- * Runs the Lua scripts under {@code scripts/}, each call under the {@link RedisGuard}. Every script
- * answers a list whose first item is a code; a caller switches on {@link Reply#code()} and turns
- * every code it does not know into {@link Reply#unexpected()}.
+ * Runs the Lua scripts under {@code scripts/} by name (each loaded once), every call under the
+ * {@link RedisGuard}. Every script answers a list whose first item is a code; a caller switches on
+ * {@link Reply#code()} and turns every code it does not know into {@link Reply#unexpected()}.
  */
 @Component
 public class ScriptCall {
-
-    /** A script of {@code scripts/}, loaded once by name. */
-    public record Script(String name, RedisScript<List<Object>> lua) {
-
-        @SuppressWarnings({"unchecked", "rawtypes"})
-        public static Script load(String name) {
-            DefaultRedisScript<List> script = new DefaultRedisScript<>();
-            script.setLocation(new ClassPathResource("scripts/" + name + ".lua"));
-            script.setResultType(List.class);
-            return new Script(name, (RedisScript<List<Object>>) (RedisScript) script);
-        }
-    }
 
     /** A script's answer: a code, then items that depend on the code. */
     public record Reply(String script, List<Object> values) {
@@ -67,22 +57,34 @@ public class ScriptCall {
 
     private final StringRedisTemplate redis;
     private final RedisGuard guard;
+    private final Map<String, RedisScript<List<Object>>> loaded = new ConcurrentHashMap<>();
 
     public ScriptCall(StringRedisTemplate redis, RedisGuard guard) {
         this.redis = redis;
         this.guard = guard;
     }
 
-    public Reply run(Script script, List<String> keys, List<String> args) {
-        Object[] argv = args.toArray();
-        List<Object> values = guard.call(() -> redis.execute(script.lua(), keys, argv));
-        if (values == null || values.isEmpty()) {
-            throw CommonProblems.INTERNAL.exception(script.name() + " script answered nothing");
-        }
-        return new Reply(script.name(), values);
+    /** {@code scripts/<name>.lua}, answering a list. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    public static RedisScript<List<Object>> load(String name) {
+        DefaultRedisScript<List> script = new DefaultRedisScript<>();
+        script.setLocation(new ClassPathResource("scripts/" + name + ".lua"));
+        script.setResultType(List.class);
+        return (RedisScript<List<Object>>) (RedisScript) script;
     }
 
-    public Reply run(Script script, List<String> keys, String... args) {
+    /** Runs {@code scripts/<script>.lua}. */
+    public Reply run(String script, List<String> keys, List<String> args) {
+        RedisScript<List<Object>> lua = loaded.computeIfAbsent(script, ScriptCall::load);
+        Object[] argv = args.toArray();
+        List<Object> values = guard.call(() -> redis.execute(lua, keys, argv));
+        if (values == null || values.isEmpty()) {
+            throw CommonProblems.INTERNAL.exception(script + " script answered nothing");
+        }
+        return new Reply(script, values);
+    }
+
+    public Reply run(String script, List<String> keys, String... args) {
         return run(script, keys, Arrays.asList(args));
     }
 }

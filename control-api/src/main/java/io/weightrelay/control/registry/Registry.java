@@ -14,7 +14,6 @@ import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
-import io.weightrelay.control.redis.ScriptCall.Script;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.service.problem.RelayException;
 import io.weightrelay.service.security.Role;
@@ -46,11 +45,6 @@ import tools.jackson.databind.json.JsonMapper;
 public class Registry {
 
     private static final int LIST_PAGE = 256;
-
-    private static final Script HEARTBEAT = Script.load("heartbeat");
-    private static final Script REGISTER_SEGMENT = Script.load("register-segment");
-    private static final Script REGISTER_LOADER = Script.load("register-loader");
-    private static final Script HEARTBEAT_LOADER = Script.load("heartbeat-loader");
 
     private final StringRedisTemplate redis;
     private final RedisKeys keys;
@@ -90,7 +84,7 @@ public class Registry {
     public SegmentOwner registerSegment(String segment, SegmentRegistration r, Role registeredBy) {
         Instant now = clock.instant();
         scripts.run(
-                REGISTER_SEGMENT,
+                "register-segment",
                 List.of(keys.segment(segment), keys.segments()),
                 segment,
                 expiry(now, properties.segmentTtl()),
@@ -110,7 +104,7 @@ public class Registry {
         Instant now = clock.instant();
         Reply result =
                 scripts.run(
-                        HEARTBEAT,
+                        "heartbeat",
                         List.of(keys.segment(segment), keys.segments()),
                         segment,
                         expiry(now, properties.segmentTtl()),
@@ -243,7 +237,7 @@ public class Registry {
         digests.forEach(d -> keyList.add(keys.placement(d)));
         Reply result =
                 scripts.run(
-                        REGISTER_LOADER,
+                        "register-loader",
                         keyList,
                         instance,
                         expiry(now, properties.loaderTtl()),
@@ -302,7 +296,7 @@ public class Registry {
         Instant now = clock.instant();
         Reply result =
                 scripts.run(
-                        HEARTBEAT_LOADER,
+                        "heartbeat-loader",
                         List.of(keys.loader(instance), keys.loaders()),
                         instance,
                         expiry(now, properties.loaderTtl()),

@@ -21,7 +21,6 @@ import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
-import io.weightrelay.control.redis.ScriptCall.Script;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.service.problem.CommonProblems;
@@ -49,8 +48,6 @@ public class UpdateService {
 
     private static final org.slf4j.Logger log =
             org.slf4j.LoggerFactory.getLogger(UpdateService.class);
-    private static final Script START = Script.load("update-start");
-    private static final Script STEP = Script.load("update-step");
     private static final Duration RECHECK = Duration.ofSeconds(5);
     private static final int INDEXED_SESSIONS = 1000;
 
@@ -137,7 +134,7 @@ public class UpdateService {
         for (String instance : instances) {
             startKeys.add(keys.loader(instance));
         }
-        Reply result = scripts.run(START, startKeys, args);
+        Reply result = scripts.run("update-start", startKeys, args);
         String code = result.code();
         if ("incomplete".equals(code)) {
             throw incomplete(group, result);
@@ -522,7 +519,7 @@ public class UpdateService {
         String instance = args[0];
         Reply result =
                 scripts.run(
-                        STEP,
+                        "update-step",
                         List.of(
                                 keys.session(model, generation, group),
                                 keys.participants(model, generation, group),

@@ -5,7 +5,6 @@ import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
-import io.weightrelay.control.redis.ScriptCall.Script;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.ObjectVerification;
 import io.weightrelay.reshard.checksum.ObjectVerification.ExpectedRange;
@@ -42,8 +41,6 @@ import org.springframework.stereotype.Component;
 @Component
 class UpdateVerifier implements DisposableBean {
     private static final Logger log = LoggerFactory.getLogger(UpdateVerifier.class);
-    private static final Script VERIFIED = Script.load("update-verified");
-    private static final Script CORRUPT = Script.load("corrupt");
     private static final int KEPT_PLANS = 4;
 
     private final StringRedisTemplate redis;
@@ -248,7 +245,7 @@ class UpdateVerifier implements DisposableBean {
         String verified = result == null ? "0" : String.valueOf(result.verifiedObjects());
         String partial = result == null ? "0" : String.valueOf(result.partialObjects());
         return scripts.run(
-                VERIFIED,
+                "update-verified",
                 List.of(session, keys.sessionChannel(model, generation, group)),
                 String.valueOf(clock.millis()),
                 ok ? "1" : "0",
@@ -266,7 +263,7 @@ class UpdateVerifier implements DisposableBean {
     private String markCorrupt(String model, long generation, String object, String detail) {
         Reply r =
                 scripts.run(
-                        CORRUPT,
+                        "corrupt",
                         List.of(),
                         keys.prefix(),
                         model,

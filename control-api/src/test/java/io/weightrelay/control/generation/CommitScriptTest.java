@@ -25,7 +25,7 @@ import org.springframework.test.context.DynamicPropertySource;
 @DataRedisTest
 class CommitScriptTest {
 
-    private static final RedisScript<List<Object>> COMMIT = ScriptCall.Script.load("commit").lua();
+    private static final RedisScript<List<Object>> COMMIT = ScriptCall.load("commit");
     private static final String PREFIX = RedisTestSupport.uniqueKeyPrefix("commit-script");
 
     @DynamicPropertySource
