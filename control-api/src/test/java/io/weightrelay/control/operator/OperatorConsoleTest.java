@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.operator;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -23,6 +23,7 @@ import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.UpdateOverview;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
+import io.weightrelay.control.ControlApiTestSupport;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.Arrays;

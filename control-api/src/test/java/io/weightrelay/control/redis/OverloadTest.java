@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -7,7 +7,8 @@ import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
-import io.weightrelay.control.redis.RedisGuard;
+import io.weightrelay.control.ControlApiClientSupport;
+import io.weightrelay.control.ControlApiTestProperties;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.Socket;

@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -11,6 +11,8 @@ import io.weightrelay.api.control.model.OpenGenerationRequest;
 import io.weightrelay.api.control.model.OpenedGeneration;
 import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.StoredFragment;
+import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.control.TestStore;
 import io.weightrelay.control.redis.RedisKeys;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;

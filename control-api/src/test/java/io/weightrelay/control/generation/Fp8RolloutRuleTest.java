@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -11,6 +11,7 @@ import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.TensorAssignment;
 import io.weightrelay.api.control.model.TensorSpec;
+import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.reshard.manifest.Fp8BlockRule;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.checkpoint;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -17,6 +17,8 @@ import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
+import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.control.TestStore;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

@@ -1,10 +1,11 @@
-package io.weightrelay.control;
+package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.api.GzipResponses;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.OpenedGeneration;
+import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;

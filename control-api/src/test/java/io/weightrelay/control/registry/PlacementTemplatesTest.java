@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.registry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -9,6 +9,7 @@ import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.WorkerPlacement;
+import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;

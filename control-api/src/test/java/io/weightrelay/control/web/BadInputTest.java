@@ -1,5 +1,7 @@
-package io.weightrelay.control;
+package io.weightrelay.control.web;
 
+import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.control.Refusals;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvFileSource;

@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.update;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -11,6 +11,7 @@ import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
+import io.weightrelay.control.ControlApiTestSupport;
 import java.net.http.HttpResponse;
 import java.util.HashMap;
 import java.util.List;

@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.registry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -10,6 +10,7 @@ import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.api.control.model.WorkerPlacement;
+import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.control.redis.RedisKeys;
 import java.net.http.HttpResponse;
 import java.util.List;
