@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.control.ControlApiTestSupport;
@@ -64,13 +63,7 @@ class PlanComputedOnceAcrossInstancesTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         for (String node : List.of("r0", "r1", "r2")) {
-            ok(
-                    call(
-                            "PUT",
-                            "/api/v1/loaders/" + node + "-" + model,
-                            LOADER,
-                            compatLoader(model, "grp", node + "-" + model, 2)),
-                    Loader.class);
+            registerLoader(node + "-" + model, compatLoader(model, "grp", node + "-" + model, 2));
         }
         SimpleMeterRegistry metersA = new SimpleMeterRegistry();
         SimpleMeterRegistry metersB = new SimpleMeterRegistry();

@@ -69,7 +69,7 @@ class PlacementRulesTest extends ControlApiTestSupport {
     }
 
     private HttpResponse<String> register(String instance, LoaderRegistration registration) {
-        return call("PUT", "/api/v1/loaders/" + instance, LOADER, registration);
+        return putLoader(instance, registration);
     }
 
     private HttpResponse<String> plan(String group) {
@@ -359,7 +359,7 @@ class PlacementRulesTest extends ControlApiTestSupport {
     // ---- update sessions -----------------------------------------------------------------------
 
     private String session(String group) {
-        return "/api/v1/models/" + model + "/generations/" + generation + "/updates/" + group;
+        return sessionPath(model, generation, group);
     }
 
     @Test

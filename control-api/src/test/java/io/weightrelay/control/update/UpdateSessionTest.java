@@ -33,22 +33,11 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
     @Autowired MeterRegistry meters;
 
-    private String base(String model, long generation, String group) {
-        return "/api/v1/models/" + model + "/generations/" + generation + "/updates/" + group;
-    }
-
     /** The epoch each instance's latest registration returned. */
     private final Map<String, Long> epochs = new HashMap<>();
 
     private long registerLoader(String model, String group, String instance) {
-        Loader loader =
-                ok(
-                        call(
-                                "PUT",
-                                "/api/v1/loaders/" + instance,
-                                LOADER,
-                                compatLoader(model, group, "r0", 1)),
-                        Loader.class);
+        Loader loader = registerLoader(instance, compatLoader(model, group, "r0", 1));
         epochs.put(instance, loader.getEpoch());
         return loader.getEpoch();
     }
@@ -61,7 +50,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         UpdateSessionRequest request = new UpdateSessionRequest(List.of(instances));
         request.setPhaseTimeoutSeconds(timeout);
         return ok(
-                call("PUT", base(model, generation, group), LOADER, request), UpdateSession.class);
+                call("PUT", sessionPath(model, generation, group), LOADER, request),
+                UpdateSession.class);
     }
 
     private HttpResponse<String> report(
@@ -74,14 +64,14 @@ class UpdateSessionTest extends ControlApiTestSupport {
             report.setError("read of m/1/x@0 returned 12 of 4096 bytes");
             report.setFailingPeer("seg-t1");
         }
-        return call("POST", base(model, generation, group) + "/reports", LOADER, report);
+        return call("POST", sessionPath(model, generation, group) + "/reports", LOADER, report);
     }
 
     private BarrierStatus barrier(
             String model, long generation, String group, String name, int wait) {
         return ok(
                 get(
-                        base(model, generation, group)
+                        sessionPath(model, generation, group)
                                 + "/barriers/"
                                 + name
                                 + "?waitSeconds="
@@ -99,13 +89,15 @@ class UpdateSessionTest extends ControlApiTestSupport {
         UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
         again.setPhaseTimeoutSeconds(60);
         assertThat(
-                        ok(call("PUT", base(model, g, "grp"), LOADER, again), UpdateSession.class)
+                        ok(
+                                        call("PUT", sessionPath(model, g, "grp"), LOADER, again),
+                                        UpdateSession.class)
                                 .getState())
                 .isEqualTo(SessionState.PREPARING);
         assertProblem(
                 call(
                         "PUT",
-                        base(model, g, "grp"),
+                        sessionPath(model, g, "grp"),
                         LOADER,
                         new UpdateSessionRequest(List.of("a", "c"))),
                 409,
@@ -195,7 +187,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         // the same lives joining again find the session as it ended
         UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
         UpdateSession same =
-                ok(call("PUT", base(model, g, "grp"), LOADER, again), UpdateSession.class);
+                ok(call("PUT", sessionPath(model, g, "grp"), LOADER, again), UpdateSession.class);
         assertThat(same.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
 
         // rebuilt (registered again, new epochs), the group loads the same generation afresh
@@ -221,11 +213,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 60, "a", "b");
-        for (ReportedPhase phase :
-                List.of(
-                        ReportedPhase.PREPARED,
-                        ReportedPhase.APPLIED,
-                        ReportedPhase.POST_APPLIED)) {
+        for (ReportedPhase phase : EVERY_PHASE) {
             ok(report(model, g, "grp", "a", phase), UpdateSession.class);
             ok(report(model, g, "grp", "b", phase), UpdateSession.class);
         }
@@ -235,7 +223,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
                 ok(
                         call(
                                 "PUT",
-                                base(model, g, "grp"),
+                                sessionPath(model, g, "grp"),
                                 LOADER,
                                 new UpdateSessionRequest(List.of("a", "b"))),
                         UpdateSession.class);
@@ -265,7 +253,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(status.getFailed()).isTrue();
         assertThat(status.getState()).isEqualTo(SessionState.RESUMED_OLD);
         assertThat(status.getFailedInstance()).isEqualTo("b");
-        UpdateSession session = ok(get(base(model, g, "grp"), OPERATOR), UpdateSession.class);
+        UpdateSession session =
+                ok(get(sessionPath(model, g, "grp"), OPERATOR), UpdateSession.class);
         assertThat(session.getFailure()).contains("timed out");
     }
 
@@ -274,37 +263,22 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         String instance = "inst-" + model;
-        ok(
-                call(
-                        "PUT",
-                        "/api/v1/loaders/" + instance,
-                        LOADER,
-                        compatLoader(model, "grp", "r0", 1)),
-                Loader.class);
-        Loader second =
-                ok(
-                        call(
-                                "PUT",
-                                "/api/v1/loaders/" + instance,
-                                LOADER,
-                                compatLoader(model, "grp", "r0", 1)),
-                        Loader.class);
+        registerLoader(instance, compatLoader(model, "grp", "r0", 1));
+        Loader second = registerLoader(instance, compatLoader(model, "grp", "r0", 1));
         start(model, g, "grp", 60, instance);
         assertThat(epochs.get(instance)).isEqualTo(second.getEpoch() + 1);
         PhaseReport stale = new PhaseReport(instance, ReportedPhase.PREPARED);
         stale.setEpoch(second.getEpoch());
         assertProblem(
-                call("POST", base(model, g, "grp") + "/reports", LOADER, stale),
+                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, stale),
                 409,
                 "epoch-fenced");
-        for (ReportedPhase phase :
-                List.of(
-                        ReportedPhase.PREPARED,
-                        ReportedPhase.APPLIED,
-                        ReportedPhase.POST_APPLIED)) {
+        for (ReportedPhase phase : EVERY_PHASE) {
             PhaseReport r = new PhaseReport(instance, phase);
             r.setEpoch(epochs.get(instance));
-            ok(call("POST", base(model, g, "grp") + "/reports", LOADER, r), UpdateSession.class);
+            ok(
+                    call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, r),
+                    UpdateSession.class);
         }
         assertThat(ok(get("/api/v1/loaders/" + instance, OPERATOR), Loader.class).getGeneration())
                 .isEqualTo(g);
@@ -323,7 +297,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
         PhaseReport none = new PhaseReport(a, ReportedPhase.PREPARED);
         HttpResponse<String> missing =
-                call("POST", base(model, g, "grp") + "/reports", LOADER, none);
+                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, none);
         assertProblem(missing, 400, "epoch-required");
         assertThat(missing.body()).contains(a);
 
@@ -331,7 +305,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport forB = new PhaseReport(b, ReportedPhase.PREPARED);
         forB.setEpoch(epochA);
         HttpResponse<String> foreign =
-                call("POST", base(model, g, "grp") + "/reports", LOADER, forB);
+                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, forB);
         assertProblem(foreign, 409, "epoch-fenced");
         JsonNode problem = json.readTree(foreign.body());
         assertThat(problem.get("epoch").asLong()).isEqualTo(epochA);
@@ -343,12 +317,13 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport madeUp = new PhaseReport(b, ReportedPhase.PREPARED);
         madeUp.setEpoch(epochB + 1_000_000);
         assertProblem(
-                call("POST", base(model, g, "grp") + "/reports", LOADER, madeUp),
+                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, madeUp),
                 409,
                 "epoch-fenced");
 
         // Nothing of it moved the session: both still prepare.
-        UpdateSession session = ok(get(base(model, g, "grp"), OPERATOR), UpdateSession.class);
+        UpdateSession session =
+                ok(get(sessionPath(model, g, "grp"), OPERATOR), UpdateSession.class);
         assertThat(session.getState()).isEqualTo(SessionState.PREPARING);
         assertThat(session.getParticipants())
                 .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
@@ -371,7 +346,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport stale = new PhaseReport(a, ReportedPhase.APPLIED);
         stale.setEpoch(before);
         HttpResponse<String> refused =
-                call("POST", base(model, g, "grp") + "/reports", LOADER, stale);
+                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, stale);
         assertProblem(refused, 409, "epoch-fenced");
         assertThat(json.readTree(refused.body()).get("reason").asString()).isEqualTo("stale");
         assertThat(json.readTree(refused.body()).get("epoch").asLong()).isEqualTo(before);
@@ -381,7 +356,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertProblem(restarted, 409, "epoch-fenced");
         assertThat(json.readTree(restarted.body()).get("reason").asString()).isEqualTo("restarted");
         assertThat(json.readTree(restarted.body()).get("joinedEpoch").asLong()).isEqualTo(before);
-        UpdateSession session = ok(get(base(model, g, "grp"), OPERATOR), UpdateSession.class);
+        UpdateSession session =
+                ok(get(sessionPath(model, g, "grp"), OPERATOR), UpdateSession.class);
         assertThat(session.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
         assertThat(session.getFailedInstance()).isEqualTo(a);
         assertThat(session.getFailure()).contains("re-registered during the update");
@@ -402,7 +378,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport r = new PhaseReport(instance, ReportedPhase.APPLIED);
         r.setEpoch(epochs.get(instance));
         r.setChecksums(new RangeChecksums(entries).encode());
-        return call("POST", base(model, g, "grp") + "/reports", LOADER, r);
+        return call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, r);
     }
 
     private List<List<RangeChecksums.Entry>> readByTwo(String model, long g, boolean corrupt) {
@@ -497,7 +473,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport r = new PhaseReport("ca", ReportedPhase.APPLIED);
         r.setEpoch(epochs.get("ca"));
         r.setChecksums(new byte[] {1, 2, 3});
-        HttpResponse<String> refused = call("POST", base(model, g, "grp") + "/reports", LOADER, r);
+        HttpResponse<String> refused =
+                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, r);
         assertProblem(refused, 400, "invalid-request");
         assertThat(refused.body()).contains("range checksums of ca");
     }
