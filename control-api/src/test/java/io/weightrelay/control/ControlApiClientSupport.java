@@ -213,6 +213,20 @@ public abstract class ControlApiClientSupport extends ServiceSmokeTestSupport {
     }
 
     /** A loader of compat workers, each with one receive buffer in its own segment. */
+    /** An operator's read of {@code path}, which must succeed. */
+    protected <T> T read(String path, Class<T> type) {
+        return ok(get(path, OPERATOR), type);
+    }
+
+    protected static String generationPath(String model, long generation) {
+        return "/api/v1/models/" + model + "/generations/" + generation;
+    }
+
+    /** Registers a segment owner with {@code token}. */
+    protected HttpResponse<String> putSegment(String segment, String token, Object registration) {
+        return call("PUT", "/api/v1/segments/" + segment, token, registration);
+    }
+
     /** Resolves the plan of a rollout group's update to a generation, as a loader does. */
     protected PlanSummary resolvePlan(String model, long generation, String group) {
         return ok(

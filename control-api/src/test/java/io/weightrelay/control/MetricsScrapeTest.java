@@ -33,9 +33,8 @@ class MetricsScrapeTest extends ControlApiTestSupport {
         while (System.nanoTime() < deadline) {
             // The test context's segment TTL is 2 s: keep the owner alive while waiting.
             assertThat(
-                            call(
-                                            "PUT",
-                                            "/api/v1/segments/" + segment,
+                            putSegment(
+                                            segment,
                                             OWNER,
                                             new SegmentRegistration(
                                                     "t0", "127.0.0.1:7001", 1L << 30))

@@ -66,9 +66,8 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
         String segment = "seg-" + newModel();
         SegmentOwner owner =
                 ok(
-                        call(
-                                "PUT",
-                                "/api/v1/segments/" + segment,
+                        putSegment(
+                                segment,
                                 TRAINER,
                                 new SegmentRegistration("t0", "127.0.0.1:7001", 1L << 30)),
                         SegmentOwner.class);

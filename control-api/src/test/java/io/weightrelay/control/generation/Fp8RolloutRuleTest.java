@@ -55,15 +55,6 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
                 new OpenGenerationRequest(step, manifest, trainers("t0", "t1")));
     }
 
-    /** The manifest control-api serves for a generation (the rule applied). */
-    private GenerationManifest served(String model, long generation) {
-        return ok(
-                get(
-                        "/api/v1/models/" + model + "/generations/" + generation + "/manifest",
-                        OPERATOR),
-                GenerationManifest.class);
-    }
-
     @Test
     void theDefaultRuleQuantisesTheProjectionAndAddsItsScaleTensorToTheManifest() {
         String model = newModel();
@@ -71,7 +62,8 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
                 ok(open(model, 1, manifest(model, fp8())), OpenedGeneration.class);
         long g = opened.getGeneration().getGeneration();
 
-        GenerationManifest served = served(model, g);
+        GenerationManifest served =
+                read(generationPath(model, g) + "/manifest", GenerationManifest.class);
         Map<String, TensorSpec> tensors =
                 served.getManifest().getTensors().stream()
                         .collect(Collectors.toMap(TensorSpec::getName, t -> t));
@@ -182,7 +174,8 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
                 ok(open(model, 1, manifest(model, null)), OpenedGeneration.class)
                         .getGeneration()
                         .getGeneration();
-        GenerationManifest served = served(model, g);
+        GenerationManifest served =
+                read(generationPath(model, g) + "/manifest", GenerationManifest.class);
         assertThat(served.getManifest().getTensors())
                 .hasSize(5)
                 .allMatch(t -> t.getRolloutDtype() == Dtype.BF16);

@@ -62,11 +62,8 @@ class OperatorConsoleTest extends ControlApiTestSupport {
         String model = newModel();
         String segment = "seg-" + model;
         ok(
-                call(
-                        "PUT",
-                        "/api/v1/segments/" + segment,
-                        TRAINER,
-                        new SegmentRegistration("t0", "127.0.0.1:1", 1L << 20)),
+                putSegment(
+                        segment, TRAINER, new SegmentRegistration("t0", "127.0.0.1:1", 1L << 20)),
                 SegmentOwner.class);
         long g = open(model, 1).getGeneration().getGeneration();
         List<RegisteredObject> objects = new ArrayList<>();
