@@ -67,6 +67,16 @@ class UpdateSessionTest extends ControlApiTestSupport {
         return call("POST", sessionPath(model, generation, group) + "/reports", LOADER, report);
     }
 
+    /** A report of group {@code grp} the session accepts, and the session after it. */
+    private UpdateSession reported(String model, long g, String instance, ReportedPhase phase) {
+        return ok(report(model, g, "grp", instance, phase), UpdateSession.class);
+    }
+
+    /** Joins (or starts) the session of group {@code grp} with {@code request}. */
+    private UpdateSession join(String model, long g, UpdateSessionRequest request) {
+        return ok(call("PUT", sessionPath(model, g, "grp"), LOADER, request), UpdateSession.class);
+    }
+
     private BarrierStatus barrier(
             String model, long generation, String group, String name, int wait) {
         return ok(
@@ -88,12 +98,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(session.getState()).isEqualTo(SessionState.PREPARING);
         UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
         again.setPhaseTimeoutSeconds(60);
-        assertThat(
-                        ok(
-                                        call("PUT", sessionPath(model, g, "grp"), LOADER, again),
-                                        UpdateSession.class)
-                                .getState())
-                .isEqualTo(SessionState.PREPARING);
+        assertThat(join(model, g, again).getState()).isEqualTo(SessionState.PREPARING);
         assertProblem(
                 call(
                         "PUT",
@@ -105,25 +110,23 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
         CompletableFuture<BarrierStatus> waiting =
                 CompletableFuture.supplyAsync(() -> barrier(model, g, "grp", "prepared", 20));
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
         assertThat(barrier(model, g, "grp", "prepared", 0).getArrived()).isEqualTo(1);
         assertProblem(
                 report(model, g, "grp", "a", ReportedPhase.APPLIED), 409, "phase-out-of-order");
         assertProblem(
                 report(model, g, "grp", "z", ReportedPhase.PREPARED), 409, "not-a-participant");
-        UpdateSession applying =
-                ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
+        UpdateSession applying = reported(model, g, "b", ReportedPhase.PREPARED);
         assertThat(applying.getState()).isEqualTo(SessionState.APPLYING);
         BarrierStatus prepared = waiting.get(20, TimeUnit.SECONDS);
         assertThat(prepared.getOpen()).isTrue();
         assertThat(prepared.getArrived()).isEqualTo(2);
 
-        ok(report(model, g, "grp", "a", ReportedPhase.APPLIED), UpdateSession.class);
-        ok(report(model, g, "grp", "b", ReportedPhase.APPLIED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.APPLIED);
+        reported(model, g, "b", ReportedPhase.APPLIED);
         assertThat(barrier(model, g, "grp", "applied", 0).getOpen()).isTrue();
-        ok(report(model, g, "grp", "a", ReportedPhase.POST_APPLIED), UpdateSession.class);
-        UpdateSession done =
-                ok(report(model, g, "grp", "b", ReportedPhase.POST_APPLIED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.POST_APPLIED);
+        UpdateSession done = reported(model, g, "b", ReportedPhase.POST_APPLIED);
         assertThat(done.getState()).isEqualTo(SessionState.DONE);
         assertThat(done.getParticipants())
                 .allSatisfy(
@@ -148,9 +151,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 60, "a", "b");
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
-        UpdateSession failed =
-                ok(report(model, g, "grp", "b", ReportedPhase.FAILED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
+        UpdateSession failed = reported(model, g, "b", ReportedPhase.FAILED);
         assertThat(failed.getState()).isEqualTo(SessionState.RESUMED_OLD);
         assertThat(failed.getFailedInstance()).isEqualTo("b");
         assertThat(failed.getFailure()).contains("12 of 4096").contains("seg-t1");
@@ -165,11 +167,10 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 60, "a", "b");
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", "a", ReportedPhase.APPLIED), UpdateSession.class);
-        UpdateSession failed =
-                ok(report(model, g, "grp", "b", ReportedPhase.FAILED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
+        reported(model, g, "b", ReportedPhase.PREPARED);
+        reported(model, g, "a", ReportedPhase.APPLIED);
+        UpdateSession failed = reported(model, g, "b", ReportedPhase.FAILED);
         assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
         assertThat(failed.getFailedInstance()).isEqualTo("b");
     }
@@ -179,15 +180,14 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 60, "a", "b");
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", "a", ReportedPhase.APPLYING), UpdateSession.class);
-        ok(report(model, g, "grp", "b", ReportedPhase.FAILED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
+        reported(model, g, "b", ReportedPhase.PREPARED);
+        reported(model, g, "a", ReportedPhase.APPLYING);
+        reported(model, g, "b", ReportedPhase.FAILED);
 
         // the same lives joining again find the session as it ended
         UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
-        UpdateSession same =
-                ok(call("PUT", sessionPath(model, g, "grp"), LOADER, again), UpdateSession.class);
+        UpdateSession same = join(model, g, again);
         assertThat(same.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
 
         // rebuilt (registered again, new epochs), the group loads the same generation afresh
@@ -196,9 +196,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(fresh.getFailedInstance()).isNull();
         assertThat(fresh.getParticipants())
                 .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
-        UpdateSession prepared =
-                ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
+        UpdateSession prepared = reported(model, g, "b", ReportedPhase.PREPARED);
         assertThat(prepared.getState()).isEqualTo(SessionState.APPLYING);
     }
 
@@ -214,30 +213,22 @@ class UpdateSessionTest extends ControlApiTestSupport {
         long g = publish(model, 1);
         start(model, g, "grp", 60, "a", "b");
         for (ReportedPhase phase : EVERY_PHASE) {
-            ok(report(model, g, "grp", "a", phase), UpdateSession.class);
-            ok(report(model, g, "grp", "b", phase), UpdateSession.class);
+            reported(model, g, "a", phase);
+            reported(model, g, "b", phase);
         }
 
         // the same lives joining again find the session as it ended
-        UpdateSession same =
-                ok(
-                        call(
-                                "PUT",
-                                sessionPath(model, g, "grp"),
-                                LOADER,
-                                new UpdateSessionRequest(List.of("a", "b"))),
-                        UpdateSession.class);
+        UpdateSession same = join(model, g, new UpdateSessionRequest(List.of("a", "b")));
         assertThat(same.getState()).isEqualTo(SessionState.DONE);
 
         UpdateSession fresh = start(model, g, "grp", 60, "a", "b");
         assertThat(fresh.getState()).isEqualTo(SessionState.PREPARING);
         assertThat(barrier(model, g, "grp", "prepared", 0).getOpen()).isFalse();
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
         assertThat(barrier(model, g, "grp", "prepared", 0).getOpen())
                 .as("b has not prepared: a must wait for it")
                 .isFalse();
-        UpdateSession applying =
-                ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
+        UpdateSession applying = reported(model, g, "b", ReportedPhase.PREPARED);
         assertThat(applying.getState()).isEqualTo(SessionState.APPLYING);
     }
 
@@ -246,7 +237,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 1, "a", "b");
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
         long started = System.nanoTime();
         BarrierStatus status = barrier(model, g, "grp", "prepared", 10);
         assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started)).isLessThan(4000);
@@ -336,8 +327,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String a = "ra-" + model;
         String b = "rb-" + model;
         start(model, g, "grp", 60, a, b);
-        ok(report(model, g, "grp", a, ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", b, ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, a, ReportedPhase.PREPARED);
+        reported(model, g, b, ReportedPhase.PREPARED);
         long before = epochs.get(a);
         long after = registerLoader(model, "grp", a); // a restarted while applying
         assertThat(after).isGreaterThan(before);
@@ -404,8 +395,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 60, "ca", "cb");
-        ok(report(model, g, "grp", "ca", ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", "cb", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "ca", ReportedPhase.PREPARED);
+        reported(model, g, "cb", ReportedPhase.PREPARED);
         List<List<RangeChecksums.Entry>> reads = readByTwo(model, g, false);
         UpdateSession one = ok(applied(model, g, "ca", reads.get(0)), UpdateSession.class);
         assertThat(one.getState()).isEqualTo(SessionState.APPLYING);
@@ -423,8 +414,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         long served = publish(model, 1);
         long g = publish(model, 2);
         start(model, g, "grp", 60, "ca", "cb");
-        ok(report(model, g, "grp", "ca", ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", "cb", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "ca", ReportedPhase.PREPARED);
+        reported(model, g, "cb", ReportedPhase.PREPARED);
         List<List<RangeChecksums.Entry>> reads = readByTwo(model, g, true);
         String object = reads.get(1).get(0).object();
         ok(applied(model, g, "ca", reads.get(0)), UpdateSession.class);
@@ -469,7 +460,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 60, "ca");
-        ok(report(model, g, "grp", "ca", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "ca", ReportedPhase.PREPARED);
         PhaseReport r = new PhaseReport("ca", ReportedPhase.APPLIED);
         r.setEpoch(epochs.get("ca"));
         r.setChecksums(new byte[] {1, 2, 3});
