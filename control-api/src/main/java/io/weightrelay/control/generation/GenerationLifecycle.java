@@ -225,7 +225,7 @@ public class GenerationLifecycle {
      */
     private void published(Generation g) {
         String model = g.getModel();
-        meters.counter("relay.generations.committed", "model", model).increment();
+        count("relay.generations.committed", model);
         DistributionSummary.builder("relay.generations.published.bytes")
                 .baseUnit("bytes")
                 .description("bytes of each committed generation")
@@ -307,7 +307,7 @@ public class GenerationLifecycle {
         switch (result.code()) {
             case "ok" -> {
                 if ("aborted".equals(result.item(1))) {
-                    meters.counter("relay.generations.aborted", "model", model).increment();
+                    count("relay.generations.aborted", model);
                 }
                 long removed = manifests.removeObjects(model, generation, result.item(2));
                 log.info(
@@ -344,7 +344,7 @@ public class GenerationLifecycle {
             case "ok" -> {
                 String outcome = result.item(1);
                 if ("lost".equals(outcome)) {
-                    meters.counter("relay.generations.lost", "model", model).increment();
+                    count("relay.generations.lost", model);
                     String back = result.item(4);
                     log.warn(
                             "model {}: generation {} is LOST: {}; {}",
@@ -355,7 +355,7 @@ public class GenerationLifecycle {
                                     ? "the active generation is unchanged"
                                     : "generation " + back + " (whole) is active again");
                 } else if ("aborted".equals(outcome)) {
-                    meters.counter("relay.generations.aborted", "model", model).increment();
+                    count("relay.generations.aborted", model);
                     long removed = manifests.removeObjects(model, generation, result.item(3));
                     log.warn(
                             "model {}: open generation {} aborted, {} store object(s) removed: {}",
@@ -382,6 +382,11 @@ public class GenerationLifecycle {
                             "generation " + generation + " is " + result.item(1));
             default -> throw result.unexpected();
         };
+    }
+
+    /** One more of a per-model event ({@code relay.generations.*}, tagged with the model). */
+    private void count(String meter, String model) {
+        meters.counter(meter, "model", model).increment();
     }
 
     private OffsetDateTime now() {
