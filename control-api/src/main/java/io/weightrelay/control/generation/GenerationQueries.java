@@ -6,6 +6,7 @@ import io.weightrelay.api.control.model.Topology;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Clock;
 import java.time.Duration;
@@ -151,6 +152,19 @@ public class GenerationQueries {
                         sum[1]++;
                     }
                 });
+        return out;
+    }
+
+    /** Registered objects of a generation: store key to the checksum its publisher reported. */
+    public Map<String, String> registeredChecksums(String model, long generation) {
+        Map<Object, Object> objects =
+                guard.call(() -> redis.opsForHash().entries(keys.objects(model, generation)));
+        Map<String, String> out = new HashMap<>();
+        objects.forEach(
+                (f, v) ->
+                        out.put(
+                                ObjectKeys.key(model, generation, (String) f),
+                                ((String) v).split("\\|", -1)[1]));
         return out;
     }
 

@@ -15,7 +15,7 @@ import io.weightrelay.api.control.model.UpdateOverview;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.api.control.server.OperatorApi;
-import io.weightrelay.control.checkpoint.CheckpointService;
+import io.weightrelay.control.checkpoint.CheckpointRecords;
 import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
@@ -36,7 +36,7 @@ import org.springframework.web.bind.annotation.RestController;
 class OperatorController implements OperatorApi {
 
     private final GenerationQueries generations;
-    private final CheckpointService checkpoints;
+    private final CheckpointRecords checkpoints;
     private final Registry registry;
     private final UpdateService updates;
     private final PlanService plans;
@@ -45,7 +45,7 @@ class OperatorController implements OperatorApi {
 
     OperatorController(
             GenerationQueries generations,
-            CheckpointService checkpoints,
+            CheckpointRecords checkpoints,
             Registry registry,
             UpdateService updates,
             PlanService plans,

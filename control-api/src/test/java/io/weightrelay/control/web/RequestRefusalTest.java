@@ -8,7 +8,9 @@ import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.
 import io.weightrelay.control.ControlApiTestProperties;
 import io.weightrelay.control.Refusals;
 import io.weightrelay.control.assignment.AssignmentService;
-import io.weightrelay.control.checkpoint.CheckpointService;
+import io.weightrelay.control.checkpoint.CheckpointRecords;
+import io.weightrelay.control.checkpoint.CheckpointRestore;
+import io.weightrelay.control.checkpoint.CheckpointSave;
 import io.weightrelay.control.generation.GenerationGc;
 import io.weightrelay.control.generation.GenerationLifecycle;
 import io.weightrelay.control.generation.GenerationQueries;
@@ -71,7 +73,9 @@ import org.springframework.test.web.servlet.request.MockHttpServletRequestBuilde
             PlanService.class,
             AssignmentService.class,
             UpdateService.class,
-            CheckpointService.class
+            CheckpointSave.class,
+            CheckpointRestore.class,
+            CheckpointRecords.class
         })
 class RequestRefusalTest {
 
