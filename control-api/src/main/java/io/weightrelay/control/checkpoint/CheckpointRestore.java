@@ -39,7 +39,6 @@ public class CheckpointRestore {
     private final GenerationRestore restores;
     private final Registry registry;
     private final ObjectStore store;
-    private final OwnerClient owners;
     private final OwnerCalls calls;
     private final CheckpointDirectory directories;
     private final CheckpointRecords records;
@@ -49,7 +48,6 @@ public class CheckpointRestore {
             GenerationRestore restores,
             Registry registry,
             ObjectStore store,
-            OwnerClient owners,
             OwnerCalls calls,
             CheckpointDirectory directories,
             CheckpointRecords records,
@@ -57,7 +55,6 @@ public class CheckpointRestore {
         this.restores = restores;
         this.registry = registry;
         this.store = store;
-        this.owners = owners;
         this.calls = calls;
         this.directories = directories;
         this.records = records;
@@ -132,7 +129,7 @@ public class CheckpointRestore {
             Map<String, OwnerCheckpointResult> answers =
                     new java.util.concurrent.ConcurrentHashMap<>();
             List<OwnerCheckpoint> round =
-                    calls.each(
+                    calls.restore(
                             plan.keySet(),
                             segment ->
                                     new OwnerCheckpointRequest()
@@ -140,7 +137,6 @@ public class CheckpointRestore {
                                             .generation(g)
                                             .directory(dir.toString())
                                             .objects(plan.get(segment)),
-                            (url, request) -> owners.restore(url, request),
                             answers);
             results.addAll(round);
             List<OwnerCheckpoint> failed =

@@ -41,7 +41,6 @@ public class CheckpointSave {
     private final GenerationQueries generations;
     private final ManifestStore manifests;
     private final ObjectStore store;
-    private final OwnerClient owners;
     private final OwnerCalls calls;
     private final CheckpointDirectory directories;
     private final CheckpointRecords records;
@@ -51,7 +50,6 @@ public class CheckpointSave {
             GenerationQueries generations,
             ManifestStore manifests,
             ObjectStore store,
-            OwnerClient owners,
             OwnerCalls calls,
             CheckpointDirectory directories,
             CheckpointRecords records,
@@ -59,7 +57,6 @@ public class CheckpointSave {
         this.generations = generations;
         this.manifests = manifests;
         this.store = store;
-        this.owners = owners;
         this.calls = calls;
         this.directories = directories;
         this.records = records;
@@ -109,7 +106,7 @@ public class CheckpointSave {
         directories.clear(dir);
         Map<String, OwnerCheckpointResult> answers = new java.util.concurrent.ConcurrentHashMap<>();
         List<OwnerCheckpoint> results =
-                calls.each(
+                calls.save(
                         expectedPerSegment.keySet(),
                         segment ->
                                 new OwnerCheckpointRequest()
@@ -119,7 +116,6 @@ public class CheckpointSave {
                                         .checksums(
                                                 checksumsPerSegment.getOrDefault(
                                                         segment, Map.of())),
-                        (url, request) -> owners.save(url, request),
                         answers);
         for (OwnerCheckpoint r : results) {
             long expected = expectedPerSegment.getOrDefault(r.getSegment(), 0L);

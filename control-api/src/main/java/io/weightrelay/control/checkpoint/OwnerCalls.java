@@ -21,18 +21,36 @@ import org.springframework.stereotype.Component;
 class OwnerCalls {
 
     private final Registry registry;
+    private final OwnerClient owners;
     private final CheckpointProperties properties;
 
-    OwnerCalls(Registry registry, CheckpointProperties properties) {
+    OwnerCalls(Registry registry, OwnerClient owners, CheckpointProperties properties) {
         this.registry = registry;
+        this.owners = owners;
         this.properties = properties;
+    }
+
+    /** Asks each segment's owner to save its objects of a generation. */
+    List<OwnerCheckpoint> save(
+            Iterable<String> segments,
+            Function<String, OwnerCheckpointRequest> requestFor,
+            Map<String, OwnerCheckpointResult> answers) {
+        return each(segments, requestFor, owners::save, answers);
+    }
+
+    /** Asks each segment's owner to re-store the objects assigned to it. */
+    List<OwnerCheckpoint> restore(
+            Iterable<String> segments,
+            Function<String, OwnerCheckpointRequest> requestFor,
+            Map<String, OwnerCheckpointResult> answers) {
+        return each(segments, requestFor, owners::restore, answers);
     }
 
     /**
      * Calls the owner of each segment at once (up to {@code relay.checkpoints.parallelism}); an
      * owner that is gone, or fails, is an answer with its error, never an exception.
      */
-    List<OwnerCheckpoint> each(
+    private List<OwnerCheckpoint> each(
             Iterable<String> segments,
             Function<String, OwnerCheckpointRequest> requestFor,
             BiFunction<String, OwnerCheckpointRequest, OwnerCheckpointResult> call,
