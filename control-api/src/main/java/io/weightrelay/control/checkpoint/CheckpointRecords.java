@@ -3,7 +3,6 @@ package io.weightrelay.control.checkpoint;
 import io.weightrelay.api.control.model.CheckpointReport;
 import io.weightrelay.api.control.model.CheckpointStatus;
 import io.weightrelay.api.control.model.OwnerCheckpoint;
-import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import java.nio.file.Path;
@@ -20,27 +19,21 @@ import tools.jackson.databind.json.JsonMapper;
 @Component
 public class CheckpointRecords {
 
-    private final GenerationQueries generations;
     private final StringRedisTemplate redis;
     private final RedisKeys keys;
     private final RedisGuard guard;
     private final JsonMapper json;
 
     CheckpointRecords(
-            GenerationQueries generations,
-            StringRedisTemplate redis,
-            RedisKeys keys,
-            RedisGuard guard,
-            JsonMapper json) {
-        this.generations = generations;
+            StringRedisTemplate redis, RedisKeys keys, RedisGuard guard, JsonMapper json) {
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
         this.json = json;
     }
 
+    /** What is remembered of a generation's last checkpoint (not saved, when nothing is). */
     public CheckpointStatus status(String model, long generation) {
-        generations.load(model, generation);
         Map<Object, Object> h =
                 guard.call(() -> redis.opsForHash().entries(keys.checkpoint(model, generation)));
         CheckpointStatus status =

@@ -12,31 +12,26 @@ import org.springframework.web.bind.annotation.RestController;
 @RestController
 class CheckpointsController implements CheckpointsApi {
 
-    private final CheckpointSave saves;
-    private final CheckpointRestore restores;
-    private final CheckpointRecords records;
+    private final Checkpoints checkpoints;
 
-    CheckpointsController(
-            CheckpointSave saves, CheckpointRestore restores, CheckpointRecords records) {
-        this.saves = saves;
-        this.restores = restores;
-        this.records = records;
+    CheckpointsController(Checkpoints checkpoints) {
+        this.checkpoints = checkpoints;
     }
 
     @Override
     public ResponseEntity<CheckpointReport> saveCheckpoint(
             String model, Long generation, CheckpointRequest request) {
-        return ResponseEntity.ok(saves.save(model, generation, request.getDirectory()));
+        return ResponseEntity.ok(checkpoints.save(model, generation, request.getDirectory()));
     }
 
     @Override
     public ResponseEntity<CheckpointStatus> getCheckpointStatus(String model, Long generation) {
-        return ResponseEntity.ok(records.status(model, generation));
+        return ResponseEntity.ok(checkpoints.status(model, generation));
     }
 
     @Override
     public ResponseEntity<Generation> restoreCheckpoint(String model, RestoreRequest request) {
         return ResponseEntity.ok(
-                restores.restore(model, request.getGeneration(), request.getDirectory()));
+                checkpoints.restore(model, request.getGeneration(), request.getDirectory()));
     }
 }

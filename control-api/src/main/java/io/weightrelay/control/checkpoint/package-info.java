@@ -1,8 +1,7 @@
 /**
- * Checkpoints: {@link CheckpointSave} saves a committed generation to disk by calling only the
- * segment owners that hold its objects (each writes its own, through {@link OwnerCalls}), {@link
- * CheckpointRestore} brings a saved generation back into the store after a restart, {@link
- * CheckpointDirectory} is the directory's format, and {@link CheckpointRecords} what is remembered
- * of each save (per-owner time: mean, worst).
+ * Checkpoints: {@link Checkpoints} saves a committed generation to disk by calling only the segment
+ * owners that hold its objects (each writes its own) and restores a saved generation into the store
+ * after a restart; {@link CheckpointDirectory} is the directory's format, and {@link
+ * CheckpointRecords} what is remembered of each save (per-owner time: mean, worst).
  */
 package io.weightrelay.control.checkpoint;

@@ -9,8 +9,7 @@ import io.weightrelay.control.ControlApiTestProperties;
 import io.weightrelay.control.Refusals;
 import io.weightrelay.control.assignment.AssignmentService;
 import io.weightrelay.control.checkpoint.CheckpointRecords;
-import io.weightrelay.control.checkpoint.CheckpointRestore;
-import io.weightrelay.control.checkpoint.CheckpointSave;
+import io.weightrelay.control.checkpoint.Checkpoints;
 import io.weightrelay.control.generation.GenerationGc;
 import io.weightrelay.control.generation.GenerationLifecycle;
 import io.weightrelay.control.generation.GenerationQueries;
@@ -73,8 +72,7 @@ import org.springframework.test.web.servlet.request.MockHttpServletRequestBuilde
             PlanService.class,
             AssignmentService.class,
             UpdateService.class,
-            CheckpointSave.class,
-            CheckpointRestore.class,
+            Checkpoints.class,
             CheckpointRecords.class
         })
 class RequestRefusalTest {

@@ -1,0 +1,566 @@
+package io.weightrelay.control.checkpoint;
+
+import io.weightrelay.api.control.model.CheckpointManifest;
+import io.weightrelay.api.control.model.CheckpointObject;
+import io.weightrelay.api.control.model.CheckpointReport;
+import io.weightrelay.api.control.model.CheckpointStatus;
+import io.weightrelay.api.control.model.Dtype;
+import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.api.control.model.OwnerCheckpoint;
+import io.weightrelay.api.control.model.SegmentOwner;
+import io.weightrelay.api.control.model.TensorSpec;
+import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
+import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
+import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
+import io.weightrelay.control.generation.GenerationProblems;
+import io.weightrelay.control.generation.GenerationQueries;
+import io.weightrelay.control.generation.GenerationRestore;
+import io.weightrelay.control.generation.ManifestStore;
+import io.weightrelay.control.generation.StoredGeneration;
+import io.weightrelay.control.registry.Registry;
+import io.weightrelay.control.store.ObjectStore;
+import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.service.problem.CommonProblems;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.function.BiFunction;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Service;
+
+/**
+ * Saves a committed generation into a checkpoint directory ({@link CheckpointDirectory}) and
+ * restores one from it, through the segment owners. Which owners hold a generation comes from the
+ * store's own object directory, so a save calls exactly those owners and no GPU process; a restore
+ * needs nothing but the directory and live owners (not the generation's Redis record, not the
+ * segments that held it), and keeps the generation's id.
+ */
+@Service
+public class Checkpoints {
+
+    private static final Logger log = LoggerFactory.getLogger(Checkpoints.class);
+
+    private final GenerationQueries generations;
+    private final ManifestStore manifests;
+    private final GenerationRestore restores;
+    private final Registry registry;
+    private final ObjectStore store;
+    private final OwnerClient owners;
+    private final CheckpointDirectory directories;
+    private final CheckpointRecords records;
+    private final CheckpointProperties properties;
+    private final Clock clock;
+
+    Checkpoints(
+            GenerationQueries generations,
+            ManifestStore manifests,
+            GenerationRestore restores,
+            Registry registry,
+            ObjectStore store,
+            OwnerClient owners,
+            CheckpointDirectory directories,
+            CheckpointRecords records,
+            CheckpointProperties properties,
+            Clock clock) {
+        this.generations = generations;
+        this.manifests = manifests;
+        this.restores = restores;
+        this.registry = registry;
+        this.store = store;
+        this.owners = owners;
+        this.directories = directories;
+        this.records = records;
+        this.properties = properties;
+        this.clock = clock;
+    }
+
+    // ---- save ----------------------------------------------------------------------------------
+
+    public CheckpointReport save(String model, long generation, String directory) {
+        long started = System.nanoTime();
+        Path dir = CheckpointDirectory.absolute(directory);
+        StoredGeneration g = committed(model, generation);
+        List<String> objectKeys = manifests.objectKeys(model, generation, g.manifestDigest());
+        Map<String, List<String>> locations = store.locations(objectKeys);
+        List<String> missing = new ArrayList<>();
+        Map<String, Long> expectedPerSegment = new TreeMap<>();
+        for (String key : objectKeys) {
+            List<String> segments = locations.get(key);
+            if (segments == null || segments.isEmpty()) {
+                missing.add(key);
+                continue;
+            }
+            for (String segment : segments) {
+                expectedPerSegment.merge(segment, 1L, Long::sum);
+            }
+        }
+        if (!missing.isEmpty()) {
+            throw CheckpointProblems.OBJECTS_NOT_STORED
+                    .exception(
+                            missing.size()
+                                    + " object(s) of generation "
+                                    + generation
+                                    + " are not in the store; a checkpoint would be unusable")
+                    .with("objects", missing.subList(0, Math.min(20, missing.size())));
+        }
+        // Each owner gets the published checksums of what it holds, and saves only matching bytes.
+        Map<String, String> checksums = generations.registeredChecksums(model, generation);
+        Map<String, Map<String, String>> checksumsPerSegment = new TreeMap<>();
+        checksums.forEach(
+                (key, checksum) -> {
+                    for (String segment : locations.getOrDefault(key, List.of())) {
+                        checksumsPerSegment
+                                .computeIfAbsent(segment, x -> new TreeMap<>())
+                                .put(key, checksum);
+                    }
+                });
+        // A save into a directory that held a checkpoint makes it unusable first: no marker
+        // vouches for a mix of old and new files.
+        directories.clear(dir);
+        Map<String, OwnerCheckpointResult> answers = new java.util.concurrent.ConcurrentHashMap<>();
+        List<OwnerCheckpoint> results =
+                callOwners(
+                        expectedPerSegment.keySet(),
+                        segment ->
+                                new OwnerCheckpointRequest()
+                                        .model(model)
+                                        .generation(generation)
+                                        .directory(dir.toString())
+                                        .checksums(
+                                                checksumsPerSegment.getOrDefault(
+                                                        segment, Map.of())),
+                        owners::save,
+                        answers);
+        for (OwnerCheckpoint r : results) {
+            long expected = expectedPerSegment.getOrDefault(r.getSegment(), 0L);
+            if (r.getError() == null && r.getObjects() != expected) {
+                r.setError("saved " + r.getObjects() + " objects, the store says " + expected);
+            }
+        }
+        List<OwnerCheckpoint> failed = results.stream().filter(r -> r.getError() != null).toList();
+        if (!failed.isEmpty()) {
+            records.failed(model, generation, dir, results);
+            throw CheckpointProblems.CHECKPOINT_FAILED
+                    .exception(
+                            ownersFailed(
+                                    failed,
+                                    results.size(),
+                                    "save generation "
+                                            + generation
+                                            + " (no completion marker was written)"))
+                    .with("owners", results);
+        }
+        // Where each object lives in the owner files (the first owner that saved it, if several
+        // replicas were saved).
+        Map<String, CheckpointObject> objects = new TreeMap<>();
+        for (OwnerCheckpoint r : results) {
+            OwnerCheckpointResult answer = answers.get(r.getSegment());
+            for (OwnerCheckpointObject o : answer.getSaved()) {
+                String registeredChecksum = checksums.get(o.getKey());
+                if (registeredChecksum == null || !registeredChecksum.equals(o.getChecksum())) {
+                    throw CheckpointProblems.CHECKPOINT_FAILED
+                            .exception(
+                                    "owner "
+                                            + r.getSegment()
+                                            + " saved object "
+                                            + o.getKey()
+                                            + " with checksum "
+                                            + o.getChecksum()
+                                            + ", registered "
+                                            + registeredChecksum)
+                            .with("object", o.getKey());
+                }
+                objects.putIfAbsent(
+                        o.getKey(),
+                        new CheckpointObject(
+                                o.getKey(),
+                                o.getSize(),
+                                o.getChecksum(),
+                                o.getFile(),
+                                o.getOffset()));
+            }
+        }
+        for (String key : objectKeys) {
+            if (!objects.containsKey(key)) {
+                throw CheckpointProblems.CHECKPOINT_FAILED
+                        .exception("no owner saved object " + key)
+                        .with("object", key);
+            }
+        }
+        long bytes = objects.values().stream().mapToLong(CheckpointObject::getSize).sum();
+        OffsetDateTime savedAt = clock.instant().atOffset(ZoneOffset.UTC);
+        Generation view = g.view();
+        io.weightrelay.api.control.model.SourceManifest source =
+                manifests.apiManifest(model, generation);
+        CheckpointManifest manifest =
+                new CheckpointManifest(
+                        CheckpointDirectory.FORMAT,
+                        model,
+                        generation,
+                        view.getTrainerStep(),
+                        g.manifestDigest(),
+                        source,
+                        new ArrayList<>(objects.values()),
+                        results,
+                        bytes,
+                        savedAt);
+        manifest.setTrainerTopologyDigest(view.getTrainerTopologyDigest());
+        manifest.setTrainerTopology(g.trainers());
+        manifest.setCommittedAt(view.getCommittedAt());
+        manifest.setDtypes(
+                new ArrayList<>(
+                                new TreeSet<>(
+                                        source.getTensors().stream()
+                                                .map(TensorSpec::getRolloutDtype)
+                                                .map(Dtype::getValue)
+                                                .toList()))
+                        .stream().map(Dtype::fromValue).toList());
+        directories.complete(dir, manifest);
+        double saveSeconds = (System.nanoTime() - started) / 1e9;
+        CheckpointReport report =
+                CheckpointRecords.report(model, generation, dir.toString(), results);
+        report.setBytes(bytes);
+        report.setSaveSeconds(saveSeconds);
+        records.saved(model, generation, dir, savedAt, bytes, saveSeconds, results, null);
+        log.info(
+                "model {}: generation {} saved to {} by {} owner(s) in {} s, owner mean {} s,"
+                        + " worst {} s",
+                model,
+                generation,
+                dir,
+                results.size(),
+                saveSeconds,
+                report.getMeanSeconds(),
+                report.getWorstSeconds());
+        return report;
+    }
+
+    private StoredGeneration committed(String model, long generation) {
+        StoredGeneration g = generations.load(model, generation).requireNotLost();
+        if (!g.committed()) {
+            throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
+                    "generation " + generation + " is " + g.state() + ", never committed");
+        }
+        return g;
+    }
+
+    // ---- restore -------------------------------------------------------------------------------
+
+    /**
+     * Restores the checkpoint in {@code directory}, needing nothing but the directory and live
+     * segment owners.
+     */
+    public Generation restore(String model, Long generation, String directory) {
+        Path dir = CheckpointDirectory.absolute(directory);
+        CheckpointManifest m = directories.read(dir);
+        GenerationQueries.requireSameModel(model, m.getModel());
+        if (generation != null && generation != m.getGeneration()) {
+            throw CommonProblems.INVALID_REQUEST.exception(
+                    "the checkpoint in "
+                            + dir
+                            + " holds generation "
+                            + m.getGeneration()
+                            + ", not "
+                            + generation);
+        }
+        long g = m.getGeneration();
+        // Every manifest object is in the checkpoint, with its manifest size.
+        io.weightrelay.reshard.manifest.SourceManifest source =
+                io.weightrelay.control.generation.ManifestMapper.toReshard(m.getManifest());
+        Map<String, CheckpointObject> byKey = new HashMap<>();
+        for (CheckpointObject o : m.getObjects()) {
+            byKey.put(o.getKey(), o);
+        }
+        for (io.weightrelay.reshard.manifest.StoredFragment f : source.fragments()) {
+            String key = ObjectKeys.key(model, g, f.fragment());
+            CheckpointObject o = byKey.get(key);
+            if (o == null || o.getSize() != f.bytes()) {
+                throw CheckpointProblems.CHECKPOINT_INCOMPLETE
+                        .exception(
+                                "the checkpoint in "
+                                        + dir
+                                        + (o == null ? " lacks object " : " has the wrong size of ")
+                                        + key)
+                        .with("object", key);
+            }
+        }
+        if (byKey.size() != source.fragments().size()) {
+            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
+                    "the checkpoint lists "
+                            + byKey.size()
+                            + " objects, its manifest has "
+                            + source.fragments().size());
+        }
+        List<SegmentOwner> live =
+                registry.liveSegments().stream()
+                        .filter(s -> s.getAlive() && s.getAdminUrl() != null && s.getSize() > 0)
+                        .sorted(Comparator.comparing(SegmentOwner::getSegment))
+                        .toList();
+        List<String> keysOf = new ArrayList<>(byKey.keySet());
+        long started = System.nanoTime();
+        List<OwnerCheckpoint> results = new ArrayList<>();
+        // An owner that cannot be reached (gone since its last heartbeat) is left out and the
+        // objects are spread again over the others; bytes that fail their checksum fail at once.
+        for (int attempt = 0; ; attempt++) {
+            if (live.isEmpty()) {
+                store.remove(keysOf);
+                throw CheckpointProblems.NO_OWNERS
+                        .exception(
+                                "no live segment owner with an admin URL is registered to restore"
+                                        + " into")
+                        .with("owners", results);
+            }
+            Map<String, List<OwnerCheckpointObject>> plan = spread(m.getObjects(), live);
+            Map<String, OwnerCheckpointResult> answers =
+                    new java.util.concurrent.ConcurrentHashMap<>();
+            List<OwnerCheckpoint> round =
+                    callOwners(
+                            plan.keySet(),
+                            segment ->
+                                    new OwnerCheckpointRequest()
+                                            .model(model)
+                                            .generation(g)
+                                            .directory(dir.toString())
+                                            .objects(plan.get(segment)),
+                            owners::restore,
+                            answers);
+            results.addAll(round);
+            List<OwnerCheckpoint> failed =
+                    round.stream().filter(r -> r.getError() != null).toList();
+            if (failed.isEmpty()) {
+                break;
+            }
+            boolean fatal = failed.stream().anyMatch(r -> r.getError().matches("(?s)^4\\d\\d .*"));
+            if (fatal || attempt >= 2) {
+                // Nothing is registered; what was re-stored is removed, so no half is left.
+                long removed = store.remove(keysOf);
+                throw CheckpointProblems.RESTORE_FAILED
+                        .exception(
+                                ownersFailed(
+                                        failed,
+                                        round.size(),
+                                        "restore generation "
+                                                + g
+                                                + " ("
+                                                + removed
+                                                + " re-stored object(s) removed again)"))
+                        .with("owners", results);
+            }
+            java.util.Set<String> out = new java.util.HashSet<>();
+            failed.forEach(r -> out.add(r.getSegment()));
+            log.warn(
+                    "restore of generation {}: owner(s) {} failed, spreading over the others: {}",
+                    g,
+                    out,
+                    failed.get(0).getError());
+            live = live.stream().filter(s -> !out.contains(s.getSegment())).toList();
+        }
+        Map<String, List<String>> where = store.locations(keysOf);
+        Map<String, String> registeredObjects = new HashMap<>();
+        for (CheckpointObject o : m.getObjects()) {
+            List<String> segments = where.get(o.getKey());
+            if (segments == null || segments.isEmpty()) {
+                throw CheckpointProblems.RESTORE_FAILED
+                        .exception("object " + o.getKey() + " is not in the store after restore")
+                        .with("object", o.getKey());
+            }
+            registeredObjects.put(
+                    o.getKey(),
+                    o.getSize() + "|" + o.getChecksum() + "|" + String.join(",", segments));
+        }
+        GenerationRestore.RestoreOutcome outcome =
+                restores.register(
+                        new GenerationRestore.Restored(
+                                model,
+                                g,
+                                m.getTrainerStep(),
+                                m.getManifest(),
+                                m.getManifestDigest(),
+                                m.getTrainerTopology(),
+                                m.getTrainerTopologyDigest(),
+                                m.getCommittedAt()),
+                        registeredObjects);
+        double seconds = (System.nanoTime() - started) / 1e9;
+        records.saved(
+                model,
+                g,
+                dir,
+                m.getSavedAt(),
+                m.getBytes(),
+                null,
+                m.getOwners(),
+                clock.instant().atOffset(ZoneOffset.UTC));
+        log.info(
+                "model {}: generation {} restored from {} by {} owner(s) in {} s, now {}{}",
+                model,
+                g,
+                dir,
+                results.size(),
+                seconds,
+                outcome.generation().getState(),
+                outcome.active() ? "" : " (generation " + outcome.other() + " is newer)");
+        return outcome.generation();
+    }
+
+    /**
+     * Each object goes to one owner, into that owner's own segment: largest first to the owner with
+     * the fewest bytes so far, so the bytes spread evenly over the owners present.
+     */
+    static Map<String, List<OwnerCheckpointObject>> spread(
+            List<CheckpointObject> objects, List<SegmentOwner> owners) {
+        List<CheckpointObject> sorted = new ArrayList<>(objects);
+        sorted.sort(
+                Comparator.comparingLong(CheckpointObject::getSize)
+                        .reversed()
+                        .thenComparing(CheckpointObject::getKey));
+        long[] load = new long[owners.size()];
+        Map<String, List<OwnerCheckpointObject>> plan = new LinkedHashMap<>();
+        for (CheckpointObject o : sorted) {
+            int best = 0;
+            for (int i = 1; i < load.length; i++) {
+                if (load[i] < load[best]) {
+                    best = i;
+                }
+            }
+            load[best] += o.getSize();
+            plan.computeIfAbsent(owners.get(best).getSegment(), s -> new ArrayList<>())
+                    .add(
+                            new OwnerCheckpointObject()
+                                    .key(o.getKey())
+                                    .size(o.getSize())
+                                    .checksum(o.getChecksum())
+                                    ._file(o.getFile())
+                                    .offset(o.getOffset()));
+        }
+        // Each owner reads its files front to back.
+        plan.values()
+                .forEach(
+                        l ->
+                                l.sort(
+                                        Comparator.comparing(OwnerCheckpointObject::getFile)
+                                                .thenComparingLong(
+                                                        OwnerCheckpointObject::getOffset)));
+        return plan;
+    }
+
+    /** What is remembered of the generation's last checkpoint; the generation must exist. */
+    public CheckpointStatus status(String model, long generation) {
+        generations.load(model, generation);
+        return records.status(model, generation);
+    }
+
+    // ---- the owners ----------------------------------------------------------------------------
+
+    private List<OwnerCheckpoint> callOwners(
+            Iterable<String> segments,
+            Function<String, OwnerCheckpointRequest> requestFor,
+            BiFunction<String, OwnerCheckpointRequest, OwnerCheckpointResult> call,
+            Map<String, OwnerCheckpointResult> answers) {
+        List<String> names = new ArrayList<>();
+        segments.forEach(names::add);
+        if (names.isEmpty()) {
+            return List.of();
+        }
+        ExecutorService pool =
+                Executors.newFixedThreadPool(Math.min(properties.parallelism(), names.size()));
+        try {
+            List<Future<OwnerCheckpoint>> futures = new ArrayList<>();
+            for (String segment : names) {
+                futures.add(
+                        pool.submit(
+                                () -> callOne(segment, requestFor.apply(segment), call, answers)));
+            }
+            List<OwnerCheckpoint> out = new ArrayList<>();
+            for (Future<OwnerCheckpoint> f : futures) {
+                try {
+                    out.add(f.get());
+                } catch (InterruptedException ex) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while calling owners", ex);
+                } catch (java.util.concurrent.ExecutionException ex) {
+                    throw new IllegalStateException(ex.getCause());
+                }
+            }
+            return out;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    private OwnerCheckpoint callOne(
+            String segment,
+            OwnerCheckpointRequest request,
+            BiFunction<String, OwnerCheckpointRequest, OwnerCheckpointResult> call,
+            Map<String, OwnerCheckpointResult> answers) {
+        Optional<SegmentOwner> owner = registry.findSegment(segment);
+        if (owner.isEmpty() || !owner.get().getAlive() || owner.get().getAdminUrl() == null) {
+            return failed(
+                    segment,
+                    owner.isEmpty()
+                            ? "no owner registered"
+                            : (!owner.get().getAlive()
+                                    ? "owner is not alive"
+                                    : "owner has no admin URL"),
+                    0);
+        }
+        long start = System.nanoTime();
+        try {
+            OwnerCheckpointResult result = call.apply(owner.get().getAdminUrl(), request);
+            double seconds =
+                    result.getSeconds() != null
+                            ? result.getSeconds()
+                            : (System.nanoTime() - start) / 1e9;
+            answers.put(segment, result);
+            OwnerCheckpoint done =
+                    new OwnerCheckpoint(segment, result.getObjects(), result.getBytes(), seconds);
+            done.setFile(result.getFile());
+            return done;
+        } catch (RuntimeException ex) {
+            return failed(segment, message(ex), (System.nanoTime() - start) / 1e9);
+        }
+    }
+
+    /** "2 of 3 owner(s) failed to {what}: {first failed segment}: {its error}". */
+    private static String ownersFailed(List<OwnerCheckpoint> failed, int of, String what) {
+        OwnerCheckpoint first = failed.get(0);
+        return failed.size()
+                + " of "
+                + of
+                + " owner(s) failed to "
+                + what
+                + ": "
+                + first.getSegment()
+                + ": "
+                + first.getError();
+    }
+
+    /** An owner's problem detail when it answered one, else the exception's message. */
+    private static String message(RuntimeException ex) {
+        if (ex instanceof org.springframework.web.client.RestClientResponseException r) {
+            String body = r.getResponseBodyAsString();
+            return r.getStatusCode().value() + " " + (body.isEmpty() ? r.getMessage() : body);
+        }
+        return ex.getMessage();
+    }
+
+    private static OwnerCheckpoint failed(String segment, String error, double seconds) {
+        OwnerCheckpoint r = new OwnerCheckpoint(segment, 0L, 0L, seconds);
+        r.setError(error == null ? "failed" : error);
+        return r;
+    }
+}
