@@ -5,14 +5,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.weightrelay.api.control.model.ConsumeMode;
 import io.weightrelay.api.control.model.Dtype;
 import io.weightrelay.api.control.model.GenerationManifest;
+import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.Nic;
 import io.weightrelay.api.control.model.Node;
 import io.weightrelay.api.control.model.OpenGenerationRequest;
 import io.weightrelay.api.control.model.OpenedGeneration;
+import io.weightrelay.api.control.model.PlanRequest;
+import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.model.RegisteredObject;
+import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.TensorSpec;
@@ -209,6 +213,49 @@ public abstract class ControlApiClientSupport extends ServiceSmokeTestSupport {
     }
 
     /** A loader of compat workers, each with one receive buffer in its own segment. */
+    /** An operator's read of {@code path}, which must succeed. */
+    protected <T> T read(String path, Class<T> type) {
+        return ok(get(path, OPERATOR), type);
+    }
+
+    protected static String generationPath(String model, long generation) {
+        return "/api/v1/models/" + model + "/generations/" + generation;
+    }
+
+    /** Registers a segment owner with {@code token}. */
+    protected HttpResponse<String> putSegment(String segment, String token, Object registration) {
+        return call("PUT", "/api/v1/segments/" + segment, token, registration);
+    }
+
+    /** Resolves the plan of a rollout group's update to a generation, as a loader does. */
+    protected PlanSummary resolvePlan(String model, long generation, String group) {
+        return ok(
+                call("POST", "/api/v1/plans", LOADER, new PlanRequest(model, generation, group)),
+                PlanSummary.class);
+    }
+
+    /** The phases a loader reports through a whole update, in order. */
+    protected static final List<ReportedPhase> EVERY_PHASE =
+            List.of(ReportedPhase.PREPARED, ReportedPhase.APPLIED, ReportedPhase.POST_APPLIED);
+
+    /** The update session of a rollout group to a generation. */
+    protected static String sessionPath(String model, long generation, String group) {
+        return "/api/v1/models/" + model + "/generations/" + generation + "/updates/" + group;
+    }
+
+    /**
+     * Registers a loader instance (again: a new life, a new epoch), as its own process does; the
+     * registration is a {@link LoaderRegistration} or its JSON.
+     */
+    protected HttpResponse<String> putLoader(String instance, Object registration) {
+        return call("PUT", "/api/v1/loaders/" + instance, LOADER, registration);
+    }
+
+    /** {@link #putLoader}, which must succeed. */
+    protected Loader registerLoader(String instance, LoaderRegistration registration) {
+        return ok(putLoader(instance, registration), Loader.class);
+    }
+
     public static LoaderRegistration compatLoader(
             String model, String group, String node, int workers) {
         List<WorkerPlacement> list = new ArrayList<>();

@@ -22,4 +22,4 @@ import org.springframework.test.context.TestPropertySource;
             "relay.security.tokens.operator[0]=" + ControlApiClientSupport.OPERATOR,
             "relay.generations.scheduled-gc=false"
         })
-@interface ControlApiTestProperties {}
+public @interface ControlApiTestProperties {}

@@ -38,23 +38,15 @@ class LeastPrivilegeTest extends ControlApiTestSupport {
     @Test
     void anOwnerTokenBoundToASegmentActsForThatSegmentOnly() {
         SegmentOwner own =
-                ok(
-                        call(
-                                "PUT",
-                                "/api/v1/segments/" + BOUND_SEGMENT,
-                                OWNER_BOUND,
-                                registration()),
-                        SegmentOwner.class);
+                ok(putSegment(BOUND_SEGMENT, OWNER_BOUND, registration()), SegmentOwner.class);
         assertThat(own.getAdminUrl()).isEqualTo("http://127.0.0.1:9");
         ok(
                 call("POST", "/api/v1/segments/" + BOUND_SEGMENT + "/heartbeat", OWNER_BOUND, null),
                 SegmentOwner.class);
-        ok(
-                call("PUT", "/api/v1/segments/" + OTHER_SEGMENT, OWNER, registration()),
-                SegmentOwner.class);
+        ok(putSegment(OTHER_SEGMENT, OWNER, registration()), SegmentOwner.class);
 
         assertMismatch(
-                call("PUT", "/api/v1/segments/" + OTHER_SEGMENT, OWNER_BOUND, registration()),
+                putSegment(OTHER_SEGMENT, OWNER_BOUND, registration()),
                 BOUND_SEGMENT,
                 OTHER_SEGMENT);
         assertMismatch(
@@ -142,9 +134,6 @@ class LeastPrivilegeTest extends ControlApiTestSupport {
         assertProblem(get("/actuator/prometheus", TRAINER), 403, "forbidden");
         assertProblem(get("/api/v1/segments", METRICS), 403, "forbidden");
         assertProblem(get("/actuator/metrics", METRICS), 403, "forbidden");
-        assertProblem(
-                call("PUT", "/api/v1/segments/" + OTHER_SEGMENT, METRICS, registration()),
-                403,
-                "forbidden");
+        assertProblem(putSegment(OTHER_SEGMENT, METRICS, registration()), 403, "forbidden");
     }
 }

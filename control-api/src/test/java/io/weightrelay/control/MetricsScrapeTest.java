@@ -22,13 +22,7 @@ class MetricsScrapeTest extends ControlApiTestSupport {
         long generation = publish(model, 1);
         String instance = "metrics-" + model;
         String segment = "seg-" + model;
-        assertThat(
-                        call(
-                                        "PUT",
-                                        "/api/v1/loaders/" + instance,
-                                        LOADER,
-                                        compatLoader(model, "grp", "r0-" + model, 1))
-                                .statusCode())
+        assertThat(putLoader(instance, compatLoader(model, "grp", "r0-" + model, 1)).statusCode())
                 .isEqualTo(200);
         PlanRequest plan = new PlanRequest(model, generation, "grp");
         assertThat(call("POST", "/api/v1/plans", LOADER, plan).statusCode()).isEqualTo(200);
@@ -39,9 +33,8 @@ class MetricsScrapeTest extends ControlApiTestSupport {
         while (System.nanoTime() < deadline) {
             // The test context's segment TTL is 2 s: keep the owner alive while waiting.
             assertThat(
-                            call(
-                                            "PUT",
-                                            "/api/v1/segments/" + segment,
+                            putSegment(
+                                            segment,
                                             OWNER,
                                             new SegmentRegistration(
                                                     "t0", "127.0.0.1:7001", 1L << 30))

@@ -35,10 +35,6 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
 
     @Autowired MeterRegistry meters;
 
-    private Loader putLoader(String instance, LoaderRegistration registration) {
-        return ok(call("PUT", "/api/v1/loaders/" + instance, LOADER, registration), Loader.class);
-    }
-
     @Test
     void publisherAssignmentsAreComputedOncePerDigestsAndByteBalanced() {
         String model = newModel();
@@ -70,9 +66,8 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
         String segment = "seg-" + newModel();
         SegmentOwner owner =
                 ok(
-                        call(
-                                "PUT",
-                                "/api/v1/segments/" + segment,
+                        putSegment(
+                                segment,
                                 TRAINER,
                                 new SegmentRegistration("t0", "127.0.0.1:7001", 1L << 30)),
                         SegmentOwner.class);
@@ -110,9 +105,9 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
         String model = newModel();
         String instance = "inst-" + model;
         // Epochs come from one counter for all loaders (unique, so a report can be told foreign).
-        long first = putLoader(instance, compatLoader(model, "g", "r0", 2)).getEpoch();
+        long first = registerLoader(instance, compatLoader(model, "g", "r0", 2)).getEpoch();
         assertThat(first).isPositive();
-        assertThat(putLoader(instance, compatLoader(model, "g", "r0", 2)).getEpoch())
+        assertThat(registerLoader(instance, compatLoader(model, "g", "r0", 2)).getEpoch())
                 .isEqualTo(first + 1);
         Loader beat =
                 ok(
@@ -177,8 +172,8 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
             throws Exception {
         String model = newModel();
         long g1 = publish(model, 1);
-        putLoader("a-" + model, compatLoader(model, "grp", "r0-" + model, 2));
-        putLoader("b-" + model, compatLoader(model, "grp", "r1-" + model, 2));
+        registerLoader("a-" + model, compatLoader(model, "grp", "r0-" + model, 2));
+        registerLoader("b-" + model, compatLoader(model, "grp", "r1-" + model, 2));
         double missesBefore = meters.counter("relay.plans.cache", "result", "miss").count();
 
         String body = json.writeValueAsString(new PlanRequest(model, g1, "grp"));
@@ -254,10 +249,7 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
 
         // The next generation with the same manifest and loaders reuses the plan.
         long g2 = publish(model, 2);
-        PlanSummary reused =
-                ok(
-                        call("POST", "/api/v1/plans", LOADER, new PlanRequest(model, g2, "grp")),
-                        PlanSummary.class);
+        PlanSummary reused = resolvePlan(model, g2, "grp");
         assertThat(reused.getPlanId()).isEqualTo(summary.getPlanId());
         assertThat(reused.getCached()).isTrue();
         assertProblem(

@@ -12,9 +12,9 @@ import org.springframework.web.bind.annotation.RestController;
 @RestController
 class CheckpointsController implements CheckpointsApi {
 
-    private final CheckpointService checkpoints;
+    private final Checkpoints checkpoints;
 
-    CheckpointsController(CheckpointService checkpoints) {
+    CheckpointsController(Checkpoints checkpoints) {
         this.checkpoints = checkpoints;
     }
 

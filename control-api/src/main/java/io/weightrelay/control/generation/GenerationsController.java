@@ -28,22 +28,36 @@ import org.springframework.web.bind.annotation.RestController;
 @RestController
 class GenerationsController implements GenerationsApi {
 
-    private final GenerationService generations;
+    private final GenerationLifecycle lifecycle;
+    private final GenerationQueries generations;
+    private final ManifestStore manifests;
+    private final Leases leases;
+    private final GenerationGc gc;
     private final HttpServletRequest request;
 
     /**
      * @param request the current request (a proxy Spring resolves per call): the encoded manifest
      *     goes out gzip-compressed when it accepts that
      */
-    GenerationsController(GenerationService generations, HttpServletRequest request) {
+    GenerationsController(
+            GenerationLifecycle lifecycle,
+            GenerationQueries generations,
+            ManifestStore manifests,
+            Leases leases,
+            GenerationGc gc,
+            HttpServletRequest request) {
+        this.lifecycle = lifecycle;
         this.generations = generations;
+        this.manifests = manifests;
+        this.leases = leases;
+        this.gc = gc;
         this.request = request;
     }
 
     @Override
     public ResponseEntity<OpenedGeneration> openGeneration(
             String model, OpenGenerationRequest request) {
-        GenerationService.Opened opened = generations.open(model, request);
+        GenerationLifecycle.Opened opened = lifecycle.open(model, request);
         return ResponseEntity.status(opened.created() ? HttpStatus.CREATED : HttpStatus.OK)
                 .body(opened.body());
     }
@@ -51,26 +65,26 @@ class GenerationsController implements GenerationsApi {
     @Override
     public ResponseEntity<RegisterObjectsResponse> registerObjects(
             String model, Long generation, RegisterObjectsRequest request) {
-        return ResponseEntity.ok(generations.register(model, generation, request));
+        return ResponseEntity.ok(lifecycle.register(model, generation, request));
     }
 
     @Override
     public ResponseEntity<Generation> commitGeneration(String model, Long generation) {
-        return ResponseEntity.ok(generations.commit(model, generation));
+        return ResponseEntity.ok(lifecycle.commit(model, generation));
     }
 
     @Override
     public ResponseEntity<Generation> abortGeneration(
             String model, Long generation, AbortRequest request) {
         String reason = request == null ? null : request.getReason();
-        return ResponseEntity.ok(generations.abort(model, generation, reason));
+        return ResponseEntity.ok(lifecycle.abort(model, generation, reason));
     }
 
     @Override
     public ResponseEntity<Generation> loseGeneration(
             String model, Long generation, LostRequest request) {
         return ResponseEntity.ok(
-                generations.lose(
+                lifecycle.lose(
                         model,
                         generation,
                         request.getSegment(),
@@ -85,13 +99,13 @@ class GenerationsController implements GenerationsApi {
 
     @Override
     public ResponseEntity<GenerationManifest> getGenerationManifest(String model, Long generation) {
-        return ResponseEntity.ok(generations.manifest(model, generation));
+        return ResponseEntity.ok(manifests.manifest(model, generation));
     }
 
     @Override
     public ResponseEntity<Resource> getGenerationManifestEncoded(String model, Long generation) {
         if (acceptsGzip(request.getHeaders(HttpHeaders.ACCEPT_ENCODING))) {
-            byte[] body = generations.gzippedManifest(model, generation);
+            byte[] body = manifests.gzippedManifest(model, generation);
             return ResponseEntity.ok()
                     .contentType(MediaType.APPLICATION_OCTET_STREAM)
                     .header(HttpHeaders.CONTENT_ENCODING, "gzip")
@@ -99,7 +113,7 @@ class GenerationsController implements GenerationsApi {
                     .contentLength(body.length)
                     .body(new ByteArrayResource(body));
         }
-        byte[] body = generations.encodedManifest(model, generation);
+        byte[] body = manifests.encodedManifest(model, generation);
         return ResponseEntity.ok()
                 .contentType(MediaType.APPLICATION_OCTET_STREAM)
                 .header(HttpHeaders.VARY, HttpHeaders.ACCEPT_ENCODING)
@@ -160,17 +174,17 @@ class GenerationsController implements GenerationsApi {
     @Override
     public ResponseEntity<Lease> acquireLease(String model, Long generation, LeaseRequest request) {
         return ResponseEntity.ok(
-                generations.lease(model, generation, request.getHolder(), request.getTtlSeconds()));
+                leases.lease(model, generation, request.getHolder(), request.getTtlSeconds()));
     }
 
     @Override
     public ResponseEntity<Void> releaseLease(String model, Long generation, String holder) {
-        generations.release(model, generation, holder);
+        leases.release(model, generation, holder);
         return ResponseEntity.noContent().build();
     }
 
     @Override
     public ResponseEntity<GcReport> collectGarbage(String model) {
-        return ResponseEntity.ok(generations.collectGarbage(model));
+        return ResponseEntity.ok(gc.collectGarbage(model));
     }
 }

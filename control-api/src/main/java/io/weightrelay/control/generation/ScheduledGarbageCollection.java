@@ -21,10 +21,12 @@ class ScheduledGarbageCollection {
 
     private static final Logger log = LoggerFactory.getLogger(ScheduledGarbageCollection.class);
 
-    private final GenerationService generations;
+    private final GenerationQueries generations;
+    private final GenerationGc gc;
 
-    ScheduledGarbageCollection(GenerationService generations) {
+    ScheduledGarbageCollection(GenerationQueries generations, GenerationGc gc) {
         this.generations = generations;
+        this.gc = gc;
     }
 
     @Scheduled(
@@ -33,7 +35,7 @@ class ScheduledGarbageCollection {
     void collect() {
         try {
             for (String model : generations.models()) {
-                generations.collectGarbage(model);
+                gc.collectGarbage(model);
             }
         } catch (RelayException ex) {
             log.warn("scheduled garbage collection skipped: {}", ex.getMessage());

@@ -15,8 +15,8 @@ import io.weightrelay.api.control.model.UpdateOverview;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.api.control.server.OperatorApi;
-import io.weightrelay.control.checkpoint.CheckpointService;
-import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.checkpoint.CheckpointRecords;
+import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.registry.Registry;
@@ -35,8 +35,8 @@ import org.springframework.web.bind.annotation.RestController;
 @RestController
 class OperatorController implements OperatorApi {
 
-    private final GenerationService generations;
-    private final CheckpointService checkpoints;
+    private final GenerationQueries generations;
+    private final CheckpointRecords checkpoints;
     private final Registry registry;
     private final UpdateService updates;
     private final PlanService plans;
@@ -44,8 +44,8 @@ class OperatorController implements OperatorApi {
     private final Clock clock;
 
     OperatorController(
-            GenerationService generations,
-            CheckpointService checkpoints,
+            GenerationQueries generations,
+            CheckpointRecords checkpoints,
             Registry registry,
             UpdateService updates,
             PlanService plans,

@@ -2,7 +2,7 @@ package io.weightrelay.control.operator;
 
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
-import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.generation.GenerationQueries;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -19,10 +19,10 @@ import org.springframework.stereotype.Component;
 @Component
 class SegmentFills {
 
-    private final GenerationService generations;
+    private final GenerationQueries generations;
     private final Map<String, Map<String, long[]>> committed = new ConcurrentHashMap<>();
 
-    SegmentFills(GenerationService generations) {
+    SegmentFills(GenerationQueries generations) {
         this.generations = generations;
     }
 

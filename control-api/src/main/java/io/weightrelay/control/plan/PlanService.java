@@ -8,7 +8,9 @@ import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.control.generation.GenerationProblems;
-import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.generation.GenerationQueries;
+import io.weightrelay.control.generation.ManifestStore;
+import io.weightrelay.control.generation.StoredGeneration;
 import io.weightrelay.control.redis.Compression;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
@@ -65,7 +67,8 @@ public class PlanService {
     private final RedisKeys keys;
     private final RedisGuard guard;
     private final JsonMapper json;
-    private final GenerationService generations;
+    private final GenerationQueries generations;
+    private final ManifestStore manifests;
     private final Registry registry;
     private final PlacementTemplates templates;
     private final PlanProperties properties;
@@ -81,7 +84,8 @@ public class PlanService {
             RedisKeys keys,
             RedisGuard guard,
             JsonMapper json,
-            GenerationService generations,
+            GenerationQueries generations,
+            ManifestStore manifests,
             Registry registry,
             PlacementTemplates templates,
             PlanProperties properties,
@@ -94,6 +98,7 @@ public class PlanService {
         this.guard = guard;
         this.json = json;
         this.generations = generations;
+        this.manifests = manifests;
         this.registry = registry;
         this.properties = properties;
         this.computations = computations;
@@ -103,7 +108,7 @@ public class PlanService {
     }
 
     public PlanSummary resolve(PlanRequest request) {
-        GenerationService.StoredGeneration generation =
+        StoredGeneration generation =
                 generations.load(request.getModel(), request.getGeneration()).requireNotLost();
         if (generation.state() == GenerationState.ABORTED) {
             throw GenerationProblems.GENERATION_NOT_OPEN.exception(
@@ -122,7 +127,7 @@ public class PlanService {
         }
         PlanInputs inputs =
                 PlanInputs.of(
-                        generations.sourceManifest(request.getModel(), generation),
+                        manifests.sourceManifest(request.getModel(), generation),
                         generation.manifestDigest(),
                         generation.trainers(),
                         loaders,

@@ -12,9 +12,9 @@ import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
-import io.weightrelay.control.redis.Scripts;
+import io.weightrelay.control.redis.ScriptCall;
+import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.reshard.placement.FragmentTemplate;
-import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
 import io.weightrelay.service.security.Role;
 import java.time.Clock;
@@ -34,7 +34,6 @@ import org.springframework.data.redis.core.RedisOperations;
 import org.springframework.data.redis.core.SessionCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.ZSetOperations;
-import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.stereotype.Service;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -47,17 +46,10 @@ public class Registry {
 
     private static final int LIST_PAGE = 256;
 
-    private static final RedisScript<List<Object>> HEARTBEAT = Scripts.load("heartbeat");
-    private static final RedisScript<List<Object>> REGISTER_SEGMENT =
-            Scripts.load("register-segment");
-    private static final RedisScript<List<Object>> REGISTER_LOADER =
-            Scripts.load("register-loader");
-    private static final RedisScript<List<Object>> HEARTBEAT_LOADER =
-            Scripts.load("heartbeat-loader");
-
     private final StringRedisTemplate redis;
     private final RedisKeys keys;
     private final RedisGuard guard;
+    private final ScriptCall scripts;
     private final JsonMapper json;
     private final RegistryProperties properties;
     private final PlacementTemplates templates;
@@ -67,6 +59,7 @@ public class Registry {
             StringRedisTemplate redis,
             RedisKeys keys,
             RedisGuard guard,
+            ScriptCall scripts,
             JsonMapper json,
             RegistryProperties properties,
             PlacementTemplates templates,
@@ -75,6 +68,7 @@ public class Registry {
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
+        this.scripts = scripts;
         this.json = json;
         this.properties = properties;
         this.clock = clock;
@@ -89,8 +83,8 @@ public class Registry {
      */
     public SegmentOwner registerSegment(String segment, SegmentRegistration r, Role registeredBy) {
         Instant now = clock.instant();
-        execute(
-                REGISTER_SEGMENT,
+        scripts.run(
+                "register-segment",
                 List.of(keys.segment(segment), keys.segments()),
                 segment,
                 expiry(now, properties.segmentTtl()),
@@ -108,14 +102,14 @@ public class Registry {
 
     public SegmentOwner heartbeatSegment(String segment) {
         Instant now = clock.instant();
-        List<Object> result =
-                execute(
-                        HEARTBEAT,
+        Reply result =
+                scripts.run(
+                        "heartbeat",
                         List.of(keys.segment(segment), keys.segments()),
                         segment,
                         expiry(now, properties.segmentTtl()),
                         iso(now));
-        if ("not-found".equals(String.valueOf(result.get(0)))) {
+        if (result.is("not-found")) {
             throw segmentNotFound(segment);
         }
         return getSegment(segment);
@@ -241,9 +235,9 @@ public class Registry {
                 new ArrayList<>(
                         List.of(keys.loader(instance), keys.loaders(), keys.loaderEpochs()));
         digests.forEach(d -> keyList.add(keys.placement(d)));
-        List<Object> result =
-                execute(
-                        REGISTER_LOADER,
+        Reply result =
+                scripts.run(
+                        "register-loader",
                         keyList,
                         instance,
                         expiry(now, properties.loaderTtl()),
@@ -258,10 +252,8 @@ public class Registry {
                         String.join(" ", digests),
                         r.getSpan() == null ? "" : r.getSpan().getRolloutInstance(),
                         r.getSpan() == null ? "" : String.valueOf(r.getSpan().getNodes()));
-        if ("missing".equals(String.valueOf(result.get(0)))) {
-            throw templatesMissing(
-                    instance,
-                    result.subList(1, result.size()).stream().map(String::valueOf).toList());
+        if (result.is("missing")) {
+            throw templatesMissing(instance, result.items(1));
         }
         return getLoader(instance);
     }
@@ -302,20 +294,19 @@ public class Registry {
 
     public LoaderHeartbeat heartbeatLoader(String instance) {
         Instant now = clock.instant();
-        List<Object> result =
-                execute(
-                        HEARTBEAT_LOADER,
+        Reply result =
+                scripts.run(
+                        "heartbeat-loader",
                         List.of(keys.loader(instance), keys.loaders()),
                         instance,
                         expiry(now, properties.loaderTtl()),
                         iso(now),
                         keys.placement(""),
                         String.valueOf(properties.placementTtl().toMillis()));
-        if ("not-found".equals(String.valueOf(result.get(0)))) {
+        if (result.is("not-found")) {
             throw loaderNotFound(instance);
         }
-        LoaderHeartbeat beat =
-                new LoaderHeartbeat(instance, Long.parseLong(String.valueOf(result.get(1))), true);
+        LoaderHeartbeat beat = new LoaderHeartbeat(instance, result.number(1), true);
         beat.setLastHeartbeat(now.atOffset(ZoneOffset.UTC));
         return beat;
     }
@@ -629,16 +620,6 @@ public class Registry {
 
     private boolean alive(Double expiry) {
         return expiry != null && expiry > clock.instant().toEpochMilli();
-    }
-
-    private List<Object> execute(
-            RedisScript<List<Object>> script, List<String> keyList, String... args) {
-        Object[] argv = args;
-        List<Object> result = guard.call(() -> redis.execute(script, keyList, argv));
-        if (result == null || result.isEmpty()) {
-            throw CommonProblems.INTERNAL.exception("registry script answered nothing");
-        }
-        return result;
     }
 
     private static String expiry(Instant now, Duration ttl) {

@@ -12,13 +12,15 @@ import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.control.generation.GenerationProblems;
-import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.generation.GenerationQueries;
+import io.weightrelay.control.generation.StoredGeneration;
 import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
-import io.weightrelay.control.redis.Scripts;
+import io.weightrelay.control.redis.ScriptCall;
+import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.service.problem.CommonProblems;
@@ -36,7 +38,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import org.springframework.data.redis.core.StringRedisTemplate;
-import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.stereotype.Service;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -47,16 +48,15 @@ public class UpdateService {
 
     private static final org.slf4j.Logger log =
             org.slf4j.LoggerFactory.getLogger(UpdateService.class);
-    private static final RedisScript<List<Object>> START = Scripts.load("update-start");
-    private static final RedisScript<List<Object>> STEP = Scripts.load("update-step");
     private static final int INDEXED_SESSIONS = 1000;
 
     private final StringRedisTemplate redis;
     private final RedisKeys keys;
     private final RedisGuard guard;
+    private final ScriptCall scripts;
     private final RedisEvents events;
     private final JsonMapper json;
-    private final GenerationService generations;
+    private final GenerationQueries generations;
     private final PlanService plans;
     private final UpdateProperties properties;
     private final MeterRegistry meters;
@@ -67,9 +67,10 @@ public class UpdateService {
             StringRedisTemplate redis,
             RedisKeys keys,
             RedisGuard guard,
+            ScriptCall scripts,
             RedisEvents events,
             JsonMapper json,
-            GenerationService generations,
+            GenerationQueries generations,
             PlanService plans,
             UpdateProperties properties,
             MeterRegistry meters,
@@ -78,6 +79,7 @@ public class UpdateService {
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
+        this.scripts = scripts;
         this.events = events;
         this.json = json;
         this.generations = generations;
@@ -90,7 +92,7 @@ public class UpdateService {
 
     public UpdateSession start(
             String model, long generation, String group, UpdateSessionRequest request) {
-        GenerationService.StoredGeneration g = generations.load(model, generation).requireNotLost();
+        StoredGeneration g = generations.load(model, generation).requireNotLost();
         if (!g.committed()) {
             throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                     "generation "
@@ -131,8 +133,8 @@ public class UpdateService {
         for (String instance : instances) {
             startKeys.add(keys.loader(instance));
         }
-        List<Object> result = guard.call(() -> redis.execute(START, startKeys, args.toArray()));
-        String code = String.valueOf(result.get(0));
+        Reply result = scripts.run("update-start", startKeys, args);
+        String code = result.code();
         if ("incomplete".equals(code)) {
             throw incomplete(group, result);
         }
@@ -155,19 +157,18 @@ public class UpdateService {
                             "the session of group "
                                     + group
                                     + " already exists with participants "
-                                    + result.subList(1, result.size()))
-                    .with("participants", result.subList(1, result.size()));
+                                    + result.items(1))
+                    .with("participants", result.items(1));
         }
         return get(model, generation, group);
     }
 
     /** The refusal of a session holding part of a rollout instance, from the start script. */
-    private static RelayException incomplete(String group, List<Object> result) {
-        String instance = String.valueOf(result.get(1));
-        int nodes = Integer.parseInt(String.valueOf(result.get(2)));
-        String reason = String.valueOf(result.get(3));
-        List<String> loaders =
-                result.subList(4, result.size()).stream().map(String::valueOf).toList();
+    private static RelayException incomplete(String group, Reply result) {
+        String instance = result.item(1);
+        int nodes = (int) result.number(2);
+        String reason = result.item(3);
+        List<String> loaders = result.items(4);
         String why =
                 switch (reason) {
                     case "missing" -> "only " + loaders.size() + " of its loaders are in it";
@@ -252,7 +253,7 @@ public class UpdateService {
             }
             checksums = Base64.getEncoder().encodeToString(report.getChecksums());
         }
-        List<Object> result =
+        Reply result =
                 step(
                         model,
                         generation,
@@ -266,8 +267,7 @@ public class UpdateService {
                         report.getFailingPeer() == null ? "" : report.getFailingPeer(),
                         report.getError() == null ? "" : report.getError(),
                         checksums);
-        String code = String.valueOf(result.get(0));
-        switch (code) {
+        switch (result.code()) {
             case "ok" -> {
                 if (verificationClaimed(result)) {
                     record(model, verifier.verify(model, generation, group));
@@ -292,20 +292,19 @@ public class UpdateService {
             case "fenced" -> throw fenced(report, result);
             case "closed" ->
                     throw UpdateProblems.SESSION_CLOSED
-                            .exception("the session already ended in state " + result.get(1))
-                            .with("state", String.valueOf(result.get(1)));
+                            .exception("the session already ended in state " + result.item(1))
+                            .with("state", result.item(1));
             case "out-of-order" ->
                     throw UpdateProblems.PHASE_OUT_OF_ORDER
                             .exception(
                                     report.getPhase().getValue()
                                             + " cannot be reported while the session is "
-                                            + result.get(1)
+                                            + result.item(1)
                                             + " and the loader is "
-                                            + result.get(2))
-                            .with("state", String.valueOf(result.get(1)));
+                                            + result.item(2))
+                            .with("state", result.item(1));
             case "not-found" -> throw notFound(model, generation, group);
-            default ->
-                    throw CommonProblems.INTERNAL.exception("unexpected session answer " + result);
+            default -> throw result.unexpected();
         }
     }
 
@@ -313,9 +312,9 @@ public class UpdateService {
         return get(model, generation, group, true);
     }
 
-    private static RuntimeException fenced(PhaseReport report, List<Object> result) {
-        String reason = String.valueOf(result.get(1));
-        String other = String.valueOf(result.get(2));
+    private static RuntimeException fenced(PhaseReport report, Reply result) {
+        String reason = result.item(1);
+        String other = result.item(2);
         String loader = "loader " + report.getInstance();
         String detail =
                 switch (reason) {
@@ -354,13 +353,8 @@ public class UpdateService {
         return problem;
     }
 
-    private static boolean verificationClaimed(List<Object> result) {
-        for (int i = 1; i < result.size(); i++) {
-            if (String.valueOf(result.get(i)).startsWith("verify:")) {
-                return true;
-            }
-        }
-        return false;
+    private static boolean verificationClaimed(Reply result) {
+        return result.items(1).stream().anyMatch(t -> t.startsWith("verify:"));
     }
 
     public BarrierStatus awaitBarrier(
@@ -435,13 +429,12 @@ public class UpdateService {
 
     private UpdateSession get(String model, long generation, String group, boolean touch) {
         if (touch) {
-            List<Object> result =
-                    step(model, generation, group, "", "", "", "", "", "", "", "", "");
-            if ("not-found".equals(String.valueOf(result.get(0)))) {
+            Reply result = step(model, generation, group, "", "", "", "", "", "", "", "", "");
+            if (result.is("not-found")) {
                 throw notFound(model, generation, group);
             }
             record(model, result);
-            if ("ok".equals(String.valueOf(result.get(0))) && verificationClaimed(result)) {
+            if (result.is("ok") && verificationClaimed(result)) {
                 // The verifier that claimed this session died; this touch takes it over.
                 record(model, verifier.verify(model, generation, group));
             }
@@ -516,25 +509,23 @@ public class UpdateService {
         return session;
     }
 
-    private List<Object> step(String model, long generation, String group, String... args) {
+    private Reply step(String model, long generation, String group, String... args) {
         List<String> argv = new ArrayList<>(args.length + 3);
         argv.add(String.valueOf(clock.millis()));
         argv.addAll(List.of(args));
         argv.add(properties.verifyChecksums() ? "1" : "");
         argv.add(String.valueOf(generation));
         String instance = args[0];
-        List<Object> result =
-                guard.call(
-                        () ->
-                                redis.execute(
-                                        STEP,
-                                        List.of(
-                                                keys.session(model, generation, group),
-                                                keys.participants(model, generation, group),
-                                                keys.loader(instance.isEmpty() ? "-" : instance),
-                                                keys.sessionChannel(model, generation, group),
-                                                keys.sessionChecksums(model, generation, group)),
-                                        argv.toArray()));
+        Reply result =
+                scripts.run(
+                        "update-step",
+                        List.of(
+                                keys.session(model, generation, group),
+                                keys.participants(model, generation, group),
+                                keys.loader(instance.isEmpty() ? "-" : instance),
+                                keys.sessionChannel(model, generation, group),
+                                keys.sessionChecksums(model, generation, group)),
+                        argv);
         if (!instance.isEmpty()) {
             record(model, result);
         }
@@ -542,12 +533,11 @@ public class UpdateService {
     }
 
     /** Turns the transitions a script reports into metrics, once, on the instance that saw them. */
-    private void record(String model, List<Object> result) {
-        if (!"ok".equals(String.valueOf(result.get(0)))) {
+    private void record(String model, Reply result) {
+        if (!result.is("ok")) {
             return;
         }
-        for (int i = 1; i < result.size(); i++) {
-            String t = String.valueOf(result.get(i));
+        for (String t : result.items(1)) {
             int colon = t.indexOf(':');
             String name = t.substring(0, colon);
             String value = t.substring(colon + 1);

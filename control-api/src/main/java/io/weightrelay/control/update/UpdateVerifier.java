@@ -3,7 +3,8 @@ package io.weightrelay.control.update;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
-import io.weightrelay.control.redis.Scripts;
+import io.weightrelay.control.redis.ScriptCall;
+import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.ObjectVerification;
 import io.weightrelay.reshard.checksum.ObjectVerification.ExpectedRange;
@@ -26,7 +27,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.data.redis.core.StringRedisTemplate;
-import org.springframework.data.redis.core.script.RedisScript;
 import org.springframework.stereotype.Component;
 
 /**
@@ -41,13 +41,12 @@ import org.springframework.stereotype.Component;
 @Component
 class UpdateVerifier implements DisposableBean {
     private static final Logger log = LoggerFactory.getLogger(UpdateVerifier.class);
-    private static final RedisScript<List<Object>> VERIFIED = Scripts.load("update-verified");
-    private static final RedisScript<List<Object>> CORRUPT = Scripts.load("corrupt");
     private static final int KEPT_PLANS = 4;
 
     private final StringRedisTemplate redis;
     private final RedisKeys keys;
     private final RedisGuard guard;
+    private final ScriptCall scripts;
     private final PlanService plans;
     private final Clock clock;
 
@@ -100,11 +99,13 @@ class UpdateVerifier implements DisposableBean {
             StringRedisTemplate redis,
             RedisKeys keys,
             RedisGuard guard,
+            ScriptCall scripts,
             PlanService plans,
             Clock clock) {
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
+        this.scripts = scripts;
         this.plans = plans;
         this.clock = clock;
     }
@@ -157,7 +158,7 @@ class UpdateVerifier implements DisposableBean {
     }
 
     /** The transitions {@code update-verified.lua} reported. */
-    List<Object> verify(String model, long generation, String group) {
+    Reply verify(String model, long generation, String group) {
         long started = System.nanoTime();
         String session = keys.session(model, generation, group);
         Object planId = guard.call(() -> redis.opsForHash().get(session, "planId"));
@@ -243,20 +244,16 @@ class UpdateVerifier implements DisposableBean {
         }
         String verified = result == null ? "0" : String.valueOf(result.verifiedObjects());
         String partial = result == null ? "0" : String.valueOf(result.partialObjects());
-        String failedWho = failedInstance;
-        String why = failure;
-        return guard.call(
-                () ->
-                        redis.execute(
-                                VERIFIED,
-                                List.of(session, keys.sessionChannel(model, generation, group)),
-                                String.valueOf(clock.millis()),
-                                ok ? "1" : "0",
-                                failedWho,
-                                why,
-                                String.valueOf(ms),
-                                verified,
-                                partial));
+        return scripts.run(
+                "update-verified",
+                List.of(session, keys.sessionChannel(model, generation, group)),
+                String.valueOf(clock.millis()),
+                ok ? "1" : "0",
+                failedInstance,
+                failure,
+                String.valueOf(ms),
+                verified,
+                partial);
     }
 
     /**
@@ -264,18 +261,16 @@ class UpdateVerifier implements DisposableBean {
      * generation again, and if it is active the previous whole generation is active again.
      */
     private String markCorrupt(String model, long generation, String object, String detail) {
-        List<Object> r =
-                guard.call(
-                        () ->
-                                redis.execute(
-                                        CORRUPT,
-                                        List.of(),
-                                        keys.prefix(),
-                                        model,
-                                        String.valueOf(generation),
-                                        object,
-                                        detail));
-        String reactivated = r.size() > 1 ? String.valueOf(r.get(1)) : "";
+        Reply r =
+                scripts.run(
+                        "corrupt",
+                        List.of(),
+                        keys.prefix(),
+                        model,
+                        String.valueOf(generation),
+                        object,
+                        detail);
+        String reactivated = r.size() > 1 ? r.item(1) : "";
         log.error(
                 "generation {} of {} is corrupt (object {}); {}",
                 generation,

@@ -2,7 +2,8 @@ package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.control.redis.Scripts;
+import io.weightrelay.control.redis.RedisSliceTestSupport;
+import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.service.test.RedisTestSupport;
 import java.util.ArrayList;
 import java.util.List;
@@ -12,32 +13,18 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.data.redis.test.autoconfigure.DataRedisTest;
-import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.script.RedisScript;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /** The commit script alone, against real Redis: the atomic check and the race between commits. */
-@DataRedisTest
-class CommitScriptTest {
+class CommitScriptTest extends RedisSliceTestSupport {
 
-    private static final RedisScript<List<Object>> COMMIT = Scripts.load("commit");
+    private static final RedisScript<List<Object>> COMMIT = ScriptCall.load("commit");
     private static final String PREFIX = RedisTestSupport.uniqueKeyPrefix("commit-script");
 
-    @DynamicPropertySource
-    static void redis(DynamicPropertyRegistry registry) {
-        RedisTestSupport.register(registry);
-    }
-
-    @Autowired StringRedisTemplate redis;
-
-    @AfterEach
-    void deleteKeys() {
-        RedisTestSupport.deleteKeys(PREFIX);
+    @Override
+    protected String prefix() {
+        return PREFIX;
     }
 
     private void generation(String model, long id, String state, Map<String, String> objects) {

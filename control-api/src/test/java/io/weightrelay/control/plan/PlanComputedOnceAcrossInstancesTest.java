@@ -4,11 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.control.ControlApiTestSupport;
-import io.weightrelay.control.generation.GenerationService;
+import io.weightrelay.control.generation.GenerationQueries;
+import io.weightrelay.control.generation.ManifestStore;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.registry.PlacementTemplates;
@@ -36,7 +36,8 @@ class PlanComputedOnceAcrossInstancesTest extends ControlApiTestSupport {
     @Autowired RedisKeys keys;
     @Autowired RedisGuard guard;
     @Autowired JsonMapper mapper;
-    @Autowired GenerationService generations;
+    @Autowired GenerationQueries generations;
+    @Autowired ManifestStore manifests;
     @Autowired Registry registry;
     @Autowired PlacementTemplates templates;
     @Autowired PlanProperties properties;
@@ -49,6 +50,7 @@ class PlanComputedOnceAcrossInstancesTest extends ControlApiTestSupport {
                 guard,
                 mapper,
                 generations,
+                manifests,
                 registry,
                 templates,
                 properties,
@@ -61,13 +63,7 @@ class PlanComputedOnceAcrossInstancesTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         for (String node : List.of("r0", "r1", "r2")) {
-            ok(
-                    call(
-                            "PUT",
-                            "/api/v1/loaders/" + node + "-" + model,
-                            LOADER,
-                            compatLoader(model, "grp", node + "-" + model, 2)),
-                    Loader.class);
+            registerLoader(node + "-" + model, compatLoader(model, "grp", node + "-" + model, 2));
         }
         SimpleMeterRegistry metersA = new SimpleMeterRegistry();
         SimpleMeterRegistry metersB = new SimpleMeterRegistry();

@@ -4,34 +4,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.weightrelay.service.test.RedisTestSupport;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.data.redis.test.autoconfigure.DataRedisTest;
-import org.springframework.data.redis.core.StringRedisTemplate;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * The incarnation mark against real Redis: made once and shared by every instance behind the same
  * Redis; its loss (Redis restarted empty, played by deleting every key of the prefix) is noticed
  * and counted once, and a new mark is made.
  */
-@DataRedisTest
-class IncarnationTest {
+class IncarnationTest extends RedisSliceTestSupport {
 
     private static final String PREFIX = RedisTestSupport.uniqueKeyPrefix("incarnation");
 
-    @DynamicPropertySource
-    static void redis(DynamicPropertyRegistry registry) {
-        RedisTestSupport.register(registry);
-    }
-
-    @Autowired StringRedisTemplate redis;
-
-    @AfterEach
-    void deleteKeys() {
-        RedisTestSupport.deleteKeys(PREFIX);
+    @Override
+    protected String prefix() {
+        return PREFIX;
     }
 
     @Test

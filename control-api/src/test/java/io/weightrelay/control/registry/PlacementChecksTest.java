@@ -68,6 +68,12 @@ class PlacementChecksTest {
                 .doesNotThrowAnyException();
     }
 
+    private static void refusedAtRegistration(WorkerPlacement w, ProblemKind kind) {
+        assertThatThrownBy(() -> PlacementChecks.registration("i0", w))
+                .isInstanceOfSatisfying(
+                        RelayException.class, ex -> assertThat(ex.kind()).isEqualTo(kind));
+    }
+
     private static void refusedAtPlan(WorkerPlacement w, ProblemKind kind) {
         assertThatThrownBy(() -> PlacementChecks.againstManifest("i0", w, TENSORS, 0))
                 .isInstanceOfSatisfying(
@@ -115,12 +121,7 @@ class PlacementChecksTest {
         // the engines take the innermost stride as the element size and the innermost dimension
         // as dense.
         WorkerPlacement w = worker(96, box("w", of(0, 0), of(8, 6), 0, 2, 16));
-        assertThatThrownBy(() -> PlacementChecks.registration("i0", w))
-                .isInstanceOfSatisfying(
-                        RelayException.class,
-                        ex ->
-                                assertThat(ex.kind())
-                                        .isEqualTo(RegistryProblems.PLACEMENT_BAD_STRIDES));
+        refusedAtRegistration(w, RegistryProblems.PLACEMENT_BAD_STRIDES);
         refusedAtPlan(w, RegistryProblems.PLACEMENT_DTYPE_MISMATCH);
     }
 
@@ -200,11 +201,6 @@ class PlacementChecksTest {
     @Test
     void hugeStridesDoNotOverflow() {
         WorkerPlacement w = worker(96, box("w", of(0, 0), of(8, 6), 0, Long.MAX_VALUE / 4, 2));
-        assertThatThrownBy(() -> PlacementChecks.registration("i0", w))
-                .isInstanceOfSatisfying(
-                        RelayException.class,
-                        ex ->
-                                assertThat(ex.kind())
-                                        .isEqualTo(RegistryProblems.PLACEMENT_OUTSIDE_BUFFER));
+        refusedAtRegistration(w, RegistryProblems.PLACEMENT_OUTSIDE_BUFFER);
     }
 }

@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -11,6 +11,8 @@ import io.weightrelay.api.control.model.OpenGenerationRequest;
 import io.weightrelay.api.control.model.OpenedGeneration;
 import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.StoredFragment;
+import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.control.TestStore;
 import io.weightrelay.control.redis.RedisKeys;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
@@ -65,15 +67,18 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         return fragments;
     }
 
+    private HttpResponse<String> openAtStep7(String model) {
+        return call(
+                "POST",
+                "/api/v1/models/" + model + "/generations",
+                TRAINER,
+                new OpenGenerationRequest(7L, manifest(model), trainers("t0", "t1")));
+    }
+
     @Test
     void openIsIdempotentByTrainerStepAndAssignsEveryTensor() {
         String model = newModel();
-        HttpResponse<String> first =
-                call(
-                        "POST",
-                        "/api/v1/models/" + model + "/generations",
-                        TRAINER,
-                        new OpenGenerationRequest(7L, manifest(model), trainers("t0", "t1")));
+        HttpResponse<String> first = openAtStep7(model);
         assertThat(first.statusCode()).isEqualTo(201);
         OpenedGeneration opened = json.readValue(first.body(), OpenedGeneration.class);
         assertThat(opened.getGeneration().getState()).isEqualTo(GenerationState.OPEN);
@@ -81,12 +86,7 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         assertThat(opened.getAssignment().getTensors()).hasSize(3);
         assertThat(opened.getAssignment().getBytesPerNode()).containsOnlyKeys("t0", "t1");
 
-        HttpResponse<String> again =
-                call(
-                        "POST",
-                        "/api/v1/models/" + model + "/generations",
-                        TRAINER,
-                        new OpenGenerationRequest(7L, manifest(model), trainers("t0", "t1")));
+        HttpResponse<String> again = openAtStep7(model);
         assertThat(again.statusCode()).isEqualTo(200);
         assertThat(
                         json.readValue(again.body(), OpenedGeneration.class)

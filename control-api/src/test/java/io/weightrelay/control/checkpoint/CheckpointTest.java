@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.checkpoint;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -17,6 +17,8 @@ import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
+import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.control.TestStore;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -71,14 +73,7 @@ class CheckpointTest extends ControlApiTestSupport {
             http.createContext(
                     "/api/v1/checkpoints/save",
                     exchange -> {
-                        authorizations.add(
-                                String.valueOf(
-                                        exchange.getRequestHeaders().getFirst("Authorization")));
-                        saves.incrementAndGet();
-                        OwnerCheckpointRequest request =
-                                json.readValue(
-                                        exchange.getRequestBody().readAllBytes(),
-                                        OwnerCheckpointRequest.class);
+                        OwnerCheckpointRequest request = received(exchange, saves);
                         if (failSaves) {
                             problem(exchange, 409, "object " + held.get(0).getKey() + " differs");
                             return;
@@ -105,14 +100,7 @@ class CheckpointTest extends ControlApiTestSupport {
             http.createContext(
                     "/api/v1/checkpoints/restore",
                     exchange -> {
-                        authorizations.add(
-                                String.valueOf(
-                                        exchange.getRequestHeaders().getFirst("Authorization")));
-                        restores.incrementAndGet();
-                        OwnerCheckpointRequest request =
-                                json.readValue(
-                                        exchange.getRequestBody().readAllBytes(),
-                                        OwnerCheckpointRequest.class);
+                        OwnerCheckpointRequest request = received(exchange, restores);
                         long bytes = 0;
                         for (OwnerCheckpointObject o : request.getObjects()) {
                             assertThat(Path.of(request.getDirectory()).resolve(o.getFile()))
@@ -127,9 +115,8 @@ class CheckpointTest extends ControlApiTestSupport {
                     });
             http.start();
             registration =
-                    call(
-                            "PUT",
-                            "/api/v1/segments/" + store.segmentName(),
+                    putSegment(
+                            store.segmentName(),
                             token,
                             new SegmentRegistration("t0", "127.0.0.1:1", 4L << 20)
                                     .adminUrl(adminUrl()));
@@ -163,6 +150,17 @@ class CheckpointTest extends ControlApiTestSupport {
         void hold(StoredFragment f) {
             held.add(f);
             store.put(f.getKey(), f.getBytes());
+        }
+
+        /** Counts a call, keeps the credential it came with, and reads its request. */
+        private OwnerCheckpointRequest received(
+                com.sun.net.httpserver.HttpExchange exchange, AtomicInteger calls)
+                throws IOException {
+            authorizations.add(
+                    String.valueOf(exchange.getRequestHeaders().getFirst("Authorization")));
+            calls.incrementAndGet();
+            return json.readValue(
+                    exchange.getRequestBody().readAllBytes(), OwnerCheckpointRequest.class);
         }
 
         private void reply(com.sun.net.httpserver.HttpExchange exchange, Object answer)
@@ -269,9 +267,8 @@ class CheckpointTest extends ControlApiTestSupport {
             // Segments carry their role: a storage unit says so, others default to trainer.
             io.weightrelay.api.control.model.SegmentOwner unit =
                     ok(
-                            call(
-                                    "PUT",
-                                    "/api/v1/segments/" + idle.store.segmentName(),
+                            putSegment(
+                                    idle.store.segmentName(),
                                     OWNER,
                                     new SegmentRegistration("t0", "127.0.0.1:1", 4L << 20)
                                             .adminUrl(idle.adminUrl())
@@ -314,15 +311,7 @@ class CheckpointTest extends ControlApiTestSupport {
 
             // Operators see where and when it was saved, and each owner's time.
             CheckpointStatus status =
-                    ok(
-                            get(
-                                    "/api/v1/models/"
-                                            + model
-                                            + "/generations/"
-                                            + g1
-                                            + "/checkpoints",
-                                    OPERATOR),
-                            CheckpointStatus.class);
+                    read(generationPath(model, g1) + "/checkpoints", CheckpointStatus.class);
             assertThat(status.getSaved()).isTrue();
             assertThat(status.getDirectory()).isEqualTo(dir.toString());
             assertThat(status.getSavedAt()).isNotNull();
@@ -344,12 +333,8 @@ class CheckpointTest extends ControlApiTestSupport {
                 assertThat(a.store.exists(f.getKey())).as(f.getKey()).isTrue();
             }
             assertThat(
-                            ok(
-                                            get(
-                                                    "/api/v1/models/"
-                                                            + model
-                                                            + "/generations/active",
-                                                    OPERATOR),
+                            read(
+                                            "/api/v1/models/" + model + "/generations/active",
                                             Generation.class)
                                     .getGeneration())
                     .isEqualTo(g1);
@@ -361,12 +346,8 @@ class CheckpointTest extends ControlApiTestSupport {
             Generation again = ok(restoreCall(model, dir), Generation.class);
             assertThat(again.getState()).isEqualTo(GenerationState.RETIRED);
             assertThat(
-                            ok(
-                                            get(
-                                                    "/api/v1/models/"
-                                                            + model
-                                                            + "/generations/active",
-                                                    OPERATOR),
+                            read(
+                                            "/api/v1/models/" + model + "/generations/active",
                                             Generation.class)
                                     .getGeneration())
                     .isEqualTo(g2);
@@ -404,15 +385,7 @@ class CheckpointTest extends ControlApiTestSupport {
             assertThat(restore.statusCode()).isEqualTo(409);
             assertThat(restore.body()).contains("/problems/checkpoint-incomplete");
             assertThat(
-                            ok(
-                                            get(
-                                                    "/api/v1/models/"
-                                                            + model
-                                                            + "/generations/"
-                                                            + g1
-                                                            + "/checkpoints",
-                                                    OPERATOR),
-                                            CheckpointStatus.class)
+                            read(generationPath(model, g1) + "/checkpoints", CheckpointStatus.class)
                                     .getSaved())
                     .isFalse();
             // A manifest changed after the save is refused too.
@@ -450,9 +423,8 @@ class CheckpointTest extends ControlApiTestSupport {
             // configured before the owner role): it has no admin URL then.
             io.weightrelay.api.control.model.SegmentOwner plain =
                     ok(
-                            call(
-                                    "PUT",
-                                    "/api/v1/segments/" + rogue.store.segmentName(),
+                            putSegment(
+                                    rogue.store.segmentName(),
                                     TRAINER,
                                     new SegmentRegistration("t0", "127.0.0.1:1", 4L << 20)),
                             io.weightrelay.api.control.model.SegmentOwner.class);

@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.redis;
 
 import java.util.List;
 import java.util.UUID;

@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.redis;
 
 import java.io.IOException;
 import java.nio.file.Files;

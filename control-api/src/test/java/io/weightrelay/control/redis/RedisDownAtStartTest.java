@@ -1,10 +1,12 @@
-package io.weightrelay.control;
+package io.weightrelay.control.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.OpenGenerationRequest;
 import io.weightrelay.api.control.model.OpenedGeneration;
+import io.weightrelay.control.ControlApiClientSupport;
+import io.weightrelay.control.ControlApiTestProperties;
 import java.net.http.HttpResponse;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;

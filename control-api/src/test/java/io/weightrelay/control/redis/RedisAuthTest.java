@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -7,6 +7,7 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.weightrelay.control.ControlApiTestProperties;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneException;

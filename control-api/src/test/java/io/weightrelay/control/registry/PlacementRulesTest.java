@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.registry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -10,6 +10,7 @@ import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.api.control.model.WorkerPlacement;
+import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.control.redis.RedisKeys;
 import java.net.http.HttpResponse;
 import java.util.List;
@@ -68,7 +69,7 @@ class PlacementRulesTest extends ControlApiTestSupport {
     }
 
     private HttpResponse<String> register(String instance, LoaderRegistration registration) {
-        return call("PUT", "/api/v1/loaders/" + instance, LOADER, registration);
+        return putLoader(instance, registration);
     }
 
     private HttpResponse<String> plan(String group) {
@@ -96,30 +97,39 @@ class PlacementRulesTest extends ControlApiTestSupport {
         return body;
     }
 
+    /**
+     * Registers instance {@code i-<model>} in group {@code g} with one worker holding {@code boxes}
+     * in a buffer of {@code bufferBytes}; asserts it is refused (400) naming the tensor.
+     */
+    private JsonNode refusedAtRegistration(
+            String worker, long bufferBytes, String type, String tensor, TargetFragment... boxes) {
+        return refused(
+                register("i-" + model, direct("g", worker, bufferBytes, boxes)),
+                400,
+                type,
+                "i-" + model,
+                worker,
+                tensor);
+    }
+
+    /** The same registration, accepted; the plan of group {@code g} is refused (409) instead. */
+    private JsonNode refusedAtPlan(
+            String worker, long bufferBytes, String type, String tensor, TargetFragment... boxes) {
+        register("i-" + model, direct("g", worker, bufferBytes, boxes));
+        return refused(plan("g"), 409, type, "i-" + model, worker, tensor);
+    }
+
     // ---- registration ------------------------------------------------------------------------
 
     @Test
     void registrationRefusesBoxesWhoseRanksDiffer() {
         JsonNode body =
-                refused(
-                        register(
-                                "i-" + model,
-                                direct(
-                                        "g",
-                                        "w0",
-                                        4096,
-                                        box(
-                                                "layer.0.weight",
-                                                List.of(0L),
-                                                List.of(32L, 32L),
-                                                0,
-                                                64L,
-                                                2L))),
-                        400,
-                        "placement-rank-mismatch",
-                        "i-" + model,
+                refusedAtRegistration(
                         "w0",
-                        "layer.0.weight");
+                        4096,
+                        "placement-rank-mismatch",
+                        "layer.0.weight",
+                        box("layer.0.weight", List.of(0L), List.of(32L, 32L), 0, 64L, 2L));
         assertThat(body.path("fragment").asInt()).isZero();
         assertThat(body.path("expected").asString()).isEqualTo("rank 2");
     }
@@ -144,52 +154,29 @@ class PlacementRulesTest extends ControlApiTestSupport {
 
     @Test
     void registrationRefusesStridesThatOverlapElements() {
-        refused(
-                register(
-                        "i-" + model,
-                        direct(
-                                "g",
-                                "w0",
-                                4096,
-                                box(
-                                        "layer.0.weight",
-                                        List.of(0L, 0L),
-                                        List.of(32L, 32L),
-                                        0,
-                                        2L,
-                                        2L))),
-                400,
-                "placement-bad-strides",
-                "i-" + model,
+        refusedAtRegistration(
                 "w0",
-                "layer.0.weight");
-        refused(
-                register(
-                        "i-" + model,
-                        direct(
-                                "g",
-                                "w1",
-                                4096,
-                                box("layer.0.bias", List.of(0L), List.of(32L), 0, 0L))),
-                400,
+                4096,
                 "placement-bad-strides",
-                "i-" + model,
+                "layer.0.weight",
+                box("layer.0.weight", List.of(0L, 0L), List.of(32L, 32L), 0, 2L, 2L));
+        refusedAtRegistration(
                 "w1",
-                "layer.0.bias");
+                4096,
+                "placement-bad-strides",
+                "layer.0.bias",
+                box("layer.0.bias", List.of(0L), List.of(32L), 0, 0L));
     }
 
     @Test
     void registrationRefusesBoxesThatLeaveTheirBuffer() {
         JsonNode body =
-                refused(
-                        register(
-                                "i-" + model,
-                                direct("g", "w0", 2047, whole("layer.0.weight", 32, 32, 0))),
-                        400,
-                        "placement-outside-buffer",
-                        "i-" + model,
+                refusedAtRegistration(
                         "w0",
-                        "layer.0.weight");
+                        2047,
+                        "placement-outside-buffer",
+                        "layer.0.weight",
+                        whole("layer.0.weight", 32, 32, 0));
         assertThat(body.path("expected").asString()).isEqualTo("at most 2047 bytes");
         assertThat(body.path("given").asString()).isEqualTo("bytes 0 to 2048");
         assertThat(body.path("bufferId").asString()).isEqualTo("params");
@@ -198,20 +185,13 @@ class PlacementRulesTest extends ControlApiTestSupport {
     @Test
     void registrationRefusesBoxesThatShareBytesOfOneBuffer() {
         JsonNode body =
-                refused(
-                        register(
-                                "i-" + model,
-                                direct(
-                                        "g",
-                                        "w0",
-                                        1 << 20,
-                                        whole("layer.0.weight", 32, 32, 0),
-                                        box("layer.0.bias", List.of(0L), List.of(32L), 2046, 2L))),
-                        400,
-                        "placement-overlap",
-                        "i-" + model,
+                refusedAtRegistration(
                         "w0",
-                        "layer.0.bias");
+                        1 << 20,
+                        "placement-overlap",
+                        "layer.0.bias",
+                        whole("layer.0.weight", 32, 32, 0),
+                        box("layer.0.bias", List.of(0L), List.of(32L), 2046, 2L));
         assertThat(body.path("otherTensor").asString()).isEqualTo("layer.0.weight");
 
         // Column halves interleaved in one [256, 32] buffer share no byte; shifted by 8 columns
@@ -223,13 +203,7 @@ class PlacementRulesTest extends ControlApiTestSupport {
                 box("embed.weight", List.of(0L, 8L), List.of(256L, 16L), 16, 64L, 2L);
         assertThat(register("ok-" + model, direct("g", "w1", 256 * 64, left, right)).statusCode())
                 .isEqualTo(200);
-        refused(
-                register("i-" + model, direct("g", "w2", 256 * 64, left, shifted)),
-                400,
-                "placement-overlap",
-                "i-" + model,
-                "w2",
-                "embed.weight");
+        refusedAtRegistration("w2", 256 * 64, "placement-overlap", "embed.weight", left, shifted);
     }
 
     // ---- against the manifest ------------------------------------------------------------------
@@ -269,47 +243,35 @@ class PlacementRulesTest extends ControlApiTestSupport {
 
     @Test
     void tensorsTheManifestDoesNotHaveAreRefused() {
-        register("i-" + model, direct("g", "w0", 4096, whole("layer.9.weight", 32, 32, 0)));
-        refused(plan("g"), 409, "placement-unknown-tensor", "i-" + model, "w0", "layer.9.weight");
+        refusedAtPlan(
+                "w0",
+                4096,
+                "placement-unknown-tensor",
+                "layer.9.weight",
+                whole("layer.9.weight", 32, 32, 0));
     }
 
     @Test
     void ranksOtherThanTheTensorsAreRefused() {
-        register(
-                "i-" + model,
-                direct(
-                        "g",
+        JsonNode body =
+                refusedAtPlan(
                         "w0",
                         4096,
-                        box("layer.0.bias", List.of(0L, 0L), List.of(1L, 32L), 0, 64L, 2L)));
-        JsonNode body =
-                refused(
-                        plan("g"),
-                        409,
                         "placement-tensor-rank-mismatch",
-                        "i-" + model,
-                        "w0",
-                        "layer.0.bias");
+                        "layer.0.bias",
+                        box("layer.0.bias", List.of(0L, 0L), List.of(1L, 32L), 0, 64L, 2L));
         assertThat(body.path("expected").asString()).startsWith("rank 1");
     }
 
     @Test
     void boxesThatLeaveTheTensorAreRefused() {
-        register(
-                "i-" + model,
-                direct(
-                        "g",
+        JsonNode body =
+                refusedAtPlan(
                         "w0",
                         1 << 20,
-                        box("embed.weight", List.of(250L, 0L), List.of(16L, 32L), 0, 64L, 2L)));
-        JsonNode body =
-                refused(
-                        plan("g"),
-                        409,
                         "placement-outside-tensor",
-                        "i-" + model,
-                        "w0",
-                        "embed.weight");
+                        "embed.weight",
+                        box("embed.weight", List.of(250L, 0L), List.of(16L, 32L), 0, 64L, 2L));
         assertThat(body.path("expected").asString()).isEqualTo("inside [256, 32]");
     }
 
@@ -358,7 +320,7 @@ class PlacementRulesTest extends ControlApiTestSupport {
     // ---- update sessions -----------------------------------------------------------------------
 
     private String session(String group) {
-        return "/api/v1/models/" + model + "/generations/" + generation + "/updates/" + group;
+        return sessionPath(model, generation, group);
     }
 
     @Test

@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.update;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -11,6 +11,7 @@ import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
+import io.weightrelay.control.ControlApiTestSupport;
 import java.net.http.HttpResponse;
 import java.util.HashMap;
 import java.util.List;
@@ -28,10 +29,6 @@ class SpanningInstanceTest extends ControlApiTestSupport {
 
     private final Map<String, Long> epochs = new HashMap<>();
 
-    private static String base(String model, long generation, String group) {
-        return "/api/v1/models/" + model + "/generations/" + generation + "/updates/" + group;
-    }
-
     private static LoaderRegistration spanLoader(
             String model, String group, String node, String instance, int nodes) {
         LoaderRegistration r = compatLoader(model, group, node, 2);
@@ -40,7 +37,7 @@ class SpanningInstanceTest extends ControlApiTestSupport {
     }
 
     private HttpResponse<String> register(String loader, LoaderRegistration r) {
-        return call("PUT", "/api/v1/loaders/" + loader, LOADER, r);
+        return putLoader(loader, r);
     }
 
     private Loader registered(String loader, LoaderRegistration r) {
@@ -53,7 +50,7 @@ class SpanningInstanceTest extends ControlApiTestSupport {
             String model, long generation, String group, String... loaders) {
         UpdateSessionRequest request = new UpdateSessionRequest(List.of(loaders));
         request.setPhaseTimeoutSeconds(60);
-        return call("PUT", base(model, generation, group), LOADER, request);
+        return call("PUT", sessionPath(model, generation, group), LOADER, request);
     }
 
     private UpdateSession report(
@@ -64,7 +61,7 @@ class SpanningInstanceTest extends ControlApiTestSupport {
             report.setError("write to a peer's receive segment failed");
         }
         return ok(
-                call("POST", base(model, generation, group) + "/reports", LOADER, report),
+                call("POST", sessionPath(model, generation, group) + "/reports", LOADER, report),
                 UpdateSession.class);
     }
 
@@ -97,19 +94,11 @@ class SpanningInstanceTest extends ControlApiTestSupport {
         // a span names its instance and a node count of at least 1
         String body = json.writeValueAsString(spanLoader(model, "grp", "n5", x + "-bad", 2));
         assertProblem(
-                call(
-                        "PUT",
-                        "/api/v1/loaders/" + x + "-n5",
-                        LOADER,
-                        body.replace("\"nodes\":2", "\"nodes\":0")),
+                putLoader(x + "-n5", body.replace("\"nodes\":2", "\"nodes\":0")),
                 400,
                 "invalid-request");
         assertProblem(
-                call(
-                        "PUT",
-                        "/api/v1/loaders/" + x + "-n5",
-                        LOADER,
-                        body.replace(",\"nodes\":2", "").replace("\"nodes\":2,", "")),
+                putLoader(x + "-n5", body.replace(",\"nodes\":2", "").replace("\"nodes\":2,", "")),
                 400,
                 "invalid-request");
 
@@ -138,7 +127,7 @@ class SpanningInstanceTest extends ControlApiTestSupport {
         assertThat(problem.get("reason").asString()).isEqualTo("missing");
         assertThat(problem.get("loaders").toString()).contains(x + "-n0");
         assertThat(problem.get("detail").asString()).contains("spans 2 nodes");
-        assertThat(get(base(model, g, "grp"), LOADER).statusCode()).isEqualTo(404);
+        assertThat(get(sessionPath(model, g, "grp"), LOADER).statusCode()).isEqualTo(404);
 
         // the whole instance starts
         UpdateSession whole =
@@ -173,20 +162,28 @@ class SpanningInstanceTest extends ControlApiTestSupport {
         for (String loader : all) {
             report(model, g, "grp", loader, ReportedPhase.POST_APPLIED);
         }
-        UpdateSession done = ok(get(base(model, g, "grp"), LOADER), UpdateSession.class);
+        UpdateSession done = ok(get(sessionPath(model, g, "grp"), LOADER), UpdateSession.class);
         assertThat(done.getState()).isEqualTo(SessionState.DONE);
         assertThat(done.getParticipants())
                 .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.DONE));
+    }
+
+    /**
+     * Rollout instance {@code <model>-x}, one loader on each of two nodes, in a started session.
+     */
+    private String startedOnTwoNodes(String model, long g) {
+        String x = model + "-x";
+        registered(x + "-n0", spanLoader(model, "grp", "n0", x, 2));
+        registered(x + "-n1", spanLoader(model, "grp", "n1", x, 2));
+        ok(start(model, g, "grp", x + "-n0", x + "-n1"), UpdateSession.class);
+        return x;
     }
 
     @Test
     void oneLoaderFailingAfterItsPeerAppliedKeepsTheWholeInstanceOnItsGeneration() {
         String model = newModel();
         long g = publish(model, 1);
-        String x = model + "-x";
-        registered(x + "-n0", spanLoader(model, "grp", "n0", x, 2));
-        registered(x + "-n1", spanLoader(model, "grp", "n1", x, 2));
-        ok(start(model, g, "grp", x + "-n0", x + "-n1"), UpdateSession.class);
+        String x = startedOnTwoNodes(model, g);
         report(model, g, "grp", x + "-n0", ReportedPhase.PREPARED);
         report(model, g, "grp", x + "-n1", ReportedPhase.PREPARED);
         report(model, g, "grp", x + "-n0", ReportedPhase.APPLIED);
@@ -204,10 +201,7 @@ class SpanningInstanceTest extends ControlApiTestSupport {
     void oneLoaderFailingBeforeApplyResumesTheWholeInstanceOnItsGeneration() {
         String model = newModel();
         long g = publish(model, 1);
-        String x = model + "-x";
-        registered(x + "-n0", spanLoader(model, "grp", "n0", x, 2));
-        registered(x + "-n1", spanLoader(model, "grp", "n1", x, 2));
-        ok(start(model, g, "grp", x + "-n0", x + "-n1"), UpdateSession.class);
+        String x = startedOnTwoNodes(model, g);
         report(model, g, "grp", x + "-n0", ReportedPhase.PREPARED);
         UpdateSession failed = report(model, g, "grp", x + "-n1", ReportedPhase.FAILED);
         assertThat(failed.getState()).isEqualTo(SessionState.RESUMED_OLD);

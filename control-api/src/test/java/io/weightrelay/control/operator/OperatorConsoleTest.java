@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.operator;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -11,7 +11,6 @@ import io.weightrelay.api.control.model.NicLoad;
 import io.weightrelay.api.control.model.ParticipantState;
 import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.PlanLoad;
-import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.ReportedPhase;
@@ -23,12 +22,14 @@ import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.UpdateOverview;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
+import io.weightrelay.control.ControlApiTestSupport;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Predicate;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -51,16 +52,18 @@ class OperatorConsoleTest extends ControlApiTestSupport {
         return Arrays.asList(ok(get(path, OPERATOR), type));
     }
 
+    /** The one element of {@code all} that {@code which} accepts. */
+    private static <T> T the(List<T> all, Predicate<T> which) {
+        return all.stream().filter(which).findFirst().orElseThrow();
+    }
+
     @Test
     void theSummariesShowWhatWasPublishedWhereItIsStoredAndHowTheUpdateWent() {
         String model = newModel();
         String segment = "seg-" + model;
         ok(
-                call(
-                        "PUT",
-                        "/api/v1/segments/" + segment,
-                        TRAINER,
-                        new SegmentRegistration("t0", "127.0.0.1:1", 1L << 20)),
+                putSegment(
+                        segment, TRAINER, new SegmentRegistration("t0", "127.0.0.1:1", 1L << 20)),
                 SegmentOwner.class);
         long g = open(model, 1).getGeneration().getGeneration();
         List<RegisteredObject> objects = new ArrayList<>();
@@ -73,10 +76,9 @@ class OperatorConsoleTest extends ControlApiTestSupport {
         assertThat(commit(model, g).statusCode()).isEqualTo(200);
 
         ModelOverview overview =
-                list("/api/v1/operator/models?generations=5", ModelOverview[].class).stream()
-                        .filter(m -> m.getModel().equals(model))
-                        .findFirst()
-                        .orElseThrow();
+                the(
+                        list("/api/v1/operator/models?generations=5", ModelOverview[].class),
+                        m -> m.getModel().equals(model));
         assertThat(overview.getActiveGeneration()).isEqualTo(g);
         assertThat(overview.getGenerations()).hasSize(1);
         assertThat(overview.getGenerations().get(0).getGeneration().getState())
@@ -85,10 +87,9 @@ class OperatorConsoleTest extends ControlApiTestSupport {
         assertThat(overview.getGenerations().get(0).getCheckpoint().getSaved()).isFalse();
 
         SegmentFill fill =
-                list("/api/v1/operator/segments", SegmentFill[].class).stream()
-                        .filter(s -> s.getSegment().equals(segment))
-                        .findFirst()
-                        .orElseThrow();
+                the(
+                        list("/api/v1/operator/segments", SegmentFill[].class),
+                        s -> s.getSegment().equals(segment));
         assertThat(fill.getStoredBytes()).isEqualTo(stored);
         assertThat(fill.getObjects()).isEqualTo(objects.size());
         assertThat(fill.getSize()).isEqualTo(1L << 20);
@@ -97,14 +98,7 @@ class OperatorConsoleTest extends ControlApiTestSupport {
         Map<String, Long> epochs = new HashMap<>();
         for (String instance : List.of(model + "-a", model + "-b")) {
             String node = instance.endsWith("a") ? "r0" : "r1";
-            Loader loader =
-                    ok(
-                            call(
-                                    "PUT",
-                                    "/api/v1/loaders/" + instance,
-                                    LOADER,
-                                    compatLoader(model, "grp", node, 1)),
-                            Loader.class);
+            Loader loader = registerLoader(instance, compatLoader(model, "grp", node, 1));
             epochs.put(instance, loader.getEpoch());
         }
         List<LoaderOverview> first =
@@ -119,14 +113,11 @@ class OperatorConsoleTest extends ControlApiTestSupport {
                 .extracting(LoaderOverview::getInstance)
                 .containsExactly(model + "-b");
 
-        PlanSummary plan =
-                ok(
-                        call("POST", "/api/v1/plans", LOADER, new PlanRequest(model, g, "grp")),
-                        PlanSummary.class);
+        PlanSummary plan = resolvePlan(model, g, "grp");
         UpdateSessionRequest request =
                 new UpdateSessionRequest(List.of(model + "-a", model + "-b"));
         request.setPlanId(plan.getPlanId());
-        String base = "/api/v1/models/" + model + "/generations/" + g + "/updates/grp";
+        String base = sessionPath(model, g, "grp");
         ok(call("PUT", base, LOADER, request), UpdateSession.class);
         PhaseReport prepared = new PhaseReport(model + "-a", ReportedPhase.PREPARED);
         prepared.setEpoch(epochs.get(model + "-a"));
@@ -187,25 +178,13 @@ class OperatorConsoleTest extends ControlApiTestSupport {
         long first = publish(model, 1);
         long second = publish(model, 2);
         String instance = model + "-a";
-        long epoch =
-                ok(
-                                call(
-                                        "PUT",
-                                        "/api/v1/loaders/" + instance,
-                                        LOADER,
-                                        compatLoader(model, "grp", "r0", 1)),
-                                Loader.class)
-                        .getEpoch();
+        long epoch = registerLoader(instance, compatLoader(model, "grp", "r0", 1)).getEpoch();
         for (long g : List.of(first, second)) {
-            String base = "/api/v1/models/" + model + "/generations/" + g + "/updates/grp";
+            String base = sessionPath(model, g, "grp");
             ok(
                     call("PUT", base, LOADER, new UpdateSessionRequest(List.of(instance))),
                     UpdateSession.class);
-            for (ReportedPhase phase :
-                    List.of(
-                            ReportedPhase.PREPARED,
-                            ReportedPhase.APPLIED,
-                            ReportedPhase.POST_APPLIED)) {
+            for (ReportedPhase phase : EVERY_PHASE) {
                 PhaseReport report = new PhaseReport(instance, phase);
                 report.setEpoch(epoch);
                 boolean applied = phase == ReportedPhase.APPLIED;

@@ -1,8 +1,9 @@
-package io.weightrelay.control;
+package io.weightrelay.control.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.control.ControlApiClientSupport;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.RegisteredBuffer;

@@ -1,13 +1,13 @@
-package io.weightrelay.control;
+package io.weightrelay.control.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.weightrelay.api.control.model.Generation;
-import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
-import io.weightrelay.control.redis.RedisGuard;
+import io.weightrelay.control.ControlApiClientSupport;
+import io.weightrelay.control.ControlApiTestProperties;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.Socket;
@@ -111,13 +111,7 @@ class OverloadTest extends ControlApiClientSupport {
                 groups.add(group);
                 for (int l = 0; l < 2; l++) {
                     String instance = group + "-l" + l + "-" + model;
-                    ok(
-                            call(
-                                    "PUT",
-                                    "/api/v1/loaders/" + instance,
-                                    LOADER,
-                                    compatLoader(model, group, instance, 2)),
-                            Loader.class);
+                    registerLoader(instance, compatLoader(model, group, instance, 2));
                 }
             }
             ExecutorService burst = Executors.newFixedThreadPool(32);
@@ -162,14 +156,7 @@ class OverloadTest extends ControlApiClientSupport {
                 && TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - released) < 10);
         assertProblem(large, 400, "invalid-request");
         for (int g = 0; g < 8; g++) {
-            PlanSummary plan =
-                    ok(
-                            call(
-                                    "POST",
-                                    "/api/v1/plans",
-                                    LOADER,
-                                    new PlanRequest(model, g1, "grp" + g)),
-                            PlanSummary.class);
+            PlanSummary plan = resolvePlan(model, g1, "grp" + g);
             assertThat(plan.getValid()).isTrue();
         }
         long g2 = publish(model, 2);

@@ -1,9 +1,10 @@
-package io.weightrelay.control;
+package io.weightrelay.control.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.lettuce.core.RedisClient;
+import io.weightrelay.control.ControlApiTestProperties;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneException;

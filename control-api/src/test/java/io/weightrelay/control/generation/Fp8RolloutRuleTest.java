@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -11,6 +11,7 @@ import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.TensorAssignment;
 import io.weightrelay.api.control.model.TensorSpec;
+import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.reshard.manifest.Fp8BlockRule;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
@@ -62,11 +63,7 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
         long g = opened.getGeneration().getGeneration();
 
         GenerationManifest served =
-                ok(
-                        get(
-                                "/api/v1/models/" + model + "/generations/" + g + "/manifest",
-                                OPERATOR),
-                        GenerationManifest.class);
+                read(generationPath(model, g) + "/manifest", GenerationManifest.class);
         Map<String, TensorSpec> tensors =
                 served.getManifest().getTensors().stream()
                         .collect(Collectors.toMap(TensorSpec::getName, t -> t));
@@ -178,11 +175,7 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
                         .getGeneration()
                         .getGeneration();
         GenerationManifest served =
-                ok(
-                        get(
-                                "/api/v1/models/" + model + "/generations/" + g + "/manifest",
-                                OPERATOR),
-                        GenerationManifest.class);
+                read(generationPath(model, g) + "/manifest", GenerationManifest.class);
         assertThat(served.getManifest().getTensors())
                 .hasSize(5)
                 .allMatch(t -> t.getRolloutDtype() == Dtype.BF16);

@@ -1,13 +1,15 @@
-package io.weightrelay.control;
+package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.api.GzipResponses;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.OpenedGeneration;
+import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
+import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -27,16 +29,14 @@ class ManifestCompressionTest extends ControlApiTestSupport {
 
     private final HttpClient http = HttpClient.newHttpClient();
 
+    private URI encodedManifest(String model, long generation) {
+        return uri("/api/v1/models/" + model + "/generations/" + generation + "/manifest/encoded");
+    }
+
     private HttpResponse<byte[]> encoded(String model, long generation, String acceptEncoding)
             throws Exception {
         HttpRequest.Builder request =
-                HttpRequest.newBuilder(
-                                uri(
-                                        "/api/v1/models/"
-                                                + model
-                                                + "/generations/"
-                                                + generation
-                                                + "/manifest/encoded"))
+                HttpRequest.newBuilder(encodedManifest(model, generation))
                         .header("Authorization", "Bearer " + LOADER);
         if (acceptEncoding != null) {
             request.header("Accept-Encoding", acceptEncoding);
@@ -99,13 +99,7 @@ class ManifestCompressionTest extends ControlApiTestSupport {
                         .build();
         byte[] read =
                 client.get()
-                        .uri(
-                                uri(
-                                        "/api/v1/models/"
-                                                + model
-                                                + "/generations/"
-                                                + generation
-                                                + "/manifest/encoded"))
+                        .uri(encodedManifest(model, generation))
                         .header("Authorization", "Bearer " + LOADER)
                         .retrieve()
                         .body(byte[].class);

@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.redis;
 
 import io.weightrelay.service.test.ServiceProcess;
 import java.io.IOException;

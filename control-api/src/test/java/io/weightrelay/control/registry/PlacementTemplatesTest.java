@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.registry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -9,6 +9,7 @@ import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.WorkerPlacement;
+import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -94,8 +95,7 @@ class PlacementTemplatesTest extends ControlApiTestSupport {
         String b = "b-" + model;
 
         // Not stored yet: refused, naming what to upload.
-        HttpResponse<String> missing =
-                call("PUT", "/api/v1/loaders/" + a, LOADER, loader(model, "n0", a, 12288));
+        HttpResponse<String> missing = putLoader(a, loader(model, "n0", a, 12288));
         assertProblem(missing, 409, "placement-template-not-found");
         JsonNode problem = json.readTree(missing.body());
         assertThat(problem.path("instanceId").asString()).isEqualTo(a);
@@ -125,13 +125,8 @@ class PlacementTemplatesTest extends ControlApiTestSupport {
         assertProblem(forbidden, 403, "forbidden");
 
         // Two instances of the same layout register with the same two templates.
-        Loader first =
-                ok(
-                        call("PUT", "/api/v1/loaders/" + a, LOADER, loader(model, "n0", a, 12288)),
-                        Loader.class);
-        ok(
-                call("PUT", "/api/v1/loaders/" + b, LOADER, loader(model, "n1", b, 12288)),
-                Loader.class);
+        Loader first = registerLoader(a, loader(model, "n0", a, 12288));
+        registerLoader(b, loader(model, "n1", b, 12288));
         assertThat(first.getWorkers())
                 .allSatisfy(
                         w -> {
@@ -176,24 +171,10 @@ class PlacementTemplatesTest extends ControlApiTestSupport {
         assertThat(back.body()).isEqualTo(rank(1).encoded());
 
         // The plan takes the templates' fragments; asked again it is the same, cached plan.
-        PlanSummary cold =
-                ok(
-                        call(
-                                "POST",
-                                "/api/v1/plans",
-                                LOADER,
-                                new PlanRequest(model, generation, "g")),
-                        PlanSummary.class);
+        PlanSummary cold = resolvePlan(model, generation, "g");
         assertThat(cold.getValid()).isTrue();
         assertThat(cold.getInstances()).containsExactly(a, b);
-        PlanSummary warm =
-                ok(
-                        call(
-                                "POST",
-                                "/api/v1/plans",
-                                LOADER,
-                                new PlanRequest(model, generation, "g")),
-                        PlanSummary.class);
+        PlanSummary warm = resolvePlan(model, generation, "g");
         assertThat(warm.getPlanId()).isEqualTo(cold.getPlanId());
         assertThat(warm.getCached()).isTrue();
     }
@@ -207,8 +188,7 @@ class PlacementTemplatesTest extends ControlApiTestSupport {
         }
         String small = "small-" + model;
         // The same templates in a buffer one byte too small: refused at registration, named.
-        HttpResponse<String> refused =
-                call("PUT", "/api/v1/loaders/" + small, LOADER, loader(model, "n0", small, 10303));
+        HttpResponse<String> refused = putLoader(small, loader(model, "n0", small, 10303));
         assertProblem(refused, 400, "placement-outside-buffer");
         JsonNode body = json.readTree(refused.body());
         assertThat(body.path("instanceId").asString()).isEqualTo(small);
@@ -231,7 +211,7 @@ class PlacementTemplatesTest extends ControlApiTestSupport {
         String odd = "odd-" + model;
         LoaderRegistration registration = loader(model, "n0", odd, 12288);
         registration.getWorkers().get(1).setPlacement(stray.digest());
-        ok(call("PUT", "/api/v1/loaders/" + odd, LOADER, registration), Loader.class);
+        registerLoader(odd, registration);
         for (int attempt = 0; attempt < 2; attempt++) {
             HttpResponse<String> plan =
                     call("POST", "/api/v1/plans", LOADER, new PlanRequest(model, generation, "g"));

@@ -1,8 +1,10 @@
-package io.weightrelay.control;
+package io.weightrelay.control.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.control.ControlApiClientSupport;
+import io.weightrelay.control.ControlApiTestProperties;
 import java.net.http.HttpResponse;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;

@@ -1,4 +1,4 @@
-package io.weightrelay.control;
+package io.weightrelay.control.update;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -14,6 +14,7 @@ import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
+import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import java.net.http.HttpResponse;
@@ -32,22 +33,11 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
     @Autowired MeterRegistry meters;
 
-    private String base(String model, long generation, String group) {
-        return "/api/v1/models/" + model + "/generations/" + generation + "/updates/" + group;
-    }
-
     /** The epoch each instance's latest registration returned. */
     private final Map<String, Long> epochs = new HashMap<>();
 
     private long registerLoader(String model, String group, String instance) {
-        Loader loader =
-                ok(
-                        call(
-                                "PUT",
-                                "/api/v1/loaders/" + instance,
-                                LOADER,
-                                compatLoader(model, group, "r0", 1)),
-                        Loader.class);
+        Loader loader = registerLoader(instance, compatLoader(model, group, "r0", 1));
         epochs.put(instance, loader.getEpoch());
         return loader.getEpoch();
     }
@@ -60,7 +50,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         UpdateSessionRequest request = new UpdateSessionRequest(List.of(instances));
         request.setPhaseTimeoutSeconds(timeout);
         return ok(
-                call("PUT", base(model, generation, group), LOADER, request), UpdateSession.class);
+                call("PUT", sessionPath(model, generation, group), LOADER, request),
+                UpdateSession.class);
     }
 
     private HttpResponse<String> report(
@@ -73,14 +64,24 @@ class UpdateSessionTest extends ControlApiTestSupport {
             report.setError("read of m/1/x@0 returned 12 of 4096 bytes");
             report.setFailingPeer("seg-t1");
         }
-        return call("POST", base(model, generation, group) + "/reports", LOADER, report);
+        return call("POST", sessionPath(model, generation, group) + "/reports", LOADER, report);
+    }
+
+    /** A report of group {@code grp} the session accepts, and the session after it. */
+    private UpdateSession reported(String model, long g, String instance, ReportedPhase phase) {
+        return ok(report(model, g, "grp", instance, phase), UpdateSession.class);
+    }
+
+    /** Joins (or starts) the session of group {@code grp} with {@code request}. */
+    private UpdateSession join(String model, long g, UpdateSessionRequest request) {
+        return ok(call("PUT", sessionPath(model, g, "grp"), LOADER, request), UpdateSession.class);
     }
 
     private BarrierStatus barrier(
             String model, long generation, String group, String name, int wait) {
         return ok(
                 get(
-                        base(model, generation, group)
+                        sessionPath(model, generation, group)
                                 + "/barriers/"
                                 + name
                                 + "?waitSeconds="
@@ -97,14 +98,11 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(session.getState()).isEqualTo(SessionState.PREPARING);
         UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
         again.setPhaseTimeoutSeconds(60);
-        assertThat(
-                        ok(call("PUT", base(model, g, "grp"), LOADER, again), UpdateSession.class)
-                                .getState())
-                .isEqualTo(SessionState.PREPARING);
+        assertThat(join(model, g, again).getState()).isEqualTo(SessionState.PREPARING);
         assertProblem(
                 call(
                         "PUT",
-                        base(model, g, "grp"),
+                        sessionPath(model, g, "grp"),
                         LOADER,
                         new UpdateSessionRequest(List.of("a", "c"))),
                 409,
@@ -112,25 +110,23 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
         CompletableFuture<BarrierStatus> waiting =
                 CompletableFuture.supplyAsync(() -> barrier(model, g, "grp", "prepared", 20));
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
         assertThat(barrier(model, g, "grp", "prepared", 0).getArrived()).isEqualTo(1);
         assertProblem(
                 report(model, g, "grp", "a", ReportedPhase.APPLIED), 409, "phase-out-of-order");
         assertProblem(
                 report(model, g, "grp", "z", ReportedPhase.PREPARED), 409, "not-a-participant");
-        UpdateSession applying =
-                ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
+        UpdateSession applying = reported(model, g, "b", ReportedPhase.PREPARED);
         assertThat(applying.getState()).isEqualTo(SessionState.APPLYING);
         BarrierStatus prepared = waiting.get(20, TimeUnit.SECONDS);
         assertThat(prepared.getOpen()).isTrue();
         assertThat(prepared.getArrived()).isEqualTo(2);
 
-        ok(report(model, g, "grp", "a", ReportedPhase.APPLIED), UpdateSession.class);
-        ok(report(model, g, "grp", "b", ReportedPhase.APPLIED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.APPLIED);
+        reported(model, g, "b", ReportedPhase.APPLIED);
         assertThat(barrier(model, g, "grp", "applied", 0).getOpen()).isTrue();
-        ok(report(model, g, "grp", "a", ReportedPhase.POST_APPLIED), UpdateSession.class);
-        UpdateSession done =
-                ok(report(model, g, "grp", "b", ReportedPhase.POST_APPLIED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.POST_APPLIED);
+        UpdateSession done = reported(model, g, "b", ReportedPhase.POST_APPLIED);
         assertThat(done.getState()).isEqualTo(SessionState.DONE);
         assertThat(done.getParticipants())
                 .allSatisfy(
@@ -155,9 +151,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 60, "a", "b");
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
-        UpdateSession failed =
-                ok(report(model, g, "grp", "b", ReportedPhase.FAILED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
+        UpdateSession failed = reported(model, g, "b", ReportedPhase.FAILED);
         assertThat(failed.getState()).isEqualTo(SessionState.RESUMED_OLD);
         assertThat(failed.getFailedInstance()).isEqualTo("b");
         assertThat(failed.getFailure()).contains("12 of 4096").contains("seg-t1");
@@ -172,11 +167,10 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 60, "a", "b");
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", "a", ReportedPhase.APPLIED), UpdateSession.class);
-        UpdateSession failed =
-                ok(report(model, g, "grp", "b", ReportedPhase.FAILED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
+        reported(model, g, "b", ReportedPhase.PREPARED);
+        reported(model, g, "a", ReportedPhase.APPLIED);
+        UpdateSession failed = reported(model, g, "b", ReportedPhase.FAILED);
         assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
         assertThat(failed.getFailedInstance()).isEqualTo("b");
     }
@@ -186,15 +180,14 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 60, "a", "b");
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", "a", ReportedPhase.APPLYING), UpdateSession.class);
-        ok(report(model, g, "grp", "b", ReportedPhase.FAILED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
+        reported(model, g, "b", ReportedPhase.PREPARED);
+        reported(model, g, "a", ReportedPhase.APPLYING);
+        reported(model, g, "b", ReportedPhase.FAILED);
 
         // the same lives joining again find the session as it ended
         UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
-        UpdateSession same =
-                ok(call("PUT", base(model, g, "grp"), LOADER, again), UpdateSession.class);
+        UpdateSession same = join(model, g, again);
         assertThat(same.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
 
         // rebuilt (registered again, new epochs), the group loads the same generation afresh
@@ -203,9 +196,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(fresh.getFailedInstance()).isNull();
         assertThat(fresh.getParticipants())
                 .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
-        UpdateSession prepared =
-                ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
+        UpdateSession prepared = reported(model, g, "b", ReportedPhase.PREPARED);
         assertThat(prepared.getState()).isEqualTo(SessionState.APPLYING);
     }
 
@@ -220,35 +212,23 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 60, "a", "b");
-        for (ReportedPhase phase :
-                List.of(
-                        ReportedPhase.PREPARED,
-                        ReportedPhase.APPLIED,
-                        ReportedPhase.POST_APPLIED)) {
-            ok(report(model, g, "grp", "a", phase), UpdateSession.class);
-            ok(report(model, g, "grp", "b", phase), UpdateSession.class);
+        for (ReportedPhase phase : EVERY_PHASE) {
+            reported(model, g, "a", phase);
+            reported(model, g, "b", phase);
         }
 
         // the same lives joining again find the session as it ended
-        UpdateSession same =
-                ok(
-                        call(
-                                "PUT",
-                                base(model, g, "grp"),
-                                LOADER,
-                                new UpdateSessionRequest(List.of("a", "b"))),
-                        UpdateSession.class);
+        UpdateSession same = join(model, g, new UpdateSessionRequest(List.of("a", "b")));
         assertThat(same.getState()).isEqualTo(SessionState.DONE);
 
         UpdateSession fresh = start(model, g, "grp", 60, "a", "b");
         assertThat(fresh.getState()).isEqualTo(SessionState.PREPARING);
         assertThat(barrier(model, g, "grp", "prepared", 0).getOpen()).isFalse();
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
         assertThat(barrier(model, g, "grp", "prepared", 0).getOpen())
                 .as("b has not prepared: a must wait for it")
                 .isFalse();
-        UpdateSession applying =
-                ok(report(model, g, "grp", "b", ReportedPhase.PREPARED), UpdateSession.class);
+        UpdateSession applying = reported(model, g, "b", ReportedPhase.PREPARED);
         assertThat(applying.getState()).isEqualTo(SessionState.APPLYING);
     }
 
@@ -257,14 +237,15 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 1, "a", "b");
-        ok(report(model, g, "grp", "a", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "a", ReportedPhase.PREPARED);
         long started = System.nanoTime();
         BarrierStatus status = barrier(model, g, "grp", "prepared", 10);
         assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started)).isLessThan(4000);
         assertThat(status.getFailed()).isTrue();
         assertThat(status.getState()).isEqualTo(SessionState.RESUMED_OLD);
         assertThat(status.getFailedInstance()).isEqualTo("b");
-        UpdateSession session = ok(get(base(model, g, "grp"), OPERATOR), UpdateSession.class);
+        UpdateSession session =
+                ok(get(sessionPath(model, g, "grp"), OPERATOR), UpdateSession.class);
         assertThat(session.getFailure()).contains("timed out");
     }
 
@@ -273,37 +254,22 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         String instance = "inst-" + model;
-        ok(
-                call(
-                        "PUT",
-                        "/api/v1/loaders/" + instance,
-                        LOADER,
-                        compatLoader(model, "grp", "r0", 1)),
-                Loader.class);
-        Loader second =
-                ok(
-                        call(
-                                "PUT",
-                                "/api/v1/loaders/" + instance,
-                                LOADER,
-                                compatLoader(model, "grp", "r0", 1)),
-                        Loader.class);
+        registerLoader(instance, compatLoader(model, "grp", "r0", 1));
+        Loader second = registerLoader(instance, compatLoader(model, "grp", "r0", 1));
         start(model, g, "grp", 60, instance);
         assertThat(epochs.get(instance)).isEqualTo(second.getEpoch() + 1);
         PhaseReport stale = new PhaseReport(instance, ReportedPhase.PREPARED);
         stale.setEpoch(second.getEpoch());
         assertProblem(
-                call("POST", base(model, g, "grp") + "/reports", LOADER, stale),
+                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, stale),
                 409,
                 "epoch-fenced");
-        for (ReportedPhase phase :
-                List.of(
-                        ReportedPhase.PREPARED,
-                        ReportedPhase.APPLIED,
-                        ReportedPhase.POST_APPLIED)) {
+        for (ReportedPhase phase : EVERY_PHASE) {
             PhaseReport r = new PhaseReport(instance, phase);
             r.setEpoch(epochs.get(instance));
-            ok(call("POST", base(model, g, "grp") + "/reports", LOADER, r), UpdateSession.class);
+            ok(
+                    call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, r),
+                    UpdateSession.class);
         }
         assertThat(ok(get("/api/v1/loaders/" + instance, OPERATOR), Loader.class).getGeneration())
                 .isEqualTo(g);
@@ -322,7 +288,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
         PhaseReport none = new PhaseReport(a, ReportedPhase.PREPARED);
         HttpResponse<String> missing =
-                call("POST", base(model, g, "grp") + "/reports", LOADER, none);
+                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, none);
         assertProblem(missing, 400, "epoch-required");
         assertThat(missing.body()).contains(a);
 
@@ -330,7 +296,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport forB = new PhaseReport(b, ReportedPhase.PREPARED);
         forB.setEpoch(epochA);
         HttpResponse<String> foreign =
-                call("POST", base(model, g, "grp") + "/reports", LOADER, forB);
+                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, forB);
         assertProblem(foreign, 409, "epoch-fenced");
         JsonNode problem = json.readTree(foreign.body());
         assertThat(problem.get("epoch").asLong()).isEqualTo(epochA);
@@ -342,12 +308,13 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport madeUp = new PhaseReport(b, ReportedPhase.PREPARED);
         madeUp.setEpoch(epochB + 1_000_000);
         assertProblem(
-                call("POST", base(model, g, "grp") + "/reports", LOADER, madeUp),
+                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, madeUp),
                 409,
                 "epoch-fenced");
 
         // Nothing of it moved the session: both still prepare.
-        UpdateSession session = ok(get(base(model, g, "grp"), OPERATOR), UpdateSession.class);
+        UpdateSession session =
+                ok(get(sessionPath(model, g, "grp"), OPERATOR), UpdateSession.class);
         assertThat(session.getState()).isEqualTo(SessionState.PREPARING);
         assertThat(session.getParticipants())
                 .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
@@ -360,8 +327,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String a = "ra-" + model;
         String b = "rb-" + model;
         start(model, g, "grp", 60, a, b);
-        ok(report(model, g, "grp", a, ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", b, ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, a, ReportedPhase.PREPARED);
+        reported(model, g, b, ReportedPhase.PREPARED);
         long before = epochs.get(a);
         long after = registerLoader(model, "grp", a); // a restarted while applying
         assertThat(after).isGreaterThan(before);
@@ -370,7 +337,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport stale = new PhaseReport(a, ReportedPhase.APPLIED);
         stale.setEpoch(before);
         HttpResponse<String> refused =
-                call("POST", base(model, g, "grp") + "/reports", LOADER, stale);
+                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, stale);
         assertProblem(refused, 409, "epoch-fenced");
         assertThat(json.readTree(refused.body()).get("reason").asString()).isEqualTo("stale");
         assertThat(json.readTree(refused.body()).get("epoch").asLong()).isEqualTo(before);
@@ -380,7 +347,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertProblem(restarted, 409, "epoch-fenced");
         assertThat(json.readTree(restarted.body()).get("reason").asString()).isEqualTo("restarted");
         assertThat(json.readTree(restarted.body()).get("joinedEpoch").asLong()).isEqualTo(before);
-        UpdateSession session = ok(get(base(model, g, "grp"), OPERATOR), UpdateSession.class);
+        UpdateSession session =
+                ok(get(sessionPath(model, g, "grp"), OPERATOR), UpdateSession.class);
         assertThat(session.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
         assertThat(session.getFailedInstance()).isEqualTo(a);
         assertThat(session.getFailure()).contains("re-registered during the update");
@@ -401,7 +369,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport r = new PhaseReport(instance, ReportedPhase.APPLIED);
         r.setEpoch(epochs.get(instance));
         r.setChecksums(new RangeChecksums(entries).encode());
-        return call("POST", base(model, g, "grp") + "/reports", LOADER, r);
+        return call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, r);
     }
 
     private List<List<RangeChecksums.Entry>> readByTwo(String model, long g, boolean corrupt) {
@@ -427,8 +395,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 60, "ca", "cb");
-        ok(report(model, g, "grp", "ca", ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", "cb", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "ca", ReportedPhase.PREPARED);
+        reported(model, g, "cb", ReportedPhase.PREPARED);
         List<List<RangeChecksums.Entry>> reads = readByTwo(model, g, false);
         UpdateSession one = ok(applied(model, g, "ca", reads.get(0)), UpdateSession.class);
         assertThat(one.getState()).isEqualTo(SessionState.APPLYING);
@@ -446,8 +414,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         long served = publish(model, 1);
         long g = publish(model, 2);
         start(model, g, "grp", 60, "ca", "cb");
-        ok(report(model, g, "grp", "ca", ReportedPhase.PREPARED), UpdateSession.class);
-        ok(report(model, g, "grp", "cb", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "ca", ReportedPhase.PREPARED);
+        reported(model, g, "cb", ReportedPhase.PREPARED);
         List<List<RangeChecksums.Entry>> reads = readByTwo(model, g, true);
         String object = reads.get(1).get(0).object();
         ok(applied(model, g, "ca", reads.get(0)), UpdateSession.class);
@@ -492,11 +460,12 @@ class UpdateSessionTest extends ControlApiTestSupport {
         String model = newModel();
         long g = publish(model, 1);
         start(model, g, "grp", 60, "ca");
-        ok(report(model, g, "grp", "ca", ReportedPhase.PREPARED), UpdateSession.class);
+        reported(model, g, "ca", ReportedPhase.PREPARED);
         PhaseReport r = new PhaseReport("ca", ReportedPhase.APPLIED);
         r.setEpoch(epochs.get("ca"));
         r.setChecksums(new byte[] {1, 2, 3});
-        HttpResponse<String> refused = call("POST", base(model, g, "grp") + "/reports", LOADER, r);
+        HttpResponse<String> refused =
+                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, r);
         assertProblem(refused, 400, "invalid-request");
         assertThat(refused.body()).contains("range checksums of ca");
     }

@@ -13,32 +13,21 @@ import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
 import io.weightrelay.control.generation.GenerationProblems;
-import io.weightrelay.control.generation.GenerationService;
-import io.weightrelay.control.redis.RedisGuard;
-import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.generation.GenerationQueries;
+import io.weightrelay.control.generation.GenerationRestore;
+import io.weightrelay.control.generation.ManifestStore;
+import io.weightrelay.control.generation.StoredGeneration;
 import io.weightrelay.control.registry.Registry;
 import io.weightrelay.control.store.ObjectStore;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.service.problem.CommonProblems;
-import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -52,62 +41,51 @@ import java.util.function.BiFunction;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.stereotype.Service;
-import tools.jackson.core.type.TypeReference;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
- * Saves and restores generations through the segment owners. Which owners hold a generation comes
- * from the store's own object directory, so a save calls exactly those owners and no GPU process.
- *
- * <p>A checkpoint directory is self-contained: one file per owner ({@code <segment>.bin}, written
- * and fsynced by the owner), {@code checkpoint.json} (a {@link CheckpointManifest}: the source
- * manifest and digest, the generation's record, every object with its size, registered checksum,
- * file and offset) and, written last once every owner has fsynced, the completion marker {@code
- * COMPLETE} holding the SHA-256 of {@code checkpoint.json}. A restore needs nothing else: not the
- * generation's Redis record, not the segments that held it.
+ * Saves a committed generation into a checkpoint directory ({@link CheckpointDirectory}) and
+ * restores one from it, through the segment owners. Which owners hold a generation comes from the
+ * store's own object directory, so a save calls exactly those owners and no GPU process; a restore
+ * needs nothing but the directory and live owners (not the generation's Redis record, not the
+ * segments that held it), and keeps the generation's id.
  */
 @Service
-public class CheckpointService {
+public class Checkpoints {
 
-    public static final String FORMAT = "wr.checkpoint.v1";
-    public static final String MANIFEST = "checkpoint.json";
-    public static final String MARKER = "COMPLETE";
+    private static final Logger log = LoggerFactory.getLogger(Checkpoints.class);
 
-    private static final Logger log = LoggerFactory.getLogger(CheckpointService.class);
-
-    private final GenerationService generations;
+    private final GenerationQueries generations;
+    private final ManifestStore manifests;
+    private final GenerationRestore restores;
     private final Registry registry;
     private final ObjectStore store;
     private final OwnerClient owners;
-    private final StringRedisTemplate redis;
-    private final RedisKeys keys;
-    private final RedisGuard guard;
+    private final CheckpointDirectory directories;
+    private final CheckpointRecords records;
     private final CheckpointProperties properties;
-    private final JsonMapper json;
     private final Clock clock;
 
-    CheckpointService(
-            GenerationService generations,
+    Checkpoints(
+            GenerationQueries generations,
+            ManifestStore manifests,
+            GenerationRestore restores,
             Registry registry,
             ObjectStore store,
             OwnerClient owners,
-            StringRedisTemplate redis,
-            RedisKeys keys,
-            RedisGuard guard,
+            CheckpointDirectory directories,
+            CheckpointRecords records,
             CheckpointProperties properties,
-            JsonMapper json,
             Clock clock) {
         this.generations = generations;
+        this.manifests = manifests;
+        this.restores = restores;
         this.registry = registry;
         this.store = store;
         this.owners = owners;
-        this.redis = redis;
-        this.keys = keys;
-        this.guard = guard;
+        this.directories = directories;
+        this.records = records;
         this.properties = properties;
-        this.json = json;
         this.clock = clock;
     }
 
@@ -115,9 +93,9 @@ public class CheckpointService {
 
     public CheckpointReport save(String model, long generation, String directory) {
         long started = System.nanoTime();
-        Path dir = absolute(directory);
-        GenerationService.StoredGeneration g = committed(model, generation);
-        List<String> objectKeys = generations.objectKeys(model, generation, g.manifestDigest());
+        Path dir = CheckpointDirectory.absolute(directory);
+        StoredGeneration g = committed(model, generation);
+        List<String> objectKeys = manifests.objectKeys(model, generation, g.manifestDigest());
         Map<String, List<String>> locations = store.locations(objectKeys);
         List<String> missing = new ArrayList<>();
         Map<String, Long> expectedPerSegment = new TreeMap<>();
@@ -141,15 +119,10 @@ public class CheckpointService {
                     .with("objects", missing.subList(0, Math.min(20, missing.size())));
         }
         // Each owner gets the published checksums of what it holds, and saves only matching bytes.
-        Map<Object, Object> registered =
-                guard.call(() -> redis.opsForHash().entries(keys.objects(model, generation)));
+        Map<String, String> checksums = generations.registeredChecksums(model, generation);
         Map<String, Map<String, String>> checksumsPerSegment = new TreeMap<>();
-        Map<String, String> checksums = new HashMap<>();
-        registered.forEach(
-                (fragment, value) -> {
-                    String key = ObjectKeys.key(model, generation, (String) fragment);
-                    String checksum = ((String) value).split("\\|", -1)[1];
-                    checksums.put(key, checksum);
+        checksums.forEach(
+                (key, checksum) -> {
                     for (String segment : locations.getOrDefault(key, List.of())) {
                         checksumsPerSegment
                                 .computeIfAbsent(segment, x -> new TreeMap<>())
@@ -158,14 +131,7 @@ public class CheckpointService {
                 });
         // A save into a directory that held a checkpoint makes it unusable first: no marker
         // vouches for a mix of old and new files.
-        try {
-            Files.createDirectories(dir);
-            Files.deleteIfExists(dir.resolve(MARKER));
-            Files.deleteIfExists(dir.resolve(MANIFEST));
-        } catch (IOException e) {
-            throw CommonProblems.INVALID_REQUEST.exception(
-                    "cannot prepare checkpoint directory " + dir + ": " + e);
-        }
+        directories.clear(dir);
         Map<String, OwnerCheckpointResult> answers = new java.util.concurrent.ConcurrentHashMap<>();
         List<OwnerCheckpoint> results =
                 callOwners(
@@ -178,7 +144,7 @@ public class CheckpointService {
                                         .checksums(
                                                 checksumsPerSegment.getOrDefault(
                                                         segment, Map.of())),
-                        (url, request) -> owners.save(url, request),
+                        owners::save,
                         answers);
         for (OwnerCheckpoint r : results) {
             long expected = expectedPerSegment.getOrDefault(r.getSegment(), 0L);
@@ -188,18 +154,15 @@ public class CheckpointService {
         }
         List<OwnerCheckpoint> failed = results.stream().filter(r -> r.getError() != null).toList();
         if (!failed.isEmpty()) {
-            recordFailure(model, generation, dir, results);
+            records.failed(model, generation, dir, results);
             throw CheckpointProblems.CHECKPOINT_FAILED
                     .exception(
-                            failed.size()
-                                    + " of "
-                                    + results.size()
-                                    + " owner(s) failed to save generation "
-                                    + generation
-                                    + " (no completion marker was written): "
-                                    + failed.get(0).getSegment()
-                                    + ": "
-                                    + failed.get(0).getError())
+                            ownersFailed(
+                                    failed,
+                                    results.size(),
+                                    "save generation "
+                                            + generation
+                                            + " (no completion marker was written)"))
                     .with("owners", results);
         }
         // Where each object lives in the owner files (the first owner that saved it, if several
@@ -243,10 +206,10 @@ public class CheckpointService {
         OffsetDateTime savedAt = clock.instant().atOffset(ZoneOffset.UTC);
         Generation view = g.view();
         io.weightrelay.api.control.model.SourceManifest source =
-                generations.apiManifest(model, generation);
+                manifests.apiManifest(model, generation);
         CheckpointManifest manifest =
                 new CheckpointManifest(
-                        FORMAT,
+                        CheckpointDirectory.FORMAT,
                         model,
                         generation,
                         view.getTrainerStep(),
@@ -267,24 +230,13 @@ public class CheckpointService {
                                                 .map(Dtype::getValue)
                                                 .toList()))
                         .stream().map(Dtype::fromValue).toList());
-        byte[] manifestBytes = json.writeValueAsBytes(manifest);
-        try {
-            writeDurably(dir, MANIFEST, manifestBytes);
-            // Last: the marker vouches for exactly this manifest, after every owner fsynced.
-            writeDurably(
-                    dir,
-                    MARKER,
-                    (FORMAT + " sha256:" + sha256(manifestBytes) + "\n")
-                            .getBytes(StandardCharsets.US_ASCII));
-        } catch (IOException e) {
-            throw CheckpointProblems.CHECKPOINT_FAILED.exception(
-                    "cannot write the checkpoint manifest into " + dir + ": " + e);
-        }
+        directories.complete(dir, manifest);
         double saveSeconds = (System.nanoTime() - started) / 1e9;
-        CheckpointReport report = report(model, generation, dir.toString(), results);
+        CheckpointReport report =
+                CheckpointRecords.report(model, generation, dir.toString(), results);
         report.setBytes(bytes);
         report.setSaveSeconds(saveSeconds);
-        recordSaved(model, generation, dir, savedAt, bytes, saveSeconds, results, null);
+        records.saved(model, generation, dir, savedAt, bytes, saveSeconds, results, null);
         log.info(
                 "model {}: generation {} saved to {} by {} owner(s) in {} s, owner mean {} s,"
                         + " worst {} s",
@@ -298,16 +250,25 @@ public class CheckpointService {
         return report;
     }
 
+    private StoredGeneration committed(String model, long generation) {
+        StoredGeneration g = generations.load(model, generation).requireNotLost();
+        if (!g.committed()) {
+            throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
+                    "generation " + generation + " is " + g.state() + ", never committed");
+        }
+        return g;
+    }
+
     // ---- restore -------------------------------------------------------------------------------
 
     /**
      * Restores the checkpoint in {@code directory}, needing nothing but the directory and live
-     * segment owners: see the class comment.
+     * segment owners.
      */
     public Generation restore(String model, Long generation, String directory) {
-        Path dir = absolute(directory);
-        CheckpointManifest m = read(dir);
-        GenerationService.requireSameModel(model, m.getModel());
+        Path dir = CheckpointDirectory.absolute(directory);
+        CheckpointManifest m = directories.read(dir);
+        GenerationQueries.requireSameModel(model, m.getModel());
         if (generation != null && generation != m.getGeneration()) {
             throw CommonProblems.INVALID_REQUEST.exception(
                     "the checkpoint in "
@@ -376,7 +337,7 @@ public class CheckpointService {
                                             .generation(g)
                                             .directory(dir.toString())
                                             .objects(plan.get(segment)),
-                            (url, request) -> owners.restore(url, request),
+                            owners::restore,
                             answers);
             results.addAll(round);
             List<OwnerCheckpoint> failed =
@@ -390,17 +351,14 @@ public class CheckpointService {
                 long removed = store.remove(keysOf);
                 throw CheckpointProblems.RESTORE_FAILED
                         .exception(
-                                failed.size()
-                                        + " of "
-                                        + round.size()
-                                        + " owner(s) failed to restore generation "
-                                        + g
-                                        + " ("
-                                        + removed
-                                        + " re-stored object(s) removed again): "
-                                        + failed.get(0).getSegment()
-                                        + ": "
-                                        + failed.get(0).getError())
+                                ownersFailed(
+                                        failed,
+                                        round.size(),
+                                        "restore generation "
+                                                + g
+                                                + " ("
+                                                + removed
+                                                + " re-stored object(s) removed again)"))
                         .with("owners", results);
             }
             java.util.Set<String> out = new java.util.HashSet<>();
@@ -425,9 +383,9 @@ public class CheckpointService {
                     o.getKey(),
                     o.getSize() + "|" + o.getChecksum() + "|" + String.join(",", segments));
         }
-        GenerationService.RestoreOutcome outcome =
-                generations.registerRestored(
-                        new GenerationService.Restored(
+        GenerationRestore.RestoreOutcome outcome =
+                restores.register(
+                        new GenerationRestore.Restored(
                                 model,
                                 g,
                                 m.getTrainerStep(),
@@ -438,7 +396,7 @@ public class CheckpointService {
                                 m.getCommittedAt()),
                         registeredObjects);
         double seconds = (System.nanoTime() - started) / 1e9;
-        recordSaved(
+        records.saved(
                 model,
                 g,
                 dir,
@@ -500,204 +458,13 @@ public class CheckpointService {
         return plan;
     }
 
-    /** The checkpoint manifest of a directory, only if the completion marker vouches for it. */
-    CheckpointManifest read(Path dir) {
-        byte[] marker;
-        byte[] manifest;
-        try {
-            marker = Files.readAllBytes(dir.resolve(MARKER));
-        } catch (NoSuchFileException e) {
-            throw CheckpointProblems.CHECKPOINT_INCOMPLETE
-                    .exception(
-                            "no completion marker in "
-                                    + dir
-                                    + ": no save into it finished, it cannot be restored")
-                    .with("directory", dir.toString());
-        } catch (IOException e) {
-            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
-                    "cannot read " + dir.resolve(MARKER) + ": " + e);
-        }
-        try {
-            manifest = Files.readAllBytes(dir.resolve(MANIFEST));
-        } catch (IOException e) {
-            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
-                    "cannot read " + dir.resolve(MANIFEST) + ": " + e);
-        }
-        String expected = FORMAT + " sha256:" + sha256(manifest);
-        if (!new String(marker, StandardCharsets.US_ASCII).trim().equals(expected)) {
-            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
-                    "the completion marker in "
-                            + dir
-                            + " does not vouch for its "
-                            + MANIFEST
-                            + " (changed after the save)");
-        }
-        CheckpointManifest m;
-        try {
-            m = json.readValue(manifest, CheckpointManifest.class);
-        } catch (RuntimeException e) {
-            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
-                    "cannot parse " + dir.resolve(MANIFEST) + ": " + e.getMessage());
-        }
-        if (!FORMAT.equals(m.getFormat())) {
-            throw CheckpointProblems.CHECKPOINT_INCOMPLETE.exception(
-                    "checkpoint format " + m.getFormat() + " is not " + FORMAT);
-        }
-        return m;
-    }
-
-    // ---- status --------------------------------------------------------------------------------
-
+    /** What is remembered of the generation's last checkpoint; the generation must exist. */
     public CheckpointStatus status(String model, long generation) {
         generations.load(model, generation);
-        Map<Object, Object> h =
-                guard.call(() -> redis.opsForHash().entries(keys.checkpoint(model, generation)));
-        CheckpointStatus status =
-                new CheckpointStatus(model, generation, "1".equals(h.get("complete")));
-        if (h.isEmpty()) {
-            return status;
-        }
-        status.setDirectory((String) h.get("directory"));
-        status.setSavedAt(time(h.get("savedAt")));
-        status.setRestoredAt(time(h.get("restoredAt")));
-        if (h.get("bytes") != null) {
-            status.setBytes(Long.parseLong((String) h.get("bytes")));
-        }
-        if (h.get("saveSeconds") != null) {
-            status.setSaveSeconds(Double.parseDouble((String) h.get("saveSeconds")));
-        }
-        if (h.get("owners") != null) {
-            List<OwnerCheckpoint> list =
-                    json.readValue((String) h.get("owners"), new TypeReference<>() {});
-            status.setOwners(list);
-            CheckpointReport r = report(model, generation, null, list);
-            status.setMeanSeconds(r.getMeanSeconds());
-            status.setWorstSeconds(r.getWorstSeconds());
-        }
-        return status;
+        return records.status(model, generation);
     }
 
-    private void recordSaved(
-            String model,
-            long generation,
-            Path dir,
-            OffsetDateTime savedAt,
-            Long bytes,
-            Double saveSeconds,
-            List<OwnerCheckpoint> results,
-            OffsetDateTime restoredAt) {
-        Map<String, String> fields = new LinkedHashMap<>();
-        fields.put("complete", "1");
-        fields.put("directory", dir.toString());
-        fields.put("savedAt", savedAt.toString());
-        fields.put(
-                "segments",
-                String.join(",", results.stream().map(OwnerCheckpoint::getSegment).toList()));
-        fields.put("owners", json.writeValueAsString(results));
-        if (bytes != null) {
-            fields.put("bytes", bytes.toString());
-        }
-        if (saveSeconds != null) {
-            fields.put("saveSeconds", saveSeconds.toString());
-        }
-        if (restoredAt != null) {
-            fields.put("restoredAt", restoredAt.toString());
-        }
-        String key = keys.checkpoint(model, generation);
-        guard.run(
-                () -> {
-                    if (restoredAt == null) {
-                        redis.delete(key);
-                    }
-                    redis.opsForHash().putAll(key, fields);
-                });
-    }
-
-    private void recordFailure(
-            String model, long generation, Path dir, List<OwnerCheckpoint> results) {
-        String key = keys.checkpoint(model, generation);
-        guard.run(
-                () -> {
-                    redis.delete(key);
-                    redis.opsForHash()
-                            .putAll(
-                                    key,
-                                    Map.of(
-                                            "complete",
-                                            "0",
-                                            "directory",
-                                            dir.toString(),
-                                            "owners",
-                                            json.writeValueAsString(results)));
-                });
-    }
-
-    private static OffsetDateTime time(Object value) {
-        return value == null ? null : OffsetDateTime.parse((String) value);
-    }
-
-    // ---- helpers -------------------------------------------------------------------------------
-
-    private static Path absolute(String directory) {
-        Path dir;
-        try {
-            dir = Path.of(directory).normalize();
-        } catch (java.nio.file.InvalidPathException e) {
-            throw CommonProblems.INVALID_REQUEST.exception(
-                    "checkpoint directory is not a path here: " + e.getReason());
-        }
-        if (!dir.isAbsolute()) {
-            throw CommonProblems.INVALID_REQUEST.exception(
-                    "checkpoint directory '" + directory + "' is not absolute");
-        }
-        return dir;
-    }
-
-    /** Writes {@code name} in {@code dir} through a temporary file, fsynced, then the directory. */
-    private static void writeDurably(Path dir, String name, byte[] bytes) throws IOException {
-        Path tmp = dir.resolve(name + ".tmp");
-        try (FileChannel out =
-                FileChannel.open(
-                        tmp,
-                        StandardOpenOption.CREATE,
-                        StandardOpenOption.TRUNCATE_EXISTING,
-                        StandardOpenOption.WRITE)) {
-            ByteBuffer b = ByteBuffer.wrap(bytes);
-            while (b.hasRemaining()) {
-                out.write(b);
-            }
-            out.force(true);
-        }
-        try {
-            Files.move(
-                    tmp,
-                    dir.resolve(name),
-                    StandardCopyOption.ATOMIC_MOVE,
-                    StandardCopyOption.REPLACE_EXISTING);
-        } catch (AtomicMoveNotSupportedException e) {
-            Files.move(tmp, dir.resolve(name), StandardCopyOption.REPLACE_EXISTING);
-        }
-        try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-            d.force(true);
-        }
-    }
-
-    private static String sha256(byte[] bytes) {
-        try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    private GenerationService.StoredGeneration committed(String model, long generation) {
-        GenerationService.StoredGeneration g = generations.load(model, generation).requireNotLost();
-        if (!g.committed()) {
-            throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
-                    "generation " + generation + " is " + g.state() + ", never committed");
-        }
-        return g;
-    }
+    // ---- the owners ----------------------------------------------------------------------------
 
     private List<OwnerCheckpoint> callOwners(
             Iterable<String> segments,
@@ -768,6 +535,20 @@ public class CheckpointService {
         }
     }
 
+    /** "2 of 3 owner(s) failed to {what}: {first failed segment}: {its error}". */
+    private static String ownersFailed(List<OwnerCheckpoint> failed, int of, String what) {
+        OwnerCheckpoint first = failed.get(0);
+        return failed.size()
+                + " of "
+                + of
+                + " owner(s) failed to "
+                + what
+                + ": "
+                + first.getSegment()
+                + ": "
+                + first.getError();
+    }
+
     /** An owner's problem detail when it answered one, else the exception's message. */
     private static String message(RuntimeException ex) {
         if (ex instanceof org.springframework.web.client.RestClientResponseException r) {
@@ -781,19 +562,5 @@ public class CheckpointService {
         OwnerCheckpoint r = new OwnerCheckpoint(segment, 0L, 0L, seconds);
         r.setError(error == null ? "failed" : error);
         return r;
-    }
-
-    private static CheckpointReport report(
-            String model, long generation, String directory, List<OwnerCheckpoint> owners) {
-        double sum = 0;
-        double worst = 0;
-        for (OwnerCheckpoint o : owners) {
-            sum += o.getSeconds();
-            worst = Math.max(worst, o.getSeconds());
-        }
-        double mean = owners.isEmpty() ? 0 : sum / owners.size();
-        CheckpointReport report = new CheckpointReport(model, generation, owners, mean, worst);
-        report.setDirectory(directory);
-        return report;
     }
 }

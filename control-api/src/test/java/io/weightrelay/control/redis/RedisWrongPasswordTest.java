@@ -1,7 +1,9 @@
-package io.weightrelay.control;
+package io.weightrelay.control.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.control.ControlApiClientSupport;
+import io.weightrelay.control.ControlApiTestProperties;
 import java.net.http.HttpResponse;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;

@@ -1,0 +1,76 @@
+package io.weightrelay.control.generation;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.weightrelay.api.control.model.GcReport;
+import io.weightrelay.control.redis.ScriptCall.Reply;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Service;
+
+/**
+ * Garbage collection of a model's retired and aborted generations that no lease holds: their store
+ * objects first, then their records, so nothing is ever left pointing at removed bytes.
+ */
+@Service
+public class GenerationGc {
+
+    private static final Logger log = LoggerFactory.getLogger(GenerationGc.class);
+
+    private final GenerationScripts scripts;
+    private final GenerationQueries generations;
+    private final ManifestStore manifests;
+    private final MeterRegistry meters;
+    private final Clock clock;
+
+    GenerationGc(
+            GenerationScripts scripts,
+            GenerationQueries generations,
+            ManifestStore manifests,
+            MeterRegistry meters,
+            Clock clock) {
+        this.scripts = scripts;
+        this.generations = generations;
+        this.manifests = manifests;
+        this.meters = meters;
+        this.clock = clock;
+    }
+
+    public GcReport collectGarbage(String model) {
+        generations.requireModel(model);
+        Reply result =
+                scripts.run("gc-mark", model, String.valueOf(clock.instant().toEpochMilli()));
+        int n = (int) result.number(1);
+        List<Long> collected = new ArrayList<>();
+        List<Long> kept = new ArrayList<>();
+        for (int i = 2; i < result.size(); i++) {
+            (i < 2 + n ? collected : kept).add(result.number(i));
+        }
+        long removed = 0;
+        List<Long> done = new ArrayList<>();
+        for (long generation : collected) {
+            Optional<StoredGeneration> g = generations.find(model, generation);
+            if (g.isEmpty()) {
+                continue;
+            }
+            removed += manifests.removeObjects(model, generation, g.get().manifestDigest());
+            Reply finish = scripts.run("gc-finish", model, String.valueOf(generation));
+            if (finish.is("ok")) {
+                done.add(generation);
+            }
+        }
+        if (!done.isEmpty()) {
+            meters.counter("relay.generations.collected", "model", model).increment(done.size());
+            log.info(
+                    "model {}: collected generations {} ({} store objects removed), kept {}",
+                    model,
+                    done,
+                    removed,
+                    kept);
+        }
+        return new GcReport(done, kept, removed);
+    }
+}
