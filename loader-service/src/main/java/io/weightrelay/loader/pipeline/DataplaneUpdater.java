@@ -111,11 +111,11 @@ public final class DataplaneUpdater {
     }
 
     /**
-     * Like {@link #prepare(PrepareRequest)}, reusing {@code validated} (the slice an earlier
-     * prepare validated for the same plan, instance, epoch and buffers) instead of validating
-     * again. Objects, fences and registrations are still checked.
+     * Like {@link #prepare(PrepareRequest)}, reusing {@code validated} (the schedule an earlier
+     * prepare validated and built for the same plan, instance, epoch and buffers) instead of
+     * validating again. Objects, fences and registrations are still checked.
      */
-    public Prepared prepare(PrepareRequest r, LoaderSlice validated) {
+    public Prepared prepare(PrepareRequest r, SliceSchedule validated) {
         Slice plan = r.slice();
         if (!plan.sourceDigest().equals(r.manifest().digest())) {
             throw new ApplyFailure(
@@ -144,10 +144,11 @@ public final class DataplaneUpdater {
                 layout = SafetensorsLayout.of(r.manifest());
             }
         }
-        LoaderSlice slice = validated;
+        SliceSchedule slice = validated;
         if (slice == null) {
-            // One slice, checked twice over: against this loader's own registration (its workers
-            // receive exactly the bytes they registered), then against every destination buffer.
+            // Checked once: against this loader's own registration (its workers receive exactly
+            // the bytes they registered, every read and write inside what it reads), then, as the
+            // schedule is built, every write against its destination buffer.
             ValidationReport report = SliceValidator.validate(plan, r.registered(), layout);
             if (!report.valid()) {
                 throw new ApplyFailure(
@@ -157,9 +158,8 @@ public final class DataplaneUpdater {
                                 + " is not valid: "
                                 + String.join("; ", report.problems()));
             }
-            slice = new LoaderSlice(plan, r.directory());
+            slice = new SliceSchedule(plan, r.directory());
         }
-        slice.validate(r.model(), r.generation());
         for (int w : slice.myWorkers()) {
             if (plan.workerMode(w) == Mode.COMPAT) {
                 if (layout == null) {
@@ -218,9 +218,9 @@ public final class DataplaneUpdater {
                                 "staging-" + r.instance(),
                                 stagingBytes));
         Map<String, Long> baselines = new HashMap<>();
-        for (LoaderSlice.WriterBatch g : slice.receivedFrom()) {
+        for (SliceSchedule.WriterBatch g : slice.receivedFrom()) {
             String name =
-                    LoaderSlice.notifyName(
+                    SliceSchedule.notifyName(
                             r.model(), r.generation(), g.writerInstance(), g.batch());
             // Registered before the all-prepared barrier, so no writer notifies an unknown name.
             baselines.put(name, dataplane.engine().registerNotify(name));

@@ -47,7 +47,7 @@ public final class PipelineExecutor {
     private static final Duration WAIT_SLICE = Duration.ofMillis(500);
     private static final int DONE = -1;
 
-    private final LoaderSlice slice;
+    private final SliceSchedule slice;
     private final Slice plan;
     private final String model;
     private final long generation;
@@ -87,7 +87,7 @@ public final class PipelineExecutor {
      * @param readThreads store reads of one batch in flight at once
      */
     public PipelineExecutor(
-            LoaderSlice slice,
+            SliceSchedule slice,
             String model,
             long generation,
             TransferEngine engine,
@@ -122,7 +122,7 @@ public final class PipelineExecutor {
      *     measure what it costs)
      */
     public PipelineExecutor(
-            LoaderSlice slice,
+            SliceSchedule slice,
             String model,
             long generation,
             TransferEngine engine,
@@ -179,7 +179,7 @@ public final class PipelineExecutor {
      * The staging an executor for this slice uses with {@code slots} slots: the slots, then one
      * pack area of a batch per slot, where strided writes are gathered.
      */
-    public static long stagingBytes(LoaderSlice slice, int slots) {
+    public static long stagingBytes(SliceSchedule slice, int slots) {
         return slots * (slice.slotBytes() + slice.plan().batchBytes());
     }
 
@@ -483,7 +483,9 @@ public final class PipelineExecutor {
         }
         List<Integer> inlineFanOut = slice.inlineFanOut(batch);
         String name =
-                notify ? LoaderSlice.notifyName(model, generation, slice.instance(), batch) : null;
+                notify
+                        ? SliceSchedule.notifyName(model, generation, slice.instance(), batch)
+                        : null;
         return packer.finish(batch, name, inlineFanOut);
     }
 
@@ -591,9 +593,9 @@ public final class PipelineExecutor {
     // ---- fan-out stage ----
 
     private void fanOutStage() {
-        for (LoaderSlice.FanOutGroup group : slice.fanOutGroups()) {
+        for (SliceSchedule.FanOutGroup group : slice.fanOutGroups()) {
             String name =
-                    LoaderSlice.notifyName(
+                    SliceSchedule.notifyName(
                             model, generation, group.writerInstance(), group.batch());
             long target = notifyBaselines.getOrDefault(name, 0L) + group.expectedNotifies();
             while (true) {
