@@ -235,31 +235,18 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
         assertThat(encoded.statusCode()).isEqualTo(200);
         Plan plan = Plan.decode(encoded.body());
         assertThat(plan.sourceDigest()).isEqualTo(summary.getSourceDigest());
+        HttpRequest.Builder sliceRequest =
+                HttpRequest.newBuilder(
+                                uri("/api/v1/plans/" + summary.getPlanId() + "/slices/a-" + model))
+                        .header("Authorization", "Bearer " + LOADER);
         HttpResponse<byte[]> slice =
-                http.send(
-                        HttpRequest.newBuilder(
-                                        uri(
-                                                "/api/v1/plans/"
-                                                        + summary.getPlanId()
-                                                        + "/slices/a-"
-                                                        + model))
-                                .header("Authorization", "Bearer " + LOADER)
-                                .build(),
-                        HttpResponse.BodyHandlers.ofByteArray());
+                http.send(sliceRequest.copy().build(), HttpResponse.BodyHandlers.ofByteArray());
         assertThat(slice.statusCode()).isEqualTo(200);
         assertThat(Slice.decode(slice.body()).instance()).isEqualTo("a-" + model);
         // To a loader that accepts gzip, the same encoding goes out as compressed at plan time.
         HttpResponse<byte[]> gzipped =
                 http.send(
-                        HttpRequest.newBuilder(
-                                        uri(
-                                                "/api/v1/plans/"
-                                                        + summary.getPlanId()
-                                                        + "/slices/a-"
-                                                        + model))
-                                .header("Authorization", "Bearer " + LOADER)
-                                .header("Accept-Encoding", "gzip")
-                                .build(),
+                        sliceRequest.header("Accept-Encoding", "gzip").build(),
                         HttpResponse.BodyHandlers.ofByteArray());
         assertThat(gzipped.headers().firstValue("Content-Encoding")).hasValue("gzip");
         try (GZIPInputStream in = new GZIPInputStream(new ByteArrayInputStream(gzipped.body()))) {
