@@ -51,45 +51,15 @@ public final class DataplaneUpdater {
 
     private final Dataplane dataplane;
     private final RegistrationManager<Segment> registrations;
-    private final int slots;
-    private final BatchHook hook;
-    private final int readThreads;
-    private final boolean checksums;
+    private final ApplySettings settings;
 
-    /**
-     * @param slots staging watermark in batches (at least 2)
-     * @param hook called before each pushed batch (failure injection in the lab)
-     * @param readThreads store reads of one batch in flight at once
-     */
     public DataplaneUpdater(
             Dataplane dataplane,
             RegistrationManager<Segment> registrations,
-            int slots,
-            BatchHook hook,
-            int readThreads) {
-        this(dataplane, registrations, slots, hook, readThreads, true);
-    }
-
-    /**
-     * @param checksums checksum every range read, for control-api's proof (off only to measure what
-     *     it costs)
-     */
-    public DataplaneUpdater(
-            Dataplane dataplane,
-            RegistrationManager<Segment> registrations,
-            int slots,
-            BatchHook hook,
-            int readThreads,
-            boolean checksums) {
-        if (slots < 2) {
-            throw new IllegalArgumentException("staging must admit at least two batches");
-        }
+            ApplySettings settings) {
         this.dataplane = dataplane;
         this.registrations = registrations;
-        this.slots = slots;
-        this.hook = hook;
-        this.readThreads = readThreads;
-        this.checksums = checksums;
+        this.settings = settings;
     }
 
     public Dataplane dataplane() {
@@ -208,7 +178,7 @@ public final class DataplaneUpdater {
                                                             segment,
                                                             size))));
         }
-        long stagingBytes = PipelineExecutor.stagingBytes(slice, slots);
+        long stagingBytes = PipelineExecutor.stagingBytes(slice, settings.slots());
         Segment staging =
                 registrations.acquire(
                         new RegistrationKey(
@@ -278,20 +248,7 @@ public final class DataplaneUpdater {
         }
         PipelineExecutor executor =
                 new PipelineExecutor(
-                        p.slice(),
-                        r.model(),
-                        r.generation(),
-                        dataplane.engine(),
-                        dataplane.store(),
-                        p.staging(),
-                        slots,
-                        p.ownSegments(),
-                        p.notifyBaselines(),
-                        timeout,
-                        progress,
-                        hook,
-                        readThreads,
-                        checksums);
+                        p, dataplane.engine(), dataplane.store(), settings, timeout, progress);
         Counters before = dataplane.counters();
         ApplyCounts counts;
         try {

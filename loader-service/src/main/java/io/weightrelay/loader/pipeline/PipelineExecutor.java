@@ -79,66 +79,22 @@ public final class PipelineExecutor {
     private final AtomicLong fanOutNanos = new AtomicLong();
 
     /**
-     * @param staging this loader's staging segment, at least {@code slots * slice.slotBytes()}
-     * @param ownSegments this loader's receive segments by name (fan-out sources)
-     * @param notifyBaselines value of each fan-out counter before the all-prepared barrier
+     * @param prepared the schedule, this loader's staging (at least {@link #stagingBytes}) and
+     *     receive segments (fan-out sources), and each fan-out counter's value before the
+     *     all-prepared barrier
      * @param timeout the whole apply must finish within it
      * @param progress receives every verified byte count as it completes
-     * @param readThreads store reads of one batch in flight at once
      */
     public PipelineExecutor(
-            SliceSchedule slice,
-            String model,
-            long generation,
+            Prepared prepared,
             TransferEngine engine,
             StoreClient store,
-            Segment staging,
-            int slots,
-            Map<String, ? extends LocalMemory> ownSegments,
-            Map<String, Long> notifyBaselines,
+            ApplySettings settings,
             Duration timeout,
-            LongConsumer progress,
-            BatchHook hook,
-            int readThreads) {
-        this(
-                slice,
-                model,
-                generation,
-                engine,
-                store,
-                staging,
-                slots,
-                ownSegments,
-                notifyBaselines,
-                timeout,
-                progress,
-                hook,
-                readThreads,
-                true);
-    }
-
-    /**
-     * @param checksums compute the CRC32C of every range read, as it lands in staging (off only to
-     *     measure what it costs)
-     */
-    public PipelineExecutor(
-            SliceSchedule slice,
-            String model,
-            long generation,
-            TransferEngine engine,
-            StoreClient store,
-            Segment staging,
-            int slots,
-            Map<String, ? extends LocalMemory> ownSegments,
-            Map<String, Long> notifyBaselines,
-            Duration timeout,
-            LongConsumer progress,
-            BatchHook hook,
-            int readThreads,
-            boolean checksums) {
-        if (slots < 2) {
-            throw new IllegalArgumentException("the staging watermark must admit >= 2 batches");
-        }
+            LongConsumer progress) {
+        SliceSchedule slice = prepared.slice();
+        Segment staging = prepared.staging();
+        int slots = settings.slots();
         if (staging.size() < slots * slice.slotBytes()) {
             throw new IllegalArgumentException(
                     "staging of "
@@ -150,7 +106,7 @@ public final class PipelineExecutor {
         }
         this.readers =
                 java.util.concurrent.Executors.newFixedThreadPool(
-                        readThreads,
+                        settings.readThreads(),
                         r -> {
                             Thread t = new Thread(r, "apply-read-" + slice.instance());
                             t.setDaemon(true);
@@ -161,18 +117,18 @@ public final class PipelineExecutor {
         this.packBytes = Math.min(Integer.MAX_VALUE, (staging.size() - packBase) / slots);
         this.slice = slice;
         this.plan = slice.plan();
-        this.model = model;
-        this.generation = generation;
+        this.model = prepared.request().model();
+        this.generation = prepared.request().generation();
         this.engine = engine;
         this.store = store;
         this.staging = staging;
         this.slots = slots;
-        this.ownSegments = ownSegments;
-        this.notifyBaselines = notifyBaselines;
+        this.ownSegments = prepared.ownSegments();
+        this.notifyBaselines = prepared.notifyBaselines();
         this.deadlineNanos = System.nanoTime() + timeout.toNanos();
         this.progress = Objects.requireNonNullElse(progress, b -> {});
-        this.hook = Objects.requireNonNullElse(hook, BatchHook.NONE);
-        this.checksums = checksums;
+        this.hook = settings.hook();
+        this.checksums = settings.checksums();
     }
 
     /**

@@ -4,6 +4,7 @@ import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.instance.DataplaneHolder;
 import io.weightrelay.loader.pipeline.ApplyCounts;
 import io.weightrelay.loader.pipeline.ApplyFailure;
+import io.weightrelay.loader.pipeline.ApplySettings;
 import io.weightrelay.loader.pipeline.BatchHook;
 import io.weightrelay.loader.pipeline.BufferDirectory;
 import io.weightrelay.loader.pipeline.DataplaneUpdater;
@@ -42,10 +43,11 @@ class DataplaneUpdateSteps implements UpdateSteps {
         return new DataplaneUpdater(
                 holder.dataplane(),
                 holder.registrations(),
-                properties.stagingSlots(),
-                hook,
-                properties.readThreads(),
-                properties.checksums());
+                new ApplySettings(
+                        properties.stagingSlots(),
+                        hook,
+                        properties.readThreads(),
+                        properties.checksums()));
     }
 
     /** What a validated slice was validated for. */
