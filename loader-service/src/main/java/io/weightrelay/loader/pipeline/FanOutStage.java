@@ -2,7 +2,6 @@ package io.weightrelay.loader.pipeline;
 
 import io.weightrelay.dataplane.LocalMemory;
 import io.weightrelay.dataplane.NotifyTimeoutException;
-import io.weightrelay.dataplane.TransferEngine;
 import io.weightrelay.dataplane.TransferRequest;
 import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
@@ -20,9 +19,6 @@ final class FanOutStage {
     private final ApplyContext ctx;
     private final SliceSchedule slice;
     private final Slice plan;
-    private final String model;
-    private final long generation;
-    private final TransferEngine engine;
     private final Map<String, ? extends LocalMemory> ownSegments;
     private final Map<String, Long> notifyBaselines;
     private final AtomicLong bytesFannedOut = new AtomicLong();
@@ -39,9 +35,6 @@ final class FanOutStage {
         this.ctx = ctx;
         this.slice = ctx.slice;
         this.plan = ctx.plan;
-        this.model = ctx.model;
-        this.generation = ctx.generation;
-        this.engine = ctx.engine;
         this.ownSegments = ownSegments;
         this.notifyBaselines = notifyBaselines;
     }
@@ -51,7 +44,7 @@ final class FanOutStage {
         for (SliceSchedule.FanOutGroup group : slice.fanOutGroups()) {
             String name =
                     SliceSchedule.notifyName(
-                            model, generation, group.writerInstance(), group.batch());
+                            ctx.model, ctx.generation, group.writerInstance(), group.batch());
             long target = notifyBaselines.getOrDefault(name, 0L) + group.expectedNotifies();
             while (true) {
                 if (ctx.failed()) {
@@ -70,7 +63,7 @@ final class FanOutStage {
                                     + ")");
                 }
                 try {
-                    engine.awaitNotify(
+                    ctx.engine.awaitNotify(
                             name,
                             target,
                             Duration.ofMillis(Math.min(ApplyContext.WAIT_SLICE.toMillis(), left)));

@@ -16,9 +16,9 @@ import java.util.function.LongConsumer;
  * delegate must fan out) while the read stage already fills the next slot, and a fan-out stage
  * copies, as node delegate, what other loaders' batches landed in its workers to the other compat
  * workers of its node. The staging watermark is the slot count: at least two, so batch {@code k+1}
- * is read while batch {@code k} is pushed. Every returned byte count is checked.
- * Each stage is its own class ({@link ReadStage}, {@link PushStage}, {@link FanOutStage}) on its
- * own thread; they share one {@link ApplyContext}.
+ * is read while batch {@code k} is pushed. Every returned byte count is checked. Each stage is its
+ * own class ({@link ReadStage}, {@link PushStage}, {@link FanOutStage}) on its own thread; they
+ * share one {@link ApplyContext}.
  *
  * <p>One executor runs one apply; it is not reusable. Its threads stop at the first failure, which
  * {@link #run()} throws as an {@link ApplyFailure} naming the object or worker at fault.

@@ -1,6 +1,5 @@
 package io.weightrelay.loader.pipeline;
 
-import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.TransferRequest;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;
@@ -22,10 +21,6 @@ final class PushStage {
     private final ApplyContext ctx;
     private final SliceSchedule slice;
     private final Slice plan;
-    private final String model;
-    private final long generation;
-    private final Segment staging;
-    private final int slots;
     private final BatchHook hook;
     private final FanOutStage fanOut;
     private final long packBase;
@@ -41,15 +36,11 @@ final class PushStage {
         this.ctx = ctx;
         this.slice = ctx.slice;
         this.plan = ctx.plan;
-        this.model = ctx.model;
-        this.generation = ctx.generation;
-        this.staging = ctx.staging;
-        this.slots = ctx.slots;
         this.hook = hook;
         this.fanOut = fanOut;
-        this.packBase = slots * slice.slotBytes();
+        this.packBase = ctx.slots * slice.slotBytes();
         // One pack area per slot: a slot's area is reused only once its batch's writes landed.
-        this.packBytes = Math.min(Integer.MAX_VALUE, (staging.size() - packBase) / slots);
+        this.packBytes = Math.min(Integer.MAX_VALUE, (ctx.staging.size() - packBase) / ctx.slots);
     }
 
     /** Pushes each filled batch, freeing its slot once its writes landed. */
@@ -57,7 +48,7 @@ final class PushStage {
         // With more than two slots, several batches' writes are in flight at once (batch k+1's
         // writes are submitted before batch k's have all landed); a slot is freed only once its
         // batch's writes completed.
-        int window = Math.max(1, slots - 1);
+        int window = Math.max(1, ctx.slots - 1);
         java.util.ArrayDeque<InFlight> inFlight = new java.util.ArrayDeque<>();
         try {
             while (true) {
@@ -126,7 +117,8 @@ final class PushStage {
         List<Integer> inlineFanOut = slice.inlineFanOut(batch);
         String name =
                 notify
-                        ? SliceSchedule.notifyName(model, generation, slice.instance(), batch)
+                        ? SliceSchedule.notifyName(
+                                ctx.model, ctx.generation, slice.instance(), batch)
                         : null;
         return packer.finish(batch, name, inlineFanOut);
     }
@@ -156,9 +148,9 @@ final class PushStage {
         Packer(int batch, boolean mayDrain) {
             this.mayDrain = mayDrain;
             this.slotBase = ctx.slotBase(batch);
-            this.slot = staging.byteBuffer(slotBase, (int) slice.slotBytes());
-            this.packAt = packBase + (batch % slots) * packBytes;
-            this.pack = packBytes > 0 ? staging.byteBuffer(packAt, (int) packBytes) : null;
+            this.slot = ctx.staging.byteBuffer(slotBase, (int) slice.slotBytes());
+            this.packAt = packBase + (batch % ctx.slots) * packBytes;
+            this.pack = packBytes > 0 ? ctx.staging.byteBuffer(packAt, (int) packBytes) : null;
         }
 
         void write(long srcBase, BufferDirectory.Placed target, int w) {
@@ -212,7 +204,7 @@ final class PushStage {
                     }
                     requests.add(
                             TransferRequest.write(
-                                    staging, packAt + packed, segment, dst, groupLength));
+                                    ctx.staging, packAt + packed, segment, dst, groupLength));
                     packed += groupLength;
                     pieces.clear();
                     return;
@@ -220,7 +212,8 @@ final class PushStage {
             }
             long offset = dst;
             for (long[] piece : pieces) {
-                requests.add(TransferRequest.write(staging, piece[0], segment, offset, piece[1]));
+                requests.add(
+                        TransferRequest.write(ctx.staging, piece[0], segment, offset, piece[1]));
                 offset += piece[1];
             }
             pieces.clear();

@@ -3,7 +3,6 @@ package io.weightrelay.loader.pipeline;
 import io.weightrelay.dataplane.DataplaneError;
 import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.ReadRange;
-import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.ObjectKeys;
@@ -17,7 +16,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.LongConsumer;
 
 /**
  * The read stage of an apply: fills staging slot {@code k % slots} with batch {@code k} from the
@@ -31,10 +29,6 @@ final class ReadStage {
     private final ApplyContext ctx;
     private final SliceSchedule slice;
     private final Slice plan;
-    private final String model;
-    private final long generation;
-    private final Segment staging;
-    private final LongConsumer progress;
     private final StoreClient store;
     private final boolean checksums;
 
@@ -51,10 +45,6 @@ final class ReadStage {
         this.ctx = ctx;
         this.slice = ctx.slice;
         this.plan = ctx.plan;
-        this.model = ctx.model;
-        this.generation = ctx.generation;
-        this.staging = ctx.staging;
-        this.progress = ctx.progress;
         this.store = store;
         this.checksums = checksums;
         this.readers =
@@ -110,12 +100,12 @@ final class ReadStage {
                             new ReadRange(
                                     plan.rangeStart(r),
                                     plan.rangeLength(r),
-                                    staging,
+                                    ctx.staging,
                                     base + plan.rangeStart(r)));
                 }
             }
             String objectId = plan.objectId(object);
-            String key = ObjectKeys.key(model, generation, objectId);
+            String key = ObjectKeys.key(ctx.model, ctx.generation, objectId);
             pending.add(readers.submit(() -> readObject(objectId, key, ranges)));
             i = j;
         }
@@ -160,15 +150,13 @@ final class ReadStage {
         }
         long bytes = 0;
         for (int r = 0; r < got.length; r++) {
+            String at = "read of " + key + " at " + ranges.get(r).objectOffset();
             if (got[r] < 0) {
                 // a per-range error code, not a count: name it
                 DataplaneError error = DataplaneError.fromCode(got[r]);
                 throw new ApplyFailure(
                         key,
-                        "read of "
-                                + key
-                                + " at "
-                                + ranges.get(r).objectOffset()
+                        at
                                 + " failed: "
                                 + error
                                 + (error == DataplaneError.PEER_GONE
@@ -180,15 +168,7 @@ final class ReadStage {
             if (got[r] != ranges.get(r).length()) {
                 throw new ApplyFailure(
                         key,
-                        "read of "
-                                + key
-                                + " at "
-                                + ranges.get(r).objectOffset()
-                                + " returned "
-                                + got[r]
-                                + " of "
-                                + ranges.get(r).length()
-                                + " bytes");
+                        at + " returned " + got[r] + " of " + ranges.get(r).length() + " bytes");
             }
             bytes += got[r];
         }
@@ -201,7 +181,7 @@ final class ReadStage {
             }
         }
         bytesRead.addAndGet(bytes);
-        progress.accept(bytes);
+        ctx.progress.accept(bytes);
     }
 
     /** Stops the reads still in flight. */

@@ -501,11 +501,7 @@ public class UpdateCoordinator {
     /** Reports a phase no barrier waits on: a failure to report is logged, not fatal. */
     private void reportQuietly(Instance instance, long generation, Reported phase) {
         try {
-            control.report(
-                    instance.model(),
-                    generation,
-                    instance.group(),
-                    Report.of(instance.instanceId(), instance.epoch(), phase));
+            send(instance, generation, Report.of(instance.instanceId(), instance.epoch(), phase));
         } catch (ControlPlaneException e) {
             log.warn("reporting {} failed: {}", phase, e.getMessage());
         }
@@ -513,14 +509,17 @@ public class UpdateCoordinator {
 
     private void reportFailed(Instance instance, long generation, Failure f) {
         try {
-            control.report(
-                    instance.model(),
+            send(
+                    instance,
                     generation,
-                    instance.group(),
                     Report.failed(instance.instanceId(), instance.epoch(), f.peer(), f.message()));
         } catch (RuntimeException e) {
             log.warn("reporting FAILED failed: {}", e.toString());
         }
+    }
+
+    private void send(Instance instance, long generation, Report report) {
+        control.report(instance.model(), generation, instance.group(), report);
     }
 
     private void releaseLease(String model, long generation, String holder) {
