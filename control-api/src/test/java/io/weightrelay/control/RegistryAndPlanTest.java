@@ -15,6 +15,7 @@ import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;
+import java.io.ByteArrayInputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -26,6 +27,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.zip.GZIPInputStream;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import tools.jackson.core.type.TypeReference;
@@ -228,19 +230,23 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
         assertThat(encoded.statusCode()).isEqualTo(200);
         Plan plan = Plan.decode(encoded.body());
         assertThat(plan.sourceDigest()).isEqualTo(summary.getSourceDigest());
+        HttpRequest.Builder sliceRequest =
+                HttpRequest.newBuilder(
+                                uri("/api/v1/plans/" + summary.getPlanId() + "/slices/a-" + model))
+                        .header("Authorization", "Bearer " + LOADER);
         HttpResponse<byte[]> slice =
-                http.send(
-                        HttpRequest.newBuilder(
-                                        uri(
-                                                "/api/v1/plans/"
-                                                        + summary.getPlanId()
-                                                        + "/slices/a-"
-                                                        + model))
-                                .header("Authorization", "Bearer " + LOADER)
-                                .build(),
-                        HttpResponse.BodyHandlers.ofByteArray());
+                http.send(sliceRequest.copy().build(), HttpResponse.BodyHandlers.ofByteArray());
         assertThat(slice.statusCode()).isEqualTo(200);
         assertThat(Slice.decode(slice.body()).instance()).isEqualTo("a-" + model);
+        // To a loader that accepts gzip, the same encoding goes out as compressed at plan time.
+        HttpResponse<byte[]> gzipped =
+                http.send(
+                        sliceRequest.header("Accept-Encoding", "gzip").build(),
+                        HttpResponse.BodyHandlers.ofByteArray());
+        assertThat(gzipped.headers().firstValue("Content-Encoding")).hasValue("gzip");
+        try (GZIPInputStream in = new GZIPInputStream(new ByteArrayInputStream(gzipped.body()))) {
+            assertThat(in.readAllBytes()).isEqualTo(slice.body());
+        }
         assertProblem(
                 get("/api/v1/plans/" + summary.getPlanId() + "/slices/nobody", LOADER),
                 404,

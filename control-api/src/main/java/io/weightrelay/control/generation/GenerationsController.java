@@ -13,15 +13,12 @@ import io.weightrelay.api.control.model.OpenedGeneration;
 import io.weightrelay.api.control.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.model.RegisterObjectsResponse;
 import io.weightrelay.api.control.server.GenerationsApi;
+import io.weightrelay.control.web.EncodedBodies;
 import jakarta.servlet.http.HttpServletRequest;
 import java.time.Duration;
-import java.util.Enumeration;
 import java.util.List;
-import org.springframework.core.io.ByteArrayResource;
 import org.springframework.core.io.Resource;
-import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
-import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -104,50 +101,10 @@ class GenerationsController implements GenerationsApi {
 
     @Override
     public ResponseEntity<Resource> getGenerationManifestEncoded(String model, Long generation) {
-        if (acceptsGzip(request.getHeaders(HttpHeaders.ACCEPT_ENCODING))) {
-            byte[] body = manifests.gzippedManifest(model, generation);
-            return ResponseEntity.ok()
-                    .contentType(MediaType.APPLICATION_OCTET_STREAM)
-                    .header(HttpHeaders.CONTENT_ENCODING, "gzip")
-                    .header(HttpHeaders.VARY, HttpHeaders.ACCEPT_ENCODING)
-                    .contentLength(body.length)
-                    .body(new ByteArrayResource(body));
-        }
-        byte[] body = manifests.encodedManifest(model, generation);
-        return ResponseEntity.ok()
-                .contentType(MediaType.APPLICATION_OCTET_STREAM)
-                .header(HttpHeaders.VARY, HttpHeaders.ACCEPT_ENCODING)
-                .contentLength(body.length)
-                .body(new ByteArrayResource(body));
-    }
-
-    /** Whether an {@code Accept-Encoding} lists gzip with a weight above zero (RFC 9110 12.5.3). */
-    static boolean acceptsGzip(Enumeration<String> headers) {
-        if (headers == null) {
-            return false;
-        }
-        while (headers.hasMoreElements()) {
-            for (String coding : headers.nextElement().split(",")) {
-                String[] parts = coding.split(";");
-                String name = parts[0].trim();
-                if (!name.equalsIgnoreCase("gzip") && !name.equalsIgnoreCase("x-gzip")) {
-                    continue;
-                }
-                double weight = 1;
-                for (int i = 1; i < parts.length; i++) {
-                    String p = parts[i].trim();
-                    if (p.startsWith("q=") || p.startsWith("Q=")) {
-                        try {
-                            weight = Double.parseDouble(p.substring(2).trim());
-                        } catch (NumberFormatException ex) {
-                            weight = 0;
-                        }
-                    }
-                }
-                return weight > 0;
-            }
-        }
-        return false;
+        return EncodedBodies.negotiated(
+                request,
+                () -> manifests.gzippedManifest(model, generation),
+                () -> manifests.encodedManifest(model, generation));
     }
 
     @Override

@@ -3,9 +3,9 @@ package io.weightrelay.control.plan;
 import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.api.control.server.PlansApi;
-import org.springframework.core.io.ByteArrayResource;
+import io.weightrelay.control.web.EncodedBodies;
+import jakarta.servlet.http.HttpServletRequest;
 import org.springframework.core.io.Resource;
-import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -13,9 +13,15 @@ import org.springframework.web.bind.annotation.RestController;
 class PlansController implements PlansApi {
 
     private final PlanService plans;
+    private final HttpServletRequest request;
 
-    PlansController(PlanService plans) {
+    /**
+     * @param request the current request (a proxy Spring resolves per call): a slice goes out
+     *     gzip-compressed when it accepts that
+     */
+    PlansController(PlanService plans, HttpServletRequest request) {
         this.plans = plans;
+        this.request = request;
     }
 
     @Override
@@ -30,18 +36,15 @@ class PlansController implements PlansApi {
 
     @Override
     public ResponseEntity<Resource> getPlanEncoded(String planId) {
-        return binary(plans.encoded(planId));
+        return EncodedBodies.binary(plans.encoded(planId));
     }
 
+    /** The slice as stored, gzip-compressed, to a caller that accepts gzip; else inflated. */
     @Override
     public ResponseEntity<Resource> getPlanSlice(String planId, String instance) {
-        return binary(plans.slice(planId, instance));
-    }
-
-    private static ResponseEntity<Resource> binary(byte[] body) {
-        return ResponseEntity.ok()
-                .contentType(MediaType.APPLICATION_OCTET_STREAM)
-                .contentLength(body.length)
-                .body(new ByteArrayResource(body));
+        return EncodedBodies.negotiated(
+                request,
+                () -> plans.gzippedSlice(planId, instance),
+                () -> plans.slice(planId, instance));
     }
 }

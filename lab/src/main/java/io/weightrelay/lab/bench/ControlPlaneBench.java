@@ -88,6 +88,7 @@ import org.springframework.http.client.ClientHttpRequestInterceptor;
 import org.springframework.http.client.ClientHttpResponse;
 import org.springframework.web.client.RestClient;
 import org.springframework.web.client.RestClientResponseException;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@code ./relay bench control-plane --model kimi-k2 --trainer-nodes 32 --instances 32 --tp 8
@@ -132,6 +133,7 @@ public final class ControlPlaneBench {
 
     private static final java.lang.management.ThreadMXBean THREADS =
             java.lang.management.ManagementFactory.getThreadMXBean();
+    private static final JsonMapper JSON = JsonMapper.builder().build();
     private static final String TRAINER_TOKEN = "bench-trainer-" + UUID.randomUUID();
     private static final String LOADER_TOKEN = "bench-loader-" + UUID.randomUUID();
     private static final String OPERATOR_TOKEN = "bench-operator-" + UUID.randomUUID();
@@ -521,7 +523,7 @@ public final class ControlPlaneBench {
             out.put("warmup_runs", warmups);
             out.put("failed_step", failedStep);
             out.put("error", error);
-            return json(out);
+            return JSON.writeValueAsString(out);
         }
     }
 
@@ -600,19 +602,11 @@ public final class ControlPlaneBench {
                 long generation = opened.getGeneration().getGeneration();
                 Map<String, List<StoredFragment>> byNode = objectsByNode(opened);
 
+                // Every publisher reads the manifest, then registers its node's objects.
                 current = "publisher_manifest_ms";
                 timed(
                         current,
-                        () ->
-                                all(
-                                        players,
-                                        byNode.keySet(),
-                                        node ->
-                                                SourceManifest.decode(
-                                                        publisher
-                                                                .getGenerationManifestEncodedWithResponseSpec(
-                                                                        s.model(), generation)
-                                                                .body(byte[].class))));
+                        () -> all(players, byNode.keySet(), node -> publisherManifest(generation)));
 
                 current = "register_objects_ms";
                 timed(
@@ -716,6 +710,13 @@ public final class ControlPlaneBench {
             f.largestRequest = wire.largestRequest();
             f.largestResponse = wire.largestResponse();
             return f;
+        }
+
+        private SourceManifest publisherManifest(long generation) {
+            return SourceManifest.decode(
+                    publisher
+                            .getGenerationManifestEncodedWithResponseSpec(s.model(), generation)
+                            .body(byte[].class));
         }
 
         private <T> T timed(String name, Callable<T> body) {
@@ -1290,43 +1291,6 @@ public final class ControlPlaneBench {
                     + (body.length() > 600 ? body.substring(0, 600) + "..." : body);
         }
         return String.valueOf(e);
-    }
-
-    /** A flat JSON object of strings, numbers, booleans and nulls. */
-    static String json(Map<String, Object> fields) {
-        StringBuilder out = new StringBuilder("{");
-        fields.forEach(
-                (k, v) -> {
-                    if (out.length() > 1) {
-                        out.append(',');
-                    }
-                    out.append('"').append(k).append("\":");
-                    if (v == null) {
-                        out.append("null");
-                    } else if (v instanceof Number || v instanceof Boolean) {
-                        out.append(v);
-                    } else {
-                        out.append('"');
-                        for (char c : v.toString().toCharArray()) {
-                            switch (c) {
-                                case '"' -> out.append("\\\"");
-                                case '\\' -> out.append("\\\\");
-                                case '\n' -> out.append("\\n");
-                                case '\r' -> out.append("\\r");
-                                case '\t' -> out.append("\\t");
-                                default -> {
-                                    if (c < 0x20) {
-                                        out.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-                                    } else {
-                                        out.append(c);
-                                    }
-                                }
-                            }
-                        }
-                        out.append('"');
-                    }
-                });
-        return out.append('}').toString();
     }
 
     private static void deleteQuietly(Path dir) {

@@ -68,29 +68,13 @@ public interface ControlPlane {
             String error,
             RangeChecksums checksums) {
 
-        public Report(
-                String instance,
-                long epoch,
-                Reported phase,
-                long bytesRead,
-                long bytesPushed,
-                long bytesReceived,
-                String failingPeer,
-                String error) {
-            this(
-                    instance,
-                    epoch,
-                    phase,
-                    bytesRead,
-                    bytesPushed,
-                    bytesReceived,
-                    failingPeer,
-                    error,
-                    null);
+        public static Report of(String instance, long epoch, Reported phase) {
+            return new Report(instance, epoch, phase, 0, 0, 0, null, null, null);
         }
 
-        public static Report of(String instance, long epoch, Reported phase) {
-            return new Report(instance, epoch, phase, 0, 0, 0, null, null);
+        /** FAILED, naming the peer at fault (or null) and why. */
+        public static Report failed(String instance, long epoch, String failingPeer, String error) {
+            return new Report(instance, epoch, Reported.FAILED, 0, 0, 0, failingPeer, error, null);
         }
     }
 

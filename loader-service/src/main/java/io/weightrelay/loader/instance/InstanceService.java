@@ -154,6 +154,9 @@ public class InstanceService {
                     epoch,
                     invalidated);
         }
+        // When control-api forgot this loader (Redis lost its data) the engine still holds what it
+        // held, and stays paused if it was.
+        boolean engineKept = same && forgotten;
         current =
                 new Instance(
                         r.getInstanceId(),
@@ -163,23 +166,8 @@ public class InstanceService {
                         r.getSpan(),
                         epoch,
                         r.getWorkers(),
-                        null,
-                        false);
-        if (same && forgotten) {
-            // control-api forgot this loader (Redis lost its data): the engine still holds what it
-            // held, and stays paused if it was.
-            current =
-                    new Instance(
-                            r.getInstanceId(),
-                            r.getModel(),
-                            r.getGroup(),
-                            r.getNode(),
-                            r.getSpan(),
-                            epoch,
-                            r.getWorkers(),
-                            before.generation(),
-                            before.paused());
-        }
+                        engineKept ? before.generation() : null,
+                        engineKept && before.paused());
         registration = r;
         return current;
     }

@@ -51,45 +51,15 @@ public final class DataplaneUpdater {
 
     private final Dataplane dataplane;
     private final RegistrationManager<Segment> registrations;
-    private final int slots;
-    private final BatchHook hook;
-    private final int readThreads;
-    private final boolean checksums;
+    private final ApplySettings settings;
 
-    /**
-     * @param slots staging watermark in batches (at least 2)
-     * @param hook called before each pushed batch (failure injection in the lab)
-     * @param readThreads store reads of one batch in flight at once
-     */
     public DataplaneUpdater(
             Dataplane dataplane,
             RegistrationManager<Segment> registrations,
-            int slots,
-            BatchHook hook,
-            int readThreads) {
-        this(dataplane, registrations, slots, hook, readThreads, true);
-    }
-
-    /**
-     * @param checksums checksum every range read, for control-api's proof (off only to measure what
-     *     it costs)
-     */
-    public DataplaneUpdater(
-            Dataplane dataplane,
-            RegistrationManager<Segment> registrations,
-            int slots,
-            BatchHook hook,
-            int readThreads,
-            boolean checksums) {
-        if (slots < 2) {
-            throw new IllegalArgumentException("staging must admit at least two batches");
-        }
+            ApplySettings settings) {
         this.dataplane = dataplane;
         this.registrations = registrations;
-        this.slots = slots;
-        this.hook = hook;
-        this.readThreads = readThreads;
-        this.checksums = checksums;
+        this.settings = settings;
     }
 
     public Dataplane dataplane() {
@@ -111,11 +81,11 @@ public final class DataplaneUpdater {
     }
 
     /**
-     * Like {@link #prepare(PrepareRequest)}, reusing {@code validated} (the slice an earlier
-     * prepare validated for the same plan, instance, epoch and buffers) instead of validating
-     * again. Objects, fences and registrations are still checked.
+     * Like {@link #prepare(PrepareRequest)}, reusing {@code validated} (the schedule an earlier
+     * prepare validated and built for the same plan, instance, epoch and buffers) instead of
+     * validating again. Objects, fences and registrations are still checked.
      */
-    public Prepared prepare(PrepareRequest r, LoaderSlice validated) {
+    public Prepared prepare(PrepareRequest r, SliceSchedule validated) {
         Slice plan = r.slice();
         if (!plan.sourceDigest().equals(r.manifest().digest())) {
             throw new ApplyFailure(
@@ -144,10 +114,11 @@ public final class DataplaneUpdater {
                 layout = SafetensorsLayout.of(r.manifest());
             }
         }
-        LoaderSlice slice = validated;
+        SliceSchedule slice = validated;
         if (slice == null) {
-            // One slice, checked twice over: against this loader's own registration (its workers
-            // receive exactly the bytes they registered), then against every destination buffer.
+            // Checked once: against this loader's own registration (its workers receive exactly
+            // the bytes they registered, every read and write inside what it reads), then, as the
+            // schedule is built, every write against its destination buffer.
             ValidationReport report = SliceValidator.validate(plan, r.registered(), layout);
             if (!report.valid()) {
                 throw new ApplyFailure(
@@ -157,9 +128,8 @@ public final class DataplaneUpdater {
                                 + " is not valid: "
                                 + String.join("; ", report.problems()));
             }
-            slice = new LoaderSlice(plan, r.directory());
+            slice = new SliceSchedule(plan, r.directory());
         }
-        slice.validate(r.model(), r.generation());
         for (int w : slice.myWorkers()) {
             if (plan.workerMode(w) == Mode.COMPAT) {
                 if (layout == null) {
@@ -208,7 +178,7 @@ public final class DataplaneUpdater {
                                                             segment,
                                                             size))));
         }
-        long stagingBytes = PipelineExecutor.stagingBytes(slice, slots);
+        long stagingBytes = PipelineExecutor.stagingBytes(slice, settings.slots());
         Segment staging =
                 registrations.acquire(
                         new RegistrationKey(
@@ -218,9 +188,9 @@ public final class DataplaneUpdater {
                                 "staging-" + r.instance(),
                                 stagingBytes));
         Map<String, Long> baselines = new HashMap<>();
-        for (LoaderSlice.WriterBatch g : slice.receivedFrom()) {
+        for (SliceSchedule.WriterBatch g : slice.receivedFrom()) {
             String name =
-                    LoaderSlice.notifyName(
+                    SliceSchedule.notifyName(
                             r.model(), r.generation(), g.writerInstance(), g.batch());
             // Registered before the all-prepared barrier, so no writer notifies an unknown name.
             baselines.put(name, dataplane.engine().registerNotify(name));
@@ -278,20 +248,7 @@ public final class DataplaneUpdater {
         }
         PipelineExecutor executor =
                 new PipelineExecutor(
-                        p.slice(),
-                        r.model(),
-                        r.generation(),
-                        dataplane.engine(),
-                        dataplane.store(),
-                        p.staging(),
-                        slots,
-                        p.ownSegments(),
-                        p.notifyBaselines(),
-                        timeout,
-                        progress,
-                        hook,
-                        readThreads,
-                        checksums);
+                        p, dataplane.engine(), dataplane.store(), settings, timeout, progress);
         Counters before = dataplane.counters();
         ApplyCounts counts;
         try {

@@ -5,12 +5,12 @@ import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import java.util.Map;
 
 /**
- * A prepared update: the validated slice, the registered staging and receive segments, and the
- * fan-out counters' values before anyone could write.
+ * A prepared update: the validated slice's schedule, the registered staging and receive segments,
+ * and the fan-out counters' values before anyone could write.
  */
 public record Prepared(
         PrepareRequest request,
-        LoaderSlice slice,
+        SliceSchedule slice,
         Segment staging,
         Map<String, Segment> ownSegments,
         Map<String, Long> notifyBaselines,

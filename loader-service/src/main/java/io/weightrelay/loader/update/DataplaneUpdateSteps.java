@@ -4,12 +4,13 @@ import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.instance.DataplaneHolder;
 import io.weightrelay.loader.pipeline.ApplyCounts;
 import io.weightrelay.loader.pipeline.ApplyFailure;
+import io.weightrelay.loader.pipeline.ApplySettings;
 import io.weightrelay.loader.pipeline.BatchHook;
 import io.weightrelay.loader.pipeline.BufferDirectory;
 import io.weightrelay.loader.pipeline.DataplaneUpdater;
-import io.weightrelay.loader.pipeline.LoaderSlice;
 import io.weightrelay.loader.pipeline.PrepareRequest;
 import io.weightrelay.loader.pipeline.Prepared;
+import io.weightrelay.loader.pipeline.SliceSchedule;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
@@ -42,10 +43,11 @@ class DataplaneUpdateSteps implements UpdateSteps {
         return new DataplaneUpdater(
                 holder.dataplane(),
                 holder.registrations(),
-                properties.stagingSlots(),
-                hook,
-                properties.readThreads(),
-                properties.checksums());
+                new ApplySettings(
+                        properties.stagingSlots(),
+                        hook,
+                        properties.readThreads(),
+                        properties.checksums()));
     }
 
     /** What a validated slice was validated for. */
@@ -70,13 +72,13 @@ class DataplaneUpdateSteps implements UpdateSteps {
     }
 
     private SliceKey validatedFor;
-    private LoaderSlice validated;
+    private SliceSchedule validated;
 
     @Override
     public synchronized PreparedUpdate prepare(PrepareRequest request) {
         DataplaneUpdater updater = updater(request.instance());
         SliceKey key = SliceKey.of(request);
-        LoaderSlice reuse = validatedFor != null && validatedFor.matches(key) ? validated : null;
+        SliceSchedule reuse = validatedFor != null && validatedFor.matches(key) ? validated : null;
         Prepared prepared = updater.prepare(request, reuse);
         validatedFor = key;
         validated = prepared.slice();

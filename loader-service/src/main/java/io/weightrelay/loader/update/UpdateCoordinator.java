@@ -351,15 +351,7 @@ public class UpdateCoordinator {
             // ---- apply: from here on buffers may hold a mix of generations ----
             try {
                 run.enter(Phase.APPLYING);
-                try {
-                    control.report(
-                            model,
-                            generation,
-                            group,
-                            Report.of(id, instance.epoch(), Reported.APPLYING));
-                } catch (ControlPlaneException e) {
-                    log.warn("reporting APPLYING failed: {}", e.getMessage());
-                }
+                reportQuietly(instance, generation, Reported.APPLYING);
                 ApplyCounts counts = prepared.apply(remaining(deadline), run::progress);
                 run.counts(counts);
                 control.report(
@@ -390,15 +382,7 @@ public class UpdateCoordinator {
             run.enter(Phase.POST_APPLYING);
             steps.promote();
             advanced = generation;
-            try {
-                control.report(
-                        model,
-                        generation,
-                        group,
-                        Report.of(id, instance.epoch(), Reported.POST_APPLIED));
-            } catch (ControlPlaneException e) {
-                log.warn("reporting POST_APPLIED failed: {}", e.getMessage());
-            }
+            reportQuietly(instance, generation, Reported.POST_APPLIED);
             Long previous = instance.generation();
             if (previous != null && previous != generation) {
                 releaseLease(model, previous, id);
@@ -514,24 +498,28 @@ public class UpdateCoordinator {
         }
     }
 
+    /** Reports a phase no barrier waits on: a failure to report is logged, not fatal. */
+    private void reportQuietly(Instance instance, long generation, Reported phase) {
+        try {
+            send(instance, generation, Report.of(instance.instanceId(), instance.epoch(), phase));
+        } catch (ControlPlaneException e) {
+            log.warn("reporting {} failed: {}", phase, e.getMessage());
+        }
+    }
+
     private void reportFailed(Instance instance, long generation, Failure f) {
         try {
-            control.report(
-                    instance.model(),
+            send(
+                    instance,
                     generation,
-                    instance.group(),
-                    new Report(
-                            instance.instanceId(),
-                            instance.epoch(),
-                            Reported.FAILED,
-                            0,
-                            0,
-                            0,
-                            f.peer(),
-                            f.message()));
+                    Report.failed(instance.instanceId(), instance.epoch(), f.peer(), f.message()));
         } catch (RuntimeException e) {
             log.warn("reporting FAILED failed: {}", e.toString());
         }
+    }
+
+    private void send(Instance instance, long generation, Report report) {
+        control.report(instance.model(), generation, instance.group(), report);
     }
 
     private void releaseLease(String model, long generation, String holder) {

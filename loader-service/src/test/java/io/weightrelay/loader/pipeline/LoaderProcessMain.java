@@ -63,7 +63,8 @@ public final class LoaderProcessMain {
                                 .build())) {
             RegistrationManager<Segment> registrations =
                     new RegistrationManager<>(new ReceiveSegmentRegistrar(dp));
-            DataplaneUpdater updater = new DataplaneUpdater(dp, registrations, slots, hook, 4);
+            DataplaneUpdater updater =
+                    new DataplaneUpdater(dp, registrations, ApplySettings.of(slots, hook, 4));
             BufferedReader in =
                     new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             System.out.println("READY " + instance);

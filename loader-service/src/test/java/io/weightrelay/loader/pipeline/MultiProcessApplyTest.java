@@ -150,6 +150,19 @@ class MultiProcessApplyTest {
         return out;
     }
 
+    /**
+     * Publishes generation 1, starts a loader per instance (120 s to apply, no failure injected),
+     * and checks that every one prepares and applies it; returns the apply replies.
+     */
+    private List<String> applyFirstGeneration(Cluster c) throws Exception {
+        publish(c.manifest(), 1);
+        startLoaders(c, 120, null, -1);
+        assertThat(all("prepare 1")).allMatch(r -> r.startsWith("OK prepared"));
+        List<String> applied = all("apply");
+        assertThat(applied).allMatch(r -> r.startsWith("OK "));
+        return applied;
+    }
+
     private static long[] longs(String okReply) {
         String[] parts = okReply.substring(3).split(" ");
         long[] out = new long[parts.length];
@@ -163,12 +176,7 @@ class MultiProcessApplyTest {
     @EnumSource(Mode.class)
     void everyByteArrivesAndEachStoredByteIsReadOnce(Mode mode) throws Exception {
         Cluster c = cluster(mode);
-        publish(c.manifest(), 1);
-        startLoaders(c, 120, null, -1);
-
-        assertThat(all("prepare 1")).allMatch(r -> r.startsWith("OK prepared"));
-        List<String> applied = all("apply");
-        assertThat(applied).allMatch(r -> r.startsWith("OK "));
+        List<String> applied = applyFirstGeneration(c);
 
         Plan plan = c.plan();
         long planRead = 0;
@@ -274,11 +282,7 @@ class MultiProcessApplyTest {
                         mode,
                         256 << 10,
                         new Planner.Options(128 << 10, 512 << 10));
-        publish(c.manifest(), 1);
-        startLoaders(c, 120, null, -1);
-
-        assertThat(all("prepare 1")).allMatch(r -> r.startsWith("OK prepared"));
-        assertThat(all("apply")).allMatch(r -> r.startsWith("OK "));
+        applyFirstGeneration(c);
         assertThat(all("verify " + SEED)).allMatch(r -> r.startsWith("OK "));
     }
 
@@ -286,10 +290,7 @@ class MultiProcessApplyTest {
     @EnumSource(Mode.class)
     void aMissingObjectFailsPrepareAndLeavesTheOldGenerationUntouched(Mode mode) throws Exception {
         Cluster c = cluster(mode);
-        publish(c.manifest(), 1);
-        startLoaders(c, 120, null, -1);
-        assertThat(all("prepare 1")).allMatch(r -> r.startsWith("OK prepared"));
-        assertThat(all("apply")).allMatch(r -> r.startsWith("OK "));
+        applyFirstGeneration(c);
         assertThat(all("promote")).allMatch(r -> r.startsWith("OK "));
 
         publish(c.manifest(), 2);

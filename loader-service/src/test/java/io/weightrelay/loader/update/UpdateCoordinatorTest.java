@@ -285,13 +285,9 @@ class UpdateCoordinatorTest {
 
     @Test
     void anotherLoaderFailingToPrepareResumesEveryoneOnTheOldGeneration() throws Exception {
-        control.barriers.put(
-                ControlPlane.Barrier.PREPARED, new ControlPlane.BarrierState(false, true, "i0003"));
-
-        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
+        UpdateRun.Snapshot s = anotherLoaderFailsAt(ControlPlane.Barrier.PREPARED, "i0003");
 
         assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
-        assertThat(s.failingPeer()).isEqualTo("i0003");
         assertThat(steps.calls).containsExactly("prepare", "discard");
         assertThat(instances.require().paused()).isFalse();
     }
@@ -356,16 +352,24 @@ class UpdateCoordinatorTest {
 
     @Test
     void whenAnotherLoaderFailsDuringApplyNoInstanceAdvances() throws Exception {
-        control.barriers.put(
-                ControlPlane.Barrier.APPLIED, new ControlPlane.BarrierState(false, true, "i0001"));
-
-        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
+        UpdateRun.Snapshot s = anotherLoaderFailsAt(ControlPlane.Barrier.APPLIED, "i0001");
 
         assertThat(s.outcome()).isEqualTo(Outcome.PAUSED_REBUILD);
-        assertThat(s.failingPeer()).isEqualTo("i0001");
         assertThat(steps.calls).containsExactly("prepare", "apply");
         assertThat(instances.require().generation()).isNull();
         assertThat(instances.require().paused()).isTrue();
+    }
+
+    /**
+     * Runs an update of generation 2 in which loader {@code peer} fails the session at {@code
+     * barrier}; the run names that loader.
+     */
+    private UpdateRun.Snapshot anotherLoaderFailsAt(ControlPlane.Barrier barrier, String peer)
+            throws Exception {
+        control.barriers.put(barrier, new ControlPlane.BarrierState(false, true, peer));
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
+        assertThat(s.failingPeer()).isEqualTo(peer);
+        return s;
     }
 
     /** control-api in memory: generations 1..4, the tiny plan, scripted barriers. */

@@ -91,7 +91,10 @@ public final class ServiceProcess extends ChildProcess {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add("-Xmx" + heap);
-        command.add("-XX:+UseSerialGC");
+        command.addAll(
+                name.startsWith("control-api")
+                        ? List.of("-XX:+UseParallelGC", "-XX:ParallelGCThreads=2")
+                        : List.of("-XX:+UseSerialGC"));
         command.addAll(defaultJvmOptions());
         command.addAll(jvmOptions);
         command.addAll(what);

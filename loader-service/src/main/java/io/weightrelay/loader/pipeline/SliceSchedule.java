@@ -7,7 +7,6 @@ import io.weightrelay.reshard.plan.Slice;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -15,17 +14,19 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * One loader's part of a routing plan, as control-api serves it (reshard's {@link Slice}): the
- * reads its workers do, batch by batch; the writes those reads carry; the node-delegate fan-outs it
- * owes; and the byte totals it must see. Also the prepare-time validation of that part (ranges
- * disjoint and inside their objects, every write inside its staging span and its destination
- * buffer), which touches nothing.
+ * The order in which the executor runs one loader's {@link Slice} (as control-api serves it and
+ * {@link io.weightrelay.reshard.plan.SliceValidator} checked it at prepare): its reads batch by
+ * batch, each reader's staging area within a slot, the node-delegate fan-outs it owes, the notify
+ * names other loaders' batches bump here, and the byte totals it must see. Building it resolves
+ * every destination in the group's buffers and fails, touching nothing, when a write would leave
+ * its destination buffer or a read its staging batch: what only the loader, holding the group's
+ * buffers, can check.
  *
  * <p>A loader's batch {@code k} is batch {@code k} of every one of its readers; its readers'
  * staging areas sit side by side in one slot of {@link #slotBytes()}. Worker indexes are the
  * slice's peers (the plan's workers, in its order).
  */
-public final class LoaderSlice {
+public final class SliceSchedule {
 
     /**
      * Fan-outs this loader does as node delegate once a writer's batch has landed.
@@ -60,7 +61,7 @@ public final class LoaderSlice {
     private long receiveBytes;
     private boolean anyNotify;
 
-    public LoaderSlice(Slice plan, BufferDirectory directory) {
+    public SliceSchedule(Slice plan, BufferDirectory directory) {
         this.plan = plan;
         this.instance = plan.instance();
         this.directory = directory;
@@ -100,6 +101,7 @@ public final class LoaderSlice {
             }
             readsByBatch.get(plan.readBatch(i)).add(i);
             readBytes += plan.readBytes(i);
+            checkFits(i);
             for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
                 int dst = plan.writeDst(w);
                 pushBytes += plan.writeBytes(w);
@@ -161,6 +163,46 @@ public final class LoaderSlice {
         }
     }
 
+    /**
+     * The read fits its staging batch and each of its writes its destination buffer, as the group's
+     * registry holds it. (That the read stays inside its object and each write sends only bytes it
+     * read is {@link io.weightrelay.reshard.plan.SliceValidator}'s.)
+     */
+    private void checkFits(int read) {
+        String key = plan.objectId(plan.readObject(read));
+        if (plan.readStaging(read) < 0
+                || plan.readStaging(read) + plan.readSpan(read) > plan.batchBytes()) {
+            throw new ApplyFailure(key, "read of " + key + " overflows its staging batch");
+        }
+        for (int w = plan.writeFirst(read); w < plan.writeEnd(read); w++) {
+            long dstMax = plan.writeDstOffset(w) + plan.writeLength(w);
+            for (int l = plan.loopFirst(w); l < plan.loopEnd(w); l++) {
+                dstMax += (plan.loopCount(l) - 1) * plan.loopDstStride(l);
+            }
+            String worker = plan.workerId(plan.writeDst(w));
+            BufferDirectory.Placed placed;
+            try {
+                placed = directory.require(worker, plan.buffer(plan.writeBuffer(w)));
+            } catch (IllegalArgumentException e) {
+                throw new ApplyFailure(worker, e.getMessage());
+            }
+            if (plan.writeDstOffset(w) < 0 || dstMax > placed.size()) {
+                throw new ApplyFailure(
+                        worker,
+                        "write of "
+                                + key
+                                + " ends at "
+                                + dstMax
+                                + ", beyond buffer '"
+                                + placed.bufferId()
+                                + "' ("
+                                + placed.size()
+                                + " bytes) of worker "
+                                + worker);
+            }
+        }
+    }
+
     private List<Integer> compatPeers(int worker) {
         return compatOfNode.getOrDefault(plan.workerNodeName(worker), List.of());
     }
@@ -182,75 +224,6 @@ public final class LoaderSlice {
         return "wr-fanout-" + model + "-g" + generation + "-" + writerInstance + "-b" + batch;
     }
 
-    /**
-     * Checks this loader's part of the plan without touching anything.
-     *
-     * @throws ApplyFailure naming the object or worker at fault
-     */
-    public void validate(String model, long generation) {
-        for (List<Integer> batch : readsByBatch) {
-            for (int i : batch) {
-                String key = ObjectKeys.key(model, generation, plan.objectId(plan.readObject(i)));
-                long objectBytes = plan.objectBytes(plan.readObject(i));
-                long start = plan.readStart(i);
-                long end = start + plan.readSpan(i);
-                if (start < 0 || end > objectBytes) {
-                    throw new ApplyFailure(key, "read span outside object " + key);
-                }
-                if (plan.readStaging(i) < 0
-                        || plan.readStaging(i) + plan.readSpan(i) > plan.batchBytes()) {
-                    throw new ApplyFailure(key, "read of " + key + " overflows its staging batch");
-                }
-                long cursor = start;
-                for (int r = plan.rangeFirst(i); r < plan.rangeEnd(i); r++) {
-                    long rs = plan.rangeStart(r);
-                    long rl = plan.rangeLength(r);
-                    if (rs < cursor || rl <= 0 || rs + rl > end) {
-                        throw new ApplyFailure(
-                                key, "ranges of " + key + " overlap or leave the read span");
-                    }
-                    cursor = rs + rl;
-                }
-                for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
-                    validateWrite(key, i, w);
-                }
-            }
-        }
-    }
-
-    private void validateWrite(String key, int read, int w) {
-        long srcMax = plan.writeSrc(w) + plan.writeLength(w);
-        long dstMax = plan.writeDstOffset(w) + plan.writeLength(w);
-        for (int l = plan.loopFirst(w); l < plan.loopEnd(w); l++) {
-            srcMax += (plan.loopCount(l) - 1) * plan.loopSrcStride(l);
-            dstMax += (plan.loopCount(l) - 1) * plan.loopDstStride(l);
-        }
-        if (plan.writeSrc(w) < 0 || srcMax > plan.readSpan(read)) {
-            throw new ApplyFailure(key, "a write of " + key + " leaves its read span");
-        }
-        String worker = plan.workerId(plan.writeDst(w));
-        BufferDirectory.Placed placed;
-        try {
-            placed = directory.require(worker, plan.buffer(plan.writeBuffer(w)));
-        } catch (IllegalArgumentException e) {
-            throw new ApplyFailure(worker, e.getMessage());
-        }
-        if (plan.writeDstOffset(w) < 0 || dstMax > placed.size()) {
-            throw new ApplyFailure(
-                    worker,
-                    "write of "
-                            + key
-                            + " ends at "
-                            + dstMax
-                            + ", beyond buffer '"
-                            + placed.bufferId()
-                            + "' ("
-                            + placed.size()
-                            + " bytes) of worker "
-                            + worker);
-        }
-    }
-
     /** Store keys this loader reads. */
     public Set<String> objectKeys(String model, long generation) {
         Set<String> keys = new LinkedHashSet<>();
@@ -260,21 +233,6 @@ public final class LoaderSlice {
             }
         }
         return keys;
-    }
-
-    /** Workers of other instances this loader writes into (its peers). */
-    public Set<String> peerWorkers() {
-        Set<String> out = new HashSet<>();
-        for (List<Integer> batch : readsByBatch) {
-            for (int i : batch) {
-                for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
-                    if (!mine[plan.writeDst(w)]) {
-                        out.add(plan.workerId(plan.writeDst(w)));
-                    }
-                }
-            }
-        }
-        return out;
     }
 
     public Slice plan() {

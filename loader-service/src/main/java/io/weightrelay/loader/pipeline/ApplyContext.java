@@ -1,0 +1,173 @@
+package io.weightrelay.loader.pipeline;
+
+import io.weightrelay.dataplane.DataplaneException;
+import io.weightrelay.dataplane.Segment;
+import io.weightrelay.dataplane.TaskStatus;
+import io.weightrelay.dataplane.TransferBatch;
+import io.weightrelay.dataplane.TransferEngine;
+import io.weightrelay.dataplane.TransferRequest;
+import io.weightrelay.reshard.plan.Slice;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongConsumer;
+
+/**
+ * What the stages of one apply share: the schedule and where each batch sits in staging, the
+ * deadline and the first failure (which stops every stage), and the one way a stage moves bytes:
+ * submit transfers, wait for them, verify every count.
+ */
+final class ApplyContext {
+    /** How long a stage waits at once before it checks the deadline and the other stages. */
+    static final Duration WAIT_SLICE = Duration.ofMillis(500);
+
+    final SliceSchedule slice;
+    final Slice plan;
+    final String model;
+    final long generation;
+    final TransferEngine engine;
+    final Segment staging;
+    final int slots;
+    final LongConsumer progress;
+    private final long deadlineNanos;
+    private final AtomicReference<ApplyFailure> failure = new AtomicReference<>();
+
+    ApplyContext(
+            SliceSchedule slice,
+            String model,
+            long generation,
+            TransferEngine engine,
+            Segment staging,
+            int slots,
+            Duration timeout,
+            LongConsumer progress) {
+        this.slice = slice;
+        this.plan = slice.plan();
+        this.model = model;
+        this.generation = generation;
+        this.engine = engine;
+        this.staging = staging;
+        this.slots = slots;
+        this.deadlineNanos = System.nanoTime() + timeout.toNanos();
+        this.progress = Objects.requireNonNullElse(progress, b -> {});
+    }
+
+    /** Records the first failure; later ones are consequences. */
+    void fail(ApplyFailure f) {
+        failure.compareAndSet(null, f);
+    }
+
+    ApplyFailure failure() {
+        return failure.get();
+    }
+
+    boolean failed() {
+        return failure.get() != null;
+    }
+
+    /** Milliseconds left before the deadline, or the apply fails. */
+    long remainingMillis() {
+        long left = millisLeft();
+        if (left <= 0) {
+            throw new ApplyFailure(slice.instance(), "apply did not finish in time");
+        }
+        return left;
+    }
+
+    long millisLeft() {
+        return TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime());
+    }
+
+    /** Staging offset of batch {@code batch}'s slot. */
+    long slotBase(int batch) {
+        return (batch % slots) * slice.slotBytes();
+    }
+
+    /** Staging offset where read {@code read} of batch {@code batch} lands. */
+    long stagingOffset(int batch, int read) {
+        return slotBase(batch)
+                + (long) slice.readerSlot(plan.readReader(read)) * plan.batchBytes()
+                + plan.readStaging(read);
+    }
+
+    /** Submitted transfers; {@link #complete} waits for and verifies them. */
+    record Pending(List<TransferRequest> requests, TransferBatch batch) {
+        void close() {
+            if (batch != null) {
+                batch.close();
+            }
+        }
+    }
+
+    /** Submits, waits, and verifies every task moved all its bytes; returns the bytes moved. */
+    long transfer(List<TransferRequest> requests, String notifyName) {
+        return complete(submit(requests, notifyName));
+    }
+
+    Pending submit(List<TransferRequest> requests, String notifyName) {
+        List<TransferRequest> copy = List.copyOf(requests);
+        if (copy.isEmpty()) {
+            return new Pending(copy, null);
+        }
+        try {
+            return new Pending(
+                    copy,
+                    notifyName == null
+                            ? engine.submit(copy)
+                            : engine.submitWithNotify(copy, notifyName));
+        } catch (DataplaneException e) {
+            throw new ApplyFailure(
+                    peerOf(copy.get(0).segment()), "transfer failed: " + e.getMessage(), e);
+        }
+    }
+
+    long complete(Pending pending) {
+        List<TransferRequest> requests = pending.requests();
+        if (pending.batch() == null) {
+            return 0;
+        }
+        try (TransferBatch batch = pending.batch()) {
+            while (!batch.await(
+                    Duration.ofMillis(Math.min(WAIT_SLICE.toMillis(), remainingMillis())))) {
+                if (failed()) {
+                    throw new ApplyFailure(slice.instance(), "aborted while transferring");
+                }
+            }
+            long bytes = 0;
+            List<TaskStatus> statuses = batch.statuses();
+            for (TaskStatus s : statuses) {
+                TransferRequest r = requests.get(s.index());
+                if (s.state() != TaskStatus.State.COMPLETED || s.bytesTransferred() != r.length()) {
+                    String peer = peerOf(r.segment());
+                    String why =
+                            s.state() == TaskStatus.State.FAILED
+                                    ? batch.failure(s).getMessage()
+                                    : s.bytesTransferred() + " of " + r.length() + " bytes";
+                    throw new ApplyFailure(
+                            peer, "write to " + peer + " (" + r.segment() + ") failed: " + why);
+                }
+                bytes += s.bytesTransferred();
+            }
+            try {
+                batch.awaitSuccess(Duration.ZERO);
+            } catch (DataplaneException e) {
+                throw new ApplyFailure(
+                        peerOf(requests.get(0).segment()),
+                        "notify not delivered: " + e.getMessage(),
+                        e);
+            }
+            progress.accept(bytes);
+            return bytes;
+        } catch (DataplaneException e) {
+            throw new ApplyFailure(
+                    peerOf(requests.get(0).segment()), "transfer failed: " + e.getMessage(), e);
+        }
+    }
+
+    String peerOf(String segment) {
+        String worker = slice.directory().workerOfSegment(segment);
+        return worker != null ? worker : segment;
+    }
+}

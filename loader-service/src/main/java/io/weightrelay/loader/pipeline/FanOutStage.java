@@ -1,0 +1,130 @@
+package io.weightrelay.loader.pipeline;
+
+import io.weightrelay.dataplane.LocalMemory;
+import io.weightrelay.dataplane.NotifyTimeoutException;
+import io.weightrelay.dataplane.TransferRequest;
+import io.weightrelay.reshard.plan.Slice;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The fan-out stage of an apply: as node delegate, once a writer's batch has landed in its workers
+ * (the batch's notify counter reached its target), copies those bytes to the other compat workers
+ * of its node.
+ */
+final class FanOutStage {
+    private final ApplyContext ctx;
+    private final SliceSchedule slice;
+    private final Slice plan;
+    private final Map<String, ? extends LocalMemory> ownSegments;
+    private final Map<String, Long> notifyBaselines;
+    private final AtomicLong bytesFannedOut = new AtomicLong();
+    private final AtomicLong fanOutNanos = new AtomicLong();
+
+    /**
+     * @param ownSegments this loader's receive segments by name (fan-out sources)
+     * @param notifyBaselines value of each fan-out counter before the all-prepared barrier
+     */
+    FanOutStage(
+            ApplyContext ctx,
+            Map<String, ? extends LocalMemory> ownSegments,
+            Map<String, Long> notifyBaselines) {
+        this.ctx = ctx;
+        this.slice = ctx.slice;
+        this.plan = ctx.plan;
+        this.ownSegments = ownSegments;
+        this.notifyBaselines = notifyBaselines;
+    }
+
+    /** Waits for each writer batch this loader fans out, in order, and fans it out. */
+    void run() {
+        for (SliceSchedule.FanOutGroup group : slice.fanOutGroups()) {
+            String name =
+                    SliceSchedule.notifyName(
+                            ctx.model, ctx.generation, group.writerInstance(), group.batch());
+            long target = notifyBaselines.getOrDefault(name, 0L) + group.expectedNotifies();
+            while (true) {
+                if (ctx.failed()) {
+                    return;
+                }
+                long left = ctx.millisLeft();
+                if (left <= 0) {
+                    throw new ApplyFailure(
+                            group.writerInstance(),
+                            "batch "
+                                    + group.batch()
+                                    + " of "
+                                    + group.writerInstance()
+                                    + " never arrived (notify "
+                                    + name
+                                    + ")");
+                }
+                try {
+                    ctx.engine.awaitNotify(
+                            name,
+                            target,
+                            Duration.ofMillis(Math.min(ApplyContext.WAIT_SLICE.toMillis(), left)));
+                    break;
+                } catch (NotifyTimeoutException e) {
+                    // not yet: check the deadline and whether another stage failed
+                }
+            }
+            long t0 = System.nanoTime();
+            bytesFannedOut.addAndGet(fanOut(group.writes()));
+            fanOutNanos.addAndGet(System.nanoTime() - t0);
+        }
+    }
+
+    /**
+     * Copies what the listed received writes put into this loader's delegate to its node's compat
+     * peers.
+     */
+    long fanOut(List<Integer> receives) {
+        List<TransferRequest> requests = new ArrayList<>();
+        for (int v : receives) {
+            int dst = plan.receiveDst(v);
+            String buffer = plan.buffer(plan.receiveBuffer(v));
+            BufferDirectory.Placed from = slice.directory().require(plan.workerId(dst), buffer);
+            LocalMemory source = ownSegments.get(from.segment());
+            if (source == null) {
+                throw new ApplyFailure(
+                        plan.workerId(dst),
+                        "delegate segment " + from.segment() + " not registered");
+            }
+            for (int peer : slice.compatWorkersBeside(dst)) {
+                if (peer == dst) {
+                    continue;
+                }
+                BufferDirectory.Placed to = slice.directory().require(plan.workerId(peer), buffer);
+                Runs.forEachReceived(
+                        plan,
+                        v,
+                        (src, dstOffset, length) ->
+                                requests.add(
+                                        TransferRequest.write(
+                                                source,
+                                                from.base() + dstOffset,
+                                                to.segment(),
+                                                to.base() + dstOffset,
+                                                length)));
+            }
+        }
+        return ctx.transfer(requests, null);
+    }
+
+    /** Fans out received writes whose delegate is this loader's own reader, counting the bytes. */
+    void fanOutInline(List<Integer> receives) {
+        bytesFannedOut.addAndGet(fanOut(receives));
+    }
+
+    long bytesFannedOut() {
+        return bytesFannedOut.get();
+    }
+
+    long fanOutNanos() {
+        return fanOutNanos.get();
+    }
+}

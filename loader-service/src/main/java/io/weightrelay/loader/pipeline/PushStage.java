@@ -1,0 +1,235 @@
+package io.weightrelay.loader.pipeline;
+
+import io.weightrelay.dataplane.TransferRequest;
+import io.weightrelay.reshard.plan.Plan;
+import io.weightrelay.reshard.plan.Slice;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The push stage of an apply: writes batch {@code k} from staging to its consumers (one-sided
+ * writes, with notify when a node delegate must fan out) while the read stage fills the next slot;
+ * with more than two slots several batches' writes are in flight at once. Strided writes are
+ * gathered into a pack area first (see {@link Packer}).
+ */
+final class PushStage {
+    private final ApplyContext ctx;
+    private final SliceSchedule slice;
+    private final Slice plan;
+    private final BatchHook hook;
+    private final FanOutStage fanOut;
+    private final long packBase;
+    private final long packBytes;
+    private final AtomicLong bytesPushed = new AtomicLong();
+    private final AtomicLong pushNanos = new AtomicLong();
+
+    /**
+     * @param hook called before each batch is pushed
+     * @param fanOut does the fan-outs a batch's own writes owe as soon as they landed
+     */
+    PushStage(ApplyContext ctx, BatchHook hook, FanOutStage fanOut) {
+        this.ctx = ctx;
+        this.slice = ctx.slice;
+        this.plan = ctx.plan;
+        this.hook = hook;
+        this.fanOut = fanOut;
+        this.packBase = ctx.slots * slice.slotBytes();
+        // One pack area per slot: a slot's area is reused only once its batch's writes landed.
+        this.packBytes = Math.min(Integer.MAX_VALUE, (ctx.staging.size() - packBase) / ctx.slots);
+    }
+
+    /** Pushes each filled batch, freeing its slot once its writes landed. */
+    void run(Semaphore free, BlockingQueue<Integer> filled) {
+        // With more than two slots, several batches' writes are in flight at once (batch k+1's
+        // writes are submitted before batch k's have all landed); a slot is freed only once its
+        // batch's writes completed.
+        int window = Math.max(1, ctx.slots - 1);
+        java.util.ArrayDeque<InFlight> inFlight = new java.util.ArrayDeque<>();
+        try {
+            while (true) {
+                Integer k = filled.poll(ApplyContext.WAIT_SLICE.toMillis(), TimeUnit.MILLISECONDS);
+                if (k == null) {
+                    if (ctx.failed()) {
+                        return;
+                    }
+                    ctx.remainingMillis();
+                    continue;
+                }
+                if (k == ReadStage.DONE || ctx.failed()) {
+                    break;
+                }
+                hook.beforePush(k);
+                long t0 = System.nanoTime();
+                inFlight.add(pushBatch(k));
+                while (inFlight.size() >= window) {
+                    finish(inFlight.poll(), free);
+                }
+                pushNanos.addAndGet(System.nanoTime() - t0);
+            }
+            while (!inFlight.isEmpty() && !ctx.failed()) {
+                finish(inFlight.poll(), free);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ApplyFailure(slice.instance(), "push stage interrupted");
+        } finally {
+            for (InFlight f : inFlight) {
+                f.pending().close();
+            }
+        }
+    }
+
+    /** A batch whose writes are submitted and not yet verified. */
+    private record InFlight(
+            int batch, long drained, ApplyContext.Pending pending, List<Integer> inlineFanOut) {}
+
+    private void finish(InFlight f, Semaphore free) {
+        bytesPushed.addAndGet(f.drained() + ctx.complete(f.pending()));
+        if (!f.inlineFanOut().isEmpty()) {
+            fanOut.fanOutInline(f.inlineFanOut());
+        }
+        free.release();
+    }
+
+    private InFlight pushBatch(int batch) {
+        boolean notify = false;
+        for (int read : slice.reads(batch)) {
+            for (int w = plan.writeFirst(read); w < plan.writeEnd(read); w++) {
+                notify |= (plan.writeFlags(w) & Plan.NOTIFY) != 0;
+            }
+        }
+        Packer packer = new Packer(batch, !notify);
+        for (int read : slice.reads(batch)) {
+            long srcBase = ctx.stagingOffset(batch, read);
+            for (int w = plan.writeFirst(read); w < plan.writeEnd(read); w++) {
+                int dst = plan.writeDst(w);
+                BufferDirectory.Placed placed =
+                        slice.directory()
+                                .require(plan.workerId(dst), plan.buffer(plan.writeBuffer(w)));
+                packer.write(srcBase, placed, w);
+            }
+        }
+        List<Integer> inlineFanOut = slice.inlineFanOut(batch);
+        String name =
+                notify
+                        ? SliceSchedule.notifyName(
+                                ctx.model, ctx.generation, slice.instance(), batch)
+                        : null;
+        return packer.finish(batch, name, inlineFanOut);
+    }
+
+    /**
+     * Turns a batch's writes into transfer requests. A strided write (a row of a column-split
+     * matrix, say) lands contiguously in its destination but comes from scattered staging bytes:
+     * those pieces are first gathered into the pack area with a local copy, then sent as one write,
+     * instead of one small remote write per row. When the pack area fills up, what is packed is
+     * sent and the area reused, unless the batch must notify (then one submission must carry every
+     * write, and the rest goes piece by piece).
+     */
+    private final class Packer {
+        private final boolean mayDrain;
+        private final ByteBuffer slot;
+        private final ByteBuffer pack;
+        private final long slotBase;
+        private final long packAt;
+        private final List<TransferRequest> requests = new ArrayList<>();
+        private final List<long[]> pieces = new ArrayList<>();
+        private long packed;
+        private long moved;
+        private long groupDst = -1;
+        private long groupLength;
+        private BufferDirectory.Placed groupTarget;
+
+        Packer(int batch, boolean mayDrain) {
+            this.mayDrain = mayDrain;
+            this.slotBase = ctx.slotBase(batch);
+            this.slot = ctx.staging.byteBuffer(slotBase, (int) slice.slotBytes());
+            this.packAt = packBase + (batch % ctx.slots) * packBytes;
+            this.pack = packBytes > 0 ? ctx.staging.byteBuffer(packAt, (int) packBytes) : null;
+        }
+
+        void write(long srcBase, BufferDirectory.Placed target, int w) {
+            Runs.forEach(
+                    plan,
+                    w,
+                    (src, dst, length) -> {
+                        if (groupTarget == target && groupDst + groupLength == dst) {
+                            pieces.add(new long[] {srcBase + src, length});
+                            groupLength += length;
+                        } else {
+                            flush();
+                            groupTarget = target;
+                            groupDst = dst;
+                            groupLength = length;
+                            pieces.add(new long[] {srcBase + src, length});
+                        }
+                    });
+            flush();
+        }
+
+        /**
+         * Sends or packs the pending group, then forgets it: the next run starts a new group at its
+         * own destination offset (a run contiguous with an already flushed group must not extend
+         * it, or its bytes would land at that group's start).
+         */
+        private void flush() {
+            if (pieces.isEmpty()) {
+                return;
+            }
+            flushGroup();
+            groupTarget = null;
+            groupDst = -1;
+            groupLength = 0;
+        }
+
+        private void flushGroup() {
+            String segment = groupTarget.segment();
+            long dst = groupTarget.base() + groupDst;
+            if (pieces.size() > 1 && pack != null && groupLength <= packBytes) {
+                if (packed + groupLength > packBytes && mayDrain) {
+                    moved += ctx.transfer(List.copyOf(requests), null);
+                    requests.clear();
+                    packed = 0;
+                }
+                if (packed + groupLength <= packBytes) {
+                    int at = (int) packed;
+                    for (long[] piece : pieces) {
+                        pack.put(at, slot, (int) (piece[0] - slotBase), (int) piece[1]);
+                        at += (int) piece[1];
+                    }
+                    requests.add(
+                            TransferRequest.write(
+                                    ctx.staging, packAt + packed, segment, dst, groupLength));
+                    packed += groupLength;
+                    pieces.clear();
+                    return;
+                }
+            }
+            long offset = dst;
+            for (long[] piece : pieces) {
+                requests.add(
+                        TransferRequest.write(ctx.staging, piece[0], segment, offset, piece[1]));
+                offset += piece[1];
+            }
+            pieces.clear();
+        }
+
+        InFlight finish(int batch, String notifyName, List<Integer> inlineFanOut) {
+            flush();
+            return new InFlight(batch, moved, ctx.submit(requests, notifyName), inlineFanOut);
+        }
+    }
+
+    long bytesPushed() {
+        return bytesPushed.get();
+    }
+
+    long pushNanos() {
+        return pushNanos.get();
+    }
+}

@@ -1,0 +1,208 @@
+package io.weightrelay.loader.pipeline;
+
+import io.weightrelay.dataplane.DataplaneError;
+import io.weightrelay.dataplane.DataplaneException;
+import io.weightrelay.dataplane.ReadRange;
+import io.weightrelay.dataplane.StoreClient;
+import io.weightrelay.reshard.checksum.RangeChecksums;
+import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.plan.Slice;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The read stage of an apply: fills staging slot {@code k % slots} with batch {@code k} from the
+ * store ({@code getIntoRanges}, one call per object, several objects in flight), checking every
+ * count and, with checksums, taking the CRC32C of every range as it lands.
+ */
+final class ReadStage {
+    /** Put on the filled queue after the last batch. */
+    static final int DONE = -1;
+
+    private final ApplyContext ctx;
+    private final SliceSchedule slice;
+    private final Slice plan;
+    private final StoreClient store;
+    private final boolean checksums;
+
+    /** Concurrent store reads of one batch: several objects in flight use several streams. */
+    private final ExecutorService readers;
+
+    private final ConcurrentLinkedQueue<RangeChecksums.Entry> readChecksums =
+            new ConcurrentLinkedQueue<>();
+    private final AtomicLong checksumNanos = new AtomicLong();
+    private final AtomicLong bytesRead = new AtomicLong();
+    private final AtomicLong readNanos = new AtomicLong();
+
+    ReadStage(ApplyContext ctx, StoreClient store, int readThreads, boolean checksums) {
+        this.ctx = ctx;
+        this.slice = ctx.slice;
+        this.plan = ctx.plan;
+        this.store = store;
+        this.checksums = checksums;
+        this.readers =
+                Executors.newFixedThreadPool(
+                        readThreads,
+                        r -> {
+                            Thread t = new Thread(r, "apply-read-" + slice.instance());
+                            t.setDaemon(true);
+                            return t;
+                        });
+    }
+
+    /** Fills slot after slot, handing each filled batch to the push stage; then {@link #DONE}. */
+    void run(Semaphore free, BlockingQueue<Integer> filled) {
+        try {
+            for (int k = 0; k < slice.batchCount() && !ctx.failed(); k++) {
+                if (slice.reads(k).isEmpty()) {
+                    continue;
+                }
+                while (!free.tryAcquire(
+                        ApplyContext.WAIT_SLICE.toMillis(), TimeUnit.MILLISECONDS)) {
+                    if (ctx.failed()) {
+                        return;
+                    }
+                    ctx.remainingMillis();
+                }
+                long t0 = System.nanoTime();
+                readBatch(k);
+                readNanos.addAndGet(System.nanoTime() - t0);
+                filled.put(k);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ApplyFailure(slice.instance(), "read stage interrupted");
+        } finally {
+            filled.offer(DONE);
+        }
+    }
+
+    private void readBatch(int batch) {
+        List<Integer> reads = slice.reads(batch);
+        List<java.util.concurrent.Future<?>> pending = new ArrayList<>();
+        int i = 0;
+        while (i < reads.size()) {
+            int object = plan.readObject(reads.get(i));
+            List<ReadRange> ranges = new ArrayList<>();
+            int j = i;
+            for (; j < reads.size() && plan.readObject(reads.get(j)) == object; j++) {
+                int read = reads.get(j);
+                long base = ctx.stagingOffset(batch, read) - plan.readStart(read);
+                for (int r = plan.rangeFirst(read); r < plan.rangeEnd(read); r++) {
+                    ranges.add(
+                            new ReadRange(
+                                    plan.rangeStart(r),
+                                    plan.rangeLength(r),
+                                    ctx.staging,
+                                    base + plan.rangeStart(r)));
+                }
+            }
+            String objectId = plan.objectId(object);
+            String key = ObjectKeys.key(ctx.model, ctx.generation, objectId);
+            pending.add(readers.submit(() -> readObject(objectId, key, ranges)));
+            i = j;
+        }
+        for (java.util.concurrent.Future<?> f : pending) {
+            try {
+                f.get();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new ApplyFailure(slice.instance(), "read stage interrupted");
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (e.getCause() instanceof ApplyFailure a) {
+                    throw a;
+                }
+                throw new ApplyFailure(slice.instance(), "read failed: " + e.getCause(), e);
+            }
+        }
+    }
+
+    /**
+     * One object's ranges of this batch, in one {@code getIntoRanges}; every count checked. With
+     * checksums the data plane takes the CRC32C of every range as it copies or receives it (block
+     * by block while in cache, on the threads that move the bytes), so that control-api can prove
+     * what was read against the published checksum without anyone reading a byte again.
+     */
+    private void readObject(String objectId, String key, List<ReadRange> ranges) {
+        if (ctx.failed()) {
+            return;
+        }
+        long[] got;
+        int[] crcs = null;
+        try {
+            if (checksums) {
+                StoreClient.ChecksummedReads r = store.getIntoRangesChecksummed(key, ranges);
+                got = r.bytes();
+                crcs = r.crc32c();
+                checksumNanos.addAndGet(r.checksumNanos());
+            } else {
+                got = store.getIntoRanges(key, ranges);
+            }
+        } catch (DataplaneException e) {
+            throw new ApplyFailure(key, "reading " + key + " failed: " + e.getMessage(), e);
+        }
+        long bytes = 0;
+        for (int r = 0; r < got.length; r++) {
+            String at = "read of " + key + " at " + ranges.get(r).objectOffset();
+            if (got[r] < 0) {
+                // a per-range error code, not a count: name it
+                DataplaneError error = DataplaneError.fromCode(got[r]);
+                throw new ApplyFailure(
+                        key,
+                        at
+                                + " failed: "
+                                + error
+                                + (error == DataplaneError.PEER_GONE
+                                                || error == DataplaneError.TIMEOUT
+                                        ? " (the owner of its segment is gone or did not answer"
+                                                + " within the transfer timeout)"
+                                        : ""));
+            }
+            if (got[r] != ranges.get(r).length()) {
+                throw new ApplyFailure(
+                        key,
+                        at + " returned " + got[r] + " of " + ranges.get(r).length() + " bytes");
+            }
+            bytes += got[r];
+        }
+        if (crcs != null) {
+            for (int r = 0; r < ranges.size(); r++) {
+                ReadRange range = ranges.get(r);
+                readChecksums.add(
+                        new RangeChecksums.Entry(
+                                objectId, range.objectOffset(), range.length(), crcs[r]));
+            }
+        }
+        bytesRead.addAndGet(bytes);
+        ctx.progress.accept(bytes);
+    }
+
+    /** Stops the reads still in flight. */
+    void close() {
+        readers.shutdownNow();
+    }
+
+    long bytesRead() {
+        return bytesRead.get();
+    }
+
+    long readNanos() {
+        return readNanos.get();
+    }
+
+    long checksumNanos() {
+        return checksumNanos.get();
+    }
+
+    /** Every range read with its CRC32C, or null without checksums. */
+    RangeChecksums checksums() {
+        return checksums ? new RangeChecksums(List.copyOf(readChecksums)) : null;
+    }
+}
