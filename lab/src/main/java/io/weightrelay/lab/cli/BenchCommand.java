@@ -199,14 +199,8 @@ final class BenchCommand extends RelayCommand {
             }
         }
 
-        @Override
-        String entryPoint() {
-            return "io.weightrelay.lab.bench.planner.PlannerBench";
-        }
-
-        @Override
-        boolean joinedValues() {
-            return true;
+        Planner() {
+            super("io.weightrelay.lab.bench.planner.PlannerBench", ValueStyle.JOINED);
         }
     }
 
@@ -264,11 +258,13 @@ final class BenchCommand extends RelayCommand {
                         "With --hosts: the prefix of the namespaces it makes; default wr-lab.")
         String prefix;
 
+        Dataplane() {
+            super("io.weightrelay.dataplane.bench.DataplaneBench", ValueStyle.SPACED);
+        }
+
         @Override
         String entryPoint() {
-            return hosts
-                    ? "io.weightrelay.lab.bench.HostsDataplaneBench"
-                    : "io.weightrelay.dataplane.bench.DataplaneBench";
+            return hosts ? "io.weightrelay.lab.bench.HostsDataplaneBench" : super.entryPoint();
         }
 
         @Override
@@ -351,14 +347,8 @@ final class BenchCommand extends RelayCommand {
 
         @Mixin ControlApi controlApi;
 
-        @Override
-        String entryPoint() {
-            return "io.weightrelay.lab.bench.PublishBench";
-        }
-
-        @Override
-        boolean joinedValues() {
-            return true;
+        Publish() {
+            super("io.weightrelay.lab.bench.PublishBench", ValueStyle.JOINED);
         }
     }
 
@@ -411,11 +401,13 @@ final class BenchCommand extends RelayCommand {
 
         @Mixin Services services;
 
+        Update() {
+            super("io.weightrelay.lab.bench.UpdateBench", ValueStyle.JOINED);
+        }
+
         @Override
         String entryPoint() {
-            return hosts
-                    ? "io.weightrelay.lab.bench.HostsUpdateBench"
-                    : "io.weightrelay.lab.bench.UpdateBench";
+            return hosts ? "io.weightrelay.lab.bench.HostsUpdateBench" : super.entryPoint();
         }
 
         @Override
@@ -429,11 +421,6 @@ final class BenchCommand extends RelayCommand {
                     "--redis-port",
                     "--no-checksums",
                     "--no-verify");
-        }
-
-        @Override
-        boolean joinedValues() {
-            return true;
         }
     }
 
@@ -527,14 +514,8 @@ final class BenchCommand extends RelayCommand {
 
         @Mixin ControlApi controlApi;
 
-        @Override
-        String entryPoint() {
-            return "io.weightrelay.lab.bench.ControlPlaneBench";
-        }
-
-        @Override
-        boolean joinedValues() {
-            return true;
+        ControlPlane() {
+            super("io.weightrelay.lab.bench.ControlPlaneBench", ValueStyle.JOINED);
         }
     }
 
@@ -562,14 +543,8 @@ final class BenchCommand extends RelayCommand {
 
         @Mixin Services services;
 
-        @Override
-        String entryPoint() {
-            return "io.weightrelay.lab.bench.CheckpointBench";
-        }
-
-        @Override
-        boolean joinedValues() {
-            return true;
+        Checkpoint() {
+            super("io.weightrelay.lab.bench.CheckpointBench", ValueStyle.JOINED);
         }
     }
 
@@ -618,14 +593,8 @@ final class BenchCommand extends RelayCommand {
                                 + " until stdin closes (for the Python tests).")
         boolean serve;
 
-        @Override
-        String entryPoint() {
-            return "io.weightrelay.lab.bench.PythonBench";
-        }
-
-        @Override
-        boolean joinedValues() {
-            return true;
+        Python() {
+            super("io.weightrelay.lab.bench.PythonBench", ValueStyle.JOINED);
         }
     }
 }

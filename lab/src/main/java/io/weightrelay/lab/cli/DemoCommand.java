@@ -57,9 +57,8 @@ final class DemoCommand extends LabCommand {
                             + " wr-lab.")
     String prefix;
 
-    @Override
-    String entryPoint() {
-        return "io.weightrelay.lab.demo.Demo";
+    DemoCommand() {
+        super("io.weightrelay.lab.demo.Demo", ValueStyle.SPACED);
     }
 
     @Override

@@ -49,9 +49,8 @@ final class FaultsCommand extends LabCommand {
     @Option(names = "--json", description = "One JSON line per case instead of a table row.")
     boolean json;
 
-    @Override
-    String entryPoint() {
-        return "io.weightrelay.lab.faults.FaultSuite";
+    FaultsCommand() {
+        super("io.weightrelay.lab.faults.FaultSuite", ValueStyle.SPACED);
     }
 
     @Override

@@ -13,18 +13,34 @@ abstract class LabCommand extends RelayCommand {
     static final String MODEL =
             "Catalogued model: ${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.";
 
-    @Spec CommandSpec spec;
-
-    /** The class whose {@code main} runs the command. */
-    abstract String entryPoint();
-
     /**
-     * Whether the {@code main} reads {@code --name=value} (trainer-client's {@code Args} and the
-     * planner's {@code BenchArgs} do; the others read {@code --name value} only). Joined, a value
+     * How the {@code main} reads a flag's value: {@code --name=value} (trainer-client's {@code
+     * Args} and the planner's {@code BenchArgs} do) or {@code --name value} only. Joined, a value
      * that starts with {@code --} (a JVM or Spring flag) reaches the command intact.
      */
-    boolean joinedValues() {
-        return false;
+    enum ValueStyle {
+        SPACED,
+        JOINED
+    }
+
+    @Spec CommandSpec spec;
+
+    private final String entryPoint;
+    private final ValueStyle valueStyle;
+
+    LabCommand(String entryPoint, ValueStyle valueStyle) {
+        this.entryPoint = entryPoint;
+        this.valueStyle = valueStyle;
+    }
+
+    /** The class whose {@code main} runs the command. */
+    String entryPoint() {
+        return entryPoint;
+    }
+
+    /** Whether the {@code main} reads {@code --name=value} ({@link ValueStyle#JOINED}). */
+    final boolean joinedValues() {
+        return valueStyle == ValueStyle.JOINED;
     }
 
     /** Refuses combinations of flags the command does not take (before anything starts). */

@@ -75,14 +75,8 @@ final class RolloutCommand extends LabCommand {
 
     @Mixin Flags.Seed seed;
 
-    @Override
-    String entryPoint() {
-        return "io.weightrelay.lab.rollout.SimulatedRollout";
-    }
-
-    @Override
-    boolean joinedValues() {
-        return true;
+    RolloutCommand() {
+        super("io.weightrelay.lab.rollout.SimulatedRollout", ValueStyle.JOINED);
     }
 
     @Override

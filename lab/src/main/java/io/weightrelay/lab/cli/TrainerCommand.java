@@ -83,13 +83,7 @@ final class TrainerCommand extends LabCommand {
                             + " --publisher flags.")
     Integer trainerNodes;
 
-    @Override
-    String entryPoint() {
-        return "io.weightrelay.lab.trainer.SimulatedTrainer";
-    }
-
-    @Override
-    boolean joinedValues() {
-        return true;
+    TrainerCommand() {
+        super("io.weightrelay.lab.trainer.SimulatedTrainer", ValueStyle.JOINED);
     }
 }

@@ -3,11 +3,11 @@ package io.weightrelay.lab.cli;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.placement.Mode;
-import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.Predicate;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.TypeConversionException;
 
@@ -19,166 +19,150 @@ final class Values {
 
     private Values() {}
 
-    /** A value from a list of choices, refused naming them all. */
+    /**
+     * A value from a list of choices, refused naming them all: what it is, which values it takes,
+     * and the ones the help and the refusal show.
+     */
     abstract static class Choice implements ITypeConverter<String>, Iterable<String> {
         private final String what;
+        private final Predicate<String> accepts;
+        private final List<String> shown;
 
-        Choice(String what) {
+        Choice(String what, Predicate<String> accepts, List<String> shown) {
             this.what = what;
+            this.accepts = accepts;
+            this.shown = shown;
         }
 
-        abstract boolean accepts(String value);
+        /** Exactly these values, shown in this order. */
+        Choice(String what, String... choices) {
+            this(what, List.of(choices)::contains, List.of(choices));
+        }
 
         @Override
         public final String convert(String value) {
-            if (!accepts(value)) {
+            if (!accepts.test(value)) {
                 throw new TypeConversionException(
-                        "'" + value + "' is not " + what + "; valid: " + join(this));
+                        "'" + value + "' is not " + what + "; valid: " + String.join(", ", shown));
             }
             return value;
+        }
+
+        @Override
+        public final Iterator<String> iterator() {
+            return shown.iterator();
         }
     }
 
     /** A catalogued model ({@code ModelCatalog}). */
     static final class Model extends Choice {
         Model() {
-            super("a catalogued model");
-        }
-
-        @Override
-        boolean accepts(String value) {
-            return ModelCatalog.names().contains(value);
-        }
-
-        @Override
-        public Iterator<String> iterator() {
-            return ModelCatalog.names().stream().sorted().iterator();
+            super(
+                    "a catalogued model",
+                    ModelCatalog.names()::contains,
+                    ModelCatalog.names().stream().sorted().toList());
         }
     }
 
     /** {@code compat} or {@code direct} (and the long names {@code Mode.parse} takes). */
     static final class RolloutMode extends Choice {
         RolloutMode() {
-            super("a mode");
-        }
-
-        @Override
-        boolean accepts(String value) {
-            return parses(Mode::parse, value);
-        }
-
-        @Override
-        public Iterator<String> iterator() {
-            return List.of("compat", "direct").iterator();
+            super("a mode", value -> parses(Mode::parse, value), List.of("compat", "direct"));
         }
     }
 
     /** {@code compat} or {@code direct} exactly, as {@code bench control-plane} takes them. */
     static final class StrictMode extends Choice {
         StrictMode() {
-            super("a mode");
-        }
-
-        @Override
-        boolean accepts(String value) {
-            return value.equals("compat") || value.equals("direct");
-        }
-
-        @Override
-        public Iterator<String> iterator() {
-            return List.of("direct", "compat").iterator();
+            super("a mode", "direct", "compat");
         }
     }
 
     /** The planner bench's rollout dtypes, {@code bf16} or {@code fp8} (block-scaled E4M3). */
     static final class RolloutDtype extends Choice {
         RolloutDtype() {
-            super("a rollout dtype");
-        }
-
-        @Override
-        boolean accepts(String value) {
-            return value.equals("bf16") || value.equals("fp8");
-        }
-
-        @Override
-        public Iterator<String> iterator() {
-            return List.of("bf16", "fp8").iterator();
+            super("a rollout dtype", "bf16", "fp8");
         }
     }
 
     /** The demo's modes: one of them or {@code both}. */
     static final class DemoMode extends Choice {
         DemoMode() {
-            super("a mode");
-        }
-
-        @Override
-        boolean accepts(String value) {
-            return value.equals("both") || parses(Mode::parse, value);
-        }
-
-        @Override
-        public Iterator<String> iterator() {
-            return List.of("compat", "direct", "both").iterator();
+            super(
+                    "a mode",
+                    value -> value.equals("both") || parses(Mode::parse, value),
+                    List.of("compat", "direct", "both"));
         }
     }
 
     /** A dtype by its contract name ({@code bf16}, {@code fp32}, ...). */
     static final class Dtype extends Choice {
         Dtype() {
-            super("a dtype");
-        }
-
-        @Override
-        boolean accepts(String value) {
-            return parses(DType::ofWireName, value);
-        }
-
-        @Override
-        public Iterator<String> iterator() {
-            return DType.onTheWire().stream().map(DType::wireName).iterator();
+            super(
+                    "a dtype",
+                    value -> parses(DType::ofWireName, value),
+                    DType.onTheWire().stream().map(DType::wireName).toList());
         }
     }
 
     /** Where {@code bench publish} stages a rank's bytes. */
     static final class StagingMode extends Choice {
         StagingMode() {
-            super("a staging mode");
+            super("a staging mode", "segment", "file");
+        }
+    }
+
+    /** A whole number from {@code min} to {@code max}, refused with {@code outOfRange} outside. */
+    abstract static class Whole<N extends Number> implements ITypeConverter<N> {
+        private final Function<String, N> parser;
+        private final long min;
+        private final long max;
+        private final String outOfRange;
+
+        Whole(Function<String, N> parser, long min, long max, String outOfRange) {
+            this.parser = parser;
+            this.min = min;
+            this.max = max;
+            this.outOfRange = outOfRange;
+        }
+
+        Whole(Function<String, N> parser, long min) {
+            this(parser, min, Long.MAX_VALUE, "must be at least " + min);
         }
 
         @Override
-        boolean accepts(String value) {
-            return value.equals("segment") || value.equals("file");
-        }
-
-        @Override
-        public Iterator<String> iterator() {
-            return List.of("segment", "file").iterator();
+        public final N convert(String value) {
+            N n;
+            try {
+                n = parser.apply(value);
+            } catch (NumberFormatException e) {
+                throw new TypeConversionException("'" + value + "' is not a whole number");
+            }
+            if (n.longValue() < min || n.longValue() > max) {
+                throw new TypeConversionException("'" + value + "' " + outOfRange);
+            }
+            return n;
         }
     }
 
     /** A count of at least 1. */
-    static final class Positive implements ITypeConverter<Integer> {
-        @Override
-        public Integer convert(String value) {
-            return atLeast(value, whole(value, Integer::parseInt), 1);
+    static final class Positive extends Whole<Integer> {
+        Positive() {
+            super(Integer::parseInt, 1);
         }
     }
 
     /** A count of at least 0. */
-    static final class NonNegative implements ITypeConverter<Integer> {
-        @Override
-        public Integer convert(String value) {
-            return atLeast(value, whole(value, Integer::parseInt), 0);
+    static final class NonNegative extends Whole<Integer> {
+        NonNegative() {
+            super(Integer::parseInt, 0);
         }
     }
 
     /** A byte count (or a number of seconds) of at least 1. */
-    static final class PositiveLong implements ITypeConverter<Long> {
-        @Override
-        public Long convert(String value) {
-            return atLeast(value, whole(value, Long::parseLong), 1);
+    static final class PositiveLong extends Whole<Long> {
+        PositiveLong() {
+            super(Long::parseLong, 1);
         }
     }
 
@@ -200,14 +184,9 @@ final class Values {
     }
 
     /** A TCP port. */
-    static final class Port implements ITypeConverter<Integer> {
-        @Override
-        public Integer convert(String value) {
-            int n = whole(value, Integer::parseInt);
-            if (n < 1 || n > 65535) {
-                throw new TypeConversionException("'" + value + "' is not a port (1-65535)");
-            }
-            return n;
+    static final class Port extends Whole<Integer> {
+        Port() {
+            super(Integer::parseInt, 1, 65535, "is not a port (1-65535)");
         }
     }
 
@@ -222,26 +201,5 @@ final class Values {
         } catch (IllegalArgumentException e) {
             return false;
         }
-    }
-
-    private static <N extends Number> N whole(String value, Function<String, N> parser) {
-        try {
-            return parser.apply(value);
-        } catch (NumberFormatException e) {
-            throw new TypeConversionException("'" + value + "' is not a whole number");
-        }
-    }
-
-    private static <N extends Number> N atLeast(String value, N n, long min) {
-        if (n.longValue() < min) {
-            throw new TypeConversionException("'" + value + "' must be at least " + min);
-        }
-        return n;
-    }
-
-    private static String join(Iterable<String> choices) {
-        List<String> all = new ArrayList<>();
-        choices.forEach(all::add);
-        return String.join(", ", all);
     }
 }
