@@ -63,10 +63,13 @@ class DataplaneSecurityTest {
         return p;
     }
 
+    private static void transferOne(Dataplane from, TransferRequest request) {
+        from.engine().transfer(List.of(request), WAIT);
+    }
+
     /** A legitimate peer reads the whole segment over tcp: the bytes are what they were. */
     private void assertStillServingAndUnchanged() {
-        friend.engine()
-                .transfer(List.of(TransferRequest.read(scratch, 0, "target", 0, SIZE)), WAIT);
+        transferOne(friend, TransferRequest.read(scratch, 0, "target", 0, SIZE));
         assertThat(Patterns.crc(scratch.byteBuffer(), 0, SIZE)).isEqualTo(baseline);
         assertThat(Long.parseLong(owner.command("crc 0 " + SIZE))).isEqualTo(baseline);
     }
@@ -78,12 +81,8 @@ class DataplaneSecurityTest {
         RegisteredBuffer src = stranger.registerBuffer(ByteBuffer.allocateDirect(4096));
         assertThatThrownBy(
                         () ->
-                                stranger.engine()
-                                        .transfer(
-                                                List.of(
-                                                        TransferRequest.write(
-                                                                src, 0, "target", 0, 4096)),
-                                                WAIT))
+                                transferOne(
+                                        stranger, TransferRequest.write(src, 0, "target", 0, 4096)))
                 .isInstanceOf(PermissionDeniedException.class)
                 .hasMessageContaining("target");
         // The old protocol, a request without any handshake: closed, nothing served.
@@ -109,24 +108,16 @@ class DataplaneSecurityTest {
         RegisteredBuffer src = impostor.registerBuffer(ByteBuffer.allocateDirect(4096));
         assertThatThrownBy(
                         () ->
-                                impostor.engine()
-                                        .transfer(
-                                                List.of(
-                                                        TransferRequest.write(
-                                                                src, 0, "target", 0, 4096)),
-                                                WAIT))
+                                transferOne(
+                                        impostor, TransferRequest.write(src, 0, "target", 0, 4096)))
                 .isInstanceOf(PermissionDeniedException.class);
         // ... and a peer of the deployment refuses to talk to the impostor's server.
         Segment fake = impostor.createSegment("fake", 4096);
         Patterns.fill(fake.byteBuffer(), 0, 4096, 9);
         assertThatThrownBy(
                         () ->
-                                friend.engine()
-                                        .transfer(
-                                                List.of(
-                                                        TransferRequest.read(
-                                                                scratch, 0, "fake", 0, 4096)),
-                                                WAIT))
+                                transferOne(
+                                        friend, TransferRequest.read(scratch, 0, "fake", 0, 4096)))
                 .isInstanceOf(PermissionDeniedException.class);
         RawPeer wrong = raw();
         assertThat(wrong.handshake(WRONG, RawPeer.ROLE_PEER)).isEqualTo(RawPeer.Outcome.DENIED);
@@ -197,8 +188,7 @@ class DataplaneSecurityTest {
         midPayload.send(RawPeer.header(RawPeer.OP_WRITE, 8192, 1 << 20, "target"));
         midPayload.send(part);
         assertThat(midPayload.closedByServer(10_000)).isTrue();
-        friend.engine()
-                .transfer(List.of(TransferRequest.read(scratch, 0, "target", 0, SIZE)), WAIT);
+        transferOne(friend, TransferRequest.read(scratch, 0, "target", 0, SIZE));
         ByteBuffer got = scratch.byteBuffer();
         ByteBuffer want = ByteBuffer.wrap(segmentBytes(0, SIZE));
         for (int i = 0; i < SIZE; i++) {
@@ -303,8 +293,7 @@ class DataplaneSecurityTest {
         long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         for (; ; ) {
             try {
-                late.engine()
-                        .transfer(List.of(TransferRequest.read(dst, 0, "target", 0, 4096)), WAIT);
+                transferOne(late, TransferRequest.read(dst, 0, "target", 0, 4096));
                 break;
             } catch (PeerGoneException e) {
                 if (System.nanoTime() > deadline) {
@@ -322,8 +311,7 @@ class DataplaneSecurityTest {
 
     /** What the segment holds at [offset, offset + length), as the last verified read saw it. */
     private byte[] segmentBytes(int offset, int length) {
-        friend.engine()
-                .transfer(List.of(TransferRequest.read(scratch, 0, "target", 0, SIZE)), WAIT);
+        transferOne(friend, TransferRequest.read(scratch, 0, "target", 0, SIZE));
         byte[] b = new byte[length];
         scratch.byteBuffer().get(offset, b);
         return b;
