@@ -8,11 +8,7 @@ package io.weightrelay.dataplane;
 public final class ForeignHostException extends DataplaneException {
     private static final long serialVersionUID = 1L;
 
-    public ForeignHostException(String segment) {
-        this(segment, "segment '" + segment + "' belongs to another host with the same node label");
-    }
-
-    /** With the engine's message, which names both hosts. */
+    /** With a message that names the segment and both hosts. */
     public ForeignHostException(String segment, String message) {
         super(DataplaneError.FOREIGN_HOST, segment, message);
     }

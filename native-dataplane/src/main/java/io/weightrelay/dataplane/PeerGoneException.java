@@ -4,14 +4,6 @@ package io.weightrelay.dataplane;
 public final class PeerGoneException extends DataplaneException {
     private static final long serialVersionUID = 1L;
 
-    public PeerGoneException(String segment) {
-        this(
-                segment,
-                "owner of segment '"
-                        + segment
-                        + "' is gone (connection refused, reset or timed out)");
-    }
-
     /** With the engine's message, which names the segment and its owner's address. */
     public PeerGoneException(String segment, String message) {
         super(DataplaneError.PEER_GONE, segment, message);

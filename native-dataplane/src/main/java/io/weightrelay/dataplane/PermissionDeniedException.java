@@ -13,15 +13,6 @@ public final class PermissionDeniedException extends DataplaneException {
             " (check that every engine has the same DataplaneConfig.secret; only a segment's owner"
                     + " allocates, only it or a remover frees)";
 
-    public PermissionDeniedException(String subject) {
-        this(
-                subject,
-                "refused for '"
-                        + subject
-                        + "': the peer's handshake failed or this engine's role may not do this"
-                        + HINT);
-    }
-
     public PermissionDeniedException(String subject, String message) {
         super(DataplaneError.DENIED, subject, message);
     }

@@ -1,5 +1,6 @@
 package io.weightrelay.dataplane;
 
+import static io.weightrelay.dataplane.TestEngines.transfer;
 import static io.weightrelay.dataplane.TransferRequest.read;
 import static io.weightrelay.dataplane.TransferRequest.write;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -30,11 +31,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 abstract class DataplaneConformanceTest {
     @RegisterExtension static final TestScope scope = new TestScope();
     protected static final Duration WAIT = Duration.ofSeconds(60);
-
-    /** One transfer by {@code dataplane}'s engine, waited for (it throws the task's failure). */
-    private static void transfer(Dataplane dataplane, TransferRequest request) {
-        dataplane.engine().transfer(List.of(request), WAIT);
-    }
 
     private static final int MIB = 1 << 20;
 
@@ -91,6 +87,17 @@ abstract class DataplaneConformanceTest {
         return t == Transport.LOCAL ? "node-a" : "node-b";
     }
 
+    /**
+     * Writes the first {@code length} bytes of {@code source} (filled with {@code seed}'s pattern)
+     * to the start of {@code target} through {@code from}'s engine, and checks the segment holds
+     * them.
+     */
+    private static void assertWritten(
+            Dataplane from, LocalMemory source, Segment target, int length, int seed) {
+        transfer(from, write(source, 0, target.name(), 0, length));
+        Patterns.assertHolds(target.byteBuffer(), 0, length, seed);
+    }
+
     private static RegisteredBuffer buffer(Dataplane dp, int size, int seed) {
         RegisteredBuffer b = dp.registerBuffer(ByteBuffer.allocateDirect(size));
         Patterns.fill(b.byteBuffer(), 0, size, seed);
@@ -120,8 +127,7 @@ abstract class DataplaneConformanceTest {
         RegisteredBuffer back = a.registerBuffer(ByteBuffer.allocateDirect(size));
         Counters before = a.counters();
 
-        transfer(a, write(source, 0, "target", 0, size));
-        Patterns.assertHolds(target.byteBuffer(), 0, size, 3);
+        assertWritten(a, source, target, size, 3);
         transfer(a, read(back, 0, "target", 0, size));
 
         assertThat(back.byteBuffer()).isEqualTo(source.byteBuffer());
@@ -243,8 +249,7 @@ abstract class DataplaneConformanceTest {
                         e -> assertThat(e.segment()).isEqualTo("recycled"));
 
         Segment second = b.createSegment("recycled", MIB);
-        transfer(a, write(src, 0, "recycled", 0, MIB));
-        Patterns.assertHolds(second.byteBuffer(), 0, MIB, 14);
+        assertWritten(a, src, second, MIB, 14);
     }
 
     @Test
@@ -751,8 +756,7 @@ abstract class DataplaneConformanceTest {
         assertTransport(a.counters().minus(before), t, size, size);
         // The owner uses it as local memory too: a source for its own writes.
         Segment other = a.createSegment("store-a", 4 * MIB);
-        transfer(b, write(target, 0, "store-a", 0, MIB));
-        Patterns.assertHolds(other.byteBuffer(), 0, MIB, 33);
+        assertWritten(b, target, other, MIB, 33);
     }
 
     @Test
