@@ -8,22 +8,13 @@ package io.weightrelay.dataplane;
 public final class ForeignHostException extends DataplaneException {
     private static final long serialVersionUID = 1L;
 
-    private final String segment;
-
-    public ForeignHostException(String segment) {
-        super(
-                DataplaneError.FOREIGN_HOST,
-                "segment '" + segment + "' belongs to another host with the same node label");
-        this.segment = segment;
-    }
-
+    /** With a message that names the segment and both hosts. */
     public ForeignHostException(String segment, String message) {
-        super(DataplaneError.FOREIGN_HOST, message);
-        this.segment = segment;
+        super(DataplaneError.FOREIGN_HOST, segment, message);
     }
 
     /** The segment refused. */
     public String segment() {
-        return segment;
+        return subject();
     }
 }

@@ -10,18 +10,16 @@ package io.weightrelay.dataplane;
 public final class InvalidDescriptorException extends DataplaneException {
     private static final long serialVersionUID = 1L;
 
-    private final String segment;
     private final String shmPath;
 
     public InvalidDescriptorException(String segment, String shmPath, String message) {
-        super(DataplaneError.DENIED, message);
-        this.segment = segment;
+        super(DataplaneError.DENIED, segment, message);
         this.shmPath = shmPath;
     }
 
     /** The segment whose descriptor was refused. */
     public String segment() {
-        return segment;
+        return subject();
     }
 
     /** The path the descriptor named. */

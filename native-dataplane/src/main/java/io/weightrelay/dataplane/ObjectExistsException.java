@@ -4,21 +4,17 @@ package io.weightrelay.dataplane;
 public final class ObjectExistsException extends DataplaneException {
     private static final long serialVersionUID = 1L;
 
-    private final String key;
-
     public ObjectExistsException(String key) {
-        super(DataplaneError.EXISTS, "object '" + key + "' already exists");
-        this.key = key;
+        this(key, "object '" + key + "' already exists");
     }
 
-    /** With the engine's message, which names what was not found (or exists). */
+    /** With the engine's message, which names the key. */
     public ObjectExistsException(String key, String message) {
-        super(DataplaneError.EXISTS, message);
-        this.key = key;
+        super(DataplaneError.EXISTS, key, message);
     }
 
     /** The store key. */
     public String key() {
-        return key;
+        return subject();
     }
 }

@@ -4,21 +4,17 @@ package io.weightrelay.dataplane;
 public final class ObjectNotFoundException extends DataplaneException {
     private static final long serialVersionUID = 1L;
 
-    private final String key;
-
     public ObjectNotFoundException(String key) {
-        super(DataplaneError.NOT_FOUND, "no object '" + key + "'");
-        this.key = key;
+        this(key, "no object '" + key + "'");
     }
 
-    /** With the engine's message, which names what was not found (or exists). */
+    /** With the engine's message, which names the key. */
     public ObjectNotFoundException(String key, String message) {
-        super(DataplaneError.NOT_FOUND, message);
-        this.key = key;
+        super(DataplaneError.NOT_FOUND, key, message);
     }
 
     /** The store key. */
     public String key() {
-        return key;
+        return subject();
     }
 }

@@ -4,25 +4,13 @@ package io.weightrelay.dataplane;
 public final class PeerGoneException extends DataplaneException {
     private static final long serialVersionUID = 1L;
 
-    private final String segment;
-
-    public PeerGoneException(String segment) {
-        super(
-                DataplaneError.PEER_GONE,
-                "owner of segment '"
-                        + segment
-                        + "' is gone (connection refused, reset or timed out)");
-        this.segment = segment;
-    }
-
     /** With the engine's message, which names the segment and its owner's address. */
     public PeerGoneException(String segment, String message) {
-        super(DataplaneError.PEER_GONE, message);
-        this.segment = segment;
+        super(DataplaneError.PEER_GONE, segment, message);
     }
 
     /** The segment whose owner is gone. */
     public String segment() {
-        return segment;
+        return subject();
     }
 }

@@ -3,7 +3,7 @@ package io.weightrelay.dataplane;
 /**
  * The owner engine of a segment refused: the tcp handshake failed (no secret, another deployment's
  * secret) or the role of this engine may not do what it asked (allocate in a segment it does not
- * own, free there without being a remover).
+ * own, free there without being a remover). {@link #subject()} is the segment or key refused.
  */
 public final class PermissionDeniedException extends DataplaneException {
     private static final long serialVersionUID = 1L;
@@ -13,25 +13,7 @@ public final class PermissionDeniedException extends DataplaneException {
             " (check that every engine has the same DataplaneConfig.secret; only a segment's owner"
                     + " allocates, only it or a remover frees)";
 
-    private final String subject;
-
-    public PermissionDeniedException(String subject) {
-        super(
-                DataplaneError.DENIED,
-                "refused for '"
-                        + subject
-                        + "': the peer's handshake failed or this engine's role may not do this"
-                        + HINT);
-        this.subject = subject;
-    }
-
     public PermissionDeniedException(String subject, String message) {
-        super(DataplaneError.DENIED, message);
-        this.subject = subject;
-    }
-
-    /** The segment or key refused. */
-    public String subject() {
-        return subject;
+        super(DataplaneError.DENIED, subject, message);
     }
 }

@@ -7,22 +7,20 @@ package io.weightrelay.dataplane;
 public final class SegmentNotAllocatableException extends DataplaneException {
     private static final long serialVersionUID = 1L;
 
-    private final String segment;
-
     public SegmentNotAllocatableException(String segment, String key) {
         super(
                 DataplaneError.INVALID_ARGUMENT,
+                segment,
                 "segment '"
                         + segment
                         + "' is a receive segment (transfer target only, not store capacity);"
                         + " it cannot hold object '"
                         + key
                         + "'");
-        this.segment = segment;
     }
 
     /** The receive segment that was named. */
     public String segment() {
-        return segment;
+        return subject();
     }
 }

@@ -4,21 +4,17 @@ package io.weightrelay.dataplane;
 public final class UnknownSegmentException extends DataplaneException {
     private static final long serialVersionUID = 1L;
 
-    private final String segment;
-
     public UnknownSegmentException(String segment) {
-        super(DataplaneError.UNKNOWN_SEGMENT, "unknown segment '" + segment + "'");
-        this.segment = segment;
+        this(segment, "unknown segment '" + segment + "'");
     }
 
     /** With the engine's message, which names the segment (and its owner). */
     public UnknownSegmentException(String segment, String message) {
-        super(DataplaneError.UNKNOWN_SEGMENT, message);
-        this.segment = segment;
+        super(DataplaneError.UNKNOWN_SEGMENT, segment, message);
     }
 
     /** The segment name. */
     public String segment() {
-        return segment;
+        return subject();
     }
 }

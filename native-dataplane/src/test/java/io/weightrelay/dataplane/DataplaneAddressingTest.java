@@ -1,12 +1,12 @@
 package io.weightrelay.dataplane;
 
+import static io.weightrelay.dataplane.TestEngines.transfer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -18,7 +18,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 class DataplaneAddressingTest {
     @RegisterExtension static final TestScope scope = new TestScope();
-    private static final Duration WAIT = Duration.ofSeconds(60);
 
     private Dataplane open(DataplaneConfig.Builder b) {
         Dataplane dp = Dataplane.open(b.build());
@@ -32,7 +31,7 @@ class DataplaneAddressingTest {
         RegisteredBuffer src = b.registerBuffer(ByteBuffer.allocateDirect(1 << 20));
         Patterns.fill(src.byteBuffer(), 0, 1 << 20, seed);
         Counters before = b.counters();
-        b.engine().transfer(List.of(TransferRequest.write(src, 0, seg.name(), 0, 1 << 20)), WAIT);
+        transfer(b, TransferRequest.write(src, 0, seg.name(), 0, 1 << 20));
         assertThat(b.counters().minus(before).tcpWritten()).isEqualTo(1 << 20);
         Patterns.assertHolds(seg.byteBuffer(), 0, 1 << 20, seed);
     }
@@ -111,14 +110,7 @@ class DataplaneAddressingTest {
         Segment seg = owner.createSegment("pub", 1 << 20);
         Patterns.fill(seg.byteBuffer(), 0, 1 << 20, 5);
         RegisteredBuffer src = twin.registerBuffer(ByteBuffer.allocateDirect(4096));
-        assertThatThrownBy(
-                        () ->
-                                twin.engine()
-                                        .transfer(
-                                                List.of(
-                                                        TransferRequest.write(
-                                                                src, 0, "pub", 0, 4096)),
-                                                WAIT))
+        assertThatThrownBy(() -> transfer(twin, TransferRequest.write(src, 0, "pub", 0, 4096)))
                 .isInstanceOf(ForeignHostException.class)
                 .hasMessageContaining("host-1")
                 .hasMessageContaining("host-2")

@@ -1,5 +1,6 @@
 package io.weightrelay.dataplane;
 
+import static io.weightrelay.dataplane.TestEngines.transfer;
 import static io.weightrelay.dataplane.TransferRequest.read;
 import static io.weightrelay.dataplane.TransferRequest.write;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -30,11 +31,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 abstract class DataplaneConformanceTest {
     @RegisterExtension static final TestScope scope = new TestScope();
     protected static final Duration WAIT = Duration.ofSeconds(60);
-
-    /** One transfer by {@code dataplane}'s engine, waited for (it throws the task's failure). */
-    private static void transfer(Dataplane dataplane, TransferRequest request) {
-        dataplane.engine().transfer(List.of(request), WAIT);
-    }
 
     private static final int MIB = 1 << 20;
 
@@ -91,6 +87,44 @@ abstract class DataplaneConformanceTest {
         return t == Transport.LOCAL ? "node-a" : "node-b";
     }
 
+    /**
+     * Writes the first {@code length} bytes of {@code source} (filled with {@code seed}'s pattern)
+     * to the start of {@code target} through {@code from}'s engine, and checks the segment holds
+     * them.
+     */
+    private static void assertWritten(
+            Dataplane from, LocalMemory source, Segment target, int length, int seed) {
+        transfer(from, write(source, 0, target.name(), 0, length));
+        Patterns.assertHolds(target.byteBuffer(), 0, length, seed);
+    }
+
+    /** What each of the threads of {@link #concurrently} runs, given its index. */
+    private interface PerThread {
+        void run(int thread) throws Exception;
+    }
+
+    /** Runs {@code body} on {@code threads} threads at once; the first failure fails the test. */
+    private static void concurrently(int threads, PerThread body) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int th = 0; th < threads; th++) {
+                int thread = th;
+                futures.add(
+                        pool.submit(
+                                () -> {
+                                    body.run(thread);
+                                    return null;
+                                }));
+            }
+            for (Future<?> f : futures) {
+                f.get(2, TimeUnit.MINUTES);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     private static RegisteredBuffer buffer(Dataplane dp, int size, int seed) {
         RegisteredBuffer b = dp.registerBuffer(ByteBuffer.allocateDirect(size));
         Patterns.fill(b.byteBuffer(), 0, size, seed);
@@ -120,8 +154,7 @@ abstract class DataplaneConformanceTest {
         RegisteredBuffer back = a.registerBuffer(ByteBuffer.allocateDirect(size));
         Counters before = a.counters();
 
-        transfer(a, write(source, 0, "target", 0, size));
-        Patterns.assertHolds(target.byteBuffer(), 0, size, 3);
+        assertWritten(a, source, target, size, 3);
         transfer(a, read(back, 0, "target", 0, size));
 
         assertThat(back.byteBuffer()).isEqualTo(source.byteBuffer());
@@ -138,48 +171,25 @@ abstract class DataplaneConformanceTest {
         int tasks = 4;
         int slot = 256 * 1024 + 64;
         Segment target = b.createSegment("target", (long) threads * batches * tasks * slot);
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
-        try {
-            List<Future<?>> futures = new ArrayList<>();
-            for (int th = 0; th < threads; th++) {
-                int thread = th;
-                futures.add(
-                        pool.submit(
-                                () -> {
-                                    RegisteredBuffer src = buffer(a, tasks * slot, thread + 11);
-                                    for (int bt = 0; bt < batches; bt++) {
-                                        List<TransferRequest> reqs = new ArrayList<>();
-                                        for (int k = 0; k < tasks; k++) {
-                                            long dst =
-                                                    ((long) (thread * batches + bt) * tasks + k)
-                                                            * slot;
-                                            reqs.add(
-                                                    write(
-                                                            src,
-                                                            (long) k * slot,
-                                                            "target",
-                                                            dst,
-                                                            slot));
-                                        }
-                                        try (TransferBatch batch = a.engine().submit(reqs)) {
-                                            batch.awaitSuccess(WAIT);
-                                            assertThat(batch.statuses())
-                                                    .allSatisfy(
-                                                            s ->
-                                                                    assertThat(s.bytesTransferred())
-                                                                            .isEqualTo(slot));
-                                        }
-                                    }
-                                    src.close();
-                                    return null;
-                                }));
-            }
-            for (Future<?> f : futures) {
-                f.get(2, TimeUnit.MINUTES);
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+        concurrently(
+                threads,
+                thread -> {
+                    RegisteredBuffer src = buffer(a, tasks * slot, thread + 11);
+                    for (int bt = 0; bt < batches; bt++) {
+                        List<TransferRequest> reqs = new ArrayList<>();
+                        for (int k = 0; k < tasks; k++) {
+                            long dst = ((long) (thread * batches + bt) * tasks + k) * slot;
+                            reqs.add(write(src, (long) k * slot, "target", dst, slot));
+                        }
+                        try (TransferBatch batch = a.engine().submit(reqs)) {
+                            batch.awaitSuccess(WAIT);
+                            assertThat(batch.statuses())
+                                    .allSatisfy(
+                                            s -> assertThat(s.bytesTransferred()).isEqualTo(slot));
+                        }
+                    }
+                    src.close();
+                });
         ByteBuffer landed = target.byteBuffer();
         for (int th = 0; th < threads; th++) {
             ByteBuffer expected = ByteBuffer.allocate(tasks * slot);
@@ -243,8 +253,7 @@ abstract class DataplaneConformanceTest {
                         e -> assertThat(e.segment()).isEqualTo("recycled"));
 
         Segment second = b.createSegment("recycled", MIB);
-        transfer(a, write(src, 0, "recycled", 0, MIB));
-        Patterns.assertHolds(second.byteBuffer(), 0, MIB, 14);
+        assertWritten(a, src, second, MIB, 14);
     }
 
     @Test
@@ -751,8 +760,7 @@ abstract class DataplaneConformanceTest {
         assertTransport(a.counters().minus(before), t, size, size);
         // The owner uses it as local memory too: a source for its own writes.
         Segment other = a.createSegment("store-a", 4 * MIB);
-        transfer(b, write(target, 0, "store-a", 0, MIB));
-        Patterns.assertHolds(other.byteBuffer(), 0, MIB, 33);
+        assertWritten(b, target, other, MIB, 33);
     }
 
     @Test
@@ -815,62 +823,39 @@ abstract class DataplaneConformanceTest {
         Segment seg = a.createSegment("pub", 8 * MIB);
         int threads = 4;
         int rounds = 25;
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
         AtomicInteger sharedWins = new AtomicInteger();
-        try {
-            List<Future<?>> futures = new ArrayList<>();
-            for (int th = 0; th < threads; th++) {
-                int thread = th;
-                futures.add(
-                        pool.submit(
-                                () -> {
-                                    RegisteredBuffer src = buffer(a, 64 * 1024, thread);
-                                    RegisteredBuffer dst =
-                                            a.registerBuffer(ByteBuffer.allocateDirect(64 * 1024));
-                                    for (int i = 0; i < rounds; i++) {
-                                        int size = 1 + (i * 4099 + thread * 37) % (64 * 1024);
-                                        String key = "c/" + thread + "/" + i;
+        concurrently(
+                threads,
+                thread -> {
+                    RegisteredBuffer src = buffer(a, 64 * 1024, thread);
+                    RegisteredBuffer dst = a.registerBuffer(ByteBuffer.allocateDirect(64 * 1024));
+                    for (int i = 0; i < rounds; i++) {
+                        int size = 1 + (i * 4099 + thread * 37) % (64 * 1024);
+                        String key = "c/" + thread + "/" + i;
+                        a.store().putFrom(key, src, 0, size, ReplicateConfig.preferLocal("pub"));
+                        assertThat(
                                         a.store()
-                                                .putFrom(
+                                                .getIntoRanges(
                                                         key,
-                                                        src,
-                                                        0,
-                                                        size,
-                                                        ReplicateConfig.preferLocal("pub"));
-                                        assertThat(
-                                                        a.store()
-                                                                .getIntoRanges(
-                                                                        key,
-                                                                        List.of(
-                                                                                new ReadRange(
-                                                                                        0, size,
-                                                                                        dst, 0))))
-                                                .containsExactly(size);
-                                        Patterns.assertHolds(dst.byteBuffer(), 0, size, thread);
-                                        assertThat(a.store().remove(key)).isTrue();
-                                        try {
-                                            a.store()
-                                                    .putFrom(
-                                                            "c/shared",
-                                                            src,
-                                                            0,
-                                                            1000,
-                                                            ReplicateConfig.preferLocal("pub"));
-                                            sharedWins.incrementAndGet();
-                                        } catch (ObjectExistsException expected) {
-                                            // another thread published it first
-                                        }
-                                        a.store().remove("c/shared");
-                                    }
-                                    return null;
-                                }));
-            }
-            for (Future<?> f : futures) {
-                f.get(2, TimeUnit.MINUTES);
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+                                                        List.of(new ReadRange(0, size, dst, 0))))
+                                .containsExactly(size);
+                        Patterns.assertHolds(dst.byteBuffer(), 0, size, thread);
+                        assertThat(a.store().remove(key)).isTrue();
+                        try {
+                            a.store()
+                                    .putFrom(
+                                            "c/shared",
+                                            src,
+                                            0,
+                                            1000,
+                                            ReplicateConfig.preferLocal("pub"));
+                            sharedWins.incrementAndGet();
+                        } catch (ObjectExistsException expected) {
+                            // another thread published it first
+                        }
+                        a.store().remove("c/shared");
+                    }
+                });
         assertThat(sharedWins.get()).isPositive();
         assertThat(a.store().exists("c/shared")).isFalse();
         assertThat(seg.freeBytes()).isEqualTo(8 * MIB);

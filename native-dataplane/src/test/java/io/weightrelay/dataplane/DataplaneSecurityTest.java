@@ -1,5 +1,6 @@
 package io.weightrelay.dataplane;
 
+import static io.weightrelay.dataplane.TestEngines.transfer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -23,7 +24,6 @@ class DataplaneSecurityTest {
     @RegisterExtension static final TestScope scope = new TestScope();
     private static final int SIZE = 4 << 20;
     private static final int CAP = 8;
-    private static final Duration WAIT = Duration.ofSeconds(60);
     private static final byte[] WRONG = "some other deployment".getBytes(StandardCharsets.UTF_8);
 
     private PeerProcess owner;
@@ -65,8 +65,7 @@ class DataplaneSecurityTest {
 
     /** A legitimate peer reads the whole segment over tcp: the bytes are what they were. */
     private void assertStillServingAndUnchanged() {
-        friend.engine()
-                .transfer(List.of(TransferRequest.read(scratch, 0, "target", 0, SIZE)), WAIT);
+        transfer(friend, TransferRequest.read(scratch, 0, "target", 0, SIZE));
         assertThat(Patterns.crc(scratch.byteBuffer(), 0, SIZE)).isEqualTo(baseline);
         assertThat(Long.parseLong(owner.command("crc 0 " + SIZE))).isEqualTo(baseline);
     }
@@ -77,13 +76,7 @@ class DataplaneSecurityTest {
                 open(DataplaneConfig.builder("node-stranger").keyPrefix(scope.prefix()));
         RegisteredBuffer src = stranger.registerBuffer(ByteBuffer.allocateDirect(4096));
         assertThatThrownBy(
-                        () ->
-                                stranger.engine()
-                                        .transfer(
-                                                List.of(
-                                                        TransferRequest.write(
-                                                                src, 0, "target", 0, 4096)),
-                                                WAIT))
+                        () -> transfer(stranger, TransferRequest.write(src, 0, "target", 0, 4096)))
                 .isInstanceOf(PermissionDeniedException.class)
                 .hasMessageContaining("target");
         // The old protocol, a request without any handshake: closed, nothing served.
@@ -108,25 +101,13 @@ class DataplaneSecurityTest {
                                 .secret(WRONG));
         RegisteredBuffer src = impostor.registerBuffer(ByteBuffer.allocateDirect(4096));
         assertThatThrownBy(
-                        () ->
-                                impostor.engine()
-                                        .transfer(
-                                                List.of(
-                                                        TransferRequest.write(
-                                                                src, 0, "target", 0, 4096)),
-                                                WAIT))
+                        () -> transfer(impostor, TransferRequest.write(src, 0, "target", 0, 4096)))
                 .isInstanceOf(PermissionDeniedException.class);
         // ... and a peer of the deployment refuses to talk to the impostor's server.
         Segment fake = impostor.createSegment("fake", 4096);
         Patterns.fill(fake.byteBuffer(), 0, 4096, 9);
         assertThatThrownBy(
-                        () ->
-                                friend.engine()
-                                        .transfer(
-                                                List.of(
-                                                        TransferRequest.read(
-                                                                scratch, 0, "fake", 0, 4096)),
-                                                WAIT))
+                        () -> transfer(friend, TransferRequest.read(scratch, 0, "fake", 0, 4096)))
                 .isInstanceOf(PermissionDeniedException.class);
         RawPeer wrong = raw();
         assertThat(wrong.handshake(WRONG, RawPeer.ROLE_PEER)).isEqualTo(RawPeer.Outcome.DENIED);
@@ -197,8 +178,7 @@ class DataplaneSecurityTest {
         midPayload.send(RawPeer.header(RawPeer.OP_WRITE, 8192, 1 << 20, "target"));
         midPayload.send(part);
         assertThat(midPayload.closedByServer(10_000)).isTrue();
-        friend.engine()
-                .transfer(List.of(TransferRequest.read(scratch, 0, "target", 0, SIZE)), WAIT);
+        transfer(friend, TransferRequest.read(scratch, 0, "target", 0, SIZE));
         ByteBuffer got = scratch.byteBuffer();
         ByteBuffer want = ByteBuffer.wrap(segmentBytes(0, SIZE));
         for (int i = 0; i < SIZE; i++) {
@@ -303,8 +283,7 @@ class DataplaneSecurityTest {
         long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         for (; ; ) {
             try {
-                late.engine()
-                        .transfer(List.of(TransferRequest.read(dst, 0, "target", 0, 4096)), WAIT);
+                transfer(late, TransferRequest.read(dst, 0, "target", 0, 4096));
                 break;
             } catch (PeerGoneException e) {
                 if (System.nanoTime() > deadline) {
@@ -322,8 +301,7 @@ class DataplaneSecurityTest {
 
     /** What the segment holds at [offset, offset + length), as the last verified read saw it. */
     private byte[] segmentBytes(int offset, int length) {
-        friend.engine()
-                .transfer(List.of(TransferRequest.read(scratch, 0, "target", 0, SIZE)), WAIT);
+        transfer(friend, TransferRequest.read(scratch, 0, "target", 0, SIZE));
         byte[] b = new byte[length];
         scratch.byteBuffer().get(offset, b);
         return b;

@@ -67,13 +67,9 @@ final class RawPeer implements AutoCloseable {
         new SecureRandom().nextBytes(nonce);
         byte[] hello = hello(role, nonce);
         send(hello);
-        byte[] challenge = readOrNull(72);
+        byte[] challenge = frameOrNull(72, CHALLENGE_MAGIC, "challenge");
         if (challenge == null) {
             return Outcome.CLOSED;
-        }
-        ByteBuffer c = le(challenge);
-        if (c.getInt(0) != CHALLENGE_MAGIC) {
-            throw new IllegalStateException("not a challenge");
         }
         int status = challenge[5];
         if (status == 1) {
@@ -106,15 +102,20 @@ final class RawPeer implements AutoCloseable {
     }
 
     private Outcome readAck() throws IOException {
-        byte[] ack = readOrNull(8);
+        byte[] ack = frameOrNull(8, ACK_MAGIC, "ack");
         if (ack == null) {
             return Outcome.CLOSED;
         }
-        ByteBuffer a = le(ack);
-        if (a.getInt(0) != ACK_MAGIC) {
-            throw new IllegalStateException("not an ack");
+        return le(ack).getInt(4) == 0 ? Outcome.ACCEPTED : Outcome.DENIED;
+    }
+
+    /** A frame of n bytes that must start with magic, or null when the server closed first. */
+    private byte[] frameOrNull(int n, int magic, String what) throws IOException {
+        byte[] frame = readOrNull(n);
+        if (frame != null && le(frame).getInt(0) != magic) {
+            throw new IllegalStateException("not a " + what);
         }
-        return a.getInt(4) == 0 ? Outcome.ACCEPTED : Outcome.DENIED;
+        return frame;
     }
 
     static byte[] hello(int role, byte[] nonce) {
