@@ -148,28 +148,33 @@ public final class ModelCatalog {
     }
 
     private static void mlaAttention(Builder b, ModelConfig c, String p) {
-        b.add(p + "q_a_proj.weight", Split.REPLICATE, -1, c.qLoraRank(), c.hidden());
-        b.add(p + "q_a_layernorm.weight", Split.REPLICATE, -1, c.qLoraRank());
-        b.add(
-                p + "q_b_proj.weight",
-                Split.DIM0,
-                -1,
-                (long) c.heads() * (c.qkNopeDim() + c.qkRopeDim()),
-                c.qLoraRank());
-        b.add(
-                p + "kv_a_proj_with_mqa.weight",
-                Split.REPLICATE,
-                -1,
-                c.kvLoraRank() + c.qkRopeDim(),
-                c.hidden());
-        b.add(p + "kv_a_layernorm.weight", Split.REPLICATE, -1, c.kvLoraRank());
-        b.add(
-                p + "kv_b_proj.weight",
-                Split.DIM0,
-                -1,
-                (long) c.heads() * (c.qkNopeDim() + c.vHeadDim()),
-                c.kvLoraRank());
+        lowRank(b, c, p + "q", "_a_proj", c.qLoraRank(), 0, c.qkNopeDim() + c.qkRopeDim());
+        lowRank(
+                b,
+                c,
+                p + "kv",
+                "_a_proj_with_mqa",
+                c.kvLoraRank(),
+                c.qkRopeDim(),
+                c.qkNopeDim() + c.vHeadDim());
         b.add(p + "o_proj.weight", Split.DIM1, -1, c.hidden(), (long) c.heads() * c.vHeadDim());
+    }
+
+    /**
+     * One of MLA's low-rank projections: replicated down to {@code rank} (plus {@code passThrough}
+     * columns that skip the up projection), normed, then split by head on the way up.
+     */
+    private static void lowRank(
+            Builder b,
+            ModelConfig c,
+            String prefix,
+            String down,
+            int rank,
+            int passThrough,
+            int perHead) {
+        b.add(prefix + down + ".weight", Split.REPLICATE, -1, rank + passThrough, c.hidden());
+        b.add(prefix + "_a_layernorm.weight", Split.REPLICATE, -1, rank);
+        b.add(prefix + "_b_proj.weight", Split.DIM0, -1, (long) c.heads() * perHead, rank);
     }
 
     private static void moe(Builder b, ModelConfig c, String p) {

@@ -1,6 +1,9 @@
 package io.weightrelay.reshard.codec;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
 
 /** Reader of the canonical encoding written by {@link ByteSink}. Fails closed on bad input. */
 public final class ByteSource {
@@ -20,6 +23,15 @@ public final class ByteSource {
     public int u8() {
         need(1);
         return bytes[position++] & 0xFF;
+    }
+
+    /** A u8 that must be the ordinal of one of {@code constants}; {@code what} names it if not. */
+    public <E extends Enum<E>> E ordinal(E[] constants, String what) {
+        int value = u8();
+        if (value >= constants.length) {
+            throw new CodecException("bad " + what + " " + value);
+        }
+        return constants[value];
     }
 
     public long varLong() {
@@ -52,6 +64,28 @@ public final class ByteSource {
             throw new CodecException("count " + value + " exceeds remaining input");
         }
         return value;
+    }
+
+    /**
+     * Decodes one whole encoding: the {@code magic} it must open with, what {@code body} reads, and
+     * nothing after it.
+     */
+    public static <T> T decode(byte[] bytes, String magic, Function<ByteSource, T> body) {
+        ByteSource in = new ByteSource(bytes);
+        in.expectMagic(magic);
+        T value = body.apply(in);
+        in.expectEnd();
+        return value;
+    }
+
+    /** A {@link #count} and then that many items, each read by {@code item}. */
+    public <T> List<T> list(Function<ByteSource, T> item) {
+        int count = count();
+        List<T> items = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            items.add(item.apply(this));
+        }
+        return items;
     }
 
     public long fixedLong() {

@@ -34,15 +34,7 @@ public final class Floats {
             // Below half of the smallest half subnormal (2^-25): rounds to zero.
             return (short) sign;
         }
-        int mantissa = (abs & 0x7fffff) | 0x800000;
-        int shift = 126 - exponent;
-        int quotient = mantissa >>> shift;
-        int remainder = mantissa & ((1 << shift) - 1);
-        int half = 1 << (shift - 1);
-        if (remainder > half || (remainder == half && (quotient & 1) == 1)) {
-            quotient++;
-        }
-        return (short) (sign | quotient);
+        return (short) (sign | roundedSubnormal(abs, 126 - exponent));
     }
 
     /**
@@ -71,15 +63,22 @@ public final class Floats {
             // At most half of the smallest subnormal (2^-10): rounds to zero (the tie to even).
             return (byte) sign;
         }
+        return (byte) (sign | roundedSubnormal(abs, 141 - exponent));
+    }
+
+    /**
+     * The mantissa of {@code abs}, implicit bit included, shifted right by {@code shift} and
+     * rounded to nearest even: a subnormal's code in a narrower format.
+     */
+    private static int roundedSubnormal(int abs, int shift) {
         int mantissa = (abs & 0x7fffff) | 0x800000;
-        int shift = 141 - exponent;
         int quotient = mantissa >>> shift;
         int remainder = mantissa & ((1 << shift) - 1);
         int half = 1 << (shift - 1);
         if (remainder > half || (remainder == half && (quotient & 1) == 1)) {
             quotient++;
         }
-        return (byte) (sign | quotient);
+        return quotient;
     }
 
     /** E4M3 ("e4m3fn") code to the exactly equal fp32 value ({@code 0x7f}/{@code 0xff}: NaN). */

@@ -9,27 +9,26 @@ import java.util.List;
  * ...). Every service and client maps dtypes through this table.
  */
 public enum DType {
-    F64("F64", 8),
-    F32("F32", 4),
-    BF16("BF16", 2),
-    F16("F16", 2),
-    F8_E4M3("F8_E4M3", 1),
-    F8_E5M2("F8_E5M2", 1),
-    I64("I64", 8),
-    I32("I32", 4),
-    I8("I8", 1),
-    U8("U8", 1);
+    F64(8),
+    F32(4),
+    BF16(2),
+    F16(2),
+    F8_E4M3(1),
+    F8_E5M2(1),
+    I64(8),
+    I32(4),
+    I8(1),
+    U8(1);
 
-    private final String safetensorsName;
     private final int bytes;
 
-    DType(String safetensorsName, int bytes) {
-        this.safetensorsName = safetensorsName;
+    DType(int bytes) {
         this.bytes = bytes;
     }
 
+    /** The safetensors header's name of this type: each constant is named after it. */
     public String safetensorsName() {
-        return safetensorsName;
+        return name();
     }
 
     public int bytes() {
@@ -71,9 +70,10 @@ public enum DType {
         };
     }
 
+    /** The type a safetensors header (or this enum, in any case) names {@code name}. */
     public static DType parse(String name) {
         for (DType type : values()) {
-            if (type.safetensorsName.equalsIgnoreCase(name) || type.name().equalsIgnoreCase(name)) {
+            if (type.name().equalsIgnoreCase(name)) {
                 return type;
             }
         }

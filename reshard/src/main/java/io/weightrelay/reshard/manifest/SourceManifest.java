@@ -183,33 +183,25 @@ public record SourceManifest(
     }
 
     public static SourceManifest decode(byte[] bytes) {
-        ByteSource in = new ByteSource(bytes);
-        in.expectMagic(MAGIC);
-        String model = in.string();
-        int tensorCount = in.count();
-        List<TensorSpec> tensors = new ArrayList<>(tensorCount);
-        for (int i = 0; i < tensorCount; i++) {
-            tensors.add(
-                    new TensorSpec(
-                            in.string(),
-                            readShape(in),
-                            DType.parse(in.string()),
-                            DType.parse(in.string())));
-        }
-        int fragmentCount = in.count();
-        List<StoredFragment> fragments = new ArrayList<>(fragmentCount);
-        for (int i = 0; i < fragmentCount; i++) {
-            fragments.add(
-                    new StoredFragment(
-                            in.string(), in.string(), readShape(in), readShape(in), in.varLong()));
-        }
-        int hintCount = in.count();
-        List<SegmentHint> hints = new ArrayList<>(hintCount);
-        for (int i = 0; i < hintCount; i++) {
-            hints.add(new SegmentHint(in.string(), in.string()));
-        }
-        in.expectEnd();
-        return new SourceManifest(model, tensors, fragments, hints);
+        return ByteSource.decode(
+                bytes,
+                MAGIC,
+                in ->
+                        new SourceManifest(
+                                in.string(),
+                                in.list(SourceManifest::readTensor),
+                                in.list(SourceManifest::readFragment),
+                                in.list(h -> new SegmentHint(h.string(), h.string()))));
+    }
+
+    private static TensorSpec readTensor(ByteSource in) {
+        return new TensorSpec(
+                in.string(), readShape(in), DType.parse(in.string()), DType.parse(in.string()));
+    }
+
+    private static StoredFragment readFragment(ByteSource in) {
+        return new StoredFragment(
+                in.string(), in.string(), readShape(in), readShape(in), in.varLong());
     }
 
     public static void writeShape(ByteSink out, Shape shape) {

@@ -89,38 +89,19 @@ public record TargetPlacement(List<Worker> workers) {
     }
 
     public static TargetPlacement decode(byte[] bytes) {
-        ByteSource in = new ByteSource(bytes);
-        in.expectMagic(MAGIC);
-        int count = in.count();
-        List<Worker> workers = new ArrayList<>(count);
-        for (int i = 0; i < count; i++) {
-            String id = in.string();
-            String instance = in.string();
-            String node = in.string();
-            int nicFirst = in.varInt();
-            int nicCount = in.varInt();
-            int mode = in.u8();
-            if (mode >= Mode.values().length) {
-                throw new io.weightrelay.reshard.codec.CodecException("bad mode " + mode);
-            }
-            String segment = in.string();
-            int fragmentCount = in.count();
-            List<TargetFragment> fragments = new ArrayList<>(fragmentCount);
-            for (int j = 0; j < fragmentCount; j++) {
-                fragments.add(TargetFragment.decode(in));
-            }
-            workers.add(
-                    new Worker(
-                            id,
-                            instance,
-                            node,
-                            nicFirst,
-                            nicCount,
-                            Mode.values()[mode],
-                            segment,
-                            fragments));
-        }
-        in.expectEnd();
-        return new TargetPlacement(workers);
+        return ByteSource.decode(
+                bytes, MAGIC, in -> new TargetPlacement(in.list(TargetPlacement::decodeWorker)));
+    }
+
+    private static Worker decodeWorker(ByteSource in) {
+        return new Worker(
+                in.string(),
+                in.string(),
+                in.string(),
+                in.varInt(),
+                in.varInt(),
+                in.ordinal(Mode.values(), "mode"),
+                in.string(),
+                in.list(TargetFragment::decode));
     }
 }

@@ -2,7 +2,6 @@ package io.weightrelay.reshard.topology;
 
 import io.weightrelay.reshard.codec.ByteSink;
 import io.weightrelay.reshard.codec.ByteSource;
-import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.reshard.codec.Digests;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -73,21 +72,14 @@ public record Topology(List<Node> nodes) {
     }
 
     public static Topology decode(byte[] bytes) {
-        ByteSource in = new ByteSource(bytes);
-        in.expectMagic(MAGIC);
-        int count = in.count();
-        List<Node> nodes = new ArrayList<>(count);
-        for (int i = 0; i < count; i++) {
-            String name = in.string();
-            int role = in.u8();
-            if (role >= Role.values().length) {
-                throw new CodecException("bad role " + role);
-            }
-            int nics = in.varInt();
-            double gbps = Double.longBitsToDouble(in.fixedLong());
-            nodes.add(new Node(name, Role.values()[role], nics, gbps));
-        }
-        in.expectEnd();
-        return new Topology(nodes);
+        return ByteSource.decode(bytes, MAGIC, in -> new Topology(in.list(Topology::decodeNode)));
+    }
+
+    private static Node decodeNode(ByteSource in) {
+        return new Node(
+                in.string(),
+                in.ordinal(Role.values(), "role"),
+                in.varInt(),
+                Double.longBitsToDouble(in.fixedLong()));
     }
 }

@@ -53,20 +53,19 @@ class BlockFp8PlanTest {
 
         // o_proj is split at column 192, inside block column 1: both ranks need that block's scale
         Worker rank1 = placement.workers().get(1);
-        TargetFragment oScale =
-                rank1.fragments().stream()
-                        .filter(f -> f.tensor().equals("l.o_proj.weight_scale_inv"))
-                        .findFirst()
-                        .orElseThrow();
+        TargetFragment oScale = fragmentOf(rank1, "l.o_proj.weight_scale_inv");
         assertThat(oScale.offset().dims()).containsExactly(0, 1);
         assertThat(oScale.shape().dims()).containsExactly(3, 2);
-        TargetFragment qkvScale =
-                rank1.fragments().stream()
-                        .filter(f -> f.tensor().equals("l.qkv_proj.weight_scale_inv"))
-                        .findFirst()
-                        .orElseThrow();
+        TargetFragment qkvScale = fragmentOf(rank1, "l.qkv_proj.weight_scale_inv");
         assertThat(qkvScale.offset().dims()).containsExactly(2, 0);
         assertThat(qkvScale.shape().dims()).containsExactly(2, 3);
+    }
+
+    private static TargetFragment fragmentOf(Worker worker, String tensor) {
+        return worker.fragments().stream()
+                .filter(f -> f.tensor().equals(tensor))
+                .findFirst()
+                .orElseThrow();
     }
 
     /**

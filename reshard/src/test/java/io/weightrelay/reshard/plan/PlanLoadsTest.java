@@ -31,14 +31,11 @@ class PlanLoadsTest {
         List<Worker> workers = new ArrayList<>();
         for (int n = 0; n < 2; n++) {
             workers.add(
-                    new Worker(
-                            "w" + n,
-                            "i" + n,
-                            Topology.rolloutNodeName(n),
+                    worker(
                             n,
-                            1,
+                            n,
+                            n,
                             Mode.DIRECT,
-                            "seg" + n,
                             List.of(
                                     TargetFragment.dense(
                                             "w",
@@ -95,16 +92,7 @@ class PlanLoadsTest {
         SourceManifest manifest = Fragmenter.fragment("m", List.of(a, b));
         List<Worker> workers = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
-            workers.add(
-                    new Worker(
-                            "w" + i,
-                            "i" + i,
-                            Topology.rolloutNodeName(i / 2),
-                            0,
-                            1,
-                            Mode.COMPAT,
-                            "seg" + i,
-                            List.of()));
+            workers.add(worker(i, i / 2, 0, Mode.COMPAT, List.of()));
         }
         TargetPlacement placement = new TargetPlacement(workers);
         Plan plan = Planner.plan(manifest, placement, Topology.uniform(1, 2, 1, 100));
@@ -134,5 +122,19 @@ class PlanLoadsTest {
         assertThat(rollout.stream().mapToLong(PlanLoads.Nic::pushedBytes).sum())
                 .isEqualTo(rollout.stream().mapToLong(PlanLoads.Nic::receivedBytes).sum())
                 .isPositive();
+    }
+
+    /** Worker {@code index} of instance {@code index}, on one NIC of rollout node {@code node}. */
+    private static Worker worker(
+            int index, int node, int nic, Mode mode, List<TargetFragment> fragments) {
+        return new Worker(
+                "w" + index,
+                "i" + index,
+                Topology.rolloutNodeName(node),
+                nic,
+                1,
+                mode,
+                "seg" + index,
+                fragments);
     }
 }

@@ -149,10 +149,7 @@ class PlannerExampleTest {
     void mismatchedDtypeFailsClosedNamingTheTensor() {
         TensorLayout first = TINY.get(0);
         Worker w = directWorker(first, DType.F32, first.spec().shape());
-        assertThatThrownBy(() -> plan(new TargetPlacement(List.of(w))))
-                .isInstanceOf(PlanningException.class)
-                .hasMessageContaining("tensor " + first.spec().name())
-                .hasMessageContaining("dtype");
+        assertPlanningFailsNaming(w, "tensor " + first.spec().name(), "dtype");
     }
 
     @Test
@@ -160,10 +157,7 @@ class PlannerExampleTest {
         TensorLayout first = TINY.get(0);
         Shape wrong = first.spec().shape().with(0, first.spec().shape().dim(0) + 1);
         Worker w = directWorker(first, first.spec().rolloutDtype(), wrong);
-        assertThatThrownBy(() -> plan(new TargetPlacement(List.of(w))))
-                .isInstanceOf(PlanningException.class)
-                .hasMessageContaining("tensor " + first.spec().name())
-                .hasMessageContaining("shape");
+        assertPlanningFailsNaming(w, "tensor " + first.spec().name(), "shape");
     }
 
     @Test
@@ -178,17 +172,13 @@ class PlannerExampleTest {
                                 Shape.of(2),
                                 "b",
                                 0));
-        assertThatThrownBy(() -> plan(new TargetPlacement(List.of(w))))
-                .isInstanceOf(PlanningException.class)
-                .hasMessageContaining("tensor no.such.tensor");
+        assertPlanningFailsNaming(w, "tensor no.such.tensor");
     }
 
     @Test
     void aWorkerOnAnUnknownNodeFailsClosed() {
         Worker w = new Worker("w0", "i0", "elsewhere", 0, 1, Mode.COMPAT, "w0", List.of());
-        assertThatThrownBy(() -> plan(new TargetPlacement(List.of(w))))
-                .isInstanceOf(PlanningException.class)
-                .hasMessageContaining("elsewhere");
+        assertPlanningFailsNaming(w, "elsewhere");
     }
 
     @Test
@@ -284,6 +274,13 @@ class PlannerExampleTest {
         byte[] trailing = Arrays.copyOf(bytes, bytes.length + 1);
         assertThatThrownBy(() -> Plan.decode(trailing)).isInstanceOf(CodecException.class);
         assertThatThrownBy(() -> Slice.decode(bytes)).isInstanceOf(CodecException.class);
+    }
+
+    /** Planning a placement of the one worker {@code w} fails, the message naming every part. */
+    private static void assertPlanningFailsNaming(Worker w, String... messageParts) {
+        assertThatThrownBy(() -> plan(new TargetPlacement(List.of(w))))
+                .isInstanceOf(PlanningException.class)
+                .hasMessageContainingAll(messageParts);
     }
 
     private static Worker directWorker(TensorLayout t, DType dtype, Shape shape) {
