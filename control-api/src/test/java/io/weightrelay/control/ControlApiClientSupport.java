@@ -149,14 +149,20 @@ public abstract class ControlApiClientSupport extends ServiceSmokeTestSupport {
         return new Topology(nodes);
     }
 
+    /** Asks, as the trainer, to open a generation of {@code model}; the answer as it is. */
+    protected HttpResponse<String> requestOpen(String model, OpenGenerationRequest request) {
+        return call("POST", "/api/v1/models/" + model + "/generations", TRAINER, request);
+    }
+
+    /**
+     * Asks to open step {@code step} of {@code manifest} trained on t0 and t1; the answer as is.
+     */
+    protected HttpResponse<String> requestOpen(String model, long step, SourceManifest manifest) {
+        return requestOpen(model, new OpenGenerationRequest(step, manifest, trainers("t0", "t1")));
+    }
+
     protected OpenedGeneration open(String model, long step) {
-        return ok(
-                call(
-                        "POST",
-                        "/api/v1/models/" + model + "/generations",
-                        TRAINER,
-                        new OpenGenerationRequest(step, manifest(model), trainers("t0", "t1"))),
-                OpenedGeneration.class);
+        return ok(requestOpen(model, step, manifest(model)), OpenedGeneration.class);
     }
 
     protected List<StoredFragment> fragments(String model, long generation) {
