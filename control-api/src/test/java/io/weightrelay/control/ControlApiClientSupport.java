@@ -129,14 +129,16 @@ public abstract class ControlApiClientSupport extends ServiceSmokeTestSupport {
 
     /** Three tensors; with 4 KiB fragments the big one splits into several objects. */
     protected static SourceManifest manifest(String model) {
-        SourceManifest m =
-                new SourceManifest(
-                        model,
-                        new ArrayList<>(
-                                List.of(
-                                        tensor("embed.weight", 256, 32),
-                                        tensor("layer.0.weight", 32, 32),
-                                        tensor("layer.0.bias", 32))));
+        return manifestOf(
+                model,
+                tensor("embed.weight", 256, 32),
+                tensor("layer.0.weight", 32, 32),
+                tensor("layer.0.bias", 32));
+    }
+
+    /** A manifest of {@code tensors} (a list the test may add to) cut into 4 KiB fragments. */
+    protected static SourceManifest manifestOf(String model, TensorSpec... tensors) {
+        SourceManifest m = new SourceManifest(model, new ArrayList<>(List.of(tensors)));
         m.setMaxFragmentBytes(4096L);
         return m;
     }

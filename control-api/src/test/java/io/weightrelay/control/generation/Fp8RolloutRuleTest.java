@@ -25,19 +25,13 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
 
     private static SourceManifest manifest(String model, RolloutQuantization rule) {
         SourceManifest m =
-                new SourceManifest(
+                manifestOf(
                         model,
-                        new ArrayList<>(
-                                List.of(
-                                        tensor("model.embed_tokens.weight", 64, 32),
-                                        tensor("model.layers.0.self_attn.o_proj.weight", 300, 200)
-                                                .splitDim(1),
-                                        tensor("model.layers.0.mlp.gate.weight", 4, 32),
-                                        tensor(
-                                                "model.layers.0.post_attention_layernorm.weight",
-                                                32),
-                                        tensor("lm_head.weight", 64, 32))));
-        m.setMaxFragmentBytes(4096L);
+                        tensor("model.embed_tokens.weight", 64, 32),
+                        tensor("model.layers.0.self_attn.o_proj.weight", 300, 200).splitDim(1),
+                        tensor("model.layers.0.mlp.gate.weight", 4, 32),
+                        tensor("model.layers.0.post_attention_layernorm.weight", 32),
+                        tensor("lm_head.weight", 64, 32));
         m.setRolloutQuantization(rule);
         return m;
     }
