@@ -129,14 +129,16 @@ public abstract class ControlApiClientSupport extends ServiceSmokeTestSupport {
 
     /** Three tensors; with 4 KiB fragments the big one splits into several objects. */
     protected static SourceManifest manifest(String model) {
-        SourceManifest m =
-                new SourceManifest(
-                        model,
-                        new ArrayList<>(
-                                List.of(
-                                        tensor("embed.weight", 256, 32),
-                                        tensor("layer.0.weight", 32, 32),
-                                        tensor("layer.0.bias", 32))));
+        return manifestOf(
+                model,
+                tensor("embed.weight", 256, 32),
+                tensor("layer.0.weight", 32, 32),
+                tensor("layer.0.bias", 32));
+    }
+
+    /** A manifest of {@code tensors} (a list the test may add to) cut into 4 KiB fragments. */
+    protected static SourceManifest manifestOf(String model, TensorSpec... tensors) {
+        SourceManifest m = new SourceManifest(model, new ArrayList<>(List.of(tensors)));
         m.setMaxFragmentBytes(4096L);
         return m;
     }
@@ -149,14 +151,20 @@ public abstract class ControlApiClientSupport extends ServiceSmokeTestSupport {
         return new Topology(nodes);
     }
 
+    /** Asks, as the trainer, to open a generation of {@code model}; the answer as it is. */
+    protected HttpResponse<String> requestOpen(String model, OpenGenerationRequest request) {
+        return call("POST", "/api/v1/models/" + model + "/generations", TRAINER, request);
+    }
+
+    /**
+     * Asks to open step {@code step} of {@code manifest} trained on t0 and t1; the answer as is.
+     */
+    protected HttpResponse<String> requestOpen(String model, long step, SourceManifest manifest) {
+        return requestOpen(model, new OpenGenerationRequest(step, manifest, trainers("t0", "t1")));
+    }
+
     protected OpenedGeneration open(String model, long step) {
-        return ok(
-                call(
-                        "POST",
-                        "/api/v1/models/" + model + "/generations",
-                        TRAINER,
-                        new OpenGenerationRequest(step, manifest(model), trainers("t0", "t1"))),
-                OpenedGeneration.class);
+        return ok(requestOpen(model, step, manifest(model)), OpenedGeneration.class);
     }
 
     protected List<StoredFragment> fragments(String model, long generation) {

@@ -30,6 +30,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.BiFunction;
 import org.springframework.data.redis.core.RedisOperations;
 import org.springframework.data.redis.core.SessionCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
@@ -120,20 +121,11 @@ public class Registry {
     }
 
     public Optional<SegmentOwner> findSegment(String segment) {
-        Map<Object, Object> h = guard.call(() -> redis.opsForHash().entries(keys.segment(segment)));
-        if (h.isEmpty()) {
-            return Optional.empty();
-        }
-        Double expiry = guard.call(() -> redis.opsForZSet().score(keys.segments(), segment));
-        return Optional.of(toSegment(h, expiry));
+        return findMember(keys.segment(segment), keys.segments(), segment, this::toSegment);
     }
 
     public void deregisterSegment(String segment) {
-        guard.run(
-                () -> {
-                    redis.delete(keys.segment(segment));
-                    redis.opsForZSet().remove(keys.segments(), segment);
-                });
+        removeMember(keys.segment(segment), keys.segments(), segment);
     }
 
     /**
@@ -316,19 +308,35 @@ public class Registry {
     }
 
     public Optional<Loader> findLoader(String instance) {
-        Map<Object, Object> h = guard.call(() -> redis.opsForHash().entries(keys.loader(instance)));
-        if (h.isEmpty()) {
-            return Optional.empty();
-        }
-        Double expiry = guard.call(() -> redis.opsForZSet().score(keys.loaders(), instance));
-        return Optional.of(toLoader(h, expiry));
+        return findMember(keys.loader(instance), keys.loaders(), instance, this::toLoader);
     }
 
     public void deregisterLoader(String instance) {
+        removeMember(keys.loader(instance), keys.loaders(), instance);
+    }
+
+    /**
+     * A registered member (segment or loader) is a hash of its fields plus its heartbeat expiry in
+     * the sorted set of its kind; absent when the hash is.
+     */
+    private <T> Optional<T> findMember(
+            String hash,
+            String expiries,
+            String member,
+            BiFunction<Map<Object, Object>, Double, T> read) {
+        Map<Object, Object> h = guard.call(() -> redis.opsForHash().entries(hash));
+        if (h.isEmpty()) {
+            return Optional.empty();
+        }
+        Double expiry = guard.call(() -> redis.opsForZSet().score(expiries, member));
+        return Optional.of(read.apply(h, expiry));
+    }
+
+    private void removeMember(String hash, String expiries, String member) {
         guard.run(
                 () -> {
-                    redis.delete(keys.loader(instance));
-                    redis.opsForZSet().remove(keys.loaders(), instance);
+                    redis.delete(hash);
+                    redis.opsForZSet().remove(expiries, member);
                 });
     }
 

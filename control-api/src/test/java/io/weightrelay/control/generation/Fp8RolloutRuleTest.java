@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.api.control.model.Dtype;
 import io.weightrelay.api.control.model.GenerationManifest;
-import io.weightrelay.api.control.model.OpenGenerationRequest;
 import io.weightrelay.api.control.model.OpenedGeneration;
 import io.weightrelay.api.control.model.RolloutQuantization;
 import io.weightrelay.api.control.model.SourceManifest;
@@ -26,19 +25,13 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
 
     private static SourceManifest manifest(String model, RolloutQuantization rule) {
         SourceManifest m =
-                new SourceManifest(
+                manifestOf(
                         model,
-                        new ArrayList<>(
-                                List.of(
-                                        tensor("model.embed_tokens.weight", 64, 32),
-                                        tensor("model.layers.0.self_attn.o_proj.weight", 300, 200)
-                                                .splitDim(1),
-                                        tensor("model.layers.0.mlp.gate.weight", 4, 32),
-                                        tensor(
-                                                "model.layers.0.post_attention_layernorm.weight",
-                                                32),
-                                        tensor("lm_head.weight", 64, 32))));
-        m.setMaxFragmentBytes(4096L);
+                        tensor("model.embed_tokens.weight", 64, 32),
+                        tensor("model.layers.0.self_attn.o_proj.weight", 300, 200).splitDim(1),
+                        tensor("model.layers.0.mlp.gate.weight", 4, 32),
+                        tensor("model.layers.0.post_attention_layernorm.weight", 32),
+                        tensor("lm_head.weight", 64, 32));
         m.setRolloutQuantization(rule);
         return m;
     }
@@ -47,19 +40,11 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
         return new RolloutQuantization(RolloutQuantization.SchemeEnum.FP8_E4M3_BLOCK128);
     }
 
-    private HttpResponse<String> open(String model, long step, SourceManifest manifest) {
-        return call(
-                "POST",
-                "/api/v1/models/" + model + "/generations",
-                TRAINER,
-                new OpenGenerationRequest(step, manifest, trainers("t0", "t1")));
-    }
-
     @Test
     void theDefaultRuleQuantisesTheProjectionAndAddsItsScaleTensorToTheManifest() {
         String model = newModel();
         OpenedGeneration opened =
-                ok(open(model, 1, manifest(model, fp8())), OpenedGeneration.class);
+                ok(requestOpen(model, 1, manifest(model, fp8())), OpenedGeneration.class);
         long g = opened.getGeneration().getGeneration();
 
         GenerationManifest served =
@@ -119,11 +104,11 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
                 .isEqualTo(node.get("model.layers.0.self_attn.o_proj.weight"));
 
         // opening the same step again is idempotent, with the rule or with the served manifest
-        assertThat(open(model, 1, manifest(model, fp8())).statusCode()).isEqualTo(200);
+        assertThat(requestOpen(model, 1, manifest(model, fp8())).statusCode()).isEqualTo(200);
         SourceManifest again = served.getManifest();
-        assertThat(open(model, 1, again).statusCode()).isEqualTo(200);
+        assertThat(requestOpen(model, 1, again).statusCode()).isEqualTo(200);
         // the rule changes the manifest: the same step without it is another manifest
-        assertThat(open(model, 1, manifest(model, null)).statusCode()).isEqualTo(409);
+        assertThat(requestOpen(model, 1, manifest(model, null)).statusCode()).isEqualTo(409);
     }
 
     @Test
@@ -132,7 +117,7 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
         // exclusions win over inclusions, so the default ones (which keep norms) are replaced
         RolloutQuantization rule =
                 fp8().include(List.of("*_proj.weight", "*layernorm*")).exclude(List.of());
-        HttpResponse<String> refused = open(model, 1, manifest(model, rule));
+        HttpResponse<String> refused = requestOpen(model, 1, manifest(model, rule));
         assertProblem(refused, 400, "invalid-manifest");
         JsonNode body = json.readTree(refused.body());
         assertThat(body.get("tensor").asString())
@@ -145,7 +130,7 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
     void aBadPatternIsRefusedNamingIt() {
         String model = newModel();
         HttpResponse<String> refused =
-                open(model, 1, manifest(model, fp8().exclude(List.of("lm head"))));
+                requestOpen(model, 1, manifest(model, fp8().exclude(List.of("lm head"))));
         assertProblem(refused, 400, "invalid-manifest");
         assertThat(json.readTree(refused.body()).get("pattern").asString()).isEqualTo("lm head");
     }
@@ -155,7 +140,7 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
         String model = newModel();
         SourceManifest m = manifest(model, null);
         m.getTensors().get(1).setRolloutDtype(Dtype.FP8_E4M3);
-        HttpResponse<String> refused = open(model, 1, m);
+        HttpResponse<String> refused = requestOpen(model, 1, m);
         assertProblem(refused, 400, "invalid-manifest");
         assertThat(refused.body()).contains("model.layers.0.self_attn.o_proj.weight_scale_inv");
     }
@@ -171,7 +156,7 @@ class Fp8RolloutRuleTest extends ControlApiTestSupport {
     void withoutTheRuleNothingChanges() {
         String model = newModel();
         long g =
-                ok(open(model, 1, manifest(model, null)), OpenedGeneration.class)
+                ok(requestOpen(model, 1, manifest(model, null)), OpenedGeneration.class)
                         .getGeneration()
                         .getGeneration();
         GenerationManifest served =

@@ -68,11 +68,8 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
     }
 
     private HttpResponse<String> openAtStep7(String model) {
-        return call(
-                "POST",
-                "/api/v1/models/" + model + "/generations",
-                TRAINER,
-                new OpenGenerationRequest(7L, manifest(model), trainers("t0", "t1")));
+        return requestOpen(
+                model, new OpenGenerationRequest(7L, manifest(model), trainers("t0", "t1")));
     }
 
     @Test
@@ -97,11 +94,7 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         var other = manifest(model);
         other.getTensors().add(tensor("extra", 4));
         assertProblem(
-                call(
-                        "POST",
-                        "/api/v1/models/" + model + "/generations",
-                        TRAINER,
-                        new OpenGenerationRequest(7L, other, trainers("t0", "t1"))),
+                requestOpen(model, new OpenGenerationRequest(7L, other, trainers("t0", "t1"))),
                 409,
                 "trainer-step-conflict");
     }
@@ -117,8 +110,7 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         OpenGenerationRequest afterWipe =
                 new OpenGenerationRequest(2L, manifest(model), trainers("t0", "t1"))
                         .afterGeneration(first + 40);
-        HttpResponse<String> opened =
-                call("POST", "/api/v1/models/" + model + "/generations", TRAINER, afterWipe);
+        HttpResponse<String> opened = requestOpen(model, afterWipe);
         assertThat(opened.statusCode()).isEqualTo(201);
         long raised =
                 json.readValue(opened.body(), OpenedGeneration.class)
@@ -131,23 +123,11 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
                 new OpenGenerationRequest(3L, manifest(model), trainers("t0", "t1"))
                         .afterGeneration(1L);
         assertThat(
-                        json.readValue(
-                                        call(
-                                                        "POST",
-                                                        "/api/v1/models/" + model + "/generations",
-                                                        TRAINER,
-                                                        low)
-                                                .body(),
-                                        OpenedGeneration.class)
+                        json.readValue(requestOpen(model, low).body(), OpenedGeneration.class)
                                 .getGeneration()
                                 .getGeneration())
                 .isEqualTo(raised + 1);
-        HttpResponse<String> again =
-                call(
-                        "POST",
-                        "/api/v1/models/" + model + "/generations",
-                        TRAINER,
-                        afterWipe.afterGeneration(first + 1000));
+        HttpResponse<String> again = requestOpen(model, afterWipe.afterGeneration(first + 1000));
         assertThat(again.statusCode()).isEqualTo(200);
         assertThat(
                         json.readValue(again.body(), OpenedGeneration.class)

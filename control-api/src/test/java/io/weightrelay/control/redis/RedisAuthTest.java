@@ -12,10 +12,8 @@ import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.RedisUris;
-import io.weightrelay.service.dataplane.DataplaneSettings;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -37,8 +35,6 @@ import org.springframework.test.context.DynamicPropertySource;
 class RedisAuthTest extends RedisDependencyTestSupport {
 
     private static final PrivateRedis REDIS = AclRedis.started();
-
-    @Autowired DataplaneSettings dataplane;
 
     @DynamicPropertySource
     static void aclRedis(DynamicPropertyRegistry registry) {

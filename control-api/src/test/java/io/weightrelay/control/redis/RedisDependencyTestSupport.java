@@ -9,13 +9,18 @@ import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
+import io.weightrelay.service.dataplane.DataplaneSettings;
 import java.nio.ByteBuffer;
+import org.springframework.beans.factory.annotation.Autowired;
 
 /**
  * What the tests of Redis as a secured dependency (authentication, TLS) check through the Redis
  * they start: control-api's own state works, and an engine stores and finds an object.
  */
 abstract class RedisDependencyTestSupport extends ControlApiClientSupport {
+
+    /** The data plane settings control-api derived from the Redis connection under test. */
+    @Autowired protected DataplaneSettings dataplane;
 
     /** Publishes a generation of a new model, reads it back as active; health answers 200. */
     protected void publishesAndServesTheActiveGeneration() {

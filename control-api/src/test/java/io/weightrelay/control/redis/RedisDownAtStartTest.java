@@ -56,11 +56,8 @@ class RedisDownAtStartTest extends ControlApiClientSupport {
         HttpResponse<String> opened;
         do {
             opened =
-                    call(
-                            "POST",
-                            "/api/v1/models/" + model + "/generations",
-                            TRAINER,
-                            new OpenGenerationRequest(1L, manifest(model), trainers("t0")));
+                    requestOpen(
+                            model, new OpenGenerationRequest(1L, manifest(model), trainers("t0")));
             if (opened.statusCode() == 503) {
                 PrivateRedis.sleep(500);
             }

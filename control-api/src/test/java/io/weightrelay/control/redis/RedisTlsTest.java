@@ -8,10 +8,8 @@ import io.weightrelay.control.ControlApiTestProperties;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneException;
-import io.weightrelay.service.dataplane.DataplaneSettings;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -34,8 +32,6 @@ import org.springframework.test.context.DynamicPropertySource;
 class RedisTlsTest extends RedisDependencyTestSupport {
 
     private static final PrivateRedis REDIS = TlsRedis.started();
-
-    @Autowired DataplaneSettings dataplane;
 
     @DynamicPropertySource
     static void tlsRedis(DynamicPropertyRegistry registry) {

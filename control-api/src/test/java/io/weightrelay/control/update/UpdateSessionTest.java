@@ -67,6 +67,20 @@ class UpdateSessionTest extends ControlApiTestSupport {
         return call("POST", sessionPath(model, generation, group) + "/reports", LOADER, report);
     }
 
+    /**
+     * A report by {@code instance} of {@code phase} carrying {@code epoch} ({@code null}: none).
+     */
+    private static PhaseReport phaseReport(String instance, ReportedPhase phase, Long epoch) {
+        PhaseReport report = new PhaseReport(instance, phase);
+        report.setEpoch(epoch);
+        return report;
+    }
+
+    /** Sends {@code report} as it is to the session of group {@code grp}. */
+    private HttpResponse<String> send(String model, long g, PhaseReport report) {
+        return call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, report);
+    }
+
     /** A report of group {@code grp} the session accepts, and the session after it. */
     private UpdateSession reported(String model, long g, String instance, ReportedPhase phase) {
         return ok(report(model, g, "grp", instance, phase), UpdateSession.class);
@@ -258,17 +272,11 @@ class UpdateSessionTest extends ControlApiTestSupport {
         Loader second = registerLoader(instance, compatLoader(model, "grp", "r0", 1));
         start(model, g, "grp", 60, instance);
         assertThat(epochs.get(instance)).isEqualTo(second.getEpoch() + 1);
-        PhaseReport stale = new PhaseReport(instance, ReportedPhase.PREPARED);
-        stale.setEpoch(second.getEpoch());
-        assertProblem(
-                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, stale),
-                409,
-                "epoch-fenced");
+        PhaseReport stale = phaseReport(instance, ReportedPhase.PREPARED, second.getEpoch());
+        assertProblem(send(model, g, stale), 409, "epoch-fenced");
         for (ReportedPhase phase : EVERY_PHASE) {
-            PhaseReport r = new PhaseReport(instance, phase);
-            r.setEpoch(epochs.get(instance));
             ok(
-                    call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, r),
+                    send(model, g, phaseReport(instance, phase, epochs.get(instance))),
                     UpdateSession.class);
         }
         assertThat(ok(get("/api/v1/loaders/" + instance, OPERATOR), Loader.class).getGeneration())
@@ -286,17 +294,13 @@ class UpdateSessionTest extends ControlApiTestSupport {
         long epochB = epochs.get(b);
         assertThat(epochA).isNotEqualTo(epochB);
 
-        PhaseReport none = new PhaseReport(a, ReportedPhase.PREPARED);
-        HttpResponse<String> missing =
-                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, none);
+        HttpResponse<String> missing = send(model, g, phaseReport(a, ReportedPhase.PREPARED, null));
         assertProblem(missing, 400, "epoch-required");
         assertThat(missing.body()).contains(a);
 
         // Loader a reports for b with its own epoch: foreign to b.
-        PhaseReport forB = new PhaseReport(b, ReportedPhase.PREPARED);
-        forB.setEpoch(epochA);
         HttpResponse<String> foreign =
-                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, forB);
+                send(model, g, phaseReport(b, ReportedPhase.PREPARED, epochA));
         assertProblem(foreign, 409, "epoch-fenced");
         JsonNode problem = json.readTree(foreign.body());
         assertThat(problem.get("epoch").asLong()).isEqualTo(epochA);
@@ -305,12 +309,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(problem.get("detail").asString()).contains("never issued to loader " + b);
 
         // A made-up epoch is foreign as well.
-        PhaseReport madeUp = new PhaseReport(b, ReportedPhase.PREPARED);
-        madeUp.setEpoch(epochB + 1_000_000);
-        assertProblem(
-                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, madeUp),
-                409,
-                "epoch-fenced");
+        PhaseReport madeUp = phaseReport(b, ReportedPhase.PREPARED, epochB + 1_000_000);
+        assertProblem(send(model, g, madeUp), 409, "epoch-fenced");
 
         // Nothing of it moved the session: both still prepare.
         UpdateSession session =
@@ -334,10 +334,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(after).isGreaterThan(before);
 
         // Its previous life's report is stale ...
-        PhaseReport stale = new PhaseReport(a, ReportedPhase.APPLIED);
-        stale.setEpoch(before);
         HttpResponse<String> refused =
-                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, stale);
+                send(model, g, phaseReport(a, ReportedPhase.APPLIED, before));
         assertProblem(refused, 409, "epoch-fenced");
         assertThat(json.readTree(refused.body()).get("reason").asString()).isEqualTo("stale");
         assertThat(json.readTree(refused.body()).get("epoch").asLong()).isEqualTo(before);
@@ -366,10 +364,9 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
     private HttpResponse<String> applied(
             String model, long g, String instance, List<RangeChecksums.Entry> entries) {
-        PhaseReport r = new PhaseReport(instance, ReportedPhase.APPLIED);
-        r.setEpoch(epochs.get(instance));
+        PhaseReport r = phaseReport(instance, ReportedPhase.APPLIED, epochs.get(instance));
         r.setChecksums(new RangeChecksums(entries).encode());
-        return call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, r);
+        return send(model, g, r);
     }
 
     private List<List<RangeChecksums.Entry>> readByTwo(String model, long g, boolean corrupt) {
@@ -461,11 +458,9 @@ class UpdateSessionTest extends ControlApiTestSupport {
         long g = publish(model, 1);
         start(model, g, "grp", 60, "ca");
         reported(model, g, "ca", ReportedPhase.PREPARED);
-        PhaseReport r = new PhaseReport("ca", ReportedPhase.APPLIED);
-        r.setEpoch(epochs.get("ca"));
+        PhaseReport r = phaseReport("ca", ReportedPhase.APPLIED, epochs.get("ca"));
         r.setChecksums(new byte[] {1, 2, 3});
-        HttpResponse<String> refused =
-                call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, r);
+        HttpResponse<String> refused = send(model, g, r);
         assertProblem(refused, 400, "invalid-request");
         assertThat(refused.body()).contains("range checksums of ca");
     }
