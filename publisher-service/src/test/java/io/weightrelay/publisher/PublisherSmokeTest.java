@@ -7,7 +7,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -21,17 +20,9 @@ import org.springframework.test.context.DynamicPropertySource;
         properties = "relay.limits.max-request-bytes=1048576")
 class PublisherSmokeTest extends ServiceSmokeTestSupport {
 
-    @Value("${local.server.port}")
-    int port;
-
     @DynamicPropertySource
     static void redis(DynamicPropertyRegistry registry) {
         TestPublisherProperties.register(registry, "publisher-smoke", "node-smoke");
-    }
-
-    @Override
-    protected int port() {
-        return port;
     }
 
     /** Every call of this test carries a trainer token unless it says otherwise. */

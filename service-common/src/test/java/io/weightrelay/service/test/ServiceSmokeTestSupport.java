@@ -13,6 +13,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import org.springframework.boot.test.web.server.LocalServerPort;
 
 /**
  * What every service's smoke test checks over a real socket: health, the OpenAPI document, and that
@@ -23,8 +24,12 @@ public abstract class ServiceSmokeTestSupport {
     private static final HttpClient HTTP =
             HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-    /** The port the service under test listens on (loopback). */
-    protected abstract int port();
+    @LocalServerPort private int port;
+
+    /** The port the service under test listens on (loopback), as its test context started it. */
+    protected int port() {
+        return port;
+    }
 
     protected HttpResponse<String> get(String path) {
         return send(HttpRequest.newBuilder(uri(path)).GET());
