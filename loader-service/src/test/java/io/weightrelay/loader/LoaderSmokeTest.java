@@ -74,12 +74,7 @@ class LoaderSmokeTest extends ServiceSmokeTestSupport {
     @Test
     void badRequestIsProblemJson() {
         assertProblem(
-                send(
-                        HttpRequest.newBuilder(uri("/api/v1/instance"))
-                                .header("Content-Type", "application/json")
-                                .PUT(
-                                        HttpRequest.BodyPublishers.ofString(
-                                                "{\"instanceId\": \"a b\"}"))),
+                send(jsonRequest("PUT", "/api/v1/instance", "{\"instanceId\": \"a b\"}")),
                 400,
                 "invalid-request");
     }
@@ -88,12 +83,7 @@ class LoaderSmokeTest extends ServiceSmokeTestSupport {
     void nothingIsRegisteredBeforeTheEngineRegisters() {
         assertProblem(get("/api/v1/instance"), 404, "instance-not-registered");
         assertProblem(
-                send(
-                        HttpRequest.newBuilder(uri("/api/v1/updates"))
-                                .header("Content-Type", "application/json")
-                                .POST(HttpRequest.BodyPublishers.ofString("{}"))),
-                404,
-                "instance-not-registered");
+                send(jsonRequest("POST", "/api/v1/updates", "{}")), 404, "instance-not-registered");
         assertProblem(get("/api/v1/updates/current"), 404, "update-not-found");
     }
 

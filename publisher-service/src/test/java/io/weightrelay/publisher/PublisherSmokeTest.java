@@ -20,6 +20,10 @@ import org.springframework.test.context.DynamicPropertySource;
         properties = "relay.limits.max-request-bytes=1048576")
 class PublisherSmokeTest extends ServiceSmokeTestSupport {
 
+    /** A valid checkpoint request, which only the segment owner's token may send. */
+    private static final String CHECKPOINT =
+            "{\"model\":\"m\",\"generation\":1,\"directory\":\"/tmp/x\"}";
+
     @DynamicPropertySource
     static void redis(DynamicPropertyRegistry registry) {
         TestPublisherProperties.register(registry, "publisher-smoke", "node-smoke");
@@ -38,13 +42,7 @@ class PublisherSmokeTest extends ServiceSmokeTestSupport {
                 super.send(HttpRequest.newBuilder(uri("/api/v1/staging")).GET());
         assertProblem(anonymous, 401, "unauthorized");
         HttpResponse<String> trainerSaves =
-                send(
-                        HttpRequest.newBuilder(uri("/api/v1/checkpoints/save"))
-                                .header("Content-Type", "application/json")
-                                .POST(
-                                        HttpRequest.BodyPublishers.ofString(
-                                                "{\"model\":\"m\",\"generation\":1,"
-                                                        + "\"directory\":\"/tmp/x\"}")));
+                send(jsonRequest("POST", "/api/v1/checkpoints/save", CHECKPOINT));
         assertProblem(trainerSaves, 403, "forbidden");
         // Checkpoints are the owner's duty: an operator token is refused as well.
         for (String path : List.of("/api/v1/checkpoints/save", "/api/v1/checkpoints/restore")) {
@@ -54,13 +52,8 @@ class PublisherSmokeTest extends ServiceSmokeTestSupport {
                             TestPublisherProperties.TRAINER_TOKEN)) {
                 HttpResponse<String> refused =
                         super.send(
-                                HttpRequest.newBuilder(uri(path))
-                                        .header("Authorization", "Bearer " + token)
-                                        .header("Content-Type", "application/json")
-                                        .POST(
-                                                HttpRequest.BodyPublishers.ofString(
-                                                        "{\"model\":\"m\",\"generation\":1,"
-                                                                + "\"directory\":\"/tmp/x\"}")));
+                                jsonRequest("POST", path, CHECKPOINT)
+                                        .header("Authorization", "Bearer " + token));
                 assertProblem(refused, 403, "forbidden");
                 assertThat(refused.body()).contains("allowed: [owner]").doesNotContain(token);
             }
@@ -125,10 +118,7 @@ class PublisherSmokeTest extends ServiceSmokeTestSupport {
     @Test
     void badRequestIsProblemJson() {
         assertProblem(
-                send(
-                        HttpRequest.newBuilder(uri("/api/v1/staging/reservations"))
-                                .header("Content-Type", "application/json")
-                                .POST(HttpRequest.BodyPublishers.ofString("{\"bytes\": -5}"))),
+                send(jsonRequest("POST", "/api/v1/staging/reservations", "{\"bytes\": -5}")),
                 400,
                 "invalid-request");
     }
@@ -150,9 +140,7 @@ class PublisherSmokeTest extends ServiceSmokeTestSupport {
 
     private HttpResponse<String> reserve(long bytes) {
         return send(
-                HttpRequest.newBuilder(uri("/api/v1/staging/reservations"))
-                        .header("Content-Type", "application/json")
-                        .POST(HttpRequest.BodyPublishers.ofString("{\"bytes\": " + bytes + "}")));
+                jsonRequest("POST", "/api/v1/staging/reservations", "{\"bytes\": " + bytes + "}"));
     }
 
     @Test

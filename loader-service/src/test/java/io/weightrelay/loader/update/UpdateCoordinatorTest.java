@@ -297,10 +297,9 @@ class UpdateCoordinatorTest {
 
     @Test
     void anotherLoaderFailingToPrepareResumesEveryoneOnTheOldGeneration() throws Exception {
-        UpdateRun.Snapshot s = anotherLoaderFailsAt(ControlPlane.Barrier.PREPARED, "i0003");
+        anotherLoaderFailsAt(
+                ControlPlane.Barrier.PREPARED, "i0003", Outcome.RESUMED_OLD, "prepare", "discard");
 
-        assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
-        assertThat(steps.calls).containsExactly("prepare", "discard");
         assertThat(instances.require().paused()).isFalse();
     }
 
@@ -356,10 +355,9 @@ class UpdateCoordinatorTest {
 
     @Test
     void whenAnotherLoaderFailsDuringApplyNoInstanceAdvances() throws Exception {
-        UpdateRun.Snapshot s = anotherLoaderFailsAt(ControlPlane.Barrier.APPLIED, "i0001");
+        anotherLoaderFailsAt(
+                ControlPlane.Barrier.APPLIED, "i0001", Outcome.PAUSED_REBUILD, "prepare", "apply");
 
-        assertThat(s.outcome()).isEqualTo(Outcome.PAUSED_REBUILD);
-        assertThat(steps.calls).containsExactly("prepare", "apply");
         assertThat(instances.require().generation()).isNull();
         assertThat(instances.require().paused()).isTrue();
     }
@@ -368,12 +366,11 @@ class UpdateCoordinatorTest {
      * Runs an update of generation 2 in which loader {@code peer} fails the session at {@code
      * barrier}; the run names that loader.
      */
-    private UpdateRun.Snapshot anotherLoaderFailsAt(ControlPlane.Barrier barrier, String peer)
-            throws Exception {
+    private void anotherLoaderFailsAt(
+            ControlPlane.Barrier barrier, String peer, Outcome outcome, String... calls)
+            throws InterruptedException {
         control.barriers.put(barrier, new ControlPlane.BarrierState(false, true, peer));
-        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
-        assertThat(s.failingPeer()).isEqualTo(peer);
-        return s;
+        updateEnds(2L, outcome, peer, calls);
     }
 
     /** control-api in memory: generations 1..4, the tiny plan, scripted barriers. */

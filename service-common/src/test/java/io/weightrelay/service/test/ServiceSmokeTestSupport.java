@@ -39,6 +39,13 @@ public abstract class ServiceSmokeTestSupport {
         return exchange(request);
     }
 
+    /** A request with the JSON {@code body}, sent with {@code method} to {@code path}. */
+    protected HttpRequest.Builder jsonRequest(String method, String path, String body) {
+        return HttpRequest.newBuilder(uri(path))
+                .header("Content-Type", "application/json")
+                .method(method, HttpRequest.BodyPublishers.ofString(body));
+    }
+
     /** Sends {@code request} as it is, whatever a subclass's {@link #send} adds. */
     private static HttpResponse<String> exchange(HttpRequest.Builder request) {
         try {
@@ -203,10 +210,7 @@ public abstract class ServiceSmokeTestSupport {
             String token, String method, String path, String body) {
         HttpResponse<String> refused =
                 exchange(
-                        HttpRequest.newBuilder(uri(path))
-                                .header("Authorization", "Bearer " + token)
-                                .header("Content-Type", "application/json")
-                                .method(method, HttpRequest.BodyPublishers.ofString(body)));
+                        jsonRequest(method, path, body).header("Authorization", "Bearer " + token));
         assertProblem(refused, 400, "invalid-request");
     }
 
