@@ -30,7 +30,6 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.beans.factory.annotation.Value;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -60,15 +59,7 @@ public abstract class ControlApiClientSupport extends ServiceSmokeTestSupport {
     /** What control-api presents to segment owners ({@code relay.checkpoints.owner-token}). */
     public static final String OWNER_CALL = "owner-call-token-0123456789";
 
-    @Value("${local.server.port}")
-    int port;
-
     @Autowired protected JsonMapper json;
-
-    @Override
-    protected int port() {
-        return port;
-    }
 
     protected static String newModel() {
         return "m-" + UUID.randomUUID().toString().substring(0, 8);

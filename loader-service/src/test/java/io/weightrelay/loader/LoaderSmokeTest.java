@@ -5,7 +5,6 @@ import io.weightrelay.service.test.ServiceSmokeTestSupport;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -18,9 +17,6 @@ import org.springframework.test.context.DynamicPropertySource;
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = "relay.limits.max-request-bytes=1048576")
 class LoaderSmokeTest extends ServiceSmokeTestSupport {
-
-    @Value("${local.server.port}")
-    int port;
 
     static final String ENGINE_TOKEN = "engine-token-for-smoke-tests";
     static final String METRICS_TOKEN = "metrics-token-for-smoke-tests";
@@ -45,11 +41,6 @@ class LoaderSmokeTest extends ServiceSmokeTestSupport {
                 401,
                 "unauthorized");
         assertProblem(get("/actuator/metrics"), 403, "forbidden");
-    }
-
-    @Override
-    protected int port() {
-        return port;
     }
 
     @Test
@@ -83,12 +74,7 @@ class LoaderSmokeTest extends ServiceSmokeTestSupport {
     @Test
     void badRequestIsProblemJson() {
         assertProblem(
-                send(
-                        HttpRequest.newBuilder(uri("/api/v1/instance"))
-                                .header("Content-Type", "application/json")
-                                .PUT(
-                                        HttpRequest.BodyPublishers.ofString(
-                                                "{\"instanceId\": \"a b\"}"))),
+                send(jsonRequest("PUT", "/api/v1/instance", "{\"instanceId\": \"a b\"}")),
                 400,
                 "invalid-request");
     }
@@ -97,12 +83,7 @@ class LoaderSmokeTest extends ServiceSmokeTestSupport {
     void nothingIsRegisteredBeforeTheEngineRegisters() {
         assertProblem(get("/api/v1/instance"), 404, "instance-not-registered");
         assertProblem(
-                send(
-                        HttpRequest.newBuilder(uri("/api/v1/updates"))
-                                .header("Content-Type", "application/json")
-                                .POST(HttpRequest.BodyPublishers.ofString("{}"))),
-                404,
-                "instance-not-registered");
+                send(jsonRequest("POST", "/api/v1/updates", "{}")), 404, "instance-not-registered");
         assertProblem(get("/api/v1/updates/current"), 404, "update-not-found");
     }
 

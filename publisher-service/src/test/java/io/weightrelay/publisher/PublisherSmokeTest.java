@@ -7,7 +7,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -21,17 +20,13 @@ import org.springframework.test.context.DynamicPropertySource;
         properties = "relay.limits.max-request-bytes=1048576")
 class PublisherSmokeTest extends ServiceSmokeTestSupport {
 
-    @Value("${local.server.port}")
-    int port;
+    /** A valid checkpoint request, which only the segment owner's token may send. */
+    private static final String CHECKPOINT =
+            "{\"model\":\"m\",\"generation\":1,\"directory\":\"/tmp/x\"}";
 
     @DynamicPropertySource
     static void redis(DynamicPropertyRegistry registry) {
         TestPublisherProperties.register(registry, "publisher-smoke", "node-smoke");
-    }
-
-    @Override
-    protected int port() {
-        return port;
     }
 
     /** Every call of this test carries a trainer token unless it says otherwise. */
@@ -47,13 +42,7 @@ class PublisherSmokeTest extends ServiceSmokeTestSupport {
                 super.send(HttpRequest.newBuilder(uri("/api/v1/staging")).GET());
         assertProblem(anonymous, 401, "unauthorized");
         HttpResponse<String> trainerSaves =
-                send(
-                        HttpRequest.newBuilder(uri("/api/v1/checkpoints/save"))
-                                .header("Content-Type", "application/json")
-                                .POST(
-                                        HttpRequest.BodyPublishers.ofString(
-                                                "{\"model\":\"m\",\"generation\":1,"
-                                                        + "\"directory\":\"/tmp/x\"}")));
+                send(jsonRequest("POST", "/api/v1/checkpoints/save", CHECKPOINT));
         assertProblem(trainerSaves, 403, "forbidden");
         // Checkpoints are the owner's duty: an operator token is refused as well.
         for (String path : List.of("/api/v1/checkpoints/save", "/api/v1/checkpoints/restore")) {
@@ -63,13 +52,8 @@ class PublisherSmokeTest extends ServiceSmokeTestSupport {
                             TestPublisherProperties.TRAINER_TOKEN)) {
                 HttpResponse<String> refused =
                         super.send(
-                                HttpRequest.newBuilder(uri(path))
-                                        .header("Authorization", "Bearer " + token)
-                                        .header("Content-Type", "application/json")
-                                        .POST(
-                                                HttpRequest.BodyPublishers.ofString(
-                                                        "{\"model\":\"m\",\"generation\":1,"
-                                                                + "\"directory\":\"/tmp/x\"}")));
+                                jsonRequest("POST", path, CHECKPOINT)
+                                        .header("Authorization", "Bearer " + token));
                 assertProblem(refused, 403, "forbidden");
                 assertThat(refused.body()).contains("allowed: [owner]").doesNotContain(token);
             }
@@ -134,10 +118,7 @@ class PublisherSmokeTest extends ServiceSmokeTestSupport {
     @Test
     void badRequestIsProblemJson() {
         assertProblem(
-                send(
-                        HttpRequest.newBuilder(uri("/api/v1/staging/reservations"))
-                                .header("Content-Type", "application/json")
-                                .POST(HttpRequest.BodyPublishers.ofString("{\"bytes\": -5}"))),
+                send(jsonRequest("POST", "/api/v1/staging/reservations", "{\"bytes\": -5}")),
                 400,
                 "invalid-request");
     }
@@ -159,9 +140,7 @@ class PublisherSmokeTest extends ServiceSmokeTestSupport {
 
     private HttpResponse<String> reserve(long bytes) {
         return send(
-                HttpRequest.newBuilder(uri("/api/v1/staging/reservations"))
-                        .header("Content-Type", "application/json")
-                        .POST(HttpRequest.BodyPublishers.ofString("{\"bytes\": " + bytes + "}")));
+                jsonRequest("POST", "/api/v1/staging/reservations", "{\"bytes\": " + bytes + "}"));
     }
 
     @Test

@@ -26,9 +26,7 @@ import org.springframework.stereotype.Component;
 @Component
 class ControlAccessPolicy extends AccessRules {
 
-    private static final String SEG = "[^/]+";
     private static final String ID = "(?<id>[^/]+)";
-    private static final String GEN = "/api/v1/models/" + SEG + "/generations/" + SEG;
 
     private static final Access READ = Access.roles(OPERATOR, TRAINER, LOADER);
     private static final Access PUBLISH = Access.roles(TRAINER);

@@ -105,12 +105,7 @@ public class RestControlPlane implements ControlPlane {
      * {@code relay.loader.advertise-url}, else derived from {@code relay.dataplane.advertise-host}.
      */
     private String advertiseUrl() {
-        int port =
-                environment.getProperty(
-                        "local.server.port",
-                        Integer.class,
-                        environment.getProperty("server.port", Integer.class, 8082));
-        return settings.advertisedUrl(advertiseUrl, port);
+        return settings.advertisedUrl(advertiseUrl, environment, 8082);
     }
 
     private <T> T call(String what, Supplier<T> body) {

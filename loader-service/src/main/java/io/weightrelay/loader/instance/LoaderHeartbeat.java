@@ -4,6 +4,7 @@ import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.control.ControlPlane;
 import io.weightrelay.loader.control.ControlPlaneException;
+import io.weightrelay.service.concurrent.DaemonThreads;
 import jakarta.annotation.PreDestroy;
 import java.util.List;
 import java.util.concurrent.Executors;
@@ -26,12 +27,7 @@ class LoaderHeartbeat {
     private static final Logger log = LoggerFactory.getLogger(LoaderHeartbeat.class);
 
     private final ScheduledExecutorService timer =
-            Executors.newSingleThreadScheduledExecutor(
-                    r -> {
-                        Thread t = new Thread(r, "loader-heartbeat");
-                        t.setDaemon(true);
-                        return t;
-                    });
+            Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("loader-heartbeat"));
     private final InstanceService instances;
     private final ControlPlane control;
     private final DataplaneHolder dataplane;

@@ -14,6 +14,7 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.SliceValidator;
 import io.weightrelay.reshard.plan.ValidationReport;
+import io.weightrelay.service.concurrent.DaemonThreads;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.HashMap;
@@ -39,12 +40,7 @@ public final class DataplaneUpdater {
 
     /** Prunes the notify counters of failed applies once their peers' pushes have timed out. */
     private static final ScheduledExecutorService PRUNER =
-            Executors.newSingleThreadScheduledExecutor(
-                    r -> {
-                        Thread t = new Thread(r, "notify-pruner");
-                        t.setDaemon(true);
-                        return t;
-                    });
+            Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("notify-pruner"));
 
     /** Device name of the loader's own read staging in registration keys. */
     public static final String STAGING_DEVICE = "staging";

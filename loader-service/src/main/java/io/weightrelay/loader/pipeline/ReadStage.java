@@ -7,6 +7,7 @@ import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.plan.Slice;
+import io.weightrelay.service.concurrent.DaemonThreads;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -49,12 +50,7 @@ final class ReadStage {
         this.checksums = checksums;
         this.readers =
                 Executors.newFixedThreadPool(
-                        readThreads,
-                        r -> {
-                            Thread t = new Thread(r, "apply-read-" + slice.instance());
-                            t.setDaemon(true);
-                            return t;
-                        });
+                        readThreads, DaemonThreads.named("apply-read-" + slice.instance()));
     }
 
     /** Fills slot after slot, handing each filled batch to the push stage; then {@link #DONE}. */

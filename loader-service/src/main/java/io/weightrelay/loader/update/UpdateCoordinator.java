@@ -20,6 +20,7 @@ import io.weightrelay.loader.update.UpdateRun.Outcome;
 import io.weightrelay.loader.update.UpdateRun.Phase;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.plan.Slice;
+import io.weightrelay.service.concurrent.DaemonThreads;
 import io.weightrelay.service.problem.CommonProblems;
 import jakarta.annotation.PreDestroy;
 import java.time.Duration;
@@ -57,22 +58,11 @@ public class UpdateCoordinator {
     private final LoaderProperties properties;
     private final UpdateMetrics metrics;
     private final ExecutorService worker =
-            Executors.newSingleThreadExecutor(
-                    r -> {
-                        Thread t = new Thread(r, "update");
-                        t.setDaemon(true);
-                        return t;
-                    });
+            Executors.newSingleThreadExecutor(DaemonThreads.named("update"));
 
     /** Control-api calls of a prepare that run beside its other steps. */
     private final ExecutorService calls =
-            Executors.newFixedThreadPool(
-                    2,
-                    r -> {
-                        Thread t = new Thread(r, "update-calls");
-                        t.setDaemon(true);
-                        return t;
-                    });
+            Executors.newFixedThreadPool(2, DaemonThreads.named("update-calls"));
 
     private final Map<String, UpdateRun> runs =
             new LinkedHashMap<>() {

@@ -3,7 +3,6 @@ package io.weightrelay.loader.pipeline;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.dataplane.Dataplane;
-import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.reshard.checksum.Crc32c;
@@ -53,13 +52,7 @@ class MultiProcessApplyTest {
     @BeforeEach
     void publisher() {
         prefix = RedisTestSupport.uniqueKeyPrefix("loader-apply");
-        trainer =
-                Dataplane.open(
-                        DataplaneConfig.builder("trainer-0")
-                                .redisUri(RedisTestSupport.endpoint().uri())
-                                .keyPrefix(prefix)
-                                .secret(TestDataplane.secret())
-                                .build());
+        trainer = TestDataplane.open("trainer-0", prefix);
         store = trainer.createSegment("publisher-trainer-0", 24L << 20);
     }
 

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.dataplane.Dataplane;
-import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.SegmentFullException;
@@ -35,17 +34,8 @@ class ReceiveSegmentRegistrarTest {
 
     @BeforeEach
     void open() {
-        trainer = open("trainer-0", prefix);
-        loader = open("rollout-0", prefix);
-    }
-
-    private static Dataplane open(String node, String prefix) {
-        return Dataplane.open(
-                DataplaneConfig.builder(node)
-                        .redisUri(RedisTestSupport.endpoint().uri())
-                        .keyPrefix(prefix)
-                        .secret(TestDataplane.secret())
-                        .build());
+        trainer = TestDataplane.open("trainer-0", prefix);
+        loader = TestDataplane.open("rollout-0", prefix);
     }
 
     @AfterEach

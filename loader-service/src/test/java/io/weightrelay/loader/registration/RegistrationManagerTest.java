@@ -89,28 +89,33 @@ class RegistrationManagerTest {
 
     @Test
     void aReconnectInvalidatesOlderEpochsOfThatInstanceOnly() {
-        manager.acquire(key(1, "i0", "seg-a", 100));
-        manager.acquire(key(1, "i1", "seg-b", 100));
-        manager.acquire(key(2, "i0", "seg-c", 100));
-        manager.promote();
+        promoteSegAOfI0SegBOfI1AndSegCOfI0(1, 2);
 
         assertThat(manager.invalidateBefore("i0", 2)).isEqualTo(1);
-        assertThat(registrar.unregistered).containsExactly("seg-a#0");
-        assertThat(manager.snapshot())
-                .extracting(s -> s.key().base())
-                .containsExactly("seg-b", "seg-c");
+        assertOnlySegAWasUnregistered();
     }
 
     /** After Redis lost its data control-api's epoch counter starts again: a lower epoch is new. */
     @Test
     void aRegistrationAtARestartedEpochInvalidatesEveryOtherEpochOfThatInstance() {
-        manager.acquire(key(7, "i0", "seg-a", 100));
-        manager.acquire(key(7, "i1", "seg-b", 100));
-        manager.acquire(key(1, "i0", "seg-c", 100));
-        manager.promote();
+        promoteSegAOfI0SegBOfI1AndSegCOfI0(7, 1);
 
         assertThat(manager.invalidateBefore("i0", 1)).as("what a reconnect did before").isZero();
         assertThat(manager.invalidateExcept("i0", 1)).isEqualTo(1);
+        assertOnlySegAWasUnregistered();
+    }
+
+    /**
+     * seg-a of i0 and seg-b of i1 at {@code epoch}, seg-c of i0 at {@code laterEpoch}, promoted.
+     */
+    private void promoteSegAOfI0SegBOfI1AndSegCOfI0(long epoch, long laterEpoch) {
+        manager.acquire(key(epoch, "i0", "seg-a", 100));
+        manager.acquire(key(epoch, "i1", "seg-b", 100));
+        manager.acquire(key(laterEpoch, "i0", "seg-c", 100));
+        manager.promote();
+    }
+
+    private void assertOnlySegAWasUnregistered() {
         assertThat(registrar.unregistered).containsExactly("seg-a#0");
         assertThat(manager.snapshot())
                 .extracting(s -> s.key().base())

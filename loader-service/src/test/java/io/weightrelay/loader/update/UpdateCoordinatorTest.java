@@ -161,6 +161,20 @@ class UpdateCoordinatorTest {
                 "i0000", "tiny", "group-a", Topology.rolloutNodeName(0), workers);
     }
 
+    /**
+     * Runs an update to {@code generation} to its end and checks how it ended, whom it blamed and
+     * which steps it took.
+     */
+    private UpdateRun.Snapshot updateEnds(
+            long generation, Outcome outcome, String failingPeer, String... calls)
+            throws InterruptedException {
+        UpdateRun.Snapshot s = finish(coordinator.start(generation, Duration.ofSeconds(30)));
+        assertThat(s.outcome()).isEqualTo(outcome);
+        assertThat(s.failingPeer()).isEqualTo(failingPeer);
+        assertThat(steps.calls).containsExactly(calls);
+        return s;
+    }
+
     private UpdateRun.Snapshot finish(UpdateRun run) throws InterruptedException {
         for (int i = 0; i < 3000 && run.snapshot().outcome() == Outcome.RUNNING; i++) {
             Thread.sleep(10);
@@ -270,12 +284,10 @@ class UpdateCoordinatorTest {
         steps.prepareFailure =
                 new ApplyFailure("tiny/2/f3", "object tiny/2/f3 is not in the store");
 
-        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
+        UpdateRun.Snapshot s =
+                updateEnds(2L, Outcome.RESUMED_OLD, "tiny/2/f3", "prepare", "discard");
 
-        assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
         assertThat(s.phase()).isEqualTo(Phase.RESUMED_OLD);
-        assertThat(s.failingPeer()).isEqualTo("tiny/2/f3");
-        assertThat(steps.calls).containsExactly("prepare", "discard");
         assertThat(control.reports.get(0).phase()).isEqualTo(ControlPlane.Reported.FAILED);
         assertThat(control.reports.get(0).failingPeer()).isEqualTo("tiny/2/f3");
         assertThat(instances.require().generation()).isNull();
@@ -285,10 +297,9 @@ class UpdateCoordinatorTest {
 
     @Test
     void anotherLoaderFailingToPrepareResumesEveryoneOnTheOldGeneration() throws Exception {
-        UpdateRun.Snapshot s = anotherLoaderFailsAt(ControlPlane.Barrier.PREPARED, "i0003");
+        anotherLoaderFailsAt(
+                ControlPlane.Barrier.PREPARED, "i0003", Outcome.RESUMED_OLD, "prepare", "discard");
 
-        assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
-        assertThat(steps.calls).containsExactly("prepare", "discard");
         assertThat(instances.require().paused()).isFalse();
     }
 
@@ -322,11 +333,7 @@ class UpdateCoordinatorTest {
     void aGenerationThatIsNotCommittedIsFencedAtPrepare() throws Exception {
         control.states.put(4L, "OPEN");
 
-        UpdateRun.Snapshot s = finish(coordinator.start(4L, Duration.ofSeconds(30)));
-
-        assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
-        assertThat(s.failingPeer()).isEqualTo("tiny/4");
-        assertThat(steps.calls).containsExactly("discard");
+        updateEnds(4L, Outcome.RESUMED_OLD, "tiny/4", "discard");
     }
 
     @Test
@@ -334,11 +341,7 @@ class UpdateCoordinatorTest {
         steps.applyFailure =
                 new ApplyFailure("i0002-r001", "write to i0002-r001 failed: peer gone");
 
-        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
-
-        assertThat(s.outcome()).isEqualTo(Outcome.PAUSED_REBUILD);
-        assertThat(s.failingPeer()).isEqualTo("i0002-r001");
-        assertThat(steps.calls).containsExactly("prepare", "apply");
+        updateEnds(2L, Outcome.PAUSED_REBUILD, "i0002-r001", "prepare", "apply");
         assertThat(instances.require().paused()).isTrue();
         assertThat(instances.require().generation()).isNull();
         assertThatThrownBy(() -> coordinator.start(2L, Duration.ofSeconds(30)))
@@ -352,10 +355,9 @@ class UpdateCoordinatorTest {
 
     @Test
     void whenAnotherLoaderFailsDuringApplyNoInstanceAdvances() throws Exception {
-        UpdateRun.Snapshot s = anotherLoaderFailsAt(ControlPlane.Barrier.APPLIED, "i0001");
+        anotherLoaderFailsAt(
+                ControlPlane.Barrier.APPLIED, "i0001", Outcome.PAUSED_REBUILD, "prepare", "apply");
 
-        assertThat(s.outcome()).isEqualTo(Outcome.PAUSED_REBUILD);
-        assertThat(steps.calls).containsExactly("prepare", "apply");
         assertThat(instances.require().generation()).isNull();
         assertThat(instances.require().paused()).isTrue();
     }
@@ -364,12 +366,11 @@ class UpdateCoordinatorTest {
      * Runs an update of generation 2 in which loader {@code peer} fails the session at {@code
      * barrier}; the run names that loader.
      */
-    private UpdateRun.Snapshot anotherLoaderFailsAt(ControlPlane.Barrier barrier, String peer)
-            throws Exception {
+    private void anotherLoaderFailsAt(
+            ControlPlane.Barrier barrier, String peer, Outcome outcome, String... calls)
+            throws InterruptedException {
         control.barriers.put(barrier, new ControlPlane.BarrierState(false, true, peer));
-        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
-        assertThat(s.failingPeer()).isEqualTo(peer);
-        return s;
+        updateEnds(2L, outcome, peer, calls);
     }
 
     /** control-api in memory: generations 1..4, the tiny plan, scripted barriers. */

@@ -8,6 +8,7 @@ import io.weightrelay.publisher.publish.ControlPlane;
 import io.weightrelay.publisher.publish.GenerationLayout;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.staging.StagingArea;
+import io.weightrelay.service.concurrent.DaemonThreads;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.ProblemKind;
 import java.io.IOException;
@@ -95,7 +96,8 @@ public final class OwnerCheckpoints {
             offset += view.remaining();
         }
         boolean done = false;
-        ExecutorService helpers = Executors.newFixedThreadPool(2, OwnerCheckpoints::helper);
+        ExecutorService helpers =
+                Executors.newFixedThreadPool(2, DaemonThreads.named("checkpoint-save"));
         try {
             Files.createDirectories(directory);
             try (FileChannel out =
@@ -305,12 +307,6 @@ public final class OwnerCheckpoints {
 
     /** Bytes written between flushes to the device. */
     static final long FLUSH_BYTES = 64L << 20;
-
-    private static Thread helper(Runnable r) {
-        Thread t = new Thread(r, "checkpoint-save");
-        t.setDaemon(true);
-        return t;
-    }
 
     /** Waits for a helper's task; its I/O error or refusal is rethrown as itself. */
     private static void await(Future<?> task) throws IOException {

@@ -7,11 +7,11 @@ import io.weightrelay.api.publisher.model.StagedTensor;
 import io.weightrelay.publisher.convert.Conversion;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.staging.StagingArea;
+import io.weightrelay.service.concurrent.DaemonThreads;
 import io.weightrelay.service.problem.RelayException;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -59,14 +59,7 @@ public final class Publisher implements AutoCloseable {
 
     /** A pool of daemon threads named {@code name1}, {@code name2}, ... */
     static ExecutorService pool(String name, int threads) {
-        AtomicInteger n = new AtomicInteger();
-        return Executors.newFixedThreadPool(
-                threads,
-                r -> {
-                    Thread t = new Thread(r, name + n.incrementAndGet());
-                    t.setDaemon(true);
-                    return t;
-                });
+        return Executors.newFixedThreadPool(threads, DaemonThreads.numbered(name));
     }
 
     /** Converts, stores and registers one staged batch; the reservation is freed in every case. */

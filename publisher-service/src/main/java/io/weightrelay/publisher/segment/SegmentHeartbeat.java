@@ -2,6 +2,7 @@ package io.weightrelay.publisher.segment;
 
 import io.weightrelay.publisher.publish.ControlPlane;
 import io.weightrelay.publisher.publish.PublishProblems;
+import io.weightrelay.service.concurrent.DaemonThreads;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.RelayException;
 import java.util.Comparator;
@@ -40,12 +41,7 @@ final class SegmentHeartbeat implements AutoCloseable {
     private final DataplaneSettings settings;
     private final Environment environment;
     private final ScheduledExecutorService timer =
-            Executors.newSingleThreadScheduledExecutor(
-                    r -> {
-                        Thread t = new Thread(r, "segment-heartbeat");
-                        t.setDaemon(true);
-                        return t;
-                    });
+            Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("segment-heartbeat"));
     private volatile boolean registered;
     private static final Comparator<String> OLDEST_FIRST =
             Comparator.comparing((String mg) -> mg.substring(0, mg.lastIndexOf('/')))
@@ -204,12 +200,7 @@ final class SegmentHeartbeat implements AutoCloseable {
      * {@code relay.segment.admin-url}, else derived from {@code relay.dataplane.advertise-host}.
      */
     private String adminUrl() {
-        int port =
-                environment.getProperty(
-                        "local.server.port",
-                        Integer.class,
-                        environment.getProperty("server.port", Integer.class, 8081));
-        return settings.advertisedUrl(properties.adminUrl(), port);
+        return settings.advertisedUrl(properties.adminUrl(), environment, 8081);
     }
 
     @Override

@@ -20,9 +20,6 @@ import org.springframework.stereotype.Component;
 @Component
 class PublisherAccessPolicy extends AccessRules {
 
-    private static final String SEG = "[^/]+";
-    private static final String GEN = "/api/v1/models/" + SEG + "/generations/" + SEG;
-
     private static final Access READ = Access.roles(OPERATOR, TRAINER, LOADER);
     private static final Access STAGE = Access.roles(TRAINER);
     private static final Access STAGE_OR_OPERATE = Access.roles(TRAINER, OPERATOR);

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.dataplane.Dataplane;
-import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.ObjectLocation;
 import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.RegisteredBuffer;
@@ -66,12 +65,7 @@ class PublisherRestartTest {
     }
 
     private Dataplane openReader() {
-        return Dataplane.open(
-                DataplaneConfig.builder("reader-node")
-                        .redisUri(RedisTestSupport.endpoint().uri())
-                        .keyPrefix(prefix)
-                        .secret(TestDataplane.secret())
-                        .build());
+        return TestDataplane.open("reader-node", prefix);
     }
 
     @AfterEach

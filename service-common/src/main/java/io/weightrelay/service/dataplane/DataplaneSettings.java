@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.util.Arrays;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.core.env.Environment;
 
 /**
  * {@link DataplaneProperties}, checked and resolved once at start-up: the one factory of every
@@ -276,6 +277,20 @@ public final class DataplaneSettings {
             return configured.trim();
         }
         return "http://" + Hosts.forUrl(advertiseHost) + ":" + port;
+    }
+
+    /**
+     * {@link #advertisedUrl(String, int)} on the port this server listens on: {@code
+     * local.server.port} once the web server has started, else {@code server.port}, else {@code
+     * defaultPort}.
+     */
+    public String advertisedUrl(String configured, Environment environment, int defaultPort) {
+        int port =
+                environment.getProperty(
+                        "local.server.port",
+                        Integer.class,
+                        environment.getProperty("server.port", Integer.class, defaultPort));
+        return advertisedUrl(configured, port);
     }
 
     /** {@code host:port} of this process's engine as peers reach it ({@code [v6]:port}). */

@@ -18,6 +18,12 @@ public class AccessRules implements AccessPolicy {
      */
     public record Rule(String method, Pattern path, Access access, String subjectKind) {}
 
+    /** One path segment, in a rule's pattern. */
+    protected static final String SEG = "[^/]+";
+
+    /** The path of one generation of a model, in a rule's pattern. */
+    protected static final String GEN = "/api/v1/models/" + SEG + "/generations/" + SEG;
+
     private final Access reads;
     private final Access fallback;
     private final List<String> publicPaths;

@@ -13,6 +13,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import org.springframework.boot.test.web.server.LocalServerPort;
 
 /**
  * What every service's smoke test checks over a real socket: health, the OpenAPI document, and that
@@ -23,8 +24,12 @@ public abstract class ServiceSmokeTestSupport {
     private static final HttpClient HTTP =
             HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-    /** The port the service under test listens on (loopback). */
-    protected abstract int port();
+    @LocalServerPort private int port;
+
+    /** The port the service under test listens on (loopback), as its test context started it. */
+    protected int port() {
+        return port;
+    }
 
     protected HttpResponse<String> get(String path) {
         return send(HttpRequest.newBuilder(uri(path)).GET());
@@ -32,6 +37,13 @@ public abstract class ServiceSmokeTestSupport {
 
     protected HttpResponse<String> send(HttpRequest.Builder request) {
         return exchange(request);
+    }
+
+    /** A request with the JSON {@code body}, sent with {@code method} to {@code path}. */
+    protected HttpRequest.Builder jsonRequest(String method, String path, String body) {
+        return HttpRequest.newBuilder(uri(path))
+                .header("Content-Type", "application/json")
+                .method(method, HttpRequest.BodyPublishers.ofString(body));
     }
 
     /** Sends {@code request} as it is, whatever a subclass's {@link #send} adds. */
@@ -198,10 +210,7 @@ public abstract class ServiceSmokeTestSupport {
             String token, String method, String path, String body) {
         HttpResponse<String> refused =
                 exchange(
-                        HttpRequest.newBuilder(uri(path))
-                                .header("Authorization", "Bearer " + token)
-                                .header("Content-Type", "application/json")
-                                .method(method, HttpRequest.BodyPublishers.ofString(body)));
+                        jsonRequest(method, path, body).header("Authorization", "Bearer " + token));
         assertProblem(refused, 400, "invalid-request");
     }
 

@@ -1,5 +1,7 @@
 package io.weightrelay.service.test;
 
+import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneConfig;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -17,5 +19,15 @@ public final class TestDataplane {
     /** The secret as {@code DataplaneConfig.secret} takes it (what the services derive from it). */
     public static byte[] secret() {
         return SECRET.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** An engine of {@code node} on the tests' Redis, its keys under {@code keyPrefix}. */
+    public static Dataplane open(String node, String keyPrefix) {
+        return Dataplane.open(
+                DataplaneConfig.builder(node)
+                        .redisUri(RedisTestSupport.endpoint().uri())
+                        .keyPrefix(keyPrefix)
+                        .secret(secret())
+                        .build());
     }
 }
