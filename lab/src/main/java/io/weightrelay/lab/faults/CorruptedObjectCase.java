@@ -1,5 +1,9 @@
 package io.weightrelay.lab.faults;
 
+import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
+import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
+import static io.weightrelay.lab.faults.LabCase.check;
+
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
@@ -16,17 +20,15 @@ import java.util.Set;
  * any engine advances, every instance pauses for rebuild naming the object, the generation is
  * marked corrupt and the one before it is active again.
  */
-final class CorruptedObjectCase extends LabCase {
+final class CorruptedObjectCase {
 
-    @Override
-    public String name() {
-        return "byte-flipped-after-commit";
-    }
+    private CorruptedObjectCase() {}
 
-    @Override
-    String inject(SharedLab.Borrowed b, Ledger ledger) throws Exception {
-        LabCluster lab = b.lab;
-        long good = lab.activeGeneration().getGeneration();
+    static String inject(LabCase.Fault fault) throws Exception {
+        SharedLab.Borrowed b = fault.borrowed();
+        Ledger ledger = fault.ledger();
+        LabCluster lab = fault.lab();
+        long good = fault.active();
         long bad = b.publish();
         StoredFragment victim =
                 lab.manifest().fragments().stream()

@@ -10,13 +10,15 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * A case on the suite's shared local lab: it finds every engine on the active generation, injects
- * its fault and checks what the system did ({@link #inject}), then proves the three invariants: the
- * active generation is intact (loaded afresh by every engine and checked byte for byte), no engine
- * ever served bytes that are not all of the generation it reports ({@link Ledger}), and the
- * trainer's next publish reaches every engine.
+ * A case on the suite's shared local lab, declared as data: its name, its {@link Injection} and how
+ * the active generation is proven intact afterwards. It finds every engine on the active
+ * generation, injects its fault and checks what the system did, then proves the three invariants:
+ * the active generation is intact (loaded afresh by every engine and checked byte for byte, or,
+ * where the fault destroyed its memory, the engines' bytes checked), no engine ever served bytes
+ * that are not all of the generation it reports ({@link Ledger}), and the trainer's next publish
+ * reaches every engine.
  */
-abstract class LabCase implements FaultCase {
+final class LabCase implements FaultCase {
 
     /**
      * The timeout of the cases' updates: generous, since a loaded two-core machine can take minutes
@@ -28,8 +30,47 @@ abstract class LabCase implements FaultCase {
     /** How long a case waits for any update: past twice its timeout, never a hang. */
     static final Duration UPDATE_WAIT = Duration.ofMinutes(11);
 
+    /** The running lab a fault is injected into, found with every engine on {@code active}. */
+    record Fault(SharedLab.Borrowed borrowed, Ledger ledger, long active) {
+
+        LabCluster lab() {
+            return borrowed.lab;
+        }
+    }
+
     /** Injects the fault into the running lab and checks the outcome; returns what happened. */
-    abstract String inject(SharedLab.Borrowed lab, Ledger ledger) throws Exception;
+    @FunctionalInterface
+    interface Injection {
+        String inject(Fault fault) throws Exception;
+    }
+
+    private final String name;
+    private final Injection injection;
+    private final boolean destroysActive;
+
+    private LabCase(String name, Injection injection, boolean destroysActive) {
+        this.name = name;
+        this.injection = injection;
+        this.destroysActive = destroysActive;
+    }
+
+    /** A case after which every engine loads the active generation afresh. */
+    static LabCase reloadingActive(String name, Injection injection) {
+        return new LabCase(name, injection, false);
+    }
+
+    /**
+     * A case whose fault destroys the active generation's bytes: loading it afresh would prove
+     * nothing, so the engines' bytes are checked instead.
+     */
+    static LabCase destroyingActive(String name, Injection injection) {
+        return new LabCase(name, injection, true);
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
 
     @Override
     public FaultResult run(FaultContext context) {
@@ -45,7 +86,9 @@ abstract class LabCase implements FaultCase {
                 requireUpdated(b.lab, first, ledger);
             }
             List<Long> before = List.copyOf(b.committed);
-            detail = inject(b, ledger);
+            detail =
+                    injection.inject(
+                            new Fault(b, ledger, b.lab.activeGeneration().getGeneration()));
             activeIntact(b, ledger);
             ledger.stillCommitted(b.lab, before, b.destroyed);
             long next = b.publish();
@@ -79,9 +122,13 @@ abstract class LabCase implements FaultCase {
     /**
      * Every engine registers again (a fresh epoch in the lab's group) and loads the active
      * generation from the store; every byte is checked. Where the fault destroyed the active
-     * generation's memory this proves nothing and the case checks the engines' bytes instead.
+     * generation's memory this proves nothing and the engines' bytes are checked instead.
      */
-    void activeIntact(SharedLab.Borrowed b, Ledger ledger) throws Exception {
+    private void activeIntact(SharedLab.Borrowed b, Ledger ledger) throws Exception {
+        if (destroysActive) {
+            ledger.observe(b.lab, allInstances(b.lab));
+            return;
+        }
         Generation active = b.lab.activeGeneration();
         if (active.getState() == GenerationState.LOST) {
             throw new AssertionError(

@@ -1,5 +1,10 @@
 package io.weightrelay.lab.faults;
 
+import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
+import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
+import static io.weightrelay.lab.faults.LabCase.allInstances;
+import static io.weightrelay.lab.faults.LabCase.check;
+
 import io.weightrelay.api.control.client.model.ParticipantState;
 import io.weightrelay.api.control.client.model.SessionState;
 import io.weightrelay.api.control.client.model.UpdatePhase;
@@ -22,7 +27,9 @@ import java.util.Set;
  * the session names the dead loader, and a fresh loader started in its place loads the active
  * generation byte for byte.
  */
-final class LoaderKilledMidApplyCase extends LabCase {
+final class LoaderKilledMidApplyCase {
+
+    private LoaderKilledMidApplyCase() {}
 
     private static final int ATTEMPTS = 5;
 
@@ -32,15 +39,11 @@ final class LoaderKilledMidApplyCase extends LabCase {
      */
     static final Duration PHASE_TIMEOUT = Duration.ofSeconds(60);
 
-    @Override
-    public String name() {
-        return "loader-killed-mid-apply";
-    }
-
-    @Override
-    String inject(SharedLab.Borrowed b, Ledger ledger) throws Exception {
-        LabCluster lab = b.lab;
-        long previous = lab.activeGeneration().getGeneration();
+    static String inject(LabCase.Fault fault) throws Exception {
+        SharedLab.Borrowed b = fault.borrowed();
+        Ledger ledger = fault.ledger();
+        LabCluster lab = fault.lab();
+        long previous = fault.active();
         int victim = 0;
         String victimId = lab.engines().get(victim).instance();
         for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {

@@ -1,5 +1,10 @@
 package io.weightrelay.lab.faults;
 
+import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
+import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
+import static io.weightrelay.lab.faults.LabCase.allInstances;
+import static io.weightrelay.lab.faults.LabCase.check;
+
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
@@ -14,17 +19,15 @@ import java.util.Map;
  * owner is started again (its memory is gone: what it held is reported lost, never served) and the
  * next publish reaches everyone.
  */
-final class SegmentOwnerKilledCase extends LabCase {
+final class SegmentOwnerKilledCase {
 
-    @Override
-    public String name() {
-        return "segment-owner-killed-after-commit";
-    }
+    private SegmentOwnerKilledCase() {}
 
-    @Override
-    String inject(SharedLab.Borrowed b, Ledger ledger) throws Exception {
-        LabCluster lab = b.lab;
-        long serving = lab.activeGeneration().getGeneration();
+    static String inject(LabCase.Fault fault) throws Exception {
+        SharedLab.Borrowed b = fault.borrowed();
+        Ledger ledger = fault.ledger();
+        LabCluster lab = fault.lab();
+        long serving = fault.active();
         long committed = b.publish();
         String segment = lab.killPublisher(1);
         // without replicas, everything the dead owner held is gone with it
@@ -62,11 +65,5 @@ final class SegmentOwnerKilledCase extends LabCase {
                 + " ("
                 + failure
                 + "); owner restarted";
-    }
-
-    /** The fault destroyed the active generation's bytes: the engines' bytes were checked. */
-    @Override
-    void activeIntact(SharedLab.Borrowed b, Ledger ledger) {
-        ledger.observe(b.lab, allInstances(b.lab));
     }
 }
