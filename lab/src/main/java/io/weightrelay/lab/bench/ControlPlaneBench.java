@@ -368,11 +368,8 @@ public final class ControlPlaneBench {
                         args.getInt("register-chunk", 256),
                         Duration.ofSeconds(args.getLong("heartbeat-seconds", 5)),
                         Duration.ofSeconds(args.getLong("call-timeout-seconds", 300)));
-        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
-        Path controlJar =
-                args.has("control-jar")
-                        ? Path.of(args.get("control-jar", null))
-                        : ServiceProcess.findJar(root, "control-api");
+        Path root = args.root();
+        Path controlJar = args.jar("control-jar", root, "control-api");
         String redisHost = args.get("redis-host", "127.0.0.1");
         int redisPort = args.getInt("redis-port", 6379);
 

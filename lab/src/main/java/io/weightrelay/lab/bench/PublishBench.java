@@ -83,14 +83,8 @@ public final class PublishBench {
             throw new IllegalArgumentException("--staging-mode is segment or file");
         }
         Path root = args.root();
-        Path publisherJar =
-                args.has("publisher-jar")
-                        ? Path.of(args.get("publisher-jar", null))
-                        : ServiceProcess.findJar(root, "publisher-service");
-        Path controlJar =
-                args.has("control-jar")
-                        ? Path.of(args.get("control-jar", null))
-                        : ServiceProcess.findJar(root, "control-api");
+        Path publisherJar = args.jar("publisher-jar", root, "publisher-service");
+        Path controlJar = args.jar("control-jar", root, "control-api");
         String redisHost = args.get("redis-host", "127.0.0.1");
         int redisPort = args.getInt("redis-port", 6379);
 
