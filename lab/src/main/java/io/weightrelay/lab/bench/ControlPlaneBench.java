@@ -55,7 +55,6 @@ import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -86,6 +85,7 @@ import org.springframework.http.MediaType;
 import org.springframework.http.client.ClientHttpRequestExecution;
 import org.springframework.http.client.ClientHttpRequestInterceptor;
 import org.springframework.http.client.ClientHttpResponse;
+import org.springframework.util.FileSystemUtils;
 import org.springframework.web.client.RestClient;
 import org.springframework.web.client.RestClientResponseException;
 import tools.jackson.databind.json.JsonMapper;
@@ -434,7 +434,7 @@ public final class ControlPlaneBench {
             if (args.has("keep-logs")) {
                 System.err.println("bench control-plane: logs in " + logs);
             } else {
-                deleteQuietly(logs);
+                FileSystemUtils.deleteRecursively(logs.toFile()); // logs in /tmp
             }
         }
         System.exit(exit);
@@ -1288,16 +1288,5 @@ public final class ControlPlaneBench {
                     + (body.length() > 600 ? body.substring(0, 600) + "..." : body);
         }
         return String.valueOf(e);
-    }
-
-    private static void deleteQuietly(Path dir) {
-        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
-            for (Path f : files) {
-                Files.deleteIfExists(f);
-            }
-            Files.deleteIfExists(dir);
-        } catch (IOException e) {
-            // logs in /tmp; harmless
-        }
     }
 }

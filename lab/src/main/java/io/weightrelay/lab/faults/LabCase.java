@@ -17,8 +17,13 @@ import java.util.Set;
  * where the fault destroyed its memory, the engines' bytes checked), no engine ever served bytes
  * that are not all of the generation it reports ({@link Ledger}), and the trainer's next publish
  * reaches every engine.
+ *
+ * @param name a short kebab-case name, one row of {@code ./relay faults}
+ * @param injection the fault and the checks of what the system did about it
+ * @param destroysActive whether the fault destroys the active generation's bytes: loading it afresh
+ *     would prove nothing, so the engines' bytes are checked instead
  */
-final class LabCase implements FaultCase {
+record LabCase(String name, Injection injection, boolean destroysActive) implements FaultCase {
 
     /**
      * The timeout of the cases' updates: generous, since a loaded two-core machine can take minutes
@@ -44,16 +49,6 @@ final class LabCase implements FaultCase {
         String inject(Fault fault) throws Exception;
     }
 
-    private final String name;
-    private final Injection injection;
-    private final boolean destroysActive;
-
-    private LabCase(String name, Injection injection, boolean destroysActive) {
-        this.name = name;
-        this.injection = injection;
-        this.destroysActive = destroysActive;
-    }
-
     /** A case after which every engine loads the active generation afresh. */
     static LabCase reloadingActive(String name, Injection injection) {
         return new LabCase(name, injection, false);
@@ -65,11 +60,6 @@ final class LabCase implements FaultCase {
      */
     static LabCase destroyingActive(String name, Injection injection) {
         return new LabCase(name, injection, true);
-    }
-
-    @Override
-    public String name() {
-        return name;
     }
 
     @Override
