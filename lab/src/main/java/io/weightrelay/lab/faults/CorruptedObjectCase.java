@@ -3,11 +3,10 @@ package io.weightrelay.lab.faults;
 import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
 import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.check;
+import static io.weightrelay.lab.faults.LabCase.requireHolding;
 
-import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import java.util.List;
@@ -58,17 +57,7 @@ final class CorruptedObjectCase {
         }
         ledger.noneAdvanced(lab, before);
         ledger.observe(lab, Set.of());
-        for (RolloutEngine engine : lab.engines()) {
-            InstanceStatus status = engine.status();
-            check(
-                    Long.valueOf(good).equals(status.getGeneration())
-                            && Boolean.TRUE.equals(status.getPaused()),
-                    engine.instance()
-                            + " stayed paused on "
-                            + good
-                            + ": "
-                            + status.getGeneration());
-        }
+        requireHolding(lab, good, true, null);
         check(
                 victim.fragment().equals(lab.generation(bad).getCorruptObject()),
                 "generation " + bad + " is marked corrupt naming " + victim.fragment());

@@ -2,6 +2,7 @@ package io.weightrelay.lab.faults;
 
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import java.time.Duration;
@@ -139,6 +140,27 @@ record LabCase(String name, Injection injection, boolean destroysActive) impleme
         }
         if (lab.verifyAll(generation) <= 0) {
             throw new AssertionError("nothing verified of generation " + generation);
+        }
+    }
+
+    /**
+     * Every engine but {@code except} (null: none) holds {@code generation}, paused for rebuild if
+     * {@code paused}, else serving it.
+     */
+    static void requireHolding(LabCluster lab, long generation, boolean paused, String except) {
+        for (RolloutEngine engine : lab.engines()) {
+            if (engine.instance().equals(except)) {
+                continue;
+            }
+            InstanceStatus s = engine.status();
+            check(
+                    paused == Boolean.TRUE.equals(s.getPaused())
+                            && Long.valueOf(generation).equals(s.getGeneration()),
+                    engine.instance()
+                            + (paused ? " is paused on " : " resumed on ")
+                            + generation
+                            + ": "
+                            + s.getGeneration());
         }
     }
 

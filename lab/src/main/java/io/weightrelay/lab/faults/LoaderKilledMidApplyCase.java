@@ -4,12 +4,12 @@ import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
 import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.allInstances;
 import static io.weightrelay.lab.faults.LabCase.check;
+import static io.weightrelay.lab.faults.LabCase.requireHolding;
 
 import io.weightrelay.api.control.client.model.ParticipantState;
 import io.weightrelay.api.control.client.model.SessionState;
 import io.weightrelay.api.control.client.model.UpdatePhase;
 import io.weightrelay.api.control.client.model.UpdateSession;
-import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
@@ -99,16 +99,7 @@ final class LoaderKilledMidApplyCase {
                             + session.getFailedInstance()
                             + ", "
                             + why);
-            for (RolloutEngine e : lab.engines()) {
-                if (e.instance().equals(victimId)) {
-                    continue;
-                }
-                InstanceStatus s = e.status();
-                check(
-                        Boolean.TRUE.equals(s.getPaused())
-                                && Long.valueOf(previous).equals(s.getGeneration()),
-                        e.instance() + " is paused on " + previous + ": " + s.getGeneration());
-            }
+            requireHolding(lab, previous, true, victimId);
 
             RolloutEngine fresh = lab.restartInstance(victim);
             List<Engines.Ended> alone = Engines.update(List.of(fresh), UPDATE_TIMEOUT, UPDATE_WAIT);

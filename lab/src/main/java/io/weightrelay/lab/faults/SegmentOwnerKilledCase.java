@@ -4,11 +4,10 @@ import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
 import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.allInstances;
 import static io.weightrelay.lab.faults.LabCase.check;
+import static io.weightrelay.lab.faults.LabCase.requireHolding;
 
-import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.lab.rollout.RolloutEngine;
 import java.util.List;
 import java.util.Map;
 
@@ -49,13 +48,7 @@ final class SegmentOwnerKilledCase {
         }
         ledger.noneAdvanced(lab, before);
         ledger.observe(lab, allInstances(lab));
-        for (RolloutEngine engine : lab.engines()) {
-            InstanceStatus s = engine.status();
-            check(
-                    !Boolean.TRUE.equals(s.getPaused())
-                            && Long.valueOf(serving).equals(s.getGeneration()),
-                    engine.instance() + " resumed on " + serving + ": " + s.getGeneration());
-        }
+        requireHolding(lab, serving, false, null);
         String failure = String.join("; ", failures);
         lab.revivePublisher(1);
         return "generation "
