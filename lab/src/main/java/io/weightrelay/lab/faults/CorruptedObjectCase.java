@@ -24,11 +24,10 @@ final class CorruptedObjectCase {
     private CorruptedObjectCase() {}
 
     static String inject(LabCase.Fault fault) throws Exception {
-        SharedLab.Borrowed b = fault.borrowed();
         Ledger ledger = fault.ledger();
         LabCluster lab = fault.lab();
         long good = fault.active();
-        long bad = b.publish();
+        long bad = fault.publish();
         StoredFragment victim =
                 lab.manifest().fragments().stream()
                         .filter(f -> f.bytes() > 0)
@@ -36,7 +35,7 @@ final class CorruptedObjectCase {
                         .orElseThrow();
         lab.corruptStoredByte(
                 ObjectKeys.key(lab.manifest().model(), bad, victim.fragment()), victim.bytes() / 2);
-        b.destroyed.add(bad);
+        fault.destroyed(bad);
 
         Map<String, Long> before = Ledger.generations(lab);
         List<Engines.Ended> ended = Engines.update(lab.engines(), UPDATE_TIMEOUT, UPDATE_WAIT);

@@ -3,6 +3,7 @@ package io.weightrelay.lab.faults;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import java.time.Duration;
@@ -41,6 +42,25 @@ record LabCase(String name, Injection injection, boolean destroysActive) impleme
 
         LabCluster lab() {
             return borrowed.lab;
+        }
+
+        /** Publishes the trainer's next step; returns its generation. */
+        long publish() {
+            return borrowed.publish();
+        }
+
+        long nextStep() {
+            return borrowed.nextStep();
+        }
+
+        /** The fault destroyed {@code generation}'s memory: it need not stay committed. */
+        void destroyed(long generation) {
+            borrowed.destroyed.add(generation);
+        }
+
+        /** Without replicas, the fault destroyed every committed generation's memory. */
+        void destroyedEveryCommitted() {
+            borrowed.destroyed.addAll(borrowed.committed);
         }
     }
 
@@ -161,6 +181,24 @@ record LabCase(String name, Injection injection, boolean destroysActive) impleme
                             + generation
                             + ": "
                             + s.getGeneration());
+        }
+    }
+
+    /**
+     * Every engine of {@code ended} but {@code except} (null: none) ended {@code outcome} and was
+     * told why: {@code culprit} is its failing peer or named in its error.
+     */
+    static void requireEnded(
+            List<Engines.Ended> ended, UpdateOutcome outcome, String culprit, String except) {
+        for (Engines.Ended e : ended) {
+            if (e.instance().equals(except)) {
+                continue;
+            }
+            check(e.outcome() == outcome, "expected " + outcome + ": " + e.describe());
+            check(
+                    culprit.equals(e.progress().getFailingPeer())
+                            || String.valueOf(e.progress().getError()).contains(culprit),
+                    "the failure names " + culprit + ": " + e.describe());
         }
     }
 

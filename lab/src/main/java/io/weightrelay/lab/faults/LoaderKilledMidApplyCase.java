@@ -4,6 +4,7 @@ import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
 import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.allInstances;
 import static io.weightrelay.lab.faults.LabCase.check;
+import static io.weightrelay.lab.faults.LabCase.requireEnded;
 import static io.weightrelay.lab.faults.LabCase.requireHolding;
 
 import io.weightrelay.api.control.client.model.ParticipantState;
@@ -40,14 +41,13 @@ final class LoaderKilledMidApplyCase {
     static final Duration PHASE_TIMEOUT = Duration.ofSeconds(60);
 
     static String inject(LabCase.Fault fault) throws Exception {
-        SharedLab.Borrowed b = fault.borrowed();
         Ledger ledger = fault.ledger();
         LabCluster lab = fault.lab();
         long previous = fault.active();
         int victim = 0;
         String victimId = lab.engines().get(victim).instance();
         for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-            long g = b.publish();
+            long g = fault.publish();
             Map<String, Long> before = Ledger.generations(lab);
             Engines.Running running = Engines.start(lab.engines(), PHASE_TIMEOUT);
             String caught = freezeInApply(lab, g, victimId, lab.loaderPid(victim));
@@ -65,18 +65,8 @@ final class LoaderKilledMidApplyCase {
             long killed = System.nanoTime();
             List<Engines.Ended> ended = running.await(UPDATE_WAIT);
             double waited = (System.nanoTime() - killed) / 1e9;
-            for (Engines.Ended e : ended) {
-                if (e.instance().equals(victimId)) {
-                    continue; // its loader is dead: its engine's calls fail
-                }
-                check(
-                        e.outcome() == UpdateOutcome.PAUSED_REBUILD,
-                        "a peer of the dead loader pauses for rebuild: " + e.describe());
-                check(
-                        victimId.equals(e.progress().getFailingPeer())
-                                || String.valueOf(e.progress().getError()).contains(victimId),
-                        "the peer's failure names " + victimId + ": " + e.describe());
-            }
+            // every peer of the dead loader pauses for rebuild; its own engine's calls fail
+            requireEnded(ended, UpdateOutcome.PAUSED_REBUILD, victimId, victimId);
             ledger.noneAdvanced(lab, before);
             ledger.observe(lab, Set.of());
             UpdateSession session = lab.session(g, "lab");

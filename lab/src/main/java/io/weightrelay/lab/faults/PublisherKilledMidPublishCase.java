@@ -27,7 +27,6 @@ final class PublisherKilledMidPublishCase {
     private PublisherKilledMidPublishCase() {}
 
     static String inject(LabCase.Fault fault) throws Exception {
-        SharedLab.Borrowed b = fault.borrowed();
         Ledger ledger = fault.ledger();
         LabCluster lab = fault.lab();
         long previous = fault.active();
@@ -36,7 +35,7 @@ final class PublisherKilledMidPublishCase {
         AtomicInteger writes = new AtomicInteger();
         CountDownLatch held = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
-        long step = b.nextStep();
+        long step = fault.nextStep();
         CompletableFuture<Long> publish =
                 CompletableFuture.supplyAsync(
                         () ->
@@ -73,7 +72,7 @@ final class PublisherKilledMidPublishCase {
         }
         String url = lab.publisherUrl(1);
         String segment = lab.killPublisher(1);
-        b.destroyed.addAll(b.committed);
+        fault.destroyedEveryCommitted();
         long killed = System.nanoTime();
         release.countDown();
         String error;

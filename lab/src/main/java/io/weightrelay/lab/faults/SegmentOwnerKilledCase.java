@@ -3,7 +3,7 @@ package io.weightrelay.lab.faults;
 import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
 import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.allInstances;
-import static io.weightrelay.lab.faults.LabCase.check;
+import static io.weightrelay.lab.faults.LabCase.requireEnded;
 import static io.weightrelay.lab.faults.LabCase.requireHolding;
 
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
@@ -23,33 +23,22 @@ final class SegmentOwnerKilledCase {
     private SegmentOwnerKilledCase() {}
 
     static String inject(LabCase.Fault fault) throws Exception {
-        SharedLab.Borrowed b = fault.borrowed();
         Ledger ledger = fault.ledger();
         LabCluster lab = fault.lab();
         long serving = fault.active();
-        long committed = b.publish();
+        long committed = fault.publish();
         String segment = lab.killPublisher(1);
         // without replicas, everything the dead owner held is gone with it
-        b.destroyed.addAll(b.committed);
+        fault.destroyedEveryCommitted();
 
         Map<String, Long> before = Ledger.generations(lab);
         List<Engines.Ended> ended = Engines.update(lab.engines(), UPDATE_TIMEOUT, UPDATE_WAIT);
-        List<String> failures = new java.util.ArrayList<>();
-        for (Engines.Ended e : ended) {
-            check(
-                    e.outcome() == UpdateOutcome.RESUMED_OLD,
-                    "expected RESUMED_OLD: " + e.describe());
-            // every engine is told why: its own read of the segment, or the session's failure
-            check(
-                    segment.equals(e.progress().getFailingPeer())
-                            || String.valueOf(e.progress().getError()).contains(segment),
-                    "the failure names the dead owner's segment " + segment + ": " + e.describe());
-            failures.add(e.describe());
-        }
+        // every engine is told why: its own read of the segment, or the session's failure
+        requireEnded(ended, UpdateOutcome.RESUMED_OLD, segment, null);
         ledger.noneAdvanced(lab, before);
         ledger.observe(lab, allInstances(lab));
         requireHolding(lab, serving, false, null);
-        String failure = String.join("; ", failures);
+        String failure = String.join("; ", ended.stream().map(Engines.Ended::describe).toList());
         lab.revivePublisher(1);
         return "generation "
                 + committed
