@@ -71,4 +71,12 @@ public final class Args {
     public Path root() {
         return Path.of(get("root", ServiceProcess.home().toString())).toAbsolutePath();
     }
+
+    /**
+     * {@code --<flag>}: a service jar given explicitly, else {@code module}'s jar built under
+     * {@code root}.
+     */
+    public Path jar(String flag, Path root, String module) {
+        return has(flag) ? Path.of(get(flag, null)) : ServiceProcess.findJar(root, module);
+    }
 }

@@ -55,7 +55,6 @@ import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -86,6 +85,7 @@ import org.springframework.http.MediaType;
 import org.springframework.http.client.ClientHttpRequestExecution;
 import org.springframework.http.client.ClientHttpRequestInterceptor;
 import org.springframework.http.client.ClientHttpResponse;
+import org.springframework.util.FileSystemUtils;
 import org.springframework.web.client.RestClient;
 import org.springframework.web.client.RestClientResponseException;
 import tools.jackson.databind.json.JsonMapper;
@@ -368,11 +368,8 @@ public final class ControlPlaneBench {
                         args.getInt("register-chunk", 256),
                         Duration.ofSeconds(args.getLong("heartbeat-seconds", 5)),
                         Duration.ofSeconds(args.getLong("call-timeout-seconds", 300)));
-        Path root = Path.of(args.get("root", ServiceProcess.home().toString())).toAbsolutePath();
-        Path controlJar =
-                args.has("control-jar")
-                        ? Path.of(args.get("control-jar", null))
-                        : ServiceProcess.findJar(root, "control-api");
+        Path root = args.root();
+        Path controlJar = args.jar("control-jar", root, "control-api");
         String redisHost = args.get("redis-host", "127.0.0.1");
         int redisPort = args.getInt("redis-port", 6379);
 
@@ -437,7 +434,7 @@ public final class ControlPlaneBench {
             if (args.has("keep-logs")) {
                 System.err.println("bench control-plane: logs in " + logs);
             } else {
-                deleteQuietly(logs);
+                FileSystemUtils.deleteRecursively(logs.toFile()); // logs in /tmp
             }
         }
         System.exit(exit);
@@ -1291,16 +1288,5 @@ public final class ControlPlaneBench {
                     + (body.length() > 600 ? body.substring(0, 600) + "..." : body);
         }
         return String.valueOf(e);
-    }
-
-    private static void deleteQuietly(Path dir) {
-        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
-            for (Path f : files) {
-                Files.deleteIfExists(f);
-            }
-            Files.deleteIfExists(dir);
-        } catch (IOException e) {
-            // logs in /tmp; harmless
-        }
     }
 }

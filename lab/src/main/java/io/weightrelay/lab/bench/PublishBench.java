@@ -21,10 +21,8 @@ import io.weightrelay.trainer.client.RestCoordinator;
 import io.weightrelay.trainer.client.TrainerSession;
 import io.weightrelay.trainer.sim.DeterministicWeights;
 import io.weightrelay.trainer.sim.SimulatedModel;
-import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -35,6 +33,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
+import org.springframework.util.FileSystemUtils;
 
 /**
  * {@code ./relay bench publish --model qwen2.5-0.5b --trainer-nodes 2}: starts control-api and one
@@ -83,14 +82,8 @@ public final class PublishBench {
             throw new IllegalArgumentException("--staging-mode is segment or file");
         }
         Path root = args.root();
-        Path publisherJar =
-                args.has("publisher-jar")
-                        ? Path.of(args.get("publisher-jar", null))
-                        : ServiceProcess.findJar(root, "publisher-service");
-        Path controlJar =
-                args.has("control-jar")
-                        ? Path.of(args.get("control-jar", null))
-                        : ServiceProcess.findJar(root, "control-api");
+        Path publisherJar = args.jar("publisher-jar", root, "publisher-service");
+        Path controlJar = args.jar("control-jar", root, "control-api");
         String redisHost = args.get("redis-host", "127.0.0.1");
         int redisPort = args.getInt("redis-port", 6379);
 
@@ -299,7 +292,7 @@ public final class PublishBench {
                         "redis://" + redisHost + ":" + redisPort, "wr:bench:" + run + ":");
             }
             if (!args.has("keep-logs")) {
-                deleteQuietly(logs);
+                FileSystemUtils.deleteRecursively(logs.toFile()); // logs in /tmp
             }
         }
     }
@@ -383,16 +376,5 @@ public final class PublishBench {
             copied += r.bytes();
         }
         return copied / (nanos / 1e9) / 1e9;
-    }
-
-    private static void deleteQuietly(Path dir) {
-        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
-            for (Path f : files) {
-                Files.deleteIfExists(f);
-            }
-            Files.deleteIfExists(dir);
-        } catch (IOException e) {
-            // logs in /tmp; harmless
-        }
     }
 }

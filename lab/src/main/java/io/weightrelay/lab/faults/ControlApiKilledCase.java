@@ -15,24 +15,24 @@ import java.util.Set;
  * every byte of it; nothing committed is lost, and the next publish and update work with the first
  * still dead.
  */
-public final class ControlApiKilledCase implements FaultCase {
+public final class ControlApiKilledCase extends MidUpdateCase {
 
-    @Override
-    public String name() {
-        return "control-api-killed";
+    public ControlApiKilledCase() {
+        super("control-api-killed");
     }
 
     @Override
     public FaultResult run(FaultContext context) throws Exception {
         try {
-            return SharedLab.prove(context, (b, started) -> prove(b, started));
+            return super.run(context);
         } finally {
             // The first control-api stays dead: the lab is not the one the other cases expect.
             SharedLab.discard(context);
         }
     }
 
-    private FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
+    @Override
+    FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
         ServingProof proof = new ServingProof(lab);
         MidUpdate update = MidUpdate.inject(b, proof, () -> lab.killControlApi(0));

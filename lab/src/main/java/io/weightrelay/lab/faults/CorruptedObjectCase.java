@@ -1,9 +1,12 @@
 package io.weightrelay.lab.faults;
 
-import io.weightrelay.api.loader.client.model.InstanceStatus;
+import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
+import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
+import static io.weightrelay.lab.faults.LabCase.check;
+import static io.weightrelay.lab.faults.LabCase.requireHolding;
+
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import java.util.List;
@@ -16,18 +19,15 @@ import java.util.Set;
  * any engine advances, every instance pauses for rebuild naming the object, the generation is
  * marked corrupt and the one before it is active again.
  */
-final class CorruptedObjectCase extends LabCase {
+final class CorruptedObjectCase {
 
-    @Override
-    public String name() {
-        return "byte-flipped-after-commit";
-    }
+    private CorruptedObjectCase() {}
 
-    @Override
-    String inject(SharedLab.Borrowed b, Ledger ledger) throws Exception {
-        LabCluster lab = b.lab;
-        long good = lab.activeGeneration().getGeneration();
-        long bad = b.publish();
+    static String inject(LabCase.Fault fault) throws Exception {
+        Ledger ledger = fault.ledger();
+        LabCluster lab = fault.lab();
+        long good = fault.active();
+        long bad = fault.publish();
         StoredFragment victim =
                 lab.manifest().fragments().stream()
                         .filter(f -> f.bytes() > 0)
@@ -35,7 +35,7 @@ final class CorruptedObjectCase extends LabCase {
                         .orElseThrow();
         lab.corruptStoredByte(
                 ObjectKeys.key(lab.manifest().model(), bad, victim.fragment()), victim.bytes() / 2);
-        b.destroyed.add(bad);
+        fault.destroyed(bad);
 
         Map<String, Long> before = Ledger.generations(lab);
         List<Engines.Ended> ended = Engines.update(lab.engines(), UPDATE_TIMEOUT, UPDATE_WAIT);
@@ -56,17 +56,7 @@ final class CorruptedObjectCase extends LabCase {
         }
         ledger.noneAdvanced(lab, before);
         ledger.observe(lab, Set.of());
-        for (RolloutEngine engine : lab.engines()) {
-            InstanceStatus status = engine.status();
-            check(
-                    Long.valueOf(good).equals(status.getGeneration())
-                            && Boolean.TRUE.equals(status.getPaused()),
-                    engine.instance()
-                            + " stayed paused on "
-                            + good
-                            + ": "
-                            + status.getGeneration());
-        }
+        requireHolding(lab, good, true, null);
         check(
                 victim.fragment().equals(lab.generation(bad).getCorruptObject()),
                 "generation " + bad + " is marked corrupt naming " + victim.fragment());

@@ -23,11 +23,15 @@ public final class FaultSuite {
     /** Every case of the suite, in the order it runs them: the one list to add a case to. */
     public static List<FaultCase> cases() {
         return List.of(
-                new LoaderScaleOutCase(),
-                new CorruptedObjectCase(),
-                new LoaderKilledMidApplyCase(),
-                new SegmentOwnerKilledCase(),
-                new PublisherKilledMidPublishCase(),
+                LabCase.reloadingActive(
+                        "loader-restarted-loads-active", LoaderScaleOutCase::inject),
+                LabCase.reloadingActive("byte-flipped-after-commit", CorruptedObjectCase::inject),
+                LabCase.reloadingActive(
+                        "loader-killed-mid-apply", LoaderKilledMidApplyCase::inject),
+                LabCase.destroyingActive(
+                        "segment-owner-killed-after-commit", SegmentOwnerKilledCase::inject),
+                LabCase.destroyingActive(
+                        "publisher-killed-mid-publish", PublisherKilledMidPublishCase::inject),
                 new RedisRestartCase(),
                 new RedisDataLostCase(),
                 new ControlApiKilledCase(),

@@ -2,6 +2,8 @@ package io.weightrelay.lab.faults;
 
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.api.loader.client.model.InstanceStatus;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import java.time.Duration;
@@ -10,13 +12,20 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * A case on the suite's shared local lab: it finds every engine on the active generation, injects
- * its fault and checks what the system did ({@link #inject}), then proves the three invariants: the
- * active generation is intact (loaded afresh by every engine and checked byte for byte), no engine
- * ever served bytes that are not all of the generation it reports ({@link Ledger}), and the
- * trainer's next publish reaches every engine.
+ * A case on the suite's shared local lab, declared as data: its name, its {@link Injection} and how
+ * the active generation is proven intact afterwards. It finds every engine on the active
+ * generation, injects its fault and checks what the system did, then proves the three invariants:
+ * the active generation is intact (loaded afresh by every engine and checked byte for byte, or,
+ * where the fault destroyed its memory, the engines' bytes checked), no engine ever served bytes
+ * that are not all of the generation it reports ({@link Ledger}), and the trainer's next publish
+ * reaches every engine.
+ *
+ * @param name a short kebab-case name, one row of {@code ./relay faults}
+ * @param injection the fault and the checks of what the system did about it
+ * @param destroysActive whether the fault destroys the active generation's bytes: loading it afresh
+ *     would prove nothing, so the engines' bytes are checked instead
  */
-abstract class LabCase implements FaultCase {
+record LabCase(String name, Injection injection, boolean destroysActive) implements FaultCase {
 
     /**
      * The timeout of the cases' updates: generous, since a loaded two-core machine can take minutes
@@ -28,8 +37,51 @@ abstract class LabCase implements FaultCase {
     /** How long a case waits for any update: past twice its timeout, never a hang. */
     static final Duration UPDATE_WAIT = Duration.ofMinutes(11);
 
+    /** The running lab a fault is injected into, found with every engine on {@code active}. */
+    record Fault(SharedLab.Borrowed borrowed, Ledger ledger, long active) {
+
+        LabCluster lab() {
+            return borrowed.lab;
+        }
+
+        /** Publishes the trainer's next step; returns its generation. */
+        long publish() {
+            return borrowed.publish();
+        }
+
+        long nextStep() {
+            return borrowed.nextStep();
+        }
+
+        /** The fault destroyed {@code generation}'s memory: it need not stay committed. */
+        void destroyed(long generation) {
+            borrowed.destroyed.add(generation);
+        }
+
+        /** Without replicas, the fault destroyed every committed generation's memory. */
+        void destroyedEveryCommitted() {
+            borrowed.destroyed.addAll(borrowed.committed);
+        }
+    }
+
     /** Injects the fault into the running lab and checks the outcome; returns what happened. */
-    abstract String inject(SharedLab.Borrowed lab, Ledger ledger) throws Exception;
+    @FunctionalInterface
+    interface Injection {
+        String inject(Fault fault) throws Exception;
+    }
+
+    /** A case after which every engine loads the active generation afresh. */
+    static LabCase reloadingActive(String name, Injection injection) {
+        return new LabCase(name, injection, false);
+    }
+
+    /**
+     * A case whose fault destroys the active generation's bytes: loading it afresh would prove
+     * nothing, so the engines' bytes are checked instead.
+     */
+    static LabCase destroyingActive(String name, Injection injection) {
+        return new LabCase(name, injection, true);
+    }
 
     @Override
     public FaultResult run(FaultContext context) {
@@ -45,7 +97,9 @@ abstract class LabCase implements FaultCase {
                 requireUpdated(b.lab, first, ledger);
             }
             List<Long> before = List.copyOf(b.committed);
-            detail = inject(b, ledger);
+            detail =
+                    injection.inject(
+                            new Fault(b, ledger, b.lab.activeGeneration().getGeneration()));
             activeIntact(b, ledger);
             ledger.stillCommitted(b.lab, before, b.destroyed);
             long next = b.publish();
@@ -79,9 +133,13 @@ abstract class LabCase implements FaultCase {
     /**
      * Every engine registers again (a fresh epoch in the lab's group) and loads the active
      * generation from the store; every byte is checked. Where the fault destroyed the active
-     * generation's memory this proves nothing and the case checks the engines' bytes instead.
+     * generation's memory this proves nothing and the engines' bytes are checked instead.
      */
-    void activeIntact(SharedLab.Borrowed b, Ledger ledger) throws Exception {
+    private void activeIntact(SharedLab.Borrowed b, Ledger ledger) throws Exception {
+        if (destroysActive) {
+            ledger.observe(b.lab, allInstances(b.lab));
+            return;
+        }
         Generation active = b.lab.activeGeneration();
         if (active.getState() == GenerationState.LOST) {
             throw new AssertionError(
@@ -102,6 +160,45 @@ abstract class LabCase implements FaultCase {
         }
         if (lab.verifyAll(generation) <= 0) {
             throw new AssertionError("nothing verified of generation " + generation);
+        }
+    }
+
+    /**
+     * Every engine but {@code except} (null: none) holds {@code generation}, paused for rebuild if
+     * {@code paused}, else serving it.
+     */
+    static void requireHolding(LabCluster lab, long generation, boolean paused, String except) {
+        for (RolloutEngine engine : lab.engines()) {
+            if (engine.instance().equals(except)) {
+                continue;
+            }
+            InstanceStatus s = engine.status();
+            check(
+                    paused == Boolean.TRUE.equals(s.getPaused())
+                            && Long.valueOf(generation).equals(s.getGeneration()),
+                    engine.instance()
+                            + (paused ? " is paused on " : " resumed on ")
+                            + generation
+                            + ": "
+                            + s.getGeneration());
+        }
+    }
+
+    /**
+     * Every engine of {@code ended} but {@code except} (null: none) ended {@code outcome} and was
+     * told why: {@code culprit} is its failing peer or named in its error.
+     */
+    static void requireEnded(
+            List<Engines.Ended> ended, UpdateOutcome outcome, String culprit, String except) {
+        for (Engines.Ended e : ended) {
+            if (e.instance().equals(except)) {
+                continue;
+            }
+            check(e.outcome() == outcome, "expected " + outcome + ": " + e.describe());
+            check(
+                    culprit.equals(e.progress().getFailingPeer())
+                            || String.valueOf(e.progress().getError()).contains(culprit),
+                    "the failure names " + culprit + ": " + e.describe());
         }
     }
 

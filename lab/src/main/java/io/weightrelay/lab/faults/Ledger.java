@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /**
  * The three counts every case reports, from what the engines and control-api say:
@@ -102,25 +103,37 @@ final class Ledger {
                         });
     }
 
+    /**
+     * Why committed generation {@code g} counts as lost: gone from control-api, or in a state
+     * {@code lost} accepts; null while it is kept.
+     */
+    static String lostCommitted(LabCluster lab, long g, Predicate<GenerationState> lost) {
+        GenerationState state;
+        try {
+            state = lab.generation(g).getState();
+        } catch (RuntimeException e) {
+            return "committed generation " + g + " is gone: " + e.getMessage();
+        }
+        return lost.test(state) ? "committed generation " + g + " is " + state : null;
+    }
+
     /** Every generation in {@code committed} but those in {@code destroyed} is still loadable. */
     void stillCommitted(LabCluster lab, List<Long> committed, Set<Long> destroyed) {
         for (long g : committed) {
             if (destroyed.contains(g)) {
                 continue;
             }
-            GenerationState state;
-            try {
-                state = lab.generation(g).getState();
-            } catch (RuntimeException ex) {
+            String problem =
+                    lostCommitted(
+                            lab,
+                            g,
+                            state ->
+                                    state == GenerationState.LOST
+                                            || state == GenerationState.ABORTED
+                                            || state == GenerationState.OPEN);
+            if (problem != null) {
                 lost++;
-                problems.add("committed generation " + g + " is gone: " + ex.getMessage());
-                continue;
-            }
-            if (state == GenerationState.LOST
-                    || state == GenerationState.ABORTED
-                    || state == GenerationState.OPEN) {
-                lost++;
-                problems.add("committed generation " + g + " is " + state);
+                problems.add(problem);
             }
         }
     }

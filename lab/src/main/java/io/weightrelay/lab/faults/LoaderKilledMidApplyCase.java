@@ -1,10 +1,16 @@
 package io.weightrelay.lab.faults;
 
+import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
+import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
+import static io.weightrelay.lab.faults.LabCase.allInstances;
+import static io.weightrelay.lab.faults.LabCase.check;
+import static io.weightrelay.lab.faults.LabCase.requireEnded;
+import static io.weightrelay.lab.faults.LabCase.requireHolding;
+
 import io.weightrelay.api.control.client.model.ParticipantState;
 import io.weightrelay.api.control.client.model.SessionState;
 import io.weightrelay.api.control.client.model.UpdatePhase;
 import io.weightrelay.api.control.client.model.UpdateSession;
-import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
@@ -22,7 +28,9 @@ import java.util.Set;
  * the session names the dead loader, and a fresh loader started in its place loads the active
  * generation byte for byte.
  */
-final class LoaderKilledMidApplyCase extends LabCase {
+final class LoaderKilledMidApplyCase {
+
+    private LoaderKilledMidApplyCase() {}
 
     private static final int ATTEMPTS = 5;
 
@@ -32,19 +40,14 @@ final class LoaderKilledMidApplyCase extends LabCase {
      */
     static final Duration PHASE_TIMEOUT = Duration.ofSeconds(60);
 
-    @Override
-    public String name() {
-        return "loader-killed-mid-apply";
-    }
-
-    @Override
-    String inject(SharedLab.Borrowed b, Ledger ledger) throws Exception {
-        LabCluster lab = b.lab;
-        long previous = lab.activeGeneration().getGeneration();
+    static String inject(LabCase.Fault fault) throws Exception {
+        Ledger ledger = fault.ledger();
+        LabCluster lab = fault.lab();
+        long previous = fault.active();
         int victim = 0;
         String victimId = lab.engines().get(victim).instance();
         for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-            long g = b.publish();
+            long g = fault.publish();
             Map<String, Long> before = Ledger.generations(lab);
             Engines.Running running = Engines.start(lab.engines(), PHASE_TIMEOUT);
             String caught = freezeInApply(lab, g, victimId, lab.loaderPid(victim));
@@ -62,18 +65,8 @@ final class LoaderKilledMidApplyCase extends LabCase {
             long killed = System.nanoTime();
             List<Engines.Ended> ended = running.await(UPDATE_WAIT);
             double waited = (System.nanoTime() - killed) / 1e9;
-            for (Engines.Ended e : ended) {
-                if (e.instance().equals(victimId)) {
-                    continue; // its loader is dead: its engine's calls fail
-                }
-                check(
-                        e.outcome() == UpdateOutcome.PAUSED_REBUILD,
-                        "a peer of the dead loader pauses for rebuild: " + e.describe());
-                check(
-                        victimId.equals(e.progress().getFailingPeer())
-                                || String.valueOf(e.progress().getError()).contains(victimId),
-                        "the peer's failure names " + victimId + ": " + e.describe());
-            }
+            // every peer of the dead loader pauses for rebuild; its own engine's calls fail
+            requireEnded(ended, UpdateOutcome.PAUSED_REBUILD, victimId, victimId);
             ledger.noneAdvanced(lab, before);
             ledger.observe(lab, Set.of());
             UpdateSession session = lab.session(g, "lab");
@@ -96,16 +89,7 @@ final class LoaderKilledMidApplyCase extends LabCase {
                             + session.getFailedInstance()
                             + ", "
                             + why);
-            for (RolloutEngine e : lab.engines()) {
-                if (e.instance().equals(victimId)) {
-                    continue;
-                }
-                InstanceStatus s = e.status();
-                check(
-                        Boolean.TRUE.equals(s.getPaused())
-                                && Long.valueOf(previous).equals(s.getGeneration()),
-                        e.instance() + " is paused on " + previous + ": " + s.getGeneration());
-            }
+            requireHolding(lab, previous, true, victimId);
 
             RolloutEngine fresh = lab.restartInstance(victim);
             List<Engines.Ended> alone = Engines.update(List.of(fresh), UPDATE_TIMEOUT, UPDATE_WAIT);

@@ -1,5 +1,9 @@
 package io.weightrelay.lab.faults;
 
+import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
+import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
+import static io.weightrelay.lab.faults.LabCase.check;
+
 import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
@@ -11,17 +15,13 @@ import java.util.List;
  * scale-out or a restart brings one up: registered alone, it loads the active generation from the
  * store by itself, byte for byte, with no republish (no generation is opened meanwhile).
  */
-final class LoaderScaleOutCase extends LabCase {
+final class LoaderScaleOutCase {
 
-    @Override
-    public String name() {
-        return "loader-restarted-loads-active";
-    }
+    private LoaderScaleOutCase() {}
 
-    @Override
-    String inject(SharedLab.Borrowed b, Ledger ledger) throws Exception {
-        LabCluster lab = b.lab;
-        long active = lab.activeGeneration().getGeneration();
+    static String inject(LabCase.Fault fault) throws Exception {
+        LabCluster lab = fault.lab();
+        long active = fault.active();
         int index = lab.engines().size() - 1;
         RolloutEngine fresh = lab.restartInstance(index);
         List<Engines.Ended> ended = Engines.update(List.of(fresh), UPDATE_TIMEOUT, UPDATE_WAIT);

@@ -1,5 +1,8 @@
 package io.weightrelay.lab.faults;
 
+import static io.weightrelay.lab.faults.LabCase.allInstances;
+import static io.weightrelay.lab.faults.LabCase.check;
+
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.trainer.client.PublishFailedException;
@@ -19,23 +22,20 @@ import java.util.concurrent.atomic.AtomicInteger;
  * objects are removed from the directory, the previous one stays active and every engine goes on
  * serving it byte for byte.
  */
-final class PublisherKilledMidPublishCase extends LabCase {
+final class PublisherKilledMidPublishCase {
 
-    @Override
-    public String name() {
-        return "publisher-killed-mid-publish";
-    }
+    private PublisherKilledMidPublishCase() {}
 
-    @Override
-    String inject(SharedLab.Borrowed b, Ledger ledger) throws Exception {
-        LabCluster lab = b.lab;
-        long previous = lab.activeGeneration().getGeneration();
+    static String inject(LabCase.Fault fault) throws Exception {
+        Ledger ledger = fault.ledger();
+        LabCluster lab = fault.lab();
+        long previous = fault.active();
         int tensors = lab.manifest().tensors().size();
         int holdAt = Math.max(1, tensors / 2);
         AtomicInteger writes = new AtomicInteger();
         CountDownLatch held = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
-        long step = b.nextStep();
+        long step = fault.nextStep();
         CompletableFuture<Long> publish =
                 CompletableFuture.supplyAsync(
                         () ->
@@ -72,7 +72,7 @@ final class PublisherKilledMidPublishCase extends LabCase {
         }
         String url = lab.publisherUrl(1);
         String segment = lab.killPublisher(1);
-        b.destroyed.addAll(b.committed);
+        fault.destroyedEveryCommitted();
         long killed = System.nanoTime();
         release.countDown();
         String error;
@@ -113,12 +113,6 @@ final class PublisherKilledMidPublishCase extends LabCase {
                 + previous
                 + " still active; the trainer got: "
                 + error;
-    }
-
-    /** The fault destroyed the active generation's bytes: the engines' bytes were checked. */
-    @Override
-    void activeIntact(SharedLab.Borrowed b, Ledger ledger) {
-        ledger.observe(b.lab, allInstances(b.lab));
     }
 
     private static void await(CountDownLatch latch) {

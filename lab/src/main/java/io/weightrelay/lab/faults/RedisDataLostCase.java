@@ -26,30 +26,25 @@ import java.util.concurrent.TimeUnit;
  * and every engine keeps every byte of what it held); the trainer's next publish gets an id above
  * every generation the engines hold, and every engine loads it.
  */
-public final class RedisDataLostCase implements FaultCase {
+public final class RedisDataLostCase extends MidUpdateCase {
 
     /** How long the services get to register again: a few heartbeats (5 s each). */
     static final Duration REREGISTER = Duration.ofSeconds(60);
 
-    @Override
-    public String name() {
-        return "redis-data-lost";
+    public RedisDataLostCase() {
+        super("redis-data-lost");
     }
 
     @Override
-    public FaultResult run(FaultContext context) throws Exception {
-        return SharedLab.prove(
-                context,
-                (b, started) -> {
-                    FaultResult result = prove(b, started);
-                    // Redis forgot every generation the lab committed before.
-                    b.committed.clear();
-                    b.destroyed.clear();
-                    return result;
-                });
+    FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
+        FaultResult result = proveWiped(b, started);
+        // Redis forgot every generation the lab committed before.
+        b.committed.clear();
+        b.destroyed.clear();
+        return result;
     }
 
-    private FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
+    private FaultResult proveWiped(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
         ServingProof proof = new ServingProof(lab);
         MidUpdate update = RedisRestartCase.outage(b, proof, true);

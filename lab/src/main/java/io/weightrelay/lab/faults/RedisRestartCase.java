@@ -17,19 +17,13 @@ import java.util.Set;
  * ends cleanly (every engine on the generation before or the new one, every byte of it); no
  * committed generation is lost; and the next publish and update work.
  */
-public final class RedisRestartCase implements FaultCase {
+public final class RedisRestartCase extends MidUpdateCase {
 
     /** How long Redis stays dead: long enough for every client to notice the connection gone. */
     static final Duration OUTAGE = Duration.ofSeconds(2);
 
-    @Override
-    public String name() {
-        return "redis-restart-aof";
-    }
-
-    @Override
-    public FaultResult run(FaultContext context) throws Exception {
-        return SharedLab.prove(context, (b, started) -> prove(b, started));
+    public RedisRestartCase() {
+        super("redis-restart-aof");
     }
 
     /**
@@ -53,7 +47,8 @@ public final class RedisRestartCase implements FaultCase {
                 });
     }
 
-    private FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
+    @Override
+    FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
         ServingProof proof = new ServingProof(lab);
         MidUpdate update = outage(b, proof, false);

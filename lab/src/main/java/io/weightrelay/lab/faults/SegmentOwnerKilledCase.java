@@ -1,9 +1,13 @@
 package io.weightrelay.lab.faults;
 
-import io.weightrelay.api.loader.client.model.InstanceStatus;
+import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
+import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
+import static io.weightrelay.lab.faults.LabCase.allInstances;
+import static io.weightrelay.lab.faults.LabCase.requireEnded;
+import static io.weightrelay.lab.faults.LabCase.requireHolding;
+
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.lab.rollout.RolloutEngine;
 import java.util.List;
 import java.util.Map;
 
@@ -14,46 +18,27 @@ import java.util.Map;
  * owner is started again (its memory is gone: what it held is reported lost, never served) and the
  * next publish reaches everyone.
  */
-final class SegmentOwnerKilledCase extends LabCase {
+final class SegmentOwnerKilledCase {
 
-    @Override
-    public String name() {
-        return "segment-owner-killed-after-commit";
-    }
+    private SegmentOwnerKilledCase() {}
 
-    @Override
-    String inject(SharedLab.Borrowed b, Ledger ledger) throws Exception {
-        LabCluster lab = b.lab;
-        long serving = lab.activeGeneration().getGeneration();
-        long committed = b.publish();
+    static String inject(LabCase.Fault fault) throws Exception {
+        Ledger ledger = fault.ledger();
+        LabCluster lab = fault.lab();
+        long serving = fault.active();
+        long committed = fault.publish();
         String segment = lab.killPublisher(1);
         // without replicas, everything the dead owner held is gone with it
-        b.destroyed.addAll(b.committed);
+        fault.destroyedEveryCommitted();
 
         Map<String, Long> before = Ledger.generations(lab);
         List<Engines.Ended> ended = Engines.update(lab.engines(), UPDATE_TIMEOUT, UPDATE_WAIT);
-        List<String> failures = new java.util.ArrayList<>();
-        for (Engines.Ended e : ended) {
-            check(
-                    e.outcome() == UpdateOutcome.RESUMED_OLD,
-                    "expected RESUMED_OLD: " + e.describe());
-            // every engine is told why: its own read of the segment, or the session's failure
-            check(
-                    segment.equals(e.progress().getFailingPeer())
-                            || String.valueOf(e.progress().getError()).contains(segment),
-                    "the failure names the dead owner's segment " + segment + ": " + e.describe());
-            failures.add(e.describe());
-        }
+        // every engine is told why: its own read of the segment, or the session's failure
+        requireEnded(ended, UpdateOutcome.RESUMED_OLD, segment, null);
         ledger.noneAdvanced(lab, before);
         ledger.observe(lab, allInstances(lab));
-        for (RolloutEngine engine : lab.engines()) {
-            InstanceStatus s = engine.status();
-            check(
-                    !Boolean.TRUE.equals(s.getPaused())
-                            && Long.valueOf(serving).equals(s.getGeneration()),
-                    engine.instance() + " resumed on " + serving + ": " + s.getGeneration());
-        }
-        String failure = String.join("; ", failures);
+        requireHolding(lab, serving, false, null);
+        String failure = String.join("; ", ended.stream().map(Engines.Ended::describe).toList());
         lab.revivePublisher(1);
         return "generation "
                 + committed
@@ -62,11 +47,5 @@ final class SegmentOwnerKilledCase extends LabCase {
                 + " ("
                 + failure
                 + "); owner restarted";
-    }
-
-    /** The fault destroyed the active generation's bytes: the engines' bytes were checked. */
-    @Override
-    void activeIntact(SharedLab.Borrowed b, Ledger ledger) {
-        ledger.observe(b.lab, allInstances(b.lab));
     }
 }

@@ -90,17 +90,16 @@ final class ServingProof {
 
     /** {@code generation}, committed before the fault, must still be ACTIVE or RETIRED. */
     void requireCommitted(long generation) {
-        GenerationState state;
-        try {
-            state = lab.generation(generation).getState();
-        } catch (RuntimeException e) {
+        String problem =
+                Ledger.lostCommitted(
+                        lab,
+                        generation,
+                        state ->
+                                state != GenerationState.ACTIVE
+                                        && state != GenerationState.RETIRED);
+        if (problem != null) {
             lostCommitted++;
-            problems.add("committed generation " + generation + " is gone: " + e.getMessage());
-            return;
-        }
-        if (state != GenerationState.ACTIVE && state != GenerationState.RETIRED) {
-            lostCommitted++;
-            problems.add("committed generation " + generation + " is " + state);
+            problems.add(problem);
         }
     }
 
