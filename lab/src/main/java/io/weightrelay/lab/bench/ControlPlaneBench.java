@@ -39,6 +39,7 @@ import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
@@ -51,6 +52,7 @@ import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.SliceValidator;
 import io.weightrelay.reshard.plan.ValidationReport;
 import io.weightrelay.service.test.ServiceProcess;
+import java.io.ByteArrayInputStream;
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -78,10 +80,12 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongConsumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.zip.GZIPInputStream;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpRequest;
 import org.springframework.http.HttpStatusCode;
 import org.springframework.http.MediaType;
+import org.springframework.http.ResponseEntity;
 import org.springframework.http.client.ClientHttpRequestExecution;
 import org.springframework.http.client.ClientHttpRequestInterceptor;
 import org.springframework.http.client.ClientHttpResponse;
@@ -107,14 +111,16 @@ import tools.jackson.databind.json.JsonMapper;
  * loader, the slowest: the wall time of its calls for the generation, manifest, its plan slice and
  * the group's buffers, every loader calling at once, plus the CPU time of its checks, since each
  * loader checks on its own host; {@code prepare_fetch_ms} and {@code prepare_check_cpu_ms} are the
- * slowest of each part, {@code prepare_wall_ms} the whole step with every loader's checks sharing
- * this machine's cores), {@code session_ms} (start or join the session, every barrier, until the
- * post-applied barrier is open for all), the largest request and response in bytes with the call
- * that made them, and control-api's peak heap from its GC log ({@code control_peak_heap_bytes} just
- * before a collection, {@code control_peak_live_heap_bytes} just after). A step that fails ends the
- * run: the line then names it in {@code failed_step} with {@code error}, and the exit code is 1.
- * {@code control_cpu_<step>} is control-api's CPU time during each step (all its threads), steadier
- * than the wall times on a shared machine.
+ * slowest of each part, {@code prepare_generation_ms}, {@code prepare_manifest_ms}, {@code
+ * prepare_slice_ms} and {@code prepare_loaders_ms} the slowest of each call, {@code
+ * prepare_wall_ms} the whole step with every loader's checks sharing this machine's cores), {@code
+ * session_ms} (start or join the session, every barrier, until the post-applied barrier is open for
+ * all), the largest request and response in bytes with the call that made them, and control-api's
+ * peak heap from its GC log ({@code control_peak_heap_bytes} just before a collection, {@code
+ * control_peak_live_heap_bytes} just after). A step that fails ends the run: the line then names it
+ * in {@code failed_step} with {@code error}, and the exit code is 1. {@code control_cpu_<step>} is
+ * control-api's CPU time during each step (all its threads), steadier than the wall times on a
+ * shared machine.
  *
  * <p>Sizes: {@code --model} is a catalogued model; {@code --tensors N} scales it to about N tensors
  * instead (fewer layers, and fewer experts where even two layers have too many: a synthetic model,
@@ -531,6 +537,13 @@ public final class ControlPlaneBench {
     static final class Bench {
         private static final String GROUP = "bench";
 
+        /** Asks for gzip-compressed responses and leaves them compressed. */
+        private static final ClientHttpRequestInterceptor ACCEPT_GZIP =
+                (request, body, execution) -> {
+                    request.getHeaders().set(HttpHeaders.ACCEPT_ENCODING, "gzip");
+                    return execution.execute(request, body);
+                };
+
         private final ServiceProcess control;
         private final Scenario s;
         private final Options options;
@@ -547,6 +560,16 @@ public final class ControlPlaneBench {
         private final String baseUrl;
         private final PlansApi plans;
         private final UpdatesApi updates;
+
+        /**
+         * The calls for the manifest and a plan slice as a loader's host makes them: gzip on the
+         * wire, inflated by the loader itself, which the bench times as that loader's CPU in {@link
+         * #check} (each loader inflates on its own host; 32 of them inflating 12 MB manifests on
+         * this machine's cores would time the machine, not a loader).
+         */
+        private final GenerationsApi loaderGenerationsGzipped;
+
+        private final PlansApi plansGzipped;
         private final Set<String> store = ConcurrentHashMap.newKeySet();
         private final Figures f = new Figures();
         private final Map<String, Long> epochs = new ConcurrentHashMap<>();
@@ -570,9 +593,20 @@ public final class ControlPlaneBench {
             this.baseUrl = baseUrl;
             this.plans = new PlansApi(loaderClient);
             this.updates = new UpdatesApi(loaderClient);
+            ApiClient gzipped = client(baseUrl, LOADER_TOKEN, false);
+            this.loaderGenerationsGzipped = new GenerationsApi(gzipped);
+            this.plansGzipped = new PlansApi(gzipped);
         }
 
         private ApiClient client(String baseUrl, String token) {
+            return client(baseUrl, token, true);
+        }
+
+        /**
+         * @param inflate whether gzip-compressed responses are inflated as they are read; if not,
+         *     the caller gets the bytes that crossed the wire and inflates them itself
+         */
+        private ApiClient client(String baseUrl, String token, boolean inflate) {
             Endpoint endpoint =
                     new Endpoint(baseUrl, token, Duration.ofSeconds(10), options.callTimeout());
             // As the trainer client does: large bodies go gzip-compressed; as publishers and
@@ -583,7 +617,7 @@ public final class ControlPlaneBench {
                             endpoint.restClient(
                                     ApiClient.buildRestClientBuilder(),
                                     new GzipRequestBodies(),
-                                    new GzipResponses(),
+                                    inflate ? new GzipResponses() : ACCEPT_GZIP,
                                     wire));
             client.setBasePath(endpoint.basePath());
             return client;
@@ -682,6 +716,12 @@ public final class ControlPlaneBench {
                     f.steps.put(current, worst);
                     f.extra.put("prepare_fetch_ms", worstFetch);
                     f.extra.put("prepare_check_cpu_ms", worstCheck);
+                    for (int c = 0; c < PREPARE_CALLS.size(); c++) {
+                        final int call = c;
+                        f.extra.put(
+                                "prepare_" + PREPARE_CALLS.get(c) + "_ms",
+                                fetched.stream().mapToLong(x -> x.callMs()[call]).max().orElse(0));
+                    }
                     f.extra.put(
                             "prepare_wall_ms", (System.nanoTime() - prepareStarted) / 1_000_000);
                 } finally {
@@ -933,9 +973,43 @@ public final class ControlPlaneBench {
             }
         }
 
-        /** What one loader fetched at prepare, and how long its calls took. */
+        /**
+         * What one loader fetched at prepare, and how long its calls took: {@code ms} all of them,
+         * {@code callMs} each, in {@link #PREPARE_CALLS} order.
+         */
         record Fetched(
-                String instance, Generation generation, byte[] manifest, byte[] slice, long ms) {}
+                String instance,
+                Generation generation,
+                Body manifest,
+                Body slice,
+                long ms,
+                long[] callMs) {}
+
+        /** A response body as it crossed the wire, gzip-compressed or not. */
+        record Body(byte[] bytes, boolean gzipped) {
+            static Body of(ResponseEntity<byte[]> response) {
+                String coding = response.getHeaders().getFirst(HttpHeaders.CONTENT_ENCODING);
+                return new Body(
+                        response.getBody(),
+                        coding != null && coding.trim().equalsIgnoreCase("gzip"));
+            }
+
+            /** The identity bytes. */
+            byte[] inflated() {
+                if (!gzipped) {
+                    return bytes;
+                }
+                try (InputStream in = new GZIPInputStream(new ByteArrayInputStream(bytes))) {
+                    return in.readAllBytes();
+                } catch (IOException e) {
+                    throw new UncheckedIOException("a gzip body that does not inflate", e);
+                }
+            }
+        }
+
+        /** The calls a loader makes at prepare, in order; each is reported as its slowest. */
+        static final List<String> PREPARE_CALLS =
+                List.of("generation", "manifest", "slice", "loaders");
 
         /**
          * What a loader fetches at prepare, from control-api, all loaders at once: the generation,
@@ -943,21 +1017,42 @@ public final class ControlPlaneBench {
          * time of the calls.
          */
         private Fetched fetch(long generation, String planId, String instance) {
+            long[] callMs = new long[PREPARE_CALLS.size()];
             long started = System.nanoTime();
             Generation g = loaderGenerations.getGeneration(s.model(), generation);
-            byte[] manifest =
-                    loaderGenerations
-                            .getGenerationManifestEncodedWithResponseSpec(s.model(), generation)
-                            .body(byte[].class);
-            byte[] encoded =
-                    plans.getPlanSliceWithResponseSpec(planId, instance).body(byte[].class);
+            long lap = lap(callMs, 0, started);
+            Body manifest =
+                    Body.of(
+                            loaderGenerationsGzipped
+                                    .getGenerationManifestEncodedWithResponseSpec(
+                                            s.model(), generation)
+                                    .toEntity(byte[].class));
+            lap = lap(callMs, 1, lap);
+            Body encoded =
+                    Body.of(
+                            plansGzipped
+                                    .getPlanSliceWithResponseSpec(planId, instance)
+                                    .toEntity(byte[].class));
+            lap = lap(callMs, 2, lap);
             List<Loader> group = registry.listLoaders(s.model(), GROUP, null, 1000);
+            lap(callMs, 3, lap);
             if (group.size() != s.instances()) {
                 throw new IllegalStateException(
                         instance + ": the group lists " + group.size() + " loaders");
             }
             return new Fetched(
-                    instance, g, manifest, encoded, (System.nanoTime() - started) / 1_000_000);
+                    instance,
+                    g,
+                    manifest,
+                    encoded,
+                    (System.nanoTime() - started) / 1_000_000,
+                    callMs);
+        }
+
+        private static long lap(long[] callMs, int call, long since) {
+            long now = System.nanoTime();
+            callMs[call] = (now - since) / 1_000_000;
+            return now;
         }
 
         /**
@@ -969,12 +1064,12 @@ public final class ControlPlaneBench {
         private long check(long generation, Fetched fetched) {
             String instance = fetched.instance();
             long started = THREADS.getCurrentThreadCpuTime();
-            SourceManifest manifest = SourceManifest.decode(fetched.manifest());
+            SourceManifest manifest = SourceManifest.decode(fetched.manifest().inflated());
             if (!manifest.digest().equals(fetched.generation().getManifestDigest())) {
                 throw new IllegalStateException(
                         instance + ": the manifest served does not match its digest");
             }
-            Slice slice = Slice.decode(fetched.slice());
+            Slice slice = Slice.decode(fetched.slice().inflated());
             slices.put(instance, slice); // its reads' checksums go with APPLIED
             List<Worker> mine = s.workersOf(instance);
             ValidationReport report =
@@ -986,12 +1081,12 @@ public final class ControlPlaneBench {
                 throw new IllegalStateException(
                         instance + ": its slice is not valid: " + report.problems());
             }
-            for (int b = 0; b < slice.batchCount(); b++) {
-                for (Slice.ReadOp read : slice.batch(b).reads()) {
-                    if (!store.contains(read.key(generation))) {
-                        throw new IllegalStateException(
-                                instance + " reads " + read.key(generation) + ", never stored");
-                    }
+            for (int read = 0; read < slice.readCount(); read++) {
+                String key =
+                        ObjectKeys.key(
+                                slice.model(), generation, slice.objectId(slice.readObject(read)));
+                if (!store.contains(key)) {
+                    throw new IllegalStateException(instance + " reads " + key + ", never stored");
                 }
             }
             return (THREADS.getCurrentThreadCpuTime() - started) / 1_000_000;
