@@ -114,16 +114,13 @@ public final class HostsUpdateBench {
                 lab.hosts().shapeDataLinkBothWays(h.name(), rate);
             }
 
-            lab.publish(0);
-            MultiHostCluster.Update cold = lab.updateAll().requireVerified();
-            lab.collectGarbage();
-            long generation = 0;
-            MultiHostCluster.Update warm = null;
-            for (int round = 0; round <= run.warmups(); round++) {
-                generation = lab.publish(round + 1).generation();
-                warm = lab.updateAll().requireVerified();
-                lab.collectGarbage();
-            }
+            UpdateBench.Rounds<MultiHostCluster.Update> rounds =
+                    run.rounds(
+                            step -> lab.publish(step).generation(),
+                            () -> lab.updateAll().requireVerified(),
+                            lab::collectGarbage);
+            long generation = rounds.generation();
+            MultiHostCluster.Update warm = rounds.measured();
             double updateSeconds = slowest(warm.engines());
 
             Naive naive = naive(lab, spec, generation);
@@ -181,7 +178,7 @@ public final class HostsUpdateBench {
                             PAYLOAD_FRACTION,
                             naivePredicted,
                             naivePredicted / naive.seconds(),
-                            slowest(cold.engines()),
+                            slowest(rounds.cold().engines()),
                             warm.seconds(),
                             storeReadRatio,
                             warm.bytesReceived(),

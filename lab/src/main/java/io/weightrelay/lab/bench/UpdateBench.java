@@ -28,6 +28,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -81,7 +82,7 @@ public final class UpdateBench {
                     args.getInt("instances", 4),
                     args.getInt("tp", 2),
                     args.mode(),
-                    args.getLong("seed", 1),
+                    args.seed(),
                     args.getInt("warmup", 2),
                     args.root());
         }
@@ -106,15 +107,47 @@ public final class UpdateBench {
             return new MultiHostCluster.Spec(
                     model, instances, tp, mode, seed, TRAINER_NODES, ROLLOUT_NODES, prefix, root);
         }
+
+        /**
+         * The rounds both benches measure on {@code lab}: a cold update to the first generation,
+         * then {@link #warmups()} rounds that let the services' JIT settle, then the measured
+         * round. Retired generations are collected after every round, as a deployment's scheduled
+         * GC would, so the publishers' segments never fill up.
+         */
+        <U> Rounds<U> rounds(Publish publish, Callable<U> updateAll, Runnable collectGarbage)
+                throws Exception {
+            publish.step(0);
+            U cold = updateAll.call();
+            collectGarbage.run();
+            long generation = 0;
+            U measured = null;
+            for (int round = 0; round <= warmups; round++) {
+                generation = publish.step(round + 1);
+                measured = updateAll.call();
+                collectGarbage.run();
+            }
+            return new Rounds<>(cold, measured, generation);
+        }
     }
+
+    /** The trainer of a lab: publishes a step, returns its generation. */
+    interface Publish {
+        long step(long step) throws Exception;
+    }
+
+    /**
+     * The cold update, the measured one and the generation it updated to; each update already
+     * required to have reached every engine.
+     */
+    record Rounds<U>(U cold, U measured, long generation) {}
 
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
         UpdateBench.Run run = UpdateBench.Run.read(args);
         boolean verify = !args.has("no-verify");
         boolean checksums = !args.has("no-checksums");
-        String redisHost = args.get("redis-host", "127.0.0.1");
-        int redisPort = args.getInt("redis-port", 6379);
+        String redisHost = args.redisHost();
+        int redisPort = args.redisPort();
         String redisUri = "redis://" + redisHost + ":" + redisPort;
 
         Topology topology = Topology.uniform(TRAINER_NODES, ROLLOUT_NODES, 1, 100);
@@ -123,19 +156,13 @@ public final class UpdateBench {
         TargetPlacement placement = LabCatalog.placementFor(manifest, spec);
         long needed = storeBytesNeeded(Planner.plan(manifest, placement, topology));
         try (LabCluster lab = LabCluster.start(spec, checksums)) {
-            lab.publish(0);
-            LabCluster.Updates cold = lab.updateAll().requireUpdated();
-            // Retired generations are collected after every round, as a deployment's scheduled
-            // GC would, so the publishers' segments never fill up.
-            lab.collectGarbage();
-            long generation = 0;
-            LabCluster.Updates warm = null;
-            // Warm-up rounds let the services' JIT settle; the last round is the measured one.
-            for (int round = 0; round <= run.warmups(); round++) {
-                generation = lab.publish(round + 1);
-                warm = lab.updateAll().requireUpdated();
-                lab.collectGarbage();
-            }
+            Rounds<LabCluster.Updates> rounds =
+                    run.rounds(
+                            lab::publish,
+                            () -> lab.updateAll().requireUpdated(),
+                            lab::collectGarbage);
+            long generation = rounds.generation();
+            LabCluster.Updates warm = rounds.measured();
 
             long verified = verify ? lab.verifyAll(generation) : 0;
 
@@ -202,7 +229,7 @@ public final class UpdateBench {
                             bound / warm.seconds(),
                             (double) storeRead / needed,
                             naive,
-                            cold.seconds(),
+                            rounds.cold().seconds(),
                             lab.registrationSeconds(),
                             memcpy / 1e9,
                             socket / 1e9,
