@@ -8,10 +8,8 @@ import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
@@ -22,7 +20,6 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -73,39 +70,24 @@ public final class UpdateBench {
 
     /**
      * What {@code bench update} deploys and measures, with {@code --hosts} or without: its flags
-     * and their defaults, read in one place for both benches.
+     * and their defaults, read in one place for both benches. With {@code --hosts} the spec's Redis
+     * is not used: the hosts run their own.
      */
-    record Run(String model, int instances, int tp, Mode mode, long seed, int warmups, Path root) {
+    record Run(LabCluster.Spec spec, int warmups) {
         static Run read(Args args) {
             return new Run(
-                    args.get("model", "qwen2.5-0.5b"),
-                    args.getInt("instances", 4),
-                    args.getInt("tp", 2),
-                    args.mode(),
-                    args.seed(),
-                    args.getInt("warmup", 2),
-                    args.root());
-        }
-
-        /** The lab of this run on this host, its services on loopback. */
-        LabCluster.Spec onThisHost(String redisHost, int redisPort) {
-            return new LabCluster.Spec(
-                    model,
-                    instances,
-                    tp,
-                    mode,
-                    seed,
-                    TRAINER_NODES,
-                    ROLLOUT_NODES,
-                    redisHost,
-                    redisPort,
-                    root);
-        }
-
-        /** The multi-host lab of this run, its hosts' names starting with {@code prefix}. */
-        MultiHostCluster.Spec onHosts(String prefix) {
-            return new MultiHostCluster.Spec(
-                    model, instances, tp, mode, seed, TRAINER_NODES, ROLLOUT_NODES, prefix, root);
+                    new LabCluster.Spec(
+                            args.get("model", "qwen2.5-0.5b"),
+                            args.getInt("instances", 4),
+                            args.getInt("tp", 2),
+                            args.mode(),
+                            args.seed(),
+                            TRAINER_NODES,
+                            ROLLOUT_NODES,
+                            args.redisHost(),
+                            args.redisPort(),
+                            args.root()),
+                    args.getInt("warmup", 2));
         }
 
         /**
@@ -146,13 +128,9 @@ public final class UpdateBench {
         UpdateBench.Run run = UpdateBench.Run.read(args);
         boolean verify = !args.has("no-verify");
         boolean checksums = !args.has("no-checksums");
-        String redisHost = args.redisHost();
-        int redisPort = args.redisPort();
-        String redisUri = "redis://" + redisHost + ":" + redisPort;
-
         Topology topology = Topology.uniform(TRAINER_NODES, ROLLOUT_NODES, 1, 100);
-        LabCluster.Spec spec = run.onThisHost(redisHost, redisPort);
-        SourceManifest manifest = LabCatalog.publishedManifest(run.model());
+        LabCluster.Spec spec = run.spec();
+        SourceManifest manifest = LabCatalog.publishedManifest(spec.model());
         TargetPlacement placement = LabCatalog.placementFor(manifest, spec);
         long needed = storeBytesNeeded(Planner.plan(manifest, placement, topology));
         try (LabCluster lab = LabCluster.start(spec, checksums)) {
@@ -199,7 +177,7 @@ public final class UpdateBench {
                             manifest,
                             placement,
                             topology,
-                            redisUri,
+                            spec.redisUri(),
                             lab.dataplanePrefix(),
                             lab.dataplaneSecret(),
                             generation);
@@ -216,10 +194,10 @@ public final class UpdateBench {
                                     + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
                                     + "\"checksums\":%b,\"verify_ms\":%d,\"loader_checksum_ms\":%d,"
                                     + "\"control_verify_ms\":%d,\"objects_verified\":%d}",
-                            run.model(),
-                            run.mode().name().toLowerCase(Locale.ROOT),
-                            run.instances(),
-                            run.tp(),
+                            spec.model(),
+                            spec.modeName(),
+                            spec.instances(),
+                            spec.tp(),
                             generation,
                             delivered,
                             local,

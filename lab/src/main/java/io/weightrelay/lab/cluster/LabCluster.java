@@ -174,7 +174,8 @@ public final class LabCluster implements StartedOrClosed.Lab {
             return mode == null ? "both" : mode.name().toLowerCase(Locale.ROOT);
         }
 
-        String redisUri() {
+        /** {@code redis://host:port} of the Redis the services use. */
+        public String redisUri() {
             return "redis://" + redisHost + ":" + redisPort;
         }
     }
