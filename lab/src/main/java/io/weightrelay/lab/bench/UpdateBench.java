@@ -1,7 +1,6 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.control.client.model.UpdateSession;
-import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
@@ -144,17 +143,15 @@ public final class UpdateBench {
 
             long verified = verify ? lab.verifyAll(generation) : 0;
 
-            long delivered = 0;
-            long local = 0;
-            long tcp = 0;
-            long storeRead = 0;
-            for (UpdateProgress p : warm.results()) {
-                delivered += p.getBytesReceived();
-                TransportBytes t = p.getTransport();
-                local += t.getLocalRead() + t.getLocalWritten();
-                tcp += t.getTcpRead() + t.getTcpWritten();
-                storeRead += t.getLocalRead() + t.getTcpRead();
-            }
+            long delivered = warm.bytesReceived();
+            long local =
+                    warm.sum(
+                            p ->
+                                    p.getTransport().getLocalRead()
+                                            + p.getTransport().getLocalWritten());
+            long tcp =
+                    warm.sum(p -> p.getTransport().getTcpRead() + p.getTransport().getTcpWritten());
+            long storeRead = warm.storeBytesRead();
             long prepareMs = 0;
             long applyMs = 0;
             long postMs = 0;
