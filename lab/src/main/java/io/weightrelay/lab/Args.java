@@ -60,6 +60,21 @@ public final class Args {
         return values.getOrDefault(name, List.of());
     }
 
+    /** {@code --seed}: the seed of the deterministic weights; default 1. */
+    public long seed() {
+        return getLong("seed", 1);
+    }
+
+    /** {@code --redis-host}: the Redis the lab's services use; default 127.0.0.1. */
+    public String redisHost() {
+        return get("redis-host", "127.0.0.1");
+    }
+
+    /** {@code --redis-port}: default 6379. */
+    public int redisPort() {
+        return getInt("redis-port", 6379);
+    }
+
     /** {@code --mode}: how the rollout workers hold their weights; default compat. */
     public Mode mode() {
         return Mode.parse(get("mode", "compat"));

@@ -2,7 +2,7 @@ package io.weightrelay.lab;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.lab.cluster.MultiHostCluster;
+import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.demo.HostsDemo;
 import io.weightrelay.reshard.placement.Mode;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -38,8 +38,7 @@ class MultiHostLabTest {
     @ParameterizedTest
     @EnumSource(Mode.class)
     void everyCrossHostByteCrossesARealInterfaceAndIsVerified(Mode mode) throws Exception {
-        HostsDemo.ModeResult r =
-                HostsDemo.runMode(MultiHostCluster.Spec.of("tiny", 2, 2, mode, PREFIX));
+        HostsDemo.ModeResult r = HostsDemo.runMode(LabCluster.Spec.of("tiny", 2, 2, mode), PREFIX);
 
         assertThat(r.hosts())
                 .as("redis, control-api, two trainer and two rollout hosts")

@@ -46,9 +46,6 @@ public final class CheckpointBench {
 
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
-        String model = args.get("model", "qwen2.5-0.5b");
-        int trainerNodes = args.getInt("trainer-nodes", 2);
-        Path root = args.root();
         Path base =
                 args.has("dir")
                         ? Files.createDirectories(Path.of(args.get("dir", null)).toAbsolutePath())
@@ -56,16 +53,16 @@ public final class CheckpointBench {
         Path dir = base.resolve("checkpoint");
         LabCluster.Spec spec =
                 new LabCluster.Spec(
-                        model,
+                        args.get("model", "qwen2.5-0.5b"),
                         1,
                         1,
                         Mode.COMPAT,
-                        args.getLong("seed", 1),
-                        trainerNodes,
+                        args.seed(),
+                        args.getInt("trainer-nodes", 2),
                         1,
-                        args.get("redis-host", "127.0.0.1"),
-                        args.getInt("redis-port", 6379),
-                        root);
+                        args.redisHost(),
+                        args.redisPort(),
+                        args.root());
         try (LabCluster lab = LabCluster.start(spec)) {
             try {
                 long g = lab.publish(1);
@@ -93,7 +90,7 @@ public final class CheckpointBench {
                                         + "\"disk_write_gbps\":%.3f,\"save_gbps\":%.3f,"
                                         + "\"save_vs_disk\":%.3f,\"restore_verified\":%s,"
                                         + "\"load_avg\":%.1f}",
-                                model,
+                                spec.model(),
                                 bytes,
                                 report.getOwners().size(),
                                 save,

@@ -2,6 +2,7 @@ package io.weightrelay.lab.bench;
 
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.bench.planner.ClusterModel;
+import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.Host;
 import io.weightrelay.lab.hosts.HostLab;
@@ -89,9 +90,9 @@ public final class HostsUpdateBench {
         }
         String loadBefore = loadAverage();
 
-        MultiHostCluster.Spec spec = run.onHosts("wr-hbench");
+        LabCluster.Spec spec = run.spec();
         List<String> failed = new ArrayList<>();
-        try (MultiHostCluster lab = MultiHostCluster.start(spec)) {
+        try (MultiHostCluster lab = MultiHostCluster.start(spec, "wr-hbench")) {
             SourceManifest manifest = lab.manifest();
             TargetPlacement placement = lab.placement();
             Topology topology =
@@ -114,16 +115,13 @@ public final class HostsUpdateBench {
                 lab.hosts().shapeDataLinkBothWays(h.name(), rate);
             }
 
-            lab.publish(0);
-            MultiHostCluster.Update cold = lab.updateAll().requireVerified();
-            lab.collectGarbage();
-            long generation = 0;
-            MultiHostCluster.Update warm = null;
-            for (int round = 0; round <= run.warmups(); round++) {
-                generation = lab.publish(round + 1).generation();
-                warm = lab.updateAll().requireVerified();
-                lab.collectGarbage();
-            }
+            UpdateBench.Rounds<MultiHostCluster.Update> rounds =
+                    run.rounds(
+                            step -> lab.publish(step).generation(),
+                            () -> lab.updateAll().requireVerified(),
+                            lab::collectGarbage);
+            long generation = rounds.generation();
+            MultiHostCluster.Update warm = rounds.measured();
             double updateSeconds = slowest(warm.engines());
 
             Naive naive = naive(lab, spec, generation);
@@ -142,7 +140,7 @@ public final class HostsUpdateBench {
             }
             double naiveRatio = naive.seconds() / updateSeconds;
             double vsPredicted = predicted / updateSeconds;
-            double naiveFloor = run.mode() == Mode.COMPAT ? 2.5 : 1.6;
+            double naiveFloor = spec.mode() == Mode.COMPAT ? 2.5 : 1.6;
             System.out.println(
                     String.format(
                             Locale.ROOT,
@@ -162,10 +160,10 @@ public final class HostsUpdateBench {
                                     + "\"busiest_in_payload_bytes\":%d,\"naive_bytes\":%d,"
                                     + "\"naive_tcp_read\":%d,\"qdisc_drops\":%d,"
                                     + "\"load_avg\":\"%s -> %s\"}",
-                            run.model(),
-                            run.mode().name().toLowerCase(Locale.ROOT),
-                            run.instances(),
-                            run.tp(),
+                            spec.model(),
+                            spec.modeName(),
+                            spec.instances(),
+                            spec.tp(),
                             lab.hosts().hosts().size(),
                             linkGbps,
                             generation,
@@ -181,7 +179,7 @@ public final class HostsUpdateBench {
                             PAYLOAD_FRACTION,
                             naivePredicted,
                             naivePredicted / naive.seconds(),
-                            slowest(cold.engines()),
+                            slowest(rounds.cold().engines()),
                             warm.seconds(),
                             storeReadRatio,
                             warm.bytesReceived(),
@@ -225,7 +223,7 @@ public final class HostsUpdateBench {
      * Starts a {@link NaiveReader} on every rollout host, waits until each is ready, then has them
      * all read {@code generation} at once.
      */
-    private static Naive naive(MultiHostCluster lab, MultiHostCluster.Spec spec, long generation)
+    private static Naive naive(MultiHostCluster lab, LabCluster.Spec spec, long generation)
             throws Exception {
         List<HostProcess> readers = new ArrayList<>();
         for (String node : lab.rolloutNodes()) {

@@ -76,7 +76,7 @@ public final class PublishBench {
         int inFlight = args.getInt("in-flight", 4);
         DType trainerDtype = DType.ofWireName(args.get("trainer-dtype", "bf16"));
         DType rolloutDtype = DType.ofWireName(args.get("rollout-dtype", "bf16"));
-        long seed = args.getLong("seed", 1);
+        long seed = args.seed();
         String stagingMode = args.get("staging-mode", "segment");
         if (!stagingMode.equals("segment") && !stagingMode.equals("file")) {
             throw new IllegalArgumentException("--staging-mode is segment or file");
@@ -84,8 +84,8 @@ public final class PublishBench {
         Path root = args.root();
         Path publisherJar = args.jar("publisher-jar", root, "publisher-service");
         Path controlJar = args.jar("control-jar", root, "control-api");
-        String redisHost = args.get("redis-host", "127.0.0.1");
-        int redisPort = args.getInt("redis-port", 6379);
+        String redisHost = args.redisHost();
+        int redisPort = args.redisPort();
 
         SourceManifest manifest =
                 SimulatedModel.manifest(model, trainerDtype, rolloutDtype, MAX_FRAGMENT);

@@ -1,17 +1,14 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.control.client.model.UpdateSession;
-import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
@@ -22,12 +19,12 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -72,84 +69,89 @@ public final class UpdateBench {
 
     /**
      * What {@code bench update} deploys and measures, with {@code --hosts} or without: its flags
-     * and their defaults, read in one place for both benches.
+     * and their defaults, read in one place for both benches. With {@code --hosts} the spec's Redis
+     * is not used: the hosts run their own.
      */
-    record Run(String model, int instances, int tp, Mode mode, long seed, int warmups, Path root) {
+    record Run(LabCluster.Spec spec, int warmups) {
         static Run read(Args args) {
             return new Run(
-                    args.get("model", "qwen2.5-0.5b"),
-                    args.getInt("instances", 4),
-                    args.getInt("tp", 2),
-                    args.mode(),
-                    args.getLong("seed", 1),
-                    args.getInt("warmup", 2),
-                    args.root());
+                    new LabCluster.Spec(
+                            args.get("model", "qwen2.5-0.5b"),
+                            args.getInt("instances", 4),
+                            args.getInt("tp", 2),
+                            args.mode(),
+                            args.seed(),
+                            TRAINER_NODES,
+                            ROLLOUT_NODES,
+                            args.redisHost(),
+                            args.redisPort(),
+                            args.root()),
+                    args.getInt("warmup", 2));
         }
 
-        /** The lab of this run on this host, its services on loopback. */
-        LabCluster.Spec onThisHost(String redisHost, int redisPort) {
-            return new LabCluster.Spec(
-                    model,
-                    instances,
-                    tp,
-                    mode,
-                    seed,
-                    TRAINER_NODES,
-                    ROLLOUT_NODES,
-                    redisHost,
-                    redisPort,
-                    root);
-        }
-
-        /** The multi-host lab of this run, its hosts' names starting with {@code prefix}. */
-        MultiHostCluster.Spec onHosts(String prefix) {
-            return new MultiHostCluster.Spec(
-                    model, instances, tp, mode, seed, TRAINER_NODES, ROLLOUT_NODES, prefix, root);
+        /**
+         * The rounds both benches measure on {@code lab}: a cold update to the first generation,
+         * then {@link #warmups()} rounds that let the services' JIT settle, then the measured
+         * round. Retired generations are collected after every round, as a deployment's scheduled
+         * GC would, so the publishers' segments never fill up.
+         */
+        <U> Rounds<U> rounds(Publish publish, Callable<U> updateAll, Runnable collectGarbage)
+                throws Exception {
+            publish.step(0);
+            U cold = updateAll.call();
+            collectGarbage.run();
+            long generation = 0;
+            U measured = null;
+            for (int round = 0; round <= warmups; round++) {
+                generation = publish.step(round + 1);
+                measured = updateAll.call();
+                collectGarbage.run();
+            }
+            return new Rounds<>(cold, measured, generation);
         }
     }
+
+    /** The trainer of a lab: publishes a step, returns its generation. */
+    interface Publish {
+        long step(long step) throws Exception;
+    }
+
+    /**
+     * The cold update, the measured one and the generation it updated to; each update already
+     * required to have reached every engine.
+     */
+    record Rounds<U>(U cold, U measured, long generation) {}
 
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
         UpdateBench.Run run = UpdateBench.Run.read(args);
         boolean verify = !args.has("no-verify");
         boolean checksums = !args.has("no-checksums");
-        String redisHost = args.get("redis-host", "127.0.0.1");
-        int redisPort = args.getInt("redis-port", 6379);
-        String redisUri = "redis://" + redisHost + ":" + redisPort;
-
         Topology topology = Topology.uniform(TRAINER_NODES, ROLLOUT_NODES, 1, 100);
-        LabCluster.Spec spec = run.onThisHost(redisHost, redisPort);
-        SourceManifest manifest = LabCatalog.publishedManifest(run.model());
+        LabCluster.Spec spec = run.spec();
+        SourceManifest manifest = LabCatalog.publishedManifest(spec.model());
         TargetPlacement placement = LabCatalog.placementFor(manifest, spec);
         long needed = storeBytesNeeded(Planner.plan(manifest, placement, topology));
         try (LabCluster lab = LabCluster.start(spec, checksums)) {
-            lab.publish(0);
-            LabCluster.Updates cold = lab.updateAll().requireUpdated();
-            // Retired generations are collected after every round, as a deployment's scheduled
-            // GC would, so the publishers' segments never fill up.
-            lab.collectGarbage();
-            long generation = 0;
-            LabCluster.Updates warm = null;
-            // Warm-up rounds let the services' JIT settle; the last round is the measured one.
-            for (int round = 0; round <= run.warmups(); round++) {
-                generation = lab.publish(round + 1);
-                warm = lab.updateAll().requireUpdated();
-                lab.collectGarbage();
-            }
+            Rounds<LabCluster.Updates> rounds =
+                    run.rounds(
+                            lab::publish,
+                            () -> lab.updateAll().requireUpdated(),
+                            lab::collectGarbage);
+            long generation = rounds.generation();
+            LabCluster.Updates warm = rounds.measured();
 
             long verified = verify ? lab.verifyAll(generation) : 0;
 
-            long delivered = 0;
-            long local = 0;
-            long tcp = 0;
-            long storeRead = 0;
-            for (UpdateProgress p : warm.results()) {
-                delivered += p.getBytesReceived();
-                TransportBytes t = p.getTransport();
-                local += t.getLocalRead() + t.getLocalWritten();
-                tcp += t.getTcpRead() + t.getTcpWritten();
-                storeRead += t.getLocalRead() + t.getTcpRead();
-            }
+            long delivered = warm.bytesReceived();
+            long local =
+                    warm.sum(
+                            p ->
+                                    p.getTransport().getLocalRead()
+                                            + p.getTransport().getLocalWritten());
+            long tcp =
+                    warm.sum(p -> p.getTransport().getTcpRead() + p.getTransport().getTcpWritten());
+            long storeRead = warm.storeBytesRead();
             long prepareMs = 0;
             long applyMs = 0;
             long postMs = 0;
@@ -172,7 +174,7 @@ public final class UpdateBench {
                             manifest,
                             placement,
                             topology,
-                            redisUri,
+                            spec.redisUri(),
                             lab.dataplanePrefix(),
                             lab.dataplaneSecret(),
                             generation);
@@ -189,10 +191,10 @@ public final class UpdateBench {
                                     + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
                                     + "\"checksums\":%b,\"verify_ms\":%d,\"loader_checksum_ms\":%d,"
                                     + "\"control_verify_ms\":%d,\"objects_verified\":%d}",
-                            run.model(),
-                            run.mode().name().toLowerCase(Locale.ROOT),
-                            run.instances(),
-                            run.tp(),
+                            spec.model(),
+                            spec.modeName(),
+                            spec.instances(),
+                            spec.tp(),
                             generation,
                             delivered,
                             local,
@@ -202,7 +204,7 @@ public final class UpdateBench {
                             bound / warm.seconds(),
                             (double) storeRead / needed,
                             naive,
-                            cold.seconds(),
+                            rounds.cold().seconds(),
                             lab.registrationSeconds(),
                             memcpy / 1e9,
                             socket / 1e9,

@@ -251,12 +251,7 @@ final class BenchCommand extends RelayCommand {
                 description = "With --hosts: tcp streams per peer; default 2.")
         Integer streams;
 
-        @Option(
-                names = "--prefix",
-                paramLabel = "P",
-                description =
-                        "With --hosts: the prefix of the namespaces it makes; default wr-lab.")
-        String prefix;
+        @Mixin Flags.HostsPrefix prefix;
 
         Dataplane() {
             super("io.weightrelay.dataplane.bench.DataplaneBench", ValueStyle.SPACED);

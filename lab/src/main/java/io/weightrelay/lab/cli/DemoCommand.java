@@ -49,13 +49,7 @@ final class DemoCommand extends LabCommand {
                             + " the table stay on stderr.")
     boolean json;
 
-    @Option(
-            names = "--prefix",
-            paramLabel = "P",
-            description =
-                    "With --hosts: the prefix of the namespaces and links it makes; default"
-                            + " wr-lab.")
-    String prefix;
+    @Mixin Flags.HostsPrefix prefix;
 
     DemoCommand() {
         super("io.weightrelay.lab.demo.Demo", ValueStyle.SPACED);

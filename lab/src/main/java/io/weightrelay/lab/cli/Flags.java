@@ -115,6 +115,17 @@ final class Flags {
         }
     }
 
+    /** {@code --prefix}: what a run on several hosts names its namespaces and links after. */
+    static final class HostsPrefix {
+        @Option(
+                names = "--prefix",
+                paramLabel = "P",
+                description =
+                        "With --hosts: the prefix of the namespaces and links it makes; default"
+                                + " wr-lab.")
+        String prefix;
+    }
+
     /** {@code --warmup}: rounds run before the measured ones. */
     static final class Warmup {
         @Option(

@@ -90,7 +90,7 @@ public final class HostAgent {
             model = args.get("model", "tiny");
             node = args.get("node", "");
             nodes = List.of(args.get("nodes", node).split(","));
-            seed = args.getLong("seed", 1);
+            seed = args.seed();
             manifest = LabCatalog.publishedManifest(model);
             String control = args.get("control-url", "");
             Map<String, String> tokens =
@@ -178,7 +178,7 @@ public final class HostAgent {
 
         Engines(Args args) {
             model = args.get("model", "tiny");
-            seed = args.getLong("seed", 1);
+            seed = args.seed();
             tokens = LabSecrets.readTokens(Path.of(args.get("tokens-file", "")));
             manifest = LabCatalog.publishedManifest(model);
             LabCluster.Spec spec =

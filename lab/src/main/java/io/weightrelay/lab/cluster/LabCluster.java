@@ -48,6 +48,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.ToLongFunction;
 
 /**
  * A whole lab on this machine: control-api, one publisher per trainer node label and one loader per
@@ -174,7 +175,8 @@ public final class LabCluster implements StartedOrClosed.Lab {
             return mode == null ? "both" : mode.name().toLowerCase(Locale.ROOT);
         }
 
-        String redisUri() {
+        /** {@code redis://host:port} of the Redis the services use. */
+        public String redisUri() {
             return "redis://" + redisHost + ":" + redisPort;
         }
     }
@@ -182,22 +184,19 @@ public final class LabCluster implements StartedOrClosed.Lab {
     /** One update of every listed engine, started together, and how long until the last ended. */
     public record Updates(double seconds, List<UpdateProgress> results) {
 
+        /** {@code of} each engine's update, summed over all. */
+        public long sum(ToLongFunction<UpdateProgress> of) {
+            return results.stream().mapToLong(of).sum();
+        }
+
         /** Store bytes the engines' loaders read ({@code localRead + tcpRead}), over all. */
         public long storeBytesRead() {
-            long read = 0;
-            for (UpdateProgress p : results) {
-                read += p.getTransport().getLocalRead() + p.getTransport().getTcpRead();
-            }
-            return read;
+            return sum(p -> p.getTransport().getLocalRead() + p.getTransport().getTcpRead());
         }
 
         /** Bytes the engines' workers received, over all. */
         public long bytesReceived() {
-            long received = 0;
-            for (UpdateProgress p : results) {
-                received += p.getBytesReceived();
-            }
-            return received;
+            return sum(UpdateProgress::getBytesReceived);
         }
 
         /** Fails naming the first instance that did not end UPDATED, with its failing peer. */

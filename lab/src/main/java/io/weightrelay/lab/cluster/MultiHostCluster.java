@@ -6,7 +6,6 @@ import io.weightrelay.lab.hosts.HostProcess;
 import io.weightrelay.lab.hosts.LinkCounters;
 import io.weightrelay.lab.hosts.ShmIsolation;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.topology.Topology;
@@ -49,28 +48,6 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
 
     /** A tmpfs size is a limit, not an allocation: room for the largest segments a lab makes. */
     private static final long SHM_LIMIT = 16L << 30;
-
-    /** What to run; {@code prefix} names the run's namespaces ({@code wr-lab} for the demo). */
-    public record Spec(
-            String model,
-            int instances,
-            int tp,
-            Mode mode,
-            long seed,
-            int trainerNodes,
-            int rolloutNodes,
-            String prefix,
-            Path root) {
-
-        public static Spec of(String model, int instances, int tp, Mode mode, String prefix) {
-            return new Spec(model, instances, tp, mode, 1, 2, 2, prefix, ServiceProcess.home());
-        }
-
-        LabCluster.Spec asLab() {
-            return new LabCluster.Spec(
-                    model, instances, tp, mode, seed, trainerNodes, rolloutNodes, "-", 0, root);
-        }
-    }
 
     /**
      * One update of some engines: how long it took, what each engine reported, and what crossed
@@ -119,7 +96,8 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         }
     }
 
-    private final Spec spec;
+    private final LabCluster.Spec spec;
+    private final String prefix;
     private final String run = UUID.randomUUID().toString().substring(0, 8);
 
     /**
@@ -144,36 +122,44 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
     private String redisUri;
     private String controlUrl;
 
-    private MultiHostCluster(Spec spec) throws IOException {
+    private MultiHostCluster(LabCluster.Spec spec, String prefix) throws IOException {
         this.spec = spec;
+        this.prefix = prefix;
         this.manifest = LabCatalog.publishedManifest(spec.model());
-        this.placement = LabCatalog.placementFor(manifest, spec.asLab());
+        this.placement = LabCatalog.placementFor(manifest, spec);
         for (int i = 0; i < spec.trainerNodes(); i++) {
             trainerNodes.add(Topology.trainerNodeName(i));
         }
         LinkedHashSet<String> nodes = new LinkedHashSet<>();
         placement.workers().forEach(w -> nodes.add(w.node()));
         this.rolloutNodes = List.copyOf(nodes);
-        this.logs = Files.createTempDirectory(spec.prefix() + "-" + run + "-");
+        this.logs = Files.createTempDirectory(prefix + "-" + run + "-");
         this.secrets = LabSecrets.create(run);
         this.secretFile = secrets.dataplaneSecretFile();
         List<String> names = new ArrayList<>(List.of("redis", "control"));
         names.addAll(trainerNodes);
         names.addAll(rolloutNodes);
-        this.hosts = HostLab.create(spec.prefix(), names, SHM_LIMIT);
-    }
-
-    /** Makes the hosts, starts every service and agent, and registers every engine. */
-    public static MultiHostCluster start(Spec spec) throws Exception {
-        return start(spec, List.of());
+        this.hosts = HostLab.create(prefix, names, SHM_LIMIT);
     }
 
     /**
-     * As {@link #start(Spec)}, with {@code serviceArgs} ({@code --key=value}) given to every
-     * service as well: a fault case shortens {@code relay.dataplane.io-timeout} this way.
+     * Makes the hosts, starts every service and agent, and registers every engine: the lab {@code
+     * spec} describes (in one mode; its Redis host and port are not used, the lab runs its own
+     * redis-server on a host), on hosts whose names start with {@code prefix} ({@code wr-lab} for
+     * the demo).
      */
-    public static MultiHostCluster start(Spec spec, List<String> serviceArgs) throws Exception {
-        MultiHostCluster lab = new MultiHostCluster(spec);
+    public static MultiHostCluster start(LabCluster.Spec spec, String prefix) throws Exception {
+        return start(spec, prefix, List.of());
+    }
+
+    /**
+     * As {@link #start(LabCluster.Spec, String)}, with {@code serviceArgs} ({@code --key=value})
+     * given to every service as well: a fault case shortens {@code relay.dataplane.io-timeout} this
+     * way.
+     */
+    public static MultiHostCluster start(
+            LabCluster.Spec spec, String prefix, List<String> serviceArgs) throws Exception {
+        MultiHostCluster lab = new MultiHostCluster(spec, prefix);
         lab.serviceArgs = List.copyOf(serviceArgs);
         return StartedOrClosed.start(lab, lab::startAll);
     }

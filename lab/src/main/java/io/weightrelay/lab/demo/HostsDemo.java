@@ -1,5 +1,6 @@
 package io.weightrelay.lab.demo;
 
+import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabSecrets;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.HostLab;
@@ -160,7 +161,7 @@ public final class HostsDemo {
         }
         List<ModeResult> results = new ArrayList<>();
         for (Mode mode : run) {
-            ModeResult r = runMode(MultiHostCluster.Spec.of(model, instances, tp, mode, prefix));
+            ModeResult r = runMode(LabCluster.Spec.of(model, instances, tp, mode), prefix);
             results.add(r);
             if (json) {
                 System.out.println(r.json());
@@ -216,8 +217,11 @@ public final class HostsDemo {
         }
     }
 
-    /** One mode on fresh hosts: the demo's story and every measurement it reports. */
-    public static ModeResult runMode(MultiHostCluster.Spec spec) throws Exception {
+    /**
+     * One mode on fresh hosts named from {@code prefix}: the demo's story and every measurement it
+     * reports.
+     */
+    public static ModeResult runMode(LabCluster.Spec spec, String prefix) throws Exception {
         String mode = spec.mode().name().toLowerCase(Locale.ROOT);
         say(
                 "%s mode: making hosts and starting Redis, control-api, %d publishers and %d loaders"
@@ -228,7 +232,7 @@ public final class HostsDemo {
                 spec.model(),
                 spec.instances(),
                 spec.tp());
-        try (MultiHostCluster lab = MultiHostCluster.start(spec)) {
+        try (MultiHostCluster lab = MultiHostCluster.start(spec, prefix)) {
             try {
                 int hosts = lab.hosts().hosts().size();
                 say("  %d hosts up (%s); logs in %s", hosts, names(lab), lab.logs());

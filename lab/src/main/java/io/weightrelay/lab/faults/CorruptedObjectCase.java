@@ -1,7 +1,5 @@
 package io.weightrelay.lab.faults;
 
-import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
-import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.check;
 import static io.weightrelay.lab.faults.LabCase.requireHolding;
 
@@ -10,7 +8,6 @@ import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 /**
@@ -24,7 +21,6 @@ final class CorruptedObjectCase {
     private CorruptedObjectCase() {}
 
     static String inject(LabCase.Fault fault) throws Exception {
-        Ledger ledger = fault.ledger();
         LabCluster lab = fault.lab();
         long good = fault.active();
         long bad = fault.publish();
@@ -37,8 +33,7 @@ final class CorruptedObjectCase {
                 ObjectKeys.key(lab.manifest().model(), bad, victim.fragment()), victim.bytes() / 2);
         fault.destroyed(bad);
 
-        Map<String, Long> before = Ledger.generations(lab);
-        List<Engines.Ended> ended = Engines.update(lab.engines(), UPDATE_TIMEOUT, UPDATE_WAIT);
+        List<Engines.Ended> ended = fault.updateNoneAdvancing();
         for (Engines.Ended e : ended) {
             check(
                     e.outcome() == UpdateOutcome.PAUSED_REBUILD,
@@ -54,8 +49,7 @@ final class CorruptedObjectCase {
                             + " and its checksum: "
                             + e.describe());
         }
-        ledger.noneAdvanced(lab, before);
-        ledger.observe(lab, Set.of());
+        fault.ledger().observe(lab, Set.of());
         requireHolding(lab, good, true, null);
         check(
                 victim.fragment().equals(lab.generation(bad).getCorruptObject()),

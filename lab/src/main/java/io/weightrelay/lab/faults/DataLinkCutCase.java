@@ -1,5 +1,6 @@
 package io.weightrelay.lab.faults;
 
+import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.HostLab;
 import io.weightrelay.reshard.placement.Mode;
@@ -60,7 +61,8 @@ final class DataLinkCutCase implements MultiHostFaultCase {
         String prefix = System.getProperty("relay.lab.prefix", "wr-faults");
         try (MultiHostCluster lab =
                 MultiHostCluster.start(
-                        MultiHostCluster.Spec.of(context.model(), 2, 1, Mode.COMPAT, prefix),
+                        LabCluster.Spec.of(context.model(), 2, 1, Mode.COMPAT),
+                        prefix,
                         List.of("--relay.dataplane.io-timeout=" + IO_TIMEOUT.toSeconds() + "s"))) {
             try {
                 long first = lab.publish(0).generation();

@@ -9,6 +9,7 @@ import io.weightrelay.lab.rollout.RolloutEngine;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -51,6 +52,19 @@ record LabCase(String name, Injection injection, boolean destroysActive) impleme
 
         long nextStep() {
             return borrowed.nextStep();
+        }
+
+        /**
+         * Updates every engine to the newest generation where the fault must refuse that update
+         * everywhere: records in the ledger any instance that advanced anyway; returns how each
+         * engine's update ended, for the case to check.
+         */
+        List<Engines.Ended> updateNoneAdvancing() throws Exception {
+            Map<String, Long> before = Ledger.generations(lab());
+            List<Engines.Ended> ended =
+                    Engines.update(lab().engines(), UPDATE_TIMEOUT, UPDATE_WAIT);
+            ledger.noneAdvanced(lab(), before);
+            return ended;
         }
 
         /** The fault destroyed {@code generation}'s memory: it need not stay committed. */

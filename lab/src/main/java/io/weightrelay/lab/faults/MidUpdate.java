@@ -65,8 +65,7 @@ record MidUpdate(long good, long next, boolean midUpdate, List<UpdateProgress> o
         private final String key;
 
         SessionWatch(LabCluster.Spec spec, String key) {
-            this.client =
-                    RedisClient.create("redis://" + spec.redisHost() + ":" + spec.redisPort());
+            this.client = RedisClient.create(spec.redisUri());
             this.connection = client.connect();
             this.key = key;
             connection.sync().ping();

@@ -27,7 +27,6 @@ final class PublisherKilledMidPublishCase {
     private PublisherKilledMidPublishCase() {}
 
     static String inject(LabCase.Fault fault) throws Exception {
-        Ledger ledger = fault.ledger();
         LabCluster lab = fault.lab();
         long previous = fault.active();
         int tensors = lab.manifest().tensors().size();
@@ -101,7 +100,7 @@ final class PublisherKilledMidPublishCase {
         check(
                 lab.activeGeneration().getGeneration() == previous,
                 "generation " + previous + " stays active");
-        ledger.observe(lab, allInstances(lab));
+        fault.ledger().observe(lab, allInstances(lab));
         lab.revivePublisher(1);
         return "generation "
                 + aborted

@@ -157,8 +157,7 @@ public final class RedisDataLostCase extends MidUpdateCase {
             keys.add(lab.controlPrefix() + "segment:" + segment);
             keys.add(lab.dataplanePrefix() + "seg:" + segment);
         }
-        RedisClient client =
-                RedisClient.create("redis://" + spec.redisHost() + ":" + spec.redisPort());
+        RedisClient client = RedisClient.create(spec.redisUri());
         try (StatefulRedisConnection<String, String> connection = client.connect()) {
             RedisCommands<String, String> redis = connection.sync();
             long deadline = System.nanoTime() + REREGISTER.toNanos();

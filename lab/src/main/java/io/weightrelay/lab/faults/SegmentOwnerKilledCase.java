@@ -1,7 +1,5 @@
 package io.weightrelay.lab.faults;
 
-import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
-import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.allInstances;
 import static io.weightrelay.lab.faults.LabCase.requireEnded;
 import static io.weightrelay.lab.faults.LabCase.requireHolding;
@@ -9,7 +7,6 @@ import static io.weightrelay.lab.faults.LabCase.requireHolding;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Case 2: a segment owner (a publisher) is killed (SIGKILL) right after a commit and left dead.
@@ -23,7 +20,6 @@ final class SegmentOwnerKilledCase {
     private SegmentOwnerKilledCase() {}
 
     static String inject(LabCase.Fault fault) throws Exception {
-        Ledger ledger = fault.ledger();
         LabCluster lab = fault.lab();
         long serving = fault.active();
         long committed = fault.publish();
@@ -31,12 +27,10 @@ final class SegmentOwnerKilledCase {
         // without replicas, everything the dead owner held is gone with it
         fault.destroyedEveryCommitted();
 
-        Map<String, Long> before = Ledger.generations(lab);
-        List<Engines.Ended> ended = Engines.update(lab.engines(), UPDATE_TIMEOUT, UPDATE_WAIT);
+        List<Engines.Ended> ended = fault.updateNoneAdvancing();
         // every engine is told why: its own read of the segment, or the session's failure
         requireEnded(ended, UpdateOutcome.RESUMED_OLD, segment, null);
-        ledger.noneAdvanced(lab, before);
-        ledger.observe(lab, allInstances(lab));
+        fault.ledger().observe(lab, allInstances(lab));
         requireHolding(lab, serving, false, null);
         String failure = String.join("; ", ended.stream().map(Engines.Ended::describe).toList());
         lab.revivePublisher(1);

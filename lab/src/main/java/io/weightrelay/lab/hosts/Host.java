@@ -10,80 +10,32 @@ import java.util.List;
  * on the data-plane network, and a mount namespace with a private tmpfs on {@code /dev/shm}, kept
  * alive by an anchor process. Every process of the host enters both namespaces of the anchor, so it
  * sees only this host's shared memory. Thread safe.
+ *
+ * @param lab the lab that made it and tracks its processes
+ * @param name the host's name in the lab ({@code control}, {@code trainer-0000}, ...)
+ * @param index its position in the lab: its links are {@code c<index>} and {@code d<index>}
+ * @param namespace the network namespace ({@code ip netns}) of this host
+ * @param controlAddress this host's address on the control network (REST, Redis)
+ * @param dataAddress this host's address on the data-plane network (the Transfer Engine's tcp
+ *     transport)
+ * @param anchor the process that keeps both namespaces alive
+ * @param shmDevice {@code major:minor} of this host's private {@code /dev/shm} tmpfs
+ * @param mountNamespace the mount namespace every process of this host runs in ({@code
+ *     mnt:[inode]})
  */
-public final class Host {
-
-    private final HostLab lab;
-    private final String name;
-    private final int index;
-    private final String namespace;
-    private final String controlAddress;
-    private final String dataAddress;
-    private final Process anchor;
-    private final String shmDevice;
-    private final String mountNamespace;
-
-    Host(
-            HostLab lab,
-            String name,
-            int index,
-            String namespace,
-            String controlAddress,
-            String dataAddress,
-            Process anchor,
-            String shmDevice,
-            String mountNamespace) {
-        this.lab = lab;
-        this.name = name;
-        this.index = index;
-        this.namespace = namespace;
-        this.controlAddress = controlAddress;
-        this.dataAddress = dataAddress;
-        this.anchor = anchor;
-        this.shmDevice = shmDevice;
-        this.mountNamespace = mountNamespace;
-    }
-
-    /** The host's name in the lab ({@code control}, {@code trainer-0000}, ...). */
-    public String name() {
-        return name;
-    }
-
-    int index() {
-        return index;
-    }
-
-    /** The network namespace ({@code ip netns}) of this host. */
-    public String namespace() {
-        return namespace;
-    }
-
-    /** This host's address on the control network (REST, Redis). */
-    public String controlAddress() {
-        return controlAddress;
-    }
-
-    /** This host's address on the data-plane network (the Transfer Engine's tcp transport). */
-    public String dataAddress() {
-        return dataAddress;
-    }
-
-    /** {@code major:minor} of this host's private {@code /dev/shm} tmpfs. */
-    public String shmDevice() {
-        return shmDevice;
-    }
-
-    /** The mount namespace every process of this host runs in ({@code mnt:[inode]}). */
-    public String mountNamespace() {
-        return mountNamespace;
-    }
+public record Host(
+        HostLab lab,
+        String name,
+        int index,
+        String namespace,
+        String controlAddress,
+        String dataAddress,
+        Process anchor,
+        String shmDevice,
+        String mountNamespace) {
 
     long anchorPid() {
         return anchor.pid();
-    }
-
-    Process anchorProcess() {
-        return anchor;
     }
 
     /** {@code command} wrapped so that it runs inside this host's network and mount namespaces. */

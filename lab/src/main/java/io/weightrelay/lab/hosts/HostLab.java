@@ -202,7 +202,7 @@ public final class HostLab implements AutoCloseable {
         all.forEach(HostProcess::stop);
         all.forEach(HostProcess::close);
         for (Host h : hosts.values()) {
-            Process anchor = h.anchorProcess();
+            Process anchor = h.anchor();
             try {
                 anchor.getOutputStream().close();
             } catch (IOException e) {

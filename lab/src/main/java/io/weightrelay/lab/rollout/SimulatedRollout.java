@@ -42,7 +42,7 @@ public final class SimulatedRollout {
         Mode mode = args.mode();
         String group = args.get("group", "lab");
         String token = args.get("token", "");
-        long seed = args.getLong("seed", 1);
+        long seed = args.seed();
         int updates = args.getInt("updates", 1);
         Long generation = args.has("generation") ? args.getLong("generation", 0) : null;
         List<String> loaders = List.of(args.get("loaders", "").split(","));

@@ -68,7 +68,7 @@ public final class SimulatedTrainer {
                 new RankPublisher.Options(
                         !args.has("no-checksums"), 2, false, Duration.ofMinutes(5));
         TrainerSession session = new TrainerSession(coordinator, publishers, options);
-        long seed = args.getLong("seed", 1);
+        long seed = args.seed();
         long first = args.getLong("first-step", 0);
         long steps = args.getLong("steps", 1);
         int failures = 0;
