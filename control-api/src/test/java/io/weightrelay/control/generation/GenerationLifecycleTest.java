@@ -46,20 +46,23 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         store.close();
     }
 
-    private String path(String model, long generation) {
+    /** The model of this test: a new one per test. */
+    private final String model = newModel();
+
+    private String path(long generation) {
         return "/api/v1/models/" + model + "/generations/" + generation;
     }
 
-    private Generation generation(String model, long generation) {
-        return ok(get(path(model, generation), OPERATOR), Generation.class);
+    private Generation generation(long generation) {
+        return ok(get(path(generation), OPERATOR), Generation.class);
     }
 
-    private Long active(String model) {
+    private Long active() {
         HttpResponse<String> r = get("/api/v1/models/" + model + "/generations/active", LOADER);
         return r.statusCode() == 404 ? null : ok(r, Generation.class).getGeneration();
     }
 
-    private List<StoredFragment> putAll(String model, long generation) {
+    private List<StoredFragment> putAll(long generation) {
         List<StoredFragment> fragments = fragments(model, generation);
         for (StoredFragment f : fragments) {
             store.put(f.getKey(), f.getBytes());
@@ -67,15 +70,19 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         return fragments;
     }
 
-    private HttpResponse<String> openAtStep7(String model) {
+    /** Opens the generation of {@code step}; returns its id. */
+    private long opened(long step) {
+        return open(model, step).getGeneration().getGeneration();
+    }
+
+    private HttpResponse<String> openAtStep7() {
         return requestOpen(
                 model, new OpenGenerationRequest(7L, manifest(model), trainers("t0", "t1")));
     }
 
     @Test
     void openIsIdempotentByTrainerStepAndAssignsEveryTensor() {
-        String model = newModel();
-        HttpResponse<String> first = openAtStep7(model);
+        HttpResponse<String> first = openAtStep7();
         assertThat(first.statusCode()).isEqualTo(201);
         OpenedGeneration opened = json.readValue(first.body(), OpenedGeneration.class);
         assertThat(opened.getGeneration().getState()).isEqualTo(GenerationState.OPEN);
@@ -83,7 +90,7 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         assertThat(opened.getAssignment().getTensors()).hasSize(3);
         assertThat(opened.getAssignment().getBytesPerNode()).containsOnlyKeys("t0", "t1");
 
-        HttpResponse<String> again = openAtStep7(model);
+        HttpResponse<String> again = openAtStep7();
         assertThat(again.statusCode()).isEqualTo(200);
         assertThat(
                         json.readValue(again.body(), OpenedGeneration.class)
@@ -105,8 +112,7 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
      */
     @Test
     void openWithAfterGenerationContinuesIdsAboveItAndAnIdempotentOpenIgnoresIt() {
-        String model = newModel();
-        long first = open(model, 1).getGeneration().getGeneration();
+        long first = opened(1);
         OpenGenerationRequest afterWipe =
                 new OpenGenerationRequest(2L, manifest(model), trainers("t0", "t1"))
                         .afterGeneration(first + 40);
@@ -138,9 +144,8 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
 
     @Test
     void commitRefusesMissingObjectAndLeavesActiveAlone() {
-        String model = newModel();
         long g1 = publish(model, 1);
-        long g2 = open(model, 2).getGeneration().getGeneration();
+        long g2 = opened(2);
         List<StoredFragment> fragments = fragments(model, g2);
         List<RegisteredObject> allButOne = new ArrayList<>();
         for (StoredFragment f : fragments.subList(1, fragments.size())) {
@@ -151,16 +156,15 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         HttpResponse<String> refused = commit(model, g2);
         assertProblem(refused, 409, "generation-incomplete");
         assertThat(refused.body()).contains("missing " + fragments.get(0).getKey().split("/")[2]);
-        assertThat(active(model)).isEqualTo(g1);
-        assertThat(generation(model, g2).getState()).isEqualTo(GenerationState.OPEN);
-        assertThat(generation(model, g1).getState()).isEqualTo(GenerationState.ACTIVE);
+        assertThat(active()).isEqualTo(g1);
+        assertThat(generation(g2).getState()).isEqualTo(GenerationState.OPEN);
+        assertThat(generation(g1).getState()).isEqualTo(GenerationState.ACTIVE);
     }
 
     @Test
     void wrongSizesAreRefusedAtRegistrationAndAgainAtCommit() {
-        String model = newModel();
         long g1 = publish(model, 1);
-        long g2 = open(model, 2).getGeneration().getGeneration();
+        long g2 = opened(2);
         List<StoredFragment> fragments = registerAll(model, g2);
         StoredFragment first = fragments.get(0);
 
@@ -178,7 +182,7 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
                                 .statusCode())
                 .as("registering the same object again is a no-op")
                 .isEqualTo(200);
-        long g3 = open(model, 3).getGeneration().getGeneration();
+        long g3 = opened(3);
         StoredFragment f3 = fragments(model, g3).get(0);
         assertProblem(
                 register(model, g3, List.of(object(f3.getKey(), f3.getBytes() - 1))),
@@ -195,26 +199,24 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         HttpResponse<String> refused = commit(model, g2);
         assertProblem(refused, 409, "generation-incomplete");
         assertThat(refused.body()).contains("\"wrong\":1");
-        assertThat(active(model)).isEqualTo(g1);
+        assertThat(active()).isEqualTo(g1);
     }
 
     @Test
     void repeatedCommitIsAConflictAndChangesNothing() {
-        String model = newModel();
         long g1 = publish(model, 1);
-        Generation before = generation(model, g1);
+        Generation before = generation(g1);
         assertProblem(commit(model, g1), 409, "commit-conflict");
-        Generation after = generation(model, g1);
+        Generation after = generation(g1);
         assertThat(after.getState()).isEqualTo(GenerationState.ACTIVE);
         assertThat(after.getCommittedAt()).isEqualTo(before.getCommittedAt());
     }
 
     @Test
     void concurrentCommitsLeaveExactlyOneActiveAndAConsistentHistory() throws Exception {
-        String model = newModel();
         for (int round = 0; round < 4; round++) {
-            long a = open(model, round * 2L).getGeneration().getGeneration();
-            long b = open(model, round * 2L + 1).getGeneration().getGeneration();
+            long a = opened(round * 2L);
+            long b = opened(round * 2L + 1);
             registerAll(model, a);
             registerAll(model, b);
             CountDownLatch start = new CountDownLatch(1);
@@ -238,8 +240,8 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
                     .singleElement()
                     .extracting(Generation::getGeneration)
                     .isEqualTo(b);
-            assertThat(active(model)).isEqualTo(b);
-            Generation ga = generation(model, a);
+            assertThat(active()).isEqualTo(b);
+            Generation ga = generation(a);
             assertThat(ga.getState())
                     .isEqualTo(sa == 200 ? GenerationState.RETIRED : GenerationState.OPEN);
             for (Generation g : all) {
@@ -253,11 +255,10 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
 
     @Test
     void abortRemovesTheObjectsFromTheStoreAndKeepsTheActiveGeneration() {
-        String model = newModel();
         long g1 = publish(model, 1);
-        List<StoredFragment> kept = putAll(model, g1);
-        long g2 = open(model, 2).getGeneration().getGeneration();
-        List<StoredFragment> doomed = putAll(model, g2);
+        List<StoredFragment> kept = putAll(g1);
+        long g2 = opened(2);
+        List<StoredFragment> doomed = putAll(g2);
         register(model, g2, List.of(object(doomed.get(0).getKey(), doomed.get(0).getBytes())));
         doomed.forEach(f -> assertThat(store.exists(f.getKey())).isTrue());
 
@@ -265,7 +266,7 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
                 ok(
                         call(
                                 "POST",
-                                path(model, g2) + "/abort",
+                                path(g2) + "/abort",
                                 TRAINER,
                                 "{\"reason\":\"rank 3 failed\"}"),
                         Generation.class);
@@ -276,37 +277,33 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
             assertThat(redis.hasKey(STORE_PREFIX + "obj:" + f.getKey())).isFalse();
         }
         kept.forEach(f -> assertThat(store.exists(f.getKey())).isTrue());
-        assertThat(active(model)).isEqualTo(g1);
-        assertProblem(
-                call("POST", path(model, g1) + "/abort", TRAINER, null),
-                409,
-                "generation-not-open");
+        assertThat(active()).isEqualTo(g1);
+        assertProblem(call("POST", path(g1) + "/abort", TRAINER, null), 409, "generation-not-open");
         assertProblem(commit(model, g2), 409, "commit-conflict");
-        assertThat(open(model, 2).getGeneration().getGeneration())
+        assertThat(opened(2))
                 .as("retrying an aborted trainer step opens a fresh generation")
                 .isGreaterThan(g2);
     }
 
     @Test
     void aLostGenerationIsNeverLeasedPlannedUpdatedOrSavedAndGoesOnceSuperseded() {
-        String model = newModel();
         long g1 = publish(model, 1);
         long g2 = publish(model, 2);
         String lost = "{\"segment\":\"seg-x\",\"objects\":3,\"reason\":\"owner restarted\"}";
-        assertProblem(call("POST", path(model, g2) + "/lost", LOADER, lost), 403, "forbidden");
-        Generation g = ok(call("POST", path(model, g2) + "/lost", TRAINER, lost), Generation.class);
+        assertProblem(call("POST", path(g2) + "/lost", LOADER, lost), 403, "forbidden");
+        Generation g = ok(call("POST", path(g2) + "/lost", TRAINER, lost), Generation.class);
         assertThat(g.getState()).isEqualTo(GenerationState.LOST);
         assertThat(g.getLostReason()).contains("seg-x").contains("3 object(s)");
         assertThat(g.getLostAt()).isNotNull();
-        assertThat(ok(call("POST", path(model, g2) + "/lost", TRAINER, lost), Generation.class))
+        assertThat(ok(call("POST", path(g2) + "/lost", TRAINER, lost), Generation.class))
                 .as("idempotent")
                 .isEqualTo(g);
         // it was active: the newest earlier whole generation is active again
-        assertThat(active(model)).isEqualTo(g1);
-        assertThat(generation(model, g1).getState()).isEqualTo(GenerationState.ACTIVE);
-        assertThat(generation(model, g2).getState()).isEqualTo(GenerationState.LOST);
+        assertThat(active()).isEqualTo(g1);
+        assertThat(generation(g1).getState()).isEqualTo(GenerationState.ACTIVE);
+        assertThat(generation(g2).getState()).isEqualTo(GenerationState.LOST);
         assertProblem(
-                call("POST", path(model, g2) + "/leases", LOADER, new LeaseRequest("l", 60)),
+                call("POST", path(g2) + "/leases", LOADER, new LeaseRequest("l", 60)),
                 409,
                 "generation-not-leasable");
         assertProblem(
@@ -318,58 +315,45 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
                 409,
                 "generation-lost");
         assertProblem(
-                call("PUT", path(model, g2) + "/updates/g", LOADER, "{\"instances\":[\"a\"]}"),
+                call("PUT", path(g2) + "/updates/g", LOADER, "{\"instances\":[\"a\"]}"),
                 409,
                 "generation-lost");
         assertProblem(
-                call(
-                        "POST",
-                        path(model, g2) + "/checkpoints",
-                        OPERATOR,
-                        "{\"directory\":\"/tmp/never\"}"),
+                call("POST", path(g2) + "/checkpoints", OPERATOR, "{\"directory\":\"/tmp/never\"}"),
                 409,
                 "generation-lost");
         assertProblem(
-                call("POST", path(model, 999) + "/lost", TRAINER, lost),
-                404,
-                "generation-not-found");
+                call("POST", path(999) + "/lost", TRAINER, lost), 404, "generation-not-found");
 
         // an open generation whose bytes are gone is aborted, never committed
-        long g3 = open(model, 3).getGeneration().getGeneration();
-        Generation aborted =
-                ok(call("POST", path(model, g3) + "/lost", TRAINER, lost), Generation.class);
+        long g3 = opened(3);
+        Generation aborted = ok(call("POST", path(g3) + "/lost", TRAINER, lost), Generation.class);
         assertThat(aborted.getState()).isEqualTo(GenerationState.ABORTED);
         assertThat(aborted.getAbortReason()).contains("seg-x");
 
         // with no whole generation before it, the pointer stays on the lost one, which says so
-        Generation again =
-                ok(call("POST", path(model, g1) + "/lost", TRAINER, lost), Generation.class);
+        Generation again = ok(call("POST", path(g1) + "/lost", TRAINER, lost), Generation.class);
         assertThat(again.getState()).isEqualTo(GenerationState.LOST);
-        assertThat(active(model)).isEqualTo(g1);
+        assertThat(active()).isEqualTo(g1);
 
         long g4 = publish(model, 4);
-        assertThat(generation(model, g4).getState()).isEqualTo(GenerationState.ACTIVE);
+        assertThat(generation(g4).getState()).isEqualTo(GenerationState.ACTIVE);
         GcReport report =
                 ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
         assertThat(report.getCollected()).contains(g1, g2, g3);
-        assertThat(active(model)).isEqualTo(g4);
+        assertThat(active()).isEqualTo(g4);
     }
 
     @Test
     void garbageCollectionNeverRemovesALeasedGeneration() {
-        String model = newModel();
         long g1 = publish(model, 1);
-        List<StoredFragment> f1 = putAll(model, g1);
+        List<StoredFragment> f1 = putAll(g1);
         long g2 = publish(model, 2);
-        List<StoredFragment> f2 = putAll(model, g2);
+        List<StoredFragment> f2 = putAll(g2);
         long g3 = publish(model, 3);
-        List<StoredFragment> f3 = putAll(model, g3);
+        List<StoredFragment> f3 = putAll(g3);
         ok(
-                call(
-                        "POST",
-                        path(model, g1) + "/leases",
-                        LOADER,
-                        new LeaseRequest("loader-a", 300)),
+                call("POST", path(g1) + "/leases", LOADER, new LeaseRequest("loader-a", 300)),
                 io.weightrelay.api.control.model.Lease.class);
 
         GcReport report =
@@ -380,28 +364,27 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         f2.forEach(f -> assertThat(store.exists(f.getKey())).isFalse());
         f1.forEach(f -> assertThat(store.exists(f.getKey())).isTrue());
         f3.forEach(f -> assertThat(store.exists(f.getKey())).isTrue());
-        assertProblem(get(path(model, g2), OPERATOR), 404, "generation-not-found");
-        assertThat(generation(model, g1).getState()).isEqualTo(GenerationState.RETIRED);
+        assertProblem(get(path(g2), OPERATOR), 404, "generation-not-found");
+        assertThat(generation(g1).getState()).isEqualTo(GenerationState.RETIRED);
 
-        assertThat(call("DELETE", path(model, g1) + "/leases/loader-a", LOADER, null).statusCode())
+        assertThat(call("DELETE", path(g1) + "/leases/loader-a", LOADER, null).statusCode())
                 .isEqualTo(204);
         report =
                 ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
         assertThat(report.getCollected()).containsExactly(g1);
         f1.forEach(f -> assertThat(store.exists(f.getKey())).isFalse());
-        assertThat(active(model)).isEqualTo(g3);
+        assertThat(active()).isEqualTo(g3);
         assertProblem(
-                call("POST", path(model, g1) + "/leases", LOADER, new LeaseRequest("late", 60)),
+                call("POST", path(g1) + "/leases", LOADER, new LeaseRequest("late", 60)),
                 404,
                 "generation-not-found");
     }
 
     @Test
     void longPollAnswersAsSoonAsANewerGenerationIsActive() throws Exception {
-        String model = newModel();
         long g1 = publish(model, 1);
         assertThat(nextGeneration(model, g1, 1).statusCode()).isEqualTo(204);
-        long g2 = open(model, 2).getGeneration().getGeneration();
+        long g2 = opened(2);
         registerAll(model, g2);
         CompletableFuture<HttpResponse<String>> poll = pollNextGeneration(model, g1);
         Thread.sleep(300);

@@ -6,7 +6,6 @@ import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
-import io.weightrelay.control.ControlApiClientSupport;
 import io.weightrelay.control.ControlApiTestProperties;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -22,11 +21,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.context.annotation.Import;
 
 /**
  * Overloads control-api and watches it refuse cleanly and serve normally within 10 s after:
@@ -37,6 +34,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * with {@code CLIENT PAUSE WRITE}: the timed-out calls get 503 but the circuit stays closed).
  */
 @ControlApiTestProperties
+@Import(PrivateRedisConfiguration.class)
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {
@@ -45,17 +43,11 @@ import org.springframework.test.context.DynamicPropertySource;
             "relay.limits.max-request-bytes=1048576",
             "relay.limits.max-in-flight-request-bytes=3145728"
         })
-class OverloadTest extends ControlApiClientSupport {
+class OverloadTest extends PrivateRedisTestSupport {
 
     private static final int SLOW_BODY = 1_000_000;
-    @RegisterExtension static final PrivateRedis REDIS = PrivateRedis.started();
 
     @Autowired RedisGuard guard;
-
-    @DynamicPropertySource
-    static void privateRedis(DynamicPropertyRegistry registry) {
-        REDIS.serveAsRedisOf(registry);
-    }
 
     @Test
     void refusesWhatWouldExceedMemoryAndServesNormallyWithin10sAfter() throws Exception {
@@ -266,9 +258,9 @@ class OverloadTest extends ControlApiClientSupport {
         return socket;
     }
 
-    private static void redisCli(String... command) throws Exception {
+    private void redisCli(String... command) throws Exception {
         List<String> argv =
-                new ArrayList<>(List.of("/usr/bin/redis-cli", "-p", String.valueOf(REDIS.port())));
+                new ArrayList<>(List.of("/usr/bin/redis-cli", "-p", String.valueOf(redis.port())));
         argv.addAll(List.of(command));
         Process p = new ProcessBuilder(argv).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();

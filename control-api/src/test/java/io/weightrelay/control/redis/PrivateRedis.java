@@ -8,18 +8,17 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.extension.AfterAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.util.FileSystemUtils;
 
 /**
  * A redis-server of one test class on a free loopback port, which the test may kill and start
  * again. Its data directory keeps an append-only file with fsync on every write, so what was
- * acknowledged before a kill is there after the restart. Registered with {@code @RegisterExtension}
- * on a static field, it is stopped (and its directory removed) after the class's last test.
+ * acknowledged before a kill is there after the restart. As a bean of a test's context ({@link
+ * PrivateRedisConfiguration}) it is stopped (and its directory removed) when the context closes;
+ * one that several test classes share is closed at exit ({@link #closeAtExit()}).
  */
-final class PrivateRedis implements AutoCloseable, AfterAllCallback {
+final class PrivateRedis implements AutoCloseable {
 
     private final int port = freePort();
     private final Path dir;
@@ -129,11 +128,6 @@ final class PrivateRedis implements AutoCloseable, AfterAllCallback {
                                     }
                                 }));
         return this;
-    }
-
-    @Override
-    public void afterAll(ExtensionContext context) throws InterruptedException {
-        close();
     }
 
     @Override

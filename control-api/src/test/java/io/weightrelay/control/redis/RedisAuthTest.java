@@ -27,17 +27,14 @@ import org.springframework.test.context.DynamicPropertySource;
 @ControlApiTestProperties
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {
-            "relay.redis.key-prefix=" + AclRedis.PREFIX,
-            "relay.dataplane.key-prefix=" + AclRedis.PREFIX + "dp:",
-            "spring.data.redis.username=" + AclRedis.USER
-        })
+        properties = {"spring.data.redis.username=" + AclRedis.USER})
 class RedisAuthTest extends RedisDependencyTestSupport {
 
     private static final PrivateRedis REDIS = AclRedis.started();
 
     @DynamicPropertySource
     static void aclRedis(DynamicPropertyRegistry registry) {
+        keyPrefix(registry, AclRedis.PREFIX);
         registry.add("spring.data.redis.host", () -> "127.0.0.1");
         registry.add("spring.data.redis.port", REDIS::port);
         registry.add("spring.data.redis.password", () -> AclRedis.PASSWORD);

@@ -12,6 +12,7 @@ import io.weightrelay.dataplane.Segment;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import java.nio.ByteBuffer;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.test.context.DynamicPropertyRegistry;
 
 /**
  * What the tests of Redis as a secured dependency (authentication, TLS) check through the Redis
@@ -21,6 +22,15 @@ abstract class RedisDependencyTestSupport extends ControlApiClientSupport {
 
     /** The data plane settings control-api derived from the Redis connection under test. */
     @Autowired protected DataplaneSettings dataplane;
+
+    /**
+     * Puts control-api's keys under {@code prefix} and its data plane's under {@code <prefix>dp:}:
+     * where the Redis under test lets them be.
+     */
+    protected static void keyPrefix(DynamicPropertyRegistry registry, String prefix) {
+        registry.add("relay.redis.key-prefix", () -> prefix);
+        registry.add("relay.dataplane.key-prefix", () -> prefix + "dp:");
+    }
 
     /** Publishes a generation of a new model, reads it back as active; health answers 200. */
     protected void publishesAndServesTheActiveGeneration() {

@@ -2,19 +2,15 @@ package io.weightrelay.control.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.OpenGenerationRequest;
 import io.weightrelay.api.control.model.OpenedGeneration;
-import io.weightrelay.control.ControlApiClientSupport;
 import io.weightrelay.control.ControlApiTestProperties;
 import java.net.http.HttpResponse;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.boot.test.context.TestConfiguration;
+import org.springframework.context.annotation.Bean;
 
 /**
  * The service starts while Redis is unreachable, answers 503 problems, and once Redis appears
@@ -24,13 +20,17 @@ import org.springframework.test.context.DynamicPropertySource;
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {"relay.redis.key-prefix=wr:late-start-test:"})
-class RedisDownAtStartTest extends ControlApiClientSupport {
+class RedisDownAtStartTest extends PrivateRedisTestSupport {
 
-    @RegisterExtension static final PrivateRedis REDIS = new PrivateRedis();
+    /** Its private Redis, not started before the service: the test starts it. */
+    @TestConfiguration(proxyBeanMethods = false)
+    static class RedisNotStarted extends PrivateRedisConfiguration {
 
-    @DynamicPropertySource
-    static void privateRedis(DynamicPropertyRegistry registry) {
-        REDIS.serveAsRedisOf(registry);
+        @Override
+        @Bean
+        PrivateRedis privateRedis() {
+            return new PrivateRedis();
+        }
     }
 
     @Test
@@ -41,7 +41,7 @@ class RedisDownAtStartTest extends ControlApiClientSupport {
                 503,
                 "redis-unavailable");
 
-        REDIS.start();
+        redis.start();
         long start = System.nanoTime();
         HttpResponse<String> segments;
         do {
@@ -64,15 +64,6 @@ class RedisDownAtStartTest extends ControlApiClientSupport {
         } while (opened.statusCode() == 503
                 && TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start) < 30);
         long g1 = ok(opened, OpenedGeneration.class).getGeneration().getGeneration();
-        registerAll(model, g1);
-        CompletableFuture<HttpResponse<String>> poll = pollNextGeneration(model, 0);
-        PrivateRedis.sleep(1500);
-        long committed = System.nanoTime();
-        assertThat(commit(model, g1).statusCode()).isEqualTo(200);
-        assertThat(ok(poll.get(25, TimeUnit.SECONDS), Generation.class).getGeneration())
-                .isEqualTo(g1);
-        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - committed))
-                .as("woken by pub/sub, not by the periodic re-check")
-                .isLessThan(2500);
+        commitWakesTheLongPoll(model, g1, 0, "woken by pub/sub, not by the periodic re-check");
     }
 }

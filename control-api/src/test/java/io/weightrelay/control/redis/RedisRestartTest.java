@@ -3,7 +3,6 @@ package io.weightrelay.control.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.api.control.model.Generation;
-import io.weightrelay.control.ControlApiClientSupport;
 import io.weightrelay.control.ControlApiTestProperties;
 import java.net.http.HttpResponse;
 import java.util.List;
@@ -12,10 +11,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.context.annotation.Import;
 
 /**
  * Kills this test's private Redis in the middle of traffic and starts it again on the same port and
@@ -24,17 +21,11 @@ import org.springframework.test.context.DynamicPropertySource;
  * generation is lost.
  */
 @ControlApiTestProperties
+@Import(PrivateRedisConfiguration.class)
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {"relay.redis.key-prefix=wr:restart-test:"})
-class RedisRestartTest extends ControlApiClientSupport {
-
-    @RegisterExtension static final PrivateRedis REDIS = PrivateRedis.started();
-
-    @DynamicPropertySource
-    static void privateRedis(DynamicPropertyRegistry registry) {
-        REDIS.serveAsRedisOf(registry);
-    }
+class RedisRestartTest extends PrivateRedisTestSupport {
 
     @Test
     void requestsFailWith503WhileRedisIsDownAndRecoverWithNothingLost() throws Exception {
@@ -54,11 +45,11 @@ class RedisRestartTest extends ControlApiClientSupport {
                                         get(
                                                 "/api/v1/models/" + model + "/generations/active",
                                                 LOADER));
-                                sleep(50);
+                                PrivateRedis.sleep(50);
                             }
                         });
-        sleep(300);
-        REDIS.kill();
+        PrivateRedis.sleep(300);
+        redis.kill();
 
         long down = System.nanoTime();
         HttpResponse<String> failed =
@@ -69,13 +60,13 @@ class RedisRestartTest extends ControlApiClientSupport {
                 .isLessThan(5000);
         assertThat(failed.headers().firstValue("Retry-After")).isPresent();
         assertProblem(commit(model, 99), 503, "redis-unavailable");
-        sleep(1500);
+        PrivateRedis.sleep(1500);
 
-        REDIS.start();
+        redis.start();
         long back = System.nanoTime();
         HttpResponse<String> recovered;
         do {
-            sleep(200);
+            PrivateRedis.sleep(200);
             recovered = get("/api/v1/models/" + model + "/generations/active", LOADER);
         } while (recovered.statusCode() != 200
                 && TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - back) < 20);
@@ -103,23 +94,7 @@ class RedisRestartTest extends ControlApiClientSupport {
 
         // Full recovery: writes, scripts and pub/sub long-polls work again.
         long g3 = open(model, 3).getGeneration().getGeneration();
-        registerAll(model, g3);
-        CompletableFuture<HttpResponse<String>> poll = pollNextGeneration(model, committed);
-        sleep(1500);
-        long committedAt = System.nanoTime();
-        assertThat(commit(model, g3).statusCode()).isEqualTo(200);
-        assertThat(ok(poll.get(25, TimeUnit.SECONDS), Generation.class).getGeneration())
-                .isEqualTo(g3);
-        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - committedAt))
-                .as("woken by pub/sub, resubscribed after the restart")
-                .isLessThan(2500);
-    }
-
-    private static void sleep(long millis) {
-        try {
-            Thread.sleep(millis);
-        } catch (InterruptedException ex) {
-            Thread.currentThread().interrupt();
-        }
+        commitWakesTheLongPoll(
+                model, g3, committed, "woken by pub/sub, resubscribed after the restart");
     }
 }

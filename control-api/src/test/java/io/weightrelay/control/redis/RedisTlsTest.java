@@ -23,18 +23,14 @@ import org.springframework.test.context.DynamicPropertySource;
 @ControlApiTestProperties
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {
-            "relay.redis.key-prefix=" + TlsRedis.PREFIX,
-            "relay.dataplane.key-prefix=" + TlsRedis.PREFIX + "dp:",
-            "spring.data.redis.ssl.enabled=true",
-            "spring.data.redis.ssl.bundle=redis"
-        })
+        properties = {"spring.data.redis.ssl.enabled=true", "spring.data.redis.ssl.bundle=redis"})
 class RedisTlsTest extends RedisDependencyTestSupport {
 
     private static final PrivateRedis REDIS = TlsRedis.started();
 
     @DynamicPropertySource
     static void tlsRedis(DynamicPropertyRegistry registry) {
+        keyPrefix(registry, TlsRedis.PREFIX);
         // redis:// on purpose: spring.data.redis.ssl.enabled turns it into rediss://.
         REDIS.serveAsRedisOf(registry);
         registry.add(

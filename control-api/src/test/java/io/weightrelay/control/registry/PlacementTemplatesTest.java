@@ -37,27 +37,24 @@ class PlacementTemplatesTest extends ControlApiTestSupport {
         // embed.weight [256, 32] split by rows over two ranks; layer.0.* replicated
         return FragmentTemplate.of(
                 List.of(
-                        new FragmentTemplate.Entry(
-                                "embed.weight",
-                                new long[] {128L * r, 0},
-                                new long[] {128, 32},
-                                buffer,
-                                0,
-                                new long[] {64, 2}),
-                        new FragmentTemplate.Entry(
-                                "layer.0.weight",
-                                new long[] {0, 0},
-                                new long[] {32, 32},
-                                buffer,
-                                8192,
-                                new long[] {64, 2}),
-                        new FragmentTemplate.Entry(
-                                "layer.0.bias",
-                                new long[] {0},
-                                new long[] {32},
-                                buffer,
-                                10240,
-                                new long[] {2})));
+                        packed("embed.weight", new long[] {128L * r, 0}, new long[] {128, 32}, 0),
+                        packed("layer.0.weight", new long[] {0, 0}, new long[] {32, 32}, 8192),
+                        packed("layer.0.bias", new long[] {0}, new long[] {32}, 10240)));
+    }
+
+    /**
+     * A box of a bf16 tensor at {@code bufferOffset} of the test's buffer, its elements packed row
+     * after row (strides {@code [64, 2]} for 32 columns).
+     */
+    private FragmentTemplate.Entry packed(
+            String tensor, long[] offset, long[] shape, long bufferOffset) {
+        long[] strides = new long[shape.length];
+        long stride = 2;
+        for (int d = shape.length - 1; d >= 0; d--) {
+            strides[d] = stride;
+            stride *= shape[d];
+        }
+        return new FragmentTemplate.Entry(tensor, offset, shape, buffer, bufferOffset, strides);
     }
 
     private HttpResponse<String> putTemplate(String digest, byte[] body) {
@@ -200,13 +197,11 @@ class PlacementTemplatesTest extends ControlApiTestSupport {
         FragmentTemplate stray =
                 FragmentTemplate.of(
                         List.of(
-                                new FragmentTemplate.Entry(
+                                packed(
                                         "layer.9.weight",
                                         new long[] {0, 0},
                                         new long[] {32, 32},
-                                        buffer,
-                                        0,
-                                        new long[] {64, 2})));
+                                        0)));
         putTemplate(stray.digest(), stray.encoded());
         String odd = "odd-" + model;
         LoaderRegistration registration = loader(model, "n0", odd, 12288);

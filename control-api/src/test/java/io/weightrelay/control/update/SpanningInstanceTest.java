@@ -27,6 +27,15 @@ import tools.jackson.databind.JsonNode;
  */
 class SpanningInstanceTest extends ControlApiTestSupport {
 
+    /** The group every session of these tests is of. */
+    private static final String GROUP = "grp";
+
+    /** The model of this test: a new one per test. */
+    private final String model = newModel();
+
+    /** The rollout instance that spans nodes: {@code <model>-x}. */
+    private final String x = model + "-x";
+
     private final Map<String, Long> epochs = new HashMap<>();
 
     private static LoaderRegistration spanLoader(
@@ -46,53 +55,54 @@ class SpanningInstanceTest extends ControlApiTestSupport {
         return l;
     }
 
-    private HttpResponse<String> start(
-            String model, long generation, String group, String... loaders) {
-        UpdateSessionRequest request = new UpdateSessionRequest(List.of(loaders));
-        request.setPhaseTimeoutSeconds(60);
-        return call("PUT", sessionPath(model, generation, group), LOADER, request);
+    /** The session of {@link #GROUP} for {@code generation}. */
+    private String session(long generation) {
+        return sessionPath(model, generation, GROUP);
     }
 
-    private UpdateSession report(
-            String model, long generation, String group, String loader, ReportedPhase phase) {
+    private HttpResponse<String> start(long generation, String... loaders) {
+        UpdateSessionRequest request = new UpdateSessionRequest(List.of(loaders));
+        request.setPhaseTimeoutSeconds(60);
+        return call("PUT", session(generation), LOADER, request);
+    }
+
+    private UpdateSession report(long generation, String loader, ReportedPhase phase) {
         PhaseReport report = new PhaseReport(loader, phase);
         report.setEpoch(epochs.get(loader));
         if (phase == ReportedPhase.FAILED) {
             report.setError("write to a peer's receive segment failed");
         }
         return ok(
-                call("POST", sessionPath(model, generation, group) + "/reports", LOADER, report),
+                call("POST", session(generation) + "/reports", LOADER, report),
                 UpdateSession.class);
     }
 
     @Test
     void theLoadersOfAnInstanceAgreeOnItsNodesAndServeOneNodeEach() throws Exception {
-        String model = newModel();
-        String x = model + "-x";
-        Loader first = registered(x + "-n0", spanLoader(model, "grp", "n0", x, 2));
+        Loader first = registered(x + "-n0", spanLoader(model, GROUP, "n0", x, 2));
         assertThat(first.getSpan()).isEqualTo(new InstanceSpan(x, 2));
-        registered(x + "-n1", spanLoader(model, "grp", "n1", x, 2));
+        registered(x + "-n1", spanLoader(model, GROUP, "n1", x, 2));
         // a loader registering again keeps its place
-        registered(x + "-n1", spanLoader(model, "grp", "n1", x, 2));
+        registered(x + "-n1", spanLoader(model, GROUP, "n1", x, 2));
 
-        HttpResponse<String> sameNode = register(x + "-n0b", spanLoader(model, "grp", "n0", x, 2));
+        HttpResponse<String> sameNode = register(x + "-n0b", spanLoader(model, GROUP, "n0", x, 2));
         assertProblem(sameNode, 409, "rollout-instance-conflict");
         JsonNode problem = json.readTree(sameNode.body());
         assertThat(problem.get("rolloutInstance").asString()).isEqualTo(x);
         assertThat(problem.get("node").asString()).isEqualTo("n0");
         assertThat(problem.get("loader").asString()).isEqualTo(x + "-n0");
 
-        HttpResponse<String> otherCount = register(x + "-n2", spanLoader(model, "grp", "n2", x, 3));
+        HttpResponse<String> otherCount = register(x + "-n2", spanLoader(model, GROUP, "n2", x, 3));
         assertProblem(otherCount, 409, "rollout-instance-conflict");
         assertThat(otherCount.body()).contains("spans 3 nodes").contains("spanning 2");
 
-        HttpResponse<String> tooMany = register(x + "-n2", spanLoader(model, "grp", "n2", x, 2));
+        HttpResponse<String> tooMany = register(x + "-n2", spanLoader(model, GROUP, "n2", x, 2));
         assertProblem(tooMany, 409, "rollout-instance-conflict");
         assertThat(json.readTree(tooMany.body()).get("loaders").toString())
                 .contains(x + "-n0", x + "-n1", x + "-n2");
 
         // a span names its instance and a node count of at least 1
-        String body = json.writeValueAsString(spanLoader(model, "grp", "n5", x + "-bad", 2));
+        String body = json.writeValueAsString(spanLoader(model, GROUP, "n5", x + "-bad", 2));
         assertProblem(
                 putLoader(x + "-n5", body.replace("\"nodes\":2", "\"nodes\":0")),
                 400,
@@ -103,7 +113,7 @@ class SpanningInstanceTest extends ControlApiTestSupport {
                 "invalid-request");
 
         // each loader registers only the ranks of its own node
-        LoaderRegistration elsewhere = spanLoader(model, "grp", "n3", x + "-other", 2);
+        LoaderRegistration elsewhere = spanLoader(model, GROUP, "n3", x + "-other", 2);
         elsewhere.getWorkers().get(1).setNode("n4");
         HttpResponse<String> wrongNode = register(x + "-n3", elsewhere);
         assertProblem(wrongNode, 400, "invalid-placement");
@@ -112,14 +122,12 @@ class SpanningInstanceTest extends ControlApiTestSupport {
 
     @Test
     void aSessionHoldingPartOfAnInstanceIsRefusedAndNoneIsCreated() throws Exception {
-        String model = newModel();
         long g = publish(model, 1);
-        String x = model + "-x";
-        registered(x + "-n0", spanLoader(model, "grp", "n0", x, 2));
-        registered(x + "-n1", spanLoader(model, "grp", "n1", x, 2));
-        registered(model + "-solo", compatLoader(model, "grp", "n2", 1));
+        registered(x + "-n0", spanLoader(model, GROUP, "n0", x, 2));
+        registered(x + "-n1", spanLoader(model, GROUP, "n1", x, 2));
+        registered(model + "-solo", compatLoader(model, GROUP, "n2", 1));
 
-        HttpResponse<String> half = start(model, g, "grp", model + "-solo", x + "-n0");
+        HttpResponse<String> half = start(g, model + "-solo", x + "-n0");
         assertProblem(half, 409, "rollout-instance-incomplete");
         JsonNode problem = json.readTree(half.body());
         assertThat(problem.get("rolloutInstance").asString()).isEqualTo(x);
@@ -127,67 +135,62 @@ class SpanningInstanceTest extends ControlApiTestSupport {
         assertThat(problem.get("reason").asString()).isEqualTo("missing");
         assertThat(problem.get("loaders").toString()).contains(x + "-n0");
         assertThat(problem.get("detail").asString()).contains("spans 2 nodes");
-        assertThat(get(sessionPath(model, g, "grp"), LOADER).statusCode()).isEqualTo(404);
+        assertThat(get(session(g), LOADER).statusCode()).isEqualTo(404);
 
         // the whole instance starts
         UpdateSession whole =
-                ok(
-                        start(model, g, "grp", model + "-solo", x + "-n0", x + "-n1"),
-                        UpdateSession.class);
+                ok(start(g, model + "-solo", x + "-n0", x + "-n1"), UpdateSession.class);
         assertThat(whole.getState()).isEqualTo(SessionState.PREPARING);
         assertThat(whole.getParticipants()).hasSize(3);
     }
 
     @Test
     void anInstanceAdvancesOnlyWhenAllItsLoadersApplied() {
-        String model = newModel();
         long g = publish(model, 1);
-        String x = model + "-x";
         String solo = model + "-solo";
-        registered(x + "-n0", spanLoader(model, "grp", "n0", x, 2));
-        registered(x + "-n1", spanLoader(model, "grp", "n1", x, 2));
-        registered(solo, compatLoader(model, "grp", "n2", 1));
+        registered(x + "-n0", spanLoader(model, GROUP, "n0", x, 2));
+        registered(x + "-n1", spanLoader(model, GROUP, "n1", x, 2));
+        registered(solo, compatLoader(model, GROUP, "n2", 1));
         List<String> all = List.of(solo, x + "-n0", x + "-n1");
-        ok(start(model, g, "grp", all.toArray(String[]::new)), UpdateSession.class);
+        ok(start(g, all.toArray(String[]::new)), UpdateSession.class);
         for (String loader : all) {
-            report(model, g, "grp", loader, ReportedPhase.PREPARED);
+            report(g, loader, ReportedPhase.PREPARED);
         }
-        report(model, g, "grp", solo, ReportedPhase.APPLIED);
-        UpdateSession half = report(model, g, "grp", x + "-n0", ReportedPhase.APPLIED);
+        report(g, solo, ReportedPhase.APPLIED);
+        UpdateSession half = report(g, x + "-n0", ReportedPhase.APPLIED);
         assertThat(half.getState())
                 .as("one loader of the instance has not applied: nobody may post-apply")
                 .isEqualTo(SessionState.APPLYING);
-        UpdateSession post = report(model, g, "grp", x + "-n1", ReportedPhase.APPLIED);
+        UpdateSession post = report(g, x + "-n1", ReportedPhase.APPLIED);
         assertThat(post.getState()).isEqualTo(SessionState.POST_APPLYING);
         for (String loader : all) {
-            report(model, g, "grp", loader, ReportedPhase.POST_APPLIED);
+            report(g, loader, ReportedPhase.POST_APPLIED);
         }
-        UpdateSession done = ok(get(sessionPath(model, g, "grp"), LOADER), UpdateSession.class);
+        UpdateSession done = ok(get(session(g), LOADER), UpdateSession.class);
         assertThat(done.getState()).isEqualTo(SessionState.DONE);
         assertThat(done.getParticipants())
                 .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.DONE));
     }
 
     /**
-     * Rollout instance {@code <model>-x}, one loader on each of two nodes, in a started session.
+     * Publishes generation 1 and starts its session with the rollout instance, one loader on each
+     * of two nodes; returns the generation.
      */
-    private String startedOnTwoNodes(String model, long g) {
-        String x = model + "-x";
-        registered(x + "-n0", spanLoader(model, "grp", "n0", x, 2));
-        registered(x + "-n1", spanLoader(model, "grp", "n1", x, 2));
-        ok(start(model, g, "grp", x + "-n0", x + "-n1"), UpdateSession.class);
-        return x;
+    private long publishedAndStartedOnTwoNodes() {
+        long g = publish(model, 1);
+        registered(x + "-n0", spanLoader(model, GROUP, "n0", x, 2));
+        registered(x + "-n1", spanLoader(model, GROUP, "n1", x, 2));
+        ok(start(g, x + "-n0", x + "-n1"), UpdateSession.class);
+        return g;
     }
 
     @Test
     void oneLoaderFailingAfterItsPeerAppliedKeepsTheWholeInstanceOnItsGeneration() {
-        String model = newModel();
-        long g = publish(model, 1);
-        String x = startedOnTwoNodes(model, g);
-        report(model, g, "grp", x + "-n0", ReportedPhase.PREPARED);
-        report(model, g, "grp", x + "-n1", ReportedPhase.PREPARED);
-        report(model, g, "grp", x + "-n0", ReportedPhase.APPLIED);
-        UpdateSession failed = report(model, g, "grp", x + "-n1", ReportedPhase.FAILED);
+        long g = publishedAndStartedOnTwoNodes();
+        report(g, x + "-n0", ReportedPhase.PREPARED);
+        report(g, x + "-n1", ReportedPhase.PREPARED);
+        report(g, x + "-n0", ReportedPhase.APPLIED);
+        UpdateSession failed = report(g, x + "-n1", ReportedPhase.FAILED);
         assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
         assertThat(failed.getFailedInstance()).isEqualTo(x + "-n1");
         assertThat(failed.getParticipants())
@@ -199,11 +202,9 @@ class SpanningInstanceTest extends ControlApiTestSupport {
 
     @Test
     void oneLoaderFailingBeforeApplyResumesTheWholeInstanceOnItsGeneration() {
-        String model = newModel();
-        long g = publish(model, 1);
-        String x = startedOnTwoNodes(model, g);
-        report(model, g, "grp", x + "-n0", ReportedPhase.PREPARED);
-        UpdateSession failed = report(model, g, "grp", x + "-n1", ReportedPhase.FAILED);
+        long g = publishedAndStartedOnTwoNodes();
+        report(g, x + "-n0", ReportedPhase.PREPARED);
+        UpdateSession failed = report(g, x + "-n1", ReportedPhase.FAILED);
         assertThat(failed.getState()).isEqualTo(SessionState.RESUMED_OLD);
         assertThat(failed.getFailedInstance()).isEqualTo(x + "-n1");
     }

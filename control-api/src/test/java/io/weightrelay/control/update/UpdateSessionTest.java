@@ -33,29 +33,44 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
     @Autowired MeterRegistry meters;
 
+    /** The group whose session every test drives. */
+    private static final String GROUP = "grp";
+
+    /** The model of this test: a new one per test. */
+    private final String model = newModel();
+
     /** The epoch each instance's latest registration returned. */
     private final Map<String, Long> epochs = new HashMap<>();
 
-    private long registerLoader(String model, String group, String instance) {
-        Loader loader = registerLoader(instance, compatLoader(model, group, "r0", 1));
+    /** Registers {@code instance} as a loader of {@link #GROUP}; returns its new epoch. */
+    private long registerInGroup(String instance) {
+        Loader loader = registerLoader(instance, compatLoader(model, GROUP, "r0", 1));
         epochs.put(instance, loader.getEpoch());
         return loader.getEpoch();
     }
 
-    private UpdateSession start(
-            String model, long generation, String group, int timeout, String... instances) {
+    /** The session of {@link #GROUP} for {@code generation}. */
+    private String session(long generation) {
+        return sessionPath(model, generation, GROUP);
+    }
+
+    private UpdateSession start(long generation, int timeout, String... instances) {
         for (String instance : instances) {
-            registerLoader(model, group, instance);
+            registerInGroup(instance);
         }
         UpdateSessionRequest request = new UpdateSessionRequest(List.of(instances));
         request.setPhaseTimeoutSeconds(timeout);
-        return ok(
-                call("PUT", sessionPath(model, generation, group), LOADER, request),
-                UpdateSession.class);
+        return join(generation, request);
     }
 
-    private HttpResponse<String> report(
-            String model, long generation, String group, String instance, ReportedPhase phase) {
+    /** Publishes generation 1 and starts its session with {@code instances}; returns it. */
+    private long publishedAndStarted(int timeout, String... instances) {
+        long g = publish(model, 1);
+        start(g, timeout, instances);
+        return g;
+    }
+
+    private HttpResponse<String> report(long generation, String instance, ReportedPhase phase) {
         PhaseReport report = new PhaseReport(instance, phase);
         report.setEpoch(epochs.getOrDefault(instance, 1L));
         report.setBytesRead(1000L);
@@ -64,7 +79,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
             report.setError("read of m/1/x@0 returned 12 of 4096 bytes");
             report.setFailingPeer("seg-t1");
         }
-        return call("POST", sessionPath(model, generation, group) + "/reports", LOADER, report);
+        return send(generation, report);
     }
 
     /**
@@ -76,71 +91,75 @@ class UpdateSessionTest extends ControlApiTestSupport {
         return report;
     }
 
-    /** Sends {@code report} as it is to the session of group {@code grp}. */
-    private HttpResponse<String> send(String model, long g, PhaseReport report) {
-        return call("POST", sessionPath(model, g, "grp") + "/reports", LOADER, report);
+    /** Sends {@code report} as it is to the session. */
+    private HttpResponse<String> send(long g, PhaseReport report) {
+        return call("POST", session(g) + "/reports", LOADER, report);
     }
 
-    /** A report of group {@code grp} the session accepts, and the session after it. */
-    private UpdateSession reported(String model, long g, String instance, ReportedPhase phase) {
-        return ok(report(model, g, "grp", instance, phase), UpdateSession.class);
+    /** A report the session accepts, and the session after it. */
+    private UpdateSession reported(long g, String instance, ReportedPhase phase) {
+        return ok(report(g, instance, phase), UpdateSession.class);
     }
 
-    /** Joins (or starts) the session of group {@code grp} with {@code request}. */
-    private UpdateSession join(String model, long g, UpdateSessionRequest request) {
-        return ok(call("PUT", sessionPath(model, g, "grp"), LOADER, request), UpdateSession.class);
+    /** Accepted reports of {@code phase} by each of {@code instances}, in turn. */
+    private void reportedByEach(long g, ReportedPhase phase, String... instances) {
+        for (String instance : instances) {
+            reported(g, instance, phase);
+        }
     }
 
-    private BarrierStatus barrier(
-            String model, long generation, String group, String name, int wait) {
+    /** Both of "a" and "b" prepared, "a" reached {@code applyPhase}, then "b" failed. */
+    private UpdateSession bFailedOnceApplyBegan(long g, ReportedPhase applyPhase) {
+        reportedByEach(g, ReportedPhase.PREPARED, "a", "b");
+        reported(g, "a", applyPhase);
+        return reported(g, "b", ReportedPhase.FAILED);
+    }
+
+    /** Joins (or starts) the session with {@code request}. */
+    private UpdateSession join(long g, UpdateSessionRequest request) {
+        return ok(call("PUT", session(g), LOADER, request), UpdateSession.class);
+    }
+
+    /** The session as an operator reads it. */
+    private UpdateSession current(long g) {
+        return ok(get(session(g), OPERATOR), UpdateSession.class);
+    }
+
+    private BarrierStatus barrier(long generation, String name, int wait) {
         return ok(
-                get(
-                        sessionPath(model, generation, group)
-                                + "/barriers/"
-                                + name
-                                + "?waitSeconds="
-                                + wait,
-                        LOADER),
+                get(session(generation) + "/barriers/" + name + "?waitSeconds=" + wait, LOADER),
                 BarrierStatus.class);
     }
 
     @Test
     void allPreparedOpensApplyAndAllAppliedOpensPostApply() throws Exception {
-        String model = newModel();
         long g = publish(model, 1);
-        UpdateSession session = start(model, g, "grp", 60, "b", "a");
+        UpdateSession session = start(g, 60, "b", "a");
         assertThat(session.getState()).isEqualTo(SessionState.PREPARING);
         UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
         again.setPhaseTimeoutSeconds(60);
-        assertThat(join(model, g, again).getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(join(g, again).getState()).isEqualTo(SessionState.PREPARING);
         assertProblem(
-                call(
-                        "PUT",
-                        sessionPath(model, g, "grp"),
-                        LOADER,
-                        new UpdateSessionRequest(List.of("a", "c"))),
+                call("PUT", session(g), LOADER, new UpdateSessionRequest(List.of("a", "c"))),
                 409,
                 "session-conflict");
 
         CompletableFuture<BarrierStatus> waiting =
-                CompletableFuture.supplyAsync(() -> barrier(model, g, "grp", "prepared", 20));
-        reported(model, g, "a", ReportedPhase.PREPARED);
-        assertThat(barrier(model, g, "grp", "prepared", 0).getArrived()).isEqualTo(1);
-        assertProblem(
-                report(model, g, "grp", "a", ReportedPhase.APPLIED), 409, "phase-out-of-order");
-        assertProblem(
-                report(model, g, "grp", "z", ReportedPhase.PREPARED), 409, "not-a-participant");
-        UpdateSession applying = reported(model, g, "b", ReportedPhase.PREPARED);
+                CompletableFuture.supplyAsync(() -> barrier(g, "prepared", 20));
+        reported(g, "a", ReportedPhase.PREPARED);
+        assertThat(barrier(g, "prepared", 0).getArrived()).isEqualTo(1);
+        assertProblem(report(g, "a", ReportedPhase.APPLIED), 409, "phase-out-of-order");
+        assertProblem(report(g, "z", ReportedPhase.PREPARED), 409, "not-a-participant");
+        UpdateSession applying = reported(g, "b", ReportedPhase.PREPARED);
         assertThat(applying.getState()).isEqualTo(SessionState.APPLYING);
         BarrierStatus prepared = waiting.get(20, TimeUnit.SECONDS);
         assertThat(prepared.getOpen()).isTrue();
         assertThat(prepared.getArrived()).isEqualTo(2);
 
-        reported(model, g, "a", ReportedPhase.APPLIED);
-        reported(model, g, "b", ReportedPhase.APPLIED);
-        assertThat(barrier(model, g, "grp", "applied", 0).getOpen()).isTrue();
-        reported(model, g, "a", ReportedPhase.POST_APPLIED);
-        UpdateSession done = reported(model, g, "b", ReportedPhase.POST_APPLIED);
+        reportedByEach(g, ReportedPhase.APPLIED, "a", "b");
+        assertThat(barrier(g, "applied", 0).getOpen()).isTrue();
+        reported(g, "a", ReportedPhase.POST_APPLIED);
+        UpdateSession done = reported(g, "b", ReportedPhase.POST_APPLIED);
         assertThat(done.getState()).isEqualTo(SessionState.DONE);
         assertThat(done.getParticipants())
                 .allSatisfy(
@@ -157,20 +176,18 @@ class UpdateSessionTest extends ControlApiTestSupport {
                     .as("phase duration metric of " + phase)
                     .isEqualTo(1);
         }
-        assertProblem(report(model, g, "grp", "a", ReportedPhase.FAILED), 409, "session-closed");
+        assertProblem(report(g, "a", ReportedPhase.FAILED), 409, "session-closed");
     }
 
     @Test
     void failureBeforeApplyResumesTheOldGenerationAndNamesTheLoader() {
-        String model = newModel();
-        long g = publish(model, 1);
-        start(model, g, "grp", 60, "a", "b");
-        reported(model, g, "a", ReportedPhase.PREPARED);
-        UpdateSession failed = reported(model, g, "b", ReportedPhase.FAILED);
+        long g = publishedAndStarted(60, "a", "b");
+        reported(g, "a", ReportedPhase.PREPARED);
+        UpdateSession failed = reported(g, "b", ReportedPhase.FAILED);
         assertThat(failed.getState()).isEqualTo(SessionState.RESUMED_OLD);
         assertThat(failed.getFailedInstance()).isEqualTo("b");
         assertThat(failed.getFailure()).contains("12 of 4096").contains("seg-t1");
-        BarrierStatus status = barrier(model, g, "grp", "prepared", 5);
+        BarrierStatus status = barrier(g, "prepared", 5);
         assertThat(status.getFailed()).isTrue();
         assertThat(status.getOpen()).isFalse();
         assertThat(status.getFailedInstance()).isEqualTo("b");
@@ -178,40 +195,30 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
     @Test
     void failureAfterApplyBeganPausesForRebuild() {
-        String model = newModel();
-        long g = publish(model, 1);
-        start(model, g, "grp", 60, "a", "b");
-        reported(model, g, "a", ReportedPhase.PREPARED);
-        reported(model, g, "b", ReportedPhase.PREPARED);
-        reported(model, g, "a", ReportedPhase.APPLIED);
-        UpdateSession failed = reported(model, g, "b", ReportedPhase.FAILED);
+        long g = publishedAndStarted(60, "a", "b");
+        UpdateSession failed = bFailedOnceApplyBegan(g, ReportedPhase.APPLIED);
         assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
         assertThat(failed.getFailedInstance()).isEqualTo("b");
     }
 
     @Test
     void aFailedSessionStartsAfreshOnlyOnceTheGroupWasRebuilt() {
-        String model = newModel();
-        long g = publish(model, 1);
-        start(model, g, "grp", 60, "a", "b");
-        reported(model, g, "a", ReportedPhase.PREPARED);
-        reported(model, g, "b", ReportedPhase.PREPARED);
-        reported(model, g, "a", ReportedPhase.APPLYING);
-        reported(model, g, "b", ReportedPhase.FAILED);
+        long g = publishedAndStarted(60, "a", "b");
+        bFailedOnceApplyBegan(g, ReportedPhase.APPLYING);
 
         // the same lives joining again find the session as it ended
         UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
-        UpdateSession same = join(model, g, again);
+        UpdateSession same = join(g, again);
         assertThat(same.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
 
         // rebuilt (registered again, new epochs), the group loads the same generation afresh
-        UpdateSession fresh = start(model, g, "grp", 60, "a", "b");
+        UpdateSession fresh = start(g, 60, "a", "b");
         assertThat(fresh.getState()).isEqualTo(SessionState.PREPARING);
         assertThat(fresh.getFailedInstance()).isNull();
         assertThat(fresh.getParticipants())
                 .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
-        reported(model, g, "a", ReportedPhase.PREPARED);
-        UpdateSession prepared = reported(model, g, "b", ReportedPhase.PREPARED);
+        reported(g, "a", ReportedPhase.PREPARED);
+        UpdateSession prepared = reported(g, "b", ReportedPhase.PREPARED);
         assertThat(prepared.getState()).isEqualTo(SessionState.APPLYING);
     }
 
@@ -223,61 +230,50 @@ class UpdateSessionTest extends ControlApiTestSupport {
      */
     @Test
     void aFinishedSessionStartsAfreshOnlyOnceTheGroupWasRebuilt() {
-        String model = newModel();
-        long g = publish(model, 1);
-        start(model, g, "grp", 60, "a", "b");
-        for (ReportedPhase phase : EVERY_PHASE) {
-            reported(model, g, "a", phase);
-            reported(model, g, "b", phase);
-        }
+        long g = publishedAndStarted(60, "a", "b");
+        EVERY_PHASE.forEach(phase -> reportedByEach(g, phase, "a", "b"));
 
         // the same lives joining again find the session as it ended
-        UpdateSession same = join(model, g, new UpdateSessionRequest(List.of("a", "b")));
+        UpdateSession same = join(g, new UpdateSessionRequest(List.of("a", "b")));
         assertThat(same.getState()).isEqualTo(SessionState.DONE);
 
-        UpdateSession fresh = start(model, g, "grp", 60, "a", "b");
+        UpdateSession fresh = start(g, 60, "a", "b");
         assertThat(fresh.getState()).isEqualTo(SessionState.PREPARING);
-        assertThat(barrier(model, g, "grp", "prepared", 0).getOpen()).isFalse();
-        reported(model, g, "a", ReportedPhase.PREPARED);
-        assertThat(barrier(model, g, "grp", "prepared", 0).getOpen())
+        assertThat(barrier(g, "prepared", 0).getOpen()).isFalse();
+        reported(g, "a", ReportedPhase.PREPARED);
+        assertThat(barrier(g, "prepared", 0).getOpen())
                 .as("b has not prepared: a must wait for it")
                 .isFalse();
-        UpdateSession applying = reported(model, g, "b", ReportedPhase.PREPARED);
+        UpdateSession applying = reported(g, "b", ReportedPhase.PREPARED);
         assertThat(applying.getState()).isEqualTo(SessionState.APPLYING);
     }
 
     @Test
     void aPhaseThatOutlivesItsTimeoutFailsNamingTheLaggard() {
-        String model = newModel();
-        long g = publish(model, 1);
-        start(model, g, "grp", 1, "a", "b");
-        reported(model, g, "a", ReportedPhase.PREPARED);
+        long g = publishedAndStarted(1, "a", "b");
+        reported(g, "a", ReportedPhase.PREPARED);
         long started = System.nanoTime();
-        BarrierStatus status = barrier(model, g, "grp", "prepared", 10);
+        BarrierStatus status = barrier(g, "prepared", 10);
         assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started)).isLessThan(4000);
         assertThat(status.getFailed()).isTrue();
         assertThat(status.getState()).isEqualTo(SessionState.RESUMED_OLD);
         assertThat(status.getFailedInstance()).isEqualTo("b");
-        UpdateSession session =
-                ok(get(sessionPath(model, g, "grp"), OPERATOR), UpdateSession.class);
+        UpdateSession session = current(g);
         assertThat(session.getFailure()).contains("timed out");
     }
 
     @Test
     void reportsOfAnOlderLoaderEpochAreFencedAndPostApplyRecordsTheServedGeneration() {
-        String model = newModel();
         long g = publish(model, 1);
         String instance = "inst-" + model;
-        registerLoader(instance, compatLoader(model, "grp", "r0", 1));
-        Loader second = registerLoader(instance, compatLoader(model, "grp", "r0", 1));
-        start(model, g, "grp", 60, instance);
+        registerLoader(instance, compatLoader(model, GROUP, "r0", 1));
+        Loader second = registerLoader(instance, compatLoader(model, GROUP, "r0", 1));
+        start(g, 60, instance);
         assertThat(epochs.get(instance)).isEqualTo(second.getEpoch() + 1);
         PhaseReport stale = phaseReport(instance, ReportedPhase.PREPARED, second.getEpoch());
-        assertProblem(send(model, g, stale), 409, "epoch-fenced");
+        assertProblem(send(g, stale), 409, "epoch-fenced");
         for (ReportedPhase phase : EVERY_PHASE) {
-            ok(
-                    send(model, g, phaseReport(instance, phase, epochs.get(instance))),
-                    UpdateSession.class);
+            ok(send(g, phaseReport(instance, phase, epochs.get(instance))), UpdateSession.class);
         }
         assertThat(ok(get("/api/v1/loaders/" + instance, OPERATOR), Loader.class).getGeneration())
                 .isEqualTo(g);
@@ -285,22 +281,20 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
     @Test
     void reportsWithoutAnEpochOrWithAnotherLoadersEpochAreRefusedNamingTheEpoch() throws Exception {
-        String model = newModel();
         long g = publish(model, 1);
         String a = "fa-" + model;
         String b = "fb-" + model;
-        start(model, g, "grp", 60, a, b);
+        start(g, 60, a, b);
         long epochA = epochs.get(a);
         long epochB = epochs.get(b);
         assertThat(epochA).isNotEqualTo(epochB);
 
-        HttpResponse<String> missing = send(model, g, phaseReport(a, ReportedPhase.PREPARED, null));
+        HttpResponse<String> missing = send(g, phaseReport(a, ReportedPhase.PREPARED, null));
         assertProblem(missing, 400, "epoch-required");
         assertThat(missing.body()).contains(a);
 
         // Loader a reports for b with its own epoch: foreign to b.
-        HttpResponse<String> foreign =
-                send(model, g, phaseReport(b, ReportedPhase.PREPARED, epochA));
+        HttpResponse<String> foreign = send(g, phaseReport(b, ReportedPhase.PREPARED, epochA));
         assertProblem(foreign, 409, "epoch-fenced");
         JsonNode problem = json.readTree(foreign.body());
         assertThat(problem.get("epoch").asLong()).isEqualTo(epochA);
@@ -310,11 +304,10 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
         // A made-up epoch is foreign as well.
         PhaseReport madeUp = phaseReport(b, ReportedPhase.PREPARED, epochB + 1_000_000);
-        assertProblem(send(model, g, madeUp), 409, "epoch-fenced");
+        assertProblem(send(g, madeUp), 409, "epoch-fenced");
 
         // Nothing of it moved the session: both still prepare.
-        UpdateSession session =
-                ok(get(sessionPath(model, g, "grp"), OPERATOR), UpdateSession.class);
+        UpdateSession session = current(g);
         assertThat(session.getState()).isEqualTo(SessionState.PREPARING);
         assertThat(session.getParticipants())
                 .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
@@ -322,31 +315,27 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
     @Test
     void aLoaderReRegisteredAfterApplyBeganCannotReportForTheLifeThatJoined() {
-        String model = newModel();
         long g = publish(model, 1);
         String a = "ra-" + model;
         String b = "rb-" + model;
-        start(model, g, "grp", 60, a, b);
-        reported(model, g, a, ReportedPhase.PREPARED);
-        reported(model, g, b, ReportedPhase.PREPARED);
+        start(g, 60, a, b);
+        reportedByEach(g, ReportedPhase.PREPARED, a, b);
         long before = epochs.get(a);
-        long after = registerLoader(model, "grp", a); // a restarted while applying
+        long after = registerInGroup(a); // a restarted while applying
         assertThat(after).isGreaterThan(before);
 
         // Its previous life's report is stale ...
-        HttpResponse<String> refused =
-                send(model, g, phaseReport(a, ReportedPhase.APPLIED, before));
+        HttpResponse<String> refused = send(g, phaseReport(a, ReportedPhase.APPLIED, before));
         assertProblem(refused, 409, "epoch-fenced");
         assertThat(json.readTree(refused.body()).get("reason").asString()).isEqualTo("stale");
         assertThat(json.readTree(refused.body()).get("epoch").asLong()).isEqualTo(before);
 
         // ... and its new life cannot claim what the old one applied: the group pauses.
-        HttpResponse<String> restarted = report(model, g, "grp", a, ReportedPhase.APPLIED);
+        HttpResponse<String> restarted = report(g, a, ReportedPhase.APPLIED);
         assertProblem(restarted, 409, "epoch-fenced");
         assertThat(json.readTree(restarted.body()).get("reason").asString()).isEqualTo("restarted");
         assertThat(json.readTree(restarted.body()).get("joinedEpoch").asLong()).isEqualTo(before);
-        UpdateSession session =
-                ok(get(sessionPath(model, g, "grp"), OPERATOR), UpdateSession.class);
+        UpdateSession session = current(g);
         assertThat(session.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
         assertThat(session.getFailedInstance()).isEqualTo(a);
         assertThat(session.getFailure()).contains("re-registered during the update");
@@ -363,13 +352,13 @@ class UpdateSessionTest extends ControlApiTestSupport {
     }
 
     private HttpResponse<String> applied(
-            String model, long g, String instance, List<RangeChecksums.Entry> entries) {
+            long g, String instance, List<RangeChecksums.Entry> entries) {
         PhaseReport r = phaseReport(instance, ReportedPhase.APPLIED, epochs.get(instance));
         r.setChecksums(new RangeChecksums(entries).encode());
-        return send(model, g, r);
+        return send(g, r);
     }
 
-    private List<List<RangeChecksums.Entry>> readByTwo(String model, long g, boolean corrupt) {
+    private List<List<RangeChecksums.Entry>> readByTwo(long g, boolean corrupt) {
         List<RangeChecksums.Entry> first = new ArrayList<>();
         List<RangeChecksums.Entry> second = new ArrayList<>();
         int registered = Crc32c.parse("crc32c:0badf00d");
@@ -389,44 +378,38 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
     @Test
     void theAppliedBarrierOpensOnlyOnceEveryObjectReadMatchesItsPublishedChecksum() {
-        String model = newModel();
-        long g = publish(model, 1);
-        start(model, g, "grp", 60, "ca", "cb");
-        reported(model, g, "ca", ReportedPhase.PREPARED);
-        reported(model, g, "cb", ReportedPhase.PREPARED);
-        List<List<RangeChecksums.Entry>> reads = readByTwo(model, g, false);
-        UpdateSession one = ok(applied(model, g, "ca", reads.get(0)), UpdateSession.class);
+        long g = publishedAndStarted(60, "ca", "cb");
+        reportedByEach(g, ReportedPhase.PREPARED, "ca", "cb");
+        List<List<RangeChecksums.Entry>> reads = readByTwo(g, false);
+        UpdateSession one = ok(applied(g, "ca", reads.get(0)), UpdateSession.class);
         assertThat(one.getState()).isEqualTo(SessionState.APPLYING);
-        UpdateSession both = ok(applied(model, g, "cb", reads.get(1)), UpdateSession.class);
+        UpdateSession both = ok(applied(g, "cb", reads.get(1)), UpdateSession.class);
         assertThat(both.getState()).isEqualTo(SessionState.POST_APPLYING);
         assertThat(both.getVerifiedObjects()).isEqualTo((long) reads.get(0).size());
         assertThat(both.getPartialObjects()).isZero();
         assertThat(both.getDurations().getVerifyMs()).isNotNull();
-        assertThat(barrier(model, g, "grp", "applied", 0).getOpen()).isTrue();
+        assertThat(barrier(g, "applied", 0).getOpen()).isTrue();
     }
 
     @Test
     void oneRangeThatDoesNotMatchPausesTheGroupBeforePostApplyNamingObjectAndReaders() {
-        String model = newModel();
         long served = publish(model, 1);
         long g = publish(model, 2);
-        start(model, g, "grp", 60, "ca", "cb");
-        reported(model, g, "ca", ReportedPhase.PREPARED);
-        reported(model, g, "cb", ReportedPhase.PREPARED);
-        List<List<RangeChecksums.Entry>> reads = readByTwo(model, g, true);
+        start(g, 60, "ca", "cb");
+        reportedByEach(g, ReportedPhase.PREPARED, "ca", "cb");
+        List<List<RangeChecksums.Entry>> reads = readByTwo(g, true);
         String object = reads.get(1).get(0).object();
-        ok(applied(model, g, "ca", reads.get(0)), UpdateSession.class);
-        UpdateSession failed = ok(applied(model, g, "cb", reads.get(1)), UpdateSession.class);
+        ok(applied(g, "ca", reads.get(0)), UpdateSession.class);
+        UpdateSession failed = ok(applied(g, "cb", reads.get(1)), UpdateSession.class);
         assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
         assertThat(failed.getFailedInstance()).isEqualTo("ca,cb");
         assertThat(failed.getFailure())
                 .contains("object " + object, "ca", "cb", "does not match its registered checksum");
-        BarrierStatus applied = barrier(model, g, "grp", "applied", 0);
+        BarrierStatus applied = barrier(g, "applied", 0);
         assertThat(applied.getOpen()).isFalse();
         assertThat(applied.getFailed()).isTrue();
         assertThat(applied.getFailure()).contains(object);
-        assertProblem(
-                report(model, g, "grp", "ca", ReportedPhase.POST_APPLIED), 409, "session-closed");
+        assertProblem(report(g, "ca", ReportedPhase.POST_APPLIED), 409, "session-closed");
         assertThat(
                         meters.counter(
                                         "relay.updates.failed",
@@ -454,13 +437,11 @@ class UpdateSessionTest extends ControlApiTestSupport {
 
     @Test
     void unreadableRangeChecksumsAreRefusedNamingTheLoader() {
-        String model = newModel();
-        long g = publish(model, 1);
-        start(model, g, "grp", 60, "ca");
-        reported(model, g, "ca", ReportedPhase.PREPARED);
+        long g = publishedAndStarted(60, "ca");
+        reported(g, "ca", ReportedPhase.PREPARED);
         PhaseReport r = phaseReport("ca", ReportedPhase.APPLIED, epochs.get("ca"));
         r.setChecksums(new byte[] {1, 2, 3});
-        HttpResponse<String> refused = send(model, g, r);
+        HttpResponse<String> refused = send(g, r);
         assertProblem(refused, 400, "invalid-request");
         assertThat(refused.body()).contains("range checksums of ca");
     }

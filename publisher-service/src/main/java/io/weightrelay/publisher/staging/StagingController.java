@@ -9,19 +9,13 @@ import io.weightrelay.publisher.segment.SegmentProperties;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
-/** Where staging is, reservations and their release. */
+/**
+ * Where staging is, reservations and their release. A record: it holds only what it is given and
+ * nothing proxies it.
+ */
 @RestController
-class StagingController implements StagingApi {
-
-    private final StagingArea staging;
-    private final SegmentProperties segment;
-    private final Publisher publisher;
-
-    StagingController(StagingArea staging, SegmentProperties segment, Publisher publisher) {
-        this.staging = staging;
-        this.segment = segment;
-        this.publisher = publisher;
-    }
+record StagingController(StagingArea staging, SegmentProperties segment, Publisher publisher)
+        implements StagingApi {
 
     @Override
     public ResponseEntity<StagingInfo> getStaging() {
