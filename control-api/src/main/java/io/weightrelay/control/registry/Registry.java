@@ -304,11 +304,8 @@ public class Registry {
     }
 
     public Loader getLoader(String instance) {
-        return findLoader(instance).orElseThrow(() -> loaderNotFound(instance));
-    }
-
-    public Optional<Loader> findLoader(String instance) {
-        return findMember(keys.loader(instance), keys.loaders(), instance, this::toLoader);
+        return findMember(keys.loader(instance), keys.loaders(), instance, this::toLoader)
+                .orElseThrow(() -> loaderNotFound(instance));
     }
 
     public void deregisterLoader(String instance) {
