@@ -43,37 +43,17 @@ import tools.jackson.databind.json.JsonMapper;
  * sorted set scored by its expiry; live means expiry in the future.
  */
 @Service
-public class Registry {
+public record Registry(
+        StringRedisTemplate redis,
+        RedisKeys keys,
+        RedisGuard guard,
+        ScriptCall scripts,
+        JsonMapper json,
+        RegistryProperties properties,
+        PlacementTemplates templates,
+        Clock clock) {
 
     private static final int LIST_PAGE = 256;
-
-    private final StringRedisTemplate redis;
-    private final RedisKeys keys;
-    private final RedisGuard guard;
-    private final ScriptCall scripts;
-    private final JsonMapper json;
-    private final RegistryProperties properties;
-    private final PlacementTemplates templates;
-    private final Clock clock;
-
-    Registry(
-            StringRedisTemplate redis,
-            RedisKeys keys,
-            RedisGuard guard,
-            ScriptCall scripts,
-            JsonMapper json,
-            RegistryProperties properties,
-            PlacementTemplates templates,
-            Clock clock) {
-        this.templates = templates;
-        this.redis = redis;
-        this.keys = keys;
-        this.guard = guard;
-        this.scripts = scripts;
-        this.json = json;
-        this.properties = properties;
-        this.clock = clock;
-    }
 
     // ---- segment owners ------------------------------------------------------------------------
 
