@@ -34,40 +34,20 @@ import tools.jackson.databind.json.JsonMapper;
  * (see {@code scripts/}), so instances racing on one generation see one outcome.
  */
 @Service
-public class GenerationLifecycle {
+public record GenerationLifecycle(
+        GenerationScripts scripts,
+        GenerationQueries generations,
+        ManifestStore manifests,
+        AssignmentService assignments,
+        GenerationProperties properties,
+        JsonMapper json,
+        MeterRegistry meters,
+        Clock clock) {
 
     private static final Logger log = LoggerFactory.getLogger(GenerationLifecycle.class);
 
     /** Result of opening: the body and whether this call created the generation. */
     public record Opened(OpenedGeneration body, boolean created) {}
-
-    private final GenerationScripts scripts;
-    private final GenerationQueries generations;
-    private final ManifestStore manifests;
-    private final AssignmentService assignments;
-    private final GenerationProperties properties;
-    private final JsonMapper json;
-    private final MeterRegistry meters;
-    private final Clock clock;
-
-    GenerationLifecycle(
-            GenerationScripts scripts,
-            GenerationQueries generations,
-            ManifestStore manifests,
-            AssignmentService assignments,
-            GenerationProperties properties,
-            JsonMapper json,
-            MeterRegistry meters,
-            Clock clock) {
-        this.scripts = scripts;
-        this.generations = generations;
-        this.manifests = manifests;
-        this.assignments = assignments;
-        this.properties = properties;
-        this.json = json;
-        this.meters = meters;
-        this.clock = clock;
-    }
 
     public Opened open(String model, OpenGenerationRequest request) {
         GenerationQueries.requireSameModel(model, request.getManifest().getModel());

@@ -29,29 +29,13 @@ import tools.jackson.databind.json.JsonMapper;
  * the last state change left.
  */
 @Service
-public class GenerationQueries {
-
-    private final StringRedisTemplate redis;
-    private final RedisKeys keys;
-    private final RedisGuard guard;
-    private final RedisEvents events;
-    private final JsonMapper json;
-    private final Clock clock;
-
-    GenerationQueries(
-            StringRedisTemplate redis,
-            RedisKeys keys,
-            RedisGuard guard,
-            RedisEvents events,
-            JsonMapper json,
-            Clock clock) {
-        this.redis = redis;
-        this.keys = keys;
-        this.guard = guard;
-        this.events = events;
-        this.json = json;
-        this.clock = clock;
-    }
+public record GenerationQueries(
+        StringRedisTemplate redis,
+        RedisKeys keys,
+        RedisGuard guard,
+        RedisEvents events,
+        JsonMapper json,
+        Clock clock) {
 
     public Generation get(String model, long generation) {
         return load(model, generation).view();

@@ -1,8 +1,8 @@
 package io.weightrelay.control.plan;
 
+import io.weightrelay.service.concurrent.DaemonThreads;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Duration;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
@@ -26,17 +26,7 @@ class PlanComputations implements DisposableBean {
     static final int QUEUED = 4;
 
     private final ThreadPoolExecutor pool =
-            new ThreadPoolExecutor(
-                    1,
-                    1,
-                    0,
-                    TimeUnit.SECONDS,
-                    new ArrayBlockingQueue<>(QUEUED),
-                    r -> {
-                        Thread t = new Thread(r, "plan-compute");
-                        t.setDaemon(true);
-                        return t;
-                    });
+            DaemonThreads.single("plan-compute", QUEUED, new ThreadPoolExecutor.AbortPolicy());
 
     /** Runs {@code work} on the computing thread and waits at most {@code timeout} for it. */
     <T> T run(String planId, Supplier<T> work, Duration timeout) {

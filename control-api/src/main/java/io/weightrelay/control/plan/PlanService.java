@@ -25,6 +25,7 @@ import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.plan.PlanningException;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.ValidationReport;
+import io.weightrelay.service.concurrent.DaemonThreads;
 import io.weightrelay.service.problem.RelayException;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -373,13 +374,7 @@ public class PlanService {
             return;
         }
         ExecutorService scans =
-                Executors.newFixedThreadPool(
-                        threads,
-                        r -> {
-                            Thread t = new Thread(r, "plan-slices");
-                            t.setDaemon(true);
-                            return t;
-                        });
+                Executors.newFixedThreadPool(threads, DaemonThreads.named("plan-slices"));
         try {
             List<Future<?>> running = new ArrayList<>();
             for (Set<String> group : groups) {

@@ -20,12 +20,12 @@ public final class RedisKeys {
         return prefix;
     }
 
-    /** Set of every model that ever opened a generation. */
     /** String: a random mark made when absent; a change or absence means Redis lost its data. */
     public String incarnation() {
         return prefix + "incarnation";
     }
 
+    /** Set of every model that ever opened a generation. */
     public String models() {
         return prefix + "models";
     }

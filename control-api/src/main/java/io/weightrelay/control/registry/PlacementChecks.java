@@ -55,6 +55,7 @@ public final class PlacementChecks {
         List<Entry> entries = new ArrayList<>(fragments.size());
         for (int i = 0; i < fragments.size(); i++) {
             TargetFragment f = fragments.get(i);
+            Where at = new Where(instance, worker, i, f.getTensor());
             String given =
                     "offset "
                             + f.getOffset()
@@ -67,24 +68,16 @@ public final class PlacementChecks {
                     || !allNonNegative(f.getStrides())
                     || f.getBufferOffset() == null
                     || f.getBufferOffset() < 0) {
-                throw problem(
+                throw at.problem(
                         RegistryProblems.INVALID_PLACEMENT,
-                        instance,
-                        worker,
-                        i,
-                        f.getTensor(),
                         "offset, shape and strides hold numbers",
                         "non-negative integers",
                         given);
             }
             int rank = f.getShape().size();
             if (f.getOffset().size() != rank || f.getStrides().size() != rank) {
-                throw problem(
+                throw at.problem(
                                 RegistryProblems.PLACEMENT_RANK_MISMATCH,
-                                instance,
-                                worker,
-                                i,
-                                f.getTensor(),
                                 "offset, shape and strides must have one entry per dimension",
                                 "rank " + rank,
                                 given)
@@ -157,26 +150,19 @@ public final class PlacementChecks {
         List<Entry> fragments = template.entries();
         for (int i = 0; i < fragments.size(); i++) {
             Entry f = fragments.get(i);
+            Where at = new Where(instance, worker, i, f.tensor());
             TensorSpec spec = tensors.get(f.tensor());
             if (spec == null) {
-                throw problem(
+                throw at.problem(
                         RegistryProblems.PLACEMENT_UNKNOWN_TENSOR,
-                        instance,
-                        worker,
-                        i,
-                        f.tensor(),
                         "the manifest has no such tensor",
                         "a tensor of the manifest",
                         f.tensor());
             }
             long[] dims = spec.shape().dims();
             if (f.rank() != dims.length) {
-                throw problem(
+                throw at.problem(
                         RegistryProblems.PLACEMENT_TENSOR_RANK_MISMATCH,
-                        instance,
-                        worker,
-                        i,
-                        f.tensor(),
                         "offset, shape and strides must have the tensor's rank",
                         "rank " + dims.length + " (shape " + spec.shape() + ")",
                         "offset "
@@ -189,12 +175,8 @@ public final class PlacementChecks {
             for (int d = 0; d < dims.length; d++) {
                 long end = f.offset()[d] + f.shape()[d];
                 if (end < 0 || end > dims[d]) {
-                    throw problem(
+                    throw at.problem(
                             RegistryProblems.PLACEMENT_OUTSIDE_TENSOR,
-                            instance,
-                            worker,
-                            i,
-                            f.tensor(),
                             "the box leaves the tensor in dimension " + d,
                             "inside " + spec.shape(),
                             "offset "
@@ -205,12 +187,8 @@ public final class PlacementChecks {
             }
             int element = spec.rolloutDtype().bytes();
             if (dims.length > 0 && !f.empty() && f.strides()[dims.length - 1] != element) {
-                throw problem(
+                throw at.problem(
                                 RegistryProblems.PLACEMENT_DTYPE_MISMATCH,
-                                instance,
-                                worker,
-                                i,
-                                f.tensor(),
                                 "the innermost stride must be the size of the rollout dtype "
                                         + spec.rolloutDtype().safetensorsName(),
                                 element + " bytes",
@@ -225,12 +203,9 @@ public final class PlacementChecks {
     public static void compatImage(String instance, WorkerPlacement worker, long imageBytes) {
         ReceiveBuffer image = compatBuffer(worker);
         if (image.getSize() < imageBytes) {
-            throw problem(
+            throw Where.worker(instance, worker)
+                    .problem(
                             RegistryProblems.PLACEMENT_IMAGE_TOO_LARGE,
-                            instance,
-                            worker,
-                            -1,
-                            null,
                             "receive buffer '"
                                     + image.getBufferId()
                                     + "' is smaller than the safetensors image of the"
@@ -270,10 +245,11 @@ public final class PlacementChecks {
             if (f.empty()) {
                 continue;
             }
+            Where at = new Where(instance, worker, i, f.tensor());
             int element = elementBytes.applyAsInt(f);
             int rank = f.rank();
             if (rank > 0 && f.strides()[rank - 1] < 1) {
-                throw badStrides(instance, worker, i, f, element, "a positive innermost stride");
+                throw badStrides(at, f, element, "a positive innermost stride");
             }
             int[] order = ascendingStrides(f);
             long needed = element;
@@ -281,9 +257,7 @@ public final class PlacementChecks {
                 long stride = f.strides()[d];
                 if (stride < needed) {
                     throw badStrides(
-                            instance,
-                            worker,
-                            i,
+                            at,
                             f,
                             element,
                             "stride of dimension " + d + " at least " + needed + " bytes");
@@ -301,24 +275,16 @@ public final class PlacementChecks {
             }
             Long size = bufferSizes.get(f.buffer());
             if (size == null) {
-                throw problem(
+                throw at.problem(
                                 RegistryProblems.INVALID_PLACEMENT,
-                                instance,
-                                worker,
-                                i,
-                                f.tensor(),
                                 "the box names a buffer the worker does not register",
                                 "one of " + bufferSizes.keySet(),
                                 f.buffer())
                         .with("bufferId", f.buffer());
             }
             if (end > size) {
-                throw problem(
+                throw at.problem(
                                 RegistryProblems.PLACEMENT_OUTSIDE_BUFFER,
-                                instance,
-                                worker,
-                                i,
-                                f.tensor(),
                                 "the box's bytes end beyond its buffer '" + f.buffer() + "'",
                                 "at most " + size + " bytes",
                                 "bytes " + f.bufferOffset() + " to " + end)
@@ -502,14 +468,9 @@ public final class PlacementChecks {
         }
     }
 
-    private static RelayException badStrides(
-            String instance, WorkerPlacement worker, int i, Entry f, int element, String expected) {
-        return problem(
+    private static RelayException badStrides(Where at, Entry f, int element, String expected) {
+        return at.problem(
                         RegistryProblems.PLACEMENT_BAD_STRIDES,
-                        instance,
-                        worker,
-                        i,
-                        f.tensor(),
                         "with "
                                 + element
                                 + "-byte elements and the innermost dimension dense, the strides"
@@ -532,12 +493,9 @@ public final class PlacementChecks {
             String given) {
         Entry f = fragments.get(fragment);
         Entry o = fragments.get(other);
-        return problem(
+        return new Where(instance, worker, fragment, f.tensor())
+                .problem(
                         RegistryProblems.PLACEMENT_OVERLAP,
-                        instance,
-                        worker,
-                        fragment,
-                        f.tensor(),
                         "the box overlaps the box of tensor "
                                 + o.tensor()
                                 + " (fragment "
@@ -553,45 +511,45 @@ public final class PlacementChecks {
     }
 
     /**
-     * A problem naming the instance, the worker, the tensor and its fragment (index in the worker's
-     * list), with what was expected and what was given.
+     * What a problem is about: the instance, the worker and, unless null, the tensor and its
+     * fragment (index in the worker's list).
      */
-    private static RelayException problem(
-            ProblemKind kind,
-            String instance,
-            WorkerPlacement worker,
-            int fragment,
-            String tensor,
-            String what,
-            String expected,
-            String given) {
-        StringBuilder detail = new StringBuilder();
-        detail.append("instance ")
-                .append(instance)
-                .append(", worker ")
-                .append(worker.getWorkerId());
-        if (tensor != null) {
-            detail.append(", tensor ")
-                    .append(tensor)
-                    .append(" (fragment ")
-                    .append(fragment)
-                    .append(')');
+    private record Where(String instance, WorkerPlacement worker, int fragment, String tensor) {
+
+        static Where worker(String instance, WorkerPlacement worker) {
+            return new Where(instance, worker, -1, null);
         }
-        detail.append(": ")
-                .append(what)
-                .append("; expected ")
-                .append(expected)
-                .append(", given ")
-                .append(given);
-        RelayException ex =
-                kind.exception(detail.toString())
-                        .with("instanceId", instance)
-                        .with("worker", worker.getWorkerId())
-                        .with("expected", expected)
-                        .with("given", given);
-        if (tensor != null) {
-            ex.with("tensor", tensor).with("fragment", fragment);
+
+        /** The problem, with what was expected and what was given. */
+        RelayException problem(ProblemKind kind, String what, String expected, String given) {
+            StringBuilder detail = new StringBuilder();
+            detail.append("instance ")
+                    .append(instance)
+                    .append(", worker ")
+                    .append(worker.getWorkerId());
+            if (tensor != null) {
+                detail.append(", tensor ")
+                        .append(tensor)
+                        .append(" (fragment ")
+                        .append(fragment)
+                        .append(')');
+            }
+            detail.append(": ")
+                    .append(what)
+                    .append("; expected ")
+                    .append(expected)
+                    .append(", given ")
+                    .append(given);
+            RelayException ex =
+                    kind.exception(detail.toString())
+                            .with("instanceId", instance)
+                            .with("worker", worker.getWorkerId())
+                            .with("expected", expected)
+                            .with("given", given);
+            if (tensor != null) {
+                ex.with("tensor", tensor).with("fragment", fragment);
+            }
+            return ex;
         }
-        return ex;
     }
 }

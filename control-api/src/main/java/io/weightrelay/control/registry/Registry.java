@@ -31,6 +31,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.BiFunction;
+import java.util.function.Function;
 import org.springframework.data.redis.core.RedisOperations;
 import org.springframework.data.redis.core.SessionCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
@@ -43,37 +44,17 @@ import tools.jackson.databind.json.JsonMapper;
  * sorted set scored by its expiry; live means expiry in the future.
  */
 @Service
-public class Registry {
+public record Registry(
+        StringRedisTemplate redis,
+        RedisKeys keys,
+        RedisGuard guard,
+        ScriptCall scripts,
+        JsonMapper json,
+        RegistryProperties properties,
+        PlacementTemplates templates,
+        Clock clock) {
 
     private static final int LIST_PAGE = 256;
-
-    private final StringRedisTemplate redis;
-    private final RedisKeys keys;
-    private final RedisGuard guard;
-    private final ScriptCall scripts;
-    private final JsonMapper json;
-    private final RegistryProperties properties;
-    private final PlacementTemplates templates;
-    private final Clock clock;
-
-    Registry(
-            StringRedisTemplate redis,
-            RedisKeys keys,
-            RedisGuard guard,
-            ScriptCall scripts,
-            JsonMapper json,
-            RegistryProperties properties,
-            PlacementTemplates templates,
-            Clock clock) {
-        this.templates = templates;
-        this.redis = redis;
-        this.keys = keys;
-        this.guard = guard;
-        this.scripts = scripts;
-        this.json = json;
-        this.properties = properties;
-        this.clock = clock;
-    }
 
     // ---- segment owners ------------------------------------------------------------------------
 
@@ -102,17 +83,7 @@ public class Registry {
     }
 
     public SegmentOwner heartbeatSegment(String segment) {
-        Instant now = clock.instant();
-        Reply result =
-                scripts.run(
-                        "heartbeat",
-                        List.of(keys.segment(segment), keys.segments()),
-                        segment,
-                        expiry(now, properties.segmentTtl()),
-                        iso(now));
-        if (result.is("not-found")) {
-            throw segmentNotFound(segment);
-        }
+        beat(segments(), "heartbeat", clock.instant(), segment);
         return getSegment(segment);
     }
 
@@ -121,11 +92,11 @@ public class Registry {
     }
 
     public Optional<SegmentOwner> findSegment(String segment) {
-        return findMember(keys.segment(segment), keys.segments(), segment, this::toSegment);
+        return findMember(segments(), segment, this::toSegment);
     }
 
     public void deregisterSegment(String segment) {
-        removeMember(keys.segment(segment), keys.segments(), segment);
+        removeMember(segments(), segment);
     }
 
     /**
@@ -134,20 +105,20 @@ public class Registry {
      * a scrape's refresh costs one range read however large the placements are.
      */
     public Map<String, Instant> liveLoaderHeartbeats() {
-        return lastHeartbeats(keys.loaders(), properties.loaderTtl());
+        return lastHeartbeats(loaders());
     }
 
     /** As {@link #liveLoaderHeartbeats()}, for segment owners by segment. */
     public Map<String, Instant> liveSegmentHeartbeats() {
-        return lastHeartbeats(keys.segments(), properties.segmentTtl());
+        return lastHeartbeats(segments());
     }
 
-    private Map<String, Instant> lastHeartbeats(String zset, Duration ttl) {
+    private Map<String, Instant> lastHeartbeats(Kind kind) {
         Map<String, Instant> out = new java.util.TreeMap<>();
-        for (ZSetOperations.TypedTuple<String> member : live(zset)) {
+        for (ZSetOperations.TypedTuple<String> member : live(kind.expiries())) {
             out.put(
                     member.getValue(),
-                    Instant.ofEpochMilli(member.getScore().longValue()).minus(ttl));
+                    Instant.ofEpochMilli(member.getScore().longValue()).minus(kind.ttl()));
         }
         return out;
     }
@@ -287,56 +258,80 @@ public class Registry {
     public LoaderHeartbeat heartbeatLoader(String instance) {
         Instant now = clock.instant();
         Reply result =
-                scripts.run(
+                beat(
+                        loaders(),
                         "heartbeat-loader",
-                        List.of(keys.loader(instance), keys.loaders()),
+                        now,
                         instance,
-                        expiry(now, properties.loaderTtl()),
-                        iso(now),
                         keys.placement(""),
                         String.valueOf(properties.placementTtl().toMillis()));
-        if (result.is("not-found")) {
-            throw loaderNotFound(instance);
-        }
         LoaderHeartbeat beat = new LoaderHeartbeat(instance, result.number(1), true);
         beat.setLastHeartbeat(now.atOffset(ZoneOffset.UTC));
         return beat;
     }
 
     public Loader getLoader(String instance) {
-        return findLoader(instance).orElseThrow(() -> loaderNotFound(instance));
-    }
-
-    public Optional<Loader> findLoader(String instance) {
-        return findMember(keys.loader(instance), keys.loaders(), instance, this::toLoader);
+        return findMember(loaders(), instance, this::toLoader)
+                .orElseThrow(() -> loaderNotFound(instance));
     }
 
     public void deregisterLoader(String instance) {
-        removeMember(keys.loader(instance), keys.loaders(), instance);
+        removeMember(loaders(), instance);
     }
 
     /**
-     * A registered member (segment or loader) is a hash of its fields plus its heartbeat expiry in
-     * the sorted set of its kind; absent when the hash is.
+     * A kind of registered member (segment owners, loaders): each member is a hash of its fields
+     * plus its heartbeat expiry in the kind's sorted set, {@code ttl} after its last beat.
      */
-    private <T> Optional<T> findMember(
-            String hash,
+    private record Kind(
+            Function<String, String> hash,
             String expiries,
-            String member,
-            BiFunction<Map<Object, Object>, Double, T> read) {
-        Map<Object, Object> h = guard.call(() -> redis.opsForHash().entries(hash));
+            Duration ttl,
+            Function<String, RuntimeException> notFound) {}
+
+    private Kind segments() {
+        return new Kind(
+                keys::segment, keys.segments(), properties.segmentTtl(), Registry::segmentNotFound);
+    }
+
+    private Kind loaders() {
+        return new Kind(
+                keys::loader, keys.loaders(), properties.loaderTtl(), Registry::loaderNotFound);
+    }
+
+    /**
+     * Runs a heartbeat script: KEYS the member's hash and its kind's expiry set, ARGV the member,
+     * its new expiry, the beat's time and {@code extra}. A member that is not registered is
+     * refused.
+     */
+    private Reply beat(Kind kind, String script, Instant now, String member, String... extra) {
+        List<String> args = new ArrayList<>(List.of(member, expiry(now, kind.ttl()), iso(now)));
+        args.addAll(List.of(extra));
+        Reply result =
+                scripts.run(script, List.of(kind.hash().apply(member), kind.expiries()), args);
+        if (result.is("not-found")) {
+            throw kind.notFound().apply(member);
+        }
+        return result;
+    }
+
+    /** A registered member as {@code read} makes it; absent when its hash is. */
+    private <T> Optional<T> findMember(
+            Kind kind, String member, BiFunction<Map<Object, Object>, Double, T> read) {
+        Map<Object, Object> h =
+                guard.call(() -> redis.opsForHash().entries(kind.hash().apply(member)));
         if (h.isEmpty()) {
             return Optional.empty();
         }
-        Double expiry = guard.call(() -> redis.opsForZSet().score(expiries, member));
+        Double expiry = guard.call(() -> redis.opsForZSet().score(kind.expiries(), member));
         return Optional.of(read.apply(h, expiry));
     }
 
-    private void removeMember(String hash, String expiries, String member) {
+    private void removeMember(Kind kind, String member) {
         guard.run(
                 () -> {
-                    redis.delete(hash);
-                    redis.opsForZSet().remove(expiries, member);
+                    redis.delete(kind.hash().apply(member));
+                    redis.opsForZSet().remove(kind.expiries(), member);
                 });
     }
 
@@ -404,29 +399,18 @@ public class Registry {
         Set<String> workerIds = new HashSet<>();
         for (WorkerPlacement w : r.getWorkers()) {
             if (!workerIds.add(w.getWorkerId())) {
-                throw invalidPlacement(
-                        instance, w, "worker " + w.getWorkerId() + " is listed twice");
+                throw invalidPlacement(instance, w, " is listed twice");
             }
             Set<String> buffers = new HashSet<>();
             String segment = null;
             for (ReceiveBuffer b : w.getBuffers()) {
                 if (!buffers.add(b.getBufferId())) {
                     throw invalidPlacement(
-                            instance,
-                            w,
-                            "worker "
-                                    + w.getWorkerId()
-                                    + " registers buffer "
-                                    + b.getBufferId()
-                                    + " twice");
+                            instance, w, " registers buffer " + b.getBufferId() + " twice");
                 }
                 if (segment != null && !segment.equals(b.getSegment())) {
                     throw invalidPlacement(
-                            instance,
-                            w,
-                            "worker "
-                                    + w.getWorkerId()
-                                    + ": all receive buffers must live in one segment");
+                            instance, w, ": all receive buffers must live in one segment");
                 }
                 segment = b.getSegment();
             }
@@ -437,27 +421,21 @@ public class Registry {
                 throw invalidPlacement(
                         instance,
                         w,
-                        "worker "
-                                + w.getWorkerId()
-                                + ": compat workers receive every tensor whole and declare no"
+                        ": compat workers receive every tensor whole and declare no"
                                 + " fragments");
             }
             if (w.getPlacement() != null && !fragments.isEmpty()) {
                 throw invalidPlacement(
                         instance,
                         w,
-                        "worker "
-                                + w.getWorkerId()
-                                + ": fragments are given inline or by placement digest, not both");
+                        ": fragments are given inline or by placement digest, not both");
             }
             for (TargetFragment f : fragments) {
                 if (!buffers.contains(f.getBufferId())) {
                     throw invalidPlacement(
                                     instance,
                                     w,
-                                    "worker "
-                                            + w.getWorkerId()
-                                            + ": fragment of "
+                                    ": fragment of "
                                             + f.getTensor()
                                             + " names unknown buffer "
                                             + f.getBufferId())
@@ -483,9 +461,7 @@ public class Registry {
                 throw invalidPlacement(
                                 instance,
                                 w,
-                                "worker "
-                                        + w.getWorkerId()
-                                        + " is on node "
+                                " is on node "
                                         + w.getNode()
                                         + ", but a loader of rollout instance "
                                         + span.getRolloutInstance()
@@ -556,10 +532,11 @@ public class Registry {
                 .with("nodes", span.getNodes());
     }
 
+    /** The problem with {@code worker}; {@code detail} goes on from "worker {id}". */
     private static RelayException invalidPlacement(
             String instance, WorkerPlacement worker, String detail) {
         return RegistryProblems.INVALID_PLACEMENT
-                .exception("instance " + instance + ": " + detail)
+                .exception("instance " + instance + ": worker " + worker.getWorkerId() + detail)
                 .with("instanceId", instance)
                 .with("worker", worker.getWorkerId());
     }

@@ -11,13 +11,13 @@ import io.weightrelay.reshard.checksum.ObjectVerification.ExpectedRange;
 import io.weightrelay.reshard.checksum.ObjectVerification.Registered;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.codec.CodecException;
+import io.weightrelay.service.concurrent.DaemonThreads;
 import java.time.Clock;
 import java.util.Base64;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -76,18 +76,8 @@ class UpdateVerifier implements DisposableBean {
 
     /** One thread, a short queue: a preload that cannot run is done by the proof itself. */
     private final ThreadPoolExecutor preloading =
-            new ThreadPoolExecutor(
-                    1,
-                    1,
-                    0,
-                    TimeUnit.SECONDS,
-                    new ArrayBlockingQueue<>(KEPT_PLANS),
-                    r -> {
-                        Thread t = new Thread(r, "verify-preload");
-                        t.setDaemon(true);
-                        return t;
-                    },
-                    new ThreadPoolExecutor.DiscardPolicy());
+            DaemonThreads.single(
+                    "verify-preload", KEPT_PLANS, new ThreadPoolExecutor.DiscardPolicy());
 
     /** The registered objects (and those without a CRC32C) and the plan's ranges by object. */
     private record Inputs(
