@@ -1,8 +1,8 @@
 /**
  * control-api: generations, registry, cached routing plans and update sessions, kept in Redis.
  *
- * <p>A bean that only holds its injected collaborators is a record of them (nothing here is
- * proxied, so beans may be final); one that also keeps state of its own (caches, counters, pools)
- * stays a class.
+ * <p>A controller only forwards to its services: it is a package-private record of them (nothing
+ * here is proxied, so beans may be final). A service keeps its collaborators private (its Redis
+ * access goes through it and its guard), so it stays a class.
  */
 package io.weightrelay.control;

@@ -51,17 +51,41 @@ import org.springframework.stereotype.Service;
  * segments that held it), and keeps the generation's id.
  */
 @Service
-public record Checkpoints(
-        GenerationQueries generations,
-        ManifestStore manifests,
-        GenerationRestore restores,
-        Registry registry,
-        ObjectStore store,
-        OwnerClient owners,
-        CheckpointDirectory directories,
-        CheckpointRecords records,
-        CheckpointProperties properties,
-        Clock clock) {
+public class Checkpoints {
+
+    private final GenerationQueries generations;
+    private final ManifestStore manifests;
+    private final GenerationRestore restores;
+    private final Registry registry;
+    private final ObjectStore store;
+    private final OwnerClient owners;
+    private final CheckpointDirectory directories;
+    private final CheckpointRecords records;
+    private final CheckpointProperties properties;
+    private final Clock clock;
+
+    Checkpoints(
+            GenerationQueries generations,
+            ManifestStore manifests,
+            GenerationRestore restores,
+            Registry registry,
+            ObjectStore store,
+            OwnerClient owners,
+            CheckpointDirectory directories,
+            CheckpointRecords records,
+            CheckpointProperties properties,
+            Clock clock) {
+        this.generations = generations;
+        this.manifests = manifests;
+        this.restores = restores;
+        this.registry = registry;
+        this.store = store;
+        this.owners = owners;
+        this.directories = directories;
+        this.records = records;
+        this.properties = properties;
+        this.clock = clock;
+    }
 
     private static final Logger log = LoggerFactory.getLogger(Checkpoints.class);
 

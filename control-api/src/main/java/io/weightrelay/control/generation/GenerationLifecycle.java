@@ -34,15 +34,35 @@ import tools.jackson.databind.json.JsonMapper;
  * (see {@code scripts/}), so instances racing on one generation see one outcome.
  */
 @Service
-public record GenerationLifecycle(
-        GenerationScripts scripts,
-        GenerationQueries generations,
-        ManifestStore manifests,
-        AssignmentService assignments,
-        GenerationProperties properties,
-        JsonMapper json,
-        MeterRegistry meters,
-        Clock clock) {
+public class GenerationLifecycle {
+
+    private final GenerationScripts scripts;
+    private final GenerationQueries generations;
+    private final ManifestStore manifests;
+    private final AssignmentService assignments;
+    private final GenerationProperties properties;
+    private final JsonMapper json;
+    private final MeterRegistry meters;
+    private final Clock clock;
+
+    GenerationLifecycle(
+            GenerationScripts scripts,
+            GenerationQueries generations,
+            ManifestStore manifests,
+            AssignmentService assignments,
+            GenerationProperties properties,
+            JsonMapper json,
+            MeterRegistry meters,
+            Clock clock) {
+        this.scripts = scripts;
+        this.generations = generations;
+        this.manifests = manifests;
+        this.assignments = assignments;
+        this.properties = properties;
+        this.json = json;
+        this.meters = meters;
+        this.clock = clock;
+    }
 
     private static final Logger log = LoggerFactory.getLogger(GenerationLifecycle.class);
 

@@ -29,13 +29,29 @@ import tools.jackson.databind.json.JsonMapper;
  * the last state change left.
  */
 @Service
-public record GenerationQueries(
-        StringRedisTemplate redis,
-        RedisKeys keys,
-        RedisGuard guard,
-        RedisEvents events,
-        JsonMapper json,
-        Clock clock) {
+public class GenerationQueries {
+
+    private final StringRedisTemplate redis;
+    private final RedisKeys keys;
+    private final RedisGuard guard;
+    private final RedisEvents events;
+    private final JsonMapper json;
+    private final Clock clock;
+
+    GenerationQueries(
+            StringRedisTemplate redis,
+            RedisKeys keys,
+            RedisGuard guard,
+            RedisEvents events,
+            JsonMapper json,
+            Clock clock) {
+        this.redis = redis;
+        this.keys = keys;
+        this.guard = guard;
+        this.events = events;
+        this.json = json;
+        this.clock = clock;
+    }
 
     public Generation get(String model, long generation) {
         return load(model, generation).view();

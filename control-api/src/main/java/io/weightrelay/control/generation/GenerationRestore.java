@@ -20,14 +20,32 @@ import tools.jackson.databind.json.JsonMapper;
 
 /** Brings a committed generation back from a checkpoint under its own id. */
 @Service
-public record GenerationRestore(
-        GenerationScripts scripts,
-        GenerationQueries generations,
-        ManifestStore manifests,
-        StringRedisTemplate redis,
-        RedisKeys keys,
-        RedisGuard guard,
-        JsonMapper json) {
+public class GenerationRestore {
+
+    private final GenerationScripts scripts;
+    private final GenerationQueries generations;
+    private final ManifestStore manifests;
+    private final StringRedisTemplate redis;
+    private final RedisKeys keys;
+    private final RedisGuard guard;
+    private final JsonMapper json;
+
+    GenerationRestore(
+            GenerationScripts scripts,
+            GenerationQueries generations,
+            ManifestStore manifests,
+            StringRedisTemplate redis,
+            RedisKeys keys,
+            RedisGuard guard,
+            JsonMapper json) {
+        this.scripts = scripts;
+        this.generations = generations;
+        this.manifests = manifests;
+        this.redis = redis;
+        this.keys = keys;
+        this.guard = guard;
+        this.json = json;
+    }
 
     /** What a checkpoint restore registers: a committed generation as it was saved. */
     public record Restored(

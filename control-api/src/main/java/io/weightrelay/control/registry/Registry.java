@@ -44,15 +44,35 @@ import tools.jackson.databind.json.JsonMapper;
  * sorted set scored by its expiry; live means expiry in the future.
  */
 @Service
-public record Registry(
-        StringRedisTemplate redis,
-        RedisKeys keys,
-        RedisGuard guard,
-        ScriptCall scripts,
-        JsonMapper json,
-        RegistryProperties properties,
-        PlacementTemplates templates,
-        Clock clock) {
+public class Registry {
+
+    private final StringRedisTemplate redis;
+    private final RedisKeys keys;
+    private final RedisGuard guard;
+    private final ScriptCall scripts;
+    private final JsonMapper json;
+    private final RegistryProperties properties;
+    private final PlacementTemplates templates;
+    private final Clock clock;
+
+    Registry(
+            StringRedisTemplate redis,
+            RedisKeys keys,
+            RedisGuard guard,
+            ScriptCall scripts,
+            JsonMapper json,
+            RegistryProperties properties,
+            PlacementTemplates templates,
+            Clock clock) {
+        this.redis = redis;
+        this.keys = keys;
+        this.guard = guard;
+        this.scripts = scripts;
+        this.json = json;
+        this.properties = properties;
+        this.templates = templates;
+        this.clock = clock;
+    }
 
     private static final int LIST_PAGE = 256;
 

@@ -44,19 +44,47 @@ import tools.jackson.databind.json.JsonMapper;
 
 /** Update sessions in Redis: one hash per session plus one hash of participants. */
 @Service
-public record UpdateService(
-        StringRedisTemplate redis,
-        RedisKeys keys,
-        RedisGuard guard,
-        ScriptCall scripts,
-        RedisEvents events,
-        JsonMapper json,
-        GenerationQueries generations,
-        PlanService plans,
-        UpdateProperties properties,
-        MeterRegistry meters,
-        UpdateVerifier verifier,
-        Clock clock) {
+public class UpdateService {
+
+    private final StringRedisTemplate redis;
+    private final RedisKeys keys;
+    private final RedisGuard guard;
+    private final ScriptCall scripts;
+    private final RedisEvents events;
+    private final JsonMapper json;
+    private final GenerationQueries generations;
+    private final PlanService plans;
+    private final UpdateProperties properties;
+    private final MeterRegistry meters;
+    private final UpdateVerifier verifier;
+    private final Clock clock;
+
+    UpdateService(
+            StringRedisTemplate redis,
+            RedisKeys keys,
+            RedisGuard guard,
+            ScriptCall scripts,
+            RedisEvents events,
+            JsonMapper json,
+            GenerationQueries generations,
+            PlanService plans,
+            UpdateProperties properties,
+            MeterRegistry meters,
+            UpdateVerifier verifier,
+            Clock clock) {
+        this.redis = redis;
+        this.keys = keys;
+        this.guard = guard;
+        this.scripts = scripts;
+        this.events = events;
+        this.json = json;
+        this.generations = generations;
+        this.plans = plans;
+        this.properties = properties;
+        this.meters = meters;
+        this.verifier = verifier;
+        this.clock = clock;
+    }
 
     private static final org.slf4j.Logger log =
             org.slf4j.LoggerFactory.getLogger(UpdateService.class);
