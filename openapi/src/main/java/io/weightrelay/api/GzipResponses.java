@@ -5,7 +5,6 @@ import java.io.InputStream;
 import java.util.zip.GZIPInputStream;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpRequest;
-import org.springframework.http.HttpStatusCode;
 import org.springframework.http.client.ClientHttpRequestExecution;
 import org.springframework.http.client.ClientHttpRequestInterceptor;
 import org.springframework.http.client.ClientHttpResponse;
@@ -35,13 +34,11 @@ public final class GzipResponses implements ClientHttpRequestInterceptor {
     }
 
     /** The response with its body inflated and the headers describing the inflated body. */
-    private static final class Inflated implements ClientHttpResponse {
-        private final ClientHttpResponse wire;
+    private static final class Inflated extends WrappedResponse {
         private final HttpHeaders headers;
-        private InputStream body;
 
         Inflated(ClientHttpResponse wire) {
-            this.wire = wire;
+            super(wire);
             HttpHeaders copy = new HttpHeaders();
             copy.putAll(wire.getHeaders());
             copy.remove(HttpHeaders.CONTENT_ENCODING);
@@ -50,31 +47,13 @@ public final class GzipResponses implements ClientHttpRequestInterceptor {
         }
 
         @Override
-        public HttpStatusCode getStatusCode() throws IOException {
-            return wire.getStatusCode();
-        }
-
-        @Override
-        public String getStatusText() throws IOException {
-            return wire.getStatusText();
-        }
-
-        @Override
         public HttpHeaders getHeaders() {
             return headers;
         }
 
         @Override
-        public InputStream getBody() throws IOException {
-            if (body == null) {
-                body = new GZIPInputStream(wire.getBody(), 64 * 1024);
-            }
-            return body;
-        }
-
-        @Override
-        public void close() {
-            wire.close();
+        protected InputStream wrap(InputStream body) throws IOException {
+            return new GZIPInputStream(body, 64 * 1024);
         }
     }
 }

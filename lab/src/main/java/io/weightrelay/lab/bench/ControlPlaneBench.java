@@ -4,6 +4,7 @@ import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.GzipRequestBodies;
 import io.weightrelay.api.GzipResponses;
+import io.weightrelay.api.WrappedResponse;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -83,7 +84,6 @@ import java.util.regex.Pattern;
 import java.util.zip.GZIPInputStream;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpRequest;
-import org.springframework.http.HttpStatusCode;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.http.client.ClientHttpRequestExecution;
@@ -1274,59 +1274,37 @@ public final class ControlPlaneBench {
     }
 
     /** A response whose body counts the bytes read from it and reports them once, on close. */
-    private static final class CountedResponse implements ClientHttpResponse {
-        private final ClientHttpResponse delegate;
+    private static final class CountedResponse extends WrappedResponse {
         private final LongConsumer onClose;
         private final AtomicLong read = new AtomicLong();
         private boolean reported;
-        private InputStream body;
 
         CountedResponse(ClientHttpResponse delegate, LongConsumer onClose) {
-            this.delegate = delegate;
+            super(delegate);
             this.onClose = onClose;
         }
 
         @Override
-        public HttpStatusCode getStatusCode() throws IOException {
-            return delegate.getStatusCode();
-        }
+        protected InputStream wrap(InputStream body) {
+            return new FilterInputStream(body) {
+                @Override
+                public int read() throws IOException {
+                    int b = super.read();
+                    if (b >= 0) {
+                        read.incrementAndGet();
+                    }
+                    return b;
+                }
 
-        @Override
-        public String getStatusText() throws IOException {
-            return delegate.getStatusText();
-        }
-
-        @Override
-        public HttpHeaders getHeaders() {
-            return delegate.getHeaders();
-        }
-
-        @Override
-        public InputStream getBody() throws IOException {
-            if (body == null) {
-                body =
-                        new FilterInputStream(delegate.getBody()) {
-                            @Override
-                            public int read() throws IOException {
-                                int b = super.read();
-                                if (b >= 0) {
-                                    read.incrementAndGet();
-                                }
-                                return b;
-                            }
-
-                            @Override
-                            public int read(byte[] buffer, int offset, int length)
-                                    throws IOException {
-                                int n = super.read(buffer, offset, length);
-                                if (n > 0) {
-                                    read.addAndGet(n);
-                                }
-                                return n;
-                            }
-                        };
-            }
-            return body;
+                @Override
+                public int read(byte[] buffer, int offset, int length) throws IOException {
+                    int n = super.read(buffer, offset, length);
+                    if (n > 0) {
+                        read.addAndGet(n);
+                    }
+                    return n;
+                }
+            };
         }
 
         @Override
@@ -1335,7 +1313,7 @@ public final class ControlPlaneBench {
                 reported = true;
                 onClose.accept(read.get());
             }
-            delegate.close();
+            super.close();
         }
     }
 
