@@ -3,7 +3,6 @@ package io.weightrelay.reshard.plan;
 import io.weightrelay.reshard.codec.ByteSink;
 import io.weightrelay.reshard.codec.ByteSource;
 import io.weightrelay.reshard.codec.Digests;
-import io.weightrelay.reshard.placement.Mode;
 import java.util.Arrays;
 
 /**
@@ -21,9 +20,6 @@ import java.util.Arrays;
  * bump the delegate's notify counter.
  */
 public final class Plan extends Routing {
-    // Mode.values() copies the array on every call, and modes are read per write.
-    private static final Mode[] MODES = Mode.values();
-
     /** The destination is a node delegate that fans the bytes out on its node. */
     public static final int FANOUT = 1;
 
@@ -35,7 +31,6 @@ public final class Plan extends Routing {
     final Columns.Hosts nodes;
     final Columns.Hosts trainers;
     final Columns.Workers workers;
-    final String[] buffers;
     final String[] tensorNames;
     final Columns.Objects objects;
 
@@ -49,18 +44,28 @@ public final class Plan extends Routing {
             Columns.Objects objects,
             Columns.Reads reads,
             Columns.Writes writes) {
-        super(header, reads, writes);
+        super(
+                header,
+                new Tables(
+                        workers.id(),
+                        workers.instance(),
+                        workers.segment(),
+                        workers.mode(),
+                        buffers,
+                        objects.ids(),
+                        objects.bytes()),
+                reads,
+                writes);
         this.nodes = nodes;
         this.trainers = trainers;
         this.workers = workers;
-        this.buffers = buffers;
         this.tensorNames = tensorNames;
         this.objects = objects;
         nodes.check("node");
         trainers.check("trainer");
         workers.check(nodes.names().length);
         objects.check(tensorNames.length, trainers.names().length);
-        checkRouting(objects.ids().length, workers.id().length, buffers.length);
+        checkRouting();
     }
 
     public int nodeCount() {
@@ -95,22 +100,6 @@ public final class Plan extends Routing {
         return trainers.gbps()[trainer];
     }
 
-    public int workerCount() {
-        return workers.id().length;
-    }
-
-    public String workerId(int worker) {
-        return workers.id()[worker];
-    }
-
-    public String workerInstance(int worker) {
-        return workers.instance()[worker];
-    }
-
-    public String workerSegment(int worker) {
-        return workers.segment()[worker];
-    }
-
     public int workerNode(int worker) {
         return workers.node()[worker];
     }
@@ -123,36 +112,12 @@ public final class Plan extends Routing {
         return workers.nicCount()[worker];
     }
 
-    public Mode workerMode(int worker) {
-        return MODES[workers.mode()[worker]];
-    }
-
-    public int bufferCount() {
-        return buffers.length;
-    }
-
-    public String buffer(int index) {
-        return buffers[index];
-    }
-
     public int tensorCount() {
         return tensorNames.length;
     }
 
     public String tensorName(int tensor) {
         return tensorNames[tensor];
-    }
-
-    public int objectCount() {
-        return objects.ids().length;
-    }
-
-    public String objectId(int object) {
-        return objects.ids()[object];
-    }
-
-    public long objectBytes(int object) {
-        return objects.bytes()[object];
     }
 
     public int objectTensor(int object) {
@@ -181,7 +146,7 @@ public final class Plan extends Routing {
         nodes.encode(out);
         trainers.encode(out);
         workers.encode(out);
-        Columns.strings(out, buffers);
+        Columns.strings(out, tables.buffers());
         Columns.strings(out, tensorNames);
         objects.encode(out);
         reads.encode(out, Columns.Reads.Order.OBJECT_FIRST);
