@@ -28,16 +28,16 @@ public final class Plan extends Routing {
 
     private static final String MAGIC = "wr.plan.v1";
 
-    final Columns.Hosts nodes;
-    final Columns.Hosts trainers;
+    final Hosts nodes;
+    final Hosts trainers;
     final Columns.Workers workers;
     final String[] tensorNames;
     final Columns.Objects objects;
 
     Plan(
             Columns.Header header,
-            Columns.Hosts nodes,
-            Columns.Hosts trainers,
+            Hosts nodes,
+            Hosts trainers,
             Columns.Workers workers,
             String[] buffers,
             String[] tensorNames,
@@ -63,41 +63,19 @@ public final class Plan extends Routing {
         this.objects = objects;
         nodes.check("node");
         trainers.check("trainer");
-        workers.check(nodes.names().length);
-        objects.check(tensorNames.length, trainers.names().length);
+        workers.check(nodes.count());
+        objects.check(tensorNames.length, trainers.count());
         checkRouting();
     }
 
-    public int nodeCount() {
-        return nodes.names().length;
+    /** The rollout nodes the workers run on; {@link #workerNode} indexes them. */
+    public Hosts nodes() {
+        return nodes;
     }
 
-    public String nodeName(int node) {
-        return nodes.names()[node];
-    }
-
-    public int nodeNics(int node) {
-        return nodes.nics()[node];
-    }
-
-    public double nodeGbps(int node) {
-        return nodes.gbps()[node];
-    }
-
-    public int trainerCount() {
-        return trainers.names().length;
-    }
-
-    public String trainerName(int trainer) {
-        return trainers.names()[trainer];
-    }
-
-    public int trainerNics(int trainer) {
-        return trainers.nics()[trainer];
-    }
-
-    public double trainerGbps(int trainer) {
-        return trainers.gbps()[trainer];
+    /** The trainer nodes that publish the objects; {@link #objectTrainer} indexes them. */
+    public Hosts trainers() {
+        return trainers;
     }
 
     public int workerNode(int worker) {
@@ -110,6 +88,14 @@ public final class Plan extends Routing {
 
     public int workerNicCount(int worker) {
         return workers.nicCount()[worker];
+    }
+
+    /**
+     * The number of the worker's first NIC among every rollout NIC ({@link Hosts#firstNic}); it
+     * stripes over {@link #workerNicCount} NICs from there.
+     */
+    public int workerNic(int worker) {
+        return nodes.firstNic(workerNode(worker)) + workerNicFirst(worker);
     }
 
     public int tensorCount() {
@@ -160,8 +146,8 @@ public final class Plan extends Routing {
         Plan plan =
                 new Plan(
                         Columns.Header.decode(in),
-                        Columns.Hosts.decode(in),
-                        Columns.Hosts.decode(in),
+                        Hosts.decode(in),
+                        Hosts.decode(in),
                         Columns.Workers.decode(in),
                         Columns.strings(in),
                         Columns.strings(in),

@@ -46,7 +46,7 @@ final class SliceCutter {
         Map<String, Share> shares = new TreeMap<>();
         List<Share> ofWorker = new ArrayList<>(workers);
         List<List<Share>> compatOnNode = new ArrayList<>();
-        for (int n = 0; n < plan.nodeCount(); n++) {
+        for (int n = 0; n < plan.nodes().count(); n++) {
             compatOnNode.add(new ArrayList<>(2));
         }
         for (int w = 0; w < workers; w++) {
