@@ -170,22 +170,38 @@ public record DataplaneConfig(
     /** Every component, in declaration order; never prints the secret, nor the Redis password. */
     @Override
     public String toString() {
-        StringJoiner fields = new StringJoiner(", ", "DataplaneConfig[", "]");
-        for (RecordComponent c : DataplaneConfig.class.getRecordComponents()) {
-            Object value =
+        return describe(this);
+    }
+
+    /**
+     * How a data-plane configuration prints, this record or the properties a service binds it from:
+     * every component by name, in declaration order, with the password in {@code redisUri} masked
+     * and {@code secret} shown only as set ({@code <hidden>}) or not ({@code none}).
+     */
+    public static String describe(Record config) {
+        StringJoiner fields = new StringJoiner(", ", config.getClass().getSimpleName() + "[", "]");
+        for (RecordComponent c : config.getClass().getRecordComponents()) {
+            Object value = componentValue(config, c);
+            Object shown =
                     switch (c.getName()) {
-                        case "secret" -> secret.length == 0 ? "none" : "<hidden>";
-                        case "redisUri" -> RedisUris.mask(redisUri);
-                        default -> componentValue(c);
+                        case "secret" -> unset(value) ? "none" : "<hidden>";
+                        case "redisUri" -> RedisUris.mask((String) value);
+                        default -> value;
                     };
-            fields.add(c.getName() + "=" + value);
+            fields.add(c.getName() + "=" + shown);
         }
         return fields.toString();
     }
 
-    private Object componentValue(RecordComponent c) {
+    private static boolean unset(Object secret) {
+        return secret == null
+                || secret instanceof byte[] bytes && bytes.length == 0
+                || secret instanceof String text && text.isEmpty();
+    }
+
+    private static Object componentValue(Record config, RecordComponent c) {
         try {
-            return c.getAccessor().invoke(this);
+            return c.getAccessor().invoke(config);
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("cannot read " + c.getName(), e);
         }

@@ -290,7 +290,7 @@ public final class HostsUpdateBench {
         for (Worker w : placement.workers()) {
             Plan p = Planner.plan(manifest, new TargetPlacement(List.of(w)), topology);
             if (trainerOut == null) {
-                trainerOut = new double[p.trainerCount()];
+                trainerOut = new double[p.trainers().count()];
             }
             for (int i = 0; i < p.readCount(); i++) {
                 nodeIn.merge(w.node(), p.readBytes(i), Long::sum);

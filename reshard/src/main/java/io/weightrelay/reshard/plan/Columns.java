@@ -249,23 +249,6 @@ final class Columns {
         }
     }
 
-    /** Named hosts with their NIC count and speed: a plan's rollout nodes, or its trainers. */
-    record Hosts(String[] names, int[] nics, double[] gbps) {
-        void check(String what) {
-            sameRows(names.length, what, nics, gbps);
-        }
-
-        void encode(ByteSink out) {
-            strings(out, names);
-            ints(out, nics);
-            doubles(out, gbps);
-        }
-
-        static Hosts decode(ByteSource in) {
-            return new Hosts(strings(in), ints(in), doubles(in));
-        }
-    }
-
     /** A plan's workers, sorted by id: instance, segment, node index, NICs on the node, mode. */
     record Workers(
             String[] id,
@@ -334,7 +317,7 @@ final class Columns {
             for (int w = 0; w < workers; w++) {
                 peers.id[w] = plan.workerId(w);
                 peers.instance[w] = plan.workerInstance(w);
-                peers.node[w] = plan.nodeName(plan.workerNode(w));
+                peers.node[w] = plan.nodes().name(plan.workerNode(w));
                 peers.segment[w] = plan.workerSegment(w);
                 peers.mode[w] = (byte) plan.workerMode(w).ordinal();
             }

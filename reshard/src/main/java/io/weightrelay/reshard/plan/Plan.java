@@ -3,7 +3,6 @@ package io.weightrelay.reshard.plan;
 import io.weightrelay.reshard.codec.ByteSink;
 import io.weightrelay.reshard.codec.ByteSource;
 import io.weightrelay.reshard.codec.Digests;
-import io.weightrelay.reshard.placement.Mode;
 import java.util.Arrays;
 
 /**
@@ -21,9 +20,6 @@ import java.util.Arrays;
  * bump the delegate's notify counter.
  */
 public final class Plan extends Routing {
-    // Mode.values() copies the array on every call, and modes are read per write.
-    private static final Mode[] MODES = Mode.values();
-
     /** The destination is a node delegate that fans the bytes out on its node. */
     public static final int FANOUT = 1;
 
@@ -32,83 +28,54 @@ public final class Plan extends Routing {
 
     private static final String MAGIC = "wr.plan.v1";
 
-    final Columns.Hosts nodes;
-    final Columns.Hosts trainers;
+    final Hosts nodes;
+    final Hosts trainers;
     final Columns.Workers workers;
-    final String[] buffers;
     final String[] tensorNames;
     final Columns.Objects objects;
 
     Plan(
             Columns.Header header,
-            Columns.Hosts nodes,
-            Columns.Hosts trainers,
+            Hosts nodes,
+            Hosts trainers,
             Columns.Workers workers,
             String[] buffers,
             String[] tensorNames,
             Columns.Objects objects,
             Columns.Reads reads,
             Columns.Writes writes) {
-        super(header, reads, writes);
+        super(
+                header,
+                new Tables(
+                        workers.id(),
+                        workers.instance(),
+                        workers.segment(),
+                        workers.mode(),
+                        buffers,
+                        objects.ids(),
+                        objects.bytes()),
+                reads,
+                writes);
         this.nodes = nodes;
         this.trainers = trainers;
         this.workers = workers;
-        this.buffers = buffers;
         this.tensorNames = tensorNames;
         this.objects = objects;
         nodes.check("node");
         trainers.check("trainer");
-        workers.check(nodes.names().length);
-        objects.check(tensorNames.length, trainers.names().length);
-        checkRouting(objects.ids().length, workers.id().length, buffers.length);
+        workers.check(nodes.count());
+        objects.check(tensorNames.length, trainers.count());
+        checkRouting();
     }
 
-    public int nodeCount() {
-        return nodes.names().length;
+    /** The rollout nodes the workers run on; {@link #workerNode} indexes them. */
+    public Hosts nodes() {
+        return nodes;
     }
 
-    public String nodeName(int node) {
-        return nodes.names()[node];
-    }
-
-    public int nodeNics(int node) {
-        return nodes.nics()[node];
-    }
-
-    public double nodeGbps(int node) {
-        return nodes.gbps()[node];
-    }
-
-    public int trainerCount() {
-        return trainers.names().length;
-    }
-
-    public String trainerName(int trainer) {
-        return trainers.names()[trainer];
-    }
-
-    public int trainerNics(int trainer) {
-        return trainers.nics()[trainer];
-    }
-
-    public double trainerGbps(int trainer) {
-        return trainers.gbps()[trainer];
-    }
-
-    public int workerCount() {
-        return workers.id().length;
-    }
-
-    public String workerId(int worker) {
-        return workers.id()[worker];
-    }
-
-    public String workerInstance(int worker) {
-        return workers.instance()[worker];
-    }
-
-    public String workerSegment(int worker) {
-        return workers.segment()[worker];
+    /** The trainer nodes that publish the objects; {@link #objectTrainer} indexes them. */
+    public Hosts trainers() {
+        return trainers;
     }
 
     public int workerNode(int worker) {
@@ -123,16 +90,12 @@ public final class Plan extends Routing {
         return workers.nicCount()[worker];
     }
 
-    public Mode workerMode(int worker) {
-        return MODES[workers.mode()[worker]];
-    }
-
-    public int bufferCount() {
-        return buffers.length;
-    }
-
-    public String buffer(int index) {
-        return buffers[index];
+    /**
+     * The number of the worker's first NIC among every rollout NIC ({@link Hosts#firstNic}); it
+     * stripes over {@link #workerNicCount} NICs from there.
+     */
+    public int workerNic(int worker) {
+        return nodes.firstNic(workerNode(worker)) + workerNicFirst(worker);
     }
 
     public int tensorCount() {
@@ -141,18 +104,6 @@ public final class Plan extends Routing {
 
     public String tensorName(int tensor) {
         return tensorNames[tensor];
-    }
-
-    public int objectCount() {
-        return objects.ids().length;
-    }
-
-    public String objectId(int object) {
-        return objects.ids()[object];
-    }
-
-    public long objectBytes(int object) {
-        return objects.bytes()[object];
     }
 
     public int objectTensor(int object) {
@@ -181,7 +132,7 @@ public final class Plan extends Routing {
         nodes.encode(out);
         trainers.encode(out);
         workers.encode(out);
-        Columns.strings(out, buffers);
+        Columns.strings(out, tables.buffers());
         Columns.strings(out, tensorNames);
         objects.encode(out);
         reads.encode(out, Columns.Reads.Order.OBJECT_FIRST);
@@ -195,8 +146,8 @@ public final class Plan extends Routing {
         Plan plan =
                 new Plan(
                         Columns.Header.decode(in),
-                        Columns.Hosts.decode(in),
-                        Columns.Hosts.decode(in),
+                        Hosts.decode(in),
+                        Hosts.decode(in),
                         Columns.Workers.decode(in),
                         Columns.strings(in),
                         Columns.strings(in),

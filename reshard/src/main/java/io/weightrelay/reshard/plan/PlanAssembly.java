@@ -35,24 +35,8 @@ final class PlanAssembly {
         int[] objectTensor = demands.objectTensor;
         int[] reader = readers.reader;
         int[] dst = readers.dst;
-        int nodes = rollout.size();
-        String[] nodeNames = new String[nodes];
-        int[] nodeNics = new int[nodes];
-        double[] nodeGbps = new double[nodes];
-        for (int n = 0; n < nodes; n++) {
-            nodeNames[n] = rollout.get(n).name();
-            nodeNics[n] = rollout.get(n).nics();
-            nodeGbps[n] = rollout.get(n).nicGbps();
-        }
         Map<String, Node> byName = topology.byName();
-        List<String> trainers = assignment.trainerNodes();
-        String[] trainerNames = trainers.toArray(String[]::new);
-        int[] trainerNics = new int[trainerNames.length];
-        double[] trainerGbps = new double[trainerNames.length];
-        for (int k = 0; k < trainerNames.length; k++) {
-            trainerNics[k] = byName.get(trainerNames[k]).nics();
-            trainerGbps[k] = byName.get(trainerNames[k]).nicGbps();
-        }
+        List<Node> trainers = assignment.trainerNodes().stream().map(byName::get).toList();
         int count = workers.size();
         String[] ids = new String[count];
         String[] instances = new String[count];
@@ -99,8 +83,8 @@ final class PlanAssembly {
                         topology.digest(),
                         options.batchBytes(),
                         batches.count()),
-                new Columns.Hosts(nodeNames, nodeNics, nodeGbps),
-                new Columns.Hosts(trainerNames, trainerNics, trainerGbps),
+                Hosts.of(rollout),
+                Hosts.of(trainers),
                 new Columns.Workers(
                         ids,
                         instances,

@@ -47,26 +47,18 @@ public record PlanLoads(List<Nic> nics, List<Instance> instances) {
     public record Instance(String instance, long readBytes, long pushedBytes, long receivedBytes) {}
 
     public static PlanLoads of(Plan plan) {
-        int nodes = plan.nodeCount();
-        int trainers = plan.trainerCount();
+        Hosts nodes = plan.nodes();
+        Hosts trainers = plan.trainers();
         int workers = plan.workerCount();
-        int[] nodeBase = new int[nodes + 1];
-        for (int n = 0; n < nodes; n++) {
-            nodeBase[n + 1] = nodeBase[n] + plan.nodeNics(n);
-        }
-        int[] trainerBase = new int[trainers + 1];
-        for (int t = 0; t < trainers; t++) {
-            trainerBase[t + 1] = trainerBase[t] + plan.trainerNics(t);
-        }
-        double[] read = new double[nodeBase[nodes]];
-        double[] pushed = new double[nodeBase[nodes]];
-        double[] received = new double[nodeBase[nodes]];
-        double[] served = new double[trainerBase[trainers]];
+        double[] read = new double[nodes.nicCount()];
+        double[] pushed = new double[nodes.nicCount()];
+        double[] received = new double[nodes.nicCount()];
+        double[] served = new double[trainers.nicCount()];
         // {read, pushed, received} per instance; each worker points at its instance's counts
         Map<String, long[]> perInstance = new TreeMap<>();
         long[][] counts = new long[workers][];
         List<List<Integer>> compatOfNode = new ArrayList<>();
-        for (int n = 0; n < nodes; n++) {
+        for (int n = 0; n < nodes.count(); n++) {
             compatOfNode.add(new ArrayList<>());
         }
         for (int w = 0; w < workers; w++) {
@@ -79,10 +71,10 @@ public record PlanLoads(List<Nic> nics, List<Instance> instances) {
             int reader = plan.readReader(r);
             int readerNode = plan.workerNode(reader);
             long bytes = plan.readBytes(r);
-            int readerNic = nodeBase[readerNode] + plan.workerNicFirst(reader);
+            int readerNic = plan.workerNic(reader);
             spread(read, readerNic, plan.workerNicCount(reader), bytes);
             int trainer = plan.objectTrainer(plan.readObject(r));
-            spread(served, trainerBase[trainer], plan.trainerNics(trainer), bytes);
+            spread(served, trainers.firstNic(trainer), trainers.nics(trainer), bytes);
             counts[reader][0] += bytes;
             for (int x = plan.writeFirst(r); x < plan.writeEnd(r); x++) {
                 int dst = plan.writeDst(x);
@@ -100,37 +92,33 @@ public record PlanLoads(List<Nic> nics, List<Instance> instances) {
                 }
                 if (dstNode != readerNode) {
                     spread(pushed, readerNic, plan.workerNicCount(reader), length);
-                    spread(
-                            received,
-                            nodeBase[dstNode] + plan.workerNicFirst(dst),
-                            plan.workerNicCount(dst),
-                            length);
+                    spread(received, plan.workerNic(dst), plan.workerNicCount(dst), length);
                 }
             }
         }
         List<Nic> nics = new ArrayList<>(served.length + read.length);
-        for (int t = 0; t < trainers; t++) {
-            for (int i = 0; i < plan.trainerNics(t); i++) {
+        for (int t = 0; t < trainers.count(); t++) {
+            for (int i = 0; i < trainers.nics(t); i++) {
                 nics.add(
                         new Nic(
-                                plan.trainerName(t),
+                                trainers.name(t),
                                 i,
                                 true,
-                                plan.trainerGbps(t),
-                                Math.round(served[trainerBase[t] + i]),
+                                trainers.gbps(t),
+                                Math.round(served[trainers.firstNic(t) + i]),
                                 0,
                                 0));
             }
         }
-        for (int n = 0; n < nodes; n++) {
-            for (int i = 0; i < plan.nodeNics(n); i++) {
-                int k = nodeBase[n] + i;
+        for (int n = 0; n < nodes.count(); n++) {
+            for (int i = 0; i < nodes.nics(n); i++) {
+                int k = nodes.firstNic(n) + i;
                 nics.add(
                         new Nic(
-                                plan.nodeName(n),
+                                nodes.name(n),
                                 i,
                                 false,
-                                plan.nodeGbps(n),
+                                nodes.gbps(n),
                                 Math.round(read[k]),
                                 Math.round(pushed[k]),
                                 Math.round(received[k])));

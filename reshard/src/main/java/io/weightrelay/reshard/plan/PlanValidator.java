@@ -80,7 +80,7 @@ public final class PlanValidator {
         // Destinations: direct writes per (worker, buffer); fan-out writes per node.
         Map<Long, Intervals> received = new HashMap<>();
         Map<Integer, Intervals> nodeReceived = new TreeMap<>();
-        int[] compatOnNode = new int[plan.nodeCount()];
+        int[] compatOnNode = new int[plan.nodes().count()];
         for (int w = 0; w < plan.workerCount(); w++) {
             if (plan.workerMode(w) == Mode.COMPAT) {
                 compatOnNode[plan.workerNode(w)]++;
@@ -119,7 +119,7 @@ public final class PlanValidator {
         long expected = 0;
         Map<List<TargetFragment>, Footprint> footprintOf = new java.util.IdentityHashMap<>();
         SafetensorsLayout layout = null;
-        boolean[] nodeChecked = new boolean[plan.nodeCount()];
+        boolean[] nodeChecked = new boolean[plan.nodes().count()];
         for (int w = 0; w < workers.size(); w++) {
             Worker worker = workers.get(w);
             if (worker.mode() == Mode.COMPAT) {
@@ -133,7 +133,7 @@ public final class PlanValidator {
                     Intervals want = new Intervals(1);
                     want.add(layout.dataStart(), layout.imageBytes());
                     compare(
-                            "compatibility workers on " + plan.nodeName(node),
+                            "compatibility workers on " + plan.nodes().name(node),
                             nodeReceived.remove(node),
                             want.sortedDisjoint(),
                             problems);
@@ -166,7 +166,7 @@ public final class PlanValidator {
         }
         for (Integer node : nodeReceived.keySet()) {
             problems.add(
-                    "node " + plan.nodeName(node) + " receives fan-out without compat workers");
+                    "node " + plan.nodes().name(node) + " receives fan-out without compat workers");
         }
         if (readBytes != demands.storeBytes()) {
             problems.add(

@@ -1,25 +1,51 @@
 package io.weightrelay.reshard.plan;
 
+import io.weightrelay.reshard.placement.Mode;
+
 /**
  * The reads a plan makes and the writes that follow each, as the whole {@link Plan} holds them for
- * every loader and a {@link Slice} for one; worker indexes are into the holder's own worker table.
- * Immutable: the column arrays never leave the instance.
+ * every loader and a {@link Slice} for one, with the tables both name alike: the workers (the
+ * plan's own, or every worker of the plan as a slice's peers), the buffers and the stored objects
+ * that indexes in the reads and writes point into. Immutable: the column arrays never leave the
+ * instance.
  */
 public abstract sealed class Routing permits Plan, Slice {
+    // Mode.values() copies the array on every call, and modes are read per write.
+    private static final Mode[] MODES = Mode.values();
+
     final Columns.Header header;
     final Columns.Reads reads;
     final Columns.Writes writes;
+    final Tables tables;
 
-    Routing(Columns.Header header, Columns.Reads reads, Columns.Writes writes) {
+    /**
+     * What the holder's reads and writes point into: the worker columns the plan and its slices
+     * share (id, instance, segment, mode), buffer ids, and each stored object's id and size.
+     */
+    record Tables(
+            String[] workerIds,
+            String[] workerInstances,
+            String[] workerSegments,
+            byte[] workerModes,
+            String[] buffers,
+            String[] objectIds,
+            long[] objectBytes) {}
+
+    Routing(Columns.Header header, Tables tables, Columns.Reads reads, Columns.Writes writes) {
         this.header = header;
+        this.tables = tables;
         this.reads = reads;
         this.writes = writes;
     }
 
-    /** Checks the read and write columns against the holder's tables. */
-    final void checkRouting(int objects, int workers, int buffers) {
-        reads.check(objects, workers, header.batchCount(), writes.rows());
-        writes.check(workers, buffers);
+    /**
+     * Checks the read and write columns against the holder's tables, once the holder checked its
+     * own groups.
+     */
+    final void checkRouting() {
+        int workers = workerCount();
+        reads.check(objectCount(), workers, header.batchCount(), writes.rows());
+        writes.check(workers, bufferCount());
     }
 
     public String model() {
@@ -44,6 +70,46 @@ public abstract sealed class Routing permits Plan, Slice {
 
     public int batchCount() {
         return header.batchCount();
+    }
+
+    public int workerCount() {
+        return tables.workerIds().length;
+    }
+
+    public String workerId(int worker) {
+        return tables.workerIds()[worker];
+    }
+
+    public String workerInstance(int worker) {
+        return tables.workerInstances()[worker];
+    }
+
+    public String workerSegment(int worker) {
+        return tables.workerSegments()[worker];
+    }
+
+    public Mode workerMode(int worker) {
+        return MODES[tables.workerModes()[worker]];
+    }
+
+    public int bufferCount() {
+        return tables.buffers().length;
+    }
+
+    public String buffer(int index) {
+        return tables.buffers()[index];
+    }
+
+    public int objectCount() {
+        return tables.objectIds().length;
+    }
+
+    public String objectId(int object) {
+        return tables.objectIds()[object];
+    }
+
+    public long objectBytes(int object) {
+        return tables.objectBytes()[object];
     }
 
     public int readCount() {

@@ -22,16 +22,10 @@ import java.util.TreeSet;
  * notify a delegate waits for and every fan-out target is known before anything moves.
  */
 public final class Slice extends Routing {
-    // Mode.values() copies the array on every call, and modes are read per write.
-    private static final Mode[] MODES = Mode.values();
-
     static final String MAGIC = "wr.slice.v1";
 
     final String instance;
     final Columns.Peers peers;
-    final String[] buffers;
-    final String[] objectIds;
-    final long[] objectBytes;
 
     // Writes landing on this instance's workers: direct ones per worker, fan-out ones per node
     // (the destination is then the delegate; every compatibility worker of the node gets the
@@ -48,18 +42,25 @@ public final class Slice extends Routing {
             Columns.Reads reads,
             Columns.Writes writes,
             Columns.Receives receives) {
-        super(header, reads, writes);
+        super(
+                header,
+                new Tables(
+                        peers.id(),
+                        peers.instance(),
+                        peers.segment(),
+                        peers.mode(),
+                        buffers,
+                        objectIds,
+                        objectBytes),
+                reads,
+                writes);
         this.instance = instance;
         this.peers = peers;
-        this.buffers = buffers;
-        this.objectIds = objectIds;
-        this.objectBytes = objectBytes;
         this.receives = receives;
         peers.check();
         Columns.sameRows(objectIds.length, "object", objectBytes);
-        int workers = peers.id().length;
-        checkRouting(objectIds.length, workers, buffers.length);
-        receives.check(workers, buffers.length, header.batchCount());
+        checkRouting();
+        receives.check(workerCount(), bufferCount(), header.batchCount());
     }
 
     /** The slice of {@code instance}: its reads, their writes, and what its workers receive. */
@@ -103,50 +104,10 @@ public final class Slice extends Routing {
         return receives.rows();
     }
 
-    // ---- tables, named as Plan names them; peers are the plan's workers, in its order ----
-
-    public int workerCount() {
-        return peers.id().length;
-    }
-
-    public String workerId(int worker) {
-        return peers.id()[worker];
-    }
-
-    public String workerInstance(int worker) {
-        return peers.instance()[worker];
-    }
+    // ---- peers are the plan's workers, in its order ----
 
     public String workerNodeName(int worker) {
         return peers.node()[worker];
-    }
-
-    public String workerSegment(int worker) {
-        return peers.segment()[worker];
-    }
-
-    public Mode workerMode(int worker) {
-        return MODES[peers.mode()[worker]];
-    }
-
-    public int bufferCount() {
-        return buffers.length;
-    }
-
-    public String buffer(int index) {
-        return buffers[index];
-    }
-
-    public int objectCount() {
-        return objectIds.length;
-    }
-
-    public String objectId(int object) {
-        return objectIds[object];
-    }
-
-    public long objectBytes(int object) {
-        return objectBytes[object];
     }
 
     /** Destination worker of a received write (for a fan-out write, the node's delegate). */
@@ -386,7 +347,7 @@ public final class Slice extends Routing {
                             peers.id()[dst],
                             peers.node()[dst],
                             peers.segment()[dst],
-                            buffers[writes.buffer()[x]],
+                            tables.buffers()[writes.buffer()[x]],
                             reads.staging()[i] + writes.src()[x],
                             writes.dstOffset()[x],
                             writes.length()[x],
@@ -401,8 +362,8 @@ public final class Slice extends Routing {
         return new ReadOp(
                 model(),
                 peers.id()[reader],
-                objectIds[reads.object()[i]],
-                objectBytes[reads.object()[i]],
+                objectId(reads.object()[i]),
+                objectBytes(reads.object()[i]),
                 reads.start()[i],
                 reads.span()[i],
                 reads.staging()[i],
@@ -419,7 +380,7 @@ public final class Slice extends Routing {
                 peers.id()[dst],
                 peers.node()[dst],
                 peers.id()[receives.from()[v]],
-                buffers[receives.buffer()[v]],
+                tables.buffers()[receives.buffer()[v]],
                 receives.dstOffset()[v],
                 receives.length()[v],
                 Arrays.copyOfRange(receives.loopCount(), lf, le),
@@ -433,9 +394,9 @@ public final class Slice extends Routing {
         out.string(MAGIC).string(instance);
         header.encode(out);
         peers.encode(out);
-        Columns.strings(out, buffers);
-        Columns.strings(out, objectIds);
-        Columns.longs(out, objectBytes);
+        Columns.strings(out, tables.buffers());
+        Columns.strings(out, tables.objectIds());
+        Columns.longs(out, tables.objectBytes());
         reads.encode(out, Columns.Reads.Order.READER_FIRST);
         writes.encode(out);
         receives.encode(out);

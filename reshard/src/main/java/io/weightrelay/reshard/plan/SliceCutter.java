@@ -46,7 +46,7 @@ final class SliceCutter {
         Map<String, Share> shares = new TreeMap<>();
         List<Share> ofWorker = new ArrayList<>(workers);
         List<List<Share>> compatOnNode = new ArrayList<>();
-        for (int n = 0; n < plan.nodeCount(); n++) {
+        for (int n = 0; n < plan.nodes().count(); n++) {
             compatOnNode.add(new ArrayList<>(2));
         }
         for (int w = 0; w < workers; w++) {
@@ -99,15 +99,15 @@ final class SliceCutter {
         out.raw(peers);
         out.varInt(s.buffers.size());
         for (int b = 0; b < s.buffers.size(); b++) {
-            out.string(plan.buffer(s.buffers.get(b)));
+            out.string(plan.buffer(s.buffers.planIndex(b)));
         }
         out.varInt(s.objects.size());
         for (int o = 0; o < s.objects.size(); o++) {
-            out.string(plan.objectId(s.objects.get(o)));
+            out.string(plan.objectId(s.objects.planIndex(o)));
         }
         out.varInt(s.objects.size());
         for (int o = 0; o < s.objects.size(); o++) {
-            out.varLong(plan.objectBytes(s.objects.get(o)));
+            out.varLong(plan.objectBytes(s.objects.planIndex(o)));
         }
         for (Packed c : columns) {
             c.writeTo(out);
@@ -148,14 +148,44 @@ final class SliceCutter {
         }
     }
 
+    /**
+     * Indexes into a plan's table renumbered for a slice, in the order the scan first meets them:
+     * the slice's own table lists the plan's entries in that order.
+     */
+    static final class Renumbering {
+        // Plan index -> slice index, -1 while the slice has no such entry.
+        private final int[] sliceIndex;
+        private final IntList planIndexes;
+
+        Renumbering(int planCount, int capacity) {
+            sliceIndex = new int[planCount];
+            Arrays.fill(sliceIndex, -1);
+            planIndexes = new IntList(capacity);
+        }
+
+        /** The slice index of a plan index, numbering it next if the slice has none yet. */
+        int of(int planIndex) {
+            if (sliceIndex[planIndex] < 0) {
+                sliceIndex[planIndex] = planIndexes.size();
+                planIndexes.add(planIndex);
+            }
+            return sliceIndex[planIndex];
+        }
+
+        int size() {
+            return planIndexes.size();
+        }
+
+        int planIndex(int sliceIndex) {
+            return planIndexes.get(sliceIndex);
+        }
+    }
+
     /** One loader's columns while the plan is scanned. */
     static final class Share {
         final String instance;
-        // Plan index -> slice index (-1: not in the slice yet), and the plan indexes in order.
-        final int[] objectIndex;
-        final IntList objects = new IntList(256);
-        final int[] bufferIndex;
-        final IntList buffers = new IntList(4);
+        final Renumbering objects;
+        final Renumbering buffers;
         final Packed rReader;
         final Packed rObject;
         final Packed rBatch;
@@ -189,10 +219,8 @@ final class SliceCutter {
 
         Share(String instance, Plan plan) {
             this.instance = instance;
-            objectIndex = new int[plan.objectCount()];
-            bufferIndex = new int[plan.bufferCount()];
-            Arrays.fill(objectIndex, -1);
-            Arrays.fill(bufferIndex, -1);
+            objects = new Renumbering(plan.objectCount(), 256);
+            buffers = new Renumbering(plan.bufferCount(), 4);
             rReader = new Packed(256);
             rObject = new Packed(256);
             rBatch = new Packed(256);
@@ -225,25 +253,9 @@ final class SliceCutter {
             vStride = new Packed(64);
         }
 
-        private int buffer(int planBuffer) {
-            if (bufferIndex[planBuffer] < 0) {
-                bufferIndex[planBuffer] = buffers.size();
-                buffers.add(planBuffer);
-            }
-            return bufferIndex[planBuffer];
-        }
-
-        private int object(int planObject) {
-            if (objectIndex[planObject] < 0) {
-                objectIndex[planObject] = objects.size();
-                objects.add(planObject);
-            }
-            return objectIndex[planObject];
-        }
-
         void addRead(Plan plan, int i) {
             rReader.add(plan.readReader(i));
-            rObject.add(object(plan.readObject(i)));
+            rObject.add(objects.of(plan.readObject(i)));
             rBatch.add(plan.readBatch(i));
             rStaging.add(plan.readStaging(i));
             rStart.add(plan.readStart(i));
@@ -256,7 +268,7 @@ final class SliceCutter {
             rWriteFirst.add(wDst.size());
             for (int x = plan.writeFirst(i); x < plan.writeEnd(i); x++) {
                 wDst.add(plan.writeDst(x));
-                wBuffer.add(buffer(plan.writeBuffer(x)));
+                wBuffer.add(buffers.of(plan.writeBuffer(x)));
                 wFlags.add(plan.writeFlags(x));
                 wSrc.add(plan.writeSrc(x));
                 wDstOffset.add(plan.writeDstOffset(x));
@@ -274,7 +286,7 @@ final class SliceCutter {
             vDst.add(plan.writeDst(x));
             vFrom.add(plan.readReader(i));
             vBatch.add(plan.readBatch(i));
-            vBuffer.add(buffer(plan.writeBuffer(x)));
+            vBuffer.add(buffers.of(plan.writeBuffer(x)));
             vFlags.add(plan.writeFlags(x));
             vDstOffset.add(plan.writeDstOffset(x));
             vLength.add(plan.writeLength(x));

@@ -15,37 +15,32 @@ import io.weightrelay.reshard.plan.Plan;
 public record Traffic(double[] nicRead, double[] nicIn, double[] nicOut, double[] trainerOut) {
 
     public static Traffic of(Plan plan) {
-        int[] nicBase = new int[plan.nodeCount()];
-        int total = 0;
-        for (int n = 0; n < plan.nodeCount(); n++) {
-            nicBase[n] = total;
-            total += plan.nodeNics(n);
-        }
-        double[] read = new double[total];
-        double[] in = new double[total];
-        double[] out = new double[total];
-        double[] trainer = new double[plan.trainerCount()];
+        int nics = plan.nodes().nicCount();
+        double[] read = new double[nics];
+        double[] in = new double[nics];
+        double[] out = new double[nics];
+        double[] trainer = new double[plan.trainers().count()];
         for (int i = 0; i < plan.readCount(); i++) {
             int reader = plan.readReader(i);
             long bytes = plan.readBytes(i);
-            add(plan, nicBase, read, reader, bytes);
-            add(plan, nicBase, in, reader, bytes);
+            add(plan, read, reader, bytes);
+            add(plan, in, reader, bytes);
             trainer[plan.objectTrainer(plan.readObject(i))] += bytes;
             int readerNode = plan.workerNode(reader);
             for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
                 int dst = plan.writeDst(w);
                 if (plan.workerNode(dst) != readerNode) {
                     long moved = plan.writeBytes(w);
-                    add(plan, nicBase, out, reader, moved);
-                    add(plan, nicBase, in, dst, moved);
+                    add(plan, out, reader, moved);
+                    add(plan, in, dst, moved);
                 }
             }
         }
         return new Traffic(read, in, out, trainer);
     }
 
-    private static void add(Plan plan, int[] nicBase, double[] column, int worker, long bytes) {
-        int first = nicBase[plan.workerNode(worker)] + plan.workerNicFirst(worker);
+    private static void add(Plan plan, double[] column, int worker, long bytes) {
+        int first = plan.workerNic(worker);
         int count = plan.workerNicCount(worker);
         double share = (double) bytes / count;
         for (int n = first; n < first + count; n++) {

@@ -1,15 +1,14 @@
 package io.weightrelay.service.dataplane;
 
+import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.RedisUris;
 import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
 import jakarta.validation.constraints.NotBlank;
 import jakarta.validation.constraints.NotNull;
 import jakarta.validation.constraints.Pattern;
-import java.lang.reflect.RecordComponent;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.StringJoiner;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.validation.annotation.Validated;
@@ -131,24 +130,6 @@ public record DataplaneProperties(
     /** Every property by name; never the secret, nor the Redis password. */
     @Override
     public String toString() {
-        StringJoiner out = new StringJoiner(", ", "DataplaneProperties[", "]");
-        for (RecordComponent c : DataplaneProperties.class.getRecordComponents()) {
-            Object value =
-                    switch (c.getName()) {
-                        case "redisUri" -> RedisUris.mask(redisUri);
-                        case "secret" -> secret == null || secret.isEmpty() ? "none" : "<hidden>";
-                        default -> value(c);
-                    };
-            out.add(c.getName() + "=" + value);
-        }
-        return out.toString();
-    }
-
-    private Object value(RecordComponent c) {
-        try {
-            return c.getAccessor().invoke(this);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(e);
-        }
+        return DataplaneConfig.describe(this);
     }
 }

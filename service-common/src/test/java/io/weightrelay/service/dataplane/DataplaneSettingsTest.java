@@ -103,6 +103,12 @@ class DataplaneSettingsTest {
                                     .isEqualTo("http://publisher-0:8081");
                             assertThat(settings.toString()).doesNotContain(SECRET);
                             assertThat(c.toString()).doesNotContain(SECRET);
+                            // The secret came from secretFile: the property itself is unset.
+                            assertThat(settings.toString())
+                                    .contains("DataplaneProperties[nodeLabel=", "secret=none");
+                            assertThat(c.toString())
+                                    .startsWith("DataplaneConfig[nodeLabel=")
+                                    .contains("secret=<hidden>", "redisUri=redis://redis:6379");
                         });
     }
 

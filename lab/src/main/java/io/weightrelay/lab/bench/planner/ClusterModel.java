@@ -53,15 +53,15 @@ public final class ClusterModel {
         double[] out = traffic.nicOut();
         double busiest = 0;
         int nic = 0;
-        for (int n = 0; n < plan.nodeCount(); n++) {
-            double rate = plan.nodeGbps(n) * 1e9 / 8;
-            for (int k = 0; k < plan.nodeNics(n); k++, nic++) {
+        for (int n = 0; n < plan.nodes().count(); n++) {
+            double rate = plan.nodes().gbps(n) * 1e9 / 8;
+            for (int k = 0; k < plan.nodes().nics(n); k++, nic++) {
                 busiest = Math.max(busiest, Math.max(in[nic], out[nic]) / rate);
             }
         }
         double[] trainer = traffic.trainerOut();
         for (int k = 0; k < trainer.length; k++) {
-            double rate = plan.trainerNics(k) * plan.trainerGbps(k) * 1e9 / 8;
+            double rate = plan.trainers().nics(k) * plan.trainers().gbps(k) * 1e9 / 8;
             busiest = Math.max(busiest, trainer[k] / rate);
         }
         double[] firstBatch = new double[plan.workerCount()];
@@ -72,7 +72,7 @@ public final class ClusterModel {
         }
         double bubble = 0;
         for (int w = 0; w < firstBatch.length; w++) {
-            double rate = plan.workerNicCount(w) * plan.nodeGbps(plan.workerNode(w)) * 1e9 / 8;
+            double rate = plan.workerNicCount(w) * plan.nodes().gbps(plan.workerNode(w)) * 1e9 / 8;
             bubble = Math.max(bubble, firstBatch[w] / rate);
         }
         return busiest + bubble;
