@@ -109,18 +109,18 @@ import tools.jackson.databind.json.JsonMapper;
  * register_loaders_ms}, {@code plan_cold_ms} (the first resolve, which computes the plan), {@code
  * plan_warm_ms} (every loader resolves together, cache hits; the slowest), {@code prepare_ms} (per
  * loader, the slowest: the wall time of its calls for the generation, manifest, its plan slice and
- * the group's buffers, every loader calling at once, plus the CPU time of its checks, since each
- * loader checks on its own host; {@code prepare_fetch_ms} and {@code prepare_check_cpu_ms} are the
- * slowest of each part, {@code prepare_generation_ms}, {@code prepare_manifest_ms}, {@code
- * prepare_slice_ms} and {@code prepare_loaders_ms} the slowest of each call, {@code
- * prepare_wall_ms} the whole step with every loader's checks sharing this machine's cores), {@code
- * session_ms} (start or join the session, every barrier, until the post-applied barrier is open for
- * all), the largest request and response in bytes with the call that made them, and control-api's
- * peak heap from its GC log ({@code control_peak_heap_bytes} just before a collection, {@code
- * control_peak_live_heap_bytes} just after). A step that fails ends the run: the line then names it
- * in {@code failed_step} with {@code error}, and the exit code is 1. {@code control_cpu_<step>} is
- * control-api's CPU time during each step (all its threads), steadier than the wall times on a
- * shared machine.
+ * the group's buffers, every loader calling at once, plus the CPU time of its own work on what it
+ * fetched (inflating the gzip bodies, decoding, checking), since each loader does that on its own
+ * host; {@code prepare_fetch_ms} and {@code prepare_check_cpu_ms} are the slowest of each part,
+ * {@code prepare_generation_ms}, {@code prepare_manifest_ms}, {@code prepare_slice_ms} and {@code
+ * prepare_loaders_ms} the slowest of each call, {@code prepare_wall_ms} the whole step with every
+ * loader's checks sharing this machine's cores), {@code session_ms} (start or join the session,
+ * every barrier, until the post-applied barrier is open for all), the largest request and response
+ * in bytes with the call that made them, and control-api's peak heap from its GC log ({@code
+ * control_peak_heap_bytes} just before a collection, {@code control_peak_live_heap_bytes} just
+ * after). A step that fails ends the run: the line then names it in {@code failed_step} with {@code
+ * error}, and the exit code is 1. {@code control_cpu_<step>} is control-api's CPU time during each
+ * step (all its threads), steadier than the wall times on a shared machine.
  *
  * <p>Sizes: {@code --model} is a catalogued model; {@code --tensors N} scales it to about N tensors
  * instead (fewer layers, and fewer experts where even two layers have too many: a synthetic model,
