@@ -10,13 +10,7 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
 @RestController
-class CheckpointsController implements CheckpointsApi {
-
-    private final Checkpoints checkpoints;
-
-    CheckpointsController(Checkpoints checkpoints) {
-        this.checkpoints = checkpoints;
-    }
+record CheckpointsController(Checkpoints checkpoints) implements CheckpointsApi {
 
     @Override
     public ResponseEntity<CheckpointReport> saveCheckpoint(

@@ -22,34 +22,21 @@ import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
+/**
+ * A generation's lifecycle, reads, manifest, leases and garbage collection.
+ *
+ * @param request the current request (a proxy Spring resolves per call): the encoded manifest goes
+ *     out gzip-compressed when it accepts that
+ */
 @RestController
-class GenerationsController implements GenerationsApi {
-
-    private final GenerationLifecycle lifecycle;
-    private final GenerationQueries generations;
-    private final ManifestStore manifests;
-    private final Leases leases;
-    private final GenerationGc gc;
-    private final HttpServletRequest request;
-
-    /**
-     * @param request the current request (a proxy Spring resolves per call): the encoded manifest
-     *     goes out gzip-compressed when it accepts that
-     */
-    GenerationsController(
-            GenerationLifecycle lifecycle,
-            GenerationQueries generations,
-            ManifestStore manifests,
-            Leases leases,
-            GenerationGc gc,
-            HttpServletRequest request) {
-        this.lifecycle = lifecycle;
-        this.generations = generations;
-        this.manifests = manifests;
-        this.leases = leases;
-        this.gc = gc;
-        this.request = request;
-    }
+record GenerationsController(
+        GenerationLifecycle lifecycle,
+        GenerationQueries generations,
+        ManifestStore manifests,
+        Leases leases,
+        GenerationGc gc,
+        HttpServletRequest request)
+        implements GenerationsApi {
 
     @Override
     public ResponseEntity<OpenedGeneration> openGeneration(

@@ -33,32 +33,15 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
 @RestController
-class OperatorController implements OperatorApi {
-
-    private final GenerationQueries generations;
-    private final CheckpointRecords checkpoints;
-    private final Registry registry;
-    private final UpdateService updates;
-    private final PlanService plans;
-    private final SegmentFills fills;
-    private final Clock clock;
-
-    OperatorController(
-            GenerationQueries generations,
-            CheckpointRecords checkpoints,
-            Registry registry,
-            UpdateService updates,
-            PlanService plans,
-            SegmentFills fills,
-            Clock clock) {
-        this.generations = generations;
-        this.checkpoints = checkpoints;
-        this.registry = registry;
-        this.updates = updates;
-        this.plans = plans;
-        this.fills = fills;
-        this.clock = clock;
-    }
+record OperatorController(
+        GenerationQueries generations,
+        CheckpointRecords checkpoints,
+        Registry registry,
+        UpdateService updates,
+        PlanService plans,
+        SegmentFills fills,
+        Clock clock)
+        implements OperatorApi {
 
     @Override
     public ResponseEntity<List<ModelOverview>> listModelOverviews(Integer newest) {

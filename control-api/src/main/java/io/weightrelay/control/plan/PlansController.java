@@ -9,20 +9,14 @@ import org.springframework.core.io.Resource;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
+/**
+ * Plans resolved and read.
+ *
+ * @param request the current request (a proxy Spring resolves per call): a slice goes out
+ *     gzip-compressed when it accepts that
+ */
 @RestController
-class PlansController implements PlansApi {
-
-    private final PlanService plans;
-    private final HttpServletRequest request;
-
-    /**
-     * @param request the current request (a proxy Spring resolves per call): a slice goes out
-     *     gzip-compressed when it accepts that
-     */
-    PlansController(PlanService plans, HttpServletRequest request) {
-        this.plans = plans;
-        this.request = request;
-    }
+record PlansController(PlanService plans, HttpServletRequest request) implements PlansApi {
 
     @Override
     public ResponseEntity<PlanSummary> resolvePlan(PlanRequest request) {

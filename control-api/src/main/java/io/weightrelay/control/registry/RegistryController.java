@@ -22,15 +22,7 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
 @RestController
-class RegistryController implements RegistryApi {
-
-    private final Registry registry;
-    private final PlacementTemplates templates;
-
-    RegistryController(Registry registry, PlacementTemplates templates) {
-        this.registry = registry;
-        this.templates = templates;
-    }
+record RegistryController(Registry registry, PlacementTemplates templates) implements RegistryApi {
 
     @Override
     public ResponseEntity<SegmentOwner> registerSegment(

@@ -11,17 +11,8 @@ import org.springframework.web.bind.annotation.RestController;
 
 /** Where staging is, reservations and their release. */
 @RestController
-class StagingController implements StagingApi {
-
-    private final StagingArea staging;
-    private final SegmentProperties segment;
-    private final Publisher publisher;
-
-    StagingController(StagingArea staging, SegmentProperties segment, Publisher publisher) {
-        this.staging = staging;
-        this.segment = segment;
-        this.publisher = publisher;
-    }
+record StagingController(StagingArea staging, SegmentProperties segment, Publisher publisher)
+        implements StagingApi {
 
     @Override
     public ResponseEntity<StagingInfo> getStaging() {
