@@ -114,14 +114,12 @@ public class RestControlPlane implements ControlPlane {
         } catch (RestClientResponseException e) {
             RemoteProblem problem = RemoteProblem.of(e);
             throw new ControlPlaneException(
-                    problem.status(),
-                    problem.type(),
-                    problem.detail(),
                     what + ": control-api answered " + problem.status() + " " + detail(e),
+                    problem,
                     e);
         } catch (RestClientException e) {
             throw new ControlPlaneException(
-                    0, what + ": control-api unreachable: " + e.getMessage(), e);
+                    what + ": control-api unreachable: " + e.getMessage(), e);
         }
     }
 
@@ -214,10 +212,10 @@ public class RestControlPlane implements ControlPlane {
      * those are uploaded; null when the answer does not say (then every template goes up).
      */
     static java.util.Set<String> missingTemplates(ControlPlaneException e) {
-        if (!(e.getCause() instanceof RestClientResponseException r)) {
+        if (e.problem() == null) {
             return null;
         }
-        JsonNode missing = RemoteProblem.of(r).member("missing");
+        JsonNode missing = e.problem().member("missing");
         if (missing == null || !missing.isArray()) {
             return null;
         }
@@ -350,7 +348,6 @@ public class RestControlPlane implements ControlPlane {
             return SourceManifest.decode(encoded);
         } catch (RuntimeException e) {
             throw new ControlPlaneException(
-                    0,
                     "manifest of "
                             + model
                             + "/"
@@ -411,7 +408,7 @@ public class RestControlPlane implements ControlPlane {
             return Slice.decode(body);
         } catch (IOException | RuntimeException e) {
             throw new ControlPlaneException(
-                    0, what + ": control-api sent an undecodable encoding: " + e.getMessage(), e);
+                    what + ": control-api sent an undecodable encoding: " + e.getMessage(), e);
         }
     }
 
