@@ -2,6 +2,7 @@ package io.weightrelay.loader.control;
 
 import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
 import io.github.resilience4j.retry.RetryRegistry;
+import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.control.client.GenerationsApi;
@@ -335,15 +336,10 @@ public class RestControlPlane implements ControlPlane {
 
     @Override
     public SourceManifest manifest(String model, long generation) {
-        // The binary encoding: a tenth of the JSON at Kimi-K2 scale, decoded in linear time.
         byte[] encoded =
                 call(
                         "manifest of " + model + "/" + generation,
-                        () ->
-                                generations
-                                        .getGenerationManifestEncodedWithResponseSpec(
-                                                model, generation)
-                                        .body(byte[].class));
+                        () -> ControlManifests.encoded(generations, model, generation));
         try {
             return SourceManifest.decode(encoded);
         } catch (RuntimeException e) {
