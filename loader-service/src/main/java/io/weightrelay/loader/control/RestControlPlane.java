@@ -24,6 +24,7 @@ import io.weightrelay.api.control.client.model.ReceiveBuffer;
 import io.weightrelay.api.control.client.model.ReportedPhase;
 import io.weightrelay.api.control.client.model.UpdateSessionRequest;
 import io.weightrelay.api.control.client.model.WorkerPlacement;
+import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
@@ -144,16 +145,12 @@ public class RestControlPlane implements ControlPlane {
      * instance of the same layout names the same ones) and the registration is sent again.
      */
     @Override
-    public long registerLoader(
-            String instance,
-            String model,
-            String group,
-            String node,
-            io.weightrelay.api.loader.model.InstanceSpan span,
-            List<io.weightrelay.api.loader.model.WorkerPlacement> workers) {
+    public long registerLoader(InstanceRegistration registration) {
+        String instance = registration.getInstanceId();
+        io.weightrelay.api.loader.model.InstanceSpan span = registration.getSpan();
         Map<String, FragmentTemplate> templates = new LinkedHashMap<>();
         List<WorkerPlacement> placed = new ArrayList<>();
-        for (io.weightrelay.api.loader.model.WorkerPlacement w : workers) {
+        for (io.weightrelay.api.loader.model.WorkerPlacement w : registration.getWorkers()) {
             WorkerPlacement p = toControl(w);
             if (p.getMode() == ConsumeMode.DIRECT) {
                 FragmentTemplate t;
@@ -173,9 +170,9 @@ public class RestControlPlane implements ControlPlane {
         }
         LoaderRegistration body =
                 new LoaderRegistration()
-                        .model(model)
-                        .group(group)
-                        .node(node)
+                        .model(registration.getModel())
+                        .group(registration.getGroup())
+                        .node(registration.getNode())
                         .endpoint(advertiseUrl())
                         .span(
                                 span == null

@@ -392,13 +392,7 @@ class UpdateCoordinatorTest {
         }
 
         @Override
-        public long registerLoader(
-                String instance,
-                String model,
-                String group,
-                String node,
-                io.weightrelay.api.loader.model.InstanceSpan span,
-                List<WorkerPlacement> w) {
+        public long registerLoader(InstanceRegistration registration) {
             return ++epoch;
         }
 
