@@ -4,17 +4,11 @@ import io.weightrelay.dataplane.ChildJvm;
 import java.io.IOException;
 import java.nio.file.Path;
 
-/** A {@link LoaderProcessMain} child JVM and its channel. */
-final class LoaderProcess implements AutoCloseable {
-    final String instance;
-    private final ChildJvm child;
+/** Starts {@link LoaderProcessMain} loaders, each in a child JVM driven over its line channel. */
+final class LoaderProcess {
+    private LoaderProcess() {}
 
-    private LoaderProcess(String instance, ChildJvm child) {
-        this.instance = instance;
-        this.child = child;
-    }
-
-    static LoaderProcess start(
+    static ChildJvm start(
             String redisUri,
             String prefix,
             Path dir,
@@ -25,39 +19,17 @@ final class LoaderProcess implements AutoCloseable {
             int timeoutSeconds,
             int failAtBatch)
             throws IOException {
-        return new LoaderProcess(
+        return ChildJvm.start(
+                "loader " + instance,
+                LoaderProcessMain.class,
+                redisUri,
+                prefix,
+                dir.toString(),
                 instance,
-                ChildJvm.start(
-                        "loader " + instance,
-                        LoaderProcessMain.class,
-                        redisUri,
-                        prefix,
-                        dir.toString(),
-                        instance,
-                        node,
-                        Long.toString(generation),
-                        Integer.toString(slots),
-                        Integer.toString(timeoutSeconds),
-                        Integer.toString(failAtBatch)));
-    }
-
-    /** Sends a command without waiting for the reply. */
-    void send(String line) {
-        child.send(line);
-    }
-
-    /** The next reply line (log lines the child prints on stdout are skipped). */
-    String reply() {
-        return child.reply();
-    }
-
-    /** Sends and expects OK; returns the text after it. */
-    String ok(String line) {
-        return child.ok(line);
-    }
-
-    @Override
-    public void close() throws Exception {
-        child.close();
+                node,
+                Long.toString(generation),
+                Integer.toString(slots),
+                Integer.toString(timeoutSeconds),
+                Integer.toString(failAtBatch));
     }
 }
