@@ -23,8 +23,6 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * A generation's lifecycle, reads, manifest, leases and garbage collection.
- *
  * @param request the current request (a proxy Spring resolves per call): the encoded manifest goes
  *     out gzip-compressed when it accepts that
  */

@@ -10,8 +10,6 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * Plans resolved and read.
- *
  * @param request the current request (a proxy Spring resolves per call): a slice goes out
  *     gzip-compressed when it accepts that
  */

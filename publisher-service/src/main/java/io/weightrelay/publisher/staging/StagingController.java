@@ -9,7 +9,10 @@ import io.weightrelay.publisher.segment.SegmentProperties;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
-/** Where staging is, reservations and their release. */
+/**
+ * Where staging is, reservations and their release. A record: it holds only what it is given and
+ * nothing proxies it.
+ */
 @RestController
 record StagingController(StagingArea staging, SegmentProperties segment, Publisher publisher)
         implements StagingApi {
