@@ -8,13 +8,7 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
 @RestController
-class AssignmentsController implements AssignmentsApi {
-
-    private final AssignmentService assignments;
-
-    AssignmentsController(AssignmentService assignments) {
-        this.assignments = assignments;
-    }
+record AssignmentsController(AssignmentService assignments) implements AssignmentsApi {
 
     @Override
     public ResponseEntity<PublisherAssignment> computeAssignment(AssignmentRequest request) {

@@ -12,13 +12,7 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
 @RestController
-class UpdatesController implements UpdatesApi {
-
-    private final UpdateService updates;
-
-    UpdatesController(UpdateService updates) {
-        this.updates = updates;
-    }
+record UpdatesController(UpdateService updates) implements UpdatesApi {
 
     @Override
     public ResponseEntity<UpdateSession> startUpdateSession(

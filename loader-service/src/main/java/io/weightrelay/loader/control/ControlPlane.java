@@ -1,7 +1,6 @@
 package io.weightrelay.loader.control;
 
-import io.weightrelay.api.loader.model.InstanceSpan;
-import io.weightrelay.api.loader.model.WorkerPlacement;
+import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -90,18 +89,10 @@ public interface ControlPlane {
     }
 
     /**
-     * Registers (or re-registers) the loader; returns its new epoch.
-     *
-     * @param span the rollout instance this loader serves one node of, or null when the engine
-     *     instance is all on {@code node}
+     * Registers (or re-registers) the loader with the engine's registration (its span, when not
+     * null, the rollout instance this loader serves one node of); returns its new epoch.
      */
-    long registerLoader(
-            String instance,
-            String model,
-            String group,
-            String node,
-            InstanceSpan span,
-            List<WorkerPlacement> workers);
+    long registerLoader(InstanceRegistration registration);
 
     /** Renews the loader's registry TTL. */
     void heartbeatLoader(String instance);

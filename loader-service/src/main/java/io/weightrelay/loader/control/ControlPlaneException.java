@@ -1,41 +1,23 @@
 package io.weightrelay.loader.control;
 
-/** control-api answered with an error, or could not be reached. */
-public final class ControlPlaneException extends RuntimeException {
-    private final int status;
-    private final String problemType;
-    private final String detail;
+import io.weightrelay.api.RemoteCallException;
+import io.weightrelay.api.RemoteProblem;
 
-    public ControlPlaneException(int status, String message, Throwable cause) {
-        this(status, null, null, message, cause);
+/** control-api answered with an error, or could not be reached or understood. */
+public final class ControlPlaneException extends RemoteCallException {
+
+    private static final long serialVersionUID = 1L;
+
+    /** control-api was not reached, or what it sent could not be decoded. */
+    public ControlPlaneException(String message, Throwable cause) {
+        this(message, null, cause);
     }
 
     /**
-     * @param problemType the slug of control-api's problem type ({@code invalid-placement}), or
-     *     null when the answer was not a problem
-     * @param detail the problem's detail, or null
+     * @param answer control-api's error answer, or null when none came
      */
-    public ControlPlaneException(
-            int status, String problemType, String detail, String message, Throwable cause) {
-        super(message, cause);
-        this.status = status;
-        this.problemType = problemType;
-        this.detail = detail;
-    }
-
-    /** HTTP status of the answer, 0 when control-api was not reached. */
-    public int status() {
-        return status;
-    }
-
-    /** The slug of control-api's problem type, or null. */
-    public String problemType() {
-        return problemType;
-    }
-
-    /** control-api's problem detail, or null. */
-    public String detail() {
-        return detail;
+    public ControlPlaneException(String message, RemoteProblem answer, Throwable cause) {
+        super(message, answer, cause);
     }
 
     /**
@@ -44,8 +26,10 @@ public final class ControlPlaneException extends RuntimeException {
      * credentials.
      */
     public boolean refusedInput() {
-        return problemType != null
-                && problemType.matches("[a-z0-9]+(-[a-z0-9]+)*")
+        String type = problemType();
+        int status = status();
+        return type != null
+                && type.matches("[a-z0-9]+(-[a-z0-9]+)*")
                 && (status == 400 || status == 409 || status == 422);
     }
 }

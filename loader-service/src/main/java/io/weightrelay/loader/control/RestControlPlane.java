@@ -2,6 +2,7 @@ package io.weightrelay.loader.control;
 
 import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
 import io.github.resilience4j.retry.RetryRegistry;
+import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.control.client.GenerationsApi;
@@ -23,6 +24,7 @@ import io.weightrelay.api.control.client.model.ReceiveBuffer;
 import io.weightrelay.api.control.client.model.ReportedPhase;
 import io.weightrelay.api.control.client.model.UpdateSessionRequest;
 import io.weightrelay.api.control.client.model.WorkerPlacement;
+import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
@@ -114,14 +116,12 @@ public class RestControlPlane implements ControlPlane {
         } catch (RestClientResponseException e) {
             RemoteProblem problem = RemoteProblem.of(e);
             throw new ControlPlaneException(
-                    problem.status(),
-                    problem.type(),
-                    problem.detail(),
                     what + ": control-api answered " + problem.status() + " " + detail(e),
+                    problem,
                     e);
         } catch (RestClientException e) {
             throw new ControlPlaneException(
-                    0, what + ": control-api unreachable: " + e.getMessage(), e);
+                    what + ": control-api unreachable: " + e.getMessage(), e);
         }
     }
 
@@ -145,16 +145,12 @@ public class RestControlPlane implements ControlPlane {
      * instance of the same layout names the same ones) and the registration is sent again.
      */
     @Override
-    public long registerLoader(
-            String instance,
-            String model,
-            String group,
-            String node,
-            io.weightrelay.api.loader.model.InstanceSpan span,
-            List<io.weightrelay.api.loader.model.WorkerPlacement> workers) {
+    public long registerLoader(InstanceRegistration registration) {
+        String instance = registration.getInstanceId();
+        io.weightrelay.api.loader.model.InstanceSpan span = registration.getSpan();
         Map<String, FragmentTemplate> templates = new LinkedHashMap<>();
         List<WorkerPlacement> placed = new ArrayList<>();
-        for (io.weightrelay.api.loader.model.WorkerPlacement w : workers) {
+        for (io.weightrelay.api.loader.model.WorkerPlacement w : registration.getWorkers()) {
             WorkerPlacement p = toControl(w);
             if (p.getMode() == ConsumeMode.DIRECT) {
                 FragmentTemplate t;
@@ -174,9 +170,9 @@ public class RestControlPlane implements ControlPlane {
         }
         LoaderRegistration body =
                 new LoaderRegistration()
-                        .model(model)
-                        .group(group)
-                        .node(node)
+                        .model(registration.getModel())
+                        .group(registration.getGroup())
+                        .node(registration.getNode())
                         .endpoint(advertiseUrl())
                         .span(
                                 span == null
@@ -214,10 +210,10 @@ public class RestControlPlane implements ControlPlane {
      * those are uploaded; null when the answer does not say (then every template goes up).
      */
     static java.util.Set<String> missingTemplates(ControlPlaneException e) {
-        if (!(e.getCause() instanceof RestClientResponseException r)) {
+        if (e.problem() == null) {
             return null;
         }
-        JsonNode missing = RemoteProblem.of(r).member("missing");
+        JsonNode missing = e.problem().member("missing");
         if (missing == null || !missing.isArray()) {
             return null;
         }
@@ -337,20 +333,14 @@ public class RestControlPlane implements ControlPlane {
 
     @Override
     public SourceManifest manifest(String model, long generation) {
-        // The binary encoding: a tenth of the JSON at Kimi-K2 scale, decoded in linear time.
         byte[] encoded =
                 call(
                         "manifest of " + model + "/" + generation,
-                        () ->
-                                generations
-                                        .getGenerationManifestEncodedWithResponseSpec(
-                                                model, generation)
-                                        .body(byte[].class));
+                        () -> ControlManifests.encoded(generations, model, generation));
         try {
             return SourceManifest.decode(encoded);
         } catch (RuntimeException e) {
             throw new ControlPlaneException(
-                    0,
                     "manifest of "
                             + model
                             + "/"
@@ -411,7 +401,7 @@ public class RestControlPlane implements ControlPlane {
             return Slice.decode(body);
         } catch (IOException | RuntimeException e) {
             throw new ControlPlaneException(
-                    0, what + ": control-api sent an undecodable encoding: " + e.getMessage(), e);
+                    what + ": control-api sent an undecodable encoding: " + e.getMessage(), e);
         }
     }
 

@@ -111,14 +111,7 @@ public class InstanceService {
         dataplane.open(r.getNode());
         long epoch;
         try {
-            epoch =
-                    control.registerLoader(
-                            r.getInstanceId(),
-                            r.getModel(),
-                            r.getGroup(),
-                            r.getNode(),
-                            r.getSpan(),
-                            r.getWorkers());
+            epoch = control.registerLoader(r);
         } catch (ControlPlaneException e) {
             if (e.refusedInput()) {
                 // The engine's registration itself is wrong (a placement control-api refuses):

@@ -20,14 +20,8 @@ import org.springframework.web.bind.annotation.RestController;
 
 /** The engine registers its workers and buffers, reads them back, and tears down. */
 @RestController
-class InstanceController implements InstanceApi {
-    private final InstanceService instances;
-    private final DataplaneHolder dataplane;
-
-    InstanceController(InstanceService instances, DataplaneHolder dataplane) {
-        this.instances = instances;
-        this.dataplane = dataplane;
-    }
+record InstanceController(InstanceService instances, DataplaneHolder dataplane)
+        implements InstanceApi {
 
     @Override
     public ResponseEntity<InstanceStatus> registerInstance(InstanceRegistration registration) {

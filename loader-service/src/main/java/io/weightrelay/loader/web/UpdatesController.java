@@ -17,12 +17,7 @@ import org.springframework.web.bind.annotation.RestController;
 
 /** The drained engine starts an update and follows it until it has an outcome. */
 @RestController
-class UpdatesController implements UpdatesApi {
-    private final UpdateCoordinator coordinator;
-
-    UpdatesController(UpdateCoordinator coordinator) {
-        this.coordinator = coordinator;
-    }
+record UpdatesController(UpdateCoordinator coordinator) implements UpdatesApi {
 
     @Override
     public ResponseEntity<UpdateProgress> startUpdate(StartUpdateRequest request) {

@@ -2,6 +2,7 @@ package io.weightrelay.loader.control;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.RemoteProblem;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpHeaders;
@@ -19,8 +20,7 @@ class MissingTemplatesTest {
                         new HttpHeaders(),
                         body.getBytes(StandardCharsets.UTF_8),
                         StandardCharsets.UTF_8);
-        return new ControlPlaneException(
-                409, "placement-template-not-found", "not stored", "register", cause);
+        return new ControlPlaneException("register", RemoteProblem.of(cause), cause);
     }
 
     @Test
@@ -38,7 +38,7 @@ class MissingTemplatesTest {
         assertThat(RestControlPlane.missingTemplates(conflict("not json"))).isNull();
         assertThat(
                         RestControlPlane.missingTemplates(
-                                new ControlPlaneException(0, "unreachable", null)))
+                                new ControlPlaneException("unreachable", null)))
                 .isNull();
     }
 }

@@ -2,6 +2,7 @@ package io.weightrelay.loader.pipeline;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.dataplane.ChildJvm;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
@@ -44,7 +45,7 @@ class MultiProcessApplyTest {
     private String prefix;
     private Dataplane trainer;
     private Segment store;
-    private final List<LoaderProcess> loaders = new ArrayList<>();
+    private final List<ChildJvm> loaders = new ArrayList<>();
 
     /** Every object as it was stored: its size and CRC32C. */
     private final Map<String, ObjectVerification.Registered> published = new HashMap<>();
@@ -58,7 +59,7 @@ class MultiProcessApplyTest {
 
     @AfterEach
     void stop() throws Exception {
-        for (LoaderProcess p : loaders) {
+        for (ChildJvm p : loaders) {
             p.close();
         }
         trainer.close();
@@ -124,7 +125,7 @@ class MultiProcessApplyTest {
     private List<String> all(String command) {
         loaders.forEach(l -> l.send(command));
         List<String> replies = new ArrayList<>();
-        for (LoaderProcess l : loaders) {
+        for (ChildJvm l : loaders) {
             replies.add(l.reply());
         }
         return replies;

@@ -3,6 +3,7 @@ package io.weightrelay.loader.update;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.loader.model.ConsumeMode;
 import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.api.loader.model.ReceiveBuffer;
@@ -309,10 +310,13 @@ class UpdateCoordinatorTest {
         // i0003 found a dead segment owner and ended the session before this loader's PREPARED
         control.refuseReports =
                 new ControlPlaneException(
-                        409,
-                        "session-closed",
-                        "the session already ended in state RESUMED_OLD",
                         "report PREPARED of i0000: control-api answered 409",
+                        new RemoteProblem(
+                                409,
+                                "session-closed",
+                                null,
+                                "the session already ended in state RESUMED_OLD",
+                                null),
                         null);
         control.barriers.put(
                 ControlPlane.Barrier.PREPARED,
@@ -388,13 +392,7 @@ class UpdateCoordinatorTest {
         }
 
         @Override
-        public long registerLoader(
-                String instance,
-                String model,
-                String group,
-                String node,
-                io.weightrelay.api.loader.model.InstanceSpan span,
-                List<WorkerPlacement> w) {
+        public long registerLoader(InstanceRegistration registration) {
             return ++epoch;
         }
 

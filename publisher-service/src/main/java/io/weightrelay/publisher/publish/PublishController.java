@@ -9,13 +9,7 @@ import org.springframework.web.bind.annotation.RestController;
 
 /** Batch hand-over, finish and status of a generation on this node. */
 @RestController
-class PublishController implements PublishApi {
-
-    private final Publisher publisher;
-
-    PublishController(Publisher publisher) {
-        this.publisher = publisher;
-    }
+record PublishController(Publisher publisher) implements PublishApi {
 
     @Override
     public ResponseEntity<PublishBatchResult> publishBatch(

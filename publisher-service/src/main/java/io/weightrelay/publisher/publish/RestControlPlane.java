@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.publish;
 
+import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.GzipResponses;
 import io.weightrelay.api.control.client.GenerationsApi;
@@ -84,15 +85,10 @@ final class RestControlPlane implements ControlPlane {
 
     @Override
     public GenerationLayout layout(String model, long generation) {
-        // The binary encoding: a tenth of the JSON at Kimi-K2 scale, decoded in linear time.
         byte[] encoded =
                 call(
                         "read the manifest of " + model + "/" + generation,
-                        () ->
-                                generations
-                                        .getGenerationManifestEncodedWithResponseSpec(
-                                                model, generation)
-                                        .body(byte[].class));
+                        () -> ControlManifests.encoded(generations, model, generation));
         SourceManifest manifest;
         try {
             manifest = SourceManifest.decode(encoded);

@@ -12,15 +12,7 @@ import org.springframework.web.bind.annotation.RestController;
 
 /** The segment, its transport counters, and the owner's checkpoint duties. */
 @RestController
-class OwnerController implements OwnerApi {
-
-    private final SegmentOwner owner;
-    private final OwnerCheckpoints checkpoints;
-
-    OwnerController(SegmentOwner owner, OwnerCheckpoints checkpoints) {
-        this.owner = owner;
-        this.checkpoints = checkpoints;
-    }
+record OwnerController(SegmentOwner owner, OwnerCheckpoints checkpoints) implements OwnerApi {
 
     @Override
     public ResponseEntity<SegmentInfo> getSegmentInfo() {

@@ -1,5 +1,6 @@
 package io.weightrelay.trainer.client;
 
+import io.weightrelay.api.RemoteCallException;
 import io.weightrelay.api.RemoteProblem;
 import org.springframework.web.client.RestClientResponseException;
 
@@ -7,34 +8,34 @@ import org.springframework.web.client.RestClientResponseException;
  * A REST call of the protocol failed: the service's problem type and detail, or why no answer came.
  * {@link #problemType()} is the stable slug (for example {@code store-failed}).
  */
-public class RelayCallException extends RuntimeException {
+public class RelayCallException extends RemoteCallException {
 
     private static final long serialVersionUID = 1L;
 
-    private final int status;
-    private final String problemType;
-
-    public RelayCallException(String message, int status, String problemType, Throwable cause) {
-        super(message, cause);
-        this.status = status;
-        this.problemType = problemType;
+    private RelayCallException(String message, RemoteProblem answer, Throwable cause) {
+        super(message, answer, cause);
     }
 
-    /** HTTP status, 0 when no answer came. */
-    public int status() {
-        return status;
-    }
-
-    /** The problem type's slug, or {@code no-answer}. */
+    /**
+     * The problem type's slug; {@code unknown} for an answer that was not a problem, {@code
+     * no-answer} when none came.
+     */
+    @Override
     public String problemType() {
-        return problemType;
+        return slug(problem());
+    }
+
+    private static String slug(RemoteProblem answer) {
+        if (answer == null) {
+            return "no-answer";
+        }
+        return answer.type() == null ? "unknown" : answer.type();
     }
 
     /** Wraps a failed call to {@code service}, keeping its problem type and detail. */
     static RelayCallException of(String service, String what, RuntimeException e) {
         if (e instanceof RestClientResponseException r) {
             RemoteProblem problem = RemoteProblem.of(r);
-            String type = problem.type() == null ? "unknown" : problem.type();
             return new RelayCallException(
                     service
                             + ": "
@@ -42,14 +43,13 @@ public class RelayCallException extends RuntimeException {
                             + " failed ("
                             + problem.status()
                             + " "
-                            + type
+                            + slug(problem)
                             + "): "
                             + problem.detailOrBody(),
-                    problem.status(),
-                    type,
+                    problem,
                     e);
         }
         return new RelayCallException(
-                service + ": " + what + " got no answer: " + e.getMessage(), 0, "no-answer", e);
+                service + ": " + what + " got no answer: " + e.getMessage(), null, e);
     }
 }
