@@ -15,7 +15,9 @@
 
 namespace dp {
 
-// Wire protocol of the tcp transport (one request, one response, in order per connection).
+// Wire protocol of the tcp transport: requests and their responses in order per connection. A
+// client may send further requests before the earlier responses arrived (pipelining); the server
+// answers them one after the other, so the n-th response belongs to the n-th request.
 constexpr uint32_t kMagic = 0x57524450;  // "WRDP"
 constexpr uint32_t kMaxName = 4096;
 constexpr int64_t kTcpChunk = 8 << 20;
@@ -93,8 +95,13 @@ void ServerMac(const Key& key, const Hello& hello, const Challenge& c, uint8_t* 
 void ClientMac(const Key& key, const Hello& hello, const Challenge& c, uint8_t* out);
 // n bytes from the kernel's random source; false if it fails.
 bool FillRandom(uint8_t* p, size_t n);
-// Sends one request header followed by the name (the payload, if any, follows separately).
-Err SendRequest(int fd, Op op, const std::string& name, int64_t offset, int64_t length);
+// Sends one request: header, name and, for a WRITE, the payload's length bytes at payload, in
+// one sendmsg when the socket takes them.
+Err SendRequest(int fd, Op op, const std::string& name, int64_t offset, int64_t length,
+                const char* payload = nullptr);
+// Appends one request's header and name to out (for sending several requests at once).
+void AppendRequest(std::vector<char>* out, Op op, const std::string& name, int64_t offset,
+                   int64_t length);
 
 }  // namespace dp
 
