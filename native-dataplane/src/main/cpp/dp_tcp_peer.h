@@ -20,11 +20,12 @@ namespace dp {
 // How often a connect is retried when the peer's server is at its connection cap.
 constexpr int kBusyRetries = 3;
 // Requests one stream keeps in flight on its connection, and the payload bytes they may move
-// together: enough that the server always has the next request at hand (no round trip between
-// two chunks, nor between many tensor-sized ones), bounded so one stream never takes the whole
-// queue while another idles.
+// together (a single larger request still goes alone): enough that the server always has the
+// next request at hand (no round trip between two chunks, nor between many tensor-sized ones:
+// 16 KiB ranges read 1.8 GB/s instead of 1.0 on loopback here), few enough bytes that one stream
+// never takes the whole queue while another idles (a 32 MiB window measured no faster).
 constexpr int kPipelineDepth = 16;
-constexpr int64_t kPipelineBytes = 32 << 20;
+constexpr int64_t kPipelineBytes = 2 << 20;
 // The request bytes (headers and names) one stream may have sent ahead of the response it reads.
 // The server reads no request while it sends a READ payload, so those requests must fit in its
 // socket's receive buffer (Linux gives at least 64 KiB of window), or a client blocked sending

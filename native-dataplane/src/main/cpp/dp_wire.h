@@ -20,10 +20,14 @@ namespace dp {
 // answers them one after the other, so the n-th response belongs to the n-th request.
 constexpr uint32_t kMagic = 0x57524450;  // "WRDP"
 constexpr uint32_t kMaxName = 4096;
-constexpr int64_t kTcpChunk = 8 << 20;
-// The longest payload one READ or WRITE request may carry: what a client ever sends. A longer
-// request is malformed and its connection closed (never read into, never discarded for ages).
-constexpr int64_t kMaxRequest = kTcpChunk;
+// The chunk a client cuts tcp transfers into: small enough that a large transfer pipelines in a
+// kPipelineBytes window and spreads finely over the streams, large enough that a chunk's
+// bookkeeping is noise (1 MiB read as fast as 8 MiB on loopback here).
+constexpr int64_t kTcpChunk = 1 << 20;
+// The longest payload one READ or WRITE request may carry (clients before pipelining sent 8 MiB
+// chunks). A longer request is malformed and its connection closed (never read into, never
+// discarded for ages).
+constexpr int64_t kMaxRequest = 8 << 20;
 
 enum class Op : uint32_t { kWrite = 1, kRead = 2, kNotify = 3, kAlloc = 4, kFree = 5 };
 
