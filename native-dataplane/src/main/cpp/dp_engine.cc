@@ -371,11 +371,12 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
             if (b->crc) t.chunk_crc = std::make_unique<uint32_t[]>(chunks);
             t.chunk_bytes = kTcpChunk;
             auto& jobs = remote[seg[i]->peer.get()];
+            auto name = std::make_shared<const std::string>(seg[i]->name);
             int32_t chunk = 0;
             for (int64_t off = 0; off < len; off += kTcpChunk) {
                 int64_t n = std::min(kTcpChunk, len - off);
-                jobs.push_back(TcpJob{b, i, ops[i] == DP_OP_READ ? Op::kRead : Op::kWrite,
-                                      seg[i]->name, offsets[i] + off, local + off, n, chunk++});
+                jobs.push_back(TcpJob{b, i, ops[i] == DP_OP_READ ? Op::kRead : Op::kWrite, name,
+                                      offsets[i] + off, local + off, n, chunk++});
             }
         }
     }

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -316,6 +317,32 @@ inline Err SendAll(int fd, const void* data, int64_t n) {
         }
         p += k;
         n -= k;
+    }
+    return Err::kOk;
+}
+
+// Sends every byte of iov[0..count) with as few system calls as the socket allows (one sendmsg
+// when it takes them all): a header and its payload leave together, not as two segments. The
+// iovecs are advanced in place. kPeerGone on reset or timeout.
+inline Err SendAllV(int fd, struct iovec* iov, int count) {
+    while (count > 0) {
+        struct msghdr m {};
+        m.msg_iov = iov;
+        m.msg_iovlen = static_cast<size_t>(count);
+        ssize_t k = ::sendmsg(fd, &m, MSG_NOSIGNAL);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return Err::kPeerGone;
+        }
+        while (count > 0 && static_cast<size_t>(k) >= iov->iov_len) {
+            k -= static_cast<ssize_t>(iov->iov_len);
+            ++iov;
+            --count;
+        }
+        if (count > 0) {
+            iov->iov_base = static_cast<char*>(iov->iov_base) + k;
+            iov->iov_len -= static_cast<size_t>(k);
+        }
     }
     return Err::kOk;
 }

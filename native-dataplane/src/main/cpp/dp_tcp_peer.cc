@@ -180,78 +180,147 @@ void TcpPeer::FailPending() {
     for (auto& j : fail) engine_->CompleteChunk(j.batch, j.task, Err::kClosed, 0);
 }
 
+// Keeps up to kPipelineDepth requests (kPipelineBytes of payload) in flight on this stream's
+// connection: before it waits for the oldest response it sends the requests of the chunks it can
+// take, so the server finds the next request already there. Responses come in request order. A
+// connection that fails fails every chunk in flight on it (kPeerGone); the next chunk reconnects.
 void TcpPeer::StreamLoop(int index) {
     Fd fd;
+    // In flight, oldest first: a ring of kPipelineDepth slots (no allocation per chunk).
+    std::vector<TcpJob> window(kPipelineDepth);
+    int head = 0, count = 0;
+    int64_t window_bytes = 0, window_requests = 0;  // payload and request bytes in flight
+    auto request_size = [](const TcpJob& j) {
+        return static_cast<int64_t>(sizeof(ReqHeader) + j.segment->size());
+    };
+    std::vector<TcpJob> fresh;  // taken from the queue, requests not sent yet
+    fresh.reserve(kPipelineDepth);
+    std::vector<char> request_buf;
+    auto fail_window = [&](Err e) {
+        for (; count > 0; --count, head = (head + 1) % kPipelineDepth) {
+            TcpJob done = std::move(window[head]);
+            engine_->CompleteChunk(done.batch, done.task, e, 0);
+        }
+        window_bytes = window_requests = 0;
+        std::lock_guard<std::mutex> lock(mu_);
+        fds_[index] = -1;
+        fd.Reset();
+    };
     for (;;) {
-        TcpJob job;
+        fresh.clear();
+        bool stopping;
         {
             std::unique_lock<std::mutex> lock(mu_);
-            cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-            if (jobs_.empty()) break;
-            job = std::move(jobs_.front());
-            jobs_.pop_front();
-            if (stopping_) {
-                lock.unlock();
-                engine_->CompleteChunk(job.batch, job.task, Err::kClosed, 0);
+            if (count == 0) {
+                ++waiting_;
+                cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+                --waiting_;
+                if (jobs_.empty()) break;
+            }
+            stopping = stopping_;
+            int64_t bytes = window_bytes, requests = window_requests;
+            while (!jobs_.empty() && count + static_cast<int>(fresh.size()) < kPipelineDepth) {
+                const TcpJob& next = jobs_.front();
+                if (count > 0 || !fresh.empty()) {
+                    Op op = count > 0 ? window[head].op : fresh.front().op;
+                    // One direction per window, within its bytes, and leave a chunk to a stream
+                    // that waits for one rather than queue it behind our own.
+                    if (next.op != op || bytes + next.length > kPipelineBytes ||
+                        requests + request_size(next) > kPipelineRequestBytes ||
+                        static_cast<int>(jobs_.size()) <= waiting_ || stopping)
+                        break;
+                }
+                bytes += next.length;
+                requests += request_size(next);
+                fresh.push_back(std::move(jobs_.front()));
+                jobs_.pop_front();
+            }
+        }
+        if (stopping) {
+            for (auto& j : fresh) engine_->CompleteChunk(j.batch, j.task, Err::kClosed, 0);
+            fresh.clear();
+            if (count == 0) continue;
+        }
+        if (!fresh.empty()) {
+            if (!fd.valid()) {  // nothing is in flight without a connection
+                auto c = Connect();
+                if (!c.ok()) {
+                    for (auto& j : fresh) engine_->CompleteChunk(j.batch, j.task, c.error(), 0);
+                    continue;
+                }
+                fd = std::move(c.value());
+                std::lock_guard<std::mutex> lock(mu_);
+                fds_[index] = fd.get();
+                if (stopping_) ::shutdown(fd.get(), SHUT_RDWR);
+            }
+            Err e = SendRequests(fd.get(), fresh, &request_buf);
+            for (auto& j : fresh) {
+                window_bytes += j.length;
+                window_requests += request_size(j);
+                window[(head + count++) % kPipelineDepth] = std::move(j);
+            }
+            if (e != Err::kOk) {
+                fail_window(e);
                 continue;
             }
         }
-        if (!fd.valid()) {
-            auto c = Connect();
-            if (!c.ok()) {
-                engine_->CompleteChunk(job.batch, job.task, c.error(), 0);
-                continue;
-            }
-            fd = std::move(c.value());
-            std::lock_guard<std::mutex> lock(mu_);
-            fds_[index] = fd.get();
-            if (stopping_) ::shutdown(fd.get(), SHUT_RDWR);
-        }
+        TcpJob done = std::move(window[head]);
+        head = (head + 1) % kPipelineDepth;
+        --count;
+        window_bytes -= done.length;
+        window_requests -= request_size(done);
         int64_t bytes = 0;
-        Err e = Run(fd.get(), job, &bytes);
-        if (e == Err::kPeerGone) {
-            std::lock_guard<std::mutex> lock(mu_);
-            fds_[index] = -1;
-            fd.Reset();
-        }
+        Err e = ReceiveResponse(fd.get(), done, &bytes);
         if (bytes > 0)
-            engine_->Count(job.op == Op::kRead ? DP_COUNTER_TCP_READ : DP_COUNTER_TCP_WRITTEN,
+            engine_->Count(done.op == Op::kRead ? DP_COUNTER_TCP_READ : DP_COUNTER_TCP_WRITTEN,
                            bytes);
-        engine_->CompleteChunk(job.batch, job.task, e, bytes);
+        engine_->CompleteChunk(done.batch, done.task, e, bytes);
+        if (e == Err::kPeerGone) fail_window(Err::kPeerGone);  // the stream is out of step
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (index < static_cast<int>(fds_.size())) fds_[index] = -1;
 }
 
-Err TcpPeer::Run(int fd, const TcpJob& job, int64_t* bytes) {
-    Err e = SendRequest(fd, job.op, job.segment, job.remote_offset, job.length);
-    if (e != Err::kOk) return e;
-    RespHeader resp{};
-    if (job.op == Op::kWrite) {
-        TaskState& w = job.batch->tasks[job.task];
+// Sends the requests of jobs (all of one direction): reads as one send of all their headers,
+// writes each as header and payload in one sendmsg.
+Err TcpPeer::SendRequests(int fd, const std::vector<TcpJob>& jobs, std::vector<char>* buf) {
+    if (jobs.front().op == Op::kRead) {
+        buf->clear();
+        for (const auto& j : jobs) AppendRequest(buf, j.op, *j.segment, j.remote_offset, j.length);
+        return SendAll(fd, buf->data(), static_cast<int64_t>(buf->size()));
+    }
+    for (const auto& j : jobs) {
+        TaskState& w = j.batch->tasks[j.task];
         if (w.chunk_crc) {
             int64_t t0 = Crc32cNow();
-            w.chunk_crc[job.chunk] = Crc32cUpdate(0, job.local, job.length);
-            job.batch->crc_nanos.fetch_add(Crc32cNow() - t0);
+            w.chunk_crc[j.chunk] = Crc32cUpdate(0, j.local, j.length);
+            j.batch->crc_nanos.fetch_add(Crc32cNow() - t0);
         }
-        if ((e = SendAll(fd, job.local, job.length)) != Err::kOk) return e;
-        if ((e = RecvAll(fd, &resp, sizeof resp)) != Err::kOk) return e;
-        if (resp.status != DP_OK) return FromCode(resp.status);
-        *bytes = job.length;
-        return Err::kOk;
-    }
-    if ((e = RecvAll(fd, &resp, sizeof resp)) != Err::kOk) return e;
-    if (resp.status != DP_OK) return FromCode(resp.status);
-    TaskState& t = job.batch->tasks[job.task];
-    if (t.chunk_crc) {
-        uint32_t crc = 0;
-        int64_t spent = 0;
-        e = RecvAllCrc32c(fd, job.local, job.length, &crc, &spent);
-        job.batch->crc_nanos.fetch_add(spent);
+        Err e = SendRequest(fd, j.op, *j.segment, j.remote_offset, j.length, j.local);
         if (e != Err::kOk) return e;
-        t.chunk_crc[job.chunk] = crc;
-    } else if ((e = RecvAll(fd, job.local, job.length)) != Err::kOk) {
-        return e;
+    }
+    return Err::kOk;
+}
+
+// Receives the response to job's request: a WRITE's status, or a READ's status and its bytes
+// (straight into the destination, summed as they land when the batch takes CRC32C).
+Err TcpPeer::ReceiveResponse(int fd, const TcpJob& job, int64_t* bytes) {
+    RespHeader resp{};
+    Err e = RecvAll(fd, &resp, sizeof resp);
+    if (e != Err::kOk) return e;
+    if (resp.status != DP_OK) return FromCode(resp.status);
+    if (job.op == Op::kRead) {
+        TaskState& t = job.batch->tasks[job.task];
+        if (t.chunk_crc) {
+            uint32_t crc = 0;
+            int64_t spent = 0;
+            e = RecvAllCrc32c(fd, job.local, job.length, &crc, &spent);
+            job.batch->crc_nanos.fetch_add(spent);
+            if (e != Err::kOk) return e;
+            t.chunk_crc[job.chunk] = crc;
+        } else if ((e = RecvAll(fd, job.local, job.length)) != Err::kOk) {
+            return e;
+        }
     }
     *bytes = job.length;
     return Err::kOk;

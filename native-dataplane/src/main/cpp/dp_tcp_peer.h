@@ -19,12 +19,24 @@ namespace dp {
 
 // How often a connect is retried when the peer's server is at its connection cap.
 constexpr int kBusyRetries = 3;
+// Requests one stream keeps in flight on its connection, and the payload bytes they may move
+// together (a single larger request still goes alone): enough that the server always has the
+// next request at hand (no round trip between two chunks, nor between many tensor-sized ones:
+// 16 KiB ranges read 1.8 GB/s instead of 1.0 on loopback here), few enough bytes that one stream
+// never takes the whole queue while another idles (a 32 MiB window measured no faster).
+constexpr int kPipelineDepth = 16;
+constexpr int64_t kPipelineBytes = 2 << 20;
+// The request bytes (headers and names) one stream may have sent ahead of the response it reads.
+// The server reads no request while it sends a READ payload, so those requests must fit in its
+// socket's receive buffer (Linux gives at least 64 KiB of window), or a client blocked sending
+// them and a server blocked sending to it would wait for each other.
+constexpr int64_t kPipelineRequestBytes = 16 << 10;
 
 struct TcpJob {
     std::shared_ptr<BatchState> batch;
     int32_t task;
     Op op;
-    std::string segment;
+    std::shared_ptr<const std::string> segment;  // one per task, shared by its chunks
     int64_t remote_offset;
     char* local;
     int64_t length;
@@ -32,7 +44,10 @@ struct TcpJob {
 };
 
 // Connections to one peer engine: a chunk queue drained by `streams` stream threads, each with
-// its own connection, plus one control connection for alloc, free and notify.
+// its own connection on which it pipelines up to kPipelineDepth requests of one direction (reads
+// and writes never share a window: a client blocked sending a write payload while the server is
+// blocked sending it a read payload would wait forever), plus one control connection for alloc,
+// free and notify.
 class TcpPeer {
  public:
     TcpPeer(Engine* engine, std::string host, int port)
@@ -56,12 +71,14 @@ class TcpPeer {
     Result<Fd> Connect();
     void FailPending();
     void StreamLoop(int index);
-    static Err Run(int fd, const TcpJob& job, int64_t* bytes);
+    static Err SendRequests(int fd, const std::vector<TcpJob>& jobs, std::vector<char>* buf);
+    static Err ReceiveResponse(int fd, const TcpJob& job, int64_t* bytes);
 
     Engine* const engine_;
     const std::string host_;
     const int port_;
-    // Guards jobs_, pending_fail_, threads_, fds_ and stopping_; cv_ wakes the stream threads.
+    // Guards jobs_, pending_fail_, threads_, fds_, waiting_ and stopping_; cv_ wakes the stream
+    // threads.
     // A leaf lock: chunks are completed (CompleteChunk) only after it is released.
     std::mutex mu_;
     std::condition_variable cv_;
@@ -70,6 +87,7 @@ class TcpPeer {
     std::vector<std::thread> threads_;
     std::vector<int> fds_;
     bool stopping_ = false;
+    int waiting_ = 0;  // stream threads with nothing in flight, waiting for a chunk
     // Guards control_ and keeps one control request in flight; held across its network round
     // trip (and a reconnect), never while taking another lock.
     std::mutex control_mu_;

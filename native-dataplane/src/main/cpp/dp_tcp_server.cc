@@ -143,7 +143,8 @@ void Engine::ServeConnection(int raw_fd) {
     conn_fds_.erase(fd.get());
 }
 
-// One request, one response, in order. Between requests a connection may idle as long as the peer
+// One request, one response, in order (a client may have sent the next requests already: they
+// wait in the socket until their turn). Between requests a connection may idle as long as the peer
 // stays (keepalive notices a vanished host); once a request has begun, every read is bounded by
 // the server timeout, so a sender that stops mid-request is closed. Anything malformed closes
 // the connection: the stream is never read out of step.
@@ -185,11 +186,13 @@ void Engine::ServeRequests(int fd, uint8_t role) {
                 if (e != Err::kOk) return;
                 if (resp.status == DP_OK) Count(DP_COUNTER_TCP_SERVED_WRITTEN, h.length);
             } else {
-                if (SendAll(fd, &resp, sizeof resp) != Err::kOk) return;
-                if (resp.status == DP_OK) {
-                    if (SendAll(fd, seg->mapping->base() + h.offset, h.length) != Err::kOk) return;
-                    Count(DP_COUNTER_TCP_SERVED_READ, h.length);
-                }
+                // The header and the bytes leave in one sendmsg (no lone 16-byte segment).
+                struct iovec iov[2] = {
+                    {&resp, sizeof resp},
+                    {resp.status == DP_OK ? seg->mapping->base() + h.offset : nullptr,
+                     resp.status == DP_OK ? static_cast<size_t>(h.length) : 0}};
+                if (SendAllV(fd, iov, resp.status == DP_OK ? 2 : 1) != Err::kOk) return;
+                if (resp.status == DP_OK) Count(DP_COUNTER_TCP_SERVED_READ, h.length);
                 continue;
             }
         } else if (op == Op::kAlloc) {

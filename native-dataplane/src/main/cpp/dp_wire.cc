@@ -49,13 +49,23 @@ bool FillRandom(uint8_t* p, size_t n) {
     return true;
 }
 
-Err SendRequest(int fd, Op op, const std::string& name, int64_t offset, int64_t length) {
-    char buf[sizeof(ReqHeader) + kMaxName];
+Err SendRequest(int fd, Op op, const std::string& name, int64_t offset, int64_t length,
+                const char* payload) {
     ReqHeader h{kMagic, static_cast<uint32_t>(op),          offset,
                 length, static_cast<uint32_t>(name.size()), 0};
-    std::memcpy(buf, &h, sizeof h);
-    std::memcpy(buf + sizeof h, name.data(), name.size());
-    return SendAll(fd, buf, static_cast<int64_t>(sizeof h + name.size()));
+    struct iovec iov[3] = {{&h, sizeof h},
+                           {const_cast<char*>(name.data()), name.size()},
+                           {const_cast<char*>(payload), payload ? static_cast<size_t>(length) : 0}};
+    return SendAllV(fd, iov, payload ? 3 : 2);
+}
+
+void AppendRequest(std::vector<char>* out, Op op, const std::string& name, int64_t offset,
+                   int64_t length) {
+    ReqHeader h{kMagic, static_cast<uint32_t>(op),          offset,
+                length, static_cast<uint32_t>(name.size()), 0};
+    const char* p = reinterpret_cast<const char*>(&h);
+    out->insert(out->end(), p, p + sizeof h);
+    out->insert(out->end(), name.begin(), name.end());
 }
 
 }  // namespace dp

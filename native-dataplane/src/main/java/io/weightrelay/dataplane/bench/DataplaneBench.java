@@ -99,7 +99,22 @@ public final class DataplaneBench {
             double local = median(localRates);
             double socket = median(socketRates);
             double tcp = median(tcpRates);
-            remoteSource.close();
+            // The read direction, as a loader pulls: c reads b's segment over tcp.
+            double tcpRead =
+                    measure(
+                            repeats,
+                            size,
+                            () ->
+                                    c.engine()
+                                            .transfer(
+                                                    List.of(
+                                                            TransferRequest.read(
+                                                                    remoteSource,
+                                                                    0,
+                                                                    target.name(),
+                                                                    0,
+                                                                    size)),
+                                                    WAIT));
 
             int[] round = {0};
             Counters beforePut = a.counters();
@@ -140,8 +155,28 @@ public final class DataplaneBench {
                                     }
                                 }
                             });
+            // A loader's pull over tcp: tensor-sized ranges (1 MiB at the default size), so the
+            // cost of each request's round trip shows, not only the bytes.
+            List<ReadRange> tensors = new ArrayList<>();
+            long tensor = Math.max(1, size / 256);
+            for (long off = 0; off < size; off += tensor) {
+                tensors.add(new ReadRange(off, Math.min(tensor, size - off), remoteSource, off));
+            }
+            double tcpGet =
+                    measure(
+                            repeats,
+                            size,
+                            () -> {
+                                long[] r = c.store().getIntoRanges("bench/get", tensors);
+                                for (long n : r) {
+                                    if (n < 0) {
+                                        throw new IllegalStateException("range failed: " + n);
+                                    }
+                                }
+                            });
             a.store().remove("bench/get");
             target.close();
+            remoteSource.close();
 
             Segment cold = b.createSegment("bench-cold", size);
             long t0 = System.nanoTime();
@@ -155,7 +190,8 @@ public final class DataplaneBench {
                     Locale.ROOT,
                     "{\"size\":%d,\"streams\":%d,\"memcpy_gbps\":%.3f,\"local_gbps\":%.3f,"
                             + "\"local_vs_memcpy\":%.3f,\"socket_gbps\":%.3f,\"tcp_gbps\":%.3f,"
-                            + "\"tcp_vs_socket\":%.3f,\"tcp_vs_memcpy\":%.3f,"
+                            + "\"tcp_vs_socket\":%.3f,\"tcp_vs_memcpy\":%.3f,\"tcp_read_gbps\":%.3f,"
+                            + "\"tcp_get_ranges_gbps\":%.3f,\"tcp_get_ranges_vs_socket\":%.3f,"
                             + "\"put_local_gbps\":%.3f,\"put_tcp_bytes\":%d,"
                             + "\"get_ranges_gbps\":%.3f,\"cold_local_gbps\":%.3f,"
                             + "\"authenticated\":%b}",
@@ -168,6 +204,9 @@ public final class DataplaneBench {
                     tcp,
                     tcp / socket,
                     tcp / memcpy,
+                    tcpRead,
+                    tcpGet,
+                    tcpGet / socket,
                     put,
                     putTcpBytes,
                     get,
