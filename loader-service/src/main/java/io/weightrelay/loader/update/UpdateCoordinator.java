@@ -121,10 +121,11 @@ public class UpdateCoordinator {
     public UpdateRun start(Long generation, Duration timeout) {
         Instance instance = instances.beginUpdate();
         try {
-            long target =
-                    generation != null
-                            ? generation
-                            : control.activeGeneration(instance.model()).generation();
+            // The active generation's answer is also the state and digest prepare checks: asked
+            // for once, not again a moment later.
+            GenerationRef active =
+                    generation != null ? null : control.activeGeneration(instance.model());
+            long target = generation != null ? generation : active.generation();
             UpdateRun run =
                     new UpdateRun(
                             instance.instanceId()
@@ -138,7 +139,7 @@ public class UpdateCoordinator {
                 runs.put(run.id(), run);
                 last = run;
             }
-            worker.execute(() -> execute(instance, run, timeout));
+            worker.execute(() -> execute(instance, run, active, timeout));
             return run;
         } catch (ControlPlaneException e) {
             instances.endUpdate(instance.epoch(), null, false);
@@ -203,7 +204,10 @@ public class UpdateCoordinator {
         return new Failure(instance.instanceId(), String.valueOf(e));
     }
 
-    private void execute(Instance instance, UpdateRun run, Duration timeout) {
+    /**
+     * @param known the generation as control-api described it when the update started, or null
+     */
+    private void execute(Instance instance, UpdateRun run, GenerationRef known, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         String model = instance.model();
         String group = instance.group();
@@ -238,7 +242,7 @@ public class UpdateCoordinator {
                                         control.acquireLease(
                                                 model, generation, id, properties.leaseTtl()),
                                 calls);
-                GenerationRef g = control.generation(model, generation);
+                GenerationRef g = known != null ? known : control.generation(model, generation);
                 if (!g.state().equals("ACTIVE") && !g.state().equals("RETIRED")) {
                     throw new ApplyFailure(
                             model + "/" + generation,
