@@ -64,10 +64,10 @@ public class UpdateCoordinator {
 
     /**
      * Control-api calls of a prepare that run beside its other steps: the plan, the group's
-     * buffers, the lease and the session.
+     * buffers, the lease, the session and a first manifest.
      */
     private final ExecutorService calls =
-            Executors.newFixedThreadPool(4, DaemonThreads.named("update-calls"));
+            Executors.newFixedThreadPool(5, DaemonThreads.named("update-calls"));
 
     private final Map<String, UpdateRun> runs =
             new LinkedHashMap<>() {
@@ -242,6 +242,14 @@ public class UpdateCoordinator {
                                         control.acquireLease(
                                                 model, generation, id, properties.leaseTtl()),
                                 calls);
+                // No manifest of this model yet (the first update): it is fetched beside the plan,
+                // which control-api may be computing now, and checked against the digest below.
+                SourceManifest cached = lastManifest;
+                CompletableFuture<SourceManifest> fetching =
+                        cached != null && cached.model().equals(model)
+                                ? null
+                                : CompletableFuture.supplyAsync(
+                                        () -> control.manifest(model, generation), calls);
                 GenerationRef g = known != null ? known : control.generation(model, generation);
                 if (!g.state().equals("ACTIVE") && !g.state().equals("RETIRED")) {
                     throw new ApplyFailure(
@@ -262,12 +270,13 @@ public class UpdateCoordinator {
                 watch.lap("generation");
                 join(leasing);
                 watch.lap("lease");
-                SourceManifest manifest = lastManifest;
+                SourceManifest manifest = cached;
                 if (manifest == null
                         || !manifest.model().equals(model)
                         || !manifest.digest().equals(g.manifestDigest())) {
                     // A new manifest digest only; every generation of the same manifest shares it.
-                    manifest = control.manifest(model, generation);
+                    manifest =
+                            fetching != null ? join(fetching) : control.manifest(model, generation);
                     if (!manifest.digest().equals(g.manifestDigest())) {
                         throw new ApplyFailure(
                                 CONTROL_API,
