@@ -23,9 +23,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -44,10 +41,6 @@ public final class DataplaneUpdater {
     /** Prunes the notify counters of failed applies once their peers' pushes have timed out. */
     private static final ScheduledExecutorService PRUNER =
             Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("notify-pruner"));
-
-    /** Creates the read staging beside a prepare's checks. */
-    private static final ExecutorService STAGING =
-            Executors.newSingleThreadExecutor(DaemonThreads.named("staging"));
 
     /** Device name of the loader's own read staging in registration keys. */
     public static final String STAGING_DEVICE = "staging";
@@ -74,9 +67,8 @@ public final class DataplaneUpdater {
     }
 
     /**
-     * Prepare: touches no byte of any buffer. Validation comes first, so a failure there registers
-     * nothing; registrations made here (the staging, created beside the object checks) stay
-     * provisional until the caller promotes or discards them.
+     * Prepare: touches no byte of any buffer. Validation and object checks come first, so a failure
+     * there registers nothing; registrations made here stay provisional.
      *
      * @throws ApplyFailure naming the object or worker at fault
      */
@@ -157,64 +149,46 @@ public final class DataplaneUpdater {
                 }
             }
         }
-        // The read staging is created (and pre-faulted: a second or more at first, reused after)
-        // while the peers are checked, which is mostly waiting on Redis and the segments' owners.
-        RegistrationKey stagingKey =
-                new RegistrationKey(
-                        r.epoch(),
-                        r.instance(),
-                        STAGING_DEVICE,
-                        "staging-" + r.instance(),
-                        PipelineExecutor.stagingBytes(slice, settings.slots()));
-        CompletableFuture<Segment> staging =
-                CompletableFuture.supplyAsync(() -> registrations.acquire(stagingKey), STAGING);
+        // Peers that restarted since the last update (a publisher, another loader) keep their
+        // segment names but not their endpoints or files: forget what changed before anything
+        // is read or written, so a restart elsewhere never fails this update half-way.
+        int forgotten = dataplane.engine().revalidate();
+        if (forgotten > 0) {
+            log.info(
+                    "{} segment(s) changed owner since the last update; resolving them afresh",
+                    forgotten);
+        }
+        laps.lap("revalidate");
+        checkObjects(slice.objectKeys(r.model(), r.generation()));
+        laps.lap("check-objects");
         Map<String, Segment> own = new LinkedHashMap<>();
-        try {
-            // Peers that restarted since the last update (a publisher, another loader) keep their
-            // segment names but not their endpoints or files: forget what changed before anything
-            // is read or written, so a restart elsewhere never fails this update half-way.
-            int forgotten = dataplane.engine().revalidate();
-            if (forgotten > 0) {
-                log.info(
-                        "{} segment(s) changed owner since the last update; resolving them afresh",
-                        forgotten);
-            }
-            laps.lap("revalidate");
-            checkObjects(slice.objectKeys(r.model(), r.generation()));
-            laps.lap("check-objects");
-            for (int w : slice.myWorkers()) {
-                String worker = plan.workerId(w);
-                r.directory()
-                        .segmentsOf(worker)
-                        .forEach(
-                                (segment, size) ->
-                                        own.put(
-                                                segment,
-                                                registrations.acquire(
-                                                        new RegistrationKey(
-                                                                r.epoch(),
-                                                                r.instance(),
-                                                                worker,
-                                                                segment,
-                                                                size))));
-            }
-            laps.lap("receive-segments");
-        } catch (RuntimeException e) {
-            // Registered by now or never: the caller's discard then finds every provisional one.
-            try {
-                staging.join();
-            } catch (RuntimeException ignored) {
-                // the failure above is the one to report
-            }
-            throw e;
+        for (int w : slice.myWorkers()) {
+            String worker = plan.workerId(w);
+            r.directory()
+                    .segmentsOf(worker)
+                    .forEach(
+                            (segment, size) ->
+                                    own.put(
+                                            segment,
+                                            registrations.acquire(
+                                                    new RegistrationKey(
+                                                            r.epoch(),
+                                                            r.instance(),
+                                                            worker,
+                                                            segment,
+                                                            size))));
         }
-        Segment stagingSegment;
-        try {
-            stagingSegment = staging.join();
-        } catch (CompletionException e) {
-            throw e.getCause() instanceof RuntimeException c ? c : e;
-        }
-        laps.lap("staging-wait");
+        laps.lap("receive-segments");
+        long stagingBytes = PipelineExecutor.stagingBytes(slice, settings.slots());
+        Segment staging =
+                registrations.acquire(
+                        new RegistrationKey(
+                                r.epoch(),
+                                r.instance(),
+                                STAGING_DEVICE,
+                                "staging-" + r.instance(),
+                                stagingBytes));
+        laps.lap("staging");
         Map<String, Long> baselines = new HashMap<>();
         for (SliceSchedule.WriterBatch g : slice.receivedFrom()) {
             String name =
@@ -225,7 +199,7 @@ public final class DataplaneUpdater {
         }
         laps.lap("notify");
         log.info("prepare steps of {} for generation {}: {}", r.instance(), r.generation(), laps);
-        return new Prepared(r, slice, stagingSegment, own, baselines, layout);
+        return new Prepared(r, slice, staging, own, baselines, layout);
     }
 
     /**
