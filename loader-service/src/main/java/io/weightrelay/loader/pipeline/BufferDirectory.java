@@ -1,6 +1,7 @@
 package io.weightrelay.loader.pipeline;
 
 import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.plan.Slice;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -85,6 +86,16 @@ public final class BufferDirectory {
                                                 + " has no registered buffer '"
                                                 + bufferId
                                                 + "'"));
+    }
+
+    /** Whether every worker the slice names (its own and those it writes to) has buffers here. */
+    public boolean holdsEveryWorkerOf(Slice slice) {
+        for (int w = 0; w < slice.workerCount(); w++) {
+            if (!byWorker.containsKey(slice.workerId(w))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Every buffer of a worker, in registration order. */

@@ -82,6 +82,7 @@ public final class DataplaneUpdater {
      * validating again. Objects, fences and registrations are still checked.
      */
     public Prepared prepare(PrepareRequest r, SliceSchedule validated) {
+        Laps laps = new Laps();
         Slice plan = r.slice();
         if (!plan.sourceDigest().equals(r.manifest().digest())) {
             throw new ApplyFailure(
@@ -126,6 +127,7 @@ public final class DataplaneUpdater {
             }
             slice = new SliceSchedule(plan, r.directory());
         }
+        laps.lap(validated == null ? "validate-schedule" : "schedule-reused");
         for (int w : slice.myWorkers()) {
             if (plan.workerMode(w) == Mode.COMPAT) {
                 if (layout == null) {
@@ -156,7 +158,9 @@ public final class DataplaneUpdater {
                     "{} segment(s) changed owner since the last update; resolving them afresh",
                     forgotten);
         }
+        laps.lap("revalidate");
         checkObjects(slice.objectKeys(r.model(), r.generation()));
+        laps.lap("check-objects");
         Map<String, Segment> own = new LinkedHashMap<>();
         for (int w : slice.myWorkers()) {
             String worker = plan.workerId(w);
@@ -174,6 +178,7 @@ public final class DataplaneUpdater {
                                                             segment,
                                                             size))));
         }
+        laps.lap("receive-segments");
         long stagingBytes = PipelineExecutor.stagingBytes(slice, settings.slots());
         Segment staging =
                 registrations.acquire(
@@ -183,6 +188,7 @@ public final class DataplaneUpdater {
                                 STAGING_DEVICE,
                                 "staging-" + r.instance(),
                                 stagingBytes));
+        laps.lap("staging");
         Map<String, Long> baselines = new HashMap<>();
         for (SliceSchedule.WriterBatch g : slice.receivedFrom()) {
             String name =
@@ -191,6 +197,8 @@ public final class DataplaneUpdater {
             // Registered before the all-prepared barrier, so no writer notifies an unknown name.
             baselines.put(name, dataplane.engine().registerNotify(name));
         }
+        laps.lap("notify");
+        log.info("prepare steps of {} for generation {}: {}", r.instance(), r.generation(), laps);
         return new Prepared(r, slice, staging, own, baselines, layout);
     }
 

@@ -15,7 +15,9 @@ import io.weightrelay.loader.instance.InstanceService;
 import io.weightrelay.loader.pipeline.ApplyCounts;
 import io.weightrelay.loader.pipeline.ApplyFailure;
 import io.weightrelay.loader.pipeline.BufferDirectory;
+import io.weightrelay.loader.pipeline.Laps;
 import io.weightrelay.loader.pipeline.PrepareRequest;
+import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.loader.update.UpdateRun.Outcome;
 import io.weightrelay.loader.update.UpdateRun.Phase;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -60,9 +62,12 @@ public class UpdateCoordinator {
     private final ExecutorService worker =
             Executors.newSingleThreadExecutor(DaemonThreads.named("update"));
 
-    /** Control-api calls of a prepare that run beside its other steps. */
+    /**
+     * Control-api calls of a prepare that run beside its other steps: the plan, the group's
+     * buffers, the lease, the session and a first manifest.
+     */
     private final ExecutorService calls =
-            Executors.newFixedThreadPool(2, DaemonThreads.named("update-calls"));
+            Executors.newFixedThreadPool(5, DaemonThreads.named("update-calls"));
 
     private final Map<String, UpdateRun> runs =
             new LinkedHashMap<>() {
@@ -116,10 +121,11 @@ public class UpdateCoordinator {
     public UpdateRun start(Long generation, Duration timeout) {
         Instance instance = instances.beginUpdate();
         try {
-            long target =
-                    generation != null
-                            ? generation
-                            : control.activeGeneration(instance.model()).generation();
+            // The active generation's answer is also the state and digest prepare checks: asked
+            // for once, not again a moment later.
+            GenerationRef active =
+                    generation != null ? null : control.activeGeneration(instance.model());
+            long target = generation != null ? generation : active.generation();
             UpdateRun run =
                     new UpdateRun(
                             instance.instanceId()
@@ -133,7 +139,7 @@ public class UpdateCoordinator {
                 runs.put(run.id(), run);
                 last = run;
             }
-            worker.execute(() -> execute(instance, run, timeout));
+            worker.execute(() -> execute(instance, run, active, timeout));
             return run;
         } catch (ControlPlaneException e) {
             instances.endUpdate(instance.epoch(), null, false);
@@ -198,7 +204,10 @@ public class UpdateCoordinator {
         return new Failure(instance.instanceId(), String.valueOf(e));
     }
 
-    private void execute(Instance instance, UpdateRun run, Duration timeout) {
+    /**
+     * @param known the generation as control-api described it when the update started, or null
+     */
+    private void execute(Instance instance, UpdateRun run, GenerationRef known, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         String model = instance.model();
         String group = instance.group();
@@ -209,20 +218,39 @@ public class UpdateCoordinator {
         Outcome outcome = Outcome.PAUSED_REBUILD;
         Phase end = Phase.PAUSED_REBUILD;
         Failure failure = null;
-        boolean leased = false;
+        CompletableFuture<Void> leasing = null;
         UpdateSteps.PreparedUpdate prepared = null;
         CompletableFuture<Void> starting = null;
         try {
             // ---- prepare: touches nothing ----
             try {
                 run.enter(Phase.PREPARING);
-                Stopwatch watch = new Stopwatch();
-                // Resolving the plan reads only the registry and the generation's digests: it
-                // runs while the generation is checked and leased, off the critical path.
+                Laps watch = new Laps();
+                // The plan, the group's buffers and the lease depend on nothing but the request:
+                // they are asked for at once, beside the generation's check, so a prepare waits
+                // for its slowest round trip instead of their sum. A lease taken on a generation
+                // the check then refuses is released with the failure, as any other.
                 CompletableFuture<PlanRef> resolving =
                         CompletableFuture.supplyAsync(
                                 () -> control.resolvePlan(model, generation, group), calls);
-                GenerationRef g = control.generation(model, generation);
+                CompletableFuture<List<WorkerBuffers>> reading =
+                        CompletableFuture.supplyAsync(
+                                () -> control.groupBuffers(model, group), calls);
+                leasing =
+                        CompletableFuture.runAsync(
+                                () ->
+                                        control.acquireLease(
+                                                model, generation, id, properties.leaseTtl()),
+                                calls);
+                // No manifest of this model yet (the first update): it is fetched beside the plan,
+                // which control-api may be computing now, and checked against the digest below.
+                SourceManifest cached = lastManifest;
+                CompletableFuture<SourceManifest> fetching =
+                        cached != null && cached.model().equals(model)
+                                ? null
+                                : CompletableFuture.supplyAsync(
+                                        () -> control.manifest(model, generation), calls);
+                GenerationRef g = known != null ? known : control.generation(model, generation);
                 if (!g.state().equals("ACTIVE") && !g.state().equals("RETIRED")) {
                     throw new ApplyFailure(
                             model + "/" + generation,
@@ -239,14 +267,16 @@ public class UpdateCoordinator {
                                     + g.corruptObject()
                                     + " does not match its published checksum");
                 }
-                control.acquireLease(model, generation, id, properties.leaseTtl());
-                leased = true;
-                SourceManifest manifest = lastManifest;
+                watch.lap("generation");
+                join(leasing);
+                watch.lap("lease");
+                SourceManifest manifest = cached;
                 if (manifest == null
                         || !manifest.model().equals(model)
                         || !manifest.digest().equals(g.manifestDigest())) {
                     // A new manifest digest only; every generation of the same manifest shares it.
-                    manifest = control.manifest(model, generation);
+                    manifest =
+                            fetching != null ? join(fetching) : control.manifest(model, generation);
                     if (!manifest.digest().equals(g.manifestDigest())) {
                         throw new ApplyFailure(
                                 CONTROL_API,
@@ -256,7 +286,7 @@ public class UpdateCoordinator {
                     }
                     lastManifest = manifest;
                 }
-                watch.lap("generation-lease-manifest");
+                watch.lap("manifest");
                 PlanRef ref = join(resolving);
                 watch.lap("resolve-plan");
                 if (!ref.valid()) {
@@ -277,9 +307,8 @@ public class UpdateCoordinator {
                     lastSlice = new CachedSlice(ref.planId(), slice);
                 }
                 watch.lap("fetch-slice");
-                // The session is started while this loader reads the group's buffers and prepares
-                // (it must exist only before the PREPARED report); the directory is read after the
-                // plan resolved, so it knows every loader the plan names.
+                // The session is started while this loader prepares (it must exist only before
+                // the PREPARED report).
                 List<String> planned = ref.instances();
                 String planId = ref.planId();
                 starting =
@@ -288,7 +317,12 @@ public class UpdateCoordinator {
                                         control.startSession(
                                                 model, generation, group, planned, planId, timeout),
                                 calls);
-                BufferDirectory directory = new BufferDirectory(control.groupBuffers(model, group));
+                BufferDirectory directory = new BufferDirectory(join(reading));
+                if (!directory.holdsEveryWorkerOf(slice)) {
+                    // Read beside the plan's resolution, the registry may predate a loader the
+                    // plan names (it registered in between): read it again, now that it is there.
+                    directory = new BufferDirectory(control.groupBuffers(model, group));
+                }
                 watch.lap("loaders");
                 prepared =
                         steps.prepare(
@@ -317,12 +351,9 @@ public class UpdateCoordinator {
                 log.info("prepare of {}: {}", run.id(), watch);
             } catch (RuntimeException e) {
                 if (starting != null) {
-                    // The failure goes to the session, so the session must exist first.
-                    try {
-                        starting.join();
-                    } catch (RuntimeException ignored) {
-                        // it failed itself: the report below names this loader's failure anyway
-                    }
+                    // The failure goes to the session, so the session must exist first (when it
+                    // failed itself, the report below names this loader's failure anyway).
+                    settled(starting);
                 }
                 failure = failure(instance, generation, e);
                 reportFailed(instance, generation, failure);
@@ -331,7 +362,9 @@ public class UpdateCoordinator {
                 } catch (RuntimeException d) {
                     log.warn("dropping provisional registrations failed: {}", d.toString());
                 }
-                if (leased && !Long.valueOf(generation).equals(instance.generation())) {
+                if (leasing != null
+                        && settled(leasing)
+                        && !Long.valueOf(generation).equals(instance.generation())) {
                     releaseLease(model, generation, id);
                 }
                 outcome = Outcome.RESUMED_OLD;
@@ -393,23 +426,6 @@ public class UpdateCoordinator {
         }
     }
 
-    /** Milliseconds per step, for the log. */
-    private static final class Stopwatch {
-        private final StringBuilder laps = new StringBuilder();
-        private long last = System.nanoTime();
-
-        void lap(String step) {
-            long now = System.nanoTime();
-            laps.append(step).append('=').append((now - last) / 1_000_000).append("ms ");
-            last = now;
-        }
-
-        @Override
-        public String toString() {
-            return laps.toString().trim();
-        }
-    }
-
     private static java.util.List<io.weightrelay.reshard.placement.Worker> reshardWorkers(
             Instance instance, SourceManifest manifest) {
         try {
@@ -435,6 +451,16 @@ public class UpdateCoordinator {
                     outcome,
                     failure.message(),
                     failure.peer());
+        }
+    }
+
+    /** Waits for a call that may still run; whether it succeeded. */
+    private static boolean settled(CompletableFuture<?> call) {
+        try {
+            call.join();
+            return true;
+        } catch (RuntimeException e) {
+            return false;
         }
     }
 
