@@ -130,9 +130,11 @@ import tools.jackson.databind.json.JsonMapper;
  * models, every expert whole on one rank, and 1 for dense ones), {@code --rollout-nodes R} (default
  * instances x tp / 8), {@code --control-heap 1g}, {@code --register-chunk 256} (objects per
  * registration, the publisher's default), {@code --heartbeat-seconds 5}, {@code --warmup 1} (whole
- * runs on the {@code tiny} model first, so the JIT has compiled the paths; 0 for a cold service),
- * {@code --call-timeout-seconds 300}, {@code --redis-host 127.0.0.1 --redis-port 6379 --control-jar
- * <exec jar> --root <repo>}, {@code --control-arg --k=v} and {@code --control-jvm-arg -X...}
+ * runs first on the same deployment with the model scaled to a tenth of its tensors, at least 700,
+ * under another model name, their loaders deregistered after: the JIT has then compiled the paths
+ * the measured run takes, as in a control-api that has served updates; 0 for a cold one), {@code
+ * --call-timeout-seconds 300}, {@code --redis-host 127.0.0.1 --redis-port 6379 --control-jar <exec
+ * jar> --root <repo>}, {@code --control-arg --k=v} and {@code --control-jvm-arg -X...}
  * (repeatable), {@code --keep-logs}, {@code --keep-redis}.
  */
 public final class ControlPlaneBench {
@@ -199,6 +201,22 @@ public final class ControlPlaneBench {
                 int ep,
                 int rolloutNodes,
                 Mode mode) {
+            return of("", catalogued, tensors, trainerNodes, instances, tp, ep, rolloutNodes, mode);
+        }
+
+        /**
+         * @param prefix put before the model's name, so a warm-up run shares no key with it
+         */
+        static Scenario of(
+                String prefix,
+                String catalogued,
+                int tensors,
+                int trainerNodes,
+                int instances,
+                int tp,
+                int ep,
+                int rolloutNodes,
+                Mode mode) {
             ModelConfig config = ModelCatalog.config(catalogued);
             String synthetic = null;
             String model = catalogued;
@@ -216,6 +234,7 @@ public final class ControlPlaneBench {
                                 + " experts";
                 model = catalogued + "-t" + tensors;
             }
+            model = prefix + model;
             List<TensorLayout> catalog = ModelCatalog.layout(config);
             // What the lab's simulated trainer publishes: every tensor as bf16.
             List<TensorSpec> specs = new ArrayList<>();
@@ -415,15 +434,34 @@ public final class ControlPlaneBench {
         try {
             control = ServiceProcess.start("control-api", controlJar, heap, jvm, spring, logs);
             control.awaitHealthy(Duration.ofMinutes(3));
+            // The warm-up deploys the same topology with a tenth of the tensors, so the paths the
+            // measured run takes at scale (request parsing and validation, registration, plan,
+            // slices, the proof) are compiled, as in a control-api that has served updates before.
+            int warmTensors = Math.max(700, scenario.manifest().tensors().size() / 10);
             for (int w = 0; w < warmups; w++) {
-                Scenario tiny = Scenario.of("tiny", 0, 2, 2, 2, 1, 1, mode);
-                Figures warm = new Bench(control, tiny, options, w + 1).run();
-                if (warm.failedStep != null) {
+                Scenario warm =
+                        Scenario.of(
+                                "warmup" + (w + 1) + "-",
+                                catalogued,
+                                warmTensors,
+                                trainerNodes,
+                                instances,
+                                tp,
+                                ep,
+                                rolloutNodes,
+                                mode);
+                Bench warmBench = new Bench(control, warm, options, w + 1);
+                Figures warmed = warmBench.run();
+                if (warmed.failedStep != null) {
                     throw new IllegalStateException(
-                            "warm-up failed at " + warm.failedStep + ": " + warm.error);
+                            "warm-up failed at " + warmed.failedStep + ": " + warmed.error);
                 }
+                warmBench.leave();
             }
             Figures f = new Bench(control, scenario, options, 1).run();
+            if (warmups > 0) {
+                f.extra.put("warmup_tensors", (long) warmTensors);
+            }
             Heap peak = Heap.fromGcLog(gcLog);
             System.out.println(f.toJson(scenario, heap, peak, warmups));
             if (f.failedStep != null) {
@@ -747,6 +785,13 @@ public final class ControlPlaneBench {
             f.largestRequest = wire.largestRequest();
             f.largestResponse = wire.largestResponse();
             return f;
+        }
+
+        /** Every loader deregisters, as loader-service does when it stops. */
+        void leave() {
+            for (String instance : s.placement().instances()) {
+                registry.deregisterLoader(instance);
+            }
         }
 
         private SourceManifest publisherManifest(long generation) {
