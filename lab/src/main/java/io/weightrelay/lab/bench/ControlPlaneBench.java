@@ -189,23 +189,10 @@ public final class ControlPlaneBench {
             int rolloutNodes) {
 
         /**
+         * @param prefix put before the model's name ("" for none), so a warm-up run shares no key
+         *     with the measured one
          * @param ep expert parallelism: 0 for {@code bench planner}'s default ({@code tp} for MoE
          *     models, every expert whole on one rank as MoE deployments run; 1 for dense ones)
-         */
-        static Scenario of(
-                String catalogued,
-                int tensors,
-                int trainerNodes,
-                int instances,
-                int tp,
-                int ep,
-                int rolloutNodes,
-                Mode mode) {
-            return of("", catalogued, tensors, trainerNodes, instances, tp, ep, rolloutNodes, mode);
-        }
-
-        /**
-         * @param prefix put before the model's name, so a warm-up run shares no key with it
          */
         static Scenario of(
                 String prefix,
@@ -400,7 +387,15 @@ public final class ControlPlaneBench {
 
         Scenario scenario =
                 Scenario.of(
-                        catalogued, tensors, trainerNodes, instances, tp, ep, rolloutNodes, mode);
+                        "",
+                        catalogued,
+                        tensors,
+                        trainerNodes,
+                        instances,
+                        tp,
+                        ep,
+                        rolloutNodes,
+                        mode);
         System.err.printf(
                 Locale.ROOT,
                 "bench control-plane: %s, %d tensors, %d objects, %d workers in %d instances (%s)%n",

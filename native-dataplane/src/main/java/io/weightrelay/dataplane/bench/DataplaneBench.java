@@ -6,6 +6,7 @@ import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
+import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.dataplane.TransferRequest;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -137,43 +138,16 @@ public final class DataplaneBench {
 
             a.store()
                     .putFrom("bench/get", source, 0, size, ReplicateConfig.preferLocal(pub.name()));
-            int ranges = 16;
-            List<ReadRange> rs = new ArrayList<>();
-            long step = (size + ranges - 1) / ranges;
-            for (long off = 0; off < size; off += step) {
-                rs.add(new ReadRange(off, Math.min(step, size - off), target, off));
-            }
             double get =
-                    measure(
-                            repeats,
-                            size,
-                            () -> {
-                                long[] r = b.store().getIntoRanges("bench/get", rs);
-                                for (long n : r) {
-                                    if (n < 0) {
-                                        throw new IllegalStateException("range failed: " + n);
-                                    }
-                                }
-                            });
+                    measureGet(repeats, size, b.store(), ranges(size, (size + 15) / 16, target));
             // A loader's pull over tcp: tensor-sized ranges (1 MiB at the default size), so the
             // cost of each request's round trip shows, not only the bytes.
-            List<ReadRange> tensors = new ArrayList<>();
-            long tensor = Math.max(1, size / 256);
-            for (long off = 0; off < size; off += tensor) {
-                tensors.add(new ReadRange(off, Math.min(tensor, size - off), remoteSource, off));
-            }
             double tcpGet =
-                    measure(
+                    measureGet(
                             repeats,
                             size,
-                            () -> {
-                                long[] r = c.store().getIntoRanges("bench/get", tensors);
-                                for (long n : r) {
-                                    if (n < 0) {
-                                        throw new IllegalStateException("range failed: " + n);
-                                    }
-                                }
-                            });
+                            c.store(),
+                            ranges(size, Math.max(1, size / 256), remoteSource));
             a.store().remove("bench/get");
             target.close();
             remoteSource.close();
@@ -239,6 +213,32 @@ public final class DataplaneBench {
     }
 
     /** One warm-up, then the median rate of {@code repeats} rounds, in GB/s. */
+    /**
+     * {@code size} bytes of object "bench/get" cut into ranges of {@code step}, into {@code into}.
+     */
+    private static List<ReadRange> ranges(long size, long step, Segment into) {
+        List<ReadRange> out = new ArrayList<>();
+        for (long off = 0; off < size; off += step) {
+            out.add(new ReadRange(off, Math.min(step, size - off), into, off));
+        }
+        return out;
+    }
+
+    /** GB/s of {@code store} reading object "bench/get" into {@code ranges}, every range whole. */
+    private static double measureGet(
+            int repeats, long size, StoreClient store, List<ReadRange> ranges) {
+        return measure(
+                repeats,
+                size,
+                () -> {
+                    for (long n : store.getIntoRanges("bench/get", ranges)) {
+                        if (n < 0) {
+                            throw new IllegalStateException("range failed: " + n);
+                        }
+                    }
+                });
+    }
+
     private static double measure(int repeats, long bytes, Runnable round) {
         round.run();
         double[] rates = new double[repeats];
