@@ -4,7 +4,6 @@ import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.GzipRequestBodies;
 import io.weightrelay.api.GzipResponses;
-import io.weightrelay.api.WrappedResponse;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -32,29 +31,20 @@ import io.weightrelay.api.control.client.model.UpdateSessionRequest;
 import io.weightrelay.api.control.client.model.WorkerPlacement;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.reshard.catalog.ModelCatalog;
-import io.weightrelay.reshard.catalog.ModelConfig;
-import io.weightrelay.reshard.catalog.Placements;
-import io.weightrelay.reshard.catalog.TensorLayout;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.RangeChecksums;
-import io.weightrelay.reshard.manifest.DType;
-import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
-import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.SliceValidator;
 import io.weightrelay.reshard.plan.ValidationReport;
 import io.weightrelay.service.test.ServiceProcess;
 import java.io.ByteArrayInputStream;
-import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -76,19 +66,13 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.LongConsumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.zip.GZIPInputStream;
 import org.springframework.http.HttpHeaders;
-import org.springframework.http.HttpRequest;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
-import org.springframework.http.client.ClientHttpRequestExecution;
 import org.springframework.http.client.ClientHttpRequestInterceptor;
-import org.springframework.http.client.ClientHttpResponse;
 import org.springframework.util.FileSystemUtils;
 import org.springframework.web.client.RestClient;
 import org.springframework.web.client.RestClientResponseException;
@@ -145,7 +129,6 @@ public final class ControlPlaneBench {
     private static final String TRAINER_TOKEN = "bench-trainer-" + UUID.randomUUID();
     private static final String LOADER_TOKEN = "bench-loader-" + UUID.randomUUID();
     private static final String OPERATOR_TOKEN = "bench-operator-" + UUID.randomUUID();
-    private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
     private static final String STORE =
             "stand-in: the bench records which objects the publishers stored and the loaders check"
                     + " their reads against it; no tensor bytes move";
@@ -174,179 +157,6 @@ public final class ControlPlaneBench {
                     "keep-redis");
 
     private ControlPlaneBench() {}
-
-    /** What one run plays: a model's manifest and the rollout placement of its instances. */
-    record Scenario(
-            String model,
-            String synthetic,
-            SourceManifest manifest,
-            TargetPlacement placement,
-            Mode mode,
-            int trainerNodes,
-            int instances,
-            int tp,
-            int ep,
-            int rolloutNodes) {
-
-        /**
-         * @param prefix put before the model's name ("" for none), so a warm-up run shares no key
-         *     with the measured one
-         * @param ep expert parallelism: 0 for {@code bench planner}'s default ({@code tp} for MoE
-         *     models, every expert whole on one rank as MoE deployments run; 1 for dense ones)
-         */
-        static Scenario of(
-                String prefix,
-                String catalogued,
-                int tensors,
-                int trainerNodes,
-                int instances,
-                int tp,
-                int ep,
-                int rolloutNodes,
-                Mode mode) {
-            ModelConfig config = ModelCatalog.config(catalogued);
-            String synthetic = null;
-            String model = catalogued;
-            if (ep <= 0) {
-                ep = config.moe() ? tp : 1;
-            }
-            if (tensors > 0) {
-                config = scaled(config, tensors, ep);
-                synthetic =
-                        catalogued
-                                + " scaled to "
-                                + config.layers()
-                                + " layers and "
-                                + config.experts()
-                                + " experts";
-                model = catalogued + "-t" + tensors;
-            }
-            model = prefix + model;
-            List<TensorLayout> catalog = ModelCatalog.layout(config);
-            // What the lab's simulated trainer publishes: every tensor as bf16.
-            List<TensorSpec> specs = new ArrayList<>();
-            for (TensorLayout t : catalog) {
-                specs.add(
-                        new TensorSpec(t.spec().name(), t.spec().shape(), DType.BF16, DType.BF16));
-            }
-            SourceManifest manifest = Fragmenter.fragment(model, specs, MAX_FRAGMENT);
-            List<TensorLayout> layout = new ArrayList<>();
-            for (int i = 0; i < catalog.size(); i++) {
-                TensorLayout t = catalog.get(i);
-                layout.add(t.withSpec(specs.get(i)));
-            }
-            TargetPlacement placement =
-                    packed(Placements.of(layout, rolloutNodes, instances, tp, ep, mode, 1));
-            return new Scenario(
-                    model,
-                    synthetic,
-                    manifest,
-                    placement,
-                    mode,
-                    trainerNodes,
-                    instances,
-                    tp,
-                    ep,
-                    rolloutNodes);
-        }
-
-        /**
-         * The placement as an engine registers it: each direct worker's boxes back to back in one
-         * buffer ({@value #WEIGHTS}), as dense as the catalogue lays them out. Workers of one rank
-         * keep sharing one fragment list (one template).
-         */
-        static TargetPlacement packed(TargetPlacement placement) {
-            Map<
-                            List<io.weightrelay.reshard.placement.TargetFragment>,
-                            List<io.weightrelay.reshard.placement.TargetFragment>>
-                    lists = new java.util.IdentityHashMap<>();
-            List<Worker> out = new ArrayList<>();
-            for (Worker w : placement.workers()) {
-                List<io.weightrelay.reshard.placement.TargetFragment> fragments =
-                        lists.computeIfAbsent(w.fragments(), Scenario::packed);
-                out.add(w.withFragments(fragments));
-            }
-            return new TargetPlacement(out);
-        }
-
-        private static List<io.weightrelay.reshard.placement.TargetFragment> packed(
-                List<io.weightrelay.reshard.placement.TargetFragment> fragments) {
-            List<io.weightrelay.reshard.placement.TargetFragment> out =
-                    new ArrayList<>(fragments.size());
-            long cursor = 0;
-            for (io.weightrelay.reshard.placement.TargetFragment f : fragments) {
-                out.add(
-                        new io.weightrelay.reshard.placement.TargetFragment(
-                                f.tensor(),
-                                f.dtype(),
-                                f.tensorShape(),
-                                f.offset(),
-                                f.shape(),
-                                WEIGHTS,
-                                cursor,
-                                f.strides()));
-                cursor = (cursor + Math.max(1, f.bufferEnd() - f.bufferOffset()) + 255) / 256 * 256;
-            }
-            return List.copyOf(out);
-        }
-
-        List<Worker> workersOf(String instance) {
-            return placement.workers().stream().filter(w -> w.instance().equals(instance)).toList();
-        }
-    }
-
-    /**
-     * The catalogued model with fewer layers (and, below two layers' worth, fewer experts) so that
-     * it has about {@code tensors} tensors: the per-layer count is affine in the layers and the
-     * experts, so two probes give the layers and a bisection the experts (a multiple of {@code ep},
-     * so that they split over the expert-parallel ranks).
-     */
-    static ModelConfig scaled(ModelConfig c, int tensors, int ep) {
-        int first = Math.max(1, c.firstDenseLayers()) + 1;
-        int atFirst = ModelCatalog.layout(withSize(c, first, c.experts())).size();
-        int perLayer = ModelCatalog.layout(withSize(c, first + 1, c.experts())).size() - atFirst;
-        int layers = first;
-        if (tensors > atFirst && perLayer > 0) {
-            layers = first + (int) Math.round((tensors - atFirst) / (double) perLayer);
-        }
-        layers = Math.max(first, Math.min(c.layers(), layers));
-        int lo = 1;
-        int hi = c.moe() ? c.experts() : 1;
-        while (lo < hi) {
-            int mid = (lo + hi + 1) / 2;
-            if (ModelCatalog.layout(withSize(c, layers, mid)).size() <= tensors) {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        return withSize(c, layers, c.moe() ? Math.max(ep, lo / ep * ep) : 0);
-    }
-
-    private static ModelConfig withSize(ModelConfig c, int layers, int experts) {
-        return new ModelConfig(
-                c.name(),
-                c.vocab(),
-                c.hidden(),
-                c.intermediate(),
-                layers,
-                c.heads(),
-                c.kvHeads(),
-                c.headDim(),
-                c.tiedEmbeddings(),
-                c.qkvBias(),
-                c.firstDenseLayers(),
-                c.moeIntermediate(),
-                experts,
-                c.sharedExperts(),
-                c.qLoraRank(),
-                c.kvLoraRank(),
-                c.qkNopeDim(),
-                c.qkRopeDim(),
-                c.vHeadDim(),
-                c.trainerDtype(),
-                c.rolloutDtype());
-    }
 
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
@@ -564,9 +374,6 @@ public final class ControlPlaneBench {
     }
 
     /** One run of every player against one control-api. */
-    /** The one receive buffer of a bench direct worker, holding all its boxes. */
-    static final String WEIGHTS = "weights";
-
     static final class Bench {
         private static final String GROUP = "bench";
 
@@ -829,7 +636,7 @@ public final class ControlPlaneBench {
                                     new io.weightrelay.api.control.client.model.SourceManifest()
                                             .model(s.model())
                                             .tensors(tensors)
-                                            .maxFragmentBytes(MAX_FRAGMENT))
+                                            .maxFragmentBytes(Scenario.MAX_FRAGMENT))
                             .trainerTopology(new Topology().nodes(nodes));
             return trainer.openGeneration(s.model(), request);
         }
@@ -970,7 +777,7 @@ public final class ControlPlaneBench {
                     p.placement(t.digest())
                             .addBuffersItem(
                                     new ReceiveBuffer()
-                                            .bufferId(WEIGHTS)
+                                            .bufferId(Scenario.WEIGHTS)
                                             .segment(w.segment())
                                             .size(size));
                 }
@@ -1241,120 +1048,6 @@ public final class ControlPlaneBench {
     @FunctionalInterface
     interface Task<I, T> {
         T apply(I item) throws Exception;
-    }
-
-    /**
-     * Counts the bytes of every request body and every response body the players exchange with
-     * control-api, keeping the largest of each with the call that made it.
-     */
-    static final class Wire implements ClientHttpRequestInterceptor {
-
-        /** A body size and the call ({@code METHOD /path}). */
-        record Largest(long bytes, String call) {}
-
-        static final int RETRIES = 5;
-
-        private final AtomicReference<Largest> request = new AtomicReference<>();
-        private final AtomicLong retries = new AtomicLong();
-
-        long retries() {
-            return retries.get();
-        }
-
-        private final AtomicReference<Largest> response = new AtomicReference<>();
-
-        Largest largestRequest() {
-            return request.get();
-        }
-
-        Largest largestResponse() {
-            return response.get();
-        }
-
-        @Override
-        public ClientHttpResponse intercept(
-                HttpRequest call, byte[] body, ClientHttpRequestExecution execution)
-                throws IOException {
-            String what = call.getMethod() + " " + call.getURI().getPath();
-            note(request, body.length, what);
-            ClientHttpResponse answer = execution.execute(call, body);
-            // As the services' clients do: a 503 with Retry-After (overload, a Redis hiccup) is
-            // tried again after the pause it asks for, a few times; each retry is counted.
-            for (int attempt = 1;
-                    attempt <= RETRIES && answer.getStatusCode().value() == 503;
-                    attempt++) {
-                String after = answer.getHeaders().getFirst("Retry-After");
-                if (after == null) {
-                    break;
-                }
-                answer.close();
-                retries.incrementAndGet();
-                long pause = 1000;
-                try {
-                    pause = Math.min(2000, 1000 * Long.parseLong(after.trim()));
-                } catch (NumberFormatException e) {
-                    // an HTTP date: wait the default second
-                }
-                try {
-                    Thread.sleep(pause);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IOException("interrupted", e);
-                }
-                note(request, body.length, what);
-                answer = execution.execute(call, body);
-            }
-            return new CountedResponse(answer, n -> note(response, n, what));
-        }
-
-        private static void note(AtomicReference<Largest> largest, long bytes, String what) {
-            largest.accumulateAndGet(
-                    new Largest(bytes, what), (a, b) -> a == null || b.bytes() > a.bytes() ? b : a);
-        }
-    }
-
-    /** A response whose body counts the bytes read from it and reports them once, on close. */
-    private static final class CountedResponse extends WrappedResponse {
-        private final LongConsumer onClose;
-        private final AtomicLong read = new AtomicLong();
-        private boolean reported;
-
-        CountedResponse(ClientHttpResponse delegate, LongConsumer onClose) {
-            super(delegate);
-            this.onClose = onClose;
-        }
-
-        @Override
-        protected InputStream wrap(InputStream body) {
-            return new FilterInputStream(body) {
-                @Override
-                public int read() throws IOException {
-                    int b = super.read();
-                    if (b >= 0) {
-                        read.incrementAndGet();
-                    }
-                    return b;
-                }
-
-                @Override
-                public int read(byte[] buffer, int offset, int length) throws IOException {
-                    int n = super.read(buffer, offset, length);
-                    if (n > 0) {
-                        read.addAndGet(n);
-                    }
-                    return n;
-                }
-            };
-        }
-
-        @Override
-        public void close() {
-            if (!reported) {
-                reported = true;
-                onClose.accept(read.get());
-            }
-            super.close();
-        }
     }
 
     /** control-api's heap at its fullest, from its {@code -Xlog:gc} lines. */
