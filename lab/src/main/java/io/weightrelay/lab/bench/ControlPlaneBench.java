@@ -66,6 +66,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.zip.GZIPInputStream;
@@ -195,17 +196,20 @@ public final class ControlPlaneBench {
         String redisHost = args.get("redis-host", "127.0.0.1");
         int redisPort = args.getInt("redis-port", 6379);
 
-        Scenario scenario =
-                Scenario.of(
-                        "",
-                        catalogued,
-                        tensors,
-                        trainerNodes,
-                        instances,
-                        tp,
-                        ep,
-                        rolloutNodes,
-                        mode);
+        // The deployment, for any model size and name prefix: the measured run and its warm-ups.
+        BiFunction<String, Integer, Scenario> deployment =
+                (prefix, size) ->
+                        Scenario.of(
+                                prefix,
+                                catalogued,
+                                size,
+                                trainerNodes,
+                                instances,
+                                tp,
+                                ep,
+                                rolloutNodes,
+                                mode);
+        Scenario scenario = deployment.apply("", tensors);
         System.err.printf(
                 Locale.ROOT,
                 "bench control-plane: %s, %d tensors, %d objects, %d workers in %d instances (%s)%n",
@@ -244,17 +248,7 @@ public final class ControlPlaneBench {
             // slices, the proof) are compiled, as in a control-api that has served updates before.
             int warmTensors = Math.max(700, scenario.manifest().tensors().size() / 10);
             for (int w = 0; w < warmups; w++) {
-                Scenario warm =
-                        Scenario.of(
-                                "warmup" + (w + 1) + "-",
-                                catalogued,
-                                warmTensors,
-                                trainerNodes,
-                                instances,
-                                tp,
-                                ep,
-                                rolloutNodes,
-                                mode);
+                Scenario warm = deployment.apply("warmup" + (w + 1) + "-", warmTensors);
                 Bench warmBench = new Bench(control, warm, options, w + 1);
                 Figures warmed = warmBench.run();
                 if (warmed.failedStep != null) {
