@@ -78,12 +78,15 @@ public class UpdateCoordinator {
                 }
             };
     private UpdateRun last;
-    private volatile SourceManifest lastManifest;
+    private volatile CachedManifest lastManifest;
     private volatile CachedSlice lastSlice;
 
     private volatile CachedBuffers lastBuffers;
 
     private record CachedSlice(String planId, Slice slice) {}
+
+    /** A manifest with its digest, computed once (it hashes the whole encoding). */
+    private record CachedManifest(String digest, SourceManifest manifest) {}
 
     /** The group's buffers as of the digest control-api gave them with. */
     private record CachedBuffers(String digest, BufferDirectory directory) {}
@@ -230,9 +233,9 @@ public class UpdateCoordinator {
                 // No manifest of this model yet (the first update): it is fetched beside the
                 // prepare call, which may be computing the plan now, and checked against the
                 // digest below.
-                SourceManifest cached = lastManifest;
+                CachedManifest cached = lastManifest;
                 CompletableFuture<SourceManifest> fetching =
-                        cached != null && cached.model().equals(model)
+                        cached != null && cached.manifest().model().equals(model)
                                 ? null
                                 : CompletableFuture.supplyAsync(
                                         () -> control.manifest(model, generation), calls);
@@ -277,21 +280,24 @@ public class UpdateCoordinator {
                                     + g.corruptObject()
                                     + " does not match its published checksum");
                 }
-                SourceManifest manifest = cached;
-                if (manifest == null
-                        || !manifest.model().equals(model)
-                        || !manifest.digest().equals(g.manifestDigest())) {
+                SourceManifest manifest;
+                if (cached != null
+                        && cached.manifest().model().equals(model)
+                        && cached.digest().equals(g.manifestDigest())) {
+                    manifest = cached.manifest();
+                } else {
                     // A new manifest digest only; every generation of the same manifest shares it.
                     manifest =
                             fetching != null ? join(fetching) : control.manifest(model, generation);
-                    if (!manifest.digest().equals(g.manifestDigest())) {
+                    String digest = manifest.digest();
+                    if (!digest.equals(g.manifestDigest())) {
                         throw new ApplyFailure(
                                 CONTROL_API,
                                 "manifest of generation "
                                         + generation
                                         + " does not match its digest");
                     }
-                    lastManifest = manifest;
+                    lastManifest = new CachedManifest(digest, manifest);
                 }
                 watch.lap("manifest");
                 PlanRef ref = answer.plan();
