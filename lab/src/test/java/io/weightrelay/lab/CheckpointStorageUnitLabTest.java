@@ -7,7 +7,6 @@ import io.weightrelay.api.control.client.model.CheckpointReport;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.test.ServiceProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -38,9 +37,8 @@ class CheckpointStorageUnitLabTest {
                         1,
                         1,
                         1,
-                        "127.0.0.1",
-                        6379,
-                        ServiceProcess.home());
+                        LabCluster.Site.local(),
+                        LabCluster.Serving.TENSOR_PARALLEL);
         try (LabCluster lab = LabCluster.startWithStorageUnits(spec)) {
             try {
                 long g = lab.publish(1);

@@ -60,9 +60,8 @@ public final class CheckpointBench {
                         args.seed(),
                         args.getInt("trainer-nodes", 2),
                         1,
-                        args.redisHost(),
-                        args.redisPort(),
-                        args.root());
+                        args.site(),
+                        LabCluster.Serving.TENSOR_PARALLEL);
         try (LabCluster lab = LabCluster.start(spec)) {
             try {
                 long g = lab.publish(1);
