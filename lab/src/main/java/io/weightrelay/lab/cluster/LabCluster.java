@@ -734,12 +734,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
         }
         killedSegments.clear();
         whileDown.call();
-        try {
-            startServices();
-        } catch (Exception | Error e) {
-            dumpLogs();
-            throw e;
-        }
+        showingLogsOnFailure(this::startServices);
     }
 
     /** Prints every service's log tail to stderr (after a failure). */
