@@ -7,7 +7,6 @@ import io.weightrelay.api.control.client.model.CheckpointReport;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.TargetFragment;
-import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.api.loader.client.model.WorkerPlacement;
@@ -61,12 +60,7 @@ class LabEndToEndTest {
         long verified = lab.verifyAll(second);
         Demands demands = Demands.of(lab.manifest(), lab.placement());
         assertThat(verified).as("bytes checked against the trainer's").isPositive();
-        assertThat(bytesReceived(update.results()))
-                .as("delivery equals what the target placement stores")
-                .isEqualTo(demands.targetStoredBytes());
-        assertThat(storeBytesRead(update.results()))
-                .as("single pull: the store was read exactly once per needed byte")
-                .isEqualTo(demands.storeBytes());
+        Delivery.exactAndSinglePull(update, demands);
         if (mode == Mode.COMPAT) {
             ConsoleInChromium.showsTheLab(lab, second, "lab");
         }
@@ -260,23 +254,6 @@ class LabEndToEndTest {
                                     .contains(first.getWorkerId());
                         });
         assertThat(engine.status().getEpoch()).isEqualTo(before.getEpoch());
-    }
-
-    private static long bytesReceived(List<UpdateProgress> results) {
-        long received = 0;
-        for (UpdateProgress p : results) {
-            received += p.getBytesReceived();
-        }
-        return received;
-    }
-
-    private static long storeBytesRead(List<UpdateProgress> results) {
-        long read = 0;
-        for (UpdateProgress p : results) {
-            TransportBytes t = p.getTransport();
-            read += t.getLocalRead() + t.getTcpRead();
-        }
-        return read;
     }
 
     /** {@code GET url} with {@code token} as its bearer token. */

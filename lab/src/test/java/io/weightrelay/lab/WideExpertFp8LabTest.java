@@ -71,12 +71,7 @@ class WideExpertFp8LabTest {
             assertThat(lab.verifyAll(generation))
                     .as("bytes checked against the reference FP8 conversion")
                     .isEqualTo(demands.targetStoredBytes());
-            assertThat(update.bytesReceived())
-                    .as("each rank received exactly its shard bytes")
-                    .isEqualTo(demands.targetStoredBytes());
-            assertThat(update.storeBytesRead())
-                    .as("store bytes read == bytes needed")
-                    .isEqualTo(demands.storeBytes());
+            Delivery.exactAndSinglePull(update, demands);
 
             UpdateSession session = lab.session(generation, "lab");
             assertThat(session.getState()).isEqualTo(SessionState.DONE);
