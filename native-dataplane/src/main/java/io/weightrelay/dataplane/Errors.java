@@ -17,19 +17,19 @@ final class Errors {
     }
 
     /**
-     * The exception for a failure Java found before asking the engine: {@code key} already
-     * published ({@code EXISTS}), no object under {@code key} ({@code NOT_FOUND}), or no engine
-     * serving the segment {@code key} ({@code UNKNOWN_SEGMENT}).
+     * The exception for a failure Java found before asking the engine: the key {@code subject}
+     * already published ({@code EXISTS}) or without an object ({@code NOT_FOUND}), or no engine
+     * serving the segment {@code subject} ({@code UNKNOWN_SEGMENT}).
      */
-    static DataplaneException found(DataplaneError error, String key) {
+    static DataplaneException found(DataplaneError error, String subject) {
         String message =
                 switch (error) {
-                    case EXISTS -> "object '" + key + "' already exists";
-                    case NOT_FOUND -> "no object '" + key + "'";
-                    case UNKNOWN_SEGMENT -> "unknown segment '" + key + "'";
+                    case EXISTS -> "object '" + subject + "' already exists";
+                    case NOT_FOUND -> "no object '" + subject + "'";
+                    case UNKNOWN_SEGMENT -> "unknown segment '" + subject + "'";
                     default -> throw new IllegalArgumentException("not found in Java: " + error);
                 };
-        return of(error, key, message);
+        return of(error, subject, message);
     }
 
     private static DataplaneException of(DataplaneError error, String subject, String m) {
