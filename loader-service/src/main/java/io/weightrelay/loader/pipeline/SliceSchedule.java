@@ -59,7 +59,6 @@ public final class SliceSchedule {
     private long pushBytes;
     private long fanOutBytes;
     private long receiveBytes;
-    private boolean anyNotify;
 
     public SliceSchedule(Slice plan, BufferDirectory directory) {
         this.plan = plan;
@@ -105,7 +104,6 @@ public final class SliceSchedule {
             for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
                 int dst = plan.writeDst(w);
                 pushBytes += plan.writeBytes(w);
-                anyNotify |= (plan.writeFlags(w) & Plan.NOTIFY) != 0;
                 if ((plan.writeFlags(w) & Plan.FANOUT) != 0 && dst == reader) {
                     fanOutBytes += plan.writeBytes(w) * (compatPeers(dst).size() - 1);
                 }
@@ -252,10 +250,6 @@ public final class SliceSchedule {
         return List.copyOf(myWorkers);
     }
 
-    public boolean isMine(int worker) {
-        return mine[worker];
-    }
-
     /** Position of a reader's staging area within a slot, or -1. */
     public int readerSlot(int worker) {
         return readerSlot[worker];
@@ -303,23 +297,6 @@ public final class SliceSchedule {
      */
     public List<Integer> inlineFanOut(int batch) {
         return inlineFanOut.get(batch);
-    }
-
-    /** Whether any of this loader's batches carries a write that must notify. */
-    public boolean anyNotify() {
-        return anyNotify;
-    }
-
-    public long readBytes() {
-        return readBytes;
-    }
-
-    public long pushBytes() {
-        return pushBytes;
-    }
-
-    public long fanOutBytes() {
-        return fanOutBytes;
     }
 
     public long receiveBytes() {
