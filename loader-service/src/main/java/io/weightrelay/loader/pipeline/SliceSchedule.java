@@ -44,7 +44,6 @@ public final class SliceSchedule {
             String writerInstance, int batch, int expectedNotifies, List<Integer> writes) {}
 
     private final Slice plan;
-    private final String instance;
     private final BufferDirectory directory;
     private final boolean[] mine;
     private final List<Integer> myWorkers = new ArrayList<>();
@@ -62,7 +61,7 @@ public final class SliceSchedule {
 
     public SliceSchedule(Slice plan, BufferDirectory directory) {
         this.plan = plan;
-        this.instance = plan.instance();
+        String instance = plan.instance();
         this.directory = directory;
         int workers = plan.workerCount();
         mine = new boolean[workers];
@@ -237,8 +236,9 @@ public final class SliceSchedule {
         return plan;
     }
 
+    /** This loader's instance: the slice's. */
     public String instance() {
-        return instance;
+        return plan.instance();
     }
 
     public BufferDirectory directory() {
