@@ -1,5 +1,6 @@
 package io.weightrelay.lab;
 
+import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.service.test.ServiceProcess;
 import java.nio.file.Path;
@@ -85,6 +86,13 @@ public final class Args {
      */
     public Path root() {
         return Path.of(get("root", ServiceProcess.home().toString())).toAbsolutePath();
+    }
+
+    /**
+     * {@code --redis-host}, {@code --redis-port} and {@code --root}: where a lab's services run.
+     */
+    public LabCluster.Site site() {
+        return new LabCluster.Site(redisHost(), redisPort(), root());
     }
 
     /**

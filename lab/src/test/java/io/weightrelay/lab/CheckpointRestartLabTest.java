@@ -9,11 +9,11 @@ import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.placement.Mode;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
-import org.springframework.util.FileSystemUtils;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
 import org.springframework.web.client.RestClientResponseException;
 
 /**
@@ -25,72 +25,63 @@ import org.springframework.web.client.RestClientResponseException;
  */
 class CheckpointRestartLabTest {
 
+    @RegisterExtension final RunningLabs labs = new RunningLabs();
+
     @Test
-    void aSavedGenerationSurvivesAFullRestart() throws Exception {
-        Path dir = Files.createTempDirectory("wr-lab-h12-ckpt");
-        try (LabCluster lab = LabCluster.start(LabCluster.Spec.of("tiny", 2, 1, Mode.COMPAT))) {
-            try {
-                long g1 = lab.publish(1);
-                lab.updateAll().requireUpdated();
-                assertThat(lab.verifyAll(g1)).isPositive();
+    void aSavedGenerationSurvivesAFullRestart(@TempDir Path dir) throws Exception {
+        LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 2, 1, Mode.COMPAT)));
+        long g1 = lab.publish(1);
+        lab.updateAll().requireUpdated();
+        assertThat(lab.verifyAll(g1)).isPositive();
 
-                // A frozen loader is on no save path: the save neither waits for it nor fails.
-                long frozen = lab.loaderProcessId(0);
-                CheckpointReport report;
-                signal("STOP", frozen);
-                try {
-                    long started = System.nanoTime();
-                    report = lab.checkpoint(g1, dir);
-                    double seconds = (System.nanoTime() - started) / 1e9;
-                    assertThat(seconds).as("save with a frozen loader").isLessThan(60);
-                } finally {
-                    signal("CONT", frozen);
-                }
-                assertThat(report.getOwners()).hasSize(2);
-                assertThat(report.getOwners())
-                        .allSatisfy(o -> assertThat(o.getError()).as(o.getSegment()).isNull());
-                assertThat(report.getBytes()).isEqualTo(lab.manifest().totalBytes());
-                assertThat(dir.resolve("COMPLETE")).exists();
-                assertThat(dir.resolve("checkpoint.json")).exists();
-                CheckpointStatus saved = lab.checkpointStatus(g1);
-                assertThat(saved.getSaved()).isTrue();
-                assertThat(saved.getDirectory()).isEqualTo(dir.toString());
-                assertThat(saved.getOwners()).hasSize(2);
-
-                lab.restartFromScratch(
-                        () -> {
-                            assertThat(lab.shmFiles()).as("shared memory left").isEmpty();
-                            return null;
-                        });
-                // The fresh cluster knows nothing of the generation.
-                assertThatThrownBy(() -> lab.generation(g1))
-                        .isInstanceOfSatisfying(
-                                RestClientResponseException.class,
-                                e -> assertThat(e.getStatusCode().value()).isEqualTo(404));
-
-                Generation restored = lab.restore(dir);
-                assertThat(restored.getGeneration()).isEqualTo(g1);
-                assertThat(restored.getState()).isEqualTo(GenerationState.ACTIVE);
-                assertThat(lab.activeGeneration().getGeneration()).isEqualTo(g1);
-                assertThat(lab.checkpointStatus(g1).getRestoredAt()).isNotNull();
-
-                lab.updateAll().requireUpdated();
-                assertThat(lab.verifyAll(g1)).as("bytes verified after restore").isPositive();
-
-                long g2 = lab.publish(2);
-                assertThat(g2)
-                        .as("the next publish continues after the restored id")
-                        .isEqualTo(g1 + 1);
-                lab.updateAll().requireUpdated();
-                assertThat(lab.verifyAll(g2)).isPositive();
-                assertThat(lab.generation(g1).getState()).isEqualTo(GenerationState.RETIRED);
-            } catch (Exception | AssertionError e) {
-                lab.dumpLogs();
-                throw e;
-            }
+        // A frozen loader is on no save path: the save neither waits for it nor fails.
+        long frozen = lab.loaderProcessId(0);
+        CheckpointReport report;
+        signal("STOP", frozen);
+        try {
+            long started = System.nanoTime();
+            report = lab.checkpoint(g1, dir);
+            double seconds = (System.nanoTime() - started) / 1e9;
+            assertThat(seconds).as("save with a frozen loader").isLessThan(60);
         } finally {
-            FileSystemUtils.deleteRecursively(dir);
+            signal("CONT", frozen);
         }
+        assertThat(report.getOwners()).hasSize(2);
+        assertThat(report.getOwners())
+                .allSatisfy(o -> assertThat(o.getError()).as(o.getSegment()).isNull());
+        assertThat(report.getBytes()).isEqualTo(lab.manifest().totalBytes());
+        assertThat(dir.resolve("COMPLETE")).exists();
+        assertThat(dir.resolve("checkpoint.json")).exists();
+        CheckpointStatus saved = lab.checkpointStatus(g1);
+        assertThat(saved.getSaved()).isTrue();
+        assertThat(saved.getDirectory()).isEqualTo(dir.toString());
+        assertThat(saved.getOwners()).hasSize(2);
+
+        lab.restartFromScratch(
+                () -> {
+                    assertThat(lab.shmFiles()).as("shared memory left").isEmpty();
+                    return null;
+                });
+        // The fresh cluster knows nothing of the generation.
+        assertThatThrownBy(() -> lab.generation(g1))
+                .isInstanceOfSatisfying(
+                        RestClientResponseException.class,
+                        e -> assertThat(e.getStatusCode().value()).isEqualTo(404));
+
+        Generation restored = lab.restore(dir);
+        assertThat(restored.getGeneration()).isEqualTo(g1);
+        assertThat(restored.getState()).isEqualTo(GenerationState.ACTIVE);
+        assertThat(lab.activeGeneration().getGeneration()).isEqualTo(g1);
+        assertThat(lab.checkpointStatus(g1).getRestoredAt()).isNotNull();
+
+        lab.updateAll().requireUpdated();
+        assertThat(lab.verifyAll(g1)).as("bytes verified after restore").isPositive();
+
+        long g2 = lab.publish(2);
+        assertThat(g2).as("the next publish continues after the restored id").isEqualTo(g1 + 1);
+        lab.updateAll().requireUpdated();
+        assertThat(lab.verifyAll(g2)).isPositive();
+        assertThat(lab.generation(g1).getState()).isEqualTo(GenerationState.RETIRED);
     }
 
     static void signal(String signal, long pid) throws Exception {

@@ -7,13 +7,12 @@ import io.weightrelay.api.control.client.model.CheckpointReport;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.test.ServiceProcess;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import org.springframework.util.FileSystemUtils;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A save calls only segment owners. The trainer node runs a storage unit (the only owner of store
@@ -26,9 +25,11 @@ class CheckpointStorageUnitLabTest {
 
     private static final int ROUNDS = 5;
 
+    @RegisterExtension final RunningLabs labs = new RunningLabs();
+
     @Test
-    void aSaveCallsOnlyTheStorageUnitsNeverAFrozenLoaderOrClientOnlyPublisher() throws Exception {
-        Path dir = Files.createTempDirectory("wr-lab-h17-units");
+    void aSaveCallsOnlyTheStorageUnitsNeverAFrozenLoaderOrClientOnlyPublisher(@TempDir Path dir)
+            throws Exception {
         LabCluster.Spec spec =
                 new LabCluster.Spec(
                         "tiny",
@@ -38,55 +39,46 @@ class CheckpointStorageUnitLabTest {
                         1,
                         1,
                         1,
-                        "127.0.0.1",
-                        6379,
-                        ServiceProcess.home());
-        try (LabCluster lab = LabCluster.startWithStorageUnits(spec)) {
-            try {
-                long g = lab.publish(1);
-                lab.updateAll().requireUpdated();
-                assertThat(lab.verifyAll(g)).as("bytes verified").isPositive();
-                String unit = lab.segmentNameOf(Topology.trainerNodeName(0));
-                long[] frozen = {lab.loaderProcessId(0), lab.publisherProcessId(0)};
+                        LabCluster.Site.local(),
+                        LabCluster.Serving.TENSOR_PARALLEL);
+        LabCluster lab = labs.add(LabCluster.startWithStorageUnits(spec));
+        long g = lab.publish(1);
+        lab.updateAll().requireUpdated();
+        assertThat(lab.verifyAll(g)).as("bytes verified").isPositive();
+        String unit = lab.segmentNameOf(Topology.trainerNodeName(0));
+        long[] frozen = {lab.loaderProcessId(0), lab.publisherProcessId(0)};
 
-                List<Double> free = new ArrayList<>();
-                List<Double> stopped = new ArrayList<>();
-                for (int round = 0; round < ROUNDS; round++) {
-                    free.add(save(lab, g, dir.resolve("free-" + round), unit));
-                    for (long pid : frozen) {
-                        signal("STOP", pid);
-                    }
-                    try {
-                        stopped.add(save(lab, g, dir.resolve("frozen-" + round), unit));
-                    } finally {
-                        for (long pid : frozen) {
-                            signal("CONT", pid);
-                        }
-                    }
-                }
-                double ratio = median(stopped) / median(free);
-                System.out.printf(
-                        "checkpoint saves: free %s s, loader and client-only publisher frozen %s"
-                                + " s, ratio of medians %.2f%n",
-                        free, stopped, ratio);
-                assertThat(ratio)
-                        .as(
-                                "median save with a frozen loader and client-only publisher over"
-                                        + " the median without (free %s, frozen %s)",
-                                free, stopped)
-                        .isLessThan(3.0);
-
-                // The thawed client-only publisher stores the next generation into the unit.
-                long g2 = lab.publish(2);
-                lab.updateAll().requireUpdated();
-                assertThat(lab.verifyAll(g2)).as("bytes verified").isPositive();
-            } catch (Exception | AssertionError e) {
-                lab.dumpLogs();
-                throw e;
+        List<Double> free = new ArrayList<>();
+        List<Double> stopped = new ArrayList<>();
+        for (int round = 0; round < ROUNDS; round++) {
+            free.add(save(lab, g, dir.resolve("free-" + round), unit));
+            for (long pid : frozen) {
+                signal("STOP", pid);
             }
-        } finally {
-            FileSystemUtils.deleteRecursively(dir);
+            try {
+                stopped.add(save(lab, g, dir.resolve("frozen-" + round), unit));
+            } finally {
+                for (long pid : frozen) {
+                    signal("CONT", pid);
+                }
+            }
         }
+        double ratio = median(stopped) / median(free);
+        System.out.printf(
+                "checkpoint saves: free %s s, loader and client-only publisher frozen %s"
+                        + " s, ratio of medians %.2f%n",
+                free, stopped, ratio);
+        assertThat(ratio)
+                .as(
+                        "median save with a frozen loader and client-only publisher over"
+                                + " the median without (free %s, frozen %s)",
+                        free, stopped)
+                .isLessThan(3.0);
+
+        // The thawed client-only publisher stores the next generation into the unit.
+        long g2 = lab.publish(2);
+        lab.updateAll().requireUpdated();
+        assertThat(lab.verifyAll(g2)).as("bytes verified").isPositive();
     }
 
     /** One save of {@code g}, which only {@code unit} may serve; its seconds. */

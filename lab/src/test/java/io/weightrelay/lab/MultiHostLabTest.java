@@ -47,12 +47,8 @@ class MultiHostLabTest {
         assertThat(r.restartBytesVerified())
                 .as("a restarted loader loads the active generation with no republish")
                 .isPositive();
-        assertThat(r.bytesReceived())
-                .as("delivery equals what the target placement stores")
-                .isEqualTo(r.targetStoredBytes());
-        assertThat(r.storeBytesRead())
-                .as("single pull: the store was read exactly once per needed byte")
-                .isEqualTo(r.storeBytesNeeded());
+        Delivery.exactAndSinglePull(
+                r.bytesReceived(), r.targetStoredBytes(), r.storeBytesRead(), r.storeBytesNeeded());
 
         assertThat(r.engineTcpBytes()).as("bytes the engines moved between hosts").isPositive();
         long wire = r.dataplane().tcpPayload();

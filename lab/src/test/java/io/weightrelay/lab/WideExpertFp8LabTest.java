@@ -24,6 +24,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Wide expert parallelism with FP8 rollout weights, end to end on the loopback lab: the catalog's
@@ -37,73 +38,63 @@ import org.junit.jupiter.api.Test;
  */
 class WideExpertFp8LabTest {
 
+    @RegisterExtension final RunningLabs labs = new RunningLabs();
+
     @Test
     void oneInstanceAcrossTwoNodesWithEp4UpdatesToBlockFp8WeightsInDirectMode() throws Exception {
         LabCluster.Spec spec =
                 LabCluster.Spec.of("small-moe", 1, 4, Mode.DIRECT).wide(4, true, DType.F8_E4M3);
-        try (LabCluster lab = LabCluster.start(spec)) {
-            try {
-                List<LoaderSlot> slots = lab.loaderSlots();
-                assertThat(slots).as("one loader on each node of the instance").hasSize(2);
-                assertThat(slots).extracting(LoaderSlot::rolloutInstance).containsOnly("i0000");
-                assertThat(slots).extracting(LoaderSlot::nodes).containsOnly(2);
-                assertThat(slots).extracting(LoaderSlot::node).doesNotHaveDuplicates();
-                for (LoaderSlot slot : slots) {
-                    Loader registered = lab.loader(slot.id());
-                    assertThat(registered.getNode()).isEqualTo(slot.node());
-                    assertThat(registered.getSpan().getRolloutInstance()).isEqualTo("i0000");
-                    assertThat(registered.getSpan().getNodes()).isEqualTo(2);
-                }
-                List<TensorSpec> fp8 =
-                        lab.manifest().tensors().stream().filter(BlockScales::quantized).toList();
-                assertThat(fp8).as("projections served as block FP8").isNotEmpty();
-                assertThat(BlockScales.weightOfScale(lab.manifest().tensors())).hasSameSizeAs(fp8);
+        LabCluster lab = labs.add(LabCluster.start(spec));
+        List<LoaderSlot> slots = lab.loaderSlots();
+        assertThat(slots).as("one loader on each node of the instance").hasSize(2);
+        assertThat(slots).extracting(LoaderSlot::rolloutInstance).containsOnly("i0000");
+        assertThat(slots).extracting(LoaderSlot::nodes).containsOnly(2);
+        assertThat(slots).extracting(LoaderSlot::node).doesNotHaveDuplicates();
+        for (LoaderSlot slot : slots) {
+            Loader registered = lab.loader(slot.id());
+            assertThat(registered.getNode()).isEqualTo(slot.node());
+            assertThat(registered.getSpan().getRolloutInstance()).isEqualTo("i0000");
+            assertThat(registered.getSpan().getNodes()).isEqualTo(2);
+        }
+        List<TensorSpec> fp8 =
+                lab.manifest().tensors().stream().filter(BlockScales::quantized).toList();
+        assertThat(fp8).as("projections served as block FP8").isNotEmpty();
+        assertThat(BlockScales.weightOfScale(lab.manifest().tensors())).hasSameSizeAs(fp8);
 
-                Demands demands = Demands.of(lab.manifest(), lab.placement());
-                assertThat(demands.storeBytes())
-                        .as("EP 4 over one instance: every stored byte is needed once")
-                        .isEqualTo(lab.manifest().totalBytes());
-                for (long step = 0; step < 2; step++) {
-                    long generation = lab.publish(step);
-                    LabCluster.Updates update = lab.updateAll().requireUpdated();
-                    assertThat(lab.verifyAll(generation))
-                            .as("bytes checked against the reference FP8 conversion")
-                            .isEqualTo(demands.targetStoredBytes());
-                    assertThat(update.bytesReceived())
-                            .as("each rank received exactly its shard bytes")
-                            .isEqualTo(demands.targetStoredBytes());
-                    assertThat(update.storeBytesRead())
-                            .as("store bytes read == bytes needed")
-                            .isEqualTo(demands.storeBytes());
+        Demands demands = Demands.of(lab.manifest(), lab.placement());
+        assertThat(demands.storeBytes())
+                .as("EP 4 over one instance: every stored byte is needed once")
+                .isEqualTo(lab.manifest().totalBytes());
+        for (long step = 0; step < 2; step++) {
+            long generation = lab.publish(step);
+            LabCluster.Updates update = lab.updateAll().requireUpdated();
+            assertThat(lab.verifyAll(generation))
+                    .as("bytes checked against the reference FP8 conversion")
+                    .isEqualTo(demands.targetStoredBytes());
+            Delivery.exactAndSinglePull(update, demands);
 
-                    UpdateSession session = lab.session(generation, "lab");
-                    assertThat(session.getState()).isEqualTo(SessionState.DONE);
-                    assertThat(session.getParticipants())
-                            .extracting(p -> p.getInstance())
-                            .containsExactlyInAnyOrderElementsOf(
-                                    slots.stream().map(LoaderSlot::id).toList());
-                    assertThat(session.getVerifiedObjects())
-                            .as("every object read proven against its published checksum")
-                            .isEqualTo(lab.manifest().fragments().size());
-                    for (RolloutEngine engine : lab.engines()) {
-                        InstanceStatus status = engine.status();
-                        assertThat(status.getGeneration()).isEqualTo(generation);
-                        assertThat(status.getSpan().getRolloutInstance()).isEqualTo("i0000");
-                        assertThat(status.getWorkers())
-                                .as("each loader registers the ranks of its own node")
-                                .hasSize(2)
-                                .allSatisfy(
-                                        w -> assertThat(w.getNode()).isEqualTo(status.getNode()));
-                    }
-                }
-                aFlippedByteIsCaught(lab, fp8.get(0).name());
-                aFlippedByteIsCaught(lab, BlockScales.scaleName(fp8.get(0).name()));
-                halfAnInstanceNeverAdvances(lab);
-            } catch (Exception | AssertionError e) {
-                lab.dumpLogs();
-                throw e;
+            UpdateSession session = lab.session(generation, "lab");
+            assertThat(session.getState()).isEqualTo(SessionState.DONE);
+            assertThat(session.getParticipants())
+                    .extracting(p -> p.getInstance())
+                    .containsExactlyInAnyOrderElementsOf(
+                            slots.stream().map(LoaderSlot::id).toList());
+            assertThat(session.getVerifiedObjects())
+                    .as("every object read proven against its published checksum")
+                    .isEqualTo(lab.manifest().fragments().size());
+            for (RolloutEngine engine : lab.engines()) {
+                InstanceStatus status = engine.status();
+                assertThat(status.getGeneration()).isEqualTo(generation);
+                assertThat(status.getSpan().getRolloutInstance()).isEqualTo("i0000");
+                assertThat(status.getWorkers())
+                        .as("each loader registers the ranks of its own node")
+                        .hasSize(2)
+                        .allSatisfy(w -> assertThat(w.getNode()).isEqualTo(status.getNode()));
             }
         }
+        aFlippedByteIsCaught(lab, fp8.get(0).name());
+        aFlippedByteIsCaught(lab, BlockScales.scaleName(fp8.get(0).name()));
+        halfAnInstanceNeverAdvances(lab);
     }
 
     /**

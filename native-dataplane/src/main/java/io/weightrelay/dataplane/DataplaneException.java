@@ -4,8 +4,9 @@ package io.weightrelay.dataplane;
  * Root of every failure the data plane reports. Unchecked: callers catch the specific subclass they
  * can act on ({@link PeerGoneException}, {@link SegmentFullException}, ...). Each exception names
  * the key or segment it is about in its message and accessors: this class holds the status code and
- * that subject, and formats the message; a subclass adds only its code, its own default message and
- * the name of its accessor.
+ * that subject, and formats the message; {@link SegmentException} and {@link ObjectKeyException}
+ * name the subject as a segment or a store key, and a subclass adds only its code. {@code Errors}
+ * builds them all, from a native status or from a failure found in Java.
  */
 public class DataplaneException extends RuntimeException {
     private static final long serialVersionUID = 1L;

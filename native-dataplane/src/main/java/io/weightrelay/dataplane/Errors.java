@@ -1,6 +1,9 @@
 package io.weightrelay.dataplane;
 
-/** Maps native statuses to the exception family, carrying the engine's message. */
+/**
+ * Builds the exception family's members by status code: from a failed native call, with the
+ * engine's message, and for the failures Java finds itself, with this library's own.
+ */
 final class Errors {
     private Errors() {}
 
@@ -10,7 +13,27 @@ final class Errors {
      */
     static DataplaneException of(NativeStatus status, String subject) {
         String m = status.message().isEmpty() ? subject : status.message();
-        return switch (status.error()) {
+        return of(status.error(), subject, m);
+    }
+
+    /**
+     * The exception for a failure Java found before asking the engine: the key {@code subject}
+     * already published ({@code EXISTS}) or without an object ({@code NOT_FOUND}), or no engine
+     * serving the segment {@code subject} ({@code UNKNOWN_SEGMENT}).
+     */
+    static DataplaneException found(DataplaneError error, String subject) {
+        String message =
+                switch (error) {
+                    case EXISTS -> "object '" + subject + "' already exists";
+                    case NOT_FOUND -> "no object '" + subject + "'";
+                    case UNKNOWN_SEGMENT -> "unknown segment '" + subject + "'";
+                    default -> throw new IllegalArgumentException("not found in Java: " + error);
+                };
+        return of(error, subject, message);
+    }
+
+    private static DataplaneException of(DataplaneError error, String subject, String m) {
+        return switch (error) {
             case UNKNOWN_SEGMENT -> new UnknownSegmentException(subject, m);
             case PEER_GONE -> new PeerGoneException(subject, m);
             case SEGMENT_FULL -> new SegmentFullException(m);
@@ -21,7 +44,7 @@ final class Errors {
             case DENIED ->
                     new PermissionDeniedException(subject, m + PermissionDeniedException.HINT);
             case FOREIGN_HOST -> new ForeignHostException(subject, m);
-            default -> new DataplaneException(status.error(), m);
+            default -> new DataplaneException(error, m);
         };
     }
 

@@ -5,16 +5,11 @@ package io.weightrelay.dataplane;
  * configured with the same label. The local transport would map a file of that name on this host,
  * which is not the segment; the engine refuses instead.
  */
-public final class ForeignHostException extends DataplaneException {
+public final class ForeignHostException extends SegmentException {
     private static final long serialVersionUID = 1L;
 
     /** With a message that names the segment and both hosts. */
     public ForeignHostException(String segment, String message) {
         super(DataplaneError.FOREIGN_HOST, segment, message);
-    }
-
-    /** The segment refused. */
-    public String segment() {
-        return subject();
     }
 }

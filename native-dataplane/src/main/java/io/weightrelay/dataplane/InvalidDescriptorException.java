@@ -7,7 +7,7 @@ package io.weightrelay.dataplane;
  * can write Redis could otherwise point an engine at any file it can open. The refusal is logged
  * and the read or write that needed the segment fails with this exception.
  */
-public final class InvalidDescriptorException extends DataplaneException {
+public final class InvalidDescriptorException extends SegmentException {
     private static final long serialVersionUID = 1L;
 
     private final String shmPath;
@@ -15,11 +15,6 @@ public final class InvalidDescriptorException extends DataplaneException {
     public InvalidDescriptorException(String segment, String shmPath, String message) {
         super(DataplaneError.DENIED, segment, message);
         this.shmPath = shmPath;
-    }
-
-    /** The segment whose descriptor was refused. */
-    public String segment() {
-        return subject();
     }
 
     /** The path the descriptor named. */

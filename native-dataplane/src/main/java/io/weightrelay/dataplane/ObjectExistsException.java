@@ -1,20 +1,11 @@
 package io.weightrelay.dataplane;
 
 /** A put of a key that is already published (objects are immutable). */
-public final class ObjectExistsException extends DataplaneException {
+public final class ObjectExistsException extends ObjectKeyException {
     private static final long serialVersionUID = 1L;
 
-    public ObjectExistsException(String key) {
-        this(key, "object '" + key + "' already exists");
-    }
-
-    /** With the engine's message, which names the key. */
+    /** With a message that names the key: the engine's, or the store client's own. */
     public ObjectExistsException(String key, String message) {
         super(DataplaneError.EXISTS, key, message);
-    }
-
-    /** The store key. */
-    public String key() {
-        return subject();
     }
 }

@@ -4,7 +4,7 @@ package io.weightrelay.dataplane;
  * A put named a {@link SegmentKind#RECEIVE receive segment} as a preferred segment: such a segment
  * is a transfer target only, never store capacity. Nothing was allocated or published.
  */
-public final class SegmentNotAllocatableException extends DataplaneException {
+public final class SegmentNotAllocatableException extends SegmentException {
     private static final long serialVersionUID = 1L;
 
     public SegmentNotAllocatableException(String segment, String key) {
@@ -17,10 +17,5 @@ public final class SegmentNotAllocatableException extends DataplaneException {
                         + " it cannot hold object '"
                         + key
                         + "'");
-    }
-
-    /** The receive segment that was named. */
-    public String segment() {
-        return subject();
     }
 }

@@ -73,7 +73,7 @@ public final class StoreClient {
         }
         refuseReceiveSegments(key, config.preferredSegments());
         if (Dataplane.metadata(() -> metadata.objectExists(key))) {
-            throw new ObjectExistsException(key);
+            throw Errors.found(DataplaneError.EXISTS, key);
         }
         List<StoredObject.Replica> replicas = allocate(key, size, config);
         List<TransferRequest> writes = new ArrayList<>();
@@ -92,7 +92,7 @@ public final class StoreClient {
                                             new StoredObject(
                                                     key, size, config.hardPin(), replicas)));
             if (!published) {
-                throw new ObjectExistsException(key);
+                throw Errors.found(DataplaneError.EXISTS, key);
             }
         } finally {
             if (!published) {
@@ -180,7 +180,7 @@ public final class StoreClient {
         try {
             Optional<String> exists = Dataplane.metadata(() -> metadata.publishObjects(entries));
             if (exists.isPresent()) {
-                throw new ObjectExistsException(exists.get());
+                throw Errors.found(DataplaneError.EXISTS, exists.get());
             }
             published = true;
         } finally {
@@ -238,7 +238,8 @@ public final class StoreClient {
     private long[] read(String key, List<ReadRange> ranges, int[] crcs, long[] crcNanos) {
         checkKey(key);
         Metadata.Entry entry = Dataplane.metadata(() -> metadata.objectWithEpoch(key));
-        StoredObject object = entry.object().orElseThrow(() -> new ObjectNotFoundException(key));
+        StoredObject object =
+                entry.object().orElseThrow(() -> Errors.found(DataplaneError.NOT_FOUND, key));
         engine.catchUp(entry.segmentsEpoch());
         long[] results = new long[ranges.size()];
         List<Integer> pending = new ArrayList<>();
@@ -366,7 +367,7 @@ public final class StoreClient {
         for (int i = 0; i < keys.size(); i++) {
             StoredObject o = entries.get(i);
             if (o == null) {
-                throw new ObjectNotFoundException(keys.get(i));
+                throw Errors.found(DataplaneError.NOT_FOUND, keys.get(i));
             }
             o.replicas().forEach(r -> segments.add(r.segment()));
         }
@@ -397,7 +398,7 @@ public final class StoreClient {
         checkKey(key);
         StoredObject o =
                 Dataplane.metadata(() -> metadata.object(key))
-                        .orElseThrow(() -> new ObjectNotFoundException(key));
+                        .orElseThrow(() -> Errors.found(DataplaneError.NOT_FOUND, key));
         List<ObjectLocation> out = new ArrayList<>();
         for (StoredObject.Replica r : o.replicas()) {
             String node =

@@ -240,7 +240,7 @@ public final class TransferEngine {
     long segmentId(String segment) {
         Resolved r = resolve(segment);
         if (r == null) {
-            throw new UnknownSegmentException(segment);
+            throw Errors.found(DataplaneError.UNKNOWN_SEGMENT, segment);
         }
         return r.id();
     }
@@ -322,7 +322,7 @@ public final class TransferEngine {
         checkName(segment, "segment");
         Resolved r = resolve(segment);
         if (r == null) {
-            throw new UnknownSegmentException(segment);
+            throw Errors.found(DataplaneError.UNKNOWN_SEGMENT, segment);
         }
         handle.call((e, st) -> DpNative.dp_segment_probe(e, r.id(), st)).check(segment);
     }

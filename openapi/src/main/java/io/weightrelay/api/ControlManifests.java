@@ -3,6 +3,10 @@ package io.weightrelay.api;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.model.Dtype;
 import io.weightrelay.api.control.client.model.GenerationManifest;
+import io.weightrelay.api.control.client.model.Nic;
+import io.weightrelay.api.control.client.model.Node;
+import io.weightrelay.api.control.client.model.OpenGenerationRequest;
+import io.weightrelay.api.control.client.model.Topology;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -54,8 +58,32 @@ public final class ControlManifests {
         return new SourceManifest(m.getManifest().getModel(), tensors, fragments);
     }
 
-    /** reshard's tensors as the contract's, to open a generation with. */
-    public static List<io.weightrelay.api.control.client.model.TensorSpec> tensors(
+    /**
+     * The request that opens a generation of {@code manifest} (its tensors, cut into fragments of
+     * at most {@code maxFragmentBytes}) from these trainer nodes, each declared with one 100 Gb/s
+     * NIC.
+     */
+    public static OpenGenerationRequest openRequest(
+            SourceManifest manifest,
+            List<String> trainerNodes,
+            long trainerStep,
+            long maxFragmentBytes) {
+        List<Node> nodes = new ArrayList<>();
+        for (String n : trainerNodes) {
+            nodes.add(new Node().name(n).nics(List.of(new Nic().name("nic0").gbps(100.0))));
+        }
+        return new OpenGenerationRequest()
+                .trainerStep(trainerStep)
+                .manifest(
+                        new io.weightrelay.api.control.client.model.SourceManifest()
+                                .model(manifest.model())
+                                .tensors(tensors(manifest))
+                                .maxFragmentBytes(maxFragmentBytes))
+                .trainerTopology(new Topology().nodes(nodes));
+    }
+
+    /** reshard's tensors as the contract's. */
+    private static List<io.weightrelay.api.control.client.model.TensorSpec> tensors(
             SourceManifest manifest) {
         List<io.weightrelay.api.control.client.model.TensorSpec> out = new ArrayList<>();
         for (TensorSpec t : manifest.tensors()) {

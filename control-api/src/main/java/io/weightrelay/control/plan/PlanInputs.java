@@ -13,7 +13,6 @@ import io.weightrelay.control.registry.RegistryProblems;
 import io.weightrelay.reshard.codec.ByteSink;
 import io.weightrelay.reshard.codec.Digests;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
-import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.FragmentTemplate;
@@ -232,16 +231,7 @@ final class PlanInputs {
         for (FragmentTemplate.Entry e : t.entries()) {
             TensorSpec spec = specs.get(e.tensor());
             try {
-                out.add(
-                        new TargetFragment(
-                                e.tensor(),
-                                spec.rolloutDtype(),
-                                spec.shape(),
-                                new Shape(e.offset()),
-                                new Shape(e.shape()),
-                                e.buffer(),
-                                e.bufferOffset(),
-                                new Shape(e.strides())));
+                out.add(e.typed(spec));
             } catch (IllegalArgumentException ex) {
                 throw PlanProblems.PLAN_FAILED.exception(ex.getMessage());
             }

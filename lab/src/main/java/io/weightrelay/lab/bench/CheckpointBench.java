@@ -60,53 +60,50 @@ public final class CheckpointBench {
                         args.seed(),
                         args.getInt("trainer-nodes", 2),
                         1,
-                        args.redisHost(),
-                        args.redisPort(),
-                        args.root());
+                        args.site(),
+                        LabCluster.Serving.TENSOR_PARALLEL);
         try (LabCluster lab = LabCluster.start(spec)) {
-            try {
-                long g = lab.publish(1);
-                long started = System.nanoTime();
-                CheckpointReport report = lab.checkpoint(g, dir);
-                double save = (System.nanoTime() - started) / 1e9;
-                long bytes = report.getBytes();
-                double disk = diskWriteSeconds(base.resolve("disk-baseline.bin"), bytes);
+            lab.showingLogsOnFailure(
+                    () -> {
+                        long g = lab.publish(1);
+                        long started = System.nanoTime();
+                        CheckpointReport report = lab.checkpoint(g, dir);
+                        double save = (System.nanoTime() - started) / 1e9;
+                        long bytes = report.getBytes();
+                        double disk = diskWriteSeconds(base.resolve("disk-baseline.bin"), bytes);
 
-                lab.restartFromScratch();
-                started = System.nanoTime();
-                Generation restored = lab.restore(dir);
-                double restore = (System.nanoTime() - started) / 1e9;
-                lab.updateAll().requireUpdated();
-                boolean verified = restored.getGeneration() == g && lab.verifyAll(g) > 0;
+                        lab.restartFromScratch();
+                        started = System.nanoTime();
+                        Generation restored = lab.restore(dir);
+                        double restore = (System.nanoTime() - started) / 1e9;
+                        lab.updateAll().requireUpdated();
+                        boolean verified = restored.getGeneration() == g && lab.verifyAll(g) > 0;
 
-                double saveGbps = bytes / save / 1e9;
-                double diskGbps = bytes / disk / 1e9;
-                System.out.println(
-                        String.format(
-                                Locale.ROOT,
-                                "{\"bench\":\"checkpoint\",\"model\":\"%s\",\"bytes\":%d,"
-                                        + "\"owners\":%d,\"save_s\":%.3f,\"restore_s\":%.3f,"
-                                        + "\"save_mean_owner_s\":%.3f,\"save_worst_owner_s\":%.3f,"
-                                        + "\"disk_write_gbps\":%.3f,\"save_gbps\":%.3f,"
-                                        + "\"save_vs_disk\":%.3f,\"restore_verified\":%s,"
-                                        + "\"load_avg\":%.1f}",
-                                spec.model(),
-                                bytes,
-                                report.getOwners().size(),
-                                save,
-                                restore,
-                                report.getMeanSeconds(),
-                                report.getWorstSeconds(),
-                                diskGbps,
-                                saveGbps,
-                                saveGbps / diskGbps,
-                                verified,
-                                ManagementFactory.getOperatingSystemMXBean()
-                                        .getSystemLoadAverage()));
-            } catch (Exception | Error e) {
-                lab.dumpLogs();
-                throw e;
-            }
+                        double saveGbps = bytes / save / 1e9;
+                        double diskGbps = bytes / disk / 1e9;
+                        System.out.println(
+                                String.format(
+                                        Locale.ROOT,
+                                        "{\"bench\":\"checkpoint\",\"model\":\"%s\",\"bytes\":%d,"
+                                                + "\"owners\":%d,\"save_s\":%.3f,\"restore_s\":%.3f,"
+                                                + "\"save_mean_owner_s\":%.3f,\"save_worst_owner_s\":%.3f,"
+                                                + "\"disk_write_gbps\":%.3f,\"save_gbps\":%.3f,"
+                                                + "\"save_vs_disk\":%.3f,\"restore_verified\":%s,"
+                                                + "\"load_avg\":%.1f}",
+                                        spec.model(),
+                                        bytes,
+                                        report.getOwners().size(),
+                                        save,
+                                        restore,
+                                        report.getMeanSeconds(),
+                                        report.getWorstSeconds(),
+                                        diskGbps,
+                                        saveGbps,
+                                        saveGbps / diskGbps,
+                                        verified,
+                                        ManagementFactory.getOperatingSystemMXBean()
+                                                .getSystemLoadAverage()));
+                    });
         } finally {
             FileSystemUtils.deleteRecursively(base);
         }

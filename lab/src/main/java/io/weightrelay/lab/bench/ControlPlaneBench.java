@@ -15,7 +15,6 @@ import io.weightrelay.api.control.client.model.ConsumeMode;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.LoaderRegistration;
-import io.weightrelay.api.control.client.model.Nic;
 import io.weightrelay.api.control.client.model.OpenGenerationRequest;
 import io.weightrelay.api.control.client.model.OpenedGeneration;
 import io.weightrelay.api.control.client.model.PhaseReport;
@@ -26,7 +25,6 @@ import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.ReportedPhase;
 import io.weightrelay.api.control.client.model.TensorAssignment;
-import io.weightrelay.api.control.client.model.Topology;
 import io.weightrelay.api.control.client.model.UpdateSessionRequest;
 import io.weightrelay.api.control.client.model.WorkerPlacement;
 import io.weightrelay.lab.Args;
@@ -614,24 +612,13 @@ public final class ControlPlaneBench {
         }
 
         private OpenedGeneration open() {
-            List<io.weightrelay.api.control.client.model.TensorSpec> tensors =
-                    ControlManifests.tensors(s.manifest());
-            List<io.weightrelay.api.control.client.model.Node> nodes = new ArrayList<>();
+            List<String> nodes = new ArrayList<>();
             for (int i = 0; i < s.trainerNodes(); i++) {
-                nodes.add(
-                        new io.weightrelay.api.control.client.model.Node()
-                                .name(io.weightrelay.reshard.topology.Topology.trainerNodeName(i))
-                                .nics(List.of(new Nic().name("nic0").gbps(100.0))));
+                nodes.add(io.weightrelay.reshard.topology.Topology.trainerNodeName(i));
             }
             OpenGenerationRequest request =
-                    new OpenGenerationRequest()
-                            .trainerStep(trainerStep)
-                            .manifest(
-                                    new io.weightrelay.api.control.client.model.SourceManifest()
-                                            .model(s.model())
-                                            .tensors(tensors)
-                                            .maxFragmentBytes(Scenario.MAX_FRAGMENT))
-                            .trainerTopology(new Topology().nodes(nodes));
+                    ControlManifests.openRequest(
+                            s.manifest(), nodes, trainerStep, Scenario.MAX_FRAGMENT);
             return trainer.openGeneration(s.model(), request);
         }
 

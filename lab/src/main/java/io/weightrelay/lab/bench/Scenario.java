@@ -58,7 +58,7 @@ record Scenario(
         String synthetic = null;
         String model = catalogued;
         if (ep <= 0) {
-            ep = config.moe() ? tp : 1;
+            ep = config.isMoe() ? tp : 1;
         }
         if (tensors > 0) {
             config = scaled(config, tensors, ep);
@@ -67,7 +67,7 @@ record Scenario(
                             + " scaled to "
                             + config.layers()
                             + " layers and "
-                            + config.experts()
+                            + config.moe().experts()
                             + " experts";
             model = catalogued + "-t" + tensors;
         }
@@ -150,16 +150,17 @@ record Scenario(
      * so that they split over the expert-parallel ranks).
      */
     static ModelConfig scaled(ModelConfig c, int tensors, int ep) {
-        int first = Math.max(1, c.firstDenseLayers()) + 1;
-        int atFirst = ModelCatalog.layout(withSize(c, first, c.experts())).size();
-        int perLayer = ModelCatalog.layout(withSize(c, first + 1, c.experts())).size() - atFirst;
+        int first = Math.max(1, c.moe().firstDenseLayers()) + 1;
+        int atFirst = ModelCatalog.layout(withSize(c, first, c.moe().experts())).size();
+        int perLayer =
+                ModelCatalog.layout(withSize(c, first + 1, c.moe().experts())).size() - atFirst;
         int layers = first;
         if (tensors > atFirst && perLayer > 0) {
             layers = first + (int) Math.round((tensors - atFirst) / (double) perLayer);
         }
         layers = Math.max(first, Math.min(c.layers(), layers));
         int lo = 1;
-        int hi = c.moe() ? c.experts() : 1;
+        int hi = c.isMoe() ? c.moe().experts() : 1;
         while (lo < hi) {
             int mid = (lo + hi + 1) / 2;
             if (ModelCatalog.layout(withSize(c, layers, mid)).size() <= tensors) {
@@ -168,7 +169,7 @@ record Scenario(
                 hi = mid - 1;
             }
         }
-        return withSize(c, layers, c.moe() ? Math.max(ep, lo / ep * ep) : 0);
+        return withSize(c, layers, c.isMoe() ? Math.max(ep, lo / ep * ep) : 0);
     }
 
     private static ModelConfig withSize(ModelConfig c, int layers, int experts) {
@@ -178,21 +179,9 @@ record Scenario(
                 c.hidden(),
                 c.intermediate(),
                 layers,
-                c.heads(),
-                c.kvHeads(),
-                c.headDim(),
                 c.tiedEmbeddings(),
-                c.qkvBias(),
-                c.firstDenseLayers(),
-                c.moeIntermediate(),
-                experts,
-                c.sharedExperts(),
-                c.qLoraRank(),
-                c.kvLoraRank(),
-                c.qkNopeDim(),
-                c.qkRopeDim(),
-                c.vHeadDim(),
-                c.trainerDtype(),
-                c.rolloutDtype());
+                c.attention(),
+                c.moe().withExperts(experts),
+                c.mla());
     }
 }

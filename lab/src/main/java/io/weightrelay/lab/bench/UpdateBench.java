@@ -83,9 +83,8 @@ public final class UpdateBench {
                             args.seed(),
                             TRAINER_NODES,
                             ROLLOUT_NODES,
-                            args.redisHost(),
-                            args.redisPort(),
-                            args.root()),
+                            args.site(),
+                            LabCluster.Serving.TENSOR_PARALLEL),
                     args.getInt("warmup", 2));
         }
 

@@ -51,7 +51,8 @@ public final class LabCatalog {
      * rollout dtype (block FP8: the selected projections in E4M3, each with its scale tensor).
      */
     public static SourceManifest publishedManifest(LabCluster.Spec spec) {
-        return SimulatedModel.manifest(spec.model(), DType.BF16, spec.rolloutDtype(), MAX_FRAGMENT);
+        return SimulatedModel.manifest(
+                spec.model(), DType.BF16, spec.serving().rolloutDtype(), MAX_FRAGMENT);
     }
 
     /**
@@ -63,10 +64,11 @@ public final class LabCatalog {
         Map<String, TensorSpec> published = new LinkedHashMap<>();
         manifest.tensors().forEach(t -> published.put(t.name(), t));
         List<TensorLayout> catalog = ModelCatalog.layout(spec.model());
-        if (spec.rolloutDtype() == DType.F8_E4M3) {
+        if (spec.serving().rolloutDtype() == DType.F8_E4M3) {
             catalog = ModelCatalog.blockFp8(catalog, Fp8BlockRule.defaults());
         }
-        Parallelism parallelism = new Parallelism(spec.tp(), spec.ep(), spec.dpAttention());
+        Parallelism parallelism =
+                new Parallelism(spec.tp(), spec.serving().ep(), spec.serving().dpAttention());
         List<TensorLayout> layout = new ArrayList<>();
         for (TensorLayout t : catalog) {
             layout.add(t.withSpec(published.get(t.spec().name())));

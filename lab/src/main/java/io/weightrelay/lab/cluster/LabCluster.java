@@ -80,47 +80,8 @@ public final class LabCluster implements StartedOrClosed.Lab {
             long seed,
             int trainerNodes,
             int rolloutNodes,
-            String redisHost,
-            int redisPort,
-            Path root,
-            int ep,
-            boolean dpAttention,
-            DType rolloutDtype) {
-
-        public Spec {
-            if (rolloutDtype != DType.BF16 && rolloutDtype != DType.F8_E4M3) {
-                throw new IllegalArgumentException(
-                        "the lab publishes bf16 and serves bf16 or f8_e4m3, not " + rolloutDtype);
-            }
-        }
-
-        /** Tensor parallelism only, BF16 rollout weights. */
-        public Spec(
-                String model,
-                int instances,
-                int tp,
-                Mode mode,
-                long seed,
-                int trainerNodes,
-                int rolloutNodes,
-                String redisHost,
-                int redisPort,
-                Path root) {
-            this(
-                    model,
-                    instances,
-                    tp,
-                    mode,
-                    seed,
-                    trainerNodes,
-                    rolloutNodes,
-                    redisHost,
-                    redisPort,
-                    root,
-                    1,
-                    false,
-                    DType.BF16);
-        }
+            Site site,
+            Serving serving) {
 
         /**
          * This lab with experts sharded by {@code ep} over each instance's ranks, data-parallel
@@ -129,20 +90,17 @@ public final class LabCluster implements StartedOrClosed.Lab {
          * in BF16).
          */
         public Spec wide(int ep, boolean dpAttention, DType rolloutDtype) {
+            return with(site, new Serving(ep, dpAttention, rolloutDtype));
+        }
+
+        /** This lab on another site: its services use that Redis and run that checkout's jars. */
+        public Spec on(Site other) {
+            return with(other, serving);
+        }
+
+        private Spec with(Site site, Serving serving) {
             return new Spec(
-                    model,
-                    instances,
-                    tp,
-                    mode,
-                    seed,
-                    trainerNodes,
-                    rolloutNodes,
-                    redisHost,
-                    redisPort,
-                    root,
-                    ep,
-                    dpAttention,
-                    rolloutDtype);
+                    model, instances, tp, mode, seed, trainerNodes, rolloutNodes, site, serving);
         }
 
         /**
@@ -152,12 +110,21 @@ public final class LabCluster implements StartedOrClosed.Lab {
          */
         public static Spec rolloutOnly(
                 String model, int instances, int tp, Mode mode, int rolloutNodes) {
-            return new Spec(model, instances, tp, mode, 1, 1, rolloutNodes, "unused", 0, null);
+            return new Spec(
+                    model,
+                    instances,
+                    tp,
+                    mode,
+                    1,
+                    1,
+                    rolloutNodes,
+                    new Site("unused", 0, null),
+                    Serving.TENSOR_PARALLEL);
         }
 
         public static Spec of(String model, int instances, int tp, Mode mode) {
             return new Spec(
-                    model, instances, tp, mode, 1, 2, 2, "127.0.0.1", 6379, ServiceProcess.home());
+                    model, instances, tp, mode, 1, 2, 2, Site.local(), Serving.TENSOR_PARALLEL);
         }
 
         /** Half the instances in each mode, alternating; see {@link Spec#mode()}. */
@@ -177,7 +144,36 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
         /** {@code redis://host:port} of the Redis the services use. */
         public String redisUri() {
-            return "redis://" + redisHost + ":" + redisPort;
+            return "redis://" + site.redisHost() + ":" + site.redisPort();
+        }
+    }
+
+    /**
+     * Where a lab's services come from: the Redis they share and the checkout whose service jars
+     * they run.
+     */
+    public record Site(String redisHost, int redisPort, Path root) {
+
+        /** This machine's Redis on its default port and the checkout this JVM runs from. */
+        public static Site local() {
+            return new Site("127.0.0.1", 6379, ServiceProcess.home());
+        }
+    }
+
+    /**
+     * How the rollout instances serve the model: experts sharded by {@code ep} over each instance's
+     * ranks, data-parallel attention or not, and the rollout weights' dtype.
+     */
+    public record Serving(int ep, boolean dpAttention, DType rolloutDtype) {
+
+        /** Tensor parallelism only, BF16 rollout weights. */
+        public static final Serving TENSOR_PARALLEL = new Serving(1, false, DType.BF16);
+
+        public Serving {
+            if (rolloutDtype != DType.BF16 && rolloutDtype != DType.F8_E4M3) {
+                throw new IllegalArgumentException(
+                        "the lab publishes bf16 and serves bf16 or f8_e4m3, not " + rolloutDtype);
+            }
         }
     }
 
@@ -738,12 +734,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
         }
         killedSegments.clear();
         whileDown.call();
-        try {
-            startServices();
-        } catch (Exception | Error e) {
-            dumpLogs();
-            throw e;
-        }
+        showingLogsOnFailure(this::startServices);
     }
 
     /** Prints every service's log tail to stderr (after a failure). */
@@ -814,8 +805,8 @@ public final class LabCluster implements StartedOrClosed.Lab {
                             "control-api",
                             "512m",
                             List.of(
-                                    "--spring.data.redis.host=" + spec.redisHost(),
-                                    "--spring.data.redis.port=" + spec.redisPort(),
+                                    "--spring.data.redis.host=" + spec.site().redisHost(),
+                                    "--spring.data.redis.port=" + spec.site().redisPort(),
                                     "--relay.redis.key-prefix=wr:lab:" + run + ":",
                                     "--relay.dataplane.key-prefix=" + dpPrefix,
                                     "--relay.dataplane.secret-file=" + secretFile,
@@ -1102,7 +1093,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
             String name, String module, String heap, List<String> args) {
         ServiceProcess process =
                 ServiceProcess.start(
-                        name, ServiceProcess.findJar(spec.root(), module), heap, args, logs);
+                        name, ServiceProcess.findJar(spec.site().root(), module), heap, args, logs);
         children.add(process);
         return process;
     }

@@ -55,17 +55,7 @@ public final class LabRedis implements AutoCloseable {
 
     /** A lab spec like {@code spec} whose services use this Redis. */
     public LabCluster.Spec serve(LabCluster.Spec spec) {
-        return new LabCluster.Spec(
-                spec.model(),
-                spec.instances(),
-                spec.tp(),
-                spec.mode(),
-                spec.seed(),
-                spec.trainerNodes(),
-                spec.rolloutNodes(),
-                host(),
-                port,
-                spec.root());
+        return spec.on(new LabCluster.Site(host(), port, spec.site().root()));
     }
 
     private void startServer() {

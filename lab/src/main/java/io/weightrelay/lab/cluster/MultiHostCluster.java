@@ -511,7 +511,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         // C1 only: the services start in half the CPU time, and their hot paths are native.
         command.add("-XX:TieredStopAtLevel=1");
         command.add("-jar");
-        command.add(ServiceProcess.findJar(spec.root(), module).toString());
+        command.add(ServiceProcess.findJar(spec.site().root(), module).toString());
         command.add("--server.port=" + port);
         command.add("--server.address=" + h.controlAddress());
         command.addAll(args);

@@ -298,10 +298,7 @@ public final class Demo {
         Thread onInterrupt = new Thread(stop, "demo-stop");
         Runtime.getRuntime().addShutdownHook(onInterrupt);
         try {
-            return story(lab, started);
-        } catch (Exception | AssertionError e) {
-            lab.dumpLogs();
-            throw e;
+            return lab.showingLogsOnFailure(() -> story(lab, started));
         } finally {
             stop.run();
             try {

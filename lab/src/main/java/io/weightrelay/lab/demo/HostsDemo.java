@@ -233,84 +233,87 @@ public final class HostsDemo {
                 spec.instances(),
                 spec.tp());
         try (MultiHostCluster lab = MultiHostCluster.start(spec, prefix)) {
-            try {
-                int hosts = lab.hosts().hosts().size();
-                say("  %d hosts up (%s); logs in %s", hosts, names(lab), lab.logs());
-                MultiHostCluster.Published g1 = lab.publish(0);
-                MultiHostCluster.Update first = lab.updateAll().requireVerified();
-                say(
-                        "  generation %d published by the trainer ranks on their hosts; every"
-                                + " instance updated in %.2f s, %d bytes checked",
-                        g1.generation(), first.seconds(), first.bytesVerified());
-                MultiHostCluster.Published g2 = lab.publish(1);
-                MultiHostCluster.Update second = lab.updateAll().requireVerified();
-                lab.collectGarbage();
-                say(
-                        "  generation %d applied in %.2f s: store read %.1f MB, %.1f MB over tcp"
-                                + " between hosts",
-                        g2.generation(),
-                        second.seconds(),
-                        second.storeBytesRead() / 1e6,
-                        second.engineTcpBytes() / 1e6);
-                String restarted = lab.restartInstance(0);
-                MultiHostCluster.Update rebuilt = lab.update(restarted).requireVerified();
-                say(
-                        "  killed %s's loader; the new one loaded generation %d alone in %.2f s,"
-                                + " no republish; %d bytes checked",
-                        restarted, g2.generation(), rebuilt.seconds(), rebuilt.bytesVerified());
-                ShmIsolation.Report isolation = lab.isolation();
-                Demands demands = Demands.of(lab.manifest(), lab.placement());
-                LinkCounters.Traffic dp =
-                        first.traffic()
-                                .dataSent()
-                                .plus(second.traffic().dataSent())
-                                .plus(rebuilt.traffic().dataSent());
-                LinkCounters.Traffic control =
-                        first.traffic()
-                                .controlSent()
-                                .plus(second.traffic().controlSent())
-                                .plus(rebuilt.traffic().controlSent());
-                long tcp =
-                        first.engineTcpBytes() + second.engineTcpBytes() + rebuilt.engineTcpBytes();
-                ModeResult r =
-                        new ModeResult(
-                                mode,
-                                spec.model(),
-                                hosts,
-                                spec.instances(),
-                                spec.tp(),
-                                new long[] {g1.generation(), g2.generation()},
+            return lab.showingLogsOnFailure(
+                    () -> {
+                        int hosts = lab.hosts().hosts().size();
+                        say("  %d hosts up (%s); logs in %s", hosts, names(lab), lab.logs());
+                        MultiHostCluster.Published g1 = lab.publish(0);
+                        MultiHostCluster.Update first = lab.updateAll().requireVerified();
+                        say(
+                                "  generation %d published by the trainer ranks on their hosts; every"
+                                        + " instance updated in %.2f s, %d bytes checked",
+                                g1.generation(), first.seconds(), first.bytesVerified());
+                        MultiHostCluster.Published g2 = lab.publish(1);
+                        MultiHostCluster.Update second = lab.updateAll().requireVerified();
+                        lab.collectGarbage();
+                        say(
+                                "  generation %d applied in %.2f s: store read %.1f MB, %.1f MB over tcp"
+                                        + " between hosts",
+                                g2.generation(),
                                 second.seconds(),
+                                second.storeBytesRead() / 1e6,
+                                second.engineTcpBytes() / 1e6);
+                        String restarted = lab.restartInstance(0);
+                        MultiHostCluster.Update rebuilt = lab.update(restarted).requireVerified();
+                        say(
+                                "  killed %s's loader; the new one loaded generation %d alone in %.2f s,"
+                                        + " no republish; %d bytes checked",
+                                restarted,
+                                g2.generation(),
                                 rebuilt.seconds(),
-                                first.bytesVerified() + second.bytesVerified(),
-                                rebuilt.bytesVerified(),
-                                second.bytesReceived(),
-                                demands.targetStoredBytes(),
-                                first.storeBytesRead() + second.storeBytesRead(),
-                                2 * demands.storeBytes(),
+                                rebuilt.bytesVerified());
+                        ShmIsolation.Report isolation = lab.isolation();
+                        Demands demands = Demands.of(lab.manifest(), lab.placement());
+                        LinkCounters.Traffic dp =
+                                first.traffic()
+                                        .dataSent()
+                                        .plus(second.traffic().dataSent())
+                                        .plus(rebuilt.traffic().dataSent());
+                        LinkCounters.Traffic control =
+                                first.traffic()
+                                        .controlSent()
+                                        .plus(second.traffic().controlSent())
+                                        .plus(rebuilt.traffic().controlSent());
+                        long tcp =
+                                first.engineTcpBytes()
+                                        + second.engineTcpBytes()
+                                        + rebuilt.engineTcpBytes();
+                        ModeResult r =
+                                new ModeResult(
+                                        mode,
+                                        spec.model(),
+                                        hosts,
+                                        spec.instances(),
+                                        spec.tp(),
+                                        new long[] {g1.generation(), g2.generation()},
+                                        second.seconds(),
+                                        rebuilt.seconds(),
+                                        first.bytesVerified() + second.bytesVerified(),
+                                        rebuilt.bytesVerified(),
+                                        second.bytesReceived(),
+                                        demands.targetStoredBytes(),
+                                        first.storeBytesRead() + second.storeBytesRead(),
+                                        2 * demands.storeBytes(),
+                                        tcp,
+                                        dp,
+                                        dp.tcpPayload() - tcp,
+                                        control,
+                                        g1.traffic().dataSent().plus(g2.traffic().dataSent()),
+                                        isolation,
+                                        LabSecrets.foundIn(lab.logs(), lab.configuredSecrets()));
+                        say(
+                                "  engines counted %d tcp bytes; the data-plane interfaces carried %d bytes"
+                                        + " in %d frames, %d of them TCP payload; %d processes checked,"
+                                        + " %d shared-memory mappings, all on their own host: %s",
                                 tcp,
-                                dp,
-                                dp.tcpPayload() - tcp,
-                                control,
-                                g1.traffic().dataSent().plus(g2.traffic().dataSent()),
-                                isolation,
-                                LabSecrets.foundIn(lab.logs(), lab.configuredSecrets()));
-                say(
-                        "  engines counted %d tcp bytes; the data-plane interfaces carried %d bytes"
-                                + " in %d frames, %d of them TCP payload; %d processes checked,"
-                                + " %d shared-memory mappings, all on their own host: %s",
-                        tcp,
-                        dp.bytes(),
-                        dp.packets(),
-                        dp.tcpPayload(),
-                        isolation.processes(),
-                        isolation.shmMappings(),
-                        isolation.clean() ? "yes" : isolation.violations());
-                return r;
-            } catch (Exception | AssertionError e) {
-                lab.dumpLogs();
-                throw e;
-            }
+                                dp.bytes(),
+                                dp.packets(),
+                                dp.tcpPayload(),
+                                isolation.processes(),
+                                isolation.shmMappings(),
+                                isolation.clean() ? "yes" : isolation.violations());
+                        return r;
+                    });
         }
     }
 

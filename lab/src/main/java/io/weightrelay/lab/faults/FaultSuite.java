@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import org.springframework.util.FileSystemUtils;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@code ./relay faults [--json] [--model M] [--hosts] [--only name,...]}: runs every fault case on
@@ -17,6 +18,8 @@ import org.springframework.util.FileSystemUtils;
  * case passed. {@code FaultSuiteTest} runs the same {@link #cases()} in {@code mvn verify}.
  */
 public final class FaultSuite {
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
 
     private FaultSuite() {}
 
@@ -146,25 +149,9 @@ public final class FaultSuite {
         return nl < 0 ? d : d.substring(0, nl).strip() + " ...";
     }
 
+    /** {@code s} as a JSON string literal (a null as the text {@code null}, quoted). */
     static String quote(String s) {
-        StringBuilder out = new StringBuilder("\"");
-        for (char c : String.valueOf(s).toCharArray()) {
-            switch (c) {
-                case '"' -> out.append("\\\"");
-                case '\\' -> out.append("\\\\");
-                case '\n' -> out.append("\\n");
-                case '\r' -> out.append("\\r");
-                case '\t' -> out.append("\\t");
-                default -> {
-                    if (c < 0x20) {
-                        out.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        out.append(c);
-                    }
-                }
-            }
-        }
-        return out.append('"').toString();
+        return JSON.writeValueAsString(String.valueOf(s));
     }
 
     public static void main(String[] args) throws Exception {

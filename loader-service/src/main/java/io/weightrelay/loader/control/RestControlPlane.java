@@ -24,6 +24,7 @@ import io.weightrelay.api.control.client.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.client.model.WorkerPlacement;
 import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.loader.LoaderProperties;
+import io.weightrelay.loader.instance.Instance;
 import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -247,28 +248,7 @@ public class RestControlPlane implements ControlPlane {
 
     /** The worker's fragments, in its order, as a template. */
     static FragmentTemplate template(io.weightrelay.api.loader.model.WorkerPlacement w) {
-        List<FragmentTemplate.Entry> entries = new ArrayList<>();
-        if (w.getFragments() != null) {
-            for (io.weightrelay.api.loader.model.TargetFragment f : w.getFragments()) {
-                entries.add(
-                        new FragmentTemplate.Entry(
-                                f.getTensor(),
-                                longs(f.getOffset()),
-                                longs(f.getShape()),
-                                f.getBufferId(),
-                                f.getBufferOffset(),
-                                longs(f.getStrides())));
-            }
-        }
-        return FragmentTemplate.of(entries);
-    }
-
-    private static long[] longs(List<Long> values) {
-        long[] out = new long[values.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = values.get(i);
-        }
-        return out;
+        return FragmentTemplate.of(Instance.fragments(w));
     }
 
     /** The worker without its fragments (they go as a template). */

@@ -2,14 +2,13 @@ package io.weightrelay.loader.instance;
 
 import io.weightrelay.api.loader.model.ConsumeMode;
 import io.weightrelay.api.loader.model.InstanceSpan;
-import io.weightrelay.api.loader.model.TargetFragment;
 import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
-import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.manifest.TensorSpec;
+import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.TargetFragment;
 import io.weightrelay.reshard.placement.Worker;
 import java.util.ArrayList;
 import java.util.List;
@@ -60,30 +59,18 @@ public record Instance(
         Map<String, Integer> index = manifest.tensorIndex();
         List<Worker> out = new ArrayList<>();
         for (WorkerPlacement w : workers) {
-            List<io.weightrelay.reshard.placement.TargetFragment> fragments = new ArrayList<>();
-            if (w.getFragments() != null) {
-                for (TargetFragment f : w.getFragments()) {
-                    Integer t = index.get(f.getTensor());
-                    if (t == null) {
-                        throw new IllegalArgumentException(
-                                "worker "
-                                        + w.getWorkerId()
-                                        + " holds tensor "
-                                        + f.getTensor()
-                                        + " that the manifest does not have");
-                    }
-                    TensorSpec spec = manifest.tensors().get(t);
-                    fragments.add(
-                            new io.weightrelay.reshard.placement.TargetFragment(
-                                    f.getTensor(),
-                                    spec.rolloutDtype(),
-                                    spec.shape(),
-                                    shape(f.getOffset()),
-                                    shape(f.getShape()),
-                                    f.getBufferId(),
-                                    f.getBufferOffset(),
-                                    shape(f.getStrides())));
+            List<TargetFragment> fragments = new ArrayList<>();
+            for (FragmentTemplate.Entry e : fragments(w)) {
+                Integer t = index.get(e.tensor());
+                if (t == null) {
+                    throw new IllegalArgumentException(
+                            "worker "
+                                    + w.getWorkerId()
+                                    + " holds tensor "
+                                    + e.tensor()
+                                    + " that the manifest does not have");
                 }
+                fragments.add(e.typed(manifest.tensors().get(t)));
             }
             out.add(
                     new Worker(
@@ -99,8 +86,29 @@ public record Instance(
         return out;
     }
 
-    private static Shape shape(List<Long> dims) {
-        return Shape.of(dims.stream().mapToLong(Long::longValue).toArray());
+    /**
+     * A worker's fragments as it registered them, in its order: what its placement template holds
+     * and, typed by the manifest, what the planner places.
+     */
+    public static List<FragmentTemplate.Entry> fragments(WorkerPlacement w) {
+        if (w.getFragments() == null) {
+            return List.of();
+        }
+        return w.getFragments().stream()
+                .map(
+                        f ->
+                                new FragmentTemplate.Entry(
+                                        f.getTensor(),
+                                        longs(f.getOffset()),
+                                        longs(f.getShape()),
+                                        f.getBufferId(),
+                                        f.getBufferOffset(),
+                                        longs(f.getStrides())))
+                .toList();
+    }
+
+    private static long[] longs(List<Long> values) {
+        return values.stream().mapToLong(Long::longValue).toArray();
     }
 
     static WorkerBuffers buffersOf(WorkerPlacement w) {

@@ -44,7 +44,6 @@ public final class SliceSchedule {
             String writerInstance, int batch, int expectedNotifies, List<Integer> writes) {}
 
     private final Slice plan;
-    private final String instance;
     private final BufferDirectory directory;
     private final boolean[] mine;
     private final List<Integer> myWorkers = new ArrayList<>();
@@ -59,11 +58,10 @@ public final class SliceSchedule {
     private long pushBytes;
     private long fanOutBytes;
     private long receiveBytes;
-    private boolean anyNotify;
 
     public SliceSchedule(Slice plan, BufferDirectory directory) {
         this.plan = plan;
-        this.instance = plan.instance();
+        String instance = plan.instance();
         this.directory = directory;
         int workers = plan.workerCount();
         mine = new boolean[workers];
@@ -105,7 +103,6 @@ public final class SliceSchedule {
             for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
                 int dst = plan.writeDst(w);
                 pushBytes += plan.writeBytes(w);
-                anyNotify |= (plan.writeFlags(w) & Plan.NOTIFY) != 0;
                 if ((plan.writeFlags(w) & Plan.FANOUT) != 0 && dst == reader) {
                     fanOutBytes += plan.writeBytes(w) * (compatPeers(dst).size() - 1);
                 }
@@ -239,8 +236,9 @@ public final class SliceSchedule {
         return plan;
     }
 
+    /** This loader's instance: the slice's. */
     public String instance() {
-        return instance;
+        return plan.instance();
     }
 
     public BufferDirectory directory() {
@@ -250,10 +248,6 @@ public final class SliceSchedule {
     /** Plan indexes of this loader's workers. */
     public List<Integer> myWorkers() {
         return List.copyOf(myWorkers);
-    }
-
-    public boolean isMine(int worker) {
-        return mine[worker];
     }
 
     /** Position of a reader's staging area within a slot, or -1. */
@@ -303,23 +297,6 @@ public final class SliceSchedule {
      */
     public List<Integer> inlineFanOut(int batch) {
         return inlineFanOut.get(batch);
-    }
-
-    /** Whether any of this loader's batches carries a write that must notify. */
-    public boolean anyNotify() {
-        return anyNotify;
-    }
-
-    public long readBytes() {
-        return readBytes;
-    }
-
-    public long pushBytes() {
-        return pushBytes;
-    }
-
-    public long fanOutBytes() {
-        return fanOutBytes;
     }
 
     public long receiveBytes() {

@@ -37,7 +37,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Service;
 
 /**
@@ -95,31 +94,13 @@ public class UpdateCoordinator {
             InstanceService instances,
             ControlPlane control,
             UpdateSteps steps,
-            LoaderProperties properties) {
-        this(instances, control, steps, properties, UpdateMetrics.unregistered());
-    }
-
-    @Autowired
-    public UpdateCoordinator(
-            InstanceService instances,
-            ControlPlane control,
-            UpdateSteps steps,
             LoaderProperties properties,
             MeterRegistry meters) {
-        this(instances, control, steps, properties, new UpdateMetrics(meters));
-    }
-
-    private UpdateCoordinator(
-            InstanceService instances,
-            ControlPlane control,
-            UpdateSteps steps,
-            LoaderProperties properties,
-            UpdateMetrics metrics) {
         this.instances = instances;
         this.control = control;
         this.steps = steps;
         this.properties = properties;
-        this.metrics = metrics;
+        this.metrics = new UpdateMetrics(meters);
     }
 
     /**

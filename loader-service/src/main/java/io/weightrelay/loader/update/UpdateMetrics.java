@@ -3,7 +3,6 @@ package io.weightrelay.loader.update;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.loader.pipeline.ApplyCounts;
 import java.time.Duration;
@@ -23,11 +22,6 @@ final class UpdateMetrics {
 
     UpdateMetrics(MeterRegistry registry) {
         this.registry = registry;
-    }
-
-    /** Meters kept in memory only, for a coordinator made outside Spring. */
-    static UpdateMetrics unregistered() {
-        return new UpdateMetrics(new SimpleMeterRegistry());
     }
 
     void finished(UpdateRun.Snapshot run) {

@@ -3,6 +3,7 @@ package io.weightrelay.loader.update;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.loader.model.ConsumeMode;
 import io.weightrelay.api.loader.model.InstanceRegistration;
@@ -139,7 +140,9 @@ class UpdateCoordinatorTest {
                     }
                 };
         instances = new InstanceService(control, holder);
-        coordinator = new UpdateCoordinator(instances, control, steps, properties);
+        coordinator =
+                new UpdateCoordinator(
+                        instances, control, steps, properties, new SimpleMeterRegistry());
         instances.register(registration());
     }
 

@@ -9,37 +9,17 @@ import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
-import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.trainer.client.PublishFailedException;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * The publish path with a staging file of its own: every fragment is copied once from staging into
  * the segment by a put, which fails when no segment has room.
  */
+@PublishEndToEndTest.Staging(mode = "file", segmentSize = "28MB")
 class FileStagingPublishTest extends PublishEndToEndTest {
-
-    private static final String PREFIX = RedisTestSupport.uniqueKeyPrefix("publish-file");
-
-    @BeforeAll
-    static void start() {
-        startControlApi("publish-file", PREFIX);
-    }
-
-    @DynamicPropertySource
-    static void properties(DynamicPropertyRegistry registry) {
-        register(registry, PREFIX, "file", "28MB");
-    }
-
-    @Override
-    long expectedLocalCopy(long stored) {
-        return stored;
-    }
 
     @Test
     void aGenerationWithAFailedPutIsAbortedAndNeverCommitted() {

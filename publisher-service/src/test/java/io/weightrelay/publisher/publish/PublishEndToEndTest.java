@@ -41,6 +41,10 @@ import io.weightrelay.trainer.client.RelayCallException;
 import io.weightrelay.trainer.client.TrainerSession;
 import io.weightrelay.trainer.sim.DeterministicWeights;
 import io.weightrelay.trainer.sim.SimulatedModel;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
@@ -59,6 +63,7 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.core.Ordered;
 import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.test.context.TestContext;
 import org.springframework.test.context.TestExecutionListener;
 import org.springframework.test.context.TestExecutionListeners;
@@ -71,13 +76,15 @@ import org.springframework.web.client.RestClientResponseException;
  * it stored with the real control-api ({@link TestControlApi}, a child JVM from its jar).
  *
  * <p>Run once per staging mode ({@link SegmentStagingPublishTest}, {@link FileStagingPublishTest}),
- * each with its own control-api, data-plane prefix and Spring context. The context is closed after
- * the class, before the class's control-api it heartbeats to; then the class's keys are deleted.
+ * each with its own control-api, data-plane prefix and Spring context: a subclass names its mode
+ * with {@link Staging}, and {@link ControlApiPerClass} starts its control-api before the context is
+ * built. The context is closed after the class, before the class's control-api it heartbeats to;
+ * then the class's keys are deleted.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @DirtiesContext
 @TestExecutionListeners(
-        listeners = PublishEndToEndTest.StopControlApiAndDeleteKeys.class,
+        listeners = PublishEndToEndTest.ControlApiPerClass.class,
         mergeMode = TestExecutionListeners.MergeMode.MERGE_WITH_DEFAULTS)
 abstract class PublishEndToEndTest {
 
@@ -85,24 +92,39 @@ abstract class PublishEndToEndTest {
     static final long SEED = 42;
     static final long MAX_FRAGMENT = 64 << 10;
 
-    static TestControlApi controlApi;
-    static String dataplanePrefix;
+    /** The staging a subclass publishes through. */
+    @Retention(RetentionPolicy.RUNTIME)
+    @Target(ElementType.TYPE)
+    @interface Staging {
+        /** {@code relay.staging.mode}: {@code segment} or {@code file}. */
+        String mode();
 
-    /** Starts the class's control-api; call from the subclass's {@code @BeforeAll}. */
-    static void startControlApi(String test, String dataplanePrefix) {
-        PublishEndToEndTest.dataplanePrefix = dataplanePrefix;
-        controlApi = TestControlApi.start(test, dataplanePrefix);
+        /** The store segment's size: room for the tests' active generations (and staging). */
+        String segmentSize();
     }
 
+    static TestControlApi controlApi;
+    static String dataplanePrefix;
+    static Staging staging;
+
     /**
-     * Stops the class's control-api and deletes what it and the publisher stored under the class's
-     * data-plane prefix, once {@code @DirtiesContext} has closed the publisher's context: with the
-     * highest precedence its after-class callback runs last.
+     * Starts the class's control-api under a data-plane prefix of its own before anything else runs
+     * for the class; stops it and deletes what it and the publisher stored under that prefix once
+     * {@code @DirtiesContext} has closed the publisher's context: with the highest precedence its
+     * before-class callback runs first and its after-class callback last.
      */
-    static final class StopControlApiAndDeleteKeys implements TestExecutionListener, Ordered {
+    static final class ControlApiPerClass implements TestExecutionListener, Ordered {
         @Override
         public int getOrder() {
             return Ordered.HIGHEST_PRECEDENCE;
+        }
+
+        @Override
+        public void beforeTestClass(TestContext testContext) {
+            staging = testContext.getTestClass().getAnnotation(Staging.class);
+            String test = "publish-" + staging.mode();
+            dataplanePrefix = RedisTestSupport.uniqueKeyPrefix(test);
+            controlApi = TestControlApi.start(test, dataplanePrefix);
         }
 
         @Override
@@ -118,14 +140,11 @@ abstract class PublishEndToEndTest {
         }
     }
 
-    /** The publisher's settings; call from the subclass's {@code @DynamicPropertySource}. */
-    static void register(
-            DynamicPropertyRegistry registry,
-            String dataplanePrefix,
-            String stagingMode,
-            String segmentSize) {
+    /** The publisher's settings, for the class's staging and control-api. */
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry registry) {
         TestPublisherProperties.registerUnder(
-                registry, dataplanePrefix, NODE, stagingMode, segmentSize);
+                registry, dataplanePrefix, NODE, staging.mode(), staging.segmentSize());
         registry.add("relay.segment.register", () -> "true");
         registry.add("relay.segment.heartbeat", () -> "200ms");
         registry.add("relay.publish.control-api-url", () -> controlApi.baseUrl());
@@ -139,7 +158,9 @@ abstract class PublishEndToEndTest {
      * Bytes the publisher's engine copies locally to store {@code stored} bytes: none when the
      * ranks wrote into the segment, one copy from a staging file.
      */
-    abstract long expectedLocalCopy(long stored);
+    static long expectedLocalCopy(long stored) {
+        return staging.mode().equals("file") ? stored : 0;
+    }
 
     @Value("${local.server.port}")
     int port;

@@ -9,41 +9,21 @@ import io.weightrelay.dataplane.InPlaceObject;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
-import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.trainer.client.PublishFailedException;
 import io.weightrelay.trainer.client.RelayCallException;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * The publish path with staging inside the store segment (the default): ranks write where the
  * objects live, so storing copies nothing; a store that fails (here: a stale object already
  * published under one of the generation's keys) fails the generation, which is aborted while the
- * previous one stays active, and every byte reserved for it goes back to the segment.
+ * previous one stays active, and every byte reserved for it goes back to the segment. The segment
+ * has room for the tests' active generations plus staging, which lives in it.
  */
+@PublishEndToEndTest.Staging(mode = "segment", segmentSize = "48MB")
 class SegmentStagingPublishTest extends PublishEndToEndTest {
-
-    private static final String PREFIX = RedisTestSupport.uniqueKeyPrefix("publish-segment");
-
-    @BeforeAll
-    static void start() {
-        startControlApi("publish-segment", PREFIX);
-    }
-
-    @DynamicPropertySource
-    static void properties(DynamicPropertyRegistry registry) {
-        // Room for the tests' active generations plus staging: staging lives in the segment.
-        register(registry, PREFIX, "segment", "48MB");
-    }
-
-    @Override
-    long expectedLocalCopy(long stored) {
-        return 0;
-    }
 
     @Test
     void aGenerationWithAFailedPutIsAbortedAndNeverCommitted() {

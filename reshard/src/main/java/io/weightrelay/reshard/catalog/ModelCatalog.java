@@ -1,5 +1,11 @@
 package io.weightrelay.reshard.catalog;
 
+import static io.weightrelay.reshard.catalog.ModelConfig.deepseek;
+import static io.weightrelay.reshard.catalog.ModelConfig.dense;
+
+import io.weightrelay.reshard.catalog.ModelConfig.Attention;
+import io.weightrelay.reshard.catalog.ModelConfig.Mla;
+import io.weightrelay.reshard.catalog.ModelConfig.Moe;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fp8BlockRule;
 import io.weightrelay.reshard.manifest.Shape;
@@ -19,37 +25,20 @@ public final class ModelCatalog {
 
     static {
         // Small DeepSeek-style MoE with MLA (a few MB) so tests exercise every tensor kind.
-        add(ModelConfig.deepseek("tiny", 8192, 128, 256, 2, 4, 1, 64, 8, 1, 64, 32, 16, 8, 16));
+        Mla tinyMla = new Mla(64, 32, 16, 8, 16);
+        add(deepseek("tiny", 8192, 128, 256, 2, 4, new Moe(1, 64, 8, 1), tinyMla));
         // DeepSeek-shaped MoE (about 4 MB in BF16) whose projections span several 128 x 128 blocks,
         // so block-FP8 serving with whole blocks per rank has something to split: 4 heads,
         // hidden 256, 4 routed experts of intermediate 256, one shared.
-        add(
-                ModelConfig.deepseek(
-                        "small-moe", 256, 256, 256, 2, 4, 1, 256, 4, 1, 128, 128, 64, 64, 64));
-        add(ModelConfig.dense("qwen2.5-0.5b", 151936, 896, 4864, 24, 14, 2, 64, true, true));
-        add(ModelConfig.dense("qwen2.5-7b", 152064, 3584, 18944, 28, 28, 4, 128, false, true));
-        add(ModelConfig.dense("llama3-70b", 128256, 8192, 28672, 80, 64, 8, 128, false, false));
-        add(
-                ModelConfig.deepseek(
-                        "deepseek-v3",
-                        129280,
-                        7168,
-                        18432,
-                        61,
-                        128,
-                        3,
-                        2048,
-                        256,
-                        1,
-                        1536,
-                        512,
-                        128,
-                        64,
-                        128));
-        add(
-                ModelConfig.deepseek(
-                        "kimi-k2", 163840, 7168, 18432, 61, 64, 1, 2048, 384, 1, 1536, 512, 128, 64,
-                        128));
+        Mla smallMla = new Mla(128, 128, 64, 64, 64);
+        add(deepseek("small-moe", 256, 256, 256, 2, 4, new Moe(1, 256, 4, 1), smallMla));
+        add(dense("qwen2.5-0.5b", 151936, 896, 4864, 24, true, new Attention(14, 2, 64, true)));
+        add(dense("qwen2.5-7b", 152064, 3584, 18944, 28, false, new Attention(28, 4, 128, true)));
+        add(dense("llama3-70b", 128256, 8192, 28672, 80, false, new Attention(64, 8, 128, false)));
+        // Kimi K2 keeps DeepSeek-V3's latent attention with half its heads, and more experts.
+        Mla v3Mla = new Mla(1536, 512, 128, 64, 128);
+        add(deepseek("deepseek-v3", 129280, 7168, 18432, 61, 128, new Moe(3, 2048, 256, 1), v3Mla));
+        add(deepseek("kimi-k2", 163840, 7168, 18432, 61, 64, new Moe(1, 2048, 384, 1), v3Mla));
     }
 
     private ModelCatalog() {}
@@ -86,13 +75,13 @@ public final class ModelCatalog {
             b.layer = i;
             String p = "model.layers." + i + ".";
             b.add(p + "input_layernorm.weight", Split.REPLICATE, -1, c.hidden());
-            if (c.mla()) {
+            if (c.isMla()) {
                 mlaAttention(b, c, p + "self_attn.");
             } else {
                 gqaAttention(b, c, p + "self_attn.");
             }
             b.add(p + "post_attention_layernorm.weight", Split.REPLICATE, -1, c.hidden());
-            if (c.moe() && i >= c.firstDenseLayers()) {
+            if (c.isMoe() && i >= c.moe().firstDenseLayers()) {
                 moe(b, c, p + "mlp.");
             } else {
                 mlp(b, p + "mlp.", c.intermediate(), c.hidden(), -1);
@@ -130,34 +119,41 @@ public final class ModelCatalog {
     }
 
     private static void gqaAttention(Builder b, ModelConfig c, String p) {
-        int q = c.heads() * c.headDim();
-        int kv = c.kvHeads() * c.headDim();
+        Attention a = c.attention();
+        int q = a.heads() * a.headDim();
+        int kv = a.kvHeads() * a.headDim();
         b.add(p + "q_proj.weight", Split.DIM0, -1, q, c.hidden());
-        if (c.qkvBias()) {
+        if (a.qkvBias()) {
             b.add(p + "q_proj.bias", Split.DIM0, -1, q);
         }
         b.add(p + "k_proj.weight", Split.KV_HEADS, -1, kv, c.hidden());
-        if (c.qkvBias()) {
+        if (a.qkvBias()) {
             b.add(p + "k_proj.bias", Split.KV_HEADS, -1, kv);
         }
         b.add(p + "v_proj.weight", Split.KV_HEADS, -1, kv, c.hidden());
-        if (c.qkvBias()) {
+        if (a.qkvBias()) {
             b.add(p + "v_proj.bias", Split.KV_HEADS, -1, kv);
         }
         b.add(p + "o_proj.weight", Split.DIM1, -1, c.hidden(), q);
     }
 
     private static void mlaAttention(Builder b, ModelConfig c, String p) {
-        lowRank(b, c, p + "q", "_a_proj", c.qLoraRank(), 0, c.qkNopeDim() + c.qkRopeDim());
+        Mla m = c.mla();
+        lowRank(b, c, p + "q", "_a_proj", m.qLoraRank(), 0, m.qkNopeDim() + m.qkRopeDim());
         lowRank(
                 b,
                 c,
                 p + "kv",
                 "_a_proj_with_mqa",
-                c.kvLoraRank(),
-                c.qkRopeDim(),
-                c.qkNopeDim() + c.vHeadDim());
-        b.add(p + "o_proj.weight", Split.DIM1, -1, c.hidden(), (long) c.heads() * c.vHeadDim());
+                m.kvLoraRank(),
+                m.qkRopeDim(),
+                m.qkNopeDim() + m.vHeadDim());
+        b.add(
+                p + "o_proj.weight",
+                Split.DIM1,
+                -1,
+                c.hidden(),
+                (long) c.attention().heads() * m.vHeadDim());
     }
 
     /**
@@ -174,17 +170,23 @@ public final class ModelCatalog {
             int perHead) {
         b.add(prefix + down + ".weight", Split.REPLICATE, -1, rank + passThrough, c.hidden());
         b.add(prefix + "_a_layernorm.weight", Split.REPLICATE, -1, rank);
-        b.add(prefix + "_b_proj.weight", Split.DIM0, -1, (long) c.heads() * perHead, rank);
+        b.add(
+                prefix + "_b_proj.weight",
+                Split.DIM0,
+                -1,
+                (long) c.attention().heads() * perHead,
+                rank);
     }
 
     private static void moe(Builder b, ModelConfig c, String p) {
-        b.add(p + "gate.weight", Split.REPLICATE, -1, c.experts(), c.hidden());
-        b.addTyped(p + "gate.e_score_correction_bias", DType.F32, Split.REPLICATE, -1, c.experts());
-        for (int e = 0; e < c.experts(); e++) {
-            mlp(b, p + "experts." + e + ".", c.moeIntermediate(), c.hidden(), e);
+        Moe m = c.moe();
+        b.add(p + "gate.weight", Split.REPLICATE, -1, m.experts(), c.hidden());
+        b.addTyped(p + "gate.e_score_correction_bias", DType.F32, Split.REPLICATE, -1, m.experts());
+        for (int e = 0; e < m.experts(); e++) {
+            mlp(b, p + "experts." + e + ".", m.intermediate(), c.hidden(), e);
         }
-        if (c.sharedExperts() > 0) {
-            mlp(b, p + "shared_experts.", c.moeIntermediate() * c.sharedExperts(), c.hidden(), -1);
+        if (m.sharedExperts() > 0) {
+            mlp(b, p + "shared_experts.", m.intermediate() * m.sharedExperts(), c.hidden(), -1);
         }
     }
 
@@ -207,18 +209,21 @@ public final class ModelCatalog {
         }
 
         void add(String name, Split split, int expert, long... dims) {
-            addTyped(name, config.rolloutDtype(), split, expert, dims);
+            addTyped(name, DType.BF16, split, expert, dims);
         }
 
+        /**
+         * A tensor in {@code dtype} on both sides: the catalogued checkpoints are BF16 but for F32
+         * biases.
+         */
         void addTyped(String name, DType dtype, Split split, int expert, long... dims) {
             // Share one Shape per distinct shape: a trillion-parameter layout has few of them.
             Shape shape =
                     shapes.computeIfAbsent(java.util.Arrays.toString(dims), k -> Shape.of(dims));
-            DType trainer = dtype == DType.F32 ? DType.F32 : config.trainerDtype();
-            int heads = split == Split.KV_HEADS ? config.kvHeads() : 0;
+            int heads = split == Split.KV_HEADS ? config.attention().kvHeads() : 0;
             out.add(
                     new TensorLayout(
-                            new TensorSpec(name, shape, trainer, dtype),
+                            new TensorSpec(name, shape, dtype, dtype),
                             split,
                             expert,
                             heads,

@@ -4,6 +4,8 @@ import io.weightrelay.reshard.codec.ByteSink;
 import io.weightrelay.reshard.codec.ByteSource;
 import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.reshard.codec.Digests;
+import io.weightrelay.reshard.manifest.Shape;
+import io.weightrelay.reshard.manifest.TensorSpec;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -48,6 +50,23 @@ public final class FragmentTemplate {
 
         public int rank() {
             return shape.length;
+        }
+
+        /**
+         * This box as the planner sees it, typed by the manifest's tensor of that name.
+         *
+         * @throws IllegalArgumentException when its ranks differ from the tensor's
+         */
+        public TargetFragment typed(TensorSpec spec) {
+            return new TargetFragment(
+                    tensor,
+                    spec.rolloutDtype(),
+                    spec.shape(),
+                    new Shape(offset),
+                    new Shape(shape),
+                    buffer,
+                    bufferOffset,
+                    new Shape(strides));
         }
 
         /** Whether the box holds no element. */

@@ -5,7 +5,6 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.TargetPlacement;
-import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Topology;
 import java.util.List;
@@ -31,31 +30,13 @@ final class PlanAssembly {
             ReaderAssignment readers,
             Batches batches) {
         List<Node> rollout = rolloutWorkers.rollout;
-        List<Worker> workers = rolloutWorkers.workers;
         int[] objectTensor = demands.objectTensor;
         int[] reader = readers.reader;
         int[] dst = readers.dst;
         Map<String, Node> byName = topology.byName();
         List<Node> trainers = assignment.trainerNodes().stream().map(byName::get).toList();
-        int count = workers.size();
-        String[] ids = new String[count];
-        String[] instances = new String[count];
-        String[] segments = new String[count];
-        int[] nicFirst = new int[count];
-        byte[] modes = new byte[count];
-        for (int w = 0; w < count; w++) {
-            Worker worker = workers.get(w);
-            ids[w] = worker.id();
-            instances[w] = worker.instance();
-            segments[w] = worker.segment();
-            nicFirst[w] = worker.nicFirst();
-            modes[w] = (byte) worker.mode().ordinal();
-        }
-        List<TensorSpec> tensors = manifest.tensors();
-        String[] tensorNames = new String[tensors.size()];
-        for (int t = 0; t < tensorNames.length; t++) {
-            tensorNames[t] = tensors.get(t).name();
-        }
+        String[] tensorNames =
+                manifest.tensors().stream().map(TensorSpec::name).toArray(String[]::new);
         List<StoredFragment> fragments = manifest.fragments();
         String[] objectIds = new String[fragments.size()];
         long[] objectBytes = new long[fragments.size()];
@@ -85,14 +66,7 @@ final class PlanAssembly {
                         batches.count()),
                 Hosts.of(rollout),
                 Hosts.of(trainers),
-                new Columns.Workers(
-                        ids,
-                        instances,
-                        segments,
-                        rolloutWorkers.wNode.clone(),
-                        nicFirst,
-                        rolloutWorkers.wNicCount.clone(),
-                        modes),
+                rolloutWorkers.table(),
                 demands.bufferNames(),
                 tensorNames,
                 new Columns.Objects(objectIds, objectBytes, objectTensor, objectTrainer),

@@ -112,4 +112,20 @@ final class RolloutWorkers {
         }
         return sharing;
     }
+
+    /** The plan's worker table: each worker as the placement lists it, with its node index. */
+    Columns.Workers table() {
+        byte[] modes = new byte[workers.size()];
+        for (int w = 0; w < modes.length; w++) {
+            modes[w] = (byte) workers.get(w).mode().ordinal();
+        }
+        return new Columns.Workers(
+                workers.stream().map(Worker::id).toArray(String[]::new),
+                workers.stream().map(Worker::instance).toArray(String[]::new),
+                workers.stream().map(Worker::segment).toArray(String[]::new),
+                wNode.clone(),
+                workers.stream().mapToInt(Worker::nicFirst).toArray(),
+                wNicCount.clone(),
+                modes);
+    }
 }

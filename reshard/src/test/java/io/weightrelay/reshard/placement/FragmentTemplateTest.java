@@ -5,9 +5,15 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Placements;
+import io.weightrelay.reshard.catalog.TensorLayout;
 import io.weightrelay.reshard.codec.CodecException;
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.Shape;
+import io.weightrelay.reshard.manifest.TensorSpec;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class FragmentTemplateTest {
@@ -41,6 +47,29 @@ class FragmentTemplateTest {
         assertThat(back.entries().get(1).tensor()).isEqualTo("model.layers.0.mlp.bias");
         assertThat(back.entries().get(1).buffer()).isEqualTo("other");
         assertThat(back.entries().get(1).bufferOffset()).isEqualTo(4096);
+    }
+
+    @Test
+    void anEntryTypedByItsTensorIsThePlannersFragmentAgain() {
+        TargetPlacement placement =
+                Placements.of(ModelCatalog.layout("tiny"), 1, 4, 2, 1, Mode.DIRECT, 1);
+        Map<String, TensorSpec> specs = new HashMap<>();
+        for (TensorLayout t : ModelCatalog.layout("tiny")) {
+            specs.put(t.spec().name(), t.spec());
+        }
+        for (TargetFragment f : placement.workers().get(0).fragments()) {
+            FragmentTemplate.Entry e = FragmentTemplate.ofFragments(List.of(f)).entries().get(0);
+            assertThat(e.typed(specs.get(f.tensor()))).isEqualTo(f);
+        }
+        FragmentTemplate.Entry wrongRank =
+                new FragmentTemplate.Entry(
+                        "x", new long[] {0}, new long[] {4}, "all", 0, new long[] {2});
+        assertThatThrownBy(
+                        () ->
+                                wrongRank.typed(
+                                        new TensorSpec(
+                                                "x", Shape.of(4, 4), DType.BF16, DType.BF16)))
+                .isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test

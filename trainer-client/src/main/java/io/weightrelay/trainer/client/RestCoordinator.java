@@ -8,15 +8,10 @@ import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.AbortRequest;
-import io.weightrelay.api.control.client.model.Nic;
-import io.weightrelay.api.control.client.model.Node;
 import io.weightrelay.api.control.client.model.OpenGenerationRequest;
 import io.weightrelay.api.control.client.model.TensorAssignment;
-import io.weightrelay.api.control.client.model.TensorSpec;
-import io.weightrelay.api.control.client.model.Topology;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -72,20 +67,8 @@ public final class RestCoordinator implements Coordinator {
     @Override
     public Coordinator.OpenedGeneration open(
             SourceManifest manifest, List<String> trainerNodes, long trainerStep) {
-        List<TensorSpec> tensors = ControlManifests.tensors(manifest);
-        List<Node> nodes = new ArrayList<>();
-        for (String n : trainerNodes) {
-            nodes.add(new Node().name(n).nics(List.of(new Nic().name("nic0").gbps(100.0))));
-        }
         OpenGenerationRequest request =
-                new OpenGenerationRequest()
-                        .trainerStep(trainerStep)
-                        .manifest(
-                                new io.weightrelay.api.control.client.model.SourceManifest()
-                                        .model(manifest.model())
-                                        .tensors(tensors)
-                                        .maxFragmentBytes(maxFragmentBytes))
-                        .trainerTopology(new Topology().nodes(nodes))
+                ControlManifests.openRequest(manifest, trainerNodes, trainerStep, maxFragmentBytes)
                         .afterGeneration(newest.get() > 0 ? newest.get() : null);
         io.weightrelay.api.control.client.model.OpenedGeneration opened =
                 call(
