@@ -99,6 +99,15 @@ class LeastPrivilegeTest extends ControlApiTestSupport {
                         "{\"instance\":\"" + OTHER_INSTANCE + "\",\"phase\":\"PREPARED\"}"),
                 BOUND_INSTANCE,
                 OTHER_INSTANCE);
+        // A prepare takes the lease for the instance it names: only for the token's own.
+        assertMismatch(
+                call(
+                        "POST",
+                        "/api/v1/models/m-h9/generations/1/updates/none/preparations",
+                        LOADER_BOUND,
+                        "{\"instance\":\"" + OTHER_INSTANCE + "\",\"leaseTtlSeconds\":5}"),
+                BOUND_INSTANCE,
+                OTHER_INSTANCE);
         // For its own instance the report passes the access layer (and meets no session here);
         // an unbound loader token still reports for any instance.
         assertProblem(

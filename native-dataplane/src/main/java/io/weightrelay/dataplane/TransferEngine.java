@@ -330,17 +330,22 @@ public final class TransferEngine {
     /**
      * Re-reads the descriptor of every segment this engine has resolved and forgets those whose
      * owner changed (restarted with a new engine, port or file) or left, so the next transfer
-     * resolves them afresh. Cheap: one directory read per cached segment. Call it before a unit of
-     * work that follows a restart elsewhere (a loader does at every prepare); reads through {@link
-     * StoreClient} do it by themselves when the segments epoch moved.
+     * resolves them afresh. Cheap: the cached segments' descriptors are read in one pipelined round
+     * trip. Call it before a unit of work that follows a restart elsewhere (a loader does at every
+     * prepare); reads through {@link StoreClient} do it by themselves when the segments epoch
+     * moved.
      *
      * @return how many cached segments were forgotten
      */
     public int revalidate() {
         int forgotten = 0;
-        for (Map.Entry<String, Resolved> e : new ArrayList<>(segments.entrySet())) {
-            Optional<SegmentDescriptor> now =
-                    Dataplane.metadata(() -> metadata.segment(e.getKey()));
+        List<Map.Entry<String, Resolved>> cached = new ArrayList<>(segments.entrySet());
+        List<Optional<SegmentDescriptor>> current =
+                Dataplane.metadata(
+                        () -> metadata.segments(cached.stream().map(Map.Entry::getKey).toList()));
+        for (int i = 0; i < cached.size(); i++) {
+            Map.Entry<String, Resolved> e = cached.get(i);
+            Optional<SegmentDescriptor> now = current.get(i);
             if (now.isEmpty() || !now.get().equals(e.getValue().descriptor())) {
                 if (segments.remove(e.getKey(), e.getValue())) {
                     handle.call((x, st) -> DpNative.dp_segment_close(x, e.getValue().id(), st));

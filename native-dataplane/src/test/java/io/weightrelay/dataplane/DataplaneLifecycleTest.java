@@ -275,6 +275,36 @@ class DataplaneLifecycleTest {
         }
     }
 
+    /**
+     * A loader revalidates every segment it resolved at each prepare, all descriptors in one read:
+     * exactly those whose owner made them anew or left are forgotten.
+     */
+    @Test
+    void revalidateForgetsExactlyTheSegmentsWhoseOwnerChangedOrLeft() {
+        try (Dataplane reader = open("node-b");
+                Dataplane keeps = open("node-a")) {
+            keeps.createSegment("kept", 1 << 20);
+            Dataplane leaves = open("node-a");
+            leaves.createSegment("gone", 1 << 20);
+            Dataplane restarts = open("node-a");
+            restarts.createSegment("moved", 1 << 20);
+            for (String segment : List.of("kept", "gone", "moved")) {
+                reader.engine().probe(segment);
+            }
+            assertThat(reader.engine().revalidate()).as("nothing changed").isZero();
+
+            leaves.close();
+            restarts.close();
+            try (Dataplane restarted = open("node-a")) {
+                restarted.createSegment("moved", 1 << 20);
+                assertThat(reader.engine().revalidate()).isEqualTo(2);
+                assertThat(reader.engine().revalidate()).as("forgotten once").isZero();
+                reader.engine().probe("moved");
+                assertThat(reader.engine().revalidate()).as("the new incarnation").isZero();
+            }
+        }
+    }
+
     private static byte[] readAll(Dataplane reader, String key) {
         RegisteredBuffer dst = reader.registerBuffer(ByteBuffer.allocateDirect(4096));
         try {

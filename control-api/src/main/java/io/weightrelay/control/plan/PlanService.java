@@ -114,24 +114,31 @@ public class PlanService {
     public PlanSummary resolve(PlanRequest request) {
         StoredGeneration generation =
                 generations.load(request.getModel(), request.getGeneration()).requireNotLost();
+        return resolve(request.getModel(), generation, request.getGroup()).summary();
+    }
+
+    /**
+     * A resolved plan and the live loaders it was resolved against (read once, so a caller that
+     * also needs the group's registrations sees exactly those the plan was made for).
+     */
+    public record Resolution(PlanSummary summary, List<Loader> loaders) {}
+
+    /** Resolves the plan of {@code group} for a generation the caller already loaded. */
+    public Resolution resolve(String model, StoredGeneration generation, String group) {
         if (generation.state() == GenerationState.ABORTED) {
             throw GenerationProblems.GENERATION_NOT_OPEN.exception(
-                    "generation " + request.getGeneration() + " was aborted");
+                    "generation " + generation.id() + " was aborted");
         }
-        List<Loader> loaders = registry.liveLoaders(request.getModel(), request.getGroup());
+        List<Loader> loaders = registry.liveLoaders(model, group);
         if (loaders.isEmpty()) {
             throw PlanProblems.NO_LIVE_LOADERS
                     .exception(
-                            "rollout group "
-                                    + request.getGroup()
-                                    + " of model "
-                                    + request.getModel()
-                                    + " has no live loader")
-                    .with("group", request.getGroup());
+                            "rollout group " + group + " of model " + model + " has no live loader")
+                    .with("group", group);
         }
         PlanInputs inputs =
                 PlanInputs.of(
-                        manifests.sourceManifest(request.getModel(), generation),
+                        manifests.sourceManifest(model, generation),
                         generation.manifestDigest(),
                         generation.trainers(),
                         loaders,
@@ -141,18 +148,18 @@ public class PlanService {
         PlanSummary cached = cachedSummary(planId);
         if (cached != null) {
             hits.increment();
-            return cached.cached(true);
+            return new Resolution(cached.cached(true), loaders);
         }
         CompletableFuture<PlanSummary> mine = new CompletableFuture<>();
         CompletableFuture<PlanSummary> running = inFlight.putIfAbsent(planId, mine);
         if (running != null) {
             hits.increment();
-            return asCached(join(running));
+            return new Resolution(asCached(join(running)), loaders);
         }
         try {
             PlanSummary summary = computeOnce(planId, inputs);
             mine.complete(summary);
-            return summary;
+            return new Resolution(summary, loaders);
         } catch (RuntimeException ex) {
             mine.completeExceptionally(ex);
             throw ex;

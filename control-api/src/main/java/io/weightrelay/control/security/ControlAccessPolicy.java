@@ -16,12 +16,12 @@ import org.springframework.stereotype.Component;
  * scrape {@code /actuator/prometheus} only. Writes belong to the role whose process does them:
  * trainers (coordinators and publishers) publish; owners (publishers acting on their own segment)
  * register it with its admin URL (a trainer token may register a segment, but never an admin URL:
- * {@code RegistryController}); loaders register, lease, resolve plans and report; operators run
- * maintenance (abort, GC, checkpoints) and may deregister anything. Requests about one segment or
- * one loader instance refuse a token bound to another one (and a report names its instance in the
- * body: {@code UpdatesController}). The operator summaries ({@code /api/v1/operator/**}) are for
- * operators only; the console's static files ({@code /console/**}) are public. Whatever is not
- * listed needs an operator token.
+ * {@code RegistryController}); loaders register, lease, resolve plans, prepare and report;
+ * operators run maintenance (abort, GC, checkpoints) and may deregister anything. Requests about
+ * one segment or one loader instance refuse a token bound to another one (and a report names its
+ * instance in the body: {@code UpdatesController}). The operator summaries ({@code
+ * /api/v1/operator/**}) are for operators only; the console's static files ({@code /console/**})
+ * are public. Whatever is not listed needs an operator token.
  */
 @Component
 class ControlAccessPolicy extends AccessRules {
@@ -63,6 +63,7 @@ class ControlAccessPolicy extends AccessRules {
         rule("POST", "/api/v1/plans", UPDATE_OR_OPERATE),
         rule("PUT", GEN + "/updates/" + SEG, UPDATE),
         rule("POST", GEN + "/updates/" + SEG + "/reports", UPDATE),
+        rule("POST", GEN + "/updates/" + SEG + "/preparations", UPDATE),
         rule("POST", GEN + "/checkpoints", OPERATE),
         rule("POST", "/api/v1/models/" + SEG + "/checkpoints/restore", OPERATE),
         // The console's summaries name every loader, segment and session: operators only.

@@ -3,16 +3,23 @@ package io.weightrelay.control.update;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.BarrierName;
 import io.weightrelay.api.control.model.BarrierStatus;
+import io.weightrelay.api.control.model.Lease;
+import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.ParticipantState;
 import io.weightrelay.api.control.model.PhaseDurations;
 import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.PlanSummary;
+import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePhase;
+import io.weightrelay.api.control.model.UpdatePreparation;
+import io.weightrelay.api.control.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
+import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationQueries;
+import io.weightrelay.control.generation.Leases;
 import io.weightrelay.control.generation.StoredGeneration;
 import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
@@ -22,6 +29,7 @@ import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.reshard.checksum.RangeChecksums;
+import io.weightrelay.reshard.codec.ByteSink;
 import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
@@ -54,6 +62,7 @@ public class UpdateService {
     private final JsonMapper json;
     private final GenerationQueries generations;
     private final PlanService plans;
+    private final Leases leases;
     private final UpdateProperties properties;
     private final MeterRegistry meters;
     private final UpdateVerifier verifier;
@@ -68,6 +77,7 @@ public class UpdateService {
             JsonMapper json,
             GenerationQueries generations,
             PlanService plans,
+            Leases leases,
             UpdateProperties properties,
             MeterRegistry meters,
             UpdateVerifier verifier,
@@ -80,6 +90,7 @@ public class UpdateService {
         this.json = json;
         this.generations = generations;
         this.plans = plans;
+        this.leases = leases;
         this.properties = properties;
         this.meters = meters;
         this.verifier = verifier;
@@ -92,6 +103,101 @@ public class UpdateService {
 
     public UpdateSession start(
             String model, long generation, String group, UpdateSessionRequest request) {
+        committed(model, generation);
+        TreeSet<String> instances = new TreeSet<>(request.getInstances());
+        if (instances.size() != request.getInstances().size()) {
+            throw CommonProblems.INVALID_REQUEST.exception("instances must be distinct");
+        }
+        if (request.getPlanId() != null) {
+            // Refuse before the session exists: no loader may prepare against a plan that is
+            // gone or failed validation (a placement the manifest refuses never gets a plan).
+            requireValid(plans.summary(request.getPlanId()));
+        }
+        return open(
+                model,
+                generation,
+                group,
+                instances,
+                request.getPlanId(),
+                timeout(request.getPhaseTimeoutSeconds()));
+    }
+
+    /** A session's phase timeout, 120 s unless the request says. */
+    private static int timeout(Integer phaseTimeoutSeconds) {
+        return phaseTimeoutSeconds == null ? 120 : phaseTimeoutSeconds;
+    }
+
+    private static void requireValid(PlanSummary plan) {
+        if (!Boolean.TRUE.equals(plan.getValid())) {
+            throw PlanProblems.PLAN_INVALID
+                    .exception("plan " + plan.getPlanId() + " failed its validation")
+                    .with("planId", plan.getPlanId());
+        }
+    }
+
+    /**
+     * One loader's prepare in one call: the committed generation, the group's plan, the session
+     * (started or joined with the plan's instances) and, last, the loader's lease on the
+     * generation, so a refusal anywhere leaves no lease. The loaders go back only when their
+     * buffers differ from those the loader already holds.
+     */
+    public UpdatePreparation prepare(
+            String model, long generation, String group, UpdatePreparationRequest request) {
+        String instance = request.getInstance();
+        StoredGeneration g = committed(model, generation);
+        PlanService.Resolution resolved = plans.resolve(model, g, group);
+        PlanSummary plan = resolved.summary();
+        requireValid(plan);
+        if (!plan.getInstances().contains(instance)) {
+            throw UpdateProblems.NOT_A_PARTICIPANT
+                    .exception(
+                            "plan "
+                                    + plan.getPlanId()
+                                    + " of group "
+                                    + group
+                                    + " has no part for loader "
+                                    + instance
+                                    + " (it is not among the group's live loaders)")
+                    .with("instance", instance)
+                    .with("planId", plan.getPlanId());
+        }
+        UpdateSession session =
+                open(
+                        model,
+                        generation,
+                        group,
+                        new TreeSet<>(plan.getInstances()),
+                        plan.getPlanId(),
+                        timeout(request.getPhaseTimeoutSeconds()));
+        Lease lease = leases.lease(model, generation, instance, request.getLeaseTtlSeconds());
+        String digest = buffersDigest(resolved.loaders());
+        UpdatePreparation out = new UpdatePreparation(g.view(), plan, session, lease, digest);
+        if (!digest.equals(request.getKnownBuffersDigest())) {
+            out.setLoaders(resolved.loaders());
+        }
+        return out;
+    }
+
+    /**
+     * What a loader's buffer directory is built from: every live loader's workers with their buffer
+     * ids, segments and sizes, in the order the registry lists them.
+     */
+    static String buffersDigest(List<Loader> loaders) {
+        ByteSink out = ByteSink.sha256();
+        out.string("wr.group-buffers.v1").varInt(loaders.size());
+        for (Loader l : loaders) {
+            out.string(l.getInstance()).varInt(l.getWorkers().size());
+            for (WorkerPlacement w : l.getWorkers()) {
+                out.string(w.getWorkerId()).varInt(w.getBuffers().size());
+                for (ReceiveBuffer b : w.getBuffers()) {
+                    out.string(b.getBufferId()).string(b.getSegment()).varLong(b.getSize());
+                }
+            }
+        }
+        return out.digestHex();
+    }
+
+    private StoredGeneration committed(String model, long generation) {
         StoredGeneration g = generations.load(model, generation).requireNotLost();
         if (!g.committed()) {
             throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
@@ -102,26 +208,21 @@ public class UpdateService {
                             + "; loaders update only to"
                             + " committed generations");
         }
-        TreeSet<String> instances = new TreeSet<>(request.getInstances());
-        if (instances.size() != request.getInstances().size()) {
-            throw CommonProblems.INVALID_REQUEST.exception("instances must be distinct");
-        }
-        if (request.getPlanId() != null) {
-            // Refuse before the session exists: no loader may prepare against a plan that is
-            // gone or failed validation (a placement the manifest refuses never gets a plan).
-            PlanSummary plan = plans.summary(request.getPlanId());
-            if (!Boolean.TRUE.equals(plan.getValid())) {
-                throw PlanProblems.PLAN_INVALID
-                        .exception("plan " + request.getPlanId() + " failed its validation")
-                        .with("planId", request.getPlanId());
-            }
-        }
-        int timeoutSeconds =
-                request.getPhaseTimeoutSeconds() == null ? 120 : request.getPhaseTimeoutSeconds();
+        return g;
+    }
+
+    /** Starts or joins the session with these instances (distinct, sorted) and plan. */
+    private UpdateSession open(
+            String model,
+            long generation,
+            String group,
+            TreeSet<String> instances,
+            String planId,
+            int timeoutSeconds) {
         List<String> args = new ArrayList<>();
         args.add(String.valueOf(clock.millis()));
         args.add(String.valueOf(timeoutSeconds * 1000L));
-        args.add(request.getPlanId() == null ? "" : request.getPlanId());
+        args.add(planId == null ? "" : planId);
         args.add(String.valueOf(properties.sessionTtl().toSeconds()));
         args.addAll(instances);
         List<String> startKeys = new ArrayList<>();
@@ -142,7 +243,7 @@ public class UpdateService {
             index(model, generation, group);
         }
         if (("created".equals(code) || "restarted".equals(code)) && properties.verifyChecksums()) {
-            verifier.preload(model, generation, group, request.getPlanId());
+            verifier.preload(model, generation, group, planId);
         }
         if ("restarted".equals(code)) {
             log.info(

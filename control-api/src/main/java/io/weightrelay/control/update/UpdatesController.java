@@ -3,6 +3,8 @@ package io.weightrelay.control.update;
 import io.weightrelay.api.control.model.BarrierName;
 import io.weightrelay.api.control.model.BarrierStatus;
 import io.weightrelay.api.control.model.PhaseReport;
+import io.weightrelay.api.control.model.UpdatePreparation;
+import io.weightrelay.api.control.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.api.control.server.UpdatesApi;
@@ -18,6 +20,14 @@ record UpdatesController(UpdateService updates) implements UpdatesApi {
     public ResponseEntity<UpdateSession> startUpdateSession(
             String model, Long generation, String group, UpdateSessionRequest request) {
         return ResponseEntity.ok(updates.start(model, generation, group, request));
+    }
+
+    @Override
+    public ResponseEntity<UpdatePreparation> prepareUpdate(
+            String model, Long generation, String group, UpdatePreparationRequest request) {
+        // The lease is taken for the instance named: a token bound to another one is refused.
+        Caller.requireMayActFor("instance", request.getInstance());
+        return ResponseEntity.ok(updates.prepare(model, generation, group, request));
     }
 
     @Override

@@ -25,6 +25,19 @@ public interface ControlPlane {
     /** A resolved plan. */
     record PlanRef(String planId, boolean valid, List<String> instances) {}
 
+    /**
+     * What control-api answered one loader's prepare.
+     *
+     * @param buffersDigest identifies the group's receive buffers the plan was resolved against
+     * @param buffers every worker's buffers in the group; empty when they are those of the digest
+     *     the loader named
+     */
+    record Preparation(
+            GenerationRef generation,
+            PlanRef plan,
+            String buffersDigest,
+            List<WorkerBuffers> buffers) {}
+
     /** Phases a loader reports. */
     enum Reported {
         PREPARED,
@@ -101,32 +114,33 @@ public interface ControlPlane {
 
     GenerationRef activeGeneration(String model);
 
-    GenerationRef generation(String model, long generation);
-
     SourceManifest manifest(String model, long generation);
-
-    PlanRef resolvePlan(String model, long generation, String group);
 
     /** This loader's slice of a plan: all a loader fetches of it. */
     Slice slice(String planId, String instance);
 
-    /** Every worker's buffers in the group, from the loader registry. */
-    List<WorkerBuffers> groupBuffers(String model, String group);
-
-    void startSession(
+    /**
+     * One call for all a prepare needs from control-api: checks that the generation is committed,
+     * resolves the group's plan (which must have a part for {@code instance}), starts or joins the
+     * group's session with the plan's instances, and takes {@code instance}'s lease on the
+     * generation last, so a refused call holds no lease.
+     *
+     * @param knownBuffersDigest the digest of the buffers the caller holds (null: none); the answer
+     *     carries the buffers only when they differ
+     */
+    Preparation prepare(
             String model,
             long generation,
             String group,
-            List<String> instances,
-            String planId,
-            Duration phaseTimeout);
+            String instance,
+            Duration leaseTtl,
+            Duration phaseTimeout,
+            String knownBuffersDigest);
 
     void report(String model, long generation, String group, Report report);
 
     BarrierState awaitBarrier(
             String model, long generation, String group, Barrier barrier, Duration wait);
-
-    void acquireLease(String model, long generation, String holder, Duration ttl);
 
     void releaseLease(String model, long generation, String holder);
 }

@@ -6,7 +6,6 @@ import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.control.client.GenerationsApi;
-import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
 import io.weightrelay.api.control.client.UpdatesApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
@@ -14,15 +13,14 @@ import io.weightrelay.api.control.client.model.BarrierName;
 import io.weightrelay.api.control.client.model.BarrierStatus;
 import io.weightrelay.api.control.client.model.ConsumeMode;
 import io.weightrelay.api.control.client.model.Generation;
-import io.weightrelay.api.control.client.model.LeaseRequest;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.LoaderRegistration;
 import io.weightrelay.api.control.client.model.PhaseReport;
-import io.weightrelay.api.control.client.model.PlanRequest;
 import io.weightrelay.api.control.client.model.PlanSummary;
 import io.weightrelay.api.control.client.model.ReceiveBuffer;
 import io.weightrelay.api.control.client.model.ReportedPhase;
-import io.weightrelay.api.control.client.model.UpdateSessionRequest;
+import io.weightrelay.api.control.client.model.UpdatePreparation;
+import io.weightrelay.api.control.client.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.client.model.WorkerPlacement;
 import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.loader.LoaderProperties;
@@ -57,7 +55,6 @@ import tools.jackson.databind.JsonNode;
 public class RestControlPlane implements ControlPlane {
 
     private final GenerationsApi generations;
-    private final PlansApi plans;
     private final RegistryApi registry;
     private final UpdatesApi updates;
     private final String advertiseUrl;
@@ -65,9 +62,6 @@ public class RestControlPlane implements ControlPlane {
     private final Environment environment;
     private final ApiClient client;
     private final RemoteCalls calls;
-
-    /** Loaders listed per request when reading the group's buffers. */
-    static final int PAGE = 1000;
 
     /**
      * @throws io.weightrelay.service.dataplane.DataplaneSettingsException when {@code
@@ -93,7 +87,6 @@ public class RestControlPlane implements ControlPlane {
         this.client = client;
         this.calls = RemoteCalls.named("control-api", retries, breakers);
         this.generations = new GenerationsApi(client);
-        this.plans = new PlansApi(client);
         this.registry = new RegistryApi(client);
         this.updates = new UpdatesApi(client);
         this.advertiseUrl = properties.advertiseUrl();
@@ -295,14 +288,6 @@ public class RestControlPlane implements ControlPlane {
                         () -> generations.getActiveGeneration(model)));
     }
 
-    @Override
-    public GenerationRef generation(String model, long generation) {
-        return ref(
-                call(
-                        "generation " + model + "/" + generation,
-                        () -> generations.getGeneration(model, generation)));
-    }
-
     private static GenerationRef ref(Generation g) {
         return new GenerationRef(
                 g.getGeneration(),
@@ -329,20 +314,6 @@ public class RestControlPlane implements ControlPlane {
                             + e.getMessage(),
                     e);
         }
-    }
-
-    @Override
-    public PlanRef resolvePlan(String model, long generation, String group) {
-        PlanSummary s =
-                call(
-                        "plan of " + model + "/" + generation + " for " + group,
-                        () ->
-                                plans.resolvePlan(
-                                        new PlanRequest()
-                                                .model(model)
-                                                .generation(generation)
-                                                .group(group)));
-        return new PlanRef(s.getPlanId(), Boolean.TRUE.equals(s.getValid()), s.getInstances());
     }
 
     /**
@@ -386,54 +357,55 @@ public class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public List<WorkerBuffers> groupBuffers(String model, String group) {
-        List<WorkerBuffers> out = new ArrayList<>();
-        String after = null;
-        while (true) {
-            String from = after;
-            List<Loader> page =
-                    call(
-                            "loaders of " + group,
-                            () -> registry.listLoaders(model, group, from, PAGE));
-            for (Loader l : page) {
-                for (WorkerPlacement w : l.getWorkers()) {
-                    out.add(
-                            new WorkerBuffers(
-                                    w.getWorkerId(),
-                                    w.getBuffers().stream()
-                                            .map(
-                                                    b ->
-                                                            new BufferSpec(
-                                                                    b.getBufferId(),
-                                                                    b.getSegment(),
-                                                                    b.getSize()))
-                                            .toList()));
-                }
-            }
-            if (page.size() < PAGE) {
-                return out;
-            }
-            after = page.get(page.size() - 1).getInstance();
-        }
-    }
-
-    @Override
-    public void startSession(
+    public Preparation prepare(
             String model,
             long generation,
             String group,
-            List<String> instances,
-            String planId,
-            Duration phaseTimeout) {
-        UpdateSessionRequest body =
-                new UpdateSessionRequest()
-                        .instances(instances)
-                        .planId(planId)
+            String instance,
+            Duration leaseTtl,
+            Duration phaseTimeout,
+            String knownBuffersDigest) {
+        UpdatePreparationRequest body =
+                new UpdatePreparationRequest()
+                        .instance(instance)
+                        .leaseTtlSeconds((int) Math.min(86400, Math.max(1, leaseTtl.toSeconds())))
                         .phaseTimeoutSeconds(
-                                (int) Math.max(1, Math.min(3600, phaseTimeout.toSeconds())));
-        run(
-                "update session " + model + "/" + generation + "/" + group,
-                () -> updates.startUpdateSession(model, generation, group, body));
+                                (int) Math.max(1, Math.min(3600, phaseTimeout.toSeconds())))
+                        .knownBuffersDigest(knownBuffersDigest);
+        UpdatePreparation answer =
+                call(
+                        "prepare of " + instance + " for " + model + "/" + generation,
+                        () -> updates.prepareUpdate(model, generation, group, body));
+        PlanSummary plan = answer.getPlan();
+        return new Preparation(
+                ref(answer.getGeneration()),
+                new PlanRef(
+                        plan.getPlanId(),
+                        Boolean.TRUE.equals(plan.getValid()),
+                        plan.getInstances()),
+                answer.getBuffersDigest(),
+                answer.getLoaders() == null ? List.of() : buffers(answer.getLoaders()));
+    }
+
+    /** Every worker's buffers, loader by loader as control-api listed them. */
+    private static List<WorkerBuffers> buffers(List<Loader> loaders) {
+        List<WorkerBuffers> out = new ArrayList<>();
+        for (Loader l : loaders) {
+            for (WorkerPlacement w : l.getWorkers()) {
+                out.add(
+                        new WorkerBuffers(
+                                w.getWorkerId(),
+                                w.getBuffers().stream()
+                                        .map(
+                                                b ->
+                                                        new BufferSpec(
+                                                                b.getBufferId(),
+                                                                b.getSegment(),
+                                                                b.getSize()))
+                                        .toList()));
+            }
+        }
+        return out;
     }
 
     @Override
@@ -475,23 +447,6 @@ public class RestControlPlane implements ControlPlane {
                 Boolean.TRUE.equals(s.getFailed()),
                 s.getFailedInstance(),
                 s.getFailure());
-    }
-
-    @Override
-    public void acquireLease(String model, long generation, String holder, Duration ttl) {
-        run(
-                "lease on " + model + "/" + generation,
-                () ->
-                        generations.acquireLease(
-                                model,
-                                generation,
-                                new LeaseRequest()
-                                        .holder(holder)
-                                        .ttlSeconds(
-                                                (int)
-                                                        Math.min(
-                                                                86400,
-                                                                Math.max(1, ttl.toSeconds())))));
     }
 
     @Override

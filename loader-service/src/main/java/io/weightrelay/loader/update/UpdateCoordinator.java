@@ -7,6 +7,7 @@ import io.weightrelay.loader.control.ControlPlane.Barrier;
 import io.weightrelay.loader.control.ControlPlane.BarrierState;
 import io.weightrelay.loader.control.ControlPlane.GenerationRef;
 import io.weightrelay.loader.control.ControlPlane.PlanRef;
+import io.weightrelay.loader.control.ControlPlane.Preparation;
 import io.weightrelay.loader.control.ControlPlane.Report;
 import io.weightrelay.loader.control.ControlPlane.Reported;
 import io.weightrelay.loader.control.ControlPlaneException;
@@ -17,7 +18,6 @@ import io.weightrelay.loader.pipeline.ApplyFailure;
 import io.weightrelay.loader.pipeline.BufferDirectory;
 import io.weightrelay.loader.pipeline.Laps;
 import io.weightrelay.loader.pipeline.PrepareRequest;
-import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.loader.update.UpdateRun.Outcome;
 import io.weightrelay.loader.update.UpdateRun.Phase;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -27,9 +27,9 @@ import io.weightrelay.service.problem.CommonProblems;
 import jakarta.annotation.PreDestroy;
 import java.time.Duration;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -53,6 +53,10 @@ public class UpdateCoordinator {
     private static final int KEPT_RUNS = 32;
     static final String CONTROL_API = "control-api";
 
+    /** Refusals of a prepare that name the generation, not control-api, as at fault. */
+    private static final Set<String> GENERATION_REFUSALS =
+            Set.of("generation-not-found", "generation-not-committed", "generation-lost");
+
     private final InstanceService instances;
     private final ControlPlane control;
     private final UpdateSteps steps;
@@ -61,12 +65,9 @@ public class UpdateCoordinator {
     private final ExecutorService worker =
             Executors.newSingleThreadExecutor(DaemonThreads.named("update"));
 
-    /**
-     * Control-api calls of a prepare that run beside its other steps: the plan, the group's
-     * buffers, the lease, the session and a first manifest.
-     */
+    /** A model's first manifest, fetched beside the prepare call. */
     private final ExecutorService calls =
-            Executors.newFixedThreadPool(5, DaemonThreads.named("update-calls"));
+            Executors.newSingleThreadExecutor(DaemonThreads.named("update-calls"));
 
     private final Map<String, UpdateRun> runs =
             new LinkedHashMap<>() {
@@ -76,10 +77,18 @@ public class UpdateCoordinator {
                 }
             };
     private UpdateRun last;
-    private volatile SourceManifest lastManifest;
+    private volatile CachedManifest lastManifest;
     private volatile CachedSlice lastSlice;
 
+    private volatile CachedBuffers lastBuffers;
+
     private record CachedSlice(String planId, Slice slice) {}
+
+    /** A manifest with its digest, computed once (it hashes the whole encoding). */
+    private record CachedManifest(String digest, SourceManifest manifest) {}
+
+    /** The group's buffers as of the digest control-api gave them with. */
+    private record CachedBuffers(String digest, BufferDirectory directory) {}
 
     public UpdateCoordinator(
             InstanceService instances,
@@ -102,11 +111,10 @@ public class UpdateCoordinator {
     public UpdateRun start(Long generation, Duration timeout) {
         Instance instance = instances.beginUpdate();
         try {
-            // The active generation's answer is also the state and digest prepare checks: asked
-            // for once, not again a moment later.
-            GenerationRef active =
-                    generation != null ? null : control.activeGeneration(instance.model());
-            long target = generation != null ? generation : active.generation();
+            long target =
+                    generation != null
+                            ? generation
+                            : control.activeGeneration(instance.model()).generation();
             UpdateRun run =
                     new UpdateRun(
                             instance.instanceId()
@@ -120,7 +128,7 @@ public class UpdateCoordinator {
                 runs.put(run.id(), run);
                 last = run;
             }
-            worker.execute(() -> execute(instance, run, active, timeout));
+            worker.execute(() -> execute(instance, run, timeout));
             return run;
         } catch (ControlPlaneException e) {
             instances.endUpdate(instance.epoch(), null, false);
@@ -185,10 +193,7 @@ public class UpdateCoordinator {
         return new Failure(instance.instanceId(), String.valueOf(e));
     }
 
-    /**
-     * @param known the generation as control-api described it when the update started, or null
-     */
-    private void execute(Instance instance, UpdateRun run, GenerationRef known, Duration timeout) {
+    private void execute(Instance instance, UpdateRun run, Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         String model = instance.model();
         String group = instance.group();
@@ -199,39 +204,47 @@ public class UpdateCoordinator {
         Outcome outcome = Outcome.PAUSED_REBUILD;
         Phase end = Phase.PAUSED_REBUILD;
         Failure failure = null;
-        CompletableFuture<Void> leasing = null;
+        boolean leased = false;
         UpdateSteps.PreparedUpdate prepared = null;
-        CompletableFuture<Void> starting = null;
         try {
             // ---- prepare: touches nothing ----
             try {
                 run.enter(Phase.PREPARING);
                 Laps watch = new Laps();
-                // The plan, the group's buffers and the lease depend on nothing but the request:
-                // they are asked for at once, beside the generation's check, so a prepare waits
-                // for its slowest round trip instead of their sum. A lease taken on a generation
-                // the check then refuses is released with the failure, as any other.
-                CompletableFuture<PlanRef> resolving =
-                        CompletableFuture.supplyAsync(
-                                () -> control.resolvePlan(model, generation, group), calls);
-                CompletableFuture<List<WorkerBuffers>> reading =
-                        CompletableFuture.supplyAsync(
-                                () -> control.groupBuffers(model, group), calls);
-                leasing =
-                        CompletableFuture.runAsync(
-                                () ->
-                                        control.acquireLease(
-                                                model, generation, id, properties.leaseTtl()),
-                                calls);
-                // No manifest of this model yet (the first update): it is fetched beside the plan,
-                // which control-api may be computing now, and checked against the digest below.
-                SourceManifest cached = lastManifest;
+                // No manifest of this model yet (the first update): it is fetched beside the
+                // prepare call, which may be computing the plan now, and checked against the
+                // digest below.
+                CachedManifest cached = lastManifest;
                 CompletableFuture<SourceManifest> fetching =
-                        cached != null && cached.model().equals(model)
+                        cached != null && cached.manifest().model().equals(model)
                                 ? null
                                 : CompletableFuture.supplyAsync(
                                         () -> control.manifest(model, generation), calls);
-                GenerationRef g = known != null ? known : control.generation(model, generation);
+                // One round trip for the generation's state, the plan, the session and the
+                // lease; the group's buffers come with it only when they changed since the last
+                // prepare. A failed call holds no lease (control-api takes it last).
+                CachedBuffers buffers = lastBuffers;
+                Preparation answer;
+                try {
+                    answer =
+                            control.prepare(
+                                    model,
+                                    generation,
+                                    group,
+                                    id,
+                                    properties.leaseTtl(),
+                                    timeout,
+                                    buffers == null ? null : buffers.digest());
+                } catch (ControlPlaneException e) {
+                    if (GENERATION_REFUSALS.contains(e.problemType())) {
+                        // Nothing is wrong with control-api: the generation is not one to load.
+                        throw new ApplyFailure(model + "/" + generation, e.getMessage(), e);
+                    }
+                    throw e;
+                }
+                leased = true;
+                watch.lap("prepare-call");
+                GenerationRef g = answer.generation();
                 if (!g.state().equals("ACTIVE") && !g.state().equals("RETIRED")) {
                     throw new ApplyFailure(
                             model + "/" + generation,
@@ -248,28 +261,27 @@ public class UpdateCoordinator {
                                     + g.corruptObject()
                                     + " does not match its published checksum");
                 }
-                watch.lap("generation");
-                join(leasing);
-                watch.lap("lease");
-                SourceManifest manifest = cached;
-                if (manifest == null
-                        || !manifest.model().equals(model)
-                        || !manifest.digest().equals(g.manifestDigest())) {
+                SourceManifest manifest;
+                if (cached != null
+                        && cached.manifest().model().equals(model)
+                        && cached.digest().equals(g.manifestDigest())) {
+                    manifest = cached.manifest();
+                } else {
                     // A new manifest digest only; every generation of the same manifest shares it.
                     manifest =
                             fetching != null ? join(fetching) : control.manifest(model, generation);
-                    if (!manifest.digest().equals(g.manifestDigest())) {
+                    String digest = manifest.digest();
+                    if (!digest.equals(g.manifestDigest())) {
                         throw new ApplyFailure(
                                 CONTROL_API,
                                 "manifest of generation "
                                         + generation
                                         + " does not match its digest");
                     }
-                    lastManifest = manifest;
+                    lastManifest = new CachedManifest(digest, manifest);
                 }
                 watch.lap("manifest");
-                PlanRef ref = join(resolving);
-                watch.lap("resolve-plan");
+                PlanRef ref = answer.plan();
                 if (!ref.valid()) {
                     throw new ApplyFailure(CONTROL_API, "plan " + ref.planId() + " is not valid");
                 }
@@ -288,21 +300,20 @@ public class UpdateCoordinator {
                     lastSlice = new CachedSlice(ref.planId(), slice);
                 }
                 watch.lap("fetch-slice");
-                // The session is started while this loader prepares (it must exist only before
-                // the PREPARED report).
-                List<String> planned = ref.instances();
-                String planId = ref.planId();
-                starting =
-                        CompletableFuture.runAsync(
-                                () ->
-                                        control.startSession(
-                                                model, generation, group, planned, planId, timeout),
-                                calls);
-                BufferDirectory directory = new BufferDirectory(join(reading));
-                if (!directory.holdsEveryWorkerOf(slice)) {
-                    // Read beside the plan's resolution, the registry may predate a loader the
-                    // plan names (it registered in between): read it again, now that it is there.
-                    directory = new BufferDirectory(control.groupBuffers(model, group));
+                BufferDirectory directory;
+                if (buffers != null && buffers.digest().equals(answer.buffersDigest())) {
+                    directory = buffers.directory();
+                } else if (!answer.buffers().isEmpty()) {
+                    // The buffers the plan was resolved against, read with it: the directory
+                    // holds every worker the plan names.
+                    directory = new BufferDirectory(answer.buffers());
+                    lastBuffers = new CachedBuffers(answer.buffersDigest(), directory);
+                } else {
+                    throw new ApplyFailure(
+                            CONTROL_API,
+                            "control-api left out the group's buffers, but their digest "
+                                    + answer.buffersDigest()
+                                    + " is not the one this loader named");
                 }
                 watch.lap("loaders");
                 prepared =
@@ -318,8 +329,6 @@ public class UpdateCoordinator {
                                         directory,
                                         reshardWorkers(instance, manifest)));
                 watch.lap("validate-check-register");
-                join(starting);
-                watch.lap("session");
                 run.total(prepared.bytesTotal());
                 control.report(
                         model,
@@ -331,11 +340,6 @@ public class UpdateCoordinator {
                 watch.lap("prepared-barrier");
                 log.info("prepare of {}: {}", run.id(), watch);
             } catch (RuntimeException e) {
-                if (starting != null) {
-                    // The failure goes to the session, so the session must exist first (when it
-                    // failed itself, the report below names this loader's failure anyway).
-                    settled(starting);
-                }
                 failure = failure(instance, generation, e);
                 reportFailed(instance, generation, failure);
                 try {
@@ -343,9 +347,7 @@ public class UpdateCoordinator {
                 } catch (RuntimeException d) {
                     log.warn("dropping provisional registrations failed: {}", d.toString());
                 }
-                if (leasing != null
-                        && settled(leasing)
-                        && !Long.valueOf(generation).equals(instance.generation())) {
+                if (leased && !Long.valueOf(generation).equals(instance.generation())) {
                     releaseLease(model, generation, id);
                 }
                 outcome = Outcome.RESUMED_OLD;
@@ -432,16 +434,6 @@ public class UpdateCoordinator {
                     outcome,
                     failure.message(),
                     failure.peer());
-        }
-    }
-
-    /** Waits for a call that may still run; whether it succeeded. */
-    private static boolean settled(CompletableFuture<?> call) {
-        try {
-            call.join();
-            return true;
-        } catch (RuntimeException e) {
-            return false;
         }
     }
 

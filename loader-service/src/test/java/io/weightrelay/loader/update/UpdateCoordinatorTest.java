@@ -217,6 +217,26 @@ class UpdateCoordinatorTest {
     }
 
     /**
+     * The group's buffers cross the wire only when their digest changed: a warm update names the
+     * digest it holds and reuses its directory; a re-registration elsewhere sends them again.
+     */
+    @Test
+    void theGroupsBuffersAreReadAgainOnlyWhenTheirDigestChanged() throws Exception {
+        finish(coordinator.start(null, Duration.ofSeconds(30)));
+        control.active = 3;
+        assertThat(finish(coordinator.start(null, Duration.ofSeconds(30))).outcome())
+                .isEqualTo(Outcome.UPDATED);
+        assertThat(control.bufferReads).isEqualTo(1);
+
+        control.buffersVersion++;
+        control.active = 4;
+        assertThat(finish(coordinator.start(null, Duration.ofSeconds(30))).outcome())
+                .isEqualTo(Outcome.UPDATED);
+        assertThat(control.bufferReads).isEqualTo(2);
+        assertThat(instances.require().generation()).isEqualTo(4);
+    }
+
+    /**
      * The engine's registration creates its workers' receive segments before it answers, for good
      * (a failed prepare keeps them), so its first update reuses them instead of paying for them.
      */
@@ -388,6 +408,8 @@ class UpdateCoordinatorTest {
         final Map<Barrier, BarrierState> barriers = new EnumMap<>(Barrier.class);
         final List<Report> reports = new ArrayList<>();
         final List<String> leases = new ArrayList<>();
+        int buffersVersion;
+        int bufferReads;
         RuntimeException refuseReports;
 
         List<Reported> phases() {
@@ -407,11 +429,10 @@ class UpdateCoordinatorTest {
 
         @Override
         public GenerationRef activeGeneration(String model) {
-            return generation(model, active);
+            return generation(active);
         }
 
-        @Override
-        public GenerationRef generation(String model, long generation) {
+        private GenerationRef generation(long generation) {
             return new GenerationRef(
                     generation, states.getOrDefault(generation, "ACTIVE"), manifest.digest());
         }
@@ -422,17 +443,43 @@ class UpdateCoordinatorTest {
         }
 
         @Override
-        public PlanRef resolvePlan(String model, long generation, String group) {
-            return new PlanRef("p", true, placement.instances());
-        }
-
-        @Override
         public Slice slice(String planId, String instance) {
             return Slice.of(plan, instance);
         }
 
+        /** As control-api: refuses a generation that is not committed, takes the lease last. */
         @Override
-        public List<WorkerBuffers> groupBuffers(String model, String group) {
+        public Preparation prepare(
+                String model,
+                long generation,
+                String group,
+                String instance,
+                Duration leaseTtl,
+                Duration phaseTimeout,
+                String knownBuffersDigest) {
+            GenerationRef g = generation(generation);
+            if (!g.state().equals("ACTIVE") && !g.state().equals("RETIRED")) {
+                throw new ControlPlaneException(
+                        "prepare: control-api answered 409",
+                        new RemoteProblem(
+                                409,
+                                "generation-not-committed",
+                                null,
+                                "generation " + generation + " is " + g.state(),
+                                null),
+                        null);
+            }
+            leases.add("+" + generation);
+            String digest = "buffers-" + buffersVersion;
+            return new Preparation(
+                    g,
+                    new PlanRef("p", true, placement.instances()),
+                    digest,
+                    digest.equals(knownBuffersDigest) ? List.of() : groupBuffers());
+        }
+
+        private List<WorkerBuffers> groupBuffers() {
+            bufferReads++;
             return placement.workers().stream()
                     .map(
                             w ->
@@ -447,15 +494,6 @@ class UpdateCoordinatorTest {
         }
 
         @Override
-        public void startSession(
-                String model,
-                long generation,
-                String group,
-                List<String> instances,
-                String planId,
-                Duration phaseTimeout) {}
-
-        @Override
         public synchronized void report(String model, long generation, String group, Report r) {
             if (refuseReports != null && r.phase() != ControlPlane.Reported.FAILED) {
                 throw refuseReports;
@@ -467,11 +505,6 @@ class UpdateCoordinatorTest {
         public BarrierState awaitBarrier(
                 String model, long generation, String group, Barrier barrier, Duration wait) {
             return barriers.getOrDefault(barrier, new BarrierState(true, false, null));
-        }
-
-        @Override
-        public void acquireLease(String model, long generation, String holder, Duration ttl) {
-            leases.add("+" + generation);
         }
 
         @Override

@@ -1,0 +1,110 @@
+package io.weightrelay.control.update;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.api.control.model.GenerationState;
+import io.weightrelay.api.control.model.LoaderRegistration;
+import io.weightrelay.api.control.model.ParticipantState;
+import io.weightrelay.api.control.model.PlanSummary;
+import io.weightrelay.api.control.model.SessionState;
+import io.weightrelay.api.control.model.UpdatePreparation;
+import io.weightrelay.api.control.model.UpdatePreparationRequest;
+import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.control.redis.RedisKeys;
+import java.net.http.HttpResponse;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.data.redis.core.StringRedisTemplate;
+
+/**
+ * A loader's prepare in one call: the generation, the plan, the session and the lease together, and
+ * the group's loaders only when their buffers changed since the digest the loader names.
+ */
+class UpdatePreparationTest extends ControlApiTestSupport {
+
+    private static final String GROUP = "grp";
+
+    @Autowired StringRedisTemplate redis;
+    @Autowired RedisKeys keys;
+
+    private final String model = newModel();
+
+    private void registerInGroup(String instance, long bufferBytes) {
+        LoaderRegistration r = compatLoader(model, GROUP, "node-" + instance, 1);
+        r.getWorkers().get(0).getBuffers().get(0).setSize(bufferBytes);
+        registerLoader(instance, r);
+    }
+
+    private HttpResponse<String> prepare(long generation, String instance, String knownDigest) {
+        UpdatePreparationRequest request = new UpdatePreparationRequest(instance, 60);
+        request.setPhaseTimeoutSeconds(30);
+        request.setKnownBuffersDigest(knownDigest);
+        return call(
+                "POST", sessionPath(model, generation, GROUP) + "/preparations", LOADER, request);
+    }
+
+    private Double lease(long generation, String holder) {
+        return redis.opsForZSet().score(keys.leases(model, generation), holder);
+    }
+
+    @Test
+    void oneCallResolvesThePlanJoinsTheSessionAndLeasesTheGeneration() {
+        long g = publish(model, 1);
+        registerInGroup("a", 1L << 20);
+        registerInGroup("b", 1L << 20);
+
+        UpdatePreparation first = ok(prepare(g, "a", null), UpdatePreparation.class);
+
+        assertThat(first.getGeneration().getGeneration()).isEqualTo(g);
+        assertThat(first.getGeneration().getState()).isEqualTo(GenerationState.ACTIVE);
+        PlanSummary plan = first.getPlan();
+        assertThat(plan.getValid()).isTrue();
+        assertThat(plan.getInstances()).containsExactly("a", "b");
+        assertThat(resolvePlan(model, g, GROUP).getPlanId()).isEqualTo(plan.getPlanId());
+        assertThat(first.getSession().getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(first.getSession().getPlanId()).isEqualTo(plan.getPlanId());
+        assertThat(first.getSession().getParticipants())
+                .extracting(ParticipantState::getInstance)
+                .containsExactly("a", "b");
+        assertThat(first.getLease().getHolder()).isEqualTo("a");
+        assertThat(lease(g, "a")).isNotNull();
+        assertThat(first.getLoaders()).extracting(l -> l.getInstance()).containsExactly("a", "b");
+
+        // The second loader names the buffers it holds: they did not change, so they stay home.
+        UpdatePreparation second =
+                ok(prepare(g, "b", first.getBuffersDigest()), UpdatePreparation.class);
+        assertThat(second.getBuffersDigest()).isEqualTo(first.getBuffersDigest());
+        assertThat(second.getLoaders()).isEmpty();
+        assertThat(second.getPlan().getPlanId()).isEqualTo(plan.getPlanId());
+        assertThat(second.getSession().getParticipants()).hasSize(2);
+        assertThat(lease(g, "b")).isNotNull();
+    }
+
+    @Test
+    void aChangedBufferChangesTheDigestAndSendsTheLoadersAgain() {
+        long g = publish(model, 1);
+        registerInGroup("a", 1L << 20);
+        registerInGroup("b", 1L << 20);
+        String before = ok(prepare(g, "a", null), UpdatePreparation.class).getBuffersDigest();
+
+        registerInGroup("b", 2L << 20);
+        long next = publish(model, 2);
+        UpdatePreparation after = ok(prepare(next, "a", before), UpdatePreparation.class);
+
+        assertThat(after.getBuffersDigest()).isNotEqualTo(before);
+        assertThat(after.getLoaders()).hasSize(2);
+        assertThat(after.getLoaders().get(1).getWorkers().get(0).getBuffers().get(0).getSize())
+                .isEqualTo(2L << 20);
+    }
+
+    @Test
+    void aLoaderThePlanHasNoPartForIsRefusedAndHoldsNoLease() {
+        long g = publish(model, 1);
+        registerInGroup("a", 1L << 20);
+
+        assertProblem(prepare(g, "z", null), 409, "not-a-participant");
+
+        assertThat(lease(g, "z")).isNull();
+        assertProblem(get(sessionPath(model, g, GROUP), OPERATOR), 404, "session-not-found");
+    }
+}
