@@ -32,8 +32,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Prepare and apply on the data plane for one loader: validates its slice, checks its objects,
- * registers its receive and staging segments through the {@link RegistrationManager}, and runs the
- * {@link PipelineExecutor}. Knows nothing of control-api: barriers are the caller's.
+ * registers its receive and staging segments through the {@link RegistrationManager} (or finds them
+ * registered with the instance), and runs the {@link PipelineExecutor}. Knows nothing of
+ * control-api: barriers are the caller's.
  */
 public final class DataplaneUpdater {
     private static final Logger log = LoggerFactory.getLogger(DataplaneUpdater.class);
@@ -41,9 +42,6 @@ public final class DataplaneUpdater {
     /** Prunes the notify counters of failed applies once their peers' pushes have timed out. */
     private static final ScheduledExecutorService PRUNER =
             Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("notify-pruner"));
-
-    /** Device name of the loader's own read staging in registration keys. */
-    public static final String STAGING_DEVICE = "staging";
 
     private final Dataplane dataplane;
     private final RegistrationManager<Segment> registrations;
@@ -179,15 +177,15 @@ public final class DataplaneUpdater {
                                                             size))));
         }
         laps.lap("receive-segments");
-        long stagingBytes = PipelineExecutor.stagingBytes(slice, settings.slots());
+        // Created at registration, at its upper bound: found here, grown only when this plan
+        // needs more. A loader that reads nothing needs none of it.
+        long stagingBytes =
+                Math.max(
+                        PipelineExecutor.stagingBytes(slice, settings.slots()),
+                        ReadStaging.NO_READS_BYTES);
         Segment staging =
-                registrations.acquire(
-                        new RegistrationKey(
-                                r.epoch(),
-                                r.instance(),
-                                STAGING_DEVICE,
-                                "staging-" + r.instance(),
-                                stagingBytes));
+                registrations.acquireAtLeast(
+                        ReadStaging.key(r.epoch(), r.instance(), stagingBytes));
         laps.lap("staging");
         Map<String, Long> baselines = new HashMap<>();
         for (SliceSchedule.WriterBatch g : slice.receivedFrom()) {

@@ -261,9 +261,9 @@ public final class SliceSchedule {
         return readerSlot[worker];
     }
 
-    /** Staging bytes one batch of this loader needs. */
+    /** Staging bytes one batch of this loader needs: none when it reads nothing. */
     public long slotBytes() {
-        return Math.max(1, readerCount) * plan.batchBytes();
+        return (long) readerCount * plan.batchBytes();
     }
 
     public int batchCount() {
