@@ -23,6 +23,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -38,6 +40,10 @@ import org.slf4j.LoggerFactory;
  */
 public final class DataplaneUpdater {
     private static final Logger log = LoggerFactory.getLogger(DataplaneUpdater.class);
+
+    /** Opens the peer segments of prepares beside their object checks. */
+    private static final ExecutorService OPENER =
+            Executors.newSingleThreadExecutor(DaemonThreads.named("peer-opener"));
 
     /** Prunes the notify counters of failed applies once their peers' pushes have timed out. */
     private static final ScheduledExecutorService PRUNER =
@@ -157,8 +163,16 @@ public final class DataplaneUpdater {
                     forgotten);
         }
         laps.lap("revalidate");
+        // The peers this loader writes into are opened beside the object checks (which open the
+        // store's segments): their file mappings and connections are made here, not by the
+        // apply's first transfers.
+        SliceSchedule schedule = slice;
+        CompletableFuture<Void> opening =
+                CompletableFuture.runAsync(() -> openPeers(schedule), OPENER);
         checkObjects(slice.objectKeys(r.model(), r.generation()));
         laps.lap("check-objects");
+        opening.join();
+        laps.lap("open-peers");
         Map<String, Segment> own = new LinkedHashMap<>();
         for (int w : slice.myWorkers()) {
             String worker = plan.workerId(w);
@@ -219,6 +233,21 @@ public final class DataplaneUpdater {
                     e);
         } catch (DataplaneException e) {
             throw new ApplyFailure(firstOf(keys), "cannot check objects: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Resolves every peer segment the apply writes into: a same-node peer's file is mapped (its
+     * pages populated), another node's owner connected. Best effort: a peer that cannot be opened
+     * now is left to the apply, which fails naming it if it still cannot.
+     */
+    private void openPeers(SliceSchedule slice) {
+        for (String segment : slice.peerSegments()) {
+            try {
+                dataplane.engine().probe(segment);
+            } catch (DataplaneException e) {
+                log.debug("peer segment {} not opened at prepare: {}", segment, e.toString());
+            }
         }
     }
 

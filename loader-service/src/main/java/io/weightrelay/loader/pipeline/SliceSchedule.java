@@ -55,6 +55,7 @@ public final class SliceSchedule {
     private final List<FanOutGroup> fanOutGroups = new ArrayList<>();
     private final List<WriterBatch> receivedFrom = new ArrayList<>();
     private final Map<String, List<Integer>> compatOfNode = new HashMap<>();
+    private final Set<String> peerSegments = new java.util.TreeSet<>();
     private long readBytes;
     private long pushBytes;
     private long fanOutBytes;
@@ -104,6 +105,9 @@ public final class SliceSchedule {
             checkFits(i);
             for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
                 int dst = plan.writeDst(w);
+                if (!mine[dst]) {
+                    peerSegments.add(segmentOf(dst, plan.writeBuffer(w)));
+                }
                 pushBytes += plan.writeBytes(w);
                 anyNotify |= (plan.writeFlags(w) & Plan.NOTIFY) != 0;
                 if ((plan.writeFlags(w) & Plan.FANOUT) != 0 && dst == reader) {
@@ -132,6 +136,13 @@ public final class SliceSchedule {
                 }
                 if (fanout && from == dst) {
                     inlineFanOut.get(plan.receiveBatch(v)).add(v);
+                }
+                if (fanout) {
+                    for (int p : compatPeers(dst)) {
+                        if (!mine[p]) {
+                            peerSegments.add(segmentOf(p, plan.receiveBuffer(v)));
+                        }
+                    }
                 }
             }
             if (fanout) {
@@ -222,6 +233,14 @@ public final class SliceSchedule {
     public static String notifyName(
             String model, long generation, String writerInstance, int batch) {
         return "wr-fanout-" + model + "-g" + generation + "-" + writerInstance + "-b" + batch;
+    }
+
+    /**
+     * Segments of other instances this loader writes into: its pushes' destinations and, as node
+     * delegate, its fan-outs'.
+     */
+    public Set<String> peerSegments() {
+        return java.util.Collections.unmodifiableSet(peerSegments);
     }
 
     /** Store keys this loader reads. */
