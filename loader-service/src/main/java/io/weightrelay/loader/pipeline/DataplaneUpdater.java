@@ -41,7 +41,7 @@ import org.slf4j.LoggerFactory;
 public final class DataplaneUpdater {
     private static final Logger log = LoggerFactory.getLogger(DataplaneUpdater.class);
 
-    /** Opens the peer segments of prepares beside their object checks. */
+    /** Opens the peer segments of prepared updates while they wait for the others. */
     private static final ExecutorService OPENER =
             Executors.newSingleThreadExecutor(DaemonThreads.named("peer-opener"));
 
@@ -163,16 +163,8 @@ public final class DataplaneUpdater {
                     forgotten);
         }
         laps.lap("revalidate");
-        // The peers this loader writes into are opened beside the object checks (which open the
-        // store's segments): their file mappings and connections are made here, not by the
-        // apply's first transfers.
-        SliceSchedule schedule = slice;
-        CompletableFuture<Void> opening =
-                CompletableFuture.runAsync(() -> openPeers(schedule), OPENER);
         checkObjects(slice.objectKeys(r.model(), r.generation()));
         laps.lap("check-objects");
-        opening.join();
-        laps.lap("open-peers");
         Map<String, Segment> own = new LinkedHashMap<>();
         for (int w : slice.myWorkers()) {
             String worker = plan.workerId(w);
@@ -211,7 +203,13 @@ public final class DataplaneUpdater {
         }
         laps.lap("notify");
         log.info("prepare steps of {} for generation {}: {}", r.instance(), r.generation(), laps);
-        return new Prepared(r, slice, staging, own, baselines, layout);
+        // The peers this loader writes into are opened while it waits for the others to prepare
+        // (beside the object checks they slowed them down: a same-node peer's mapping populates
+        // its pages), so the apply's first transfers find their mappings and connections made.
+        SliceSchedule schedule = slice;
+        CompletableFuture<Void> peersOpened =
+                CompletableFuture.runAsync(() -> openPeers(schedule), OPENER);
+        return new Prepared(r, slice, staging, own, baselines, layout, peersOpened);
     }
 
     /**
@@ -276,6 +274,20 @@ public final class DataplaneUpdater {
                                 .byteBuffer(image.base(), header.length);
                 view.put(header);
             }
+        }
+        long waited = System.nanoTime();
+        try {
+            p.peersOpened().join();
+        } catch (java.util.concurrent.CompletionException e) {
+            // best effort: the transfers open what is still closed, or fail naming it
+            log.warn("opening the peers of {} failed: {}", r.instance(), e.getCause().toString());
+        }
+        waited = (System.nanoTime() - waited) / 1_000_000;
+        if (waited > 0) {
+            log.info(
+                    "apply of {} waited {} ms for its peers' segments to open",
+                    r.instance(),
+                    waited);
         }
         PipelineExecutor executor =
                 new PipelineExecutor(
