@@ -1,6 +1,7 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.control.client.model.UpdateSession;
+import io.weightrelay.api.loader.client.model.PhaseDurations;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
@@ -28,17 +29,18 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.function.Function;
 
 /**
  * {@code ./relay bench update --model qwen2.5-0.5b --instances 4 --tp 2 --mode compat|direct}:
  * control-api, one publisher-service per trainer node (two node labels) and one loader-service per
  * engine instance (two rollout node labels, instances packed in order) as child JVMs; the simulated
  * trainer publishes, the simulated engines register (each loader creates and pre-faults its
- * workers' receive segments before it answers: {@code buffer_setup_s}) and update once cold
- * (JIT-cold services, the plan computed, staging created: {@code cold_update_s}), then {@code
- * --warmup} (2) more publish-and-update rounds let the JIT settle, and the last round is measured.
- * Every byte of the measured generation is then checked ({@code --no-verify} skips that). One JSON
- * line:
+ * workers' receive segments and its read staging before it answers: {@code buffer_setup_s}) and
+ * update once cold (JIT-cold services, the plan computed, first connections: {@code
+ * cold_update_s}), then {@code --warmup} (2) more publish-and-update rounds let the JIT settle, and
+ * the last round is measured. Every byte of the measured generation is then checked ({@code
+ * --no-verify} skips that). One JSON line:
  *
  * <ul>
  *   <li>{@code bytes_delivered}: bytes landing in worker buffers (pushes and fan-outs)
@@ -48,6 +50,10 @@ import java.util.concurrent.Future;
  *   <li>{@code bound_s}: local bytes at the memcpy rate (best of four rounds) plus tcp bytes at the
  *       plain loopback socket rate (best of three 1 GiB streams), both measured in this run; {@code
  *       update_vs_bound} = bound / update
+ *   <li>{@code cold_prepare_ms}, {@code cold_apply_ms}: the slowest loader's prepare and apply in
+ *       the cold update, beside {@code prepare_ms} and {@code apply_ms} of the measured one: the
+ *       cold prepare's excess is the plan's first computation, first connections and the JIT, the
+ *       cold apply's the JIT and first transfers to each peer
  *   <li>{@code store_read_ratio}: store bytes the loaders read / bytes the target needs
  *   <li>{@code naive_update_s}: every worker reading everything it needs from the store itself, all
  *       at once, in this run
@@ -151,16 +157,10 @@ public final class UpdateBench {
             long tcp =
                     warm.sum(p -> p.getTransport().getTcpRead() + p.getTransport().getTcpWritten());
             long storeRead = warm.storeBytesRead();
-            long prepareMs = 0;
-            long applyMs = 0;
-            long postMs = 0;
-            long loaderChecksumMs = 0;
-            for (UpdateProgress p : warm.results()) {
-                prepareMs = Math.max(prepareMs, nz(p.getDurations().getPrepareMs()));
-                applyMs = Math.max(applyMs, nz(p.getDurations().getApplyMs()));
-                postMs = Math.max(postMs, nz(p.getDurations().getPostApplyMs()));
-                loaderChecksumMs = Math.max(loaderChecksumMs, nz(p.getDurations().getVerifyMs()));
-            }
+            long prepareMs = slowest(warm, d -> d.getPrepareMs());
+            long applyMs = slowest(warm, d -> d.getApplyMs());
+            long postMs = slowest(warm, d -> d.getPostApplyMs());
+            long loaderChecksumMs = slowest(warm, d -> d.getVerifyMs());
             UpdateSession session = lab.session(generation, "lab");
             long controlVerifyMs =
                     session.getDurations() == null ? 0 : nz(session.getDurations().getVerifyMs());
@@ -185,7 +185,8 @@ public final class UpdateBench {
                                     + "\"tcp_bytes\":%d,\"update_s\":%.4f,\"bound_s\":%.4f,"
                                     + "\"update_vs_bound\":%.3f,\"store_read_ratio\":%.4f,"
                                     + "\"naive_update_s\":%.4f,\"cold_update_s\":%.4f,"
-                                    + "\"buffer_setup_s\":%.4f,"
+                                    + "\"buffer_setup_s\":%.4f,\"cold_prepare_ms\":%d,"
+                                    + "\"cold_apply_ms\":%d,"
                                     + "\"memcpy_gbps\":%.3f,\"tcp_gbps\":%.3f,\"bytes_verified\":%d,"
                                     + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
                                     + "\"checksums\":%b,\"verify_ms\":%d,\"loader_checksum_ms\":%d,"
@@ -205,6 +206,8 @@ public final class UpdateBench {
                             naive,
                             rounds.cold().seconds(),
                             lab.registrationSeconds(),
+                            slowest(rounds.cold(), d -> d.getPrepareMs()),
+                            slowest(rounds.cold(), d -> d.getApplyMs()),
                             memcpy / 1e9,
                             socket / 1e9,
                             verified,
@@ -348,6 +351,15 @@ public final class UpdateBench {
                 dp.close();
             }
         }
+    }
+
+    /** The largest of one duration over the engines' updates of a round. */
+    private static long slowest(LabCluster.Updates round, Function<PhaseDurations, Long> of) {
+        long slowest = 0;
+        for (UpdateProgress p : round.results()) {
+            slowest = Math.max(slowest, nz(of.apply(p.getDurations())));
+        }
+        return slowest;
     }
 
     private static long nz(Long value) {

@@ -6,9 +6,11 @@ import io.weightrelay.api.loader.model.ReceiveBuffer;
 import io.weightrelay.api.loader.model.TargetFragment;
 import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.dataplane.Segment;
+import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.control.ControlPlane;
 import io.weightrelay.loader.control.ControlPlaneException;
 import io.weightrelay.loader.pipeline.BufferDirectory;
+import io.weightrelay.loader.pipeline.ReadStaging;
 import io.weightrelay.loader.registration.RegistrationKey;
 import io.weightrelay.loader.registration.RegistrationManager;
 import io.weightrelay.service.problem.CommonProblems;
@@ -34,6 +36,7 @@ public class InstanceService {
 
     private final ControlPlane control;
     private final DataplaneHolder dataplane;
+    private final LoaderProperties properties;
     private Instance current;
 
     /** What the engine registered {@link #current} with, to register it again when forgotten. */
@@ -41,9 +44,11 @@ public class InstanceService {
 
     private boolean updating;
 
-    public InstanceService(ControlPlane control, DataplaneHolder dataplane) {
+    public InstanceService(
+            ControlPlane control, DataplaneHolder dataplane, LoaderProperties properties) {
         this.control = control;
         this.dataplane = dataplane;
+        this.properties = properties;
     }
 
     /**
@@ -55,17 +60,47 @@ public class InstanceService {
 
     /**
      * Registers (or re-registers: a reconnect) the instance, then creates and pre-faults its
-     * workers' receive segments, so that its first update reuses them instead of paying for them.
-     * Returns once they exist: an engine that starts an update after registering finds them ready.
-     * A segment that cannot be created now (shared memory full, say) is left to the first prepare,
-     * which fails naming it.
+     * workers' receive segments and the loader's read staging, so that its first update reuses them
+     * instead of paying for them. Returns once they exist: an engine that starts an update after
+     * registering finds them ready. A segment that cannot be created now (shared memory full, say)
+     * is left to the first prepare, which fails naming it.
      */
     public Instance register(InstanceRegistration r) {
         synchronized (registering) {
             Instance registered = registerLocked(r);
             createReceiveSegments(registered);
+            createStaging(registered);
             return registered;
         }
+    }
+
+    /**
+     * The read staging at its {@linkplain ReadStaging#upperBound upper bound} for the instance's
+     * workers: what the loader will read is known only from a plan, and finding out at the first
+     * prepare would put the staging's page faults back inside the first update. A loader whose
+     * plans read nothing holds it unused; one whose plan needs more grows it at that prepare.
+     */
+    private void createStaging(Instance instance) {
+        long bytes = ReadStaging.upperBound(properties.stagingSlots(), instance.workerIds().size());
+        long started = System.nanoTime();
+        try {
+            dataplane
+                    .registrations()
+                    .acquirePersistent(
+                            ReadStaging.key(instance.epoch(), instance.instanceId(), bytes));
+        } catch (RuntimeException e) {
+            log.warn(
+                    "read staging of {} not created at registration ({}); the first update"
+                            + " creates what its plan needs",
+                    instance.instanceId(),
+                    e.getMessage());
+            return;
+        }
+        log.info(
+                "read staging of {} ready: {} bytes in {} ms",
+                instance.instanceId(),
+                bytes,
+                (System.nanoTime() - started) / 1_000_000);
     }
 
     private void createReceiveSegments(Instance instance) {

@@ -23,6 +23,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -32,18 +34,20 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Prepare and apply on the data plane for one loader: validates its slice, checks its objects,
- * registers its receive and staging segments through the {@link RegistrationManager}, and runs the
- * {@link PipelineExecutor}. Knows nothing of control-api: barriers are the caller's.
+ * registers its receive and staging segments through the {@link RegistrationManager} (or finds them
+ * registered with the instance), and runs the {@link PipelineExecutor}. Knows nothing of
+ * control-api: barriers are the caller's.
  */
 public final class DataplaneUpdater {
     private static final Logger log = LoggerFactory.getLogger(DataplaneUpdater.class);
 
+    /** Opens the peer segments of prepared updates while they wait for the others. */
+    private static final ExecutorService OPENER =
+            Executors.newSingleThreadExecutor(DaemonThreads.named("peer-opener"));
+
     /** Prunes the notify counters of failed applies once their peers' pushes have timed out. */
     private static final ScheduledExecutorService PRUNER =
             Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("notify-pruner"));
-
-    /** Device name of the loader's own read staging in registration keys. */
-    public static final String STAGING_DEVICE = "staging";
 
     private final Dataplane dataplane;
     private final RegistrationManager<Segment> registrations;
@@ -179,15 +183,15 @@ public final class DataplaneUpdater {
                                                             size))));
         }
         laps.lap("receive-segments");
-        long stagingBytes = PipelineExecutor.stagingBytes(slice, settings.slots());
+        // Created at registration, at its upper bound: found here, grown only when this plan
+        // needs more. A loader that reads nothing needs none of it.
+        long stagingBytes =
+                Math.max(
+                        PipelineExecutor.stagingBytes(slice, settings.slots()),
+                        ReadStaging.NO_READS_BYTES);
         Segment staging =
-                registrations.acquire(
-                        new RegistrationKey(
-                                r.epoch(),
-                                r.instance(),
-                                STAGING_DEVICE,
-                                "staging-" + r.instance(),
-                                stagingBytes));
+                registrations.acquireAtLeast(
+                        ReadStaging.key(r.epoch(), r.instance(), stagingBytes));
         laps.lap("staging");
         Map<String, Long> baselines = new HashMap<>();
         for (SliceSchedule.WriterBatch g : slice.receivedFrom()) {
@@ -199,7 +203,13 @@ public final class DataplaneUpdater {
         }
         laps.lap("notify");
         log.info("prepare steps of {} for generation {}: {}", r.instance(), r.generation(), laps);
-        return new Prepared(r, slice, staging, own, baselines, layout);
+        // The peers this loader writes into are opened while it waits for the others to prepare
+        // (beside the object checks they slowed them down: a same-node peer's mapping populates
+        // its pages), so the apply's first transfers find their mappings and connections made.
+        SliceSchedule schedule = slice;
+        CompletableFuture<Void> peersOpened =
+                CompletableFuture.runAsync(() -> openPeers(schedule), OPENER);
+        return new Prepared(r, slice, staging, own, baselines, layout, peersOpened);
     }
 
     /**
@@ -221,6 +231,21 @@ public final class DataplaneUpdater {
                     e);
         } catch (DataplaneException e) {
             throw new ApplyFailure(firstOf(keys), "cannot check objects: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Resolves every peer segment the apply writes into: a same-node peer's file is mapped (its
+     * pages populated), another node's owner connected. Best effort: a peer that cannot be opened
+     * now is left to the apply, which fails naming it if it still cannot.
+     */
+    private void openPeers(SliceSchedule slice) {
+        for (String segment : slice.peerSegments()) {
+            try {
+                dataplane.engine().probe(segment);
+            } catch (DataplaneException e) {
+                log.debug("peer segment {} not opened at prepare: {}", segment, e.toString());
+            }
         }
     }
 
@@ -249,6 +274,20 @@ public final class DataplaneUpdater {
                                 .byteBuffer(image.base(), header.length);
                 view.put(header);
             }
+        }
+        long waited = System.nanoTime();
+        try {
+            p.peersOpened().join();
+        } catch (java.util.concurrent.CompletionException e) {
+            // best effort: the transfers open what is still closed, or fail naming it
+            log.warn("opening the peers of {} failed: {}", r.instance(), e.getCause().toString());
+        }
+        waited = (System.nanoTime() - waited) / 1_000_000;
+        if (waited > 0) {
+            log.info(
+                    "apply of {} waited {} ms for its peers' segments to open",
+                    r.instance(),
+                    waited);
         }
         PipelineExecutor executor =
                 new PipelineExecutor(

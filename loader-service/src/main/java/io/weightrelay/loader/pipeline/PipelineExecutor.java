@@ -75,9 +75,13 @@ public final class PipelineExecutor {
 
     /**
      * The staging an executor for this slice uses with {@code slots} slots: the slots, then one
-     * pack area of a batch per slot, where strided writes are gathered.
+     * pack area of a batch per slot, where strided writes are gathered. None when the loader reads
+     * nothing: it pushes nothing either.
      */
     public static long stagingBytes(SliceSchedule slice, int slots) {
+        if (slice.slotBytes() == 0) {
+            return 0;
+        }
         return slots * (slice.slotBytes() + slice.plan().batchBytes());
     }
 

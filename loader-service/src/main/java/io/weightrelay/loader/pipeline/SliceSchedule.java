@@ -54,6 +54,7 @@ public final class SliceSchedule {
     private final List<FanOutGroup> fanOutGroups = new ArrayList<>();
     private final List<WriterBatch> receivedFrom = new ArrayList<>();
     private final Map<String, List<Integer>> compatOfNode = new HashMap<>();
+    private final Set<String> peerSegments = new java.util.TreeSet<>();
     private long readBytes;
     private long pushBytes;
     private long fanOutBytes;
@@ -102,6 +103,9 @@ public final class SliceSchedule {
             checkFits(i);
             for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
                 int dst = plan.writeDst(w);
+                if (!mine[dst]) {
+                    peerSegments.add(segmentOf(dst, plan.writeBuffer(w)));
+                }
                 pushBytes += plan.writeBytes(w);
                 if ((plan.writeFlags(w) & Plan.FANOUT) != 0 && dst == reader) {
                     fanOutBytes += plan.writeBytes(w) * (compatPeers(dst).size() - 1);
@@ -129,6 +133,13 @@ public final class SliceSchedule {
                 }
                 if (fanout && from == dst) {
                     inlineFanOut.get(plan.receiveBatch(v)).add(v);
+                }
+                if (fanout) {
+                    for (int p : compatPeers(dst)) {
+                        if (!mine[p]) {
+                            peerSegments.add(segmentOf(p, plan.receiveBuffer(v)));
+                        }
+                    }
                 }
             }
             if (fanout) {
@@ -221,6 +232,14 @@ public final class SliceSchedule {
         return "wr-fanout-" + model + "-g" + generation + "-" + writerInstance + "-b" + batch;
     }
 
+    /**
+     * Segments of other instances this loader writes into: its pushes' destinations and, as node
+     * delegate, its fan-outs'.
+     */
+    public Set<String> peerSegments() {
+        return java.util.Collections.unmodifiableSet(peerSegments);
+    }
+
     /** Store keys this loader reads. */
     public Set<String> objectKeys(String model, long generation) {
         Set<String> keys = new LinkedHashSet<>();
@@ -255,9 +274,9 @@ public final class SliceSchedule {
         return readerSlot[worker];
     }
 
-    /** Staging bytes one batch of this loader needs. */
+    /** Staging bytes one batch of this loader needs: none when it reads nothing. */
     public long slotBytes() {
-        return Math.max(1, readerCount) * plan.batchBytes();
+        return (long) readerCount * plan.batchBytes();
     }
 
     public int batchCount() {

@@ -75,6 +75,24 @@ public final class RegistrationManager<H> {
         return handle;
     }
 
+    /**
+     * A handle of at least {@code key.size()} bytes: a registration of the same base and epoch that
+     * is at least that large is reused as it is (with its state), otherwise the key is {@linkplain
+     * #acquire acquired}, replacing a smaller one. For memory sized ahead of need, as the read
+     * staging created at registration: a plan that needs less uses it, one that needs more grows
+     * it.
+     */
+    public synchronized H acquireAtLeast(RegistrationKey key) {
+        for (Map.Entry<RegistrationKey, Entry<H>> e : entries.entrySet()) {
+            RegistrationKey k = e.getKey();
+            if (k.sameBase(key) && k.epoch() == key.epoch() && k.size() >= key.size()) {
+                reused++;
+                return e.getValue().handle;
+            }
+        }
+        return acquire(key);
+    }
+
     /** The handle of a registered key, or null. */
     public synchronized H find(RegistrationKey key) {
         Entry<H> e = entries.get(key);

@@ -66,6 +66,27 @@ class RegistrationManagerTest {
                 .containsExactly(RegistrationState.PERSISTENT);
     }
 
+    /**
+     * The read staging is created at registration at its upper bound: a plan that needs less reuses
+     * it (persistent, so a failed prepare keeps it), one that needs more replaces it.
+     */
+    @Test
+    void stagingSizedAheadIsReusedWhileLargeEnoughAndGrownWhenAPlanNeedsMore() {
+        String ahead = manager.acquirePersistent(key(1, "i0", "staging", 300));
+
+        assertThat(manager.acquireAtLeast(key(1, "i0", "staging", 100))).isSameAs(ahead);
+        assertThat(manager.acquireAtLeast(key(1, "i0", "staging", 300))).isSameAs(ahead);
+        assertThat(manager.discardProvisional()).isZero();
+        assertThat(registrar.registered).containsExactly("staging#0");
+
+        String grown = manager.acquireAtLeast(key(1, "i0", "staging", 400));
+        assertThat(grown).isEqualTo("staging#1");
+        assertThat(registrar.unregistered).containsExactly("staging#0");
+        assertThat(manager.acquireAtLeast(key(2, "i0", "staging", 100)))
+                .as("another epoch's staging is never reused")
+                .isEqualTo("staging#2");
+    }
+
     @Test
     void aFailedPrepareDropsOnlyItsProvisionalRegistrations() {
         manager.acquire(key(1, "i0", "seg-a", 100));

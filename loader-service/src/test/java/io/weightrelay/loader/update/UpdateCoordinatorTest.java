@@ -139,7 +139,7 @@ class UpdateCoordinatorTest {
                         return registrations;
                     }
                 };
-        instances = new InstanceService(control, holder);
+        instances = new InstanceService(control, holder, properties);
         coordinator =
                 new UpdateCoordinator(
                         instances, control, steps, properties, new SimpleMeterRegistry());
@@ -237,8 +237,9 @@ class UpdateCoordinatorTest {
     }
 
     /**
-     * The engine's registration creates its workers' receive segments before it answers, for good
-     * (a failed prepare keeps them), so its first update reuses them instead of paying for them.
+     * The engine's registration creates its workers' receive segments and the loader's read staging
+     * before it answers, for good (a failed prepare keeps them), so its first update reuses them
+     * instead of paying for them.
      */
     @Test
     void registrationCreatesTheReceiveSegmentsAndTheFirstUpdateReusesThem() throws Exception {
@@ -246,6 +247,7 @@ class UpdateCoordinatorTest {
         for (WorkerPlacement w : registration().getWorkers()) {
             segments.add(w.getBuffers().get(0).getSegment());
         }
+        segments.add("staging-i0000");
         assertThat(holder.registrations().snapshot())
                 .extracting(x -> x.key().base())
                 .containsExactlyElementsOf(segments);
