@@ -16,6 +16,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * writes, with notify when a node delegate must fan out) while the read stage fills the next slot;
  * with more than two slots several batches' writes are in flight at once. Strided writes are
  * gathered into a pack area first (see {@link Packer}).
+ *
+ * <p>Where this loader's reader is itself its node's delegate, the copies to the node's other
+ * compat workers leave from staging in the same batch, not from the delegate's buffer once the
+ * batch landed: the same bytes, but they run beside the batch's tcp writes instead of after them. A
+ * batch's notifying writes (to other nodes' delegates) are one submission of their own, so the
+ * notify leaves as soon as they landed, not after this node's copies.
  */
 final class PushStage {
     private final ApplyContext ctx;
@@ -79,20 +85,31 @@ final class PushStage {
             throw new ApplyFailure(slice.instance(), "push stage interrupted");
         } finally {
             for (InFlight f : inFlight) {
-                f.pending().close();
+                f.close();
             }
         }
     }
 
-    /** A batch whose writes are submitted and not yet verified. */
+    /**
+     * A batch whose writes are submitted and not yet verified: those that notify, and the others
+     * (of which {@code fannedOut} bytes are copies to the reader's node peers).
+     */
     private record InFlight(
-            int batch, long drained, ApplyContext.Pending pending, List<Integer> inlineFanOut) {}
+            int batch,
+            long drained,
+            ApplyContext.Pending notifying,
+            ApplyContext.Pending plain,
+            long fannedOut) {
+        void close() {
+            notifying.close();
+            plain.close();
+        }
+    }
 
     private void finish(InFlight f, Semaphore free) {
-        bytesPushed.addAndGet(f.drained() + ctx.complete(f.pending()));
-        if (!f.inlineFanOut().isEmpty()) {
-            fanOut.fanOutInline(f.inlineFanOut());
-        }
+        long moved = f.drained() + ctx.complete(f.notifying()) + ctx.complete(f.plain());
+        bytesPushed.addAndGet(moved - f.fannedOut());
+        fanOut.countInline(f.fannedOut());
         free.release();
     }
 
@@ -108,19 +125,34 @@ final class PushStage {
             long srcBase = ctx.stagingOffset(batch, read);
             for (int w = plan.writeFirst(read); w < plan.writeEnd(read); w++) {
                 int dst = plan.writeDst(w);
-                BufferDirectory.Placed placed =
-                        slice.directory()
-                                .require(plan.workerId(dst), plan.buffer(plan.writeBuffer(w)));
-                packer.write(srcBase, placed, w);
+                String buffer = plan.buffer(plan.writeBuffer(w));
+                boolean notifying = (plan.writeFlags(w) & Plan.NOTIFY) != 0;
+                packer.write(
+                        srcBase,
+                        slice.directory().require(plan.workerId(dst), buffer),
+                        w,
+                        notifying);
+                if ((plan.writeFlags(w) & Plan.FANOUT) != 0 && dst == plan.readReader(read)) {
+                    // this reader is its node's delegate: its peers' copies leave from staging
+                    for (int peer : slice.compatWorkersBeside(dst)) {
+                        if (peer != dst) {
+                            packer.write(
+                                    srcBase,
+                                    slice.directory().require(plan.workerId(peer), buffer),
+                                    w,
+                                    false);
+                            packer.fannedOut += plan.writeBytes(w);
+                        }
+                    }
+                }
             }
         }
-        List<Integer> inlineFanOut = slice.inlineFanOut(batch);
         String name =
                 notify
                         ? SliceSchedule.notifyName(
                                 ctx.model, ctx.generation, slice.instance(), batch)
                         : null;
-        return packer.finish(batch, name, inlineFanOut);
+        return packer.finish(batch, name);
     }
 
     /**
@@ -138,7 +170,10 @@ final class PushStage {
         private final long slotBase;
         private final long packAt;
         private final List<TransferRequest> requests = new ArrayList<>();
+        private final List<TransferRequest> notifyingRequests = new ArrayList<>();
         private final List<long[]> pieces = new ArrayList<>();
+        private long fannedOut;
+        private boolean groupNotifies;
         private long packed;
         private long moved;
         private long groupDst = -1;
@@ -153,7 +188,8 @@ final class PushStage {
             this.pack = packBytes > 0 ? ctx.staging.byteBuffer(packAt, (int) packBytes) : null;
         }
 
-        void write(long srcBase, BufferDirectory.Placed target, int w) {
+        void write(long srcBase, BufferDirectory.Placed target, int w, boolean notifying) {
+            groupNotifies = notifying;
             Runs.forEach(
                     plan,
                     w,
@@ -190,6 +226,7 @@ final class PushStage {
         private void flushGroup() {
             String segment = groupTarget.segment();
             long dst = groupTarget.base() + groupDst;
+            List<TransferRequest> out = groupNotifies ? notifyingRequests : requests;
             if (pieces.size() > 1 && pack != null && groupLength <= packBytes) {
                 if (packed + groupLength > packBytes && mayDrain) {
                     moved += ctx.transfer(List.copyOf(requests), null);
@@ -202,7 +239,7 @@ final class PushStage {
                         pack.put(at, slot, (int) (piece[0] - slotBase), (int) piece[1]);
                         at += (int) piece[1];
                     }
-                    requests.add(
+                    out.add(
                             TransferRequest.write(
                                     ctx.staging, packAt + packed, segment, dst, groupLength));
                     packed += groupLength;
@@ -212,16 +249,24 @@ final class PushStage {
             }
             long offset = dst;
             for (long[] piece : pieces) {
-                requests.add(
-                        TransferRequest.write(ctx.staging, piece[0], segment, offset, piece[1]));
+                out.add(TransferRequest.write(ctx.staging, piece[0], segment, offset, piece[1]));
                 offset += piece[1];
             }
             pieces.clear();
         }
 
-        InFlight finish(int batch, String notifyName, List<Integer> inlineFanOut) {
+        /** Submits the notifying writes first: their tcp streams start before the local copies. */
+        InFlight finish(int batch, String notifyName) {
             flush();
-            return new InFlight(batch, moved, ctx.submit(requests, notifyName), inlineFanOut);
+            ApplyContext.Pending notifying = ctx.submit(notifyingRequests, notifyName);
+            ApplyContext.Pending plain;
+            try {
+                plain = ctx.submit(requests, null);
+            } catch (ApplyFailure e) {
+                notifying.close();
+                throw e;
+            }
+            return new InFlight(batch, moved, notifying, plain, fannedOut);
         }
     }
 
