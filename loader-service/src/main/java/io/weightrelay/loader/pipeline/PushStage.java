@@ -5,7 +5,10 @@ import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -161,7 +164,9 @@ final class PushStage {
      * those pieces are first gathered into the pack area with a local copy, then sent as one write,
      * instead of one small remote write per row. When the pack area fills up, what is packed is
      * sent and the area reused, unless the batch must notify (then one submission must carry every
-     * write, and the rest goes piece by piece).
+     * write, and the rest goes piece by piece). The same pieces are gathered once per pack area:
+     * every instance with the same shard layout needs the same gathered bytes (the same columns of
+     * the same rows), so their writes all leave from one packed copy.
      */
     private final class Packer {
         private final boolean mayDrain;
@@ -172,6 +177,7 @@ final class PushStage {
         private final List<TransferRequest> requests = new ArrayList<>();
         private final List<TransferRequest> notifyingRequests = new ArrayList<>();
         private final List<long[]> pieces = new ArrayList<>();
+        private final Map<Gather, Long> gathered = new HashMap<>();
         private long fannedOut;
         private boolean groupNotifies;
         private long packed;
@@ -228,9 +234,19 @@ final class PushStage {
             long dst = groupTarget.base() + groupDst;
             List<TransferRequest> out = groupNotifies ? notifyingRequests : requests;
             if (pieces.size() > 1 && pack != null && groupLength <= packBytes) {
+                Gather gather = Gather.of(pieces);
+                Long already = gathered.get(gather);
+                if (already != null) {
+                    out.add(
+                            TransferRequest.write(
+                                    ctx.staging, packAt + already, segment, dst, groupLength));
+                    pieces.clear();
+                    return;
+                }
                 if (packed + groupLength > packBytes && mayDrain) {
                     moved += ctx.transfer(List.copyOf(requests), null);
                     requests.clear();
+                    gathered.clear();
                     packed = 0;
                 }
                 if (packed + groupLength <= packBytes) {
@@ -242,6 +258,7 @@ final class PushStage {
                     out.add(
                             TransferRequest.write(
                                     ctx.staging, packAt + packed, segment, dst, groupLength));
+                    gathered.put(gather, packed);
                     packed += groupLength;
                     pieces.clear();
                     return;
@@ -267,6 +284,33 @@ final class PushStage {
                 throw e;
             }
             return new InFlight(batch, moved, notifying, plain, fannedOut);
+        }
+    }
+
+    /** The staging pieces (offset, length, in order) a packed write gathers: its content. */
+    private record Gather(long[] pieces) {
+        static Gather of(List<long[]> pieces) {
+            long[] flat = new long[pieces.size() * 2];
+            for (int i = 0; i < pieces.size(); i++) {
+                flat[2 * i] = pieces.get(i)[0];
+                flat[2 * i + 1] = pieces.get(i)[1];
+            }
+            return new Gather(flat);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Gather g && Arrays.equals(pieces, g.pieces);
+        }
+
+        @Override
+        public int hashCode() {
+            return Arrays.hashCode(pieces);
+        }
+
+        @Override
+        public String toString() {
+            return "Gather" + Arrays.toString(pieces);
         }
     }
 
