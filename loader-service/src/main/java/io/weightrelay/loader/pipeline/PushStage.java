@@ -110,7 +110,10 @@ final class PushStage {
     }
 
     private void finish(InFlight f, Semaphore free) {
-        long moved = f.drained() + ctx.complete(f.notifying()) + ctx.complete(f.plain());
+        // the local copies first: a thread waiting for its batch copies that batch's chunks itself
+        // (a batch of tcp writes only would leave it asleep beside a busy copy pool)
+        long local = ctx.complete(f.plain());
+        long moved = f.drained() + local + ctx.complete(f.notifying());
         bytesPushed.addAndGet(moved - f.fannedOut());
         fanOut.countInline(f.fannedOut());
         free.release();
