@@ -112,7 +112,13 @@ final class PushStage {
     private void finish(InFlight f, Semaphore free) {
         // the local copies first: a thread waiting for its batch copies that batch's chunks itself
         // (a batch of tcp writes only would leave it asleep beside a busy copy pool)
-        long local = ctx.complete(f.plain());
+        long local;
+        try {
+            local = ctx.complete(f.plain());
+        } catch (RuntimeException e) {
+            f.notifying().close();
+            throw e;
+        }
         long moved = f.drained() + local + ctx.complete(f.notifying());
         bytesPushed.addAndGet(moved - f.fannedOut());
         fanOut.countInline(f.fannedOut());
