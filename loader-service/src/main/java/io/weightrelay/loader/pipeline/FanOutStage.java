@@ -82,7 +82,7 @@ final class FanOutStage {
      * Copies what the listed received writes put into this loader's delegate to its node's compat
      * peers.
      */
-    long fanOut(List<Integer> receives) {
+    private long fanOut(List<Integer> receives) {
         List<TransferRequest> requests = new ArrayList<>();
         for (int v : receives) {
             int dst = plan.receiveDst(v);
@@ -115,9 +115,12 @@ final class FanOutStage {
         return ctx.transfer(requests, null);
     }
 
-    /** Fans out received writes whose delegate is this loader's own reader, counting the bytes. */
-    void fanOutInline(List<Integer> receives) {
-        bytesFannedOut.addAndGet(fanOut(receives));
+    /**
+     * Counts the copies the push stage made to this node's peers where this loader's own reader is
+     * the delegate (they leave from staging beside the batch's pushes).
+     */
+    void countInline(long bytes) {
+        bytesFannedOut.addAndGet(bytes);
     }
 
     long bytesFannedOut() {

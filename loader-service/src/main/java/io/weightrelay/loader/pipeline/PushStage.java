@@ -5,7 +5,10 @@ import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -16,6 +19,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * writes, with notify when a node delegate must fan out) while the read stage fills the next slot;
  * with more than two slots several batches' writes are in flight at once. Strided writes are
  * gathered into a pack area first (see {@link Packer}).
+ *
+ * <p>Where this loader's reader is itself its node's delegate, the copies to the node's other
+ * compat workers leave from staging in the same batch, not from the delegate's buffer once the
+ * batch landed: the same bytes, but they run beside the batch's tcp writes instead of after them. A
+ * batch's notifying writes (to other nodes' delegates) are one submission of their own, so the
+ * notify leaves as soon as they landed, not after this node's copies.
  */
 final class PushStage {
     private final ApplyContext ctx;
@@ -79,20 +88,40 @@ final class PushStage {
             throw new ApplyFailure(slice.instance(), "push stage interrupted");
         } finally {
             for (InFlight f : inFlight) {
-                f.pending().close();
+                f.close();
             }
         }
     }
 
-    /** A batch whose writes are submitted and not yet verified. */
+    /**
+     * A batch whose writes are submitted and not yet verified: those that notify, and the others
+     * (of which {@code fannedOut} bytes are copies to the reader's node peers).
+     */
     private record InFlight(
-            int batch, long drained, ApplyContext.Pending pending, List<Integer> inlineFanOut) {}
+            int batch,
+            long drained,
+            ApplyContext.Pending notifying,
+            ApplyContext.Pending plain,
+            long fannedOut) {
+        void close() {
+            notifying.close();
+            plain.close();
+        }
+    }
 
     private void finish(InFlight f, Semaphore free) {
-        bytesPushed.addAndGet(f.drained() + ctx.complete(f.pending()));
-        if (!f.inlineFanOut().isEmpty()) {
-            fanOut.fanOutInline(f.inlineFanOut());
+        // the local copies first: a thread waiting for its batch copies that batch's chunks itself
+        // (a batch of tcp writes only would leave it asleep beside a busy copy pool)
+        long local;
+        try {
+            local = ctx.complete(f.plain());
+        } catch (RuntimeException e) {
+            f.notifying().close();
+            throw e;
         }
+        long moved = f.drained() + local + ctx.complete(f.notifying());
+        bytesPushed.addAndGet(moved - f.fannedOut());
+        fanOut.countInline(f.fannedOut());
         free.release();
     }
 
@@ -108,19 +137,34 @@ final class PushStage {
             long srcBase = ctx.stagingOffset(batch, read);
             for (int w = plan.writeFirst(read); w < plan.writeEnd(read); w++) {
                 int dst = plan.writeDst(w);
-                BufferDirectory.Placed placed =
-                        slice.directory()
-                                .require(plan.workerId(dst), plan.buffer(plan.writeBuffer(w)));
-                packer.write(srcBase, placed, w);
+                String buffer = plan.buffer(plan.writeBuffer(w));
+                boolean notifying = (plan.writeFlags(w) & Plan.NOTIFY) != 0;
+                packer.write(
+                        srcBase,
+                        slice.directory().require(plan.workerId(dst), buffer),
+                        w,
+                        notifying);
+                if ((plan.writeFlags(w) & Plan.FANOUT) != 0 && dst == plan.readReader(read)) {
+                    // this reader is its node's delegate: its peers' copies leave from staging
+                    for (int peer : slice.compatWorkersBeside(dst)) {
+                        if (peer != dst) {
+                            packer.write(
+                                    srcBase,
+                                    slice.directory().require(plan.workerId(peer), buffer),
+                                    w,
+                                    false);
+                            packer.fannedOut += plan.writeBytes(w);
+                        }
+                    }
+                }
             }
         }
-        List<Integer> inlineFanOut = slice.inlineFanOut(batch);
         String name =
                 notify
                         ? SliceSchedule.notifyName(
                                 ctx.model, ctx.generation, slice.instance(), batch)
                         : null;
-        return packer.finish(batch, name, inlineFanOut);
+        return packer.finish(batch, name);
     }
 
     /**
@@ -129,7 +173,9 @@ final class PushStage {
      * those pieces are first gathered into the pack area with a local copy, then sent as one write,
      * instead of one small remote write per row. When the pack area fills up, what is packed is
      * sent and the area reused, unless the batch must notify (then one submission must carry every
-     * write, and the rest goes piece by piece).
+     * write, and the rest goes piece by piece). The same pieces are gathered once per pack area:
+     * every instance with the same shard layout needs the same gathered bytes (the same columns of
+     * the same rows), so their writes all leave from one packed copy.
      */
     private final class Packer {
         private final boolean mayDrain;
@@ -138,7 +184,11 @@ final class PushStage {
         private final long slotBase;
         private final long packAt;
         private final List<TransferRequest> requests = new ArrayList<>();
+        private final List<TransferRequest> notifyingRequests = new ArrayList<>();
         private final List<long[]> pieces = new ArrayList<>();
+        private final Map<Gather, Long> gathered = new HashMap<>();
+        private long fannedOut;
+        private boolean groupNotifies;
         private long packed;
         private long moved;
         private long groupDst = -1;
@@ -153,7 +203,8 @@ final class PushStage {
             this.pack = packBytes > 0 ? ctx.staging.byteBuffer(packAt, (int) packBytes) : null;
         }
 
-        void write(long srcBase, BufferDirectory.Placed target, int w) {
+        void write(long srcBase, BufferDirectory.Placed target, int w, boolean notifying) {
+            groupNotifies = notifying;
             Runs.forEach(
                     plan,
                     w,
@@ -190,10 +241,21 @@ final class PushStage {
         private void flushGroup() {
             String segment = groupTarget.segment();
             long dst = groupTarget.base() + groupDst;
+            List<TransferRequest> out = groupNotifies ? notifyingRequests : requests;
             if (pieces.size() > 1 && pack != null && groupLength <= packBytes) {
+                Gather gather = Gather.of(pieces);
+                Long already = gathered.get(gather);
+                if (already != null) {
+                    out.add(
+                            TransferRequest.write(
+                                    ctx.staging, packAt + already, segment, dst, groupLength));
+                    pieces.clear();
+                    return;
+                }
                 if (packed + groupLength > packBytes && mayDrain) {
                     moved += ctx.transfer(List.copyOf(requests), null);
                     requests.clear();
+                    gathered.clear();
                     packed = 0;
                 }
                 if (packed + groupLength <= packBytes) {
@@ -202,9 +264,10 @@ final class PushStage {
                         pack.put(at, slot, (int) (piece[0] - slotBase), (int) piece[1]);
                         at += (int) piece[1];
                     }
-                    requests.add(
+                    out.add(
                             TransferRequest.write(
                                     ctx.staging, packAt + packed, segment, dst, groupLength));
+                    gathered.put(gather, packed);
                     packed += groupLength;
                     pieces.clear();
                     return;
@@ -212,16 +275,51 @@ final class PushStage {
             }
             long offset = dst;
             for (long[] piece : pieces) {
-                requests.add(
-                        TransferRequest.write(ctx.staging, piece[0], segment, offset, piece[1]));
+                out.add(TransferRequest.write(ctx.staging, piece[0], segment, offset, piece[1]));
                 offset += piece[1];
             }
             pieces.clear();
         }
 
-        InFlight finish(int batch, String notifyName, List<Integer> inlineFanOut) {
+        /** Submits the notifying writes first: their tcp streams start before the local copies. */
+        InFlight finish(int batch, String notifyName) {
             flush();
-            return new InFlight(batch, moved, ctx.submit(requests, notifyName), inlineFanOut);
+            ApplyContext.Pending notifying = ctx.submit(notifyingRequests, notifyName);
+            ApplyContext.Pending plain;
+            try {
+                plain = ctx.submit(requests, null);
+            } catch (ApplyFailure e) {
+                notifying.close();
+                throw e;
+            }
+            return new InFlight(batch, moved, notifying, plain, fannedOut);
+        }
+    }
+
+    /** The staging pieces (offset, length, in order) a packed write gathers: its content. */
+    private record Gather(long[] pieces) {
+        static Gather of(List<long[]> pieces) {
+            long[] flat = new long[pieces.size() * 2];
+            for (int i = 0; i < pieces.size(); i++) {
+                flat[2 * i] = pieces.get(i)[0];
+                flat[2 * i + 1] = pieces.get(i)[1];
+            }
+            return new Gather(flat);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Gather g && Arrays.equals(pieces, g.pieces);
+        }
+
+        @Override
+        public int hashCode() {
+            return Arrays.hashCode(pieces);
+        }
+
+        @Override
+        public String toString() {
+            return "Gather" + Arrays.toString(pieces);
         }
     }
 

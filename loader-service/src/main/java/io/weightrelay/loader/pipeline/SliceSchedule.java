@@ -50,7 +50,6 @@ public final class SliceSchedule {
     private final int[] readerSlot;
     private final int readerCount;
     private final List<List<Integer>> readsByBatch;
-    private final List<List<Integer>> inlineFanOut;
     private final List<FanOutGroup> fanOutGroups = new ArrayList<>();
     private final List<WriterBatch> receivedFrom = new ArrayList<>();
     private final Map<String, List<Integer>> compatOfNode = new HashMap<>();
@@ -78,10 +77,8 @@ public final class SliceSchedule {
         readerSlot = new int[workers];
         java.util.Arrays.fill(readerSlot, -1);
         readsByBatch = new ArrayList<>();
-        inlineFanOut = new ArrayList<>();
         for (int b = 0; b < plan.batchCount(); b++) {
             readsByBatch.add(new ArrayList<>());
-            inlineFanOut.add(new ArrayList<>());
         }
         int readers = 0;
         for (int i = 0; i < plan.readCount(); i++) {
@@ -130,9 +127,6 @@ public final class SliceSchedule {
                 if ((plan.receiveFlags(v) & Plan.NOTIFY) != 0) {
                     groups.computeIfAbsent(group, k -> new ArrayList<>()).add(v);
                     fanOutBytes += bytes * peers;
-                }
-                if (fanout && from == dst) {
-                    inlineFanOut.get(plan.receiveBatch(v)).add(v);
                 }
                 if (fanout) {
                     for (int p : compatPeers(dst)) {
@@ -308,14 +302,6 @@ public final class SliceSchedule {
     /** Compat workers on the node of {@code worker} (peer indexes), the worker included. */
     public List<Integer> compatWorkersBeside(int worker) {
         return compatPeers(worker);
-    }
-
-    /**
-     * Received fan-out writes of batch {@code k} whose delegate is this loader's own reader: it
-     * fans them out as soon as its own pushes of the batch landed.
-     */
-    public List<Integer> inlineFanOut(int batch) {
-        return inlineFanOut.get(batch);
     }
 
     public long receiveBytes() {
