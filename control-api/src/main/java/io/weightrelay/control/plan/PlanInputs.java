@@ -20,6 +20,7 @@ import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetFragment;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Role;
 import java.nio.charset.StandardCharsets;
@@ -70,9 +71,21 @@ final class PlanInputs {
         return topology;
     }
 
-    /** The plan id: SHA-256 over the manifest, registration and topology digests. */
-    String planId() {
-        String joined = sourceDigest + "\n" + registrationDigest + "\n" + topology.digest() + "\n";
+    /**
+     * The plan id: SHA-256 over the manifest, registration and topology digests and the options.
+     */
+    String planId(Planner.Options options) {
+        String joined =
+                sourceDigest
+                        + "\n"
+                        + registrationDigest
+                        + "\n"
+                        + topology.digest()
+                        + "\n"
+                        + options.readMaxBytes()
+                        + "\n"
+                        + options.batchBytes()
+                        + "\n";
         return Digests.sha256Hex(joined.getBytes(StandardCharsets.UTF_8));
     }
 

@@ -1,9 +1,11 @@
 package io.weightrelay.control.plan;
 
+import io.weightrelay.reshard.plan.Planner;
 import jakarta.validation.constraints.Positive;
 import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
 import org.springframework.validation.annotation.Validated;
 
 /**
@@ -11,6 +13,12 @@ import org.springframework.validation.annotation.Validated;
  * @param lockTtl how long one instance may compute a plan before another may take over
  * @param computeTimeout how long a request waits for a plan another request computes
  * @param defaultNicGbps bandwidth of a rollout NIC whose loader did not declare one
+ * @param readMaxBytes the planner's upper bound of one read's span (unless a single dim-0 row is
+ *     larger)
+ * @param batchBytes the staging bytes one reader fills per batch: the pipeline's unit. Smaller
+ *     batches shorten its fill and drain (one batch's read before the first push, one batch's push
+ *     after the last read), larger ones cost fewer submissions; a loader's read staging holds a few
+ *     of them per reader
  */
 @Validated
 @ConfigurationProperties("relay.plans")
@@ -18,4 +26,32 @@ public record PlanProperties(
         @DefaultValue("7d") Duration ttl,
         @DefaultValue("60s") Duration lockTtl,
         @DefaultValue("120s") Duration computeTimeout,
-        @DefaultValue("100") @Positive double defaultNicGbps) {}
+        @DefaultValue("100") @Positive double defaultNicGbps,
+        @DefaultValue("16MB") DataSize readMaxBytes,
+        @DefaultValue("64MB") DataSize batchBytes) {
+
+    public PlanProperties {
+        // Checked at start-up: a bad pair fails the service, never the first plan.
+        options(readMaxBytes, batchBytes);
+    }
+
+    /** The planner's options these properties name. */
+    public Planner.Options options() {
+        return options(readMaxBytes, batchBytes);
+    }
+
+    private static Planner.Options options(DataSize readMaxBytes, DataSize batchBytes) {
+        try {
+            return new Planner.Options(readMaxBytes.toBytes(), batchBytes.toBytes());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                    "relay.plans.read-max-bytes ("
+                            + readMaxBytes
+                            + ") and relay.plans.batch-bytes ("
+                            + batchBytes
+                            + "): "
+                            + e.getMessage(),
+                    e);
+        }
+    }
+}

@@ -144,7 +144,7 @@ public class PlanService {
                         loaders,
                         properties.defaultNicGbps());
         inputs.check(templates);
-        String planId = inputs.planId();
+        String planId = inputs.planId(properties.options());
         PlanSummary cached = cachedSummary(planId);
         if (cached != null) {
             hits.increment();
@@ -310,7 +310,9 @@ public class PlanService {
         ValidationReport report;
         TargetPlacement placement = inputs.placement(templates);
         try {
-            plan = Planner.plan(inputs.source(), placement, inputs.topology());
+            plan =
+                    Planner.plan(
+                            inputs.source(), placement, inputs.topology(), properties.options());
             report = PlanValidator.validate(plan, inputs.source(), placement);
         } catch (PlanningException | IllegalArgumentException ex) {
             throw PlanProblems.PLAN_FAILED.exception(String.valueOf(ex.getMessage()), ex);
