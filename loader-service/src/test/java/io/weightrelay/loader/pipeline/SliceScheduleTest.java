@@ -14,7 +14,6 @@ import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.topology.Topology;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -38,18 +37,7 @@ class SliceScheduleTest {
             Planner.plan(MANIFEST, PLACEMENT, Topology.uniform(2, 2, 1, 100));
 
     private static final BufferDirectory DIRECTORY =
-            new BufferDirectory(
-                    PLACEMENT.workers().stream()
-                            .map(
-                                    w ->
-                                            new WorkerBuffers(
-                                                    w.id(),
-                                                    List.of(
-                                                            new BufferSpec(
-                                                                    Worker.COMPAT_BUFFER,
-                                                                    w.segment(),
-                                                                    8L << 20))))
-                            .toList());
+            new BufferDirectory(TestBuffers.compatImages(PLACEMENT, 8L << 20));
 
     private static SliceSchedule schedule(String instance) {
         return new SliceSchedule(Slice.of(PLAN, instance), DIRECTORY);

@@ -18,8 +18,8 @@ import io.weightrelay.loader.instance.DataplaneHolder;
 import io.weightrelay.loader.instance.InstanceService;
 import io.weightrelay.loader.pipeline.ApplyCounts;
 import io.weightrelay.loader.pipeline.ApplyFailure;
-import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.PrepareRequest;
+import io.weightrelay.loader.pipeline.TestBuffers;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.loader.registration.RegistrationManager;
 import io.weightrelay.loader.registration.RegistrationState;
@@ -482,17 +482,7 @@ class UpdateCoordinatorTest {
 
         private List<WorkerBuffers> groupBuffers() {
             bufferReads++;
-            return placement.workers().stream()
-                    .map(
-                            w ->
-                                    new WorkerBuffers(
-                                            w.id(),
-                                            List.of(
-                                                    new BufferSpec(
-                                                            Worker.COMPAT_BUFFER,
-                                                            w.segment(),
-                                                            8L << 20))))
-                    .toList();
+            return TestBuffers.compatImages(placement, 8L << 20);
         }
 
         @Override
