@@ -120,22 +120,30 @@ public interface ControlPlane {
     Slice slice(String planId, String instance);
 
     /**
-     * One call for all a prepare needs from control-api: checks that the generation is committed,
-     * resolves the group's plan (which must have a part for {@code instance}), starts or joins the
-     * group's session with the plan's instances, and takes {@code instance}'s lease on the
-     * generation last, so a refused call holds no lease.
+     * What a loader asks control-api for at prepare.
      *
-     * @param knownBuffersDigest the digest of the buffers the caller holds (null: none); the answer
-     *     carries the buffers only when they differ
+     * @param instance the loader's instance: its lease, its part of the plan
+     * @param leaseTtl how long its lease on the generation lasts unless renewed
+     * @param phaseTimeout the session's phase deadline, should this call start it
+     * @param knownBuffersDigest the digest of the group's buffers the caller holds (null: none);
+     *     the answer carries the buffers only when they differ
      */
-    Preparation prepare(
+    record PrepareCall(
             String model,
             long generation,
             String group,
             String instance,
             Duration leaseTtl,
             Duration phaseTimeout,
-            String knownBuffersDigest);
+            String knownBuffersDigest) {}
+
+    /**
+     * One call for all a prepare needs from control-api: checks that the generation is committed,
+     * resolves the group's plan (which must have a part for the call's instance), starts or joins
+     * the group's session with the plan's instances, and takes the instance's lease on the
+     * generation last, so a refused call holds no lease.
+     */
+    Preparation prepare(PrepareCall call);
 
     void report(String model, long generation, String group, Report report);
 

@@ -357,25 +357,19 @@ public class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public Preparation prepare(
-            String model,
-            long generation,
-            String group,
-            String instance,
-            Duration leaseTtl,
-            Duration phaseTimeout,
-            String knownBuffersDigest) {
+    public Preparation prepare(PrepareCall c) {
         UpdatePreparationRequest body =
                 new UpdatePreparationRequest()
-                        .instance(instance)
-                        .leaseTtlSeconds((int) Math.min(86400, Math.max(1, leaseTtl.toSeconds())))
+                        .instance(c.instance())
+                        .leaseTtlSeconds(
+                                (int) Math.min(86400, Math.max(1, c.leaseTtl().toSeconds())))
                         .phaseTimeoutSeconds(
-                                (int) Math.max(1, Math.min(3600, phaseTimeout.toSeconds())))
-                        .knownBuffersDigest(knownBuffersDigest);
+                                (int) Math.max(1, Math.min(3600, c.phaseTimeout().toSeconds())))
+                        .knownBuffersDigest(c.knownBuffersDigest());
         UpdatePreparation answer =
                 call(
-                        "prepare of " + instance + " for " + model + "/" + generation,
-                        () -> updates.prepareUpdate(model, generation, group, body));
+                        "prepare of " + c.instance() + " for " + c.model() + "/" + c.generation(),
+                        () -> updates.prepareUpdate(c.model(), c.generation(), c.group(), body));
         PlanSummary plan = answer.getPlan();
         return new Preparation(
                 ref(answer.getGeneration()),

@@ -8,6 +8,7 @@ import io.weightrelay.loader.control.ControlPlane.BarrierState;
 import io.weightrelay.loader.control.ControlPlane.GenerationRef;
 import io.weightrelay.loader.control.ControlPlane.PlanRef;
 import io.weightrelay.loader.control.ControlPlane.Preparation;
+import io.weightrelay.loader.control.ControlPlane.PrepareCall;
 import io.weightrelay.loader.control.ControlPlane.Report;
 import io.weightrelay.loader.control.ControlPlane.Reported;
 import io.weightrelay.loader.control.ControlPlaneException;
@@ -228,13 +229,14 @@ public class UpdateCoordinator {
                 try {
                     answer =
                             control.prepare(
-                                    model,
-                                    generation,
-                                    group,
-                                    id,
-                                    properties.leaseTtl(),
-                                    timeout,
-                                    buffers == null ? null : buffers.digest());
+                                    new PrepareCall(
+                                            model,
+                                            generation,
+                                            group,
+                                            id,
+                                            properties.leaseTtl(),
+                                            timeout,
+                                            buffers == null ? null : buffers.digest()));
                 } catch (ControlPlaneException e) {
                     if (GENERATION_REFUSALS.contains(e.problemType())) {
                         // Nothing is wrong with control-api: the generation is not one to load.

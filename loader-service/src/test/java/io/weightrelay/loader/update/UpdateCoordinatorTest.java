@@ -451,14 +451,8 @@ class UpdateCoordinatorTest {
 
         /** As control-api: refuses a generation that is not committed, takes the lease last. */
         @Override
-        public Preparation prepare(
-                String model,
-                long generation,
-                String group,
-                String instance,
-                Duration leaseTtl,
-                Duration phaseTimeout,
-                String knownBuffersDigest) {
+        public Preparation prepare(ControlPlane.PrepareCall call) {
+            long generation = call.generation();
             GenerationRef g = generation(generation);
             if (!g.state().equals("ACTIVE") && !g.state().equals("RETIRED")) {
                 throw new ControlPlaneException(
@@ -477,7 +471,7 @@ class UpdateCoordinatorTest {
                     g,
                     new PlanRef("p", true, placement.instances()),
                     digest,
-                    digest.equals(knownBuffersDigest) ? List.of() : groupBuffers());
+                    digest.equals(call.knownBuffersDigest()) ? List.of() : groupBuffers());
         }
 
         private List<WorkerBuffers> groupBuffers() {
