@@ -25,7 +25,8 @@ import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.ReportedPhase;
 import io.weightrelay.api.control.client.model.TensorAssignment;
-import io.weightrelay.api.control.client.model.UpdateSessionRequest;
+import io.weightrelay.api.control.client.model.UpdatePreparation;
+import io.weightrelay.api.control.client.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.client.model.WorkerPlacement;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCluster;
@@ -91,15 +92,17 @@ import tools.jackson.databind.json.JsonMapper;
  * the manifest, together), {@code register_objects_ms}, {@code commit_ms}, {@code
  * register_loaders_ms}, {@code plan_cold_ms} (the first resolve, which computes the plan), {@code
  * plan_warm_ms} (every loader resolves together, cache hits; the slowest), {@code prepare_ms} (per
- * loader, the slowest: the wall time of its calls for the generation, manifest, its plan slice and
- * the group's buffers, every loader calling at once, plus the CPU time of its own work on what it
+ * loader, the slowest: the wall time of its calls, every loader calling at once, as loader-service
+ * makes them for a plan and manifest it has not seen (the one prepare call, which checks the
+ * generation, resolves the plan, starts or joins the session, takes the lease and lists the group's
+ * buffers; then the manifest and its plan slice), plus the CPU time of its own work on what it
  * fetched (inflating the gzip bodies, decoding, checking), since each loader does that on its own
  * host; {@code prepare_fetch_ms} and {@code prepare_check_cpu_ms} are the slowest of each part,
- * {@code prepare_generation_ms}, {@code prepare_manifest_ms}, {@code prepare_slice_ms} and {@code
- * prepare_loaders_ms} the slowest of each call, {@code prepare_wall_ms} the whole step with every
- * loader's checks sharing this machine's cores), {@code session_ms} (start or join the session,
- * every barrier, until the post-applied barrier is open for all), the largest request and response
- * in bytes with the call that made them, and control-api's peak heap from its GC log ({@code
+ * {@code prepare_call_ms}, {@code prepare_manifest_ms} and {@code prepare_slice_ms} the slowest of
+ * each call, {@code prepare_wall_ms} the whole step with every loader's checks sharing this
+ * machine's cores), {@code session_ms} (every report and barrier of the session the prepare calls
+ * joined, until the post-applied barrier is open for all), the largest request and response in
+ * bytes with the call that made them, and control-api's peak heap from its GC log ({@code
  * control_peak_heap_bytes} just before a collection, {@code control_peak_live_heap_bytes} just
  * after). A step that fails ends the run: the line then names it in {@code failed_step} with {@code
  * error}, and the exit code is 1. {@code control_cpu_<step>} is control-api's CPU time during each
@@ -369,6 +372,9 @@ public final class ControlPlaneBench {
     static final class Bench {
         private static final String GROUP = "bench";
 
+        /** The lease each loader takes on the generation it prepares, as loader-service asks. */
+        private static final int LEASE_TTL_SECONDS = 600;
+
         /** Asks for gzip-compressed responses and leaves them compressed. */
         private static final ClientHttpRequestInterceptor ACCEPT_GZIP =
                 (request, body, execution) -> {
@@ -561,13 +567,7 @@ public final class ControlPlaneBench {
                 }
 
                 current = "session_ms";
-                timed(
-                        current,
-                        () ->
-                                all(
-                                        players,
-                                        instances,
-                                        i -> session(generation, plan.getPlanId(), i)));
+                timed(current, () -> all(players, instances, i -> session(generation, i)));
             } catch (RuntimeException e) {
                 f.failedStep = current;
                 f.error = describe(e);
@@ -836,18 +836,27 @@ public final class ControlPlaneBench {
         }
 
         /** The calls a loader makes at prepare, in order; each is reported as its slowest. */
-        static final List<String> PREPARE_CALLS =
-                List.of("generation", "manifest", "slice", "loaders");
+        static final List<String> PREPARE_CALLS = List.of("call", "manifest", "slice");
 
         /**
-         * What a loader fetches at prepare, from control-api, all loaders at once: the generation,
-         * its manifest, its own plan slice and the group's buffers. Returns the bytes and the wall
-         * time of the calls.
+         * What a loader fetches at prepare, from control-api, all loaders at once, as
+         * loader-service does for a generation whose plan and manifest it has not seen: the one
+         * prepare call (generation, plan, session start or join, lease, and the group's buffers,
+         * which a loader that names no digest gets listed), its manifest and its own plan slice.
+         * Returns the bytes and the wall time of the calls.
          */
         private Fetched fetch(long generation, String planId, String instance) {
             long[] callMs = new long[PREPARE_CALLS.size()];
             long started = System.nanoTime();
-            Generation g = loaderGenerations.getGeneration(s.model(), generation);
+            UpdatePreparation prepared =
+                    updates.prepareUpdate(
+                            s.model(),
+                            generation,
+                            GROUP,
+                            new UpdatePreparationRequest()
+                                    .instance(instance)
+                                    .leaseTtlSeconds(LEASE_TTL_SECONDS)
+                                    .phaseTimeoutSeconds(120));
             long lap = lap(callMs, 0, started);
             Body manifest =
                     Body.of(
@@ -861,16 +870,25 @@ public final class ControlPlaneBench {
                             plansGzipped
                                     .getPlanSliceWithResponseSpec(planId, instance)
                                     .toEntity(byte[].class));
-            lap = lap(callMs, 2, lap);
-            List<Loader> group = registry.listLoaders(s.model(), GROUP, null, 1000);
-            lap(callMs, 3, lap);
-            if (group.size() != s.instances()) {
+            lap(callMs, 2, lap);
+            if (!planId.equals(prepared.getPlan().getPlanId())) {
                 throw new IllegalStateException(
-                        instance + ": the group lists " + group.size() + " loaders");
+                        instance
+                                + ": prepared against plan "
+                                + prepared.getPlan().getPlanId()
+                                + ", not "
+                                + planId);
+            }
+            if (prepared.getLoaders().size() != s.instances()) {
+                throw new IllegalStateException(
+                        instance
+                                + ": the prepare call lists "
+                                + prepared.getLoaders().size()
+                                + " loaders of the group");
             }
             return new Fetched(
                     instance,
-                    g,
+                    prepared.getGeneration(),
                     manifest,
                     encoded,
                     (System.nanoTime() - started) / 1_000_000,
@@ -920,17 +938,12 @@ public final class ControlPlaneBench {
             return (THREADS.getCurrentThreadCpuTime() - started) / 1_000_000;
         }
 
-        /** Start (or join) the session, then every phase and barrier, as a loader does. */
-        private Void session(long generation, String planId, String instance) {
+        /**
+         * Every phase and barrier of the session the prepare call started or joined, as a loader
+         * does.
+         */
+        private Void session(long generation, String instance) {
             long epoch = epochs.get(instance);
-            updates.startUpdateSession(
-                    s.model(),
-                    generation,
-                    GROUP,
-                    new UpdateSessionRequest()
-                            .instances(s.placement().instances())
-                            .planId(planId)
-                            .phaseTimeoutSeconds(120));
             report(generation, instance, epoch, ReportedPhase.PREPARED);
             await(generation, instance, BarrierName.PREPARED);
             report(generation, instance, epoch, ReportedPhase.APPLYING);
