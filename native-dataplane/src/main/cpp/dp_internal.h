@@ -262,8 +262,8 @@ class ShmMapping {
     // so that no other engine makes path name another file in between.
     static void UnlinkIfSame(const std::string& dir, const std::string& path, int fd) {
         ShmDirLock dir_lock(dir);
-        struct stat mine {
-        }, named{};
+        struct stat mine {};
+        struct stat named {};
         if (!dir_lock.held() || ::fstat(fd, &mine) != 0 || ::lstat(path.c_str(), &named) != 0)
             return;
         if (mine.st_dev == named.st_dev && mine.st_ino == named.st_ino) ::unlink(path.c_str());
