@@ -5,9 +5,11 @@ import io.weightrelay.dataplane.internal.HostIdentity;
 import io.weightrelay.dataplane.internal.Metadata;
 import io.weightrelay.dataplane.internal.SegmentDescriptor;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -117,11 +119,11 @@ public final class Dataplane implements AutoCloseable {
     public static List<ReclaimedSegmentFile> reclaimOrphanedSegmentFiles(Path shmDir) {
         DpNative.load();
         List<Path> candidates;
-        try (var files = java.nio.file.Files.list(shmDir)) {
+        try (var files = Files.list(shmDir)) {
             candidates =
                     files.filter(f -> f.getFileName().toString().startsWith(SHM_FILE_PREFIX))
                             .toList();
-        } catch (IOException | java.io.UncheckedIOException e) {
+        } catch (IOException | UncheckedIOException e) {
             LOG.log(
                     System.Logger.Level.WARNING,
                     "cannot list " + shmDir + " for orphaned segment files: " + e);
