@@ -1,0 +1,109 @@
+package io.weightrelay.dataplane;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Segment files of an owner killed with SIGKILL are removed when a data plane opens on the host (or
+ * whoever calls {@link Dataplane#reclaimOrphanedSegmentFiles}), never those of a live owner nor
+ * files that are not segment files. Real child processes on loopback; the ownership lock itself
+ * (takeover, copies, links) is covered by the native test driver too.
+ */
+class OrphanedSegmentFilesTest {
+    @RegisterExtension static final TestScope scope = new TestScope();
+
+    private static final Path SHM = Path.of("/dev/shm");
+    private static final long SEGMENT = 1 << 20;
+
+    private ChildJvm owner(String prefix, String... segments) throws Exception {
+        String[] args = new String[segments.length + 2];
+        args[0] = RedisSupport.URI;
+        args[1] = prefix;
+        System.arraycopy(segments, 0, args, 2, segments.length);
+        return scope.closeAfter(ChildJvm.start("segment owner", SegmentOwnerMain.class, args));
+    }
+
+    private static List<Path> files(ChildJvm owner) {
+        return Arrays.stream(owner.ready().split(" ")).map(Path::of).toList();
+    }
+
+    @Test
+    void aKilledOwnersFilesGoWhenADataplaneOpensAndALiveOwnersAndOtherFilesStay() throws Exception {
+        ChildJvm killed = owner(scope.prefix() + "killed:", "store-a", "recv-b");
+        ChildJvm live = owner(scope.prefix() + "live:", "store-c", "recv-d");
+        List<Path> killedFiles = files(killed);
+        List<Path> liveFiles = files(live);
+        Object liveInode = Files.getAttribute(liveFiles.get(0), "unix:ino");
+        // A staging file or an older data plane's segment: no ownership lock, never touched.
+        Path foreign = SHM.resolve(Dataplane.shmFileName(scope.prefix(), "staging"));
+        Files.write(foreign, new byte[4096]);
+        try {
+            killed.kill();
+            assertThat(killedFiles).as("SIGKILL leaves the files").allMatch(Files::exists);
+
+            try (Dataplane next =
+                    Dataplane.open(
+                            TestEngines.config("node-a", scope.prefix() + "next:").build())) {
+                assertThat(killedFiles).noneMatch(Files::exists);
+                assertThat(liveFiles).allMatch(Files::exists);
+                assertThat(Files.getAttribute(liveFiles.get(0), "unix:ino")).isEqualTo(liveInode);
+                assertThat(foreign).exists();
+                // the live owner's segments still work, and it still closes them itself
+                assertThat(live.ok("ping")).isEmpty();
+            }
+            live.close();
+            assertThat(liveFiles).noneMatch(Files::exists);
+        } finally {
+            Files.deleteIfExists(foreign);
+            for (Path f : killedFiles) {
+                Files.deleteIfExists(f);
+            }
+        }
+    }
+
+    @Test
+    void reclaimingReportsEachFileAndItsBytesAndLeavesNothingForTheNextCall() throws Exception {
+        ChildJvm killed = owner(scope.prefix() + "killed:", "store-e");
+        Path file = files(killed).get(0);
+        try {
+            killed.kill();
+
+            List<ReclaimedSegmentFile> reclaimed = Dataplane.reclaimOrphanedSegmentFiles(SHM);
+
+            assertThat(reclaimed)
+                    .filteredOn(r -> r.path().equals(file))
+                    .singleElement()
+                    .satisfies(r -> assertThat(r.bytes()).isGreaterThan(SEGMENT));
+            assertThat(file).doesNotExist();
+            assertThat(Dataplane.reclaimOrphanedSegmentFiles(SHM))
+                    .noneMatch(r -> r.path().equals(file));
+        } finally {
+            Files.deleteIfExists(file);
+        }
+    }
+
+    @Test
+    void aKilledOwnersSuccessorTakesItsNameOverWithAFreshFile() throws Exception {
+        String prefix = scope.prefix() + "restart:";
+        ChildJvm first = owner(prefix, "store-f");
+        Path file = files(first).get(0);
+        Object firstInode = Files.getAttribute(file, "unix:ino");
+        try {
+            first.kill();
+            ChildJvm second = owner(prefix, "store-f");
+            assertThat(files(second)).containsExactly(file);
+            assertThat(file).exists();
+            assertThat(Files.getAttribute(file, "unix:ino")).isNotEqualTo(firstInode);
+            second.close();
+            assertThat(file).doesNotExist();
+        } finally {
+            Files.deleteIfExists(file);
+        }
+    }
+}
