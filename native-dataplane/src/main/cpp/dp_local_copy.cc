@@ -15,13 +15,23 @@ void Engine::RunCopy(const CopyJob& job) {
         int64_t spent = 0;
         t.chunk_crc[job.chunk] = CopyCrc32c(job.dst, job.src, job.length, &spent);
         job.batch->crc_nanos.fetch_add(spent);
-    } else {
+    } else if (job.also.empty()) {
         std::memcpy(job.dst, job.src, static_cast<size_t>(job.length));
+    } else {
+        for (int64_t off = 0; off < job.length; off += kCopyBlock) {
+            size_t n = static_cast<size_t>(std::min(kCopyBlock, job.length - off));
+            std::memcpy(job.dst + off, job.src + off, n);
+            for (const CopyTarget& to : job.also) std::memcpy(to.dst + off, job.src + off, n);
+        }
     }
-    Count(job.batch->tasks[job.task].op == DP_OP_READ ? DP_COUNTER_LOCAL_READ
+    auto complete = [&](int32_t task) {
+        Count(job.batch->tasks[task].op == DP_OP_READ ? DP_COUNTER_LOCAL_READ
                                                       : DP_COUNTER_LOCAL_WRITTEN,
-          job.length);
-    CompleteChunk(job.batch, job.task, Err::kOk, job.length);
+              job.length);
+        CompleteChunk(job.batch, task, Err::kOk, job.length);
+    };
+    complete(job.task);
+    for (const CopyTarget& to : job.also) complete(to.task);
 }
 
 void Engine::CopyLoop() {
