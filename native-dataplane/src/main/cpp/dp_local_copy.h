@@ -21,8 +21,9 @@ struct PeerSegment;
 // chunks on the copy pool.
 constexpr int64_t kLocalChunk = 8 << 20;
 constexpr int64_t kInlineCopy = 256 << 10;
-// A chunk copied to several destinations goes block by block: each block of the source is read
-// from memory once and from the core's cache for every further destination.
+// A chunk goes block by block, to every destination of its source bytes before the next block:
+// each block of the source is read from memory once and from the core's cache for every further
+// destination (the destinations are written with non-temporal stores, so they do not evict it).
 constexpr int64_t kCopyBlock = 256 << 10;
 
 // A further destination of a chunk's source bytes: another task's, at the same chunk.
