@@ -326,6 +326,16 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
     }
     std::vector<CopyJob> copies;
     std::map<TcpPeer*, std::vector<TcpJob>> remote;
+    // Local copies of the same source bytes to several destinations (a tensor to every worker of
+    // a node) are one job per chunk that copies block by block to all of them: the source crosses
+    // memory once instead of once per destination.
+    struct SameSource {
+        const char* src;
+        int64_t length;
+        std::vector<CopyTarget> targets;
+    };
+    std::vector<SameSource> fan_outs;
+    std::map<std::pair<const char*, int64_t>, size_t> same_source;
     for (int32_t i = 0; i < count; ++i) {
         TaskState& t = b->tasks[i];
         if (pre[i] != Err::kOk || lengths[i] == 0) {
@@ -355,14 +365,21 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
                 CompleteChunk(b, i, Err::kOk, len);
                 continue;
             }
+            if (!b->crc) {
+                // copied below, with every other task of the same source bytes
+                auto at = same_source.try_emplace({src, len}, fan_outs.size());
+                if (at.second) fan_outs.push_back(SameSource{src, len, {}});
+                fan_outs[at.first->second].targets.push_back(CopyTarget{seg[i], i, dst});
+                continue;
+            }
             int64_t chunks = (len + kLocalChunk - 1) / kLocalChunk;
             t.chunks_left.store(static_cast<int32_t>(chunks));
-            if (b->crc) t.chunk_crc = std::make_unique<uint32_t[]>(chunks);
+            t.chunk_crc = std::make_unique<uint32_t[]>(chunks);
             t.chunk_bytes = kLocalChunk;
             int32_t chunk = 0;
             for (int64_t off = 0; off < len; off += kLocalChunk) {
                 int64_t n = std::min(kLocalChunk, len - off);
-                copies.push_back(CopyJob{b, seg[i], i, dst + off, src + off, n, chunk++});
+                copies.push_back(CopyJob{b, seg[i], i, dst + off, src + off, n, chunk++, {}});
             }
         } else {
             t.tcp = true;
@@ -378,6 +395,27 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
                 jobs.push_back(TcpJob{b, i, ops[i] == DP_OP_READ ? Op::kRead : Op::kWrite, name,
                                       offsets[i] + off, local + off, n, chunk++});
             }
+        }
+    }
+    for (const SameSource& f : fan_outs) {
+        // about kLocalChunk bytes written per job, so the pool still shares a long task
+        int64_t per_job = kLocalChunk / static_cast<int64_t>(f.targets.size());
+        int64_t chunk = std::max(4 * kCopyBlock, per_job / kCopyBlock * kCopyBlock);
+        int64_t chunks = (f.length + chunk - 1) / chunk;
+        for (const CopyTarget& to : f.targets) {
+            b->tasks[to.task].chunks_left.store(static_cast<int32_t>(chunks));
+            b->tasks[to.task].chunk_bytes = chunk;
+        }
+        int32_t index = 0;
+        for (int64_t off = 0; off < f.length; off += chunk) {
+            int64_t n = std::min(chunk, f.length - off);
+            const CopyTarget& first = f.targets.front();
+            CopyJob job{b, first.segment, first.task, first.dst + off, f.src + off, n, index++, {}};
+            job.also.reserve(f.targets.size() - 1);
+            for (size_t k = 1; k < f.targets.size(); ++k)
+                job.also.push_back(
+                    CopyTarget{f.targets[k].segment, f.targets[k].task, f.targets[k].dst + off});
+            copies.push_back(std::move(job));
         }
     }
     if (!copies.empty()) {

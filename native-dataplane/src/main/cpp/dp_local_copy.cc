@@ -2,12 +2,58 @@
 #include "dp_local_copy.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "dp_crc32c.h"
 #include "dp_engine.h"
 
 namespace dp {
+
+namespace {
+
+// Copies with non-temporal stores: a chunk's destination (a worker's buffer, another staging) is
+// not read again soon, so its lines are written without being read first (no read for ownership)
+// and without evicting the source block the next destination copies from. Unaligned head and tail
+// bytes go through memcpy.
+void StreamCopy(char* dst, const char* src, size_t n) {
+#if defined(__x86_64__)
+    size_t head = std::min(n, static_cast<size_t>(-reinterpret_cast<uintptr_t>(dst) & 63));
+    std::memcpy(dst, src, head);
+    dst += head;
+    src += head;
+    n -= head;
+    size_t body = n & ~static_cast<size_t>(63);
+    for (size_t i = 0; i < body; i += 64) {
+        const __m128i* from = reinterpret_cast<const __m128i*>(src + i);
+        __m128i* to = reinterpret_cast<__m128i*>(dst + i);
+        __m128i a = _mm_loadu_si128(from);
+        __m128i b = _mm_loadu_si128(from + 1);
+        __m128i c = _mm_loadu_si128(from + 2);
+        __m128i d = _mm_loadu_si128(from + 3);
+        _mm_stream_si128(to, a);
+        _mm_stream_si128(to + 1, b);
+        _mm_stream_si128(to + 2, c);
+        _mm_stream_si128(to + 3, d);
+    }
+    std::memcpy(dst + body, src + body, n - body);
+#else
+    std::memcpy(dst, src, n);
+#endif
+}
+
+// Orders the non-temporal stores before whatever publishes their completion.
+void StreamFence() {
+#if defined(__x86_64__)
+    _mm_sfence();
+#endif
+}
+
+}  // namespace
 
 void Engine::RunCopy(const CopyJob& job) {
     TaskState& t = job.batch->tasks[job.task];
@@ -16,12 +62,21 @@ void Engine::RunCopy(const CopyJob& job) {
         t.chunk_crc[job.chunk] = CopyCrc32c(job.dst, job.src, job.length, &spent);
         job.batch->crc_nanos.fetch_add(spent);
     } else {
-        std::memcpy(job.dst, job.src, static_cast<size_t>(job.length));
+        for (int64_t off = 0; off < job.length; off += kCopyBlock) {
+            size_t n = static_cast<size_t>(std::min(kCopyBlock, job.length - off));
+            StreamCopy(job.dst + off, job.src + off, n);
+            for (const CopyTarget& to : job.also) StreamCopy(to.dst + off, job.src + off, n);
+        }
+        StreamFence();  // the bytes are visible before the chunk counts as done
     }
-    Count(job.batch->tasks[job.task].op == DP_OP_READ ? DP_COUNTER_LOCAL_READ
+    auto complete = [&](int32_t task) {
+        Count(job.batch->tasks[task].op == DP_OP_READ ? DP_COUNTER_LOCAL_READ
                                                       : DP_COUNTER_LOCAL_WRITTEN,
-          job.length);
-    CompleteChunk(job.batch, job.task, Err::kOk, job.length);
+              job.length);
+        CompleteChunk(job.batch, task, Err::kOk, job.length);
+    };
+    complete(job.task);
+    for (const CopyTarget& to : job.also) complete(to.task);
 }
 
 void Engine::CopyLoop() {

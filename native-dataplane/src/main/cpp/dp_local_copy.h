@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "dp_batch.h"
 
@@ -20,6 +21,17 @@ struct PeerSegment;
 // chunks on the copy pool.
 constexpr int64_t kLocalChunk = 8 << 20;
 constexpr int64_t kInlineCopy = 256 << 10;
+// A chunk goes block by block, to every destination of its source bytes before the next block:
+// each block of the source is read from memory once and from the core's cache for every further
+// destination (the destinations are written with non-temporal stores, so they do not evict it).
+constexpr int64_t kCopyBlock = 256 << 10;
+
+// A further destination of a chunk's source bytes: another task's, at the same chunk.
+struct CopyTarget {
+    std::shared_ptr<PeerSegment> segment;  // keeps the mapping alive while copying
+    int32_t task;
+    char* dst;
+};
 
 struct CopyJob {
     std::shared_ptr<BatchState> batch;
@@ -29,6 +41,9 @@ struct CopyJob {
     const char* src;
     int64_t length;
     int32_t chunk = 0;
+    // Tasks of the same batch that copy the same source bytes elsewhere (never with CRC32C: a
+    // task's chunks are summed by the thread that moves them, each its own).
+    std::vector<CopyTarget> also;
 };
 
 // The local transport's chunk queue, drained by the copy pool. Batches share it so that a

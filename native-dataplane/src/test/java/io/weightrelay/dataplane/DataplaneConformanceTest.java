@@ -202,6 +202,47 @@ abstract class DataplaneConformanceTest {
         }
     }
 
+    /**
+     * The same source bytes written to several segments in one batch (a tensor to every worker of a
+     * node) land whole in each, beside a write of part of them and one that fails alone; the local
+     * transport copies such tasks together, block by block.
+     */
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void oneSourceWrittenToSeveralSegmentsLandsWholeInEach(Transport t) {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp(peerLabel(t));
+        int size = 9 * MIB + 4099;
+        int targets = 3;
+        List<Segment> segments = new ArrayList<>();
+        for (int k = 0; k < targets; k++) {
+            segments.add(b.createSegment("copy-" + k, size + 64));
+        }
+        RegisteredBuffer src = buffer(a, size, 5);
+        List<TransferRequest> reqs = new ArrayList<>();
+        for (int k = 0; k < targets; k++) {
+            reqs.add(write(src, 0, "copy-" + k, 64, size));
+        }
+        reqs.add(write(src, 0, "copy-0", 128, size)); // out of bounds, same source and length
+        reqs.add(write(src, 0, "copy-1", 0, 64)); // a prefix of the same source
+        Counters before = a.counters();
+        try (TransferBatch batch = a.engine().submit(reqs)) {
+            assertThat(batch.await(WAIT)).isTrue();
+            List<TaskStatus> s = batch.statuses();
+            for (int k = 0; k < targets; k++) {
+                assertThat(s.get(k).state()).isEqualTo(TaskStatus.State.COMPLETED);
+                assertThat(s.get(k).bytesTransferred()).isEqualTo(size);
+            }
+            assertThat(s.get(targets).error()).isEqualTo(DataplaneError.OUT_OF_BOUNDS);
+            assertThat(s.get(targets + 1).bytesTransferred()).isEqualTo(64);
+        }
+        for (int k = 0; k < targets; k++) {
+            Patterns.assertHolds(segments.get(k).byteBuffer(), 64, size, 5);
+        }
+        Patterns.assertHolds(segments.get(1).byteBuffer(), 0, 64, 5);
+        assertTransport(a.counters().minus(before), t, 0, (long) targets * size + 64);
+    }
+
     @ParameterizedTest
     @EnumSource(Transport.class)
     void invalidTasksFailAloneWithTheirSpecificError(Transport t) {
