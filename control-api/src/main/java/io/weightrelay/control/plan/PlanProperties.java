@@ -31,7 +31,8 @@ public record PlanProperties(
         @DefaultValue("100") @Positive double defaultNicGbps,
         @DefaultValue("16MB") DataSize readMaxBytes,
         @DefaultValue("64MB") DataSize batchBytes,
-        @DefaultValue("true") boolean eager) {
+        @DefaultValue("true") boolean eager,
+        @DefaultValue("true") boolean warmUp) {
 
     public PlanProperties {
         // Checked at start-up: a bad pair fails the service, never the first plan.
