@@ -25,6 +25,7 @@ import java.util.Map;
 import java.util.UUID;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.stereotype.Service;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -44,6 +45,7 @@ public class GenerationLifecycle {
     private final JsonMapper json;
     private final MeterRegistry meters;
     private final Clock clock;
+    private final ApplicationEventPublisher events;
 
     GenerationLifecycle(
             GenerationScripts scripts,
@@ -53,7 +55,8 @@ public class GenerationLifecycle {
             GenerationProperties properties,
             JsonMapper json,
             MeterRegistry meters,
-            Clock clock) {
+            Clock clock,
+            ApplicationEventPublisher events) {
         this.scripts = scripts;
         this.generations = generations;
         this.manifests = manifests;
@@ -62,6 +65,7 @@ public class GenerationLifecycle {
         this.json = json;
         this.meters = meters;
         this.clock = clock;
+        this.events = events;
     }
 
     private static final Logger log = LoggerFactory.getLogger(GenerationLifecycle.class);
@@ -249,6 +253,7 @@ public class GenerationLifecycle {
                 Generation committed = generations.get(model, generation);
                 if (result.is("ok")) {
                     published(committed);
+                    events.publishEvent(new GenerationCommitted(model, generation));
                 }
                 log.info(
                         "model {}: generation {} committed and active (previous: {})",

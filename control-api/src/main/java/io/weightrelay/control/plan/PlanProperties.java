@@ -19,6 +19,8 @@ import org.springframework.validation.annotation.Validated;
  *     batches shorten its fill and drain (one batch's read before the first push, one batch's push
  *     after the last read), larger ones cost fewer submissions; a loader's read staging holds a few
  *     of them per reader
+ * @param eager whether the plans of a committed generation's rollout groups are resolved when it is
+ *     committed (in the background), rather than by the first prepare that needs one
  */
 @Validated
 @ConfigurationProperties("relay.plans")
@@ -28,7 +30,9 @@ public record PlanProperties(
         @DefaultValue("120s") Duration computeTimeout,
         @DefaultValue("100") @Positive double defaultNicGbps,
         @DefaultValue("16MB") DataSize readMaxBytes,
-        @DefaultValue("64MB") DataSize batchBytes) {
+        @DefaultValue("64MB") DataSize batchBytes,
+        @DefaultValue("true") boolean eager,
+        @DefaultValue("true") boolean warmUp) {
 
     public PlanProperties {
         // Checked at start-up: a bad pair fails the service, never the first plan.

@@ -16,7 +16,12 @@ import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.registry.PlacementTemplates;
 import io.weightrelay.control.registry.Registry;
+import io.weightrelay.reshard.catalog.ModelCatalog;
+import io.weightrelay.reshard.catalog.Placements;
 import io.weightrelay.reshard.checksum.ObjectVerification;
+import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.PlanLoads;
@@ -25,6 +30,7 @@ import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.plan.PlanningException;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.ValidationReport;
+import io.weightrelay.reshard.topology.Topology;
 import io.weightrelay.service.concurrent.DaemonThreads;
 import io.weightrelay.service.problem.RelayException;
 import java.io.ByteArrayInputStream;
@@ -306,20 +312,61 @@ public class PlanService {
     private PlanSummary compute(String planId, PlanInputs inputs) {
         misses.increment();
         long start = System.nanoTime();
+        PlanSummary summary =
+                compute(
+                        planId,
+                        inputs.source(),
+                        inputs.placement(templates),
+                        inputs.topology(),
+                        Keep.STORE);
+        computeTime.record(Duration.ofNanos(System.nanoTime() - start));
+        return summary;
+    }
+
+    /** Whether a computation stores what it made: a warm-up at start-up keeps nothing. */
+    private enum Keep {
+        STORE,
+        NOTHING
+    }
+
+    /**
+     * Runs, once, the computation every plan goes through (the planner, its validation, the
+     * encodings, the slices, the expected ranges and the loads, all compressed as stored) for a
+     * plan of catalog model {@value #WARM_UP_MODEL} and a synthetic group of each mode, storing
+     * nothing: so the first plan a generation needs is not also the JIT's first run of that code.
+     * What it costs is start-up time, before the service reports ready.
+     */
+    void warmUp() {
+        SourceManifest source =
+                Fragmenter.fragment(WARM_UP_MODEL, ModelCatalog.tensors(WARM_UP_MODEL));
+        Topology topology = Topology.uniform(2, 2, 1, properties.defaultNicGbps());
+        for (Mode mode : Mode.values()) {
+            TargetPlacement placement =
+                    Placements.of(ModelCatalog.layout(WARM_UP_MODEL), 2, 4, 2, 1, mode, 1);
+            compute("warm-up-" + mode, source, placement, topology, Keep.NOTHING);
+        }
+    }
+
+    static final String WARM_UP_MODEL = "small-moe";
+
+    private PlanSummary compute(
+            String planId,
+            SourceManifest source,
+            TargetPlacement placement,
+            Topology topology,
+            Keep keep) {
+        long start = System.nanoTime();
+        boolean store = keep == Keep.STORE;
         Plan plan;
         ValidationReport report;
-        TargetPlacement placement = inputs.placement(templates);
         try {
-            plan =
-                    Planner.plan(
-                            inputs.source(), placement, inputs.topology(), properties.options());
-            report = PlanValidator.validate(plan, inputs.source(), placement);
+            plan = Planner.plan(source, placement, topology, properties.options());
+            report = PlanValidator.validate(plan, source, placement);
         } catch (PlanningException | IllegalArgumentException ex) {
             throw PlanProblems.PLAN_FAILED.exception(String.valueOf(ex.getMessage()), ex);
         }
         byte[] encoded = plan.encode();
         long computeMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-        computeTime.record(Duration.ofNanos(System.nanoTime() - start));
         if (!report.valid()) {
             log.warn("plan {} failed validation: {}", planId, report.problems());
         }
@@ -343,7 +390,9 @@ public class PlanService {
         // The whole plan's encoding (95 MB at Kimi-K2 scale) is garbage from here: the slices are
         // made next, and each full collection of a 1 GiB heap that holds it too costs a second.
         encoded = null;
-        guard.run(() -> bytes.opsForValue().set(keys.planEncoded(planId), deflated, ttl));
+        if (store) {
+            guard.run(() -> bytes.opsForValue().set(keys.planEncoded(planId), deflated, ttl));
+        }
         // A few slices per scan of the plan: all of them at once would hold every loader's
         // columns in memory together (near a 1 GiB heap at 7,000 tensors and 32 instances), one
         // at a time scans the whole plan once per instance. Two scans run at once, each of half
@@ -355,14 +404,17 @@ public class PlanService {
                             instances.subList(
                                     from, Math.min(instances.size(), from + SLICES_PER_SCAN))));
         }
-        storeSlices(planId, plan, groups, ttl);
+        storeSlices(planId, plan, groups, ttl, store);
         // What the all-applied barrier proves reports against, while the plan is in memory: the
         // verifier reads this instead of decoding the whole plan in the session's critical path.
         byte[] expected = Compression.deflate(ObjectVerification.encodeExpected(plan));
-        guard.run(() -> bytes.opsForValue().set(keys.planExpected(planId), expected, ttl));
         String loadJson = json.writeValueAsString(PlanLoads.of(plan));
-        guard.run(() -> redis.opsForValue().set(keys.planLoad(planId), loadJson, ttl));
         String summaryJson = json.writeValueAsString(summary);
+        if (!store) {
+            return summary;
+        }
+        guard.run(() -> bytes.opsForValue().set(keys.planExpected(planId), expected, ttl));
+        guard.run(() -> redis.opsForValue().set(keys.planLoad(planId), loadJson, ttl));
         guard.run(() -> redis.opsForValue().set(keys.planSummary(planId), summaryJson, ttl));
         log.info(
                 "plan {} computed in {} ms: {} instances, {} store bytes, {} delivered, {} encoded",
@@ -376,10 +428,11 @@ public class PlanService {
     }
 
     /** Encodes, gzips and stores the slices of each group, {@link #SCANS_AT_ONCE} at a time. */
-    private void storeSlices(String planId, Plan plan, List<Set<String>> groups, Duration ttl) {
+    private void storeSlices(
+            String planId, Plan plan, List<Set<String>> groups, Duration ttl, boolean store) {
         int threads = Math.min(SCANS_AT_ONCE, groups.size());
         if (threads <= 1) {
-            groups.forEach(group -> storeSlices(planId, plan, group, ttl));
+            groups.forEach(group -> storeSlices(planId, plan, group, ttl, store));
             return;
         }
         ExecutorService scans =
@@ -387,7 +440,7 @@ public class PlanService {
         try {
             List<Future<?>> running = new ArrayList<>();
             for (Set<String> group : groups) {
-                running.add(scans.submit(() -> storeSlices(planId, plan, group, ttl)));
+                running.add(scans.submit(() -> storeSlices(planId, plan, group, ttl, store)));
             }
             for (Future<?> f : running) {
                 try {
@@ -408,10 +461,14 @@ public class PlanService {
         }
     }
 
-    private void storeSlices(String planId, Plan plan, Set<String> group, Duration ttl) {
+    private void storeSlices(
+            String planId, Plan plan, Set<String> group, Duration ttl, boolean store) {
         for (Map.Entry<String, byte[]> e : Slice.encoded(plan, group).entrySet()) {
             byte[] slice = Compression.gzip(e.getValue());
             e.setValue(null);
+            if (!store) {
+                continue;
+            }
             guard.run(
                     () -> bytes.opsForValue().set(keys.planSlice(planId, e.getKey()), slice, ttl));
         }

@@ -2,6 +2,9 @@ package io.weightrelay.control.redis;
 
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -64,12 +67,22 @@ public class ScriptCall {
         this.guard = guard;
     }
 
-    /** {@code scripts/<name>.lua}, answering a list. */
+    /**
+     * {@code scripts/<name>.lua}, answering a list. Its text is read once: a script made from its
+     * location would ask the resource whether it changed on every call (a lookup in the nested jar,
+     * on every request that runs a script).
+     */
     @SuppressWarnings({"unchecked", "rawtypes"})
     public static RedisScript<List<Object>> load(String name) {
-        DefaultRedisScript<List> script = new DefaultRedisScript<>();
-        script.setLocation(new ClassPathResource("scripts/" + name + ".lua"));
-        script.setResultType(List.class);
+        String text;
+        try {
+            text =
+                    new ClassPathResource("scripts/" + name + ".lua")
+                            .getContentAsString(StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read scripts/" + name + ".lua", e);
+        }
+        DefaultRedisScript<List> script = new DefaultRedisScript<>(text, List.class);
         return (RedisScript<List<Object>>) (RedisScript) script;
     }
 

@@ -63,6 +63,7 @@ class ControlAccessPolicy extends AccessRules {
         rule("POST", "/api/v1/plans", UPDATE_OR_OPERATE),
         rule("PUT", GEN + "/updates/" + SEG, UPDATE),
         rule("POST", GEN + "/updates/" + SEG + "/reports", UPDATE),
+        rule("POST", GEN + "/updates/" + SEG + "/barriers/" + SEG, UPDATE),
         rule("POST", GEN + "/updates/" + SEG + "/preparations", UPDATE),
         rule("POST", GEN + "/checkpoints", OPERATE),
         rule("POST", "/api/v1/models/" + SEG + "/checkpoints/restore", OPERATE),

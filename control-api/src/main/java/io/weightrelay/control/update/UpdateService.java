@@ -10,6 +10,7 @@ import io.weightrelay.api.control.model.PhaseDurations;
 import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.api.control.model.ReceiveBuffer;
+import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdatePreparation;
@@ -45,6 +46,9 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import org.springframework.data.redis.core.RedisOperations;
+import org.springframework.data.redis.core.SessionCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.stereotype.Service;
 import tools.jackson.databind.JsonNode;
@@ -119,7 +123,8 @@ public class UpdateService {
                 group,
                 instances,
                 request.getPlanId(),
-                timeout(request.getPhaseTimeoutSeconds()));
+                timeout(request.getPhaseTimeoutSeconds()),
+                true);
     }
 
     /** A session's phase timeout, 120 s unless the request says. */
@@ -168,7 +173,10 @@ public class UpdateService {
                         group,
                         new TreeSet<>(plan.getInstances()),
                         plan.getPlanId(),
-                        timeout(request.getPhaseTimeoutSeconds()));
+                        timeout(request.getPhaseTimeoutSeconds()),
+                        // The loader's own reports apply the session's timeouts: the answer's
+                        // session is read as it stands, not touched.
+                        false);
         Lease lease = leases.lease(model, generation, instance, request.getLeaseTtlSeconds());
         String digest = buffersDigest(resolved.loaders());
         UpdatePreparation out = new UpdatePreparation(g.view(), plan, session, lease, digest);
@@ -211,14 +219,18 @@ public class UpdateService {
         return g;
     }
 
-    /** Starts or joins the session with these instances (distinct, sorted) and plan. */
+    /**
+     * Starts or joins the session with these instances (distinct, sorted) and plan; answers it
+     * after a touch (which applies a phase timeout that passed) when {@code touch}.
+     */
     private UpdateSession open(
             String model,
             long generation,
             String group,
             TreeSet<String> instances,
             String planId,
-            int timeoutSeconds) {
+            int timeoutSeconds,
+            boolean touch) {
         List<String> args = new ArrayList<>();
         args.add(String.valueOf(clock.millis()));
         args.add(String.valueOf(timeoutSeconds * 1000L));
@@ -261,7 +273,7 @@ public class UpdateService {
                                     + result.items(1))
                     .with("participants", result.items(1));
         }
-        return get(model, generation, group);
+        return get(model, generation, group, touch);
     }
 
     /** The refusal of a session holding part of a rollout instance, from the start script. */
@@ -302,12 +314,26 @@ public class UpdateService {
      */
     private void index(String model, long generation, String group) {
         String index = keys.sessions(model);
+        String member = generation + ":" + group;
+        long now = clock.millis();
+        long ttl = properties.sessionTtl().toSeconds();
+        // One round trip: every loader of the group runs this at its prepare.
         guard.run(
-                () -> {
-                    redis.opsForZSet().add(index, generation + ":" + group, clock.millis());
-                    redis.opsForZSet().removeRange(index, 0, -(INDEXED_SESSIONS + 1));
-                    redis.expire(index, properties.sessionTtl());
-                });
+                () ->
+                        redis.executePipelined(
+                                new SessionCallback<Object>() {
+                                    @Override
+                                    @SuppressWarnings("unchecked")
+                                    public <K, V> Object execute(RedisOperations<K, V> operations) {
+                                        K key = (K) index;
+                                        operations.opsForZSet().add(key, (V) member, now);
+                                        operations
+                                                .opsForZSet()
+                                                .removeRange(key, 0, -(INDEXED_SESSIONS + 1));
+                                        operations.expire(key, ttl, TimeUnit.SECONDS);
+                                        return null;
+                                    }
+                                }));
     }
 
     /**
@@ -463,23 +489,74 @@ public class UpdateService {
         Instant deadline = clock.instant().plus(wait);
         try (RedisEvents.Waiter waiter =
                 events.waiter(keys.sessionChannel(model, generation, group))) {
-            while (true) {
-                UpdateSession session = get(model, generation, group, true);
-                BarrierStatus status = status(session, barrier);
-                Instant now = clock.instant();
-                if (status.getOpen() || status.getFailed() || !now.isBefore(deadline)) {
-                    return status;
-                }
-                Instant wake = deadline;
-                if (session.getPhaseDeadline() != null) {
-                    Instant phaseEnd = session.getPhaseDeadline().toInstant().plusMillis(5);
-                    if (phaseEnd.isBefore(wake)) {
-                        wake = phaseEnd;
-                    }
-                }
-                Duration sleep = Duration.between(now, wake);
-                waiter.await(sleep);
+            return await(model, generation, group, barrier, deadline, waiter, null);
+        }
+    }
+
+    /**
+     * {@link #report} of the phase {@code barrier} waits for, then {@link #awaitBarrier}, starting
+     * from the session the report answered: the loader that arrives last learns that the barrier
+     * opened in the call that opened it.
+     */
+    public BarrierStatus arrive(
+            String model,
+            long generation,
+            String group,
+            BarrierName barrier,
+            PhaseReport report,
+            Duration wait) {
+        ReportedPhase expected =
+                switch (barrier) {
+                    case PREPARED -> ReportedPhase.PREPARED;
+                    case APPLIED -> ReportedPhase.APPLIED;
+                    case POST_APPLIED -> ReportedPhase.POST_APPLIED;
+                };
+        if (report.getPhase() != expected) {
+            throw CommonProblems.INVALID_REQUEST
+                    .exception(
+                            "barrier "
+                                    + barrier.getValue()
+                                    + " is arrived at with a "
+                                    + expected.getValue()
+                                    + " report, not "
+                                    + report.getPhase().getValue())
+                    .with("instance", report.getInstance());
+        }
+        Instant deadline = clock.instant().plus(wait);
+        // Listening before the report, so the event of the last arrival is never missed.
+        try (RedisEvents.Waiter waiter =
+                events.waiter(keys.sessionChannel(model, generation, group))) {
+            UpdateSession reported = report(model, generation, group, report);
+            return await(model, generation, group, barrier, deadline, waiter, reported);
+        }
+    }
+
+    /** Waits for {@code barrier}, judging {@code first} (when not null) before reading again. */
+    private BarrierStatus await(
+            String model,
+            long generation,
+            String group,
+            BarrierName barrier,
+            Instant deadline,
+            RedisEvents.Waiter waiter,
+            UpdateSession first) {
+        UpdateSession known = first;
+        while (true) {
+            UpdateSession session = known != null ? known : get(model, generation, group, true);
+            known = null;
+            BarrierStatus status = status(session, barrier);
+            Instant now = clock.instant();
+            if (status.getOpen() || status.getFailed() || !now.isBefore(deadline)) {
+                return status;
             }
+            Instant wake = deadline;
+            if (session.getPhaseDeadline() != null) {
+                Instant phaseEnd = session.getPhaseDeadline().toInstant().plusMillis(5);
+                if (phaseEnd.isBefore(wake)) {
+                    wake = phaseEnd;
+                }
+            }
+            waiter.await(Duration.between(now, wake));
         }
     }
 
@@ -540,14 +617,29 @@ public class UpdateService {
                 record(model, verifier.verify(model, generation, group));
             }
         }
-        Map<Object, Object> h =
-                guard.call(
-                        () -> redis.opsForHash().entries(keys.session(model, generation, group)));
-        Map<Object, Object> participants =
+        String sessionKey = keys.session(model, generation, group);
+        String participantsKey = keys.participants(model, generation, group);
+        // Both hashes in one round trip.
+        List<Object> hashes =
                 guard.call(
                         () ->
-                                redis.opsForHash()
-                                        .entries(keys.participants(model, generation, group)));
+                                redis.executePipelined(
+                                        new SessionCallback<Object>() {
+                                            @Override
+                                            @SuppressWarnings("unchecked")
+                                            public <K, V> Object execute(
+                                                    RedisOperations<K, V> operations) {
+                                                operations.opsForHash().entries((K) sessionKey);
+                                                operations
+                                                        .opsForHash()
+                                                        .entries((K) participantsKey);
+                                                return null;
+                                            }
+                                        }));
+        @SuppressWarnings("unchecked")
+        Map<Object, Object> h = (Map<Object, Object>) hashes.get(0);
+        @SuppressWarnings("unchecked")
+        Map<Object, Object> participants = (Map<Object, Object>) hashes.get(1);
         if (h.isEmpty()) {
             throw notFound(model, generation, group);
         }

@@ -50,4 +50,18 @@ record UpdatesController(UpdateService updates) implements UpdatesApi {
         Duration wait = Duration.ofSeconds(waitSeconds == null ? 30 : waitSeconds);
         return ResponseEntity.ok(updates.awaitBarrier(model, generation, group, barrier, wait));
     }
+
+    @Override
+    public ResponseEntity<BarrierStatus> arriveAtBarrier(
+            String model,
+            Long generation,
+            String group,
+            BarrierName barrier,
+            PhaseReport report,
+            Integer waitSeconds) {
+        // A loader token bound to an instance reports for that instance only.
+        Caller.requireMayActFor("instance", report.getInstance());
+        Duration wait = Duration.ofSeconds(waitSeconds == null ? 30 : waitSeconds);
+        return ResponseEntity.ok(updates.arrive(model, generation, group, barrier, report, wait));
+    }
 }

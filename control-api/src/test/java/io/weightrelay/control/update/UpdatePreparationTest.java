@@ -2,6 +2,7 @@ package io.weightrelay.control.update;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.ParticipantState;
@@ -12,6 +13,7 @@ import io.weightrelay.api.control.model.UpdatePreparationRequest;
 import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.control.redis.RedisKeys;
 import java.net.http.HttpResponse;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.data.redis.core.StringRedisTemplate;
@@ -26,6 +28,7 @@ class UpdatePreparationTest extends ControlApiTestSupport {
 
     @Autowired StringRedisTemplate redis;
     @Autowired RedisKeys keys;
+    @Autowired MeterRegistry meters;
 
     private final String model = newModel();
 
@@ -78,6 +81,27 @@ class UpdatePreparationTest extends ControlApiTestSupport {
         assertThat(second.getPlan().getPlanId()).isEqualTo(plan.getPlanId());
         assertThat(second.getSession().getParticipants()).hasSize(2);
         assertThat(lease(g, "b")).isNotNull();
+    }
+
+    @Test
+    void aCommitResolvesThePlanOfAGroupWithLiveLoadersBeforeAnyLoaderAsks() throws Exception {
+        registerInGroup("a", 1L << 20);
+        registerInGroup("b", 1L << 20);
+        double computed = meters.counter("relay.plans.cache", "result", "miss").count();
+
+        long g = publish(model, 1);
+
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (meters.counter("relay.plans.cache", "result", "miss").count() == computed
+                && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        PlanSummary plan = resolvePlan(model, g, GROUP);
+        assertThat(plan.getCached()).isTrue();
+        assertThat(plan.getInstances()).containsExactly("a", "b");
+        UpdatePreparation prepared = ok(prepare(g, "a", null), UpdatePreparation.class);
+        assertThat(prepared.getPlan().getPlanId()).isEqualTo(plan.getPlanId());
+        assertThat(prepared.getPlan().getCached()).isTrue();
     }
 
     @Test

@@ -179,6 +179,48 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertProblem(report(g, "a", ReportedPhase.FAILED), 409, "session-closed");
     }
 
+    /** {@code phase} reported by {@code instance} at barrier {@code name}, waiting {@code wait}. */
+    private HttpResponse<String> arrive(
+            long g, String name, String instance, ReportedPhase phase, int wait) {
+        PhaseReport report = new PhaseReport(instance, phase);
+        report.setEpoch(epochs.getOrDefault(instance, 1L));
+        return call(
+                "POST", session(g) + "/barriers/" + name + "?waitSeconds=" + wait, LOADER, report);
+    }
+
+    @Test
+    void aLoaderReportsAndWaitsAtABarrierInOneCallAndTheLastToArriveOpensIt() throws Exception {
+        long g = publish(model, 1);
+        start(g, 60, "a", "b");
+        assertProblem(arrive(g, "prepared", "a", ReportedPhase.APPLIED, 0), 400, "invalid-request");
+        assertThat(current(g).getParticipants())
+                .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
+
+        CompletableFuture<BarrierStatus> first =
+                CompletableFuture.supplyAsync(
+                        () ->
+                                ok(
+                                        arrive(g, "prepared", "a", ReportedPhase.PREPARED, 20),
+                                        BarrierStatus.class));
+        while (barrier(g, "prepared", 0).getArrived() < 1) {
+            Thread.sleep(20);
+        }
+        assertThat(first).isNotDone();
+        BarrierStatus last =
+                ok(arrive(g, "prepared", "b", ReportedPhase.PREPARED, 20), BarrierStatus.class);
+        assertThat(last.getOpen()).isTrue();
+        assertThat(last.getArrived()).isEqualTo(2);
+        assertThat(first.get(20, TimeUnit.SECONDS).getOpen()).isTrue();
+
+        // Not every participant arrived when the wait runs out: the barrier is still shut.
+        BarrierStatus waited =
+                ok(arrive(g, "applied", "a", ReportedPhase.APPLIED, 0), BarrierStatus.class);
+        assertThat(waited.getOpen()).isFalse();
+        assertThat(waited.getArrived()).isEqualTo(1);
+        assertProblem(
+                arrive(g, "applied", "z", ReportedPhase.APPLIED, 0), 409, "not-a-participant");
+    }
+
     @Test
     void failureBeforeApplyResumesTheOldGenerationAndNamesTheLoader() {
         long g = publishedAndStarted(60, "a", "b");

@@ -150,5 +150,20 @@ public interface ControlPlane {
     BarrierState awaitBarrier(
             String model, long generation, String group, Barrier barrier, Duration wait);
 
+    /**
+     * {@link #report} of the phase {@code barrier} waits for, then {@link #awaitBarrier}: one round
+     * trip over REST, so the last loader to arrive learns in that call that the barrier opened.
+     */
+    default BarrierState arrive(
+            String model,
+            long generation,
+            String group,
+            Report report,
+            Barrier barrier,
+            Duration wait) {
+        report(model, generation, group, report);
+        return awaitBarrier(model, generation, group, barrier, wait);
+    }
+
     void releaseLease(String model, long generation, String holder);
 }

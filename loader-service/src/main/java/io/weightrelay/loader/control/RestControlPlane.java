@@ -404,23 +404,43 @@ public class RestControlPlane implements ControlPlane {
 
     @Override
     public void report(String model, long generation, String group, Report r) {
-        PhaseReport body =
-                new PhaseReport()
-                        .instance(r.instance())
-                        .epoch(r.epoch())
-                        .phase(ReportedPhase.fromValue(r.phase().name()))
-                        .bytesRead(r.bytesRead())
-                        .bytesPushed(r.bytesPushed())
-                        .bytesReceived(r.bytesReceived())
-                        .failingPeer(r.failingPeer())
-                        .checksums(r.checksums() == null ? null : r.checksums().encode())
-                        .error(
-                                r.error() == null || r.error().length() <= 4000
-                                        ? r.error()
-                                        : r.error().substring(0, 4000));
+        PhaseReport body = body(r);
         run(
                 "report " + r.phase() + " of " + r.instance(),
                 () -> updates.reportUpdatePhase(model, generation, group, body));
+    }
+
+    @Override
+    public BarrierState arrive(
+            String model, long generation, String group, Report r, Barrier barrier, Duration wait) {
+        PhaseReport body = body(r);
+        return state(
+                call(
+                        "report " + r.phase() + " of " + r.instance() + " at " + barrier.wire(),
+                        () ->
+                                updates.arriveAtBarrier(
+                                        model,
+                                        generation,
+                                        group,
+                                        BarrierName.fromValue(barrier.wire()),
+                                        body,
+                                        waitSeconds(wait))));
+    }
+
+    private static PhaseReport body(Report r) {
+        return new PhaseReport()
+                .instance(r.instance())
+                .epoch(r.epoch())
+                .phase(ReportedPhase.fromValue(r.phase().name()))
+                .bytesRead(r.bytesRead())
+                .bytesPushed(r.bytesPushed())
+                .bytesReceived(r.bytesReceived())
+                .failingPeer(r.failingPeer())
+                .checksums(r.checksums() == null ? null : r.checksums().encode())
+                .error(
+                        r.error() == null || r.error().length() <= 4000
+                                ? r.error()
+                                : r.error().substring(0, 4000));
     }
 
     @Override
@@ -435,7 +455,15 @@ public class RestControlPlane implements ControlPlane {
                                         generation,
                                         group,
                                         BarrierName.fromValue(barrier.wire()),
-                                        (int) Math.max(0, Math.min(300, wait.toSeconds()))));
+                                        waitSeconds(wait)));
+        return state(s);
+    }
+
+    private static int waitSeconds(Duration wait) {
+        return (int) Math.max(0, Math.min(300, wait.toSeconds()));
+    }
+
+    private static BarrierState state(BarrierStatus s) {
         return new BarrierState(
                 Boolean.TRUE.equals(s.getOpen()),
                 Boolean.TRUE.equals(s.getFailed()),

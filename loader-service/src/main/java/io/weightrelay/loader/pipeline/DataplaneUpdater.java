@@ -8,6 +8,7 @@ import io.weightrelay.dataplane.PeerGoneException;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.loader.registration.RegistrationKey;
 import io.weightrelay.loader.registration.RegistrationManager;
+import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.Worker;
@@ -20,6 +21,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -86,6 +88,15 @@ public final class DataplaneUpdater {
      * validating again. Objects, fences and registrations are still checked.
      */
     public Prepared prepare(PrepareRequest r, SliceSchedule validated) {
+        return prepare(r, validated, false);
+    }
+
+    /**
+     * Like {@link #prepare(PrepareRequest, SliceSchedule)}; when {@code readsChecked}, {@link
+     * #checkReads} already passed for this request's model, generation and slice (beside the calls
+     * to control-api), and is not run again.
+     */
+    public Prepared prepare(PrepareRequest r, SliceSchedule validated, boolean readsChecked) {
         Laps laps = new Laps();
         Slice plan = r.slice();
         if (!plan.sourceDigest().equals(r.manifest().digest())) {
@@ -153,18 +164,14 @@ public final class DataplaneUpdater {
                 }
             }
         }
-        // Peers that restarted since the last update (a publisher, another loader) keep their
-        // segment names but not their endpoints or files: forget what changed before anything
-        // is read or written, so a restart elsewhere never fails this update half-way.
-        int forgotten = dataplane.engine().revalidate();
-        if (forgotten > 0) {
-            log.info(
-                    "{} segment(s) changed owner since the last update; resolving them afresh",
-                    forgotten);
+        if (readsChecked) {
+            laps.lap("reads-checked-ahead");
+        } else {
+            revalidate();
+            laps.lap("revalidate");
+            checkObjects(slice.objectKeys(r.model(), r.generation()));
+            laps.lap("check-objects");
         }
-        laps.lap("revalidate");
-        checkObjects(slice.objectKeys(r.model(), r.generation()));
-        laps.lap("check-objects");
         Map<String, Segment> own = new LinkedHashMap<>();
         for (int w : slice.myWorkers()) {
             String worker = plan.workerId(w);
@@ -210,6 +217,36 @@ public final class DataplaneUpdater {
         CompletableFuture<Void> peersOpened =
                 CompletableFuture.runAsync(() -> openPeers(schedule), OPENER);
         return new Prepared(r, slice, staging, own, baselines, layout, peersOpened);
+    }
+
+    /**
+     * The checks of prepare that depend only on what {@code slice} reads: peers that changed owner
+     * are forgotten, then every object it reads of {@code generation} must be in the store with an
+     * owner that answers. Touches no buffer and registers nothing.
+     *
+     * @throws ApplyFailure naming the object or segment at fault
+     */
+    public void checkReads(String model, long generation, Slice slice) {
+        revalidate();
+        Set<String> keys = new LinkedHashSet<>();
+        for (int i = 0; i < slice.readCount(); i++) {
+            keys.add(ObjectKeys.key(model, generation, slice.objectId(slice.readObject(i))));
+        }
+        checkObjects(keys);
+    }
+
+    /**
+     * Peers that restarted since the last update (a publisher, another loader) keep their segment
+     * names but not their endpoints or files: what changed is forgotten before anything is read or
+     * written, so a restart elsewhere never fails this update half-way.
+     */
+    private void revalidate() {
+        int forgotten = dataplane.engine().revalidate();
+        if (forgotten > 0) {
+            log.info(
+                    "{} segment(s) changed owner since the last update; resolving them afresh",
+                    forgotten);
+        }
     }
 
     /**

@@ -13,14 +13,22 @@ import io.weightrelay.loader.pipeline.Prepared;
 import io.weightrelay.loader.pipeline.SliceSchedule;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Slice;
+import io.weightrelay.service.concurrent.DaemonThreads;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.function.LongConsumer;
 import org.springframework.stereotype.Component;
 
 /** {@link UpdateSteps} on this process's data plane. */
 @Component
 class DataplaneUpdateSteps implements UpdateSteps {
+    private static final ExecutorService AHEAD =
+            Executors.newSingleThreadExecutor(DaemonThreads.named("reads-ahead"));
     private final DataplaneHolder holder;
     private final LoaderProperties properties;
 
@@ -74,12 +82,54 @@ class DataplaneUpdateSteps implements UpdateSteps {
     private SliceKey validatedFor;
     private SliceSchedule validated;
 
+    /** Read checks started beside the prepare call, for one model, generation and slice. */
+    private record ReadsAhead(
+            String model, long generation, Slice slice, CompletableFuture<Void> checks) {
+
+        boolean isFor(PrepareRequest r) {
+            return slice == r.slice() && generation == r.generation() && model.equals(r.model());
+        }
+    }
+
+    private ReadsAhead ahead;
+
+    @Override
+    public synchronized void checkReadsAhead(String model, long generation, Slice slice) {
+        ahead =
+                new ReadsAhead(
+                        model,
+                        generation,
+                        slice,
+                        CompletableFuture.runAsync(
+                                () ->
+                                        updater(slice.instance())
+                                                .checkReads(model, generation, slice),
+                                AHEAD));
+    }
+
+    /** Whether the read checks started ahead for this request passed (waiting for them). */
+    private boolean readsCheckedAhead(PrepareRequest request) {
+        ReadsAhead a = ahead;
+        ahead = null;
+        if (a == null) {
+            return false;
+        }
+        try {
+            // Also when they were for another slice: no two checks of the data plane at once.
+            a.checks().join();
+            return a.isFor(request);
+        } catch (CompletionException | CancellationException e) {
+            // Run again by the prepare, which names what failed as of now.
+            return false;
+        }
+    }
+
     @Override
     public synchronized PreparedUpdate prepare(PrepareRequest request) {
         DataplaneUpdater updater = updater(request.instance());
         SliceKey key = SliceKey.of(request);
         SliceSchedule reuse = validatedFor != null && validatedFor.matches(key) ? validated : null;
-        Prepared prepared = updater.prepare(request, reuse);
+        Prepared prepared = updater.prepare(request, reuse, readsCheckedAhead(request));
         validatedFor = key;
         validated = prepared.slice();
         return new PreparedUpdate() {

@@ -225,6 +225,12 @@ public class UpdateCoordinator {
                 // lease; the group's buffers come with it only when they changed since the last
                 // prepare. A failed call holds no lease (control-api takes it last).
                 CachedBuffers buffers = lastBuffers;
+                // The objects the last plan's slice reads are checked meanwhile: the plan is the
+                // same whenever the manifest and the group are, and prepare checks again when not.
+                CachedSlice known = lastSlice;
+                if (known != null) {
+                    steps.checkReadsAhead(model, generation, known.slice());
+                }
                 Preparation answer;
                 try {
                     answer =
@@ -300,6 +306,9 @@ public class UpdateCoordinator {
                     // generation until the plan changes.
                     slice = control.slice(ref.planId(), id);
                     lastSlice = new CachedSlice(ref.planId(), slice);
+                    // Not the slice checked beside the call: its reads are checked now, beside
+                    // the validation of the slice.
+                    steps.checkReadsAhead(model, generation, slice);
                 }
                 watch.lap("fetch-slice");
                 BufferDirectory directory;
@@ -332,13 +341,13 @@ public class UpdateCoordinator {
                                         reshardWorkers(instance, manifest)));
                 watch.lap("validate-check-register");
                 run.total(prepared.bytesTotal());
-                control.report(
-                        model,
-                        generation,
-                        group,
-                        Report.of(id, instance.epoch(), Reported.PREPARED));
                 run.enter(Phase.PREPARED);
-                await(instance, generation, Barrier.PREPARED, deadline);
+                arrive(
+                        instance,
+                        generation,
+                        Report.of(id, instance.epoch(), Reported.PREPARED),
+                        Barrier.PREPARED,
+                        deadline);
                 watch.lap("prepared-barrier");
                 log.info("prepare of {}: {}", run.id(), watch);
             } catch (RuntimeException e) {
@@ -362,10 +371,10 @@ public class UpdateCoordinator {
                 reportQuietly(instance, generation, Reported.APPLYING);
                 ApplyCounts counts = prepared.apply(remaining(deadline), run::progress);
                 run.counts(counts);
-                control.report(
-                        model,
+                run.enter(Phase.APPLIED);
+                arrive(
+                        instance,
                         generation,
-                        group,
                         new Report(
                                 id,
                                 instance.epoch(),
@@ -375,9 +384,9 @@ public class UpdateCoordinator {
                                 counts.bytesReceived(),
                                 null,
                                 null,
-                                counts.checksums()));
-                run.enter(Phase.APPLIED);
-                await(instance, generation, Barrier.APPLIED, deadline);
+                                counts.checksums()),
+                        Barrier.APPLIED,
+                        deadline);
             } catch (RuntimeException e) {
                 failure = failure(instance, generation, e);
                 reportFailed(instance, generation, failure);
@@ -462,14 +471,21 @@ public class UpdateCoordinator {
         return Duration.ofNanos(left);
     }
 
-    private void await(Instance instance, long generation, Barrier barrier, long deadline) {
+    /**
+     * Reports the phase {@code barrier} waits for and waits until it opens, in one call to
+     * control-api (then long-polls it while it stays shut).
+     */
+    private void arrive(
+            Instance instance, long generation, Report report, Barrier barrier, long deadline) {
+        BarrierState s =
+                control.arrive(
+                        instance.model(),
+                        generation,
+                        instance.group(),
+                        report,
+                        barrier,
+                        barrierWait(deadline));
         while (true) {
-            Duration left = remaining(deadline);
-            Duration wait =
-                    left.compareTo(properties.barrierWait()) < 0 ? left : properties.barrierWait();
-            BarrierState s =
-                    control.awaitBarrier(
-                            instance.model(), generation, instance.group(), barrier, wait);
             if (s.open()) {
                 return;
             }
@@ -486,7 +502,19 @@ public class UpdateCoordinator {
                 throw new ApplyFailure(
                         CONTROL_API, "barrier " + barrier.wire() + " did not open in time");
             }
+            s =
+                    control.awaitBarrier(
+                            instance.model(),
+                            generation,
+                            instance.group(),
+                            barrier,
+                            barrierWait(deadline));
         }
+    }
+
+    private Duration barrierWait(long deadline) {
+        Duration left = remaining(deadline);
+        return left.compareTo(properties.barrierWait()) < 0 ? left : properties.barrierWait();
     }
 
     /** Reports a phase no barrier waits on: a failure to report is logged, not fatal. */

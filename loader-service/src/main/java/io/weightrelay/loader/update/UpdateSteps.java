@@ -2,6 +2,7 @@ package io.weightrelay.loader.update;
 
 import io.weightrelay.loader.pipeline.ApplyCounts;
 import io.weightrelay.loader.pipeline.PrepareRequest;
+import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
 import java.util.function.LongConsumer;
 
@@ -19,6 +20,15 @@ public interface UpdateSteps {
 
     /** Validates, checks objects and registers provisionally; touches no buffer byte. */
     PreparedUpdate prepare(PrepareRequest request);
+
+    /**
+     * Starts, on another thread, the checks of prepare that depend only on what {@code slice} reads
+     * of {@code generation} (peers revalidated, every object in the store with an owner that
+     * answers), so they run while control-api answers the prepare call. A {@link #prepare} of the
+     * same model, generation and slice waits for them and does not run them again when they passed;
+     * when they failed, or were for another slice, it runs its own.
+     */
+    default void checkReadsAhead(String model, long generation, Slice slice) {}
 
     /** Makes this update's provisional registrations persistent. */
     void promote();

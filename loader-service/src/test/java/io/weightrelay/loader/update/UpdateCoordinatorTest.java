@@ -217,6 +217,24 @@ class UpdateCoordinatorTest {
     }
 
     /**
+     * The objects a slice reads are checked beside the other steps of prepare: the first update
+     * knows no slice before its prepare call, so they are checked once the slice is fetched; the
+     * next one checks the new generation's objects of the known slice during the call.
+     */
+    @Test
+    void theReadsOfTheKnownSliceAreCheckedBesideThePrepareCall() throws Exception {
+        finish(coordinator.start(null, Duration.ofSeconds(30)));
+        assertThat(steps.readsAhead).containsExactly("tiny/2:i0000");
+        assertThat(steps.aheadSlice).isSameAs(steps.preparedSlice);
+
+        control.active = 3;
+        assertThat(finish(coordinator.start(null, Duration.ofSeconds(30))).outcome())
+                .isEqualTo(Outcome.UPDATED);
+        assertThat(steps.readsAhead).containsExactly("tiny/2:i0000", "tiny/3:i0000");
+        assertThat(steps.aheadSlice).isSameAs(steps.preparedSlice);
+    }
+
+    /**
      * The group's buffers cross the wire only when their digest changed: a warm update names the
      * digest it holds and reuses its directory; a re-registration elsewhere sends them again.
      */
@@ -502,12 +520,22 @@ class UpdateCoordinatorTest {
     /** The data-plane steps, scripted. */
     static final class FakeSteps implements UpdateSteps {
         final List<String> calls = new ArrayList<>();
+        final List<String> readsAhead = new ArrayList<>();
+        Slice aheadSlice;
+        Slice preparedSlice;
         RuntimeException prepareFailure;
         RuntimeException applyFailure;
 
         @Override
+        public void checkReadsAhead(String model, long generation, Slice slice) {
+            readsAhead.add(model + "/" + generation + ":" + slice.instance());
+            aheadSlice = slice;
+        }
+
+        @Override
         public PreparedUpdate prepare(PrepareRequest request) {
             calls.add("prepare");
+            preparedSlice = request.slice();
             assertThat(request.workers()).containsExactly("i0000-r000", "i0000-r001");
             if (prepareFailure != null) {
                 throw prepareFailure;

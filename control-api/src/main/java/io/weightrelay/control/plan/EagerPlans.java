@@ -1,0 +1,102 @@
+package io.weightrelay.control.plan;
+
+import io.weightrelay.api.control.model.Loader;
+import io.weightrelay.control.generation.GenerationCommitted;
+import io.weightrelay.control.generation.GenerationQueries;
+import io.weightrelay.control.generation.StoredGeneration;
+import io.weightrelay.control.registry.Registry;
+import io.weightrelay.service.concurrent.DaemonThreads;
+import java.util.TreeSet;
+import java.util.concurrent.ThreadPoolExecutor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.DisposableBean;
+import org.springframework.context.event.EventListener;
+import org.springframework.stereotype.Component;
+
+/**
+ * Resolves the plans a committed generation will be asked for before anyone asks: every rollout
+ * group of the model with live loaders gets its plan resolved (computed, unless cached) as soon as
+ * the generation is committed, so the group's first prepare finds it instead of computing it while
+ * every loader of the group waits. The same resolution a prepare makes, with the same single
+ * flight: a prepare that arrives while it runs joins it. Best effort: a refusal (a placement the
+ * manifest refuses, no plan for a group that is being rebuilt) is logged here and answered to the
+ * loaders by their own prepare, as before.
+ */
+@Component
+class EagerPlans implements DisposableBean {
+
+    private static final Logger log = LoggerFactory.getLogger(EagerPlans.class);
+
+    /** Commits waiting behind the one being resolved; older ones are of no use once newer came. */
+    private static final int QUEUED = 2;
+
+    private final PlanService plans;
+    private final GenerationQueries generations;
+    private final Registry registry;
+    private final PlanProperties properties;
+    private final ThreadPoolExecutor worker =
+            DaemonThreads.single(
+                    "plan-eager", QUEUED, new ThreadPoolExecutor.DiscardOldestPolicy());
+
+    EagerPlans(
+            PlanService plans,
+            GenerationQueries generations,
+            Registry registry,
+            PlanProperties properties) {
+        this.plans = plans;
+        this.generations = generations;
+        this.registry = registry;
+        this.properties = properties;
+    }
+
+    @EventListener
+    void committed(GenerationCommitted event) {
+        if (properties.eager()) {
+            worker.execute(() -> resolveGroups(event.model(), event.generation()));
+        }
+    }
+
+    private void resolveGroups(String model, long generation) {
+        try {
+            StoredGeneration g = generations.load(model, generation).requireNotLost();
+            TreeSet<String> groups = new TreeSet<>();
+            for (Loader l : registry.liveLoaders(model, null)) {
+                groups.add(l.getGroup());
+            }
+            for (String group : groups) {
+                long started = System.nanoTime();
+                try {
+                    var plan = plans.resolve(model, g, group).summary();
+                    log.info(
+                            "plan {} of group {} resolved at the commit of {}/{} in {} ms ({})",
+                            plan.getPlanId(),
+                            group,
+                            model,
+                            generation,
+                            (System.nanoTime() - started) / 1_000_000,
+                            Boolean.TRUE.equals(plan.getCached()) ? "cached" : "computed");
+                } catch (RuntimeException e) {
+                    log.info(
+                            "plan of group {} not resolved at the commit of {}/{} (its loaders'"
+                                    + " prepare will say why): {}",
+                            group,
+                            model,
+                            generation,
+                            e.getMessage());
+                }
+            }
+        } catch (RuntimeException e) {
+            log.info(
+                    "plans not resolved at the commit of {}/{}: {}",
+                    model,
+                    generation,
+                    e.toString());
+        }
+    }
+
+    @Override
+    public void destroy() {
+        worker.shutdownNow();
+    }
+}
