@@ -11,6 +11,7 @@ import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.redis.RedisGuard;
+import io.weightrelay.control.redis.RedisHashes;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
@@ -32,8 +33,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.function.BiFunction;
 import java.util.function.Function;
-import org.springframework.data.redis.core.RedisOperations;
-import org.springframework.data.redis.core.SessionCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.ZSetOperations;
 import org.springframework.stereotype.Service;
@@ -379,27 +378,15 @@ public class Registry {
         for (int from = 0; from < instances.size() && out.size() < limit; from += LIST_PAGE) {
             List<String> page =
                     instances.subList(from, Math.min(instances.size(), from + LIST_PAGE));
-            List<Object> hashes =
-                    guard.call(
-                            () ->
-                                    redis.executePipelined(
-                                            new SessionCallback<Object>() {
-                                                @Override
-                                                @SuppressWarnings("unchecked")
-                                                public <K, V> Object execute(
-                                                        RedisOperations<K, V> operations) {
-                                                    for (String instance : page) {
-                                                        operations
-                                                                .opsForHash()
-                                                                .entries((K) keys.loader(instance));
-                                                    }
-                                                    return null;
-                                                }
-                                            }));
+            List<String> loaderKeys = new ArrayList<>(page.size());
+            for (String instance : page) {
+                loaderKeys.add(keys.loader(instance));
+            }
+            List<Map<Object, Object>> hashes =
+                    guard.call(() -> RedisHashes.entries(redis, loaderKeys));
             for (int k = 0; k < page.size() && out.size() < limit; k++) {
-                @SuppressWarnings("unchecked")
-                Map<Object, Object> h = (Map<Object, Object>) hashes.get(k);
-                if (h == null || h.isEmpty()) {
+                Map<Object, Object> h = hashes.get(k);
+                if (h.isEmpty()) {
                     continue;
                 }
                 Loader loader = toLoader(h, expiries.get(page.get(k)));

@@ -26,6 +26,7 @@ import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
+import io.weightrelay.control.redis.RedisHashes;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
@@ -620,26 +621,10 @@ public class UpdateService {
         String sessionKey = keys.session(model, generation, group);
         String participantsKey = keys.participants(model, generation, group);
         // Both hashes in one round trip.
-        List<Object> hashes =
-                guard.call(
-                        () ->
-                                redis.executePipelined(
-                                        new SessionCallback<Object>() {
-                                            @Override
-                                            @SuppressWarnings("unchecked")
-                                            public <K, V> Object execute(
-                                                    RedisOperations<K, V> operations) {
-                                                operations.opsForHash().entries((K) sessionKey);
-                                                operations
-                                                        .opsForHash()
-                                                        .entries((K) participantsKey);
-                                                return null;
-                                            }
-                                        }));
-        @SuppressWarnings("unchecked")
-        Map<Object, Object> h = (Map<Object, Object>) hashes.get(0);
-        @SuppressWarnings("unchecked")
-        Map<Object, Object> participants = (Map<Object, Object>) hashes.get(1);
+        List<Map<Object, Object>> hashes =
+                guard.call(() -> RedisHashes.entries(redis, List.of(sessionKey, participantsKey)));
+        Map<Object, Object> h = hashes.get(0);
+        Map<Object, Object> participants = hashes.get(1);
         if (h.isEmpty()) {
             throw notFound(model, generation, group);
         }
