@@ -148,25 +148,8 @@ int dp_engine_counters(dp_engine* engine, int64_t* out, dp_status* status);
  */
 int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path, int64_t size,
                       int32_t flags, int64_t* base_out, dp_status* status);
-/* Unregisters and unmaps, releasing the file's ownership lock; unlink != 0 also removes the shm
- * file (unless another engine has taken the name over and the path names its file by now). */
+/* Unregisters and unmaps; unlink != 0 also removes the shm file. */
 int dp_segment_destroy(dp_engine* engine, const char* name, int32_t unlink_file, dp_status* status);
-
-/*
- * Segment files and their owners: every file dp_segment_create makes ends in a trailer (after the
- * segment's bytes) saying its creator holds an exclusive flock() on it while it owns the segment;
- * the kernel drops that lock when the owner exits, SIGKILL and the OOM killer included. The lock
- * and every change of which file a name points to are taken under an flock() of shm_dir itself.
- *
- * Removes file_name (a plain name inside shm_dir) when it is such a segment file of this user and
- * nobody holds its lock: its owner is gone, so nobody will ever unlink it otherwise. DP_OK:
- * removed, *bytes_out is its size. DP_ERR_EXISTS: its owner is alive, left alone. DP_ERR_NOT_FOUND:
- * no such file, or not a segment file with an ownership lock (an older data plane's, a staging
- * file, a link, another user's): never touched. Needs no engine; safe while engines of any process
- * use shm_dir.
- */
-int dp_shm_reclaim(const char* shm_dir, const char* file_name, int64_t* bytes_out,
-                   dp_status* status);
 
 /* ---- local memory ---- */
 

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,7 +13,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -99,62 +97,6 @@ class Fd {
     int fd_ = -1;
 };
 
-// An exclusive flock() on the shm directory itself. Every change of which file a segment's path
-// names (creating, replacing, an owner's unlink, reclaiming an orphan) happens under it, and each
-// holds it only for a few system calls (never while pages are reserved or mapped): so reclaiming
-// never unlinks a path that a live owner has just re-created. A flock is per inode, so it holds
-// across processes, containers and network namespaces that share the directory.
-class ShmDirLock {
- public:
-    explicit ShmDirLock(const std::string& dir)
-        : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
-        while (fd_.valid() && ::flock(fd_.get(), LOCK_EX) != 0) {
-            if (errno != EINTR) fd_.Reset();
-        }
-    }
-    bool held() const { return fd_.valid(); }
-    int dir_fd() const { return fd_.get(); }
-
- private:
-    Fd fd_;  // closing it releases the lock
-};
-
-// The last bytes of every segment file, after the segment's own bytes (nobody maps them). It
-// says: the process that made this file holds an exclusive flock() on it for as long as it owns
-// the segment. So a file with a valid trailer whose lock is free belongs to nobody (the kernel
-// drops a dead process's locks, SIGKILL included, whatever its pid or network namespace), and a
-// file without one is never reclaimed. Bound to the file's device and inode and checksummed, so a
-// copy or another file that happens to end in the magic never passes for a segment file.
-struct SegmentTrailer {
-    char magic[8];  // "WRSEGv1"
-    int64_t size;   // the segment's bytes, before the trailer
-    uint64_t device;
-    uint64_t inode;
-    uint32_t reserved;  // 0
-    uint32_t crc;       // CRC32C of the bytes before it
-
-    static constexpr char kMagic[8] = {'W', 'R', 'S', 'E', 'G', 'v', '1', 0};
-
-    static SegmentTrailer For(int64_t size, const struct stat& file) {
-        SegmentTrailer t{};
-        std::memcpy(t.magic, kMagic, sizeof kMagic);
-        t.size = size;
-        t.device = static_cast<uint64_t>(file.st_dev);
-        t.inode = static_cast<uint64_t>(file.st_ino);
-        t.crc = t.Sum();
-        return t;
-    }
-    bool Matches(int64_t segment_size, const struct stat& file) const {
-        return std::memcmp(magic, kMagic, sizeof kMagic) == 0 && size == segment_size &&
-               device == static_cast<uint64_t>(file.st_dev) &&
-               inode == static_cast<uint64_t>(file.st_ino) && reserved == 0 && crc == Sum();
-    }
-
- private:
-    uint32_t Sum() const { return Crc32cUpdate(0, this, offsetof(SegmentTrailer, crc)); }
-};
-static_assert(sizeof(SegmentTrailer) == 40, "the trailer's layout is part of the file format");
-
 // Owns a MAP_SHARED mapping of a shared-memory file.
 class ShmMapping {
  public:
@@ -178,48 +120,25 @@ class ShmMapping {
     char* base() const { return static_cast<char*>(base_); }
     int64_t size() const { return size_; }
 
-    // Creates a new file at path (directly inside dir) holding the size bytes of the segment and
-    // its SegmentTrailer after them (O_EXCL: an existing file, which live peers may still map, is
-    // never truncated or reused; replace unlinks it first, so those peers keep their pages and see
-    // the file gone), reserves its pages (fallocate: a full /dev/shm is an error here, never a
-    // SIGBUS later) and maps the segment's bytes pre-faulted. The file is flock()ed from the
-    // moment it exists until this mapping is destroyed or the process dies: its ownership lock.
-    static Result<std::unique_ptr<ShmMapping>> Create(const std::string& dir,
-                                                      const std::string& path, int64_t size,
+    // Creates a new file at path with exactly size bytes (O_EXCL: an existing file, which live
+    // peers may still map, is never truncated or reused; replace unlinks it first, so those peers
+    // keep their pages and see the file gone), reserves its pages (fallocate: a full /dev/shm is
+    // an error here, never a SIGBUS later) and maps it pre-faulted.
+    static Result<std::unique_ptr<ShmMapping>> Create(const std::string& path, int64_t size,
                                                       bool replace) {
-        if (size > INT64_MAX - static_cast<int64_t>(sizeof(SegmentTrailer)))
-            return Err::kInvalidArgument;
-        Fd fd;
-        {
-            ShmDirLock dir_lock(dir);
-            if (!dir_lock.held()) return Err::kIo;
-            if (replace && ::unlink(path.c_str()) != 0 && errno != ENOENT) return Err::kIo;
-            fd = Fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-            if (!fd.valid()) return errno == EEXIST ? Err::kExists : Err::kIo;
-            // Nobody else has the new file open: the lock is ours at once.
-            if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-                ::unlink(path.c_str());
-                return Err::kIo;
-            }
-        }
-        Err e = Reserve(fd.get(), size);
+        if (replace && ::unlink(path.c_str()) != 0 && errno != ENOENT) return Err::kIo;
+        Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        if (!fd.valid()) return errno == EEXIST ? Err::kExists : Err::kIo;
+        Err e = Err::kOk;
+        if (::ftruncate(fd.get(), size) != 0) e = Err::kIo;
+        if (e == Err::kOk && ::posix_fallocate(fd.get(), 0, size) != 0) e = Err::kSegmentFull;
         if (e != Err::kOk) {
-            UnlinkIfSame(dir, path, fd.get());
+            ::unlink(path.c_str());
             return e;
         }
         auto m = Map(fd.get(), size);
-        if (!m.ok()) {
-            UnlinkIfSame(dir, path, fd.get());
-            return m;
-        }
-        m.value()->file_ = std::move(fd);
+        if (!m.ok()) ::unlink(path.c_str());
         return m;
-    }
-
-    // Removes the file of an own segment (its path) unless the path names another file by now
-    // (another engine took the name over): an owner only ever unlinks its own file.
-    void UnlinkOwnFile(const std::string& dir, const std::string& path) const {
-        if (file_.valid()) UnlinkIfSame(dir, path, file_.get());
     }
 
     // Maps an existing file of a peer (same host) that must hold at least size bytes: a regular
@@ -244,31 +163,6 @@ class ShmMapping {
     }
 
  private:
-    // Sizes a new segment file, reserves its pages and writes its trailer last: a file only
-    // ever carries a trailer once its owner holds the lock (so a valid trailer and a free lock
-    // together prove the owner gone).
-    static Err Reserve(int fd, int64_t size) {
-        int64_t file_size = size + static_cast<int64_t>(sizeof(SegmentTrailer));
-        if (::ftruncate(fd, file_size) != 0) return Err::kIo;
-        if (::posix_fallocate(fd, 0, file_size) != 0) return Err::kSegmentFull;
-        struct stat st {};
-        if (::fstat(fd, &st) != 0) return Err::kIo;
-        SegmentTrailer t = SegmentTrailer::For(size, st);
-        if (::pwrite(fd, &t, sizeof t, size) != static_cast<ssize_t>(sizeof t)) return Err::kIo;
-        return Err::kOk;
-    }
-
-    // Unlinks path (inside dir) if it still names the file open as fd, under the directory lock
-    // so that no other engine makes path name another file in between.
-    static void UnlinkIfSame(const std::string& dir, const std::string& path, int fd) {
-        ShmDirLock dir_lock(dir);
-        struct stat mine {};
-        struct stat named {};
-        if (!dir_lock.held() || ::fstat(fd, &mine) != 0 || ::lstat(path.c_str(), &named) != 0)
-            return;
-        if (mine.st_dev == named.st_dev && mine.st_ino == named.st_ino) ::unlink(path.c_str());
-    }
-
     static Result<std::unique_ptr<ShmMapping>> Map(int fd, int64_t size) {
         if (size == 0) return std::make_unique<ShmMapping>(nullptr, 0);
         void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE,
@@ -280,46 +174,8 @@ class ShmMapping {
     void* base_;
     int64_t size_;
     bool detach_on_release_ = false;
-    // Kept open: for peer mappings, to notice when the owner unlinks the file; for own segments,
-    // it holds the ownership lock until the segment is destroyed (or the process dies).
-    Fd file_;
+    Fd file_;  // kept open for peer mappings, to notice when the owner unlinks the file
 };
-
-// Removes the file `name` inside `dir` when it is a segment file (it carries a SegmentTrailer
-// bound to it) whose owner is gone (nobody holds its ownership lock: the kernel released it when
-// the owner exited, however it died). kOk: removed, *bytes is its size; kExists: its owner is
-// alive, left alone; kNotFound: no such file, or not a segment file of this user (a staging file,
-// a file of an older data plane, anything else): never touched. Under the directory lock, so the
-// path cannot be re-created by a new owner between the check and the unlink.
-inline Err ReclaimOrphanedSegmentFile(const std::string& dir, const std::string& name,
-                                      int64_t* bytes) {
-    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
-        return Err::kInvalidArgument;
-    ShmDirLock dir_lock(dir);
-    if (!dir_lock.held()) return Err::kIo;
-    // O_NONBLOCK: a fifo of that name must not block us; O_NOFOLLOW: a link is never followed.
-    Fd fd(::openat(dir_lock.dir_fd(), name.c_str(),
-                   O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-    if (!fd.valid()) return Err::kNotFound;
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
-        st.st_size < static_cast<int64_t>(sizeof(SegmentTrailer)))
-        return Err::kNotFound;
-    SegmentTrailer t{};
-    int64_t size = st.st_size - static_cast<int64_t>(sizeof t);
-    if (::pread(fd.get(), &t, sizeof t, size) != static_cast<ssize_t>(sizeof t) ||
-        !t.Matches(size, st))
-        return Err::kNotFound;
-    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
-        return errno == EWOULDBLOCK ? Err::kExists : Err::kIo;
-    struct stat named {};
-    if (::fstatat(dir_lock.dir_fd(), name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 ||
-        named.st_dev != st.st_dev || named.st_ino != st.st_ino)
-        return Err::kNotFound;
-    if (::unlinkat(dir_lock.dir_fd(), name.c_str(), 0) != 0) return Err::kIo;
-    *bytes = st.st_size;
-    return Err::kOk;
-}
 
 // First-fit allocator over [0, size) with coalescing frees. Thread safe.
 //

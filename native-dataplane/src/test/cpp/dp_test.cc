@@ -462,69 +462,6 @@ double CpuSeconds() {
 
 // Out of descriptors, the server cannot accept the connection waiting in its backlog: it backs
 // off instead of spinning on the readable listener, and serves again once descriptors are back.
-// A segment file is reclaimed only when it carries its trailer and nobody holds its ownership lock
-// (as after its owner was killed); a live owner's file, a file without a trailer, a copy of a
-// segment file under another name and a link are never touched. (With real processes and
-// SIGKILL: ShmReclaimTest.)
-void OrphanedFilesAreReclaimedOnlyWhenTheirOwnerIsGone(dp_engine* owner, const std::string& shm) {
-    const std::string dir = "/dev/shm";
-    const std::string live = shm + "-live", orphan = shm + "-orphan", plain = shm + "-plain",
-                      copy = shm + "-copy", link = shm + "-link";
-    auto name = [&](const std::string& path) { return path.substr(dir.size() + 1); };
-    auto exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
-    int64_t base = 0, bytes = -1;
-    CHECK_EQ(dp_segment_create(owner, "live", live.c_str(), 8192, DP_SEGMENT_STORE, &base, nullptr),
-             DP_OK);
-    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(live).c_str(), &bytes, nullptr), DP_ERR_EXISTS);
-    CHECK_EQ(exists(live), 1);
-    CHECK_EQ(dp_segment_create(owner, "orphan", orphan.c_str(), 4096, DP_SEGMENT_RECEIVE, &base,
-                               nullptr),
-             DP_OK);
-    CHECK_EQ(dp_segment_destroy(owner, "orphan", 0, nullptr), DP_OK);  // lock gone, file stays
-    CHECK_EQ(exists(orphan), 1);
-    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(orphan).c_str(), &bytes, nullptr), DP_OK);
-    CHECK_EQ(exists(orphan), 0);
-    CHECK_EQ(bytes > 4096, 1);  // the segment and its trailer
-    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(orphan).c_str(), &bytes, nullptr), DP_ERR_NOT_FOUND);
-
-    FILE* f = std::fopen(plain.c_str(), "w");  // a staging file, an older data plane's segment
-    std::fputs("not a segment file", f);
-    std::fclose(f);
-    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(plain).c_str(), &bytes, nullptr), DP_ERR_NOT_FOUND);
-    CHECK_EQ(exists(plain), 1);
-    std::string cp = "cp " + live + " " + copy;  // its trailer names another inode
-    CHECK_EQ(std::system(cp.c_str()), 0);
-    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(copy).c_str(), &bytes, nullptr), DP_ERR_NOT_FOUND);
-    CHECK_EQ(exists(copy), 1);
-    CHECK_EQ(
-        dp_segment_create(owner, "linked", orphan.c_str(), 4096, DP_SEGMENT_STORE, &base, nullptr),
-        DP_OK);
-    CHECK_EQ(dp_segment_destroy(owner, "linked", 0, nullptr), DP_OK);
-    CHECK_EQ(::symlink(orphan.c_str(), link.c_str()), 0);
-    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(link).c_str(), &bytes, nullptr), DP_ERR_NOT_FOUND);
-    CHECK_EQ(exists(orphan), 1);  // never through a link
-    CHECK_EQ(dp_shm_reclaim(dir.c_str(), "../etc", &bytes, nullptr), DP_ERR_INVALID_ARGUMENT);
-
-    // An owner whose name was taken over never unlinks the new owner's file.
-    CHECK_EQ(dp_segment_create(owner, "taken", orphan.c_str(), 4096,
-                               DP_SEGMENT_STORE | DP_SEGMENT_REPLACE, &base, nullptr),
-             DP_OK);
-    dp_engine* successor = Create("node-a");
-    CHECK_EQ(dp_segment_create(successor, "taken", orphan.c_str(), 4096,
-                               DP_SEGMENT_STORE | DP_SEGMENT_REPLACE, &base, nullptr),
-             DP_OK);
-    CHECK_EQ(dp_segment_destroy(owner, "taken", 1, nullptr), DP_OK);
-    CHECK_EQ(exists(orphan), 1);
-    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(orphan).c_str(), &bytes, nullptr), DP_ERR_EXISTS);
-    dp_engine_destroy(successor);  // exits without unlinking, like a killed owner
-    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(orphan).c_str(), &bytes, nullptr), DP_OK);
-    CHECK_EQ(exists(orphan), 0);
-
-    CHECK_EQ(dp_segment_destroy(owner, "live", 1, nullptr), DP_OK);
-    CHECK_EQ(exists(live), 0);
-    for (const std::string& p : {plain, copy, link}) ::unlink(p.c_str());
-}
-
 void FdExhaustionNeitherSpinsNorKills(dp_engine* owner, dp_engine* client, const std::string& shm,
                                       int64_t size) {
     struct rlimit saved {};
@@ -623,7 +560,6 @@ int main() {
     StrangersAreRefused(a, b, shm, size);
     FdExhaustionNeitherSpinsNorKills(a, b, shm, size);
     HostsAndFiles(a, shm, size);
-    OrphanedFilesAreReclaimedOnlyWhenTheirOwnerIsGone(a, shm);
 
     ReceiveSegmentIsNeverAllocated(a, b, a2, shm);
     CarveKeepsPiecesAndFreesTheRest(a, b, shm);

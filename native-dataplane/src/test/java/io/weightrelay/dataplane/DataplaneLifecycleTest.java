@@ -34,8 +34,7 @@ class DataplaneLifecycleTest {
                     .containsEntry("size", Integer.toString(1 << 20))
                     .containsEntry("shm", seg.shmPath().toString())
                     .containsEntry("kind", "store");
-            // its bytes, then the 40-byte trailer that marks its ownership lock (dp_internal.h)
-            assertThat(Files.size(seg.shmPath())).isEqualTo((1 << 20) + 40);
+            assertThat(Files.size(seg.shmPath())).isEqualTo(1 << 20);
 
             ByteBuffer stale = seg.byteBuffer();
             stale.put(0, (byte) 42);
