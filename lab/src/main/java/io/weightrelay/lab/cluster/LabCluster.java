@@ -66,6 +66,13 @@ public final class LabCluster implements StartedOrClosed.Lab {
             Duration.ofSeconds(Long.getLong("relay.lab.healthy-seconds", 180));
 
     /**
+     * What publisher-service and loader-service run with here, as in their images: C1 only. Their
+     * hot paths are native; C2 recompiling their Java control flow for dozens of updates took a
+     * quarter of the two cores during a measured update and starved the copies beside it.
+     */
+    static final List<String> DATA_PLANE_JVM_OPTIONS = List.of("-XX:TieredStopAtLevel=1");
+
+    /**
      * What to run. Two trainer and two rollout node labels unless said otherwise.
      *
      * @param mode every instance's mode, or null for both modes in one lab ({@link #bothModes}):
@@ -1088,12 +1095,21 @@ public final class LabCluster implements StartedOrClosed.Lab {
         return "wr:lab:" + run + ":dp:";
     }
 
-    /** Starts {@code module}'s service from the checkout's jar; {@link #close()} stops it. */
+    /**
+     * Starts {@code module}'s service from the checkout's jar with the JVM options its image runs
+     * with ({@link #DATA_PLANE_JVM_OPTIONS} for the data-plane services); {@link #close()} stops
+     * it.
+     */
     private ServiceProcess startService(
             String name, String module, String heap, List<String> args) {
         ServiceProcess process =
                 ServiceProcess.start(
-                        name, ServiceProcess.findJar(spec.site().root(), module), heap, args, logs);
+                        name,
+                        ServiceProcess.findJar(spec.site().root(), module),
+                        heap,
+                        module.equals("control-api") ? List.of() : DATA_PLANE_JVM_OPTIONS,
+                        args,
+                        logs);
         children.add(process);
         return process;
     }
