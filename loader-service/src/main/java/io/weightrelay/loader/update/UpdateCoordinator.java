@@ -368,7 +368,16 @@ public class UpdateCoordinator {
             // ---- apply: from here on buffers may hold a mix of generations ----
             try {
                 run.enter(Phase.APPLYING);
-                reportQuietly(instance, generation, Reported.APPLYING);
+                // For operators only: APPLIED is taken straight from PREPARED, and an APPLYING
+                // that lands after it changes nothing, so the apply does not wait a round trip.
+                calls.execute(
+                        () -> {
+                            try {
+                                reportQuietly(instance, generation, Reported.APPLYING);
+                            } catch (RuntimeException e) {
+                                log.warn("reporting APPLYING failed: {}", e.toString());
+                            }
+                        });
                 ApplyCounts counts = prepared.apply(remaining(deadline), run::progress);
                 run.counts(counts);
                 run.enter(Phase.APPLIED);
@@ -399,11 +408,20 @@ public class UpdateCoordinator {
             run.enter(Phase.POST_APPLYING);
             steps.promote();
             advanced = generation;
-            reportQuietly(instance, generation, Reported.POST_APPLIED);
+            // The previous generation's lease is released beside the report, on the call thread
+            // after APPLYING; all of it ends before the engine hears UPDATED, so whoever saw the
+            // outcome sees the session's reports and the leases as they end.
             Long previous = instance.generation();
-            if (previous != null && previous != generation) {
-                releaseLease(model, previous, id);
-            }
+            CompletableFuture<Void> released =
+                    CompletableFuture.runAsync(
+                            () -> {
+                                if (previous != null && previous != generation) {
+                                    releaseLease(model, previous, id);
+                                }
+                            },
+                            calls);
+            reportQuietly(instance, generation, Reported.POST_APPLIED);
+            join(released);
             outcome = Outcome.UPDATED;
             end = Phase.DONE;
         } catch (RuntimeException e) {
