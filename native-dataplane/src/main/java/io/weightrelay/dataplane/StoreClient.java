@@ -211,7 +211,60 @@ public final class StoreClient {
      * @throws ObjectNotFoundException if no object is published under {@code key}
      */
     public long[] getIntoRanges(String key, List<ReadRange> ranges) {
-        return read(key, ranges, null, null);
+        return read(locate(key), ranges, null, null);
+    }
+
+    /**
+     * Where an object was when {@link #locate(List)} looked: its directory entry with the segments
+     * epoch read beside it. Read it soon; an entry removed since is read as its bytes were.
+     */
+    public static final class Located {
+        private final String key;
+        private final Metadata.Entry entry;
+
+        private Located(String key, Metadata.Entry entry) {
+            this.key = key;
+            this.entry = entry;
+        }
+
+        public String key() {
+            return key;
+        }
+    }
+
+    /**
+     * Looks up several objects in one metadata round trip, for reads that follow at once ({@link
+     * #getIntoRanges(Located, List)}): a reader of many objects pays one round trip, not one per
+     * object. A missing key fails only its read.
+     */
+    public List<Located> locate(List<String> keys) {
+        for (String key : keys) {
+            checkKey(key);
+        }
+        List<Metadata.Entry> entries = Dataplane.metadata(() -> metadata.objectsWithEpoch(keys));
+        List<Located> out = new ArrayList<>(keys.size());
+        for (int i = 0; i < keys.size(); i++) {
+            out.add(new Located(keys.get(i), entries.get(i)));
+        }
+        return out;
+    }
+
+    private Located locate(String key) {
+        checkKey(key);
+        return new Located(key, Dataplane.metadata(() -> metadata.objectWithEpoch(key)));
+    }
+
+    /** {@link #getIntoRanges(String, List)} of an object {@link #locate(List)} looked up. */
+    public long[] getIntoRanges(Located object, List<ReadRange> ranges) {
+        return read(object, ranges, null, null);
+    }
+
+    /** {@link #getIntoRangesChecksummed(String, List)} of an object {@link #locate} looked up. */
+    public ChecksummedReads getIntoRangesChecksummed(Located object, List<ReadRange> ranges) {
+        int[] crcs = new int[ranges.size()];
+        long[] nanos = new long[1];
+        long[] bytes = read(object, ranges, crcs, nanos);
+        return new ChecksummedReads(bytes, crcs, nanos[0]);
     }
 
     /**
@@ -229,15 +282,12 @@ public final class StoreClient {
      * it read without a second pass over it.
      */
     public ChecksummedReads getIntoRangesChecksummed(String key, List<ReadRange> ranges) {
-        int[] crcs = new int[ranges.size()];
-        long[] nanos = new long[1];
-        long[] bytes = read(key, ranges, crcs, nanos);
-        return new ChecksummedReads(bytes, crcs, nanos[0]);
+        return getIntoRangesChecksummed(locate(key), ranges);
     }
 
-    private long[] read(String key, List<ReadRange> ranges, int[] crcs, long[] crcNanos) {
-        checkKey(key);
-        Metadata.Entry entry = Dataplane.metadata(() -> metadata.objectWithEpoch(key));
+    private long[] read(Located located, List<ReadRange> ranges, int[] crcs, long[] crcNanos) {
+        String key = located.key;
+        Metadata.Entry entry = located.entry;
         StoredObject object =
                 entry.object().orElseThrow(() -> Errors.found(DataplaneError.NOT_FOUND, key));
         engine.catchUp(entry.segmentsEpoch());

@@ -505,6 +505,52 @@ abstract class DataplaneConformanceTest {
     }
 
     @Test
+    void objectsLookedUpTogetherReadAsIfLookedUpAloneAndAMissingOneFailsOnlyItsRead() {
+        Dataplane a = dp("node-a");
+        a.createSegment("pub", 4 * MIB);
+        Dataplane reader = dp("node-b");
+        int size = 64 * 1024 + 7;
+        RegisteredBuffer src = buffer(a, size, 9);
+        a.store().putFrom("m/1/x", src, 0, size, ReplicateConfig.preferLocal("pub"));
+        a.store().putFrom("m/1/y", src, 0, size, ReplicateConfig.preferLocal("pub"));
+        RegisteredBuffer dst = reader.registerBuffer(ByteBuffer.allocateDirect(2 * size));
+
+        List<StoreClient.Located> located =
+                reader.store().locate(List.of("m/1/x", "m/1/missing", "m/1/y"));
+
+        assertThat(located)
+                .extracting(StoreClient.Located::key)
+                .containsExactly("m/1/x", "m/1/missing", "m/1/y");
+        StoreClient.ChecksummedReads x =
+                reader.store()
+                        .getIntoRangesChecksummed(
+                                located.get(0), List.of(new ReadRange(0, size, dst, 0)));
+        long[] y =
+                reader.store()
+                        .getIntoRanges(located.get(2), List.of(new ReadRange(0, size, dst, size)));
+        assertThat(x.bytes()).containsExactly(size);
+        assertThat(y).containsExactly(size);
+        Patterns.assertHolds(dst.byteBuffer(), 0, size, 9);
+        Patterns.assertHolds(dst.byteBuffer(), size, size, 9);
+        assertThat(x.crc32c()[0])
+                .isEqualTo(
+                        reader.store()
+                                .getIntoRangesChecksummed(
+                                        "m/1/x", List.of(new ReadRange(0, size, dst, 0)))
+                                .crc32c()[0]);
+        assertThatThrownBy(
+                        () ->
+                                reader.store()
+                                        .getIntoRanges(
+                                                located.get(1),
+                                                List.of(new ReadRange(0, 1, dst, 0))))
+                .isInstanceOfSatisfying(
+                        ObjectNotFoundException.class,
+                        e -> assertThat(e.key()).isEqualTo("m/1/missing"));
+        assertThat(reader.store().locate(List.of())).isEmpty();
+    }
+
+    @Test
     void publishMovesNoTcpBytesAndEveryStoredByteIsReadOnce() {
         Dataplane publisher = dp("node-a");
         Dataplane remoteReader = dp("node-b");

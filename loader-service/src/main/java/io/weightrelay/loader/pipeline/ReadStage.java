@@ -20,8 +20,9 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The read stage of an apply: fills staging slot {@code k % slots} with batch {@code k} from the
- * store ({@code getIntoRanges}, one call per object, several objects in flight), checking every
- * count and, with checksums, taking the CRC32C of every range as it lands.
+ * store (its objects looked up in one round trip, then {@code getIntoRanges}, one call per object,
+ * several objects in flight), checking every count and, with checksums, taking the CRC32C of every
+ * range as it lands.
  */
 final class ReadStage {
     /** Put on the filled queue after the last batch. */
@@ -82,7 +83,9 @@ final class ReadStage {
 
     private void readBatch(int batch) {
         List<Integer> reads = slice.reads(batch);
-        List<java.util.concurrent.Future<?>> pending = new ArrayList<>();
+        List<String> keys = new ArrayList<>();
+        List<String> objectIds = new ArrayList<>();
+        List<List<ReadRange>> rangesOf = new ArrayList<>();
         int i = 0;
         while (i < reads.size()) {
             int object = plan.readObject(reads.get(i));
@@ -101,9 +104,33 @@ final class ReadStage {
                 }
             }
             String objectId = plan.objectId(object);
-            String key = ObjectKeys.key(ctx.model, ctx.generation, objectId);
-            pending.add(readers.submit(() -> readObject(objectId, key, ranges)));
+            objectIds.add(objectId);
+            keys.add(ObjectKeys.key(ctx.model, ctx.generation, objectId));
+            rangesOf.add(ranges);
             i = j;
+        }
+        // The batch's objects are looked up in one metadata round trip, not one per object:
+        // with one per object the lookups, not the bytes, were most of a small batch's read.
+        List<StoreClient.Located> located;
+        try {
+            located = store.locate(keys);
+        } catch (DataplaneException e) {
+            throw new ApplyFailure(
+                    keys.get(0),
+                    "looking up the "
+                            + keys.size()
+                            + " objects of batch "
+                            + batch
+                            + " failed: "
+                            + e.getMessage(),
+                    e);
+        }
+        List<java.util.concurrent.Future<?>> pending = new ArrayList<>();
+        for (int o = 0; o < keys.size(); o++) {
+            String objectId = objectIds.get(o);
+            StoreClient.Located object = located.get(o);
+            List<ReadRange> ranges = rangesOf.get(o);
+            pending.add(readers.submit(() -> readObject(objectId, object, ranges)));
         }
         for (java.util.concurrent.Future<?> f : pending) {
             try {
@@ -126,20 +153,21 @@ final class ReadStage {
      * by block while in cache, on the threads that move the bytes), so that control-api can prove
      * what was read against the published checksum without anyone reading a byte again.
      */
-    private void readObject(String objectId, String key, List<ReadRange> ranges) {
+    private void readObject(String objectId, StoreClient.Located object, List<ReadRange> ranges) {
         if (ctx.failed()) {
             return;
         }
+        String key = object.key();
         long[] got;
         int[] crcs = null;
         try {
             if (checksums) {
-                StoreClient.ChecksummedReads r = store.getIntoRangesChecksummed(key, ranges);
+                StoreClient.ChecksummedReads r = store.getIntoRangesChecksummed(object, ranges);
                 got = r.bytes();
                 crcs = r.crc32c();
                 checksumNanos.addAndGet(r.checksumNanos());
             } else {
-                got = store.getIntoRanges(key, ranges);
+                got = store.getIntoRanges(object, ranges);
             }
         } catch (DataplaneException e) {
             throw new ApplyFailure(key, "reading " + key + " failed: " + e.getMessage(), e);

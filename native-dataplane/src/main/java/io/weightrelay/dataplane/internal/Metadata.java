@@ -49,8 +49,10 @@ public final class Metadata implements AutoCloseable {
                     + "'engine', ARGV[9]) "
                     + "redis.call('SADD', KEYS[2], ARGV[6]) redis.call('INCR', KEYS[3]) return 1";
     // An object's entry together with the segments epoch, read atomically.
-    private static final String READ_OBJECT =
-            "return {redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[2]) or '0'}";
+    // The segments epoch (the last key), then the entry of each other key, in one atomic read.
+    private static final String READ_OBJECTS =
+            "local out = {redis.call('GET', KEYS[#KEYS]) or '0'} for i = 1, #KEYS - 1 do"
+                    + " out[i + 1] = redis.call('HGETALL', KEYS[i]) end return out";
 
     /** Value of the descriptor field {@code kind} of a transfer-target-only segment. */
     public static final String KIND_RECEIVE = "receive";
@@ -340,22 +342,42 @@ public final class Metadata implements AutoCloseable {
      * into a new incarnation of a segment always comes with an epoch at least that new.
      */
     public Entry objectWithEpoch(String key) {
-        List<Object> both =
-                call(
-                        "read object " + key,
-                        () ->
-                                redis.eval(
-                                        READ_OBJECT,
-                                        ScriptOutputType.MULTI,
-                                        objectKey(key),
-                                        epochKey()));
-        Map<String, String> h = new java.util.HashMap<>();
-        List<?> flat = both == null || both.isEmpty() ? List.of() : (List<?>) both.get(0);
-        for (int i = 0; i + 1 < flat.size(); i += 2) {
-            h.put(String.valueOf(flat.get(i)), String.valueOf(flat.get(i + 1)));
+        return objectsWithEpoch(List.of(key)).get(0);
+    }
+
+    /**
+     * The entries of {@code keys} and the segments epoch, read together in one round trip: a reader
+     * that catches up to that epoch before it reads sees every replica's current owner.
+     *
+     * @return per key in order, its entry (empty where there is none), each with the same epoch
+     */
+    public List<Entry> objectsWithEpoch(List<String> keys) {
+        if (keys.isEmpty()) {
+            return List.of();
         }
-        long epoch = both == null || both.size() < 2 ? 0 : Long.parseLong(both.get(1).toString());
-        return new Entry(decode(key, h), epoch);
+        String[] redisKeys = new String[keys.size() + 1];
+        for (int i = 0; i < keys.size(); i++) {
+            redisKeys[i] = objectKey(keys.get(i));
+        }
+        redisKeys[keys.size()] = epochKey();
+        List<Object> read =
+                call(
+                        keys.size() == 1
+                                ? "read object " + keys.get(0)
+                                : "read " + keys.size() + " objects",
+                        () -> redis.eval(READ_OBJECTS, ScriptOutputType.MULTI, redisKeys));
+        long epoch = read == null || read.isEmpty() ? 0 : Long.parseLong(read.get(0).toString());
+        List<Entry> out = new ArrayList<>(keys.size());
+        for (int i = 0; i < keys.size(); i++) {
+            List<?> flat =
+                    read == null || read.size() <= i + 1 ? List.of() : (List<?>) read.get(i + 1);
+            Map<String, String> h = new java.util.HashMap<>();
+            for (int f = 0; f + 1 < flat.size(); f += 2) {
+                h.put(String.valueOf(flat.get(f)), String.valueOf(flat.get(f + 1)));
+            }
+            out.add(new Entry(decode(keys.get(i), h), epoch));
+        }
+        return out;
     }
 
     /** The segments epoch: how many segment descriptors were ever (re)registered. */
