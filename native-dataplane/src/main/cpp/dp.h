@@ -148,8 +148,29 @@ int dp_engine_counters(dp_engine* engine, int64_t* out, dp_status* status);
  */
 int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path, int64_t size,
                       int32_t flags, int64_t* base_out, dp_status* status);
-/* Unregisters and unmaps; unlink != 0 also removes the shm file. */
+/* Unregisters and unmaps, releasing the file's ownership lock; unlink != 0 also removes the shm
+ * file and its sidecar (unless another engine has taken the name over and they are its files by
+ * now). */
 int dp_segment_destroy(dp_engine* engine, const char* name, int32_t unlink_file, dp_status* status);
+
+/*
+ * Segment files and their owners: a file dp_segment_create makes holds exactly the segment's bytes
+ * (a compat receive segment is byte for byte the safetensors file an engine opens). Beside it,
+ * "<file>.owner" names it (device, inode, checksum), and its creator holds an exclusive flock() on
+ * that sidecar while it owns the segment; the kernel drops the lock when the owner exits, SIGKILL
+ * and the OOM killer included. The sidecar is made and locked before the segment file exists, and
+ * removed after it; every change of which file a name points to runs under an flock() of shm_dir.
+ *
+ * Removes file_name (a plain name inside shm_dir) and its sidecar when the sidecar is this user's,
+ * valid, names that very file and nobody holds its lock: its owner is gone, so nobody will ever
+ * unlink it otherwise. DP_OK: removed, *bytes_out is its size. DP_ERR_EXISTS: its owner is alive,
+ * left alone. DP_ERR_NOT_FOUND: no such file, or no valid sidecar naming it (a file some other
+ * program made, an older data plane's, a staging file, a link): never touched (a dead owner's
+ * sidecar left without its file is removed). Needs no engine; safe while engines of any process
+ * use shm_dir.
+ */
+int dp_shm_reclaim(const char* shm_dir, const char* file_name, int64_t* bytes_out,
+                   dp_status* status);
 
 /* ---- local memory ---- */
 

@@ -249,6 +249,22 @@ int dp_segment_destroy(dp_engine* engine, const char* name, int32_t unlink_file,
     });
 }
 
+int dp_shm_reclaim(const char* shm_dir, const char* file_name, int64_t* bytes_out,
+                   dp_status* status) {
+    return Guard(status, [&] {
+        if (!shm_dir || !*shm_dir || !file_name || !bytes_out)
+            return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_shm_reclaim"));
+        *bytes_out = 0;
+        dp::Err err = dp::ReclaimOrphanedSegmentFile(shm_dir, file_name, bytes_out);
+        return Report(status, err, [&] {
+            std::string what = "reclaiming " + Quoted(file_name) + " in " + Quoted(shm_dir);
+            if (err == dp::Err::kExists) what += " (its owner holds the lock of its sidecar)";
+            if (err == dp::Err::kNotFound) what += " (no segment file with a valid sidecar)";
+            return what;
+        });
+    });
+}
+
 int dp_memory_register(dp_engine* engine, int64_t addr, int64_t length, dp_status* status) {
     return Guard(status, [&] {
         if (!engine) return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_memory_register"));

@@ -102,7 +102,7 @@ Result<char*> Engine::CreateSegment(const std::string& name, const std::string& 
         std::lock_guard<std::mutex> lock(seg_mu_);
         if (own_.count(name) != 0) return Err::kExists;
     }
-    auto mapping = ShmMapping::Create(path, size, replace);
+    auto mapping = ShmMapping::Create(shm_dir_, path, size, replace);
     if (!mapping.ok()) return mapping.error();
     auto seg = std::make_shared<OwnSegment>();
     seg->name = name;
@@ -136,7 +136,7 @@ Err Engine::DestroySegment(const std::string& name, bool unlink_file) {
         }
     }
     Unregister(reinterpret_cast<int64_t>(seg->mapping->base()));
-    if (unlink_file) ::unlink(seg->path.c_str());
+    if (unlink_file) seg->mapping->UnlinkOwnFile(shm_dir_, seg->path);
     return Err::kOk;
 }
 

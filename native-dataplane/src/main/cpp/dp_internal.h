@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -97,6 +99,73 @@ class Fd {
     int fd_ = -1;
 };
 
+// An exclusive flock() on the shm directory itself. Every change of which file a segment's path
+// names (creating, replacing, an owner's unlink, reclaiming an orphan) happens under it, and each
+// holds it only for a few system calls (never while pages are reserved or mapped): so reclaiming
+// never unlinks a path that a live owner has just re-created. A flock is per inode, so it holds
+// across processes, containers and network namespaces that share the directory.
+class ShmDirLock {
+ public:
+    explicit ShmDirLock(const std::string& dir)
+        : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+        while (fd_.valid() && ::flock(fd_.get(), LOCK_EX) != 0) {
+            if (errno != EINTR) fd_.Reset();
+        }
+    }
+    bool held() const { return fd_.valid(); }
+    int dir_fd() const { return fd_.get(); }
+
+ private:
+    Fd fd_;  // closing it releases the lock
+};
+
+// The sidecar of a segment file: `<segment file>.owner`, beside it in the same directory. The
+// segment file itself holds exactly the segment's bytes (a compat receive segment is the
+// safetensors file an engine's loader opens, byte for byte), so whatever says who owns it lives
+// here. The process that made the segment holds an exclusive flock() on its sidecar for as long as
+// it owns the segment; the kernel drops it when that process exits, however it dies (SIGKILL, the
+// OOM killer), whatever its pid or network namespace. A sidecar holds one OwnerRecord naming the
+// segment file's device and inode, checksummed, so a file some other program made (no sidecar),
+// a copy of a segment file (another inode) or a file that happens to hold the magic never passes
+// for a segment file of a dead owner.
+inline std::string OwnerFileOf(const std::string& segment_file) { return segment_file + ".owner"; }
+
+struct OwnerRecord {
+    char magic[8];  // "WROWNv1"
+    int64_t size;   // the segment's bytes (the segment file's size when it was made)
+    uint64_t device;
+    uint64_t inode;
+    uint32_t reserved;  // 0
+    uint32_t crc;       // CRC32C of the bytes before it
+
+    static constexpr char kMagic[8] = {'W', 'R', 'O', 'W', 'N', 'v', '1', 0};
+
+    static OwnerRecord For(int64_t size, const struct stat& segment_file) {
+        OwnerRecord r{};
+        std::memcpy(r.magic, kMagic, sizeof kMagic);
+        r.size = size;
+        r.device = static_cast<uint64_t>(segment_file.st_dev);
+        r.inode = static_cast<uint64_t>(segment_file.st_ino);
+        r.crc = r.Sum();
+        return r;
+    }
+    bool Valid() const {
+        return std::memcmp(magic, kMagic, sizeof kMagic) == 0 && reserved == 0 && crc == Sum();
+    }
+    bool Names(const struct stat& file) const {
+        return device == static_cast<uint64_t>(file.st_dev) &&
+               inode == static_cast<uint64_t>(file.st_ino);
+    }
+
+ private:
+    uint32_t Sum() const { return Crc32cUpdate(0, this, offsetof(OwnerRecord, crc)); }
+};
+static_assert(sizeof(OwnerRecord) == 40, "the sidecar's layout is part of the file format");
+
+inline bool SameFile(const struct stat& a, const struct stat& b) {
+    return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 // Owns a MAP_SHARED mapping of a shared-memory file.
 class ShmMapping {
  public:
@@ -120,25 +189,71 @@ class ShmMapping {
     char* base() const { return static_cast<char*>(base_); }
     int64_t size() const { return size_; }
 
-    // Creates a new file at path with exactly size bytes (O_EXCL: an existing file, which live
-    // peers may still map, is never truncated or reused; replace unlinks it first, so those peers
-    // keep their pages and see the file gone), reserves its pages (fallocate: a full /dev/shm is
-    // an error here, never a SIGBUS later) and maps it pre-faulted.
-    static Result<std::unique_ptr<ShmMapping>> Create(const std::string& path, int64_t size,
+    // Creates a new file at path (directly inside dir) holding exactly the size bytes of the
+    // segment (O_EXCL: an existing file, which live peers may still map, is never truncated or
+    // reused; replace unlinks it and its sidecar first, so those peers keep their pages and see
+    // the file gone), reserves its pages (fallocate: a full /dev/shm is an error here, never a
+    // SIGBUS later) and maps it pre-faulted. Its sidecar (OwnerFileOf) is made first and flock()ed
+    // before the segment file exists, and stays locked until this mapping is destroyed or the
+    // process dies: the ownership lock. All of it under the directory lock, so no reclaimer ever
+    // sees a segment file whose sidecar is not yet written.
+    static Result<std::unique_ptr<ShmMapping>> Create(const std::string& dir,
+                                                      const std::string& path, int64_t size,
                                                       bool replace) {
-        if (replace && ::unlink(path.c_str()) != 0 && errno != ENOENT) return Err::kIo;
-        Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-        if (!fd.valid()) return errno == EEXIST ? Err::kExists : Err::kIo;
+        const std::string owner_path = OwnerFileOf(path);
+        Fd owner;
+        Fd fd;
+        {
+            ShmDirLock dir_lock(dir);
+            if (!dir_lock.held()) return Err::kIo;
+            if (replace && ::unlink(path.c_str()) != 0 && errno != ENOENT) return Err::kIo;
+            if (replace && ::unlink(owner_path.c_str()) != 0 && errno != ENOENT) return Err::kIo;
+            owner = Fd(::open(owner_path.c_str(),
+                              O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+            if (!owner.valid()) return errno == EEXIST ? Err::kExists : Err::kIo;
+            // Nobody else has the new sidecar open: the lock is ours at once.
+            if (::flock(owner.get(), LOCK_EX | LOCK_NB) != 0) {
+                ::unlink(owner_path.c_str());
+                return Err::kIo;
+            }
+            fd = Fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+            if (!fd.valid()) {
+                Err e = errno == EEXIST ? Err::kExists : Err::kIo;
+                ::unlink(owner_path.c_str());
+                return e;
+            }
+            struct stat st {};
+            OwnerRecord r{};
+            if (::fstat(fd.get(), &st) == 0) r = OwnerRecord::For(size, st);
+            if (!r.Valid() ||
+                ::pwrite(owner.get(), &r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {
+                ::unlink(path.c_str());
+                ::unlink(owner_path.c_str());
+                return Err::kIo;
+            }
+        }
         Err e = Err::kOk;
         if (::ftruncate(fd.get(), size) != 0) e = Err::kIo;
         if (e == Err::kOk && ::posix_fallocate(fd.get(), 0, size) != 0) e = Err::kSegmentFull;
         if (e != Err::kOk) {
-            ::unlink(path.c_str());
+            UnlinkIfSame(dir, path, fd.get(), owner.get());
             return e;
         }
         auto m = Map(fd.get(), size);
-        if (!m.ok()) ::unlink(path.c_str());
+        if (!m.ok()) {
+            UnlinkIfSame(dir, path, fd.get(), owner.get());
+            return m;
+        }
+        m.value()->file_ = std::move(fd);
+        m.value()->owner_ = std::move(owner);
         return m;
+    }
+
+    // Removes the file of an own segment (its path), then its sidecar, each unless its name
+    // names another file by now (another engine took the name over): an owner only ever unlinks
+    // its own files. The ownership lock goes when this mapping is destroyed.
+    void UnlinkOwnFile(const std::string& dir, const std::string& path) const {
+        if (file_.valid() && owner_.valid()) UnlinkIfSame(dir, path, file_.get(), owner_.get());
     }
 
     // Maps an existing file of a peer (same host) that must hold at least size bytes: a regular
@@ -163,6 +278,22 @@ class ShmMapping {
     }
 
  private:
+    // Unlinks path (inside dir) if it still names the file open as fd, then its sidecar if that
+    // still names the file open as owner, under the directory lock so that no other engine makes
+    // either name another file in between. Segment first: a segment file never lacks a sidecar.
+    static void UnlinkIfSame(const std::string& dir, const std::string& path, int fd, int owner) {
+        ShmDirLock dir_lock(dir);
+        if (!dir_lock.held()) return;
+        struct stat mine {};
+        struct stat named {};
+        if (::fstat(fd, &mine) == 0 && ::lstat(path.c_str(), &named) == 0 && SameFile(mine, named))
+            ::unlink(path.c_str());
+        const std::string owner_path = OwnerFileOf(path);
+        if (::fstat(owner, &mine) == 0 && ::lstat(owner_path.c_str(), &named) == 0 &&
+            SameFile(mine, named))
+            ::unlink(owner_path.c_str());
+    }
+
     static Result<std::unique_ptr<ShmMapping>> Map(int fd, int64_t size) {
         if (size == 0) return std::make_unique<ShmMapping>(nullptr, 0);
         void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE,
@@ -174,8 +305,52 @@ class ShmMapping {
     void* base_;
     int64_t size_;
     bool detach_on_release_ = false;
-    Fd file_;  // kept open for peer mappings, to notice when the owner unlinks the file
+    Fd file_;   // kept open for peer mappings, to notice when the owner unlinks the file
+    Fd owner_;  // own segments: the sidecar, flock()ed until the segment is destroyed
 };
+
+// Removes the segment file `name` inside `dir`, and its sidecar, when the sidecar is valid, still
+// names that very file (device and inode) and nobody holds its lock: the owner is gone (the kernel
+// released the lock when it exited, however it died). kOk: removed, *bytes is the segment file's
+// size; kExists: its owner is alive, nothing touched; kNotFound: no valid sidecar of this user
+// (a file some other program made, a staging file, a link), never touched. A valid unlocked
+// sidecar whose segment file is gone or is another file by now is removed alone (kNotFound: no
+// segment was reclaimed). Under the directory lock, so no live owner re-creates either name
+// between the check and the unlink.
+inline Err ReclaimOrphanedSegmentFile(const std::string& dir, const std::string& name,
+                                      int64_t* bytes) {
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+        return Err::kInvalidArgument;
+    const std::string owner_name = OwnerFileOf(name);
+    ShmDirLock dir_lock(dir);
+    if (!dir_lock.held()) return Err::kIo;
+    // O_NONBLOCK: a fifo of that name must not block us; O_NOFOLLOW: a link is never followed.
+    Fd owner(::openat(dir_lock.dir_fd(), owner_name.c_str(),
+                      O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+    if (!owner.valid()) return Err::kNotFound;
+    struct stat own {};
+    if (::fstat(owner.get(), &own) != 0 || !S_ISREG(own.st_mode) || own.st_uid != ::geteuid() ||
+        own.st_size != static_cast<off_t>(sizeof(OwnerRecord)))
+        return Err::kNotFound;
+    OwnerRecord r{};
+    if (::pread(owner.get(), &r, sizeof r, 0) != static_cast<ssize_t>(sizeof r) || !r.Valid())
+        return Err::kNotFound;
+    if (::flock(owner.get(), LOCK_EX | LOCK_NB) != 0)
+        return errno == EWOULDBLOCK ? Err::kExists : Err::kIo;
+    Err result = Err::kNotFound;
+    struct stat seg {};
+    if (::fstatat(dir_lock.dir_fd(), name.c_str(), &seg, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(seg.st_mode) && seg.st_uid == ::geteuid() && r.Names(seg)) {
+        if (::unlinkat(dir_lock.dir_fd(), name.c_str(), 0) != 0) return Err::kIo;
+        *bytes = seg.st_size;
+        result = Err::kOk;
+    }
+    struct stat named {};
+    if (::fstatat(dir_lock.dir_fd(), owner_name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+        SameFile(own, named))
+        ::unlinkat(dir_lock.dir_fd(), owner_name.c_str(), 0);
+    return result;
+}
 
 // First-fit allocator over [0, size) with coalescing frees. Thread safe.
 //

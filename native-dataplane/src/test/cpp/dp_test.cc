@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -460,6 +461,91 @@ double CpuSeconds() {
            static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+// A segment file is reclaimed only when its sidecar is valid, names it and nobody holds the
+// sidecar's lock (as after its owner was killed); a live owner's file, a file without a sidecar, a
+// copy of a segment file under another name and a link are never touched, and a segment file is
+// exactly its segment's bytes. (With real processes and SIGKILL: OrphanedSegmentFilesTest.)
+void OrphanedFilesAreReclaimedOnlyWhenTheirOwnerIsGone(dp_engine* owner, const std::string& shm) {
+    const std::string dir = "/dev/shm";
+    const std::string live = shm + "-live", orphan = shm + "-orphan", plain = shm + "-plain",
+                      copy = shm + "-copy", link = shm + "-link";
+    auto name = [&](const std::string& path) { return path.substr(dir.size() + 1); };
+    auto exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
+    auto size = [](const std::string& path) {
+        struct stat st {};
+        return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
+    };
+    int64_t base = 0, bytes = -1;
+    CHECK_EQ(dp_segment_create(owner, "live", live.c_str(), 8192, DP_SEGMENT_STORE, &base, nullptr),
+             DP_OK);
+    CHECK_EQ(size(live), 8192);  // byte-exact: the lock lives in the sidecar
+    CHECK_EQ(exists(live + ".owner"), 1);
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(live).c_str(), &bytes, nullptr), DP_ERR_EXISTS);
+    CHECK_EQ(exists(live), 1);
+    CHECK_EQ(dp_segment_create(owner, "orphan", orphan.c_str(), 4096, DP_SEGMENT_RECEIVE, &base,
+                               nullptr),
+             DP_OK);
+    CHECK_EQ(size(orphan), 4096);
+    CHECK_EQ(dp_segment_destroy(owner, "orphan", 0, nullptr), DP_OK);  // lock gone, files stay
+    CHECK_EQ(exists(orphan), 1);
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(orphan).c_str(), &bytes, nullptr), DP_OK);
+    CHECK_EQ(exists(orphan), 0);
+    CHECK_EQ(exists(orphan + ".owner"), 0);
+    CHECK_EQ(bytes, 4096);
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(orphan).c_str(), &bytes, nullptr), DP_ERR_NOT_FOUND);
+
+    FILE* f = std::fopen(plain.c_str(), "w");  // a staging file, an older data plane's segment
+    std::fputs("not a segment file", f);
+    std::fclose(f);
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(plain).c_str(), &bytes, nullptr), DP_ERR_NOT_FOUND);
+    CHECK_EQ(exists(plain), 1);
+    // A copy of a live sidecar beside it names another inode (and is nobody's lock): the file
+    // stays, the copied sidecar goes.
+    std::string cp_owner = "cp " + live + ".owner " + plain + ".owner";
+    CHECK_EQ(std::system(cp_owner.c_str()), 0);
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(plain).c_str(), &bytes, nullptr), DP_ERR_NOT_FOUND);
+    CHECK_EQ(exists(plain), 1);
+    CHECK_EQ(exists(plain + ".owner"), 0);
+    std::string cp = "cp " + live + " " + copy;  // no sidecar of its own
+    CHECK_EQ(std::system(cp.c_str()), 0);
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(copy).c_str(), &bytes, nullptr), DP_ERR_NOT_FOUND);
+    CHECK_EQ(exists(copy), 1);
+    CHECK_EQ(
+        dp_segment_create(owner, "linked", orphan.c_str(), 4096, DP_SEGMENT_STORE, &base, nullptr),
+        DP_OK);
+    CHECK_EQ(dp_segment_destroy(owner, "linked", 0, nullptr), DP_OK);
+    CHECK_EQ(::symlink(orphan.c_str(), link.c_str()), 0);
+    std::string link_owner = link + ".owner";
+    std::string orphan_owner = orphan + ".owner";
+    CHECK_EQ(::symlink(orphan_owner.c_str(), link_owner.c_str()), 0);
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(link).c_str(), &bytes, nullptr), DP_ERR_NOT_FOUND);
+    CHECK_EQ(exists(orphan), 1);  // never through a link
+    CHECK_EQ(exists(orphan_owner), 1);
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), "../etc", &bytes, nullptr), DP_ERR_INVALID_ARGUMENT);
+
+    // An owner whose name was taken over never unlinks the new owner's files.
+    CHECK_EQ(dp_segment_create(owner, "taken", orphan.c_str(), 4096,
+                               DP_SEGMENT_STORE | DP_SEGMENT_REPLACE, &base, nullptr),
+             DP_OK);
+    dp_engine* successor = Create("node-a");
+    CHECK_EQ(dp_segment_create(successor, "taken", orphan.c_str(), 4096,
+                               DP_SEGMENT_STORE | DP_SEGMENT_REPLACE, &base, nullptr),
+             DP_OK);
+    CHECK_EQ(dp_segment_destroy(owner, "taken", 1, nullptr), DP_OK);
+    CHECK_EQ(exists(orphan), 1);
+    CHECK_EQ(exists(orphan_owner), 1);
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(orphan).c_str(), &bytes, nullptr), DP_ERR_EXISTS);
+    dp_engine_destroy(successor);  // exits without unlinking, like a killed owner
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(orphan).c_str(), &bytes, nullptr), DP_OK);
+    CHECK_EQ(exists(orphan), 0);
+    CHECK_EQ(exists(orphan_owner), 0);
+
+    CHECK_EQ(dp_segment_destroy(owner, "live", 1, nullptr), DP_OK);
+    CHECK_EQ(exists(live), 0);
+    CHECK_EQ(exists(live + ".owner"), 0);
+    for (const std::string& p : {plain, copy, link, link_owner}) ::unlink(p.c_str());
+}
+
 // Out of descriptors, the server cannot accept the connection waiting in its backlog: it backs
 // off instead of spinning on the readable listener, and serves again once descriptors are back.
 void FdExhaustionNeitherSpinsNorKills(dp_engine* owner, dp_engine* client, const std::string& shm,
@@ -560,6 +646,7 @@ int main() {
     StrangersAreRefused(a, b, shm, size);
     FdExhaustionNeitherSpinsNorKills(a, b, shm, size);
     HostsAndFiles(a, shm, size);
+    OrphanedFilesAreReclaimedOnlyWhenTheirOwnerIsGone(a, shm);
 
     ReceiveSegmentIsNeverAllocated(a, b, a2, shm);
     CarveKeepsPiecesAndFreesTheRest(a, b, shm);

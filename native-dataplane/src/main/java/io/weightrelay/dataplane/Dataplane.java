@@ -5,9 +5,11 @@ import io.weightrelay.dataplane.internal.HostIdentity;
 import io.weightrelay.dataplane.internal.Metadata;
 import io.weightrelay.dataplane.internal.SegmentDescriptor;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -35,7 +37,14 @@ import java.util.regex.Pattern;
  * metadata connection. {@link #close()} is idempotent. Thread safe: share one instance per process.
  */
 public final class Dataplane implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(Dataplane.class.getName());
     private static final Pattern SEGMENT_NAME = Pattern.compile("[A-Za-z0-9._-]{1,200}");
+
+    /** How the name of every segment file begins ({@link #shmFileName}). */
+    private static final String SHM_FILE_PREFIX = "wr-";
+
+    /** How the name of a segment file's sidecar ends: its ownership lock (dp.h). */
+    private static final String OWNER_FILE_SUFFIX = ".owner";
 
     private final DataplaneConfig config;
     private final EngineHandle handle;
@@ -76,6 +85,7 @@ public final class Dataplane implements AutoCloseable {
      * metadata store.
      */
     public static Dataplane open(DataplaneConfig config) {
+        reclaimOrphanedSegmentFiles(config.shmDir());
         String hostId =
                 config.hostId() != null ? config.hostId() : HostIdentity.derive(config.shmDir());
         EngineHandle handle = EngineHandle.create(config, hostId);
@@ -94,6 +104,71 @@ public final class Dataplane implements AutoCloseable {
             handle.close();
             throw e;
         }
+    }
+
+    /**
+     * Removes the segment files in {@code shmDir} whose owner process is gone, whatever key prefix
+     * or run made them, and logs each (path, bytes). A segment file's owner holds an exclusive
+     * {@code flock} on its sidecar {@code <segment file>.owner} while it lives, which the kernel
+     * releases however the process ends (SIGKILL, the OOM killer): so a file is removed only when
+     * its owner provably died, never one of a live process (of this host, another container or
+     * another network namespace sharing the directory). Files without a valid sidecar naming them
+     * (staging files, files of an older version, files some other program made, other users') are
+     * never touched; a segment file itself holds exactly the segment's bytes. {@link #open} calls
+     * it, so a service restarted after {@code kill -9} and the next lab on the host get the memory
+     * back; safe to call at any time from any process.
+     *
+     * @return what was removed, empty when nothing was orphaned
+     */
+    public static List<ReclaimedSegmentFile> reclaimOrphanedSegmentFiles(Path shmDir) {
+        DpNative.load();
+        List<Path> candidates;
+        try (var files = Files.list(shmDir)) {
+            candidates =
+                    files.map(f -> f.getFileName().toString())
+                            .filter(
+                                    n ->
+                                            n.startsWith(SHM_FILE_PREFIX)
+                                                    && n.endsWith(OWNER_FILE_SUFFIX))
+                            .map(
+                                    n ->
+                                            shmDir.resolve(
+                                                    n.substring(
+                                                            0,
+                                                            n.length()
+                                                                    - OWNER_FILE_SUFFIX.length())))
+                            .toList();
+        } catch (IOException | UncheckedIOException e) {
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "cannot list " + shmDir + " for orphaned segment files: " + e);
+            return List.of();
+        }
+        List<ReclaimedSegmentFile> reclaimed = new ArrayList<>();
+        for (Path file : candidates) {
+            long[] bytes = new long[1];
+            NativeStatus status =
+                    NativeStatus.of(
+                            st ->
+                                    DpNative.dp_shm_reclaim(
+                                            shmDir.toString(),
+                                            file.getFileName().toString(),
+                                            bytes,
+                                            st));
+            if (!status.failed()) {
+                reclaimed.add(new ReclaimedSegmentFile(file, bytes[0]));
+                LOG.log(
+                        System.Logger.Level.INFO,
+                        "reclaimed segment file "
+                                + file
+                                + " ("
+                                + bytes[0]
+                                + " bytes): its owner process is gone");
+            } else if (!status.is(DataplaneError.EXISTS) && !status.is(DataplaneError.NOT_FOUND)) {
+                LOG.log(System.Logger.Level.WARNING, status.message());
+            }
+        }
+        return List.copyOf(reclaimed);
     }
 
     private static java.time.Duration max(java.time.Duration a, java.time.Duration b) {
@@ -399,13 +474,13 @@ public final class Dataplane implements AutoCloseable {
         return shmFileName(config.keyPrefix(), name);
     }
 
-    /** The file name of segment {@code name} under key prefix {@code prefix}. */
     /**
      * The file name (inside the shm directory) of segment {@code name} under key prefix {@code
-     * prefix}. A killed owner leaves this file behind; whoever killed it may remove it.
+     * prefix}; its sidecar is this name and {@code .owner}. A killed owner leaves both behind until
+     * a data plane opens on the host ({@link #reclaimOrphanedSegmentFiles}).
      */
     public static String shmFileName(String prefix, String name) {
-        return "wr-" + prefix.replaceAll("[^A-Za-z0-9._-]", "_") + name;
+        return SHM_FILE_PREFIX + prefix.replaceAll("[^A-Za-z0-9._-]", "_") + name;
     }
 
     /** Runs a metadata call, turning Redis failures into {@link MetadataException}. */

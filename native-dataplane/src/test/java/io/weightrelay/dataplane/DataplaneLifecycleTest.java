@@ -7,6 +7,7 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -35,6 +36,8 @@ class DataplaneLifecycleTest {
                     .containsEntry("shm", seg.shmPath().toString())
                     .containsEntry("kind", "store");
             assertThat(Files.size(seg.shmPath())).isEqualTo(1 << 20);
+            Path owner = Path.of(seg.shmPath() + ".owner");
+            assertThat(owner).exists(); // its ownership lock lives beside it, not inside it
 
             ByteBuffer stale = seg.byteBuffer();
             stale.put(0, (byte) 42);
@@ -43,6 +46,7 @@ class DataplaneLifecycleTest {
 
             assertThat(RedisSupport.hash(scope.prefix() + "seg:pub")).isEmpty();
             assertThat(seg.shmPath()).doesNotExist();
+            assertThat(owner).doesNotExist();
             assertThat(stale.get(0)).isZero(); // detached: private zero pages, not a crash
             assertThatThrownBy(seg::byteBuffer).isInstanceOf(DataplaneClosedException.class);
             assertThatThrownBy(() -> dp.createSegment("bad name", 10))

@@ -14,6 +14,7 @@ import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.ReclaimedSegmentFile;
 import io.weightrelay.lab.cli.Progress;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
@@ -246,7 +247,6 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
     private int controlApis = 1;
     private final Map<String, ServiceProcess> publishers = new LinkedHashMap<>();
-    private final List<String> killedSegments = new ArrayList<>();
     private final Map<String, List<String>> publisherArgs = new LinkedHashMap<>();
     private TrainerSession trainer;
     private GenerationsApi operator;
@@ -324,6 +324,9 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
     private static LabCluster start(
             Spec spec, boolean checksums, int controlApis, boolean storageUnits) throws Exception {
+        // An earlier lab ended by SIGKILL or the OOM killer must not leave this one short of
+        // shared memory; every service's data plane would reclaim too, but later and unseen.
+        reclaimOrphanedSegmentFiles("left by killed processes");
         LabCluster lab = new LabCluster(spec);
         lab.checksums = checksums;
         lab.controlApis = controlApis;
@@ -703,6 +706,24 @@ public final class LabCluster implements StartedOrClosed.Lab {
         return publishers.get(Topology.trainerNodeName(index)).pid();
     }
 
+    /**
+     * Removes the segment files in {@code /dev/shm} whose owner process is gone (whichever run or
+     * lab made them; never a live process's) and says so on stderr, with {@code why}.
+     */
+    static void reclaimOrphanedSegmentFiles(String why) {
+        List<ReclaimedSegmentFile> reclaimed =
+                Dataplane.reclaimOrphanedSegmentFiles(Path.of("/dev/shm"));
+        if (!reclaimed.isEmpty()) {
+            long bytes = reclaimed.stream().mapToLong(ReclaimedSegmentFile::bytes).sum();
+            System.err.printf(
+                    Locale.ROOT,
+                    "lab: reclaimed %d segment file(s), %.1f MiB of /dev/shm, %s%n",
+                    reclaimed.size(),
+                    bytes / (double) (1 << 20),
+                    why);
+        }
+    }
+
     /** Every file in {@code /dev/shm} this lab's services made (their names hold the run id). */
     public List<Path> shmFiles() throws IOException {
         try (var files = Files.list(Path.of("/dev/shm"))) {
@@ -739,7 +760,6 @@ public final class LabCluster implements StartedOrClosed.Lab {
         for (Path f : shmFiles()) {
             Files.deleteIfExists(f);
         }
-        killedSegments.clear();
         whileDown.call();
         showingLogsOnFailure(this::startServices);
     }
@@ -758,14 +778,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
             c.close();
         }
         children.clear();
-        for (String segment : killedSegments) {
-            try {
-                Files.deleteIfExists(
-                        Path.of("/dev/shm", Dataplane.shmFileName(dataplanePrefix(), segment)));
-            } catch (IOException e) {
-                System.err.println("could not delete the file of segment " + segment + ": " + e);
-            }
-        }
+        reclaimOrphanedSegmentFiles("killed during the lab");
         deleteKeys(spec.redisUri(), "wr:lab:" + run + ":");
         secrets.close();
     }
@@ -920,8 +933,8 @@ public final class LabCluster implements StartedOrClosed.Lab {
         ServiceProcess old = publishers.remove(node);
         old.kill();
         children.remove(old);
-        // a killed owner leaves its segment's file: the lab removes what it made, at close
-        killedSegments.add(segmentName(node));
+        // a killed owner leaves its segment's file: reclaimed when the lab closes (or when the
+        // next data plane opens on this host)
         return segmentName(node);
     }
 

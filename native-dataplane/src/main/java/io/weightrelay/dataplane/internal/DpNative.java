@@ -147,6 +147,9 @@ public final class DpNative {
     public static native int dp_segment_destroy(
             dp_engine engine, String name, int unlinkFile, dp_status status);
 
+    public static native int dp_shm_reclaim(
+            String shmDir, String fileName, @Cast("int64_t*") long[] bytesOut, dp_status status);
+
     public static native int dp_memory_register(
             dp_engine engine,
             @Cast("int64_t") long addr,
