@@ -8,7 +8,6 @@ import io.weightrelay.dataplane.PeerGoneException;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.loader.registration.RegistrationKey;
 import io.weightrelay.loader.registration.RegistrationManager;
-import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.Worker;
@@ -21,7 +20,6 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -30,6 +28,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -88,15 +87,17 @@ public final class DataplaneUpdater {
      * validating again. Objects, fences and registrations are still checked.
      */
     public Prepared prepare(PrepareRequest r, SliceSchedule validated) {
-        return prepare(r, validated, false);
+        return prepare(r, validated, () -> false);
     }
 
     /**
-     * Like {@link #prepare(PrepareRequest, SliceSchedule)}; when {@code readsChecked}, {@link
-     * #checkReads} already passed for this request's model, generation and slice (beside the calls
-     * to control-api), and is not run again.
+     * Like {@link #prepare(PrepareRequest, SliceSchedule)}; when {@code readsChecked} answers true,
+     * {@link #checkReads} already passed for this request's model, generation and slice (beside the
+     * calls to control-api), and is not run again. It is asked after validation, which it may wait
+     * for, so the wait for checks still running shows in the laps as {@code reads-checked-ahead}.
      */
-    public Prepared prepare(PrepareRequest r, SliceSchedule validated, boolean readsChecked) {
+    public Prepared prepare(
+            PrepareRequest r, SliceSchedule validated, BooleanSupplier readsChecked) {
         Laps laps = new Laps();
         Slice plan = r.slice();
         if (!plan.sourceDigest().equals(r.manifest().digest())) {
@@ -164,12 +165,13 @@ public final class DataplaneUpdater {
                 }
             }
         }
-        if (readsChecked) {
+        if (readsChecked.getAsBoolean()) {
             laps.lap("reads-checked-ahead");
         } else {
+            laps.lap("reads-not-checked-ahead");
             revalidate();
             laps.lap("revalidate");
-            checkObjects(slice.objectKeys(r.model(), r.generation()));
+            checkObjects(SliceSchedule.objectKeys(plan, r.model(), r.generation()));
             laps.lap("check-objects");
         }
         Map<String, Segment> own = new LinkedHashMap<>();
@@ -227,12 +229,12 @@ public final class DataplaneUpdater {
      * @throws ApplyFailure naming the object or segment at fault
      */
     public void checkReads(String model, long generation, Slice slice) {
+        Laps laps = new Laps();
         revalidate();
-        Set<String> keys = new LinkedHashSet<>();
-        for (int i = 0; i < slice.readCount(); i++) {
-            keys.add(ObjectKeys.key(model, generation, slice.objectId(slice.readObject(i))));
-        }
-        checkObjects(keys);
+        laps.lap("revalidate");
+        checkObjects(SliceSchedule.objectKeys(slice, model, generation));
+        laps.lap("check-objects");
+        log.info("reads of {} checked for generation {}: {}", slice.instance(), generation, laps);
     }
 
     /**

@@ -235,12 +235,10 @@ public final class SliceSchedule {
     }
 
     /** Store keys this loader reads. */
-    public Set<String> objectKeys(String model, long generation) {
+    public static Set<String> objectKeys(Slice plan, String model, long generation) {
         Set<String> keys = new LinkedHashSet<>();
-        for (List<Integer> batch : readsByBatch) {
-            for (int i : batch) {
-                keys.add(ObjectKeys.key(model, generation, plan.objectId(plan.readObject(i))));
-            }
+        for (int i = 0; i < plan.readCount(); i++) {
+            keys.add(ObjectKeys.key(model, generation, plan.objectId(plan.readObject(i))));
         }
         return keys;
     }

@@ -107,10 +107,10 @@ class DataplaneUpdateSteps implements UpdateSteps {
                                 AHEAD));
     }
 
-    /** Whether the read checks started ahead for this request passed (waiting for them). */
-    private boolean readsCheckedAhead(PrepareRequest request) {
-        ReadsAhead a = ahead;
-        ahead = null;
+    /**
+     * Whether the read checks started ahead ({@code a}) passed for this request, waiting for them.
+     */
+    private static boolean readsCheckedAhead(ReadsAhead a, PrepareRequest request) {
         if (a == null) {
             return false;
         }
@@ -129,7 +129,11 @@ class DataplaneUpdateSteps implements UpdateSteps {
         DataplaneUpdater updater = updater(request.instance());
         SliceKey key = SliceKey.of(request);
         SliceSchedule reuse = validatedFor != null && validatedFor.matches(key) ? validated : null;
-        Prepared prepared = updater.prepare(request, reuse, readsCheckedAhead(request));
+        ReadsAhead checks = ahead;
+        ahead = null;
+        // Waited for inside the prepare, after its validation, so its laps show the wait.
+        Prepared prepared =
+                updater.prepare(request, reuse, () -> readsCheckedAhead(checks, request));
         validatedFor = key;
         validated = prepared.slice();
         return new PreparedUpdate() {
