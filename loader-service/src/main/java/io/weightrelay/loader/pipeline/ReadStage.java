@@ -83,7 +83,9 @@ final class ReadStage {
 
     private void readBatch(int batch) {
         List<Integer> reads = slice.reads(batch);
-        List<ObjectRead> objects = new ArrayList<>();
+        List<String> keys = new ArrayList<>();
+        List<String> objectIds = new ArrayList<>();
+        List<List<ReadRange>> rangesOf = new ArrayList<>();
         int i = 0;
         while (i < reads.size()) {
             int object = plan.readObject(reads.get(i));
@@ -102,14 +104,13 @@ final class ReadStage {
                 }
             }
             String objectId = plan.objectId(object);
-            objects.add(
-                    new ObjectRead(
-                            objectId, ObjectKeys.key(ctx.model, ctx.generation, objectId), ranges));
+            objectIds.add(objectId);
+            keys.add(ObjectKeys.key(ctx.model, ctx.generation, objectId));
+            rangesOf.add(ranges);
             i = j;
         }
         // The batch's objects are looked up in one metadata round trip, not one per object:
         // with one per object the lookups, not the bytes, were most of a small batch's read.
-        List<String> keys = objects.stream().map(ObjectRead::key).toList();
         List<StoreClient.Located> located;
         try {
             located = store.locate(keys);
@@ -125,10 +126,11 @@ final class ReadStage {
                     e);
         }
         List<java.util.concurrent.Future<?>> pending = new ArrayList<>();
-        for (int o = 0; o < objects.size(); o++) {
-            ObjectRead read = objects.get(o);
+        for (int o = 0; o < keys.size(); o++) {
+            String objectId = objectIds.get(o);
             StoreClient.Located object = located.get(o);
-            pending.add(readers.submit(() -> readObject(read.objectId(), object, read.ranges())));
+            List<ReadRange> ranges = rangesOf.get(o);
+            pending.add(readers.submit(() -> readObject(objectId, object, ranges)));
         }
         for (java.util.concurrent.Future<?> f : pending) {
             try {
@@ -205,9 +207,6 @@ final class ReadStage {
         bytesRead.addAndGet(bytes);
         ctx.progress.accept(bytes);
     }
-
-    /** One object's ranges of a batch, and its store key. */
-    private record ObjectRead(String objectId, String key, List<ReadRange> ranges) {}
 
     /** Stops the reads still in flight. */
     void close() {
