@@ -83,9 +83,7 @@ final class ReadStage {
 
     private void readBatch(int batch) {
         List<Integer> reads = slice.reads(batch);
-        List<String> keys = new ArrayList<>();
-        List<String> objectIds = new ArrayList<>();
-        List<List<ReadRange>> rangesOf = new ArrayList<>();
+        List<ObjectRead> objects = new ArrayList<>();
         int i = 0;
         while (i < reads.size()) {
             int object = plan.readObject(reads.get(i));
@@ -104,13 +102,14 @@ final class ReadStage {
                 }
             }
             String objectId = plan.objectId(object);
-            objectIds.add(objectId);
-            keys.add(ObjectKeys.key(ctx.model, ctx.generation, objectId));
-            rangesOf.add(ranges);
+            objects.add(
+                    new ObjectRead(
+                            objectId, ObjectKeys.key(ctx.model, ctx.generation, objectId), ranges));
             i = j;
         }
         // The batch's objects are looked up in one metadata round trip, not one per object:
         // with one per object the lookups, not the bytes, were most of a small batch's read.
+        List<String> keys = objects.stream().map(ObjectRead::key).toList();
         List<StoreClient.Located> located;
         try {
             located = store.locate(keys);
@@ -126,11 +125,10 @@ final class ReadStage {
                     e);
         }
         List<java.util.concurrent.Future<?>> pending = new ArrayList<>();
-        for (int o = 0; o < keys.size(); o++) {
-            String objectId = objectIds.get(o);
+        for (int o = 0; o < objects.size(); o++) {
+            ObjectRead read = objects.get(o);
             StoreClient.Located object = located.get(o);
-            List<ReadRange> ranges = rangesOf.get(o);
-            pending.add(readers.submit(() -> readObject(objectId, object, ranges)));
+            pending.add(readers.submit(() -> readObject(read.objectId(), object, read.ranges())));
         }
         for (java.util.concurrent.Future<?> f : pending) {
             try {
@@ -207,6 +205,9 @@ final class ReadStage {
         bytesRead.addAndGet(bytes);
         ctx.progress.accept(bytes);
     }
+
+    /** One object's ranges of a batch, and its store key. */
+    private record ObjectRead(String objectId, String key, List<ReadRange> ranges) {}
 
     /** Stops the reads still in flight. */
     void close() {
