@@ -211,7 +211,7 @@ public final class StoreClient {
      * @throws ObjectNotFoundException if no object is published under {@code key}
      */
     public long[] getIntoRanges(String key, List<ReadRange> ranges) {
-        return read(locate(key), ranges, null, null);
+        return read(locate(List.of(key)).get(0), ranges, null, null);
     }
 
     /**
@@ -249,11 +249,6 @@ public final class StoreClient {
         return out;
     }
 
-    private Located locate(String key) {
-        checkKey(key);
-        return new Located(key, Dataplane.metadata(() -> metadata.objectWithEpoch(key)));
-    }
-
     /** {@link #getIntoRanges(String, List)} of an object {@link #locate(List)} looked up. */
     public long[] getIntoRanges(Located object, List<ReadRange> ranges) {
         return read(object, ranges, null, null);
@@ -282,7 +277,7 @@ public final class StoreClient {
      * it read without a second pass over it.
      */
     public ChecksummedReads getIntoRangesChecksummed(String key, List<ReadRange> ranges) {
-        return getIntoRangesChecksummed(locate(key), ranges);
+        return getIntoRangesChecksummed(locate(List.of(key)).get(0), ranges);
     }
 
     private long[] read(Located located, List<ReadRange> ranges, int[] crcs, long[] crcNanos) {

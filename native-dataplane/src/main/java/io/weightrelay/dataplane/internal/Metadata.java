@@ -337,24 +337,24 @@ public final class Metadata implements AutoCloseable {
     }
 
     /**
-     * An object's entry and the segments epoch, read in one atomic step: every (re)registration of
-     * a segment descriptor bumps the epoch before its owner can allocate, so an entry that points
-     * into a new incarnation of a segment always comes with an epoch at least that new.
-     */
-    public Entry objectWithEpoch(String key) {
-        return objectsWithEpoch(List.of(key)).get(0);
-    }
-
-    /**
-     * The entries of {@code keys} and the segments epoch, read together in one round trip: a reader
-     * that catches up to that epoch before it reads sees every replica's current owner.
+     * The entries of {@code keys} and the segments epoch, read in one atomic step (one round trip):
+     * every (re)registration of a segment descriptor bumps the epoch before its owner can allocate,
+     * so an entry that points into a new incarnation of a segment always comes with an epoch at
+     * least that new, and a reader that catches up to it sees every replica's current owner.
      *
      * @return per key in order, its entry (empty where there is none), each with the same epoch
      */
     public List<Entry> objectsWithEpoch(List<String> keys) {
-        if (keys.isEmpty()) {
-            return List.of();
+        // A page of keys per script, so that no read holds Redis for long however many small
+        // objects a batch has (each page's entries carry the epoch read with them).
+        List<Entry> out = new ArrayList<>(keys.size());
+        for (int from = 0; from < keys.size(); from += PAGE) {
+            out.addAll(pageWithEpoch(keys.subList(from, Math.min(keys.size(), from + PAGE))));
         }
+        return out;
+    }
+
+    private List<Entry> pageWithEpoch(List<String> keys) {
         String[] redisKeys = new String[keys.size() + 1];
         for (int i = 0; i < keys.size(); i++) {
             redisKeys[i] = objectKey(keys.get(i));
