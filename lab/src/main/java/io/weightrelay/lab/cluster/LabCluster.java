@@ -10,6 +10,7 @@ import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.api.control.client.model.SegmentRole;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
@@ -844,7 +845,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
             for (ServiceProcess u : units.values()) {
                 u.awaitHealthy(HEALTHY);
             }
-            awaitStorageUnitsRegistered();
+            awaitSegmentsRegistered(SegmentRole.STORAGE_UNIT, units.size());
         }
         startPublishers(dpPrefix);
         for (LabCatalog.LoaderSlot slot : slots) {
@@ -852,6 +853,11 @@ public final class LabCluster implements StartedOrClosed.Lab {
         }
         for (ServiceProcess c : children) {
             c.awaitHealthy(HEALTHY);
+        }
+        if (!storageUnits) {
+            // A publisher registers its segment once it is ready, on its heartbeat's first beat:
+            // healthy is not yet registered, and a save or restore needs every owner registered.
+            awaitSegmentsRegistered(SegmentRole.TRAINER, publishers.size());
         }
 
         operator = new GenerationsApi(operatorClient(controlUrls()));
@@ -967,7 +973,9 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     /** Waits until control-api lists every storage unit alive. */
-    private void awaitStorageUnitsRegistered() throws InterruptedException {
+    /** Waits until {@code expected} segments of {@code role} are registered and alive. */
+    private void awaitSegmentsRegistered(SegmentRole role, int expected)
+            throws InterruptedException {
         ApiClient client = operatorClient(control.baseUrl());
         io.weightrelay.api.control.client.RegistryApi registry =
                 new io.weightrelay.api.control.client.RegistryApi(client);
@@ -975,25 +983,22 @@ public final class LabCluster implements StartedOrClosed.Lab {
         while (true) {
             long alive =
                     registry.listSegments().stream()
-                            .filter(
-                                    s ->
-                                            Boolean.TRUE.equals(s.getAlive())
-                                                    && s.getRole()
-                                                            == io.weightrelay.api.control.client
-                                                                    .model.SegmentRole.STORAGE_UNIT)
+                            .filter(s -> Boolean.TRUE.equals(s.getAlive()) && s.getRole() == role)
                             .count();
-            if (alive >= units.size()) {
+            if (alive >= expected) {
                 return;
             }
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException(
                         alive
                                 + " of "
-                                + units.size()
-                                + " storage units registered within "
+                                + expected
+                                + " "
+                                + role
+                                + " segments registered within "
                                 + HEALTHY);
             }
-            Thread.sleep(100);
+            Thread.sleep(50);
         }
     }
 
