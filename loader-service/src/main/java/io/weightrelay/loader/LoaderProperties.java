@@ -21,6 +21,9 @@ import org.springframework.validation.annotation.Validated;
  * @param barrierWait long-poll wait of one barrier request
  * @param leaseTtl lease a loader holds on the generation it loads and serves
  * @param heartbeat how often the loader renews its registry entry (well under control-api's TTL)
+ * @param mapNodeSegmentsEvery how often the loader looks for new segments of its node (one Redis
+ *     read unless one registered) and maps them ahead of the updates that write into them (zero:
+ *     never; the updates map them)
  * @param readThreads store reads of one batch in flight at once
  * @param failBeforeBatch lab only: fail the apply before pushing this batch (-1: never)
  * @param checksums take the CRC32C of every range read and report it with APPLIED, so control-api
@@ -37,6 +40,7 @@ public record LoaderProperties(
         @NotNull @DefaultValue("30s") Duration barrierWait,
         @NotNull @DefaultValue("1h") Duration leaseTtl,
         @NotNull @DefaultValue("5s") Duration heartbeat,
+        @NotNull @DefaultValue("500ms") Duration mapNodeSegmentsEvery,
         @Min(1) @DefaultValue("8") int readThreads,
         @DefaultValue("-1") int failBeforeBatch,
         @DefaultValue("true") boolean checksums) {}

@@ -280,6 +280,41 @@ class DataplaneLifecycleTest {
     }
 
     /**
+     * A loader maps its node's segments ahead of its first update: each segment of its node that it
+     * does not own, once; none of another node's; and it looks again only after the segments epoch
+     * moved. A transfer into a segment mapped ahead lands.
+     */
+    @Test
+    void mapNodeSegmentsMapsEachOtherSegmentOfTheNodeOnceAndLooksAgainOnlyAfterAnEpochMove() {
+        try (Dataplane loader = open("node-a");
+                Dataplane peer = open("node-a");
+                Dataplane elsewhere = open("node-b")) {
+            loader.createSegment("mine", 1 << 20);
+            peer.createSegment("peer-1", 1 << 20);
+            elsewhere.createSegment("far", 1 << 20);
+            assertThat(loader.engine().mapNodeSegments()).as("peer-1 only").isEqualTo(1);
+            assertThat(loader.engine().mapNodeSegments()).as("no epoch move").isZero();
+
+            Segment second = peer.createSegment("peer-2", 1 << 20);
+            assertThat(loader.engine().mapNodeSegments()).as("the new one only").isEqualTo(1);
+            assertThat(elsewhere.engine().mapNodeSegments())
+                    .as("node-b maps nothing of node-a")
+                    .isZero();
+
+            ByteBuffer threes = ByteBuffer.allocateDirect(4096);
+            while (threes.hasRemaining()) {
+                threes.put((byte) 0x33);
+            }
+            RegisteredBuffer src = loader.registerBuffer(threes);
+            TestEngines.transfer(loader, TransferRequest.write(src, 0, "peer-2", 512, 4096));
+            ByteBuffer landed = second.byteBuffer(512, 4096);
+            while (landed.hasRemaining()) {
+                assertThat(landed.get()).isEqualTo((byte) 0x33);
+            }
+        }
+    }
+
+    /**
      * A loader revalidates every segment it resolved at each prepare, all descriptors in one read:
      * exactly those whose owner made them anew or left are forgotten.
      */

@@ -100,6 +100,7 @@ class UpdateCoordinatorTest {
                         Duration.ofSeconds(1),
                         Duration.ofMinutes(5),
                         Duration.ofSeconds(5),
+                        Duration.ZERO,
                         4,
                         -1,
                         true);
