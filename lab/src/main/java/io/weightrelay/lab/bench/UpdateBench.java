@@ -35,12 +35,13 @@ import java.util.function.Function;
  * {@code ./relay bench update --model qwen2.5-0.5b --instances 4 --tp 2 --mode compat|direct}:
  * control-api, one publisher-service per trainer node (two node labels) and one loader-service per
  * engine instance (two rollout node labels, instances packed in order) as child JVMs, with their
- * images' JVM flags (C1 only; docs/deploy.md, "JVM flags"); the simulated trainer publishes, the
- * simulated engines register (each loader creates and pre-faults its workers' receive segments and
- * its read staging before it answers: {@code buffer_setup_s}) and update once cold (JIT-cold
- * services, the plan computed, first connections: {@code cold_update_s}), then {@code --warmup} (2)
- * more publish-and-update rounds let the JIT settle, and the last round is measured. Every byte of
- * the measured generation is then checked ({@code --no-verify} skips that). One JSON line:
+ * images' JVM flags (publishers and loaders C1 only; docs/deploy.md, "JVM flags"); the simulated
+ * trainer publishes, the simulated engines register (each loader creates and pre-faults its
+ * workers' receive segments and its read staging before it answers: {@code buffer_setup_s}) and
+ * update once cold (JIT-cold services, the plan computed, first connections: {@code
+ * cold_update_s}), then {@code --warmup} (2) more publish-and-update rounds let the JIT settle, and
+ * the last round is measured. Every byte of the measured generation is then checked ({@code
+ * --no-verify} skips that). One JSON line:
  *
  * <ul>
  *   <li>{@code bytes_delivered}: bytes landing in worker buffers (pushes and fan-outs)

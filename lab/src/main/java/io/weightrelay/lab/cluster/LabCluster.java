@@ -68,12 +68,11 @@ public final class LabCluster implements StartedOrClosed.Lab {
             Duration.ofSeconds(Long.getLong("relay.lab.healthy-seconds", 180));
 
     /**
-     * What every service runs with here, as in its image: C1 only. The data-plane services' hot
-     * paths are native, and C2 recompiling the services' Java for dozens of updates took a quarter
-     * of the two cores during a measured update; control-api's planner met #12's Kimi-K2 floors at
-     * C1 as well (plan_cold 3.9 s against 3.6 s at C2).
+     * What publisher-service and loader-service run with here, as in their images: C1 only. Their
+     * hot paths are native; C2 recompiling their Java control flow for dozens of updates took a
+     * quarter of the two cores during a measured update and starved the copies beside it.
      */
-    static final List<String> SERVICE_JVM_OPTIONS = List.of("-XX:TieredStopAtLevel=1");
+    static final List<String> DATA_PLANE_JVM_OPTIONS = List.of("-XX:TieredStopAtLevel=1");
 
     /**
      * What to run. Two trainer and two rollout node labels unless said otherwise.
@@ -1116,7 +1115,8 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
     /**
      * Starts {@code module}'s service from the checkout's jar with the JVM options its image runs
-     * with ({@link #SERVICE_JVM_OPTIONS}); {@link #close()} stops it.
+     * with ({@link #DATA_PLANE_JVM_OPTIONS} for the data-plane services); {@link #close()} stops
+     * it.
      */
     private ServiceProcess startService(
             String name, String module, String heap, List<String> args) {
@@ -1125,7 +1125,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
                         name,
                         ServiceProcess.findJar(spec.site().root(), module),
                         heap,
-                        SERVICE_JVM_OPTIONS,
+                        module.equals("control-api") ? List.of() : DATA_PLANE_JVM_OPTIONS,
                         args,
                         logs);
         children.add(process);
