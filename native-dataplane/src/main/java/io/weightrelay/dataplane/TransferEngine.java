@@ -380,10 +380,15 @@ public final class TransferEngine {
             return cached;
         }
         Optional<SegmentDescriptor> d = Dataplane.metadata(() -> metadata.segment(segment));
-        if (d.isEmpty()) {
-            return null;
-        }
-        SegmentDescriptor desc = d.get();
+        return d.isEmpty() ? null : open(d.get());
+    }
+
+    /**
+     * Opens the segment {@code desc} describes (maps its file when it is on this node, else makes
+     * its peer known) and caches it; null when it is on this node but its file is gone.
+     */
+    private Resolved open(SegmentDescriptor desc) {
+        String segment = desc.name();
         if (!desc.current()) {
             throw new MetadataException(
                     "descriptor of segment '"
@@ -455,7 +460,6 @@ public final class TransferEngine {
         List<Optional<SegmentDescriptor>> descriptors =
                 Dataplane.metadata(() -> metadata.segments(names));
         int mapped = 0;
-        boolean skipped = false;
         for (Optional<SegmentDescriptor> d : descriptors) {
             if (d.isEmpty() || !d.get().current()) {
                 continue;
@@ -468,19 +472,16 @@ public final class TransferEngine {
                 continue;
             }
             try {
-                if (resolve(desc.name()) != null) {
+                if (open(desc) != null) {
                     mapped++;
                 }
             } catch (DataplaneException e) {
-                skipped = true;
                 LOG.log(
                         System.Logger.Level.DEBUG,
                         "segment '" + desc.name() + "' of this node not mapped ahead: " + e);
             }
         }
-        if (!skipped) {
-            mappedEpoch = epoch;
-        }
+        mappedEpoch = epoch;
         return mapped;
     }
 

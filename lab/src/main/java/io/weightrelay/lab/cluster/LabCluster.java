@@ -971,7 +971,6 @@ public final class LabCluster implements StartedOrClosed.Lab {
         }
     }
 
-    /** Waits until control-api lists every storage unit alive. */
     /** Waits until {@code expected} segments of {@code role} are registered and alive. */
     private void awaitSegmentsRegistered(SegmentRole role, int expected)
             throws InterruptedException {
