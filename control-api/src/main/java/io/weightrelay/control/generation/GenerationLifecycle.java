@@ -134,6 +134,9 @@ public class GenerationLifecycle {
         Generation generation = generations.get(model, id);
         OpenedGeneration body =
                 new OpenedGeneration(generation, assignments.assignment(source, digest, trainers));
+        if (result.is("created")) {
+            events.publishEvent(new GenerationOpened(model, id));
+        }
         return new Opened(body, result.is("created"));
     }
 

@@ -2,6 +2,7 @@ package io.weightrelay.control.plan;
 
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.control.generation.GenerationCommitted;
+import io.weightrelay.control.generation.GenerationOpened;
 import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.generation.StoredGeneration;
 import io.weightrelay.control.registry.Registry;
@@ -15,13 +16,14 @@ import org.springframework.context.event.EventListener;
 import org.springframework.stereotype.Component;
 
 /**
- * Resolves the plans a committed generation will be asked for before anyone asks: every rollout
- * group of the model with live loaders gets its plan resolved (computed, unless cached) as soon as
- * the generation is committed, so the group's first prepare finds it instead of computing it while
- * every loader of the group waits. The same resolution a prepare makes, with the same single
- * flight: a prepare that arrives while it runs joins it. Best effort: a refusal (a placement the
- * manifest refuses, no plan for a group that is being rebuilt) is logged here and answered to the
- * loaders by their own prepare, as before.
+ * Resolves the plans a generation will be asked for before anyone asks: every rollout group of the
+ * model with live loaders gets its plan resolved (computed, unless cached) as soon as the
+ * generation is opened, while the trainers store its bytes, and again when it is committed (a cache
+ * hit, unless the group's registrations changed during the publish). The group's first prepare so
+ * finds its plan instead of computing it while every loader of the group waits. The same resolution
+ * a prepare makes, with the same single flight: a prepare that arrives while it runs joins it. Best
+ * effort: a refusal (a placement the manifest refuses, no plan for a group that is being rebuilt)
+ * is logged here and answered to the loaders by their own prepare, as before.
  */
 @Component
 class EagerPlans implements DisposableBean {
@@ -51,13 +53,20 @@ class EagerPlans implements DisposableBean {
     }
 
     @EventListener
-    void committed(GenerationCommitted event) {
+    void opened(GenerationOpened event) {
         if (properties.eager()) {
-            worker.execute(() -> resolveGroups(event.model(), event.generation()));
+            worker.execute(() -> resolveGroups(event.model(), event.generation(), "open"));
         }
     }
 
-    private void resolveGroups(String model, long generation) {
+    @EventListener
+    void committed(GenerationCommitted event) {
+        if (properties.eager()) {
+            worker.execute(() -> resolveGroups(event.model(), event.generation(), "commit"));
+        }
+    }
+
+    private void resolveGroups(String model, long generation, String at) {
         try {
             StoredGeneration g = generations.load(model, generation).requireNotLost();
             TreeSet<String> groups = new TreeSet<>();
@@ -69,18 +78,20 @@ class EagerPlans implements DisposableBean {
                 try {
                     var plan = plans.resolve(model, g, group).summary();
                     log.info(
-                            "plan {} of group {} resolved at the commit of {}/{} in {} ms ({})",
+                            "plan {} of group {} resolved at the {} of {}/{} in {} ms ({})",
                             plan.getPlanId(),
                             group,
+                            at,
                             model,
                             generation,
                             (System.nanoTime() - started) / 1_000_000,
                             Boolean.TRUE.equals(plan.getCached()) ? "cached" : "computed");
                 } catch (RuntimeException e) {
                     log.info(
-                            "plan of group {} not resolved at the commit of {}/{} (its loaders'"
+                            "plan of group {} not resolved at the {} of {}/{} (its loaders'"
                                     + " prepare will say why): {}",
                             group,
+                            at,
                             model,
                             generation,
                             e.getMessage());
@@ -88,7 +99,8 @@ class EagerPlans implements DisposableBean {
             }
         } catch (RuntimeException e) {
             log.info(
-                    "plans not resolved at the commit of {}/{}: {}",
+                    "plans not resolved at the {} of {}/{}: {}",
+                    at,
                     model,
                     generation,
                     e.toString());

@@ -19,8 +19,9 @@ import org.springframework.validation.annotation.Validated;
  *     batches shorten its fill and drain (one batch's read before the first push, one batch's push
  *     after the last read), larger ones cost fewer submissions; a loader's read staging holds a few
  *     of them per reader
- * @param eager whether the plans of a committed generation's rollout groups are resolved when it is
- *     committed (in the background), rather than by the first prepare that needs one
+ * @param eager whether the plans of a generation's rollout groups are resolved when it is opened
+ *     and again when it is committed (in the background), rather than by the first prepare that
+ *     needs one
  */
 @Validated
 @ConfigurationProperties("relay.plans")

@@ -3,6 +3,7 @@ package io.weightrelay.control.update;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.ParticipantState;
@@ -102,6 +103,41 @@ class UpdatePreparationTest extends ControlApiTestSupport {
         UpdatePreparation prepared = ok(prepare(g, "a", null), UpdatePreparation.class);
         assertThat(prepared.getPlan().getPlanId()).isEqualTo(plan.getPlanId());
         assertThat(prepared.getPlan().getCached()).isTrue();
+    }
+
+    @Test
+    void anOpenResolvesThePlanWhileTheTrainersStoreTheBytes() throws Exception {
+        registerInGroup("a", 1L << 20);
+        registerInGroup("b", 1L << 20);
+        double computed = meters.counter("relay.plans.cache", "result", "miss").count();
+
+        long g = open(model, 1).getGeneration().getGeneration();
+
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (meters.counter("relay.plans.cache", "result", "miss").count() == computed
+                && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(meters.counter("relay.plans.cache", "result", "miss").count())
+                .isEqualTo(computed + 1);
+        // Computed before a single object was registered: the plan needs the manifest only.
+        assertThat(generationState(g)).isEqualTo(GenerationState.OPEN);
+        PlanSummary plan = resolvePlan(model, g, GROUP);
+        assertThat(plan.getCached()).isTrue();
+        assertThat(plan.getInstances()).containsExactly("a", "b");
+
+        registerAll(model, g);
+        assertThat(commit(model, g).statusCode()).isEqualTo(200);
+        UpdatePreparation prepared = ok(prepare(g, "a", null), UpdatePreparation.class);
+        assertThat(prepared.getPlan().getPlanId()).isEqualTo(plan.getPlanId());
+        assertThat(prepared.getPlan().getCached()).isTrue();
+        // The commit's own eager resolve found it cached: still the one computation.
+        assertThat(meters.counter("relay.plans.cache", "result", "miss").count())
+                .isEqualTo(computed + 1);
+    }
+
+    private GenerationState generationState(long generation) {
+        return read(generationPath(model, generation), Generation.class).getState();
     }
 
     @Test
