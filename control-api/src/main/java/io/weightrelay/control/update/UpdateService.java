@@ -26,7 +26,6 @@ import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
-import io.weightrelay.control.redis.RedisHashes;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
@@ -252,9 +251,6 @@ public class UpdateService {
         if ("incomplete".equals(code)) {
             throw incomplete(group, result);
         }
-        if (!"conflict".equals(code)) {
-            index(model, generation, group);
-        }
         if (("created".equals(code) || "restarted".equals(code)) && properties.verifyChecksums()) {
             verifier.preload(model, generation, group, planId);
         }
@@ -274,7 +270,7 @@ public class UpdateService {
                                     + result.items(1))
                     .with("participants", result.items(1));
         }
-        return get(model, generation, group, touch);
+        return get(model, generation, group, touch, true);
     }
 
     /** The refusal of a session holding part of a rollout instance, from the start script. */
@@ -309,32 +305,18 @@ public class UpdateService {
     }
 
     /**
-     * Lists the session in the model's index for operators. Not part of the start script (whose
-     * keys are laid out by participant): a start that died between the two is only missing from the
-     * console until the session is touched by its next start.
+     * Queues the listing of the session in the model's index for operators, in the pipeline that
+     * reads the session after a start. Not part of the start script (whose keys are laid out by
+     * participant): a start that died between the two is only missing from the console until the
+     * session is touched by its next start.
      */
-    private void index(String model, long generation, String group) {
-        String index = keys.sessions(model);
-        String member = generation + ":" + group;
-        long now = clock.millis();
-        long ttl = properties.sessionTtl().toSeconds();
-        // One round trip: every loader of the group runs this at its prepare.
-        guard.run(
-                () ->
-                        redis.executePipelined(
-                                new SessionCallback<Object>() {
-                                    @Override
-                                    @SuppressWarnings("unchecked")
-                                    public <K, V> Object execute(RedisOperations<K, V> operations) {
-                                        K key = (K) index;
-                                        operations.opsForZSet().add(key, (V) member, now);
-                                        operations
-                                                .opsForZSet()
-                                                .removeRange(key, 0, -(INDEXED_SESSIONS + 1));
-                                        operations.expire(key, ttl, TimeUnit.SECONDS);
-                                        return null;
-                                    }
-                                }));
+    @SuppressWarnings("unchecked")
+    private <K, V> void index(
+            RedisOperations<K, V> operations, String model, long generation, String group) {
+        K key = (K) keys.sessions(model);
+        operations.opsForZSet().add(key, (V) (generation + ":" + group), clock.millis());
+        operations.opsForZSet().removeRange(key, 0, -(INDEXED_SESSIONS + 1));
+        operations.expire(key, properties.sessionTtl().toSeconds(), TimeUnit.SECONDS);
     }
 
     /**
@@ -542,8 +524,13 @@ public class UpdateService {
             RedisEvents.Waiter waiter,
             UpdateSession first) {
         UpdateSession known = first;
+        // A wake by an event reads the session as the report that published it left it; a wake by
+        // the clock touches it first, so a phase timeout that passed (or a verifier that died) is
+        // applied. Every participant waits at each barrier: the untouched read saves a script run
+        // per waiter when the barrier opens.
+        boolean touch = true;
         while (true) {
-            UpdateSession session = known != null ? known : get(model, generation, group, true);
+            UpdateSession session = known != null ? known : get(model, generation, group, touch);
             known = null;
             BarrierStatus status = status(session, barrier);
             Instant now = clock.instant();
@@ -557,7 +544,7 @@ public class UpdateService {
                     wake = phaseEnd;
                 }
             }
-            waiter.await(Duration.between(now, wake));
+            touch = !waiter.await(Duration.between(now, wake));
         }
     }
 
@@ -607,6 +594,16 @@ public class UpdateService {
     }
 
     private UpdateSession get(String model, long generation, String group, boolean touch) {
+        return get(model, generation, group, touch, false);
+    }
+
+    /**
+     * The session, after a touch when {@code touch}; listed in the model's index first, in the same
+     * round trip as the read, when {@code index} (every loader of the group starts or joins the
+     * session at its prepare).
+     */
+    private UpdateSession get(
+            String model, long generation, String group, boolean touch, boolean index) {
         if (touch) {
             Reply result = step(model, generation, group, "", "", "", "", "", "", "", "", "");
             if (result.is("not-found")) {
@@ -620,11 +617,28 @@ public class UpdateService {
         }
         String sessionKey = keys.session(model, generation, group);
         String participantsKey = keys.participants(model, generation, group);
-        // Both hashes in one round trip.
-        List<Map<Object, Object>> hashes =
-                guard.call(() -> RedisHashes.entries(redis, List.of(sessionKey, participantsKey)));
-        Map<Object, Object> h = hashes.get(0);
-        Map<Object, Object> participants = hashes.get(1);
+        // Both hashes in one round trip, with the index's update when asked.
+        List<Object> replies =
+                guard.call(
+                        () ->
+                                redis.executePipelined(
+                                        new SessionCallback<Object>() {
+                                            @Override
+                                            @SuppressWarnings("unchecked")
+                                            public <K, V> Object execute(
+                                                    RedisOperations<K, V> operations) {
+                                                if (index) {
+                                                    index(operations, model, generation, group);
+                                                }
+                                                operations.opsForHash().entries((K) sessionKey);
+                                                operations
+                                                        .opsForHash()
+                                                        .entries((K) participantsKey);
+                                                return null;
+                                            }
+                                        }));
+        Map<Object, Object> h = hash(replies.get(replies.size() - 2));
+        Map<Object, Object> participants = hash(replies.get(replies.size() - 1));
         if (h.isEmpty()) {
             throw notFound(model, generation, group);
         }
@@ -685,6 +699,11 @@ public class UpdateService {
         session.setVerifiedObjects(longOrNull(h.get("verifiedObjects")));
         session.setPartialObjects(longOrNull(h.get("partialObjects")));
         return session;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<Object, Object> hash(Object reply) {
+        return reply == null ? Map.of() : (Map<Object, Object>) reply;
     }
 
     private Reply step(String model, long generation, String group, String... args) {
