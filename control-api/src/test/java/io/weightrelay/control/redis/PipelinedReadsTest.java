@@ -7,6 +7,7 @@ import io.weightrelay.control.ControlApiTestSupport;
 import java.util.Properties;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
 
@@ -20,6 +21,12 @@ class PipelinedReadsTest extends ControlApiTestSupport {
     private static final int READS = 40;
 
     @Autowired StringRedisTemplate redis;
+
+    @Value("${spring.data.redis.lettuce.pool.max-active}")
+    int poolMaxActive;
+
+    @Value("${server.tomcat.threads.max}")
+    int requestThreads;
 
     private long connectionsReceived() {
         Properties stats =
@@ -46,5 +53,13 @@ class PipelinedReadsTest extends ControlApiTestSupport {
         // Without the pool every read opened one: READS at least. Other clients of this Redis
         // (the test's own, a probe's reconnect) may open a few meanwhile.
         assertThat(opened).isLessThan(READS / 4);
+    }
+
+    @Test
+    void requestsAloneCannotExhaustThePool() {
+        // A request holds at most one pooled connection, beside the shared one, the subscription
+        // and background work; an exhausted pool would fail like an unreachable Redis, retried and
+        // counted by the circuit breaker.
+        assertThat(poolMaxActive).isGreaterThan(requestThreads + 4);
     }
 }
