@@ -30,7 +30,10 @@ class EagerPlans implements DisposableBean {
 
     private static final Logger log = LoggerFactory.getLogger(EagerPlans.class);
 
-    /** Commits waiting behind the one being resolved; older ones are of no use once newer came. */
+    /**
+     * Opens and commits waiting behind the one being resolved; the oldest is dropped when a newer
+     * one comes (a dropped open's groups are resolved again at its commit).
+     */
     private static final int QUEUED = 2;
 
     private final PlanService plans;
