@@ -5,6 +5,7 @@ import io.weightrelay.api.control.model.InstanceSpan;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderHeartbeat;
 import io.weightrelay.api.control.model.LoaderRegistration;
+import io.weightrelay.api.control.model.Nic;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
@@ -24,6 +25,7 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -31,6 +33,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiFunction;
 import java.util.function.Function;
 import org.springframework.data.redis.core.StringRedisTemplate;
@@ -374,7 +377,9 @@ public class Registry {
         List<String> instances = new ArrayList<>(expiries.keySet());
         List<Loader> out = new ArrayList<>();
         // One pipelined round trip per page of registrations, not one per loader: every loader
-        // of a group lists the group at prepare, so per-loader trips grew with its square.
+        // of a group lists the group at prepare, so per-loader trips grew with its square. The
+        // page reads each registration's small fields only; its workers and NICs (tens of
+        // kilobytes of JSON per loader) are read and parsed once per registration, then kept.
         for (int from = 0; from < instances.size() && out.size() < limit; from += LIST_PAGE) {
             List<String> page =
                     instances.subList(from, Math.min(instances.size(), from + LIST_PAGE));
@@ -382,16 +387,50 @@ public class Registry {
             for (String instance : page) {
                 loaderKeys.add(keys.loader(instance));
             }
-            List<Map<Object, Object>> hashes =
-                    guard.call(() -> RedisHashes.entries(redis, loaderKeys));
-            for (int k = 0; k < page.size() && out.size() < limit; k++) {
-                Map<Object, Object> h = hashes.get(k);
-                if (h.isEmpty()) {
-                    continue;
+            List<List<Object>> heads =
+                    guard.call(() -> RedisHashes.fields(redis, loaderKeys, HEAD_FIELDS));
+            Loader[] found = new Loader[page.size()];
+            List<Integer> unparsed = new ArrayList<>();
+            for (int k = 0; k < page.size(); k++) {
+                List<Object> head = heads.get(k);
+                Map<Object, Object> h = new HashMap<>();
+                for (int f = 0; f < HEAD_FIELDS.size(); f++) {
+                    if (head != null && head.get(f) != null) {
+                        h.put(HEAD_FIELDS.get(f), head.get(f));
+                    }
                 }
-                Loader loader = toLoader(h, expiries.get(page.get(k)));
-                if ((model == null || model.equals(loader.getModel()))
-                        && (group == null || group.equals(loader.getGroup()))) {
+                if (str(h, "epoch") == null
+                        || (model != null && !model.equals(str(h, "model")))
+                        || (group != null && !group.equals(str(h, "group")))) {
+                    continue; // gone since the zset was read, or another model's or group's
+                }
+                Parsed p = parsed.get(page.get(k));
+                if (p != null && p.registration().equals(Registration.of(h))) {
+                    found[k] = toLoader(h, expiries.get(page.get(k)), p);
+                } else {
+                    unparsed.add(k);
+                }
+            }
+            if (!unparsed.isEmpty()) {
+                List<String> missed = new ArrayList<>(unparsed.size());
+                for (int k : unparsed) {
+                    missed.add(loaderKeys.get(k));
+                }
+                List<Map<Object, Object>> hashes =
+                        guard.call(() -> RedisHashes.entries(redis, missed));
+                for (int m = 0; m < unparsed.size(); m++) {
+                    Map<Object, Object> h = hashes.get(m);
+                    int k = unparsed.get(m);
+                    // Re-registered in between: the whole hash is one registration, so take it.
+                    if (!h.isEmpty()
+                            && (model == null || model.equals(str(h, "model")))
+                            && (group == null || group.equals(str(h, "group")))) {
+                        found[k] = toLoader(h, expiries.get(page.get(k)));
+                    }
+                }
+            }
+            for (Loader loader : found) {
+                if (loader != null && out.size() < limit) {
                     out.add(loader);
                 }
             }
@@ -580,9 +619,59 @@ public class Registry {
         return s;
     }
 
+    /** The fields of a loader's registration read on every listing: all but workers and NICs. */
+    private static final List<String> HEAD_FIELDS =
+            List.of(
+                    "instance",
+                    "model",
+                    "group",
+                    "node",
+                    "epoch",
+                    "registeredAt",
+                    "endpoint",
+                    "lastHeartbeat",
+                    "generation",
+                    "spanInstance",
+                    "spanNodes");
+
+    /** Parsed registrations kept at most: far above any deployment's live loaders. */
+    private static final int PARSED_MAX = 16_384;
+
+    /**
+     * One registration of one loader. Workers and NICs are written only by a registration, which
+     * always moves the epoch; the registration time tells apart two registrations that got the same
+     * epoch from a counter that started again (Redis restarted empty).
+     */
+    private record Registration(String epoch, String registeredAt) {
+        static Registration of(Map<Object, Object> h) {
+            return new Registration(str(h, "epoch"), Objects.toString(str(h, "registeredAt"), ""));
+        }
+    }
+
+    /** A registration's workers and NICs as parsed once; never modified after. */
+    private record Parsed(
+            Registration registration, List<WorkerPlacement> workers, List<Nic> nics) {}
+
+    /** The parsed workers and NICs of each loader's newest registration seen, by instance. */
+    private final Map<String, Parsed> parsed = new ConcurrentHashMap<>();
+
     private Loader toLoader(Map<Object, Object> h, Double expiry) {
-        List<WorkerPlacement> workers =
-                List.of(json.readValue(str(h, "workers"), WorkerPlacement[].class));
+        String nics = str(h, "nics");
+        Parsed p =
+                new Parsed(
+                        Registration.of(h),
+                        List.of(json.readValue(str(h, "workers"), WorkerPlacement[].class)),
+                        nics == null || nics.isEmpty()
+                                ? null
+                                : List.of(json.readValue(nics, Nic[].class)));
+        if (parsed.size() >= PARSED_MAX) {
+            parsed.clear();
+        }
+        parsed.put(str(h, "instance"), p);
+        return toLoader(h, expiry, p);
+    }
+
+    private Loader toLoader(Map<Object, Object> h, Double expiry, Parsed p) {
         Loader l =
                 new Loader(
                         str(h, "instance"),
@@ -591,7 +680,7 @@ public class Registry {
                         str(h, "node"),
                         Long.parseLong(str(h, "epoch")),
                         alive(expiry),
-                        workers);
+                        p.workers());
         String endpoint = str(h, "endpoint");
         l.setEndpoint(endpoint == null || endpoint.isEmpty() ? null : endpoint);
         l.setLastHeartbeat(time(str(h, "lastHeartbeat")));
@@ -603,9 +692,8 @@ public class Registry {
         if (spanInstance != null && !spanInstance.isEmpty()) {
             l.setSpan(new InstanceSpan(spanInstance, Integer.parseInt(str(h, "spanNodes"))));
         }
-        String nics = str(h, "nics");
-        if (nics != null && !nics.isEmpty()) {
-            l.setNics(List.of(json.readValue(nics, io.weightrelay.api.control.model.Nic[].class)));
+        if (p.nics() != null) {
+            l.setNics(p.nics());
         }
         return l;
     }
