@@ -31,16 +31,18 @@ import tools.jackson.databind.JsonNode;
 
 /**
  * {@code ./relay bench update --hosts [--link-gbps G] --model M --instances I --tp P --mode
- * compat|direct [--warmup N]}: the update on the multi-host lab ({@link MultiHostCluster}: Redis,
- * control-api, two trainer hosts and two rollout hosts, each its own network namespace) with every
- * host's data-plane link limited to {@code G} Gbit/s in both directions ({@link
- * HostLab#shapeDataLinkBothWays}), so that the links, not this machine's CPU, are the bottleneck,
- * as on a cluster. The control network (REST, Redis: kilobytes per update) is left unshaped.
+ * compat|direct [--warmup N] [--repeat N]}: the update on the multi-host lab ({@link
+ * MultiHostCluster}: Redis, control-api, two trainer hosts and two rollout hosts, each its own
+ * network namespace) with every host's data-plane link limited to {@code G} Gbit/s in both
+ * directions ({@link HostLab#shapeDataLinkBothWays}), so that the links, not this machine's CPU,
+ * are the bottleneck, as on a cluster. The control network (REST, Redis: kilobytes per update) is
+ * left unshaped.
  *
  * <p>As {@link UpdateBench}: a cold update, {@code --warmup} (2) more publish-and-update rounds,
- * the last one measured; every engine's bytes are checked against the trainer's generator. Then, on
- * the same shaped links, the naive update of the same generation ({@link NaiveReader}: every worker
- * reads everything it needs from the store itself). One JSON line:
+ * then {@code --repeat} (3) measured ones whose median is reported; every engine's bytes are
+ * checked against the trainer's generator. Then, on the same shaped links, the naive update of the
+ * last generation ({@link NaiveReader}: every worker reads everything it needs from the store
+ * itself). One JSON line:
  *
  * <ul>
  *   <li>{@code update_s}: from the update request to the last engine seeing {@code UPDATED}, as
@@ -120,11 +122,14 @@ public final class HostsUpdateBench {
                             step -> lab.publish(step).generation(),
                             () -> lab.updateAll().requireVerified(),
                             lab::collectGarbage);
-            long generation = rounds.generation();
-            MultiHostCluster.Update warm = rounds.measured();
+            UpdateBench.Measured<MultiHostCluster.Update> median =
+                    rounds.median(u -> slowest(u.engines()));
+            long generation = median.generation();
+            MultiHostCluster.Update warm = median.update();
             double updateSeconds = slowest(warm.engines());
 
-            Naive naive = naive(lab, spec, generation);
+            // The last generation: the median round's may be collected already.
+            Naive naive = naive(lab, spec, rounds.lastGeneration());
 
             long storeRead = warm.storeBytesRead();
             double storeReadRatio = (double) storeRead / needed;

@@ -21,6 +21,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -30,6 +31,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.function.Function;
+import java.util.function.ToDoubleFunction;
 
 /**
  * {@code ./relay bench update --model qwen2.5-0.5b --instances 4 --tp 2 --mode compat|direct}:
@@ -40,8 +42,9 @@ import java.util.function.Function;
  * workers' receive segments and its read staging before it answers: {@code buffer_setup_s}) and
  * update once cold (JIT-cold services, the plan computed, first connections: {@code
  * cold_update_s}), then {@code --warmup} (2) more publish-and-update rounds let the JIT settle, and
- * the last round is measured. Every byte of the measured generation is then checked ({@code
- * --no-verify} skips that). One JSON line:
+ * {@code --repeat} (3) more are measured; the figures are those of the median round ({@code
+ * rounds_update_s} lists every measured round's {@code update_s}). Every byte of the last
+ * generation is then checked ({@code --no-verify} skips that). One JSON line:
  *
  * <ul>
  *   <li>{@code bytes_delivered}: bytes landing in worker buffers (pushes and fan-outs)
@@ -79,7 +82,16 @@ public final class UpdateBench {
      * and their defaults, read in one place for both benches. With {@code --hosts} the spec's Redis
      * is not used: the hosts run their own.
      */
-    record Run(LabCluster.Spec spec, int warmups) {
+    record Run(LabCluster.Spec spec, int warmups, int repeat) {
+        Run {
+            if (warmups < 0) {
+                throw new IllegalArgumentException("--warmup must be 0 or more, not " + warmups);
+            }
+            if (repeat < 1) {
+                throw new IllegalArgumentException("--repeat must be 1 or more, not " + repeat);
+            }
+        }
+
         static Run read(Args args) {
             return new Run(
                     new LabCluster.Spec(
@@ -92,28 +104,31 @@ public final class UpdateBench {
                             ROLLOUT_NODES,
                             args.site(),
                             LabCluster.Serving.TENSOR_PARALLEL),
-                    args.getInt("warmup", 2));
+                    args.getInt("warmup", 2),
+                    args.getInt("repeat", 3));
         }
 
         /**
          * The rounds both benches measure on {@code lab}: a cold update to the first generation,
-         * then {@link #warmups()} rounds that let the services' JIT settle, then the measured
-         * round. Retired generations are collected after every round, as a deployment's scheduled
-         * GC would, so the publishers' segments never fill up.
+         * then {@link #warmups()} rounds that let the services' JIT settle, then {@link #repeat()}
+         * measured rounds. Retired generations are collected after every round, as a deployment's
+         * scheduled GC would, so the publishers' segments never fill up.
          */
         <U> Rounds<U> rounds(Publish publish, Callable<U> updateAll, Runnable collectGarbage)
                 throws Exception {
             publish.step(0);
             U cold = updateAll.call();
             collectGarbage.run();
-            long generation = 0;
-            U measured = null;
-            for (int round = 0; round <= warmups; round++) {
-                generation = publish.step(round + 1);
-                measured = updateAll.call();
+            List<Measured<U>> measured = new ArrayList<>();
+            for (int round = 1; round <= warmups + repeat; round++) {
+                long generation = publish.step(round);
+                U update = updateAll.call();
                 collectGarbage.run();
+                if (round > warmups) {
+                    measured.add(new Measured<>(update, generation));
+                }
             }
-            return new Rounds<>(cold, measured, generation);
+            return new Rounds<>(cold, measured);
         }
     }
 
@@ -122,11 +137,42 @@ public final class UpdateBench {
         long step(long step) throws Exception;
     }
 
+    /** One measured update and the generation it updated to. */
+    record Measured<U>(U update, long generation) {}
+
     /**
-     * The cold update, the measured one and the generation it updated to; each update already
-     * required to have reached every engine.
+     * The cold update and the measured ones, in order; each update already required to have reached
+     * every engine.
      */
-    record Rounds<U>(U cold, U measured, long generation) {}
+    record Rounds<U>(U cold, List<Measured<U>> measured) {
+        /** The generation the last round updated to: what the engines' buffers hold now. */
+        long lastGeneration() {
+            return measured.get(measured.size() - 1).generation();
+        }
+
+        /**
+         * The measured round of median duration (the upper one of an even count). One round alone
+         * moved by a quarter from run to run on the shared two cores; the median of three is what
+         * the machine does, neither its luckiest nor its most disturbed round.
+         */
+        Measured<U> median(ToDoubleFunction<U> seconds) {
+            List<Measured<U>> sorted = new ArrayList<>(measured);
+            sorted.sort(Comparator.comparingDouble(m -> seconds.applyAsDouble(m.update())));
+            return sorted.get(sorted.size() / 2);
+        }
+
+        /** The measured rounds' durations in round order, as a JSON array. */
+        String secondsJson(ToDoubleFunction<U> seconds) {
+            StringBuilder out = new StringBuilder("[");
+            for (Measured<U> m : measured) {
+                if (out.length() > 1) {
+                    out.append(',');
+                }
+                out.append(String.format(Locale.ROOT, "%.4f", seconds.applyAsDouble(m.update())));
+            }
+            return out.append(']').toString();
+        }
+    }
 
     public static void main(String[] argv) throws Exception {
         Args args = new Args(argv);
@@ -144,10 +190,11 @@ public final class UpdateBench {
                             lab::publish,
                             () -> lab.updateAll().requireUpdated(),
                             lab::collectGarbage);
-            long generation = rounds.generation();
-            LabCluster.Updates warm = rounds.measured();
+            Measured<LabCluster.Updates> median = rounds.median(LabCluster.Updates::seconds);
+            long generation = median.generation();
+            LabCluster.Updates warm = median.update();
 
-            long verified = verify ? lab.verifyAll(generation) : 0;
+            long verified = verify ? lab.verifyAll(rounds.lastGeneration()) : 0;
 
             long delivered = warm.bytesReceived();
             long local =
@@ -177,7 +224,7 @@ public final class UpdateBench {
                             spec.redisUri(),
                             lab.dataplanePrefix(),
                             lab.dataplaneSecret(),
-                            generation);
+                            rounds.lastGeneration());
             System.out.println(
                     String.format(
                             Locale.ROOT,
@@ -191,7 +238,8 @@ public final class UpdateBench {
                                     + "\"memcpy_gbps\":%.3f,\"tcp_gbps\":%.3f,\"bytes_verified\":%d,"
                                     + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
                                     + "\"checksums\":%b,\"verify_ms\":%d,\"loader_checksum_ms\":%d,"
-                                    + "\"control_verify_ms\":%d,\"objects_verified\":%d}",
+                                    + "\"control_verify_ms\":%d,\"objects_verified\":%d,"
+                                    + "\"rounds_update_s\":%s}",
                             spec.model(),
                             spec.modeName(),
                             spec.instances(),
@@ -219,7 +267,8 @@ public final class UpdateBench {
                             loaderChecksumMs + controlVerifyMs,
                             loaderChecksumMs,
                             controlVerifyMs,
-                            objectsVerified));
+                            objectsVerified,
+                            rounds.secondsJson(LabCluster.Updates::seconds)));
         }
     }
 

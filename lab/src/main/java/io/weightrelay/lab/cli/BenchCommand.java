@@ -364,6 +364,16 @@ final class BenchCommand extends RelayCommand {
 
         @Mixin final Flags.Warmup warmup = new Flags.Warmup(2);
 
+        @Option(
+                names = "--repeat",
+                paramLabel = "N",
+                defaultValue = "3",
+                converter = Values.Positive.class,
+                description =
+                        "Measured rounds after the warm-up; the median one is reported; default"
+                                + " ${DEFAULT-VALUE}.")
+        int repeat;
+
         @Mixin Flags.Seed seed;
 
         @Option(

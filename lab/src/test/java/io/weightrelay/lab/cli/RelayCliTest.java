@@ -233,6 +233,7 @@ class RelayCliTest {
                         List.of("bench", "publish", "--max-batch-bytes", "0"),
                         "--max-batch-bytes",
                         "at least 1"),
+                Arguments.of(List.of("bench", "update", "--repeat", "0"), "--repeat", "at least 1"),
                 Arguments.of(List.of("bench", "python", "--repeat", "many"), "--repeat", "many"));
     }
 
