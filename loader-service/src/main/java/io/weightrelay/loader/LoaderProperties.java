@@ -29,6 +29,8 @@ import org.springframework.validation.annotation.Validated;
  * @param checksums take the CRC32C of every range read and report it with APPLIED, so control-api
  *     proves the bytes against the published checksums (off only to measure what that costs;
  *     control-api then refuses the update unless its own verification is off too)
+ * @param readAhead start an update's store reads once this loader is prepared, while it waits for
+ *     the others (they fill its staging only; off only to measure what that saves)
  */
 @Validated
 @ConfigurationProperties("relay.loader")
@@ -43,4 +45,5 @@ public record LoaderProperties(
         @NotNull @DefaultValue("500ms") Duration mapNodeSegmentsEvery,
         @Min(1) @DefaultValue("8") int readThreads,
         @DefaultValue("-1") int failBeforeBatch,
-        @DefaultValue("true") boolean checksums) {}
+        @DefaultValue("true") boolean checksums,
+        @DefaultValue("true") boolean readAhead) {}

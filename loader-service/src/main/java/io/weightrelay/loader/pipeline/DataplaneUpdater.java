@@ -297,6 +297,56 @@ public final class DataplaneUpdater {
      * pipeline. Throws {@link ApplyFailure} naming the peer or object; never retries.
      */
     public ApplyCounts apply(Prepared p, Duration timeout, LongConsumer progress) {
+        return apply(begin(p, timeout, progress));
+    }
+
+    /**
+     * An apply whose store reads may already run: the pipeline, and the data plane's counters
+     * before its first read.
+     */
+    public static final class Applying {
+        private final Prepared prepared;
+        private final Duration timeout;
+        private final PipelineExecutor executor;
+        private final Counters before;
+
+        private Applying(
+                Prepared prepared, Duration timeout, PipelineExecutor executor, Counters before) {
+            this.prepared = prepared;
+            this.timeout = timeout;
+            this.executor = executor;
+            this.before = before;
+        }
+
+        /**
+         * Starts the store reads ahead of {@link DataplaneUpdater#apply(Applying)}: staging fills
+         * while the update waits for the other loaders; no worker buffer is written.
+         */
+        public void readAhead() {
+            executor.readAhead();
+        }
+
+        /** Stops the reads started ahead of an apply that will not run. */
+        public void abandon() {
+            executor.abandon();
+        }
+    }
+
+    /**
+     * The pipeline of {@code p}'s apply, not started; {@code timeout} counts from now, for the
+     * reads ahead and the apply together.
+     */
+    public Applying begin(Prepared p, Duration timeout, LongConsumer progress) {
+        Counters before = dataplane.counters();
+        PipelineExecutor executor =
+                new PipelineExecutor(
+                        p, dataplane.engine(), dataplane.store(), settings, timeout, progress);
+        return new Applying(p, timeout, executor, before);
+    }
+
+    /** Runs the apply {@link #begin} set up, its reads perhaps already under way. */
+    public ApplyCounts apply(Applying a) {
+        Prepared p = a.prepared;
         PrepareRequest r = p.request();
         Slice plan = p.slice().plan();
         if (p.layout() != null) {
@@ -328,23 +378,19 @@ public final class DataplaneUpdater {
                     r.instance(),
                     waited);
         }
-        PipelineExecutor executor =
-                new PipelineExecutor(
-                        p, dataplane.engine(), dataplane.store(), settings, timeout, progress);
-        Counters before = dataplane.counters();
         ApplyCounts counts;
         try {
-            counts = executor.run();
+            counts = a.executor.run();
         } catch (RuntimeException | Error e) {
             // Peers may still be pushing into this instance's segments with notify: a counter
             // dropped now would fail them with NOT_FOUND instead of letting them finish their part
             // and name this instance. The names go once the apply could no longer be running.
             List<String> names = List.copyOf(p.notifyBaselines().keySet());
-            PRUNER.schedule(() -> unregister(names), timeout.toMillis(), TimeUnit.MILLISECONDS);
+            PRUNER.schedule(() -> unregister(names), a.timeout.toMillis(), TimeUnit.MILLISECONDS);
             throw e;
         }
         unregister(p.notifyBaselines().keySet());
-        return counts.withTransport(dataplane.counters().minus(before));
+        return counts.withTransport(dataplane.counters().minus(a.before));
     }
 
     private void unregister(java.util.Collection<String> names) {

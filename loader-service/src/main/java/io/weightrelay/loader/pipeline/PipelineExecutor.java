@@ -32,6 +32,12 @@ public final class PipelineExecutor {
     private final PushStage pushes;
     private final FanOutStage fanOuts;
 
+    /** Free staging slots, and the batches read into theirs, in order: what the stages share. */
+    private final Semaphore free;
+
+    private final BlockingQueue<Integer> filled;
+    private Thread reader;
+
     /**
      * @param prepared the schedule, this loader's staging (at least {@link #stagingBytes}) and
      *     receive segments (fan-out sources), and each fan-out counter's value before the
@@ -71,6 +77,8 @@ public final class PipelineExecutor {
         this.reads = new ReadStage(ctx, store, settings.readThreads(), settings.checksums());
         this.fanOuts = new FanOutStage(ctx, prepared.ownSegments(), prepared.notifyBaselines());
         this.pushes = new PushStage(ctx, settings.hook(), fanOuts);
+        this.free = new Semaphore(slots);
+        this.filled = new ArrayBlockingQueue<>(slice.batchCount() + 1);
     }
 
     /**
@@ -85,15 +93,39 @@ public final class PipelineExecutor {
         return slots * (slice.slotBytes() + slice.plan().batchBytes());
     }
 
-    /** Runs the pipeline to the end; throws the first failure. */
+    /**
+     * Starts the read stage alone, ahead of {@link #run()}: it fills at most {@code slots} batches
+     * of this loader's staging from the store and then waits for the push stage. It writes no
+     * worker buffer and no peer's segment, so it may run while the update still waits for every
+     * loader to be prepared; {@link #abandon()} stops it when the apply will not run.
+     */
+    public synchronized void readAhead() {
+        if (reader == null) {
+            reader = thread("read", () -> reads.run(free, filled));
+            reader.start();
+        }
+    }
+
+    /** Stops a read-ahead whose apply will not run, and waits until it stopped. */
+    public void abandon() {
+        Thread started;
+        synchronized (this) {
+            started = reader;
+        }
+        ctx.fail(new ApplyFailure(ctx.slice.instance(), "apply abandoned before it started"));
+        if (started != null) {
+            join(started);
+        }
+        reads.close();
+    }
+
+    /**
+     * Runs the pipeline to the end (its reads may have started ahead); throws the first failure.
+     */
     public ApplyCounts run() {
-        SliceSchedule slice = ctx.slice;
-        Semaphore free = new Semaphore(ctx.slots);
-        BlockingQueue<Integer> filled = new ArrayBlockingQueue<>(slice.batchCount() + 1);
-        Thread reader = thread("read", () -> reads.run(free, filled));
+        readAhead();
         Thread pusher = thread("push", () -> pushes.run(free, filled));
         Thread fanout = thread("fanout", fanOuts::run);
-        reader.start();
         pusher.start();
         fanout.start();
         join(reader);
@@ -106,8 +138,8 @@ public final class PipelineExecutor {
         }
         log.info(
                 "apply of {}: {} batches, busy read={}ms (checksums {}ms) push={}ms fan-out={}ms",
-                slice.instance(),
-                slice.batchCount(),
+                ctx.slice.instance(),
+                ctx.slice.batchCount(),
                 reads.readNanos() / 1_000_000,
                 reads.checksumNanos() / 1_000_000,
                 pushes.pushNanos() / 1_000_000,
@@ -116,8 +148,8 @@ public final class PipelineExecutor {
                 reads.bytesRead(),
                 pushes.bytesPushed(),
                 fanOuts.bytesFannedOut(),
-                slice.receiveBytes(),
-                slice.batchCount(),
+                ctx.slice.receiveBytes(),
+                ctx.slice.batchCount(),
                 null,
                 reads.checksums(),
                 reads.checksumNanos());

@@ -136,15 +136,35 @@ class DataplaneUpdateSteps implements UpdateSteps {
                 updater.prepare(request, reuse, () -> readsCheckedAhead(checks, request));
         validatedFor = key;
         validated = prepared.slice();
+        boolean readAhead = properties.readAhead();
         return new PreparedUpdate() {
+            private DataplaneUpdater.Applying applying;
+
             @Override
             public long bytesTotal() {
                 return prepared.slice().totalBytes();
             }
 
             @Override
+            public void readAhead(Duration timeout, LongConsumer progress) {
+                if (readAhead && applying == null) {
+                    applying = updater.begin(prepared, timeout, progress);
+                    applying.readAhead();
+                }
+            }
+
+            @Override
+            public void abandon() {
+                if (applying != null) {
+                    applying.abandon();
+                }
+            }
+
+            @Override
             public ApplyCounts apply(Duration timeout, LongConsumer progress) {
-                return updater.apply(prepared, timeout, progress);
+                return applying != null
+                        ? updater.apply(applying)
+                        : updater.apply(prepared, timeout, progress);
             }
         };
     }

@@ -342,6 +342,9 @@ public class UpdateCoordinator {
                 watch.lap("validate-check-register");
                 run.total(prepared.bytesTotal());
                 run.enter(Phase.PREPARED);
+                // The store reads start now and fill staging while the others prepare: no worker
+                // buffer is written before the barrier.
+                prepared.readAhead(remaining(deadline), run::progress);
                 arrive(
                         instance,
                         generation,
@@ -353,6 +356,10 @@ public class UpdateCoordinator {
             } catch (RuntimeException e) {
                 failure = failure(instance, generation, e);
                 reportFailed(instance, generation, failure);
+                if (prepared != null) {
+                    // before the registrations go: its reads land in this update's staging
+                    prepared.abandon();
+                }
                 try {
                     steps.discard();
                 } catch (RuntimeException d) {

@@ -14,6 +14,16 @@ public interface UpdateSteps {
         /** Bytes the apply will move through this loader (reads, pushes, fan-outs). */
         long bytesTotal();
 
+        /**
+         * Starts the apply's store reads while the update waits for the other loaders: they fill
+         * this loader's staging only, never a worker buffer. {@code timeout} counts from now and
+         * covers the apply too; {@link #abandon()} stops them if the apply will not run.
+         */
+        default void readAhead(Duration timeout, LongConsumer progress) {}
+
+        /** Stops the reads {@link #readAhead} started; the apply will not run. */
+        default void abandon() {}
+
         /** Runs the apply; throws {@link io.weightrelay.loader.pipeline.ApplyFailure}. */
         ApplyCounts apply(Duration timeout, LongConsumer progress);
     }

@@ -22,8 +22,9 @@ import java.util.List;
 
 /**
  * One loader's data plane in its own JVM, driven line by line over stdin by a test that plays the
- * barriers: {@code prepare}, {@code apply}, {@code verify SEED}, {@code promote}, {@code discard},
- * {@code exit}. Replies {@code OK ...} or {@code ERR <failing peer> <message>}.
+ * barriers: {@code prepare}, {@code read-ahead} (starts the apply's store reads and waits until
+ * some landed), {@code abandon}, {@code apply}, {@code verify SEED}, {@code promote}, {@code
+ * discard}, {@code exit}. Replies {@code OK ...} or {@code ERR <failing peer> <message>}.
  */
 public final class LoaderProcessMain {
     private LoaderProcessMain() {}
@@ -70,6 +71,8 @@ public final class LoaderProcessMain {
             System.out.println("READY " + instance);
             System.out.flush();
             Prepared prepared = null;
+            DataplaneUpdater.Applying applying = null;
+            Counters aheadFrom = null;
             ApplyCounts last = null;
             long generation = firstGeneration;
             String line;
@@ -79,6 +82,8 @@ public final class LoaderProcessMain {
                     switch (cmd[0]) {
                         case "prepare" -> {
                             generation = cmd.length > 1 ? Long.parseLong(cmd[1]) : generation;
+                            prepared = null;
+                            applying = null;
                             prepared =
                                     updater.prepare(
                                             new PrepareRequest(
@@ -99,9 +104,40 @@ public final class LoaderProcessMain {
                                                             .toList()));
                             reply("OK prepared " + prepared.slice().totalBytes());
                         }
-                        case "apply" -> {
+                        case "read-ahead" -> {
+                            // Starts the store reads, then waits until some landed in staging.
+                            if (prepared == null) {
+                                reply("ERR - nothing prepared");
+                                continue;
+                            }
                             Counters before = dp.counters();
-                            ApplyCounts c = updater.apply(prepared, timeout, b -> {});
+                            aheadFrom = before;
+                            applying = updater.begin(prepared, timeout, b -> {});
+                            applying.readAhead();
+                            long read = 0;
+                            boolean reads = prepared.slice().slotBytes() > 0;
+                            for (int i = 0; reads && i < 500 && read == 0; i++) {
+                                Thread.sleep(10);
+                                Counters d = dp.counters().minus(before);
+                                read = d.localRead() + d.tcpRead();
+                            }
+                            reply("OK " + read);
+                        }
+                        case "abandon" -> {
+                            if (applying != null) {
+                                applying.abandon();
+                            }
+                            applying = null;
+                            reply("OK abandoned");
+                        }
+                        case "apply" -> {
+                            // the transport moved since the reads started, ahead or not
+                            Counters before = applying != null ? aheadFrom : dp.counters();
+                            ApplyCounts c =
+                                    applying != null
+                                            ? updater.apply(applying)
+                                            : updater.apply(prepared, timeout, b -> {});
+                            applying = null;
                             last = c;
                             Counters d = dp.counters().minus(before);
                             reply(

@@ -245,10 +245,20 @@ class MultiProcessApplyTest {
 
         assertThat(all("promote")).allMatch(r -> r.startsWith("OK "));
         List<String> firstStats = all("stats");
-        // The next generation reuses every registration and is again checked byte for byte.
+        // The next generation reuses every registration and is again checked byte for byte. Its
+        // store reads start ahead of the apply, as while the others prepare: until the apply
+        // runs, every worker still holds generation 1, and the apply reads each byte once.
         publish(c.manifest(), 2);
         assertThat(all("prepare 2")).allMatch(r -> r.startsWith("OK prepared"));
-        assertThat(all("apply")).allMatch(r -> r.startsWith("OK "));
+        List<String> ahead = all("read-ahead");
+        assertThat(ahead).allMatch(r -> r.startsWith("OK "));
+        assertThat(ahead.stream().mapToLong(r -> longs(r)[0]).sum()).isPositive();
+        assertThat(all("verify " + SEED + " 1")).allMatch(r -> r.startsWith("OK "));
+        List<String> second = all("apply");
+        assertThat(second).allMatch(r -> r.startsWith("OK "));
+        assertThat(second.stream().mapToLong(r -> longs(r)[0]).sum()).isEqualTo(planRead);
+        assertThat(second.stream().mapToLong(r -> longs(r)[4] + longs(r)[6]).sum())
+                .isEqualTo(planRead);
         assertThat(all("verify " + SEED)).allMatch(r -> r.startsWith("OK "));
         List<String> secondStats = all("stats");
         for (int i = 0; i < loaders.size(); i++) {
@@ -294,7 +304,17 @@ class MultiProcessApplyTest {
 
         List<String> prepared = all("prepare 2");
         assertThat(prepared).anyMatch(r -> r.startsWith("ERR " + lostKey + " "));
-        // The test plays the failed all-prepared barrier: everyone discards and resumes.
+        // Those that prepared start their reads ahead; the test plays the failed all-prepared
+        // barrier: they stop them, everyone discards and resumes.
+        List<String> ahead = all("read-ahead");
+        for (int i = 0; i < loaders.size(); i++) {
+            assertThat(ahead.get(i))
+                    .startsWith(
+                            prepared.get(i).startsWith("OK prepared")
+                                    ? "OK "
+                                    : "ERR - nothing prepared");
+        }
+        assertThat(all("abandon")).allMatch(r -> r.equals("OK abandoned"));
         all("discard");
         assertThat(all("verify " + SEED + " 1")).allMatch(r -> r.startsWith("OK "));
     }

@@ -103,6 +103,7 @@ class UpdateCoordinatorTest {
                         Duration.ZERO,
                         4,
                         -1,
+                        true,
                         true);
         holder =
                 new DataplaneHolder(
@@ -208,7 +209,7 @@ class UpdateCoordinatorTest {
                         ControlPlane.Reported.APPLIED,
                         ControlPlane.Reported.POST_APPLIED);
         assertThat(control.phases()).containsOnlyOnce(ControlPlane.Reported.APPLYING);
-        assertThat(steps.calls).containsExactly("prepare", "apply", "promote");
+        assertThat(steps.calls).containsExactly("prepare", "read-ahead", "apply", "promote");
         assertThat(instances.require().generation()).isEqualTo(2);
         assertThat(control.leases).containsExactly("+2");
         assertThat(s.durationsMs())
@@ -346,7 +347,13 @@ class UpdateCoordinatorTest {
     @Test
     void anotherLoaderFailingToPrepareResumesEveryoneOnTheOldGeneration() throws Exception {
         anotherLoaderFailsAt(
-                ControlPlane.Barrier.PREPARED, "i0003", Outcome.RESUMED_OLD, "prepare", "discard");
+                ControlPlane.Barrier.PREPARED,
+                "i0003",
+                Outcome.RESUMED_OLD,
+                "prepare",
+                "read-ahead",
+                "abandon",
+                "discard");
 
         assertThat(instances.require().paused()).isFalse();
     }
@@ -392,7 +399,7 @@ class UpdateCoordinatorTest {
         steps.applyFailure =
                 new ApplyFailure("i0002-r001", "write to i0002-r001 failed: peer gone");
 
-        updateEnds(2L, Outcome.PAUSED_REBUILD, "i0002-r001", "prepare", "apply");
+        updateEnds(2L, Outcome.PAUSED_REBUILD, "i0002-r001", "prepare", "read-ahead", "apply");
         assertThat(instances.require().paused()).isTrue();
         assertThat(instances.require().generation()).isNull();
         assertThatThrownBy(() -> coordinator.start(2L, Duration.ofSeconds(30)))
@@ -407,7 +414,12 @@ class UpdateCoordinatorTest {
     @Test
     void whenAnotherLoaderFailsDuringApplyNoInstanceAdvances() throws Exception {
         anotherLoaderFailsAt(
-                ControlPlane.Barrier.APPLIED, "i0001", Outcome.PAUSED_REBUILD, "prepare", "apply");
+                ControlPlane.Barrier.APPLIED,
+                "i0001",
+                Outcome.PAUSED_REBUILD,
+                "prepare",
+                "read-ahead",
+                "apply");
 
         assertThat(instances.require().generation()).isNull();
         assertThat(instances.require().paused()).isTrue();
@@ -551,6 +563,21 @@ class UpdateCoordinatorTest {
                 @Override
                 public long bytesTotal() {
                     return 1000;
+                }
+
+                private boolean readingAhead;
+
+                @Override
+                public void readAhead(Duration timeout, LongConsumer progress) {
+                    calls.add("read-ahead");
+                    readingAhead = true;
+                }
+
+                @Override
+                public void abandon() {
+                    if (readingAhead) {
+                        calls.add("abandon");
+                    }
                 }
 
                 @Override
