@@ -3,6 +3,7 @@ package io.weightrelay.control.redis;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.springframework.data.redis.core.HashOperations;
 import org.springframework.data.redis.core.RedisOperations;
 import org.springframework.data.redis.core.SessionCallback;
@@ -20,15 +21,11 @@ public final class RedisHashes {
      */
     public static List<Map<Object, Object>> entries(StringRedisTemplate redis, List<String> keys) {
         List<Object> replies =
-                redis.executePipelined(
-                        new SessionCallback<Object>() {
-                            @Override
-                            @SuppressWarnings("unchecked")
-                            public <K, V> Object execute(RedisOperations<K, V> operations) {
-                                for (String key : keys) {
-                                    operations.opsForHash().entries((K) key);
-                                }
-                                return null;
+                pipelined(
+                        redis,
+                        hashes -> {
+                            for (String key : keys) {
+                                hashes.entries(key);
                             }
                         });
         List<Map<Object, Object>> out = new ArrayList<>(replies.size());
@@ -47,18 +44,13 @@ public final class RedisHashes {
      */
     public static List<List<Object>> fields(
             StringRedisTemplate redis, List<String> keys, List<String> fields) {
+        List<Object> wanted = List.copyOf(fields);
         List<Object> replies =
-                redis.executePipelined(
-                        new SessionCallback<Object>() {
-                            @Override
-                            @SuppressWarnings("unchecked")
-                            public <K, V> Object execute(RedisOperations<K, V> operations) {
-                                HashOperations<K, Object, Object> hashes = operations.opsForHash();
-                                List<Object> wanted = List.copyOf(fields);
-                                for (String key : keys) {
-                                    hashes.multiGet((K) key, wanted);
-                                }
-                                return null;
+                pipelined(
+                        redis,
+                        hashes -> {
+                            for (String key : keys) {
+                                hashes.multiGet(key, wanted);
                             }
                         });
         List<List<Object>> out = new ArrayList<>(replies.size());
@@ -68,5 +60,22 @@ public final class RedisHashes {
             out.add(values);
         }
         return out;
+    }
+
+    /** The replies of the hash commands {@code commands} queues, sent in one pipeline. */
+    private static List<Object> pipelined(
+            StringRedisTemplate redis, Consumer<HashOperations<String, Object, Object>> commands) {
+        return redis.executePipelined(
+                new SessionCallback<Object>() {
+                    @Override
+                    @SuppressWarnings("unchecked")
+                    public <K, V> Object execute(RedisOperations<K, V> operations) {
+                        // a StringRedisTemplate's keys are strings
+                        commands.accept(
+                                (HashOperations<String, Object, Object>)
+                                        (HashOperations<?, ?, ?>) operations.opsForHash());
+                        return null;
+                    }
+                });
     }
 }
