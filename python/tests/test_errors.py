@@ -117,3 +117,36 @@ def test_direct_tensors_need_the_dtypes():
     # registered fragments carry no dtype; a stride width would type a 0-d fp32 tensor as bf16
     with pytest.raises(ValueError, match="manifest="):
         LoaderClient("http://127.0.0.1:1").direct_tensors("w0")
+
+
+class _FragmentedStaging:
+    """The publisher's reservation endpoint as staging with holes of ``hole`` bytes answers:
+    429 with Retry-After-Ms above that, a reservation at or below it."""
+
+    def __init__(self, hole: int) -> None:
+        self.hole = hole
+        self.asked: list[int] = []
+        self.base_url = "http://publisher.invalid"
+
+    def raw(self, method, path, body, what):
+        from weight_relay._http import Response
+        self.asked.append(body["bytes"])
+        if body["bytes"] > self.hole:
+            problem = b'{"type":"' + PROBLEM_BASE.encode() + b'staging-full","status":429}'
+            return Response(429, {"retry-after-ms": "10"}, problem)
+        return Response(201, {}, b'{"reservationId":"r1","offset":0,"size":%d}' % body["bytes"])
+
+
+def test_fragmented_staging_takes_a_batch_in_smaller_reservations():
+    from weight_relay.errors import StagingFullError
+    c = PublisherClient("http://publisher.invalid", "t", reserve_timeout=0.2)
+    c.rest = _FragmentedStaging(hole=512 << 10)
+    r = c.reserve(1 << 20, "m", 1, min_bytes=256 << 10)
+    assert int(r["size"]) == 512 << 10
+    assert c.rest.asked == [1 << 20, 512 << 10]
+
+    # Not below what the next write needs: it waits out the timeout and names both sizes.
+    c.rest = _FragmentedStaging(hole=512 << 10)
+    with pytest.raises(StagingFullError, match=r"reserve 786432 bytes \(of 1048576 wanted\)"):
+        c.reserve(1 << 20, "m", 1, min_bytes=768 << 10)
+    assert set(c.rest.asked) == {1 << 20, 768 << 10}

@@ -132,20 +132,32 @@ class PublisherClient:
             return self._map
 
     def reserve(self, nbytes: int, model: str | None = None,
-                generation: int | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"bytes": int(nbytes)}
+                generation: int | None = None, min_bytes: int | None = None) -> dict[str, Any]:
+        """Reserves staging for one batch. When staging has no contiguous ``nbytes`` (429) the
+        request halves at once, down to ``min_bytes`` (what the next write needs; default
+        ``nbytes``), and only a refused ``min_bytes`` waits ``Retry-After``: staging that
+        generations of objects left with holes still takes the batch, in smaller pieces."""
+        preferred = int(nbytes)
+        floor = min(preferred, int(min_bytes)) if min_bytes is not None else preferred
+        body: dict[str, Any] = {"bytes": preferred}
         if model is not None:
             body.update(model=model, generation=int(generation))
         deadline = time.monotonic() + self.reserve_timeout
-        what = f"reserve {nbytes} bytes"
         while True:
+            what = f"reserve {body['bytes']} bytes"
             r = self.rest.raw("POST", "/api/v1/staging/reservations", body, what)
             if r.status < 400:
                 return r.json()
+            if r.status == 429 and body["bytes"] > floor:
+                body["bytes"] = max(floor, body["bytes"] // 2)
+                continue
             if r.status != 429 or time.monotonic() > deadline:
                 from .errors import call_error
+                if body["bytes"] < preferred:
+                    what += f" (of {preferred} wanted)"
                 raise call_error(f"publisher {self.rest.base_url}", what, r.status, r.body)
             time.sleep(_retry_after(r.headers))
+            body["bytes"] = preferred
 
     def release(self, reservation_id: str) -> None:
         self.rest.call("DELETE", f"/api/v1/staging/reservations/{quote(reservation_id)}", None,
@@ -324,7 +336,8 @@ class RankPublish:
                     self._close()
                 if self._open is None:
                     self._open = self.c.reserve(max(ALIGN, min(self._max_batch, self._remaining)),
-                                                self.model, self.generation)
+                                                self.model, self.generation,
+                                                min_bytes=max(ALIGN, aligned))
                     self._cursor = 0
                 at = int(self._open["offset"]) + self._cursor
                 write_into(self._map, at, spec, tensor, part.tensor_offset, part.nbytes)

@@ -127,7 +127,15 @@ public final class PublisherClient {
      * Reserves room for one batch, waiting while staging is full (429) for at most {@code maxWait}.
      */
     public Reservation reserve(long bytes, Duration maxWait) {
-        return reserve(new ReservationRequest().bytes(bytes), maxWait);
+        return reserve(bytes, bytes, maxWait);
+    }
+
+    /**
+     * Reserves room for one batch as {@link #reserve(String, long, long, long, Duration)} does,
+     * settling for as little as {@code minBytes} when staging has no contiguous {@code bytes}.
+     */
+    public Reservation reserve(long bytes, long minBytes, Duration maxWait) {
+        return reserve(new ReservationRequest().bytes(bytes), Math.min(bytes, minBytes), maxWait);
     }
 
     /**
@@ -136,25 +144,52 @@ public final class PublisherClient {
      * part of the generation has failed meanwhile.
      */
     public Reservation reserve(String model, long generation, long bytes, Duration maxWait) {
-        return reserve(
-                new ReservationRequest().bytes(bytes).model(model).generation(generation), maxWait);
+        return reserve(model, generation, bytes, bytes, maxWait);
     }
 
-    private Reservation reserve(ReservationRequest request, Duration maxWait) {
-        long bytes = request.getBytes();
+    /**
+     * Like {@link #reserve(String, long, long, Duration)}, settling for less when staging has no
+     * contiguous {@code bytes}: after a 429 the request halves at once, down to {@code minBytes}
+     * (what the caller's next write needs), and only a refused {@code minBytes} waits. Staging that
+     * generations of objects left with holes then still takes a batch, in smaller reservations.
+     */
+    public Reservation reserve(
+            String model, long generation, long bytes, long minBytes, Duration maxWait) {
+        return reserve(
+                new ReservationRequest().bytes(bytes).model(model).generation(generation),
+                Math.min(bytes, minBytes),
+                maxWait);
+    }
+
+    private Reservation reserve(ReservationRequest request, long minBytes, Duration maxWait) {
+        long preferred = request.getBytes();
         long deadline = System.nanoTime() + maxWait.toNanos();
         while (true) {
             try {
                 return staging.reserveStaging(request);
             } catch (RestClientResponseException e) {
-                if (e.getStatusCode().value() != 429 || System.nanoTime() > deadline) {
-                    throw RelayCallException.of(baseUrl, "reserve " + bytes + " bytes", e);
+                long asked = request.getBytes();
+                boolean full = e.getStatusCode().value() == 429;
+                if (full && asked > minBytes) {
+                    request.bytes(Math.max(minBytes, asked / 2));
+                    continue;
+                }
+                if (!full || System.nanoTime() > deadline) {
+                    throw RelayCallException.of(
+                            baseUrl,
+                            "reserve "
+                                    + asked
+                                    + " bytes"
+                                    + (asked < preferred ? " (of " + preferred + " wanted)" : ""),
+                            e);
                 }
                 Pause.sleep(
                         RemoteProblem.retryAfter(e).orElse(Duration.ofMillis(200)),
                         "staging was full");
+                // room may have come back whole: ask for the batch again
+                request.bytes(preferred);
             } catch (RuntimeException e) {
-                throw RelayCallException.of(baseUrl, "reserve " + bytes + " bytes", e);
+                throw RelayCallException.of(baseUrl, "reserve " + request.getBytes() + " bytes", e);
             }
         }
     }

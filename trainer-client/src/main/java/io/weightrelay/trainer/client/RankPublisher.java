@@ -155,6 +155,7 @@ public final class RankPublisher {
                                         manifest.model(),
                                         generation,
                                         Math.max(ALIGN, Math.min(maxBatch, remaining)),
+                                        Math.max(ALIGN, aligned),
                                         options.reserveTimeout());
                         run.cursor = 0;
                     }
