@@ -548,6 +548,9 @@ public class UpdateService {
         }
     }
 
+    /** The most instances a barrier's status names as not arrived yet. */
+    static final int WAITING_NAMED = 16;
+
     static BarrierStatus status(UpdateSession session, BarrierName barrier) {
         int need =
                 switch (barrier) {
@@ -556,9 +559,12 @@ public class UpdateService {
                     case POST_APPLIED -> 4;
                 };
         int arrived = 0;
+        List<String> waiting = new ArrayList<>();
         for (ParticipantState p : session.getParticipants()) {
             if (level(p.getPhase()) >= need) {
                 arrived++;
+            } else if (waiting.size() < WAITING_NAMED) {
+                waiting.add(p.getInstance());
             }
         }
         SessionState state = session.getState();
@@ -580,6 +586,7 @@ public class UpdateService {
         status.setState(state);
         status.setFailedInstance(session.getFailedInstance());
         status.setFailure(session.getFailure());
+        status.setWaiting(waiting);
         return status;
     }
 

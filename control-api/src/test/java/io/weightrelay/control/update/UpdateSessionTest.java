@@ -148,6 +148,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
                 CompletableFuture.supplyAsync(() -> barrier(g, "prepared", 20));
         reported(g, "a", ReportedPhase.PREPARED);
         assertThat(barrier(g, "prepared", 0).getArrived()).isEqualTo(1);
+        // who keeps it shut: what a loader whose own deadline passed names
+        assertThat(barrier(g, "prepared", 0).getWaiting()).containsExactly("b");
         assertProblem(report(g, "a", ReportedPhase.APPLIED), 409, "phase-out-of-order");
         assertProblem(report(g, "z", ReportedPhase.PREPARED), 409, "not-a-participant");
         UpdateSession applying = reported(g, "b", ReportedPhase.PREPARED);
@@ -217,6 +219,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
                 ok(arrive(g, "applied", "a", ReportedPhase.APPLIED, 0), BarrierStatus.class);
         assertThat(waited.getOpen()).isFalse();
         assertThat(waited.getArrived()).isEqualTo(1);
+        assertThat(waited.getWaiting()).containsExactly("b");
         assertProblem(
                 arrive(g, "applied", "z", ReportedPhase.APPLIED, 0), 409, "not-a-participant");
     }

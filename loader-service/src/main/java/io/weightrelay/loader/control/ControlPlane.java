@@ -95,9 +95,25 @@ public interface ControlPlane {
      *
      * @param failure why the session failed, naming the object or peer (null while it has not)
      */
-    record BarrierState(boolean open, boolean failed, String failedInstance, String failure) {
+    /**
+     * @param waiting instances that have not reached the barrier yet (some of them, when many)
+     */
+    record BarrierState(
+            boolean open,
+            boolean failed,
+            String failedInstance,
+            String failure,
+            java.util.List<String> waiting) {
+        public BarrierState {
+            waiting = waiting == null ? java.util.List.of() : java.util.List.copyOf(waiting);
+        }
+
+        public BarrierState(boolean open, boolean failed, String failedInstance, String failure) {
+            this(open, failed, failedInstance, failure, null);
+        }
+
         public BarrierState(boolean open, boolean failed, String failedInstance) {
-            this(open, failed, failedInstance, null);
+            this(open, failed, failedInstance, null, null);
         }
     }
 

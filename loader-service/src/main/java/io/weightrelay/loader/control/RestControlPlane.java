@@ -468,7 +468,8 @@ public class RestControlPlane implements ControlPlane {
                 Boolean.TRUE.equals(s.getOpen()),
                 Boolean.TRUE.equals(s.getFailed()),
                 s.getFailedInstance(),
-                s.getFailure());
+                s.getFailure(),
+                s.getWaiting());
     }
 
     @Override

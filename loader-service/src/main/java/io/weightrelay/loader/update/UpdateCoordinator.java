@@ -524,6 +524,16 @@ public class UpdateCoordinator {
                                 + (s.failure() != null ? s.failure() : peer + " failed"));
             }
             if (System.nanoTime() - deadline >= 0) {
+                // Name who kept it shut: a loader that died after its bytes moved is found by no
+                // peer's transfer, only by its missing report.
+                if (!s.waiting().isEmpty()) {
+                    throw new ApplyFailure(
+                            s.waiting().get(0),
+                            "barrier "
+                                    + barrier.wire()
+                                    + " did not open in time: no report from "
+                                    + String.join(", ", s.waiting()));
+                }
                 throw new ApplyFailure(
                         CONTROL_API, "barrier " + barrier.wire() + " did not open in time");
             }

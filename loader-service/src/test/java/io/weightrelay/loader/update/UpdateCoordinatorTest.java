@@ -426,6 +426,26 @@ class UpdateCoordinatorTest {
     }
 
     /**
+     * A loader that died after every byte moved is found by no transfer, only by its missing
+     * report: a loader whose own deadline passes at the barrier names the instances control-api
+     * says have not arrived, not control-api.
+     */
+    @Test
+    void aBarrierThatOutlivesTheDeadlineNamesWhoDidNotArrive() throws Exception {
+        control.barriers.put(
+                ControlPlane.Barrier.APPLIED,
+                new ControlPlane.BarrierState(false, false, null, null, List.of("i0003", "i0001")));
+
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofMillis(800)));
+
+        assertThat(s.outcome()).isEqualTo(Outcome.PAUSED_REBUILD);
+        assertThat(s.failingPeer()).isEqualTo("i0003");
+        assertThat(s.error())
+                .contains("barrier applied did not open in time")
+                .contains("no report from i0003, i0001");
+    }
+
+    /**
      * Runs an update of generation 2 in which loader {@code peer} fails the session at {@code
      * barrier}; the run names that loader.
      */
@@ -527,7 +547,16 @@ class UpdateCoordinatorTest {
         @Override
         public BarrierState awaitBarrier(
                 String model, long generation, String group, Barrier barrier, Duration wait) {
-            return barriers.getOrDefault(barrier, new BarrierState(true, false, null));
+            BarrierState s = barriers.getOrDefault(barrier, new BarrierState(true, false, null));
+            if (!s.open() && !s.failed()) {
+                try {
+                    // as a long poll that ran out
+                    Thread.sleep(Math.min(wait.toMillis(), 20));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return s;
         }
 
         @Override
