@@ -304,19 +304,8 @@ public final class DataplaneUpdater {
      * An apply whose store reads may already run: the pipeline, and the data plane's counters
      * before its first read.
      */
-    public static final class Applying {
-        private final Prepared prepared;
-        private final Duration timeout;
-        private final PipelineExecutor executor;
-        private final Counters before;
-
-        private Applying(
-                Prepared prepared, Duration timeout, PipelineExecutor executor, Counters before) {
-            this.prepared = prepared;
-            this.timeout = timeout;
-            this.executor = executor;
-            this.before = before;
-        }
+    public record Applying(
+            Prepared prepared, Duration timeout, PipelineExecutor executor, Counters before) {
 
         /**
          * Starts the store reads ahead of {@link DataplaneUpdater#apply(Applying)}: staging fills
