@@ -33,6 +33,8 @@ import org.springframework.validation.annotation.Validated;
  *     the others (they fill its staging only). Off by default: measured, it saved nothing (one
  *     machine: the reads take CPU from the others' prepares; a 2 Gbit/s shaped network: the barrier
  *     is 0.1 s of a 7.7 s update); it is for clusters whose barrier lasts seconds
+ * @param warmUp run prepare's validation and scheduling on a synthetic group at start-up, before
+ *     readiness, so the first update is not also the JIT's first run of that code
  */
 @Validated
 @ConfigurationProperties("relay.loader")
@@ -48,4 +50,5 @@ public record LoaderProperties(
         @Min(1) @DefaultValue("8") int readThreads,
         @DefaultValue("-1") int failBeforeBatch,
         @DefaultValue("true") boolean checksums,
-        @DefaultValue("false") boolean readAhead) {}
+        @DefaultValue("false") boolean readAhead,
+        @DefaultValue("true") boolean warmUp) {}

@@ -99,72 +99,11 @@ public final class DataplaneUpdater {
     public Prepared prepare(
             PrepareRequest r, SliceSchedule validated, BooleanSupplier readsChecked) {
         Laps laps = new Laps();
+        Checked checked = check(r, validated);
+        SliceSchedule slice = checked.schedule();
+        SafetensorsLayout layout = checked.layout();
         Slice plan = r.slice();
-        if (!plan.sourceDigest().equals(r.manifest().digest())) {
-            throw new ApplyFailure(
-                    r.model() + "/" + r.generation(),
-                    "plan was computed for another source manifest (" + plan.sourceDigest() + ")");
-        }
-        if (!plan.instance().equals(r.instance())) {
-            throw new ApplyFailure(
-                    r.instance(),
-                    "control-api served the slice of " + plan.instance() + " to " + r.instance());
-        }
-        Set<String> planned = new HashSet<>(plan.workers());
-        if (!planned.equals(new HashSet<>(r.workers()))) {
-            throw new ApplyFailure(
-                    r.instance(),
-                    "the plan's workers of "
-                            + r.instance()
-                            + " "
-                            + planned
-                            + " differ from its registration "
-                            + r.workers());
-        }
-        SafetensorsLayout layout = null;
-        for (Worker w : r.registered()) {
-            if (w.mode() == Mode.COMPAT) {
-                layout = SafetensorsLayout.of(r.manifest());
-            }
-        }
-        SliceSchedule slice = validated;
-        if (slice == null) {
-            // Checked once: against this loader's own registration (its workers receive exactly
-            // the bytes they registered, every read and write inside what it reads), then, as the
-            // schedule is built, every write against its destination buffer.
-            ValidationReport report = SliceValidator.validate(plan, r.registered(), layout);
-            if (!report.valid()) {
-                throw new ApplyFailure(
-                        r.instance(),
-                        "the plan's slice of "
-                                + r.instance()
-                                + " is not valid: "
-                                + String.join("; ", report.problems()));
-            }
-            slice = new SliceSchedule(plan, r.directory());
-        }
         laps.lap(validated == null ? "validate-schedule" : "schedule-reused");
-        for (int w : slice.myWorkers()) {
-            if (plan.workerMode(w) == Mode.COMPAT) {
-                if (layout == null) {
-                    layout = SafetensorsLayout.of(r.manifest());
-                }
-                BufferDirectory.Placed image =
-                        r.directory().require(plan.workerId(w), Worker.COMPAT_BUFFER);
-                if (image.size() < layout.imageBytes()) {
-                    throw new ApplyFailure(
-                            plan.workerId(w),
-                            "buffer '"
-                                    + image.bufferId()
-                                    + "' of "
-                                    + plan.workerId(w)
-                                    + " holds "
-                                    + image.size()
-                                    + " bytes; the safetensors image needs "
-                                    + layout.imageBytes());
-                }
-            }
-        }
         if (readsChecked.getAsBoolean()) {
             laps.lap("reads-checked-ahead");
         } else {
@@ -219,6 +158,92 @@ public final class DataplaneUpdater {
         CompletableFuture<Void> peersOpened =
                 CompletableFuture.runAsync(() -> openPeers(schedule), OPENER);
         return new Prepared(r, slice, staging, own, baselines, layout, peersOpened);
+    }
+
+    /**
+     * A slice checked and scheduled: what {@link #check} answers.
+     *
+     * @param schedule the slice's schedule, every write checked against its destination buffer
+     * @param layout the safetensors image of the manifest when a worker of this loader is in
+     *     compatibility mode, else null
+     */
+    public record Checked(SliceSchedule schedule, SafetensorsLayout layout) {}
+
+    /**
+     * The part of prepare that reads no memory and asks no peer: the slice checked against the
+     * manifest, this loader's registration and the group's buffers, and its schedule built (reusing
+     * {@code validated} when not null). {@link PrepareWarmUp} runs it on a synthetic group at
+     * start-up, so the first update is not also this code's first run.
+     *
+     * @throws ApplyFailure naming the instance or worker at fault
+     */
+    public static Checked check(PrepareRequest r, SliceSchedule validated) {
+        Slice plan = r.slice();
+        if (!plan.sourceDigest().equals(r.manifest().digest())) {
+            throw new ApplyFailure(
+                    r.model() + "/" + r.generation(),
+                    "plan was computed for another source manifest (" + plan.sourceDigest() + ")");
+        }
+        if (!plan.instance().equals(r.instance())) {
+            throw new ApplyFailure(
+                    r.instance(),
+                    "control-api served the slice of " + plan.instance() + " to " + r.instance());
+        }
+        Set<String> planned = new HashSet<>(plan.workers());
+        if (!planned.equals(new HashSet<>(r.workers()))) {
+            throw new ApplyFailure(
+                    r.instance(),
+                    "the plan's workers of "
+                            + r.instance()
+                            + " "
+                            + planned
+                            + " differ from its registration "
+                            + r.workers());
+        }
+        SafetensorsLayout layout = null;
+        for (Worker w : r.registered()) {
+            if (w.mode() == Mode.COMPAT) {
+                layout = SafetensorsLayout.of(r.manifest());
+            }
+        }
+        SliceSchedule slice = validated;
+        if (slice == null) {
+            // Checked once: against this loader's own registration (its workers receive exactly
+            // the bytes they registered, every read and write inside what it reads), then, as the
+            // schedule is built, every write against its destination buffer.
+            ValidationReport report = SliceValidator.validate(plan, r.registered(), layout);
+            if (!report.valid()) {
+                throw new ApplyFailure(
+                        r.instance(),
+                        "the plan's slice of "
+                                + r.instance()
+                                + " is not valid: "
+                                + String.join("; ", report.problems()));
+            }
+            slice = new SliceSchedule(plan, r.directory());
+        }
+        for (int w : slice.myWorkers()) {
+            if (plan.workerMode(w) == Mode.COMPAT) {
+                if (layout == null) {
+                    layout = SafetensorsLayout.of(r.manifest());
+                }
+                BufferDirectory.Placed image =
+                        r.directory().require(plan.workerId(w), Worker.COMPAT_BUFFER);
+                if (image.size() < layout.imageBytes()) {
+                    throw new ApplyFailure(
+                            plan.workerId(w),
+                            "buffer '"
+                                    + image.bufferId()
+                                    + "' of "
+                                    + plan.workerId(w)
+                                    + " holds "
+                                    + image.size()
+                                    + " bytes; the safetensors image needs "
+                                    + layout.imageBytes());
+                }
+            }
+        }
+        return new Checked(slice, layout);
     }
 
     /**

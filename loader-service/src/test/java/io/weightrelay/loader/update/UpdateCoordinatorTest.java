@@ -104,7 +104,8 @@ class UpdateCoordinatorTest {
                         4,
                         -1,
                         true,
-                        true);
+                        true,
+                        false);
         holder =
                 new DataplaneHolder(
                         new DataplaneSettings(
