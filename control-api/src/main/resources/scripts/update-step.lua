@@ -9,7 +9,10 @@
 -- another loader's is foreign and an earlier one of its own stale), and every report of one
 -- participant comes from the life that joined: a loader re-registered after apply began fails
 -- the session.
--- KEYS: session hash, participants hash, loader hash, channel, checksums hash
+-- A touch also fails the session, naming the loader, when a participant that has not reached the
+-- open barrier is no longer registered (its registry expiry passed or it deregistered): a loader
+-- that died or froze silently is named within its registration TTL, not the phase timeout.
+-- KEYS: session hash, participants hash, loader hash, channel, checksums hash, loader expiry zset
 -- ARGV: nowMs, instance, epoch, phase, bytesRead, bytesPushed, bytesReceived, failingPeer,
 --       error, checksums (base64), verify ('1' or ''), generation
 -- Returns {'ok', transitions...} | {'not-found'} | {'not-participant'} | {'no-epoch'}
@@ -62,6 +65,24 @@ if not terminal(state) and now > tonumber(redis.call('HGET', s, 'phaseDeadline')
     fail('control-api', 'phase APPLYING timed out verifying the checksums of what was read')
   else
     fail(who, 'phase ' .. state .. ' timed out waiting for ' .. who)
+  end
+end
+
+if ARGV[2] == '' and not terminal(state) then
+  local need = state == 'PREPARING' and 1 or (state == 'APPLYING' and 3 or 4)
+  local all = redis.call('HGETALL', pk)
+  local gone = {}
+  for i = 1, #all, 2 do
+    if lvl(all[i + 1]) < need then
+      local expiry = redis.call('ZSCORE', KEYS[6], all[i])
+      if not expiry or tonumber(expiry) < now then gone[#gone + 1] = all[i] end
+    end
+  end
+  if #gone > 0 then
+    table.sort(gone)
+    fail(gone[1], 'loader ' .. gone[1] .. ' is no longer registered (its heartbeats stopped or it'
+      .. ' deregistered) and never reported ' .. (need == 1 and 'PREPARED'
+      or (need == 3 and 'APPLIED' or 'DONE')))
   end
 end
 

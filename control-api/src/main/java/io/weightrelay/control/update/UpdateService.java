@@ -525,9 +525,10 @@ public class UpdateService {
             UpdateSession first) {
         UpdateSession known = first;
         // A wake by an event reads the session as the report that published it left it; a wake by
-        // the clock touches it first, so a phase timeout that passed (or a verifier that died) is
-        // applied. Every participant waits at each barrier: the untouched read saves a script run
-        // per waiter when the barrier opens.
+        // the clock touches it first, so a phase timeout that passed, a verifier that died or a
+        // participant no longer registered is applied. The clock wakes a waiter at least every
+        // livenessEvery for the last. Every participant waits at each barrier: the untouched read
+        // saves a script run per waiter when the barrier opens.
         boolean touch = true;
         while (true) {
             UpdateSession session = known != null ? known : get(model, generation, group, touch);
@@ -538,6 +539,10 @@ public class UpdateService {
                 return status;
             }
             Instant wake = deadline;
+            Instant liveness = now.plus(properties.livenessEvery());
+            if (liveness.isBefore(wake)) {
+                wake = liveness;
+            }
             if (session.getPhaseDeadline() != null) {
                 Instant phaseEnd = session.getPhaseDeadline().toInstant().plusMillis(5);
                 if (phaseEnd.isBefore(wake)) {
@@ -728,7 +733,8 @@ public class UpdateService {
                                 keys.participants(model, generation, group),
                                 keys.loader(instance.isEmpty() ? "-" : instance),
                                 keys.sessionChannel(model, generation, group),
-                                keys.sessionChecksums(model, generation, group)),
+                                keys.sessionChecksums(model, generation, group),
+                                keys.loaders()),
                         argv);
         if (!instance.isEmpty()) {
             record(model, result);

@@ -307,6 +307,37 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(session.getFailure()).contains("timed out");
     }
 
+    /**
+     * A loader that dies silently stops heartbeating; once its registration is gone the peers
+     * waiting at the barrier learn it at their next liveness check, naming it, long before the
+     * phase timeout (an hour here). Deregistering is the registration's expiry brought forward.
+     */
+    @Test
+    void aParticipantNoLongerRegisteredFailsTheSessionNamingItLongBeforeTheTimeout()
+            throws Exception {
+        long g = publishedAndStarted(3600, "a", "b");
+        CompletableFuture<BarrierStatus> waiting =
+                CompletableFuture.supplyAsync(
+                        () ->
+                                ok(
+                                        arrive(g, "prepared", "a", ReportedPhase.PREPARED, 30),
+                                        BarrierStatus.class));
+        while (barrier(g, "prepared", 0).getArrived() < 1) {
+            Thread.sleep(20);
+        }
+        assertThat(waiting).isNotDone();
+        long started = System.nanoTime();
+        assertThat(call("DELETE", "/api/v1/loaders/b", LOADER, null).statusCode()).isEqualTo(204);
+
+        BarrierStatus status = waiting.get(20, TimeUnit.SECONDS);
+        // Within one liveness interval (5 s) of the registration's end.
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started)).isLessThan(8000);
+        assertThat(status.getFailed()).isTrue();
+        assertThat(status.getState()).isEqualTo(SessionState.RESUMED_OLD);
+        assertThat(status.getFailedInstance()).isEqualTo("b");
+        assertThat(status.getFailure()).contains("no longer registered").contains("PREPARED");
+    }
+
     @Test
     void reportsOfAnOlderLoaderEpochAreFencedAndPostApplyRecordsTheServedGeneration() {
         long g = publish(model, 1);
