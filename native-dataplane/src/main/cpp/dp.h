@@ -206,6 +206,12 @@ int dp_segment_probe(dp_engine* engine, int64_t segment_id, dp_status* status);
  * when this engine is a DP_ROLE_STORER (same answers), else DP_ERR_DENIED. */
 int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int64_t* offset_out,
                      dp_status* status);
+/* Like dp_segment_alloc in an own segment, but at the end of the highest hole that fits (rather
+ * than the start of the lowest): an owner that keeps two generations at once places them at
+ * alternate ends, so neither fragments the room the other leaves. DP_ERR_INVALID_ARGUMENT for a
+ * peer's segment (its owner chooses where). */
+int dp_segment_alloc_high(dp_engine* engine, int64_t segment_id, int64_t length,
+                          int64_t* offset_out, dp_status* status);
 /* Frees an allocation: locally in an own segment, over the owner's control channel otherwise,
  * which the owner allows only to a DP_ROLE_REMOVER or DP_ROLE_STORER connection (else
  * DP_ERR_DENIED). */

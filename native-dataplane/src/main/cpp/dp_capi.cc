@@ -344,6 +344,22 @@ int dp_segment_alloc(dp_engine* engine, int64_t segment_id, int64_t length, int6
     });
 }
 
+int dp_segment_alloc_high(dp_engine* engine, int64_t segment_id, int64_t length,
+                          int64_t* offset_out, dp_status* status) {
+    return Guard(status, [&] {
+        if (!engine || !offset_out)
+            return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_segment_alloc_high"));
+        auto r = engine->impl->Alloc(segment_id, length, true);
+        if (!r.ok())
+            return Report(status, r.error(), [&] {
+                return "allocating " + std::to_string(length) + " bytes at the high end of " +
+                       engine->impl->DescribeSegment(segment_id);
+            });
+        *offset_out = r.value();
+        return Ok(status);
+    });
+}
+
 int dp_segment_free(dp_engine* engine, int64_t segment_id, int64_t offset, dp_status* status) {
     return Guard(status, [&] {
         if (!engine) return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_segment_free"));

@@ -237,13 +237,15 @@ Err Engine::CloseSegment(int64_t id) {
     return Err::kOk;
 }
 
-Result<int64_t> Engine::Alloc(int64_t id, int64_t length) {
+Result<int64_t> Engine::Alloc(int64_t id, int64_t length, bool high) {
     if (closing()) return Err::kClosed;
     auto seg = FindSegment(id);
     if (!seg) return Err::kUnknownSegment;
     if (length <= 0) return Err::kInvalidArgument;
-    if (seg->own) return seg->own->Allocate(length);
-    // A peer's segment: its owner allocates there on a storer's request, and refuses others.
+    if (seg->own) return seg->own->Allocate(length, high);
+    // A peer's segment: its owner allocates there on a storer's request, and refuses others;
+    // where in its segment is the owner's choice.
+    if (high) return Err::kInvalidArgument;
     if (role_ != DP_ROLE_STORER) return Err::kDenied;
     return seg->peer->Control(Op::kAlloc, seg->name, 0, length);
 }

@@ -52,9 +52,9 @@ struct OwnSegment {
     std::unique_ptr<SegmentAllocator> allocator;  // zero capacity for a receive segment
     bool store = true;  // false: a transfer target only (DP_SEGMENT_RECEIVE), never allocated
 
-    Result<int64_t> Allocate(int64_t length) {
+    Result<int64_t> Allocate(int64_t length, bool high = false) {
         if (!store) return Err::kSegmentFull;  // no store capacity, whatever the caller thinks
-        return allocator->Allocate(length);
+        return allocator->Allocate(length, high);
     }
 };
 
@@ -140,7 +140,8 @@ class Engine {
         auto seg = FindSegment(id);
         return seg ? seg->Describe() : "segment id " + std::to_string(id) + " (not open here)";
     }
-    Result<int64_t> Alloc(int64_t id, int64_t length);
+    // high: at the end of the highest hole that fits (own segments only; see SegmentAllocator).
+    Result<int64_t> Alloc(int64_t id, int64_t length, bool high = false);
     Err Free(int64_t id, int64_t offset);
     Err Probe(int64_t id);
     Err Carve(int64_t id, int64_t block, int32_t count, const int64_t* starts,

@@ -354,6 +354,11 @@ inline Err ReclaimOrphanedSegmentFile(const std::string& dir, const std::string&
 
 // First-fit allocator over [0, size) with coalescing frees. Thread safe.
 //
+// An allocation is made low (at the start of the lowest hole that fits) or high (at the end of
+// the highest). A store segment that holds two generations at once (the active one and the one
+// being published) places them at alternate ends: each generation's objects then stay together,
+// and the room one leaves when collected is one hole, never holes between the next one's objects.
+//
 // An allocation is known by its key (the offset Allocate returned, or a piece's start after
 // Carve) and covers an extent: the bytes that go back to the free list when it is freed. Free
 // holes always start and end on kAlignment, so every Allocate result is aligned.
@@ -366,11 +371,23 @@ class SegmentAllocator {
         free_bytes_ = size;
     }
 
-    Result<int64_t> Allocate(int64_t length) {
+    Result<int64_t> Allocate(int64_t length, bool high = false) {
         if (length <= 0) return Err::kInvalidArgument;
         if (length > INT64_MAX - kAlignment) return Err::kSegmentFull;
         int64_t rounded = AlignUp(length);
         std::lock_guard<std::mutex> lock(mu_);
+        if (high) {
+            for (auto it = free_.rbegin(); it != free_.rend(); ++it) {
+                if (it->second < rounded) continue;
+                it->second -= rounded;  // holes end aligned, so the block starts aligned
+                int64_t offset = it->first + it->second;
+                if (it->second == 0) free_.erase(std::next(it).base());
+                used_[offset] = Extent{offset, rounded};
+                free_bytes_ -= rounded;
+                return offset;
+            }
+            return Err::kSegmentFull;
+        }
         for (auto it = free_.begin(); it != free_.end(); ++it) {
             if (it->second < rounded) continue;
             int64_t offset = it->first;

@@ -327,6 +327,76 @@ void CarveKeepsPiecesAndFreesTheRest(dp_engine* owner, dp_engine* peer,
     CHECK_EQ(dp_segment_destroy(owner, "carve", 1, nullptr), DP_OK);
 }
 
+// Publishes `generations` generations into seg, each two 16 KiB blocks carved into two objects
+// with an aligned gap between them, the one before collected once the next is in (as a store
+// segment holds the active generation while the next is published). Generation g is allocated
+// high when `alternate` and g is odd, else low. Returns the first generation that found no room
+// for a block (-1: none), having freed everything.
+int PublishGenerations(dp_engine* owner, int64_t seg, bool alternate, int generations) {
+    const int64_t block_bytes = 16 << 10;
+    std::vector<int64_t> live[2];
+    int failed = -1;
+    for (int g = 0; g < generations && failed < 0; ++g) {
+        std::vector<int64_t>& mine = live[g % 2];
+        for (int b = 0; b < 2; ++b) {
+            int64_t block = -1;
+            int rc = alternate && g % 2 == 1
+                         ? dp_segment_alloc_high(owner, seg, block_bytes, &block, nullptr)
+                         : dp_segment_alloc(owner, seg, block_bytes, &block, nullptr);
+            if (rc == DP_ERR_SEGMENT_FULL) {
+                failed = g;
+                break;
+            }
+            CHECK_EQ(rc, DP_OK);
+            const int64_t starts[] = {block, block + 8192};
+            const int64_t lengths[] = {3000 + g, 5000 - g};
+            CHECK_EQ(dp_segment_carve(owner, seg, block, 2, starts, lengths, nullptr), DP_OK);
+            mine.push_back(starts[0]);
+            mine.push_back(starts[1]);
+        }
+        if (g > 0) {
+            std::vector<int64_t>& before = live[(g + 1) % 2];
+            for (int64_t key : before) CHECK_EQ(dp_segment_free(owner, seg, key, nullptr), DP_OK);
+            before.clear();
+        }
+    }
+    for (auto& objects : live)
+        for (int64_t key : objects) CHECK_EQ(dp_segment_free(owner, seg, key, nullptr), DP_OK);
+    return failed;
+}
+
+// High allocations take the end of the highest hole, low ones the start of the lowest. With two
+// generations alive, first fit alone scatters the next generation's blocks among the active
+// one's objects until a block finds no contiguous room although a third of the segment is free;
+// generations at alternate ends never do, and leave the segment one hole.
+void AlternateEndsKeepGenerationsApart(dp_engine* owner, dp_engine* peer,
+                                       const std::string& shm_base) {
+    const int64_t size = 64 << 10;
+    std::string shm = shm_base + "-ends";
+    int64_t base = 0, free_bytes = -1;
+    CHECK_EQ(dp_segment_create(owner, "ends", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
+             DP_OK);
+    int64_t seg = Open(owner, "ends", "node-a", owner, shm, size);
+    int64_t peer_seg = Open(peer, "ends", "node-a", owner, shm, size);
+    int64_t off = -1;
+    CHECK_EQ(dp_segment_alloc_high(peer, peer_seg, 64, &off, nullptr), DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_close(peer, peer_seg, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_alloc_high(owner, seg, 0, &off, nullptr), DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_alloc_high(owner, seg, 100, &off, nullptr), DP_OK);
+    CHECK_EQ(off, size - 128);  // 100 rounded up to the alignment, at the very end
+    CHECK_EQ(dp_segment_free(owner, seg, off, nullptr), DP_OK);
+
+    CHECK_EQ(PublishGenerations(owner, seg, false, 60), 2);
+    CHECK_EQ(PublishGenerations(owner, seg, true, 60), -1);
+    CHECK_EQ(dp_segment_free_bytes(owner, "ends", &free_bytes, nullptr), DP_OK);
+    CHECK_EQ(free_bytes, size);
+    int64_t whole = -1;
+    CHECK_EQ(dp_segment_alloc_high(owner, seg, size, &whole, nullptr), DP_OK);  // one hole again
+    CHECK_EQ(whole, 0);
+    CHECK_EQ(dp_segment_free(owner, seg, whole, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_destroy(owner, "ends", 1, nullptr), DP_OK);
+}
+
 std::string Hex(const uint8_t* p, size_t n) {
     std::string out;
     char buf[3];
@@ -650,6 +720,7 @@ int main() {
 
     ReceiveSegmentIsNeverAllocated(a, b, a2, shm);
     CarveKeepsPiecesAndFreesTheRest(a, b, shm);
+    AlternateEndsKeepGenerationsApart(a, b, shm);
 
     int64_t value = 0;
     CHECK_EQ(dp_notify_wait(a, "never", 1, 10, &value, nullptr), DP_ERR_NOT_FOUND);

@@ -114,11 +114,29 @@ public final class StoreClient {
      * @throws SegmentNotAllocatableException if {@code own} is a receive segment
      */
     public long reserve(Segment own, long size) {
+        return reserve(own, size, End.LOW);
+    }
+
+    /**
+     * Which end of its segment a reservation takes: {@code LOW} the start of the lowest hole that
+     * fits, {@code HIGH} the end of the highest. An owner that holds two generations at once (the
+     * active one while the next is published) reserves them at alternate ends, so each stays
+     * together and the room one leaves when collected is one hole: first fit alone scattered the
+     * next generation among the active one's objects until a batch found no contiguous room with
+     * 60% of the segment free.
+     */
+    public enum End {
+        LOW,
+        HIGH
+    }
+
+    /** Like {@link #reserve(Segment, long)}, at {@code end} of the segment. */
+    public long reserve(Segment own, long size, End end) {
         checkOwn(own, "a reservation");
         if (size <= 0) {
             throw new IllegalArgumentException("size must be > 0 for a reservation");
         }
-        return engine.alloc(own.name(), size);
+        return engine.alloc(own.name(), size, end == End.HIGH);
     }
 
     /** Frees a reserved block that will not be published. */

@@ -247,10 +247,19 @@ public final class TransferEngine {
     }
 
     long alloc(String segment, long length) {
+        return alloc(segment, length, false);
+    }
+
+    /** Allocates in {@code segment}: at the end of its highest hole that fits when {@code high}. */
+    long alloc(String segment, long length, boolean high) {
         long[] offset = new long[1];
         long id = segmentId(segment);
         NativeStatus status =
-                handle.call((e, st) -> DpNative.dp_segment_alloc(e, id, length, offset, st));
+                handle.call(
+                        (e, st) ->
+                                high
+                                        ? DpNative.dp_segment_alloc_high(e, id, length, offset, st)
+                                        : DpNative.dp_segment_alloc(e, id, length, offset, st));
         if (status.failed()) {
             onTaskFailure(segment, status.error());
         }

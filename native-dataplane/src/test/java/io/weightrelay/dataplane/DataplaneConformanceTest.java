@@ -687,6 +687,12 @@ abstract class DataplaneConformanceTest {
 
         assertThatThrownBy(() -> a.store().reserve(own, 2 * MIB))
                 .isInstanceOf(SegmentFullException.class);
+        // The other end: the top of the highest hole; freed, the room is whole again.
+        long top = a.store().reserve(own, MIB / 2, StoreClient.End.HIGH);
+        assertThat(top).isEqualTo(own.size() - MIB / 2);
+        assertThat(a.store().reserve(own, MIB / 4, StoreClient.End.LOW)).isLessThan(top);
+        assertThatThrownBy(() -> a.store().reserve(own, MIB + MIB / 2, StoreClient.End.HIGH))
+                .isInstanceOf(SegmentFullException.class);
         assertThatThrownBy(() -> a.store().reserve(recv, 4096))
                 .isInstanceOfSatisfying(
                         SegmentNotAllocatableException.class,

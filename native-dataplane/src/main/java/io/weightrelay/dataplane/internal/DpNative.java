@@ -184,6 +184,13 @@ public final class DpNative {
             @Cast("int64_t*") long[] offsetOut,
             dp_status status);
 
+    public static native int dp_segment_alloc_high(
+            dp_engine engine,
+            @Cast("int64_t") long segmentId,
+            @Cast("int64_t") long length,
+            @Cast("int64_t*") long[] offsetOut,
+            dp_status status);
+
     public static native int dp_segment_free(
             dp_engine engine,
             @Cast("int64_t") long segmentId,

@@ -44,13 +44,13 @@ final class BatchStore implements AutoCloseable {
      *
      * @return the block, or {@link #NO_BLOCK}
      */
-    long reserveOutput(BatchLayout batch) {
+    long reserveOutput(BatchLayout batch, long generation) {
         long bytes = batch.outputBlockBytes();
         if (!staging.convertsIntoOutputBlocks() || bytes == 0) {
             return NO_BLOCK;
         }
         try {
-            return staging.reserveOutput(bytes);
+            return staging.reserveOutput(bytes, StagingArea.end(generation));
         } catch (RuntimeException e) {
             throw PublishProblems.STORE_FAILED.exception(
                     "no room for the batch's "

@@ -104,7 +104,7 @@ public final class Publisher implements AutoCloseable {
             List<StagedTensor> tensors) {
         GenerationLayout layout = gen.layout();
         long t0 = System.nanoTime();
-        long outputBlock = store.reserveOutput(batch);
+        long outputBlock = store.reserveOutput(batch, layout.generation());
         if (outputBlock != BatchStore.NO_BLOCK) {
             batch = batch.inOutputBlock(outputBlock);
         }

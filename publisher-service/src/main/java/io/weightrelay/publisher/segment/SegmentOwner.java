@@ -7,6 +7,7 @@ import io.weightrelay.dataplane.ObjectLocation;
 import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
+import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -203,7 +204,12 @@ public final class SegmentOwner implements AutoCloseable {
      * @throws io.weightrelay.dataplane.SegmentFullException when no contiguous room is left
      */
     public long reserve(long size) {
-        return dataplane.store().reserve(requireSegment(), size);
+        return reserve(size, StoreClient.End.LOW);
+    }
+
+    /** Like {@link #reserve(long)}, at {@code end} of the segment. */
+    public long reserve(long size, StoreClient.End end) {
+        return dataplane.store().reserve(requireSegment(), size, end);
     }
 
     /** Frees a reserved block that was not published. */

@@ -1,6 +1,7 @@
 package io.weightrelay.publisher.staging;
 
 import io.weightrelay.dataplane.RegisteredBuffer;
+import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.publisher.Futures;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import java.io.IOException;
@@ -83,8 +84,12 @@ final class FileStagingSpace implements StagingSpace {
         return capacity;
     }
 
+    /**
+     * First fit whatever {@code end} says: a file-staging block lives until its bytes are copied
+     * into the store, so no generation outlives another here.
+     */
     @Override
-    public synchronized long allocate(long size) {
+    public synchronized long allocate(long size, StoreClient.End end) {
         for (Entry<Long, Long> hole : free.entrySet()) {
             if (hole.getValue() >= size) {
                 long offset = hole.getKey();

@@ -2,6 +2,7 @@ package io.weightrelay.publisher.staging;
 
 import io.weightrelay.dataplane.InPlaceObject;
 import io.weightrelay.dataplane.SegmentFullException;
+import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -34,9 +35,9 @@ final class SegmentStagingSpace implements StagingSpace {
     }
 
     @Override
-    public long allocate(long size) {
+    public long allocate(long size, StoreClient.End end) {
         try {
-            return owner.reserve(size);
+            return owner.reserve(size, end);
         } catch (SegmentFullException e) {
             return -1;
         }
@@ -75,8 +76,8 @@ final class SegmentStagingSpace implements StagingSpace {
     }
 
     @Override
-    public long allocateOutput(long size) {
-        return owner.reserve(size);
+    public long allocateOutput(long size, StoreClient.End end) {
+        return owner.reserve(size, end);
     }
 
     @Override

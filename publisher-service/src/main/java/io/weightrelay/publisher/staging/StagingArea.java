@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.staging;
 
+import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.service.problem.RelayException;
 import java.nio.ByteBuffer;
@@ -144,7 +145,28 @@ public final class StagingArea implements AutoCloseable {
      * @throws RelayException {@code batch-too-large} above the batch bound, {@code staging-full}
      *     (429, with {@code Retry-After}) when no contiguous room is left right now
      */
-    public synchronized Reservation reserve(long bytes) {
+    public Reservation reserve(long bytes) {
+        return reserve(bytes, StoreClient.End.LOW);
+    }
+
+    /**
+     * Where in the space a generation's blocks go: even generations at the low end, odd ones at the
+     * high end. A store segment holds the active generation while the next one is published; at
+     * alternate ends, each generation's objects stay together and the room the collected one leaves
+     * is one hole, so a long-running publisher's segment does not fragment (first fit alone left no
+     * contiguous 128 MiB with 60% of a segment free after a few generations).
+     */
+    public static StoreClient.End end(long generation) {
+        return generation % 2 == 0 ? StoreClient.End.LOW : StoreClient.End.HIGH;
+    }
+
+    /**
+     * Like {@link #reserve(long)}, at {@code end} of the space (see {@link #end(long)}).
+     *
+     * @throws RelayException {@code batch-too-large} above the batch bound, {@code staging-full}
+     *     (429, with {@code Retry-After}) when no contiguous room is left right now
+     */
+    public synchronized Reservation reserve(long bytes, StoreClient.End end) {
         if (bytes <= 0 || bytes > maxBatchBytes) {
             throw StagingProblems.BATCH_TOO_LARGE
                     .exception(
@@ -156,7 +178,7 @@ public final class StagingArea implements AutoCloseable {
         }
         long size = align(bytes);
         reclaimExpired();
-        long offset = reservedBytes + size <= capacity ? space.allocate(size) : -1;
+        long offset = reservedBytes + size <= capacity ? space.allocate(size, end) : -1;
         if (offset >= 0) {
             reservedBytes += size;
             Reservation r =
@@ -259,8 +281,8 @@ public final class StagingArea implements AutoCloseable {
      *
      * @throws io.weightrelay.dataplane.SegmentFullException when the segment has no room
      */
-    public long reserveOutput(long bytes) {
-        return space.allocateOutput(align(bytes));
+    public long reserveOutput(long bytes, StoreClient.End end) {
+        return space.allocateOutput(align(bytes), end);
     }
 
     /** Stores pieces of an output block in place; the block is used up either way. */

@@ -4,6 +4,7 @@ import io.weightrelay.api.publisher.model.Reservation;
 import io.weightrelay.api.publisher.model.ReservationRequest;
 import io.weightrelay.api.publisher.model.StagingInfo;
 import io.weightrelay.api.publisher.server.StagingApi;
+import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.publisher.publish.Publisher;
 import io.weightrelay.publisher.segment.SegmentProperties;
 import org.springframework.http.ResponseEntity;
@@ -36,10 +37,12 @@ record StagingController(StagingArea staging, SegmentProperties segment, Publish
     @Override
     public ResponseEntity<Reservation> reserveStaging(ReservationRequest request) {
         requireServesTrainers();
+        StoreClient.End end = StoreClient.End.LOW;
         if (request.getModel() != null && request.getGeneration() != null) {
             publisher.requireNotFailed(request.getModel(), request.getGeneration());
+            end = StagingArea.end(request.getGeneration());
         }
-        StagingArea.Reservation r = staging.reserve(request.getBytes());
+        StagingArea.Reservation r = staging.reserve(request.getBytes(), end);
         return ResponseEntity.ok(new Reservation(r.id(), r.offset(), r.size()));
     }
 

@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.staging;
 
+import io.weightrelay.dataplane.StoreClient;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.List;
@@ -18,11 +19,13 @@ interface StagingSpace extends AutoCloseable {
     long fileSize();
 
     /**
-     * Reserves {@code size} contiguous bytes (a multiple of {@link StagingArea#ALIGNMENT}).
+     * Reserves {@code size} contiguous bytes (a multiple of {@link StagingArea#ALIGNMENT}), at
+     * {@code end} of the space where that matters: in a store segment, whose objects outlive the
+     * reservation (see {@link StagingArea#end}).
      *
      * @return the offset, or -1 when no contiguous room is left right now
      */
-    long allocate(long size);
+    long allocate(long size, StoreClient.End end);
 
     /** Frees a block {@link #allocate} returned and no {@link #store} consumed. */
     void release(long offset, long size);
@@ -55,7 +58,7 @@ interface StagingSpace extends AutoCloseable {
      *
      * @throws io.weightrelay.dataplane.SegmentFullException when there is no room
      */
-    default long allocateOutput(long size) {
+    default long allocateOutput(long size, StoreClient.End end) {
         throw new UnsupportedOperationException(
                 "no output blocks in " + getClass().getSimpleName());
     }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.dataplane.ObjectExistsException;
+import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.segment.SegmentProperties;
@@ -16,8 +17,10 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.function.LongFunction;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -156,6 +159,66 @@ class SegmentStagingTest {
         assertThat(owner.freeBytes()).isEqualTo(8 * MIB - 4096);
         owner.remove("m/2/x");
         assertThat(a.size()).isEqualTo(4 * MIB);
+    }
+
+    /**
+     * A segment holds the active generation while the next is published, then the older one is
+     * collected. Each generation's batches are stored as objects with gaps between them (what
+     * alignment and narrowing conversions leave). With every reservation at the low end, the third
+     * generation already finds no contiguous batch with a third of the segment free; with
+     * generations at alternate ends ({@link StagingArea#end}), sixty generations all fit and leave
+     * the segment whole.
+     */
+    @Test
+    void generationsAtAlternateEndsNeverFragmentTheSegment() {
+        assertThat(publishGenerations(g -> StoreClient.End.LOW, 60)).isEqualTo(2);
+        assertThat(owner.freeBytes()).isEqualTo(8 * MIB);
+
+        assertThat(publishGenerations(StagingArea::end, 60)).isEqualTo(-1);
+        assertThat(owner.freeBytes()).isEqualTo(8 * MIB);
+        long whole = owner.reserve(8 * MIB); // one hole again
+        assertThat(whole).isZero();
+        owner.releaseReservation(whole);
+    }
+
+    /**
+     * Publishes {@code generations} generations of two 2 MiB batches, each stored as two objects
+     * with a gap between them, collecting each generation once the next is stored; answers the
+     * first generation a batch found no room for (-1: none), having removed every object.
+     */
+    private long publishGenerations(LongFunction<StoreClient.End> ends, int generations) {
+        List<List<String>> live = List.of(new ArrayList<>(), new ArrayList<>());
+        long failed = -1;
+        for (long g = 0; g < generations && failed < 0; g++) {
+            List<String> mine = live.get((int) (g % 2));
+            for (int b = 0; b < 2; b++) {
+                StagingArea.Reservation r;
+                try {
+                    r = staging.reserve(2 * MIB, ends.apply(g));
+                } catch (RelayException e) {
+                    assertThat(e.kind()).isEqualTo(StagingProblems.STAGING_FULL);
+                    failed = g;
+                    break;
+                }
+                String first = "m/" + g + "/b" + b + "-0";
+                String second = "m/" + g + "/b" + b + "-1";
+                staging.store(
+                        staging.claim(r.id()),
+                        List.of(
+                                new StagingArea.Piece(first, r.offset(), 384 * 1024 + g),
+                                new StagingArea.Piece(second, r.offset() + MIB, 640 * 1024 - g)),
+                        Runnable::run);
+                mine.add(first);
+                mine.add(second);
+            }
+            if (g > 0) {
+                List<String> before = live.get((int) ((g + 1) % 2));
+                before.forEach(owner::remove);
+                before.clear();
+            }
+        }
+        live.forEach(keys -> keys.forEach(owner::remove));
+        return failed;
     }
 
     private static byte[] pattern(long size, int seed) {
