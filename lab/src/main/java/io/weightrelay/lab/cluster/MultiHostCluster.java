@@ -514,6 +514,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         command.add(ServiceProcess.findJar(spec.site().root(), module).toString());
         command.add("--server.port=" + port);
         command.add("--server.address=" + h.controlAddress());
+        command.add(ServiceProcess.parentPidArg());
         command.addAll(args);
         return h.start(name, command, logs);
     }

@@ -100,6 +100,8 @@ public final class ServiceProcess extends ChildProcess {
         command.addAll(what);
         command.add("--server.port=" + port);
         command.add("--server.address=127.0.0.1");
+        // Stops itself if this JVM dies without stopping it (a SIGKILLed lab or test run).
+        command.add(parentPidArg());
         command.addAll(args);
         Path log = logs.resolve(name + ".log");
         try {
@@ -125,6 +127,14 @@ public final class ServiceProcess extends ChildProcess {
     private static List<String> defaultJvmOptions() {
         String value = System.getProperty(JVM_OPTIONS_PROPERTY, "").strip();
         return value.isEmpty() ? List.of() : List.of(value.split("\\s+"));
+    }
+
+    /**
+     * The Spring argument that ties a service's life to this JVM's ({@code relay.parent-pid}, see
+     * {@code io.weightrelay.service.lifecycle.ParentWatch}).
+     */
+    public static String parentPidArg() {
+        return "--relay.parent-pid=" + ProcessHandle.current().pid();
     }
 
     /** {@link #start(String, Path, String, List, List, Path)} with no extra JVM options. */
