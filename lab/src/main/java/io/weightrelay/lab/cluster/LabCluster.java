@@ -260,6 +260,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
     private LabCluster(Spec spec) throws IOException {
         this.spec = spec;
         this.logs = Files.createTempDirectory("wr-lab-" + run);
+        KilledLabs.record(logs, run, spec.redisUri());
         this.secrets = LabSecrets.create(run);
         this.trainerToken = secrets.trainer();
         this.operatorToken = secrets.operator();
@@ -328,6 +329,9 @@ public final class LabCluster implements StartedOrClosed.Lab {
         // An earlier lab ended by SIGKILL or the OOM killer must not leave this one short of
         // shared memory; every service's data plane would reclaim too, but later and unseen.
         reclaimOrphanedSegmentFiles("left by killed processes");
+        for (String run : KilledLabs.sweep(tmpDir(), spec.redisUri())) {
+            System.err.println("lab: deleted the Redis keys of lab run " + run + " (killed)");
+        }
         LabCluster lab = new LabCluster(spec);
         lab.checksums = checksums;
         lab.controlApis = controlApis;
@@ -781,7 +785,13 @@ public final class LabCluster implements StartedOrClosed.Lab {
         children.clear();
         reclaimOrphanedSegmentFiles("killed during the lab");
         deleteKeys(spec.redisUri(), "wr:lab:" + run + ":");
+        KilledLabs.closed(logs);
         secrets.close();
+    }
+
+    /** Where the labs' log directories are made. */
+    private static Path tmpDir() {
+        return Path.of(System.getProperty("java.io.tmpdir"));
     }
 
     /**
