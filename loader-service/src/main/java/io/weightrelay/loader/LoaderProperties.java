@@ -35,6 +35,10 @@ import org.springframework.validation.annotation.Validated;
  *     is 0.1 s of a 7.7 s update); it is for clusters whose barrier lasts seconds
  * @param warmUp run prepare's validation and scheduling on a synthetic group at start-up, before
  *     readiness, so the first update is not also the JIT's first run of that code
+ * @param sessionWatch how often a loader in its apply asks control-api whether the update session
+ *     failed elsewhere (and so has it apply its timeouts and liveness checks); a failed session
+ *     stops the apply, naming the session's failing peer, instead of it waiting out its deadline
+ *     for bytes that will not come (zero: never)
  */
 @Validated
 @ConfigurationProperties("relay.loader")
@@ -51,4 +55,5 @@ public record LoaderProperties(
         @DefaultValue("-1") int failBeforeBatch,
         @DefaultValue("true") boolean checksums,
         @DefaultValue("false") boolean readAhead,
-        @DefaultValue("true") boolean warmUp) {}
+        @DefaultValue("true") boolean warmUp,
+        @NotNull @DefaultValue("5s") Duration sessionWatch) {}

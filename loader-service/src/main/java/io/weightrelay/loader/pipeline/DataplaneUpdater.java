@@ -344,6 +344,11 @@ public final class DataplaneUpdater {
         public void abandon() {
             executor.abandon();
         }
+
+        /** Stops the apply, running or about to run: it fails with {@code why}. */
+        public void stop(ApplyFailure why) {
+            executor.stop(why);
+        }
     }
 
     /**

@@ -120,6 +120,15 @@ public final class PipelineExecutor {
     }
 
     /**
+     * Stops a running pipeline from outside (the update session failed elsewhere): every stage sees
+     * it within a wait slice and {@link #run()} throws {@code why}, unless a failure of its own
+     * came first.
+     */
+    public void stop(ApplyFailure why) {
+        ctx.fail(why);
+    }
+
+    /**
      * Runs the pipeline to the end (its reads may have started ahead); throws the first failure.
      */
     public ApplyCounts run() {

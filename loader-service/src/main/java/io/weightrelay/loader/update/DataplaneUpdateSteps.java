@@ -138,7 +138,8 @@ class DataplaneUpdateSteps implements UpdateSteps {
         validated = prepared.slice();
         boolean readAhead = properties.readAhead();
         return new PreparedUpdate() {
-            private DataplaneUpdater.Applying applying;
+            // Set by the update thread, read by the session watch's.
+            private volatile DataplaneUpdater.Applying applying;
 
             @Override
             public long bytesTotal() {
@@ -161,10 +162,19 @@ class DataplaneUpdateSteps implements UpdateSteps {
             }
 
             @Override
+            public void stop(ApplyFailure why) {
+                DataplaneUpdater.Applying a = applying;
+                if (a != null) {
+                    a.stop(why);
+                }
+            }
+
+            @Override
             public ApplyCounts apply(Duration timeout, LongConsumer progress) {
-                return applying != null
-                        ? updater.apply(applying)
-                        : updater.apply(prepared, timeout, progress);
+                if (applying == null) {
+                    applying = updater.begin(prepared, timeout, progress);
+                }
+                return updater.apply(applying);
             }
         };
     }

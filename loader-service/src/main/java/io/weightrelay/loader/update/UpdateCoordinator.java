@@ -36,6 +36,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Service;
@@ -65,6 +68,10 @@ public class UpdateCoordinator {
     private final UpdateMetrics metrics;
     private final ExecutorService worker =
             Executors.newSingleThreadExecutor(DaemonThreads.named("update"));
+
+    /** Asks control-api about the session while an apply runs ({@link #watchSession}). */
+    private final ScheduledExecutorService watcher =
+            Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("session-watch"));
 
     /** A model's first manifest, fetched beside the prepare call. */
     private final ExecutorService calls =
@@ -385,7 +392,15 @@ public class UpdateCoordinator {
                                 log.warn("reporting APPLYING failed: {}", e.toString());
                             }
                         });
-                ApplyCounts counts = prepared.apply(remaining(deadline), run::progress);
+                ApplyCounts counts;
+                ScheduledFuture<?> watching = watchSession(instance, generation, prepared);
+                try {
+                    counts = prepared.apply(remaining(deadline), run::progress);
+                } finally {
+                    if (watching != null) {
+                        watching.cancel(false);
+                    }
+                }
                 run.counts(counts);
                 run.enter(Phase.APPLIED);
                 arrive(
@@ -584,9 +599,54 @@ public class UpdateCoordinator {
         }
     }
 
+    /**
+     * While {@code prepared} applies, asks control-api every {@code relay.loader.session-watch}
+     * whether the session failed (a touch, so phase timeouts and the liveness of the participants
+     * are judged too) and stops the apply, naming the session's failing peer, when it has: a peer
+     * that failed or died mid-apply would otherwise leave this loader waiting out its deadline for
+     * bytes that never come. Null when watching is off.
+     */
+    private ScheduledFuture<?> watchSession(
+            Instance instance, long generation, UpdateSteps.PreparedUpdate prepared) {
+        Duration every = properties.sessionWatch();
+        if (every.isZero() || every.isNegative()) {
+            return null;
+        }
+        return watcher.scheduleWithFixedDelay(
+                () -> {
+                    try {
+                        BarrierState s =
+                                control.awaitBarrier(
+                                        instance.model(),
+                                        generation,
+                                        instance.group(),
+                                        Barrier.APPLIED,
+                                        Duration.ZERO);
+                        if (s.failed()) {
+                            prepared.stop(
+                                    new ApplyFailure(
+                                            s.failedInstance() != null
+                                                    ? s.failedInstance()
+                                                    : CONTROL_API,
+                                            "the update session failed while this loader applied: "
+                                                    + (s.failure() == null
+                                                            ? "no reason given"
+                                                            : s.failure())));
+                        }
+                    } catch (RuntimeException e) {
+                        // control-api unreachable now: the apply goes on, its deadline still holds
+                        log.debug("watching the session failed: {}", e.toString());
+                    }
+                },
+                every.toMillis(),
+                every.toMillis(),
+                TimeUnit.MILLISECONDS);
+    }
+
     @PreDestroy
     void stop() {
         worker.shutdownNow();
         calls.shutdownNow();
+        watcher.shutdownNow();
     }
 }

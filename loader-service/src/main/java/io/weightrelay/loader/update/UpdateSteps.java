@@ -24,6 +24,12 @@ public interface UpdateSteps {
         /** Stops the reads {@link #readAhead} started; the apply will not run. */
         default void abandon() {}
 
+        /**
+         * Stops the apply from another thread (the session failed elsewhere): a running or starting
+         * {@link #apply} fails with {@code why} soon after. Before the apply, nothing.
+         */
+        default void stop(io.weightrelay.loader.pipeline.ApplyFailure why) {}
+
         /** Runs the apply; throws {@link io.weightrelay.loader.pipeline.ApplyFailure}. */
         ApplyCounts apply(Duration timeout, LongConsumer progress);
     }

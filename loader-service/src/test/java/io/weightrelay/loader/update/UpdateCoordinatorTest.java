@@ -48,7 +48,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.LongConsumer;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -105,7 +107,8 @@ class UpdateCoordinatorTest {
                         -1,
                         true,
                         true,
-                        false);
+                        false,
+                        Duration.ofMillis(100));
         holder =
                 new DataplaneHolder(
                         new DataplaneSettings(
@@ -447,6 +450,31 @@ class UpdateCoordinatorTest {
     }
 
     /**
+     * Another loader fails the session while this one applies, waiting for bytes that will not
+     * come: the session watch stops the apply within its interval, naming the session's failing
+     * peer and its reason, instead of the apply waiting out its deadline.
+     */
+    @Test
+    void aSessionThatFailsElsewhereStopsTheApplyNamingItsFailingPeer() throws Exception {
+        steps.applyWaitsForStop = true;
+        control.barriers.put(
+                ControlPlane.Barrier.APPLIED,
+                new ControlPlane.BarrierState(
+                        false, true, "i0003", "read of tiny/2/w@0 from trainer-0001 timed out"));
+        long started = System.nanoTime();
+
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(60)));
+
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started)).isLessThan(5000);
+        assertThat(s.outcome()).isEqualTo(Outcome.PAUSED_REBUILD);
+        assertThat(s.failingPeer()).isEqualTo("i0003");
+        assertThat(s.error())
+                .contains("the update session failed while this loader applied")
+                .contains("timed out");
+        assertThat(instances.require().paused()).isTrue();
+    }
+
+    /**
      * Runs an update of generation 2 in which loader {@code peer} fails the session at {@code
      * barrier}; the run names that loader.
      */
@@ -574,6 +602,9 @@ class UpdateCoordinatorTest {
         Slice preparedSlice;
         RuntimeException prepareFailure;
         RuntimeException applyFailure;
+        // The apply runs until stopped (for 10 s at most), as one waiting for a peer's bytes.
+        boolean applyWaitsForStop;
+        final CompletableFuture<ApplyFailure> stopped = new CompletableFuture<>();
 
         @Override
         public void checkReadsAhead(String model, long generation, Slice slice) {
@@ -611,10 +642,22 @@ class UpdateCoordinatorTest {
                 }
 
                 @Override
+                public void stop(ApplyFailure why) {
+                    stopped.complete(why);
+                }
+
+                @Override
                 public ApplyCounts apply(Duration timeout, LongConsumer progress) {
                     calls.add("apply");
                     if (applyFailure != null) {
                         throw applyFailure;
+                    }
+                    if (applyWaitsForStop) {
+                        try {
+                            throw stopped.get(10, TimeUnit.SECONDS);
+                        } catch (InterruptedException | ExecutionException | TimeoutException e) {
+                            throw new AssertionError("the apply was never stopped", e);
+                        }
                     }
                     progress.accept(1000);
                     return new ApplyCounts(400, 500, 100, 900, 3, null);
