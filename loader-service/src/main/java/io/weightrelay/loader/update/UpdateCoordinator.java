@@ -172,13 +172,7 @@ public class UpdateCoordinator {
                 && c.status() == 409
                 && "session-closed".equals(c.problemType())) {
             try {
-                BarrierState s =
-                        control.awaitBarrier(
-                                instance.model(),
-                                generation,
-                                instance.group(),
-                                Barrier.PREPARED,
-                                Duration.ZERO);
+                BarrierState s = session(instance, generation, Barrier.PREPARED);
                 if (s.failed() && s.failure() != null) {
                     return new Failure(
                             s.failedInstance() != null ? s.failedInstance() : CONTROL_API,
@@ -189,6 +183,15 @@ public class UpdateCoordinator {
             }
         }
         return failure(instance, e);
+    }
+
+    /**
+     * The session as {@code barrier}'s status shows it now: touched (so control-api applies a
+     * timeout or a participant's end that passed), not waited on.
+     */
+    private BarrierState session(Instance instance, long generation, Barrier barrier) {
+        return control.awaitBarrier(
+                instance.model(), generation, instance.group(), barrier, Duration.ZERO);
     }
 
     private Failure failure(Instance instance, RuntimeException e) {
@@ -615,13 +618,7 @@ public class UpdateCoordinator {
         return watcher.scheduleWithFixedDelay(
                 () -> {
                     try {
-                        BarrierState s =
-                                control.awaitBarrier(
-                                        instance.model(),
-                                        generation,
-                                        instance.group(),
-                                        Barrier.APPLIED,
-                                        Duration.ZERO);
+                        BarrierState s = session(instance, generation, Barrier.APPLIED);
                         if (s.failed()) {
                             prepared.stop(
                                     new ApplyFailure(
