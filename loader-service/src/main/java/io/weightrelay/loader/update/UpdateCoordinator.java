@@ -565,9 +565,18 @@ public class UpdateCoordinator {
         }
     }
 
+    /**
+     * How long one barrier request may wait: up to the deadline, and no wait at all once it passed
+     * (one last look, after which {@link #arrive} names who kept the barrier shut rather than
+     * blaming control-api for the time).
+     */
     private Duration barrierWait(long deadline) {
-        Duration left = remaining(deadline);
-        return left.compareTo(properties.barrierWait()) < 0 ? left : properties.barrierWait();
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+            return Duration.ZERO;
+        }
+        Duration wait = Duration.ofNanos(left);
+        return wait.compareTo(properties.barrierWait()) < 0 ? wait : properties.barrierWait();
     }
 
     /** Reports a phase no barrier waits on: a failure to report is logged, not fatal. */

@@ -450,6 +450,24 @@ class UpdateCoordinatorTest {
     }
 
     /**
+     * An apply that ends after the update's deadline still reports and looks at the barrier once,
+     * so the run names who kept it shut, not control-api for the time.
+     */
+    @Test
+    void anApplyThatEndsAfterTheDeadlineStillNamesWhoDidNotArrive() throws Exception {
+        steps.applyMillis = 1200;
+        control.barriers.put(
+                ControlPlane.Barrier.APPLIED,
+                new ControlPlane.BarrierState(false, false, null, null, List.of("i0001")));
+
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofMillis(800)));
+
+        assertThat(s.outcome()).isEqualTo(Outcome.PAUSED_REBUILD);
+        assertThat(s.failingPeer()).isEqualTo("i0001");
+        assertThat(s.error()).contains("no report from i0001");
+    }
+
+    /**
      * Another loader fails the session while this one applies, waiting for bytes that will not
      * come: the session watch stops the apply within its interval, naming the session's failing
      * peer and its reason, instead of the apply waiting out its deadline.
@@ -604,6 +622,8 @@ class UpdateCoordinatorTest {
         RuntimeException applyFailure;
         // The apply runs until stopped (for 10 s at most), as one waiting for a peer's bytes.
         boolean applyWaitsForStop;
+        // How long the apply takes.
+        long applyMillis;
         final CompletableFuture<ApplyFailure> stopped = new CompletableFuture<>();
 
         @Override
@@ -651,6 +671,13 @@ class UpdateCoordinatorTest {
                     calls.add("apply");
                     if (applyFailure != null) {
                         throw applyFailure;
+                    }
+                    if (applyMillis > 0) {
+                        try {
+                            Thread.sleep(applyMillis);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
                     }
                     if (applyWaitsForStop) {
                         try {
