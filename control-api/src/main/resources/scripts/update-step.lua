@@ -27,6 +27,8 @@ local transitions = {}
 local state = redis.call('HGET', s, 'state')
 local function terminal(st) return st == 'DONE' or st == 'RESUMED_OLD' or st == 'PAUSED_REBUILD' end
 local function lvl(raw) return level[cjson.decode(raw).phase] or -1 end
+-- The level every participant must reach before the session leaves its current state.
+local function needed() return state == 'PREPARING' and 1 or (state == 'APPLYING' and 3 or 4) end
 local function first_below(min)
   local all = redis.call('HGETALL', pk)
   local names = {}
@@ -59,8 +61,7 @@ local function claim_verification()
 end
 
 if not terminal(state) and now > tonumber(redis.call('HGET', s, 'phaseDeadline')) then
-  local need = state == 'PREPARING' and 1 or (state == 'APPLYING' and 3 or 4)
-  local who = first_below(need)
+  local who = first_below(needed())
   if who == '' and state == 'APPLYING' then
     fail('control-api', 'phase APPLYING timed out verifying the checksums of what was read')
   else
@@ -69,7 +70,7 @@ if not terminal(state) and now > tonumber(redis.call('HGET', s, 'phaseDeadline')
 end
 
 if ARGV[2] == '' and not terminal(state) then
-  local need = state == 'PREPARING' and 1 or (state == 'APPLYING' and 3 or 4)
+  local need = needed()
   local all = redis.call('HGETALL', pk)
   local gone = {}
   for i = 1, #all, 2 do
@@ -172,8 +173,7 @@ if ARGV[2] ~= '' then
     redis.call('HSET', lk, 'generation', ARGV[12])
   end
   if not terminal(state) then
-    local need = state == 'PREPARING' and 1 or (state == 'APPLYING' and 3 or 4)
-    if first_below(need) == '' then
+    if first_below(needed()) == '' then
       if state == 'PREPARING' then advance('APPLYING', 'prepareMs', 'prepare')
       elseif state == 'APPLYING' then
         if ARGV[11] == '1' then
