@@ -37,7 +37,11 @@ public final class RedisEvents {
     }
 
     private void onMessage(Message message, byte[] pattern) {
-        String channel = new String(message.getChannel(), StandardCharsets.UTF_8);
+        wake(new String(message.getChannel(), StandardCharsets.UTF_8));
+    }
+
+    /** Wakes this instance's waiters of {@code channel}, as an event on it does. */
+    void wake(String channel) {
         Set<CompletableFuture<Void>> set = waiters.get(channel);
         if (set != null) {
             set.forEach(f -> f.complete(null));
@@ -59,9 +63,23 @@ public final class RedisEvents {
             arm();
         }
 
+        /**
+         * Adds a fresh future to the channel's set inside the map's compute, as {@link #disarm}
+         * removes one: adding after a {@code computeIfAbsent} returned could land in a set that
+         * another waiter's disarm had just emptied and dropped from the map, where no event ever
+         * finds it (a barrier's waiter then slept until its recheck, 5 s, with the barrier open).
+         */
         private void arm() {
-            future = new CompletableFuture<>();
-            waiters.computeIfAbsent(channel, c -> ConcurrentHashMap.newKeySet()).add(future);
+            CompletableFuture<Void> armed = new CompletableFuture<>();
+            future = armed;
+            waiters.compute(
+                    channel,
+                    (c, set) -> {
+                        Set<CompletableFuture<Void>> into =
+                                set != null ? set : ConcurrentHashMap.newKeySet();
+                        into.add(armed);
+                        return into;
+                    });
         }
 
         /**
