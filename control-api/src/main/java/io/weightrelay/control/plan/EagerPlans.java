@@ -1,14 +1,23 @@
 package io.weightrelay.control.plan;
 
+import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.control.generation.GenerationCommitted;
 import io.weightrelay.control.generation.GenerationOpened;
 import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.generation.StoredGeneration;
+import io.weightrelay.control.registry.LoaderRegistered;
 import io.weightrelay.control.registry.Registry;
 import io.weightrelay.service.concurrent.DaemonThreads;
+import java.util.Map;
+import java.util.Optional;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
@@ -21,9 +30,11 @@ import org.springframework.stereotype.Component;
  * generation is opened, while the trainers store its bytes, and again when it is committed (a cache
  * hit, unless the group's registrations changed during the publish). The group's first prepare so
  * finds its plan instead of computing it while every loader of the group waits. The same resolution
- * a prepare makes, with the same single flight: a prepare that arrives while it runs joins it. Best
- * effort: a refusal (a placement the manifest refuses, no plan for a group that is being rebuilt)
- * is logged here and answered to the loaders by their own prepare, as before.
+ * a prepare makes, with the same single flight: a prepare that arrives while it runs joins it. A
+ * loader registering (a restarted or added engine) has its group's plan for the active generation
+ * resolved once the group's registrations settle ({@link PlanProperties#eagerSettle}). Best effort:
+ * a refusal (a placement the manifest refuses, no plan for a group that is being rebuilt) is logged
+ * here and answered to the loaders by their own prepare, as before.
  */
 @Component
 class EagerPlans implements DisposableBean {
@@ -43,6 +54,13 @@ class EagerPlans implements DisposableBean {
     private final ThreadPoolExecutor worker =
             DaemonThreads.single(
                     "plan-eager", QUEUED, new ThreadPoolExecutor.DiscardOldestPolicy());
+
+    /** Times the settling of groups whose loaders register; hands each resolution to the worker. */
+    private final ScheduledExecutorService settle =
+            Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("plan-settle"));
+
+    /** Per model and group, the resolution waiting for its registrations to settle. */
+    private final Map<String, ScheduledFuture<?>> settling = new ConcurrentHashMap<>();
 
     EagerPlans(
             PlanService plans,
@@ -69,6 +87,50 @@ class EagerPlans implements DisposableBean {
         }
     }
 
+    /**
+     * A loader registered: its group's plan for the active generation is resolved once no other
+     * loader of the group registered for {@link PlanProperties#eagerSettle}. Each registration
+     * restarts the wait, so a group registering loader by loader is planned once.
+     */
+    @EventListener
+    void registered(LoaderRegistered event) {
+        if (!properties.eager() || properties.eagerSettle().isZero()) {
+            return;
+        }
+        String model = event.model();
+        String group = event.group();
+        settling.compute(
+                model + "\n" + group,
+                (key, pending) -> {
+                    if (pending != null) {
+                        pending.cancel(false);
+                    }
+                    return settle.schedule(
+                            () -> worker.execute(() -> resolveActive(model, group)),
+                            properties.eagerSettle().toMillis(),
+                            TimeUnit.MILLISECONDS);
+                });
+    }
+
+    private void resolveActive(String model, String group) {
+        try {
+            Optional<Generation> active = generations.activeIfAny(model);
+            if (active.isEmpty()) {
+                // nothing to load yet: the next open and commit resolve the group's plan
+                return;
+            }
+            long generation = active.get().getGeneration();
+            StoredGeneration g = generations.load(model, generation).requireNotLost();
+            resolveGroup(model, g, group, "registrations in group " + group + " settling");
+        } catch (RuntimeException e) {
+            log.info(
+                    "plan of group {} of {} not resolved after its registrations: {}",
+                    group,
+                    model,
+                    e.toString());
+        }
+    }
+
     private void resolveGroups(String model, long generation, String at) {
         try {
             StoredGeneration g = generations.load(model, generation).requireNotLost();
@@ -77,28 +139,7 @@ class EagerPlans implements DisposableBean {
                 groups.add(l.getGroup());
             }
             for (String group : groups) {
-                long started = System.nanoTime();
-                try {
-                    var plan = plans.resolve(model, g, group).summary();
-                    log.info(
-                            "plan {} of group {} resolved at the {} of {}/{} in {} ms ({})",
-                            plan.getPlanId(),
-                            group,
-                            at,
-                            model,
-                            generation,
-                            (System.nanoTime() - started) / 1_000_000,
-                            Boolean.TRUE.equals(plan.getCached()) ? "cached" : "computed");
-                } catch (RuntimeException e) {
-                    log.info(
-                            "plan of group {} not resolved at the {} of {}/{} (its loaders'"
-                                    + " prepare will say why): {}",
-                            group,
-                            at,
-                            model,
-                            generation,
-                            e.getMessage());
-                }
+                resolveGroup(model, g, group, "the " + at);
             }
         } catch (RuntimeException e) {
             log.info(
@@ -110,8 +151,36 @@ class EagerPlans implements DisposableBean {
         }
     }
 
+    /** Resolves one group's plan of {@code g}, logging the outcome; never throws. */
+    private void resolveGroup(String model, StoredGeneration g, String group, String at) {
+        long generation = g.view().getGeneration();
+        long started = System.nanoTime();
+        try {
+            var plan = plans.resolve(model, g, group).summary();
+            log.info(
+                    "plan {} of group {} resolved at {} of {}/{} in {} ms ({})",
+                    plan.getPlanId(),
+                    group,
+                    at,
+                    model,
+                    generation,
+                    (System.nanoTime() - started) / 1_000_000,
+                    Boolean.TRUE.equals(plan.getCached()) ? "cached" : "computed");
+        } catch (RuntimeException e) {
+            log.info(
+                    "plan of group {} not resolved at {} of {}/{} (its loaders' prepare will say"
+                            + " why): {}",
+                    group,
+                    at,
+                    model,
+                    generation,
+                    e.getMessage());
+        }
+    }
+
     @Override
     public void destroy() {
+        settle.shutdownNow();
         worker.shutdownNow();
     }
 }

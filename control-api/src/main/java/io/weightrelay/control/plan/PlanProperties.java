@@ -21,7 +21,12 @@ import org.springframework.validation.annotation.Validated;
  *     of them per reader
  * @param eager whether the plans of a generation's rollout groups are resolved when it is opened
  *     and again when it is committed (in the background), rather than by the first prepare that
- *     needs one
+ *     needs one; and, with {@code eager}, a group's plan for the active generation once the group's
+ *     registrations have settled ({@code eagerSettle} without a new one)
+ * @param eagerSettle how long a rollout group must go without a loader registering before its plan
+ *     for the active generation is resolved: a restarted or added engine's first update finds it,
+ *     and a group registering loader by loader has it computed once, not once per loader (zero: not
+ *     at registrations; the open, the commit or the first prepare resolves it)
  */
 @Validated
 @ConfigurationProperties("relay.plans")
@@ -33,7 +38,8 @@ public record PlanProperties(
         @DefaultValue("16MB") DataSize readMaxBytes,
         @DefaultValue("64MB") DataSize batchBytes,
         @DefaultValue("true") boolean eager,
-        @DefaultValue("true") boolean warmUp) {
+        @DefaultValue("true") boolean warmUp,
+        @DefaultValue("1s") Duration eagerSettle) {
 
     public PlanProperties {
         // Checked at start-up: a bad pair fails the service, never the first plan.

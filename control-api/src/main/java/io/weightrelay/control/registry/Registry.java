@@ -36,6 +36,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiFunction;
 import java.util.function.Function;
+import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.ZSetOperations;
 import org.springframework.stereotype.Service;
@@ -56,6 +57,7 @@ public class Registry {
     private final RegistryProperties properties;
     private final PlacementTemplates templates;
     private final Clock clock;
+    private final ApplicationEventPublisher events;
 
     Registry(
             StringRedisTemplate redis,
@@ -65,7 +67,8 @@ public class Registry {
             JsonMapper json,
             RegistryProperties properties,
             PlacementTemplates templates,
-            Clock clock) {
+            Clock clock,
+            ApplicationEventPublisher events) {
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
@@ -74,6 +77,7 @@ public class Registry {
         this.properties = properties;
         this.templates = templates;
         this.clock = clock;
+        this.events = events;
     }
 
     private static final int LIST_PAGE = 256;
@@ -240,6 +244,7 @@ public class Registry {
         if (result.is("missing")) {
             throw templatesMissing(instance, result.items(1));
         }
+        events.publishEvent(new LoaderRegistered(r.getModel(), r.getGroup(), instance));
         return getLoader(instance);
     }
 
