@@ -65,6 +65,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -101,12 +102,14 @@ import tools.jackson.databind.json.JsonMapper;
  * {@code prepare_call_ms}, {@code prepare_manifest_ms} and {@code prepare_slice_ms} the slowest of
  * each call, {@code prepare_wall_ms} the whole step with every loader's checks sharing this
  * machine's cores), {@code session_ms} (every report and barrier of the session the prepare calls
- * joined, until the post-applied barrier is open for all), the largest request and response in
- * bytes with the call that made them, and control-api's peak heap from its GC log ({@code
- * control_peak_heap_bytes} just before a collection, {@code control_peak_live_heap_bytes} just
- * after). A step that fails ends the run: the line then names it in {@code failed_step} with {@code
- * error}, and the exit code is 1. {@code control_cpu_<step>} is control-api's CPU time during each
- * step (all its threads), steadier than the wall times on a shared machine.
+ * joined, until the post-applied barrier is open for all; {@code session_watch_ms} is the slowest
+ * of the session watches in it, one per loader after it reports applying, all at once), the largest
+ * request and response in bytes with the call that made them, and control-api's peak heap from its
+ * GC log ({@code control_peak_heap_bytes} just before a collection, {@code
+ * control_peak_live_heap_bytes} just after). A step that fails ends the run: the line then names it
+ * in {@code failed_step} with {@code error}, and the exit code is 1. {@code control_cpu_<step>} is
+ * control-api's CPU time during each step (all its threads), steadier than the wall times on a
+ * shared machine.
  *
  * <p>Sizes: {@code --model} is a catalogued model; {@code --tensors N} scales it to about N tensors
  * instead (fewer layers, and fewer experts where even two layers have too many: a synthetic model,
@@ -412,6 +415,9 @@ public final class ControlPlaneBench {
         private final Figures f = new Figures();
         private final Map<String, Long> epochs = new ConcurrentHashMap<>();
 
+        /** The slowest session watch of the session step. */
+        private final AtomicLong watchMs = new AtomicLong();
+
         /** Each loader's slice, from its prepare: what it reports checksums of when applied. */
         private final Map<String, Slice> slices = new ConcurrentHashMap<>();
 
@@ -568,6 +574,7 @@ public final class ControlPlaneBench {
 
                 current = "session_ms";
                 timed(current, () -> all(players, instances, i -> session(generation, i)));
+                f.extra.put("session_watch_ms", watchMs.get());
             } catch (RuntimeException e) {
                 f.failedStep = current;
                 f.error = describe(e);
@@ -947,6 +954,16 @@ public final class ControlPlaneBench {
             report(generation, instance, epoch, ReportedPhase.PREPARED);
             await(generation, instance, BarrierName.PREPARED);
             report(generation, instance, epoch, ReportedPhase.APPLYING);
+            // The session watch of a loader in its apply (relay.loader.session-watch): a touch of
+            // the session, every loader at once here, where they would spread over its period.
+            long watchStarted = System.nanoTime();
+            BarrierStatus watched =
+                    updates.awaitBarrier(s.model(), generation, GROUP, BarrierName.APPLIED, 0);
+            if (Boolean.TRUE.equals(watched.getFailed())) {
+                throw new IllegalStateException(
+                        instance + ": the session watch found it failed: " + watched.getFailure());
+            }
+            watchMs.accumulateAndGet((System.nanoTime() - watchStarted) / 1_000_000, Math::max);
             // The stand-in's objects are all zeros: every range read has the CRC32C of its zeros,
             // so control-api's proof at the all-applied barrier runs at full scale.
             updates.reportUpdatePhase(
