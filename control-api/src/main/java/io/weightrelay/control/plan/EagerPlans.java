@@ -121,7 +121,7 @@ class EagerPlans implements DisposableBean {
             }
             long generation = active.get().getGeneration();
             StoredGeneration g = generations.load(model, generation).requireNotLost();
-            resolveGroup(model, g, group, "registrations in group " + group + " settling");
+            resolveGroup(model, g, group, "the settling of its registrations");
         } catch (RuntimeException e) {
             log.info(
                     "plan of group {} of {} not resolved after its registrations: {}",
