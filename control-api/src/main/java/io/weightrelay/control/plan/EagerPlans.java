@@ -14,6 +14,7 @@ import java.util.Optional;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -99,17 +100,22 @@ class EagerPlans implements DisposableBean {
         }
         String model = event.model();
         String group = event.group();
-        settling.compute(
-                model + "\n" + group,
-                (key, pending) -> {
-                    if (pending != null) {
-                        pending.cancel(false);
-                    }
-                    return settle.schedule(
-                            () -> worker.execute(() -> resolveActive(model, group)),
-                            properties.eagerSettle().toMillis(),
-                            TimeUnit.MILLISECONDS);
-                });
+        try {
+            settling.compute(
+                    model + "\n" + group,
+                    (key, pending) -> {
+                        if (pending != null) {
+                            pending.cancel(false);
+                        }
+                        return settle.schedule(
+                                () -> worker.execute(() -> resolveActive(model, group)),
+                                properties.eagerSettle().toMillis(),
+                                TimeUnit.MILLISECONDS);
+                    });
+        } catch (RejectedExecutionException e) {
+            // Shutting down: the registration stands; its group's first prepare resolves the plan.
+            log.debug("plan of group {} of {} not scheduled: {}", group, model, e.toString());
+        }
     }
 
     private void resolveActive(String model, String group) {
