@@ -1,6 +1,7 @@
 package io.weightrelay.loader.update;
 
 import io.weightrelay.loader.pipeline.ApplyCounts;
+import io.weightrelay.loader.pipeline.ApplyFailure;
 import io.weightrelay.loader.pipeline.PrepareRequest;
 import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
@@ -28,9 +29,9 @@ public interface UpdateSteps {
          * Stops the apply from another thread (the session failed elsewhere): a running or starting
          * {@link #apply} fails with {@code why} soon after. Before the apply, nothing.
          */
-        default void stop(io.weightrelay.loader.pipeline.ApplyFailure why) {}
+        default void stop(ApplyFailure why) {}
 
-        /** Runs the apply; throws {@link io.weightrelay.loader.pipeline.ApplyFailure}. */
+        /** Runs the apply; throws {@link ApplyFailure}. */
         ApplyCounts apply(Duration timeout, LongConsumer progress);
     }
 
