@@ -72,11 +72,15 @@ final class PlanInputs {
     }
 
     /**
-     * The plan id: SHA-256 over the manifest, registration and topology digests and the options.
+     * The plan id: SHA-256 over the planner's routing version, the manifest, registration and
+     * topology digests and the options. The version changes when the planner routes the same inputs
+     * differently, so a plan cached by an older control-api is not served again.
      */
     String planId(Planner.Options options) {
         String joined =
-                sourceDigest
+                Planner.ROUTING_VERSION
+                        + "\n"
+                        + sourceDigest
                         + "\n"
                         + registrationDigest
                         + "\n"

@@ -12,8 +12,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The fan-out stage of an apply: as node delegate, once a writer's batch has landed in its workers
- * (the batch's notify counter reached its target), copies those bytes to the other compat workers
- * of its node.
+ * (the batch's notify counter reached its target), copies those bytes on its node: to the other
+ * compat workers there, and to the destinations of the parameter-direct writes it relays.
  */
 final class FanOutStage {
     private final ApplyContext ctx;
@@ -79,25 +79,27 @@ final class FanOutStage {
     }
 
     /**
-     * Copies what the listed received writes put into this loader's delegate to its node's compat
-     * peers.
+     * Copies what the listed received writes put into this loader's delegates to their node's
+     * compat peers or relayed destinations.
      */
     private long fanOut(List<Integer> receives) {
         List<TransferRequest> requests = new ArrayList<>();
         for (int v : receives) {
-            int dst = plan.receiveDst(v);
+            List<Integer> targets = slice.copyTargets(v);
+            if (targets.isEmpty()) {
+                continue;
+            }
+            int delegate = slice.copySource(v);
             String buffer = plan.buffer(plan.receiveBuffer(v));
-            BufferDirectory.Placed from = slice.directory().require(plan.workerId(dst), buffer);
+            BufferDirectory.Placed from =
+                    slice.directory().require(plan.workerId(delegate), buffer);
             LocalMemory source = ownSegments.get(from.segment());
             if (source == null) {
                 throw new ApplyFailure(
-                        plan.workerId(dst),
+                        plan.workerId(delegate),
                         "delegate segment " + from.segment() + " not registered");
             }
-            for (int peer : slice.compatWorkersBeside(dst)) {
-                if (peer == dst) {
-                    continue;
-                }
+            for (int peer : targets) {
                 BufferDirectory.Placed to = slice.directory().require(plan.workerId(peer), buffer);
                 Runs.forEachReceived(
                         plan,

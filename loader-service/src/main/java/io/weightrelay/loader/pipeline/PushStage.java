@@ -1,6 +1,7 @@
 package io.weightrelay.loader.pipeline;
 
 import io.weightrelay.dataplane.TransferRequest;
+import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;
 import java.nio.ByteBuffer;
@@ -136,6 +137,9 @@ final class PushStage {
         for (int read : slice.reads(batch)) {
             long srcBase = ctx.stagingOffset(batch, read);
             for (int w = plan.writeFirst(read); w < plan.writeEnd(read); w++) {
+                if ((plan.writeFlags(w) & Plan.RELAYED) != 0) {
+                    continue; // its delegate's loader copies it on the destination's node
+                }
                 int dst = plan.writeDst(w);
                 String buffer = plan.buffer(plan.writeBuffer(w));
                 boolean notifying = (plan.writeFlags(w) & Plan.NOTIFY) != 0;
@@ -144,7 +148,9 @@ final class PushStage {
                         slice.directory().require(plan.workerId(dst), buffer),
                         w,
                         notifying);
-                if ((plan.writeFlags(w) & Plan.FANOUT) != 0 && dst == plan.readReader(read)) {
+                if ((plan.writeFlags(w) & Plan.FANOUT) != 0
+                        && dst == plan.readReader(read)
+                        && plan.workerMode(dst) == Mode.COMPAT) {
                     // this reader is its node's delegate: its peers' copies leave from staging
                     for (int peer : slice.compatWorkersBeside(dst)) {
                         if (peer != dst) {

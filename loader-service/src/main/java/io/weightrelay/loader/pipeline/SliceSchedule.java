@@ -99,12 +99,15 @@ public final class SliceSchedule {
             readBytes += plan.readBytes(i);
             checkFits(i);
             for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
+                if ((plan.writeFlags(w) & Plan.RELAYED) != 0) {
+                    continue; // its delegate's loader copies it
+                }
                 int dst = plan.writeDst(w);
                 if (!mine[dst]) {
                     peerSegments.add(segmentOf(dst, plan.writeBuffer(w)));
                 }
                 pushBytes += plan.writeBytes(w);
-                if ((plan.writeFlags(w) & Plan.FANOUT) != 0 && dst == reader) {
+                if (compatFanOut(plan.writeFlags(w), dst) && dst == reader) {
                     fanOutBytes += plan.writeBytes(w) * (compatPeers(dst).size() - 1);
                 }
             }
@@ -112,11 +115,25 @@ public final class SliceSchedule {
         readerCount = readers;
         Map<String, List<Integer>> groups = new LinkedHashMap<>();
         Map<String, Set<String>> groupSegments = new LinkedHashMap<>();
+        // Where this loader's parameter-direct delegates receive what they relay on their node.
+        Map<String, Integer> delegated = new HashMap<>();
+        for (int v = 0; v < plan.receiveCount(); v++) {
+            int dst = plan.receiveDst(v);
+            if (mine[dst]
+                    && (plan.receiveFlags(v) & Plan.FANOUT) != 0
+                    && plan.workerMode(dst) != Mode.COMPAT) {
+                delegated.put(plan.receiveLanding(v, dst), v);
+            }
+        }
         for (int v = 0; v < plan.receiveCount(); v++) {
             int dst = plan.receiveDst(v);
             int from = plan.receiveFrom(v);
             long bytes = plan.receiveBytes(v);
-            boolean fanout = (plan.receiveFlags(v) & Plan.FANOUT) != 0;
+            if ((plan.receiveFlags(v) & Plan.RELAYED) != 0) {
+                relay(v, dst, from, bytes, delegated, groups);
+                continue;
+            }
+            boolean fanout = compatFanOut(plan.receiveFlags(v), dst);
             int peers = fanout ? compatPeers(dst).size() - 1 : 0;
             String group = plan.workerInstance(from) + "\u0000" + plan.receiveBatch(v);
             if (mine[dst]) {
@@ -163,6 +180,51 @@ public final class SliceSchedule {
                     new WriterBatch(
                             key.substring(0, sep), Integer.parseInt(key.substring(sep + 1))));
         }
+    }
+
+    /**
+     * A relayed write: received here when its destination is this loader's, and copied by this
+     * loader, once its delegate's batch has landed, when the delegate is.
+     */
+    private void relay(
+            int v,
+            int dst,
+            int delegate,
+            long bytes,
+            Map<String, Integer> delegated,
+            Map<String, List<Integer>> groups) {
+        if (mine[dst]) {
+            receiveBytes += bytes;
+        }
+        if (!mine[delegate]) {
+            return;
+        }
+        Integer landed = delegated.get(plan.receiveLanding(v, delegate));
+        if (landed == null || plan.receiveBatch(landed) != plan.receiveBatch(v)) {
+            throw new ApplyFailure(
+                    plan.workerId(delegate),
+                    "relays bytes to "
+                            + plan.workerId(dst)
+                            + " that it does not receive in batch "
+                            + plan.receiveBatch(v));
+        }
+        groups.computeIfAbsent(
+                        plan.workerInstance(plan.receiveFrom(landed))
+                                + "\u0000"
+                                + plan.receiveBatch(landed),
+                        k -> new ArrayList<>())
+                .add(v);
+        fanOutBytes += bytes;
+        if (!mine[dst]) {
+            peerSegments.add(segmentOf(dst, plan.receiveBuffer(v)));
+        }
+    }
+
+    /**
+     * A fan-out write into a compatibility delegate, which copies it to its node's compat peers.
+     */
+    private boolean compatFanOut(int flags, int dst) {
+        return (flags & Plan.FANOUT) != 0 && plan.workerMode(dst) == Mode.COMPAT;
     }
 
     /**
@@ -300,6 +362,34 @@ public final class SliceSchedule {
     /** Compat workers on the node of {@code worker} (peer indexes), the worker included. */
     public List<Integer> compatWorkersBeside(int worker) {
         return compatPeers(worker);
+    }
+
+    /**
+     * The worker whose buffer a fan-out of received write {@code v} copies from: the delegate it
+     * landed in, or for a relayed write the delegate that relays it.
+     */
+    public int copySource(int v) {
+        return (plan.receiveFlags(v) & Plan.RELAYED) != 0
+                ? plan.receiveFrom(v)
+                : plan.receiveDst(v);
+    }
+
+    /**
+     * The workers a fan-out of received write {@code v} copies to (same buffer, same offsets): a
+     * compatibility delegate's node peers, a relayed write's destination, or none (a
+     * parameter-direct delegate's own write: the relayed writes after it name the copies).
+     */
+    public List<Integer> copyTargets(int v) {
+        int dst = plan.receiveDst(v);
+        if ((plan.receiveFlags(v) & Plan.RELAYED) != 0) {
+            return List.of(dst);
+        }
+        if (!compatFanOut(plan.receiveFlags(v), dst)) {
+            return List.of();
+        }
+        List<Integer> peers = new ArrayList<>(compatPeers(dst));
+        peers.remove(Integer.valueOf(dst));
+        return peers;
     }
 
     public long receiveBytes() {

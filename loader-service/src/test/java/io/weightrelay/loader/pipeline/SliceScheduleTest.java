@@ -103,4 +103,60 @@ class SliceScheduleTest {
                     .doesNotContainAnyElementsOf(segmentsOf(instance));
         }
     }
+
+    /**
+     * Parameter-direct, two same-layout instances per node: what crosses to a node once is copied
+     * there by the loader of the delegate it landed in, which opens the relayed destinations'
+     * segments and waits for the writer's batch before it copies; the reader sends no relayed byte.
+     */
+    @Test
+    void aDirectDelegateRelaysOnItsNodeWhatCrossedOnceAndTheReaderDoesNotSendIt() {
+        TargetPlacement placement =
+                Placements.of(ModelCatalog.layout("tiny"), 2, 4, 2, 1, Mode.DIRECT, 1);
+        Plan plan = Planner.plan(MANIFEST, placement, Topology.uniform(2, 2, 1, 100));
+        BufferDirectory directory =
+                new BufferDirectory(
+                        placement.workers().stream()
+                                .map(w -> new WorkerBuffers(w.id(), Cluster.buffersOf(w, 0)))
+                                .toList());
+        long relayed = 0;
+        long sent = 0;
+        Map<String, Set<String>> relayTargets = new HashMap<>();
+        for (int i = 0; i < plan.readCount(); i++) {
+            String delegate = null;
+            for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
+                if ((plan.writeFlags(w) & Plan.RELAYED) == 0) {
+                    delegate = plan.workerInstance(plan.writeDst(w));
+                    sent += plan.writeBytes(w);
+                    continue;
+                }
+                relayed += plan.writeBytes(w);
+                String to = plan.workerInstance(plan.writeDst(w));
+                if (!to.equals(delegate)) {
+                    relayTargets
+                            .computeIfAbsent(delegate, k -> new TreeSet<>())
+                            .add(plan.workerSegment(plan.writeDst(w)));
+                }
+            }
+        }
+        assertThat(relayed).isPositive();
+        long total = 0;
+        long received = 0;
+        for (String instance : placement.instances()) {
+            SliceSchedule s = new SliceSchedule(Slice.of(plan, instance), directory);
+            total += s.totalBytes();
+            received += s.receiveBytes();
+            assertThat(s.peerSegments())
+                    .as(instance)
+                    .containsAll(relayTargets.getOrDefault(instance, Set.of()));
+            boolean relays =
+                    s.fanOutGroups().stream()
+                            .flatMap(g -> g.writes().stream())
+                            .anyMatch(v -> !s.copyTargets(v).isEmpty());
+            assertThat(relays).as(instance).isEqualTo(relayTargets.containsKey(instance));
+        }
+        // reads, plus each write once: by its reader, or as a relayed copy by its delegate
+        assertThat(total).isEqualTo(MANIFEST.totalBytes() + sent + relayed);
+        assertThat(received).isEqualTo(sent + relayed);
+    }
 }

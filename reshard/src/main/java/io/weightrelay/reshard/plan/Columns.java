@@ -187,9 +187,11 @@ final class Columns {
 
     /**
      * The writes that land on one loader's workers, one row per write: the destination (for a
-     * fan-out write, the node delegate), the worker whose read carries it, batch, buffer, flags,
-     * destination offset, run length, and its loops (count and destination stride: the source side
-     * is the sender's).
+     * fan-out write, the node delegate), the worker whose read carries it (for a {@link
+     * Plan#RELAYED} write, the delegate that copies it on the node), batch (the read's), buffer,
+     * flags, destination offset, run length, and its loops (count and destination stride: the
+     * source side is the sender's). A loader's slice holds the relayed writes its workers receive
+     * and those its delegates copy.
      */
     record Receives(
             int[] dst,

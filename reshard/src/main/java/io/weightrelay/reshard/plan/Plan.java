@@ -16,8 +16,9 @@ import java.util.Arrays;
  * repeated by outer loops (outermost first; each loop has a count, a source stride and a
  * destination stride). A write whose destination is the reader itself is a local scatter. A write
  * flagged {@link #FANOUT} lands in a node delegate, which then copies the same bytes to the same
- * offsets in every other compatibility worker on its node; {@link #NOTIFY} marks writes that must
- * bump the delegate's notify counter.
+ * offsets: a compatibility delegate into every other compatibility worker on its node, a
+ * parameter-direct delegate into the destinations of the {@link #RELAYED} writes that follow it.
+ * {@link #NOTIFY} marks writes that must bump the delegate's notify counter.
  */
 public final class Plan extends Routing {
     /** The destination is a node delegate that fans the bytes out on its node. */
@@ -25,6 +26,15 @@ public final class Plan extends Routing {
 
     /** The write must notify its target (write with notify); the reader is someone else. */
     public static final int NOTIFY = 2;
+
+    /**
+     * The bytes a parameter-direct write would send across the network a second time, to another
+     * worker of the node it just reached with the same layout: the reader does not send them, the
+     * delegate of the {@link #FANOUT} write right before (same geometry, same node) copies them
+     * there. Set only on a parameter-direct write whose destination is on another node than the
+     * reader.
+     */
+    public static final int RELAYED = 4;
 
     private static final String MAGIC = "wr.plan.v1";
 

@@ -7,6 +7,7 @@ import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Topology;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -49,13 +50,17 @@ final class PlanAssembly {
         }
         int writes = cut.runEntity.size();
         byte[] flags = new byte[writes];
+        boolean[] direct = new boolean[writes];
         for (int i = 0; i < cut.count(); i++) {
             for (int r = cut.readRunFirst.get(i); r < cut.readRunFirst.get(i + 1); r++) {
                 if (demands.entityWorker[cut.runEntity.get(r)] < 0) {
                     flags[r] = (byte) (Plan.FANOUT | (dst[r] != reader[i] ? Plan.NOTIFY : 0));
+                } else {
+                    direct[r] = true;
                 }
             }
         }
+        Relays relays = Relays.of(cut, reader, dst, rolloutWorkers.wNode, direct, flags);
         return new Plan(
                 new Columns.Header(
                         manifest.model(),
@@ -81,17 +86,63 @@ final class PlanAssembly {
                         cut.rangeStart.toArray(),
                         cut.rangeLength.toArray(),
                         cut.readRunFirst.toArray()),
-                new Columns.Writes(
-                        dst,
-                        cut.runBuffer.toArray(),
-                        flags,
-                        cut.runSrc.toArray(),
-                        cut.runDst.toArray(),
-                        cut.runLength.toArray(),
-                        cut.runLoopFirst.toArray(),
-                        new Columns.Loops(
-                                cut.loopCount.toArray(),
-                                cut.loopSrc.toArray(),
-                                cut.loopDst.toArray())));
+                relays.any ? reordered(cut, dst, relays) : writes(cut, dst, relays.flags));
+    }
+
+    private static Columns.Writes writes(CutReads cut, int[] dst, byte[] flags) {
+        return new Columns.Writes(
+                dst,
+                cut.runBuffer.toArray(),
+                flags,
+                cut.runSrc.toArray(),
+                cut.runDst.toArray(),
+                cut.runLength.toArray(),
+                cut.runLoopFirst.toArray(),
+                new Columns.Loops(
+                        cut.loopCount.toArray(), cut.loopSrc.toArray(), cut.loopDst.toArray()));
+    }
+
+    /** The writes in the relays' order: each read's writes stay within the read's rows. */
+    private static Columns.Writes reordered(CutReads cut, int[] dst, Relays relays) {
+        int[] order = relays.order;
+        int n = order.length;
+        int[] outDst = new int[n];
+        int[] buffer = new int[n];
+        long[] src = new long[n];
+        long[] dstOffset = new long[n];
+        long[] length = new long[n];
+        int[] loopFirst = new int[n + 1];
+        int loops = cut.loopCount.size();
+        long[] count = new long[loops];
+        long[] loopSrc = new long[loops];
+        long[] loopDst = new long[loops];
+        int at = 0;
+        for (int k = 0; k < n; k++) {
+            int r = order[k];
+            outDst[k] = dst[r];
+            buffer[k] = cut.runBuffer.get(r);
+            src[k] = cut.runSrc.get(r);
+            dstOffset[k] = cut.runDst.get(r);
+            length[k] = cut.runLength.get(r);
+            loopFirst[k] = at;
+            for (int l = cut.runLoopFirst.get(r); l < cut.runLoopFirst.get(r + 1); l++) {
+                count[at] = cut.loopCount.get(l);
+                loopSrc[at] = cut.loopSrc.get(l);
+                loopDst[at++] = cut.loopDst.get(l);
+            }
+        }
+        loopFirst[n] = at;
+        return new Columns.Writes(
+                outDst,
+                buffer,
+                relays.flags,
+                src,
+                dstOffset,
+                length,
+                loopFirst,
+                new Columns.Loops(
+                        Arrays.copyOf(count, at),
+                        Arrays.copyOf(loopSrc, at),
+                        Arrays.copyOf(loopDst, at)));
     }
 }

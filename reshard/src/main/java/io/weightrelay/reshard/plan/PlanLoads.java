@@ -11,10 +11,11 @@ import java.util.TreeMap;
  * rollout NIC what its workers read from the store, push to workers on other nodes and receive from
  * other nodes; per trainer NIC what the store serves from that node; per instance what its readers
  * read and write and what its workers receive, as its loader counts them: a node delegate's fan-out
- * copies (a {@link Plan#FANOUT} write copied into every other compatibility worker of its node) are
- * pushed by the delegate's instance and received by each copy's. A worker's bytes are spread evenly
- * over its NICs, as the planner balances them; fan-out copies stay inside a node and put no byte on
- * a NIC. One pass over the plan's reads and writes.
+ * copies (a {@link Plan#FANOUT} write copied into every other compatibility worker of its node, or
+ * into the destination of each {@link Plan#RELAYED} write after it) are pushed by the delegate's
+ * instance and received by each copy's. A worker's bytes are spread evenly over its NICs, as the
+ * planner balances them; fan-out copies stay inside a node and put no byte on a NIC. One pass over
+ * the plan's reads and writes.
  *
  * @param nics every NIC of every trainer node, then of every rollout node, in plan order
  * @param instances per loader instance, by instance id
@@ -76,13 +77,22 @@ public record PlanLoads(List<Nic> nics, List<Instance> instances) {
             int trainer = plan.objectTrainer(plan.readObject(r));
             spread(served, trainers.firstNic(trainer), trainers.nics(trainer), bytes);
             counts[reader][0] += bytes;
+            int delegate = -1;
             for (int x = plan.writeFirst(r); x < plan.writeEnd(r); x++) {
                 int dst = plan.writeDst(x);
                 long length = plan.writeBytes(x);
+                if ((plan.writeFlags(x) & Plan.RELAYED) != 0) {
+                    // the delegate's copy on the destination's node
+                    counts[delegate][1] += length;
+                    counts[dst][2] += length;
+                    continue;
+                }
+                delegate = dst;
                 counts[reader][1] += length;
                 counts[dst][2] += length;
                 int dstNode = plan.workerNode(dst);
-                if ((plan.writeFlags(x) & Plan.FANOUT) != 0) {
+                if ((plan.writeFlags(x) & Plan.FANOUT) != 0
+                        && plan.workerMode(dst) == Mode.COMPAT) {
                     for (int copy : compatOfNode.get(dstNode)) {
                         if (copy != dst) {
                             counts[dst][1] += length;

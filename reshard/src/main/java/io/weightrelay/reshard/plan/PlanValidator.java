@@ -21,7 +21,8 @@ import java.util.TreeMap;
  *   <li>single pull: read ranges lie inside their objects and no store byte is read twice;
  *   <li>every write's source bytes were read by its read;
  *   <li>coverage without overlap: every consumer buffer receives exactly the bytes its registration
- *       holds, each byte once (compatibility nodes through their fan-out);
+ *       holds, each byte once (compatibility nodes through their fan-out, parameter-direct workers
+ *       relayed on their node through the delegate write they follow);
  *   <li>byte conservation: bytes read equal the bytes the placement needs from the store, and bytes
  *       delivered equal the bytes the placement stores.
  * </ul>
@@ -88,19 +89,45 @@ public final class PlanValidator {
         }
         long delivered = 0;
         for (int i = 0; i < plan.readCount(); i++) {
+            int readerNode = plan.workerNode(plan.readReader(i));
+            // the parameter-direct fan-out write the relayed writes that follow copy, or -1
+            int delegate = -1;
             for (int x = plan.writeFirst(i); x < plan.writeEnd(i); x++) {
                 int dst = plan.writeDst(x);
                 long[][] loops = loops(plan, x, false);
                 boolean fanout = (plan.writeFlags(x) & Plan.FANOUT) != 0;
+                boolean relayed = (plan.writeFlags(x) & Plan.RELAYED) != 0;
                 boolean compat = plan.workerMode(dst) == Mode.COMPAT;
-                if (fanout != compat) {
-                    problems.add(
-                            "write to "
-                                    + plan.workerId(dst)
-                                    + (compat ? " lacks" : " has")
-                                    + " the fan-out flag");
+                String problem = null;
+                if (relayed) {
+                    if (fanout || compat || delegate < 0) {
+                        problem = " is relayed but follows no parameter-direct fan-out write";
+                    } else if (plan.workerNode(dst) != plan.workerNode(plan.writeDst(delegate))
+                            || dst == plan.writeDst(delegate)
+                            || !sameGeometry(plan, delegate, x)) {
+                        problem = " is relayed but is not its delegate's bytes on its node";
+                    }
+                } else if (fanout && !compat) {
+                    delegate = x;
+                    if (plan.workerNode(dst) == readerNode
+                            || (plan.writeFlags(x) & Plan.NOTIFY) == 0
+                            || x + 1 == plan.writeEnd(i)
+                            || (plan.writeFlags(x + 1) & Plan.RELAYED) == 0) {
+                        problem =
+                                " has the fan-out flag but relays nothing to its node from"
+                                        + " another";
+                    }
+                } else {
+                    delegate = -1;
+                    if (fanout != compat) {
+                        problem = (compat ? " lacks" : " has") + " the fan-out flag";
+                    }
+                }
+                if (problem != null) {
+                    problems.add("write to " + plan.workerId(dst) + problem);
                     continue;
                 }
+                fanout &= compat;
                 Intervals target =
                         fanout
                                 ? nodeReceived.computeIfAbsent(
@@ -183,6 +210,27 @@ public final class PlanValidator {
                 readBytes,
                 delivered,
                 expected);
+    }
+
+    /** Whether two writes of one read move the same bytes to the same place of their workers. */
+    private static boolean sameGeometry(Plan plan, int a, int b) {
+        if (plan.writeBuffer(a) != plan.writeBuffer(b)
+                || plan.writeSrc(a) != plan.writeSrc(b)
+                || plan.writeDstOffset(a) != plan.writeDstOffset(b)
+                || plan.writeLength(a) != plan.writeLength(b)
+                || plan.loopEnd(a) - plan.loopFirst(a) != plan.loopEnd(b) - plan.loopFirst(b)) {
+            return false;
+        }
+        for (int k = 0; k < plan.loopEnd(a) - plan.loopFirst(a); k++) {
+            int la = plan.loopFirst(a) + k;
+            int lb = plan.loopFirst(b) + k;
+            if (plan.loopCount(la) != plan.loopCount(lb)
+                    || plan.loopSrcStride(la) != plan.loopSrcStride(lb)
+                    || plan.loopDstStride(la) != plan.loopDstStride(lb)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** A fragment list's bytes and, per buffer, its merged footprint (null: fragments overlap). */

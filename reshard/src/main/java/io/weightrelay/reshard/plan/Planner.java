@@ -27,6 +27,13 @@ import io.weightrelay.reshard.topology.Topology;
  */
 public final class Planner {
     /**
+     * How the planner routes: a cached plan made under another version is planned again. 2: a
+     * parameter-direct write that would cross the network again to a same-layout worker of a node
+     * it already reaches is relayed there ({@link Plan#RELAYED}).
+     */
+    public static final String ROUTING_VERSION = "wr.routing.v2";
+
+    /**
      * @param readMaxBytes upper bound of one read's span (unless a single dim-0 row is larger)
      * @param batchBytes staging bytes one reader fills per batch
      */

@@ -115,9 +115,33 @@ public final class Slice extends Routing {
         return receives.dst()[receive];
     }
 
-    /** The worker whose read carries the received write. */
+    /**
+     * The worker whose read carries the received write; for a {@link Plan#RELAYED} one, the
+     * delegate that copies it.
+     */
     public int receiveFrom(int receive) {
         return receives.from()[receive];
+    }
+
+    /**
+     * Where a received write lands in {@code worker}'s buffers: worker, buffer, offset, run and
+     * loops. A relayed write and the delegate's write it copies land alike, the one in its
+     * destination, the other in the delegate.
+     */
+    public String receiveLanding(int receive, int worker) {
+        StringBuilder key =
+                new StringBuilder()
+                        .append(worker)
+                        .append('/')
+                        .append(receiveBuffer(receive))
+                        .append('/')
+                        .append(receiveDstOffset(receive))
+                        .append('/')
+                        .append(receiveLength(receive));
+        for (int l = receiveLoopFirst(receive); l < receiveLoopEnd(receive); l++) {
+            key.append('x').append(receiveLoopCount(l)).append(':').append(receiveLoopStride(l));
+        }
+        return key.toString();
     }
 
     public int receiveBatch(int receive) {
@@ -213,7 +237,9 @@ public final class Slice extends Routing {
      * (outermost first). {@code scatter} (the reader writes its own buffer) is the local copy from
      * staging into the final buffer; {@code remote} means another node (tcp/RDMA), otherwise the
      * local transport; {@code withNotify} is a write with notify into a node delegate; {@code
-     * fanout} means the delegate copies the bytes to every other compatibility worker on its node.
+     * fanout} means the delegate copies the bytes on its node (to every other compatibility worker
+     * there, or to the destinations of the relayed writes after it). A read's relayed writes are
+     * not among its write ops: the delegate's loader makes them.
      */
     public record WriteOp(
             String toWorker,
@@ -242,7 +268,9 @@ public final class Slice extends Routing {
 
     /**
      * Bytes that land on this instance: a direct write to {@code worker}, or a write into the node
-     * delegate {@code worker} that every compatibility worker of {@code node} ends up holding.
+     * delegate {@code worker} that every compatibility worker of {@code node} ends up holding. A
+     * {@code relayed} one is copied to {@code worker} by the delegate {@code fromWorker} from the
+     * same place in its own buffer; this instance holds it as the receiver, the delegate or both.
      */
     public record ReceiveOp(
             String worker,
@@ -254,9 +282,13 @@ public final class Slice extends Routing {
             long[] loopCounts,
             long[] dstStrides,
             boolean withNotify,
-            boolean fanout) {}
+            boolean fanout,
+            boolean relayed) {}
 
-    /** A delegate's duty after a batch's notifies arrived: copy these bytes to these workers. */
+    /**
+     * A delegate's duty after a batch's notifies arrived: copy these bytes from its buffer to the
+     * same place in these workers'.
+     */
     public record FanoutOp(
             String delegate,
             List<String> targets,
@@ -296,6 +328,20 @@ public final class Slice extends Routing {
             }
             ReceiveOp op = receive(v);
             receiveOps.add(op);
+            if (op.relayed()) {
+                if (peers.instance()[receives.from()[v]].equals(instance)) {
+                    fanouts.add(
+                            new FanoutOp(
+                                    op.fromWorker(),
+                                    List.of(op.worker()),
+                                    op.buffer(),
+                                    op.dstOffset(),
+                                    op.length(),
+                                    op.loopCounts(),
+                                    op.dstStrides()));
+                }
+                continue;
+            }
             int delegate = receives.dst()[v];
             if (peers.instance()[delegate].equals(instance)) {
                 if (op.withNotify()) {
@@ -320,9 +366,15 @@ public final class Slice extends Routing {
         return new Batch(index, readOps, receiveOps, notifies, fanouts);
     }
 
-    /** Compatibility workers on the delegate's node, other than the delegate. */
+    /**
+     * Compatibility workers on the delegate's node, other than the delegate (none for a
+     * parameter-direct delegate: its relayed writes name theirs).
+     */
     private List<String> fanoutTargets(int delegate) {
         List<String> targets = new ArrayList<>();
+        if (peers.mode()[delegate] != Mode.COMPAT.ordinal()) {
+            return targets;
+        }
         for (int p = 0; p < peers.id().length; p++) {
             if (p != delegate
                     && peers.mode()[p] == Mode.COMPAT.ordinal()
@@ -339,6 +391,9 @@ public final class Slice extends Routing {
         List<WriteOp> writeOps = new ArrayList<>(reads.writeFirst()[i + 1] - reads.writeFirst()[i]);
         int reader = reads.reader()[i];
         for (int x = reads.writeFirst()[i]; x < reads.writeFirst()[i + 1]; x++) {
+            if ((writes.flags()[x] & Plan.RELAYED) != 0) {
+                continue;
+            }
             int lf = writes.loopFirst()[x];
             int le = writes.loopFirst()[x + 1];
             int dst = writes.dst()[x];
@@ -386,7 +441,8 @@ public final class Slice extends Routing {
                 Arrays.copyOfRange(receives.loopCount(), lf, le),
                 Arrays.copyOfRange(receives.loopStride(), lf, le),
                 (receives.flags()[v] & Plan.NOTIFY) != 0,
-                (receives.flags()[v] & Plan.FANOUT) != 0);
+                (receives.flags()[v] & Plan.FANOUT) != 0,
+                (receives.flags()[v] & Plan.RELAYED) != 0);
     }
 
     public byte[] encode() {

@@ -71,14 +71,29 @@ final class SliceCutter {
             if (reader != null) {
                 reader.addRead(plan, i);
             }
+            int delegate = -1;
             for (int x = plan.writeFirst(i); x < plan.writeEnd(i); x++) {
                 int dst = plan.writeDst(x);
-                if ((plan.writeFlags(x) & Plan.FANOUT) != 0) {
+                if ((plan.writeFlags(x) & Plan.RELAYED) != 0) {
+                    // received from the delegate, whose loader copies it
+                    Share to = ofWorker.get(dst);
+                    Share by = ofWorker.get(delegate);
+                    if (to != null) {
+                        to.addReceive(plan, i, x, delegate);
+                    }
+                    if (by != null && by != to) {
+                        by.addReceive(plan, i, x, delegate);
+                    }
+                    continue;
+                }
+                delegate = dst;
+                if ((plan.writeFlags(x) & Plan.FANOUT) != 0
+                        && plan.workerMode(dst) == Mode.COMPAT) {
                     for (Share share : compatOnNode.get(plan.workerNode(dst))) {
-                        share.addReceive(plan, i, x);
+                        share.addReceive(plan, i, x, plan.readReader(i));
                     }
                 } else if (ofWorker.get(dst) != null) {
-                    ofWorker.get(dst).addReceive(plan, i, x);
+                    ofWorker.get(dst).addReceive(plan, i, x, plan.readReader(i));
                 }
             }
         }
@@ -282,9 +297,9 @@ final class SliceCutter {
             }
         }
 
-        void addReceive(Plan plan, int i, int x) {
+        void addReceive(Plan plan, int i, int x, int from) {
             vDst.add(plan.writeDst(x));
-            vFrom.add(plan.readReader(i));
+            vFrom.add(from);
             vBatch.add(plan.readBatch(i));
             vBuffer.add(buffers.of(plan.writeBuffer(x)));
             vFlags.add(plan.writeFlags(x));

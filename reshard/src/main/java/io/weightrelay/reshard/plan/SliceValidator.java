@@ -7,15 +7,18 @@ import io.weightrelay.reshard.placement.Worker;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
  * What a loader checks at prepare, with its own registration and nothing but its slice: its reads
  * are disjoint ranges inside their objects and every write sends only bytes its read fetched; its
  * workers receive exactly the bytes they registered, each once (compatibility workers: the whole
- * safetensors image data, through their node's delegates); bytes received equal bytes registered.
+ * safetensors image data, through their node's delegates); bytes received equal bytes registered;
+ * each relayed write it copies as a delegate copies bytes that delegate receives.
  */
 public final class SliceValidator {
     private SliceValidator() {}
@@ -104,10 +107,36 @@ public final class SliceValidator {
                 compatHere.merge(w.node(), 1, Integer::sum);
             }
         }
+        Set<String> mine = new HashSet<>();
+        for (Worker w : registered) {
+            mine.add(w.id());
+        }
+        // What this loader's direct delegates receive, and what it must copy from them.
+        Set<String> delegated = new HashSet<>();
+        List<Integer> duties = new ArrayList<>();
         for (int v = 0; v < slice.receiveCount(); v++) {
             Slice.ReceiveOp op = slice.receive(v);
+            if (op.relayed()) {
+                if (mine.contains(op.fromWorker())) {
+                    duties.add(v);
+                }
+                if (!mine.contains(op.worker())) {
+                    if (!mine.contains(op.fromWorker())) {
+                        problems.add(
+                                "relayed write to "
+                                        + op.worker()
+                                        + " neither lands on nor is copied by this loader");
+                    }
+                    continue;
+                }
+            }
+            boolean compatFanout =
+                    op.fanout() && slice.workerMode(peer.get(op.worker())) == Mode.COMPAT;
+            if (op.fanout() && !compatFanout) {
+                delegated.add(slice.receiveLanding(v, slice.receiveDst(v)));
+            }
             Intervals target;
-            if (op.fanout()) {
+            if (compatFanout) {
                 if (!compatHere.containsKey(op.node())) {
                     problems.add(
                             "fan-out to " + op.node() + " where this loader has no compat worker");
@@ -122,6 +151,19 @@ public final class SliceValidator {
                 delivered += bytes(op);
             }
             target.addRun(op.dstOffset(), op.length(), op.loopCounts(), op.dstStrides());
+        }
+        for (int v : duties) {
+            int from = slice.receiveFrom(v);
+            int to = slice.receiveDst(v);
+            if (!delegated.contains(slice.receiveLanding(v, from))
+                    || !slice.workerNodeName(from).equals(slice.workerNodeName(to))) {
+                problems.add(
+                        "relayed write to "
+                                + slice.workerId(to)
+                                + " copies bytes its delegate "
+                                + slice.workerId(from)
+                                + " does not receive on its node");
+            }
         }
         long expected = 0;
         for (Worker w : registered) {

@@ -5,7 +5,8 @@ import io.weightrelay.reshard.plan.Plan;
 /**
  * Bytes per NIC and direction that a plan puts on the network. Rollout NICs are indexed node by
  * node (node 0's NICs first); a worker's bytes are spread evenly over the NICs it stripes over.
- * Same-node writes use the local transport and touch no NIC.
+ * Same-node writes use the local transport and touch no NIC, nor do relayed writes (the delegate
+ * copies them on its node).
  *
  * @param nicRead bytes each rollout NIC reads from the store (inbound)
  * @param nicIn bytes each rollout NIC receives: reads plus writes from other nodes
@@ -29,7 +30,9 @@ public record Traffic(double[] nicRead, double[] nicIn, double[] nicOut, double[
             int readerNode = plan.workerNode(reader);
             for (int w = plan.writeFirst(i); w < plan.writeEnd(i); w++) {
                 int dst = plan.writeDst(w);
-                if (plan.workerNode(dst) != readerNode) {
+                // a relayed write is its delegate's copy inside the destination's node
+                if (plan.workerNode(dst) != readerNode
+                        && (plan.writeFlags(w) & Plan.RELAYED) == 0) {
                     long moved = plan.writeBytes(w);
                     add(plan, out, reader, moved);
                     add(plan, in, dst, moved);

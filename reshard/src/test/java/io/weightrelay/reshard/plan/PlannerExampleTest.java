@@ -88,6 +88,114 @@ class PlannerExampleTest {
     }
 
     @Test
+    void directModeSendsSameLayoutShardsToARemoteNodeOnceAndRelaysThemThere() {
+        // The lab's shape: two rollout nodes, two TP-2 instances on each.
+        TargetPlacement placement = Placements.of(TINY, 2, 4, 2, 1, Mode.DIRECT, 1);
+        Topology topology = Topology.uniform(2, 2, 1, 100);
+        Plan plan =
+                Planner.plan(MANIFEST, placement, topology, new Planner.Options(64 << 10, 1 << 20));
+
+        ValidationReport report = PlanValidator.validate(plan, MANIFEST, placement);
+        assertThat(report.problems()).isEmpty();
+        assertThat(report.readBytes()).isEqualTo(MANIFEST.totalBytes());
+        int relayed = 0;
+        for (int i = 0; i < plan.readCount(); i++) {
+            int readerNode = plan.workerNode(plan.readReader(i));
+            for (int x = plan.writeFirst(i); x < plan.writeEnd(i); x++) {
+                int dst = plan.writeDst(x);
+                if ((plan.writeFlags(x) & Plan.RELAYED) != 0) {
+                    relayed++;
+                    // the delegate is the write before it, or that one's delegate
+                    int d = x - 1;
+                    while ((plan.writeFlags(d) & Plan.RELAYED) != 0) {
+                        d--;
+                    }
+                    assertThat(plan.writeFlags(d)).isEqualTo(Plan.FANOUT | Plan.NOTIFY);
+                    assertThat(plan.workerNode(plan.writeDst(d))).isEqualTo(plan.workerNode(dst));
+                    assertThat(plan.workerNode(dst)).isNotEqualTo(readerNode);
+                    // another instance's worker, or a rank of the delegate's that replicates it
+                    assertThat(dst).isNotEqualTo(plan.writeDst(d));
+                }
+            }
+        }
+        assertThat(relayed).isPositive();
+        // Each node takes in every stored byte once: read there, or pushed there once.
+        double[] in = Traffic.of(plan).nicIn();
+        assertThat(in[0] + in[1]).isEqualTo(2.0 * MANIFEST.totalBytes());
+        assertThat(PlanLoads.of(plan).nics().stream().mapToLong(PlanLoads.Nic::receivedBytes).sum())
+                .isEqualTo(MANIFEST.totalBytes());
+        // Every loader's slice passes its own check, the relays' copiers included.
+        for (String instance : placement.instances()) {
+            Slice slice = Slice.decode(Slice.of(plan, instance).encode());
+            List<Worker> mine =
+                    placement.workers().stream()
+                            .filter(w -> w.instance().equals(instance))
+                            .toList();
+            assertThat(SliceValidator.validate(slice, mine, null).problems())
+                    .as(instance)
+                    .isEmpty();
+        }
+        assertThat(ByteWorld.run(plan, MANIFEST, placement, 13).firstMismatch(MANIFEST, placement))
+                .isNull();
+    }
+
+    @Test
+    void theValidatorRefusesRelaysThatDoNotFollowTheirDelegate() {
+        TargetPlacement placement = Placements.of(TINY, 2, 4, 2, 1, Mode.DIRECT, 1);
+        Plan plan =
+                Planner.plan(
+                        MANIFEST,
+                        placement,
+                        Topology.uniform(2, 2, 1, 100),
+                        new Planner.Options(64 << 10, 1 << 20));
+        int relayed = -1;
+        for (int x = 0; x < plan.writeCount() && relayed < 0; x++) {
+            if ((plan.writeFlags(x) & Plan.RELAYED) != 0) {
+                relayed = x;
+            }
+        }
+        int delegate = relayed - 1;
+        assertThat(plan.writeFlags(delegate)).isEqualTo(Plan.FANOUT | Plan.NOTIFY);
+
+        // The delegate loses its fan-out flag: the relayed write now follows a plain write.
+        byte[] flags = plan.writes.flags().clone();
+        flags[delegate] = 0;
+        assertThat(PlanValidator.validate(withFlags(plan, flags), MANIFEST, placement).problems())
+                .anyMatch(p -> p.contains("is relayed but follows no parameter-direct fan-out"));
+
+        // The relayed write is sent instead: the delegate relays nothing.
+        flags = plan.writes.flags().clone();
+        for (int x = relayed; x < plan.writeCount() && (flags[x] & Plan.RELAYED) != 0; x++) {
+            flags[x] = 0;
+        }
+        assertThat(PlanValidator.validate(withFlags(plan, flags), MANIFEST, placement).problems())
+                .anyMatch(p -> p.contains("has the fan-out flag but relays nothing"));
+    }
+
+    /** The same plan with other write flags. */
+    private static Plan withFlags(Plan plan, byte[] flags) {
+        Columns.Writes w = plan.writes;
+        return new Plan(
+                plan.header,
+                plan.nodes,
+                plan.trainers,
+                plan.workers,
+                plan.tables.buffers(),
+                plan.tensorNames,
+                plan.objects,
+                plan.reads,
+                new Columns.Writes(
+                        w.dst(),
+                        w.buffer(),
+                        flags,
+                        w.src(),
+                        w.dstOffset(),
+                        w.length(),
+                        w.loopFirst(),
+                        w.loops()));
+    }
+
+    @Test
     void rowParallelShardsBecomeOneRunWithAnOuterLoopNotOneRecordPerRow() {
         TensorSpec t = new TensorSpec("o_proj.weight", Shape.of(64, 32), DType.BF16, DType.BF16);
         SourceManifest manifest = Fragmenter.fragment("m", List.of(t));
