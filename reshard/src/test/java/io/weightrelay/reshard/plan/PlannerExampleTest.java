@@ -87,13 +87,22 @@ class PlannerExampleTest {
         assertThat(Traffic.of(plan).nicBalance()).isLessThan(1.5);
     }
 
+    /** The lab's shape: two rollout nodes, two TP-2 instances on each, parameter-direct. */
+    private static final TargetPlacement LAB_DIRECT =
+            Placements.of(TINY, 2, 4, 2, 1, Mode.DIRECT, 1);
+
+    private static Plan labPlan() {
+        return Planner.plan(
+                MANIFEST,
+                LAB_DIRECT,
+                Topology.uniform(2, 2, 1, 100),
+                new Planner.Options(64 << 10, 1 << 20));
+    }
+
     @Test
     void directModeSendsSameLayoutShardsToARemoteNodeOnceAndRelaysThemThere() {
-        // The lab's shape: two rollout nodes, two TP-2 instances on each.
-        TargetPlacement placement = Placements.of(TINY, 2, 4, 2, 1, Mode.DIRECT, 1);
-        Topology topology = Topology.uniform(2, 2, 1, 100);
-        Plan plan =
-                Planner.plan(MANIFEST, placement, topology, new Planner.Options(64 << 10, 1 << 20));
+        TargetPlacement placement = LAB_DIRECT;
+        Plan plan = labPlan();
 
         ValidationReport report = PlanValidator.validate(plan, MANIFEST, placement);
         assertThat(report.problems()).isEmpty();
@@ -141,13 +150,8 @@ class PlannerExampleTest {
 
     @Test
     void theValidatorRefusesRelaysThatDoNotFollowTheirDelegate() {
-        TargetPlacement placement = Placements.of(TINY, 2, 4, 2, 1, Mode.DIRECT, 1);
-        Plan plan =
-                Planner.plan(
-                        MANIFEST,
-                        placement,
-                        Topology.uniform(2, 2, 1, 100),
-                        new Planner.Options(64 << 10, 1 << 20));
+        TargetPlacement placement = LAB_DIRECT;
+        Plan plan = labPlan();
         int relayed = -1;
         for (int x = 0; x < plan.writeCount() && relayed < 0; x++) {
             if ((plan.writeFlags(x) & Plan.RELAYED) != 0) {
