@@ -2,6 +2,7 @@ package io.weightrelay.reshard.plan;
 
 import io.weightrelay.reshard.codec.ByteSink;
 import io.weightrelay.reshard.codec.ByteSource;
+import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.placement.Mode;
 import java.util.ArrayList;
@@ -23,6 +24,13 @@ import java.util.TreeSet;
  */
 public final class Slice extends Routing {
     static final String MAGIC = "wr.slice.v1";
+
+    /**
+     * The encoding of a slice with {@link Plan#RELAYED} writes: the same columns, under another
+     * name, so a loader that predates relays refuses the slice instead of sending none of its
+     * relayed bytes and copying none (its receivers would then miss them unseen).
+     */
+    static final String MAGIC_RELAYS = "wr.slice.v2";
 
     final String instance;
     final Columns.Peers peers;
@@ -447,7 +455,7 @@ public final class Slice extends Routing {
 
     public byte[] encode() {
         ByteSink out = new ByteSink(256 + writeCount() * 12 + receives.rows() * 10);
-        out.string(MAGIC).string(instance);
+        out.string(magic(writes.flags(), receives.flags())).string(instance);
         header.encode(out);
         peers.encode(out);
         Columns.strings(out, tables.buffers());
@@ -459,9 +467,25 @@ public final class Slice extends Routing {
         return out.toByteArray();
     }
 
+    /** The encoding's name: {@link #MAGIC_RELAYS} when a write or receive is relayed. */
+    static String magic(byte[]... flagColumns) {
+        for (byte[] flags : flagColumns) {
+            for (byte f : flags) {
+                if ((f & Plan.RELAYED) != 0) {
+                    return MAGIC_RELAYS;
+                }
+            }
+        }
+        return MAGIC;
+    }
+
     public static Slice decode(byte[] bytes) {
         ByteSource in = new ByteSource(bytes);
-        in.expectMagic(MAGIC);
+        String magic = in.string();
+        if (!magic.equals(MAGIC) && !magic.equals(MAGIC_RELAYS)) {
+            throw new CodecException(
+                    "expected " + MAGIC + " or " + MAGIC_RELAYS + " encoding, found " + magic);
+        }
         Slice slice =
                 new Slice(
                         in.string(),

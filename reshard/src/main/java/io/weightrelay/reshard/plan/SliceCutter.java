@@ -109,7 +109,7 @@ final class SliceCutter {
             size += 5 + c.values.size();
         }
         ByteSink out = new ByteSink(size);
-        out.string(Slice.MAGIC).string(s.instance);
+        out.string(s.relays ? Slice.MAGIC_RELAYS : Slice.MAGIC).string(s.instance);
         plan.header.encode(out);
         out.raw(peers);
         out.varInt(s.buffers.size());
@@ -231,6 +231,8 @@ final class SliceCutter {
         final Packed vLoopFirst;
         final Packed vCount;
         final Packed vStride;
+        // whether a write or a receive of the slice is relayed (its encoding's name says so)
+        boolean relays;
 
         Share(String instance, Plan plan) {
             this.instance = instance;
@@ -285,6 +287,7 @@ final class SliceCutter {
                 wDst.add(plan.writeDst(x));
                 wBuffer.add(buffers.of(plan.writeBuffer(x)));
                 wFlags.add(plan.writeFlags(x));
+                relays |= (plan.writeFlags(x) & Plan.RELAYED) != 0;
                 wSrc.add(plan.writeSrc(x));
                 wDstOffset.add(plan.writeDstOffset(x));
                 wLength.add(plan.writeLength(x));
@@ -303,6 +306,7 @@ final class SliceCutter {
             vBatch.add(plan.readBatch(i));
             vBuffer.add(buffers.of(plan.writeBuffer(x)));
             vFlags.add(plan.writeFlags(x));
+            relays |= (plan.writeFlags(x) & Plan.RELAYED) != 0;
             vDstOffset.add(plan.writeDstOffset(x));
             vLength.add(plan.writeLength(x));
             vLoopFirst.add(vCount.size());

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Placements;
 import io.weightrelay.reshard.catalog.TensorLayout;
+import io.weightrelay.reshard.codec.ByteSource;
 import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
@@ -23,6 +24,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
 
 class PlannerExampleTest {
@@ -59,6 +61,11 @@ class PlannerExampleTest {
         }
         assertThat(ByteWorld.run(plan, MANIFEST, placement, 7).firstMismatch(MANIFEST, placement))
                 .isNull();
+        // no relayed write: any loader can run these slices
+        for (String instance : placement.instances()) {
+            assertThat(new ByteSource(Slice.of(plan, instance).encode()).string())
+                    .isEqualTo("wr.slice.v1");
+        }
     }
 
     @Test
@@ -133,9 +140,14 @@ class PlannerExampleTest {
         assertThat(in[0] + in[1]).isEqualTo(2.0 * MANIFEST.totalBytes());
         assertThat(PlanLoads.of(plan).nics().stream().mapToLong(PlanLoads.Nic::receivedBytes).sum())
                 .isEqualTo(MANIFEST.totalBytes());
-        // Every loader's slice passes its own check, the relays' copiers included.
+        // Every loader's slice passes its own check, the relays' copiers included. A slice with
+        // relayed writes is named so that a loader that predates relays refuses it.
+        Map<String, byte[]> encoded = Slice.encoded(plan, new TreeSet<>(placement.instances()));
         for (String instance : placement.instances()) {
-            Slice slice = Slice.decode(Slice.of(plan, instance).encode());
+            byte[] bytes = Slice.of(plan, instance).encode();
+            assertThat(encoded.get(instance)).isEqualTo(bytes);
+            assertThat(new ByteSource(bytes).string()).isEqualTo("wr.slice.v2");
+            Slice slice = Slice.decode(bytes);
             List<Worker> mine =
                     placement.workers().stream()
                             .filter(w -> w.instance().equals(instance))
