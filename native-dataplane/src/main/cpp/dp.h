@@ -194,8 +194,11 @@ int dp_segment_open(dp_engine* engine, const char* name, const char* node_label,
 int dp_segment_close(dp_engine* engine, int64_t segment_id, dp_status* status);
 /*
  * Checks that a tcp segment's owner answers now (its control connection is open, or a new one
- * connects and authenticates within the connect timeout). DP_OK at once for segments read
- * through a file mapping or owned by this engine; DP_ERR_PEER_GONE or DP_ERR_DENIED otherwise.
+ * connects and authenticates within the connect timeout). DP_OK at once for segments owned by
+ * this engine, and for those read through a file mapping while the file is still the segment's;
+ * DP_ERR_UNKNOWN_SEGMENT for a mapping whose file its owner removed (it closed the segment or
+ * created it afresh: close this one and open the segment again); DP_ERR_PEER_GONE or
+ * DP_ERR_DENIED otherwise.
  */
 int dp_segment_probe(dp_engine* engine, int64_t segment_id, dp_status* status);
 

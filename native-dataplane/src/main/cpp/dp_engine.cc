@@ -254,7 +254,10 @@ Err Engine::Probe(int64_t id) {
     if (closing()) return Err::kClosed;
     auto seg = FindSegment(id);
     if (!seg) return Err::kUnknownSegment;
-    if (seg->own || seg->mapping) return Err::kOk;  // bytes are in a file here, owner or not
+    if (seg->own) return Err::kOk;
+    // Bytes in a file here: alive while the file is the segment's, not once its owner removed
+    // it (closed the segment, or created it afresh under the same name and descriptor).
+    if (seg->mapping) return seg->mapping->Unlinked() ? Err::kUnknownSegment : Err::kOk;
     return seg->peer->Probe();
 }
 

@@ -339,10 +339,13 @@ public final class TransferEngine {
 
     /**
      * Re-reads the descriptor of every segment this engine has resolved and forgets those whose
-     * owner changed (restarted with a new engine, port or file) or left, so the next transfer
-     * resolves them afresh. Cheap: the cached segments' descriptors are read in one pipelined round
-     * trip. Call it before a unit of work that follows a restart elsewhere (a loader does at every
-     * prepare); reads through {@link StoreClient} do it by themselves when the segments epoch
+     * owner changed (restarted with a new engine, port or file) or left, and those of this node
+     * whose file the owner removed since they were mapped (it created the segment afresh under the
+     * same descriptor, as a loader does for its receive segments when its engine registers again),
+     * so the next transfer resolves them afresh. Cheap: the cached segments' descriptors are read
+     * in one pipelined round trip, and a same-node mapping is checked with one {@code fstat}. Call
+     * it before a unit of work that follows a restart or a registration elsewhere (a loader does at
+     * every prepare); reads through {@link StoreClient} do it by themselves when the segments epoch
      * moved.
      *
      * @return how many cached segments were forgotten
@@ -356,14 +359,26 @@ public final class TransferEngine {
         for (int i = 0; i < cached.size(); i++) {
             Map.Entry<String, Resolved> e = cached.get(i);
             Optional<SegmentDescriptor> now = current.get(i);
-            if (now.isEmpty() || !now.get().equals(e.getValue().descriptor())) {
-                if (segments.remove(e.getKey(), e.getValue())) {
-                    handle.call((x, st) -> DpNative.dp_segment_close(x, e.getValue().id(), st));
-                    forgotten++;
-                }
+            boolean stale =
+                    now.isEmpty()
+                            || !now.get().equals(e.getValue().descriptor())
+                            || fileRemoved(e.getValue());
+            if (stale && segments.remove(e.getKey(), e.getValue())) {
+                handle.call((x, st) -> DpNative.dp_segment_close(x, e.getValue().id(), st));
+                forgotten++;
             }
         }
         return forgotten;
+    }
+
+    /** Whether {@code r} is a mapping of this node's file that its owner has since removed. */
+    private boolean fileRemoved(Resolved r) {
+        SegmentDescriptor d = r.descriptor();
+        if (!nodeLabel.equals(d.nodeLabel()) || !hostId.equals(d.hostId()) || owns(d.name())) {
+            return false; // another node's (reached over tcp) or this engine's own
+        }
+        return handle.call((x, st) -> DpNative.dp_segment_probe(x, r.id(), st))
+                .is(DataplaneError.UNKNOWN_SEGMENT);
     }
 
     /**

@@ -315,6 +315,38 @@ class DataplaneLifecycleTest {
     }
 
     /**
+     * A loader whose engine registers again creates its receive segments afresh in the same engine:
+     * same name, size, file path and engine id, so the descriptor is unchanged. A loader beside it
+     * that mapped the old file must not keep writing into pages nobody reads: the revalidation at
+     * its next prepare forgets the old mapping, and its next write maps the new file.
+     */
+    @Test
+    void revalidateForgetsASameNodeMappingWhoseFileItsOwnerCreatedAfresh() {
+        try (Dataplane owner = open("node-a");
+                Dataplane neighbour = open("node-a")) {
+            Segment first = owner.createReceiveSegment("again", 1 << 20);
+            RegisteredBuffer src = neighbour.registerBuffer(ByteBuffer.allocateDirect(4096));
+            Patterns.fill(src.byteBuffer(), 0, 4096, 7);
+            List<TransferRequest> write = List.of(TransferRequest.write(src, 0, "again", 0, 4096));
+            neighbour.engine().transfer(write, Duration.ofSeconds(30));
+            Patterns.assertHolds(first.byteBuffer(), 0, 4096, 7);
+            assertThat(neighbour.engine().revalidate()).as("nothing changed").isZero();
+
+            first.close();
+            Segment second = owner.createReceiveSegment("again", 1 << 20);
+            assertThatThrownBy(() -> neighbour.engine().probe("again"))
+                    .as("the old file's mapping is not the segment any more")
+                    .isInstanceOf(UnknownSegmentException.class)
+                    .hasMessageContaining("again");
+
+            assertThat(neighbour.engine().revalidate()).isEqualTo(1);
+            neighbour.engine().transfer(write, Duration.ofSeconds(30));
+            Patterns.assertHolds(second.byteBuffer(), 0, 4096, 7);
+            assertThat(neighbour.engine().revalidate()).as("the new file").isZero();
+        }
+    }
+
+    /**
      * A loader revalidates every segment it resolved at each prepare, all descriptors in one read:
      * exactly those whose owner made them anew or left are forgotten.
      */
