@@ -24,6 +24,7 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
+import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.topology.Topology;
 import io.weightrelay.service.test.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
@@ -523,6 +524,16 @@ public final class LabCluster implements StartedOrClosed.Lab {
             long generation, String group) {
         return new io.weightrelay.api.control.client.UpdatesApi(operator.getApiClient())
                 .getUpdateSession(spec.model(), generation, group);
+    }
+
+    /** Loader {@code instance}'s part of plan {@code planId}, as control-api serves it. */
+    public Slice slice(String planId, String instance) {
+        byte[] body =
+                new io.weightrelay.api.control.client.PlansApi(operator.getApiClient())
+                        .getPlanSliceWithResponseSpec(planId, instance)
+                        .toEntity(byte[].class)
+                        .getBody();
+        return Slice.decode(body);
     }
 
     /** A loader as control-api's registry answers it. */

@@ -38,7 +38,12 @@ public final class FaultSuite {
                 new RedisRestartCase(),
                 new RedisDataLostCase(),
                 new ControlApiKilledCase(),
-                new DataLinkCutCase());
+                new DataLinkCutCase(),
+                // last: its lab replaces the compat pair the cases above share
+                LabCase.reloadingActive(
+                        "relay-delegate-killed-mid-apply",
+                        LoaderKilledMidApplyCase::injectIntoRelayDelegate,
+                        SharedLab.Shape.DIRECT_RELAYS));
     }
 
     /** Whether {@code c} needs the multi-host lab ({@code --hosts}, root). */

@@ -25,8 +25,10 @@ import java.util.Set;
  * @param injection the fault and the checks of what the system did about it
  * @param destroysActive whether the fault destroys the active generation's bytes: loading it afresh
  *     would prove nothing, so the engines' bytes are checked instead
+ * @param shape the shared lab the fault is injected into
  */
-record LabCase(String name, Injection injection, boolean destroysActive) implements FaultCase {
+record LabCase(String name, Injection injection, boolean destroysActive, SharedLab.Shape shape)
+        implements FaultCase {
 
     /**
      * The timeout of the cases' updates: generous, since a loaded two-core machine can take minutes
@@ -86,7 +88,12 @@ record LabCase(String name, Injection injection, boolean destroysActive) impleme
 
     /** A case after which every engine loads the active generation afresh. */
     static LabCase reloadingActive(String name, Injection injection) {
-        return new LabCase(name, injection, false);
+        return reloadingActive(name, injection, SharedLab.Shape.COMPAT_PAIR);
+    }
+
+    /** As {@link #reloadingActive(String, Injection)}, on the shared lab of {@code shape}. */
+    static LabCase reloadingActive(String name, Injection injection, SharedLab.Shape shape) {
+        return new LabCase(name, injection, false, shape);
     }
 
     /**
@@ -94,7 +101,7 @@ record LabCase(String name, Injection injection, boolean destroysActive) impleme
      * nothing, so the engines' bytes are checked instead.
      */
     static LabCase destroyingActive(String name, Injection injection) {
-        return new LabCase(name, injection, true);
+        return new LabCase(name, injection, true, SharedLab.Shape.COMPAT_PAIR);
     }
 
     @Override
@@ -105,7 +112,7 @@ record LabCase(String name, Injection injection, boolean destroysActive) impleme
         boolean passed;
         SharedLab.Borrowed b = null;
         try {
-            b = SharedLab.borrow(context);
+            b = SharedLab.borrow(context, shape);
             if (b.committed.isEmpty()) {
                 long first = b.publish();
                 requireUpdated(b.lab, first, ledger);

@@ -14,11 +14,14 @@ import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
+import io.weightrelay.reshard.plan.Slice;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * Case 3: one instance's loader is killed (SIGKILL) while the group applies. To kill it inside the
@@ -27,6 +30,11 @@ import java.util.Set;
  * is killed. Every other instance pauses for rebuild on the generation it served (none advances),
  * the session names the dead loader, and a fresh loader started in its place loads the active
  * generation byte for byte.
+ *
+ * <p>In compat mode the victim is the first instance. In parameter-direct mode ({@link
+ * #injectIntoRelayDelegate}) it is a loader the plan makes a relay delegate: the bytes another
+ * instance's workers need cross to its node once, into its buffers, and it copies them on; its
+ * neighbour's bytes are then missing and must never be served.
  */
 final class LoaderKilledMidApplyCase {
 
@@ -40,11 +48,85 @@ final class LoaderKilledMidApplyCase {
      */
     static final Duration PHASE_TIMEOUT = Duration.ofSeconds(60);
 
+    /** Kills the first instance's loader mid-apply. */
     static String inject(LabCase.Fault fault) throws Exception {
+        return kill(fault, 0, null);
+    }
+
+    /**
+     * Kills, mid-apply, the loader of an instance that relays bytes to another instance's workers
+     * in the plan of the active generation (the one that reads least, then the first).
+     */
+    static String injectIntoRelayDelegate(LabCase.Fault fault) throws Exception {
+        LabCluster lab = fault.lab();
+        String planId = lab.session(fault.active(), "lab").getPlanId();
+        RelayDuty duty = null;
+        for (int i = 0; i < lab.engines().size(); i++) {
+            RelayDuty d =
+                    RelayDuty.of(i, planId, lab.slice(planId, lab.engines().get(i).instance()));
+            if (d.relayedBytes() > 0 && (duty == null || d.reads() < duty.reads())) {
+                duty = d;
+            }
+        }
+        check(duty != null, "plan " + planId + " makes no loader a relay delegate");
+        return kill(fault, duty.index(), duty);
+    }
+
+    /**
+     * What loader {@code index} does for others in plan {@code planId}: the reads it makes and the
+     * bytes it copies, as a relay delegate, into the workers of {@code targets}.
+     */
+    record RelayDuty(int index, String planId, int reads, long relayedBytes, Set<String> targets) {
+
+        static RelayDuty of(int index, String planId, Slice slice) {
+            Set<String> mine = new HashSet<>(slice.workers());
+            Set<String> targets = new TreeSet<>();
+            int reads = 0;
+            long relayed = 0;
+            for (int b = 0; b < slice.batchCount(); b++) {
+                Slice.Batch batch = slice.batch(b);
+                reads += batch.reads().size();
+                for (Slice.FanoutOp f : batch.fanouts()) {
+                    if (!mine.contains(f.delegate())) {
+                        continue;
+                    }
+                    long bytes = f.length();
+                    for (long c : f.loopCounts()) {
+                        bytes *= c;
+                    }
+                    for (String t : f.targets()) {
+                        if (!mine.contains(t)) {
+                            relayed += bytes;
+                            targets.add(t);
+                        }
+                    }
+                }
+            }
+            return new RelayDuty(index, planId, reads, relayed, targets);
+        }
+
+        @Override
+        public String toString() {
+            return "a relay delegate in plan "
+                    + planId.substring(0, 12)
+                    + " ("
+                    + relayedBytes
+                    + " bytes to "
+                    + String.join(", ", targets)
+                    + ", "
+                    + reads
+                    + " reads of its own)";
+        }
+    }
+
+    /**
+     * Kills loader {@code victim} mid-apply and proves what the group did; {@code duty} (or null)
+     * is what the plan of the killed update makes it do for its peers as a relay delegate.
+     */
+    private static String kill(LabCase.Fault fault, int victim, RelayDuty duty) throws Exception {
         Ledger ledger = fault.ledger();
         LabCluster lab = fault.lab();
         long previous = fault.active();
-        int victim = 0;
         String victimId = lab.engines().get(victim).instance();
         for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
             long g = fault.publish();
@@ -90,6 +172,16 @@ final class LoaderKilledMidApplyCase {
                             + ", "
                             + why);
             requireHolding(lab, previous, true, victimId);
+            if (duty != null) {
+                check(
+                        duty.planId().equals(session.getPlanId()),
+                        "the killed update ran plan "
+                                + duty.planId()
+                                + ", in which "
+                                + victimId
+                                + " relays: "
+                                + session.getPlanId());
+            }
 
             RolloutEngine fresh = lab.restartInstance(victim);
             List<Engines.Ended> alone = Engines.update(List.of(fresh), UPDATE_TIMEOUT, UPDATE_WAIT);
@@ -102,6 +194,7 @@ final class LoaderKilledMidApplyCase {
                     "the restarted loader loaded the active generation " + active);
             long verified = lab.verify(fresh, active);
             return victimId
+                    + (duty == null ? "" : ", " + duty + ",")
                     + " killed "
                     + caught
                     + " (attempt "

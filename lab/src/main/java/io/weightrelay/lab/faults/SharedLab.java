@@ -11,15 +11,41 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The one local lab the suite's cases share while a fault leaves it usable: each case borrows it,
- * and a case that cannot prove the lab usable again discards it, so the next case starts a fresh
- * one. Starting a lab is most of a case's time on two cores; sharing it keeps the suite within a
- * few minutes. Two instances, tp 1, compat, two trainer node labels; its own Redis (a private
- * redis-server with an append-only file, which the Redis cases kill and restart) and two
- * control-api instances behind it (every client is given both URLs; the control-api case kills the
- * first).
+ * The local lab the suite's cases share while a fault leaves it usable: each case borrows it, and a
+ * case that cannot prove the lab usable again discards it, so the next case starts a fresh one.
+ * Starting a lab is most of a case's time on two cores; sharing it keeps the suite within a few
+ * minutes. A case names the {@link Shape} it needs; one lab runs at a time, so borrowing another
+ * shape stops the running one (the suite orders its cases so that this happens once). Each lab has
+ * its own Redis (a private redis-server with an append-only file, which the Redis cases kill and
+ * restart).
  */
 public final class SharedLab {
+
+    /** The labs a case can borrow. */
+    enum Shape {
+        /**
+         * Two instances, tp 1, compat, two trainer node labels, and two control-api instances
+         * behind the lab's Redis (every client is given both URLs; the control-api case kills the
+         * first).
+         */
+        COMPAT_PAIR(2, Mode.COMPAT, 2),
+
+        /**
+         * Four instances, tp 1, parameter-direct, two on each rollout node label: a read's writes
+         * to the other node cross it once, into one delegate, which relays them to its neighbour.
+         */
+        DIRECT_RELAYS(4, Mode.DIRECT, 1);
+
+        private final int instances;
+        private final Mode mode;
+        private final int controlApis;
+
+        Shape(int instances, Mode mode, int controlApis) {
+            this.instances = instances;
+            this.mode = mode;
+            this.controlApis = controlApis;
+        }
+    }
 
     /** A borrowed lab and what the cases published on it. */
     static final class Borrowed {
@@ -36,9 +62,12 @@ public final class SharedLab {
 
         private long step;
 
-        Borrowed(LabCluster lab, LabRedis redis) {
+        final Shape shape;
+
+        Borrowed(LabCluster lab, LabRedis redis, Shape shape) {
             this.lab = lab;
             this.redis = redis;
+            this.shape = shape;
         }
 
         /** The trainer publishes its next step; the generation is recorded as committed. */
@@ -58,18 +87,29 @@ public final class SharedLab {
 
     private SharedLab() {}
 
-    /** The context's lab, started on first use. */
-    static synchronized Borrowed borrow(FaultContext context) throws Exception {
+    /** The context's two-instance compat lab, started on first use. */
+    static Borrowed borrow(FaultContext context) throws Exception {
+        return borrow(context, Shape.COMPAT_PAIR);
+    }
+
+    /** The context's lab of {@code shape}, started on first use (stopping one of another shape). */
+    static synchronized Borrowed borrow(FaultContext context, Shape shape) throws Exception {
         Borrowed b = LABS.get(context);
+        if (b != null && b.shape != shape) {
+            discard(context);
+            b = null;
+        }
         if (b == null) {
             LabRedis redis = LabRedis.start(context.workDir().resolve("redis-" + started++), true);
             try {
                 LabCluster lab =
                         LabCluster.start(
-                                redis.serve(LabCluster.Spec.of(context.model(), 2, 1, Mode.COMPAT)),
+                                redis.serve(
+                                        LabCluster.Spec.of(
+                                                context.model(), shape.instances, 1, shape.mode)),
                                 true,
-                                2);
-                b = new Borrowed(lab, redis);
+                                shape.controlApis);
+                b = new Borrowed(lab, redis, shape);
             } catch (Exception | Error e) {
                 redis.close();
                 throw e;
