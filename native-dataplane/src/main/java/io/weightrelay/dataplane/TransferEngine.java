@@ -322,9 +322,11 @@ public final class TransferEngine {
     /**
      * Checks that {@code segment}'s owner answers now: a tcp owner must accept (or still hold) an
      * authenticated control connection within the connect timeout; a segment read through a file
-     * mapping or owned here needs no owner. Meant for a prepare step, before anything is touched.
+     * mapping or owned here needs no owner, only its file still being the segment's (a mapping
+     * whose file the owner has since created afresh is dropped and the current file mapped). Meant
+     * for a prepare step, before anything is touched.
      *
-     * @throws UnknownSegmentException if no descriptor names the segment
+     * @throws UnknownSegmentException if no descriptor names the segment, or its file is gone
      * @throws PeerGoneException if its owner does not answer
      * @throws PermissionDeniedException if it answers but refuses this engine's proof
      */
@@ -334,7 +336,16 @@ public final class TransferEngine {
         if (r == null) {
             throw Errors.found(DataplaneError.UNKNOWN_SEGMENT, segment);
         }
-        handle.call((e, st) -> DpNative.dp_segment_probe(e, r.id(), st)).check(segment);
+        NativeStatus status = handle.call((e, st) -> DpNative.dp_segment_probe(e, r.id(), st));
+        if (status.is(DataplaneError.UNKNOWN_SEGMENT) && segments.remove(segment, r)) {
+            handle.call((e, st) -> DpNative.dp_segment_close(e, r.id(), st));
+            Resolved again = resolve(segment);
+            if (again == null) {
+                throw Errors.found(DataplaneError.UNKNOWN_SEGMENT, segment);
+            }
+            status = handle.call((e, st) -> DpNative.dp_segment_probe(e, again.id(), st));
+        }
+        status.check(segment);
     }
 
     /**
