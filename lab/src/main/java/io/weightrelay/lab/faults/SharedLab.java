@@ -60,9 +60,10 @@ public final class SharedLab {
         /** Committed generations a fault destroyed (their publisher killed, a byte flipped). */
         final Set<Long> destroyed = new HashSet<>();
 
-        private long step;
-
+        /** The shape it was started as. */
         final Shape shape;
+
+        private long step;
 
         Borrowed(LabCluster lab, LabRedis redis, Shape shape) {
             this.lab = lab;
