@@ -60,7 +60,9 @@ import tools.jackson.databind.JsonNode;
  *       busiest_in_payload_bytes}, the most TCP payload one host's data link received during the
  *       measured update, from the bridge ports' counters
  *   <li>{@code store_read_ratio}, {@code bytes_verified}, {@code qdisc_drops} (frames the shaping
- *       queues dropped, all links, whole run), {@code load_avg} (1-minute, start and end)
+ *       queues dropped, all links, whole run), {@code load_avg} (1-minute, start and end), {@code
+ *       cpu_busy} (the fraction of the machine's cores busy during the median round, all hosts
+ *       together: they share the machine's cores; null where unknown)
  * </ul>
  *
  * Exit 1 when a byte was wrong or missing, the store was not read exactly once, or a floor of issue
@@ -164,7 +166,7 @@ public final class HostsUpdateBench {
                                     + "\"predicted_busiest_in_bytes\":%d,"
                                     + "\"busiest_in_payload_bytes\":%d,\"naive_bytes\":%d,"
                                     + "\"naive_tcp_read\":%d,\"qdisc_drops\":%d,"
-                                    + "\"load_avg\":\"%s -> %s\"}",
+                                    + "\"load_avg\":\"%s -> %s\",\"cpu_busy\":%s}",
                             spec.model(),
                             spec.modeName(),
                             spec.instances(),
@@ -196,7 +198,8 @@ public final class HostsUpdateBench {
                             naive.tcpRead(),
                             drops,
                             loadBefore,
-                            loadAverage()));
+                            loadAverage(),
+                            median.cpuBusyJson()));
             if (storeRead != needed) {
                 failed.add("store_read_ratio " + storeReadRatio + " is not 1");
             }

@@ -61,6 +61,10 @@ import java.util.function.ToDoubleFunction;
  *   <li>{@code store_read_ratio}: store bytes the loaders read / bytes the target needs
  *   <li>{@code naive_update_s}: every worker reading everything it needs from the store itself, all
  *       at once, in this run
+ *   <li>{@code cpu_busy}: the fraction of the machine's cores busy during the median round
+ *       (/proc/stat; null where unknown). Every service of the lab shares them, while the bound's
+ *       memcpy and socket rates are each measured alone: near 1.0 the round was CPU-bound, and
+ *       {@code update_vs_bound} measures the machine's cores as much as the design
  *   <li>{@code checksums}: whether the end-to-end proof ran ({@code --no-checksums} turns it off in
  *       control-api and every loader, for comparison only); {@code verify_ms}: the largest time one
  *       loader's data plane spent taking the CRC32C of what it read (summed over its copy and
@@ -122,10 +126,13 @@ public final class UpdateBench {
             List<Measured<U>> measured = new ArrayList<>();
             for (int round = 1; round <= warmups + repeat; round++) {
                 long generation = publish.step(round);
+                CpuTicks before = CpuTicks.now();
                 U update = updateAll.call();
+                CpuTicks after = CpuTicks.now();
                 collectGarbage.run();
                 if (round > warmups) {
-                    measured.add(new Measured<>(update, generation));
+                    double busy = after == null ? Double.NaN : after.busySince(before);
+                    measured.add(new Measured<>(update, generation, busy));
                 }
             }
             return new Rounds<>(cold, measured);
@@ -137,8 +144,17 @@ public final class UpdateBench {
         long step(long step) throws Exception;
     }
 
-    /** One measured update and the generation it updated to. */
-    record Measured<U>(U update, long generation) {}
+    /**
+     * One measured update, the generation it updated to, and the fraction of the machine's cores
+     * busy meanwhile ({@link CpuTicks}; NaN where unknown): every process of the lab shares them.
+     */
+    record Measured<U>(U update, long generation, double cpuBusy) {
+
+        /** {@link #cpuBusy} as JSON: a number, or null where unknown. */
+        String cpuBusyJson() {
+            return Double.isNaN(cpuBusy) ? "null" : String.format(Locale.ROOT, "%.3f", cpuBusy);
+        }
+    }
 
     /**
      * The cold update and the measured ones, in order; each update already required to have reached
@@ -239,7 +255,7 @@ public final class UpdateBench {
                                     + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
                                     + "\"checksums\":%b,\"verify_ms\":%d,\"loader_checksum_ms\":%d,"
                                     + "\"control_verify_ms\":%d,\"objects_verified\":%d,"
-                                    + "\"rounds_update_s\":%s}",
+                                    + "\"rounds_update_s\":%s,\"cpu_busy\":%s}",
                             spec.model(),
                             spec.modeName(),
                             spec.instances(),
@@ -268,7 +284,8 @@ public final class UpdateBench {
                             loaderChecksumMs,
                             controlVerifyMs,
                             objectsVerified,
-                            rounds.secondsJson(LabCluster.Updates::seconds)));
+                            rounds.secondsJson(LabCluster.Updates::seconds),
+                            median.cpuBusyJson()));
         }
     }
 
