@@ -207,7 +207,8 @@ record LabCase(String name, Injection injection, boolean destroysActive, SharedL
 
     /**
      * Every engine of {@code ended} but {@code except} (null: none) ended {@code outcome} and was
-     * told why: {@code culprit} is its failing peer or named in its error.
+     * told why: {@code culprit} (or, for an instance, one of its workers) is its failing peer, or
+     * {@code culprit} is named in its error.
      */
     static void requireEnded(
             List<Engines.Ended> ended, UpdateOutcome outcome, String culprit, String except) {
@@ -216,11 +217,21 @@ record LabCase(String name, Injection injection, boolean destroysActive, SharedL
                 continue;
             }
             check(e.outcome() == outcome, "expected " + outcome + ": " + e.describe());
+            String failingPeer = e.progress().getFailingPeer();
             check(
-                    culprit.equals(e.progress().getFailingPeer())
+                    culprit.equals(failingPeer)
+                            || workerOf(failingPeer, culprit)
                             || String.valueOf(e.progress().getError()).contains(culprit),
                     "the failure names " + culprit + ": " + e.describe());
         }
+    }
+
+    /**
+     * Whether {@code peer} is a worker of instance {@code instance} (ids {@code
+     * <instance>-r<rank>}).
+     */
+    static boolean workerOf(String peer, String instance) {
+        return peer != null && peer.startsWith(instance + "-r");
     }
 
     static Set<String> allInstances(LabCluster lab) {
