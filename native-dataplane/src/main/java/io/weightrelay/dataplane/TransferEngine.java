@@ -308,11 +308,23 @@ public final class TransferEngine {
     /** Forgets a cached segment whose owner is gone, so the next use reads Redis again. */
     void onTaskFailure(String segment, DataplaneError error) {
         if (error == DataplaneError.PEER_GONE || error == DataplaneError.UNKNOWN_SEGMENT) {
-            Resolved r = segments.remove(segment);
+            Resolved r = segments.get(segment);
             if (r != null) {
-                handle.call((e, st) -> DpNative.dp_segment_close(e, r.id(), st));
+                drop(segment, r);
             }
         }
+    }
+
+    /**
+     * Forgets {@code r}, the cached resolution of {@code segment}, here and in the native engine,
+     * unless another thread already replaced it; returns whether it was still cached.
+     */
+    private boolean drop(String segment, Resolved r) {
+        if (!segments.remove(segment, r)) {
+            return false;
+        }
+        handle.call((e, st) -> DpNative.dp_segment_close(e, r.id(), st));
+        return true;
     }
 
     void forget(String segment) {
@@ -337,8 +349,7 @@ public final class TransferEngine {
             throw Errors.found(DataplaneError.UNKNOWN_SEGMENT, segment);
         }
         NativeStatus status = handle.call((e, st) -> DpNative.dp_segment_probe(e, r.id(), st));
-        if (status.is(DataplaneError.UNKNOWN_SEGMENT) && segments.remove(segment, r)) {
-            handle.call((e, st) -> DpNative.dp_segment_close(e, r.id(), st));
+        if (status.is(DataplaneError.UNKNOWN_SEGMENT) && drop(segment, r)) {
             Resolved again = resolve(segment);
             if (again == null) {
                 throw Errors.found(DataplaneError.UNKNOWN_SEGMENT, segment);
@@ -374,8 +385,7 @@ public final class TransferEngine {
                     now.isEmpty()
                             || !now.get().equals(e.getValue().descriptor())
                             || fileRemoved(e.getValue());
-            if (stale && segments.remove(e.getKey(), e.getValue())) {
-                handle.call((x, st) -> DpNative.dp_segment_close(x, e.getValue().id(), st));
+            if (stale && drop(e.getKey(), e.getValue())) {
                 forgotten++;
             }
         }

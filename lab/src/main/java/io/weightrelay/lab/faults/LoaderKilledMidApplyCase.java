@@ -90,13 +90,9 @@ final class LoaderKilledMidApplyCase {
                     if (!mine.contains(f.delegate())) {
                         continue;
                     }
-                    long bytes = f.length();
-                    for (long c : f.loopCounts()) {
-                        bytes *= c;
-                    }
                     for (String t : f.targets()) {
                         if (!mine.contains(t)) {
-                            relayed += bytes;
+                            relayed += f.bytes();
                             targets.add(t);
                         }
                     }

@@ -304,7 +304,17 @@ public final class Slice extends Routing {
             long dstOffset,
             long length,
             long[] loopCounts,
-            long[] dstStrides) {}
+            long[] dstStrides) {
+
+        /** The bytes one target receives: {@code length} repeated by the loops. */
+        public long bytes() {
+            long bytes = length;
+            for (long c : loopCounts) {
+                bytes *= c;
+            }
+            return bytes;
+        }
+    }
 
     /**
      * One batch to execute: reads (then their writes), what lands here, how many notifies each
