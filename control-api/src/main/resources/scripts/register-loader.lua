@@ -6,8 +6,9 @@
 -- KEYS: hash, expiry zset, epoch counter, then one key per named template.
 -- ARGV: instance, expiryMs, nowIso, model, group, node, endpoint, workersJson, nicsJson,
 --       templateTtlMs, template digests (space-separated, in KEYS order), the rollout instance
---       this loader serves one node of and its node count (both empty: an instance on one node)
--- Returns {'ok', epoch} | {'missing', digest...}
+--       this loader serves one node of and its node count (both empty: an instance on one node),
+--       the key prefix
+-- Returns {'ok', epoch, leases released} | {'missing', digest...}
 local missing = {'missing'}
 local digests = {}
 for d in string.gmatch(ARGV[11], '%S+') do digests[#digests + 1] = d end
@@ -30,6 +31,20 @@ if old then
   while #previous > 16 do table.remove(previous, 1) end
   redis.call('HSET', KEYS[1], 'previousEpochs', table.concat(previous, ' '))
 end
+-- A registration starts the loader afresh: its buffers are new and serve no generation (the
+-- 'generation' field goes below). The leases an earlier incarnation took under the loader's name
+-- (on the generation it served, on one it was loading) go too, or a loader that died would keep
+-- them from collection until they expire (an hour by default) and fill the trainers' store.
+local released = 0
+local function release(model)
+  local p = ARGV[14]
+  for _, id in ipairs(redis.call('ZRANGE', p .. 'model:' .. model .. ':gens', 0, -1)) do
+    released = released + redis.call('ZREM', p .. 'gen-leases:' .. model .. ':' .. id, ARGV[1])
+  end
+end
+local oldModel = redis.call('HGET', KEYS[1], 'model')
+if oldModel and oldModel ~= ARGV[4] then release(oldModel) end
+release(ARGV[4])
 redis.call('HSET', KEYS[1], 'epoch', epoch)
 redis.call('HSET', KEYS[1], 'instance', ARGV[1], 'model', ARGV[4], 'group', ARGV[5],
   'node', ARGV[6], 'endpoint', ARGV[7], 'workers', ARGV[8], 'nics', ARGV[9],
@@ -41,4 +56,4 @@ else
 end
 redis.call('HDEL', KEYS[1], 'generation')
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-return {'ok', tostring(epoch)}
+return {'ok', tostring(epoch), tostring(released)}

@@ -36,6 +36,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiFunction;
 import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.ZSetOperations;
@@ -48,6 +50,8 @@ import tools.jackson.databind.json.JsonMapper;
  */
 @Service
 public class Registry {
+
+    private static final Logger log = LoggerFactory.getLogger(Registry.class);
 
     private final StringRedisTemplate redis;
     private final RedisKeys keys;
@@ -240,9 +244,17 @@ public class Registry {
                         String.valueOf(properties.placementTtl().toMillis()),
                         String.join(" ", digests),
                         r.getSpan() == null ? "" : r.getSpan().getRolloutInstance(),
-                        r.getSpan() == null ? "" : String.valueOf(r.getSpan().getNodes()));
+                        r.getSpan() == null ? "" : String.valueOf(r.getSpan().getNodes()),
+                        keys.prefix());
         if (result.is("missing")) {
             throw templatesMissing(instance, result.items(1));
+        }
+        long released = result.number(2);
+        if (released > 0) {
+            log.info(
+                    "loader {} registered afresh: {} lease(s) of its earlier incarnation released",
+                    instance,
+                    released);
         }
         events.publishEvent(new LoaderRegistered(r.getModel(), r.getGroup(), instance));
         return getLoader(instance);

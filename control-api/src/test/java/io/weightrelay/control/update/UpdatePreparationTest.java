@@ -3,8 +3,11 @@ package io.weightrelay.control.update;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.weightrelay.api.control.model.GcReport;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
+import io.weightrelay.api.control.model.Lease;
+import io.weightrelay.api.control.model.LeaseRequest;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.ParticipantState;
 import io.weightrelay.api.control.model.PlanSummary;
@@ -155,6 +158,37 @@ class UpdatePreparationTest extends ControlApiTestSupport {
         assertThat(after.getLoaders()).hasSize(2);
         assertThat(after.getLoaders().get(1).getWorkers().get(0).getBuffers().get(0).getSize())
                 .isEqualTo(2L << 20);
+    }
+
+    @Test
+    void aLoaderThatRegistersAgainDropsTheLeasesOfItsEarlierIncarnation() {
+        long g1 = publish(model, 1);
+        registerInGroup("a", 1L << 20);
+        ok(prepare(g1, "a", null), UpdatePreparation.class);
+        ok(
+                call(
+                        "POST",
+                        generationPath(model, g1) + "/leases",
+                        LOADER,
+                        new LeaseRequest("ckpt", 300)),
+                Lease.class);
+        long g2 = publish(model, 2);
+        assertThat(lease(g1, "a")).isNotNull();
+
+        // The loader died serving g1 and its engine registers again: the buffers are new and serve
+        // nothing, so nothing of the dead incarnation may keep g1 from collection for its hour.
+        registerInGroup("a", 1L << 20);
+
+        assertThat(lease(g1, "a")).isNull();
+        assertThat(lease(g1, "ckpt")).isNotNull();
+        assertThat(
+                        call("DELETE", generationPath(model, g1) + "/leases/ckpt", LOADER, null)
+                                .statusCode())
+                .isEqualTo(204);
+        GcReport report =
+                ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
+        assertThat(report.getCollected()).containsExactly(g1);
+        assertThat(report.getKept()).containsExactly(g2);
     }
 
     @Test
