@@ -182,4 +182,11 @@ public interface ControlPlane {
     }
 
     void releaseLease(String model, long generation, String holder);
+
+    /**
+     * Takes (or renews) {@code holder}'s lease on {@code generation} for {@code ttl}. A
+     * registration drops every lease taken in the loader's name; a loader registered again while
+     * its engine kept its memory takes the one on the generation it still serves again.
+     */
+    void acquireLease(String model, long generation, String holder, Duration ttl);
 }

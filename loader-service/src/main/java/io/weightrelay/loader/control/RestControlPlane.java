@@ -13,6 +13,7 @@ import io.weightrelay.api.control.client.model.BarrierName;
 import io.weightrelay.api.control.client.model.BarrierStatus;
 import io.weightrelay.api.control.client.model.ConsumeMode;
 import io.weightrelay.api.control.client.model.Generation;
+import io.weightrelay.api.control.client.model.LeaseRequest;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.LoaderRegistration;
 import io.weightrelay.api.control.client.model.PhaseReport;
@@ -117,6 +118,11 @@ public class RestControlPlane implements ControlPlane {
             throw new ControlPlaneException(
                     what + ": control-api unreachable: " + e.getMessage(), e);
         }
+    }
+
+    /** A lease's TTL as the contract takes it: whole seconds, 1 to a day. */
+    private static int leaseSeconds(Duration ttl) {
+        return (int) Math.min(86400, Math.max(1, ttl.toSeconds()));
     }
 
     private void run(String what, Runnable body) {
@@ -361,8 +367,7 @@ public class RestControlPlane implements ControlPlane {
         UpdatePreparationRequest body =
                 new UpdatePreparationRequest()
                         .instance(c.instance())
-                        .leaseTtlSeconds(
-                                (int) Math.min(86400, Math.max(1, c.leaseTtl().toSeconds())))
+                        .leaseTtlSeconds(leaseSeconds(c.leaseTtl()))
                         .phaseTimeoutSeconds(
                                 (int) Math.max(1, Math.min(3600, c.phaseTimeout().toSeconds())))
                         .knownBuffersDigest(c.knownBuffersDigest());
@@ -470,6 +475,16 @@ public class RestControlPlane implements ControlPlane {
                 s.getFailedInstance(),
                 s.getFailure(),
                 s.getWaiting());
+    }
+
+    @Override
+    public void acquireLease(String model, long generation, String holder, Duration ttl) {
+        LeaseRequest request = new LeaseRequest();
+        request.setHolder(holder);
+        request.setTtlSeconds(leaseSeconds(ttl));
+        run(
+                "lease " + model + "/" + generation,
+                () -> generations.acquireLease(model, generation, request));
     }
 
     @Override

@@ -217,13 +217,31 @@ public class InstanceService {
         if (current == null || registration == null || updating) {
             return -1;
         }
+        Instance again;
         forgotten = true;
         try {
             // The engine's memory did not change: its registrations carry over, none is made.
-            return registerLocked(registration).epoch();
+            again = registerLocked(registration);
         } finally {
             forgotten = false;
         }
+        Long held = again.generation();
+        if (held != null) {
+            // The registration dropped the leases taken in this loader's name; the generation the
+            // engine still serves is held again, as a loader holds it after its update.
+            try {
+                control.acquireLease(
+                        again.model(), held, again.instanceId(), properties.leaseTtl());
+            } catch (ControlPlaneException e) {
+                log.warn(
+                        "loader {} serves generation {} of {} but could not lease it again: {}",
+                        again.instanceId(),
+                        held,
+                        again.model(),
+                        e.getMessage());
+            }
+        }
+        return again.epoch();
     }
 
     private static void validate(InstanceRegistration r) {

@@ -319,10 +319,14 @@ class UpdateCoordinatorTest {
         assertThat(instances.require().generation()).isEqualTo(2);
         control.epoch = 0;
 
+        control.leases.clear();
         assertThat(instances.registerAgain()).isEqualTo(1);
         assertThat(instances.require().epoch()).isEqualTo(1);
         assertThat(instances.require().generation()).as("what the engine holds").isEqualTo(2);
         assertThat(instances.require().paused()).isFalse();
+        assertThat(control.leases)
+                .as("the registration dropped the loader's leases; the one it serves is held again")
+                .containsExactly("+2");
 
         control.active = 3;
         control.reports.clear();
@@ -609,6 +613,11 @@ class UpdateCoordinatorTest {
         @Override
         public void releaseLease(String model, long generation, String holder) {
             leases.add("-" + generation);
+        }
+
+        @Override
+        public void acquireLease(String model, long generation, String holder, Duration ttl) {
+            leases.add("+" + generation);
         }
     }
 
