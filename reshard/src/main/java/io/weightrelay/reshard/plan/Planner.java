@@ -21,7 +21,8 @@ import io.weightrelay.reshard.topology.Topology;
  *       consumer of the read; each remote compatibility node gets one write into a delegate chosen
  *       by least NIC ingress;
  *   <li>{@link Batches}: each reader's reads are packed in object order into batches of at most
- *       {@code batchBytes} of staging;
+ *       {@code batchBytes} of staging, fewer bytes when that would leave the busiest reader fewer
+ *       than {@link #MIN_BATCHES} batches ({@link #batchBytes});
  *   <li>{@link PlanAssembly}: the plan's columns.
  * </ol>
  */
@@ -29,9 +30,19 @@ public final class Planner {
     /**
      * How the planner routes: a cached plan made under another version is planned again. 2: a
      * parameter-direct write that would cross the network again to a same-layout worker of a node
-     * it already reaches is relayed there ({@link Plan#RELAYED}).
+     * it already reaches is relayed there ({@link Plan#RELAYED}). 3: a small reader's batches
+     * shrink to at most 1/{@link #MIN_BATCHES} of its bytes.
      */
-    public static final String ROUTING_VERSION = "wr.routing.v2";
+    public static final String ROUTING_VERSION = "wr.routing.v3";
+
+    /**
+     * Fewest batches the busiest reader's reads are packed into, unless that would make a batch
+     * smaller than a read. The pipeline's bubbles are one batch's read before the first push and
+     * one batch's push after the last read, so a batch of at most 1/16 of the busiest reader's
+     * bytes keeps them a small share of the update at any link rate; a large model's readers fill
+     * {@code batchBytes} batches by the hundred and are not affected.
+     */
+    public static final int MIN_BATCHES = 16;
 
     /**
      * @param readMaxBytes upper bound of one read's span (unless a single dim-0 row is larger)
@@ -63,18 +74,44 @@ public final class Planner {
         DemandIndex demands = new DemandIndex(manifest, rollout);
         CutReads cut = new CutReads(manifest, demands, options.readMaxBytes());
         ReaderAssignment readers = new ReaderAssignment(rollout, demands, cut);
+        Options used =
+                new Options(
+                        options.readMaxBytes(),
+                        batchBytes(readers.reader, cut.readSpan, rollout.count(), options));
         Batches batches =
-                Batches.pack(readers.reader, cut.readSpan, rollout.count(), options.batchBytes());
+                Batches.pack(readers.reader, cut.readSpan, rollout.count(), used.batchBytes());
         return PlanAssembly.assemble(
                 manifest,
                 placement,
                 topology,
-                options,
+                used,
                 assignment,
                 rollout,
                 demands,
                 cut,
                 readers,
                 batches);
+    }
+
+    /**
+     * The staging bytes of a batch: {@code options.batchBytes()}, or less, so that the busiest
+     * reader's reads fill at least {@link #MIN_BATCHES} batches, but never less than the largest
+     * read nor than {@code options.readMaxBytes()}.
+     */
+    static long batchBytes(int[] reader, LongList readSpan, int workers, Options options) {
+        long[] read = new long[workers];
+        long largest = 0;
+        for (int i = 0; i < reader.length; i++) {
+            long span = readSpan.get(i);
+            read[reader[i]] += span;
+            largest = Math.max(largest, span);
+        }
+        long busiest = 0;
+        for (long bytes : read) {
+            busiest = Math.max(busiest, bytes);
+        }
+        long floor = Math.max(options.readMaxBytes(), largest);
+        long share = (busiest + MIN_BATCHES - 1) / MIN_BATCHES;
+        return Math.min(options.batchBytes(), Math.max(floor, share));
     }
 }
