@@ -1,6 +1,12 @@
--- Renews the TTL of a registered loader and of the fragment templates its workers name.
--- KEYS: hash, expiry zset. ARGV: member, expiryMs, nowIso, template key prefix, templateTtlMs
--- Returns {'ok', epoch} | {'not-found'}
+-- Renews the TTL of a registered loader and of the fragment templates its workers name, and carries
+-- the loader's leases along: every unexpired lease it holds in its name on a generation of its model
+-- (the one it serves, the one it is loading) lasts at least until its new expiry. A loader's lease
+-- thus lives as long as the loader beats, and a loader that dies pins nothing for longer than the
+-- lease it took or its registration's TTL. An expired lease is not revived: collection may already
+-- have marked its generation (lease.lua refuses such a generation, and so does this script).
+-- KEYS: hash, expiry zset. ARGV: member, expiryMs, nowIso, template key prefix, templateTtlMs,
+--       key prefix, nowMs
+-- Returns {'ok', epoch, leases renewed} | {'not-found'}
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'not-found'} end
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 redis.call('HSET', KEYS[1], 'lastHeartbeat', ARGV[3])
@@ -8,4 +14,18 @@ local templates = redis.call('HGET', KEYS[1], 'templates')
 if templates then
   for d in string.gmatch(templates, '%S+') do redis.call('PEXPIRE', ARGV[4] .. d, ARGV[5]) end
 end
-return {'ok', tostring(redis.call('HGET', KEYS[1], 'epoch'))}
+local renewed = 0
+local model = redis.call('HGET', KEYS[1], 'model')
+if model then
+  local p, expiry, now = ARGV[6], tonumber(ARGV[2]), tonumber(ARGV[7])
+  for _, id in ipairs(redis.call('ZRANGE', p .. 'model:' .. model .. ':gens', 0, -1)) do
+    local lk = p .. 'gen-leases:' .. model .. ':' .. id
+    local held = redis.call('ZSCORE', lk, ARGV[1])
+    if held and tonumber(held) > now and tonumber(held) < expiry
+        and redis.call('HGET', p .. 'gen:' .. model .. ':' .. id, 'collecting') ~= '1' then
+      redis.call('ZADD', lk, expiry, ARGV[1])
+      renewed = renewed + 1
+    end
+  end
+end
+return {'ok', tostring(redis.call('HGET', KEYS[1], 'epoch')), tostring(renewed)}

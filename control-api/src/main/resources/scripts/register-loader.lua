@@ -34,9 +34,9 @@ end
 -- A registration starts the loader afresh: its buffers are new and serve no generation (the
 -- 'generation' field goes below). The leases an earlier incarnation took under the loader's name
 -- (on the generation it served, on one it was loading) go too, or a loader that died would keep
--- them from collection until they expire (an hour by default) and fill the trainers' store. A loader
--- registered again with its engine's memory kept (control-api had forgotten it) leases what it
--- still serves once more itself.
+-- them from collection until they lapse (minutes: see heartbeat-loader.lua). A loader registered
+-- again with its engine's memory kept (control-api had forgotten it) leases what it still serves
+-- once more itself.
 local released = 0
 local function release(model)
   local p = ARGV[14]

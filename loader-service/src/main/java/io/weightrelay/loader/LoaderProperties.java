@@ -19,7 +19,9 @@ import org.springframework.validation.annotation.Validated;
  *     http://<relay.dataplane.advertise-host>:<server port>})
  * @param stagingSlots staging watermark in batches; at least two, so reads overlap pushes
  * @param barrierWait long-poll wait of one barrier request
- * @param leaseTtl lease a loader holds on the generation it loads and serves
+ * @param leaseTtl lease a loader takes on the generation it loads (and then serves) when it
+ *     prepares; control-api carries it along with every heartbeat for as long as the loader beats,
+ *     so this bounds how long a loader that died keeps a generation from collection
  * @param heartbeat how often the loader renews its registry entry (well under control-api's TTL)
  * @param mapNodeSegmentsEvery how often the loader looks for new segments of its node (one Redis
  *     read unless one registered) and maps them ahead of the updates that write into them (zero:
@@ -48,7 +50,7 @@ public record LoaderProperties(
         @DefaultValue("") String advertiseUrl,
         @Min(2) @DefaultValue("2") int stagingSlots,
         @NotNull @DefaultValue("30s") Duration barrierWait,
-        @NotNull @DefaultValue("1h") Duration leaseTtl,
+        @NotNull @DefaultValue("2m") Duration leaseTtl,
         @NotNull @DefaultValue("5s") Duration heartbeat,
         @NotNull @DefaultValue("500ms") Duration mapNodeSegmentsEvery,
         @Min(1) @DefaultValue("8") int readThreads,

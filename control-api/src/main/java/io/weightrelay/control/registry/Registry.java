@@ -294,6 +294,11 @@ public class Registry {
                 .with("missing", missing);
     }
 
+    /**
+     * Renews a loader's registration, the TTL of the fragment templates it names, and every
+     * unexpired lease it holds on its model's generations up to its new expiry: a loader's leases
+     * live as long as it beats (heartbeat-loader.lua).
+     */
     public LoaderHeartbeat heartbeatLoader(String instance) {
         Instant now = clock.instant();
         Reply result =
@@ -303,7 +308,9 @@ public class Registry {
                         now,
                         instance,
                         keys.placement(""),
-                        String.valueOf(properties.placementTtl().toMillis()));
+                        String.valueOf(properties.placementTtl().toMillis()),
+                        keys.prefix(),
+                        String.valueOf(now.toEpochMilli()));
         LoaderHeartbeat beat = new LoaderHeartbeat(instance, result.number(1), true);
         beat.setLastHeartbeat(now.atOffset(ZoneOffset.UTC));
         return beat;

@@ -43,7 +43,12 @@ class UpdatePreparationTest extends ControlApiTestSupport {
     }
 
     private HttpResponse<String> prepare(long generation, String instance, String knownDigest) {
-        UpdatePreparationRequest request = new UpdatePreparationRequest(instance, 60);
+        return prepare(generation, instance, knownDigest, 60);
+    }
+
+    private HttpResponse<String> prepare(
+            long generation, String instance, String knownDigest, int leaseSeconds) {
+        UpdatePreparationRequest request = new UpdatePreparationRequest(instance, leaseSeconds);
         request.setPhaseTimeoutSeconds(30);
         request.setKnownBuffersDigest(knownDigest);
         return call(
@@ -176,7 +181,7 @@ class UpdatePreparationTest extends ControlApiTestSupport {
         assertThat(lease(g1, "a")).isNotNull();
 
         // The loader died serving g1 and its engine registers again: the buffers are new and serve
-        // nothing, so nothing of the dead incarnation may keep g1 from collection for its hour.
+        // nothing, so nothing of the dead incarnation may keep g1 from collection for its lease.
         registerInGroup("a", 1L << 20);
 
         assertThat(lease(g1, "a")).isNull();
@@ -189,6 +194,50 @@ class UpdatePreparationTest extends ControlApiTestSupport {
                 ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
         assertThat(report.getCollected()).containsExactly(g1);
         assertThat(report.getKept()).containsExactly(g2);
+    }
+
+    @Test
+    void aLoadersHeartbeatCarriesItsLeasesAndNeverRevivesOneThatLapsed() throws Exception {
+        long g1 = publish(model, 1);
+        registerInGroup("a", 1L << 20);
+        registerInGroup("b", 1L << 20);
+        ok(prepare(g1, "a", null, 1), UpdatePreparation.class);
+        ok(prepare(g1, "b", null, 1), UpdatePreparation.class);
+        long g2 = publish(model, 2);
+
+        // "a" beats: its one-second lease on the generation it serves now lasts as long as its
+        // registration (the suite's loader TTL is 60 s).
+        long beforeBeat = System.currentTimeMillis();
+        heartbeat("a");
+        assertThat(lease(g1, "a")).isGreaterThanOrEqualTo(beforeBeat + 59_000.0);
+
+        // "b" died: nothing carries its lease, which lapses after the second it asked for. A beat
+        // after that (a loader that comes back) does not bring it back, since collection may
+        // already have marked the generation.
+        Thread.sleep(1_200);
+        heartbeat("b");
+        assertThat(lease(g1, "b")).isLessThan((double) System.currentTimeMillis());
+
+        // g1 is retired and only the live loader "a" still holds it.
+        GcReport kept =
+                ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
+        assertThat(kept.getCollected()).isEmpty();
+        assertThat(kept.getKept()).contains(g1, g2);
+        assertThat(lease(g1, "b")).isNull();
+        assertThat(
+                        call("DELETE", generationPath(model, g1) + "/leases/a", LOADER, null)
+                                .statusCode())
+                .isEqualTo(204);
+        GcReport collected =
+                ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
+        assertThat(collected.getCollected()).containsExactly(g1);
+    }
+
+    private void heartbeat(String instance) {
+        assertThat(
+                        call("POST", "/api/v1/loaders/" + instance + "/heartbeat", LOADER, null)
+                                .statusCode())
+                .isEqualTo(200);
     }
 
     @Test
