@@ -45,6 +45,7 @@ import tools.jackson.databind.JsonNode;
  * itself). One JSON line:
  *
  * <ul>
+ *   <li>{@code warmups}, {@code repeat}: the rounds before the measured ones, and those measured
  *   <li>{@code update_s}: from the update request to the last engine seeing {@code UPDATED}, as
  *       each rollout host's agent times it (before it checks the bytes)
  *   <li>{@code naive_update_s}: the slowest rollout host's naive read, all workers at once
@@ -152,6 +153,7 @@ public final class HostsUpdateBench {
                     String.format(
                             Locale.ROOT,
                             "{\"model\":\"%s\",\"mode\":\"%s\",\"instances\":%d,\"tp\":%d,"
+                                    + "\"warmups\":%d,\"repeat\":%d,"
                                     + "\"hosts\":%d,\"link_gbps\":%.3f,\"generation\":%d,"
                                     + "\"update_s\":%.4f,\"naive_update_s\":%.4f,"
                                     + "\"naive_vs_update\":%.3f,\"predicted_update_s\":%.4f,"
@@ -171,6 +173,8 @@ public final class HostsUpdateBench {
                             spec.modeName(),
                             spec.instances(),
                             spec.tp(),
+                            run.warmups(),
+                            run.repeat(),
                             lab.hosts().hosts().size(),
                             linkGbps,
                             generation,

@@ -47,6 +47,8 @@ import java.util.function.ToDoubleFunction;
  * generation is then checked ({@code --no-verify} skips that). One JSON line:
  *
  * <ul>
+ *   <li>{@code warmups}, {@code repeat}: the rounds run before the measured ones and the measured
+ *       rounds, so lines of runs with other settings are not taken for each other
  *   <li>{@code bytes_delivered}: bytes landing in worker buffers (pushes and fan-outs)
  *   <li>{@code local_bytes}, {@code tcp_bytes}: what the loaders' engines moved during the apply,
  *       store reads included, per transport
@@ -245,6 +247,7 @@ public final class UpdateBench {
                     String.format(
                             Locale.ROOT,
                             "{\"model\":\"%s\",\"mode\":\"%s\",\"instances\":%d,\"tp\":%d,"
+                                    + "\"warmups\":%d,\"repeat\":%d,"
                                     + "\"generation\":%d,\"bytes_delivered\":%d,\"local_bytes\":%d,"
                                     + "\"tcp_bytes\":%d,\"update_s\":%.4f,\"bound_s\":%.4f,"
                                     + "\"update_vs_bound\":%.3f,\"store_read_ratio\":%.4f,"
@@ -260,6 +263,8 @@ public final class UpdateBench {
                             spec.modeName(),
                             spec.instances(),
                             spec.tp(),
+                            run.warmups(),
+                            run.repeat(),
                             generation,
                             delivered,
                             local,
