@@ -258,6 +258,13 @@ public final class LabCluster implements StartedOrClosed.Lab {
     /** The storage unit of each trainer node (node to process) when the lab runs them. */
     private final Map<String, ServiceProcess> units = new LinkedHashMap<>();
 
+    /**
+     * The lease a lab's loader takes when it prepares ({@code relay.loader.lease-ttl}, 2 minutes by
+     * default): its heartbeats carry it while it lives, so this is how long a loader that died
+     * keeps what it served from collection. Short here so that the fault suite sees that happen.
+     */
+    public static final Duration LOADER_LEASE_TTL = Duration.ofSeconds(20);
+
     private LabCluster(Spec spec) throws IOException {
         this.spec = spec;
         this.logs = Files.createTempDirectory("wr-lab-" + run);
@@ -462,9 +469,12 @@ public final class LabCluster implements StartedOrClosed.Lab {
         }
     }
 
-    /** Removes retired generations nobody holds, as a deployment's scheduled GC would. */
-    public void collectGarbage() {
-        operator.collectGarbage(spec.model());
+    /**
+     * Removes retired generations nobody holds, as a deployment's scheduled GC would; answers what
+     * was collected and what kept.
+     */
+    public io.weightrelay.api.control.client.model.GcReport collectGarbage() {
+        return operator.collectGarbage(spec.model());
     }
 
     /**
@@ -1077,6 +1087,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
                         "--relay.dataplane.key-prefix=" + dataplanePrefix(),
                         "--relay.dataplane.secret-file=" + secretFile,
                         "--relay.loader.checksums=" + checksums,
+                        "--relay.loader.lease-ttl=" + LOADER_LEASE_TTL.toSeconds() + "s",
                         secretsArg("loader-" + name, secretProperties)));
     }
 

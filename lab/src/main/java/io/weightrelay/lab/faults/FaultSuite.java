@@ -39,6 +39,8 @@ public final class FaultSuite {
                 new RedisDataLostCase(),
                 new ControlApiKilledCase(),
                 new DataLinkCutCase(),
+                // after every case of the compat pair that needs older generations kept
+                LabCase.reloadingActive("loader-died-for-good", LoaderDiedForGoodCase::inject),
                 // last: its lab replaces the compat pair the cases above share
                 LabCase.reloadingActive(
                         "relay-delegate-killed-mid-apply",

@@ -74,6 +74,14 @@ record LabCase(String name, Injection injection, boolean destroysActive, SharedL
             borrowed.destroyed.add(generation);
         }
 
+        /**
+         * Garbage collection removed {@code generation} (retired, and nobody held it any longer):
+         * it need not stay committed.
+         */
+        void collected(long generation) {
+            borrowed.destroyed.add(generation);
+        }
+
         /** Without replicas, the fault destroyed every committed generation's memory. */
         void destroyedEveryCommitted() {
             borrowed.destroyed.addAll(borrowed.committed);

@@ -57,7 +57,10 @@ public final class SharedLab {
         /** Every generation committed on this lab, oldest first. */
         final List<Long> committed = new ArrayList<>();
 
-        /** Committed generations a fault destroyed (their publisher killed, a byte flipped). */
+        /**
+         * Committed generations a fault destroyed (their publisher killed, a byte flipped) or
+         * garbage collection removed: none of them need stay committed.
+         */
         final Set<Long> destroyed = new HashSet<>();
 
         /** The shape it was started as. */
