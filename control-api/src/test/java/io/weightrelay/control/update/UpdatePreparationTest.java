@@ -186,12 +186,8 @@ class UpdatePreparationTest extends ControlApiTestSupport {
 
         assertThat(lease(g1, "a")).isNull();
         assertThat(lease(g1, "ckpt")).isNotNull();
-        assertThat(
-                        call("DELETE", generationPath(model, g1) + "/leases/ckpt", LOADER, null)
-                                .statusCode())
-                .isEqualTo(204);
-        GcReport report =
-                ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
+        releaseLease(g1, "ckpt");
+        GcReport report = collectGarbage();
         assertThat(report.getCollected()).containsExactly(g1);
         assertThat(report.getKept()).containsExactly(g2);
     }
@@ -219,18 +215,28 @@ class UpdatePreparationTest extends ControlApiTestSupport {
         assertThat(lease(g1, "b")).isLessThan((double) System.currentTimeMillis());
 
         // g1 is retired and only the live loader "a" still holds it.
-        GcReport kept =
-                ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
+        GcReport kept = collectGarbage();
         assertThat(kept.getCollected()).isEmpty();
         assertThat(kept.getKept()).contains(g1, g2);
         assertThat(lease(g1, "b")).isNull();
+        releaseLease(g1, "a");
+        GcReport collected = collectGarbage();
+        assertThat(collected.getCollected()).containsExactly(g1);
+    }
+
+    private void releaseLease(long generation, String holder) {
         assertThat(
-                        call("DELETE", generationPath(model, g1) + "/leases/a", LOADER, null)
+                        call(
+                                        "DELETE",
+                                        generationPath(model, generation) + "/leases/" + holder,
+                                        LOADER,
+                                        null)
                                 .statusCode())
                 .isEqualTo(204);
-        GcReport collected =
-                ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
-        assertThat(collected.getCollected()).containsExactly(g1);
+    }
+
+    private GcReport collectGarbage() {
+        return ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
     }
 
     private void heartbeat(String instance) {
