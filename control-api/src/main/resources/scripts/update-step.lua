@@ -14,7 +14,9 @@
 -- that died or froze silently is named within its registration TTL, not the phase timeout.
 -- KEYS: session hash, participants hash, loader hash, channel, checksums hash, loader expiry zset
 -- ARGV: nowMs, instance, epoch, phase, bytesRead, bytesPushed, bytesReceived, failingPeer,
---       error, checksums (base64), verify ('1' or ''), generation
+--       error, checksums (base64), verify ('1' or ''), generation, key prefix
+-- A loader's POST_APPLIED records the generation it serves in its loader hash and releases every
+-- lease it holds in its name on the model's other generations.
 -- Returns {'ok', transitions...} | {'not-found'} | {'not-participant'} | {'no-epoch'}
 --       | {'fenced', reason, registeredEpoch} | {'closed', state}
 --       | {'out-of-order', state, participantPhase}
@@ -171,6 +173,18 @@ if ARGV[2] ~= '' then
   end
   if p.phase == 'DONE' and redis.call('EXISTS', lk) == 1 then
     redis.call('HSET', lk, 'generation', ARGV[12])
+    -- Serving this generation now, the loader needs no lease on another of its model: the one it
+    -- served before, and any a failed update left behind, end in the step that ends its update,
+    -- so no lost release call (and no heartbeat carrying its leases) keeps them from collection.
+    local model = redis.call('HGET', lk, 'model')
+    if model then
+      local pre = ARGV[13]
+      for _, id in ipairs(redis.call('ZRANGE', pre .. 'model:' .. model .. ':gens', 0, -1)) do
+        if id ~= ARGV[12] then
+          redis.call('ZREM', pre .. 'gen-leases:' .. model .. ':' .. id, ARGV[2])
+        end
+      end
+    end
   end
   if not terminal(state) then
     if first_below(needed()) == '' then

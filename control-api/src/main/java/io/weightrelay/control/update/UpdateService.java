@@ -719,11 +719,12 @@ public class UpdateService {
     }
 
     private Reply step(String model, long generation, String group, String... args) {
-        List<String> argv = new ArrayList<>(args.length + 3);
+        List<String> argv = new ArrayList<>(args.length + 4);
         argv.add(String.valueOf(clock.millis()));
         argv.addAll(List.of(args));
         argv.add(properties.verifyChecksums() ? "1" : "");
         argv.add(String.valueOf(generation));
+        argv.add(keys.prefix());
         String instance = args[0];
         Reply result =
                 scripts.run(

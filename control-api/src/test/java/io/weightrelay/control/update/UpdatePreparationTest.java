@@ -10,13 +10,23 @@ import io.weightrelay.api.control.model.Lease;
 import io.weightrelay.api.control.model.LeaseRequest;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.ParticipantState;
+import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.PlanSummary;
+import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
+import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.UpdatePreparation;
 import io.weightrelay.api.control.model.UpdatePreparationRequest;
+import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.reshard.checksum.Crc32c;
+import io.weightrelay.reshard.checksum.RangeChecksums;
 import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -36,10 +46,13 @@ class UpdatePreparationTest extends ControlApiTestSupport {
 
     private final String model = newModel();
 
+    /** The epoch each instance's latest registration returned. */
+    private final Map<String, Long> epochs = new HashMap<>();
+
     private void registerInGroup(String instance, long bufferBytes) {
         LoaderRegistration r = compatLoader(model, GROUP, "node-" + instance, 1);
         r.getWorkers().get(0).getBuffers().get(0).setSize(bufferBytes);
-        registerLoader(instance, r);
+        epochs.put(instance, registerLoader(instance, r).getEpoch());
     }
 
     private HttpResponse<String> prepare(long generation, String instance, String knownDigest) {
@@ -222,6 +235,90 @@ class UpdatePreparationTest extends ControlApiTestSupport {
         releaseLease(g1, "a");
         GcReport collected = collectGarbage();
         assertThat(collected.getCollected()).containsExactly(g1);
+    }
+
+    @Test
+    void aLoaderThatPostAppliesHoldsNoLeaseOnAnotherGenerationOfItsModel() {
+        long g1 = publish(model, 1);
+        registerInGroup("a", 1L << 20);
+        updateEach(g1, "a");
+        for (String holder : List.of("ckpt", "other-loader")) {
+            ok(
+                    call(
+                            "POST",
+                            generationPath(model, g1) + "/leases",
+                            LOADER,
+                            new LeaseRequest(holder, 300)),
+                    Lease.class);
+        }
+        long g2 = publish(model, 2);
+
+        // Until its POST_APPLIED the loader may still need g1 (the update can fail and resume it),
+        // so its lease holds; the report that ends its update releases it, with no call of its
+        // own. Other holders keep theirs.
+        ok(prepare(g2, "a", null), UpdatePreparation.class);
+        reportEach(g2, ReportedPhase.PREPARED, "a");
+        reportEach(g2, ReportedPhase.APPLIED, "a");
+        assertThat(lease(g1, "a")).isNotNull();
+        reportEach(g2, ReportedPhase.POST_APPLIED, "a");
+
+        assertThat(lease(g1, "a")).isNull();
+        assertThat(lease(g1, "ckpt")).isNotNull();
+        assertThat(lease(g1, "other-loader")).isNotNull();
+        assertThat(lease(g2, "a")).isNotNull();
+        releaseLease(g1, "ckpt");
+        releaseLease(g1, "other-loader");
+        GcReport report = collectGarbage();
+        assertThat(report.getCollected()).containsExactly(g1);
+        assertThat(report.getKept()).containsExactly(g2);
+    }
+
+    /** Every one of {@code instances} prepares, applies and post-applies {@code generation}. */
+    private void updateEach(long generation, String... instances) {
+        for (String instance : instances) {
+            ok(prepare(generation, instance, null), UpdatePreparation.class);
+        }
+        for (ReportedPhase phase :
+                List.of(
+                        ReportedPhase.PREPARED,
+                        ReportedPhase.APPLIED,
+                        ReportedPhase.POST_APPLIED)) {
+            reportEach(generation, phase, instances);
+        }
+    }
+
+    /**
+     * An accepted report of {@code phase} by each of {@code instances}, in turn; the first to apply
+     * says it read every object whole, matching the checksums {@link #publish} registered (as the
+     * only loader of its group does).
+     */
+    private void reportEach(long generation, ReportedPhase phase, String... instances) {
+        for (String instance : instances) {
+            PhaseReport report = new PhaseReport(instance, phase);
+            report.setEpoch(epochs.get(instance));
+            if (phase == ReportedPhase.APPLIED && instance.equals(instances[0])) {
+                report.setChecksums(wholeObjectsRead(generation).encode());
+            }
+            ok(
+                    call(
+                            "POST",
+                            sessionPath(model, generation, GROUP) + "/reports",
+                            LOADER,
+                            report),
+                    UpdateSession.class);
+        }
+    }
+
+    private RangeChecksums wholeObjectsRead(long generation) {
+        int registered = Crc32c.parse("crc32c:0badf00d");
+        String prefix = model + "/" + generation + "/";
+        List<RangeChecksums.Entry> read = new ArrayList<>();
+        for (StoredFragment f : fragments(model, generation)) {
+            read.add(
+                    new RangeChecksums.Entry(
+                            f.getKey().substring(prefix.length()), 0, f.getBytes(), registered));
+        }
+        return new RangeChecksums(read);
     }
 
     private void releaseLease(long generation, String holder) {

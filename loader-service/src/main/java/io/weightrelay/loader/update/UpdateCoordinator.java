@@ -433,20 +433,12 @@ public class UpdateCoordinator {
             run.enter(Phase.POST_APPLYING);
             steps.promote();
             advanced = generation;
-            // The previous generation's lease is released beside the report, on the call thread
-            // after APPLYING; all of it ends before the engine hears UPDATED, so whoever saw the
-            // outcome sees the session's reports and the leases as they end.
-            Long previous = instance.generation();
-            CompletableFuture<Void> released =
-                    CompletableFuture.runAsync(
-                            () -> {
-                                if (previous != null && previous != generation) {
-                                    releaseLease(model, previous, id);
-                                }
-                            },
-                            calls);
+            // The step that records POST_APPLIED also releases this loader's leases on the
+            // model's other generations (the one it served before, and any a failed update left),
+            // so the update costs no call of its own for them. It ends before the engine hears
+            // UPDATED: whoever saw the outcome sees the session's reports and the leases as they
+            // end.
             reportQuietly(instance, generation, Reported.POST_APPLIED);
-            join(released);
             outcome = Outcome.UPDATED;
             end = Phase.DONE;
         } catch (RuntimeException e) {
