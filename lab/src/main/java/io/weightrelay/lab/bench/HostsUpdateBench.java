@@ -124,7 +124,9 @@ public final class HostsUpdateBench {
                     run.rounds(
                             step -> lab.publish(step).generation(),
                             () -> lab.updateAll().requireVerified(),
-                            lab::collectGarbage);
+                            lab::collectGarbage,
+                            // the hosts' services run under their host agents: not broken down
+                            () -> null);
             UpdateBench.Measured<MultiHostCluster.Update> median =
                     rounds.median(u -> slowest(u.engines()));
             long generation = median.generation();

@@ -31,6 +31,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -68,6 +69,11 @@ import java.util.function.ToDoubleFunction;
  *       (/proc/stat; null where unknown). Every service of the lab shares them, while the bound's
  *       memcpy and socket rates are each measured alone: near 1.0 the round was CPU-bound, and
  *       {@code update_vs_bound} measures the machine's cores as much as the design
+ *   <li>{@code cpu_s}, {@code jit_cpu_s}: the CPU seconds each role of the lab ({@code
+ *       control-api}, {@code publishers}, {@code loaders}, and {@code bench}, this process, which
+ *       plays the trainer and the engines) spent during the median round, and the part of it their
+ *       JVMs' JIT compiler threads took ({@link ServiceCpu}): what shares the cores with the bytes'
+ *       movement
  *   <li>{@code checksums}: whether the end-to-end proof ran ({@code --no-checksums} turns it off in
  *       control-api and every loader, for comparison only); {@code verify_ms}: the largest time one
  *       loader's data plane spent taking the CRC32C of what it read (summed over its copy and
@@ -121,7 +127,11 @@ public final class UpdateBench {
          * measured rounds. Retired generations are collected after every round, as a deployment's
          * scheduled GC would, so the publishers' segments never fill up.
          */
-        <U> Rounds<U> rounds(Publish publish, Callable<U> updateAll, Runnable collectGarbage)
+        <U> Rounds<U> rounds(
+                Publish publish,
+                Callable<U> updateAll,
+                Runnable collectGarbage,
+                Supplier<ServiceCpu> services)
                 throws Exception {
             publish.step(0);
             U cold = updateAll.call();
@@ -130,12 +140,19 @@ public final class UpdateBench {
             for (int round = 1; round <= warmups + repeat; round++) {
                 long generation = publish.step(round);
                 CpuTicks before = CpuTicks.now();
+                ServiceCpu servicesBefore = services.get();
                 U update = updateAll.call();
                 CpuTicks after = CpuTicks.now();
+                ServiceCpu servicesAfter = services.get();
                 collectGarbage.run();
                 if (round > warmups) {
                     double busy = after == null ? Double.NaN : after.busySince(before);
-                    measured.add(new Measured<>(update, generation, busy));
+                    measured.add(
+                            new Measured<>(
+                                    update,
+                                    generation,
+                                    busy,
+                                    ServiceCpu.spent(servicesBefore, servicesAfter)));
                 }
             }
             return new Rounds<>(cold, measured);
@@ -148,10 +165,12 @@ public final class UpdateBench {
     }
 
     /**
-     * One measured update, the generation it updated to, and the fraction of the machine's cores
-     * busy meanwhile ({@link CpuTicks}; NaN where unknown): every process of the lab shares them.
+     * One measured update, the generation it updated to, the fraction of the machine's cores busy
+     * meanwhile ({@link CpuTicks}; NaN where unknown): every process of the lab shares them, and
+     * the CPU seconds each role of the lab spent meanwhile, with their JIT's share ({@link
+     * ServiceCpu}, as the line's JSON fields).
      */
-    record Measured<U>(U update, long generation, double cpuBusy) {
+    record Measured<U>(U update, long generation, double cpuBusy, String servicesCpuJson) {
 
         /** {@link #cpuBusy} as JSON: a number, or null where unknown. */
         String cpuBusyJson() {
@@ -207,11 +226,14 @@ public final class UpdateBench {
         // rounds, and the faster of the two taken (see Yardsticks).
         Yardsticks quiet = Yardsticks.measure();
         try (LabCluster lab = LabCluster.start(spec, checksums)) {
+            Map<String, List<Long>> roles = new LinkedHashMap<>(lab.servicePids());
+            roles.put("bench", List.of(ProcessHandle.current().pid()));
             Rounds<LabCluster.Updates> rounds =
                     run.rounds(
                             lab::publish,
                             () -> lab.updateAll().requireUpdated(),
-                            lab::collectGarbage);
+                            lab::collectGarbage,
+                            () -> ServiceCpu.now(roles));
             Measured<LabCluster.Updates> median = rounds.median(LabCluster.Updates::seconds);
             long generation = median.generation();
             LabCluster.Updates warm = median.update();
@@ -263,7 +285,7 @@ public final class UpdateBench {
                                     + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
                                     + "\"checksums\":%b,\"verify_ms\":%d,\"loader_checksum_ms\":%d,"
                                     + "\"control_verify_ms\":%d,\"objects_verified\":%d,"
-                                    + "\"rounds_update_s\":%s,\"cpu_busy\":%s}",
+                                    + "\"rounds_update_s\":%s,\"cpu_busy\":%s,%s}",
                             spec.model(),
                             spec.modeName(),
                             spec.instances(),
@@ -295,7 +317,8 @@ public final class UpdateBench {
                             controlVerifyMs,
                             objectsVerified,
                             rounds.secondsJson(LabCluster.Updates::seconds),
-                            median.cpuBusyJson()));
+                            median.cpuBusyJson(),
+                            median.servicesCpuJson()));
         }
     }
 

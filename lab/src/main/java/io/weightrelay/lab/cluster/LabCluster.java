@@ -426,6 +426,21 @@ public final class LabCluster implements StartedOrClosed.Lab {
         };
     }
 
+    /**
+     * The operating-system ids of the lab's services by role ({@code control-api}, {@code
+     * publishers}, {@code loaders}, and {@code storage-units} where it runs them), as they run now.
+     */
+    public Map<String, List<Long>> servicePids() {
+        Map<String, List<Long>> out = new LinkedHashMap<>();
+        out.put("control-api", controls.stream().map(ServiceProcess::pid).toList());
+        out.put("publishers", publishers.values().stream().map(ServiceProcess::pid).toList());
+        out.put("loaders", loaders.stream().map(ServiceProcess::pid).toList());
+        if (!units.isEmpty()) {
+            out.put("storage-units", units.values().stream().map(ServiceProcess::pid).toList());
+        }
+        return out;
+    }
+
     /** Updates every engine to the active generation, all at once. */
     public Updates updateAll() throws Exception {
         return update(engines);
