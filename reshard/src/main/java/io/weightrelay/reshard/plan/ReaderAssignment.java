@@ -6,10 +6,11 @@ import java.util.List;
 
 /**
  * Gives each read one reader and each run one destination worker. Reads go largest first onto the
- * worker whose NICs end least loaded ({@code bytes read + bytes pushed to other nodes}), preferring
- * a consumer of the read; a compatibility node's run lands on the reader when it is a compatibility
- * worker of that node, and otherwise on the node's compatibility worker with the least NIC ingress
- * (the delegate that fans it out).
+ * worker whose NICs end least loaded ({@code bytes read + bytes pushed to other nodes}, where the
+ * runs a node's relays carry count once: {@link Relays#echoes}), preferring a consumer of the read;
+ * a compatibility node's run lands on the reader when it is a compatibility worker of that node,
+ * and otherwise on the node's compatibility worker with the least NIC ingress (the delegate that
+ * fans it out).
  */
 final class ReaderAssignment {
     private final RolloutWorkers rollout;
@@ -47,12 +48,28 @@ final class ReaderAssignment {
         if (reads > 0 && workerCount == 0) {
             throw new PlanningException("no worker to read with");
         }
+        int runs = cut.runEntity.size();
+        int[] runNode = new int[runs];
+        boolean[] runDirect = new boolean[runs];
+        for (int r = 0; r < runs; r++) {
+            int e = cut.runEntity.get(r);
+            runNode[r] = demands.entityNode[e];
+            runDirect[r] = demands.entityWorker[e] >= 0;
+        }
+        // A run that repeats another's bytes on the same node crosses the network with it, once.
+        boolean[] echo = Relays.echoes(cut, runNode, runDirect);
         long[] readBytes = new long[reads];
         long[] demand = new long[reads];
+        long[] crossing = new long[reads];
         Integer[] order = new Integer[reads];
         for (int i = 0; i < reads; i++) {
             readBytes[i] = cut.readBytes(i);
             demand[i] = cut.demandBytes(i);
+            for (int r = cut.readRunFirst.get(i); r < cut.readRunFirst.get(i + 1); r++) {
+                if (!echo[r]) {
+                    crossing[i] += cut.runBytes.get(r);
+                }
+            }
             order[i] = i;
         }
         Arrays.sort(
@@ -76,7 +93,9 @@ final class ReaderAssignment {
             Arrays.fill(nodeDemand, 0);
             for (int r = cut.readRunFirst.get(i); r < cut.readRunFirst.get(i + 1); r++) {
                 int e = cut.runEntity.get(r);
-                nodeDemand[demands.entityNode[e]] += cut.runBytes.get(r);
+                if (!echo[r]) {
+                    nodeDemand[runNode[r]] += cut.runBytes.get(r);
+                }
                 if (demands.entityWorker[e] >= 0) {
                     workerStamp[demands.entityWorker[e]] = stamp;
                 } else {
@@ -84,7 +103,7 @@ final class ReaderAssignment {
                 }
             }
             for (int n = 0; n < nodes; n++) {
-                nodeCost[n] = readBytes[i] + demand[i] - nodeDemand[n];
+                nodeCost[n] = readBytes[i] + crossing[i] - nodeDemand[n];
             }
             best = -1;
             bestScore = Double.MAX_VALUE;
@@ -134,7 +153,7 @@ final class ReaderAssignment {
             }
             reader[i] = best;
             int readerNode = rollout.wNode[best];
-            rollout.addLoad(nicLoad, best, readBytes[i] + demand[i] - nodeDemand[readerNode]);
+            rollout.addLoad(nicLoad, best, nodeCost[readerNode]);
             for (int w : sharing[best]) {
                 workerLoad[w] = rollout.loadOf(nicLoad, w);
             }
@@ -152,7 +171,7 @@ final class ReaderAssignment {
                 } else {
                     target = leastIngress(nicIn, demands.compatOfNode[node]);
                 }
-                if (node != readerNode) {
+                if (node != readerNode && !echo[r]) {
                     rollout.addLoad(nicIn, target, cut.runBytes.get(r));
                 }
                 dst[r] = target;

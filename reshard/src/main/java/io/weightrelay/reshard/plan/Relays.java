@@ -12,8 +12,8 @@ import java.util.Arrays;
  * the batch has landed. Writes are grouped only when run, loops, buffer and node are all equal, so
  * a relayed copy reads exactly the bytes the delegate received.
  *
- * <p>The reader assignment is not revisited: it counted each of those writes as a network push,
- * which only overstates the load of readers with many same-layout consumers elsewhere.
+ * <p>The reader assignment already counted such a group once ({@link #echoes}): it charges a reader
+ * with the bytes that will cross the network, not with one push per consumer.
  */
 final class Relays {
     // A read's writes are grouped by a hash of their geometry and their index in the read, packed
@@ -154,6 +154,68 @@ final class Relays {
             }
         }
         return new Relays(order, outFlags, any);
+    }
+
+    /**
+     * Which runs repeat an earlier run of the same read: the same geometry into a parameter-direct
+     * worker of the same node. Whatever worker reads it, such a run never crosses the network on
+     * its own: on the reader's node it is a local copy, on any other node the run it repeats (or
+     * another of the group) carries its bytes there and the delegate copies them ({@link #of}).
+     * Computed before readers are chosen, so that {@link ReaderAssignment} charges a reader with
+     * the bytes that cross the network, not with one push per consumer.
+     *
+     * @param runNode the node of each run's entity
+     * @param runDirect whether each run goes to one parameter-direct worker
+     */
+    static boolean[] echoes(CutReads cut, int[] runNode, boolean[] runDirect) {
+        boolean[] echo = new boolean[runNode.length];
+        int[] nodeStamp = new int[Math.max(1, nodeCount(runNode))];
+        long[] keys = new long[16];
+        for (int i = 0; i < cut.count(); i++) {
+            int first = cut.readRunFirst.get(i);
+            int end = cut.readRunFirst.get(i + 1);
+            boolean twice = false;
+            for (int r = first; r < end && !twice; r++) {
+                if (runDirect[r]) {
+                    twice = nodeStamp[runNode[r]] == i + 1;
+                    nodeStamp[runNode[r]] = i + 1;
+                }
+            }
+            if (!twice || end - first > INDEX_MASK) {
+                continue;
+            }
+            int n = 0;
+            if (keys.length < end - first) {
+                keys = new long[end - first];
+            }
+            for (int r = first; r < end; r++) {
+                if (runDirect[r]) {
+                    keys[n++] = (hash(cut, r, runNode[r]) << INDEX_BITS) | (r - first);
+                }
+            }
+            Arrays.sort(keys, 0, n);
+            for (int a = 0; a < n; ) {
+                int b = a + 1;
+                while (b < n && (keys[b] >>> INDEX_BITS) == (keys[a] >>> INDEX_BITS)) {
+                    b++;
+                }
+                // In index order within a bucket: the first run of each geometry is not an echo.
+                for (int p = a; p < b; p++) {
+                    int rp = first + (int) (keys[p] & INDEX_MASK);
+                    if (echo[rp]) {
+                        continue;
+                    }
+                    for (int q = p + 1; q < b; q++) {
+                        int rq = first + (int) (keys[q] & INDEX_MASK);
+                        if (!echo[rq] && runNode[rq] == runNode[rp] && sameGeometry(cut, rp, rq)) {
+                            echo[rq] = true;
+                        }
+                    }
+                }
+                a = b;
+            }
+        }
+        return echo;
     }
 
     private static int nodeCount(int[] workerNode) {

@@ -124,6 +124,59 @@ class PlanLoadsTest {
                 .isPositive();
     }
 
+    /**
+     * Five parameter-direct instances on one node, one on each of three others, every instance
+     * holding every tensor. Whichever node reads a tensor, it crosses the network once to each
+     * other node (relays carry it to a node's further instances), so the reads spread evenly and so
+     * does the NIC egress. Charging a reader one push per remote instance instead made the crowded
+     * node look cheapest to read on: it read 7 of the 16 tensors and pushed 1.75 times the even
+     * share, so its NIC's egress, not any node's ingress (the whole model), bounded the update, 31%
+     * longer.
+     */
+    @Test
+    void aNodeWithManySameLayoutInstancesIsChargedOncePerRemoteNode() {
+        List<TensorSpec> tensors = new ArrayList<>();
+        for (int t = 0; t < 16; t++) {
+            tensors.add(new TensorSpec("t" + t, Shape.of(64, 32), DType.BF16, DType.BF16));
+        }
+        SourceManifest manifest = Fragmenter.fragment("m", tensors);
+        long tensorBytes = 64 * 32 * 2;
+        int[] nodeOf = {0, 0, 0, 0, 0, 1, 2, 3};
+        List<Worker> workers = new ArrayList<>();
+        for (int i = 0; i < nodeOf.length; i++) {
+            List<TargetFragment> whole = new ArrayList<>();
+            for (TensorSpec t : tensors) {
+                whole.add(
+                        TargetFragment.dense(
+                                t.name(),
+                                DType.BF16,
+                                t.shape(),
+                                Shape.of(0, 0),
+                                t.shape(),
+                                "b",
+                                tensors.indexOf(t) * tensorBytes));
+            }
+            workers.add(worker(i, nodeOf[i], 0, Mode.DIRECT, whole));
+        }
+        Plan plan =
+                Planner.plan(
+                        manifest, new TargetPlacement(workers), Topology.uniform(1, 4, 1, 100));
+
+        PlanLoads loads = PlanLoads.of(plan);
+
+        List<PlanLoads.Nic> rollout = loads.nics().stream().filter(n -> !n.trainer()).toList();
+        assertThat(rollout).hasSize(4);
+        long model = 16 * tensorBytes;
+        assertThat(rollout)
+                .as("each node reads a quarter of the model and sends it once to each other node")
+                .allSatisfy(
+                        n -> {
+                            assertThat(n.readBytes()).isEqualTo(model / 4);
+                            assertThat(n.pushedBytes()).isEqualTo(3 * model / 4);
+                            assertThat(n.receivedBytes()).isEqualTo(3 * model / 4);
+                        });
+    }
+
     /** Worker {@code index} of instance {@code index}, on one NIC of rollout node {@code node}. */
     private static Worker worker(
             int index, int node, int nic, Mode mode, List<TargetFragment> fragments) {
