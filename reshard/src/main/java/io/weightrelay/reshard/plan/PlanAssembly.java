@@ -50,17 +50,14 @@ final class PlanAssembly {
         }
         int writes = cut.runEntity.size();
         byte[] flags = new byte[writes];
-        boolean[] direct = new boolean[writes];
         for (int i = 0; i < cut.count(); i++) {
             for (int r = cut.readRunFirst.get(i); r < cut.readRunFirst.get(i + 1); r++) {
                 if (demands.entityWorker[cut.runEntity.get(r)] < 0) {
                     flags[r] = (byte) (Plan.FANOUT | (dst[r] != reader[i] ? Plan.NOTIFY : 0));
-                } else {
-                    direct[r] = true;
                 }
             }
         }
-        Relays relays = Relays.of(cut, reader, dst, rolloutWorkers.wNode, direct, flags);
+        Relays relays = Relays.of(cut, reader, dst, rolloutWorkers.wNode, readers.lead, flags);
         return new Plan(
                 new Columns.Header(
                         manifest.model(),

@@ -7,10 +7,10 @@ import java.util.List;
 /**
  * Gives each read one reader and each run one destination worker. Reads go largest first onto the
  * worker whose NICs end least loaded ({@code bytes read + bytes pushed to other nodes}, where the
- * runs a node's relays carry count once: {@link Relays#echoes}), preferring a consumer of the read;
- * a compatibility node's run lands on the reader when it is a compatibility worker of that node,
- * and otherwise on the node's compatibility worker with the least NIC ingress (the delegate that
- * fans it out).
+ * runs a node's relays carry count once: {@link Relays#leaders}), preferring a consumer of the
+ * read; a compatibility node's run lands on the reader when it is a compatibility worker of that
+ * node, and otherwise on the node's compatibility worker with the least NIC ingress (the delegate
+ * that fans it out).
  */
 final class ReaderAssignment {
     private final RolloutWorkers rollout;
@@ -22,6 +22,12 @@ final class ReaderAssignment {
 
     /** The destination worker of each run (for a compatibility node, its delegate). */
     final int[] dst;
+
+    /**
+     * Each run's relay group leader ({@link Relays#leaders}): a run led by another crosses the
+     * network with its leader's group, once per node, so only leaders are charged as pushes.
+     */
+    final int[] lead;
 
     // Reader choice: the best (lowest score, then lowest index) candidate so far.
     private int best;
@@ -38,7 +44,21 @@ final class ReaderAssignment {
         this.cut = cut;
         this.reader = new int[cut.count()];
         this.dst = new int[cut.runEntity.size()];
+        this.lead = leaders(demands, cut);
         assign();
+    }
+
+    /** Relay groups by the node and kind of each run's entity: a run led by another is relayed. */
+    private static int[] leaders(DemandIndex demands, CutReads cut) {
+        int runs = cut.runEntity.size();
+        int[] runNode = new int[runs];
+        boolean[] runDirect = new boolean[runs];
+        for (int r = 0; r < runs; r++) {
+            int e = cut.runEntity.get(r);
+            runNode[r] = demands.entityNode[e];
+            runDirect[r] = demands.entityWorker[e] >= 0;
+        }
+        return Relays.leaders(cut, runNode, runDirect);
     }
 
     private void assign() {
@@ -48,16 +68,6 @@ final class ReaderAssignment {
         if (reads > 0 && workerCount == 0) {
             throw new PlanningException("no worker to read with");
         }
-        int runs = cut.runEntity.size();
-        int[] runNode = new int[runs];
-        boolean[] runDirect = new boolean[runs];
-        for (int r = 0; r < runs; r++) {
-            int e = cut.runEntity.get(r);
-            runNode[r] = demands.entityNode[e];
-            runDirect[r] = demands.entityWorker[e] >= 0;
-        }
-        // A run that repeats another's bytes on the same node crosses the network with it, once.
-        boolean[] echo = Relays.echoes(cut, runNode, runDirect);
         long[] readBytes = new long[reads];
         long[] demand = new long[reads];
         long[] crossing = new long[reads];
@@ -66,7 +76,7 @@ final class ReaderAssignment {
             readBytes[i] = cut.readBytes(i);
             demand[i] = cut.demandBytes(i);
             for (int r = cut.readRunFirst.get(i); r < cut.readRunFirst.get(i + 1); r++) {
-                if (!echo[r]) {
+                if (lead[r] == r) {
                     crossing[i] += cut.runBytes.get(r);
                 }
             }
@@ -93,8 +103,8 @@ final class ReaderAssignment {
             Arrays.fill(nodeDemand, 0);
             for (int r = cut.readRunFirst.get(i); r < cut.readRunFirst.get(i + 1); r++) {
                 int e = cut.runEntity.get(r);
-                if (!echo[r]) {
-                    nodeDemand[runNode[r]] += cut.runBytes.get(r);
+                if (lead[r] == r) {
+                    nodeDemand[demands.entityNode[e]] += cut.runBytes.get(r);
                 }
                 if (demands.entityWorker[e] >= 0) {
                     workerStamp[demands.entityWorker[e]] = stamp;
@@ -171,7 +181,7 @@ final class ReaderAssignment {
                 } else {
                     target = leastIngress(nicIn, demands.compatOfNode[node]);
                 }
-                if (node != readerNode && !echo[r]) {
+                if (node != readerNode && lead[r] == r) {
                     rollout.addLoad(nicIn, target, cut.runBytes.get(r));
                 }
                 dst[r] = target;

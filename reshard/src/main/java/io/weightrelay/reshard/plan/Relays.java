@@ -12,8 +12,8 @@ import java.util.Arrays;
  * the batch has landed. Writes are grouped only when run, loops, buffer and node are all equal, so
  * a relayed copy reads exactly the bytes the delegate received.
  *
- * <p>The reader assignment already counted such a group once ({@link #echoes}): it charges a reader
- * with the bytes that will cross the network, not with one push per consumer.
+ * <p>The groups are found before readers are chosen ({@link #leaders}), so that the reader
+ * assignment charges each group's bytes once per node, as they are sent.
  */
 final class Relays {
     // A read's writes are grouped by a hash of their geometry and their index in the read, packed
@@ -37,86 +37,40 @@ final class Relays {
     }
 
     /**
+     * @param lead each write's group leader ({@link #leaders}, computed before readers were chosen)
      * @param flags the writes' flags so far (fan-out and notify of compatibility writes), in the
      *     cut's order
-     * @param direct whether each write goes to one parameter-direct worker
      */
     static Relays of(
-            CutReads cut,
-            int[] reader,
-            int[] dst,
-            int[] workerNode,
-            boolean[] direct,
-            byte[] flags) {
+            CutReads cut, int[] reader, int[] dst, int[] workerNode, int[] lead, byte[] flags) {
         int writes = flags.length;
         int[] order = new int[writes];
         byte[] outFlags = new byte[writes];
-        int[] nodeStamp = new int[nodeCount(workerNode)];
-        int[] local = new int[16];
-        long[] keys = new long[16];
+        int[] groupSize = new int[16];
         boolean any = false;
         int at = 0;
         for (int i = 0; i < cut.count(); i++) {
             int first = cut.readRunFirst.get(i);
             int end = cut.readRunFirst.get(i + 1);
             int readerNode = workerNode[reader[i]];
-            // Only a read with two direct writes to one other node can relay.
-            boolean twice = false;
-            for (int r = first; r < end && !twice; r++) {
-                if (direct[r] && workerNode[dst[r]] != readerNode) {
-                    int node = workerNode[dst[r]];
-                    twice = nodeStamp[node] == i + 1;
-                    nodeStamp[node] = i + 1;
-                }
+            // Only a group on another node than the reader's is relayed.
+            boolean relays = false;
+            for (int r = first; r < end && !relays; r++) {
+                relays = lead[r] != r && workerNode[dst[r]] != readerNode;
             }
-            if (!twice || end - first > INDEX_MASK) {
+            if (!relays) {
                 for (int r = first; r < end; r++) {
                     order[at] = r;
                     outFlags[at++] = flags[r];
                 }
                 continue;
             }
-            // Group the candidates by geometry: equal hashes side by side, then checked for real.
-            int n = 0;
-            if (keys.length < end - first) {
-                keys = new long[end - first];
+            if (groupSize.length < end - first) {
+                groupSize = new int[end - first];
             }
+            Arrays.fill(groupSize, 0, end - first, 0);
             for (int r = first; r < end; r++) {
-                if (direct[r] && workerNode[dst[r]] != readerNode) {
-                    keys[n++] = (hash(cut, r, workerNode[dst[r]]) << INDEX_BITS) | (r - first);
-                }
-            }
-            Arrays.sort(keys, 0, n);
-            // leader[k]: for write first + k, the first write of its group (itself when alone)
-            if (local.length < end - first) {
-                local = new int[end - first];
-            }
-            Arrays.fill(local, 0, end - first, -1);
-            int[] groupSize = new int[end - first];
-            for (int a = 0; a < n; ) {
-                int b = a + 1;
-                while (b < n && (keys[b] >>> INDEX_BITS) == (keys[a] >>> INDEX_BITS)) {
-                    b++;
-                }
-                // Within a bucket, the first write of each distinct geometry leads the others.
-                for (int p = a; p < b; p++) {
-                    int rp = first + (int) (keys[p] & INDEX_MASK);
-                    if (local[rp - first] >= 0) {
-                        continue;
-                    }
-                    local[rp - first] = rp;
-                    groupSize[rp - first] = 1;
-                    for (int q = p + 1; q < b; q++) {
-                        int rq = first + (int) (keys[q] & INDEX_MASK);
-                        if (local[rq - first] < 0
-                                && workerNode[dst[rq]] == workerNode[dst[rp]]
-                                && sameGeometry(cut, rp, rq)) {
-                            local[rq - first] = rp;
-                            groupSize[rp - first]++;
-                        }
-                    }
-                }
-                a = b;
+                groupSize[lead[r] - first]++;
             }
             // Emit: each group at the place of its first write, the delegate first.
             boolean[] placed = new boolean[end - first];
@@ -124,28 +78,27 @@ final class Relays {
                 if (placed[r - first]) {
                     continue;
                 }
-                int lead = local[r - first];
-                if (lead < 0 || groupSize[lead - first] < 2) {
+                int size = groupSize[lead[r] - first];
+                if (size < 2 || workerNode[dst[r]] == readerNode) {
                     placed[r - first] = true;
                     order[at] = r;
                     outFlags[at++] = flags[r];
                     continue;
                 }
                 any = true;
-                int size = groupSize[lead - first];
                 int pick = i % size;
                 int delegate = -1;
                 int seen = 0;
-                for (int q = first; q < end; q++) {
-                    if (local[q - first] == lead && seen++ == pick) {
+                for (int q = r; q < end; q++) {
+                    if (lead[q] == r && seen++ == pick) {
                         delegate = q;
                     }
                 }
                 order[at] = delegate;
                 outFlags[at++] = (byte) (Plan.FANOUT | Plan.NOTIFY);
                 placed[delegate - first] = true;
-                for (int q = first; q < end; q++) {
-                    if (local[q - first] == lead && q != delegate) {
+                for (int q = r; q < end; q++) {
+                    if (lead[q] == r && q != delegate) {
                         order[at] = q;
                         outFlags[at++] = (byte) Plan.RELAYED;
                         placed[q - first] = true;
@@ -157,23 +110,28 @@ final class Relays {
     }
 
     /**
-     * Which runs repeat an earlier run of the same read: the same geometry into a parameter-direct
-     * worker of the same node. Whatever worker reads it, such a run never crosses the network on
-     * its own: on the reader's node it is a local copy, on any other node the run it repeats (or
-     * another of the group) carries its bytes there and the delegate copies them ({@link #of}).
-     * Computed before readers are chosen, so that {@link ReaderAssignment} charges a reader with
-     * the bytes that cross the network, not with one push per consumer.
+     * Each run's group leader: the first run of its read with the same geometry into a
+     * parameter-direct worker of the same node (itself when none is earlier, and for every run to a
+     * compatibility node, which has its own delegate). Whatever worker reads it, a run led by
+     * another never crosses the network on its own: on the reader's node it is a local copy, on any
+     * other node one of its group carries the bytes there and that delegate copies them ({@link
+     * #of}). Computed before readers are chosen, so that {@link ReaderAssignment} charges a reader
+     * with the bytes that cross the network, not with one push per consumer.
      *
      * @param runNode the node of each run's entity
      * @param runDirect whether each run goes to one parameter-direct worker
      */
-    static boolean[] echoes(CutReads cut, int[] runNode, boolean[] runDirect) {
-        boolean[] echo = new boolean[runNode.length];
+    static int[] leaders(CutReads cut, int[] runNode, boolean[] runDirect) {
+        int[] lead = new int[runNode.length];
+        for (int r = 0; r < lead.length; r++) {
+            lead[r] = r;
+        }
         int[] nodeStamp = new int[Math.max(1, nodeCount(runNode))];
         long[] keys = new long[16];
         for (int i = 0; i < cut.count(); i++) {
             int first = cut.readRunFirst.get(i);
             int end = cut.readRunFirst.get(i + 1);
+            // Only a read with two direct runs to one node can have a group.
             boolean twice = false;
             for (int r = first; r < end && !twice; r++) {
                 if (runDirect[r]) {
@@ -184,6 +142,7 @@ final class Relays {
             if (!twice || end - first > INDEX_MASK) {
                 continue;
             }
+            // Group the candidates by geometry: equal hashes side by side, then checked for real.
             int n = 0;
             if (keys.length < end - first) {
                 keys = new long[end - first];
@@ -199,23 +158,25 @@ final class Relays {
                 while (b < n && (keys[b] >>> INDEX_BITS) == (keys[a] >>> INDEX_BITS)) {
                     b++;
                 }
-                // In index order within a bucket: the first run of each geometry is not an echo.
+                // In index order within a bucket: the first run of each geometry leads the others.
                 for (int p = a; p < b; p++) {
                     int rp = first + (int) (keys[p] & INDEX_MASK);
-                    if (echo[rp]) {
+                    if (lead[rp] != rp) {
                         continue;
                     }
                     for (int q = p + 1; q < b; q++) {
                         int rq = first + (int) (keys[q] & INDEX_MASK);
-                        if (!echo[rq] && runNode[rq] == runNode[rp] && sameGeometry(cut, rp, rq)) {
-                            echo[rq] = true;
+                        if (lead[rq] == rq
+                                && runNode[rq] == runNode[rp]
+                                && sameGeometry(cut, rp, rq)) {
+                            lead[rq] = rp;
                         }
                     }
                 }
                 a = b;
             }
         }
-        return echo;
+        return lead;
     }
 
     private static int nodeCount(int[] workerNode) {
