@@ -309,14 +309,44 @@ class ShmMapping {
     Fd owner_;  // own segments: the sidecar, flock()ed until the segment is destroyed
 };
 
+// Unlinks the sidecar `owner_name` inside `dir_fd` if that name still names the file `own`.
+inline void UnlinkSidecarIfSame(int dir_fd, const std::string& owner_name, const struct stat& own) {
+    struct stat named {};
+    if (::fstatat(dir_fd, owner_name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+        SameFile(own, named))
+        ::unlinkat(dir_fd, owner_name.c_str(), 0);
+}
+
+// The part of ReclaimOrphanedSegmentFile for an empty sidecar (`owner`, open as `own`), under the
+// directory lock of `dir_fd`: nobody may hold its lock, and the segment file goes only when it is a
+// regular file of this user with no byte (made, never sized).
+inline Err ReclaimUnwrittenSidecar(int dir_fd, const std::string& name, const Fd& owner,
+                                   const struct stat& own, int64_t* bytes) {
+    if (::flock(owner.get(), LOCK_EX | LOCK_NB) != 0)
+        return errno == EWOULDBLOCK ? Err::kExists : Err::kIo;
+    Err result = Err::kNotFound;
+    struct stat seg {};
+    if (::fstatat(dir_fd, name.c_str(), &seg, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(seg.st_mode) &&
+        seg.st_uid == ::geteuid() && seg.st_size == 0) {
+        if (::unlinkat(dir_fd, name.c_str(), 0) != 0) return Err::kIo;
+        *bytes = 0;
+        result = Err::kOk;
+    }
+    UnlinkSidecarIfSame(dir_fd, OwnerFileOf(name), own);
+    return result;
+}
+
 // Removes the segment file `name` inside `dir`, and its sidecar, when the sidecar is valid, still
 // names that very file (device and inode) and nobody holds its lock: the owner is gone (the kernel
 // released the lock when it exited, however it died). kOk: removed, *bytes is the segment file's
 // size; kExists: its owner is alive, nothing touched; kNotFound: no valid sidecar of this user
 // (a file some other program made, a staging file, a link), never touched. A valid unlocked
 // sidecar whose segment file is gone or is another file by now is removed alone (kNotFound: no
-// segment was reclaimed). Under the directory lock, so no live owner re-creates either name
-// between the check and the unlink.
+// segment was reclaimed). An empty unlocked sidecar of this user is what a creator killed before
+// writing its record leaves (Create writes it under the directory lock, so no live creator is
+// ever seen half-way): it goes, with the segment file only if that is still empty (kOk, 0 bytes).
+// Under the directory lock, so no live owner re-creates either name between the check and the
+// unlink.
 inline Err ReclaimOrphanedSegmentFile(const std::string& dir, const std::string& name,
                                       int64_t* bytes) {
     if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
@@ -329,9 +359,11 @@ inline Err ReclaimOrphanedSegmentFile(const std::string& dir, const std::string&
                       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
     if (!owner.valid()) return Err::kNotFound;
     struct stat own {};
-    if (::fstat(owner.get(), &own) != 0 || !S_ISREG(own.st_mode) || own.st_uid != ::geteuid() ||
-        own.st_size != static_cast<off_t>(sizeof(OwnerRecord)))
+    if (::fstat(owner.get(), &own) != 0 || !S_ISREG(own.st_mode) || own.st_uid != ::geteuid())
         return Err::kNotFound;
+    if (own.st_size == 0)
+        return ReclaimUnwrittenSidecar(dir_lock.dir_fd(), name, owner, own, bytes);
+    if (own.st_size != static_cast<off_t>(sizeof(OwnerRecord))) return Err::kNotFound;
     OwnerRecord r{};
     if (::pread(owner.get(), &r, sizeof r, 0) != static_cast<ssize_t>(sizeof r) || !r.Valid())
         return Err::kNotFound;
@@ -345,10 +377,7 @@ inline Err ReclaimOrphanedSegmentFile(const std::string& dir, const std::string&
         *bytes = seg.st_size;
         result = Err::kOk;
     }
-    struct stat named {};
-    if (::fstatat(dir_lock.dir_fd(), owner_name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
-        SameFile(own, named))
-        ::unlinkat(dir_lock.dir_fd(), owner_name.c_str(), 0);
+    UnlinkSidecarIfSame(dir_lock.dir_fd(), owner_name, own);
     return result;
 }
 

@@ -4,7 +4,9 @@
 #include "dp.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -610,10 +612,43 @@ void OrphanedFilesAreReclaimedOnlyWhenTheirOwnerIsGone(dp_engine* owner, const s
     CHECK_EQ(exists(orphan), 0);
     CHECK_EQ(exists(orphan_owner), 0);
 
+    // A creator killed after making its sidecar, before writing its record, leaves an empty
+    // sidecar (and an empty segment file, or none): both go once nobody holds the sidecar's lock,
+    // never a segment file that has bytes.
+    const std::string unwritten = shm + "-unwritten";
+    auto touch = [](const std::string& path) {
+        int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        CHECK_EQ(fd >= 0, 1);
+        return fd;
+    };
+    int held = touch(unwritten + ".owner");
+    ::close(touch(unwritten));
+    CHECK_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);  // as a creator holds it while alive
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(unwritten).c_str(), &bytes, nullptr), DP_ERR_EXISTS);
+    CHECK_EQ(exists(unwritten + ".owner"), 1);
+    ::close(held);  // the creator dies
+    bytes = -1;
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(unwritten).c_str(), &bytes, nullptr), DP_OK);
+    CHECK_EQ(bytes, 0);
+    CHECK_EQ(exists(unwritten), 0);
+    CHECK_EQ(exists(unwritten + ".owner"), 0);
+    ::close(touch(unwritten + ".owner"));  // killed before its segment file existed
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(unwritten).c_str(), &bytes, nullptr),
+             DP_ERR_NOT_FOUND);
+    CHECK_EQ(exists(unwritten + ".owner"), 0);
+    ::close(touch(unwritten + ".owner"));
+    int sized = touch(unwritten);
+    CHECK_EQ(::write(sized, "bytes", 5), 5);
+    ::close(sized);
+    CHECK_EQ(dp_shm_reclaim(dir.c_str(), name(unwritten).c_str(), &bytes, nullptr),
+             DP_ERR_NOT_FOUND);
+    CHECK_EQ(exists(unwritten), 1);  // not ours to judge: it has bytes and no record naming it
+    CHECK_EQ(exists(unwritten + ".owner"), 0);
+
     CHECK_EQ(dp_segment_destroy(owner, "live", 1, nullptr), DP_OK);
     CHECK_EQ(exists(live), 0);
     CHECK_EQ(exists(live + ".owner"), 0);
-    for (const std::string& p : {plain, copy, link, link_owner}) ::unlink(p.c_str());
+    for (const std::string& p : {plain, copy, link, link_owner, unwritten}) ::unlink(p.c_str());
 }
 
 // Out of descriptors, the server cannot accept the connection waiting in its backlog: it backs

@@ -114,9 +114,11 @@ public final class Dataplane implements AutoCloseable {
      * its owner provably died, never one of a live process (of this host, another container or
      * another network namespace sharing the directory). Files without a valid sidecar naming them
      * (staging files, files of an older version, files some other program made, other users') are
-     * never touched; a segment file itself holds exactly the segment's bytes. {@link #open} calls
-     * it, so a service restarted after {@code kill -9} and the next lab on the host get the memory
-     * back; safe to call at any time from any process.
+     * never touched; a segment file itself holds exactly the segment's bytes. An empty unlocked
+     * sidecar is the trace of a creator killed before it wrote its record: it goes, with its
+     * segment file if that is empty too (reported with 0 bytes). {@link #open} calls it, so a
+     * service restarted after {@code kill -9} and the next lab on the host get the memory back;
+     * safe to call at any time from any process.
      *
      * @return what was removed, empty when nothing was orphaned
      */

@@ -115,6 +115,38 @@ class OrphanedSegmentFilesTest {
         }
     }
 
+    /**
+     * A creator killed between making its sidecar and writing its record (a few system calls under
+     * the directory lock) leaves an empty sidecar, and an empty segment file or none: the next
+     * sweep removes them (reporting the segment file with its 0 bytes) instead of keeping them
+     * forever as not-quite-segment files.
+     */
+    @Test
+    void theEmptyFilesOfACreatorKilledBeforeItsRecordGoAtTheNextSweep() throws Exception {
+        Path file = SHM.resolve(Dataplane.shmFileName(scope.prefix(), "unwritten"));
+        Path lone = SHM.resolve(Dataplane.shmFileName(scope.prefix(), "unwritten-alone"));
+        try {
+            Files.createFile(sidecar(file));
+            Files.createFile(file);
+            Files.createFile(sidecar(lone));
+
+            List<ReclaimedSegmentFile> reclaimed = Dataplane.reclaimOrphanedSegmentFiles(SHM);
+
+            assertThat(reclaimed)
+                    .filteredOn(r -> r.path().equals(file))
+                    .singleElement()
+                    .satisfies(r -> assertThat(r.bytes()).isZero());
+            assertThat(reclaimed).noneMatch(r -> r.path().equals(lone));
+            assertThat(file).doesNotExist();
+            assertThat(sidecar(file)).doesNotExist();
+            assertThat(sidecar(lone)).doesNotExist();
+        } finally {
+            Files.deleteIfExists(file);
+            Files.deleteIfExists(sidecar(file));
+            Files.deleteIfExists(sidecar(lone));
+        }
+    }
+
     @Test
     void aReceiveSegmentFileIsByteForByteTheSafetensorsFileItHoldsWhileItsOwnerLives()
             throws Exception {
