@@ -80,6 +80,25 @@ class LabEndToEndTest {
             deadOwnerFailsThePrepare(lab, second);
         }
         noTokenOrSecretInAnyLog(lab);
+        servicesKeepTheirTemporaryFilesToThemselves(lab);
+    }
+
+    /**
+     * Each service's {@code java.io.tmpdir} is its own directory beside its log, where embedded
+     * Tomcat puts the base directory it never removes; closing the lab removes them all, killed
+     * services' included, so no run leaves {@code tomcat.*} directories behind in {@code /tmp}.
+     */
+    private static void servicesKeepTheirTemporaryFilesToThemselves(LabCluster lab)
+            throws IOException {
+        try (var files = Files.list(lab.logs().resolve("control-api.tmp"))) {
+            assertThat(files.map(f -> f.getFileName().toString()))
+                    .anyMatch(name -> name.startsWith("tomcat"));
+        }
+        lab.close();
+        try (var files = Files.list(lab.logs())) {
+            assertThat(files.map(f -> f.getFileName().toString()))
+                    .noneMatch(name -> name.endsWith(".tmp"));
+        }
     }
 
     /**

@@ -11,6 +11,7 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.topology.Topology;
 import io.weightrelay.service.test.ServiceProcess;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -305,6 +306,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         pool.shutdownNow();
         hosts.close();
         secrets.close();
+        LabCluster.deleteServiceTmpDirs(logs);
     }
 
     /** Every token and secret this lab configured: none may appear in a log. */
@@ -510,6 +512,13 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         command.add("-XX:+UseSerialGC");
         // C1 only: the services start in half the CPU time, and their hot paths are native.
         command.add("-XX:TieredStopAtLevel=1");
+        // Its own temporary directory (embedded Tomcat leaves two in it per start), removed at
+        // close.
+        try {
+            command.add("-Djava.io.tmpdir=" + ServiceProcess.tmpDir(logs, name));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot make the temporary directory of " + name, e);
+        }
         command.add("-jar");
         command.add(ServiceProcess.findJar(spec.site().root(), module).toString());
         command.add("--server.port=" + port);

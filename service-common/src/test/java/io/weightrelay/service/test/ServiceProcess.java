@@ -11,18 +11,24 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.stream.Stream;
 
 /**
  * One service started as a child JVM from its executable ({@code -exec}) jar on a free loopback
- * port, its output in a log file ({@link ChildProcess}). Not thread safe: one owner starts, watches
- * and stops it.
+ * port, its output in a log file ({@link ChildProcess}). Its {@code java.io.tmpdir} is a directory
+ * of its own beside the log ({@code <name>.tmp}), removed once it stopped: embedded Tomcat leaves
+ * its base and document-root directories behind in the temporary directory, two per start, so a lab
+ * of dozens of starts otherwise left them by the hundred in {@code /tmp}. Not thread safe: one
+ * owner starts, watches and stops it.
  */
 public final class ServiceProcess extends ChildProcess {
 
@@ -35,10 +41,45 @@ public final class ServiceProcess extends ChildProcess {
     private static final Set<Integer> HANDED_OUT = ConcurrentHashMap.newKeySet();
 
     private final int port;
+    private final Path tmp;
 
-    private ServiceProcess(String name, Process process, Path log, int port) {
+    private ServiceProcess(String name, Process process, Path log, int port, Path tmp) {
         super(name, process, log);
         this.port = port;
+        this.tmp = tmp;
+    }
+
+    /** Stops the service as {@link ChildProcess#close()} does, then removes its tmpdir. */
+    @Override
+    public void close() {
+        super.close();
+        if (!isAlive()) {
+            deleteTree(tmp);
+        }
+    }
+
+    /**
+     * The temporary directory of service {@code name} whose log is in {@code logs}, made now: what
+     * its JVM gets as {@code -Djava.io.tmpdir}, removed with {@link #deleteTree} once it stopped.
+     */
+    public static Path tmpDir(Path logs, String name) throws IOException {
+        return Files.createDirectories(logs.resolve(name + ".tmp"));
+    }
+
+    /**
+     * Removes {@code root} and everything under it, never following a link; logs what it cannot.
+     */
+    public static void deleteTree(Path root) {
+        if (!Files.exists(root, LinkOption.NOFOLLOW_LINKS)) {
+            return;
+        }
+        try (Stream<Path> tree = Files.walk(root)) {
+            for (Path p : tree.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException | UncheckedIOException e) {
+            System.err.println("could not remove " + root + ": " + e);
+        }
     }
 
     /**
@@ -97,6 +138,8 @@ public final class ServiceProcess extends ChildProcess {
                         : List.of("-XX:+UseSerialGC"));
         command.addAll(defaultJvmOptions());
         command.addAll(jvmOptions);
+        Path tmp = logs.resolve(name + ".tmp");
+        command.add("-Djava.io.tmpdir=" + tmp);
         command.addAll(what);
         command.add("--server.port=" + port);
         command.add("--server.address=127.0.0.1");
@@ -105,12 +148,13 @@ public final class ServiceProcess extends ChildProcess {
         command.addAll(args);
         Path log = logs.resolve(name + ".log");
         try {
+            tmpDir(logs, name);
             Process p =
                     new ProcessBuilder(command)
                             .redirectErrorStream(true)
                             .redirectOutput(log.toFile())
                             .start();
-            return new ServiceProcess(name, p, log, port);
+            return new ServiceProcess(name, p, log, port, tmp);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot start " + name + " from " + from, e);
         }
