@@ -35,7 +35,6 @@ import io.weightrelay.trainer.client.TrainerSession;
 import io.weightrelay.trainer.sim.DeterministicWeights;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -820,21 +819,11 @@ public final class LabCluster implements StartedOrClosed.Lab {
             c.close();
         }
         children.clear();
-        // A killed service's temporary directory outlives it (the others went with their close).
-        deleteServiceTmpDirs(logs);
+        ServiceProcess.deleteTmpDirs(logs);
         reclaimOrphanedSegmentFiles("killed during the lab");
         deleteKeys(spec.redisUri(), "wr:lab:" + run + ":");
         KilledLabs.closed(logs);
         secrets.close();
-    }
-
-    /** Removes the services' temporary directories ({@code *.tmp}, see ServiceProcess) in logs. */
-    static void deleteServiceTmpDirs(Path logs) {
-        try (DirectoryStream<Path> tmps = Files.newDirectoryStream(logs, "*.tmp")) {
-            tmps.forEach(ServiceProcess::deleteTree);
-        } catch (IOException e) {
-            System.err.println("could not remove the services' temporary directories: " + e);
-        }
     }
 
     /** Where the labs' log directories are made. */

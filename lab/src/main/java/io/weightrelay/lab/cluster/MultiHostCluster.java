@@ -306,7 +306,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         pool.shutdownNow();
         hosts.close();
         secrets.close();
-        LabCluster.deleteServiceTmpDirs(logs);
+        ServiceProcess.deleteTmpDirs(logs);
     }
 
     /** Every token and secret this lab configured: none may appear in a log. */

@@ -40,6 +40,9 @@ public final class ServiceProcess extends ChildProcess {
 
     private static final Set<Integer> HANDED_OUT = ConcurrentHashMap.newKeySet();
 
+    /** What a service's temporary directory is named after: {@code <name>.tmp}, beside its log. */
+    private static final String TMP_SUFFIX = ".tmp";
+
     private final int port;
     private final Path tmp;
 
@@ -63,13 +66,25 @@ public final class ServiceProcess extends ChildProcess {
      * its JVM gets as {@code -Djava.io.tmpdir}, removed with {@link #deleteTree} once it stopped.
      */
     public static Path tmpDir(Path logs, String name) throws IOException {
-        return Files.createDirectories(logs.resolve(name + ".tmp"));
+        return Files.createDirectories(logs.resolve(name + TMP_SUFFIX));
+    }
+
+    /**
+     * Removes every service's temporary directory in {@code logs}: a launcher's close, after its
+     * services stopped (a killed service's outlives it; the others went with their {@link #close}).
+     */
+    public static void deleteTmpDirs(Path logs) {
+        try (DirectoryStream<Path> tmps = Files.newDirectoryStream(logs, "*" + TMP_SUFFIX)) {
+            tmps.forEach(ServiceProcess::deleteTree);
+        } catch (IOException e) {
+            System.err.println("could not remove the services' temporary directories: " + e);
+        }
     }
 
     /**
      * Removes {@code root} and everything under it, never following a link; logs what it cannot.
      */
-    public static void deleteTree(Path root) {
+    private static void deleteTree(Path root) {
         if (!Files.exists(root, LinkOption.NOFOLLOW_LINKS)) {
             return;
         }
@@ -138,7 +153,7 @@ public final class ServiceProcess extends ChildProcess {
                         : List.of("-XX:+UseSerialGC"));
         command.addAll(defaultJvmOptions());
         command.addAll(jvmOptions);
-        Path tmp = logs.resolve(name + ".tmp");
+        Path tmp = logs.resolve(name + TMP_SUFFIX);
         command.add("-Djava.io.tmpdir=" + tmp);
         command.addAll(what);
         command.add("--server.port=" + port);
@@ -148,7 +163,7 @@ public final class ServiceProcess extends ChildProcess {
         command.addAll(args);
         Path log = logs.resolve(name + ".log");
         try {
-            tmpDir(logs, name);
+            Files.createDirectories(tmp);
             Process p =
                     new ProcessBuilder(command)
                             .redirectErrorStream(true)
