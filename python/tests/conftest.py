@@ -27,8 +27,11 @@ def _java_cmd() -> list[str]:
                     "mvn -B -DskipTests install)")
     # Five service JVMs start at once: on a loaded 2-core machine their health checks can take
     # longer than LabCluster's default 3 minutes.
+    # The lab's logs, secrets and services' temporary files stay with the build, not in /tmp.
+    tmp = ROOT / "python" / "target" / "test-tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
     cmd = ["java", "-Xmx512m", "-XX:+UseSerialGC", f"-Drelay.home={ROOT}",
-           f"-Drelay.lab.healthy-seconds={LAB_START_S}"]
+           f"-Drelay.lab.healthy-seconds={LAB_START_S}", f"-Djava.io.tmpdir={tmp}"]
     cache = os.environ.get("RELAY_JAVACPP_CACHE")
     if cache:
         cmd.append(f"-Dorg.bytedeco.javacpp.cachedir={cache}")
