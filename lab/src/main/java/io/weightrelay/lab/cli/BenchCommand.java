@@ -191,6 +191,16 @@ final class BenchCommand extends RelayCommand {
                 description = "Default ${DEFAULT-VALUE}.")
         int nicsPerNode;
 
+        @Option(
+                names = "--gpus-per-node",
+                paramLabel = "G",
+                converter = Values.Positive.class,
+                description =
+                        "Ranks per node: they fill the --rollout-nodes in order, the last node"
+                                + " holding what remains, as a scheduler fills machines; by"
+                                + " default the ranks spread evenly over the nodes.")
+        Integer gpusPerNode;
+
         @Override
         void check() {
             if (tp == null && ep == null) {

@@ -43,6 +43,7 @@ public final class Placements {
                 layout, rolloutNodes, instances, new Parallelism(tp, ep, false), mode, nicsPerNode);
     }
 
+    /** The ranks spread evenly over the nodes: every node holds the same number of them. */
     public static TargetPlacement of(
             List<TensorLayout> layout,
             int rolloutNodes,
@@ -50,23 +51,59 @@ public final class Placements {
             Parallelism parallelism,
             Mode mode,
             int nicsPerNode) {
+        if (rolloutNodes < 1 || instances < 1 || nicsPerNode < 1) {
+            throw new IllegalArgumentException("nodes, instances and NICs must be positive");
+        }
+        long total = (long) instances * parallelism.ranks();
+        if (total % rolloutNodes != 0) {
+            throw new IllegalArgumentException(
+                    ranksText(instances, parallelism)
+                            + " do not spread evenly over "
+                            + rolloutNodes
+                            + " nodes");
+        }
+        return of(
+                layout,
+                rolloutNodes,
+                instances,
+                parallelism,
+                mode,
+                nicsPerNode,
+                (int) (total / rolloutNodes));
+    }
+
+    /**
+     * The ranks packed in order onto nodes of {@code gpusPerNode} ranks each, as a scheduler fills
+     * machines: every node but the last is full, and the last holds what remains (an instance may
+     * span the boundary when its ranks do not divide a node).
+     */
+    public static TargetPlacement of(
+            List<TensorLayout> layout,
+            int rolloutNodes,
+            int instances,
+            Parallelism parallelism,
+            Mode mode,
+            int nicsPerNode,
+            int gpusPerNode) {
         int tp = parallelism.tp();
         int ep = parallelism.ep();
         int pp = parallelism.pp();
         int ranks = parallelism.ranks();
-        if (rolloutNodes < 1 || instances < 1 || nicsPerNode < 1) {
-            throw new IllegalArgumentException("nodes, instances and NICs must be positive");
+        if (rolloutNodes < 1 || instances < 1 || nicsPerNode < 1 || gpusPerNode < 1) {
+            throw new IllegalArgumentException(
+                    "nodes, instances, NICs and GPUs per node must be positive");
         }
         long total = (long) instances * ranks;
-        if (total % rolloutNodes != 0) {
+        if (total > (long) rolloutNodes * gpusPerNode
+                || total <= (long) (rolloutNodes - 1) * gpusPerNode) {
             throw new IllegalArgumentException(
-                    instances
-                            + " instances x tp "
-                            + tp
-                            + (pp > 1 ? " x pp " + pp : "")
-                            + " do not spread evenly over "
-                            + rolloutNodes
-                            + " nodes");
+                    ranksText(instances, parallelism)
+                            + " fill "
+                            + (total + gpusPerNode - 1) / gpusPerNode
+                            + " nodes of "
+                            + gpusPerNode
+                            + " GPUs, not "
+                            + rolloutNodes);
         }
         int layers = 0;
         for (TensorLayout t : layout) {
@@ -89,7 +126,7 @@ public final class Placements {
         if (ep > 1 && experts % ep != 0) {
             throw new IllegalArgumentException(experts + " experts do not split over ep " + ep);
         }
-        int perNode = (int) (total / rolloutNodes);
+        int perNode = gpusPerNode;
         List<List<TargetFragment>> byRank = new ArrayList<>(ranks);
         if (mode == Mode.DIRECT) {
             Map<String, Integer> weightOfScale =
@@ -140,6 +177,10 @@ public final class Placements {
             }
         }
         return new TargetPlacement(workers);
+    }
+
+    private static String ranksText(int instances, Parallelism p) {
+        return instances + " instances x tp " + p.tp() + (p.pp() > 1 ? " x pp " + p.pp() : "");
     }
 
     /**

@@ -90,4 +90,42 @@ class CatalogTest {
         assertThatThrownBy(() -> Placements.of(layout, 3, 1, 4, 1, Mode.DIRECT, 8))
                 .hasMessageContaining("evenly");
     }
+
+    @Test
+    void ranksFillNodesOfTheGivenSizeInOrderAndTheLastNodeHoldsTheRest() {
+        List<TensorLayout> layout = ModelCatalog.layout("tiny");
+        // Five instances of tp 2 on nodes of 4 GPUs: two full nodes, then one of two ranks.
+        TargetPlacement placement =
+                Placements.of(layout, 3, 5, new Parallelism(2, 2, false), Mode.DIRECT, 4, 4);
+        assertThat(placement.workers())
+                .extracting(Worker::node)
+                .containsExactly(
+                        "rollout-0000",
+                        "rollout-0000",
+                        "rollout-0000",
+                        "rollout-0000",
+                        "rollout-0001",
+                        "rollout-0001",
+                        "rollout-0001",
+                        "rollout-0001",
+                        "rollout-0002",
+                        "rollout-0002");
+        // A node's slots keep their own NIC, also on the partly filled node.
+        assertThat(placement.workers())
+                .extracting(Worker::nicFirst)
+                .containsExactly(0, 1, 2, 3, 0, 1, 2, 3, 0, 1);
+        for (int nodes : new int[] {2, 4}) {
+            assertThatThrownBy(
+                            () ->
+                                    Placements.of(
+                                            layout,
+                                            nodes,
+                                            5,
+                                            new Parallelism(2, 2, false),
+                                            Mode.DIRECT,
+                                            4,
+                                            4))
+                    .hasMessageContaining("fill 3 nodes of 4 GPUs, not " + nodes);
+        }
+    }
 }

@@ -22,7 +22,9 @@ import java.util.Set;
  * Fp8BlockRule#defaults()} selects as block-scaled FP8 with their scale tensors; the default {@code
  * bf16} serves the trainer's BF16. {@code --pp} (default 1) splits each instance into pipeline
  * stages of {@code --tp} ranks each, every stage holding only its layers; an instance then has
- * {@code tp * pp} ranks.
+ * {@code tp * pp} ranks. The ranks spread evenly over {@code --rollout-nodes} unless {@code
+ * --gpus-per-node G} is given: then they fill nodes of {@code G} ranks in order, the last node
+ * holding what remains, as a scheduler fills machines ({@code gpusPerNode} 0: evenly).
  */
 public record BenchArgs(
         String model,
@@ -36,7 +38,8 @@ public record BenchArgs(
         DType rolloutDtype,
         Mode mode,
         double nicGbps,
-        int nicsPerNode) {
+        int nicsPerNode,
+        int gpusPerNode) {
 
     private static final Set<String> FLAGS =
             Set.of(
@@ -50,7 +53,8 @@ public record BenchArgs(
                     "--rollout-dtype",
                     "--mode",
                     "--nic-gbps",
-                    "--nics-per-node");
+                    "--nics-per-node",
+                    "--gpus-per-node");
 
     private static final Set<String> SWITCHES = Set.of("--dp-attention");
 
@@ -58,7 +62,7 @@ public record BenchArgs(
             "usage: bench planner --model M --trainer-nodes T --rollout-nodes R --instances I"
                     + " --tp P|--ep E [--tp P] [--ep E] [--pp S] [--dp-attention]"
                     + " [--rollout-dtype bf16|fp8]"
-                    + " --mode compat|direct --nic-gbps G [--nics-per-node N]";
+                    + " --mode compat|direct --nic-gbps G [--nics-per-node N] [--gpus-per-node G]";
 
     public static BenchArgs parse(String[] args) {
         Map<String, String> values = new HashMap<>();
@@ -165,7 +169,8 @@ public record BenchArgs(
                 rolloutDtype,
                 mode,
                 gbps,
-                values.containsKey("--nics-per-node") ? positive(values, "--nics-per-node") : 8);
+                values.containsKey("--nics-per-node") ? positive(values, "--nics-per-node") : 8,
+                values.containsKey("--gpus-per-node") ? positive(values, "--gpus-per-node") : 0);
     }
 
     /** The instances' deployment. */

@@ -122,13 +122,22 @@ public final class PlannerBench {
                         args.nicsPerNode(),
                         args.nicGbps());
         TargetPlacement placement =
-                Placements.of(
-                        layout,
-                        args.rolloutNodes(),
-                        args.instances(),
-                        args.parallelism(),
-                        args.mode(),
-                        args.nicsPerNode());
+                args.gpusPerNode() > 0
+                        ? Placements.of(
+                                layout,
+                                args.rolloutNodes(),
+                                args.instances(),
+                                args.parallelism(),
+                                args.mode(),
+                                args.nicsPerNode(),
+                                args.gpusPerNode())
+                        : Placements.of(
+                                layout,
+                                args.rolloutNodes(),
+                                args.instances(),
+                                args.parallelism(),
+                                args.mode(),
+                                args.nicsPerNode());
 
         // Settle the garbage of building the inputs first, so its collection is not billed to
         // planning; the planner itself still runs cold (first call in the JVM).

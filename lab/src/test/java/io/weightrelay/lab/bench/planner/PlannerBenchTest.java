@@ -114,6 +114,26 @@ class PlannerBenchTest {
         assertThat(result.predictedUpdateS()).isGreaterThanOrEqualTo(result.lowerBoundS());
     }
 
+    @Test
+    void unevenlyPackedNodesPlanWithOneReadAndExactDelivery() {
+        // Three instances of tp 2 on nodes of 4 GPUs: rollout-0001 holds one instance, half full.
+        String[] uneven =
+                tiny("--instances", "3", "--tp", "2", "--mode", "direct", "--gpus-per-node", "4");
+        uneven[5] = "2";
+        BenchArgs parsed = BenchArgs.parse(uneven);
+        assertThat(parsed.gpusPerNode()).isEqualTo(4);
+        assertThat(BenchArgs.parse(args("direct")).gpusPerNode()).isZero();
+        PlannerBench.Result result = PlannerBench.run(parsed);
+        assertThat(result.valid()).isTrue();
+        assertThat(result.storeReadRatio()).isEqualTo(1.0);
+        assertThat(result.deliveryRatio()).isEqualTo(1.0);
+        assertThat(result.predictedUpdateS()).isGreaterThanOrEqualTo(result.lowerBoundS());
+        // Without --gpus-per-node, six ranks do not spread evenly over four nodes.
+        String[] even = tiny("--instances", "3", "--tp", "2", "--mode", "direct");
+        assertThatThrownBy(() -> PlannerBench.run(BenchArgs.parse(even)))
+                .hasMessageContaining("evenly");
+    }
+
     private static String[] bench(String... extra) {
         List<String> args =
                 new java.util.ArrayList<>(
