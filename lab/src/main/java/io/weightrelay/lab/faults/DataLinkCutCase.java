@@ -60,7 +60,9 @@ final class DataLinkCutCase implements MultiHostFaultCase {
                     0,
                     0,
                     0,
-                    (System.nanoTime() - started) / 1e9);
+                    (System.nanoTime() - started) / 1e9,
+                    true,
+                    false);
         }
         // one lab at a time on a small machine: the local cases' lab is stopped first
         SharedLab.discard(context);

@@ -22,26 +22,4 @@ public record FaultResult(
         long lostCommitted,
         double seconds,
         boolean claimsMidUpdate,
-        boolean provedMidUpdate) {
-
-    /** The result of a case that does not claim to inject its fault mid-update. */
-    public FaultResult(
-            String name,
-            boolean passed,
-            String detail,
-            long corruptedServed,
-            long partialServed,
-            long lostCommitted,
-            double seconds) {
-        this(
-                name,
-                passed,
-                detail,
-                corruptedServed,
-                partialServed,
-                lostCommitted,
-                seconds,
-                false,
-                false);
-    }
-}
+        boolean provedMidUpdate) {}
