@@ -158,7 +158,8 @@ void TcpPeer::Stop() {
         control_.Reset();
     }
     cv_.notify_all();
-    for (auto& t : threads) t.join();
+    for (auto& t : threads)
+        if (t.joinable()) t.join();  // a slot whose thread never started is not
     FailPending();
 }
 

@@ -904,8 +904,10 @@ void RestartedPeersLeaveNoThreads(const std::string& shm_base) {
         int64_t seg = Open(reader, "seg-restart", "node-restart", owner, shm, size);
         CHECK_EQ(ReadOnce(reader, seg, buf.data(), size), DP_OK);
         CHECK_EQ(std::memcmp(buf.data(), reinterpret_cast<char*>(base), size), 0);
-        int streams = ThreadsNamed("dp-stream");
-        CHECK_EQ(streams, 2);  // this owner's two streams, none of an earlier one
+        // this owner's two streams (one may still be starting: it names itself first thing),
+        // none of an earlier one
+        int streams = ThreadsNamedWithin("dp-stream", 2, 2000);
+        CHECK_EQ(streams, 2);
         if (streams != 2)
             std::fprintf(stderr, "after restart %d: %d dp-stream threads, expected 2\n", generation,
                          streams);

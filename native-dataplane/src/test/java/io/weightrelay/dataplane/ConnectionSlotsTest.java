@@ -65,6 +65,7 @@ class ConnectionSlotsTest {
         int before = threadsNamed("dp-stream");
         Dataplane reader = open("node-reader");
         RegisteredBuffer dst = reader.registerBuffer(ByteBuffer.allocateDirect(SIZE));
+        int streams = reader.config().tcpStreams();
         for (int restart = 0; restart < 3; restart++) {
             PeerProcess owner =
                     PeerProcess.start(
@@ -74,9 +75,9 @@ class ConnectionSlotsTest {
             long crc = Long.parseLong(owner.command("crc 0 " + SIZE));
             readAfterRestart(reader, dst);
             assertThat(Patterns.crc(dst.byteBuffer(), 0, SIZE)).isEqualTo(crc);
-            assertThat(threadsNamed("dp-stream") - before)
+            assertThat(threadsNamedWithin("dp-stream", before + streams) - before)
                     .as("the reader's stream threads after %d restarts of its owner", restart)
-                    .isEqualTo(reader.config().tcpStreams());
+                    .isEqualTo(streams);
             owner.kill(); // a crash: its descriptor stays until the next owner takes the name
         }
     }
@@ -102,6 +103,20 @@ class ConnectionSlotsTest {
         Dataplane dp = Dataplane.open(TestEngines.config(label, scope.prefix()).build());
         scope.closeAfter(dp);
         return dp;
+    }
+
+    /**
+     * {@link #threadsNamed} once it is {@code expected}, or after 5 s whatever it is then (a thread
+     * just started names itself first thing, but may not have run yet).
+     */
+    private static int threadsNamedWithin(String name, int expected) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        int n = threadsNamed(name);
+        while (n != expected && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+            n = threadsNamed(name);
+        }
+        return n;
     }
 
     /** Threads of this JVM whose name (as the kernel knows it) is {@code name}. */
