@@ -299,6 +299,49 @@ class DataplaneSecurityTest {
         assertStillServingAndUnchanged();
     }
 
+    @Test
+    void manySlowHandshakesNeitherHoldSlotsNorKeepAnHonestPeerOut() throws Exception {
+        // Three times the cap of strangers, each trickling its hello one byte every 300 ms: never
+        // silent for the server's 1 s timeout, never done. Their handshakes have a small cap of
+        // their own (the oldest is closed for a newer one) and an absolute deadline.
+        byte[] hello = RawPeer.hello(RawPeer.ROLE_PEER, new byte[32]);
+        List<RawPeer> slow = new ArrayList<>();
+        for (int i = 0; i < 3 * CAP; i++) {
+            slow.add(raw());
+        }
+        java.util.Set<RawPeer> closed = new java.util.HashSet<>();
+        long start = System.nanoTime();
+        for (int round = 0; round < 12; round++) {
+            for (RawPeer p : slow) {
+                if (closed.contains(p)) {
+                    continue;
+                }
+                try {
+                    p.send(new byte[] {hello[round]});
+                    if (p.closedByServer(1)) {
+                        closed.add(p);
+                    }
+                } catch (java.io.IOException e) {
+                    closed.add(p);
+                }
+            }
+            if (round == 3) {
+                // Meanwhile an engine of the deployment connects and reads the whole segment.
+                Dataplane honest = open(TestEngines.config("node-honest", scope.prefix()));
+                RegisteredBuffer dst = honest.registerBuffer(ByteBuffer.allocateDirect(SIZE));
+                transfer(honest, TransferRequest.read(dst, 0, "target", 0, SIZE));
+                assertThat(Patterns.crc(dst.byteBuffer(), 0, SIZE)).isEqualTo(baseline);
+            }
+            Thread.sleep(300);
+        }
+        assertThat(closed)
+                .as(
+                        "trickling handshakes the server closed within %d ms",
+                        Duration.ofNanos(System.nanoTime() - start).toMillis())
+                .hasSize(slow.size());
+        assertStillServingAndUnchanged();
+    }
+
     /** What the segment holds at [offset, offset + length), as the last verified read saw it. */
     private byte[] segmentBytes(int offset, int length) {
         transfer(friend, TransferRequest.read(scratch, 0, "target", 0, SIZE));
