@@ -286,6 +286,57 @@ class UpdateSessionTest extends ControlApiTestSupport {
     }
 
     /**
+     * A loader that dies for good mid-apply fails the session, and nothing brings it back. The
+     * survivors, rebuilt, load the same generation again with their own membership: the failed
+     * session is replaced by theirs, not kept (with the dead loader's place in it) until the
+     * trainer's next publish.
+     */
+    @Test
+    void aFailedSessionIsReplacedByOneWithTheSurvivorsMembership() throws Exception {
+        long g = publishedAndStarted(60, "a", "b", "c");
+        reportedByEach(g, ReportedPhase.PREPARED, "a", "b", "c");
+        reported(g, "a", ReportedPhase.APPLYING);
+        assertThat(call("DELETE", "/api/v1/loaders/c", LOADER, null).statusCode()).isEqualTo(204);
+        BarrierStatus failed = barrier(g, "applied", 0);
+        assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+        assertThat(failed.getFailedInstance()).isEqualTo("c");
+
+        UpdateSession survivors = start(g, 60, "a", "b");
+        assertThat(survivors.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(survivors.getFailedInstance()).isNull();
+        assertThat(survivors.getParticipants())
+                .extracting(p -> p.getInstance())
+                .containsExactly("a", "b");
+        assertThat(survivors.getParticipants())
+                .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
+        assertProblem(report(g, "c", ReportedPhase.PREPARED), 409, "not-a-participant");
+        reported(g, "a", ReportedPhase.PREPARED);
+        assertThat(reported(g, "b", ReportedPhase.PREPARED).getState())
+                .isEqualTo(SessionState.APPLYING);
+
+        // A session that has not ended keeps its membership: the survivors' is not forced on it.
+        assertProblem(
+                call("PUT", session(g), LOADER, new UpdateSessionRequest(List.of("a"))),
+                409,
+                "session-conflict");
+    }
+
+    /** The same before apply: an aborted session (the group resumed the old generation). */
+    @Test
+    void anAbortedSessionIsReplacedByOneWithTheSurvivorsMembership() {
+        long g = publishedAndStarted(60, "a", "b", "c");
+        reported(g, "a", ReportedPhase.PREPARED);
+        assertThat(reported(g, "c", ReportedPhase.FAILED).getState())
+                .isEqualTo(SessionState.RESUMED_OLD);
+
+        UpdateSession survivors = start(g, 60, "a", "b");
+        assertThat(survivors.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(survivors.getParticipants())
+                .extracting(p -> p.getInstance())
+                .containsExactly("a", "b");
+    }
+
+    /**
      * A group rebuilt after its session ended DONE (every engine registered again, as a lab proving
      * the active generation intact does) loads the same generation through fresh barriers: joining
      * the ended session, whose barriers are open, would let one loader push before its peer took
