@@ -29,6 +29,7 @@ public final class FaultSuite {
                 LabCase.reloadingActive(
                         "loader-restarted-loads-active", LoaderScaleOutCase::inject),
                 LabCase.reloadingActive("byte-flipped-after-commit", CorruptedObjectCase::inject),
+                LabCase.reloadingActive("lying-reader", LyingReaderCase::inject),
                 LabCase.reloadingActive(
                         "loader-killed-mid-apply", LoaderKilledMidApplyCase::inject),
                 LabCase.destroyingActive(
