@@ -14,7 +14,6 @@ import io.weightrelay.reshard.checksum.ObjectVerification.Registered;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.service.concurrent.DaemonThreads;
-import io.weightrelay.service.problem.RelayException;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -312,8 +311,9 @@ class UpdateVerifier implements DisposableBean {
         Optional<int[]> stored;
         try {
             stored = store.rangeChecksums(key, spans);
-        } catch (RelayException e) {
-            log.warn("reading back {} to settle its checksums failed: {}", key, e.getMessage());
+        } catch (RuntimeException e) {
+            // store-unavailable, or anything else the read threw: the claim must still end
+            log.warn("reading back {} to settle its checksums failed: {}", key, e.toString());
             return new Disputed(
                     false,
                     null,
