@@ -251,7 +251,9 @@ public class UpdateService {
         if ("incomplete".equals(code)) {
             throw incomplete(group, result);
         }
-        if (("created".equals(code) || "restarted".equals(code)) && properties.verifyChecksums()) {
+        boolean fresh =
+                "created".equals(code) || "restarted".equals(code) || "replaced".equals(code);
+        if (fresh && properties.verifyChecksums()) {
             verifier.preload(model, generation, group, planId);
         }
         if ("restarted".equals(code)) {
@@ -260,6 +262,15 @@ public class UpdateService {
                     model,
                     generation,
                     group);
+        }
+        if ("replaced".equals(code)) {
+            log.info(
+                    "update {}/{}/{}: the failed session of {} is replaced by one of {}",
+                    model,
+                    generation,
+                    group,
+                    result.items(1),
+                    instances);
         }
         if ("conflict".equals(code)) {
             throw UpdateProblems.SESSION_CONFLICT

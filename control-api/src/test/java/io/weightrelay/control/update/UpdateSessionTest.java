@@ -8,6 +8,7 @@ import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PhaseReport;
+import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.StoredFragment;
@@ -15,6 +16,7 @@ import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.control.TestStore;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import java.net.http.HttpResponse;
@@ -22,8 +24,11 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import tools.jackson.databind.JsonNode;
@@ -32,6 +37,19 @@ import tools.jackson.databind.JsonNode;
 class UpdateSessionTest extends ControlApiTestSupport {
 
     @Autowired MeterRegistry meters;
+
+    /** A segment owner holding the objects of the tests whose readers' checksums are disputed. */
+    private static TestStore store;
+
+    @BeforeAll
+    static void openStore() {
+        store = new TestStore(STORE_PREFIX);
+    }
+
+    @AfterAll
+    static void closeStore() {
+        store.close();
+    }
 
     /** The group whose session every test drives. */
     private static final String GROUP = "grp";
@@ -268,6 +286,57 @@ class UpdateSessionTest extends ControlApiTestSupport {
     }
 
     /**
+     * A loader that dies for good mid-apply fails the session, and nothing brings it back. The
+     * survivors, rebuilt, load the same generation again with their own membership: the failed
+     * session is replaced by theirs, not kept (with the dead loader's place in it) until the
+     * trainer's next publish.
+     */
+    @Test
+    void aFailedSessionIsReplacedByOneWithTheSurvivorsMembership() throws Exception {
+        long g = publishedAndStarted(60, "a", "b", "c");
+        reportedByEach(g, ReportedPhase.PREPARED, "a", "b", "c");
+        reported(g, "a", ReportedPhase.APPLYING);
+        assertThat(call("DELETE", "/api/v1/loaders/c", LOADER, null).statusCode()).isEqualTo(204);
+        BarrierStatus failed = barrier(g, "applied", 0);
+        assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+        assertThat(failed.getFailedInstance()).isEqualTo("c");
+
+        UpdateSession survivors = start(g, 60, "a", "b");
+        assertThat(survivors.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(survivors.getFailedInstance()).isNull();
+        assertThat(survivors.getParticipants())
+                .extracting(p -> p.getInstance())
+                .containsExactly("a", "b");
+        assertThat(survivors.getParticipants())
+                .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
+        assertProblem(report(g, "c", ReportedPhase.PREPARED), 409, "not-a-participant");
+        reported(g, "a", ReportedPhase.PREPARED);
+        assertThat(reported(g, "b", ReportedPhase.PREPARED).getState())
+                .isEqualTo(SessionState.APPLYING);
+
+        // A session that has not ended keeps its membership: the survivors' is not forced on it.
+        assertProblem(
+                call("PUT", session(g), LOADER, new UpdateSessionRequest(List.of("a"))),
+                409,
+                "session-conflict");
+    }
+
+    /** The same before apply: an aborted session (the group resumed the old generation). */
+    @Test
+    void anAbortedSessionIsReplacedByOneWithTheSurvivorsMembership() {
+        long g = publishedAndStarted(60, "a", "b", "c");
+        reported(g, "a", ReportedPhase.PREPARED);
+        assertThat(reported(g, "c", ReportedPhase.FAILED).getState())
+                .isEqualTo(SessionState.RESUMED_OLD);
+
+        UpdateSession survivors = start(g, 60, "a", "b");
+        assertThat(survivors.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(survivors.getParticipants())
+                .extracting(p -> p.getInstance())
+                .containsExactly("a", "b");
+    }
+
+    /**
      * A group rebuilt after its session ended DONE (every engine registered again, as a lab proving
      * the active generation intact does) loads the same generation through fresh barriers: joining
      * the ended session, whose barriers are open, would let one loader push before its peer took
@@ -434,7 +503,11 @@ class UpdateSessionTest extends ControlApiTestSupport {
         return send(g, r);
     }
 
-    private List<List<RangeChecksums.Entry>> readByTwo(long g, boolean corrupt) {
+    /**
+     * Reports of two readers of a generation registered with stand-in checksums (no bytes stored):
+     * made-up range checksums that combine to each object's registered one.
+     */
+    private List<List<RangeChecksums.Entry>> tiledByTwo(long g) {
         List<RangeChecksums.Entry> first = new ArrayList<>();
         List<RangeChecksums.Entry> second = new ArrayList<>();
         int registered = Crc32c.parse("crc32c:0badf00d");
@@ -445,10 +518,6 @@ class UpdateSessionTest extends ControlApiTestSupport {
             first.add(t.get(0));
             second.add(t.get(1));
         }
-        if (corrupt) {
-            RangeChecksums.Entry e = second.get(0);
-            second.set(0, new RangeChecksums.Entry(e.object(), e.offset(), e.length(), ~e.crc()));
-        }
         return List.of(first, second);
     }
 
@@ -456,7 +525,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
     void theAppliedBarrierOpensOnlyOnceEveryObjectReadMatchesItsPublishedChecksum() {
         long g = publishedAndStarted(60, "ca", "cb");
         reportedByEach(g, ReportedPhase.PREPARED, "ca", "cb");
-        List<List<RangeChecksums.Entry>> reads = readByTwo(g, false);
+        List<List<RangeChecksums.Entry>> reads = tiledByTwo(g);
         UpdateSession one = ok(applied(g, "ca", reads.get(0)), UpdateSession.class);
         assertThat(one.getState()).isEqualTo(SessionState.APPLYING);
         UpdateSession both = ok(applied(g, "cb", reads.get(1)), UpdateSession.class);
@@ -467,20 +536,93 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(barrier(g, "applied", 0).getOpen()).isTrue();
     }
 
+    /**
+     * Publishes step {@code step} with real bytes in the store, registered with their CRC32C; with
+     * {@code flipped}, one byte of the first object (by name) is flipped in the store after its
+     * checksum was taken, as a bad segment would hold it. Answers the generation and, by object id,
+     * the bytes as stored.
+     */
+    private Stored publishStored(long step, boolean flipped) {
+        long g = open(model, step).getGeneration().getGeneration();
+        Map<String, byte[]> stored = new TreeMap<>();
+        List<RegisteredObject> objects = new ArrayList<>();
+        for (StoredFragment f : fragments(model, g)) {
+            byte[] bytes = new byte[Math.toIntExact(f.getBytes())];
+            new java.util.Random(f.getKey().hashCode()).nextBytes(bytes);
+            objects.add(
+                    new RegisteredObject(
+                            f.getKey(),
+                            f.getBytes(),
+                            Crc32c.format(Crc32c.of(bytes, 0, bytes.length))));
+            stored.put(f.getKey().substring((model + "/" + g + "/").length()), bytes);
+        }
+        if (flipped) {
+            stored.values().iterator().next()[7] ^= 0x10;
+        }
+        stored.forEach((object, bytes) -> store.put(model + "/" + g + "/" + object, bytes));
+        assertThat(register(model, g, objects).statusCode()).isEqualTo(200);
+        assertThat(commit(model, g).statusCode()).isEqualTo(200);
+        return new Stored(g, stored);
+    }
+
+    private record Stored(long generation, Map<String, byte[]> bytes) {}
+
+    /**
+     * What two honest readers report reading {@code stored}: the first third of every object by the
+     * first, the rest by the second, each with the CRC32C of the bytes it read.
+     */
+    private static List<List<RangeChecksums.Entry>> readByTwo(Stored stored) {
+        List<RangeChecksums.Entry> first = new ArrayList<>();
+        List<RangeChecksums.Entry> second = new ArrayList<>();
+        stored.bytes()
+                .forEach(
+                        (object, bytes) -> {
+                            int split = bytes.length / 3;
+                            first.add(
+                                    new RangeChecksums.Entry(
+                                            object, 0, split, Crc32c.of(bytes, 0, split)));
+                            second.add(
+                                    new RangeChecksums.Entry(
+                                            object,
+                                            split,
+                                            bytes.length - split,
+                                            Crc32c.of(bytes, split, bytes.length - split)));
+                        });
+        return List.of(first, second);
+    }
+
+    private Generation generation(long g) {
+        return ok(get("/api/v1/models/" + model + "/generations/" + g, OPERATOR), Generation.class);
+    }
+
+    private long active() {
+        return ok(
+                        get("/api/v1/models/" + model + "/generations/active", OPERATOR),
+                        Generation.class)
+                .getGeneration();
+    }
+
+    /**
+     * Bytes really flipped in the store: the readers read them honestly, their ranges combine to
+     * something other than what was published, and control-api's own read of the object confirms
+     * it. The generation is corrupt for every group, and the one before it is active again.
+     */
     @Test
-    void oneRangeThatDoesNotMatchPausesTheGroupBeforePostApplyNamingObjectAndReaders() {
-        long served = publish(model, 1);
-        long g = publish(model, 2);
+    void storedBytesThatDoNotMatchTheirChecksumMarkTheGenerationCorruptOnceControlApiReadThem() {
+        long served = publishStored(1, false).generation();
+        Stored stored = publishStored(2, true);
+        long g = stored.generation();
         start(g, 60, "ca", "cb");
         reportedByEach(g, ReportedPhase.PREPARED, "ca", "cb");
-        List<List<RangeChecksums.Entry>> reads = readByTwo(g, true);
-        String object = reads.get(1).get(0).object();
+        List<List<RangeChecksums.Entry>> reads = readByTwo(stored);
+        String object = reads.get(0).get(0).object();
         ok(applied(g, "ca", reads.get(0)), UpdateSession.class);
         UpdateSession failed = ok(applied(g, "cb", reads.get(1)), UpdateSession.class);
         assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
         assertThat(failed.getFailedInstance()).isEqualTo("ca,cb");
         assertThat(failed.getFailure())
-                .contains("object " + object, "ca", "cb", "does not match its registered checksum");
+                .contains("object " + object, "ca", "cb", "does not match its registered checksum")
+                .contains("control-api read the stored object back");
         BarrierStatus applied = barrier(g, "applied", 0);
         assertThat(applied.getOpen()).isFalse();
         assertThat(applied.getFailed()).isTrue();
@@ -496,19 +638,74 @@ class UpdateSessionTest extends ControlApiTestSupport {
                                 .count())
                 .isEqualTo(1.0);
         // The generation is not served again; the one before it is active once more.
-        Generation corrupt =
-                ok(
-                        get("/api/v1/models/" + model + "/generations/" + g, OPERATOR),
-                        Generation.class);
+        Generation corrupt = generation(g);
         assertThat(corrupt.getCorruptObject()).isEqualTo(object);
         assertThat(corrupt.getState()).isEqualTo(GenerationState.RETIRED);
-        Generation active =
-                ok(
-                        get("/api/v1/models/" + model + "/generations/active", OPERATOR),
-                        Generation.class);
-        assertThat(active.getGeneration()).isEqualTo(served);
-        assertThat(active.getState()).isEqualTo(GenerationState.ACTIVE);
+        assertThat(active()).isEqualTo(served);
+        assertThat(generation(served).getState()).isEqualTo(GenerationState.ACTIVE);
         assertThat(failed.getFailure()).contains("generation " + served + " is active again");
+    }
+
+    /**
+     * One reader reports a checksum its bytes do not have (a lying token, bad memory, a faulty
+     * NIC). Its report alone must not take the generation from every group: control-api reads the
+     * disputed object back, finds it as published, and fails only this session, naming that reader
+     * and the object. The generation stays active, and another group's session goes on to it.
+     */
+    @Test
+    void aReaderWhoseChecksumsTheStoredBytesContradictFailsOnlyItsOwnSession() {
+        long served = publishStored(1, false).generation();
+        Stored stored = publishStored(2, false);
+        long g = stored.generation();
+        start(g, 60, "ca", "cb");
+        reportedByEach(g, ReportedPhase.PREPARED, "ca", "cb");
+        List<List<RangeChecksums.Entry>> reads = readByTwo(stored);
+        List<RangeChecksums.Entry> lies = new ArrayList<>(reads.get(1));
+        RangeChecksums.Entry lie = lies.get(0);
+        lies.set(0, new RangeChecksums.Entry(lie.object(), lie.offset(), lie.length(), ~lie.crc()));
+        ok(applied(g, "ca", reads.get(0)), UpdateSession.class);
+        UpdateSession failed = ok(applied(g, "cb", lies), UpdateSession.class);
+
+        assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+        assertThat(failed.getFailedInstance()).isEqualTo("cb");
+        assertThat(failed.getFailure())
+                .contains("object " + lie.object(), "cb", "does not match the stored bytes")
+                .contains("[" + lie.offset() + ", " + lie.end() + ") by cb")
+                .doesNotContain("marked corrupt");
+        BarrierStatus applied = barrier(g, "applied", 0);
+        assertThat(applied.getFailed()).isTrue();
+        assertThat(applied.getFailedInstance()).isEqualTo("cb");
+        Generation still = generation(g);
+        assertThat(still.getCorruptObject()).isNull();
+        assertThat(still.getState()).isEqualTo(GenerationState.ACTIVE);
+        assertThat(active()).isEqualTo(g);
+        assertThat(generation(served).getState()).isEqualTo(GenerationState.RETIRED);
+
+        // Another group loads the same generation through its own session, untouched.
+        String other = "other";
+        for (String instance : List.of("oa", "ob")) {
+            epochs.put(
+                    instance,
+                    registerLoader(instance, compatLoader(model, other, "r0", 1)).getEpoch());
+        }
+        String otherSession = sessionPath(model, g, other);
+        ok(
+                call("PUT", otherSession, LOADER, new UpdateSessionRequest(List.of("oa", "ob"))),
+                UpdateSession.class);
+        for (String instance : List.of("oa", "ob")) {
+            PhaseReport prepared =
+                    phaseReport(instance, ReportedPhase.PREPARED, epochs.get(instance));
+            ok(call("POST", otherSession + "/reports", LOADER, prepared), UpdateSession.class);
+        }
+        UpdateSession otherApplied = null;
+        for (int i = 0; i < 2; i++) {
+            String instance = i == 0 ? "oa" : "ob";
+            PhaseReport r = phaseReport(instance, ReportedPhase.APPLIED, epochs.get(instance));
+            r.setChecksums(new RangeChecksums(reads.get(i)).encode());
+            otherApplied =
+                    ok(call("POST", otherSession + "/reports", LOADER, r), UpdateSession.class);
+        }
+        assertThat(otherApplied.getState()).isEqualTo(SessionState.POST_APPLYING);
     }
 
     @Test

@@ -33,6 +33,8 @@ public final class FaultSuite {
                         "loader-restarted-loads-active", LoaderScaleOutCase::inject),
                 LabCase.reloadingActive("byte-flipped-after-commit", CorruptedObjectCase::inject),
                 LabCase.midApply(
+                        "lying-reader", LyingReaderCase::inject, SharedLab.Shape.COMPAT_PAIR),
+                LabCase.midApply(
                         "loader-killed-mid-apply",
                         LoaderKilledMidApplyCase::inject,
                         SharedLab.Shape.COMPAT_PAIR),
