@@ -12,6 +12,7 @@ from .errors import (BadRequestError, ConflictError, NotFoundError, PublishFaile
 from .loader import (COMPAT_BUFFER, DirectFragment, LoaderClient, compat_worker, direct_worker,
                      tensor_parallel_fragments)
 from .manifest import Manifest, SafetensorsLayout, TensorSpec
+from .mooncake import FragmentBinding, MooncakePlacements, packed_bindings, placement_json
 from .publisher import (ControlClient, OpenedGeneration, PublisherClient, RankPublish, RankResult,
                         publish_generation)
 
@@ -19,9 +20,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BadRequestError", "COMPAT_BUFFER", "ConflictError", "ControlClient", "DirectFragment",
-    "LoaderClient", "Manifest", "NotFoundError", "OpenedGeneration", "PublishFailedError",
-    "PublisherClient", "RankPublish", "RankResult", "RelayCallError", "RelayError",
-    "SafetensorsLayout", "StagingFullError", "TensorSpec", "UnauthorizedError",
-    "UnavailableError", "UpdateFailedError", "compat_worker", "direct_worker",
-    "publish_generation", "tensor_parallel_fragments",
+    "FragmentBinding", "LoaderClient", "Manifest", "MooncakePlacements", "NotFoundError",
+    "OpenedGeneration", "PublishFailedError", "PublisherClient", "RankPublish", "RankResult",
+    "RelayCallError", "RelayError", "SafetensorsLayout", "StagingFullError", "TensorSpec",
+    "UnauthorizedError", "UnavailableError", "UpdateFailedError", "compat_worker",
+    "direct_worker", "packed_bindings", "placement_json", "publish_generation",
+    "tensor_parallel_fragments",
 ]
