@@ -94,6 +94,20 @@ class MooncakePlacementImportTest extends ControlApiTestSupport {
     }
 
     @Test
+    void theNextGenerationsPlacementNamesTheSameTemplate() throws Exception {
+        String placement = realPlacement(2);
+        String next = placement.replace("\"weight_generation\":0", "\"weight_generation\":7");
+        assertThat(next).isNotEqualTo(placement);
+
+        HttpResponse<String> now = importRank(placement, "r1", packed(placement, "r1"));
+        HttpResponse<String> later = importRank(next, "r1", packed(next, "r1"));
+
+        assertThat(now.statusCode()).as(now.body()).isEqualTo(200);
+        assertThat(json.readTree(later.body()).path("digest").asString())
+                .isEqualTo(json.readTree(now.body()).path("digest").asString());
+    }
+
+    @Test
     void whatOurPlacementsCannotTakeIsRefusedNamingThe3187Field() throws Exception {
         String placement = realPlacement(2);
 
