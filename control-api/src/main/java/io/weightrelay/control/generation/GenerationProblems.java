@@ -24,7 +24,8 @@ public enum GenerationProblems implements ProblemKind.Catalogued {
     GENERATION_INCOMPLETE,
     COMMIT_CONFLICT,
     GENERATION_NOT_LEASABLE,
-    GENERATION_LOST;
+    GENERATION_LOST,
+    MOONCAKE_3187_INEXPRESSIBLE;
 
     /** Shared with the publishers and loaders. */
     public static final ProblemKind GENERATION_NOT_FOUND = CommonProblems.GENERATION_NOT_FOUND;

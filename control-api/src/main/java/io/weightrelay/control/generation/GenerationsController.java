@@ -17,6 +17,7 @@ import io.weightrelay.control.web.EncodedBodies;
 import jakarta.servlet.http.HttpServletRequest;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import org.springframework.core.io.Resource;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
@@ -31,6 +32,7 @@ record GenerationsController(
         GenerationLifecycle lifecycle,
         GenerationQueries generations,
         ManifestStore manifests,
+        MooncakeManifests mooncake,
         Leases leases,
         GenerationGc gc,
         HttpServletRequest request)
@@ -90,6 +92,13 @@ record GenerationsController(
                 request,
                 () -> manifests.gzippedManifest(model, generation),
                 () -> manifests.encodedManifest(model, generation));
+    }
+
+    @Override
+    public ResponseEntity<Map<String, Object>> getGenerationManifestMooncake3187(
+            String model, Long generation) {
+        MooncakeManifests.Exported exported = mooncake.export(model, generation);
+        return ResponseEntity.ok().eTag(exported.digest()).body(exported.body());
     }
 
     @Override

@@ -57,6 +57,7 @@ class ControlAccessPolicy extends AccessRules {
         rule("POST", "/api/v1/segments/" + ID + "/heartbeat", OWN, "segment"),
         rule("DELETE", "/api/v1/segments/" + ID, OWN_OR_OPERATE, "segment"),
         rule("PUT", "/api/v1/placements/" + SEG, UPDATE),
+        rule("POST", "/api/v1/placements/mooncake-3187", UPDATE),
         rule("PUT", "/api/v1/loaders/" + ID, UPDATE, "instance"),
         rule("POST", "/api/v1/loaders/" + ID + "/heartbeat", UPDATE, "instance"),
         rule("DELETE", "/api/v1/loaders/" + ID, UPDATE_OR_OPERATE, "instance"),

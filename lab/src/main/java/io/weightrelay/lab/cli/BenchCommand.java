@@ -201,6 +201,23 @@ final class BenchCommand extends RelayCommand {
                                 + " default the ranks spread evenly over the nodes.")
         Integer gpusPerNode;
 
+        @Option(
+                names = "--against",
+                paramLabel = "PLANNER",
+                description =
+                        "Also plan the deployment with a reference planner: mooncake-3441"
+                                + " (Mooncake's own, from the test venv python/ci-venv.sh makes),"
+                                + " printing reference_plan_ms, reference_peak_bytes and"
+                                + " reference_vs_ours, or the refusal as a result.")
+        String against;
+
+        @Option(
+                names = "--against-timeout-s",
+                paramLabel = "S",
+                converter = Values.Positive.class,
+                description = "The reference's time limit; reference timeout past it; default 600.")
+        Integer againstTimeoutS;
+
         @Override
         void check() {
             if (tp == null && ep == null) {
