@@ -2,6 +2,10 @@ package io.weightrelay.control;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.api.control.model.GenerationState;
+import io.weightrelay.api.control.model.Lease;
+import io.weightrelay.api.control.model.LeaseRequest;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
 import java.net.http.HttpResponse;
@@ -144,5 +148,96 @@ class LeastPrivilegeTest extends ControlApiTestSupport {
         assertProblem(get("/api/v1/segments", METRICS), 403, "forbidden");
         assertProblem(get("/actuator/metrics", METRICS), 403, "forbidden");
         assertProblem(putSegment(OTHER_SEGMENT, METRICS, registration()), 403, "forbidden");
+    }
+
+    private static String lost(String segment) {
+        return "{\"segment\":\"" + segment + "\",\"objects\":2,\"reason\":\"re-created\"}";
+    }
+
+    @Test
+    void onlyTheOwnerOfASegmentHoldingAGenerationsObjectsMarksItLost() {
+        String model = newModel();
+        long mine = publishIn(model, 1, BOUND_SEGMENT);
+        long theirs = publishIn(model, 2, OTHER_SEGMENT);
+        String minePath = generationPath(model, mine) + "/lost";
+        String theirsPath = generationPath(model, theirs) + "/lost";
+
+        // A trainer token destroys no committed generation.
+        assertProblem(call("POST", theirsPath, TRAINER, lost(OTHER_SEGMENT)), 403, "forbidden");
+        assertProblem(call("POST", theirsPath, LOADER, lost(OTHER_SEGMENT)), 403, "forbidden");
+        // A bound owner speaks for its own segment only...
+        assertMismatch(
+                call("POST", theirsPath, OWNER_BOUND, lost(OTHER_SEGMENT)),
+                BOUND_SEGMENT,
+                OTHER_SEGMENT);
+        // ...and only about generations with objects in it.
+        HttpResponse<String> none = call("POST", theirsPath, OWNER_BOUND, lost(BOUND_SEGMENT));
+        assertProblem(none, 409, "segment-holds-no-objects");
+        assertThat(none.body())
+                .contains("\"segment\":\"" + BOUND_SEGMENT + "\"")
+                .contains("generation " + theirs);
+        assertProblem(
+                call("POST", theirsPath, OPERATOR, lost(BOUND_SEGMENT)),
+                409,
+                "segment-holds-no-objects");
+        assertThat(read(generationPath(model, theirs), Generation.class).getState())
+                .as("no refused call touched it")
+                .isEqualTo(GenerationState.ACTIVE);
+
+        Generation lostMine =
+                ok(call("POST", minePath, OWNER_BOUND, lost(BOUND_SEGMENT)), Generation.class);
+        assertThat(lostMine.getState()).isEqualTo(GenerationState.LOST);
+        assertThat(lostMine.getLostReason()).contains(BOUND_SEGMENT);
+        // An operator may mark any segment's loss, an unbound owner token any segment's.
+        assertThat(
+                        ok(call("POST", theirsPath, OWNER, lost(OTHER_SEGMENT)), Generation.class)
+                                .getState())
+                .isEqualTo(GenerationState.LOST);
+        assertThat(
+                        ok(
+                                        call("POST", theirsPath, OPERATOR, lost(OTHER_SEGMENT)),
+                                        Generation.class)
+                                .getState())
+                .isEqualTo(GenerationState.LOST);
+    }
+
+    @Test
+    void aBoundLoaderLeasesForItsOwnInstanceOnlyAndNoLongerThanTheLimit() {
+        String model = newModel();
+        long g = publish(model, 1);
+        String leases = generationPath(model, g) + "/leases";
+        assertMismatch(
+                call("POST", leases, LOADER_BOUND, new LeaseRequest(OTHER_INSTANCE, 60)),
+                BOUND_INSTANCE,
+                OTHER_INSTANCE);
+        assertMismatch(
+                call("DELETE", leases + "/" + OTHER_INSTANCE, LOADER_BOUND, null),
+                BOUND_INSTANCE,
+                OTHER_INSTANCE);
+        Lease own =
+                ok(
+                        call("POST", leases, LOADER_BOUND, new LeaseRequest(BOUND_INSTANCE, 3600)),
+                        Lease.class);
+        assertThat(own.getHolder()).isEqualTo(BOUND_INSTANCE);
+        assertThat(call("DELETE", leases + "/" + BOUND_INSTANCE, LOADER_BOUND, null).statusCode())
+                .isEqualTo(204);
+
+        // relay.generations.max-lease-ttl (1h by default) bounds every lease, whoever asks.
+        for (String token : new String[] {LOADER_BOUND, LOADER}) {
+            HttpResponse<String> tooLong =
+                    call("POST", leases, token, new LeaseRequest(BOUND_INSTANCE, 86400));
+            assertProblem(tooLong, 400, "lease-ttl-too-long");
+            assertThat(tooLong.body())
+                    .contains("\"maxTtlSeconds\":3600")
+                    .contains("\"ttlSeconds\":86400")
+                    .contains("relay.generations.max-lease-ttl");
+        }
+        HttpResponse<String> prepare =
+                call(
+                        "POST",
+                        sessionPath(model, g, "grp") + "/preparations",
+                        LOADER_BOUND,
+                        "{\"instance\":\"" + BOUND_INSTANCE + "\",\"leaseTtlSeconds\":86400}");
+        assertProblem(prepare, 400, "lease-ttl-too-long");
     }
 }

@@ -24,7 +24,11 @@ public enum GenerationProblems implements ProblemKind.Catalogued {
     GENERATION_INCOMPLETE,
     COMMIT_CONFLICT,
     GENERATION_NOT_LEASABLE,
-    GENERATION_LOST;
+    GENERATION_LOST,
+    /** A loss reported for a segment in which the generation registered no object. */
+    SEGMENT_HOLDS_NO_OBJECTS,
+    /** A lease asked for longer than {@code relay.generations.max-lease-ttl}. */
+    LEASE_TTL_TOO_LONG;
 
     /** Shared with the publishers and loaders. */
     public static final ProblemKind GENERATION_NOT_FOUND = CommonProblems.GENERATION_NOT_FOUND;

@@ -149,6 +149,7 @@ public class UpdateService {
     public UpdatePreparation prepare(
             String model, long generation, String group, UpdatePreparationRequest request) {
         String instance = request.getInstance();
+        leases.requireTtl(request.getLeaseTtlSeconds());
         StoredGeneration g = committed(model, generation);
         PlanService.Resolution resolved = plans.resolve(model, g, group);
         PlanSummary plan = resolved.summary();
