@@ -6,8 +6,10 @@ import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.Lease;
 import io.weightrelay.api.control.model.LeaseRequest;
+import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
+import io.weightrelay.api.control.model.UpdateSession;
 import java.net.http.HttpResponse;
 import org.junit.jupiter.api.Test;
 
@@ -199,6 +201,81 @@ class LeastPrivilegeTest extends ControlApiTestSupport {
                                         Generation.class)
                                 .getState())
                 .isEqualTo(GenerationState.LOST);
+    }
+
+    private static String session(String instances, String planId) {
+        return "{\"instances\":["
+                + instances
+                + "]"
+                + (planId == null ? "" : ",\"planId\":\"" + planId + "\"")
+                + "}";
+    }
+
+    @Test
+    void aLoaderStartsOnlyItsOwnGroupsSessionOnAPlanWithNoInventedInstance() {
+        String model = newModel();
+        long g = publish(model, 1);
+        String stranger = model + "-other";
+        registerLoader(BOUND_INSTANCE, compatLoader(model, "grp-own", "r0", 1));
+        registerLoader(stranger, compatLoader(model, "grp-other", "r1", 1));
+        try {
+            PlanSummary own = resolvePlan(model, g, "grp-own");
+            String ownSession = sessionPath(model, g, "grp-own");
+            String otherSession = sessionPath(model, g, "grp-other");
+            String me = "\"" + BOUND_INSTANCE + "\"";
+
+            HttpResponse<String> noPlan = call("PUT", ownSession, LOADER_BOUND, session(me, null));
+            assertProblem(noPlan, 400, "invalid-request");
+            assertThat(noPlan.body()).contains("planId");
+
+            // Another group's session, with invented instances: the token's loader is not in it.
+            String ghosts = "\"ghost-1\",\"ghost-2\"";
+            HttpResponse<String> foreign =
+                    call("PUT", otherSession, LOADER_BOUND, session(ghosts, own.getPlanId()));
+            assertProblem(foreign, 403, "identity-mismatch");
+            assertThat(foreign.body())
+                    .contains("\"boundTo\":\"" + BOUND_INSTANCE + "\"")
+                    .contains("\"requested\":\"grp-other\"")
+                    .doesNotContain(LOADER_BOUND);
+            // Its own group, with an invented instance beside its own.
+            HttpResponse<String> padded =
+                    call(
+                            "PUT",
+                            ownSession,
+                            LOADER_BOUND,
+                            session(me + ",\"ghost-1\"", own.getPlanId()));
+            assertProblem(padded, 409, "not-a-participant");
+            assertThat(padded.body()).contains("ghost-1");
+            // Its own group without itself.
+            assertProblem(
+                    call(
+                            "PUT",
+                            ownSession,
+                            LOADER_BOUND,
+                            session("\"" + stranger + "\"", own.getPlanId())),
+                    403,
+                    "identity-mismatch");
+            // An unbound loader token invents no instance either, nor moves one between groups.
+            assertProblem(
+                    call("PUT", otherSession, LOADER, session(ghosts, own.getPlanId())),
+                    409,
+                    "not-a-participant");
+            assertProblem(
+                    call("PUT", otherSession, LOADER, session(me, own.getPlanId())),
+                    409,
+                    "not-a-participant");
+            assertProblem(get(ownSession, OPERATOR), 404, "session-not-found");
+            assertProblem(get(otherSession, OPERATOR), 404, "session-not-found");
+
+            UpdateSession started =
+                    ok(
+                            call("PUT", ownSession, LOADER_BOUND, session(me, own.getPlanId())),
+                            UpdateSession.class);
+            assertThat(started.getPlanId()).isEqualTo(own.getPlanId());
+        } finally {
+            call("DELETE", "/api/v1/loaders/" + BOUND_INSTANCE, OPERATOR, null);
+            call("DELETE", "/api/v1/loaders/" + stranger, OPERATOR, null);
+        }
     }
 
     @Test

@@ -22,9 +22,9 @@ import org.springframework.stereotype.Component;
  * checkpoints, losses) and may deregister anything. Requests about one segment or one loader
  * instance refuse a token bound to another one (the lease released; and a body's segment, lease
  * holder, reporting instance or session group: {@code GenerationsController}, {@code
- * UpdatesController}). The operator summaries ({@code /api/v1/operator/**}) are for operators only;
- * the console's static files ({@code /console/**}) are public. Whatever is not listed needs an
- * operator token.
+ * UpdatesController}, {@code UpdateService}). The operator summaries ({@code /api/v1/operator/**})
+ * are for operators only; the console's static files ({@code /console/**}) are public. Whatever is
+ * not listed needs an operator token.
  */
 @Component
 class ControlAccessPolicy extends AccessRules {

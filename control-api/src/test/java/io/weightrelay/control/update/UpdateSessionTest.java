@@ -10,7 +10,6 @@ import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
-import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
@@ -42,9 +41,12 @@ class UpdateSessionTest extends ControlApiTestSupport {
     /** The epoch each instance's latest registration returned. */
     private final Map<String, Long> epochs = new HashMap<>();
 
+    /** The plan each generation's session was started on. */
+    private final Map<Long, String> planIds = new HashMap<>();
+
     /** Registers {@code instance} as a loader of {@link #GROUP}; returns its new epoch. */
     private long registerInGroup(String instance) {
-        Loader loader = registerLoader(instance, compatLoader(model, GROUP, "r0", 1));
+        Loader loader = registerLoader(instance, compatLoader(model, GROUP, "r-" + instance, 1));
         epochs.put(instance, loader.getEpoch());
         return loader.getEpoch();
     }
@@ -58,9 +60,30 @@ class UpdateSessionTest extends ControlApiTestSupport {
         for (String instance : instances) {
             registerInGroup(instance);
         }
-        UpdateSessionRequest request = new UpdateSessionRequest(List.of(instances));
+        planIds.put(generation, resolvePlan(model, generation, GROUP).getPlanId());
+        UpdateSessionRequest request =
+                new UpdateSessionRequest(List.of(instances), planIds.get(generation));
         request.setPhaseTimeoutSeconds(timeout);
         return join(generation, request);
+    }
+
+    /** A request to join the session of {@code generation} again, on the plan it started on. */
+    private UpdateSessionRequest again(long generation, String... instances) {
+        return new UpdateSessionRequest(List.of(instances), planIds.get(generation));
+    }
+
+    /**
+     * {@code report} with the range checksums of everything the plan has its loader read, read
+     * right: what a loader sends with APPLIED.
+     */
+    private PhaseReport readRight(long generation, PhaseReport report) {
+        if (report.getPhase() == ReportedPhase.APPLIED) {
+            List<RangeChecksums.Entry> read =
+                    plannedReads(planIds.get(generation), Crc32c.parse("crc32c:0badf00d"))
+                            .getOrDefault(report.getInstance(), List.of());
+            report.setChecksums(new RangeChecksums(read).encode());
+        }
+        return report;
     }
 
     /** Publishes generation 1 and starts its session with {@code instances}; returns it. */
@@ -79,7 +102,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
             report.setError("read of m/1/x@0 returned 12 of 4096 bytes");
             report.setFailingPeer("seg-t1");
         }
-        return send(generation, report);
+        return send(generation, readRight(generation, report));
     }
 
     /**
@@ -136,11 +159,14 @@ class UpdateSessionTest extends ControlApiTestSupport {
         long g = publish(model, 1);
         UpdateSession session = start(g, 60, "b", "a");
         assertThat(session.getState()).isEqualTo(SessionState.PREPARING);
-        UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
+        UpdateSessionRequest again = again(g, "a", "b");
         again.setPhaseTimeoutSeconds(60);
         assertThat(join(g, again).getState()).isEqualTo(SessionState.PREPARING);
+        // c joins the group, and its plan, after the session started with a and b
+        registerInGroup("c");
+        String withC = resolvePlan(model, g, GROUP).getPlanId();
         assertProblem(
-                call("PUT", session(g), LOADER, new UpdateSessionRequest(List.of("a", "c"))),
+                call("PUT", session(g), LOADER, new UpdateSessionRequest(List.of("a", "c"), withC)),
                 409,
                 "session-conflict");
 
@@ -252,8 +278,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         bFailedOnceApplyBegan(g, ReportedPhase.APPLYING);
 
         // the same lives joining again find the session as it ended
-        UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
-        UpdateSession same = join(g, again);
+        UpdateSession same = join(g, again(g, "a", "b"));
         assertThat(same.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
 
         // rebuilt (registered again, new epochs), the group loads the same generation afresh
@@ -279,7 +304,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         EVERY_PHASE.forEach(phase -> reportedByEach(g, phase, "a", "b"));
 
         // the same lives joining again find the session as it ended
-        UpdateSession same = join(g, new UpdateSessionRequest(List.of("a", "b")));
+        UpdateSession same = join(g, again(g, "a", "b"));
         assertThat(same.getState()).isEqualTo(SessionState.DONE);
 
         UpdateSession fresh = start(g, 60, "a", "b");
@@ -349,7 +374,9 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport stale = phaseReport(instance, ReportedPhase.PREPARED, second.getEpoch());
         assertProblem(send(g, stale), 409, "epoch-fenced");
         for (ReportedPhase phase : EVERY_PHASE) {
-            ok(send(g, phaseReport(instance, phase, epochs.get(instance))), UpdateSession.class);
+            ok(
+                    send(g, readRight(g, phaseReport(instance, phase, epochs.get(instance)))),
+                    UpdateSession.class);
         }
         assertThat(ok(get("/api/v1/loaders/" + instance, OPERATOR), Loader.class).getGeneration())
                 .isEqualTo(g);
@@ -417,16 +444,6 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(session.getFailure()).contains("re-registered during the update");
     }
 
-    /** Range checksums of one object that combine to {@code whole}: [0, split) and the rest. */
-    private static List<RangeChecksums.Entry> tiles(
-            String object, long size, long split, int whole) {
-        int head = 0x5eed1234;
-        int tail = whole ^ Crc32c.combine(head, 0, size - split);
-        return List.of(
-                new RangeChecksums.Entry(object, 0, split, head),
-                new RangeChecksums.Entry(object, split, size - split, tail));
-    }
-
     private HttpResponse<String> applied(
             long g, String instance, List<RangeChecksums.Entry> entries) {
         PhaseReport r = phaseReport(instance, ReportedPhase.APPLIED, epochs.get(instance));
@@ -434,22 +451,35 @@ class UpdateSessionTest extends ControlApiTestSupport {
         return send(g, r);
     }
 
+    /**
+     * What "ca" and "cb" read of generation {@code g} by the session's plan, each range's CRC32C
+     * such that an object's ranges combine to its registered checksum; with {@code corrupt}, the
+     * first range cb read (or ca, when cb reads nothing) does not.
+     */
     private List<List<RangeChecksums.Entry>> readByTwo(long g, boolean corrupt) {
-        List<RangeChecksums.Entry> first = new ArrayList<>();
-        List<RangeChecksums.Entry> second = new ArrayList<>();
-        int registered = Crc32c.parse("crc32c:0badf00d");
-        for (StoredFragment f : fragments(model, g)) {
-            String object = f.getKey().substring((model + "/" + g + "/").length());
-            List<RangeChecksums.Entry> t =
-                    tiles(object, f.getBytes(), f.getBytes() / 3, registered);
-            first.add(t.get(0));
-            second.add(t.get(1));
-        }
+        Map<String, List<RangeChecksums.Entry>> planned =
+                plannedReads(planIds.get(g), Crc32c.parse("crc32c:0badf00d"));
+        List<RangeChecksums.Entry> first = new ArrayList<>(planned.getOrDefault("ca", List.of()));
+        List<RangeChecksums.Entry> second = new ArrayList<>(planned.getOrDefault("cb", List.of()));
         if (corrupt) {
-            RangeChecksums.Entry e = second.get(0);
-            second.set(0, new RangeChecksums.Entry(e.object(), e.offset(), e.length(), ~e.crc()));
+            List<RangeChecksums.Entry> wrong = second.isEmpty() ? first : second;
+            RangeChecksums.Entry e = wrong.get(0);
+            wrong.set(0, new RangeChecksums.Entry(e.object(), e.offset(), e.length(), ~e.crc()));
         }
         return List.of(first, second);
+    }
+
+    /**
+     * The loaders among {@code reads} that read part of {@code object}, as a failure names them.
+     */
+    private static String readersOf(String object, List<List<RangeChecksums.Entry>> reads) {
+        List<String> readers = new ArrayList<>();
+        for (int i = 0; i < reads.size(); i++) {
+            if (reads.get(i).stream().anyMatch(e -> e.object().equals(object))) {
+                readers.add(i == 0 ? "ca" : "cb");
+            }
+        }
+        return String.join(",", readers);
     }
 
     @Test
@@ -461,7 +491,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(one.getState()).isEqualTo(SessionState.APPLYING);
         UpdateSession both = ok(applied(g, "cb", reads.get(1)), UpdateSession.class);
         assertThat(both.getState()).isEqualTo(SessionState.POST_APPLYING);
-        assertThat(both.getVerifiedObjects()).isEqualTo((long) reads.get(0).size());
+        assertThat(both.getVerifiedObjects()).isEqualTo((long) fragments(model, g).size());
         assertThat(both.getPartialObjects()).isZero();
         assertThat(both.getDurations().getVerifyMs()).isNotNull();
         assertThat(barrier(g, "applied", 0).getOpen()).isTrue();
@@ -474,13 +504,14 @@ class UpdateSessionTest extends ControlApiTestSupport {
         start(g, 60, "ca", "cb");
         reportedByEach(g, ReportedPhase.PREPARED, "ca", "cb");
         List<List<RangeChecksums.Entry>> reads = readByTwo(g, true);
-        String object = reads.get(1).get(0).object();
+        String object = (reads.get(1).isEmpty() ? reads.get(0) : reads.get(1)).get(0).object();
+        String readers = readersOf(object, reads);
         ok(applied(g, "ca", reads.get(0)), UpdateSession.class);
         UpdateSession failed = ok(applied(g, "cb", reads.get(1)), UpdateSession.class);
         assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
-        assertThat(failed.getFailedInstance()).isEqualTo("ca,cb");
+        assertThat(failed.getFailedInstance()).isEqualTo(readers);
         assertThat(failed.getFailure())
-                .contains("object " + object, "ca", "cb", "does not match its registered checksum");
+                .contains("object " + object, readers, "does not match its registered checksum");
         BarrierStatus applied = barrier(g, "applied", 0);
         assertThat(applied.getOpen()).isFalse();
         assertThat(applied.getFailed()).isTrue();
