@@ -14,6 +14,7 @@ import io.weightrelay.api.control.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.model.RegisterObjectsResponse;
 import io.weightrelay.api.control.server.GenerationsApi;
 import io.weightrelay.control.web.EncodedBodies;
+import io.weightrelay.service.security.Caller;
 import jakarta.servlet.http.HttpServletRequest;
 import java.time.Duration;
 import java.util.List;
@@ -67,6 +68,8 @@ record GenerationsController(
     @Override
     public ResponseEntity<Generation> loseGeneration(
             String model, Long generation, LostRequest request) {
+        // Only the owner of the segment whose bytes are gone speaks for them (or an operator).
+        Caller.requireMayActFor("segment", request.getSegment());
         return ResponseEntity.ok(
                 lifecycle.lose(
                         model,
@@ -124,6 +127,8 @@ record GenerationsController(
 
     @Override
     public ResponseEntity<Lease> acquireLease(String model, Long generation, LeaseRequest request) {
+        // A loader holds generations in its own name: a token bound to another one is refused.
+        Caller.requireMayActFor("instance", request.getHolder());
         return ResponseEntity.ok(
                 leases.lease(model, generation, request.getHolder(), request.getTtlSeconds()));
     }

@@ -11,7 +11,6 @@ import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
-import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
@@ -60,9 +59,12 @@ class UpdateSessionTest extends ControlApiTestSupport {
     /** The epoch each instance's latest registration returned. */
     private final Map<String, Long> epochs = new HashMap<>();
 
+    /** The plan each generation's session was started on. */
+    private final Map<Long, String> planIds = new HashMap<>();
+
     /** Registers {@code instance} as a loader of {@link #GROUP}; returns its new epoch. */
     private long registerInGroup(String instance) {
-        Loader loader = registerLoader(instance, compatLoader(model, GROUP, "r0", 1));
+        Loader loader = registerLoader(instance, compatLoader(model, GROUP, "r-" + instance, 1));
         epochs.put(instance, loader.getEpoch());
         return loader.getEpoch();
     }
@@ -76,9 +78,30 @@ class UpdateSessionTest extends ControlApiTestSupport {
         for (String instance : instances) {
             registerInGroup(instance);
         }
-        UpdateSessionRequest request = new UpdateSessionRequest(List.of(instances));
+        planIds.put(generation, resolvePlan(model, generation, GROUP).getPlanId());
+        UpdateSessionRequest request =
+                new UpdateSessionRequest(List.of(instances), planIds.get(generation));
         request.setPhaseTimeoutSeconds(timeout);
         return join(generation, request);
+    }
+
+    /** A request to join the session of {@code generation} again, on the plan it started on. */
+    private UpdateSessionRequest again(long generation, String... instances) {
+        return new UpdateSessionRequest(List.of(instances), planIds.get(generation));
+    }
+
+    /**
+     * {@code report} with the range checksums of everything the plan has its loader read, read
+     * right: what a loader sends with APPLIED.
+     */
+    private PhaseReport readRight(long generation, PhaseReport report) {
+        if (report.getPhase() == ReportedPhase.APPLIED) {
+            List<RangeChecksums.Entry> read =
+                    plannedReads(planIds.get(generation), Crc32c.parse("crc32c:0badf00d"))
+                            .getOrDefault(report.getInstance(), List.of());
+            report.setChecksums(new RangeChecksums(read).encode());
+        }
+        return report;
     }
 
     /** Publishes generation 1 and starts its session with {@code instances}; returns it. */
@@ -97,7 +120,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
             report.setError("read of m/1/x@0 returned 12 of 4096 bytes");
             report.setFailingPeer("seg-t1");
         }
-        return send(generation, report);
+        return send(generation, readRight(generation, report));
     }
 
     /**
@@ -154,11 +177,14 @@ class UpdateSessionTest extends ControlApiTestSupport {
         long g = publish(model, 1);
         UpdateSession session = start(g, 60, "b", "a");
         assertThat(session.getState()).isEqualTo(SessionState.PREPARING);
-        UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
+        UpdateSessionRequest again = again(g, "a", "b");
         again.setPhaseTimeoutSeconds(60);
         assertThat(join(g, again).getState()).isEqualTo(SessionState.PREPARING);
+        // c joins the group, and its plan, after the session started with a and b
+        registerInGroup("c");
+        String withC = resolvePlan(model, g, GROUP).getPlanId();
         assertProblem(
-                call("PUT", session(g), LOADER, new UpdateSessionRequest(List.of("a", "c"))),
+                call("PUT", session(g), LOADER, new UpdateSessionRequest(List.of("a", "c"), withC)),
                 409,
                 "session-conflict");
 
@@ -270,8 +296,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         bFailedOnceApplyBegan(g, ReportedPhase.APPLYING);
 
         // the same lives joining again find the session as it ended
-        UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
-        UpdateSession same = join(g, again);
+        UpdateSession same = join(g, again(g, "a", "b"));
         assertThat(same.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
 
         // rebuilt (registered again, new epochs), the group loads the same generation afresh
@@ -348,7 +373,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         EVERY_PHASE.forEach(phase -> reportedByEach(g, phase, "a", "b"));
 
         // the same lives joining again find the session as it ended
-        UpdateSession same = join(g, new UpdateSessionRequest(List.of("a", "b")));
+        UpdateSession same = join(g, again(g, "a", "b"));
         assertThat(same.getState()).isEqualTo(SessionState.DONE);
 
         UpdateSession fresh = start(g, 60, "a", "b");
@@ -418,7 +443,9 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport stale = phaseReport(instance, ReportedPhase.PREPARED, second.getEpoch());
         assertProblem(send(g, stale), 409, "epoch-fenced");
         for (ReportedPhase phase : EVERY_PHASE) {
-            ok(send(g, phaseReport(instance, phase, epochs.get(instance))), UpdateSession.class);
+            ok(
+                    send(g, readRight(g, phaseReport(instance, phase, epochs.get(instance)))),
+                    UpdateSession.class);
         }
         assertThat(ok(get("/api/v1/loaders/" + instance, OPERATOR), Loader.class).getGeneration())
                 .isEqualTo(g);
@@ -486,16 +513,6 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(session.getFailure()).contains("re-registered during the update");
     }
 
-    /** Range checksums of one object that combine to {@code whole}: [0, split) and the rest. */
-    private static List<RangeChecksums.Entry> tiles(
-            String object, long size, long split, int whole) {
-        int head = 0x5eed1234;
-        int tail = whole ^ Crc32c.combine(head, 0, size - split);
-        return List.of(
-                new RangeChecksums.Entry(object, 0, split, head),
-                new RangeChecksums.Entry(object, split, size - split, tail));
-    }
-
     private HttpResponse<String> applied(
             long g, String instance, List<RangeChecksums.Entry> entries) {
         PhaseReport r = phaseReport(instance, ReportedPhase.APPLIED, epochs.get(instance));
@@ -504,33 +521,46 @@ class UpdateSessionTest extends ControlApiTestSupport {
     }
 
     /**
-     * Reports of two readers of a generation registered with stand-in checksums (no bytes stored):
-     * made-up range checksums that combine to each object's registered one.
+     * What "ca" and "cb" read of generation {@code g} by the session's plan, each range's CRC32C
+     * such that an object's ranges combine to its registered checksum; with {@code corrupt}, the
+     * first range cb read (or ca, when cb reads nothing) does not.
      */
-    private List<List<RangeChecksums.Entry>> tiledByTwo(long g) {
-        List<RangeChecksums.Entry> first = new ArrayList<>();
-        List<RangeChecksums.Entry> second = new ArrayList<>();
-        int registered = Crc32c.parse("crc32c:0badf00d");
-        for (StoredFragment f : fragments(model, g)) {
-            String object = f.getKey().substring((model + "/" + g + "/").length());
-            List<RangeChecksums.Entry> t =
-                    tiles(object, f.getBytes(), f.getBytes() / 3, registered);
-            first.add(t.get(0));
-            second.add(t.get(1));
+    private List<List<RangeChecksums.Entry>> readByTwo(long g, boolean corrupt) {
+        Map<String, List<RangeChecksums.Entry>> planned =
+                plannedReads(planIds.get(g), Crc32c.parse("crc32c:0badf00d"));
+        List<RangeChecksums.Entry> first = new ArrayList<>(planned.getOrDefault("ca", List.of()));
+        List<RangeChecksums.Entry> second = new ArrayList<>(planned.getOrDefault("cb", List.of()));
+        if (corrupt) {
+            List<RangeChecksums.Entry> wrong = second.isEmpty() ? first : second;
+            RangeChecksums.Entry e = wrong.get(0);
+            wrong.set(0, new RangeChecksums.Entry(e.object(), e.offset(), e.length(), ~e.crc()));
         }
         return List.of(first, second);
+    }
+
+    /**
+     * The loaders among {@code reads} that read part of {@code object}, as a failure names them.
+     */
+    private static String readersOf(String object, List<List<RangeChecksums.Entry>> reads) {
+        List<String> readers = new ArrayList<>();
+        for (int i = 0; i < reads.size(); i++) {
+            if (reads.get(i).stream().anyMatch(e -> e.object().equals(object))) {
+                readers.add(i == 0 ? "ca" : "cb");
+            }
+        }
+        return String.join(",", readers);
     }
 
     @Test
     void theAppliedBarrierOpensOnlyOnceEveryObjectReadMatchesItsPublishedChecksum() {
         long g = publishedAndStarted(60, "ca", "cb");
         reportedByEach(g, ReportedPhase.PREPARED, "ca", "cb");
-        List<List<RangeChecksums.Entry>> reads = tiledByTwo(g);
+        List<List<RangeChecksums.Entry>> reads = readByTwo(g, false);
         UpdateSession one = ok(applied(g, "ca", reads.get(0)), UpdateSession.class);
         assertThat(one.getState()).isEqualTo(SessionState.APPLYING);
         UpdateSession both = ok(applied(g, "cb", reads.get(1)), UpdateSession.class);
         assertThat(both.getState()).isEqualTo(SessionState.POST_APPLYING);
-        assertThat(both.getVerifiedObjects()).isEqualTo((long) reads.get(0).size());
+        assertThat(both.getVerifiedObjects()).isEqualTo((long) fragments(model, g).size());
         assertThat(both.getPartialObjects()).isZero();
         assertThat(both.getDurations().getVerifyMs()).isNotNull();
         assertThat(barrier(g, "applied", 0).getOpen()).isTrue();
@@ -568,27 +598,29 @@ class UpdateSessionTest extends ControlApiTestSupport {
     private record Stored(long generation, Map<String, byte[]> bytes) {}
 
     /**
-     * What two honest readers report reading {@code stored}: the first third of every object by the
-     * first, the rest by the second, each with the CRC32C of the bytes it read.
+     * What {@code readers} report reading of {@code stored} by the plan of their session of
+     * generation {@code g} (each reader's planned ranges, in order), each range with the CRC32C of
+     * the bytes as stored: honest reports, whatever the store holds.
      */
-    private static List<List<RangeChecksums.Entry>> readByTwo(Stored stored) {
-        List<RangeChecksums.Entry> first = new ArrayList<>();
-        List<RangeChecksums.Entry> second = new ArrayList<>();
-        stored.bytes()
-                .forEach(
-                        (object, bytes) -> {
-                            int split = bytes.length / 3;
-                            first.add(
-                                    new RangeChecksums.Entry(
-                                            object, 0, split, Crc32c.of(bytes, 0, split)));
-                            second.add(
-                                    new RangeChecksums.Entry(
-                                            object,
-                                            split,
-                                            bytes.length - split,
-                                            Crc32c.of(bytes, split, bytes.length - split)));
-                        });
-        return List.of(first, second);
+    private List<List<RangeChecksums.Entry>> readByPlan(Stored stored, long g, String... readers) {
+        Map<String, List<RangeChecksums.Entry>> planned = plannedReads(planIds.get(g), 0);
+        List<List<RangeChecksums.Entry>> out = new ArrayList<>();
+        for (String reader : readers) {
+            List<RangeChecksums.Entry> reads = new ArrayList<>();
+            for (RangeChecksums.Entry e : planned.getOrDefault(reader, List.of())) {
+                byte[] bytes = stored.bytes().get(e.object());
+                int offset = Math.toIntExact(e.offset());
+                int length = Math.toIntExact(e.length());
+                reads.add(
+                        new RangeChecksums.Entry(
+                                e.object(),
+                                e.offset(),
+                                e.length(),
+                                Crc32c.of(bytes, offset, length)));
+            }
+            out.add(reads);
+        }
+        return out;
     }
 
     private Generation generation(long g) {
@@ -614,14 +646,15 @@ class UpdateSessionTest extends ControlApiTestSupport {
         long g = stored.generation();
         start(g, 60, "ca", "cb");
         reportedByEach(g, ReportedPhase.PREPARED, "ca", "cb");
-        List<List<RangeChecksums.Entry>> reads = readByTwo(stored);
-        String object = reads.get(0).get(0).object();
+        List<List<RangeChecksums.Entry>> reads = readByPlan(stored, g, "ca", "cb");
+        String object = stored.bytes().keySet().iterator().next();
+        String readers = readersOf(object, reads);
         ok(applied(g, "ca", reads.get(0)), UpdateSession.class);
         UpdateSession failed = ok(applied(g, "cb", reads.get(1)), UpdateSession.class);
         assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
-        assertThat(failed.getFailedInstance()).isEqualTo("ca,cb");
+        assertThat(failed.getFailedInstance()).isEqualTo(readers);
         assertThat(failed.getFailure())
-                .contains("object " + object, "ca", "cb", "does not match its registered checksum")
+                .contains("object " + object, readers, "does not match its registered checksum")
                 .contains("control-api read the stored object back");
         BarrierStatus applied = barrier(g, "applied", 0);
         assertThat(applied.getOpen()).isFalse();
@@ -659,22 +692,27 @@ class UpdateSessionTest extends ControlApiTestSupport {
         long g = stored.generation();
         start(g, 60, "ca", "cb");
         reportedByEach(g, ReportedPhase.PREPARED, "ca", "cb");
-        List<List<RangeChecksums.Entry>> reads = readByTwo(stored);
-        List<RangeChecksums.Entry> lies = new ArrayList<>(reads.get(1));
+        List<List<RangeChecksums.Entry>> reads = readByPlan(stored, g, "ca", "cb");
+        // the liar is cb when the plan has it read anything, else ca
+        int liarIndex = reads.get(1).isEmpty() ? 0 : 1;
+        String liar = liarIndex == 0 ? "ca" : "cb";
+        List<RangeChecksums.Entry> lies = new ArrayList<>(reads.get(liarIndex));
         RangeChecksums.Entry lie = lies.get(0);
         lies.set(0, new RangeChecksums.Entry(lie.object(), lie.offset(), lie.length(), ~lie.crc()));
-        ok(applied(g, "ca", reads.get(0)), UpdateSession.class);
-        UpdateSession failed = ok(applied(g, "cb", lies), UpdateSession.class);
+        List<List<RangeChecksums.Entry>> reported = new ArrayList<>(reads);
+        reported.set(liarIndex, lies);
+        ok(applied(g, "ca", reported.get(0)), UpdateSession.class);
+        UpdateSession failed = ok(applied(g, "cb", reported.get(1)), UpdateSession.class);
 
         assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
-        assertThat(failed.getFailedInstance()).isEqualTo("cb");
+        assertThat(failed.getFailedInstance()).isEqualTo(liar);
         assertThat(failed.getFailure())
-                .contains("object " + lie.object(), "cb", "does not match the stored bytes")
-                .contains("[" + lie.offset() + ", " + lie.end() + ") by cb")
+                .contains("object " + lie.object(), liar, "does not match the stored bytes")
+                .contains("[" + lie.offset() + ", " + lie.end() + ") by " + liar)
                 .doesNotContain("marked corrupt");
         BarrierStatus applied = barrier(g, "applied", 0);
         assertThat(applied.getFailed()).isTrue();
-        assertThat(applied.getFailedInstance()).isEqualTo("cb");
+        assertThat(applied.getFailedInstance()).isEqualTo(liar);
         Generation still = generation(g);
         assertThat(still.getCorruptObject()).isNull();
         assertThat(still.getState()).isEqualTo(GenerationState.ACTIVE);
@@ -686,11 +724,19 @@ class UpdateSessionTest extends ControlApiTestSupport {
         for (String instance : List.of("oa", "ob")) {
             epochs.put(
                     instance,
-                    registerLoader(instance, compatLoader(model, other, "r0", 1)).getEpoch());
+                    registerLoader(instance, compatLoader(model, other, "r-" + instance, 1))
+                            .getEpoch());
         }
+        String otherPlan = resolvePlan(model, g, other).getPlanId();
+        planIds.put(g, otherPlan);
+        List<List<RangeChecksums.Entry>> otherReads = readByPlan(stored, g, "oa", "ob");
         String otherSession = sessionPath(model, g, other);
         ok(
-                call("PUT", otherSession, LOADER, new UpdateSessionRequest(List.of("oa", "ob"))),
+                call(
+                        "PUT",
+                        otherSession,
+                        LOADER,
+                        new UpdateSessionRequest(List.of("oa", "ob"), otherPlan)),
                 UpdateSession.class);
         for (String instance : List.of("oa", "ob")) {
             PhaseReport prepared =
@@ -701,7 +747,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         for (int i = 0; i < 2; i++) {
             String instance = i == 0 ? "oa" : "ob";
             PhaseReport r = phaseReport(instance, ReportedPhase.APPLIED, epochs.get(instance));
-            r.setChecksums(new RangeChecksums(reads.get(i)).encode());
+            r.setChecksums(new RangeChecksums(otherReads.get(i)).encode());
             otherApplied =
                     ok(call("POST", otherSession + "/reports", LOADER, r), UpdateSession.class);
         }

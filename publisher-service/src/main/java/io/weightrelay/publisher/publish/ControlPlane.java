@@ -42,7 +42,7 @@ public interface ControlPlane {
     /**
      * Tells control-api that {@code objects} objects of a generation were in {@code segment} when a
      * previous owner of it died: the generation becomes LOST (or aborted, if still open).
-     * Idempotent.
+     * Idempotent. Sent with the owner token: control-api refuses a loss from a trainer token.
      */
     void loseGeneration(String model, long generation, String segment, long objects, String reason);
 
