@@ -50,7 +50,7 @@ class RelayCliTest {
                         args,
                         new PrintStream(out, true, StandardCharsets.UTF_8),
                         new PrintStream(err, true, StandardCharsets.UTF_8),
-                        (command, entryPoint, forwarded) ->
+                        (command, entryPoint, forwarded, redis) ->
                                 launched.add(new Launch(command, entryPoint, List.of(forwarded))));
         return new Run(
                 code,
