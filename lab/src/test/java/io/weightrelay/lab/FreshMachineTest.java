@@ -35,6 +35,7 @@ class FreshMachineTest {
                                         "-Xmx256m",
                                         "-XX:TieredStopAtLevel=1",
                                         "-Drelay.home=" + ServiceProcess.home(),
+                                        "-Djava.io.tmpdir=" + tmp,
                                         "-cp",
                                         System.getProperty("java.class.path"),
                                         "io.weightrelay.lab.Relay",
