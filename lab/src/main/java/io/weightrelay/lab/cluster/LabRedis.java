@@ -104,13 +104,28 @@ public final class LabRedis implements AutoCloseable {
     }
 
     /**
-     * Whether a Redis at {@code host:port} answers PING with PONG within about a second (a server
-     * still loading its AOF answers LOADING, one that wants a password NOAUTH: neither counts).
+     * Whether a Redis at {@code host:port} answers PING with PONG, asked up to three times (a
+     * server still loading its AOF answers LOADING, one that wants a password NOAUTH: neither
+     * counts). Nothing listening is known in well under a second; a server that accepts but does
+     * not answer takes about ten, so a Redis slow on a loaded machine is not taken for a dead one.
      */
     public static boolean answersPing(String host, int port) {
+        for (int attempt = 0; attempt < 3; attempt++) {
+            if (attempt > 0) {
+                sleep(200);
+            }
+            if (pingOnce(host, port, 2000)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** One PING, waiting at most {@code timeoutMs} to connect and as long for the answer. */
+    private static boolean pingOnce(String host, int port, int timeoutMs) {
         try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress(host, port), 500);
-            s.setSoTimeout(500);
+            s.connect(new InetSocketAddress(host, port), timeoutMs);
+            s.setSoTimeout(timeoutMs);
             s.getOutputStream().write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
             byte[] answer = new byte[7];
             int n = s.getInputStream().read(answer);
@@ -196,7 +211,7 @@ public final class LabRedis implements AutoCloseable {
 
     /** Whether it answers PING with PONG (a server still loading its AOF answers LOADING). */
     private boolean answersPing() {
-        return answersPing(host(), port);
+        return pingOnce(host(), port, 500);
     }
 
     /**
