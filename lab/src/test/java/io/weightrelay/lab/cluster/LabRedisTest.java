@@ -67,5 +67,7 @@ class LabRedisTest {
         assertThat(LabRedis.answersPing("127.0.0.1", port))
                 .as("redis-server on %d still answers after its JVM got SIG%s", port, signal)
                 .isFalse();
+        // The JVM that made it never closed it: its directory is this test's to remove.
+        org.springframework.util.FileSystemUtils.deleteRecursively(dir);
     }
 }
