@@ -16,7 +16,7 @@ import tools.jackson.databind.json.JsonMapper;
  * kept while few are asked for: the export names its generation, so it is not shared by digest.
  */
 @Service
-class MooncakeManifests {
+public class MooncakeManifests {
     private static final int CACHE_MAX = 4;
 
     private final GenerationQueries generations;

@@ -25,7 +25,7 @@ import tools.jackson.databind.json.JsonMapper;
  * #3187 field and its value.
  */
 @Service
-class MooncakePlacements {
+public class MooncakePlacements {
     private final JsonMapper json;
     private final PlacementTemplates templates;
 

@@ -11,6 +11,7 @@ import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
+import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
@@ -340,10 +341,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
                 .isEqualTo(SessionState.APPLYING);
 
         // A session that has not ended keeps its membership: the survivors' is not forced on it.
-        assertProblem(
-                call("PUT", session(g), LOADER, new UpdateSessionRequest(List.of("a"))),
-                409,
-                "session-conflict");
+        assertProblem(call("PUT", session(g), LOADER, again(g, "a")), 409, "session-conflict");
     }
 
     /** The same before apply: an aborted session (the group resumed the old generation). */
