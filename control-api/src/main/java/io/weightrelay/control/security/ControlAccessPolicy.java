@@ -17,11 +17,13 @@ import org.springframework.stereotype.Component;
  * trainers (coordinators and publishers) publish; owners (publishers acting on their own segment)
  * register it with its admin URL (a trainer token may register a segment, but never an admin URL:
  * {@code RegistryController}); loaders register, lease, resolve plans, prepare and report;
- * operators run maintenance (abort, GC, checkpoints) and may deregister anything. Requests about
- * one segment or one loader instance refuse a token bound to another one (and a report names its
- * instance in the body: {@code UpdatesController}). The operator summaries ({@code
- * /api/v1/operator/**}) are for operators only; the console's static files ({@code /console/**})
- * are public. Whatever is not listed needs an operator token.
+ * operators run maintenance (abort, GC, checkpoints) and may deregister anything; a publisher
+ * (trainer token) may collect its model's garbage too, when its segment has no room for the next
+ * generation while retired ones no lease holds still fill it. Requests about one segment or one
+ * loader instance refuse a token bound to another one (and a report names its instance in the body:
+ * {@code UpdatesController}). The operator summaries ({@code /api/v1/operator/**}) are for
+ * operators only; the console's static files ({@code /console/**}) are public. Whatever is not
+ * listed needs an operator token.
  */
 @Component
 class ControlAccessPolicy extends AccessRules {
@@ -52,7 +54,7 @@ class ControlAccessPolicy extends AccessRules {
         rule("POST", "/api/v1/assignments", PUBLISH),
         rule("POST", GEN + "/leases", UPDATE),
         rule("DELETE", GEN + "/leases/" + SEG, UPDATE_OR_OPERATE),
-        rule("POST", "/api/v1/models/" + SEG + "/gc", OPERATE),
+        rule("POST", "/api/v1/models/" + SEG + "/gc", PUBLISH_OR_OPERATE),
         rule("PUT", "/api/v1/segments/" + ID, OWN, "segment"),
         rule("POST", "/api/v1/segments/" + ID + "/heartbeat", OWN, "segment"),
         rule("DELETE", "/api/v1/segments/" + ID, OWN_OR_OPERATE, "segment"),

@@ -169,6 +169,13 @@ final class RestControlPlane implements ControlPlane {
     }
 
     @Override
+    public int collectGarbage(String model) {
+        return call("collect the garbage of " + model, () -> generations.collectGarbage(model))
+                .getCollected()
+                .size();
+    }
+
+    @Override
     public boolean heartbeatSegment(String segment) {
         try {
             call("renew segment " + segment, () -> registry.heartbeatSegment(segment));
