@@ -25,9 +25,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * in alternation. The publishers have them collected when a reservation finds no room.
  *
  * <p>What it costs is the lab's start (control-api, two publishers, two loaders) plus the loop,
- * which it prints apart. Measured on the shared 2-core machine at a load average of 25: 106 s to
- * start, 56 s for the fifty generations (1.1 s each); a quiet machine starts a lab several times
- * faster, and the loop is mostly the two updates' fixed round trips.
+ * which it prints apart. Measured on the shared 2-core machine: 87 s in all at a load average of 12
+ * (45 s to start, 38 s for the fifty generations, 0.77 s each), 165 s at 25; a quiet machine is
+ * faster still, and the loop is mostly the updates' fixed round trips.
  */
 class PublishSoakTest {
 
