@@ -72,7 +72,8 @@ class ControlClient:
         return self.rest.call("GET", f"/api/v1/models/{quote(model)}/generations/active")
 
     def collect_garbage(self, model: str) -> dict[str, Any]:
-        """Operator token: removes retired generations nobody holds."""
+        """Operator or trainer token: removes retired generations nobody holds (publishers also
+        ask for this themselves when their segment has no room for the next generation)."""
         return self.rest.call("POST", f"/api/v1/models/{quote(model)}/gc", None, f"gc {model}")
 
 

@@ -256,6 +256,37 @@ class DataplaneSecurityTest {
         assertStillServingAndUnchanged();
     }
 
+    /**
+     * A remover the owner refuses (here one without the secret, as control-api ran in {@code
+     * ./relay bench publish}) must not take the entry and leave the bytes allocated: the owner
+     * would keep them for as long as it lives, with no entry left to free them by, and a segment
+     * sized for two generations fills up after a few collections. The object stays published and
+     * readable, and a remover with the secret frees it.
+     */
+    @Test
+    void aRefusedFreeKeepsTheObjectInsteadOfLeakingItsSpace() throws Exception {
+        long free = Long.parseLong(owner.command("free"));
+        Dataplane noSecret =
+                open(
+                        DataplaneConfig.builder("control-no-secret")
+                                .keyPrefix(scope.prefix())
+                                .remover(true));
+        assertThatThrownBy(() -> noSecret.store().remove("obj"))
+                .isInstanceOfSatisfying(
+                        PermissionDeniedException.class,
+                        e -> assertThat(e.subject()).isEqualTo("obj"))
+                .hasMessageContaining("target")
+                .hasMessageContaining("stays stored");
+        assertThat(friend.store().exists("obj")).isTrue();
+        assertThat(friend.store().locations("obj")).hasSize(1);
+        assertThat(Long.parseLong(owner.command("free"))).isEqualTo(free);
+        assertStillServingAndUnchanged();
+
+        Dataplane control = open(TestEngines.config("control", scope.prefix()).remover(true));
+        assertThat(control.store().remove("obj")).isTrue();
+        assertThat(Long.parseLong(owner.command("free"))).isEqualTo(SIZE);
+    }
+
     @Test
     void moreConnectionsThanTheCapAreRefusedCleanly() throws Exception {
         // The friend's pooled connections are open (it read in setUp) and stay served.

@@ -19,12 +19,13 @@ import org.springframework.stereotype.Component;
  * {@code RegistryController}) and report a generation lost when they re-created the segment that
  * held its objects (a trainer token may not: it would destroy a committed generation); loaders
  * register, lease, resolve plans, prepare and report; operators run maintenance (abort, GC,
- * checkpoints, losses) and may deregister anything. Requests about one segment or one loader
- * instance refuse a token bound to another one (the lease released; and a body's segment, lease
- * holder, reporting instance or session group: {@code GenerationsController}, {@code
- * UpdatesController}, {@code UpdateService}). The operator summaries ({@code /api/v1/operator/**})
- * are for operators only; the console's static files ({@code /console/**}) are public. Whatever is
- * not listed needs an operator token.
+ * checkpoints, losses) and may deregister anything; a publisher (trainer token) may collect its
+ * model's garbage too, when its segment has no room for the next generation while retired ones no
+ * lease holds still fill it. Requests about one segment or one loader instance refuse a token bound
+ * to another one (the lease released; and a body's segment, lease holder, reporting instance or
+ * session group: {@code GenerationsController}, {@code UpdatesController}, {@code UpdateService}).
+ * The operator summaries ({@code /api/v1/operator/**}) are for operators only; the console's static
+ * files ({@code /console/**}) are public. Whatever is not listed needs an operator token.
  */
 @Component
 class ControlAccessPolicy extends AccessRules {
@@ -56,7 +57,7 @@ class ControlAccessPolicy extends AccessRules {
         rule("POST", "/api/v1/assignments", PUBLISH),
         rule("POST", GEN + "/leases", UPDATE),
         rule("DELETE", GEN + "/leases/" + ID, UPDATE_OR_OPERATE, "instance"),
-        rule("POST", "/api/v1/models/" + SEG + "/gc", OPERATE),
+        rule("POST", "/api/v1/models/" + SEG + "/gc", PUBLISH_OR_OPERATE),
         rule("PUT", "/api/v1/segments/" + ID, OWN, "segment"),
         rule("POST", "/api/v1/segments/" + ID + "/heartbeat", OWN, "segment"),
         rule("DELETE", "/api/v1/segments/" + ID, OWN_OR_OPERATE, "segment"),

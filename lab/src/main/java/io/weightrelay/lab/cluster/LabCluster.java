@@ -259,6 +259,9 @@ public final class LabCluster implements StartedOrClosed.Lab {
     private boolean checksums = true;
     private boolean storageUnits;
 
+    /** Every publisher's segment size, or 0: sized by {@link LabCatalog#publisherSizes}. */
+    private long segmentBytes;
+
     /** The storage unit of each trainer node (node to process) when the lab runs them. */
     private final Map<String, ServiceProcess> units = new LinkedHashMap<>();
 
@@ -326,6 +329,19 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     /**
+     * As {@link #start(Spec)}, with every publisher's store segment {@code segmentBytes} long
+     * instead of sized for the active generation plus a whole generation's staging: a segment that
+     * holds only a few generations wraps around within a few publishes, so retired generations must
+     * be collected for the next to fit.
+     */
+    public static LabCluster startWithSegments(Spec spec, long segmentBytes) throws Exception {
+        if (segmentBytes <= 0) {
+            throw new IllegalArgumentException("segmentBytes must be positive: " + segmentBytes);
+        }
+        return start(spec, true, 1, false, segmentBytes);
+    }
+
+    /**
      * A lab whose trainer nodes each run a storage unit (a publisher with {@code
      * relay.segment.role=storage-unit}, owning the node's segment under the same name) and a
      * client-only publisher beside the trainer ranks ({@code role=client}, size 0, file staging)
@@ -338,6 +354,12 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
     private static LabCluster start(
             Spec spec, boolean checksums, int controlApis, boolean storageUnits) throws Exception {
+        return start(spec, checksums, controlApis, storageUnits, 0);
+    }
+
+    private static LabCluster start(
+            Spec spec, boolean checksums, int controlApis, boolean storageUnits, long segmentBytes)
+            throws Exception {
         // Every service needs the Redis: one that does not answer would show only as services
         // that never turn healthy, after the whole health wait. Said now, in a second.
         redisBroken(spec)
@@ -357,6 +379,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
         lab.checksums = checksums;
         lab.controlApis = controlApis;
         lab.storageUnits = storageUnits;
+        lab.segmentBytes = segmentBytes;
         return StartedOrClosed.start(lab, lab::startServices);
     }
 
@@ -1082,7 +1105,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
     private void startPublishers(String dpPrefix) {
         long[] sizes = LabCatalog.publisherSizes(manifest, spec.trainerNodes());
-        long segment = sizes[0];
+        long segment = segmentBytes > 0 ? segmentBytes : sizes[0];
         long staging = sizes[1];
         for (int i = 0; i < spec.trainerNodes(); i++) {
             String node = Topology.trainerNodeName(i);

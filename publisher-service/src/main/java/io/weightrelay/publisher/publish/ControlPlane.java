@@ -46,6 +46,14 @@ public interface ControlPlane {
      */
     void loseGeneration(String model, long generation, String segment, long objects, String reason);
 
+    /**
+     * Asks control-api to collect the model's garbage: the retired, aborted and lost generations no
+     * lease holds, whose objects then free their space in the owners' segments.
+     *
+     * @return how many generations were collected
+     */
+    int collectGarbage(String model);
+
     /** The live storage-unit segments control-api knows, each with its node label. */
     default List<SegmentPeer> storageUnits() {
         return List.of();

@@ -194,6 +194,13 @@ final class RestControlPlane implements ControlPlane {
             "https://weightrelay.io/problems/segment-holds-no-objects";
 
     @Override
+    public int collectGarbage(String model) {
+        return call("collect the garbage of " + model, () -> generations.collectGarbage(model))
+                .getCollected()
+                .size();
+    }
+
+    @Override
     public boolean heartbeatSegment(String segment) {
         try {
             call("renew segment " + segment, () -> registry.heartbeatSegment(segment));
