@@ -54,6 +54,10 @@ record RegistryController(Registry registry, PlacementTemplates templates) imple
 
     @Override
     public ResponseEntity<Void> deregisterSegment(String segment) {
+        Caller caller = Caller.current().orElseThrow();
+        if (caller.role() == Role.TRAINER && registry.registeredByOwner(segment)) {
+            throw Registry.ownedByOwner(segment, caller.role(), "deregister");
+        }
         registry.deregisterSegment(segment);
         return ResponseEntity.noContent().build();
     }

@@ -15,8 +15,9 @@ import org.springframework.stereotype.Component;
  * and generations, trainers read their generations, operators read everything); metrics tokens
  * scrape {@code /actuator/prometheus} only. Writes belong to the role whose process does them:
  * trainers (coordinators and publishers) publish; owners (publishers acting on their own segment)
- * register it with its admin URL (a trainer token may register a segment, but never an admin URL:
- * {@code RegistryController}); loaders register, lease, resolve plans, prepare and report;
+ * register it with its admin URL (a trainer token may register a segment, but never an admin URL,
+ * and never replaces or deregisters a registration an owner token made: {@code RegistryController},
+ * {@code register-segment.lua}); loaders register, lease, resolve plans, prepare and report;
  * operators run maintenance (abort, GC, checkpoints) and may deregister anything. Requests about
  * one segment or one loader instance refuse a token bound to another one (and a report names its
  * instance in the body: {@code UpdatesController}). The operator summaries ({@code
