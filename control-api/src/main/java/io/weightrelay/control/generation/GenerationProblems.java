@@ -24,7 +24,12 @@ public enum GenerationProblems implements ProblemKind.Catalogued {
     GENERATION_INCOMPLETE,
     COMMIT_CONFLICT,
     GENERATION_NOT_LEASABLE,
-    GENERATION_LOST;
+    GENERATION_LOST,
+    /**
+     * A checkpoint restore of a generation that exists and is not lost: its objects are stored, so
+     * there is nothing to restore (and a failing restore must never remove them).
+     */
+    GENERATION_EXISTS;
 
     /** Shared with the publishers and loaders. */
     public static final ProblemKind GENERATION_NOT_FOUND = CommonProblems.GENERATION_NOT_FOUND;
