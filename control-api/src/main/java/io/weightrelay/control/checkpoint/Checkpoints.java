@@ -479,6 +479,20 @@ public class Checkpoints {
             List<String> keysOf,
             List<String> absent,
             List<CheckpointObject> toRestore) {
+        // Owners read from the save directory by plain file names (their contract allows no '/').
+        String saveDirectory = saveDirectoryOf(m, dir);
+        Path ownerDirectory = saveDirectory.isEmpty() ? dir : dir.resolve(saveDirectory);
+        List<CheckpointObject> owned =
+                toRestore.stream()
+                        .map(
+                                o ->
+                                        new CheckpointObject(
+                                                o.getKey(),
+                                                o.getSize(),
+                                                o.getChecksum(),
+                                                o.getFile().substring(saveDirectory.length()),
+                                                o.getOffset()))
+                        .toList();
         List<SegmentOwner> live =
                 registry.liveSegments().stream()
                         .filter(s -> s.getAlive() && s.getAdminUrl() != null && s.getSize() > 0)
@@ -497,7 +511,7 @@ public class Checkpoints {
                                         + " into")
                         .with("owners", results);
             }
-            Map<String, List<OwnerCheckpointObject>> plan = spread(toRestore, live);
+            Map<String, List<OwnerCheckpointObject>> plan = spread(owned, live);
             Map<String, OwnerCheckpointResult> answers =
                     new java.util.concurrent.ConcurrentHashMap<>();
             List<OwnerCheckpoint> round =
@@ -507,7 +521,7 @@ public class Checkpoints {
                                     new OwnerCheckpointRequest()
                                             .model(model)
                                             .generation(g)
-                                            .directory(dir.toString())
+                                            .directory(ownerDirectory.toString())
                                             .objects(plan.get(segment)),
                             owners::restore,
                             answers);
@@ -597,6 +611,36 @@ public class Checkpoints {
                 outcome.generation().getState(),
                 outcome.active() ? "" : " (generation " + outcome.other() + " is newer)");
         return outcome.generation();
+    }
+
+    /**
+     * The save directory every file of the checkpoint is in, with its trailing '/' ({@code ""} for
+     * a checkpoint of the older layout, its files at the top).
+     */
+    private static String saveDirectoryOf(CheckpointManifest m, Path dir) {
+        String common = null;
+        for (CheckpointObject o : m.getObjects()) {
+            int slash = o.getFile().indexOf('/');
+            String prefix = slash < 0 ? "" : o.getFile().substring(0, slash + 1);
+            if (common == null) {
+                common = prefix;
+            }
+            if (!common.equals(prefix) || o.getFile().indexOf('/', slash + 1) >= 0) {
+                throw CheckpointProblems.CHECKPOINT_INCOMPLETE
+                        .exception(
+                                "the checkpoint in "
+                                        + dir
+                                        + " places object "
+                                        + o.getKey()
+                                        + " in '"
+                                        + o.getFile()
+                                        + "', outside its save directory '"
+                                        + common
+                                        + "'")
+                        .with("object", o.getKey());
+            }
+        }
+        return common == null ? "" : common;
     }
 
     /**

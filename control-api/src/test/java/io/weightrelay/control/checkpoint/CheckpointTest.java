@@ -128,6 +128,12 @@ class CheckpointTest extends ControlApiTestSupport {
                             return;
                         }
                         long bytes = 0;
+                        // As the publisher's contract: a file is one plain name.
+                        if (request.getObjects().stream()
+                                .anyMatch(o -> o.getFile().contains("/"))) {
+                            problem(exchange, 400, "file must match ^[A-Za-z0-9._:-]{1,300}$");
+                            return;
+                        }
                         for (OwnerCheckpointObject o : request.getObjects()) {
                             assertThat(Path.of(request.getDirectory()).resolve(o.getFile()))
                                     .exists();
