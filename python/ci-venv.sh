@@ -9,7 +9,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${WEIGHT_RELAY_VENV:-/opt/weight-relay/venv}"
 python="${WEIGHT_RELAY_PYTHON:-python3}"
-check='import numpy, torch, safetensors, pytest, schemathesis, verl.checkpoint_engine.base'
+check='import numpy, torch, safetensors, pytest, schemathesis, mypy, verl.checkpoint_engine.base, mooncake.reshard.weight'
 
 "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' || {
     echo "ci-venv: $python is older than 3.10" >&2; exit 1; }

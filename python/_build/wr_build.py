@@ -89,7 +89,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     src = os.path.join(ROOT, "src")
     for d, _, names in os.walk(os.path.join(src, "weight_relay")):
         for n in sorted(names):
-            if n.endswith(".py"):
+            if n.endswith(".py") or n == "py.typed":  # PEP 561: the package ships its types
                 path = os.path.join(d, n)
                 with open(path, "rb") as fh:
                     files[os.path.relpath(path, src).replace(os.sep, "/")] = fh.read()

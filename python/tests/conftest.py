@@ -35,13 +35,14 @@ def _java_cmd() -> list[str]:
     cache = os.environ.get("RELAY_JAVACPP_CACHE")
     if cache:
         cmd.append(f"-Dorg.bytedeco.javacpp.cachedir={cache}")
-    return cmd + ["-cp", f"{jar}:{lib}/*", "io.weightrelay.lab.bench.PythonBench", "--serve",
+    return [*cmd, "-cp", f"{jar}:{lib}/*", "io.weightrelay.lab.bench.PythonBench", "--serve",
                   "--model", "tiny", "--instances", "2", "--tp", "1"]
 
 
 @pytest.fixture(scope="session")
 def lab():
-    """``{services, controlUrl, trainerToken, loaderTokens (per instance), operatorToken, instances, ...}``.
+    """``{services, controlUrl, trainerToken, loaderTokens (per instance), operatorToken,
+    instances, ...}``.
     ``WEIGHT_RELAY_LAB`` (the path of a file holding a running ``PythonBench --serve``'s line)
     attaches to that lab instead of starting one (for development on a busy machine)."""
     attach = os.environ.get("WEIGHT_RELAY_LAB")

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import threading
-import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,12 +17,18 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from weight_relay import (ControlClient, LoaderClient, PublishFailedError, RelayCallError,
-                          UpdateFailedError, compat_worker, direct_worker, publish_generation,
-                          tensor_parallel_fragments)
-from weight_relay.adapters import _standin
-
 from helpers import PAD, SPLIT, bits, engines, expected, manifest, mapping_range, ranks, state_dict
+from weight_relay import (
+    ControlClient,
+    PublishFailedError,
+    RelayCallError,
+    UpdateFailedError,
+    compat_worker,
+    direct_worker,
+    publish_generation,
+    tensor_parallel_fragments,
+)
+from weight_relay.adapters import _standin
 
 
 class Model:
@@ -70,7 +75,7 @@ def test_vllm_engine_through_factory_with_failed_update(lab, tmp_path):
     want = expected(sd)
     adapter.register()  # what the vllm.general_plugins entry point runs
     instance, lc = engines(lab)[0]
-    node = lc.status()["node"]
+    node = lc.status().node
     worker = compat_worker(f"{instance}-vllm0", node, f"py-{lab['run']}-{instance}-vllm", m)
     model = Model({n: (tuple(t.shape), t.dtype) for n, t in want.items()})
     engine = adapter.WeightTransferEngineFactory.create_engine(
@@ -178,7 +183,7 @@ def test_verl_backend_send_receive_with_failed_publish(lab):
                            token=lab["trainerToken"], manifest=m.to_json(), publisher_url=u,
                            barrier=barrier.wait) for u in pubs]
     instance, lc0 = engines(lab)[1]
-    node = lc0.status()["node"]
+    node = lc0.status().node
     worker = compat_worker(f"{instance}-verl0", node, f"py-{lab['run']}-{instance}-verl", m)
     rollout = registry.new("weight_relay", bucket_size=1 << 20,
                            loader_url=lab["services"]["loader-" + instance],
@@ -201,7 +206,7 @@ def test_verl_backend_send_receive_with_failed_publish(lab):
 
             try:
                 asyncio.run(a.send_weights(weights(), global_steps=step))
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 errors.append(e)
 
         ts = [threading.Thread(target=run, args=(a,)) for a in actors]
@@ -232,7 +237,7 @@ def test_verl_backend_send_receive_with_failed_publish(lab):
     got = asyncio.run(receive())  # the failed publish changed nothing: the old weights
     assert rollout.generation == first
     assert all(np.array_equal(bits(t), bits(want[n])) for n, t in got)
-    for a in actors + [rollout]:
+    for a in [*actors, rollout]:
         a.finalize()
 
 
@@ -244,7 +249,7 @@ def test_sglang_custom_loader_direct_and_disk_with_failed_load(lab, tmp_path):
     m, sd, g1 = _publish(lab, model_name, 1, 31)
     want = expected(sd)
     instance, lc = engines(lab)[0]
-    node = lc.status()["node"]
+    node = lc.status().node
     workers = [direct_worker(f"{instance}-sgl{r}", node, f"py-{lab['run']}-{instance}-sgl{r}", m,
                              tensor_parallel_fragments(m, 2, r, SPLIT, pad_rows=PAD), rank=r)
                for r in range(2)]
@@ -256,7 +261,7 @@ def test_sglang_custom_loader_direct_and_disk_with_failed_load(lab, tmp_path):
         named = adapter.direct_named_tensors(lc, f"{instance}-sgl{r}", m)
         shards = {}
         for f in workers[r]["fragments"]:
-            idx = tuple(slice(o, o + s) for o, s in zip(f["offset"], f["shape"]))
+            idx = tuple(slice(o, o + s) for o, s in zip(f["offset"], f["shape"], strict=True))
             shards[f["tensor"]] = want[f["tensor"]][idx]
         tp_model = Model({n: (tuple(t.shape), t.dtype) for n, t in shards.items()})
         if adapter.STANDIN:
@@ -270,7 +275,7 @@ def test_sglang_custom_loader_direct_and_disk_with_failed_load(lab, tmp_path):
         broken = Model({n: (tuple(t.shape), t.dtype) for n, t in shards.items()})
         broken.p["norm.bias"] = torch.zeros(14)
         before = {k: v.clone() for k, v in broken.p.items()}
-        with pytest.raises(ValueError, match="norm.bias"):
+        with pytest.raises(ValueError, match=r"norm\.bias"):
             adapter.load_direct(broken, named)
         assert _equal(broken.p, before)
     d = adapter.disk_directory(lc, f"{instance}-sglc", str(tmp_path / "sgl"))

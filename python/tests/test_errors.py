@@ -6,13 +6,22 @@ from __future__ import annotations
 import pytest
 import torch
 
-from weight_relay import (BadRequestError, ConflictError, ControlClient, LoaderClient,
-                          Manifest, NotFoundError, PublishFailedError, PublisherClient,
-                          RelayCallError, UnauthorizedError, UnavailableError,
-                          publish_generation)
-from weight_relay.errors import PROBLEM_BASE
-
 from helpers import manifest, ranks, state_dict
+from weight_relay import (
+    BadRequestError,
+    ConflictError,
+    ControlClient,
+    LoaderClient,
+    Manifest,
+    NotFoundError,
+    PublisherClient,
+    PublishFailedError,
+    RelayCallError,
+    UnauthorizedError,
+    UnavailableError,
+    publish_generation,
+)
+from weight_relay.errors import PROBLEM_BASE
 
 
 def test_unknown_token_is_unauthorized_with_problem_fields(lab):
@@ -90,7 +99,8 @@ def test_manifest_rejects_duplicates_and_unknown_dtypes():
     from weight_relay import TensorSpec
 
     with pytest.raises(ValueError, match="twice"):
-        Manifest("m", [TensorSpec("a", (1,), "fp32", "fp32"), TensorSpec("a", (1,), "fp32", "fp32")])
+        Manifest("m", [TensorSpec("a", (1,), "fp32", "fp32"),
+                       TensorSpec("a", (1,), "fp32", "fp32")])
     with pytest.raises(ValueError, match="unknown dtype"):
         TensorSpec("a", (1,), "fp64", "fp32")
     with pytest.raises(ValueError, match="ambiguous"):
@@ -142,7 +152,7 @@ def test_fragmented_staging_takes_a_batch_in_smaller_reservations():
     c = PublisherClient("http://publisher.invalid", "t", reserve_timeout=0.2)
     c.rest = _FragmentedStaging(hole=512 << 10)
     r = c.reserve(1 << 20, "m", 1, min_bytes=256 << 10)
-    assert int(r["size"]) == 512 << 10
+    assert r.size == 512 << 10
     assert c.rest.asked == [1 << 20, 512 << 10]
 
     # Not below what the next write needs: it waits out the timeout and names both sizes.

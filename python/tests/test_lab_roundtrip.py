@@ -8,10 +8,16 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from weight_relay import (ControlClient, LoaderClient, SafetensorsLayout, compat_worker,
-                          direct_worker, publish_generation, tensor_parallel_fragments)
-
 from helpers import PAD, SPLIT, bits, engines, expected, manifest, mapping_range, ranks, state_dict
+from weight_relay import (
+    ControlClient,
+    LoaderClient,
+    SafetensorsLayout,
+    compat_worker,
+    direct_worker,
+    publish_generation,
+    tensor_parallel_fragments,
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +40,7 @@ def _register(lab, published, mode: str) -> list[tuple[str, LoaderClient, list[d
     out = []
     m = published["manifest"]
     for instance, lc in engines(lab):
-        node = lc.status()["node"]
+        node = lc.status().node
         seg = f"py-{lab['run']}-{instance}-{mode}"
         if mode == "compat":
             workers = [compat_worker(f"{instance}-c0", node, seg, m)]
@@ -55,7 +61,7 @@ def _update_all(engs, generation):
     def run(lc):
         try:
             lc.update(generation)
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=run, args=(lc,)) for _, lc, _ in engs]
@@ -68,9 +74,9 @@ def test_compat_two_engines_bit_exact_zero_copy(lab, published):
     engs = _register(lab, published, "compat")
     _update_all(engs, published["generation"])
     want = expected(published["sd"])
-    for instance, lc, workers in engs:
+    for _instance, lc, workers in engs:
         wid = workers[0]["workerId"]
-        assert lc.status()["generation"] == published["generation"]
+        assert lc.status().generation == published["generation"]
         m, base, size, _ = lc.buffer_map(wid)
         lo, hi = mapping_range(m)
         assert size == SafetensorsLayout.of(published["manifest"]).image_bytes
@@ -91,7 +97,7 @@ def test_compat_image_opens_with_real_safetensors(lab, published):
     want = expected(published["sd"])
     for instance, lc in engines(lab):
         st = lc.status()
-        if st["workers"][0]["mode"] != "compat":
+        if st.workers[0]["mode"] != "compat":
             _register(lab, published, "compat")
             _update_all([(instance, lc, None)], published["generation"])
         path = lc.image_file(f"{instance}-c0")
@@ -112,12 +118,12 @@ def test_direct_two_engines_tp2_strided_views(lab, published):
     _update_all(engs, published["generation"])
     want = expected(published["sd"])
     m = published["manifest"]
-    for instance, lc, workers in engs:
+    for _instance, lc, workers in engs:
         for w in workers:
             views = lc.direct_tensors(w["workerId"], framework="torch", manifest=m)
             assert len(views) == len(m.tensors)
             for f, t in views:
-                idx = tuple(slice(o, o + s) for o, s in zip(f["offset"], f["shape"]))
+                idx = tuple(slice(o, o + s) for o, s in zip(f["offset"], f["shape"], strict=True))
                 assert tuple(t.stride()) == tuple(s // t.element_size() for s in f["strides"])
                 assert np.array_equal(bits(t), bits(want[f["tensor"]][idx])), f["tensor"]
                 mm, base, size, _ = lc.buffer_map(w["workerId"], f["bufferId"])
@@ -125,9 +131,9 @@ def test_direct_two_engines_tp2_strided_views(lab, published):
                 if t.numel():
                     assert lo + base <= t.data_ptr() < lo + base + size
             for f, a in lc.direct_tensors(w["workerId"], framework="numpy", manifest=m):
-                idx = tuple(slice(o, o + s) for o, s in zip(f["offset"], f["shape"]))
+                idx = tuple(slice(o, o + s) for o, s in zip(f["offset"], f["shape"], strict=True))
                 assert a.strides == tuple(f["strides"]) or a.size <= 1
                 assert np.array_equal(bits(a), bits(want[f["tensor"]][idx])), f["tensor"]
     # the padded tensor really is strided in the buffer
-    f0 = [f for f in engs[0][2][0]["fragments"] if f["tensor"] == "layers.0.up"][0]
+    f0 = next(f for f in engs[0][2][0]["fragments"] if f["tensor"] == "layers.0.up")
     assert f0["strides"][0] == (f0["shape"][1] + PAD["layers.0.up"]) * 2

@@ -4,24 +4,77 @@ Trainer side: :class:`PublisherClient` (one per rank) and :class:`ControlClient`
 coordinator's open/commit/abort). Engine side: :class:`LoaderClient` (one per engine instance).
 Adapters for VeRL, vLLM and SGLang live in :mod:`weight_relay.adapters`. Needs only the standard
 library and numpy; torch is used when present.
+
+The clients that map shared memory (:class:`LoaderClient`, :class:`PublisherClient`) are context
+managers with an idempotent ``close()``. Every error is a :class:`RelayError`. The package logs
+to the ``weight_relay`` logger (and its children ``.http``, ``.loader``, ``.publisher``,
+``.adapters.*``) and adds no handler of its own.
 """
 
-from .errors import (BadRequestError, ConflictError, NotFoundError, PublishFailedError,
-                     RelayCallError, RelayError, StagingFullError, UnauthorizedError,
-                     UnavailableError, UpdateFailedError)
-from .loader import (COMPAT_BUFFER, DirectFragment, LoaderClient, compat_worker, direct_worker,
-                     tensor_parallel_fragments)
+import logging
+
+from .answers import (
+    PAUSED_REBUILD,
+    RESUMED_OLD,
+    RUNNING,
+    UPDATED,
+    InstanceStatus,
+    PlacedBuffer,
+    Reservation,
+    UpdateProgress,
+)
+from .errors import (
+    BadRequestError,
+    ClosedError,
+    ConflictError,
+    NotFoundError,
+    NotRegisteredError,
+    ProtocolError,
+    PublishFailedError,
+    RelayCallError,
+    RelayError,
+    StagingFullError,
+    StagingMapError,
+    UnauthorizedError,
+    UnavailableError,
+    UnknownNameError,
+    UpdateFailedError,
+    UpdateTimeoutError,
+    UsageError,
+    VerificationError,
+)
+from .loader import (
+    COMPAT_BUFFER,
+    DirectFragment,
+    LoaderClient,
+    compat_worker,
+    direct_worker,
+    tensor_parallel_fragments,
+)
 from .manifest import Manifest, SafetensorsLayout, TensorSpec
-from .publisher import (ControlClient, OpenedGeneration, PublisherClient, RankPublish, RankResult,
-                        publish_generation)
+from .mooncake import FragmentBinding, MooncakePlacements, packed_bindings, placement_json
+from .publisher import (
+    ControlClient,
+    OpenedGeneration,
+    PublisherClient,
+    RankPublish,
+    RankResult,
+    publish_generation,
+)
 
 __version__ = "0.1.0"
 
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
 __all__ = [
-    "BadRequestError", "COMPAT_BUFFER", "ConflictError", "ControlClient", "DirectFragment",
-    "LoaderClient", "Manifest", "NotFoundError", "OpenedGeneration", "PublishFailedError",
-    "PublisherClient", "RankPublish", "RankResult", "RelayCallError", "RelayError",
-    "SafetensorsLayout", "StagingFullError", "TensorSpec", "UnauthorizedError",
-    "UnavailableError", "UpdateFailedError", "compat_worker", "direct_worker",
-    "publish_generation", "tensor_parallel_fragments",
+    "BadRequestError", "COMPAT_BUFFER", "ClosedError", "ConflictError", "ControlClient",
+    "DirectFragment", "FragmentBinding", "InstanceStatus", "LoaderClient", "Manifest",
+    "MooncakePlacements", "NotFoundError", "NotRegisteredError", "OpenedGeneration",
+    "PAUSED_REBUILD", "PlacedBuffer", "ProtocolError", "PublishFailedError", "PublisherClient",
+    "RESUMED_OLD", "RUNNING", "RankPublish", "RankResult", "RelayCallError", "RelayError",
+    "Reservation", "SafetensorsLayout", "StagingFullError", "StagingMapError", "TensorSpec",
+    "UPDATED", "UnauthorizedError", "UnavailableError", "UnknownNameError", "UpdateFailedError",
+    "UpdateProgress", "UpdateTimeoutError", "UsageError", "VerificationError", "compat_worker",
+    "direct_worker", "packed_bindings", "placement_json", "publish_generation",
+    "tensor_parallel_fragments",
 ]

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
+import logging
+import time
 import urllib.parse
 from typing import Any
 
-from .errors import call_error, no_answer
+from .errors import UsageError, call_error, no_answer
+
+_log = logging.getLogger("weight_relay.http")
 
 
 class Response:
@@ -28,7 +31,7 @@ class RestClient:
     def __init__(self, base_url: str, token: str | None, timeout: float, service: str) -> None:
         parsed = urllib.parse.urlsplit(base_url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ValueError(f"not an http(s) URL: {base_url!r}")
+            raise UsageError(f"not an http(s) URL: {base_url!r}")
         self.base_url = base_url.rstrip("/")
         self._https = parsed.scheme == "https"
         self._host = parsed.hostname
@@ -48,12 +51,17 @@ class RestClient:
             headers["Authorization"] = "Bearer " + self._token
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
         conn = cls(self._host, self._port, timeout=self.timeout)
+        started = time.perf_counter()
         try:
             conn.request(method, self._prefix + path, body=data, headers=headers)
             r = conn.getresponse()
             payload = r.read()
+            _log.debug("%s %s%s: %d in %.3f s", method, self.base_url, path, r.status,
+                       time.perf_counter() - started)
             return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, payload)
-        except (OSError, http.client.HTTPException, socket.timeout) as e:
+        except (TimeoutError, OSError, http.client.HTTPException) as e:
+            _log.debug("%s %s%s: no answer after %.3f s: %s", method, self.base_url, path,
+                       time.perf_counter() - started, e)
             raise no_answer(f"{self.service} {self.base_url}", what, e) from e
         finally:
             conn.close()

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from .errors import UsageError, VerificationError
 from .loader import LoaderClient
 from .manifest import Manifest, element_bytes
 from .publisher import ControlClient, PublisherClient, publish_generation
@@ -24,7 +25,7 @@ from .publisher import ControlClient, PublisherClient, publish_generation
 def make_weights(manifest: Manifest, seed: int) -> dict[str, np.ndarray]:
     """Finite random values in each tensor's trainer dtype (bf16 as uint16 bits)."""
     rng = np.random.default_rng(seed)
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for t in manifest.tensors:
         f = rng.standard_normal(t.numel, dtype=np.float32).reshape(t.shape)
         if t.trainer_dtype == "bf16":
@@ -32,7 +33,7 @@ def make_weights(manifest: Manifest, seed: int) -> dict[str, np.ndarray]:
         elif t.trainer_dtype == "fp32":
             out[t.name] = f
         else:
-            raise ValueError(f"bench weights for {t.trainer_dtype} are not made here")
+            raise UsageError(f"bench weights for {t.trainer_dtype} are not made here")
     return out
 
 
@@ -40,22 +41,22 @@ def verify(loader: LoaderClient, manifest: Manifest, weights: dict[str, np.ndarr
     """Compares every byte of every worker of the engine; returns bytes checked."""
     checked = 0
     st = loader.status()
-    for w in st["workers"]:
+    for w in st.workers:
         if w["mode"] == "compat":
             views = loader.compat_tensors(w["workerId"], framework="numpy")
             for t in manifest.tensors:
                 if t.trainer_dtype != t.rollout_dtype:
-                    raise ValueError("bench verification needs trainer == rollout dtype")
+                    raise UsageError("bench verification needs trainer == rollout dtype")
                 got = views[t.name]
                 if not np.array_equal(got, weights[t.name].view(got.dtype)):
-                    raise AssertionError(f"{w['workerId']}: tensor {t.name} differs")
+                    raise VerificationError(f"{w['workerId']}: tensor {t.name} differs")
                 checked += got.nbytes
         else:
             for f, got in loader.direct_tensors(w["workerId"], "numpy", manifest):
                 src = weights[f["tensor"]]
-                idx = tuple(slice(o, o + s) for o, s in zip(f["offset"], f["shape"]))
+                idx = tuple(slice(o, o + s) for o, s in zip(f["offset"], f["shape"], strict=True))
                 if not np.array_equal(got, src[idx].view(got.dtype)):
-                    raise AssertionError(f"{w['workerId']}: fragment of {f['tensor']} differs")
+                    raise VerificationError(f"{w['workerId']}: fragment of {f['tensor']} differs")
                 checked += got.size * element_bytes(manifest.spec(f["tensor"]).rollout_dtype)
     return checked
 
@@ -67,7 +68,7 @@ def update_all(loaders: list[LoaderClient]) -> float:
     def run(lc: LoaderClient) -> None:
         try:
             lc.update(None, 600)
-        except BaseException as e:  # noqa: BLE001 - re-raised below
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=run, args=(lc,)) for lc in loaders]
@@ -91,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     manifest = Manifest.from_json(lab["manifest"])
     control = ControlClient(lab["controlUrl"], lab["trainerToken"])
     operator = ControlClient(lab["controlUrl"], lab["operatorToken"])
-    ranks = {name[len("publisher-"):]: PublisherClient(url, lab["trainerToken"], coordinator=control,
+    ranks = {name[len("publisher-"):]: PublisherClient(url, lab["trainerToken"],
+                                                       coordinator=control,
                                                        node=name[len("publisher-"):],
                                                        reserve_timeout=120.0)
              for name, url in lab["services"].items() if name.startswith("publisher-")}
@@ -100,13 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     publish_runs, update_runs, checked, exact = [], [], 0, True
     for r in range(a.repeat + 1):
         weights = make_weights(manifest, seed=r + 1)
+
+        def same_weights(node: str, w: dict[str, np.ndarray] = weights) -> dict[str, np.ndarray]:
+            return w  # every rank walks the same weights; each stages what its node is assigned
+
         gen, results, committed = publish_generation(
-            control, manifest, a.step_base + r, ranks, lambda node: weights, stage_all=True)
+            control, manifest, a.step_base + r, ranks, same_weights, stage_all=True)
         first = min(x.first_hand_over for x in results if x.first_hand_over)
         u = update_all(loaders)
         try:
             checked = sum(verify(lc, manifest, weights) for lc in loaders)
-        except AssertionError as e:
+        except VerificationError as e:
             print(f"bench: generation {gen}: {e}", file=sys.stderr)
             exact = False
         operator.collect_garbage(manifest.model)

@@ -2,13 +2,55 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .answers import UpdateProgress
 
 PROBLEM_BASE = "https://weightrelay.io/problems/"
 
 
 class RelayError(Exception):
-    """Base of every error this package raises."""
+    """Base of every error this package raises (the stand-ins of other frameworks' classes in
+    :mod:`weight_relay.adapters` raise what those frameworks raise)."""
+
+
+class UsageError(RelayError, ValueError):
+    """An argument or a call order the package refuses before anything is sent: an unknown dtype,
+    a tensor out of manifest order, a shape that does not match the manifest, a missing URL."""
+
+
+class UnknownNameError(RelayError, KeyError):
+    """A name the thing asked does not have: a worker or buffer of an instance, a tensor's dtype,
+    a model's parameter."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; the message reads as a sentence
+        return str(self.args[0]) if self.args else ""
+
+
+class NotRegisteredError(RelayError, RuntimeError):
+    """The instance's receive buffers are not placed yet (before its first update)."""
+
+
+class ProtocolError(RelayError):
+    """A service answered something its contract does not allow (a required field missing)."""
+
+
+class UpdateTimeoutError(RelayError, TimeoutError):
+    """An update was still running when the caller's deadline passed (it goes on in the
+    loader; follow it again or let it end)."""
+
+
+class StagingMapError(RelayError, OSError):
+    """The publisher's staging file cannot be mapped: a rank must run on its publisher's node."""
+
+
+class VerificationError(RelayError):
+    """Bytes received differ from the bytes expected (the benchmark's own check)."""
+
+
+class ClosedError(RelayError):
+    """The client was closed; make a new one."""
 
 
 class RelayCallError(RelayError):
@@ -116,14 +158,15 @@ class PublishFailedError(RelayError):
 
 class UpdateFailedError(RelayError):
     """An update ended without ``UPDATED``. ``outcome`` is ``RESUMED_OLD`` (the old weights are
-    untouched: resume serving) or ``PAUSED_REBUILD`` (re-register before the next update)."""
+    untouched: resume serving) or ``PAUSED_REBUILD`` (re-register before the next update);
+    ``progress`` is the loader's whole answer (:class:`weight_relay.UpdateProgress`)."""
 
-    def __init__(self, progress: dict[str, Any]) -> None:
+    def __init__(self, progress: UpdateProgress) -> None:
         self.progress = progress
-        self.outcome = progress.get("outcome")
-        self.failing_peer = progress.get("failingPeer")
-        self.error = progress.get("error")
+        self.outcome = progress.outcome
+        self.failing_peer = progress.failing_peer
+        self.error = progress.error
         super().__init__(
-            f"update {progress.get('updateId')} to generation {progress.get('generation')} ended "
+            f"update {progress.update_id} to generation {progress.generation} ended "
             f"{self.outcome}: {self.error} (failing peer {self.failing_peer})"
         )

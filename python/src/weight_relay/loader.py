@@ -1,22 +1,44 @@
 """The engine side: register workers and receive buffers with the loader-service beside the
 engine instance, start an update after draining, follow it, and see the received weights in
 place: the compat image as ``{name: tensor}`` and parameter-direct shards as strided views, all
-over the shared mapping (no copy)."""
+over the shared mapping (no copy).
+
+How long a view stays valid: a tensor :meth:`LoaderClient.compat_tensors` or
+:meth:`LoaderClient.direct_tensors` hands out is a view of the loader's receive buffer, not a
+copy. It shows the bytes of the generation the instance holds until the next update of the
+instance starts writing into that buffer (compat images and in-place direct buffers are written
+during apply): copy what must outlive the next update, or take the views again after it. The
+memory itself stays mapped while any view of it is alive, even after :meth:`LoaderClient.close`
+or a re-registration that re-creates the segment (the old file is then unlinked but still
+mapped), so a view never points at unmapped memory.
+"""
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import threading
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
 
 from ._http import RestClient
-from .errors import UpdateFailedError
+from .answers import InstanceStatus, PlacedBuffer, UpdateProgress
+from .errors import (
+    ClosedError,
+    NotRegisteredError,
+    UnknownNameError,
+    UpdateFailedError,
+    UpdateTimeoutError,
+    UsageError,
+)
 from .manifest import DTYPES, Manifest, SafetensorsLayout, element_bytes, parse_safetensors_header
 
 COMPAT_BUFFER = "safetensors"
+_log = logging.getLogger("weight_relay.loader")
 _ST_TO_DTYPE = {v[1]: k for k, v in DTYPES.items()}
 
 
@@ -40,8 +62,8 @@ class DirectFragment:
     def end(self, element: int) -> int:
         if any(d == 0 for d in self.shape):
             return self.buffer_offset
-        return self.buffer_offset + element + sum((d - 1) * s
-                                                  for d, s in zip(self.shape, self.strides))
+        return self.buffer_offset + element + sum(
+            (d - 1) * s for d, s in zip(self.shape, self.strides, strict=True))
 
 
 def compat_worker(worker_id: str, node: str, segment: str, manifest: Manifest, *, rank: int = 0,
@@ -103,9 +125,12 @@ class _Mappings:
     def __init__(self) -> None:
         self._maps: dict[str, tuple[tuple[int, int, int], mmap.mmap]] = {}
         self._lock = threading.Lock()
+        self._closed = False
 
     def get(self, path: str) -> mmap.mmap:
         with self._lock:
+            if self._closed:
+                raise ClosedError("this LoaderClient is closed; make a new one")
             fd = os.open(path, os.O_RDWR)
             try:
                 st = os.fstat(fd)
@@ -119,82 +144,125 @@ class _Mappings:
             self._maps[path] = (ident, m)  # an older mapping stays valid for views still using it
             return m
 
+    def close(self) -> None:
+        """Drops this client's hold on every mapping: each is unmapped as soon as no view of it
+        is left (at once when there is none). Never ``mmap.close()``: a numpy array over a
+        mapping holds a reference to it, not a buffer export, so closing the mapping under it
+        would leave the array pointing at unmapped memory."""
+        with self._lock:
+            self._closed = True
+            self._maps = {}
+
 
 class LoaderClient:
     """One engine instance's client of its loader-service. Timeouts and polling as the Java lab
     engine: ``timeout`` per call, progress polled every ``poll`` seconds, no retry in place (a
-    failed update is reported, never retried here)."""
+    failed update is reported, never retried here).
+
+    It maps the instance's receive buffers on first use: use it as a context manager, or call
+    :meth:`close` (idempotent), when the engine is done with it. Thread safe.
+    """
 
     def __init__(self, loader_url: str, token: str | None = None, timeout: float = 60.0,
                  poll: float = 0.01) -> None:
         self.rest = RestClient(loader_url, token, timeout, "loader")
         self.poll = poll
         self._maps = _Mappings()
-        self._status: dict[str, Any] | None = None
+        self._closed = False
+
+    def __enter__(self) -> LoaderClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Unmaps the receive buffers once no view uses them (see the module's note on views);
+        idempotent. The instance stays registered: :meth:`teardown` ends it."""
+        if not self._closed:
+            self._closed = True
+            self._maps.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # ---- registration ---------------------------------------------------------------------------
     def register(self, instance_id: str, model: str, group: str, node: str,
-                 workers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+                 workers: Iterable[Mapping[str, Any]]) -> InstanceStatus:
         """``PUT /api/v1/instance``: a re-registration starts a new epoch."""
-        self._status = self.rest.call("PUT", "/api/v1/instance", {
+        status = InstanceStatus.from_json(self.rest.call("PUT", "/api/v1/instance", {
             "instanceId": instance_id, "model": model, "group": group, "node": node,
-            "workers": list(workers)}, f"register instance {instance_id}")
-        return self._status
+            "workers": list(workers)}, f"register instance {instance_id}"))
+        _log.info("registered instance %s of %s (group %s, node %s): epoch %d, %d worker(s)",
+                  instance_id, model, group, node, status.epoch, len(status.workers))
+        return status
 
-    def status(self) -> dict[str, Any]:
-        self._status = self.rest.call("GET", "/api/v1/instance", None, "read instance")
-        return self._status
+    def status(self) -> InstanceStatus:
+        return InstanceStatus.from_json(self.rest.call("GET", "/api/v1/instance", None,
+                                                       "read instance"))
 
     def teardown(self) -> None:
         self.rest.call("DELETE", "/api/v1/instance", None, "tear down instance")
-        self._status = None
+        _log.info("instance of %s torn down", self.rest.base_url)
 
     # ---- updates ------------------------------------------------------------------------------
-    def start_update(self, generation: int | None = None, timeout_s: int = 300) -> dict[str, Any]:
-        """Call once the engine has drained in-flight requests. None means the active one."""
+    def start_update(self, generation: int | None = None, timeout_s: int = 300
+                     ) -> UpdateProgress:
+        """Call once the engine has drained in-flight requests. None means the active one.
+        Returns the update as it started; follow it by its ``update_id``."""
         body: dict[str, Any] = {"timeoutSeconds": int(max(1, timeout_s))}
         if generation is not None:
             body["generation"] = int(generation)
-        return self.rest.call("POST", "/api/v1/updates", body, "start update")
+        started = UpdateProgress.from_json(self.rest.call("POST", "/api/v1/updates", body,
+                                                          "start update"))
+        _log.info("update %s to generation %d started", started.update_id, started.generation)
+        return started
 
-    def progress(self, update_id: str) -> dict[str, Any]:
-        return self.rest.call("GET", f"/api/v1/updates/{update_id}", None,
-                              f"read update {update_id}")
+    def progress(self, update_id: str) -> UpdateProgress:
+        return UpdateProgress.from_json(self.rest.call("GET", f"/api/v1/updates/{update_id}",
+                                                       None, f"read update {update_id}"))
 
-    def wait(self, update_id: str, deadline_s: float = 600.0) -> dict[str, Any]:
-        """Follows the update until it has an outcome."""
+    def wait(self, update_id: str, deadline_s: float = 600.0) -> UpdateProgress:
+        """Follows the update until it has an outcome.
+
+        Raises :class:`UpdateTimeoutError` when it still runs after ``deadline_s`` seconds."""
         end = time.monotonic() + deadline_s
         while True:
             p = self.progress(update_id)
-            if p["outcome"] != "RUNNING":
+            if not p.running:
                 return p
             if time.monotonic() > end:
-                raise TimeoutError(f"update {update_id} still {p['phase']} after {deadline_s} s")
+                raise UpdateTimeoutError(
+                    f"update {update_id} still {p.phase} after {deadline_s} s")
             time.sleep(self.poll)
 
-    def update(self, generation: int | None = None, timeout_s: int = 300) -> dict[str, Any]:
+    def update(self, generation: int | None = None, timeout_s: int = 300) -> UpdateProgress:
         """Start and follow; raises :class:`UpdateFailedError` unless the outcome is UPDATED
         (``RESUMED_OLD``: the old weights are in place, serve on)."""
-        p = self.wait(self.start_update(generation, timeout_s)["updateId"], timeout_s + 60)
-        if p["outcome"] != "UPDATED":
+        p = self.wait(self.start_update(generation, timeout_s).update_id, timeout_s + 60)
+        if not p.updated:
+            _log.warning("update %s to generation %d ended %s: %s (failing peer %s)",
+                         p.update_id, p.generation, p.outcome, p.error, p.failing_peer)
             raise UpdateFailedError(p)
-        self._status = None
+        _log.info("update %s: generation %d in place", p.update_id, p.generation)
         return p
 
     # ---- the received weights, in place ------------------------------------------------------
-    def _buffers(self, worker_id: str | None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    def _buffers(self, worker_id: str | None
+                 ) -> tuple[Mapping[str, Any], dict[str, PlacedBuffer]]:
         st = self.status()  # fresh: another client of the instance may have registered since
-        workers = st["workers"]
-        w = next((w for w in workers if worker_id in (None, w["workerId"])), None)
+        w = next((w for w in st.workers if worker_id in (None, w["workerId"])), None)
         if w is None:
-            raise KeyError(f"no worker {worker_id} in instance {st['instanceId']}")
+            raise UnknownNameError(f"no worker {worker_id} in instance {st.instance_id}")
         bufs = {}
-        for b in st.get("buffers", []):
-            if b["workerId"] == w["workerId"]:
-                if not b.get("shmPath"):
-                    raise RuntimeError(f"buffer {b['bufferId']} of {w['workerId']} is not "
-                                       "registered yet (before the first update)")
-                bufs[b["bufferId"]] = b
+        for b in st.buffers:
+            if b.worker_id == w["workerId"]:
+                if not b.shm_path:
+                    raise NotRegisteredError(f"buffer {b.buffer_id} of {w['workerId']} is not "
+                                             "registered yet (before the first update)")
+                bufs[b.buffer_id] = b
         return w, bufs
 
     def buffer_map(self, worker_id: str | None = None, buffer_id: str | None = None
@@ -202,16 +270,16 @@ class LoaderClient:
         """(mapping of the buffer's segment file, buffer offset, size, shm path)."""
         w, bufs = self._buffers(worker_id)
         b = bufs.get(buffer_id) if buffer_id else (bufs.get(COMPAT_BUFFER) or
-                                                   next(iter(bufs.values())))
-        if b is None:
-            raise KeyError(f"no buffer {buffer_id} for worker {w['workerId']}")
-        return self._maps.get(b["shmPath"]), int(b["offset"]), int(b["size"]), b["shmPath"]
+                                                   next(iter(bufs.values()), None))
+        if b is None or b.shm_path is None:
+            raise UnknownNameError(f"no buffer {buffer_id} for worker {w['workerId']}")
+        return self._maps.get(b.shm_path), b.offset, b.size, b.shm_path
 
     def compat_tensors(self, worker_id: str | None = None, framework: str = "torch"
                        ) -> dict[str, Any]:
         """The compat image of ``worker_id`` as ``{name: tensor}``, every tensor a view of the
         shared mapping (``torch.frombuffer`` or a numpy array over it; numpy shows bf16 as its
-        uint16 bits and fp8 as uint8)."""
+        uint16 bits and fp8 as uint8). Valid until the next update starts: see the module."""
         m, base, size, _ = self.buffer_map(worker_id, None)
         header, start = parse_safetensors_header(memoryview(m)[base:base + size])
         out: dict[str, Any] = {}
@@ -226,36 +294,38 @@ class LoaderClient:
 
     def direct_tensors(self, worker_id: str | None = None, framework: str = "torch",
                        manifest: Manifest | Mapping[str, str] | None = None
-                       ) -> list[tuple[dict[str, Any], Any]]:
+                       ) -> list[tuple[Mapping[str, Any], Any]]:
         """Every registered fragment of a direct worker with a view of its bytes at the
         registered strides: ``[(fragment, tensor), ...]``. Registered fragments carry no dtype, so
         ``manifest`` (the published :class:`Manifest`, or ``{tensor: dtype}``) gives each
         tensor's rollout dtype; a stride width cannot tell bf16 from fp16, fp32 from int32, nor
-        type a 0-d tensor, so nothing is guessed."""
+        type a 0-d tensor, so nothing is guessed. Valid until the next update starts."""
         if manifest is None:
-            raise ValueError("direct fragments carry no dtype: pass manifest= (the published "
+            raise UsageError("direct fragments carry no dtype: pass manifest= (the published "
                              "Manifest, or {tensor: dtype})")
         w, bufs = self._buffers(worker_id)
         out = []
         for f in w.get("fragments") or []:
             b = bufs[f["bufferId"]]
-            m = self._maps.get(b["shmPath"])
+            assert b.shm_path is not None  # _buffers refuses unplaced buffers
+            m = self._maps.get(b.shm_path)
             if isinstance(manifest, Manifest):
                 dtype = manifest.spec(f["tensor"]).rollout_dtype
             elif f["tensor"] in manifest:
                 dtype = manifest[f["tensor"]]
             else:
-                raise KeyError(f"no dtype for tensor {f['tensor']} of worker {w['workerId']}")
-            out.append((f, view(m, int(b["offset"]) + int(f["bufferOffset"]), dtype,
+                raise UnknownNameError(
+                    f"no dtype for tensor {f['tensor']} of worker {w['workerId']}")
+            out.append((f, view(m, b.offset + int(f["bufferOffset"]), dtype,
                                 tuple(f["shape"]), tuple(f["strides"]), framework, None)))
         return out
 
     def image_file(self, worker_id: str | None = None) -> str:
         """The shared-memory file that holds exactly this compat worker's safetensors image (its
         buffer alone in its segment, at offset 0), for loaders that open a file by path."""
-        m, base, size, path = self.buffer_map(worker_id, None)
+        _, base, size, path = self.buffer_map(worker_id, None)
         if base != 0 or os.path.getsize(path) < size:
-            raise ValueError(f"the image of {worker_id} is not a file of its own ({path} at "
+            raise UsageError(f"the image of {worker_id} is not a file of its own ({path} at "
                              f"{base}); give the compat buffer a segment of its own")
         return path
 
@@ -273,7 +343,7 @@ def view(m: mmap.mmap, offset: int, dtype: str, shape: tuple[int, ...],
         return np.ndarray(shape, dtype=np.dtype(DTYPES[dtype][2]), buffer=m, offset=offset,
                           strides=strides)
     if framework != "torch":
-        raise ValueError(f"framework {framework!r}: torch or numpy")
+        raise UsageError(f"framework {framework!r}: torch or numpy")
     import torch
 
     tdt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
@@ -283,6 +353,6 @@ def view(m: mmap.mmap, offset: int, dtype: str, shape: tuple[int, ...],
         return torch.empty(shape, dtype=tdt)
     if strides is None:
         return torch.frombuffer(m, dtype=tdt, count=numel, offset=offset).view(shape)
-    span = 1 + sum((d - 1) * (s // elt) for d, s in zip(shape, strides))
+    span = 1 + sum((d - 1) * (s // elt) for d, s in zip(shape, strides, strict=True))
     flat = torch.frombuffer(m, dtype=tdt, count=span, offset=offset)
     return flat.as_strided(shape, tuple(s // elt for s in strides))

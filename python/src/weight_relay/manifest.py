@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
+
+from .errors import UsageError
 
 #: dtype name (the contracts' ``Dtype``) -> (element bytes, safetensors name, numpy dtype string)
 DTYPES: dict[str, tuple[int, str, str]] = {
@@ -39,7 +42,7 @@ def element_bytes(dtype: str) -> int:
     try:
         return DTYPES[dtype][0]
     except KeyError:
-        raise ValueError(f"unknown dtype {dtype!r}; one of {sorted(DTYPES)}") from None
+        raise UsageError(f"unknown dtype {dtype!r}; one of {sorted(DTYPES)}") from None
 
 
 def dtype_of(tensor: Any) -> str:
@@ -49,11 +52,11 @@ def dtype_of(tensor: Any) -> str:
         name = str(tensor.dtype).replace("torch.", "")
         if name in TORCH_DTYPES:
             return TORCH_DTYPES[name]
-        raise ValueError(f"torch dtype {tensor.dtype} is not one weight-relay converts")
+        raise UsageError(f"torch dtype {tensor.dtype} is not one weight-relay converts")
     s = tensor.dtype.str
     if s in NUMPY_DTYPES:
         return NUMPY_DTYPES[s]
-    raise ValueError(
+    raise UsageError(
         f"numpy dtype {tensor.dtype} is ambiguous or unsupported; give the dtype explicitly "
         "(bf16 as uint16 bits, fp8_e4m3 as uint8 bits)")
 
@@ -69,7 +72,7 @@ class TensorSpec:
         element_bytes(self.trainer_dtype)
         element_bytes(self.rollout_dtype)
         if any(d < 0 for d in self.shape):
-            raise ValueError(f"tensor {self.name}: negative dimension in {self.shape}")
+            raise UsageError(f"tensor {self.name}: negative dimension in {self.shape}")
 
     @property
     def numel(self) -> int:
@@ -111,10 +114,10 @@ class Manifest:
 
     def __post_init__(self) -> None:
         if not self.tensors:
-            raise ValueError("a manifest needs at least one tensor")
+            raise UsageError("a manifest needs at least one tensor")
         for i, t in enumerate(self.tensors):
             if t.name in self._index:
-                raise ValueError(f"tensor {t.name} appears twice in the manifest")
+                raise UsageError(f"tensor {t.name} appears twice in the manifest")
             self._index[t.name] = i
 
     def index(self, name: str) -> int:
@@ -128,7 +131,7 @@ class Manifest:
                 "maxFragmentBytes": self.max_fragment_bytes}
 
     @staticmethod
-    def from_json(j: Mapping[str, Any]) -> "Manifest":
+    def from_json(j: Mapping[str, Any]) -> Manifest:
         return Manifest(
             j["model"],
             [TensorSpec(t["name"], tuple(t["shape"]), t["trainerDtype"], t["rolloutDtype"])
@@ -139,7 +142,7 @@ class Manifest:
     def of_state_dict(model: str, state_dict: Mapping[str, Any],
                       rollout_dtypes: Mapping[str, str] | str | None = None,
                       trainer_dtypes: Mapping[str, str] | None = None,
-                      max_fragment_bytes: int = DEFAULT_MAX_FRAGMENT_BYTES) -> "Manifest":
+                      max_fragment_bytes: int = DEFAULT_MAX_FRAGMENT_BYTES) -> Manifest:
         """A manifest in the state dict's order. ``rollout_dtypes``: one dtype for all, a dict per
         tensor, or None (keep each tensor's dtype). ``trainer_dtypes`` names dtypes numpy cannot
         express (bf16 bits as uint16)."""
@@ -180,7 +183,7 @@ def _json_string(s: str) -> str:
         if c in _ST_ESCAPES:
             out.append(_ST_ESCAPES[c])
         elif ord(c) < 0x20:
-            out.append("\\u%04x" % ord(c))
+            out.append(f"\\u{ord(c):04x}")
         else:
             out.append(c)
     out.append('"')
@@ -198,7 +201,7 @@ class SafetensorsLayout:
     image_bytes: int
 
     @staticmethod
-    def of(manifest: Manifest) -> "SafetensorsLayout":
+    def of(manifest: Manifest) -> SafetensorsLayout:
         parts = ['{"__metadata__":{"format":"pt"}']
         rel, cursor = [], 0
         for t in manifest.tensors:
@@ -220,7 +223,7 @@ def parse_safetensors_header(buf: Any) -> tuple[dict[str, Any], int]:
     mv = memoryview(buf)
     n = int.from_bytes(mv[:8], "little")
     if n <= 0 or 8 + n > len(mv):
-        raise ValueError(f"not a safetensors image: header length {n}, image {len(mv)} bytes")
+        raise UsageError(f"not a safetensors image: header length {n}, image {len(mv)} bytes")
     return json.loads(bytes(mv[8:8 + n]).decode("utf-8")), 8 + n
 
 

@@ -3,19 +3,33 @@ coordinator's calls to control-api (open, commit, abort)."""
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any
 
 from ._http import RestClient, quote
-from .errors import ConflictError, PublishFailedError, RelayCallError, StagingFullError
+from .answers import Reservation
+from .errors import (
+    ClosedError,
+    ConflictError,
+    PublishFailedError,
+    RelayCallError,
+    StagingFullError,
+    StagingMapError,
+    UsageError,
+    call_error,
+)
 from .manifest import DTYPES, Manifest, TensorSpec, dtype_of, element_bytes
 
 ALIGN = 64
+_log = logging.getLogger("weight_relay.publisher")
 
 
 @dataclass(frozen=True)
@@ -58,7 +72,8 @@ class ControlClient:
         return self.rest.call("GET", f"/api/v1/models/{quote(model)}/generations/active")
 
     def collect_garbage(self, model: str) -> dict[str, Any]:
-        """Operator token: removes retired generations nobody holds."""
+        """Operator or trainer token: removes retired generations nobody holds (publishers also
+        ask for this themselves when their segment has no room for the next generation)."""
         return self.rest.call("POST", f"/api/v1/models/{quote(model)}/gc", None, f"gc {model}")
 
 
@@ -84,11 +99,15 @@ class PublisherClient:
     Timeouts as the Java client: ``timeout`` per call (a batch call converts and stores), the
     reservation retried on 429 for at most ``reserve_timeout``, waiting ``Retry-After-Ms`` /
     ``Retry-After`` (200 ms without either) between tries.
+
+    It maps the staging file on first use: use it as a context manager, or call :meth:`close`
+    (idempotent), once the rank is done publishing.
     """
 
     def __init__(self, publisher_url: str, token: str | None = None, *,
                  coordinator: ControlClient | None = None, node: str | None = None,
-                 timeout: float = 300.0, reserve_timeout: float = 300.0, in_flight: int = 2) -> None:
+                 timeout: float = 300.0, reserve_timeout: float = 300.0,
+                 in_flight: int = 2) -> None:
         self.rest = RestClient(publisher_url, token, timeout, "publisher")
         self.coordinator = coordinator
         self.reserve_timeout = reserve_timeout
@@ -97,6 +116,25 @@ class PublisherClient:
         self._info: dict[str, Any] | None = None
         self._map: mmap.mmap | None = None
         self._lock = threading.Lock()
+        self._closed = False
+
+    def __enter__(self) -> PublisherClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drops this client's hold on the staging mapping: it is unmapped as soon as no view of
+        it is left (at once when there is none; see :meth:`LoaderClient.close`); idempotent."""
+        with self._lock:
+            self._closed = True
+            self._map = None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # ---- staging ----------------------------------------------------------------------------
     def staging_info(self) -> dict[str, Any]:
@@ -109,19 +147,21 @@ class PublisherClient:
         if self._node is None:
             node = self.staging_info().get("node")
             if not node:
-                raise ValueError("the publisher does not report its node; pass node=")
+                raise UsageError("the publisher does not report its node; pass node=")
             self._node = node
         return self._node
 
     def staging_map(self) -> mmap.mmap:
         """The whole staging file, mapped read-write once (a rank runs on the publisher's node)."""
         with self._lock:
+            if self._closed:
+                raise ClosedError("this PublisherClient is closed; make a new one")
             if self._map is None:
                 info = self.staging_info()
                 try:
                     fd = os.open(info["path"], os.O_RDWR)
                 except OSError as e:
-                    raise OSError(e.errno, f"cannot map staging {info['path']} of "
+                    raise StagingMapError(e.errno, f"cannot map staging {info['path']} of "
                                   f"{self.rest.base_url} (a rank must run on the publisher's "
                                   f"node): {e.strerror}") from e
                 try:
@@ -132,7 +172,7 @@ class PublisherClient:
             return self._map
 
     def reserve(self, nbytes: int, model: str | None = None,
-                generation: int | None = None, min_bytes: int | None = None) -> dict[str, Any]:
+                generation: int | None = None, min_bytes: int | None = None) -> Reservation:
         """Reserves staging for one batch. When staging has no contiguous ``nbytes`` (429) the
         request halves at once, down to ``min_bytes`` (what the next write needs; default
         ``nbytes``), and only a refused ``min_bytes`` waits ``Retry-After``: staging that
@@ -141,22 +181,26 @@ class PublisherClient:
         floor = min(preferred, int(min_bytes)) if min_bytes is not None else preferred
         body: dict[str, Any] = {"bytes": preferred}
         if model is not None:
+            if generation is None:
+                raise UsageError("reserve: a model needs its generation")
             body.update(model=model, generation=int(generation))
         deadline = time.monotonic() + self.reserve_timeout
         while True:
             what = f"reserve {body['bytes']} bytes"
             r = self.rest.raw("POST", "/api/v1/staging/reservations", body, what)
             if r.status < 400:
-                return r.json()
+                return Reservation.from_json(r.json())
             if r.status == 429 and body["bytes"] > floor:
                 body["bytes"] = max(floor, body["bytes"] // 2)
                 continue
             if r.status != 429 or time.monotonic() > deadline:
-                from .errors import call_error
                 if body["bytes"] < preferred:
                     what += f" (of {preferred} wanted)"
                 raise call_error(f"publisher {self.rest.base_url}", what, r.status, r.body)
-            time.sleep(_retry_after(r.headers))
+            wait = _retry_after(r.headers)
+            _log.debug("staging of %s full for %d bytes; retrying in %.3f s",
+                       self.rest.base_url, body["bytes"], wait)
+            time.sleep(wait)
             body["bytes"] = preferred
 
     def release(self, reservation_id: str) -> None:
@@ -187,7 +231,7 @@ class PublisherClient:
     # ---- coordinator --------------------------------------------------------------------------
     def _coord(self) -> ControlClient:
         if self.coordinator is None:
-            raise ValueError("this rank has no coordinator (pass coordinator=ControlClient(...))")
+            raise UsageError("this rank has no coordinator (pass coordinator=ControlClient(...))")
         return self.coordinator
 
     def open_generation(self, manifest: Manifest, trainer_step: int,
@@ -202,7 +246,7 @@ class PublisherClient:
 
     # ---- one rank's walk ------------------------------------------------------------------------
     def begin(self, manifest: Manifest, opened: OpenedGeneration, *, stage_all: bool = False,
-              after_staging: Callable[[], None] | None = None) -> "RankPublish":
+              after_staging: Callable[[], None] | None = None) -> RankPublish:
         """Starts this rank's walk over ``manifest`` for ``opened``: call :meth:`RankPublish.add`
         for every tensor in manifest order, then :meth:`RankPublish.finish`."""
         return RankPublish(self, manifest, opened, stage_all, after_staging)
@@ -261,7 +305,7 @@ def write_into(buf: mmap.mmap, offset: int, spec: TensorSpec, tensor: Any,
     arr = np.asarray(tensor)
     np_dtype = np.dtype(DTYPES[spec.trainer_dtype][2])
     if arr.dtype.itemsize != np_dtype.itemsize:
-        raise ValueError(f"tensor {spec.name}: {arr.dtype} does not hold {spec.trainer_dtype}")
+        raise UsageError(f"tensor {spec.name}: {arr.dtype} does not hold {spec.trainer_dtype}")
     if tensor_offset == 0 and nbytes == spec.trainer_bytes:
         dst = np.ndarray(spec.shape, dtype=np_dtype, buffer=buf, offset=offset)
         np.copyto(dst, arr.view(np_dtype) if arr.dtype != np_dtype else arr, casting="no")
@@ -291,10 +335,10 @@ class RankPublish:
         self.bytes = 0
         self.first_hand_over = 0.0
         self._next = 0
-        self._open: dict[str, Any] | None = None
+        self._open: Reservation | None = None
         self._cursor = 0
         self._staged: list[dict[str, Any]] = []
-        self._ahead: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        self._ahead: list[tuple[Reservation, list[dict[str, Any]]]] = []
         self._pending: list[Future] = []
         self._pool = ThreadPoolExecutor(client.in_flight, thread_name_prefix="hand-over")
         self._remaining = 0
@@ -321,7 +365,7 @@ class RankPublish:
                 self.manifest.tensors[self._next].name != name:
             expected = self.manifest.tensors[self._next].name \
                 if self._next < len(self.manifest.tensors) else "nothing (all tensors walked)"
-            raise ValueError(f"tensor {name} out of manifest order: expected {expected}")
+            raise UsageError(f"tensor {name} out of manifest order: expected {expected}")
         spec = self.manifest.tensors[self._next]
         self._next += 1
         if self.failure is not None or not self.wants(name):
@@ -332,14 +376,14 @@ class RankPublish:
             self._check(spec, tensor)
             for part in self._parts(spec):
                 aligned = _align(part.nbytes)
-                if self._open is not None and self._cursor + aligned > int(self._open["size"]):
+                if self._open is not None and self._cursor + aligned > self._open.size:
                     self._close()
                 if self._open is None:
                     self._open = self.c.reserve(max(ALIGN, min(self._max_batch, self._remaining)),
                                                 self.model, self.generation,
                                                 min_bytes=max(ALIGN, aligned))
                     self._cursor = 0
-                at = int(self._open["offset"]) + self._cursor
+                at = self._open.offset + self._cursor
                 write_into(self._map, at, spec, tensor, part.tensor_offset, part.nbytes)
                 self._staged.append({"name": spec.name, "dtype": spec.trainer_dtype,
                                      "shape": list(spec.shape), "stagingOffset": at,
@@ -386,10 +430,10 @@ class RankPublish:
     def _check(self, spec: TensorSpec, tensor: Any) -> None:
         shape = tuple(int(d) for d in tensor.shape)
         if shape != spec.shape:
-            raise ValueError(f"tensor {spec.name}: shape {shape}, manifest says {spec.shape}")
+            raise UsageError(f"tensor {spec.name}: shape {shape}, manifest says {spec.shape}")
         if type(tensor).__module__.startswith("torch"):
             if dtype_of(tensor) != spec.trainer_dtype:
-                raise ValueError(f"tensor {spec.name}: dtype {tensor.dtype}, manifest says "
+                raise UsageError(f"tensor {spec.name}: dtype {tensor.dtype}, manifest says "
                                  f"{spec.trainer_dtype}")
 
     def _parts(self, spec: TensorSpec) -> list[_Part]:
@@ -401,7 +445,7 @@ class RankPublish:
         for f in self.manifest.fragments_of(spec):
             b = f.rollout_bytes // rw * tw
             if b > self._max_batch:
-                raise ValueError(f"fragment {f.fragment} ({b} staged bytes) exceeds the "
+                raise UsageError(f"fragment {f.fragment} ({b} staged bytes) exceeds the "
                                  f"publisher's batch bound {self._max_batch}; lower "
                                  "maxFragmentBytes or raise relay.staging.max-batch-bytes")
             if size > 0 and size + b > self._max_batch:
@@ -427,11 +471,11 @@ class RankPublish:
                 return
             self._submit(reservation, staged)
 
-    def _submit(self, reservation: dict[str, Any], staged: list[dict[str, Any]]) -> None:
+    def _submit(self, reservation: Reservation, staged: list[dict[str, Any]]) -> None:
         if not self.first_hand_over:
             self.first_hand_over = time.perf_counter()
         self._pending.append(self._pool.submit(
-            self.c.hand_over, self.model, self.generation, reservation["reservationId"], staged))
+            self.c.hand_over, self.model, self.generation, reservation.reservation_id, staged))
 
     def _drain(self, keep: int) -> None:
         while len(self._pending) > max(0, keep):
@@ -450,11 +494,12 @@ class RankPublish:
             self._release_quietly(self._open)
             self._open, self._staged = None, []
 
-    def _release_quietly(self, reservation: dict[str, Any]) -> None:
+    def _release_quietly(self, reservation: Reservation) -> None:
         try:
-            self.c.release(reservation["reservationId"])
-        except RelayCallError:
-            pass  # reclaimed by the publisher after its reservation timeout
+            self.c.release(reservation.reservation_id)
+        except RelayCallError as e:
+            # reclaimed by the publisher after its reservation timeout
+            _log.debug("release of reservation %s failed: %s", reservation.reservation_id, e)
 
 
 def publish_generation(control: ControlClient, manifest: Manifest, trainer_step: int,
@@ -472,11 +517,12 @@ def publish_generation(control: ControlClient, manifest: Manifest, trainer_step:
         try:
             results[node] = client.publish(manifest, opened, tensors_of(node), stage_all=stage_all,
                                            after_staging=barrier.wait)
-        except Exception as e:  # noqa: BLE001 - reported as the rank's failure
+        except Exception as e:
             barrier.abort()
             results[node] = RankResult(node, None, repr(e), 0, 0, 0.0)
 
-    threads = [threading.Thread(target=run, args=(n, c), name=f"rank-{n}") for n, c in ranks.items()]
+    threads = [threading.Thread(target=run, args=(n, c), name=f"rank-{n}")
+               for n, c in ranks.items()]
     for t in threads:
         t.start()
     for t in threads:
@@ -486,10 +532,14 @@ def publish_generation(control: ControlClient, manifest: Manifest, trainer_step:
     if not failures:
         try:
             control.commit(manifest.model, opened.generation)
+            _log.info("generation %d of %s committed (step %d, %d rank(s))", opened.generation,
+                      manifest.model, trainer_step, len(ordered))
             return opened.generation, ordered, time.perf_counter()
         except RelayCallError as e:
             failures["commit"] = f"commit refused: {e}"
     reason = "; ".join(f"{n}: {f}" for n, f in failures.items())
+    _log.warning("generation %d of %s failed; aborting it: %s", opened.generation,
+                 manifest.model, reason)
     try:
         control.abort(manifest.model, opened.generation, reason)
     except RelayCallError as e:

@@ -44,6 +44,7 @@ extern "C" {
 #define DP_ERR_INTERNAL (-13)
 #define DP_ERR_DENIED (-14)       /* authentication failed, or the role may not do this */
 #define DP_ERR_FOREIGN_HOST (-15) /* same node label, other host identity: never mapped */
+#define DP_ERR_PROTOCOL (-16)     /* a peer answered with a status or bytes out of protocol */
 
 /* Transfer opcodes. */
 #define DP_OP_READ 0  /* (segment, offset) -> local memory */
@@ -110,17 +111,22 @@ const char* dp_error_name(int32_t code);
  * threads for large local transfers; io_timeout_ms: socket send/receive timeout on both sides (a
  * stalled peer is "gone", a client that stops mid-request or mid-handshake is closed; 0 = 30 s on
  * the server); connect_timeout_ms: connecting to a peer (0 = the system's); max_connections: the
- * server's cap on open inbound connections (more are refused at once); shm_dir: the only directory
- * segment files are created in or mapped from. secret/secret_len: the deployment secret every tcp
- * connection proves in both directions; with none (secret_len 0) this engine's server refuses
- * every connection and it connects to nobody: only the local transport works. role: DP_ROLE_*
- * of this engine's outgoing connections.
+ * server's cap on open authenticated inbound connections (more are refused at once);
+ * idle_timeout_ms: an authenticated connection without a request for this long is closed by the
+ * server, and this engine drops its own pooled connections and stream threads after half of it
+ * (0 = 60 s; clients reconnect transparently). Connections still in their handshake have a cap of
+ * their own (max_connections / 4, at least 4, at most 64; when it is full the oldest is closed)
+ * and an absolute deadline (5 s, or io_timeout_ms if shorter), so they never hold an
+ * authenticated slot. shm_dir: the only directory segment files are created in or mapped from.
+ * secret/secret_len: the deployment secret every tcp connection proves in both directions; with
+ * none (secret_len 0) this engine's server refuses every connection and it connects to nobody: only
+ * the local transport works. role: DP_ROLE_* of this engine's outgoing connections.
  */
 int dp_engine_create(const char* node_label, const char* host_id, const char* bind_host,
                      int32_t port, int32_t tcp_streams, int32_t local_threads,
                      int32_t io_timeout_ms, int32_t connect_timeout_ms, int32_t max_connections,
-                     const char* shm_dir, const uint8_t* secret, int32_t secret_len, int32_t role,
-                     dp_engine** out, dp_status* status);
+                     int32_t idle_timeout_ms, const char* shm_dir, const uint8_t* secret,
+                     int32_t secret_len, int32_t role, dp_engine** out, dp_status* status);
 /* Stops the server, peers and copy threads; pending and later calls fail with
  * DP_ERR_CLOSED and blocked notify waits return. Idempotent. The handle stays valid
  * until dp_engine_destroy. */

@@ -35,6 +35,8 @@ struct TaskState {
     // What the task addressed, for the message of its failure (written before it runs).
     std::string target;  // PeerSegment::Describe(), or the unknown segment id
     int64_t offset = 0, local_addr = 0, segment_size = 0;
+    std::string
+        failure;  // why it failed, when its code alone cannot say; guarded by BatchState::mu
 };
 
 struct CopyQueue;
@@ -57,6 +59,16 @@ struct BatchState {
     std::shared_ptr<CopyQueue> copies;  // where this batch's local chunks wait
     bool crc = false;                   // DP_BATCH_CRC32C
     std::atomic<int64_t> crc_nanos{0};  // time its threads spent summing, all together
+
+    // Records why task failed, what + detail (the first reason stays), before its failing chunk
+    // completes.
+    void Fail(int32_t task, const char* what, const std::string& detail) noexcept {
+        try {
+            std::lock_guard<std::mutex> lock(mu);
+            if (tasks[task].failure.empty()) tasks[task].failure = what + detail;
+        } catch (...) {  // no memory for the message: the code still says it failed
+        }
+    }
 };
 
 }  // namespace dp

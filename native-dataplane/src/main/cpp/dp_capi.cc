@@ -53,6 +53,7 @@ constexpr ErrorInfo kErrors[] = {
     DP_ERROR(INTERNAL, "internal error (out of memory or threads)"),
     DP_ERROR(DENIED, "refused: the tcp handshake failed or this engine's role may not do this"),
     DP_ERROR(FOREIGN_HOST, "its node label is this engine's but its host identity is another's"),
+    DP_ERROR(PROTOCOL, "the peer answered out of protocol (a reply status or bytes not accepted)"),
 };
 #undef DP_ERROR
 
@@ -119,6 +120,7 @@ std::string DescribeTask(const dp::TaskState& t, int32_t status) {
         std::snprintf(addr, sizeof addr, "%#llx", static_cast<unsigned long long>(t.local_addr));
         what += ", local memory at " + std::string(addr);
     }
+    if (!t.failure.empty()) what += " (" + t.failure + ")";
     return what;
 }
 
@@ -153,14 +155,14 @@ const char* dp_error_name(int32_t code) {
 int dp_engine_create(const char* node_label, const char* host_id, const char* bind_host,
                      int32_t port, int32_t tcp_streams, int32_t local_threads,
                      int32_t io_timeout_ms, int32_t connect_timeout_ms, int32_t max_connections,
-                     const char* shm_dir, const uint8_t* secret, int32_t secret_len, int32_t role,
-                     dp_engine** out, dp_status* status) {
+                     int32_t idle_timeout_ms, const char* shm_dir, const uint8_t* secret,
+                     int32_t secret_len, int32_t role, dp_engine** out, dp_status* status) {
     return Guard(status, [&] {
         if (!node_label || !*node_label || !host_id || !*host_id || !bind_host || !shm_dir ||
             !out || port < 0 || port > 65535 || tcp_streams < 1 || tcp_streams > 64 ||
             local_threads < 1 || local_threads > 64 || io_timeout_ms < 0 ||
-            connect_timeout_ms < 0 || max_connections < 1 || secret_len < 0 ||
-            (secret_len > 0 && !secret) ||
+            connect_timeout_ms < 0 || max_connections < 1 || idle_timeout_ms < 0 ||
+            secret_len < 0 || (secret_len > 0 && !secret) ||
             (role != DP_ROLE_PEER && role != DP_ROLE_REMOVER && role != DP_ROLE_STORER))
             return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_engine_create"));
         *out = nullptr;
@@ -178,6 +180,7 @@ int dp_engine_create(const char* node_label, const char* host_id, const char* bi
         o.timeout_ms = io_timeout_ms;
         o.connect_timeout_ms = connect_timeout_ms;
         o.max_connections = max_connections;
+        o.idle_timeout_ms = idle_timeout_ms;
         o.secret.assign(secret, secret + secret_len);
         o.role = static_cast<uint8_t>(role);
         auto e = std::make_unique<dp_engine>();

@@ -61,13 +61,14 @@ void Engine::Shutdown() {
             (void)ignored;
         }
         if (accept_thread_.joinable()) accept_thread_.join();
-        std::list<Connection> conns;
+        std::list<std::shared_ptr<Connection>> conns;
         {
             std::lock_guard<std::mutex> lock(conn_mu_);
-            for (int fd : conn_fds_) ::shutdown(fd, SHUT_RDWR);
-            conns.swap(conn_threads_);
+            for (auto& c : conns_)
+                if (c->fd >= 0) ::shutdown(c->fd, SHUT_RDWR);
+            conns.swap(conns_);
         }
-        for (auto& c : conns) c.thread.join();
+        for (auto& c : conns) c->thread.join();
         std::map<std::string, std::shared_ptr<TcpPeer>> peers;
         {
             std::lock_guard<std::mutex> lock(seg_mu_);
@@ -187,6 +188,12 @@ bool SameDescriptor(const PeerSegment& a, const PeerSegment& b) {
 }  // namespace
 
 Result<int64_t> Engine::OpenSegment(const PeerSegment& desc) {
+    auto id = OpenSegmentOnce(desc);
+    ReapPeers();  // a descriptor that changed (a restarted owner) leaves its old peer behind
+    return id;
+}
+
+Result<int64_t> Engine::OpenSegmentOnce(const PeerSegment& desc) {
     if (desc.name.empty() || desc.name.size() > kMaxName || desc.size < 0 || desc.port < 0 ||
         desc.port > 65535)
         return Err::kInvalidArgument;
@@ -229,12 +236,33 @@ Result<int64_t> Engine::OpenSegment(const PeerSegment& desc) {
 }
 
 Err Engine::CloseSegment(int64_t id) {
-    std::lock_guard<std::mutex> lock(seg_mu_);
-    auto it = segments_.find(id);
-    if (it == segments_.end()) return Err::kUnknownSegment;
-    segment_ids_.erase(it->second->name);
-    segments_.erase(it);
+    {
+        std::lock_guard<std::mutex> lock(seg_mu_);
+        auto it = segments_.find(id);
+        if (it == segments_.end()) return Err::kUnknownSegment;
+        segment_ids_.erase(it->second->name);
+        segments_.erase(it);
+    }
+    ReapPeers();
     return Err::kOk;
+}
+
+void Engine::ReapPeers() {
+    std::vector<std::shared_ptr<TcpPeer>> gone;
+    {
+        std::lock_guard<std::mutex> lock(seg_mu_);
+        for (auto it = peers_.begin(); it != peers_.end();) {
+            // Only the map holds it (no segment, no batch waiting to notify through it) and it
+            // has no chunk queued or in flight: nobody can hand it work any more.
+            if (it->second.use_count() == 1 && it->second->Idle()) {
+                gone.push_back(std::move(it->second));
+                it = peers_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& p : gone) p->Stop();  // its idle stream threads leave; its sockets close
 }
 
 Result<int64_t> Engine::Alloc(int64_t id, int64_t length, bool high) {
@@ -474,6 +502,22 @@ void Engine::CompleteChunk(const std::shared_ptr<BatchState>& b, int32_t task, E
 
 void Engine::FinishBatch(const std::shared_ptr<BatchState>& b) {
     int32_t notify_status = DP_OK;
+    try {
+        SendNotifies(b, &notify_status);
+    } catch (...) {  // out of memory on the way: the batch still finishes, its notify failed
+        notify_status = DP_ERR_INTERNAL;
+    }
+    {
+        std::lock_guard<std::mutex> lock(b->mu);
+        b->notify_status = notify_status;
+        b->done = true;
+        b->notify_peers.clear();
+    }
+    b->cv.notify_all();
+}
+
+void Engine::SendNotifies(const std::shared_ptr<BatchState>& b, int32_t* status) {
+    int32_t& notify_status = *status;
     if (!b->notify_name.empty()) {
         for (int32_t i = 0; i < b->count && notify_status == DP_OK; ++i) {
             std::lock_guard<std::mutex> lock(b->mu);
@@ -491,13 +535,6 @@ void Engine::FinishBatch(const std::shared_ptr<BatchState>& b) {
             }
         }
     }
-    {
-        std::lock_guard<std::mutex> lock(b->mu);
-        b->notify_status = notify_status;
-        b->done = true;
-        b->notify_peers.clear();
-    }
-    b->cv.notify_all();
 }
 
 Err Engine::WaitNotify(const std::string& name, int64_t at_least, int64_t timeout_ms,

@@ -12,12 +12,17 @@
 //
 // Locks: every mutex of the engine (Engine::seg_mu_, reg_mu_, notify_mu_, conn_mu_,
 // CopyQueue::mu, BatchState::mu, TcpPeer::mu_ and control_mu_, SegmentAllocator::mu_) is a leaf:
-// no code holds one while taking another, so there is no order to keep. Chunks are completed,
+// no code holds one while taking another, so there is no order to keep. One exception, in one
+// direction only: ReapPeers asks a TcpPeer whether it is idle (TcpPeer::mu_) while it holds
+// seg_mu_, so that no segment can hand the peer work between the check and its removal; nothing
+// under TcpPeer::mu_ takes seg_mu_. Chunks are completed,
 // batches finished and notifies sent with no lock held.
 #ifndef WEIGHT_RELAY_DP_ENGINE_H_
 #define WEIGHT_RELAY_DP_ENGINE_H_
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <list>
@@ -41,9 +46,19 @@ namespace dp {
 
 // The tcp server's socket timeout when the engine was given none.
 constexpr int kDefaultServerTimeoutMs = 30000;
-// A handshake takes one round trip and two HMACs: a client that needs longer is not a peer, and
-// every second it lingers it holds one of max_connections.
+// A handshake takes one round trip and two HMACs: a client that needs longer is not a peer. The
+// deadline is absolute (from accept), not per receive, so a client dribbling a byte at a time is
+// closed on time too.
 constexpr int kHandshakeTimeoutMs = 5000;
+// An authenticated connection without a request for this long is closed by the server, when the
+// engine was given no idle timeout. Clients drop their own pooled connections after half of it.
+constexpr int kDefaultIdleTimeoutMs = 60000;
+// Connections still in their handshake have a cap of their own, max_connections / 4 within these
+// bounds: they never take an authenticated slot, and when the cap is full the oldest of them is
+// closed (an honest handshake takes one round trip, so only a peer slower than the newest
+// max_handshakes connections loses its place).
+constexpr int kMinHandshakes = 4;
+constexpr int kMaxHandshakes = 64;
 
 struct OwnSegment {
     std::string name;
@@ -77,7 +92,8 @@ struct PeerSegment {
 
 struct EngineOptions {
     std::string label, host_id, shm_dir;  // shm_dir: its real path
-    int streams = 2, threads = 2, timeout_ms = 0, connect_timeout_ms = 0, max_connections = 256;
+    int streams = 2, threads = 2, timeout_ms = 0, connect_timeout_ms = 0, max_connections = 256,
+        idle_timeout_ms = 0;
     std::vector<uint8_t> secret;
     uint8_t role = DP_ROLE_PEER;
 };
@@ -93,6 +109,9 @@ class Engine {
           timeout_ms_(o.timeout_ms),
           connect_timeout_ms_(o.connect_timeout_ms),
           max_connections_(o.max_connections),
+          max_handshakes_(
+              std::min(kMaxHandshakes, std::max(kMinHandshakes, o.max_connections / 4))),
+          idle_timeout_ms_(o.idle_timeout_ms > 0 ? o.idle_timeout_ms : kDefaultIdleTimeoutMs),
           authenticated_(!o.secret.empty()),
           role_(o.role),
           peer_key_(RoleKey(o.secret, DP_ROLE_PEER)),
@@ -108,6 +127,10 @@ class Engine {
     const std::string& label() const { return label_; }
     int timeout_ms() const { return timeout_ms_; }
     int connect_timeout_ms() const { return connect_timeout_ms_; }
+    // How long this engine's own pooled connections (and the stream threads that hold them) may
+    // idle before it drops them: half the idle timeout, so a peer with the same configuration never
+    // closes one under it first.
+    int client_idle_ms() const { return std::max(1, idle_timeout_ms_ / 2); }
     // Proves this engine's role to a server on a fresh connection; kOk once the server accepted.
     // *busy: the server was at its connection cap (kPeerGone then).
     Err ClientHandshake(int fd, bool* busy);
@@ -130,6 +153,9 @@ class Engine {
 
     Result<int64_t> OpenSegment(const PeerSegment& desc);
     Err CloseSegment(int64_t id);
+    // Stops and forgets the tcp peers that no open segment names and that have no chunk queued or
+    // in flight: a restarted owner (its descriptor changed) leaves neither threads nor sockets.
+    void ReapPeers();
     std::shared_ptr<PeerSegment> FindSegment(int64_t id) {
         std::lock_guard<std::mutex> lock(seg_mu_);
         auto it = segments_.find(id);
@@ -152,7 +178,7 @@ class Engine {
                                                const int64_t* offsets, const int64_t* lengths,
                                                const char* notify, int32_t flags = 0);
     void CompleteChunk(const std::shared_ptr<BatchState>& b, int32_t task, Err err, int64_t bytes);
-    // Copies one local chunk and completes it.
+    // Copies one local chunk and completes it; never throws (a failing copy fails its tasks).
     void RunCopy(const CopyJob& job);
 
     void RegisterNotify(const std::string& name) {
@@ -188,12 +214,16 @@ class Engine {
     Err WaitNotify(const std::string& name, int64_t at_least, int64_t timeout_ms, int64_t* value);
 
  private:
+    Result<int64_t> OpenSegmentOnce(const PeerSegment& desc);
     void FinishBatch(const std::shared_ptr<BatchState>& b);
+    void SendNotifies(const std::shared_ptr<BatchState>& b, int32_t* status);
     void CopyLoop();
     void AcceptLoop();
     void Accept(int fd);
-    void ServeConnection(int fd);
-    bool ServerHandshake(int fd, uint8_t* role);
+    struct Connection;
+    void ServeConnection(const std::shared_ptr<Connection>& conn);
+    bool ServerHandshake(int fd, std::chrono::steady_clock::time_point deadline, uint8_t* role);
+    bool TakeAuthenticatedSlot(const std::shared_ptr<Connection>& conn);
     void ServeRequests(int fd, uint8_t role);
     int server_timeout_ms() const {
         return timeout_ms_ > 0 ? timeout_ms_ : kDefaultServerTimeoutMs;
@@ -208,6 +238,8 @@ class Engine {
     const int timeout_ms_;
     const int connect_timeout_ms_;
     const int max_connections_;
+    const int max_handshakes_;
+    const int idle_timeout_ms_;
     const bool authenticated_;  // false: no secret, so no tcp peer in either direction
     const uint8_t role_;
     const Key peer_key_;
@@ -248,14 +280,20 @@ class Engine {
     Fd wake_fd_;
     int port_ = 0;
     std::thread accept_thread_;
-    // Guards conn_fds_ and conn_threads_ (the tcp server's inbound connections).
-    std::mutex conn_mu_;
-    std::set<int> conn_fds_;
+    // An inbound connection of the tcp server and the thread serving it. Every field but done is
+    // guarded by conn_mu_.
     struct Connection {
         std::thread thread;
-        std::shared_ptr<std::atomic<bool>> done;
+        std::atomic<bool> done{false};
+        int fd = -1;  // -1 once its thread stops using it (it closes it right after)
+        bool authenticated = false;
+        bool evicted = false;  // a handshake closed to make room for a newer one
+        uint64_t seq = 0;      // order of acceptance: the oldest handshake is evicted first
     };
-    std::list<Connection> conn_threads_;
+    // Guards conns_ and next_conn_seq_ (the tcp server's inbound connections).
+    std::mutex conn_mu_;
+    std::list<std::shared_ptr<Connection>> conns_;
+    uint64_t next_conn_seq_ = 0;
 };
 
 }  // namespace dp

@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -13,7 +15,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -46,6 +51,7 @@ enum class Err : int32_t {
     kInternal = DP_ERR_INTERNAL,
     kDenied = DP_ERR_DENIED,
     kForeignHost = DP_ERR_FOREIGN_HOST,
+    kProtocol = DP_ERR_PROTOCOL,
 };
 
 inline int Code(Err e) { return static_cast<int>(e); }
@@ -580,6 +586,34 @@ inline Err RecvAll(int fd, void* data, int64_t n) {
     }
     return Err::kOk;
 }
+
+// RecvAll that gives up at an absolute deadline (kTimeout), however the bytes trickle in: a peer
+// sending one byte just before each receive timeout cannot stretch it.
+inline Err RecvAllBy(int fd, void* data, int64_t n,
+                     std::chrono::steady_clock::time_point deadline) {
+    char* p = static_cast<char*>(data);
+    while (n > 0) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now())
+                        .count();
+        if (left <= 0) return Err::kTimeout;
+        struct pollfd w = {fd, POLLIN, 0};
+        int rc = ::poll(&w, 1, static_cast<int>(std::min<int64_t>(left, INT32_MAX)));
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc < 0) return Err::kPeerGone;
+        if (rc == 0) return Err::kTimeout;
+        ssize_t k = ::recv(fd, p, static_cast<size_t>(n), MSG_DONTWAIT);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+        if (k <= 0) return Err::kPeerGone;
+        p += k;
+        n -= k;
+    }
+    return Err::kOk;
+}
+
+// Names the calling thread (at most 15 characters) so that ps, top, perf and the tests tell the
+// engine's threads apart: dp-accept, dp-conn, dp-copy, dp-stream.
+inline void NameThread(const char* name) { ::pthread_setname_np(::pthread_self(), name); }
 
 // RecvAll that also returns the CRC32C of the n bytes, taken of each receive while it is in cache
 // (at most 256 KiB a call, so what one call returns still fits in L2).

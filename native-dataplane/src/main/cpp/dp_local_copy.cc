@@ -2,8 +2,11 @@
 #include "dp_local_copy.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <string>
 
 #if defined(__x86_64__)
 #include <emmintrin.h>
@@ -55,21 +58,43 @@ void StreamFence() {
 
 }  // namespace
 
+std::atomic<void (*)(const CopyJob&)> copy_fault_for_tests{nullptr};
+
+// Never throws: a chunk whose copy fails (an exception from anything it calls) fails its tasks
+// with kInternal and says why in each task's message; the thread, and the process, go on.
 void Engine::RunCopy(const CopyJob& job) {
     TaskState& t = job.batch->tasks[job.task];
-    if (t.chunk_crc) {
-        int64_t spent = 0;
-        t.chunk_crc[job.chunk] = CopyCrc32c(job.dst, job.src, job.length, &spent);
-        job.batch->crc_nanos.fetch_add(spent);
-    } else {
-        for (int64_t off = 0; off < job.length; off += kCopyBlock) {
-            size_t n = static_cast<size_t>(std::min(kCopyBlock, job.length - off));
-            StreamCopy(job.dst + off, job.src + off, n);
-            for (const CopyTarget& to : job.also) StreamCopy(to.dst + off, job.src + off, n);
+    bool failed = false;
+    std::string failure;
+    try {
+        if (auto fault = copy_fault_for_tests.load()) fault(job);
+        if (t.chunk_crc) {
+            int64_t spent = 0;
+            t.chunk_crc[job.chunk] = CopyCrc32c(job.dst, job.src, job.length, &spent);
+            job.batch->crc_nanos.fetch_add(spent);
+        } else {
+            for (int64_t off = 0; off < job.length; off += kCopyBlock) {
+                size_t n = static_cast<size_t>(std::min(kCopyBlock, job.length - off));
+                StreamCopy(job.dst + off, job.src + off, n);
+                for (const CopyTarget& to : job.also) StreamCopy(to.dst + off, job.src + off, n);
+            }
+            StreamFence();  // the bytes are visible before the chunk counts as done
         }
-        StreamFence();  // the bytes are visible before the chunk counts as done
+    } catch (const std::exception& e) {
+        failed = true;
+        try {
+            failure = e.what();
+        } catch (...) {  // no memory for the message: the code still says it failed
+        }
+    } catch (...) {
+        failed = true;
     }
     auto complete = [&](int32_t task) {
+        if (failed) {
+            job.batch->Fail(task, "the local copy failed: ", failure);
+            CompleteChunk(job.batch, task, Err::kInternal, 0);
+            return;
+        }
         Count(job.batch->tasks[task].op == DP_OP_READ ? DP_COUNTER_LOCAL_READ
                                                       : DP_COUNTER_LOCAL_WRITTEN,
               job.length);
@@ -80,6 +105,7 @@ void Engine::RunCopy(const CopyJob& job) {
 }
 
 void Engine::CopyLoop() {
+    NameThread("dp-copy");
     CopyQueue& q = *copy_;
     for (;;) {
         CopyJob job;

@@ -4,6 +4,7 @@
 #ifndef WEIGHT_RELAY_DP_LOCAL_COPY_H_
 #define WEIGHT_RELAY_DP_LOCAL_COPY_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -58,6 +59,11 @@ struct CopyQueue {
     int in_flight = 0;
     bool closing = false;
 };
+
+// Test seam (the C API tests only; nothing else sets it): when set, the copy pool calls it before
+// it copies a chunk, so a test can make a copy throw and check that its task fails with
+// DP_ERR_INTERNAL and a message while the process goes on.
+extern std::atomic<void (*)(const CopyJob&)> copy_fault_for_tests;
 
 // Runs the waiting batch's queued local chunks on the calling thread.
 void HelpCopy(const std::shared_ptr<BatchState>& b);

@@ -14,6 +14,15 @@ namespace dp {
 
 namespace {
 
+// Whether a pooled connection with nothing in flight can no longer carry a request: its server
+// closed it (idle, restarted), it errored, or it sent bytes nobody asked for. Never waits.
+bool HungUp(int fd) {
+    struct pollfd p {};
+    p.fd = fd;
+    p.events = POLLIN | POLLRDHUP;
+    return ::poll(&p, 1, 0) != 0;
+}
+
 // Connects within timeout_ms (0: the system's own limit); the socket is blocking again after.
 bool ConnectWithin(int fd, const sockaddr* addr, socklen_t len, int timeout_ms) {
     int flags = ::fcntl(fd, F_GETFL, 0);
@@ -41,28 +50,10 @@ void TcpPeer::Enqueue(std::vector<TcpJob>&& jobs) {
         std::lock_guard<std::mutex> lock(mu_);
         if (stopping_) {
             for (auto& j : jobs) pending_fail_.push_back(std::move(j));
+        } else if (!StartStreams()) {
+            for (auto& j : jobs) unstarted.push_back(std::move(j));
         } else {
-            if (threads_.empty()) {
-                fds_.assign(engine_->streams(), -1);
-                threads_.reserve(engine_->streams());
-                for (int i = 0; i < engine_->streams(); ++i) {
-                    try {
-                        threads_.emplace_back([this, i] {
-                            try {
-                                StreamLoop(i);
-                            } catch (...) {  // never std::terminate the JVM
-                            }
-                        });
-                    } catch (const std::system_error&) {
-                        break;  // no more threads now: run with the streams that started
-                    }
-                }
-            }
-            if (threads_.empty()) {
-                for (auto& j : jobs) unstarted.push_back(std::move(j));
-            } else {
-                for (auto& j : jobs) jobs_.push_back(std::move(j));
-            }
+            for (auto& j : jobs) jobs_.push_back(std::move(j));
         }
     }
     cv_.notify_all();
@@ -70,11 +61,53 @@ void TcpPeer::Enqueue(std::vector<TcpJob>&& jobs) {
     FailPending();
 }
 
+// With mu_ held: (re)starts the stream threads that left; true when at least one runs.
+bool TcpPeer::StartStreams() {
+    int streams = engine_->streams();
+    if (threads_.empty()) {
+        threads_.resize(streams);
+        fds_.assign(streams, -1);
+        left_.assign(streams, true);
+    }
+    for (int i = 0; i < streams && live_ < streams; ++i) {
+        if (!left_[i]) continue;
+        // It marked itself as left under mu_ as its last use of this peer's state, so joining
+        // here (mu_ held) waits only for it to return.
+        if (threads_[i].joinable()) threads_[i].join();
+        try {
+            threads_[i] = std::thread([this, i] {
+                NameThread("dp-stream");
+                try {
+                    StreamLoop(i);
+                } catch (...) {  // never std::terminate the JVM
+                    std::lock_guard<std::mutex> lock(mu_);
+                    if (!left_[i]) {  // it left without marking it
+                        left_[i] = true;
+                        --live_;
+                        fds_[i] = -1;
+                    }
+                }
+            });
+        } catch (const std::system_error&) {
+            break;  // no more threads now: run with the streams that started
+        }
+        left_[i] = false;
+        ++live_;
+    }
+    return live_ > 0;
+}
+
+bool TcpPeer::Idle() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return jobs_.empty() && pending_fail_.empty() && waiting_ == live_;
+}
+
 // One request/response on the control connection (alloc, free, notify).
 Result<int64_t> TcpPeer::Control(Op op, const std::string& name, int64_t offset, int64_t length) {
     std::lock_guard<std::mutex> lock(control_mu_);
     if (engine_->closing()) return Err::kClosed;
     for (int attempt = 0; attempt < 2; ++attempt) {
+        if (control_.valid() && HungUp(control_.get())) control_.Reset();  // closed as idle
         if (!control_.valid()) {
             auto fd = Connect();
             if (!fd.ok()) return fd.error();
@@ -84,7 +117,9 @@ Result<int64_t> TcpPeer::Control(Op op, const std::string& name, int64_t offset,
         Err e = SendRequest(control_.get(), op, name, offset, length);
         if (e == Err::kOk) e = RecvAll(control_.get(), &resp, sizeof resp);
         if (e == Err::kOk) {
-            if (resp.status != DP_OK) return FromCode(resp.status);
+            Err answer = FromReply(resp.status);
+            if (answer == Err::kProtocol) control_.Reset();  // out of step from here on
+            if (answer != Err::kOk) return answer;
             return resp.value;
         }
         control_.Reset();  // a stale pooled connection gets one fresh retry
@@ -99,10 +134,7 @@ Err TcpPeer::Probe() {
     std::lock_guard<std::mutex> lock(control_mu_);
     if (engine_->closing()) return Err::kClosed;
     if (control_.valid()) {
-        struct pollfd p {};
-        p.fd = control_.get();
-        p.events = POLLIN | POLLRDHUP;
-        if (::poll(&p, 1, 0) == 0) return Err::kOk;  // open and quiet: a live peer
+        if (!HungUp(control_.get())) return Err::kOk;  // open and quiet: a live peer
         control_.Reset();  // hung up, errored or sent unasked bytes: start afresh
     }
     auto fd = Connect();
@@ -126,7 +158,8 @@ void TcpPeer::Stop() {
         control_.Reset();
     }
     cv_.notify_all();
-    for (auto& t : threads) t.join();
+    for (auto& t : threads)
+        if (t.joinable()) t.join();  // a slot whose thread never started is not
     FailPending();
 }
 
@@ -184,8 +217,13 @@ void TcpPeer::FailPending() {
 // connection: before it waits for the oldest response it sends the requests of the chunks it can
 // take, so the server finds the next request already there. Responses come in request order. A
 // connection that fails fails every chunk in flight on it (kPeerGone); the next chunk reconnects.
+// A pooled connection that had answered before and breaks is most likely one its server closed as
+// idle (or a restarted server): its chunks go back to the queue once, for a fresh connection, so a
+// client never sees the server's idle timeout. A stream idle for the client idle time closes its
+// connection and its thread leaves; the next chunk starts it again.
 void TcpPeer::StreamLoop(int index) {
     Fd fd;
+    int64_t answered = 0;  // responses received on fd: a connection that worked before
     // In flight, oldest first: a ring of kPipelineDepth slots (no allocation per chunk).
     std::vector<TcpJob> window(kPipelineDepth);
     int head = 0, count = 0;
@@ -196,16 +234,32 @@ void TcpPeer::StreamLoop(int index) {
     std::vector<TcpJob> fresh;  // taken from the queue, requests not sent yet
     fresh.reserve(kPipelineDepth);
     std::vector<char> request_buf;
+    std::vector<TcpJob> failed;
     auto fail_window = [&](Err e) {
-        for (; count > 0; --count, head = (head + 1) % kPipelineDepth) {
-            TcpJob done = std::move(window[head]);
-            engine_->CompleteChunk(done.batch, done.task, e, 0);
+        bool retry = e == Err::kPeerGone && answered > 0;
+        failed.clear();
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            // Back to the front of the queue, oldest first, those not retried yet.
+            for (int k = count - 1; k >= 0; --k) {
+                TcpJob& j = window[(head + k) % kPipelineDepth];
+                if (retry && !j.retried && !stopping_) {
+                    j.retried = true;
+                    jobs_.push_front(std::move(j));
+                } else {
+                    failed.push_back(std::move(j));
+                }
+            }
+            fds_[index] = -1;
         }
+        head = count = 0;
         window_bytes = window_requests = 0;
-        std::lock_guard<std::mutex> lock(mu_);
-        fds_[index] = -1;
+        answered = 0;
         fd.Reset();
+        for (auto& j : failed) engine_->CompleteChunk(j.batch, j.task, e, 0);
+        failed.clear();
     };
+    const auto idle = std::chrono::milliseconds(engine_->client_idle_ms());
     for (;;) {
         fresh.clear();
         bool stopping;
@@ -213,8 +267,18 @@ void TcpPeer::StreamLoop(int index) {
             std::unique_lock<std::mutex> lock(mu_);
             if (count == 0) {
                 ++waiting_;
-                cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+                bool woken = cv_.wait_for(lock, idle, [&] { return stopping_ || !jobs_.empty(); });
                 --waiting_;
+                if (!woken) {
+                    // Idle: close the connection before its server does, and leave (decided and
+                    // marked in one step under mu_, so Enqueue restarts this stream when needed).
+                    left_[index] = true;
+                    --live_;
+                    fds_[index] = -1;
+                    lock.unlock();
+                    fd.Reset();
+                    return;
+                }
                 if (jobs_.empty()) break;
             }
             stopping = stopping_;
@@ -242,6 +306,12 @@ void TcpPeer::StreamLoop(int index) {
             if (count == 0) continue;
         }
         if (!fresh.empty()) {
+            if (fd.valid() && count == 0 && HungUp(fd.get())) {
+                // Closed by its server while pooled (idle timeout, restart): not worth a request.
+                std::lock_guard<std::mutex> lock(mu_);
+                fds_[index] = -1;
+                fd.Reset();
+            }
             if (!fd.valid()) {  // nothing is in flight without a connection
                 auto c = Connect();
                 if (!c.ok()) {
@@ -249,6 +319,7 @@ void TcpPeer::StreamLoop(int index) {
                     continue;
                 }
                 fd = std::move(c.value());
+                answered = 0;
                 std::lock_guard<std::mutex> lock(mu_);
                 fds_[index] = fd.get();
                 if (stopping_) ::shutdown(fd.get(), SHUT_RDWR);
@@ -264,21 +335,30 @@ void TcpPeer::StreamLoop(int index) {
                 continue;
             }
         }
-        TcpJob done = std::move(window[head]);
+        TcpJob& oldest = window[head];
+        int64_t bytes = 0;
+        Err e = ReceiveResponse(fd.get(), oldest, &bytes);
+        if (e == Err::kPeerGone || e == Err::kProtocol) {
+            // The stream is out of step: this chunk and every one behind it (retried once when
+            // the connection had worked before; a peer out of protocol is never retried).
+            fail_window(e);
+            continue;
+        }
+        ++answered;
+        TcpJob done = std::move(oldest);
         head = (head + 1) % kPipelineDepth;
         --count;
         window_bytes -= done.length;
         window_requests -= request_size(done);
-        int64_t bytes = 0;
-        Err e = ReceiveResponse(fd.get(), done, &bytes);
         if (bytes > 0)
             engine_->Count(done.op == Op::kRead ? DP_COUNTER_TCP_READ : DP_COUNTER_TCP_WRITTEN,
                            bytes);
         engine_->CompleteChunk(done.batch, done.task, e, bytes);
-        if (e == Err::kPeerGone) fail_window(Err::kPeerGone);  // the stream is out of step
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    if (index < static_cast<int>(fds_.size())) fds_[index] = -1;
+    std::lock_guard<std::mutex> lock(mu_);  // stopping
+    fds_[index] = -1;
+    left_[index] = true;
+    --live_;
 }
 
 // Sends the requests of jobs (all of one direction): reads as one send of all their headers,
@@ -308,7 +388,8 @@ Err TcpPeer::ReceiveResponse(int fd, const TcpJob& job, int64_t* bytes) {
     RespHeader resp{};
     Err e = RecvAll(fd, &resp, sizeof resp);
     if (e != Err::kOk) return e;
-    if (resp.status != DP_OK) return FromCode(resp.status);
+    Err answer = FromReply(resp.status);
+    if (answer != Err::kOk) return answer;  // a refusal carries no payload
     if (job.op == Op::kRead) {
         TaskState& t = job.batch->tasks[job.task];
         if (t.chunk_crc) {

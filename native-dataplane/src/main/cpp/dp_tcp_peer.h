@@ -41,6 +41,9 @@ struct TcpJob {
     char* local;
     int64_t length;
     int32_t chunk = 0;
+    // Sent once already on a pooled connection that broke before answering it (its server closed
+    // it as idle, or restarted): it gets one more try on a fresh connection, not more.
+    bool retried = false;
 };
 
 // Connections to one peer engine: a chunk queue drained by `streams` stream threads, each with
@@ -56,8 +59,11 @@ class TcpPeer {
     TcpPeer& operator=(const TcpPeer&) = delete;
     ~TcpPeer() { Stop(); }
 
-    // Queues the chunks for the stream threads (started by the first call).
+    // Queues the chunks for the stream threads (started by the first call, and again after they
+    // left for being idle).
     void Enqueue(std::vector<TcpJob>&& jobs);
+    // No chunk queued or in flight: every stream thread has left or waits for work.
+    bool Idle();
     // One request/response on the control connection (alloc, free, notify).
     Result<int64_t> Control(Op op, const std::string& name, int64_t offset, int64_t length);
     // Whether the owner answers now (see dp_segment_probe).
@@ -70,6 +76,7 @@ class TcpPeer {
  private:
     Result<Fd> Connect();
     void FailPending();
+    bool StartStreams();
     void StreamLoop(int index);
     static Err SendRequests(int fd, const std::vector<TcpJob>& jobs, std::vector<char>* buf);
     static Err ReceiveResponse(int fd, const TcpJob& job, int64_t* bytes);
@@ -77,15 +84,20 @@ class TcpPeer {
     Engine* const engine_;
     const std::string host_;
     const int port_;
-    // Guards jobs_, pending_fail_, threads_, fds_, waiting_ and stopping_; cv_ wakes the stream
-    // threads.
+    // Guards jobs_, pending_fail_, threads_, fds_, left_, live_, waiting_ and stopping_; cv_ wakes
+    // the stream threads.
     // A leaf lock: chunks are completed (CompleteChunk) only after it is released.
     std::mutex mu_;
     std::condition_variable cv_;
     std::deque<TcpJob> jobs_;
     std::deque<TcpJob> pending_fail_;
-    std::vector<std::thread> threads_;
+    std::vector<std::thread> threads_;  // one slot per stream
     std::vector<int> fds_;
+    // left_[i]: stream i's thread has left (idle, or never started): Enqueue joins and restarts it.
+    // A thread decides to leave and marks it under mu_ in one step, so no chunk is queued behind a
+    // thread that is leaving.
+    std::vector<bool> left_;
+    int live_ = 0;  // stream threads that have not left
     bool stopping_ = false;
     int waiting_ = 0;  // stream threads with nothing in flight, waiting for a chunk
     // Guards control_ and keeps one control request in flight; held across its network round

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 
 #include "dp_engine.h"
 
 namespace dp {
 
 void Engine::AcceptLoop() {
+    NameThread("dp-accept");
     for (;;) {
         struct pollfd fds[2] = {{listen_fd_.get(), POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
         int rc = ::poll(fds, 2, -1);
@@ -36,43 +38,62 @@ void Engine::AcceptLoop() {
     }
 }
 
-// Hands an accepted connection to a thread of its own, or refuses it at once (cap reached, no
-// thread to be had): the client reads a "busy" challenge or EOF, never a hang.
+// Hands an accepted connection to a thread of its own, or refuses it at once (authenticated
+// connections at their cap, no thread to be had): the client reads a "busy" challenge or EOF,
+// never a hang. Connections in their handshake have a cap of their own; when it is full the oldest
+// of them is closed to make room, so clients that never finish (or dribble) their handshake
+// cannot keep an honest peer out, and never hold an authenticated slot.
 void Engine::Accept(int fd) {
     std::lock_guard<std::mutex> lock(conn_mu_);
     if (closing()) {
         ::close(fd);
         return;
     }
-    for (auto it = conn_threads_.begin(); it != conn_threads_.end();) {
-        if (it->done->load()) {
-            it->thread.join();
-            it = conn_threads_.erase(it);
-        } else {
-            ++it;
+    int authenticated = 0, handshaking = 0;
+    std::shared_ptr<Connection> oldest;
+    for (auto it = conns_.begin(); it != conns_.end();) {
+        Connection& c = **it;
+        if (c.done.load()) {
+            c.thread.join();
+            it = conns_.erase(it);
+            continue;
         }
+        if (c.fd < 0) {  // closing: its thread is about to leave
+        } else if (c.authenticated) {
+            ++authenticated;
+        } else if (!c.evicted) {
+            ++handshaking;
+            if (!oldest || c.seq < oldest->seq) oldest = *it;
+        }
+        ++it;
     }
-    if (static_cast<int>(conn_fds_.size()) >= max_connections_) {
+    if (authenticated >= max_connections_) {
         Challenge busy{kChallengeMagic, kHandshakeVersion, kChallengeBusy, 0, {}, {}};
         ssize_t ignored = ::send(fd, &busy, sizeof busy, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)ignored;
         ::close(fd);
         return;
     }
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    conn_threads_.push_back(Connection{std::thread(), done});
+    if (handshaking >= max_handshakes_ && oldest) {
+        // Its thread sees EOF at once, closes the socket and leaves.
+        oldest->evicted = true;
+        ::shutdown(oldest->fd, SHUT_RDWR);
+    }
+    auto conn = std::make_shared<Connection>();
+    conn->fd = fd;
+    conn->seq = next_conn_seq_++;
+    conns_.push_back(conn);
     try {
-        conn_fds_.insert(fd);
-        conn_threads_.back().thread = std::thread([this, fd, done] {
+        conn->thread = std::thread([this, conn] {
+            NameThread("dp-conn");
             try {
-                ServeConnection(fd);
+                ServeConnection(conn);
             } catch (...) {  // never std::terminate the JVM; the fd is closed by then
             }
-            done->store(true);
+            conn->done.store(true);
         });
     } catch (...) {  // no thread (or no memory) to be had: refuse this one
-        conn_threads_.pop_back();
-        conn_fds_.erase(fd);
+        conns_.pop_back();
         ::close(fd);
     }
 }
@@ -99,14 +120,21 @@ Err Engine::ClientHandshake(int fd, bool* busy) {
     Ack ack{};
     if ((e = SendAll(fd, &proof, sizeof proof)) != Err::kOk) return e;
     if ((e = RecvAll(fd, &ack, sizeof ack)) != Err::kOk) return e;
+    if (ack.magic == kAckMagic && ack.status == kAckBusy) {  // filled up while we proved our key
+        *busy = true;
+        return Err::kPeerGone;
+    }
     return ack.magic == kAckMagic && ack.status == DP_OK ? Err::kOk : Err::kDenied;
 }
 
-// The server's half: true once the client proved it knows the key of the role it claims. Nothing
-// of any segment is read or written before.
-bool Engine::ServerHandshake(int fd, uint8_t* role) {
+// The server's half up to the client's proof: true once the client proved it knows the key of the
+// role it claims, all within deadline. Nothing of any segment is read or written before; the
+// caller answers the proof (ok or busy) once it has an authenticated slot.
+bool Engine::ServerHandshake(int fd, std::chrono::steady_clock::time_point deadline,
+                             uint8_t* role) {
     Hello hello{};
-    if (RecvAll(fd, &hello, sizeof hello) != Err::kOk || hello.magic != kHelloMagic) return false;
+    if (RecvAllBy(fd, &hello, sizeof hello, deadline) != Err::kOk || hello.magic != kHelloMagic)
+        return false;
     Challenge c{kChallengeMagic, kHandshakeVersion, kChallengeOk, 0, {}, {}};
     bool known_role =
         hello.role == DP_ROLE_PEER || hello.role == DP_ROLE_REMOVER || hello.role == DP_ROLE_STORER;
@@ -119,40 +147,61 @@ bool Engine::ServerHandshake(int fd, uint8_t* role) {
     const Key& key = KeyOf(hello.role);
     ServerMac(key, hello, c, c.mac);
     Proof proof{};
-    if (SendAll(fd, &c, sizeof c) != Err::kOk || RecvAll(fd, &proof, sizeof proof) != Err::kOk)
+    if (SendAll(fd, &c, sizeof c) != Err::kOk ||
+        RecvAllBy(fd, &proof, sizeof proof, deadline) != Err::kOk)
         return false;
     uint8_t expected[kMac];
     ClientMac(key, hello, c, expected);
-    bool ok = ConstantTimeEqual(expected, proof.mac, kMac);
-    Ack ack{kAckMagic, ok ? DP_OK : DP_ERR_DENIED};
-    if (SendAll(fd, &ack, sizeof ack) != Err::kOk || !ok) return false;
+    if (!ConstantTimeEqual(expected, proof.mac, kMac)) {
+        Ack denied{kAckMagic, DP_ERR_DENIED};
+        SendAll(fd, &denied, sizeof denied);
+        return false;
+    }
     *role = hello.role;
     return true;
 }
 
-void Engine::ServeConnection(int raw_fd) {
-    Fd fd(raw_fd);
+// Moves an authenticated connection from the handshake cap to max_connections; false when those
+// are all taken (or it was evicted meanwhile).
+bool Engine::TakeAuthenticatedSlot(const std::shared_ptr<Connection>& conn) {
+    std::lock_guard<std::mutex> lock(conn_mu_);
+    if (conn->evicted || closing()) return false;
+    int authenticated = 0;
+    for (const auto& c : conns_) authenticated += c->authenticated && c->fd >= 0;
+    if (authenticated >= max_connections_) return false;
+    conn->authenticated = true;
+    return true;
+}
+
+void Engine::ServeConnection(const std::shared_ptr<Connection>& conn) {
+    Fd fd(conn->fd);
     uint8_t role = 0;
-    TuneSocket(fd.get(), std::min(server_timeout_ms(), kHandshakeTimeoutMs));
-    bool authenticated = ServerHandshake(fd.get(), &role);
-    if (authenticated) {
-        TuneSocket(fd.get(), server_timeout_ms());  // bounds every request from now on
-        ServeRequests(fd.get(), role);
+    int handshake_ms = std::min(server_timeout_ms(), kHandshakeTimeoutMs);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(handshake_ms);
+    TuneSocket(fd.get(), handshake_ms);
+    if (ServerHandshake(fd.get(), deadline, &role)) {
+        bool slot = TakeAuthenticatedSlot(conn);
+        Ack ack{kAckMagic, slot ? DP_OK : kAckBusy};
+        if (SendAll(fd.get(), &ack, sizeof ack) == Err::kOk && slot) {
+            TuneSocket(fd.get(), server_timeout_ms());  // bounds every request from now on
+            ServeRequests(fd.get(), role);
+        }
     }
     std::lock_guard<std::mutex> lock(conn_mu_);
-    conn_fds_.erase(fd.get());
+    conn->fd = -1;  // closed right after, when fd leaves scope: nobody shuts it down any more
 }
 
 // One request, one response, in order (a client may have sent the next requests already: they
-// wait in the socket until their turn). Between requests a connection may idle as long as the peer
-// stays (keepalive notices a vanished host); once a request has begun, every read is bounded by
-// the server timeout, so a sender that stops mid-request is closed. Anything malformed closes
-// the connection: the stream is never read out of step.
+// wait in the socket until their turn). Between requests a connection may idle for the idle
+// timeout, then the server closes it (its peer reconnects when it has work again), so a peer that
+// restarted or vanished holds no slot and no thread for long; once a request has begun, every read
+// is bounded by the server timeout, so a sender that stops mid-request is closed. Anything
+// malformed closes the connection: the stream is never read out of step.
 void Engine::ServeRequests(int fd, uint8_t role) {
     char name_buf[kMaxName];
     for (;;) {
         struct pollfd idle = {fd, POLLIN, 0};
-        int rc = ::poll(&idle, 1, -1);
+        int rc = ::poll(&idle, 1, idle_timeout_ms_);
         if (rc < 0 && errno == EINTR) continue;
         if (rc <= 0 || closing()) return;
         ReqHeader h{};

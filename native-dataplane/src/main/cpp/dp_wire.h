@@ -46,7 +46,26 @@ struct RespHeader {
     int64_t value;
 };
 
-inline Err FromCode(int32_t code) { return static_cast<Err>(code); }
+// What a server's reply status means to its client: DP_OK, or one of the refusals a server sends.
+// Anything else (DP_PENDING or any other positive value, a code this build does not know, one no
+// server sends) is a peer out of protocol, never a success: kProtocol, and the connection is
+// dropped (its stream can no longer be trusted to be in step).
+inline Err FromReply(int32_t status) {
+    switch (status) {
+        case DP_OK:
+            return Err::kOk;
+        case DP_ERR_INVALID_ARGUMENT:
+        case DP_ERR_UNKNOWN_SEGMENT:
+        case DP_ERR_OUT_OF_BOUNDS:
+        case DP_ERR_SEGMENT_FULL:
+        case DP_ERR_NOT_FOUND:
+        case DP_ERR_INTERNAL:
+        case DP_ERR_DENIED:
+            return static_cast<Err>(status);
+        default:
+            return Err::kProtocol;
+    }
+}
 
 // The handshake that opens every connection (little-endian, as the request header).
 constexpr uint32_t kHelloMagic = 0x48445257;      // "WRDH"
@@ -78,9 +97,13 @@ struct Proof {          // client -> server
     uint8_t mac[kMac];  // HMAC(role key, "WRDP1 client" | hello | challenge)
 };
 
+// Ack status of a client that proved its key while the server's authenticated connections were at
+// their cap: like a busy challenge, try again shortly.
+constexpr int32_t kAckBusy = 1;
+
 struct Ack {  // server -> client
     uint32_t magic;
-    int32_t status;  // DP_OK, or DP_ERR_DENIED before the server closes
+    int32_t status;  // DP_OK; kAckBusy or DP_ERR_DENIED before the server closes
 };
 
 static_assert(sizeof(ReqHeader) == 32 && sizeof(RespHeader) == 16, "wire header sizes");

@@ -4,24 +4,33 @@
 #include "dp.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "dp_bench.h"
 #include "dp_crypto.h"
+#include "dp_local_copy.h"
+#include "dp_wire.h"
 
 namespace {
 
@@ -44,12 +53,21 @@ const char kHost[] = "test-host-1";
 // Every test engine is made here: one secret, one host identity, unless a test says otherwise.
 dp_engine* Create(const char* label, int32_t role = DP_ROLE_PEER, const uint8_t* secret = kSecret,
                   int32_t secret_len = sizeof kSecret - 1, const char* host_id = kHost,
-                  int32_t max_connections = 64) {
+                  int32_t max_connections = 64, int32_t io_timeout_ms = 10000,
+                  int32_t idle_timeout_ms = 0) {
     dp_engine* e = nullptr;
-    CHECK_EQ(dp_engine_create(label, host_id, "127.0.0.1", 0, 2, 2, 10000, 2000, max_connections,
-                              "/dev/shm", secret, secret_len, role, &e, nullptr),
-             DP_OK);
+    CHECK_EQ(
+        dp_engine_create(label, host_id, "127.0.0.1", 0, 2, 2, io_timeout_ms, 2000, max_connections,
+                         idle_timeout_ms, "/dev/shm", secret, secret_len, role, &e, nullptr),
+        DP_OK);
     return e;
+}
+
+// An engine of the test deployment with these limits.
+dp_engine* CreateLimited(const char* label, int32_t max_connections, int32_t io_timeout_ms,
+                         int32_t idle_timeout_ms, int32_t role = DP_ROLE_PEER) {
+    return Create(label, role, kSecret, sizeof kSecret - 1, kHost, max_connections, io_timeout_ms,
+                  idle_timeout_ms);
 }
 
 int64_t Open(dp_engine* e, const char* name, const char* owner_label, dp_engine* owner,
@@ -690,29 +708,412 @@ void FdExhaustionNeitherSpinsNorKills(dp_engine* owner, dp_engine* client, const
     CHECK_EQ(dp_memory_unregister(client, reinterpret_cast<int64_t>(back.data()), nullptr), DP_OK);
 }
 
+// ---- connection slots (handshake cap and deadline, idle expiry, reaping) and replies ----
+
+// A loopback socket connected to port, or -1.
+int ConnectLoopback(int port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in addr {};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// Whether the server has closed fd (EOF or reset) within timeout_ms; bytes it sent are skipped.
+bool ClosedWithin(int fd, int timeout_ms) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    char sink[256];
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        until - std::chrono::steady_clock::now())
+                        .count();
+        struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
+        int rc = ::poll(&p, 1, left > 0 ? static_cast<int>(left) : 0);
+        if (rc <= 0) return false;
+        ssize_t k = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) return true;
+    }
+}
+
+// Threads of this process whose name is name (the engine names its threads dp-accept, dp-conn,
+// dp-copy, dp-stream).
+int ThreadsNamed(const char* name) {
+    int n = 0;
+    DIR* dir = ::opendir("/proc/self/task");
+    if (dir == nullptr) return -1;
+    while (struct dirent* e = ::readdir(dir)) {
+        if (e->d_name[0] == '.') continue;
+        std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+        std::string line;
+        if (std::getline(comm, line) && line == name) ++n;
+    }
+    ::closedir(dir);
+    return n;
+}
+
+// Polls ThreadsNamed(name) until it is expected or timeout_ms passed; returns the last count.
+int ThreadsNamedWithin(const char* name, int expected, int timeout_ms) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    int n = ThreadsNamed(name);
+    while (n != expected && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        n = ThreadsNamed(name);
+    }
+    return n;
+}
+
+// Reads length bytes at offset 0 of seg through engine e into buf (registered by the caller).
+int ReadOnce(dp_engine* e, int64_t seg, char* buf, int64_t length) {
+    Batch read;
+    read.Add(DP_OP_READ, buf, seg, 0, length);
+    auto st = read.Run(e);
+    return st.empty() ? DP_ERR_INTERNAL : st[0];
+}
+
+// Slow-loris: many unauthenticated clients that trickle their hello a byte at a time. They never
+// hold an authenticated slot (their own small cap, the oldest closed when it is full) and each is
+// closed at its handshake deadline (here io_timeout 1 s), however steadily it trickles; meanwhile
+// an honest peer connects and reads.
+void SlowHandshakesKeepNoPeerOut(const std::string& shm_base) {
+    const int64_t size = 2 << 20;
+    std::string shm = shm_base + "-loris";
+    dp_engine* owner = CreateLimited("node-loris", 8, 1000, 0);
+    int64_t base = 0;
+    CHECK_EQ(
+        dp_segment_create(owner, "seg-loris", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
+        DP_OK);
+    Fill(reinterpret_cast<char*>(base), size, 7);
+    int port = dp_engine_tcp_port(owner);
+    const int kSlow = 24;  // three times the connection cap
+    std::vector<int> slow;
+    for (int i = 0; i < kSlow; ++i) slow.push_back(ConnectLoopback(port));
+    std::vector<bool> closed(kSlow, false);
+    auto started = std::chrono::steady_clock::now();
+    // Each sends one byte of a hello every 200 ms: never silent for a receive timeout.
+    auto trickle = [&](int rounds) {
+        for (int r = 0; r < rounds; ++r) {
+            for (int i = 0; i < kSlow; ++i) {
+                if (closed[i]) continue;
+                char byte = 'W';
+                if (::send(slow[i], &byte, 1, MSG_NOSIGNAL) != 1 || ClosedWithin(slow[i], 0))
+                    closed[i] = true;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+    };
+    trickle(2);
+    dp_engine* honest = Create("node-honest");
+    std::vector<char> buf(size);
+    CHECK_EQ(dp_memory_register(honest, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
+             DP_OK);
+    int64_t seg = Open(honest, "seg-loris", "node-loris", owner, shm, size);
+    CHECK_EQ(ReadOnce(honest, seg, buf.data(), size), DP_OK);
+    CHECK_EQ(std::memcmp(buf.data(), reinterpret_cast<char*>(base), size), 0);
+    trickle(10);  // 2.4 s after they connected: past every deadline
+    int open_after = 0;
+    for (int i = 0; i < kSlow; ++i) open_after += closed[i] ? 0 : 1;
+    CHECK_EQ(open_after, 0);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (open_after != 0)
+        std::fprintf(stderr, "%d trickling handshakes still open after %.1f s\n", open_after,
+                     seconds);
+    // The honest peer's pooled connections kept working throughout.
+    CHECK_EQ(ReadOnce(honest, seg, buf.data(), size), DP_OK);
+    for (int fd : slow) ::close(fd);
+    dp_engine_destroy(honest);
+    CHECK_EQ(dp_segment_destroy(owner, "seg-loris", 1, nullptr), DP_OK);
+    dp_engine_destroy(owner);
+}
+
+// Passes the client side of the handshake on fd with the test deployment's peer key.
+bool AuthenticateRaw(int fd) {
+    std::vector<uint8_t> secret(kSecret, kSecret + sizeof kSecret - 1);
+    dp::Key key = dp::RoleKey(secret, DP_ROLE_PEER);
+    dp::Hello hello{dp::kHelloMagic, dp::kHandshakeVersion, DP_ROLE_PEER, 0, {}};
+    dp::Challenge c{};
+    dp::Proof proof{};
+    dp::Ack ack{};
+    if (dp::SendAll(fd, &hello, sizeof hello) != dp::Err::kOk ||
+        dp::RecvAll(fd, &c, sizeof c) != dp::Err::kOk || c.status != dp::kChallengeOk)
+        return false;
+    dp::ClientMac(key, hello, c, proof.mac);
+    return dp::SendAll(fd, &proof, sizeof proof) == dp::Err::kOk &&
+           dp::RecvAll(fd, &ack, sizeof ack) == dp::Err::kOk && ack.status == DP_OK;
+}
+
+// An authenticated connection that sends no request for the idle timeout (1 s here) is closed by
+// the server; a client whose pooled connections were closed that way reconnects unnoticed.
+void IdleConnectionsExpire(const std::string& shm_base) {
+    const int64_t size = 2 << 20;
+    std::string shm = shm_base + "-idle";
+    dp_engine* owner = CreateLimited("node-idle", 64, 10000, 1000);
+    int64_t base = 0;
+    CHECK_EQ(
+        dp_segment_create(owner, "seg-idle", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
+        DP_OK);
+    Fill(reinterpret_cast<char*>(base), size, 9);
+    int raw = ConnectLoopback(dp_engine_tcp_port(owner));
+    CHECK_EQ(AuthenticateRaw(raw), true);
+    CHECK_EQ(ClosedWithin(raw, 300), false);  // not before its time
+    bool expired = ClosedWithin(raw, 2700);
+    CHECK_EQ(expired, true);
+    if (!expired) std::fprintf(stderr, "an idle authenticated connection still open after 3 s\n");
+    ::close(raw);
+
+    // This client keeps its connections for 30 s (half its 60 s idle timeout); the owner closes
+    // them after 1 s. Its next transfer still succeeds.
+    dp_engine* client = CreateLimited("node-idle-client", 64, 10000, 60000);
+    std::vector<char> buf(size);
+    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
+             DP_OK);
+    int64_t seg = Open(client, "seg-idle", "node-idle", owner, shm, size);
+    CHECK_EQ(ReadOnce(client, seg, buf.data(), size), DP_OK);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1600));
+    std::fill(buf.begin(), buf.end(), 0);
+    CHECK_EQ(ReadOnce(client, seg, buf.data(), size), DP_OK);
+    CHECK_EQ(std::memcmp(buf.data(), reinterpret_cast<char*>(base), size), 0);
+    dp_engine_destroy(client);
+    CHECK_EQ(dp_segment_destroy(owner, "seg-idle", 1, nullptr), DP_OK);
+    dp_engine_destroy(owner);
+}
+
+// A restarted owner (new engine, new port, the segment taken over) leaves no stream threads
+// behind in its readers: opening the new descriptor stops the old peer. And a reader whose owner
+// died keeps no stream threads past its idle time, although the segment stays open.
+void RestartedPeersLeaveNoThreads(const std::string& shm_base) {
+    const int64_t size = 2 << 20;
+    std::string shm = shm_base + "-restart";
+    CHECK_EQ(ThreadsNamed("dp-stream"), 0);
+    dp_engine* reader = Create("node-reader");  // idle timeout 60 s: only reaping frees threads
+    std::vector<char> buf(size);
+    CHECK_EQ(dp_memory_register(reader, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
+             DP_OK);
+    int64_t base = 0;
+    for (int generation = 0; generation < 3; ++generation) {
+        dp_engine* owner = Create("node-restart");
+        CHECK_EQ(dp_segment_create(owner, "seg-restart", shm.c_str(), size,
+                                   DP_SEGMENT_STORE | DP_SEGMENT_REPLACE, &base, nullptr),
+                 DP_OK);
+        Fill(reinterpret_cast<char*>(base), size, generation);
+        int64_t seg = Open(reader, "seg-restart", "node-restart", owner, shm, size);
+        CHECK_EQ(ReadOnce(reader, seg, buf.data(), size), DP_OK);
+        CHECK_EQ(std::memcmp(buf.data(), reinterpret_cast<char*>(base), size), 0);
+        // this owner's two streams (one may still be starting: it names itself first thing),
+        // none of an earlier one
+        int streams = ThreadsNamedWithin("dp-stream", 2, 2000);
+        CHECK_EQ(streams, 2);
+        if (streams != 2)
+            std::fprintf(stderr, "after restart %d: %d dp-stream threads, expected 2\n", generation,
+                         streams);
+        dp_engine_destroy(owner);  // killed: its file stays until the next one replaces it
+    }
+    dp_engine_destroy(reader);
+    CHECK_EQ(ThreadsNamed("dp-stream"), 0);
+
+    // Owner gone, segment still open: the streams leave after the client idle time (0.5 s).
+    dp_engine* owner = Create("node-restart");
+    CHECK_EQ(dp_segment_create(owner, "seg-restart", shm.c_str(), size,
+                               DP_SEGMENT_STORE | DP_SEGMENT_REPLACE, &base, nullptr),
+             DP_OK);
+    dp_engine* quick = CreateLimited("node-quick", 64, 10000, 1000);
+    CHECK_EQ(dp_memory_register(quick, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
+             DP_OK);
+    int64_t seg = Open(quick, "seg-restart", "node-restart", owner, shm, size);
+    CHECK_EQ(ReadOnce(quick, seg, buf.data(), size), DP_OK);
+    CHECK_EQ(dp_segment_destroy(owner, "seg-restart", 1, nullptr), DP_OK);
+    dp_engine_destroy(owner);
+    CHECK_EQ(ThreadsNamedWithin("dp-stream", 0, 3000), 0);
+    CHECK_EQ(ThreadsNamedWithin("dp-conn", 0, 3000), 0);
+    dp_engine_destroy(quick);
+}
+
+// A server (not ours) that passes the handshake and then answers every request, on whichever
+// connection, with the next of statuses (no payload, value 4096); past them it closes.
+class ScriptedServer {
+ public:
+    explicit ScriptedServer(std::vector<int32_t> statuses) : statuses_(std::move(statuses)) {
+        listen_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in addr {};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ::bind(listen_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        ::listen(listen_, 16);
+        socklen_t len = sizeof addr;
+        ::getsockname(listen_, reinterpret_cast<sockaddr*>(&addr), &len);
+        port_ = ntohs(addr.sin_port);
+        accept_ = std::thread([this] {
+            for (;;) {
+                int fd = ::accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC);
+                if (fd < 0) return;
+                std::lock_guard<std::mutex> lock(mu_);
+                fds_.push_back(fd);
+                conns_.emplace_back([this, fd] { Serve(fd); });
+            }
+        });
+    }
+    // Call after the clients closed their connections.
+    ~ScriptedServer() {
+        ::shutdown(listen_, SHUT_RDWR);
+        accept_.join();
+        for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+        for (auto& t : conns_) t.join();
+        for (int fd : fds_) ::close(fd);
+        ::close(listen_);
+    }
+    int port() const { return port_; }
+
+ private:
+    void Serve(int fd) {
+        std::vector<uint8_t> secret(kSecret, kSecret + sizeof kSecret - 1);
+        dp::Hello hello{};
+        dp::Challenge c{dp::kChallengeMagic, dp::kHandshakeVersion, dp::kChallengeOk, 0, {}, {}};
+        dp::Proof proof{};
+        dp::Ack ack{dp::kAckMagic, DP_OK};
+        if (dp::RecvAll(fd, &hello, sizeof hello) != dp::Err::kOk ||
+            !dp::FillRandom(c.nonce, dp::kNonce))
+            return;
+        dp::ServerMac(dp::RoleKey(secret, hello.role), hello, c, c.mac);
+        if (dp::SendAll(fd, &c, sizeof c) != dp::Err::kOk ||
+            dp::RecvAll(fd, &proof, sizeof proof) != dp::Err::kOk ||
+            dp::SendAll(fd, &ack, sizeof ack) != dp::Err::kOk)
+            return;
+        for (;;) {
+            dp::ReqHeader h{};
+            char name[dp::kMaxName];
+            if (dp::RecvAll(fd, &h, sizeof h) != dp::Err::kOk || h.name_len > dp::kMaxName ||
+                dp::RecvAll(fd, name, h.name_len) != dp::Err::kOk)
+                return;
+            if (h.op == static_cast<uint32_t>(dp::Op::kWrite) &&
+                dp::Discard(fd, h.length) != dp::Err::kOk)
+                return;
+            size_t i = next_.fetch_add(1);
+            if (i >= statuses_.size()) return;
+            dp::RespHeader resp{statuses_[i], 0, 4096};
+            if (dp::SendAll(fd, &resp, sizeof resp) != dp::Err::kOk) return;
+        }
+    }
+
+    const std::vector<int32_t> statuses_;
+    std::atomic<size_t> next_{0};
+    int listen_ = -1;
+    int port_ = 0;
+    std::thread accept_;
+    std::mutex mu_;  // guards fds_ and conns_
+    std::vector<int> fds_;
+    std::vector<std::thread> conns_;
+};
+
+// A reply status is a success only when it is DP_OK: DP_PENDING, any other positive value and
+// codes no server sends are DP_ERR_PROTOCOL; a refusal a server does send keeps its own code.
+void OnlyOkRepliesSucceed() {
+    const int64_t size = 1 << 20;
+    ScriptedServer server(
+        {DP_PENDING, 7, -77, DP_ERR_OUT_OF_BOUNDS, 3, DP_ERR_SEGMENT_FULL, DP_ERR_CLOSED});
+    dp_engine* client = Create("node-client", DP_ROLE_STORER);
+    std::vector<char> buf(4096);
+    CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(buf.data()), 4096, nullptr),
+             DP_OK);
+    int64_t seg = -1;
+    CHECK_EQ(dp_segment_open(client, "seg-scripted", "node-scripted", kHost, "127.0.0.1",
+                             server.port(), "/dev/shm/wr-h1-none", size, &seg, nullptr),
+             DP_OK);
+    for (int expected : {DP_ERR_PROTOCOL, DP_ERR_PROTOCOL, DP_ERR_PROTOCOL, DP_ERR_OUT_OF_BOUNDS}) {
+        Batch read;
+        read.Add(DP_OP_READ, buf.data(), seg, 0, 4096);
+        CHECK_EQ(read.Run(client)[0], expected);
+    }
+    int64_t offset = -1;
+    dp_status* st = dp_status_new();
+    CHECK_EQ(dp_segment_alloc(client, seg, 4096, &offset, st), DP_ERR_PROTOCOL);
+    CHECK_EQ(Contains(dp_status_message(st), "out of protocol"), true);
+    CHECK_EQ(dp_segment_alloc(client, seg, 4096, &offset, nullptr), DP_ERR_SEGMENT_FULL);
+    CHECK_EQ(dp_segment_free(client, seg, 0, nullptr), DP_ERR_PROTOCOL);  // no server says CLOSED
+    dp_status_delete(st);
+    dp_engine_destroy(client);  // before the server, which waits for its connections to close
+}
+
+[[noreturn]] void ThrowInCopy(const dp::CopyJob&) {
+    throw std::runtime_error("injected copy fault");
+}
+
+// A copy that throws fails its task with DP_ERR_INTERNAL and a message saying why, on a pool thread
+// or on the waiting thread; the process goes on and the next copy works.
+void FailingCopyFailsItsTask(const std::string& shm_base) {
+    const int64_t size = 16 << 20;  // two chunks for the copy pool
+    std::string shm = shm_base + "-copyfault";
+    dp_engine* owner = Create("node-copy");
+    dp_engine* local = Create("node-copy");
+    int64_t base = 0;
+    CHECK_EQ(
+        dp_segment_create(owner, "seg-copy", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
+        DP_OK);
+    std::vector<char> buf(size);
+    Fill(buf.data(), size, 3);
+    CHECK_EQ(dp_memory_register(local, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
+             DP_OK);
+    int64_t seg = Open(local, "seg-copy", "node-copy", owner, shm, size);
+    dp::copy_fault_for_tests.store(&ThrowInCopy);
+    for (int32_t flags : {0, DP_BATCH_CRC32C}) {
+        int32_t op = DP_OP_WRITE;
+        int64_t addr = reinterpret_cast<int64_t>(buf.data()), at = 0, len = size;
+        dp_batch* b = nullptr;
+        dp_status* st = dp_status_new();
+        CHECK_EQ(
+            dp_batch_submit_flags(local, 1, &op, &addr, &seg, &at, &len, nullptr, flags, &b, st),
+            DP_OK);
+        CHECK_EQ(dp_batch_wait(b, 10000, st), DP_OK);
+        int64_t bytes = 0;
+        CHECK_EQ(dp_batch_task_status(b, 0, &bytes, st), DP_ERR_INTERNAL);
+        CHECK_EQ(Contains(dp_status_message(st), "the local copy failed: injected copy fault"),
+                 true);
+        dp_batch_free(b);
+        dp_status_delete(st);
+    }
+    dp::copy_fault_for_tests.store(nullptr);
+    Batch write;
+    write.Add(DP_OP_WRITE, buf.data(), seg, 0, size);
+    CHECK_EQ(write.Run(local)[0], DP_OK);
+    CHECK_EQ(std::memcmp(buf.data(), reinterpret_cast<char*>(base), size), 0);
+    dp_engine_destroy(local);
+    CHECK_EQ(dp_segment_destroy(owner, "seg-copy", 1, nullptr), DP_OK);
+    dp_engine_destroy(owner);
+}
+
 }  // namespace
 
 int main() {
     CryptoMatchesTheStandards();
     const int64_t size = 24 << 20;  // spans several 8 MiB chunks
     std::string shm = "/dev/shm/wr-h1-dp-test-" + std::to_string(::getpid());
+    // First, while no other engine runs: they count this process's engine threads by name.
+    RestartedPeersLeaveNoThreads(shm);
+    SlowHandshakesKeepNoPeerOut(shm);
+    IdleConnectionsExpire(shm);
+    OnlyOkRepliesSucceed();
+    FailingCopyFailsItsTask(shm);
     dp_engine* a = Create("node-a");
     dp_engine* b = Create("node-b");
     dp_engine* a2 = Create("node-a");
     dp_engine* remover = Create("control", DP_ROLE_REMOVER);
     dp_engine* bad = nullptr;
-    CHECK_EQ(dp_engine_create("", kHost, "127.0.0.1", 0, 2, 2, 0, 0, 8, "/dev/shm", kSecret, 4,
+    CHECK_EQ(dp_engine_create("", kHost, "127.0.0.1", 0, 2, 2, 0, 0, 8, 0, "/dev/shm", kSecret, 4,
                               DP_ROLE_PEER, &bad, nullptr),
              DP_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(dp_engine_create("n", kHost, "no-such-host.invalid", 0, 2, 2, 0, 0, 8, "/dev/shm",
+    CHECK_EQ(dp_engine_create("n", kHost, "no-such-host.invalid", 0, 2, 2, 0, 0, 8, 0, "/dev/shm",
                               kSecret, 4, DP_ROLE_PEER, &bad, nullptr),
              DP_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(dp_engine_create("n", kHost, "127.0.0.1", 0, 2, 2, 0, 0, 8, "/dev/shm", kSecret, 4, 9,
-                              &bad, nullptr),
+    CHECK_EQ(dp_engine_create("n", kHost, "127.0.0.1", 0, 2, 2, 0, 0, 8, 0, "/dev/shm", kSecret, 4,
+                              9, &bad, nullptr),
              DP_ERR_INVALID_ARGUMENT);
     dp_engine* v6 = nullptr;
-    if (dp_engine_create("n6", kHost, "::1", 0, 2, 2, 0, 0, 8, "/dev/shm", kSecret, 4, DP_ROLE_PEER,
-                         &v6, nullptr) == DP_OK) {
+    if (dp_engine_create("n6", kHost, "::1", 0, 2, 2, 0, 0, 8, 0, "/dev/shm", kSecret, 4,
+                         DP_ROLE_PEER, &v6, nullptr) == DP_OK) {
         CHECK_EQ(dp_engine_tcp_port(v6) > 0, 1);
         dp_engine_destroy(v6);
     }

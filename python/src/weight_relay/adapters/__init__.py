@@ -6,6 +6,7 @@ imports here, and otherwise a stand-in of the pinned version's documented interf
 
 import os
 
+from ..errors import UsageError
 from ..loader import LoaderClient
 
 
@@ -18,7 +19,7 @@ def image_directory(loader: LoaderClient, worker_id: str | None, directory: str,
     os.makedirs(directory, exist_ok=True)
     for name in os.listdir(directory):
         if name.endswith(".safetensors") and name != filename:
-            raise ValueError(f"{directory} already holds {name}; one image per directory")
+            raise UsageError(f"{directory} already holds {name}; one image per directory")
     link = os.path.join(directory, filename)
     tmp = link + ".tmp"
     if os.path.lexists(tmp):

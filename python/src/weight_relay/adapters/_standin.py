@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 
 # ---- VeRL 0.9.1: verl.checkpoint_engine.base ------------------------------------------------
@@ -16,7 +17,7 @@ class CheckpointEngineRegistry:
     """Stand-in of verl's registry: ``register(backend)`` decorator, ``get``, ``new``."""
 
     STANDIN = True
-    _registry: dict[str, type] = {}
+    _registry: ClassVar[dict[str, type]] = {}
 
     @staticmethod
     def register(backend: str) -> Callable[[type], type]:
@@ -126,7 +127,7 @@ class WeightTransferEngineFactory:
     ``config.backend`` naming the engine."""
 
     STANDIN = True
-    _registry: dict[str, Callable[[], type]] = {}
+    _registry: ClassVar[dict[str, Callable[[], type]]] = {}
 
     @classmethod
     def register_engine(cls, name: str, module_path_or_cls: Any,

@@ -14,23 +14,29 @@ default is ``torch.distributed.barrier`` when a process group is up."""
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncGenerator, Callable, Generator
+import logging
+from collections.abc import AsyncGenerator, Callable, Generator
+from typing import Any
 
-from ..errors import PublishFailedError, RelayCallError
+from ..errors import PublishFailedError, RelayCallError, UsageError
 from ..loader import LoaderClient
 from ..manifest import Manifest
 from ..publisher import ControlClient, PublisherClient
+
+_log = logging.getLogger(__name__)
 
 try:  # the real classes when VeRL imports here
     from verl.checkpoint_engine.base import CheckpointEngine as _Base
     from verl.checkpoint_engine.base import CheckpointEngineRegistry
 
     STANDIN = False
-except Exception:  # noqa: BLE001 - any import failure means: not usable here
+except ImportError as _missing:  # only a missing VeRL: a broken install raises, never hides
     from ._standin import CheckpointEngine as _Base  # type: ignore[assignment]
     from ._standin import CheckpointEngineRegistry  # type: ignore[assignment]
 
     STANDIN = True
+    _log.warning("VeRL does not import here (%s): weight_relay.adapters.verl uses the stand-in "
+                 "of VeRL 0.9.1's checkpoint-engine interface (STANDIN = True)", _missing)
 
 BACKEND = "weight_relay"
 
@@ -78,13 +84,18 @@ class WeightRelayCheckpointEngine(_Base):  # type: ignore[misc,valid-type]
         self.rank = 0
         self.world_size = 1
         self.generation: int | None = None
+        self._registered = False
 
     def prepare(self) -> dict[str, Any]:
         if self.loader is not None:
-            if self.registration and self.loader._status is None:
+            if self.registration and not self._registered:
+                if self.instance_id is None:
+                    raise UsageError("the registering rollout worker needs the instance_id "
+                                     "engine kwarg")
                 r = self.registration
                 self.loader.register(self.instance_id, r["model"], r["group"], r["node"],
                                      r["workers"])
+                self._registered = True
             return {"role": "rollout", "instance": self.instance_id, "worker": self.worker_id}
         node = self.publisher.node if self.publisher else None
         return {"role": "actor", "node": node}
@@ -93,7 +104,7 @@ class WeightRelayCheckpointEngine(_Base):  # type: ignore[misc,valid-type]
     def build_topology(cls, actor_wg_world_size: int, rollout_world_size: int,
                        metadata: list[dict]) -> tuple[dict[str, list], dict[str, list]]:
         nodes = sorted({m["node"] for m in metadata[:actor_wg_world_size] if m.get("node")})
-        actor = {"rank": list(range(actor_wg_world_size)),
+        actor: dict[str, list[Any]] = {"rank": list(range(actor_wg_world_size)),
                  "world_size": [actor_wg_world_size] * actor_wg_world_size,
                  "trainer_nodes": [nodes] * actor_wg_world_size}
         rollout = {"rank": list(range(rollout_world_size)),
@@ -111,7 +122,7 @@ class WeightRelayCheckpointEngine(_Base):  # type: ignore[misc,valid-type]
         generator drained completely (collective order), the publishing rank stages what its
         node is assigned; after the barrier rank 0 commits, or aborts and raises."""
         if self.control is None or self.manifest is None:
-            raise ValueError("the actor side needs control_url and manifest engine kwargs")
+            raise UsageError("the actor side needs control_url and manifest engine kwargs")
         step = int(global_steps or 0)
         failure = None
         walk = None
@@ -141,16 +152,18 @@ class WeightRelayCheckpointEngine(_Base):  # type: ignore[misc,valid-type]
             raise PublishFailedError(self.generation or 0, f"generation {self.generation} "
                                      f"failed: {failure}", {str(self.rank): failure})
 
-    async def receive_weights(self, global_steps: int | None = None
-                              ) -> AsyncGenerator[tuple[str, Any], None]:
+    # VeRL's base annotates a coroutine returning a Generator, while its own engines (nccl, hccl,
+    # kimi, mooncake) are async generators, as this one is.
+    async def receive_weights(  # type: ignore[override]
+            self, global_steps: int | None = None) -> AsyncGenerator[tuple[str, Any], None]:
         """Updates this instance to the active generation through its loader, then yields the
         worker's tensors, zero-copy views of its compat image. A failed update raises before
         anything is yielded: the rollout keeps its old weights."""
         if self.loader is None:
-            raise ValueError("the rollout side needs the loader_url engine kwarg")
+            raise UsageError("the rollout side needs the loader_url engine kwarg")
         if self.rank == 0 or self.registration:
             progress = self.loader.update(None)
-            self.generation = int(progress["generation"])
+            self.generation = progress.generation
         for item in self.loader.compat_tensors(self.worker_id, framework="torch").items():
             yield item
 

@@ -14,21 +14,27 @@ trainer then passes ``weight_version=str(G)``, see :func:`sync`).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import UsageError
 from ..loader import LoaderClient
+
+_log = logging.getLogger(__name__)
 
 try:  # the real classes when vLLM imports here
     from vllm.distributed.weight_transfer.base import WeightTransferEngine as _Base
     from vllm.distributed.weight_transfer.factory import WeightTransferEngineFactory
 
     STANDIN = False
-except Exception:  # noqa: BLE001 - any import failure means: not usable here
+except ImportError as _missing:  # only a missing vLLM: a broken install raises, never hides
     from ._standin import WeightTransferEngine as _Base  # type: ignore[assignment]
     from ._standin import WeightTransferEngineFactory  # type: ignore[assignment]
 
     STANDIN = True
+    _log.warning("vLLM does not import here (%s): weight_relay.adapters.vllm uses the stand-in "
+                 "of vLLM 0.33.0's weight-transfer interface (STANDIN = True)", _missing)
 
 BACKEND = "weight_relay"
 
@@ -75,17 +81,19 @@ class WeightRelayTransferEngine(_Base):  # type: ignore[misc,valid-type]
 
     def start_weight_update(self) -> None:
         if self.loader is None:
-            raise RuntimeError("init_transfer_engine was not called")
+            raise UsageError("init_transfer_engine was not called")
         self._updating = True
 
     def receive_weights(self, update_info: Any) -> None:
         if not self._updating:
-            raise RuntimeError("receive_weights outside start/finish_weight_update")
+            raise UsageError("receive_weights outside start/finish_weight_update")
+        if self.loader is None or self.info is None:
+            raise UsageError("init_transfer_engine was not called")
         progress = self.loader.update(update_info.generation, update_info.timeout_s)
         # Only now, with every worker UPDATED, does the model see the new bytes.
         tensors = self.loader.compat_tensors(self.info.worker_id, framework="torch")
         self.model.load_weights(weights=iter(tensors.items()))
-        self.generation = int(progress["generation"])
+        self.generation = progress.generation
 
     def finish_weight_update(self) -> None:
         self._updating = False

@@ -5,16 +5,23 @@
 -- mid-apply fails the session of the active generation, and the rebuilt group loads that one). A
 -- rebuilt group must never join an ended session: its barriers are open, so one loader would push
 -- before a peer took its notify baseline, and that peer would wait for a batch that already came.
+-- A session that failed or was aborted (RESUMED_OLD, PAUSED_REBUILD) is replaced by one with other
+-- participants: a loader that died for good mid-apply leaves the survivors a different
+-- membership, and they must be able to load the same generation again, not wait for the next
+-- publish. A session still running, or DONE (its participants serve the generation), keeps its
+-- membership: another one is a conflict.
 -- KEYS: session hash, participants hash, channel, checksums hash, loader hash per instance (in the
 --       order of the instances)...
 -- ARGV: nowMs, phaseTimeoutMs, planId, ttlSeconds, instances (sorted, distinct)...
 -- A new (or restarted) session must hold each rollout instance that spans nodes whole: one
 -- loader on each of its nodes, all agreeing on the node count. Otherwise half an instance could
 -- advance while its other half stays on the old generation.
--- Returns {'created'} | {'restarted'} | {'existing'} | {'conflict', existing instances...}
+-- Returns {'created'} | {'restarted'} | {'replaced', previous instances...} | {'existing'}
+--         | {'conflict', existing instances...}
 --         | {'incomplete', rollout instance, nodes, reason, its loaders here...}
 local s, pk = KEYS[1], KEYS[2]
 local created = 'created'
+local replaced
 
 local function incomplete()
   local spans, names = {}, {}
@@ -57,14 +64,16 @@ if redis.call('EXISTS', s) == 1 then
       if have[i] ~= ARGV[4 + i] then same = false break end
     end
   end
-  if not same then
-    local r = {'conflict'}
-    for _, v in ipairs(have) do r[#r + 1] = v end
-    return r
-  end
   local state = redis.call('HGET', s, 'state')
-  local rebuilt = false
-  if state == 'DONE' or state == 'RESUMED_OLD' or state == 'PAUSED_REBUILD' then
+  local failed = state == 'RESUMED_OLD' or state == 'PAUSED_REBUILD'
+  if not same then
+    local r = {failed and 'replaced' or 'conflict'}
+    for _, v in ipairs(have) do r[#r + 1] = v end
+    if not failed then return r end
+    replaced = r
+  end
+  local rebuilt = replaced ~= nil
+  if not rebuilt and (failed or state == 'DONE') then
     for i = 5, #ARGV do
       local raw = redis.call('HGET', pk, ARGV[i])
       local joined = raw and cjson.decode(raw).epoch
@@ -87,4 +96,5 @@ end
 redis.call('EXPIRE', s, ARGV[4])
 redis.call('EXPIRE', pk, ARGV[4])
 redis.call('PUBLISH', KEYS[3], 'PREPARING')
+if replaced then return replaced end
 return {created}

@@ -211,6 +211,28 @@ public abstract class ControlApiClientSupport extends ServiceSmokeTestSupport {
         return generation;
     }
 
+    /**
+     * Registers every fragment with its right size as stored in {@code segment}; returns the
+     * fragments.
+     */
+    protected List<StoredFragment> registerAllIn(String model, long generation, String segment) {
+        List<StoredFragment> fragments = fragments(model, generation);
+        List<RegisteredObject> objects = new ArrayList<>();
+        for (StoredFragment f : fragments) {
+            objects.add(object(f.getKey(), f.getBytes()).segments(List.of(segment)));
+        }
+        assertThat(register(model, generation, objects).statusCode()).isEqualTo(200);
+        return fragments;
+    }
+
+    /** Opens, fills with objects stored in {@code segment} and commits a generation. */
+    protected long publishIn(String model, long step, String segment) {
+        long generation = open(model, step).getGeneration().getGeneration();
+        registerAllIn(model, generation, segment);
+        assertThat(commit(model, generation).statusCode()).isEqualTo(200);
+        return generation;
+    }
+
     /** A loader of compat workers, each with one receive buffer in its own segment. */
     /** An operator's read of {@code path}, which must succeed. */
     protected <T> T read(String path, Class<T> type) {

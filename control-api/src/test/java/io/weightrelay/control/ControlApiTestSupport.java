@@ -1,7 +1,17 @@
 package io.weightrelay.control;
 
+import io.weightrelay.control.plan.PlanService;
+import io.weightrelay.reshard.checksum.Crc32c;
+import io.weightrelay.reshard.checksum.ObjectVerification.ExpectedRange;
+import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.service.test.TestDataplane;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -35,6 +45,38 @@ public abstract class ControlApiTestSupport extends ControlApiClientSupport {
     public static final String PREFIX = RedisTestSupport.uniqueKeyPrefix("control-api");
 
     public static final String STORE_PREFIX = PREFIX + "dp:";
+
+    @Autowired protected PlanService plans;
+
+    /**
+     * What each reader of plan {@code planId} reports with APPLIED when it read every planned range
+     * right: per instance, its ranges, whose CRC32Cs combine per object to {@code registered} (the
+     * checksum every object of these tests is registered with).
+     */
+    protected Map<String, List<RangeChecksums.Entry>> plannedReads(String planId, int registered) {
+        Map<String, List<RangeChecksums.Entry>> out = new TreeMap<>();
+        plans.expectedRanges(planId)
+                .forEach(
+                        (object, ranges) -> {
+                            List<ExpectedRange> sorted = new ArrayList<>(ranges);
+                            sorted.sort(Comparator.comparingLong(ExpectedRange::offset));
+                            int prefix = 0;
+                            for (int i = 0; i < sorted.size(); i++) {
+                                ExpectedRange r = sorted.get(i);
+                                int crc =
+                                        i < sorted.size() - 1
+                                                ? 0x5eed1234 + i
+                                                : registered
+                                                        ^ Crc32c.combine(prefix, 0, r.length());
+                                prefix = i == 0 ? crc : Crc32c.combine(prefix, crc, r.length());
+                                out.computeIfAbsent(r.reader(), k -> new ArrayList<>())
+                                        .add(
+                                                new RangeChecksums.Entry(
+                                                        object, r.offset(), r.length(), crc));
+                            }
+                        });
+        return out;
+    }
 
     static {
         // The context is cached for the whole run and closed only at exit; delete after that.

@@ -18,6 +18,7 @@ public final class TestStore implements AutoCloseable {
 
     private final Dataplane dataplane;
     private final Segment segment;
+    private final ByteBuffer sourceBytes;
     private final RegisteredBuffer source;
 
     public TestStore(String storePrefix) {
@@ -33,7 +34,8 @@ public final class TestStore implements AutoCloseable {
         this.segment =
                 dataplane.createSegment(
                         "seg-" + UUID.randomUUID().toString().substring(0, 8), 4L << 20);
-        this.source = dataplane.registerBuffer(ByteBuffer.allocateDirect(64 * 1024));
+        this.sourceBytes = ByteBuffer.allocateDirect(64 * 1024);
+        this.source = dataplane.registerBuffer(sourceBytes);
     }
 
     public String segmentName() {
@@ -44,6 +46,15 @@ public final class TestStore implements AutoCloseable {
         dataplane
                 .store()
                 .putFrom(key, source, 0, size, ReplicateConfig.preferLocal(segment.name()));
+    }
+
+    /** Puts {@code bytes} (at most 64 KiB) under {@code key}, as a publisher stores an object. */
+    public void put(String key, byte[] bytes) {
+        sourceBytes.clear();
+        sourceBytes.put(bytes);
+        dataplane
+                .store()
+                .putFrom(key, source, 0, bytes.length, ReplicateConfig.preferLocal(segment.name()));
     }
 
     public boolean exists(String key) {

@@ -1,6 +1,7 @@
 package io.weightrelay.lab;
 
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.RunRedis;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.service.test.ServiceProcess;
 import java.nio.file.Path;
@@ -66,14 +67,17 @@ public final class Args {
         return getLong("seed", 1);
     }
 
-    /** {@code --redis-host}: the Redis the lab's services use; default 127.0.0.1. */
+    /**
+     * {@code --redis-host}: the Redis the lab's services use; default the lab's ({@link
+     * RunRedis#configured()}: the one {@code ./relay} chose, else 127.0.0.1).
+     */
     public String redisHost() {
-        return get("redis-host", "127.0.0.1");
+        return get("redis-host", RunRedis.configured().host());
     }
 
-    /** {@code --redis-port}: default 6379. */
+    /** {@code --redis-port}: default the lab's, as {@link #redisHost()} (else 6379). */
     public int redisPort() {
-        return getInt("redis-port", 6379);
+        return getInt("redis-port", RunRedis.configured().port());
     }
 
     /** {@code --mode}: how the rollout workers hold their weights; default compat. */

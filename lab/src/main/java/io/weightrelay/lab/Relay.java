@@ -1,16 +1,33 @@
 package io.weightrelay.lab;
 
 import io.weightrelay.lab.cli.Progress;
+import io.weightrelay.lab.cli.RedisNeed;
 import io.weightrelay.lab.cli.RelayCli;
+import io.weightrelay.lab.cluster.LabRedis;
+import io.weightrelay.lab.cluster.RunRedis;
+import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 
 /**
  * The {@code ./relay} launcher. {@link RelayCli} parses the command line (help, refusal of unknown
  * flags and bad values); each command then runs as the {@code main} of the module that owns it, so
- * a benchmark lives beside the code it measures and the lab only routes to it.
+ * a benchmark lives beside the code it measures and the lab only routes to it. Before that main
+ * runs, the launcher provides the Redis the command needs ({@link RedisNeed}): the lab's Redis when
+ * it answers, else a redis-server of the run's own, stopped when the run ends; without redis-server
+ * it refuses with exit code {@value #CANNOT_RUN_HERE} at once, naming what to install.
  */
 public final class Relay {
+
+    /** Exit code of a command that cannot run on this machine (no root, no redis-server, ...). */
+    public static final int CANNOT_RUN_HERE = 3;
+
+    /** A command that cannot run here: its message for stderr, exit {@link #CANNOT_RUN_HERE}. */
+    static final class CannotRunHere extends Exception {
+        CannotRunHere(String message) {
+            super(message);
+        }
+    }
 
     private Relay() {}
 
@@ -19,29 +36,103 @@ public final class Relay {
         Progress.show(System.err, System.console() != null);
         int code;
         try {
-            code = RelayCli.execute(args, System.out, System.err, Relay::run);
+            code =
+                    RelayCli.execute(
+                            args,
+                            System.out,
+                            System.err,
+                            (command, entryPoint, forwarded, redis) ->
+                                    run(command, entryPoint, forwarded, redis, System.err));
         } catch (InvocationTargetException ex) {
             throw ex.getCause();
+        } catch (CannotRunHere ex) {
+            System.err.println(ex.getMessage());
+            code = CANNOT_RUN_HERE;
         }
         if (code != 0) {
             System.exit(code);
         }
     }
 
-    private static void run(String command, String entryPoint, String[] args) throws Exception {
+    /**
+     * Runs {@code entryPoint}'s {@code main} with {@code args} once {@code redis} is provided; the
+     * Redis the run started for itself is stopped when the main returns or throws (and by its
+     * watcher when the JVM ends inside the main: {@code System.exit}, Ctrl-C).
+     */
+    static void run(
+            String command, String entryPoint, String[] args, RedisNeed redis, PrintStream err)
+            throws Exception {
         Method main;
         try {
             main = Class.forName(entryPoint).getMethod("main", String[].class);
         } catch (ClassNotFoundException ex) {
-            System.err.println(
-                    "relay: '"
-                            + command
-                            + "' is not part of this build yet ("
+            throw new CannotRunHere(
+                    command
+                            + ": cannot run here: not part of this build yet ("
                             + entryPoint
                             + " is missing)");
-            System.exit(3);
-            return;
         }
-        main.invoke(null, (Object) args);
+        switch (redis.kind()) {
+            case NONE -> main.invoke(null, (Object) args);
+            case SERVER -> {
+                serverOrRefuse(command);
+                main.invoke(null, (Object) args);
+            }
+            case ANSWERING -> {
+                RunRedis.Address wanted = wanted(command, redis);
+                RunRedis chosen;
+                try {
+                    chosen = RunRedis.choose(wanted, err);
+                } catch (LabRedis.ServerMissing e) {
+                    throw new CannotRunHere(
+                            command
+                                    + ": cannot run here: no Redis answers at "
+                                    + wanted.hostPort()
+                                    + " ("
+                                    + wanted.source()
+                                    + ") and there is none to start: "
+                                    + e.getMessage());
+                }
+                String before = System.getProperty(RunRedis.PROPERTY);
+                try (chosen) {
+                    System.setProperty(RunRedis.PROPERTY, chosen.address().hostPort());
+                    main.invoke(null, (Object) args);
+                } finally {
+                    if (before == null) {
+                        System.clearProperty(RunRedis.PROPERTY);
+                    } else {
+                        System.setProperty(RunRedis.PROPERTY, before);
+                    }
+                }
+            }
+        }
+    }
+
+    /** The Redis the command asks for: its flags over the lab's configured one. */
+    private static RunRedis.Address wanted(String command, RedisNeed redis) throws CannotRunHere {
+        RunRedis.Address configured;
+        try {
+            configured = RunRedis.configured();
+        } catch (IllegalArgumentException e) {
+            throw new CannotRunHere(command + ": cannot run here: " + e.getMessage());
+        }
+        if (redis.host() == null && redis.port() == null) {
+            return configured;
+        }
+        return new RunRedis.Address(
+                redis.host() != null ? redis.host() : configured.host(),
+                redis.port() != null ? redis.port() : configured.port(),
+                "--redis-host/--redis-port");
+    }
+
+    private static void serverOrRefuse(String command) throws CannotRunHere {
+        try {
+            LabRedis.serverBinary();
+        } catch (LabRedis.ServerMissing e) {
+            throw new CannotRunHere(
+                    command
+                            + ": cannot run here: it starts Redis servers of its own; "
+                            + e.getMessage());
+        }
     }
 }

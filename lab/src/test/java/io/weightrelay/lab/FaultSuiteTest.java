@@ -21,7 +21,8 @@ import org.springframework.util.FileSystemUtils;
 /**
  * The cases of {@code ./relay faults} on the {@code tiny} model, one test per case in the suite's
  * order (the cases share one lab while a fault leaves it usable): real services, real processes
- * killed by signal, every invariant checked by the case itself.
+ * killed by signal, every invariant checked by the case itself, and every case that claims to
+ * inject mid-update proven to have done so.
  */
 class FaultSuiteTest {
 
@@ -65,6 +66,18 @@ class FaultSuiteTest {
                                             assertThat(r.corruptedServed()).isZero();
                                             assertThat(r.partialServed()).isZero();
                                             assertThat(r.lostCommitted()).isZero();
+                                            // A case that says it injects mid-update proved it
+                                            // did: its fault landed before the update ended.
+                                            assertThat(r.claimsMidUpdate())
+                                                    .as("%s claims mid-update", c.name())
+                                                    .isEqualTo(c.claimsMidUpdate());
+                                            if (c.claimsMidUpdate()) {
+                                                assertThat(r.provedMidUpdate())
+                                                        .as(
+                                                                "%s's fault landed mid-update",
+                                                                c.name())
+                                                        .isTrue();
+                                            }
                                         }));
     }
 }

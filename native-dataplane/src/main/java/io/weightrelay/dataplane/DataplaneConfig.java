@@ -21,7 +21,13 @@ import java.util.StringJoiner;
  * @param ioTimeout socket timeout after which a silent peer counts as gone
  * @param shmDir directory of segment files ({@code /dev/shm})
  * @param connectTimeout how long connecting to a peer engine may take
- * @param maxConnections cap on the tcp connections this engine's server accepts at once
+ * @param maxConnections cap on the authenticated tcp connections this engine's server holds at
+ *     once; every other engine of the deployment may hold its streams plus a control connection, so
+ *     size it with {@link #maxConnectionsFor(int, int)}. Connections still in their handshake have
+ *     a small cap of their own and an absolute deadline, and never take one of these
+ * @param idleTimeout an authenticated connection without a request for this long is closed by the
+ *     server (a restarted or vanished peer holds no slot and no thread for longer); this engine
+ *     drops its own pooled connections after half of it and reconnects transparently
  * @param secret the per-deployment secret every tcp connection proves it knows (mutual
  *     challenge-response) before its first request; never logged. Empty only where the engine must
  *     not authenticate (tests of the refusal path)
@@ -53,11 +59,36 @@ public record DataplaneConfig(
         Path shmDir,
         Duration connectTimeout,
         int maxConnections,
+        Duration idleTimeout,
         byte[] secret,
         String hostId,
         boolean remover,
         boolean storer,
         Path redisCaCertificate) {
+
+    /** Streams per peer of the busiest readers (loaders), which the default cap assumes. */
+    public static final int DEFAULT_PEER_STREAMS = 4;
+
+    /** Engines the default cap assumes may connect to one engine. */
+    public static final int DEFAULT_CLUSTER_ENGINES = 128;
+
+    /**
+     * The connection cap an engine needs when {@code clusterEngines} other engines (publishers,
+     * storage units, loaders, control-api instances) may each hold {@code peerStreams} streams and
+     * one control connection to it at once: {@code clusterEngines * (peerStreams + 1)}. Only
+     * engines active within the idle timeout hold theirs, so this is an upper bound, not a
+     * reservation.
+     */
+    public static int maxConnectionsFor(int clusterEngines, int peerStreams) {
+        if (clusterEngines < 1 || peerStreams < 1) {
+            throw new IllegalArgumentException(
+                    "clusterEngines and peerStreams must be >= 1: "
+                            + clusterEngines
+                            + ", "
+                            + peerStreams);
+        }
+        return Math.toIntExact((long) clusterEngines * (peerStreams + 1));
+    }
 
     public DataplaneConfig {
         Objects.requireNonNull(nodeLabel, "nodeLabel");
@@ -67,6 +98,14 @@ public record DataplaneConfig(
         Objects.requireNonNull(ioTimeout, "ioTimeout");
         Objects.requireNonNull(shmDir, "shmDir");
         Objects.requireNonNull(connectTimeout, "connectTimeout");
+        Objects.requireNonNull(idleTimeout, "idleTimeout");
+        if (idleTimeout.toMillis() < 1 || idleTimeout.toMillis() > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(
+                    "idleTimeout must be between 1 ms and "
+                            + Integer.MAX_VALUE
+                            + " ms: "
+                            + idleTimeout);
+        }
         secret = secret == null ? new byte[0] : secret.clone();
         if (remover && storer) {
             throw new IllegalArgumentException(
@@ -155,6 +194,7 @@ public record DataplaneConfig(
                 && shmDir.equals(other.shmDir)
                 && connectTimeout.equals(other.connectTimeout)
                 && maxConnections == other.maxConnections
+                && idleTimeout.equals(other.idleTimeout)
                 && java.util.Arrays.equals(secret, other.secret)
                 && Objects.equals(hostId, other.hostId)
                 && remover == other.remover
@@ -225,7 +265,9 @@ public record DataplaneConfig(
         private Duration ioTimeout = Duration.ofSeconds(30);
         private Path shmDir = Path.of("/dev/shm");
         private Duration connectTimeout = Duration.ofSeconds(5);
-        private int maxConnections = 256;
+        private int maxConnections =
+                maxConnectionsFor(DEFAULT_CLUSTER_ENGINES, DEFAULT_PEER_STREAMS);
+        private Duration idleTimeout = Duration.ofSeconds(60);
         private byte[] secret = new byte[0];
         private String hostId;
         private boolean remover;
@@ -291,6 +333,11 @@ public record DataplaneConfig(
             return this;
         }
 
+        public Builder idleTimeout(Duration value) {
+            this.idleTimeout = value;
+            return this;
+        }
+
         /** The per-deployment secret; the builder keeps a copy. */
         public Builder secret(byte[] value) {
             this.secret = value == null ? new byte[0] : value.clone();
@@ -337,6 +384,7 @@ public record DataplaneConfig(
                     shmDir,
                     connectTimeout,
                     maxConnections,
+                    idleTimeout,
                     secret,
                     hostId,
                     remover,

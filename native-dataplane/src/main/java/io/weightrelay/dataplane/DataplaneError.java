@@ -24,7 +24,12 @@ public enum DataplaneError {
      */
     DENIED(-14),
     /** A segment of the same node label but another host identity: never mapped. */
-    FOREIGN_HOST(-15);
+    FOREIGN_HOST(-15),
+    /**
+     * A peer answered out of protocol: a reply status that is neither success nor a refusal a
+     * server sends (a positive value, an unknown code). The connection was dropped.
+     */
+    PROTOCOL(-16);
 
     private final int code;
 

@@ -36,6 +36,7 @@ final class EngineHandle implements AutoCloseable {
                                         ioTimeoutMs,
                                         connectTimeoutMs,
                                         c.maxConnections(),
+                                        millis(c.idleTimeout()),
                                         c.shmDir().toString(),
                                         secret,
                                         secret.length,

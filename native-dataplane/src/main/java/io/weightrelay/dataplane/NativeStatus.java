@@ -17,14 +17,19 @@ record NativeStatus(int code, String message) {
         }
         try {
             int code = call.applyAsInt(status);
-            return new NativeStatus(code, code < 0 ? DpNative.dp_status_message(status) : "");
+            return new NativeStatus(code, code != 0 ? DpNative.dp_status_message(status) : "");
         } finally {
             DpNative.dp_status_delete(status);
         }
     }
 
+    /**
+     * Whether the call failed: anything but {@code DP_OK} (0). A positive code from a call that
+     * reports an outcome (never {@code DP_PENDING} there) is no success either, and fails as {@link
+     * DataplaneError#INTERNAL}.
+     */
     boolean failed() {
-        return code < 0;
+        return code != 0;
     }
 
     boolean is(DataplaneError error) {

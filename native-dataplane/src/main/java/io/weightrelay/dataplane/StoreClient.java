@@ -369,9 +369,15 @@ public final class StoreClient {
 
     /**
      * Removes the object: its directory entry atomically, then its replicas' space (best effort:
-     * space of a dead owner is gone with it).
+     * space of a dead owner is gone with it). A live owner that refuses the free ({@code DENIED}:
+     * this engine has no secret, or lacks the remover role) would leave the bytes allocated with no
+     * entry to free them by, for as long as the owner lives; so the entry is put back for those
+     * replicas and the refusal is thrown: the object stays whole and readable, and a later remove
+     * frees it once the configuration is fixed.
      *
      * @return true if an object was removed
+     * @throws PermissionDeniedException when an owner refused to free a replica (the object is
+     *     still stored there)
      */
     public boolean remove(String key) {
         checkKey(key);
@@ -392,7 +398,7 @@ public final class StoreClient {
             }
         }
         Optional<StoredObject> taken = Dataplane.metadata(() -> metadata.takeObject(key));
-        taken.ifPresent(o -> release(o.replicas()));
+        taken.ifPresent(this::releaseTaken);
         return taken.isPresent();
     }
 
@@ -604,10 +610,44 @@ public final class StoreClient {
         return near;
     }
 
+    /** Frees allocations of a put that did not publish (own segments, or a storer's). */
     private void release(List<StoredObject.Replica> replicas) {
         for (StoredObject.Replica r : replicas) {
             engine.free(r.segment(), r.offset());
         }
+    }
+
+    /**
+     * Frees the replicas of a taken entry. What a live owner refused to free is published again
+     * under the same key (its bytes are untouched) and the refusal thrown; any other failure means
+     * the owner or its segment is gone, and the space with it.
+     */
+    private void releaseTaken(StoredObject taken) {
+        List<StoredObject.Replica> kept = new ArrayList<>();
+        String refusal = null;
+        for (StoredObject.Replica r : taken.replicas()) {
+            NativeStatus status = engine.free(r.segment(), r.offset());
+            if (status.is(DataplaneError.DENIED)) {
+                kept.add(r);
+                refusal = status.message().isEmpty() ? r.segment() : status.message();
+            }
+        }
+        if (kept.isEmpty()) {
+            return;
+        }
+        StoredObject back =
+                new StoredObject(taken.key(), taken.size(), taken.hardPin(), List.copyOf(kept));
+        Dataplane.metadata(() -> metadata.publishObject(back));
+        throw new PermissionDeniedException(
+                taken.key(),
+                "cannot remove '"
+                        + taken.key()
+                        + "': the owner of segment '"
+                        + kept.get(0).segment()
+                        + "' refused to free it ("
+                        + refusal
+                        + "), so the object stays stored and published"
+                        + PermissionDeniedException.HINT);
     }
 
     private void checkKey(String key) {

@@ -256,6 +256,37 @@ class DataplaneSecurityTest {
         assertStillServingAndUnchanged();
     }
 
+    /**
+     * A remover the owner refuses (here one without the secret, as control-api ran in {@code
+     * ./relay bench publish}) must not take the entry and leave the bytes allocated: the owner
+     * would keep them for as long as it lives, with no entry left to free them by, and a segment
+     * sized for two generations fills up after a few collections. The object stays published and
+     * readable, and a remover with the secret frees it.
+     */
+    @Test
+    void aRefusedFreeKeepsTheObjectInsteadOfLeakingItsSpace() throws Exception {
+        long free = Long.parseLong(owner.command("free"));
+        Dataplane noSecret =
+                open(
+                        DataplaneConfig.builder("control-no-secret")
+                                .keyPrefix(scope.prefix())
+                                .remover(true));
+        assertThatThrownBy(() -> noSecret.store().remove("obj"))
+                .isInstanceOfSatisfying(
+                        PermissionDeniedException.class,
+                        e -> assertThat(e.subject()).isEqualTo("obj"))
+                .hasMessageContaining("target")
+                .hasMessageContaining("stays stored");
+        assertThat(friend.store().exists("obj")).isTrue();
+        assertThat(friend.store().locations("obj")).hasSize(1);
+        assertThat(Long.parseLong(owner.command("free"))).isEqualTo(free);
+        assertStillServingAndUnchanged();
+
+        Dataplane control = open(TestEngines.config("control", scope.prefix()).remover(true));
+        assertThat(control.store().remove("obj")).isTrue();
+        assertThat(Long.parseLong(owner.command("free"))).isEqualTo(SIZE);
+    }
+
     @Test
     void moreConnectionsThanTheCapAreRefusedCleanly() throws Exception {
         // The friend's pooled connections are open (it read in setUp) and stay served.
@@ -296,6 +327,49 @@ class DataplaneSecurityTest {
         dst.byteBuffer().get(got);
         assertThat(got).isEqualTo(segmentBytes(0, 4096));
         assertThat(first).isEqualTo(segmentBytes(0, 64));
+        assertStillServingAndUnchanged();
+    }
+
+    @Test
+    void manySlowHandshakesNeitherHoldSlotsNorKeepAnHonestPeerOut() throws Exception {
+        // Three times the cap of strangers, each trickling its hello one byte every 300 ms: never
+        // silent for the server's 1 s timeout, never done. Their handshakes have a small cap of
+        // their own (the oldest is closed for a newer one) and an absolute deadline.
+        byte[] hello = RawPeer.hello(RawPeer.ROLE_PEER, new byte[32]);
+        List<RawPeer> slow = new ArrayList<>();
+        for (int i = 0; i < 3 * CAP; i++) {
+            slow.add(raw());
+        }
+        java.util.Set<RawPeer> closed = new java.util.HashSet<>();
+        long start = System.nanoTime();
+        for (int round = 0; round < 12; round++) {
+            for (RawPeer p : slow) {
+                if (closed.contains(p)) {
+                    continue;
+                }
+                try {
+                    p.send(new byte[] {hello[round]});
+                    if (p.closedByServer(1)) {
+                        closed.add(p);
+                    }
+                } catch (java.io.IOException e) {
+                    closed.add(p);
+                }
+            }
+            if (round == 3) {
+                // Meanwhile an engine of the deployment connects and reads the whole segment.
+                Dataplane honest = open(TestEngines.config("node-honest", scope.prefix()));
+                RegisteredBuffer dst = honest.registerBuffer(ByteBuffer.allocateDirect(SIZE));
+                transfer(honest, TransferRequest.read(dst, 0, "target", 0, SIZE));
+                assertThat(Patterns.crc(dst.byteBuffer(), 0, SIZE)).isEqualTo(baseline);
+            }
+            Thread.sleep(300);
+        }
+        assertThat(closed)
+                .as(
+                        "trickling handshakes the server closed within %d ms",
+                        Duration.ofNanos(System.nanoTime() - start).toMillis())
+                .hasSize(slow.size());
         assertStillServingAndUnchanged();
     }
 

@@ -8,7 +8,8 @@ import java.time.Duration;
 
 /**
  * A second engine in its own JVM, driven line by line over stdin/stdout by {@link PeerProcess}.
- * Args: redisUri keyPrefix nodeLabel segmentName segmentSize [ioTimeoutMs [maxConnections]].
+ * Args: redisUri keyPrefix nodeLabel segmentName segmentSize [ioTimeoutMs [maxConnections
+ * [idleTimeoutMs]]].
  */
 public final class PeerMain {
     private PeerMain() {}
@@ -20,6 +21,9 @@ public final class PeerMain {
                                 Duration.ofMillis(
                                         args.length > 5 ? Long.parseLong(args[5]) : 30000))
                         .maxConnections(args.length > 6 ? Integer.parseInt(args[6]) : 256)
+                        .idleTimeout(
+                                Duration.ofMillis(
+                                        args.length > 7 ? Long.parseLong(args[7]) : 60000))
                         .build();
         try (Dataplane dp = Dataplane.open(config);
                 Segment segment = dp.createSegment(args[3], Long.parseLong(args[4]))) {

@@ -33,6 +33,21 @@ final class PeerProcess implements AutoCloseable {
             long ioTimeoutMs,
             int maxConnections)
             throws IOException {
+        return start(
+                redisUri, keyPrefix, nodeLabel, segment, size, ioTimeoutMs, maxConnections, 60000);
+    }
+
+    /** A child whose server uses the given io timeout, connection cap and idle timeout. */
+    static PeerProcess start(
+            String redisUri,
+            String keyPrefix,
+            String nodeLabel,
+            String segment,
+            long size,
+            long ioTimeoutMs,
+            int maxConnections,
+            long idleTimeoutMs)
+            throws IOException {
         return new PeerProcess(
                 ChildJvm.start(
                         "peer",
@@ -43,7 +58,8 @@ final class PeerProcess implements AutoCloseable {
                         segment,
                         Long.toString(size),
                         Long.toString(ioTimeoutMs),
-                        Integer.toString(maxConnections)));
+                        Integer.toString(maxConnections),
+                        Long.toString(idleTimeoutMs)));
     }
 
     /** The port of the child engine's tcp server. */

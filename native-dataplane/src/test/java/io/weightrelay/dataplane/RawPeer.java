@@ -106,7 +106,10 @@ final class RawPeer implements AutoCloseable {
         if (ack == null) {
             return Outcome.CLOSED;
         }
-        return le(ack).getInt(4) == 0 ? Outcome.ACCEPTED : Outcome.DENIED;
+        int status = le(ack).getInt(4);
+        return status == 0
+                ? Outcome.ACCEPTED
+                : (status == 1 ? Outcome.BUSY : Outcome.DENIED); // 1: authenticated slots full
     }
 
     /** A frame of n bytes that must start with magic, or null when the server closed first. */

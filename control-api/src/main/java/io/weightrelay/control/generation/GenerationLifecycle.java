@@ -336,10 +336,29 @@ public class GenerationLifecycle {
      * Marks a generation whose bytes in {@code segment} are gone (its owner re-created it after a
      * crash): committed -> LOST, never leased or loaded again, so loaders stay on what they serve;
      * if it was active, the newest earlier whole generation becomes active again (restarted and new
-     * engines load that); open -> ABORTED with its remaining objects removed. Idempotent.
+     * engines load that); open -> ABORTED with its remaining objects removed. Idempotent. Refused
+     * (409 {@code segment-holds-no-objects}) when the generation registered no object in {@code
+     * segment}: an owner's loss is about its own objects, never another segment's generation.
      */
     public Generation lose(
             String model, long generation, String segment, long objects, String why) {
+        generations.load(model, generation);
+        long[] held = generations.bytesPerSegment(model, generation).get(segment);
+        if (held == null || held[1] == 0) {
+            throw GenerationProblems.SEGMENT_HOLDS_NO_OBJECTS
+                    .exception(
+                            "generation "
+                                    + generation
+                                    + " of model "
+                                    + model
+                                    + " registered no object in segment '"
+                                    + segment
+                                    + "': a segment's owner reports the loss of its own objects"
+                                    + " only")
+                    .with("model", model)
+                    .with("generation", generation)
+                    .with("segment", segment);
+        }
         String reason =
                 objects
                         + " object(s) in segment '"

@@ -14,6 +14,9 @@ import org.springframework.validation.annotation.Validated;
  * @param registerBatchMax most objects one registration call may carry
  * @param scheduledGc whether every instance collects garbage of every model periodically
  * @param gcInterval period of that collection
+ * @param maxLeaseTtl the longest lease a caller may take or renew on a generation (a loader's or a
+ *     prepare's): longer ones are refused with 400 {@code lease-ttl-too-long}, so no token can pin
+ *     a generation against garbage collection for longer than this at a time
  */
 @Validated
 @ConfigurationProperties("relay.generations")
@@ -21,4 +24,14 @@ public record GenerationProperties(
         @DefaultValue("1000000") @Min(1) @Max(10_000_000) int maxObjects,
         @DefaultValue("100000") @Min(1) int registerBatchMax,
         @DefaultValue("true") boolean scheduledGc,
-        @DefaultValue("60s") Duration gcInterval) {}
+        @DefaultValue("60s") Duration gcInterval,
+        @DefaultValue("1h") Duration maxLeaseTtl) {
+
+    public GenerationProperties {
+        if (maxLeaseTtl.toSeconds() < 1 || maxLeaseTtl.toSeconds() > 86_400) {
+            throw new IllegalArgumentException(
+                    "relay.generations.max-lease-ttl must be between 1s and 24h, not "
+                            + maxLeaseTtl);
+        }
+    }
+}

@@ -14,9 +14,11 @@ import io.weightrelay.api.control.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.model.RegisterObjectsResponse;
 import io.weightrelay.api.control.server.GenerationsApi;
 import io.weightrelay.control.web.EncodedBodies;
+import io.weightrelay.service.security.Caller;
 import jakarta.servlet.http.HttpServletRequest;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import org.springframework.core.io.Resource;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
@@ -31,6 +33,7 @@ record GenerationsController(
         GenerationLifecycle lifecycle,
         GenerationQueries generations,
         ManifestStore manifests,
+        MooncakeManifests mooncake,
         Leases leases,
         GenerationGc gc,
         HttpServletRequest request)
@@ -65,6 +68,8 @@ record GenerationsController(
     @Override
     public ResponseEntity<Generation> loseGeneration(
             String model, Long generation, LostRequest request) {
+        // Only the owner of the segment whose bytes are gone speaks for them (or an operator).
+        Caller.requireMayActFor("segment", request.getSegment());
         return ResponseEntity.ok(
                 lifecycle.lose(
                         model,
@@ -93,6 +98,13 @@ record GenerationsController(
     }
 
     @Override
+    public ResponseEntity<Map<String, Object>> getGenerationManifestMooncake3187(
+            String model, Long generation) {
+        MooncakeManifests.Exported exported = mooncake.export(model, generation);
+        return ResponseEntity.ok().eTag(exported.digest()).body(exported.body());
+    }
+
+    @Override
     public ResponseEntity<List<Generation>> listGenerations(
             String model, GenerationState state, Integer limit) {
         return ResponseEntity.ok(generations.list(model, state, limit == null ? 100 : limit));
@@ -115,6 +127,8 @@ record GenerationsController(
 
     @Override
     public ResponseEntity<Lease> acquireLease(String model, Long generation, LeaseRequest request) {
+        // A loader holds generations in its own name: a token bound to another one is refused.
+        Caller.requireMayActFor("instance", request.getHolder());
         return ResponseEntity.ok(
                 leases.lease(model, generation, request.getHolder(), request.getTtlSeconds()));
     }

@@ -12,7 +12,8 @@ import org.springframework.stereotype.Service;
 
 /**
  * Leases on committed generations: a holder (a loader, a checkpoint) keeps a generation from
- * garbage collection until its lease expires or is released.
+ * garbage collection until its lease expires or is released. No lease is longer than {@code
+ * relay.generations.max-lease-ttl}.
  */
 @Service
 public class Leases {
@@ -23,6 +24,7 @@ public class Leases {
     private final RedisKeys keys;
     private final RedisGuard guard;
     private final Clock clock;
+    private final long maxTtlSeconds;
 
     Leases(
             GenerationScripts scripts,
@@ -30,16 +32,38 @@ public class Leases {
             StringRedisTemplate redis,
             RedisKeys keys,
             RedisGuard guard,
-            Clock clock) {
+            Clock clock,
+            GenerationProperties properties) {
         this.scripts = scripts;
         this.generations = generations;
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
         this.clock = clock;
+        this.maxTtlSeconds = properties.maxLeaseTtl().toSeconds();
+    }
+
+    /**
+     * Refuses (400 {@code lease-ttl-too-long}, naming the limit) a lease longer than {@code
+     * relay.generations.max-lease-ttl}: a lease keeps a generation's bytes from garbage collection,
+     * so its length is bounded whoever asks. A loader renews a short lease instead.
+     */
+    public void requireTtl(int ttlSeconds) {
+        if (ttlSeconds > maxTtlSeconds) {
+            throw GenerationProblems.LEASE_TTL_TOO_LONG
+                    .exception(
+                            "a lease of "
+                                    + ttlSeconds
+                                    + " s is longer than relay.generations.max-lease-ttl ("
+                                    + maxTtlSeconds
+                                    + " s): take a shorter one and renew it")
+                    .with("ttlSeconds", ttlSeconds)
+                    .with("maxTtlSeconds", maxTtlSeconds);
+        }
     }
 
     public Lease lease(String model, long generation, String holder, int ttlSeconds) {
+        requireTtl(ttlSeconds);
         Instant now = clock.instant();
         Instant expiry = now.plusSeconds(ttlSeconds);
         Reply result =

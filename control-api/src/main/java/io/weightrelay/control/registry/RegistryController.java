@@ -3,6 +3,7 @@ package io.weightrelay.control.registry;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderHeartbeat;
 import io.weightrelay.api.control.model.LoaderRegistration;
+import io.weightrelay.api.control.model.MooncakePlacementImport;
 import io.weightrelay.api.control.model.PlacementTemplate;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
@@ -22,7 +23,9 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
 @RestController
-record RegistryController(Registry registry, PlacementTemplates templates) implements RegistryApi {
+record RegistryController(
+        Registry registry, PlacementTemplates templates, MooncakePlacements mooncake)
+        implements RegistryApi {
 
     @Override
     public ResponseEntity<SegmentOwner> registerSegment(
@@ -83,6 +86,14 @@ record RegistryController(Registry registry, PlacementTemplates templates) imple
         }
         FragmentTemplate t = templates.put(digest, bytes);
         return ResponseEntity.ok(new PlacementTemplate(digest, t.size(), (long) bytes.length));
+    }
+
+    @Override
+    public ResponseEntity<PlacementTemplate> importMooncakePlacement(
+            MooncakePlacementImport request) {
+        FragmentTemplate t = mooncake.importRank(request);
+        return ResponseEntity.ok(
+                new PlacementTemplate(t.digest(), t.size(), (long) t.encoded().length));
     }
 
     @Override

@@ -17,12 +17,16 @@ import org.springframework.stereotype.Component;
  * trainers (coordinators and publishers) publish; owners (publishers acting on their own segment)
  * register it with its admin URL (a trainer token may register a segment, but never an admin URL,
  * and never replaces or deregisters a registration an owner token made: {@code RegistryController},
- * {@code register-segment.lua}); loaders register, lease, resolve plans, prepare and report;
- * operators run maintenance (abort, GC, checkpoints) and may deregister anything. Requests about
- * one segment or one loader instance refuse a token bound to another one (and a report names its
- * instance in the body: {@code UpdatesController}). The operator summaries ({@code
- * /api/v1/operator/**}) are for operators only; the console's static files ({@code /console/**})
- * are public. Whatever is not listed needs an operator token.
+ * {@code register-segment.lua}) and report a generation lost when they re-created the segment that
+ * held its objects (a trainer token may not: it would destroy a committed generation); loaders
+ * register, lease, resolve plans, prepare and report; operators run maintenance (abort, GC,
+ * checkpoints, losses) and may deregister anything; a publisher (trainer token) may collect its
+ * model's garbage too, when its segment has no room for the next generation while retired ones no
+ * lease holds still fill it. Requests about one segment or one loader instance refuse a token bound
+ * to another one (the lease released; and a body's segment, lease holder, reporting instance or
+ * session group: {@code GenerationsController}, {@code UpdatesController}, {@code UpdateService}).
+ * The operator summaries ({@code /api/v1/operator/**}) are for operators only; the console's static
+ * files ({@code /console/**}) are public. Whatever is not listed needs an operator token.
  */
 @Component
 class ControlAccessPolicy extends AccessRules {
@@ -37,6 +41,7 @@ class ControlAccessPolicy extends AccessRules {
     private static final Access OPERATE = Access.roles(OPERATOR);
     private static final Access OWN = Access.roles(OWNER, TRAINER);
     private static final Access OWN_OR_OPERATE = Access.roles(OWNER, TRAINER, OPERATOR);
+    private static final Access OWN_SEGMENT_OR_OPERATE = Access.roles(OWNER, OPERATOR);
 
     /**
      * The console's static page and assets are public: they hold no secret, and every call they
@@ -49,15 +54,16 @@ class ControlAccessPolicy extends AccessRules {
         rule("POST", GEN + "/objects", PUBLISH),
         rule("POST", GEN + "/commit", PUBLISH),
         rule("POST", GEN + "/abort", PUBLISH_OR_OPERATE),
-        rule("POST", GEN + "/lost", PUBLISH_OR_OPERATE),
+        rule("POST", GEN + "/lost", OWN_SEGMENT_OR_OPERATE),
         rule("POST", "/api/v1/assignments", PUBLISH),
         rule("POST", GEN + "/leases", UPDATE),
-        rule("DELETE", GEN + "/leases/" + SEG, UPDATE_OR_OPERATE),
-        rule("POST", "/api/v1/models/" + SEG + "/gc", OPERATE),
+        rule("DELETE", GEN + "/leases/" + ID, UPDATE_OR_OPERATE, "instance"),
+        rule("POST", "/api/v1/models/" + SEG + "/gc", PUBLISH_OR_OPERATE),
         rule("PUT", "/api/v1/segments/" + ID, OWN, "segment"),
         rule("POST", "/api/v1/segments/" + ID + "/heartbeat", OWN, "segment"),
         rule("DELETE", "/api/v1/segments/" + ID, OWN_OR_OPERATE, "segment"),
         rule("PUT", "/api/v1/placements/" + SEG, UPDATE),
+        rule("POST", "/api/v1/placements/mooncake-3187", UPDATE),
         rule("PUT", "/api/v1/loaders/" + ID, UPDATE, "instance"),
         rule("POST", "/api/v1/loaders/" + ID + "/heartbeat", UPDATE, "instance"),
         rule("DELETE", "/api/v1/loaders/" + ID, UPDATE_OR_OPERATE, "instance"),

@@ -3,15 +3,21 @@ package io.weightrelay.control.store;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.ObjectLocation;
+import io.weightrelay.dataplane.ObjectNotFoundException;
+import io.weightrelay.dataplane.ReadRange;
+import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.dataplane.StoreClient;
+import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.RelayException;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
 import org.slf4j.Logger;
@@ -25,13 +31,16 @@ import org.springframework.stereotype.Component;
  * native library is unavailable; failures surface as 503 {@code store-unavailable}. Its engine is
  * configured by {@code relay.dataplane.*} like every other (node label {@value #NODE_LABEL} unless
  * {@code relay.dataplane.node-label} says otherwise); control-api owns no segment, it opens a data
- * plane only to remove objects (which frees their space in the owners' segments) and to read the
- * object directory.
+ * plane to remove objects (which frees their space in the owners' segments), to read the object
+ * directory, and to read back the few objects whose readers' checksums dispute what was published.
  */
 @Component
 class DataplaneObjectStore implements ObjectStore, DisposableBean {
 
     private static final Logger log = LoggerFactory.getLogger(DataplaneObjectStore.class);
+
+    /** The most bytes one read back of a disputed object holds in memory at a time. */
+    static final int READ_BACK_CHUNK = 4 << 20;
 
     /** control-api's node label when {@code relay.dataplane.node-label} is empty. */
     static final String NODE_LABEL = "control-api";
@@ -78,6 +87,50 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
                                         out.put(key, segments);
                                     });
                     return out;
+                });
+    }
+
+    @Override
+    public Optional<int[]> rangeChecksums(String key, List<Span> ranges) {
+        long largest = 1;
+        for (Span s : ranges) {
+            largest = Math.max(largest, s.length());
+        }
+        int capacity = (int) Math.min(READ_BACK_CHUNK, largest);
+        return withStore(
+                store -> {
+                    int[] out = new int[ranges.size()];
+                    try (RegisteredBuffer buffer =
+                            dataplane().registerBuffer(ByteBuffer.allocateDirect(capacity))) {
+                        StoreClient.Located object = store.locate(List.of(key)).get(0);
+                        for (int i = 0; i < out.length; i++) {
+                            Span span = ranges.get(i);
+                            int crc = 0;
+                            for (long at = span.offset(); at < span.offset() + span.length(); ) {
+                                long n = Math.min(capacity, span.offset() + span.length() - at);
+                                StoreClient.ChecksummedReads read =
+                                        store.getIntoRangesChecksummed(
+                                                object, List.of(new ReadRange(at, n, buffer, 0)));
+                                if (read.bytes()[0] != n) {
+                                    throw StoreProblems.STORE_UNAVAILABLE.exception(
+                                            "reading back ["
+                                                    + at
+                                                    + ", "
+                                                    + (at + n)
+                                                    + ") of "
+                                                    + key
+                                                    + " answered "
+                                                    + read.bytes()[0]);
+                                }
+                                crc = Crc32c.combine(crc, read.crc32c()[0], n);
+                                at += n;
+                            }
+                            out[i] = crc;
+                        }
+                    } catch (ObjectNotFoundException gone) {
+                        return Optional.empty();
+                    }
+                    return Optional.of(out);
                 });
     }
 

@@ -3,6 +3,7 @@ package io.weightrelay.control.store;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -24,4 +25,17 @@ public interface ObjectStore {
 
     /** The segments holding each existing key's replicas; absent keys are left out. */
     Map<String, List<String>> locations(Collection<String> keys);
+
+    /** A byte range of a stored object. */
+    record Span(long offset, long length) {}
+
+    /**
+     * Reads these ranges of the object stored under {@code key} as the store holds it now, and
+     * answers the CRC32C of each, in the order given. control-api's own read of an object whose
+     * readers' checksums dispute what was published: it moves the bytes through a bounded buffer of
+     * its own, so any object size is fine, and it is meant for the few objects in dispute.
+     *
+     * @return the CRC32C per range, or empty when no object is stored under {@code key}
+     */
+    Optional<int[]> rangeChecksums(String key, List<Span> ranges);
 }

@@ -29,11 +29,13 @@ import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
+import io.weightrelay.control.registry.Registry;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.codec.ByteSink;
 import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
+import io.weightrelay.service.security.Caller;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -67,6 +69,7 @@ public class UpdateService {
     private final GenerationQueries generations;
     private final PlanService plans;
     private final Leases leases;
+    private final Registry registry;
     private final UpdateProperties properties;
     private final MeterRegistry meters;
     private final UpdateVerifier verifier;
@@ -82,6 +85,7 @@ public class UpdateService {
             GenerationQueries generations,
             PlanService plans,
             Leases leases,
+            Registry registry,
             UpdateProperties properties,
             MeterRegistry meters,
             UpdateVerifier verifier,
@@ -95,6 +99,7 @@ public class UpdateService {
         this.generations = generations;
         this.plans = plans;
         this.leases = leases;
+        this.registry = registry;
         this.properties = properties;
         this.meters = meters;
         this.verifier = verifier;
@@ -112,11 +117,15 @@ public class UpdateService {
         if (instances.size() != request.getInstances().size()) {
             throw CommonProblems.INVALID_REQUEST.exception("instances must be distinct");
         }
-        if (request.getPlanId() != null) {
-            // Refuse before the session exists: no loader may prepare against a plan that is
-            // gone or failed validation (a placement the manifest refuses never gets a plan).
-            requireValid(plans.summary(request.getPlanId()));
+        if (request.getPlanId() == null) {
+            throw CommonProblems.INVALID_REQUEST.exception(
+                    "planId is required: a session starts only on the group's validated plan");
         }
+        // Refuse before the session exists: no loader may prepare against a plan that is
+        // gone or failed validation (a placement the manifest refuses never gets a plan).
+        PlanSummary plan = plans.summary(request.getPlanId());
+        requireValid(plan);
+        requireGroupMembers(model, group, instances, plan);
         return open(
                 model,
                 generation,
@@ -125,6 +134,64 @@ public class UpdateService {
                 request.getPlanId(),
                 timeout(request.getPhaseTimeoutSeconds()),
                 true);
+    }
+
+    /**
+     * Refuses a session of instances that are not the group's: a loader token bound to an instance
+     * starts only its own group's session, with itself in it (403 {@code identity-mismatch}), and
+     * every instance must be a live loader of the model's group with a part in the plan (409 {@code
+     * not-a-participant} naming the others), so nobody holds a group's session with invented or
+     * borrowed instances.
+     */
+    private void requireGroupMembers(
+            String model, String group, Set<String> instances, PlanSummary plan) {
+        Set<String> members = new TreeSet<>();
+        for (Loader loader : registry.liveLoaders(model, group)) {
+            members.add(loader.getInstance());
+        }
+        Caller caller = Caller.current().orElse(null);
+        if (caller != null && caller.identity() != null) {
+            String me = caller.identity();
+            if (!members.contains(me) || !instances.contains(me)) {
+                throw CommonProblems.IDENTITY_MISMATCH
+                        .exception(
+                                "the "
+                                        + caller.role().configName()
+                                        + " token is bound to instance '"
+                                        + me
+                                        + "', which "
+                                        + (members.contains(me)
+                                                ? "is not among the instances of this session"
+                                                : "is not a live loader of group '"
+                                                        + group
+                                                        + "' of model "
+                                                        + model)
+                                        + ": it may start only its own group's session")
+                        .with("role", caller.role().configName())
+                        .with("boundTo", me)
+                        .with("requested", group);
+            }
+        }
+        List<String> strangers = new ArrayList<>();
+        Set<String> planned = new TreeSet<>(plan.getInstances());
+        for (String instance : instances) {
+            if (!members.contains(instance) || !planned.contains(instance)) {
+                strangers.add(instance);
+            }
+        }
+        if (!strangers.isEmpty()) {
+            throw UpdateProblems.NOT_A_PARTICIPANT
+                    .exception(
+                            "the session of group "
+                                    + group
+                                    + " may hold only live loaders of the group with a part in"
+                                    + " plan "
+                                    + plan.getPlanId()
+                                    + "; not: "
+                                    + String.join(", ", strangers))
+                    .with("instances", strangers)
+                    .with("planId", plan.getPlanId());
+        }
     }
 
     /** A session's phase timeout, 120 s unless the request says. */
@@ -149,6 +216,7 @@ public class UpdateService {
     public UpdatePreparation prepare(
             String model, long generation, String group, UpdatePreparationRequest request) {
         String instance = request.getInstance();
+        leases.requireTtl(request.getLeaseTtlSeconds());
         StoredGeneration g = committed(model, generation);
         PlanService.Resolution resolved = plans.resolve(model, g, group);
         PlanSummary plan = resolved.summary();
@@ -251,7 +319,9 @@ public class UpdateService {
         if ("incomplete".equals(code)) {
             throw incomplete(group, result);
         }
-        if (("created".equals(code) || "restarted".equals(code)) && properties.verifyChecksums()) {
+        boolean fresh =
+                "created".equals(code) || "restarted".equals(code) || "replaced".equals(code);
+        if (fresh && properties.verifyChecksums()) {
             verifier.preload(model, generation, group, planId);
         }
         if ("restarted".equals(code)) {
@@ -260,6 +330,15 @@ public class UpdateService {
                     model,
                     generation,
                     group);
+        }
+        if ("replaced".equals(code)) {
+            log.info(
+                    "update {}/{}/{}: the failed session of {} is replaced by one of {}",
+                    model,
+                    generation,
+                    group,
+                    result.items(1),
+                    instances);
         }
         if ("conflict".equals(code)) {
             throw UpdateProblems.SESSION_CONFLICT

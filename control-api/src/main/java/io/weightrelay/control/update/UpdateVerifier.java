@@ -5,6 +5,8 @@ import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
+import io.weightrelay.control.store.ObjectStore;
+import io.weightrelay.control.store.ObjectStore.Span;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.ObjectVerification;
 import io.weightrelay.reshard.checksum.ObjectVerification.ExpectedRange;
@@ -13,11 +15,15 @@ import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.service.concurrent.DaemonThreads;
 import java.time.Clock;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -34,9 +40,17 @@ import org.springframework.stereotype.Component;
  * of each range it read, the ranges are combined per object and compared with the checksums the
  * publisher registered (and every range the plan reads must have been reported by its reader). Only
  * then does the session move to post-apply; a mismatch pauses the group for rebuild, naming the
- * object and its readers, before any engine advances. Runs on whichever control-api instance
- * claimed the verification in {@code update-step.lua}; a claim of a dead instance expires and the
- * next touch of the session takes it over.
+ * object and its readers, before any engine advances.
+ *
+ * <p>A mismatch is evidence about the readers until the stored bytes confirm it: control-api then
+ * reads the disputed object back from the store itself, range by range as it was reported. Only
+ * when the stored bytes do not match the published checksum is the generation marked corrupt (for
+ * every group: the active pointer goes back). When they match, the readers whose ranges differ from
+ * the store (a lying report, bad memory, a faulty NIC) are named and only this session fails; the
+ * generation stays active. When the store cannot answer, nothing is marked either: a failed session
+ * is rebuilt, and its next proof asks again. Runs on whichever control-api instance claimed the
+ * verification in {@code update-step.lua}; a claim of a dead instance expires and the next touch of
+ * the session takes it over.
  */
 @Component
 class UpdateVerifier implements DisposableBean {
@@ -48,6 +62,7 @@ class UpdateVerifier implements DisposableBean {
     private final RedisGuard guard;
     private final ScriptCall scripts;
     private final PlanService plans;
+    private final ObjectStore store;
     private final Clock clock;
 
     /** Each plan's ranges by object; plans are immutable per id. */
@@ -91,12 +106,14 @@ class UpdateVerifier implements DisposableBean {
             RedisGuard guard,
             ScriptCall scripts,
             PlanService plans,
+            ObjectStore store,
             Clock clock) {
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
         this.scripts = scripts;
         this.plans = plans;
+        this.store = store;
         this.clock = clock;
     }
 
@@ -208,7 +225,17 @@ class UpdateVerifier implements DisposableBean {
                                         + ", not CRC32C: what was read of it cannot be proven"
                                 : result.failure().message();
                 if (result.failure().corrupt()) {
-                    failure += markCorrupt(model, generation, object, failure);
+                    Disputed disputed =
+                            readBack(model, generation, object, registered.get(object), reports);
+                    if (disputed.readers() != null) {
+                        failedInstance = String.join(",", disputed.readers());
+                        failure = disputed.finding();
+                    } else if (disputed.storedBad()) {
+                        failure += "; " + disputed.finding();
+                        failure += markCorrupt(model, generation, object, failure);
+                    } else {
+                        failure += "; " + disputed.finding();
+                    }
                 }
             }
         } catch (VerificationFailed e) {
@@ -244,6 +271,119 @@ class UpdateVerifier implements DisposableBean {
                 String.valueOf(ms),
                 verified,
                 partial);
+    }
+
+    /**
+     * What control-api's own read of a disputed object found: the stored bytes do not match the
+     * published checksum ({@code storedBad}), or they do and {@code readers} reported ranges that
+     * differ from them, or (neither) the store could not be read to tell.
+     */
+    private record Disputed(boolean storedBad, List<String> readers, String finding) {}
+
+    /**
+     * Reads back, from the store, the ranges of {@code object} its readers reported, and judges the
+     * dispute: the ranges together against the published checksum, each against its report.
+     */
+    private Disputed readBack(
+            String model,
+            long generation,
+            String object,
+            Registered published,
+            Map<String, RangeChecksums> reports) {
+        List<RangeChecksums.Entry> ranges = new ArrayList<>();
+        Map<RangeChecksums.Entry, String> readerOf = new HashMap<>();
+        reports.forEach(
+                (reader, report) -> {
+                    for (RangeChecksums.Entry e : report.entries()) {
+                        if (e.object().equals(object)) {
+                            ranges.add(e);
+                            readerOf.put(e, reader);
+                        }
+                    }
+                });
+        // The proof found them tiling the object whole, so their CRC32Cs combine in this order.
+        ranges.sort(Comparator.comparingLong(RangeChecksums.Entry::offset));
+        List<Span> spans = new ArrayList<>(ranges.size());
+        for (RangeChecksums.Entry e : ranges) {
+            spans.add(new Span(e.offset(), e.length()));
+        }
+        String key = model + "/" + generation + "/" + object;
+        Optional<int[]> stored;
+        try {
+            stored = store.rangeChecksums(key, spans);
+        } catch (RuntimeException e) {
+            // store-unavailable, or anything else the read threw: the claim must still end
+            log.warn("reading back {} to settle its checksums failed: {}", key, e.toString());
+            return new Disputed(
+                    false,
+                    null,
+                    "control-api could not read the stored object back to tell whether its"
+                            + " bytes or its readers are wrong ("
+                            + e.getMessage()
+                            + "), so the generation is not marked corrupt");
+        }
+        if (stored.isEmpty()) {
+            return new Disputed(
+                    false,
+                    null,
+                    "control-api found no object stored under "
+                            + key
+                            + " to read back, so the generation is not marked corrupt");
+        }
+        int[] crcs = stored.get();
+        int whole = 0;
+        TreeSet<String> wrong = new TreeSet<>();
+        List<String> differing = new ArrayList<>();
+        for (int i = 0; i < crcs.length; i++) {
+            RangeChecksums.Entry e = ranges.get(i);
+            whole = Crc32c.combine(whole, crcs[i], e.length());
+            if (crcs[i] != e.crc()) {
+                String reader = readerOf.get(e);
+                wrong.add(reader);
+                differing.add(
+                        "["
+                                + e.offset()
+                                + ", "
+                                + e.end()
+                                + ") by "
+                                + reader
+                                + ": reported "
+                                + Crc32c.format(e.crc())
+                                + ", stored "
+                                + Crc32c.format(crcs[i]));
+            }
+        }
+        if (whole != published.crc()) {
+            return new Disputed(
+                    true,
+                    null,
+                    "control-api read the stored object back: "
+                            + Crc32c.format(whole)
+                            + ", not the published "
+                            + Crc32c.format(published.crc()));
+        }
+        if (wrong.isEmpty()) {
+            return new Disputed(
+                    false,
+                    null,
+                    "control-api read the stored object back and found every reported range as"
+                            + " stored, so the generation is not marked corrupt");
+        }
+        String readers = String.join(", ", wrong);
+        return new Disputed(
+                false,
+                List.copyOf(wrong),
+                "object "
+                        + object
+                        + ": what "
+                        + readers
+                        + " reported reading of it does not match the stored bytes, which"
+                        + " control-api read back and found matching the published "
+                        + Crc32c.format(published.crc())
+                        + " ("
+                        + String.join("; ", differing)
+                        + "): the fault is the reader's (its report, its memory or its NIC), not"
+                        + " the generation's, which stays servable; only this session fails");
     }
 
     /**

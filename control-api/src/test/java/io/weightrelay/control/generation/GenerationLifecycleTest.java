@@ -287,15 +287,17 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
 
     @Test
     void aLostGenerationIsNeverLeasedPlannedUpdatedOrSavedAndGoesOnceSuperseded() {
-        long g1 = publish(model, 1);
-        long g2 = publish(model, 2);
+        long g1 = publishIn(model, 1, "seg-x");
+        long g2 = publishIn(model, 2, "seg-x");
         String lost = "{\"segment\":\"seg-x\",\"objects\":3,\"reason\":\"owner restarted\"}";
         assertProblem(call("POST", path(g2) + "/lost", LOADER, lost), 403, "forbidden");
-        Generation g = ok(call("POST", path(g2) + "/lost", TRAINER, lost), Generation.class);
+        // Only the segment's owner (or an operator) reports its bytes gone, never a trainer.
+        assertProblem(call("POST", path(g2) + "/lost", TRAINER, lost), 403, "forbidden");
+        Generation g = ok(call("POST", path(g2) + "/lost", OWNER, lost), Generation.class);
         assertThat(g.getState()).isEqualTo(GenerationState.LOST);
         assertThat(g.getLostReason()).contains("seg-x").contains("3 object(s)");
         assertThat(g.getLostAt()).isNotNull();
-        assertThat(ok(call("POST", path(g2) + "/lost", TRAINER, lost), Generation.class))
+        assertThat(ok(call("POST", path(g2) + "/lost", OWNER, lost), Generation.class))
                 .as("idempotent")
                 .isEqualTo(g);
         // it was active: the newest earlier whole generation is active again
@@ -315,24 +317,28 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
                 409,
                 "generation-lost");
         assertProblem(
-                call("PUT", path(g2) + "/updates/g", LOADER, "{\"instances\":[\"a\"]}"),
+                call(
+                        "PUT",
+                        path(g2) + "/updates/g",
+                        LOADER,
+                        "{\"instances\":[\"a\"],\"planId\":\"" + "0".repeat(64) + "\"}"),
                 409,
                 "generation-lost");
         assertProblem(
                 call("POST", path(g2) + "/checkpoints", OPERATOR, "{\"directory\":\"/tmp/never\"}"),
                 409,
                 "generation-lost");
-        assertProblem(
-                call("POST", path(999) + "/lost", TRAINER, lost), 404, "generation-not-found");
+        assertProblem(call("POST", path(999) + "/lost", OWNER, lost), 404, "generation-not-found");
 
         // an open generation whose bytes are gone is aborted, never committed
         long g3 = opened(3);
-        Generation aborted = ok(call("POST", path(g3) + "/lost", TRAINER, lost), Generation.class);
+        registerAllIn(model, g3, "seg-x");
+        Generation aborted = ok(call("POST", path(g3) + "/lost", OWNER, lost), Generation.class);
         assertThat(aborted.getState()).isEqualTo(GenerationState.ABORTED);
         assertThat(aborted.getAbortReason()).contains("seg-x");
 
         // with no whole generation before it, the pointer stays on the lost one, which says so
-        Generation again = ok(call("POST", path(g1) + "/lost", TRAINER, lost), Generation.class);
+        Generation again = ok(call("POST", path(g1) + "/lost", OWNER, lost), Generation.class);
         assertThat(again.getState()).isEqualTo(GenerationState.LOST);
         assertThat(active()).isEqualTo(g1);
 

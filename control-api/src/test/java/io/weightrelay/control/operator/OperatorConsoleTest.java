@@ -23,6 +23,8 @@ import io.weightrelay.api.control.model.UpdateOverview;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.reshard.checksum.Crc32c;
+import io.weightrelay.reshard.checksum.RangeChecksums;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -115,8 +117,7 @@ class OperatorConsoleTest extends ControlApiTestSupport {
 
         PlanSummary plan = resolvePlan(model, g, "grp");
         UpdateSessionRequest request =
-                new UpdateSessionRequest(List.of(model + "-a", model + "-b"));
-        request.setPlanId(plan.getPlanId());
+                new UpdateSessionRequest(List.of(model + "-a", model + "-b"), plan.getPlanId());
         String base = sessionPath(model, g, "grp");
         ok(call("PUT", base, LOADER, request), UpdateSession.class);
         PhaseReport prepared = new PhaseReport(model + "-a", ReportedPhase.PREPARED);
@@ -181,13 +182,22 @@ class OperatorConsoleTest extends ControlApiTestSupport {
         long epoch = registerLoader(instance, compatLoader(model, "grp", "r0", 1)).getEpoch();
         for (long g : List.of(first, second)) {
             String base = sessionPath(model, g, "grp");
+            String planId = resolvePlan(model, g, "grp").getPlanId();
             ok(
-                    call("PUT", base, LOADER, new UpdateSessionRequest(List.of(instance))),
+                    call("PUT", base, LOADER, new UpdateSessionRequest(List.of(instance), planId)),
                     UpdateSession.class);
             for (ReportedPhase phase : EVERY_PHASE) {
                 PhaseReport report = new PhaseReport(instance, phase);
                 report.setEpoch(epoch);
                 boolean applied = phase == ReportedPhase.APPLIED;
+                if (applied) {
+                    // what the plan has it read, read right
+                    report.setChecksums(
+                            new RangeChecksums(
+                                            plannedReads(planId, Crc32c.parse("crc32c:0badf00d"))
+                                                    .getOrDefault(instance, List.of()))
+                                    .encode());
+                }
                 report.setBytesRead(applied ? 1000L * g : 0L);
                 report.setBytesPushed(applied ? 1500L * g : 0L);
                 report.setBytesReceived(applied ? 2000L * g : 0L);
@@ -202,7 +212,11 @@ class OperatorConsoleTest extends ControlApiTestSupport {
         for (UpdateOverview u : updates) {
             long g = u.getSession().getGeneration();
             assertThat(u.getSession().getState()).isEqualTo(SessionState.DONE);
-            assertThat(u.getPlanned()).as("no plan named, nothing planned").isEmpty();
+            // Every session names its plan (a start without one is refused): its loads show.
+            assertThat(u.getPlanned())
+                    .as("the plan it named, its loads")
+                    .extracting(InstanceLoad::getInstance)
+                    .containsExactly(instance);
             ParticipantState p = u.getSession().getParticipants().get(0);
             assertThat(p.getBytesRead()).isEqualTo(1000L * g);
             assertThat(p.getBytesPushed()).isEqualTo(1500L * g);

@@ -327,8 +327,8 @@ class PlacementRulesTest extends ControlApiTestSupport {
     void aSessionNeverStartsOnAPlanThatDoesNotExistOrIsNotValid() {
         register("i-" + model, direct("g", "w0", 4096, whole("layer.9.weight", 32, 32, 0)));
         assertProblem(plan("g"), 409, "placement-unknown-tensor");
-        UpdateSessionRequest unknown = new UpdateSessionRequest(List.of("i-" + model));
-        unknown.setPlanId("0".repeat(64));
+        UpdateSessionRequest unknown =
+                new UpdateSessionRequest(List.of("i-" + model), "0".repeat(64));
         assertProblem(call("PUT", session("g"), LOADER, unknown), 404, "plan-not-found");
         assertProblem(get(session("g"), LOADER), 404, "session-not-found");
 
@@ -346,8 +346,7 @@ class PlacementRulesTest extends ControlApiTestSupport {
                         false);
         redis.opsForValue().set(keys.planSummary(invalid), json.writeValueAsString(summary));
         try {
-            UpdateSessionRequest bad = new UpdateSessionRequest(List.of("i-" + model));
-            bad.setPlanId(invalid);
+            UpdateSessionRequest bad = new UpdateSessionRequest(List.of("i-" + model), invalid);
             HttpResponse<String> response = call("PUT", session("g"), LOADER, bad);
             assertProblem(response, 409, "plan-invalid");
             assertThat(json.readValue(response.body(), Map.class)).containsEntry("planId", invalid);

@@ -12,6 +12,8 @@ import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.reshard.checksum.Crc32c;
+import io.weightrelay.reshard.checksum.RangeChecksums;
 import java.net.http.HttpResponse;
 import java.util.HashMap;
 import java.util.List;
@@ -60,8 +62,13 @@ class SpanningInstanceTest extends ControlApiTestSupport {
         return sessionPath(model, generation, GROUP);
     }
 
+    /** The plan each generation's session was started on. */
+    private final Map<Long, String> planIds = new HashMap<>();
+
     private HttpResponse<String> start(long generation, String... loaders) {
-        UpdateSessionRequest request = new UpdateSessionRequest(List.of(loaders));
+        planIds.put(generation, resolvePlan(model, generation, GROUP).getPlanId());
+        UpdateSessionRequest request =
+                new UpdateSessionRequest(List.of(loaders), planIds.get(generation));
         request.setPhaseTimeoutSeconds(60);
         return call("PUT", session(generation), LOADER, request);
     }
@@ -69,6 +76,16 @@ class SpanningInstanceTest extends ControlApiTestSupport {
     private UpdateSession report(long generation, String loader, ReportedPhase phase) {
         PhaseReport report = new PhaseReport(loader, phase);
         report.setEpoch(epochs.get(loader));
+        if (phase == ReportedPhase.APPLIED) {
+            // what it read by the plan, read right
+            report.setChecksums(
+                    new RangeChecksums(
+                                    plannedReads(
+                                                    planIds.get(generation),
+                                                    Crc32c.parse("crc32c:0badf00d"))
+                                            .getOrDefault(loader, List.of()))
+                            .encode());
+        }
         if (phase == ReportedPhase.FAILED) {
             report.setError("write to a peer's receive segment failed");
         }

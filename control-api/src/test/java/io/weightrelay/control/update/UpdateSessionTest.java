@@ -8,6 +8,7 @@ import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PhaseReport;
+import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.StoredFragment;
@@ -15,6 +16,7 @@ import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.control.TestStore;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import java.net.http.HttpResponse;
@@ -22,8 +24,11 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import tools.jackson.databind.JsonNode;
@@ -32,6 +37,19 @@ import tools.jackson.databind.JsonNode;
 class UpdateSessionTest extends ControlApiTestSupport {
 
     @Autowired MeterRegistry meters;
+
+    /** A segment owner holding the objects of the tests whose readers' checksums are disputed. */
+    private static TestStore store;
+
+    @BeforeAll
+    static void openStore() {
+        store = new TestStore(STORE_PREFIX);
+    }
+
+    @AfterAll
+    static void closeStore() {
+        store.close();
+    }
 
     /** The group whose session every test drives. */
     private static final String GROUP = "grp";
@@ -42,9 +60,12 @@ class UpdateSessionTest extends ControlApiTestSupport {
     /** The epoch each instance's latest registration returned. */
     private final Map<String, Long> epochs = new HashMap<>();
 
+    /** The plan each generation's session was started on. */
+    private final Map<Long, String> planIds = new HashMap<>();
+
     /** Registers {@code instance} as a loader of {@link #GROUP}; returns its new epoch. */
     private long registerInGroup(String instance) {
-        Loader loader = registerLoader(instance, compatLoader(model, GROUP, "r0", 1));
+        Loader loader = registerLoader(instance, compatLoader(model, GROUP, "r-" + instance, 1));
         epochs.put(instance, loader.getEpoch());
         return loader.getEpoch();
     }
@@ -58,9 +79,30 @@ class UpdateSessionTest extends ControlApiTestSupport {
         for (String instance : instances) {
             registerInGroup(instance);
         }
-        UpdateSessionRequest request = new UpdateSessionRequest(List.of(instances));
+        planIds.put(generation, resolvePlan(model, generation, GROUP).getPlanId());
+        UpdateSessionRequest request =
+                new UpdateSessionRequest(List.of(instances), planIds.get(generation));
         request.setPhaseTimeoutSeconds(timeout);
         return join(generation, request);
+    }
+
+    /** A request to join the session of {@code generation} again, on the plan it started on. */
+    private UpdateSessionRequest again(long generation, String... instances) {
+        return new UpdateSessionRequest(List.of(instances), planIds.get(generation));
+    }
+
+    /**
+     * {@code report} with the range checksums of everything the plan has its loader read, read
+     * right: what a loader sends with APPLIED.
+     */
+    private PhaseReport readRight(long generation, PhaseReport report) {
+        if (report.getPhase() == ReportedPhase.APPLIED) {
+            List<RangeChecksums.Entry> read =
+                    plannedReads(planIds.get(generation), Crc32c.parse("crc32c:0badf00d"))
+                            .getOrDefault(report.getInstance(), List.of());
+            report.setChecksums(new RangeChecksums(read).encode());
+        }
+        return report;
     }
 
     /** Publishes generation 1 and starts its session with {@code instances}; returns it. */
@@ -79,7 +121,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
             report.setError("read of m/1/x@0 returned 12 of 4096 bytes");
             report.setFailingPeer("seg-t1");
         }
-        return send(generation, report);
+        return send(generation, readRight(generation, report));
     }
 
     /**
@@ -136,11 +178,14 @@ class UpdateSessionTest extends ControlApiTestSupport {
         long g = publish(model, 1);
         UpdateSession session = start(g, 60, "b", "a");
         assertThat(session.getState()).isEqualTo(SessionState.PREPARING);
-        UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
+        UpdateSessionRequest again = again(g, "a", "b");
         again.setPhaseTimeoutSeconds(60);
         assertThat(join(g, again).getState()).isEqualTo(SessionState.PREPARING);
+        // c joins the group, and its plan, after the session started with a and b
+        registerInGroup("c");
+        String withC = resolvePlan(model, g, GROUP).getPlanId();
         assertProblem(
-                call("PUT", session(g), LOADER, new UpdateSessionRequest(List.of("a", "c"))),
+                call("PUT", session(g), LOADER, new UpdateSessionRequest(List.of("a", "c"), withC)),
                 409,
                 "session-conflict");
 
@@ -252,8 +297,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         bFailedOnceApplyBegan(g, ReportedPhase.APPLYING);
 
         // the same lives joining again find the session as it ended
-        UpdateSessionRequest again = new UpdateSessionRequest(List.of("a", "b"));
-        UpdateSession same = join(g, again);
+        UpdateSession same = join(g, again(g, "a", "b"));
         assertThat(same.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
 
         // rebuilt (registered again, new epochs), the group loads the same generation afresh
@@ -268,6 +312,54 @@ class UpdateSessionTest extends ControlApiTestSupport {
     }
 
     /**
+     * A loader that dies for good mid-apply fails the session, and nothing brings it back. The
+     * survivors, rebuilt, load the same generation again with their own membership: the failed
+     * session is replaced by theirs, not kept (with the dead loader's place in it) until the
+     * trainer's next publish.
+     */
+    @Test
+    void aFailedSessionIsReplacedByOneWithTheSurvivorsMembership() throws Exception {
+        long g = publishedAndStarted(60, "a", "b", "c");
+        reportedByEach(g, ReportedPhase.PREPARED, "a", "b", "c");
+        reported(g, "a", ReportedPhase.APPLYING);
+        assertThat(call("DELETE", "/api/v1/loaders/c", LOADER, null).statusCode()).isEqualTo(204);
+        BarrierStatus failed = barrier(g, "applied", 0);
+        assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+        assertThat(failed.getFailedInstance()).isEqualTo("c");
+
+        UpdateSession survivors = start(g, 60, "a", "b");
+        assertThat(survivors.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(survivors.getFailedInstance()).isNull();
+        assertThat(survivors.getParticipants())
+                .extracting(p -> p.getInstance())
+                .containsExactly("a", "b");
+        assertThat(survivors.getParticipants())
+                .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
+        assertProblem(report(g, "c", ReportedPhase.PREPARED), 409, "not-a-participant");
+        reported(g, "a", ReportedPhase.PREPARED);
+        assertThat(reported(g, "b", ReportedPhase.PREPARED).getState())
+                .isEqualTo(SessionState.APPLYING);
+
+        // A session that has not ended keeps its membership: the survivors' is not forced on it.
+        assertProblem(call("PUT", session(g), LOADER, again(g, "a")), 409, "session-conflict");
+    }
+
+    /** The same before apply: an aborted session (the group resumed the old generation). */
+    @Test
+    void anAbortedSessionIsReplacedByOneWithTheSurvivorsMembership() {
+        long g = publishedAndStarted(60, "a", "b", "c");
+        reported(g, "a", ReportedPhase.PREPARED);
+        assertThat(reported(g, "c", ReportedPhase.FAILED).getState())
+                .isEqualTo(SessionState.RESUMED_OLD);
+
+        UpdateSession survivors = start(g, 60, "a", "b");
+        assertThat(survivors.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(survivors.getParticipants())
+                .extracting(p -> p.getInstance())
+                .containsExactly("a", "b");
+    }
+
+    /**
      * A group rebuilt after its session ended DONE (every engine registered again, as a lab proving
      * the active generation intact does) loads the same generation through fresh barriers: joining
      * the ended session, whose barriers are open, would let one loader push before its peer took
@@ -279,7 +371,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         EVERY_PHASE.forEach(phase -> reportedByEach(g, phase, "a", "b"));
 
         // the same lives joining again find the session as it ended
-        UpdateSession same = join(g, new UpdateSessionRequest(List.of("a", "b")));
+        UpdateSession same = join(g, again(g, "a", "b"));
         assertThat(same.getState()).isEqualTo(SessionState.DONE);
 
         UpdateSession fresh = start(g, 60, "a", "b");
@@ -349,7 +441,9 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport stale = phaseReport(instance, ReportedPhase.PREPARED, second.getEpoch());
         assertProblem(send(g, stale), 409, "epoch-fenced");
         for (ReportedPhase phase : EVERY_PHASE) {
-            ok(send(g, phaseReport(instance, phase, epochs.get(instance))), UpdateSession.class);
+            ok(
+                    send(g, readRight(g, phaseReport(instance, phase, epochs.get(instance)))),
+                    UpdateSession.class);
         }
         assertThat(ok(get("/api/v1/loaders/" + instance, OPERATOR), Loader.class).getGeneration())
                 .isEqualTo(g);
@@ -417,16 +511,6 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(session.getFailure()).contains("re-registered during the update");
     }
 
-    /** Range checksums of one object that combine to {@code whole}: [0, split) and the rest. */
-    private static List<RangeChecksums.Entry> tiles(
-            String object, long size, long split, int whole) {
-        int head = 0x5eed1234;
-        int tail = whole ^ Crc32c.combine(head, 0, size - split);
-        return List.of(
-                new RangeChecksums.Entry(object, 0, split, head),
-                new RangeChecksums.Entry(object, split, size - split, tail));
-    }
-
     private HttpResponse<String> applied(
             long g, String instance, List<RangeChecksums.Entry> entries) {
         PhaseReport r = phaseReport(instance, ReportedPhase.APPLIED, epochs.get(instance));
@@ -434,22 +518,35 @@ class UpdateSessionTest extends ControlApiTestSupport {
         return send(g, r);
     }
 
+    /**
+     * What "ca" and "cb" read of generation {@code g} by the session's plan, each range's CRC32C
+     * such that an object's ranges combine to its registered checksum; with {@code corrupt}, the
+     * first range cb read (or ca, when cb reads nothing) does not.
+     */
     private List<List<RangeChecksums.Entry>> readByTwo(long g, boolean corrupt) {
-        List<RangeChecksums.Entry> first = new ArrayList<>();
-        List<RangeChecksums.Entry> second = new ArrayList<>();
-        int registered = Crc32c.parse("crc32c:0badf00d");
-        for (StoredFragment f : fragments(model, g)) {
-            String object = f.getKey().substring((model + "/" + g + "/").length());
-            List<RangeChecksums.Entry> t =
-                    tiles(object, f.getBytes(), f.getBytes() / 3, registered);
-            first.add(t.get(0));
-            second.add(t.get(1));
-        }
+        Map<String, List<RangeChecksums.Entry>> planned =
+                plannedReads(planIds.get(g), Crc32c.parse("crc32c:0badf00d"));
+        List<RangeChecksums.Entry> first = new ArrayList<>(planned.getOrDefault("ca", List.of()));
+        List<RangeChecksums.Entry> second = new ArrayList<>(planned.getOrDefault("cb", List.of()));
         if (corrupt) {
-            RangeChecksums.Entry e = second.get(0);
-            second.set(0, new RangeChecksums.Entry(e.object(), e.offset(), e.length(), ~e.crc()));
+            List<RangeChecksums.Entry> wrong = second.isEmpty() ? first : second;
+            RangeChecksums.Entry e = wrong.get(0);
+            wrong.set(0, new RangeChecksums.Entry(e.object(), e.offset(), e.length(), ~e.crc()));
         }
         return List.of(first, second);
+    }
+
+    /**
+     * The loaders among {@code reads} that read part of {@code object}, as a failure names them.
+     */
+    private static String readersOf(String object, List<List<RangeChecksums.Entry>> reads) {
+        List<String> readers = new ArrayList<>();
+        for (int i = 0; i < reads.size(); i++) {
+            if (reads.get(i).stream().anyMatch(e -> e.object().equals(object))) {
+                readers.add(i == 0 ? "ca" : "cb");
+            }
+        }
+        return String.join(",", readers);
     }
 
     @Test
@@ -461,26 +558,102 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(one.getState()).isEqualTo(SessionState.APPLYING);
         UpdateSession both = ok(applied(g, "cb", reads.get(1)), UpdateSession.class);
         assertThat(both.getState()).isEqualTo(SessionState.POST_APPLYING);
-        assertThat(both.getVerifiedObjects()).isEqualTo((long) reads.get(0).size());
+        assertThat(both.getVerifiedObjects()).isEqualTo((long) fragments(model, g).size());
         assertThat(both.getPartialObjects()).isZero();
         assertThat(both.getDurations().getVerifyMs()).isNotNull();
         assertThat(barrier(g, "applied", 0).getOpen()).isTrue();
     }
 
+    /**
+     * Publishes step {@code step} with real bytes in the store, registered with their CRC32C; with
+     * {@code flipped}, one byte of the first object (by name) is flipped in the store after its
+     * checksum was taken, as a bad segment would hold it. Answers the generation and, by object id,
+     * the bytes as stored.
+     */
+    private Stored publishStored(long step, boolean flipped) {
+        long g = open(model, step).getGeneration().getGeneration();
+        Map<String, byte[]> stored = new TreeMap<>();
+        List<RegisteredObject> objects = new ArrayList<>();
+        for (StoredFragment f : fragments(model, g)) {
+            byte[] bytes = new byte[Math.toIntExact(f.getBytes())];
+            new java.util.Random(f.getKey().hashCode()).nextBytes(bytes);
+            objects.add(
+                    new RegisteredObject(
+                            f.getKey(),
+                            f.getBytes(),
+                            Crc32c.format(Crc32c.of(bytes, 0, bytes.length))));
+            stored.put(f.getKey().substring((model + "/" + g + "/").length()), bytes);
+        }
+        if (flipped) {
+            stored.values().iterator().next()[7] ^= 0x10;
+        }
+        stored.forEach((object, bytes) -> store.put(model + "/" + g + "/" + object, bytes));
+        assertThat(register(model, g, objects).statusCode()).isEqualTo(200);
+        assertThat(commit(model, g).statusCode()).isEqualTo(200);
+        return new Stored(g, stored);
+    }
+
+    private record Stored(long generation, Map<String, byte[]> bytes) {}
+
+    /**
+     * What {@code readers} report reading of {@code stored} by the plan of their session of
+     * generation {@code g} (each reader's planned ranges, in order), each range with the CRC32C of
+     * the bytes as stored: honest reports, whatever the store holds.
+     */
+    private List<List<RangeChecksums.Entry>> readByPlan(Stored stored, long g, String... readers) {
+        Map<String, List<RangeChecksums.Entry>> planned = plannedReads(planIds.get(g), 0);
+        List<List<RangeChecksums.Entry>> out = new ArrayList<>();
+        for (String reader : readers) {
+            List<RangeChecksums.Entry> reads = new ArrayList<>();
+            for (RangeChecksums.Entry e : planned.getOrDefault(reader, List.of())) {
+                byte[] bytes = stored.bytes().get(e.object());
+                int offset = Math.toIntExact(e.offset());
+                int length = Math.toIntExact(e.length());
+                reads.add(
+                        new RangeChecksums.Entry(
+                                e.object(),
+                                e.offset(),
+                                e.length(),
+                                Crc32c.of(bytes, offset, length)));
+            }
+            out.add(reads);
+        }
+        return out;
+    }
+
+    private Generation generation(long g) {
+        return ok(get("/api/v1/models/" + model + "/generations/" + g, OPERATOR), Generation.class);
+    }
+
+    private long active() {
+        return ok(
+                        get("/api/v1/models/" + model + "/generations/active", OPERATOR),
+                        Generation.class)
+                .getGeneration();
+    }
+
+    /**
+     * Bytes really flipped in the store: the readers read them honestly, their ranges combine to
+     * something other than what was published, and control-api's own read of the object confirms
+     * it. The generation is corrupt for every group, and the one before it is active again.
+     */
     @Test
-    void oneRangeThatDoesNotMatchPausesTheGroupBeforePostApplyNamingObjectAndReaders() {
-        long served = publish(model, 1);
-        long g = publish(model, 2);
+    void storedBytesThatDoNotMatchTheirChecksumMarkTheGenerationCorruptOnceControlApiReadThem() {
+        long served = publishStored(1, false).generation();
+        Stored stored = publishStored(2, true);
+        long g = stored.generation();
         start(g, 60, "ca", "cb");
         reportedByEach(g, ReportedPhase.PREPARED, "ca", "cb");
-        List<List<RangeChecksums.Entry>> reads = readByTwo(g, true);
-        String object = reads.get(1).get(0).object();
+        List<List<RangeChecksums.Entry>> reads = readByPlan(stored, g, "ca", "cb");
+        String object = stored.bytes().keySet().iterator().next();
+        String readers = readersOf(object, reads);
         ok(applied(g, "ca", reads.get(0)), UpdateSession.class);
         UpdateSession failed = ok(applied(g, "cb", reads.get(1)), UpdateSession.class);
         assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
-        assertThat(failed.getFailedInstance()).isEqualTo("ca,cb");
+        assertThat(failed.getFailedInstance()).isEqualTo(readers);
         assertThat(failed.getFailure())
-                .contains("object " + object, "ca", "cb", "does not match its registered checksum");
+                .contains("object " + object, readers, "does not match its registered checksum")
+                .contains("control-api read the stored object back");
         BarrierStatus applied = barrier(g, "applied", 0);
         assertThat(applied.getOpen()).isFalse();
         assertThat(applied.getFailed()).isTrue();
@@ -496,19 +669,87 @@ class UpdateSessionTest extends ControlApiTestSupport {
                                 .count())
                 .isEqualTo(1.0);
         // The generation is not served again; the one before it is active once more.
-        Generation corrupt =
-                ok(
-                        get("/api/v1/models/" + model + "/generations/" + g, OPERATOR),
-                        Generation.class);
+        Generation corrupt = generation(g);
         assertThat(corrupt.getCorruptObject()).isEqualTo(object);
         assertThat(corrupt.getState()).isEqualTo(GenerationState.RETIRED);
-        Generation active =
-                ok(
-                        get("/api/v1/models/" + model + "/generations/active", OPERATOR),
-                        Generation.class);
-        assertThat(active.getGeneration()).isEqualTo(served);
-        assertThat(active.getState()).isEqualTo(GenerationState.ACTIVE);
+        assertThat(active()).isEqualTo(served);
+        assertThat(generation(served).getState()).isEqualTo(GenerationState.ACTIVE);
         assertThat(failed.getFailure()).contains("generation " + served + " is active again");
+    }
+
+    /**
+     * One reader reports a checksum its bytes do not have (a lying token, bad memory, a faulty
+     * NIC). Its report alone must not take the generation from every group: control-api reads the
+     * disputed object back, finds it as published, and fails only this session, naming that reader
+     * and the object. The generation stays active, and another group's session goes on to it.
+     */
+    @Test
+    void aReaderWhoseChecksumsTheStoredBytesContradictFailsOnlyItsOwnSession() {
+        long served = publishStored(1, false).generation();
+        Stored stored = publishStored(2, false);
+        long g = stored.generation();
+        start(g, 60, "ca", "cb");
+        reportedByEach(g, ReportedPhase.PREPARED, "ca", "cb");
+        List<List<RangeChecksums.Entry>> reads = readByPlan(stored, g, "ca", "cb");
+        // the liar is cb when the plan has it read anything, else ca
+        int liarIndex = reads.get(1).isEmpty() ? 0 : 1;
+        String liar = liarIndex == 0 ? "ca" : "cb";
+        List<RangeChecksums.Entry> lies = new ArrayList<>(reads.get(liarIndex));
+        RangeChecksums.Entry lie = lies.get(0);
+        lies.set(0, new RangeChecksums.Entry(lie.object(), lie.offset(), lie.length(), ~lie.crc()));
+        List<List<RangeChecksums.Entry>> reported = new ArrayList<>(reads);
+        reported.set(liarIndex, lies);
+        ok(applied(g, "ca", reported.get(0)), UpdateSession.class);
+        UpdateSession failed = ok(applied(g, "cb", reported.get(1)), UpdateSession.class);
+
+        assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+        assertThat(failed.getFailedInstance()).isEqualTo(liar);
+        assertThat(failed.getFailure())
+                .contains("object " + lie.object(), liar, "does not match the stored bytes")
+                .contains("[" + lie.offset() + ", " + lie.end() + ") by " + liar)
+                .doesNotContain("marked corrupt");
+        BarrierStatus applied = barrier(g, "applied", 0);
+        assertThat(applied.getFailed()).isTrue();
+        assertThat(applied.getFailedInstance()).isEqualTo(liar);
+        Generation still = generation(g);
+        assertThat(still.getCorruptObject()).isNull();
+        assertThat(still.getState()).isEqualTo(GenerationState.ACTIVE);
+        assertThat(active()).isEqualTo(g);
+        assertThat(generation(served).getState()).isEqualTo(GenerationState.RETIRED);
+
+        // Another group loads the same generation through its own session, untouched.
+        String other = "other";
+        for (String instance : List.of("oa", "ob")) {
+            epochs.put(
+                    instance,
+                    registerLoader(instance, compatLoader(model, other, "r-" + instance, 1))
+                            .getEpoch());
+        }
+        String otherPlan = resolvePlan(model, g, other).getPlanId();
+        planIds.put(g, otherPlan);
+        List<List<RangeChecksums.Entry>> otherReads = readByPlan(stored, g, "oa", "ob");
+        String otherSession = sessionPath(model, g, other);
+        ok(
+                call(
+                        "PUT",
+                        otherSession,
+                        LOADER,
+                        new UpdateSessionRequest(List.of("oa", "ob"), otherPlan)),
+                UpdateSession.class);
+        for (String instance : List.of("oa", "ob")) {
+            PhaseReport prepared =
+                    phaseReport(instance, ReportedPhase.PREPARED, epochs.get(instance));
+            ok(call("POST", otherSession + "/reports", LOADER, prepared), UpdateSession.class);
+        }
+        UpdateSession otherApplied = null;
+        for (int i = 0; i < 2; i++) {
+            String instance = i == 0 ? "oa" : "ob";
+            PhaseReport r = phaseReport(instance, ReportedPhase.APPLIED, epochs.get(instance));
+            r.setChecksums(new RangeChecksums(otherReads.get(i)).encode());
+            otherApplied =
+                    ok(call("POST", otherSession + "/reports", LOADER, r), UpdateSession.class);
+        }
+        assertThat(otherApplied.getState()).isEqualTo(SessionState.POST_APPLYING);
     }
 
     @Test

@@ -15,7 +15,9 @@ import io.weightrelay.control.generation.GenerationLifecycle;
 import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.generation.Leases;
 import io.weightrelay.control.generation.ManifestStore;
+import io.weightrelay.control.generation.MooncakeManifests;
 import io.weightrelay.control.plan.PlanService;
+import io.weightrelay.control.registry.MooncakePlacements;
 import io.weightrelay.control.registry.PlacementTemplates;
 import io.weightrelay.control.registry.Registry;
 import io.weightrelay.control.update.UpdateService;
@@ -65,10 +67,12 @@ import org.springframework.test.web.servlet.request.MockHttpServletRequestBuilde
             GenerationLifecycle.class,
             GenerationQueries.class,
             ManifestStore.class,
+            MooncakeManifests.class,
             Leases.class,
             GenerationGc.class,
             Registry.class,
             PlacementTemplates.class,
+            MooncakePlacements.class,
             PlanService.class,
             AssignmentService.class,
             UpdateService.class,

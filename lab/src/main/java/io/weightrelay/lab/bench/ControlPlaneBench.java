@@ -197,8 +197,8 @@ public final class ControlPlaneBench {
                         Duration.ofSeconds(args.getLong("call-timeout-seconds", 300)));
         Path root = args.root();
         Path controlJar = args.jar("control-jar", root, "control-api");
-        String redisHost = args.get("redis-host", "127.0.0.1");
-        int redisPort = args.getInt("redis-port", 6379);
+        String redisHost = args.redisHost();
+        int redisPort = args.redisPort();
 
         // The deployment, for any model size and name prefix: the measured run and its warm-ups.
         BiFunction<String, Integer, Scenario> deployment =

@@ -7,6 +7,7 @@ import io.weightrelay.api.publisher.client.model.TransportCounters;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabSecrets;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
@@ -122,6 +123,10 @@ public final class PublishBench {
         String dataplanePrefix = "wr:bench:" + run + ":dp:";
         Path logs = Files.createTempDirectory("wr-bench-" + run);
         List<ServiceProcess> children = new ArrayList<>();
+        // The deployment's data-plane secret: without it control-api's engine may not free in the
+        // publishers' segments, and collecting a retired generation would free nothing.
+        LabSecrets secrets = LabSecrets.create(run);
+        String secretFile = "--relay.dataplane.secret-file=" + secrets.dataplaneSecretFile();
         try {
             ServiceProcess control =
                     ServiceProcess.start(
@@ -135,6 +140,7 @@ public final class PublishBench {
                                     "--spring.data.redis.port=" + redisPort,
                                     "--relay.redis.key-prefix=wr:bench:" + run + ":",
                                     "--relay.dataplane.key-prefix=" + dataplanePrefix,
+                                    secretFile,
                                     "--relay.generations.scheduled-gc=false",
                                     "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
                                     "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN),
@@ -159,6 +165,7 @@ public final class PublishBench {
                                                 + ":"
                                                 + redisPort,
                                         "--relay.dataplane.key-prefix=" + dataplanePrefix,
+                                        secretFile,
                                         "--relay.staging.mode=" + stagingMode,
                                         "--relay.staging.path=/dev/shm/wr-bench-staging-"
                                                 + run
@@ -286,6 +293,7 @@ public final class PublishBench {
             for (ServiceProcess c : children) {
                 c.close();
             }
+            secrets.close();
             if (!args.has("keep-redis")) {
                 // The services have stopped: nothing writes under the run's prefix any more.
                 LabCluster.deleteKeys(

@@ -28,7 +28,11 @@ import picocli.CommandLine.Option;
         exitCodeList = {RelayCommand.EXIT_OK, RelayCommand.EXIT_CHECK, RelayCommand.EXIT_USAGE})
 final class BenchCommand extends RelayCommand {
 
-    /** Where the benchmarks that start services find Redis and the checkout. */
+    /**
+     * Where the benchmarks that start services find Redis and the checkout. The Redis flags are the
+     * launcher's: it uses that Redis when it answers, else starts one for the run (as for every
+     * command that starts services), and hands the bench the one it chose.
+     */
     static final class Services {
         @Option(
                 names = "--root",
@@ -39,17 +43,22 @@ final class BenchCommand extends RelayCommand {
         @Option(
                 names = "--redis-host",
                 paramLabel = "HOST",
-                defaultValue = "127.0.0.1",
-                description = "Redis; default ${DEFAULT-VALUE}.")
+                description =
+                        "Redis; default $RELAY_LAB_REDIS's host, else 127.0.0.1. When it does not"
+                                + " answer, a redis-server of the run's own is started.")
         String redisHost;
 
         @Option(
                 names = "--redis-port",
                 paramLabel = "PORT",
-                defaultValue = "6379",
                 converter = Values.Port.class,
-                description = "Default ${DEFAULT-VALUE}.")
-        int redisPort;
+                description = "Default $RELAY_LAB_REDIS's port, else 6379.")
+        Integer redisPort;
+
+        /** The Redis these flags ask for (null where not given: the lab's configured one). */
+        RedisNeed redis() {
+            return RedisNeed.answering(redisHost, redisPort);
+        }
     }
 
     /** The flags that shape the control-api a benchmark starts. */
@@ -201,6 +210,23 @@ final class BenchCommand extends RelayCommand {
                                 + " default the ranks spread evenly over the nodes.")
         Integer gpusPerNode;
 
+        @Option(
+                names = "--against",
+                paramLabel = "PLANNER",
+                description =
+                        "Also plan the deployment with a reference planner: mooncake-3441"
+                                + " (Mooncake's own, from the test venv python/ci-venv.sh makes),"
+                                + " printing reference_plan_ms, reference_peak_bytes and"
+                                + " reference_vs_ours, or the refusal as a result.")
+        String against;
+
+        @Option(
+                names = "--against-timeout-s",
+                paramLabel = "S",
+                converter = Values.Positive.class,
+                description = "The reference's time limit; reference timeout past it; default 600.")
+        Integer againstTimeoutS;
+
         @Override
         void check() {
             if (tp == null && ep == null) {
@@ -270,6 +296,12 @@ final class BenchCommand extends RelayCommand {
         @Override
         String entryPoint() {
             return hosts ? "io.weightrelay.lab.bench.HostsDataplaneBench" : super.entryPoint();
+        }
+
+        @Override
+        RedisNeed redis() {
+            // --hosts: the Redis host runs a redis-server of its own; without, --redis as given.
+            return hosts ? RedisNeed.SERVER : RedisNeed.NONE;
         }
 
         @Override
@@ -355,6 +387,11 @@ final class BenchCommand extends RelayCommand {
         Publish() {
             super("io.weightrelay.lab.bench.PublishBench", ValueStyle.JOINED);
         }
+
+        @Override
+        RedisNeed redis() {
+            return services.redis();
+        }
     }
 
     @Command(
@@ -423,6 +460,12 @@ final class BenchCommand extends RelayCommand {
         @Override
         String entryPoint() {
             return hosts ? "io.weightrelay.lab.bench.HostsUpdateBench" : super.entryPoint();
+        }
+
+        @Override
+        RedisNeed redis() {
+            // --hosts: the Redis host runs a redis-server of its own.
+            return hosts ? RedisNeed.SERVER : services.redis();
         }
 
         @Override
@@ -532,6 +575,11 @@ final class BenchCommand extends RelayCommand {
         ControlPlane() {
             super("io.weightrelay.lab.bench.ControlPlaneBench", ValueStyle.JOINED);
         }
+
+        @Override
+        RedisNeed redis() {
+            return services.redis();
+        }
     }
 
     @Command(
@@ -560,6 +608,11 @@ final class BenchCommand extends RelayCommand {
 
         Checkpoint() {
             super("io.weightrelay.lab.bench.CheckpointBench", ValueStyle.JOINED);
+        }
+
+        @Override
+        RedisNeed redis() {
+            return services.redis();
         }
     }
 
@@ -610,6 +663,11 @@ final class BenchCommand extends RelayCommand {
 
         Python() {
             super("io.weightrelay.lab.bench.PythonBench", ValueStyle.JOINED);
+        }
+
+        @Override
+        RedisNeed redis() {
+            return RedisNeed.answering(null, null);
         }
     }
 }

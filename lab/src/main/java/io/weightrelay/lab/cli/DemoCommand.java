@@ -56,6 +56,13 @@ final class DemoCommand extends LabCommand {
     }
 
     @Override
+    RedisNeed redis() {
+        // --hosts: the Redis host runs a redis-server of its own; else the lab's Redis or the
+        // run's.
+        return hosts ? RedisNeed.SERVER : RedisNeed.answering(null, null);
+    }
+
+    @Override
     void check() {
         onlyWith(hosts, "--hosts", "--prefix");
     }

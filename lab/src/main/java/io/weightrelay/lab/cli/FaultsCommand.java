@@ -54,6 +54,12 @@ final class FaultsCommand extends LabCommand {
     }
 
     @Override
+    RedisNeed redis() {
+        // Every case's lab runs a redis-server of its own, which the Redis cases kill.
+        return RedisNeed.SERVER;
+    }
+
+    @Override
     void check() {
         List<String> known = FaultSuite.cases().stream().map(FaultCase::name).toList();
         if (only != null) {

@@ -43,6 +43,11 @@ abstract class LabCommand extends RelayCommand {
         return valueStyle == ValueStyle.JOINED;
     }
 
+    /** What Redis the command needs; the launcher provides it before {@code main} runs. */
+    RedisNeed redis() {
+        return RedisNeed.NONE;
+    }
+
     /** Refuses combinations of flags the command does not take (before anything starts). */
     void check() {}
 

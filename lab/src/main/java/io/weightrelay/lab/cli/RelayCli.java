@@ -26,11 +26,21 @@ public final class RelayCli {
     /** Exit code of a usage error: unknown flag, bad value, missing flag or command. */
     public static final int USAGE = 2;
 
-    /** Runs {@code entryPoint}'s {@code main} with {@code args}. */
+    /**
+     * Runs {@code entryPoint}'s {@code main} with {@code args}, once it has provided the Redis the
+     * command needs ({@code redis}: the configured Redis when it answers, else one of the run's
+     * own); {@code --redis-host} and {@code --redis-port} are in {@code redis}, not in {@code
+     * args}.
+     */
     @FunctionalInterface
     public interface Launcher {
-        void launch(String command, String entryPoint, String[] args) throws Exception;
+        void launch(String command, String entryPoint, String[] args, RedisNeed redis)
+                throws Exception;
     }
+
+    /** The flags that say which Redis a command wants: the launcher's, not handed to its main. */
+    private static final java.util.Set<String> REDIS_FLAGS =
+            java.util.Set.of("--redis-host", "--redis-port");
 
     @Command(
             name = "relay",
@@ -138,10 +148,16 @@ public final class RelayCli {
         } catch (ParameterException e) {
             return refuse(e, errWriter);
         }
+        RedisNeed redis = command.redis();
+        List<String> forwarded = forwarded(leaf, command.joinedValues());
+        if (redis.kind() == RedisNeed.Kind.ANSWERING) {
+            forwarded = withoutRedisFlags(forwarded);
+        }
         launcher.launch(
                 qualifiedName(chosen),
                 command.entryPoint(),
-                forwarded(leaf, command.joinedValues()).toArray(String[]::new));
+                forwarded.toArray(String[]::new),
+                redis);
         return 0;
     }
 
@@ -201,6 +217,24 @@ public final class RelayCli {
                     out.add(value);
                 }
             }
+        }
+        return out;
+    }
+
+    /** {@code args} (joined or spaced) without {@link #REDIS_FLAGS} and their values. */
+    private static List<String> withoutRedisFlags(List<String> args) {
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < args.size(); i++) {
+            String arg = args.get(i);
+            int eq = arg.indexOf('=');
+            String name = eq < 0 ? arg : arg.substring(0, eq);
+            if (REDIS_FLAGS.contains(name)) {
+                if (eq < 0) {
+                    i++; // its value
+                }
+                continue;
+            }
+            out.add(arg);
         }
         return out;
     }

@@ -25,7 +25,8 @@ abstract class RelayCommand {
     static final String EXIT_CHECK = "1:a check failed or a step broke (the output says which)";
     static final String EXIT_USAGE =
             "2:usage error: an unknown flag, a bad value or a missing one (nothing was started)";
-    static final String EXIT_CANNOT = "3:cannot run here: needs root, or not part of this build";
+    static final String EXIT_CANNOT =
+            "3:cannot run here: needs root or redis-server, or not part of this build";
 
     @Mixin Flags.Help help;
 }

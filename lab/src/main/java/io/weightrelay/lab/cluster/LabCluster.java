@@ -164,9 +164,13 @@ public final class LabCluster implements StartedOrClosed.Lab {
      */
     public record Site(String redisHost, int redisPort, Path root) {
 
-        /** This machine's Redis on its default port and the checkout this JVM runs from. */
+        /**
+         * The lab's Redis ({@link RunRedis#configured()}: the one {@code ./relay} chose, else
+         * {@code 127.0.0.1:6379}) and the checkout this JVM runs from.
+         */
         public static Site local() {
-            return new Site("127.0.0.1", 6379, ServiceProcess.home());
+            RunRedis.Address redis = RunRedis.configured();
+            return new Site(redis.host(), redis.port(), ServiceProcess.home());
         }
     }
 
@@ -255,6 +259,9 @@ public final class LabCluster implements StartedOrClosed.Lab {
     private boolean checksums = true;
     private boolean storageUnits;
 
+    /** Every publisher's segment size, or 0: sized by {@link LabCatalog#publisherSizes}. */
+    private long segmentBytes;
+
     /** The storage unit of each trainer node (node to process) when the lab runs them. */
     private final Map<String, ServiceProcess> units = new LinkedHashMap<>();
 
@@ -322,6 +329,19 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     /**
+     * As {@link #start(Spec)}, with every publisher's store segment {@code segmentBytes} long
+     * instead of sized for the active generation plus a whole generation's staging: a segment that
+     * holds only a few generations wraps around within a few publishes, so retired generations must
+     * be collected for the next to fit.
+     */
+    public static LabCluster startWithSegments(Spec spec, long segmentBytes) throws Exception {
+        if (segmentBytes <= 0) {
+            throw new IllegalArgumentException("segmentBytes must be positive: " + segmentBytes);
+        }
+        return start(spec, true, 1, false, segmentBytes);
+    }
+
+    /**
      * A lab whose trainer nodes each run a storage unit (a publisher with {@code
      * relay.segment.role=storage-unit}, owning the node's segment under the same name) and a
      * client-only publisher beside the trainer ranks ({@code role=client}, size 0, file staging)
@@ -334,6 +354,21 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
     private static LabCluster start(
             Spec spec, boolean checksums, int controlApis, boolean storageUnits) throws Exception {
+        return start(spec, checksums, controlApis, storageUnits, 0);
+    }
+
+    private static LabCluster start(
+            Spec spec, boolean checksums, int controlApis, boolean storageUnits, long segmentBytes)
+            throws Exception {
+        // Every service needs the Redis: one that does not answer would show only as services
+        // that never turn healthy, after the whole health wait. Said now, in a second.
+        redisBroken(spec)
+                .ifPresent(
+                        broken -> {
+                            throw new IllegalStateException(
+                                    "cannot start the lab's control-api, publishers and loaders: "
+                                            + broken);
+                        });
         // An earlier lab ended by SIGKILL or the OOM killer must not leave this one short of
         // shared memory; every service's data plane would reclaim too, but later and unseen.
         reclaimOrphanedSegmentFiles("left by killed processes");
@@ -344,6 +379,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
         lab.checksums = checksums;
         lab.controlApis = controlApis;
         lab.storageUnits = storageUnits;
+        lab.segmentBytes = segmentBytes;
         return StartedOrClosed.start(lab, lab::startServices);
     }
 
@@ -519,7 +555,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
             int index = indexes.get(i);
             LabCatalog.LoaderSlot slot = slots.get(index);
             String id = slot.id();
-            fresh.get(i).awaitHealthy(HEALTHY);
+            awaitHealthy(List.of(fresh.get(i)));
             loaders.set(index, fresh.get(i));
             RolloutEngine engine = new RolloutEngine(id, fresh.get(i).baseUrl(), loaderToken(id));
             register(engine, slot, "rebuild-" + slot.rolloutInstance());
@@ -900,20 +936,16 @@ public final class LabCluster implements StartedOrClosed.Lab {
         if (storageUnits) {
             // The units first, registered with control-api, so each client-only publisher knows
             // the unit of its node from its first put on.
-            control.awaitHealthy(HEALTHY);
+            awaitHealthy(List.of(control));
             startStorageUnits(dpPrefix);
-            for (ServiceProcess u : units.values()) {
-                u.awaitHealthy(HEALTHY);
-            }
+            awaitHealthy(units.values());
             awaitSegmentsRegistered(SegmentRole.STORAGE_UNIT, units.size());
         }
         startPublishers(dpPrefix);
         for (LabCatalog.LoaderSlot slot : slots) {
             loaders.add(startLoader(slot.id(), slot.id()));
         }
-        for (ServiceProcess c : children) {
-            c.awaitHealthy(HEALTHY);
-        }
+        awaitHealthy(children);
         if (!storageUnits) {
             // A publisher registers its segment once it is ready, on its heartbeat's first beat:
             // healthy is not yet registered, and a save or restore needs every owner registered.
@@ -932,6 +964,30 @@ public final class LabCluster implements StartedOrClosed.Lab {
             engines.add(engine);
         }
         registrationSeconds = (System.nanoTime() - started) / 1e9;
+    }
+
+    /**
+     * Waits until {@code services} are healthy, all watched at once: one that exits early, or the
+     * lab's Redis not answering, fails the wait within seconds and names them ({@link
+     * ServiceProcess#awaitHealthy(java.util.Collection, Duration, ServiceProcess.Dependencies)}).
+     */
+    private void awaitHealthy(java.util.Collection<ServiceProcess> services)
+            throws InterruptedException {
+        ServiceProcess.awaitHealthy(services, HEALTHY, () -> redisBroken(spec));
+    }
+
+    /** Empty while the lab's Redis answers PING, else a sentence naming it. */
+    static java.util.Optional<String> redisBroken(Spec spec) {
+        Site site = spec.site();
+        if (LabRedis.answersPing(site.redisHost(), site.redisPort())) {
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.of(
+                "the lab's Redis at "
+                        + spec.redisUri()
+                        + " does not answer (./relay starts one of its own when it has to; see "
+                        + RunRedis.ENV
+                        + ")");
     }
 
     /**
@@ -984,7 +1040,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
     private void startPublisherAgain(String node, String name) throws InterruptedException {
         ServiceProcess fresh =
                 startService(name, "publisher-service", "384m", publisherArgs.get(node));
-        fresh.awaitHealthy(HEALTHY);
+        awaitHealthy(List.of(fresh));
         publishers.put(node, fresh);
         connectTrainer();
     }
@@ -1063,7 +1119,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
     private void startPublishers(String dpPrefix) {
         long[] sizes = LabCatalog.publisherSizes(manifest, spec.trainerNodes());
-        long segment = sizes[0];
+        long segment = segmentBytes > 0 ? segmentBytes : sizes[0];
         long staging = sizes[1];
         for (int i = 0; i < spec.trainerNodes(); i++) {
             String node = Topology.trainerNodeName(i);

@@ -38,10 +38,16 @@ final class DataLinkCutCase implements MultiHostFaultCase {
     }
 
     @Override
+    public boolean claimsMidUpdate() {
+        return true;
+    }
+
+    @Override
     public FaultResult run(FaultContext context) {
         long started = System.nanoTime();
         long corrupted = 0;
         long partial = 0;
+        boolean landedMidUpdate = false;
         List<String> problems = new ArrayList<>();
         String detail;
         try {
@@ -54,7 +60,9 @@ final class DataLinkCutCase implements MultiHostFaultCase {
                     0,
                     0,
                     0,
-                    (System.nanoTime() - started) / 1e9);
+                    (System.nanoTime() - started) / 1e9,
+                    true,
+                    false);
         }
         // one lab at a time on a small machine: the local cases' lab is stopped first
         SharedLab.discard(context);
@@ -136,6 +144,8 @@ final class DataLinkCutCase implements MultiHostFaultCase {
                                     waited, bound));
                 }
                 boolean anyFailed = !failures.isEmpty();
+                // Every engine's update failed and none ended UPDATED: the cut landed mid-update.
+                landedMidUpdate = anyFailed && failures.size() == failed.engines().size();
                 for (JsonNode s : lab.serving()) {
                     if (anyFailed
                             && s.has("generation")
@@ -184,6 +194,14 @@ final class DataLinkCutCase implements MultiHostFaultCase {
             detail = detail + "; " + String.join("; ", problems);
         }
         return new FaultResult(
-                name(), passed, detail, corrupted, partial, 0, (System.nanoTime() - started) / 1e9);
+                name(),
+                passed,
+                detail,
+                corrupted,
+                partial,
+                0,
+                (System.nanoTime() - started) / 1e9,
+                true,
+                landedMidUpdate);
     }
 }

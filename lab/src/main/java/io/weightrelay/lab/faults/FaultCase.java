@@ -14,6 +14,14 @@ public interface FaultCase {
     /** A short kebab-case name, one row of {@code ./relay faults}. */
     String name();
 
+    /**
+     * Whether the case injects its fault while an update runs; such a case proves that the fault
+     * landed before the update ended ({@link FaultResult#provedMidUpdate()}).
+     */
+    default boolean claimsMidUpdate() {
+        return false;
+    }
+
     /** Injects the fault and proves the outcome; a failed proof is a result, not an exception. */
     FaultResult run(FaultContext context) throws Exception;
 }

@@ -10,6 +10,8 @@ package io.weightrelay.lab.faults;
  * @param partialServed engine reports of a generation not all of whose bytes arrived
  * @param lostCommitted committed generations no longer loadable after the fault
  * @param seconds the case's wall time
+ * @param claimsMidUpdate whether the case says it injects its fault while an update runs
+ * @param provedMidUpdate whether the case proved that its fault landed while the update ran
  */
 public record FaultResult(
         String name,
@@ -18,4 +20,6 @@ public record FaultResult(
         long corruptedServed,
         long partialServed,
         long lostCommitted,
-        double seconds) {}
+        double seconds,
+        boolean claimsMidUpdate,
+        boolean provedMidUpdate) {}

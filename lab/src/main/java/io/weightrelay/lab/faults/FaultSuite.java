@@ -14,8 +14,11 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * {@code ./relay faults [--json] [--model M] [--hosts] [--only name,...]}: runs every fault case on
  * the real lab, one row per case, then one JSON line: {@code {"cases": N, "passed": N,
- * "corrupted_served": 0, "partial_served": 0, "lost_committed": 0, ...}}. Exits 0 only if every
- * case passed. {@code FaultSuiteTest} runs the same {@link #cases()} in {@code mvn verify}.
+ * "corrupted_served": 0, "partial_served": 0, "lost_committed": 0, "mid_update_claimed": N,
+ * "mid_update_asserted": N, ...}}. A case that claims to inject its fault while an update runs
+ * counts as asserted only when it proved that the fault landed before the update ended. Exits 0
+ * only if every case passed. {@code FaultSuiteTest} runs the same {@link #cases()} in {@code mvn
+ * verify}.
  */
 public final class FaultSuite {
 
@@ -29,8 +32,12 @@ public final class FaultSuite {
                 LabCase.reloadingActive(
                         "loader-restarted-loads-active", LoaderScaleOutCase::inject),
                 LabCase.reloadingActive("byte-flipped-after-commit", CorruptedObjectCase::inject),
-                LabCase.reloadingActive(
-                        "loader-killed-mid-apply", LoaderKilledMidApplyCase::inject),
+                LabCase.midApply(
+                        "lying-reader", LyingReaderCase::inject, SharedLab.Shape.COMPAT_PAIR),
+                LabCase.midApply(
+                        "loader-killed-mid-apply",
+                        LoaderKilledMidApplyCase::inject,
+                        SharedLab.Shape.COMPAT_PAIR),
                 LabCase.destroyingActive(
                         "segment-owner-killed-after-commit", SegmentOwnerKilledCase::inject),
                 LabCase.destroyingActive(
@@ -42,7 +49,7 @@ public final class FaultSuite {
                 // after every case of the compat pair that needs older generations kept
                 LabCase.reloadingActive("loader-died-for-good", LoaderDiedForGoodCase::inject),
                 // last: its lab replaces the compat pair the cases above share
-                LabCase.reloadingActive(
+                LabCase.midApply(
                         "relay-delegate-killed-mid-apply",
                         LoaderKilledMidApplyCase::injectIntoRelayDelegate,
                         SharedLab.Shape.DIRECT_RELAYS));
@@ -74,7 +81,9 @@ public final class FaultSuite {
                                     0,
                                     0,
                                     0,
-                                    (System.nanoTime() - started) / 1e9);
+                                    (System.nanoTime() - started) / 1e9,
+                                    c.claimsMidUpdate(),
+                                    false);
                     SharedLab.discard(context);
                 }
                 results.add(r);
@@ -113,13 +122,16 @@ public final class FaultSuite {
         return String.format(
                 Locale.ROOT,
                 "{\"cases\": %d, \"passed\": %d, \"corrupted_served\": %d, \"partial_served\": %d,"
-                        + " \"lost_committed\": %d, \"failed\": [%s], \"model\": %s, \"seconds\":"
-                        + " %.1f}",
+                        + " \"lost_committed\": %d, \"mid_update_claimed\": %d,"
+                        + " \"mid_update_asserted\": %d, \"failed\": [%s], \"model\": %s,"
+                        + " \"seconds\": %.1f}",
                 results.size(),
                 passed,
                 results.stream().mapToLong(FaultResult::corruptedServed).sum(),
                 results.stream().mapToLong(FaultResult::partialServed).sum(),
                 results.stream().mapToLong(FaultResult::lostCommitted).sum(),
+                results.stream().filter(FaultResult::claimsMidUpdate).count(),
+                results.stream().filter(FaultResult::provedMidUpdate).count(),
                 String.join(", ", failed),
                 quote(model),
                 seconds);
@@ -129,12 +141,14 @@ public final class FaultSuite {
         return String.format(
                 Locale.ROOT,
                 "{\"case\": %s, \"passed\": %s, \"corrupted_served\": %d, \"partial_served\": %d,"
-                        + " \"lost_committed\": %d, \"seconds\": %.1f, \"detail\": %s}",
+                        + " \"lost_committed\": %d, \"mid_update\": %s, \"seconds\": %.1f,"
+                        + " \"detail\": %s}",
                 quote(r.name()),
                 r.passed(),
                 r.corruptedServed(),
                 r.partialServed(),
                 r.lostCommitted(),
+                !r.claimsMidUpdate() ? "null" : Boolean.toString(r.provedMidUpdate()),
                 r.seconds(),
                 quote(firstLine(r.detail())));
     }

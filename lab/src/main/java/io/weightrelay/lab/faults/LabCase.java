@@ -26,8 +26,15 @@ import java.util.Set;
  * @param destroysActive whether the fault destroys the active generation's bytes: loading it afresh
  *     would prove nothing, so the engines' bytes are checked instead
  * @param shape the shared lab the fault is injected into
+ * @param midApply whether the fault is injected while the group applies; its injection proves that
+ *     it was (it fails rather than returns when the apply ended first)
  */
-record LabCase(String name, Injection injection, boolean destroysActive, SharedLab.Shape shape)
+record LabCase(
+        String name,
+        Injection injection,
+        boolean destroysActive,
+        SharedLab.Shape shape,
+        boolean midApply)
         implements FaultCase {
 
     /**
@@ -101,7 +108,15 @@ record LabCase(String name, Injection injection, boolean destroysActive, SharedL
 
     /** As {@link #reloadingActive(String, Injection)}, on the shared lab of {@code shape}. */
     static LabCase reloadingActive(String name, Injection injection, SharedLab.Shape shape) {
-        return new LabCase(name, injection, false, shape);
+        return new LabCase(name, injection, false, shape, false);
+    }
+
+    /**
+     * A case whose injection catches the group mid-apply and fails when it cannot (every engine
+     * reloads the active generation afterwards), on the shared lab of {@code shape}.
+     */
+    static LabCase midApply(String name, Injection injection, SharedLab.Shape shape) {
+        return new LabCase(name, injection, false, shape, true);
     }
 
     /**
@@ -109,7 +124,12 @@ record LabCase(String name, Injection injection, boolean destroysActive, SharedL
      * nothing, so the engines' bytes are checked instead.
      */
     static LabCase destroyingActive(String name, Injection injection) {
-        return new LabCase(name, injection, true, SharedLab.Shape.COMPAT_PAIR);
+        return new LabCase(name, injection, true, SharedLab.Shape.COMPAT_PAIR, false);
+    }
+
+    @Override
+    public boolean claimsMidUpdate() {
+        return midApply;
     }
 
     @Override
@@ -156,7 +176,9 @@ record LabCase(String name, Injection injection, boolean destroysActive, SharedL
                 ledger.corrupted,
                 ledger.partial,
                 ledger.lost,
-                (System.nanoTime() - started) / 1e9);
+                (System.nanoTime() - started) / 1e9,
+                midApply,
+                midApply && passed);
     }
 
     /**

@@ -224,7 +224,7 @@ final class LoaderKilledMidApplyCase {
      * instance} has not reported APPLIED, then freezes its loader and checks again. Returns the
      * phase it was frozen in, or null if the apply ended first (the loader is running then).
      */
-    private static String freezeInApply(LabCluster lab, long generation, String instance, long pid)
+    static String freezeInApply(LabCluster lab, long generation, String instance, long pid)
             throws IOException, InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (System.nanoTime() < deadline) {

@@ -19,6 +19,11 @@ abstract class MidUpdateCase implements FaultCase {
     }
 
     @Override
+    public final boolean claimsMidUpdate() {
+        return true;
+    }
+
+    @Override
     public FaultResult run(FaultContext context) throws Exception {
         return SharedLab.prove(context, this::prove);
     }

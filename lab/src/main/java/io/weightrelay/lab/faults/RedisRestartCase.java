@@ -36,15 +36,16 @@ public final class RedisRestartCase extends MidUpdateCase {
         return MidUpdate.inject(
                 b,
                 proof,
-                () -> {
-                    redis.kill();
-                    Thread.sleep(OUTAGE.toMillis());
-                    if (wiped) {
-                        redis.restartEmpty();
-                    } else {
-                        redis.restart();
-                    }
-                });
+                MidUpdate.Fault.of(
+                        redis::kill,
+                        () -> {
+                            Thread.sleep(OUTAGE.toMillis());
+                            if (wiped) {
+                                redis.restartEmpty();
+                            } else {
+                                redis.restart();
+                            }
+                        }));
     }
 
     @Override

@@ -26,6 +26,8 @@ final class ServingProof {
     private long partialServed;
     private long lostCommitted;
     private final List<String> problems = new ArrayList<>();
+    private boolean claimsMidUpdate;
+    private boolean provedMidUpdate;
 
     /** Per instance, the generations an update of it ended UPDATED with. */
     private final Map<String, Set<Long>> delivered = new HashMap<>();
@@ -141,6 +143,15 @@ final class ServingProof {
         }
     }
 
+    /**
+     * Records that the case injected its fault into a running update ({@link MidUpdate}), and
+     * whether the fault landed while that update still ran.
+     */
+    void injectedMidUpdate(boolean landedMidUpdate) {
+        claimsMidUpdate = true;
+        provedMidUpdate = landedMidUpdate;
+    }
+
     boolean passed() {
         return problems.isEmpty()
                 && corruptedServed == 0
@@ -157,6 +168,8 @@ final class ServingProof {
                 corruptedServed,
                 partialServed,
                 lostCommitted,
-                (System.nanoTime() - startedNanos) / 1e9);
+                (System.nanoTime() - startedNanos) / 1e9,
+                claimsMidUpdate,
+                provedMidUpdate);
     }
 }

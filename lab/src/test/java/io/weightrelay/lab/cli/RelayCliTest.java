@@ -39,7 +39,7 @@ class RelayCliTest {
         }
     }
 
-    record Launch(String command, String entryPoint, List<String> args) {}
+    record Launch(String command, String entryPoint, List<String> args, RedisNeed redis) {}
 
     static Run relay(String... args) throws Exception {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -50,8 +50,10 @@ class RelayCliTest {
                         args,
                         new PrintStream(out, true, StandardCharsets.UTF_8),
                         new PrintStream(err, true, StandardCharsets.UTF_8),
-                        (command, entryPoint, forwarded) ->
-                                launched.add(new Launch(command, entryPoint, List.of(forwarded))));
+                        (command, entryPoint, forwarded, redis) ->
+                                launched.add(
+                                        new Launch(
+                                                command, entryPoint, List.of(forwarded), redis)));
         return new Run(
                 code,
                 out.toString(StandardCharsets.UTF_8),
@@ -402,6 +404,54 @@ class RelayCliTest {
                 .containsExactly(
                         "trainer-0000=http://127.0.0.1:8081", "trainer-0001=http://127.0.0.1:8091");
         assertThat(t.has("no-checksums")).isTrue();
+    }
+
+    /**
+     * Every command that starts services gets its Redis from the launcher (issue 52): the lab's or
+     * one of the run's own; the Redis flags are the launcher's, not the main's.
+     */
+    @Test
+    void everyCommandThatStartsServicesSaysWhichRedisItNeeds() throws Exception {
+        RedisNeed answering = new RedisNeed(RedisNeed.Kind.ANSWERING, null, null);
+        RedisNeed server = new RedisNeed(RedisNeed.Kind.SERVER, null, null);
+        RedisNeed none = new RedisNeed(RedisNeed.Kind.NONE, null, null);
+        assertThat(relay("demo").only().redis()).isEqualTo(answering);
+        assertThat(relay("demo", "--hosts").only().redis()).isEqualTo(server);
+        assertThat(relay("faults").only().redis()).isEqualTo(server);
+        for (String kind : List.of("publish", "update", "control-plane", "checkpoint", "python")) {
+            assertThat(relay("bench", kind).only().redis()).as(kind).isEqualTo(answering);
+        }
+        assertThat(relay("bench", "update", "--hosts").only().redis()).isEqualTo(server);
+        assertThat(relay("bench", "dataplane", "--hosts").only().redis()).isEqualTo(server);
+        assertThat(relay("bench", "dataplane").only().redis()).isEqualTo(none);
+        assertThat(
+                        relay(
+                                        "bench",
+                                        "planner",
+                                        "--model=tiny",
+                                        "--trainer-nodes=1",
+                                        "--rollout-nodes=1",
+                                        "--instances=1",
+                                        "--tp=1",
+                                        "--mode=direct",
+                                        "--nic-gbps=400")
+                                .only()
+                                .redis())
+                .isEqualTo(none);
+
+        Launch publish =
+                relay(
+                                "bench",
+                                "publish",
+                                "--redis-host",
+                                "127.0.0.1",
+                                "--redis-port=6390",
+                                "--model",
+                                "tiny")
+                        .only();
+        assertThat(publish.redis())
+                .isEqualTo(new RedisNeed(RedisNeed.Kind.ANSWERING, "127.0.0.1", 6390));
+        assertThat(publish.args()).containsExactly("--model=tiny");
     }
 
     /** Command lines from the README, the module READMEs and compose.yaml, as they are written. */

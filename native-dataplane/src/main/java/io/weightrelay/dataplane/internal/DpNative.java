@@ -119,6 +119,7 @@ public final class DpNative {
             int ioTimeoutMs,
             int connectTimeoutMs,
             int maxConnections,
+            int idleTimeoutMs,
             String shmDir,
             @Cast("const uint8_t*") byte[] secret,
             int secretLength,

@@ -42,9 +42,17 @@ public interface ControlPlane {
     /**
      * Tells control-api that {@code objects} objects of a generation were in {@code segment} when a
      * previous owner of it died: the generation becomes LOST (or aborted, if still open).
-     * Idempotent.
+     * Idempotent. Sent with the owner token: control-api refuses a loss from a trainer token.
      */
     void loseGeneration(String model, long generation, String segment, long objects, String reason);
+
+    /**
+     * Asks control-api to collect the model's garbage: the retired, aborted and lost generations no
+     * lease holds, whose objects then free their space in the owners' segments.
+     *
+     * @return how many generations were collected
+     */
+    int collectGarbage(String model);
 
     /** The live storage-unit segments control-api knows, each with its node label. */
     default List<SegmentPeer> storageUnits() {

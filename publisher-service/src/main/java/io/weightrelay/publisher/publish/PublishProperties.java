@@ -18,7 +18,7 @@ import org.springframework.validation.annotation.Validated;
  * @param ownerToken bearer token (owner role, ideally bound to this segment) with which the segment
  *     and its admin URL are registered with control-api; empty: the segment is registered with
  *     {@code controlApiToken} and without an admin URL, so control-api cannot call this publisher
- *     for checkpoints
+ *     for checkpoints, and refuses its reports of generations lost in a restart
  * @param controlApiTimeout read timeout of one control-api call
  * @param workerThreads threads that convert and checksum the fragments of a batch (CPU bound)
  * @param storeThreads threads that store them (each put waits on the store's directory, so more

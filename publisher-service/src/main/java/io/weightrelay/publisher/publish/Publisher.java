@@ -40,6 +40,7 @@ public final class Publisher implements AutoCloseable {
     private final BatchConverter converter;
     private final BatchStore store;
     private final BatchRegistration registration;
+    private final RetiredGenerations retired;
 
     public Publisher(
             StagingArea staging,
@@ -55,6 +56,7 @@ public final class Publisher implements AutoCloseable {
         this.store = new BatchStore(staging, owner, properties.storeThreads());
         this.registration =
                 new BatchRegistration(control, owner.node(), properties.registerChunk());
+        this.retired = new RetiredGenerations(control, System::nanoTime);
     }
 
     /** A pool of daemon threads named {@code name1}, {@code name2}, ... */
@@ -104,7 +106,15 @@ public final class Publisher implements AutoCloseable {
             List<StagedTensor> tensors) {
         GenerationLayout layout = gen.layout();
         long t0 = System.nanoTime();
-        long outputBlock = store.reserveOutput(batch, layout.generation());
+        long outputBlock;
+        try {
+            outputBlock = store.reserveOutput(batch, layout.generation());
+        } catch (RelayException full) {
+            if (!retired.collect(layout.model())) {
+                throw full;
+            }
+            outputBlock = store.reserveOutput(batch, layout.generation());
+        }
         if (outputBlock != BatchStore.NO_BLOCK) {
             batch = batch.inOutputBlock(outputBlock);
         }
@@ -212,6 +222,17 @@ public final class Publisher implements AutoCloseable {
                                                 + "/"
                                                 + generation))
                 .status();
+    }
+
+    /**
+     * Asks control-api to collect {@code model}'s retired generations that no lease holds, when
+     * this node's segment has no room for the next one (see {@link RetiredGenerations}); at most
+     * once a second per model, never throwing.
+     *
+     * @return whether a generation was collected (room may have come back)
+     */
+    public boolean collectRetired(String model) {
+        return retired.collect(model);
     }
 
     /** A failure as one line: a problem's detail, else the exception's class and message. */

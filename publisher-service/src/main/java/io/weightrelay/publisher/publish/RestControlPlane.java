@@ -34,6 +34,7 @@ import org.springframework.web.client.RestClientResponseException;
 final class RestControlPlane implements ControlPlane {
 
     private final GenerationsApi generations;
+    private final GenerationsApi ownerGenerations;
     private final RegistryApi registry;
     private final RegistryApi registryReader;
     private final RemoteCalls calls;
@@ -62,9 +63,13 @@ final class RestControlPlane implements ControlPlane {
             log.warn(
                     "relay.publish.owner-token is not set: the segment is registered with the"
                             + " trainer token and without its admin URL, so control-api cannot"
-                            + " call this publisher for checkpoint saves and restores");
+                            + " call this publisher for checkpoint saves and restores, and"
+                            + " refuses its reports of generations lost in a restart");
         }
         this.registry = new RegistryApi(ownerClient);
+        // A loss is the owner's word about its own segment: control-api takes it from an owner
+        // token only, never from a trainer's.
+        this.ownerGenerations = new GenerationsApi(ownerClient);
         // Listing the registry is a read, which the trainer token may do and an owner token may
         // not.
         this.registryReader = new RegistryApi(client);
@@ -163,9 +168,36 @@ final class RestControlPlane implements ControlPlane {
     public void loseGeneration(
             String model, long generation, String segment, long objects, String reason) {
         LostRequest request = new LostRequest().segment(segment).objects(objects).reason(reason);
-        call(
-                "mark " + model + "/" + generation + " lost",
-                () -> generations.loseGeneration(model, generation, request));
+        try {
+            call(
+                    "mark " + model + "/" + generation + " lost",
+                    () -> ownerGenerations.loseGeneration(model, generation, request));
+        } catch (RelayException e) {
+            if (e.getCause() instanceof RestClientResponseException r
+                    && r.getStatusCode().value() == 409
+                    && r.getResponseBodyAsString().contains(SEGMENT_HOLDS_NO_OBJECTS)) {
+                // The previous life stored objects of it but registered none in this segment
+                // (an open generation): control-api has nothing of ours to mark.
+                log.info(
+                        "generation {} of {} holds no registered object in segment '{}': nothing"
+                                + " to mark lost",
+                        generation,
+                        model,
+                        segment);
+                return;
+            }
+            throw e;
+        }
+    }
+
+    private static final String SEGMENT_HOLDS_NO_OBJECTS =
+            "https://weightrelay.io/problems/segment-holds-no-objects";
+
+    @Override
+    public int collectGarbage(String model) {
+        return call("collect the garbage of " + model, () -> generations.collectGarbage(model))
+                .getCollected()
+                .size();
     }
 
     @Override

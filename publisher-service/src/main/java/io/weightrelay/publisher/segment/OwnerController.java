@@ -7,12 +7,25 @@ import io.weightrelay.api.publisher.model.TransportCounters;
 import io.weightrelay.api.publisher.server.OwnerApi;
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.publisher.checkpoint.OwnerCheckpoints;
+import io.weightrelay.service.problem.CommonProblems;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
 /** The segment, its transport counters, and the owner's checkpoint duties. */
 @RestController
 record OwnerController(SegmentOwner owner, OwnerCheckpoints checkpoints) implements OwnerApi {
+
+    /**
+     * common.yaml's {@code Checksum}. The generator constrains list items but not map values, so
+     * the values of a save's {@code checksums} are checked here, like every other constraint of the
+     * contract, before the save touches the segment.
+     */
+    private static final String CHECKSUM = "^[a-z0-9]+:[0-9a-f]{8,64}$";
+
+    private static final Pattern CHECKSUM_PATTERN = Pattern.compile(CHECKSUM);
 
     @Override
     public ResponseEntity<SegmentInfo> getSegmentInfo() {
@@ -34,6 +47,7 @@ record OwnerController(SegmentOwner owner, OwnerCheckpoints checkpoints) impleme
 
     @Override
     public ResponseEntity<OwnerCheckpointResult> saveOwnedObjects(OwnerCheckpointRequest request) {
+        requireChecksums(request.getChecksums());
         return ResponseEntity.ok(checkpoints.save(request));
     }
 
@@ -41,5 +55,27 @@ record OwnerController(SegmentOwner owner, OwnerCheckpoints checkpoints) impleme
     public ResponseEntity<OwnerCheckpointResult> restoreOwnedObjects(
             OwnerCheckpointRequest request) {
         return ResponseEntity.ok(checkpoints.restore(request));
+    }
+
+    /** 400 {@code invalid-request} naming the first object whose checksum the contract forbids. */
+    private static void requireChecksums(Map<String, String> checksums) {
+        if (checksums == null) {
+            return;
+        }
+        for (Map.Entry<String, String> e : checksums.entrySet()) {
+            if (!CHECKSUM_PATTERN.matcher(e.getValue()).matches()) {
+                String field = "checksums[" + e.getKey() + "]";
+                throw CommonProblems.INVALID_REQUEST
+                        .exception(field + " is not a checksum (algorithm:hex)")
+                        .with(
+                                "errors",
+                                List.of(
+                                        Map.of(
+                                                "field",
+                                                field,
+                                                "message",
+                                                "must match \"" + CHECKSUM + "\"")));
+            }
+        }
     }
 }

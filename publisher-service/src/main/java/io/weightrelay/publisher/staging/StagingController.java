@@ -7,6 +7,7 @@ import io.weightrelay.api.publisher.server.StagingApi;
 import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.publisher.publish.Publisher;
 import io.weightrelay.publisher.segment.SegmentProperties;
+import io.weightrelay.service.problem.RelayException;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -38,11 +39,28 @@ record StagingController(StagingArea staging, SegmentProperties segment, Publish
     public ResponseEntity<Reservation> reserveStaging(ReservationRequest request) {
         requireServesTrainers();
         StoreClient.End end = StoreClient.End.LOW;
+        String model = null;
         if (request.getModel() != null && request.getGeneration() != null) {
             publisher.requireNotFailed(request.getModel(), request.getGeneration());
             end = StagingArea.end(request.getGeneration());
+            model = request.getModel();
         }
-        StagingArea.Reservation r = staging.reserve(request.getBytes(), end);
+        StagingArea.Reservation r;
+        try {
+            r = staging.reserve(request.getBytes(), end);
+        } catch (RelayException full) {
+            // In the segment, the room of generations that are retired but not yet collected is
+            // room this generation needs: have them collected now, rather than make the rank wait
+            // for the next scheduled collection. Another rank's collection may have made room
+            // meanwhile, so try again even when this call collected nothing itself.
+            if (full.kind() != StagingProblems.STAGING_FULL
+                    || model == null
+                    || staging.mode() != StagingArea.Mode.SEGMENT) {
+                throw full;
+            }
+            publisher.collectRetired(model);
+            r = staging.reserve(request.getBytes(), end);
+        }
         return ResponseEntity.ok(new Reservation(r.id(), r.offset(), r.size()));
     }
 

@@ -10,9 +10,14 @@ import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.trainer.client.PublishFailedException;
+import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RelayCallException;
+import io.weightrelay.trainer.client.TrainerSession;
+import io.weightrelay.trainer.sim.DeterministicWeights;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,6 +29,43 @@ import org.junit.jupiter.api.Test;
  */
 @PublishEndToEndTest.Staging(mode = "segment", segmentSize = "48MB")
 class SegmentStagingPublishTest extends PublishEndToEndTest {
+
+    /**
+     * An RL loop publishes every step, and nobody collects in between (control-api's scheduled
+     * collection runs once a minute; here it does not run at all). Every commit retires the
+     * generation before, and a few retired generations of 5 MB fill what the 48 MB segment has
+     * left: a reservation of the next one then finds no room. The publisher has control-api collect
+     * the retired generations (no lease holds them) and reserves again, so every generation of the
+     * loop publishes, each well before the rank's reserve timeout, and the segment holds only the
+     * active one of them at the end.
+     */
+    @Test
+    void aLoopThatNeverCollectsKeepsPublishingAsRetiredGenerationsFillTheSegment() {
+        SourceManifest manifest = tinyFp32ToBf16("e2e-loop");
+        long freeBefore = owner.freeBytes();
+        int steps = 2 * (int) (freeBefore / manifest.totalBytes()) + 2;
+        TrainerSession loop =
+                new TrainerSession(
+                        controlApi.coordinator(MAX_FRAGMENT),
+                        Map.of(NODE, publisher),
+                        new RankPublisher.Options(true, 2, false, Duration.ofSeconds(10)));
+        List<Long> published = new ArrayList<>();
+        for (int step = 0; step < steps; step++) {
+            published.add(
+                    loop.publish(manifest, step, g -> new DeterministicWeights(SEED, g))
+                            .generation());
+        }
+        long last = published.get(published.size() - 1);
+        assertThat(state(manifest.model(), last)).isEqualTo(GenerationState.ACTIVE);
+        assertAllStored(manifest, last);
+        // The segment wrapped around: what the loop published adds up to more than it ever had.
+        assertThat(steps * manifest.totalBytes()).isGreaterThan(2 * freeBefore);
+        // Early generations were collected on the way (their objects and records are gone).
+        assertNoneStored(manifest, published.get(0));
+        assertThat(controlApi.generations().listGenerations(manifest.model(), null, null))
+                .extracting(g -> g.getGeneration())
+                .doesNotContain(published.get(0));
+    }
 
     @Test
     void aGenerationWithAFailedPutIsAbortedAndNeverCommitted() {

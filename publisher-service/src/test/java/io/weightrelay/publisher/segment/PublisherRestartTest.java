@@ -193,6 +193,10 @@ class PublisherRestartTest {
                                 "--relay.publish.control-api-url=" + control.baseUrl(),
                                 "--relay.publish.control-api-token="
                                         + TestPublisherProperties.TRAINER_TOKEN,
+                                // a loss is reported with the owner token: control-api
+                                // refuses it from the trainer token
+                                "--relay.publish.owner-token="
+                                        + TestPublisherProperties.SEGMENT_OWNER_TOKEN,
                                 "--relay.security.tokens.trainer[0]="
                                         + TestPublisherProperties.TRAINER_TOKEN,
                                 "--relay.security.tokens.operator[0]="

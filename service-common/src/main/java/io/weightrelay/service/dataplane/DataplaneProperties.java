@@ -35,7 +35,14 @@ import org.springframework.validation.annotation.Validated;
  * @param connectTimeout how long connecting to a peer engine may take
  * @param ioTimeout after this much silence on a connection a peer counts as gone
  * @param streamsPerPeer tcp connections per peer engine
- * @param maxConnections cap on the tcp connections this engine's server accepts at once
+ * @param clusterEngines how many engines of the deployment may connect to this one at once
+ *     (publishers, storage units, loaders, control-api instances); sizes the default {@code
+ *     maxConnections}
+ * @param maxConnections cap on the authenticated tcp connections this engine's server holds at
+ *     once; empty: {@code clusterEngines * (max(streamsPerPeer, 4) + 1)}, every peer's streams (4
+ *     are the loaders') plus its control connection ({@link DataplaneConfig#maxConnectionsFor})
+ * @param idleTimeout an authenticated connection without a request for this long is closed by the
+ *     server; clients reconnect transparently
  * @param localThreads copy threads of the local (shared-memory) transport
  * @param redisUri Redis holding the store's object directory and the segment descriptors
  * @param keyPrefix prefix of the data plane's Redis keys (one store: the same everywhere)
@@ -61,7 +68,9 @@ public record DataplaneProperties(
         @NotNull @DefaultValue("5s") Duration connectTimeout,
         @NotNull @DefaultValue("30s") Duration ioTimeout,
         @Min(1) @DefaultValue("2") int streamsPerPeer,
-        @Min(1) @DefaultValue("256") int maxConnections,
+        @Min(1) @DefaultValue("128") int clusterEngines,
+        @Min(1) Integer maxConnections,
+        @NotNull @DefaultValue("60s") Duration idleTimeout,
         @Min(1) @DefaultValue("2") int localThreads,
         @NotBlank @DefaultValue("redis://127.0.0.1:6379") String redisUri,
         @NotNull @Pattern(regexp = "^wr:.*") @DefaultValue("wr:dp:") String keyPrefix,
@@ -82,7 +91,9 @@ public record DataplaneProperties(
                 Duration.ofSeconds(5),
                 Duration.ofSeconds(30),
                 2,
-                256,
+                DataplaneConfig.DEFAULT_CLUSTER_ENGINES,
+                null,
+                Duration.ofSeconds(60),
                 2,
                 redisUri,
                 keyPrefix,
@@ -117,7 +128,9 @@ public record DataplaneProperties(
                 connectTimeout,
                 ioTimeout,
                 streamsPerPeer,
+                clusterEngines,
                 maxConnections,
+                idleTimeout,
                 localThreads,
                 RedisUris.withCredentials(redisUri, username, password, ssl),
                 keyPrefix,
@@ -125,6 +138,19 @@ public record DataplaneProperties(
                 secretFile,
                 multiHost,
                 redisCaCertificate != null ? redisCaCertificate : caCertificate);
+    }
+
+    /**
+     * The connection cap the engine gets: {@code maxConnections} when set, else room for {@code
+     * clusterEngines} peers with the streams of the busiest readers (loaders, 4) or this process's
+     * own {@code streamsPerPeer} if higher, each plus a control connection.
+     */
+    public int effectiveMaxConnections() {
+        return maxConnections != null
+                ? maxConnections
+                : DataplaneConfig.maxConnectionsFor(
+                        clusterEngines,
+                        Math.max(streamsPerPeer, DataplaneConfig.DEFAULT_PEER_STREAMS));
     }
 
     /** Every property by name; never the secret, nor the Redis password. */

@@ -13,6 +13,7 @@ import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
 import org.springframework.http.converter.HttpMessageNotReadableException;
+import org.springframework.validation.FieldError;
 import org.springframework.web.ErrorResponse;
 import org.springframework.web.bind.MethodArgumentNotValidException;
 import org.springframework.web.bind.annotation.ExceptionHandler;
@@ -179,18 +180,26 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
                 ex, withErrors(ex.getBody(), parameterErrors(ex)), headers, status, request);
     }
 
-    /** The errors of each invalid parameter, named by the parameter. */
+    /**
+     * The errors of each invalid parameter, named by the parameter, and a body's by the parameter
+     * and its field ({@code request.planId}), so a missing member of a body is named.
+     */
     private static List<Map<String, String>> parameterErrors(HandlerMethodValidationException ex) {
         return ex.getParameterValidationResults().stream()
                 .flatMap(
                         r ->
                                 r.getResolvableErrors().stream()
                                         .map(
-                                                e ->
-                                                        fieldError(
-                                                                r.getMethodParameter()
-                                                                        .getParameterName(),
-                                                                e.getDefaultMessage())))
+                                                e -> {
+                                                    String name =
+                                                            r.getMethodParameter()
+                                                                    .getParameterName();
+                                                    return fieldError(
+                                                            e instanceof FieldError f
+                                                                    ? name + "." + f.getField()
+                                                                    : name,
+                                                            e.getDefaultMessage());
+                                                }))
                 .toList();
     }
 

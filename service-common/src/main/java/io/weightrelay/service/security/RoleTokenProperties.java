@@ -1,7 +1,10 @@
 package io.weightrelay.service.security;
 
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.ConstructorBinding;
 import org.springframework.boot.context.properties.bind.DefaultValue;
@@ -11,7 +14,8 @@ import org.springframework.validation.annotation.Validated;
  * Bearer tokens per role, for example {@code relay.security.tokens.trainer[0]=...}, and tokens
  * bound to one identity ({@code relay.security.bound[0].role=loader}, {@code .identity=inst-0},
  * {@code .token=...}). Several tokens per role allow rotation. Tokens shorter than {@link
- * #MIN_TOKEN_LENGTH} are refused at start-up so a placeholder never guards a real deployment.
+ * #MIN_TOKEN_LENGTH} are refused at start-up so a placeholder never guards a real deployment, and
+ * so is one token given to two callers (two roles, a role and a bound identity, two identities).
  *
  * @param enabled false only for local experiments on loopback: every request then passes as an
  *     operator; refused at start-up unless {@code server.address} is a loopback address
@@ -59,6 +63,64 @@ public record RoleTokenProperties(
                                 + " characters");
             }
         }
+        refuseSharedTokens(tokens, bound);
+    }
+
+    /**
+     * Refuses a token that two entries give to different callers (two roles, a role and a bound
+     * identity, two identities): which one it authenticates as would depend on the order the
+     * entries were read in. The message names both entries and their roles, never the token. The
+     * same token listed twice for one caller is only redundant and passes.
+     */
+    private static void refuseSharedTokens(Map<Role, List<String>> tokens, List<BoundToken> bound) {
+        record Holder(String entry, Role role, String identity) {}
+        Map<String, Holder> seen = new HashMap<>();
+        List<Holder> holders = new ArrayList<>();
+        List<String> values = new ArrayList<>();
+        for (Role role : Role.values()) {
+            List<String> list = tokens.getOrDefault(role, List.of());
+            for (int i = 0; i < list.size(); i++) {
+                holders.add(
+                        new Holder(
+                                "relay.security.tokens." + role.configName() + "[" + i + "]",
+                                role,
+                                null));
+                values.add(list.get(i));
+            }
+        }
+        for (int i = 0; i < bound.size(); i++) {
+            BoundToken b = bound.get(i);
+            holders.add(
+                    new Holder(
+                            "relay.security.bound["
+                                    + i
+                                    + "] ("
+                                    + b.role().configName()
+                                    + " bound to '"
+                                    + b.identity()
+                                    + "')",
+                            b.role(),
+                            b.identity()));
+            values.add(b.token());
+        }
+        for (int i = 0; i < holders.size(); i++) {
+            Holder holder = holders.get(i);
+            Holder first = seen.putIfAbsent(values.get(i), holder);
+            if (first != null
+                    && (first.role() != holder.role()
+                            || !Objects.equals(first.identity(), holder.identity()))) {
+                throw new IllegalArgumentException(
+                        first.entry()
+                                + " and "
+                                + holder.entry()
+                                + " hold the same token (roles "
+                                + first.role().configName()
+                                + " and "
+                                + holder.role().configName()
+                                + "): a token must name one caller, so give each role and each"
+                                + " bound identity a token of its own");
+            }
+        }
     }
 
     public RoleTokenProperties(boolean enabled, Map<Role, List<String>> tokens) {
@@ -67,7 +129,7 @@ public record RoleTokenProperties(
 
     /** Every configured token, bound or not (to check that none reaches a log). */
     public List<String> allTokens() {
-        List<String> all = new java.util.ArrayList<>();
+        List<String> all = new ArrayList<>();
         tokens.values().forEach(all::addAll);
         bound.forEach(b -> all.add(b.token()));
         return all;

@@ -73,6 +73,7 @@ class DataplaneSettingsTest {
                         "relay.dataplane.io-timeout=7s",
                         "relay.dataplane.streams-per-peer=3",
                         "relay.dataplane.max-connections=9",
+                        "relay.dataplane.idle-timeout=45s",
                         "relay.dataplane.local-threads=4",
                         "relay.dataplane.redis-uri=redis://redis:6379",
                         "relay.dataplane.key-prefix=wr:dp:x:",
@@ -93,6 +94,7 @@ class DataplaneSettingsTest {
                             assertThat(c.ioTimeout()).isEqualTo(Duration.ofSeconds(7));
                             assertThat(c.tcpStreams()).isEqualTo(3);
                             assertThat(c.maxConnections()).isEqualTo(9);
+                            assertThat(c.idleTimeout()).isEqualTo(Duration.ofSeconds(45));
                             assertThat(c.localThreads()).isEqualTo(4);
                             assertThat(c.redisUri()).isEqualTo("redis://redis:6379");
                             assertThat(c.keyPrefix()).isEqualTo("wr:dp:x:");
@@ -110,6 +112,34 @@ class DataplaneSettingsTest {
                                     .startsWith("DataplaneConfig[nodeLabel=")
                                     .contains("secret=<hidden>", "redisUri=redis://redis:6379");
                         });
+    }
+
+    @Test
+    void theDefaultConnectionCapFollowsFromTheClusterSize() {
+        context.run(
+                started -> {
+                    DataplaneConfig c = started.getBean(DataplaneSettings.class).config("node-0");
+                    // 128 engines, each with the loaders' 4 streams and a control connection
+                    assertThat(c.maxConnections()).isEqualTo(640);
+                    assertThat(c.idleTimeout()).isEqualTo(Duration.ofSeconds(60));
+                });
+        context.withPropertyValues("relay.dataplane.cluster-engines=300")
+                .run(
+                        started ->
+                                assertThat(
+                                                started.getBean(DataplaneSettings.class)
+                                                        .config("node-0")
+                                                        .maxConnections())
+                                        .isEqualTo(1500));
+        context.withPropertyValues(
+                        "relay.dataplane.cluster-engines=10", "relay.dataplane.streams-per-peer=8")
+                .run(
+                        started ->
+                                assertThat(
+                                                started.getBean(DataplaneSettings.class)
+                                                        .config("node-0")
+                                                        .maxConnections())
+                                        .isEqualTo(90));
     }
 
     @Test
@@ -217,7 +247,9 @@ class DataplaneSettingsTest {
                                 Duration.ofSeconds(5),
                                 Duration.ofSeconds(30),
                                 2,
+                                128,
                                 256,
+                                Duration.ofSeconds(60),
                                 2,
                                 "redis://redis:6379",
                                 "wr:dp:",

@@ -106,6 +106,53 @@ class LeastPrivilegeTest {
     }
 
     @Test
+    void aTokenOfTwoRolesOrBothUnboundAndBoundIsRefusedNamingTheRolesNotTheToken() {
+        String shared = "shared-token-0123456789";
+        assertThatThrownBy(
+                        () ->
+                                new RoleTokenProperties(
+                                        true,
+                                        Map.of(
+                                                Role.TRAINER, List.of(OPERATOR + "-t", shared),
+                                                Role.OWNER, List.of(shared))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("relay.security.tokens.trainer[1]")
+                .hasMessageContaining("relay.security.tokens.owner[0]")
+                .hasMessageContaining("roles trainer and owner")
+                .hasMessageNotContaining(shared);
+        assertThatThrownBy(
+                        () ->
+                                new RoleTokenProperties(
+                                        true,
+                                        Map.of(Role.LOADER, List.of(shared)),
+                                        List.of(new BoundToken(Role.LOADER, "inst-a", shared))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("relay.security.tokens.loader[0]")
+                .hasMessageContaining("relay.security.bound[0] (loader bound to 'inst-a')")
+                .hasMessageNotContaining(shared);
+        assertThatThrownBy(
+                        () ->
+                                new RoleTokenProperties(
+                                        true,
+                                        Map.of(),
+                                        List.of(
+                                                new BoundToken(Role.LOADER, "inst-a", LOADER_A),
+                                                new BoundToken(Role.OWNER, "seg-a", shared),
+                                                new BoundToken(Role.LOADER, "inst-b", LOADER_A))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("relay.security.bound[0] (loader bound to 'inst-a')")
+                .hasMessageContaining("relay.security.bound[2] (loader bound to 'inst-b')")
+                .hasMessageNotContaining(LOADER_A);
+        // The same token listed twice for one caller is only redundant, and still accepted.
+        new RoleTokenProperties(
+                true,
+                Map.of(Role.LOADER, List.of(LOADER_ANY, LOADER_ANY)),
+                List.of(
+                        new BoundToken(Role.LOADER, "inst-a", LOADER_A),
+                        new BoundToken(Role.LOADER, "inst-a", LOADER_A)));
+    }
+
+    @Test
     void disablingSecurityIsRefusedUnlessTheServiceBindsOnlyLoopback() {
         RoleTokenProperties off = new RoleTokenProperties(false, Map.of());
         for (String address :

@@ -15,8 +15,10 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
@@ -212,25 +214,95 @@ public final class ServiceProcess extends ChildProcess {
 
     /** Waits until {@code /actuator/health} answers 200; fails with the log's tail otherwise. */
     public void awaitHealthy(Duration timeout) throws InterruptedException {
+        awaitHealthy(List.of(this), timeout, Optional::empty);
+    }
+
+    /**
+     * What a group of services needs from outside to become healthy (their Redis): empty while it
+     * answers, else a sentence naming what does not answer.
+     */
+    @FunctionalInterface
+    public interface Dependencies {
+        Optional<String> broken();
+    }
+
+    /**
+     * How often {@link #awaitHealthy(Collection, Duration, Dependencies)} asks its dependencies.
+     */
+    private static final Duration DEPENDENCY_CHECK = Duration.ofSeconds(1);
+
+    /**
+     * Waits until every one of {@code services} answers {@code /actuator/health} with 200, watching
+     * all of them each round rather than one after another: a service that exits early fails the
+     * wait at once with its name and log's tail, whichever of them it is, and so does {@code
+     * dependencies} (asked about once a second) when something every service needs stopped
+     * answering, naming the services not healthy yet. Only a service that is alive, its
+     * dependencies answering, and still not healthy waits out {@code timeout}.
+     */
+    public static void awaitHealthy(
+            Collection<ServiceProcess> services, Duration timeout, Dependencies dependencies)
+            throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
+        long nextCheck = System.nanoTime();
+        List<ServiceProcess> waiting = new ArrayList<>(services);
+        while (!waiting.isEmpty()) {
+            for (ServiceProcess s : waiting) {
+                if (!s.isAlive()) {
+                    throw new IllegalStateException(
+                            s.name() + " exited early; its log:\n" + s.tail());
+                }
+            }
+            if (System.nanoTime() - nextCheck >= 0) {
+                Optional<String> broken = dependencies.broken();
+                if (broken.isPresent()) {
+                    throw new IllegalStateException(
+                            names(waiting)
+                                    + " cannot become healthy: "
+                                    + broken.get()
+                                    + "; the log of "
+                                    + waiting.get(0).name()
+                                    + ":\n"
+                                    + waiting.get(0).tail());
+                }
+                nextCheck = System.nanoTime() + DEPENDENCY_CHECK.toNanos();
+            }
+            waiting.removeIf(ServiceProcess::answersHealth);
+            if (waiting.isEmpty()) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                ServiceProcess first = waiting.get(0);
+                throw new IllegalStateException(
+                        names(waiting)
+                                + " not healthy within "
+                                + timeout
+                                + "; the log of "
+                                + first.name()
+                                + ":\n"
+                                + first.tail());
+            }
+            Thread.sleep(250);
+        }
+    }
+
+    private static String names(List<ServiceProcess> services) {
+        return String.join(", ", services.stream().map(ServiceProcess::name).toList());
+    }
+
+    /** Whether {@code /actuator/health} answers 200 now. */
+    private boolean answersHealth() {
         HttpRequest health =
                 HttpRequest.newBuilder(URI.create(baseUrl() + "/actuator/health"))
                         .timeout(Duration.ofSeconds(2))
                         .build();
-        while (System.nanoTime() < deadline) {
-            if (!isAlive()) {
-                throw new IllegalStateException(name() + " exited early; its log:\n" + tail());
-            }
-            try {
-                if (HTTP.send(health, HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
-                    return;
-                }
-            } catch (IOException e) {
-                // not listening yet
-            }
-            Thread.sleep(250);
+        try {
+            return HTTP.send(health, HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+        } catch (IOException e) {
+            return false; // not listening yet
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
         }
-        throw new IllegalStateException(name() + " not healthy within " + timeout + ":\n" + tail());
     }
 
     /** The {@code -exec} jar of {@code module} in the checkout at {@code root}. */

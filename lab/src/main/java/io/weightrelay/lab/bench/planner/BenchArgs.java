@@ -39,7 +39,12 @@ public record BenchArgs(
         Mode mode,
         double nicGbps,
         int nicsPerNode,
-        int gpusPerNode) {
+        int gpusPerNode,
+        String against,
+        int againstTimeoutS) {
+
+    /** The reference planner {@code --against} names: Mooncake's #3441, from the test venv. */
+    public static final String MOONCAKE_3441 = "mooncake-3441";
 
     private static final Set<String> FLAGS =
             Set.of(
@@ -54,7 +59,9 @@ public record BenchArgs(
                     "--mode",
                     "--nic-gbps",
                     "--nics-per-node",
-                    "--gpus-per-node");
+                    "--gpus-per-node",
+                    "--against",
+                    "--against-timeout-s");
 
     private static final Set<String> SWITCHES = Set.of("--dp-attention");
 
@@ -62,7 +69,8 @@ public record BenchArgs(
             "usage: bench planner --model M --trainer-nodes T --rollout-nodes R --instances I"
                     + " --tp P|--ep E [--tp P] [--ep E] [--pp S] [--dp-attention]"
                     + " [--rollout-dtype bf16|fp8]"
-                    + " --mode compat|direct --nic-gbps G [--nics-per-node N] [--gpus-per-node G]";
+                    + " --mode compat|direct --nic-gbps G [--nics-per-node N] [--gpus-per-node G]"
+                    + " [--against mooncake-3441 [--against-timeout-s S]]";
 
     public static BenchArgs parse(String[] args) {
         Map<String, String> values = new HashMap<>();
@@ -157,6 +165,14 @@ public record BenchArgs(
         if (!(gbps > 0) || Double.isInfinite(gbps)) {
             throw new IllegalArgumentException("--nic-gbps must be positive");
         }
+        String against = values.get("--against");
+        if (against != null && !against.equals(MOONCAKE_3441)) {
+            throw new IllegalArgumentException(
+                    "--against names a reference planner: " + MOONCAKE_3441 + ", got " + against);
+        }
+        if (against == null && values.containsKey("--against-timeout-s")) {
+            throw new IllegalArgumentException("--against-timeout-s needs --against");
+        }
         return new BenchArgs(
                 model,
                 positive(values, "--trainer-nodes"),
@@ -170,7 +186,11 @@ public record BenchArgs(
                 mode,
                 gbps,
                 values.containsKey("--nics-per-node") ? positive(values, "--nics-per-node") : 8,
-                values.containsKey("--gpus-per-node") ? positive(values, "--gpus-per-node") : 0);
+                values.containsKey("--gpus-per-node") ? positive(values, "--gpus-per-node") : 0,
+                against,
+                values.containsKey("--against-timeout-s")
+                        ? positive(values, "--against-timeout-s")
+                        : 600);
     }
 
     /** The instances' deployment. */

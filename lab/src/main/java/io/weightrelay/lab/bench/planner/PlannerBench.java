@@ -17,10 +17,15 @@ import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.ValidationReport;
 import io.weightrelay.reshard.timing.Traffic;
 import io.weightrelay.reshard.topology.Topology;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryType;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * {@code relay bench planner}: plans one catalogued deployment and prints one JSON line. Only the
@@ -53,6 +58,8 @@ public final class PlannerBench {
         }
     }
 
+    private static final Pattern REFERENCE_MS = Pattern.compile("\"reference_plan_ms\":\\s*(\\d+)");
+
     /** The figures {@code bench planner} prints, plus the planning thread's CPU time. */
     public record Result(
             int tensors,
@@ -69,31 +76,55 @@ public final class PlannerBench {
             double predictedUpdateS,
             double lowerBoundS,
             boolean valid,
-            long planCpuMs) {
+            long planCpuMs,
+            long peakHeapBytes,
+            String reference) {
 
         public String toJson() {
             return String.format(
-                    Locale.ROOT,
-                    "{\"tensors\":%d,\"model_bytes\":%d,\"plan_ms\":%d,\"slice_bytes_max\":%d,"
-                            + "\"store_read_bytes\":%d,\"store_read_ratio\":%s,"
-                            + "\"delivery_bytes\":%d,\"delivery_ratio\":%s,"
-                            + "\"network_sends_per_tensor_max\":%d,\"nic_balance\":%s,"
-                            + "\"trainer_balance\":%s,\"predicted_update_s\":%s,"
-                            + "\"lower_bound_s\":%s,\"valid\":%s}",
-                    tensors,
-                    modelBytes,
-                    planMs,
-                    sliceBytesMax,
-                    storeReadBytes,
-                    number(storeReadRatio),
-                    deliveryBytes,
-                    number(deliveryRatio),
-                    networkSendsPerTensorMax,
-                    number(nicBalance),
-                    number(trainerBalance),
-                    number(predictedUpdateS),
-                    number(lowerBoundS),
-                    valid);
+                            Locale.ROOT,
+                            "{\"tensors\":%d,\"model_bytes\":%d,\"plan_ms\":%d,\"slice_bytes_max\":%d,"
+                                    + "\"store_read_bytes\":%d,\"store_read_ratio\":%s,"
+                                    + "\"delivery_bytes\":%d,\"delivery_ratio\":%s,"
+                                    + "\"network_sends_per_tensor_max\":%d,\"nic_balance\":%s,"
+                                    + "\"trainer_balance\":%s,\"predicted_update_s\":%s,"
+                                    + "\"lower_bound_s\":%s,\"valid\":%s",
+                            tensors,
+                            modelBytes,
+                            planMs,
+                            sliceBytesMax,
+                            storeReadBytes,
+                            number(storeReadRatio),
+                            deliveryBytes,
+                            number(deliveryRatio),
+                            networkSendsPerTensorMax,
+                            number(nicBalance),
+                            number(trainerBalance),
+                            number(predictedUpdateS),
+                            number(lowerBoundS),
+                            valid)
+                    + against()
+                    + "}";
+        }
+
+        /**
+         * With {@code --against}: our peak heap and the reference's members, plus {@code
+         * reference_vs_ours} (its planning time over ours) when it planned; else nothing.
+         */
+        private String against() {
+            if (reference == null) {
+                return "";
+            }
+            StringBuilder out = new StringBuilder(",\"peak_heap_bytes\":").append(peakHeapBytes);
+            String members = reference.strip();
+            // The reference's object, its members spliced into ours.
+            out.append(',').append(members, 1, members.length() - 1);
+            Matcher ms = REFERENCE_MS.matcher(members);
+            if (ms.find()) {
+                out.append(",\"reference_vs_ours\":")
+                        .append(number(Double.parseDouble(ms.group(1)) / Math.max(1, planMs)));
+            }
+            return out.toString();
         }
 
         private static String number(double value) {
@@ -142,6 +173,11 @@ public final class PlannerBench {
         // Settle the garbage of building the inputs first, so its collection is not billed to
         // planning; the planner itself still runs cold (first call in the JVM).
         System.gc();
+        List<MemoryPoolMXBean> heap =
+                ManagementFactory.getMemoryPoolMXBeans().stream()
+                        .filter(pool -> pool.getType() == MemoryType.HEAP)
+                        .toList();
+        heap.forEach(MemoryPoolMXBean::resetPeakUsage);
         java.lang.management.ThreadMXBean threads =
                 java.lang.management.ManagementFactory.getThreadMXBean();
         long cpuStart = threads.getCurrentThreadCpuTime();
@@ -149,6 +185,19 @@ public final class PlannerBench {
         Plan plan = Planner.plan(manifest, placement, topology);
         long planMs = (System.nanoTime() - start) / 1_000_000;
         long planCpuMs = (threads.getCurrentThreadCpuTime() - cpuStart) / 1_000_000;
+        // Inputs included, as the reference's peak resident set includes its own.
+        long peakHeapBytes = heap.stream().mapToLong(pool -> pool.getPeakUsage().getUsed()).sum();
+        String reference = null;
+        if (args.against() != null) {
+            try {
+                reference = ReferencePlanner.plan(manifest, placement, args, args.instances());
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while the reference planned", e);
+            }
+        }
 
         Demands demands = Demands.of(manifest, placement);
         ValidationReport report = PlanValidator.validate(plan, manifest, placement, demands);
@@ -176,7 +225,9 @@ public final class PlannerBench {
                 ClusterModel.predictedSeconds(plan, traffic),
                 ClusterModel.lowerBoundSeconds(demands, topology, assignment),
                 report.valid(),
-                planCpuMs);
+                planCpuMs,
+                peakHeapBytes,
+                reference);
     }
 
     private static double ratio(long part, long whole) {

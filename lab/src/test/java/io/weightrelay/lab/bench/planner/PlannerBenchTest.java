@@ -41,6 +41,70 @@ class PlannerBenchTest {
     }
 
     @Test
+    void againstMooncake3441PlansTheSameBytesOrReportsItsRefusal() {
+        PlannerBench.Result same =
+                PlannerBench.run(
+                        BenchArgs.parse(
+                                tiny(
+                                        "--instances",
+                                        "2",
+                                        "--tp",
+                                        "2",
+                                        "--mode",
+                                        "direct",
+                                        "--against",
+                                        "mooncake-3441")));
+        assertThat(same.toJson())
+                .contains(
+                        "\"plan_ms\":",
+                        "\"peak_heap_bytes\":",
+                        "\"reference\":\"planned\"",
+                        "\"reference_plan_ms\":",
+                        "\"reference_peak_bytes\":",
+                        "\"reference_vs_ours\":",
+                        "\"reference_delivery_bytes\":" + same.deliveryBytes() + ",")
+                .endsWith("}")
+                .doesNotContain("\n");
+
+        // Expert-TP inside EP groups (--tp 4 --ep 2): #3187 cannot say it; a result, not an error.
+        PlannerBench.Result refused =
+                PlannerBench.run(
+                        BenchArgs.parse(
+                                tiny(
+                                        "--instances",
+                                        "1",
+                                        "--tp",
+                                        "4",
+                                        "--ep",
+                                        "2",
+                                        "--mode",
+                                        "direct",
+                                        "--against",
+                                        "mooncake-3441")));
+        assertThat(refused.valid()).isTrue();
+        assertThat(refused.toJson())
+                .contains("\"reference\":\"refused\"", "\"reference_refusal\":\"")
+                .doesNotContain("reference_vs_ours");
+
+        assertThatThrownBy(
+                        () ->
+                                BenchArgs.parse(
+                                        tiny(
+                                                "--instances",
+                                                "1",
+                                                "--tp",
+                                                "2",
+                                                "--mode",
+                                                "direct",
+                                                "--against",
+                                                "other")))
+                .hasMessageContaining("mooncake-3441");
+        assertThat(BenchArgs.parse(args("direct")).against()).isNull();
+        assertThat(PlannerBench.run(BenchArgs.parse(args("direct"))).toJson())
+                .doesNotContain("reference");
+    }
+
+    @Test
     void compatBenchOnTinyIsValidWithOneSendPerRemoteNode() {
         PlannerBench.Result result = PlannerBench.run(BenchArgs.parse(args("compat")));
         assertThat(result.valid()).isTrue();

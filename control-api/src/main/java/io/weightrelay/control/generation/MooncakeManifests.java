@@ -1,0 +1,85 @@
+package io.weightrelay.control.generation;
+
+import io.weightrelay.reshard.mooncake.Inexpressible;
+import io.weightrelay.reshard.mooncake.WeightManifestExport;
+import java.time.format.DateTimeFormatter;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.springframework.stereotype.Service;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Committed generations as Mooncake's #3187 {@code WeightManifest} ({@link WeightManifestExport}:
+ * the mapping and why object keys gain a {@code payload/} segment). Built once per generation and
+ * kept while few are asked for: the export names its generation, so it is not shared by digest.
+ */
+@Service
+public class MooncakeManifests {
+    private static final int CACHE_MAX = 4;
+
+    private final GenerationQueries generations;
+    private final ManifestStore manifests;
+    private final JsonMapper json;
+    private final Map<String, Exported> cache = new ConcurrentHashMap<>();
+
+    MooncakeManifests(GenerationQueries generations, ManifestStore manifests, JsonMapper json) {
+        this.generations = generations;
+        this.manifests = manifests;
+        this.json = json;
+    }
+
+    /**
+     * One export: the JSON members in the canonical order (written back as they are, so the body is
+     * the canonical JSON) and the #3187 {@code manifest_digest} of those bytes.
+     */
+    record Exported(Map<String, Object> body, String digest) {}
+
+    Exported export(String model, long generation) {
+        StoredGeneration g = generations.load(model, generation).requireNotLost();
+        if (!g.committed()) {
+            throw GenerationProblems.GENERATION_NOT_COMMITTED
+                    .exception(
+                            "generation "
+                                    + generation
+                                    + " of "
+                                    + model
+                                    + " is "
+                                    + g.state()
+                                    + ": only a committed generation has a #3187 manifest")
+                    .with("generation", generation);
+        }
+        String key = model + ":" + generation + ":" + g.manifestDigest();
+        Exported cached = cache.get(key);
+        if (cached != null) {
+            return cached;
+        }
+        if (cache.size() >= CACHE_MAX) {
+            cache.clear();
+        }
+        return cache.computeIfAbsent(key, k -> build(model, g));
+    }
+
+    @SuppressWarnings("unchecked")
+    private Exported build(String model, StoredGeneration g) {
+        String text;
+        try {
+            text =
+                    WeightManifestExport.json(
+                            manifests.sourceManifest(model, g),
+                            model,
+                            g.id(),
+                            DateTimeFormatter.ISO_OFFSET_DATE_TIME.format(
+                                    g.view().getCommittedAt()));
+        } catch (Inexpressible e) {
+            throw GenerationProblems.MOONCAKE_3187_INEXPRESSIBLE
+                    .exception(e.getMessage())
+                    .with(
+                            "errors",
+                            List.of(Map.of("field", e.field(), "message", "value " + e.value())));
+        }
+        return new Exported(
+                json.readValue(text, LinkedHashMap.class), WeightManifestExport.digest(text));
+    }
+}

@@ -1,0 +1,168 @@
+package io.weightrelay.lab.faults;
+
+import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
+import static io.weightrelay.lab.faults.LabCase.allInstances;
+import static io.weightrelay.lab.faults.LabCase.check;
+import static io.weightrelay.lab.faults.LabCase.requireEnded;
+import static io.weightrelay.lab.faults.LabCase.requireHolding;
+
+import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.control.client.UpdatesApi;
+import io.weightrelay.api.control.client.invoker.ApiClient;
+import io.weightrelay.api.control.client.model.Generation;
+import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.api.control.client.model.PhaseReport;
+import io.weightrelay.api.control.client.model.ReportedPhase;
+import io.weightrelay.api.control.client.model.SessionState;
+import io.weightrelay.api.control.client.model.UpdateSession;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.reshard.checksum.RangeChecksums;
+import io.weightrelay.reshard.plan.Slice;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * One reader lies about what it read: with its own loader token and epoch, the lab reports the
+ * instance APPLIED with range checksums its bytes do not have (what a leaked token, bad memory or a
+ * faulty NIC would report), while the loader itself is frozen (SIGSTOP) inside the apply, so its
+ * own honest report comes too late to count. The stored bytes are as published. control-api reads
+ * the disputed object back before it blames the generation: only the group's session fails, naming
+ * the lying reader; none advances, and the generation is neither marked corrupt nor taken from the
+ * active pointer. The suite then rebuilds every engine and loads that same generation, byte for
+ * byte: it stayed servable.
+ */
+final class LyingReaderCase {
+
+    private LyingReaderCase() {}
+
+    private static final int ATTEMPTS = 5;
+    private static final String GROUP = "lab";
+
+    static String inject(LabCase.Fault fault) throws Exception {
+        LabCluster lab = fault.lab();
+        Ledger ledger = fault.ledger();
+        long previous = fault.active();
+        int index = 0;
+        String liar = lab.engines().get(index).instance();
+        for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
+            long g = fault.publish();
+            Map<String, Long> before = Ledger.generations(lab);
+            Engines.Running running =
+                    Engines.start(lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT);
+            long pid = lab.loaderPid(index);
+            String caught = LoaderKilledMidApplyCase.freezeInApply(lab, g, liar, pid);
+            if (caught == null) {
+                // the apply ended before the watch saw it: let it finish, try the next generation
+                for (Engines.Ended e : running.await(UPDATE_WAIT)) {
+                    check(e.updated(), "an update with no fault: " + e.describe());
+                }
+                ledger.observe(lab, allInstances(lab));
+                previous = g;
+                continue;
+            }
+            int lies;
+            try {
+                lies = lie(lab, g, liar);
+            } finally {
+                LoaderKilledMidApplyCase.signal("CONT", pid);
+            }
+            List<Engines.Ended> ended = running.await(UPDATE_WAIT);
+            requireEnded(ended, UpdateOutcome.PAUSED_REBUILD, liar, null);
+            ledger.noneAdvanced(lab, before);
+            ledger.observe(lab, Set.of());
+            requireHolding(lab, previous, true, null);
+
+            UpdateSession session = lab.session(g, GROUP);
+            check(
+                    session.getState() == SessionState.PAUSED_REBUILD,
+                    "the session ends PAUSED_REBUILD: " + session.getState());
+            check(
+                    liar.equals(session.getFailedInstance()),
+                    "the session names the lying reader "
+                            + liar
+                            + " alone: "
+                            + session.getFailedInstance()
+                            + " ("
+                            + session.getFailure()
+                            + ")");
+            check(
+                    String.valueOf(session.getFailure())
+                            .contains("does not match the stored bytes"),
+                    "the failure says control-api found the stored bytes as published: "
+                            + session.getFailure());
+            Generation disputed = lab.generation(g);
+            check(
+                    disputed.getCorruptObject() == null
+                            && disputed.getState() == GenerationState.ACTIVE,
+                    "generation "
+                            + g
+                            + " is not marked corrupt on one reader's word: "
+                            + disputed.getState()
+                            + ", corrupt object "
+                            + disputed.getCorruptObject());
+            check(
+                    lab.activeGeneration().getGeneration() == g,
+                    "generation " + g + " is still the active one");
+            return liar
+                    + " frozen "
+                    + caught
+                    + " (attempt "
+                    + attempt
+                    + ") and reported APPLIED with "
+                    + lies
+                    + " wrong range checksums; session "
+                    + session.getState()
+                    + " naming "
+                    + session.getFailedInstance()
+                    + " ("
+                    + session.getFailure()
+                    + "); generation "
+                    + g
+                    + " stays active, not corrupt";
+        }
+        throw new AssertionError(
+                "the apply of "
+                        + liar
+                        + " never lasted long enough to be caught in "
+                        + ATTEMPTS
+                        + " tries");
+    }
+
+    /**
+     * Reports {@code liar} APPLIED in the session of {@code generation}, as its own token and epoch
+     * allow, with a wrong CRC32C for every range its slice of the plan has it read; returns how
+     * many.
+     */
+    private static int lie(LabCluster lab, long generation, String liar) {
+        UpdateSession session = lab.session(generation, GROUP);
+        Slice slice = lab.slice(session.getPlanId(), liar);
+        List<RangeChecksums.Entry> entries = new ArrayList<>();
+        for (int b = 0; b < slice.batchCount(); b++) {
+            for (Slice.ReadOp read : slice.batch(b).reads()) {
+                for (int r = 0; r < read.rangeStarts().length; r++) {
+                    entries.add(
+                            new RangeChecksums.Entry(
+                                    read.fragment(),
+                                    read.rangeStarts()[r],
+                                    read.rangeLengths()[r],
+                                    0x1badc0de ^ r));
+                }
+            }
+        }
+        check(!entries.isEmpty(), liar + " reads nothing in plan " + session.getPlanId());
+        PhaseReport report =
+                new PhaseReport()
+                        .instance(liar)
+                        .phase(ReportedPhase.APPLIED)
+                        .epoch(lab.loader(liar).getEpoch())
+                        .checksums(new RangeChecksums(entries).encode());
+        Endpoint as = Endpoint.of(lab.controlUrls(), lab.loaderToken(liar));
+        ApiClient client = new ApiClient(as.restClient(ApiClient.buildRestClientBuilder()));
+        client.setBasePath(as.basePath());
+        new UpdatesApi(client).reportUpdatePhase(lab.manifest().model(), generation, GROUP, report);
+        return entries.size();
+    }
+}

@@ -1,0 +1,94 @@
+package io.weightrelay.lab;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.service.test.ServiceProcess;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 52: the first command on a fresh machine. Nothing answers on the lab's Redis and there is
+ * no redis-server: {@code ./relay demo} must say what to install within seconds, not wait out a
+ * three-minute health check of services that cannot reach Redis. And a lab pointed at a Redis that
+ * does not answer is refused at once, naming it.
+ */
+class FreshMachineTest {
+
+    @Test
+    void theDemoWithoutRedisOrRedisServerFailsWithinTenSecondsNamingThePackage() throws Exception {
+        Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
+        Path emptyPath = Files.createDirectories(tmp.resolve("fresh-machine-path"));
+        Path out = tmp.resolve("fresh-machine.out");
+        Path errLog = tmp.resolve("fresh-machine.err");
+        int closed = ServiceProcess.freePort();
+        ProcessBuilder relay =
+                new ProcessBuilder(
+                                List.of(
+                                        Path.of(System.getProperty("java.home"), "bin", "java")
+                                                .toString(),
+                                        "-Xmx256m",
+                                        "-XX:TieredStopAtLevel=1",
+                                        "-Drelay.home=" + ServiceProcess.home(),
+                                        "-Djava.io.tmpdir=" + tmp,
+                                        "-cp",
+                                        System.getProperty("java.class.path"),
+                                        "io.weightrelay.lab.Relay",
+                                        "demo",
+                                        "--json"))
+                        .redirectOutput(out.toFile())
+                        .redirectError(errLog.toFile());
+        // A fresh machine: no Redis on the lab's address, no redis-server on PATH.
+        relay.environment().put("PATH", emptyPath.toString());
+        relay.environment().put("RELAY_LAB_REDIS", "127.0.0.1:" + closed);
+        relay.environment().remove("RELAY_LAB_REDIS_SERVER");
+
+        long started = System.nanoTime();
+        Process p = relay.start();
+        boolean ended = p.waitFor(10, TimeUnit.SECONDS);
+        double seconds = (System.nanoTime() - started) / 1e9;
+        if (!ended) {
+            p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+        String err = Files.readString(errLog, StandardCharsets.UTF_8);
+        assertThat(ended)
+                .as("./relay demo ended within 10 s (%.1f s); stderr:%n%s", seconds, err)
+                .isTrue();
+        assertThat(p.exitValue()).as("exit code; stderr:%n%s", err).isEqualTo(3);
+        assertThat(err)
+                .contains("relay demo: cannot run here")
+                .contains("127.0.0.1:" + closed)
+                .contains("apt-get install redis-server")
+                .doesNotContain("Exception");
+        assertThat(Files.readString(out, StandardCharsets.UTF_8)).isEmpty();
+    }
+
+    @Test
+    void aLabWhoseRedisDoesNotAnswerIsRefusedWithinSecondsNamingIt() throws Exception {
+        int closed = ServiceProcess.freePort();
+        LabCluster.Spec spec =
+                LabCluster.Spec.of("tiny", 2, 1, Mode.COMPAT)
+                        .on(new LabCluster.Site("127.0.0.1", closed, ServiceProcess.home()));
+
+        long started = System.nanoTime();
+        Throwable thrown;
+        try (LabCluster lab =
+                org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(
+                        java.time.Duration.ofSeconds(10), () -> LabCluster.start(spec))) {
+            thrown = null;
+        } catch (IllegalStateException e) {
+            thrown = e;
+        }
+        assertThat(thrown).as("the lab did not start").isNotNull();
+        assertThat(thrown.getMessage())
+                .contains("control-api")
+                .contains("redis://127.0.0.1:" + closed)
+                .contains("does not answer");
+        assertThat((System.nanoTime() - started) / 1e9).isLessThan(10);
+    }
+}

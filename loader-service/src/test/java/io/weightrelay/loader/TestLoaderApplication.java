@@ -1,0 +1,46 @@
+package io.weightrelay.loader;
+
+import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.service.test.TestDataplane;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.springframework.boot.SpringApplication;
+
+/**
+ * Runs a loader locally on port 8082 against the test Redis (Testcontainers where Docker exists,
+ * else the machine's own) and a control-api on {@code http://127.0.0.1:8080} (e.g. {@code
+ * TestControlApiApplication}), with the development tokens: loader {@code dev-loader-token-00000}
+ * (the engine's token here, and presented to control-api, which accepts it as a loader's), operator
+ * {@code dev-operator-token-000}; its data plane under the key prefix {@code wr:dev:} with the
+ * tests' secret, so it reads what a {@code TestPublisherApplication} stored. A setting given as an
+ * argument replaces the development one.
+ */
+public final class TestLoaderApplication {
+
+    private TestLoaderApplication() {}
+
+    public static void main(String[] args) {
+        Map<String, String> settings = new LinkedHashMap<>();
+        settings.put("relay.dataplane.redis-uri", RedisTestSupport.endpoint().uri());
+        settings.put("relay.dataplane.key-prefix", "wr:dev:");
+        settings.put("relay.dataplane.secret", TestDataplane.SECRET);
+        settings.put("relay.security.tokens.loader[0]", "dev-loader-token-00000");
+        settings.put("relay.security.tokens.operator[0]", "dev-operator-token-000");
+        settings.put("relay.loader.control-url", "http://127.0.0.1:8080");
+        settings.put("relay.loader.token", "dev-loader-token-00000");
+        // Spring joins a setting given twice with a comma, so a given one replaces, not repeats.
+        List<String> all = new ArrayList<>();
+        settings.forEach(
+                (key, value) -> {
+                    String option = "--" + key + "=";
+                    if (Stream.of(args).noneMatch(a -> a.startsWith(option))) {
+                        all.add(option + value);
+                    }
+                });
+        all.addAll(List.of(args));
+        SpringApplication.from(LoaderApplication::main).run(all.toArray(String[]::new));
+    }
+}

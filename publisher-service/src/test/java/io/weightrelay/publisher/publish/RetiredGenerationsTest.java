@@ -1,0 +1,106 @@
+package io.weightrelay.publisher.publish;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.service.problem.CommonProblems;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/**
+ * How often a publisher whose segment is full asks control-api to collect: every rank of the node
+ * retries its reservation every 200 ms while it waits, and control-api hears at most one call a
+ * second per model, whose answer every waiting caller shares.
+ */
+class RetiredGenerationsTest {
+
+    private final AtomicLong now = new AtomicLong(1_000_000_000L);
+    private final Deque<Object> answers = new ArrayDeque<>();
+    private final List<String> calls = new ArrayList<>();
+
+    private final RetiredGenerations retired = new RetiredGenerations(control(), now::get);
+
+    @Test
+    void asksAtMostOnceASecondPerModelAndSharesTheAnswer() {
+        answers.add(2);
+        assertThat(retired.collect("m")).as("two generations collected").isTrue();
+        // Another rank, 200 ms later: the answer it shares says room came back; no new call.
+        now.addAndGet(200_000_000L);
+        assertThat(retired.collect("m")).isTrue();
+        assertThat(calls).containsExactly("m");
+        // Another model is asked for on its own.
+        answers.add(0);
+        assertThat(retired.collect("other")).as("nothing to collect").isFalse();
+        assertThat(calls).containsExactly("m", "other");
+
+        // A second after the first call, the next one asks again; nothing collectable (a loader
+        // still holds the retired generation) means no room came back.
+        now.addAndGet(800_000_000L);
+        answers.add(0);
+        assertThat(retired.collect("m")).isFalse();
+        now.addAndGet(300_000_000L);
+        assertThat(retired.collect("m")).isFalse();
+        assertThat(calls).containsExactly("m", "other", "m");
+    }
+
+    @Test
+    void aControlApiThatFailsLeavesTheReservationRefusedAndIsAskedAgainLater() {
+        answers.add(CommonProblems.INTERNAL.exception("control-api is down"));
+        assertThat(retired.collect("m")).isFalse();
+        now.addAndGet(1_000_000_000L);
+        answers.add(1);
+        assertThat(retired.collect("m")).isTrue();
+        assertThat(calls).containsExactly("m", "m");
+    }
+
+    /** control-api's collection, answering from {@link #answers}; nothing else is called. */
+    private ControlPlane control() {
+        return new ControlPlane() {
+            @Override
+            public int collectGarbage(String model) {
+                calls.add(model);
+                Object answer = answers.poll();
+                if (answer instanceof RuntimeException e) {
+                    throw e;
+                }
+                return (Integer) answer;
+            }
+
+            @Override
+            public GenerationLayout layout(String model, long generation) {
+                throw new AssertionError("not called");
+            }
+
+            @Override
+            public void register(
+                    String model, long generation, String publisher, List<StoredObject> objects) {
+                throw new AssertionError("not called");
+            }
+
+            @Override
+            public void registerSegment(
+                    String segment,
+                    String node,
+                    String endpoint,
+                    long size,
+                    String adminUrl,
+                    boolean storageUnit) {
+                throw new AssertionError("not called");
+            }
+
+            @Override
+            public boolean heartbeatSegment(String segment) {
+                throw new AssertionError("not called");
+            }
+
+            @Override
+            public void loseGeneration(
+                    String model, long generation, String segment, long objects, String reason) {
+                throw new AssertionError("not called");
+            }
+        };
+    }
+}

@@ -1,0 +1,231 @@
+"""The clients' own contract, without a lab: answers as dataclasses, context managers that unmap
+what they mapped (never under a live view), every error a RelayError, the ``weight_relay``
+logger, and adapters that fall back to a stand-in only when the framework is missing."""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import weight_relay
+from weight_relay import (
+    ClosedError,
+    InstanceStatus,
+    LoaderClient,
+    NotRegisteredError,
+    ProtocolError,
+    PublisherClient,
+    RelayError,
+    StagingMapError,
+    UnknownNameError,
+    UpdateFailedError,
+    UpdateProgress,
+    UpdateTimeoutError,
+    UsageError,
+)
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+class _FakeLoader:
+    """The loader's answers for one instance whose compat buffer is the file ``path``: an image
+    of one fp32 tensor ``w`` of 4 elements, and updates that end with ``outcome``."""
+
+    base_url = "http://loader.invalid"
+
+    def __init__(self, path: str, outcome: str = "UPDATED", placed: bool = True) -> None:
+        self.path = path
+        self.outcome = outcome
+        self.placed = placed
+        self.polls = 0
+
+    def call(self, method: str, path: str, body: Any = None, what: str = "") -> Any:
+        progress = {"updateId": "u1", "generation": 7, "phase": "DONE", "outcome": self.outcome,
+                    "bytesDone": 16, "bytesTotal": 16, "error": None, "failingPeer": None}
+        if method == "GET" and path == "/api/v1/instance":
+            size = os.path.getsize(self.path)
+            return {"instanceId": "i0", "model": "m", "group": "g", "node": "n0", "epoch": 3,
+                    "generation": 7, "workers": [{"workerId": "i0-w0", "mode": "compat"}],
+                    "buffers": [{"workerId": "i0-w0", "bufferId": "safetensors",
+                                 "segment": "seg", "offset": 0, "size": size, "state": "PLACED",
+                                 **({"shmPath": self.path} if self.placed else {})}]}
+        if method == "POST" and path == "/api/v1/updates":
+            return {**progress, "phase": "IDLE", "outcome": "RUNNING"}
+        if method == "GET" and path.startswith("/api/v1/updates/"):
+            self.polls += 1
+            if self.outcome == "RUNNING":
+                return {**progress, "phase": "APPLYING"}
+            return progress
+        raise AssertionError(f"unexpected call {method} {path}")
+
+
+def _image(tmp_path: Path) -> tuple[str, np.ndarray]:
+    """A safetensors image of one fp32 tensor in a file, as a compat buffer holds it."""
+    values = np.arange(4, dtype="<f4")
+    header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+    header += b" " * (-len(header) % 8)
+    path = tmp_path / "image.shm"
+    path.write_bytes(len(header).to_bytes(8, "little") + header + values.tobytes())
+    return str(path), values
+
+
+def _loader(fake: _FakeLoader) -> LoaderClient:
+    lc = LoaderClient("http://loader.invalid", poll=0.001)
+    lc.rest = fake  # type: ignore[assignment]
+    return lc
+
+
+def test_answers_are_dataclasses_that_keep_the_whole_answer(tmp_path: Path) -> None:
+    path, _ = _image(tmp_path)
+    with _loader(_FakeLoader(path)) as lc:
+        st = lc.status()
+        assert isinstance(st, InstanceStatus)
+        assert (st.instance_id, st.epoch, st.generation) == ("i0", 3, 7)
+        assert st.buffers[0].shm_path == path and st.buffers[0].size == os.path.getsize(path)
+        p = lc.update()
+        assert isinstance(p, UpdateProgress) and p.updated and p.generation == 7
+        assert p.raw["bytesTotal"] == 16
+
+
+def test_an_answer_without_a_required_field_is_a_protocol_error() -> None:
+    with pytest.raises(ProtocolError, match="updateId"):
+        UpdateProgress.from_json({"generation": 1, "phase": "DONE", "outcome": "UPDATED"})
+
+
+def _mapped(path: str) -> bool:
+    """Whether this process maps ``path`` now."""
+    with open("/proc/self/maps") as f:
+        return any(line.rstrip().endswith(path) for line in f)
+
+
+def test_close_unmaps_and_is_idempotent_but_a_live_view_stays_readable(tmp_path: Path) -> None:
+    path, values = _image(tmp_path)
+    lc = _loader(_FakeLoader(path))
+    view = lc.compat_tensors(framework="numpy")["w"]
+    torch_view = lc.compat_tensors(framework="torch")["w"]
+    assert np.array_equal(view, values) and not view.flags.owndata
+    lc.close()
+    lc.close()
+    assert lc.closed
+    # the views hold the mapping: it stays mapped, and right, until the last of them is gone
+    assert _mapped(path)
+    assert np.array_equal(view, values)
+    assert torch_view.tolist() == values.tolist()
+    del view, torch_view
+    gc.collect()
+    assert not _mapped(path)
+    with pytest.raises(ClosedError):
+        lc.compat_tensors(framework="numpy")
+
+
+def test_a_client_as_context_manager_closes_on_exit(tmp_path: Path) -> None:
+    path, _ = _image(tmp_path)
+    with _loader(_FakeLoader(path)) as lc:
+        lc.buffer_map()
+    assert lc.closed
+    with pytest.raises(ClosedError):
+        lc.buffer_map()
+    with PublisherClient("http://publisher.invalid", "t") as pc:
+        pass
+    pc.close()
+    assert pc.closed
+    with pytest.raises(ClosedError):
+        pc.staging_map()
+
+
+def test_every_error_the_clients_raise_is_a_relay_error(tmp_path: Path) -> None:
+    path, _ = _image(tmp_path)
+    with pytest.raises(UnknownNameError, match="no worker nobody") as unknown:
+        _loader(_FakeLoader(path)).compat_tensors("nobody")
+    assert str(unknown.value) == "no worker nobody in instance i0"  # not KeyError's quoting
+    with pytest.raises(NotRegisteredError, match="not registered yet"):
+        _loader(_FakeLoader(path, placed=False)).compat_tensors(framework="numpy")
+    with pytest.raises(UpdateTimeoutError, match="still APPLYING"):
+        _loader(_FakeLoader(path, outcome="RUNNING")).wait("u1", deadline_s=0.01)
+    with pytest.raises(UsageError, match="not an http"):
+        LoaderClient("ftp://x")
+
+    class NoStaging:
+        base_url = "http://publisher.invalid"
+
+        def call(self, method: str, path: str, body: Any = None, what: str = "") -> Any:
+            return {"path": str(tmp_path / "missing.shm"), "fileSize": 4096, "node": "n0"}
+
+    pc = PublisherClient("http://publisher.invalid", "t")
+    pc.rest = NoStaging()  # type: ignore[assignment]
+    with pytest.raises(StagingMapError, match="publisher's node") as e:
+        pc.staging_map()
+    assert isinstance(e.value, OSError) and e.value.errno is not None
+    for cls in (UsageError, UnknownNameError, NotRegisteredError, UpdateTimeoutError,
+                StagingMapError, ProtocolError, ClosedError, UpdateFailedError):
+        assert issubclass(cls, RelayError), cls
+    # the standard types callers already catch still match
+    assert issubclass(UsageError, ValueError) and issubclass(UnknownNameError, KeyError)
+    assert issubclass(UpdateTimeoutError, TimeoutError)
+
+
+def test_a_failed_update_raises_and_logs_to_the_weight_relay_logger(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path, _ = _image(tmp_path)
+    caplog.set_level(logging.INFO, logger="weight_relay")
+    with pytest.raises(UpdateFailedError) as e:
+        _loader(_FakeLoader(path, outcome="RESUMED_OLD")).update()
+    assert e.value.outcome == "RESUMED_OLD" and e.value.progress.generation == 7
+    records = [r for r in caplog.records if r.name == "weight_relay.loader"]
+    assert any(r.levelno == logging.WARNING and "ended RESUMED_OLD" in r.getMessage()
+               for r in records), [r.getMessage() for r in records]
+    # the package adds no handler beyond a NullHandler: what is shown is the application's choice
+    handlers = logging.getLogger("weight_relay").handlers
+    assert all(isinstance(h, logging.NullHandler) for h in handlers)
+
+
+def test_the_package_ships_its_types() -> None:
+    assert (Path(weight_relay.__file__).parent / "py.typed").is_file()
+
+
+def _import_adapter(module: str, fake_framework: dict[str, str], tmp_path: Path
+                    ) -> subprocess.CompletedProcess[str]:
+    """Imports ``module`` in a fresh interpreter whose path puts the files of
+    ``fake_framework`` (relative path -> source) first."""
+    root = tmp_path / "site"
+    for rel, source in fake_framework.items():
+        f = root / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(textwrap.dedent(source))
+    code = (f"import logging, sys; logging.basicConfig(level=logging.WARNING); "
+            f"import {module} as m; print('STANDIN', m.STANDIN)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(SRC)])}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_broken_framework_install_fails_loudly_instead_of_becoming_a_stand_in(
+        tmp_path: Path) -> None:
+    broken = {"vllm/__init__.py": "",
+              "vllm/distributed/__init__.py": "",
+              "vllm/distributed/weight_transfer/__init__.py": "",
+              "vllm/distributed/weight_transfer/base.py":
+                  "raise RuntimeError('vllm is half installed: a CUDA library is missing')\n"}
+    r = _import_adapter("weight_relay.adapters.vllm", broken, tmp_path)
+    assert r.returncode != 0
+    assert "half installed" in r.stderr
+
+
+def test_a_missing_framework_gives_the_named_stand_in_with_a_warning(tmp_path: Path) -> None:
+    # a vllm package that stops importing where the adapter needs it: an ImportError
+    missing = {"vllm/__init__.py": "raise ImportError('No module named vllm (test)')\n"}
+    r = _import_adapter("weight_relay.adapters.vllm", missing, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "STANDIN True" in r.stdout
+    assert "uses the stand-in" in r.stderr
+

@@ -1,0 +1,93 @@
+package io.weightrelay.service.test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A group of services is waited for as one ({@link
+ * ServiceProcess#awaitHealthy(java.util.Collection, Duration, ServiceProcess.Dependencies)}): a
+ * service that exits early, or a dependency that does not answer, is named within seconds, whatever
+ * the order, never after the whole health wait.
+ */
+class ServiceProcessHealthTest {
+
+    /** A service that starts and never turns healthy (it listens nowhere). */
+    public static final class NeverHealthy {
+        public static void main(String[] args) throws InterruptedException {
+            System.out.println("never-healthy: up, listening nowhere");
+            Thread.sleep(120_000);
+        }
+    }
+
+    /** A service that gives up at once, as one whose Redis refuses its first command. */
+    public static final class GivesUp {
+        public static void main(String[] args) {
+            System.out.println("gives-up: cannot reach Redis at 127.0.0.1:1");
+            System.exit(1);
+        }
+    }
+
+    private static ServiceProcess start(String name, Class<?> main, Path logs) {
+        return ServiceProcess.startMain(
+                name,
+                System.getProperty("java.class.path"),
+                main.getName(),
+                "32m",
+                List.of("-XX:TieredStopAtLevel=1"),
+                List.of(),
+                logs);
+    }
+
+    private static Path logs() throws Exception {
+        return Files.createTempDirectory(
+                Path.of(System.getProperty("java.io.tmpdir")), "wr-health-");
+    }
+
+    @Test
+    void aServiceThatExitsEarlyIsNamedAtOnceWhileAnEarlierOneStillStarts() throws Exception {
+        Path logs = logs();
+        try (ServiceProcess slow = start("never-healthy", NeverHealthy.class, logs);
+                ServiceProcess quitter = start("gives-up", GivesUp.class, logs)) {
+            long started = System.nanoTime();
+            assertThatThrownBy(
+                            () ->
+                                    ServiceProcess.awaitHealthy(
+                                            List.of(slow, quitter),
+                                            Duration.ofMinutes(3),
+                                            Optional::empty))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("gives-up exited early")
+                    .hasMessageContaining("cannot reach Redis at 127.0.0.1:1");
+            assertThat((System.nanoTime() - started) / 1e9).isLessThan(15);
+        }
+    }
+
+    @Test
+    void aDependencyThatDoesNotAnswerIsNamedWithTheServicesWaitingForIt() throws Exception {
+        Path logs = logs();
+        try (ServiceProcess control = start("control-api", NeverHealthy.class, logs);
+                ServiceProcess loader = start("loader-i0", NeverHealthy.class, logs)) {
+            long started = System.nanoTime();
+            assertThatThrownBy(
+                            () ->
+                                    ServiceProcess.awaitHealthy(
+                                            List.of(control, loader),
+                                            Duration.ofMinutes(3),
+                                            () ->
+                                                    Optional.of(
+                                                            "the Redis at redis://127.0.0.1:1"
+                                                                    + " does not answer")))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("control-api, loader-i0 cannot become healthy")
+                    .hasMessageContaining("the Redis at redis://127.0.0.1:1 does not answer");
+            assertThat((System.nanoTime() - started) / 1e9).isLessThan(5);
+        }
+    }
+}
