@@ -55,6 +55,12 @@ class Mooncake3187PlacementLabTest {
         LabCluster lab =
                 labs.add(LabCluster.start(LabCluster.Spec.of("qwen2.5-0.5b", 2, 8, Mode.DIRECT)));
         List<String> placements = List.of(placement(lab, 2, 1), placement(lab, 8, 1));
+        // Two KV heads of 64 rows: half each at TP 2, a quarter head (16 rows) each at TP 8.
+        assertThat(rowsOf(placements.get(0), "model.layers.0.self_attn.k_proj.weight"))
+                .containsExactly(64L, 64L);
+        assertThat(rowsOf(placements.get(1), "model.layers.0.self_attn.v_proj.weight"))
+                .hasSize(8)
+                .containsOnly(16L);
         updatedAndVerified(lab, placements);
     }
 
@@ -173,6 +179,21 @@ class Mooncake3187PlacementLabTest {
                             .body(byte[].class);
             FragmentTemplate template = FragmentTemplate.decode(encoded);
             assertThat(template.digest()).isEqualTo(stored.getDigest());
+            // The worker holds exactly the boxes of its #3187 part, in the part's order.
+            List<String> boxes = new ArrayList<>();
+            for (JsonNode f : part.path("fragments")) {
+                boxes.add(
+                        f.path("tensor_id").asString()
+                                + f.path("global_offset")
+                                + f.path("local_shape"));
+            }
+            assertThat(template.entries())
+                    .extracting(
+                            e ->
+                                    e.tensor()
+                                            + JSON.writeValueAsString(e.offset())
+                                            + JSON.writeValueAsString(e.shape()))
+                    .containsExactlyElementsOf(boxes);
 
             WorkerPlacement original = lab0.get(r);
             WorkerPlacement w =
@@ -210,6 +231,19 @@ class Mooncake3187PlacementLabTest {
         }
         assertThat(named).isEqualTo(digests);
         return placed;
+    }
+
+    /** The rows of each placement fragment of {@code tensor}, rank by rank. */
+    private static List<Long> rowsOf(String placement, String tensor) {
+        List<Long> rows = new ArrayList<>();
+        for (JsonNode part : JSON.readTree(placement).path("parts")) {
+            for (JsonNode f : part.path("fragments")) {
+                if (f.path("tensor_id").asString().equals(tensor)) {
+                    rows.add(f.path("local_shape").get(0).asLong());
+                }
+            }
+        }
+        return rows;
     }
 
     private static List<Long> list(long[] values) {
