@@ -10,6 +10,7 @@ import io.weightrelay.api.control.model.CheckpointStatus;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.OwnerCheckpoint;
+import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.RestoreRequest;
 import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.model.StoredFragment;
@@ -395,9 +396,7 @@ class CheckpointTest extends ControlApiTestSupport {
                     "{\"segment\":\""
                             + a.store.segmentName()
                             + "\",\"objects\":1,\"reason\":\"owner restarted\"}";
-            assertThat(
-                            call("POST", generationPath(model, g1) + "/lost", TRAINER, lost)
-                                    .statusCode())
+            assertThat(call("POST", generationPath(model, g1) + "/lost", OWNER, lost).statusCode())
                     .isEqualTo(200);
             Generation again = ok(restoreCall(model, dir), Generation.class);
             assertThat(again.getState()).isEqualTo(GenerationState.RETIRED);
@@ -607,9 +606,21 @@ class CheckpointTest extends ControlApiTestSupport {
     void aFailedRestoreOfALostGenerationRemovesOnlyWhatItStored(@TempDir Path dir)
             throws Exception {
         String model = newModel();
-        long g1 = publish(model, 1);
         try (Owner a = new Owner(0.1);
                 Owner b = new Owner(0.1)) {
+            // registered where publishHeldAndSaved stores them, so that b's owner may report the
+            // loss of its own objects
+            long g1 = open(model, 1).getGeneration().getGeneration();
+            List<RegisteredObject> objects = new ArrayList<>();
+            List<StoredFragment> all = fragments(model, g1);
+            for (int i = 0; i < all.size(); i++) {
+                String segment = (i % 2 == 0 ? a : b).store.segmentName();
+                objects.add(
+                        object(all.get(i).getKey(), all.get(i).getBytes())
+                                .segments(List.of(segment)));
+            }
+            assertThat(register(model, g1, objects).statusCode()).isEqualTo(200);
+            assertThat(commit(model, g1).statusCode()).isEqualTo(200);
             List<StoredFragment> fragments = publishHeldAndSaved(model, g1, a, b, dir);
             List<StoredFragment> keptByA = new ArrayList<>();
             for (int i = 0; i < fragments.size(); i += 2) {
@@ -626,9 +637,7 @@ class CheckpointTest extends ControlApiTestSupport {
                     "{\"segment\":\""
                             + b.store.segmentName()
                             + "\",\"objects\":1,\"reason\":\"owner restarted\"}";
-            assertThat(
-                            call("POST", generationPath(model, g1) + "/lost", TRAINER, lost)
-                                    .statusCode())
+            assertThat(call("POST", generationPath(model, g1) + "/lost", OWNER, lost).statusCode())
                     .isEqualTo(200);
             // b refuses to restore (a 4xx for one file): the restore fails. Only a and b are
             // live owners (those of earlier tests are deregistered), so a stores some of b's.
