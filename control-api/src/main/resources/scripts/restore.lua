@@ -6,7 +6,9 @@
 --       bytesExpected, committedAt (ISO or ''), trainerTopologyJson (or ''), stagingKey
 -- Returns {'active', previous or ''} | {'retired', active} | {'manifest-missing'}
 --       | {'incomplete', staged} | {'conflict', state, digest} | {'busy', state}
---       | {'step-conflict', generation}
+--       | {'step-conflict', generation} | {'exists', state}
+-- A generation that exists and is neither lost nor aborted still has its objects: it is never
+-- restored over (a restore brings back only what is gone).
 local p, m, g = ARGV[1], ARGV[2], ARGV[3]
 local staging = ARGV[11]
 local gk = p .. 'gen:' .. m .. ':' .. g
@@ -31,6 +33,10 @@ if h[1] then
   if h[1] == 'OPEN' or h[3] == '1' then
     redis.call('DEL', staging)
     return {'busy', h[1]}
+  end
+  if h[1] ~= 'LOST' and h[1] ~= 'ABORTED' then
+    redis.call('DEL', staging)
+    return {'exists', h[1]}
   end
 end
 local steps = p .. 'model:' .. m .. ':steps'

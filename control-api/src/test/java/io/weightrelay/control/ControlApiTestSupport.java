@@ -90,5 +90,7 @@ public abstract class ControlApiTestSupport extends ControlApiClientSupport {
         registry.add("relay.dataplane.key-prefix", () -> STORE_PREFIX);
         registry.add("relay.dataplane.secret", () -> TestDataplane.SECRET);
         registry.add("relay.dataplane.redis-uri", () -> RedisTestSupport.endpoint().uri());
+        // Checkpoints go under the tests' temporary directory (the module's target/test-tmp).
+        registry.add("relay.checkpoints.root", () -> System.getProperty("java.io.tmpdir"));
     }
 }

@@ -9,6 +9,7 @@ import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.placement.Mode;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -51,7 +52,13 @@ class CheckpointRestartLabTest {
                 .allSatisfy(o -> assertThat(o.getError()).as(o.getSegment()).isNull());
         assertThat(report.getBytes()).isEqualTo(lab.manifest().totalBytes());
         assertThat(dir.resolve("COMPLETE")).exists();
-        assertThat(dir.resolve("checkpoint.json")).exists();
+        // The marker names the save directory that holds the manifest and the owner files.
+        String marker = Files.readString(dir.resolve("COMPLETE")).trim();
+        assertThat(marker).contains(" save:save-" + g1 + "-");
+        assertThat(
+                        dir.resolve(marker.substring(marker.indexOf(" save:") + 6))
+                                .resolve("checkpoint.json"))
+                .exists();
         CheckpointStatus saved = lab.checkpointStatus(g1);
         assertThat(saved.getSaved()).isTrue();
         assertThat(saved.getDirectory()).isEqualTo(dir.toString());

@@ -15,7 +15,12 @@ public enum CheckpointProblems implements ProblemKind.Catalogued {
      */
     CHECKPOINT_INCOMPLETE,
     /** No live segment owner with an admin URL to restore into. */
-    NO_SEGMENT_OWNERS;
+    NO_SEGMENT_OWNERS,
+    /**
+     * No checkpoint root is configured, or the directory is outside it, names {@code ..}, or passes
+     * through a symbolic link.
+     */
+    CHECKPOINT_DIRECTORY_REFUSED;
 
     /** The name callers use for {@link #NO_SEGMENT_OWNERS}. */
     public static final ProblemKind NO_OWNERS = NO_SEGMENT_OWNERS;

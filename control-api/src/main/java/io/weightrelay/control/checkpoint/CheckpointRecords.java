@@ -98,9 +98,15 @@ public class CheckpointRecords {
                 });
     }
 
-    /** Records a save that failed: its directory holds no usable checkpoint. */
+    /**
+     * Records a save that failed. A failed save removes only what it wrote, so a complete
+     * checkpoint recorded before (in this directory or another) still stands and stays recorded.
+     */
     void failed(String model, long generation, Path dir, List<OwnerCheckpoint> results) {
         String key = keys.checkpoint(model, generation);
+        if ("1".equals(guard.call(() -> redis.opsForHash().get(key, "complete")))) {
+            return;
+        }
         guard.run(
                 () -> {
                     redis.delete(key);
@@ -115,6 +121,34 @@ public class CheckpointRecords {
                                             "owners",
                                             json.writeValueAsString(results)));
                 });
+    }
+
+    /**
+     * Takes the lock that keeps two restores of one generation apart; false when another holds it.
+     * It expires after {@code ttl}.
+     */
+    boolean lockRestore(String model, long generation, String token, java.time.Duration ttl) {
+        Boolean taken =
+                guard.call(
+                        () ->
+                                redis.opsForValue()
+                                        .setIfAbsent(restoreLock(model, generation), token, ttl));
+        return Boolean.TRUE.equals(taken);
+    }
+
+    /** Releases the restore lock if {@code token} still holds it. */
+    void unlockRestore(String model, long generation, String token) {
+        String key = restoreLock(model, generation);
+        guard.run(
+                () -> {
+                    if (token.equals(redis.opsForValue().get(key))) {
+                        redis.delete(key);
+                    }
+                });
+    }
+
+    private String restoreLock(String model, long generation) {
+        return keys.checkpoint(model, generation) + ":restoring";
     }
 
     private static OffsetDateTime time(Object value) {

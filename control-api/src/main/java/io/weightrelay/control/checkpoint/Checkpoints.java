@@ -15,6 +15,7 @@ import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
 import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.generation.GenerationRestore;
+import io.weightrelay.control.generation.Leases;
 import io.weightrelay.control.generation.ManifestStore;
 import io.weightrelay.control.generation.StoredGeneration;
 import io.weightrelay.control.registry.Registry;
@@ -56,6 +57,7 @@ public class Checkpoints {
     private final GenerationQueries generations;
     private final ManifestStore manifests;
     private final GenerationRestore restores;
+    private final Leases leases;
     private final Registry registry;
     private final ObjectStore store;
     private final OwnerClient owners;
@@ -68,6 +70,7 @@ public class Checkpoints {
             GenerationQueries generations,
             ManifestStore manifests,
             GenerationRestore restores,
+            Leases leases,
             Registry registry,
             ObjectStore store,
             OwnerClient owners,
@@ -78,6 +81,7 @@ public class Checkpoints {
         this.generations = generations;
         this.manifests = manifests;
         this.restores = restores;
+        this.leases = leases;
         this.registry = registry;
         this.store = store;
         this.owners = owners;
@@ -91,10 +95,96 @@ public class Checkpoints {
 
     // ---- save ----------------------------------------------------------------------------------
 
+    /**
+     * Saves a committed generation into {@code directory}. The save holds a lease on the generation
+     * from before it reads where the objects are until its marker is written, so garbage collection
+     * never removes a retired generation under it; it writes into a fresh save directory and
+     * replaces the checkpoint there only when complete ({@link CheckpointDirectory}).
+     */
     public CheckpointReport save(String model, long generation, String directory) {
         long started = System.nanoTime();
-        Path dir = CheckpointDirectory.absolute(directory);
         StoredGeneration g = committed(model, generation);
+        Path dir = directories.confined(directory);
+        String holder = "checkpoint-save:" + java.util.UUID.randomUUID();
+        try (SaveLease lease = new SaveLease(model, generation, holder)) {
+            CheckpointDirectory.Save save = directories.begin(dir, generation);
+            boolean done = false;
+            try {
+                CheckpointReport report = saveLeased(model, generation, g, save, started);
+                done = true;
+                return report;
+            } finally {
+                if (!done) {
+                    directories.abandon(save);
+                }
+            }
+        }
+    }
+
+    /**
+     * A lease held for a whole save: taken at once (refused, 409, when the generation is being
+     * collected or lost), renewed while the save runs, released at its end.
+     */
+    private final class SaveLease implements AutoCloseable {
+        private final String model;
+        private final long generation;
+        private final String holder;
+        private final java.util.concurrent.ScheduledExecutorService renewals;
+
+        SaveLease(String model, long generation, String holder) {
+            this.model = model;
+            this.generation = generation;
+            this.holder = holder;
+            leases.lease(model, generation, holder, SAVE_LEASE_SECONDS);
+            renewals =
+                    Executors.newSingleThreadScheduledExecutor(
+                            io.weightrelay.service.concurrent.DaemonThreads.named(
+                                    "checkpoint-lease"));
+            renewals.scheduleWithFixedDelay(
+                    this::renew,
+                    SAVE_LEASE_SECONDS / 3,
+                    SAVE_LEASE_SECONDS / 3,
+                    java.util.concurrent.TimeUnit.SECONDS);
+        }
+
+        private void renew() {
+            try {
+                leases.lease(model, generation, holder, SAVE_LEASE_SECONDS);
+            } catch (RuntimeException e) {
+                log.warn(
+                        "cannot renew the lease of the save of {}/{}: {}",
+                        model,
+                        generation,
+                        e.getMessage());
+            }
+        }
+
+        @Override
+        public void close() {
+            renewals.shutdownNow();
+            try {
+                leases.release(model, generation, holder);
+            } catch (RuntimeException e) {
+                // it expires on its own
+                log.warn(
+                        "cannot release the lease of the save of {}/{}: {}",
+                        model,
+                        generation,
+                        e.getMessage());
+            }
+        }
+    }
+
+    /** How long a save's lease lasts unless renewed (every third of it while the save runs). */
+    static final int SAVE_LEASE_SECONDS = 60;
+
+    private CheckpointReport saveLeased(
+            String model,
+            long generation,
+            StoredGeneration g,
+            CheckpointDirectory.Save save,
+            long started) {
+        Path dir = save.directory();
         List<String> objectKeys = manifests.objectKeys(model, generation, g.manifestDigest());
         Map<String, List<String>> locations = store.locations(objectKeys);
         List<String> missing = new ArrayList<>();
@@ -129,9 +219,6 @@ public class Checkpoints {
                                 .put(key, checksum);
                     }
                 });
-        // A save into a directory that held a checkpoint makes it unusable first: no marker
-        // vouches for a mix of old and new files.
-        directories.clear(dir);
         Map<String, OwnerCheckpointResult> answers = new java.util.concurrent.ConcurrentHashMap<>();
         List<OwnerCheckpoint> results =
                 callOwners(
@@ -140,7 +227,7 @@ public class Checkpoints {
                                 new OwnerCheckpointRequest()
                                         .model(model)
                                         .generation(generation)
-                                        .directory(dir.toString())
+                                        .directory(save.files().toString())
                                         .checksums(
                                                 checksumsPerSegment.getOrDefault(
                                                         segment, Map.of())),
@@ -150,6 +237,13 @@ public class Checkpoints {
             long expected = expectedPerSegment.getOrDefault(r.getSegment(), 0L);
             if (r.getError() == null && r.getObjects() != expected) {
                 r.setError("saved " + r.getObjects() + " objects, the store says " + expected);
+            }
+            if (r.getError() == null && r.getFile() != null) {
+                if (!plainName(r.getFile())) {
+                    r.setError("answered file '" + r.getFile() + "', not a plain file name");
+                } else {
+                    r.setFile(save.name(r.getFile()));
+                }
             }
         }
         List<OwnerCheckpoint> failed = results.stream().filter(r -> r.getError() != null).toList();
@@ -185,13 +279,25 @@ public class Checkpoints {
                                             + registeredChecksum)
                             .with("object", o.getKey());
                 }
+                if (!plainName(o.getFile())) {
+                    throw CheckpointProblems.CHECKPOINT_FAILED
+                            .exception(
+                                    "owner "
+                                            + r.getSegment()
+                                            + " saved object "
+                                            + o.getKey()
+                                            + " into '"
+                                            + o.getFile()
+                                            + "', not a plain file name")
+                            .with("object", o.getKey());
+                }
                 objects.putIfAbsent(
                         o.getKey(),
                         new CheckpointObject(
                                 o.getKey(),
                                 o.getSize(),
                                 o.getChecksum(),
-                                o.getFile(),
+                                save.name(o.getFile()),
                                 o.getOffset()));
             }
         }
@@ -230,7 +336,7 @@ public class Checkpoints {
                                                 .map(Dtype::getValue)
                                                 .toList()))
                         .stream().map(Dtype::fromValue).toList());
-        directories.complete(dir, manifest);
+        directories.complete(save, manifest);
         double saveSeconds = (System.nanoTime() - started) / 1e9;
         CheckpointReport report =
                 CheckpointRecords.report(model, generation, dir.toString(), results);
@@ -250,6 +356,11 @@ public class Checkpoints {
         return report;
     }
 
+    /** A file name an owner answers: one plain name inside the save directory. */
+    private static boolean plainName(String file) {
+        return file != null && CheckpointDirectory.insideOf(file) && !file.contains("/");
+    }
+
     private StoredGeneration committed(String model, long generation) {
         StoredGeneration g = generations.load(model, generation).requireNotLost();
         if (!g.committed()) {
@@ -266,7 +377,7 @@ public class Checkpoints {
      * segment owners.
      */
     public Generation restore(String model, Long generation, String directory) {
-        Path dir = CheckpointDirectory.absolute(directory);
+        Path dir = directories.confined(directory);
         CheckpointManifest m = directories.read(dir);
         GenerationQueries.requireSameModel(model, m.getModel());
         if (generation != null && generation != m.getGeneration()) {
@@ -306,26 +417,101 @@ public class Checkpoints {
                             + " objects, its manifest has "
                             + source.fragments().size());
         }
+        try (RestoreLock lock = new RestoreLock(model, g)) {
+            // Under the lock: a generation that is stored and not lost is never restored over
+            // (nothing is missing, and a restore that failed could only remove what it never
+            // wrote).
+            restores.requireRestorable(model, g);
+            List<String> keysOf = new ArrayList<>(byKey.keySet());
+            // Only what is gone is restored, and only that may be removed again: a key with no
+            // location now can come back only through this restore (the generation is lost or
+            // gone, so nothing publishes it, and no other restore of it runs meanwhile).
+            Map<String, List<String>> before = store.locations(keysOf);
+            List<String> absent =
+                    keysOf.stream()
+                            .filter(k -> before.get(k) == null || before.get(k).isEmpty())
+                            .sorted()
+                            .toList();
+            java.util.Set<String> absentSet = new java.util.HashSet<>(absent);
+            List<CheckpointObject> toRestore =
+                    m.getObjects().stream().filter(o -> absentSet.contains(o.getKey())).toList();
+            return restoreAbsent(model, g, dir, m, keysOf, absent, toRestore);
+        }
+    }
+
+    /**
+     * One restore of a generation at a time: a second one, which could remove what the first
+     * stored, is refused (409 {@code restore-failed}). Expires on its own should control-api die.
+     */
+    private final class RestoreLock implements AutoCloseable {
+        private final String model;
+        private final long generation;
+        private final String token = java.util.UUID.randomUUID().toString();
+
+        RestoreLock(String model, long generation) {
+            this.model = model;
+            this.generation = generation;
+            if (!records.lockRestore(model, generation, token, RESTORE_LOCK_TTL)) {
+                throw CheckpointProblems.RESTORE_FAILED.exception(
+                        "generation "
+                                + generation
+                                + " of model "
+                                + model
+                                + " is being restored by another request; try again when it"
+                                + " ends");
+            }
+        }
+
+        @Override
+        public void close() {
+            records.unlockRestore(model, generation, token);
+        }
+    }
+
+    /** How long a restore's lock lasts at most (a restore that takes longer is not refused). */
+    static final java.time.Duration RESTORE_LOCK_TTL = java.time.Duration.ofHours(1);
+
+    private Generation restoreAbsent(
+            String model,
+            long g,
+            Path dir,
+            CheckpointManifest m,
+            List<String> keysOf,
+            List<String> absent,
+            List<CheckpointObject> toRestore) {
+        // Owners read from the save directory by plain file names (their contract allows no '/').
+        String saveDirectory = saveDirectoryOf(m, dir);
+        Path ownerDirectory = saveDirectory.isEmpty() ? dir : dir.resolve(saveDirectory);
+        List<CheckpointObject> owned =
+                toRestore.stream()
+                        .map(
+                                o ->
+                                        new CheckpointObject(
+                                                o.getKey(),
+                                                o.getSize(),
+                                                o.getChecksum(),
+                                                o.getFile().substring(saveDirectory.length()),
+                                                o.getOffset()))
+                        .toList();
         List<SegmentOwner> live =
                 registry.liveSegments().stream()
                         .filter(s -> s.getAlive() && s.getAdminUrl() != null && s.getSize() > 0)
                         .sorted(Comparator.comparing(SegmentOwner::getSegment))
                         .toList();
-        List<String> keysOf = new ArrayList<>(byKey.keySet());
         long started = System.nanoTime();
         List<OwnerCheckpoint> results = new ArrayList<>();
         // An owner that cannot be reached (gone since its last heartbeat) is left out and the
         // objects are spread again over the others; bytes that fail their checksum fail at once.
-        for (int attempt = 0; ; attempt++) {
+        for (int attempt = 0; !toRestore.isEmpty(); attempt++) {
             if (live.isEmpty()) {
-                store.remove(keysOf);
+                store.remove(absent);
                 throw CheckpointProblems.NO_OWNERS
                         .exception(
                                 "no live segment owner with an admin URL is registered to restore"
                                         + " into")
                         .with("owners", results);
             }
-            Map<String, List<OwnerCheckpointObject>> plan = spread(m.getObjects(), live);
+            Map<String, List<OwnerCheckpointObject>> plan = spread(owned, live);
             Map<String, OwnerCheckpointResult> answers =
                     new java.util.concurrent.ConcurrentHashMap<>();
             List<OwnerCheckpoint> round =
@@ -335,7 +521,7 @@ public class Checkpoints {
                                     new OwnerCheckpointRequest()
                                             .model(model)
                                             .generation(g)
-                                            .directory(dir.toString())
+                                            .directory(ownerDirectory.toString())
                                             .objects(plan.get(segment)),
                             owners::restore,
                             answers);
@@ -347,8 +533,9 @@ public class Checkpoints {
             }
             boolean fatal = failed.stream().anyMatch(r -> r.getError().matches("(?s)^4\\d\\d .*"));
             if (fatal || attempt >= 2) {
-                // Nothing is registered; what was re-stored is removed, so no half is left.
-                long removed = store.remove(keysOf);
+                // Nothing is registered; what this restore stored is removed, so no half is
+                // left, and nothing else is.
+                long removed = store.remove(absent);
                 throw CheckpointProblems.RESTORE_FAILED
                         .exception(
                                 ownersFailed(
@@ -375,6 +562,7 @@ public class Checkpoints {
         for (CheckpointObject o : m.getObjects()) {
             List<String> segments = where.get(o.getKey());
             if (segments == null || segments.isEmpty()) {
+                store.remove(absent);
                 throw CheckpointProblems.RESTORE_FAILED
                         .exception("object " + o.getKey() + " is not in the store after restore")
                         .with("object", o.getKey());
@@ -383,18 +571,26 @@ public class Checkpoints {
                     o.getKey(),
                     o.getSize() + "|" + o.getChecksum() + "|" + String.join(",", segments));
         }
-        GenerationRestore.RestoreOutcome outcome =
-                restores.register(
-                        new GenerationRestore.Restored(
-                                model,
-                                g,
-                                m.getTrainerStep(),
-                                m.getManifest(),
-                                m.getManifestDigest(),
-                                m.getTrainerTopology(),
-                                m.getTrainerTopologyDigest(),
-                                m.getCommittedAt()),
-                        registeredObjects);
+        GenerationRestore.RestoreOutcome outcome;
+        try {
+            outcome =
+                    restores.register(
+                            new GenerationRestore.Restored(
+                                    model,
+                                    g,
+                                    m.getTrainerStep(),
+                                    m.getManifest(),
+                                    m.getManifestDigest(),
+                                    m.getTrainerTopology(),
+                                    m.getTrainerTopologyDigest(),
+                                    m.getCommittedAt()),
+                            registeredObjects);
+        } catch (RuntimeException e) {
+            // Refused at registration (another history, a conflicting step, a generation that
+            // came back meanwhile): what this restore stored is unregistered, remove it.
+            store.remove(absent);
+            throw e;
+        }
         double seconds = (System.nanoTime() - started) / 1e9;
         records.saved(
                 model,
@@ -415,6 +611,36 @@ public class Checkpoints {
                 outcome.generation().getState(),
                 outcome.active() ? "" : " (generation " + outcome.other() + " is newer)");
         return outcome.generation();
+    }
+
+    /**
+     * The save directory every file of the checkpoint is in, with its trailing '/' ({@code ""} for
+     * a checkpoint of the older layout, its files at the top).
+     */
+    private static String saveDirectoryOf(CheckpointManifest m, Path dir) {
+        String common = null;
+        for (CheckpointObject o : m.getObjects()) {
+            int slash = o.getFile().indexOf('/');
+            String prefix = slash < 0 ? "" : o.getFile().substring(0, slash + 1);
+            if (common == null) {
+                common = prefix;
+            }
+            if (!common.equals(prefix) || o.getFile().indexOf('/', slash + 1) >= 0) {
+                throw CheckpointProblems.CHECKPOINT_INCOMPLETE
+                        .exception(
+                                "the checkpoint in "
+                                        + dir
+                                        + " places object "
+                                        + o.getKey()
+                                        + " in '"
+                                        + o.getFile()
+                                        + "', outside its save directory '"
+                                        + common
+                                        + "'")
+                        .with("object", o.getKey());
+            }
+        }
+        return common == null ? "" : common;
     }
 
     /**

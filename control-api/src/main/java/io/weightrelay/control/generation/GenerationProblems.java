@@ -29,7 +29,12 @@ public enum GenerationProblems implements ProblemKind.Catalogued {
     /** A loss reported for a segment in which the generation registered no object. */
     SEGMENT_HOLDS_NO_OBJECTS,
     /** A lease asked for longer than {@code relay.generations.max-lease-ttl}. */
-    LEASE_TTL_TOO_LONG;
+    LEASE_TTL_TOO_LONG,
+    /**
+     * A checkpoint restore of a generation that exists and is not lost: its objects are stored, so
+     * there is nothing to restore (and a failing restore must never remove them).
+     */
+    GENERATION_EXISTS;
 
     /** Shared with the publishers and loaders. */
     public static final ProblemKind GENERATION_NOT_FOUND = CommonProblems.GENERATION_NOT_FOUND;

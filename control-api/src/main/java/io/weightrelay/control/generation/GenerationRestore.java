@@ -47,6 +47,40 @@ public class GenerationRestore {
         this.json = json;
     }
 
+    /**
+     * Refuses a restore of a generation that exists and is not lost or aborted: its objects are
+     * stored, so there is nothing to bring back (the restore script refuses it again, atomically).
+     */
+    public void requireRestorable(String model, long generation) {
+        generations
+                .find(model, generation)
+                .map(StoredGeneration::state)
+                .filter(
+                        s ->
+                                s != io.weightrelay.api.control.model.GenerationState.LOST
+                                        && s
+                                                != io.weightrelay.api.control.model.GenerationState
+                                                        .ABORTED)
+                .ifPresent(
+                        s -> {
+                            throw exists(model, generation, s.getValue());
+                        });
+    }
+
+    private static RuntimeException exists(String model, long generation, String state) {
+        return GenerationProblems.GENERATION_EXISTS
+                .exception(
+                        "generation "
+                                + generation
+                                + " of model "
+                                + model
+                                + " is "
+                                + state
+                                + ": its objects are stored, there is nothing to restore (a"
+                                + " restore brings back only a generation that is lost or gone)")
+                .with("state", state);
+    }
+
     /** What a checkpoint restore registers: a committed generation as it was saved. */
     public record Restored(
             String model,
@@ -149,6 +183,7 @@ public class GenerationRestore {
                                     + " is "
                                     + result.item(1)
                                     + " or being collected; it cannot be restored now");
+            case "exists" -> throw exists(model, r.generation(), result.item(1));
             case "step-conflict" ->
                     throw GenerationProblems.TRAINER_STEP_CONFLICT
                             .exception(

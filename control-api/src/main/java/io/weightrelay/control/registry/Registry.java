@@ -95,21 +95,54 @@ public class Registry {
      */
     public SegmentOwner registerSegment(String segment, SegmentRegistration r, Role registeredBy) {
         Instant now = clock.instant();
-        scripts.run(
-                "register-segment",
-                List.of(keys.segment(segment), keys.segments()),
-                segment,
-                expiry(now, properties.segmentTtl()),
-                iso(now),
-                r.getNode(),
-                r.getEndpoint(),
-                String.valueOf(r.getSize()),
-                r.getAdminUrl() == null ? "" : r.getAdminUrl(),
-                registeredBy.configName(),
-                r.getRole() == null
-                        ? io.weightrelay.api.control.model.SegmentRole.TRAINER.getValue()
-                        : r.getRole().getValue());
+        Reply result =
+                scripts.run(
+                        "register-segment",
+                        List.of(keys.segment(segment), keys.segments()),
+                        segment,
+                        expiry(now, properties.segmentTtl()),
+                        iso(now),
+                        r.getNode(),
+                        r.getEndpoint(),
+                        String.valueOf(r.getSize()),
+                        r.getAdminUrl() == null ? "" : r.getAdminUrl(),
+                        registeredBy.configName(),
+                        r.getRole() == null
+                                ? io.weightrelay.api.control.model.SegmentRole.TRAINER.getValue()
+                                : r.getRole().getValue());
+        if (result.is("owned")) {
+            throw ownedByOwner(segment, registeredBy, "replace");
+        }
         return getSegment(segment);
+    }
+
+    /**
+     * Whether {@code segment} was registered with an owner credential: then only an owner (or an
+     * operator, to deregister) may change it.
+     */
+    public boolean registeredByOwner(String segment) {
+        return Role.OWNER
+                .configName()
+                .equals(
+                        guard.call(
+                                () ->
+                                        redis.opsForHash()
+                                                .get(keys.segment(segment), "registeredBy")));
+    }
+
+    /** 403: {@code role} may not {@code what} a registration an owner made. */
+    public static RuntimeException ownedByOwner(String segment, Role role, String what) {
+        return new io.weightrelay.service.problem.RelayException(
+                        io.weightrelay.service.problem.CommonProblems.FORBIDDEN,
+                        "role "
+                                + role.configName()
+                                + " may not "
+                                + what
+                                + " segment '"
+                                + segment
+                                + "': it was registered by its owner (with an owner token), whose"
+                                + " admin URL checkpoints call")
+                .with("segment", segment);
     }
 
     public SegmentOwner heartbeatSegment(String segment) {

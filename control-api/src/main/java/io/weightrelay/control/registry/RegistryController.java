@@ -57,6 +57,10 @@ record RegistryController(
 
     @Override
     public ResponseEntity<Void> deregisterSegment(String segment) {
+        Caller caller = Caller.current().orElseThrow();
+        if (caller.role() == Role.TRAINER && registry.registeredByOwner(segment)) {
+            throw Registry.ownedByOwner(segment, caller.role(), "deregister");
+        }
         registry.deregisterSegment(segment);
         return ResponseEntity.noContent().build();
     }

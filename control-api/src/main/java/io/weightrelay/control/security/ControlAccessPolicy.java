@@ -15,8 +15,9 @@ import org.springframework.stereotype.Component;
  * and generations, trainers read their generations, operators read everything); metrics tokens
  * scrape {@code /actuator/prometheus} only. Writes belong to the role whose process does them:
  * trainers (coordinators and publishers) publish; owners (publishers acting on their own segment)
- * register it with its admin URL (a trainer token may register a segment, but never an admin URL:
- * {@code RegistryController}) and report a generation lost when they re-created the segment that
+ * register it with its admin URL (a trainer token may register a segment, but never an admin URL,
+ * and never replaces or deregisters a registration an owner token made: {@code RegistryController},
+ * {@code register-segment.lua}) and report a generation lost when they re-created the segment that
  * held its objects (a trainer token may not: it would destroy a committed generation); loaders
  * register, lease, resolve plans, prepare and report; operators run maintenance (abort, GC,
  * checkpoints, losses) and may deregister anything; a publisher (trainer token) may collect its

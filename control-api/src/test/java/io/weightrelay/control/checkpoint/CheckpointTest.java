@@ -4,13 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
 import io.weightrelay.api.control.model.CheckpointManifest;
-import io.weightrelay.api.control.model.CheckpointObject;
 import io.weightrelay.api.control.model.CheckpointReport;
 import io.weightrelay.api.control.model.CheckpointRequest;
 import io.weightrelay.api.control.model.CheckpointStatus;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.OwnerCheckpoint;
+import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.RestoreRequest;
 import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.model.StoredFragment;
@@ -45,6 +45,7 @@ import org.springframework.data.redis.core.StringRedisTemplate;
 class CheckpointTest extends ControlApiTestSupport {
 
     @Autowired StringRedisTemplate redis;
+    @Autowired io.weightrelay.control.store.ObjectStore objectStore;
 
     /** A segment owner: a real segment plus a stub of the publisher's owner endpoints. */
     private final class Owner implements AutoCloseable {
@@ -58,6 +59,13 @@ class CheckpointTest extends ControlApiTestSupport {
         final double seconds;
         final java.net.http.HttpResponse<String> registration;
         volatile boolean failSaves;
+        volatile boolean failRestores;
+
+        /** When set, a save waits for it (after {@link #saveEntered}) before writing. */
+        volatile java.util.concurrent.CountDownLatch saveGate;
+
+        final java.util.concurrent.CountDownLatch saveEntered =
+                new java.util.concurrent.CountDownLatch(1);
         // The registry's segment TTL is 2 s here: keep alive as a publisher would.
         final java.util.concurrent.ScheduledExecutorService heartbeats =
                 java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
@@ -78,6 +86,15 @@ class CheckpointTest extends ControlApiTestSupport {
                             problem(exchange, 409, "object " + held.get(0).getKey() + " differs");
                             return;
                         }
+                        saveEntered.countDown();
+                        java.util.concurrent.CountDownLatch gate = saveGate;
+                        if (gate != null) {
+                            try {
+                                gate.await(30, java.util.concurrent.TimeUnit.SECONDS);
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                        }
                         // One file of the held objects' bytes, as the publisher writes it.
                         String file = store.segmentName() + ".bin";
                         List<OwnerCheckpointObject> saved = new ArrayList<>();
@@ -92,16 +109,32 @@ class CheckpointTest extends ControlApiTestSupport {
                                             .offset(offset));
                             offset += f.getBytes();
                         }
-                        Files.write(
-                                Path.of(request.getDirectory()).resolve(file),
-                                new byte[(int) offset]);
+                        try {
+                            Files.write(
+                                    Path.of(request.getDirectory()).resolve(file),
+                                    new byte[(int) offset]);
+                        } catch (IOException e) {
+                            // As the publisher answers a full disk: 503 checkpoint-io-failed.
+                            problem(exchange, 503, "cannot save into " + file + ": " + e);
+                            return;
+                        }
                         reply(exchange, result(held.size(), offset)._file(file).saved(saved));
                     });
             http.createContext(
                     "/api/v1/checkpoints/restore",
                     exchange -> {
                         OwnerCheckpointRequest request = received(exchange, restores);
+                        if (failRestores) {
+                            problem(exchange, 409, "saved object differs");
+                            return;
+                        }
                         long bytes = 0;
+                        // As the publisher's contract: a file is one plain name.
+                        if (request.getObjects().stream()
+                                .anyMatch(o -> o.getFile().contains("/"))) {
+                            problem(exchange, 400, "file must match ^[A-Za-z0-9._:-]{1,300}$");
+                            return;
+                        }
                         for (OwnerCheckpointObject o : request.getObjects()) {
                             assertThat(Path.of(request.getDirectory()).resolve(o.getFile()))
                                     .exists();
@@ -291,8 +324,7 @@ class CheckpointTest extends ControlApiTestSupport {
             assertThat(dir.resolve("COMPLETE")).exists();
             CheckpointManifest manifest =
                     json.readValue(
-                            Files.readAllBytes(dir.resolve("checkpoint.json")),
-                            CheckpointManifest.class);
+                            Files.readAllBytes(checkpointJson(dir)), CheckpointManifest.class);
             assertThat(manifest.getFormat()).isEqualTo("wr.checkpoint.v1");
             assertThat(manifest.getGeneration()).isEqualTo(g1);
             assertThat(manifest.getTrainerStep()).isEqualTo(1);
@@ -305,7 +337,17 @@ class CheckpointTest extends ControlApiTestSupport {
                                 assertThat(o.getChecksum()).isEqualTo("crc32c:0badf00d");
                                 assertThat(dir.resolve(o.getFile())).exists();
                             });
-            assertThat(manifest.getObjects().stream().map(CheckpointObject::getFile).distinct())
+            // Files are named relative to the directory, inside the save's own directory.
+            assertThat(
+                            manifest.getObjects().stream()
+                                    .map(o -> dir.resolve(o.getFile()))
+                                    .map(p -> p.getParent().getParent().equals(dir))
+                                    .distinct())
+                    .containsExactly(true);
+            assertThat(
+                            manifest.getObjects().stream()
+                                    .map(o -> Path.of(o.getFile()).getFileName().toString())
+                                    .distinct())
                     .containsExactlyInAnyOrder(
                             a.store.segmentName() + ".bin", b.store.segmentName() + ".bin");
 
@@ -342,7 +384,20 @@ class CheckpointTest extends ControlApiTestSupport {
             // The next publish continues after the restored id.
             long g2 = publish(model, 2);
             assertThat(g2).isEqualTo(g1 + 1);
-            // Restoring the older one again while a newer one is active leaves it retired.
+            // The older one is still stored: restoring it again is refused, nothing is called.
+            int restoreCalls = a.restores.get() + b.restores.get() + idle.restores.get();
+            java.net.http.HttpResponse<String> stored = restoreCall(model, dir);
+            assertThat(stored.statusCode()).as(stored.body()).isEqualTo(409);
+            assertThat(stored.body()).contains("/problems/generation-exists").contains("RETIRED");
+            assertThat(a.restores.get() + b.restores.get() + idle.restores.get())
+                    .isEqualTo(restoreCalls);
+            // Once lost, it is restored again, and left retired while a newer one is active.
+            String lost =
+                    "{\"segment\":\""
+                            + a.store.segmentName()
+                            + "\",\"objects\":1,\"reason\":\"owner restarted\"}";
+            assertThat(call("POST", generationPath(model, g1) + "/lost", OWNER, lost).statusCode())
+                    .isEqualTo(200);
             Generation again = ok(restoreCall(model, dir), Generation.class);
             assertThat(again.getState()).isEqualTo(GenerationState.RETIRED);
             assertThat(
@@ -370,8 +425,9 @@ class CheckpointTest extends ControlApiTestSupport {
             }
             save(model, g1, dir);
             assertThat(dir.resolve("COMPLETE")).exists();
-            // A second save into the same directory with one owner failing: the old marker is
-            // gone and no new one is written, so nothing restores from a mixed directory.
+            String first = Files.readString(dir.resolve("COMPLETE"));
+            // A second save into the same directory with one owner failing: it writes no marker
+            // and leaves the first checkpoint as it was (its marker, manifest and files).
             b.failSaves = true;
             java.net.http.HttpResponse<String> failed = saveCall(model, g1, dir);
             assertThat(failed.statusCode()).as(failed.body()).isEqualTo(409);
@@ -379,22 +435,32 @@ class CheckpointTest extends ControlApiTestSupport {
                     .contains("/problems/checkpoint-failed")
                     .contains(b.store.segmentName())
                     .contains(b.held.get(0).getKey());
-            assertThat(dir.resolve("COMPLETE")).doesNotExist();
-            assertThat(dir.resolve("checkpoint.json")).doesNotExist();
-            java.net.http.HttpResponse<String> restore = restoreCall(model, dir);
-            assertThat(restore.statusCode()).isEqualTo(409);
-            assertThat(restore.body()).contains("/problems/checkpoint-incomplete");
+            assertThat(Files.readString(dir.resolve("COMPLETE"))).isEqualTo(first);
+            assertThat(restorable(dir)).isTrue();
+            try (var entries = Files.list(dir)) {
+                assertThat(entries.toList()).as("the failed save's files are gone").hasSize(2);
+            }
             assertThat(
                             read(generationPath(model, g1) + "/checkpoints", CheckpointStatus.class)
                                     .getSaved())
-                    .isFalse();
+                    .as("the first checkpoint still stands")
+                    .isTrue();
+            // A directory without a marker is refused.
+            Path empty = Files.createDirectories(dir.resolveSibling(dir.getFileName() + "-empty"));
+            java.net.http.HttpResponse<String> restore = restoreCall(model, empty);
+            assertThat(restore.statusCode()).isEqualTo(409);
+            assertThat(restore.body()).contains("/problems/checkpoint-incomplete");
             // A manifest changed after the save is refused too.
             b.failSaves = false;
             save(model, g1, dir);
+            assertThat(Files.readString(dir.resolve("COMPLETE"))).isNotEqualTo(first);
+            try (var entries = Files.list(dir)) {
+                assertThat(entries.toList()).as("the replaced save is removed").hasSize(2);
+            }
+            Path manifest = checkpointJson(dir);
             Files.writeString(
-                    dir.resolve("checkpoint.json"),
-                    Files.readString(dir.resolve("checkpoint.json"))
-                            .replace("\"trainerStep\":1", "\"trainerStep\":7"));
+                    manifest,
+                    Files.readString(manifest).replace("\"trainerStep\":1", "\"trainerStep\":7"));
             java.net.http.HttpResponse<String> tampered = restoreCall(model, dir);
             assertThat(tampered.statusCode()).isEqualTo(409);
             assertThat(tampered.body()).contains("does not vouch");
@@ -456,6 +522,313 @@ class CheckpointTest extends ControlApiTestSupport {
             assertThat(rogue.saves.get() + legacy.saves.get()).isZero();
             assertThat(rogue.authorizations).isEmpty();
             assertThat(legacy.authorizations).isEmpty();
+        }
+    }
+
+    /** Whether every object of {@code fragments} is in the store. */
+    private static boolean allStored(Owner owner, List<StoredFragment> fragments) {
+        return fragments.stream().allMatch(f -> owner.store.exists(f.getKey()));
+    }
+
+    /** Deregisters every segment owner but {@code kept} (as an operator). */
+    private void onlyOwners(Owner... kept) {
+        List<String> names = new ArrayList<>();
+        for (Owner o : kept) {
+            names.add(o.store.segmentName());
+        }
+        for (io.weightrelay.api.control.model.SegmentOwner s :
+                ok(
+                        get("/api/v1/segments", OPERATOR),
+                        io.weightrelay.api.control.model.SegmentOwner[].class)) {
+            if (!names.contains(s.getSegment())) {
+                call("DELETE", "/api/v1/segments/" + s.getSegment(), OPERATOR, null);
+            }
+        }
+    }
+
+    /**
+     * Publishes g1 of {@code model}, held half by {@code a} and half by {@code b}, and saves it.
+     */
+    private List<StoredFragment> publishHeldAndSaved(
+            String model, long g1, Owner a, Owner b, Path dir) {
+        List<StoredFragment> fragments = fragments(model, g1);
+        for (int i = 0; i < fragments.size(); i++) {
+            (i % 2 == 0 ? a : b).hold(fragments.get(i));
+        }
+        save(model, g1, dir);
+        return fragments;
+    }
+
+    @Test
+    void aRestoreOfAGenerationThatIsStillStoredIsRefusedAndRemovesNothing(@TempDir Path dir)
+            throws Exception {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        try (Owner a = new Owner(0.1);
+                Owner b = new Owner(0.1)) {
+            List<StoredFragment> fragments = publishHeldAndSaved(model, g1, a, b, dir);
+            // Both owners leave the registry (no owner alive with an admin URL): the generation's
+            // objects are still stored and it is still active.
+            a.heartbeats.shutdownNow();
+            b.heartbeats.shutdownNow();
+            assertThat(
+                            call(
+                                            "DELETE",
+                                            "/api/v1/segments/" + a.store.segmentName(),
+                                            OPERATOR,
+                                            null)
+                                    .statusCode())
+                    .isEqualTo(204);
+            assertThat(
+                            call(
+                                            "DELETE",
+                                            "/api/v1/segments/" + b.store.segmentName(),
+                                            OPERATOR,
+                                            null)
+                                    .statusCode())
+                    .isEqualTo(204);
+
+            java.net.http.HttpResponse<String> restore = restoreCall(model, dir);
+            assertThat(restore.statusCode()).as(restore.body()).isEqualTo(409);
+            assertThat(restore.body())
+                    .contains("https://weightrelay.io/problems/generation-exists")
+                    .contains("ACTIVE");
+            assertThat(allStored(a, fragments))
+                    .as("a refused restore removes no object of the live generation")
+                    .isTrue();
+            assertThat(read(generationPath(model, g1), Generation.class).getState())
+                    .isEqualTo(GenerationState.ACTIVE);
+            assertThat(a.restores.get() + b.restores.get()).isZero();
+        }
+    }
+
+    @Test
+    void aFailedRestoreOfALostGenerationRemovesOnlyWhatItStored(@TempDir Path dir)
+            throws Exception {
+        String model = newModel();
+        try (Owner a = new Owner(0.1);
+                Owner b = new Owner(0.1)) {
+            // registered where publishHeldAndSaved stores them, so that b's owner may report the
+            // loss of its own objects
+            long g1 = open(model, 1).getGeneration().getGeneration();
+            List<RegisteredObject> objects = new ArrayList<>();
+            List<StoredFragment> all = fragments(model, g1);
+            for (int i = 0; i < all.size(); i++) {
+                String segment = (i % 2 == 0 ? a : b).store.segmentName();
+                objects.add(
+                        object(all.get(i).getKey(), all.get(i).getBytes())
+                                .segments(List.of(segment)));
+            }
+            assertThat(register(model, g1, objects).statusCode()).isEqualTo(200);
+            assertThat(commit(model, g1).statusCode()).isEqualTo(200);
+            List<StoredFragment> fragments = publishHeldAndSaved(model, g1, a, b, dir);
+            List<StoredFragment> keptByA = new ArrayList<>();
+            for (int i = 0; i < fragments.size(); i += 2) {
+                keptByA.add(fragments.get(i));
+            }
+            // b's owner restarted: its objects are gone and the generation is lost; a still
+            // holds its half.
+            List<String> goneWithB = new ArrayList<>();
+            for (int i = 1; i < fragments.size(); i += 2) {
+                goneWithB.add(fragments.get(i).getKey());
+            }
+            assertThat(objectStore.remove(goneWithB)).isEqualTo(goneWithB.size());
+            String lost =
+                    "{\"segment\":\""
+                            + b.store.segmentName()
+                            + "\",\"objects\":1,\"reason\":\"owner restarted\"}";
+            assertThat(call("POST", generationPath(model, g1) + "/lost", OWNER, lost).statusCode())
+                    .isEqualTo(200);
+            // b refuses to restore (a 4xx for one file): the restore fails. Only a and b are
+            // live owners (those of earlier tests are deregistered), so a stores some of b's.
+            onlyOwners(a, b);
+            b.failRestores = true;
+            java.net.http.HttpResponse<String> restore = restoreCall(model, dir);
+            assertThat(restore.statusCode()).as(restore.body()).isEqualTo(409);
+            assertThat(restore.body()).contains("/problems/restore-failed");
+            assertThat(allStored(a, keptByA))
+                    .as("the replicas the restore never wrote are still stored")
+                    .isTrue();
+            assertThat(a.restored).as("a re-stored some of b's objects").isNotEmpty();
+            assertThat(goneWithB).containsAll(a.restored);
+            for (String key : goneWithB) {
+                assertThat(a.store.exists(key)).as("re-stored then removed: " + key).isFalse();
+            }
+            assertThat(read(generationPath(model, g1), Generation.class).getState())
+                    .isEqualTo(GenerationState.LOST);
+        }
+    }
+
+    @Test
+    void aTrainerTokenCannotReplaceOrRemoveAnOwnersRegistration() throws Exception {
+        try (Owner a = new Owner(0.1)) {
+            String segment = a.store.segmentName();
+            java.net.http.HttpResponse<String> replaced =
+                    putSegment(
+                            segment, TRAINER, new SegmentRegistration("t9", "127.0.0.1:2", 1024L));
+            assertThat(replaced.statusCode()).as(replaced.body()).isEqualTo(403);
+            assertThat(replaced.body())
+                    .contains("https://weightrelay.io/problems/forbidden")
+                    .contains(segment)
+                    .contains("registered by its owner");
+            java.net.http.HttpResponse<String> removed =
+                    call("DELETE", "/api/v1/segments/" + segment, TRAINER, null);
+            assertThat(removed.statusCode()).as(removed.body()).isEqualTo(403);
+            io.weightrelay.api.control.model.SegmentOwner kept =
+                    read(
+                            "/api/v1/segments/" + segment,
+                            io.weightrelay.api.control.model.SegmentOwner.class);
+            assertThat(kept.getAdminUrl()).isEqualTo(a.adminUrl());
+            assertThat(kept.getNode()).isEqualTo("t0");
+            // The owner itself may still re-register.
+            ok(
+                    putSegment(
+                            segment,
+                            OWNER,
+                            new SegmentRegistration("t0", "127.0.0.1:1", 4L << 20)
+                                    .adminUrl(a.adminUrl())),
+                    io.weightrelay.api.control.model.SegmentOwner.class);
+        }
+    }
+
+    @Test
+    void aSaveHoldsALeaseSoCollectionWaitsForIt(@TempDir Path dir) throws Exception {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        try (Owner a = new Owner(0.1);
+                Owner b = new Owner(0.1)) {
+            List<StoredFragment> fragments = fragments(model, g1);
+            for (int i = 0; i < fragments.size(); i++) {
+                (i % 2 == 0 ? a : b).hold(fragments.get(i));
+            }
+            java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
+            a.saveGate = gate;
+            var saving =
+                    java.util.concurrent.CompletableFuture.supplyAsync(
+                            () -> saveCall(model, g1, dir));
+            try {
+                assertThat(a.saveEntered.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+                // g1 retires while its owners write it; a collection now must keep it.
+                publish(model, 2);
+                io.weightrelay.api.control.model.GcReport gc =
+                        ok(
+                                call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null),
+                                io.weightrelay.api.control.model.GcReport.class);
+                assertThat(gc.getCollected()).as("collected mid-save").doesNotContain(g1);
+                assertThat(allStored(a, fragments)).isTrue();
+            } finally {
+                gate.countDown();
+            }
+            java.net.http.HttpResponse<String> saved =
+                    saving.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            assertThat(saved.statusCode()).as(saved.body()).isEqualTo(200);
+            // The save's lease ends with it: the next collection takes the retired generation.
+            io.weightrelay.api.control.model.GcReport after =
+                    ok(
+                            call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null),
+                            io.weightrelay.api.control.model.GcReport.class);
+            assertThat(after.getCollected()).contains(g1);
+        }
+    }
+
+    @Test
+    void aSaveThatRunsOutOfDiskLeavesThePreviousCheckpointIntact() throws Exception {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        try (Owner a = new Owner(0.1);
+                Owner b = new Owner(0.1);
+                TinyFilesystem disk = TinyFilesystem.mount(48 * 1024)) {
+            Path dir = disk.path().resolve("ckpt");
+            List<StoredFragment> fragments = publishHeldAndSaved(model, g1, a, b, dir);
+            assertThat(restorable(dir)).isTrue();
+            // The next generation is larger than the disk has room for: its save into the same
+            // directory runs out of space.
+            long g2 =
+                    ok(
+                                    requestOpen(
+                                            model,
+                                            2,
+                                            manifestOf(model, tensor("embed.weight", 256, 128))),
+                                    io.weightrelay.api.control.model.OpenedGeneration.class)
+                            .getGeneration()
+                            .getGeneration();
+            registerAll(model, g2);
+            assertThat(commit(model, g2).statusCode()).isEqualTo(200);
+            fragments(model, g2).forEach(a::hold);
+            java.net.http.HttpResponse<String> next = saveCall(model, g2, dir);
+            assertThat(next.statusCode()).as(next.body()).isEqualTo(409);
+            assertThat(next.body())
+                    .contains("/problems/checkpoint-failed")
+                    .contains("No space left on device");
+            // The first checkpoint is whole: restore it into a Redis that forgot everything.
+            assertThat(restorable(dir)).as("the previous checkpoint survives").isTrue();
+            forget(model);
+            Generation restored = ok(restoreCall(model, dir), Generation.class);
+            assertThat(restored.getGeneration()).isEqualTo(g1);
+            assertThat(allStored(a, fragments)).isTrue();
+            // Nothing of the failed save is left behind.
+            try (var entries = Files.list(dir)) {
+                assertThat(entries.map(p -> p.getFileName().toString()).toList())
+                        .hasSize(2)
+                        .contains("COMPLETE");
+            }
+        }
+    }
+
+    /** Whether {@code dir} holds a checkpoint whose marker vouches for its manifest. */
+    private static boolean restorable(Path dir) throws IOException {
+        return Files.exists(dir.resolve("COMPLETE")) && Files.exists(checkpointJson(dir));
+    }
+
+    /** The manifest the completion marker of {@code dir} names. */
+    static Path checkpointJson(Path dir) throws IOException {
+        String marker = Files.readString(dir.resolve("COMPLETE")).trim();
+        int at = marker.indexOf(" save:");
+        return at < 0
+                ? dir.resolve("checkpoint.json")
+                : dir.resolve(marker.substring(at + 6)).resolve("checkpoint.json");
+    }
+
+    @Test
+    void checkpointDirectoriesStayInsideTheConfiguredRoot(@TempDir Path dir) throws Exception {
+        String model = newModel();
+        long g1 = publish(model, 1);
+        Path root = Path.of(System.getProperty("java.io.tmpdir")).toAbsolutePath();
+        Path outside = root.getParent().resolve("outside-" + java.util.UUID.randomUUID());
+        Path link = dir.resolve("link");
+        Files.createDirectories(dir.resolve("real"));
+        Files.createSymbolicLink(link, dir.resolve("real"));
+        try (Owner a = new Owner(0.1)) {
+            fragments(model, g1).forEach(a::hold);
+            for (String refused :
+                    List.of(
+                            outside.toString(),
+                            dir + "/../../" + outside.getFileName(),
+                            dir + "/sub/../x",
+                            link.toString(),
+                            link + "/inner")) {
+                java.net.http.HttpResponse<String> save =
+                        call(
+                                "POST",
+                                "/api/v1/models/" + model + "/generations/" + g1 + "/checkpoints",
+                                OPERATOR,
+                                new CheckpointRequest(refused));
+                assertThat(save.statusCode()).as(refused + ": " + save.body()).isEqualTo(400);
+                assertThat(save.body())
+                        .contains("https://weightrelay.io/problems/checkpoint-directory-refused")
+                        .contains(refused);
+                java.net.http.HttpResponse<String> restore =
+                        call(
+                                "POST",
+                                "/api/v1/models/" + model + "/checkpoints/restore",
+                                OPERATOR,
+                                new RestoreRequest(refused));
+                assertThat(restore.statusCode()).as(refused).isEqualTo(400);
+                assertThat(restore.body()).contains("checkpoint-directory-refused");
+            }
+            assertThat(outside).doesNotExist();
+            assertThat(dir.resolve("real")).isEmptyDirectory();
+            assertThat(a.saves.get()).isZero();
         }
     }
 }

@@ -51,6 +51,8 @@ public final class CheckpointBench {
                         ? Files.createDirectories(Path.of(args.get("dir", null)).toAbsolutePath())
                         : Files.createTempDirectory("wr-bench-checkpoint");
         Path dir = base.resolve("checkpoint");
+        // control-api confines checkpoints to a root: this bench's own directory.
+        System.setProperty("wr.lab.checkpoint-root", base.toString());
         LabCluster.Spec spec =
                 new LabCluster.Spec(
                         args.get("model", "qwen2.5-0.5b"),

@@ -714,6 +714,19 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     /**
+     * Where the lab's control-api lets checkpoints live ({@code relay.checkpoints.root}): the
+     * system property {@code wr.lab.checkpoint-root}, else this JVM's temporary directory (a test's
+     * {@code @TempDir} is inside it).
+     */
+    public static Path checkpointRoot() {
+        return Path.of(
+                        System.getProperty(
+                                "wr.lab.checkpoint-root", System.getProperty("java.io.tmpdir")))
+                .toAbsolutePath()
+                .normalize();
+    }
+
+    /**
      * Saves a checkpoint of {@code generation} into {@code directory} through control-api (operator
      * token), which calls each publisher holding its objects with the owner credential at the admin
      * URL the publisher registered with its own owner token.
@@ -916,6 +929,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
                                     "--relay.dataplane.secret-file=" + secretFile,
                                     "--relay.generations.scheduled-gc=false",
                                     "--relay.updates.verify-checksums=" + checksums,
+                                    "--relay.checkpoints.root=" + checkpointRoot(),
                                     controlSecrets)));
         }
         control = controls.get(0);

@@ -327,6 +327,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
                         "--spring.data.redis.port=" + REDIS_PORT,
                         "--relay.redis.key-prefix=wr:lab:" + run + ":",
                         "--relay.generations.scheduled-gc=false",
+                        "--relay.checkpoints.root=" + LabCluster.checkpointRoot(),
                         secrets.springArg(
                                 "control-api",
                                 secrets.controlApi(

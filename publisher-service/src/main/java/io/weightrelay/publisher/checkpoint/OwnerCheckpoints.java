@@ -16,6 +16,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -27,14 +28,14 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.atomic.AtomicReference;
+import java.util.zip.CRC32C;
 
 /**
  * Saves the objects of a generation held by this segment into one file, {@code
- * <directory>/<segment>.bin}, streamed straight from the segment and fsynced, and answers where
- * each object starts in it; restores the objects control-api assigns it from such files into its
- * own segment. What makes a checkpoint usable (its manifest, the completion marker) is
- * control-api's part. Thread safe (stateless).
+ * <directory>/<segment>.bin}, reading the segment once (what is checksummed is what is written) and
+ * fsynced, and answers where each object starts in it; restores the objects control-api assigns it
+ * from such files into its own segment. What makes a checkpoint usable (its manifest, the
+ * completion marker) is control-api's part. Thread safe (stateless).
  */
 public final class OwnerCheckpoints {
 
@@ -105,27 +106,9 @@ public final class OwnerCheckpoints {
                             file,
                             StandardOpenOption.CREATE,
                             StandardOpenOption.TRUNCATE_EXISTING,
-                            StandardOpenOption.WRITE)) {
-                // The checksums are checked on one thread while the bytes are written on this
-                // one, and the disk flushes what is written as it goes: checking, copying into
-                // the page cache and the device's writing overlap instead of following each other.
-                AtomicReference<RuntimeException> refused = new AtomicReference<>();
-                Future<?> checked = helpers.submit(() -> verify(held, refused));
-                Flusher flusher = new Flusher(out, helpers);
-                for (Held h : held) {
-                    if (refused.get() != null) {
-                        break;
-                    }
-                    ByteBuffer view = h.bytes().duplicate();
-                    while (view.hasRemaining()) {
-                        flusher.written(out.write(view));
-                    }
-                }
-                await(checked);
-                if (refused.get() != null) {
-                    throw refused.get();
-                }
-                flusher.finish();
+                            StandardOpenOption.WRITE,
+                            LinkOption.NOFOLLOW_LINKS)) {
+                copyCheckAndWrite(held, out, helpers);
                 out.force(true);
             }
             syncDirectory(directory);
@@ -172,6 +155,16 @@ public final class OwnerCheckpoints {
             if (!o.getKey().startsWith(prefix)) {
                 throw io.weightrelay.service.problem.CommonProblems.INVALID_REQUEST.exception(
                         "object " + o.getKey() + " is not of generation " + prefix);
+            }
+            if (!insideDirectory(o.getFile())) {
+                throw CommonProblems.INVALID_REQUEST
+                        .exception(
+                                "object "
+                                        + o.getKey()
+                                        + " names file '"
+                                        + o.getFile()
+                                        + "', not a file inside the checkpoint directory")
+                        .with("object", o.getKey());
             }
             if (owner.exists(o.getKey())) {
                 continue;
@@ -252,23 +245,64 @@ public final class OwnerCheckpoints {
     /** An object this segment holds, its bytes in the segment and the checksum published. */
     private record Held(String key, ByteBuffer bytes, int published) {}
 
-    /** Checks every object's bytes against its published checksum; the first mismatch stops. */
-    private void verify(List<Held> held, AtomicReference<RuntimeException> refused) {
-        for (Held h : held) {
-            int crc = Checksums.crc32c(h.bytes());
-            if (crc != h.published()) {
-                refused.set(
-                        CheckpointProblems.refused(
-                                h.key(),
-                                "its bytes in segment "
-                                        + owner.segmentName()
-                                        + " have "
-                                        + Checksums.format(crc)
-                                        + ", published "
-                                        + Checksums.format(h.published())));
-                return;
+    /** Bytes of the segment copied, checked and written at once. */
+    static final int CHUNK_BYTES = 4 << 20;
+
+    /**
+     * Reads every held object's bytes from the segment exactly once, chunk by chunk into a private
+     * buffer; the checksum is taken over that copy and the file gets that copy, so what is written
+     * is exactly what was checked, whatever happens to the segment meanwhile. One chunk is written
+     * (on a helper) while the next is copied and checked; the disk flushes what is written as it
+     * goes ({@link Flusher}). The first object whose copy does not match its published checksum
+     * stops the save.
+     */
+    private void copyCheckAndWrite(List<Held> held, FileChannel out, ExecutorService helpers)
+            throws IOException {
+        ByteBuffer[] buffers = {
+            ByteBuffer.allocateDirect(CHUNK_BYTES), ByteBuffer.allocateDirect(CHUNK_BYTES)
+        };
+        Flusher flusher = new Flusher(out, helpers);
+        Future<?> writing = CompletableFuture.completedFuture(null);
+        int next = 0;
+        try {
+            for (Held h : held) {
+                CRC32C crc = new CRC32C();
+                ByteBuffer source = h.bytes().duplicate();
+                while (source.hasRemaining()) {
+                    // The buffer not being written: the one before it was awaited below.
+                    ByteBuffer chunk = buffers[next++ % 2];
+                    chunk.clear();
+                    int n = Math.min(chunk.capacity(), source.remaining());
+                    chunk.put(source.slice(source.position(), n));
+                    source.position(source.position() + n);
+                    chunk.flip();
+                    crc.update(chunk.duplicate());
+                    await(writing);
+                    writing =
+                            helpers.submit(
+                                    () -> {
+                                        while (chunk.hasRemaining()) {
+                                            flusher.written(out.write(chunk));
+                                        }
+                                        return null;
+                                    });
+                }
+                int copied = (int) crc.getValue();
+                if (copied != h.published()) {
+                    throw CheckpointProblems.refused(
+                            h.key(),
+                            "its bytes in segment "
+                                    + owner.segmentName()
+                                    + " have "
+                                    + Checksums.format(copied)
+                                    + ", published "
+                                    + Checksums.format(h.published()));
+                }
             }
+        } finally {
+            await(writing);
         }
+        flusher.finish();
     }
 
     /**
@@ -359,7 +393,26 @@ public final class OwnerCheckpoints {
             throw CommonProblems.INVALID_REQUEST.exception(
                     "checkpoint directory '" + directory + "' is not absolute");
         }
+        for (Path element : directory) {
+            if (element.toString().equals("..") || element.toString().equals(".")) {
+                throw CommonProblems.INVALID_REQUEST.exception(
+                        "checkpoint directory '" + directory + "' names '" + element + "'");
+            }
+        }
         return directory;
+    }
+
+    /** A relative file name with no empty, {@code .} or {@code ..} element. */
+    static boolean insideDirectory(String file) {
+        if (file == null || file.isEmpty() || file.startsWith("/")) {
+            return false;
+        }
+        for (String element : file.split("/", -1)) {
+            if (element.isEmpty() || element.equals(".") || element.equals("..")) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Makes the new file's directory entry durable too. */
