@@ -56,7 +56,11 @@ public final class Publisher implements AutoCloseable {
         this.store = new BatchStore(staging, owner, properties.storeThreads());
         this.registration =
                 new BatchRegistration(control, owner.node(), properties.registerChunk());
-        this.retired = new RetiredGenerations(control, System::nanoTime);
+        this.retired =
+                new RetiredGenerations(
+                        control,
+                        System::nanoTime,
+                        nanos -> Thread.sleep(nanos / 1_000_000, (int) (nanos % 1_000_000)));
     }
 
     /** A pool of daemon threads named {@code name1}, {@code name2}, ... */
