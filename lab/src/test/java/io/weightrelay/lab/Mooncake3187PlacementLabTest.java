@@ -126,6 +126,65 @@ class Mooncake3187PlacementLabTest {
                 placed,
                 update.storeBytesRead(),
                 lab.manifest().totalBytes());
+        exportedAsTheReal3187Manifest(lab, generation);
+    }
+
+    /**
+     * The lab's generation, read twice as Mooncake's #3187 {@code WeightManifest}: the same bytes
+     * both times, the ETag their SHA-256, and the real {@code WeightManifest.from_json} (the pinned
+     * wheel in the test venv) accepts them, writes them back byte for byte and computes the same
+     * digest.
+     */
+    private static void exportedAsTheReal3187Manifest(LabCluster lab, long generation)
+            throws Exception {
+        java.net.URI uri =
+                java.net.URI.create(
+                        lab.controlUrl()
+                                + "/api/v1/models/"
+                                + lab.spec().model()
+                                + "/generations/"
+                                + generation
+                                + "/manifest/mooncake-3187");
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        List<java.net.http.HttpResponse<String>> exports = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            exports.add(
+                    http.send(
+                            java.net.http.HttpRequest.newBuilder(uri)
+                                    .header("Authorization", "Bearer " + lab.operatorToken())
+                                    .GET()
+                                    .build(),
+                            java.net.http.HttpResponse.BodyHandlers.ofString()));
+        }
+        String body = exports.get(0).body();
+        assertThat(exports.get(0).statusCode()).as(body).isEqualTo(200);
+        assertThat(exports.get(1).body()).as("a second export").isEqualTo(body);
+        String digest =
+                io.weightrelay.reshard.codec.Digests.sha256Hex(
+                        body.getBytes(StandardCharsets.UTF_8));
+        assertThat(exports.get(0).headers().firstValue("ETag")).contains("\"" + digest + "\"");
+        Path dir = Files.createDirectories(Path.of("target", "mooncake-3187"));
+        Path file = dir.resolve(lab.spec().model() + "-" + generation + ".json");
+        Files.writeString(file, body, StandardCharsets.UTF_8);
+        String venv = System.getenv().getOrDefault("WEIGHT_RELAY_VENV", "/opt/weight-relay/venv");
+        Process process =
+                new ProcessBuilder(
+                                Path.of(venv, "bin", "python").toString(),
+                                Path.of("..", "reshard", "src", "test", "python")
+                                        .resolve("check_weight_manifest.py")
+                                        .toString(),
+                                file.toString())
+                        .redirectErrorStream(true)
+                        .start();
+        String said = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(process.waitFor())
+                .as("the real WeightManifest.from_json in %s: %s", venv, said)
+                .isZero();
+        assertThat(said.strip()).isEqualTo(file + " " + digest + " canonical");
+        System.out.printf(
+                "%s: generation %d exported as #3187 (%d bytes, digest %s), accepted by the real"
+                        + " from_json%n",
+                lab.spec().model(), generation, body.length(), digest);
     }
 
     /**
