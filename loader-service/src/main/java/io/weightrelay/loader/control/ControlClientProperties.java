@@ -7,8 +7,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
 /**
  * How the loader's calls to control-api ({@code relay.loader.control-url}) wait: {@code
  * relay.loader.control-client.*}. Retries are the Resilience4j retry {@code control-api} ({@code
- * application.yaml}: one attempt, so a failed call fails its step and the update's own handling
- * decides).
+ * application.yaml}: what got no answer, a 503 or a 429 is sent again with backoff for up to about
+ * 48 s, so an update waits out a control-api restart).
  *
  * @param connectTimeout connecting to one control-api instance (default {@code 5s}); with several
  *     instances the next is tried after it

@@ -47,6 +47,7 @@ import org.springframework.http.HttpHeaders;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.stereotype.Component;
+import org.springframework.web.client.ResourceAccessException;
 import org.springframework.web.client.RestClientException;
 import org.springframework.web.client.RestClientResponseException;
 import tools.jackson.databind.JsonNode;
@@ -105,9 +106,21 @@ public class RestControlPlane implements ControlPlane {
         return settings.advertisedUrl(advertiseUrl, environment, 8082);
     }
 
+    /**
+     * Runs {@code body} with the {@code control-api} retry; an answer without a body is a call that
+     * got no answer (a control-api killed mid-call), retried as one and named when the retries run
+     * out, never a null handed on.
+     */
     private <T> T call(String what, Supplier<T> body) {
         try {
-            return calls.call(body);
+            return calls.call(
+                    () -> {
+                        T answer = body.get();
+                        if (answer == null) {
+                            throw new ResourceAccessException("control-api sent no answer");
+                        }
+                        return answer;
+                    });
         } catch (RestClientResponseException e) {
             RemoteProblem problem = RemoteProblem.of(e);
             throw new ControlPlaneException(
@@ -130,7 +143,7 @@ public class RestControlPlane implements ControlPlane {
                 what,
                 () -> {
                     body.run();
-                    return null;
+                    return Boolean.TRUE;
                 });
     }
 
