@@ -10,6 +10,8 @@ import io.weightrelay.lab.faults.SharedLab;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
@@ -22,7 +24,8 @@ import org.springframework.util.FileSystemUtils;
  * The cases of {@code ./relay faults} on the {@code tiny} model, one test per case in the suite's
  * order (the cases share one lab while a fault leaves it usable): real services, real processes
  * killed by signal, every invariant checked by the case itself, and every case that claims to
- * inject mid-update proven to have done so.
+ * inject mid-update proven to have done so. {@code -Drelay.faults.only=<name>,...} runs only the
+ * named cases.
  */
 class FaultSuiteTest {
 
@@ -46,6 +49,11 @@ class FaultSuiteTest {
     @TestFactory
     Stream<DynamicTest> everyCasePasses() {
         List<FaultCase> cases = FaultSuite.cases();
+        // -Drelay.faults.only=a,b runs the named cases alone (an unknown name fails, listing all)
+        String only = System.getProperty("relay.faults.only", "").strip();
+        if (!only.isEmpty()) {
+            cases = FaultSuite.only(cases, new LinkedHashSet<>(Arrays.asList(only.split(","))));
+        }
         assertThat(cases).isNotEmpty();
         return cases.stream()
                 .map(

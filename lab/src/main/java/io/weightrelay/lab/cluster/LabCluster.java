@@ -252,6 +252,13 @@ public final class LabCluster implements StartedOrClosed.Lab {
     private final List<ServiceProcess> controls = new ArrayList<>();
 
     private int controlApis = 1;
+
+    /** What every control-api instance is started with (a restart reuses them). */
+    private List<String> controlArgs = List.of();
+
+    /** control-api restarts so far, to name each one's log. */
+    private int restarts;
+
     private final Map<String, ServiceProcess> publishers = new LinkedHashMap<>();
     private final Map<String, List<String>> publisherArgs = new LinkedHashMap<>();
     private TrainerSession trainer;
@@ -415,6 +422,31 @@ public final class LabCluster implements StartedOrClosed.Lab {
         ServiceProcess victim = controls.get(index);
         victim.kill();
         children.remove(victim);
+    }
+
+    /**
+     * Starts control-api instance {@code index}, which {@link #killControlApi(int)} killed, again
+     * on the same port with the same settings (its clients were given that URL and are told
+     * nothing), and returns once it answers its health check. Its log is {@code
+     * control-api-restarted-<n>.log}.
+     */
+    public void startControlApiAgain(int index) throws InterruptedException {
+        ServiceProcess dead = controls.get(index);
+        ServiceProcess fresh =
+                ServiceProcess.restart(
+                        dead,
+                        "control-api-restarted-" + restarts++,
+                        ServiceProcess.findJar(spec.site().root(), "control-api"),
+                        "512m",
+                        List.of(),
+                        controlArgs,
+                        logs);
+        children.add(fresh);
+        controls.set(index, fresh);
+        if (index == 0) {
+            control = fresh;
+        }
+        awaitHealthy(List.of(fresh));
     }
 
     /** control-api's Redis key prefix in this lab (sessions, generations, the registry). */
@@ -916,21 +948,23 @@ public final class LabCluster implements StartedOrClosed.Lab {
         // A restart from scratch starts them all again: only the new ones are the lab's.
         controls.clear();
         for (int i = 0; i < controlApis; i++) {
+            controlArgs =
+                    List.of(
+                            "--spring.data.redis.host=" + spec.site().redisHost(),
+                            "--spring.data.redis.port=" + spec.site().redisPort(),
+                            "--relay.redis.key-prefix=wr:lab:" + run + ":",
+                            "--relay.dataplane.key-prefix=" + dpPrefix,
+                            "--relay.dataplane.secret-file=" + secretFile,
+                            "--relay.generations.scheduled-gc=false",
+                            "--relay.updates.verify-checksums=" + checksums,
+                            "--relay.checkpoints.root=" + checkpointRoot(),
+                            controlSecrets);
             controls.add(
                     startService(
                             i == 0 ? "control-api" : "control-api-" + i,
                             "control-api",
                             "512m",
-                            List.of(
-                                    "--spring.data.redis.host=" + spec.site().redisHost(),
-                                    "--spring.data.redis.port=" + spec.site().redisPort(),
-                                    "--relay.redis.key-prefix=wr:lab:" + run + ":",
-                                    "--relay.dataplane.key-prefix=" + dpPrefix,
-                                    "--relay.dataplane.secret-file=" + secretFile,
-                                    "--relay.generations.scheduled-gc=false",
-                                    "--relay.updates.verify-checksums=" + checksums,
-                                    "--relay.checkpoints.root=" + checkpointRoot(),
-                                    controlSecrets)));
+                            controlArgs));
         }
         control = controls.get(0);
         if (storageUnits) {

@@ -45,7 +45,10 @@ public final class FaultSuite {
                 new RedisRestartCase(),
                 new RedisDataLostCase(),
                 new ControlApiKilledCase(),
+                // its lab has one control-api: after the case above, which discards its lab
+                new ControlApiRestartedCase(),
                 new DataLinkCutCase(),
+                new LoadersPartitionedCase(),
                 // after every case of the compat pair that needs older generations kept
                 LabCase.reloadingActive("loader-died-for-good", LoaderDiedForGoodCase::inject),
                 // last: its lab replaces the compat pair the cases above share

@@ -25,7 +25,12 @@ abstract class MidUpdateCase implements FaultCase {
 
     @Override
     public FaultResult run(FaultContext context) throws Exception {
-        return SharedLab.prove(context, this::prove);
+        return SharedLab.prove(context, shape(), this::prove);
+    }
+
+    /** The shared lab the case injects its fault into. */
+    SharedLab.Shape shape() {
+        return SharedLab.Shape.COMPAT_PAIR;
     }
 
     /** Injects the fault during an update of {@code b}'s lab and proves the outcome. */

@@ -34,7 +34,13 @@ public final class SharedLab {
          * Four instances, tp 1, parameter-direct, two on each rollout node label: a read's writes
          * to the other node cross it once, into one delegate, which relays them to its neighbour.
          */
-        DIRECT_RELAYS(4, Mode.DIRECT, 1);
+        DIRECT_RELAYS(4, Mode.DIRECT, 1),
+
+        /**
+         * As {@link #COMPAT_PAIR} with a single control-api: every client has that one URL and
+         * nowhere to fail over to while it is down (the control-api restart case).
+         */
+        COMPAT_ONE_CONTROL_API(2, Mode.COMPAT, 1);
 
         private final int instances;
         private final Mode mode;
@@ -134,8 +140,13 @@ public final class SharedLab {
      * state nobody proved usable, so its logs are dumped and it is discarded.
      */
     static FaultResult prove(FaultContext context, Proof proof) throws Exception {
+        return prove(context, Shape.COMPAT_PAIR, proof);
+    }
+
+    /** As {@link #prove(FaultContext, Proof)}, on the context's lab of {@code shape}. */
+    static FaultResult prove(FaultContext context, Shape shape, Proof proof) throws Exception {
         long started = System.nanoTime();
-        Borrowed b = borrow(context);
+        Borrowed b = borrow(context, shape);
         try {
             FaultResult result = proof.prove(b, started);
             if (!result.passed()) {

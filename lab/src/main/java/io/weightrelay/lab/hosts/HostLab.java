@@ -540,6 +540,66 @@ public final class HostLab implements AutoCloseable {
     }
 
     /**
+     * Cuts the data-plane path between hosts {@code a} and {@code b} only, both ways: each gets a
+     * blackhole route to the other's data-plane address, so what either sends the other is dropped
+     * (an established connection hears nothing; a new one is refused at once), while both still
+     * reach every other host and the control network. No firewall and no {@code tc} action module
+     * is needed; the routes go with the namespaces, or with {@link #healDataLink(String, String)}.
+     */
+    public void partitionDataLink(String a, String b) {
+        Host ha = host(a);
+        Host hb = host(b);
+        ip("-n", ha.namespace(), "route", "add", "blackhole", hb.dataAddress() + "/32");
+        try {
+            ip("-n", hb.namespace(), "route", "add", "blackhole", ha.dataAddress() + "/32");
+        } catch (HostLabException e) {
+            healDataLink(a, b);
+            throw e;
+        }
+    }
+
+    /**
+     * Removes what {@link #partitionDataLink(String, String)} added between {@code a} and {@code
+     * b}; a route already gone is no error. Returns the routes it removed.
+     */
+    public int healDataLink(String a, String b) {
+        Host ha = host(a);
+        Host hb = host(b);
+        int removed = 0;
+        for (Host[] pair : new Host[][] {{ha, hb}, {hb, ha}}) {
+            Commands.Result r =
+                    Commands.run(
+                            List.of(
+                                    "ip",
+                                    "-n",
+                                    pair[0].namespace(),
+                                    "route",
+                                    "del",
+                                    "blackhole",
+                                    pair[1].dataAddress() + "/32"),
+                            30);
+            if (r.ok()) {
+                removed++;
+            }
+        }
+        return removed;
+    }
+
+    /** Whether {@code host} has a blackhole route to {@code to}'s data-plane address now. */
+    public boolean dataPathCut(String host, String to) {
+        return Commands.check(
+                        List.of(
+                                "ip",
+                                "-n",
+                                host(host).namespace(),
+                                "route",
+                                "show",
+                                "type",
+                                "blackhole"))
+                .contains(host(to).dataAddress());
+    }
+
+    /**
      * Limits what {@code host} sends on its data-plane link to {@code rate} ({@code tc} rate, e.g.
      * {@code 10mbit}), so that a transfer from it lasts long enough to be cut in the middle.
      */

@@ -111,7 +111,45 @@ public final class ServiceProcess extends ChildProcess {
             List<String> jvmOptions,
             List<String> args,
             Path logs) {
-        return launch(name, List.of("-jar", jar.toString()), heap, jvmOptions, args, logs, jar);
+        return launch(
+                name,
+                List.of("-jar", jar.toString()),
+                heap,
+                jvmOptions,
+                args,
+                logs,
+                jar,
+                freePort());
+    }
+
+    /**
+     * Starts {@code jar} again as {@code name} on the port {@code previous} listened on, with the
+     * same kind of arguments as {@link #start(String, Path, String, List, List, Path)}: a restart
+     * its clients, which were given that URL, find without being told. {@code previous} must have
+     * stopped (a killed process's listening socket is gone at once; Tomcat binds with {@code
+     * SO_REUSEADDR}, so its connections in {@code TIME_WAIT} do not keep the port).
+     */
+    public static ServiceProcess restart(
+            ServiceProcess previous,
+            String name,
+            Path jar,
+            String heap,
+            List<String> jvmOptions,
+            List<String> args,
+            Path logs) {
+        if (previous.isAlive()) {
+            throw new IllegalStateException(
+                    previous.name() + " still runs; its port " + previous.port + " is taken");
+        }
+        return launch(
+                name,
+                List.of("-jar", jar.toString()),
+                heap,
+                jvmOptions,
+                args,
+                logs,
+                jar,
+                previous.port);
     }
 
     /**
@@ -134,7 +172,8 @@ public final class ServiceProcess extends ChildProcess {
                 jvmOptions,
                 args,
                 logs,
-                Path.of(mainClass));
+                Path.of(mainClass),
+                freePort());
     }
 
     private static ServiceProcess launch(
@@ -144,8 +183,8 @@ public final class ServiceProcess extends ChildProcess {
             List<String> jvmOptions,
             List<String> args,
             Path logs,
-            Path from) {
-        int port = freePort();
+            Path from,
+            int port) {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add("-Xmx" + heap);

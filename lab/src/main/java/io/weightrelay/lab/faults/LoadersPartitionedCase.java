@@ -1,0 +1,280 @@
+package io.weightrelay.lab.faults;
+
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.MultiHostCluster;
+import io.weightrelay.lab.hosts.HostLab;
+import io.weightrelay.lab.hosts.LinkCounters;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.reshard.placement.Worker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import tools.jackson.databind.JsonNode;
+
+/**
+ * On the multi-host lab, two rollout hosts, one instance each in compatibility mode: each reads
+ * half the generation from the publishers and pushes it into the other's delegate. The data-plane
+ * path between the two is cut both ways ({@link HostLab#partitionDataLink}) while the first pushes
+ * to the second (its pushes slowed so that they last seconds, the cut made once some of them have
+ * crossed), and only that path: both still reach control-api, Redis and the publishers. The update
+ * must fail (a push into a peer that hears nothing cannot complete) or complete with every byte; no
+ * engine advances on bytes not all of its generation; a failure names the peer across the cut; the
+ * session ends within its bounds rather than freezing. With the path healed (and every route the
+ * case added gone), the engines rebuild on the active generation and the next publish reaches both,
+ * every byte checked on its host.
+ */
+final class LoadersPartitionedCase implements MultiHostFaultCase {
+
+    /** The configured transfer timeout of every service in this case's lab. */
+    static final Duration IO_TIMEOUT = Duration.ofSeconds(5);
+
+    /** The sessions' phase timeout: the outer bound, well above the transfer timeout. */
+    static final Duration PHASE_TIMEOUT = Duration.ofSeconds(60);
+
+    /**
+     * What the pushing host must have sent since the update started before the cut: above its read
+     * requests and acknowledgements (tens of KB for the tiny model), so the push is under way.
+     */
+    private static final long PUSH_STARTED = 256 << 10;
+
+    @Override
+    public String name() {
+        return "loaders-partitioned-mid-push";
+    }
+
+    @Override
+    public boolean claimsMidUpdate() {
+        return true;
+    }
+
+    @Override
+    public FaultResult run(FaultContext context) {
+        long started = System.nanoTime();
+        long corrupted = 0;
+        long partial = 0;
+        boolean midPush = false;
+        List<String> problems = new ArrayList<>();
+        String detail;
+        try {
+            HostLab.requireRoot();
+        } catch (RuntimeException e) {
+            return new FaultResult(
+                    name(),
+                    false,
+                    "the multi-host lab cannot run here: " + e.getMessage(),
+                    0,
+                    0,
+                    0,
+                    (System.nanoTime() - started) / 1e9,
+                    true,
+                    false);
+        }
+        // one lab at a time on a small machine: the local cases' lab is stopped first
+        SharedLab.discard(context);
+        String prefix = System.getProperty("relay.lab.prefix", "wr-faults");
+        try (MultiHostCluster lab =
+                MultiHostCluster.start(
+                        LabCluster.Spec.of(context.model(), 2, 1, Mode.COMPAT),
+                        prefix,
+                        List.of("--relay.dataplane.io-timeout=" + IO_TIMEOUT.toSeconds() + "s"))) {
+            HostLab hosts = lab.hosts();
+            String pusher = lab.rolloutNodes().get(0);
+            String peer = lab.rolloutNodes().get(1);
+            String pusherInstance = instanceOn(lab, pusher);
+            String peerInstance = instanceOn(lab, peer);
+            try {
+                long first = lab.publish(0).generation();
+                MultiHostCluster.Update whole = lab.updateAll().requireVerified();
+                long pushedWhole = whole.traffic().hosts().get(pusher).dataSent().bytes();
+                long cutGeneration = lab.publish(1).generation();
+
+                // the pusher's sends last seconds; the cut lands once its push is under way
+                hosts.shapeDataLink(pusher, "2mbit");
+                LinkCounters before = hosts.counters();
+                CompletableFuture<MultiHostCluster.Update> update =
+                        CompletableFuture.supplyAsync(
+                                () -> {
+                                    try {
+                                        return lab.updateWithin(PHASE_TIMEOUT);
+                                    } catch (Exception e) {
+                                        throw new IllegalStateException(e);
+                                    }
+                                });
+                long sentAtCut = 0;
+                long waitUntil = System.nanoTime() + PHASE_TIMEOUT.toNanos();
+                while (!update.isDone() && System.nanoTime() < waitUntil) {
+                    sentAtCut =
+                            hosts.counters().minus(before).hosts().get(pusher).dataSent().bytes();
+                    if (sentAtCut >= PUSH_STARTED) {
+                        break;
+                    }
+                    Thread.sleep(50);
+                }
+                boolean running = !update.isDone();
+                hosts.partitionDataLink(pusher, peer);
+                long cut = System.nanoTime();
+                MultiHostCluster.Update ended;
+                int healed;
+                try {
+                    ended = update.get(PHASE_TIMEOUT.toSeconds() * 2, TimeUnit.SECONDS);
+                } finally {
+                    healed = hosts.healDataLink(pusher, peer);
+                    hosts.unshapeDataLink(pusher);
+                }
+                double waited = (System.nanoTime() - cut) / 1e9;
+                midPush = running && sentAtCut >= PUSH_STARTED && sentAtCut < pushedWhole;
+                if (!midPush) {
+                    problems.add(
+                            String.format(
+                                    Locale.ROOT,
+                                    "the cut did not land mid-push: update %s, %s had sent %d of"
+                                            + " the %d bytes a whole update has it send",
+                                    running ? "running" : "already ended",
+                                    pusher,
+                                    sentAtCut,
+                                    pushedWhole));
+                }
+                if (healed != 2
+                        || hosts.dataPathCut(pusher, peer)
+                        || hosts.dataPathCut(peer, pusher)) {
+                    problems.add("the partition's routes were not all removed (" + healed + ")");
+                }
+
+                List<String> failures = new ArrayList<>();
+                boolean peerNamed = false;
+                for (JsonNode e : ended.engines()) {
+                    String instance = e.path("instance").asString();
+                    if ("UPDATED".equals(e.path("outcome").asString())) {
+                        if (!e.path("verified").asBoolean()) {
+                            corrupted++;
+                            problems.add(
+                                    instance
+                                            + " ended UPDATED across the cut with bytes not all of"
+                                            + " "
+                                            + cutGeneration
+                                            + ": "
+                                            + e.path("error").asString());
+                        }
+                        continue;
+                    }
+                    String error = e.path("error").asString("");
+                    String failingPeer = e.path("failing_peer").asString("");
+                    failures.add(instance + ": " + error);
+                    if (error.isBlank()) {
+                        problems.add(instance + " failed without a reason");
+                    }
+                    String across = instance.equals(pusherInstance) ? peerInstance : pusherInstance;
+                    String acrossHost = instance.equals(pusherInstance) ? peer : pusher;
+                    peerNamed |=
+                            failingPeer.equals(across)
+                                    || LabCase.workerOf(failingPeer, across)
+                                    || error.contains(hosts.host(acrossHost).dataAddress());
+                }
+                boolean anyFailed = !failures.isEmpty();
+                if (midPush && !anyFailed) {
+                    problems.add(
+                            "every engine ended UPDATED although the path between "
+                                    + pusher
+                                    + " and "
+                                    + peer
+                                    + " was cut mid-push");
+                }
+                if (anyFailed && !peerNamed) {
+                    problems.add(
+                            "no failure names the peer across the cut ("
+                                    + pusherInstance
+                                    + " / "
+                                    + peerInstance
+                                    + "): "
+                                    + failures);
+                }
+                // a push into a peer that hears nothing fails within the transfer timeout; the
+                // session's deadline is the outer bound, never a freeze
+                double bound = PHASE_TIMEOUT.toSeconds() + IO_TIMEOUT.toSeconds() + 10;
+                if (waited > bound) {
+                    problems.add(
+                            String.format(
+                                    Locale.ROOT,
+                                    "the update ended %.1f s after the cut, past %.0f s",
+                                    waited,
+                                    bound));
+                }
+                for (JsonNode s : lab.serving()) {
+                    if (anyFailed
+                            && s.has("generation")
+                            && s.path("generation").asLong() == cutGeneration) {
+                        partial++;
+                        problems.add(
+                                s.path("instance").asString() + " advanced to " + cutGeneration);
+                    }
+                    if (s.has("verified") && !s.path("verified").asBoolean()) {
+                        partial++;
+                        problems.add(
+                                s.path("instance").asString()
+                                        + " serves bytes not all of its generation: "
+                                        + s.path("error").asString());
+                    }
+                }
+
+                // the path is back: rebuild on the active generation, then the next publish
+                lab.registerAll("lab");
+                lab.updateAll().requireVerified();
+                long next = lab.publish(2).generation();
+                lab.updateAll().requireVerified();
+                detail =
+                        String.format(
+                                Locale.ROOT,
+                                "%s <-> %s cut during the update to %d (served %d) after %s had"
+                                        + " pushed %d of %d bytes: ended %.1f s after the cut"
+                                        + " (io-timeout %d s): %s; healed, rebuilt on %d, then %d"
+                                        + " reached both",
+                                pusher,
+                                peer,
+                                cutGeneration,
+                                first,
+                                pusher,
+                                sentAtCut,
+                                pushedWhole,
+                                waited,
+                                IO_TIMEOUT.toSeconds(),
+                                failures.isEmpty() ? "-" : String.join(" | ", failures),
+                                cutGeneration,
+                                next);
+            } catch (Exception | AssertionError e) {
+                lab.dumpLogs();
+                throw e;
+            } finally {
+                hosts.healDataLink(pusher, peer);
+            }
+        } catch (Exception | AssertionError e) {
+            problems.add(e.getClass().getSimpleName() + ": " + e.getMessage());
+            detail = "failed";
+        }
+        boolean passed = problems.isEmpty() && corrupted == 0 && partial == 0;
+        if (!problems.isEmpty()) {
+            detail = detail + "; " + String.join("; ", problems);
+        }
+        return new FaultResult(
+                name(),
+                passed,
+                detail,
+                corrupted,
+                partial,
+                0,
+                (System.nanoTime() - started) / 1e9,
+                true,
+                midPush && passed);
+    }
+
+    /** The instance whose workers are on rollout host {@code node}. */
+    private static String instanceOn(MultiHostCluster lab, String node) {
+        return lab.placement().workers().stream()
+                .filter(w -> w.node().equals(node))
+                .map(Worker::instance)
+                .findFirst()
+                .orElseThrow(() -> new IllegalStateException("no instance on " + node));
+    }
+}
