@@ -45,6 +45,7 @@ extern "C" {
 #define DP_ERR_DENIED (-14)       /* authentication failed, or the role may not do this */
 #define DP_ERR_FOREIGN_HOST (-15) /* same node label, other host identity: never mapped */
 #define DP_ERR_PROTOCOL (-16)     /* a peer answered with a status or bytes out of protocol */
+#define DP_ERR_READ_ONLY (-17)    /* a store segment refused a WRITE from role peer */
 
 /* Transfer opcodes. */
 #define DP_OP_READ 0  /* (segment, offset) -> local memory */
@@ -69,6 +70,12 @@ extern "C" {
 #define DP_ROLE_PEER 1
 #define DP_ROLE_REMOVER 2
 #define DP_ROLE_STORER 3
+
+/* A role key as dp_engine_create takes it: one byte of DP_ROLE_*, then the 32-byte key
+ * K(role) = HMAC-SHA256(deployment secret, "weight-relay dataplane v1 role key" | role), derived
+ * once by the deployment's tooling (README.md, "Wire format"); engines never see the secret. */
+#define DP_ROLE_KEY_BYTES 32
+#define DP_ROLE_KEY_ENTRY_BYTES 33
 
 /* Counter indexes for dp_engine_counters(). */
 #define DP_COUNTER_LOCAL_READ 0
@@ -118,15 +125,18 @@ const char* dp_error_name(int32_t code);
  * their own (max_connections / 4, at least 4, at most 64; when it is full the oldest is closed)
  * and an absolute deadline (5 s, or io_timeout_ms if shorter), so they never hold an
  * authenticated slot. shm_dir: the only directory segment files are created in or mapped from.
- * secret/secret_len: the deployment secret every tcp connection proves in both directions; with
- * none (secret_len 0) this engine's server refuses every connection and it connects to nobody: only
- * the local transport works. role: DP_ROLE_* of this engine's outgoing connections.
+ * role_keys/role_keys_len: the role keys this engine holds, role_keys_len / DP_ROLE_KEY_ENTRY_BYTES
+ * entries of DP_ROLE_KEY_ENTRY_BYTES (each role at most once). Every tcp connection proves the key
+ * of its role in both directions; this engine's server accepts only the roles it holds keys of, and
+ * it connects to others only when it holds the key of its own role. With no key (role_keys_len 0)
+ * its server refuses every connection and it connects to nobody: only the local transport works.
+ * role: DP_ROLE_* of this engine's outgoing connections.
  */
 int dp_engine_create(const char* node_label, const char* host_id, const char* bind_host,
                      int32_t port, int32_t tcp_streams, int32_t local_threads,
                      int32_t io_timeout_ms, int32_t connect_timeout_ms, int32_t max_connections,
-                     int32_t idle_timeout_ms, const char* shm_dir, const uint8_t* secret,
-                     int32_t secret_len, int32_t role, dp_engine** out, dp_status* status);
+                     int32_t idle_timeout_ms, const char* shm_dir, const uint8_t* role_keys,
+                     int32_t role_keys_len, int32_t role, dp_engine** out, dp_status* status);
 /* Stops the server, peers and copy threads; pending and later calls fail with
  * DP_ERR_CLOSED and blocked notify waits return. Idempotent. The handle stays valid
  * until dp_engine_destroy. */

@@ -1,4 +1,5 @@
 // The C API of dp.h over the engine: argument checks, dp_status messages, no exception escapes.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -54,6 +55,9 @@ constexpr ErrorInfo kErrors[] = {
     DP_ERROR(DENIED, "refused: the tcp handshake failed or this engine's role may not do this"),
     DP_ERROR(FOREIGN_HOST, "its node label is this engine's but its host identity is another's"),
     DP_ERROR(PROTOCOL, "the peer answered out of protocol (a reply status or bytes not accepted)"),
+    DP_ERROR(READ_ONLY,
+             "refused: a store segment takes no writes from role peer (peers write only into"
+             " receive segments)"),
 };
 #undef DP_ERROR
 
@@ -155,14 +159,15 @@ const char* dp_error_name(int32_t code) {
 int dp_engine_create(const char* node_label, const char* host_id, const char* bind_host,
                      int32_t port, int32_t tcp_streams, int32_t local_threads,
                      int32_t io_timeout_ms, int32_t connect_timeout_ms, int32_t max_connections,
-                     int32_t idle_timeout_ms, const char* shm_dir, const uint8_t* secret,
-                     int32_t secret_len, int32_t role, dp_engine** out, dp_status* status) {
+                     int32_t idle_timeout_ms, const char* shm_dir, const uint8_t* role_keys,
+                     int32_t role_keys_len, int32_t role, dp_engine** out, dp_status* status) {
     return Guard(status, [&] {
         if (!node_label || !*node_label || !host_id || !*host_id || !bind_host || !shm_dir ||
             !out || port < 0 || port > 65535 || tcp_streams < 1 || tcp_streams > 64 ||
             local_threads < 1 || local_threads > 64 || io_timeout_ms < 0 ||
             connect_timeout_ms < 0 || max_connections < 1 || idle_timeout_ms < 0 ||
-            secret_len < 0 || (secret_len > 0 && !secret) ||
+            role_keys_len < 0 || role_keys_len % DP_ROLE_KEY_ENTRY_BYTES != 0 ||
+            (role_keys_len > 0 && !role_keys) ||
             (role != DP_ROLE_PEER && role != DP_ROLE_REMOVER && role != DP_ROLE_STORER))
             return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_engine_create"));
         *out = nullptr;
@@ -181,7 +186,23 @@ int dp_engine_create(const char* node_label, const char* host_id, const char* bi
         o.connect_timeout_ms = connect_timeout_ms;
         o.max_connections = max_connections;
         o.idle_timeout_ms = idle_timeout_ms;
-        o.secret.assign(secret, secret + secret_len);
+        for (int32_t at = 0; at < role_keys_len; at += DP_ROLE_KEY_ENTRY_BYTES) {
+            uint8_t key_role = role_keys[at];
+            bool known = key_role == DP_ROLE_PEER || key_role == DP_ROLE_REMOVER ||
+                         key_role == DP_ROLE_STORER;
+            bool repeated = std::any_of(o.keys.begin(), o.keys.end(),
+                                        [&](const auto& k) { return k.first == key_role; });
+            if (!known || repeated)
+                return Report(status, DP_ERR_INVALID_ARGUMENT, [&] {
+                    return "dp_engine_create: role key " +
+                           std::to_string(at / DP_ROLE_KEY_ENTRY_BYTES) + " is for " +
+                           (known ? "a role given twice" : "an unknown role") + " (" +
+                           std::to_string(key_role) + ")";
+                });
+            dp::Key key;
+            std::memcpy(key.data(), role_keys + at + 1, DP_ROLE_KEY_BYTES);
+            o.keys.emplace_back(key_role, key);
+        }
         o.role = static_cast<uint8_t>(role);
         auto e = std::make_unique<dp_engine>();
         e->impl = std::make_unique<dp::Engine>(std::move(o));

@@ -94,7 +94,10 @@ struct EngineOptions {
     std::string label, host_id, shm_dir;  // shm_dir: its real path
     int streams = 2, threads = 2, timeout_ms = 0, connect_timeout_ms = 0, max_connections = 256,
         idle_timeout_ms = 0;
-    std::vector<uint8_t> secret;
+    // The role keys this engine holds (role, key); at most one per role. It proves `role`, whose
+    // key it must hold to connect to anyone, and accepts connections of the roles it holds keys
+    // of: a loader given only the peer key can neither act as nor accept a remover or a storer.
+    std::vector<std::pair<uint8_t, Key>> keys;
     uint8_t role = DP_ROLE_PEER;
 };
 
@@ -112,12 +115,13 @@ class Engine {
           max_handshakes_(
               std::min(kMaxHandshakes, std::max(kMinHandshakes, o.max_connections / 4))),
           idle_timeout_ms_(o.idle_timeout_ms > 0 ? o.idle_timeout_ms : kDefaultIdleTimeoutMs),
-          authenticated_(!o.secret.empty()),
-          role_(o.role),
-          peer_key_(RoleKey(o.secret, DP_ROLE_PEER)),
-          remover_key_(RoleKey(o.secret, DP_ROLE_REMOVER)),
-          storer_key_(RoleKey(o.secret, DP_ROLE_STORER)) {
+          role_(o.role) {
         for (auto& c : counters_) c.store(0);
+        for (const auto& [role, key] : o.keys) {
+            if (role >= kRoles) continue;  // dp_engine_create refuses unknown roles
+            keys_[role] = key;
+            has_key_[role] = true;
+        }
     }
     ~Engine() { Shutdown(); }
 
@@ -131,9 +135,10 @@ class Engine {
     // idle before it drops them: half the idle timeout, so a peer with the same configuration never
     // closes one under it first.
     int client_idle_ms() const { return std::max(1, idle_timeout_ms_ / 2); }
-    // Proves this engine's role to a server on a fresh connection; kOk once the server accepted.
-    // *busy: the server was at its connection cap (kPeerGone then).
-    Err ClientHandshake(int fd, bool* busy);
+    // Proves this engine's role to a server on a fresh connection; kOk once the server accepted,
+    // with *mac ready to authenticate the connection's requests. *busy: the server was at its
+    // connection cap (kPeerGone then).
+    Err ClientHandshake(int fd, bool* busy, RequestMac* mac);
     int streams() const { return streams_; }
     bool closing() const { return closing_.load(); }
     void Count(int counter, int64_t bytes) { counters_[counter].fetch_add(bytes); }
@@ -222,9 +227,11 @@ class Engine {
     void Accept(int fd);
     struct Connection;
     void ServeConnection(const std::shared_ptr<Connection>& conn);
-    bool ServerHandshake(int fd, std::chrono::steady_clock::time_point deadline, uint8_t* role);
+    bool ServerHandshake(int fd, std::chrono::steady_clock::time_point deadline, uint8_t* role,
+                         RequestMac* mac);
     bool TakeAuthenticatedSlot(const std::shared_ptr<Connection>& conn);
-    void ServeRequests(int fd, uint8_t role);
+    void ServeRequests(int fd, uint8_t role, RequestMac* mac);
+    static void LogClosed(int fd, uint8_t role, uint64_t request, const char* why);
     int server_timeout_ms() const {
         return timeout_ms_ > 0 ? timeout_ms_ : kDefaultServerTimeoutMs;
     }
@@ -240,16 +247,11 @@ class Engine {
     const int max_connections_;
     const int max_handshakes_;
     const int idle_timeout_ms_;
-    const bool authenticated_;  // false: no secret, so no tcp peer in either direction
     const uint8_t role_;
-    const Key peer_key_;
-    const Key remover_key_;
-    const Key storer_key_;
-
-    const Key& KeyOf(uint8_t role) const {
-        return role == DP_ROLE_REMOVER ? remover_key_
-                                       : (role == DP_ROLE_STORER ? storer_key_ : peer_key_);
-    }
+    static constexpr uint8_t kRoles = DP_ROLE_STORER + 1;
+    std::array<Key, kRoles> keys_{};  // by role; set once in the constructor
+    std::array<bool, kRoles> has_key_{};
+    bool HasKey(uint8_t role) const { return role < kRoles && has_key_[role]; }
     std::atomic<int64_t> counters_[DP_COUNTER_COUNT];
     std::atomic<bool> closing_{false};
     std::once_flag shutdown_once_;

@@ -52,6 +52,7 @@ enum class Err : int32_t {
     kDenied = DP_ERR_DENIED,
     kForeignHost = DP_ERR_FOREIGN_HOST,
     kProtocol = DP_ERR_PROTOCOL,
+    kReadOnly = DP_ERR_READ_ONLY,
 };
 
 inline int Code(Err e) { return static_cast<int>(e); }

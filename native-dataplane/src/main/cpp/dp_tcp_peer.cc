@@ -109,12 +109,12 @@ Result<int64_t> TcpPeer::Control(Op op, const std::string& name, int64_t offset,
     for (int attempt = 0; attempt < 2; ++attempt) {
         if (control_.valid() && HungUp(control_.get())) control_.Reset();  // closed as idle
         if (!control_.valid()) {
-            auto fd = Connect();
+            auto fd = Connect(&control_mac_);
             if (!fd.ok()) return fd.error();
             control_ = std::move(fd.value());
         }
         RespHeader resp{};
-        Err e = SendRequest(control_.get(), op, name, offset, length);
+        Err e = SendRequest(control_.get(), &control_mac_, op, name, offset, length);
         if (e == Err::kOk) e = RecvAll(control_.get(), &resp, sizeof resp);
         if (e == Err::kOk) {
             Err answer = FromReply(resp.status);
@@ -137,7 +137,7 @@ Err TcpPeer::Probe() {
         if (!HungUp(control_.get())) return Err::kOk;  // open and quiet: a live peer
         control_.Reset();  // hung up, errored or sent unasked bytes: start afresh
     }
-    auto fd = Connect();
+    auto fd = Connect(&control_mac_);
     if (!fd.ok()) return fd.error();
     control_ = std::move(fd.value());
     return Err::kOk;
@@ -166,7 +166,7 @@ void TcpPeer::Stop() {
 // Resolves the peer (host name, IPv4 or IPv6), connects to the first address that answers
 // within the connect timeout and passes the handshake. kDenied when the peer refuses our
 // proof or fails its own: no other address of it is tried then.
-Result<Fd> TcpPeer::Connect() {
+Result<Fd> TcpPeer::Connect(RequestMac* mac) {
     struct addrinfo hints {};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -186,7 +186,7 @@ Result<Fd> TcpPeer::Connect() {
                 break;
             TuneSocket(fd.get(), engine_->timeout_ms());
             busy = false;
-            result = engine_->ClientHandshake(fd.get(), &busy);
+            result = engine_->ClientHandshake(fd.get(), &busy, mac);
             if (result == Err::kOk) {
                 ::freeaddrinfo(res);
                 return std::move(fd);
@@ -223,13 +223,14 @@ void TcpPeer::FailPending() {
 // connection and its thread leaves; the next chunk starts it again.
 void TcpPeer::StreamLoop(int index) {
     Fd fd;
+    RequestMac mac;        // fd's requests
     int64_t answered = 0;  // responses received on fd: a connection that worked before
     // In flight, oldest first: a ring of kPipelineDepth slots (no allocation per chunk).
     std::vector<TcpJob> window(kPipelineDepth);
     int head = 0, count = 0;
     int64_t window_bytes = 0, window_requests = 0;  // payload and request bytes in flight
     auto request_size = [](const TcpJob& j) {
-        return static_cast<int64_t>(sizeof(ReqHeader) + j.segment->size());
+        return static_cast<int64_t>(sizeof(ReqHeader) + j.segment->size() + kRequestMac);
     };
     std::vector<TcpJob> fresh;  // taken from the queue, requests not sent yet
     fresh.reserve(kPipelineDepth);
@@ -313,7 +314,7 @@ void TcpPeer::StreamLoop(int index) {
                 fd.Reset();
             }
             if (!fd.valid()) {  // nothing is in flight without a connection
-                auto c = Connect();
+                auto c = Connect(&mac);
                 if (!c.ok()) {
                     for (auto& j : fresh) engine_->CompleteChunk(j.batch, j.task, c.error(), 0);
                     continue;
@@ -324,7 +325,7 @@ void TcpPeer::StreamLoop(int index) {
                 fds_[index] = fd.get();
                 if (stopping_) ::shutdown(fd.get(), SHUT_RDWR);
             }
-            Err e = SendRequests(fd.get(), fresh, &request_buf);
+            Err e = SendRequests(fd.get(), &mac, fresh, &request_buf);
             for (auto& j : fresh) {
                 window_bytes += j.length;
                 window_requests += request_size(j);
@@ -363,10 +364,12 @@ void TcpPeer::StreamLoop(int index) {
 
 // Sends the requests of jobs (all of one direction): reads as one send of all their headers,
 // writes each as header and payload in one sendmsg.
-Err TcpPeer::SendRequests(int fd, const std::vector<TcpJob>& jobs, std::vector<char>* buf) {
+Err TcpPeer::SendRequests(int fd, RequestMac* mac, const std::vector<TcpJob>& jobs,
+                          std::vector<char>* buf) {
     if (jobs.front().op == Op::kRead) {
         buf->clear();
-        for (const auto& j : jobs) AppendRequest(buf, j.op, *j.segment, j.remote_offset, j.length);
+        for (const auto& j : jobs)
+            AppendRequest(buf, mac, j.op, *j.segment, j.remote_offset, j.length);
         return SendAll(fd, buf->data(), static_cast<int64_t>(buf->size()));
     }
     for (const auto& j : jobs) {
@@ -376,7 +379,7 @@ Err TcpPeer::SendRequests(int fd, const std::vector<TcpJob>& jobs, std::vector<c
             w.chunk_crc[j.chunk] = Crc32cUpdate(0, j.local, j.length);
             j.batch->crc_nanos.fetch_add(Crc32cNow() - t0);
         }
-        Err e = SendRequest(fd, j.op, *j.segment, j.remote_offset, j.length, j.local);
+        Err e = SendRequest(fd, mac, j.op, *j.segment, j.remote_offset, j.length, j.local);
         if (e != Err::kOk) return e;
     }
     return Err::kOk;

@@ -74,11 +74,13 @@ class TcpPeer {
     std::string Endpoint() const { return host_ + ":" + std::to_string(port_); }
 
  private:
-    Result<Fd> Connect();
+    // A connection that passed the handshake, and *mac ready to authenticate its requests.
+    Result<Fd> Connect(RequestMac* mac);
     void FailPending();
     bool StartStreams();
     void StreamLoop(int index);
-    static Err SendRequests(int fd, const std::vector<TcpJob>& jobs, std::vector<char>* buf);
+    static Err SendRequests(int fd, RequestMac* mac, const std::vector<TcpJob>& jobs,
+                            std::vector<char>* buf);
     static Err ReceiveResponse(int fd, const TcpJob& job, int64_t* bytes);
 
     Engine* const engine_;
@@ -104,6 +106,7 @@ class TcpPeer {
     // trip (and a reconnect), never while taking another lock.
     std::mutex control_mu_;
     Fd control_;
+    RequestMac control_mac_;  // control_'s requests
 };
 
 }  // namespace dp

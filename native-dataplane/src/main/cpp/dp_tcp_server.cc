@@ -1,15 +1,59 @@
 // The server half of the tcp transport: accepts connections, runs the handshake and serves
 // requests straight between sockets and this engine's segments (the target stays passive).
+#include <arpa/inet.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 
 #include "dp_engine.h"
 
 namespace dp {
+
+namespace {
+
+const char* RoleName(uint8_t role) {
+    switch (role) {
+        case DP_ROLE_PEER:
+            return "peer";
+        case DP_ROLE_REMOVER:
+            return "remover";
+        case DP_ROLE_STORER:
+            return "storer";
+        default:
+            return "unknown";
+    }
+}
+
+}  // namespace
+
+// One line on stderr (the service's log) for a connection the server closes on evidence of
+// tampering: who, which role, which request, why. Never a key or a byte of payload.
+void Engine::LogClosed(int fd, uint8_t role, uint64_t request, const char* why) {
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    struct sockaddr_storage addr {};
+    socklen_t len = sizeof addr;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+        if (addr.ss_family == AF_INET) {
+            auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+            ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+            port = ntohs(a->sin_port);
+        } else if (addr.ss_family == AF_INET6) {
+            auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+            ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+            port = ntohs(a->sin6_port);
+        }
+    }
+    std::fprintf(stderr,
+                 "weight-relay dataplane: closed the connection of %s port %d (role %s) at its"
+                 " request #%llu: %s\n",
+                 host, port, RoleName(role), static_cast<unsigned long long>(request), why);
+    std::fflush(stderr);
+}
 
 void Engine::AcceptLoop() {
     NameThread("dp-accept");
@@ -98,8 +142,8 @@ void Engine::Accept(int fd) {
     }
 }
 
-Err Engine::ClientHandshake(int fd, bool* busy) {
-    if (!authenticated_) return Err::kDenied;  // no secret: we talk to nobody over tcp
+Err Engine::ClientHandshake(int fd, bool* busy, RequestMac* mac) {
+    if (!HasKey(role_)) return Err::kDenied;  // no key of our role: we talk to nobody over tcp
     Hello hello{kHelloMagic, kHandshakeVersion, role_, 0, {}};
     if (!FillRandom(hello.nonce, kNonce)) return Err::kInternal;
     Err e = SendAll(fd, &hello, sizeof hello);
@@ -113,10 +157,11 @@ Err Engine::ClientHandshake(int fd, bool* busy) {
     }
     if (c.status != kChallengeOk) return Err::kDenied;
     uint8_t expected[kMac];
-    ServerMac(KeyOf(role_), hello, c, expected);
+    const Key& key = keys_[role_];
+    ServerMac(key, hello, c, expected);
     if (!ConstantTimeEqual(expected, c.mac, kMac)) return Err::kDenied;  // not our deployment
     Proof proof{};
-    ClientMac(KeyOf(role_), hello, c, proof.mac);
+    ClientMac(key, hello, c, proof.mac);
     Ack ack{};
     if ((e = SendAll(fd, &proof, sizeof proof)) != Err::kOk) return e;
     if ((e = RecvAll(fd, &ack, sizeof ack)) != Err::kOk) return e;
@@ -124,27 +169,30 @@ Err Engine::ClientHandshake(int fd, bool* busy) {
         *busy = true;
         return Err::kPeerGone;
     }
-    return ack.magic == kAckMagic && ack.status == DP_OK ? Err::kOk : Err::kDenied;
+    if (ack.magic != kAckMagic || ack.status != DP_OK) return Err::kDenied;
+    *mac = RequestMac(key, hello, c);
+    return Err::kOk;
 }
 
 // The server's half up to the client's proof: true once the client proved it knows the key of the
-// role it claims, all within deadline. Nothing of any segment is read or written before; the
-// caller answers the proof (ok or busy) once it has an authenticated slot.
-bool Engine::ServerHandshake(int fd, std::chrono::steady_clock::time_point deadline,
-                             uint8_t* role) {
+// role it claims, all within deadline, with *mac ready to check its requests. A role whose key
+// this engine was not given is refused like an unknown one. Nothing of any segment is read or
+// written before; the caller answers the proof (ok or busy) once it has an authenticated slot.
+bool Engine::ServerHandshake(int fd, std::chrono::steady_clock::time_point deadline, uint8_t* role,
+                             RequestMac* mac) {
     Hello hello{};
     if (RecvAllBy(fd, &hello, sizeof hello, deadline) != Err::kOk || hello.magic != kHelloMagic)
         return false;
     Challenge c{kChallengeMagic, kHandshakeVersion, kChallengeOk, 0, {}, {}};
     bool known_role =
         hello.role == DP_ROLE_PEER || hello.role == DP_ROLE_REMOVER || hello.role == DP_ROLE_STORER;
-    if (!authenticated_ || hello.version != kHandshakeVersion || !known_role ||
+    if (hello.version != kHandshakeVersion || !known_role || !HasKey(hello.role) ||
         hello.reserved != 0 || !FillRandom(c.nonce, kNonce)) {
         c.status = kChallengeRefused;
         SendAll(fd, &c, sizeof c);
         return false;
     }
-    const Key& key = KeyOf(hello.role);
+    const Key& key = keys_[hello.role];
     ServerMac(key, hello, c, c.mac);
     Proof proof{};
     if (SendAll(fd, &c, sizeof c) != Err::kOk ||
@@ -158,6 +206,7 @@ bool Engine::ServerHandshake(int fd, std::chrono::steady_clock::time_point deadl
         return false;
     }
     *role = hello.role;
+    *mac = RequestMac(key, hello, c);
     return true;
 }
 
@@ -176,15 +225,16 @@ bool Engine::TakeAuthenticatedSlot(const std::shared_ptr<Connection>& conn) {
 void Engine::ServeConnection(const std::shared_ptr<Connection>& conn) {
     Fd fd(conn->fd);
     uint8_t role = 0;
+    RequestMac mac;
     int handshake_ms = std::min(server_timeout_ms(), kHandshakeTimeoutMs);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(handshake_ms);
     TuneSocket(fd.get(), handshake_ms);
-    if (ServerHandshake(fd.get(), deadline, &role)) {
+    if (ServerHandshake(fd.get(), deadline, &role, &mac)) {
         bool slot = TakeAuthenticatedSlot(conn);
         Ack ack{kAckMagic, slot ? DP_OK : kAckBusy};
         if (SendAll(fd.get(), &ack, sizeof ack) == Err::kOk && slot) {
             TuneSocket(fd.get(), server_timeout_ms());  // bounds every request from now on
-            ServeRequests(fd.get(), role);
+            ServeRequests(fd.get(), role, &mac);
         }
     }
     std::lock_guard<std::mutex> lock(conn_mu_);
@@ -196,9 +246,13 @@ void Engine::ServeConnection(const std::shared_ptr<Connection>& conn) {
 // timeout, then the server closes it (its peer reconnects when it has work again), so a peer that
 // restarted or vanished holds no slot and no thread for long; once a request has begun, every read
 // is bounded by the server timeout, so a sender that stops mid-request is closed. Anything
-// malformed closes the connection: the stream is never read out of step.
-void Engine::ServeRequests(int fd, uint8_t role) {
+// malformed closes the connection: the stream is never read out of step. Every request carries the
+// MAC of its header and name under the connection's key and sequence number (RequestMac), checked
+// before the request is acted on: one altered, injected, replayed or reordered on the path closes
+// the connection, and says so on stderr (the service's log).
+void Engine::ServeRequests(int fd, uint8_t role, RequestMac* mac) {
     char name_buf[kMaxName];
+    uint8_t tag[kRequestMac];
     for (;;) {
         struct pollfd idle = {fd, POLLIN, 0};
         int rc = ::poll(&idle, 1, idle_timeout_ms_);
@@ -213,6 +267,11 @@ void Engine::ServeRequests(int fd, uint8_t role) {
         if (data && (h.length < 0 || h.length > kMaxRequest)) return;
         if (!data && op != Op::kNotify && op != Op::kAlloc && op != Op::kFree) return;
         if (RecvAll(fd, name_buf, h.name_len) != Err::kOk) return;
+        if (RecvAll(fd, tag, sizeof tag) != Err::kOk) return;
+        if (!mac->Verify(h, name_buf, h.name_len, tag)) {
+            LogClosed(fd, role, mac->sequence() - 1, "its MAC does not match its header");
+            return;
+        }
         std::string name(name_buf, h.name_len);
         RespHeader resp{DP_OK, 0, 0};
         if (op == Op::kNotify) {
@@ -223,6 +282,11 @@ void Engine::ServeRequests(int fd, uint8_t role) {
             auto seg = FindOwn(name);
             if (!seg) {
                 resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else if (op == Op::kWrite && seg->store && role == DP_ROLE_PEER) {
+                // Store capacity holds published objects: only its owner (locally), a storer it
+                // allocated for, or a remover writes there. Peers (loaders) write only into
+                // receive segments.
+                resp.status = DP_ERR_READ_ONLY;
             } else if (!InBounds(h.offset, h.length, seg->mapping->size())) {
                 resp.status = DP_ERR_OUT_OF_BOUNDS;
             }

@@ -61,6 +61,7 @@ inline Err FromReply(int32_t status) {
         case DP_ERR_NOT_FOUND:
         case DP_ERR_INTERNAL:
         case DP_ERR_DENIED:
+        case DP_ERR_READ_ONLY:
             return static_cast<Err>(status);
         default:
             return Err::kProtocol;
@@ -71,7 +72,9 @@ inline Err FromReply(int32_t status) {
 constexpr uint32_t kHelloMagic = 0x48445257;      // "WRDH"
 constexpr uint32_t kChallengeMagic = 0x43445257;  // "WRDC"
 constexpr uint32_t kAckMagic = 0x41445257;        // "WRDA"
-constexpr uint8_t kHandshakeVersion = 1;
+// 2: every request carries a MAC under the connection's key (RequestMac); a version 1 client is
+// refused at its hello.
+constexpr uint8_t kHandshakeVersion = 2;
 constexpr size_t kNonce = 32;
 constexpr size_t kMac = Sha256::kDigest;
 enum : uint8_t { kChallengeOk = 0, kChallengeBusy = 1, kChallengeRefused = 2 };
@@ -113,22 +116,48 @@ static_assert(sizeof(Hello) == 40 && sizeof(Challenge) == 72 && sizeof(Proof) ==
 
 using Key = std::array<uint8_t, kMac>;
 
+// The bytes of a request MAC on the wire: HMAC-SHA256 truncated to 128 bits.
+constexpr size_t kRequestMac = 16;
+
 // The key a role's connections prove: HMAC(secret, label | role). Binding the role into the key
-// and the transcript means a transcript of one role never passes as another.
+// and the transcript means a transcript of one role never passes as another. Engines are given
+// role keys, never the secret: this is the derivation deployment tooling runs (README.md, "Wire
+// format"), kept here for the C tests.
 Key RoleKey(const std::vector<uint8_t>& secret, uint8_t role);
+
+// Authenticates the requests of one connection after its handshake: the key is
+// HMAC(role key, "WRDP2 request" | hello | challenge), fresh with both nonces, and each request
+// carries HMAC(key, sequence | header | name) truncated to kRequestMac bytes, the sequence counting
+// the connection's requests from 0. A request altered, injected, dropped, replayed or reordered on
+// the path fails its MAC. Not thread safe: one per connection, used by the one thread that sends
+// (client) or serves (server) its requests.
+class RequestMac {
+ public:
+    RequestMac() = default;
+    RequestMac(const Key& role_key, const Hello& hello, const Challenge& c);
+    // The MAC of the next request (and counts it).
+    void Next(const ReqHeader& h, const char* name, size_t name_len, uint8_t* out);
+    // Whether mac is the next request's (counts it either way: a connection that fails is closed).
+    bool Verify(const ReqHeader& h, const char* name, size_t name_len, const uint8_t* mac);
+    uint64_t sequence() const { return sequence_; }
+
+ private:
+    HmacKey key_;
+    uint64_t sequence_ = 0;
+};
 // The server's MAC over hello and the challenge up to its mac field.
 void ServerMac(const Key& key, const Hello& hello, const Challenge& c, uint8_t* out);
 // The client's MAC over hello and the whole challenge.
 void ClientMac(const Key& key, const Hello& hello, const Challenge& c, uint8_t* out);
 // n bytes from the kernel's random source; false if it fails.
 bool FillRandom(uint8_t* p, size_t n);
-// Sends one request: header, name and, for a WRITE, the payload's length bytes at payload, in
-// one sendmsg when the socket takes them.
-Err SendRequest(int fd, Op op, const std::string& name, int64_t offset, int64_t length,
-                const char* payload = nullptr);
-// Appends one request's header and name to out (for sending several requests at once).
-void AppendRequest(std::vector<char>* out, Op op, const std::string& name, int64_t offset,
-                   int64_t length);
+// Sends one request: header, name, its MAC and, for a WRITE, the payload's length bytes at
+// payload, in one sendmsg when the socket takes them.
+Err SendRequest(int fd, RequestMac* mac, Op op, const std::string& name, int64_t offset,
+                int64_t length, const char* payload = nullptr);
+// Appends one request's header, name and MAC to out (for sending several requests at once).
+void AppendRequest(std::vector<char>* out, RequestMac* mac, Op op, const std::string& name,
+                   int64_t offset, int64_t length);
 
 }  // namespace dp
 

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -50,16 +51,35 @@ int failures = 0;
 const uint8_t kSecret[] = "dp-test deployment secret";
 const char kHost[] = "test-host-1";
 
+// The role keys of roles derived from secret, as dp_engine_create takes them (what a deployment's
+// tooling hands an engine).
+std::vector<uint8_t> RoleKeys(const uint8_t* secret, int32_t secret_len,
+                              std::initializer_list<uint8_t> roles = {DP_ROLE_PEER, DP_ROLE_REMOVER,
+                                                                      DP_ROLE_STORER}) {
+    std::vector<uint8_t> out;
+    if (secret_len == 0) return out;
+    std::vector<uint8_t> s(secret, secret + secret_len);
+    for (uint8_t role : roles) {
+        dp::Key k = dp::RoleKey(s, role);
+        out.push_back(role);
+        out.insert(out.end(), k.begin(), k.end());
+    }
+    return out;
+}
+const std::vector<uint8_t> kKeys = RoleKeys(kSecret, sizeof kSecret - 1);
+const int32_t kKeysLen = static_cast<int32_t>(kKeys.size());
+
 // Every test engine is made here: one secret, one host identity, unless a test says otherwise.
 dp_engine* Create(const char* label, int32_t role = DP_ROLE_PEER, const uint8_t* secret = kSecret,
                   int32_t secret_len = sizeof kSecret - 1, const char* host_id = kHost,
                   int32_t max_connections = 64, int32_t io_timeout_ms = 10000,
                   int32_t idle_timeout_ms = 0) {
     dp_engine* e = nullptr;
-    CHECK_EQ(
-        dp_engine_create(label, host_id, "127.0.0.1", 0, 2, 2, io_timeout_ms, 2000, max_connections,
-                         idle_timeout_ms, "/dev/shm", secret, secret_len, role, &e, nullptr),
-        DP_OK);
+    std::vector<uint8_t> keys = RoleKeys(secret, secret_len);
+    CHECK_EQ(dp_engine_create(label, host_id, "127.0.0.1", 0, 2, 2, io_timeout_ms, 2000,
+                              max_connections, idle_timeout_ms, "/dev/shm", keys.data(),
+                              static_cast<int32_t>(keys.size()), role, &e, nullptr),
+             DP_OK);
     return e;
 }
 
@@ -158,9 +178,11 @@ void Fill(char* p, int64_t n, int seed) {
     for (int64_t i = 0; i < n; ++i) p[i] = static_cast<char>((i * 31 + seed) & 0xff);
 }
 
+// tcp_peer: client reaches the owner over tcp as a peer, so the owner refuses its writes into the
+// store segment (READ_ONLY) and the remover (a role that may write there) writes the bytes instead.
 void RunTransport(dp_engine* owner, dp_engine* client, dp_engine* remover,
                   const std::string& owner_label, const std::string& shm, int64_t size,
-                  const char* notify) {
+                  const char* notify, bool tcp_peer) {
     int64_t seg = Open(client, "seg-a", owner_label.c_str(), owner, shm, size);
     CHECK_EQ(dp_notify_register(owner, notify, nullptr), DP_OK);
     std::vector<char> buf(static_cast<size_t>(size));
@@ -168,10 +190,24 @@ void RunTransport(dp_engine* owner, dp_engine* client, dp_engine* remover,
     CHECK_EQ(dp_memory_register(client, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
              DP_OK);
 
+    dp_engine* writer = client;
+    int64_t writers_seg = seg;
+    if (tcp_peer) {
+        Batch refused;
+        refused.Add(DP_OP_WRITE, buf.data(), seg, 0, 4096);
+        for (int st : refused.Run(client)) CHECK_EQ(st, DP_ERR_READ_ONLY);
+        writer = remover;
+        writers_seg = Open(remover, "seg-a", owner_label.c_str(), owner, shm, size);
+        CHECK_EQ(dp_memory_register(remover, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
+                 DP_OK);
+    }
     Batch write;
-    write.Add(DP_OP_WRITE, buf.data(), seg, 0, size / 2);
-    write.Add(DP_OP_WRITE, buf.data() + size / 2, seg, size / 2, size / 2);
-    for (int st : write.Run(client, notify)) CHECK_EQ(st, DP_OK);
+    write.Add(DP_OP_WRITE, buf.data(), writers_seg, 0, size / 2);
+    write.Add(DP_OP_WRITE, buf.data() + size / 2, writers_seg, size / 2, size / 2);
+    for (int st : write.Run(writer, notify)) CHECK_EQ(st, DP_OK);
+    if (tcp_peer)
+        CHECK_EQ(dp_memory_unregister(remover, reinterpret_cast<int64_t>(buf.data()), nullptr),
+                 DP_OK);
     if (notify != nullptr) {
         int64_t value = 0;
         CHECK_EQ(dp_notify_wait(owner, notify, 1, 5000, &value, nullptr), DP_OK);
@@ -986,8 +1022,10 @@ class ScriptedServer {
         for (;;) {
             dp::ReqHeader h{};
             char name[dp::kMaxName];
+            uint8_t mac[dp::kRequestMac];
             if (dp::RecvAll(fd, &h, sizeof h) != dp::Err::kOk || h.name_len > dp::kMaxName ||
-                dp::RecvAll(fd, name, h.name_len) != dp::Err::kOk)
+                dp::RecvAll(fd, name, h.name_len) != dp::Err::kOk ||
+                dp::RecvAll(fd, mac, sizeof mac) != dp::Err::kOk)
                 return;
             if (h.op == static_cast<uint32_t>(dp::Op::kWrite) &&
                 dp::Discard(fd, h.length) != dp::Err::kOk)
@@ -1102,18 +1140,18 @@ int main() {
     dp_engine* a2 = Create("node-a");
     dp_engine* remover = Create("control", DP_ROLE_REMOVER);
     dp_engine* bad = nullptr;
-    CHECK_EQ(dp_engine_create("", kHost, "127.0.0.1", 0, 2, 2, 0, 0, 8, 0, "/dev/shm", kSecret, 4,
-                              DP_ROLE_PEER, &bad, nullptr),
+    CHECK_EQ(dp_engine_create("", kHost, "127.0.0.1", 0, 2, 2, 0, 0, 8, 0, "/dev/shm", kKeys.data(),
+                              kKeysLen, DP_ROLE_PEER, &bad, nullptr),
              DP_ERR_INVALID_ARGUMENT);
     CHECK_EQ(dp_engine_create("n", kHost, "no-such-host.invalid", 0, 2, 2, 0, 0, 8, 0, "/dev/shm",
-                              kSecret, 4, DP_ROLE_PEER, &bad, nullptr),
+                              kKeys.data(), kKeysLen, DP_ROLE_PEER, &bad, nullptr),
              DP_ERR_INVALID_ARGUMENT);
-    CHECK_EQ(dp_engine_create("n", kHost, "127.0.0.1", 0, 2, 2, 0, 0, 8, 0, "/dev/shm", kSecret, 4,
-                              9, &bad, nullptr),
+    CHECK_EQ(dp_engine_create("n", kHost, "127.0.0.1", 0, 2, 2, 0, 0, 8, 0, "/dev/shm",
+                              kKeys.data(), kKeysLen, 9, &bad, nullptr),
              DP_ERR_INVALID_ARGUMENT);
     dp_engine* v6 = nullptr;
-    if (dp_engine_create("n6", kHost, "::1", 0, 2, 2, 0, 0, 8, 0, "/dev/shm", kSecret, 4,
-                         DP_ROLE_PEER, &v6, nullptr) == DP_OK) {
+    if (dp_engine_create("n6", kHost, "::1", 0, 2, 2, 0, 0, 8, 0, "/dev/shm", kKeys.data(),
+                         kKeysLen, DP_ROLE_PEER, &v6, nullptr) == DP_OK) {
         CHECK_EQ(dp_engine_tcp_port(v6) > 0, 1);
         dp_engine_destroy(v6);
     }
@@ -1123,11 +1161,13 @@ int main() {
     CHECK_EQ(dp_segment_create(a, "seg-a", shm.c_str(), size, DP_SEGMENT_STORE, &base, nullptr),
              DP_ERR_EXISTS);
 
-    RunTransport(a, b, remover, "node-a", shm, size, "tcp-notify");
-    RunTransport(a, a2, remover, "node-a", shm, size, "local-notify");
+    RunTransport(a, b, remover, "node-a", shm, size, "tcp-notify", true);
+    RunTransport(a, a2, remover, "node-a", shm, size, "local-notify", false);
     int64_t counters[DP_COUNTER_COUNT];
-    CHECK_EQ(dp_engine_counters(b, counters, nullptr), DP_OK);
+    CHECK_EQ(dp_engine_counters(remover, counters, nullptr), DP_OK);
     CHECK_EQ(counters[DP_COUNTER_TCP_WRITTEN], size);
+    CHECK_EQ(dp_engine_counters(b, counters, nullptr), DP_OK);
+    CHECK_EQ(counters[DP_COUNTER_TCP_WRITTEN], 0);
     CHECK_EQ(counters[DP_COUNTER_TCP_READ], size);
     CHECK_EQ(counters[DP_COUNTER_LOCAL_READ], 0);
     CHECK_EQ(dp_engine_counters(a2, counters, nullptr), DP_OK);
@@ -1138,15 +1178,16 @@ int main() {
     {
         // A notify for a name the target never registered is dropped: nothing is created.
         std::vector<char> buf(4096);
-        CHECK_EQ(dp_memory_register(b, reinterpret_cast<int64_t>(buf.data()), 4096, nullptr),
+        CHECK_EQ(dp_memory_register(remover, reinterpret_cast<int64_t>(buf.data()), 4096, nullptr),
                  DP_OK);
-        int64_t seg = Open(b, "seg-a", "node-a", a, shm, size);
+        int64_t seg = Open(remover, "seg-a", "node-a", a, shm, size);
         Batch write;
         write.Add(DP_OP_WRITE, buf.data(), seg, 0, 4096);
-        write.Run(b, "never-registered");
+        write.Run(remover, "never-registered");
         int64_t value = 0;
         CHECK_EQ(dp_notify_get(a, "never-registered", &value, nullptr), DP_ERR_NOT_FOUND);
-        CHECK_EQ(dp_memory_unregister(b, reinterpret_cast<int64_t>(buf.data()), nullptr), DP_OK);
+        CHECK_EQ(dp_memory_unregister(remover, reinterpret_cast<int64_t>(buf.data()), nullptr),
+                 DP_OK);
     }
     StatusNamesWhatFailed(a, b, shm, size);
     StrangersAreRefused(a, b, shm, size);

@@ -28,9 +28,11 @@ import java.util.StringJoiner;
  * @param idleTimeout an authenticated connection without a request for this long is closed by the
  *     server (a restarted or vanished peer holds no slot and no thread for longer); this engine
  *     drops its own pooled connections after half of it and reconnects transparently
- * @param secret the per-deployment secret every tcp connection proves it knows (mutual
- *     challenge-response) before its first request; never logged. Empty only where the engine must
- *     not authenticate (tests of the refusal path)
+ * @param roleKeys the data-plane role keys this engine holds ({@link RoleKeys}): every tcp
+ *     connection proves the key of its role (mutual challenge-response) before its first request
+ *     and MACs every request with a key fresh per connection; this engine connects as the role it
+ *     claims (whose key it must hold) and accepts only the roles it holds keys of. Never logged.
+ *     Empty only where the engine must not authenticate (tests of the refusal path)
  * @param hostId identity of the host this process runs on (for example the machine id plus the shm
  *     directory), or {@code null} to derive it: the local transport is used only when both the node
  *     label and the host identity of a segment match
@@ -60,7 +62,7 @@ public record DataplaneConfig(
         Duration connectTimeout,
         int maxConnections,
         Duration idleTimeout,
-        byte[] secret,
+        RoleKeys roleKeys,
         String hostId,
         boolean remover,
         boolean storer,
@@ -106,11 +108,27 @@ public record DataplaneConfig(
                             + " ms: "
                             + idleTimeout);
         }
-        secret = secret == null ? new byte[0] : secret.clone();
+        roleKeys = roleKeys == null ? RoleKeys.none() : roleKeys;
         if (remover && storer) {
             throw new IllegalArgumentException(
                     "an engine claims one role: remover (control-api) or storer (a client-only"
                             + " publisher), not both");
+        }
+        DataplaneRole claimed =
+                remover
+                        ? DataplaneRole.REMOVER
+                        : storer ? DataplaneRole.STORER : DataplaneRole.PEER;
+        if (!roleKeys.isEmpty() && !roleKeys.has(claimed)) {
+            throw new IllegalArgumentException(
+                    "the engine claims role "
+                            + claimed.label()
+                            + " but holds no "
+                            + claimed.label()
+                            + " key ("
+                            + roleKeys
+                            + "): give it the "
+                            + claimed.label()
+                            + " key");
         }
         if (maxConnections < 1) {
             throw new IllegalArgumentException("maxConnections must be >= 1: " + maxConnections);
@@ -168,15 +186,14 @@ public record DataplaneConfig(
         }
     }
 
-    /** A copy of the secret (the record keeps its own). */
-    @Override
-    public byte[] secret() {
-        return secret.clone();
+    /** The role this engine's connections prove: remover, storer, or else peer. */
+    public DataplaneRole role() {
+        return remover ? DataplaneRole.REMOVER : storer ? DataplaneRole.STORER : DataplaneRole.PEER;
     }
 
-    /** Whether a secret is configured. */
+    /** Whether this engine holds the key of its role (without it, no tcp in either direction). */
     public boolean authenticated() {
-        return secret.length > 0;
+        return roleKeys.has(role());
     }
 
     @Override
@@ -195,7 +212,7 @@ public record DataplaneConfig(
                 && connectTimeout.equals(other.connectTimeout)
                 && maxConnections == other.maxConnections
                 && idleTimeout.equals(other.idleTimeout)
-                && java.util.Arrays.equals(secret, other.secret)
+                && roleKeys.equals(other.roleKeys)
                 && Objects.equals(hostId, other.hostId)
                 && remover == other.remover
                 && storer == other.storer
@@ -207,7 +224,7 @@ public record DataplaneConfig(
         return Objects.hash(nodeLabel, redisUri, keyPrefix, tcpBindHost, advertiseHost, tcpPort);
     }
 
-    /** Every component, in declaration order; never prints the secret, nor the Redis password. */
+    /** Every component, in declaration order; never prints a key, nor the Redis password. */
     @Override
     public String toString() {
         return describe(this);
@@ -215,8 +232,9 @@ public record DataplaneConfig(
 
     /**
      * How a data-plane configuration prints, this record or the properties a service binds it from:
-     * every component by name, in declaration order, with the password in {@code redisUri} masked
-     * and {@code secret} shown only as set ({@code <hidden>}) or not ({@code none}).
+     * every component by name, in declaration order, with the password in {@code redisUri} masked,
+     * {@code roleKeys} by their roles and any secret or key file shown only as set ({@code
+     * <hidden>}) or not ({@code none}).
      */
     public static String describe(Record config) {
         StringJoiner fields = new StringJoiner(", ", config.getClass().getSimpleName() + "[", "]");
@@ -224,7 +242,7 @@ public record DataplaneConfig(
             Object value = componentValue(config, c);
             Object shown =
                     switch (c.getName()) {
-                        case "secret" -> unset(value) ? "none" : "<hidden>";
+                        case "secret", "roleKeysText" -> unset(value) ? "none" : "<hidden>";
                         case "redisUri" -> RedisUris.mask((String) value);
                         default -> value;
                     };
@@ -268,7 +286,7 @@ public record DataplaneConfig(
         private int maxConnections =
                 maxConnectionsFor(DEFAULT_CLUSTER_ENGINES, DEFAULT_PEER_STREAMS);
         private Duration idleTimeout = Duration.ofSeconds(60);
-        private byte[] secret = new byte[0];
+        private RoleKeys roleKeys = RoleKeys.none();
         private String hostId;
         private boolean remover;
         private boolean storer;
@@ -338,9 +356,19 @@ public record DataplaneConfig(
             return this;
         }
 
-        /** The per-deployment secret; the builder keeps a copy. */
+        /** The role keys this engine holds (a service: only those its duties need). */
+        public Builder roleKeys(RoleKeys value) {
+            this.roleKeys = value == null ? RoleKeys.none() : value;
+            return this;
+        }
+
+        /**
+         * Every role key, derived from a deployment secret: for tests and single-process tools that
+         * play every role. A service takes {@link #roleKeys} with only its own.
+         */
         public Builder secret(byte[] value) {
-            this.secret = value == null ? new byte[0] : value.clone();
+            this.roleKeys =
+                    value == null || value.length == 0 ? RoleKeys.none() : RoleKeys.derive(value);
             return this;
         }
 
@@ -385,7 +413,7 @@ public record DataplaneConfig(
                     connectTimeout,
                     maxConnections,
                     idleTimeout,
-                    secret,
+                    roleKeys,
                     hostId,
                     remover,
                     storer,

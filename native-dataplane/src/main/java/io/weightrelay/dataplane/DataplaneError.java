@@ -29,7 +29,12 @@ public enum DataplaneError {
      * A peer answered out of protocol: a reply status that is neither success nor a refusal a
      * server sends (a positive value, an unknown code). The connection was dropped.
      */
-    PROTOCOL(-16);
+    PROTOCOL(-16),
+    /**
+     * A store segment refused a WRITE from a connection of role peer: store capacity takes writes
+     * only from its owner, a storer or a remover; peers write only into receive segments.
+     */
+    READ_ONLY(-17);
 
     private final int code;
 

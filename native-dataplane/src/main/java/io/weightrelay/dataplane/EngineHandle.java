@@ -20,7 +20,7 @@ final class EngineHandle implements AutoCloseable {
     static EngineHandle create(DataplaneConfig c, String hostId) {
         DpNative.load();
         DpNative.dp_engine out = new DpNative.dp_engine();
-        byte[] secret = c.secret();
+        byte[] roleKeys = c.roleKeys().encoded();
         int ioTimeoutMs = millis(c.ioTimeout());
         int connectTimeoutMs = millis(c.connectTimeout());
         NativeStatus status =
@@ -38,16 +38,12 @@ final class EngineHandle implements AutoCloseable {
                                         c.maxConnections(),
                                         millis(c.idleTimeout()),
                                         c.shmDir().toString(),
-                                        secret,
-                                        secret.length,
-                                        c.remover()
-                                                ? DpNative.DP_ROLE_REMOVER
-                                                : (c.storer()
-                                                        ? DpNative.DP_ROLE_STORER
-                                                        : DpNative.DP_ROLE_PEER),
+                                        roleKeys,
+                                        roleKeys.length,
+                                        c.role().wire(),
                                         out,
                                         st));
-        java.util.Arrays.fill(secret, (byte) 0);
+        java.util.Arrays.fill(roleKeys, (byte) 0);
         if (status.is(DataplaneError.INVALID_ARGUMENT)) {
             throw new DataplaneException(
                     DataplaneError.INVALID_ARGUMENT,

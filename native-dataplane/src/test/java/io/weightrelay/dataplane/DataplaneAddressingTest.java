@@ -27,7 +27,7 @@ class DataplaneAddressingTest {
 
     /** b writes a pattern into a's segment over tcp and reads it back. */
     private static void roundTrip(Dataplane a, Dataplane b, int seed) {
-        Segment seg = a.createSegment("seg-" + seed, 1 << 20);
+        Segment seg = a.createReceiveSegment("seg-" + seed, 1 << 20);
         RegisteredBuffer src = b.registerBuffer(ByteBuffer.allocateDirect(1 << 20));
         Patterns.fill(src.byteBuffer(), 0, 1 << 20, seed);
         Counters before = b.counters();

@@ -149,7 +149,7 @@ abstract class DataplaneConformanceTest {
         Dataplane a = dp("node-a");
         Dataplane b = dp(peerLabel(t));
         int size = 16 * MIB + 7;
-        Segment target = b.createSegment("target", size);
+        Segment target = b.createReceiveSegment("target", size);
         RegisteredBuffer source = buffer(a, size, 3);
         RegisteredBuffer back = a.registerBuffer(ByteBuffer.allocateDirect(size));
         Counters before = a.counters();
@@ -170,7 +170,7 @@ abstract class DataplaneConformanceTest {
         int batches = 6;
         int tasks = 4;
         int slot = 256 * 1024 + 64;
-        Segment target = b.createSegment("target", (long) threads * batches * tasks * slot);
+        Segment target = b.createReceiveSegment("target", (long) threads * batches * tasks * slot);
         concurrently(
                 threads,
                 thread -> {
@@ -216,7 +216,7 @@ abstract class DataplaneConformanceTest {
         int targets = 3;
         List<Segment> segments = new ArrayList<>();
         for (int k = 0; k < targets; k++) {
-            segments.add(b.createSegment("copy-" + k, size + 64));
+            segments.add(b.createReceiveSegment("copy-" + k, size + 64));
         }
         RegisteredBuffer src = buffer(a, size, 5);
         List<TransferRequest> reqs = new ArrayList<>();
@@ -249,7 +249,7 @@ abstract class DataplaneConformanceTest {
         Dataplane a = dp("node-a");
         Dataplane b = dp(peerLabel(t));
         int size = MIB;
-        b.createSegment("target", size);
+        b.createReceiveSegment("target", size);
         RegisteredBuffer src = buffer(a, size, 1);
         try (TransferBatch batch =
                 a.engine()
@@ -284,7 +284,7 @@ abstract class DataplaneConformanceTest {
         Dataplane a = dp("node-a");
         Dataplane b = dp(peerLabel(t));
         RegisteredBuffer src = buffer(a, MIB, 14);
-        Segment first = b.createSegment("recycled", MIB);
+        Segment first = b.createReceiveSegment("recycled", MIB);
         transfer(a, write(src, 0, "recycled", 0, MIB));
         first.close();
 
@@ -293,7 +293,7 @@ abstract class DataplaneConformanceTest {
                         UnknownSegmentException.class,
                         e -> assertThat(e.segment()).isEqualTo("recycled"));
 
-        Segment second = b.createSegment("recycled", MIB);
+        Segment second = b.createReceiveSegment("recycled", MIB);
         assertWritten(a, src, second, MIB, 14);
     }
 
@@ -320,7 +320,7 @@ abstract class DataplaneConformanceTest {
         Dataplane a = dp("node-a");
         Dataplane b = dp(peerLabel(t));
         int size = 3 * MIB;
-        Segment target = b.createSegment("delegate", size);
+        Segment target = b.createReceiveSegment("delegate", size);
         RegisteredBuffer src = buffer(a, size, 9);
         assertThat(b.engine().registerNotify("gen-7/batch-0")).isZero();
         CompletableFuture<Long> waiter =
@@ -419,7 +419,7 @@ abstract class DataplaneConformanceTest {
         Dataplane a = dp("node-a");
         Dataplane b = dp(peerLabel(t));
         int size = 9 * MIB + 3;
-        b.createSegment("target", size + 4096);
+        b.createReceiveSegment("target", size + 4096);
         RegisteredBuffer source = buffer(a, size, 5);
         try (TransferBatch batch =
                 a.engine()
@@ -852,7 +852,7 @@ abstract class DataplaneConformanceTest {
         Patterns.assertHolds(back.byteBuffer(), 0, size, 33);
         assertTransport(a.counters().minus(before), t, size, size);
         // The owner uses it as local memory too: a source for its own writes.
-        Segment other = a.createSegment("store-a", 4 * MIB);
+        Segment other = a.createReceiveSegment("recv-a", 4 * MIB);
         assertWritten(b, target, other, MIB, 33);
     }
 
@@ -986,14 +986,18 @@ abstract class DataplaneConformanceTest {
                 .hasMessageContaining("child");
         assertThat(Long.parseLong(peer.command("free"))).isEqualTo(freeBefore);
 
-        // A write with notify into the child's segment; the child waits on its counter.
+        // A write with notify into the child's segment; the child waits on its counter. It is
+        // store capacity, so the writer is a remover: over tcp a peer's write there is refused.
         long offset = 12L * MIB;
         peer.command("register fanout");
         CompletableFuture<String> notified =
                 CompletableFuture.supplyAsync(() -> peer.command("notify fanout 1 60000"));
+        Dataplane writer = remover("node-a");
+        RegisteredBuffer written = buffer(writer, MIB, 21);
         try (TransferBatch batch =
-                a.engine()
-                        .submitWithNotify(List.of(write(src, 0, "child", offset, MIB)), "fanout")) {
+                writer.engine()
+                        .submitWithNotify(
+                                List.of(write(written, 0, "child", offset, MIB)), "fanout")) {
             batch.awaitSuccess(WAIT);
         }
         assertThat(notified.get(60, TimeUnit.SECONDS)).isEqualTo("1");

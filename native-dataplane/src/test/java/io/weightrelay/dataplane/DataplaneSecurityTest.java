@@ -131,9 +131,118 @@ class DataplaneSecurityTest {
             assertThat(replay.closedByServer(5000)).isTrue();
         }
         // The recorded connection itself is still good: it was authenticated for real.
-        recorded.send(RawPeer.header(RawPeer.OP_READ, 0, 64, "target"));
+        recorded.send(recorded.request(RawPeer.OP_READ, 0, 64, "target"));
         assertThat(recorded.reply().status()).isZero();
         assertThat(recorded.read(64)).isEqualTo(segmentBytes(0, 64));
+        assertStillServingAndUnchanged();
+    }
+
+    /**
+     * Store capacity holds published objects: a peer (a loader) may read it, never write it. The
+     * write is refused with its own code, its payload read and dropped (the connection stays in
+     * step), and through the API the writer gets a typed exception naming the segment and the role.
+     */
+    @Test
+    void aPeerMayNotWriteIntoAStoreSegment() throws Exception {
+        RawPeer peer = authenticated(RawPeer.ROLE_PEER);
+        peer.send(peer.request(RawPeer.OP_WRITE, 0, 4096, "target"));
+        peer.send(new byte[4096]);
+        assertThat(peer.reply().status()).isEqualTo(DataplaneError.READ_ONLY.code());
+        peer.send(peer.request(RawPeer.OP_READ, 0, 64, "target")); // in step, still served
+        assertThat(peer.reply().status()).isZero();
+        assertThat(peer.read(64)).isEqualTo(segmentBytes(0, 64));
+        RegisteredBuffer src = friend.registerBuffer(ByteBuffer.allocateDirect(4096));
+        assertThatThrownBy(() -> transfer(friend, TransferRequest.write(src, 0, "target", 0, 4096)))
+                .isInstanceOfSatisfying(
+                        StoreSegmentWriteRefusedException.class,
+                        e -> assertThat(e.subject()).isEqualTo("target"))
+                .hasMessageContaining("'target'")
+                .hasMessageContaining("role peer");
+        assertStillServingAndUnchanged();
+        // A storer (a client-only publisher the owner allocates for) still writes there.
+        RawPeer storer = authenticated(RawPeer.ROLE_STORER);
+        byte[] bytes = segmentBytes(0, 4096);
+        storer.send(storer.request(RawPeer.OP_WRITE, 0, 4096, "target"));
+        storer.send(bytes);
+        assertThat(storer.reply().status()).isZero();
+        assertStillServingAndUnchanged();
+    }
+
+    /**
+     * Every request carries a MAC of its header and name under the connection's key and its
+     * sequence number: a header altered on the path, a request replayed (or sent out of order) is
+     * refused by closing the connection, before anything is read or written.
+     */
+    @Test
+    void aTamperedOrReplayedRequestClosesTheConnection() throws Exception {
+        RawPeer replayer = authenticated(RawPeer.ROLE_PEER);
+        byte[] request = replayer.request(RawPeer.OP_READ, 0, 64, "target");
+        replayer.send(request);
+        assertThat(replayer.reply().status()).isZero();
+        replayer.read(64);
+        replayer.send(request);
+        assertThat(replayer.closedByServer(5000)).as("closed after a replayed request").isTrue();
+
+        RawPeer reordered = authenticated(RawPeer.ROLE_PEER);
+        byte[] first = reordered.request(RawPeer.OP_READ, 0, 64, "target");
+        byte[] second = reordered.request(RawPeer.OP_READ, 64, 64, "target");
+        reordered.send(second);
+        assertThat(reordered.closedByServer(5000)).as("closed after a reordered request").isTrue();
+
+        RawPeer tampered = authenticated(RawPeer.ROLE_REMOVER);
+        byte[] write = tampered.request(RawPeer.OP_WRITE, 0, 64, "target");
+        write[8] = 64; // the offset, changed after the MAC was made
+        tampered.send(write);
+        tampered.send(new byte[64]);
+        assertThat(tampered.closedByServer(5000)).as("closed after a tampered header").isTrue();
+
+        RawPeer unsigned = authenticated(RawPeer.ROLE_PEER);
+        unsigned.send(RawPeer.header(RawPeer.OP_READ, 0, 64, "target"));
+        unsigned.send(new byte[16]); // sixteen bytes where the MAC belongs
+        assertThat(unsigned.closedByServer(5000)).as("closed without a valid MAC").isTrue();
+        assertThat(first).isNotEqualTo(second);
+        assertStillServingAndUnchanged();
+    }
+
+    /**
+     * A service given only the peer key (a loader) can prove neither the remover nor the storer
+     * role, and an engine configured so refuses to start claiming them; an engine holding only the
+     * peer key does not accept a remover either.
+     */
+    @Test
+    void anEngineWithOnlyThePeerKeyCannotHandshakeAsRemoverOrStorer() throws Exception {
+        RoleKeys loaders = RoleKeys.derive(TestEngines.SECRET, DataplaneRole.PEER);
+        for (int role : new int[] {RawPeer.ROLE_REMOVER, RawPeer.ROLE_STORER}) {
+            RawPeer p = raw();
+            assertThat(p.handshakeWithKey(loaders.key(DataplaneRole.PEER), role))
+                    .as("role %d with the peer key", role)
+                    .isEqualTo(RawPeer.Outcome.DENIED);
+            assertThat(p.closedByServer(5000)).isTrue();
+        }
+        assertThatThrownBy(
+                        () ->
+                                TestEngines.config("loader", scope.prefix())
+                                        .roleKeys(loaders)
+                                        .remover(true)
+                                        .build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("claims role remover but holds no remover key");
+        // A loader's engine accepts peers, and refuses a remover (even with the right key) at
+        // the challenge: it holds no remover key to check one with.
+        Dataplane loader =
+                open(TestEngines.config("node-loader", scope.prefix()).roleKeys(loaders));
+        Segment receive = loader.createReceiveSegment("loader-receive", 4096);
+        RawPeer remover = new RawPeer(loader.tcpPort());
+        scope.closeAfter(remover);
+        assertThat(remover.handshake(TestEngines.SECRET, RawPeer.ROLE_REMOVER))
+                .isEqualTo(RawPeer.Outcome.REFUSED);
+        RawPeer peer = new RawPeer(loader.tcpPort());
+        scope.closeAfter(peer);
+        assertThat(peer.handshake(TestEngines.SECRET, RawPeer.ROLE_PEER))
+                .isEqualTo(RawPeer.Outcome.ACCEPTED);
+        peer.send(peer.request(RawPeer.OP_WRITE, 0, 16, receive.name()));
+        peer.send(new byte[16]);
+        assertThat(peer.reply().status()).isZero(); // peers write into receive segments
         assertStillServingAndUnchanged();
     }
 
@@ -144,10 +253,11 @@ class DataplaneSecurityTest {
         assertThat(shortHello.closedByServer(5000)).isTrue();
         RawPeer shortHeader = authenticated(RawPeer.ROLE_PEER);
         shortHeader.send(
-                java.util.Arrays.copyOf(RawPeer.header(RawPeer.OP_WRITE, 0, 64, "target"), 10));
+                java.util.Arrays.copyOf(
+                        shortHeader.request(RawPeer.OP_WRITE, 0, 64, "target"), 10));
         assertThat(shortHeader.closedByServer(5000)).isTrue();
         RawPeer shortName = authenticated(RawPeer.ROLE_PEER);
-        byte[] h = RawPeer.header(RawPeer.OP_READ, 0, 64, "target");
+        byte[] h = shortName.request(RawPeer.OP_READ, 0, 64, "target");
         shortName.send(java.util.Arrays.copyOf(h, h.length - 3));
         assertThat(shortName.closedByServer(5000)).isTrue();
         assertStillServingAndUnchanged();
@@ -160,9 +270,9 @@ class DataplaneSecurityTest {
         midHello.send(java.util.Arrays.copyOf(RawPeer.hello(1, new byte[32]), 12));
         RawPeer midHeader = authenticated(RawPeer.ROLE_PEER);
         midHeader.send(
-                java.util.Arrays.copyOf(RawPeer.header(RawPeer.OP_READ, 0, 64, "target"), 16));
+                java.util.Arrays.copyOf(midHeader.request(RawPeer.OP_READ, 0, 64, "target"), 16));
         RawPeer midName = authenticated(RawPeer.ROLE_PEER);
-        byte[] h = RawPeer.header(RawPeer.OP_WRITE, 0, 64, "target");
+        byte[] h = midName.request(RawPeer.OP_WRITE, 0, 64, "target");
         midName.send(java.util.Arrays.copyOf(h, h.length - 1));
         long start = System.nanoTime();
         for (RawPeer p : List.of(silentStranger, midHello, midHeader, midName)) {
@@ -175,7 +285,7 @@ class DataplaneSecurityTest {
         // sent them whole); the connection is closed and nothing else of the segment moved.
         RawPeer midPayload = authenticated(RawPeer.ROLE_PEER);
         byte[] part = new byte[100];
-        midPayload.send(RawPeer.header(RawPeer.OP_WRITE, 8192, 1 << 20, "target"));
+        midPayload.send(midPayload.request(RawPeer.OP_WRITE, 8192, 1 << 20, "target"));
         midPayload.send(part);
         assertThat(midPayload.closedByServer(10_000)).isTrue();
         transfer(friend, TransferRequest.read(scratch, 0, "target", 0, SIZE));
@@ -195,35 +305,37 @@ class DataplaneSecurityTest {
             {SIZE - 10, 100}, {Long.MAX_VALUE - 5, 100}, {-1, 10}, {Long.MIN_VALUE, 1}, {SIZE, 1}
         };
         for (long[] r : reads) {
-            p.send(RawPeer.header(RawPeer.OP_READ, r[0], r[1], "target"));
+            p.send(p.request(RawPeer.OP_READ, r[0], r[1], "target"));
             assertThat(p.reply().status())
                     .as("read %d+%d", r[0], r[1])
                     .isEqualTo(DataplaneError.OUT_OF_BOUNDS.code());
         }
+        // Writes as a remover: a peer's write into a store segment is refused before its range.
+        RawPeer w = authenticated(RawPeer.ROLE_REMOVER);
         long[] writeOffsets = {Long.MAX_VALUE, Long.MAX_VALUE - 15, -16, SIZE - 8};
         for (long offset : writeOffsets) {
-            p.send(RawPeer.header(RawPeer.OP_WRITE, offset, 16, "target"));
-            p.send(new byte[16]); // read and dropped: the stream stays in step
-            assertThat(p.reply().status())
+            w.send(w.request(RawPeer.OP_WRITE, offset, 16, "target"));
+            w.send(new byte[16]); // read and dropped: the stream stays in step
+            assertThat(w.reply().status())
                     .as("write at %d", offset)
                     .isEqualTo(DataplaneError.OUT_OF_BOUNDS.code());
         }
-        p.send(RawPeer.header(RawPeer.OP_READ, 0, 16, "no-such-segment"));
+        p.send(p.request(RawPeer.OP_READ, 0, 16, "no-such-segment"));
         assertThat(p.reply().status()).isEqualTo(DataplaneError.UNKNOWN_SEGMENT.code());
-        p.send(RawPeer.header(RawPeer.OP_READ, 100, 64, "target")); // still in step
+        p.send(p.request(RawPeer.OP_READ, 100, 64, "target")); // still in step
         assertThat(p.reply().status()).isZero();
         assertThat(p.read(64)).isEqualTo(segmentBytes(100, 64));
 
         for (long length : new long[] {-1, (8L << 20) + 1, Long.MAX_VALUE}) {
             RawPeer bad = authenticated(RawPeer.ROLE_PEER);
-            bad.send(RawPeer.header(RawPeer.OP_WRITE, 0, length, "target"));
+            bad.send(bad.request(RawPeer.OP_WRITE, 0, length, "target"));
             assertThat(bad.closedByServer(5000)).as("length %d", length).isTrue();
         }
         RawPeer badOp = authenticated(RawPeer.ROLE_PEER);
-        badOp.send(RawPeer.header(99, 0, 0, "target"));
+        badOp.send(badOp.request(99, 0, 0, "target"));
         assertThat(badOp.closedByServer(5000)).isTrue();
         RawPeer badMagic = authenticated(RawPeer.ROLE_PEER);
-        byte[] h = RawPeer.header(RawPeer.OP_READ, 0, 16, "target");
+        byte[] h = badMagic.request(RawPeer.OP_READ, 0, 16, "target");
         h[0] ^= 1;
         badMagic.send(h);
         assertThat(badMagic.closedByServer(5000)).isTrue();
@@ -235,12 +347,12 @@ class DataplaneSecurityTest {
         long objectOffset = friend.store().locations("obj").get(0).offset();
         long free = Long.parseLong(owner.command("free"));
         RawPeer peer = authenticated(RawPeer.ROLE_PEER);
-        peer.send(RawPeer.header(RawPeer.OP_FREE, objectOffset, 0, "target"));
+        peer.send(peer.request(RawPeer.OP_FREE, objectOffset, 0, "target"));
         assertThat(peer.reply().status()).isEqualTo(DataplaneError.DENIED.code());
-        peer.send(RawPeer.header(RawPeer.OP_ALLOC, 0, 4096, "target"));
+        peer.send(peer.request(RawPeer.OP_ALLOC, 0, 4096, "target"));
         assertThat(peer.reply().status()).isEqualTo(DataplaneError.DENIED.code());
         RawPeer remover = authenticated(RawPeer.ROLE_REMOVER);
-        remover.send(RawPeer.header(RawPeer.OP_ALLOC, 0, 4096, "target"));
+        remover.send(remover.request(RawPeer.OP_ALLOC, 0, 4096, "target"));
         assertThat(remover.reply().status()).isEqualTo(DataplaneError.DENIED.code());
         assertThat(Long.parseLong(owner.command("free"))).isEqualTo(free);
         // Through the API: a reader's remove is refused before the entry is taken.
@@ -302,7 +414,7 @@ class DataplaneSecurityTest {
         assertThat(flood.get(flood.size() - 1).closedByServer(5000)).isTrue();
         // At the cap, connections already established keep being served.
         RawPeer established = flood.get(0);
-        established.send(RawPeer.header(RawPeer.OP_READ, 0, 64, "target"));
+        established.send(established.request(RawPeer.OP_READ, 0, 64, "target"));
         assertThat(established.reply().status()).isZero();
         byte[] first = established.read(64);
         for (RawPeer p : flood) {

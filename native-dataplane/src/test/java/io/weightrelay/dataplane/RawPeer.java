@@ -24,6 +24,7 @@ import javax.crypto.spec.SecretKeySpec;
 final class RawPeer implements AutoCloseable {
     static final int ROLE_PEER = 1;
     static final int ROLE_REMOVER = 2;
+    static final int ROLE_STORER = 3;
     static final int OP_WRITE = 1;
     static final int OP_READ = 2;
     static final int OP_NOTIFY = 3;
@@ -43,6 +44,11 @@ final class RawPeer implements AutoCloseable {
 
     byte[] lastProof;
 
+    /** The key of this connection's request MACs once a handshake was accepted. */
+    private byte[] requestKey;
+
+    private long sequence;
+
     RawPeer(int port) throws IOException {
         socket = new Socket();
         socket.connect(new InetSocketAddress("127.0.0.1", port), 5000);
@@ -61,8 +67,13 @@ final class RawPeer implements AutoCloseable {
         CLOSED
     }
 
-    /** The full client side of the handshake with this secret and role. */
+    /** The full client side of the handshake with the key of role derived from this secret. */
     Outcome handshake(byte[] secret, int role) throws IOException {
+        return handshakeWithKey(roleKey(secret, role), role);
+    }
+
+    /** The full client side of the handshake claiming role and proving it with key. */
+    Outcome handshakeWithKey(byte[] key, int role) throws IOException {
         byte[] nonce = new byte[32];
         new SecureRandom().nextBytes(nonce);
         byte[] hello = hello(role, nonce);
@@ -78,7 +89,6 @@ final class RawPeer implements AutoCloseable {
         if (status != 0) {
             return Outcome.REFUSED;
         }
-        byte[] key = roleKey(secret, role);
         byte[] expected =
                 hmac(key, ascii("WRDP1 server"), hello, Arrays.copyOfRange(challenge, 0, 40));
         if (!Arrays.equals(expected, Arrays.copyOfRange(challenge, 40, 72))) {
@@ -88,7 +98,29 @@ final class RawPeer implements AutoCloseable {
         lastHello = hello;
         lastProof = proof;
         send(proof);
-        return readAck();
+        Outcome outcome = readAck();
+        if (outcome == Outcome.ACCEPTED) {
+            requestKey = hmac(key, ascii("WRDP2 request"), hello, challenge);
+            sequence = 0;
+        }
+        return outcome;
+    }
+
+    /**
+     * One request of this authenticated connection: header, name and the MAC of both under the
+     * connection's key and its next sequence number (README.md, "Wire format").
+     */
+    byte[] request(int op, long offset, long length, String name) {
+        if (requestKey == null) {
+            throw new IllegalStateException("no accepted handshake on this connection");
+        }
+        byte[] h = header(op, offset, length, name);
+        byte[] seq =
+                ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(sequence++).array();
+        byte[] mac = Arrays.copyOf(hmac(requestKey, seq, h), 16);
+        byte[] out = Arrays.copyOf(h, h.length + mac.length);
+        System.arraycopy(mac, 0, out, h.length, mac.length);
+        return out;
     }
 
     /** Sends a recorded hello and proof as they were, whatever the server's new challenge says. */
@@ -123,11 +155,11 @@ final class RawPeer implements AutoCloseable {
 
     static byte[] hello(int role, byte[] nonce) {
         ByteBuffer b = ByteBuffer.allocate(40).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(HELLO_MAGIC).put((byte) 1).put((byte) role).putShort((short) 0).put(nonce);
+        b.putInt(HELLO_MAGIC).put((byte) 2).put((byte) role).putShort((short) 0).put(nonce);
         return b.array();
     }
 
-    /** A request header and name (and nothing else). */
+    /** A request header and name, without a MAC (what no authenticated client sends). */
     static byte[] header(int op, long offset, long length, String name) {
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
         ByteBuffer b = ByteBuffer.allocate(32 + n.length).order(ByteOrder.LITTLE_ENDIAN);

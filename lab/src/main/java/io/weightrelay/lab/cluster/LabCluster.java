@@ -954,7 +954,9 @@ public final class LabCluster implements StartedOrClosed.Lab {
                             "--spring.data.redis.port=" + spec.site().redisPort(),
                             "--relay.redis.key-prefix=wr:lab:" + run + ":",
                             "--relay.dataplane.key-prefix=" + dpPrefix,
-                            "--relay.dataplane.secret-file=" + secretFile,
+                            "--relay.dataplane.secret-file="
+                                    + secrets.dataplaneKeysFile(
+                                            LabSecrets.DataplaneDuty.CONTROL_API),
                             "--relay.generations.scheduled-gc=false",
                             "--relay.updates.verify-checksums=" + checksums,
                             "--relay.checkpoints.root=" + checkpointRoot(),
@@ -1112,7 +1114,9 @@ public final class LabCluster implements StartedOrClosed.Lab {
                             "--relay.segment.role=storage-unit",
                             "--relay.dataplane.redis-uri=" + spec.redisUri(),
                             "--relay.dataplane.key-prefix=" + dpPrefix,
-                            "--relay.dataplane.secret-file=" + secretFile,
+                            "--relay.dataplane.secret-file="
+                                    + secrets.dataplaneKeysFile(
+                                            LabSecrets.DataplaneDuty.STORE_OWNER),
                             "--relay.staging.mode=segment",
                             "--relay.staging.capacity=" + LabCatalog.MAX_BATCH + "B",
                             "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
@@ -1183,7 +1187,11 @@ public final class LabCluster implements StartedOrClosed.Lab {
                     List.of(
                             "--relay.dataplane.redis-uri=" + spec.redisUri(),
                             "--relay.dataplane.key-prefix=" + dpPrefix,
-                            "--relay.dataplane.secret-file=" + secretFile,
+                            "--relay.dataplane.secret-file="
+                                    + secrets.dataplaneKeysFile(
+                                            storageUnits
+                                                    ? LabSecrets.DataplaneDuty.STORER
+                                                    : LabSecrets.DataplaneDuty.STORE_OWNER),
                             "--relay.staging.capacity=" + staging + "B",
                             "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrls(),
@@ -1205,7 +1213,8 @@ public final class LabCluster implements StartedOrClosed.Lab {
                         "--relay.loader.control-url=" + controlUrls(),
                         "--relay.dataplane.redis-uri=" + spec.redisUri(),
                         "--relay.dataplane.key-prefix=" + dataplanePrefix(),
-                        "--relay.dataplane.secret-file=" + secretFile,
+                        "--relay.dataplane.secret-file="
+                                + secrets.dataplaneKeysFile(LabSecrets.DataplaneDuty.LOADER),
                         "--relay.loader.checksums=" + checksums,
                         "--relay.loader.lease-ttl=" + LOADER_LEASE_TTL.toSeconds() + "s",
                         secretsArg("loader-" + name, secretProperties)));

@@ -1,5 +1,7 @@
 package io.weightrelay.lab.cluster;
 
+import io.weightrelay.dataplane.DataplaneRole;
+import io.weightrelay.dataplane.RoleKeys;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -31,6 +33,8 @@ public final class LabSecrets implements AutoCloseable {
 
     private final Path dir;
     private final Path dataplaneSecretFile;
+    private final java.util.EnumMap<DataplaneDuty, Path> keyFiles =
+            new java.util.EnumMap<>(DataplaneDuty.class);
     private final String trainer = token("trainer");
     private final String operator = token("operator");
     private final String ownerCall = token("owner-call");
@@ -52,6 +56,38 @@ public final class LabSecrets implements AutoCloseable {
         new SecureRandom().nextBytes(random);
         this.dataplaneSecretFile =
                 write("dataplane.secret", HexFormat.of().formatHex(random) + "\n");
+        // The deployment tooling's part: each service gets a key file with only its role keys
+        // (docs/deploy.md); the secret itself stays with the lab, which opens engines of its own.
+        RoleKeys all = RoleKeys.derive(dataplaneSecret());
+        for (DataplaneDuty duty : DataplaneDuty.values()) {
+            keyFiles.put(
+                    duty, write("dataplane-" + duty.file + ".keys", all.only(duty.roles).format()));
+        }
+    }
+
+    /** What a service does on the data plane, which decides the role keys it is given. */
+    public enum DataplaneDuty {
+        /** A publisher or storage unit owning a store segment: peer, and the roles it checks. */
+        STORE_OWNER("owner", DataplaneRole.PEER, DataplaneRole.REMOVER, DataplaneRole.STORER),
+        /** A client-only publisher: the storer key, nothing else. */
+        STORER("storer", DataplaneRole.STORER),
+        /** A loader: the peer key, nothing else. */
+        LOADER("loader", DataplaneRole.PEER),
+        /** control-api: the remover key, nothing else. */
+        CONTROL_API("control-api", DataplaneRole.REMOVER);
+
+        private final String file;
+        private final DataplaneRole[] roles;
+
+        DataplaneDuty(String file, DataplaneRole... roles) {
+            this.file = file;
+            this.roles = roles;
+        }
+    }
+
+    /** The key file of a service of this duty, for {@code relay.dataplane.secret-file}. */
+    public Path dataplaneKeysFile(DataplaneDuty duty) {
+        return keyFiles.get(duty);
     }
 
     /** A fresh set of credentials in a new directory only this user can enter. */
@@ -90,7 +126,10 @@ public final class LabSecrets implements AutoCloseable {
         return owners.computeIfAbsent(segment, s -> token("owner"));
     }
 
-    /** The file of the data plane's secret, for {@code relay.dataplane.secret-file}. */
+    /**
+     * The file of the data plane's deployment secret: for the lab's own engines and tools that play
+     * every role; services get {@link #dataplaneKeysFile} instead.
+     */
     public Path dataplaneSecretFile() {
         return dataplaneSecretFile;
     }

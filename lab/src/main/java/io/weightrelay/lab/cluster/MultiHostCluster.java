@@ -320,7 +320,8 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
 
         Host controlHost = hosts.host("control");
         controlUrl = url(controlHost, CONTROL_PORT);
-        List<String> controlArgs = new ArrayList<>(dataplane(controlHost));
+        List<String> controlArgs =
+                new ArrayList<>(dataplane(controlHost, LabSecrets.DataplaneDuty.CONTROL_API));
         controlArgs.addAll(
                 List.of(
                         "--spring.data.redis.host=" + redisHost.controlAddress(),
@@ -349,7 +350,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         long staging = sizes[1];
         for (String node : trainerNodes) {
             Host h = hosts.host(node);
-            List<String> args = new ArrayList<>(dataplane(h));
+            List<String> args = new ArrayList<>(dataplane(h, LabSecrets.DataplaneDuty.STORE_OWNER));
             args.addAll(
                     List.of(
                             "--relay.segment.node=" + node,
@@ -468,14 +469,15 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
      * The data plane of a service on {@code h}: its engine binds and advertises the host's
      * data-plane address, finds the store in the lab's Redis and proves the run's secret.
      */
-    private List<String> dataplane(Host h) {
+    private List<String> dataplane(Host h, LabSecrets.DataplaneDuty duty) {
         List<String> args =
                 new ArrayList<>(
                         List.of(
                                 "--relay.dataplane.bind-host=" + h.dataAddress(),
                                 "--relay.dataplane.redis-uri=" + redisUri,
                                 "--relay.dataplane.key-prefix=" + dataplanePrefix(),
-                                "--relay.dataplane.secret-file=" + secretFile));
+                                "--relay.dataplane.secret-file="
+                                        + secrets.dataplaneKeysFile(duty)));
         args.addAll(serviceArgs);
         return args;
     }
@@ -496,7 +498,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
     }
 
     private HostProcess startLoader(Host h, String name, String instance, int port) {
-        List<String> args = new ArrayList<>(dataplane(h));
+        List<String> args = new ArrayList<>(dataplane(h, LabSecrets.DataplaneDuty.LOADER));
         args.addAll(
                 List.of(
                         "--relay.loader.control-url=" + controlUrl,

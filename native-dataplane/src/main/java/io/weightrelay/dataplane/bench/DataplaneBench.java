@@ -56,7 +56,8 @@ public final class DataplaneBench {
                 Dataplane c = open("bench-node-2", prefix, redis, streams, secret)) {
             Segment source = a.createSegment("bench-source", size);
             Segment pub = a.createSegment("bench-pub", size + 4096);
-            Segment target = b.createSegment("bench-target", size);
+            Segment target =
+                    b.createReceiveSegment("bench-target", size); // c writes into it as a peer
             Segment remoteSource = c.createSegment("bench-remote-source", size);
             fill(source);
             fill(remoteSource);

@@ -100,7 +100,7 @@ public final class DpNative {
      */
     public static final int DP_SEGMENT_REPLACE = 2;
 
-    /** {@code DP_ROLE_PEER}: reads, writes, notifies. */
+    /** {@code DP_ROLE_PEER}: reads, writes into receive segments, notifies. */
     public static final int DP_ROLE_PEER = 1;
 
     /** {@code DP_ROLE_REMOVER}: also frees allocations in segments of other engines. */
@@ -121,8 +121,8 @@ public final class DpNative {
             int maxConnections,
             int idleTimeoutMs,
             String shmDir,
-            @Cast("const uint8_t*") byte[] secret,
-            int secretLength,
+            @Cast("const uint8_t*") byte[] roleKeys,
+            int roleKeysLength,
             int role,
             @ByPtrPtr dp_engine out,
             dp_status status);

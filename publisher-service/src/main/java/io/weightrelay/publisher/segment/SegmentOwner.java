@@ -56,7 +56,7 @@ public final class SegmentOwner implements AutoCloseable {
         this.dataplane =
                 Dataplane.open(
                         properties.ownsSegment()
-                                ? settings.config(properties.node())
+                                ? settings.storeOwnerConfig(properties.node())
                                 : settings.storerConfig(properties.node()));
         if (!properties.ownsSegment()) {
             // Client only: no segment, so no save ever waits on this process. Puts go to the

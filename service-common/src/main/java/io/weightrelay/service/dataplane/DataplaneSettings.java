@@ -1,6 +1,8 @@
 package io.weightrelay.service.dataplane;
 
 import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.DataplaneRole;
+import io.weightrelay.dataplane.RoleKeys;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -18,11 +20,20 @@ import org.springframework.core.env.Environment;
  *   <li>a wildcard bind host without an advertise host, and a wildcard advertise host;
  *   <li>with peers on other hosts ({@link #multiHost()}): advertising a loopback address, and
  *       running without a secret;
- *   <li>both {@code secret} and {@code secret-file}, an unreadable or empty secret file, and a
- *       secret shorter than {@value #MIN_SECRET_BYTES} bytes.
+ *   <li>both {@code secret} and {@code secret-file}, an unreadable or empty secret file, a secret
+ *       shorter than {@value #MIN_SECRET_BYTES} bytes, a malformed key file, and a key file without
+ *       the key of the role this service's engine proves.
  * </ul>
  *
- * <p>Immutable and thread safe. The secret is never logged or printed.
+ * <p>{@code secret-file} (or {@code secret}) holds either this service's <b>role keys</b> (a key
+ * file, {@code role=hex} lines, {@link RoleKeys}: the recommended form, what deployment tooling
+ * derives for each service) or the deployment secret (one-secret mode: this process could derive
+ * every role's key, so it is no boundary; a warning says so). Either way each engine gets only the
+ * keys of its duty: a loader the peer key, control-api the remover key, a client-only publisher the
+ * storer key, a store owner the peer key and the remover and storer keys it checks (docs/deploy.md,
+ * "Secrets and tokens").
+ *
+ * <p>Immutable and thread safe. No secret or key is ever logged or printed.
  */
 public final class DataplaneSettings {
 
@@ -36,7 +47,7 @@ public final class DataplaneSettings {
     private final String advertiseHost;
     private final boolean multiHost;
     private final String multiHostReason;
-    private final byte[] secret;
+    private final RoleKeys keys;
 
     public DataplaneSettings(DataplaneProperties properties) {
         this.properties = properties;
@@ -88,8 +99,8 @@ public final class DataplaneSettings {
                             + "advertise-host to an address or host name they reach this process"
                             + " at");
         }
-        this.secret = resolveSecret(properties);
-        if (multiHost && secret.length == 0) {
+        this.keys = resolveKeys(properties);
+        if (multiHost && keys.isEmpty()) {
             throw new DataplaneSettingsException(
                     "peers run on other hosts ("
                             + multiHostReason
@@ -97,16 +108,52 @@ public final class DataplaneSettings {
                             + P
                             + "secret-file (or "
                             + P
-                            + "secret, environment RELAY_DATAPLANE_SECRET) to the deployment's"
-                            + " secret");
+                            + "secret, environment RELAY_DATAPLANE_SECRET) to this service's role"
+                            + " keys");
         }
-        if (secret.length == 0) {
+        if (keys.isEmpty()) {
             log.warn(
                     "data plane without a secret: its engine accepts and makes no tcp connection,"
                             + " only same-node shared memory works; set {}secret-file (or {}secret)"
                             + " to the deployment's secret",
                     P,
                     P);
+        }
+    }
+
+    /**
+     * The role keys the configured secret file (or secret) holds: a key file's keys as given, or
+     * every key derived from a deployment secret (with a warning: one-secret mode is no boundary).
+     */
+    private static RoleKeys resolveKeys(DataplaneProperties properties) {
+        byte[] secret = resolveSecret(properties);
+        if (secret.length == 0) {
+            return RoleKeys.none();
+        }
+        String source =
+                properties.secretFile() != null
+                        ? P + "secret-file=" + properties.secretFile()
+                        : P + "secret";
+        String text = new String(secret, StandardCharsets.UTF_8);
+        if (text.contains("=")) {
+            try {
+                return RoleKeys.parse(text, source);
+            } catch (IllegalArgumentException e) {
+                throw new DataplaneSettingsException(e.getMessage(), e);
+            } finally {
+                Arrays.fill(secret, (byte) 0);
+            }
+        }
+        log.warn(
+                "{} holds the deployment secret, from which this process could derive every"
+                        + " data-plane role's key: give it a key file with only its own role keys"
+                        + " (docs/deploy.md, \"Secrets and tokens\"); its engine uses only the keys"
+                        + " of its duty",
+                source);
+        try {
+            return RoleKeys.derive(secret);
+        } finally {
+            Arrays.fill(secret, (byte) 0);
         }
     }
 
@@ -132,7 +179,8 @@ public final class DataplaneSettings {
         } else {
             return new byte[0];
         }
-        if (secret.length < MIN_SECRET_BYTES) {
+        if (secret.length < MIN_SECRET_BYTES
+                && !new String(secret, StandardCharsets.UTF_8).contains("=")) {
             throw new DataplaneSettingsException(
                     source
                             + " holds "
@@ -176,38 +224,70 @@ public final class DataplaneSettings {
         return multiHost;
     }
 
-    /** Whether a secret is configured (without one the engine makes and accepts no tcp). */
+    /** Whether keys are configured (without them the engine makes and accepts no tcp). */
     public boolean authenticated() {
-        return secret.length > 0;
+        return !keys.isEmpty();
     }
 
     /**
-     * The engine configuration of this process, on node {@code nodeLabel}.
+     * The engine configuration of a loader on node {@code nodeLabel}: role peer, holding only the
+     * peer key (it reads the store and writes into its peers' receive segments, which accept
+     * peers).
      *
      * @throws DataplaneSettingsException when {@code relay.dataplane.node-label} is set to another
-     *     node
+     *     node, or the configured keys lack the peer key
      */
     public DataplaneConfig config(String nodeLabel) {
-        return build(nodeLabel, false, false);
+        return build(nodeLabel, false, false, DataplaneRole.PEER);
     }
 
     /**
-     * As {@link #config(String)}, claiming the remover role: control-api's store client, which
-     * frees the space of removed objects in the owners' segments.
+     * The engine configuration of the owner of a store segment (a publisher or storage unit): role
+     * peer, and the remover and storer keys too, which its server needs to check control-api's
+     * frees and client-only publishers' puts. Keys the configuration lacks are left out (that role
+     * is then refused by this owner).
+     */
+    public DataplaneConfig storeOwnerConfig(String nodeLabel) {
+        return build(
+                nodeLabel,
+                false,
+                false,
+                DataplaneRole.PEER,
+                DataplaneRole.REMOVER,
+                DataplaneRole.STORER);
+    }
+
+    /**
+     * As {@link #config(String)}, claiming the remover role with only its key: control-api's store
+     * client, which frees the space of removed objects in the owners' segments.
      */
     public DataplaneConfig removerConfig(String nodeLabel) {
-        return build(nodeLabel, true, false);
+        return build(nodeLabel, true, false, DataplaneRole.REMOVER);
     }
 
     /**
-     * As {@link #config(String)}, claiming the storer role: a client-only publisher's data plane,
-     * whose puts the owners of store segments (the storage units) allocate for.
+     * As {@link #config(String)}, claiming the storer role with only its key: a client-only
+     * publisher's data plane, whose puts the owners of store segments (the storage units) allocate
+     * for.
      */
     public DataplaneConfig storerConfig(String nodeLabel) {
-        return build(nodeLabel, false, true);
+        return build(nodeLabel, false, true, DataplaneRole.STORER);
     }
 
-    private DataplaneConfig build(String nodeLabel, boolean remover, boolean storer) {
+    private DataplaneConfig build(
+            String nodeLabel, boolean remover, boolean storer, DataplaneRole... duty) {
+        RoleKeys engineKeys = keys.only(duty);
+        if (!keys.isEmpty() && !engineKeys.has(duty[0])) {
+            throw new DataplaneSettingsException(
+                    P
+                            + "secret-file holds "
+                            + keys
+                            + " but this service's engine proves role "
+                            + duty[0].label()
+                            + ": give it the "
+                            + duty[0].label()
+                            + " key");
+        }
         String configured = nodeLabel();
         if (configured != null && !configured.equals(nodeLabel)) {
             throw new DataplaneSettingsException(
@@ -230,7 +310,7 @@ public final class DataplaneSettings {
                 .maxConnections(properties.effectiveMaxConnections())
                 .idleTimeout(properties.idleTimeout())
                 .shmDir(properties.shmDir())
-                .secret(secret)
+                .roleKeys(engineKeys)
                 .hostId(blank(properties.hostId()) ? null : properties.hostId().trim())
                 .remover(remover)
                 .storer(storer)

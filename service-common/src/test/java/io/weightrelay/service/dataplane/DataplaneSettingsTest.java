@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.DataplaneRole;
+import io.weightrelay.dataplane.RoleKeys;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -99,8 +101,15 @@ class DataplaneSettingsTest {
                             assertThat(c.redisUri()).isEqualTo("redis://redis:6379");
                             assertThat(c.keyPrefix()).isEqualTo("wr:dp:x:");
                             assertThat(c.hostId()).isEqualTo("host-a");
-                            assertThat(c.secret())
-                                    .isEqualTo(SECRET.getBytes(StandardCharsets.US_ASCII));
+                            // A loader's engine: the peer key of the deployment secret, only.
+                            assertThat(c.roleKeys())
+                                    .isEqualTo(
+                                            io.weightrelay.dataplane.RoleKeys.derive(
+                                                            SECRET.getBytes(
+                                                                    StandardCharsets.US_ASCII))
+                                                    .only(
+                                                            io.weightrelay.dataplane.DataplaneRole
+                                                                    .PEER));
                             assertThat(settings.advertisedUrl(null, 8081))
                                     .isEqualTo("http://publisher-0:8081");
                             assertThat(settings.toString()).doesNotContain(SECRET);
@@ -110,7 +119,9 @@ class DataplaneSettingsTest {
                                     .contains("DataplaneProperties[nodeLabel=", "secret=none");
                             assertThat(c.toString())
                                     .startsWith("DataplaneConfig[nodeLabel=")
-                                    .contains("secret=<hidden>", "redisUri=redis://redis:6379");
+                                    .contains(
+                                            "roleKeys=RoleKeys[peer]",
+                                            "redisUri=redis://redis:6379");
                         });
     }
 
@@ -231,6 +242,54 @@ class DataplaneSettingsTest {
         refuses(
                 "relay.dataplane.secret-file=" + dir.resolve("empty") + " holds 0 bytes",
                 "relay.dataplane.secret-file=" + dir.resolve("empty"));
+    }
+
+    /**
+     * A key file hands each service only its role keys: a loader's engine holds the peer key and
+     * nothing else, so it can neither claim nor check the remover or storer roles; a file without
+     * the key of the service's own role refuses to start, naming the role; a malformed file is
+     * refused without printing a key.
+     */
+    @Test
+    void aKeyFileGivesEachEngineOnlyTheKeysOfItsDuty(@TempDir Path dir) throws Exception {
+        RoleKeys all = RoleKeys.derive(SECRET.getBytes(StandardCharsets.US_ASCII));
+        Path loaderKeys = dir.resolve("loader.keys");
+        Files.writeString(
+                loaderKeys, "# the loader's keys\n" + all.only(DataplaneRole.PEER).format());
+        context.withPropertyValues("relay.dataplane.secret-file=" + loaderKeys)
+                .run(
+                        started -> {
+                            DataplaneSettings settings = started.getBean(DataplaneSettings.class);
+                            DataplaneConfig loader = settings.config("rollout-0");
+                            assertThat(loader.roleKeys().roles())
+                                    .containsExactly(DataplaneRole.PEER);
+                            assertThat(loader.authenticated()).isTrue();
+                            assertThat(settings.storeOwnerConfig("rollout-0").roleKeys().roles())
+                                    .containsExactly(DataplaneRole.PEER);
+                            assertThatThrownBy(() -> settings.removerConfig("control-api"))
+                                    .isInstanceOf(DataplaneSettingsException.class)
+                                    .hasMessageContaining("proves role remover")
+                                    .hasMessageContaining("RoleKeys[peer]");
+                        });
+        Path ownerKeys = dir.resolve("owner.keys");
+        Files.writeString(ownerKeys, all.format());
+        context.withPropertyValues("relay.dataplane.secret-file=" + ownerKeys)
+                .run(
+                        started -> {
+                            DataplaneSettings settings = started.getBean(DataplaneSettings.class);
+                            assertThat(settings.storeOwnerConfig("trainer-0").roleKeys())
+                                    .isEqualTo(all);
+                            assertThat(settings.config("rollout-0").roleKeys().roles())
+                                    .containsExactly(DataplaneRole.PEER);
+                            assertThat(settings.removerConfig("control-api").roleKeys().roles())
+                                    .containsExactly(DataplaneRole.REMOVER);
+                        });
+        Path bad = dir.resolve("bad.keys");
+        String key = all.format().lines().findFirst().orElseThrow().substring("peer=".length());
+        Files.writeString(bad, "reader=" + key + "\n");
+        refuses("line 1: unknown data-plane role 'reader'", "relay.dataplane.secret-file=" + bad);
+        Files.writeString(bad, "peer=" + key.substring(2) + "\n");
+        refuses("the peer key holds 31 bytes", "relay.dataplane.secret-file=" + bad);
     }
 
     @Test
