@@ -44,6 +44,9 @@ def free_port() -> int:
 
 
 def _serve(conn: Any, env: dict[str, str], build: Callable[[], Any]) -> None:
+    # A forked child must not enter the OpenMP pool the parent already used (libgomp hangs
+    # there): one intra-op thread takes torch's serial path.
+    torch.set_num_threads(1)
     os.environ.update(env)
     try:
         target = build()
@@ -103,6 +106,7 @@ class Proc:
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Future[Any]:
         fut: Future[Any] = Future()
+        fut.call = f"{self.name}.{method}"  # type: ignore[attr-defined]
         self._calls.put((method, args, kwargs, fut))
         return fut
 
@@ -117,8 +121,15 @@ class Proc:
 def ray_get(refs: Any) -> Any:
     """``ray.get`` over Futures: waits for each in order, raises the first failure."""
     if isinstance(refs, list):
-        return [r.result(timeout=600) for r in refs]
-    return refs.result(timeout=600)
+        return [_result(r) for r in refs]
+    return _result(refs)
+
+
+def _result(ref: Future[Any]) -> Any:
+    try:
+        return ref.result(timeout=600)
+    except TimeoutError as e:
+        raise WorkerError(f"{getattr(ref, 'call', 'a call')} still running after 600 s") from e
 
 
 class ProcWorkerGroup:
