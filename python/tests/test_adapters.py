@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,12 +17,24 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from helpers import PAD, SPLIT, bits, engines, expected, manifest, mapping_range, ranks, state_dict
+from helpers import PAD, SPLIT, bits, engines, expected, manifest, ranks, state_dict
+from verl_cluster import (
+    ActorRank,
+    Proc,
+    ProcWorkerGroup,
+    Replica,
+    WorkerError,
+    free_port,
+    ray_get,
+    rollout_worker,
+)
 from weight_relay import (
     ControlClient,
-    PublishFailedError,
+    LoaderClient,
     RelayCallError,
     UpdateFailedError,
+    UpdateTimeoutError,
+    UsageError,
     compat_worker,
     direct_worker,
     publish_generation,
@@ -164,81 +176,168 @@ def test_verl_real_classes_where_verl_is_installed():
     assert base.CheckpointEngineRegistry.get("weight_relay") is adapter.WeightRelayCheckpointEngine
 
 
-def test_verl_backend_send_receive_with_failed_publish(lab):
+def _verl_config(lab: dict, model: str, manifest_json: dict) -> tuple[dict, dict]:
+    """The one ``checkpoint_engine.engine_kwargs.weight_relay`` dict VeRL hands to every actor
+    rank and every rollout worker, and the node each process runs on (its environment)."""
+    loaders = {i: LoaderClient(lab["services"]["loader-" + i], lab["loaderTokens"][i])
+               for i in lab["instances"]}
+    loader_nodes = {i: lc.status().node for i, lc in loaders.items()}
+    publishers = {n[len("publisher-"):]: u for n, u in lab["services"].items()
+                  if n.startswith("publisher-")}
+    kwargs = {"control_url": lab["controlUrl"], "manifest": manifest_json,
+              "trainer_token": lab["trainerToken"], "loader_token": dict(lab["loaderTokens"]),
+              "publisher_urls": publishers,
+              "loader_urls": {loader_nodes[i]: lab["services"]["loader-" + i]
+                              for i in lab["instances"]},
+              "instances": list(lab["instances"]), "group": f"py-{lab['run']}-verl",
+              "sync_timeout_s": 120}
+    return kwargs, {"trainer": sorted(publishers), "rollout": [loader_nodes[i]
+                                                               for i in lab["instances"]]}
+
+
+def test_verl_shared_engine_kwargs_give_each_process_its_role(lab):
+    """One engine_kwargs dict for every process: the topology, not the dict, says who publishes
+    (one rank per trainer node), who updates (one worker per replica) and which instance a
+    replica is."""
     from weight_relay.adapters import verl as adapter
 
-    if adapter.STANDIN:  # VeRL does not import here: the stand-in
-        import_external_libs = _standin.import_external_libs
-    else:
-        from verl.utils.import_utils import import_external_libs
-    import_external_libs("weight_relay.adapters.verl")  # checkpoint_engine.custom_backend_module
+    kwargs, nodes = _verl_config(lab, f"py-{lab['run']}-verl-roles",
+                                 manifest(f"py-{lab['run']}-verl-roles").to_json())
     registry = adapter.CheckpointEngineRegistry
-    assert registry.get("weight_relay") is adapter.WeightRelayCheckpointEngine
+    # VeRL's actor worker passes is_master; its CheckpointEngineWorker does not.
+    actors = [registry.new("weight_relay", is_master=r == 0, bucket_size=1 << 20, **kwargs)
+              for r in range(4)]
+    rollouts = [registry.new("weight_relay", bucket_size=1 << 20, **kwargs) for _ in range(4)]
+    # Facts as prepare() reports them on four actor ranks (two per trainer node) and four rollout
+    # workers (two replicas of TP 2), each process on its own node and with its own RANK.
+    os.environ.pop("WEIGHT_RELAY_NODE", None)
+    metadata = []
+    for r, e in enumerate(actors):
+        os.environ.update(RANK=str(r), WEIGHT_RELAY_NODE=nodes["trainer"][r // 2])
+        metadata.append(e.prepare())
+    for w, e in enumerate(rollouts):
+        os.environ.update(RANK=str(w % 2), WEIGHT_RELAY_NODE=nodes["rollout"][w // 2])
+        metadata.append(e.prepare())
+    for k in ("RANK", "WEIGHT_RELAY_NODE"):
+        os.environ.pop(k)
+    assert all(m["host"] == socket.gethostname() and m["pid"] == os.getpid() for m in metadata)
+    actor_kw, rollout_kw = registry.get("weight_relay").build_topology(4, 4, metadata)
+    assert all(len(v) == 4 for v in [*actor_kw.values(), *rollout_kw.values()])
+    assert actor_kw["role"] == ["publisher", "drain", "publisher", "drain"]
+    assert actor_kw["node"] == [nodes["trainer"][0]] * 2 + [nodes["trainer"][1]] * 2
+    assert actor_kw["coordinator"] == [True, False, False, False]
+    assert rollout_kw["role"] == ["updater", "reader", "updater", "reader"]
+    assert rollout_kw["replica"] == [0, 0, 1, 1]
+    for i, e in enumerate(actors):
+        e.init_process_group(**{k: v[i] for k, v in actor_kw.items()})
+        assert (e.publisher is not None) == (i % 2 == 0) and e.loader is None
+        assert e.publisher is None or e.publisher.rest.base_url == kwargs["publisher_urls"][
+            nodes["trainer"][i // 2]]
+    for i, e in enumerate(rollouts):  # the updaters register their instance with its loader
+        e.init_process_group(**{k: v[i] for k, v in rollout_kw.items()})
+        assert e.instance_id == lab["instances"][i // 2] and e.publisher is None
+        assert e.loader is not None and e.loader.rest.base_url == kwargs["loader_urls"][
+            nodes["rollout"][i // 2]]
+    for i, instance in enumerate(lab["instances"]):
+        st = rollouts[2 * i].loader.status()
+        assert (st.instance_id, st.model, st.node) == (instance, kwargs["manifest"]["model"],
+                                                       nodes["rollout"][i])
+        assert [w["workerId"] for w in st.workers] == [f"{instance}-verl"]
+    # A step never published: the wait ends after sync_timeout_s with an error naming the step.
+    reader = registry.new("weight_relay", bucket_size=1 << 20, **{**kwargs, "sync_timeout_s": 0.5})
+    reader.init_process_group(rank=1, world_size=2, role="reader", node=nodes["rollout"][0])
+    with pytest.raises(UpdateTimeoutError, match=r"trainer step 99 of \S+ not committed after "
+                                                 r"0.5 s \(no generation opened\)"):
+        asyncio.run(anext(reader.receive_weights(global_steps=99)))
+    with pytest.raises(UsageError, match="unknown weight_relay engine kwargs: publisher_url"):
+        registry.new("weight_relay", bucket_size=1, publisher_url="http://x", **kwargs)
+    # A replica whose workers sit on two nodes cannot be served by one node's loader.
+    bad = [*metadata[:4], metadata[4], metadata[7]]
+    with pytest.raises(UsageError, match="replica 0 spans nodes"):
+        registry.get("weight_relay").build_topology(4, 2, bad)
 
+
+def test_verl_checkpoint_engine_manager_syncs_each_step(lab, monkeypatch):
+    """VeRL's CheckpointEngineManager.update_weights, unchanged, over two actor ranks on the two
+    trainer nodes (each its node's publisher) and two rollout replicas of TP 2 (VeRL's real
+    CheckpointEngineWorker): send and receive run at once, and after each step every rollout
+    worker holds exactly that step's weights; a validation re-sync of a step changes nothing;
+    a failed publish leaves the previous step in place and a retry of the step goes through."""
+    import verl.checkpoint_engine.base as base
+    from verl.workers.config import CheckpointEngineConfig, RolloutConfig
+
+    from weight_relay.adapters import verl as adapter
+
+    assert not adapter.STANDIN
     model_name = f"py-{lab['run']}-verl"
     m = manifest(model_name)
-    pubs = [u for n, u in lab["services"].items() if n.startswith("publisher-")]
-    barrier = threading.Barrier(2)
-    actors = [registry.new("weight_relay", bucket_size=1 << 20, control_url=lab["controlUrl"],
-                           token=lab["trainerToken"], manifest=m.to_json(), publisher_url=u,
-                           barrier=barrier.wait) for u in pubs]
-    instance, lc0 = engines(lab)[1]
-    node = lc0.status().node
-    worker = compat_worker(f"{instance}-verl0", node, f"py-{lab['run']}-{instance}-verl", m)
-    rollout = registry.new("weight_relay", bucket_size=1 << 20,
-                           loader_url=lab["services"]["loader-" + instance],
-                           token=lab["loaderTokens"][instance], instance_id=instance,
-                           worker_id=worker["workerId"],
-                           registration={"model": model_name, "group": f"py-{lab['run']}-verl",
-                                         "node": node, "workers": [worker]})
-    metadata = [a.prepare() for a in actors] + [rollout.prepare()]
-    actor_kw, rollout_kw = registry.get("weight_relay").build_topology(2, 1, metadata)
-    for i, a in enumerate(actors):
-        a.init_process_group(**{k: v[i] for k, v in actor_kw.items()})
-    rollout.init_process_group(**{k: v[0] for k, v in rollout_kw.items()})
+    kwargs, nodes = _verl_config(lab, model_name, m.to_json())
+    ce = CheckpointEngineConfig(backend="weight_relay", update_weights_bucket_megabytes=1,
+                                engine_kwargs={"weight_relay": kwargs},
+                                custom_backend_module="weight_relay.adapters.verl")
+    rollout_config = RolloutConfig(name="vllm", checkpoint_engine=ce)
+    base_env = {"MASTER_ADDR": "127.0.0.1", "WORLD_SIZE": "2"}
+    actor_port = str(free_port())
+    actor_procs = [Proc(f"actor{r}", {**base_env, "RANK": str(r), "MASTER_PORT": actor_port,
+                                      "WEIGHT_RELAY_NODE": nodes["trainer"][r]},
+                        lambda: ActorRank(ce, lambda step: state_dict(100 + step)))
+                   for r in range(2)]
+    replicas = []
+    for rr in range(2):
+        port = str(free_port())
+        workers = [Proc(f"rollout{rr}.{w}", {**base_env, "RANK": str(w), "MASTER_PORT": port,
+                                             "WEIGHT_RELAY_NODE": nodes["rollout"][rr]},
+                        lambda rr=rr, w=w: rollout_worker(rollout_config, rr, w))
+                   for w in range(2)]
+        replicas.append(Replica(rr, workers))
+    procs = actor_procs + [w for r in replicas for w in r.workers]
+    try:
+        ray_get([p.ready for p in procs])
+        monkeypatch.setattr(base, "ray", SimpleNamespace(get=ray_get))
+        monkeypatch.setattr(base, "RayWorkerGroup", ProcWorkerGroup)
+        manager = base.CheckpointEngineManager(ce, ProcWorkerGroup(actor_procs), replicas)
+        control = ControlClient(lab["controlUrl"], lab["trainerToken"])
+        loaders = [LoaderClient(lab["services"]["loader-" + i], lab["loaderTokens"][i])
+                   for i in lab["instances"]]
 
-    def send_all(sd, step):
-        errors = []
+        def check(step: int) -> int:
+            want = expected(state_dict(100 + step))
+            (g,) = control.generations(model_name, trainer_step=step)
+            assert g["state"] == "ACTIVE", g
+            for lc in loaders:
+                assert lc.status().generation == g["generation"], (step, g)
+            for r in replicas:
+                for w in r.workers:
+                    held = w.call("server_adapter.held").result(60)
+                    assert w.call("server_adapter.copies").result(60) == 0  # zero copy
+                    assert list(held) == list(want), w.name
+                    for name, t in held.items():
+                        assert np.array_equal(bits(t), bits(want[name])), (step, w.name, name)
+            return int(g["generation"])
 
-        def run(a):
-            def weights():  # every rank's generator, drained on every rank
-                yield from sd.items()
+        generations = []
+        for step in (1, 2, 3):
+            manager.update_weights(global_steps=step)
+            generations.append(check(step))
+        assert len(set(generations)) == 3
+        # A validation re-sync of step 3: the same generation, served again, nothing new opened.
+        manager.update_weights(global_steps=3)
+        assert check(3) == generations[-1]
+        assert len(control.generations(model_name)) == 3
+        assert all(r.gates == ["abort", "release_kv_cache", "resume_kv_cache",
+                               "resume_generation"] * 4 for r in replicas)
 
-            try:
-                asyncio.run(a.send_weights(weights(), global_steps=step))
-            except Exception as e:
-                errors.append(e)
-
-        ts = [threading.Thread(target=run, args=(a,)) for a in actors]
-        [t.start() for t in ts]
-        [t.join() for t in ts]
-        return errors
-
-    async def receive():
-        return [(n, t) async for n, t in rollout.receive_weights(global_steps=5)]
-
-    sd = state_dict(21)
-    assert send_all(sd, 5) == []
-    got = asyncio.run(receive())
-    want = expected(sd)
-    assert [n for n, _ in got] == list(want)
-    mm, base, size, _ = rollout.loader.buffer_map(worker["workerId"])  # the mapping it handed out
-    lo, _ = mapping_range(mm)
-    for n, t in got:
-        assert np.array_equal(bits(t), bits(want[n])), n
-        if t.numel():
-            assert lo + base <= t.data_ptr() < lo + base + size  # zero copy
-    first = rollout.generation
-
-    bad = dict(state_dict(22))
-    bad["big"] = torch.zeros(2048, 4)
-    errors = send_all(bad, 6)
-    assert errors and all(isinstance(e, PublishFailedError) for e in errors), errors
-    got = asyncio.run(receive())  # the failed publish changed nothing: the old weights
-    assert rollout.generation == first
-    assert all(np.array_equal(bits(t), bits(want[n])) for n, t in got)
-    for a in [*actors, rollout]:
-        a.finalize()
+        # Step 4's "big" not in the manifest's shape: the publish fails on both ranks.
+        ray_get([a.call("replace", 4, {"big": torch.zeros(2048, 4)}) for a in actor_procs])
+        with pytest.raises(WorkerError, match="PublishFailedError"):
+            manager.update_weights(global_steps=4)
+        assert check(3) == generations[-1]  # the failed step left step 3 everywhere
+        ray_get([a.call("replace", 4, {}) for a in actor_procs])
+        manager.update_weights(global_steps=4)  # the trainer retries the step
+        assert check(4) > generations[-1]
+    finally:
+        for p in procs:
+            p.stop()
 
 
 # ---- SGLang --------------------------------------------------------------------------------

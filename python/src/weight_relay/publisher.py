@@ -13,6 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlencode
 
 from ._http import RestClient, quote
 from .answers import Reservation
@@ -37,6 +38,7 @@ class OpenedGeneration:
     model: str
     generation: int
     node_of_tensor: dict[str, str]
+    state: str = "OPEN"  # ACTIVE or RETIRED: the step was published and committed before
 
 
 class ControlClient:
@@ -55,7 +57,8 @@ class ControlClient:
         j = self.rest.call("POST", f"/api/v1/models/{quote(manifest.model)}/generations", body,
                            f"open generation of step {trainer_step}")
         nodes = {a["tensor"]: a["node"] for a in j["assignment"]["tensors"]}
-        return OpenedGeneration(manifest.model, int(j["generation"]["generation"]), nodes)
+        return OpenedGeneration(manifest.model, int(j["generation"]["generation"]), nodes,
+                                str(j["generation"].get("state", "OPEN")))
 
     def commit(self, model: str, generation: int) -> dict[str, Any]:
         return self.rest.call("POST", f"/api/v1/models/{quote(model)}/generations/{generation}"
@@ -67,6 +70,19 @@ class ControlClient:
 
     def generation(self, model: str, generation: int) -> dict[str, Any]:
         return self.rest.call("GET", f"/api/v1/models/{quote(model)}/generations/{generation}")
+
+    def generations(self, model: str, trainer_step: int | None = None,
+                    state: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Generation records, newest first; ``trainer_step`` narrows them to the one the step's
+        latest open made (a loader token may read them too)."""
+        query = {k: v for k, v in (("trainerStep", trainer_step), ("state", state),
+                                   ("limit", limit)) if v is not None}
+        path = f"/api/v1/models/{quote(model)}/generations"
+        if query:
+            path += "?" + urlencode(query)
+        answer: list[dict[str, Any]] = self.rest.call("GET", path, None,
+                                                      f"list generations of {model}")
+        return answer
 
     def active(self, model: str) -> dict[str, Any]:
         return self.rest.call("GET", f"/api/v1/models/{quote(model)}/generations/active")

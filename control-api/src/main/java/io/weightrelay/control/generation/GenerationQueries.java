@@ -70,14 +70,29 @@ public class GenerationQueries {
         return Optional.of(toStored(hash));
     }
 
-    public List<Generation> list(String model, GenerationState state, int limit) {
+    /**
+     * Newest first; with {@code trainerStep}, only the generation the step's latest open made (the
+     * step index that makes opening idempotent), so a rollout finds a step's generation in one
+     * lookup however many generations the model has.
+     */
+    public List<Generation> list(String model, GenerationState state, Long trainerStep, int limit) {
         requireModel(model);
-        List<String> ids =
-                guard.call(
-                        () ->
-                                new ArrayList<>(
-                                        redis.opsForZSet()
-                                                .reverseRange(keys.generations(model), 0, -1)));
+        List<String> ids;
+        if (trainerStep != null) {
+            Object id =
+                    guard.call(
+                            () ->
+                                    redis.opsForHash()
+                                            .get(keys.steps(model), String.valueOf(trainerStep)));
+            ids = id == null ? List.of() : List.of(id.toString());
+        } else {
+            ids =
+                    guard.call(
+                            () ->
+                                    new ArrayList<>(
+                                            redis.opsForZSet()
+                                                    .reverseRange(keys.generations(model), 0, -1)));
+        }
         List<Generation> out = new ArrayList<>();
         for (String id : ids) {
             if (out.size() >= limit) {

@@ -106,8 +106,9 @@ record GenerationsController(
 
     @Override
     public ResponseEntity<List<Generation>> listGenerations(
-            String model, GenerationState state, Integer limit) {
-        return ResponseEntity.ok(generations.list(model, state, limit == null ? 100 : limit));
+            String model, GenerationState state, Long trainerStep, Integer limit) {
+        return ResponseEntity.ok(
+                generations.list(model, state, trainerStep, limit == null ? 100 : limit));
     }
 
     @Override

@@ -48,7 +48,7 @@ record OperatorController(
         List<ModelOverview> out = new ArrayList<>();
         for (String model : new TreeSet<>(generations.models())) {
             List<GenerationOverview> listed = new ArrayList<>();
-            for (Generation g : generations.list(model, null, newest)) {
+            for (Generation g : generations.list(model, null, null, newest)) {
                 GenerationOverview overview = new GenerationOverview(g);
                 overview.setCheckpoint(checkpoints.status(model, g.getGeneration()));
                 listed.add(overview);

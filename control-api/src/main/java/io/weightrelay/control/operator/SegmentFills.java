@@ -31,7 +31,7 @@ class SegmentFills {
         Map<String, long[]> out = new HashMap<>();
         Set<String> seen = new HashSet<>();
         for (String model : generations.models()) {
-            for (Generation g : generations.list(model, null, Integer.MAX_VALUE)) {
+            for (Generation g : generations.list(model, null, null, Integer.MAX_VALUE)) {
                 if (!holdsBytes(g.getState())) {
                     continue;
                 }

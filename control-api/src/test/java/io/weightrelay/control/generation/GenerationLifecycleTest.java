@@ -1,6 +1,7 @@
 package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.groups.Tuple.tuple;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.GcReport;
@@ -251,6 +252,24 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
                 }
             }
         }
+    }
+
+    /** A rollout syncing trainer step S (VeRL) finds that step's generation, not the active one. */
+    @Test
+    void aTrainerStepNamesTheGenerationItsLatestOpenMade() {
+        long g1 = publish(model, 1);
+        long aborted = opened(2);
+        call("POST", path(aborted) + "/abort", TRAINER, "{\"reason\":\"retried\"}");
+        long g2 = opened(2);
+        String list = "/api/v1/models/" + model + "/generations?trainerStep=";
+        Generation[] step2 = ok(get(list + 2, LOADER), Generation[].class);
+        assertThat(step2).extracting(Generation::getGeneration).containsExactly(g2);
+        assertThat(step2[0].getState()).isEqualTo(GenerationState.OPEN);
+        assertThat(ok(get(list + 1, LOADER), Generation[].class))
+                .extracting(Generation::getGeneration, Generation::getState)
+                .containsExactly(tuple(g1, GenerationState.ACTIVE));
+        assertThat(ok(get(list + 9, LOADER), Generation[].class)).isEmpty();
+        assertThat(ok(get(list + 2 + "&state=ACTIVE", LOADER), Generation[].class)).isEmpty();
     }
 
     @Test

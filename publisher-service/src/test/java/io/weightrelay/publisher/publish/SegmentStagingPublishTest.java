@@ -62,7 +62,7 @@ class SegmentStagingPublishTest extends PublishEndToEndTest {
         assertThat(steps * manifest.totalBytes()).isGreaterThan(2 * freeBefore);
         // Early generations were collected on the way (their objects and records are gone).
         assertNoneStored(manifest, published.get(0));
-        assertThat(controlApi.generations().listGenerations(manifest.model(), null, null))
+        assertThat(controlApi.generations().listGenerations(manifest.model(), null, null, null))
                 .extracting(g -> g.getGeneration())
                 .doesNotContain(published.get(0));
     }
