@@ -52,6 +52,8 @@ enum class Err : int32_t {
     kDenied = DP_ERR_DENIED,
     kForeignHost = DP_ERR_FOREIGN_HOST,
     kProtocol = DP_ERR_PROTOCOL,
+    kStaleSegment = DP_ERR_STALE_SEGMENT,
+    kCancelled = DP_ERR_CANCELLED,
 };
 
 inline int Code(Err e) { return static_cast<int>(e); }

@@ -223,6 +223,10 @@ void Engine::ServeRequests(int fd, uint8_t role) {
             auto seg = FindOwn(name);
             if (!seg) {
                 resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else if (h.incarnation != seg->incarnation) {
+                // Meant for an earlier segment of this name (a re-registered receive buffer): a
+                // late write of an abandoned update must not land in the new bytes.
+                resp.status = DP_ERR_STALE_SEGMENT;
             } else if (!InBounds(h.offset, h.length, seg->mapping->size())) {
                 resp.status = DP_ERR_OUT_OF_BOUNDS;
             }
@@ -252,6 +256,8 @@ void Engine::ServeRequests(int fd, uint8_t role) {
                 resp.status = DP_ERR_DENIED;
             } else if (!seg) {
                 resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else if (h.incarnation != seg->incarnation) {
+                resp.status = DP_ERR_STALE_SEGMENT;
             } else if (h.length <= 0) {
                 resp.status = DP_ERR_INVALID_ARGUMENT;
             } else {
@@ -268,6 +274,8 @@ void Engine::ServeRequests(int fd, uint8_t role) {
                 resp.status = DP_ERR_DENIED;
             } else if (!seg) {
                 resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else if (h.incarnation != seg->incarnation) {
+                resp.status = DP_ERR_STALE_SEGMENT;  // the allocation went with that segment
             } else {
                 resp.status = Code(seg->allocator->Free(h.offset));
             }

@@ -50,9 +50,10 @@ bool FillRandom(uint8_t* p, size_t n) {
 }
 
 Err SendRequest(int fd, Op op, const std::string& name, int64_t offset, int64_t length,
-                const char* payload) {
-    ReqHeader h{kMagic, static_cast<uint32_t>(op),          offset,
-                length, static_cast<uint32_t>(name.size()), 0};
+                uint64_t incarnation, const char* payload) {
+    ReqHeader h{kMagic,     static_cast<uint32_t>(op),          offset,
+                length,     static_cast<uint32_t>(name.size()), 0,
+                incarnation};
     struct iovec iov[3] = {{&h, sizeof h},
                            {const_cast<char*>(name.data()), name.size()},
                            {const_cast<char*>(payload), payload ? static_cast<size_t>(length) : 0}};
@@ -60,9 +61,10 @@ Err SendRequest(int fd, Op op, const std::string& name, int64_t offset, int64_t 
 }
 
 void AppendRequest(std::vector<char>* out, Op op, const std::string& name, int64_t offset,
-                   int64_t length) {
-    ReqHeader h{kMagic, static_cast<uint32_t>(op),          offset,
-                length, static_cast<uint32_t>(name.size()), 0};
+                   int64_t length, uint64_t incarnation) {
+    ReqHeader h{kMagic,     static_cast<uint32_t>(op),          offset,
+                length,     static_cast<uint32_t>(name.size()), 0,
+                incarnation};
     const char* p = reinterpret_cast<const char*>(&h);
     out->insert(out->end(), p, p + sizeof h);
     out->insert(out->end(), name.begin(), name.end());

@@ -38,6 +38,9 @@ struct ReqHeader {
     int64_t length;
     uint32_t name_len;
     uint32_t reserved;
+    // READ, WRITE, ALLOC, FREE: the incarnation of the named segment the request is meant for
+    // (from its descriptor); the owner refuses any other with DP_ERR_STALE_SEGMENT. NOTIFY: 0.
+    uint64_t incarnation;
 };
 
 struct RespHeader {
@@ -61,6 +64,7 @@ inline Err FromReply(int32_t status) {
         case DP_ERR_NOT_FOUND:
         case DP_ERR_INTERNAL:
         case DP_ERR_DENIED:
+        case DP_ERR_STALE_SEGMENT:
             return static_cast<Err>(status);
         default:
             return Err::kProtocol;
@@ -106,7 +110,7 @@ struct Ack {  // server -> client
     int32_t status;  // DP_OK; kAckBusy or DP_ERR_DENIED before the server closes
 };
 
-static_assert(sizeof(ReqHeader) == 32 && sizeof(RespHeader) == 16, "wire header sizes");
+static_assert(sizeof(ReqHeader) == 40 && sizeof(RespHeader) == 16, "wire header sizes");
 static_assert(sizeof(Hello) == 40 && sizeof(Challenge) == 72 && sizeof(Proof) == 32 &&
                   sizeof(Ack) == 8,
               "handshake sizes");
@@ -125,10 +129,10 @@ bool FillRandom(uint8_t* p, size_t n);
 // Sends one request: header, name and, for a WRITE, the payload's length bytes at payload, in
 // one sendmsg when the socket takes them.
 Err SendRequest(int fd, Op op, const std::string& name, int64_t offset, int64_t length,
-                const char* payload = nullptr);
+                uint64_t incarnation, const char* payload = nullptr);
 // Appends one request's header and name to out (for sending several requests at once).
 void AppendRequest(std::vector<char>* out, Op op, const std::string& name, int64_t offset,
-                   int64_t length);
+                   int64_t length, uint64_t incarnation);
 
 }  // namespace dp
 

@@ -29,7 +29,15 @@ public enum DataplaneError {
      * A peer answered out of protocol: a reply status that is neither success nor a refusal a
      * server sends (a positive value, an unknown code). The connection was dropped.
      */
-    PROTOCOL(-16);
+    PROTOCOL(-16),
+    /**
+     * The request named another incarnation of the segment than its owner has now: the owner
+     * created it again under the same name (a loader registered its receive buffers again) since
+     * the descriptor was read. Nothing was read or written; the descriptor must be read again.
+     */
+    STALE_SEGMENT(-17),
+    /** The batch was cancelled ({@link TransferBatch#cancel}) before this transfer moved. */
+    CANCELLED(-18);
 
     private final int code;
 

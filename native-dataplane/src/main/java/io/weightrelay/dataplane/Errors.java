@@ -44,6 +44,7 @@ final class Errors {
             case DENIED ->
                     new PermissionDeniedException(subject, m + PermissionDeniedException.HINT);
             case FOREIGN_HOST -> new ForeignHostException(subject, m);
+            case STALE_SEGMENT -> new StaleSegmentException(subject, m);
             default -> new DataplaneException(error, m);
         };
     }
