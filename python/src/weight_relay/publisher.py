@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
 
+from ._crc32c import crc32c, format_crc32c
 from ._http import RestClient, quote
 from .answers import Reservation
 from .errors import (
@@ -401,9 +402,13 @@ class RankPublish:
                     self._cursor = 0
                 at = self._open.offset + self._cursor
                 write_into(self._map, at, spec, tensor, part.tensor_offset, part.nbytes)
+                # Mandatory: the publisher refuses a part without the CRC32C of the bytes as this
+                # rank wrote them (400 tensor-checksum-required), summed from staging itself.
+                checksum = format_crc32c(crc32c(memoryview(self._map)[at:at + part.nbytes]))
                 self._staged.append({"name": spec.name, "dtype": spec.trainer_dtype,
                                      "shape": list(spec.shape), "stagingOffset": at,
-                                     "bytes": part.nbytes, "tensorOffset": part.tensor_offset})
+                                     "bytes": part.nbytes, "tensorOffset": part.tensor_offset,
+                                     "checksum": checksum})
                 self._cursor += aligned
                 self._remaining -= aligned
             return True

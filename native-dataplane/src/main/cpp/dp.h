@@ -42,10 +42,12 @@ extern "C" {
 #define DP_ERR_NOT_FOUND (-11)
 #define DP_ERR_CLOSED (-12)
 #define DP_ERR_INTERNAL (-13)
-#define DP_ERR_DENIED (-14)       /* authentication failed, or the role may not do this */
-#define DP_ERR_FOREIGN_HOST (-15) /* same node label, other host identity: never mapped */
-#define DP_ERR_PROTOCOL (-16)     /* a peer answered with a status or bytes out of protocol */
-#define DP_ERR_READ_ONLY (-17)    /* a store segment refused a WRITE from role peer */
+#define DP_ERR_DENIED (-14)        /* authentication failed, or the role may not do this */
+#define DP_ERR_FOREIGN_HOST (-15)  /* same node label, other host identity: never mapped */
+#define DP_ERR_PROTOCOL (-16)      /* a peer answered with a status or bytes out of protocol */
+#define DP_ERR_READ_ONLY (-17)     /* a store segment refused a WRITE from role peer */
+#define DP_ERR_STALE_SEGMENT (-18) /* the request named another incarnation of the segment */
+#define DP_ERR_CANCELLED (-19)     /* the batch was cancelled before this chunk moved */
 
 /* Transfer opcodes. */
 #define DP_OP_READ 0  /* (segment, offset) -> local memory */
@@ -164,6 +166,14 @@ int dp_engine_counters(dp_engine* engine, int64_t* out, dp_status* status);
  */
 int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path, int64_t size,
                       int32_t flags, int64_t* base_out, dp_status* status);
+/* The incarnation of an own segment: a random non-zero 64-bit number drawn when it was created, so
+ * a segment created again under the same name has another. Its descriptor carries it, every
+ * READ, WRITE, ALLOC and FREE over tcp names the incarnation it targets, and the owner refuses a
+ * request for any other (DP_ERR_STALE_SEGMENT): a transfer queued against an earlier incarnation
+ * never lands in the new one's bytes. DP_ERR_UNKNOWN_SEGMENT if this engine owns no such segment.
+ */
+int dp_segment_incarnation(dp_engine* engine, const char* name, int64_t* incarnation_out,
+                           dp_status* status);
 /* Unregisters and unmaps, releasing the file's ownership lock; unlink != 0 also removes the shm
  * file and its sidecar (unless another engine has taken the name over and they are its files by
  * now). */
@@ -201,11 +211,13 @@ int dp_memory_unregister(dp_engine* engine, int64_t addr, dp_status* status);
 /*
  * Makes a segment of another (or this) engine addressable, from its descriptor
  * (as kept in the metadata store). Returns a segment id for transfers. Opening the
- * same name again returns the same id unless the descriptor changed.
+ * same name again returns the same id unless the descriptor changed. incarnation is the
+ * descriptor's (dp_segment_incarnation of its owner; non-zero): tcp requests name it, and an owner
+ * that created the segment again since refuses them with DP_ERR_STALE_SEGMENT.
  */
 int dp_segment_open(dp_engine* engine, const char* name, const char* node_label,
                     const char* host_id, const char* host, int32_t port, const char* shm_path,
-                    int64_t size, int64_t* segment_id_out, dp_status* status);
+                    int64_t size, int64_t incarnation, int64_t* segment_id_out, dp_status* status);
 /* Forgets a peer segment (for example after its owner died). */
 int dp_segment_close(dp_engine* engine, int64_t segment_id, dp_status* status);
 /*
@@ -289,6 +301,13 @@ int dp_batch_wait(dp_batch* batch, int64_t timeout_ms, dp_status* status);
 int dp_batch_task_status(dp_batch* batch, int32_t index, int64_t* bytes_out, dp_status* status);
 /* Result of the notify delivery of a finished batch (DP_OK when none was asked). */
 int dp_batch_notify_status(dp_batch* batch, dp_status* status);
+/* Cancels a batch that will not be waited for (its update was abandoned): chunks not yet moved
+ * (queued for the copy pool or a tcp stream, or sent again after a broken connection) never move
+ * and fail with DP_ERR_CANCELLED; then waits up to timeout_ms (< 0: forever) until the chunks that
+ * were already moving finished. DP_OK: no byte of the batch moves any more, so its local memory
+ * and its targets may be reused; DP_ERR_TIMEOUT: some chunk is still in flight (a tcp request
+ * whose answer has not come within its socket timeout yet). Idempotent. */
+int dp_batch_cancel(dp_batch* batch, int64_t timeout_ms, dp_status* status);
 /* Releases the handle; tasks still running finish in the background. Safe with NULL. */
 void dp_batch_free(dp_batch* batch);
 

@@ -58,6 +58,11 @@ struct BatchState {
     Engine* engine = nullptr;
     std::shared_ptr<CopyQueue> copies;  // where this batch's local chunks wait
     bool crc = false;                   // DP_BATCH_CRC32C
+    // dp_batch_cancel: chunks not moved yet are dropped (DP_ERR_CANCELLED) wherever they wait.
+    std::atomic<bool> cancelled{false};
+    // The tcp peers its chunks were queued on (weak: a batch handle never keeps a peer from being
+    // reaped), so a cancel can take its chunks out of their queues.
+    std::vector<std::weak_ptr<TcpPeer>> tcp_peers;
     std::atomic<int64_t> crc_nanos{0};  // time its threads spent summing, all together
 
     // Records why task failed, what + detail (the first reason stays), before its failing chunk

@@ -58,6 +58,9 @@ constexpr ErrorInfo kErrors[] = {
     DP_ERROR(READ_ONLY,
              "refused: a store segment takes no writes from role peer (peers write only into"
              " receive segments)"),
+    DP_ERROR(STALE_SEGMENT,
+             "the segment was created again since its descriptor was read (another incarnation)"),
+    DP_ERROR(CANCELLED, "the batch was cancelled before this transfer moved"),
 };
 #undef DP_ERROR
 
@@ -263,6 +266,20 @@ int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path,
     });
 }
 
+int dp_segment_incarnation(dp_engine* engine, const char* name, int64_t* incarnation_out,
+                           dp_status* status) {
+    return Guard(status, [&] {
+        if (!engine || !name || !incarnation_out)
+            return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_segment_incarnation"));
+        auto seg = engine->impl->FindOwn(name);
+        if (!seg)
+            return Report(status, DP_ERR_UNKNOWN_SEGMENT,
+                          [&] { return "own segment " + Quoted(name); });
+        *incarnation_out = static_cast<int64_t>(seg->incarnation);
+        return Ok(status);
+    });
+}
+
 int dp_segment_destroy(dp_engine* engine, const char* name, int32_t unlink_file,
                        dp_status* status) {
     return Guard(status, [&] {
@@ -311,9 +328,10 @@ int dp_memory_unregister(dp_engine* engine, int64_t addr, dp_status* status) {
 
 int dp_segment_open(dp_engine* engine, const char* name, const char* node_label,
                     const char* host_id, const char* host, int32_t port, const char* shm_path,
-                    int64_t size, int64_t* segment_id_out, dp_status* status) {
+                    int64_t size, int64_t incarnation, int64_t* segment_id_out, dp_status* status) {
     return Guard(status, [&] {
-        if (!engine || !name || !node_label || !host_id || !host || !shm_path || !segment_id_out)
+        if (!engine || !name || !node_label || !host_id || !host || !shm_path || !segment_id_out ||
+            incarnation == 0)
             return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_segment_open"));
         dp::PeerSegment desc;
         desc.name = name;
@@ -323,6 +341,7 @@ int dp_segment_open(dp_engine* engine, const char* name, const char* node_label,
         desc.port = port;
         desc.shm_path = shm_path;
         desc.size = size;
+        desc.incarnation = static_cast<uint64_t>(incarnation);
         auto r = engine->impl->OpenSegment(desc);
         if (!r.ok())
             return Report(status, r.error(), [&] {
@@ -528,6 +547,27 @@ int dp_batch_notify_status(dp_batch* batch, dp_status* status) {
         return Report(status, s.done ? s.notify_status : DP_PENDING, [&] {
             return "notify " + Quoted(s.notify_name.c_str()) + " to the owner at " +
                    (s.notify_failed.empty() ? std::string("?") : s.notify_failed);
+        });
+    });
+}
+
+int dp_batch_cancel(dp_batch* batch, int64_t timeout_ms, dp_status* status) {
+    return Guard(status, [&] {
+        if (!batch) return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_batch_cancel"));
+        auto& s = *batch->state;
+        if (s.engine != nullptr) s.engine->CancelBatch(batch->state);
+        std::unique_lock<std::mutex> lock(s.mu);
+        bool done = true;
+        if (timeout_ms < 0) {
+            s.cv.wait(lock, [&] { return s.done; });
+        } else {
+            done =
+                s.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return s.done; });
+        }
+        return Report(status, done ? DP_OK : DP_ERR_TIMEOUT, [&] {
+            return "cancelling a batch of " + std::to_string(s.count) +
+                   " tasks: " + std::to_string(s.remaining) + " still moving after " +
+                   std::to_string(timeout_ms) + " ms";
         });
     });
 }

@@ -111,6 +111,10 @@ Result<char*> Engine::CreateSegment(const std::string& name, const std::string& 
     seg->mapping = std::move(mapping.value());
     seg->mapping->DetachOnRelease();
     seg->store = store;
+    while (seg->incarnation == 0) {
+        if (!FillRandom(reinterpret_cast<uint8_t*>(&seg->incarnation), sizeof seg->incarnation))
+            return Err::kInternal;
+    }
     seg->allocator = std::make_unique<SegmentAllocator>(store ? size : 0);
     char* base = seg->mapping->base();
     {
@@ -182,7 +186,7 @@ namespace {
 
 bool SameDescriptor(const PeerSegment& a, const PeerSegment& b) {
     return a.host == b.host && a.port == b.port && a.size == b.size && a.label == b.label &&
-           a.host_id == b.host_id && a.shm_path == b.shm_path;
+           a.host_id == b.host_id && a.shm_path == b.shm_path && a.incarnation == b.incarnation;
 }
 
 }  // namespace
@@ -209,6 +213,7 @@ Result<int64_t> Engine::OpenSegmentOnce(const PeerSegment& desc) {
     if (own) {
         seg->own = own;
         seg->size = own->mapping->size();
+        seg->incarnation = own->incarnation;
     } else {
         if (desc.label == label_) {
             // Same label on another host: mapping "its" path here would map some other file.
@@ -275,7 +280,7 @@ Result<int64_t> Engine::Alloc(int64_t id, int64_t length, bool high) {
     // where in its segment is the owner's choice.
     if (high) return Err::kInvalidArgument;
     if (role_ != DP_ROLE_STORER) return Err::kDenied;
-    return seg->peer->Control(Op::kAlloc, seg->name, 0, length);
+    return seg->peer->Control(Op::kAlloc, seg->name, 0, length, seg->incarnation);
 }
 
 Err Engine::Probe(int64_t id) {
@@ -294,7 +299,7 @@ Err Engine::Free(int64_t id, int64_t offset) {
     auto seg = FindSegment(id);
     if (!seg) return Err::kUnknownSegment;
     if (seg->own) return seg->own->allocator->Free(offset);
-    auto r = seg->peer->Control(Op::kFree, seg->name, offset, 0);
+    auto r = seg->peer->Control(Op::kFree, seg->name, offset, 0, seg->incarnation);
     return r.ok() ? Err::kOk : r.error();
 }
 
@@ -358,7 +363,7 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
         return b;
     }
     std::vector<CopyJob> copies;
-    std::map<TcpPeer*, std::vector<TcpJob>> remote;
+    std::map<std::shared_ptr<TcpPeer>, std::vector<TcpJob>> remote;
     // Local copies of the same source bytes to several destinations (a tensor to every worker of
     // a node) are one job per chunk that copies block by block to all of them: the source crosses
     // memory once instead of once per destination.
@@ -420,13 +425,14 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
             t.chunks_left.store(static_cast<int32_t>(chunks));
             if (b->crc) t.chunk_crc = std::make_unique<uint32_t[]>(chunks);
             t.chunk_bytes = kTcpChunk;
-            auto& jobs = remote[seg[i]->peer.get()];
+            auto& jobs = remote[seg[i]->peer];
             auto name = std::make_shared<const std::string>(seg[i]->name);
             int32_t chunk = 0;
             for (int64_t off = 0; off < len; off += kTcpChunk) {
                 int64_t n = std::min(kTcpChunk, len - off);
                 jobs.push_back(TcpJob{b, i, ops[i] == DP_OP_READ ? Op::kRead : Op::kWrite, name,
-                                      offsets[i] + off, local + off, n, chunk++});
+                                      seg[i]->incarnation, offsets[i] + off, local + off, n,
+                                      chunk++});
             }
         }
     }
@@ -465,8 +471,31 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
             copy_->cv.notify_all();
         }
     }
+    for (auto& r : remote) b->tcp_peers.push_back(r.first);  // before any chunk can complete
     for (auto& r : remote) r.first->Enqueue(std::move(r.second));
     return b;
+}
+
+void Engine::CancelBatch(const std::shared_ptr<BatchState>& b) {
+    b->cancelled.store(true);
+    std::vector<CopyJob> dropped;
+    {
+        std::lock_guard<std::mutex> lock(copy_->mu);
+        for (auto it = copy_->jobs.begin(); it != copy_->jobs.end();) {
+            if (it->batch == b) {
+                dropped.push_back(std::move(*it));
+                it = copy_->jobs.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (const CopyJob& job : dropped) {
+        CompleteChunk(job.batch, job.task, Err::kCancelled, 0);
+        for (const CopyTarget& to : job.also) CompleteChunk(job.batch, to.task, Err::kCancelled, 0);
+    }
+    for (auto& weak : b->tcp_peers)
+        if (auto peer = weak.lock()) peer->Cancel(b);
 }
 
 void Engine::CompleteChunk(const std::shared_ptr<BatchState>& b, int32_t task, Err err,
@@ -526,7 +555,7 @@ void Engine::SendNotifies(const std::shared_ptr<BatchState>& b, int32_t* status)
         if (notify_status == DP_OK) {
             if (b->notify_self) BumpNotify(b->notify_name);  // dropped unless registered
             for (auto& p : b->notify_peers) {
-                auto r = p->Control(Op::kNotify, b->notify_name, 0, 0);
+                auto r = p->Control(Op::kNotify, b->notify_name, 0, 0, 0);
                 if (!r.ok() && notify_status == DP_OK) {
                     notify_status = Code(r.error());
                     std::lock_guard<std::mutex> lock(b->mu);

@@ -66,6 +66,9 @@ struct OwnSegment {
     std::unique_ptr<ShmMapping> mapping;
     std::unique_ptr<SegmentAllocator> allocator;  // zero capacity for a receive segment
     bool store = true;  // false: a transfer target only (DP_SEGMENT_RECEIVE), never allocated
+    // Random, non-zero, drawn at creation: requests name the incarnation they are meant for, so
+    // one queued against an earlier segment of this name never lands in this one.
+    uint64_t incarnation = 0;
 
     Result<int64_t> Allocate(int64_t length, bool high = false) {
         if (!store) return Err::kSegmentFull;  // no store capacity, whatever the caller thinks
@@ -77,6 +80,7 @@ struct PeerSegment {
     std::string name, label, host_id, host, shm_path;
     int32_t port = 0;
     int64_t size = 0;
+    uint64_t incarnation = 0;             // the descriptor's; an own segment's is its own
     std::shared_ptr<OwnSegment> own;      // set when this engine owns it
     std::shared_ptr<ShmMapping> mapping;  // set for the local transport
     std::shared_ptr<TcpPeer> peer;        // owner's engine (data for tcp, control always)
@@ -147,6 +151,8 @@ class Engine {
     Result<char*> CreateSegment(const std::string& name, const std::string& path, int64_t size,
                                 bool store, bool replace);
     Err DestroySegment(const std::string& name, bool unlink_file);
+    // Stops what is left of a batch: its queued chunks fail with kCancelled (see dp_batch_cancel).
+    void CancelBatch(const std::shared_ptr<BatchState>& b);
     std::shared_ptr<OwnSegment> FindOwn(const std::string& name) {
         std::lock_guard<std::mutex> lock(seg_mu_);
         auto it = own_.find(name);

@@ -53,6 +53,8 @@ enum class Err : int32_t {
     kForeignHost = DP_ERR_FOREIGN_HOST,
     kProtocol = DP_ERR_PROTOCOL,
     kReadOnly = DP_ERR_READ_ONLY,
+    kStaleSegment = DP_ERR_STALE_SEGMENT,
+    kCancelled = DP_ERR_CANCELLED,
 };
 
 inline int Code(Err e) { return static_cast<int>(e); }

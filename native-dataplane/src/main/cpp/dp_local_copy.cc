@@ -66,6 +66,11 @@ void Engine::RunCopy(const CopyJob& job) {
     TaskState& t = job.batch->tasks[job.task];
     bool failed = false;
     std::string failure;
+    if (job.batch->cancelled.load()) {  // taken from the queue as its batch was cancelled
+        CompleteChunk(job.batch, job.task, Err::kCancelled, 0);
+        for (const CopyTarget& to : job.also) CompleteChunk(job.batch, to.task, Err::kCancelled, 0);
+        return;
+    }
     try {
         if (auto fault = copy_fault_for_tests.load()) fault(job);
         if (t.chunk_crc) {

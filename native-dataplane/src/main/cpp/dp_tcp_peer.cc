@@ -103,7 +103,8 @@ bool TcpPeer::Idle() {
 }
 
 // One request/response on the control connection (alloc, free, notify).
-Result<int64_t> TcpPeer::Control(Op op, const std::string& name, int64_t offset, int64_t length) {
+Result<int64_t> TcpPeer::Control(Op op, const std::string& name, int64_t offset, int64_t length,
+                                 uint64_t incarnation) {
     std::lock_guard<std::mutex> lock(control_mu_);
     if (engine_->closing()) return Err::kClosed;
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -114,7 +115,7 @@ Result<int64_t> TcpPeer::Control(Op op, const std::string& name, int64_t offset,
             control_ = std::move(fd.value());
         }
         RespHeader resp{};
-        Err e = SendRequest(control_.get(), &control_mac_, op, name, offset, length);
+        Err e = SendRequest(control_.get(), &control_mac_, op, name, offset, length, incarnation);
         if (e == Err::kOk) e = RecvAll(control_.get(), &resp, sizeof resp);
         if (e == Err::kOk) {
             Err answer = FromReply(resp.status);
@@ -141,6 +142,22 @@ Err TcpPeer::Probe() {
     if (!fd.ok()) return fd.error();
     control_ = std::move(fd.value());
     return Err::kOk;
+}
+
+void TcpPeer::Cancel(const std::shared_ptr<BatchState>& batch) {
+    std::vector<TcpJob> dropped;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto it = jobs_.begin(); it != jobs_.end();) {
+            if (it->batch == batch) {
+                dropped.push_back(std::move(*it));
+                it = jobs_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& j : dropped) engine_->CompleteChunk(j.batch, j.task, Err::kCancelled, 0);
 }
 
 void TcpPeer::Stop() {
@@ -306,6 +323,21 @@ void TcpPeer::StreamLoop(int index) {
             fresh.clear();
             if (count == 0) continue;
         }
+        // A chunk of a cancelled batch is never sent (nor sent again after a broken connection):
+        // its batch's memory and its target may be reused as soon as the cancel returned.
+        if (!fresh.empty()) {
+            size_t kept = 0;
+            for (auto& j : fresh) {
+                if (j.batch->cancelled.load()) {
+                    engine_->CompleteChunk(j.batch, j.task, Err::kCancelled, 0);
+                } else {
+                    if (&fresh[kept] != &j) fresh[kept] = std::move(j);
+                    ++kept;
+                }
+            }
+            fresh.resize(kept);
+            if (fresh.empty() && count == 0) continue;
+        }
         if (!fresh.empty()) {
             if (fd.valid() && count == 0 && HungUp(fd.get())) {
                 // Closed by its server while pooled (idle timeout, restart): not worth a request.
@@ -369,7 +401,7 @@ Err TcpPeer::SendRequests(int fd, RequestMac* mac, const std::vector<TcpJob>& jo
     if (jobs.front().op == Op::kRead) {
         buf->clear();
         for (const auto& j : jobs)
-            AppendRequest(buf, mac, j.op, *j.segment, j.remote_offset, j.length);
+            AppendRequest(buf, mac, j.op, *j.segment, j.remote_offset, j.length, j.incarnation);
         return SendAll(fd, buf->data(), static_cast<int64_t>(buf->size()));
     }
     for (const auto& j : jobs) {
@@ -379,7 +411,8 @@ Err TcpPeer::SendRequests(int fd, RequestMac* mac, const std::vector<TcpJob>& jo
             w.chunk_crc[j.chunk] = Crc32cUpdate(0, j.local, j.length);
             j.batch->crc_nanos.fetch_add(Crc32cNow() - t0);
         }
-        Err e = SendRequest(fd, mac, j.op, *j.segment, j.remote_offset, j.length, j.local);
+        Err e = SendRequest(fd, mac, j.op, *j.segment, j.remote_offset, j.length, j.incarnation,
+                            j.local);
         if (e != Err::kOk) return e;
     }
     return Err::kOk;

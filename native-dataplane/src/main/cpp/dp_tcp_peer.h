@@ -37,6 +37,7 @@ struct TcpJob {
     int32_t task;
     Op op;
     std::shared_ptr<const std::string> segment;  // one per task, shared by its chunks
+    uint64_t incarnation;                        // of that segment, from its descriptor
     int64_t remote_offset;
     char* local;
     int64_t length;
@@ -65,7 +66,11 @@ class TcpPeer {
     // No chunk queued or in flight: every stream thread has left or waits for work.
     bool Idle();
     // One request/response on the control connection (alloc, free, notify).
-    Result<int64_t> Control(Op op, const std::string& name, int64_t offset, int64_t length);
+    Result<int64_t> Control(Op op, const std::string& name, int64_t offset, int64_t length,
+                            uint64_t incarnation);
+    // Takes the queued chunks of a cancelled batch out of the queue and fails them
+    // (DP_ERR_CANCELLED); chunks already sent finish as they are answered.
+    void Cancel(const std::shared_ptr<BatchState>& batch);
     // Whether the owner answers now (see dp_segment_probe).
     Err Probe();
     // Stops the stream threads and fails every queued chunk with kClosed. Idempotent.

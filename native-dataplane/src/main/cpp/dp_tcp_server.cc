@@ -282,6 +282,10 @@ void Engine::ServeRequests(int fd, uint8_t role, RequestMac* mac) {
             auto seg = FindOwn(name);
             if (!seg) {
                 resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else if (h.incarnation != seg->incarnation) {
+                // Meant for an earlier segment of this name (a re-registered receive buffer): a
+                // late write of an abandoned update must not land in the new bytes.
+                resp.status = DP_ERR_STALE_SEGMENT;
             } else if (op == Op::kWrite && seg->store && role == DP_ROLE_PEER) {
                 // Store capacity holds published objects: only its owner (locally), a storer it
                 // allocated for, or a remover writes there. Peers (loaders) write only into
@@ -316,6 +320,8 @@ void Engine::ServeRequests(int fd, uint8_t role, RequestMac* mac) {
                 resp.status = DP_ERR_DENIED;
             } else if (!seg) {
                 resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else if (h.incarnation != seg->incarnation) {
+                resp.status = DP_ERR_STALE_SEGMENT;
             } else if (h.length <= 0) {
                 resp.status = DP_ERR_INVALID_ARGUMENT;
             } else {
@@ -332,6 +338,8 @@ void Engine::ServeRequests(int fd, uint8_t role, RequestMac* mac) {
                 resp.status = DP_ERR_DENIED;
             } else if (!seg) {
                 resp.status = DP_ERR_UNKNOWN_SEGMENT;
+            } else if (h.incarnation != seg->incarnation) {
+                resp.status = DP_ERR_STALE_SEGMENT;  // the allocation went with that segment
             } else {
                 resp.status = Code(seg->allocator->Free(h.offset));
             }

@@ -80,9 +80,10 @@ bool FillRandom(uint8_t* p, size_t n) {
 }
 
 Err SendRequest(int fd, RequestMac* mac, Op op, const std::string& name, int64_t offset,
-                int64_t length, const char* payload) {
-    ReqHeader h{kMagic, static_cast<uint32_t>(op),          offset,
-                length, static_cast<uint32_t>(name.size()), 0};
+                int64_t length, uint64_t incarnation, const char* payload) {
+    ReqHeader h{kMagic,     static_cast<uint32_t>(op),          offset,
+                length,     static_cast<uint32_t>(name.size()), 0,
+                incarnation};
     uint8_t tag[kRequestMac];
     mac->Next(h, name.data(), name.size(), tag);
     struct iovec iov[4] = {{&h, sizeof h},
@@ -93,9 +94,10 @@ Err SendRequest(int fd, RequestMac* mac, Op op, const std::string& name, int64_t
 }
 
 void AppendRequest(std::vector<char>* out, RequestMac* mac, Op op, const std::string& name,
-                   int64_t offset, int64_t length) {
-    ReqHeader h{kMagic, static_cast<uint32_t>(op),          offset,
-                length, static_cast<uint32_t>(name.size()), 0};
+                   int64_t offset, int64_t length, uint64_t incarnation) {
+    ReqHeader h{kMagic,     static_cast<uint32_t>(op),          offset,
+                length,     static_cast<uint32_t>(name.size()), 0,
+                incarnation};
     uint8_t tag[kRequestMac];
     mac->Next(h, name.data(), name.size(), tag);
     const char* p = reinterpret_cast<const char*>(&h);

@@ -38,6 +38,9 @@ struct ReqHeader {
     int64_t length;
     uint32_t name_len;
     uint32_t reserved;
+    // READ, WRITE, ALLOC, FREE: the incarnation of the named segment the request is meant for
+    // (from its descriptor); the owner refuses any other with DP_ERR_STALE_SEGMENT. NOTIFY: 0.
+    uint64_t incarnation;
 };
 
 struct RespHeader {
@@ -62,6 +65,7 @@ inline Err FromReply(int32_t status) {
         case DP_ERR_INTERNAL:
         case DP_ERR_DENIED:
         case DP_ERR_READ_ONLY:
+        case DP_ERR_STALE_SEGMENT:
             return static_cast<Err>(status);
         default:
             return Err::kProtocol;
@@ -109,7 +113,7 @@ struct Ack {  // server -> client
     int32_t status;  // DP_OK; kAckBusy or DP_ERR_DENIED before the server closes
 };
 
-static_assert(sizeof(ReqHeader) == 32 && sizeof(RespHeader) == 16, "wire header sizes");
+static_assert(sizeof(ReqHeader) == 40 && sizeof(RespHeader) == 16, "wire header sizes");
 static_assert(sizeof(Hello) == 40 && sizeof(Challenge) == 72 && sizeof(Proof) == 32 &&
                   sizeof(Ack) == 8,
               "handshake sizes");
@@ -151,13 +155,13 @@ void ServerMac(const Key& key, const Hello& hello, const Challenge& c, uint8_t* 
 void ClientMac(const Key& key, const Hello& hello, const Challenge& c, uint8_t* out);
 // n bytes from the kernel's random source; false if it fails.
 bool FillRandom(uint8_t* p, size_t n);
-// Sends one request: header, name, its MAC and, for a WRITE, the payload's length bytes at
-// payload, in one sendmsg when the socket takes them.
+// Sends one request: header (naming the segment's incarnation), name, its MAC and, for a WRITE,
+// the payload's length bytes at payload, in one sendmsg when the socket takes them.
 Err SendRequest(int fd, RequestMac* mac, Op op, const std::string& name, int64_t offset,
-                int64_t length, const char* payload = nullptr);
+                int64_t length, uint64_t incarnation, const char* payload = nullptr);
 // Appends one request's header, name and MAC to out (for sending several requests at once).
 void AppendRequest(std::vector<char>* out, RequestMac* mac, Op op, const std::string& name,
-                   int64_t offset, int64_t length);
+                   int64_t offset, int64_t length, uint64_t incarnation);
 
 }  // namespace dp
 

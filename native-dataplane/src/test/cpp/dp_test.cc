@@ -94,8 +94,10 @@ int64_t Open(dp_engine* e, const char* name, const char* owner_label, dp_engine*
              const std::string& shm, int64_t size, int expected = DP_OK,
              const char* host_id = kHost) {
     int64_t seg = -1;
+    int64_t incarnation = 1;  // a segment the owner does not have: any non-zero one
+    dp_segment_incarnation(owner, name, &incarnation, nullptr);
     CHECK_EQ(dp_segment_open(e, name, owner_label, host_id, "127.0.0.1", dp_engine_tcp_port(owner),
-                             shm.c_str(), size, &seg, nullptr),
+                             shm.c_str(), size, incarnation, &seg, nullptr),
              expected);
     return seg;
 }
@@ -1059,7 +1061,7 @@ void OnlyOkRepliesSucceed() {
              DP_OK);
     int64_t seg = -1;
     CHECK_EQ(dp_segment_open(client, "seg-scripted", "node-scripted", kHost, "127.0.0.1",
-                             server.port(), "/dev/shm/wr-h1-none", size, &seg, nullptr),
+                             server.port(), "/dev/shm/wr-h1-none", size, 1, &seg, nullptr),
              DP_OK);
     for (int expected : {DP_ERR_PROTOCOL, DP_ERR_PROTOCOL, DP_ERR_PROTOCOL, DP_ERR_OUT_OF_BOUNDS}) {
         Batch read;
@@ -1123,6 +1125,110 @@ void FailingCopyFailsItsTask(const std::string& shm_base) {
     dp_engine_destroy(owner);
 }
 
+// A write queued against a receive segment that its owner then created again under the same name
+// (a loader whose engine registered again) never lands in the new segment's bytes: it names the
+// incarnation it was meant for, and the owner refuses it. Opening the new descriptor works again.
+void LateWriteAfterReRegisterIsRefused(const std::string& shm_base) {
+    const int64_t size = 1 << 20;
+    std::string shm = shm_base + "-late";
+    dp_engine* owner = Create("node-late-owner");
+    dp_engine* writer = Create("node-late-writer");
+    int64_t base = 0;
+    CHECK_EQ(dp_segment_create(owner, "seg-late", shm.c_str(), size,
+                               DP_SEGMENT_RECEIVE | DP_SEGMENT_REPLACE, &base, nullptr),
+             DP_OK);
+    int64_t first = 0, second = 0;
+    CHECK_EQ(dp_segment_incarnation(owner, "seg-late", &first, nullptr), DP_OK);
+    CHECK_EQ(first != 0, true);
+    std::vector<char> buf(size);
+    Fill(buf.data(), size, 9);
+    CHECK_EQ(dp_memory_register(writer, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
+             DP_OK);
+    int64_t seg = Open(writer, "seg-late", "node-late-owner", owner, shm, size);
+    // The owner registers the segment again: a new file, new bytes, the same name.
+    CHECK_EQ(dp_segment_destroy(owner, "seg-late", 1, nullptr), DP_OK);
+    CHECK_EQ(dp_segment_create(owner, "seg-late", shm.c_str(), size,
+                               DP_SEGMENT_RECEIVE | DP_SEGMENT_REPLACE, &base, nullptr),
+             DP_OK);
+    CHECK_EQ(dp_segment_incarnation(owner, "seg-late", &second, nullptr), DP_OK);
+    CHECK_EQ(second != first, true);
+    Batch late;
+    late.Add(DP_OP_WRITE, buf.data(), seg, 0, size);
+    CHECK_EQ(late.Run(writer)[0], DP_ERR_STALE_SEGMENT);
+    Batch read;
+    read.Add(DP_OP_READ, buf.data(), seg, 0, 4096);
+    CHECK_EQ(read.Run(writer)[0], DP_ERR_STALE_SEGMENT);
+    std::vector<char> zeros(size);
+    CHECK_EQ(std::memcmp(reinterpret_cast<char*>(base), zeros.data(), size), 0);
+    // The new descriptor (its incarnation) reaches the new bytes.
+    int64_t fresh = Open(writer, "seg-late", "node-late-owner", owner, shm, size);
+    CHECK_EQ(fresh != seg, true);
+    Batch now;
+    now.Add(DP_OP_WRITE, buf.data(), fresh, 0, size);
+    CHECK_EQ(now.Run(writer)[0], DP_OK);
+    CHECK_EQ(std::memcmp(reinterpret_cast<char*>(base), buf.data(), size), 0);
+    int64_t own = 0;
+    CHECK_EQ(dp_segment_incarnation(writer, "seg-late", &own, nullptr), DP_ERR_UNKNOWN_SEGMENT);
+    dp_engine_destroy(writer);
+    CHECK_EQ(dp_segment_destroy(owner, "seg-late", 1, nullptr), DP_OK);
+    dp_engine_destroy(owner);
+}
+
+// A cancelled batch moves no byte once dp_batch_cancel returned: its chunks still queued fail with
+// DP_ERR_CANCELLED, those in flight finished. Over tcp (a 64 MiB write, 64 chunks behind a 2 MiB
+// window) and over the local transport (8 MiB chunks on the copy pool).
+void CancelledBatchWritesNoMore(const std::string& shm_base) {
+    const int64_t size = 64 << 20;
+    std::string shm = shm_base + "-cancel";
+    dp_engine* owner = Create("node-cancel-owner");
+    dp_engine* writer = Create("node-cancel-writer");
+    dp_engine* local = Create("node-cancel-owner");
+    int64_t base = 0;
+    CHECK_EQ(dp_segment_create(owner, "seg-cancel", shm.c_str(), size, DP_SEGMENT_RECEIVE, &base,
+                               nullptr),
+             DP_OK);
+    std::vector<char> buf(size);
+    Fill(buf.data(), size, 5);
+    for (dp_engine* e : {writer, local}) {
+        std::memset(reinterpret_cast<char*>(base), 0, size);
+        CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(buf.data()), size, nullptr),
+                 DP_OK);
+        int64_t seg = Open(e, "seg-cancel", "node-cancel-owner", owner, shm, size);
+        // Many tasks, so that the local transport has chunks queued behind its two pool threads.
+        const int32_t tasks = 8;
+        std::vector<int32_t> ops(tasks, DP_OP_WRITE);
+        std::vector<int64_t> addrs, segs(tasks, seg), offsets, lengths(tasks, size / tasks);
+        for (int32_t i = 0; i < tasks; ++i) {
+            addrs.push_back(reinterpret_cast<int64_t>(buf.data()) + i * (size / tasks));
+            offsets.push_back(i * (size / tasks));
+        }
+        dp_batch* b = nullptr;
+        CHECK_EQ(dp_batch_submit(e, tasks, ops.data(), addrs.data(), segs.data(), offsets.data(),
+                                 lengths.data(), nullptr, &b, nullptr),
+                 DP_OK);
+        CHECK_EQ(dp_batch_cancel(b, 10000, nullptr), DP_OK);
+        std::vector<char> after(reinterpret_cast<char*>(base),
+                                reinterpret_cast<char*>(base) + size);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        CHECK_EQ(std::memcmp(after.data(), reinterpret_cast<char*>(base), size), 0);
+        int cancelled = 0;
+        for (int32_t i = 0; i < tasks; ++i) {
+            int64_t bytes = 0;
+            int st = dp_batch_task_status(b, i, &bytes, nullptr);
+            if (st == DP_ERR_CANCELLED) ++cancelled;
+            if (st != DP_ERR_CANCELLED) CHECK_EQ(st, DP_OK);
+        }
+        CHECK_EQ(cancelled > 0, true);  // the cancel came before the last chunk moved
+        CHECK_EQ(dp_batch_cancel(b, 0, nullptr), DP_OK);  // idempotent
+        dp_batch_free(b);
+        CHECK_EQ(dp_memory_unregister(e, reinterpret_cast<int64_t>(buf.data()), nullptr), DP_OK);
+    }
+    dp_engine_destroy(writer);
+    dp_engine_destroy(local);
+    CHECK_EQ(dp_segment_destroy(owner, "seg-cancel", 1, nullptr), DP_OK);
+    dp_engine_destroy(owner);
+}
+
 }  // namespace
 
 int main() {
@@ -1135,6 +1241,8 @@ int main() {
     IdleConnectionsExpire(shm);
     OnlyOkRepliesSucceed();
     FailingCopyFailsItsTask(shm);
+    LateWriteAfterReRegisterIsRefused(shm);
+    CancelledBatchWritesNoMore(shm);
     dp_engine* a = Create("node-a");
     dp_engine* b = Create("node-b");
     dp_engine* a2 = Create("node-a");

@@ -289,6 +289,9 @@ public final class Dataplane implements AutoCloseable {
                     DataplaneError.EXISTS, "segment '" + name + "' already exists in this engine");
         }
         status.check(name);
+        long[] incarnation = new long[1];
+        handle.call((e, st) -> DpNative.dp_segment_incarnation(e, name, incarnation, st))
+                .check(name);
         Segment segment = new Segment(this, name, size, base[0], path, kind, purged);
         segments.put(name, segment);
         SegmentDescriptor descriptor =
@@ -301,7 +304,8 @@ public final class Dataplane implements AutoCloseable {
                         size,
                         path.toString(),
                         kind == SegmentKind.STORE,
-                        engineId);
+                        engineId,
+                        incarnation[0]);
         try {
             metadata(
                     () -> {

@@ -34,7 +34,15 @@ public enum DataplaneError {
      * A store segment refused a WRITE from a connection of role peer: store capacity takes writes
      * only from its owner, a storer or a remover; peers write only into receive segments.
      */
-    READ_ONLY(-17);
+    READ_ONLY(-17),
+    /**
+     * The request named another incarnation of the segment than its owner has now: the owner
+     * created it again under the same name (a loader registered its receive buffers again) since
+     * the descriptor was read. Nothing was read or written; the descriptor must be read again.
+     */
+    STALE_SEGMENT(-18),
+    /** The batch was cancelled ({@link TransferBatch#cancel}) before this transfer moved. */
+    CANCELLED(-19);
 
     private final int code;
 

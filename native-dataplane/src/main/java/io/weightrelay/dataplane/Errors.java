@@ -45,6 +45,7 @@ final class Errors {
                     new PermissionDeniedException(subject, m + PermissionDeniedException.HINT);
             case FOREIGN_HOST -> new ForeignHostException(subject, m);
             case READ_ONLY -> new StoreSegmentWriteRefusedException(subject, m);
+            case STALE_SEGMENT -> new StaleSegmentException(subject, m);
             default -> new DataplaneException(error, m);
         };
     }

@@ -11,8 +11,9 @@ import java.util.List;
  *
  * <p>Ownership: returned by {@link TransferEngine#submit}; the caller closes it. Closing a batch
  * that is still running releases the handle only: its tasks still finish (or fail) in the engine,
- * and local memory they use must stay registered until then. Thread safe; {@link #close()} waits
- * for a concurrent {@code await} to return.
+ * and local memory they use must stay registered until then; a caller that gives up on a batch
+ * {@link #cancel cancels} it first, so that no byte of it lands later. Thread safe; {@link
+ * #close()} waits for a concurrent {@code await} to return.
  */
 public final class TransferBatch implements AutoCloseable {
     private final TransferEngine engine;
@@ -168,6 +169,22 @@ public final class TransferBatch implements AutoCloseable {
                 requests.get(status.index()),
                 segmentSizes[status.index()],
                 status.bytesTransferred());
+    }
+
+    /**
+     * Cancels a batch nobody will wait for (its update was abandoned) and waits, at most {@code
+     * drain}, until none of its bytes moves any more: transfers not started yet never start (they
+     * fail with {@link DataplaneError#CANCELLED}), those already moving finish (a tcp chunk within
+     * the peer's {@code ioTimeout}). Only once this returned true may its local memory (staging)
+     * and its targets (receive buffers) be reused; when it returns false a transfer still moves,
+     * and the memory must be given up instead (its segment closed, so late bytes land in private
+     * pages). Idempotent; a batch already finished returns true at once.
+     *
+     * @return true when no transfer of the batch moves any more
+     */
+    public synchronized boolean cancel(Duration drain) {
+        DpNative.dp_batch b = open();
+        return DpNative.dp_batch_cancel(b, drain.toMillis(), null) == 0;
     }
 
     private static boolean outsideLocal(TransferRequest r) {

@@ -307,7 +307,9 @@ public final class TransferEngine {
 
     /** Forgets a cached segment whose owner is gone, so the next use reads Redis again. */
     void onTaskFailure(String segment, DataplaneError error) {
-        if (error == DataplaneError.PEER_GONE || error == DataplaneError.UNKNOWN_SEGMENT) {
+        if (error == DataplaneError.PEER_GONE
+                || error == DataplaneError.UNKNOWN_SEGMENT
+                || error == DataplaneError.STALE_SEGMENT) {
             Resolved r = segments.get(segment);
             if (r != null) {
                 drop(segment, r);
@@ -438,7 +440,8 @@ public final class TransferEngine {
             throw new MetadataException(
                     "descriptor of segment '"
                             + segment
-                            + "' was written by an older data plane (no host identity): restart"
+                            + "' was written by an older data plane (no host identity or"
+                            + " incarnation): restart"
                             + " its owner so it republishes the segment",
                     null);
         }
@@ -456,6 +459,7 @@ public final class TransferEngine {
                                         desc.port(),
                                         desc.shmPath(),
                                         desc.size(),
+                                        desc.incarnation(),
                                         id,
                                         st));
         if (status.is(DataplaneError.UNKNOWN_SEGMENT)) {

@@ -4,6 +4,8 @@ import static io.weightrelay.dataplane.TestEngines.transfer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.dataplane.internal.Metadata;
+import io.weightrelay.dataplane.internal.SegmentDescriptor;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
@@ -52,9 +54,17 @@ class DataplaneSecurityTest {
     }
 
     private RawPeer raw() throws Exception {
-        RawPeer p = new RawPeer(owner.port());
+        RawPeer p = new RawPeer(owner.port()).withIncarnations(this::incarnation);
         scope.closeAfter(p);
         return p;
+    }
+
+    /** The incarnation the segment's descriptor names now (0 for an unknown segment). */
+    private long incarnation(String segment) {
+        try (Metadata metadata =
+                Metadata.connect(RedisSupport.URI, scope.prefix(), Duration.ofSeconds(5))) {
+            return metadata.segment(segment).map(SegmentDescriptor::incarnation).orElse(0L);
+        }
     }
 
     private RawPeer authenticated(int role) throws Exception {
@@ -236,7 +246,7 @@ class DataplaneSecurityTest {
         scope.closeAfter(remover);
         assertThat(remover.handshake(TestEngines.SECRET, RawPeer.ROLE_REMOVER))
                 .isEqualTo(RawPeer.Outcome.REFUSED);
-        RawPeer peer = new RawPeer(loader.tcpPort());
+        RawPeer peer = new RawPeer(loader.tcpPort()).withIncarnations(this::incarnation);
         scope.closeAfter(peer);
         assertThat(peer.handshake(TestEngines.SECRET, RawPeer.ROLE_PEER))
                 .isEqualTo(RawPeer.Outcome.ACCEPTED);

@@ -48,6 +48,7 @@ final class RawPeer implements AutoCloseable {
     private byte[] requestKey;
 
     private long sequence;
+    private java.util.function.ToLongFunction<String> incarnations = name -> 0;
 
     RawPeer(int port) throws IOException {
         socket = new Socket();
@@ -110,11 +111,20 @@ final class RawPeer implements AutoCloseable {
      * One request of this authenticated connection: header, name and the MAC of both under the
      * connection's key and its next sequence number (README.md, "Wire format").
      */
+    /**
+     * Where {@link #request} finds the incarnation of the segment it names (a descriptor lookup in
+     * the test's metadata); 0, which every owner refuses, until one is set.
+     */
+    RawPeer withIncarnations(java.util.function.ToLongFunction<String> lookup) {
+        this.incarnations = lookup;
+        return this;
+    }
+
     byte[] request(int op, long offset, long length, String name) {
         if (requestKey == null) {
             throw new IllegalStateException("no accepted handshake on this connection");
         }
-        byte[] h = header(op, offset, length, name);
+        byte[] h = header(op, offset, length, incarnations.applyAsLong(name), name);
         byte[] seq =
                 ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(sequence++).array();
         byte[] mac = Arrays.copyOf(hmac(requestKey, seq, h), 16);
@@ -161,10 +171,15 @@ final class RawPeer implements AutoCloseable {
 
     /** A request header and name, without a MAC (what no authenticated client sends). */
     static byte[] header(int op, long offset, long length, String name) {
+        return header(op, offset, length, 0, name);
+    }
+
+    /** A request header naming the segment's incarnation, and the name (and nothing else). */
+    static byte[] header(int op, long offset, long length, long incarnation, String name) {
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
-        ByteBuffer b = ByteBuffer.allocate(32 + n.length).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer b = ByteBuffer.allocate(40 + n.length).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(REQUEST_MAGIC).putInt(op).putLong(offset).putLong(length);
-        b.putInt(n.length).putInt(0).put(n);
+        b.putInt(n.length).putInt(0).putLong(incarnation).put(n);
         return b.array();
     }
 

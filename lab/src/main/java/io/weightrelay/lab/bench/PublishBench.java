@@ -193,7 +193,7 @@ public final class PublishBench {
                     new RestCoordinator(
                             control.baseUrl(), TRAINER_TOKEN, Duration.ofMinutes(2), MAX_FRAGMENT);
             RankPublisher.Options options =
-                    new RankPublisher.Options(true, inFlight, stageAll, Duration.ofMinutes(2));
+                    new RankPublisher.Options(inFlight, stageAll, Duration.ofMinutes(2));
             TrainerSession session = new TrainerSession(coordinator, publishers, options);
 
             TrainerSession.Outcome cold =

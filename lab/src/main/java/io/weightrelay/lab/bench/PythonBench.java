@@ -123,7 +123,7 @@ public final class PythonBench {
                                 Duration.ofMinutes(2),
                                 Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES),
                         publishers,
-                        new RankPublisher.Options(true, 2, true, Duration.ofMinutes(2)));
+                        new RankPublisher.Options(2, true, Duration.ofMinutes(2)));
         double publish = Double.MAX_VALUE;
         double update = Double.MAX_VALUE;
         for (int r = 0; r <= repeat; r++) {

@@ -71,9 +71,6 @@ final class TrainerCommand extends LabCommand {
             description = "Largest stored object; default ${DEFAULT-VALUE}.")
     long maxFragmentBytes;
 
-    @Option(names = "--no-checksums", description = "Publish without CRC32C per object.")
-    boolean noChecksums;
-
     @Option(
             names = "--trainer-nodes",
             paramLabel = "T",

@@ -146,7 +146,7 @@ public final class HostAgent {
                     new RankPublisher(
                             publisher,
                             node,
-                            new RankPublisher.Options(true, 2, false, Duration.ofMinutes(2)));
+                            new RankPublisher.Options(2, false, Duration.ofMinutes(2)));
             RankPublisher.Result r =
                     rank.publish(
                             manifest,

@@ -1052,7 +1052,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
                                 Duration.ofMinutes(2),
                                 LabCatalog.MAX_FRAGMENT),
                         clients,
-                        new RankPublisher.Options(true, 2, true, Duration.ofMinutes(2)));
+                        new RankPublisher.Options(2, true, Duration.ofMinutes(2)));
     }
 
     /**

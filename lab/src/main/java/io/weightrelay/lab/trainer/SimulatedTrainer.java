@@ -28,7 +28,7 @@ import java.util.Map;
  * --publisher trainer-0000=http://127.0.0.1:8081   one per trainer node (repeat the flag)
  * --trainer-dtype bf16 --rollout-dtype bf16
  * --seed 1 --steps 1 --first-step 0
- * --max-fragment-bytes 67108864 --token &lt;trainer token&gt; --no-checksums
+ * --max-fragment-bytes 67108864 --token &lt;trainer token&gt;
  * </pre>
  *
  * Prints one JSON line per generation; exits 1 when a generation was aborted.
@@ -64,9 +64,7 @@ public final class SimulatedTrainer {
                         token,
                         Duration.ofMinutes(2),
                         maxFragment);
-        RankPublisher.Options options =
-                new RankPublisher.Options(
-                        !args.has("no-checksums"), 2, false, Duration.ofMinutes(5));
+        RankPublisher.Options options = new RankPublisher.Options(2, false, Duration.ofMinutes(5));
         TrainerSession session = new TrainerSession(coordinator, publishers, options);
         long seed = args.seed();
         long first = args.getLong("first-step", 0);

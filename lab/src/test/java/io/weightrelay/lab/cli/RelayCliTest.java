@@ -396,14 +396,12 @@ class RelayCliTest {
                                 "--publisher",
                                 "trainer-0000=http://127.0.0.1:8081",
                                 "--publisher",
-                                "trainer-0001=http://127.0.0.1:8091",
-                                "--no-checksums")
+                                "trainer-0001=http://127.0.0.1:8091")
                         .only();
         Args t = new Args(trainer.args().toArray(String[]::new));
         assertThat(t.all("publisher"))
                 .containsExactly(
                         "trainer-0000=http://127.0.0.1:8081", "trainer-0001=http://127.0.0.1:8091");
-        assertThat(t.has("no-checksums")).isTrue();
     }
 
     /**

@@ -23,6 +23,16 @@ final class ApplyContext {
     /** How long a stage waits at once before it checks the deadline and the other stages. */
     static final Duration WAIT_SLICE = Duration.ofMillis(500);
 
+    /**
+     * How long an abandoned batch (the apply failed, was stopped or ran out of time) may take to
+     * drain once cancelled: its queued transfers never start, and each one already moving ends
+     * within the data plane's io timeout. Staging and buffers are reused only after it drained.
+     */
+    static final Duration CANCEL_DRAIN = Duration.ofSeconds(30);
+
+    private static final org.slf4j.Logger log =
+            org.slf4j.LoggerFactory.getLogger(ApplyContext.class);
+
     final SliceSchedule slice;
     final Slice plan;
     final String model;
@@ -33,6 +43,10 @@ final class ApplyContext {
     final LongConsumer progress;
     private final long deadlineNanos;
     private final AtomicReference<ApplyFailure> failure = new AtomicReference<>();
+
+    /** Set when an abandoned transfer did not drain: its staging must not be used again. */
+    private final java.util.concurrent.atomic.AtomicBoolean undrained =
+            new java.util.concurrent.atomic.AtomicBoolean();
 
     ApplyContext(
             SliceSchedule slice,
@@ -92,11 +106,38 @@ final class ApplyContext {
                 + plan.readStaging(read);
     }
 
-    /** Submitted transfers; {@link #complete} waits for and verifies them. */
-    record Pending(List<TransferRequest> requests, TransferBatch batch) {
+    /** Whether some abandoned transfer (or store read) did not drain in time. */
+    boolean undrained() {
+        return undrained.get();
+    }
+
+    /** Records that a transfer of this apply may still move bytes after it ended. */
+    void markUndrained(String what) {
+        undrained.set(true);
+        log.error(
+                "apply of {}: {} did not drain within {} of being abandoned: its staging is given"
+                        + " up, so late bytes land in no update's memory",
+                slice.instance(),
+                what,
+                CANCEL_DRAIN);
+    }
+
+    /**
+     * Submitted transfers; {@link #complete} waits for and verifies them. Closing pending transfers
+     * abandons them: they are cancelled and drained first, so none of their bytes lands later.
+     */
+    record Pending(List<TransferRequest> requests, TransferBatch batch, ApplyContext ctx) {
         void close() {
             if (batch != null) {
-                batch.close();
+                try {
+                    if (!batch.cancel(CANCEL_DRAIN)) {
+                        ctx.markUndrained("a batch of " + requests.size() + " transfers");
+                    }
+                } catch (DataplaneException e) {
+                    // already closed: nothing of it moves any more
+                } finally {
+                    batch.close();
+                }
             }
         }
     }
@@ -109,14 +150,15 @@ final class ApplyContext {
     Pending submit(List<TransferRequest> requests, String notifyName) {
         List<TransferRequest> copy = List.copyOf(requests);
         if (copy.isEmpty()) {
-            return new Pending(copy, null);
+            return new Pending(copy, null, this);
         }
         try {
             return new Pending(
                     copy,
                     notifyName == null
                             ? engine.submit(copy)
-                            : engine.submitWithNotify(copy, notifyName));
+                            : engine.submitWithNotify(copy, notifyName),
+                    this);
         } catch (DataplaneException e) {
             throw new ApplyFailure(
                     peerOf(copy.get(0).segment()), "transfer failed: " + e.getMessage(), e);
@@ -128,12 +170,20 @@ final class ApplyContext {
         if (pending.batch() == null) {
             return 0;
         }
-        try (TransferBatch batch = pending.batch()) {
-            while (!batch.await(
-                    Duration.ofMillis(Math.min(WAIT_SLICE.toMillis(), remainingMillis())))) {
-                if (failed()) {
-                    throw new ApplyFailure(slice.instance(), "aborted while transferring");
+        TransferBatch batch = pending.batch();
+        try {
+            try {
+                while (!batch.await(
+                        Duration.ofMillis(Math.min(WAIT_SLICE.toMillis(), remainingMillis())))) {
+                    if (failed()) {
+                        throw new ApplyFailure(slice.instance(), "aborted while transferring");
+                    }
                 }
+            } catch (RuntimeException abandoned) {
+                // stopped or out of time with transfers still queued: cancel and drain them, so
+                // none lands in a buffer or staging after this apply ended
+                pending.close();
+                throw abandoned;
             }
             long bytes = 0;
             List<TaskStatus> statuses = batch.statuses();
@@ -163,6 +213,8 @@ final class ApplyContext {
         } catch (DataplaneException e) {
             throw new ApplyFailure(
                     peerOf(requests.get(0).segment()), "transfer failed: " + e.getMessage(), e);
+        } finally {
+            batch.close();
         }
     }
 

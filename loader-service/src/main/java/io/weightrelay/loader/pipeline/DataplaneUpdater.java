@@ -330,7 +330,11 @@ public final class DataplaneUpdater {
      * before its first read.
      */
     public record Applying(
-            Prepared prepared, Duration timeout, PipelineExecutor executor, Counters before) {
+            Prepared prepared,
+            Duration timeout,
+            PipelineExecutor executor,
+            Counters before,
+            Runnable giveUpStaging) {
 
         /**
          * Starts the store reads ahead of {@link DataplaneUpdater#apply(Applying)}: staging fills
@@ -340,9 +344,20 @@ public final class DataplaneUpdater {
             executor.readAhead();
         }
 
-        /** Stops the reads started ahead of an apply that will not run. */
+        /**
+         * Stops the reads started ahead of an apply that will not run, and waits until they ended;
+         * a read that does not end in time gives the staging up.
+         */
         public void abandon() {
             executor.abandon();
+            if (executor.undrained()) {
+                giveUpStaging.run();
+            }
+        }
+
+        /** Whether an abandoned transfer of this apply may still move bytes into its staging. */
+        boolean undrained() {
+            return executor.undrained();
         }
 
         /** Stops the apply, running or about to run: it fails with {@code why}. */
@@ -360,7 +375,7 @@ public final class DataplaneUpdater {
         PipelineExecutor executor =
                 new PipelineExecutor(
                         p, dataplane.engine(), dataplane.store(), settings, timeout, progress);
-        return new Applying(p, timeout, executor, before);
+        return new Applying(p, timeout, executor, before, () -> registrations.discard(p.staging()));
     }
 
     /** Runs the apply {@link #begin} set up, its reads perhaps already under way. */
@@ -404,6 +419,10 @@ public final class DataplaneUpdater {
             // Peers may still be pushing into this instance's segments with notify: a counter
             // dropped now would fail them with NOT_FOUND instead of letting them finish their part
             // and name this instance. The names go once the apply could no longer be running.
+            if (a.undrained()) {
+                // a transfer of this apply may still land in its staging: never reuse it
+                a.giveUpStaging().run();
+            }
             List<String> names = List.copyOf(p.notifyBaselines().keySet());
             PRUNER.schedule(() -> unregister(names), a.timeout.toMillis(), TimeUnit.MILLISECONDS);
             throw e;

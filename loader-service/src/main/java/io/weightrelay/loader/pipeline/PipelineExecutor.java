@@ -120,6 +120,15 @@ public final class PipelineExecutor {
     }
 
     /**
+     * Whether a transfer or store read this apply abandoned (after a failure) may still move bytes:
+     * its staging must then not be used again. Meaningful once {@link #run()} or {@link #abandon()}
+     * returned.
+     */
+    public boolean undrained() {
+        return ctx.undrained();
+    }
+
+    /**
      * Stops a running pipeline from outside (the update session failed elsewhere): every stage sees
      * it within a wait slice and {@link #run()} throws {@code why}, unless a failure of its own
      * came first.

@@ -209,9 +209,22 @@ final class ReadStage {
     /** One object's ranges of a batch, and its store key. */
     private record ObjectRead(String objectId, String key, List<ReadRange> ranges) {}
 
-    /** Stops the reads still in flight. */
+    /**
+     * Stops the reads not started yet and waits until those in flight ended (a store read ends
+     * within the data plane's io timeout per chunk), so no read of this apply lands in staging that
+     * the next update uses; one that does not end in time gives the staging up.
+     */
     void close() {
         readers.shutdownNow();
+        try {
+            if (!readers.awaitTermination(
+                    ApplyContext.CANCEL_DRAIN.toMillis(), TimeUnit.MILLISECONDS)) {
+                ctx.markUndrained("a store read");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            ctx.markUndrained("a store read (interrupted while waiting for it)");
+        }
     }
 
     long bytesRead() {

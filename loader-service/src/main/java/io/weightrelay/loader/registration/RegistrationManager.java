@@ -111,6 +111,21 @@ public final class RegistrationManager<H> {
         return promoted;
     }
 
+    /**
+     * Unregisters the registration of {@code handle}, whatever its state: memory a transfer may
+     * still be moving bytes into (an abandoned apply that did not drain) is given up rather than
+     * used again. Returns how many registrations went (0 or 1).
+     */
+    public synchronized int discard(H handle) {
+        List<RegistrationKey> gone = new ArrayList<>();
+        for (Map.Entry<RegistrationKey, Entry<H>> e : entries.entrySet()) {
+            if (e.getValue().handle == handle) {
+                gone.add(e.getKey());
+            }
+        }
+        return removeIf(gone::contains);
+    }
+
     /** Unregisters every provisional registration (a failed prepare leaves nothing behind). */
     public synchronized int discardProvisional() {
         List<RegistrationKey> gone = new ArrayList<>();

@@ -145,6 +145,12 @@ public final class DpNative {
             @Cast("int64_t*") long[] baseOut,
             dp_status status);
 
+    public static native int dp_segment_incarnation(
+            dp_engine engine,
+            String name,
+            @Cast("int64_t*") long[] incarnationOut,
+            dp_status status);
+
     public static native int dp_segment_destroy(
             dp_engine engine, String name, int unlinkFile, dp_status status);
 
@@ -169,6 +175,7 @@ public final class DpNative {
             int port,
             String shmPath,
             @Cast("int64_t") long size,
+            @Cast("int64_t") long incarnation,
             @Cast("int64_t*") long[] segmentIdOut,
             dp_status status);
 
@@ -239,6 +246,9 @@ public final class DpNative {
             dp_batch batch, int index, @Cast("int64_t*") long[] bytesOut, dp_status status);
 
     public static native int dp_batch_notify_status(dp_batch batch, dp_status status);
+
+    public static native int dp_batch_cancel(
+            dp_batch batch, @Cast("int64_t") long timeoutMs, dp_status status);
 
     public static native void dp_batch_free(dp_batch batch);
 

@@ -24,12 +24,12 @@ import java.util.function.Supplier;
 
 /**
  * Segment descriptors and the object directory in Redis. Keys: {@code <prefix>seg:<name>} (hash:
- * node, hostid, engine, host, port, size, shm and kind, {@code store} or {@code receive}; a hash
- * without kind, as written before receive segments existed, is store capacity; one without hostid,
- * written before host identities, is read with a null host id and used for no transfer), {@code
- * <prefix>segments} (set of names), {@code <prefix>segments-epoch} (bumped by every descriptor
- * registration), {@code <prefix>obj:<key>} (hash with size, pin and replicas). Every change that
- * must be atomic is one Lua script. Thread safe (one shared Lettuce connection).
+ * node, hostid, engine, incarnation (hex), host, port, size, shm and kind, {@code store} or {@code
+ * receive}; a hash without kind, as written before receive segments existed, is store capacity; one
+ * without hostid, written before host identities, is read with a null host id and used for no
+ * transfer), {@code <prefix>segments} (set of names), {@code <prefix>segments-epoch} (bumped by
+ * every descriptor registration), {@code <prefix>obj:<key>} (hash with size, pin and replicas).
+ * Every change that must be atomic is one Lua script. Thread safe (one shared Lettuce connection).
  */
 public final class Metadata implements AutoCloseable {
     private static final String PUBLISH =
@@ -46,7 +46,7 @@ public final class Metadata implements AutoCloseable {
             "redis.call('DEL', KEYS[1]) "
                     + "redis.call('HSET', KEYS[1], 'node', ARGV[1], 'host', ARGV[2], 'port', ARGV[3], "
                     + "'size', ARGV[4], 'shm', ARGV[5], 'kind', ARGV[7], 'hostid', ARGV[8], "
-                    + "'engine', ARGV[9]) "
+                    + "'engine', ARGV[9], 'incarnation', ARGV[10]) "
                     + "redis.call('SADD', KEYS[2], ARGV[6]) redis.call('INCR', KEYS[3]) return 1";
     // An object's entry together with the segments epoch, read atomically.
     // The segments epoch (the last key), then the entry of each other key, in one atomic read.
@@ -163,7 +163,8 @@ public final class Metadata implements AutoCloseable {
                                 d.name(),
                                 d.store() ? KIND_STORE : KIND_RECEIVE,
                                 d.hostId(),
-                                d.engineId()));
+                                d.engineId(),
+                                Long.toUnsignedString(d.incarnation(), 16)));
     }
 
     public void removeSegment(String name) {
@@ -229,7 +230,10 @@ public final class Metadata implements AutoCloseable {
                             Long.parseLong(h.get("size")),
                             java.util.Objects.requireNonNull(h.get("shm"), "shm"),
                             isStore(h.get("kind")),
-                            h.get("engine")));
+                            h.get("engine"),
+                            h.get("incarnation") == null
+                                    ? 0
+                                    : Long.parseUnsignedLong(h.get("incarnation"), 16)));
         } catch (RuntimeException e) {
             throw new MetadataFailure("unreadable descriptor of segment " + name, e);
         }

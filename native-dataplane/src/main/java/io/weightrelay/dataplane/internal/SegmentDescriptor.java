@@ -8,6 +8,9 @@ package io.weightrelay.dataplane.internal;
  * @param hostId identity of the owner's host (see {@link HostIdentity}); {@code null} for a
  *     descriptor written before host identities existed, which no engine uses for transfers
  * @param engineId random id of the owning engine instance, {@code null} in old descriptors
+ * @param incarnation random non-zero id of this registration of the segment (a segment created
+ *     again under the same name has another); every tcp request names it and the owner refuses
+ *     requests for another one. 0 in descriptors written before incarnations existed
  * @param store true for store capacity (a mounted segment), false for a receive segment that is a
  *     transfer target only; a descriptor written before the flag existed is store capacity
  */
@@ -20,10 +23,11 @@ public record SegmentDescriptor(
         long size,
         String shmPath,
         boolean store,
-        String engineId) {
+        String engineId,
+        long incarnation) {
 
-    /** Whether it was written by a data plane that records host identities. */
+    /** Whether it was written by a data plane that records host identities and incarnations. */
     public boolean current() {
-        return hostId != null && engineId != null;
+        return hostId != null && engineId != null && incarnation != 0;
     }
 }

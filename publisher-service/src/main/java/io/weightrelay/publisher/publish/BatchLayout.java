@@ -118,6 +118,28 @@ record BatchLayout(List<Work> works) {
      *     and end on fragment boundaries; {@code unsupported-conversion} when no conversion leads
      *     from the trainer's dtype to the rollout's
      */
+    /**
+     * Every staged part must carry the rank's CRC32C: without it the bytes between the trainer and
+     * the publisher's conversion would be proven by nobody (the published checksum is taken of what
+     * the publisher found in staging, whatever a broken copy left there).
+     */
+    private static void requireChecksum(StagedTensor staged) {
+        String checksum = staged.getChecksum();
+        // (another algorithm's checksum never gets here: the contract's pattern refuses it)
+        if (checksum == null || checksum.isBlank()) {
+            String why = "has no checksum";
+            throw PublishProblems.TENSOR_CHECKSUM_REQUIRED
+                    .exception(
+                            "tensor '"
+                                    + staged.getName()
+                                    + "' "
+                                    + why
+                                    + ": every staged part needs the CRC32C of its bytes as the"
+                                    + " rank wrote them (checksum: crc32c:xxxxxxxx)")
+                    .with("tensor", staged.getName());
+        }
+    }
+
     static BatchLayout of(
             GenerationLayout layout,
             StagingArea.Reservation reservation,
@@ -136,6 +158,7 @@ record BatchLayout(List<Work> works) {
                                                             + layout.model()
                                                             + "/"
                                                             + layout.generation()));
+            requireChecksum(staged);
             if (tensor.scalesOf() != null) {
                 throw mismatch(
                         "tensor '"

@@ -22,6 +22,8 @@ public enum PublishProblems implements ProblemKind.Catalogued {
     ALREADY_STORED,
     /** The staged bytes do not have the checksum the rank computed. */
     CHECKSUM_MISMATCH,
+    /** A staged tensor came without its CRC32C (or with another algorithm's checksum). */
+    TENSOR_CHECKSUM_REQUIRED,
     /** A put failed (no room anywhere, a peer died): nothing of the batch stays stored. */
     STORE_FAILED,
     /** control-api refused or did not answer. */

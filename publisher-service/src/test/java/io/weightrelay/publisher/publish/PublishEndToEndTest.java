@@ -401,7 +401,8 @@ abstract class PublishEndToEndTest {
                         .dtype(Dtype.BF16)
                         .shape(shape)
                         .stagingOffset(reservation.getOffset())
-                        .bytes(4096L);
+                        .bytes(4096L)
+                        .checksum("crc32c:00000000");
         assertThatThrownBy(
                         () ->
                                 publisher.handOver(
@@ -435,6 +436,50 @@ abstract class PublishEndToEndTest {
                         e -> {
                             assertThat(e.problemType()).isEqualTo("manifest-mismatch");
                             assertThat(e.getMessage()).contains("fragment boundaries");
+                        });
+        assertNoneStored(manifest, g);
+        assertThat(controlApi.generation(manifest.model(), g).getObjectsRegistered()).isZero();
+    }
+
+    /**
+     * A part without the rank's CRC32C (as the Python client sent every part) is refused before a
+     * byte is touched, naming the tensor: otherwise what a broken copy left in staging is what gets
+     * published, with a checksum taken of it.
+     */
+    @Test
+    void aPartWithoutItsChecksumIsRefusedNamingTheTensor() {
+        SourceManifest manifest = tinyFp32ToBf16("e2e-no-checksum");
+        long g = controlApi.coordinator(MAX_FRAGMENT).open(manifest, List.of(NODE), 0).generation();
+        TensorSpec tensor =
+                manifest.tensors().stream()
+                        .min(java.util.Comparator.comparingLong(t -> t.shape().numel()))
+                        .orElseThrow();
+        List<Long> shape = new ArrayList<>();
+        for (long d : tensor.shape().dims()) {
+            shape.add(d);
+        }
+        long bytes = tensor.shape().numel() * 4;
+        var reservation = publisher.reserve(bytes, Duration.ofSeconds(5));
+        StagedTensor unchecked =
+                new StagedTensor()
+                        .name(tensor.name())
+                        .dtype(Dtype.FP32)
+                        .shape(shape)
+                        .stagingOffset(reservation.getOffset())
+                        .bytes(bytes);
+        assertThatThrownBy(
+                        () ->
+                                publisher.handOver(
+                                        manifest.model(),
+                                        g,
+                                        reservation.getReservationId(),
+                                        List.of(unchecked)))
+                .isInstanceOfSatisfying(
+                        RelayCallException.class,
+                        e -> {
+                            assertThat(e.status()).isEqualTo(400);
+                            assertThat(e.problemType()).isEqualTo("tensor-checksum-required");
+                            assertThat(e.getMessage()).contains("'" + tensor.name() + "'");
                         });
         assertNoneStored(manifest, g);
         assertThat(controlApi.generation(manifest.model(), g).getObjectsRegistered()).isZero();

@@ -48,7 +48,7 @@ class SegmentStagingPublishTest extends PublishEndToEndTest {
                 new TrainerSession(
                         controlApi.coordinator(MAX_FRAGMENT),
                         Map.of(NODE, publisher),
-                        new RankPublisher.Options(true, 2, false, Duration.ofSeconds(10)));
+                        new RankPublisher.Options(2, false, Duration.ofSeconds(10)));
         List<Long> published = new ArrayList<>();
         for (int step = 0; step < steps; step++) {
             published.add(

@@ -46,16 +46,14 @@ public final class RankPublisher {
     /**
      * How a rank publishes.
      *
-     * @param checksums compute a CRC32C of every staged part for the publisher to verify
      * @param inFlight batches handed over but not answered yet, at most
      * @param stageAll write every batch before handing the first over (benchmarks separate the
      *     trainer's writing from the publish path this way; needs staging for all of it)
      * @param reserveTimeout how long to wait for room while staging is full
      */
-    public record Options(
-            boolean checksums, int inFlight, boolean stageAll, Duration reserveTimeout) {
+    public record Options(int inFlight, boolean stageAll, Duration reserveTimeout) {
         public static Options defaults() {
-            return new Options(true, 2, false, Duration.ofMinutes(5));
+            return new Options(2, false, Duration.ofMinutes(5));
         }
     }
 
@@ -238,11 +236,10 @@ public final class RankPublisher {
                             .stagingOffset(at)
                             .bytes(p.bytes())
                             .tensorOffset(p.tensorOffset());
-            if (options.checksums()) {
-                CRC32C crc = new CRC32C();
-                crc.update(target);
-                t.checksum("crc32c:" + HexFormat.of().toHexDigits((int) crc.getValue()));
-            }
+            // Mandatory: the publisher refuses a part without it (tensor-checksum-required).
+            CRC32C crc = new CRC32C();
+            crc.update(target);
+            t.checksum("crc32c:" + HexFormat.of().toHexDigits((int) crc.getValue()));
             tensors.add(t);
             cursor += align(p.bytes());
             openBytes += p.bytes();
