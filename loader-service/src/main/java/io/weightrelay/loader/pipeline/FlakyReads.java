@@ -7,7 +7,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -63,9 +62,7 @@ public final class FlakyReads implements ReadFault {
         String text;
         try {
             text = Files.readString(file, StandardCharsets.UTF_8).strip();
-        } catch (NoSuchFileException e) {
-            return null;
-        } catch (IOException e) {
+        } catch (IOException noFile) {
             return null;
         }
         return switch (text.toLowerCase(Locale.ROOT)) {
