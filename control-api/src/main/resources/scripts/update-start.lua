@@ -8,8 +8,12 @@
 -- A session that failed or was aborted (RESUMED_OLD, PAUSED_REBUILD) is replaced by one with other
 -- participants: a loader that died for good mid-apply leaves the survivors a different
 -- membership, and they must be able to load the same generation again, not wait for the next
--- publish. A session still running, or DONE (its participants serve the generation), keeps its
--- membership: another one is a conflict.
+-- publish. A DONE session is replaced by one with other participants once each of its participants
+-- that is in the new one was rebuilt (registered with another epoch than the one it joined with):
+-- the instance that died comes back, and the whole group must be able to load the generation its
+-- survivors finished. A session still running, or DONE while a participant of it in the new one is
+-- still the life that finished it (it serves the generation), keeps its membership: another one is a
+-- conflict.
 -- KEYS: session hash, participants hash, channel, checksums hash, loader hash per instance (in the
 --       order of the instances)...
 -- ARGV: nowMs, phaseTimeoutMs, planId, ttlSeconds, instances (sorted, distinct)...
@@ -67,9 +71,21 @@ if redis.call('EXISTS', s) == 1 then
   local state = redis.call('HGET', s, 'state')
   local failed = state == 'RESUMED_OLD' or state == 'PAUSED_REBUILD'
   if not same then
-    local r = {failed and 'replaced' or 'conflict'}
+    local replaceable = failed
+    if state == 'DONE' then
+      replaceable = true
+      for i = 5, #ARGV do
+        local raw = redis.call('HGET', pk, ARGV[i])
+        if raw then
+          local joined = cjson.decode(raw).epoch
+          local now = KEYS[i] and redis.call('HGET', KEYS[i], 'epoch')
+          if not (joined and now and tostring(joined) ~= now) then replaceable = false break end
+        end
+      end
+    end
+    local r = {replaceable and 'replaced' or 'conflict'}
     for _, v in ipairs(have) do r[#r + 1] = v end
-    if not failed then return r end
+    if not replaceable then return r end
     replaced = r
   end
   local rebuilt = replaced ~= nil

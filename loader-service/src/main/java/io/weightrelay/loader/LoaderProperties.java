@@ -28,6 +28,9 @@ import org.springframework.validation.annotation.Validated;
  *     never; the updates map them)
  * @param readThreads store reads of one batch in flight at once
  * @param failBeforeBatch lab only: fail the apply before pushing this batch (-1: never)
+ * @param flakyReadsFile lab only: while this file exists, every other object read goes wrong as its
+ *     first word says, {@code fail} (an I/O error) or {@code wrong-bytes} (a byte flipped as it
+ *     lands, checksummed as landed), as on a host with a failing NIC or bad memory (empty: never)
  * @param checksums take the CRC32C of every range read and report it with APPLIED, so control-api
  *     proves the bytes against the published checksums (off only to measure what that costs;
  *     control-api then refuses the update unless its own verification is off too)
@@ -55,6 +58,7 @@ public record LoaderProperties(
         @NotNull @DefaultValue("500ms") Duration mapNodeSegmentsEvery,
         @Min(1) @DefaultValue("8") int readThreads,
         @DefaultValue("-1") int failBeforeBatch,
+        @DefaultValue("") String flakyReadsFile,
         @DefaultValue("true") boolean checksums,
         @DefaultValue("false") boolean readAhead,
         @DefaultValue("true") boolean warmUp,

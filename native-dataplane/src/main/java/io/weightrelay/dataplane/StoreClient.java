@@ -248,6 +248,16 @@ public final class StoreClient {
         public String key() {
             return key;
         }
+
+        /**
+         * The segments that held the object's replicas when it was looked up (none when it was not
+         * in the store): whose owner a failed read of it depends on.
+         */
+        public List<String> segments() {
+            return entry.object()
+                    .map(o -> o.replicas().stream().map(StoredObject.Replica::segment).toList())
+                    .orElse(List.of());
+        }
     }
 
     /**

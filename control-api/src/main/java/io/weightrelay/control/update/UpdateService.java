@@ -333,7 +333,7 @@ public class UpdateService {
         }
         if ("replaced".equals(code)) {
             log.info(
-                    "update {}/{}/{}: the failed session of {} is replaced by one of {}",
+                    "update {}/{}/{}: the ended session of {} is replaced by one of {}",
                     model,
                     generation,
                     group,

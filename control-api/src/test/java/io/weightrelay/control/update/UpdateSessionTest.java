@@ -385,6 +385,33 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(applying.getState()).isEqualTo(SessionState.APPLYING);
     }
 
+    /**
+     * The survivors of a loader that died for good loaded the generation alone (their session ended
+     * DONE); the instance comes back and the group, rebuilt, loads that same generation together:
+     * the finished session is replaced by the whole group's, not kept until the trainer's next
+     * publish. While its members are the lives that finished it, it keeps its membership.
+     */
+    @Test
+    void aFinishedSessionIsReplacedByTheRebuiltGroupsMembership() {
+        long g = publishedAndStarted(60, "a");
+        EVERY_PHASE.forEach(phase -> reportedByEach(g, phase, "a"));
+        assertThat(current(g).getState()).isEqualTo(SessionState.DONE);
+
+        // "b" is back, "a" still the life that finished: a conflict, as before
+        registerInGroup("b");
+        planIds.put(g, resolvePlan(model, g, GROUP).getPlanId());
+        assertProblem(call("PUT", session(g), LOADER, again(g, "a", "b")), 409, "session-conflict");
+
+        UpdateSession whole = start(g, 60, "a", "b");
+        assertThat(whole.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(whole.getParticipants())
+                .extracting(p -> p.getInstance())
+                .containsExactly("a", "b");
+        reported(g, "a", ReportedPhase.PREPARED);
+        assertThat(reported(g, "b", ReportedPhase.PREPARED).getState())
+                .isEqualTo(SessionState.APPLYING);
+    }
+
     @Test
     void aPhaseThatOutlivesItsTimeoutFailsNamingTheLaggard() {
         long g = publishedAndStarted(1, "a", "b");

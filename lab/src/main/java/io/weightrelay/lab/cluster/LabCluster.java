@@ -603,8 +603,16 @@ public final class LabCluster implements StartedOrClosed.Lab {
      */
     public void reRegisterAll() {
         for (int i = 0; i < engines.size(); i++) {
-            register(engines.get(i), slots.get(i), "lab");
+            reRegister(i);
         }
+    }
+
+    /**
+     * Registers engine {@code index} again with its own loader, in the lab's group: {@link
+     * #reRegisterAll()} for one instance, when another's loader is dead.
+     */
+    public void reRegister(int index) {
+        register(engines.get(index), slots.get(index), "lab");
     }
 
     /** The active generation as control-api answers it. */
@@ -1203,21 +1211,45 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     private ServiceProcess startLoader(String name, String instance) {
+        return startLoader(name, instance, List.of());
+    }
+
+    private ServiceProcess startLoader(String name, String instance, List<String> extraArgs) {
         Map<String, String> secretProperties = new LinkedHashMap<>();
         secretProperties.putAll(secrets.loaderService(instance));
-        return startService(
-                "loader-" + name,
-                "loader-service",
-                "384m",
-                List.of(
-                        "--relay.loader.control-url=" + controlUrls(),
-                        "--relay.dataplane.redis-uri=" + spec.redisUri(),
-                        "--relay.dataplane.key-prefix=" + dataplanePrefix(),
-                        "--relay.dataplane.secret-file="
-                                + secrets.dataplaneKeysFile(LabSecrets.DataplaneDuty.LOADER),
-                        "--relay.loader.checksums=" + checksums,
-                        "--relay.loader.lease-ttl=" + LOADER_LEASE_TTL.toSeconds() + "s",
-                        secretsArg("loader-" + name, secretProperties)));
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "--relay.loader.control-url=" + controlUrls(),
+                                "--relay.dataplane.redis-uri=" + spec.redisUri(),
+                                "--relay.dataplane.key-prefix=" + dataplanePrefix(),
+                                "--relay.dataplane.secret-file="
+                                        + secrets.dataplaneKeysFile(
+                                                LabSecrets.DataplaneDuty.LOADER),
+                                "--relay.loader.checksums=" + checksums,
+                                "--relay.loader.lease-ttl=" + LOADER_LEASE_TTL.toSeconds() + "s",
+                                secretsArg("loader-" + name, secretProperties)));
+        args.addAll(extraArgs);
+        return startService("loader-" + name, "loader-service", "384m", args);
+    }
+
+    /**
+     * Kills instance {@code index}'s loader, starts a fresh one with {@code extraArgs} added (a
+     * lab-only fault setting, say) and registers the engine again in the lab's group.
+     */
+    public RolloutEngine restartLoader(int index, List<String> extraArgs) throws Exception {
+        ServiceProcess old = loaders.get(index);
+        old.kill();
+        children.remove(old);
+        LabCatalog.LoaderSlot slot = slots.get(index);
+        String id = slot.id();
+        ServiceProcess fresh = startLoader(id + "-" + System.nanoTime(), id, extraArgs);
+        awaitHealthy(List.of(fresh));
+        loaders.set(index, fresh);
+        RolloutEngine engine = new RolloutEngine(id, fresh.baseUrl(), loaderToken(id));
+        register(engine, slot, "lab");
+        engines.set(index, engine);
+        return engine;
     }
 
     private String segmentName(String node) {

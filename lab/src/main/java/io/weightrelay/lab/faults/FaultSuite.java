@@ -49,6 +49,14 @@ public final class FaultSuite {
                 new ControlApiRestartedCase(),
                 new DataLinkCutCase(),
                 new LoadersPartitionedCase(),
+                LabCase.destroyingActiveMidApply(
+                        "segment-owner-killed-mid-apply", SegmentOwnerKilledMidApplyCase::inject),
+                LabCase.midApply(
+                        "loader-dead-for-good-mid-apply",
+                        LoaderDeadForGoodMidApplyCase::inject,
+                        SharedLab.Shape.COMPAT_PAIR),
+                LabCase.reloadingActive("flaky-reader", FlakyReaderCase::inject),
+                LabCase.reloadingActive("checkpoint-disk-full", CheckpointDiskFullCase::inject),
                 // after every case of the compat pair that needs older generations kept
                 LabCase.reloadingActive("loader-died-for-good", LoaderDiedForGoodCase::inject),
                 // last: its lab replaces the compat pair the cases above share

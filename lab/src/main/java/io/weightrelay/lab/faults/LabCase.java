@@ -127,6 +127,14 @@ record LabCase(
         return new LabCase(name, injection, true, SharedLab.Shape.COMPAT_PAIR, false);
     }
 
+    /**
+     * A case whose injection catches the group mid-apply (failing when it cannot) and whose fault
+     * destroys the active generation's bytes: the engines' bytes are checked afterwards.
+     */
+    static LabCase destroyingActiveMidApply(String name, Injection injection) {
+        return new LabCase(name, injection, true, SharedLab.Shape.COMPAT_PAIR, true);
+    }
+
     @Override
     public boolean claimsMidUpdate() {
         return midApply;

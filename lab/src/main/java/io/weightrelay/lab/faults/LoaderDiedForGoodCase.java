@@ -135,7 +135,7 @@ final class LoaderDiedForGoodCase {
     }
 
     /** Waits until control-api no longer counts {@code instance}'s loader as alive. */
-    private static void awaitGone(LabCluster lab, String instance, long killed)
+    static void awaitGone(LabCluster lab, String instance, long killed)
             throws InterruptedException {
         while (true) {
             try {

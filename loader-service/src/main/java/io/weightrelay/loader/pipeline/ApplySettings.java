@@ -11,8 +11,10 @@ import java.util.Objects;
  * @param readThreads store reads of one batch in flight at once
  * @param checksums checksum every range read, for control-api's proof (off only to measure what it
  *     costs)
+ * @param readFault called after each object's read (failure injection in the lab)
  */
-public record ApplySettings(int slots, BatchHook hook, int readThreads, boolean checksums) {
+public record ApplySettings(
+        int slots, BatchHook hook, int readThreads, boolean checksums, ReadFault readFault) {
     public ApplySettings {
         if (slots < 2) {
             throw new IllegalArgumentException("the staging watermark must admit >= 2 batches");
@@ -21,10 +23,11 @@ public record ApplySettings(int slots, BatchHook hook, int readThreads, boolean 
             throw new IllegalArgumentException("at least one read thread");
         }
         hook = Objects.requireNonNullElse(hook, BatchHook.NONE);
+        readFault = Objects.requireNonNullElse(readFault, ReadFault.NONE);
     }
 
     /** With checksums, as control-api's proof needs. */
     public static ApplySettings of(int slots, BatchHook hook, int readThreads) {
-        return new ApplySettings(slots, hook, readThreads, true);
+        return new ApplySettings(slots, hook, readThreads, true, ReadFault.NONE);
     }
 }

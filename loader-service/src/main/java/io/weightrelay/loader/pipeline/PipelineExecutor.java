@@ -74,7 +74,13 @@ public final class PipelineExecutor {
                         slots,
                         timeout,
                         progress);
-        this.reads = new ReadStage(ctx, store, settings.readThreads(), settings.checksums());
+        this.reads =
+                new ReadStage(
+                        ctx,
+                        store,
+                        settings.readThreads(),
+                        settings.checksums(),
+                        settings.readFault());
         this.fanOuts = new FanOutStage(ctx, prepared.ownSegments(), prepared.notifyBaselines());
         this.pushes = new PushStage(ctx, settings.hook(), fanOuts);
         this.free = new Semaphore(slots);

@@ -33,6 +33,7 @@ final class ReadStage {
     private final Slice plan;
     private final StoreClient store;
     private final boolean checksums;
+    private final ReadFault fault;
 
     /** Concurrent store reads of one batch: several objects in flight use several streams. */
     private final ExecutorService readers;
@@ -43,12 +44,18 @@ final class ReadStage {
     private final AtomicLong bytesRead = new AtomicLong();
     private final AtomicLong readNanos = new AtomicLong();
 
-    ReadStage(ApplyContext ctx, StoreClient store, int readThreads, boolean checksums) {
+    ReadStage(
+            ApplyContext ctx,
+            StoreClient store,
+            int readThreads,
+            boolean checksums,
+            ReadFault fault) {
         this.ctx = ctx;
         this.slice = ctx.slice;
         this.plan = ctx.plan;
         this.store = store;
         this.checksums = checksums;
+        this.fault = fault;
         this.readers =
                 Executors.newFixedThreadPool(
                         readThreads, DaemonThreads.named("apply-read-" + slice.instance()));
@@ -170,22 +177,17 @@ final class ReadStage {
         } catch (DataplaneException e) {
             throw new ApplyFailure(key, "reading " + key + " failed: " + e.getMessage(), e);
         }
+        fault.afterRead(key, ranges, got, crcs);
         long bytes = 0;
         for (int r = 0; r < got.length; r++) {
             String at = "read of " + key + " at " + ranges.get(r).objectOffset();
             if (got[r] < 0) {
                 // a per-range error code, not a count: name it
                 DataplaneError error = DataplaneError.fromCode(got[r]);
-                throw new ApplyFailure(
-                        key,
-                        at
-                                + " failed: "
-                                + error
-                                + (error == DataplaneError.PEER_GONE
-                                                || error == DataplaneError.TIMEOUT
-                                        ? " (the owner of its segment is gone or did not answer"
-                                                + " within the transfer timeout)"
-                                        : ""));
+                if (error == DataplaneError.PEER_GONE || error == DataplaneError.TIMEOUT) {
+                    throw ownerGone(key, at, error, object.segments());
+                }
+                throw new ApplyFailure(key, at + " failed: " + error);
             }
             if (got[r] != ranges.get(r).length()) {
                 throw new ApplyFailure(
@@ -204,6 +206,36 @@ final class ReadStage {
         }
         bytesRead.addAndGet(bytes);
         ctx.progress.accept(bytes);
+    }
+
+    /**
+     * A read that failed because no owner of the object's segments answered: names those segments
+     * (their owner is what failed, not the object), the first as the failing peer.
+     */
+    static ApplyFailure ownerGone(
+            String key, String at, DataplaneError error, List<String> segments) {
+        if (segments.isEmpty()) {
+            return new ApplyFailure(
+                    key,
+                    at
+                            + " failed: "
+                            + error
+                            + " (the owner of its segment is gone or did not answer within the"
+                            + " transfer timeout)");
+        }
+        return new ApplyFailure(
+                segments.get(0),
+                at
+                        + " failed: "
+                        + error
+                        + (segments.size() == 1
+                                ? " (the owner of segment "
+                                        + segments.get(0)
+                                        + ", which holds it, is"
+                                : " (the owners of segments "
+                                        + String.join(", ", segments)
+                                        + ", which hold it, are")
+                        + " gone or did not answer within the transfer timeout)");
     }
 
     /** One object's ranges of a batch, and its store key. */

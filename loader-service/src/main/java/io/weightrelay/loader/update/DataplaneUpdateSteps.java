@@ -8,12 +8,15 @@ import io.weightrelay.loader.pipeline.ApplySettings;
 import io.weightrelay.loader.pipeline.BatchHook;
 import io.weightrelay.loader.pipeline.BufferDirectory;
 import io.weightrelay.loader.pipeline.DataplaneUpdater;
+import io.weightrelay.loader.pipeline.FlakyReads;
 import io.weightrelay.loader.pipeline.PrepareRequest;
 import io.weightrelay.loader.pipeline.Prepared;
+import io.weightrelay.loader.pipeline.ReadFault;
 import io.weightrelay.loader.pipeline.SliceSchedule;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.service.concurrent.DaemonThreads;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CancellationException;
@@ -55,7 +58,10 @@ class DataplaneUpdateSteps implements UpdateSteps {
                         properties.stagingSlots(),
                         hook,
                         properties.readThreads(),
-                        properties.checksums()));
+                        properties.checksums(),
+                        properties.flakyReadsFile().isEmpty()
+                                ? ReadFault.NONE
+                                : new FlakyReads(Path.of(properties.flakyReadsFile()))));
     }
 
     /** What a validated slice was validated for. */

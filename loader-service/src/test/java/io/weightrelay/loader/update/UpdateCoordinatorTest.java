@@ -105,6 +105,7 @@ class UpdateCoordinatorTest {
                         Duration.ZERO,
                         4,
                         -1,
+                        "",
                         true,
                         true,
                         false,

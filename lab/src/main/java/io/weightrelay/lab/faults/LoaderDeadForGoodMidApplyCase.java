@@ -1,0 +1,169 @@
+package io.weightrelay.lab.faults;
+
+import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
+import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
+import static io.weightrelay.lab.faults.LabCase.allInstances;
+import static io.weightrelay.lab.faults.LabCase.check;
+import static io.weightrelay.lab.faults.LabCase.requireEnded;
+import static io.weightrelay.lab.faults.LabCase.requireHolding;
+
+import io.weightrelay.api.control.client.model.ParticipantState;
+import io.weightrelay.api.control.client.model.SessionState;
+import io.weightrelay.api.control.client.model.UpdateSession;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.rollout.RolloutEngine;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * Issue 50, scenario 5: an instance's loader is killed (SIGKILL) inside the group's apply, caught
+ * there as {@code loader-killed-mid-apply} catches it, and never restarted, as when its node is
+ * lost. The survivors pause for rebuild on the generation they served, the session naming the dead
+ * loader. Once its registration expires the survivors are rebuilt and update to that same
+ * generation, with no new publish: the session that ended is started again with the group as it is
+ * now (when it could not be, the survivors stayed frozen until the trainer's next step). Then the
+ * instance comes back with a fresh loader and loads the active generation alone, still with no
+ * republish.
+ */
+final class LoaderDeadForGoodMidApplyCase {
+
+    private LoaderDeadForGoodMidApplyCase() {}
+
+    private static final int ATTEMPTS = 5;
+
+    /**
+     * The timeout of the update the loader dies in: the survivors wait this long for it at the
+     * all-applied barrier, unless the session fails sooner.
+     */
+    static final Duration PHASE_TIMEOUT = Duration.ofSeconds(30);
+
+    static String inject(LabCase.Fault fault) throws Exception {
+        Ledger ledger = fault.ledger();
+        LabCluster lab = fault.lab();
+        long previous = fault.active();
+        int victim = lab.engines().size() - 1;
+        String dead = lab.engines().get(victim).instance();
+        for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
+            long g = fault.publish();
+            Map<String, Long> before = Ledger.generations(lab);
+            Engines.Running running = Engines.start(lab.engines(), PHASE_TIMEOUT);
+            String caught =
+                    LoaderKilledMidApplyCase.freezeInApply(lab, g, dead, lab.loaderPid(victim));
+            if (caught == null) {
+                // the apply ended before the watch saw it: let it finish, try the next generation
+                for (Engines.Ended e : running.await(UPDATE_WAIT)) {
+                    check(e.updated(), "an update with no fault: " + e.describe());
+                }
+                ledger.observe(lab, allInstances(lab));
+                previous = g;
+                continue;
+            }
+            lab.killLoader(victim);
+            long killed = System.nanoTime();
+            List<Engines.Ended> ended = running.await(UPDATE_WAIT);
+            requireEnded(ended, UpdateOutcome.PAUSED_REBUILD, dead, dead);
+            ledger.noneAdvanced(lab, before);
+            ledger.observe(lab, Set.of());
+            requireHolding(lab, previous, true, dead);
+            UpdateSession failed = lab.session(g, "lab");
+            check(
+                    failed.getState() == SessionState.PAUSED_REBUILD
+                            && (dead.equals(failed.getFailedInstance())
+                                    || String.valueOf(failed.getFailure()).contains(dead)),
+                    "the session ends PAUSED_REBUILD naming the dead loader "
+                            + dead
+                            + ": "
+                            + failed.getState()
+                            + ", "
+                            + failed.getFailedInstance()
+                            + " ("
+                            + failed.getFailure()
+                            + ")");
+
+            // Its registration expires: the group is the survivors now.
+            LoaderDiedForGoodCase.awaitGone(lab, dead, killed);
+            double goneAfter = (System.nanoTime() - killed) / 1e9;
+
+            // The survivors are rebuilt and update to the same generation, nothing published.
+            List<RolloutEngine> survivors = new ArrayList<>();
+            for (int i = 0; i < lab.engines().size(); i++) {
+                if (i != victim) {
+                    lab.reRegister(i);
+                    survivors.add(lab.engines().get(i));
+                }
+            }
+            for (Engines.Ended e : Engines.update(survivors, UPDATE_TIMEOUT, UPDATE_WAIT)) {
+                check(
+                        e.updated() && e.progress().getGeneration() == g,
+                        "a survivor re-prepares generation "
+                                + g
+                                + " without the dead loader, no new publish: "
+                                + e.describe());
+            }
+            long verified = lab.verify(survivors, g);
+            requireHolding(lab, g, false, dead);
+            UpdateSession again = lab.session(g, "lab");
+            Set<String> members = new TreeSet<>();
+            for (ParticipantState p : again.getParticipants()) {
+                members.add(p.getInstance());
+            }
+            Set<String> expected = new TreeSet<>(allInstances(lab));
+            expected.remove(dead);
+            check(
+                    again.getState() == SessionState.DONE && members.equals(expected),
+                    "the session of "
+                            + g
+                            + " ran again with the survivors "
+                            + expected
+                            + ": "
+                            + again.getState()
+                            + " with "
+                            + members);
+            check(
+                    lab.activeGeneration().getGeneration() == g,
+                    "nothing was published: " + g + " is still the active generation");
+
+            // The instance comes back with a fresh loader and loads it alone, no republish.
+            RolloutEngine fresh = lab.restartInstance(victim);
+            List<Engines.Ended> alone = Engines.update(List.of(fresh), UPDATE_TIMEOUT, UPDATE_WAIT);
+            check(
+                    alone.get(0).updated() && alone.get(0).progress().getGeneration() == g,
+                    "the restarted loader loads the active generation "
+                            + g
+                            + ": "
+                            + alone.get(0).describe());
+            long freshVerified = lab.verify(fresh, g);
+            return String.format(
+                    Locale.ROOT,
+                    "%s killed %s (attempt %d) and left dead; survivors paused on %d, session"
+                            + " naming %s; its registration expired %.1f s after the kill; %s"
+                            + " re-prepared %d with no publish (%d bytes verified, session %s);"
+                            + " %s restarted loaded %d (%d bytes verified)",
+                    dead,
+                    caught,
+                    attempt,
+                    previous,
+                    failed.getFailedInstance(),
+                    goneAfter,
+                    expected,
+                    g,
+                    verified,
+                    again.getState(),
+                    dead,
+                    g,
+                    freshVerified);
+        }
+        throw new AssertionError(
+                "the apply of "
+                        + dead
+                        + " never lasted long enough to be caught in "
+                        + ATTEMPTS
+                        + " tries");
+    }
+}
