@@ -125,6 +125,7 @@ class ControlApiRestartTest {
                         Duration.ofMillis(500),
                         1,
                         -1,
+                        "",
                         true,
                         false,
                         false,
