@@ -16,9 +16,14 @@ public class ControlApiApplication {
         SpringApplication.run(ControlApiApplication.class, args);
     }
 
-    /** Wall clock of leases, heartbeats and phase deadlines (UTC). */
+    /**
+     * This process's clock (UTC), for its own waits only, offset by {@code relay.clock.skew} (a
+     * fault-injection knob). Leases, heartbeats and phase deadlines run on the Redis server's
+     * clock.
+     */
     @Bean
-    Clock clock() {
-        return Clock.systemUTC();
+    Clock clock(ClockProperties properties) {
+        Clock system = Clock.systemUTC();
+        return properties.skew().isZero() ? system : Clock.offset(system, properties.skew());
     }
 }
