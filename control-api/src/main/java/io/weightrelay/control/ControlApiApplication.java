@@ -4,11 +4,14 @@ import java.time.Clock;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.ConfigurationPropertiesScan;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.scheduling.annotation.EnableScheduling;
 
 @SpringBootApplication
 @ConfigurationPropertiesScan
+// Named too, so that slice tests (which scan no properties) get the clock bean's properties
+@EnableConfigurationProperties(ClockProperties.class)
 @EnableScheduling
 public class ControlApiApplication {
 
