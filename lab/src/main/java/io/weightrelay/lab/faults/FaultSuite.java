@@ -45,6 +45,8 @@ public final class FaultSuite {
                 new RedisRestartCase(),
                 new RedisDataLostCase(),
                 new ControlApiKilledCase(),
+                // its own lab (control-api-killed discarded the compat pair anyway)
+                new ControlApiClockSkewCase(),
                 new DataLinkCutCase(),
                 // after every case of the compat pair that needs older generations kept
                 LabCase.reloadingActive("loader-died-for-good", LoaderDiedForGoodCase::inject),

@@ -3,6 +3,7 @@ package io.weightrelay.lab.faults;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabRedis;
 import io.weightrelay.reshard.placement.Mode;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -34,16 +35,37 @@ public final class SharedLab {
          * Four instances, tp 1, parameter-direct, two on each rollout node label: a read's writes
          * to the other node cross it once, into one delegate, which relays them to its neighbour.
          */
-        DIRECT_RELAYS(4, Mode.DIRECT, 1);
+        DIRECT_RELAYS(4, Mode.DIRECT, 1),
+
+        /**
+         * As {@link #COMPAT_PAIR}, with the first control-api's clock five minutes fast and the
+         * second's five minutes slow ({@code relay.clock.skew}), and the publishers and loaders
+         * spread over both (each client lists one of them first).
+         */
+        SKEWED_PAIR(2, Mode.COMPAT, Duration.ofMinutes(5), Duration.ofMinutes(-5));
 
         private final int instances;
         private final Mode mode;
         private final int controlApis;
+        private final List<Duration> skews;
 
         Shape(int instances, Mode mode, int controlApis) {
             this.instances = instances;
             this.mode = mode;
             this.controlApis = controlApis;
+            this.skews = List.of();
+        }
+
+        Shape(int instances, Mode mode, Duration... skews) {
+            this.instances = instances;
+            this.mode = mode;
+            this.controlApis = skews.length;
+            this.skews = List.of(skews);
+        }
+
+        /** Each control-api instance's clock skew (empty: none skewed). */
+        List<Duration> skews() {
+            return skews;
         }
     }
 
@@ -106,13 +128,14 @@ public final class SharedLab {
         if (b == null) {
             LabRedis redis = LabRedis.start(context.workDir().resolve("redis-" + started++), true);
             try {
+                LabCluster.Spec spec =
+                        redis.serve(
+                                LabCluster.Spec.of(
+                                        context.model(), shape.instances, 1, shape.mode));
                 LabCluster lab =
-                        LabCluster.start(
-                                redis.serve(
-                                        LabCluster.Spec.of(
-                                                context.model(), shape.instances, 1, shape.mode)),
-                                true,
-                                shape.controlApis);
+                        shape.skews.isEmpty()
+                                ? LabCluster.start(spec, true, shape.controlApis)
+                                : LabCluster.startWithSkewedControlApis(spec, true, shape.skews);
                 b = new Borrowed(lab, redis, shape);
             } catch (Exception | Error e) {
                 redis.close();
@@ -134,8 +157,13 @@ public final class SharedLab {
      * state nobody proved usable, so its logs are dumped and it is discarded.
      */
     static FaultResult prove(FaultContext context, Proof proof) throws Exception {
+        return prove(context, Shape.COMPAT_PAIR, proof);
+    }
+
+    /** As {@link #prove(FaultContext, Proof)} on the context's lab of {@code shape}. */
+    static FaultResult prove(FaultContext context, Shape shape, Proof proof) throws Exception {
         long started = System.nanoTime();
-        Borrowed b = borrow(context);
+        Borrowed b = borrow(context, shape);
         try {
             FaultResult result = proof.prove(b, started);
             if (!result.passed()) {
