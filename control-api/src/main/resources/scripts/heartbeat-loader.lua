@@ -4,20 +4,24 @@
 -- thus lives as long as the loader beats, and a loader that dies pins nothing for longer than the
 -- lease it took or its registration's TTL. An expired lease is not revived: collection may already
 -- have marked its generation (lease.lua refuses such a generation, and so does this script).
--- KEYS: hash, expiry zset. ARGV: member, expiryMs, nowIso, template key prefix, templateTtlMs,
---       key prefix, nowMs
--- Returns {'ok', epoch, leases renewed} | {'not-found'}
+-- Times come from the Redis server clock (see heartbeat.lua): the new expiry is ttlMs after now.
+-- KEYS: hash, expiry zset. ARGV: member, ttlMs, template key prefix, templateTtlMs, key prefix
+-- Returns {'ok', epoch, leases renewed, stamp (epoch microseconds of this beat)} | {'not-found'}
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'not-found'} end
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-redis.call('HSET', KEYS[1], 'lastHeartbeat', ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local stamp = t[1] .. string.format('%06d', tonumber(t[2]))
+local expiry = now + tonumber(ARGV[2])
+redis.call('ZADD', KEYS[2], expiry, ARGV[1])
+redis.call('HSET', KEYS[1], 'lastHeartbeat', stamp)
 local templates = redis.call('HGET', KEYS[1], 'templates')
 if templates then
-  for d in string.gmatch(templates, '%S+') do redis.call('PEXPIRE', ARGV[4] .. d, ARGV[5]) end
+  for d in string.gmatch(templates, '%S+') do redis.call('PEXPIRE', ARGV[3] .. d, ARGV[4]) end
 end
 local renewed = 0
 local model = redis.call('HGET', KEYS[1], 'model')
 if model then
-  local p, expiry, now = ARGV[6], tonumber(ARGV[2]), tonumber(ARGV[7])
+  local p = ARGV[5]
   for _, id in ipairs(redis.call('ZRANGE', p .. 'model:' .. model .. ':gens', 0, -1)) do
     local lk = p .. 'gen-leases:' .. model .. ':' .. id
     local held = redis.call('ZSCORE', lk, ARGV[1])
@@ -28,4 +32,4 @@ if model then
     end
   end
 end
-return {'ok', tostring(redis.call('HGET', KEYS[1], 'epoch')), tostring(renewed)}
+return {'ok', tostring(redis.call('HGET', KEYS[1], 'epoch')), tostring(renewed), stamp}

@@ -4,16 +4,16 @@
 -- foreign, one carrying an earlier epoch of this loader (kept in previousEpochs) is stale. Every
 -- fragment template a worker names must be stored; each one's TTL is renewed.
 -- KEYS: hash, expiry zset, epoch counter, then one key per named template.
--- ARGV: instance, expiryMs, nowIso, model, group, node, endpoint, workersJson, nicsJson,
---       templateTtlMs, template digests (space-separated, in KEYS order), the rollout instance
---       this loader serves one node of and its node count (both empty: an instance on one node),
---       the key prefix
+-- ARGV: instance, ttlMs (its expiry is that long after now on the Redis server clock, see
+--       heartbeat.lua), model, group, node, endpoint, workersJson, nicsJson, templateTtlMs,
+--       template digests (space-separated, in KEYS order), the rollout instance this loader serves
+--       one node of and its node count (both empty: an instance on one node), the key prefix
 -- Returns {'ok', epoch, leases released} | {'missing', digest...}
 local missing = {'missing'}
 local digests = {}
-for d in string.gmatch(ARGV[11], '%S+') do digests[#digests + 1] = d end
+for d in string.gmatch(ARGV[10], '%S+') do digests[#digests + 1] = d end
 for i = 4, #KEYS do
-  if redis.call('PEXPIRE', KEYS[i], ARGV[10]) == 0 then missing[#missing + 1] = digests[i - 3] end
+  if redis.call('PEXPIRE', KEYS[i], ARGV[9]) == 0 then missing[#missing + 1] = digests[i - 3] end
 end
 if #missing > 1 then return missing end
 local old = redis.call('HGET', KEYS[1], 'epoch')
@@ -39,23 +39,26 @@ end
 -- once more itself.
 local released = 0
 local function release(model)
-  local p = ARGV[14]
+  local p = ARGV[13]
   for _, id in ipairs(redis.call('ZRANGE', p .. 'model:' .. model .. ':gens', 0, -1)) do
     released = released + redis.call('ZREM', p .. 'gen-leases:' .. model .. ':' .. id, ARGV[1])
   end
 end
 local oldModel = redis.call('HGET', KEYS[1], 'model')
-if oldModel and oldModel ~= ARGV[4] then release(oldModel) end
-release(ARGV[4])
+if oldModel and oldModel ~= ARGV[3] then release(oldModel) end
+release(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local stamp = t[1] .. string.format('%06d', tonumber(t[2]))
 redis.call('HSET', KEYS[1], 'epoch', epoch)
-redis.call('HSET', KEYS[1], 'instance', ARGV[1], 'model', ARGV[4], 'group', ARGV[5],
-  'node', ARGV[6], 'endpoint', ARGV[7], 'workers', ARGV[8], 'nics', ARGV[9],
-  'templates', ARGV[11], 'registeredAt', ARGV[3], 'lastHeartbeat', ARGV[3])
-if ARGV[12] ~= '' then
-  redis.call('HSET', KEYS[1], 'spanInstance', ARGV[12], 'spanNodes', ARGV[13])
+redis.call('HSET', KEYS[1], 'instance', ARGV[1], 'model', ARGV[3], 'group', ARGV[4],
+  'node', ARGV[5], 'endpoint', ARGV[6], 'workers', ARGV[7], 'nics', ARGV[8],
+  'templates', ARGV[10], 'registeredAt', stamp, 'lastHeartbeat', stamp)
+if ARGV[11] ~= '' then
+  redis.call('HSET', KEYS[1], 'spanInstance', ARGV[11], 'spanNodes', ARGV[12])
 else
   redis.call('HDEL', KEYS[1], 'spanInstance', 'spanNodes')
 end
 redis.call('HDEL', KEYS[1], 'generation')
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
 return {'ok', tostring(epoch), tostring(released)}

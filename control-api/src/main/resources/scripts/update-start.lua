@@ -15,8 +15,10 @@
 -- still the life that finished it (it serves the generation), keeps its membership: another one is a
 -- conflict.
 -- KEYS: session hash, participants hash, channel, checksums hash, loader hash per instance (in the
---       order of the instances)...
--- ARGV: nowMs, phaseTimeoutMs, planId, ttlSeconds, instances (sorted, distinct)...
+--       order of the instances: ARGV[i]'s is KEYS[i + 1])...
+-- ARGV: phaseTimeoutMs, planId, ttlSeconds, instances (sorted, distinct)...
+-- The session's times (started, phase deadline) come from the Redis server clock, which
+-- update-step.lua judges them by.
 -- A new (or restarted) session must hold each rollout instance that spans nodes whole: one
 -- loader on each of its nodes, all agreeing on the node count. Otherwise half an instance could
 -- advance while its other half stays on the old generation.
@@ -29,8 +31,8 @@ local replaced
 
 local function incomplete()
   local spans, names = {}, {}
-  for i = 5, #ARGV do
-    local h = redis.call('HMGET', KEYS[i], 'spanInstance', 'spanNodes', 'node')
+  for i = 4, #ARGV do
+    local h = redis.call('HMGET', KEYS[i + 1], 'spanInstance', 'spanNodes', 'node')
     if h[1] and h[1] ~= '' then
       local span = spans[h[1]]
       if not span then
@@ -62,10 +64,10 @@ end
 if redis.call('EXISTS', s) == 1 then
   local have = redis.call('HKEYS', pk)
   table.sort(have)
-  local same = #have == #ARGV - 4
+  local same = #have == #ARGV - 3
   if same then
     for i = 1, #have do
-      if have[i] ~= ARGV[4 + i] then same = false break end
+      if have[i] ~= ARGV[3 + i] then same = false break end
     end
   end
   local state = redis.call('HGET', s, 'state')
@@ -90,10 +92,10 @@ if redis.call('EXISTS', s) == 1 then
   end
   local rebuilt = replaced ~= nil
   if not rebuilt and (failed or state == 'DONE') then
-    for i = 5, #ARGV do
+    for i = 4, #ARGV do
       local raw = redis.call('HGET', pk, ARGV[i])
       local joined = raw and cjson.decode(raw).epoch
-      local now = KEYS[i] and redis.call('HGET', KEYS[i], 'epoch')
+      local now = KEYS[i + 1] and redis.call('HGET', KEYS[i + 1], 'epoch')
       if joined and now and tostring(joined) ~= now then rebuilt = true break end
     end
   end
@@ -103,14 +105,16 @@ end
 local refused = incomplete()
 if refused then return refused end
 if created == 'restarted' then redis.call('DEL', s, pk, KEYS[4]) end
-local now, timeout = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local timeout = tonumber(ARGV[1])
 redis.call('HSET', s, 'state', 'PREPARING', 'startedAt', now, 'phaseStartedAt', now,
-  'phaseDeadline', now + timeout, 'timeoutMs', timeout, 'planId', ARGV[3])
-for i = 5, #ARGV do
+  'phaseDeadline', now + timeout, 'timeoutMs', timeout, 'planId', ARGV[2])
+for i = 4, #ARGV do
   redis.call('HSET', pk, ARGV[i], cjson.encode({phase = 'PREPARING'}))
 end
-redis.call('EXPIRE', s, ARGV[4])
-redis.call('EXPIRE', pk, ARGV[4])
+redis.call('EXPIRE', s, ARGV[3])
+redis.call('EXPIRE', pk, ARGV[3])
 redis.call('PUBLISH', KEYS[3], 'PREPARING')
 if replaced then return replaced end
 return {created}

@@ -1,7 +1,7 @@
--- Advances an update session: applies a phase timeout that has passed, then (unless ARGV[2] is
+-- Advances an update session: applies a phase timeout that has passed, then (unless ARGV[1] is
 -- empty, a mere touch) one loader's report. Barriers: every participant PREPARED opens apply,
 -- every participant APPLIED opens post-apply (after control-api proved the bytes read against the
--- published checksums, when ARGV[11] asks for it: the script then claims the verification and
+-- published checksums, when ARGV[10] asks for it: the script then claims the verification and
 -- answers 'verify', and update-verified.lua advances or fails the session), every participant
 -- POST_APPLIED ends the session. A failure before the apply barrier opened resumes the old
 -- generation; after it, the rollout group pauses and rebuilds. The failing loader is named.
@@ -13,8 +13,10 @@
 -- open barrier is no longer registered (its registry expiry passed or it deregistered): a loader
 -- that died or froze silently is named within its registration TTL, not the phase timeout.
 -- KEYS: session hash, participants hash, loader hash, channel, checksums hash, loader expiry zset
--- ARGV: nowMs, instance, epoch, phase, bytesRead, bytesPushed, bytesReceived, failingPeer,
---       error, checksums (base64), verify ('1' or ''), generation, key prefix
+-- ARGV: instance, epoch, phase, bytesRead, bytesPushed, bytesReceived, failingPeer, error,
+--       checksums (base64), verify ('1' or ''), generation, key prefix
+-- Now is the Redis server clock's, the one every control-api instance shares: phase deadlines
+-- and registry expiries written through one replica are judged the same through every other.
 -- A loader's POST_APPLIED records the generation it serves in its loader hash and releases every
 -- lease it holds in its name on the model's other generations.
 -- Returns {'ok', transitions...} | {'not-found'} | {'not-participant'} | {'no-epoch'}
@@ -22,7 +24,8 @@
 --       | {'out-of-order', state, participantPhase}
 -- Transitions: 'prepare:ms', 'apply:ms', 'post-apply:ms', 'failed:STATE', 'verify:0'.
 local s, pk, lk = KEYS[1], KEYS[2], KEYS[3]
-local now = tonumber(ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if redis.call('EXISTS', s) == 0 then return {'not-found'} end
 local level = {PREPARING = 0, PREPARED = 1, APPLYING = 2, APPLIED = 3, DONE = 4}
 local transitions = {}
@@ -71,7 +74,7 @@ if not terminal(state) and now > tonumber(redis.call('HGET', s, 'phaseDeadline')
   end
 end
 
-if ARGV[2] == '' and not terminal(state) then
+if ARGV[1] == '' and not terminal(state) then
   local need = needed()
   local all = redis.call('HGETALL', pk)
   local gone = {}
@@ -89,19 +92,19 @@ if ARGV[2] == '' and not terminal(state) then
   end
 end
 
-if ARGV[2] == '' and state == 'APPLYING' then
+if ARGV[1] == '' and state == 'APPLYING' then
   -- A verifier that died with its claim: the next touch takes the verification over.
   local claim = redis.call('HGET', s, 'verifyClaim')
   if claim and now > tonumber(claim) then claim_verification() end
 end
 
-if ARGV[2] ~= '' then
-  local raw = redis.call('HGET', pk, ARGV[2])
+if ARGV[1] ~= '' then
+  local raw = redis.call('HGET', pk, ARGV[1])
   if not raw then
     if #transitions > 0 then redis.call('PUBLISH', KEYS[4], state) end
     return {'not-participant'}
   end
-  local epoch = ARGV[3]
+  local epoch = ARGV[2]
   if epoch == '' then return {'no-epoch'} end
   if redis.call('EXISTS', lk) == 0 then return {'fenced', 'unregistered', ''} end
   local registered = redis.call('HGET', lk, 'epoch') or ''
@@ -116,28 +119,28 @@ if ARGV[2] ~= '' then
   if p.epoch and p.epoch ~= epoch and not terminal(state) and state ~= 'PREPARING' then
     -- The life that joined the session is gone, and with it what it applied.
     local joined = p.epoch
-    fail(ARGV[2], 'loader ' .. ARGV[2] .. ' re-registered during the update (epoch ' .. joined
+    fail(ARGV[1], 'loader ' .. ARGV[1] .. ' re-registered during the update (epoch ' .. joined
       .. ' joined, now ' .. epoch .. '); what its earlier life applied is lost')
     p.phase = state
     p.error = 're-registered during the update'
-    redis.call('HSET', pk, ARGV[2], cjson.encode(p))
+    redis.call('HSET', pk, ARGV[1], cjson.encode(p))
     redis.call('PUBLISH', KEYS[4], state)
     return {'fenced', 'restarted', joined}
   end
   p.epoch = epoch
-  local phase = ARGV[4]
+  local phase = ARGV[3]
   local want = {PREPARED = 1, APPLYING = 2, APPLIED = 3, POST_APPLIED = 4}
   if phase == 'FAILED' then
     if terminal(state) then
       if #transitions > 0 then redis.call('PUBLISH', KEYS[4], state) end
       return {'closed', state}
     end
-    local why = ARGV[9]
-    if ARGV[8] ~= '' then why = why .. ' (failing peer: ' .. ARGV[8] .. ')' end
-    fail(ARGV[2], why)
+    local why = ARGV[8]
+    if ARGV[7] ~= '' then why = why .. ' (failing peer: ' .. ARGV[7] .. ')' end
+    fail(ARGV[1], why)
     p.phase = state
-    p.error = ARGV[9]
-    if ARGV[8] ~= '' then p.failingPeer = ARGV[8] end
+    p.error = ARGV[8]
+    if ARGV[7] ~= '' then p.failingPeer = ARGV[7] end
   else
     local target = want[phase]
     local current = level[p.phase] or -1
@@ -162,26 +165,26 @@ if ARGV[2] ~= '' then
       p[field] = value
     end
   end
-  grow('bytesRead', ARGV[5])
-  grow('bytesPushed', ARGV[6])
-  grow('bytesReceived', ARGV[7])
-  redis.call('HSET', pk, ARGV[2], cjson.encode(p))
-  if phase == 'APPLIED' and ARGV[10] ~= '' then
-    redis.call('HSET', KEYS[5], ARGV[2], ARGV[10])
+  grow('bytesRead', ARGV[4])
+  grow('bytesPushed', ARGV[5])
+  grow('bytesReceived', ARGV[6])
+  redis.call('HSET', pk, ARGV[1], cjson.encode(p))
+  if phase == 'APPLIED' and ARGV[9] ~= '' then
+    redis.call('HSET', KEYS[5], ARGV[1], ARGV[9])
     local ttl = redis.call('TTL', s)
     if ttl > 0 then redis.call('EXPIRE', KEYS[5], ttl) end
   end
   if p.phase == 'DONE' and redis.call('EXISTS', lk) == 1 then
-    redis.call('HSET', lk, 'generation', ARGV[12])
+    redis.call('HSET', lk, 'generation', ARGV[11])
     -- Serving this generation now, the loader needs no lease on another of its model: the one it
     -- served before, and any a failed update left behind, end in the step that ends its update,
     -- so no lost release call (and no heartbeat carrying its leases) keeps them from collection.
     local model = redis.call('HGET', lk, 'model')
     if model then
-      local pre = ARGV[13]
+      local pre = ARGV[12]
       for _, id in ipairs(redis.call('ZRANGE', pre .. 'model:' .. model .. ':gens', 0, -1)) do
-        if id ~= ARGV[12] then
-          redis.call('ZREM', pre .. 'gen-leases:' .. model .. ':' .. id, ARGV[2])
+        if id ~= ARGV[11] then
+          redis.call('ZREM', pre .. 'gen-leases:' .. model .. ':' .. id, ARGV[1])
         end
       end
     end
@@ -190,7 +193,7 @@ if ARGV[2] ~= '' then
     if first_below(needed()) == '' then
       if state == 'PREPARING' then advance('APPLYING', 'prepareMs', 'prepare')
       elseif state == 'APPLYING' then
-        if ARGV[11] == '1' then
+        if ARGV[10] == '1' then
           if not redis.call('HGET', s, 'verifyClaim') then claim_verification() end
         else
           advance('POST_APPLYING', 'applyMs', 'apply')
@@ -199,7 +202,7 @@ if ARGV[2] ~= '' then
     end
   end
 end
-if #transitions > 0 or ARGV[2] ~= '' then redis.call('PUBLISH', KEYS[4], state) end
+if #transitions > 0 or ARGV[1] ~= '' then redis.call('PUBLISH', KEYS[4], state) end
 local r = {'ok'}
 for _, t in ipairs(transitions) do r[#r + 1] = t end
 return r

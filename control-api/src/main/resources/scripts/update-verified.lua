@@ -2,17 +2,19 @@
 -- the session moves to POST_APPLYING (the applied barrier opens), otherwise it pauses for rebuild
 -- naming the object and its readers. Only a session still verifying changes.
 -- KEYS: session hash, channel
--- ARGV: nowMs, ok ('1' or '0'), failedInstance, failure, verifyMs, verifiedObjects, partialObjects
+-- ARGV: ok ('1' or '0'), failedInstance, failure, verifyMs, verifiedObjects, partialObjects
+-- (now from the Redis server clock, as update-step.lua's)
 -- Returns {'ok', transitions...} | {'not-found'} | {'closed', state}
 local s = KEYS[1]
-local now = tonumber(ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if redis.call('EXISTS', s) == 0 then return {'not-found'} end
 local state = redis.call('HGET', s, 'state')
 if state ~= 'APPLYING' or not redis.call('HGET', s, 'verifyClaim') then return {'closed', state} end
 redis.call('HDEL', s, 'verifyClaim')
-redis.call('HSET', s, 'verifyMs', ARGV[5], 'verifiedObjects', ARGV[6], 'partialObjects', ARGV[7])
+redis.call('HSET', s, 'verifyMs', ARGV[4], 'verifiedObjects', ARGV[5], 'partialObjects', ARGV[6])
 local r = {'ok'}
-if ARGV[2] == '1' then
+if ARGV[1] == '1' then
   local started = tonumber(redis.call('HGET', s, 'phaseStartedAt'))
   local timeout = tonumber(redis.call('HGET', s, 'timeoutMs'))
   redis.call('HSET', s, 'state', 'POST_APPLYING', 'applyMs', now - started, 'phaseStartedAt', now,
@@ -20,7 +22,7 @@ if ARGV[2] == '1' then
   r[#r + 1] = 'apply:' .. tostring(now - started)
   state = 'POST_APPLYING'
 else
-  redis.call('HSET', s, 'state', 'PAUSED_REBUILD', 'failedInstance', ARGV[3], 'failure', ARGV[4],
+  redis.call('HSET', s, 'state', 'PAUSED_REBUILD', 'failedInstance', ARGV[2], 'failure', ARGV[3],
     'endedAt', now)
   r[#r + 1] = 'failed:PAUSED_REBUILD'
   state = 'PAUSED_REBUILD'

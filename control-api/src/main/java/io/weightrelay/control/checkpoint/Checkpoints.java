@@ -18,12 +18,12 @@ import io.weightrelay.control.generation.GenerationRestore;
 import io.weightrelay.control.generation.Leases;
 import io.weightrelay.control.generation.ManifestStore;
 import io.weightrelay.control.generation.StoredGeneration;
+import io.weightrelay.control.redis.RedisTime;
 import io.weightrelay.control.registry.Registry;
 import io.weightrelay.control.store.ObjectStore;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.service.problem.CommonProblems;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
@@ -64,7 +64,7 @@ public class Checkpoints {
     private final CheckpointDirectory directories;
     private final CheckpointRecords records;
     private final CheckpointProperties properties;
-    private final Clock clock;
+    private final RedisTime time;
 
     Checkpoints(
             GenerationQueries generations,
@@ -77,7 +77,7 @@ public class Checkpoints {
             CheckpointDirectory directories,
             CheckpointRecords records,
             CheckpointProperties properties,
-            Clock clock) {
+            RedisTime time) {
         this.generations = generations;
         this.manifests = manifests;
         this.restores = restores;
@@ -88,7 +88,7 @@ public class Checkpoints {
         this.directories = directories;
         this.records = records;
         this.properties = properties;
-        this.clock = clock;
+        this.time = time;
     }
 
     private static final Logger log = LoggerFactory.getLogger(Checkpoints.class);
@@ -309,7 +309,7 @@ public class Checkpoints {
             }
         }
         long bytes = objects.values().stream().mapToLong(CheckpointObject::getSize).sum();
-        OffsetDateTime savedAt = clock.instant().atOffset(ZoneOffset.UTC);
+        OffsetDateTime savedAt = time.now().atOffset(ZoneOffset.UTC);
         Generation view = g.view();
         io.weightrelay.api.control.model.SourceManifest source =
                 manifests.apiManifest(model, generation);
@@ -600,7 +600,7 @@ public class Checkpoints {
                 m.getBytes(),
                 null,
                 m.getOwners(),
-                clock.instant().atOffset(ZoneOffset.UTC));
+                time.now().atOffset(ZoneOffset.UTC));
         log.info(
                 "model {}: generation {} restored from {} by {} owner(s) in {} s, now {}{}",
                 model,

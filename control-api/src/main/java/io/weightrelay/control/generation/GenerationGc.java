@@ -3,7 +3,6 @@ package io.weightrelay.control.generation;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.GcReport;
 import io.weightrelay.control.redis.ScriptCall.Reply;
-import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -24,25 +23,22 @@ public class GenerationGc {
     private final GenerationQueries generations;
     private final ManifestStore manifests;
     private final MeterRegistry meters;
-    private final Clock clock;
 
     GenerationGc(
             GenerationScripts scripts,
             GenerationQueries generations,
             ManifestStore manifests,
-            MeterRegistry meters,
-            Clock clock) {
+            MeterRegistry meters) {
         this.scripts = scripts;
         this.generations = generations;
         this.manifests = manifests;
         this.meters = meters;
-        this.clock = clock;
     }
 
     public GcReport collectGarbage(String model) {
         generations.requireModel(model);
-        Reply result =
-                scripts.run("gc-mark", model, String.valueOf(clock.instant().toEpochMilli()));
+        // Which leases have expired, gc-mark.lua judges on the Redis server's clock.
+        Reply result = scripts.run("gc-mark", model);
         int n = (int) result.number(1);
         List<Long> collected = new ArrayList<>();
         List<Long> kept = new ArrayList<>();

@@ -14,10 +14,7 @@ import io.weightrelay.control.assignment.AssignmentService;
 import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
-import java.time.Clock;
 import java.time.Duration;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -44,7 +41,6 @@ public class GenerationLifecycle {
     private final GenerationProperties properties;
     private final JsonMapper json;
     private final MeterRegistry meters;
-    private final Clock clock;
     private final ApplicationEventPublisher events;
 
     GenerationLifecycle(
@@ -55,7 +51,6 @@ public class GenerationLifecycle {
             GenerationProperties properties,
             JsonMapper json,
             MeterRegistry meters,
-            Clock clock,
             ApplicationEventPublisher events) {
         this.scripts = scripts;
         this.generations = generations;
@@ -64,7 +59,6 @@ public class GenerationLifecycle {
         this.properties = properties;
         this.json = json;
         this.meters = meters;
-        this.clock = clock;
         this.events = events;
     }
 
@@ -103,7 +97,6 @@ public class GenerationLifecycle {
                             trainers.digest(),
                             String.valueOf(source.fragments().size()),
                             String.valueOf(source.totalBytes()),
-                            now().toString(),
                             topologyJson,
                             String.valueOf(
                                     request.getAfterGeneration() == null
@@ -307,11 +300,7 @@ public class GenerationLifecycle {
     public Generation abort(String model, long generation, String reason) {
         Reply result =
                 scripts.run(
-                        "abort",
-                        model,
-                        String.valueOf(generation),
-                        reason == null ? "" : reason,
-                        now().toString());
+                        "abort", model, String.valueOf(generation), reason == null ? "" : reason);
         switch (result.code()) {
             case "ok" -> {
                 if ("aborted".equals(result.item(1))) {
@@ -365,8 +354,7 @@ public class GenerationLifecycle {
                         + segment
                         + "' are gone (its owner re-created it)"
                         + (why == null || why.isBlank() ? "" : ": " + why);
-        Reply result =
-                scripts.run("lose", model, String.valueOf(generation), reason, now().toString());
+        Reply result = scripts.run("lose", model, String.valueOf(generation), reason);
         switch (result.code()) {
             case "ok" -> {
                 String outcome = result.item(1);
@@ -414,10 +402,6 @@ public class GenerationLifecycle {
     /** One more of a per-model event ({@code relay.generations.*}, tagged with the model). */
     private void count(String meter, String model) {
         meters.counter(meter, "model", model).increment();
-    }
-
-    private OffsetDateTime now() {
-        return OffsetDateTime.now(clock).withOffsetSameInstant(ZoneOffset.UTC);
     }
 
     private static RelayException notOpen(String model, long generation, String state) {

@@ -6,13 +6,13 @@ import io.weightrelay.api.control.model.Topology;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.redis.RedisTime;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -245,20 +245,8 @@ public class GenerationQueries {
         return v == null ? null : v.toString();
     }
 
-    /**
-     * A stamp is ISO-8601 when written by this JVM, or epoch microseconds when a script took it
-     * from the Redis server clock (the stamps whose order matters across instances).
-     */
+    /** A stamp as {@link RedisTime#stamp} reads it. */
     private static OffsetDateTime time(Map<Object, Object> h, String field) {
-        String v = str(h, field);
-        if (v == null || v.isEmpty()) {
-            return null;
-        }
-        if (v.chars().allMatch(Character::isDigit)) {
-            long micros = Long.parseLong(v);
-            return Instant.ofEpochSecond(micros / 1_000_000, (micros % 1_000_000) * 1_000)
-                    .atOffset(ZoneOffset.UTC);
-        }
-        return OffsetDateTime.parse(v);
+        return RedisTime.stamp(str(h, field));
     }
 }

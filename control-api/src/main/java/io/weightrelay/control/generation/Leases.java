@@ -4,7 +4,6 @@ import io.weightrelay.api.control.model.Lease;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall.Reply;
-import java.time.Clock;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import org.springframework.data.redis.core.StringRedisTemplate;
@@ -13,7 +12,8 @@ import org.springframework.stereotype.Service;
 /**
  * Leases on committed generations: a holder (a loader, a checkpoint) keeps a generation from
  * garbage collection until its lease expires or is released. No lease is longer than {@code
- * relay.generations.max-lease-ttl}.
+ * relay.generations.max-lease-ttl}. Expiries are on the Redis server's clock ({@code lease.lua}
+ * adds the TTL to it, {@code gc-mark.lua} compares with it), never on one instance's.
  */
 @Service
 public class Leases {
@@ -23,7 +23,6 @@ public class Leases {
     private final StringRedisTemplate redis;
     private final RedisKeys keys;
     private final RedisGuard guard;
-    private final Clock clock;
     private final long maxTtlSeconds;
 
     Leases(
@@ -32,14 +31,12 @@ public class Leases {
             StringRedisTemplate redis,
             RedisKeys keys,
             RedisGuard guard,
-            Clock clock,
             GenerationProperties properties) {
         this.scripts = scripts;
         this.generations = generations;
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
-        this.clock = clock;
         this.maxTtlSeconds = properties.maxLeaseTtl().toSeconds();
     }
 
@@ -64,18 +61,20 @@ public class Leases {
 
     public Lease lease(String model, long generation, String holder, int ttlSeconds) {
         requireTtl(ttlSeconds);
-        Instant now = clock.instant();
-        Instant expiry = now.plusSeconds(ttlSeconds);
         Reply result =
                 scripts.run(
                         "lease",
                         model,
                         String.valueOf(generation),
                         holder,
-                        String.valueOf(expiry.toEpochMilli()),
-                        String.valueOf(now.toEpochMilli()));
+                        String.valueOf(ttlSeconds * 1000L));
         return switch (result.code()) {
-            case "ok" -> new Lease(model, generation, holder, expiry.atOffset(ZoneOffset.UTC));
+            case "ok" ->
+                    new Lease(
+                            model,
+                            generation,
+                            holder,
+                            Instant.ofEpochMilli(result.number(1)).atOffset(ZoneOffset.UTC));
             case "not-found" -> throw GenerationQueries.notFound(model, generation);
             case "not-leasable" ->
                     throw GenerationProblems.GENERATION_NOT_LEASABLE

@@ -19,11 +19,11 @@ import io.weightrelay.control.checkpoint.CheckpointRecords;
 import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
+import io.weightrelay.control.redis.RedisTime;
 import io.weightrelay.control.registry.Registry;
 import io.weightrelay.control.update.UpdateService;
 import io.weightrelay.reshard.plan.PlanLoads;
 import io.weightrelay.service.problem.RelayException;
-import java.time.Clock;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,7 +40,7 @@ record OperatorController(
         UpdateService updates,
         PlanService plans,
         SegmentFills fills,
-        Clock clock)
+        RedisTime time)
         implements OperatorApi {
 
     @Override
@@ -66,6 +66,7 @@ record OperatorController(
     public ResponseEntity<List<SegmentFill>> listSegmentFill() {
         Map<String, long[]> stored = fills.fill();
         List<SegmentFill> out = new ArrayList<>();
+        long now = time.now().toEpochMilli();
         for (SegmentOwner s : registry.liveSegments()) {
             long[] sum = stored.getOrDefault(s.getSegment(), new long[2]);
             SegmentFill fill =
@@ -73,7 +74,7 @@ record OperatorController(
                             s.getSegment(), s.getNode(), s.getSize(), s.getAlive(), sum[0], sum[1]);
             fill.setRole(s.getRole());
             fill.setLastHeartbeat(s.getLastHeartbeat());
-            fill.setHeartbeatAgeMs(ageMs(s.getLastHeartbeat()));
+            fill.setHeartbeatAgeMs(ageMs(s.getLastHeartbeat(), now));
             out.add(fill);
         }
         return ResponseEntity.ok(out);
@@ -82,6 +83,7 @@ record OperatorController(
     @Override
     public ResponseEntity<List<LoaderOverview>> listLoaderOverviews(String after, Integer limit) {
         List<LoaderOverview> out = new ArrayList<>();
+        long now = time.now().toEpochMilli();
         for (Loader l : registry.liveLoaders(null, null, after, limit)) {
             LoaderOverview o =
                     new LoaderOverview(
@@ -93,7 +95,7 @@ record OperatorController(
                             l.getAlive(),
                             l.getWorkers().size());
             o.setLastHeartbeat(l.getLastHeartbeat());
-            o.setHeartbeatAgeMs(ageMs(l.getLastHeartbeat()));
+            o.setHeartbeatAgeMs(ageMs(l.getLastHeartbeat(), now));
             o.setGeneration(l.getGeneration());
             o.setModes(
                     new ArrayList<>(
@@ -162,7 +164,10 @@ record OperatorController(
         return new InstanceLoad(i.instance(), i.readBytes(), i.pushedBytes(), i.receivedBytes());
     }
 
-    private Long ageMs(OffsetDateTime at) {
-        return at == null ? null : Math.max(0, clock.millis() - at.toInstant().toEpochMilli());
+    /**
+     * How long before {@code now} (Redis server time, as heartbeats are stamped) {@code at} was.
+     */
+    private static Long ageMs(OffsetDateTime at, long now) {
+        return at == null ? null : Math.max(0, now - at.toInstant().toEpochMilli());
     }
 }

@@ -3,7 +3,7 @@ package io.weightrelay.control.registry;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.MultiGauge;
 import io.micrometer.core.instrument.Tags;
-import java.time.Clock;
+import io.weightrelay.control.redis.RedisTime;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -21,6 +21,8 @@ import org.springframework.stereotype.Component;
  * process, so the number of series is the deployment's size, never the model's; a process that
  * stops beating shows its age grow until its TTL ends, then drops out. Refreshed from Redis every
  * {@code relay.registry.heartbeat-ages-interval} (5 s); while Redis is away the last values stay.
+ * Ages are measured on the Redis server's clock, which the heartbeats were stamped with: a replica
+ * whose own clock is off shows the same ages as every other.
  */
 @Component
 class HeartbeatAges {
@@ -28,13 +30,13 @@ class HeartbeatAges {
     private static final Logger log = LoggerFactory.getLogger(HeartbeatAges.class);
 
     private final Registry registry;
-    private final Clock clock;
+    private final RedisTime time;
     private final MultiGauge ages;
     private final MultiGauge live;
 
-    HeartbeatAges(Registry registry, MeterRegistry meters, Clock clock) {
+    HeartbeatAges(Registry registry, MeterRegistry meters, RedisTime time) {
         this.registry = registry;
-        this.clock = clock;
+        this.time = time;
         this.ages =
                 MultiGauge.builder("relay.registry.heartbeat.age")
                         .baseUnit("seconds")
@@ -52,16 +54,18 @@ class HeartbeatAges {
     void refresh() {
         Map<String, Instant> owners;
         Map<String, Instant> loaders;
+        Instant now;
         try {
             owners = registry.liveSegmentHeartbeats();
             loaders = registry.liveLoaderHeartbeats();
+            now = time.now();
         } catch (RuntimeException e) {
             log.debug("heartbeat ages not refreshed: {}", e.toString());
             return;
         }
         List<MultiGauge.Row<?>> rows = new ArrayList<>();
-        owners.forEach((segment, last) -> rows.add(row("owner", segment, last)));
-        loaders.forEach((instance, last) -> rows.add(row("loader", instance, last)));
+        owners.forEach((segment, last) -> rows.add(row("owner", segment, last, now)));
+        loaders.forEach((instance, last) -> rows.add(row("loader", instance, last, now)));
         ages.register(rows, true);
         live.register(
                 List.of(
@@ -70,8 +74,8 @@ class HeartbeatAges {
                 true);
     }
 
-    private MultiGauge.Row<?> row(String kind, String id, Instant last) {
-        double age = Math.max(0, Duration.between(last, clock.instant()).toMillis()) / 1000.0;
+    private static MultiGauge.Row<?> row(String kind, String id, Instant last, Instant now) {
+        double age = Math.max(0, Duration.between(last, now).toMillis()) / 1000.0;
         return MultiGauge.Row.of(Tags.of("kind", kind, "id", id), age);
     }
 }

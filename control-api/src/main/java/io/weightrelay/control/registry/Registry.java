@@ -14,16 +14,14 @@ import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisHashes;
 import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.redis.RedisTime;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.service.problem.RelayException;
 import io.weightrelay.service.security.Role;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -60,7 +58,7 @@ public class Registry {
     private final JsonMapper json;
     private final RegistryProperties properties;
     private final PlacementTemplates templates;
-    private final Clock clock;
+    private final RedisTime time;
     private final ApplicationEventPublisher events;
 
     Registry(
@@ -71,7 +69,7 @@ public class Registry {
             JsonMapper json,
             RegistryProperties properties,
             PlacementTemplates templates,
-            Clock clock,
+            RedisTime time,
             ApplicationEventPublisher events) {
         this.redis = redis;
         this.keys = keys;
@@ -80,7 +78,7 @@ public class Registry {
         this.json = json;
         this.properties = properties;
         this.templates = templates;
-        this.clock = clock;
+        this.time = time;
         this.events = events;
     }
 
@@ -94,14 +92,12 @@ public class Registry {
      * point control-api's owner token at a URL of its choosing.
      */
     public SegmentOwner registerSegment(String segment, SegmentRegistration r, Role registeredBy) {
-        Instant now = clock.instant();
         Reply result =
                 scripts.run(
                         "register-segment",
                         List.of(keys.segment(segment), keys.segments()),
                         segment,
-                        expiry(now, properties.segmentTtl()),
-                        iso(now),
+                        millis(properties.segmentTtl()),
                         r.getNode(),
                         r.getEndpoint(),
                         String.valueOf(r.getSize()),
@@ -146,7 +142,7 @@ public class Registry {
     }
 
     public SegmentOwner heartbeatSegment(String segment) {
-        beat(segments(), "heartbeat", clock.instant(), segment);
+        beat(segments(), "heartbeat", segment);
         return getSegment(segment);
     }
 
@@ -193,7 +189,7 @@ public class Registry {
             Map<Object, Object> h =
                     guard.call(() -> redis.opsForHash().entries(keys.segment(member.getValue())));
             if (!h.isEmpty()) {
-                out.add(toSegment(h, member.getScore()));
+                out.add(toSegment(h, true));
             }
         }
         out.sort((a, b) -> a.getSegment().compareTo(b.getSegment()));
@@ -256,7 +252,6 @@ public class Registry {
         if (!missing.isEmpty()) {
             throw templatesMissing(instance, missing);
         }
-        Instant now = clock.instant();
         List<String> keyList =
                 new ArrayList<>(
                         List.of(keys.loader(instance), keys.loaders(), keys.loaderEpochs()));
@@ -266,8 +261,7 @@ public class Registry {
                         "register-loader",
                         keyList,
                         instance,
-                        expiry(now, properties.loaderTtl()),
-                        iso(now),
+                        millis(properties.loaderTtl()),
                         r.getModel(),
                         r.getGroup(),
                         r.getNode(),
@@ -333,19 +327,16 @@ public class Registry {
      * live as long as it beats (heartbeat-loader.lua).
      */
     public LoaderHeartbeat heartbeatLoader(String instance) {
-        Instant now = clock.instant();
         Reply result =
                 beat(
                         loaders(),
                         "heartbeat-loader",
-                        now,
                         instance,
                         keys.placement(""),
                         String.valueOf(properties.placementTtl().toMillis()),
-                        keys.prefix(),
-                        String.valueOf(now.toEpochMilli()));
+                        keys.prefix());
         LoaderHeartbeat beat = new LoaderHeartbeat(instance, result.number(1), true);
-        beat.setLastHeartbeat(now.atOffset(ZoneOffset.UTC));
+        beat.setLastHeartbeat(RedisTime.stamp(result.item(3)));
         return beat;
     }
 
@@ -380,11 +371,11 @@ public class Registry {
 
     /**
      * Runs a heartbeat script: KEYS the member's hash and its kind's expiry set, ARGV the member,
-     * its new expiry, the beat's time and {@code extra}. A member that is not registered is
-     * refused.
+     * its kind's TTL (the script adds it to the Redis server's time) and {@code extra}. A member
+     * that is not registered is refused.
      */
-    private Reply beat(Kind kind, String script, Instant now, String member, String... extra) {
-        List<String> args = new ArrayList<>(List.of(member, expiry(now, kind.ttl()), iso(now)));
+    private Reply beat(Kind kind, String script, String member, String... extra) {
+        List<String> args = new ArrayList<>(List.of(member, millis(kind.ttl())));
         args.addAll(List.of(extra));
         Reply result =
                 scripts.run(script, List.of(kind.hash().apply(member), kind.expiries()), args);
@@ -394,16 +385,20 @@ public class Registry {
         return result;
     }
 
-    /** A registered member as {@code read} makes it; absent when its hash is. */
+    /**
+     * A registered member as {@code read} makes it from its hash and whether it is live (its expiry
+     * is after the Redis server's time); absent when its hash is.
+     */
     private <T> Optional<T> findMember(
-            Kind kind, String member, BiFunction<Map<Object, Object>, Double, T> read) {
+            Kind kind, String member, BiFunction<Map<Object, Object>, Boolean, T> read) {
         Map<Object, Object> h =
                 guard.call(() -> redis.opsForHash().entries(kind.hash().apply(member)));
         if (h.isEmpty()) {
             return Optional.empty();
         }
         Double expiry = guard.call(() -> redis.opsForZSet().score(kind.expiries(), member));
-        return Optional.of(read.apply(h, expiry));
+        boolean alive = expiry != null && expiry > time.now().toEpochMilli();
+        return Optional.of(read.apply(h, alive));
     }
 
     private void removeMember(Kind kind, String member) {
@@ -425,13 +420,13 @@ public class Registry {
      */
     public List<Loader> liveLoaders(String model, String group, String after, int limit) {
         // The heartbeat zset's scores are the expiries: no ZSCORE per loader.
-        Map<String, Double> expiries = new java.util.TreeMap<>();
+        java.util.TreeSet<String> live = new java.util.TreeSet<>();
         for (ZSetOperations.TypedTuple<String> member : live(keys.loaders())) {
             if (after == null || member.getValue().compareTo(after) > 0) {
-                expiries.put(member.getValue(), member.getScore());
+                live.add(member.getValue());
             }
         }
-        List<String> instances = new ArrayList<>(expiries.keySet());
+        List<String> instances = new ArrayList<>(live);
         List<Loader> out = new ArrayList<>();
         // One pipelined round trip per page of registrations, not one per loader: every loader
         // of a group lists the group at prepare, so per-loader trips grew with its square. The
@@ -463,7 +458,7 @@ public class Registry {
                 }
                 Parsed p = parsed.get(page.get(k));
                 if (p != null && p.registration().equals(Registration.of(h))) {
-                    found[k] = toLoader(h, expiries.get(page.get(k)), p);
+                    found[k] = toLoader(h, true, p);
                 } else {
                     unparsed.add(k);
                 }
@@ -482,7 +477,7 @@ public class Registry {
                     if (!h.isEmpty()
                             && (model == null || model.equals(str(h, "model")))
                             && (group == null || group.equals(str(h, "group")))) {
-                        found[k] = toLoader(h, expiries.get(page.get(k)));
+                        found[k] = toLoader(h, true);
                     }
                 }
             }
@@ -644,8 +639,9 @@ public class Registry {
                 .with("worker", worker.getWorkerId());
     }
 
+    /** The members of {@code zset} whose expiry is after the Redis server's time. */
     private List<ZSetOperations.TypedTuple<String>> live(String zset) {
-        double now = clock.instant().toEpochMilli();
+        double now = time.now().toEpochMilli();
         Set<ZSetOperations.TypedTuple<String>> members =
                 guard.call(
                         () ->
@@ -655,20 +651,20 @@ public class Registry {
         return members == null ? List.of() : new ArrayList<>(members);
     }
 
-    private SegmentOwner toSegment(Map<Object, Object> h, Double expiry) {
+    private SegmentOwner toSegment(Map<Object, Object> h, boolean alive) {
         SegmentOwner s =
                 new SegmentOwner(
                         str(h, "segment"),
                         str(h, "node"),
                         str(h, "endpoint"),
                         Long.parseLong(str(h, "size")),
-                        alive(expiry));
+                        alive);
         String adminUrl = str(h, "adminUrl");
         // Only an admin URL registered with an owner credential is one (registrations made before
         // the owner role existed, by a trainer token, have none until the owner re-registers).
         boolean byOwner = Role.OWNER.configName().equals(str(h, "registeredBy"));
         s.setAdminUrl(adminUrl == null || adminUrl.isEmpty() || !byOwner ? null : adminUrl);
-        s.setLastHeartbeat(time(str(h, "lastHeartbeat")));
+        s.setLastHeartbeat(RedisTime.stamp(str(h, "lastHeartbeat")));
         String role = str(h, "role");
         s.setRole(
                 io.weightrelay.api.control.model.SegmentRole.fromValue(
@@ -712,7 +708,7 @@ public class Registry {
     /** The parsed workers and NICs of each loader's newest registration seen, by instance. */
     private final Map<String, Parsed> parsed = new ConcurrentHashMap<>();
 
-    private Loader toLoader(Map<Object, Object> h, Double expiry) {
+    private Loader toLoader(Map<Object, Object> h, boolean alive) {
         String nics = str(h, "nics");
         Parsed p =
                 new Parsed(
@@ -725,10 +721,10 @@ public class Registry {
             parsed.clear();
         }
         parsed.put(str(h, "instance"), p);
-        return toLoader(h, expiry, p);
+        return toLoader(h, alive, p);
     }
 
-    private Loader toLoader(Map<Object, Object> h, Double expiry, Parsed p) {
+    private Loader toLoader(Map<Object, Object> h, boolean alive, Parsed p) {
         Loader l =
                 new Loader(
                         str(h, "instance"),
@@ -736,11 +732,11 @@ public class Registry {
                         str(h, "group"),
                         str(h, "node"),
                         Long.parseLong(str(h, "epoch")),
-                        alive(expiry),
+                        alive,
                         p.workers());
         String endpoint = str(h, "endpoint");
         l.setEndpoint(endpoint == null || endpoint.isEmpty() ? null : endpoint);
-        l.setLastHeartbeat(time(str(h, "lastHeartbeat")));
+        l.setLastHeartbeat(RedisTime.stamp(str(h, "lastHeartbeat")));
         String generation = str(h, "generation");
         if (generation != null) {
             l.setGeneration(Long.parseLong(generation));
@@ -755,20 +751,8 @@ public class Registry {
         return l;
     }
 
-    private boolean alive(Double expiry) {
-        return expiry != null && expiry > clock.instant().toEpochMilli();
-    }
-
-    private static String expiry(Instant now, Duration ttl) {
-        return String.valueOf(now.plus(ttl).toEpochMilli());
-    }
-
-    private static String iso(Instant instant) {
-        return instant.atOffset(ZoneOffset.UTC).toString();
-    }
-
-    private static OffsetDateTime time(String value) {
-        return value == null || value.isEmpty() ? null : OffsetDateTime.parse(value);
+    private static String millis(Duration ttl) {
+        return String.valueOf(ttl.toMillis());
     }
 
     private static String str(Map<Object, Object> h, String field) {

@@ -27,6 +27,7 @@ import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.redis.RedisTime;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.control.registry.Registry;
@@ -74,6 +75,7 @@ public class UpdateService {
     private final MeterRegistry meters;
     private final UpdateVerifier verifier;
     private final Clock clock;
+    private final RedisTime time;
 
     UpdateService(
             StringRedisTemplate redis,
@@ -89,7 +91,8 @@ public class UpdateService {
             UpdateProperties properties,
             MeterRegistry meters,
             UpdateVerifier verifier,
-            Clock clock) {
+            Clock clock,
+            RedisTime time) {
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
@@ -104,6 +107,7 @@ public class UpdateService {
         this.meters = meters;
         this.verifier = verifier;
         this.clock = clock;
+        this.time = time;
     }
 
     private static final org.slf4j.Logger log =
@@ -300,7 +304,6 @@ public class UpdateService {
             int timeoutSeconds,
             boolean touch) {
         List<String> args = new ArrayList<>();
-        args.add(String.valueOf(clock.millis()));
         args.add(String.valueOf(timeoutSeconds * 1000L));
         args.add(planId == null ? "" : planId);
         args.add(String.valueOf(properties.sessionTtl().toSeconds()));
@@ -387,13 +390,18 @@ public class UpdateService {
      * Queues the listing of the session in the model's index for operators, in the pipeline that
      * reads the session after a start. Not part of the start script (whose keys are laid out by
      * participant): a start that died between the two is only missing from the console until the
-     * session is touched by its next start.
+     * session is touched by its next start. Scored by the Redis server's time {@code now}, so that
+     * starts through different instances list in the order they happened.
      */
     @SuppressWarnings("unchecked")
     private <K, V> void index(
-            RedisOperations<K, V> operations, String model, long generation, String group) {
+            RedisOperations<K, V> operations,
+            String model,
+            long generation,
+            String group,
+            Instant now) {
         K key = (K) keys.sessions(model);
-        operations.opsForZSet().add(key, (V) (generation + ":" + group), clock.millis());
+        operations.opsForZSet().add(key, (V) (generation + ":" + group), now.toEpochMilli());
         operations.opsForZSet().removeRange(key, 0, -(INDEXED_SESSIONS + 1));
         operations.expire(key, properties.sessionTtl().toSeconds(), TimeUnit.SECONDS);
     }
@@ -623,7 +631,12 @@ public class UpdateService {
                 wake = liveness;
             }
             if (session.getPhaseDeadline() != null) {
-                Instant phaseEnd = session.getPhaseDeadline().toInstant().plusMillis(5);
+                // The phase deadline is on the Redis server's clock: how long until it passes is
+                // measured on that clock, then waited for on this process's.
+                Duration toPhaseEnd =
+                        Duration.between(
+                                time.now(), session.getPhaseDeadline().toInstant().plusMillis(5));
+                Instant phaseEnd = now.plus(toPhaseEnd);
                 if (phaseEnd.isBefore(wake)) {
                     wake = phaseEnd;
                 }
@@ -708,6 +721,7 @@ public class UpdateService {
         }
         String sessionKey = keys.session(model, generation, group);
         String participantsKey = keys.participants(model, generation, group);
+        Instant indexed = index ? time.now() : null;
         // Both hashes in one round trip, with the index's update when asked.
         List<Object> replies =
                 guard.call(
@@ -719,7 +733,12 @@ public class UpdateService {
                                             public <K, V> Object execute(
                                                     RedisOperations<K, V> operations) {
                                                 if (index) {
-                                                    index(operations, model, generation, group);
+                                                    index(
+                                                            operations,
+                                                            model,
+                                                            generation,
+                                                            group,
+                                                            indexed);
                                                 }
                                                 operations.opsForHash().entries((K) sessionKey);
                                                 operations
@@ -798,8 +817,7 @@ public class UpdateService {
     }
 
     private Reply step(String model, long generation, String group, String... args) {
-        List<String> argv = new ArrayList<>(args.length + 4);
-        argv.add(String.valueOf(clock.millis()));
+        List<String> argv = new ArrayList<>(args.length + 3);
         argv.addAll(List.of(args));
         argv.add(properties.verifyChecksums() ? "1" : "");
         argv.add(String.valueOf(generation));

@@ -14,7 +14,6 @@ import io.weightrelay.reshard.checksum.ObjectVerification.Registered;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.service.concurrent.DaemonThreads;
-import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Comparator;
@@ -63,7 +62,6 @@ class UpdateVerifier implements DisposableBean {
     private final ScriptCall scripts;
     private final PlanService plans;
     private final ObjectStore store;
-    private final Clock clock;
 
     /** Each plan's ranges by object; plans are immutable per id. */
     private final Map<String, Map<String, List<ExpectedRange>>> expected =
@@ -106,15 +104,13 @@ class UpdateVerifier implements DisposableBean {
             RedisGuard guard,
             ScriptCall scripts,
             PlanService plans,
-            ObjectStore store,
-            Clock clock) {
+            ObjectStore store) {
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
         this.scripts = scripts;
         this.plans = plans;
         this.store = store;
-        this.clock = clock;
     }
 
     /**
@@ -264,7 +260,6 @@ class UpdateVerifier implements DisposableBean {
         return scripts.run(
                 "update-verified",
                 List.of(session, keys.sessionChannel(model, generation, group)),
-                String.valueOf(clock.millis()),
                 ok ? "1" : "0",
                 failedInstance,
                 failure,

@@ -253,11 +253,20 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
     private int controlApis = 1;
 
-    /** What every control-api instance is started with (a restart reuses them). */
-    private List<String> controlArgs = List.of();
+    /** What each control-api instance was started with, by index (a restart reuses them). */
+    private final List<List<String>> controlArgs = new ArrayList<>();
 
     /** control-api restarts so far, to name each one's log. */
     private int restarts;
+
+    /**
+     * Each control-api instance's {@code relay.clock.skew}, by index (empty: none skewed). A lab
+     * with skews spreads its clients over the instances: client k lists instance k mod n first.
+     */
+    private List<Duration> controlApiSkews = List.of();
+
+    /** How many clients (publishers, loaders) were given control-api URLs so far. */
+    private int clientsSpread;
 
     private final Map<String, ServiceProcess> publishers = new LinkedHashMap<>();
     private final Map<String, List<String>> publisherArgs = new LinkedHashMap<>();
@@ -336,6 +345,21 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     /**
+     * As {@link #start(Spec, boolean, int)} with one control-api instance per entry of {@code
+     * skews}, each started with its clock off by that much ({@code relay.clock.skew}, a
+     * fault-injection knob), and the publishers and loaders spread over them: the k-th client
+     * started lists instance k mod n first (and fails over to the others), so every instance serves
+     * registrations, heartbeats, leases and reports that the others judge.
+     */
+    public static LabCluster startWithSkewedControlApis(
+            Spec spec, boolean checksums, List<Duration> skews) throws Exception {
+        if (skews.isEmpty()) {
+            throw new IllegalArgumentException("at least one control-api skew is needed");
+        }
+        return start(spec, checksums, skews.size(), false, 0, List.copyOf(skews));
+    }
+
+    /**
      * As {@link #start(Spec)}, with every publisher's store segment {@code segmentBytes} long
      * instead of sized for the active generation plus a whole generation's staging: a segment that
      * holds only a few generations wraps around within a few publishes, so retired generations must
@@ -367,6 +391,17 @@ public final class LabCluster implements StartedOrClosed.Lab {
     private static LabCluster start(
             Spec spec, boolean checksums, int controlApis, boolean storageUnits, long segmentBytes)
             throws Exception {
+        return start(spec, checksums, controlApis, storageUnits, segmentBytes, List.of());
+    }
+
+    private static LabCluster start(
+            Spec spec,
+            boolean checksums,
+            int controlApis,
+            boolean storageUnits,
+            long segmentBytes,
+            List<Duration> controlApiSkews)
+            throws Exception {
         // Every service needs the Redis: one that does not answer would show only as services
         // that never turn healthy, after the whole health wait. Said now, in a second.
         redisBroken(spec)
@@ -387,6 +422,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
         lab.controlApis = controlApis;
         lab.storageUnits = storageUnits;
         lab.segmentBytes = segmentBytes;
+        lab.controlApiSkews = controlApiSkews;
         return StartedOrClosed.start(lab, lab::startServices);
     }
 
@@ -415,6 +451,39 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     /**
+     * The control-api URLs the next client started is given: {@link #controlUrls()}, or in a lab of
+     * skewed instances the list rotated so that clients take turns at which instance they list
+     * first.
+     */
+    private String controlUrlsForNextClient() {
+        if (controlApiSkews.isEmpty()) {
+            return controlUrls();
+        }
+        List<String> urls =
+                new ArrayList<>(controls.stream().map(ServiceProcess::baseUrl).toList());
+        java.util.Collections.rotate(urls, -(clientsSpread++ % urls.size()));
+        return String.join(",", urls);
+    }
+
+    /** How many control-api instances this lab started. */
+    public int controlApiCount() {
+        return controls.size();
+    }
+
+    /** control-api instance {@code index} alone (no failover), with the operator token. */
+    public GenerationsApi controlApi(int index) {
+        return new GenerationsApi(operatorClient(controls.get(index).baseUrl()));
+    }
+
+    /**
+     * control-api instance {@code index} alone (no failover), with loader {@code instance}'s token
+     * (bound to it: leases in its name only).
+     */
+    public GenerationsApi controlApiAsLoader(int index, String instance) {
+        return new GenerationsApi(client(controls.get(index).baseUrl(), loaderToken(instance)));
+    }
+
+    /**
      * Kills control-api instance {@code index} with SIGKILL, as a crash would, and leaves it dead;
      * the others keep serving from the same Redis.
      */
@@ -439,7 +508,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
                         ServiceProcess.findJar(spec.site().root(), "control-api"),
                         "512m",
                         List.of(),
-                        controlArgs,
+                        controlArgs.get(index),
                         logs);
         children.add(fresh);
         controls.set(index, fresh);
@@ -809,9 +878,14 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
     /** control-api at {@code baseUrls} (one, or several failed over), with the operator token. */
     private ApiClient operatorClient(String baseUrls) {
-        Endpoint operator = Endpoint.of(baseUrls, operatorToken);
-        ApiClient client = new ApiClient(operator.restClient(ApiClient.buildRestClientBuilder()));
-        client.setBasePath(operator.basePath());
+        return client(baseUrls, operatorToken);
+    }
+
+    /** control-api at {@code baseUrls} with {@code token}. */
+    private static ApiClient client(String baseUrls, String token) {
+        Endpoint as = Endpoint.of(baseUrls, token);
+        ApiClient client = new ApiClient(as.restClient(ApiClient.buildRestClientBuilder()));
+        client.setBasePath(as.basePath());
         return client;
     }
 
@@ -955,8 +1029,9 @@ public final class LabCluster implements StartedOrClosed.Lab {
         String controlSecrets = secretsArg("control-api", controlApiSecrets());
         // A restart from scratch starts them all again: only the new ones are the lab's.
         controls.clear();
+        controlArgs.clear();
         for (int i = 0; i < controlApis; i++) {
-            controlArgs =
+            List<String> args =
                     List.of(
                             "--spring.data.redis.host=" + spec.site().redisHost(),
                             "--spring.data.redis.port=" + spec.site().redisPort(),
@@ -968,13 +1043,18 @@ public final class LabCluster implements StartedOrClosed.Lab {
                             "--relay.generations.scheduled-gc=false",
                             "--relay.updates.verify-checksums=" + checksums,
                             "--relay.checkpoints.root=" + checkpointRoot(),
+                            "--relay.clock.skew="
+                                    + (i < controlApiSkews.size()
+                                            ? controlApiSkews.get(i)
+                                            : Duration.ZERO),
                             controlSecrets);
+            controlArgs.add(args);
             controls.add(
                     startService(
                             i == 0 ? "control-api" : "control-api-" + i,
                             "control-api",
                             "512m",
-                            controlArgs));
+                            args));
         }
         control = controls.get(0);
         if (storageUnits) {
@@ -1202,7 +1282,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
                                                     : LabSecrets.DataplaneDuty.STORE_OWNER),
                             "--relay.staging.capacity=" + staging + "B",
                             "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
-                            "--relay.publish.control-api-url=" + controlUrls(),
+                            "--relay.publish.control-api-url=" + controlUrlsForNextClient(),
                             secretsArg("publisher-" + node, secretProperties)));
             publisherArgs.put(node, args);
             publishers.put(
@@ -1220,7 +1300,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
         List<String> args =
                 new ArrayList<>(
                         List.of(
-                                "--relay.loader.control-url=" + controlUrls(),
+                                "--relay.loader.control-url=" + controlUrlsForNextClient(),
                                 "--relay.dataplane.redis-uri=" + spec.redisUri(),
                                 "--relay.dataplane.key-prefix=" + dataplanePrefix(),
                                 "--relay.dataplane.secret-file="

@@ -47,6 +47,8 @@ public final class FaultSuite {
                 new ControlApiKilledCase(),
                 // its lab has one control-api: after the case above, which discards its lab
                 new ControlApiRestartedCase(),
+                // its own lab (control-api-killed discarded the compat pair anyway)
+                new ControlApiClockSkewCase(),
                 new DataLinkCutCase(),
                 new LoadersPartitionedCase(),
                 LabCase.destroyingActiveMidApply(

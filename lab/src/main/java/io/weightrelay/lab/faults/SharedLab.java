@@ -3,6 +3,7 @@ package io.weightrelay.lab.faults;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabRedis;
 import io.weightrelay.reshard.placement.Mode;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -40,16 +41,37 @@ public final class SharedLab {
          * As {@link #COMPAT_PAIR} with a single control-api: every client has that one URL and
          * nowhere to fail over to while it is down (the control-api restart case).
          */
-        COMPAT_ONE_CONTROL_API(2, Mode.COMPAT, 1);
+        COMPAT_ONE_CONTROL_API(2, Mode.COMPAT, 1),
+
+        /**
+         * As {@link #COMPAT_PAIR}, with the first control-api's clock five minutes fast and the
+         * second's five minutes slow ({@code relay.clock.skew}), and the publishers and loaders
+         * spread over both (each client lists one of them first).
+         */
+        SKEWED_PAIR(2, Mode.COMPAT, Duration.ofMinutes(5), Duration.ofMinutes(-5));
 
         private final int instances;
         private final Mode mode;
         private final int controlApis;
+        private final List<Duration> skews;
 
         Shape(int instances, Mode mode, int controlApis) {
             this.instances = instances;
             this.mode = mode;
             this.controlApis = controlApis;
+            this.skews = List.of();
+        }
+
+        Shape(int instances, Mode mode, Duration... skews) {
+            this.instances = instances;
+            this.mode = mode;
+            this.controlApis = skews.length;
+            this.skews = List.of(skews);
+        }
+
+        /** Each control-api instance's clock skew (empty: none skewed). */
+        List<Duration> skews() {
+            return skews;
         }
     }
 
@@ -112,13 +134,14 @@ public final class SharedLab {
         if (b == null) {
             LabRedis redis = LabRedis.start(context.workDir().resolve("redis-" + started++), true);
             try {
+                LabCluster.Spec spec =
+                        redis.serve(
+                                LabCluster.Spec.of(
+                                        context.model(), shape.instances, 1, shape.mode));
                 LabCluster lab =
-                        LabCluster.start(
-                                redis.serve(
-                                        LabCluster.Spec.of(
-                                                context.model(), shape.instances, 1, shape.mode)),
-                                true,
-                                shape.controlApis);
+                        shape.skews.isEmpty()
+                                ? LabCluster.start(spec, true, shape.controlApis)
+                                : LabCluster.startWithSkewedControlApis(spec, true, shape.skews);
                 b = new Borrowed(lab, redis, shape);
             } catch (Exception | Error e) {
                 redis.close();

@@ -1,0 +1,178 @@
+package io.weightrelay.lab.faults;
+
+import io.weightrelay.api.control.client.GenerationsApi;
+import io.weightrelay.api.control.client.RegistryApi;
+import io.weightrelay.api.control.client.model.GcReport;
+import io.weightrelay.api.control.client.model.Lease;
+import io.weightrelay.api.control.client.model.LeaseRequest;
+import io.weightrelay.api.control.client.model.Loader;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.rollout.RolloutEngine;
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Two control-api instances behind one Redis and key prefix, the first started with its clock five
+ * minutes fast and the second five minutes slow ({@link SharedLab.Shape#SKEWED_PAIR}); publishers
+ * and loaders are spread over both, so each instance judges registrations, heartbeats, leases and
+ * session reports the other one took. The fault is there from the lab's start (no update is
+ * interrupted): two publishes and updates must each reach every engine byte-exact; no loader is
+ * ever declared dead (each stays live through both instances, on the epoch it registered with); a
+ * 60 s lease taken through the slow instance holds against a collection through the fast one, and
+ * once released the generation is collected through the slow one.
+ */
+final class ControlApiClockSkewCase implements FaultCase {
+
+    /** The lease the case takes itself, through the slow instance. */
+    private static final int LEASE_SECONDS = 60;
+
+    @Override
+    public String name() {
+        return "control-api-clock-skew";
+    }
+
+    @Override
+    public FaultResult run(FaultContext context) throws Exception {
+        return SharedLab.prove(context, SharedLab.Shape.SKEWED_PAIR, this::prove);
+    }
+
+    private FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
+        LabCluster lab = b.lab;
+        ServingProof proof = new ServingProof(lab);
+        int fast = 0;
+        int slow = 1;
+        Map<String, Long> epochs = registered(lab, proof, null);
+
+        long first = b.publish();
+        LabCluster.Updates updates = lab.updateAll();
+        proof.checkEngines(updates.results());
+        requireUpdated(proof, updates.results(), first);
+        proof.requireHeld(Set.of(first));
+
+        long next = proof.serveNext(b.nextStep());
+        proof.requireCommitted(first);
+        proof.requireCommitted(next);
+
+        // The first generation is retired now, and its loaders released their leases on it. One
+        // loader takes a lease on it again, through the slow instance.
+        String holder = lab.engines().get(0).instance();
+        GenerationsApi slowAsLoader = lab.controlApiAsLoader(slow, holder);
+        GenerationsApi fastApi = lab.controlApi(fast);
+        GenerationsApi slowApi = lab.controlApi(slow);
+        String model = lab.spec().model();
+        Lease lease =
+                slowAsLoader.acquireLease(
+                        model, first, new LeaseRequest().holder(holder).ttlSeconds(LEASE_SECONDS));
+        Duration left = Duration.between(OffsetDateTime.now(), lease.getExpiresAt());
+        proof.require(
+                left.compareTo(Duration.ofSeconds(LEASE_SECONDS - 30)) > 0
+                        && left.compareTo(Duration.ofSeconds(LEASE_SECONDS + 1)) <= 0,
+                "a "
+                        + LEASE_SECONDS
+                        + " s lease taken through the slow instance expires in "
+                        + left
+                        + " by this host's clock");
+
+        GcReport held = fastApi.collectGarbage(model);
+        proof.require(
+                held.getKept() != null && held.getKept().contains(first),
+                "generation "
+                        + first
+                        + ", leased for "
+                        + LEASE_SECONDS
+                        + " s through the slow instance, was not kept by a collection through the"
+                        + " fast one: "
+                        + held);
+        noteCollected(b, held);
+
+        slowAsLoader.releaseLease(model, first, holder);
+        GcReport freed = slowApi.collectGarbage(model);
+        noteCollected(b, freed);
+        proof.require(
+                freed.getCollected() != null && freed.getCollected().contains(first),
+                "generation "
+                        + first
+                        + ", retired and its lease released, was not collected through the slow"
+                        + " instance: "
+                        + freed);
+
+        Map<String, Long> after = registered(lab, proof, epochs);
+        return proof.result(
+                name(),
+                "instances skewed "
+                        + SharedLab.Shape.SKEWED_PAIR.skews()
+                        + "; every engine updated to "
+                        + first
+                        + " then "
+                        + next
+                        + "; loaders live through both instances on their epochs "
+                        + after
+                        + "; lease held "
+                        + first
+                        + " against the fast instance's collection, released it was collected",
+                started);
+    }
+
+    /**
+     * Each engine's loader as both instances see it: live, and (when {@code expected} is given) on
+     * the epoch it had then, so it was never declared dead and registered again. Returns the
+     * epochs.
+     */
+    private static Map<String, Long> registered(
+            LabCluster lab, ServingProof proof, Map<String, Long> expected) {
+        Map<String, Long> epochs = new LinkedHashMap<>();
+        for (int i = 0; i < lab.controlApiCount(); i++) {
+            RegistryApi registry = new RegistryApi(lab.controlApi(i).getApiClient());
+            for (RolloutEngine engine : lab.engines()) {
+                String instance = engine.instance();
+                Loader loader = registry.getLoader(instance);
+                proof.require(
+                        Boolean.TRUE.equals(loader.getAlive()),
+                        "loader " + instance + " is not live through control-api instance " + i);
+                Long was = expected != null ? expected.get(instance) : epochs.get(instance);
+                proof.require(
+                        was == null || was.equals(loader.getEpoch()),
+                        "loader "
+                                + instance
+                                + " is on epoch "
+                                + loader.getEpoch()
+                                + " through control-api instance "
+                                + i
+                                + ", not "
+                                + was
+                                + ": it was declared dead and registered again");
+                epochs.put(instance, loader.getEpoch());
+            }
+        }
+        return epochs;
+    }
+
+    private static void requireUpdated(
+            ServingProof proof, List<UpdateProgress> results, long generation) {
+        for (UpdateProgress p : results) {
+            proof.require(
+                    p.getOutcome() == UpdateOutcome.UPDATED && p.getGeneration() == generation,
+                    "update "
+                            + p.getUpdateId()
+                            + " ended "
+                            + p.getOutcome()
+                            + " at "
+                            + p.getGeneration()
+                            + ": "
+                            + p.getError());
+        }
+    }
+
+    /** Generations a collection removed need not stay committed for the lab's later users. */
+    private static void noteCollected(SharedLab.Borrowed b, GcReport report) {
+        if (report.getCollected() != null) {
+            b.destroyed.addAll(report.getCollected());
+        }
+    }
+}
