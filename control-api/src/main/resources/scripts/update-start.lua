@@ -76,12 +76,15 @@ if redis.call('EXISTS', s) == 1 then
     local replaceable = failed
     if state == 'DONE' then
       replaceable = true
-      for i = 5, #ARGV do
+      for i = 4, #ARGV do
         local raw = redis.call('HGET', pk, ARGV[i])
         if raw then
           local joined = cjson.decode(raw).epoch
-          local now = KEYS[i] and redis.call('HGET', KEYS[i], 'epoch')
-          if not (joined and now and tostring(joined) ~= now) then replaceable = false break end
+          local current = KEYS[i + 1] and redis.call('HGET', KEYS[i + 1], 'epoch')
+          if not (joined and current and tostring(joined) ~= current) then
+            replaceable = false
+            break
+          end
         end
       end
     end
