@@ -65,11 +65,16 @@ final class ForgottenGenerations {
     }
 
     /**
-     * Applies the answers of {@link #ask} given the mark control-api sent afterwards (null: it sent
-     * none, or the heartbeat failed).
+     * Applies the answers of {@link #ask} given the mark control-api sent afterwards: {@code
+     * answered} whether the heartbeat (or registration) was answered, {@code mark} the mark it
+     * carried (null from a control-api that sends none).
      */
-    void settle(Optional<Map<String, Boolean>> known, String mark) {
+    void settle(Optional<Map<String, Boolean>> known, boolean answered, String mark) {
+        if (!answered) {
+            return;
+        }
         if (mark == null) {
+            known.ifPresent(k -> owner.allocations().forgetUnknown(k));
             return;
         }
         String before = lastMark;

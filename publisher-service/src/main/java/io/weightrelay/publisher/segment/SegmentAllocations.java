@@ -164,6 +164,21 @@ final class SegmentAllocations {
         return freer.free(forgotten);
     }
 
+    /**
+     * For a control-api that sends no mark: drops the records of the generations it no longer knows
+     * (without a mark a loss cannot be told from a collection, so nothing is freed), so that the
+     * records do not grow with every generation published.
+     */
+    synchronized void forgetUnknown(Map<String, Boolean> known) {
+        known.forEach(
+                (g, isKnown) -> {
+                    if (!isKnown) {
+                        generations.remove(g);
+                    }
+                });
+        superseded.clear();
+    }
+
     /** The mark of the last heartbeat, which new records start with. */
     synchronized void seen(String now) {
         mark = now;

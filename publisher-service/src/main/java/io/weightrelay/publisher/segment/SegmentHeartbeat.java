@@ -112,6 +112,7 @@ final class SegmentHeartbeat implements AutoCloseable {
         // is the one it was last known under, was collected normally (see ForgottenGenerations).
         Optional<Map<String, Boolean>> known = storageUnit ? Optional.empty() : forgotten.ask();
         String mark = null;
+        boolean answered = false;
         try {
             Optional<ControlPlane.SegmentAnswer> answer =
                     registered ? control.heartbeatSegment(owner.segmentName()) : Optional.empty();
@@ -131,13 +132,14 @@ final class SegmentHeartbeat implements AutoCloseable {
                 registered = true;
             }
             mark = answer.get().incarnation();
+            answered = true;
         } catch (RuntimeException e) {
             registered = false;
             log.warn("segment '{}' not registered yet: {}", owner.segmentName(), e.getMessage());
         }
         if (!storageUnit) {
             try {
-                forgotten.settle(known, mark);
+                forgotten.settle(known, answered, mark);
             } catch (RuntimeException e) {
                 log.warn(
                         "cannot free what Redis forgot from segment '{}' yet: {}",

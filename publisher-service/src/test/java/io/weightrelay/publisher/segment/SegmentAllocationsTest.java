@@ -106,6 +106,15 @@ class SegmentAllocationsTest {
     }
 
     @Test
+    void withoutAMarkUnknownGenerationsAreForgottenAndNothingIsFreed() {
+        store("m/1/a", 0, 64);
+        store("m/2/a", 64, 64);
+        allocations.forgetUnknown(Map.of("m/1", false, "m/2", true));
+        assertThat(allocations.generations()).containsExactly("m/2");
+        assertThat(freed).isEmpty();
+    }
+
+    @Test
     void aRemovedObjectIsForgotten() {
         allocations.seen("m1");
         store("m/1/a", 0, 64);
