@@ -1,7 +1,7 @@
 -- Forgets a collected generation once its store objects are gone, and its manifest when no
 -- remaining generation of the model uses it.
 -- ARGV: prefix, model, generation
--- Returns {'ok'} | {'gone'} | {'not-collecting'}
+-- Returns {'ok', 'manifest-kept' | 'manifest-removed'} | {'gone'} | {'not-collecting'}
 local p, m, g = ARGV[1], ARGV[2], ARGV[3]
 local gk = p .. 'gen:' .. m .. ':' .. g
 local h = redis.call('HMGET', gk, 'collecting', 'trainerStep', 'manifestDigest')
@@ -15,9 +15,9 @@ local steps = p .. 'model:' .. m .. ':steps'
 if redis.call('HGET', steps, h[2]) == g then redis.call('HDEL', steps, h[2]) end
 for _, id in ipairs(redis.call('ZRANGE', gens, 0, -1)) do
   if redis.call('HGET', p .. 'gen:' .. m .. ':' .. id, 'manifestDigest') == h[3] then
-    return {'ok'}
+    return {'ok', 'manifest-kept'}
   end
 end
 redis.call('DEL', p .. 'manifest:' .. m .. ':' .. h[3], p .. 'manifest-encoded:' .. m .. ':' .. h[3],
   p .. 'manifest-sizes:' .. m .. ':' .. h[3])
-return {'ok'}
+return {'ok', 'manifest-removed'}

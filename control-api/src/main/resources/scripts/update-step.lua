@@ -19,6 +19,13 @@
 -- and registry expiries written through one replica are judged the same through every other.
 -- A loader's POST_APPLIED records the generation it serves in its loader hash and releases every
 -- lease it holds in its name on the model's other generations.
+-- Post-apply never fails the session: once the applied barrier opened, every loader applied and its
+-- reads were proven, and each engine advances on its own. A POST_APPLIED that does not come (its
+-- reply lost, the loader restarted or gone) ends the session DONE at the phase timeout, or as soon
+-- as every silent participant is gone (unregistered, or registered again by a new life), with
+-- those participants left at APPLIED (unconfirmed). A POST_APPLIED a loader sends later (it retries
+-- until control-api answers) still confirms it: it records the generation and releases the leases
+-- as it would have before the end.
 -- Returns {'ok', transitions...} | {'not-found'} | {'not-participant'} | {'no-epoch'}
 --       | {'fenced', reason, registeredEpoch} | {'closed', state}
 --       | {'out-of-order', state, participantPhase}
@@ -42,6 +49,14 @@ local function first_below(min)
   end
   table.sort(names)
   return names[1] or ''
+end
+local function confirm_missing()
+  -- Post-apply ends DONE; who did not report stays APPLIED in the participants.
+  local started = tonumber(redis.call('HGET', s, 'phaseStartedAt'))
+  redis.call('HSET', s, 'state', 'DONE', 'postApplyMs', now - started, 'endedAt', now,
+    'unconfirmed', first_below(4))
+  transitions[#transitions + 1] = 'post-apply:' .. tostring(now - started)
+  state = 'DONE'
 end
 local function fail(who, why)
   local next = state == 'PREPARING' and 'RESUMED_OLD' or 'PAUSED_REBUILD'
@@ -67,7 +82,9 @@ end
 
 if not terminal(state) and now > tonumber(redis.call('HGET', s, 'phaseDeadline')) then
   local who = first_below(needed())
-  if who == '' and state == 'APPLYING' then
+  if state == 'POST_APPLYING' then
+    confirm_missing()
+  elseif who == '' and state == 'APPLYING' then
     fail('control-api', 'phase APPLYING timed out verifying the checksums of what was read')
   else
     fail(who, 'phase ' .. state .. ' timed out waiting for ' .. who)
@@ -84,7 +101,25 @@ if ARGV[1] == '' and not terminal(state) then
       if not expiry or tonumber(expiry) < now then gone[#gone + 1] = all[i] end
     end
   end
-  if #gone > 0 then
+  if state == 'POST_APPLYING' then
+    -- Silent participants whose loader is gone or came back as a new life (its engine's buffers
+    -- are new): none of them will confirm, so waiting for the phase timeout serves no one.
+    local silent = 0
+    for i = 1, #all, 2 do
+      if lvl(all[i + 1]) < need then
+        silent = silent + 1
+        local joined = cjson.decode(all[i + 1]).epoch
+        local lkey = ARGV[12] .. 'loader:' .. all[i]
+        local now_epoch = redis.call('HGET', lkey, 'epoch')
+        local gone_already = false
+        for _, g in ipairs(gone) do if g == all[i] then gone_already = true end end
+        if not gone_already and joined and now_epoch and tostring(joined) ~= now_epoch then
+          gone[#gone + 1] = all[i]
+        end
+      end
+    end
+    if silent > 0 and #gone == silent then confirm_missing() end
+  elseif #gone > 0 then
     table.sort(gone)
     fail(gone[1], 'loader ' .. gone[1] .. ' is no longer registered (its heartbeats stopped or it'
       .. ' deregistered) and never reported ' .. (need == 1 and 'PREPARED'
@@ -116,6 +151,11 @@ if ARGV[1] ~= '' then
     return {'fenced', reason, registered}
   end
   local p = cjson.decode(raw)
+  if p.epoch and p.epoch ~= epoch and state == 'POST_APPLYING' then
+    -- Its earlier life applied and passed the proof; the others advanced. It confirms nothing now.
+    if #transitions > 0 then redis.call('PUBLISH', KEYS[4], state) end
+    return {'fenced', 'restarted', p.epoch}
+  end
   if p.epoch and p.epoch ~= epoch and not terminal(state) and state ~= 'PREPARING' then
     -- The life that joined the session is gone, and with it what it applied.
     local joined = p.epoch
@@ -127,6 +167,7 @@ if ARGV[1] ~= '' then
     redis.call('PUBLISH', KEYS[4], state)
     return {'fenced', 'restarted', joined}
   end
+  local same_life = not p.epoch or p.epoch == epoch
   p.epoch = epoch
   local phase = ARGV[3]
   local want = {PREPARED = 1, APPLYING = 2, APPLIED = 3, POST_APPLIED = 4}
@@ -148,11 +189,12 @@ if ARGV[1] ~= '' then
       -- A repeated report (a retry) changes nothing.
       return {'ok'}
     end
-    if terminal(state) then
+    local late = target == 4 and state == 'DONE' and current == 3 and same_life
+    if terminal(state) and not late then
       if #transitions > 0 then redis.call('PUBLISH', KEYS[4], state) end
       return {'closed', state}
     end
-    local allowed = (target == 1 and state == 'PREPARING')
+    local allowed = late or (target == 1 and state == 'PREPARING')
       or ((target == 2 or target == 3) and state == 'APPLYING')
       or (target == 4 and state == 'POST_APPLYING')
     if not allowed then return {'out-of-order', state, p.phase} end
@@ -169,6 +211,7 @@ if ARGV[1] ~= '' then
   grow('bytesPushed', ARGV[5])
   grow('bytesReceived', ARGV[6])
   redis.call('HSET', pk, ARGV[1], cjson.encode(p))
+  if state == 'DONE' then redis.call('HSET', s, 'unconfirmed', first_below(4)) end
   if phase == 'APPLIED' and ARGV[9] ~= '' then
     redis.call('HSET', KEYS[5], ARGV[1], ARGV[9])
     local ttl = redis.call('TTL', s)

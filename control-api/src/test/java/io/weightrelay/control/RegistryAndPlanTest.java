@@ -30,12 +30,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.zip.GZIPInputStream;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.data.redis.core.StringRedisTemplate;
 import tools.jackson.core.type.TypeReference;
 
 /** The registry's TTLs and the plan cache, against real Redis and the real reshard planner. */
 class RegistryAndPlanTest extends ControlApiTestSupport {
 
     @Autowired MeterRegistry meters;
+    @Autowired StringRedisTemplate redis;
 
     @Test
     void publisherAssignmentsAreComputedOncePerDigestsAndByteBalanced() {
@@ -74,11 +76,16 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
                                 new SegmentRegistration("t0", "127.0.0.1:7001", 1L << 30)),
                         SegmentOwner.class);
         assertThat(owner.getAlive()).isTrue();
+        // The owner learns the incarnation mark of Redis, read fresh, from each answer.
+        String mark = redis.opsForValue().get(PREFIX + "incarnation");
+        assertThat(owner.getIncarnation()).isNotBlank().isEqualTo(mark);
         assertThat(live()).contains(segment);
         Thread.sleep(1200);
-        ok(
-                call("POST", "/api/v1/segments/" + segment + "/heartbeat", TRAINER, null),
-                SegmentOwner.class);
+        SegmentOwner renewed =
+                ok(
+                        call("POST", "/api/v1/segments/" + segment + "/heartbeat", TRAINER, null),
+                        SegmentOwner.class);
+        assertThat(renewed.getIncarnation()).isEqualTo(mark);
         Thread.sleep(1200);
         assertThat(live()).as("heartbeat renewed the TTL").contains(segment);
         Thread.sleep(2100);

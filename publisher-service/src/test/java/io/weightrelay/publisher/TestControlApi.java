@@ -167,6 +167,19 @@ public final class TestControlApi implements AutoCloseable {
     }
 
     /**
+     * Deletes every key of control-api's prefix while it runs, as Redis restarted without its data
+     * would: its incarnation mark, generations, registrations and sessions are gone.
+     */
+    public void loseData() {
+        RedisTestSupport.deleteKeys(keyPrefix);
+    }
+
+    /** Ends control-api at once (SIGKILL), keeping its keys: it answers nobody from now on. */
+    public void kill() {
+        process.kill();
+    }
+
+    /**
      * Stops control-api, then deletes its keys. The data-plane prefix it shares belongs to the
      * test, which deletes it once its publisher has stopped too.
      */

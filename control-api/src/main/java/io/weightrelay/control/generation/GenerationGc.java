@@ -56,6 +56,11 @@ public class GenerationGc {
             Reply finish = scripts.run("gc-finish", model, String.valueOf(generation));
             if (finish.is("ok")) {
                 done.add(generation);
+                manifests.forget(
+                        model,
+                        generation,
+                        g.get().manifestDigest(),
+                        finish.size() > 1 && "manifest-removed".equals(finish.item(1)));
             }
         }
         if (!done.isEmpty()) {

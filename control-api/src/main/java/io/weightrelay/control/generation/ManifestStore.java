@@ -3,6 +3,8 @@ package io.weightrelay.control.generation;
 import io.weightrelay.api.control.model.GenerationManifest;
 import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.StoredFragment;
+import io.weightrelay.control.generation.ManifestCache.Form;
+import io.weightrelay.control.generation.ManifestCache.Key;
 import io.weightrelay.control.redis.Compression;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
@@ -16,8 +18,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Supplier;
 import org.springframework.data.redis.core.RedisTemplate;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.stereotype.Service;
@@ -26,15 +26,17 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * Manifests, stored once per digest (the trainer's JSON, reshard's binary encoding and a hash of
  * expected fragment sizes) and shared by every generation that publishes the same model layout.
- * Manifests are immutable, so every form is cached in memory after its first read.
+ * Manifests are immutable, so every form is cached in memory after its first read ({@link
+ * ManifestCache}, bounded in bytes).
  */
 @Service
 public class ManifestStore {
 
     static final int CHUNK = 10_000;
-    private static final int MANIFEST_CACHE_MAX = 64;
-    private static final int ENCODED_CACHE_MAX = 8;
-    private static final int VIEW_CACHE_MAX = 4;
+    // Heap estimates: a decoded fragment or tensor is a few small records, strings and arrays; a
+    // fragment of the JSON view also boxes its offsets and shape.
+    private static final long DECODED_BYTES_PER_ENTRY = 256;
+    private static final long VIEW_BYTES_PER_FRAGMENT = 512;
 
     private final StringRedisTemplate redis;
     private final RedisTemplate<String, byte[]> bytes;
@@ -43,16 +45,11 @@ public class ManifestStore {
     private final JsonMapper json;
     private final GenerationQueries generations;
     private final ObjectStore store;
-    private final Map<String, io.weightrelay.reshard.manifest.SourceManifest> manifestCache =
-            new ConcurrentHashMap<>();
-    // Encoded manifests as served: every publisher and loader of a generation reads the same
-    // bytes, so they are read from Redis and inflated once (per key, concurrent readers wait).
-    private final Map<String, byte[]> encodedCache = new ConcurrentHashMap<>();
-    // The same, gzip-compressed once for readers that accept it: a Kimi-K2 manifest is 12 MB and
-    // about 1 MB compressed, and every loader of a group reads it at prepare, all at once.
-    private final Map<String, byte[]> gzippedCache = new ConcurrentHashMap<>();
-    // The JSON view, built once per generation (keys name the generation) for its readers.
-    private final Map<String, GenerationManifest> manifestViews = new ConcurrentHashMap<>();
+    // Every form as served (encoded, gzipped, decoded, the JSON view), bounded in bytes: every
+    // publisher and loader of a generation reads the same bytes, so they are read from Redis and
+    // inflated once (per key, concurrent readers wait); a Kimi-K2 manifest is 12 MB encoded and
+    // about 1 MB gzipped, and every loader of a group reads it at prepare, all at once.
+    private final ManifestCache cache;
 
     ManifestStore(
             StringRedisTemplate redis,
@@ -61,7 +58,8 @@ public class ManifestStore {
             RedisGuard guard,
             JsonMapper json,
             GenerationQueries generations,
-            ObjectStore store) {
+            ObjectStore store,
+            ManifestCache cache) {
         this.redis = redis;
         this.bytes = bytesRedisTemplate;
         this.keys = keys;
@@ -69,6 +67,7 @@ public class ManifestStore {
         this.json = json;
         this.generations = generations;
         this.store = store;
+        this.cache = cache;
     }
 
     /**
@@ -89,7 +88,7 @@ public class ManifestStore {
         byte[] encoded = source.encode();
         byte[] deflated = Compression.deflate(encoded);
         guard.run(() -> bytes.opsForValue().set(keys.manifestEncoded(model, digest), deflated));
-        encodedCache.putIfAbsent(model + ":" + digest, encoded);
+        cache.get(Key.of(model, digest, Form.ENCODED), () -> encoded, b -> b.length);
         // Sizes go to a private key first and appear under their real name in one RENAME.
         String staging = sizesKey + ":staging:" + UUID.randomUUID();
         List<io.weightrelay.reshard.manifest.StoredFragment> fragments = source.fragments();
@@ -105,15 +104,10 @@ public class ManifestStore {
 
     public GenerationManifest manifest(String model, long generation) {
         StoredGeneration g = generations.load(model, generation);
-        String cacheKey = model + ":" + generation + ":" + g.manifestDigest();
-        GenerationManifest cached = manifestViews.get(cacheKey);
-        if (cached != null) {
-            return cached;
-        }
-        if (manifestViews.size() >= VIEW_CACHE_MAX) {
-            manifestViews.clear();
-        }
-        return manifestViews.computeIfAbsent(cacheKey, k -> manifestView(model, generation, g));
+        return cache.get(
+                new Key(model, g.manifestDigest(), generation, Form.VIEW),
+                () -> manifestView(model, generation, g),
+                view -> VIEW_BYTES_PER_FRAGMENT * view.getFragments().size());
     }
 
     private GenerationManifest manifestView(String model, long generation, StoredGeneration g) {
@@ -144,14 +138,15 @@ public class ManifestStore {
     /** {@link #encodedManifest} as one gzip member, compressed once per manifest. */
     public byte[] gzippedManifest(String model, long generation) {
         String digest = generations.load(model, generation).manifestDigest();
-        return cached(
-                gzippedCache, model + ":" + digest, () -> Compression.gzip(encoded(model, digest)));
+        return cache.get(
+                Key.of(model, digest, Form.GZIPPED),
+                () -> Compression.gzip(encoded(model, digest)),
+                b -> b.length);
     }
 
     private byte[] encoded(String model, String digest) {
-        return cached(
-                encodedCache,
-                model + ":" + digest,
+        return cache.get(
+                Key.of(model, digest, Form.ENCODED),
                 () -> {
                     byte[] deflated =
                             guard.call(
@@ -163,19 +158,8 @@ public class ManifestStore {
                     }
                     // Opened before manifests were stored encoded: encode from the JSON once.
                     return ManifestMapper.toReshard(apiManifest(model, digest)).encode();
-                });
-    }
-
-    /** A bounded cache of encoded forms: emptied when full, computed once per key. */
-    private static byte[] cached(Map<String, byte[]> cache, String key, Supplier<byte[]> compute) {
-        byte[] cached = cache.get(key);
-        if (cached != null) {
-            return cached;
-        }
-        if (cache.size() >= ENCODED_CACHE_MAX) {
-            cache.clear();
-        }
-        return cache.computeIfAbsent(key, k -> compute.get());
+                },
+                b -> b.length);
     }
 
     /**
@@ -183,25 +167,43 @@ public class ManifestStore {
      */
     public io.weightrelay.reshard.manifest.SourceManifest sourceManifest(
             String model, StoredGeneration generation) {
-        String cacheKey = model + ":" + generation.manifestDigest();
-        io.weightrelay.reshard.manifest.SourceManifest cached = manifestCache.get(cacheKey);
-        if (cached != null) {
-            return cached;
-        }
-        io.weightrelay.reshard.manifest.SourceManifest source =
-                io.weightrelay.reshard.manifest.SourceManifest.decode(
-                        encoded(model, generation.manifestDigest()));
-        remember(model, generation.manifestDigest(), source);
-        return source;
+        String digest = generation.manifestDigest();
+        return cache.get(
+                Key.of(model, digest, Form.DECODED),
+                () -> io.weightrelay.reshard.manifest.SourceManifest.decode(encoded(model, digest)),
+                ManifestStore::decodedBytes);
     }
 
     /** Keeps a decoded manifest the planner will ask for (decoding it again costs seconds). */
     void remember(
             String model, String digest, io.weightrelay.reshard.manifest.SourceManifest source) {
-        if (manifestCache.size() >= MANIFEST_CACHE_MAX) {
-            manifestCache.clear();
+        cache.get(Key.of(model, digest, Form.DECODED), () -> source, ManifestStore::decodedBytes);
+    }
+
+    /** What a decoded manifest takes on the heap, about: its records, strings and arrays. */
+    private static long decodedBytes(io.weightrelay.reshard.manifest.SourceManifest source) {
+        return DECODED_BYTES_PER_ENTRY * (source.fragments().size() + source.tensors().size());
+    }
+
+    /**
+     * Forgets the in-memory forms of a generation that was collected, and those of its manifest
+     * when no generation of the model uses it any more.
+     */
+    void forget(String model, long generation, String digest, boolean manifestRemoved) {
+        cache.evictGeneration(model, generation);
+        if (manifestRemoved) {
+            cache.evictManifest(model, digest);
         }
-        manifestCache.putIfAbsent(model + ":" + digest, source);
+    }
+
+    /** Bytes the in-memory forms of manifests take (estimated for decoded ones and views). */
+    long cachedBytes() {
+        return cache.bytes();
+    }
+
+    /** How many in-memory forms of {@code model}'s manifests are kept. */
+    long cachedEntries(String model) {
+        return cache.entries(model);
     }
 
     /** Store keys of every manifest object of a generation. */

@@ -6,35 +6,41 @@ import java.time.format.DateTimeFormatter;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import org.springframework.stereotype.Service;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Committed generations as Mooncake's #3187 {@code WeightManifest} ({@link WeightManifestExport}:
  * the mapping and why object keys gain a {@code payload/} segment). Built once per generation and
- * kept while few are asked for: the export names its generation, so it is not shared by digest.
+ * kept in {@link ManifestCache} until it is collected: the export names its generation, so it is
+ * not shared by digest.
  */
 @Service
 public class MooncakeManifests {
-    private static final int CACHE_MAX = 4;
+    // The parsed JSON of an export takes a few times the bytes of its text.
+    private static final long BYTES_PER_CHAR = 4;
 
     private final GenerationQueries generations;
     private final ManifestStore manifests;
     private final JsonMapper json;
-    private final Map<String, Exported> cache = new ConcurrentHashMap<>();
+    private final ManifestCache cache;
 
-    MooncakeManifests(GenerationQueries generations, ManifestStore manifests, JsonMapper json) {
+    MooncakeManifests(
+            GenerationQueries generations,
+            ManifestStore manifests,
+            JsonMapper json,
+            ManifestCache cache) {
         this.generations = generations;
         this.manifests = manifests;
         this.json = json;
+        this.cache = cache;
     }
 
     /**
      * One export: the JSON members in the canonical order (written back as they are, so the body is
      * the canonical JSON) and the #3187 {@code manifest_digest} of those bytes.
      */
-    record Exported(Map<String, Object> body, String digest) {}
+    record Exported(Map<String, Object> body, String digest, long textChars) {}
 
     Exported export(String model, long generation) {
         StoredGeneration g = generations.load(model, generation).requireNotLost();
@@ -50,15 +56,11 @@ public class MooncakeManifests {
                                     + ": only a committed generation has a #3187 manifest")
                     .with("generation", generation);
         }
-        String key = model + ":" + generation + ":" + g.manifestDigest();
-        Exported cached = cache.get(key);
-        if (cached != null) {
-            return cached;
-        }
-        if (cache.size() >= CACHE_MAX) {
-            cache.clear();
-        }
-        return cache.computeIfAbsent(key, k -> build(model, g));
+        return cache.get(
+                new ManifestCache.Key(
+                        model, g.manifestDigest(), generation, ManifestCache.Form.MOONCAKE_3187),
+                () -> build(model, g),
+                e -> BYTES_PER_CHAR * e.textChars());
     }
 
     @SuppressWarnings("unchecked")
@@ -80,6 +82,8 @@ public class MooncakeManifests {
                             List.of(Map.of("field", e.field(), "message", "value " + e.value())));
         }
         return new Exported(
-                json.readValue(text, LinkedHashMap.class), WeightManifestExport.digest(text));
+                json.readValue(text, LinkedHashMap.class),
+                WeightManifestExport.digest(text),
+                text.length());
     }
 }

@@ -41,9 +41,13 @@ public final class Incarnation {
         return current;
     }
 
-    /** Checks the mark (making it when absent); returns it, or null when Redis did not answer. */
+    /**
+     * Checks the mark (making it when absent); returns it, or null when Redis did not answer.
+     * Synchronized: segment owners' registrations and heartbeats read it fresh too ({@code
+     * Registry}), and a loss is counted once.
+     */
     @Scheduled(fixedDelayString = "${relay.redis.incarnation-check-ms:1000}", initialDelay = 0)
-    public String check() {
+    public synchronized String check() {
         String mark;
         try {
             String fresh = UUID.randomUUID().toString();

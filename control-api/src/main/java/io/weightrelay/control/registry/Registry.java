@@ -11,6 +11,7 @@ import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.WorkerPlacement;
+import io.weightrelay.control.redis.Incarnation;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisHashes;
 import io.weightrelay.control.redis.RedisKeys;
@@ -60,6 +61,7 @@ public class Registry {
     private final PlacementTemplates templates;
     private final RedisTime time;
     private final ApplicationEventPublisher events;
+    private final Incarnation incarnation;
 
     Registry(
             StringRedisTemplate redis,
@@ -70,7 +72,8 @@ public class Registry {
             RegistryProperties properties,
             PlacementTemplates templates,
             RedisTime time,
-            ApplicationEventPublisher events) {
+            ApplicationEventPublisher events,
+            Incarnation incarnation) {
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
@@ -80,6 +83,7 @@ public class Registry {
         this.templates = templates;
         this.time = time;
         this.events = events;
+        this.incarnation = incarnation;
     }
 
     private static final int LIST_PAGE = 256;
@@ -109,7 +113,17 @@ public class Registry {
         if (result.is("owned")) {
             throw ownedByOwner(segment, registeredBy, "replace");
         }
-        return getSegment(segment);
+        return withIncarnation(getSegment(segment));
+    }
+
+    /**
+     * The answer to an owner's registration or heartbeat carries the incarnation mark read fresh
+     * (not the one checked up to a second ago): the owner compares it with the mark under which
+     * control-api last knew its generations, to tell a generation Redis lost (whose objects only
+     * the owner can free now) from one collected normally.
+     */
+    private SegmentOwner withIncarnation(SegmentOwner s) {
+        return s.incarnation(incarnation.check());
     }
 
     /**
@@ -143,7 +157,7 @@ public class Registry {
 
     public SegmentOwner heartbeatSegment(String segment) {
         beat(segments(), "heartbeat", segment);
-        return getSegment(segment);
+        return withIncarnation(getSegment(segment));
     }
 
     public SegmentOwner getSegment(String segment) {

@@ -457,6 +457,68 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(status.getFailure()).contains("no longer registered").contains("PREPARED");
     }
 
+    /**
+     * Once the applied barrier opened every engine advances on its own, so a POST_APPLIED that
+     * never arrives (its reply lost, control-api away) must not turn the session into
+     * PAUSED_REBUILD while the engines serve the generation: post-apply ends DONE at its timeout,
+     * the silent loader left APPLIED, and its report, retried later, still confirms it (served
+     * generation recorded).
+     */
+    @Test
+    void aLostPostAppliedEndsTheSessionDoneAndTheRetriedReportStillConfirmsIt() throws Exception {
+        long g = publishedAndStarted(2, "a", "b");
+        reportedByEach(g, ReportedPhase.PREPARED, "a", "b");
+        reportedByEach(g, ReportedPhase.APPLIED, "a", "b");
+        assertThat(reported(g, "a", ReportedPhase.POST_APPLIED).getState())
+                .isEqualTo(SessionState.POST_APPLYING);
+        Thread.sleep(2500); // b's POST_APPLIED is lost; the phase times out
+
+        UpdateSession ended = current(g);
+        assertThat(ended.getState())
+                .as(String.valueOf(ended.getFailure()))
+                .isEqualTo(SessionState.DONE);
+        assertThat(ended.getFailedInstance()).isNull();
+        assertThat(ended.getParticipants())
+                .anySatisfy(
+                        p -> {
+                            assertThat(p.getInstance()).isEqualTo("b");
+                            assertThat(p.getPhase()).isEqualTo(UpdatePhase.APPLIED);
+                        });
+
+        UpdateSession confirmed = reported(g, "b", ReportedPhase.POST_APPLIED);
+        assertThat(confirmed.getState()).isEqualTo(SessionState.DONE);
+        assertThat(confirmed.getParticipants())
+                .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.DONE));
+        assertThat(ok(get("/api/v1/loaders/b", OPERATOR), Loader.class).getGeneration())
+                .isEqualTo(g);
+        // Retried once more: nothing changes.
+        assertThat(reported(g, "b", ReportedPhase.POST_APPLIED).getState())
+                .isEqualTo(SessionState.DONE);
+    }
+
+    /**
+     * A loader that restarted after the applied barrier (a new life, new buffers) will never
+     * confirm; the others advanced. The session ends DONE at the next touch, not PAUSED_REBUILD,
+     * and not only at the phase timeout (an hour here).
+     */
+    @Test
+    void aLoaderRestartedInPostApplyEndsTheSessionDoneWithoutWaitingForTheTimeout() {
+        long g = publishedAndStarted(3600, "a", "b");
+        reportedByEach(g, ReportedPhase.PREPARED, "a", "b");
+        reportedByEach(g, ReportedPhase.APPLIED, "a", "b");
+        reported(g, "a", ReportedPhase.POST_APPLIED);
+        long before = epochs.get("b");
+        assertThat(registerInGroup("b")).isGreaterThan(before);
+
+        HttpResponse<String> restarted = report(g, "b", ReportedPhase.POST_APPLIED);
+        assertProblem(restarted, 409, "epoch-fenced");
+        UpdateSession session = current(g);
+        assertThat(session.getState())
+                .as(String.valueOf(session.getFailure()))
+                .isEqualTo(SessionState.DONE);
+        assertThat(session.getFailedInstance()).isNull();
+    }
+
     @Test
     void reportsOfAnOlderLoaderEpochAreFencedAndPostApplyRecordsTheServedGeneration() {
         long g = publish(model, 1);

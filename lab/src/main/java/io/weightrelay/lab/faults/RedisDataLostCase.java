@@ -5,9 +5,11 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.api.publisher.client.model.SegmentInfo;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.topology.Topology;
+import io.weightrelay.trainer.client.PublisherClient;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,8 +25,10 @@ import java.util.concurrent.TimeUnit;
  * the publishers register their segments again (registry entry and data-plane descriptor), the
  * loaders their instances and receive segments. Generations whose records are gone are never served
  * (an update to them, or to an active generation nobody knows, ends without any engine advancing,
- * and every engine keeps every byte of what it held); the trainer's next publish gets an id above
- * every generation the engines hold, and every engine loads it.
+ * and every engine keeps every byte of what it held); each publisher frees the segment memory of
+ * the generations Redis forgot (nobody else can: their directory entries went with Redis); the
+ * trainer's next publish gets an id above every generation the engines hold, and every engine loads
+ * it.
  */
 public final class RedisDataLostCase extends MidUpdateCase {
 
@@ -60,6 +64,16 @@ public final class RedisDataLostCase extends MidUpdateCase {
         List<String> missing = awaitRegistrations(lab);
         proof.require(
                 missing.isEmpty(), "not registered again within " + REREGISTER + ": " + missing);
+
+        // The publishers free what the forgotten generations held in their segments (told the new
+        // incarnation mark by their heartbeat): before the next publish, nothing is allocated.
+        Map<String, Long> stillUsed = awaitSegmentsFreed(lab);
+        proof.require(
+                stillUsed.isEmpty(),
+                "segment bytes of generations Redis forgot still allocated after "
+                        + REREGISTER
+                        + ": "
+                        + stillUsed);
 
         // Nothing whose records are gone is served: neither the active generation (nobody knows
         // one) nor, asked by id, what an engine holds.
@@ -99,6 +113,7 @@ public final class RedisDataLostCase extends MidUpdateCase {
                                 .toList()
                         + "; held "
                         + held
+                        + "; every publisher's segment freed"
                         + "; afterwards refused "
                         + refused
                         + "; the next publish got "
@@ -140,6 +155,36 @@ public final class RedisDataLostCase extends MidUpdateCase {
         }
         String line = message.lines().findFirst().orElse("");
         return line.length() > 160 ? line.substring(0, 160) : line;
+    }
+
+    /**
+     * Waits until no trainer node's segment holds an allocation (what the forgotten generations
+     * held freed, and nothing published since); returns the bytes still used per segment then.
+     */
+    private static Map<String, Long> awaitSegmentsFreed(LabCluster lab)
+            throws InterruptedException {
+        List<PublisherClient> publishers = new ArrayList<>();
+        for (int i = 0; i < lab.spec().trainerNodes(); i++) {
+            publishers.add(
+                    PublisherClient.connect(
+                            lab.publisherUrl(i), lab.trainerToken(), Duration.ofSeconds(30)));
+        }
+        long deadline = System.nanoTime() + REREGISTER.toNanos();
+        Map<String, Long> used;
+        do {
+            used = new TreeMap<>();
+            for (PublisherClient p : publishers) {
+                SegmentInfo info = p.segment();
+                if (info.getUsed() > 0) {
+                    used.put(info.getSegment(), info.getUsed());
+                }
+            }
+            if (used.isEmpty()) {
+                return used;
+            }
+            Thread.sleep(500);
+        } while (System.nanoTime() < deadline);
+        return used;
     }
 
     /**

@@ -57,6 +57,12 @@ public class UpdateCoordinator {
     private static final int KEPT_RUNS = 32;
     static final String CONTROL_API = "control-api";
 
+    /**
+     * How often a POST_APPLIED that did not reach control-api is sent again, one heartbeat apart
+     * (an hour at the default 5 s: control-api keeps a session that long).
+     */
+    static final int POST_APPLIED_RETRIES = 720;
+
     /** Refusals of a prepare that name the generation, not control-api, as at fault. */
     private static final Set<String> GENERATION_REFUSALS =
             Set.of("generation-not-found", "generation-not-committed", "generation-lost");
@@ -438,7 +444,7 @@ public class UpdateCoordinator {
             // so the update costs no call of its own for them. It ends before the engine hears
             // UPDATED: whoever saw the outcome sees the session's reports and the leases as they
             // end.
-            reportQuietly(instance, generation, Reported.POST_APPLIED);
+            reportPostApplied(instance, generation, 0);
             outcome = Outcome.UPDATED;
             end = Phase.DONE;
         } catch (RuntimeException e) {
@@ -577,6 +583,57 @@ public class UpdateCoordinator {
             send(instance, generation, Report.of(instance.instanceId(), instance.epoch(), phase));
         } catch (ControlPlaneException e) {
             log.warn("reporting {} failed: {}", phase, e.getMessage());
+        }
+    }
+
+    /**
+     * Reports POST_APPLIED; one that does not reach control-api (its reply lost, control-api away)
+     * is sent again every {@code relay.loader.heartbeat} until control-api answers, for at most
+     * {@link #POST_APPLIED_RETRIES} times: the report is idempotent, and it is what records the
+     * generation this loader serves and releases its leases on the others. Without it, the group's
+     * session would end with this loader unconfirmed and its old generation held by its beats.
+     * Given up when the loader registered again (a new life confirms nothing of the old one) or
+     * control-api refused the report for good (the session ended without it, or is gone).
+     */
+    private void reportPostApplied(Instance instance, long generation, int attempt) {
+        if (attempt > 0
+                && instances.current().map(i -> i.epoch() != instance.epoch()).orElse(true)) {
+            log.warn(
+                    "POST_APPLIED of {} for generation {} given up: the loader registered again",
+                    instance.instanceId(),
+                    generation);
+            return;
+        }
+        try {
+            send(
+                    instance,
+                    generation,
+                    Report.of(instance.instanceId(), instance.epoch(), Reported.POST_APPLIED));
+            if (attempt > 0) {
+                log.info(
+                        "POST_APPLIED of {} for generation {} reached control-api at attempt {}",
+                        instance.instanceId(),
+                        generation,
+                        attempt + 1);
+            }
+        } catch (ControlPlaneException e) {
+            boolean settled = e.refusedInput() || e.status() == 404;
+            if (settled || attempt >= POST_APPLIED_RETRIES) {
+                log.warn("reporting POST_APPLIED failed for good: {}", e.getMessage());
+                return;
+            }
+            log.warn(
+                    "reporting POST_APPLIED failed, sending it again in {}: {}",
+                    properties.heartbeat(),
+                    e.getMessage());
+            try {
+                watcher.schedule(
+                        () -> reportPostApplied(instance, generation, attempt + 1),
+                        properties.heartbeat().toMillis(),
+                        TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.RejectedExecutionException shuttingDown) {
+                log.warn("POST_APPLIED not sent again: the loader is stopping");
+            }
         }
     }
 

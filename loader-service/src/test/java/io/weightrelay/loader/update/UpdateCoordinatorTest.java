@@ -228,6 +228,33 @@ class UpdateCoordinatorTest {
     }
 
     /**
+     * A POST_APPLIED that does not reach control-api is sent again until it does: it is what ends
+     * this loader's part of the session, records the generation it serves and releases its leases
+     * on the others. Lost once, it was never sent again.
+     */
+    @Test
+    void aPostAppliedThatDidNotReachControlApiIsSentAgainUntilItDoes() throws Exception {
+        control.losePostApplied = 2;
+        UpdateRun.Snapshot s = finish(coordinator.start(null, Duration.ofSeconds(30)));
+        assertThat(s.outcome()).isEqualTo(Outcome.UPDATED);
+        assertThat(instances.require().generation()).isEqualTo(2);
+
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!control.phases().contains(ControlPlane.Reported.POST_APPLIED)
+                && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
+        assertThat(control.losePostApplied).isZero();
+        assertThat(control.phases()).containsOnlyOnce(ControlPlane.Reported.POST_APPLIED);
+        ControlPlane.Report sent =
+                control.reports.stream()
+                        .filter(r -> r.phase() == ControlPlane.Reported.POST_APPLIED)
+                        .findFirst()
+                        .orElseThrow();
+        assertThat(sent.epoch()).isEqualTo(instances.require().epoch());
+    }
+
+    /**
      * The objects a slice reads are checked beside the other steps of prepare: the first update
      * knows no slice before its prepare call, so they are checked once the slice is fetched; the
      * next one checks the new generation's objects of the known slice during the call.
@@ -522,6 +549,9 @@ class UpdateCoordinatorTest {
         int bufferReads;
         RuntimeException refuseReports;
 
+        /** How many POST_APPLIED reports still get no answer, as when control-api is away. */
+        int losePostApplied;
+
         List<Reported> phases() {
             synchronized (reports) {
                 return reports.stream().map(Report::phase).toList();
@@ -593,6 +623,11 @@ class UpdateCoordinatorTest {
         public synchronized void report(String model, long generation, String group, Report r) {
             if (refuseReports != null && r.phase() != ControlPlane.Reported.FAILED) {
                 throw refuseReports;
+            }
+            if (r.phase() == ControlPlane.Reported.POST_APPLIED && losePostApplied > 0) {
+                losePostApplied--;
+                throw new ControlPlaneException(
+                        "report POST_APPLIED: control-api unreachable: Connection refused", null);
             }
             reports.add(r);
         }

@@ -1,6 +1,7 @@
 package io.weightrelay.publisher.publish;
 
 import java.util.List;
+import java.util.Optional;
 
 /**
  * What the publisher asks of control-api: the layout of an open generation and the registration of
@@ -21,10 +22,18 @@ public interface ControlPlane {
     void register(String model, long generation, String publisher, List<StoredObject> objects);
 
     /**
+     * Whether control-api knows the generation (in any state): false only on its 404.
+     *
+     * @throws io.weightrelay.service.problem.RelayException {@code control-api-failed} when it did
+     *     not answer or refused otherwise
+     */
+    boolean knowsGeneration(String model, long generation);
+
+    /**
      * Registers (or re-registers) this node's segment as a live owner and starts its TTL; {@code
      * storageUnit}: a CPU-only owner that serves no trainer.
      */
-    void registerSegment(
+    SegmentAnswer registerSegment(
             String segment,
             String node,
             String endpoint,
@@ -35,9 +44,16 @@ public interface ControlPlane {
     /**
      * Renews the segment's TTL.
      *
-     * @return false if control-api no longer knows the segment (register it again)
+     * @return empty if control-api no longer knows the segment (register it again)
      */
-    boolean heartbeatSegment(String segment);
+    Optional<SegmentAnswer> heartbeatSegment(String segment);
+
+    /**
+     * control-api's answer to a segment's registration or heartbeat: {@code incarnation}, the mark
+     * of its Redis read fresh for the answer (a new one means Redis lost its data since), null from
+     * a control-api that sends none.
+     */
+    record SegmentAnswer(String incarnation) {}
 
     /**
      * Tells control-api that {@code objects} objects of a generation were in {@code segment} when a

@@ -22,6 +22,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.Supplier;
 import org.springframework.web.client.ResourceAccessException;
 import org.springframework.web.client.RestClientResponseException;
@@ -129,7 +130,22 @@ final class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public void registerSegment(
+    public boolean knowsGeneration(String model, long generation) {
+        try {
+            call(
+                    "read " + model + "/" + generation,
+                    () -> generations.getGeneration(model, generation));
+            return true;
+        } catch (RelayException e) {
+            if (e.kind() == PublishProblems.GENERATION_NOT_FOUND) {
+                return false;
+            }
+            throw e;
+        }
+    }
+
+    @Override
+    public SegmentAnswer registerSegment(
             String segment,
             String node,
             String endpoint,
@@ -148,7 +164,11 @@ final class RestControlPlane implements ControlPlane {
                                                 .STORAGE_UNIT
                                         : io.weightrelay.api.control.client.model.SegmentRole
                                                 .TRAINER);
-        call("register segment " + segment, () -> registry.registerSegment(segment, registration));
+        return new SegmentAnswer(
+                call(
+                                "register segment " + segment,
+                                () -> registry.registerSegment(segment, registration))
+                        .getIncarnation());
     }
 
     @Override
@@ -201,13 +221,17 @@ final class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public boolean heartbeatSegment(String segment) {
+    public Optional<SegmentAnswer> heartbeatSegment(String segment) {
         try {
-            call("renew segment " + segment, () -> registry.heartbeatSegment(segment));
-            return true;
+            return Optional.of(
+                    new SegmentAnswer(
+                            call(
+                                            "renew segment " + segment,
+                                            () -> registry.heartbeatSegment(segment))
+                                    .getIncarnation()));
         } catch (RelayException e) {
             if (e.kind() == PublishProblems.GENERATION_NOT_FOUND) {
-                return false; // a 404: the registry forgot the segment
+                return Optional.empty(); // a 404: the registry forgot the segment
             }
             throw e;
         }

@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.segment;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.publisher.publish.ControlPlane;
 import io.weightrelay.publisher.publish.PublishProblems;
 import io.weightrelay.service.concurrent.DaemonThreads;
@@ -8,6 +9,7 @@ import io.weightrelay.service.problem.RelayException;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -29,6 +31,10 @@ import org.springframework.stereotype.Component;
  * <p>After a restart that re-created the segment, it also reports every generation whose objects
  * the previous owner held ({@link SegmentOwner#lostOnRestart}) to control-api as lost, retrying
  * until control-api has taken each one, so none stays ACTIVE with bytes that are gone.
+ *
+ * <p>Each heartbeat also frees the memory of the generations control-api forgot when its Redis lost
+ * its data ({@link ForgottenGenerations}): the heartbeat's answer carries the Redis incarnation
+ * mark that tells such a loss from a normal collection.
  */
 @Component
 final class SegmentHeartbeat implements AutoCloseable {
@@ -40,6 +46,7 @@ final class SegmentHeartbeat implements AutoCloseable {
     private final ControlPlane control;
     private final DataplaneSettings settings;
     private final Environment environment;
+    private final ForgottenGenerations forgotten;
     private final ScheduledExecutorService timer =
             Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("segment-heartbeat"));
     private volatile boolean registered;
@@ -55,12 +62,14 @@ final class SegmentHeartbeat implements AutoCloseable {
             SegmentProperties properties,
             ControlPlane control,
             DataplaneSettings settings,
-            Environment environment) {
+            Environment environment,
+            MeterRegistry meters) {
         this.owner = owner;
         this.properties = properties;
         this.control = control;
         this.settings = settings;
         this.environment = environment;
+        this.forgotten = new ForgottenGenerations(owner, control, meters);
     }
 
     @EventListener(ApplicationReadyEvent.class)
@@ -98,23 +107,45 @@ final class SegmentHeartbeat implements AutoCloseable {
                     owner.segmentName(),
                     e.getMessage());
         }
+        boolean storageUnit = SegmentProperties.STORAGE_UNIT.equals(properties.role());
+        // Asked before the mark is read: a generation unknown now, while the mark read afterwards
+        // is the one it was last known under, was collected normally (see ForgottenGenerations).
+        Optional<Map<String, Boolean>> known = storageUnit ? Optional.empty() : forgotten.ask();
+        String mark = null;
+        boolean answered = false;
         try {
-            if (!registered || !control.heartbeatSegment(owner.segmentName())) {
-                control.registerSegment(
-                        owner.segmentName(),
-                        owner.node(),
-                        owner.endpoint(),
-                        owner.size(),
-                        adminUrl(),
-                        SegmentProperties.STORAGE_UNIT.equals(properties.role()));
+            Optional<ControlPlane.SegmentAnswer> answer =
+                    registered ? control.heartbeatSegment(owner.segmentName()) : Optional.empty();
+            if (answer.isEmpty()) {
+                answer =
+                        Optional.of(
+                                control.registerSegment(
+                                        owner.segmentName(),
+                                        owner.node(),
+                                        owner.endpoint(),
+                                        owner.size(),
+                                        adminUrl(),
+                                        storageUnit));
                 if (!registered) {
                     log.info("segment '{}' registered with control-api", owner.segmentName());
                 }
                 registered = true;
             }
+            mark = answer.get().incarnation();
+            answered = true;
         } catch (RuntimeException e) {
             registered = false;
             log.warn("segment '{}' not registered yet: {}", owner.segmentName(), e.getMessage());
+        }
+        if (!storageUnit) {
+            try {
+                forgotten.settle(known, answered, mark);
+            } catch (RuntimeException e) {
+                log.warn(
+                        "cannot free what Redis forgot from segment '{}' yet: {}",
+                        owner.segmentName(),
+                        e.toString());
+            }
         }
     }
 

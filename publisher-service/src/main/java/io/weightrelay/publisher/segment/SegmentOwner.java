@@ -11,6 +11,7 @@ import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -44,6 +45,7 @@ public final class SegmentOwner implements AutoCloseable {
     private final Segment segment;
     private volatile ReplicateConfig preferLocal;
     private final List<String> lostOnRestart;
+    private final SegmentAllocations allocations = new SegmentAllocations();
 
     /**
      * Opens the data plane {@code relay.dataplane.*} describes, on node {@code relay.segment.node},
@@ -209,12 +211,23 @@ public final class SegmentOwner implements AutoCloseable {
 
     /** Like {@link #reserve(long)}, at {@code end} of the segment. */
     public long reserve(long size, StoreClient.End end) {
-        return dataplane.store().reserve(requireSegment(), size, end);
+        Segment own = requireSegment();
+        allocations.beginUntracked();
+        try {
+            return dataplane.store().reserve(own, size, end);
+        } catch (RuntimeException e) {
+            allocations.endUntracked();
+            throw e;
+        }
     }
 
     /** Frees a reserved block that was not published. */
     public void releaseReservation(long block) {
-        dataplane.store().releaseReservation(segment, block);
+        try {
+            dataplane.store().releaseReservation(segment, block);
+        } finally {
+            allocations.endUntracked();
+        }
     }
 
     /**
@@ -223,7 +236,17 @@ public final class SegmentOwner implements AutoCloseable {
      * io.weightrelay.dataplane.StoreClient#publishInPlace}).
      */
     public void publishInPlace(long block, List<InPlaceObject> objects) {
-        dataplane.store().publishInPlace(segment, block, objects, true);
+        try {
+            dataplane.store().publishInPlace(segment, block, objects, true);
+        } catch (RuntimeException e) {
+            allocations.endUntracked();
+            throw e;
+        }
+        List<SegmentAllocations.Allocation> stored = new ArrayList<>(objects.size());
+        for (InPlaceObject o : objects) {
+            stored.add(new SegmentAllocations.Allocation(o.key(), o.offset(), o.size()));
+        }
+        allocations.recordAndEnd(stored);
     }
 
     /** Registers memory puts copy from; the caller closes it before this owner. */
@@ -239,7 +262,24 @@ public final class SegmentOwner implements AutoCloseable {
      *     or a peer died during the write (nothing is stored then)
      */
     public void putFrom(String key, RegisteredBuffer source, long offset, long size) {
-        dataplane.store().putFrom(key, source, offset, size, preferLocal);
+        if (segment == null) {
+            dataplane.store().putFrom(key, source, offset, size, preferLocal);
+            return;
+        }
+        allocations.beginUntracked();
+        List<SegmentAllocations.Allocation> stored = new ArrayList<>(1);
+        try {
+            dataplane.store().putFrom(key, source, offset, size, preferLocal);
+            // Where it went (the own segment unless that was full): recorded while the put still
+            // counts as untracked, so no reclaim runs in between.
+            for (ObjectLocation l : dataplane.store().locations(key)) {
+                if (l.segment().equals(segment.name())) {
+                    stored.add(new SegmentAllocations.Allocation(key, l.offset(), size));
+                }
+            }
+        } finally {
+            allocations.recordAndEnd(stored);
+        }
     }
 
     /** The segment holding the object's (first) replica, or empty if it is not stored. */
@@ -251,7 +291,11 @@ public final class SegmentOwner implements AutoCloseable {
     /** Removes an object; false if it did not exist. Never throws for a missing key. */
     public boolean remove(String key) {
         try {
-            return dataplane.store().remove(key);
+            boolean removed = dataplane.store().remove(key);
+            if (removed) {
+                allocations.forget(key);
+            }
+            return removed;
         } catch (RuntimeException e) {
             log.warn("could not remove '{}': {}", key, e.toString());
             return false;
@@ -294,6 +338,55 @@ public final class SegmentOwner implements AutoCloseable {
                             }
                         });
         return out;
+    }
+
+    /** What this publisher stored in its own segment, per generation. */
+    SegmentAllocations allocations() {
+        return allocations;
+    }
+
+    /**
+     * Frees allocations of this segment whose objects Redis forgot: each whose key the directory
+     * does not list at that offset of this segment (one listed there is stored, and removing it
+     * frees it). Called by {@link SegmentAllocations#settle} under its monitor, so this owner
+     * starts no allocation meanwhile.
+     *
+     * @return the bytes the segment got back
+     */
+    long freeForgotten(List<SegmentAllocations.Allocation> forgotten) {
+        if (segment == null || forgotten.isEmpty()) {
+            return 0;
+        }
+        List<String> keys = forgotten.stream().map(SegmentAllocations.Allocation::key).toList();
+        Map<String, List<ObjectLocation>> listed = dataplane.store().locations(keys);
+        long before = segment.freeBytes();
+        int freed = 0;
+        for (SegmentAllocations.Allocation a : forgotten) {
+            boolean stored =
+                    listed.getOrDefault(a.key(), List.of()).stream()
+                            .anyMatch(
+                                    l ->
+                                            l.segment().equals(segment.name())
+                                                    && l.offset() == a.offset());
+            if (stored) {
+                continue;
+            }
+            try {
+                dataplane.store().releaseReservation(segment, a.offset());
+                freed++;
+            } catch (RuntimeException e) {
+                // Already free (a collection freed it before Redis lost its data): nothing to do.
+                log.debug("offset {} of '{}' was not allocated: {}", a.offset(), a.key(), e);
+            }
+        }
+        long bytes = Math.max(0, segment.freeBytes() - before);
+        log.warn(
+                "segment '{}': freed {} allocations ({} bytes) of objects whose generations Redis"
+                        + " lost",
+                segment.name(),
+                freed,
+                bytes);
+        return bytes;
     }
 
     @Override

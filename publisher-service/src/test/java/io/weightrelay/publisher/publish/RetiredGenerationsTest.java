@@ -100,7 +100,12 @@ class RetiredGenerationsTest {
             }
 
             @Override
-            public void registerSegment(
+            public boolean knowsGeneration(String model, long generation) {
+                throw new AssertionError("not called");
+            }
+
+            @Override
+            public SegmentAnswer registerSegment(
                     String segment,
                     String node,
                     String endpoint,
@@ -111,7 +116,7 @@ class RetiredGenerationsTest {
             }
 
             @Override
-            public boolean heartbeatSegment(String segment) {
+            public java.util.Optional<SegmentAnswer> heartbeatSegment(String segment) {
                 throw new AssertionError("not called");
             }
 
