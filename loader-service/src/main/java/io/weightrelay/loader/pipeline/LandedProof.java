@@ -6,10 +6,14 @@ import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.function.BiFunction;
 import java.util.zip.CRC32C;
 
@@ -111,7 +115,7 @@ public final class LandedProof {
     public static Map<Key, Digest> landed(
             SliceSchedule slice, BiFunction<String, String, ByteBuffer> view) {
         Slice plan = slice.plan();
-        java.util.Set<Integer> mine = new java.util.HashSet<>(slice.myWorkers());
+        Set<Integer> mine = new HashSet<>(slice.myWorkers());
         Map<Key, Digest> out = new HashMap<>();
         for (int v = 0; v < plan.receiveCount(); v++) {
             String sender = plan.workerInstance(plan.receiveFrom(v));
@@ -149,9 +153,7 @@ public final class LandedProof {
      *     (empty when everything matches)
      */
     public static List<Mismatch> compare(
-            Map<Key, Digest> expected,
-            Map<Key, Digest> landed,
-            java.util.Collection<String> workers) {
+            Map<Key, Digest> expected, Map<Key, Digest> landed, Collection<String> workers) {
         Map<Key, Digest> want = new TreeMap<>();
         expected.forEach(
                 (k, d) -> {
@@ -160,7 +162,7 @@ public final class LandedProof {
                     }
                 });
         Map<Key, Digest> have = new TreeMap<>(landed);
-        java.util.Set<Key> keys = new java.util.TreeSet<>(want.keySet());
+        Set<Key> keys = new TreeSet<>(want.keySet());
         keys.addAll(have.keySet());
         List<Mismatch> out = new ArrayList<>();
         for (Key k : keys) {

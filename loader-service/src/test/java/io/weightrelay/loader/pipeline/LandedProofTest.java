@@ -6,6 +6,7 @@ import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.Worker;
+import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.plan.Slice;
 import java.nio.ByteBuffer;
@@ -87,7 +88,7 @@ class LandedProofTest {
                     for (int w = plan.writeFirst(read); w < plan.writeEnd(read); w++) {
                         int dst = plan.writeDst(w);
                         List<Integer> to =
-                                (plan.writeFlags(w) & io.weightrelay.reshard.plan.Plan.FANOUT) != 0
+                                (plan.writeFlags(w) & Plan.FANOUT) != 0
                                                 && plan.workerMode(dst) == Mode.COMPAT
                                         ? s.compatWorkersBeside(dst)
                                         : List.of(dst);
