@@ -11,10 +11,13 @@
 -- the session.
 -- A touch also fails the session, naming the loader, when a participant that has not reached the
 -- open barrier is no longer registered (its registry expiry passed or it deregistered): a loader
--- that died or froze silently is named within its registration TTL, not the phase timeout.
--- KEYS: session hash, participants hash, loader hash, channel, checksums hash, loader expiry zset
+-- that died or froze silently is named within its registration TTL, not the phase timeout. A
+-- registration that expired while no control-api instance served (the outage tick.lua records)
+-- is not gone until one TTL after the outage ended: the rule of live-after.lua, applied here.
+-- KEYS: session hash, participants hash, loader hash, channel, checksums hash, loader expiry zset,
+--       last control-api tick, outage hash
 -- ARGV: instance, epoch, phase, bytesRead, bytesPushed, bytesReceived, failingPeer, error,
---       checksums (base64), verify ('1' or ''), generation, key prefix
+--       checksums (base64), verify ('1' or ''), generation, key prefix, loader ttlMs, outage gapMs
 -- Now is the Redis server clock's, the one every control-api instance shares: phase deadlines
 -- and registry expiries written through one replica are judged the same through every other.
 -- A loader's POST_APPLIED records the generation it serves in its loader hash and releases every
@@ -93,12 +96,21 @@ end
 
 if ARGV[1] == '' and not terminal(state) then
   local need = needed()
+  -- live-after.lua's rule: live means an expiry after now, or after the start of an outage of
+  -- every control-api instance whose grace (one TTL after it ended) still runs.
+  local after = now
+  local last = redis.call('GET', KEYS[7])
+  if last and now - tonumber(last) > tonumber(ARGV[14]) then after = math.min(after, tonumber(last)) end
+  local o = redis.call('HMGET', KEYS[8], 'from', 'until')
+  if o[1] and o[2] and now < tonumber(o[2]) + tonumber(ARGV[13]) then
+    after = math.min(after, tonumber(o[1]))
+  end
   local all = redis.call('HGETALL', pk)
   local gone = {}
   for i = 1, #all, 2 do
     if lvl(all[i + 1]) < need then
       local expiry = redis.call('ZSCORE', KEYS[6], all[i])
-      if not expiry or tonumber(expiry) < now then gone[#gone + 1] = all[i] end
+      if not expiry or tonumber(expiry) < after then gone[#gone + 1] = all[i] end
     end
   end
   if state == 'POST_APPLYING' then

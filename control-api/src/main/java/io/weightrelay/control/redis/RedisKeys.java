@@ -25,6 +25,22 @@ public final class RedisKeys {
         return prefix + "incarnation";
     }
 
+    /**
+     * String: the Redis server time (ms) of the last tick of any control-api instance ({@code
+     * tick.lua}).
+     */
+    public String lastTick() {
+        return prefix + "cp:lastTick";
+    }
+
+    /**
+     * Hash {@code from}, {@code until} (ms): the last window in which no control-api instance
+     * ticked ({@code tick.lua}); registrations that expired within it get one TTL of grace.
+     */
+    public String outage() {
+        return prefix + "cp:outage";
+    }
+
     /** Set of every model that ever opened a generation. */
     public String models() {
         return prefix + "models";

@@ -45,7 +45,9 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Segment owners and loaders with heartbeat TTLs. A registration is a hash plus a member of a
- * sorted set scored by its expiry; live means expiry in the future.
+ * sorted set scored by its expiry; live means expiry in the future, or within an outage of every
+ * control-api instance whose grace still runs ({@link ControlPlaneTicks#liveAfter}). Nothing
+ * removes an expired member: a registration that expired unseen can beat again.
  */
 @Service
 public class Registry {
@@ -59,7 +61,7 @@ public class Registry {
     private final JsonMapper json;
     private final RegistryProperties properties;
     private final PlacementTemplates templates;
-    private final RedisTime time;
+    private final ControlPlaneTicks ticks;
     private final ApplicationEventPublisher events;
     private final Incarnation incarnation;
 
@@ -71,7 +73,7 @@ public class Registry {
             JsonMapper json,
             RegistryProperties properties,
             PlacementTemplates templates,
-            RedisTime time,
+            ControlPlaneTicks ticks,
             ApplicationEventPublisher events,
             Incarnation incarnation) {
         this.redis = redis;
@@ -81,7 +83,7 @@ public class Registry {
         this.json = json;
         this.properties = properties;
         this.templates = templates;
-        this.time = time;
+        this.ticks = ticks;
         this.events = events;
         this.incarnation = incarnation;
     }
@@ -188,7 +190,7 @@ public class Registry {
 
     private Map<String, Instant> lastHeartbeats(Kind kind) {
         Map<String, Instant> out = new java.util.TreeMap<>();
-        for (ZSetOperations.TypedTuple<String> member : live(kind.expiries())) {
+        for (ZSetOperations.TypedTuple<String> member : live(kind)) {
             out.put(
                     member.getValue(),
                     Instant.ofEpochMilli(member.getScore().longValue()).minus(kind.ttl()));
@@ -199,7 +201,7 @@ public class Registry {
     /** Segment owners whose heartbeat is within the TTL, by name. */
     public List<SegmentOwner> liveSegments() {
         List<SegmentOwner> out = new ArrayList<>();
-        for (ZSetOperations.TypedTuple<String> member : live(keys.segments())) {
+        for (ZSetOperations.TypedTuple<String> member : live(segments())) {
             Map<Object, Object> h =
                     guard.call(() -> redis.opsForHash().entries(keys.segment(member.getValue())));
             if (!h.isEmpty()) {
@@ -401,7 +403,7 @@ public class Registry {
 
     /**
      * A registered member as {@code read} makes it from its hash and whether it is live (its expiry
-     * is after the Redis server's time); absent when its hash is.
+     * is after {@link ControlPlaneTicks#liveAfter}); absent when its hash is.
      */
     private <T> Optional<T> findMember(
             Kind kind, String member, BiFunction<Map<Object, Object>, Boolean, T> read) {
@@ -411,7 +413,7 @@ public class Registry {
             return Optional.empty();
         }
         Double expiry = guard.call(() -> redis.opsForZSet().score(kind.expiries(), member));
-        boolean alive = expiry != null && expiry > time.now().toEpochMilli();
+        boolean alive = expiry != null && expiry > ticks.liveAfter(kind.ttl()).toEpochMilli();
         return Optional.of(read.apply(h, alive));
     }
 
@@ -435,7 +437,7 @@ public class Registry {
     public List<Loader> liveLoaders(String model, String group, String after, int limit) {
         // The heartbeat zset's scores are the expiries: no ZSCORE per loader.
         java.util.TreeSet<String> live = new java.util.TreeSet<>();
-        for (ZSetOperations.TypedTuple<String> member : live(keys.loaders())) {
+        for (ZSetOperations.TypedTuple<String> member : live(loaders())) {
             if (after == null || member.getValue().compareTo(after) > 0) {
                 live.add(member.getValue());
             }
@@ -653,15 +655,20 @@ public class Registry {
                 .with("worker", worker.getWorkerId());
     }
 
-    /** The members of {@code zset} whose expiry is after the Redis server's time. */
-    private List<ZSetOperations.TypedTuple<String>> live(String zset) {
-        double now = time.now().toEpochMilli();
+    /**
+     * The members of {@code kind} whose expiry is after {@link ControlPlaneTicks#liveAfter}: the
+     * Redis server's time, or the start of an outage whose grace still runs.
+     */
+    private List<ZSetOperations.TypedTuple<String>> live(Kind kind) {
+        double after = ticks.liveAfter(kind.ttl()).toEpochMilli();
         Set<ZSetOperations.TypedTuple<String>> members =
                 guard.call(
                         () ->
                                 redis.opsForZSet()
                                         .rangeByScoreWithScores(
-                                                zset, now + 1, Double.POSITIVE_INFINITY));
+                                                kind.expiries(),
+                                                after + 1,
+                                                Double.POSITIVE_INFINITY));
         return members == null ? List.of() : new ArrayList<>(members);
     }
 

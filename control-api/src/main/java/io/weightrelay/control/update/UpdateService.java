@@ -30,7 +30,9 @@ import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.RedisTime;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
+import io.weightrelay.control.registry.ControlPlaneTicks;
 import io.weightrelay.control.registry.Registry;
+import io.weightrelay.control.registry.RegistryProperties;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.codec.ByteSink;
 import io.weightrelay.reshard.codec.CodecException;
@@ -76,6 +78,8 @@ public class UpdateService {
     private final UpdateVerifier verifier;
     private final Clock clock;
     private final RedisTime time;
+    private final ControlPlaneTicks ticks;
+    private final RegistryProperties registryProperties;
 
     UpdateService(
             StringRedisTemplate redis,
@@ -92,7 +96,9 @@ public class UpdateService {
             MeterRegistry meters,
             UpdateVerifier verifier,
             Clock clock,
-            RedisTime time) {
+            RedisTime time,
+            ControlPlaneTicks ticks,
+            RegistryProperties registryProperties) {
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
@@ -108,6 +114,8 @@ public class UpdateService {
         this.verifier = verifier;
         this.clock = clock;
         this.time = time;
+        this.ticks = ticks;
+        this.registryProperties = registryProperties;
     }
 
     private static final org.slf4j.Logger log =
@@ -822,18 +830,20 @@ public class UpdateService {
         argv.add(properties.verifyChecksums() ? "1" : "");
         argv.add(String.valueOf(generation));
         argv.add(keys.prefix());
+        argv.add(String.valueOf(registryProperties.loaderTtl().toMillis()));
+        argv.add(ticks.gapMillis());
         String instance = args[0];
-        Reply result =
-                scripts.run(
-                        "update-step",
+        List<String> stepKeys =
+                new ArrayList<>(
                         List.of(
                                 keys.session(model, generation, group),
                                 keys.participants(model, generation, group),
                                 keys.loader(instance.isEmpty() ? "-" : instance),
                                 keys.sessionChannel(model, generation, group),
                                 keys.sessionChecksums(model, generation, group),
-                                keys.loaders()),
-                        argv);
+                                keys.loaders()));
+        stepKeys.addAll(ticks.keys());
+        Reply result = scripts.run("update-step", stepKeys, argv);
         if (!instance.isEmpty()) {
             record(model, result);
         }
