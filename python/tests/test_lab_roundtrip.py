@@ -13,6 +13,7 @@ from weight_relay import (
     ControlClient,
     LoaderClient,
     SafetensorsLayout,
+    UpdateInFlightError,
     compat_worker,
     direct_worker,
     publish_generation,
@@ -137,3 +138,30 @@ def test_direct_two_engines_tp2_strided_views(lab, published):
     # the padded tensor really is strided in the buffer
     f0 = next(f for f in engs[0][2][0]["fragments"] if f["tensor"] == "layers.0.up")
     assert f0["strides"][0] == (f0["shape"][1] + PAD["layers.0.up"]) * 2
+
+
+def test_compat_tensors_refused_while_an_update_is_in_flight(lab, published):
+    """Views of the compat image are not handed out while an update of the instance may be
+    writing it: one engine's update waits at the group's barrier for the other, and meanwhile
+    compat_tensors of the first is refused naming the update; once both ended, views are given."""
+    engs = _register(lab, published, "compat")
+    _update_all(engs, published["generation"])
+    control = published["control"]
+    sd2 = state_dict(2)
+    gen2, results, _ = publish_generation(control, published["manifest"], 2, ranks(lab, control),
+                                          lambda node: sd2)
+    assert all(r.ok for r in results), results
+    (_, first, workers), (_, second, _) = engs
+    wid = workers[0]["workerId"]
+    started = first.start_update(gen2, 120)
+    assert first.progress(started.update_id).running  # waits for the second engine
+    with pytest.raises(UpdateInFlightError) as refused:
+        first.compat_tensors(wid, framework="numpy")
+    assert refused.value.update_id == started.update_id
+    assert refused.value.generation == gen2
+    assert started.update_id in str(refused.value)
+    second.update(gen2, 120)
+    assert first.wait(started.update_id, 180).updated
+    want = expected(sd2)
+    for name, a in first.compat_tensors(wid, framework="numpy").items():
+        assert np.array_equal(bits(a), bits(want[name])), name

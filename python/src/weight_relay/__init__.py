@@ -39,6 +39,7 @@ from .errors import (
     UnavailableError,
     UnknownNameError,
     UpdateFailedError,
+    UpdateInFlightError,
     UpdateTimeoutError,
     UsageError,
     VerificationError,
@@ -74,7 +75,7 @@ __all__ = [
     "RESUMED_OLD", "RUNNING", "RankPublish", "RankResult", "RelayCallError", "RelayError",
     "Reservation", "SafetensorsLayout", "StagingFullError", "StagingMapError", "TensorSpec",
     "UPDATED", "UnauthorizedError", "UnavailableError", "UnknownNameError", "UpdateFailedError",
-    "UpdateProgress", "UpdateTimeoutError", "UsageError", "VerificationError", "compat_worker",
-    "direct_worker", "packed_bindings", "placement_json", "publish_generation",
-    "tensor_parallel_fragments",
+    "UpdateInFlightError", "UpdateProgress", "UpdateTimeoutError", "UsageError",
+    "VerificationError", "compat_worker", "direct_worker", "packed_bindings", "placement_json",
+    "publish_generation", "tensor_parallel_fragments",
 ]

@@ -41,6 +41,16 @@ class UpdateTimeoutError(RelayError, TimeoutError):
     loader; follow it again or let it end)."""
 
 
+class UpdateInFlightError(RelayError, RuntimeError):
+    """The instance's update is running and may be overwriting the receive buffer that views would
+    show: take them once it ended. ``update_id`` and ``generation`` name the running update."""
+
+    def __init__(self, message: str, update_id: str, generation: int) -> None:
+        super().__init__(message)
+        self.update_id = update_id
+        self.generation = generation
+
+
 class StagingMapError(RelayError, OSError):
     """The publisher's staging file cannot be mapped: a rank must run on its publisher's node."""
 

@@ -29,9 +29,11 @@ from ._http import RestClient
 from .answers import InstanceStatus, PlacedBuffer, UpdateProgress
 from .errors import (
     ClosedError,
+    NotFoundError,
     NotRegisteredError,
     UnknownNameError,
     UpdateFailedError,
+    UpdateInFlightError,
     UpdateTimeoutError,
     UsageError,
 )
@@ -279,7 +281,12 @@ class LoaderClient:
                        ) -> dict[str, Any]:
         """The compat image of ``worker_id`` as ``{name: tensor}``, every tensor a view of the
         shared mapping (``torch.frombuffer`` or a numpy array over it; numpy shows bf16 as its
-        uint16 bits and fp8 as uint8). Valid until the next update starts: see the module."""
+        uint16 bits and fp8 as uint8). Valid until the next update starts: see the module.
+
+        Raises :class:`UpdateInFlightError` while an update of the instance runs (started by any
+        client): it writes the image in place, so views taken then could show a mix of two
+        generations. The check is made before and after the views are built."""
+        self._refuse_in_flight("compat_tensors")
         m, base, size, _ = self.buffer_map(worker_id, None)
         header, start = parse_safetensors_header(memoryview(m)[base:base + size])
         out: dict[str, Any] = {}
@@ -290,7 +297,21 @@ class LoaderClient:
             lo, hi = meta["data_offsets"]
             out[name] = view(m, base + start + lo, dtype, tuple(meta["shape"]), None, framework,
                              hi - lo)
+        self._refuse_in_flight("compat_tensors")
         return out
+
+    def _refuse_in_flight(self, what: str) -> None:
+        """Raises :class:`UpdateInFlightError` when the instance's current update is running."""
+        try:
+            current = UpdateProgress.from_json(self.rest.call(
+                "GET", "/api/v1/updates/current", None, "read current update"))
+        except NotFoundError:
+            return  # no update has run yet
+        if current.running:
+            raise UpdateInFlightError(
+                f"{what}: update {current.update_id} to generation {current.generation} is "
+                f"{current.phase} and writes the receive buffers in place; take views once it "
+                "ended", current.update_id, current.generation)
 
     def direct_tensors(self, worker_id: str | None = None, framework: str = "torch",
                        manifest: Manifest | Mapping[str, str] | None = None

@@ -32,14 +32,15 @@ import org.springframework.stereotype.Component;
  * configured by {@code relay.dataplane.*} like every other (node label {@value #NODE_LABEL} unless
  * {@code relay.dataplane.node-label} says otherwise); control-api owns no segment, it opens a data
  * plane to remove objects (which frees their space in the owners' segments), to read the object
- * directory, and to read back the few objects whose readers' checksums dispute what was published.
+ * directory, to read back the few objects whose readers' checksums dispute what was published, and
+ * to read the bytes a plan leaves unread of objects it reads only in part.
  */
 @Component
 class DataplaneObjectStore implements ObjectStore, DisposableBean {
 
     private static final Logger log = LoggerFactory.getLogger(DataplaneObjectStore.class);
 
-    /** The most bytes one read back of a disputed object holds in memory at a time. */
+    /** The most bytes one read back (of a disputed object, of unread bytes) holds at a time. */
     static final int READ_BACK_CHUNK = 4 << 20;
 
     /** control-api's node label when {@code relay.dataplane.node-label} is empty. */
@@ -92,46 +93,80 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
 
     @Override
     public Optional<int[]> rangeChecksums(String key, List<Span> ranges) {
-        long largest = 1;
+        long total = 1;
         for (Span s : ranges) {
-            largest = Math.max(largest, s.length());
+            total += s.length();
         }
-        int capacity = (int) Math.min(READ_BACK_CHUNK, largest);
+        int capacity = (int) Math.min(READ_BACK_CHUNK, total);
         return withStore(
                 store -> {
                     int[] out = new int[ranges.size()];
                     try (RegisteredBuffer buffer =
                             dataplane().registerBuffer(ByteBuffer.allocateDirect(capacity))) {
                         StoreClient.Located object = store.locate(List.of(key)).get(0);
+                        // Pieces of the ranges, packed side by side into the buffer: many small
+                        // ranges (the holes a column split leaves in every row) take one request.
+                        List<ReadRange> batch = new ArrayList<>();
+                        List<Integer> owners = new ArrayList<>();
+                        int used = 0;
                         for (int i = 0; i < out.length; i++) {
                             Span span = ranges.get(i);
-                            int crc = 0;
                             for (long at = span.offset(); at < span.offset() + span.length(); ) {
-                                long n = Math.min(capacity, span.offset() + span.length() - at);
-                                StoreClient.ChecksummedReads read =
-                                        store.getIntoRangesChecksummed(
-                                                object, List.of(new ReadRange(at, n, buffer, 0)));
-                                if (read.bytes()[0] != n) {
-                                    throw StoreProblems.STORE_UNAVAILABLE.exception(
-                                            "reading back ["
-                                                    + at
-                                                    + ", "
-                                                    + (at + n)
-                                                    + ") of "
-                                                    + key
-                                                    + " answered "
-                                                    + read.bytes()[0]);
+                                if (used == capacity) {
+                                    readPieces(store, object, key, batch, owners, out);
+                                    used = 0;
                                 }
-                                crc = Crc32c.combine(crc, read.crc32c()[0], n);
+                                long n =
+                                        Math.min(
+                                                capacity - used,
+                                                span.offset() + span.length() - at);
+                                batch.add(new ReadRange(at, n, buffer, used));
+                                owners.add(i);
+                                used += (int) n;
                                 at += n;
                             }
-                            out[i] = crc;
                         }
+                        readPieces(store, object, key, batch, owners, out);
                     } catch (ObjectNotFoundException gone) {
                         return Optional.empty();
                     }
                     return Optional.of(out);
                 });
+    }
+
+    /**
+     * Reads {@code batch} in one request and folds each piece's CRC32C into its range's ({@code
+     * owners}, pieces in offset order per range); empties both lists.
+     */
+    private static void readPieces(
+            StoreClient store,
+            StoreClient.Located object,
+            String key,
+            List<ReadRange> batch,
+            List<Integer> owners,
+            int[] out) {
+        if (batch.isEmpty()) {
+            return;
+        }
+        StoreClient.ChecksummedReads read = store.getIntoRangesChecksummed(object, batch);
+        for (int p = 0; p < batch.size(); p++) {
+            ReadRange piece = batch.get(p);
+            if (read.bytes()[p] != piece.length()) {
+                throw StoreProblems.STORE_UNAVAILABLE.exception(
+                        "reading back ["
+                                + piece.objectOffset()
+                                + ", "
+                                + (piece.objectOffset() + piece.length())
+                                + ") of "
+                                + key
+                                + " answered "
+                                + read.bytes()[p]);
+            }
+            int range = owners.get(p);
+            out[range] = Crc32c.combine(out[range], read.crc32c()[p], piece.length());
+        }
+        batch.clear();
+        owners.clear();
     }
 
     private <T> T withStore(Function<StoreClient, T> call) {

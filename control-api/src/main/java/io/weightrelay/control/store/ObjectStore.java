@@ -32,8 +32,9 @@ public interface ObjectStore {
     /**
      * Reads these ranges of the object stored under {@code key} as the store holds it now, and
      * answers the CRC32C of each, in the order given. control-api's own read of an object whose
-     * readers' checksums dispute what was published: it moves the bytes through a bounded buffer of
-     * its own, so any object size is fine, and it is meant for the few objects in dispute.
+     * readers' checksums dispute what was published, and of the bytes a plan leaves unread of an
+     * object it reads only in part: it moves the bytes through a bounded buffer of its own (many
+     * small ranges share one request), so any object size is fine.
      *
      * @return the CRC32C per range, or empty when no object is stored under {@code key}
      */

@@ -11,6 +11,7 @@ import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.ObjectVerification;
 import io.weightrelay.reshard.checksum.ObjectVerification.ExpectedRange;
 import io.weightrelay.reshard.checksum.ObjectVerification.Registered;
+import io.weightrelay.reshard.checksum.ObjectVerification.Unread;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.service.concurrent.DaemonThreads;
@@ -47,9 +48,15 @@ import org.springframework.stereotype.Component;
  * every group: the active pointer goes back). When they match, the readers whose ranges differ from
  * the store (a lying report, bad memory, a faulty NIC) are named and only this session fails; the
  * generation stays active. When the store cannot answer, nothing is marked either: a failed session
- * is rebuilt, and its next proof asks again. Runs on whichever control-api instance claimed the
- * verification in {@code update-step.lua}; a claim of a dead instance expires and the next touch of
- * the session takes it over.
+ * is rebuilt, and its next proof asks again.
+ *
+ * <p>An object the plan reads only in part (a parameter-direct group that places only some of its
+ * bytes) is proven all the same: while the loaders prepare and apply, control-api reads the bytes
+ * the plan leaves unread itself ({@link ObjectVerification#unread}, known from the plan) and their
+ * CRC32Cs fill the holes between the reported ranges. Only those bytes are read, through the same
+ * bounded buffer as a read-back; a session whose holes cannot be read fails, naming control-api.
+ * Runs on whichever control-api instance claimed the verification in {@code update-step.lua}; a
+ * claim of a dead instance expires and the next touch of the session takes it over.
  */
 @Component
 class UpdateVerifier implements DisposableBean {
@@ -92,11 +99,22 @@ class UpdateVerifier implements DisposableBean {
             DaemonThreads.single(
                     "verify-preload", KEPT_PLANS, new ThreadPoolExecutor.DiscardPolicy());
 
-    /** The registered objects (and those without a CRC32C) and the plan's ranges by object. */
+    /** Names control-api where a failure is its own (its read of the store, its plan). */
+    private static final String CONTROL_API = "control-api";
+
+    /**
+     * The registered objects (and those without a CRC32C), the plan's ranges by object, and
+     * control-api's own reads of the bytes the plan leaves unread ({@code unreadBytes} of them).
+     */
     private record Inputs(
             Map<String, Registered> registered,
             Map<String, String> notCrc32c,
-            Map<String, List<ExpectedRange>> expected) {}
+            Map<String, List<ExpectedRange>> expected,
+            Map<String, List<RangeChecksums.Entry>> ownReads,
+            long unreadBytes) {}
+
+    /** What control-api read itself of the unread bytes of objects read only in part. */
+    private record OwnReads(Map<String, List<RangeChecksums.Entry>> byObject, long bytes) {}
 
     UpdateVerifier(
             StringRedisTemplate redis,
@@ -132,7 +150,10 @@ class UpdateVerifier implements DisposableBean {
                                 registered(model, generation, notCrc32c);
                         Map<String, List<ExpectedRange>> want =
                                 planId == null || planId.isEmpty() ? null : expected(planId);
-                        future.complete(new Inputs(registered, notCrc32c, want));
+                        OwnReads own = readUnread(model, generation, want, registered);
+                        future.complete(
+                                new Inputs(
+                                        registered, notCrc32c, want, own.byObject(), own.bytes()));
                     } catch (RuntimeException e) {
                         future.completeExceptionally(e);
                     }
@@ -174,6 +195,7 @@ class UpdateVerifier implements DisposableBean {
         ObjectVerification.Result result;
         String failedInstance = "";
         String failure = "";
+        long unreadBytes = 0;
         try {
             Map<String, RangeChecksums> reports = new HashMap<>();
             for (Map.Entry<Object, Object> e : blobs.entrySet()) {
@@ -198,7 +220,7 @@ class UpdateVerifier implements DisposableBean {
                     want = expected((String) planId);
                 } catch (RuntimeException gone) {
                     throw new VerificationFailed(
-                            "control-api",
+                            CONTROL_API,
                             "plan "
                                     + planId
                                     + " cannot be read to check what was read: "
@@ -208,7 +230,12 @@ class UpdateVerifier implements DisposableBean {
             Map<String, String> notCrc32c = ready == null ? new HashMap<>() : ready.notCrc32c();
             Map<String, Registered> registered =
                     ready == null ? registered(model, generation, notCrc32c) : ready.registered();
-            result = ObjectVerification.verify(reports, registered, want);
+            OwnReads own =
+                    ready == null
+                            ? readUnread(model, generation, want, registered)
+                            : new OwnReads(ready.ownReads(), ready.unreadBytes());
+            unreadBytes = own.bytes();
+            result = ObjectVerification.verify(reports, registered, want, own.byObject());
             if (!result.ok()) {
                 failedInstance = String.join(",", result.failure().readers());
                 String object = result.failure().object();
@@ -222,7 +249,13 @@ class UpdateVerifier implements DisposableBean {
                                 : result.failure().message();
                 if (result.failure().corrupt()) {
                     Disputed disputed =
-                            readBack(model, generation, object, registered.get(object), reports);
+                            readBack(
+                                    model,
+                                    generation,
+                                    object,
+                                    registered.get(object),
+                                    reports,
+                                    own.byObject().getOrDefault(object, List.of()));
                     if (disputed.readers() != null) {
                         failedInstance = String.join(",", disputed.readers());
                         failure = disputed.finding();
@@ -244,14 +277,17 @@ class UpdateVerifier implements DisposableBean {
         if (ok) {
             log.info(
                     "update {}/{}/{}: {} objects ({} bytes) proven against their checksums in {} ms"
-                            + " ({} read only in part)",
+                            + " ({} read only in part, their {} unread bytes read by control-api;"
+                            + " {} unproven)",
                     model,
                     generation,
                     group,
                     result.verifiedObjects(),
                     result.verifiedBytes(),
                     ms,
-                    result.partialObjects());
+                    result.partialObjects(),
+                    unreadBytes,
+                    result.unprovenObjects());
         } else {
             log.warn("update {}/{}/{} failed its checksums: {}", model, generation, group, failure);
         }
@@ -284,9 +320,15 @@ class UpdateVerifier implements DisposableBean {
             long generation,
             String object,
             Registered published,
-            Map<String, RangeChecksums> reports) {
+            Map<String, RangeChecksums> reports,
+            List<RangeChecksums.Entry> ownRead) {
         List<RangeChecksums.Entry> ranges = new ArrayList<>();
         Map<RangeChecksums.Entry, String> readerOf = new HashMap<>();
+        // control-api's own earlier read of the bytes no loader reads: read again, and judged too
+        for (RangeChecksums.Entry e : ownRead) {
+            ranges.add(e);
+            readerOf.put(e, CONTROL_API);
+        }
         reports.forEach(
                 (reader, report) -> {
                     for (RangeChecksums.Entry e : report.entries()) {
@@ -296,7 +338,8 @@ class UpdateVerifier implements DisposableBean {
                         }
                     }
                 });
-        // The proof found them tiling the object whole, so their CRC32Cs combine in this order.
+        // The proof found them (with control-api's own reads) tiling the object whole, so their
+        // CRC32Cs combine in this order.
         ranges.sort(Comparator.comparingLong(RangeChecksums.Entry::offset));
         List<Span> spans = new ArrayList<>(ranges.size());
         for (RangeChecksums.Entry e : ranges) {
@@ -364,6 +407,20 @@ class UpdateVerifier implements DisposableBean {
                     "control-api read the stored object back and found every reported range as"
                             + " stored, so the generation is not marked corrupt");
         }
+        if (wrong.equals(new TreeSet<>(List.of(CONTROL_API)))) {
+            return new Disputed(
+                    false,
+                    List.of(CONTROL_API),
+                    "object "
+                            + object
+                            + ": control-api's own read of the bytes no loader reads differed from"
+                            + " its read-back ("
+                            + String.join("; ", differing)
+                            + "), which matches the published "
+                            + Crc32c.format(published.crc())
+                            + " with every reported range: the fault is control-api's read, the"
+                            + " generation is not marked corrupt; only this session fails");
+        }
         String readers = String.join(", ", wrong);
         return new Disputed(
                 false,
@@ -379,6 +436,65 @@ class UpdateVerifier implements DisposableBean {
                         + String.join("; ", differing)
                         + "): the fault is the reader's (its report, its memory or its NIC), not"
                         + " the generation's, which stays servable; only this session fails");
+    }
+
+    /**
+     * Reads, from the store, the bytes of every object that the plan reads only in part and no
+     * loader reads, and answers their CRC32Cs: what fills the holes of those objects' proof. Reads
+     * nothing without a plan (or for a plan that reads every object whole).
+     *
+     * @throws VerificationFailed naming control-api when an object cannot be read
+     */
+    private OwnReads readUnread(
+            String model,
+            long generation,
+            Map<String, List<ExpectedRange>> want,
+            Map<String, Registered> registered) {
+        if (want == null) {
+            return new OwnReads(Map.of(), 0);
+        }
+        Map<String, List<RangeChecksums.Entry>> out = new HashMap<>();
+        long bytes = 0;
+        for (Map.Entry<String, List<Unread>> e :
+                ObjectVerification.unread(want, registered).entrySet()) {
+            String object = e.getKey();
+            List<Span> spans = new ArrayList<>(e.getValue().size());
+            for (Unread u : e.getValue()) {
+                spans.add(new Span(u.offset(), u.length()));
+                bytes += u.length();
+            }
+            String key = model + "/" + generation + "/" + object;
+            Optional<int[]> crcs;
+            try {
+                crcs = store.rangeChecksums(key, spans);
+            } catch (RuntimeException failed) {
+                throw new VerificationFailed(
+                        CONTROL_API,
+                        "object "
+                                + object
+                                + " is read only in part, and control-api could not read the"
+                                + " rest of it to prove it: "
+                                + failed.getMessage());
+            }
+            if (crcs.isEmpty()) {
+                throw new VerificationFailed(
+                        CONTROL_API,
+                        "object "
+                                + object
+                                + " is read only in part, and control-api found no object stored"
+                                + " under "
+                                + key
+                                + " to read the rest of it");
+            }
+            List<RangeChecksums.Entry> entries = new ArrayList<>(spans.size());
+            for (int i = 0; i < spans.size(); i++) {
+                Span s = spans.get(i);
+                entries.add(
+                        new RangeChecksums.Entry(object, s.offset(), s.length(), crcs.get()[i]));
+            }
+            out.put(object, entries);
+        }
+        return new OwnReads(out, bytes);
     }
 
     /**

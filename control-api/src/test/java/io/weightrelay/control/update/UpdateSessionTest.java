@@ -4,17 +4,22 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.BarrierStatus;
+import io.weightrelay.api.control.model.ConsumeMode;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.Loader;
+import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.PhaseReport;
+import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.StoredFragment;
+import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
+import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.control.TestStore;
 import io.weightrelay.reshard.checksum.Crc32c;
@@ -660,6 +665,17 @@ class UpdateSessionTest extends ControlApiTestSupport {
      * the bytes as stored.
      */
     private Stored publishStored(long step, boolean flipped) {
+        return publishStored(step, flipped ? FIRST_OBJECT : null, 7);
+    }
+
+    /** Flip a byte of the first object by name. */
+    private static final String FIRST_OBJECT = "";
+
+    /**
+     * {@link #publishStored(long, boolean)}, with byte {@code at} of object {@code flippedObject}
+     * ({@code null}: none; {@link #FIRST_OBJECT}: the first by name) flipped in the store.
+     */
+    private Stored publishStored(long step, String flippedObject, int at) {
         long g = open(model, step).getGeneration().getGeneration();
         Map<String, byte[]> stored = new TreeMap<>();
         List<RegisteredObject> objects = new ArrayList<>();
@@ -673,8 +689,10 @@ class UpdateSessionTest extends ControlApiTestSupport {
                             Crc32c.format(Crc32c.of(bytes, 0, bytes.length))));
             stored.put(f.getKey().substring((model + "/" + g + "/").length()), bytes);
         }
-        if (flipped) {
-            stored.values().iterator().next()[7] ^= 0x10;
+        if (FIRST_OBJECT.equals(flippedObject)) {
+            stored.values().iterator().next()[at] ^= 0x10;
+        } else if (flippedObject != null) {
+            stored.get(flippedObject)[at] ^= 0x10;
         }
         stored.forEach((object, bytes) -> store.put(model + "/" + g + "/" + object, bytes));
         assertThat(register(model, g, objects).statusCode()).isEqualTo(200);
@@ -839,6 +857,136 @@ class UpdateSessionTest extends ControlApiTestSupport {
                     ok(call("POST", otherSession + "/reports", LOADER, r), UpdateSession.class);
         }
         assertThat(otherApplied.getState()).isEqualTo(SessionState.POST_APPLYING);
+    }
+
+    /** The object of {@code layer.0.weight} the direct loader of these tests reads in part. */
+    private static final String HALF_READ = "layer.0.weight";
+
+    /**
+     * Starts the session of generation {@code g} with one parameter-direct loader "pd" whose worker
+     * places only rows [0, 16) of {@code layer.0.weight} (and {@code layer.0.bias} whole): the plan
+     * reads the first half of that tensor's object and never the rest.
+     */
+    private void startHalfReader(long g) {
+        WorkerPlacement w =
+                new WorkerPlacement(
+                        "pd-w0",
+                        "r-pd",
+                        "eth0",
+                        ConsumeMode.DIRECT,
+                        List.of(new ReceiveBuffer("params", "rx-pd-w0", 1L << 20)));
+        w.setFragments(
+                List.of(
+                        new TargetFragment(
+                                HALF_READ,
+                                List.of(0L, 0L),
+                                List.of(16L, 32L),
+                                "params",
+                                0L,
+                                List.of(64L, 2L)),
+                        new TargetFragment(
+                                "layer.0.bias",
+                                List.of(0L),
+                                List.of(32L),
+                                "params",
+                                4096L,
+                                List.of(2L))));
+        epochs.put(
+                "pd",
+                registerLoader("pd", new LoaderRegistration(model, GROUP, "r-pd", List.of(w)))
+                        .getEpoch());
+        planIds.put(g, resolvePlan(model, g, GROUP).getPlanId());
+        join(g, new UpdateSessionRequest(List.of("pd"), planIds.get(g)));
+        reported(g, "pd", ReportedPhase.PREPARED);
+    }
+
+    /** The stored object holding {@link #HALF_READ}, and the one range the plan reads of it. */
+    private RangeChecksums.Entry halfRead(Stored stored, long g) {
+        List<RangeChecksums.Entry> reads = readByPlan(stored, g, "pd").get(0);
+        List<RangeChecksums.Entry> ofIt =
+                reads.stream().filter(e -> e.object().startsWith(HALF_READ)).toList();
+        assertThat(ofIt).hasSize(1);
+        RangeChecksums.Entry e = ofIt.get(0);
+        assertThat(e.offset()).isZero();
+        assertThat(e.length()).isLessThan(stored.bytes().get(e.object()).length);
+        return e;
+    }
+
+    /**
+     * An object the plan reads only in part is proven all the same: control-api reads the bytes no
+     * loader reads itself and combines their CRC32C with the reported ranges'.
+     */
+    @Test
+    void anObjectReadOnlyInPartIsProvenWithControlApisOwnReadOfTheRest() {
+        Stored stored = publishStored(1, false);
+        long g = stored.generation();
+        startHalfReader(g);
+        halfRead(stored, g);
+        List<RangeChecksums.Entry> reads = readByPlan(stored, g, "pd").get(0);
+        UpdateSession done = ok(applied(g, "pd", reads), UpdateSession.class);
+        assertThat(done.getState()).isEqualTo(SessionState.POST_APPLYING);
+        assertThat(done.getPartialObjects()).isEqualTo(1L);
+        assertThat(done.getVerifiedObjects()).isEqualTo((long) reads.size());
+    }
+
+    /**
+     * A flipped byte inside the range the plan reads of an object read only in part, read honestly:
+     * its range no longer combines with the rest to the published checksum, and control-api's
+     * read-back confirms the stored bytes are wrong.
+     */
+    @Test
+    void aFlippedByteInAnObjectReadOnlyInPartIsCaught() {
+        Stored clean = publishStored(1, false);
+        String object = halfReadObject(clean);
+        Stored stored = publishStored(2, object, 5);
+        long g = stored.generation();
+        startHalfReader(g);
+        halfRead(stored, g);
+        UpdateSession failed =
+                ok(applied(g, "pd", readByPlan(stored, g, "pd").get(0)), UpdateSession.class);
+        assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+        assertThat(failed.getFailedInstance()).isEqualTo("pd");
+        assertThat(failed.getFailure())
+                .contains("object " + object, "does not match its registered checksum")
+                .contains("control-api read the stored object back");
+        assertThat(generation(g).getCorruptObject()).isEqualTo(object);
+        assertThat(active()).isEqualTo(clean.generation());
+    }
+
+    /** The id of the object holding {@link #HALF_READ} among {@code stored}'s. */
+    private static String halfReadObject(Stored stored) {
+        List<String> ids =
+                stored.bytes().keySet().stream().filter(o -> o.startsWith(HALF_READ)).toList();
+        assertThat(ids).hasSize(1);
+        return ids.get(0);
+    }
+
+    /**
+     * A reader that lies about the one range it reads of an object read only in part is named, and
+     * only its session fails: the stored object, read back, is as published.
+     */
+    @Test
+    void aLyingChecksumOfAnObjectReadOnlyInPartFailsTheSessionNamingTheReader() {
+        Stored stored = publishStored(1, false);
+        long g = stored.generation();
+        startHalfReader(g);
+        RangeChecksums.Entry half = halfRead(stored, g);
+        List<RangeChecksums.Entry> lies = new ArrayList<>();
+        for (RangeChecksums.Entry e : readByPlan(stored, g, "pd").get(0)) {
+            lies.add(
+                    e.equals(half)
+                            ? new RangeChecksums.Entry(e.object(), e.offset(), e.length(), ~e.crc())
+                            : e);
+        }
+        UpdateSession failed = ok(applied(g, "pd", lies), UpdateSession.class);
+        assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+        assertThat(failed.getFailedInstance()).isEqualTo("pd");
+        assertThat(failed.getFailure())
+                .contains("object " + half.object(), "does not match the stored bytes")
+                .contains("[" + half.offset() + ", " + half.end() + ") by pd")
+                .doesNotContain("marked corrupt");
+        assertThat(generation(g).getCorruptObject()).isNull();
+        assertThat(active()).isEqualTo(g);
     }
 
     @Test

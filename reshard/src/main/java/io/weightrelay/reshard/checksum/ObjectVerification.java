@@ -18,8 +18,11 @@ import java.util.TreeSet;
  * checksum. No byte is read for this: the readers checksummed the bytes they read anyway, as they
  * landed in their staging.
  *
- * <p>An object the plan reads only in part (bytes no worker needs are never read) cannot be proven
- * against a whole-object checksum; such objects are counted in {@link Result#partialObjects}.
+ * <p>An object the plan reads only in part (bytes no worker needs are never read) is proven with
+ * the verifier's own read of the bytes the plan leaves unread ({@link #unread}): their CRC32Cs,
+ * passed as {@code ownReads}, fill the holes, so the object's ranges tile it whole again. Such
+ * objects are counted in {@link Result#partialObjects}; without own reads of their holes they are
+ * also {@link Result#unprovenObjects}.
  */
 public final class ObjectVerification {
 
@@ -36,9 +39,22 @@ public final class ObjectVerification {
      */
     public record Failure(String object, List<String> readers, boolean corrupt, String message) {}
 
-    /** What was proven. {@code failure} is null when everything read matched. */
+    /** A byte range of an object that the plan has no reader read. */
+    public record Unread(long offset, long length) {}
+
+    /**
+     * What was proven. {@code verifiedObjects} counts every object proven against its published
+     * checksum, including objects read only in part whose unread bytes the verifier read itself;
+     * {@code partialObjects} counts the objects read only in part, proven or not, and {@code
+     * unprovenObjects} those of them that could not be proven. {@code failure} is null when
+     * everything read matched.
+     */
     public record Result(
-            int verifiedObjects, int partialObjects, long verifiedBytes, Failure failure) {
+            int verifiedObjects,
+            int partialObjects,
+            int unprovenObjects,
+            long verifiedBytes,
+            Failure failure) {
         public boolean ok() {
             return failure == null;
         }
@@ -134,15 +150,63 @@ public final class ObjectVerification {
     }
 
     /**
-     * @param reports every reader's range checksums, by loader instance
-     * @param registered every object of the generation
-     * @param expected the plan's ranges by object ({@link #expected(Plan)}); null checks only what
-     *     was reported
+     * The bytes of each object that the plan reads in part and no reader reads, by object id, in
+     * offset order: what a verifier reads itself to prove such an object against its whole-object
+     * checksum. Objects the plan does not read at all are left out (nothing of them is served), and
+     * so are objects whose planned ranges overlap or overrun them (the proof fails those anyway).
      */
+    public static Map<String, List<Unread>> unread(
+            Map<String, List<ExpectedRange>> expected, Map<String, Registered> registered) {
+        Map<String, List<Unread>> out = new HashMap<>();
+        for (Map.Entry<String, List<ExpectedRange>> e : expected.entrySet()) {
+            Registered reg = registered.get(e.getKey());
+            if (reg == null || e.getValue().isEmpty()) {
+                continue;
+            }
+            List<Unread> holes = new ArrayList<>();
+            long at = 0;
+            boolean sound = true;
+            for (ExpectedRange r : e.getValue()) {
+                if (r.offset() < at || r.offset() + r.length() > reg.size()) {
+                    sound = false;
+                    break;
+                }
+                if (r.offset() > at) {
+                    holes.add(new Unread(at, r.offset() - at));
+                }
+                at = r.offset() + r.length();
+            }
+            if (sound && at < reg.size()) {
+                holes.add(new Unread(at, reg.size() - at));
+            }
+            if (sound && !holes.isEmpty()) {
+                out.put(e.getKey(), holes);
+            }
+        }
+        return out;
+    }
+
+    /** {@link #verify(Map, Map, Map, Map)} with no reads of the verifier's own. */
     public static Result verify(
             Map<String, RangeChecksums> reports,
             Map<String, Registered> registered,
             Map<String, List<ExpectedRange>> expected) {
+        return verify(reports, registered, expected, Map.of());
+    }
+
+    /**
+     * @param reports every reader's range checksums, by loader instance
+     * @param registered every object of the generation
+     * @param expected the plan's ranges by object ({@link #expected(Plan)}); null checks only what
+     *     was reported
+     * @param ownReads the CRC32C of the ranges the verifier read itself from the store, by object:
+     *     the {@link #unread} bytes of the objects read only in part
+     */
+    public static Result verify(
+            Map<String, RangeChecksums> reports,
+            Map<String, Registered> registered,
+            Map<String, List<ExpectedRange>> expected,
+            Map<String, List<RangeChecksums.Entry>> ownReads) {
         Map<String, List<Reported>> byObject = new HashMap<>();
         for (Map.Entry<String, RangeChecksums> report : reports.entrySet()) {
             for (RangeChecksums.Entry e : report.getValue().entries()) {
@@ -162,7 +226,13 @@ public final class ObjectVerification {
         int n = 0;
         String firstFailed = null;
         for (Map.Entry<String, List<Reported>> entry : byObject.entrySet()) {
-            Outcome o = check(entry.getKey(), entry.getValue(), registered, expected);
+            Outcome o =
+                    check(
+                            entry.getKey(),
+                            entry.getValue(),
+                            ownReads.getOrDefault(entry.getKey(), List.of()),
+                            registered,
+                            expected);
             outcomes[n++] = o;
             if (o.failure != null && (firstFailed == null || o.object.compareTo(firstFailed) < 0)) {
                 firstFailed = o.object;
@@ -170,6 +240,7 @@ public final class ObjectVerification {
         }
         int verified = 0;
         int partial = 0;
+        int unproven = 0;
         long bytes = 0;
         Outcome failed = null;
         for (Outcome o : outcomes) {
@@ -181,27 +252,38 @@ public final class ObjectVerification {
             }
             if (o.partial) {
                 partial++;
-            } else {
+            }
+            if (o.proven) {
                 verified++;
                 bytes += o.bytes;
+            } else if (o.failure == null) {
+                unproven++;
             }
         }
         if (failed != null && !failed.countsBefore) {
-            return new Result(0, 0, 0, failed.failure);
+            return new Result(0, 0, 0, 0, failed.failure);
         }
-        return new Result(verified, partial, bytes, failed == null ? null : failed.failure);
+        return new Result(
+                verified, partial, unproven, bytes, failed == null ? null : failed.failure);
     }
 
     /**
-     * What one object's check found: a failure, a partial read, or its verified bytes. A failure
-     * against the plan reports the objects verified before it; any other reports none.
+     * What one object's check found: a failure, or whether it was read in part and proven (its
+     * verified bytes). A failure against the plan reports the objects verified before it; any other
+     * reports none.
      */
     private record Outcome(
-            String object, Failure failure, boolean countsBefore, boolean partial, long bytes) {}
+            String object,
+            Failure failure,
+            boolean countsBefore,
+            boolean partial,
+            boolean proven,
+            long bytes) {}
 
     private static Outcome check(
             String object,
             List<Reported> reported,
+            List<RangeChecksums.Entry> own,
             Map<String, Registered> registered,
             Map<String, List<ExpectedRange>> expected) {
         List<Reported> got = new ArrayList<>(reported);
@@ -213,13 +295,23 @@ public final class ObjectVerification {
         if (expected != null) {
             Failure f = matchPlan(object, got, expected.getOrDefault(object, List.of()));
             if (f != null) {
-                return new Outcome(object, f, true, false, 0);
+                return new Outcome(object, f, true, false, false, 0);
             }
+        }
+        // What the readers read, and what the verifier read itself of the rest (reader null).
+        List<Reported> all = got;
+        if (!own.isEmpty()) {
+            all = new ArrayList<>(got);
+            for (RangeChecksums.Entry e : own) {
+                all.add(new Reported(e, null));
+            }
+            all.sort(Comparator.comparingLong((Reported r) -> r.entry().offset()));
         }
         long at = 0;
         int crc = 0;
         boolean whole = true;
-        for (Reported r : got) {
+        boolean readInPart = false;
+        for (Reported r : all) {
             RangeChecksums.Entry e = r.entry();
             if (e.offset() < at) {
                 return failedOutcome(
@@ -230,7 +322,7 @@ public final class ObjectVerification {
                                 + ", "
                                 + e.end()
                                 + ") by "
-                                + r.reader()
+                                + readerName(r)
                                 + " overlaps bytes read before",
                         false);
             }
@@ -241,7 +333,7 @@ public final class ObjectVerification {
                         "has "
                                 + reg.size()
                                 + " bytes but "
-                                + r.reader()
+                                + readerName(r)
                                 + " reported ["
                                 + e.offset()
                                 + ", "
@@ -252,11 +344,12 @@ public final class ObjectVerification {
             if (e.offset() > at) {
                 whole = false;
             }
+            readInPart |= r.reader() == null;
             crc = Crc32c.combine(crc, e.crc(), e.length());
             at = e.end();
         }
         if (!whole || at != reg.size()) {
-            return new Outcome(object, null, false, true, 0);
+            return new Outcome(object, null, false, true, false, 0);
         }
         if (crc != reg.crc()) {
             return failedOutcome(
@@ -265,15 +358,21 @@ public final class ObjectVerification {
                     "does not match its registered checksum: read "
                             + Crc32c.format(crc)
                             + ", published "
-                            + Crc32c.format(reg.crc()),
+                            + Crc32c.format(reg.crc())
+                            + (readInPart ? " (with the verifier's own read of the rest)" : ""),
                     true);
         }
-        return new Outcome(object, null, false, false, reg.size());
+        return new Outcome(object, null, false, readInPart, true, reg.size());
+    }
+
+    private static String readerName(Reported r) {
+        return r.reader() == null ? "the verifier's own read" : r.reader();
     }
 
     private static Outcome failedOutcome(
             String object, List<Reported> got, String what, boolean corrupt) {
-        return new Outcome(object, failed(object, got, what, corrupt).failure(), false, false, 0);
+        return new Outcome(
+                object, failed(object, got, what, corrupt).failure(), false, false, false, 0);
     }
 
     private static Failure matchPlan(String object, List<Reported> got, List<ExpectedRange> want) {
@@ -326,9 +425,12 @@ public final class ObjectVerification {
     private static Result failed(String object, List<Reported> got, String what, boolean corrupt) {
         TreeSet<String> readers = new TreeSet<>();
         for (Reported r : got) {
-            readers.add(r.reader());
+            if (r.reader() != null) {
+                readers.add(r.reader());
+            }
         }
         return new Result(
+                0,
                 0,
                 0,
                 0,
