@@ -16,7 +16,6 @@ import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.service.test.RedisTestSupport;
-import io.weightrelay.service.test.TestDataplane;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.HashMap;
@@ -25,7 +24,6 @@ import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 import tools.jackson.databind.json.JsonMapper;
@@ -69,32 +67,16 @@ class ClockSkewTest extends ControlApiClientSupport {
     }
 
     private static ConfigurableApplicationContext replica(Duration skew) {
-        RedisTestSupport.Endpoint redis = RedisTestSupport.endpoint();
-        Map<String, Object> p = new HashMap<>();
-        p.put("server.port", "0");
-        p.put("spring.data.redis.host", redis.host());
-        p.put("spring.data.redis.port", redis.port());
-        p.put("relay.redis.key-prefix", PREFIX);
-        p.put("relay.dataplane.key-prefix", PREFIX + "dp:");
-        p.put("relay.dataplane.secret", TestDataplane.SECRET);
-        p.put("relay.dataplane.redis-uri", redis.uri());
-        p.put("relay.checkpoints.root", System.getProperty("java.io.tmpdir"));
-        p.put("relay.security.tokens.trainer[0]", TRAINER);
-        p.put("relay.security.tokens.loader[0]", LOADER);
-        p.put("relay.security.tokens.operator[0]", OPERATOR);
-        p.put("relay.security.tokens.owner[0]", OWNER);
-        p.put("relay.generations.scheduled-gc", "false");
-        p.put("relay.plans.eager-settle", "0s");
-        p.put("relay.registry.loader-ttl", "60s");
-        p.put("relay.registry.segment-ttl", "60s");
-        p.put("relay.updates.verify-checksums", "false");
-        p.put("relay.clock.skew", skew.toString());
-        // as command-line arguments: above application.yaml, as a deployment's settings are
-        String[] args =
-                p.entrySet().stream()
-                        .map(e -> "--" + e.getKey() + "=" + e.getValue())
-                        .toArray(String[]::new);
-        return new SpringApplicationBuilder(ControlApiApplication.class).run(args);
+        return ControlApiContexts.start(
+                PREFIX,
+                Map.of(
+                        "relay.security.tokens.trainer[0]", TRAINER,
+                        "relay.security.tokens.loader[0]", LOADER,
+                        "relay.security.tokens.operator[0]", OPERATOR,
+                        "relay.security.tokens.owner[0]", OWNER,
+                        "relay.registry.loader-ttl", "60s",
+                        "relay.registry.segment-ttl", "60s",
+                        "relay.clock.skew", skew.toString()));
     }
 
     private ClockSkewTest on(ConfigurableApplicationContext replica) {

@@ -9,14 +9,11 @@ import io.weightrelay.api.control.model.UpdatePreparation;
 import io.weightrelay.api.control.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.service.test.RedisTestSupport;
-import io.weightrelay.service.test.TestDataplane;
 import java.net.http.HttpResponse;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 import tools.jackson.databind.json.JsonMapper;
@@ -50,30 +47,16 @@ class ControlPlaneOutageTest extends ControlApiClientSupport {
     }
 
     private void start() {
-        RedisTestSupport.Endpoint redis = RedisTestSupport.endpoint();
-        Map<String, Object> p = new HashMap<>();
-        p.put("server.port", "0");
-        p.put("spring.data.redis.host", redis.host());
-        p.put("spring.data.redis.port", redis.port());
-        p.put("relay.redis.key-prefix", PREFIX);
-        p.put("relay.dataplane.key-prefix", PREFIX + "dp:");
-        p.put("relay.dataplane.secret", TestDataplane.SECRET);
-        p.put("relay.dataplane.redis-uri", redis.uri());
-        p.put("relay.checkpoints.root", System.getProperty("java.io.tmpdir"));
-        p.put("relay.security.tokens.trainer[0]", TRAINER);
-        p.put("relay.security.tokens.loader[0]", LOADER);
-        p.put("relay.security.tokens.operator[0]", OPERATOR);
-        p.put("relay.security.tokens.owner[0]", OWNER);
-        p.put("relay.generations.scheduled-gc", "false");
-        p.put("relay.plans.eager-settle", "0s");
-        p.put("relay.registry.loader-ttl", TTL_MS + "ms");
-        p.put("relay.registry.segment-ttl", TTL_MS + "ms");
-        p.put("relay.updates.verify-checksums", "false");
-        String[] args =
-                p.entrySet().stream()
-                        .map(e -> "--" + e.getKey() + "=" + e.getValue())
-                        .toArray(String[]::new);
-        running = new SpringApplicationBuilder(ControlApiApplication.class).run(args);
+        running =
+                ControlApiContexts.start(
+                        PREFIX,
+                        Map.of(
+                                "relay.security.tokens.trainer[0]", TRAINER,
+                                "relay.security.tokens.loader[0]", LOADER,
+                                "relay.security.tokens.operator[0]", OPERATOR,
+                                "relay.security.tokens.owner[0]", OWNER,
+                                "relay.registry.loader-ttl", TTL_MS + "ms",
+                                "relay.registry.segment-ttl", TTL_MS + "ms"));
         json = running.getBean(JsonMapper.class);
     }
 
