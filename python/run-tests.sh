@@ -14,12 +14,31 @@ cd "$here"
 # Lint and type check first (configured in pyproject.toml): a finding fails the build.
 "$venv/bin/ruff" check --no-cache src tests
 "$venv/bin/mypy" --no-incremental --cache-dir=/dev/null
-set +e
-"$venv/bin/python" -m pytest -p no:cacheprovider "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-    echo "python: pytest collected no tests" >&2
-    exit 1
+# The tests under tests/frameworks/<name> drive a framework's real classes (vLLM, SGLang) and run
+# in that framework's overlay venv (python/ci-overlay.sh <name>, next to the test venv), each in a
+# pytest session of its own; the rest run in the test venv.
+run_pytest() {
+    local python="$1"; shift
+    set +e
+    "$python" -m pytest -p no:cacheprovider "$@"
+    local rc=$?
+    set -e
+    if [ "$rc" -eq 5 ]; then
+        echo "python: pytest collected no tests ($*)" >&2
+        return 1
+    fi
+    return "$rc"
+}
+run_pytest "$venv/bin/python" --ignore=tests/frameworks "$@"
+if [ "$#" -eq 0 ]; then
+    for dir in tests/frameworks/*/; do
+        [ -d "$dir" ] || continue
+        name="$(basename "$dir")"
+        if ! "$venv-$name/bin/python" -c 'import pytest' 2>/dev/null; then
+            echo "python: no overlay venv at $venv-$name for $dir: create it with" \
+                 "python/ci-overlay.sh $name (.ci/run does)" >&2
+            exit 1
+        fi
+        run_pytest "$venv-$name/bin/python" "$dir"
+    done
 fi
-exit "$rc"
