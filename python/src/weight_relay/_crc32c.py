@@ -1,15 +1,37 @@
 """CRC32C (Castagnoli), the checksum every part of the relay uses (Java's ``java.util.zip.CRC32C``,
 the data plane's SSE4.2 sum): reflected polynomial 0x82F63B78, initial value and final xor
-0xFFFFFFFF. No package of the standard library has it and numpy is the only dependency, so the bytes
-are summed in many lanes at once with numpy (four table lookups per lane and step) and the lanes'
-sums are joined as zlib's ``crc32_combine`` does (shift-by-zeros operators over GF(2)).
+0xFFFFFFFF.
+
+The publisher sums every tensor it stages, so this runs over the whole model on every publish. It
+uses ``google-crc32c`` (a declared dependency: Google's C library, SSE4.2, about 3.7 GB/s on the
+lab machine) in 8 MiB pieces: its C function takes only read-only bytes, so each piece of a writable
+buffer (the shared segment's map) is copied once, in cache, before it is summed. When that package
+is missing or is its pure-Python build, the bytes are summed with numpy (a logged warning says so;
+about 17 MB/s): many lanes at once, four table lookups per lane and step, and the lanes' sums joined
+as zlib's ``crc32_combine`` does (shift-by-zeros operators over GF(2)).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
+
+_google_crc32c: Any
+try:
+    import google_crc32c as _google_crc32c
+except ImportError:  # the test venv has it; the warning below says what is slow without it
+    _google_crc32c = None
+
+_log = logging.getLogger("weight_relay.crc32c")
+#: "c" when the hardware CRC32C of google-crc32c sums the bytes, "numpy" for the fallback.
+IMPLEMENTATION = (
+    "c" if _google_crc32c is not None and _google_crc32c.implementation == "c" else "numpy")
+if IMPLEMENTATION != "c":
+    _log.warning("google-crc32c's C build is not installed: CRC32C runs in numpy at about 17 MB/s "
+                 "(pip install google-crc32c)")
+_PIECE = 8 << 20
 
 _POLY = 0x82F63B78
 _LANES = 1 << 14
@@ -84,6 +106,16 @@ def _apply_many(mat: list[int], regs: np.ndarray) -> np.ndarray:
 def crc32c(data: Any) -> int:
     """The CRC32C of ``data`` (anything exposing the buffer protocol, contiguous), as an int."""
     view = memoryview(data).cast("B")
+    if IMPLEMENTATION == "c":
+        assert _google_crc32c is not None
+        crc = 0
+        for at in range(0, len(view), _PIECE):
+            crc = _google_crc32c.extend(crc, bytes(view[at:at + _PIECE]))
+        return int(crc)
+    return _crc32c_numpy(view)
+
+
+def _crc32c_numpy(view: memoryview) -> int:
     n = len(view)
     lane = (n // _LANES) // 4 * 4
     reg = 0xFFFFFFFF
