@@ -3,9 +3,12 @@
 -- (the one it serves, the one it is loading) lasts at least until its new expiry. A loader's lease
 -- thus lives as long as the loader beats, and a loader that dies pins nothing for longer than the
 -- lease it took or its registration's TTL. An expired lease is not revived: collection may already
--- have marked its generation (lease.lua refuses such a generation, and so does this script).
+-- have marked its generation (lease.lua refuses such a generation, and so does this script). A lease
+-- that lapsed during an outage of every control-api instance (live-after.lua's rule, with graceMs)
+-- is not expired for this purpose: gc-mark.lua keeps it, and the loader's first beat renews it.
 -- Times come from the Redis server clock (see heartbeat.lua): the new expiry is ttlMs after now.
--- KEYS: hash, expiry zset. ARGV: member, ttlMs, template key prefix, templateTtlMs, key prefix
+-- KEYS: hash, expiry zset. ARGV: member, ttlMs, template key prefix, templateTtlMs, key prefix,
+-- graceMs, gapMs, last tick key, outage key
 -- Returns {'ok', epoch, leases renewed, stamp (epoch microseconds of this beat)} | {'not-found'}
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'not-found'} end
 local t = redis.call('TIME')
@@ -18,6 +21,13 @@ local templates = redis.call('HGET', KEYS[1], 'templates')
 if templates then
   for d in string.gmatch(templates, '%S+') do redis.call('PEXPIRE', ARGV[3] .. d, ARGV[4]) end
 end
+local after = now
+local last = redis.call('GET', ARGV[8])
+if last and now - tonumber(last) > tonumber(ARGV[7]) then after = math.min(after, tonumber(last)) end
+local o = redis.call('HMGET', ARGV[9], 'from', 'until')
+if o[1] and o[2] and now < tonumber(o[2]) + tonumber(ARGV[6]) then
+  after = math.min(after, tonumber(o[1]))
+end
 local renewed = 0
 local model = redis.call('HGET', KEYS[1], 'model')
 if model then
@@ -25,7 +35,7 @@ if model then
   for _, id in ipairs(redis.call('ZRANGE', p .. 'model:' .. model .. ':gens', 0, -1)) do
     local lk = p .. 'gen-leases:' .. model .. ':' .. id
     local held = redis.call('ZSCORE', lk, ARGV[1])
-    if held and tonumber(held) > now and tonumber(held) < expiry
+    if held and tonumber(held) > after and tonumber(held) < expiry
         and redis.call('HGET', p .. 'gen:' .. model .. ':' .. id, 'collecting') ~= '1' then
       redis.call('ZADD', lk, expiry, ARGV[1])
       renewed = renewed + 1

@@ -2,6 +2,10 @@ package io.weightrelay.control;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.control.model.GcReport;
+import io.weightrelay.api.control.model.Generation;
+import io.weightrelay.api.control.model.GenerationState;
+import io.weightrelay.api.control.model.LeaseRequest;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.ParticipantState;
 import io.weightrelay.api.control.model.SessionState;
@@ -123,5 +127,54 @@ class ControlPlaneOutageTest extends ControlApiClientSupport {
         UpdateSession failed = read(sessionPath(model, g, GROUP), UpdateSession.class);
         assertThat(failed.getState()).isEqualTo(SessionState.RESUMED_OLD);
         assertThat(failed.getFailedInstance()).isEqualTo(a);
+    }
+
+    /**
+     * A lease that lapses while no control-api instance serves (its holder could not renew it)
+     * keeps its generation from garbage collection until one TTL after control-api is back (its
+     * holder can renew it meanwhile); a lease that lapsed while control-api served does not.
+     */
+    @Test
+    void aLeaseThatLapsedWhileNobodyCouldRenewItStillHoldsItsGenerationAgainstCollection()
+            throws Exception {
+        start();
+        long g1 = publish(model, 1);
+        long g2 = publish(model, 2);
+        long g3 = publish(model, 3);
+        // g1 is retired and read by a loader whose lease lapses during the outage
+        ok(
+                call("POST", path(g1) + "/leases", LOADER, new LeaseRequest("reader", 5)),
+                io.weightrelay.api.control.model.Lease.class);
+        // g2's lease lapses while control-api serves: collectable as soon as it lapsed
+        ok(
+                call("POST", path(g2) + "/leases", LOADER, new LeaseRequest("early", 1)),
+                io.weightrelay.api.control.model.Lease.class);
+        Thread.sleep(1_500);
+        GcReport before = gc();
+        assertThat(before.getCollected()).containsExactly(g2);
+        assertThat(before.getKept()).contains(g1, g3);
+
+        kill();
+        Thread.sleep(TTL_MS + 1_500);
+        start();
+
+        GcReport after = gc();
+        assertThat(after.getCollected())
+                .as("collected right after control-api came back")
+                .isEmpty();
+        assertThat(after.getKept()).contains(g1, g3);
+        assertThat(read(path(g1), Generation.class).getState()).isEqualTo(GenerationState.RETIRED);
+
+        // one TTL after control-api is back, a lease its holder did not renew holds nothing
+        Thread.sleep(TTL_MS + 1_500);
+        assertThat(gc().getCollected()).containsExactly(g1);
+    }
+
+    private GcReport gc() {
+        return ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
+    }
+
+    private String path(long generation) {
+        return "/api/v1/models/" + model + "/generations/" + generation;
     }
 }

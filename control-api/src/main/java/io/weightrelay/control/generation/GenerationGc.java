@@ -3,6 +3,7 @@ package io.weightrelay.control.generation;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.GcReport;
 import io.weightrelay.control.redis.ScriptCall.Reply;
+import io.weightrelay.control.registry.ControlPlaneTicks;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -12,7 +13,9 @@ import org.springframework.stereotype.Service;
 
 /**
  * Garbage collection of a model's retired and aborted generations that no lease holds: their store
- * objects first, then their records, so nothing is ever left pointing at removed bytes.
+ * objects first, then their records, so nothing is ever left pointing at removed bytes. A lease
+ * that lapsed while no control-api instance served (its holder could not renew it) still holds for
+ * one registration TTL after control-api is back ({@link ControlPlaneTicks#leaseFloor}).
  */
 @Service
 public class GenerationGc {
@@ -23,22 +26,27 @@ public class GenerationGc {
     private final GenerationQueries generations;
     private final ManifestStore manifests;
     private final MeterRegistry meters;
+    private final ControlPlaneTicks ticks;
 
     GenerationGc(
             GenerationScripts scripts,
             GenerationQueries generations,
             ManifestStore manifests,
-            MeterRegistry meters) {
+            MeterRegistry meters,
+            ControlPlaneTicks ticks) {
         this.scripts = scripts;
         this.generations = generations;
         this.manifests = manifests;
         this.meters = meters;
+        this.ticks = ticks;
     }
 
     public GcReport collectGarbage(String model) {
         generations.requireModel(model);
-        // Which leases have expired, gc-mark.lua judges on the Redis server's clock.
-        Reply result = scripts.run("gc-mark", model);
+        // Which leases have expired, gc-mark.lua judges on the Redis server's clock; one that
+        // lapsed during a control-plane outage still holds until its holder could renew it.
+        Reply result =
+                scripts.run("gc-mark", model, String.valueOf(ticks.leaseFloor().toEpochMilli()));
         int n = (int) result.number(1);
         List<Long> collected = new ArrayList<>();
         List<Long> kept = new ArrayList<>();

@@ -4,6 +4,7 @@ import io.weightrelay.api.control.model.Lease;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall.Reply;
+import io.weightrelay.control.registry.ControlPlaneTicks;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import org.springframework.data.redis.core.StringRedisTemplate;
@@ -24,6 +25,7 @@ public class Leases {
     private final RedisKeys keys;
     private final RedisGuard guard;
     private final long maxTtlSeconds;
+    private final ControlPlaneTicks ticks;
 
     Leases(
             GenerationScripts scripts,
@@ -31,7 +33,9 @@ public class Leases {
             StringRedisTemplate redis,
             RedisKeys keys,
             RedisGuard guard,
-            GenerationProperties properties) {
+            GenerationProperties properties,
+            ControlPlaneTicks ticks) {
+        this.ticks = ticks;
         this.scripts = scripts;
         this.generations = generations;
         this.redis = redis;
@@ -67,7 +71,8 @@ public class Leases {
                         model,
                         String.valueOf(generation),
                         holder,
-                        String.valueOf(ttlSeconds * 1000L));
+                        String.valueOf(ttlSeconds * 1000L),
+                        String.valueOf(ticks.leaseFloor().toEpochMilli()));
         return switch (result.code()) {
             case "ok" ->
                     new Lease(

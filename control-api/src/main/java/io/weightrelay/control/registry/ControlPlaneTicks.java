@@ -72,6 +72,22 @@ public class ControlPlaneTicks {
         return Instant.ofEpochMilli(result.number(1));
     }
 
+    /**
+     * The instant after which a lease's expiry still holds its generation: the Redis server's time
+     * now, or the start of an outage of every control-api instance whose grace (one registration
+     * TTL after it ended) still runs. A lease that lapsed while nobody could receive its holder's
+     * heartbeats or renewals keeps its generation from garbage collection for that long, so its
+     * holder (a loader reading the generation when control-api went away) can renew it.
+     */
+    public Instant leaseFloor() {
+        return liveAfter(grace());
+    }
+
+    /** The grace after an outage, in ms, for a script that applies the rule itself. */
+    public String graceMillis() {
+        return millis(grace());
+    }
+
     /** The keys the liveness rule reads, for a script that applies it itself. */
     public List<String> keys() {
         return List.of(keys.lastTick(), keys.outage());

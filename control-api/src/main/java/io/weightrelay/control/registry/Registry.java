@@ -350,7 +350,11 @@ public class Registry {
                         instance,
                         keys.placement(""),
                         String.valueOf(properties.placementTtl().toMillis()),
-                        keys.prefix());
+                        keys.prefix(),
+                        ticks.graceMillis(),
+                        ticks.gapMillis(),
+                        ticks.keys().get(0),
+                        ticks.keys().get(1));
         LoaderHeartbeat beat = new LoaderHeartbeat(instance, result.number(1), true);
         beat.setLastHeartbeat(RedisTime.stamp(result.item(3)));
         return beat;
