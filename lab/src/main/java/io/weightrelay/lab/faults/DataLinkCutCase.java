@@ -1,12 +1,10 @@
 package io.weightrelay.lab.faults;
 
-import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MultiHostCluster;
-import io.weightrelay.lab.hosts.HostLab;
-import io.weightrelay.reshard.placement.Mode;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import tools.jackson.databind.JsonNode;
@@ -20,12 +18,6 @@ import tools.jackson.databind.JsonNode;
  * generation and the next publish reaches everyone, every byte checked on its host.
  */
 final class DataLinkCutCase implements MultiHostFaultCase {
-
-    /** The configured transfer timeout of every service in this case's lab. */
-    static final Duration IO_TIMEOUT = Duration.ofSeconds(5);
-
-    /** The sessions' phase timeout: the outer bound, well above the transfer timeout. */
-    static final Duration PHASE_TIMEOUT = Duration.ofSeconds(60);
 
     private static final String CUT = "trainer-0001";
 
@@ -45,33 +37,16 @@ final class DataLinkCutCase implements MultiHostFaultCase {
     @Override
     public FaultResult run(FaultContext context) {
         long started = System.nanoTime();
+        Optional<FaultResult> unrunnable = unrunnable(started);
+        if (unrunnable.isPresent()) {
+            return unrunnable.get();
+        }
         long corrupted = 0;
         long partial = 0;
         boolean landedMidUpdate = false;
         List<String> problems = new ArrayList<>();
         String detail;
-        try {
-            HostLab.requireRoot();
-        } catch (RuntimeException e) {
-            return new FaultResult(
-                    name(),
-                    false,
-                    "the multi-host lab cannot run here: " + e.getMessage(),
-                    0,
-                    0,
-                    0,
-                    (System.nanoTime() - started) / 1e9,
-                    true,
-                    false);
-        }
-        // one lab at a time on a small machine: the local cases' lab is stopped first
-        SharedLab.discard(context);
-        String prefix = System.getProperty("relay.lab.prefix", "wr-faults");
-        try (MultiHostCluster lab =
-                MultiHostCluster.start(
-                        LabCluster.Spec.of(context.model(), 2, 1, Mode.COMPAT),
-                        prefix,
-                        List.of("--relay.dataplane.io-timeout=" + IO_TIMEOUT.toSeconds() + "s"))) {
+        try (MultiHostCluster lab = MultiHostFaultCase.startLab(context)) {
             try {
                 long first = lab.publish(0).generation();
                 lab.updateAll().requireVerified();
@@ -80,14 +55,7 @@ final class DataLinkCutCase implements MultiHostFaultCase {
                 // slow the link so the engines' reads of it last seconds, cut it while they read
                 lab.hosts().shapeDataLink(CUT, "2mbit");
                 CompletableFuture<MultiHostCluster.Update> update =
-                        CompletableFuture.supplyAsync(
-                                () -> {
-                                    try {
-                                        return lab.updateWithin(PHASE_TIMEOUT);
-                                    } catch (Exception e) {
-                                        throw new IllegalStateException(e);
-                                    }
-                                });
+                        MultiHostFaultCase.updateAsync(lab);
                 Thread.sleep(CUT_AFTER.toMillis());
                 lab.hosts().cutDataLink(CUT);
                 long cut = System.nanoTime();
@@ -136,38 +104,14 @@ final class DataLinkCutCase implements MultiHostFaultCase {
                 }
                 // The reader of the cut host fails within the transfer timeout; a peer waiting
                 // for that reader's pushes waits, at most, for the update's timeout.
-                double bound = PHASE_TIMEOUT.toSeconds() + IO_TIMEOUT.toSeconds() + 10;
-                if (waited > bound) {
-                    problems.add(
-                            String.format(
-                                    "the update ended %.1f s after the cut, past %.0f s",
-                                    waited, bound));
-                }
+                MultiHostFaultCase.requireEndedInTime(waited, problems);
                 boolean anyFailed = !failures.isEmpty();
                 // Every engine's update failed and none ended UPDATED: the cut landed mid-update.
                 landedMidUpdate = anyFailed && failures.size() == failed.engines().size();
-                for (JsonNode s : lab.serving()) {
-                    if (anyFailed
-                            && s.has("generation")
-                            && s.path("generation").asLong() == cutGeneration) {
-                        partial++;
-                        problems.add(
-                                s.path("instance").asString() + " advanced to " + cutGeneration);
-                    }
-                    if (s.has("verified") && !s.path("verified").asBoolean()) {
-                        partial++;
-                        problems.add(
-                                s.path("instance").asString()
-                                        + " serves bytes not all of its generation: "
-                                        + s.path("error").asString());
-                    }
-                }
+                partial = MultiHostFaultCase.partialServed(lab, anyFailed, cutGeneration, problems);
 
                 // the link is back: rebuild on the active generation, then the next publish
-                lab.registerAll("lab");
-                lab.updateAll().requireVerified();
-                long next = lab.publish(2).generation();
-                lab.updateAll().requireVerified();
+                long next = MultiHostFaultCase.rebuildThenPublishNext(lab);
                 detail =
                         String.format(
                                 "%s's data link cut during the update to %d (served %d; %d store"
@@ -189,19 +133,6 @@ final class DataLinkCutCase implements MultiHostFaultCase {
             problems.add(e.getClass().getSimpleName() + ": " + e.getMessage());
             detail = "failed";
         }
-        boolean passed = problems.isEmpty() && corrupted == 0 && partial == 0;
-        if (!problems.isEmpty()) {
-            detail = detail + "; " + String.join("; ", problems);
-        }
-        return new FaultResult(
-                name(),
-                passed,
-                detail,
-                corrupted,
-                partial,
-                0,
-                (System.nanoTime() - started) / 1e9,
-                true,
-                landedMidUpdate);
+        return result(started, detail, problems, corrupted, partial, landedMidUpdate);
     }
 }

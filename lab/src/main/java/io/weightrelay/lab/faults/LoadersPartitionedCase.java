@@ -1,15 +1,13 @@
 package io.weightrelay.lab.faults;
 
-import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.HostLab;
 import io.weightrelay.lab.hosts.LinkCounters;
-import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.Worker;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import tools.jackson.databind.JsonNode;
@@ -27,12 +25,6 @@ import tools.jackson.databind.JsonNode;
  * every byte checked on its host.
  */
 final class LoadersPartitionedCase implements MultiHostFaultCase {
-
-    /** The configured transfer timeout of every service in this case's lab. */
-    static final Duration IO_TIMEOUT = Duration.ofSeconds(5);
-
-    /** The sessions' phase timeout: the outer bound, well above the transfer timeout. */
-    static final Duration PHASE_TIMEOUT = Duration.ofSeconds(60);
 
     /**
      * What the pushing host must have sent since the update started before the cut: above its read
@@ -53,33 +45,16 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
     @Override
     public FaultResult run(FaultContext context) {
         long started = System.nanoTime();
+        Optional<FaultResult> unrunnable = unrunnable(started);
+        if (unrunnable.isPresent()) {
+            return unrunnable.get();
+        }
         long corrupted = 0;
         long partial = 0;
         boolean midPush = false;
         List<String> problems = new ArrayList<>();
         String detail;
-        try {
-            HostLab.requireRoot();
-        } catch (RuntimeException e) {
-            return new FaultResult(
-                    name(),
-                    false,
-                    "the multi-host lab cannot run here: " + e.getMessage(),
-                    0,
-                    0,
-                    0,
-                    (System.nanoTime() - started) / 1e9,
-                    true,
-                    false);
-        }
-        // one lab at a time on a small machine: the local cases' lab is stopped first
-        SharedLab.discard(context);
-        String prefix = System.getProperty("relay.lab.prefix", "wr-faults");
-        try (MultiHostCluster lab =
-                MultiHostCluster.start(
-                        LabCluster.Spec.of(context.model(), 2, 1, Mode.COMPAT),
-                        prefix,
-                        List.of("--relay.dataplane.io-timeout=" + IO_TIMEOUT.toSeconds() + "s"))) {
+        try (MultiHostCluster lab = MultiHostFaultCase.startLab(context)) {
             HostLab hosts = lab.hosts();
             String pusher = lab.rolloutNodes().get(0);
             String peer = lab.rolloutNodes().get(1);
@@ -95,14 +70,7 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
                 hosts.shapeDataLink(pusher, "2mbit");
                 LinkCounters before = hosts.counters();
                 CompletableFuture<MultiHostCluster.Update> update =
-                        CompletableFuture.supplyAsync(
-                                () -> {
-                                    try {
-                                        return lab.updateWithin(PHASE_TIMEOUT);
-                                    } catch (Exception e) {
-                                        throw new IllegalStateException(e);
-                                    }
-                                });
+                        MultiHostFaultCase.updateAsync(lab);
                 long sentAtCut = 0;
                 long waitUntil = System.nanoTime() + PHASE_TIMEOUT.toNanos();
                 while (!update.isDone() && System.nanoTime() < waitUntil) {
@@ -193,37 +161,11 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
                 }
                 // a push into a peer that hears nothing fails within the transfer timeout; the
                 // session's deadline is the outer bound, never a freeze
-                double bound = PHASE_TIMEOUT.toSeconds() + IO_TIMEOUT.toSeconds() + 10;
-                if (waited > bound) {
-                    problems.add(
-                            String.format(
-                                    Locale.ROOT,
-                                    "the update ended %.1f s after the cut, past %.0f s",
-                                    waited,
-                                    bound));
-                }
-                for (JsonNode s : lab.serving()) {
-                    if (anyFailed
-                            && s.has("generation")
-                            && s.path("generation").asLong() == cutGeneration) {
-                        partial++;
-                        problems.add(
-                                s.path("instance").asString() + " advanced to " + cutGeneration);
-                    }
-                    if (s.has("verified") && !s.path("verified").asBoolean()) {
-                        partial++;
-                        problems.add(
-                                s.path("instance").asString()
-                                        + " serves bytes not all of its generation: "
-                                        + s.path("error").asString());
-                    }
-                }
+                MultiHostFaultCase.requireEndedInTime(waited, problems);
+                partial = MultiHostFaultCase.partialServed(lab, anyFailed, cutGeneration, problems);
 
                 // the path is back: rebuild on the active generation, then the next publish
-                lab.registerAll("lab");
-                lab.updateAll().requireVerified();
-                long next = lab.publish(2).generation();
-                lab.updateAll().requireVerified();
+                long next = MultiHostFaultCase.rebuildThenPublishNext(lab);
                 detail =
                         String.format(
                                 Locale.ROOT,
@@ -253,20 +195,8 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
             problems.add(e.getClass().getSimpleName() + ": " + e.getMessage());
             detail = "failed";
         }
-        boolean passed = problems.isEmpty() && corrupted == 0 && partial == 0;
-        if (!problems.isEmpty()) {
-            detail = detail + "; " + String.join("; ", problems);
-        }
-        return new FaultResult(
-                name(),
-                passed,
-                detail,
-                corrupted,
-                partial,
-                0,
-                (System.nanoTime() - started) / 1e9,
-                true,
-                midPush && passed);
+        boolean clean = problems.isEmpty() && corrupted == 0 && partial == 0;
+        return result(started, detail, problems, corrupted, partial, midPush && clean);
     }
 
     /** The instance whose workers are on rollout host {@code node}. */
