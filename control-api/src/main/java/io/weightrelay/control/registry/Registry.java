@@ -9,7 +9,6 @@ import io.weightrelay.api.control.model.Nic;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
-import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.redis.Incarnation;
 import io.weightrelay.control.redis.RedisGuard;
@@ -19,13 +18,11 @@ import io.weightrelay.control.redis.RedisTime;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.reshard.placement.FragmentTemplate;
-import io.weightrelay.service.problem.RelayException;
 import io.weightrelay.service.security.Role;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -221,9 +218,9 @@ public class Registry {
      * kept is the workers' headers, buffers and template digests.
      */
     public Loader registerLoader(String instance, LoaderRegistration r) {
-        validatePlacement(instance, r);
+        RegistrationChecks.placement(instance, r);
         if (r.getSpan() != null) {
-            checkSpan(instance, r);
+            RegistrationChecks.span(instance, r, liveLoaders(r.getModel(), r.getGroup()));
         }
         List<WorkerPlacement> summaries = new ArrayList<>();
         Set<String> digests = new LinkedHashSet<>();
@@ -512,152 +509,6 @@ public class Registry {
 
     // ---- helpers
     // ---------------------------------------------------------------------------------
-
-    private static void validatePlacement(String instance, LoaderRegistration r) {
-        Set<String> workerIds = new HashSet<>();
-        for (WorkerPlacement w : r.getWorkers()) {
-            if (!workerIds.add(w.getWorkerId())) {
-                throw invalidPlacement(instance, w, " is listed twice");
-            }
-            Set<String> buffers = new HashSet<>();
-            String segment = null;
-            for (ReceiveBuffer b : w.getBuffers()) {
-                if (!buffers.add(b.getBufferId())) {
-                    throw invalidPlacement(
-                            instance, w, " registers buffer " + b.getBufferId() + " twice");
-                }
-                if (segment != null && !segment.equals(b.getSegment())) {
-                    throw invalidPlacement(
-                            instance, w, ": all receive buffers must live in one segment");
-                }
-                segment = b.getSegment();
-            }
-            List<TargetFragment> fragments =
-                    w.getFragments() == null ? List.of() : w.getFragments();
-            if (w.getMode() == ConsumeMode.COMPAT
-                    && (!fragments.isEmpty() || w.getPlacement() != null)) {
-                throw invalidPlacement(
-                        instance,
-                        w,
-                        ": compat workers receive every tensor whole and declare no"
-                                + " fragments");
-            }
-            if (w.getPlacement() != null && !fragments.isEmpty()) {
-                throw invalidPlacement(
-                        instance,
-                        w,
-                        ": fragments are given inline or by placement digest, not both");
-            }
-            for (TargetFragment f : fragments) {
-                if (!buffers.contains(f.getBufferId())) {
-                    throw invalidPlacement(
-                                    instance,
-                                    w,
-                                    ": fragment of "
-                                            + f.getTensor()
-                                            + " names unknown buffer "
-                                            + f.getBufferId())
-                            .with("tensor", f.getTensor())
-                            .with("bufferId", f.getBufferId());
-                }
-            }
-        }
-    }
-
-    /**
-     * A loader serving one node of a rollout instance that spans nodes: its workers are the ranks
-     * of its node, and it agrees with the instance's other live loaders of its model and group on
-     * the node count, serves a node none of them serves, and is not one loader too many. The group
-     * is read only for such loaders (one per node of a spanning instance, so tens at Kimi-K2
-     * scale). Two loaders registering at once for one node can both pass; the update session's
-     * start refuses that instance then ({@code update-start.lua}).
-     */
-    private void checkSpan(String instance, LoaderRegistration r) {
-        InstanceSpan span = r.getSpan();
-        for (WorkerPlacement w : r.getWorkers()) {
-            if (!r.getNode().equals(w.getNode())) {
-                throw invalidPlacement(
-                                instance,
-                                w,
-                                " is on node "
-                                        + w.getNode()
-                                        + ", but a loader of rollout instance "
-                                        + span.getRolloutInstance()
-                                        + " registers only the ranks of its own node "
-                                        + r.getNode())
-                        .with("rolloutInstance", span.getRolloutInstance());
-            }
-        }
-        Set<String> loaders = new java.util.TreeSet<>();
-        loaders.add(instance);
-        for (Loader other : liveLoaders(r.getModel(), r.getGroup())) {
-            InstanceSpan theirs = other.getSpan();
-            if (other.getInstance().equals(instance)
-                    || theirs == null
-                    || !theirs.getRolloutInstance().equals(span.getRolloutInstance())) {
-                continue;
-            }
-            if (!theirs.getNodes().equals(span.getNodes())) {
-                throw spanConflict(
-                        instance,
-                        span,
-                        "spans "
-                                + span.getNodes()
-                                + " nodes, but its loader "
-                                + other.getInstance()
-                                + " registered it spanning "
-                                + theirs.getNodes());
-            }
-            if (other.getNode().equals(r.getNode())) {
-                throw spanConflict(
-                                instance,
-                                span,
-                                "already has loader "
-                                        + other.getInstance()
-                                        + " on node "
-                                        + r.getNode()
-                                        + "; one loader serves each node of an instance")
-                        .with("node", r.getNode())
-                        .with("loader", other.getInstance());
-            }
-            loaders.add(other.getInstance());
-        }
-        if (loaders.size() > span.getNodes()) {
-            throw spanConflict(
-                            instance,
-                            span,
-                            "spans "
-                                    + span.getNodes()
-                                    + " nodes, but would have "
-                                    + loaders.size()
-                                    + " loaders: "
-                                    + String.join(", ", loaders))
-                    .with("loaders", List.copyOf(loaders));
-        }
-    }
-
-    private static RelayException spanConflict(String instance, InstanceSpan span, String detail) {
-        return RegistryProblems.ROLLOUT_INSTANCE_CONFLICT
-                .exception(
-                        "loader "
-                                + instance
-                                + ": rollout instance "
-                                + span.getRolloutInstance()
-                                + " "
-                                + detail)
-                .with("instanceId", instance)
-                .with("rolloutInstance", span.getRolloutInstance())
-                .with("nodes", span.getNodes());
-    }
-
-    /** The problem with {@code worker}; {@code detail} goes on from "worker {id}". */
-    private static RelayException invalidPlacement(
-            String instance, WorkerPlacement worker, String detail) {
-        return RegistryProblems.INVALID_PLACEMENT
-                .exception("instance " + instance + ": worker " + worker.getWorkerId() + detail)
-                .with("instanceId", instance)
-                .with("worker", worker.getWorkerId());
-    }
 
     /**
      * The members of {@code kind} whose expiry is after {@link ControlPlaneTicks#liveAfter}: the
