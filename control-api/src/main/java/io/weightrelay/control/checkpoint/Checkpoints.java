@@ -29,17 +29,11 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.function.BiFunction;
-import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Service;
@@ -61,6 +55,7 @@ public class Checkpoints {
     private final Registry registry;
     private final ObjectStore store;
     private final OwnerClient owners;
+    private final OwnerCalls ownerCalls;
     private final CheckpointDirectory directories;
     private final CheckpointRecords records;
     private final CheckpointProperties properties;
@@ -74,6 +69,7 @@ public class Checkpoints {
             Registry registry,
             ObjectStore store,
             OwnerClient owners,
+            OwnerCalls ownerCalls,
             CheckpointDirectory directories,
             CheckpointRecords records,
             CheckpointProperties properties,
@@ -85,6 +81,7 @@ public class Checkpoints {
         this.registry = registry;
         this.store = store;
         this.owners = owners;
+        this.ownerCalls = ownerCalls;
         this.directories = directories;
         this.records = records;
         this.properties = properties;
@@ -221,7 +218,7 @@ public class Checkpoints {
                 });
         Map<String, OwnerCheckpointResult> answers = new java.util.concurrent.ConcurrentHashMap<>();
         List<OwnerCheckpoint> results =
-                callOwners(
+                ownerCalls.call(
                         expectedPerSegment.keySet(),
                         segment ->
                                 new OwnerCheckpointRequest()
@@ -251,7 +248,7 @@ public class Checkpoints {
             records.failed(model, generation, dir, results);
             throw CheckpointProblems.CHECKPOINT_FAILED
                     .exception(
-                            ownersFailed(
+                            OwnerCalls.failedSummary(
                                     failed,
                                     results.size(),
                                     "save generation "
@@ -511,11 +508,11 @@ public class Checkpoints {
                                         + " into")
                         .with("owners", results);
             }
-            Map<String, List<OwnerCheckpointObject>> plan = spread(owned, live);
+            Map<String, List<OwnerCheckpointObject>> plan = OwnerCalls.spread(owned, live);
             Map<String, OwnerCheckpointResult> answers =
                     new java.util.concurrent.ConcurrentHashMap<>();
             List<OwnerCheckpoint> round =
-                    callOwners(
+                    ownerCalls.call(
                             plan.keySet(),
                             segment ->
                                     new OwnerCheckpointRequest()
@@ -538,7 +535,7 @@ public class Checkpoints {
                 long removed = store.remove(absent);
                 throw CheckpointProblems.RESTORE_FAILED
                         .exception(
-                                ownersFailed(
+                                OwnerCalls.failedSummary(
                                         failed,
                                         round.size(),
                                         "restore generation "
@@ -643,150 +640,9 @@ public class Checkpoints {
         return common == null ? "" : common;
     }
 
-    /**
-     * Each object goes to one owner, into that owner's own segment: largest first to the owner with
-     * the fewest bytes so far, so the bytes spread evenly over the owners present.
-     */
-    static Map<String, List<OwnerCheckpointObject>> spread(
-            List<CheckpointObject> objects, List<SegmentOwner> owners) {
-        List<CheckpointObject> sorted = new ArrayList<>(objects);
-        sorted.sort(
-                Comparator.comparingLong(CheckpointObject::getSize)
-                        .reversed()
-                        .thenComparing(CheckpointObject::getKey));
-        long[] load = new long[owners.size()];
-        Map<String, List<OwnerCheckpointObject>> plan = new LinkedHashMap<>();
-        for (CheckpointObject o : sorted) {
-            int best = 0;
-            for (int i = 1; i < load.length; i++) {
-                if (load[i] < load[best]) {
-                    best = i;
-                }
-            }
-            load[best] += o.getSize();
-            plan.computeIfAbsent(owners.get(best).getSegment(), s -> new ArrayList<>())
-                    .add(
-                            new OwnerCheckpointObject()
-                                    .key(o.getKey())
-                                    .size(o.getSize())
-                                    .checksum(o.getChecksum())
-                                    ._file(o.getFile())
-                                    .offset(o.getOffset()));
-        }
-        // Each owner reads its files front to back.
-        plan.values()
-                .forEach(
-                        l ->
-                                l.sort(
-                                        Comparator.comparing(OwnerCheckpointObject::getFile)
-                                                .thenComparingLong(
-                                                        OwnerCheckpointObject::getOffset)));
-        return plan;
-    }
-
     /** What is remembered of the generation's last checkpoint; the generation must exist. */
     public CheckpointStatus status(String model, long generation) {
         generations.load(model, generation);
         return records.status(model, generation);
-    }
-
-    // ---- the owners ----------------------------------------------------------------------------
-
-    private List<OwnerCheckpoint> callOwners(
-            Iterable<String> segments,
-            Function<String, OwnerCheckpointRequest> requestFor,
-            BiFunction<String, OwnerCheckpointRequest, OwnerCheckpointResult> call,
-            Map<String, OwnerCheckpointResult> answers) {
-        List<String> names = new ArrayList<>();
-        segments.forEach(names::add);
-        if (names.isEmpty()) {
-            return List.of();
-        }
-        ExecutorService pool =
-                Executors.newFixedThreadPool(Math.min(properties.parallelism(), names.size()));
-        try {
-            List<Future<OwnerCheckpoint>> futures = new ArrayList<>();
-            for (String segment : names) {
-                futures.add(
-                        pool.submit(
-                                () -> callOne(segment, requestFor.apply(segment), call, answers)));
-            }
-            List<OwnerCheckpoint> out = new ArrayList<>();
-            for (Future<OwnerCheckpoint> f : futures) {
-                try {
-                    out.add(f.get());
-                } catch (InterruptedException ex) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("interrupted while calling owners", ex);
-                } catch (java.util.concurrent.ExecutionException ex) {
-                    throw new IllegalStateException(ex.getCause());
-                }
-            }
-            return out;
-        } finally {
-            pool.shutdownNow();
-        }
-    }
-
-    private OwnerCheckpoint callOne(
-            String segment,
-            OwnerCheckpointRequest request,
-            BiFunction<String, OwnerCheckpointRequest, OwnerCheckpointResult> call,
-            Map<String, OwnerCheckpointResult> answers) {
-        Optional<SegmentOwner> owner = registry.findSegment(segment);
-        if (owner.isEmpty() || !owner.get().getAlive() || owner.get().getAdminUrl() == null) {
-            return failed(
-                    segment,
-                    owner.isEmpty()
-                            ? "no owner registered"
-                            : (!owner.get().getAlive()
-                                    ? "owner is not alive"
-                                    : "owner has no admin URL"),
-                    0);
-        }
-        long start = System.nanoTime();
-        try {
-            OwnerCheckpointResult result = call.apply(owner.get().getAdminUrl(), request);
-            double seconds =
-                    result.getSeconds() != null
-                            ? result.getSeconds()
-                            : (System.nanoTime() - start) / 1e9;
-            answers.put(segment, result);
-            OwnerCheckpoint done =
-                    new OwnerCheckpoint(segment, result.getObjects(), result.getBytes(), seconds);
-            done.setFile(result.getFile());
-            return done;
-        } catch (RuntimeException ex) {
-            return failed(segment, message(ex), (System.nanoTime() - start) / 1e9);
-        }
-    }
-
-    /** "2 of 3 owner(s) failed to {what}: {first failed segment}: {its error}". */
-    private static String ownersFailed(List<OwnerCheckpoint> failed, int of, String what) {
-        OwnerCheckpoint first = failed.get(0);
-        return failed.size()
-                + " of "
-                + of
-                + " owner(s) failed to "
-                + what
-                + ": "
-                + first.getSegment()
-                + ": "
-                + first.getError();
-    }
-
-    /** An owner's problem detail when it answered one, else the exception's message. */
-    private static String message(RuntimeException ex) {
-        if (ex instanceof org.springframework.web.client.RestClientResponseException r) {
-            String body = r.getResponseBodyAsString();
-            return r.getStatusCode().value() + " " + (body.isEmpty() ? r.getMessage() : body);
-        }
-        return ex.getMessage();
-    }
-
-    private static OwnerCheckpoint failed(String segment, String error, double seconds) {
-        OwnerCheckpoint r = new OwnerCheckpoint(segment, 0L, 0L, seconds);
-        r.setError(error == null ? "failed" : error);
-        return r;
     }
 }

@@ -38,7 +38,7 @@ class RestoreSpreadTest {
         for (int u = 0; u < 256; u++) {
             owners.add(new SegmentOwner("unit-" + u, "node-" + u, "h:1", 1L << 40, true));
         }
-        Map<String, List<OwnerCheckpointObject>> plan = Checkpoints.spread(objects, owners);
+        Map<String, List<OwnerCheckpointObject>> plan = OwnerCalls.spread(objects, owners);
         Set<String> seen = new HashSet<>();
         long max = 0;
         long min = Long.MAX_VALUE;
