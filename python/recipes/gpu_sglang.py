@@ -112,14 +112,15 @@ def start_lab() -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
 
 
 def expected_view(name: str, t: torch.Tensor, tp: int, cfg: dict[str, Any]) -> list[Any]:
-    """What SGLang's LlamaForCausalLM.get_weights_by_name answers for ``name`` (rank 0's)."""
-    if tp > 1 and any(s in name for s in ("q_proj", "k_proj", "v_proj", "gate_proj",
-                                          "up_proj", "embed_tokens", "lm_head")):
-        rows = t.shape[0] // tp
-        if "embed_tokens" in name or "lm_head" in name:
-            pad = (cfg["vocab_size"] + 63) // 64 * 64
-            rows = pad // tp
-        t = t[:rows]
+    """What SGLang's LlamaForCausalLM.get_weights_by_name answers for ``name``: rank 0's rows of
+    the row-split tensors (the vocabulary padded to a multiple of 64 with zero rows first), the
+    whole of o_proj/down_proj (it gathers their columns), the whole replicated norms."""
+    if "embed_tokens" in name or "lm_head" in name:
+        padded = (cfg["vocab_size"] + 63) // 64 * 64
+        t = torch.cat([t, torch.zeros(padded - t.shape[0], *t.shape[1:], dtype=t.dtype)])
+        t = t[: padded // tp]
+    elif any(s in name for s in ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")):
+        t = t[: t.shape[0] // tp]
     return t.to(torch.float32).numpy().tolist()[:TRUNCATE]
 
 
@@ -134,7 +135,8 @@ def check(engine: Any, sd: dict[str, torch.Tensor], tp: int, cfg: dict[str, Any]
         want_t = torch.tensor(want, dtype=torch.float32)
         if got_t.shape != want_t.shape or not torch.equal(got_t[: len(want_t)], want_t):
             raise SystemExit(f"{what}: {name} differs from the published bytes")
-    out = engine.generate(input_ids=[1, 5, 7, 9], sampling_params={"max_new_tokens": 4})
+    out = engine.generate(input_ids=[1, 5, 7, 9], sampling_params={"max_new_tokens": 4,
+                                                                 "ignore_eos": True})
     if not out or not out.get("output_ids"):
         raise SystemExit(f"{what}: the engine did not generate ({out})")
     print(f"{what}: {len(sd)} tensors as published; generates", flush=True)

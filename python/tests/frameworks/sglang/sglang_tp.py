@@ -125,7 +125,7 @@ class _Rank:
             return make_group(*args, **kwargs)
 
         ps.init_model_parallel_group = no_pynccl  # shim: see the module
-        self.rank, self.model_dir = rank, model_dir
+        self.rank, self.tp, self.model_dir = rank, tp, model_dir
         self.server_args = ServerArgs(model_path=model_dir, device="cpu", tp_size=tp,
                                       dtype="bfloat16", custom_weight_loader=custom_loaders)
         publish(self.server_args, role="scheduler", ranks=SpawnRanks(
@@ -188,6 +188,11 @@ class _Rank:
         """The same model class loaded by SGLang's DefaultModelLoader from ``model_dir``: what
         this rank must hold once those weights are in place."""
         return _bits(self._load(model_dir))
+
+    def weights_by_name(self, name: str, truncate: int) -> Any:
+        """SGLang's own ``get_weights_by_name`` of the model class (what ``Engine`` answers from
+        rank 0; every rank must call it: it gathers o_proj/down_proj over the TP group)."""
+        return self.model.get_weights_by_name(name, truncate, tp_size=self.tp)
 
     def break_param(self, name: str) -> None:
         """Gives this rank's parameter ``name`` one more row (a rank whose model differs)."""

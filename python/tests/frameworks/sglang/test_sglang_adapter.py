@@ -8,6 +8,9 @@ the update, leaves the old weights on every rank and SGLang alive and accepting 
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -30,6 +33,15 @@ def _publish(lab, model: str, step: int, weights: dict[str, torch.Tensor]) -> tu
     m = Manifest.of_state_dict(model, weights, "bf16", max_fragment_bytes=4096)
     gen, _, _ = publish_generation(control, m, step, ranks(lab, control), lambda node: weights)
     return m, gen
+
+
+def _recipe():
+    path = Path(__file__).resolve().parents[3] / "recipes" / "gpu_sglang.py"
+    spec = importlib.util.spec_from_file_location("gpu_sglang", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(params=["qwen2", "llama"])
@@ -86,6 +98,15 @@ def test_tp2_update_in_sglang_session_each_rank_own_shards_failed_load_keeps_old
     assert not np.array_equal(got[0][qkv], got[1][qkv])
     assert not np.array_equal(got[0]["model.embed_tokens.weight"],
                               got[1]["model.embed_tokens.weight"])
+
+    if family == "llama":  # what the GPU recipe expects get_weights_by_name to answer
+        recipe = _recipe()
+        for name, t in w1.items():
+            if "k_proj" in name or "v_proj" in name:
+                continue  # SGLang's Llama.get_weights_by_name cannot narrow replicated kv heads
+            answer = inst.call("weights_by_name", name, recipe.TRUNCATE)[0]
+            expect = recipe.expected_view(name, t.to(torch.bfloat16), TP, cfg)
+            assert answer == expect, f"the GPU recipe's expectation of {name} is wrong"
 
     # A published model whose vocabulary is not the served one's: the transfer succeeds, the
     # load does not (a shape mismatch on every rank). The update fails, SGLang stays up.
