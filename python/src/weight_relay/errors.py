@@ -168,8 +168,9 @@ class PublishFailedError(RelayError):
 
 class WeightLoadError(RelayError):
     """The received weights could not be loaded into the engine's parameters (a name, shape or
-    dtype the model does not have); no rank loaded anything, the old weights serve on.
-    ``ranks`` maps each failing rank to its error."""
+    dtype the model does not have): no rank loaded anything, the old weights serve on. ``ranks``
+    maps each failing rank to its error; empty when the engine itself refused a step of the
+    update (its answer is in the message)."""
 
     def __init__(self, message: str, ranks: dict[int, str]) -> None:
         super().__init__(message)

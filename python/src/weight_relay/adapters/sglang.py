@@ -317,18 +317,23 @@ class SGLangRelay:
                 named_tensors=[(ticket.encode(), torch.empty(0))], load_format=LOAD_FORMAT,
                 flush_cache=flush_cache))
             failures = self._outcomes(ticket)
-            if failures:
+            if failures or not ok:
                 raise WeightLoadError(
                     f"generation {progress.generation} not loaded into SGLang instance "
-                    f"{self.instance_id}: " + "; ".join(f"rank {r}: {e}"
-                                                        for r, e in sorted(failures.items())),
-                    failures)
-            if not ok:
-                raise WeightLoadError(f"SGLang update_weights_from_tensor: {message}", {})
-        finally:
-            end_ok, end_message = _answer(engine.end_weight_update())
-            if not end_ok:
-                _log.warning("SGLang end_weight_update: %s", end_message)
+                    f"{self.instance_id}: " + "; ".join(
+                        [f"rank {r}: {e}" for r, e in sorted(failures.items())]
+                        + ([] if ok else [f"SGLang answered: {message}"])), failures)
+        except BaseException:
+            try:  # close the session whatever happened, without hiding why the load failed
+                end_ok, end_message = _answer(engine.end_weight_update())
+                if not end_ok:
+                    _log.warning("SGLang end_weight_update: %s", end_message)
+            except Exception as e:
+                _log.warning("SGLang end_weight_update after a failed load: %s", e)
+            raise
+        end_ok, end_message = _answer(engine.end_weight_update())
+        if not end_ok:
+            raise WeightLoadError(f"SGLang refused end_weight_update: {end_message}", {})
         return progress
 
     def _outcomes(self, ticket: Ticket) -> dict[int, str]:
