@@ -106,6 +106,7 @@ class _Rank:
         from sglang.srt.managers.io_struct import (
             BeginWeightUpdateReqInput,
             EndWeightUpdateReqInput,
+            UpdateWeightFromDiskReqInput,
             UpdateWeightsFromTensorReqInput,
         )
         from sglang.srt.managers.scheduler_components.weight_updater import (
@@ -164,6 +165,7 @@ class _Rank:
             (BeginWeightUpdateReqInput, self.manager.begin_weight_update),
             (EndWeightUpdateReqInput, self.manager.end_weight_update),
             (UpdateWeightsFromTensorReqInput, self.manager.update_weights_from_tensor),
+            (UpdateWeightFromDiskReqInput, self.manager.update_weights_from_disk),
         ])
 
     def _load(self, model_dir: str) -> Any:
@@ -319,6 +321,14 @@ class EngineFront:
         from sglang.srt.managers.io_struct import EndWeightUpdateReqInput
 
         return self.instance.call("request", EndWeightUpdateReqInput())[0]
+
+    def update_weights_from_disk(self, model_path: str, load_format: str | None = None
+                                 ) -> tuple[bool, str]:
+        from sglang.srt.managers.io_struct import UpdateWeightFromDiskReqInput
+
+        # The TokenizerManager fills a missing load_format from the server's ("auto").
+        return self.instance.call("request", UpdateWeightFromDiskReqInput(
+            model_path=model_path, load_format=load_format or "auto"))[0]
 
     def update_weights_from_tensor(self, named_tensors: list[tuple[str, torch.Tensor]],
                                    load_format: str | None = None, flush_cache: bool = True

@@ -17,7 +17,14 @@ import torch
 from sglang_tp import EngineFront, TPInstance, checkpoint, config, write_model
 
 from helpers import ranks
-from weight_relay import ControlClient, LoaderClient, Manifest, WeightLoadError, publish_generation
+from weight_relay import (
+    ControlClient,
+    LoaderClient,
+    Manifest,
+    WeightLoadError,
+    compat_worker,
+    publish_generation,
+)
 from weight_relay.adapters import sglang as adapter
 
 TP = 2
@@ -131,6 +138,23 @@ def test_tp2_update_in_sglang_session_each_rank_own_shards_failed_load_keeps_old
     for r, held in enumerate(inst.call("params")):
         assert _same(held, want3[r]), f"rank {r} does not hold generation {g3}"
 
+    # The compat image through SGLang's own update_weights_from_disk (DefaultModelLoader reads the
+    # directory whose one model.safetensors links to the image in shared memory; each rank
+    # shards it itself).
+    compat = compat_worker(f"{instance}-sglc", node, f"py-{lab['run']}-{instance}-sglc-{family}",
+                           Manifest.of_state_dict(model, w3, "bf16", max_fragment_bytes=4096),
+                           rank=TP)
+    relay.register(model, group, node, f"py-{lab['run']}-{instance}-sgl-{family}", [compat])
+    w5 = checkpoint(cfg, 5)
+    _, g5 = _publish(lab, model, 5, w5)
+    lc.update(g5)
+    ok, message = engine.update_weights_from_disk(
+        adapter.disk_directory(lc, compat["workerId"], str(tmp_path / "disk")))
+    assert ok, message
+    want5 = inst.call("reference", write_model(str(tmp_path / "g5"), cfg, w5))
+    for r, held in enumerate(inst.call("params")):
+        assert _same(held, want5[r]), f"rank {r} does not hold generation {g5} from the image"
+
     # A model that differs on one rank only: no rank copies anything (all or none).
     inst.call_rank(1, "break_param", "model.norm.weight")
     _, g4 = _publish(lab, model, 4, checkpoint(cfg, 4))
@@ -138,6 +162,6 @@ def test_tp2_update_in_sglang_session_each_rank_own_shards_failed_load_keeps_old
         relay.update(engine, g4)
     assert "another TP rank" in one.value.ranks[0] and "norm" in one.value.ranks[1]
     held0 = inst.call_rank(0, "params")
-    assert _same(held0, want3[0])
+    assert _same(held0, want5[0])
     assert all(inst.alive())
     lc.close()
