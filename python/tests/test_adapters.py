@@ -17,7 +17,7 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from helpers import PAD, SPLIT, bits, engines, expected, manifest, ranks, state_dict
+from helpers import bits, engines, expected, manifest, ranks, state_dict
 from verl_cluster import (
     ActorRank,
     Proc,
@@ -31,14 +31,14 @@ from verl_cluster import (
 from weight_relay import (
     ControlClient,
     LoaderClient,
+    Manifest,
     RelayCallError,
     UpdateFailedError,
     UpdateTimeoutError,
     UsageError,
+    WeightLoadError,
     compat_worker,
-    direct_worker,
     publish_generation,
-    tensor_parallel_fragments,
 )
 from weight_relay.adapters import _standin
 
@@ -342,41 +342,76 @@ def test_verl_checkpoint_engine_manager_syncs_each_step(lab, monkeypatch):
 
 # ---- SGLang --------------------------------------------------------------------------------
 def test_sglang_custom_loader_direct_and_disk_with_failed_load(lab, tmp_path):
+    """Where SGLang does not import (the test venv): TP 1 through the stand-in of SGLang's
+    custom-loader dispatch; the fused parameters checked against torch.cat of the checkpoint
+    tensors. The real classes at TP 2: tests/frameworks/sglang."""
     from weight_relay.adapters import sglang as adapter
 
     model_name = f"py-{lab['run']}-sglang"
-    m, sd, g1 = _publish(lab, model_name, 1, 31)
-    want = expected(sd)
+    cfg = dict(model_type="llama", hidden_size=32, intermediate_size=48, num_attention_heads=4,
+               num_key_value_heads=2, vocab_size=70, num_hidden_layers=1)
+    dims = adapter.ModelDims.of(cfg)
+    g = torch.Generator().manual_seed(31)
+    p = "model.layers.0."
+    shapes = {"model.embed_tokens.weight": (70, 32), p + "self_attn.q_proj.weight": (32, 32),
+              p + "self_attn.k_proj.weight": (16, 32), p + "self_attn.v_proj.weight": (16, 32),
+              p + "self_attn.o_proj.weight": (32, 32), p + "mlp.gate_proj.weight": (48, 32),
+              p + "mlp.up_proj.weight": (48, 32), p + "mlp.down_proj.weight": (32, 48),
+              p + "input_layernorm.weight": (32,), p + "post_attention_layernorm.weight": (32,),
+              "model.norm.weight": (32,), "lm_head.weight": (70, 32)}
+    sd = {n: torch.randn(s, generator=g) for n, s in shapes.items()}
+    control = ControlClient(lab["controlUrl"], lab["trainerToken"])
+    m = Manifest.of_state_dict(model_name, sd, "bf16", max_fragment_bytes=4096)
+    g1, _, _ = publish_generation(control, m, 1, ranks(lab, control), lambda node: sd)
+    want = {n: t.to(torch.bfloat16) for n, t in sd.items()}
     instance, lc = engines(lab)[0]
     node = lc.status().node
-    workers = [direct_worker(f"{instance}-sgl{r}", node, f"py-{lab['run']}-{instance}-sgl{r}", m,
-                             tensor_parallel_fragments(m, 2, r, SPLIT, pad_rows=PAD), rank=r)
-               for r in range(2)]
-    workers.append(compat_worker(f"{instance}-sglc", node, f"py-{lab['run']}-{instance}-sglc", m,
-                                 rank=2))
-    lc.register(instance, model_name, f"py-{lab['run']}-sglang", node, workers)
-    lc.update(g1)
-    for r in range(2):
-        named = adapter.direct_named_tensors(lc, f"{instance}-sgl{r}", m)
-        shards = {}
-        for f in workers[r]["fragments"]:
-            idx = tuple(slice(o, o + s) for o, s in zip(f["offset"], f["shape"], strict=True))
-            shards[f["tensor"]] = want[f["tensor"]][idx]
-        tp_model = Model({n: (tuple(t.shape), t.dtype) for n, t in shards.items()})
-        if adapter.STANDIN:
-            ok, _ = _standin.sglang_update_weights_from_tensor(
-                tp_model, named, adapter.LOAD_FORMAT, [adapter.LOAD_FORMAT])
-            assert ok
-        else:  # pragma: no cover - SGLang does not import here
-            adapter.load_direct(tp_model, named)
-        assert _equal(tp_model.p, shards)
-        # A failing load (a shape the model does not have) changes no parameter.
-        broken = Model({n: (tuple(t.shape), t.dtype) for n, t in shards.items()})
-        broken.p["norm.bias"] = torch.zeros(14)
-        before = {k: v.clone() for k, v in broken.p.items()}
-        with pytest.raises(ValueError, match=r"norm\.bias"):
-            adapter.load_direct(broken, named)
-        assert _equal(broken.p, before)
+    url, token = lab["services"]["loader-" + instance], lab["loaderTokens"][instance]
+    relay = adapter.SGLangRelay(lc, url, token, instance, dims, m, 1)
+    compat = compat_worker(f"{instance}-sglc", node, f"py-{lab['run']}-{instance}-sglc", m,
+                           rank=1)
+    relay.register(model_name, f"py-{lab['run']}-sglang", node,
+                   f"py-{lab['run']}-{instance}-sgl", [compat])
+    fused = {  # SGLang's names and layout, computed here independently of the adapter
+        "model.embed_tokens.weight": torch.cat([want["model.embed_tokens.weight"],
+                                                torch.zeros(58, 32, dtype=torch.bfloat16)]),
+        p + "self_attn.qkv_proj.weight": torch.cat([want[p + f"self_attn.{x}_proj.weight"]
+                                                    for x in "qkv"]),
+        p + "mlp.gate_up_proj.weight": torch.cat([want[p + "mlp.gate_proj.weight"],
+                                                  want[p + "mlp.up_proj.weight"]]),
+        "lm_head.weight": torch.cat([want["lm_head.weight"],
+                                     torch.zeros(58, 32, dtype=torch.bfloat16)]),
+    }
+    fused.update({n: want[n] for n in (p + "self_attn.o_proj.weight", p + "mlp.down_proj.weight",
+                                       p + "input_layernorm.weight", "model.norm.weight",
+                                       p + "post_attention_layernorm.weight")})
+    tp_model = Model({n: (tuple(t.shape), t.dtype) for n, t in fused.items()})
+
+    class Engine:  # SGLang's session and custom-loader dispatch, as the stand-in has it
+        def begin_weight_update(self):
+            self.open = True
+            return True, "Success"
+
+        def end_weight_update(self):
+            self.open = False
+            return True, "Success"
+
+        def update_weights_from_tensor(self, named_tensors, load_format=None, flush_cache=True):
+            assert self.open
+            return _standin.sglang_update_weights_from_tensor(
+                tp_model, named_tensors, load_format, [adapter.LOAD_FORMAT])
+
+    engine = Engine()
+    relay.update(engine, g1)
+    assert _equal(tp_model.p, fused)
+    # A failing load (a shape the model does not have) changes no parameter and raises
+    # WeightLoadError in the driver, not in SGLang's custom loader.
+    tp_model.p["model.norm.weight"] = torch.zeros(33, dtype=torch.bfloat16)
+    before = {k: v.clone() for k, v in tp_model.p.items()}
+    with pytest.raises(WeightLoadError, match=r"norm\.weight"):
+        relay.update(engine, g1)
+    assert _equal(tp_model.p, before) and not engine.open
+    adapter.load_direct(tp_model, [("not a ticket", torch.empty(0))])  # never raises
     d = adapter.disk_directory(lc, f"{instance}-sglc", str(tmp_path / "sgl"))
     with safe_open(os.path.join(d, "model.safetensors"), framework="pt") as f:
         assert _equal({k: f.get_tensor(k) for k in f.keys()}, want)

@@ -43,6 +43,7 @@ from .errors import (
     UpdateTimeoutError,
     UsageError,
     VerificationError,
+    WeightLoadError,
 )
 from .loader import (
     COMPAT_BUFFER,
@@ -76,6 +77,6 @@ __all__ = [
     "Reservation", "SafetensorsLayout", "StagingFullError", "StagingMapError", "TensorSpec",
     "UPDATED", "UnauthorizedError", "UnavailableError", "UnknownNameError", "UpdateFailedError",
     "UpdateInFlightError", "UpdateProgress", "UpdateTimeoutError", "UsageError",
-    "VerificationError", "compat_worker", "direct_worker", "packed_bindings", "placement_json",
-    "publish_generation", "tensor_parallel_fragments",
+    "VerificationError", "WeightLoadError", "compat_worker", "direct_worker", "packed_bindings",
+    "placement_json", "publish_generation", "tensor_parallel_fragments",
 ]

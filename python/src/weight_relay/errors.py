@@ -166,6 +166,17 @@ class PublishFailedError(RelayError):
         self.failures = failures
 
 
+class WeightLoadError(RelayError):
+    """The received weights could not be loaded into the engine's parameters (a name, shape or
+    dtype the model does not have): no rank loaded anything, the old weights serve on. ``ranks``
+    maps each failing rank to its error; empty when the engine itself refused a step of the
+    update (its answer is in the message)."""
+
+    def __init__(self, message: str, ranks: dict[int, str]) -> None:
+        super().__init__(message)
+        self.ranks = ranks
+
+
 class UpdateFailedError(RelayError):
     """An update ended without ``UPDATED``. ``outcome`` is ``RESUMED_OLD`` (the old weights are
     untouched: resume serving) or ``PAUSED_REBUILD`` (re-register before the next update);
