@@ -15,10 +15,76 @@ import org.junit.jupiter.api.Test;
 /**
  * Issue 52: the first command on a fresh machine. Nothing answers on the lab's Redis and there is
  * no redis-server: {@code ./relay demo} must say what to install within seconds, not wait out a
- * three-minute health check of services that cannot reach Redis. And a lab pointed at a Redis that
- * does not answer is refused at once, naming it.
+ * three-minute health check of services that cannot reach Redis. With redis-server there, it starts
+ * one of its own, runs the whole story on it and stops it. And a lab pointed at a Redis that does
+ * not answer is refused at once, naming it.
  */
 class FreshMachineTest {
+
+    /** {@code ./relay} as the launcher runs it (this JVM's class path), in a child JVM. */
+    private static ProcessBuilder relay(Path tmp, String... args) {
+        List<String> command =
+                new java.util.ArrayList<>(
+                        List.of(
+                                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                                "-Xmx512m",
+                                "-XX:TieredStopAtLevel=1",
+                                "-Drelay.home=" + ServiceProcess.home(),
+                                "-Djava.io.tmpdir=" + tmp,
+                                // a loaded machine (the whole build on two cores) starts services
+                                // slowly: what this test is about fails within seconds anyway
+                                "-Drelay.lab.healthy-seconds=900",
+                                "-cp",
+                                System.getProperty("java.class.path"),
+                                "io.weightrelay.lab.Relay"));
+        command.addAll(List.of(args));
+        return new ProcessBuilder(command);
+    }
+
+    @Test
+    void theDemoWithoutRedisStartsItsOwnRunsTheWholeStoryAndStopsIt() throws Exception {
+        Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
+        Path out = tmp.resolve("fresh-machine-demo.out");
+        Path errLog = tmp.resolve("fresh-machine-demo.err");
+        int closed = ServiceProcess.freePort();
+        ProcessBuilder demo =
+                relay(tmp, "demo", "--model", "tiny", "--instances", "2", "--tp", "1", "--json")
+                        .redirectOutput(out.toFile())
+                        .redirectError(errLog.toFile());
+        // Nothing answers on the lab's Redis; redis-server is installed (on PATH).
+        demo.environment().put("RELAY_LAB_REDIS", "127.0.0.1:" + closed);
+        demo.environment().remove("RELAY_LAB_REDIS_SERVER");
+
+        Process p = demo.start();
+        boolean ended = p.waitFor(30, TimeUnit.MINUTES);
+        if (!ended) {
+            p.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+        }
+        String err = Files.readString(errLog, StandardCharsets.UTF_8);
+        assertThat(ended).as("the demo ended; stderr:%n%s", err).isTrue();
+        assertThat(p.exitValue()).as("exit code; stderr:%n%s", err).isZero();
+        java.util.regex.Matcher own =
+                java.util.regex.Pattern.compile(
+                                "no Redis answers at 127\\.0\\.0\\.1:"
+                                        + closed
+                                        + " \\(RELAY_LAB_REDIS; .*\\): started redis-server on"
+                                        + " 127\\.0\\.0\\.1:(\\d+) for this run")
+                        .matcher(err);
+        assertThat(own.find()).as("it says it started its own; stderr:%n%s", err).isTrue();
+        int port = Integer.parseInt(own.group(1));
+        List<String> lines = Files.readAllLines(out, StandardCharsets.UTF_8);
+        assertThat(lines).as("one JSON line per generation and the summary").hasSize(4);
+        assertThat(lines.get(3))
+                .contains("\"verified\":true")
+                .contains("\"min_store_read_ratio\":1.0000")
+                .contains("\"max_store_read_ratio\":1.0000");
+        assertThat(io.weightrelay.lab.cluster.LabRedis.answersPing("127.0.0.1", port))
+                .as("its own redis-server stopped with it")
+                .isFalse();
+        assertThat(io.weightrelay.lab.cluster.LabRedis.answersPing("127.0.0.1", closed))
+                .as("and it started nothing where it was pointed")
+                .isFalse();
+    }
 
     @Test
     void theDemoWithoutRedisOrRedisServerFailsWithinTenSecondsNamingThePackage() throws Exception {

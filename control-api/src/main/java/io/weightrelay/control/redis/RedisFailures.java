@@ -92,4 +92,20 @@ public final class RedisFailures {
         }
         return false;
     }
+
+    /**
+     * Why a call to Redis failed, for a log line: what Redis answered when it refused the
+     * credentials, else the innermost cause's message ({@code Connection refused}, a timeout).
+     */
+    public static String describe(Throwable failure) {
+        String auth = authFailure(failure);
+        if (auth != null) {
+            return auth;
+        }
+        Throwable t = failure;
+        while (t.getCause() != null && t.getCause() != t) {
+            t = t.getCause();
+        }
+        return t.getMessage() == null ? t.getClass().getSimpleName() : t.getMessage();
+    }
 }

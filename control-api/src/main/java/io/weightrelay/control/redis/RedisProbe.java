@@ -26,16 +26,39 @@ import org.springframework.stereotype.Component;
  * and closing before it has would let the first requests fail with "not connected" and open the
  * breaker again for its whole wait. So the breaker closes only once the shared connection answers a
  * PING too.
+ *
+ * <p>Until Redis has answered once, it also asks at every interval and says so in the log: when
+ * Redis has not answered for {@code relay.redis.unreachable-report-after} (2 s) since start, one
+ * ERROR line naming the address and why ({@value #UNREACHABLE}...), repeated every half minute
+ * while it lasts, and one INFO line ({@value #ANSWERS}...) once it answers. So a control-api
+ * started without its Redis says so in seconds (an operator, or the lab waiting for it to turn
+ * healthy, reads why), and serves without a restart once Redis is there.
  */
 @Component
 class RedisProbe implements DisposableBean {
 
     private static final Logger log = LoggerFactory.getLogger(RedisProbe.class);
 
+    /** How the line that says Redis does not answer begins; the lab's health wait looks for it. */
+    static final String UNREACHABLE = "cannot reach Redis at ";
+
+    /** How the line that says Redis answers (after it did not) begins. */
+    static final String ANSWERS = "Redis at ";
+
+    private static final long REPEAT_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+
     private final RedisGuard guard;
     private final RedisClient client;
     private final RedisConnectionFactory shared;
+    private final String address;
+    private final long intervalMs;
+    private final long reportAfterNanos;
+    private final long startedNanos = System.nanoTime();
     private StatefulRedisConnection<String, String> connection;
+    private String lastFailure;
+    private volatile boolean answeredOnce;
+    private long reportedNanos;
+    private boolean reported;
 
     RedisProbe(
             RedisGuard guard,
@@ -45,9 +68,14 @@ class RedisProbe implements DisposableBean {
             @Value("${spring.data.redis.username:}") String username,
             @Value("${spring.data.redis.password:}") String password,
             @Value("${spring.data.redis.ssl.enabled:false}") boolean ssl,
-            @Value("${relay.redis.probe-timeout-ms:500}") long timeoutMs) {
+            @Value("${relay.redis.probe-timeout-ms:500}") long timeoutMs,
+            @Value("${relay.redis.probe-interval-ms:500}") long intervalMs,
+            @Value("${relay.redis.unreachable-report-after:2s}") Duration reportAfter) {
         this.guard = guard;
         this.shared = shared;
+        this.address = host + ":" + port + (ssl ? " (TLS)" : "");
+        this.intervalMs = intervalMs;
+        this.reportAfterNanos = reportAfter.toNanos();
         RedisURI.Builder uri =
                 RedisURI.builder()
                         .withHost(host)
@@ -66,6 +94,10 @@ class RedisProbe implements DisposableBean {
             fixedDelayString = "${relay.redis.probe-interval-ms:500}",
             initialDelayString = "${relay.redis.probe-interval-ms:500}")
     void probe() {
+        if (!answeredOnce) {
+            untilFirstAnswer();
+            return;
+        }
         CircuitBreaker.State state = guard.state();
         long timeouts = guard.takeTimeouts();
         if (state == CircuitBreaker.State.CLOSED && timeouts == 0) {
@@ -74,17 +106,55 @@ class RedisProbe implements DisposableBean {
         if (answers()) {
             if (state != CircuitBreaker.State.CLOSED && sharedAnswers()) {
                 log.info(
-                        "Redis answers again: closing the {} circuit ({})", RedisGuard.NAME, state);
+                        "Redis at {} answers again: closing the {} circuit ({})",
+                        address,
+                        RedisGuard.NAME,
+                        state);
                 guard.redisAnswers();
             }
         } else if (state == CircuitBreaker.State.CLOSED) {
             log.warn(
-                    "Redis did not answer a probe after {} command timeout(s): opening the {}"
-                            + " circuit",
+                    "Redis at {} did not answer a probe after {} command timeout(s): opening the {}"
+                            + " circuit ({})",
+                    address,
                     timeouts,
-                    RedisGuard.NAME);
+                    RedisGuard.NAME,
+                    lastFailure);
             guard.redisSilent();
         }
+    }
+
+    /**
+     * Start-up: asks Redis until it first answers, and reports in the log how long it does not (see
+     * the class comment). The breaker is left to the requests meanwhile.
+     */
+    private void untilFirstAnswer() {
+        long now = System.nanoTime();
+        if (answers()) {
+            answeredOnce = true;
+            if (reported) {
+                log.info(
+                        "{}{} answers after {} s: control-api serves",
+                        ANSWERS,
+                        address,
+                        (now - startedNanos) / 1_000_000_000L);
+            }
+            return;
+        }
+        if (now - startedNanos < reportAfterNanos
+                || (reported && now - reportedNanos < REPEAT_NANOS)) {
+            return;
+        }
+        log.error(
+                "{}{} (spring.data.redis.host and port): {}; control-api answers 503"
+                        + " redis-unavailable and /actuator/health DOWN until it does, asking"
+                        + " again every {} ms",
+                UNREACHABLE,
+                address,
+                lastFailure,
+                intervalMs);
+        reported = true;
+        reportedNanos = now;
     }
 
     private synchronized boolean answers() {
@@ -93,8 +163,11 @@ class RedisProbe implements DisposableBean {
                 close();
                 connection = client.connect();
             }
-            return "PONG".equals(connection.sync().ping());
+            String answer = connection.sync().ping();
+            lastFailure = "it answered " + answer;
+            return "PONG".equals(answer);
         } catch (RuntimeException e) {
+            lastFailure = RedisFailures.describe(e);
             close();
             return false;
         }

@@ -141,6 +141,19 @@ public record Host(
             if (of != null && !of.isAlive()) {
                 throw new HostLabException(of.name() + " exited early; its log:\n" + of.tail());
             }
+            if (of != null) {
+                // A service that says it cannot reach a dependency (its Redis on another host)
+                // is named now, not after the whole wait.
+                java.util.Optional<String> unreachable = of.unreachableDependency();
+                if (unreachable.isPresent()) {
+                    throw new HostLabException(
+                            of.name()
+                                    + " cannot become healthy: it says "
+                                    + unreachable.get()
+                                    + "; its log:\n"
+                                    + of.tail());
+                }
+            }
             Commands.Result r = run(List.of("timeout", "3", "bash", "-c", script), 10);
             if (r.ok() && r.out().startsWith(expected)) {
                 return;

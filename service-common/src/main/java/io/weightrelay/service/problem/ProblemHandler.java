@@ -1,5 +1,6 @@
 package io.weightrelay.service.problem;
 
+import io.weightrelay.service.dataplane.DataplaneRedis;
 import jakarta.validation.ConstraintViolationException;
 import java.net.URI;
 import java.util.List;
@@ -106,8 +107,27 @@ public abstract class ProblemHandler extends ResponseEntityExceptionHandler {
                 request);
     }
 
+    /**
+     * Anything unexpected is a 500, but for a data plane that could not reach its Redis: that is a
+     * 503 {@code unavailable} naming the Redis ({@link DataplaneRedis}), so the caller, and the
+     * log, read what is missing, and a retry succeeds once Redis answers.
+     */
     @ExceptionHandler(Exception.class)
     ResponseEntity<Object> handleUnexpected(Exception ex, WebRequest request) {
+        var unreachable = DataplaneRedis.unreachable(ex);
+        if (unreachable.isPresent()) {
+            String sentence = unreachable.get().sentence();
+            log.warn("{} (on {})", sentence, request.getDescription(false));
+            HttpHeaders headers = new HttpHeaders();
+            headers.set(HttpHeaders.RETRY_AFTER, "1");
+            ProblemDetail body =
+                    ProblemDetail.forStatusAndDetail(
+                            CommonProblems.UNAVAILABLE.status(), sentence + "; retry shortly");
+            body.setType(CommonProblems.UNAVAILABLE.type());
+            body.setTitle(CommonProblems.UNAVAILABLE.title());
+            return handleExceptionInternal(
+                    ex, body, headers, CommonProblems.UNAVAILABLE.status(), request);
+        }
         log.error("unexpected error on {}", request.getDescription(false), ex);
         return answer(
                 ex,

@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -57,6 +58,53 @@ public class ChildProcess implements AutoCloseable {
         } catch (IOException e) {
             return "(no log: " + e + ")";
         }
+    }
+
+    /** How a service's log line begins where it says a dependency it needs does not answer. */
+    public static final String UNREACHABLE = "cannot reach ";
+
+    /**
+     * Where the process said it cannot reach a dependency it needs ({@code cannot reach Redis at
+     * 127.0.0.1:6379 (...): Connection refused}: control-api while its Redis does not answer, a
+     * publisher whose data plane cannot reach its Redis), from those words to the end of the line,
+     * unless a later line says that dependency answers ({@code Redis at 127.0.0.1:6379 answers});
+     * empty otherwise. Whoever waits for the process to turn healthy reads why in seconds.
+     */
+    public final Optional<String> unreachableDependency() {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(log);
+        } catch (IOException | java.io.UncheckedIOException e) {
+            return Optional.empty(); // no log yet, or a line cut in the middle of a character
+        }
+        String said = null;
+        String dependency = null;
+        for (String line : lines) {
+            int at = line.indexOf(UNREACHABLE);
+            if (at >= 0) {
+                said = line.substring(at);
+                dependency = dependencyOf(said.substring(UNREACHABLE.length()));
+            } else if (dependency != null && line.contains(dependency + " answers")) {
+                said = null;
+                dependency = null;
+            }
+        }
+        return Optional.ofNullable(said);
+    }
+
+    /** {@code Redis at 127.0.0.1:6379} of {@code Redis at 127.0.0.1:6379 (...): why}. */
+    private static String dependencyOf(String rest) {
+        int at = rest.indexOf(" at ");
+        if (at < 0) {
+            return rest;
+        }
+        int end = rest.indexOf(' ', at + 4);
+        String dependency = end < 0 ? rest : rest.substring(0, end);
+        while (!dependency.isEmpty()
+                && ";,:.".indexOf(dependency.charAt(dependency.length() - 1)) >= 0) {
+            dependency = dependency.substring(0, dependency.length() - 1);
+        }
+        return dependency;
     }
 
     /** Ends the process at once (no graceful shutdown), as a crash would. */

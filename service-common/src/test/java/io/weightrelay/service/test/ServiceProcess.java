@@ -275,8 +275,10 @@ public final class ServiceProcess extends ChildProcess {
      * all of them each round rather than one after another: a service that exits early fails the
      * wait at once with its name and log's tail, whichever of them it is, and so does {@code
      * dependencies} (asked about once a second) when something every service needs stopped
-     * answering, naming the services not healthy yet. Only a service that is alive, its
-     * dependencies answering, and still not healthy waits out {@code timeout}.
+     * answering, naming the services not healthy yet, and so does a service whose log says it
+     * cannot reach a dependency ({@link #unreachableDependency()}), naming it and what it said.
+     * Only a service that is alive, its dependencies answering, and still not healthy waits out
+     * {@code timeout}.
      */
     public static void awaitHealthy(
             Collection<ServiceProcess> services, Duration timeout, Dependencies dependencies)
@@ -292,6 +294,17 @@ public final class ServiceProcess extends ChildProcess {
                 }
             }
             if (System.nanoTime() - nextCheck >= 0) {
+                for (ServiceProcess s : waiting) {
+                    Optional<String> unreachable = s.unreachableDependency();
+                    if (unreachable.isPresent()) {
+                        throw new IllegalStateException(
+                                s.name()
+                                        + " cannot become healthy: it says "
+                                        + unreachable.get()
+                                        + "; its log:\n"
+                                        + s.tail());
+                    }
+                }
                 Optional<String> broken = dependencies.broken();
                 if (broken.isPresent()) {
                     throw new IllegalStateException(

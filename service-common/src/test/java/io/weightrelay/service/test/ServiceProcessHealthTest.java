@@ -34,6 +34,35 @@ class ServiceProcessHealthTest {
         }
     }
 
+    /**
+     * A control-api whose Redis does not answer: alive, never healthy, and saying why in its log
+     * (the words and shape of control-api's own line).
+     */
+    public static final class CannotReachRedis {
+        public static void main(String[] args) throws InterruptedException {
+            System.out.println("INFO control-api: Started ControlApiApplication in 7.4 seconds");
+            System.out.println(
+                    "ERROR i.w.control.redis.RedisProbe : cannot reach Redis at 127.0.0.1:1"
+                            + " (spring.data.redis.host and port): Connection refused; control-api"
+                            + " answers 503 redis-unavailable and /actuator/health DOWN until it"
+                            + " does, asking again every 500 ms");
+            Thread.sleep(120_000);
+        }
+    }
+
+    /** The same, whose Redis answers a few seconds later (and which is still not healthy). */
+    public static final class RedisAnswersLater {
+        public static void main(String[] args) throws InterruptedException {
+            System.out.println(
+                    "ERROR i.w.control.redis.RedisProbe : cannot reach Redis at 127.0.0.1:1"
+                            + " (spring.data.redis.host and port): Connection refused; ...");
+            System.out.println(
+                    "INFO i.w.control.redis.RedisProbe : Redis at 127.0.0.1:1 answers after 3 s:"
+                            + " control-api serves");
+            Thread.sleep(120_000);
+        }
+    }
+
     private static ServiceProcess start(String name, Class<?> main, Path logs) {
         return ServiceProcess.startMain(
                 name,
@@ -88,6 +117,44 @@ class ServiceProcessHealthTest {
                     .hasMessageContaining("control-api, loader-i0 cannot become healthy")
                     .hasMessageContaining("the Redis at redis://127.0.0.1:1 does not answer");
             assertThat((System.nanoTime() - started) / 1e9).isLessThan(5);
+        }
+    }
+
+    @Test
+    void aServiceThatSaysItCannotReachADependencyIsNamedWithinSecondsWithWhatItSaid()
+            throws Exception {
+        Path logs = logs();
+        try (ServiceProcess control = start("control-api", CannotReachRedis.class, logs)) {
+            long started = System.nanoTime();
+            assertThatThrownBy(
+                            () ->
+                                    ServiceProcess.awaitHealthy(
+                                            List.of(control),
+                                            Duration.ofMinutes(3),
+                                            Optional::empty))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining(
+                            "control-api cannot become healthy: it says cannot reach Redis at"
+                                    + " 127.0.0.1:1 (spring.data.redis.host and port): Connection"
+                                    + " refused");
+            assertThat((System.nanoTime() - started) / 1e9).isLessThan(15);
+        }
+    }
+
+    @Test
+    void aDependencyThatAnswersAgainIsNotHeldAgainstTheService() throws Exception {
+        Path logs = logs();
+        try (ServiceProcess control = start("control-api", RedisAnswersLater.class, logs)) {
+            assertThatThrownBy(
+                            () ->
+                                    ServiceProcess.awaitHealthy(
+                                            List.of(control),
+                                            Duration.ofSeconds(6),
+                                            Optional::empty))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("control-api not healthy within PT6S")
+                    .hasMessageNotContaining("cannot become healthy");
+            assertThat(control.unreachableDependency()).isEmpty();
         }
     }
 }
