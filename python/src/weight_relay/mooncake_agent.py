@@ -396,7 +396,7 @@ def _serve_connection(agent: Agent, conn: socket.socket) -> None:
             except MooncakeOperationError as e:
                 answer = {"id": cmd.get("id"), "ok": False, "error": {
                     "type": e.kind, "message": str(e), "op": e.op, "code": e.code,
-                    "key": e.key}}
+                    "code_name": e.code_name, "key": e.key}}
             except MooncakeAgentError as e:
                 answer = {"id": cmd.get("id"), "ok": False,
                           "error": {"type": e.kind, "message": str(e)}}
