@@ -185,8 +185,11 @@ def test_a_put_lands_in_the_preferred_segment(agents, shm) -> None:
     b_buf, _ = b.map(shm(MIB))
     b.put(b_buf, [f"{run}/b-own"], [0], [MIB])
     own, other, b_own = a.replicas([f"{run}/own", f"{run}/other", f"{run}/b-own"])
-    assert len(own) == len(other) == len(b_own) == 1
-    assert other == b_own and own != other
+    assert a.ready.store_endpoint != b.ready.store_endpoint
+    assert own == [a.ready.store_endpoint]
+    assert other == b_own == [b.ready.store_endpoint]
+    assert a.local_replica_ratio([f"{run}/own", f"{run}/other"]) == 0.5
+    assert b.local_replica_ratio([f"{run}/other", f"{run}/b-own"]) == 1.0
 
 
 def test_remove_answers_the_read_lease_and_force_removes(agents, shm) -> None:

@@ -16,7 +16,8 @@ HOST``. It
 * mounts a store segment of ``--segment-size`` bytes (0: a client that only reads) and starts a
   Transfer Engine for one-sided writes;
 * listens on the unix socket ``--socket`` and then prints one line ``{"ready": {...}}`` to
-  stdout (the readiness handshake: pid, version, its store segment, its Transfer Engine segment);
+  stdout (the readiness handshake: pid, version, its store segment and the endpoint the master
+  reports for replicas in it, its Transfer Engine segment);
   a start that fails prints ``{"error": {"type": ..., "message": ...}}`` instead and exits 2.
 
 Commands are frames on the socket: a 4-byte big-endian length, then UTF-8 JSON ``{"id": n, "op":
@@ -251,6 +252,7 @@ class Agent:
                 f"store client setup against master {args.master} failed with {rc} "
                 f"({code_name(rc)})")
         self.store_segment = str(self.store.get_hostname())
+        self.store_endpoint = self._own_endpoint() if args.segment_size > 0 else ""
         self.engine = TransferEngine()
         rc = self.engine.initialize(args.hostname, args.metadata, args.protocol,
                                     args.rdma_devices)
@@ -260,6 +262,33 @@ class Agent:
         self._lock = threading.Lock()
         self._mapped: dict[int, _Mapped] = {}
         self._next_buffer = 1
+
+    def _own_endpoint(self) -> str:
+        """The transport endpoint the master reports for replicas in this agent's own segment
+        (what ``replicas`` answers for them), learnt by storing one probe byte there."""
+        import uuid
+
+        probe = mmap.mmap(-1, mmap.PAGESIZE)
+        address = ctypes.addressof(ctypes.c_char.from_buffer(probe))
+        key = f"__weight_relay_probe/{uuid.uuid4().hex}"
+        if self.store.register_buffer(address, len(probe)) != 0:
+            raise MooncakeSetupError("cannot register the probe buffer with the store")
+        try:
+            config = self._replicate_config()
+            config.replica_num = 1
+            config.preferred_segment = self.store_segment
+            rc = self.store.put_from(key, address, 1, config)
+            if rc != 0:
+                raise MooncakeSetupError(
+                    f"storing a probe byte in the agent's own segment failed with {rc} "
+                    f"({code_name(rc)})")
+            replicas = self.store.get_replica_desc(key)
+            self.store.remove(key, True)
+        finally:
+            self.store.unregister_buffer(address)
+        if len(replicas) != 1 or not replicas[0].is_memory_replica():
+            raise MooncakeSetupError(f"the probe byte has {len(replicas)} replicas, not one")
+        return str(replicas[0].get_memory_descriptor().buffer_descriptor.transport_endpoint)
 
     # -- commands ---------------------------------------------------------------------------
     def op_ping(self, _: dict[str, Any]) -> dict[str, Any]:
@@ -459,6 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(json.dumps({"ready": {"pid": os.getpid(), "version": version,
                                 "store_segment": agent.store_segment,
+                                "store_endpoint": agent.store_endpoint,
                                 "engine_segment": agent.engine_segment,
                                 "socket": args.socket}}), flush=True)
     while True:

@@ -70,12 +70,14 @@ class SharedFile:
 @dataclass(frozen=True)
 class Ready:
     """What an agent said when it was ready: its pid, the wheel version, its store segment (the
-    name a put prefers to stay local) and its Transfer Engine segment (the target name of one-sided
-    writes into its memory)."""
+    name a put prefers to stay local), the endpoint :meth:`AgentClient.replicas` names for
+    replicas in that segment ("" for a reading client without one) and its Transfer Engine
+    segment (the target name of one-sided writes into its memory)."""
 
     pid: int
     version: str
     store_segment: str
+    store_endpoint: str
     engine_segment: str
     socket: str
 
@@ -133,7 +135,7 @@ class AgentClient:
             raise error_from(body["error"])
         r = body["ready"]
         ready = Ready(int(r["pid"]), str(r["version"]), str(r["store_segment"]),
-                      str(r["engine_segment"]), str(r["socket"]))
+                      str(r["store_endpoint"]), str(r["engine_segment"]), str(r["socket"]))
         return cls(socket_path, process, ready)
 
     def describe(self) -> str:
@@ -212,6 +214,13 @@ class AgentClient:
     def replicas(self, keys: Sequence[str]) -> list[list[str]]:
         """Per key, the transport endpoints (segments) of its memory replicas."""
         return [list(r) for r in self.call("replicas", keys=list(keys))["replicas"]]
+
+    def local_replica_ratio(self, keys: Sequence[str]) -> float:
+        """The share of ``keys`` whose replicas include one in this agent's own segment."""
+        if not keys:
+            return 0.0
+        own = self.ready.store_endpoint if self.ready else ""
+        return sum(own in r for r in self.replicas(keys)) / len(keys) if own else 0.0
 
     def exists(self, keys: Sequence[str]) -> list[bool]:
         return [x == 1 for x in self.call("exists", keys=list(keys))["exists"]]

@@ -73,8 +73,16 @@ final class MooncakeAgent implements AutoCloseable {
     /** A shared-memory file mapped in the agent: its id here and its address in the agent. */
     record Mapped(int id, Path path, long size) {}
 
-    /** What the agent said when it was ready. */
-    record Ready(long pid, String version, String storeSegment, String engineSegment) {}
+    /**
+     * What the agent said when it was ready: {@code storeEndpoint} is what {@link #replicas} names
+     * for replicas in its own segment ("" without one).
+     */
+    record Ready(
+            long pid,
+            String version,
+            String storeSegment,
+            String storeEndpoint,
+            String engineSegment) {}
 
     private final Options options;
     private final ScheduledExecutorService watchdog;
@@ -231,6 +239,7 @@ final class MooncakeAgent implements AutoCloseable {
                         ((Number) r.get("pid")).longValue(),
                         (String) r.get("version"),
                         (String) r.get("store_segment"),
+                        (String) r.get("store_endpoint"),
                         (String) r.get("engine_segment"));
         p.onExit().thenRun(() -> closeQuietly(ch));
         // a new agent knows nothing of the files the old one mapped

@@ -181,7 +181,9 @@ class MooncakeAgentTest {
         assertThat(dst.get(3 * MIB)).isEqualTo(payload[8 * MIB - 1]);
         List<List<String>> replicas = reader.replicas(keys);
         assertThat(replicas).allSatisfy(r -> assertThat(r).hasSize(1));
-        assertThat(replicas.get(0).get(0)).startsWith("127.0.0.1:");
+        assertThat(replicas)
+                .allSatisfy(r -> assertThat(r).containsExactly(publisher.ready().storeEndpoint()));
+        assertThat(publisher.ready().storeEndpoint()).startsWith("127.0.0.1:");
     }
 
     @Test
