@@ -315,3 +315,22 @@ def test_an_agent_that_dies_fails_the_command_in_flight_naming_it(agents, shm) -
         a.put(buf, [f"{uuid.uuid4().hex}/k"], [0], [4096])
     message = str(e.value)
     assert f"pid {a.ready.pid}" in message and "'put'" in message and "-9" in message
+
+
+def test_a_full_preferred_segment_yields_a_replica_elsewhere(agents, shm) -> None:
+    """Prefer, never require, local: what does not fit in the publisher's own segment lands in
+    another agent's and reads back whole."""
+    start = agents
+    small, big = start(16 * MIB), start(64 * MIB)  # setup refuses 4 MiB (INVALID_PARAMS)
+    src = shm(20 * MIB)
+    payload = os.urandom(20 * MIB)
+    src.view[:] = payload
+    buf, _ = small.map(src)
+    key = f"{uuid.uuid4().hex}/too-big-for-home"
+    small.put(buf, [key], [0], [20 * MIB])
+    assert small.replicas([key]) == [[big.ready.store_endpoint]]
+    assert small.local_replica_ratio([key]) == 0.0
+    dst = shm(20 * MIB)
+    dbuf, _ = big.map(dst)
+    assert big.get_into_ranges(dbuf, [(key, [(0, 0, 20 * MIB)])]) == [[20 * MIB]]
+    assert dst.view[:] == payload
