@@ -22,7 +22,8 @@ import java.util.regex.Pattern;
 
 /** The built-in engine's {@link Dataplane} (its contract is there). */
 final class BuiltinDataplane implements Dataplane, LocalMemoryOwner {
-    private static final System.Logger LOG = System.getLogger(BuiltinDataplane.class.getName());
+    private static final System.Logger LOG =
+            System.getLogger(Dataplane.class.getName()); // the name log configurations use
     private static final Pattern SEGMENT_NAME = Pattern.compile("[A-Za-z0-9._-]{1,200}");
 
     /** How the name of every segment file begins ({@link #shmFileName}). */

@@ -21,7 +21,7 @@ import java.util.function.Predicate;
 final class BuiltinTransferEngine implements TransferEngine {
     private static final int MAX_NAME = 4096;
     private static final System.Logger LOG =
-            System.getLogger(BuiltinTransferEngine.class.getName());
+            System.getLogger(TransferEngine.class.getName()); // the name log configurations use
 
     private final EngineHandle handle;
     private final Metadata metadata;
