@@ -12,8 +12,10 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ import pytest
 from weight_relay.mooncake_agent import (
     PINNED_VERSION,
     AgentGoneError,
+    AgentProtocolError,
     MooncakeAddressError,
     MooncakeOperationError,
     MooncakeVersionError,
@@ -310,11 +313,27 @@ def test_an_agent_that_dies_fails_the_command_in_flight_naming_it(agents, shm) -
     start = agents
     a = start(16 * MIB)
     buf, _ = a.map(shm(MIB))
-    os.kill(a.ready.pid, signal.SIGKILL)
-    with pytest.raises(AgentGoneError) as e:
-        a.put(buf, [f"{uuid.uuid4().hex}/k"], [0], [4096])
+    os.kill(a.ready.pid, signal.SIGSTOP)  # the put below is surely in flight when it dies
+    with ThreadPoolExecutor(1) as pool:
+        in_flight = pool.submit(a.put, buf, [f"{uuid.uuid4().hex}/k"], [0], [4096])
+        try:
+            time.sleep(0.5)
+            assert not in_flight.done()
+        finally:
+            os.kill(a.ready.pid, signal.SIGKILL)
+        with pytest.raises(AgentGoneError) as e:
+            in_flight.result(timeout=30)
     message = str(e.value)
     assert f"pid {a.ready.pid}" in message and "'put'" in message and "-9" in message
+
+
+def test_an_unmapped_buffer_is_refused_by_name(agents, shm) -> None:
+    start = agents
+    a = start(0)
+    buf, _ = a.map(shm(MIB))
+    a.unmap(buf)
+    with pytest.raises(AgentProtocolError, match=f"no mapped buffer {buf}"):
+        a.get_into_ranges(buf, [("any", [(0, 0, 16)])])
 
 
 def test_a_full_preferred_segment_yields_a_replica_elsewhere(agents, shm) -> None:
@@ -334,3 +353,45 @@ def test_a_full_preferred_segment_yields_a_replica_elsewhere(agents, shm) -> Non
     dbuf, _ = big.map(dst)
     assert big.get_into_ranges(dbuf, [(key, [(0, 0, 20 * MIB)])]) == [[20 * MIB]]
     assert dst.view[:] == payload
+
+
+def test_an_agent_that_stops_answering_is_killed_at_the_command_timeout(
+        tmp_path: Path, master, netns) -> None:
+    a = AgentClient.start(str(tmp_path / "a.sock"), master[0], env=_env(), prefix=netns,
+                          command_timeout=2.0)
+    try:
+        os.kill(a.ready.pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        with pytest.raises(AgentGoneError, match=r"did not answer within 2.0 s and was killed"):
+            a.ping()
+        assert time.monotonic() - t0 < 20
+        assert a.process is not None and a.process.poll() == -signal.SIGKILL
+    finally:
+        a.close()
+
+
+def test_an_agent_dies_with_the_process_that_started_it(tmp_path: Path, master, netns) -> None:
+    parent_code = textwrap.dedent(f"""
+        import sys
+        from weight_relay.mooncake_client import AgentClient
+        a = AgentClient.start({str(tmp_path / "a.sock")!r}, {master[0]!r},
+                              prefix={netns!r})
+        print(a.ready.pid, flush=True)
+        sys.stdin.read()
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", parent_code], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, env=_env(), text=True)
+    assert parent.stdout is not None
+    agent_pid = int(parent.stdout.readline())
+    os.kill(agent_pid, 0)  # alive
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(agent_pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(agent_pid, signal.SIGKILL)
+    pytest.fail(f"agent pid {agent_pid} outlived the process that started it")

@@ -15,6 +15,7 @@ HOST``. It
   unless ``--metadata`` names a server;
 * mounts a store segment of ``--segment-size`` bytes (0: a client that only reads) and starts a
   Transfer Engine for one-sided writes;
+* exits when the process that started it ends, so it never outlives its service;
 * listens on the unix socket ``--socket`` and then prints one line ``{"ready": {...}}`` to
   stdout (the readiness handshake: pid, version, its store segment and the endpoint the master
   reports for replicas in it, its Transfer Engine segment);
@@ -42,6 +43,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -326,7 +328,7 @@ class Agent:
             raise AgentProtocolError(f"no mapped buffer {cmd['buffer']}")
         self.engine.unregister_memory(m.address)
         self.store.unregister_buffer(m.address)
-        # the ctypes view keeps an export of the mapping: the pages go when the agent exits
+        m.mapping.close()
         return {}
 
     def _range(self, cmd: dict[str, Any], offsets: Sequence[int], sizes: Sequence[int]) -> int:
@@ -461,8 +463,24 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _die_with_parent() -> None:
+    """Exits this agent within half a second of the process that started it ending (however it
+    ends), so an agent never outlives its service. Watches the parent process, not the thread that
+    started the agent (``PR_SET_PDEATHSIG`` would fire when that thread ends: in a JVM, any pool
+    thread)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _die_with_parent()
     try:
         version = check_pinned_wheel()
         networks = (*DEFAULT_NETWORKS, *args.allow_network)

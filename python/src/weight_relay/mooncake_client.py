@@ -85,15 +85,18 @@ class Ready:
 class AgentClient:
     """One connection to an agent; commands are sent one at a time (use one client per thread).
     Every command whose agent dies or closes the socket raises :class:`AgentGoneError` naming the
-    agent; an agent started by :meth:`start` is also checked for its exit status."""
+    agent; an agent started by :meth:`start` is also checked for its exit status, and killed when
+    it does not answer within ``command_timeout`` seconds (never a hang)."""
 
     def __init__(self, socket_path: str, process: subprocess.Popen[bytes] | None = None,
-                 ready: Ready | None = None) -> None:
+                 ready: Ready | None = None, command_timeout: float = 600.0) -> None:
         self.socket_path = socket_path
         self.process = process
         self.ready = ready
+        self.command_timeout = command_timeout
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.connect(socket_path)
+        self._sock.settimeout(command_timeout)
         self._next_id = 0
         self._lock = threading.Lock()
 
@@ -102,7 +105,7 @@ class AgentClient:
               segment_size: int = 0, metadata: str = "P2PHANDSHAKE", timeout: float = 60.0,
               python: str = sys.executable, extra_args: Sequence[str] = (),
               env: dict[str, str] | None = None, log: Any = None,
-              prefix: Sequence[str] = ()) -> AgentClient:
+              prefix: Sequence[str] = (), command_timeout: float = 600.0) -> AgentClient:
         """Starts an agent as a child process and waits for its readiness line (at most
         ``timeout`` seconds); its refusal to start is raised as the typed error it printed.
         ``prefix`` runs it through another command (``ip netns exec NAME``: its network
@@ -136,13 +139,14 @@ class AgentClient:
         r = body["ready"]
         ready = Ready(int(r["pid"]), str(r["version"]), str(r["store_segment"]),
                       str(r["store_endpoint"]), str(r["engine_segment"]), str(r["socket"]))
-        return cls(socket_path, process, ready)
+        return cls(socket_path, process, ready, command_timeout)
 
     def describe(self) -> str:
         pid = self.ready.pid if self.ready else "?"
         return f"Mooncake agent pid {pid} at {self.socket_path}"
 
-    def _gone(self, op: str, cause: BaseException | None) -> AgentGoneError:
+    def _gone(self, op: str, cause: BaseException | None,
+              what: str = "died") -> AgentGoneError:
         status = ""
         if self.process is not None:
             try:
@@ -150,8 +154,8 @@ class AgentClient:
                 status = f" (exit status {code})"
             except subprocess.TimeoutExpired:
                 status = " (still running, but its socket closed)"
-        error = AgentGoneError(f"{self.describe()} died during '{op}'{status}: the command's "
-                               "outcome is unknown")
+        error = AgentGoneError(f"{self.describe()} {what} during '{op}'{status}: the "
+                               "command's outcome is unknown")
         error.__cause__ = cause
         return error
 
@@ -164,6 +168,12 @@ class AgentClient:
             try:
                 send_frame(self._sock, {"id": cmd_id, "op": op, **args})
                 answer = recv_frame(self._sock)
+            except TimeoutError as e:
+                # a stuck agent: kill it, so the command's outcome cannot change any more
+                if self.process is not None:
+                    self.process.kill()
+                raise self._gone(op, e, f"did not answer within {self.command_timeout} s and "
+                                        "was killed") from e
             except OSError as e:
                 raise self._gone(op, e) from e
             if answer is None:

@@ -560,18 +560,22 @@ final class MooncakeAgent implements AutoCloseable {
             return;
         }
         closed = true;
-        if (process != null && process.isAlive()) {
-            try {
-                exchange("shutdown", Map.of());
-            } catch (DataplaneException e) {
-                LOG.log(System.Logger.Level.DEBUG, "agent shutdown: " + e.getMessage());
+        try {
+            if (process != null && process.isAlive()) {
+                try {
+                    exchange("shutdown", Map.of());
+                } catch (RuntimeException e) {
+                    LOG.log(System.Logger.Level.DEBUG, "agent shutdown: " + e.getMessage());
+                } finally {
+                    if (!waitForExit(process)) {
+                        process.destroyForcibly();
+                    }
+                }
             }
-            if (!waitForExit(process)) {
-                process.destroyForcibly();
-            }
+        } finally {
+            watchdog.shutdownNow();
+            closeQuietly(channel);
         }
-        watchdog.shutdownNow();
-        closeQuietly(channel);
     }
 
     private static boolean waitForExit(Process p) {
