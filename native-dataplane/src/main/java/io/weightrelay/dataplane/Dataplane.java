@@ -1,24 +1,9 @@
 package io.weightrelay.dataplane;
 
-import io.weightrelay.dataplane.internal.DpNative;
-import io.weightrelay.dataplane.internal.HostIdentity;
-import io.weightrelay.dataplane.internal.Metadata;
-import io.weightrelay.dataplane.internal.SegmentDescriptor;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Supplier;
-import java.util.regex.Pattern;
 
 /**
  * A process's data plane: its Transfer Engine (node label, tcp server, byte counters), its
@@ -36,74 +21,13 @@ import java.util.regex.Pattern;
  * and registered buffer it created (unpublishing and unlinking segments), stops the engine and the
  * metadata connection. {@link #close()} is idempotent. Thread safe: share one instance per process.
  */
-public final class Dataplane implements AutoCloseable {
-    private static final System.Logger LOG = System.getLogger(Dataplane.class.getName());
-    private static final Pattern SEGMENT_NAME = Pattern.compile("[A-Za-z0-9._-]{1,200}");
-
-    /** How the name of every segment file begins ({@link #shmFileName}). */
-    private static final String SHM_FILE_PREFIX = "wr-";
-
-    /** How the name of a segment file's sidecar ends: its ownership lock (dp.h). */
-    private static final String OWNER_FILE_SUFFIX = ".owner";
-
-    private final DataplaneConfig config;
-    private final EngineHandle handle;
-    private final Metadata metadata;
-    private final TransferEngine engine;
-    private final StoreClient store;
-    private final Map<String, Segment> segments = new ConcurrentHashMap<>();
-
-    /** The descriptor published for each live segment, to publish again when Redis lost it. */
-    private final Map<String, SegmentDescriptor> descriptors = new ConcurrentHashMap<>();
-
-    private final Map<Long, RegisteredBuffer> buffers = new ConcurrentHashMap<>();
-    private final int tcpPort;
-    private final String hostId;
-    private final String engineId = UUID.randomUUID().toString();
-
-    private Dataplane(
-            DataplaneConfig config, EngineHandle handle, Metadata metadata, String hostId) {
-        this.config = config;
-        this.handle = handle;
-        this.metadata = metadata;
-        this.hostId = hostId;
-        this.engine =
-                new TransferEngine(
-                        handle,
-                        metadata,
-                        config.nodeLabel(),
-                        hostId,
-                        segments::containsKey,
-                        config.shmDir(),
-                        name -> shmFileName(config.keyPrefix(), name));
-        this.store = new StoreClient(engine, metadata, config.remover(), config.storer());
-        this.tcpPort = handle.tcpPort();
-    }
-
+public sealed interface Dataplane extends AutoCloseable permits BuiltinDataplane {
     /**
-     * Starts the engine (its tcp server listens on {@code tcpBindHost:tcpPort}) and connects to the
-     * metadata store.
+     * Opens the data plane {@code config} describes: starts the engine (its tcp server listens on
+     * {@code tcpBindHost:tcpPort}) and connects to the metadata store.
      */
-    public static Dataplane open(DataplaneConfig config) {
-        reclaimOrphanedSegmentFiles(config.shmDir());
-        String hostId =
-                config.hostId() != null ? config.hostId() : HostIdentity.derive(config.shmDir());
-        EngineHandle handle = EngineHandle.create(config, hostId);
-        try {
-            Metadata metadata =
-                    metadata(
-                            () ->
-                                    Metadata.connect(
-                                            config.redisUri(),
-                                            config.keyPrefix(),
-                                            // a short peer timeout must not make Redis flaky
-                                            max(config.ioTimeout(), config.connectTimeout()),
-                                            config.redisCaCertificate()));
-            return new Dataplane(config, handle, metadata, hostId);
-        } catch (RuntimeException e) {
-            handle.close();
-            throw e;
-        }
+    static Dataplane open(DataplaneConfig config) {
+        return BuiltinDataplane.open(config);
     }
 
     /**
@@ -122,97 +46,40 @@ public final class Dataplane implements AutoCloseable {
      *
      * @return what was removed, empty when nothing was orphaned
      */
-    public static List<ReclaimedSegmentFile> reclaimOrphanedSegmentFiles(Path shmDir) {
-        DpNative.load();
-        List<Path> candidates;
-        try (var files = Files.list(shmDir)) {
-            candidates =
-                    files.map(f -> f.getFileName().toString())
-                            .filter(
-                                    n ->
-                                            n.startsWith(SHM_FILE_PREFIX)
-                                                    && n.endsWith(OWNER_FILE_SUFFIX))
-                            .map(
-                                    n ->
-                                            shmDir.resolve(
-                                                    n.substring(
-                                                            0,
-                                                            n.length()
-                                                                    - OWNER_FILE_SUFFIX.length())))
-                            .toList();
-        } catch (IOException | UncheckedIOException e) {
-            LOG.log(
-                    System.Logger.Level.WARNING,
-                    "cannot list " + shmDir + " for orphaned segment files: " + e);
-            return List.of();
-        }
-        List<ReclaimedSegmentFile> reclaimed = new ArrayList<>();
-        for (Path file : candidates) {
-            long[] bytes = new long[1];
-            NativeStatus status =
-                    NativeStatus.of(
-                            st ->
-                                    DpNative.dp_shm_reclaim(
-                                            shmDir.toString(),
-                                            file.getFileName().toString(),
-                                            bytes,
-                                            st));
-            if (!status.failed()) {
-                reclaimed.add(new ReclaimedSegmentFile(file, bytes[0]));
-                LOG.log(
-                        System.Logger.Level.INFO,
-                        "reclaimed segment file "
-                                + file
-                                + " ("
-                                + bytes[0]
-                                + " bytes): its owner process is gone");
-            } else if (!status.is(DataplaneError.EXISTS) && !status.is(DataplaneError.NOT_FOUND)) {
-                LOG.log(System.Logger.Level.WARNING, status.message());
-            }
-        }
-        return List.copyOf(reclaimed);
+    static List<ReclaimedSegmentFile> reclaimOrphanedSegmentFiles(Path shmDir) {
+        return BuiltinDataplane.reclaimOrphanedSegmentFiles(shmDir);
     }
 
-    private static java.time.Duration max(java.time.Duration a, java.time.Duration b) {
-        return a.compareTo(b) >= 0 ? a : b;
+    /**
+     * The file name (inside the shm directory) of segment {@code name} under key prefix {@code
+     * prefix}; its sidecar is this name and {@code .owner}. A killed owner leaves both behind until
+     * a data plane opens on the host ({@link #reclaimOrphanedSegmentFiles}).
+     */
+    static String shmFileName(String prefix, String name) {
+        return BuiltinDataplane.shmFileName(prefix, name);
     }
 
-    public DataplaneConfig config() {
-        return config;
-    }
+    DataplaneConfig config();
 
-    public String nodeLabel() {
-        return config.nodeLabel();
-    }
+    String nodeLabel();
 
     /**
      * The identity of this host that segment descriptors carry: {@link DataplaneConfig#hostId()},
      * or derived from the machine id and the shm directory (see {@code HostIdentity}).
      */
-    public String hostId() {
-        return hostId;
-    }
+    String hostId();
 
     /** The port the engine's tcp server listens on. */
-    public int tcpPort() {
-        return tcpPort;
-    }
+    int tcpPort();
 
     /** The Transfer Engine view. */
-    public TransferEngine engine() {
-        return engine;
-    }
+    TransferEngine engine();
 
     /** The store client view. */
-    public StoreClient store() {
-        return store;
-    }
+    StoreClient store();
 
     /** A snapshot of the engine's byte counters. */
-    public Counters counters() {
-        handle.checkOpen();
-        return handle.counters();
-    }
+    Counters counters();
 
     /**
      * Creates a segment of {@code size} bytes that is store capacity ({@link SegmentKind#STORE}):
@@ -228,9 +95,7 @@ public final class Dataplane implements AutoCloseable {
      *
      * @param name unique per key prefix: letters, digits, '.', '_', '-'
      */
-    public Segment createSegment(String name, long size) {
-        return create(name, size, SegmentKind.STORE);
-    }
+    Segment createSegment(String name, long size);
 
     /**
      * Creates a segment of {@code size} bytes that is a transfer target only ({@link
@@ -246,80 +111,7 @@ public final class Dataplane implements AutoCloseable {
      * @param name unique per key prefix (shared with store segments): letters, digits, '.', '_',
      *     '-'
      */
-    public Segment createReceiveSegment(String name, long size) {
-        return create(name, size, SegmentKind.RECEIVE);
-    }
-
-    private Segment create(String name, long size, SegmentKind kind) {
-        handle.checkOpen();
-        if (!SEGMENT_NAME.matcher(name).matches()) {
-            throw new IllegalArgumentException("bad segment name '" + name + "'");
-        }
-        if (size <= 0) {
-            throw new IllegalArgumentException("segment size must be > 0: " + size);
-        }
-        refuseIfOwnedByALiveEngine(name);
-        List<String> purged = List.of();
-        if (kind == SegmentKind.STORE) {
-            // The file will be new: directory entries left pointing into this name (a crashed or
-            // closed owner's objects) are stale. Purge them before the new file exists, so no
-            // reader finds them in its bytes; their generations are unreadable from now on.
-            purged = List.copyOf(metadata(() -> metadata.purgeObjectsIn(name)));
-        }
-        Path path = config.shmDir().resolve(shmFileName(name));
-        long[] base = new long[1];
-        // The name is ours now (free, or its owner is gone): a file left behind is unlinked and
-        // made anew, never reused or truncated under peers that may still map it.
-        int flags =
-                (kind == SegmentKind.STORE
-                                ? DpNative.DP_SEGMENT_STORE
-                                : DpNative.DP_SEGMENT_RECEIVE)
-                        | DpNative.DP_SEGMENT_REPLACE;
-        NativeStatus status =
-                handle.call(
-                        (e, st) ->
-                                DpNative.dp_segment_create(
-                                        e, name, path.toString(), size, flags, base, st));
-        if (status.is(DataplaneError.SEGMENT_FULL)) {
-            throw new SegmentFullException(
-                    "no room in " + config.shmDir() + " for segment '" + name + "'");
-        }
-        if (status.is(DataplaneError.EXISTS)) {
-            throw new DataplaneException(
-                    DataplaneError.EXISTS, "segment '" + name + "' already exists in this engine");
-        }
-        status.check(name);
-        long[] incarnation = new long[1];
-        handle.call((e, st) -> DpNative.dp_segment_incarnation(e, name, incarnation, st))
-                .check(name);
-        Segment segment = new Segment(this, name, size, base[0], path, kind, purged);
-        segments.put(name, segment);
-        SegmentDescriptor descriptor =
-                new SegmentDescriptor(
-                        name,
-                        config.nodeLabel(),
-                        hostId,
-                        config.advertiseHost(),
-                        tcpPort,
-                        size,
-                        path.toString(),
-                        kind == SegmentKind.STORE,
-                        engineId,
-                        incarnation[0]);
-        try {
-            metadata(
-                    () -> {
-                        metadata.putSegment(descriptor);
-                        return null;
-                    });
-            descriptors.put(name, descriptor);
-        } catch (RuntimeException e) {
-            segment.close();
-            throw e;
-        }
-        engine.forget(name);
-        return segment;
-    }
+    Segment createReceiveSegment(String name, long size);
 
     /**
      * Publishes again the descriptor of every segment of this dataplane whose descriptor is gone
@@ -331,200 +123,17 @@ public final class Dataplane implements AutoCloseable {
      * @return the names published again, empty when none was missing
      * @throws MetadataException when Redis cannot be reached
      */
-    public List<String> reannounceSegments() {
-        handle.checkOpen();
-        List<String> again = new ArrayList<>();
-        for (Map.Entry<String, SegmentDescriptor> e : descriptors.entrySet()) {
-            String name = e.getKey();
-            // under the lock destroySegment takes: a segment closed meanwhile is never announced
-            synchronized (descriptors) {
-                if (!segments.containsKey(name)) {
-                    continue;
-                }
-                if (metadata(() -> metadata.segment(name)).isEmpty()) {
-                    metadata(
-                            () -> {
-                                metadata.putSegment(e.getValue());
-                                return null;
-                            });
-                    again.add(name);
-                }
-            }
-        }
-        return again;
-    }
+    List<String> reannounceSegments();
 
     /** A segment this dataplane created and has not closed. */
-    public Optional<Segment> segment(String name) {
-        return Optional.ofNullable(segments.get(name));
-    }
+    Optional<Segment> segment(String name);
 
     /**
      * Registers a direct buffer as local memory of this engine.
      *
      * @throws IllegalArgumentException if the buffer is not direct or empty
      */
-    public RegisteredBuffer registerBuffer(ByteBuffer direct) {
-        handle.checkOpen();
-        if (!direct.isDirect() || direct.capacity() == 0) {
-            throw new IllegalArgumentException("need a non-empty direct ByteBuffer");
-        }
-        long address = DpNative.addressOf(direct);
-        handle.call((e, st) -> DpNative.dp_memory_register(e, address, direct.capacity(), st))
-                .check("buffer 0x" + Long.toHexString(address));
-        RegisteredBuffer buffer = new RegisteredBuffer(this, direct, address);
-        buffers.put(address, buffer);
-        return buffer;
-    }
+    RegisteredBuffer registerBuffer(ByteBuffer direct);
 
-    /**
-     * A name already published by another engine that still answers on its endpoint belongs to it;
-     * a descriptor whose owner is gone (crashed, killed) is taken over, file included. The probe
-     * only proves death where it can reach the owner: an owner on another host that advertised a
-     * loopback address cannot be probed from here, so its name is never taken over.
-     */
-    private void refuseIfOwnedByALiveEngine(String name) {
-        Optional<SegmentDescriptor> existing = metadata(() -> metadata.segment(name));
-        if (existing.isEmpty()) {
-            return;
-        }
-        SegmentDescriptor d = existing.get();
-        if (engineId.equals(d.engineId())) {
-            return;
-        }
-        boolean otherHost = d.hostId() != null && !d.hostId().equals(hostId);
-        if (otherHost && isLoopback(d.host())) {
-            throw new DataplaneException(
-                    DataplaneError.EXISTS,
-                    "segment '"
-                            + name
-                            + "' is owned by an engine on host '"
-                            + d.hostId()
-                            + "' that advertises the loopback address "
-                            + d.host()
-                            + ": this host cannot tell whether it is alive, so it keeps the name"
-                            + " (give that engine a reachable advertiseHost, or remove its"
-                            + " descriptor)");
-        }
-        boolean sameEndpoint =
-                !otherHost && d.port() == tcpPort && d.host().equals(config.advertiseHost());
-        if (!sameEndpoint && answers(d.host(), d.port())) {
-            throw new DataplaneException(
-                    DataplaneError.EXISTS,
-                    "segment '"
-                            + name
-                            + "' is owned by the live engine at "
-                            + d.host()
-                            + ":"
-                            + d.port()
-                            + (otherHost ? " on host '" + d.hostId() + "'" : ""));
-        }
-    }
-
-    private static boolean isLoopback(String host) {
-        String h = host.trim().toLowerCase(java.util.Locale.ROOT);
-        if (h.startsWith("[") && h.endsWith("]")) {
-            h = h.substring(1, h.length() - 1);
-        }
-        if (h.equals("localhost") || h.endsWith(".localhost")) {
-            return true;
-        }
-        if (!h.matches("[0-9.]+") && !h.contains(":")) {
-            return false; // a name: resolving it here says nothing about the owner's host
-        }
-        try {
-            java.net.InetAddress a = java.net.InetAddress.getByName(h); // a literal: no lookup
-            return a.isLoopbackAddress() || a.isAnyLocalAddress();
-        } catch (java.net.UnknownHostException e) {
-            return false;
-        }
-    }
-
-    private boolean answers(String host, int port) {
-        long timeout = Math.max(100, Math.min(2000, config.connectTimeout().toMillis()));
-        try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress(host, port), (int) timeout);
-            return true;
-        } catch (IOException | IllegalArgumentException e) {
-            return false;
-        }
-    }
-
-    EngineHandle handle() {
-        return handle;
-    }
-
-    void destroySegment(Segment segment) {
-        try {
-            synchronized (descriptors) {
-                segments.remove(segment.name(), segment);
-                descriptors.remove(segment.name());
-                metadata(
-                        () -> {
-                            metadata.removeSegment(segment.name());
-                            return null;
-                        });
-            }
-        } finally {
-            engine.forget(segment.name());
-            handle.call((e, st) -> DpNative.dp_segment_destroy(e, segment.name(), 1, st));
-        }
-    }
-
-    void unregisterBuffer(RegisteredBuffer buffer) {
-        buffers.remove(buffer.address(), buffer);
-        handle.call((e, st) -> DpNative.dp_memory_unregister(e, buffer.address(), st));
-    }
-
-    private String shmFileName(String name) {
-        return shmFileName(config.keyPrefix(), name);
-    }
-
-    /**
-     * The file name (inside the shm directory) of segment {@code name} under key prefix {@code
-     * prefix}; its sidecar is this name and {@code .owner}. A killed owner leaves both behind until
-     * a data plane opens on the host ({@link #reclaimOrphanedSegmentFiles}).
-     */
-    public static String shmFileName(String prefix, String name) {
-        return SHM_FILE_PREFIX + prefix.replaceAll("[^A-Za-z0-9._-]", "_") + name;
-    }
-
-    /** Runs a metadata call, turning Redis failures into {@link MetadataException}. */
-    static <T> T metadata(Supplier<T> body) {
-        try {
-            return body.get();
-        } catch (Metadata.MetadataFailure e) {
-            throw new MetadataException(e.getMessage(), e.getCause());
-        }
-    }
-
-    @Override
-    public void close() {
-        if (handle.isClosed()) {
-            return;
-        }
-        List<RuntimeException> failures = new ArrayList<>();
-        for (Segment s : List.copyOf(segments.values())) {
-            try {
-                s.close();
-            } catch (RuntimeException e) {
-                failures.add(e);
-            }
-        }
-        for (RegisteredBuffer b : List.copyOf(buffers.values())) {
-            b.close();
-        }
-        handle.close();
-        try {
-            metadata.close();
-        } catch (RuntimeException e) {
-            failures.add(e);
-        }
-        if (!failures.isEmpty()) {
-            DataplaneException e =
-                    new DataplaneException(DataplaneError.IO, "dataplane closed with failures");
-            failures.forEach(e::addSuppressed);
-            throw e;
-        }
-    }
+    void close();
 }

@@ -10,12 +10,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * UnregisteredBufferException}); do not close while transfers on it are in flight. Thread safe.
  */
 public final class RegisteredBuffer implements LocalMemory, AutoCloseable {
-    private final Dataplane owner;
+    private final LocalMemoryOwner owner;
     private final ByteBuffer buffer;
     private final long address;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    RegisteredBuffer(Dataplane owner, ByteBuffer buffer, long address) {
+    RegisteredBuffer(LocalMemoryOwner owner, ByteBuffer buffer, long address) {
         this.owner = owner;
         this.buffer = buffer;
         this.address = address;

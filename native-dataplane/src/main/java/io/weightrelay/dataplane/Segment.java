@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * in it become unreadable. Thread safe.
  */
 public final class Segment implements LocalMemory, AutoCloseable {
-    private final Dataplane owner;
+    private final LocalMemoryOwner owner;
     private final String name;
     private final long size;
     private final long address;
@@ -28,7 +28,7 @@ public final class Segment implements LocalMemory, AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
 
     Segment(
-            Dataplane owner,
+            LocalMemoryOwner owner,
             String name,
             long size,
             long address,
@@ -89,7 +89,7 @@ public final class Segment implements LocalMemory, AutoCloseable {
      */
     public long freeBytes() {
         checkOpen();
-        return owner.handle().freeBytes(name);
+        return owner.freeBytes(name);
     }
 
     /**

@@ -180,11 +180,12 @@ class DataplaneLifecycleTest {
             // What a client that ignores the kind (an older one) would do: ask anyway. The owner
             // has no capacity in it; other engines, of the same node or another, are refused
             // before any owner is asked: only the owner allocates in a segment.
-            assertThatThrownBy(() -> owner.engine().alloc("recv", 64))
+            assertThatThrownBy(() -> ((BuiltinTransferEngine) owner.engine()).alloc("recv", 64))
                     .isInstanceOf(SegmentFullException.class)
                     .hasMessageContaining("recv");
             for (Dataplane client : List.of(sameNode, otherNode)) {
-                assertThatThrownBy(() -> client.engine().alloc("recv", 64))
+                assertThatThrownBy(
+                                () -> ((BuiltinTransferEngine) client.engine()).alloc("recv", 64))
                         .isInstanceOf(PermissionDeniedException.class)
                         .hasMessageContaining("recv");
             }

@@ -1,0 +1,297 @@
+"""Clients of the real Mooncake from Python: :class:`AgentClient` drives a
+:mod:`weight_relay.mooncake_agent` process (start it with :meth:`AgentClient.start`), and
+:func:`register_receive_buffer` is what a rollout worker that has a Transfer Engine of its own
+(vLLM's or SGLang's, ``mooncake.engine.TransferEngine``) calls to offer a buffer as a receive
+buffer that loaders write into one-sided.
+
+:class:`SharedFile` is the memory a caller shares with its agent: a file in ``/dev/shm`` both map;
+the agent registers its mapping with Mooncake, the caller reads and writes its own.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import mmap
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .mooncake_agent import (
+    AgentGoneError,
+    AgentProtocolError,
+    MooncakeOperationError,
+    MooncakeSetupError,
+    check_address,
+    error_from,
+    recv_frame,
+    send_frame,
+)
+
+
+class SharedFile:
+    """A shared-memory file of ``size`` bytes at ``path`` (created, or opened when it exists),
+    mapped here; :meth:`close` unmaps it and, when this object created it, unlinks it."""
+
+    def __init__(self, path: str, size: int) -> None:
+        self.path = path
+        self.size = size
+        self._created = not os.path.exists(path)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(fd).st_size < size:
+                os.ftruncate(fd, size)
+            self.view = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        self.view.close()
+        if self._created:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+
+    def __enter__(self) -> SharedFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class Ready:
+    """What an agent said when it was ready: its pid, the wheel version, its store segment (the
+    name a put prefers to stay local), the endpoint :meth:`AgentClient.replicas` names for
+    replicas in that segment ("" for a reading client without one) and its Transfer Engine
+    segment (the target name of one-sided writes into its memory)."""
+
+    pid: int
+    version: str
+    store_segment: str
+    store_endpoint: str
+    engine_segment: str
+    socket: str
+
+
+class AgentClient:
+    """One connection to an agent; commands are sent one at a time (use one client per thread).
+    Every command whose agent dies or closes the socket raises :class:`AgentGoneError` naming the
+    agent; an agent started by :meth:`start` is also checked for its exit status, and killed when
+    it does not answer within ``command_timeout`` seconds (never a hang)."""
+
+    def __init__(self, socket_path: str, process: subprocess.Popen[bytes] | None = None,
+                 ready: Ready | None = None, command_timeout: float = 600.0) -> None:
+        self.socket_path = socket_path
+        self.process = process
+        self.ready = ready
+        self.command_timeout = command_timeout
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.connect(socket_path)
+        self._sock.settimeout(command_timeout)
+        self._next_id = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls, socket_path: str, master: str, hostname: str = "127.0.0.1",
+              segment_size: int = 0, metadata: str = "P2PHANDSHAKE", timeout: float = 60.0,
+              python: str = sys.executable, extra_args: Sequence[str] = (),
+              env: dict[str, str] | None = None, log: Any = None,
+              prefix: Sequence[str] = (), command_timeout: float = 600.0) -> AgentClient:
+        """Starts an agent as a child process and waits for its readiness line (at most
+        ``timeout`` seconds); its refusal to start is raised as the typed error it printed.
+        ``prefix`` runs it through another command (``ip netns exec NAME``: its network
+        namespace; the unix socket is reachable from any)."""
+        cmd = [*prefix, python, "-m", "weight_relay.mooncake_agent", "--socket", socket_path,
+               "--master", master, "--hostname", hostname, "--metadata", metadata,
+               "--segment-size", str(segment_size), *extra_args]
+        process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log or subprocess.DEVNULL,
+                                   env=env)
+        assert process.stdout is not None
+        deadline = time.monotonic() + timeout
+        line = b""
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([process.stdout], [], [], left)[0]:
+                process.kill()
+                process.wait()
+                raise MooncakeSetupError(
+                    f"the Mooncake agent (pid {process.pid}) was not ready within {timeout} s")
+            chunk = os.read(process.stdout.fileno(), 4096)
+            if not chunk:
+                code = process.wait()
+                raise AgentGoneError(
+                    f"the Mooncake agent (pid {process.pid}) exited with {code} before it was "
+                    "ready")
+            line += chunk
+        body = json.loads(line)
+        if "error" in body:
+            process.wait()
+            raise error_from(body["error"])
+        r = body["ready"]
+        ready = Ready(int(r["pid"]), str(r["version"]), str(r["store_segment"]),
+                      str(r["store_endpoint"]), str(r["engine_segment"]), str(r["socket"]))
+        return cls(socket_path, process, ready, command_timeout)
+
+    def describe(self) -> str:
+        pid = self.ready.pid if self.ready else "?"
+        return f"Mooncake agent pid {pid} at {self.socket_path}"
+
+    def _gone(self, op: str, cause: BaseException | None,
+              what: str = "died") -> AgentGoneError:
+        status = ""
+        if self.process is not None:
+            try:
+                code = self.process.wait(timeout=2)
+                status = f" (exit status {code})"
+            except subprocess.TimeoutExpired:
+                status = " (still running, but its socket closed)"
+        error = AgentGoneError(f"{self.describe()} {what} during '{op}'{status}: the "
+                               "command's outcome is unknown")
+        error.__cause__ = cause
+        return error
+
+    def call(self, op: str, **args: Any) -> dict[str, Any]:
+        """Sends one command and returns the agent's answer; a failed command raises its typed
+        error."""
+        with self._lock:
+            self._next_id += 1
+            cmd_id = self._next_id
+            try:
+                send_frame(self._sock, {"id": cmd_id, "op": op, **args})
+                answer = recv_frame(self._sock)
+            except TimeoutError as e:
+                # a stuck agent: kill it, so the command's outcome cannot change any more
+                if self.process is not None:
+                    self.process.kill()
+                raise self._gone(op, e, f"did not answer within {self.command_timeout} s and "
+                                        "was killed") from e
+            except OSError as e:
+                raise self._gone(op, e) from e
+            if answer is None:
+                raise self._gone(op, None)
+        if answer.get("id") != cmd_id:
+            raise AgentProtocolError(f"{self.describe()} answered command {answer.get('id')} "
+                                     f"to command {cmd_id}")
+        if not answer.get("ok"):
+            raise error_from(answer.get("error") or {})
+        return answer
+
+    # -- commands -----------------------------------------------------------------------------
+    def ping(self) -> None:
+        self.call("ping")
+
+    def map(self, shared: SharedFile) -> tuple[int, int]:
+        """Maps and registers ``shared`` in the agent: its buffer id and its address there."""
+        r = self.call("map", path=shared.path, size=shared.size)
+        return int(r["buffer"]), int(r["address"])
+
+    def unmap(self, buffer: int) -> None:
+        self.call("unmap", buffer=buffer)
+
+    def put(self, buffer: int, keys: Sequence[str], offsets: Sequence[int],
+            sizes: Sequence[int], preferred_segment: str | None = None,
+            replica_num: int = 1, hard_pin: bool = True) -> None:
+        """``batch_put_from`` of ``keys`` from ``buffer`` at ``offsets`` with
+        ``ReplicateConfig{replica_num, preferred_segment (default: the agent's own),
+        with_hard_pin}``; raises :class:`MooncakeOperationError` naming the first failed key."""
+        codes = self.call("put", buffer=buffer, keys=list(keys), offsets=list(offsets),
+                          sizes=list(sizes), preferred_segment=preferred_segment,
+                          replica_num=replica_num, hard_pin=hard_pin)["codes"]
+        for key, code in zip(keys, codes, strict=True):
+            if code != 0:
+                raise MooncakeOperationError(
+                    f"put of '{key}' failed with {code}", "put", int(code), key)
+
+    def get_into_ranges(self, buffer: int,
+                        reads: Sequence[tuple[str, Sequence[tuple[int, int, int]]]]
+                        ) -> list[list[int]]:
+        """``get_into_ranges`` of several objects into ``buffer``: per object ``(key, [(dst_offset,
+        src_offset, length), ...])``; answers, per object and range, the bytes read or a negative
+        Mooncake code (a failed range does not fail the others)."""
+        body = [{"key": key, "dst": [r[0] for r in ranges], "src": [r[1] for r in ranges],
+                 "len": [r[2] for r in ranges]} for key, ranges in reads]
+        return [list(b) for b in self.call("get_ranges", buffer=buffer, reads=body)["bytes"]]
+
+    def replicas(self, keys: Sequence[str]) -> list[list[str]]:
+        """Per key, the transport endpoints (segments) of its memory replicas."""
+        return [list(r) for r in self.call("replicas", keys=list(keys))["replicas"]]
+
+    def local_replica_ratio(self, keys: Sequence[str]) -> float:
+        """The share of ``keys`` whose replicas include one in this agent's own segment."""
+        if not keys:
+            return 0.0
+        own = self.ready.store_endpoint if self.ready else ""
+        return sum(own in r for r in self.replicas(keys)) / len(keys) if own else 0.0
+
+    def exists(self, keys: Sequence[str]) -> list[bool]:
+        return [x == 1 for x in self.call("exists", keys=list(keys))["exists"]]
+
+    def remove(self, keys: Sequence[str], force: bool = False) -> list[int]:
+        """Per key, 0 or Mooncake's code (``OBJECT_HAS_LEASE`` -706 while a read's lease runs)."""
+        return [int(c) for c in self.call("remove", keys=list(keys), force=force)["codes"]]
+
+    def write(self, buffer: int, target: str,
+              ranges: Sequence[tuple[int, int, int]]) -> None:
+        """Transfer Engine one-sided write of ``(local_offset, remote_address, length)`` ranges
+        of ``buffer`` into segment ``target`` (another engine's ``host:port``)."""
+        self.call("write", buffer=buffer, target=target, local=[r[0] for r in ranges],
+                  remote=[r[1] for r in ranges], len=[r[2] for r in ranges])
+
+    def shutdown(self) -> None:
+        try:
+            self.call("shutdown")
+        except AgentGoneError:
+            pass
+        self.close()
+
+    def close(self) -> None:
+        self._sock.close()
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> AgentClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class ReceiveBuffer:
+    """A buffer a worker's own Transfer Engine registered, as loaders address it: the engine's
+    segment name (``host:rpc_port``), the buffer's address in the worker and its size."""
+
+    segment: str
+    address: int
+    size: int
+
+
+def register_receive_buffer(engine: Any, hostname: str, address: int,
+                            size: int) -> ReceiveBuffer:
+    """Registers ``size`` bytes at ``address`` with ``engine`` (an initialized
+    ``mooncake.engine.TransferEngine`` of the worker, started with local hostname ``hostname``) and
+    answers what a loader needs to write into them one-sided. Nothing of weight-relay runs in the
+    worker besides this call: the bytes arrive through Mooncake alone."""
+    check_address("the worker's Transfer Engine hostname", hostname,
+                  ("0.0.0.0/0", "::/0"))
+    rc = engine.register_memory(address, size)
+    if rc != 0:
+        raise MooncakeOperationError(
+            f"registering {size} bytes at 0x{address:x} with the worker's Transfer Engine failed",
+            "register_memory", int(rc))
+    return ReceiveBuffer(f"{hostname}:{engine.get_rpc_port()}", address, size)
+
+
+def buffer_address(view: mmap.mmap) -> int:
+    """The address of a writable mapping (to register it, or to name it as a remote address)."""
+    return ctypes.addressof(ctypes.c_char.from_buffer(view))
