@@ -205,6 +205,8 @@ class WeightRelayTransferEngine(_Base):  # type: ignore[misc,valid-type]
         if error is not None:
             raise InstanceUpdateFailedError(
                 f"instance {instance}: rank pp0/tp0 could not register it: {error}", error)
+        if self.loader is not None:  # initialized again (another model, another loader)
+            self.loader.close()
         self.info, self.ranks = info, ranks
         self.worker_id = worker_id or info.worker_id
         self.loader = LoaderClient(info.loader_url, info.token)

@@ -35,9 +35,13 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(site)
 
 
-def _publish(lab: dict, model: str, step: int, seed: int) -> tuple[Manifest, int]:
+def _publish(lab: dict, model: str, step: int, seed: int,
+             extra: dict | None = None) -> tuple[Manifest, int]:
     control = ControlClient(lab["controlUrl"], lab["trainerToken"])
     sd = checkpoint(seed)
+    if extra:  # inserted after the tensor named by each key
+        sd = {k2: v2 for k, v in sd.items()
+              for k2, v2 in [(k, v), *(extra[k].items() if k in extra else [])]}
     m = Manifest.of_state_dict(model, sd, max_fragment_bytes=4096)
     gen, _, _ = publish_generation(control, m, step, ranks(lab, control), lambda node: sd)
     return m, gen
@@ -166,3 +170,53 @@ def test_fp8_layers_are_reloaded_through_vllms_layerwise_reload(
     finally:
         inst.stop()
 
+
+
+def test_a_load_that_fails_part_way_is_aborted_and_the_next_update_reloads_every_layer(
+        lab: dict, plugin_site: str) -> None:
+    """A generation with a tensor the model does not have (after layer 0's): on each rank
+    ``load_weights`` raises part-way through vLLM's layerwise reload. The reload is aborted: no
+    parameter is left on the meta device, the layers not yet processed hold their old weights
+    (in their original storage) and the processed ones the new; vLLM accepts the next update,
+    which reloads every layer."""
+    instance, lc = engines(lab)[0]
+    node = lc.status().node
+    bad_model = f"py-{lab['run']}-vllm-bad"
+    import torch
+
+    extra = {"model.layers.0.mlp.down_proj.weight":
+             {"model.layers.0.mlp.extra.weight": torch.ones(4, dtype=torch.bfloat16)}}
+    bad, g_bad = _publish(lab, bad_model, 1, seed=5, extra=extra)
+    inst = Instance(2, plugin_site, quantized=True)
+    try:
+        pointers = inst.collective_rpc("pointers")
+        inst.collective_rpc("worker.init_weight_transfer_engine",
+                            _init_info(lab, bad_model, bad, instance, node))
+        inst.collective_rpc("worker.start_weight_update")
+        failed = inst.outcomes("worker.update_weights", {"generation": g_bad})
+        for e in failed:
+            assert isinstance(e, WorkerError), failed
+            assert "InstanceUpdateFailedError" in str(e) and "failed part-way" in str(e)
+            assert "model.layers.0.mlp.extra.weight" in str(e)
+        assert inst.collective_rpc("on_meta") == [[], []]
+        assert inst.collective_rpc("pointers") == pointers
+        old, new = _expected(0, 2, QUANTIZED), _expected(5, 2, QUANTIZED)
+        first = ("model.embed_tokens.", "model.layers.0.")  # processed before the failure
+        mixed = [{n: (nw if n.startswith(first) else od)[n] for n in od}
+                 for od, nw in zip(old, new, strict=True)]
+        _assert_held(inst, mixed, "after the aborted load")
+        for e in inst.outcomes("worker.finish_weight_update"):
+            assert "without a matching start_weight_update" in str(e)
+
+        model = f"py-{lab['run']}-vllm-good"
+        m, g = _publish(lab, model, 1, seed=6)
+        inst.collective_rpc("worker.init_weight_transfer_engine",
+                            _init_info(lab, model, m, instance, node))
+        inst.collective_rpc("worker.start_weight_update")
+        inst.collective_rpc("worker.update_weights", {"generation": g})
+        inst.collective_rpc("worker.finish_weight_update")
+        _assert_held(inst, _expected(6, 2, QUANTIZED), "after the next update")
+        assert inst.collective_rpc("pointers") == pointers
+        assert inst.collective_rpc("engine", "weight_version") == [str(g)] * 2
+    finally:
+        inst.stop()
