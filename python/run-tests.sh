@@ -12,7 +12,7 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import numpy, torch, 
 fi
 cd "$here"
 # Lint and type check first (configured in pyproject.toml): a finding fails the build.
-"$venv/bin/ruff" check --no-cache src tests
+"$venv/bin/ruff" check --no-cache src tests recipes
 "$venv/bin/mypy" --no-incremental --cache-dir=/dev/null
 # The tests under tests/frameworks/<name> drive a framework's real classes (vLLM, SGLang) and run
 # in that framework's overlay venv (python/ci-overlay.sh <name>, next to the test venv), each in a
