@@ -11,13 +11,14 @@ vLLM hands every worker of the instance the same ``init_info`` and the same ``up
 (``collective_rpc``), and calls each worker's ``start_weight_update``, ``update_weights`` and
 ``finish_weight_update`` at the same time. So one rank drives the instance, the others follow:
 
-- ``init_transfer_engine``: the instance's rank 0 (TP rank 0 of PP stage 0) registers the instance
-  with its loader (``register``, default true: ``workers`` as given, else one compat worker
-  ``{instance_id}-vllm`` sized from ``manifest``) and tells the other ranks the outcome over
-  vLLM's own CPU groups (``broadcast_object`` on the PP group of TP rank 0, then on each TP
-  group); every rank opens its own :class:`LoaderClient` to the same loader.
-- ``update_weights`` -> ``receive_weights``: rank 0 runs the loader's update (one per instance,
-  so no rank is refused with 409 ``update-running``) and passes the outcome on; then every rank
+- ``init_transfer_engine``: the driving rank (rank 0 of its PP, PCP and TP groups) registers the
+  instance with its loader (``register``, default true: ``workers`` as given, else one compat
+  worker ``{instance_id}-vllm`` sized from ``manifest``) and tells the other ranks the outcome
+  over vLLM's own groups (``broadcast_object`` along PP, then PCP, then TP); every rank opens
+  its own :class:`LoaderClient` to the same loader.
+- ``update_weights`` -> ``receive_weights``: the driving rank runs the loader's update (one per
+  instance, so no rank is refused with 409 ``update-running``) and passes the outcome on; then
+  every rank
   takes the compat image's tensors (views of the shared image, no copy) and feeds them to
   ``model.load_weights``, whose weight loaders cut the rank's own shard (as from a checkpoint).
 - The weights arrive in checkpoint format, so they go through vLLM's layerwise reload (what its
@@ -27,7 +28,7 @@ vLLM hands every worker of the instance the same ``init_info`` and the same ``up
   pointers kept), instead of having checkpoint bytes loaded into kernel-format parameters.
   The reload starts only once the loader's update is UPDATED, so a failed transfer never puts
   the model's parameters on the meta device.
-- A failed update raises on every rank (rank 0 the loader's error, the others
+- A failed update raises on every rank (the driving rank the loader's error, the others
   :class:`InstanceUpdateFailedError` naming it). vLLM's ``Worker`` then ends the session itself
   (it refuses ``finish_weight_update`` after a raising ``update_weights``): the next update starts
   with ``start_weight_update``. A failed loader update leaves the model untouched (RESUMED_OLD:
@@ -94,7 +95,7 @@ class WeightRelayInitInfo:
     group: str
     node: str | None = None  # default $WEIGHT_RELAY_NODE, else the host name
     token: str | None = None
-    register: bool = True  # rank 0 registers the instance (False: someone else did)
+    register: bool = True  # the driving rank registers the instance (False: someone else did)
     manifest: Any = None  # a Manifest, its JSON dict or a path: sizes the default compat worker
     workers: list[dict[str, Any]] = field(default_factory=list)
     worker_id: str | None = None  # the compat worker whose image every rank reads
@@ -116,37 +117,42 @@ def _manifest(m: Any) -> Manifest:
 
 
 class _Ranks:
-    """The instance's ranks as vLLM groups them: rank 0 drives, :meth:`share` passes its value
-    to every rank over vLLM's CPU process groups (TP x PP; one rank when they are not up)."""
+    """The instance's ranks as vLLM groups them (PP x PCP x TP, vLLM's ``initialize_model_parallel``
+    order): the rank that is 0 in every group drives, :meth:`share` passes its value to every
+    rank over vLLM's own groups (one rank when they are not up)."""
 
     def __init__(self) -> None:
-        self.tp: Any = None
-        self.pp: Any = None
+        self.groups: list[tuple[str, Any]] = []  # outermost first
         try:
             from vllm.distributed import parallel_state as ps
 
             if ps.model_parallel_is_initialized():
-                self.tp, self.pp = ps.get_tp_group(), ps.get_pp_group()
+                self.groups = [("pp", ps.get_pp_group())]
+                if hasattr(ps, "get_pcp_group"):
+                    self.groups.append(("pcp", ps.get_pcp_group()))
+                self.groups.append(("tp", ps.get_tp_group()))
         except ImportError:
             pass
-        self.tp_rank = self.tp.rank_in_group if self.tp is not None else 0
-        self.pp_rank = self.pp.rank_in_group if self.pp is not None else 0
-        self.size = self.tp.world_size * self.pp.world_size if self.tp is not None else 1
+        self.size = 1
+        for _, g in self.groups:
+            self.size *= g.world_size
 
     @property
     def driver(self) -> bool:
-        return self.tp_rank == 0 and self.pp_rank == 0
+        return all(g.rank_in_group == 0 for _, g in self.groups)
 
     @property
     def name(self) -> str:
-        return f"pp{self.pp_rank}/tp{self.tp_rank}"
+        return "/".join(f"{n}{g.rank_in_group}" for n, g in self.groups if g.world_size > 1) \
+            or "0"
 
     def share(self, value: Any) -> Any:
-        if self.tp is None or self.pp is None:
-            return value
-        if self.tp_rank == 0:  # PP stage 0's TP rank 0 to the TP rank 0 of every stage
-            value = self.pp.broadcast_object(value, src=0)
-        return self.tp.broadcast_object(value, src=0)
+        """Rank 0 of the outermost group to rank 0 of each of its members' inner groups, and so
+        on inwards: every rank ends with the driver's value (a collective: every rank calls)."""
+        for i, (_, g) in enumerate(self.groups):
+            if all(h.rank_in_group == 0 for _, h in self.groups[i + 1:]):
+                value = g.broadcast_object(value, src=0)
+        return value
 
 
 def _failure(e: BaseException) -> str:
@@ -204,7 +210,7 @@ class WeightRelayTransferEngine(_Base):  # type: ignore[misc,valid-type]
         worker_id, error = ranks.share(outcome)
         if error is not None:
             raise InstanceUpdateFailedError(
-                f"instance {instance}: rank pp0/tp0 could not register it: {error}", error)
+                f"instance {instance}: the driving rank could not register it: {error}", error)
         if self.loader is not None:  # initialized again (another model, another loader)
             self.loader.close()
         self.info, self.ranks = info, ranks
@@ -212,7 +218,7 @@ class WeightRelayTransferEngine(_Base):  # type: ignore[misc,valid-type]
         self.loader = LoaderClient(info.loader_url, info.token)
         _log.info("weight_relay engine of instance %s, rank %s of %d (%s), reads worker %s",
                   instance, ranks.name, ranks.size,
-                  "drives the updates" if ranks.driver else "follows rank pp0/tp0",
+                  "drives the updates" if ranks.driver else "follows the driving rank",
                   self.worker_id)
 
     # ---- one update ----------------------------------------------------------------------------
@@ -236,8 +242,8 @@ class WeightRelayTransferEngine(_Base):  # type: ignore[misc,valid-type]
         generation, error = ranks.share(outcome)
         if error is not None:
             raise InstanceUpdateFailedError(
-                f"the update of the instance failed on rank pp0/tp0 (this is rank {ranks.name}; "
-                f"its weights are untouched): {error}", error)
+                f"the update of the instance failed on the driving rank (this is rank "
+                f"{ranks.name}; its weights are untouched): {error}", error)
         # Every rank: the image holds generation G; load this rank's shards from it.
         tensors = self.loader.compat_tensors(self.worker_id, framework="torch")
         self._begin_reload()

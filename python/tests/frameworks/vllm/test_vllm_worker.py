@@ -56,10 +56,11 @@ def _init_info(lab: dict, model: str, m: Manifest, instance: str, node: str) -> 
                 register=True, workers=[worker])
 
 
-def _expected(seed: int, tp: int, quantized: tuple[str, ...] = ()) -> list[dict]:
+def _expected(seed: int, tp: int, quantized: tuple[str, ...] = (), pp: int = 1) -> list[dict]:
+    """What each rank must hold (rank r is TP rank r % tp)."""
     want = []
-    for r in range(tp):
-        k = kernel(shard(checkpoint(seed), r, tp), quantized)
+    for r in range(tp * pp):
+        k = kernel(shard(checkpoint(seed), r % tp, tp), quantized)
         want.append({n: (str(t.dtype), tuple(t.shape), bits(t)) for n, t in k.items()})
     return want
 
@@ -92,16 +93,17 @@ def test_the_adapter_is_on_vllms_own_classes_and_says_so() -> None:
     assert "stand-in" not in r.stderr
 
 
+@pytest.mark.parametrize(("tp", "pp"), [(2, 1), (1, 2)])
 def test_tp2_instance_one_update_each_rank_its_shards_and_a_failed_update(
-        lab: dict, plugin_site: str) -> None:
-    """Two TP ranks receive the same init and update info; one loader update serves both and
-    each rank's weight loaders take its own shards (byte for byte). An update that fails
-    leaves the old weights on both ranks, and vLLM accepts the next update."""
+        lab: dict, plugin_site: str, tp: int, pp: int) -> None:
+    """Two ranks (TP 2, or PP 2) receive the same init and update info; one loader update serves
+    both and each rank's weight loaders take its own shards (byte for byte). An update that
+    fails leaves the old weights on both ranks, and vLLM accepts the next update."""
     instance, lc = engines(lab)[0]
     node = lc.status().node
-    model = f"py-{lab['run']}-vllm-tp2"
+    model = f"py-{lab['run']}-vllm-tp{tp}-pp{pp}"
     m, g1 = _publish(lab, model, 1, seed=1)
-    inst = Instance(2, plugin_site)
+    inst = Instance(tp, plugin_site, pp=pp)
     try:
         for module, name, mro in inst.collective_rpc("engine_class"):
             assert (module, name) == ("weight_relay.adapters.vllm", "WeightRelayTransferEngine")
@@ -113,7 +115,7 @@ def test_tp2_instance_one_update_each_rank_its_shards_and_a_failed_update(
         inst.collective_rpc("worker.start_weight_update")
         inst.collective_rpc("worker.update_weights", {"generation": g1})
         inst.collective_rpc("worker.finish_weight_update")
-        _assert_held(inst, _expected(1, 2), "generation 1")
+        _assert_held(inst, _expected(1, tp, pp=pp), "generation 1")
         assert inst.collective_rpc("engine", "weight_version") == [str(g1)] * 2
         assert lc.status().generation == g1
         assert inst.collective_rpc("pointers") == pointers  # loaded into the same storage
@@ -123,9 +125,10 @@ def test_tp2_instance_one_update_each_rank_its_shards_and_a_failed_update(
         failed = inst.outcomes("worker.update_weights", {"generation": g1 + 1000})
         assert all(isinstance(e, WorkerError) for e in failed), failed
         assert "InstanceUpdateFailedError" not in str(failed[0])
-        assert "InstanceUpdateFailedError: the update of the instance failed on rank pp0/tp0" \
-            in str(failed[1])
-        _assert_held(inst, _expected(1, 2), "after the failed update")
+        other = "tp1" if tp == 2 else "pp1"
+        assert "InstanceUpdateFailedError: the update of the instance failed on the driving " \
+            f"rank (this is rank {other}; its weights are untouched)" in str(failed[1])
+        _assert_held(inst, _expected(1, tp, pp=pp), "after the failed update")
         assert inst.collective_rpc("on_meta") == [[], []]
         assert inst.collective_rpc("pointers") == pointers
         assert inst.collective_rpc("engine", "weight_version") == [str(g1)] * 2
@@ -138,7 +141,7 @@ def test_tp2_instance_one_update_each_rank_its_shards_and_a_failed_update(
         inst.collective_rpc("worker.start_weight_update")
         inst.collective_rpc("worker.update_weights", {"generation": g2})
         inst.collective_rpc("worker.finish_weight_update")
-        _assert_held(inst, _expected(2, 2), "generation 2")
+        _assert_held(inst, _expected(2, tp, pp=pp), "generation 2")
         assert inst.collective_rpc("engine", "weight_version") == [str(g2)] * 2
         assert inst.collective_rpc("pointers") == pointers
     finally:

@@ -66,7 +66,7 @@ def model_config() -> Any:
 class Rank:
     """One worker of the instance, built inside its process."""
 
-    def __init__(self, tp: int, rank: int, init_method: str, plugin_site: str,
+    def __init__(self, tp: int, pp: int, rank: int, init_method: str, plugin_site: str,
                  quantized: bool, seed: int) -> None:
         os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "0"
         torch.accelerator.synchronize = lambda *a, **k: None  # the ONE stub (module docstring)
@@ -96,15 +96,16 @@ class Rank:
         load_general_plugins()
         cfg = VllmConfig(device_config=DeviceConfig(device="cpu"),
                          compilation_config=CompilationConfig(mode=CompilationMode.NONE),
-                         parallel_config=ParallelConfig(tensor_parallel_size=tp),
+                         parallel_config=ParallelConfig(tensor_parallel_size=tp,
+                                                        pipeline_parallel_size=pp),
                          weight_transfer_config=WeightTransferConfig(backend="weight_relay"),
                          quant_config=PerTensorFp8() if quantized else None)
         self.worker = Worker(cfg, local_rank=rank, rank=rank, distributed_init_method=init_method,
                              is_driver_worker=rank == 0)
         device = torch.device("cpu")
         with set_current_vllm_config(cfg):
-            init_distributed_environment(tp, rank, init_method, rank, backend="gloo")
-            initialize_model_parallel(tp, backend="gloo")
+            init_distributed_environment(tp * pp, rank, init_method, rank, backend="gloo")
+            initialize_model_parallel(tp, pp, backend="gloo")
             model = initialize_model(cfg, model_class=TinyLlamaForCausalLM)
             model.load_weights(checkpoint(seed).items())
             process_weights_after_loading(model, model_config(), device)
@@ -140,14 +141,16 @@ def bits(t: torch.Tensor) -> bytes:
 
 
 class Instance:
-    """``tp`` ranks of one vLLM instance, each a forked process."""
+    """``tp * pp`` ranks of one vLLM instance, each a forked process (rank ``r`` is TP rank
+    ``r % tp`` of PP stage ``r // tp``, vLLM's layout). Every PP stage holds the whole tiny model:
+    what is tested is who updates and what each rank loads, not the split of layers."""
 
-    def __init__(self, tp: int, plugin_site: str, *, quantized: bool = False,
+    def __init__(self, tp: int, plugin_site: str, *, pp: int = 1, quantized: bool = False,
                  seed: int = 0) -> None:
         init = f"tcp://127.0.0.1:{free_port()}"
-        self.procs = [Proc(f"vllm-tp{r}", {}, lambda r=r: Rank(tp, r, init, plugin_site,
-                                                                quantized, seed))
-                      for r in range(tp)]
+        self.procs = [Proc(f"vllm-rank{r}", {}, lambda r=r: Rank(tp, pp, r, init, plugin_site,
+                                                                  quantized, seed))
+                      for r in range(tp * pp)]
         try:
             for p in self.procs:
                 p.ready.result(TIMEOUT_S)
