@@ -86,7 +86,7 @@ def test_the_adapter_is_on_vllms_own_classes_and_says_so() -> None:
                         "import logging; logging.basicConfig(level=logging.INFO); "
                         "import weight_relay.adapters.vllm as m; print('STANDIN', m.STANDIN)"],
                        capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": str(PYTHON_DIR / "src")})
+                       env={**os.environ, "PYTHONPATH": str(Path(adapter.__file__).parents[2])})
     assert r.returncode == 0, r.stderr
     assert "STANDIN False" in r.stdout
     assert "uses vLLM's own WeightTransferEngine (STANDIN = False)" in r.stderr
