@@ -48,6 +48,7 @@ import logging
 import os
 import socket
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,8 +78,9 @@ NODE_ENV = "WEIGHT_RELAY_NODE"
 
 
 class InstanceUpdateFailedError(RelayError):
-    """The instance's update failed: on a rank other than the driving one, the driving rank's
-    error (``cause``); on any rank, a ``load_weights`` that raised part-way (``cause``)."""
+    """The instance's registration or update failed: on a rank other than the driving one, the
+    driving rank's error (``cause``); on any rank, a ``load_weights`` that raised part-way
+    (``cause``: vLLM's error)."""
 
     def __init__(self, message: str, cause: str) -> None:
         super().__init__(message)
@@ -248,7 +250,8 @@ class WeightRelayTransferEngine(_Base):  # type: ignore[misc,valid-type]
         tensors = self.loader.compat_tensors(self.worker_id, framework="torch")
         self._begin_reload()
         try:
-            self.model.load_weights(weights=_items(tensors))
+            with _partial_load_allowed():  # as vLLM's own checkpoint-format engines load
+                self.model.load_weights(weights=iter(tensors.items()))
         except Exception as e:
             self._abort_reload()
             raise InstanceUpdateFailedError(
@@ -310,8 +313,17 @@ class WeightRelayTransferEngine(_Base):  # type: ignore[misc,valid-type]
         lw.LOADING_LAYERS.clear()
 
 
-def _items(tensors: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    yield from tensors.items()
+@contextmanager
+def _partial_load_allowed() -> Iterator[None]:
+    """vLLM's ``disable_mtp_completeness_check`` (its NCCL and IPC engines wrap ``load_weights``
+    in it: an update need not carry a speculative MTP head); nothing with the stand-in."""
+    if STANDIN:
+        yield
+        return
+    from vllm.model_executor.model_loader.mtp_validation import disable_mtp_completeness_check
+
+    with disable_mtp_completeness_check():
+        yield
 
 
 def register() -> None:
