@@ -18,9 +18,9 @@ vLLM hands every worker of the instance the same ``init_info`` and the same ``up
   its own :class:`LoaderClient` to the same loader.
 - ``update_weights`` -> ``receive_weights``: the driving rank runs the loader's update (one per
   instance, so no rank is refused with 409 ``update-running``) and passes the outcome on; then
-  every rank
-  takes the compat image's tensors (views of the shared image, no copy) and feeds them to
-  ``model.load_weights``, whose weight loaders cut the rank's own shard (as from a checkpoint).
+  every rank takes the compat image's tensors (views of the shared image, no copy) and feeds
+  them to ``model.load_weights``, whose weight loaders cut the rank's own shard (as from a
+  checkpoint: that is where bytes are copied, into the parameters).
 - The weights arrive in checkpoint format, so they go through vLLM's layerwise reload (what its
   checkpoint-format engines do): ``initialize_layerwise_reload`` before ``load_weights``,
   ``finalize_layerwise_reload`` in ``finish_weight_update``. A quantized layer (FP8) is thereby
