@@ -104,14 +104,13 @@ def start_lab(tmp: Path) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
     raise SystemExit("gpu_vllm: the lab did not start (see its output above)")
 
 
-def publish(lab: dict[str, Any], model: str, tensors: dict[str, Any]) -> int:
-    from weight_relay import ControlClient, Manifest, PublisherClient, publish_generation
+def publish(lab: dict[str, Any], manifest: Any, tensors: dict[str, Any]) -> int:
+    from weight_relay import ControlClient, PublisherClient, publish_generation
 
     control = ControlClient(lab["controlUrl"], lab["trainerToken"])
     ranks = {name[len("publisher-"):]: PublisherClient(url, lab["trainerToken"],
                                                        coordinator=control)
              for name, url in lab["services"].items() if name.startswith("publisher-")}
-    manifest = Manifest.of_state_dict(model, tensors)
     generation, _, _ = publish_generation(control, manifest, 1, ranks, lambda node: tensors)
     return int(generation)
 
@@ -236,12 +235,12 @@ def main() -> None:
             from weight_relay import Manifest
 
             tensors = checkpoint(work / "step1")
-            generation = publish(lab, model, tensors)
+            manifest = Manifest.of_state_dict(model, tensors)
+            generation = publish(lab, manifest, tensors)
             spec = {"name": name, "tp": tp, "fp8": fp8, "work": str(work),
                     "memory": args.gpu_memory_utilization, "lab": lab,
                     "instance": lab["instances"][i % len(lab["instances"])], "model": model,
-                    "manifest": Manifest.of_state_dict(model, tensors).to_json(),
-                    "generation": generation}
+                    "manifest": manifest.to_json(), "generation": generation}
             ref = case_process({**spec, "role": "reference"})
             got = case_process({**spec, "role": "relay"})
             compare(name, ref, got, generation)
