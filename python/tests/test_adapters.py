@@ -116,13 +116,17 @@ def test_vllm_engine_through_factory_with_failed_update(lab, tmp_path):
     assert _equal(model.p, want)
 
     # A failed update (a generation that does not exist) leaves the old weights everywhere.
+    # vLLM's Worker ends the session when update_weights raises (it refuses finish_weight_update
+    # then), so the next call is the next update's start_weight_update, which is accepted.
     engine.start_weight_update()
     with pytest.raises((RelayCallError, UpdateFailedError)):
         engine.update_weights({"generation": g1 + 1000})
-    engine.finish_weight_update()
     assert engine.weight_version == str(g1)
     assert _equal(model.p, want)
     assert _equal(lc.compat_tensors(worker["workerId"]), want)
+    adapter.sync(client, g1)
+    assert client.version == str(g1) == engine.weight_version
+    assert _equal(model.p, want)
 
     # The compat image as vLLM's disk backend reads it: a directory with one *.safetensors.
     from weight_relay.adapters import image_directory

@@ -87,6 +87,8 @@ class WeightTransferEngine(ABC):
     def __init__(self, config: Any, vllm_config: Any, device: Any, model: Any) -> None:
         self.config = config
         self.vllm_config = vllm_config
+        self.parallel_config = getattr(vllm_config, "parallel_config", None)
+        self.model_config = getattr(vllm_config, "model_config", None)
         self.device = device
         self.model = model
 
