@@ -106,6 +106,7 @@ class UpdateCoordinatorTest {
                         4,
                         -1,
                         "",
+                        "",
                         true,
                         true,
                         false,
@@ -645,6 +646,12 @@ class UpdateCoordinatorTest {
                 }
             }
             return s;
+        }
+
+        @Override
+        public Map<String, byte[]> landed(
+                String model, long generation, String group, String instance) {
+            return Map.of();
         }
 
         @Override
