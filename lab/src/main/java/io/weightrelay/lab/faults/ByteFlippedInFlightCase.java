@@ -51,17 +51,23 @@ final class ByteFlippedInFlightCase {
                     Engines.update(
                             lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT, UPDATE_WAIT);
             for (Engines.Ended e : ended) {
-                check(!e.updated(), "a group update with a byte flipped in flight: " + e.describe());
+                check(
+                        !e.updated(),
+                        "a group update with a byte flipped in flight: " + e.describe());
             }
             ledger.noneAdvanced(lab, before);
             ledger.observe(lab, Set.of());
             UpdateSession session = lab.session(g, GROUP);
             String failure = String.valueOf(session.getFailure());
-            String sender = session.getParticipants().stream()
-                    .map(p -> p.getInstance())
-                    .filter(i -> !i.equals(receiver) && failure.contains(i + " sent into it"))
-                    .findFirst()
-                    .orElse(null);
+            String sender =
+                    session.getParticipants().stream()
+                            .map(p -> p.getInstance())
+                            .filter(
+                                    i ->
+                                            !i.equals(receiver)
+                                                    && failure.contains(i + " sent into it"))
+                            .findFirst()
+                            .orElse(null);
             check(
                     session.getState() == SessionState.PAUSED_REBUILD
                             && receiver.equals(session.getFailedInstance())

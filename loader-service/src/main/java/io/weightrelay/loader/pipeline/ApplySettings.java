@@ -10,8 +10,7 @@ import java.util.Objects;
  * @param hook called before each pushed batch (failure injection in the lab)
  * @param readThreads store reads of one batch in flight at once
  * @param checksums checksum every range read, for control-api's proof, and every write this loader
- *     makes, for its receivers' proof of their buffers (off only to measure what it
- *     costs)
+ *     makes, for its receivers' proof of their buffers (off only to measure what it costs)
  * @param readFault called after each object's read (failure injection in the lab)
  * @param landedFault called before this loader proves what landed in its workers' buffers (failure
  *     injection in the lab)

@@ -28,12 +28,12 @@ import java.util.zip.CRC32C;
  * the receiver's digest.
  *
  * <p>A write's checksum is the CRC32C of its bytes in destination order (its contiguous runs one
- * after the other), bound to where it lands: the CRC32C of {@code buffer name || dstOffset} continued
- * over those bytes ({@link Crc32c#combine}), so bytes landing in the wrong place differ too. The
- * digest of a key is the sum (mod 2^64) of its writes' bound checksums, and their byte count: the
- * order writes are taken in does not matter, and one digest covers a whole destination buffer
- * however many tensors land in it (a Kimi-K2-class group reports per destination buffer, not per
- * tensor).
+ * after the other), bound to where it lands: the CRC32C of {@code buffer name || dstOffset}
+ * continued over those bytes ({@link Crc32c#combine}), so bytes landing in the wrong place differ
+ * too. The digest of a key is the sum (mod 2^64) of its writes' bound checksums, and their byte
+ * count: the order writes are taken in does not matter, and one digest covers a whole destination
+ * buffer however many tensors land in it (a Kimi-K2-class group reports per destination buffer, not
+ * per tensor).
  *
  * <p>Who sent is the loader that wrote the bytes into that buffer: the instance of the worker that
  * read them, except for the copies a node delegate's loader makes, a {@link Plan#RELAYED} write
@@ -260,8 +260,7 @@ public final class LandedProof {
      */
     static long bound(String buffer, long dstOffset, int crc, long length) {
         byte[] name = buffer.getBytes(StandardCharsets.UTF_8);
-        ByteBuffer place =
-                ByteBuffer.allocate(name.length + 8).put(name).putLong(dstOffset).flip();
+        ByteBuffer place = ByteBuffer.allocate(name.length + 8).put(name).putLong(dstOffset).flip();
         return Integer.toUnsignedLong(Crc32c.combine(Crc32c.of(place), crc, length));
     }
 

@@ -198,6 +198,7 @@ final class PushStage {
 
         /** The destination write the pending group belongs to, in {@link ApplyContext#sent}. */
         private int sentWrite = -1;
+
         private final List<long[]> pieces = new ArrayList<>();
         private final Map<Gather, Long> gathered = new HashMap<>();
         private long fannedOut;
@@ -216,8 +217,7 @@ final class PushStage {
             this.pack = packBytes > 0 ? ctx.staging.byteBuffer(packAt, (int) packBytes) : null;
         }
 
-        void write(
-                long srcBase, BufferDirectory.Placed target, int w, int to, boolean notifying) {
+        void write(long srcBase, BufferDirectory.Placed target, int w, int to, boolean notifying) {
             groupNotifies = notifying;
             if (ctx.sent != null) {
                 sentWrite =

@@ -331,8 +331,7 @@ class MultiProcessApplyTest {
                             "prove "
                                     + String.join(
                                             ",",
-                                            toReceiver.getOrDefault(
-                                                    instances.get(i), List.of())));
+                                            toReceiver.getOrDefault(instances.get(i), List.of())));
         }
         for (ChildJvm l : loaders) {
             proofs.add(l.reply());
@@ -357,8 +356,7 @@ class MultiProcessApplyTest {
                             "prove "
                                     + String.join(
                                             ",",
-                                            toReceiver.getOrDefault(
-                                                    instances.get(i), List.of())));
+                                            toReceiver.getOrDefault(instances.get(i), List.of())));
         }
         proofs.clear();
         for (ChildJvm l : loaders) {
@@ -383,7 +381,8 @@ class MultiProcessApplyTest {
 
     /** Whether another instance's loader writes into {@code instance}'s workers' buffers. */
     private static boolean receivesFromAnother(Cluster c, String instance) {
-        io.weightrelay.reshard.plan.Slice s = io.weightrelay.reshard.plan.Slice.of(c.plan(), instance);
+        io.weightrelay.reshard.plan.Slice s =
+                io.weightrelay.reshard.plan.Slice.of(c.plan(), instance);
         for (int v = 0; v < s.receiveCount(); v++) {
             if (s.workerInstance(s.receiveDst(v)).equals(instance)
                     && !s.workerInstance(s.receiveFrom(v)).equals(instance)

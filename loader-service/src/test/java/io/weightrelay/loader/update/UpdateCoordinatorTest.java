@@ -217,8 +217,15 @@ class UpdateCoordinatorTest {
         control.landed = Map.of("i0001", fromI0001);
 
         UpdateRun.Snapshot s =
-                updateEnds(2L, Outcome.UPDATED, null, "prepare", "read-ahead", "apply",
-                        "prove-landed", "promote");
+                updateEnds(
+                        2L,
+                        Outcome.UPDATED,
+                        null,
+                        "prepare",
+                        "read-ahead",
+                        "apply",
+                        "prove-landed",
+                        "promote");
 
         assertThat(control.phases())
                 .filteredOn(p -> p != ControlPlane.Reported.APPLYING)
@@ -252,8 +259,14 @@ class UpdateCoordinatorTest {
                                 + " does not hold the 900 bytes i0001 sent into it");
 
         UpdateRun.Snapshot s =
-                updateEnds(2L, Outcome.PAUSED_REBUILD, "i0001", "prepare", "read-ahead",
-                        "apply", "prove-landed");
+                updateEnds(
+                        2L,
+                        Outcome.PAUSED_REBUILD,
+                        "i0001",
+                        "prepare",
+                        "read-ahead",
+                        "apply",
+                        "prove-landed");
 
         assertThat(s.error()).contains("i0000-r000").contains("'model'").contains("generation 2");
         assertThat(control.phases())
