@@ -16,8 +16,8 @@
 -- is not gone until one TTL after the outage ended: the rule of live-after.lua, applied here.
 -- SENT sits between APPLYING and APPLIED: the loader's own writes all landed, and it hands the
 -- digests of what it wrote into each instance's buffers (ARGV[15], ARGV[16]: destination, base64,
--- pairs) to the sent hash, field '<destination>><sender>'. Every participant SENT opens the sent
--- barrier (the session stays APPLYING); each receiver then proves its buffers against what was sent
+-- pairs) to the sent hash, field '<destination>><sender>', and marks the participant sent. Every
+-- participant sent opens the sent barrier (the session stays APPLYING); each receiver then proves its buffers against what was sent
 -- to it and reports APPLIED, or FAILED naming the sender, before any engine can advance.
 -- KEYS: session hash, participants hash, loader hash, channel, checksums hash, loader expiry zset,
 --       last control-api tick, outage hash, sent hash
@@ -203,7 +203,10 @@ if ARGV[1] ~= '' then
   else
     local target = want[phase]
     local current = level[p.phase] or -1
-    if current >= target then
+    -- What a loader sent counts even when its phase already passed SENT (an APPLIED someone
+    -- reported in its name while it still applied): the sent barrier waits for its own SENT.
+    local sent_late = phase == 'SENT' and not p.sent and state == 'APPLYING' and same_life
+    if current >= target and not sent_late then
       -- A repeated report (a retry) changes nothing.
       return {'ok'}
     end
@@ -216,7 +219,8 @@ if ARGV[1] ~= '' then
       or ((target == 2 or target == 2.5 or target == 3) and state == 'APPLYING')
       or (target == 4 and state == 'POST_APPLYING')
     if not allowed then return {'out-of-order', state, p.phase} end
-    p.phase = target == 4 and 'DONE' or phase
+    if current < target then p.phase = target == 4 and 'DONE' or phase end
+    if phase == 'SENT' then p.sent = true end
   end
   -- A participant's counts only grow within a session: a later report without counts (loaders
   -- send 0 with PREPARED and POST_APPLIED) keeps what its APPLIED report said.

@@ -713,7 +713,11 @@ public class UpdateService {
         int all = session.getParticipants().size();
         List<String> waiting = new ArrayList<>();
         for (ParticipantState p : session.getParticipants()) {
-            if (level(p.getPhase()) >= need) {
+            boolean reached =
+                    barrier == BarrierName.SENT
+                            ? Boolean.TRUE.equals(p.getSent())
+                            : level(p.getPhase()) >= need;
+            if (reached) {
                 arrived++;
             } else if (waiting.size() < WAITING_NAMED) {
                 waiting.add(p.getInstance());
@@ -832,6 +836,9 @@ public class UpdateService {
                             if (p.has("bytesReceived")) {
                                 s.setBytesReceived(
                                         Long.parseLong(p.get("bytesReceived").asString()));
+                            }
+                            if (p.has("sent")) {
+                                s.setSent(p.get("sent").asBoolean());
                             }
                             if (p.has("error") && !p.get("error").asString().isEmpty()) {
                                 s.setError(p.get("error").asString());
