@@ -14,10 +14,16 @@
 -- that died or froze silently is named within its registration TTL, not the phase timeout. A
 -- registration that expired while no control-api instance served (the outage tick.lua records)
 -- is not gone until one TTL after the outage ended: the rule of live-after.lua, applied here.
+-- SENT sits between APPLYING and APPLIED: the loader's own writes all landed, and it hands the
+-- digests of what it wrote into each instance's buffers (ARGV[15], ARGV[16]: destination, base64,
+-- pairs) to the sent hash, field '<destination>><sender>', and marks the participant sent. Every
+-- participant sent opens the sent barrier (the session stays APPLYING); each receiver then proves its buffers against what was sent
+-- to it and reports APPLIED, or FAILED naming the sender, before any engine can advance.
 -- KEYS: session hash, participants hash, loader hash, channel, checksums hash, loader expiry zset,
---       last control-api tick, outage hash
+--       last control-api tick, outage hash, sent hash
 -- ARGV: instance, epoch, phase, bytesRead, bytesPushed, bytesReceived, failingPeer, error,
---       checksums (base64), verify ('1' or ''), generation, key prefix, loader ttlMs, outage gapMs
+--       checksums (base64), verify ('1' or ''), generation, key prefix, loader ttlMs, outage gapMs,
+--       then with SENT: destination, digests (base64), ...
 -- Now is the Redis server clock's, the one every control-api instance shares: phase deadlines
 -- and registry expiries written through one replica are judged the same through every other.
 -- A loader's POST_APPLIED records the generation it serves in its loader hash and releases every
@@ -37,7 +43,7 @@ local s, pk, lk = KEYS[1], KEYS[2], KEYS[3]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if redis.call('EXISTS', s) == 0 then return {'not-found'} end
-local level = {PREPARING = 0, PREPARED = 1, APPLYING = 2, APPLIED = 3, DONE = 4}
+local level = {PREPARING = 0, PREPARED = 1, APPLYING = 2, SENT = 2.5, APPLIED = 3, DONE = 4}
 local transitions = {}
 local state = redis.call('HGET', s, 'state')
 local function terminal(st) return st == 'DONE' or st == 'RESUMED_OLD' or st == 'PAUSED_REBUILD' end
@@ -182,7 +188,7 @@ if ARGV[1] ~= '' then
   local same_life = not p.epoch or p.epoch == epoch
   p.epoch = epoch
   local phase = ARGV[3]
-  local want = {PREPARED = 1, APPLYING = 2, APPLIED = 3, POST_APPLIED = 4}
+  local want = {PREPARED = 1, APPLYING = 2, SENT = 2.5, APPLIED = 3, POST_APPLIED = 4}
   if phase == 'FAILED' then
     if terminal(state) then
       if #transitions > 0 then redis.call('PUBLISH', KEYS[4], state) end
@@ -197,7 +203,10 @@ if ARGV[1] ~= '' then
   else
     local target = want[phase]
     local current = level[p.phase] or -1
-    if current >= target then
+    -- What a loader sent counts even when its phase already passed SENT (an APPLIED someone
+    -- reported in its name while it still applied): the sent barrier waits for its own SENT.
+    local sent_late = phase == 'SENT' and not p.sent and state == 'APPLYING' and same_life
+    if current >= target and not sent_late then
       -- A repeated report (a retry) changes nothing.
       return {'ok'}
     end
@@ -207,10 +216,11 @@ if ARGV[1] ~= '' then
       return {'closed', state}
     end
     local allowed = late or (target == 1 and state == 'PREPARING')
-      or ((target == 2 or target == 3) and state == 'APPLYING')
+      or ((target == 2 or target == 2.5 or target == 3) and state == 'APPLYING')
       or (target == 4 and state == 'POST_APPLYING')
     if not allowed then return {'out-of-order', state, p.phase} end
-    p.phase = target == 4 and 'DONE' or phase
+    if current < target then p.phase = target == 4 and 'DONE' or phase end
+    if phase == 'SENT' then p.sent = true end
   end
   -- A participant's counts only grow within a session: a later report without counts (loaders
   -- send 0 with PREPARED and POST_APPLIED) keeps what its APPLIED report said.
@@ -224,6 +234,13 @@ if ARGV[1] ~= '' then
   grow('bytesReceived', ARGV[6])
   redis.call('HSET', pk, ARGV[1], cjson.encode(p))
   if state == 'DONE' then redis.call('HSET', s, 'unconfirmed', first_below(4)) end
+  if phase == 'SENT' then
+    for i = 15, #ARGV - 1, 2 do
+      redis.call('HSET', KEYS[9], ARGV[i] .. '>' .. ARGV[1], ARGV[i + 1])
+    end
+    local ttl = redis.call('TTL', s)
+    if ttl > 0 and redis.call('EXISTS', KEYS[9]) == 1 then redis.call('EXPIRE', KEYS[9], ttl) end
+  end
   if phase == 'APPLIED' and ARGV[9] ~= '' then
     redis.call('HSET', KEYS[5], ARGV[1], ARGV[9])
     local ttl = redis.call('TTL', s)

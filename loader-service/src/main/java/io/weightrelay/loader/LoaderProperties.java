@@ -31,9 +31,14 @@ import org.springframework.validation.annotation.Validated;
  * @param flakyReadsFile lab only: while this file exists, every other object read goes wrong as its
  *     first word says, {@code fail} (an I/O error) or {@code wrong-bytes} (a byte flipped as it
  *     lands, checksummed as landed), as on a host with a failing NIC or bad memory (empty: never)
+ * @param flipReceivedFile lab only: while this file exists, each update flips one byte another
+ *     loader wrote into this loader's workers' buffers after it landed, before the loader proves
+ *     them, as a link, a late write or bad memory would (empty: never)
  * @param checksums take the CRC32C of every range read and report it with APPLIED, so control-api
- *     proves the bytes against the published checksums (off only to measure what that costs;
- *     control-api then refuses the update unless its own verification is off too)
+ *     proves the bytes against the published checksums, and of every write this loader makes,
+ *     reported with SENT, so each receiver proves its buffers before it reports APPLIED (off only
+ *     to measure what that costs; control-api then refuses the update unless its own verification
+ *     is off too)
  * @param readAhead start an update's store reads once this loader is prepared, while it waits for
  *     the others (they fill its staging only). Off by default: measured, it saved nothing (one
  *     machine: the reads take CPU from the others' prepares; a 2 Gbit/s shaped network: the barrier
@@ -59,6 +64,7 @@ public record LoaderProperties(
         @Min(1) @DefaultValue("8") int readThreads,
         @DefaultValue("-1") int failBeforeBatch,
         @DefaultValue("") String flakyReadsFile,
+        @DefaultValue("") String flipReceivedFile,
         @DefaultValue("true") boolean checksums,
         @DefaultValue("false") boolean readAhead,
         @DefaultValue("true") boolean warmUp,

@@ -168,6 +168,14 @@ public final class RedisKeys {
     }
 
     /**
+     * Hash {@code <destination>><sender>} to the digests (base64 {@code wr.landed.v1}) of what the
+     * sender's SENT report says it wrote into the destination instance's buffers.
+     */
+    public String sessionSent(String model, long generation, String group) {
+        return prefix + "update-sent:" + model + ":" + generation + ":" + group;
+    }
+
+    /**
      * Sorted set of a model's update sessions ({@code {generation}:{group}}) by start time: an
      * index for operators, trimmed on start and pruned of sessions that expired when read.
      */

@@ -3,6 +3,7 @@ package io.weightrelay.control.update;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.BarrierName;
 import io.weightrelay.api.control.model.BarrierStatus;
+import io.weightrelay.api.control.model.LandedDigests;
 import io.weightrelay.api.control.model.Lease;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.ParticipantState;
@@ -11,6 +12,7 @@ import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.ReportedPhase;
+import io.weightrelay.api.control.model.SentDigests;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdatePreparation;
@@ -332,6 +334,10 @@ public class UpdateService {
         }
         boolean fresh =
                 "created".equals(code) || "restarted".equals(code) || "replaced".equals(code);
+        if (fresh) {
+            // what an earlier session of this generation had sent is no proof for this one
+            guard.run(() -> redis.delete(keys.sessionSent(model, generation, group)));
+        }
         if (fresh && properties.verifyChecksums()) {
             verifier.preload(model, generation, group, planId);
         }
@@ -458,11 +464,19 @@ public class UpdateService {
             }
             checksums = Base64.getEncoder().encodeToString(report.getChecksums());
         }
+        List<String> sent = new ArrayList<>();
+        if (report.getPhase() == ReportedPhase.SENT && report.getSent() != null) {
+            for (SentDigests to : report.getSent()) {
+                sent.add(to.getInstance());
+                sent.add(Base64.getEncoder().encodeToString(to.getDigests()));
+            }
+        }
         Reply result =
                 step(
                         model,
                         generation,
                         group,
+                        sent,
                         report.getInstance(),
                         report.getEpoch() == null ? "" : String.valueOf(report.getEpoch()),
                         report.getPhase().getValue(),
@@ -515,6 +529,36 @@ public class UpdateService {
 
     public UpdateSession get(String model, long generation, String group) {
         return get(model, generation, group, true);
+    }
+
+    /**
+     * What the participants' SENT reports say they wrote into {@code instance}'s buffers, one entry
+     * per sender (complete once the sent barrier opened).
+     */
+    public LandedDigests landed(String model, long generation, String group, String instance) {
+        String prefix = instance + ">";
+        Map<Object, Object> fields =
+                guard.call(
+                        () ->
+                                redis.opsForHash()
+                                        .entries(keys.sessionSent(model, generation, group)));
+        List<SentDigests> senders = new ArrayList<>();
+        new TreeMap<>(fields)
+                .forEach(
+                        (field, digests) -> {
+                            String f = (String) field;
+                            if (f.startsWith(prefix)) {
+                                senders.add(
+                                        new SentDigests(
+                                                f.substring(prefix.length()),
+                                                Base64.getDecoder().decode((String) digests)));
+                            }
+                        });
+        if (senders.isEmpty()) {
+            // a session that does not exist is 404, not an empty answer
+            get(model, generation, group, false);
+        }
+        return new LandedDigests(instance, senders);
     }
 
     private static RuntimeException fenced(PhaseReport report, Reply result) {
@@ -586,6 +630,7 @@ public class UpdateService {
         ReportedPhase expected =
                 switch (barrier) {
                     case PREPARED -> ReportedPhase.PREPARED;
+                    case SENT -> ReportedPhase.SENT;
                     case APPLIED -> ReportedPhase.APPLIED;
                     case POST_APPLIED -> ReportedPhase.POST_APPLIED;
                 };
@@ -659,14 +704,20 @@ public class UpdateService {
     static BarrierStatus status(UpdateSession session, BarrierName barrier) {
         int need =
                 switch (barrier) {
-                    case PREPARED -> 1;
-                    case APPLIED -> 3;
-                    case POST_APPLIED -> 4;
+                    case PREPARED -> 2;
+                    case SENT -> 5;
+                    case APPLIED -> 6;
+                    case POST_APPLIED -> 8;
                 };
         int arrived = 0;
+        int all = session.getParticipants().size();
         List<String> waiting = new ArrayList<>();
         for (ParticipantState p : session.getParticipants()) {
-            if (level(p.getPhase()) >= need) {
+            boolean reached =
+                    barrier == BarrierName.SENT
+                            ? Boolean.TRUE.equals(p.getSent())
+                            : level(p.getPhase()) >= need;
+            if (reached) {
                 arrived++;
             } else if (waiting.size() < WAITING_NAMED) {
                 waiting.add(p.getInstance());
@@ -679,6 +730,10 @@ public class UpdateService {
                         && switch (barrier) {
                             case PREPARED ->
                                     state == SessionState.APPLYING
+                                            || state == SessionState.POST_APPLYING
+                                            || state == SessionState.DONE;
+                            case SENT ->
+                                    (state == SessionState.APPLYING && arrived == all)
                                             || state == SessionState.POST_APPLYING
                                             || state == SessionState.DONE;
                             case APPLIED ->
@@ -695,12 +750,14 @@ public class UpdateService {
         return status;
     }
 
+    /** A participant's progress, twice update-step.lua's level (SENT sits between two). */
     private static int level(UpdatePhase phase) {
         return switch (phase) {
-            case PREPARED -> 1;
-            case APPLYING -> 2;
-            case APPLIED -> 3;
-            case DONE -> 4;
+            case PREPARED -> 2;
+            case APPLYING -> 4;
+            case SENT -> 5;
+            case APPLIED -> 6;
+            case DONE -> 8;
             default -> 0;
         };
     }
@@ -717,7 +774,8 @@ public class UpdateService {
     private UpdateSession get(
             String model, long generation, String group, boolean touch, boolean index) {
         if (touch) {
-            Reply result = step(model, generation, group, "", "", "", "", "", "", "", "", "");
+            Reply result =
+                    step(model, generation, group, List.of(), "", "", "", "", "", "", "", "", "");
             if (result.is("not-found")) {
                 throw notFound(model, generation, group);
             }
@@ -779,6 +837,9 @@ public class UpdateService {
                                 s.setBytesReceived(
                                         Long.parseLong(p.get("bytesReceived").asString()));
                             }
+                            if (p.has("sent")) {
+                                s.setSent(p.get("sent").asBoolean());
+                            }
                             if (p.has("error") && !p.get("error").asString().isEmpty()) {
                                 s.setError(p.get("error").asString());
                             }
@@ -824,14 +885,17 @@ public class UpdateService {
         return reply == null ? Map.of() : (Map<Object, Object>) reply;
     }
 
-    private Reply step(String model, long generation, String group, String... args) {
-        List<String> argv = new ArrayList<>(args.length + 3);
+    /** update-step.lua with {@code args}, then {@code sent}'s (destination, digests) pairs. */
+    private Reply step(
+            String model, long generation, String group, List<String> sent, String... args) {
+        List<String> argv = new ArrayList<>(args.length + 5 + sent.size());
         argv.addAll(List.of(args));
         argv.add(properties.verifyChecksums() ? "1" : "");
         argv.add(String.valueOf(generation));
         argv.add(keys.prefix());
         argv.add(String.valueOf(registryProperties.loaderTtl().toMillis()));
         argv.add(ticks.gapMillis());
+        argv.addAll(sent);
         String instance = args[0];
         List<String> stepKeys =
                 new ArrayList<>(
@@ -843,6 +907,7 @@ public class UpdateService {
                                 keys.sessionChecksums(model, generation, group),
                                 keys.loaders()));
         stepKeys.addAll(ticks.keys());
+        stepKeys.add(keys.sessionSent(model, generation, group));
         Reply result = scripts.run("update-step", stepKeys, argv);
         if (!instance.isEmpty()) {
             record(model, result);

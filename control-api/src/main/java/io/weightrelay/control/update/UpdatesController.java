@@ -2,6 +2,7 @@ package io.weightrelay.control.update;
 
 import io.weightrelay.api.control.model.BarrierName;
 import io.weightrelay.api.control.model.BarrierStatus;
+import io.weightrelay.api.control.model.LandedDigests;
 import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.UpdatePreparation;
 import io.weightrelay.api.control.model.UpdatePreparationRequest;
@@ -42,6 +43,12 @@ record UpdatesController(UpdateService updates) implements UpdatesApi {
         // A loader token bound to an instance reports for that instance only.
         Caller.requireMayActFor("instance", report.getInstance());
         return ResponseEntity.ok(updates.report(model, generation, group, report));
+    }
+
+    @Override
+    public ResponseEntity<LandedDigests> getLandedDigests(
+            String model, Long generation, String group, String instance) {
+        return ResponseEntity.ok(updates.landed(model, generation, group, instance));
     }
 
     @Override

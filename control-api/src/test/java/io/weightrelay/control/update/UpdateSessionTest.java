@@ -7,12 +7,14 @@ import io.weightrelay.api.control.model.BarrierStatus;
 import io.weightrelay.api.control.model.ConsumeMode;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
+import io.weightrelay.api.control.model.LandedDigests;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.ReportedPhase;
+import io.weightrelay.api.control.model.SentDigests;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.TargetFragment;
@@ -229,6 +231,107 @@ class UpdateSessionTest extends ControlApiTestSupport {
                     .isEqualTo(1);
         }
         assertProblem(report(g, "a", ReportedPhase.FAILED), 409, "session-closed");
+    }
+
+    /**
+     * SENT carries what a loader wrote into each instance's buffers; the sent barrier opens once
+     * every participant sent (the session stays APPLYING), and each receiver reads what was sent to
+     * it, by sender, and nothing addressed to another. APPLIED still opens post-apply; a receiver
+     * that finds its buffers differ reports FAILED and no one post-applies.
+     */
+    @Test
+    void sentDigestsReachTheirReceiversOnceEverySenderSent() {
+        long g = publishedAndStarted(60, "a", "b");
+        reportedByEach(g, ReportedPhase.PREPARED, "a", "b");
+        byte[] aToB = {1, 2, 3};
+        byte[] bToA = {4, 5};
+        byte[] bToB = {6};
+        PhaseReport fromA = phaseReport("a", ReportedPhase.SENT, epochs.getOrDefault("a", 1L));
+        fromA.setSent(List.of(new SentDigests("b", aToB)));
+        UpdateSession afterA = ok(send(g, fromA), UpdateSession.class);
+        assertThat(afterA.getState()).isEqualTo(SessionState.APPLYING);
+        assertThat(afterA.getParticipants())
+                .anySatisfy(
+                        p -> {
+                            assertThat(p.getInstance()).isEqualTo("a");
+                            assertThat(p.getPhase()).isEqualTo(UpdatePhase.SENT);
+                            assertThat(p.getSent()).isTrue();
+                        });
+        BarrierStatus half = barrier(g, "sent", 0);
+        assertThat(half.getOpen()).isFalse();
+        assertThat(half.getWaiting()).containsExactly("b");
+
+        PhaseReport fromB = phaseReport("b", ReportedPhase.SENT, epochs.getOrDefault("b", 1L));
+        fromB.setSent(List.of(new SentDigests("a", bToA), new SentDigests("b", bToB)));
+        assertThat(ok(send(g, fromB), UpdateSession.class).getState())
+                .isEqualTo(SessionState.APPLYING);
+        assertThat(barrier(g, "sent", 0).getOpen()).isTrue();
+        assertThat(barrier(g, "applied", 0).getOpen()).isFalse();
+
+        LandedDigests toB = ok(get(session(g) + "/landed/b", LOADER), LandedDigests.class);
+        assertThat(toB.getSenders()).extracting(SentDigests::getInstance).containsExactly("a", "b");
+        assertThat(toB.getSenders().get(0).getDigests()).isEqualTo(aToB);
+        assertThat(toB.getSenders().get(1).getDigests()).isEqualTo(bToB);
+        LandedDigests toA = ok(get(session(g) + "/landed/a", LOADER), LandedDigests.class);
+        assertThat(toA.getSenders()).hasSize(1);
+        assertThat(toA.getSenders().get(0).getInstance()).isEqualTo("b");
+        assertThat(toA.getSenders().get(0).getDigests()).isEqualTo(bToA);
+
+        reported(g, "a", ReportedPhase.APPLIED);
+        // a SENT again (a retry) changes nothing: what a sent stays as it was
+        PhaseReport again = phaseReport("a", ReportedPhase.SENT, epochs.getOrDefault("a", 1L));
+        again.setSent(List.of(new SentDigests("b", new byte[] {9})));
+        ok(send(g, again), UpdateSession.class);
+        assertThat(
+                        ok(get(session(g) + "/landed/b", LOADER), LandedDigests.class)
+                                .getSenders()
+                                .get(0)
+                                .getDigests())
+                .isEqualTo(aToB);
+        PhaseReport failed = phaseReport("b", ReportedPhase.FAILED, epochs.getOrDefault("b", 1L));
+        failed.setFailingPeer("a");
+        failed.setError("generation 1 did not land as sent: buffer 'model' of b-r000 ...");
+        UpdateSession paused = ok(send(g, failed), UpdateSession.class);
+        assertThat(paused.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+        assertThat(paused.getFailedInstance()).isEqualTo("b");
+        assertThat(paused.getFailure()).contains("did not land as sent").contains("a");
+        assertThat(barrier(g, "applied", 0).getOpen()).isFalse();
+    }
+
+    /**
+     * An APPLIED reported in a loader's name before it sent (what the lying-reader fault does) does
+     * not open the sent barrier: the loader's own SENT, coming later, still counts, so no receiver
+     * proves its buffers before every sender's digests are in.
+     */
+    @Test
+    void theSentBarrierWaitsForEverySendersOwnSentReport() {
+        long g = publishedAndStarted(60, "a", "b");
+        reportedByEach(g, ReportedPhase.PREPARED, "a", "b");
+        reported(g, "b", ReportedPhase.APPLIED);
+        PhaseReport fromA = phaseReport("a", ReportedPhase.SENT, epochs.getOrDefault("a", 1L));
+        fromA.setSent(List.of(new SentDigests("b", new byte[] {1})));
+        ok(send(g, fromA), UpdateSession.class);
+        BarrierStatus waiting = barrier(g, "sent", 0);
+        assertThat(waiting.getOpen()).isFalse();
+        assertThat(waiting.getWaiting()).containsExactly("b");
+
+        PhaseReport fromB = phaseReport("b", ReportedPhase.SENT, epochs.getOrDefault("b", 1L));
+        fromB.setSent(List.of(new SentDigests("a", new byte[] {2})));
+        UpdateSession after = ok(send(g, fromB), UpdateSession.class);
+        assertThat(after.getParticipants())
+                .anySatisfy(
+                        p -> {
+                            assertThat(p.getInstance()).isEqualTo("b");
+                            assertThat(p.getPhase()).isEqualTo(UpdatePhase.APPLIED);
+                            assertThat(p.getSent()).isTrue();
+                        });
+        assertThat(barrier(g, "sent", 0).getOpen()).isTrue();
+        assertThat(
+                        ok(get(session(g) + "/landed/a", LOADER), LandedDigests.class)
+                                .getSenders()
+                                .get(0)
+                                .getDigests())
+                .isEqualTo(new byte[] {2});
     }
 
     /** {@code phase} reported by {@code instance} at barrier {@code name}, waiting {@code wait}. */

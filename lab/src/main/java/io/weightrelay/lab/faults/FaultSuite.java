@@ -58,6 +58,7 @@ public final class FaultSuite {
                         LoaderDeadForGoodMidApplyCase::inject,
                         SharedLab.Shape.COMPAT_PAIR),
                 LabCase.reloadingActive("flaky-reader", FlakyReaderCase::inject),
+                LabCase.reloadingActive("byte-flipped-in-flight", ByteFlippedInFlightCase::inject),
                 LabCase.reloadingActive("checkpoint-disk-full", CheckpointDiskFullCase::inject),
                 // after every case of the compat pair that needs older generations kept
                 LabCase.reloadingActive("loader-died-for-good", LoaderDiedForGoodCase::inject),
@@ -65,6 +66,11 @@ public final class FaultSuite {
                 LabCase.midApply(
                         "relay-delegate-killed-mid-apply",
                         LoaderKilledMidApplyCase::injectIntoRelayDelegate,
+                        SharedLab.Shape.DIRECT_RELAYS),
+                // the same on the parameter-direct lab: pushes and relayed copies
+                LabCase.reloadingActive(
+                        "byte-flipped-in-flight-direct",
+                        ByteFlippedInFlightCase::inject,
                         SharedLab.Shape.DIRECT_RELAYS));
     }
 

@@ -42,6 +42,7 @@ public interface ControlPlane {
     enum Reported {
         PREPARED,
         APPLYING,
+        SENT,
         APPLIED,
         POST_APPLIED,
         FAILED
@@ -50,6 +51,7 @@ public interface ControlPlane {
     /** The session barriers. */
     enum Barrier {
         PREPARED("prepared"),
+        SENT("sent"),
         APPLIED("applied"),
         POST_APPLIED("post-applied");
 
@@ -78,7 +80,43 @@ public interface ControlPlane {
             long bytesReceived,
             String failingPeer,
             String error,
-            RangeChecksums checksums) {
+            RangeChecksums checksums,
+            java.util.Map<String, byte[]> sent) {
+
+        public Report {
+            sent = sent == null ? java.util.Map.of() : java.util.Map.copyOf(sent);
+        }
+
+        public Report(
+                String instance,
+                long epoch,
+                Reported phase,
+                long bytesRead,
+                long bytesPushed,
+                long bytesReceived,
+                String failingPeer,
+                String error,
+                RangeChecksums checksums) {
+            this(
+                    instance,
+                    epoch,
+                    phase,
+                    bytesRead,
+                    bytesPushed,
+                    bytesReceived,
+                    failingPeer,
+                    error,
+                    checksums,
+                    null);
+        }
+
+        /**
+         * SENT: every write this loader makes landed; {@code sent} holds, per destination instance,
+         * the encoded digests of what it wrote into that instance's buffers.
+         */
+        public static Report sent(String instance, long epoch, java.util.Map<String, byte[]> sent) {
+            return new Report(instance, epoch, Reported.SENT, 0, 0, 0, null, null, null, sent);
+        }
 
         public static Report of(String instance, long epoch, Reported phase) {
             return new Report(instance, epoch, phase, 0, 0, 0, null, null, null);
@@ -162,6 +200,13 @@ public interface ControlPlane {
     Preparation prepare(PrepareCall call);
 
     void report(String model, long generation, String group, Report report);
+
+    /**
+     * What the participants' SENT reports say they wrote into {@code instance}'s buffers: encoded
+     * digests by sender instance. Complete once the sent barrier opened.
+     */
+    java.util.Map<String, byte[]> landed(
+            String model, long generation, String group, String instance);
 
     BarrierState awaitBarrier(
             String model, long generation, String group, Barrier barrier, Duration wait);

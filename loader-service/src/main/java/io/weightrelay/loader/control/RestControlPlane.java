@@ -13,6 +13,7 @@ import io.weightrelay.api.control.client.model.BarrierName;
 import io.weightrelay.api.control.client.model.BarrierStatus;
 import io.weightrelay.api.control.client.model.ConsumeMode;
 import io.weightrelay.api.control.client.model.Generation;
+import io.weightrelay.api.control.client.model.LandedDigests;
 import io.weightrelay.api.control.client.model.LeaseRequest;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.LoaderRegistration;
@@ -20,6 +21,7 @@ import io.weightrelay.api.control.client.model.PhaseReport;
 import io.weightrelay.api.control.client.model.PlanSummary;
 import io.weightrelay.api.control.client.model.ReceiveBuffer;
 import io.weightrelay.api.control.client.model.ReportedPhase;
+import io.weightrelay.api.control.client.model.SentDigests;
 import io.weightrelay.api.control.client.model.UpdatePreparation;
 import io.weightrelay.api.control.client.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.client.model.WorkerPlacement;
@@ -455,10 +457,37 @@ public class RestControlPlane implements ControlPlane {
                 .bytesReceived(r.bytesReceived())
                 .failingPeer(r.failingPeer())
                 .checksums(r.checksums() == null ? null : r.checksums().encode())
+                .sent(
+                        r.phase() != Reported.SENT
+                                ? null
+                                : r.sent().entrySet().stream()
+                                        .sorted(java.util.Map.Entry.comparingByKey())
+                                        .map(
+                                                e ->
+                                                        new SentDigests()
+                                                                .instance(e.getKey())
+                                                                .digests(e.getValue()))
+                                        .toList())
                 .error(
                         r.error() == null || r.error().length() <= 4000
                                 ? r.error()
                                 : r.error().substring(0, 4000));
+    }
+
+    @Override
+    public java.util.Map<String, byte[]> landed(
+            String model, long generation, String group, String instance) {
+        LandedDigests answer =
+                call(
+                        "what was sent to " + instance,
+                        () -> updates.getLandedDigests(model, generation, group, instance));
+        java.util.Map<String, byte[]> out = new java.util.TreeMap<>();
+        if (answer.getSenders() != null) {
+            for (SentDigests s : answer.getSenders()) {
+                out.put(s.getInstance(), s.getDigests());
+            }
+        }
+        return out;
     }
 
     @Override

@@ -41,6 +41,10 @@ final class ApplyContext {
     final Segment staging;
     final int slots;
     final LongConsumer progress;
+
+    /** What this apply's writes sent, as the data plane summed it; null when not proven. */
+    final SentTally sent;
+
     private final long deadlineNanos;
     private final AtomicReference<ApplyFailure> failure = new AtomicReference<>();
 
@@ -56,8 +60,10 @@ final class ApplyContext {
             Segment staging,
             int slots,
             Duration timeout,
-            LongConsumer progress) {
+            LongConsumer progress,
+            boolean proveLanded) {
         this.slice = slice;
+        this.sent = proveLanded ? new SentTally() : null;
         this.plan = slice.plan();
         this.model = model;
         this.generation = generation;
@@ -126,7 +132,11 @@ final class ApplyContext {
      * Submitted transfers; {@link #complete} waits for and verifies them. Closing pending transfers
      * abandons them: they are cancelled and drained first, so none of their bytes lands later.
      */
-    record Pending(List<TransferRequest> requests, TransferBatch batch, ApplyContext ctx) {
+    record Pending(
+            List<TransferRequest> requests,
+            List<SentTally.Tag> tags,
+            TransferBatch batch,
+            ApplyContext ctx) {
         void close() {
             if (batch != null) {
                 try {
@@ -144,21 +154,45 @@ final class ApplyContext {
 
     /** Submits, waits, and verifies every task moved all its bytes; returns the bytes moved. */
     long transfer(List<TransferRequest> requests, String notifyName) {
-        return complete(submit(requests, notifyName));
+        return complete(submit(requests, null, notifyName));
+    }
+
+    /**
+     * Like {@link #transfer}; with {@code tags} (one per request: the piece of a destination write
+     * it carries) the data plane sums the bytes as it moves them, into {@link #sent}.
+     */
+    long transfer(List<TransferRequest> requests, List<SentTally.Tag> tags, String notifyName) {
+        return complete(submit(requests, tags, notifyName));
     }
 
     Pending submit(List<TransferRequest> requests, String notifyName) {
+        return submit(requests, null, notifyName);
+    }
+
+    Pending submit(List<TransferRequest> requests, List<SentTally.Tag> tags, String notifyName) {
         List<TransferRequest> copy = List.copyOf(requests);
+        List<SentTally.Tag> tagged = sent == null || tags == null ? null : List.copyOf(tags);
+        if (tagged != null && tagged.size() != copy.size()) {
+            throw new IllegalArgumentException(
+                    tagged.size() + " tags for " + copy.size() + " transfers");
+        }
         if (copy.isEmpty()) {
-            return new Pending(copy, null, this);
+            return new Pending(copy, tagged, null, this);
         }
         try {
-            return new Pending(
-                    copy,
-                    notifyName == null
-                            ? engine.submit(copy)
-                            : engine.submitWithNotify(copy, notifyName),
-                    this);
+            TransferBatch batch;
+            if (tagged == null) {
+                batch =
+                        notifyName == null
+                                ? engine.submit(copy)
+                                : engine.submitWithNotify(copy, notifyName);
+            } else {
+                batch =
+                        notifyName == null
+                                ? engine.submitChecksummed(copy)
+                                : engine.submitChecksummedWithNotify(copy, notifyName);
+            }
+            return new Pending(copy, tagged, batch, this);
         } catch (DataplaneException e) {
             throw new ApplyFailure(
                     peerOf(copy.get(0).segment()), "transfer failed: " + e.getMessage(), e);
@@ -199,6 +233,9 @@ final class ApplyContext {
                             peer, "write to " + peer + " (" + r.segment() + ") failed: " + why);
                 }
                 bytes += s.bytesTransferred();
+                if (pending.tags() != null) {
+                    sent.add(pending.tags().get(s.index()), batch.crc32c(s.index()), r.length());
+                }
             }
             try {
                 batch.awaitSuccess(Duration.ZERO);

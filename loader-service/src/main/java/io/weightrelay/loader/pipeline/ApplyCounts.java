@@ -2,6 +2,7 @@ package io.weightrelay.loader.pipeline;
 
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.reshard.checksum.RangeChecksums;
+import java.util.Map;
 
 /**
  * What one loader moved in one apply, every count verified against the transfer results.
@@ -16,6 +17,9 @@ import io.weightrelay.reshard.checksum.RangeChecksums;
  *     control-api to prove against the published checksums
  * @param checksumNanos time the data plane's threads spent taking those CRC32Cs, summed over
  *     threads (fused with the copy or receive of each range, so apart from moving the bytes)
+ * @param sent the digests of what its writes put into each instance's buffers (by destination
+ *     instance, as the data plane summed the bytes it moved), which every receiver proves its
+ *     buffers against before it reports APPLIED (null when checksums are off)
  */
 public record ApplyCounts(
         long bytesRead,
@@ -25,7 +29,29 @@ public record ApplyCounts(
         int batches,
         Counters transport,
         RangeChecksums checksums,
-        long checksumNanos) {
+        long checksumNanos,
+        Map<String, Map<LandedProof.Key, LandedProof.Digest>> sent) {
+
+    public ApplyCounts(
+            long bytesRead,
+            long bytesPushed,
+            long bytesFannedOut,
+            long bytesReceived,
+            int batches,
+            Counters transport,
+            RangeChecksums checksums,
+            long checksumNanos) {
+        this(
+                bytesRead,
+                bytesPushed,
+                bytesFannedOut,
+                bytesReceived,
+                batches,
+                transport,
+                checksums,
+                checksumNanos,
+                null);
+    }
 
     public ApplyCounts(
             long bytesRead,
@@ -46,6 +72,7 @@ public record ApplyCounts(
                 batches,
                 value,
                 checksums,
-                checksumNanos);
+                checksumNanos,
+                sent);
     }
 }

@@ -431,6 +431,72 @@ public final class DataplaneUpdater {
         return counts.withTransport(dataplane.counters().minus(a.before));
     }
 
+    /**
+     * What proving the landed bytes found: how many bytes of this loader's workers' buffers were
+     * read, and how long it took.
+     */
+    public record LandedCheck(long bytes, long nanos) {}
+
+    /**
+     * Proves what landed in this loader's workers' buffers against what every sender reported
+     * sending into them ({@code sent}: each sender's encoded digests for this instance), once every
+     * sender reported SENT: the CRC32C of every received byte as the buffers hold it now, bound to
+     * where it lies and summed per (sender, worker, buffer), must equal the senders' sums, taken by
+     * their data planes as the bytes left them.
+     *
+     * @throws ApplyFailure naming the sender, the worker, the buffer and the generation of the
+     *     first key that differs (every differing key in its message)
+     */
+    public LandedCheck proveLanded(Prepared p, Map<String, byte[]> sent) {
+        long t0 = System.nanoTime();
+        PrepareRequest r = p.request();
+        SliceSchedule slice = p.slice();
+        LandedProof.Bytes bytes =
+                (worker, buffer, offset, length) -> {
+                    BufferDirectory.Placed placed = r.directory().require(worker, buffer);
+                    Segment segment = p.ownSegments().get(placed.segment());
+                    if (segment == null || offset < 0 || offset + length > placed.size()) {
+                        throw new ApplyFailure(
+                                worker,
+                                "buffer '"
+                                        + buffer
+                                        + "' of "
+                                        + worker
+                                        + " is not this loader's to prove at "
+                                        + offset);
+                    }
+                    return segment.byteBuffer(placed.base() + offset, Math.toIntExact(length));
+                };
+        settings.landedFault().beforeProof(slice, bytes);
+        Map<LandedProof.Key, LandedProof.Digest> expected = new HashMap<>();
+        sent.forEach((sender, encoded) -> expected.putAll(LandedProof.decode(sender, encoded)));
+        Map<LandedProof.Key, LandedProof.Digest> landed = LandedProof.landed(slice, bytes);
+        Set<String> workers = new HashSet<>();
+        for (int w : slice.myWorkers()) {
+            workers.add(slice.plan().workerId(w));
+        }
+        List<LandedProof.Mismatch> mismatches = LandedProof.compare(expected, landed, workers);
+        if (!mismatches.isEmpty()) {
+            LandedProof.Mismatch first = mismatches.get(0);
+            StringBuilder why =
+                    new StringBuilder("generation ")
+                            .append(r.generation())
+                            .append(" of ")
+                            .append(r.model())
+                            .append(" did not land as sent: ");
+            int shown = Math.min(mismatches.size(), 8);
+            for (int i = 0; i < shown; i++) {
+                why.append(i == 0 ? "" : "; ").append(mismatches.get(i).describe());
+            }
+            if (mismatches.size() > shown) {
+                why.append("; and ").append(mismatches.size() - shown).append(" more");
+            }
+            throw new ApplyFailure(first.key().sender(), why.toString());
+        }
+        long proven = landed.values().stream().mapToLong(LandedProof.Digest::bytes).sum();
+        return new LandedCheck(proven, System.nanoTime() - t0);
+    }
+
     private void unregister(java.util.Collection<String> names) {
         for (String name : names) {
             try {

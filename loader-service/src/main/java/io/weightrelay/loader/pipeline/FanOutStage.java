@@ -84,6 +84,7 @@ final class FanOutStage {
      */
     private long fanOut(List<Integer> receives) {
         List<TransferRequest> requests = new ArrayList<>();
+        List<SentTally.Tag> tags = new ArrayList<>();
         for (int v : receives) {
             List<Integer> targets = slice.copyTargets(v);
             if (targets.isEmpty()) {
@@ -101,20 +102,34 @@ final class FanOutStage {
             }
             for (int peer : targets) {
                 BufferDirectory.Placed to = slice.directory().require(plan.workerId(peer), buffer);
+                int write =
+                        ctx.sent == null
+                                ? -1
+                                : ctx.sent.open(
+                                        slice.instance(),
+                                        plan.workerInstance(peer),
+                                        plan.workerId(peer),
+                                        buffer,
+                                        plan.receiveDstOffset(v),
+                                        plan.receiveBytes(v));
                 Runs.forEachReceived(
                         plan,
                         v,
-                        (src, dstOffset, length) ->
-                                requests.add(
-                                        TransferRequest.write(
-                                                source,
-                                                from.base() + dstOffset,
-                                                to.segment(),
-                                                to.base() + dstOffset,
-                                                length)));
+                        (src, dstOffset, length) -> {
+                            requests.add(
+                                    TransferRequest.write(
+                                            source,
+                                            from.base() + dstOffset,
+                                            to.segment(),
+                                            to.base() + dstOffset,
+                                            length));
+                            if (ctx.sent != null) {
+                                tags.add(ctx.sent.tag(write));
+                            }
+                        });
             }
         }
-        return ctx.transfer(requests, null);
+        return ctx.transfer(requests, tags, null);
     }
 
     /**

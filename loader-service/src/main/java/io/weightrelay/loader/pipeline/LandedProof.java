@@ -5,6 +5,7 @@ import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -20,21 +21,25 @@ import java.util.zip.CRC32C;
 /**
  * What a receiver proves about the bytes in its buffers before its engine advances: per (sender
  * instance, destination worker, buffer), a digest of every write that landed there, taken once by
- * the sender over the bytes it sends (from its proven staging) and once by the receiver over what
- * its buffer holds after the applied barrier. A byte changed on the way (a link, a late write, a
- * buggy relay or fan-out, a write into the buffer after it landed) changes the receiver's digest.
+ * the sender as its data plane moves the bytes ({@link SentTally}: the CRC32C of each transfer,
+ * fused with the copy or the send) and once by the receiver over what its buffer holds once every
+ * sender reported SENT ({@link #landed}), before it reports APPLIED. A byte changed on the way (a
+ * link, a late write, a buggy relay or fan-out, a write into the buffer after it landed) changes
+ * the receiver's digest.
  *
  * <p>A write's checksum is the CRC32C of its bytes in destination order (its contiguous runs one
- * after the other), bound to where it lands: the CRC32C of {@code buffer || dstOffset} continued
- * over those bytes ({@link Crc32c#combine}), so bytes landing in the wrong place differ too. The
- * digest of a key is the sum (mod 2^64) of its writes' bound checksums, and their byte count: the
- * order writes are taken in does not matter, and one digest covers a whole destination buffer
- * however many tensors land in it (a Kimi-K2-class group reports per destination buffer, not per
- * tensor).
+ * after the other), bound to where it lands: the CRC32C of {@code buffer name || dstOffset}
+ * continued over those bytes ({@link Crc32c#combine}), so bytes landing in the wrong place differ
+ * too. The digest of a key is the sum (mod 2^64) of its writes' bound checksums, and their byte
+ * count: the order writes are taken in does not matter, and one digest covers a whole destination
+ * buffer however many tensors land in it (a Kimi-K2-class group reports per destination buffer, not
+ * per tensor).
  *
- * <p>Who sent is the instance of the worker that read the bytes, except for a {@link Plan#RELAYED}
- * write, which the node delegate's loader copies: its delegate's instance (as {@link
- * Slice#receiveFrom} names it, so a failure names the loader whose copy went wrong).
+ * <p>Who sent is the loader that wrote the bytes into that buffer: the instance of the worker that
+ * read them, except for the copies a node delegate's loader makes, a {@link Plan#RELAYED} write
+ * (its delegate, as {@link Slice#receiveFrom} names it) and the copies of a compatibility fan-out
+ * to the delegate's node peers (the delegate's instance), so a failure names the loader whose copy
+ * went wrong.
  */
 public final class LandedProof {
 
@@ -87,7 +92,7 @@ public final class LandedProof {
                             plan,
                             w,
                             (src, d, length) -> crc.update(bytes.slice((int) src, (int) length)));
-                    int buffer = plan.writeBuffer(w);
+                    String buffer = plan.buffer(plan.writeBuffer(w));
                     long bound =
                             bound(
                                     buffer,
@@ -96,7 +101,10 @@ public final class LandedProof {
                                     plan.writeBytes(w));
                     for (int to : landings(slice, flags, dst)) {
                         out.merge(
-                                new Key(sender, plan.workerId(to), plan.buffer(buffer)),
+                                new Key(
+                                        to == dst ? sender : plan.workerInstance(dst),
+                                        plan.workerId(to),
+                                        buffer),
                                 new Digest(bound, plan.writeBytes(w)),
                                 (a, b) -> a.plus(b.sum(), b.bytes()));
                     }
@@ -114,27 +122,42 @@ public final class LandedProof {
      */
     public static Map<Key, Digest> landed(
             SliceSchedule slice, BiFunction<String, String, ByteBuffer> view) {
+        return landed(
+                slice,
+                (worker, buffer, offset, length) ->
+                        view.apply(worker, buffer).slice((int) offset, (int) length));
+    }
+
+    /**
+     * The same, reading each contiguous run of every received write through {@code bytes}: a
+     * buffer's run, by worker id, buffer id, offset from its placed base and length.
+     */
+    public static Map<Key, Digest> landed(SliceSchedule slice, Bytes bytes) {
         Slice plan = slice.plan();
         Set<Integer> mine = new HashSet<>(slice.myWorkers());
         Map<Key, Digest> out = new HashMap<>();
         for (int v = 0; v < plan.receiveCount(); v++) {
-            String sender = plan.workerInstance(plan.receiveFrom(v));
+            int delegate = plan.receiveDst(v);
+            String reader = plan.workerInstance(plan.receiveFrom(v));
             String buffer = plan.buffer(plan.receiveBuffer(v));
-            for (int to : landings(slice, plan.receiveFlags(v), plan.receiveDst(v))) {
+            for (int to : landings(slice, plan.receiveFlags(v), delegate)) {
                 if (!mine.contains(to)) {
                     continue;
                 }
-                ByteBuffer bytes = view.apply(plan.workerId(to), buffer);
+                String worker = plan.workerId(to);
                 CRC32C crc = new CRC32C();
                 Runs.forEachReceived(
                         plan,
                         v,
-                        (src, dst, length) -> crc.update(bytes.slice((int) dst, (int) length)));
+                        (src, dst, length) -> crc.update(bytes.of(worker, buffer, dst, length)));
                 out.merge(
-                        new Key(sender, plan.workerId(to), buffer),
+                        new Key(
+                                to == delegate ? reader : plan.workerInstance(delegate),
+                                worker,
+                                buffer),
                         new Digest(
                                 bound(
-                                        plan.receiveBuffer(v),
+                                        buffer,
                                         plan.receiveDstOffset(v),
                                         (int) crc.getValue(),
                                         plan.receiveBytes(v)),
@@ -143,6 +166,12 @@ public final class LandedProof {
             }
         }
         return out;
+    }
+
+    /** A contiguous run of a worker's buffer, from its placed base. */
+    @FunctionalInterface
+    public interface Bytes {
+        ByteBuffer of(String worker, String buffer, long offset, long length);
     }
 
     /**
@@ -225,9 +254,65 @@ public final class LandedProof {
         return List.of(dst);
     }
 
-    /** A write's checksum bound to where it lands: the CRC32C of buffer, offset, then its bytes. */
-    static long bound(int buffer, long dstOffset, int crc, long length) {
-        ByteBuffer place = ByteBuffer.allocate(12).putInt(buffer).putLong(dstOffset).flip();
+    /**
+     * A write's checksum bound to where it lands: the CRC32C of the buffer's name, the offset, then
+     * its bytes (the name, not a slice's index of it: sender and receiver hold different slices).
+     */
+    static long bound(String buffer, long dstOffset, int crc, long length) {
+        byte[] name = buffer.getBytes(StandardCharsets.UTF_8);
+        ByteBuffer place = ByteBuffer.allocate(name.length + 8).put(name).putLong(dstOffset).flip();
         return Integer.toUnsignedLong(Crc32c.combine(Crc32c.of(place), crc, length));
+    }
+
+    /** The magic of {@link #encode}'s format. */
+    private static final int MAGIC = 0x77726c31; // "wrl1": wr.landed.v1
+
+    /**
+     * {@code wr.landed.v1}: the digests one sender addresses to one instance, its workers' keys
+     * only (the sender is who reports them): a magic, a count, then per key its worker, its buffer
+     * (UTF-8, length-prefixed), the sum and the bytes.
+     */
+    public static byte[] encode(Map<Key, Digest> digests) {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try (java.io.DataOutputStream out = new java.io.DataOutputStream(bytes)) {
+            out.writeInt(MAGIC);
+            out.writeInt(digests.size());
+            for (Map.Entry<Key, Digest> e : new TreeMap<>(digests).entrySet()) {
+                out.writeUTF(e.getKey().worker());
+                out.writeUTF(e.getKey().buffer());
+                out.writeLong(e.getValue().sum());
+                out.writeLong(e.getValue().bytes());
+            }
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return bytes.toByteArray();
+    }
+
+    /**
+     * The digests {@code sender} reported in {@link #encode}'s format.
+     *
+     * @throws ApplyFailure naming the sender when they cannot be read
+     */
+    public static Map<Key, Digest> decode(String sender, byte[] encoded) {
+        Map<Key, Digest> out = new HashMap<>();
+        try (java.io.DataInputStream in =
+                new java.io.DataInputStream(new java.io.ByteArrayInputStream(encoded))) {
+            if (in.readInt() != MAGIC) {
+                throw new java.io.IOException("not wr.landed.v1");
+            }
+            int count = in.readInt();
+            for (int i = 0; i < count; i++) {
+                Key k = new Key(sender, in.readUTF(), in.readUTF());
+                out.put(k, new Digest(in.readLong(), in.readLong()));
+            }
+            if (in.read() != -1) {
+                throw new java.io.IOException("trailing bytes");
+            }
+        } catch (java.io.IOException e) {
+            throw new ApplyFailure(
+                    sender, "the digests " + sender + " reported sending cannot be read: " + e, e);
+        }
+        return out;
     }
 }

@@ -73,7 +73,8 @@ public final class PipelineExecutor {
                         staging,
                         slots,
                         timeout,
-                        progress);
+                        progress,
+                        settings.checksums());
         this.reads =
                 new ReadStage(
                         ctx,
@@ -176,7 +177,8 @@ public final class PipelineExecutor {
                 ctx.slice.batchCount(),
                 null,
                 reads.checksums(),
-                reads.checksumNanos());
+                reads.checksumNanos(),
+                ctx.sent == null ? null : ctx.sent.digests());
     }
 
     private Thread thread(String stage, Runnable body) {

@@ -147,6 +147,7 @@ final class PushStage {
                         srcBase,
                         slice.directory().require(plan.workerId(dst), buffer),
                         w,
+                        dst,
                         notifying);
                 if ((plan.writeFlags(w) & Plan.FANOUT) != 0
                         && dst == plan.readReader(read)
@@ -158,6 +159,7 @@ final class PushStage {
                                     srcBase,
                                     slice.directory().require(plan.workerId(peer), buffer),
                                     w,
+                                    peer,
                                     false);
                             packer.fannedOut += plan.writeBytes(w);
                         }
@@ -191,6 +193,12 @@ final class PushStage {
         private final long packAt;
         private final List<TransferRequest> requests = new ArrayList<>();
         private final List<TransferRequest> notifyingRequests = new ArrayList<>();
+        private final List<SentTally.Tag> tags = new ArrayList<>();
+        private final List<SentTally.Tag> notifyingTags = new ArrayList<>();
+
+        /** The destination write the pending group belongs to, in {@link ApplyContext#sent}. */
+        private int sentWrite = -1;
+
         private final List<long[]> pieces = new ArrayList<>();
         private final Map<Gather, Long> gathered = new HashMap<>();
         private long fannedOut;
@@ -209,8 +217,18 @@ final class PushStage {
             this.pack = packBytes > 0 ? ctx.staging.byteBuffer(packAt, (int) packBytes) : null;
         }
 
-        void write(long srcBase, BufferDirectory.Placed target, int w, boolean notifying) {
+        void write(long srcBase, BufferDirectory.Placed target, int w, int to, boolean notifying) {
             groupNotifies = notifying;
+            if (ctx.sent != null) {
+                sentWrite =
+                        ctx.sent.open(
+                                slice.instance(),
+                                plan.workerInstance(to),
+                                plan.workerId(to),
+                                target.bufferId(),
+                                plan.writeDstOffset(w),
+                                plan.writeBytes(w));
+            }
             Runs.forEach(
                     plan,
                     w,
@@ -248,6 +266,7 @@ final class PushStage {
             String segment = groupTarget.segment();
             long dst = groupTarget.base() + groupDst;
             List<TransferRequest> out = groupNotifies ? notifyingRequests : requests;
+            List<SentTally.Tag> outTags = groupNotifies ? notifyingTags : tags;
             if (pieces.size() > 1 && pack != null && groupLength <= packBytes) {
                 Gather gather = Gather.of(pieces);
                 Long already = gathered.get(gather);
@@ -255,12 +274,14 @@ final class PushStage {
                     out.add(
                             TransferRequest.write(
                                     ctx.staging, packAt + already, segment, dst, groupLength));
+                    tagged(outTags);
                     pieces.clear();
                     return;
                 }
                 if (packed + groupLength > packBytes && mayDrain) {
-                    moved += ctx.transfer(List.copyOf(requests), null);
+                    moved += ctx.transfer(List.copyOf(requests), List.copyOf(tags), null);
                     requests.clear();
+                    tags.clear();
                     gathered.clear();
                     packed = 0;
                 }
@@ -273,6 +294,7 @@ final class PushStage {
                     out.add(
                             TransferRequest.write(
                                     ctx.staging, packAt + packed, segment, dst, groupLength));
+                    tagged(outTags);
                     gathered.put(gather, packed);
                     packed += groupLength;
                     pieces.clear();
@@ -282,18 +304,27 @@ final class PushStage {
             long offset = dst;
             for (long[] piece : pieces) {
                 out.add(TransferRequest.write(ctx.staging, piece[0], segment, offset, piece[1]));
+                tagged(outTags);
                 offset += piece[1];
             }
             pieces.clear();
         }
 
+        /** The tag of the transfer just added to a list of requests, in its list of tags. */
+        private void tagged(List<SentTally.Tag> outTags) {
+            if (ctx.sent != null) {
+                outTags.add(ctx.sent.tag(sentWrite));
+            }
+        }
+
         /** Submits the notifying writes first: their tcp streams start before the local copies. */
         InFlight finish(int batch, String notifyName) {
             flush();
-            ApplyContext.Pending notifying = ctx.submit(notifyingRequests, notifyName);
+            ApplyContext.Pending notifying =
+                    ctx.submit(notifyingRequests, notifyingTags, notifyName);
             ApplyContext.Pending plain;
             try {
-                plain = ctx.submit(requests, null);
+                plain = ctx.submit(requests, tags, null);
             } catch (ApplyFailure e) {
                 notifying.close();
                 throw e;

@@ -9,6 +9,8 @@ import io.weightrelay.loader.pipeline.BatchHook;
 import io.weightrelay.loader.pipeline.BufferDirectory;
 import io.weightrelay.loader.pipeline.DataplaneUpdater;
 import io.weightrelay.loader.pipeline.FlakyReads;
+import io.weightrelay.loader.pipeline.FlippedReceives;
+import io.weightrelay.loader.pipeline.LandedFault;
 import io.weightrelay.loader.pipeline.PrepareRequest;
 import io.weightrelay.loader.pipeline.Prepared;
 import io.weightrelay.loader.pipeline.ReadFault;
@@ -30,6 +32,8 @@ import org.springframework.stereotype.Component;
 /** {@link UpdateSteps} on this process's data plane. */
 @Component
 class DataplaneUpdateSteps implements UpdateSteps {
+    private static final org.slf4j.Logger log =
+            org.slf4j.LoggerFactory.getLogger(DataplaneUpdateSteps.class);
     private static final ExecutorService AHEAD =
             Executors.newSingleThreadExecutor(DaemonThreads.named("reads-ahead"));
     private final DataplaneHolder holder;
@@ -61,7 +65,10 @@ class DataplaneUpdateSteps implements UpdateSteps {
                         properties.checksums(),
                         properties.flakyReadsFile().isEmpty()
                                 ? ReadFault.NONE
-                                : new FlakyReads(Path.of(properties.flakyReadsFile()))));
+                                : new FlakyReads(Path.of(properties.flakyReadsFile())),
+                        properties.flipReceivedFile().isEmpty()
+                                ? LandedFault.NONE
+                                : new FlippedReceives(Path.of(properties.flipReceivedFile()))));
     }
 
     /** What a validated slice was validated for. */
@@ -173,6 +180,18 @@ class DataplaneUpdateSteps implements UpdateSteps {
                 if (a != null) {
                     a.stop(why);
                 }
+            }
+
+            @Override
+            public long proveLanded(java.util.Map<String, byte[]> sent) {
+                DataplaneUpdater.LandedCheck check = updater.proveLanded(prepared, sent);
+                log.info(
+                        "landed bytes of {} for generation {} proven: {} bytes in {} ms",
+                        request.instance(),
+                        request.generation(),
+                        check.bytes(),
+                        check.nanos() / 1_000_000);
+                return check.bytes();
             }
 
             @Override

@@ -17,6 +17,7 @@ import io.weightrelay.loader.instance.InstanceService;
 import io.weightrelay.loader.pipeline.ApplyCounts;
 import io.weightrelay.loader.pipeline.ApplyFailure;
 import io.weightrelay.loader.pipeline.BufferDirectory;
+import io.weightrelay.loader.pipeline.LandedProof;
 import io.weightrelay.loader.pipeline.Laps;
 import io.weightrelay.loader.pipeline.PrepareRequest;
 import io.weightrelay.loader.update.UpdateRun.Outcome;
@@ -411,6 +412,9 @@ public class UpdateCoordinator {
                     }
                 }
                 run.counts(counts);
+                if (counts.sent() != null) {
+                    proveLanded(instance, generation, prepared, counts, deadline);
+                }
                 run.enter(Phase.APPLIED);
                 arrive(
                         instance,
@@ -459,6 +463,32 @@ public class UpdateCoordinator {
             instances.endUpdate(instance.epoch(), advanced, pause);
             finish(run, outcome, end, failure);
         }
+    }
+
+    /**
+     * SENT, with the digests of what this loader's writes put into each instance's buffers; once
+     * every participant sent (the sent barrier), what was sent to this instance, proven against its
+     * buffers as they hold the bytes. A difference throws, naming the sender, worker, buffer and
+     * generation: this loader then reports FAILED instead of APPLIED, so the applied barrier never
+     * opens and no engine advances.
+     */
+    private void proveLanded(
+            Instance instance,
+            long generation,
+            UpdateSteps.PreparedUpdate prepared,
+            ApplyCounts counts,
+            long deadline) {
+        Map<String, byte[]> sent = new java.util.TreeMap<>();
+        counts.sent().forEach((to, digests) -> sent.put(to, LandedProof.encode(digests)));
+        arrive(
+                instance,
+                generation,
+                Report.sent(instance.instanceId(), instance.epoch(), sent),
+                Barrier.SENT,
+                deadline);
+        prepared.proveLanded(
+                control.landed(
+                        instance.model(), generation, instance.group(), instance.instanceId()));
     }
 
     private static java.util.List<io.weightrelay.reshard.placement.Worker> reshardWorkers(

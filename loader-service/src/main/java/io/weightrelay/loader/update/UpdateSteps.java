@@ -33,6 +33,18 @@ public interface UpdateSteps {
 
         /** Runs the apply; throws {@link ApplyFailure}. */
         ApplyCounts apply(Duration timeout, LongConsumer progress);
+
+        /**
+         * Once every sender reported SENT: proves what landed in this loader's workers' buffers
+         * against {@code sent} (each sender's encoded digests for this instance), reading every
+         * received byte as the buffers hold it. Throws {@link ApplyFailure} naming the sender, the
+         * worker, the buffer and the generation when they differ.
+         *
+         * @return the bytes proven
+         */
+        default long proveLanded(java.util.Map<String, byte[]> sent) {
+            return 0;
+        }
     }
 
     /** Validates, checks objects and registers provisionally; touches no buffer byte. */

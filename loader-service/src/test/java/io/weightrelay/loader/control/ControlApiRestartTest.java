@@ -126,6 +126,7 @@ class ControlApiRestartTest {
                         1,
                         -1,
                         "",
+                        "",
                         true,
                         false,
                         false,

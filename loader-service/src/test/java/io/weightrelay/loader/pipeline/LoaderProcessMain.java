@@ -24,7 +24,10 @@ import java.util.List;
  * One loader's data plane in its own JVM, driven line by line over stdin by a test that plays the
  * barriers: {@code prepare}, {@code read-ahead} (starts the apply's store reads and waits until
  * some landed), {@code abandon}, {@code apply}, {@code verify SEED}, {@code promote}, {@code
- * discard}, {@code exit}. Replies {@code OK ...} or {@code ERR <failing peer> <message>}.
+ * discard}, {@code sent} (the last apply's digests by destination: {@code to=base64,...}), {@code
+ * flip} (the next proof first flips a received byte, as {@link FlippedReceives} does), {@code prove
+ * sender=base64,...} (proves the workers' buffers against what the senders sent), {@code exit}.
+ * Replies {@code OK ...} or {@code ERR <failing peer> <message>}.
  */
 public final class LoaderProcessMain {
     private LoaderProcessMain() {}
@@ -64,8 +67,27 @@ public final class LoaderProcessMain {
                                 .build())) {
             RegistrationManager<Segment> registrations =
                     new RegistrationManager<>(new ReceiveSegmentRegistrar(dp));
+            java.util.concurrent.atomic.AtomicBoolean flip =
+                    new java.util.concurrent.atomic.AtomicBoolean();
+            Path flipFile = dir.resolve("flip-" + instance);
+            FlippedReceives flipper = new FlippedReceives(flipFile);
+            LandedFault flipOnce =
+                    (slice, bytes) -> {
+                        if (flip.getAndSet(false)) {
+                            try {
+                                Files.writeString(flipFile, "flip");
+                                flipper.beforeProof(slice, bytes);
+                                Files.delete(flipFile);
+                            } catch (java.io.IOException e) {
+                                throw new java.io.UncheckedIOException(e);
+                            }
+                        }
+                    };
             DataplaneUpdater updater =
-                    new DataplaneUpdater(dp, registrations, ApplySettings.of(slots, hook, 4));
+                    new DataplaneUpdater(
+                            dp,
+                            registrations,
+                            new ApplySettings(slots, hook, 4, true, ReadFault.NONE, flipOnce));
             BufferedReader in =
                     new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             System.out.println("READY " + instance);
@@ -197,6 +219,39 @@ public final class LoaderProcessMain {
                                         "OK "
                                                 + java.util.Base64.getEncoder()
                                                         .encodeToString(last.checksums().encode()));
+                        case "sent" -> {
+                            StringBuilder out = new StringBuilder("OK");
+                            new java.util.TreeMap<>(last.sent())
+                                    .forEach(
+                                            (to, digests) ->
+                                                    out.append(out.length() == 2 ? " " : ",")
+                                                            .append(to)
+                                                            .append('=')
+                                                            .append(
+                                                                    java.util.Base64.getEncoder()
+                                                                            .encodeToString(
+                                                                                    LandedProof
+                                                                                            .encode(
+                                                                                                    digests))));
+                            reply(out.toString());
+                        }
+                        case "flip" -> {
+                            flip.set(true);
+                            reply("OK flip");
+                        }
+                        case "prove" -> {
+                            java.util.Map<String, byte[]> sent = new java.util.HashMap<>();
+                            if (cmd.length > 1) {
+                                for (String pair : cmd[1].split(",")) {
+                                    int eq = pair.indexOf('=');
+                                    sent.put(
+                                            pair.substring(0, eq),
+                                            java.util.Base64.getDecoder()
+                                                    .decode(pair.substring(eq + 1)));
+                                }
+                            }
+                            reply("OK " + updater.proveLanded(prepared, sent).bytes());
+                        }
                         case "promote" -> reply("OK " + registrations.promote());
                         case "discard" -> reply("OK " + registrations.discardProvisional());
                         case "stats" -> reply("OK " + registrations.stats());

@@ -294,6 +294,105 @@ class MultiProcessApplyTest {
         assertThat(all("verify " + SEED)).allMatch(r -> r.startsWith("OK "));
     }
 
+    /**
+     * What each loader wrote into each instance's buffers, as its data plane summed the bytes it
+     * moved (the test plays control-api, which hands every receiver what was sent to it): every
+     * receiver's buffers prove it, every received byte read once. A byte changed in a receiver's
+     * buffer after it landed (one another loader wrote there) fails that receiver's proof, naming
+     * the sender, the receiving worker, its buffer and the generation; every other receiver still
+     * proves its own.
+     */
+    @ParameterizedTest
+    @EnumSource(Mode.class)
+    void aByteChangedInAReceiversBufferAfterItLandedFailsItsProofNamingTheSender(Mode mode)
+            throws Exception {
+        Cluster c = cluster(mode);
+        List<String> applied = applyFirstGeneration(c);
+        List<String> instances = c.instances();
+        // receiver -> "sender=base64,...": what the SENT reports would hand each receiver
+        Map<String, List<String>> toReceiver = new HashMap<>();
+        List<String> sent = all("sent");
+        for (int i = 0; i < sent.size(); i++) {
+            assertThat(sent.get(i)).startsWith("OK");
+            if (sent.get(i).length() <= 3) {
+                continue;
+            }
+            for (String pair : sent.get(i).substring(3).split(",")) {
+                int eq = pair.indexOf('=');
+                toReceiver
+                        .computeIfAbsent(pair.substring(0, eq), k -> new ArrayList<>())
+                        .add(instances.get(i) + pair.substring(eq));
+            }
+        }
+        List<String> proofs = new ArrayList<>();
+        for (int i = 0; i < instances.size(); i++) {
+            loaders.get(i)
+                    .send(
+                            "prove "
+                                    + String.join(
+                                            ",",
+                                            toReceiver.getOrDefault(instances.get(i), List.of())));
+        }
+        for (ChildJvm l : loaders) {
+            proofs.add(l.reply());
+        }
+        assertThat(proofs).allMatch(r -> r.startsWith("OK "));
+        long received = applied.stream().mapToLong(r -> longs(r)[3]).sum();
+        assertThat(proofs.stream().mapToLong(r -> longs(r)[0]).sum())
+                .isPositive()
+                .isEqualTo(received);
+
+        // One receiver's buffer changes after the bytes landed: its proof fails, naming the
+        // loader that wrote them, the worker, the buffer and the generation.
+        int victim = 0;
+        while (!receivesFromAnother(c, instances.get(victim))) {
+            victim++;
+        }
+        String receiver = instances.get(victim);
+        assertThat(loaders.get(victim).ok("flip")).isEqualTo("flip");
+        for (int i = 0; i < instances.size(); i++) {
+            loaders.get(i)
+                    .send(
+                            "prove "
+                                    + String.join(
+                                            ",",
+                                            toReceiver.getOrDefault(instances.get(i), List.of())));
+        }
+        proofs.clear();
+        for (ChildJvm l : loaders) {
+            proofs.add(l.reply());
+        }
+        String failed = proofs.get(victim);
+        assertThat(failed).startsWith("ERR ");
+        String sender = failed.split(" ")[1];
+        assertThat(instances).contains(sender);
+        assertThat(sender).isNotEqualTo(receiver);
+        assertThat(failed)
+                .contains("generation 1 of tiny did not land as sent")
+                .contains("of " + receiver + "-")
+                .contains("buffer '")
+                .contains(sender + " sent into it");
+        for (int i = 0; i < instances.size(); i++) {
+            if (i != victim) {
+                assertThat(proofs.get(i)).as(instances.get(i)).startsWith("OK ");
+            }
+        }
+    }
+
+    /** Whether another instance's loader writes into {@code instance}'s workers' buffers. */
+    private static boolean receivesFromAnother(Cluster c, String instance) {
+        io.weightrelay.reshard.plan.Slice s =
+                io.weightrelay.reshard.plan.Slice.of(c.plan(), instance);
+        for (int v = 0; v < s.receiveCount(); v++) {
+            if (s.workerInstance(s.receiveDst(v)).equals(instance)
+                    && !s.workerInstance(s.receiveFrom(v)).equals(instance)
+                    && s.receiveBytes(v) > 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     @ParameterizedTest
     @EnumSource(Mode.class)
     void aMissingObjectFailsPrepareAndLeavesTheOldGenerationUntouched(Mode mode) throws Exception {

@@ -18,6 +18,7 @@ import io.weightrelay.loader.instance.DataplaneHolder;
 import io.weightrelay.loader.instance.InstanceService;
 import io.weightrelay.loader.pipeline.ApplyCounts;
 import io.weightrelay.loader.pipeline.ApplyFailure;
+import io.weightrelay.loader.pipeline.LandedProof;
 import io.weightrelay.loader.pipeline.PrepareRequest;
 import io.weightrelay.loader.pipeline.TestBuffers;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
@@ -105,6 +106,7 @@ class UpdateCoordinatorTest {
                         Duration.ZERO,
                         4,
                         -1,
+                        "",
                         "",
                         true,
                         true,
@@ -196,6 +198,88 @@ class UpdateCoordinatorTest {
             Thread.sleep(5);
         }
         return run.snapshot();
+    }
+
+    private static final Map<LandedProof.Key, LandedProof.Digest> TO_I0001 =
+            Map.of(
+                    new LandedProof.Key("i0000", "i0001-r000", "model"),
+                    new LandedProof.Digest(42, 900));
+
+    /**
+     * With SENT the loader hands control-api what its writes put into each instance's buffers; once
+     * every sender sent, it proves its own buffers against what was sent to it, and only then
+     * reports APPLIED.
+     */
+    @Test
+    void aLoaderReportsWhatItSentAndProvesWhatLandedBeforeItReportsApplied() throws Exception {
+        steps.sent = Map.of("i0001", TO_I0001);
+        byte[] fromI0001 = LandedProof.encode(TO_I0001);
+        control.landed = Map.of("i0001", fromI0001);
+
+        UpdateRun.Snapshot s =
+                updateEnds(
+                        2L,
+                        Outcome.UPDATED,
+                        null,
+                        "prepare",
+                        "read-ahead",
+                        "apply",
+                        "prove-landed",
+                        "promote");
+
+        assertThat(control.phases())
+                .filteredOn(p -> p != ControlPlane.Reported.APPLYING)
+                .containsExactly(
+                        ControlPlane.Reported.PREPARED,
+                        ControlPlane.Reported.SENT,
+                        ControlPlane.Reported.APPLIED,
+                        ControlPlane.Reported.POST_APPLIED);
+        ControlPlane.Report sent =
+                control.reports.stream()
+                        .filter(r -> r.phase() == ControlPlane.Reported.SENT)
+                        .findFirst()
+                        .orElseThrow();
+        assertThat(sent.sent()).containsOnlyKeys("i0001");
+        assertThat(LandedProof.decode("i0000", sent.sent().get("i0001"))).isEqualTo(TO_I0001);
+        assertThat(steps.proved).containsOnlyKeys("i0001");
+        assertThat(s.phase()).isEqualTo(Phase.DONE);
+    }
+
+    /**
+     * A receiver whose buffers do not hold what a sender sent reports FAILED naming that sender,
+     * never APPLIED: the applied barrier does not open and no engine advances; this one pauses.
+     */
+    @Test
+    void bytesThatDidNotLandAsSentFailTheUpdateBeforeAppliedNamingTheSender() throws Exception {
+        steps.sent = Map.of("i0001", TO_I0001);
+        steps.proofFailure =
+                new ApplyFailure(
+                        "i0001",
+                        "generation 2 of tiny did not land as sent: buffer 'model' of i0000-r000"
+                                + " does not hold the 900 bytes i0001 sent into it");
+
+        UpdateRun.Snapshot s =
+                updateEnds(
+                        2L,
+                        Outcome.PAUSED_REBUILD,
+                        "i0001",
+                        "prepare",
+                        "read-ahead",
+                        "apply",
+                        "prove-landed");
+
+        assertThat(s.error()).contains("i0000-r000").contains("'model'").contains("generation 2");
+        assertThat(control.phases())
+                .doesNotContain(ControlPlane.Reported.APPLIED, ControlPlane.Reported.POST_APPLIED)
+                .contains(ControlPlane.Reported.SENT, ControlPlane.Reported.FAILED);
+        ControlPlane.Report failed =
+                control.reports.stream()
+                        .filter(r -> r.phase() == ControlPlane.Reported.FAILED)
+                        .findFirst()
+                        .orElseThrow();
+        assertThat(failed.failingPeer()).isEqualTo("i0001");
+        assertThat(instances.require().generation()).isNull();
+        assertThat(instances.require().paused()).isTrue();
     }
 
     @Test
@@ -647,6 +731,15 @@ class UpdateCoordinatorTest {
             return s;
         }
 
+        /** What the senders' SENT reports handed this instance. */
+        Map<String, byte[]> landed = Map.of();
+
+        @Override
+        public Map<String, byte[]> landed(
+                String model, long generation, String group, String instance) {
+            return landed;
+        }
+
         @Override
         public void releaseLease(String model, long generation, String holder) {
             leases.add("-" + generation);
@@ -670,6 +763,11 @@ class UpdateCoordinatorTest {
         boolean applyWaitsForStop;
         // How long the apply takes.
         long applyMillis;
+        // What the apply's writes sent, by destination instance (null: checksums off).
+        Map<String, Map<LandedProof.Key, LandedProof.Digest>> sent;
+        // What proving the landed bytes was handed, and the failure it finds.
+        Map<String, byte[]> proved;
+        RuntimeException proofFailure;
         final CompletableFuture<ApplyFailure> stopped = new CompletableFuture<>();
 
         @Override
@@ -733,7 +831,17 @@ class UpdateCoordinatorTest {
                         }
                     }
                     progress.accept(1000);
-                    return new ApplyCounts(400, 500, 100, 900, 3, null);
+                    return new ApplyCounts(400, 500, 100, 900, 3, null, null, 0, sent);
+                }
+
+                @Override
+                public long proveLanded(Map<String, byte[]> handed) {
+                    calls.add("prove-landed");
+                    proved = handed;
+                    if (proofFailure != null) {
+                        throw proofFailure;
+                    }
+                    return 900;
                 }
             };
         }

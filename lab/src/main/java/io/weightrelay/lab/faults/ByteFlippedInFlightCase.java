@@ -1,0 +1,129 @@
+package io.weightrelay.lab.faults;
+
+import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
+import static io.weightrelay.lab.faults.LabCase.check;
+
+import io.weightrelay.api.control.client.model.Generation;
+import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.api.control.client.model.SessionState;
+import io.weightrelay.api.control.client.model.UpdateSession;
+import io.weightrelay.lab.cluster.LabCluster;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Issue 50, scenarios 4 and 8: a byte another loader wrote into a receiver's buffer changes after
+ * it landed and before the engines advance, as a flaky link, a late write or bad memory would
+ * change it. The stored bytes and every reader's reads are as published, so the readers' proof
+ * passes; only the receiver's proof of its buffers can see it. The first instance's loader is
+ * started with the lab-only {@code relay.loader.flip-received-file}; while that file exists it
+ * flips the first byte of the first write another loader made into its workers, once every sender
+ * reported SENT and before it proves its buffers. The session fails before the applied barrier,
+ * naming the sender, the receiving worker, its buffer and the generation; none advances, every
+ * engine keeps the generation it had; the generation stays active and is not marked corrupt. Once
+ * the file is gone the group, not restarted, updates to that same generation, every byte verified.
+ */
+final class ByteFlippedInFlightCase {
+
+    private ByteFlippedInFlightCase() {}
+
+    private static final String GROUP = "lab";
+    private static final int RECEIVER = 0;
+
+    static String inject(LabCase.Fault fault) throws Exception {
+        LabCluster lab = fault.lab();
+        Ledger ledger = fault.ledger();
+        Path flip = Files.createTempFile("wr-flip-received-", "");
+        Files.delete(flip);
+        try {
+            lab.restartLoader(RECEIVER, List.of("--relay.loader.flip-received-file=" + flip));
+            String receiver = lab.engines().get(RECEIVER).instance();
+            long active = lab.activeGeneration().getGeneration();
+            LabCase.requireUpdated(lab, active, ledger);
+
+            Files.writeString(flip, "flip");
+            long g = fault.publish();
+            Map<String, Long> before = Ledger.generations(lab);
+            List<Engines.Ended> ended =
+                    Engines.update(
+                            lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT, UPDATE_WAIT);
+            for (Engines.Ended e : ended) {
+                check(
+                        !e.updated(),
+                        "a group update with a byte flipped in flight: " + e.describe());
+            }
+            ledger.noneAdvanced(lab, before);
+            ledger.observe(lab, Set.of());
+            UpdateSession session = lab.session(g, GROUP);
+            String failure = String.valueOf(session.getFailure());
+            String sender =
+                    session.getParticipants().stream()
+                            .map(p -> p.getInstance())
+                            .filter(
+                                    i ->
+                                            !i.equals(receiver)
+                                                    && failure.contains(i + " sent into it"))
+                            .findFirst()
+                            .orElse(null);
+            check(
+                    session.getState() == SessionState.PAUSED_REBUILD
+                            && receiver.equals(session.getFailedInstance())
+                            && sender != null
+                            && failure.contains("generation " + g + " of ")
+                            && failure.contains("did not land as sent")
+                            && failure.contains("of " + receiver)
+                            && failure.contains("buffer '"),
+                    "the session of "
+                            + g
+                            + " fails at the receiver "
+                            + receiver
+                            + ", naming the generation, the sender, the worker and its buffer: "
+                            + session.getState()
+                            + ", "
+                            + session.getFailedInstance()
+                            + " ("
+                            + failure
+                            + ")");
+            Generation g2 = lab.generation(g);
+            check(
+                    g2.getCorruptObject() == null
+                            && g2.getState() == GenerationState.ACTIVE
+                            && lab.activeGeneration().getGeneration() == g,
+                    "generation "
+                            + g
+                            + " is not marked corrupt and stays active: "
+                            + g2.getState()
+                            + ", corrupt object "
+                            + g2.getCorruptObject());
+            // paused for rebuild, as an operator would rebuild them
+            lab.reRegisterAll();
+
+            // The flip gone, the same loader process updates with the group to that generation.
+            Files.delete(flip);
+            LabCase.requireUpdated(lab, g, ledger);
+            return "session of "
+                    + g
+                    + " "
+                    + session.getState()
+                    + " at "
+                    + receiver
+                    + " naming sender "
+                    + sender
+                    + " ("
+                    + firstLine(failure)
+                    + "); none advanced; generation "
+                    + g
+                    + " stays active, then the group updated to it, every byte verified";
+        } finally {
+            Files.deleteIfExists(flip);
+        }
+    }
+
+    private static String firstLine(String s) {
+        String one = String.valueOf(s).lines().findFirst().orElse("");
+        return one.length() > 240 ? one.substring(0, 240) + "..." : one;
+    }
+}
