@@ -81,6 +81,13 @@ final class BuiltinTransferEngine implements TransferEngine {
     }
 
     @Override
+    public TransferBatch submitChecksummedWithNotify(
+            List<TransferRequest> requests, String notifyName) {
+        checkName(notifyName, "notify name");
+        return submit(requests, notifyName, true);
+    }
+
+    @Override
     public void transfer(List<TransferRequest> requests, Duration timeout) {
         try (TransferBatch batch = submit(requests)) {
             batch.awaitSuccess(timeout);

@@ -41,11 +41,7 @@ public sealed interface TransferEngine permits BuiltinTransferEngine {
      * {@link #submitWithNotify} and {@link #submitChecksummed} in one: the CRC32C of every task's
      * bytes taken as they move (for a write, of the bytes as sent), the notify after they landed.
      */
-    public TransferBatch submitChecksummedWithNotify(
-            List<TransferRequest> requests, String notifyName) {
-        checkName(notifyName, "notify name");
-        return submit(requests, notifyName, true);
-    }
+    TransferBatch submitChecksummedWithNotify(List<TransferRequest> requests, String notifyName);
 
     /** Submits, waits for full success (or throws the first failure) and releases the batch. */
     void transfer(List<TransferRequest> requests, Duration timeout);
