@@ -15,11 +15,6 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.topology.Topology;
-import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -54,10 +49,21 @@ import java.util.function.ToDoubleFunction;
  *   <li>{@code local_bytes}, {@code tcp_bytes}: what the loaders' engines moved during the apply,
  *       store reads included, per transport
  *   <li>{@code update_s}: first update request to the last engine seeing {@code UPDATED}
- *   <li>{@code bound_s}: local bytes at the memcpy rate (best of four rounds) plus tcp bytes at the
- *       plain loopback socket rate (best of three 1 GiB streams), both measured in this run, before
- *       the lab starts and after its rounds, the faster of each taken ({@link Yardsticks}); {@code
- *       update_vs_bound} = bound / update
+ *   <li>{@code bound_s}: the least time this machine needs for the round's byte movements with the
+ *       parallelism the update may use ({@link Yardsticks}): local bytes at the fastest copy rate
+ *       of every core at once ({@code memcpy_all_gbps}, {@code copy_threads}: the C library's
+ *       memcpy, one slice per thread, best of four rounds) plus tcp bytes at the rate of as many
+ *       concurrent loopback streams as a loader opens per peer ({@code tcp_streams_gbps}, {@code
+ *       tcp_streams}, best of three 1 GiB transfers), both measured in this run, before the lab
+ *       starts and after its rounds, the faster of each taken; {@code update_vs_bound} = bound /
+ *       update, above 1.0 only if the yardstick misses a way the machine moves bytes
+ *   <li>{@code bound_single_thread_s}, {@code update_vs_single_thread_bound}: the bound printed
+ *       before, one thread's Java copy ({@code memcpy_gbps}) and one stream ({@code tcp_gbps}),
+ *       which the update beat by up to 1.5x in compat mode
+ *   <li>{@code first_weights_s}: a restarted engine's wait for its first weights ({@link
+ *       FirstWeights}): engine {@value #RESTARTED} registers again (new receive buffers and read
+ *       staging, {@code first_weights_setup_s}), then every engine updates to a new generation
+ *       ({@code first_weights_update_s}); its bytes are checked too
  *   <li>{@code cold_prepare_ms}, {@code cold_apply_ms}: the slowest loader's prepare and apply in
  *       the cold update, beside {@code prepare_ms} and {@code apply_ms} of the measured one: the
  *       cold prepare's excess is the plan's first computation, first connections and the JIT, the
@@ -85,6 +91,20 @@ import java.util.function.ToDoubleFunction;
  */
 public final class UpdateBench {
     private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
+
+    /**
+     * Connections a loader's data plane opens per peer: the loaders' {@code
+     * relay.dataplane.streams-per-peer} (their application.yaml, which the lab does not override),
+     * the streams the bound's socket rate is measured with.
+     */
+    static final int ENGINE_STREAMS = DataplaneConfig.DEFAULT_PEER_STREAMS;
+
+    /** Threads the bound's copy rate is measured with: every core, as the lab's services use. */
+    static final int COPY_THREADS = Runtime.getRuntime().availableProcessors();
+
+    /** The engine {@code first_weights_s} restarts. */
+    static final int RESTARTED = 0;
+
     static final int TRAINER_NODES = 2;
     static final int ROLLOUT_NODES = 2;
 
@@ -224,7 +244,7 @@ public final class UpdateBench {
         long needed = storeBytesNeeded(Planner.plan(manifest, placement, topology));
         // The yardsticks on a quiet machine, before any service starts; measured again after the
         // rounds, and the faster of the two taken (see Yardsticks).
-        Yardsticks quiet = Yardsticks.measure();
+        Yardsticks quiet = Yardsticks.measure(COPY_THREADS, ENGINE_STREAMS);
         try (LabCluster lab = LabCluster.start(spec, checksums)) {
             Map<String, List<Long>> roles = new LinkedHashMap<>(lab.servicePids());
             roles.put("bench", List.of(ProcessHandle.current().pid()));
@@ -257,10 +277,9 @@ public final class UpdateBench {
             long controlVerifyMs =
                     session.getDurations() == null ? 0 : nz(session.getDurations().getVerifyMs());
             long objectsVerified = nz(session.getVerifiedObjects());
-            Yardsticks rates = quiet.best(Yardsticks.measure());
-            double memcpy = rates.memcpy();
-            double socket = rates.socket();
-            double bound = local / memcpy + tcp / socket;
+            Yardsticks rates = quiet.best(Yardsticks.measure(COPY_THREADS, ENGINE_STREAMS));
+            double bound = rates.boundSeconds(local, tcp);
+            double singleThreadBound = rates.singleThreadBoundSeconds(local, tcp);
             double naive =
                     naiveSeconds(
                             manifest,
@@ -270,6 +289,9 @@ public final class UpdateBench {
                             lab.dataplanePrefix(),
                             lab.dataplaneSecret(),
                             rounds.lastGeneration());
+            FirstWeights first =
+                    FirstWeights.ofRestartedEngine(
+                            lab, run.warmups() + run.repeat() + 1L, RESTARTED, verify);
             System.out.println(
                     String.format(
                             Locale.ROOT,
@@ -277,11 +299,18 @@ public final class UpdateBench {
                                     + "\"warmups\":%d,\"repeat\":%d,"
                                     + "\"generation\":%d,\"bytes_delivered\":%d,\"local_bytes\":%d,"
                                     + "\"tcp_bytes\":%d,\"update_s\":%.4f,\"bound_s\":%.4f,"
-                                    + "\"update_vs_bound\":%.3f,\"store_read_ratio\":%.4f,"
+                                    + "\"update_vs_bound\":%.3f,\"bound_single_thread_s\":%.4f,"
+                                    + "\"update_vs_single_thread_bound\":%.3f,"
+                                    + "\"first_weights_s\":%.4f,\"first_weights_setup_s\":%.4f,"
+                                    + "\"first_weights_update_s\":%.4f,"
+                                    + "\"store_read_ratio\":%.4f,"
                                     + "\"naive_update_s\":%.4f,\"cold_update_s\":%.4f,"
                                     + "\"buffer_setup_s\":%.4f,\"cold_prepare_ms\":%d,"
                                     + "\"cold_apply_ms\":%d,"
-                                    + "\"memcpy_gbps\":%.3f,\"tcp_gbps\":%.3f,\"bytes_verified\":%d,"
+                                    + "\"memcpy_gbps\":%.3f,\"memcpy_all_gbps\":%.3f,"
+                                    + "\"copy_threads\":%d,\"tcp_gbps\":%.3f,"
+                                    + "\"tcp_streams_gbps\":%.3f,\"tcp_streams\":%d,"
+                                    + "\"bytes_verified\":%d,"
                                     + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
                                     + "\"checksums\":%b,\"verify_ms\":%d,\"loader_checksum_ms\":%d,"
                                     + "\"control_verify_ms\":%d,\"objects_verified\":%d,"
@@ -299,15 +328,24 @@ public final class UpdateBench {
                             warm.seconds(),
                             bound,
                             bound / warm.seconds(),
+                            singleThreadBound,
+                            singleThreadBound / warm.seconds(),
+                            first.seconds(),
+                            first.setupSeconds(),
+                            first.updateSeconds(),
                             (double) storeRead / needed,
                             naive,
                             rounds.cold().seconds(),
                             lab.registrationSeconds(),
                             slowest(rounds.cold(), d -> d.getPrepareMs()),
                             slowest(rounds.cold(), d -> d.getApplyMs()),
-                            memcpy / 1e9,
-                            socket / 1e9,
-                            verified,
+                            rates.memcpyOneThread() / 1e9,
+                            rates.localRate() / 1e9,
+                            rates.copyThreads(),
+                            rates.socketOneStream() / 1e9,
+                            rates.tcpRate() / 1e9,
+                            rates.streams(),
+                            verified + first.bytesVerified(),
                             prepareMs,
                             applyMs,
                             postMs,
@@ -328,98 +366,6 @@ public final class UpdateBench {
             bytes += plan.readBytes(i);
         }
         return bytes;
-    }
-
-    /** One thread copying warm memory: the yardstick of local bytes. */
-    /**
-     * The bound's two rates, in bytes per second: memcpy (best of four rounds) and one plain
-     * loopback TCP stream (best of three). Measured with the lab's services up but idle, the socket
-     * stream once ran at 2.3 GB/s against 4-5 GB/s in other runs of the same hour (services still
-     * compiling, heartbeating, collecting), which nearly halved the bound and made {@code
-     * update_vs_bound} read 1.08 for a round that would have read 0.6: a slow yardstick flatters
-     * the update. So they are measured before the lab starts as well, and the faster of each pair
-     * is the yardstick; a bound from faster rates is only ever stricter.
-     */
-    record Yardsticks(double memcpy, double socket) {
-        static Yardsticks measure() throws Exception {
-            return new Yardsticks(memcpyBytesPerSecond(), loopbackBytesPerSecond());
-        }
-
-        Yardsticks best(Yardsticks other) {
-            return new Yardsticks(Math.max(memcpy, other.memcpy), Math.max(socket, other.socket));
-        }
-    }
-
-    private static double memcpyBytesPerSecond() {
-        int size = 256 << 20;
-        ByteBuffer from = ByteBuffer.allocateDirect(size);
-        ByteBuffer to = ByteBuffer.allocateDirect(size);
-        for (int i = 0; i < size; i += 4096) {
-            from.put(i, (byte) i);
-            to.put(i, (byte) 0);
-        }
-        double best = 0;
-        for (int round = 0; round < 4; round++) {
-            long started = System.nanoTime();
-            to.clear().put(from.clear());
-            best = Math.max(best, size / ((System.nanoTime() - started) / 1e9));
-        }
-        return best;
-    }
-
-    /**
-     * One plain loopback TCP stream, 4 MiB writes: the yardstick of tcp bytes. The best of three
-     * streams, as the memcpy rate is the best of four rounds: one stream alone moved between 1.2
-     * and 2.9 GB/s from run to run on the shared two cores, more than the effects the bound is
-     * there to show (the checksums' cost is judged at 5%).
-     */
-    private static double loopbackBytesPerSecond() throws Exception {
-        double best = 0;
-        for (int round = 0; round < 3; round++) {
-            best = Math.max(best, oneLoopbackStream());
-        }
-        return best;
-    }
-
-    private static double oneLoopbackStream() throws Exception {
-        long total = 1L << 30;
-        int chunk = 4 << 20;
-        try (ServerSocketChannel server = ServerSocketChannel.open()) {
-            server.bind(new InetSocketAddress("127.0.0.1", 0));
-            Thread writer =
-                    new Thread(
-                            () -> {
-                                try (SocketChannel out =
-                                        SocketChannel.open(server.getLocalAddress())) {
-                                    ByteBuffer buf = ByteBuffer.allocateDirect(chunk);
-                                    for (long sent = 0; sent < total; sent += chunk) {
-                                        buf.clear();
-                                        while (buf.hasRemaining()) {
-                                            out.write(buf);
-                                        }
-                                    }
-                                } catch (IOException e) {
-                                    throw new java.io.UncheckedIOException(e);
-                                }
-                            });
-            writer.start();
-            try (SocketChannel in = server.accept()) {
-                ByteBuffer buf = ByteBuffer.allocateDirect(chunk);
-                long received = 0;
-                long started = System.nanoTime();
-                while (received < total) {
-                    buf.clear();
-                    int n = in.read(buf);
-                    if (n < 0) {
-                        break;
-                    }
-                    received += n;
-                }
-                double rate = received / ((System.nanoTime() - started) / 1e9);
-                writer.join();
-                return rate;
-            }
-        }
     }
 
     /**

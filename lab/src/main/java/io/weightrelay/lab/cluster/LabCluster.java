@@ -1309,6 +1309,13 @@ public final class LabCluster implements StartedOrClosed.Lab {
                                 "--relay.loader.checksums=" + checksums,
                                 "--relay.loader.lease-ttl=" + LOADER_LEASE_TTL.toSeconds() + "s",
                                 secretsArg("loader-" + name, secretProperties)));
+        // The loader's node is known before its engine registers: it opens its data plane as it
+        // starts, not inside the registration (a deployment sets it the same way).
+        for (LabCatalog.LoaderSlot slot : slots) {
+            if (slot.id().equals(instance)) {
+                args.add("--relay.dataplane.node-label=" + slot.node());
+            }
+        }
         args.addAll(extraArgs);
         return startService("loader-" + name, "loader-service", "384m", args);
     }

@@ -6,6 +6,10 @@ import io.weightrelay.loader.registration.ReceiveSegmentRegistrar;
 import io.weightrelay.loader.registration.RegistrationManager;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import jakarta.annotation.PreDestroy;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.context.event.ApplicationReadyEvent;
+import org.springframework.context.event.EventListener;
 import org.springframework.stereotype.Component;
 
 /**
@@ -16,12 +20,52 @@ import org.springframework.stereotype.Component;
  */
 @Component
 public class DataplaneHolder {
+    private static final Logger log = LoggerFactory.getLogger(DataplaneHolder.class);
+
     private final DataplaneSettings settings;
     private Dataplane dataplane;
     private RegistrationManager<Segment> registrations;
+    private boolean closed;
 
     public DataplaneHolder(DataplaneSettings settings) {
         this.settings = settings;
+    }
+
+    /**
+     * Opens the data plane as the loader starts when its node is configured ({@code
+     * relay.dataplane.node-label}), on a thread of its own, so the engine's registration does not
+     * wait for it: loading the native engine, starting its server and connecting to Redis took 3-9
+     * s of a registration on the shared two cores, all of it before the engine's first weights.
+     * Best effort: a failure is logged and the registration opens it (or fails naming why).
+     */
+    @EventListener(ApplicationReadyEvent.class)
+    public void openAhead() {
+        String node = settings.nodeLabel();
+        if (node == null) {
+            return;
+        }
+        Thread opener =
+                new Thread(
+                        () -> {
+                            long started = System.nanoTime();
+                            try {
+                                open(node);
+                                log.info(
+                                        "data plane of node {} opened ahead of the registration in"
+                                                + " {} ms",
+                                        node,
+                                        (System.nanoTime() - started) / 1_000_000);
+                            } catch (RuntimeException e) {
+                                log.warn(
+                                        "data plane of node {} not opened ahead ({}); the"
+                                                + " registration opens it",
+                                        node,
+                                        e.toString());
+                            }
+                        },
+                        "dataplane-open");
+        opener.setDaemon(true);
+        opener.start();
     }
 
     /** The data plane for this node, opened on first use. */
@@ -32,6 +76,9 @@ public class DataplaneHolder {
                             + settings.nodeLabel()
                             + " (relay.dataplane.node-label), not "
                             + node);
+        }
+        if (closed) {
+            throw new IllegalStateException("the loader is shutting down: no data plane opens");
         }
         if (dataplane == null) {
             dataplane = Dataplane.open(settings.config(node));
@@ -55,6 +102,7 @@ public class DataplaneHolder {
 
     @PreDestroy
     public synchronized void close() {
+        closed = true;
         if (dataplane != null) {
             dataplane.close();
             dataplane = null;

@@ -162,12 +162,29 @@ public final class RegistrationManager<H> {
      * @return how many registrations moved to {@code epoch}
      */
     public synchronized int carryOver(String instance, long epoch) {
+        return carryOver(instance, epoch, k -> true);
+    }
+
+    /**
+     * The same instance registered again at {@code epoch} (its engine restarted): only the
+     * registrations of {@code device} move to the new epoch, with their handles and states, before
+     * the others are {@linkplain #invalidateExcept invalidated}. For the loader's own read staging
+     * ({@code staging}), which is the loader's memory, not the engine's: a restarted engine brings
+     * new receive buffers, but the staging it had is reused instead of made and pre-faulted again.
+     *
+     * @return how many registrations moved to {@code epoch}
+     */
+    public synchronized int carryOverDevice(String instance, String device, long epoch) {
+        return carryOver(instance, epoch, k -> k.device().equals(device));
+    }
+
+    private int carryOver(String instance, long epoch, Predicate<RegistrationKey> which) {
         Map<RegistrationKey, Entry<H>> moved = new LinkedHashMap<>();
         Iterator<Map.Entry<RegistrationKey, Entry<H>>> it = entries.entrySet().iterator();
         while (it.hasNext()) {
             Map.Entry<RegistrationKey, Entry<H>> e = it.next();
             RegistrationKey k = e.getKey();
-            if (k.instance().equals(instance) && k.epoch() != epoch) {
+            if (k.instance().equals(instance) && k.epoch() != epoch && which.test(k)) {
                 it.remove();
                 moved.put(
                         new RegistrationKey(epoch, k.instance(), k.device(), k.base(), k.size()),

@@ -168,6 +168,33 @@ class RegistrationManagerTest {
         assertThat(registrar.registered).hasSize(2);
     }
 
+    /**
+     * A restarted engine registers again with new receive buffers: only the loader's read staging
+     * moves to the new epoch (and the registration at that epoch reuses it); the old buffers go.
+     */
+    @Test
+    void aRestartedEngineKeepsOnlyTheLoadersReadStaging() {
+        RegistrationKey staging = new RegistrationKey(3, "i0", "staging", "staging-i0", 64);
+        String kept = manager.acquirePersistent(staging);
+        String oldBuffers = manager.acquirePersistent(key(3, "i0", "seg-a", 100));
+        String otherInstance =
+                manager.acquirePersistent(
+                        new RegistrationKey(3, "i1", "staging", "staging-i1", 64));
+
+        assertThat(manager.carryOverDevice("i0", "staging", 4)).isEqualTo(1);
+        assertThat(manager.invalidateExcept("i0", 4)).isEqualTo(1);
+
+        assertThat(registrar.unregistered).containsExactly(oldBuffers);
+        RegistrationKey again = new RegistrationKey(4, "i0", "staging", "staging-i0", 64);
+        assertThat(manager.acquirePersistent(again)).as("not made again").isSameAs(kept);
+        assertThat(manager.acquirePersistent(key(4, "i0", "seg-a", 100)))
+                .as("new receive buffers")
+                .isNotEqualTo(oldBuffers);
+        assertThat(manager.find(new RegistrationKey(3, "i1", "staging", "staging-i1", 64)))
+                .isSameAs(otherInstance);
+        assertThat(registrar.registered).hasSize(4);
+    }
+
     @Test
     void teardownUnregistersExactlyTheBasesOfTheInstance() {
         manager.acquire(key(1, "i0", "seg-a", 100));

@@ -1,0 +1,40 @@
+package io.weightrelay.lab.bench;
+
+import io.weightrelay.lab.cluster.LabCluster;
+
+/**
+ * {@code first_weights_s} of {@code bench update}: how long a restarted engine waits for its first
+ * weights, from its registration (a new epoch: its loader makes and pre-faults new receive buffers
+ * and read staging, as for an engine that starts) to the update that brings it the next generation
+ * reaching every engine. The trainer's publish of that generation comes before and is not counted:
+ * an engine that joins a running deployment finds a generation published.
+ *
+ * @param setupSeconds the registration, buffers included
+ * @param updateSeconds the update round that follows it
+ * @param bytesVerified bytes of the restarted engine checked against the trainer's (0 when not
+ *     checked)
+ */
+record FirstWeights(double setupSeconds, double updateSeconds, long bytesVerified) {
+
+    /** Registration to holding the first weights. */
+    double seconds() {
+        return setupSeconds + updateSeconds;
+    }
+
+    /**
+     * Publishes {@code step} (not timed), registers engine {@code index} of {@code lab} again and
+     * updates every engine to the new generation, which must reach them all; with {@code verify},
+     * every byte of the restarted engine is then checked.
+     */
+    static FirstWeights ofRestartedEngine(LabCluster lab, long step, int index, boolean verify)
+            throws Exception {
+        long generation = lab.publish(step);
+        long started = System.nanoTime();
+        lab.reRegister(index);
+        double setup = (System.nanoTime() - started) / 1e9;
+        LabCluster.Updates update = lab.updateAll().requireUpdated();
+        long verified = verify ? lab.verify(lab.engines().get(index), generation) : 0;
+        lab.collectGarbage();
+        return new FirstWeights(setup, update.seconds(), verified);
+    }
+}

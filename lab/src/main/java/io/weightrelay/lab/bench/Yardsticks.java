@@ -1,0 +1,301 @@
+package io.weightrelay.lab.bench;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+
+/**
+ * The rates {@code bench update} bounds an update with, in bytes per second, measured on this
+ * machine in the same run, each alone.
+ *
+ * <p>The bound ({@link #boundSeconds}) gives the update the parallelism it may use itself: local
+ * bytes at the fastest copy rate the machine showed with up to {@link #copyThreads} threads (the C
+ * library's {@code memcpy}, one slice per thread, or one thread's Java copy if that was faster),
+ * tcp bytes at the fastest rate of {@link #streams} concurrent loopback streams or of one. Both
+ * kinds of work take the same cores, so their times add. A bound from faster rates is only ever
+ * stricter, so the faster of each pair is taken, and an update that beats the bound means the
+ * yardstick missed a way the machine moves bytes, not that the update is good.
+ *
+ * <p>{@link #singleThreadBoundSeconds} is the bound {@code bench update} printed before: one
+ * thread's Java copy and one stream, which the update's two copy threads and several streams per
+ * peer beat by up to 1.5x (compat mode, 2026-12-05).
+ *
+ * @param memcpyOneThread one thread copying warm memory with a direct {@link ByteBuffer}'s bulk put
+ *     (the old yardstick)
+ * @param memcpyParallel {@link #copyThreads} threads each copying their own warm slice with the C
+ *     library's {@code memcpy}, together
+ * @param copyThreads the threads of {@link #memcpyParallel}
+ * @param socketOneStream one plain loopback TCP stream, 4 MiB writes
+ * @param socketStreams {@link #streams} such streams at once, together
+ * @param streams the streams of {@link #socketStreams}
+ */
+record Yardsticks(
+        double memcpyOneThread,
+        double memcpyParallel,
+        int copyThreads,
+        double socketOneStream,
+        double socketStreams,
+        int streams) {
+
+    /** Bytes each copy thread copies per round: past the caches, as the update's copies are. */
+    static final int COPY_SLICE = 256 << 20;
+
+    /** Bytes one measurement moves over loopback, over all its streams. */
+    static final long SOCKET_BYTES = 1L << 30;
+
+    static final int SOCKET_CHUNK = 4 << 20;
+
+    Yardsticks {
+        if (copyThreads < 1 || streams < 1) {
+            throw new IllegalArgumentException(
+                    "copy threads and streams must be 1 or more, not "
+                            + copyThreads
+                            + " and "
+                            + streams);
+        }
+    }
+
+    /**
+     * Measures every rate: the copies best of four rounds, the sockets best of three transfers (one
+     * stream alone moved between 1.2 and 2.9 GB/s from run to run on the shared two cores).
+     */
+    static Yardsticks measure(int copyThreads, int streams) throws Exception {
+        double oneThread = javaCopyBytesPerSecond(COPY_SLICE, 4);
+        double parallel = 0;
+        for (int round = 0; round < 4; round++) {
+            parallel = Math.max(parallel, parallelMemcpy(copyThreads, COPY_SLICE).rate());
+        }
+        double oneStream = 0;
+        double manyStreams = 0;
+        for (int round = 0; round < 3; round++) {
+            oneStream = Math.max(oneStream, loopback(1, SOCKET_BYTES).rate());
+            manyStreams = Math.max(manyStreams, loopback(streams, SOCKET_BYTES).rate());
+        }
+        return new Yardsticks(oneThread, parallel, copyThreads, oneStream, manyStreams, streams);
+    }
+
+    /** The faster of each rate of this and {@code other}, measured with the same parallelism. */
+    Yardsticks best(Yardsticks other) {
+        if (other.copyThreads != copyThreads || other.streams != streams) {
+            throw new IllegalArgumentException(
+                    "yardsticks of "
+                            + copyThreads
+                            + " threads and "
+                            + streams
+                            + " streams cannot be combined with "
+                            + other.copyThreads
+                            + " and "
+                            + other.streams);
+        }
+        return new Yardsticks(
+                Math.max(memcpyOneThread, other.memcpyOneThread),
+                Math.max(memcpyParallel, other.memcpyParallel),
+                copyThreads,
+                Math.max(socketOneStream, other.socketOneStream),
+                Math.max(socketStreams, other.socketStreams),
+                streams);
+    }
+
+    /** The rate of local bytes in the bound: the fastest copy measured. */
+    double localRate() {
+        return Math.max(memcpyOneThread, memcpyParallel);
+    }
+
+    /** The rate of tcp bytes in the bound: the fastest loopback transfer measured. */
+    double tcpRate() {
+        return Math.max(socketOneStream, socketStreams);
+    }
+
+    /** The least time the machine needs to move these bytes with the update's parallelism. */
+    double boundSeconds(long localBytes, long tcpBytes) {
+        return localBytes / localRate() + tcpBytes / tcpRate();
+    }
+
+    /** The old bound: one thread's copy and one stream. */
+    double singleThreadBoundSeconds(long localBytes, long tcpBytes) {
+        return localBytes / memcpyOneThread + tcpBytes / socketOneStream;
+    }
+
+    /** Bytes moved in a time. */
+    record Moved(long bytes, long nanos) {
+        double rate() {
+            return bytes / (nanos / 1e9);
+        }
+    }
+
+    /**
+     * One thread's bulk put between two warm direct buffers; the best of {@code rounds}. The
+     * buffers' memory is freed on return, not left to a garbage collection (the bench measures
+     * twice, beside a lab that fills the machine's memory).
+     */
+    static double javaCopyBytesPerSecond(int size, int rounds) {
+        try (BytePointer fromMemory = new BytePointer(size);
+                BytePointer toMemory = new BytePointer(size)) {
+            if (fromMemory.isNull() || toMemory.isNull()) {
+                throw new OutOfMemoryError("no memory for a " + size + "-byte copy");
+            }
+            ByteBuffer from = fromMemory.asBuffer();
+            ByteBuffer to = toMemory.asBuffer();
+            for (int i = 0; i < size; i += 4096) {
+                from.put(i, (byte) i);
+                to.put(i, (byte) 0);
+            }
+            double best = 0;
+            for (int round = 0; round < rounds; round++) {
+                long started = System.nanoTime();
+                to.clear().put(from.clear());
+                best = Math.max(best, size / ((System.nanoTime() - started) / 1e9));
+            }
+            return best;
+        }
+    }
+
+    /**
+     * {@code threads} threads, each copying a slice of {@code slice} bytes of its own (written
+     * first, so no page fault is timed) with {@code memcpy}, started together; the time until the
+     * last is done.
+     */
+    static Moved parallelMemcpy(int threads, int slice) throws Exception {
+        List<BytePointer> from = new ArrayList<>();
+        List<BytePointer> to = new ArrayList<>();
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            for (int t = 0; t < threads; t++) {
+                BytePointer src = new BytePointer(slice);
+                BytePointer dst = new BytePointer(slice);
+                if (src.isNull() || dst.isNull()) {
+                    throw new OutOfMemoryError("no memory for a " + slice + "-byte copy slice");
+                }
+                src.fill(t + 1);
+                dst.fill(0);
+                from.add(src);
+                to.add(dst);
+            }
+            CyclicBarrier start = new CyclicBarrier(threads + 1);
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                BytePointer src = from.get(t);
+                BytePointer dst = to.get(t);
+                done.add(
+                        pool.submit(
+                                (Callable<Void>)
+                                        () -> {
+                                            start.await();
+                                            Pointer.memcpy(dst, src, slice);
+                                            return null;
+                                        }));
+            }
+            start.await();
+            long started = System.nanoTime();
+            for (Future<?> f : done) {
+                f.get();
+            }
+            long nanos = System.nanoTime() - started;
+            for (int t = 0; t < threads; t++) {
+                // A copy that did not happen must not count as a fast one.
+                if (to.get(t).get(slice - 1) != (byte) (t + 1)
+                        || to.get(t).get(0) != (byte) (t + 1)) {
+                    throw new IllegalStateException("copy thread " + t + " did not copy its slice");
+                }
+            }
+            return new Moved((long) threads * slice, nanos);
+        } finally {
+            pool.shutdownNow();
+            from.forEach(Pointer::close);
+            to.forEach(Pointer::close);
+        }
+    }
+
+    /**
+     * {@code streams} plain loopback TCP connections at once, each writing its share of {@code
+     * total} bytes (whole 4 MiB writes, at least one) while a thread of its own reads them, started
+     * together once every connection is up; the bytes read and the time until the last stream
+     * ended.
+     */
+    static Moved loopback(int streams, long total) throws Exception {
+        long perStream = Math.max(1, total / streams / SOCKET_CHUNK) * SOCKET_CHUNK;
+        ExecutorService pool = Executors.newFixedThreadPool(2 * streams);
+        List<SocketChannel> open = new ArrayList<>();
+        try (ServerSocketChannel server = ServerSocketChannel.open()) {
+            server.bind(new InetSocketAddress("127.0.0.1", 0), streams);
+            List<SocketChannel> writers = new ArrayList<>();
+            List<SocketChannel> readers = new ArrayList<>();
+            for (int s = 0; s < streams; s++) {
+                SocketChannel out = SocketChannel.open(server.getLocalAddress());
+                open.add(out);
+                writers.add(out);
+                SocketChannel in = server.accept();
+                open.add(in);
+                readers.add(in);
+            }
+            CyclicBarrier start = new CyclicBarrier(2 * streams + 1);
+            List<Future<Long>> received = new ArrayList<>();
+            List<Future<Long>> sent = new ArrayList<>();
+            for (int s = 0; s < streams; s++) {
+                SocketChannel out = writers.get(s);
+                SocketChannel in = readers.get(s);
+                sent.add(pool.submit(() -> write(out, perStream, start)));
+                received.add(pool.submit(() -> read(in, start)));
+            }
+            start.await();
+            long started = System.nanoTime();
+            long bytes = 0;
+            for (Future<Long> f : received) {
+                bytes += f.get();
+            }
+            long nanos = System.nanoTime() - started;
+            for (Future<Long> f : sent) {
+                f.get();
+            }
+            return new Moved(bytes, nanos);
+        } finally {
+            pool.shutdownNow();
+            for (SocketChannel c : open) {
+                c.close();
+            }
+        }
+    }
+
+    private static long write(SocketChannel out, long bytes, CyclicBarrier start) throws Exception {
+        ByteBuffer buf = ByteBuffer.allocateDirect(SOCKET_CHUNK);
+        start.await();
+        try {
+            for (long sent = 0; sent < bytes; sent += SOCKET_CHUNK) {
+                buf.clear();
+                while (buf.hasRemaining()) {
+                    out.write(buf);
+                }
+            }
+            out.shutdownOutput();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return bytes;
+    }
+
+    private static long read(SocketChannel in, CyclicBarrier start) throws Exception {
+        ByteBuffer buf = ByteBuffer.allocateDirect(SOCKET_CHUNK);
+        start.await();
+        long received = 0;
+        for (; ; ) {
+            buf.clear();
+            int n = in.read(buf);
+            if (n < 0) {
+                return received;
+            }
+            received += n;
+        }
+    }
+}
