@@ -93,6 +93,7 @@ final class MooncakeAgent implements AutoCloseable {
     private SocketChannel channel;
     private Ready ready;
     private long nextId;
+    private int nextMapped;
     private int restarts;
     private boolean deathReported;
     private boolean closed;
@@ -449,11 +450,30 @@ final class MooncakeAgent implements AutoCloseable {
             throw new IllegalArgumentException("no shared-memory file " + path);
         }
         Map<String, Object> answer = call("map", Map.of("path", path.toString(), "size", size));
-        Mapped m = new Mapped(mapped.size() + 1, path, size);
+        Mapped m = new Mapped(++nextMapped, path, size); // ids stay unique across unmaps
         mapped.add(m);
         agentBuffers.put(m.id(), ((Number) answer.get("buffer")).longValue());
         agentAddresses.put(m.id(), ((Number) answer.get("address")).longValue());
         return m;
+    }
+
+    /** Unmaps {@code m} in the agent (and forgets it: a restarted agent does not map it again). */
+    synchronized void unmap(Mapped m) {
+        if (!mapped.remove(m)) {
+            return;
+        }
+        Long buffer = agentBuffers.remove(m.id());
+        agentAddresses.remove(m.id());
+        if (!closed && process != null && process.isAlive() && buffer != null) {
+            call("unmap", Map.of("buffer", buffer));
+        }
+    }
+
+    /** Per key, whether Mooncake holds an object under it. */
+    List<Boolean> exists(List<String> keys) {
+        return ints(call("exists", Map.of("keys", keys)).get("exists")).stream()
+                .map(x -> x == 1)
+                .toList();
     }
 
     /** The address of {@code m} in the (current) agent: what a peer writes to one-sided. */
@@ -480,11 +500,25 @@ final class MooncakeAgent implements AutoCloseable {
      */
     List<Integer> put(
             Mapped m, List<String> keys, List<Long> offsets, List<Long> sizes, String preferred) {
+        return put(m, keys, offsets, sizes, preferred, 1, true);
+    }
+
+    /** {@link #put}, with {@code replica_num} and {@code with_hard_pin} given. */
+    List<Integer> put(
+            Mapped m,
+            List<String> keys,
+            List<Long> offsets,
+            List<Long> sizes,
+            String preferred,
+            int replicaNum,
+            boolean hardPin) {
         Map<String, Object> args = new LinkedHashMap<>();
         args.put("keys", keys);
         args.put("offsets", offsets);
         args.put("sizes", sizes);
         args.put("preferred_segment", preferred);
+        args.put("replica_num", replicaNum);
+        args.put("hard_pin", hardPin);
         return ints(onBuffer("put", m, args).get("codes"));
     }
 

@@ -19,19 +19,19 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * What every engine implementation must do, whatever its transports: subclasses say how to open an
- * engine in this process and how to start one in another process. Engines with the same node label
- * must use the local transport between them, engines with different labels tcp.
+ * What the built-in engine must do beyond {@link EngineConformanceTest}, whatever its transports:
+ * subclasses say how to open an engine in this process and how to start one in another process.
+ * Engines with the same node label must use the local transport between them, engines with
+ * different labels tcp. These tests use what only the built-in engine has (byte counters per
+ * transport, direct buffers as local memory, store segment files, in-place publish, notifies,
+ * CRC32C while moving bytes, roles, peers in child JVMs); {@link MooncakeEngineConformanceTest}
+ * lists, test by test, why each cannot run on Mooncake.
  */
-abstract class DataplaneConformanceTest {
-    @RegisterExtension static final TestScope scope = new TestScope();
-    protected static final Duration WAIT = Duration.ofSeconds(60);
-
+abstract class DataplaneConformanceTest extends EngineConformanceTest {
     private static final int MIB = 1 << 20;
 
     /** Same node label (local transport) or another one (tcp). */
@@ -40,8 +40,15 @@ abstract class DataplaneConformanceTest {
         TCP
     }
 
-    /** Opens an engine of the implementation under test, in this JVM. */
-    protected abstract Dataplane open(String nodeLabel, String keyPrefix);
+    @Override
+    protected String storeCapacity(Dataplane dp, String name, long size) {
+        return dp.createSegment(name, size).name();
+    }
+
+    @Override
+    protected LocalMemory memory(Dataplane dp, String name, int size) {
+        return dp.registerBuffer(ByteBuffer.allocateDirect(size));
+    }
 
     /**
      * Opens an engine that claims the remover role (what control-api runs): it may free in segments
@@ -58,12 +65,6 @@ abstract class DataplaneConformanceTest {
     /** Starts an engine in another process that owns one segment. */
     protected abstract PeerProcess startPeer(
             String nodeLabel, String keyPrefix, String segment, long size) throws IOException;
-
-    private Dataplane dp(String label) {
-        Dataplane dp = open(label, scope.prefix());
-        scope.closeAfter(dp);
-        return dp;
-    }
 
     private Dataplane remover(String label) {
         Dataplane dp = openRemover(label, scope.prefix());

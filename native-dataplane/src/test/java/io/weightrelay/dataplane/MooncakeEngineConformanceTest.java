@@ -1,0 +1,212 @@
+package io.weightrelay.dataplane;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link EngineConformanceTest} on the real Mooncake ({@link DataplaneEngine#MOONCAKE}): the pinned
+ * wheel's {@code mooncake_master} and one Mooncake agent per data plane, all in a network namespace
+ * this class makes with only its loopback up (Mooncake's listeners bind the wildcard address), as
+ * {@link MooncakeAgentTest} does; this JVM and Redis stay in the default namespace (the directory
+ * of receive segments is in Redis, reached from Java only). Needs root and {@code ip netns}.
+ *
+ * <p>The tests of {@link DataplaneConformanceTest} (built-in engine only) that do not run here, and
+ * why:
+ *
+ * <ul>
+ *   <li>{@code writesAndReadsBackOverTheTransportOfTheNodeLabels}, {@code
+ *       concurrentBatchesLandEachTaskInItsOwnRange}, {@code
+ *       oneSourceWrittenToSeveralSegmentsLandsWholeInEach}, {@code
+ *       invalidTasksFailAloneWithTheirSpecificError}, {@code
+ *       aClosedSegmentIsUnknownAndItsRecreationIsFoundAgain}: they assert the byte counters per
+ *       transport (local vs tcp by node label), which Mooncake does not keep, and read one-sided,
+ *       which the agent does not drive (writes only); their write and failure semantics run here in
+ *       {@code aWriteIntoAnotherEnginesReceiveSegmentLandsWholeAndInvalidTasksFailAlone}.
+ *   <li>{@code memoryNotRegisteredWithThisEngineIsRefused}, {@code
+ *       rangesAtObjectEdgesReadExactlyOrFailAlone}, {@code
+ *       objectsLookedUpTogetherReadAsIfLookedUpAloneAndAMissingOneFailsOnlyItsRead}: direct buffers
+ *       as local memory (the agent, another process, cannot map them), replica offsets and free
+ *       bytes of store segment files ({@code locations}, {@code freeBytes}), reads past an object's
+ *       end answered {@code OUT_OF_BOUNDS} and CRC32C while reading; the rest of their bodies runs
+ *       here as {@code aStoredObjectReadsBackRangeByRangeAndABadRangeFailsAlone} and {@code
+ *       objectsLocatedTogetherReadAsIfLocatedAloneAndAMissingOneFailsOnlyItsRead}.
+ *   <li>{@code publishMovesNoTcpBytesAndEveryStoredByteIsReadOnce}: per-transport byte counters.
+ *   <li>{@code bytesWrittenInPlaceArePublishedWithoutACopyAndFreedObjectByObject}, {@code
+ *       anInPlacePublishIsAllOrNothingAndAlwaysConsumesItsBlock}: in-place publish; Mooncake's put
+ *       always copies into a mounted segment.
+ *   <li>{@code aFullPreferredSegmentStillYieldsAStoredObjectElsewhere}, {@code
+ *       withEveryStoreSegmentFullAPutFailsAndNoReceiveSegmentChanges}, {@code
+ *       preferringAReceiveSegmentIsRefusedWithTheSegmentNamed}, {@code
+ *       replicasLandInDistinctSegmentsAndReadsFallBackWhenOneIsGone}: store segment files and their
+ *       free bytes; Mooncake's capacity is the agents' mounted segments, whose placement the master
+ *       decides (the fallback to another mounted segment is tested in the Python agent tests).
+ *   <li>{@code writeWithNotifyBumpsTheTargetsCounterAfterTheBytesLanded}, {@code
+ *       oneSidedWritesAndReadsOfAReceiveSegmentWorkWithNotify}: notifies, not driven through the
+ *       agent yet.
+ *   <li>{@code checksummedReadsGiveTheCrc32cOfEveryRangeAsItLanded}, {@code
+ *       checksummedWritesGiveTheCrc32cOfWhatWasSent}: Mooncake takes no CRC32C while moving bytes.
+ *   <li>{@code concurrentPutAndRemoveLeaveNoLeakAndNoTornObject}: it checks free bytes of a store
+ *       segment file after the race.
+ *   <li>{@code anEngineInAnotherProcessServesReadsPutsAndNotifies}, {@code
+ *       aStorerPutsIntoAnotherProcessSegmentWhichItsOwnerAllocates}, {@code
+ *       peerDeathMidTransferFailsWithPeerGoneNotAHang}, {@code
+ *       checkReadableNamesAMissingObjectAndADeadOwnerBeforeAnythingIsRead}: peers are child JVMs
+ *       running the built-in engine ({@link PeerProcess}), and roles (remover, storer) are the
+ *       built-in engine's authentication; every Mooncake data plane here already talks to another
+ *       process (its agent), and an agent's death is {@link MooncakeAgentTest}'s.
+ * </ul>
+ *
+ * <p>Besides the shared tests, the Mooncake-only behaviour: refusals naming the method, and a
+ * remove that waits out a read's lease.
+ */
+class MooncakeEngineConformanceTest extends EngineConformanceTest {
+    private static final int MIB = 1 << 20;
+    private static final Duration LEASE_WAIT = Duration.ofSeconds(10);
+    private static final Path VENV =
+            Path.of(System.getenv().getOrDefault("WEIGHT_RELAY_VENV", "/opt/weight-relay/venv"));
+    private static final Path PYTHON_SRC =
+            Path.of(System.getProperty("user.dir")).resolve("../python/src").normalize();
+
+    private static String netns;
+    private static Process master;
+    private static Path workDir;
+
+    @BeforeAll
+    static void startMaster() throws Exception {
+        netns = "wr-mce-" + UUID.randomUUID().toString().substring(0, 8);
+        run("ip", "netns", "add", netns);
+        run("ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up");
+        workDir = Files.createTempDirectory(Path.of("/tmp"), "wr-mce");
+        master =
+                new ProcessBuilder(
+                                "ip",
+                                "netns",
+                                "exec",
+                                netns,
+                                VENV.resolve("bin/mooncake_master").toString(),
+                                "--rpc_port=50051",
+                                "--rpc_address=127.0.0.1",
+                                "--metrics_host=127.0.0.1",
+                                "--metrics_port=50052",
+                                "--default_kv_lease_ttl=500")
+                        .redirectErrorStream(true)
+                        .redirectOutput(workDir.resolve("master.log").toFile())
+                        .start();
+        String probe =
+                "import socket,time\n"
+                        + "for _ in range(300):\n"
+                        + "    try:\n"
+                        + "        socket.create_connection(('127.0.0.1', 50051), 1).close()\n"
+                        + "        break\n"
+                        + "    except OSError:\n"
+                        + "        time.sleep(0.1)\n"
+                        + "else:\n"
+                        + "    raise SystemExit(1)\n";
+        run("ip", "netns", "exec", netns, VENV.resolve("bin/python").toString(), "-c", probe);
+    }
+
+    @AfterAll
+    static void stopMaster() throws Exception {
+        if (master != null) {
+            master.destroyForcibly().waitFor();
+        }
+        if (workDir != null) {
+            try (var files = Files.list(workDir)) {
+                for (Path f : files.toList()) {
+                    Files.deleteIfExists(f);
+                }
+            }
+            Files.deleteIfExists(workDir);
+        }
+        if (netns != null) {
+            new ProcessBuilder("ip", "netns", "del", netns).start().waitFor();
+        }
+    }
+
+    private static void run(String... cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).inheritIO().start();
+        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IOException(String.join(" ", cmd) + " failed");
+        }
+    }
+
+    private static MooncakeConfig mooncake(long segmentSize) {
+        return new MooncakeConfig(
+                VENV.resolve("bin/python"),
+                PYTHON_SRC,
+                List.of("ip", "netns", "exec", netns),
+                "127.0.0.1:50051",
+                "127.0.0.1",
+                segmentSize,
+                workDir,
+                Duration.ofSeconds(60),
+                Duration.ofSeconds(60),
+                LEASE_WAIT);
+    }
+
+    @Override
+    protected Dataplane open(String nodeLabel, String keyPrefix) {
+        return Dataplane.open(
+                TestEngines.config(nodeLabel, keyPrefix)
+                        .engine(DataplaneEngine.MOONCAKE)
+                        .mooncake(mooncake(64L * MIB))
+                        .build());
+    }
+
+    /** The agent's mounted segment is the capacity: nothing to create. */
+    @Override
+    protected String storeCapacity(Dataplane dp, String name, long size) {
+        return ((MooncakeDataplane) dp).storeSegment();
+    }
+
+    @Override
+    protected LocalMemory memory(Dataplane dp, String name, int size) {
+        return dp.createReceiveSegment(name, size);
+    }
+
+    @Test
+    void whatMooncakeHasNoEquivalentForIsRefusedNamingTheMethod() {
+        Dataplane a = dp("node-a");
+        assertThat(a).isInstanceOf(MooncakeDataplane.class);
+        Segment rx = a.createReceiveSegment("rx", MIB);
+        assertThatThrownBy(() -> a.createSegment("pub", 16L * MIB))
+                .isInstanceOfSatisfying(
+                        MooncakeUnsupportedException.class,
+                        e -> {
+                            assertThat(e.method()).isEqualTo("Dataplane.createSegment");
+                            assertThat(e.getMessage())
+                                    .contains(((MooncakeDataplane) a).storeSegment());
+                        });
+        assertThatThrownBy(() -> a.registerBuffer(ByteBuffer.allocateDirect(4096)))
+                .isInstanceOfSatisfying(
+                        MooncakeUnsupportedException.class,
+                        e -> assertThat(e.method()).isEqualTo("Dataplane.registerBuffer"));
+        assertThatThrownBy(() -> a.store().reserve(rx, 4096))
+                .isInstanceOfSatisfying(
+                        MooncakeUnsupportedException.class,
+                        e -> assertThat(e.method()).isEqualTo("StoreClient.reserve"));
+        assertThatThrownBy(() -> a.engine().registerNotify("n"))
+                .isInstanceOf(MooncakeUnsupportedException.class);
+        assertThatThrownBy(a::counters).isInstanceOf(MooncakeUnsupportedException.class);
+        try (TransferBatch b =
+                a.engine().submit(List.of(TransferRequest.read(rx, 0, "rx", 0, 16)))) {
+            assertThat(b.failure(b.status(0)))
+                    .isInstanceOfSatisfying(
+                            MooncakeUnsupportedException.class,
+                            e -> assertThat(e.method()).isEqualTo("TransferEngine READ"));
+        }
+        assertThat(a.engine().revalidate()).isZero();
+    }
+}
