@@ -252,6 +252,24 @@ def test_a_te_write_lands_in_a_buffer_a_plain_mooncake_process_registered(agents
         worker.wait()
 
 
+def test_a_te_read_of_another_agents_buffer_lands_byte_exact(agents, shm) -> None:
+    owner, reader = agents(0), agents(0)
+    src, dst = shm(2 * MIB), shm(2 * MIB)
+    payload = os.urandom(2 * MIB)
+    src.view[:] = payload
+    _, address = owner.map(src)
+    buf, _ = reader.map(dst)
+    reader.read(buf, owner.ready.engine_segment,
+                [(0, address + MIB, 4096), (8192, address + 17, MIB)])
+    assert dst.view[0:4096] == payload[MIB:MIB + 4096]
+    assert dst.view[8192:8192 + MIB] == payload[17:17 + MIB]
+    assert dst.view[4096:8192] == bytes(4096)
+    target = "127.0.0.1:50098"  # nothing listens there in the namespace
+    with pytest.raises(MooncakeOperationError) as e:
+        reader.read(buf, target, [(0, 4096, 4096)])
+    assert e.value.op == "read" and e.value.key == target
+
+
 def test_a_write_to_an_unknown_target_fails_with_the_target_named(agents, shm) -> None:
     start = agents
     loader = start(0)

@@ -400,6 +400,19 @@ class Agent:
                 target)
         return {}
 
+    def op_read(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        local = [int(x) for x in cmd["local"]]
+        lengths = [int(x) for x in cmd["len"]]
+        base = self._range(cmd, local, lengths)
+        target = str(cmd["target"])
+        rc = self.engine.batch_transfer_sync_read(
+            target, [base + o for o in local], [int(x) for x in cmd["remote"]], lengths)
+        if rc != 0:
+            raise MooncakeOperationError(
+                f"Transfer Engine read of {len(local)} ranges from {target} failed", "read", rc,
+                target)
+        return {}
+
     def handle(self, cmd: dict[str, Any]) -> dict[str, Any]:
         op = cmd.get("op")
         method = getattr(self, f"op_{op}", None) if isinstance(op, str) else None

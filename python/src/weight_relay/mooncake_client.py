@@ -246,6 +246,13 @@ class AgentClient:
         self.call("write", buffer=buffer, target=target, local=[r[0] for r in ranges],
                   remote=[r[1] for r in ranges], len=[r[2] for r in ranges])
 
+    def read(self, buffer: int, target: str,
+             ranges: Sequence[tuple[int, int, int]]) -> None:
+        """Transfer Engine one-sided read of ``(local_offset, remote_address, length)`` ranges
+        from segment ``target`` (another engine's ``host:port``) into ``buffer``."""
+        self.call("read", buffer=buffer, target=target, local=[r[0] for r in ranges],
+                  remote=[r[1] for r in ranges], len=[r[2] for r in ranges])
+
     def shutdown(self) -> None:
         try:
             self.call("shutdown")

@@ -579,6 +579,21 @@ final class MooncakeAgent implements AutoCloseable {
                         "len", ranges.stream().map(r -> r[2]).toList()));
     }
 
+    /**
+     * A Transfer Engine one-sided read of {@code (localOffset, remoteAddress, length)} ranges from
+     * the engine segment {@code target} ({@code host:port}) into {@code m}.
+     */
+    void read(Mapped m, String target, List<long[]> ranges) {
+        onBuffer(
+                "read",
+                m,
+                Map.of(
+                        "target", target,
+                        "local", ranges.stream().map(r -> r[0]).toList(),
+                        "remote", ranges.stream().map(r -> r[1]).toList(),
+                        "len", ranges.stream().map(r -> r[2]).toList()));
+    }
+
     private static List<Integer> ints(Object list) {
         return ((List<?>) list).stream().map(x -> ((Number) x).intValue()).toList();
     }

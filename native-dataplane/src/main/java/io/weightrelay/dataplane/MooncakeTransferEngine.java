@@ -50,11 +50,6 @@ final class MooncakeTransferEngine implements TransferEngine {
     }
 
     private void run(TransferRequest r) {
-        if (r.op() == TransferRequest.Op.READ) {
-            throw new MooncakeUnsupportedException(
-                    "TransferEngine READ",
-                    "the agent drives only Mooncake's one-sided write (batch_transfer_sync_write)");
-        }
         Local local = dp.local(r.local());
         if (r.localOffset() < 0
                 || r.length() < 0
@@ -81,11 +76,12 @@ final class MooncakeTransferEngine implements TransferEngine {
             return;
         }
         long address = Long.parseLong(target.get("address")) + r.segmentOffset();
-        dp.agent()
-                .write(
-                        local.mapped(),
-                        target.get("endpoint"),
-                        List.of(new long[] {r.localOffset(), address, r.length()}));
+        List<long[]> range = List.of(new long[] {r.localOffset(), address, r.length()});
+        if (r.op() == TransferRequest.Op.READ) {
+            dp.agent().read(local.mapped(), target.get("endpoint"), range);
+        } else {
+            dp.agent().write(local.mapped(), target.get("endpoint"), range);
+        }
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.weightrelay.dataplane;
 
+import static io.weightrelay.dataplane.TransferRequest.read;
 import static io.weightrelay.dataplane.TransferRequest.write;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -160,7 +161,7 @@ abstract class EngineConformanceTest {
     }
 
     @Test
-    void aWriteIntoAnotherEnginesReceiveSegmentLandsWholeAndInvalidTasksFailAlone() {
+    void oneSidedWritesAndReadsLandWholeInvalidTasksFailAloneAndARecreatedSegmentIsFound() {
         Dataplane a = dp("node-a");
         Dataplane b = dp("node-b");
         Segment rx = b.createReceiveSegment("rx", MIB);
@@ -198,11 +199,20 @@ abstract class EngineConformanceTest {
         Patterns.assertHolds(rx.byteBuffer(4096, length), 0, length, 21);
         assertThat(rx.byteBuffer(0, 4096).get(4095)).isZero();
 
+        // and back: a reads what it wrote, one-sided, into other memory of its own
+        LocalMemory back = memory(a, "back", length + 100);
+        TestEngines.transfer(a, read(back, 100, "rx", 4096, length));
+        Patterns.assertHolds(view(back), 100, length, 21);
+        assertThat(view(back).get(99)).isZero();
+
         rx.close();
         assertThat(b.segment("rx")).isEmpty();
         assertThatThrownBy(() -> TestEngines.transfer(a, write(src, 0, "rx", 0, 16)))
                 .isInstanceOfSatisfying(
                         UnknownSegmentException.class,
                         e -> assertThat(e.subject()).isEqualTo("rx"));
+        Segment again = b.createReceiveSegment("rx", MIB);
+        TestEngines.transfer(a, write(src, 0, "rx", 0, length));
+        Patterns.assertHolds(again.byteBuffer(0, length), 0, length, 21);
     }
 }

@@ -31,9 +31,9 @@ import org.junit.jupiter.api.Test;
  *       oneSourceWrittenToSeveralSegmentsLandsWholeInEach}, {@code
  *       invalidTasksFailAloneWithTheirSpecificError}, {@code
  *       aClosedSegmentIsUnknownAndItsRecreationIsFoundAgain}: they assert the byte counters per
- *       transport (local vs tcp by node label), which Mooncake does not keep, and read one-sided,
- *       which the agent does not drive (writes only); their write and failure semantics run here in
- *       {@code aWriteIntoAnotherEnginesReceiveSegmentLandsWholeAndInvalidTasksFailAlone}.
+ *       transport (local vs tcp by node label), which Mooncake does not keep; their reads, writes,
+ *       failures and re-created segments run here in {@code
+ *       oneSidedWritesAndReadsLandWholeInvalidTasksFailAloneAndARecreatedSegmentIsFound}.
  *   <li>{@code memoryNotRegisteredWithThisEngineIsRefused}, {@code
  *       rangesAtObjectEdgesReadExactlyOrFailAlone}, {@code
  *       objectsLookedUpTogetherReadAsIfLookedUpAloneAndAMissingOneFailsOnlyItsRead}: direct buffers
@@ -200,13 +200,14 @@ class MooncakeEngineConformanceTest extends EngineConformanceTest {
         assertThatThrownBy(() -> a.engine().registerNotify("n"))
                 .isInstanceOf(MooncakeUnsupportedException.class);
         assertThatThrownBy(a::counters).isInstanceOf(MooncakeUnsupportedException.class);
-        try (TransferBatch b =
-                a.engine().submit(List.of(TransferRequest.read(rx, 0, "rx", 0, 16)))) {
-            assertThat(b.failure(b.status(0)))
-                    .isInstanceOfSatisfying(
-                            MooncakeUnsupportedException.class,
-                            e -> assertThat(e.method()).isEqualTo("TransferEngine READ"));
-        }
+        assertThatThrownBy(
+                        () ->
+                                a.engine()
+                                        .submitChecksummed(
+                                                List.of(TransferRequest.read(rx, 0, "rx", 0, 16))))
+                .isInstanceOfSatisfying(
+                        MooncakeUnsupportedException.class,
+                        e -> assertThat(e.method()).isEqualTo("TransferEngine.submitChecksummed"));
         assertThat(a.engine().revalidate()).isZero();
     }
 }
