@@ -270,6 +270,27 @@ def test_a_te_read_of_another_agents_buffer_lands_byte_exact(agents, shm) -> Non
     assert e.value.op == "read" and e.value.key == target
 
 
+def test_a_write_with_notify_delivers_it_to_the_target_once_after_the_bytes(agents,
+                                                                           shm) -> None:
+    writer, target = agents(0), agents(0)
+    src, dst = shm(MIB), shm(MIB)
+    src.view[:] = os.urandom(MIB)
+    buf, _ = writer.map(src)
+    _, address = target.map(dst)
+    assert target.notifies() == []
+    writer.write(buf, target.ready.engine_segment, [(0, address, MIB)], notify=("gen-7", "m1"))
+    assert dst.view[:] == src.view[:]
+    got: list[tuple[str, str]] = []
+    for _ in range(100):
+        got += target.notifies()
+        if got:
+            break
+        time.sleep(0.05)
+    assert got == [("gen-7", "m1")]
+    assert target.notifies() == []  # handed out once
+    assert writer.notifies() == []
+
+
 def test_a_write_to_an_unknown_target_fails_with_the_target_named(agents, shm) -> None:
     start = agents
     loader = start(0)

@@ -569,14 +569,30 @@ final class MooncakeAgent implements AutoCloseable {
      * {@code m} into the engine segment {@code target} ({@code host:port}).
      */
     void write(Mapped m, String target, List<long[]> ranges) {
-        onBuffer(
-                "write",
-                m,
-                Map.of(
-                        "target", target,
-                        "local", ranges.stream().map(r -> r[0]).toList(),
-                        "remote", ranges.stream().map(r -> r[1]).toList(),
-                        "len", ranges.stream().map(r -> r[2]).toList()));
+        write(m, target, ranges, null, null);
+    }
+
+    /**
+     * {@link #write}, and with {@code notifyName} not null the target's Transfer Engine receives
+     * the notify {@code (notifyName, message)} once the bytes landed ({@code batch_transfer_sync}
+     * with a {@code TransferNotify}).
+     */
+    void write(Mapped m, String target, List<long[]> ranges, String notifyName, String message) {
+        Map<String, Object> args = new LinkedHashMap<>();
+        args.put("target", target);
+        args.put("local", ranges.stream().map(r -> r[0]).toList());
+        args.put("remote", ranges.stream().map(r -> r[1]).toList());
+        args.put("len", ranges.stream().map(r -> r[2]).toList());
+        if (notifyName != null) {
+            args.put("notify", Map.of("name", notifyName, "msg", message));
+        }
+        onBuffer("write", m, args);
+    }
+
+    /** The names of the notifies delivered to the agent's Transfer Engine since the last call. */
+    List<String> notifies() {
+        return ((List<?>) call("notifies", Map.of()).get("notifies"))
+                .stream().map(n -> String.valueOf(((Map<?, ?>) n).get("name"))).toList();
     }
 
     /**

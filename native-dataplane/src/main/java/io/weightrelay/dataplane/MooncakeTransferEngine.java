@@ -3,6 +3,7 @@ package io.weightrelay.dataplane;
 import io.weightrelay.dataplane.MooncakeDataplane.Local;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -27,6 +28,9 @@ final class MooncakeTransferEngine implements TransferEngine {
         return dp.nodeLabel();
     }
 
+    /** Registered notify counters; notifies for other names are dropped when drained. */
+    private final Map<String, Long> notifies = new HashMap<>();
+
     @Override
     public TransferBatch submit(List<TransferRequest> requests) {
         List<TaskStatus> statuses = new ArrayList<>(requests.size());
@@ -35,7 +39,7 @@ final class MooncakeTransferEngine implements TransferEngine {
             TransferRequest r = requests.get(i);
             DataplaneException failure;
             try {
-                run(r);
+                run(r, null);
                 failure = null;
             } catch (DataplaneException e) {
                 failure = e;
@@ -49,7 +53,15 @@ final class MooncakeTransferEngine implements TransferEngine {
         return new MooncakeTransferBatch(statuses, failures);
     }
 
-    private void run(TransferRequest r) {
+    /**
+     * Checks and resolves task {@code r}; runs it unless {@code dryRun}; with {@code notifyName} (a
+     * write), the target receives that notify once the bytes landed.
+     */
+    private void run(TransferRequest r, String notifyName) {
+        run(r, notifyName, false);
+    }
+
+    private void run(TransferRequest r, String notifyName, boolean dryRun) {
         Local local = dp.local(r.local());
         if (r.localOffset() < 0
                 || r.length() < 0
@@ -72,7 +84,7 @@ final class MooncakeTransferEngine implements TransferEngine {
             throw new OutOfBoundsException(
                     "segment '" + r.segment() + "'", r.segmentOffset(), r.length(), size);
         }
-        if (r.length() == 0) {
+        if (dryRun || (r.length() == 0 && notifyName == null)) {
             return;
         }
         long address = Long.parseLong(target.get("address")) + r.segmentOffset();
@@ -80,7 +92,13 @@ final class MooncakeTransferEngine implements TransferEngine {
         if (r.op() == TransferRequest.Op.READ) {
             dp.agent().read(local.mapped(), target.get("endpoint"), range);
         } else {
-            dp.agent().write(local.mapped(), target.get("endpoint"), range);
+            dp.agent()
+                    .write(
+                            local.mapped(),
+                            target.get("endpoint"),
+                            range,
+                            notifyName,
+                            dp.nodeLabel());
         }
     }
 
@@ -91,9 +109,76 @@ final class MooncakeTransferEngine implements TransferEngine {
                 "Mooncake's Transfer Engine takes no CRC32C while it moves bytes");
     }
 
+    /**
+     * Checks every task first (a batch with an invalid task runs nothing and sends no notify: the
+     * invalid tasks fail with their exception, the others with {@link DataplaneError#CANCELLED});
+     * then runs them, the last write to each distinct target segment carrying the notify (Mooncake
+     * delivers it once that write's bytes landed; the earlier writes are synchronous and landed
+     * before). A write that fails after earlier notifies went out cannot take them back: the batch
+     * fails, and those targets counted once.
+     */
     @Override
     public TransferBatch submitWithNotify(List<TransferRequest> requests, String notifyName) {
-        throw noNotifies("TransferEngine.submitWithNotify");
+        List<DataplaneException> invalid = new ArrayList<>();
+        boolean anyInvalid = false;
+        for (TransferRequest r : requests) {
+            DataplaneException e = null;
+            try {
+                run(r, null, true);
+            } catch (DataplaneException x) {
+                e = x;
+                anyInvalid = true;
+            }
+            invalid.add(e);
+        }
+        if (anyInvalid) {
+            List<TaskStatus> statuses = new ArrayList<>();
+            for (int i = 0; i < requests.size(); i++) {
+                if (invalid.get(i) == null) {
+                    invalid.set(
+                            i,
+                            new DataplaneException(
+                                    DataplaneError.CANCELLED,
+                                    "task "
+                                            + i
+                                            + " not run: another task of its notify batch is"
+                                            + " invalid"));
+                }
+                statuses.add(new TaskStatus(i, TaskStatus.State.FAILED, 0, invalid.get(i).error()));
+            }
+            return new MooncakeTransferBatch(statuses, invalid);
+        }
+        List<TaskStatus> statuses = new ArrayList<>();
+        List<DataplaneException> failures = new ArrayList<>();
+        for (int i = 0; i < requests.size(); i++) {
+            TransferRequest r = requests.get(i);
+            DataplaneException failure = null;
+            try {
+                run(r, lastWriteTo(requests, i) ? notifyName : null);
+            } catch (DataplaneException e) {
+                failure = e;
+            }
+            failures.add(failure);
+            statuses.add(
+                    failure == null
+                            ? new TaskStatus(i, TaskStatus.State.COMPLETED, r.length(), null)
+                            : new TaskStatus(i, TaskStatus.State.FAILED, 0, failure.error()));
+        }
+        return new MooncakeTransferBatch(statuses, failures);
+    }
+
+    private static boolean lastWriteTo(List<TransferRequest> requests, int index) {
+        TransferRequest r = requests.get(index);
+        if (r.op() != TransferRequest.Op.WRITE) {
+            return false;
+        }
+        for (int j = index + 1; j < requests.size(); j++) {
+            TransferRequest later = requests.get(j);
+            if (later.op() == TransferRequest.Op.WRITE && later.segment().equals(r.segment())) {
+                return false;
+            }
+        }
+        return true;
     }
 
     @Override
@@ -103,29 +188,72 @@ final class MooncakeTransferEngine implements TransferEngine {
         }
     }
 
+    /**
+     * Counts the notifies named {@code name} that the agent's Transfer Engine received: they are
+     * drained from the agent (Mooncake hands each out once) whenever a counter is read or awaited,
+     * and those of unregistered names dropped. Notifies the agent received while it was replaced
+     * after a death are lost with it.
+     */
     @Override
-    public long registerNotify(String name) {
-        throw noNotifies("TransferEngine.registerNotify");
+    public synchronized long registerNotify(String name) {
+        drain();
+        return notifies.computeIfAbsent(name, n -> 0L);
     }
 
     @Override
-    public void unregisterNotify(String name) {
-        throw noNotifies("TransferEngine.unregisterNotify");
+    public synchronized void unregisterNotify(String name) {
+        notifies.remove(name);
+        notifyAll();
     }
 
     @Override
-    public long notifyCount(String name) {
-        throw noNotifies("TransferEngine.notifyCount");
+    public synchronized long notifyCount(String name) {
+        drain();
+        return registered(name);
     }
 
+    /**
+     * Polls the agent every 20 ms until the counter reaches {@code atLeast}; returns at once, with
+     * the last value, when the name is unregistered meanwhile.
+     */
     @Override
-    public long awaitNotify(String name, long atLeast, Duration timeout) {
-        throw noNotifies("TransferEngine.awaitNotify");
+    public synchronized long awaitNotify(String name, long atLeast, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long value = registered(name);
+        while (true) {
+            drain();
+            Long now = notifies.get(name);
+            if (now == null || now >= atLeast) {
+                return now == null ? value : now;
+            }
+            value = now;
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new NotifyTimeoutException(name, atLeast, value);
+            }
+            try {
+                wait(Math.max(1, Math.min(20, left / 1_000_000)));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new NotifyTimeoutException(name, atLeast, value);
+            }
+        }
     }
 
-    private static MooncakeUnsupportedException noNotifies(String method) {
-        return new MooncakeUnsupportedException(
-                method, "the agent does not drive Mooncake's Transfer Engine notifies yet");
+    private long registered(String name) {
+        Long value = notifies.get(name);
+        if (value == null) {
+            throw new DataplaneException(
+                    DataplaneError.NOT_FOUND,
+                    "notify counter '" + name + "' is not registered (registerNotify first)");
+        }
+        return value;
+    }
+
+    private void drain() {
+        for (String name : dp.agent().notifies()) {
+            notifies.computeIfPresent(name, (n, v) -> v + 1);
+        }
     }
 
     @Override

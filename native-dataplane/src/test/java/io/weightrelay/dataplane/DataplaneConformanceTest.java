@@ -34,12 +34,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 abstract class DataplaneConformanceTest extends EngineConformanceTest {
     private static final int MIB = 1 << 20;
 
-    /** Same node label (local transport) or another one (tcp). */
-    enum Transport {
-        LOCAL,
-        TCP
-    }
-
     @Override
     protected String storeCapacity(Dataplane dp, String name, long size) {
         return dp.createSegment(name, size).name();
@@ -82,10 +76,6 @@ abstract class DataplaneConformanceTest extends EngineConformanceTest {
         PeerProcess p = startPeer(label, scope.prefix(), segment, size);
         scope.closeAfter(p);
         return p;
-    }
-
-    private static String peerLabel(Transport t) {
-        return t == Transport.LOCAL ? "node-a" : "node-b";
     }
 
     /**
@@ -313,53 +303,6 @@ abstract class DataplaneConformanceTest extends EngineConformanceTest {
         assertThatThrownBy(() -> transfer(a, read(foreign, 0, "target", 0, 64)))
                 .isInstanceOf(UnregisteredBufferException.class)
                 .hasMessageContaining("foreign");
-    }
-
-    @ParameterizedTest
-    @EnumSource(Transport.class)
-    void writeWithNotifyBumpsTheTargetsCounterAfterTheBytesLanded(Transport t) throws Exception {
-        Dataplane a = dp("node-a");
-        Dataplane b = dp(peerLabel(t));
-        int size = 3 * MIB;
-        Segment target = b.createReceiveSegment("delegate", size);
-        RegisteredBuffer src = buffer(a, size, 9);
-        assertThat(b.engine().registerNotify("gen-7/batch-0")).isZero();
-        CompletableFuture<Long> waiter =
-                CompletableFuture.supplyAsync(
-                        () -> b.engine().awaitNotify("gen-7/batch-0", 1, WAIT));
-
-        try (TransferBatch batch =
-                a.engine()
-                        .submitWithNotify(
-                                List.of(
-                                        write(src, 0, "delegate", 0, MIB),
-                                        write(src, MIB, "delegate", MIB, 2 * MIB)),
-                                "gen-7/batch-0")) {
-            batch.awaitSuccess(WAIT);
-        }
-
-        assertThat(waiter.get(60, TimeUnit.SECONDS)).isEqualTo(1);
-        Patterns.assertHolds(target.byteBuffer(), 0, size, 9);
-        assertThat(b.engine().notifyCount("gen-7/batch-0")).isEqualTo(1);
-        assertThatThrownBy(() -> a.engine().notifyCount("gen-7/batch-0"))
-                .isInstanceOfSatisfying(
-                        DataplaneException.class,
-                        e -> assertThat(e.error()).isEqualTo(DataplaneError.NOT_FOUND));
-        b.engine().registerNotify("never");
-        assertThatThrownBy(() -> b.engine().awaitNotify("never", 1, Duration.ofMillis(20)))
-                .isInstanceOf(NotifyTimeoutException.class)
-                .hasMessageContaining("never");
-        // A name the target never registered: the bytes land, the notify is dropped, no counter.
-        try (TransferBatch batch =
-                a.engine().submitWithNotify(List.of(write(src, 0, "delegate", 0, MIB)), "stray")) {
-            batch.awaitSuccess(WAIT);
-        }
-        assertThatThrownBy(() -> b.engine().notifyCount("stray"))
-                .isInstanceOf(DataplaneException.class);
-        // The update ended: its counter is pruned, later notifies for it are dropped.
-        b.engine().unregisterNotify("gen-7/batch-0");
-        assertThatThrownBy(() -> b.engine().notifyCount("gen-7/batch-0"))
-                .isInstanceOf(DataplaneException.class);
     }
 
     private static int crc32c(ByteBuffer b, int offset, int length) {

@@ -8,8 +8,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * What every engine must do, written against the interfaces only and run on each engine by a
@@ -25,6 +29,19 @@ abstract class EngineConformanceTest {
     protected static final Duration WAIT = Duration.ofSeconds(60);
 
     private static final int MIB = 1 << 20;
+
+    /**
+     * Same node label (the built-in engine's local transport) or another one (its tcp); the
+     * Mooncake engine moves bytes over its own transport either way.
+     */
+    enum Transport {
+        LOCAL,
+        TCP
+    }
+
+    protected static String peerLabel(Transport t) {
+        return t == Transport.LOCAL ? "node-a" : "node-b";
+    }
 
     /** Opens an engine of the implementation under test, in this JVM. */
     protected abstract Dataplane open(String nodeLabel, String keyPrefix);
@@ -214,5 +231,52 @@ abstract class EngineConformanceTest {
         Segment again = b.createReceiveSegment("rx", MIB);
         TestEngines.transfer(a, write(src, 0, "rx", 0, length));
         Patterns.assertHolds(again.byteBuffer(0, length), 0, length, 21);
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void writeWithNotifyBumpsTheTargetsCounterAfterTheBytesLanded(Transport t) throws Exception {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp(peerLabel(t));
+        int size = 3 * MIB;
+        Segment target = b.createReceiveSegment("delegate", size);
+        LocalMemory src = filled(a, "src", size, 9);
+        assertThat(b.engine().registerNotify("gen-7/batch-0")).isZero();
+        CompletableFuture<Long> waiter =
+                CompletableFuture.supplyAsync(
+                        () -> b.engine().awaitNotify("gen-7/batch-0", 1, WAIT));
+
+        try (TransferBatch batch =
+                a.engine()
+                        .submitWithNotify(
+                                List.of(
+                                        write(src, 0, "delegate", 0, MIB),
+                                        write(src, MIB, "delegate", MIB, 2 * MIB)),
+                                "gen-7/batch-0")) {
+            batch.awaitSuccess(WAIT);
+        }
+
+        assertThat(waiter.get(60, TimeUnit.SECONDS)).isEqualTo(1);
+        Patterns.assertHolds(target.byteBuffer(), 0, size, 9);
+        assertThat(b.engine().notifyCount("gen-7/batch-0")).isEqualTo(1);
+        assertThatThrownBy(() -> a.engine().notifyCount("gen-7/batch-0"))
+                .isInstanceOfSatisfying(
+                        DataplaneException.class,
+                        e -> assertThat(e.error()).isEqualTo(DataplaneError.NOT_FOUND));
+        b.engine().registerNotify("never");
+        assertThatThrownBy(() -> b.engine().awaitNotify("never", 1, Duration.ofMillis(20)))
+                .isInstanceOf(NotifyTimeoutException.class)
+                .hasMessageContaining("never");
+        // A name the target never registered: the bytes land, the notify is dropped, no counter.
+        try (TransferBatch batch =
+                a.engine().submitWithNotify(List.of(write(src, 0, "delegate", 0, MIB)), "stray")) {
+            batch.awaitSuccess(WAIT);
+        }
+        assertThatThrownBy(() -> b.engine().notifyCount("stray"))
+                .isInstanceOf(DataplaneException.class);
+        // The update ended: its counter is pruned, later notifies for it are dropped.
+        b.engine().unregisterNotify("gen-7/batch-0");
+        assertThatThrownBy(() -> b.engine().notifyCount("gen-7/batch-0"))
+                .isInstanceOf(DataplaneException.class);
     }
 }

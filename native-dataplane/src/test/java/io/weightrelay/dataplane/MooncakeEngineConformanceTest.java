@@ -52,9 +52,10 @@ import org.junit.jupiter.api.Test;
  *       replicasLandInDistinctSegmentsAndReadsFallBackWhenOneIsGone}: store segment files and their
  *       free bytes; Mooncake's capacity is the agents' mounted segments, whose placement the master
  *       decides (the fallback to another mounted segment is tested in the Python agent tests).
- *   <li>{@code writeWithNotifyBumpsTheTargetsCounterAfterTheBytesLanded}, {@code
- *       oneSidedWritesAndReadsOfAReceiveSegmentWorkWithNotify}: notifies, not driven through the
- *       agent yet.
+ *   <li>{@code oneSidedWritesAndReadsOfAReceiveSegmentWorkWithNotify}: per-transport byte counters
+ *       and a receive segment as the source of its owner's writes to another engine's segment
+ *       checked through the counters; its notify semantics run here in {@code
+ *       writeWithNotifyBumpsTheTargetsCounterAfterTheBytesLanded}.
  *   <li>{@code checksummedReadsGiveTheCrc32cOfEveryRangeAsItLanded}, {@code
  *       checksummedWritesGiveTheCrc32cOfWhatWasSent}: Mooncake takes no CRC32C while moving bytes.
  *   <li>{@code concurrentPutAndRemoveLeaveNoLeakAndNoTornObject}: it checks free bytes of a store
@@ -197,7 +198,11 @@ class MooncakeEngineConformanceTest extends EngineConformanceTest {
                 .isInstanceOfSatisfying(
                         MooncakeUnsupportedException.class,
                         e -> assertThat(e.method()).isEqualTo("StoreClient.reserve"));
-        assertThatThrownBy(() -> a.engine().registerNotify("n"))
+        assertThatThrownBy(() -> a.engine().probe("rx"))
+                .isInstanceOfSatisfying(
+                        MooncakeUnsupportedException.class,
+                        e -> assertThat(e.method()).isEqualTo("TransferEngine.probe"));
+        assertThatThrownBy(() -> a.store().getIntoRangesChecksummed("k", List.of()))
                 .isInstanceOf(MooncakeUnsupportedException.class);
         assertThatThrownBy(a::counters).isInstanceOf(MooncakeUnsupportedException.class);
         assertThatThrownBy(
