@@ -1,5 +1,6 @@
 package io.weightrelay.dataplane;
 
+import static io.weightrelay.dataplane.TransferRequest.write;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -144,6 +145,10 @@ class MooncakeEngineConformanceTest extends EngineConformanceTest {
     }
 
     private static MooncakeConfig mooncake(long segmentSize) {
+        return mooncake(segmentSize, LEASE_WAIT);
+    }
+
+    private static MooncakeConfig mooncake(long segmentSize, Duration leaseWait) {
         return new MooncakeConfig(
                 VENV.resolve("bin/python"),
                 PYTHON_SRC,
@@ -154,7 +159,7 @@ class MooncakeEngineConformanceTest extends EngineConformanceTest {
                 workDir,
                 Duration.ofSeconds(60),
                 Duration.ofSeconds(60),
-                LEASE_WAIT);
+                leaseWait);
     }
 
     @Override
@@ -214,5 +219,91 @@ class MooncakeEngineConformanceTest extends EngineConformanceTest {
                         MooncakeUnsupportedException.class,
                         e -> assertThat(e.method()).isEqualTo("TransferEngine.submitChecksummed"));
         assertThat(a.engine().revalidate()).isZero();
+    }
+
+    @Test
+    void aRemoveWaitsOutAReadsLeaseAndFailsNamingItWhenTheLeaseOutlivesTheWait() {
+        Dataplane impatient =
+                scope.closeAfter(
+                        Dataplane.open(
+                                TestEngines.config("node-a", scope.prefix())
+                                        .engine(DataplaneEngine.MOONCAKE)
+                                        .mooncake(mooncake(64L * MIB, Duration.ZERO))
+                                        .build()));
+        Segment src = impatient.createReceiveSegment("src", MIB);
+        String k = key("leased");
+        impatient
+                .store()
+                .putFrom(
+                        k,
+                        src,
+                        0,
+                        4096,
+                        ReplicateConfig.preferLocal(
+                                ((MooncakeDataplane) impatient).storeSegment()));
+        assertThat(impatient.store().getIntoRanges(k, List.of(new ReadRange(0, 16, src, 8192))))
+                .containsExactly(16);
+
+        assertThatThrownBy(() -> impatient.store().remove(k))
+                .isInstanceOfSatisfying(
+                        MooncakeOperationException.class,
+                        e -> {
+                            assertThat(e.code()).isEqualTo(-706);
+                            assertThat(e.codeName()).isEqualTo("OBJECT_HAS_LEASE");
+                            assertThat(e.key()).isEqualTo(k);
+                        });
+        assertThat(impatient.store().exists(k)).isTrue(); // the object stays
+        Dataplane patient = dp("node-b"); // waits up to LEASE_WAIT; the master's TTL is 500 ms
+        assertThat(patient.store().remove(k)).isTrue();
+        assertThat(patient.store().exists(k)).isFalse();
+    }
+
+    @Test
+    void theSegmentDirectoryIsInRedisANameIsOneEnginesAndALostEntryIsPublishedAgain() {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp("node-b");
+        Segment rx = b.createReceiveSegment("rx", MIB);
+        Segment src = a.createReceiveSegment("src", MIB);
+        Patterns.fill(src.byteBuffer(), 0, 4096, 5);
+        String entry = scope.prefix() + "mc:seg:rx";
+        assertThat(RedisSupport.hash(entry))
+                .containsEntry("endpoint", "127.0.0.1:" + b.tcpPort())
+                .containsEntry("size", Long.toString(MIB))
+                .containsEntry("node", "node-b");
+        assertThatThrownBy(() -> a.createReceiveSegment("rx", MIB))
+                .isInstanceOfSatisfying(
+                        DataplaneException.class,
+                        e -> {
+                            assertThat(e.error()).isEqualTo(DataplaneError.EXISTS);
+                            assertThat(e.getMessage()).contains("'rx'", "127.0.0.1:" + b.tcpPort());
+                        });
+
+        RedisSupport.call(r -> r.del(entry)); // as after Redis lost its data
+        assertThatThrownBy(() -> TestEngines.transfer(a, write(src, 0, "rx", 0, 4096)))
+                .isInstanceOf(UnknownSegmentException.class);
+        assertThat(b.reannounceSegments()).containsExactly("rx");
+        assertThat(b.reannounceSegments()).isEmpty();
+        TestEngines.transfer(a, write(src, 0, "rx", 0, 4096));
+        Patterns.assertHolds(rx.byteBuffer(), 0, 4096, 5);
+
+        b.close();
+        assertThat(RedisSupport.hash(entry)).isEmpty();
+        assertThat(rx.shmPath()).doesNotExist();
+    }
+
+    @Test
+    void theMooncakeEngineNeedsItsAgentsConfiguration() {
+        assertThatThrownBy(
+                        () ->
+                                TestEngines.config("node-a", scope.prefix())
+                                        .engine(DataplaneEngine.MOONCAKE)
+                                        .build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("DataplaneConfig.mooncake");
+        assertThat(TestEngines.config("node-a", scope.prefix()).build().engine())
+                .isEqualTo(DataplaneEngine.BUILTIN);
+        assertThatThrownBy(() -> DataplaneEngine.fromLabel("rdma"))
+                .hasMessageContaining("'rdma'")
+                .hasMessageContaining("builtin or mooncake");
     }
 }
