@@ -4,14 +4,11 @@ import static io.weightrelay.dataplane.TransferRequest.write;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.UUID;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -76,53 +73,19 @@ import org.junit.jupiter.api.Test;
 class MooncakeEngineConformanceTest extends EngineConformanceTest {
     private static final int MIB = 1 << 20;
     private static final Duration LEASE_WAIT = Duration.ofSeconds(10);
-    private static final Path VENV =
-            Path.of(System.getenv().getOrDefault("WEIGHT_RELAY_VENV", "/opt/weight-relay/venv"));
-    private static final Path PYTHON_SRC =
-            Path.of(System.getProperty("user.dir")).resolve("../python/src").normalize();
-
-    private static String netns;
-    private static Process master;
+    private static MooncakeMaster master;
     private static Path workDir;
 
     @BeforeAll
     static void startMaster() throws Exception {
-        netns = "wr-mce-" + UUID.randomUUID().toString().substring(0, 8);
-        run("ip", "netns", "add", netns);
-        run("ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up");
         workDir = Files.createTempDirectory(Path.of("/tmp"), "wr-mce");
-        master =
-                new ProcessBuilder(
-                                "ip",
-                                "netns",
-                                "exec",
-                                netns,
-                                VENV.resolve("bin/mooncake_master").toString(),
-                                "--rpc_port=50051",
-                                "--rpc_address=127.0.0.1",
-                                "--metrics_host=127.0.0.1",
-                                "--metrics_port=50052",
-                                "--default_kv_lease_ttl=500")
-                        .redirectErrorStream(true)
-                        .redirectOutput(workDir.resolve("master.log").toFile())
-                        .start();
-        String probe =
-                "import socket,time\n"
-                        + "for _ in range(300):\n"
-                        + "    try:\n"
-                        + "        socket.create_connection(('127.0.0.1', 50051), 1).close()\n"
-                        + "        break\n"
-                        + "    except OSError:\n"
-                        + "        time.sleep(0.1)\n"
-                        + "else:\n"
-                        + "    raise SystemExit(1)\n";
-        run("ip", "netns", "exec", netns, VENV.resolve("bin/python").toString(), "-c", probe);
+        master = MooncakeMaster.start("wr-mce", workDir.resolve("master.log"));
     }
 
     @AfterAll
     static void stopMaster() throws Exception {
         if (master != null) {
-            master.destroyForcibly().waitFor();
+            master.close();
         }
         if (workDir != null) {
             try (var files = Files.list(workDir)) {
@@ -132,16 +95,6 @@ class MooncakeEngineConformanceTest extends EngineConformanceTest {
             }
             Files.deleteIfExists(workDir);
         }
-        if (netns != null) {
-            new ProcessBuilder("ip", "netns", "del", netns).start().waitFor();
-        }
-    }
-
-    private static void run(String... cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).inheritIO().start();
-        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed");
-        }
     }
 
     private static MooncakeConfig mooncake(long segmentSize) {
@@ -150,10 +103,10 @@ class MooncakeEngineConformanceTest extends EngineConformanceTest {
 
     private static MooncakeConfig mooncake(long segmentSize, Duration leaseWait) {
         return new MooncakeConfig(
-                VENV.resolve("bin/python"),
-                PYTHON_SRC,
-                List.of("ip", "netns", "exec", netns),
-                "127.0.0.1:50051",
+                MooncakeMaster.VENV.resolve("bin/python"),
+                MooncakeMaster.PYTHON_SRC,
+                master.prefix(),
+                MooncakeMaster.RPC,
                 "127.0.0.1",
                 segmentSize,
                 workDir,
