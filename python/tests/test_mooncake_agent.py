@@ -174,6 +174,7 @@ def test_a_batch_put_by_one_agent_reads_back_byte_exact_through_another(agents, 
     assert view[5 * MIB:5 * MIB + 1] == payload[8 * MIB - 1:8 * MIB]
     assert view[5 * MIB + 1:7 * MIB] == payload[6 * MIB:8 * MIB - 1]
     assert reader.exists([keys[1], f"{run}/missing"]) == [True, False]
+    assert reader.sizes([keys[2], f"{run}/missing", keys[0]]) == [3 * MIB, -704, MIB]
 
 
 def test_a_put_lands_in_the_preferred_segment(agents, shm) -> None:

@@ -382,6 +382,9 @@ class Agent:
         return {"exists": [int(x) for x in self.store.batch_is_exist([str(k)
                                                                       for k in cmd["keys"]])]}
 
+    def op_sizes(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        return {"sizes": [int(self.store.get_size(str(k))) for k in cmd["keys"]]}
+
     def op_remove(self, cmd: dict[str, Any]) -> dict[str, Any]:
         codes = self.store.batch_remove([str(k) for k in cmd["keys"]],
                                         bool(cmd.get("force", False)))

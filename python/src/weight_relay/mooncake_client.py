@@ -256,6 +256,10 @@ class AgentClient:
         call."""
         return [(str(n["name"]), str(n["msg"])) for n in self.call("notifies")["notifies"]]
 
+    def sizes(self, keys: Sequence[str]) -> list[int]:
+        """Per key, the object's size in bytes (``get_size``), or Mooncake's negative code."""
+        return [int(n) for n in self.call("sizes", keys=list(keys))["sizes"]]
+
     def read(self, buffer: int, target: str,
              ranges: Sequence[tuple[int, int, int]]) -> None:
         """Transfer Engine one-sided read of ``(local_offset, remote_address, length)`` ranges

@@ -559,6 +559,12 @@ final class MooncakeAgent implements AutoCloseable {
         return out;
     }
 
+    /** Per key, the object's size in bytes ({@code get_size}) or Mooncake's negative code. */
+    List<Long> sizes(List<String> keys) {
+        return ((List<?>) call("sizes", Map.of("keys", keys)).get("sizes"))
+                .stream().map(x -> ((Number) x).longValue()).toList();
+    }
+
     /** Per key, 0 or Mooncake's code ({@code OBJECT_HAS_LEASE} -706 while a read's lease runs). */
     List<Integer> remove(List<String> keys, boolean force) {
         return ints(call("remove", Map.of("keys", keys, "force", force)).get("codes"));

@@ -336,15 +336,28 @@ final class MooncakeStoreClient implements StoreClient {
         throw noLocations("StoreClient.locations");
     }
 
+    /**
+     * {@code get_size}.
+     *
+     * @throws ObjectNotFoundException when Mooncake holds no object under {@code key}
+     */
     @Override
     public long size(String key) {
-        throw noLocations("StoreClient.size");
+        long n = dp.agent().sizes(List.of(key)).get(0);
+        if (n == OBJECT_NOT_FOUND) {
+            throw new ObjectNotFoundException(key, "Mooncake holds no object under '" + key + "'");
+        }
+        if (n < 0) {
+            throw failed("size", (int) n, key);
+        }
+        return n;
     }
 
     private static MooncakeUnsupportedException noLocations(String method) {
         return new MooncakeUnsupportedException(
                 method,
                 "the agent exposes only the transport endpoint of each replica (locate,"
-                        + " checkReadable), not its offset and size in Mooncake's segment");
+                        + " checkReadable) and the object's size (size), not the replica's offset"
+                        + " in Mooncake's segment");
     }
 }

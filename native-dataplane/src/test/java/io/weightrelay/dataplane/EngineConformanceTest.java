@@ -111,6 +111,7 @@ abstract class EngineConformanceTest {
         assertThat(got.get(1)).isEqualTo(Patterns.at(size - 1, 4));
         Patterns.assertHolds(got, size, size, 4);
         assertThat(a.store().exists(k)).isTrue();
+        assertThat(a.store().size(k)).isEqualTo(size);
         assertThatThrownBy(
                         () ->
                                 a.store()
@@ -127,6 +128,9 @@ abstract class EngineConformanceTest {
         assertThat(a.store().remove(k)).isFalse();
         assertThat(a.store().exists(k)).isFalse();
         assertThatThrownBy(() -> a.store().getIntoRanges(k, List.of()))
+                .isInstanceOfSatisfying(
+                        ObjectNotFoundException.class, e -> assertThat(e.key()).isEqualTo(k));
+        assertThatThrownBy(() -> a.store().size(k))
                 .isInstanceOfSatisfying(
                         ObjectNotFoundException.class, e -> assertThat(e.key()).isEqualTo(k));
     }
