@@ -110,43 +110,25 @@ final class MooncakeTransferEngine implements TransferEngine {
     }
 
     /**
-     * Checks every task first (a batch with an invalid task runs nothing and sends no notify: the
-     * invalid tasks fail with their exception, the others with {@link DataplaneError#CANCELLED});
-     * then runs them, the last write to each distinct target segment carrying the notify (Mooncake
+     * Checks every task first (a batch with an invalid task cannot succeed as a whole, so it runs
+     * as {@link #submit} does, without notify: the valid tasks run, the invalid fail alone); then
+     * runs them, the last write to each distinct target segment carrying the notify (Mooncake
      * delivers it once that write's bytes landed; the earlier writes are synchronous and landed
      * before). A write that fails after earlier notifies went out cannot take them back: the batch
      * fails, and those targets counted once.
      */
     @Override
     public TransferBatch submitWithNotify(List<TransferRequest> requests, String notifyName) {
-        List<DataplaneException> invalid = new ArrayList<>();
         boolean anyInvalid = false;
         for (TransferRequest r : requests) {
-            DataplaneException e = null;
             try {
                 run(r, null, true);
             } catch (DataplaneException x) {
-                e = x;
                 anyInvalid = true;
             }
-            invalid.add(e);
         }
         if (anyInvalid) {
-            List<TaskStatus> statuses = new ArrayList<>();
-            for (int i = 0; i < requests.size(); i++) {
-                if (invalid.get(i) == null) {
-                    invalid.set(
-                            i,
-                            new DataplaneException(
-                                    DataplaneError.CANCELLED,
-                                    "task "
-                                            + i
-                                            + " not run: another task of its notify batch is"
-                                            + " invalid"));
-                }
-                statuses.add(new TaskStatus(i, TaskStatus.State.FAILED, 0, invalid.get(i).error()));
-            }
-            return new MooncakeTransferBatch(statuses, invalid);
+            return submit(requests); // the valid tasks run, the invalid fail alone: no notify
         }
         List<TaskStatus> statuses = new ArrayList<>();
         List<DataplaneException> failures = new ArrayList<>();

@@ -278,6 +278,23 @@ abstract class EngineConformanceTest {
         }
         assertThatThrownBy(() -> b.engine().notifyCount("stray"))
                 .isInstanceOf(DataplaneException.class);
+        // A batch with an invalid task: the valid one runs, and no notify goes out.
+        Patterns.fill(view(src), 0, 16, 10);
+        try (TransferBatch batch =
+                a.engine()
+                        .submitWithNotify(
+                                List.of(
+                                        write(src, 0, "delegate", 0, 16),
+                                        write(src, 0, "no-such-segment", 0, 16)),
+                                "gen-7/batch-0")) {
+            batch.await(WAIT);
+            assertThat(batch.status(0).state()).isEqualTo(TaskStatus.State.COMPLETED);
+            assertThat(batch.failure(batch.status(1))).isInstanceOf(UnknownSegmentException.class);
+        }
+        Patterns.assertHolds(target.byteBuffer(), 0, 16, 10);
+        assertThatThrownBy(() -> b.engine().awaitNotify("gen-7/batch-0", 2, Duration.ofMillis(300)))
+                .isInstanceOf(NotifyTimeoutException.class);
+        assertThat(b.engine().notifyCount("gen-7/batch-0")).isEqualTo(1);
         // The update ended: its counter is pruned, later notifies for it are dropped.
         b.engine().unregisterNotify("gen-7/batch-0");
         assertThatThrownBy(() -> b.engine().notifyCount("gen-7/batch-0"))
