@@ -174,6 +174,7 @@ def test_a_batch_put_by_one_agent_reads_back_byte_exact_through_another(agents, 
     assert view[5 * MIB:5 * MIB + 1] == payload[8 * MIB - 1:8 * MIB]
     assert view[5 * MIB + 1:7 * MIB] == payload[6 * MIB:8 * MIB - 1]
     assert reader.exists([keys[1], f"{run}/missing"]) == [True, False]
+    assert reader.sizes([keys[2], f"{run}/missing", keys[0]]) == [3 * MIB, -704, MIB]
 
 
 def test_a_put_lands_in_the_preferred_segment(agents, shm) -> None:
@@ -250,6 +251,45 @@ def test_a_te_write_lands_in_a_buffer_a_plain_mooncake_process_registered(agents
     finally:
         worker.kill()
         worker.wait()
+
+
+def test_a_te_read_of_another_agents_buffer_lands_byte_exact(agents, shm) -> None:
+    owner, reader = agents(0), agents(0)
+    src, dst = shm(2 * MIB), shm(2 * MIB)
+    payload = os.urandom(2 * MIB)
+    src.view[:] = payload
+    _, address = owner.map(src)
+    buf, _ = reader.map(dst)
+    reader.read(buf, owner.ready.engine_segment,
+                [(0, address + MIB, 4096), (8192, address + 17, MIB)])
+    assert dst.view[0:4096] == payload[MIB:MIB + 4096]
+    assert dst.view[8192:8192 + MIB] == payload[17:17 + MIB]
+    assert dst.view[4096:8192] == bytes(4096)
+    target = "127.0.0.1:50098"  # nothing listens there in the namespace
+    with pytest.raises(MooncakeOperationError) as e:
+        reader.read(buf, target, [(0, 4096, 4096)])
+    assert e.value.op == "read" and e.value.key == target
+
+
+def test_a_write_with_notify_delivers_it_to_the_target_once_after_the_bytes(agents,
+                                                                           shm) -> None:
+    writer, target = agents(0), agents(0)
+    src, dst = shm(MIB), shm(MIB)
+    src.view[:] = os.urandom(MIB)
+    buf, _ = writer.map(src)
+    _, address = target.map(dst)
+    assert target.notifies() == []
+    writer.write(buf, target.ready.engine_segment, [(0, address, MIB)], notify=("gen-7", "m1"))
+    assert dst.view[:] == src.view[:]
+    got: list[tuple[str, str]] = []
+    for _ in range(100):
+        got += target.notifies()
+        if got:
+            break
+        time.sleep(0.05)
+    assert got == [("gen-7", "m1")]
+    assert target.notifies() == []  # handed out once
+    assert writer.notifies() == []
 
 
 def test_a_write_to_an_unknown_target_fails_with_the_target_named(agents, shm) -> None:

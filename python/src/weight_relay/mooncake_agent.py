@@ -382,6 +382,9 @@ class Agent:
         return {"exists": [int(x) for x in self.store.batch_is_exist([str(k)
                                                                       for k in cmd["keys"]])]}
 
+    def op_sizes(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        return {"sizes": [int(self.store.get_size(str(k))) for k in cmd["keys"]]}
+
     def op_remove(self, cmd: dict[str, Any]) -> dict[str, Any]:
         codes = self.store.batch_remove([str(k) for k in cmd["keys"]],
                                         bool(cmd.get("force", False)))
@@ -392,11 +395,38 @@ class Agent:
         lengths = [int(x) for x in cmd["len"]]
         base = self._range(cmd, local, lengths)
         target = str(cmd["target"])
-        rc = self.engine.batch_transfer_sync_write(
-            target, [base + o for o in local], [int(x) for x in cmd["remote"]], lengths)
+        notify = cmd.get("notify")
+        if notify is None:
+            rc = self.engine.batch_transfer_sync_write(
+                target, [base + o for o in local], [int(x) for x in cmd["remote"]], lengths)
+        else:
+            from mooncake.engine import TransferNotify, TransferOpcode
+
+            rc = self.engine.batch_transfer_sync(
+                target, [base + o for o in local], [int(x) for x in cmd["remote"]], lengths,
+                TransferOpcode.Write, TransferNotify(str(notify["name"]), str(notify["msg"])))
         if rc != 0:
             raise MooncakeOperationError(
                 f"Transfer Engine write of {len(local)} ranges to {target} failed", "write", rc,
+                target)
+        return {}
+
+    def op_notifies(self, _: dict[str, Any]) -> dict[str, Any]:
+        """The notifies other engines' writes delivered to this Transfer Engine since the last
+        call (Mooncake hands each out once)."""
+        return {"notifies": [{"name": str(n.name), "msg": str(n.msg)}
+                             for n in self.engine.get_notifies()]}
+
+    def op_read(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        local = [int(x) for x in cmd["local"]]
+        lengths = [int(x) for x in cmd["len"]]
+        base = self._range(cmd, local, lengths)
+        target = str(cmd["target"])
+        rc = self.engine.batch_transfer_sync_read(
+            target, [base + o for o in local], [int(x) for x in cmd["remote"]], lengths)
+        if rc != 0:
+            raise MooncakeOperationError(
+                f"Transfer Engine read of {len(local)} ranges from {target} failed", "read", rc,
                 target)
         return {}
 

@@ -240,10 +240,31 @@ class AgentClient:
         return [int(c) for c in self.call("remove", keys=list(keys), force=force)["codes"]]
 
     def write(self, buffer: int, target: str,
-              ranges: Sequence[tuple[int, int, int]]) -> None:
+              ranges: Sequence[tuple[int, int, int]],
+              notify: tuple[str, str] | None = None) -> None:
         """Transfer Engine one-sided write of ``(local_offset, remote_address, length)`` ranges
-        of ``buffer`` into segment ``target`` (another engine's ``host:port``)."""
+        of ``buffer`` into segment ``target`` (another engine's ``host:port``); with ``notify``
+        ``(name, msg)``, the target's Transfer Engine receives that notify once the bytes landed."""
+        args: dict[str, Any] = {}
+        if notify is not None:
+            args["notify"] = {"name": notify[0], "msg": notify[1]}
         self.call("write", buffer=buffer, target=target, local=[r[0] for r in ranges],
+                  remote=[r[1] for r in ranges], len=[r[2] for r in ranges], **args)
+
+    def notifies(self) -> list[tuple[str, str]]:
+        """The ``(name, msg)`` notifies delivered to this agent's Transfer Engine since the last
+        call."""
+        return [(str(n["name"]), str(n["msg"])) for n in self.call("notifies")["notifies"]]
+
+    def sizes(self, keys: Sequence[str]) -> list[int]:
+        """Per key, the object's size in bytes (``get_size``), or Mooncake's negative code."""
+        return [int(n) for n in self.call("sizes", keys=list(keys))["sizes"]]
+
+    def read(self, buffer: int, target: str,
+             ranges: Sequence[tuple[int, int, int]]) -> None:
+        """Transfer Engine one-sided read of ``(local_offset, remote_address, length)`` ranges
+        from segment ``target`` (another engine's ``host:port``) into ``buffer``."""
+        self.call("read", buffer=buffer, target=target, local=[r[0] for r in ranges],
                   remote=[r[1] for r in ranges], len=[r[2] for r in ranges])
 
     def shutdown(self) -> None:

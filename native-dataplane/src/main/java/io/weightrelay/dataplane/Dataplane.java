@@ -21,13 +21,19 @@ import java.util.Optional;
  * and registered buffer it created (unpublishing and unlinking segments), stops the engine and the
  * metadata connection. {@link #close()} is idempotent. Thread safe: share one instance per process.
  */
-public sealed interface Dataplane extends AutoCloseable permits BuiltinDataplane {
+public sealed interface Dataplane extends AutoCloseable
+        permits BuiltinDataplane, MooncakeDataplane {
     /**
-     * Opens the data plane {@code config} describes: starts the engine (its tcp server listens on
-     * {@code tcpBindHost:tcpPort}) and connects to the metadata store.
+     * Opens the data plane {@code config} describes, on the engine {@link DataplaneConfig#engine()}
+     * names: the built-in one starts its engine (its tcp server listens on {@code
+     * tcpBindHost:tcpPort}) and connects to the metadata store; the Mooncake one starts its
+     * Mooncake agent ({@link DataplaneConfig#mooncake()}) and connects to the metadata store.
      */
     static Dataplane open(DataplaneConfig config) {
-        return BuiltinDataplane.open(config);
+        return switch (config.engine()) {
+            case BUILTIN -> BuiltinDataplane.open(config);
+            case MOONCAKE -> MooncakeDataplane.open(config);
+        };
     }
 
     /**

@@ -47,6 +47,10 @@ import java.util.StringJoiner;
  * @param redisCaCertificate a PEM file of the certificate authorities the metadata client trusts
  *     when {@code redisUri} is {@code rediss://} (a private CA); {@code null}: the JVM's trust
  *     store
+ * @param engine which engine {@link Dataplane#open} starts; null: {@link DataplaneEngine#BUILTIN}
+ * @param mooncake how the {@link DataplaneEngine#MOONCAKE} engine runs its agent (required with it,
+ *     ignored otherwise); the engine-specific fields above (tcp, shm, roles) are the built-in
+ *     engine's, except {@code nodeLabel}, {@code redisUri}, {@code keyPrefix} and {@code shmDir}
  */
 public record DataplaneConfig(
         String nodeLabel,
@@ -66,7 +70,9 @@ public record DataplaneConfig(
         String hostId,
         boolean remover,
         boolean storer,
-        Path redisCaCertificate) {
+        Path redisCaCertificate,
+        DataplaneEngine engine,
+        MooncakeConfig mooncake) {
 
     /** Streams per peer of the busiest readers (loaders), which the default cap assumes. */
     public static final int DEFAULT_PEER_STREAMS = 4;
@@ -109,6 +115,11 @@ public record DataplaneConfig(
                             + idleTimeout);
         }
         roleKeys = roleKeys == null ? RoleKeys.none() : roleKeys;
+        engine = engine == null ? DataplaneEngine.BUILTIN : engine;
+        if (engine == DataplaneEngine.MOONCAKE && mooncake == null) {
+            throw new IllegalArgumentException(
+                    "engine mooncake needs its agent's configuration (DataplaneConfig.mooncake)");
+        }
         if (remover && storer) {
             throw new IllegalArgumentException(
                     "an engine claims one role: remover (control-api) or storer (a client-only"
@@ -216,7 +227,9 @@ public record DataplaneConfig(
                 && Objects.equals(hostId, other.hostId)
                 && remover == other.remover
                 && storer == other.storer
-                && Objects.equals(redisCaCertificate, other.redisCaCertificate);
+                && Objects.equals(redisCaCertificate, other.redisCaCertificate)
+                && engine == other.engine
+                && Objects.equals(mooncake, other.mooncake);
     }
 
     @Override
@@ -291,6 +304,8 @@ public record DataplaneConfig(
         private boolean remover;
         private boolean storer;
         private Path redisCaCertificate;
+        private DataplaneEngine engine = DataplaneEngine.BUILTIN;
+        private MooncakeConfig mooncake;
 
         private Builder(String nodeLabel) {
             this.nodeLabel = nodeLabel;
@@ -398,6 +413,20 @@ public record DataplaneConfig(
             return this;
         }
 
+        /** Which engine {@link Dataplane#open} starts (default {@link DataplaneEngine#BUILTIN}). */
+        public Builder engine(DataplaneEngine value) {
+            this.engine = value;
+            return this;
+        }
+
+        /**
+         * How the Mooncake engine runs its agent; required with {@link DataplaneEngine#MOONCAKE}.
+         */
+        public Builder mooncake(MooncakeConfig value) {
+            this.mooncake = value;
+            return this;
+        }
+
         public DataplaneConfig build() {
             return new DataplaneConfig(
                     nodeLabel,
@@ -417,7 +446,9 @@ public record DataplaneConfig(
                     hostId,
                     remover,
                     storer,
-                    redisCaCertificate);
+                    redisCaCertificate,
+                    engine,
+                    mooncake);
         }
     }
 }

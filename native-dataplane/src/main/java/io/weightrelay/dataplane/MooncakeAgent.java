@@ -93,6 +93,7 @@ final class MooncakeAgent implements AutoCloseable {
     private SocketChannel channel;
     private Ready ready;
     private long nextId;
+    private int nextMapped;
     private int restarts;
     private boolean deathReported;
     private boolean closed;
@@ -449,11 +450,30 @@ final class MooncakeAgent implements AutoCloseable {
             throw new IllegalArgumentException("no shared-memory file " + path);
         }
         Map<String, Object> answer = call("map", Map.of("path", path.toString(), "size", size));
-        Mapped m = new Mapped(mapped.size() + 1, path, size);
+        Mapped m = new Mapped(++nextMapped, path, size); // ids stay unique across unmaps
         mapped.add(m);
         agentBuffers.put(m.id(), ((Number) answer.get("buffer")).longValue());
         agentAddresses.put(m.id(), ((Number) answer.get("address")).longValue());
         return m;
+    }
+
+    /** Unmaps {@code m} in the agent (and forgets it: a restarted agent does not map it again). */
+    synchronized void unmap(Mapped m) {
+        if (!mapped.remove(m)) {
+            return;
+        }
+        Long buffer = agentBuffers.remove(m.id());
+        agentAddresses.remove(m.id());
+        if (!closed && process != null && process.isAlive() && buffer != null) {
+            call("unmap", Map.of("buffer", buffer));
+        }
+    }
+
+    /** Per key, whether Mooncake holds an object under it. */
+    List<Boolean> exists(List<String> keys) {
+        return ints(call("exists", Map.of("keys", keys)).get("exists")).stream()
+                .map(x -> x == 1)
+                .toList();
     }
 
     /** The address of {@code m} in the (current) agent: what a peer writes to one-sided. */
@@ -480,11 +500,25 @@ final class MooncakeAgent implements AutoCloseable {
      */
     List<Integer> put(
             Mapped m, List<String> keys, List<Long> offsets, List<Long> sizes, String preferred) {
+        return put(m, keys, offsets, sizes, preferred, 1, true);
+    }
+
+    /** {@link #put}, with {@code replica_num} and {@code with_hard_pin} given. */
+    List<Integer> put(
+            Mapped m,
+            List<String> keys,
+            List<Long> offsets,
+            List<Long> sizes,
+            String preferred,
+            int replicaNum,
+            boolean hardPin) {
         Map<String, Object> args = new LinkedHashMap<>();
         args.put("keys", keys);
         args.put("offsets", offsets);
         args.put("sizes", sizes);
         args.put("preferred_segment", preferred);
+        args.put("replica_num", replicaNum);
+        args.put("hard_pin", hardPin);
         return ints(onBuffer("put", m, args).get("codes"));
     }
 
@@ -525,6 +559,12 @@ final class MooncakeAgent implements AutoCloseable {
         return out;
     }
 
+    /** Per key, the object's size in bytes ({@code get_size}) or Mooncake's negative code. */
+    List<Long> sizes(List<String> keys) {
+        return ((List<?>) call("sizes", Map.of("keys", keys)).get("sizes"))
+                .stream().map(x -> ((Number) x).longValue()).toList();
+    }
+
     /** Per key, 0 or Mooncake's code ({@code OBJECT_HAS_LEASE} -706 while a read's lease runs). */
     List<Integer> remove(List<String> keys, boolean force) {
         return ints(call("remove", Map.of("keys", keys, "force", force)).get("codes"));
@@ -535,8 +575,39 @@ final class MooncakeAgent implements AutoCloseable {
      * {@code m} into the engine segment {@code target} ({@code host:port}).
      */
     void write(Mapped m, String target, List<long[]> ranges) {
+        write(m, target, ranges, null, null);
+    }
+
+    /**
+     * {@link #write}, and with {@code notifyName} not null the target's Transfer Engine receives
+     * the notify {@code (notifyName, message)} once the bytes landed ({@code batch_transfer_sync}
+     * with a {@code TransferNotify}).
+     */
+    void write(Mapped m, String target, List<long[]> ranges, String notifyName, String message) {
+        Map<String, Object> args = new LinkedHashMap<>();
+        args.put("target", target);
+        args.put("local", ranges.stream().map(r -> r[0]).toList());
+        args.put("remote", ranges.stream().map(r -> r[1]).toList());
+        args.put("len", ranges.stream().map(r -> r[2]).toList());
+        if (notifyName != null) {
+            args.put("notify", Map.of("name", notifyName, "msg", message));
+        }
+        onBuffer("write", m, args);
+    }
+
+    /** The names of the notifies delivered to the agent's Transfer Engine since the last call. */
+    List<String> notifies() {
+        return ((List<?>) call("notifies", Map.of()).get("notifies"))
+                .stream().map(n -> String.valueOf(((Map<?, ?>) n).get("name"))).toList();
+    }
+
+    /**
+     * A Transfer Engine one-sided read of {@code (localOffset, remoteAddress, length)} ranges from
+     * the engine segment {@code target} ({@code host:port}) into {@code m}.
+     */
+    void read(Mapped m, String target, List<long[]> ranges) {
         onBuffer(
-                "write",
+                "read",
                 m,
                 Map.of(
                         "target", target,

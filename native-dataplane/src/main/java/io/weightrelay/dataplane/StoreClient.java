@@ -28,7 +28,7 @@ import java.util.SortedSet;
  * another thread reads it may hand the reader bytes of a later object that reused the space:
  * callers remove only objects nobody reads any more (aborted or retired generations).
  */
-public sealed interface StoreClient permits BuiltinStoreClient {
+public sealed interface StoreClient permits BuiltinStoreClient, MooncakeStoreClient {
     /**
      * Which end of its segment a reservation takes: {@code LOW} the start of the lowest hole that
      * fits, {@code HIGH} the end of the highest. An owner that holds two generations at once (the

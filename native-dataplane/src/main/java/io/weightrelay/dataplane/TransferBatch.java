@@ -13,7 +13,8 @@ import java.util.List;
  * {@link #cancel cancels} it first, so that no byte of it lands later. Thread safe; {@link
  * #close()} waits for a concurrent {@code await} to return.
  */
-public sealed interface TransferBatch extends AutoCloseable permits BuiltinTransferBatch {
+public sealed interface TransferBatch extends AutoCloseable
+        permits BuiltinTransferBatch, MooncakeTransferBatch {
     /** Number of tasks. */
     int size();
 

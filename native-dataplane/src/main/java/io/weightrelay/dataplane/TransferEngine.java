@@ -13,7 +13,7 @@ import java.util.List;
  * <p>Ownership: a view owned by its {@link Dataplane}; closing the dataplane closes it. Thread
  * safe: any number of threads may submit and wait concurrently.
  */
-public sealed interface TransferEngine permits BuiltinTransferEngine {
+public sealed interface TransferEngine permits BuiltinTransferEngine, MooncakeTransferEngine {
     /** Node label of this engine. */
     String nodeLabel();
 

@@ -19,29 +19,30 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * What every engine implementation must do, whatever its transports: subclasses say how to open an
- * engine in this process and how to start one in another process. Engines with the same node label
- * must use the local transport between them, engines with different labels tcp.
+ * What the built-in engine must do beyond {@link EngineConformanceTest}, whatever its transports:
+ * subclasses say how to open an engine in this process and how to start one in another process.
+ * Engines with the same node label must use the local transport between them, engines with
+ * different labels tcp. These tests use what only the built-in engine has (byte counters per
+ * transport, direct buffers as local memory, store segment files, in-place publish, notifies,
+ * CRC32C while moving bytes, roles, peers in child JVMs); {@link MooncakeEngineConformanceTest}
+ * lists, test by test, why each cannot run on Mooncake.
  */
-abstract class DataplaneConformanceTest {
-    @RegisterExtension static final TestScope scope = new TestScope();
-    protected static final Duration WAIT = Duration.ofSeconds(60);
-
+abstract class DataplaneConformanceTest extends EngineConformanceTest {
     private static final int MIB = 1 << 20;
 
-    /** Same node label (local transport) or another one (tcp). */
-    enum Transport {
-        LOCAL,
-        TCP
+    @Override
+    protected String storeCapacity(Dataplane dp, String name, long size) {
+        return dp.createSegment(name, size).name();
     }
 
-    /** Opens an engine of the implementation under test, in this JVM. */
-    protected abstract Dataplane open(String nodeLabel, String keyPrefix);
+    @Override
+    protected LocalMemory memory(Dataplane dp, String name, int size) {
+        return dp.registerBuffer(ByteBuffer.allocateDirect(size));
+    }
 
     /**
      * Opens an engine that claims the remover role (what control-api runs): it may free in segments
@@ -59,12 +60,6 @@ abstract class DataplaneConformanceTest {
     protected abstract PeerProcess startPeer(
             String nodeLabel, String keyPrefix, String segment, long size) throws IOException;
 
-    private Dataplane dp(String label) {
-        Dataplane dp = open(label, scope.prefix());
-        scope.closeAfter(dp);
-        return dp;
-    }
-
     private Dataplane remover(String label) {
         Dataplane dp = openRemover(label, scope.prefix());
         scope.closeAfter(dp);
@@ -81,10 +76,6 @@ abstract class DataplaneConformanceTest {
         PeerProcess p = startPeer(label, scope.prefix(), segment, size);
         scope.closeAfter(p);
         return p;
-    }
-
-    private static String peerLabel(Transport t) {
-        return t == Transport.LOCAL ? "node-a" : "node-b";
     }
 
     /**
@@ -312,53 +303,6 @@ abstract class DataplaneConformanceTest {
         assertThatThrownBy(() -> transfer(a, read(foreign, 0, "target", 0, 64)))
                 .isInstanceOf(UnregisteredBufferException.class)
                 .hasMessageContaining("foreign");
-    }
-
-    @ParameterizedTest
-    @EnumSource(Transport.class)
-    void writeWithNotifyBumpsTheTargetsCounterAfterTheBytesLanded(Transport t) throws Exception {
-        Dataplane a = dp("node-a");
-        Dataplane b = dp(peerLabel(t));
-        int size = 3 * MIB;
-        Segment target = b.createReceiveSegment("delegate", size);
-        RegisteredBuffer src = buffer(a, size, 9);
-        assertThat(b.engine().registerNotify("gen-7/batch-0")).isZero();
-        CompletableFuture<Long> waiter =
-                CompletableFuture.supplyAsync(
-                        () -> b.engine().awaitNotify("gen-7/batch-0", 1, WAIT));
-
-        try (TransferBatch batch =
-                a.engine()
-                        .submitWithNotify(
-                                List.of(
-                                        write(src, 0, "delegate", 0, MIB),
-                                        write(src, MIB, "delegate", MIB, 2 * MIB)),
-                                "gen-7/batch-0")) {
-            batch.awaitSuccess(WAIT);
-        }
-
-        assertThat(waiter.get(60, TimeUnit.SECONDS)).isEqualTo(1);
-        Patterns.assertHolds(target.byteBuffer(), 0, size, 9);
-        assertThat(b.engine().notifyCount("gen-7/batch-0")).isEqualTo(1);
-        assertThatThrownBy(() -> a.engine().notifyCount("gen-7/batch-0"))
-                .isInstanceOfSatisfying(
-                        DataplaneException.class,
-                        e -> assertThat(e.error()).isEqualTo(DataplaneError.NOT_FOUND));
-        b.engine().registerNotify("never");
-        assertThatThrownBy(() -> b.engine().awaitNotify("never", 1, Duration.ofMillis(20)))
-                .isInstanceOf(NotifyTimeoutException.class)
-                .hasMessageContaining("never");
-        // A name the target never registered: the bytes land, the notify is dropped, no counter.
-        try (TransferBatch batch =
-                a.engine().submitWithNotify(List.of(write(src, 0, "delegate", 0, MIB)), "stray")) {
-            batch.awaitSuccess(WAIT);
-        }
-        assertThatThrownBy(() -> b.engine().notifyCount("stray"))
-                .isInstanceOf(DataplaneException.class);
-        // The update ended: its counter is pruned, later notifies for it are dropped.
-        b.engine().unregisterNotify("gen-7/batch-0");
-        assertThatThrownBy(() -> b.engine().notifyCount("gen-7/batch-0"))
-                .isInstanceOf(DataplaneException.class);
     }
 
     private static int crc32c(ByteBuffer b, int offset, int length) {

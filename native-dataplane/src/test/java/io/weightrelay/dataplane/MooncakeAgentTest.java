@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.Random;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -32,13 +31,10 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class MooncakeAgentTest {
     private static final int MIB = 1 << 20;
-    private static final Path VENV =
-            Path.of(System.getenv().getOrDefault("WEIGHT_RELAY_VENV", "/opt/weight-relay/venv"));
-    private static final Path PYTHON_SRC =
-            Path.of(System.getProperty("user.dir")).resolve("../python/src").normalize();
+    private static final Path VENV = MooncakeMaster.VENV;
+    private static final Path PYTHON_SRC = MooncakeMaster.PYTHON_SRC;
 
-    private static String netns;
-    private static Process master;
+    private static MooncakeMaster master;
     private static Path masterLog;
 
     @TempDir Path tmp;
@@ -47,44 +43,14 @@ class MooncakeAgentTest {
 
     @BeforeAll
     static void startMaster() throws Exception {
-        netns = "wr-mcj-" + UUID.randomUUID().toString().substring(0, 8);
-        run("ip", "netns", "add", netns);
-        run("ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up");
         masterLog = Files.createTempFile("mooncake-master", ".log");
-        master =
-                new ProcessBuilder(
-                                "ip",
-                                "netns",
-                                "exec",
-                                netns,
-                                VENV.resolve("bin/mooncake_master").toString(),
-                                "--rpc_port=50051",
-                                "--rpc_address=127.0.0.1",
-                                "--metrics_host=127.0.0.1",
-                                "--metrics_port=50052")
-                        .redirectErrorStream(true)
-                        .redirectOutput(masterLog.toFile())
-                        .start();
-        String probe =
-                "import socket,time\n"
-                        + "for _ in range(300):\n"
-                        + "    try:\n"
-                        + "        socket.create_connection(('127.0.0.1', 50051), 1).close()\n"
-                        + "        break\n"
-                        + "    except OSError:\n"
-                        + "        time.sleep(0.1)\n"
-                        + "else:\n"
-                        + "    raise SystemExit(1)\n";
-        run("ip", "netns", "exec", netns, VENV.resolve("bin/python").toString(), "-c", probe);
+        master = MooncakeMaster.start("wr-mcj", masterLog);
     }
 
     @AfterAll
     static void stopMaster() throws Exception {
         if (master != null) {
-            master.destroyForcibly().waitFor();
-        }
-        if (netns != null) {
-            new ProcessBuilder("ip", "netns", "del", netns).start().waitFor();
+            master.close();
         }
     }
 
@@ -97,10 +63,7 @@ class MooncakeAgentTest {
     }
 
     private static void run(String... cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).inheritIO().start();
-        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException(String.join(" ", cmd) + " failed");
-        }
+        MooncakeMaster.run(cmd);
     }
 
     private MooncakeAgent.Options options(long segmentSize, Path pythonPath, Duration timeout) {
@@ -108,9 +71,9 @@ class MooncakeAgentTest {
         return new MooncakeAgent.Options(
                 VENV.resolve("bin/python"),
                 pythonPath,
-                List.of("ip", "netns", "exec", netns),
+                master.prefix(),
                 tmp.resolve(name + ".sock"),
-                "127.0.0.1:50051",
+                MooncakeMaster.RPC,
                 "127.0.0.1",
                 segmentSize,
                 tmp.resolve(name + ".log"),

@@ -55,6 +55,8 @@ import org.springframework.validation.annotation.Validated;
  * @param redisCaCertificate a PEM file of the certificate authorities trusted when the store's
  *     Redis speaks TLS ({@code rediss://}); empty: the PEM trust store of the Spring SSL bundle
  *     named by {@code spring.data.redis.ssl.bundle} when there is one, else the JVM's trust store
+ * @param engine the data-plane engine: {@code builtin} (the only one the services run on today);
+ *     {@code mooncake} is refused at start-up until the services are wired to it (issue #47)
  */
 @Validated
 @ConfigurationProperties("relay.dataplane")
@@ -77,7 +79,8 @@ public record DataplaneProperties(
         String secret,
         Path secretFile,
         Boolean multiHost,
-        Path redisCaCertificate) {
+        Path redisCaCertificate,
+        @NotBlank @DefaultValue("builtin") String engine) {
 
     /** The defaults (what an empty {@code relay.dataplane} binds to) with this store. */
     public static DataplaneProperties loopback(String redisUri, String keyPrefix) {
@@ -100,7 +103,8 @@ public record DataplaneProperties(
                 null,
                 null,
                 null,
-                null);
+                null,
+                "builtin");
     }
 
     /**
@@ -137,7 +141,8 @@ public record DataplaneProperties(
                 secret,
                 secretFile,
                 multiHost,
-                redisCaCertificate != null ? redisCaCertificate : caCertificate);
+                redisCaCertificate != null ? redisCaCertificate : caCertificate,
+                engine);
     }
 
     /**

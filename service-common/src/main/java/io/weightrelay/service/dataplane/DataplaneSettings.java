@@ -1,6 +1,7 @@
 package io.weightrelay.service.dataplane;
 
 import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.dataplane.DataplaneRole;
 import io.weightrelay.dataplane.RoleKeys;
 import java.io.IOException;
@@ -17,6 +18,8 @@ import org.springframework.core.env.Environment;
  * DataplaneSettingsException} naming the property) what cannot work:
  *
  * <ul>
+ *   <li>an {@code engine} other than {@code builtin} ({@code mooncake} exists in the data plane but
+ *       the services are not wired to it yet);
  *   <li>a wildcard bind host without an advertise host, and a wildcard advertise host;
  *   <li>with peers on other hosts ({@link #multiHost()}): advertising a loopback address, and
  *       running without a secret;
@@ -44,6 +47,7 @@ public final class DataplaneSettings {
     private static final String P = "relay.dataplane.";
 
     private final DataplaneProperties properties;
+    private final DataplaneEngine engine;
     private final String advertiseHost;
     private final boolean multiHost;
     private final String multiHostReason;
@@ -51,6 +55,7 @@ public final class DataplaneSettings {
 
     public DataplaneSettings(DataplaneProperties properties) {
         this.properties = properties;
+        this.engine = engine(properties.engine());
         String bind = properties.bindHost().trim();
         String advertise = blank(properties.advertiseHost()) ? null : properties.advertiseHost();
         if (advertise == null && Hosts.isWildcard(bind)) {
@@ -205,6 +210,31 @@ public final class DataplaneSettings {
     }
 
     /** The settings as bound. */
+    private static DataplaneEngine engine(String value) {
+        DataplaneEngine engine;
+        try {
+            engine = DataplaneEngine.fromLabel(value);
+        } catch (IllegalArgumentException e) {
+            throw new DataplaneSettingsException(P + "engine=" + value + ": " + e.getMessage());
+        }
+        if (engine != DataplaneEngine.BUILTIN) {
+            throw new DataplaneSettingsException(
+                    P
+                            + "engine="
+                            + value
+                            + ": the services do not run on the Mooncake engine yet (its agent's"
+                            + " settings are not bound, docs/dataplane.md); use builtin");
+        }
+        return engine;
+    }
+
+    /**
+     * The data-plane engine every config of this service names ({@code relay.dataplane.engine}).
+     */
+    public DataplaneEngine engine() {
+        return engine;
+    }
+
     public DataplaneProperties properties() {
         return properties;
     }
@@ -315,6 +345,7 @@ public final class DataplaneSettings {
                 .remover(remover)
                 .storer(storer)
                 .redisCaCertificate(properties.redisCaCertificate())
+                .engine(engine)
                 .build();
     }
 

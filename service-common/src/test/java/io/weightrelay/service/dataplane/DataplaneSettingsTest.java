@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.dataplane.DataplaneRole;
 import io.weightrelay.dataplane.RoleKeys;
 import java.nio.charset.StandardCharsets;
@@ -170,6 +171,29 @@ class DataplaneSettingsTest {
     }
 
     @Test
+    void theEngineIsBuiltinByDefaultAndAnyOtherIsRefusedNamingTheProperty() {
+        context.run(
+                started ->
+                        assertThat(
+                                        started.getBean(DataplaneSettings.class)
+                                                .config("node-0")
+                                                .engine())
+                                .isEqualTo(DataplaneEngine.BUILTIN));
+        context.withPropertyValues("relay.dataplane.engine=BuiltIn")
+                .run(
+                        started ->
+                                assertThat(started.getBean(DataplaneSettings.class).engine())
+                                        .isEqualTo(DataplaneEngine.BUILTIN));
+        refuses(
+                "relay.dataplane.engine=mooncake: the services do not run on the Mooncake engine"
+                        + " yet",
+                "relay.dataplane.engine=mooncake");
+        refuses(
+                "relay.dataplane.engine=rdma: no data-plane engine 'rdma': builtin or mooncake",
+                "relay.dataplane.engine=rdma");
+    }
+
+    @Test
     void aWildcardBindWithoutAdvertiseHostRefusesToStart() {
         refuses("relay.dataplane.advertise-host", "relay.dataplane.bind-host=0.0.0.0");
         refuses("relay.dataplane.bind-host=::", "relay.dataplane.bind-host=::");
@@ -315,7 +339,8 @@ class DataplaneSettingsTest {
                                 SECRET,
                                 null,
                                 null,
-                                null));
+                                null,
+                                "builtin"));
         assertThatThrownBy(
                         () ->
                                 multi.checkAdvertisedUrl(

@@ -1,0 +1,368 @@
+package io.weightrelay.dataplane;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.weightrelay.dataplane.MooncakeAgent.Mapped;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import org.bytedeco.javacpp.Pointer;
+
+/**
+ * The data plane on the real Mooncake Store and Transfer Engine, driven through one {@link
+ * MooncakeAgent} per data plane (docs/dataplane.md, "The Mooncake engine").
+ *
+ * <p>What maps to what: store capacity is the agent's own mounted segment ({@link
+ * MooncakeConfig#segmentSize()}), so {@link #createSegment} is refused; a {@linkplain
+ * #createReceiveSegment receive segment} is a shared-memory file this JVM and the agent both map,
+ * registered with Mooncake's store client (the source of puts, the destination of reads) and its
+ * Transfer Engine (the target of peers' one-sided writes), and published in Redis under {@code
+ * <prefix>mc:seg:<name>} with the agent's Transfer Engine segment ({@code host:port}) and the
+ * file's address in the agent, which is how peers address it by name. {@link #registerBuffer} is
+ * refused: a direct buffer of this JVM cannot be mapped by the agent process. Thread safe.
+ */
+final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
+    private static final System.Logger LOG = System.getLogger(MooncakeDataplane.class.getName());
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]+");
+
+    /** One receive segment: the Java mapping, the agent's, and its published directory entry. */
+    record Local(Segment segment, Mapped mapped, MappedByteBuffer mapping) {}
+
+    private final DataplaneConfig config;
+    private final MooncakeAgent agent;
+    private final RedisClient redisClient;
+    private final StatefulRedisConnection<String, String> redis;
+    private final String instance = UUID.randomUUID().toString();
+    private final Map<String, Local> segments = new ConcurrentHashMap<>();
+    private final MooncakeTransferEngine engine;
+    private final MooncakeStoreClient store;
+    private volatile boolean closed;
+
+    private MooncakeDataplane(
+            DataplaneConfig config,
+            MooncakeAgent agent,
+            RedisClient redisClient,
+            StatefulRedisConnection<String, String> redis) {
+        this.config = config;
+        this.agent = agent;
+        this.redisClient = redisClient;
+        this.redis = redis;
+        this.engine = new MooncakeTransferEngine(this);
+        this.store = new MooncakeStoreClient(this);
+    }
+
+    static MooncakeDataplane open(DataplaneConfig config) {
+        MooncakeConfig mc = config.mooncake();
+        String id = UUID.randomUUID().toString().substring(0, 8);
+        Path socket = mc.workDir().toAbsolutePath().resolve(id + ".sock");
+        if (socket.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length > 107) {
+            throw new IllegalArgumentException(
+                    "the agent's unix socket "
+                            + socket
+                            + " is longer than the 107 bytes a socket path may have: choose a"
+                            + " shorter MooncakeConfig.workDir");
+        }
+        try {
+            Files.createDirectories(mc.workDir());
+        } catch (IOException e) {
+            throw new MooncakeAgentException(
+                    DataplaneError.IO,
+                    "MooncakeSetupError",
+                    "cannot create the agent's work directory " + mc.workDir() + ": " + e);
+        }
+        RedisURI uri = RedisURI.create(config.redisUri());
+        uri.setTimeout(config.connectTimeout().plus(config.ioTimeout()));
+        RedisClient client = RedisClient.create(uri);
+        StatefulRedisConnection<String, String> connection;
+        try {
+            connection = client.connect();
+        } catch (RuntimeException e) {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+            throw new MetadataException(
+                    "cannot connect to Redis at " + RedisUris.mask(config.redisUri()), e);
+        }
+        try {
+            MooncakeAgent agent =
+                    MooncakeAgent.start(
+                            new MooncakeAgent.Options(
+                                    mc.python(),
+                                    mc.pythonPath(),
+                                    mc.prefix(),
+                                    socket,
+                                    mc.master(),
+                                    mc.hostname(),
+                                    mc.segmentSize(),
+                                    mc.workDir().resolve(config.nodeLabel() + "-" + id + ".log"),
+                                    mc.startTimeout(),
+                                    mc.commandTimeout()));
+            return new MooncakeDataplane(config, agent, client, connection);
+        } catch (RuntimeException e) {
+            connection.close();
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+            throw e;
+        }
+    }
+
+    MooncakeAgent agent() {
+        return agent;
+    }
+
+    RedisCommands<String, String> redis() {
+        return redis.sync();
+    }
+
+    String directoryKey(String segment) {
+        return config.keyPrefix() + "mc:seg:" + segment;
+    }
+
+    /**
+     * The name of the agent's own store segment in Mooncake: what {@link
+     * ReplicateConfig#preferredSegments()} names to place a replica there ("" for a reading
+     * client).
+     */
+    String storeSegment() {
+        return agent.ready().storeSegment();
+    }
+
+    /** The receive segment {@code local} names, when it is one of this data plane's. */
+    Local local(LocalMemory memory) {
+        if (memory instanceof Segment s && s.ownedBy(engine)) {
+            Local l = segments.get(s.name());
+            if (l != null && l.segment() == s && !s.isClosed()) {
+                return l;
+            }
+        }
+        throw new UnregisteredBufferException(memory.describe());
+    }
+
+    @Override
+    public DataplaneConfig config() {
+        return config;
+    }
+
+    @Override
+    public String nodeLabel() {
+        return config.nodeLabel();
+    }
+
+    @Override
+    public String hostId() {
+        return config.hostId() != null ? config.hostId() : config.mooncake().hostname();
+    }
+
+    /** The port of the agent's Transfer Engine (its rpc port, what peers' writes connect to). */
+    @Override
+    public int tcpPort() {
+        String segment = agent.ready().engineSegment();
+        return Integer.parseInt(segment.substring(segment.lastIndexOf(':') + 1));
+    }
+
+    @Override
+    public TransferEngine engine() {
+        return engine;
+    }
+
+    @Override
+    public StoreClient store() {
+        return store;
+    }
+
+    /** Mooncake counts no bytes per transport: refused. */
+    @Override
+    public Counters counters() {
+        throw new MooncakeUnsupportedException(
+                "Dataplane.counters",
+                "Mooncake's Transfer Engine keeps no byte counters per transport");
+    }
+
+    /** Refused: Mooncake's store capacity is the agent's mounted segment, not a segment file. */
+    @Override
+    public Segment createSegment(String name, long size) {
+        throw new MooncakeUnsupportedException(
+                "Dataplane.createSegment",
+                "store capacity is the "
+                        + config.mooncake().segmentSize()
+                        + " bytes the Mooncake agent mounted at start (MooncakeConfig.segmentSize),"
+                        + " named '"
+                        + storeSegment()
+                        + "' in Mooncake; use createReceiveSegment for memory of this process");
+    }
+
+    @Override
+    public synchronized Segment createReceiveSegment(String name, long size) {
+        checkOpen();
+        if (!NAME.matcher(name).matches()) {
+            throw new IllegalArgumentException(
+                    "segment name '" + name + "' must hold only letters, digits, '.', '_', '-'");
+        }
+        if (size <= 0) {
+            throw new IllegalArgumentException("segment size must be > 0: " + size);
+        }
+        if (segments.containsKey(name)) {
+            throw new DataplaneException(
+                    DataplaneError.EXISTS, "segment '" + name + "' exists in this data plane");
+        }
+        String key = directoryKey(name);
+        if (!redis().hsetnx(key, "instance", instance)) {
+            throw new DataplaneException(
+                    DataplaneError.EXISTS,
+                    "segment '"
+                            + name
+                            + "' is published by another Mooncake engine ("
+                            + redis().hget(key, "endpoint")
+                            + ")");
+        }
+        Path path =
+                config.shmDir()
+                        .resolve("wr-mc-" + config.keyPrefix().replace(':', '_') + "-" + name);
+        MappedByteBuffer mapping = null;
+        try {
+            Files.deleteIfExists(path);
+            try (RandomAccessFile f = new RandomAccessFile(path.toFile(), "rw")) {
+                f.setLength(size);
+                mapping = f.getChannel().map(FileChannel.MapMode.READ_WRITE, 0, size);
+            }
+            Mapped mapped = agent.map(path, size);
+            long address = new Pointer(mapping).address();
+            Segment segment =
+                    new Segment(this, name, size, address, path, SegmentKind.RECEIVE, List.of());
+            segments.put(name, new Local(segment, mapped, mapping));
+            publish(name);
+            return segment;
+        } catch (IOException | RuntimeException e) {
+            segments.remove(name);
+            redis().del(key);
+            try {
+                Files.deleteIfExists(path);
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            if (e instanceof RuntimeException r) {
+                throw r;
+            }
+            throw new DataplaneException(
+                    DataplaneError.IO, "cannot create segment '" + name + "': " + e, e);
+        }
+    }
+
+    private void publish(String name) {
+        Local l = segments.get(name);
+        redis().hset(
+                        directoryKey(name),
+                        Map.of(
+                                "instance", instance,
+                                "endpoint", agent.ready().engineSegment(),
+                                "address", Long.toString(agent.address(l.mapped())),
+                                "size", Long.toString(l.segment().size()),
+                                "node", config.nodeLabel()));
+    }
+
+    /**
+     * Publishes again the entries of this data plane's receive segments that are gone from Redis,
+     * and those whose agent address changed (a restarted agent maps the files anew).
+     */
+    @Override
+    public synchronized List<String> reannounceSegments() {
+        List<String> published = new ArrayList<>();
+        for (Map.Entry<String, Local> e : segments.entrySet()) {
+            Map<String, String> entry = redis().hgetall(directoryKey(e.getKey()));
+            boolean current =
+                    instance.equals(entry.get("instance"))
+                            && agent.ready().engineSegment().equals(entry.get("endpoint"))
+                            && Long.toString(agent.address(e.getValue().mapped()))
+                                    .equals(entry.get("address"));
+            if (entry.isEmpty() || (instance.equals(entry.get("instance")) && !current)) {
+                publish(e.getKey());
+                published.add(e.getKey());
+            }
+        }
+        return published;
+    }
+
+    @Override
+    public Optional<Segment> segment(String name) {
+        Local l = segments.get(name);
+        return l == null ? Optional.empty() : Optional.of(l.segment());
+    }
+
+    /** Refused: the agent (another process) cannot map a direct buffer of this JVM. */
+    @Override
+    public RegisteredBuffer registerBuffer(ByteBuffer direct) {
+        throw new MooncakeUnsupportedException(
+                "Dataplane.registerBuffer",
+                "the Mooncake agent is another process and cannot map a direct buffer of this JVM;"
+                        + " use createReceiveSegment (shared memory both map)");
+    }
+
+    @Override
+    public long freeBytes(String segment) {
+        return 0; // receive segments only: never store capacity
+    }
+
+    @Override
+    public synchronized void destroySegment(Segment segment) {
+        Local l = segments.remove(segment.name());
+        if (l == null) {
+            return;
+        }
+        String key = directoryKey(segment.name());
+        if (instance.equals(redis().hget(key, "instance"))) {
+            redis().del(key);
+        }
+        try {
+            agent.unmap(l.mapped());
+        } catch (DataplaneException e) {
+            LOG.log(System.Logger.Level.WARNING, "unmapping " + segment + ": " + e.getMessage());
+        }
+        try {
+            Files.deleteIfExists(segment.shmPath());
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.WARNING, "removing " + segment.shmPath() + ": " + e);
+        }
+    }
+
+    @Override
+    public void unregisterBuffer(RegisteredBuffer buffer) {
+        throw new IllegalStateException("the Mooncake engine registers no buffers");
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new DataplaneClosedException("Mooncake data plane of " + config.nodeLabel());
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            for (Local l : List.copyOf(segments.values())) {
+                l.segment().close();
+            }
+        } finally {
+            try {
+                agent.close();
+            } finally {
+                redis.close();
+                redisClient.shutdown(0, 2, TimeUnit.SECONDS);
+            }
+        }
+    }
+}

@@ -1,0 +1,266 @@
+package io.weightrelay.dataplane;
+
+import io.weightrelay.dataplane.MooncakeDataplane.Local;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The Transfer Engine of a {@link MooncakeDataplane}: one-sided writes from this data plane's
+ * receive segments into any receive segment published under the key prefix (this engine's or
+ * another's, resolved from {@code <prefix>mc:seg:<name>} at every submit, so nothing is cached),
+ * each task one {@code batch_transfer_sync_write} of Mooncake's Transfer Engine in the agent, run
+ * before {@link #submit} returns; a task's failure fails it alone. Not provided (each throws {@link
+ * MooncakeUnsupportedException} naming it, or fails the task with it): reads (the agent drives only
+ * Mooncake's write), notifies, CRC32C while moving bytes, and probing an owner. Thread safe.
+ */
+final class MooncakeTransferEngine implements TransferEngine {
+    private final MooncakeDataplane dp;
+
+    MooncakeTransferEngine(MooncakeDataplane dp) {
+        this.dp = dp;
+    }
+
+    @Override
+    public String nodeLabel() {
+        return dp.nodeLabel();
+    }
+
+    /** Registered notify counters; notifies for other names are dropped when drained. */
+    private final Map<String, Long> notifies = new HashMap<>();
+
+    @Override
+    public TransferBatch submit(List<TransferRequest> requests) {
+        List<TaskStatus> statuses = new ArrayList<>(requests.size());
+        List<DataplaneException> failures = new ArrayList<>(requests.size());
+        for (int i = 0; i < requests.size(); i++) {
+            TransferRequest r = requests.get(i);
+            DataplaneException failure;
+            try {
+                run(r, null);
+                failure = null;
+            } catch (DataplaneException e) {
+                failure = e;
+            }
+            failures.add(failure);
+            statuses.add(
+                    failure == null
+                            ? new TaskStatus(i, TaskStatus.State.COMPLETED, r.length(), null)
+                            : new TaskStatus(i, TaskStatus.State.FAILED, 0, failure.error()));
+        }
+        return new MooncakeTransferBatch(statuses, failures);
+    }
+
+    /**
+     * Checks and resolves task {@code r}; runs it unless {@code dryRun}; with {@code notifyName} (a
+     * write), the target receives that notify once the bytes landed.
+     */
+    private void run(TransferRequest r, String notifyName) {
+        run(r, notifyName, false);
+    }
+
+    private void run(TransferRequest r, String notifyName, boolean dryRun) {
+        Local local = dp.local(r.local());
+        if (r.localOffset() < 0
+                || r.length() < 0
+                || r.localOffset() > r.local().size() - r.length()) {
+            throw new OutOfBoundsException(
+                    r.local().describe(), r.localOffset(), r.length(), r.local().size());
+        }
+        Map<String, String> target = dp.redis().hgetall(dp.directoryKey(r.segment()));
+        if (target.isEmpty()) {
+            throw new UnknownSegmentException(
+                    r.segment(),
+                    "no Mooncake engine published segment '"
+                            + r.segment()
+                            + "' ("
+                            + dp.directoryKey(r.segment())
+                            + ")");
+        }
+        long size = Long.parseLong(target.get("size"));
+        if (r.segmentOffset() < 0 || r.segmentOffset() > size - r.length()) {
+            throw new OutOfBoundsException(
+                    "segment '" + r.segment() + "'", r.segmentOffset(), r.length(), size);
+        }
+        if (dryRun || (r.length() == 0 && notifyName == null)) {
+            return;
+        }
+        long address = Long.parseLong(target.get("address")) + r.segmentOffset();
+        List<long[]> range = List.of(new long[] {r.localOffset(), address, r.length()});
+        if (r.op() == TransferRequest.Op.READ) {
+            dp.agent().read(local.mapped(), target.get("endpoint"), range);
+        } else {
+            dp.agent()
+                    .write(
+                            local.mapped(),
+                            target.get("endpoint"),
+                            range,
+                            notifyName,
+                            dp.nodeLabel());
+        }
+    }
+
+    @Override
+    public TransferBatch submitChecksummed(List<TransferRequest> requests) {
+        throw new MooncakeUnsupportedException(
+                "TransferEngine.submitChecksummed",
+                "Mooncake's Transfer Engine takes no CRC32C while it moves bytes");
+    }
+
+    /**
+     * Checks every task first (a batch with an invalid task cannot succeed as a whole, so it runs
+     * as {@link #submit} does, without notify: the valid tasks run, the invalid fail alone); then
+     * runs them, the last write to each distinct target segment carrying the notify (Mooncake
+     * delivers it once that write's bytes landed; the earlier writes are synchronous and landed
+     * before). A write that fails after earlier notifies went out cannot take them back: the batch
+     * fails, and those targets counted once.
+     */
+    @Override
+    public TransferBatch submitWithNotify(List<TransferRequest> requests, String notifyName) {
+        boolean anyInvalid = false;
+        for (TransferRequest r : requests) {
+            try {
+                run(r, null, true);
+            } catch (DataplaneException x) {
+                anyInvalid = true;
+            }
+        }
+        if (anyInvalid) {
+            return submit(requests); // the valid tasks run, the invalid fail alone: no notify
+        }
+        List<TaskStatus> statuses = new ArrayList<>();
+        List<DataplaneException> failures = new ArrayList<>();
+        for (int i = 0; i < requests.size(); i++) {
+            TransferRequest r = requests.get(i);
+            DataplaneException failure = null;
+            try {
+                run(r, lastWriteTo(requests, i) ? notifyName : null);
+            } catch (DataplaneException e) {
+                failure = e;
+            }
+            failures.add(failure);
+            statuses.add(
+                    failure == null
+                            ? new TaskStatus(i, TaskStatus.State.COMPLETED, r.length(), null)
+                            : new TaskStatus(i, TaskStatus.State.FAILED, 0, failure.error()));
+        }
+        return new MooncakeTransferBatch(statuses, failures);
+    }
+
+    private static boolean lastWriteTo(List<TransferRequest> requests, int index) {
+        TransferRequest r = requests.get(index);
+        if (r.op() != TransferRequest.Op.WRITE) {
+            return false;
+        }
+        for (int j = index + 1; j < requests.size(); j++) {
+            TransferRequest later = requests.get(j);
+            if (later.op() == TransferRequest.Op.WRITE && later.segment().equals(r.segment())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public void transfer(List<TransferRequest> requests, Duration timeout) {
+        try (TransferBatch batch = submit(requests)) {
+            batch.awaitSuccess(timeout);
+        }
+    }
+
+    /**
+     * Counts the notifies named {@code name} that the agent's Transfer Engine received: they are
+     * drained from the agent (Mooncake hands each out once) whenever a counter is read or awaited,
+     * and those of unregistered names dropped. Notifies the agent received while it was replaced
+     * after a death are lost with it.
+     */
+    @Override
+    public synchronized long registerNotify(String name) {
+        drain();
+        return notifies.computeIfAbsent(name, n -> 0L);
+    }
+
+    @Override
+    public synchronized void unregisterNotify(String name) {
+        notifies.remove(name);
+        notifyAll();
+    }
+
+    @Override
+    public synchronized long notifyCount(String name) {
+        drain();
+        return registered(name);
+    }
+
+    /**
+     * Polls the agent every 20 ms until the counter reaches {@code atLeast}; returns at once, with
+     * the last value, when the name is unregistered meanwhile.
+     */
+    @Override
+    public synchronized long awaitNotify(String name, long atLeast, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        long value = registered(name);
+        while (true) {
+            drain();
+            Long now = notifies.get(name);
+            if (now == null || now >= atLeast) {
+                return now == null ? value : now;
+            }
+            value = now;
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new NotifyTimeoutException(name, atLeast, value);
+            }
+            try {
+                wait(Math.max(1, Math.min(20, left / 1_000_000)));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new NotifyTimeoutException(name, atLeast, value);
+            }
+        }
+    }
+
+    private long registered(String name) {
+        Long value = notifies.get(name);
+        if (value == null) {
+            throw new DataplaneException(
+                    DataplaneError.NOT_FOUND,
+                    "notify counter '" + name + "' is not registered (registerNotify first)");
+        }
+        return value;
+    }
+
+    private void drain() {
+        for (String name : dp.agent().notifies()) {
+            notifies.computeIfPresent(name, (n, v) -> v + 1);
+        }
+    }
+
+    @Override
+    public void probe(String segment) {
+        throw new MooncakeUnsupportedException(
+                "TransferEngine.probe",
+                "the agent has no command that checks another engine answers; a write to a gone"
+                        + " owner fails with MooncakeOperationException naming its endpoint");
+    }
+
+    /**
+     * Returns 0: this engine caches no segment (every submit reads the directory entries afresh),
+     * so there is nothing to forget.
+     */
+    @Override
+    public int revalidate() {
+        return 0;
+    }
+
+    /**
+     * Returns 0: this engine maps no segment of another engine (Mooncake moves the bytes over its
+     * own transport), so there is nothing to map ahead.
+     */
+    @Override
+    public int mapNodeSegments() {
+        return 0;
+    }
+}

@@ -1,0 +1,303 @@
+package io.weightrelay.dataplane;
+
+import static io.weightrelay.dataplane.TransferRequest.read;
+import static io.weightrelay.dataplane.TransferRequest.write;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * What every engine must do, written against the interfaces only and run on each engine by a
+ * subclass: the built-in one ({@link BuiltinEngineConformanceTest}, through {@link
+ * DataplaneConformanceTest}, which adds what only the built-in engine has) and Mooncake ({@link
+ * MooncakeEngineConformanceTest}). Subclasses say how to open an engine, how a test gets store
+ * capacity and how it gets local memory, the three things the engines do differently. Keys are
+ * under the test's own prefix, so engines whose directory ignores the key prefix (Mooncake's
+ * master) keep the tests apart too.
+ */
+abstract class EngineConformanceTest {
+    @RegisterExtension static final TestScope scope = new TestScope();
+    protected static final Duration WAIT = Duration.ofSeconds(60);
+
+    private static final int MIB = 1 << 20;
+
+    /**
+     * Same node label (the built-in engine's local transport) or another one (its tcp); the
+     * Mooncake engine moves bytes over its own transport either way.
+     */
+    enum Transport {
+        LOCAL,
+        TCP
+    }
+
+    protected static String peerLabel(Transport t) {
+        return t == Transport.LOCAL ? "node-a" : "node-b";
+    }
+
+    /** Opens an engine of the implementation under test, in this JVM. */
+    protected abstract Dataplane open(String nodeLabel, String keyPrefix);
+
+    /**
+     * Gives {@code dp} store capacity of about {@code size} bytes and returns the segment name a
+     * {@link ReplicateConfig} prefers to place objects there.
+     */
+    protected abstract String storeCapacity(Dataplane dp, String name, long size);
+
+    /** Local memory of {@code dp} of {@code size} bytes: the source of puts and writes. */
+    protected abstract LocalMemory memory(Dataplane dp, String name, int size);
+
+    protected Dataplane dp(String label) {
+        Dataplane dp = open(label, scope.prefix());
+        scope.closeAfter(dp);
+        return dp;
+    }
+
+    /** {@code name} under this test's prefix. */
+    protected static String key(String name) {
+        return scope.prefix() + name;
+    }
+
+    protected static ByteBuffer view(LocalMemory m) {
+        return m instanceof Segment s ? s.byteBuffer() : ((RegisteredBuffer) m).byteBuffer();
+    }
+
+    private LocalMemory filled(Dataplane dp, String name, int size, int seed) {
+        LocalMemory m = memory(dp, name, size);
+        Patterns.fill(view(m), 0, size, seed);
+        return m;
+    }
+
+    @Test
+    void aStoredObjectReadsBackRangeByRangeAndABadRangeFailsAlone() {
+        Dataplane a = dp("node-a");
+        String capacity = storeCapacity(a, "pub", 32 * MIB);
+        int size = MIB + 13;
+        LocalMemory src = filled(a, "src", size, 4);
+        String k = key("m/1/w");
+        a.store().putFrom(k, src, 0, size, ReplicateConfig.preferLocal(capacity));
+        LocalMemory dst = memory(a, "dst", 2 * size);
+
+        long[] r =
+                a.store()
+                        .getIntoRanges(
+                                k,
+                                List.of(
+                                        new ReadRange(0, 1, dst, 0),
+                                        new ReadRange(size - 1, 1, dst, 1),
+                                        new ReadRange(size, 0, dst, 2),
+                                        new ReadRange(0, size, dst, size),
+                                        new ReadRange(-1, 2, dst, 0),
+                                        new ReadRange(0, 10, dst, 2L * size - 5)));
+
+        assertThat(r)
+                .containsExactly(
+                        1,
+                        1,
+                        0,
+                        size,
+                        DataplaneError.OUT_OF_BOUNDS.code(),
+                        DataplaneError.OUT_OF_BOUNDS.code());
+        ByteBuffer got = view(dst);
+        assertThat(got.get(0)).isEqualTo(Patterns.at(0, 4));
+        assertThat(got.get(1)).isEqualTo(Patterns.at(size - 1, 4));
+        Patterns.assertHolds(got, size, size, 4);
+        assertThat(a.store().exists(k)).isTrue();
+        assertThat(a.store().size(k)).isEqualTo(size);
+        assertThatThrownBy(
+                        () ->
+                                a.store()
+                                        .putFrom(
+                                                k,
+                                                src,
+                                                0,
+                                                size,
+                                                ReplicateConfig.preferLocal(capacity)))
+                .isInstanceOfSatisfying(
+                        ObjectExistsException.class, e -> assertThat(e.key()).isEqualTo(k));
+
+        assertThat(a.store().remove(k)).isTrue();
+        assertThat(a.store().remove(k)).isFalse();
+        assertThat(a.store().exists(k)).isFalse();
+        assertThatThrownBy(() -> a.store().getIntoRanges(k, List.of()))
+                .isInstanceOfSatisfying(
+                        ObjectNotFoundException.class, e -> assertThat(e.key()).isEqualTo(k));
+        assertThatThrownBy(() -> a.store().size(k))
+                .isInstanceOfSatisfying(
+                        ObjectNotFoundException.class, e -> assertThat(e.key()).isEqualTo(k));
+    }
+
+    @Test
+    void objectsLocatedTogetherReadAsIfLocatedAloneAndAMissingOneFailsOnlyItsRead() {
+        Dataplane a = dp("node-a");
+        String capacity = storeCapacity(a, "pub", 32 * MIB);
+        Dataplane reader = dp("node-b");
+        int size = 64 * 1024 + 7;
+        LocalMemory src = filled(a, "src", size, 9);
+        String x = key("m/1/x");
+        String y = key("m/1/y");
+        String missing = key("m/1/missing");
+        a.store().putFrom(x, src, 0, size, ReplicateConfig.preferLocal(capacity));
+        a.store().putFrom(y, src, 0, size, ReplicateConfig.preferLocal(capacity));
+        LocalMemory dst = memory(reader, "dst", 2 * size);
+
+        List<StoreClient.Located> located = reader.store().locate(List.of(x, missing, y));
+
+        assertThat(located).extracting(StoreClient.Located::key).containsExactly(x, missing, y);
+        assertThat(located.get(0).segments()).isNotEmpty();
+        assertThat(located.get(1).segments()).isEmpty();
+        long[] gotX =
+                reader.store()
+                        .getIntoRanges(located.get(0), List.of(new ReadRange(0, size, dst, 0)));
+        long[] gotY =
+                reader.store()
+                        .getIntoRanges(located.get(2), List.of(new ReadRange(0, size, dst, size)));
+        assertThat(gotX).containsExactly(size);
+        assertThat(gotY).containsExactly(size);
+        Patterns.assertHolds(view(dst), 0, size, 9);
+        Patterns.assertHolds(view(dst), size, size, 9);
+        assertThatThrownBy(
+                        () ->
+                                reader.store()
+                                        .getIntoRanges(
+                                                located.get(1),
+                                                List.of(new ReadRange(0, 1, dst, 0))))
+                .isInstanceOfSatisfying(
+                        ObjectNotFoundException.class, e -> assertThat(e.key()).isEqualTo(missing));
+        assertThat(reader.store().locate(List.of())).isEmpty();
+        assertThat(reader.store().checkReadable(List.of(x, y))).isNotEmpty();
+        assertThatThrownBy(() -> reader.store().checkReadable(List.of(x, missing, y)))
+                .isInstanceOfSatisfying(
+                        ObjectNotFoundException.class, e -> assertThat(e.key()).isEqualTo(missing));
+        assertThat(a.store().removeAll(List.of(x, missing, y))).isEqualTo(2);
+        assertThat(a.store().exists(x) || a.store().exists(y)).isFalse();
+    }
+
+    @Test
+    void oneSidedWritesAndReadsLandWholeInvalidTasksFailAloneAndARecreatedSegmentIsFound() {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp("node-b");
+        Segment rx = b.createReceiveSegment("rx", MIB);
+        assertThat(rx.kind()).isEqualTo(SegmentKind.RECEIVE);
+        assertThat(rx.freeBytes()).isZero();
+        int length = 256 * 1024 + 3;
+        LocalMemory src = filled(a, "src", length, 21);
+
+        try (TransferBatch batch =
+                a.engine()
+                        .submit(
+                                List.of(
+                                        write(src, 0, "rx", 4096, length),
+                                        write(src, 0, "no-such-segment", 0, 16),
+                                        write(src, 0, "rx", MIB - 8, 16),
+                                        write(src, length - 8, "rx", 0, 16)))) {
+            assertThat(batch.await(WAIT)).isTrue();
+            assertThat(batch.statuses())
+                    .extracting(TaskStatus::state)
+                    .containsExactly(
+                            TaskStatus.State.COMPLETED,
+                            TaskStatus.State.FAILED,
+                            TaskStatus.State.FAILED,
+                            TaskStatus.State.FAILED);
+            assertThat(batch.status(0).bytesTransferred()).isEqualTo(length);
+            assertThat(batch.failure(batch.status(1)))
+                    .isInstanceOfSatisfying(
+                            UnknownSegmentException.class,
+                            e -> assertThat(e.subject()).isEqualTo("no-such-segment"));
+            assertThat(batch.failure(batch.status(2))).isInstanceOf(OutOfBoundsException.class);
+            assertThat(batch.failure(batch.status(3))).isInstanceOf(OutOfBoundsException.class);
+            assertThatThrownBy(() -> batch.awaitSuccess(WAIT))
+                    .isInstanceOf(UnknownSegmentException.class);
+        }
+        Patterns.assertHolds(rx.byteBuffer(4096, length), 0, length, 21);
+        assertThat(rx.byteBuffer(0, 4096).get(4095)).isZero();
+
+        // and back: a reads what it wrote, one-sided, into other memory of its own
+        LocalMemory back = memory(a, "back", length + 100);
+        TestEngines.transfer(a, read(back, 100, "rx", 4096, length));
+        Patterns.assertHolds(view(back), 100, length, 21);
+        assertThat(view(back).get(99)).isZero();
+
+        rx.close();
+        assertThat(b.segment("rx")).isEmpty();
+        assertThatThrownBy(() -> TestEngines.transfer(a, write(src, 0, "rx", 0, 16)))
+                .isInstanceOfSatisfying(
+                        UnknownSegmentException.class,
+                        e -> assertThat(e.subject()).isEqualTo("rx"));
+        Segment again = b.createReceiveSegment("rx", MIB);
+        TestEngines.transfer(a, write(src, 0, "rx", 0, length));
+        Patterns.assertHolds(again.byteBuffer(0, length), 0, length, 21);
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void writeWithNotifyBumpsTheTargetsCounterAfterTheBytesLanded(Transport t) throws Exception {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp(peerLabel(t));
+        int size = 3 * MIB;
+        Segment target = b.createReceiveSegment("delegate", size);
+        LocalMemory src = filled(a, "src", size, 9);
+        assertThat(b.engine().registerNotify("gen-7/batch-0")).isZero();
+        CompletableFuture<Long> waiter =
+                CompletableFuture.supplyAsync(
+                        () -> b.engine().awaitNotify("gen-7/batch-0", 1, WAIT));
+
+        try (TransferBatch batch =
+                a.engine()
+                        .submitWithNotify(
+                                List.of(
+                                        write(src, 0, "delegate", 0, MIB),
+                                        write(src, MIB, "delegate", MIB, 2 * MIB)),
+                                "gen-7/batch-0")) {
+            batch.awaitSuccess(WAIT);
+        }
+
+        assertThat(waiter.get(60, TimeUnit.SECONDS)).isEqualTo(1);
+        Patterns.assertHolds(target.byteBuffer(), 0, size, 9);
+        assertThat(b.engine().notifyCount("gen-7/batch-0")).isEqualTo(1);
+        assertThatThrownBy(() -> a.engine().notifyCount("gen-7/batch-0"))
+                .isInstanceOfSatisfying(
+                        DataplaneException.class,
+                        e -> assertThat(e.error()).isEqualTo(DataplaneError.NOT_FOUND));
+        b.engine().registerNotify("never");
+        assertThatThrownBy(() -> b.engine().awaitNotify("never", 1, Duration.ofMillis(20)))
+                .isInstanceOf(NotifyTimeoutException.class)
+                .hasMessageContaining("never");
+        // A name the target never registered: the bytes land, the notify is dropped, no counter.
+        try (TransferBatch batch =
+                a.engine().submitWithNotify(List.of(write(src, 0, "delegate", 0, MIB)), "stray")) {
+            batch.awaitSuccess(WAIT);
+        }
+        assertThatThrownBy(() -> b.engine().notifyCount("stray"))
+                .isInstanceOf(DataplaneException.class);
+        // A batch with an invalid task: the valid one runs, and no notify goes out.
+        Patterns.fill(view(src), 0, 16, 10);
+        try (TransferBatch batch =
+                a.engine()
+                        .submitWithNotify(
+                                List.of(
+                                        write(src, 0, "delegate", 0, 16),
+                                        write(src, 0, "no-such-segment", 0, 16)),
+                                "gen-7/batch-0")) {
+            batch.await(WAIT);
+            assertThat(batch.status(0).state()).isEqualTo(TaskStatus.State.COMPLETED);
+            assertThat(batch.failure(batch.status(1))).isInstanceOf(UnknownSegmentException.class);
+        }
+        Patterns.assertHolds(target.byteBuffer(), 0, 16, 10);
+        assertThatThrownBy(() -> b.engine().awaitNotify("gen-7/batch-0", 2, Duration.ofMillis(300)))
+                .isInstanceOf(NotifyTimeoutException.class);
+        assertThat(b.engine().notifyCount("gen-7/batch-0")).isEqualTo(1);
+        // The update ended: its counter is pruned, later notifies for it are dropped.
+        b.engine().unregisterNotify("gen-7/batch-0");
+        assertThatThrownBy(() -> b.engine().notifyCount("gen-7/batch-0"))
+                .isInstanceOf(DataplaneException.class);
+    }
+}
