@@ -109,6 +109,14 @@ final class MooncakeTransferEngine implements TransferEngine {
                 "Mooncake's Transfer Engine takes no CRC32C while it moves bytes");
     }
 
+    @Override
+    public TransferBatch submitChecksummedWithNotify(
+            List<TransferRequest> requests, String notifyName) {
+        throw new MooncakeUnsupportedException(
+                "TransferEngine.submitChecksummedWithNotify",
+                "Mooncake's Transfer Engine takes no CRC32C while it moves bytes");
+    }
+
     /**
      * Checks every task first (a batch with an invalid task cannot succeed as a whole, so it runs
      * as {@link #submit} does, without notify: the valid tasks run, the invalid fail alone); then
