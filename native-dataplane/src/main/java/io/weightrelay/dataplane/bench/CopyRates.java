@@ -1,0 +1,105 @@
+package io.weightrelay.dataplane.bench;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+
+/**
+ * The machine's own copy rates, the yardsticks benches measure a system against in the same run:
+ * one thread's Java bulk copy, and the C library's {@code memcpy} on several threads at once.
+ * Native memory (JavaCPP) stays in this module; callers get rates and times only.
+ */
+public final class CopyRates {
+
+    private CopyRates() {}
+
+    /**
+     * One thread's bulk put between two warm direct buffers; the best of {@code rounds}. The
+     * buffers' memory is freed on return, not left to a garbage collection (the bench measures
+     * twice, beside a lab that fills the machine's memory).
+     */
+    public static double javaCopyBytesPerSecond(int size, int rounds) {
+        try (BytePointer fromMemory = new BytePointer(size);
+                BytePointer toMemory = new BytePointer(size)) {
+            if (fromMemory.isNull() || toMemory.isNull()) {
+                throw new OutOfMemoryError("no memory for a " + size + "-byte copy");
+            }
+            ByteBuffer from = fromMemory.asBuffer();
+            ByteBuffer to = toMemory.asBuffer();
+            for (int i = 0; i < size; i += 4096) {
+                from.put(i, (byte) i);
+                to.put(i, (byte) 0);
+            }
+            double best = 0;
+            for (int round = 0; round < rounds; round++) {
+                long started = System.nanoTime();
+                to.clear().put(from.clear());
+                best = Math.max(best, size / ((System.nanoTime() - started) / 1e9));
+            }
+            return best;
+        }
+    }
+
+    /**
+     * {@code threads} threads, each copying a slice of {@code slice} bytes of its own (written
+     * first, so no page fault is timed) with {@code memcpy}, started together; the nanoseconds
+     * until the last is done.
+     */
+    public static long parallelMemcpyNanos(int threads, int slice) throws Exception {
+        List<BytePointer> from = new ArrayList<>();
+        List<BytePointer> to = new ArrayList<>();
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            for (int t = 0; t < threads; t++) {
+                BytePointer src = new BytePointer(slice);
+                BytePointer dst = new BytePointer(slice);
+                if (src.isNull() || dst.isNull()) {
+                    throw new OutOfMemoryError("no memory for a " + slice + "-byte copy slice");
+                }
+                src.fill(t + 1);
+                dst.fill(0);
+                from.add(src);
+                to.add(dst);
+            }
+            CyclicBarrier start = new CyclicBarrier(threads + 1);
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                BytePointer src = from.get(t);
+                BytePointer dst = to.get(t);
+                done.add(
+                        pool.submit(
+                                (Callable<Void>)
+                                        () -> {
+                                            start.await();
+                                            Pointer.memcpy(dst, src, slice);
+                                            return null;
+                                        }));
+            }
+            start.await();
+            long started = System.nanoTime();
+            for (Future<?> f : done) {
+                f.get();
+            }
+            long nanos = System.nanoTime() - started;
+            for (int t = 0; t < threads; t++) {
+                // A copy that did not happen must not count as a fast one.
+                if (to.get(t).get(slice - 1) != (byte) (t + 1)
+                        || to.get(t).get(0) != (byte) (t + 1)) {
+                    throw new IllegalStateException("copy thread " + t + " did not copy its slice");
+                }
+            }
+            return nanos;
+        } finally {
+            pool.shutdownNow();
+            from.forEach(Pointer::close);
+            to.forEach(Pointer::close);
+        }
+    }
+}
