@@ -45,10 +45,7 @@ final class MooncakeTransferEngine implements TransferEngine {
                 failure = e;
             }
             failures.add(failure);
-            statuses.add(
-                    failure == null
-                            ? new TaskStatus(i, TaskStatus.State.COMPLETED, r.length(), null)
-                            : new TaskStatus(i, TaskStatus.State.FAILED, 0, failure.error()));
+            statuses.add(status(i, r, failure));
         }
         return new MooncakeTransferBatch(statuses, failures);
     }
@@ -149,12 +146,16 @@ final class MooncakeTransferEngine implements TransferEngine {
                 failure = e;
             }
             failures.add(failure);
-            statuses.add(
-                    failure == null
-                            ? new TaskStatus(i, TaskStatus.State.COMPLETED, r.length(), null)
-                            : new TaskStatus(i, TaskStatus.State.FAILED, 0, failure.error()));
+            statuses.add(status(i, r, failure));
         }
         return new MooncakeTransferBatch(statuses, failures);
+    }
+
+    /** Task {@code i}'s end: completed with all its bytes, or failed with {@code failure}. */
+    private static TaskStatus status(int i, TransferRequest r, DataplaneException failure) {
+        return failure == null
+                ? new TaskStatus(i, TaskStatus.State.COMPLETED, r.length(), null)
+                : new TaskStatus(i, TaskStatus.State.FAILED, 0, failure.error());
     }
 
     private static boolean lastWriteTo(List<TransferRequest> requests, int index) {
