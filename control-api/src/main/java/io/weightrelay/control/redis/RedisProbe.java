@@ -5,13 +5,15 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.data.redis.connection.RedisConnection;
 import org.springframework.data.redis.connection.RedisConnectionFactory;
-import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Component;
 
 /**
@@ -33,6 +35,10 @@ import org.springframework.stereotype.Component;
  * while it lasts, and one INFO line ({@value #ANSWERS}...) once it answers. So a control-api
  * started without its Redis says so in seconds (an operator, or the lab waiting for it to turn
  * healthy, reads why), and serves without a restart once Redis is there.
+ *
+ * <p>It asks from a thread of its own, not the context's scheduler: the scheduled tasks there all
+ * call Redis, and the probe is what must run while Redis hangs or is away (CI once saw no probe for
+ * ten seconds after Redis appeared, with the shared scheduler busy).
  */
 @Component
 class RedisProbe implements DisposableBean {
@@ -59,6 +65,13 @@ class RedisProbe implements DisposableBean {
     private volatile boolean answeredOnce;
     private long reportedNanos;
     private boolean reported;
+    private final ScheduledExecutorService thread =
+            Executors.newSingleThreadScheduledExecutor(
+                    runnable -> {
+                        Thread t = new Thread(runnable, "redis-probe");
+                        t.setDaemon(true);
+                        return t;
+                    });
 
     RedisProbe(
             RedisGuard guard,
@@ -88,11 +101,18 @@ class RedisProbe implements DisposableBean {
             uri.withPassword(password.toCharArray());
         }
         this.client = RedisClient.create(uri.build());
+        thread.scheduleWithFixedDelay(
+                this::probeLogged, intervalMs, intervalMs, TimeUnit.MILLISECONDS);
     }
 
-    @Scheduled(
-            fixedDelayString = "${relay.redis.probe-interval-ms:500}",
-            initialDelayString = "${relay.redis.probe-interval-ms:500}")
+    private void probeLogged() {
+        try {
+            probe();
+        } catch (RuntimeException e) {
+            log.error("Redis probe failed; asking again in {} ms", intervalMs, e);
+        }
+    }
+
     void probe() {
         if (!answeredOnce) {
             untilFirstAnswer();
@@ -196,7 +216,9 @@ class RedisProbe implements DisposableBean {
     }
 
     @Override
-    public void destroy() {
+    public void destroy() throws InterruptedException {
+        thread.shutdownNow();
+        thread.awaitTermination(2, TimeUnit.SECONDS);
         close();
         client.shutdown(Duration.ZERO, Duration.ofSeconds(1));
     }

@@ -71,7 +71,7 @@ class RedisDownAtStartTest extends PrivateRedisTestSupport {
         assertThat(segments.statusCode()).isEqualTo(200);
         long answered = System.nanoTime();
         while (!output.getAll().contains(RedisProbe.ANSWERS + "127.0.0.1:" + redis.port())
-                && TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - answered) < 10) {
+                && TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - answered) < 20) {
             PrivateRedis.sleep(100);
         }
         assertThat(output.getAll())
