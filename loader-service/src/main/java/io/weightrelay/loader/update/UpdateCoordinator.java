@@ -192,8 +192,9 @@ public class UpdateCoordinator {
         try {
             ending = prepareApplyAdvance(update);
         } catch (RuntimeException e) {
-            // Only post-apply bookkeeping can land here (before the engine advanced): the bytes
-            // are in and agreed on, but this instance is not on the new generation.
+            // Only bookkeeping can land here: post-apply before the engine advanced (the bytes
+            // are in and agreed on), or the undoing of a failed phase. Either way the instance
+            // is not known to serve the new generation, so it waits to be rebuilt.
             log.error("post-apply of {} failed", run.id(), e);
             ending = Ending.pausedForRebuild(NamedFailure.of(instance, e));
         } finally {
