@@ -21,7 +21,7 @@ import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.redis.RedisTime;
 import io.weightrelay.control.registry.Registry;
-import io.weightrelay.control.update.UpdateService;
+import io.weightrelay.control.update.SessionReads;
 import io.weightrelay.reshard.plan.PlanLoads;
 import io.weightrelay.service.problem.RelayException;
 import java.time.OffsetDateTime;
@@ -37,7 +37,7 @@ record OperatorController(
         GenerationQueries generations,
         CheckpointRecords checkpoints,
         Registry registry,
-        UpdateService updates,
+        SessionReads sessions,
         PlanService plans,
         SegmentFills fills,
         RedisTime time)
@@ -112,7 +112,7 @@ record OperatorController(
     public ResponseEntity<List<UpdateOverview>> listRecentUpdates(String model, Integer limit) {
         generations.requireModel(model);
         List<UpdateOverview> out = new ArrayList<>();
-        for (UpdateSession session : updates.recent(model, limit)) {
+        for (UpdateSession session : sessions.recent(model, limit)) {
             List<InstanceLoad> planned = new ArrayList<>();
             if (session.getPlanId() != null) {
                 for (PlanLoads.Instance i : plannedLoads(session.getPlanId())) {

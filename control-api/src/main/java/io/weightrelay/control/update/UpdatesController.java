@@ -15,7 +15,9 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
 @RestController
-record UpdatesController(UpdateService updates) implements UpdatesApi {
+record UpdatesController(
+        UpdateService updates, PhaseReports reports, Barriers barriers, SessionReads sessions)
+        implements UpdatesApi {
 
     @Override
     public ResponseEntity<UpdateSession> startUpdateSession(
@@ -34,7 +36,7 @@ record UpdatesController(UpdateService updates) implements UpdatesApi {
     @Override
     public ResponseEntity<UpdateSession> getUpdateSession(
             String model, Long generation, String group) {
-        return ResponseEntity.ok(updates.get(model, generation, group));
+        return ResponseEntity.ok(sessions.get(model, generation, group));
     }
 
     @Override
@@ -42,20 +44,20 @@ record UpdatesController(UpdateService updates) implements UpdatesApi {
             String model, Long generation, String group, PhaseReport report) {
         // A loader token bound to an instance reports for that instance only.
         Caller.requireMayActFor("instance", report.getInstance());
-        return ResponseEntity.ok(updates.report(model, generation, group, report));
+        return ResponseEntity.ok(reports.report(model, generation, group, report));
     }
 
     @Override
     public ResponseEntity<LandedDigests> getLandedDigests(
             String model, Long generation, String group, String instance) {
-        return ResponseEntity.ok(updates.landed(model, generation, group, instance));
+        return ResponseEntity.ok(sessions.landed(model, generation, group, instance));
     }
 
     @Override
     public ResponseEntity<BarrierStatus> awaitBarrier(
             String model, Long generation, String group, BarrierName barrier, Integer waitSeconds) {
         Duration wait = Duration.ofSeconds(waitSeconds == null ? 30 : waitSeconds);
-        return ResponseEntity.ok(updates.awaitBarrier(model, generation, group, barrier, wait));
+        return ResponseEntity.ok(barriers.awaitBarrier(model, generation, group, barrier, wait));
     }
 
     @Override
@@ -69,6 +71,6 @@ record UpdatesController(UpdateService updates) implements UpdatesApi {
         // A loader token bound to an instance reports for that instance only.
         Caller.requireMayActFor("instance", report.getInstance());
         Duration wait = Duration.ofSeconds(waitSeconds == null ? 30 : waitSeconds);
-        return ResponseEntity.ok(updates.arrive(model, generation, group, barrier, report, wait));
+        return ResponseEntity.ok(barriers.arrive(model, generation, group, barrier, report, wait));
     }
 }

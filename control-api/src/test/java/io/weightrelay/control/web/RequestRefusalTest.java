@@ -20,6 +20,9 @@ import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.registry.MooncakePlacements;
 import io.weightrelay.control.registry.PlacementTemplates;
 import io.weightrelay.control.registry.Registry;
+import io.weightrelay.control.update.Barriers;
+import io.weightrelay.control.update.PhaseReports;
+import io.weightrelay.control.update.SessionReads;
 import io.weightrelay.control.update.UpdateService;
 import io.weightrelay.service.security.AccessPolicy;
 import io.weightrelay.service.security.RoleTokenSecurityAutoConfiguration;
@@ -76,6 +79,9 @@ import org.springframework.test.web.servlet.request.MockHttpServletRequestBuilde
             PlanService.class,
             AssignmentService.class,
             UpdateService.class,
+            PhaseReports.class,
+            Barriers.class,
+            SessionReads.class,
             Checkpoints.class,
             CheckpointRecords.class
         })

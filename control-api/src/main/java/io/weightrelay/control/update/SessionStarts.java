@@ -1,0 +1,152 @@
+package io.weightrelay.control.update;
+
+import io.weightrelay.api.control.model.UpdateSession;
+import io.weightrelay.control.redis.RedisGuard;
+import io.weightrelay.control.redis.RedisKeys;
+import io.weightrelay.control.redis.ScriptCall;
+import io.weightrelay.control.redis.ScriptCall.Reply;
+import io.weightrelay.service.problem.RelayException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeSet;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.data.redis.core.StringRedisTemplate;
+import org.springframework.stereotype.Component;
+
+/**
+ * Runs {@code update-start.lua}, which starts a group's session, joins it, or replaces one that
+ * ended with other participants, and does what a fresh session needs beside it: the sent digests of
+ * an earlier session dropped, the checksum verifier's inputs preloaded. Who may be in the session
+ * is decided before ({@link UpdateService}); the script refuses only what it alone sees (a
+ * conflicting running session, part of a rollout instance).
+ */
+@Component
+class SessionStarts {
+
+    private static final Logger log = LoggerFactory.getLogger(SessionStarts.class);
+
+    private final ScriptCall scripts;
+    private final RedisKeys keys;
+    private final StringRedisTemplate redis;
+    private final RedisGuard guard;
+    private final UpdateProperties properties;
+    private final UpdateVerifier verifier;
+    private final SessionReads reads;
+
+    SessionStarts(
+            ScriptCall scripts,
+            RedisKeys keys,
+            StringRedisTemplate redis,
+            RedisGuard guard,
+            UpdateProperties properties,
+            UpdateVerifier verifier,
+            SessionReads reads) {
+        this.scripts = scripts;
+        this.keys = keys;
+        this.redis = redis;
+        this.guard = guard;
+        this.properties = properties;
+        this.verifier = verifier;
+        this.reads = reads;
+    }
+
+    /**
+     * Starts or joins the session with these instances (distinct, sorted) and plan; answers it
+     * after a touch (which applies a phase timeout that passed) when {@code touch}.
+     */
+    UpdateSession open(
+            String model,
+            long generation,
+            String group,
+            TreeSet<String> instances,
+            String planId,
+            int timeoutSeconds,
+            boolean touch) {
+        List<String> args = new ArrayList<>();
+        args.add(String.valueOf(timeoutSeconds * 1000L));
+        args.add(planId == null ? "" : planId);
+        args.add(String.valueOf(properties.sessionTtl().toSeconds()));
+        args.addAll(instances);
+        List<String> startKeys = new ArrayList<>();
+        startKeys.add(keys.session(model, generation, group));
+        startKeys.add(keys.participants(model, generation, group));
+        startKeys.add(keys.sessionChannel(model, generation, group));
+        startKeys.add(keys.sessionChecksums(model, generation, group));
+        // the KEYS index of each instance's loader hash is its ARGV index
+        for (String instance : instances) {
+            startKeys.add(keys.loader(instance));
+        }
+        Reply result = scripts.run("update-start", startKeys, args);
+        String code = result.code();
+        if ("incomplete".equals(code)) {
+            throw incomplete(group, result);
+        }
+        boolean fresh =
+                "created".equals(code) || "restarted".equals(code) || "replaced".equals(code);
+        if (fresh) {
+            // what an earlier session of this generation had sent is no proof for this one
+            guard.run(() -> redis.delete(keys.sessionSent(model, generation, group)));
+        }
+        if (fresh && properties.verifyChecksums()) {
+            verifier.preload(model, generation, group, planId);
+        }
+        if ("restarted".equals(code)) {
+            log.info(
+                    "update {}/{}/{}: the failed session is started afresh for the rebuilt group",
+                    model,
+                    generation,
+                    group);
+        }
+        if ("replaced".equals(code)) {
+            log.info(
+                    "update {}/{}/{}: the ended session of {} is replaced by one of {}",
+                    model,
+                    generation,
+                    group,
+                    result.items(1),
+                    instances);
+        }
+        if ("conflict".equals(code)) {
+            throw UpdateProblems.SESSION_CONFLICT
+                    .exception(
+                            "the session of group "
+                                    + group
+                                    + " already exists with participants "
+                                    + result.items(1))
+                    .with("participants", result.items(1));
+        }
+        return reads.read(model, generation, group, touch, true);
+    }
+
+    /** The refusal of a session holding part of a rollout instance, from the start script. */
+    private static RelayException incomplete(String group, Reply result) {
+        String instance = result.item(1);
+        int nodes = (int) result.number(2);
+        String reason = result.item(3);
+        List<String> loaders = result.items(4);
+        String why =
+                switch (reason) {
+                    case "missing" -> "only " + loaders.size() + " of its loaders are in it";
+                    case "extra" -> loaders.size() + " loaders claim it";
+                    case "same-node" -> "two of its loaders serve one node";
+                    default -> "its loaders disagree on how many nodes it spans";
+                };
+        return UpdateProblems.ROLLOUT_INSTANCE_INCOMPLETE
+                .exception(
+                        "the session of group "
+                                + group
+                                + " would hold rollout instance "
+                                + instance
+                                + ", which spans "
+                                + nodes
+                                + " nodes with one loader each, but "
+                                + why
+                                + ": "
+                                + String.join(", ", loaders))
+                .with("rolloutInstance", instance)
+                .with("nodes", nodes)
+                .with("reason", reason)
+                .with("loaders", loaders);
+    }
+}
