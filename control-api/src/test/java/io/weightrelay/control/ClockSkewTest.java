@@ -15,7 +15,7 @@ import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
-import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.HashMap;

@@ -1,7 +1,7 @@
 package io.weightrelay.control;
 
-import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.service.test.TestDataplane;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.util.HashMap;
 import java.util.Map;
 import org.springframework.boot.builder.SpringApplicationBuilder;

@@ -12,7 +12,7 @@ import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePreparation;
 import io.weightrelay.api.control.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.model.UpdateSession;
-import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.net.http.HttpResponse;
 import java.util.List;
 import java.util.Map;

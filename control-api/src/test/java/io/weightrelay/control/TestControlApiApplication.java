@@ -1,6 +1,6 @@
 package io.weightrelay.control;
 
-import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.util.ArrayList;
 import java.util.List;
 import org.springframework.boot.SpringApplication;

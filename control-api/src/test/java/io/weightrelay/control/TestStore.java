@@ -5,8 +5,8 @@ import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
-import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.service.test.TestDataplane;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.nio.ByteBuffer;
 import java.util.UUID;
 

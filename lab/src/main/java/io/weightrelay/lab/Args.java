@@ -3,7 +3,7 @@ package io.weightrelay.lab;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.RunRedis;
 import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.service.test.ServiceProcess;
+import io.weightrelay.testkit.process.ServiceProcess;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;

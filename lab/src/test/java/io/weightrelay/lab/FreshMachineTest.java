@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.service.test.ServiceProcess;
+import io.weightrelay.testkit.process.ServiceProcess;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;

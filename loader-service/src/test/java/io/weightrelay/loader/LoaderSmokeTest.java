@@ -1,7 +1,7 @@
 package io.weightrelay.loader;
 
-import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.service.test.ServiceSmokeTestSupport;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import org.junit.jupiter.api.Test;

@@ -1,7 +1,7 @@
 package io.weightrelay.loader;
 
-import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.service.test.TestDataplane;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -2,6 +2,7 @@ package io.weightrelay.dataplane;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.testkit.process.ChildJvm;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;

@@ -1,5 +1,6 @@
 package io.weightrelay.dataplane;
 
+import io.weightrelay.testkit.process.ChildJvm;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,40 +1,34 @@
 package io.weightrelay.dataplane;
 
-import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.RedisClient;
-import io.lettuce.core.ScanArgs;
-import io.lettuce.core.ScanCursor;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
-import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 /**
- * The machine's Redis for tests: a fast reachability check, per-test key prefixes, direct access.
+ * The tests' Redis ({@link RedisTestSupport}: here the machine's own, checked in a second, since
+ * this module's tests have no Testcontainers), per-test key prefixes and their deletion from there,
+ * and direct access to what the data plane keeps in it.
  */
 final class RedisSupport {
-    static final String URI = System.getProperty("wr.redis.uri", "redis://127.0.0.1:6379");
+    static final String URI = RedisTestSupport.endpoint().uri();
 
     private RedisSupport() {}
 
-    /** Fails in a second with a clear message when Redis is not there. */
+    /**
+     * Fails in a second with a clear message when Redis is not there (loading this class asks
+     * {@link RedisTestSupport#endpoint()}, which fails so).
+     */
     static void requireRedis() {
-        try (Socket s = new Socket()) {
-            s.connect(new InetSocketAddress("127.0.0.1", 6379), 1000);
-        } catch (IOException e) {
-            throw new IllegalStateException("tests need Redis at 127.0.0.1:6379", e);
-        }
         System.out.println("native-dataplane tests use Redis at " + URI);
     }
 
     /** A key prefix no other test uses. */
     static String uniquePrefix() {
-        return "wr:test:dp:" + UUID.randomUUID().toString().substring(0, 8) + ":";
+        return RedisTestSupport.uniqueKeyPrefix("dp");
     }
 
     /** Runs {@code commands} on a connection of their own to the test Redis. */
@@ -77,21 +71,8 @@ final class RedisSupport {
         call(redis -> redis.hdel(key, field));
     }
 
-    /** Deletes every key under the prefix. */
+    /** Deletes every key under {@code prefix}, one of {@link #uniquePrefix()}. */
     static void deleteKeys(String prefix) {
-        call(
-                redis -> {
-                    ScanCursor cursor = ScanCursor.INITIAL;
-                    do {
-                        KeyScanCursor<String> page =
-                                redis.scan(
-                                        cursor, ScanArgs.Builder.matches(prefix + "*").limit(500));
-                        if (!page.getKeys().isEmpty()) {
-                            redis.del(page.getKeys().toArray(new String[0]));
-                        }
-                        cursor = page;
-                    } while (!cursor.isFinished());
-                    return null;
-                });
+        RedisTestSupport.deleteKeys(prefix);
     }
 }

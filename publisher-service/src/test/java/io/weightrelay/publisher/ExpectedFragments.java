@@ -4,7 +4,7 @@ import io.weightrelay.reshard.convert.Floats;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
-import io.weightrelay.trainer.sim.DeterministicWeights;
+import io.weightrelay.testkit.sim.DeterministicWeights;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 

@@ -1,7 +1,7 @@
 package io.weightrelay.publisher;
 
-import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.service.test.TestDataplane;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.util.UUID;
 import org.springframework.test.context.DynamicPropertyRegistry;
 

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.control.redis.RedisSliceTestSupport;
 import io.weightrelay.control.redis.ScriptCall;
-import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

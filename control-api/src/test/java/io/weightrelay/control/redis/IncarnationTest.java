@@ -3,7 +3,7 @@ package io.weightrelay.control.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import org.junit.jupiter.api.Test;
 
 /**

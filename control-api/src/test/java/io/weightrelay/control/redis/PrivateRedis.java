@@ -1,6 +1,6 @@
 package io.weightrelay.control.redis;
 
-import io.weightrelay.service.test.ServiceProcess;
+import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;

@@ -1,6 +1,6 @@
 package io.weightrelay.control.redis;
 
-import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.data.redis.test.autoconfigure.DataRedisTest;

@@ -3,7 +3,7 @@ package io.weightrelay.lab.bench;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.service.test.ServiceProcess;
+import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

@@ -48,7 +48,7 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.SliceValidator;
 import io.weightrelay.reshard.plan.ValidationReport;
-import io.weightrelay.service.test.ServiceProcess;
+import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;

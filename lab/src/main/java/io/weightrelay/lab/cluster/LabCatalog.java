@@ -17,7 +17,7 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.topology.Node;
 import io.weightrelay.reshard.topology.Role;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.trainer.sim.SimulatedModel;
+import io.weightrelay.testkit.sim.SimulatedModel;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

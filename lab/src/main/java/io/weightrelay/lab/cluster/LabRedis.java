@@ -54,7 +54,7 @@ public final class LabRedis implements AutoCloseable {
 
     private LabRedis(Path dir, boolean persistent) {
         this.server = serverBinary();
-        this.port = io.weightrelay.service.test.ServiceProcess.freePort();
+        this.port = io.weightrelay.testkit.process.ServiceProcess.freePort();
         this.dir = dir;
         this.persistent = persistent;
     }

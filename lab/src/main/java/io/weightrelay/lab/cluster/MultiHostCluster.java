@@ -9,7 +9,7 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.topology.Topology;
-import io.weightrelay.service.test.ServiceProcess;
+import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

@@ -9,7 +9,7 @@ import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Demands;
-import io.weightrelay.service.test.ServiceProcess;
+import io.weightrelay.testkit.process.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
 import java.io.PrintStream;
 import java.time.Duration;

@@ -1,6 +1,6 @@
 package io.weightrelay.lab.hosts;
 
-import io.weightrelay.service.test.ChildProcess;
+import io.weightrelay.testkit.process.ChildProcess;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;

@@ -10,7 +10,7 @@ import io.weightrelay.reshard.manifest.Boxes;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
-import io.weightrelay.trainer.sim.DeterministicWeights;
+import io.weightrelay.testkit.sim.DeterministicWeights;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;

@@ -3,7 +3,7 @@ package io.weightrelay.lab.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.lab.Args;
-import io.weightrelay.service.test.ServiceProcess;
+import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;

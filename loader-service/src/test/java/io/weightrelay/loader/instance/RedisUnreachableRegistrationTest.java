@@ -2,8 +2,8 @@ package io.weightrelay.loader.instance;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.service.test.ServiceProcess;
 import io.weightrelay.service.test.TestDataplane;
+import io.weightrelay.testkit.process.ServiceProcess;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

@@ -1,6 +1,6 @@
 package io.weightrelay.loader.pipeline;
 
-import io.weightrelay.dataplane.ChildJvm;
+import io.weightrelay.testkit.process.ChildJvm;
 import java.io.IOException;
 import java.nio.file.Path;
 

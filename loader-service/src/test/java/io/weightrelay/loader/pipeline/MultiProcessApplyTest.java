@@ -2,7 +2,6 @@ package io.weightrelay.loader.pipeline;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.dataplane.ChildJvm;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
@@ -15,8 +14,9 @@ import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
-import io.weightrelay.service.test.RedisTestSupport;
 import io.weightrelay.service.test.TestDataplane;
+import io.weightrelay.testkit.process.ChildJvm;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;

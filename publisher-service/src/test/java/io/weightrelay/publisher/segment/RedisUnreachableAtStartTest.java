@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.dataplane.MetadataException;
 import io.weightrelay.publisher.PublisherApplication;
-import io.weightrelay.service.test.ServiceProcess;
 import io.weightrelay.service.test.TestDataplane;
+import io.weightrelay.testkit.process.ServiceProcess;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;

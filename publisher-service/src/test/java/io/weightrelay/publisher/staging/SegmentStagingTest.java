@@ -11,7 +11,7 @@ import io.weightrelay.publisher.segment.SegmentProperties;
 import io.weightrelay.service.dataplane.DataplaneProperties;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.RelayException;
-import io.weightrelay.service.test.RedisTestSupport;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;

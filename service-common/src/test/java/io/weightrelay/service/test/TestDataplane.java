@@ -2,6 +2,7 @@ package io.weightrelay.service.test;
 
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.testkit.redis.RedisTestSupport;
 import java.nio.charset.StandardCharsets;
 
 /**

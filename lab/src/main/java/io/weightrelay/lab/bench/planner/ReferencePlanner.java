@@ -7,7 +7,7 @@ import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetFragment;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
-import io.weightrelay.service.test.ServiceProcess;
+import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

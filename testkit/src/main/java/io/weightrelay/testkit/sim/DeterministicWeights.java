@@ -1,4 +1,4 @@
-package io.weightrelay.trainer.sim;
+package io.weightrelay.testkit.sim;
 
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.TensorSpec;

@@ -1,4 +1,4 @@
-package io.weightrelay.trainer.sim;
+package io.weightrelay.testkit.sim;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package io.weightrelay.service.test;
+package io.weightrelay.testkit.process;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -12,7 +12,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * A child process a test or the lab started, its output in a log file: {@link #close()} stops it
  * gracefully and waits, {@link #kill()} ends it at once, as a crash would, and {@link #tail()}
- * tells what it said. {@link ServiceProcess} is one service; the lab's host processes are others.
+ * tells what it said. {@link ServiceProcess} is one service, {@link ChildJvm} a test's helper JVM
+ * on a line channel; the lab's host processes are others.
  */
 public class ChildProcess implements AutoCloseable {
 
@@ -48,6 +49,11 @@ public class ChildProcess implements AutoCloseable {
     /** The process itself, for a subclass that talks to it. */
     protected final Process process() {
         return process;
+    }
+
+    /** Where the process's output goes. */
+    protected final Path log() {
+        return log;
     }
 
     /** The last lines of the process's log, for error messages. */

@@ -1,4 +1,4 @@
-package io.weightrelay.dataplane;
+package io.weightrelay.testkit.process;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -7,6 +7,7 @@ import java.io.OutputStreamWriter;
 import java.io.UncheckedIOException;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,19 +17,17 @@ import java.util.concurrent.TimeUnit;
  * A test's main class in a child JVM (small heap, C1 only, the test's class path) and the line
  * channel to it: the child prints {@code READY ...} once it is up, then answers each command line
  * it reads on stdin with a line starting {@code OK} or {@code ERR}; other lines it prints on stdout
- * (logging) are skipped. The data plane's peer tests and the loader's multi-process tests use it
- * (through this module's test-jar).
+ * (logging) are skipped. Its stderr goes to a log file in {@code java.io.tmpdir}, whose tail the
+ * failures quote and which {@link #close()} removes. The data plane's peer tests and the loader's
+ * multi-process tests use it.
  */
-public final class ChildJvm implements AutoCloseable {
-    private final String name;
-    private final Process process;
+public final class ChildJvm extends ChildProcess {
     private final BufferedReader out;
     private final Writer in;
     private final String ready;
 
-    private ChildJvm(String name, Process process) throws IOException {
-        this.name = name;
-        this.process = process;
+    private ChildJvm(String name, Process process, Path log) throws IOException {
+        super(name, process, log);
         this.out =
                 new BufferedReader(
                         new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
@@ -39,7 +38,8 @@ public final class ChildJvm implements AutoCloseable {
         }
         if (line == null || !line.startsWith("READY ")) {
             process.destroyForcibly();
-            throw new IllegalStateException(name + " did not start: " + line);
+            throw new IllegalStateException(
+                    name + " did not start: " + line + "; its stderr:\n" + tail());
         }
         this.ready = line.substring("READY ".length());
     }
@@ -61,9 +61,15 @@ public final class ChildJvm implements AutoCloseable {
                         System.getProperty("java.class.path"),
                         main.getName()));
         command.addAll(List.of(args));
+        Path log = Files.createTempFile(name.replaceAll("[^A-Za-z0-9._-]", "-") + "-", ".log");
         ProcessBuilder pb = new ProcessBuilder(command);
-        pb.redirectError(ProcessBuilder.Redirect.INHERIT);
-        return new ChildJvm(name, pb.start());
+        pb.redirectError(log.toFile());
+        try {
+            return new ChildJvm(name, pb.start(), log);
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(log);
+            throw e;
+        }
     }
 
     /** What the child's ready line says after {@code READY}. */
@@ -87,7 +93,7 @@ public final class ChildJvm implements AutoCloseable {
             while (true) {
                 String line = out.readLine();
                 if (line == null) {
-                    throw new IllegalStateException(name + " exited");
+                    throw new IllegalStateException(name() + " exited; its stderr:\n" + tail());
                 }
                 if (line.startsWith("OK") || line.startsWith("ERR")) {
                     return line;
@@ -103,29 +109,38 @@ public final class ChildJvm implements AutoCloseable {
         send(line);
         String reply = reply();
         if (!reply.startsWith("OK")) {
-            throw new IllegalStateException(name + " answered '" + reply + "' to '" + line + "'");
+            throw new IllegalStateException(name() + " answered '" + reply + "' to '" + line + "'");
         }
         return reply.substring(2).trim();
     }
 
-    /** Kills the child at once (SIGKILL), as a crash would. */
-    public void kill() throws InterruptedException {
-        process.destroyForcibly();
-        process.waitFor(30, TimeUnit.SECONDS);
-    }
-
-    /** Asks the child to exit; kills it when it has not within 20 s. */
+    /**
+     * Asks the child to exit; kills it when it has not within 20 s. Removes its stderr log once it
+     * is gone (after {@link #kill()} too).
+     */
     @Override
-    public void close() throws InterruptedException {
-        if (process.isAlive()) {
-            try {
-                send("exit");
-            } catch (UncheckedIOException ignored) {
-                // already gone
+    public void close() {
+        Process process = process();
+        try {
+            if (process.isAlive()) {
+                try {
+                    send("exit");
+                } catch (UncheckedIOException ignored) {
+                    // already gone
+                }
+                if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                    process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+                }
             }
-            if (!process.waitFor(20, TimeUnit.SECONDS)) {
-                process.destroyForcibly();
-                process.waitFor(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            process.destroyForcibly();
+        }
+        if (!process.isAlive()) {
+            try {
+                Files.deleteIfExists(log());
+            } catch (IOException e) {
+                System.err.println("could not remove " + log() + ": " + e);
             }
         }
     }

@@ -1,4 +1,4 @@
-package io.weightrelay.service.test;
+package io.weightrelay.testkit.redis;
 
 import com.redis.testcontainers.RedisContainer;
 import java.io.BufferedInputStream;

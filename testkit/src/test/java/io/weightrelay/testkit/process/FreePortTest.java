@@ -1,4 +1,4 @@
-package io.weightrelay.service.test;
+package io.weightrelay.testkit.process;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
