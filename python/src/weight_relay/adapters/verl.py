@@ -178,7 +178,8 @@ class WeightRelayCheckpointEngine(_Base):  # type: ignore[misc,valid-type]
 
     @classmethod
     def build_topology(cls, actor_wg_world_size: int, rollout_world_size: int,
-                       metadata: list[dict]) -> tuple[dict[str, list], dict[str, list]]:
+                       metadata: list[dict[str, Any]]
+                       ) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
         """``metadata``: the actor ranks' facts, then the rollout workers' (replica after
         replica, as ``CheckpointEngineManager`` lists them)."""
         actors = metadata[:actor_wg_world_size]
