@@ -245,3 +245,21 @@ def test_a_shared_file_that_cannot_be_made_is_a_map_error_and_close_is_idempoten
     shared.close()
     assert path.read_bytes() == b"another owner's file"
     os.unlink(path)
+
+
+def test_an_agent_that_closes_its_socket_is_gone_and_logged(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    path = str(tmp_path / "closing.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    caplog.set_level(logging.WARNING, logger="weight_relay")
+    with server, AgentClient(path, command_timeout=10) as client:
+        conn, _ = server.accept()
+        conn.close()  # an agent that dies between commands
+        with pytest.raises(AgentGoneError, match="during 'ping'"):
+            client.ping()
+    assert any(r.name == "weight_relay.mooncake" and r.levelno == logging.WARNING
+               and "during 'ping'" in r.getMessage() for r in caplog.records)

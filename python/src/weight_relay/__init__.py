@@ -8,7 +8,7 @@ library and numpy; torch is used when present.
 The clients that map shared memory (:class:`LoaderClient`, :class:`PublisherClient`) are context
 managers with an idempotent ``close()``. Every error is a :class:`RelayError`. The package logs
 to the ``weight_relay`` logger (and its children ``.http``, ``.loader``, ``.publisher``,
-``.adapters.*``) and adds no handler of its own.
+``.mooncake``, ``.crc32c``, ``.adapters.*``) and adds no handler of its own.
 """
 
 import logging

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import mmap
 import os
 import select
@@ -35,6 +36,8 @@ from .mooncake_agent import (
     recv_frame,
     send_frame,
 )
+
+_log = logging.getLogger("weight_relay.mooncake")
 
 
 class SharedFile:
@@ -184,6 +187,9 @@ class AgentClient:
         if refusal is not None:
             process.wait()
             raise error_from(refusal if isinstance(refusal, dict) else {"message": str(refusal)})
+        _log.info("Mooncake agent pid %d (wheel %s) ready at %s: store segment %s, Transfer "
+                  "Engine segment %s", ready.pid, ready.version, socket_path, ready.store_segment,
+                  ready.engine_segment)
         try:
             return cls(socket_path, process, ready, command_timeout)
         except AgentGoneError:
@@ -206,6 +212,7 @@ class AgentClient:
                 status = " (still running, but its socket closed)"
         error = AgentGoneError(f"{self.describe()} {what} during '{op}'{status}: the "
                                "command's outcome is unknown")
+        _log.warning("%s", error)
         error.__cause__ = cause
         return error
 
