@@ -95,7 +95,8 @@ def start_lab() -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
     if not jar.is_file():
         raise SystemExit(f"{jar} missing: build the jars first (see this file's docstring)")
     proc = subprocess.Popen(
-        ["java", "-Xmx2g", f"-Drelay.home={ROOT}", "-cp", f"{jar}:{lib}/*",
+        ["java", "-Xmx2g", f"-Drelay.home={ROOT}", "-Drelay.lab.healthy-seconds=600",
+         "-cp", f"{jar}:{lib}/*",
          "io.weightrelay.lab.bench.PythonBench", "--serve", "--model", "tiny", "--instances",
          "1", "--tp", "1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
     assert proc.stdout is not None

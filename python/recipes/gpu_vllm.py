@@ -79,16 +79,22 @@ def checkpoint(directory: Path) -> dict[str, Any]:
 
 
 # ---- the lab and the publish ------------------------------------------------------------------
+LAB_START_S = 600
+
+
 def start_lab(tmp: Path) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
     jar, lib = ROOT / "lab" / "target" / "lab.jar", ROOT / "lab" / "target" / "lib"
     if not jar.is_file():
         raise SystemExit(f"gpu_vllm: {jar} missing: run `mvn -B -DskipTests package` first")
-    cmd = ["java", "-Xmx1g", f"-Drelay.home={ROOT}", f"-Djava.io.tmpdir={tmp}", "-cp",
+    # LabCluster waits 3 min for its services by default; on a loaded machine their start takes
+    # longer, so it waits as long as this function does (the tests' conftest does the same).
+    cmd = ["java", "-Xmx1g", f"-Drelay.home={ROOT}", f"-Djava.io.tmpdir={tmp}",
+           f"-Drelay.lab.healthy-seconds={LAB_START_S}", "-cp",
            f"{jar}:{lib}/*", "io.weightrelay.lab.bench.PythonBench", "--serve",
            "--model", "tiny", "--instances", "2", "--tp", "1"]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
     assert proc.stdout is not None
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + LAB_START_S + 60
     while time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stdout], [], [], 1.0)
         if not ready:

@@ -159,6 +159,7 @@ def test_package_installs_offline_with_the_vllm_entry_point(tmp_path):
     text = ep.read_text()
     assert "[vllm.general_plugins]" in text and "weight_relay.adapters.vllm:register" in text
     assert (tmp_path / "t" / "weight_relay" / "adapters" / "verl.py").is_file()
+    assert (tmp_path / "t" / "weight_relay" / "py.typed").is_file()  # PEP 561: types installed
 
 
 # ---- VeRL ----------------------------------------------------------------------------------

@@ -161,6 +161,8 @@ def test_every_error_the_clients_raise_is_a_relay_error(tmp_path: Path) -> None:
         def call(self, method: str, path: str, body: Any = None, what: str = "") -> Any:
             return {"path": str(tmp_path / "missing.shm"), "fileSize": 4096, "node": "n0"}
 
+        call_object = call
+
     pc = PublisherClient("http://publisher.invalid", "t")
     pc.rest = NoStaging()  # type: ignore[assignment]
     with pytest.raises(StagingMapError, match="publisher's node") as e:

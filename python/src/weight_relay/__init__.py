@@ -8,7 +8,7 @@ library and numpy; torch is used when present.
 The clients that map shared memory (:class:`LoaderClient`, :class:`PublisherClient`) are context
 managers with an idempotent ``close()``. Every error is a :class:`RelayError`. The package logs
 to the ``weight_relay`` logger (and its children ``.http``, ``.loader``, ``.publisher``,
-``.adapters.*``) and adds no handler of its own.
+``.mooncake``, ``.crc32c``, ``.adapters.*``) and adds no handler of its own.
 """
 
 import logging
@@ -27,6 +27,7 @@ from .errors import (
     BadRequestError,
     ClosedError,
     ConflictError,
+    MapError,
     NotFoundError,
     NotRegisteredError,
     ProtocolError,
@@ -44,6 +45,7 @@ from .errors import (
     UsageError,
     VerificationError,
     WeightLoadError,
+    WrongTypeError,
 )
 from .loader import (
     COMPAT_BUFFER,
@@ -70,7 +72,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "BadRequestError", "COMPAT_BUFFER", "ClosedError", "ConflictError", "ControlClient",
-    "DirectFragment", "FragmentBinding", "InstanceStatus", "LoaderClient", "Manifest",
+    "DirectFragment", "FragmentBinding", "InstanceStatus", "LoaderClient", "Manifest", "MapError",
     "MooncakePlacements", "NotFoundError", "NotRegisteredError", "OpenedGeneration",
     "PAUSED_REBUILD", "PlacedBuffer", "ProtocolError", "PublishFailedError", "PublisherClient",
     "RESUMED_OLD", "RUNNING", "RankPublish", "RankResult", "RelayCallError", "RelayError",
@@ -78,5 +80,5 @@ __all__ = [
     "UPDATED", "UnauthorizedError", "UnavailableError", "UnknownNameError", "UpdateFailedError",
     "UpdateInFlightError", "UpdateProgress", "UpdateTimeoutError", "UsageError",
     "VerificationError", "WeightLoadError", "compat_worker", "direct_worker", "packed_bindings",
-    "placement_json", "publish_generation", "tensor_parallel_fragments",
+    "placement_json", "publish_generation", "tensor_parallel_fragments", "WrongTypeError",
 ]

@@ -6,9 +6,9 @@ counters, phase durations), so a newer service never loses information on the wa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import ProtocolError
 
@@ -17,6 +17,21 @@ RUNNING = "RUNNING"
 UPDATED = "UPDATED"
 RESUMED_OLD = "RESUMED_OLD"
 PAUSED_REBUILD = "PAUSED_REBUILD"
+
+
+_T = TypeVar("_T")
+
+
+def _parse(what: str, j: Any, build: Callable[[Mapping[str, Any]], _T]) -> _T:
+    """``build(j)``, with an answer that is not an object, or a field of the wrong type, turned
+    into :class:`ProtocolError` (the conversions would raise ``TypeError`` or ``ValueError``)."""
+    if not isinstance(j, Mapping):
+        raise ProtocolError(f"{what}: the answer is not a JSON object: {j!r:.300}")
+    try:
+        return build(j)
+    except (TypeError, ValueError, AttributeError) as e:
+        raise ProtocolError(f"{what}: the answer does not fit the contract ({e}): "
+                            f"{dict(j)!r:.300}") from e
 
 
 def _required(j: Mapping[str, Any], name: str, what: str) -> Any:
@@ -52,6 +67,10 @@ class UpdateProgress:
 
     @classmethod
     def from_json(cls, j: Mapping[str, Any]) -> UpdateProgress:
+        return _parse("update progress", j, cls._build)
+
+    @classmethod
+    def _build(cls, j: Mapping[str, Any]) -> UpdateProgress:
         what = "update progress"
         return cls(
             update_id=str(_required(j, "updateId", what)),
@@ -90,6 +109,10 @@ class PlacedBuffer:
 
     @classmethod
     def from_json(cls, j: Mapping[str, Any]) -> PlacedBuffer:
+        return _parse("placed buffer", j, cls._build)
+
+    @classmethod
+    def _build(cls, j: Mapping[str, Any]) -> PlacedBuffer:
         what = "placed buffer"
         return cls(
             worker_id=str(_required(j, "workerId", what)),
@@ -121,14 +144,21 @@ class InstanceStatus:
 
     @classmethod
     def from_json(cls, j: Mapping[str, Any]) -> InstanceStatus:
+        return _parse("instance status", j, cls._build)
+
+    @classmethod
+    def _build(cls, j: Mapping[str, Any]) -> InstanceStatus:
         what = "instance status"
+        workers = tuple(_required(j, "workers", what))
+        if not all(isinstance(w, Mapping) and w.get("workerId") for w in workers):
+            raise ProtocolError(f"{what}: a worker without a workerId: {workers!r:.300}")
         return cls(
             instance_id=str(_required(j, "instanceId", what)),
             model=str(_required(j, "model", what)),
             group=str(_required(j, "group", what)),
             node=str(_required(j, "node", what)),
             epoch=int(_required(j, "epoch", what)),
-            workers=tuple(_required(j, "workers", what)),
+            workers=workers,
             buffers=tuple(PlacedBuffer.from_json(b) for b in j.get("buffers") or []),
             generation=_optional_int(j, "generation"),
             paused=bool(j.get("paused", False)),
@@ -147,6 +177,10 @@ class Reservation:
 
     @classmethod
     def from_json(cls, j: Mapping[str, Any]) -> Reservation:
+        return _parse("reservation", j, cls._build)
+
+    @classmethod
+    def _build(cls, j: Mapping[str, Any]) -> Reservation:
         what = "reservation"
         return cls(
             reservation_id=str(_required(j, "reservationId", what)),

@@ -20,6 +20,10 @@ class UsageError(RelayError, ValueError):
     a tensor out of manifest order, a shape that does not match the manifest, a missing URL."""
 
 
+class WrongTypeError(UsageError, TypeError):
+    """An argument of a type the call does not take (a ``TypeError`` too)."""
+
+
 class UnknownNameError(RelayError, KeyError):
     """A name the thing asked does not have: a worker or buffer of an instance, a tensor's dtype,
     a model's parameter."""
@@ -33,7 +37,9 @@ class NotRegisteredError(RelayError, RuntimeError):
 
 
 class ProtocolError(RelayError):
-    """A service answered something its contract does not allow (a required field missing)."""
+    """A service answered something its contract does not allow: a body that is not JSON, a
+    required field missing or of the wrong type, a receive buffer that does not hold the image
+    its registration promised."""
 
 
 class UpdateTimeoutError(RelayError, TimeoutError):
@@ -51,7 +57,12 @@ class UpdateInFlightError(RelayError, RuntimeError):
         self.generation = generation
 
 
-class StagingMapError(RelayError, OSError):
+class MapError(RelayError, OSError):
+    """A shared-memory file cannot be opened, created or mapped: a loader's receive buffer (the
+    engine must run on its loader's node), or a file shared with a Mooncake agent."""
+
+
+class StagingMapError(MapError):
     """The publisher's staging file cannot be mapped: a rank must run on its publisher's node."""
 
 

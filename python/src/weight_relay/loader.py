@@ -29,8 +29,10 @@ from ._http import RestClient
 from .answers import InstanceStatus, PlacedBuffer, UpdateProgress
 from .errors import (
     ClosedError,
+    MapError,
     NotFoundError,
     NotRegisteredError,
+    ProtocolError,
     UnknownNameError,
     UpdateFailedError,
     UpdateInFlightError,
@@ -133,16 +135,23 @@ class _Mappings:
         with self._lock:
             if self._closed:
                 raise ClosedError("this LoaderClient is closed; make a new one")
-            fd = os.open(path, os.O_RDWR)
             try:
-                st = os.fstat(fd)
-                ident = (st.st_dev, st.st_ino, st.st_size)
-                held = self._maps.get(path)
-                if held is not None and held[0] == ident:
-                    return held[1]
-                m = mmap.mmap(fd, st.st_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-            finally:
-                os.close(fd)
+                fd = os.open(path, os.O_RDWR)
+                try:
+                    st = os.fstat(fd)
+                    ident = (st.st_dev, st.st_ino, st.st_size)
+                    held = self._maps.get(path)
+                    if held is not None and held[0] == ident:
+                        return held[1]
+                    m = mmap.mmap(fd, st.st_size, mmap.MAP_SHARED,
+                                  mmap.PROT_READ | mmap.PROT_WRITE)
+                finally:
+                    os.close(fd)
+            except (OSError, ValueError) as e:  # mmap refuses an empty file with ValueError
+                raise MapError(getattr(e, "errno", None),
+                               f"cannot map the receive buffer file {path} (the engine must run "
+                               f"on its loader's node): {getattr(e, 'strerror', None) or e}"
+                               ) from e
             self._maps[path] = (ident, m)  # an older mapping stays valid for views still using it
             return m
 
@@ -288,15 +297,23 @@ class LoaderClient:
         generations. The check is made before and after the views are built."""
         self._refuse_in_flight("compat_tensors")
         m, base, size, _ = self.buffer_map(worker_id, None)
-        header, start = parse_safetensors_header(memoryview(m)[base:base + size])
+        try:
+            header, start = parse_safetensors_header(memoryview(m)[base:base + size])
+        except UsageError as e:
+            raise ProtocolError(f"the compat buffer of {worker_id or 'the instance'} holds no "
+                                f"image: {e}") from e
         out: dict[str, Any] = {}
         for name, meta in header.items():
             if name == "__metadata__":
                 continue
-            dtype = _ST_TO_DTYPE[meta["dtype"]]
-            lo, hi = meta["data_offsets"]
-            out[name] = view(m, base + start + lo, dtype, tuple(meta["shape"]), None, framework,
-                             hi - lo)
+            try:
+                dtype = _ST_TO_DTYPE[meta["dtype"]]
+                lo, hi = meta["data_offsets"]
+                shape = tuple(int(d) for d in meta["shape"])
+            except (KeyError, TypeError, ValueError) as e:
+                raise ProtocolError(f"the compat image's entry for {name} is not a safetensors "
+                                    f"tensor this relay writes ({e}): {meta!r:.200}") from e
+            out[name] = view(m, base + start + lo, dtype, shape, None, framework, hi - lo)
         self._refuse_in_flight("compat_tensors")
         return out
 
@@ -327,25 +344,30 @@ class LoaderClient:
         w, bufs = self._buffers(worker_id)
         out = []
         for f in w.get("fragments") or []:
-            b = bufs[f["bufferId"]]
+            try:
+                b = bufs[f["bufferId"]]
+                tensor = f["tensor"]
+                at, shape, strides = (b.offset + int(f["bufferOffset"]), tuple(f["shape"]),
+                                      tuple(f["strides"]))
+            except (KeyError, TypeError, ValueError) as e:
+                raise ProtocolError(f"worker {w['workerId']}: a registered fragment that names no "
+                                    f"buffer of it or lacks a field ({e}): {f!r:.300}") from e
             assert b.shm_path is not None  # _buffers refuses unplaced buffers
             m = self._maps.get(b.shm_path)
             if isinstance(manifest, Manifest):
-                dtype = manifest.spec(f["tensor"]).rollout_dtype
-            elif f["tensor"] in manifest:
-                dtype = manifest[f["tensor"]]
+                dtype = manifest.spec(tensor).rollout_dtype
+            elif tensor in manifest:
+                dtype = manifest[tensor]
             else:
-                raise UnknownNameError(
-                    f"no dtype for tensor {f['tensor']} of worker {w['workerId']}")
-            out.append((f, view(m, b.offset + int(f["bufferOffset"]), dtype,
-                                tuple(f["shape"]), tuple(f["strides"]), framework, None)))
+                raise UnknownNameError(f"no dtype for tensor {tensor} of worker {w['workerId']}")
+            out.append((f, view(m, at, dtype, shape, strides, framework, None)))
         return out
 
     def image_file(self, worker_id: str | None = None) -> str:
         """The shared-memory file that holds exactly this compat worker's safetensors image (its
         buffer alone in its segment, at offset 0), for loaders that open a file by path."""
-        _, base, size, path = self.buffer_map(worker_id, None)
-        if base != 0 or os.path.getsize(path) < size:
+        m, base, size, path = self.buffer_map(worker_id, None)
+        if base != 0 or len(m) < size:
             raise UsageError(f"the image of {worker_id} is not a file of its own ({path} at "
                              f"{base}); give the compat buffer a segment of its own")
         return path
@@ -353,11 +375,23 @@ class LoaderClient:
 
 def view(m: mmap.mmap, offset: int, dtype: str, shape: tuple[int, ...],
          strides: tuple[int, ...] | None, framework: str, nbytes: int | None) -> Any:
-    """A tensor over ``m`` at ``offset`` with byte ``strides`` (None: row-major contiguous)."""
+    """A tensor over ``m`` at ``offset`` with byte ``strides`` (None: row-major contiguous).
+    A layout that reaches past the mapping is the registration's fault: :class:`ProtocolError`."""
     elt = element_bytes(dtype)
     numel = 1
     for d in shape:
         numel *= d
+    try:
+        return _view(m, offset, dtype, elt, numel, shape, strides, framework)
+    except (ValueError, TypeError, RuntimeError) as e:
+        if isinstance(e, UsageError):
+            raise
+        raise ProtocolError(f"a {dtype} view of shape {shape} (strides {strides}) at {offset} of "
+                            f"a {len(m)}-byte mapping: {e}") from e
+
+
+def _view(m: mmap.mmap, offset: int, dtype: str, elt: int, numel: int, shape: tuple[int, ...],
+          strides: tuple[int, ...] | None, framework: str) -> Any:
     if framework == "numpy":
         import numpy as np
 
@@ -365,7 +399,11 @@ def view(m: mmap.mmap, offset: int, dtype: str, shape: tuple[int, ...],
                           strides=strides)
     if framework != "torch":
         raise UsageError(f"framework {framework!r}: torch or numpy")
-    import torch
+    try:
+        import torch
+    except ImportError as e:
+        raise UsageError("framework='torch' needs torch installed (pip install "
+                         "weight-relay[torch]); framework='numpy' needs only numpy") from e
 
     tdt = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
            "fp8_e4m3": getattr(torch, "float8_e4m3fn", torch.uint8), "int8": torch.int8,

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import UsageError
+from .errors import UnknownNameError, UsageError
 
 #: dtype name (the contracts' ``Dtype``) -> (element bytes, safetensors name, numpy dtype string)
 DTYPES: dict[str, tuple[int, str, str]] = {
@@ -121,10 +121,13 @@ class Manifest:
             self._index[t.name] = i
 
     def index(self, name: str) -> int:
-        return self._index[name]
+        try:
+            return self._index[name]
+        except KeyError:
+            raise UnknownNameError(f"no tensor {name} in the manifest of {self.model}") from None
 
     def spec(self, name: str) -> TensorSpec:
-        return self.tensors[self._index[name]]
+        return self.tensors[self.index(name)]
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "tensors": [t.to_json() for t in self.tensors],
@@ -132,11 +135,17 @@ class Manifest:
 
     @staticmethod
     def from_json(j: Mapping[str, Any]) -> Manifest:
-        return Manifest(
-            j["model"],
-            [TensorSpec(t["name"], tuple(t["shape"]), t["trainerDtype"], t["rolloutDtype"])
-             for t in j["tensors"]],
-            int(j.get("maxFragmentBytes") or DEFAULT_MAX_FRAGMENT_BYTES))
+        try:
+            return Manifest(
+                str(j["model"]),
+                [TensorSpec(str(t["name"]), tuple(int(d) for d in t["shape"]),
+                            str(t["trainerDtype"]), str(t["rolloutDtype"]))
+                 for t in j["tensors"]],
+                int(j.get("maxFragmentBytes") or DEFAULT_MAX_FRAGMENT_BYTES))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            if isinstance(e, UsageError):
+                raise
+            raise UsageError(f"not a manifest ({type(e).__name__} {e}): {j!r:.300}") from e
 
     @staticmethod
     def of_state_dict(model: str, state_dict: Mapping[str, Any],
@@ -224,7 +233,13 @@ def parse_safetensors_header(buf: Any) -> tuple[dict[str, Any], int]:
     n = int.from_bytes(mv[:8], "little")
     if n <= 0 or 8 + n > len(mv):
         raise UsageError(f"not a safetensors image: header length {n}, image {len(mv)} bytes")
-    return json.loads(bytes(mv[8:8 + n]).decode("utf-8")), 8 + n
+    try:
+        header = json.loads(bytes(mv[8:8 + n]).decode("utf-8"))
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError
+        raise UsageError(f"not a safetensors image: its header is not JSON: {e}") from e
+    if not isinstance(header, dict):
+        raise UsageError(f"not a safetensors image: its header is not an object: {header!r:.100}")
+    return header, 8 + n
 
 
 def shape_tuple(shape: Sequence[int] | Iterable[int]) -> tuple[int, ...]:

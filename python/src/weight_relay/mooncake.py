@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._http import RestClient
+from ._http import RestClient, field
+from .errors import UsageError, WrongTypeError
 
 
 @dataclass(frozen=True)
@@ -49,28 +50,32 @@ def placement_json(placement: Any) -> str:
     try:
         from mooncake.reshard.weight import WeightPlacementManifest, weight_placement_to_json
     except ImportError as exc:  # pragma: no cover - only without the optional package
-        raise TypeError("a #3187 placement object needs mooncake.reshard.weight installed "
+        raise WrongTypeError("a #3187 placement object needs mooncake.reshard.weight installed "
                         "(mooncake-transfer-engine); pass its JSON instead") from exc
     if not isinstance(placement, WeightPlacementManifest):
-        raise TypeError(f"not a #3187 WeightPlacementManifest: {type(placement).__name__}")
-    return weight_placement_to_json(placement)
+        raise WrongTypeError(f"not a #3187 WeightPlacementManifest: {type(placement).__name__}")
+    return str(weight_placement_to_json(placement))
 
 
 def packed_bindings(placement: Any, participant_id: str, buffer_id: str,
                     align: int = 1) -> list[FragmentBinding]:
     """Bindings of every fragment of ``participant_id``, packed in ``buffer_id`` in the order of
     its #3187 part, each at an ``align``-ed offset, dense row-major."""
-    document = json.loads(placement_json(placement))
-    for part in document["parts"]:
-        if part["participant_id"] != participant_id:
-            continue
-        out, cursor = [], 0
-        for fragment in part["fragments"]:
-            cursor = -(-cursor // align) * align
-            out.append(FragmentBinding(fragment["placement_fragment_id"], buffer_id, cursor))
-            cursor += int(fragment["nbytes"])
-        return out
-    raise ValueError(f"the #3187 placement has no participant {participant_id!r}")
+    text = placement_json(placement)
+    try:
+        for part in json.loads(text)["parts"]:
+            if part["participant_id"] != participant_id:
+                continue
+            out, cursor = [], 0
+            for fragment in part["fragments"]:
+                cursor = -(-cursor // align) * align
+                out.append(FragmentBinding(str(fragment["placement_fragment_id"]), buffer_id,
+                                           cursor))
+                cursor += int(fragment["nbytes"])
+            return out
+    except (KeyError, TypeError, ValueError) as e:  # ValueError: JSONDecodeError, int()
+        raise UsageError(f"not a #3187 placement ({type(e).__name__} {e}): {text:.300}") from e
+    raise UsageError(f"the #3187 placement has no participant {participant_id!r}")
 
 
 class MooncakePlacements:
@@ -86,6 +91,6 @@ class MooncakePlacements:
         422, names the #3187 field and value)."""
         body = {"placement": placement_json(placement), "participantId": participant_id,
                 "bindings": [b.to_json() for b in bindings]}
-        answer = self.rest.call("POST", "/api/v1/placements/mooncake-3187", body,
-                                f"import #3187 placement of {participant_id}")
-        return str(answer["digest"])
+        what = f"import #3187 placement of {participant_id}"
+        answer = self.rest.call_object("POST", "/api/v1/placements/mooncake-3187", body, what)
+        return str(field(answer, "digest", what))

@@ -218,7 +218,10 @@ def recv_frame(sock: socket.socket) -> dict[str, Any] | None:
     data = _recv_exact(sock, length)
     if data is None:
         return None
-    body = json.loads(data)
+    try:
+        body = json.loads(data)
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError
+        raise AgentProtocolError(f"a frame that is not JSON: {e}") from e
     if not isinstance(body, dict):
         raise AgentProtocolError("a frame must be a JSON object")
     return body

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import mmap
 import os
 import select
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import MapError
 from .mooncake_agent import (
     AgentGoneError,
     AgentProtocolError,
@@ -35,30 +37,58 @@ from .mooncake_agent import (
     send_frame,
 )
 
+_log = logging.getLogger("weight_relay.mooncake")
+
 
 class SharedFile:
     """A shared-memory file of ``size`` bytes at ``path`` (created, or opened when it exists),
-    mapped here; :meth:`close` unmaps it and, when this object created it, unlinks it."""
+    mapped here; :meth:`close` (idempotent; also on leaving a ``with`` block) unlinks it when this
+    object created it, and unmaps it.
+
+    ``view`` is the mapping: what is read from it is valid until :meth:`close`. A numpy array or
+    torch tensor made over it (``np.frombuffer(shared.view, ...)``) keeps the memory mapped while
+    it lives: :meth:`close` then leaves the unmapping to the last of them."""
 
     def __init__(self, path: str, size: int) -> None:
         self.path = path
         self.size = size
         self._created = not os.path.exists(path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._closed = False
         try:
-            if os.fstat(fd).st_size < size:
-                os.ftruncate(fd, size)
-            self.view = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        finally:
-            os.close(fd)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                if os.fstat(fd).st_size < size:
+                    os.ftruncate(fd, size)
+                self.view = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            finally:
+                os.close(fd)
+        except (OSError, ValueError) as e:  # ValueError: a size mmap refuses (0, negative)
+            if self._created:
+                self._unlink()
+            raise MapError(getattr(e, "errno", None),
+                           f"cannot create and map {size} bytes at {path}: "
+                           f"{getattr(e, 'strerror', None) or e}") from e
 
     def close(self) -> None:
-        self.view.close()
+        if self._closed:
+            return
+        self._closed = True
         if self._created:
-            try:
-                os.unlink(self.path)
-            except FileNotFoundError:
-                pass
+            self._unlink()
+        try:
+            self.view.close()
+        except BufferError:
+            pass  # a live array over the mapping holds it: unmapped when the last one goes
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _unlink(self) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
 
     def __enter__(self) -> SharedFile:
         return self
@@ -94,11 +124,16 @@ class AgentClient:
         self.process = process
         self.ready = ready
         self.command_timeout = command_timeout
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.connect(socket_path)
-        self._sock.settimeout(command_timeout)
         self._next_id = 0
         self._lock = threading.Lock()
+        self._closed = False
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.connect(socket_path)
+        except OSError as e:
+            self._sock.close()
+            raise AgentGoneError(f"no Mooncake agent answers at {socket_path}: {e}") from e
+        self._sock.settimeout(command_timeout)
 
     @classmethod
     def start(cls, socket_path: str, master: str, hostname: str = "127.0.0.1",
@@ -113,8 +148,12 @@ class AgentClient:
         cmd = [*prefix, python, "-m", "weight_relay.mooncake_agent", "--socket", socket_path,
                "--master", master, "--hostname", hostname, "--metadata", metadata,
                "--segment-size", str(segment_size), *extra_args]
-        process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log or subprocess.DEVNULL,
-                                   env=env)
+        try:
+            process = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                       stderr=log or subprocess.DEVNULL, env=env)
+        except OSError as e:
+            raise MooncakeSetupError(f"cannot start the Mooncake agent ({' '.join(cmd)}): "
+                                     f"{e}") from e
         assert process.stdout is not None
         deadline = time.monotonic() + timeout
         line = b""
@@ -132,14 +171,31 @@ class AgentClient:
                     f"the Mooncake agent (pid {process.pid}) exited with {code} before it was "
                     "ready")
             line += chunk
-        body = json.loads(line)
-        if "error" in body:
+        try:
+            body = json.loads(line)
+            refusal = body.get("error")
+            if refusal is None:
+                r = body["ready"]
+                ready = Ready(int(r["pid"]), str(r["version"]), str(r["store_segment"]),
+                              str(r["store_endpoint"]), str(r["engine_segment"]),
+                              str(r["socket"]))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            process.kill()
             process.wait()
-            raise error_from(body["error"])
-        r = body["ready"]
-        ready = Ready(int(r["pid"]), str(r["version"]), str(r["store_segment"]),
-                      str(r["store_endpoint"]), str(r["engine_segment"]), str(r["socket"]))
-        return cls(socket_path, process, ready, command_timeout)
+            raise AgentProtocolError(f"the Mooncake agent (pid {process.pid}) started with a line "
+                                     f"that is not its readiness line: {line[:300]!r}") from e
+        if refusal is not None:
+            process.wait()
+            raise error_from(refusal if isinstance(refusal, dict) else {"message": str(refusal)})
+        _log.info("Mooncake agent pid %d (wheel %s) ready at %s: store segment %s, Transfer "
+                  "Engine segment %s", ready.pid, ready.version, socket_path, ready.store_segment,
+                  ready.engine_segment)
+        try:
+            return cls(socket_path, process, ready, command_timeout)
+        except AgentGoneError:
+            process.kill()
+            process.wait()
+            raise
 
     def describe(self) -> str:
         pid = self.ready.pid if self.ready else "?"
@@ -156,6 +212,7 @@ class AgentClient:
                 status = " (still running, but its socket closed)"
         error = AgentGoneError(f"{self.describe()} {what} during '{op}'{status}: the "
                                "command's outcome is unknown")
+        _log.warning("%s", error)
         error.__cause__ = cause
         return error
 
@@ -185,6 +242,15 @@ class AgentClient:
             raise error_from(answer.get("error") or {})
         return answer
 
+    def _answer(self, op: str, name: str, **args: Any) -> list[Any]:
+        """Field ``name`` of the answer to command ``op``: a list, or :class:`AgentProtocolError`
+        (every command but ``map`` answers one list)."""
+        value = self.call(op, **args).get(name)
+        if not isinstance(value, list):
+            raise AgentProtocolError(f"{self.describe()} answered '{op}' without a list "
+                                     f"{name!r}: {value!r:.200}")
+        return value
+
     # -- commands -----------------------------------------------------------------------------
     def ping(self) -> None:
         self.call("ping")
@@ -192,7 +258,11 @@ class AgentClient:
     def map(self, shared: SharedFile) -> tuple[int, int]:
         """Maps and registers ``shared`` in the agent: its buffer id and its address there."""
         r = self.call("map", path=shared.path, size=shared.size)
-        return int(r["buffer"]), int(r["address"])
+        try:
+            return int(r["buffer"]), int(r["address"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise AgentProtocolError(f"{self.describe()} answered 'map' without its buffer and "
+                                     f"address: {r!r:.200}") from e
 
     def unmap(self, buffer: int) -> None:
         self.call("unmap", buffer=buffer)
@@ -203,9 +273,10 @@ class AgentClient:
         """``batch_put_from`` of ``keys`` from ``buffer`` at ``offsets`` with
         ``ReplicateConfig{replica_num, preferred_segment (default: the agent's own),
         with_hard_pin}``; raises :class:`MooncakeOperationError` naming the first failed key."""
-        codes = self.call("put", buffer=buffer, keys=list(keys), offsets=list(offsets),
-                          sizes=list(sizes), preferred_segment=preferred_segment,
-                          replica_num=replica_num, hard_pin=hard_pin)["codes"]
+        codes = self._answer("put", "codes", buffer=buffer, keys=list(keys),
+                             offsets=list(offsets), sizes=list(sizes),
+                             preferred_segment=preferred_segment, replica_num=replica_num,
+                             hard_pin=hard_pin)
         for key, code in zip(keys, codes, strict=True):
             if code != 0:
                 raise MooncakeOperationError(
@@ -219,11 +290,11 @@ class AgentClient:
         Mooncake code (a failed range does not fail the others)."""
         body = [{"key": key, "dst": [r[0] for r in ranges], "src": [r[1] for r in ranges],
                  "len": [r[2] for r in ranges]} for key, ranges in reads]
-        return [list(b) for b in self.call("get_ranges", buffer=buffer, reads=body)["bytes"]]
+        return [list(b) for b in self._answer("get_ranges", "bytes", buffer=buffer, reads=body)]
 
     def replicas(self, keys: Sequence[str]) -> list[list[str]]:
         """Per key, the transport endpoints (segments) of its memory replicas."""
-        return [list(r) for r in self.call("replicas", keys=list(keys))["replicas"]]
+        return [list(r) for r in self._answer("replicas", "replicas", keys=list(keys))]
 
     def local_replica_ratio(self, keys: Sequence[str]) -> float:
         """The share of ``keys`` whose replicas include one in this agent's own segment."""
@@ -233,11 +304,11 @@ class AgentClient:
         return sum(own in r for r in self.replicas(keys)) / len(keys) if own else 0.0
 
     def exists(self, keys: Sequence[str]) -> list[bool]:
-        return [x == 1 for x in self.call("exists", keys=list(keys))["exists"]]
+        return [x == 1 for x in self._answer("exists", "exists", keys=list(keys))]
 
     def remove(self, keys: Sequence[str], force: bool = False) -> list[int]:
         """Per key, 0 or Mooncake's code (``OBJECT_HAS_LEASE`` -706 while a read's lease runs)."""
-        return [int(c) for c in self.call("remove", keys=list(keys), force=force)["codes"]]
+        return [int(c) for c in self._answer("remove", "codes", keys=list(keys), force=force)]
 
     def write(self, buffer: int, target: str,
               ranges: Sequence[tuple[int, int, int]],
@@ -254,11 +325,11 @@ class AgentClient:
     def notifies(self) -> list[tuple[str, str]]:
         """The ``(name, msg)`` notifies delivered to this agent's Transfer Engine since the last
         call."""
-        return [(str(n["name"]), str(n["msg"])) for n in self.call("notifies")["notifies"]]
+        return [(str(n["name"]), str(n["msg"])) for n in self._answer("notifies", "notifies")]
 
     def sizes(self, keys: Sequence[str]) -> list[int]:
         """Per key, the object's size in bytes (``get_size``), or Mooncake's negative code."""
-        return [int(n) for n in self.call("sizes", keys=list(keys))["sizes"]]
+        return [int(n) for n in self._answer("sizes", "sizes", keys=list(keys))]
 
     def read(self, buffer: int, target: str,
              ranges: Sequence[tuple[int, int, int]]) -> None:
@@ -275,6 +346,11 @@ class AgentClient:
         self.close()
 
     def close(self) -> None:
+        """Closes the connection and kills an agent this client started that still runs;
+        idempotent (use :meth:`shutdown` to stop the agent cleanly first)."""
+        if self._closed:
+            return
+        self._closed = True
         self._sock.close()
         if self.process is not None and self.process.poll() is None:
             self.process.kill()

@@ -16,13 +16,14 @@ from typing import Any
 from urllib.parse import urlencode
 
 from ._crc32c import crc32c, format_crc32c
-from ._http import RestClient, quote
+from ._http import RestClient, field, quote
 from .answers import Reservation
 from .errors import (
     ClosedError,
     ConflictError,
+    ProtocolError,
     PublishFailedError,
-    RelayCallError,
+    RelayError,
     StagingFullError,
     StagingMapError,
     UsageError,
@@ -55,22 +56,28 @@ class ControlClient:
         body = {"trainerStep": int(trainer_step), "manifest": manifest.to_json(),
                 "trainerTopology": {"nodes": [{"name": n, "nics": [{"name": "nic0", "gbps": 100.0}]}
                                               for n in sorted(trainer_nodes)]}}
-        j = self.rest.call("POST", f"/api/v1/models/{quote(manifest.model)}/generations", body,
-                           f"open generation of step {trainer_step}")
-        nodes = {a["tensor"]: a["node"] for a in j["assignment"]["tensors"]}
-        return OpenedGeneration(manifest.model, int(j["generation"]["generation"]), nodes,
-                                str(j["generation"].get("state", "OPEN")))
+        what = f"open generation of step {trainer_step}"
+        j = self.rest.call_object("POST", f"/api/v1/models/{quote(manifest.model)}/generations",
+                                  body, what)
+        try:
+            nodes = {str(a["tensor"]): str(a["node"])
+                     for a in field(j, "assignment.tensors", what)}
+            return OpenedGeneration(manifest.model, int(field(j, "generation.generation", what)),
+                                    nodes, str(j["generation"].get("state") or "OPEN"))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ProtocolError(f"{what}: the answer does not fit the contract ({e}): "
+                                f"{j!r:.300}") from e
 
     def commit(self, model: str, generation: int) -> dict[str, Any]:
-        return self.rest.call("POST", f"/api/v1/models/{quote(model)}/generations/{generation}"
-                              "/commit", None, f"commit {model}/{generation}")
+        return self.rest.call_object("POST", _generation_path(model, generation, "/commit"),
+                                     None, f"commit {model}/{generation}")
 
     def abort(self, model: str, generation: int, reason: str) -> dict[str, Any]:
-        return self.rest.call("POST", f"/api/v1/models/{quote(model)}/generations/{generation}"
-                              "/abort", {"reason": reason[:2000]}, f"abort {model}/{generation}")
+        return self.rest.call_object("POST", _generation_path(model, generation, "/abort"),
+                                     {"reason": reason[:2000]}, f"abort {model}/{generation}")
 
     def generation(self, model: str, generation: int) -> dict[str, Any]:
-        return self.rest.call("GET", f"/api/v1/models/{quote(model)}/generations/{generation}")
+        return self.rest.call_object("GET", _generation_path(model, generation))
 
     def generations(self, model: str, trainer_step: int | None = None,
                     state: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -81,17 +88,16 @@ class ControlClient:
         path = f"/api/v1/models/{quote(model)}/generations"
         if query:
             path += "?" + urlencode(query)
-        answer: list[dict[str, Any]] = self.rest.call("GET", path, None,
-                                                      f"list generations of {model}")
-        return answer
+        return self.rest.call_list("GET", path, None, f"list generations of {model}")
 
     def active(self, model: str) -> dict[str, Any]:
-        return self.rest.call("GET", f"/api/v1/models/{quote(model)}/generations/active")
+        return self.rest.call_object("GET", f"/api/v1/models/{quote(model)}/generations/active")
 
     def collect_garbage(self, model: str) -> dict[str, Any]:
         """Operator or trainer token: removes retired generations nobody holds (publishers also
         ask for this themselves when their segment has no room for the next generation)."""
-        return self.rest.call("POST", f"/api/v1/models/{quote(model)}/gc", None, f"gc {model}")
+        return self.rest.call_object("POST", f"/api/v1/models/{quote(model)}/gc", None,
+                                     f"gc {model}")
 
 
 @dataclass
@@ -156,7 +162,8 @@ class PublisherClient:
     # ---- staging ----------------------------------------------------------------------------
     def staging_info(self) -> dict[str, Any]:
         if self._info is None:
-            self._info = self.rest.call("GET", "/api/v1/staging", None, "read staging info")
+            self._info = self.rest.call_object("GET", "/api/v1/staging", None,
+                                               "read staging info")
         return self._info
 
     @property
@@ -175,17 +182,20 @@ class PublisherClient:
                 raise ClosedError("this PublisherClient is closed; make a new one")
             if self._map is None:
                 info = self.staging_info()
+                path = str(field(info, "path", "read staging info"))
+                size = field(info, "fileSize", "read staging info")
                 try:
-                    fd = os.open(info["path"], os.O_RDWR)
-                except OSError as e:
-                    raise StagingMapError(e.errno, f"cannot map staging {info['path']} of "
-                                  f"{self.rest.base_url} (a rank must run on the publisher's "
-                                  f"node): {e.strerror}") from e
-                try:
-                    self._map = mmap.mmap(fd, int(info["fileSize"]), mmap.MAP_SHARED,
-                                          mmap.PROT_READ | mmap.PROT_WRITE)
-                finally:
-                    os.close(fd)
+                    fd = os.open(path, os.O_RDWR)
+                    try:
+                        self._map = mmap.mmap(fd, int(size), mmap.MAP_SHARED,
+                                              mmap.PROT_READ | mmap.PROT_WRITE)
+                    finally:
+                        os.close(fd)
+                except (OSError, ValueError) as e:  # ValueError: a file shorter than fileSize
+                    raise StagingMapError(getattr(e, "errno", None),
+                                          f"cannot map staging {path} of {self.rest.base_url} (a "
+                                          f"rank must run on the publisher's node): "
+                                          f"{getattr(e, 'strerror', None) or e}") from e
             return self._map
 
     def reserve(self, nbytes: int, model: str | None = None,
@@ -206,7 +216,7 @@ class PublisherClient:
             what = f"reserve {body['bytes']} bytes"
             r = self.rest.raw("POST", "/api/v1/staging/reservations", body, what)
             if r.status < 400:
-                return Reservation.from_json(r.json())
+                return Reservation.from_json(r.json_object())
             if r.status == 429 and body["bytes"] > floor:
                 body["bytes"] = max(floor, body["bytes"] // 2)
                 continue
@@ -226,24 +236,24 @@ class PublisherClient:
 
     def hand_over(self, model: str, generation: int, reservation_id: str,
                   tensors: list[dict[str, Any]]) -> dict[str, Any]:
-        return self.rest.call(
+        return self.rest.call_object(
             "POST", f"/api/v1/models/{quote(model)}/generations/{generation}/batches",
             {"reservationId": reservation_id, "tensors": tensors},
             f"hand over batch of {len(tensors)} tensor(s) of {model}/{generation}")
 
     def open(self, model: str, generation: int) -> dict[str, Any]:
-        return self.rest.call("PUT", f"/api/v1/models/{quote(model)}/generations/{generation}",
-                              None, f"open {model}/{generation}")
+        return self.rest.call_object("PUT", _generation_path(model, generation), None,
+                                     f"open {model}/{generation}")
 
     def finish(self, model: str, generation: int) -> dict[str, Any]:
-        return self.rest.call("POST", f"/api/v1/models/{quote(model)}/generations/{generation}"
-                              "/finish", None, f"finish {model}/{generation}")
+        return self.rest.call_object("POST", _generation_path(model, generation, "/finish"),
+                                     None, f"finish {model}/{generation}")
 
     def status(self, model: str, generation: int) -> dict[str, Any]:
-        return self.rest.call("GET", f"/api/v1/models/{quote(model)}/generations/{generation}")
+        return self.rest.call_object("GET", _generation_path(model, generation))
 
     def segment(self) -> dict[str, Any]:
-        return self.rest.call("GET", "/api/v1/segment")
+        return self.rest.call_object("GET", "/api/v1/segment")
 
     # ---- coordinator --------------------------------------------------------------------------
     def _coord(self) -> ControlClient:
@@ -280,12 +290,23 @@ class PublisherClient:
         return walk.finish()
 
 
+def _generation_path(model: str, generation: int, tail: str = "") -> str:
+    return f"/api/v1/models/{quote(model)}/generations/{int(generation)}{tail}"
+
+
 def _retry_after(headers: Mapping[str, str]) -> float:
-    ms = headers.get("retry-after-ms")
-    if ms:
-        return max(0.001, int(ms) / 1000.0)
-    s = headers.get("retry-after")
-    return int(s) if s else 0.2
+    """The wait a 429 asks for; 200 ms when it names none in seconds or milliseconds (an HTTP
+    date, say)."""
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms:
+            return max(0.001, float(ms) / 1000.0)
+        s = headers.get("retry-after")
+        if s:
+            return max(0.0, float(s))
+    except ValueError:
+        pass
+    return 0.2
 
 
 def _align(n: int) -> int:
@@ -356,7 +377,7 @@ class RankPublish:
         self._cursor = 0
         self._staged: list[dict[str, Any]] = []
         self._ahead: list[tuple[Reservation, list[dict[str, Any]]]] = []
-        self._pending: list[Future] = []
+        self._pending: list[Future[dict[str, Any]]] = []
         self._pool = ThreadPoolExecutor(client.in_flight, thread_name_prefix="hand-over")
         self._remaining = 0
         self._max_batch = 0
@@ -364,12 +385,13 @@ class RankPublish:
         try:
             self._node = client.node
             client.open(self.model, self.generation)
-            self._max_batch = int(client.staging_info()["maxBatchBytes"])
+            self._max_batch = int(field(client.staging_info(), "maxBatchBytes",
+                                        "read staging info"))
             self._map = client.staging_map()
             for t in manifest.tensors:
                 if self.wants(t.name):
                     self._remaining += sum(_align(p.nbytes) for p in self._parts(t))
-        except (RelayCallError, OSError, ValueError) as e:
+        except (RelayError, OSError, ValueError) as e:
             self._fail(e)
 
     def wants(self, name: str) -> bool:
@@ -412,7 +434,7 @@ class RankPublish:
                 self._cursor += aligned
                 self._remaining -= aligned
             return True
-        except (RelayCallError, OSError, ValueError, RuntimeError) as e:
+        except (RelayError, OSError, ValueError, TypeError, RuntimeError) as e:
             self._fail(e)
             return False
 
@@ -423,7 +445,7 @@ class RankPublish:
                                   f"{len(self.manifest.tensors)} tensors"))
         try:
             self._close()
-        except (RelayCallError, OSError) as e:
+        except (RelayError, OSError) as e:
             self._fail(e)
         if self.stage_all:
             try:
@@ -442,14 +464,18 @@ class RankPublish:
         status = None
         try:
             status = self.c.finish(self.model, self.generation)
-        except RelayCallError as e:
+        except RelayError as e:
             self._fail(e)
         return RankResult(self._node, status, self.failure, self.batches, self.bytes,
                           self.first_hand_over)
 
     # ---- internals ------------------------------------------------------------------------------
     def _check(self, spec: TensorSpec, tensor: Any) -> None:
-        shape = tuple(int(d) for d in tensor.shape)
+        try:
+            shape = tuple(int(d) for d in tensor.shape)
+        except (AttributeError, TypeError) as e:
+            raise UsageError(f"tensor {spec.name}: a {type(tensor).__name__} is not a tensor "
+                             "(a torch tensor or a numpy array)") from e
         if shape != spec.shape:
             raise UsageError(f"tensor {spec.name}: shape {shape}, manifest says {spec.shape}")
         if type(tensor).__module__.startswith("torch"):
@@ -504,8 +530,8 @@ class RankPublish:
             try:
                 r = f.result()
                 self.batches += 1
-                self.bytes += int(r["bytesStaged"])
-            except RelayCallError as e:
+                self.bytes += int(field(r, "bytesStaged", "hand over batch"))
+            except (RelayError, ValueError, TypeError) as e:
                 self._fail(e)
 
     def _fail(self, e: BaseException) -> None:
@@ -518,7 +544,7 @@ class RankPublish:
     def _release_quietly(self, reservation: Reservation) -> None:
         try:
             self.c.release(reservation.reservation_id)
-        except RelayCallError as e:
+        except RelayError as e:
             # reclaimed by the publisher after its reservation timeout
             _log.debug("release of reservation %s failed: %s", reservation.reservation_id, e)
 
@@ -530,6 +556,8 @@ def publish_generation(control: ControlClient, manifest: Manifest, trainer_step:
     """A coordinator driving one rank per node in threads (as the Java TrainerSession): open,
     every rank walks its tensors, then commit, or abort and raise :class:`PublishFailedError`.
     Returns (generation, rank results, perf_counter at commit)."""
+    if not ranks:
+        raise UsageError("publish_generation needs at least one rank")
     opened = control.open_generation(manifest, trainer_step, ranks.keys())
     barrier = threading.Barrier(len(ranks), timeout=600)
     results: dict[str, RankResult] = {}
@@ -556,14 +584,14 @@ def publish_generation(control: ControlClient, manifest: Manifest, trainer_step:
             _log.info("generation %d of %s committed (step %d, %d rank(s))", opened.generation,
                       manifest.model, trainer_step, len(ordered))
             return opened.generation, ordered, time.perf_counter()
-        except RelayCallError as e:
+        except RelayError as e:
             failures["commit"] = f"commit refused: {e}"
     reason = "; ".join(f"{n}: {f}" for n, f in failures.items())
     _log.warning("generation %d of %s failed; aborting it: %s", opened.generation,
                  manifest.model, reason)
     try:
         control.abort(manifest.model, opened.generation, reason)
-    except RelayCallError as e:
+    except RelayError as e:
         raise PublishFailedError(opened.generation, f"generation {opened.generation} failed "
                                  f"({reason}) and its abort failed too: {e}", failures) from e
     raise PublishFailedError(opened.generation, f"generation {opened.generation} aborted, the "

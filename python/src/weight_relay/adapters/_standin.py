@@ -51,7 +51,8 @@ class CheckpointEngine(ABC):
     @classmethod
     @abstractmethod
     def build_topology(cls, actor_wg_world_size: int, rollout_world_size: int,
-                       metadata: list[dict]) -> tuple[dict[str, list], dict[str, list]]: ...
+                       metadata: list[dict[str, Any]]
+                       ) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]: ...
 
     @abstractmethod
     def init_process_group(self, **kwargs: Any) -> None: ...
@@ -153,7 +154,7 @@ class WeightTransferEngineFactory:
 
 
 # ---- SGLang 0.5.23: WeightUpdater.update_weights_from_tensor's dispatch ---------------------
-def sglang_update_weights_from_tensor(model: Any, named_tensors: list, load_format: str | None,
+def sglang_update_weights_from_tensor(model: Any, named_tensors: list[Any], load_format: str | None,
                                       custom_weight_loaders: list[str]) -> tuple[bool, str]:
     """Stand-in of SGLang's dispatch: a ``load_format`` listed in ``--custom-weight-loader`` is
     imported by path and called as ``loader(model, named_tensors)``; None means

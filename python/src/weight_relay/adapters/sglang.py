@@ -344,7 +344,7 @@ class SGLangRelay:
                 with open(path, encoding="utf-8") as fh:
                     outcome = json.load(fh)
                 os.unlink(path)
-            except OSError as e:
+            except (OSError, ValueError) as e:  # ValueError: an outcome file that is not JSON
                 failures[r] = f"no outcome from the custom loader ({e})"
                 continue
             if not outcome.get("loaded"):

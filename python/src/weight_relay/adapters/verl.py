@@ -46,7 +46,7 @@ from typing import Any
 from ..errors import (
     NotFoundError,
     PublishFailedError,
-    RelayCallError,
+    RelayError,
     UpdateTimeoutError,
     UsageError,
 )
@@ -178,7 +178,8 @@ class WeightRelayCheckpointEngine(_Base):  # type: ignore[misc,valid-type]
 
     @classmethod
     def build_topology(cls, actor_wg_world_size: int, rollout_world_size: int,
-                       metadata: list[dict]) -> tuple[dict[str, list], dict[str, list]]:
+                       metadata: list[dict[str, Any]]
+                       ) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
         """``metadata``: the actor ranks' facts, then the rollout workers' (replica after
         replica, as ``CheckpointEngineManager`` lists them)."""
         actors = metadata[:actor_wg_world_size]
@@ -280,7 +281,7 @@ class WeightRelayCheckpointEngine(_Base):  # type: ignore[misc,valid-type]
                 committed = opened.state in COMMITTED
                 if self.publisher is not None and not committed:
                     walk = self.publisher.begin(self.manifest, opened)
-            except RelayCallError as e:
+            except RelayError as e:  # a refusal or an answer outside the contract: still drain
                 failure = str(e)
         for name, tensor in weights:  # every rank drains the generator (collectives in order)
             if walk is not None:
@@ -298,7 +299,7 @@ class WeightRelayCheckpointEngine(_Base):  # type: ignore[misc,valid-type]
                 if failure is None:
                     self.control.commit(self.manifest.model, self.generation)
                     return
-            except RelayCallError as e:
+            except RelayError as e:
                 failure = f"commit refused: {e}"
             self.control.abort(self.manifest.model, self.generation, failure or "failed")
         if failure is not None:
