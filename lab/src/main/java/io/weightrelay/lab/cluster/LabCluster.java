@@ -39,7 +39,8 @@ import java.util.function.ToLongFunction;
  * {@link LabProcesses} (child JVMs and health), {@link LabServices} (which process serves which
  * role), {@link LabServiceArgs} (what each service is told), {@link SimulatedEngines} (the trainer
  * and the engines, verification), {@link LabControlPlane} (what the lab asks control-api) and
- * {@link LabStore} (the store behind the services' backs).
+ * {@link LabStore} (the store behind the services' backs). The hooks that break a running lab are
+ * {@link LabFaults}, reached by {@link #faults()}.
  */
 public final class LabCluster implements StartedOrClosed.Lab {
 
