@@ -36,7 +36,7 @@ class CheckpointRestartLabTest {
         assertThat(lab.verifyAll(g1)).isPositive();
 
         // A frozen loader is on no save path: the save neither waits for it nor fails.
-        long frozen = lab.loaderProcessId(0);
+        long frozen = lab.faults().loaderPid(0);
         CheckpointReport report;
         signal("STOP", frozen);
         try {
@@ -64,11 +64,12 @@ class CheckpointRestartLabTest {
         assertThat(saved.getDirectory()).isEqualTo(dir.toString());
         assertThat(saved.getOwners()).hasSize(2);
 
-        lab.restartFromScratch(
-                () -> {
-                    assertThat(lab.shmFiles()).as("shared memory left").isEmpty();
-                    return null;
-                });
+        lab.faults()
+                .restartFromScratch(
+                        () -> {
+                            assertThat(lab.shmFiles()).as("shared memory left").isEmpty();
+                            return null;
+                        });
         // The fresh cluster knows nothing of the generation.
         assertThatThrownBy(() -> lab.generation(g1))
                 .isInstanceOfSatisfying(

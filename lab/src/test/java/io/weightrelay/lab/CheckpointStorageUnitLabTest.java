@@ -46,7 +46,7 @@ class CheckpointStorageUnitLabTest {
         lab.updateAll().requireUpdated();
         assertThat(lab.verifyAll(g)).as("bytes verified").isPositive();
         String unit = lab.segmentNameOf(Topology.trainerNodeName(0));
-        long[] frozen = {lab.loaderProcessId(0), lab.publisherProcessId(0)};
+        long[] frozen = {lab.faults().loaderPid(0), lab.faults().publisherPid(0)};
 
         List<Double> free = new ArrayList<>();
         List<Double> stopped = new ArrayList<>();

@@ -191,7 +191,7 @@ class LabEndToEndTest {
     private static void publisherRestartNeverServesLostBytes(LabCluster lab, long serving)
             throws Exception {
         long lost = lab.publish(2);
-        lab.restartPublisher(0);
+        lab.faults().restartPublisher(0);
         assertThat(lab.awaitGenerationState(lost, GenerationState.LOST, Duration.ofSeconds(60)))
                 .as("generation %d after its owner restarted", lost)
                 .isEqualTo(GenerationState.LOST);
@@ -221,7 +221,7 @@ class LabEndToEndTest {
      */
     private static void deadOwnerFailsThePrepare(LabCluster lab, long serving) throws Exception {
         lab.publish(2);
-        String segment = lab.killPublisher(1);
+        String segment = lab.faults().killPublisher(1);
         LabCluster.Updates refused = lab.updateAll();
         for (UpdateProgress p : refused.results()) {
             assertThat(p.getOutcome())

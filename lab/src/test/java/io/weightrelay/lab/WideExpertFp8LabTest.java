@@ -105,7 +105,7 @@ class WideExpertFp8LabTest {
     private static void halfAnInstanceNeverAdvances(LabCluster lab) throws Exception {
         RolloutEngine first = lab.engines().get(0);
         long before = first.status().getGeneration();
-        long frozen = lab.loaderProcessId(1);
+        long frozen = lab.faults().loaderPid(1);
         CheckpointRestartLabTest.signal("STOP", frozen);
         try {
             lab.deregisterLoader(lab.loaderSlots().get(1).id());

@@ -74,7 +74,7 @@ public final class CheckpointBench {
                         long bytes = report.getBytes();
                         double disk = diskWriteSeconds(base.resolve("disk-baseline.bin"), bytes);
 
-                        lab.restartFromScratch();
+                        lab.faults().restartFromScratch();
                         started = System.nanoTime();
                         Generation restored = lab.restore(dir);
                         double restore = (System.nanoTime() - started) / 1e9;

@@ -15,21 +15,17 @@ import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
 import io.weightrelay.api.control.client.UpdatesApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
-import io.weightrelay.api.control.client.model.BarrierName;
-import io.weightrelay.api.control.client.model.BarrierStatus;
 import io.weightrelay.api.control.client.model.ConsumeMode;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.LoaderRegistration;
 import io.weightrelay.api.control.client.model.OpenGenerationRequest;
 import io.weightrelay.api.control.client.model.OpenedGeneration;
-import io.weightrelay.api.control.client.model.PhaseReport;
 import io.weightrelay.api.control.client.model.PlanRequest;
 import io.weightrelay.api.control.client.model.PlanSummary;
 import io.weightrelay.api.control.client.model.ReceiveBuffer;
 import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.client.model.RegisteredObject;
-import io.weightrelay.api.control.client.model.ReportedPhase;
 import io.weightrelay.api.control.client.model.TensorAssignment;
 import io.weightrelay.api.control.client.model.UpdatePreparation;
 import io.weightrelay.api.control.client.model.UpdatePreparationRequest;
@@ -37,7 +33,6 @@ import io.weightrelay.api.control.client.model.WorkerPlacement;
 import io.weightrelay.lab.bench.ControlPlaneBench.Figures;
 import io.weightrelay.lab.bench.ControlPlaneBench.Options;
 import io.weightrelay.reshard.checksum.Crc32c;
-import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -103,6 +98,7 @@ final class ControlPlaneBenchRun {
     private final String baseUrl;
     private final PlansApi plans;
     private final UpdatesApi updates;
+    private final LoaderSessionWalk sessions;
 
     /**
      * The calls for the manifest and a plan slice as a loader's host makes them: gzip on the wire,
@@ -140,6 +136,7 @@ final class ControlPlaneBenchRun {
         this.baseUrl = baseUrl;
         this.plans = new PlansApi(loaderClient);
         this.updates = new UpdatesApi(loaderClient);
+        this.sessions = new LoaderSessionWalk(updates, s.model(), GROUP);
         ApiClient gzipped = client(baseUrl, LOADER_TOKEN, false);
         this.loaderGenerationsGzipped = new GenerationsApi(gzipped);
         this.plansGzipped = new PlansApi(gzipped);
@@ -641,80 +638,13 @@ final class ControlPlaneBenchRun {
     }
 
     /**
-     * Every phase and barrier of the session the prepare call started or joined, as a loader does.
+     * Every phase and barrier of the session the prepare call started or joined, as a loader does;
+     * the slowest session watch is kept.
      */
     private Void session(long generation, String instance) {
-        long epoch = epochs.get(instance);
-        report(generation, instance, epoch, ReportedPhase.PREPARED);
-        await(generation, instance, BarrierName.PREPARED);
-        report(generation, instance, epoch, ReportedPhase.APPLYING);
-        // The session watch of a loader in its apply (relay.loader.session-watch): a touch of
-        // the session, every loader at once here, where they would spread over its period.
-        long watchStarted = System.nanoTime();
-        BarrierStatus watched =
-                updates.awaitBarrier(s.model(), generation, GROUP, BarrierName.APPLIED, 0);
-        if (Boolean.TRUE.equals(watched.getFailed())) {
-            throw new IllegalStateException(
-                    instance + ": the session watch found it failed: " + watched.getFailure());
-        }
-        watchMs.accumulateAndGet((System.nanoTime() - watchStarted) / 1_000_000, Math::max);
-        // The stand-in's objects are all zeros: every range read has the CRC32C of its zeros,
-        // so control-api's proof at the all-applied barrier runs at full scale.
-        updates.reportUpdatePhase(
-                s.model(),
-                generation,
-                GROUP,
-                new PhaseReport()
-                        .instance(instance)
-                        .epoch(epoch)
-                        .phase(ReportedPhase.APPLIED)
-                        .checksums(zeroChecksums(slices.get(instance)).encode()));
-        await(generation, instance, BarrierName.APPLIED);
-        report(generation, instance, epoch, ReportedPhase.POST_APPLIED);
-        await(generation, instance, BarrierName.POST_APPLIED);
+        long watched =
+                sessions.walk(generation, instance, epochs.get(instance), slices.get(instance));
+        watchMs.accumulateAndGet(watched, Math::max);
         return null;
-    }
-
-    private static RangeChecksums zeroChecksums(Slice slice) {
-        List<RangeChecksums.Entry> entries = new ArrayList<>();
-        for (int read = 0; read < slice.readCount(); read++) {
-            String object = slice.objectId(slice.readObject(read));
-            for (int r = slice.rangeFirst(read); r < slice.rangeEnd(read); r++) {
-                long length = slice.rangeLength(r);
-                entries.add(
-                        new RangeChecksums.Entry(
-                                object, slice.rangeStart(r), length, Crc32c.zeros(length)));
-            }
-        }
-        return new RangeChecksums(entries);
-    }
-
-    private void report(long generation, String instance, long epoch, ReportedPhase phase) {
-        updates.reportUpdatePhase(
-                s.model(),
-                generation,
-                GROUP,
-                new PhaseReport().instance(instance).epoch(epoch).phase(phase));
-    }
-
-    private void await(long generation, String instance, BarrierName barrier) {
-        long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
-        while (System.nanoTime() < deadline) {
-            BarrierStatus status = updates.awaitBarrier(s.model(), generation, GROUP, barrier, 30);
-            if (Boolean.TRUE.equals(status.getOpen())) {
-                return;
-            }
-            if (Boolean.TRUE.equals(status.getFailed())) {
-                throw new IllegalStateException(
-                        instance
-                                + ": barrier "
-                                + barrier.getValue()
-                                + " failed ("
-                                + status.getFailedInstance()
-                                + ")");
-            }
-        }
-        throw new IllegalStateException(
-                instance + ": barrier " + barrier.getValue() + " did not open in 2 minutes");
     }
 }

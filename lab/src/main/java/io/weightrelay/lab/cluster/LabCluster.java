@@ -1,56 +1,32 @@
 package io.weightrelay.lab.cluster;
 
-import io.lettuce.core.KeyScanCursor;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisException;
-import io.lettuce.core.ScanArgs;
-import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.sync.RedisCommands;
 import io.weightrelay.api.Endpoint;
-import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
+import io.weightrelay.api.control.client.model.CheckpointReport;
+import io.weightrelay.api.control.client.model.CheckpointStatus;
+import io.weightrelay.api.control.client.model.GcReport;
+import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
-import io.weightrelay.api.control.client.model.SegmentRole;
+import io.weightrelay.api.control.client.model.Loader;
+import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
-import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
-import io.weightrelay.dataplane.Dataplane;
-import io.weightrelay.dataplane.ReclaimedSegmentFile;
-import io.weightrelay.lab.cli.Progress;
 import io.weightrelay.lab.rollout.RolloutEngine;
-import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.plan.Slice;
-import io.weightrelay.reshard.topology.Topology;
 import io.weightrelay.testkit.process.ServiceProcess;
-import io.weightrelay.testkit.sim.DeterministicWeights;
-import io.weightrelay.trainer.client.PublisherClient;
-import io.weightrelay.trainer.client.RankPublisher;
-import io.weightrelay.trainer.client.RestCoordinator;
-import io.weightrelay.trainer.client.TensorSource;
-import io.weightrelay.trainer.client.TrainerSession;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.SortedSet;
-import java.util.TreeSet;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import java.util.function.ToLongFunction;
 
 /**
@@ -58,22 +34,15 @@ import java.util.function.ToLongFunction;
  * rollout instance, each a real service in its own JVM on loopback, with the simulated trainer and
  * rollout engines driving them from this JVM over REST and shared memory. Everything it started is
  * stopped by {@link #close()}. Not thread safe.
+ *
+ * <p>The one door the demo, the benches, the fault suite and the tests use; the work is done by
+ * {@link LabProcesses} (child JVMs and health), {@link LabServices} (which process serves which
+ * role), {@link LabServiceArgs} (what each service is told), {@link SimulatedEngines} (the trainer
+ * and the engines, verification), {@link LabControlPlane} (what the lab asks control-api) and
+ * {@link LabStore} (the store behind the services' backs). The hooks that break a running lab are
+ * {@link LabFaults}, reached by {@link #faults()}.
  */
 public final class LabCluster implements StartedOrClosed.Lab {
-
-    /**
-     * How long each service may take to answer its health check: 3 minutes, or the system property
-     * {@code relay.lab.healthy-seconds} (the Python tests give a loaded machine more).
-     */
-    private static final Duration HEALTHY =
-            Duration.ofSeconds(Long.getLong("relay.lab.healthy-seconds", 180));
-
-    /**
-     * What publisher-service and loader-service run with here, as in their images: C1 only. Their
-     * hot paths are native; C2 recompiling their Java control flow for dozens of updates took a
-     * quarter of the two cores during a measured update and starved the copies beside it.
-     */
-    static final List<String> DATA_PLANE_JVM_OPTIONS = List.of("-XX:TieredStopAtLevel=1");
 
     /**
      * What to run. Two trainer and two rollout node labels unless said otherwise.
@@ -235,51 +204,19 @@ public final class LabCluster implements StartedOrClosed.Lab {
     /** Every credential of this run, handed to the services in files. */
     private final LabSecrets secrets;
 
-    private final String trainerToken;
     private final String operatorToken;
     private final Path logs;
-    private final Path secretFile;
     private final SourceManifest manifest;
     private final TargetPlacement placement;
     private final List<LabCatalog.LoaderSlot> slots;
-    private final List<ServiceProcess> children = new ArrayList<>();
-    private final List<ServiceProcess> loaders = new ArrayList<>();
-    private final List<RolloutEngine> engines = new ArrayList<>();
-    private double registrationSeconds;
-    private ServiceProcess control;
+    private final LabServiceArgs args;
+    private final LabProcesses processes;
+    private final LabServices services;
+    private final SimulatedEngines engines;
+    private final LabFaults faults;
 
-    /** Every control-api instance, {@link #control} first; all share the lab's Redis and prefix. */
-    private final List<ServiceProcess> controls = new ArrayList<>();
-
-    private int controlApis = 1;
-
-    /** What each control-api instance was started with, by index (a restart reuses them). */
-    private final List<List<String>> controlArgs = new ArrayList<>();
-
-    /** control-api restarts so far, to name each one's log. */
-    private int restarts;
-
-    /**
-     * Each control-api instance's {@code relay.clock.skew}, by index (empty: none skewed). A lab
-     * with skews spreads its clients over the instances: client k lists instance k mod n first.
-     */
-    private List<Duration> controlApiSkews = List.of();
-
-    /** How many clients (publishers, loaders) were given control-api URLs so far. */
-    private int clientsSpread;
-
-    private final Map<String, ServiceProcess> publishers = new LinkedHashMap<>();
-    private final Map<String, List<String>> publisherArgs = new LinkedHashMap<>();
-    private TrainerSession trainer;
-    private GenerationsApi operator;
-    private boolean checksums = true;
-    private boolean storageUnits;
-
-    /** Every publisher's segment size, or 0: sized by {@link LabCatalog#publisherSizes}. */
-    private long segmentBytes;
-
-    /** The storage unit of each trainer node (node to process) when the lab runs them. */
-    private final Map<String, ServiceProcess> units = new LinkedHashMap<>();
+    /** What the lab asks control-api, once its services run (again after a full restart). */
+    private LabControlPlane controlPlane;
 
     /**
      * The lease a lab's loader takes when it prepares ({@code relay.loader.lease-ttl}, 2 minutes by
@@ -288,34 +225,36 @@ public final class LabCluster implements StartedOrClosed.Lab {
      */
     public static final Duration LOADER_LEASE_TTL = Duration.ofSeconds(20);
 
-    private LabCluster(Spec spec) throws IOException {
+    private LabCluster(Spec spec, LabOptions options) throws IOException {
         this.spec = spec;
         this.logs = Files.createTempDirectory("wr-lab-" + run);
         KilledLabs.record(logs, run, spec.redisUri());
         this.secrets = LabSecrets.create(run);
-        this.trainerToken = secrets.trainer();
         this.operatorToken = secrets.operator();
-        this.secretFile = secrets.dataplaneSecretFile();
         this.manifest = LabCatalog.publishedManifest(spec);
         this.placement = LabCatalog.placementFor(manifest, spec);
         this.slots = LabCatalog.loaderSlots(placement);
+        this.args = new LabServiceArgs(spec, run, secrets, options, slots);
+        this.processes = new LabProcesses(spec, logs);
+        this.services =
+                new LabServices(
+                        spec, options, manifest, slots, args, processes, this::operatorClient);
+        this.engines = new SimulatedEngines(spec, manifest, placement, slots, secrets);
+        this.faults =
+                new LabFaults(
+                        spec,
+                        args,
+                        processes,
+                        services,
+                        engines,
+                        secrets,
+                        LabCluster::client,
+                        () -> showingLogsOnFailure(this::startServices));
     }
 
     /** Every loader of this lab, in the order of {@link #engines()}. */
     public List<LabCatalog.LoaderSlot> loaderSlots() {
         return slots;
-    }
-
-    /**
-     * Registers {@code engine} (the engine side of {@code slot}) with its loader in {@code group}.
-     */
-    private void register(RolloutEngine engine, LabCatalog.LoaderSlot slot, String group) {
-        engine.register(
-                spec.model(),
-                group,
-                slot.node(),
-                slot.span(),
-                RolloutEngine.workers(placement, slot.rolloutInstance(), slot.node(), manifest));
     }
 
     /** Starts every service, waits until all are healthy and registers every engine. */
@@ -341,7 +280,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
         if (controlApis < 1) {
             throw new IllegalArgumentException("controlApis must be at least 1: " + controlApis);
         }
-        return start(spec, checksums, controlApis, false);
+        return start(spec, new LabOptions(checksums, controlApis, false, 0, List.of()));
     }
 
     /**
@@ -356,7 +295,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
         if (skews.isEmpty()) {
             throw new IllegalArgumentException("at least one control-api skew is needed");
         }
-        return start(spec, checksums, skews.size(), false, 0, List.copyOf(skews));
+        return start(spec, new LabOptions(checksums, skews.size(), false, 0, List.copyOf(skews)));
     }
 
     /**
@@ -369,7 +308,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
         if (segmentBytes <= 0) {
             throw new IllegalArgumentException("segmentBytes must be positive: " + segmentBytes);
         }
-        return start(spec, true, 1, false, segmentBytes);
+        return start(spec, new LabOptions(true, 1, false, segmentBytes, List.of()));
     }
 
     /**
@@ -380,50 +319,25 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * so only they are called by a checkpoint save.
      */
     public static LabCluster startWithStorageUnits(Spec spec) throws Exception {
-        return start(spec, true, 1, true);
+        return start(spec, new LabOptions(true, 1, true, 0, List.of()));
     }
 
-    private static LabCluster start(
-            Spec spec, boolean checksums, int controlApis, boolean storageUnits) throws Exception {
-        return start(spec, checksums, controlApis, storageUnits, 0);
-    }
-
-    private static LabCluster start(
-            Spec spec, boolean checksums, int controlApis, boolean storageUnits, long segmentBytes)
-            throws Exception {
-        return start(spec, checksums, controlApis, storageUnits, segmentBytes, List.of());
-    }
-
-    private static LabCluster start(
-            Spec spec,
-            boolean checksums,
-            int controlApis,
-            boolean storageUnits,
-            long segmentBytes,
-            List<Duration> controlApiSkews)
-            throws Exception {
-        // Every service needs the Redis: one that does not answer would show only as services
-        // that never turn healthy, after the whole health wait. Said now, in a second.
-        redisBroken(spec)
-                .ifPresent(
-                        broken -> {
-                            throw new IllegalStateException(
-                                    "cannot start the lab's control-api, publishers and loaders: "
-                                            + broken);
-                        });
-        // An earlier lab ended by SIGKILL or the OOM killer must not leave this one short of
-        // shared memory; every service's data plane would reclaim too, but later and unseen.
-        reclaimOrphanedSegmentFiles("left by killed processes");
-        for (String run : KilledLabs.sweep(tmpDir(), spec.redisUri())) {
-            System.err.println("lab: deleted the Redis keys of lab run " + run + " (killed)");
-        }
-        LabCluster lab = new LabCluster(spec);
-        lab.checksums = checksums;
-        lab.controlApis = controlApis;
-        lab.storageUnits = storageUnits;
-        lab.segmentBytes = segmentBytes;
-        lab.controlApiSkews = controlApiSkews;
+    private static LabCluster start(Spec spec, LabOptions options) throws Exception {
+        LabProcesses.beforeStart(spec);
+        LabCluster lab = new LabCluster(spec, options);
         return StartedOrClosed.start(lab, lab::startServices);
+    }
+
+    /** Starts every service, then connects the trainer and registers every engine. */
+    private void startServices() throws Exception {
+        services.startAll();
+        controlPlane =
+                new LabControlPlane(
+                        spec.model(),
+                        operatorClient(controlUrls()),
+                        operatorClient(services.control().baseUrl()));
+        engines.connectTrainer(services.publisherUrls(), controlUrls());
+        engines.registerAll(services.loaderUrls());
     }
 
     public SourceManifest manifest() {
@@ -435,11 +349,11 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     public List<RolloutEngine> engines() {
-        return List.copyOf(engines);
+        return engines.engines();
     }
 
     public String controlUrl() {
-        return control.baseUrl();
+        return services.control().baseUrl();
     }
 
     /**
@@ -447,80 +361,17 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * them (one URL when the lab runs one instance).
      */
     public String controlUrls() {
-        return String.join(",", controls.stream().map(ServiceProcess::baseUrl).toList());
-    }
-
-    /**
-     * The control-api URLs the next client started is given: {@link #controlUrls()}, or in a lab of
-     * skewed instances the list rotated so that clients take turns at which instance they list
-     * first.
-     */
-    private String controlUrlsForNextClient() {
-        if (controlApiSkews.isEmpty()) {
-            return controlUrls();
-        }
-        List<String> urls =
-                new ArrayList<>(controls.stream().map(ServiceProcess::baseUrl).toList());
-        java.util.Collections.rotate(urls, -(clientsSpread++ % urls.size()));
-        return String.join(",", urls);
+        return services.controlUrls();
     }
 
     /** How many control-api instances this lab started. */
     public int controlApiCount() {
-        return controls.size();
-    }
-
-    /** control-api instance {@code index} alone (no failover), with the operator token. */
-    public GenerationsApi controlApi(int index) {
-        return new GenerationsApi(operatorClient(controls.get(index).baseUrl()));
-    }
-
-    /**
-     * control-api instance {@code index} alone (no failover), with loader {@code instance}'s token
-     * (bound to it: leases in its name only).
-     */
-    public GenerationsApi controlApiAsLoader(int index, String instance) {
-        return new GenerationsApi(client(controls.get(index).baseUrl(), loaderToken(instance)));
-    }
-
-    /**
-     * Kills control-api instance {@code index} with SIGKILL, as a crash would, and leaves it dead;
-     * the others keep serving from the same Redis.
-     */
-    public void killControlApi(int index) {
-        ServiceProcess victim = controls.get(index);
-        victim.kill();
-        children.remove(victim);
-    }
-
-    /**
-     * Starts control-api instance {@code index}, which {@link #killControlApi(int)} killed, again
-     * on the same port with the same settings (its clients were given that URL and are told
-     * nothing), and returns once it answers its health check. Its log is {@code
-     * control-api-restarted-<n>.log}.
-     */
-    public void startControlApiAgain(int index) throws InterruptedException {
-        ServiceProcess dead = controls.get(index);
-        ServiceProcess fresh =
-                ServiceProcess.restart(
-                        dead,
-                        "control-api-restarted-" + restarts++,
-                        ServiceProcess.findJar(spec.site().root(), "control-api"),
-                        "512m",
-                        List.of(),
-                        controlArgs.get(index),
-                        logs);
-        children.add(fresh);
-        controls.set(index, fresh);
-        if (index == 0) {
-            control = fresh;
-        }
-        awaitHealthy(List.of(fresh));
+        return services.controlApiCount();
     }
 
     /** control-api's Redis key prefix in this lab (sessions, generations, the registry). */
     public String controlPrefix() {
-        return "wr:lab:" + run + ":";
+        return args.controlPrefix();
     }
 
     /** The lab's spec (its Redis, model and shape). */
@@ -534,33 +385,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
     /** The simulated trainer publishes the generation of {@code step}; returns its id. */
     public long publish(long step) {
-        try (Progress progress = Progress.of("publish", manifest.totalBytes())) {
-            return trainer.publish(
-                            manifest,
-                            step,
-                            g -> counted(new DeterministicWeights(spec.seed(), g), progress))
-                    .generation();
-        }
-    }
-
-    /**
-     * {@code source}, counting into {@code progress} the bytes the trainer's ranks take from it.
-     */
-    private static TensorSource counted(TensorSource source, Progress progress) {
-        return new TensorSource() {
-            @Override
-            public void write(
-                    int tensorIndex, TensorSpec tensor, long tensorOffset, ByteBuffer target) {
-                int bytes = target.remaining();
-                source.write(tensorIndex, tensor, tensorOffset, target);
-                progress.add(bytes);
-            }
-
-            @Override
-            public void skip(int tensorIndex, TensorSpec tensor) {
-                source.skip(tensorIndex, tensor);
-            }
-        };
+        return engines.publish(step);
     }
 
     /**
@@ -568,24 +393,22 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * publishers}, {@code loaders}, and {@code storage-units} where it runs them), as they run now.
      */
     public Map<String, List<Long>> servicePids() {
-        Map<String, List<Long>> out = new LinkedHashMap<>();
-        out.put("control-api", controls.stream().map(ServiceProcess::pid).toList());
-        out.put("publishers", publishers.values().stream().map(ServiceProcess::pid).toList());
-        out.put("loaders", loaders.stream().map(ServiceProcess::pid).toList());
-        if (!units.isEmpty()) {
-            out.put("storage-units", units.values().stream().map(ServiceProcess::pid).toList());
-        }
-        return out;
+        return services.pids();
     }
 
     /** Updates every engine to the active generation, all at once. */
     public Updates updateAll() throws Exception {
-        return update(engines);
+        return update(engines());
+    }
+
+    /** Updates the given engines together (for example one restarted instance). */
+    public Updates update(List<RolloutEngine> which) throws Exception {
+        return engines.update(which);
     }
 
     /** Checks every byte every engine's workers hold against {@code generation}'s contents. */
     public long verifyAll(long generation) {
-        return verify(engines, generation);
+        return verify(engines(), generation);
     }
 
     public long verify(RolloutEngine engine, long generation) {
@@ -597,12 +420,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * verifier: each image or shard layout is generated once, its other copies compared with it).
      */
     public long verify(List<RolloutEngine> which, long generation) {
-        ShmVerifier verifier = new ShmVerifier(manifest, spec.seed(), generation);
-        long verified = 0;
-        for (RolloutEngine engine : which) {
-            verified += verifier.verify(engine.status());
-        }
-        return verified;
+        return engines.verify(which, generation);
     }
 
     /**
@@ -611,22 +429,15 @@ public final class LabCluster implements StartedOrClosed.Lab {
      */
     public GenerationState awaitGenerationState(
             long generation, GenerationState state, Duration wait) throws InterruptedException {
-        long deadline = System.nanoTime() + wait.toNanos();
-        while (true) {
-            GenerationState now = operator.getGeneration(spec.model(), generation).getState();
-            if (now == state || System.nanoTime() > deadline) {
-                return now;
-            }
-            Thread.sleep(100);
-        }
+        return controlPlane.awaitGenerationState(generation, state, wait);
     }
 
     /**
      * Removes retired generations nobody holds, as a deployment's scheduled GC would; answers what
      * was collected and what kept.
      */
-    public io.weightrelay.api.control.client.model.GcReport collectGarbage() {
-        return operator.collectGarbage(spec.model());
+    public GcReport collectGarbage() {
+        return controlPlane.collectGarbage();
     }
 
     /**
@@ -643,25 +454,12 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * together and the fresh ones start side by side, each engine in a group of its own.
      */
     public List<RolloutEngine> restartInstances(List<Integer> indexes) throws Exception {
-        List<ServiceProcess> fresh = new ArrayList<>();
-        for (int index : indexes) {
-            ServiceProcess old = loaders.get(index);
-            old.kill();
-            children.remove(old);
-            String id = slots.get(index).id();
-            fresh.add(startLoader(id + "-restarted", id));
-        }
+        List<ServiceProcess> fresh = services.replaceLoaders(indexes, "-restarted", List.of());
         List<RolloutEngine> out = new ArrayList<>();
         for (int i = 0; i < indexes.size(); i++) {
             int index = indexes.get(i);
-            LabCatalog.LoaderSlot slot = slots.get(index);
-            String id = slot.id();
-            awaitHealthy(List.of(fresh.get(i)));
-            loaders.set(index, fresh.get(i));
-            RolloutEngine engine = new RolloutEngine(id, fresh.get(i).baseUrl(), loaderToken(id));
-            register(engine, slot, "rebuild-" + slot.rolloutInstance());
-            engines.set(index, engine);
-            out.add(engine);
+            String group = "rebuild-" + slots.get(index).rolloutInstance();
+            out.add(engines.replace(index, fresh.get(i).baseUrl(), group));
         }
         return out;
     }
@@ -671,7 +469,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * for rebuild is rebuilt (a new epoch; the loader accepts updates again).
      */
     public void reRegisterAll() {
-        for (int i = 0; i < engines.size(); i++) {
+        for (int i = 0; i < slots.size(); i++) {
             reRegister(i);
         }
     }
@@ -681,145 +479,48 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * #reRegisterAll()} for one instance, when another's loader is dead.
      */
     public void reRegister(int index) {
-        register(engines.get(index), slots.get(index), "lab");
+        engines.reRegister(index);
     }
 
+    /**
+     * Seconds the engines' first registrations took, one after another: each loader creates and
+     * pre-faults its workers' receive segments before it answers, so this is the buffers' set-up,
+     * paid before (and reported apart from) the first update.
+     */
+    public double registrationSeconds() {
+        return engines.registrationSeconds();
+    }
+
+    // ---- What the lab asks control-api as an operator. ----
+
     /** The active generation as control-api answers it. */
-    public io.weightrelay.api.control.client.model.Generation activeGeneration() {
-        return operator.getActiveGeneration(spec.model());
+    public Generation activeGeneration() {
+        return controlPlane.activeGeneration();
     }
 
     /** The update session of {@code group} to {@code generation}, as control-api answers it. */
-    public io.weightrelay.api.control.client.model.UpdateSession session(
-            long generation, String group) {
-        return new io.weightrelay.api.control.client.UpdatesApi(operator.getApiClient())
-                .getUpdateSession(spec.model(), generation, group);
+    public UpdateSession session(long generation, String group) {
+        return controlPlane.session(generation, group);
     }
 
     /** Loader {@code instance}'s part of plan {@code planId}, as control-api serves it. */
     public Slice slice(String planId, String instance) {
-        byte[] body =
-                new io.weightrelay.api.control.client.PlansApi(operator.getApiClient())
-                        .getPlanSliceWithResponseSpec(planId, instance)
-                        .toEntity(byte[].class)
-                        .getBody();
-        return Slice.decode(body);
+        return controlPlane.slice(planId, instance);
     }
 
     /** A loader as control-api's registry answers it. */
-    public io.weightrelay.api.control.client.model.Loader loader(String id) {
-        return new io.weightrelay.api.control.client.RegistryApi(operator.getApiClient())
-                .getLoader(id);
+    public Loader loader(String id) {
+        return controlPlane.loader(id);
     }
 
     /** Makes control-api forget loader {@code id}, as an operator would (its process stays). */
     public void deregisterLoader(String id) {
-        new io.weightrelay.api.control.client.RegistryApi(operator.getApiClient())
-                .deregisterLoader(id);
+        controlPlane.deregisterLoader(id);
     }
 
     /** A generation as control-api answers it. */
-    public io.weightrelay.api.control.client.model.Generation generation(long generation) {
-        return operator.getGeneration(spec.model(), generation);
-    }
-
-    /**
-     * Flips one byte of a stored object right in its segment's shared-memory file, as a bad DIMM or
-     * a stray write would: the object directory and the checksum registered at publish stay as they
-     * were. Returns the segment file written.
-     *
-     * @param key the object's store key ({@code model/generation/fragment})
-     * @param objectOffset the byte of the object to flip
-     */
-    public Path corruptStoredByte(String key, long objectOffset) throws IOException {
-        String prefix = dataplanePrefix();
-        String replicas;
-        String shm;
-        RedisClient client = RedisClient.create(spec.redisUri());
-        try (StatefulRedisConnection<String, String> connection = client.connect()) {
-            RedisCommands<String, String> redis = connection.sync();
-            replicas = redis.hget(prefix + "obj:" + key, "replicas");
-            if (replicas == null) {
-                throw new IllegalStateException("object " + key + " is not in the store");
-            }
-            String first = replicas.split(";")[0];
-            String segment = first.substring(0, first.lastIndexOf('@'));
-            long offset = Long.parseLong(first.substring(first.lastIndexOf('@') + 1));
-            shm = redis.hget(prefix + "seg:" + segment, "shm");
-            if (shm == null) {
-                throw new IllegalStateException("segment " + segment + " has no descriptor");
-            }
-            Path file = Path.of(shm);
-            try (java.nio.channels.FileChannel ch =
-                    java.nio.channels.FileChannel.open(
-                            file,
-                            java.nio.file.StandardOpenOption.READ,
-                            java.nio.file.StandardOpenOption.WRITE)) {
-                java.nio.ByteBuffer one = java.nio.ByteBuffer.allocate(1);
-                long at = offset + objectOffset;
-                if (ch.read(one, at) != 1) {
-                    throw new IOException("cannot read byte " + at + " of " + file);
-                }
-                one.put(0, (byte) (one.get(0) ^ 0x5a));
-                one.rewind();
-                if (ch.write(one, at) != 1) {
-                    throw new IOException("cannot write byte " + at + " of " + file);
-                }
-            }
-            return file;
-        } finally {
-            client.shutdown(0, 2, TimeUnit.SECONDS);
-        }
-    }
-
-    /** Updates the given engines together (for example one restarted instance). */
-    public Updates update(List<RolloutEngine> which) throws Exception {
-        ExecutorService pool = Executors.newFixedThreadPool(which.size());
-        // Each engine's last answer; the progress shown is their sum.
-        Map<String, UpdateProgress> latest = new ConcurrentHashMap<>();
-        try (Progress progress =
-                Progress.of(which.size() == 1 ? "update" : "update x" + which.size(), 0)) {
-            long started = System.nanoTime();
-            List<Future<UpdateProgress>> futures = new ArrayList<>();
-            for (RolloutEngine e : which) {
-                futures.add(
-                        pool.submit(
-                                () ->
-                                        e.await(
-                                                e.start(null, Duration.ofMinutes(10)).getUpdateId(),
-                                                Duration.ofMillis(250),
-                                                p -> tally(latest, e.instance(), p, progress))));
-            }
-            List<UpdateProgress> results = new ArrayList<>();
-            for (Future<UpdateProgress> f : futures) {
-                results.add(f.get());
-            }
-            return new Updates((System.nanoTime() - started) / 1e9, results);
-        } finally {
-            pool.shutdownNow();
-        }
-    }
-
-    /** Records {@code instance}'s last answer and shows the sum over every engine's. */
-    private static void tally(
-            Map<String, UpdateProgress> latest,
-            String instance,
-            UpdateProgress answer,
-            Progress progress) {
-        latest.put(instance, answer);
-        long done = 0;
-        long total = 0;
-        SortedSet<UpdatePhase> phases = new TreeSet<>();
-        for (UpdateProgress p : latest.values()) {
-            done += p.getBytesDone();
-            total += p.getBytesTotal();
-            phases.add(p.getPhase());
-        }
-        progress.set(done, total);
-        progress.phase(
-                String.join(
-                        "/",
-                        phases.stream().map(p -> p.getValue().toLowerCase(Locale.ROOT)).toList()));
+    public Generation generation(long generation) {
+        return controlPlane.generation(generation);
     }
 
     /**
@@ -840,40 +541,21 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * token), which calls each publisher holding its objects with the owner credential at the admin
      * URL the publisher registered with its own owner token.
      */
-    public io.weightrelay.api.control.client.model.CheckpointReport checkpoint(
-            long generation, Path directory) {
-        ApiClient client = operatorClient(control.baseUrl());
-        return new io.weightrelay.api.control.client.CheckpointsApi(client)
-                .saveCheckpoint(
-                        spec.model(),
-                        generation,
-                        new io.weightrelay.api.control.client.model.CheckpointRequest()
-                                .directory(directory.toString()));
+    public CheckpointReport checkpoint(long generation, Path directory) {
+        return controlPlane.checkpoint(generation, directory);
     }
-
-    // ---- Checkpoints across a full restart (issue 17). ----
 
     /**
      * Restores the checkpoint in {@code directory} through control-api (operator token): from the
      * directory alone, into whatever owners run now.
      */
-    public io.weightrelay.api.control.client.model.Generation restore(Path directory) {
-        return checkpointsApi()
-                .restoreCheckpoint(
-                        spec.model(),
-                        new io.weightrelay.api.control.client.model.RestoreRequest()
-                                .directory(directory.toString()));
+    public Generation restore(Path directory) {
+        return controlPlane.restore(directory);
     }
 
     /** Whether and where {@code generation} is saved, as operators see it. */
-    public io.weightrelay.api.control.client.model.CheckpointStatus checkpointStatus(
-            long generation) {
-        return checkpointsApi().getCheckpointStatus(spec.model(), generation);
-    }
-
-    private io.weightrelay.api.control.client.CheckpointsApi checkpointsApi() {
-        ApiClient client = operatorClient(control.baseUrl());
-        return new io.weightrelay.api.control.client.CheckpointsApi(client);
+    public CheckpointStatus checkpointStatus(long generation) {
+        return controlPlane.checkpointStatus(generation);
     }
 
     /** control-api at {@code baseUrls} (one, or several failed over), with the operator token. */
@@ -889,109 +571,11 @@ public final class LabCluster implements StartedOrClosed.Lab {
         return client;
     }
 
-    /** The process id of instance {@code index}'s loader (to freeze it with SIGSTOP). */
-    public long loaderProcessId(int index) {
-        return loaders.get(index).pid();
-    }
-
-    /**
-     * The process id of trainer node {@code index}'s storage unit (a lab started {@link
-     * #startWithStorageUnits}).
-     */
-    public long storageUnitProcessId(int index) {
-        return units.get(Topology.trainerNodeName(index)).pid();
-    }
-
-    /**
-     * The process id of trainer node {@code index}'s publisher (the client-only one in a lab of
-     * storage units).
-     */
-    public long publisherProcessId(int index) {
-        return publishers.get(Topology.trainerNodeName(index)).pid();
-    }
-
-    /**
-     * Removes the segment files in {@code /dev/shm} whose owner process is gone (whichever run or
-     * lab made them; never a live process's) and says so on stderr, with {@code why}.
-     */
-    static void reclaimOrphanedSegmentFiles(String why) {
-        List<ReclaimedSegmentFile> reclaimed =
-                Dataplane.reclaimOrphanedSegmentFiles(Path.of("/dev/shm"));
-        if (!reclaimed.isEmpty()) {
-            long bytes = reclaimed.stream().mapToLong(ReclaimedSegmentFile::bytes).sum();
-            System.err.printf(
-                    Locale.ROOT,
-                    "lab: reclaimed %d segment file(s), %.1f MiB of /dev/shm, %s%n",
-                    reclaimed.size(),
-                    bytes / (double) (1 << 20),
-                    why);
-        }
-    }
+    // ---- The store behind the services' backs. ----
 
     /** Every file in {@code /dev/shm} this lab's services made (their names hold the run id). */
     public List<Path> shmFiles() throws IOException {
-        try (var files = Files.list(Path.of("/dev/shm"))) {
-            return files.filter(f -> f.getFileName().toString().contains(run)).toList();
-        }
-    }
-
-    /**
-     * A full restart with nothing surviving but files on disk: stops every service, deletes every
-     * Redis key of this lab's run (control plane and store directory, only {@code wr:lab:<run>:}),
-     * removes every shared-memory file the lab's services made, then starts fresh services with the
-     * same settings and registers the engines again. The fresh control-api knows no generation; the
-     * fresh publishers own empty segments.
-     */
-    public void restartFromScratch() throws Exception {
-        restartFromScratch(() -> null);
-    }
-
-    /**
-     * As {@link #restartFromScratch()}, calling {@code whileDown} once every service has stopped
-     * and Redis and shared memory are wiped, before anything starts again.
-     */
-    public void restartFromScratch(java.util.concurrent.Callable<?> whileDown) throws Exception {
-        for (ServiceProcess c : children) {
-            c.close();
-        }
-        children.clear();
-        loaders.clear();
-        engines.clear();
-        publishers.clear();
-        units.clear();
-        publisherArgs.clear();
-        deleteKeys(spec.redisUri(), "wr:lab:" + run + ":");
-        for (Path f : shmFiles()) {
-            Files.deleteIfExists(f);
-        }
-        whileDown.call();
-        showingLogsOnFailure(this::startServices);
-    }
-
-    /** Prints every service's log tail to stderr (after a failure). */
-    public void dumpLogs() {
-        for (ServiceProcess c : children) {
-            System.err.println("---- " + c.name() + " ----\n" + c.tail());
-        }
-    }
-
-    /** Stops every service, then deletes the lab's Redis keys (nothing writes them any more). */
-    @Override
-    public void close() {
-        for (ServiceProcess c : children) {
-            c.close();
-        }
-        children.clear();
-        ServiceProcess.deleteTmpDirs(logs);
-        reclaimOrphanedSegmentFiles("killed during the lab");
-        deleteKeys(spec.redisUri(), "wr:lab:" + run + ":");
-        KilledLabs.closed(logs);
-        secrets.close();
-    }
-
-    /** Where the labs' log directories are made. */
-    private static Path tmpDir() {
-        return Path.of(System.getProperty("java.io.tmpdir"));
+        return LabStore.shmFiles(run);
     }
 
     /**
@@ -1000,352 +584,38 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * A failure is reported on stderr, not thrown.
      */
     public static void deleteKeys(String redisUri, String prefix) {
-        RedisClient client = RedisClient.create(redisUri);
-        try (StatefulRedisConnection<String, String> connection = client.connect()) {
-            RedisCommands<String, String> redis = connection.sync();
-            ScanArgs match =
-                    ScanArgs.Builder.matches(prefix.replaceAll("([*?\\[\\]\\\\])", "\\\\$1") + "*")
-                            .limit(1000);
-            KeyScanCursor<String> page = redis.scan(match);
-            while (true) {
-                if (!page.getKeys().isEmpty()) {
-                    redis.unlink(page.getKeys().toArray(String[]::new));
-                }
-                if (page.isFinished()) {
-                    break;
-                }
-                page = redis.scan(page, match);
-            }
-        } catch (RedisException e) {
-            // Runs in close() and finally blocks: never hide the run's own outcome behind it.
-            System.err.println("could not delete the Redis keys under " + prefix + ": " + e);
-        } finally {
-            client.shutdown(0, 2, TimeUnit.SECONDS);
-        }
+        LabStore.deleteKeys(redisUri, prefix);
     }
 
-    private void startServices() throws Exception {
-        String dpPrefix = dataplanePrefix();
-        String controlSecrets = secretsArg("control-api", controlApiSecrets());
-        // A restart from scratch starts them all again: only the new ones are the lab's.
-        controls.clear();
-        controlArgs.clear();
-        for (int i = 0; i < controlApis; i++) {
-            List<String> args =
-                    List.of(
-                            "--spring.data.redis.host=" + spec.site().redisHost(),
-                            "--spring.data.redis.port=" + spec.site().redisPort(),
-                            "--relay.redis.key-prefix=wr:lab:" + run + ":",
-                            "--relay.dataplane.key-prefix=" + dpPrefix,
-                            "--relay.dataplane.secret-file="
-                                    + secrets.dataplaneKeysFile(
-                                            LabSecrets.DataplaneDuty.CONTROL_API),
-                            "--relay.generations.scheduled-gc=false",
-                            "--relay.updates.verify-checksums=" + checksums,
-                            "--relay.checkpoints.root=" + checkpointRoot(),
-                            "--relay.clock.skew="
-                                    + (i < controlApiSkews.size()
-                                            ? controlApiSkews.get(i)
-                                            : Duration.ZERO),
-                            controlSecrets);
-            controlArgs.add(args);
-            controls.add(
-                    startService(
-                            i == 0 ? "control-api" : "control-api-" + i,
-                            "control-api",
-                            "512m",
-                            args));
-        }
-        control = controls.get(0);
-        if (storageUnits) {
-            // The units first, registered with control-api, so each client-only publisher knows
-            // the unit of its node from its first put on.
-            awaitHealthy(List.of(control));
-            startStorageUnits(dpPrefix);
-            awaitHealthy(units.values());
-            awaitSegmentsRegistered(SegmentRole.STORAGE_UNIT, units.size());
-        }
-        startPublishers(dpPrefix);
-        for (LabCatalog.LoaderSlot slot : slots) {
-            loaders.add(startLoader(slot.id(), slot.id()));
-        }
-        awaitHealthy(children);
-        if (!storageUnits) {
-            // A publisher registers its segment once it is ready, on its heartbeat's first beat:
-            // healthy is not yet registered, and a save or restore needs every owner registered.
-            awaitSegmentsRegistered(SegmentRole.TRAINER, publishers.size());
-        }
+    // ---- Logs and the end. ----
 
-        operator = new GenerationsApi(operatorClient(controlUrls()));
-
-        connectTrainer();
-
-        long started = System.nanoTime();
-        for (int i = 0; i < slots.size(); i++) {
-            String id = slots.get(i).id();
-            RolloutEngine engine = new RolloutEngine(id, loaders.get(i).baseUrl(), loaderToken(id));
-            register(engine, slots.get(i), "lab");
-            engines.add(engine);
-        }
-        registrationSeconds = (System.nanoTime() - started) / 1e9;
+    /** Prints every service's log tail to stderr (after a failure). */
+    @Override
+    public void dumpLogs() {
+        processes.dumpLogs();
     }
 
-    /**
-     * Waits until {@code services} are healthy, all watched at once: one that exits early, or the
-     * lab's Redis not answering, fails the wait within seconds and names them ({@link
-     * ServiceProcess#awaitHealthy(java.util.Collection, Duration, ServiceProcess.Dependencies)}).
-     */
-    private void awaitHealthy(java.util.Collection<ServiceProcess> services)
-            throws InterruptedException {
-        ServiceProcess.awaitHealthy(services, HEALTHY, () -> redisBroken(spec));
+    /** Stops every service, then deletes the lab's Redis keys (nothing writes them any more). */
+    @Override
+    public void close() {
+        processes.stopAll();
+        ServiceProcess.deleteTmpDirs(logs);
+        LabStore.reclaimOrphanedSegmentFiles("killed during the lab");
+        deleteKeys(spec.redisUri(), args.controlPrefix());
+        KilledLabs.closed(logs);
+        secrets.close();
     }
 
-    /** Empty while the lab's Redis answers PING, else a sentence naming it. */
-    static java.util.Optional<String> redisBroken(Spec spec) {
-        Site site = spec.site();
-        if (LabRedis.answersPing(site.redisHost(), site.redisPort())) {
-            return java.util.Optional.empty();
-        }
-        return java.util.Optional.of(
-                "the lab's Redis at "
-                        + spec.redisUri()
-                        + " does not answer (./relay starts one of its own when it has to; see "
-                        + RunRedis.ENV
-                        + ")");
-    }
-
-    /**
-     * Seconds the engines' first registrations took, one after another: each loader creates and
-     * pre-faults its workers' receive segments before it answers, so this is the buffers' set-up,
-     * paid before (and reported apart from) the first update.
-     */
-    public double registrationSeconds() {
-        return registrationSeconds;
-    }
-
-    /** The simulated trainer's session, over the publishers running now. */
-    private void connectTrainer() {
-        Map<String, PublisherClient> clients = new LinkedHashMap<>();
-        publishers.forEach(
-                (node, p) ->
-                        clients.put(
-                                node,
-                                PublisherClient.connect(
-                                        p.baseUrl(), trainerToken, Duration.ofMinutes(5))));
-        trainer =
-                new TrainerSession(
-                        new RestCoordinator(
-                                controlUrls(),
-                                trainerToken,
-                                Duration.ofMinutes(2),
-                                LabCatalog.MAX_FRAGMENT),
-                        clients,
-                        new RankPublisher.Options(2, true, Duration.ofMinutes(2)));
-    }
-
-    /**
-     * Kills trainer node {@code index}'s publisher as a crash would and starts it again with the
-     * same settings: same node and segment name, new HTTP and data-plane ports (the simulated
-     * trainer is pointed at the new HTTP one). What the killed process stored is gone with it; the
-     * new one purges its directory entries before storing anything.
-     */
-    public void restartPublisher(int index) throws Exception {
-        String node = Topology.trainerNodeName(index);
-        ServiceProcess old = publishers.get(node);
-        old.kill();
-        children.remove(old);
-        startPublisherAgain(node, "publisher-" + node + "-restarted");
-    }
-
-    /**
-     * Starts node {@code node}'s publisher with the settings it first had, and connects the
-     * trainer.
-     */
-    private void startPublisherAgain(String node, String name) throws InterruptedException {
-        ServiceProcess fresh =
-                startService(name, "publisher-service", "384m", publisherArgs.get(node));
-        awaitHealthy(List.of(fresh));
-        publishers.put(node, fresh);
-        connectTrainer();
-    }
-
-    /**
-     * Kills trainer node {@code index}'s publisher as a crash would and leaves it dead: its segment
-     * descriptor and directory entries stay in Redis, its engine answers no more.
-     *
-     * @return the name of its segment
-     */
-    public String killPublisher(int index) {
-        String node = Topology.trainerNodeName(index);
-        ServiceProcess old = publishers.remove(node);
-        old.kill();
-        children.remove(old);
-        // a killed owner leaves its segment's file: reclaimed when the lab closes (or when the
-        // next data plane opens on this host)
-        return segmentName(node);
-    }
-
-    /**
-     * One storage unit per trainer node: the node's segment (named as a trainer-side publisher's
-     * would be, so owner tokens and {@link #segmentNameOf} stay the same), serving no trainer.
-     */
-    private void startStorageUnits(String dpPrefix) {
-        long segment = LabCatalog.publisherSizes(manifest, spec.trainerNodes())[0];
-        for (int i = 0; i < spec.trainerNodes(); i++) {
-            String node = Topology.trainerNodeName(i);
-            String segmentName = segmentName(node);
-            List<String> args =
-                    List.of(
-                            "--relay.segment.node=" + node,
-                            "--relay.segment.name=" + segmentName,
-                            "--relay.segment.size=" + segment + "B",
-                            "--relay.segment.role=storage-unit",
-                            "--relay.dataplane.redis-uri=" + spec.redisUri(),
-                            "--relay.dataplane.key-prefix=" + dpPrefix,
-                            "--relay.dataplane.secret-file="
-                                    + secrets.dataplaneKeysFile(
-                                            LabSecrets.DataplaneDuty.STORE_OWNER),
-                            "--relay.staging.mode=segment",
-                            "--relay.staging.capacity=" + LabCatalog.MAX_BATCH + "B",
-                            "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
-                            "--relay.publish.control-api-url=" + controlUrls(),
-                            secretsArg("unit-" + node, secrets.publisher(segmentName)));
-            units.put(node, startService("unit-" + node, "publisher-service", "384m", args));
-        }
-    }
-
-    /** Waits until {@code expected} segments of {@code role} are registered and alive. */
-    private void awaitSegmentsRegistered(SegmentRole role, int expected)
-            throws InterruptedException {
-        ApiClient client = operatorClient(control.baseUrl());
-        io.weightrelay.api.control.client.RegistryApi registry =
-                new io.weightrelay.api.control.client.RegistryApi(client);
-        long deadline = System.nanoTime() + HEALTHY.toNanos();
-        while (true) {
-            long alive =
-                    registry.listSegments().stream()
-                            .filter(s -> Boolean.TRUE.equals(s.getAlive()) && s.getRole() == role)
-                            .count();
-            if (alive >= expected) {
-                return;
-            }
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException(
-                        alive
-                                + " of "
-                                + expected
-                                + " "
-                                + role
-                                + " segments registered within "
-                                + HEALTHY);
-            }
-            Thread.sleep(50);
-        }
-    }
-
-    private void startPublishers(String dpPrefix) {
-        long[] sizes = LabCatalog.publisherSizes(manifest, spec.trainerNodes());
-        long segment = segmentBytes > 0 ? segmentBytes : sizes[0];
-        long staging = sizes[1];
-        for (int i = 0; i < spec.trainerNodes(); i++) {
-            String node = Topology.trainerNodeName(i);
-            String segmentName = segmentName(node);
-            Map<String, String> secretProperties = new LinkedHashMap<>();
-            secretProperties.putAll(secrets.publisher(segmentName));
-            List<String> placementArgs =
-                    storageUnits
-                            ? List.of(
-                                    // client-only: no store memory, staging in a file of its own
-                                    "--relay.segment.name=" + segmentName + "-client",
-                                    "--relay.segment.size=0B",
-                                    "--relay.segment.role=client",
-                                    "--relay.staging.mode=file",
-                                    "--relay.staging.path=/dev/shm/wr-lab-staging-"
-                                            + run
-                                            + "-"
-                                            + node)
-                            : List.of(
-                                    "--relay.segment.name=" + segmentName,
-                                    "--relay.segment.size=" + segment + "B",
-                                    "--relay.staging.mode=segment");
-            List<String> args = new ArrayList<>();
-            args.add("--relay.segment.node=" + node);
-            args.addAll(placementArgs);
-            args.addAll(
-                    List.of(
-                            "--relay.dataplane.redis-uri=" + spec.redisUri(),
-                            "--relay.dataplane.key-prefix=" + dpPrefix,
-                            "--relay.dataplane.secret-file="
-                                    + secrets.dataplaneKeysFile(
-                                            storageUnits
-                                                    ? LabSecrets.DataplaneDuty.STORER
-                                                    : LabSecrets.DataplaneDuty.STORE_OWNER),
-                            "--relay.staging.capacity=" + staging + "B",
-                            "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
-                            "--relay.publish.control-api-url=" + controlUrlsForNextClient(),
-                            secretsArg("publisher-" + node, secretProperties)));
-            publisherArgs.put(node, args);
-            publishers.put(
-                    node, startService("publisher-" + node, "publisher-service", "384m", args));
-        }
-    }
-
-    private ServiceProcess startLoader(String name, String instance) {
-        return startLoader(name, instance, List.of());
-    }
-
-    private ServiceProcess startLoader(String name, String instance, List<String> extraArgs) {
-        Map<String, String> secretProperties = new LinkedHashMap<>();
-        secretProperties.putAll(secrets.loaderService(instance));
-        List<String> args =
-                new ArrayList<>(
-                        List.of(
-                                "--relay.loader.control-url=" + controlUrlsForNextClient(),
-                                "--relay.dataplane.redis-uri=" + spec.redisUri(),
-                                "--relay.dataplane.key-prefix=" + dataplanePrefix(),
-                                "--relay.dataplane.secret-file="
-                                        + secrets.dataplaneKeysFile(
-                                                LabSecrets.DataplaneDuty.LOADER),
-                                "--relay.loader.checksums=" + checksums,
-                                "--relay.loader.lease-ttl=" + LOADER_LEASE_TTL.toSeconds() + "s",
-                                secretsArg("loader-" + name, secretProperties)));
-        // The loader's node is known before its engine registers: it opens its data plane as it
-        // starts, not inside the registration (a deployment sets it the same way).
-        for (LabCatalog.LoaderSlot slot : slots) {
-            if (slot.id().equals(instance)) {
-                args.add("--relay.dataplane.node-label=" + slot.node());
-            }
-        }
-        args.addAll(extraArgs);
-        return startService("loader-" + name, "loader-service", "384m", args);
-    }
-
-    /**
-     * Kills instance {@code index}'s loader, starts a fresh one with {@code extraArgs} added (a
-     * lab-only fault setting, say) and registers the engine again in the lab's group.
-     */
-    public RolloutEngine restartLoader(int index, List<String> extraArgs) throws Exception {
-        ServiceProcess old = loaders.get(index);
-        old.kill();
-        children.remove(old);
-        LabCatalog.LoaderSlot slot = slots.get(index);
-        String id = slot.id();
-        ServiceProcess fresh = startLoader(id + "-" + System.nanoTime(), id, extraArgs);
-        awaitHealthy(List.of(fresh));
-        loaders.set(index, fresh);
-        RolloutEngine engine = new RolloutEngine(id, fresh.baseUrl(), loaderToken(id));
-        register(engine, slot, "lab");
-        engines.set(index, engine);
-        return engine;
-    }
-
-    private String segmentName(String node) {
-        return "lab-" + run + "-" + node;
-    }
+    // ---- Names and credentials ----
 
     /** The store segment of trainer node {@code node}'s publisher in this lab. */
     public String segmentNameOf(String node) {
-        return segmentName(node);
+        return args.segmentName(node);
+    }
+
+    /** Trainer node {@code index}'s publisher's URL, while it runs. */
+    public String publisherUrl(int index) {
+        return services.publisher(index).baseUrl();
     }
 
     /** The loader token of {@code instance}, bound to it in control-api. */
@@ -1353,25 +623,26 @@ public final class LabCluster implements StartedOrClosed.Lab {
         return secrets.loader(instance);
     }
 
-    /**
-     * control-api's credentials: trainer and operator tokens, each instance's loader token bound to
-     * that instance, each publisher's owner token bound to its segment, and the owner credential it
-     * presents to the publishers.
-     */
-    private Map<String, String> controlApiSecrets() {
-        List<String> segments = new ArrayList<>();
-        for (int i = 0; i < spec.trainerNodes(); i++) {
-            segments.add(segmentName(Topology.trainerNodeName(i)));
-        }
-        return secrets.controlApi(slots.stream().map(LabCatalog.LoaderSlot::id).toList(), segments);
-    }
+    // ---- What a client in another process (the Python package's tests and bench) needs. ----
 
     /**
-     * Writes {@code properties} to a file only this user can read and returns the argument that
-     * makes the service read it: secrets never appear on a command line.
+     * Every service this lab runs, by name ({@code control-api}, {@code publisher-<node>}, ...).
      */
-    private String secretsArg(String service, Map<String, String> properties) {
-        return secrets.springArg(service, properties);
+    public Map<String, String> serviceUrls() {
+        return processes.urls();
+    }
+
+    public String trainerToken() {
+        return secrets.trainer();
+    }
+
+    public String operatorToken() {
+        return operatorToken;
+    }
+
+    /** The scrape token of every service of this lab. */
+    public String metricsToken() {
+        return secrets.metrics();
     }
 
     /**
@@ -1389,119 +660,14 @@ public final class LabCluster implements StartedOrClosed.Lab {
 
     /** The data-plane key prefix of this lab's store (segments and object directory). */
     public String dataplanePrefix() {
-        return "wr:lab:" + run + ":dp:";
+        return args.dataplanePrefix();
     }
 
     /**
-     * Starts {@code module}'s service from the checkout's jar with the JVM options its image runs
-     * with ({@link #DATA_PLANE_JVM_OPTIONS} for the data-plane services); {@link #close()} stops
-     * it.
+     * How the fault suite and the tests break this lab: kills, restarts (of one service or of the
+     * whole lab from scratch), one control-api instance alone, a flipped byte.
      */
-    private ServiceProcess startService(
-            String name, String module, String heap, List<String> args) {
-        ServiceProcess process =
-                ServiceProcess.start(
-                        name,
-                        ServiceProcess.findJar(spec.site().root(), module),
-                        heap,
-                        module.equals("control-api") ? List.of() : DATA_PLANE_JVM_OPTIONS,
-                        args,
-                        logs);
-        children.add(process);
-        return process;
-    }
-
-    // ---- What a client in another process (the Python package's tests and bench) needs. ----
-
-    /**
-     * Every service this lab runs, by name ({@code control-api}, {@code publisher-<node>}, ...).
-     */
-    public Map<String, String> serviceUrls() {
-        Map<String, String> out = new LinkedHashMap<>();
-        children.forEach(c -> out.put(c.name(), c.baseUrl()));
-        return out;
-    }
-
-    public String trainerToken() {
-        return trainerToken;
-    }
-
-    public String operatorToken() {
-        return operatorToken;
-    }
-
-    /** The scrape token of every service of this lab. */
-    public String metricsToken() {
-        return secrets.metrics();
-    }
-
-    // ---- What the fault suite needs (io.weightrelay.lab.faults). ----
-
-    /**
-     * The simulated trainer publishes the generation of {@code step} with its bytes passed through
-     * {@code wrap}: a fault case wraps the generator to hold the ranks mid-publish while it kills a
-     * process (a hook of the lab's trainer, none in the services).
-     */
-    public long publish(long step, java.util.function.UnaryOperator<TensorSource> wrap) {
-        return trainer.publish(
-                        manifest, step, g -> wrap.apply(new DeterministicWeights(spec.seed(), g)))
-                .generation();
-    }
-
-    /** Trainer node {@code index}'s publisher's segment (its owner's name in the registry). */
-    public String publisherSegment(int index) {
-        return segmentName(Topology.trainerNodeName(index));
-    }
-
-    /** Trainer node {@code index}'s publisher's URL, while it runs. */
-    public String publisherUrl(int index) {
-        return publishers.get(Topology.trainerNodeName(index)).baseUrl();
-    }
-
-    /**
-     * Starts trainer node {@code index}'s publisher again after {@link #killPublisher(int)} left it
-     * dead: same node and segment name, as an operator's restart would (it re-creates the segment,
-     * so what the dead one stored is reported lost).
-     */
-    public void revivePublisher(int index) throws Exception {
-        String node = Topology.trainerNodeName(index);
-        if (publishers.containsKey(node)) {
-            throw new IllegalStateException("the publisher of " + node + " is running");
-        }
-        startPublisherAgain(node, "publisher-" + node + "-revived-" + System.nanoTime());
-    }
-
-    /** The process id of instance {@code index}'s loader (to signal it). */
-    public long loaderPid(int index) {
-        return loaders.get(index).pid();
-    }
-
-    /** Kills instance {@code index}'s loader at once (SIGKILL) and leaves it dead. */
-    public void killLoader(int index) {
-        loaders.get(index).kill();
-    }
-
-    /** How many store objects of {@code generation} the object directory still lists. */
-    public long storedObjects(long generation) {
-        String match =
-                (dataplanePrefix() + "obj:" + spec.model() + "/" + generation + "/")
-                                .replaceAll("([*?\\[\\]\\\\])", "\\\\$1")
-                        + "*";
-        RedisClient client = RedisClient.create(spec.redisUri());
-        try (StatefulRedisConnection<String, String> connection = client.connect()) {
-            RedisCommands<String, String> redis = connection.sync();
-            ScanArgs args = ScanArgs.Builder.matches(match).limit(1000);
-            long n = 0;
-            KeyScanCursor<String> page = redis.scan(args);
-            while (true) {
-                n += page.getKeys().size();
-                if (page.isFinished()) {
-                    return n;
-                }
-                page = redis.scan(page, args);
-            }
-        } finally {
-            client.shutdown(0, 2, TimeUnit.SECONDS);
-        }
+    public LabFaults faults() {
+        return faults;
     }
 }

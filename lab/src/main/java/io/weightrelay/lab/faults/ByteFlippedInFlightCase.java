@@ -39,7 +39,8 @@ final class ByteFlippedInFlightCase {
         Path flip = Files.createTempFile("wr-flip-received-", "");
         Files.delete(flip);
         try {
-            lab.restartLoader(RECEIVER, List.of("--relay.loader.flip-received-file=" + flip));
+            lab.faults()
+                    .restartLoader(RECEIVER, List.of("--relay.loader.flip-received-file=" + flip));
             String receiver = lab.engines().get(RECEIVER).instance();
             long active = lab.activeGeneration().getGeneration();
             LabCase.requireUpdated(lab, active, ledger);

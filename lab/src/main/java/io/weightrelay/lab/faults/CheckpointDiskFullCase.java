@@ -139,7 +139,7 @@ final class CheckpointDiskFullCase {
                         + restored.getGeneration()
                         + " "
                         + restored.getState());
-        long restoredObjects = lab.storedObjects(saved);
+        long restoredObjects = lab.faults().storedObjects(saved);
         check(restoredObjects > 0, "generation " + saved + " has its objects again");
 
         // Space freed: the save succeeds and replaces the old checkpoint.

@@ -62,9 +62,9 @@ final class ControlApiClockSkewCase implements FaultCase {
         // The first generation is retired now, and its loaders released their leases on it. One
         // loader takes a lease on it again, through the slow instance.
         String holder = lab.engines().get(0).instance();
-        GenerationsApi slowAsLoader = lab.controlApiAsLoader(slow, holder);
-        GenerationsApi fastApi = lab.controlApi(fast);
-        GenerationsApi slowApi = lab.controlApi(slow);
+        GenerationsApi slowAsLoader = lab.faults().controlApiAsLoader(slow, holder);
+        GenerationsApi fastApi = lab.faults().controlApi(fast);
+        GenerationsApi slowApi = lab.faults().controlApi(slow);
         String model = lab.spec().model();
         Lease lease =
                 slowAsLoader.acquireLease(
@@ -128,7 +128,7 @@ final class ControlApiClockSkewCase implements FaultCase {
             LabCluster lab, ServingProof proof, Map<String, Long> expected) {
         Map<String, Long> epochs = new LinkedHashMap<>();
         for (int i = 0; i < lab.controlApiCount(); i++) {
-            RegistryApi registry = new RegistryApi(lab.controlApi(i).getApiClient());
+            RegistryApi registry = new RegistryApi(lab.faults().controlApi(i).getApiClient());
             for (RolloutEngine engine : lab.engines()) {
                 String instance = engine.instance();
                 Loader loader = registry.getLoader(instance);

@@ -35,7 +35,7 @@ public final class ControlApiKilledCase extends MidUpdateCase {
     FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
         ServingProof proof = new ServingProof(lab);
-        MidUpdate update = MidUpdate.inject(b, proof, () -> lab.killControlApi(0));
+        MidUpdate update = MidUpdate.inject(b, proof, () -> lab.faults().killControlApi(0));
         long next = update.next();
         proof.checkEngines(update.outcomes());
         List<String> ends = new ArrayList<>();

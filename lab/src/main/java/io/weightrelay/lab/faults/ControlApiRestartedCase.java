@@ -42,10 +42,10 @@ final class ControlApiRestartedCase extends MidUpdateCase {
                         MidUpdate.Fault.of(
                                 () -> {
                                     down[0] = System.nanoTime();
-                                    lab.killControlApi(0);
+                                    lab.faults().killControlApi(0);
                                 },
                                 () -> {
-                                    lab.startControlApiAgain(0);
+                                    lab.faults().startControlApiAgain(0);
                                     down[1] = System.nanoTime();
                                 }));
         double outage = (down[1] - down[0]) / 1e9;

@@ -29,8 +29,10 @@ final class CorruptedObjectCase {
                         .filter(f -> f.bytes() > 0)
                         .findFirst()
                         .orElseThrow();
-        lab.corruptStoredByte(
-                ObjectKeys.key(lab.manifest().model(), bad, victim.fragment()), victim.bytes() / 2);
+        lab.faults()
+                .corruptStoredByte(
+                        ObjectKeys.key(lab.manifest().model(), bad, victim.fragment()),
+                        victim.bytes() / 2);
         fault.destroyed(bad);
 
         List<Engines.Ended> ended = fault.updateNoneAdvancing();

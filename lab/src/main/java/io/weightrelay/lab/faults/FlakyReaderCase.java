@@ -38,7 +38,7 @@ final class FlakyReaderCase {
         Path flaky = Files.createTempFile("wr-flaky-reads-", "");
         Files.delete(flaky);
         try {
-            lab.restartLoader(READER, List.of("--relay.loader.flaky-reads-file=" + flaky));
+            lab.faults().restartLoader(READER, List.of("--relay.loader.flaky-reads-file=" + flaky));
             String reader = lab.engines().get(READER).instance();
             // healthy while the file is absent: the group, the fresh loader too, holds the active
             long active = lab.activeGeneration().getGeneration();

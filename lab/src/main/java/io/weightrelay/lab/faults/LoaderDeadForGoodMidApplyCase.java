@@ -54,7 +54,8 @@ final class LoaderDeadForGoodMidApplyCase {
             Map<String, Long> before = Ledger.generations(lab);
             Engines.Running running = Engines.start(lab.engines(), PHASE_TIMEOUT);
             String caught =
-                    LoaderKilledMidApplyCase.freezeInApply(lab, g, dead, lab.loaderPid(victim));
+                    LoaderKilledMidApplyCase.freezeInApply(
+                            lab, g, dead, lab.faults().loaderPid(victim));
             if (caught == null) {
                 // the apply ended before the watch saw it: let it finish, try the next generation
                 for (Engines.Ended e : running.await(UPDATE_WAIT)) {
@@ -64,7 +65,7 @@ final class LoaderDeadForGoodMidApplyCase {
                 previous = g;
                 continue;
             }
-            lab.killLoader(victim);
+            lab.faults().killLoader(victim);
             long killed = System.nanoTime();
             List<Engines.Ended> ended = running.await(UPDATE_WAIT);
             requireEnded(ended, UpdateOutcome.PAUSED_REBUILD, dead, dead);

@@ -41,7 +41,7 @@ final class LoaderDiedForGoodCase {
         int index = lab.engines().size() - 1;
         String dead = lab.engines().get(index).instance();
         long killed = System.nanoTime();
-        lab.killLoader(index);
+        lab.faults().killLoader(index);
 
         // control-api drops the dead loader from its group once its registration expires; the
         // group's next plan is the survivors'.

@@ -128,7 +128,7 @@ final class LoaderKilledMidApplyCase {
             long g = fault.publish();
             Map<String, Long> before = Ledger.generations(lab);
             Engines.Running running = Engines.start(lab.engines(), PHASE_TIMEOUT);
-            String caught = freezeInApply(lab, g, victimId, lab.loaderPid(victim));
+            String caught = freezeInApply(lab, g, victimId, lab.faults().loaderPid(victim));
             if (caught == null) {
                 // the apply ended before the watch saw it: let it finish, try the next generation
                 List<Engines.Ended> ended = running.await(UPDATE_WAIT);
@@ -139,7 +139,7 @@ final class LoaderKilledMidApplyCase {
                 previous = g;
                 continue;
             }
-            lab.killLoader(victim);
+            lab.faults().killLoader(victim);
             long killed = System.nanoTime();
             List<Engines.Ended> ended = running.await(UPDATE_WAIT);
             double waited = (System.nanoTime() - killed) / 1e9;

@@ -52,7 +52,7 @@ final class LyingReaderCase {
             Map<String, Long> before = Ledger.generations(lab);
             Engines.Running running =
                     Engines.start(lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT);
-            long pid = lab.loaderPid(index);
+            long pid = lab.faults().loaderPid(index);
             String caught = LoaderKilledMidApplyCase.freezeInApply(lab, g, liar, pid);
             if (caught == null) {
                 // the apply ended before the watch saw it: let it finish, try the next generation

@@ -69,7 +69,7 @@ record MidUpdate(long good, long next, boolean midUpdate, List<UpdateProgress> o
         try (SessionWatch watch = new SessionWatch(lab.spec(), session)) {
             Future<LabCluster.Updates> running = pool.submit(lab::updateAll);
             boolean sessionSeen = watch.awaitSession(running);
-            long held = lab.loaderPid(0);
+            long held = lab.faults().loaderPid(0);
             LoaderKilledMidApplyCase.signal("STOP", held);
             boolean midUpdate;
             try {

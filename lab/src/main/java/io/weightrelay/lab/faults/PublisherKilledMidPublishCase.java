@@ -5,6 +5,7 @@ import static io.weightrelay.lab.faults.LabCase.check;
 
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabFaults;
 import io.weightrelay.trainer.client.PublishFailedException;
 import io.weightrelay.trainer.client.TensorSource;
 import java.nio.ByteBuffer;
@@ -28,6 +29,7 @@ final class PublisherKilledMidPublishCase {
 
     static String inject(LabCase.Fault fault) throws Exception {
         LabCluster lab = fault.lab();
+        LabFaults faults = lab.faults();
         long previous = fault.active();
         int tensors = lab.manifest().tensors().size();
         int holdAt = Math.max(1, tensors / 2);
@@ -38,7 +40,7 @@ final class PublisherKilledMidPublishCase {
         CompletableFuture<Long> publish =
                 CompletableFuture.supplyAsync(
                         () ->
-                                lab.publish(
+                                faults.publish(
                                         step,
                                         source ->
                                                 new TensorSource() {
@@ -70,7 +72,7 @@ final class PublisherKilledMidPublishCase {
             throw new AssertionError("the publish never reached tensor write " + holdAt);
         }
         String url = lab.publisherUrl(1);
-        String segment = lab.killPublisher(1);
+        String segment = faults.killPublisher(1);
         fault.destroyedEveryCommitted();
         long killed = System.nanoTime();
         release.countDown();
@@ -95,13 +97,13 @@ final class PublisherKilledMidPublishCase {
         check(
                 lab.generation(aborted).getState() == GenerationState.ABORTED,
                 "generation " + aborted + " is ABORTED: " + lab.generation(aborted).getState());
-        long left = lab.storedObjects(aborted);
+        long left = faults.storedObjects(aborted);
         check(left == 0, left + " object(s) of aborted generation " + aborted + " still listed");
         check(
                 lab.activeGeneration().getGeneration() == previous,
                 "generation " + previous + " stays active");
         fault.ledger().observe(lab, allInstances(lab));
-        lab.revivePublisher(1);
+        faults.revivePublisher(1);
         return "generation "
                 + aborted
                 + " aborted "

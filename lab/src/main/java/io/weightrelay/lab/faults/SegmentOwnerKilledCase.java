@@ -23,7 +23,7 @@ final class SegmentOwnerKilledCase {
         LabCluster lab = fault.lab();
         long serving = fault.active();
         long committed = fault.publish();
-        String segment = lab.killPublisher(1);
+        String segment = lab.faults().killPublisher(1);
         // without replicas, everything the dead owner held is gone with it
         fault.destroyedEveryCommitted();
 
@@ -33,7 +33,7 @@ final class SegmentOwnerKilledCase {
         fault.ledger().observe(lab, allInstances(lab));
         requireHolding(lab, serving, false, null);
         String failure = String.join("; ", ended.stream().map(Engines.Ended::describe).toList());
-        lab.revivePublisher(1);
+        lab.faults().revivePublisher(1);
         return "generation "
                 + committed
                 + " refused at prepare, every engine resumed on "

@@ -49,7 +49,7 @@ final class SegmentOwnerKilledMidApplyCase {
                 Map<String, Long> before = Ledger.generations(lab);
                 Engines.Running running =
                         Engines.start(lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT);
-                long owner = lab.publisherProcessId(OWNER);
+                long owner = lab.faults().publisherPid(OWNER);
                 String caught = watch.freezeInApply(g, owner);
                 if (caught == null) {
                     // every loader had applied before the owner froze: try the next generation
@@ -61,7 +61,7 @@ final class SegmentOwnerKilledMidApplyCase {
                     continue;
                 }
                 // SIGKILL of the frozen owner: its connections reset under the reads in flight
-                String segment = lab.killPublisher(OWNER);
+                String segment = lab.faults().killPublisher(OWNER);
                 // without replicas, everything the dead owner held is gone with it
                 fault.destroyedEveryCommitted();
                 return afterKill(fault, g, previous, before, running, segment, caught, attempt);
@@ -118,7 +118,7 @@ final class SegmentOwnerKilledMidApplyCase {
                         + ")");
         String outcomes = String.join("; ", ended.stream().map(Engines.Ended::describe).toList());
 
-        lab.revivePublisher(OWNER);
+        lab.faults().revivePublisher(OWNER);
         // the restarted owner re-creates its segment: what the dead one held is LOST
         GenerationState state =
                 lab.awaitGenerationState(g, GenerationState.LOST, Duration.ofSeconds(30));
