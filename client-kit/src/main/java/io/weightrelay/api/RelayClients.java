@@ -19,10 +19,7 @@ import org.springframework.http.client.ClientHttpRequestInterceptor;
  *
  * <p>A refused call is thrown as the generated client throws it (a {@code
  * RestClientResponseException}); {@link RemoteProblem#of} decodes its problem. Retries and circuit
- * breakers are the caller's, not the client's: the services wrap calls in service-common's {@code
- * RemoteCalls} (Resilience4j, configured per call name in their {@code application.yaml}), the
- * trainer client waits out 503s by their {@code Retry-After}. The kit stays free of Resilience4j so
- * that a trainer process loads nothing but Spring's web client with it.
+ * breakers are the caller's, not the client's (why: the {@linkplain io.weightrelay.api package}).
  *
  * <pre>{@code
  * GenerationsApi generations =

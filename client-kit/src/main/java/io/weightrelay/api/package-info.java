@@ -15,13 +15,12 @@
  *       the clients that plan.
  * </ul>
  *
- * <p><b>Retries are the caller's policy, not the kit's</b>, and stay where they are: the services
- * wrap each call in service-common's {@code RemoteCalls} (a Resilience4j retry, and a circuit
- * breaker where one is configured, per call name in their {@code application.yaml}, retrying what
- * {@code TransientFailure} says may pass on a second try); the trainer client waits out 503 answers
- * by their {@code Retry-After} within a budget; the lab's and the tests' calls are not retried, so
- * a failure shows. The kit does not depend on Resilience4j, so that a trainer process takes nothing
- * with it but Spring's web client.
+ * <p><b>Retries are the caller's policy, not the kit's</b>: the services wrap each call in
+ * service-common's {@code RemoteCalls} (Resilience4j, configured per call name in their {@code
+ * application.yaml}), the trainer client waits out 503 and 429 answers by their {@code
+ * Retry-After}, the lab's calls are not retried; who retries what is one table, in
+ * docs/architecture.md ("Calling a service"). The kit does not depend on Resilience4j, so that a
+ * trainer process takes nothing with it but Spring's web client.
  *
  * <p>The package keeps the name it had when these classes lived in the openapi module, so that
  * moving them changed no import.
