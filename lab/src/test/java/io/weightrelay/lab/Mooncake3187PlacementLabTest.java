@@ -3,6 +3,7 @@ package io.weightrelay.lab;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.control.client.RegistryApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.MooncakeFragmentBinding;
@@ -197,8 +198,7 @@ class Mooncake3187PlacementLabTest {
             LabCluster lab, LoaderSlot slot, RolloutEngine engine, String placement)
             throws Exception {
         Endpoint loader = Endpoint.of(lab.controlUrl(), lab.loaderToken(slot.id()));
-        ApiClient client = new ApiClient(loader.restClient(ApiClient.buildRestClientBuilder()));
-        client.setBasePath(loader.basePath());
+        ApiClient client = RelayClients.of(loader).control();
         RegistryApi registry = new RegistryApi(client);
 
         List<WorkerPlacement> lab0 =

@@ -3,6 +3,8 @@ package io.weightrelay.publisher;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.RegistryApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
@@ -199,10 +201,7 @@ public final class TestControlApi implements AutoCloseable {
     }
 
     private ApiClient client(String token) {
-        ApiClient client = new ApiClient();
-        client.setBasePath(baseUrl());
-        client.setBearerToken(token);
-        return client;
+        return RelayClients.of(Endpoint.of(baseUrl(), token)).control();
     }
 
     private static Path jar() {

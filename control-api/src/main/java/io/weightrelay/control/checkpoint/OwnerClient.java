@@ -3,8 +3,8 @@ package io.weightrelay.control.checkpoint;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
 import io.github.resilience4j.retry.RetryRegistry;
 import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.publisher.client.OwnerApi;
-import io.weightrelay.api.publisher.client.invoker.ApiClient;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
 import io.weightrelay.service.client.RemoteCalls;
@@ -45,8 +45,6 @@ class OwnerClient {
                         properties.ownerToken(),
                         properties.connectTimeout(),
                         properties.ownerTimeout());
-        ApiClient client = new ApiClient(owner.restClient(ApiClient.buildRestClientBuilder()));
-        client.setBasePath(owner.basePath());
-        return new OwnerApi(client);
+        return new OwnerApi(RelayClients.of(owner).publisher());
     }
 }

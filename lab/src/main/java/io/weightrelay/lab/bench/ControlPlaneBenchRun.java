@@ -8,8 +8,7 @@ import static io.weightrelay.lab.bench.ControlPlaneBench.describe;
 
 import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
-import io.weightrelay.api.GzipRequestBodies;
-import io.weightrelay.api.GzipResponses;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -156,15 +155,8 @@ final class ControlPlaneBenchRun {
         // As the trainer client does: large bodies go gzip-compressed; as publishers and
         // loaders do, responses may come gzip-compressed; the wire counts what actually
         // crosses it (interceptors run in order).
-        ApiClient client =
-                new ApiClient(
-                        endpoint.restClient(
-                                ApiClient.buildRestClientBuilder(),
-                                new GzipRequestBodies(),
-                                inflate ? new GzipResponses() : ACCEPT_GZIP,
-                                wire));
-        client.setBasePath(endpoint.basePath());
-        return client;
+        RelayClients clients = RelayClients.of(endpoint).gzipRequestBodies();
+        return (inflate ? clients.gzipResponses() : clients.with(ACCEPT_GZIP)).with(wire).control();
     }
 
     Figures run() {

@@ -1,8 +1,8 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.control.client.GenerationsApi;
-import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCatalog;
@@ -328,9 +328,7 @@ public final class PublishBench {
 
     private static GenerationsApi operatorClient(String baseUrl) {
         Endpoint operator = Endpoint.of(baseUrl, OPERATOR_TOKEN);
-        ApiClient client = new ApiClient(operator.restClient(ApiClient.buildRestClientBuilder()));
-        client.setBasePath(operator.basePath());
-        return new GenerationsApi(client);
+        return new GenerationsApi(RelayClients.of(operator).control());
     }
 
     /** JVM options for one publisher; {@code {node}} becomes its node name. */

@@ -1,8 +1,8 @@
 package io.weightrelay.lab.cluster;
 
 import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.control.client.GenerationsApi;
-import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
@@ -107,10 +107,7 @@ public final class HostAgent {
                             args.get("publisher-url", ""), token, Duration.ofMinutes(5));
             Endpoint operatorEndpoint =
                     Endpoint.of(control, tokens.getOrDefault("operator", token));
-            ApiClient client =
-                    new ApiClient(operatorEndpoint.restClient(ApiClient.buildRestClientBuilder()));
-            client.setBasePath(operatorEndpoint.basePath());
-            operator = new GenerationsApi(client);
+            operator = new GenerationsApi(RelayClients.of(operatorEndpoint).control());
         }
 
         @Override

@@ -566,7 +566,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
     /** control-api at {@code baseUrls} with {@code token}. */
     private static ApiClient client(String baseUrls, String token) {
         Endpoint as = Endpoint.of(baseUrls, token);
-        ApiClient client = new ApiClient(as.restClient(ApiClient.buildRestClientBuilder()));
+        ApiClient client = io.weightrelay.api.RelayClients.of(as).control();
         client.setBasePath(as.basePath());
         return client;
     }

@@ -7,8 +7,8 @@ import static io.weightrelay.lab.faults.LabCase.requireEnded;
 import static io.weightrelay.lab.faults.LabCase.requireHolding;
 
 import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.control.client.UpdatesApi;
-import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.PhaseReport;
@@ -160,9 +160,8 @@ final class LyingReaderCase {
                         .epoch(lab.loader(liar).getEpoch())
                         .checksums(new RangeChecksums(entries).encode());
         Endpoint as = Endpoint.of(lab.controlUrls(), lab.loaderToken(liar));
-        ApiClient client = new ApiClient(as.restClient(ApiClient.buildRestClientBuilder()));
-        client.setBasePath(as.basePath());
-        new UpdatesApi(client).reportUpdatePhase(lab.manifest().model(), generation, GROUP, report);
+        new UpdatesApi(RelayClients.of(as).control())
+                .reportUpdatePhase(lab.manifest().model(), generation, GROUP, report);
         return entries.size();
     }
 }

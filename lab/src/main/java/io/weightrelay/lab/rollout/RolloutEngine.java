@@ -1,6 +1,7 @@
 package io.weightrelay.lab.rollout;
 
 import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.loader.client.InstanceApi;
 import io.weightrelay.api.loader.client.UpdatesApi;
 import io.weightrelay.api.loader.client.invoker.ApiClient;
@@ -43,8 +44,7 @@ public final class RolloutEngine {
     public RolloutEngine(String instance, String loaderUrl, String token) {
         this.instance = instance;
         Endpoint loader = Endpoint.of(loaderUrl, token);
-        ApiClient client = new ApiClient(loader.restClient(ApiClient.buildRestClientBuilder()));
-        client.setBasePath(loader.basePath());
+        ApiClient client = RelayClients.of(loader).loader();
         this.instanceApi = new InstanceApi(client);
         this.updatesApi = new UpdatesApi(client);
     }

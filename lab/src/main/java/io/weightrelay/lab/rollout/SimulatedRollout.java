@@ -2,6 +2,7 @@ package io.weightrelay.lab.rollout;
 
 import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
@@ -98,14 +99,7 @@ public final class SimulatedRollout {
     }
 
     static GenerationsApi controlClient(String url, String token) {
-        Endpoint control = Endpoint.of(url, token);
-        var client =
-                new io.weightrelay.api.control.client.invoker.ApiClient(
-                        control.restClient(
-                                io.weightrelay.api.control.client.invoker.ApiClient
-                                        .buildRestClientBuilder()));
-        client.setBasePath(control.basePath());
-        return new GenerationsApi(client);
+        return new GenerationsApi(RelayClients.of(Endpoint.of(url, token)).control());
     }
 
     /** The generation's manifest, as control-api serves it. */

@@ -4,6 +4,7 @@ import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
 import io.github.resilience4j.retry.RetryRegistry;
 import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -86,8 +87,7 @@ public class RestControlPlane implements ControlPlane {
                         properties.token(),
                         timeouts.connectTimeout(),
                         timeouts.readTimeout());
-        ApiClient client = new ApiClient(control.restClient(ApiClient.buildRestClientBuilder()));
-        client.setBasePath(control.basePath());
+        ApiClient client = RelayClients.of(control).control();
         this.client = client;
         this.calls = RemoteCalls.named("control-api", retries, breakers);
         this.generations = new GenerationsApi(client);

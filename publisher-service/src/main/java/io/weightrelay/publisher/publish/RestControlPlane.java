@@ -2,7 +2,7 @@ package io.weightrelay.publisher.publish;
 
 import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
-import io.weightrelay.api.GzipResponses;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.RegistryApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
@@ -78,15 +78,8 @@ final class RestControlPlane implements ControlPlane {
     }
 
     private static ApiClient client(Endpoint control) {
-        ApiClient client =
-                new ApiClient(
-                        control.restClient(
-                                ApiClient.buildRestClientBuilder(),
-                                // The encoded manifest comes gzip-compressed: a twelfth of its
-                                // bytes at scale.
-                                new GzipResponses()));
-        client.setBasePath(control.basePath());
-        return client;
+        // The encoded manifest comes gzip-compressed: a twelfth of its bytes at scale.
+        return RelayClients.of(control).gzipResponses().control();
     }
 
     @Override

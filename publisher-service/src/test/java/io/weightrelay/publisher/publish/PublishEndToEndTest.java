@@ -4,12 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
+import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.publisher.client.OwnerApi;
-import io.weightrelay.api.publisher.client.invoker.ApiClient;
 import io.weightrelay.api.publisher.client.model.Dtype;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
@@ -677,10 +678,9 @@ abstract class PublishEndToEndTest {
     }
 
     private OwnerApi ownerTokenApi() {
-        ApiClient client = new ApiClient();
-        client.setBasePath("http://127.0.0.1:" + port);
-        client.setBearerToken(TestPublisherProperties.OWNER_TOKEN);
-        return new OwnerApi(client);
+        Endpoint publisher =
+                Endpoint.of("http://127.0.0.1:" + port, TestPublisherProperties.OWNER_TOKEN);
+        return new OwnerApi(RelayClients.of(publisher).publisher());
     }
 
     /** No fragment of the generation is stored, but for the keys in {@code except}. */

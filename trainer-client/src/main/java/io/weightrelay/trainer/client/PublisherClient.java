@@ -1,6 +1,7 @@
 package io.weightrelay.trainer.client;
 
 import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.publisher.client.OwnerApi;
 import io.weightrelay.api.publisher.client.PublishApi;
@@ -61,9 +62,7 @@ public final class PublisherClient {
      */
     public static PublisherClient connect(String baseUrl, String token, Duration timeout) {
         Endpoint publisher = new Endpoint(baseUrl, token, timeout, timeout);
-        ApiClient client = new ApiClient(publisher.restClient(ApiClient.buildRestClientBuilder()));
-        client.setBasePath(publisher.basePath());
-        return new PublisherClient(baseUrl, client);
+        return new PublisherClient(baseUrl, RelayClients.of(publisher).publisher());
     }
 
     public String baseUrl() {

@@ -3,10 +3,9 @@ package io.weightrelay.trainer.client;
 import io.weightrelay.api.BaseUrlFailover;
 import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
-import io.weightrelay.api.GzipRequestBodies;
+import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.control.client.GenerationsApi;
-import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.AbortRequest;
 import io.weightrelay.api.control.client.model.OpenGenerationRequest;
 import io.weightrelay.api.control.client.model.TensorAssignment;
@@ -54,13 +53,10 @@ public final class RestCoordinator implements Coordinator {
      */
     public RestCoordinator(String baseUrl, String token, Duration timeout, long maxFragmentBytes) {
         Endpoint control = new Endpoint(baseUrl, token, timeout, timeout);
-        ApiClient client =
-                new ApiClient(
-                        control.restClient(
-                                ApiClient.buildRestClientBuilder(), new GzipRequestBodies()));
-        client.setBasePath(control.basePath());
         this.baseUrl = baseUrl;
-        this.generations = new GenerationsApi(client);
+        // A manifest's open is 10 MB of JSON at Kimi-K2 scale: it goes gzip-compressed.
+        this.generations =
+                new GenerationsApi(RelayClients.of(control).gzipRequestBodies().control());
         this.maxFragmentBytes = maxFragmentBytes;
     }
 

@@ -10,11 +10,10 @@ import org.springframework.web.client.RestClient;
  * it: the base URL (or several instances', comma-separated, failed over by {@link
  * BaseUrlFailover}), the bearer token sent with every request (none when empty or null), and the
  * connect and read timeouts of one call (zero or null: none). Every client of the contracts (the
- * services, the trainer client, the lab) builds its {@code ApiClient} with it:
+ * services, the trainer client, the lab) is built from one by {@link RelayClients}:
  *
  * <pre>{@code
- * ApiClient client = new ApiClient(endpoint.restClient(ApiClient.buildRestClientBuilder()));
- * client.setBasePath(endpoint.basePath());
+ * ApiClient client = RelayClients.of(endpoint).control();
  * }</pre>
  *
  * Retries are the caller's ({@code RemoteCalls} in service-common for the services).
@@ -52,7 +51,8 @@ public record Endpoint(
     /**
      * {@code generated} (a generated client's {@code ApiClient.buildRestClientBuilder()}, which
      * holds the contract's JSON mapping) with the timeouts, the token, the interceptors given
-     * (outermost first) and the failover between the base URLs.
+     * (outermost first) and the failover between the base URLs. {@link RelayClients} builds every
+     * generated client with it; call that, not this.
      */
     public RestClient restClient(
             RestClient.Builder generated, ClientHttpRequestInterceptor... interceptors) {

@@ -1,10 +1,9 @@
-package io.weightrelay.trainer.client;
+package io.weightrelay.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.sun.net.httpserver.HttpServer;
-import io.weightrelay.api.BaseUrlFailover;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
