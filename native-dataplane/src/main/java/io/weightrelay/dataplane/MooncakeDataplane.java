@@ -43,6 +43,21 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
     /** One receive segment: the Java mapping, the agent's, and its published directory entry. */
     record Local(Segment segment, Mapped mapped, MappedByteBuffer mapping) {
         /**
+         * Identity: a record's own equality would compare the mapping's bytes ({@link
+         * java.nio.ByteBuffer#hashCode} sums every remaining byte), a full pass over the segment
+         * every time a read groups its ranges by destination.
+         */
+        @Override
+        public boolean equals(Object other) {
+            return this == other;
+        }
+
+        @Override
+        public int hashCode() {
+            return System.identityHashCode(this);
+        }
+
+        /**
          * The CRC32C of {@code length} bytes at {@code offset} of the segment as they are now, read
          * through this JVM's mapping (the file the agent maps too, so what Mooncake moved).
          */
