@@ -56,6 +56,8 @@ final class MooncakeAgent implements AutoCloseable {
      * @param master the master's rpc {@code host:port}
      * @param hostname this agent's address for Mooncake
      * @param segmentSize bytes of store segment it mounts (0: a reading client)
+     * @param protocol Mooncake's transport: {@code tcp} or {@code rdma}
+     * @param metadata the metadata server URL, or {@code P2PHANDSHAKE} for none
      * @param log where its stderr goes
      */
     record Options(
@@ -66,6 +68,8 @@ final class MooncakeAgent implements AutoCloseable {
             String master,
             String hostname,
             long segmentSize,
+            String protocol,
+            String metadata,
             Path log,
             Duration startTimeout,
             Duration commandTimeout) {}
@@ -151,7 +155,11 @@ final class MooncakeAgent implements AutoCloseable {
                         "--hostname",
                         options.hostname(),
                         "--segment-size",
-                        Long.toString(options.segmentSize())));
+                        Long.toString(options.segmentSize()),
+                        "--protocol",
+                        options.protocol(),
+                        "--metadata",
+                        options.metadata()));
         ProcessBuilder pb = new ProcessBuilder(cmd);
         if (options.pythonPath() != null) {
             pb.environment().put("PYTHONPATH", options.pythonPath().toString());

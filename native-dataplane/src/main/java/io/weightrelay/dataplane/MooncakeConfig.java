@@ -17,6 +17,11 @@ import java.util.Objects;
  * @param hostname the agent's address for Mooncake (an IP literal the agent accepts)
  * @param segmentSize bytes of store capacity the agent mounts: Mooncake's store allocates objects
  *     only there ({@code global_segment_size}), never in segment files; 0 for a reading client
+ * @param protocol Mooncake's transport: {@code tcp} (any network) or {@code rdma} (the wheel's RDMA
+ *     transport; needs devices the agent finds itself)
+ * @param metadata where Mooncake's Transfer Engines publish their segments: a metadata server URL
+ *     (such as the master's embedded {@code http://host:port/metadata}), or {@value #P2P_HANDSHAKE}
+ *     for none (engines exchange it peer to peer)
  * @param workDir where the agent's unix socket and log go
  * @param startTimeout how long the agent may take to become ready
  * @param commandTimeout how long one agent command may take before the agent is killed
@@ -30,13 +35,26 @@ public record MooncakeConfig(
         String master,
         String hostname,
         long segmentSize,
+        String protocol,
+        String metadata,
         Path workDir,
         Duration startTimeout,
         Duration commandTimeout,
         Duration leaseWait) {
 
+    /** {@code metadata} when Mooncake's engines need no metadata server. */
+    public static final String P2P_HANDSHAKE = "P2PHANDSHAKE";
+
+    /** The transports the agent can set Mooncake up with. */
+    public static final List<String> PROTOCOLS = List.of("tcp", "rdma");
+
     public MooncakeConfig {
         Objects.requireNonNull(python, "python");
+        Objects.requireNonNull(metadata, "metadata");
+        if (!PROTOCOLS.contains(protocol)) {
+            throw new IllegalArgumentException(
+                    "protocol must be one of " + PROTOCOLS + ", not '" + protocol + "'");
+        }
         prefix = List.copyOf(Objects.requireNonNull(prefix, "prefix"));
         Objects.requireNonNull(master, "master");
         Objects.requireNonNull(hostname, "hostname");

@@ -20,6 +20,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
+import java.util.zip.CRC32C;
 import org.bytedeco.javacpp.Pointer;
 
 /**
@@ -40,7 +41,32 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._-]+");
 
     /** One receive segment: the Java mapping, the agent's, and its published directory entry. */
-    record Local(Segment segment, Mapped mapped, MappedByteBuffer mapping) {}
+    record Local(Segment segment, Mapped mapped, MappedByteBuffer mapping) {
+        /**
+         * Identity: a record's own equality would compare the mapping's bytes ({@link
+         * java.nio.ByteBuffer#hashCode} sums every remaining byte), a full pass over the segment
+         * every time a read groups its ranges by destination.
+         */
+        @Override
+        public boolean equals(Object other) {
+            return this == other;
+        }
+
+        @Override
+        public int hashCode() {
+            return System.identityHashCode(this);
+        }
+
+        /**
+         * The CRC32C of {@code length} bytes at {@code offset} of the segment as they are now, read
+         * through this JVM's mapping (the file the agent maps too, so what Mooncake moved).
+         */
+        int crc32c(long offset, long length) {
+            CRC32C crc = new CRC32C();
+            crc.update(mapping.slice(Math.toIntExact(offset), Math.toIntExact(length)));
+            return (int) crc.getValue();
+        }
+    }
 
     private final DataplaneConfig config;
     private final MooncakeAgent agent;
@@ -50,6 +76,7 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
     private final Map<String, Local> segments = new ConcurrentHashMap<>();
     private final MooncakeTransferEngine engine;
     private final MooncakeStoreClient store;
+    private final MooncakeCounters counters = new MooncakeCounters();
     private volatile boolean closed;
 
     private MooncakeDataplane(
@@ -106,6 +133,8 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
                                     mc.master(),
                                     mc.hostname(),
                                     mc.segmentSize(),
+                                    mc.protocol(),
+                                    mc.metadata(),
                                     mc.workDir().resolve(config.nodeLabel() + "-" + id + ".log"),
                                     mc.startTimeout(),
                                     mc.commandTimeout()));
@@ -181,12 +210,26 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
         return store;
     }
 
-    /** Mooncake counts no bytes per transport: refused. */
+    /**
+     * The bytes this data plane asked Mooncake to move and Mooncake reported moved, local or tcp by
+     * where the bytes were ({@link MooncakeCounters}); {@code tcpServed*} are always 0.
+     */
     @Override
     public Counters counters() {
-        throw new MooncakeUnsupportedException(
-                "Dataplane.counters",
-                "Mooncake's Transfer Engine keeps no byte counters per transport");
+        return counters.snapshot();
+    }
+
+    MooncakeCounters byteCounters() {
+        return counters;
+    }
+
+    /**
+     * Whether every one of {@code endpoints} (replicas' transport endpoints, as {@link
+     * MooncakeAgent#replicas} names them) is this data plane's own mounted segment.
+     */
+    boolean allOwn(List<String> endpoints) {
+        String own = agent.ready().storeEndpoint();
+        return !endpoints.isEmpty() && !own.isEmpty() && endpoints.stream().allMatch(own::equals);
     }
 
     /** Refused: Mooncake's store capacity is the agent's mounted segment, not a segment file. */

@@ -122,6 +122,7 @@ final class MooncakeStoreClient implements StoreClient {
         if (code != 0) {
             throw failed("put", code, key);
         }
+        dp.byteCounters().written(dp.allOwn(dp.agent().replicas(List.of(key)).get(0)), size);
     }
 
     @Override
@@ -153,15 +154,22 @@ final class MooncakeStoreClient implements StoreClient {
     }
 
     /**
-     * {@code get_into_ranges}: per range, its bytes or a negative code. Ranges are checked against
-     * their destination here ({@link DataplaneError#OUT_OF_BOUNDS}, {@link
-     * DataplaneError#UNREGISTERED_BUFFER} for memory that is not a receive segment of this data
-     * plane); an empty range reads 0 bytes; Mooncake's own codes are passed through (negative).
+     * {@code get_into_ranges}, after one {@code batch_get_replica_desc} (as {@link #locate}) that
+     * tells a missing object and which counter the bytes go to: per range, its bytes or a negative
+     * code. Ranges are checked against their destination here ({@link
+     * DataplaneError#OUT_OF_BOUNDS}, {@link DataplaneError#UNREGISTERED_BUFFER} for memory that is
+     * not a receive segment of this data plane); an empty range reads 0 bytes; Mooncake's own codes
+     * are passed through (negative).
      *
      * @throws ObjectNotFoundException when Mooncake holds no object under {@code key}
      */
     @Override
     public long[] getIntoRanges(String key, List<ReadRange> ranges) {
+        return getIntoRanges(locate(List.of(key)).get(0), ranges);
+    }
+
+    private long[] read(MooncakeLocated object, List<ReadRange> ranges) {
+        String key = object.key();
         long[] out = new long[ranges.size()];
         Map<Local, List<Integer>> byMemory = new LinkedHashMap<>();
         for (int i = 0; i < ranges.size(); i++) {
@@ -185,7 +193,8 @@ final class MooncakeStoreClient implements StoreClient {
                 byMemory.computeIfAbsent(local, l -> new ArrayList<>()).add(i);
             }
         }
-        boolean notFound = byMemory.isEmpty() && !exists(key);
+        boolean notFound = false;
+        long moved = 0;
         for (Map.Entry<Local, List<Integer>> e : byMemory.entrySet()) {
             List<Span> spans = new ArrayList<>();
             for (int i : e.getValue()) {
@@ -200,8 +209,10 @@ final class MooncakeStoreClient implements StoreClient {
                 long n = got.get(j);
                 notFound |= n == OBJECT_NOT_FOUND;
                 out[e.getValue().get(j)] = n;
+                moved += Math.max(0, n);
             }
         }
+        dp.byteCounters().read(dp.allOwn(object.segments()), moved);
         if (notFound) {
             throw new ObjectNotFoundException(key, "Mooncake holds no object under '" + key + "'");
         }
@@ -224,6 +235,11 @@ final class MooncakeStoreClient implements StoreClient {
 
     @Override
     public long[] getIntoRanges(Located object, List<ReadRange> ranges) {
+        return read(found(object), ranges);
+    }
+
+    /** The object {@code object} names, when this store client located it and it was there. */
+    private MooncakeLocated found(Located object) {
         if (!(object instanceof MooncakeLocated l) || l.owner() != this) {
             throw new IllegalArgumentException(
                     "object '" + object.key() + "' was located by another store client");
@@ -232,23 +248,33 @@ final class MooncakeStoreClient implements StoreClient {
             throw new ObjectNotFoundException(
                     l.key(), "Mooncake held no object under '" + l.key() + "' when located");
         }
-        return getIntoRanges(l.key(), ranges);
+        return l;
     }
 
+    /**
+     * {@link #getIntoRanges(Located, List)}, then the CRC32C of every range read in full, summed in
+     * this JVM over the destination's bytes as they landed (the shared-memory file the agent read
+     * into): Mooncake takes no checksum while it moves bytes, so this is a second pass over them,
+     * which {@link ChecksummedReads#checksumNanos()} times. The contract holds: each CRC is of the
+     * bytes that landed.
+     */
     @Override
     public ChecksummedReads getIntoRangesChecksummed(Located object, List<ReadRange> ranges) {
-        throw noChecksums();
+        long[] bytes = getIntoRanges(object, ranges);
+        int[] crcs = new int[ranges.size()];
+        long start = System.nanoTime();
+        for (int i = 0; i < ranges.size(); i++) {
+            ReadRange r = ranges.get(i);
+            if (bytes[i] > 0 && bytes[i] == r.length()) {
+                crcs[i] = dp.local(r.destination()).crc32c(r.destinationOffset(), r.length());
+            }
+        }
+        return new ChecksummedReads(bytes, crcs, System.nanoTime() - start);
     }
 
     @Override
     public ChecksummedReads getIntoRangesChecksummed(String key, List<ReadRange> ranges) {
-        throw noChecksums();
-    }
-
-    private static MooncakeUnsupportedException noChecksums() {
-        return new MooncakeUnsupportedException(
-                "StoreClient.getIntoRangesChecksummed",
-                "Mooncake takes no CRC32C while it moves bytes; read with getIntoRanges");
+        return getIntoRangesChecksummed(locate(List.of(key)).get(0), ranges);
     }
 
     /**

@@ -6,17 +6,29 @@ import java.util.List;
 /**
  * A batch of the Mooncake engine: its tasks ran (each one {@code batch_transfer_sync_write} in the
  * agent) before {@link MooncakeTransferEngine#submit} returned, so it is finished from the start:
- * {@link #await} returns true at once and {@link #cancel} has nothing left to stop. No CRC32C
- * ({@link #crc32c} throws as for a batch not submitted checksummed). Immutable, so thread safe.
+ * {@link #await} returns true at once and {@link #cancel} has nothing left to stop. Submitted
+ * checksummed, it holds the CRC32C of each completed task, taken when the task ended. Immutable, so
+ * thread safe.
  */
 final class MooncakeTransferBatch implements TransferBatch {
     private final List<TaskStatus> statuses;
     private final List<DataplaneException> failures;
+    private final int[] crcs;
+    private final long checksumNanos;
 
-    /** {@code failures.get(i)} is task i's exception, null when it completed. */
-    MooncakeTransferBatch(List<TaskStatus> statuses, List<DataplaneException> failures) {
+    /**
+     * {@code failures.get(i)} is task i's exception, null when it completed; {@code crcs} the
+     * CRC32C per completed task, null when the batch was not submitted checksummed.
+     */
+    MooncakeTransferBatch(
+            List<TaskStatus> statuses,
+            List<DataplaneException> failures,
+            int[] crcs,
+            long checksumNanos) {
         this.statuses = List.copyOf(statuses);
         this.failures = failures;
+        this.crcs = crcs == null ? null : crcs.clone();
+        this.checksumNanos = checksumNanos;
     }
 
     @Override
@@ -45,13 +57,23 @@ final class MooncakeTransferBatch implements TransferBatch {
 
     @Override
     public int crc32c(int index) {
-        throw new IllegalStateException(
-                "task " + index + ": the Mooncake engine takes no CRC32C while moving bytes");
+        if (crcs == null) {
+            throw new IllegalStateException("the batch was not submitted checksummed");
+        }
+        if (statuses.get(index).state() != TaskStatus.State.COMPLETED) {
+            throw new IllegalStateException(
+                    "task "
+                            + index
+                            + " has no checksum: it failed ("
+                            + statuses.get(index).error()
+                            + ")");
+        }
+        return crcs[index];
     }
 
     @Override
     public long checksumNanos() {
-        return 0;
+        return checksumNanos;
     }
 
     @Override

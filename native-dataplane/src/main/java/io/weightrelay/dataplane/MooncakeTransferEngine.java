@@ -12,9 +12,9 @@ import java.util.Map;
  * receive segments into any receive segment published under the key prefix (this engine's or
  * another's, resolved from {@code <prefix>mc:seg:<name>} at every submit, so nothing is cached),
  * each task one {@code batch_transfer_sync_write} of Mooncake's Transfer Engine in the agent, run
- * before {@link #submit} returns; a task's failure fails it alone. Not provided (each throws {@link
- * MooncakeUnsupportedException} naming it, or fails the task with it): reads (the agent drives only
- * Mooncake's write), notifies, CRC32C while moving bytes, and probing an owner. Thread safe.
+ * before {@link #submit} returns; a task's failure fails it alone. Checksummed submits sum the
+ * local ranges after the bytes moved ({@link #submitChecksummed}). Not provided: probing an owner
+ * ({@link #probe} throws {@link MooncakeUnsupportedException}). Thread safe.
  */
 final class MooncakeTransferEngine implements TransferEngine {
     private final MooncakeDataplane dp;
@@ -33,21 +33,37 @@ final class MooncakeTransferEngine implements TransferEngine {
 
     @Override
     public TransferBatch submit(List<TransferRequest> requests) {
+        return runAll(requests, null, false);
+    }
+
+    /**
+     * Runs every task in order, the last write to each distinct target carrying {@code notifyName}
+     * when it is not null; with {@code checksummed}, the CRC32C of each completed task's local
+     * range (a write's source as sent, a read's destination as it landed).
+     */
+    private TransferBatch runAll(
+            List<TransferRequest> requests, String notifyName, boolean checksummed) {
         List<TaskStatus> statuses = new ArrayList<>(requests.size());
         List<DataplaneException> failures = new ArrayList<>(requests.size());
+        int[] crcs = checksummed ? new int[requests.size()] : null;
+        long checksumNanos = 0;
         for (int i = 0; i < requests.size(); i++) {
             TransferRequest r = requests.get(i);
-            DataplaneException failure;
+            DataplaneException failure = null;
             try {
-                run(r, null);
-                failure = null;
+                run(r, notifyName != null && lastWriteTo(requests, i) ? notifyName : null);
             } catch (DataplaneException e) {
                 failure = e;
+            }
+            if (failure == null && crcs != null) {
+                long start = System.nanoTime();
+                crcs[i] = dp.local(r.local()).crc32c(r.localOffset(), r.length());
+                checksumNanos += System.nanoTime() - start;
             }
             failures.add(failure);
             statuses.add(status(i, r, failure));
         }
-        return new MooncakeTransferBatch(statuses, failures);
+        return new MooncakeTransferBatch(statuses, failures, crcs, checksumNanos);
     }
 
     /**
@@ -88,6 +104,7 @@ final class MooncakeTransferEngine implements TransferEngine {
         List<long[]> range = List.of(new long[] {r.localOffset(), address, r.length()});
         if (r.op() == TransferRequest.Op.READ) {
             dp.agent().read(local.mapped(), target.get("endpoint"), range);
+            dp.byteCounters().read(false, r.length());
         } else {
             dp.agent()
                     .write(
@@ -96,22 +113,28 @@ final class MooncakeTransferEngine implements TransferEngine {
                             range,
                             notifyName,
                             dp.nodeLabel());
+            dp.byteCounters().written(false, r.length());
         }
     }
 
+    /**
+     * {@link #submit}, and the CRC32C of each completed task's local range, summed in this JVM over
+     * the shared-memory file the agent moved the bytes from or into, once the task ended: Mooncake
+     * takes no checksum while it moves bytes, so this is a second pass over them ({@link
+     * TransferBatch#checksumNanos()}). For a write it is the CRC of the source as sent, provided
+     * nobody changed the source during the batch (which no caller may do); the receiver checks its
+     * own buffer anyway.
+     */
     @Override
     public TransferBatch submitChecksummed(List<TransferRequest> requests) {
-        throw new MooncakeUnsupportedException(
-                "TransferEngine.submitChecksummed",
-                "Mooncake's Transfer Engine takes no CRC32C while it moves bytes");
+        return runAll(requests, null, true);
     }
 
+    /** {@link #submitWithNotify} with the checksums of {@link #submitChecksummed}. */
     @Override
     public TransferBatch submitChecksummedWithNotify(
             List<TransferRequest> requests, String notifyName) {
-        throw new MooncakeUnsupportedException(
-                "TransferEngine.submitChecksummedWithNotify",
-                "Mooncake's Transfer Engine takes no CRC32C while it moves bytes");
+        return withNotify(requests, notifyName, true);
     }
 
     /**
@@ -124,6 +147,11 @@ final class MooncakeTransferEngine implements TransferEngine {
      */
     @Override
     public TransferBatch submitWithNotify(List<TransferRequest> requests, String notifyName) {
+        return withNotify(requests, notifyName, false);
+    }
+
+    private TransferBatch withNotify(
+            List<TransferRequest> requests, String notifyName, boolean checksummed) {
         boolean anyInvalid = false;
         for (TransferRequest r : requests) {
             try {
@@ -132,23 +160,8 @@ final class MooncakeTransferEngine implements TransferEngine {
                 anyInvalid = true;
             }
         }
-        if (anyInvalid) {
-            return submit(requests); // the valid tasks run, the invalid fail alone: no notify
-        }
-        List<TaskStatus> statuses = new ArrayList<>();
-        List<DataplaneException> failures = new ArrayList<>();
-        for (int i = 0; i < requests.size(); i++) {
-            TransferRequest r = requests.get(i);
-            DataplaneException failure = null;
-            try {
-                run(r, lastWriteTo(requests, i) ? notifyName : null);
-            } catch (DataplaneException e) {
-                failure = e;
-            }
-            failures.add(failure);
-            statuses.add(status(i, r, failure));
-        }
-        return new MooncakeTransferBatch(statuses, failures);
+        // with an invalid task the valid ones run, the invalid fail alone, and no notify goes out
+        return runAll(requests, anyInvalid ? null : notifyName, checksummed);
     }
 
     /** Task {@code i}'s end: completed with all its bytes, or failed with {@code failure}. */

@@ -27,9 +27,9 @@ import org.junit.jupiter.params.provider.EnumSource;
  * subclasses say how to open an engine in this process and how to start one in another process.
  * Engines with the same node label must use the local transport between them, engines with
  * different labels tcp. These tests use what only the built-in engine has (byte counters per
- * transport, direct buffers as local memory, store segment files, in-place publish, notifies,
- * CRC32C while moving bytes, roles, peers in child JVMs); {@link MooncakeEngineConformanceTest}
- * lists, test by test, why each cannot run on Mooncake.
+ * transport by node label, direct buffers as local memory, store segment files, in-place publish,
+ * roles, peers in child JVMs); {@link MooncakeEngineConformanceTest} lists, test by test, why each
+ * cannot run on Mooncake.
  */
 abstract class DataplaneConformanceTest extends EngineConformanceTest {
     private static final int MIB = 1 << 20;
@@ -303,84 +303,6 @@ abstract class DataplaneConformanceTest extends EngineConformanceTest {
         assertThatThrownBy(() -> transfer(a, read(foreign, 0, "target", 0, 64)))
                 .isInstanceOf(UnregisteredBufferException.class)
                 .hasMessageContaining("foreign");
-    }
-
-    private static int crc32c(ByteBuffer b, int offset, int length) {
-        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
-        crc.update(b.slice(offset, length));
-        return (int) crc.getValue();
-    }
-
-    @ParameterizedTest
-    @EnumSource(Transport.class)
-    void checksummedReadsGiveTheCrc32cOfEveryRangeAsItLanded(Transport t) {
-        Dataplane owner = dp(peerLabel(t));
-        Dataplane reader = t == Transport.LOCAL ? owner : dp("node-a");
-        int size = 20 * MIB + 13;
-        owner.createSegment("pub", 32 * MIB);
-        RegisteredBuffer src = buffer(owner, size, 11);
-        owner.store().putFrom("m/1/w", src, 0, size, ReplicateConfig.preferLocal("pub"));
-        RegisteredBuffer dst = reader.registerBuffer(ByteBuffer.allocateDirect(2 * size));
-        // inline copies, one chunk, several chunks (combined across the 8 MiB chunk edges), odd
-        // offsets and lengths, an empty range and one out of bounds
-        List<ReadRange> ranges =
-                List.of(
-                        new ReadRange(0, 1, dst, 0),
-                        new ReadRange(5, 300 * 1024 + 3, dst, 3),
-                        new ReadRange(1, 17 * MIB + 5, dst, MIB + 1),
-                        new ReadRange(size - 9, 9, dst, 19 * MIB),
-                        new ReadRange(0, size, dst, size),
-                        new ReadRange(7, 0, dst, 7),
-                        new ReadRange(size - 5, 10, dst, 0));
-
-        StoreClient.ChecksummedReads r = reader.store().getIntoRangesChecksummed("m/1/w", ranges);
-
-        assertThat(r.bytes())
-                .containsExactly(
-                        1,
-                        300 * 1024 + 3,
-                        17 * MIB + 5,
-                        9,
-                        size,
-                        0,
-                        DataplaneError.OUT_OF_BOUNDS.code());
-        ByteBuffer got = dst.byteBuffer();
-        ByteBuffer published = src.byteBuffer();
-        for (int i = 0; i < ranges.size() - 1; i++) {
-            ReadRange range = ranges.get(i);
-            int expected = crc32c(published, (int) range.objectOffset(), (int) range.length());
-            assertThat(r.crc32c()[i]).as("range %d", i).isEqualTo(expected);
-            assertThat(crc32c(got, (int) range.destinationOffset(), (int) range.length()))
-                    .as("range %d as it landed", i)
-                    .isEqualTo(expected);
-        }
-        assertThat(r.crc32c()[ranges.size() - 1]).isZero();
-    }
-
-    @ParameterizedTest
-    @EnumSource(Transport.class)
-    void checksummedWritesGiveTheCrc32cOfWhatWasSent(Transport t) {
-        Dataplane a = dp("node-a");
-        Dataplane b = dp(peerLabel(t));
-        int size = 9 * MIB + 3;
-        b.createReceiveSegment("target", size + 4096);
-        RegisteredBuffer source = buffer(a, size, 5);
-        try (TransferBatch batch =
-                a.engine()
-                        .submitChecksummed(
-                                List.of(
-                                        write(source, 0, "target", 0, size),
-                                        write(source, 1, "target", size, 100)))) {
-            batch.awaitSuccess(WAIT);
-            assertThat(batch.crc32c(0)).isEqualTo(crc32c(source.byteBuffer(), 0, size));
-            assertThat(batch.crc32c(1)).isEqualTo(crc32c(source.byteBuffer(), 1, 100));
-        }
-        try (TransferBatch plain = a.engine().submit(List.of(write(source, 0, "target", 0, 8)))) {
-            plain.awaitSuccess(WAIT);
-            assertThatThrownBy(() -> plain.crc32c(0))
-                    .isInstanceOf(IllegalStateException.class)
-                    .hasMessageContaining("not submitted checksummed");
-        }
     }
 
     @Test

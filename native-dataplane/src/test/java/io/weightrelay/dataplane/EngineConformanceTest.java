@@ -70,6 +70,12 @@ abstract class EngineConformanceTest {
         return m instanceof Segment s ? s.byteBuffer() : ((RegisteredBuffer) m).byteBuffer();
     }
 
+    protected static int crc32c(ByteBuffer b, int offset, int length) {
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(b.slice(offset, length));
+        return (int) crc.getValue();
+    }
+
     private LocalMemory filled(Dataplane dp, String name, int size, int seed) {
         LocalMemory m = memory(dp, name, size);
         Patterns.fill(view(m), 0, size, seed);
@@ -299,5 +305,152 @@ abstract class EngineConformanceTest {
         b.engine().unregisterNotify("gen-7/batch-0");
         assertThatThrownBy(() -> b.engine().notifyCount("gen-7/batch-0"))
                 .isInstanceOf(DataplaneException.class);
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void checksummedReadsGiveTheCrc32cOfEveryRangeAsItLanded(Transport t) {
+        Dataplane owner = dp(peerLabel(t));
+        Dataplane reader = t == Transport.LOCAL ? owner : dp("node-a");
+        int size = 20 * MIB + 13;
+        String capacity = storeCapacity(owner, "pub", 32 * MIB);
+        LocalMemory src = filled(owner, "src", size, 11);
+        String k = key("m/1/w");
+        owner.store().putFrom(k, src, 0, size, ReplicateConfig.preferLocal(capacity));
+        LocalMemory dst = memory(reader, "dst", 2 * size);
+        // inline copies, one chunk, several chunks (combined across the 8 MiB chunk edges), odd
+        // offsets and lengths, an empty range and one out of its destination's bounds
+        List<ReadRange> ranges =
+                List.of(
+                        new ReadRange(0, 1, dst, 0),
+                        new ReadRange(5, 300 * 1024 + 3, dst, 3),
+                        new ReadRange(1, 17 * MIB + 5, dst, MIB + 1),
+                        new ReadRange(size - 9, 9, dst, 19 * MIB),
+                        new ReadRange(0, size, dst, size),
+                        new ReadRange(7, 0, dst, 7),
+                        new ReadRange(0, 10, dst, 2L * size - 5));
+
+        StoreClient.ChecksummedReads r = reader.store().getIntoRangesChecksummed(k, ranges);
+
+        assertThat(r.bytes())
+                .containsExactly(
+                        1,
+                        300 * 1024 + 3,
+                        17 * MIB + 5,
+                        9,
+                        size,
+                        0,
+                        DataplaneError.OUT_OF_BOUNDS.code());
+        ByteBuffer got = view(dst);
+        ByteBuffer published = view(src);
+        for (int i = 0; i < ranges.size() - 1; i++) {
+            ReadRange range = ranges.get(i);
+            int expected = crc32c(published, (int) range.objectOffset(), (int) range.length());
+            assertThat(r.crc32c()[i]).as("range %d", i).isEqualTo(expected);
+            assertThat(crc32c(got, (int) range.destinationOffset(), (int) range.length()))
+                    .as("range %d as it landed", i)
+                    .isEqualTo(expected);
+        }
+        assertThat(r.crc32c()[ranges.size() - 1]).isZero();
+        StoreClient.Located located = reader.store().locate(List.of(k)).get(0);
+        StoreClient.ChecksummedReads again =
+                reader.store()
+                        .getIntoRangesChecksummed(located, List.of(new ReadRange(3, 64, dst, 0)));
+        assertThat(again.bytes()).containsExactly(64);
+        assertThat(again.crc32c()[0]).isEqualTo(crc32c(published, 3, 64));
+    }
+
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void checksummedWritesGiveTheCrc32cOfWhatWasSent(Transport t) throws Exception {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp(peerLabel(t));
+        int size = 9 * MIB + 3;
+        Segment target = b.createReceiveSegment("target", size + 4096);
+        LocalMemory source = filled(a, "src", size, 5);
+        ByteBuffer sent = view(source);
+        try (TransferBatch batch =
+                a.engine()
+                        .submitChecksummed(
+                                List.of(
+                                        write(source, 0, "target", 0, size),
+                                        write(source, 1, "target", size, 100),
+                                        write(source, 0, "no-such-segment", 0, 16)))) {
+            assertThat(batch.await(WAIT)).isTrue();
+            assertThat(batch.crc32c(0)).isEqualTo(crc32c(sent, 0, size));
+            assertThat(batch.crc32c(1)).isEqualTo(crc32c(sent, 1, 100));
+            assertThatThrownBy(() -> batch.crc32c(2))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("has no checksum");
+        }
+        assertThat(crc32c(target.byteBuffer(), 0, size)).isEqualTo(crc32c(sent, 0, size));
+        assertThat(b.engine().registerNotify("crc/batch-0")).isZero();
+        try (TransferBatch batch =
+                a.engine()
+                        .submitChecksummedWithNotify(
+                                List.of(write(source, 7, "target", 0, MIB)), "crc/batch-0")) {
+            batch.awaitSuccess(WAIT);
+            assertThat(batch.crc32c(0)).isEqualTo(crc32c(sent, 7, MIB));
+        }
+        assertThat(b.engine().awaitNotify("crc/batch-0", 1, WAIT)).isEqualTo(1);
+        assertThat(crc32c(target.byteBuffer(), 0, MIB)).isEqualTo(crc32c(sent, 7, MIB));
+        try (TransferBatch plain = a.engine().submit(List.of(write(source, 0, "target", 0, 8)))) {
+            plain.awaitSuccess(WAIT);
+            assertThatThrownBy(() -> plain.crc32c(0))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("not submitted checksummed");
+        }
+    }
+
+    /**
+     * The counters the services report: a publish into the publisher's own store capacity counts
+     * local bytes and no tcp byte, each stored byte read counts once at its reader (local at the
+     * publisher, tcp at an engine of another node), and a one-sided write counts at its initiator.
+     */
+    @Test
+    void publishCountsNoTcpByteAndEveryStoredByteReadCountsOnceAtItsReader() {
+        Dataplane publisher = dp("node-a");
+        Dataplane remote = dp("node-b");
+        String capacity = storeCapacity(publisher, "pub", 16 * MIB);
+        int size = 6 * MIB + 100;
+        LocalMemory staging = filled(publisher, "staging", size, 6);
+        String k = key("m/2/w");
+        Counters before = publisher.counters();
+
+        publisher.store().putFrom(k, staging, 0, size, ReplicateConfig.preferLocal(capacity));
+
+        Counters put = publisher.counters().minus(before);
+        assertThat(put.tcpTotal()).isZero();
+        assertThat(put.localWritten()).isEqualTo(size);
+        int half = size / 2;
+        LocalMemory farDst = memory(remote, "far", half);
+        LocalMemory nearDst = memory(publisher, "near", size - half);
+        Counters far0 = remote.counters();
+        Counters near0 = publisher.counters();
+        assertThat(remote.store().getIntoRanges(k, List.of(new ReadRange(0, half, farDst, 0))))
+                .containsExactly(half);
+        assertThat(
+                        publisher
+                                .store()
+                                .getIntoRanges(
+                                        k, List.of(new ReadRange(half, size - half, nearDst, 0))))
+                .containsExactly(size - half);
+        Counters far = remote.counters().minus(far0);
+        Counters near = publisher.counters().minus(near0);
+        assertThat(far.tcpRead()).isEqualTo(half);
+        assertThat(far.localRead()).isZero();
+        assertThat(near.localRead()).isEqualTo(size - half);
+        assertThat(near.tcpRead()).isZero();
+        assertThat(far.totalRead() + near.totalRead()).isEqualTo(size);
+        ByteBuffer all = ByteBuffer.allocate(size);
+        all.put(view(farDst)).put(view(nearDst));
+        Patterns.assertHolds(all, 0, size, 6);
+
+        remote.createReceiveSegment("rx", MIB);
+        Counters w0 = publisher.counters();
+        TestEngines.transfer(publisher, write(staging, 0, "rx", 0, 4096));
+        Counters w = publisher.counters().minus(w0);
+        assertThat(w.tcpWritten()).isEqualTo(4096);
+        assertThat(w.totalRead() + w.localWritten()).isZero();
     }
 }

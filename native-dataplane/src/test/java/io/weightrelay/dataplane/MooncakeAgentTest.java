@@ -76,6 +76,8 @@ class MooncakeAgentTest {
                 MooncakeMaster.RPC,
                 "127.0.0.1",
                 segmentSize,
+                "tcp",
+                MooncakeConfig.P2P_HANDSHAKE,
                 tmp.resolve(name + ".log"),
                 Duration.ofSeconds(60),
                 timeout);

@@ -29,18 +29,22 @@ import org.junit.jupiter.api.Test;
  *       oneSourceWrittenToSeveralSegmentsLandsWholeInEach}, {@code
  *       invalidTasksFailAloneWithTheirSpecificError}, {@code
  *       aClosedSegmentIsUnknownAndItsRecreationIsFoundAgain}: they assert the byte counters per
- *       transport (local vs tcp by node label), which Mooncake does not keep; their reads, writes,
- *       failures and re-created segments run here in {@code
+ *       transport by node label (local between engines of one label), where Mooncake counts by
+ *       where the bytes are (MooncakeCounters); their reads, writes, failures and re-created
+ *       segments run here in {@code
  *       oneSidedWritesAndReadsLandWholeInvalidTasksFailAloneAndARecreatedSegmentIsFound}.
  *   <li>{@code memoryNotRegisteredWithThisEngineIsRefused}, {@code
  *       rangesAtObjectEdgesReadExactlyOrFailAlone}, {@code
  *       objectsLookedUpTogetherReadAsIfLookedUpAloneAndAMissingOneFailsOnlyItsRead}: direct buffers
  *       as local memory (the agent, another process, cannot map them), replica offsets and free
  *       bytes of store segment files ({@code locations}, {@code freeBytes}), reads past an object's
- *       end answered {@code OUT_OF_BOUNDS} and CRC32C while reading; the rest of their bodies runs
- *       here as {@code aStoredObjectReadsBackRangeByRangeAndABadRangeFailsAlone} and {@code
+ *       end answered {@code OUT_OF_BOUNDS}; the rest of their bodies runs here as {@code
+ *       aStoredObjectReadsBackRangeByRangeAndABadRangeFailsAlone} and {@code
  *       objectsLocatedTogetherReadAsIfLocatedAloneAndAMissingOneFailsOnlyItsRead}.
- *   <li>{@code publishMovesNoTcpBytesAndEveryStoredByteIsReadOnce}: per-transport byte counters.
+ *   <li>{@code publishMovesNoTcpBytesAndEveryStoredByteIsReadOnce}: a reader of the publisher's
+ *       node label counts local bytes (the built-in engine maps the publisher's segment file);
+ *       Mooncake counts by where the replica is, so the shared {@code
+ *       publishCountsNoTcpByteAndEveryStoredByteReadCountsOnceAtItsReader} runs here instead.
  *   <li>{@code bytesWrittenInPlaceArePublishedWithoutACopyAndFreedObjectByObject}, {@code
  *       anInPlacePublishIsAllOrNothingAndAlwaysConsumesItsBlock}: in-place publish; Mooncake's put
  *       always copies into a mounted segment.
@@ -54,8 +58,6 @@ import org.junit.jupiter.api.Test;
  *       and a receive segment as the source of its owner's writes to another engine's segment
  *       checked through the counters; its notify semantics run here in {@code
  *       writeWithNotifyBumpsTheTargetsCounterAfterTheBytesLanded}.
- *   <li>{@code checksummedReadsGiveTheCrc32cOfEveryRangeAsItLanded}, {@code
- *       checksummedWritesGiveTheCrc32cOfWhatWasSent}: Mooncake takes no CRC32C while moving bytes.
  *   <li>{@code concurrentPutAndRemoveLeaveNoLeakAndNoTornObject}: it checks free bytes of a store
  *       segment file after the race.
  *   <li>{@code anEngineInAnotherProcessServesReadsPutsAndNotifies}, {@code
@@ -109,6 +111,8 @@ class MooncakeEngineConformanceTest extends EngineConformanceTest {
                 MooncakeMaster.RPC,
                 "127.0.0.1",
                 segmentSize,
+                "tcp",
+                MooncakeConfig.P2P_HANDSHAKE,
                 workDir,
                 Duration.ofSeconds(60),
                 Duration.ofSeconds(60),
@@ -160,17 +164,6 @@ class MooncakeEngineConformanceTest extends EngineConformanceTest {
                 .isInstanceOfSatisfying(
                         MooncakeUnsupportedException.class,
                         e -> assertThat(e.method()).isEqualTo("TransferEngine.probe"));
-        assertThatThrownBy(() -> a.store().getIntoRangesChecksummed("k", List.of()))
-                .isInstanceOf(MooncakeUnsupportedException.class);
-        assertThatThrownBy(a::counters).isInstanceOf(MooncakeUnsupportedException.class);
-        assertThatThrownBy(
-                        () ->
-                                a.engine()
-                                        .submitChecksummed(
-                                                List.of(TransferRequest.read(rx, 0, "rx", 0, 16))))
-                .isInstanceOfSatisfying(
-                        MooncakeUnsupportedException.class,
-                        e -> assertThat(e.method()).isEqualTo("TransferEngine.submitChecksummed"));
         assertThat(a.engine().revalidate()).isZero();
     }
 

@@ -1,11 +1,14 @@
 package io.weightrelay.control.store;
 
 import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.dataplane.DataplaneException;
+import io.weightrelay.dataplane.LocalMemory;
 import io.weightrelay.dataplane.ObjectLocation;
 import io.weightrelay.dataplane.ObjectNotFoundException;
 import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.RegisteredBuffer;
+import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.service.dataplane.DataplaneSettings;
@@ -19,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.UUID;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -101,8 +105,8 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
         return withStore(
                 store -> {
                     int[] out = new int[ranges.size()];
-                    try (RegisteredBuffer buffer =
-                            dataplane().registerBuffer(ByteBuffer.allocateDirect(capacity))) {
+                    try (ReadBack back = readBack(capacity)) {
+                        LocalMemory buffer = back.memory();
                         StoreClient.Located object = store.locate(List.of(key)).get(0);
                         // Pieces of the ranges, packed side by side into the buffer: many small
                         // ranges (the holes a column split leaves in every row) take one request.
@@ -167,6 +171,32 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
         }
         batch.clear();
         owners.clear();
+    }
+
+    /** Memory an object is read back into, released when closed. */
+    private record ReadBack(LocalMemory memory) implements AutoCloseable {
+        @Override
+        public void close() {
+            if (memory instanceof RegisteredBuffer b) {
+                b.close();
+            } else if (memory instanceof Segment s) {
+                s.close();
+            }
+        }
+    }
+
+    /**
+     * A direct buffer registered with the engine; on Mooncake, whose agent (another process) cannot
+     * map a buffer of this JVM, a receive segment of control-api's own (shared memory both map).
+     */
+    private ReadBack readBack(int capacity) {
+        if (settings.engine() == DataplaneEngine.MOONCAKE) {
+            return new ReadBack(
+                    dataplane()
+                            .createReceiveSegment(
+                                    "control-api-read-back-" + UUID.randomUUID(), capacity));
+        }
+        return new ReadBack(dataplane().registerBuffer(ByteBuffer.allocateDirect(capacity)));
     }
 
     private <T> T withStore(Function<StoreClient, T> call) {

@@ -2,13 +2,16 @@ package io.weightrelay.publisher.segment;
 
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.dataplane.InPlaceObject;
+import io.weightrelay.dataplane.LocalMemory;
 import io.weightrelay.dataplane.ObjectLocation;
 import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.service.dataplane.DataplaneSettings;
+import io.weightrelay.service.dataplane.DataplaneSettingsException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -25,6 +28,11 @@ import org.slf4j.LoggerFactory;
  * in place from a reserved block of the own segment (no copy), or put from registered memory with
  * {@code replicaNum=1, preferredSegments=[own], hardPin=true}, which the store places elsewhere
  * only when the own segment is full.
+ *
+ * <p>On the Mooncake engine ({@code relay.dataplane.engine=mooncake}) the store capacity is the
+ * {@code relay.segment.size} bytes its agent mounts, where Mooncake's master allocates: there is no
+ * in-place publish, so ranks stage in a receive segment ({@link #createStaging}) and each object is
+ * put from it with {@code replicaNum=1}, the agent's own segment preferred, hard pinned.
  *
  * <p>Restart safety: a segment is always created new (empty allocator), so directory entries that
  * still list it from a previous owner (killed, or stopped while the store kept their keys) are
@@ -43,6 +51,7 @@ public final class SegmentOwner implements AutoCloseable {
     private final DataplaneSettings settings;
     private final Dataplane dataplane;
     private final Segment segment;
+    private final boolean mooncake;
     private volatile ReplicateConfig preferLocal;
     private final List<String> lostOnRestart;
     private final SegmentAllocations allocations = new SegmentAllocations();
@@ -54,12 +63,38 @@ public final class SegmentOwner implements AutoCloseable {
     public SegmentOwner(SegmentProperties properties, DataplaneSettings settings) {
         this.properties = properties;
         this.settings = settings;
+        this.mooncake = settings.engine() == DataplaneEngine.MOONCAKE;
+        if (mooncake && !properties.ownsSegment()) {
+            throw new DataplaneSettingsException(
+                    "relay.segment.role="
+                            + properties.role()
+                            + " on relay.dataplane.engine=mooncake: a Mooncake publisher mounts its"
+                            + " own store capacity (relay.segment.size) in its agent; use trainer or"
+                            + " storage-unit");
+        }
         long started = System.nanoTime();
         this.dataplane =
                 Dataplane.open(
                         properties.ownsSegment()
-                                ? settings.storeOwnerConfig(properties.node())
+                                ? settings.storeOwnerConfig(
+                                        properties.node(), properties.size().toBytes())
                                 : settings.storerConfig(properties.node()));
+        if (mooncake) {
+            // The agent mounted the capacity; Mooncake's master allocates in it. A put naming no
+            // segment prefers the agent's own (MooncakeStoreClient), hard pinned, one replica.
+            this.segment = null;
+            this.lostOnRestart = List.of();
+            this.preferLocal = new ReplicateConfig(1, List.of(), true);
+            log.info(
+                    "publisher '{}' of node '{}' ready on Mooncake in {} ms ({} bytes mounted in"
+                            + " its agent); engine {}",
+                    properties.name(),
+                    properties.node(),
+                    (System.nanoTime() - started) / 1_000_000,
+                    properties.size().toBytes(),
+                    endpoint());
+            return;
+        }
         if (!properties.ownsSegment()) {
             // Client only: no segment, so no save ever waits on this process. Puts go to the
             // storage units, which allocate for them (the storer role; SegmentHeartbeat keeps
@@ -143,9 +178,30 @@ public final class SegmentOwner implements AutoCloseable {
         return segment == null ? properties.name() : segment.name();
     }
 
-    /** Whether this publisher owns a segment ({@code relay.segment.role} is not client). */
+    /**
+     * Whether this publisher owns store capacity ({@code relay.segment.role} is not client): a
+     * segment of its own, or on Mooncake the capacity its agent mounted.
+     */
     public boolean ownsSegment() {
-        return segment != null;
+        return segment != null || mooncake;
+    }
+
+    /**
+     * Whether ranks stage in memory of their own that puts copy from ({@link #createStaging}):
+     * always on Mooncake, which allocates only in its agent's mounted segment, so nothing can be
+     * written where its object will live.
+     */
+    public boolean stagesApart() {
+        return mooncake;
+    }
+
+    /**
+     * Shared memory of {@code size} bytes that ranks write staged bytes into and {@link #putFrom}
+     * copies from: a receive segment of the data plane (on Mooncake, a file its agent maps and
+     * registers, so a put reads it in place). The caller closes it before this owner.
+     */
+    public Segment createStaging(long size) {
+        return dataplane.createReceiveSegment(properties.name() + "-staging", size);
     }
 
     /**
@@ -166,9 +222,10 @@ public final class SegmentOwner implements AutoCloseable {
     }
 
     public long size() {
-        return segment == null ? 0 : segment.size();
+        return mooncake ? properties.size().toBytes() : segment == null ? 0 : segment.size();
     }
 
+    /** Free bytes of the own segment; 0 on Mooncake, whose master alone knows them. */
     public long freeBytes() {
         return segment == null ? 0 : segment.freeBytes();
     }
@@ -261,7 +318,7 @@ public final class SegmentOwner implements AutoCloseable {
      * @throws io.weightrelay.dataplane.DataplaneException when no segment has room, the key exists,
      *     or a peer died during the write (nothing is stored then)
      */
-    public void putFrom(String key, RegisteredBuffer source, long offset, long size) {
+    public void putFrom(String key, LocalMemory source, long offset, long size) {
         if (segment == null) {
             dataplane.store().putFrom(key, source, offset, size, preferLocal);
             return;
@@ -282,8 +339,16 @@ public final class SegmentOwner implements AutoCloseable {
         }
     }
 
-    /** The segment holding the object's (first) replica, or empty if it is not stored. */
+    /**
+     * The segment holding the object's (first) replica, or empty if it is not stored. On Mooncake,
+     * which names a replica by its owner's transport endpoint only, that endpoint ({@code
+     * BatchStore} asks only about objects a put placed outside the own segment).
+     */
     public Optional<String> segmentOf(String key) {
+        if (mooncake) {
+            List<String> where = dataplane.store().locate(List.of(key)).get(0).segments();
+            return where.isEmpty() ? Optional.empty() : Optional.of(where.get(0));
+        }
         List<ObjectLocation> where = dataplane.store().locations(key);
         return where.isEmpty() ? Optional.empty() : Optional.of(where.get(0).segment());
     }

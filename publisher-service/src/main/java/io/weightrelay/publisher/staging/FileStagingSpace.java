@@ -1,6 +1,8 @@
 package io.weightrelay.publisher.staging;
 
+import io.weightrelay.dataplane.LocalMemory;
 import io.weightrelay.dataplane.RegisteredBuffer;
+import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.publisher.Futures;
 import io.weightrelay.publisher.segment.SegmentOwner;
@@ -24,7 +26,9 @@ import java.util.concurrent.Executor;
  * Staging in a file of its own, mapped once and pre-faulted (first touches of fresh {@code
  * /dev/shm} pages cost ten times a warm copy), carved by first fit. Storing copies each piece into
  * the store with one put (into the own segment while it has room, else into another node's over
- * tcp), so this is the mode for a segment too small to also hold what is staged.
+ * tcp), so this is the mode for a segment too small to also hold what is staged, and the only one
+ * on Mooncake, whose staging is a receive segment its agent maps ({@link
+ * SegmentOwner#createStaging}).
  */
 final class FileStagingSpace implements StagingSpace {
 
@@ -32,9 +36,9 @@ final class FileStagingSpace implements StagingSpace {
 
     private final Path path;
     private final long capacity;
-    private final MappedByteBuffer mapped;
+    private final ByteBuffer mapped;
     private final SegmentOwner owner;
-    private final RegisteredBuffer registered;
+    private final LocalMemory registered;
     private final TreeMap<Long, Long> free = new TreeMap<>();
     private long freeBytes;
 
@@ -52,6 +56,24 @@ final class FileStagingSpace implements StagingSpace {
         this.mapped = map(path, capacity);
         this.owner = owner;
         this.registered = owner == null ? null : owner.register(mapped.duplicate().clear());
+        this.free.put(0L, capacity);
+        this.freeBytes = capacity;
+    }
+
+    /**
+     * Staging in {@code staging}, a receive segment of {@code owner}'s data plane that ranks map by
+     * its file ({@link SegmentOwner#createStaging}); closing this closes it.
+     */
+    FileStagingSpace(Segment staging, SegmentOwner owner) {
+        if (staging.size() > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(
+                    "relay.staging.capacity must be at most 2 GiB (one Java view of the staging)");
+        }
+        this.path = staging.shmPath();
+        this.capacity = staging.size();
+        this.mapped = staging.byteBuffer();
+        this.owner = owner;
+        this.registered = staging;
         this.free.put(0L, capacity);
         this.freeBytes = capacity;
     }
@@ -163,8 +185,10 @@ final class FileStagingSpace implements StagingSpace {
     @Override
     public void close() {
         try {
-            if (registered != null) {
-                registered.close();
+            if (registered instanceof RegisteredBuffer buffer) {
+                buffer.close();
+            } else if (registered instanceof Segment segment) {
+                segment.close(); // removes its file
             }
         } finally {
             try {

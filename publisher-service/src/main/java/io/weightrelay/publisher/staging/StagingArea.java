@@ -69,13 +69,21 @@ public final class StagingArea implements AutoCloseable {
 
     /** Staging of the node whose store segment {@code owner} holds, in the configured mode. */
     public StagingArea(StagingProperties properties, SegmentOwner owner) {
-        this(
-                requireSpace(properties, owner),
-                properties.mode() == Mode.SEGMENT
-                        ? new SegmentStagingSpace(owner)
-                        : new FileStagingSpace(
-                                properties.path(), properties.capacity().toBytes(), owner),
-                Clock.systemUTC());
+        this(requireSpace(properties, owner), space(properties, owner), Clock.systemUTC());
+    }
+
+    /**
+     * The configured space; on Mooncake always a receive segment of the data plane ({@link
+     * SegmentOwner#stagesApart}), whatever the mode says: there is no in-place publish there.
+     */
+    private static StagingSpace space(StagingProperties properties, SegmentOwner owner) {
+        if (owner != null && owner.stagesApart()) {
+            return new FileStagingSpace(
+                    owner.createStaging(properties.capacity().toBytes()), owner);
+        }
+        return properties.mode() == Mode.SEGMENT
+                ? new SegmentStagingSpace(owner)
+                : new FileStagingSpace(properties.path(), properties.capacity().toBytes(), owner);
     }
 
     private static StagingProperties requireSpace(

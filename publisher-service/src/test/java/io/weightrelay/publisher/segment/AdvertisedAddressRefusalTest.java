@@ -7,8 +7,8 @@ import io.weightrelay.service.dataplane.DataplaneSettingsException;
 import org.junit.jupiter.api.Test;
 
 /**
- * The publisher refuses to start with an address other hosts cannot reach, naming the property,
- * before it creates its segment.
+ * The publisher refuses to start with an address other hosts cannot reach, and with a role its
+ * engine cannot serve, naming the property, before it creates its segment.
  */
 class AdvertisedAddressRefusalTest {
 
@@ -45,6 +45,20 @@ class AdvertisedAddressRefusalTest {
                 "relay.dataplane.bind-host=127.0.0.1 is a loopback address",
                 "--relay.dataplane.redis-uri=redis://redis:6379",
                 SECRET,
+                "--relay.segment.register=false");
+    }
+
+    @Test
+    void aClientOnlyPublisherIsRefusedOnMooncakeWhereEveryPublisherMountsItsOwnCapacity() {
+        assertRefusesToStart(
+                PublisherApplication.class,
+                DataplaneSettingsException.class,
+                "relay.segment.role=client on relay.dataplane.engine=mooncake",
+                "--relay.dataplane.engine=mooncake",
+                "--relay.dataplane.mooncake.master=127.0.0.1:50051",
+                "--relay.segment.role=client",
+                "--relay.segment.size=0B",
+                "--relay.staging.mode=file",
                 "--relay.segment.register=false");
     }
 }

@@ -2,6 +2,7 @@ package io.weightrelay.service.dataplane;
 
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.RedisUris;
+import jakarta.validation.Valid;
 import jakarta.validation.constraints.Max;
 import jakarta.validation.constraints.Min;
 import jakarta.validation.constraints.NotBlank;
@@ -55,8 +56,9 @@ import org.springframework.validation.annotation.Validated;
  * @param redisCaCertificate a PEM file of the certificate authorities trusted when the store's
  *     Redis speaks TLS ({@code rediss://}); empty: the PEM trust store of the Spring SSL bundle
  *     named by {@code spring.data.redis.ssl.bundle} when there is one, else the JVM's trust store
- * @param engine the data-plane engine: {@code builtin} (the only one the services run on today);
- *     {@code mooncake} is refused at start-up until the services are wired to it (issue #47)
+ * @param engine the data-plane engine: {@code builtin} (the embedded default) or {@code mooncake}
+ *     (the real Mooncake Store and Transfer Engine through an agent, {@code mooncake})
+ * @param mooncake how the Mooncake engine runs its agent ({@code relay.dataplane.mooncake.*})
  */
 @Validated
 @ConfigurationProperties("relay.dataplane")
@@ -80,7 +82,8 @@ public record DataplaneProperties(
         Path secretFile,
         Boolean multiHost,
         Path redisCaCertificate,
-        @NotBlank @DefaultValue("builtin") String engine) {
+        @NotBlank @DefaultValue("builtin") String engine,
+        @Valid @NotNull @DefaultValue MooncakeProperties mooncake) {
 
     /** The defaults (what an empty {@code relay.dataplane} binds to) with this store. */
     public static DataplaneProperties loopback(String redisUri, String keyPrefix) {
@@ -104,7 +107,8 @@ public record DataplaneProperties(
                 null,
                 null,
                 null,
-                "builtin");
+                "builtin",
+                MooncakeProperties.defaults());
     }
 
     /**
@@ -142,7 +146,8 @@ public record DataplaneProperties(
                 secretFile,
                 multiHost,
                 redisCaCertificate != null ? redisCaCertificate : caCertificate,
-                engine);
+                engine,
+                mooncake);
     }
 
     /**

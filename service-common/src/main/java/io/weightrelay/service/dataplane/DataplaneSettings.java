@@ -3,6 +3,7 @@ package io.weightrelay.service.dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.dataplane.DataplaneRole;
+import io.weightrelay.dataplane.MooncakeConfig;
 import io.weightrelay.dataplane.RoleKeys;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -18,8 +19,9 @@ import org.springframework.core.env.Environment;
  * DataplaneSettingsException} naming the property) what cannot work:
  *
  * <ul>
- *   <li>an {@code engine} other than {@code builtin} ({@code mooncake} exists in the data plane but
- *       the services are not wired to it yet);
+ *   <li>an unknown {@code engine}; with {@code mooncake}, a {@code mooncake.master} that is not
+ *       {@code host:port}, a {@code mooncake.hostname} that is not an IP literal, a {@code
+ *       mooncake.python} that is not an executable file;
  *   <li>a wildcard bind host without an advertise host, and a wildcard advertise host;
  *   <li>with peers on other hosts ({@link #multiHost()}): advertising a loopback address, and
  *       running without a secret;
@@ -56,6 +58,9 @@ public final class DataplaneSettings {
     public DataplaneSettings(DataplaneProperties properties) {
         this.properties = properties;
         this.engine = engine(properties.engine());
+        if (engine == DataplaneEngine.MOONCAKE) {
+            checkMooncake(properties.mooncake());
+        }
         String bind = properties.bindHost().trim();
         String advertise = blank(properties.advertiseHost()) ? null : properties.advertiseHost();
         if (advertise == null && Hosts.isWildcard(bind)) {
@@ -217,15 +222,44 @@ public final class DataplaneSettings {
         } catch (IllegalArgumentException e) {
             throw new DataplaneSettingsException(P + "engine=" + value + ": " + e.getMessage());
         }
-        if (engine != DataplaneEngine.BUILTIN) {
-            throw new DataplaneSettingsException(
-                    P
-                            + "engine="
-                            + value
-                            + ": the services do not run on the Mooncake engine yet (its agent's"
-                            + " settings are not bound, docs/dataplane.md); use builtin");
-        }
         return engine;
+    }
+
+    /** What the Mooncake agent cannot start without, named by property (docs/dataplane.md). */
+    private static void checkMooncake(MooncakeProperties mc) {
+        String m = P + "mooncake.";
+        if (blank(mc.master())) {
+            throw new DataplaneSettingsException(
+                    m
+                            + "master is required with "
+                            + P
+                            + "engine=mooncake: the host:port of mooncake_master's rpc port");
+        }
+        String master = mc.master().trim();
+        int colon = master.lastIndexOf(':');
+        if (colon <= 0
+                || !master.substring(colon + 1).matches("[0-9]{1,5}")
+                || Integer.parseInt(master.substring(colon + 1)) > 65535
+                || Integer.parseInt(master.substring(colon + 1)) == 0) {
+            throw new DataplaneSettingsException(
+                    m + "master=" + master + " is not host:port (the master's rpc port)");
+        }
+        if (!Hosts.isIpLiteral(mc.hostname().trim())) {
+            throw new DataplaneSettingsException(
+                    m
+                            + "hostname="
+                            + mc.hostname()
+                            + " is not an IP literal: Mooncake binds and advertises this address"
+                            + " (127.0.0.1 on one machine, this host's own address on a cluster)");
+        }
+        if (!Files.isRegularFile(mc.python()) || !Files.isExecutable(mc.python())) {
+            throw new DataplaneSettingsException(
+                    m
+                            + "python="
+                            + mc.python()
+                            + " is not an executable file: name the interpreter of the venv that"
+                            + " holds the pinned Mooncake wheel");
+        }
     }
 
     /**
@@ -275,13 +309,23 @@ public final class DataplaneSettings {
      * The engine configuration of the owner of a store segment (a publisher or storage unit): role
      * peer, and the remover and storer keys too, which its server needs to check control-api's
      * frees and client-only publishers' puts. Keys the configuration lacks are left out (that role
-     * is then refused by this owner).
+     * is then refused by this owner). On the Mooncake engine its agent mounts {@code segmentBytes}
+     * of store capacity (the built-in engine creates the segment itself).
      */
-    public DataplaneConfig storeOwnerConfig(String nodeLabel) {
+    public DataplaneConfig storeOwnerConfig(String nodeLabel, long segmentBytes) {
+        if (engine == DataplaneEngine.MOONCAKE && segmentBytes <= 0) {
+            throw new DataplaneSettingsException(
+                    "a segment owner on "
+                            + P
+                            + "engine=mooncake mounts its segment's "
+                            + segmentBytes
+                            + " bytes in its Mooncake agent, which must be more than 0");
+        }
         return build(
                 nodeLabel,
                 false,
                 false,
+                segmentBytes,
                 DataplaneRole.PEER,
                 DataplaneRole.REMOVER,
                 DataplaneRole.STORER);
@@ -306,6 +350,15 @@ public final class DataplaneSettings {
 
     private DataplaneConfig build(
             String nodeLabel, boolean remover, boolean storer, DataplaneRole... duty) {
+        return build(nodeLabel, remover, storer, 0, duty);
+    }
+
+    private DataplaneConfig build(
+            String nodeLabel,
+            boolean remover,
+            boolean storer,
+            long mooncakeSegment,
+            DataplaneRole... duty) {
         RoleKeys engineKeys = keys.only(duty);
         if (!keys.isEmpty() && !engineKeys.has(duty[0])) {
             throw new DataplaneSettingsException(
@@ -346,7 +399,29 @@ public final class DataplaneSettings {
                 .storer(storer)
                 .redisCaCertificate(properties.redisCaCertificate())
                 .engine(engine)
+                .mooncake(engine == DataplaneEngine.MOONCAKE ? mooncake(mooncakeSegment) : null)
                 .build();
+    }
+
+    /**
+     * The agent configuration of this service's Mooncake engine, mounting {@code segmentSize} bytes
+     * of store capacity (0: a reading client).
+     */
+    private MooncakeConfig mooncake(long segmentSize) {
+        MooncakeProperties mc = properties.mooncake();
+        return new MooncakeConfig(
+                mc.python(),
+                mc.pythonPath(),
+                mc.commandPrefix(),
+                mc.master().trim(),
+                mc.hostname().trim(),
+                segmentSize,
+                mc.protocol(),
+                mc.metadataUrl(),
+                mc.workDir(),
+                mc.startTimeout(),
+                mc.commandTimeout(),
+                mc.leaseWait());
     }
 
     /**

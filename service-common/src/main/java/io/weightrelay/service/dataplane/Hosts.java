@@ -58,6 +58,11 @@ public final class Hosts {
         }
     }
 
+    /** Whether {@code host} is an IPv4 or IPv6 literal (never looked up). */
+    static boolean isIpLiteral(String host) {
+        return literal(host) != null;
+    }
+
     private static InetAddress literal(String host) {
         String h = bare(host);
         if (!IPV4.matcher(h).matches() && h.indexOf(':') < 0) {

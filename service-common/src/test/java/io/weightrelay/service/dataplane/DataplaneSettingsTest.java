@@ -6,11 +6,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.dataplane.DataplaneRole;
+import io.weightrelay.dataplane.MooncakeConfig;
 import io.weightrelay.dataplane.RoleKeys;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -23,6 +25,11 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 class DataplaneSettingsTest {
 
     private static final String SECRET = "0123456789abcdef0123456789abcdef";
+
+    /** The venv interpreter the project's Mooncake agent runs on (what CI and the lab have). */
+    private static final String PYTHON =
+            System.getenv().getOrDefault("WEIGHT_RELAY_VENV", "/opt/weight-relay/venv")
+                    + "/bin/python";
 
     private final ApplicationContextRunner context =
             new ApplicationContextRunner()
@@ -171,7 +178,7 @@ class DataplaneSettingsTest {
     }
 
     @Test
-    void theEngineIsBuiltinByDefaultAndAnyOtherIsRefusedNamingTheProperty() {
+    void theEngineIsBuiltinByDefaultAndAnUnknownOneIsRefusedNamingTheProperty() {
         context.run(
                 started ->
                         assertThat(
@@ -185,12 +192,122 @@ class DataplaneSettingsTest {
                                 assertThat(started.getBean(DataplaneSettings.class).engine())
                                         .isEqualTo(DataplaneEngine.BUILTIN));
         refuses(
-                "relay.dataplane.engine=mooncake: the services do not run on the Mooncake engine"
-                        + " yet",
-                "relay.dataplane.engine=mooncake");
-        refuses(
                 "relay.dataplane.engine=rdma: no data-plane engine 'rdma': builtin or mooncake",
                 "relay.dataplane.engine=rdma");
+    }
+
+    @Test
+    void mooncakePropertiesReachTheAgentsConfigAndOnlyASegmentOwnerMountsCapacity(
+            @TempDir Path dir) {
+        context.withPropertyValues(
+                        "relay.dataplane.engine=mooncake",
+                        "relay.dataplane.mooncake.master=127.0.0.1:50051",
+                        "relay.dataplane.mooncake.metadata-url=http://127.0.0.1:8090/metadata",
+                        "relay.dataplane.mooncake.python=" + PYTHON,
+                        "relay.dataplane.mooncake.python-path=" + dir,
+                        "relay.dataplane.mooncake.hostname=198.18.0.5",
+                        "relay.dataplane.mooncake.protocol=rdma",
+                        "relay.dataplane.mooncake.command-prefix=ip,netns,exec,wr-mc",
+                        "relay.dataplane.mooncake.work-dir=" + dir,
+                        "relay.dataplane.mooncake.start-timeout=9s",
+                        "relay.dataplane.mooncake.command-timeout=8s",
+                        "relay.dataplane.mooncake.lease-wait=7s")
+                .run(
+                        started -> {
+                            DataplaneSettings settings = started.getBean(DataplaneSettings.class);
+                            assertThat(settings.engine()).isEqualTo(DataplaneEngine.MOONCAKE);
+                            DataplaneConfig owner = settings.storeOwnerConfig("node-0", 256L << 20);
+                            assertThat(owner.engine()).isEqualTo(DataplaneEngine.MOONCAKE);
+                            assertThat(owner.mooncake())
+                                    .isEqualTo(
+                                            new MooncakeConfig(
+                                                    Path.of(PYTHON),
+                                                    dir,
+                                                    List.of("ip", "netns", "exec", "wr-mc"),
+                                                    "127.0.0.1:50051",
+                                                    "198.18.0.5",
+                                                    256L << 20,
+                                                    "rdma",
+                                                    "http://127.0.0.1:8090/metadata",
+                                                    dir,
+                                                    Duration.ofSeconds(9),
+                                                    Duration.ofSeconds(8),
+                                                    Duration.ofSeconds(7)));
+                            assertThat(settings.config("node-0").mooncake().segmentSize()).isZero();
+                            assertThat(settings.removerConfig("control-api").mooncake())
+                                    .satisfies(
+                                            mc -> {
+                                                assertThat(mc.segmentSize()).isZero();
+                                                assertThat(mc.master())
+                                                        .isEqualTo("127.0.0.1:50051");
+                                            });
+                        });
+        context.withPropertyValues(
+                        "relay.dataplane.engine=mooncake",
+                        "relay.dataplane.mooncake.master=127.0.0.1:50051",
+                        "relay.dataplane.mooncake.python=" + PYTHON)
+                .run(
+                        started -> {
+                            MooncakeConfig mc =
+                                    started.getBean(DataplaneSettings.class)
+                                            .storeOwnerConfig("node-0", 256L << 20)
+                                            .mooncake();
+                            assertThat(mc.hostname()).isEqualTo("127.0.0.1");
+                            assertThat(mc.protocol()).isEqualTo("tcp");
+                            assertThat(mc.metadata()).isEqualTo(MooncakeConfig.P2P_HANDSHAKE);
+                            assertThat(mc.segmentSize()).isEqualTo(256L << 20);
+                        });
+        context.run(
+                started ->
+                        assertThat(
+                                        started.getBean(DataplaneSettings.class)
+                                                .storeOwnerConfig("node-0", 256L << 20)
+                                                .mooncake())
+                                .isNull());
+    }
+
+    @Test
+    void theMooncakeEngineRefusesToStartWithoutWhatItsAgentNeedsNamingTheProperty(
+            @TempDir Path dir) {
+        String engine = "relay.dataplane.engine=mooncake";
+        String master = "relay.dataplane.mooncake.master=127.0.0.1:50051";
+        String python = "relay.dataplane.mooncake.python=" + PYTHON;
+        refuses("relay.dataplane.mooncake.master is required", engine, python);
+        refuses(
+                "relay.dataplane.mooncake.master=mooncake-master is not host:port",
+                engine,
+                python,
+                "relay.dataplane.mooncake.master=mooncake-master");
+        refuses(
+                "relay.dataplane.mooncake.master=127.0.0.1:70000 is not host:port",
+                engine,
+                python,
+                "relay.dataplane.mooncake.master=127.0.0.1:70000");
+        refuses(
+                "relay.dataplane.mooncake.hostname=node-0 is not an IP literal",
+                engine,
+                master,
+                python,
+                "relay.dataplane.mooncake.hostname=node-0");
+        refuses(
+                "relay.dataplane.mooncake.python=" + dir + " is not an executable file",
+                engine,
+                master,
+                "relay.dataplane.mooncake.python=" + dir);
+        context.withPropertyValues(engine, master, python, "relay.dataplane.mooncake.protocol=udp")
+                .run(started -> assertThat(started).hasFailed());
+        context.withPropertyValues(engine, master, python)
+                .run(
+                        started -> {
+                            DataplaneSettings settings = started.getBean(DataplaneSettings.class);
+                            assertThat(settings.config("node-0").mooncake().segmentSize()).isZero();
+                            assertThatThrownBy(() -> settings.storeOwnerConfig("node-0", 0))
+                                    .isInstanceOf(DataplaneSettingsException.class)
+                                    .hasMessageContaining("engine=mooncake mounts its segment's 0");
+                        });
+        // the built-in engine ignores the agent's settings
+        context.withPropertyValues("relay.dataplane.mooncake.hostname=node-0")
+                .run(started -> assertThat(started).hasNotFailed());
     }
 
     @Test
@@ -288,7 +405,10 @@ class DataplaneSettingsTest {
                             assertThat(loader.roleKeys().roles())
                                     .containsExactly(DataplaneRole.PEER);
                             assertThat(loader.authenticated()).isTrue();
-                            assertThat(settings.storeOwnerConfig("rollout-0").roleKeys().roles())
+                            assertThat(
+                                            settings.storeOwnerConfig("rollout-0", 1L << 30)
+                                                    .roleKeys()
+                                                    .roles())
                                     .containsExactly(DataplaneRole.PEER);
                             assertThatThrownBy(() -> settings.removerConfig("control-api"))
                                     .isInstanceOf(DataplaneSettingsException.class)
@@ -301,7 +421,7 @@ class DataplaneSettingsTest {
                 .run(
                         started -> {
                             DataplaneSettings settings = started.getBean(DataplaneSettings.class);
-                            assertThat(settings.storeOwnerConfig("trainer-0").roleKeys())
+                            assertThat(settings.storeOwnerConfig("trainer-0", 1L << 30).roleKeys())
                                     .isEqualTo(all);
                             assertThat(settings.config("rollout-0").roleKeys().roles())
                                     .containsExactly(DataplaneRole.PEER);
@@ -340,7 +460,8 @@ class DataplaneSettingsTest {
                                 null,
                                 null,
                                 null,
-                                "builtin"));
+                                "builtin",
+                                MooncakeProperties.defaults()));
         assertThatThrownBy(
                         () ->
                                 multi.checkAdvertisedUrl(
