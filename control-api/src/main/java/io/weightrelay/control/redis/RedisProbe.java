@@ -30,11 +30,12 @@ import org.springframework.stereotype.Component;
  * PING too.
  *
  * <p>Until Redis has answered once, it also asks at every interval and says so in the log: when
- * Redis has not answered for {@code relay.redis.unreachable-report-after} (2 s) since start, one
- * ERROR line naming the address and why ({@value #UNREACHABLE}...), repeated every half minute
- * while it lasts, and one INFO line ({@value #ANSWERS}...) once it answers. So a control-api
- * started without its Redis says so in seconds (an operator, or the lab waiting for it to turn
- * healthy, reads why), and serves without a restart once Redis is there.
+ * Redis has not answered for {@code relay.redis.unreachable-report-after} (2 s), one ERROR line
+ * naming the address and why, once it failed {@value #FAILURES_BEFORE_REPORT} probes in a row
+ * spanning that time ({@value #UNREACHABLE}...), repeated every half minute while it lasts, and one
+ * INFO line ({@value #ANSWERS}...) once it answers. So a control-api started without its Redis says
+ * so in seconds (an operator, or the lab waiting for it to turn healthy, reads why), and serves
+ * without a restart once Redis is there.
  *
  * <p>It asks from a thread of its own, not the context's scheduler: the scheduled tasks there all
  * call Redis, and the probe is what must run while Redis hangs or is away (CI once saw no probe for
@@ -53,6 +54,13 @@ class RedisProbe implements DisposableBean {
 
     private static final long REPEAT_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
 
+    /**
+     * Failed probes in a row before the first report: one handshake that times out on a loaded
+     * machine (a JVM just started, its event loop cold) is no verdict, and a lab reading the line
+     * gives up on the service.
+     */
+    private static final int FAILURES_BEFORE_REPORT = 3;
+
     private final RedisGuard guard;
     private final RedisClient client;
     private final RedisConnectionFactory shared;
@@ -65,6 +73,8 @@ class RedisProbe implements DisposableBean {
     private volatile boolean answeredOnce;
     private long reportedNanos;
     private boolean reported;
+    private long failingSinceNanos;
+    private int failures;
     private final ScheduledExecutorService thread =
             Executors.newSingleThreadScheduledExecutor(
                     runnable -> {
@@ -161,7 +171,12 @@ class RedisProbe implements DisposableBean {
             }
             return;
         }
-        if (now - startedNanos < reportAfterNanos
+        if (failingSinceNanos == 0) {
+            failingSinceNanos = now;
+        }
+        failures++;
+        if (failures < FAILURES_BEFORE_REPORT
+                || now - failingSinceNanos < reportAfterNanos
                 || (reported && now - reportedNanos < REPEAT_NANOS)) {
             return;
         }
