@@ -18,10 +18,6 @@ public record SessionKey(GenerationId generationId, String group) {
         }
     }
 
-    public SessionKey(String model, long generation, String group) {
-        this(new GenerationId(model, generation), group);
-    }
-
     public String model() {
         return generationId.model();
     }

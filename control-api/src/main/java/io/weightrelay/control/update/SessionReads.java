@@ -7,6 +7,7 @@ import io.weightrelay.api.control.model.SentDigests;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
@@ -87,7 +88,7 @@ public class SessionReads {
             long generation = Long.parseLong(member.substring(0, colon));
             String group = member.substring(colon + 1);
             try {
-                out.add(read(new SessionKey(model, generation, group), false));
+                out.add(read(new GenerationId(model, generation).session(group), false));
             } catch (RelayException e) {
                 if (e.kind() != UpdateProblems.SESSION_NOT_FOUND) {
                     throw e;

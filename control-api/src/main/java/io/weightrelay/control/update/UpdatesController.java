@@ -9,7 +9,7 @@ import io.weightrelay.api.control.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.api.control.server.UpdatesApi;
-import io.weightrelay.control.identity.SessionKey;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.service.security.Caller;
 import java.time.Duration;
 import org.springframework.http.ResponseEntity;
@@ -23,7 +23,8 @@ record UpdatesController(
     @Override
     public ResponseEntity<UpdateSession> startUpdateSession(
             String model, Long generation, String group, UpdateSessionRequest request) {
-        return ResponseEntity.ok(updates.start(new SessionKey(model, generation, group), request));
+        return ResponseEntity.ok(
+                updates.start(new GenerationId(model, generation).session(group), request));
     }
 
     @Override
@@ -32,13 +33,13 @@ record UpdatesController(
         // The lease is taken for the instance named: a token bound to another one is refused.
         Caller.requireMayActFor("instance", request.getInstance());
         return ResponseEntity.ok(
-                updates.prepare(new SessionKey(model, generation, group), request));
+                updates.prepare(new GenerationId(model, generation).session(group), request));
     }
 
     @Override
     public ResponseEntity<UpdateSession> getUpdateSession(
             String model, Long generation, String group) {
-        return ResponseEntity.ok(sessions.get(new SessionKey(model, generation, group)));
+        return ResponseEntity.ok(sessions.get(new GenerationId(model, generation).session(group)));
     }
 
     @Override
@@ -46,14 +47,15 @@ record UpdatesController(
             String model, Long generation, String group, PhaseReport report) {
         // A loader token bound to an instance reports for that instance only.
         Caller.requireMayActFor("instance", report.getInstance());
-        return ResponseEntity.ok(reports.report(new SessionKey(model, generation, group), report));
+        return ResponseEntity.ok(
+                reports.report(new GenerationId(model, generation).session(group), report));
     }
 
     @Override
     public ResponseEntity<LandedDigests> getLandedDigests(
             String model, Long generation, String group, String instance) {
         return ResponseEntity.ok(
-                sessions.landed(new SessionKey(model, generation, group), instance));
+                sessions.landed(new GenerationId(model, generation).session(group), instance));
     }
 
     @Override
@@ -61,7 +63,8 @@ record UpdatesController(
             String model, Long generation, String group, BarrierName barrier, Integer waitSeconds) {
         Duration wait = Duration.ofSeconds(waitSeconds == null ? 30 : waitSeconds);
         return ResponseEntity.ok(
-                barriers.awaitBarrier(new SessionKey(model, generation, group), barrier, wait));
+                barriers.awaitBarrier(
+                        new GenerationId(model, generation).session(group), barrier, wait));
     }
 
     @Override
@@ -76,6 +79,7 @@ record UpdatesController(
         Caller.requireMayActFor("instance", report.getInstance());
         Duration wait = Duration.ofSeconds(waitSeconds == null ? 30 : waitSeconds);
         return ResponseEntity.ok(
-                barriers.arrive(new SessionKey(model, generation, group), barrier, report, wait));
+                barriers.arrive(
+                        new GenerationId(model, generation).session(group), barrier, report, wait));
     }
 }

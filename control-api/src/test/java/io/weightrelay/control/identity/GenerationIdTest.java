@@ -22,7 +22,7 @@ class GenerationIdTest {
         assertThatThrownBy(() -> new GenerationId("m", 0))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("start at 1");
-        assertThatThrownBy(() -> new SessionKey("m", 1, ""))
+        assertThatThrownBy(() -> new GenerationId("m", 1).session(""))
                 .isInstanceOf(IllegalArgumentException.class);
     }
 }

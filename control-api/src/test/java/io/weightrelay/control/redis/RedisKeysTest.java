@@ -40,7 +40,8 @@ class RedisKeysTest {
 
     @Test
     void sessionKeyBuiltEitherWayIsOneKey() {
-        assertThat(new SessionKey("llama-8b", 12, "rollout-a")).isEqualTo(session);
+        assertThat(new SessionKey(new GenerationId("llama-8b", 12), "rollout-a"))
+                .isEqualTo(session);
         assertThat(session.model()).isEqualTo("llama-8b");
         assertThat(session.generation()).isEqualTo(12);
         assertThat(session).hasToString("llama-8b@g12/rollout-a");
