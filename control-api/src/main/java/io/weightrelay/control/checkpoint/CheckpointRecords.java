@@ -3,6 +3,7 @@ package io.weightrelay.control.checkpoint;
 import io.weightrelay.api.control.model.CheckpointReport;
 import io.weightrelay.api.control.model.CheckpointStatus;
 import io.weightrelay.api.control.model.OwnerCheckpoint;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import java.nio.file.Path;
@@ -33,11 +34,10 @@ public class CheckpointRecords {
     }
 
     /** What is remembered of a generation's last checkpoint (not saved, when nothing is). */
-    public CheckpointStatus status(String model, long generation) {
-        Map<Object, Object> h =
-                guard.call(() -> redis.opsForHash().entries(keys.checkpoint(model, generation)));
+    public CheckpointStatus status(GenerationId id) {
+        Map<Object, Object> h = guard.call(() -> redis.opsForHash().entries(keys.checkpoint(id)));
         CheckpointStatus status =
-                new CheckpointStatus(model, generation, "1".equals(h.get("complete")));
+                new CheckpointStatus(id.model(), id.generation(), "1".equals(h.get("complete")));
         if (h.isEmpty()) {
             return status;
         }
@@ -54,7 +54,7 @@ public class CheckpointRecords {
             List<OwnerCheckpoint> list =
                     json.readValue((String) h.get("owners"), new TypeReference<>() {});
             status.setOwners(list);
-            CheckpointReport r = report(model, generation, null, list);
+            CheckpointReport r = report(id, null, list);
             status.setMeanSeconds(r.getMeanSeconds());
             status.setWorstSeconds(r.getWorstSeconds());
         }
@@ -63,8 +63,7 @@ public class CheckpointRecords {
 
     /** Records a complete checkpoint, saved or (with {@code restoredAt}) restored from. */
     void saved(
-            String model,
-            long generation,
+            GenerationId id,
             Path dir,
             OffsetDateTime savedAt,
             Long bytes,
@@ -88,7 +87,7 @@ public class CheckpointRecords {
         if (restoredAt != null) {
             fields.put("restoredAt", restoredAt.toString());
         }
-        String key = keys.checkpoint(model, generation);
+        String key = keys.checkpoint(id);
         guard.run(
                 () -> {
                     if (restoredAt == null) {
@@ -102,8 +101,8 @@ public class CheckpointRecords {
      * Records a save that failed. A failed save removes only what it wrote, so a complete
      * checkpoint recorded before (in this directory or another) still stands and stays recorded.
      */
-    void failed(String model, long generation, Path dir, List<OwnerCheckpoint> results) {
-        String key = keys.checkpoint(model, generation);
+    void failed(GenerationId id, Path dir, List<OwnerCheckpoint> results) {
+        String key = keys.checkpoint(id);
         if ("1".equals(guard.call(() -> redis.opsForHash().get(key, "complete")))) {
             return;
         }
@@ -127,18 +126,15 @@ public class CheckpointRecords {
      * Takes the lock that keeps two restores of one generation apart; false when another holds it.
      * It expires after {@code ttl}.
      */
-    boolean lockRestore(String model, long generation, String token, java.time.Duration ttl) {
+    boolean lockRestore(GenerationId id, String token, java.time.Duration ttl) {
         Boolean taken =
-                guard.call(
-                        () ->
-                                redis.opsForValue()
-                                        .setIfAbsent(restoreLock(model, generation), token, ttl));
+                guard.call(() -> redis.opsForValue().setIfAbsent(restoreLock(id), token, ttl));
         return Boolean.TRUE.equals(taken);
     }
 
     /** Releases the restore lock if {@code token} still holds it. */
-    void unlockRestore(String model, long generation, String token) {
-        String key = restoreLock(model, generation);
+    void unlockRestore(GenerationId id, String token) {
+        String key = restoreLock(id);
         guard.run(
                 () -> {
                     if (token.equals(redis.opsForValue().get(key))) {
@@ -147,8 +143,8 @@ public class CheckpointRecords {
                 });
     }
 
-    private String restoreLock(String model, long generation) {
-        return keys.checkpoint(model, generation) + ":restoring";
+    private String restoreLock(GenerationId id) {
+        return keys.checkpoint(id) + ":restoring";
     }
 
     private static OffsetDateTime time(Object value) {
@@ -156,7 +152,7 @@ public class CheckpointRecords {
     }
 
     static CheckpointReport report(
-            String model, long generation, String directory, List<OwnerCheckpoint> owners) {
+            GenerationId id, String directory, List<OwnerCheckpoint> owners) {
         double sum = 0;
         double worst = 0;
         for (OwnerCheckpoint o : owners) {
@@ -164,7 +160,8 @@ public class CheckpointRecords {
             worst = Math.max(worst, o.getSeconds());
         }
         double mean = owners.isEmpty() ? 0 : sum / owners.size();
-        CheckpointReport report = new CheckpointReport(model, generation, owners, mean, worst);
+        CheckpointReport report =
+                new CheckpointReport(id.model(), id.generation(), owners, mean, worst);
         report.setDirectory(directory);
         return report;
     }

@@ -18,10 +18,10 @@ import io.weightrelay.control.generation.GenerationRestore;
 import io.weightrelay.control.generation.Leases;
 import io.weightrelay.control.generation.ManifestStore;
 import io.weightrelay.control.generation.StoredGeneration;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.RedisTime;
 import io.weightrelay.control.registry.Registry;
 import io.weightrelay.control.store.ObjectStore;
-import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.service.problem.CommonProblems;
 import java.nio.file.Path;
 import java.time.OffsetDateTime;
@@ -98,16 +98,16 @@ public class Checkpoints {
      * never removes a retired generation under it; it writes into a fresh save directory and
      * replaces the checkpoint there only when complete ({@link CheckpointDirectory}).
      */
-    public CheckpointReport save(String model, long generation, String directory) {
+    public CheckpointReport save(GenerationId id, String directory) {
         long started = System.nanoTime();
-        StoredGeneration g = committed(model, generation);
+        StoredGeneration g = committed(id);
         Path dir = directories.confined(directory);
         String holder = "checkpoint-save:" + java.util.UUID.randomUUID();
-        try (SaveLease lease = new SaveLease(model, generation, holder)) {
-            CheckpointDirectory.Save save = directories.begin(dir, generation);
+        try (SaveLease lease = new SaveLease(id, holder)) {
+            CheckpointDirectory.Save save = directories.begin(dir, id.generation());
             boolean done = false;
             try {
-                CheckpointReport report = saveLeased(model, generation, g, save, started);
+                CheckpointReport report = saveLeased(id, g, save, started);
                 done = true;
                 return report;
             } finally {
@@ -123,16 +123,14 @@ public class Checkpoints {
      * collected or lost), renewed while the save runs, released at its end.
      */
     private final class SaveLease implements AutoCloseable {
-        private final String model;
-        private final long generation;
+        private final GenerationId id;
         private final String holder;
         private final java.util.concurrent.ScheduledExecutorService renewals;
 
-        SaveLease(String model, long generation, String holder) {
-            this.model = model;
-            this.generation = generation;
+        SaveLease(GenerationId id, String holder) {
+            this.id = id;
             this.holder = holder;
-            leases.lease(model, generation, holder, SAVE_LEASE_SECONDS);
+            leases.lease(id, holder, SAVE_LEASE_SECONDS);
             renewals =
                     Executors.newSingleThreadScheduledExecutor(
                             io.weightrelay.service.concurrent.DaemonThreads.named(
@@ -146,12 +144,12 @@ public class Checkpoints {
 
         private void renew() {
             try {
-                leases.lease(model, generation, holder, SAVE_LEASE_SECONDS);
+                leases.lease(id, holder, SAVE_LEASE_SECONDS);
             } catch (RuntimeException e) {
                 log.warn(
                         "cannot renew the lease of the save of {}/{}: {}",
-                        model,
-                        generation,
+                        id.model(),
+                        id.generation(),
                         e.getMessage());
             }
         }
@@ -160,13 +158,13 @@ public class Checkpoints {
         public void close() {
             renewals.shutdownNow();
             try {
-                leases.release(model, generation, holder);
+                leases.release(id, holder);
             } catch (RuntimeException e) {
                 // it expires on its own
                 log.warn(
                         "cannot release the lease of the save of {}/{}: {}",
-                        model,
-                        generation,
+                        id.model(),
+                        id.generation(),
                         e.getMessage());
             }
         }
@@ -176,13 +174,9 @@ public class Checkpoints {
     static final int SAVE_LEASE_SECONDS = 60;
 
     private CheckpointReport saveLeased(
-            String model,
-            long generation,
-            StoredGeneration g,
-            CheckpointDirectory.Save save,
-            long started) {
+            GenerationId id, StoredGeneration g, CheckpointDirectory.Save save, long started) {
         Path dir = save.directory();
-        List<String> objectKeys = manifests.objectKeys(model, generation, g.manifestDigest());
+        List<String> objectKeys = manifests.objectKeys(id, g.manifestDigest());
         Map<String, List<String>> locations = store.locations(objectKeys);
         List<String> missing = new ArrayList<>();
         Map<String, Long> expectedPerSegment = new TreeMap<>();
@@ -201,12 +195,12 @@ public class Checkpoints {
                     .exception(
                             missing.size()
                                     + " object(s) of generation "
-                                    + generation
+                                    + id.generation()
                                     + " are not in the store; a checkpoint would be unusable")
                     .with("objects", missing.subList(0, Math.min(20, missing.size())));
         }
         // Each owner gets the published checksums of what it holds, and saves only matching bytes.
-        Map<String, String> checksums = generations.registeredChecksums(model, generation);
+        Map<String, String> checksums = generations.registeredChecksums(id);
         Map<String, Map<String, String>> checksumsPerSegment = new TreeMap<>();
         checksums.forEach(
                 (key, checksum) -> {
@@ -222,8 +216,8 @@ public class Checkpoints {
                         expectedPerSegment.keySet(),
                         segment ->
                                 new OwnerCheckpointRequest()
-                                        .model(model)
-                                        .generation(generation)
+                                        .model(id.model())
+                                        .generation(id.generation())
                                         .directory(save.files().toString())
                                         .checksums(
                                                 checksumsPerSegment.getOrDefault(
@@ -245,14 +239,14 @@ public class Checkpoints {
         }
         List<OwnerCheckpoint> failed = results.stream().filter(r -> r.getError() != null).toList();
         if (!failed.isEmpty()) {
-            records.failed(model, generation, dir, results);
+            records.failed(id, dir, results);
             throw CheckpointProblems.CHECKPOINT_FAILED
                     .exception(
                             OwnerCalls.failedSummary(
                                     failed,
                                     results.size(),
                                     "save generation "
-                                            + generation
+                                            + id.generation()
                                             + " (no completion marker was written)"))
                     .with("owners", results);
         }
@@ -308,13 +302,12 @@ public class Checkpoints {
         long bytes = objects.values().stream().mapToLong(CheckpointObject::getSize).sum();
         OffsetDateTime savedAt = time.now().atOffset(ZoneOffset.UTC);
         Generation view = g.view();
-        io.weightrelay.api.control.model.SourceManifest source =
-                manifests.apiManifest(model, generation);
+        io.weightrelay.api.control.model.SourceManifest source = manifests.apiManifest(id);
         CheckpointManifest manifest =
                 new CheckpointManifest(
                         CheckpointDirectory.FORMAT,
-                        model,
-                        generation,
+                        id.model(),
+                        id.generation(),
                         view.getTrainerStep(),
                         g.manifestDigest(),
                         source,
@@ -335,16 +328,15 @@ public class Checkpoints {
                         .stream().map(Dtype::fromValue).toList());
         directories.complete(save, manifest);
         double saveSeconds = (System.nanoTime() - started) / 1e9;
-        CheckpointReport report =
-                CheckpointRecords.report(model, generation, dir.toString(), results);
+        CheckpointReport report = CheckpointRecords.report(id, dir.toString(), results);
         report.setBytes(bytes);
         report.setSaveSeconds(saveSeconds);
-        records.saved(model, generation, dir, savedAt, bytes, saveSeconds, results, null);
+        records.saved(id, dir, savedAt, bytes, saveSeconds, results, null);
         log.info(
                 "model {}: generation {} saved to {} by {} owner(s) in {} s, owner mean {} s,"
                         + " worst {} s",
-                model,
-                generation,
+                id.model(),
+                id.generation(),
                 dir,
                 results.size(),
                 saveSeconds,
@@ -358,11 +350,11 @@ public class Checkpoints {
         return file != null && CheckpointDirectory.insideOf(file) && !file.contains("/");
     }
 
-    private StoredGeneration committed(String model, long generation) {
-        StoredGeneration g = generations.load(model, generation).requireNotLost();
+    private StoredGeneration committed(GenerationId id) {
+        StoredGeneration g = generations.load(id).requireNotLost();
         if (!g.committed()) {
             throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
-                    "generation " + generation + " is " + g.state() + ", never committed");
+                    "generation " + id.generation() + " is " + g.state() + ", never committed");
         }
         return g;
     }
@@ -386,7 +378,7 @@ public class Checkpoints {
                             + ", not "
                             + generation);
         }
-        long g = m.getGeneration();
+        GenerationId id = new GenerationId(model, m.getGeneration());
         // Every manifest object is in the checkpoint, with its manifest size.
         io.weightrelay.reshard.manifest.SourceManifest source =
                 io.weightrelay.control.generation.ManifestMapper.toReshard(m.getManifest());
@@ -395,7 +387,7 @@ public class Checkpoints {
             byKey.put(o.getKey(), o);
         }
         for (io.weightrelay.reshard.manifest.StoredFragment f : source.fragments()) {
-            String key = ObjectKeys.key(model, g, f.fragment());
+            String key = id.objectKey(f.fragment());
             CheckpointObject o = byKey.get(key);
             if (o == null || o.getSize() != f.bytes()) {
                 throw CheckpointProblems.CHECKPOINT_INCOMPLETE
@@ -414,11 +406,11 @@ public class Checkpoints {
                             + " objects, its manifest has "
                             + source.fragments().size());
         }
-        try (RestoreLock lock = new RestoreLock(model, g)) {
+        try (RestoreLock lock = new RestoreLock(id)) {
             // Under the lock: a generation that is stored and not lost is never restored over
             // (nothing is missing, and a restore that failed could only remove what it never
             // wrote).
-            restores.requireRestorable(model, g);
+            restores.requireRestorable(id);
             List<String> keysOf = new ArrayList<>(byKey.keySet());
             // Only what is gone is restored, and only that may be removed again: a key with no
             // location now can come back only through this restore (the generation is lost or
@@ -432,7 +424,7 @@ public class Checkpoints {
             java.util.Set<String> absentSet = new java.util.HashSet<>(absent);
             List<CheckpointObject> toRestore =
                     m.getObjects().stream().filter(o -> absentSet.contains(o.getKey())).toList();
-            return restoreAbsent(model, g, dir, m, keysOf, absent, toRestore);
+            return restoreAbsent(id, dir, m, keysOf, absent, toRestore);
         }
     }
 
@@ -441,19 +433,17 @@ public class Checkpoints {
      * stored, is refused (409 {@code restore-failed}). Expires on its own should control-api die.
      */
     private final class RestoreLock implements AutoCloseable {
-        private final String model;
-        private final long generation;
+        private final GenerationId id;
         private final String token = java.util.UUID.randomUUID().toString();
 
-        RestoreLock(String model, long generation) {
-            this.model = model;
-            this.generation = generation;
-            if (!records.lockRestore(model, generation, token, RESTORE_LOCK_TTL)) {
+        RestoreLock(GenerationId id) {
+            this.id = id;
+            if (!records.lockRestore(id, token, RESTORE_LOCK_TTL)) {
                 throw CheckpointProblems.RESTORE_FAILED.exception(
                         "generation "
-                                + generation
+                                + id.generation()
                                 + " of model "
-                                + model
+                                + id.model()
                                 + " is being restored by another request; try again when it"
                                 + " ends");
             }
@@ -461,7 +451,7 @@ public class Checkpoints {
 
         @Override
         public void close() {
-            records.unlockRestore(model, generation, token);
+            records.unlockRestore(id, token);
         }
     }
 
@@ -469,8 +459,7 @@ public class Checkpoints {
     static final java.time.Duration RESTORE_LOCK_TTL = java.time.Duration.ofHours(1);
 
     private Generation restoreAbsent(
-            String model,
-            long g,
+            GenerationId id,
             Path dir,
             CheckpointManifest m,
             List<String> keysOf,
@@ -516,8 +505,8 @@ public class Checkpoints {
                             plan.keySet(),
                             segment ->
                                     new OwnerCheckpointRequest()
-                                            .model(model)
-                                            .generation(g)
+                                            .model(id.model())
+                                            .generation(id.generation())
                                             .directory(ownerDirectory.toString())
                                             .objects(plan.get(segment)),
                             owners::restore,
@@ -539,7 +528,7 @@ public class Checkpoints {
                                         failed,
                                         round.size(),
                                         "restore generation "
-                                                + g
+                                                + id.generation()
                                                 + " ("
                                                 + removed
                                                 + " re-stored object(s) removed again)"))
@@ -549,7 +538,7 @@ public class Checkpoints {
             failed.forEach(r -> out.add(r.getSegment()));
             log.warn(
                     "restore of generation {}: owner(s) {} failed, spreading over the others: {}",
-                    g,
+                    id.generation(),
                     out,
                     failed.get(0).getError());
             live = live.stream().filter(s -> !out.contains(s.getSegment())).toList();
@@ -573,8 +562,7 @@ public class Checkpoints {
             outcome =
                     restores.register(
                             new GenerationRestore.Restored(
-                                    model,
-                                    g,
+                                    id,
                                     m.getTrainerStep(),
                                     m.getManifest(),
                                     m.getManifestDigest(),
@@ -590,8 +578,7 @@ public class Checkpoints {
         }
         double seconds = (System.nanoTime() - started) / 1e9;
         records.saved(
-                model,
-                g,
+                id,
                 dir,
                 m.getSavedAt(),
                 m.getBytes(),
@@ -600,8 +587,8 @@ public class Checkpoints {
                 time.now().atOffset(ZoneOffset.UTC));
         log.info(
                 "model {}: generation {} restored from {} by {} owner(s) in {} s, now {}{}",
-                model,
-                g,
+                id.model(),
+                id.generation(),
                 dir,
                 results.size(),
                 seconds,
@@ -641,8 +628,8 @@ public class Checkpoints {
     }
 
     /** What is remembered of the generation's last checkpoint; the generation must exist. */
-    public CheckpointStatus status(String model, long generation) {
-        generations.load(model, generation);
-        return records.status(model, generation);
+    public CheckpointStatus status(GenerationId id) {
+        generations.load(id);
+        return records.status(id);
     }
 }

@@ -6,6 +6,7 @@ import io.weightrelay.api.control.model.CheckpointStatus;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.RestoreRequest;
 import io.weightrelay.api.control.server.CheckpointsApi;
+import io.weightrelay.control.identity.GenerationId;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -15,12 +16,13 @@ record CheckpointsController(Checkpoints checkpoints) implements CheckpointsApi 
     @Override
     public ResponseEntity<CheckpointReport> saveCheckpoint(
             String model, Long generation, CheckpointRequest request) {
-        return ResponseEntity.ok(checkpoints.save(model, generation, request.getDirectory()));
+        return ResponseEntity.ok(
+                checkpoints.save(new GenerationId(model, generation), request.getDirectory()));
     }
 
     @Override
     public ResponseEntity<CheckpointStatus> getCheckpointStatus(String model, Long generation) {
-        return ResponseEntity.ok(checkpoints.status(model, generation));
+        return ResponseEntity.ok(checkpoints.status(new GenerationId(model, generation)));
     }
 
     @Override

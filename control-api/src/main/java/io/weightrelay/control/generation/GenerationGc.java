@@ -2,6 +2,7 @@ package io.weightrelay.control.generation;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.GcReport;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.control.registry.ControlPlaneTicks;
 import java.util.ArrayList;
@@ -56,17 +57,17 @@ public class GenerationGc {
         long removed = 0;
         List<Long> done = new ArrayList<>();
         for (long generation : collected) {
-            Optional<StoredGeneration> g = generations.find(model, generation);
+            GenerationId id = new GenerationId(model, generation);
+            Optional<StoredGeneration> g = generations.find(id);
             if (g.isEmpty()) {
                 continue;
             }
-            removed += manifests.removeObjects(model, generation, g.get().manifestDigest());
+            removed += manifests.removeObjects(id, g.get().manifestDigest());
             Reply finish = scripts.run("gc-finish", model, String.valueOf(generation));
             if (finish.is("ok")) {
                 done.add(generation);
                 manifests.forget(
-                        model,
-                        generation,
+                        id,
                         g.get().manifestDigest(),
                         finish.size() > 1 && "manifest-removed".equals(finish.item(1)));
             }

@@ -11,6 +11,7 @@ import io.weightrelay.api.control.model.RegisterObjectsResponse;
 import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.control.assignment.AssignmentService;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
@@ -107,9 +108,9 @@ public class GenerationLifecycle {
             }
             // Garbage collection dropped the manifest between our write and the open: write again.
         }
-        long id;
+        GenerationId id;
         switch (result.code()) {
-            case "created", "existing" -> id = result.number(1);
+            case "created", "existing" -> id = new GenerationId(model, result.number(1));
             case "step-conflict" ->
                     throw GenerationProblems.TRAINER_STEP_CONFLICT
                             .exception(
@@ -124,25 +125,24 @@ public class GenerationLifecycle {
         // The planner's first resolve needs this manifest: decoding it again from Redis costs
         // about a second at Kimi-K2 scale.
         manifests.remember(model, digest, source);
-        Generation generation = generations.get(model, id);
+        Generation generation = generations.get(id);
         OpenedGeneration body =
                 new OpenedGeneration(generation, assignments.assignment(source, digest, trainers));
         if (result.is("created")) {
-            events.publishEvent(new GenerationOpened(model, id));
+            events.publishEvent(new GenerationOpened(id));
         }
         return new Opened(body, result.is("created"));
     }
 
-    public RegisterObjectsResponse register(
-            String model, long generation, RegisterObjectsRequest request) {
+    public RegisterObjectsResponse register(GenerationId id, RegisterObjectsRequest request) {
         List<RegisteredObject> objects = request.getObjects();
         if (objects.size() > properties.registerBatchMax()) {
             throw CommonProblems.PAYLOAD_TOO_LARGE.exception(
                     "at most " + properties.registerBatchMax() + " objects per batch");
         }
-        String prefix = model + "/" + generation + "/";
+        String prefix = id.model() + "/" + id.generation() + "/";
         List<String> args = new ArrayList<>(2 + objects.size() * 4);
-        args.add(String.valueOf(generation));
+        args.add(String.valueOf(id.generation()));
         args.add(String.valueOf(objects.size()));
         Map<String, String> seen = new HashMap<>();
         for (RegisteredObject o : objects) {
@@ -174,13 +174,13 @@ public class GenerationLifecycle {
             args.add(o.getChecksum());
             args.add(segments);
         }
-        Reply result = scripts.run("register", model, args);
+        Reply result = scripts.run("register", id.model(), args);
         return switch (result.code()) {
             case "ok" ->
                     new RegisterObjectsResponse(
                             (int) result.number(1), result.number(2), result.number(3));
-            case "not-found" -> throw GenerationQueries.notFound(model, generation);
-            case "not-open" -> throw notOpen(model, generation, result.item(1));
+            case "not-found" -> throw GenerationQueries.notFound(id);
+            case "not-open" -> throw notOpen(id, result.item(1));
             case "unknown-object" ->
                     throw GenerationProblems.UNKNOWN_OBJECT
                             .exception(
@@ -241,29 +241,29 @@ public class GenerationLifecycle {
         }
     }
 
-    public Generation commit(String model, long generation) {
+    public Generation commit(GenerationId id) {
         String nonce = UUID.randomUUID().toString();
-        Reply result = scripts.run("commit", model, String.valueOf(generation), nonce);
+        Reply result = scripts.run("commit", id.model(), String.valueOf(id.generation()), nonce);
         switch (result.code()) {
             case "ok", "ok-retry" -> {
-                Generation committed = generations.get(model, generation);
+                Generation committed = generations.get(id);
                 if (result.is("ok")) {
                     published(committed);
-                    events.publishEvent(new GenerationCommitted(model, generation));
+                    events.publishEvent(new GenerationCommitted(id));
                 }
                 log.info(
                         "model {}: generation {} committed and active (previous: {})",
-                        model,
-                        generation,
+                        id.model(),
+                        id.generation(),
                         result.size() > 1 ? result.item(1) : "?");
                 return committed;
             }
-            case "not-found" -> throw GenerationQueries.notFound(model, generation);
+            case "not-found" -> throw GenerationQueries.notFound(id);
             case "not-open" ->
                     throw GenerationProblems.COMMIT_CONFLICT
                             .exception(
                                     "generation "
-                                            + generation
+                                            + id.generation()
                                             + " is "
                                             + result.item(1)
                                             + ", not OPEN; nothing changed")
@@ -297,26 +297,29 @@ public class GenerationLifecycle {
         }
     }
 
-    public Generation abort(String model, long generation, String reason) {
+    public Generation abort(GenerationId id, String reason) {
         Reply result =
                 scripts.run(
-                        "abort", model, String.valueOf(generation), reason == null ? "" : reason);
+                        "abort",
+                        id.model(),
+                        String.valueOf(id.generation()),
+                        reason == null ? "" : reason);
         switch (result.code()) {
             case "ok" -> {
                 if ("aborted".equals(result.item(1))) {
-                    count("relay.generations.aborted", model);
+                    count("relay.generations.aborted", id.model());
                 }
-                long removed = manifests.removeObjects(model, generation, result.item(2));
+                long removed = manifests.removeObjects(id, result.item(2));
                 log.info(
                         "model {}: generation {} aborted ({}), {} store object(s) removed",
-                        model,
-                        generation,
+                        id.model(),
+                        id.generation(),
                         reason,
                         removed);
-                return generations.get(model, generation);
+                return generations.get(id);
             }
-            case "not-found" -> throw GenerationQueries.notFound(model, generation);
-            case "not-open" -> throw notOpen(model, generation, result.item(1));
+            case "not-found" -> throw GenerationQueries.notFound(id);
+            case "not-open" -> throw notOpen(id, result.item(1));
             default -> throw result.unexpected();
         }
     }
@@ -329,23 +332,22 @@ public class GenerationLifecycle {
      * (409 {@code segment-holds-no-objects}) when the generation registered no object in {@code
      * segment}: an owner's loss is about its own objects, never another segment's generation.
      */
-    public Generation lose(
-            String model, long generation, String segment, long objects, String why) {
-        generations.load(model, generation);
-        long[] held = generations.bytesPerSegment(model, generation).get(segment);
+    public Generation lose(GenerationId id, String segment, long objects, String why) {
+        generations.load(id);
+        long[] held = generations.bytesPerSegment(id).get(segment);
         if (held == null || held[1] == 0) {
             throw GenerationProblems.SEGMENT_HOLDS_NO_OBJECTS
                     .exception(
                             "generation "
-                                    + generation
+                                    + id.generation()
                                     + " of model "
-                                    + model
+                                    + id.model()
                                     + " registered no object in segment '"
                                     + segment
                                     + "': a segment's owner reports the loss of its own objects"
                                     + " only")
-                    .with("model", model)
-                    .with("generation", generation)
+                    .with("model", id.model())
+                    .with("generation", id.generation())
                     .with("segment", segment);
         }
         String reason =
@@ -354,47 +356,47 @@ public class GenerationLifecycle {
                         + segment
                         + "' are gone (its owner re-created it)"
                         + (why == null || why.isBlank() ? "" : ": " + why);
-        Reply result = scripts.run("lose", model, String.valueOf(generation), reason);
+        Reply result = scripts.run("lose", id.model(), String.valueOf(id.generation()), reason);
         switch (result.code()) {
             case "ok" -> {
                 String outcome = result.item(1);
                 if ("lost".equals(outcome)) {
-                    count("relay.generations.lost", model);
+                    count("relay.generations.lost", id.model());
                     String back = result.item(4);
                     log.warn(
                             "model {}: generation {} is LOST: {}; {}",
-                            model,
-                            generation,
+                            id.model(),
+                            id.generation(),
                             reason,
                             back.isEmpty()
                                     ? "the active generation is unchanged"
                                     : "generation " + back + " (whole) is active again");
                 } else if ("aborted".equals(outcome)) {
-                    count("relay.generations.aborted", model);
-                    long removed = manifests.removeObjects(model, generation, result.item(3));
+                    count("relay.generations.aborted", id.model());
+                    long removed = manifests.removeObjects(id, result.item(3));
                     log.warn(
                             "model {}: open generation {} aborted, {} store object(s) removed: {}",
-                            model,
-                            generation,
+                            id.model(),
+                            id.generation(),
                             removed,
                             reason);
                 }
-                return generations.get(model, generation);
+                return generations.get(id);
             }
-            case "not-found" -> throw GenerationQueries.notFound(model, generation);
+            case "not-found" -> throw GenerationQueries.notFound(id);
             default -> throw result.unexpected();
         }
     }
 
     /** Makes a committed generation active again (checkpoint restore). */
-    public Generation activate(String model, long generation) {
-        Reply result = scripts.run("activate", model, String.valueOf(generation));
+    public Generation activate(GenerationId id) {
+        Reply result = scripts.run("activate", id.model(), String.valueOf(id.generation()));
         return switch (result.code()) {
-            case "ok" -> generations.get(model, generation);
-            case "not-found" -> throw GenerationQueries.notFound(model, generation);
+            case "ok" -> generations.get(id);
+            case "not-found" -> throw GenerationQueries.notFound(id);
             case "not-committed" ->
                     throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
-                            "generation " + generation + " is " + result.item(1));
+                            "generation " + id.generation() + " is " + result.item(1));
             default -> throw result.unexpected();
         };
     }
@@ -404,9 +406,15 @@ public class GenerationLifecycle {
         meters.counter(meter, "model", model).increment();
     }
 
-    private static RelayException notOpen(String model, long generation, String state) {
+    private static RelayException notOpen(GenerationId id, String state) {
         return GenerationProblems.GENERATION_NOT_OPEN
-                .exception("generation " + generation + " of model " + model + " is " + state)
+                .exception(
+                        "generation "
+                                + id.generation()
+                                + " of model "
+                                + id.model()
+                                + " is "
+                                + state)
                 .with("state", state);
     }
 }

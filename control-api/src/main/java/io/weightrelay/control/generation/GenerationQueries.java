@@ -3,11 +3,11 @@ package io.weightrelay.control.generation;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.Topology;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.RedisTime;
-import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Clock;
 import java.time.Duration;
@@ -53,17 +53,17 @@ public class GenerationQueries {
         this.clock = clock;
     }
 
-    public Generation get(String model, long generation) {
-        return load(model, generation).view();
+    public Generation get(GenerationId id) {
+        return load(id).view();
     }
 
-    public StoredGeneration load(String model, long generation) {
-        return find(model, generation).orElseThrow(() -> notFound(model, generation));
+    public StoredGeneration load(GenerationId id) {
+        return find(id).orElseThrow(() -> notFound(id));
     }
 
-    public Optional<StoredGeneration> find(String model, long generation) {
+    public Optional<StoredGeneration> find(GenerationId id) {
         Map<Object, Object> hash =
-                guard.call(() -> redis.opsForHash().entries(keys.generation(model, generation)));
+                guard.call(() -> redis.opsForHash().entries(keys.generation(id)));
         if (hash.isEmpty()) {
             return Optional.empty();
         }
@@ -98,7 +98,7 @@ public class GenerationQueries {
             if (out.size() >= limit) {
                 break;
             }
-            find(model, Long.parseLong(id))
+            find(new GenerationId(model, Long.parseLong(id)))
                     .map(StoredGeneration::view)
                     .filter(g -> state == null || g.getState() == state)
                     .ifPresent(out::add);
@@ -121,7 +121,7 @@ public class GenerationQueries {
         if (id == null) {
             return Optional.empty();
         }
-        return find(model, Long.parseLong(id)).map(StoredGeneration::view);
+        return find(new GenerationId(model, Long.parseLong(id))).map(StoredGeneration::view);
     }
 
     /**
@@ -149,9 +149,9 @@ public class GenerationQueries {
      * Registered bytes and objects of a generation per segment its publisher named (an object named
      * in several segments counts in each): one read of its object hash.
      */
-    public Map<String, long[]> bytesPerSegment(String model, long generation) {
+    public Map<String, long[]> bytesPerSegment(GenerationId id) {
         Map<Object, Object> objects =
-                guard.call(() -> redis.opsForHash().entries(keys.objects(model, generation)));
+                guard.call(() -> redis.opsForHash().entries(keys.objects(id)));
         Map<String, long[]> out = new HashMap<>();
         objects.forEach(
                 (f, v) -> {
@@ -170,15 +170,12 @@ public class GenerationQueries {
     }
 
     /** Registered objects of a generation: store key to the checksum its publisher reported. */
-    public Map<String, String> registeredChecksums(String model, long generation) {
+    public Map<String, String> registeredChecksums(GenerationId id) {
         Map<Object, Object> objects =
-                guard.call(() -> redis.opsForHash().entries(keys.objects(model, generation)));
+                guard.call(() -> redis.opsForHash().entries(keys.objects(id)));
         Map<String, String> out = new HashMap<>();
         objects.forEach(
-                (f, v) ->
-                        out.put(
-                                ObjectKeys.key(model, generation, (String) f),
-                                ((String) v).split("\\|", -1)[1]));
+                (f, v) -> out.put(id.objectKey((String) f), ((String) v).split("\\|", -1)[1]));
         return out;
     }
 
@@ -204,11 +201,11 @@ public class GenerationQueries {
         }
     }
 
-    static RelayException notFound(String model, long generation) {
+    static RelayException notFound(GenerationId id) {
         return GenerationProblems.GENERATION_NOT_FOUND
-                .exception("model " + model + " has no generation " + generation)
-                .with("model", model)
-                .with("generation", generation);
+                .exception("model " + id.model() + " has no generation " + id.generation())
+                .with("model", id.model())
+                .with("generation", id.generation());
     }
 
     private StoredGeneration toStored(Map<Object, Object> h) {

@@ -3,6 +3,7 @@ package io.weightrelay.control.generation;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.Topology;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall.Reply;
@@ -51,9 +52,9 @@ public class GenerationRestore {
      * Refuses a restore of a generation that exists and is not lost or aborted: its objects are
      * stored, so there is nothing to bring back (the restore script refuses it again, atomically).
      */
-    public void requireRestorable(String model, long generation) {
+    public void requireRestorable(GenerationId id) {
         generations
-                .find(model, generation)
+                .find(id)
                 .map(StoredGeneration::state)
                 .filter(
                         s ->
@@ -63,17 +64,17 @@ public class GenerationRestore {
                                                         .ABORTED)
                 .ifPresent(
                         s -> {
-                            throw exists(model, generation, s.getValue());
+                            throw exists(id, s.getValue());
                         });
     }
 
-    private static RuntimeException exists(String model, long generation, String state) {
+    private static RuntimeException exists(GenerationId id, String state) {
         return GenerationProblems.GENERATION_EXISTS
                 .exception(
                         "generation "
-                                + generation
+                                + id.generation()
                                 + " of model "
-                                + model
+                                + id.model()
                                 + " is "
                                 + state
                                 + ": its objects are stored, there is nothing to restore (a"
@@ -83,8 +84,7 @@ public class GenerationRestore {
 
     /** What a checkpoint restore registers: a committed generation as it was saved. */
     public record Restored(
-            String model,
-            long generation,
+            GenerationId id,
             long trainerStep,
             SourceManifest manifest,
             String manifestDigest,
@@ -112,10 +112,11 @@ public class GenerationRestore {
                             + ", its record says "
                             + r.manifestDigest());
         }
-        String model = r.model();
-        String prefix = model + "/" + r.generation() + "/";
+        GenerationId id = r.id();
+        String model = id.model();
+        String prefix = model + "/" + id.generation() + "/";
         manifests.store(model, r.manifestDigest(), r.manifest(), source);
-        String staging = keys.objects(model, r.generation()) + ":restoring:" + UUID.randomUUID();
+        String staging = keys.objects(id) + ":restoring:" + UUID.randomUUID();
         List<Map.Entry<String, String>> entries = new ArrayList<>(objects.entrySet());
         for (int start = 0; start < entries.size(); start += ManifestStore.CHUNK) {
             Map<String, String> chunk = new HashMap<>();
@@ -137,7 +138,7 @@ public class GenerationRestore {
                 scripts.run(
                         "restore",
                         model,
-                        String.valueOf(r.generation()),
+                        String.valueOf(id.generation()),
                         String.valueOf(r.trainerStep()),
                         r.manifestDigest(),
                         r.trainerTopologyDigest() == null ? "" : r.trainerTopologyDigest(),
@@ -149,12 +150,10 @@ public class GenerationRestore {
         return switch (result.code()) {
             case "active" ->
                     new RestoreOutcome(
-                            generations.get(model, r.generation()),
+                            generations.get(id),
                             true,
                             result.item(1).isEmpty() ? null : result.item(1));
-            case "retired" ->
-                    new RestoreOutcome(
-                            generations.get(model, r.generation()), false, result.item(1));
+            case "retired" -> new RestoreOutcome(generations.get(id), false, result.item(1));
             case "manifest-missing" ->
                     throw CommonProblems.INTERNAL.exception(
                             "the manifest of the restored generation vanished before it was"
@@ -168,7 +167,7 @@ public class GenerationRestore {
             case "conflict" ->
                     throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                             "generation "
-                                    + r.generation()
+                                    + id.generation()
                                     + " of model "
                                     + model
                                     + " exists ("
@@ -179,11 +178,11 @@ public class GenerationRestore {
             case "busy" ->
                     throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                             "generation "
-                                    + r.generation()
+                                    + id.generation()
                                     + " is "
                                     + result.item(1)
                                     + " or being collected; it cannot be restored now");
-            case "exists" -> throw exists(model, r.generation(), result.item(1));
+            case "exists" -> throw exists(id, result.item(1));
             case "step-conflict" ->
                     throw GenerationProblems.TRAINER_STEP_CONFLICT
                             .exception(

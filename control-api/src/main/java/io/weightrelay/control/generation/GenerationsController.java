@@ -13,6 +13,7 @@ import io.weightrelay.api.control.model.OpenedGeneration;
 import io.weightrelay.api.control.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.model.RegisterObjectsResponse;
 import io.weightrelay.api.control.server.GenerationsApi;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.web.EncodedBodies;
 import io.weightrelay.service.security.Caller;
 import jakarta.servlet.http.HttpServletRequest;
@@ -50,19 +51,19 @@ record GenerationsController(
     @Override
     public ResponseEntity<RegisterObjectsResponse> registerObjects(
             String model, Long generation, RegisterObjectsRequest request) {
-        return ResponseEntity.ok(lifecycle.register(model, generation, request));
+        return ResponseEntity.ok(lifecycle.register(new GenerationId(model, generation), request));
     }
 
     @Override
     public ResponseEntity<Generation> commitGeneration(String model, Long generation) {
-        return ResponseEntity.ok(lifecycle.commit(model, generation));
+        return ResponseEntity.ok(lifecycle.commit(new GenerationId(model, generation)));
     }
 
     @Override
     public ResponseEntity<Generation> abortGeneration(
             String model, Long generation, AbortRequest request) {
         String reason = request == null ? null : request.getReason();
-        return ResponseEntity.ok(lifecycle.abort(model, generation, reason));
+        return ResponseEntity.ok(lifecycle.abort(new GenerationId(model, generation), reason));
     }
 
     @Override
@@ -72,8 +73,7 @@ record GenerationsController(
         Caller.requireMayActFor("segment", request.getSegment());
         return ResponseEntity.ok(
                 lifecycle.lose(
-                        model,
-                        generation,
+                        new GenerationId(model, generation),
                         request.getSegment(),
                         request.getObjects(),
                         request.getReason()));
@@ -81,26 +81,25 @@ record GenerationsController(
 
     @Override
     public ResponseEntity<Generation> getGeneration(String model, Long generation) {
-        return ResponseEntity.ok(generations.get(model, generation));
+        return ResponseEntity.ok(generations.get(new GenerationId(model, generation)));
     }
 
     @Override
     public ResponseEntity<GenerationManifest> getGenerationManifest(String model, Long generation) {
-        return ResponseEntity.ok(manifests.manifest(model, generation));
+        return ResponseEntity.ok(manifests.manifest(new GenerationId(model, generation)));
     }
 
     @Override
     public ResponseEntity<Resource> getGenerationManifestEncoded(String model, Long generation) {
+        GenerationId id = new GenerationId(model, generation);
         return EncodedBodies.negotiated(
-                request,
-                () -> manifests.gzippedManifest(model, generation),
-                () -> manifests.encodedManifest(model, generation));
+                request, () -> manifests.gzippedManifest(id), () -> manifests.encodedManifest(id));
     }
 
     @Override
     public ResponseEntity<Map<String, Object>> getGenerationManifestMooncake3187(
             String model, Long generation) {
-        MooncakeManifests.Exported exported = mooncake.export(model, generation);
+        MooncakeManifests.Exported exported = mooncake.export(new GenerationId(model, generation));
         return ResponseEntity.ok().eTag(exported.digest()).body(exported.body());
     }
 
@@ -131,12 +130,15 @@ record GenerationsController(
         // A loader holds generations in its own name: a token bound to another one is refused.
         Caller.requireMayActFor("instance", request.getHolder());
         return ResponseEntity.ok(
-                leases.lease(model, generation, request.getHolder(), request.getTtlSeconds()));
+                leases.lease(
+                        new GenerationId(model, generation),
+                        request.getHolder(),
+                        request.getTtlSeconds()));
     }
 
     @Override
     public ResponseEntity<Void> releaseLease(String model, Long generation, String holder) {
-        leases.release(model, generation, holder);
+        leases.release(new GenerationId(model, generation), holder);
         return ResponseEntity.noContent().build();
     }
 

@@ -1,6 +1,7 @@
 package io.weightrelay.control.generation;
 
 import io.weightrelay.api.control.model.Lease;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall.Reply;
@@ -63,29 +64,29 @@ public class Leases {
         }
     }
 
-    public Lease lease(String model, long generation, String holder, int ttlSeconds) {
+    public Lease lease(GenerationId id, String holder, int ttlSeconds) {
         requireTtl(ttlSeconds);
         Reply result =
                 scripts.run(
                         "lease",
-                        model,
-                        String.valueOf(generation),
+                        id.model(),
+                        String.valueOf(id.generation()),
                         holder,
                         String.valueOf(ttlSeconds * 1000L),
                         String.valueOf(ticks.leaseFloor().toEpochMilli()));
         return switch (result.code()) {
             case "ok" ->
                     new Lease(
-                            model,
-                            generation,
+                            id.model(),
+                            id.generation(),
                             holder,
                             Instant.ofEpochMilli(result.number(1)).atOffset(ZoneOffset.UTC));
-            case "not-found" -> throw GenerationQueries.notFound(model, generation);
+            case "not-found" -> throw GenerationQueries.notFound(id);
             case "not-leasable" ->
                     throw GenerationProblems.GENERATION_NOT_LEASABLE
                             .exception(
                                     "generation "
-                                            + generation
+                                            + id.generation()
                                             + " is "
                                             + result.item(1)
                                             + " and can no longer be leased")
@@ -94,8 +95,8 @@ public class Leases {
         };
     }
 
-    public void release(String model, long generation, String holder) {
-        generations.load(model, generation);
-        guard.call(() -> redis.opsForZSet().remove(keys.leases(model, generation), holder));
+    public void release(GenerationId id, String holder) {
+        generations.load(id);
+        guard.call(() -> redis.opsForZSet().remove(keys.leases(id), holder));
     }
 }

@@ -1,5 +1,6 @@
 package io.weightrelay.control.generation;
 
+import io.weightrelay.control.identity.GenerationId;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -93,8 +94,8 @@ final class ManifestCache {
     }
 
     /** Drops the forms of one generation (collected, aborted, lost). */
-    void evictGeneration(String model, long generation) {
-        evictIf(k -> k.model().equals(model) && k.generation() == generation);
+    void evictGeneration(GenerationId id) {
+        evictIf(k -> k.model().equals(id.model()) && k.generation() == id.generation());
     }
 
     /** Drops every form of a manifest no generation of the model uses any more. */

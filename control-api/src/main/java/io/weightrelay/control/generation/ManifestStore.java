@@ -5,11 +5,11 @@ import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.control.generation.ManifestCache.Form;
 import io.weightrelay.control.generation.ManifestCache.Key;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.Compression;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.store.ObjectStore;
-import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.service.problem.CommonProblems;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -102,22 +102,22 @@ public class ManifestStore {
         guard.run(() -> redis.rename(staging, sizesKey));
     }
 
-    public GenerationManifest manifest(String model, long generation) {
-        StoredGeneration g = generations.load(model, generation);
+    public GenerationManifest manifest(GenerationId id) {
+        StoredGeneration g = generations.load(id);
         return cache.get(
-                new Key(model, g.manifestDigest(), generation, Form.VIEW),
-                () -> manifestView(model, generation, g),
+                new Key(id.model(), g.manifestDigest(), id.generation(), Form.VIEW),
+                () -> manifestView(id, g),
                 view -> VIEW_BYTES_PER_FRAGMENT * view.getFragments().size());
     }
 
-    private GenerationManifest manifestView(String model, long generation, StoredGeneration g) {
-        SourceManifest api = apiManifest(model, g.manifestDigest());
-        io.weightrelay.reshard.manifest.SourceManifest source = sourceManifest(model, g);
+    private GenerationManifest manifestView(GenerationId id, StoredGeneration g) {
+        SourceManifest api = apiManifest(id.model(), g.manifestDigest());
+        io.weightrelay.reshard.manifest.SourceManifest source = sourceManifest(id.model(), g);
         List<StoredFragment> fragments = new ArrayList<>(source.fragments().size());
         for (io.weightrelay.reshard.manifest.StoredFragment f : source.fragments()) {
             fragments.add(
                     new StoredFragment(
-                            ObjectKeys.key(model, generation, f.fragment()),
+                            id.objectKey(f.fragment()),
                             f.tensor(),
                             boxed(f.offset().dims()),
                             boxed(f.shape().dims()),
@@ -131,16 +131,16 @@ public class ManifestStore {
      * io.weightrelay.reshard.manifest.SourceManifest#encode()}), as served to publishers and
      * loaders; kept in memory per digest after the first read.
      */
-    public byte[] encodedManifest(String model, long generation) {
-        return encoded(model, generations.load(model, generation).manifestDigest());
+    public byte[] encodedManifest(GenerationId id) {
+        return encoded(id.model(), generations.load(id).manifestDigest());
     }
 
     /** {@link #encodedManifest} as one gzip member, compressed once per manifest. */
-    public byte[] gzippedManifest(String model, long generation) {
-        String digest = generations.load(model, generation).manifestDigest();
+    public byte[] gzippedManifest(GenerationId id) {
+        String digest = generations.load(id).manifestDigest();
         return cache.get(
-                Key.of(model, digest, Form.GZIPPED),
-                () -> Compression.gzip(encoded(model, digest)),
+                Key.of(id.model(), digest, Form.GZIPPED),
+                () -> Compression.gzip(encoded(id.model(), digest)),
                 b -> b.length);
     }
 
@@ -189,10 +189,10 @@ public class ManifestStore {
      * Forgets the in-memory forms of a generation that was collected, and those of its manifest
      * when no generation of the model uses it any more.
      */
-    void forget(String model, long generation, String digest, boolean manifestRemoved) {
-        cache.evictGeneration(model, generation);
+    void forget(GenerationId id, String digest, boolean manifestRemoved) {
+        cache.evictGeneration(id);
         if (manifestRemoved) {
-            cache.evictManifest(model, digest);
+            cache.evictManifest(id.model(), digest);
         }
     }
 
@@ -207,13 +207,15 @@ public class ManifestStore {
     }
 
     /** Store keys of every manifest object of a generation. */
-    public List<String> objectKeys(String model, long generation, String manifestDigest) {
+    public List<String> objectKeys(GenerationId id, String manifestDigest) {
         Set<Object> fragments =
                 guard.call(
-                        () -> redis.opsForHash().keys(keys.manifestSizes(model, manifestDigest)));
+                        () ->
+                                redis.opsForHash()
+                                        .keys(keys.manifestSizes(id.model(), manifestDigest)));
         List<String> out = new ArrayList<>(fragments.size());
         for (Object f : fragments) {
-            out.add(ObjectKeys.key(model, generation, (String) f));
+            out.add(id.objectKey((String) f));
         }
         Collections.sort(out);
         return out;
@@ -222,13 +224,13 @@ public class ManifestStore {
     /**
      * Removes every manifest object of a generation from the store; returns how many were there.
      */
-    long removeObjects(String model, long generation, String manifestDigest) {
-        return store.remove(objectKeys(model, generation, manifestDigest));
+    long removeObjects(GenerationId id, String manifestDigest) {
+        return store.remove(objectKeys(id, manifestDigest));
     }
 
     /** The source manifest of a generation as the trainer sent it (a checkpoint keeps it). */
-    public SourceManifest apiManifest(String model, long generation) {
-        return apiManifest(model, generations.load(model, generation).manifestDigest());
+    public SourceManifest apiManifest(GenerationId id) {
+        return apiManifest(id.model(), generations.load(id).manifestDigest());
     }
 
     private SourceManifest apiManifest(String model, String digest) {

@@ -1,5 +1,6 @@
 package io.weightrelay.control.generation;
 
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.reshard.mooncake.Inexpressible;
 import io.weightrelay.reshard.mooncake.WeightManifestExport;
 import java.time.format.DateTimeFormatter;
@@ -42,24 +43,27 @@ public class MooncakeManifests {
      */
     record Exported(Map<String, Object> body, String digest, long textChars) {}
 
-    Exported export(String model, long generation) {
-        StoredGeneration g = generations.load(model, generation).requireNotLost();
+    Exported export(GenerationId id) {
+        StoredGeneration g = generations.load(id).requireNotLost();
         if (!g.committed()) {
             throw GenerationProblems.GENERATION_NOT_COMMITTED
                     .exception(
                             "generation "
-                                    + generation
+                                    + id.generation()
                                     + " of "
-                                    + model
+                                    + id.model()
                                     + " is "
                                     + g.state()
                                     + ": only a committed generation has a #3187 manifest")
-                    .with("generation", generation);
+                    .with("generation", id.generation());
         }
         return cache.get(
                 new ManifestCache.Key(
-                        model, g.manifestDigest(), generation, ManifestCache.Form.MOONCAKE_3187),
-                () -> build(model, g),
+                        id.model(),
+                        g.manifestDigest(),
+                        id.generation(),
+                        ManifestCache.Form.MOONCAKE_3187),
+                () -> build(id.model(), g),
                 e -> BYTES_PER_CHAR * e.textChars());
     }
 

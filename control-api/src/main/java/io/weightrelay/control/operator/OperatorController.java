@@ -17,6 +17,7 @@ import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.api.control.server.OperatorApi;
 import io.weightrelay.control.checkpoint.CheckpointRecords;
 import io.weightrelay.control.generation.GenerationQueries;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.redis.RedisTime;
@@ -50,7 +51,8 @@ record OperatorController(
             List<GenerationOverview> listed = new ArrayList<>();
             for (Generation g : generations.list(model, null, null, newest)) {
                 GenerationOverview overview = new GenerationOverview(g);
-                overview.setCheckpoint(checkpoints.status(model, g.getGeneration()));
+                overview.setCheckpoint(
+                        checkpoints.status(new GenerationId(model, g.getGeneration())));
                 listed.add(overview);
             }
             ModelOverview overview = new ModelOverview(model, listed);

@@ -3,6 +3,7 @@ package io.weightrelay.control.operator;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.control.generation.GenerationQueries;
+import io.weightrelay.control.identity.GenerationId;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -35,16 +36,14 @@ class SegmentFills {
                 if (!holdsBytes(g.getState())) {
                     continue;
                 }
+                GenerationId id = new GenerationId(model, g.getGeneration());
                 String key = model + "/" + g.getGeneration();
                 Map<String, long[]> sums;
                 if (g.getState() == GenerationState.OPEN) {
-                    sums = generations.bytesPerSegment(model, g.getGeneration());
+                    sums = generations.bytesPerSegment(id);
                 } else {
                     seen.add(key);
-                    sums =
-                            committed.computeIfAbsent(
-                                    key,
-                                    k -> generations.bytesPerSegment(model, g.getGeneration()));
+                    sums = committed.computeIfAbsent(key, k -> generations.bytesPerSegment(id));
                 }
                 sums.forEach(
                         (segment, s) -> {

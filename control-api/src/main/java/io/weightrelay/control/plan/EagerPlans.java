@@ -6,6 +6,7 @@ import io.weightrelay.control.generation.GenerationCommitted;
 import io.weightrelay.control.generation.GenerationOpened;
 import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.generation.StoredGeneration;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.registry.LoaderRegistered;
 import io.weightrelay.control.registry.Registry;
 import io.weightrelay.service.concurrent.DaemonThreads;
@@ -77,14 +78,14 @@ class EagerPlans implements DisposableBean {
     @EventListener
     void opened(GenerationOpened event) {
         if (properties.eager()) {
-            worker.execute(() -> resolveGroups(event.model(), event.generation(), "open"));
+            worker.execute(() -> resolveGroups(event.id(), "open"));
         }
     }
 
     @EventListener
     void committed(GenerationCommitted event) {
         if (properties.eager()) {
-            worker.execute(() -> resolveGroups(event.model(), event.generation(), "commit"));
+            worker.execute(() -> resolveGroups(event.id(), "commit"));
         }
     }
 
@@ -125,8 +126,8 @@ class EagerPlans implements DisposableBean {
                 // nothing to load yet: the next open and commit resolve the group's plan
                 return;
             }
-            long generation = active.get().getGeneration();
-            StoredGeneration g = generations.load(model, generation).requireNotLost();
+            GenerationId id = new GenerationId(model, active.get().getGeneration());
+            StoredGeneration g = generations.load(id).requireNotLost();
             resolveGroup(model, g, group, "the settling of its registrations");
         } catch (RuntimeException e) {
             log.info(
@@ -137,22 +138,22 @@ class EagerPlans implements DisposableBean {
         }
     }
 
-    private void resolveGroups(String model, long generation, String at) {
+    private void resolveGroups(GenerationId id, String at) {
         try {
-            StoredGeneration g = generations.load(model, generation).requireNotLost();
+            StoredGeneration g = generations.load(id).requireNotLost();
             TreeSet<String> groups = new TreeSet<>();
-            for (Loader l : registry.liveLoaders(model, null)) {
+            for (Loader l : registry.liveLoaders(id.model(), null)) {
                 groups.add(l.getGroup());
             }
             for (String group : groups) {
-                resolveGroup(model, g, group, "the " + at);
+                resolveGroup(id.model(), g, group, "the " + at);
             }
         } catch (RuntimeException e) {
             log.info(
                     "plans not resolved at the {} of {}/{}: {}",
                     at,
-                    model,
-                    generation,
+                    id.model(),
+                    id.generation(),
                     e.toString());
         }
     }

@@ -11,6 +11,7 @@ import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.generation.ManifestStore;
 import io.weightrelay.control.generation.StoredGeneration;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.Compression;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
@@ -119,7 +120,9 @@ public class PlanService {
 
     public PlanSummary resolve(PlanRequest request) {
         StoredGeneration generation =
-                generations.load(request.getModel(), request.getGeneration()).requireNotLost();
+                generations
+                        .load(new GenerationId(request.getModel(), request.getGeneration()))
+                        .requireNotLost();
         return resolve(request.getModel(), generation, request.getGroup()).summary();
     }
 

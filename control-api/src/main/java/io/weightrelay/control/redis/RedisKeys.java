@@ -1,5 +1,7 @@
 package io.weightrelay.control.redis;
 
+import io.weightrelay.control.identity.GenerationId;
+import io.weightrelay.control.identity.SessionKey;
 import org.springframework.stereotype.Component;
 
 /**
@@ -67,18 +69,18 @@ public final class RedisKeys {
     }
 
     /** Hash of one generation. */
-    public String generation(String model, long generation) {
-        return prefix + "gen:" + model + ":" + generation;
+    public String generation(GenerationId id) {
+        return keyOf("gen", id);
     }
 
     /** Hash fragment id to {@code size|checksum|segments} of a generation's registered objects. */
-    public String objects(String model, long generation) {
-        return prefix + "gen-objects:" + model + ":" + generation;
+    public String objects(GenerationId id) {
+        return keyOf("gen-objects", id);
     }
 
     /** Sorted set holder to lease expiry (epoch ms) of a generation. */
-    public String leases(String model, long generation) {
-        return prefix + "gen-leases:" + model + ":" + generation;
+    public String leases(GenerationId id) {
+        return keyOf("gen-leases", id);
     }
 
     /** JSON of a source manifest, content-addressed by its digest. */
@@ -163,16 +165,16 @@ public final class RedisKeys {
     }
 
     /** Hash instance to the range checksums (base64 {@code wr.crc.v1}) it reported applied. */
-    public String sessionChecksums(String model, long generation, String group) {
-        return prefix + "update-checksums:" + model + ":" + generation + ":" + group;
+    public String sessionChecksums(SessionKey session) {
+        return keyOf("update-checksums", session);
     }
 
     /**
      * Hash {@code <destination>><sender>} to the digests (base64 {@code wr.landed.v1}) of what the
      * sender's SENT report says it wrote into the destination instance's buffers.
      */
-    public String sessionSent(String model, long generation, String group) {
-        return prefix + "update-sent:" + model + ":" + generation + ":" + group;
+    public String sessionSent(SessionKey session) {
+        return keyOf("update-sent", session);
     }
 
     /**
@@ -184,18 +186,18 @@ public final class RedisKeys {
     }
 
     /** Hash of an update session. */
-    public String session(String model, long generation, String group) {
-        return prefix + "update:" + model + ":" + generation + ":" + group;
+    public String session(SessionKey session) {
+        return keyOf("update", session);
     }
 
     /** Hash instance to participant JSON of an update session. */
-    public String participants(String model, long generation, String group) {
-        return prefix + "update-participants:" + model + ":" + generation + ":" + group;
+    public String participants(SessionKey session) {
+        return keyOf("update-participants", session);
     }
 
     /** Hash of the last checkpoint of a generation. */
-    public String checkpoint(String model, long generation) {
-        return prefix + "checkpoint:" + model + ":" + generation;
+    public String checkpoint(GenerationId id) {
+        return keyOf("checkpoint", id);
     }
 
     /** Channel announcing a newly active generation of a model (message: the id). */
@@ -204,12 +206,22 @@ public final class RedisKeys {
     }
 
     /** Channel announcing any change of an update session. */
-    public String sessionChannel(String model, long generation, String group) {
-        return prefix + "events:update:" + model + ":" + generation + ":" + group;
+    public String sessionChannel(SessionKey session) {
+        return keyOf("events:update", session);
     }
 
     /** Pattern matching every channel above. */
     public String eventPattern() {
         return prefix + "events:*";
+    }
+
+    /** {@code <prefix><kind>:<model>:<generation>}, the layout the Lua scripts build too. */
+    private String keyOf(String kind, GenerationId id) {
+        return prefix + kind + ":" + id.model() + ":" + id.generation();
+    }
+
+    /** {@code <prefix><kind>:<model>:<generation>:<group>}. */
+    private String keyOf(String kind, SessionKey session) {
+        return keyOf(kind, session.generationId()) + ":" + session.group();
     }
 }

@@ -8,6 +8,7 @@ import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
+import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.RedisTime;
@@ -55,12 +56,10 @@ public class Barriers {
         this.time = time;
     }
 
-    public BarrierStatus awaitBarrier(
-            String model, long generation, String group, BarrierName barrier, Duration wait) {
+    public BarrierStatus awaitBarrier(SessionKey sessionKey, BarrierName barrier, Duration wait) {
         Instant deadline = clock.instant().plus(wait);
-        try (RedisEvents.Waiter waiter =
-                events.waiter(keys.sessionChannel(model, generation, group))) {
-            return await(model, generation, group, barrier, deadline, waiter, null);
+        try (RedisEvents.Waiter waiter = events.waiter(keys.sessionChannel(sessionKey))) {
+            return await(sessionKey, barrier, deadline, waiter, null);
         }
     }
 
@@ -70,12 +69,7 @@ public class Barriers {
      * learns that the barrier opened in the call that opened it.
      */
     public BarrierStatus arrive(
-            String model,
-            long generation,
-            String group,
-            BarrierName barrier,
-            PhaseReport report,
-            Duration wait) {
+            SessionKey sessionKey, BarrierName barrier, PhaseReport report, Duration wait) {
         ReportedPhase expected =
                 switch (barrier) {
                     case PREPARED -> ReportedPhase.PREPARED;
@@ -96,18 +90,15 @@ public class Barriers {
         }
         Instant deadline = clock.instant().plus(wait);
         // Listening before the report, so the event of the last arrival is never missed.
-        try (RedisEvents.Waiter waiter =
-                events.waiter(keys.sessionChannel(model, generation, group))) {
-            UpdateSession reported = reports.report(model, generation, group, report);
-            return await(model, generation, group, barrier, deadline, waiter, reported);
+        try (RedisEvents.Waiter waiter = events.waiter(keys.sessionChannel(sessionKey))) {
+            UpdateSession reported = reports.report(sessionKey, report);
+            return await(sessionKey, barrier, deadline, waiter, reported);
         }
     }
 
     /** Waits for {@code barrier}, judging {@code first} (when not null) before reading again. */
     private BarrierStatus await(
-            String model,
-            long generation,
-            String group,
+            SessionKey sessionKey,
             BarrierName barrier,
             Instant deadline,
             RedisEvents.Waiter waiter,
@@ -120,8 +111,7 @@ public class Barriers {
         // saves a script run per waiter when the barrier opens.
         boolean touch = true;
         while (true) {
-            UpdateSession session =
-                    known != null ? known : reads.read(model, generation, group, touch);
+            UpdateSession session = known != null ? known : reads.read(sessionKey, touch);
             known = null;
             BarrierStatus status = status(session, barrier);
             Instant now = clock.instant();

@@ -4,6 +4,7 @@ import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SentDigests;
 import io.weightrelay.api.control.model.UpdateSession;
+import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.codec.CodecException;
@@ -31,7 +32,7 @@ public class PhaseReports {
     }
 
     /** Records {@code report} and answers the session as it left it (untouched). */
-    public UpdateSession report(String model, long generation, String group, PhaseReport report) {
+    public UpdateSession report(SessionKey sessionKey, PhaseReport report) {
         String checksums = "";
         if (report.getChecksums() != null && report.getChecksums().length > 0) {
             try {
@@ -56,9 +57,7 @@ public class PhaseReports {
         }
         Reply result =
                 steps.step(
-                        model,
-                        generation,
-                        group,
+                        sessionKey,
                         sent,
                         report.getInstance(),
                         report.getEpoch() == null ? "" : String.valueOf(report.getEpoch()),
@@ -71,8 +70,8 @@ public class PhaseReports {
                         checksums);
         switch (result.code()) {
             case "ok" -> {
-                steps.verifyWhenClaimed(model, generation, group, result);
-                return reads.read(model, generation, group, false);
+                steps.verifyWhenClaimed(sessionKey, result);
+                return reads.read(sessionKey, false);
             }
             case "no-epoch" ->
                     throw UpdateProblems.EPOCH_REQUIRED
@@ -103,7 +102,7 @@ public class PhaseReports {
                                             + " and the loader is "
                                             + result.item(2))
                             .with("state", result.item(1));
-            case "not-found" -> throw SessionReads.notFound(model, generation, group);
+            case "not-found" -> throw SessionReads.notFound(sessionKey);
             default -> throw result.unexpected();
         }
     }

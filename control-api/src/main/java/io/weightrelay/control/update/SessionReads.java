@@ -7,6 +7,8 @@ import io.weightrelay.api.control.model.SentDigests;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
+import io.weightrelay.control.identity.GenerationId;
+import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.RedisTime;
@@ -65,8 +67,8 @@ public class SessionReads {
     }
 
     /** The session after a touch, which applies a phase timeout that passed. */
-    public UpdateSession get(String model, long generation, String group) {
-        return read(model, generation, group, true);
+    public UpdateSession get(SessionKey sessionKey) {
+        return read(sessionKey, true);
     }
 
     /**
@@ -86,7 +88,7 @@ public class SessionReads {
             long generation = Long.parseLong(member.substring(0, colon));
             String group = member.substring(colon + 1);
             try {
-                out.add(read(model, generation, group, false));
+                out.add(read(new GenerationId(model, generation).session(group), false));
             } catch (RelayException e) {
                 if (e.kind() != UpdateProblems.SESSION_NOT_FOUND) {
                     throw e;
@@ -101,13 +103,10 @@ public class SessionReads {
      * What the participants' SENT reports say they wrote into {@code instance}'s buffers, one entry
      * per sender (complete once the sent barrier opened).
      */
-    public LandedDigests landed(String model, long generation, String group, String instance) {
+    public LandedDigests landed(SessionKey sessionKey, String instance) {
         String prefix = instance + ">";
         Map<Object, Object> fields =
-                guard.call(
-                        () ->
-                                redis.opsForHash()
-                                        .entries(keys.sessionSent(model, generation, group)));
+                guard.call(() -> redis.opsForHash().entries(keys.sessionSent(sessionKey)));
         List<SentDigests> senders = new ArrayList<>();
         new TreeMap<>(fields)
                 .forEach(
@@ -122,13 +121,13 @@ public class SessionReads {
                         });
         if (senders.isEmpty()) {
             // a session that does not exist is 404, not an empty answer
-            read(model, generation, group, false);
+            read(sessionKey, false);
         }
         return new LandedDigests(instance, senders);
     }
 
-    UpdateSession read(String model, long generation, String group, boolean touch) {
-        return read(model, generation, group, touch, false);
+    UpdateSession read(SessionKey sessionKey, boolean touch) {
+        return read(sessionKey, touch, false);
     }
 
     /**
@@ -136,12 +135,12 @@ public class SessionReads {
      * round trip as the read, when {@code index} (every loader of the group starts or joins the
      * session at its prepare).
      */
-    UpdateSession read(String model, long generation, String group, boolean touch, boolean index) {
+    UpdateSession read(SessionKey sessionKey, boolean touch, boolean index) {
         if (touch) {
-            steps.touch(model, generation, group);
+            steps.touch(sessionKey);
         }
-        String sessionKey = keys.session(model, generation, group);
-        String participantsKey = keys.participants(model, generation, group);
+        String sessionHash = keys.session(sessionKey);
+        String participantsKey = keys.participants(sessionKey);
         Instant indexed = index ? time.now() : null;
         // Both hashes in one round trip, with the index's update when asked.
         List<Object> replies =
@@ -154,14 +153,9 @@ public class SessionReads {
                                             public <K, V> Object execute(
                                                     RedisOperations<K, V> operations) {
                                                 if (index) {
-                                                    index(
-                                                            operations,
-                                                            model,
-                                                            generation,
-                                                            group,
-                                                            indexed);
+                                                    index(operations, sessionKey, indexed);
                                                 }
-                                                operations.opsForHash().entries((K) sessionKey);
+                                                operations.opsForHash().entries((K) sessionHash);
                                                 operations
                                                         .opsForHash()
                                                         .entries((K) participantsKey);
@@ -171,9 +165,9 @@ public class SessionReads {
         Map<Object, Object> h = hash(replies.get(replies.size() - 2));
         Map<Object, Object> participants = hash(replies.get(replies.size() - 1));
         if (h.isEmpty()) {
-            throw notFound(model, generation, group);
+            throw notFound(sessionKey);
         }
-        return session(model, generation, group, h, participants);
+        return session(sessionKey, h, participants);
     }
 
     /**
@@ -185,32 +179,25 @@ public class SessionReads {
      */
     @SuppressWarnings("unchecked")
     private <K, V> void index(
-            RedisOperations<K, V> operations,
-            String model,
-            long generation,
-            String group,
-            Instant now) {
-        K key = (K) keys.sessions(model);
-        operations.opsForZSet().add(key, (V) (generation + ":" + group), now.toEpochMilli());
+            RedisOperations<K, V> operations, SessionKey sessionKey, Instant now) {
+        K key = (K) keys.sessions(sessionKey.model());
+        V member = (V) (sessionKey.generation() + ":" + sessionKey.group());
+        operations.opsForZSet().add(key, member, now.toEpochMilli());
         operations.opsForZSet().removeRange(key, 0, -(INDEXED_SESSIONS + 1));
         operations.expire(key, properties.sessionTtl().toSeconds(), TimeUnit.SECONDS);
     }
 
     /** The session as the session hash {@code h} and the participants' hash hold it. */
     private UpdateSession session(
-            String model,
-            long generation,
-            String group,
-            Map<Object, Object> h,
-            Map<Object, Object> participants) {
+            SessionKey sessionKey, Map<Object, Object> h, Map<Object, Object> participants) {
         List<ParticipantState> states = new ArrayList<>();
         new TreeMap<>(participants)
                 .forEach((instance, raw) -> states.add(participant((String) instance, raw)));
         UpdateSession session =
                 new UpdateSession(
-                        model,
-                        generation,
-                        group,
+                        sessionKey.model(),
+                        sessionKey.generation(),
+                        sessionKey.group(),
                         SessionState.fromValue((String) h.get("state")),
                         states);
         String planId = (String) h.get("planId");
@@ -278,15 +265,15 @@ public class SessionReads {
         return value == null ? null : Long.parseLong((String) value);
     }
 
-    static RuntimeException notFound(String model, long generation, String group) {
+    static RuntimeException notFound(SessionKey sessionKey) {
         return UpdateProblems.SESSION_NOT_FOUND
                 .exception(
                         "no update session of group "
-                                + group
+                                + sessionKey.group()
                                 + " to generation "
-                                + generation
+                                + sessionKey.generation()
                                 + " of model "
-                                + model)
-                .with("group", group);
+                                + sessionKey.model())
+                .with("group", sessionKey.group());
     }
 }

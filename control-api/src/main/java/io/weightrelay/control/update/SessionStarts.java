@@ -1,6 +1,7 @@
 package io.weightrelay.control.update;
 
 import io.weightrelay.api.control.model.UpdateSession;
+import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
@@ -56,9 +57,7 @@ class SessionStarts {
      * after a touch (which applies a phase timeout that passed) when {@code touch}.
      */
     UpdateSession open(
-            String model,
-            long generation,
-            String group,
+            SessionKey sessionKey,
             TreeSet<String> instances,
             String planId,
             int timeoutSeconds,
@@ -69,10 +68,10 @@ class SessionStarts {
         args.add(String.valueOf(properties.sessionTtl().toSeconds()));
         args.addAll(instances);
         List<String> startKeys = new ArrayList<>();
-        startKeys.add(keys.session(model, generation, group));
-        startKeys.add(keys.participants(model, generation, group));
-        startKeys.add(keys.sessionChannel(model, generation, group));
-        startKeys.add(keys.sessionChecksums(model, generation, group));
+        startKeys.add(keys.session(sessionKey));
+        startKeys.add(keys.participants(sessionKey));
+        startKeys.add(keys.sessionChannel(sessionKey));
+        startKeys.add(keys.sessionChecksums(sessionKey));
         // the KEYS index of each instance's loader hash is its ARGV index
         for (String instance : instances) {
             startKeys.add(keys.loader(instance));
@@ -80,30 +79,30 @@ class SessionStarts {
         Reply result = scripts.run("update-start", startKeys, args);
         String code = result.code();
         if ("incomplete".equals(code)) {
-            throw incomplete(group, result);
+            throw incomplete(sessionKey.group(), result);
         }
         boolean fresh =
                 "created".equals(code) || "restarted".equals(code) || "replaced".equals(code);
         if (fresh) {
             // what an earlier session of this generation had sent is no proof for this one
-            guard.run(() -> redis.delete(keys.sessionSent(model, generation, group)));
+            guard.run(() -> redis.delete(keys.sessionSent(sessionKey)));
         }
         if (fresh && properties.verifyChecksums()) {
-            verifier.preload(model, generation, group, planId);
+            verifier.preload(sessionKey, planId);
         }
         if ("restarted".equals(code)) {
             log.info(
                     "update {}/{}/{}: the failed session is started afresh for the rebuilt group",
-                    model,
-                    generation,
-                    group);
+                    sessionKey.model(),
+                    sessionKey.generation(),
+                    sessionKey.group());
         }
         if ("replaced".equals(code)) {
             log.info(
                     "update {}/{}/{}: the ended session of {} is replaced by one of {}",
-                    model,
-                    generation,
-                    group,
+                    sessionKey.model(),
+                    sessionKey.generation(),
+                    sessionKey.group(),
                     result.items(1),
                     instances);
         }
@@ -111,12 +110,12 @@ class SessionStarts {
             throw UpdateProblems.SESSION_CONFLICT
                     .exception(
                             "the session of group "
-                                    + group
+                                    + sessionKey.group()
                                     + " already exists with participants "
                                     + result.items(1))
                     .with("participants", result.items(1));
         }
-        return reads.read(model, generation, group, touch, true);
+        return reads.read(sessionKey, touch, true);
     }
 
     /** The refusal of a session holding part of a rollout instance, from the start script. */

@@ -1,6 +1,7 @@
 package io.weightrelay.control.update;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
@@ -49,16 +50,15 @@ class SessionSteps {
      * A step that reports nothing: applies a phase timeout that passed, a verifier that died or a
      * participant no longer registered. Throws {@code session-not-found} when there is no session.
      */
-    void touch(String model, long generation, String group) {
-        Reply result =
-                step(model, generation, group, List.of(), "", "", "", "", "", "", "", "", "");
+    void touch(SessionKey sessionKey) {
+        Reply result = step(sessionKey, List.of(), "", "", "", "", "", "", "", "", "");
         if (result.is("not-found")) {
-            throw SessionReads.notFound(model, generation, group);
+            throw SessionReads.notFound(sessionKey);
         }
-        record(model, result);
+        record(sessionKey.model(), result);
         if (result.is("ok") && verificationClaimed(result)) {
             // The verifier that claimed this session died; this touch takes it over.
-            record(model, verifier.verify(model, generation, group));
+            record(sessionKey.model(), verifier.verify(sessionKey));
         }
     }
 
@@ -67,11 +67,11 @@ class SessionSteps {
      * {@code sent}'s (destination, digests) pairs. A report's transitions are recorded here; a
      * touch's by {@link #touch}, which also looks at its answer.
      */
-    Reply step(String model, long generation, String group, List<String> sent, String... args) {
+    Reply step(SessionKey sessionKey, List<String> sent, String... args) {
         List<String> argv = new ArrayList<>(args.length + 5 + sent.size());
         argv.addAll(List.of(args));
         argv.add(properties.verifyChecksums() ? "1" : "");
-        argv.add(String.valueOf(generation));
+        argv.add(String.valueOf(sessionKey.generation()));
         argv.add(keys.prefix());
         argv.add(String.valueOf(registryProperties.loaderTtl().toMillis()));
         argv.add(ticks.gapMillis());
@@ -80,25 +80,25 @@ class SessionSteps {
         List<String> stepKeys =
                 new ArrayList<>(
                         List.of(
-                                keys.session(model, generation, group),
-                                keys.participants(model, generation, group),
+                                keys.session(sessionKey),
+                                keys.participants(sessionKey),
                                 keys.loader(instance.isEmpty() ? "-" : instance),
-                                keys.sessionChannel(model, generation, group),
-                                keys.sessionChecksums(model, generation, group),
+                                keys.sessionChannel(sessionKey),
+                                keys.sessionChecksums(sessionKey),
                                 keys.loaders()));
         stepKeys.addAll(ticks.keys());
-        stepKeys.add(keys.sessionSent(model, generation, group));
+        stepKeys.add(keys.sessionSent(sessionKey));
         Reply result = scripts.run("update-step", stepKeys, argv);
         if (!instance.isEmpty()) {
-            record(model, result);
+            record(sessionKey.model(), result);
         }
         return result;
     }
 
     /** Runs the checksum verification when {@code result}, a step that went through, claimed it. */
-    void verifyWhenClaimed(String model, long generation, String group, Reply result) {
+    void verifyWhenClaimed(SessionKey sessionKey, Reply result) {
         if (verificationClaimed(result)) {
-            record(model, verifier.verify(model, generation, group));
+            record(sessionKey.model(), verifier.verify(sessionKey));
         }
     }
 

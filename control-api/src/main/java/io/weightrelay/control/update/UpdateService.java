@@ -13,6 +13,8 @@ import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.generation.Leases;
 import io.weightrelay.control.generation.StoredGeneration;
+import io.weightrelay.control.identity.GenerationId;
+import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.control.plan.PlanProblems;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.registry.Registry;
@@ -54,9 +56,8 @@ public class UpdateService {
         this.starts = starts;
     }
 
-    public UpdateSession start(
-            String model, long generation, String group, UpdateSessionRequest request) {
-        committed(model, generation);
+    public UpdateSession start(SessionKey sessionKey, UpdateSessionRequest request) {
+        committed(sessionKey.generationId());
         TreeSet<String> instances = new TreeSet<>(request.getInstances());
         if (instances.size() != request.getInstances().size()) {
             throw CommonProblems.INVALID_REQUEST.exception("instances must be distinct");
@@ -69,11 +70,9 @@ public class UpdateService {
         // gone or failed validation (a placement the manifest refuses never gets a plan).
         PlanSummary plan = plans.summary(request.getPlanId());
         requireValid(plan);
-        requireGroupMembers(model, group, instances, plan);
+        requireGroupMembers(sessionKey.model(), sessionKey.group(), instances, plan);
         return starts.open(
-                model,
-                generation,
-                group,
+                sessionKey,
                 instances,
                 request.getPlanId(),
                 timeout(request.getPhaseTimeoutSeconds()),
@@ -157,12 +156,11 @@ public class UpdateService {
      * generation, so a refusal anywhere leaves no lease. The loaders go back only when their
      * buffers differ from those the loader already holds.
      */
-    public UpdatePreparation prepare(
-            String model, long generation, String group, UpdatePreparationRequest request) {
+    public UpdatePreparation prepare(SessionKey sessionKey, UpdatePreparationRequest request) {
         String instance = request.getInstance();
         leases.requireTtl(request.getLeaseTtlSeconds());
-        StoredGeneration g = committed(model, generation);
-        PlanService.Resolution resolved = plans.resolve(model, g, group);
+        StoredGeneration g = committed(sessionKey.generationId());
+        PlanService.Resolution resolved = plans.resolve(sessionKey.model(), g, sessionKey.group());
         PlanSummary plan = resolved.summary();
         requireValid(plan);
         if (!plan.getInstances().contains(instance)) {
@@ -171,7 +169,7 @@ public class UpdateService {
                             "plan "
                                     + plan.getPlanId()
                                     + " of group "
-                                    + group
+                                    + sessionKey.group()
                                     + " has no part for loader "
                                     + instance
                                     + " (it is not among the group's live loaders)")
@@ -180,16 +178,15 @@ public class UpdateService {
         }
         UpdateSession session =
                 starts.open(
-                        model,
-                        generation,
-                        group,
+                        sessionKey,
                         new TreeSet<>(plan.getInstances()),
                         plan.getPlanId(),
                         timeout(request.getPhaseTimeoutSeconds()),
                         // The loader's own reports apply the session's timeouts: the answer's
                         // session is read as it stands, not touched.
                         false);
-        Lease lease = leases.lease(model, generation, instance, request.getLeaseTtlSeconds());
+        Lease lease =
+                leases.lease(sessionKey.generationId(), instance, request.getLeaseTtlSeconds());
         String digest = buffersDigest(resolved.loaders());
         UpdatePreparation out = new UpdatePreparation(g.view(), plan, session, lease, digest);
         if (!digest.equals(request.getKnownBuffersDigest())) {
@@ -217,12 +214,12 @@ public class UpdateService {
         return out.digestHex();
     }
 
-    private StoredGeneration committed(String model, long generation) {
-        StoredGeneration g = generations.load(model, generation).requireNotLost();
+    private StoredGeneration committed(GenerationId id) {
+        StoredGeneration g = generations.load(id).requireNotLost();
         if (!g.committed()) {
             throw GenerationProblems.GENERATION_NOT_COMMITTED.exception(
                     "generation "
-                            + generation
+                            + id.generation()
                             + " is "
                             + g.state()
                             + "; loaders update only to"

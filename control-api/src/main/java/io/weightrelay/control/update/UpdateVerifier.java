@@ -1,5 +1,7 @@
 package io.weightrelay.control.update;
 
+import io.weightrelay.control.identity.GenerationId;
+import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
@@ -136,8 +138,8 @@ class UpdateVerifier implements DisposableBean {
      * every loader applied it is in memory. The proof reads it again itself when the preload
      * failed, was dropped or is for another plan.
      */
-    void preload(String model, long generation, String group, String planId) {
-        String session = keys.session(model, generation, group);
+    void preload(SessionKey sessionKey, String planId) {
+        String session = keys.session(sessionKey);
         CompletableFuture<Inputs> future = new CompletableFuture<>();
         synchronized (preloaded) {
             preloaded.put(session, future);
@@ -147,10 +149,10 @@ class UpdateVerifier implements DisposableBean {
                     try {
                         Map<String, String> notCrc32c = new HashMap<>();
                         Map<String, Registered> registered =
-                                registered(model, generation, notCrc32c);
+                                registered(sessionKey.generationId(), notCrc32c);
                         Map<String, List<ExpectedRange>> want =
                                 planId == null || planId.isEmpty() ? null : expected(planId);
-                        OwnReads own = readUnread(model, generation, want, registered);
+                        OwnReads own = readUnread(sessionKey.generationId(), want, registered);
                         future.complete(
                                 new Inputs(
                                         registered, notCrc32c, want, own.byObject(), own.bytes()));
@@ -182,16 +184,13 @@ class UpdateVerifier implements DisposableBean {
     }
 
     /** The transitions {@code update-verified.lua} reported. */
-    Reply verify(String model, long generation, String group) {
+    Reply verify(SessionKey sessionKey) {
         long started = System.nanoTime();
-        String session = keys.session(model, generation, group);
+        String session = keys.session(sessionKey);
         Object planId = guard.call(() -> redis.opsForHash().get(session, "planId"));
         Inputs ready = preloaded(session, planId);
         Map<Object, Object> blobs =
-                guard.call(
-                        () ->
-                                redis.opsForHash()
-                                        .entries(keys.sessionChecksums(model, generation, group)));
+                guard.call(() -> redis.opsForHash().entries(keys.sessionChecksums(sessionKey)));
         ObjectVerification.Result result;
         String failedInstance = "";
         String failure = "";
@@ -229,10 +228,12 @@ class UpdateVerifier implements DisposableBean {
             }
             Map<String, String> notCrc32c = ready == null ? new HashMap<>() : ready.notCrc32c();
             Map<String, Registered> registered =
-                    ready == null ? registered(model, generation, notCrc32c) : ready.registered();
+                    ready == null
+                            ? registered(sessionKey.generationId(), notCrc32c)
+                            : ready.registered();
             OwnReads own =
                     ready == null
-                            ? readUnread(model, generation, want, registered)
+                            ? readUnread(sessionKey.generationId(), want, registered)
                             : new OwnReads(ready.ownReads(), ready.unreadBytes());
             unreadBytes = own.bytes();
             result = ObjectVerification.verify(reports, registered, want, own.byObject());
@@ -250,8 +251,7 @@ class UpdateVerifier implements DisposableBean {
                 if (result.failure().corrupt()) {
                     Disputed disputed =
                             readBack(
-                                    model,
-                                    generation,
+                                    sessionKey.generationId(),
                                     object,
                                     registered.get(object),
                                     reports,
@@ -261,7 +261,7 @@ class UpdateVerifier implements DisposableBean {
                         failure = disputed.finding();
                     } else if (disputed.storedBad()) {
                         failure += "; " + disputed.finding();
-                        failure += markCorrupt(model, generation, object, failure);
+                        failure += markCorrupt(sessionKey.generationId(), object, failure);
                     } else {
                         failure += "; " + disputed.finding();
                     }
@@ -279,9 +279,9 @@ class UpdateVerifier implements DisposableBean {
                     "update {}/{}/{}: {} objects ({} bytes) proven against their checksums in {} ms"
                             + " ({} read only in part, their {} unread bytes read by control-api;"
                             + " {} unproven)",
-                    model,
-                    generation,
-                    group,
+                    sessionKey.model(),
+                    sessionKey.generation(),
+                    sessionKey.group(),
                     result.verifiedObjects(),
                     result.verifiedBytes(),
                     ms,
@@ -289,13 +289,18 @@ class UpdateVerifier implements DisposableBean {
                     unreadBytes,
                     result.unprovenObjects());
         } else {
-            log.warn("update {}/{}/{} failed its checksums: {}", model, generation, group, failure);
+            log.warn(
+                    "update {}/{}/{} failed its checksums: {}",
+                    sessionKey.model(),
+                    sessionKey.generation(),
+                    sessionKey.group(),
+                    failure);
         }
         String verified = result == null ? "0" : String.valueOf(result.verifiedObjects());
         String partial = result == null ? "0" : String.valueOf(result.partialObjects());
         return scripts.run(
                 "update-verified",
-                List.of(session, keys.sessionChannel(model, generation, group)),
+                List.of(session, keys.sessionChannel(sessionKey)),
                 ok ? "1" : "0",
                 failedInstance,
                 failure,
@@ -316,8 +321,7 @@ class UpdateVerifier implements DisposableBean {
      * dispute: the ranges together against the published checksum, each against its report.
      */
     private Disputed readBack(
-            String model,
-            long generation,
+            GenerationId id,
             String object,
             Registered published,
             Map<String, RangeChecksums> reports,
@@ -345,7 +349,7 @@ class UpdateVerifier implements DisposableBean {
         for (RangeChecksums.Entry e : ranges) {
             spans.add(new Span(e.offset(), e.length()));
         }
-        String key = model + "/" + generation + "/" + object;
+        String key = id.objectKey(object);
         Optional<int[]> stored;
         try {
             stored = store.rangeChecksums(key, spans);
@@ -446,8 +450,7 @@ class UpdateVerifier implements DisposableBean {
      * @throws VerificationFailed naming control-api when an object cannot be read
      */
     private OwnReads readUnread(
-            String model,
-            long generation,
+            GenerationId id,
             Map<String, List<ExpectedRange>> want,
             Map<String, Registered> registered) {
         if (want == null) {
@@ -463,7 +466,7 @@ class UpdateVerifier implements DisposableBean {
                 spans.add(new Span(u.offset(), u.length()));
                 bytes += u.length();
             }
-            String key = model + "/" + generation + "/" + object;
+            String key = id.objectKey(object);
             Optional<int[]> crcs;
             try {
                 crcs = store.rangeChecksums(key, spans);
@@ -501,39 +504,38 @@ class UpdateVerifier implements DisposableBean {
      * The stored bytes of {@code object} are not what was published: no loader may load the
      * generation again, and if it is active the previous whole generation is active again.
      */
-    private String markCorrupt(String model, long generation, String object, String detail) {
+    private String markCorrupt(GenerationId id, String object, String detail) {
         Reply r =
                 scripts.run(
                         "corrupt",
                         List.of(),
                         keys.prefix(),
-                        model,
-                        String.valueOf(generation),
+                        id.model(),
+                        String.valueOf(id.generation()),
                         object,
                         detail);
         String reactivated = r.size() > 1 ? r.item(1) : "";
         log.error(
                 "generation {} of {} is corrupt (object {}); {}",
-                generation,
-                model,
+                id.generation(),
+                id.model(),
                 object,
                 reactivated.isEmpty()
                         ? "no earlier whole generation to serve"
                         : "generation " + reactivated + " is active again");
         return reactivated.isEmpty()
-                ? "; generation " + generation + " is marked corrupt"
+                ? "; generation " + id.generation() + " is marked corrupt"
                 : "; generation "
-                        + generation
+                        + id.generation()
                         + " is marked corrupt and generation "
                         + reactivated
                         + " is active again";
     }
 
     /** Registered objects with a CRC32C; the others go to {@code notCrc32c} (id to checksum). */
-    private Map<String, Registered> registered(
-            String model, long generation, Map<String, String> notCrc32c) {
+    private Map<String, Registered> registered(GenerationId id, Map<String, String> notCrc32c) {
         Map<Object, Object> objects =
-                guard.call(() -> redis.opsForHash().entries(keys.objects(model, generation)));
+                guard.call(() -> redis.opsForHash().entries(keys.objects(id)));
         Map<String, Registered> out = new HashMap<>(objects.size() * 2);
         objects.forEach(
                 (fragment, value) -> {

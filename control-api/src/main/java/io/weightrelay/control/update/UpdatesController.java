@@ -9,6 +9,7 @@ import io.weightrelay.api.control.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.api.control.server.UpdatesApi;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.service.security.Caller;
 import java.time.Duration;
 import org.springframework.http.ResponseEntity;
@@ -22,7 +23,8 @@ record UpdatesController(
     @Override
     public ResponseEntity<UpdateSession> startUpdateSession(
             String model, Long generation, String group, UpdateSessionRequest request) {
-        return ResponseEntity.ok(updates.start(model, generation, group, request));
+        return ResponseEntity.ok(
+                updates.start(new GenerationId(model, generation).session(group), request));
     }
 
     @Override
@@ -30,13 +32,14 @@ record UpdatesController(
             String model, Long generation, String group, UpdatePreparationRequest request) {
         // The lease is taken for the instance named: a token bound to another one is refused.
         Caller.requireMayActFor("instance", request.getInstance());
-        return ResponseEntity.ok(updates.prepare(model, generation, group, request));
+        return ResponseEntity.ok(
+                updates.prepare(new GenerationId(model, generation).session(group), request));
     }
 
     @Override
     public ResponseEntity<UpdateSession> getUpdateSession(
             String model, Long generation, String group) {
-        return ResponseEntity.ok(sessions.get(model, generation, group));
+        return ResponseEntity.ok(sessions.get(new GenerationId(model, generation).session(group)));
     }
 
     @Override
@@ -44,20 +47,24 @@ record UpdatesController(
             String model, Long generation, String group, PhaseReport report) {
         // A loader token bound to an instance reports for that instance only.
         Caller.requireMayActFor("instance", report.getInstance());
-        return ResponseEntity.ok(reports.report(model, generation, group, report));
+        return ResponseEntity.ok(
+                reports.report(new GenerationId(model, generation).session(group), report));
     }
 
     @Override
     public ResponseEntity<LandedDigests> getLandedDigests(
             String model, Long generation, String group, String instance) {
-        return ResponseEntity.ok(sessions.landed(model, generation, group, instance));
+        return ResponseEntity.ok(
+                sessions.landed(new GenerationId(model, generation).session(group), instance));
     }
 
     @Override
     public ResponseEntity<BarrierStatus> awaitBarrier(
             String model, Long generation, String group, BarrierName barrier, Integer waitSeconds) {
         Duration wait = Duration.ofSeconds(waitSeconds == null ? 30 : waitSeconds);
-        return ResponseEntity.ok(barriers.awaitBarrier(model, generation, group, barrier, wait));
+        return ResponseEntity.ok(
+                barriers.awaitBarrier(
+                        new GenerationId(model, generation).session(group), barrier, wait));
     }
 
     @Override
@@ -71,6 +78,8 @@ record UpdatesController(
         // A loader token bound to an instance reports for that instance only.
         Caller.requireMayActFor("instance", report.getInstance());
         Duration wait = Duration.ofSeconds(waitSeconds == null ? 30 : waitSeconds);
-        return ResponseEntity.ok(barriers.arrive(model, generation, group, barrier, report, wait));
+        return ResponseEntity.ok(
+                barriers.arrive(
+                        new GenerationId(model, generation).session(group), barrier, report, wait));
     }
 }

@@ -14,6 +14,7 @@ import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.control.TestStore;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.RedisKeys;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
@@ -194,7 +195,7 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         String fragment = first.getKey().substring((model + "/" + g2 + "/").length());
         redis.opsForHash()
                 .put(
-                        keys.objects(model, g2),
+                        keys.objects(new GenerationId(model, g2)),
                         fragment,
                         (first.getBytes() + 8) + "|crc32c:0badf00d|");
         HttpResponse<String> refused = commit(model, g2);

@@ -7,6 +7,7 @@ import io.weightrelay.api.control.model.OpenedGeneration;
 import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.TensorSpec;
 import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.control.identity.GenerationId;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -47,9 +48,10 @@ class ManifestCacheTest extends ControlApiTestSupport {
                             .getGeneration();
             opened.add(generation);
             // Every reader's form, as publishers, loaders and operators ask for them.
-            manifests.encodedManifest(model, generation);
-            manifests.gzippedManifest(model, generation);
-            manifests.manifest(model, generation);
+            GenerationId id = new GenerationId(model, generation);
+            manifests.encodedManifest(id);
+            manifests.gzippedManifest(id);
+            manifests.manifest(id);
             assertThat(manifests.cachedBytes())
                     .as("bytes cached after %d manifests", i + 1)
                     .isLessThanOrEqualTo(CAP);

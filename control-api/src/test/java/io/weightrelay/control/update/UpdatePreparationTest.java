@@ -19,6 +19,7 @@ import io.weightrelay.api.control.model.UpdatePreparation;
 import io.weightrelay.api.control.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.RangeChecksums;
@@ -77,7 +78,7 @@ class UpdatePreparationTest extends ControlApiTestSupport {
     }
 
     private Double lease(long generation, String holder) {
-        return redis.opsForZSet().score(keys.leases(model, generation), holder);
+        return redis.opsForZSet().score(keys.leases(new GenerationId(model, generation)), holder);
     }
 
     @Test

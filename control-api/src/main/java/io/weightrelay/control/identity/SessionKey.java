@@ -1,0 +1,34 @@
+package io.weightrelay.control.identity;
+
+import java.util.Objects;
+
+/**
+ * An update session: one per generation and rollout group.
+ *
+ * @param generationId the generation the session rolls out
+ * @param group the rollout group moving to it
+ */
+public record SessionKey(GenerationId generationId, String group) {
+
+    public SessionKey {
+        Objects.requireNonNull(generationId, "generationId");
+        Objects.requireNonNull(group, "group");
+        if (group.isBlank()) {
+            throw new IllegalArgumentException("a session's group must not be blank");
+        }
+    }
+
+    public String model() {
+        return generationId.model();
+    }
+
+    public long generation() {
+        return generationId.generation();
+    }
+
+    /** {@code model@g12/group}. */
+    @Override
+    public String toString() {
+        return generationId + "/" + group;
+    }
+}
