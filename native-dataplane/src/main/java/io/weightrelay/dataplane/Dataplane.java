@@ -88,6 +88,18 @@ public sealed interface Dataplane extends AutoCloseable
     Counters counters();
 
     /**
+     * The transport endpoint the store reports for replicas in this process's own store capacity,
+     * where the engine names replicas by endpoint rather than by segment: on Mooncake, what {@link
+     * StoreClient#locate} answers for an object stored in this agent's mounted segment (the
+     * publisher's "is it local" question asked from another process). Empty on the built-in engine,
+     * whose replicas are named by segment ({@link StoreClient#locations}), and for a reading
+     * client.
+     */
+    default Optional<String> storeEndpoint() {
+        return Optional.empty();
+    }
+
+    /**
      * Creates a segment of {@code size} bytes that is store capacity ({@link SegmentKind#STORE}):
      * backed by a new file {@code <shmDir>/wr-<prefix>-<name>} (a file left there, by a crashed
      * owner say, is unlinked first: peers still mapping it keep their pages), pre-faulted,

@@ -219,6 +219,13 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
         return counters.snapshot();
     }
 
+    /** The endpoint the master reports for replicas in the agent's mounted segment. */
+    @Override
+    public Optional<String> storeEndpoint() {
+        String own = agent.ready().storeEndpoint();
+        return own.isEmpty() ? Optional.empty() : Optional.of(own);
+    }
+
     MooncakeCounters byteCounters() {
         return counters;
     }

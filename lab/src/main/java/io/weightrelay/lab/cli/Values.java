@@ -95,6 +95,13 @@ final class Values {
         }
     }
 
+    /** The data plane a lab's services run on ({@code relay.dataplane.engine}). */
+    static final class Engine extends Choice {
+        Engine() {
+            super("an engine", "builtin", "mooncake");
+        }
+    }
+
     /** A dtype by its contract name ({@code bf16}, {@code fp32}, ...). */
     static final class Dtype extends Choice {
         Dtype() {

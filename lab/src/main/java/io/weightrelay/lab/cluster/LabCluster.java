@@ -389,6 +389,14 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     /**
+     * Tensor name to the trainer node whose publisher stored it in {@code generation} (the
+     * assignment control-api gave when this lab's trainer opened the generation).
+     */
+    public Map<String, String> nodeOfTensor(long generation) {
+        return engines.nodeOfTensor(generation);
+    }
+
+    /**
      * The operating-system ids of the lab's services by role ({@code control-api}, {@code
      * publishers}, {@code loaders}, and {@code storage-units} where it runs them), as they run now.
      */

@@ -1,8 +1,12 @@
 package io.weightrelay.lab.cluster;
 
+import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.DataplaneEngine;
+import io.weightrelay.dataplane.MooncakeConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -126,6 +130,35 @@ public final class MooncakeLab implements AutoCloseable {
         out.add("-Drelay.dataplane.mooncake.work-dir=" + workDir);
         out.add("-Drelay.dataplane.mooncake.lease-wait=10s");
         return out;
+    }
+
+    /**
+     * A data plane for this JVM that only asks Mooncake (its agent mounts no capacity, so nothing
+     * is ever placed in it): how a lab or demo locates objects the services stored, from outside
+     * the services.
+     *
+     * @param nodeLabel names the agent's log
+     */
+    public DataplaneConfig readerConfig(String nodeLabel, String redisUri, String keyPrefix) {
+        return DataplaneConfig.builder(nodeLabel)
+                .redisUri(redisUri)
+                .keyPrefix(keyPrefix)
+                .engine(DataplaneEngine.MOONCAKE)
+                .mooncake(
+                        new MooncakeConfig(
+                                VENV.resolve("bin/python"),
+                                pythonSource,
+                                List.of("ip", "netns", "exec", netns),
+                                master(),
+                                "127.0.0.1",
+                                0,
+                                "tcp",
+                                MooncakeConfig.P2P_HANDSHAKE,
+                                workDir,
+                                Duration.ofMinutes(2),
+                                Duration.ofMinutes(1),
+                                Duration.ofSeconds(10)))
+                .build();
     }
 
     private static void run(String... cmd) throws IOException, InterruptedException {

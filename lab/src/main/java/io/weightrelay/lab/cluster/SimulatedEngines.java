@@ -44,6 +44,7 @@ final class SimulatedEngines {
     private final LabSecrets secrets;
     private final List<RolloutEngine> engines = new ArrayList<>();
     private TrainerSession trainer;
+    private AssignmentRecorder assignments;
     private double registrationSeconds;
 
     SimulatedEngines(
@@ -69,12 +70,25 @@ final class SimulatedEngines {
                 (node, url) ->
                         clients.put(
                                 node, PublisherClient.connect(url, token, Duration.ofMinutes(5))));
+        assignments =
+                new AssignmentRecorder(
+                        new RestCoordinator(
+                                controlUrls,
+                                token,
+                                Duration.ofMinutes(2),
+                                LabCatalog.MAX_FRAGMENT));
         trainer =
                 new TrainerSession(
-                        new RestCoordinator(
-                                controlUrls, token, Duration.ofMinutes(2), LabCatalog.MAX_FRAGMENT),
+                        assignments,
                         clients,
                         new RankPublisher.Options(2, true, Duration.ofMinutes(2)));
+    }
+
+    /**
+     * Tensor name to the trainer node whose publisher stored it, for a generation published here.
+     */
+    Map<String, String> nodeOfTensor(long generation) {
+        return assignments.nodeOfTensor(generation);
     }
 
     /** Publishes the generation of {@code step}, showing its progress; returns its id. */

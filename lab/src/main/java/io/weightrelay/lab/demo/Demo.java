@@ -3,7 +3,10 @@ package io.weightrelay.lab.demo;
 import io.weightrelay.api.loader.client.model.PhaseDurations;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
+import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.MooncakeLab;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
@@ -11,6 +14,7 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Demands;
 import io.weightrelay.testkit.process.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -22,16 +26,24 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Collectors;
 
 /**
- * {@code ./relay demo [--model M] [--instances I] [--tp P] [--mode both|compat|direct] [--json]}:
- * starts one lab (control-api, two publishers on two trainer node labels, one loader per rollout
- * instance on two rollout node labels, all real services in their own JVMs on loopback) whose
- * instances serve both modes at once by default (even instances in compatibility mode, odd ones
- * parameter-direct), then publishes three generations, updating every instance to each and checking
- * every byte, and finally kills one loader per mode and brings each back on the active generation
- * with no republish. Narration goes to stderr; the report table to stdout, or with {@code --json}
- * one JSON line per generation and a summary line last. Ctrl-C stops every service the demo
- * started. With {@code --hosts} the story runs on several hosts of this machine instead ({@link
- * HostsDemo}).
+ * {@code ./relay demo [--model M] [--instances I] [--tp P] [--mode both|compat|direct] [--engine
+ * builtin|mooncake] [--json]}: starts one lab (control-api, two publishers on two trainer node
+ * labels, one loader per rollout instance on two rollout node labels, all real services in their
+ * own JVMs on loopback) whose instances serve both modes at once by default (even instances in
+ * compatibility mode, odd ones parameter-direct), then publishes three generations, updating every
+ * instance to each and checking every byte, and finally kills one loader per mode and brings each
+ * back on the active generation with no republish. Narration goes to stderr; the report table to
+ * stdout, or with {@code --json} one JSON line per generation and a summary line last. Ctrl-C stops
+ * every service the demo started. With {@code --hosts} the story runs on several hosts of this
+ * machine instead ({@link HostsDemo}).
+ *
+ * <p>With {@code --engine mooncake} every service runs on {@code relay.dataplane.engine=mooncake}
+ * against a {@code mooncake_master} of the pinned wheel ({@link MooncakeLab}: a network namespace
+ * of its own, so root only). The story runs unchanged except the loader restart, skipped and said
+ * so ({@link #MOONCAKE_RESTART_SKIPPED}); it takes no checkpoint, which Mooncake also refuses for
+ * now. After each publish the demo also asks the master where every object's replica lives ({@link
+ * LocalReplicas}) and reports the share in its own publisher's segment ({@code
+ * local_replica_ratio}).
  */
 public final class Demo {
 
@@ -48,10 +60,20 @@ public final class Demo {
             long storeBytesNeeded,
             long bytesReceived,
             long targetStoredBytes,
-            long bytesVerified) {
+            long bytesVerified,
+            long objectsLocated,
+            long objectsLocal) {
 
         public double storeReadRatio() {
             return ratio(storeBytesRead, storeBytesNeeded);
+        }
+
+        /**
+         * The share of the generation's objects whose replica the Mooncake master reports in their
+         * own publisher's segment; only on Mooncake ({@code objectsLocated > 0}).
+         */
+        public double localReplicaRatio() {
+            return ratio(objectsLocal, objectsLocated);
         }
 
         boolean verified() {
@@ -66,7 +88,7 @@ public final class Demo {
                     "{\"generation\":%d,\"publish_s\":%.3f,\"publish_tcp_bytes\":%d,"
                             + "\"update_s\":%.3f,\"update_s_by_mode\":%s,\"store_read_bytes\":%d,"
                             + "\"store_bytes_needed\":%d,\"store_read_ratio\":%.4f,"
-                            + "\"bytes_received\":%d,\"bytes_verified\":%d}",
+                            + "\"bytes_received\":%d,\"bytes_verified\":%d%s}",
                     generation,
                     publishSeconds,
                     publishTcpBytes,
@@ -76,30 +98,60 @@ public final class Demo {
                     storeBytesNeeded,
                     storeReadRatio(),
                     bytesReceived,
-                    bytesVerified);
+                    bytesVerified,
+                    objectsLocated == 0
+                            ? ""
+                            : String.format(
+                                    Locale.ROOT,
+                                    ",\"objects_located\":%d,\"objects_local\":%d,"
+                                            + "\"local_replica_ratio\":%.4f",
+                                    objectsLocated,
+                                    objectsLocal,
+                                    localReplicaRatio()));
         }
     }
 
-    /** The restarted instances' update: each alone, from the store, with no republish. */
+    /**
+     * The restarted instances' update: each alone, from the store, with no republish; or, with
+     * {@code skipped} set, why this engine could not run that part (nothing else is filled in).
+     */
     public record RestartResult(
             List<String> instances,
             long generation,
             double updateSeconds,
             long storeBytesRead,
             long storeBytesNeeded,
-            long bytesVerified) {
+            long bytesVerified,
+            String skipped) {
+
+        /** The part not run, and why. */
+        static RestartResult skipped(String why) {
+            return new RestartResult(List.of(), 0, 0, 0, 0, 0, why);
+        }
 
         public double storeReadRatio() {
             return ratio(storeBytesRead, storeBytesNeeded);
         }
 
         boolean verified() {
-            return bytesVerified > 0 && storeBytesRead == storeBytesNeeded;
+            return skipped != null || (bytesVerified > 0 && storeBytesRead == storeBytesNeeded);
         }
     }
 
+    /**
+     * Why the restart is not part of the story on Mooncake yet: a killed loader's receive segments
+     * keep their entries in the Mooncake engine's Redis directory ({@code mc:seg:<name>}), and its
+     * replacement's are refused as another live engine's (EXISTS), where the built-in engine takes
+     * over a name whose owner is gone.
+     */
+    static final String MOONCAKE_RESTART_SKIPPED =
+            "a killed loader cannot come back on the Mooncake engine yet: its receive segments'"
+                    + " directory entries outlive it and its replacement's are refused as another"
+                    + " engine's (EXISTS)";
+
     /** The whole run. */
     public record Report(
+            DataplaneEngine engine,
             String model,
             int instances,
             int tp,
@@ -120,7 +172,7 @@ public final class Demo {
         }
 
         public double minStoreReadRatio() {
-            double min = restart.storeReadRatio();
+            double min = restart.skipped() != null ? 1 : restart.storeReadRatio();
             for (GenerationResult g : generations) {
                 min = Math.min(min, g.storeReadRatio());
             }
@@ -128,7 +180,7 @@ public final class Demo {
         }
 
         public double maxStoreReadRatio() {
-            double max = restart.storeReadRatio();
+            double max = restart.skipped() != null ? 0 : restart.storeReadRatio();
             for (GenerationResult g : generations) {
                 max = Math.max(max, g.storeReadRatio());
             }
@@ -144,15 +196,31 @@ public final class Demo {
             return modeByInstance.values().stream().distinct().sorted().toList();
         }
 
+        /** The engine's name as the flag takes it ({@code builtin}, {@code mooncake}). */
+        public String engineName() {
+            return engine.name().toLowerCase(Locale.ROOT);
+        }
+
+        /**
+         * Over every generation, the share of objects whose replica the Mooncake master reports in
+         * their own publisher's segment; 0 on the built-in engine (not asked).
+         */
+        public double localReplicaRatio() {
+            return ratio(
+                    generations.stream().mapToLong(GenerationResult::objectsLocal).sum(),
+                    generations.stream().mapToLong(GenerationResult::objectsLocated).sum());
+        }
+
         public String json() {
             return String.format(
                     Locale.ROOT,
-                    "{\"model\":\"%s\",\"instances\":%d,\"tp\":%d,\"modes\":[%s],"
+                    "{\"engine\":\"%s\",\"model\":\"%s\",\"instances\":%d,\"tp\":%d,\"modes\":[%s],"
                             + "\"generations\":[%s],\"publish_s\":[%s],\"update_s_by_mode\":{%s},"
-                            + "\"restarted\":[%s],\"restart_update_s\":%.3f,"
+                            + "\"restarted\":[%s],%s"
                             + "\"bytes_verified\":%d,\"min_store_read_ratio\":%.4f,"
-                            + "\"max_store_read_ratio\":%.4f,\"publish_tcp_bytes\":%d,"
+                            + "\"max_store_read_ratio\":%.4f,\"publish_tcp_bytes\":%d,%s"
                             + "\"seconds\":%.1f,\"verified\":%s}",
+                    engineName(),
                     model,
                     instances,
                     tp,
@@ -167,11 +235,22 @@ public final class Demo {
                             .map(m -> "\"" + m + "\":" + updateSeconds(m))
                             .collect(Collectors.joining(",")),
                     quoted(restart.instances()),
-                    restart.updateSeconds(),
+                    restart.skipped() == null
+                            ? String.format(
+                                    Locale.ROOT,
+                                    "\"restart_update_s\":%.3f,",
+                                    restart.updateSeconds())
+                            : "\"restart_skipped\":\"" + restart.skipped() + "\",",
                     bytesVerified(),
                     minStoreReadRatio(),
                     maxStoreReadRatio(),
                     publishTcpBytes(),
+                    engine == DataplaneEngine.MOONCAKE
+                            ? String.format(
+                                    Locale.ROOT,
+                                    "\"local_replica_ratio\":%.4f,",
+                                    localReplicaRatio())
+                            : "",
                     seconds,
                     verified());
         }
@@ -214,23 +293,43 @@ public final class Demo {
                                 g.bytesVerified() / 1e6));
                 out.println(row);
             }
+            if (restart.skipped() != null) {
+                out.println(String.format("%-10s skipped: %s", "restart", restart.skipped()));
+            } else {
+                out.println(
+                        String.format(
+                                Locale.ROOT,
+                                "%-10s %s loaded generation %d alone in %.2f s with no republish;"
+                                        + " store read %.4fx, %.1f MB verified",
+                                "restart",
+                                String.join(" and ", restart.instances()),
+                                restart.generation(),
+                                restart.updateSeconds(),
+                                restart.storeReadRatio(),
+                                restart.bytesVerified() / 1e6));
+            }
+            if (engine == DataplaneEngine.MOONCAKE) {
+                out.println(
+                        String.format(
+                                Locale.ROOT,
+                                "%-10s %d of %d objects in their own publisher's segment (%.4f),"
+                                        + " as the Mooncake master reports them",
+                                "locality",
+                                generations.stream()
+                                        .mapToLong(GenerationResult::objectsLocal)
+                                        .sum(),
+                                generations.stream()
+                                        .mapToLong(GenerationResult::objectsLocated)
+                                        .sum(),
+                                localReplicaRatio()));
+            }
             out.println(
                     String.format(
                             Locale.ROOT,
-                            "%-10s %s loaded generation %d alone in %.2f s with no republish;"
-                                    + " store read %.4fx, %.1f MB verified",
-                            "restart",
-                            String.join(" and ", restart.instances()),
-                            restart.generation(),
-                            restart.updateSeconds(),
-                            restart.storeReadRatio(),
-                            restart.bytesVerified() / 1e6));
-            out.println(
-                    String.format(
-                            Locale.ROOT,
-                            "%s in %.1f s: instances %s",
+                            "%s in %.1f s on %s: instances %s",
                             verified() ? "every check held" : "A CHECK FAILED",
                             seconds,
+                            engineName(),
                             modeByInstance));
         }
     }
@@ -246,7 +345,14 @@ public final class Demo {
         int instances = Integer.parseInt(flag(argv, "--instances", "4"));
         int tp = Integer.parseInt(flag(argv, "--tp", "2"));
         String modes = flag(argv, "--mode", "both");
+        String engineName = flag(argv, "--engine", "builtin");
         boolean json = List.of(argv).contains("--json");
+        if (!List.of("builtin", "mooncake").contains(engineName)) {
+            System.err.println(
+                    "relay demo: --engine takes builtin or mooncake, not '" + engineName + "'");
+            System.exit(2);
+        }
+        DataplaneEngine engine = DataplaneEngine.valueOf(engineName.toUpperCase(Locale.ROOT));
         if (modes.equals("both") && instances < 2) {
             System.err.println(
                     "relay demo: --mode both needs at least 2 instances (one per mode), got "
@@ -263,7 +369,14 @@ public final class Demo {
                 modes.equals("both")
                         ? LabCluster.Spec.bothModes(model, instances, tp)
                         : LabCluster.Spec.of(model, instances, tp, Mode.parse(modes));
-        Report report = run(spec);
+        Report report;
+        try {
+            report = run(spec, engine);
+        } catch (MooncakeStartException e) {
+            System.err.println("relay demo: " + e.getMessage());
+            System.exit(3);
+            return;
+        }
         if (json) {
             report.generations().forEach(g -> System.out.println(g.json()));
             report.printTable(System.err);
@@ -276,29 +389,95 @@ public final class Demo {
         }
     }
 
-    /** The demo's story on a fresh lab of {@code spec}, stopped at the end (or on Ctrl-C). */
+    /** {@link #run(LabCluster.Spec, DataplaneEngine)} on the built-in engine. */
     public static Report run(LabCluster.Spec spec) throws Exception {
+        return run(spec, DataplaneEngine.BUILTIN);
+    }
+
+    /** Mooncake's master could not be started (not root, no {@code ip netns}, no wheel). */
+    static final class MooncakeStartException extends Exception {
+        MooncakeStartException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    /**
+     * The demo's story on a fresh lab of {@code spec} on {@code engine}, stopped at the end (or on
+     * Ctrl-C): on Mooncake with a master of its own, removed with the lab.
+     */
+    public static Report run(LabCluster.Spec spec, DataplaneEngine engine) throws Exception {
         long started = System.nanoTime();
+        MooncakeLab mooncake = null;
+        String jvmOptions = System.getProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, "");
+        if (engine == DataplaneEngine.MOONCAKE) {
+            say(
+                    "starting mooncake_master (pinned wheel in %s) in a network namespace",
+                    MooncakeLab.VENV);
+            try {
+                mooncake =
+                        MooncakeLab.start(ServiceProcess.home().resolve("python").resolve("src"));
+            } catch (IOException e) {
+                throw new MooncakeStartException(
+                        "--engine mooncake could not start mooncake_master in a network namespace"
+                                + " of its own (it needs root, ip netns and the pinned wheel in "
+                                + MooncakeLab.VENV
+                                + "): "
+                                + e.getMessage(),
+                        e);
+            }
+            System.setProperty(
+                    ServiceProcess.JVM_OPTIONS_PROPERTY,
+                    (jvmOptions + " " + String.join(" ", mooncake.serviceJvmOptions())).strip());
+        }
         say(
-                "starting control-api, %d publishers and %d loaders (%s, %d instances x tp %d, %s)",
+                "starting control-api, %d publishers and %d loaders (%s, %d instances x tp %d, %s,"
+                        + " %s engine)",
                 spec.trainerNodes(),
                 spec.instances(),
                 spec.model(),
                 spec.instances(),
                 spec.tp(),
-                spec.mode() == null ? "both modes" : spec.modeName() + " mode");
-        LabCluster lab = LabCluster.start(spec);
+                spec.mode() == null ? "both modes" : spec.modeName() + " mode",
+                engine.name().toLowerCase(Locale.ROOT));
+        LabCluster lab;
+        Dataplane reader = null;
+        try {
+            lab = LabCluster.start(spec);
+            if (mooncake != null) {
+                try {
+                    reader =
+                            Dataplane.open(
+                                    mooncake.readerConfig(
+                                            "demo-locate", spec.redisUri(), lab.dataplanePrefix()));
+                } catch (RuntimeException e) {
+                    lab.close();
+                    throw e;
+                }
+            }
+        } catch (Exception e) {
+            stopMooncake(mooncake, jvmOptions);
+            throw e;
+        }
+        MooncakeLab master = mooncake;
+        Dataplane locator = reader;
         AtomicBoolean closed = new AtomicBoolean();
         Runnable stop =
                 () -> {
                     if (closed.compareAndSet(false, true)) {
-                        lab.close();
+                        try {
+                            lab.close();
+                        } finally {
+                            if (locator != null) {
+                                locator.close();
+                            }
+                            stopMooncake(master, jvmOptions);
+                        }
                     }
                 };
         Thread onInterrupt = new Thread(stop, "demo-stop");
         Runtime.getRuntime().addShutdownHook(onInterrupt);
         try {
-            return lab.showingLogsOnFailure(() -> story(lab, started));
+            return lab.showingLogsOnFailure(() -> story(lab, engine, locator, started));
         } finally {
             stop.run();
             try {
@@ -309,7 +488,24 @@ public final class Demo {
         }
     }
 
-    private static Report story(LabCluster lab, long started) throws Exception {
+    /** Stops the master and puts the services' JVM options back as they were. */
+    private static void stopMooncake(MooncakeLab mooncake, String jvmOptions) {
+        if (mooncake == null) {
+            return;
+        }
+        System.setProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, jvmOptions);
+        try {
+            mooncake.close();
+        } catch (IOException e) {
+            say("  could not remove the Mooncake master's namespace: %s", e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static Report story(
+            LabCluster lab, DataplaneEngine engine, Dataplane locator, long started)
+            throws Exception {
         LabCluster.Spec spec = lab.spec();
         Map<String, String> modeByInstance = new LinkedHashMap<>();
         List<String> ids = lab.placement().instances();
@@ -324,6 +520,7 @@ public final class Demo {
                             lab.publisherUrl(i), lab.trainerToken(), Duration.ofMinutes(1)));
         }
         Demands demands = Demands.of(lab.manifest(), lab.placement());
+        LocalReplicas locality = locator == null ? null : new LocalReplicas(locator, publishers);
         List<GenerationResult> generations = new ArrayList<>();
         for (int step = 0; step < GENERATIONS; step++) {
             long tcpBefore = tcpBytes(publishers);
@@ -331,6 +528,11 @@ public final class Demo {
             long g = lab.publish(step);
             double publishSeconds = (System.nanoTime() - t0) / 1e9;
             long publishTcp = tcpBytes(publishers) - tcpBefore;
+            // Asked before the update and the collection, while the generation is whole and new.
+            LocalReplicas.Count where =
+                    locality == null
+                            ? new LocalReplicas.Count(0, 0)
+                            : locality.of(lab.manifest(), g, lab.nodeOfTensor(g));
             LabCluster.Updates update = lab.updateAll().requireUpdated();
             long verified = lab.verifyAll(g);
             lab.collectGarbage();
@@ -345,7 +547,9 @@ public final class Demo {
                             demands.storeBytes(),
                             update.bytesReceived(),
                             demands.targetStoredBytes(),
-                            verified);
+                            verified,
+                            where.objects(),
+                            where.local());
             generations.add(r);
             say(
                     "  generation %d: published in %.2f s (%d bytes over tcp: one copy, in the"
@@ -366,8 +570,26 @@ public final class Demo {
                             .collect(Collectors.joining(", ")),
                     r.storeReadRatio(),
                     verified);
+            if (locality != null) {
+                say(
+                        "  generation %d: the Mooncake master reports %d of %d objects in their own"
+                                + " publisher's segment",
+                        g, where.local(), where.objects());
+            }
         }
         long active = generations.get(generations.size() - 1).generation();
+        if (engine == DataplaneEngine.MOONCAKE) {
+            say("  restart skipped on Mooncake: %s", MOONCAKE_RESTART_SKIPPED);
+            return new Report(
+                    engine,
+                    spec.model(),
+                    spec.instances(),
+                    spec.tp(),
+                    modeByInstance,
+                    generations,
+                    RestartResult.skipped(MOONCAKE_RESTART_SKIPPED),
+                    (System.nanoTime() - started) / 1e9);
+        }
 
         // One loader per mode killed and brought back: each loads the active generation alone.
         List<Integer> restart = new ArrayList<>();
@@ -394,12 +616,14 @@ public final class Demo {
                         rebuilt.seconds(),
                         rebuilt.storeBytesRead(),
                         needed,
-                        verified);
+                        verified,
+                        null);
         say(
                 "  killed the loaders of %s; the new ones loaded active generation %d alone in"
                         + " %.2f s, no republish; %d bytes checked",
                 String.join(" and ", restartedIds), active, rebuilt.seconds(), verified);
         return new Report(
+                engine,
                 spec.model(),
                 spec.instances(),
                 spec.tp(),

@@ -173,6 +173,7 @@ class RelayCliTest {
     static Stream<Arguments> badChoices() {
         return Stream.of(
                 Arguments.of(List.of("demo", "--mode", "sideways"), "compat, direct, both"),
+                Arguments.of(List.of("demo", "--engine", "rdma"), "builtin, mooncake"),
                 Arguments.of(List.of("rollout", "--mode", "sideways"), "compat, direct"),
                 Arguments.of(List.of("bench", "update", "--mode", "sideways"), "compat, direct"),
                 Arguments.of(List.of("bench", "planner", "--mode=sideways"), "compat, direct"),
@@ -280,6 +281,10 @@ class RelayCliTest {
         assertThat(relay("rollout", "--instances", "2", "--loaders", "http://a").err())
                 .contains("--loaders needs one URL per instance (2)");
         assertThat(relay("demo", "--prefix", "wr-x").err()).contains("--prefix needs --hosts");
+        Run mooncakeHosts = relay("demo", "--engine", "mooncake", "--hosts");
+        assertThat(mooncakeHosts.code()).isEqualTo(2);
+        assertThat(mooncakeHosts.launched()).isEmpty();
+        assertThat(mooncakeHosts.err()).contains("--engine mooncake does not run with --hosts");
         assertThat(relay("bench", "dataplane", "--streams", "4").err())
                 .contains("--streams needs --hosts");
         assertThat(relay("bench", "dataplane", "--hosts", "--redis", "redis://x").err())

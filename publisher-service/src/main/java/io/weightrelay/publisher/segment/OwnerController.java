@@ -37,6 +37,7 @@ record OwnerController(SegmentOwner owner, OwnerCheckpoints checkpoints) impleme
                                 owner.size(),
                                 owner.size() - owner.freeBytes())
                         .endpoint(owner.endpoint())
+                        .storeEndpoint(owner.storeEndpoint().orElse(null))
                         .transport(
                                 new TransportCounters(
                                         c.localRead(),

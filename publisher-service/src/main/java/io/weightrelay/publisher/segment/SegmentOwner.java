@@ -235,6 +235,15 @@ public final class SegmentOwner implements AutoCloseable {
         return settings.endpoint(dataplane.tcpPort());
     }
 
+    /**
+     * On Mooncake, the transport endpoint the master names for replicas in this publisher's mounted
+     * segment (so a reader elsewhere can tell which objects landed locally); empty on the built-in
+     * engine, which names replicas by segment.
+     */
+    public Optional<String> storeEndpoint() {
+        return dataplane.storeEndpoint();
+    }
+
     public Counters counters() {
         return dataplane.counters();
     }
