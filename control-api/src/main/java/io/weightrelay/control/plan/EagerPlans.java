@@ -185,6 +185,15 @@ class EagerPlans implements DisposableBean {
         }
     }
 
+    /**
+     * Whether no open's or commit's resolution is queued or running (approximate, as the executor's
+     * counts are: ask twice some milliseconds apart). Tests wait for it before they count plan
+     * computations, so a commit's resolution cannot run after loaders they register next.
+     */
+    boolean idle() {
+        return worker.getActiveCount() == 0 && worker.getQueue().isEmpty();
+    }
+
     @Override
     public void destroy() {
         settle.shutdownNow();

@@ -27,6 +27,21 @@ class EagerPlansAtRegistrationTest extends ControlApiTestSupport {
     }
 
     @Autowired MeterRegistry meters;
+    @Autowired EagerPlans eager;
+
+    /**
+     * Waits until the open's and commit's resolutions are done: one still queued when the loaders
+     * register would plan the group for its first loader and count a second computation.
+     */
+    private void awaitCommitResolutions() throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        int quietChecks = 0;
+        while (quietChecks < 2 && System.nanoTime() < deadline) {
+            quietChecks = eager.idle() ? quietChecks + 1 : 0;
+            Thread.sleep(25);
+        }
+        assertThat(quietChecks).as("the commit's plan resolutions ended").isEqualTo(2);
+    }
 
     private double computed() {
         return meters.counter("relay.plans.cache", "result", "miss").count();
@@ -36,6 +51,7 @@ class EagerPlansAtRegistrationTest extends ControlApiTestSupport {
     void aGroupRegisteringAgainstTheActiveGenerationIsPlannedOnceItSettles() throws Exception {
         String model = newModel();
         long g = publish(model, 1);
+        awaitCommitResolutions();
         double before = computed();
 
         // A burst: each registration restarts the wait, so the plan is computed once, for all
