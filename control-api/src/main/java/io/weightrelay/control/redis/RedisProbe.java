@@ -38,8 +38,8 @@ import org.springframework.stereotype.Component;
  * without a restart once Redis is there.
  *
  * <p>It asks from a thread of its own, not the context's scheduler: the scheduled tasks there all
- * call Redis, and the probe is what must run while Redis hangs or is away (CI once saw no probe for
- * ten seconds after Redis appeared, with the shared scheduler busy).
+ * call Redis (each up to its command timeout while Redis hangs), and the probe is what must run
+ * then.
  */
 @Component
 class RedisProbe implements DisposableBean {
