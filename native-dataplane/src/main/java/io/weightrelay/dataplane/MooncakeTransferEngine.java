@@ -33,16 +33,15 @@ final class MooncakeTransferEngine implements TransferEngine {
 
     @Override
     public TransferBatch submit(List<TransferRequest> requests) {
-        return runAll(requests, null, false);
+        return runAll(requests, false);
     }
 
     /**
-     * Runs every task in order, the last write to each distinct target carrying {@code notifyName}
-     * when it is not null; with {@code checksummed}, the CRC32C of each completed task's local
-     * range (a write's source as sent, a read's destination as it landed).
+     * Runs every task in order, none carrying a notify; with {@code checksummed}, the CRC32C of
+     * each completed task's local range (a write's source as sent, a read's destination as it
+     * landed).
      */
-    private TransferBatch runAll(
-            List<TransferRequest> requests, String notifyName, boolean checksummed) {
+    private TransferBatch runAll(List<TransferRequest> requests, boolean checksummed) {
         List<TaskStatus> statuses = new ArrayList<>(requests.size());
         List<DataplaneException> failures = new ArrayList<>(requests.size());
         int[] crcs = checksummed ? new int[requests.size()] : null;
@@ -51,7 +50,7 @@ final class MooncakeTransferEngine implements TransferEngine {
             TransferRequest r = requests.get(i);
             DataplaneException failure = null;
             try {
-                run(r, notifyName != null && lastWriteTo(requests, i) ? notifyName : null);
+                run(r, null, false);
             } catch (DataplaneException e) {
                 failure = e;
             }
@@ -63,18 +62,16 @@ final class MooncakeTransferEngine implements TransferEngine {
             failures.add(failure);
             statuses.add(status(i, r, failure));
         }
-        return new MooncakeTransferBatch(statuses, failures, crcs, checksumNanos);
+        return new MooncakeTransferBatch(statuses, failures, crcs, checksumNanos, null);
     }
 
     /**
      * Checks and resolves task {@code r}; runs it unless {@code dryRun}; with {@code notifyName} (a
      * write), the target receives that notify once the bytes landed.
+     *
+     * @return the Transfer Engine endpoint of the agent that owns the task's target segment
      */
-    private void run(TransferRequest r, String notifyName) {
-        run(r, notifyName, false);
-    }
-
-    private void run(TransferRequest r, String notifyName, boolean dryRun) {
+    private String run(TransferRequest r, String notifyName, boolean dryRun) {
         Local local = dp.local(r.local());
         if (r.localOffset() < 0
                 || r.length() < 0
@@ -97,8 +94,9 @@ final class MooncakeTransferEngine implements TransferEngine {
             throw new OutOfBoundsException(
                     "segment '" + r.segment() + "'", r.segmentOffset(), r.length(), size);
         }
+        String endpoint = target.get("endpoint");
         if (dryRun || (r.length() == 0 && notifyName == null)) {
-            return;
+            return endpoint;
         }
         long address = Long.parseLong(target.get("address")) + r.segmentOffset();
         List<long[]> range = List.of(new long[] {r.localOffset(), address, r.length()});
@@ -115,6 +113,7 @@ final class MooncakeTransferEngine implements TransferEngine {
                             dp.nodeLabel());
             dp.byteCounters().written(false, r.length());
         }
+        return endpoint;
     }
 
     /**
@@ -127,7 +126,7 @@ final class MooncakeTransferEngine implements TransferEngine {
      */
     @Override
     public TransferBatch submitChecksummed(List<TransferRequest> requests) {
-        return runAll(requests, null, true);
+        return runAll(requests, true);
     }
 
     /** {@link #submitWithNotify} with the checksums of {@link #submitChecksummed}. */
@@ -140,10 +139,19 @@ final class MooncakeTransferEngine implements TransferEngine {
     /**
      * Checks every task first (a batch with an invalid task cannot succeed as a whole, so it runs
      * as {@link #submit} does, without notify: the valid tasks run, the invalid fail alone); then
-     * runs them, the last write to each distinct target segment carrying the notify (Mooncake
-     * delivers it once that write's bytes landed; the earlier writes are synchronous and landed
-     * before). A write that fails after earlier notifies went out cannot take them back: the batch
-     * fails, and those targets counted once.
+     * runs them all, and only once every one succeeded notifies each distinct engine (agent
+     * endpoint) its writes went to, once: as the builtin engine does, however many of that engine's
+     * segments the batch wrote into.
+     *
+     * <p>Mooncake sends a notify only with a write (after that write completed: with the pinned
+     * wheel's acknowledged tcp framing, once its bytes were applied at the target). The notify
+     * therefore rides on a write of one byte the batch already wrote to that engine (the last byte
+     * of its last non-empty write there, the same byte again), issued after every task: so no
+     * notify goes out before a later task of the batch ran, and a target whose counter reached its
+     * target may read every byte the batch wrote into it. Riding on each segment's last write
+     * instead notified an engine once per segment, the first time right after its first segment's
+     * writes, before the writes into its other segments had even started: a node delegate waiting
+     * for one notify fanned out bytes not yet written (issue 47).
      */
     @Override
     public TransferBatch submitWithNotify(List<TransferRequest> requests, String notifyName) {
@@ -152,16 +160,52 @@ final class MooncakeTransferEngine implements TransferEngine {
 
     private TransferBatch withNotify(
             List<TransferRequest> requests, String notifyName, boolean checksummed) {
+        Map<String, TransferRequest> lastByEngine = new java.util.LinkedHashMap<>();
         boolean anyInvalid = false;
         for (TransferRequest r : requests) {
             try {
-                run(r, null, true);
+                String endpoint = run(r, null, true);
+                if (r.op() == TransferRequest.Op.WRITE
+                        && (r.length() > 0 || !lastByEngine.containsKey(endpoint))) {
+                    lastByEngine.put(endpoint, r);
+                }
             } catch (DataplaneException x) {
                 anyInvalid = true;
             }
         }
-        // with an invalid task the valid ones run, the invalid fail alone, and no notify goes out
-        return runAll(requests, anyInvalid ? null : notifyName, checksummed);
+        MooncakeTransferBatch batch = (MooncakeTransferBatch) runAll(requests, checksummed);
+        // with an invalid or failed task no notify goes out (the valid tasks ran)
+        if (anyInvalid || !batch.allCompleted()) {
+            return batch;
+        }
+        DataplaneException notifyFailure = null;
+        for (TransferRequest last : lastByEngine.values()) {
+            if (last.length() == 0) {
+                notifyFailure =
+                        new MooncakeUnsupportedException(
+                                "TransferEngine.submitWithNotify",
+                                "Mooncake sends a notify only with a write's bytes, and the batch"
+                                        + " writes none into segment '"
+                                        + last.segment()
+                                        + "'");
+                break;
+            }
+            try {
+                run(
+                        TransferRequest.write(
+                                last.local(),
+                                last.localOffset() + last.length() - 1,
+                                last.segment(),
+                                last.segmentOffset() + last.length() - 1,
+                                1),
+                        notifyName,
+                        false);
+            } catch (DataplaneException e) {
+                notifyFailure = e;
+                break;
+            }
+        }
+        return batch.withNotifyFailure(notifyFailure);
     }
 
     /** Task {@code i}'s end: completed with all its bytes, or failed with {@code failure}. */
@@ -169,20 +213,6 @@ final class MooncakeTransferEngine implements TransferEngine {
         return failure == null
                 ? new TaskStatus(i, TaskStatus.State.COMPLETED, r.length(), null)
                 : new TaskStatus(i, TaskStatus.State.FAILED, 0, failure.error());
-    }
-
-    private static boolean lastWriteTo(List<TransferRequest> requests, int index) {
-        TransferRequest r = requests.get(index);
-        if (r.op() != TransferRequest.Op.WRITE) {
-            return false;
-        }
-        for (int j = index + 1; j < requests.size(); j++) {
-            TransferRequest later = requests.get(j);
-            if (later.op() == TransferRequest.Op.WRITE && later.segment().equals(r.segment())) {
-                return false;
-            }
-        }
-        return true;
     }
 
     @Override

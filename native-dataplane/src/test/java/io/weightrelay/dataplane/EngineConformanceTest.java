@@ -243,6 +243,55 @@ abstract class EngineConformanceTest {
         Patterns.assertHolds(again.byteBuffer(0, length), 0, length, 21);
     }
 
+    /**
+     * A node delegate waits for one notify per writer batch, however many of its segments the batch
+     * writes into (a direct-mode instance's two ranks, say): the counter moves once per target
+     * engine, and only after every write of the batch landed, those into its other segments too
+     * (issue 47: the Mooncake engine notified per segment, the first time before the writes into
+     * the other segment had run).
+     */
+    @ParameterizedTest
+    @EnumSource(Transport.class)
+    void aBatchIntoTwoSegmentsOfOneEngineNotifiesItOnceAfterEveryWriteLanded(Transport t)
+            throws Exception {
+        Dataplane a = dp("node-a");
+        Dataplane b = dp(peerLabel(t));
+        int size = 2 * MIB;
+        Segment rank0 = b.createReceiveSegment("rank-0", size);
+        Segment rank1 = b.createReceiveSegment("rank-1", size);
+        LocalMemory src = filled(a, "src", 2 * size, 12);
+        assertThat(b.engine().registerNotify("gen-9/batch-0")).isZero();
+        CompletableFuture<Boolean> landedWhenNotified =
+                CompletableFuture.supplyAsync(
+                        () -> {
+                            b.engine().awaitNotify("gen-9/batch-0", 1, WAIT);
+                            ByteBuffer sent = view(src);
+                            return rank0.byteBuffer().slice(0, size).equals(sent.slice(0, size))
+                                    && rank1.byteBuffer()
+                                            .slice(0, size)
+                                            .equals(sent.slice(size, size));
+                        });
+
+        try (TransferBatch batch =
+                a.engine()
+                        .submitWithNotify(
+                                List.of(
+                                        write(src, 0, "rank-0", 0, MIB),
+                                        write(src, MIB, "rank-0", MIB, MIB),
+                                        write(src, size, "rank-1", 0, size)),
+                                "gen-9/batch-0")) {
+            batch.awaitSuccess(WAIT);
+        }
+
+        assertThat(landedWhenNotified.get(60, TimeUnit.SECONDS))
+                .as("both segments held every byte when the counter moved")
+                .isTrue();
+        assertThatThrownBy(() -> b.engine().awaitNotify("gen-9/batch-0", 2, Duration.ofMillis(500)))
+                .isInstanceOf(NotifyTimeoutException.class);
+        assertThat(b.engine().notifyCount("gen-9/batch-0")).isEqualTo(1);
+        b.engine().unregisterNotify("gen-9/batch-0");
+    }
+
     @ParameterizedTest
     @EnumSource(Transport.class)
     void writeWithNotifyBumpsTheTargetsCounterAfterTheBytesLanded(Transport t) throws Exception {

@@ -442,7 +442,9 @@ public final class DataplaneUpdater {
      * sending into them ({@code sent}: each sender's encoded digests for this instance), once every
      * sender reported SENT: the CRC32C of every received byte as the buffers hold it now, bound to
      * where it lies and summed per (sender, worker, buffer), must equal the senders' sums, taken by
-     * their data planes as the bytes left them.
+     * their data planes as the bytes left them; and every copy a delegate's loader made between two
+     * of this loader's workers must hold what its source holds ({@link
+     * LandedProof#copiesUnlikeTheirSource}), which the source's digest ties to the original writer.
      *
      * @throws ApplyFailure naming the sender, the worker, the buffer and the generation of the
      *     first key that differs (every differing key in its message)
@@ -492,6 +494,23 @@ public final class DataplaneUpdater {
                 why.append("; and ").append(mismatches.size() - shown).append(" more");
             }
             throw new ApplyFailure(first.key().sender(), why.toString());
+        }
+        List<LandedProof.CopyMismatch> copies = LandedProof.copiesUnlikeTheirSource(slice, bytes);
+        if (!copies.isEmpty()) {
+            StringBuilder why =
+                    new StringBuilder("generation ")
+                            .append(r.generation())
+                            .append(" of ")
+                            .append(r.model())
+                            .append(" did not land as sent: ");
+            int shown = Math.min(copies.size(), 8);
+            for (int i = 0; i < shown; i++) {
+                why.append(i == 0 ? "" : "; ").append(copies.get(i).describe());
+            }
+            if (copies.size() > shown) {
+                why.append("; and ").append(copies.size() - shown).append(" more");
+            }
+            throw new ApplyFailure(copies.get(0).copier(), why.toString());
         }
         long proven = landed.values().stream().mapToLong(LandedProof.Digest::bytes).sum();
         return new LandedCheck(proven, System.nanoTime() - t0);

@@ -168,6 +168,77 @@ public final class LandedProof {
         return out;
     }
 
+    /**
+     * The copies a node delegate's loader made into {@code slice}'s workers (a relayed write, a
+     * compatibility fan-out to the delegate's node peers) that do not hold what their source holds,
+     * where the source (the delegate) is one of the slice's workers too: the same buffer, the same
+     * offsets, byte for byte. The digests cannot see that: the copier reports what it copied, so a
+     * copy taken before its source's bytes landed matches its own report, and the source matches
+     * the original writer's. This ties the copy to the source, and so, through the source's digest,
+     * to what the original writer sent (issue 47: a delegate that fanned out before its bytes
+     * landed went through the digests unseen).
+     *
+     * @return each copy that differs, at its first differing run, in receive order
+     */
+    public static List<CopyMismatch> copiesUnlikeTheirSource(SliceSchedule slice, Bytes bytes) {
+        Slice plan = slice.plan();
+        Set<Integer> mine = new HashSet<>(slice.myWorkers());
+        List<CopyMismatch> out = new ArrayList<>();
+        for (int v = 0; v < plan.receiveCount(); v++) {
+            int source = slice.copySource(v);
+            if (!mine.contains(source)) {
+                continue;
+            }
+            String buffer = plan.buffer(plan.receiveBuffer(v));
+            String from = plan.workerId(source);
+            for (int to : slice.copyTargets(v)) {
+                if (!mine.contains(to) || to == source) {
+                    continue;
+                }
+                String worker = plan.workerId(to);
+                long[] differsAt = {-1};
+                Runs.forEachReceived(
+                        plan,
+                        v,
+                        (src, dst, length) -> {
+                            if (differsAt[0] < 0
+                                    && !bytes.of(worker, buffer, dst, length)
+                                            .equals(bytes.of(from, buffer, dst, length))) {
+                                differsAt[0] = dst;
+                            }
+                        });
+                if (differsAt[0] >= 0) {
+                    out.add(
+                            new CopyMismatch(
+                                    plan.workerInstance(source),
+                                    worker,
+                                    from,
+                                    buffer,
+                                    differsAt[0]));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** A copy by {@code copier}'s loader into {@code worker} unlike its {@code source}'s bytes. */
+    public record CopyMismatch(
+            String copier, String worker, String source, String buffer, long offset) {
+        public String describe() {
+            return "the copy "
+                    + copier
+                    + " made into buffer '"
+                    + buffer
+                    + "' of "
+                    + worker
+                    + " differs from what "
+                    + source
+                    + " holds there (the run at "
+                    + offset
+                    + ")";
+        }
+    }
+
     /** A contiguous run of a worker's buffer, from its placed base. */
     @FunctionalInterface
     public interface Bytes {

@@ -184,4 +184,72 @@ class LandedProofTest {
             }
         }
     }
+
+    /**
+     * Issue 47: a node delegate's loader copied a received write to its peer before the write's
+     * bytes had landed in the delegate. The copier reports what it copied, so the copy matches its
+     * own report and the delegate matches the original writer's: the digests pass. The copy must
+     * still hold what its source holds.
+     */
+    @ParameterizedTest
+    @EnumSource(Mode.class)
+    void aCopyTakenBeforeItsSourceLandedIsFoundThoughItMatchesWhatItsCopierReported(Mode mode) {
+        Applied a = apply(mode);
+        for (String i : a.cluster().instances()) {
+            assertThat(LandedProof.copiesUnlikeTheirSource(a.schedules().get(i), bytes(a)))
+                    .as(i)
+                    .isEmpty();
+        }
+        String instance = null;
+        SliceSchedule s = null;
+        int v = -1;
+        int to = -1;
+        for (String i : a.cluster().instances()) {
+            SliceSchedule candidate = a.schedules().get(i);
+            for (int r = 0; r < candidate.plan().receiveCount() && v < 0; r++) {
+                int source = candidate.copySource(r);
+                for (int t : candidate.copyTargets(r)) {
+                    if (t != source
+                            && candidate.myWorkers().contains(t)
+                            && candidate.myWorkers().contains(source)) {
+                        instance = i;
+                        s = candidate;
+                        v = r;
+                        to = t;
+                        break;
+                    }
+                }
+            }
+        }
+        assertThat(v).as("a copy between two workers of one instance").isNotNegative();
+        Slice plan = s.plan();
+        String worker = plan.workerId(to);
+        String buffer = plan.buffer(plan.receiveBuffer(v));
+        String copier = plan.workerInstance(s.copySource(v));
+        // the copy holds what its source held before the write landed (here: zeros), and that is
+        // what its copier reported sending
+        ByteBuffer view = a.view(worker, buffer);
+        int at = (int) plan.receiveDstOffset(v);
+        for (int b = 0; b < plan.receiveBytes(v); b++) {
+            view.put(at + b, (byte) 0);
+        }
+        LandedProof.Key key = new LandedProof.Key(copier, worker, buffer);
+        a.sent().put(key, LandedProof.landed(s, a::view).get(key));
+
+        assertThat(a.check(instance)).as("the digests alone").isEmpty();
+        List<LandedProof.CopyMismatch> found = LandedProof.copiesUnlikeTheirSource(s, bytes(a));
+
+        assertThat(found).hasSize(1);
+        assertThat(found.get(0).copier()).isEqualTo(copier);
+        assertThat(found.get(0).worker()).isEqualTo(worker);
+        assertThat(found.get(0).describe())
+                .contains("'" + buffer + "'")
+                .contains(worker)
+                .contains(plan.workerId(s.copySource(v)));
+    }
+
+    private static LandedProof.Bytes bytes(Applied a) {
+        return (worker, buffer, offset, length) ->
+                a.view(worker, buffer).slice((int) offset, (int) length);
+    }
 }
