@@ -50,7 +50,7 @@ public sealed interface Dataplane extends AutoCloseable
      * service restarted after {@code kill -9} and the next lab on the host get the memory back;
      * safe to call at any time from any process. The Mooncake engine's files ({@code
      * wr-mc-<instance>-...}) go the same way when the lock of their data plane's owner file ({@code
-     * wr-mc-<instance>.owner}, held by its JVM) is free ({@code MooncakeOwnerLock}).
+     * wr-mc-<instance>.lock}, held by its JVM) is free ({@code MooncakeOwnerLock}).
      *
      * @return what was removed, empty when nothing was orphaned
      */

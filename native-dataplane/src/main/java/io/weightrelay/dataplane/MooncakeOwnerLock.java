@@ -17,7 +17,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The proof that a Mooncake data plane lives: a file {@code <shmDir>/wr-mc-<instance>.owner} whose
+ * The proof that a Mooncake data plane lives: a file {@code <shmDir>/wr-mc-<instance>.lock} whose
  * lock its JVM holds from open to close. The kernel drops the lock when that JVM ends, {@code kill
  * -9} included (and its agent follows within half a second: it watches its parent), so a data plane
  * on the same host, seeing the same shm directory, can tell a dead owner from a live one without
@@ -32,7 +32,13 @@ import java.util.regex.Pattern;
 final class MooncakeOwnerLock implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(MooncakeOwnerLock.class.getName());
     static final String PREFIX = "wr-mc-";
-    private static final String SUFFIX = ".owner";
+
+    /**
+     * Not {@code .owner}: the built-in engine's sweep takes a {@code wr-*.owner} file for its own
+     * sidecar (an flock, which a POSIX record lock does not hold) and would remove a live owner's.
+     */
+    private static final String SUFFIX = ".lock";
+
     private static final Pattern OWNER_FILE =
             Pattern.compile(
                     Pattern.quote(PREFIX)
@@ -155,7 +161,12 @@ final class MooncakeOwnerLock implements AutoCloseable {
             try (var files = Files.list(dir)) {
                 for (Path f :
                         files.filter(f -> f.getFileName().toString().startsWith(prefix)).toList()) {
-                    long bytes = Files.size(f);
+                    long bytes;
+                    try {
+                        bytes = Files.size(f);
+                    } catch (NoSuchFileException gone) {
+                        continue;
+                    }
                     if (Files.deleteIfExists(f)) {
                         reclaimed.add(new ReclaimedSegmentFile(f, bytes));
                         LOG.log(
