@@ -4,10 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MooncakeLab;
+import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Demands;
 import io.weightrelay.testkit.process.ServiceProcess;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -71,5 +73,33 @@ class MooncakeLabTest {
                     demands.storeBytes(),
                     update.seconds());
         }
+    }
+
+    /**
+     * Issue 47: a loader killed with SIGKILL comes back on Mooncake. Its successor takes over the
+     * receive segments' names the dead one left in the directory (refused as another engine's
+     * before), loads the active generation alone from the store with no republish, and the next
+     * update of every instance, the restarted one included, delivers every byte.
+     */
+    @ParameterizedTest
+    @EnumSource(Mode.class)
+    void aKilledLoaderRestartsLoadsTheActiveGenerationAndTheNextUpdateSucceeds(Mode mode)
+            throws Exception {
+        LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 4, 2, mode)));
+        long first = lab.publish(0);
+        lab.updateAll().requireUpdated();
+        assertThat(lab.verifyAll(first)).isPositive();
+
+        RolloutEngine restarted = lab.restartInstance(0);
+        lab.update(List.of(restarted)).requireUpdated();
+        assertThat(lab.verify(restarted, first))
+                .as("the restarted instance loads the active generation with no republish")
+                .isPositive();
+
+        lab.reRegisterAll();
+        long second = lab.publish(1);
+        LabCluster.Updates update = lab.updateAll().requireUpdated();
+        assertThat(lab.verifyAll(second)).as("bytes checked against the trainer's").isPositive();
+        Delivery.exactAndSinglePull(update, Demands.of(lab.manifest(), lab.placement()));
     }
 }

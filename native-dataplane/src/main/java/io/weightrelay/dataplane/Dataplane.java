@@ -48,12 +48,17 @@ public sealed interface Dataplane extends AutoCloseable
      * sidecar is the trace of a creator killed before it wrote its record: it goes, with its
      * segment file if that is empty too (reported with 0 bytes). {@link #open} calls it, so a
      * service restarted after {@code kill -9} and the next lab on the host get the memory back;
-     * safe to call at any time from any process.
+     * safe to call at any time from any process. The Mooncake engine's files ({@code
+     * wr-mc-<instance>-...}) go the same way when the lock of their data plane's owner file ({@code
+     * wr-mc-<instance>.lock}, held by its JVM) is free ({@code MooncakeOwnerLock}).
      *
      * @return what was removed, empty when nothing was orphaned
      */
     static List<ReclaimedSegmentFile> reclaimOrphanedSegmentFiles(Path shmDir) {
-        return BuiltinDataplane.reclaimOrphanedSegmentFiles(shmDir);
+        List<ReclaimedSegmentFile> reclaimed =
+                new java.util.ArrayList<>(BuiltinDataplane.reclaimOrphanedSegmentFiles(shmDir));
+        reclaimed.addAll(MooncakeOwnerLock.reclaimOrphans(shmDir));
+        return List.copyOf(reclaimed);
     }
 
     /**

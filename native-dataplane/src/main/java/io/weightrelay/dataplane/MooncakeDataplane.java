@@ -2,9 +2,11 @@ package io.weightrelay.dataplane;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
+import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 import io.weightrelay.dataplane.MooncakeAgent.Mapped;
+import io.weightrelay.dataplane.internal.HostIdentity;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
@@ -72,7 +74,9 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
     private final MooncakeAgent agent;
     private final RedisClient redisClient;
     private final StatefulRedisConnection<String, String> redis;
-    private final String instance = UUID.randomUUID().toString();
+    private final String instance;
+    private final MooncakeOwnerLock ownerLock;
+    private final String shmIdentity;
     private final Map<String, Local> segments = new ConcurrentHashMap<>();
     private final MooncakeTransferEngine engine;
     private final MooncakeStoreClient store;
@@ -83,9 +87,15 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
             DataplaneConfig config,
             MooncakeAgent agent,
             RedisClient redisClient,
-            StatefulRedisConnection<String, String> redis) {
+            StatefulRedisConnection<String, String> redis,
+            String instance,
+            MooncakeOwnerLock ownerLock,
+            String shmIdentity) {
         this.config = config;
         this.agent = agent;
+        this.instance = instance;
+        this.ownerLock = ownerLock;
+        this.shmIdentity = shmIdentity;
         this.redisClient = redisClient;
         this.redis = redis;
         this.engine = new MooncakeTransferEngine(this);
@@ -111,6 +121,10 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
                     "MooncakeSetupError",
                     "cannot create the agent's work directory " + mc.workDir() + ": " + e);
         }
+        String shmIdentity = HostIdentity.derive(config.shmDir());
+        MooncakeOwnerLock.reclaimOrphans(config.shmDir());
+        String instance = UUID.randomUUID().toString();
+        MooncakeOwnerLock ownerLock = MooncakeOwnerLock.acquire(config.shmDir(), instance);
         RedisURI uri = RedisURI.create(config.redisUri());
         uri.setTimeout(config.connectTimeout().plus(config.ioTimeout()));
         RedisClient client = RedisClient.create(uri);
@@ -119,6 +133,7 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
             connection = client.connect();
         } catch (RuntimeException e) {
             client.shutdown(0, 2, TimeUnit.SECONDS);
+            ownerLock.close();
             throw new MetadataException(
                     "cannot connect to Redis at " + RedisUris.mask(config.redisUri()), e);
         }
@@ -138,10 +153,12 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
                                     mc.workDir().resolve(config.nodeLabel() + "-" + id + ".log"),
                                     mc.startTimeout(),
                                     mc.commandTimeout()));
-            return new MooncakeDataplane(config, agent, client, connection);
+            return new MooncakeDataplane(
+                    config, agent, client, connection, instance, ownerLock, shmIdentity);
         } catch (RuntimeException e) {
             connection.close();
             client.shutdown(0, 2, TimeUnit.SECONDS);
+            ownerLock.close();
             throw e;
         }
     }
@@ -267,7 +284,7 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
                     DataplaneError.EXISTS, "segment '" + name + "' exists in this data plane");
         }
         String key = directoryKey(name);
-        if (!redis().hsetnx(key, "instance", instance)) {
+        if (!redis().hsetnx(key, "instance", instance) && !takeOverFromTheDead(name)) {
             throw new DataplaneException(
                     DataplaneError.EXISTS,
                     "segment '"
@@ -278,7 +295,10 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
         }
         Path path =
                 config.shmDir()
-                        .resolve("wr-mc-" + config.keyPrefix().replace(':', '_') + "-" + name);
+                        .resolve(
+                                MooncakeOwnerLock.segmentFileName(
+                                        instance,
+                                        config.keyPrefix().replace(':', '_') + "-" + name));
         MappedByteBuffer mapping = null;
         try {
             Files.deleteIfExists(path);
@@ -309,6 +329,49 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
         }
     }
 
+    /**
+     * Makes {@code name}'s directory entry this data plane's when the engine that published it is
+     * provably gone: it published from this host's shm directory (the same {@code shm} identity),
+     * and its owner lock is free or removed ({@link MooncakeOwnerLock}): its JVM ended, and its
+     * agent with it. Its leftover segment files are removed on the way. Anything else stays
+     * refused: an owner on another host (or one whose entry predates the lock) may live, and a live
+     * owner keeps its name. The entry changes hands only if it still names the dead owner, so two
+     * successors racing for the name cannot both win.
+     */
+    private boolean takeOverFromTheDead(String name) {
+        String key = directoryKey(name);
+        Map<String, String> entry = redis().hgetall(key);
+        String previous = entry.get("instance");
+        if (previous == null
+                || !shmIdentity.equals(entry.get("shm"))
+                || !MooncakeOwnerLock.isGone(config.shmDir(), previous)) {
+            return false;
+        }
+        Long won =
+                redis().eval(
+                                "if redis.call('hget', KEYS[1], 'instance') == ARGV[1] then"
+                                        + " redis.call('del', KEYS[1])"
+                                        + " redis.call('hset', KEYS[1], 'instance', ARGV[2])"
+                                        + " return 1 end return 0",
+                                ScriptOutputType.INTEGER,
+                                new String[] {key},
+                                previous,
+                                instance);
+        if (won != null && won == 1) {
+            LOG.log(
+                    System.Logger.Level.INFO,
+                    "took segment '"
+                            + name
+                            + "' over from the Mooncake engine at "
+                            + entry.get("endpoint")
+                            + " (node "
+                            + entry.get("node")
+                            + "): its process is gone");
+            return true;
+        }
+        return false;
+    }
+
     private void publish(String name) {
         Local l = segments.get(name);
         redis().hset(
@@ -318,7 +381,8 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
                                 "endpoint", agent.ready().engineSegment(),
                                 "address", Long.toString(agent.address(l.mapped())),
                                 "size", Long.toString(l.segment().size()),
-                                "node", config.nodeLabel()));
+                                "node", config.nodeLabel(),
+                                "shm", shmIdentity));
     }
 
     /**
@@ -410,8 +474,12 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
             try {
                 agent.close();
             } finally {
-                redis.close();
-                redisClient.shutdown(0, 2, TimeUnit.SECONDS);
+                try {
+                    redis.close();
+                    redisClient.shutdown(0, 2, TimeUnit.SECONDS);
+                } finally {
+                    ownerLock.close();
+                }
             }
         }
     }

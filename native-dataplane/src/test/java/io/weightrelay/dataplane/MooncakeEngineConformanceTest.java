@@ -4,6 +4,7 @@ import static io.weightrelay.dataplane.TransferRequest.write;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.testkit.process.ChildJvm;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -202,6 +203,67 @@ class MooncakeEngineConformanceTest extends EngineConformanceTest {
         Dataplane patient = dp("node-b"); // waits up to LEASE_WAIT; the master's TTL is 500 ms
         assertThat(patient.store().remove(k)).isTrue();
         assertThat(patient.store().exists(k)).isFalse();
+    }
+
+    private ChildJvm owner(String segment) throws Exception {
+        List<String> args = new java.util.ArrayList<>();
+        args.addAll(List.of(RedisSupport.URI, scope.prefix(), workDir.toString(), segment));
+        args.addAll(master.prefix());
+        return scope.closeAfter(
+                ChildJvm.start(
+                        "Mooncake segment owner",
+                        MooncakeSegmentOwnerMain.class,
+                        args.toArray(String[]::new)));
+    }
+
+    /**
+     * Issue 47: a loader killed with SIGKILL left its entries in the directory, and its
+     * replacement's receive segments were refused as another engine's. A name whose owner's JVM is
+     * gone (its owner lock free) is taken over, the dead owner's file removed; a live owner in
+     * another process keeps its name, refused as before.
+     */
+    @Test
+    void aKilledEnginesNameIsTakenOverWithItsFileGoneAndALiveEnginesStaysRefused()
+            throws Exception {
+        ChildJvm killed = owner("rx-killed");
+        ChildJvm live = owner("rx-live");
+        Path killedFile = Path.of(killed.ready());
+        Path liveFile = Path.of(live.ready());
+        String killedEntry = scope.prefix() + "mc:seg:rx-killed";
+        String liveEndpoint = RedisSupport.hash(scope.prefix() + "mc:seg:rx-live").get("endpoint");
+        assertThat(RedisSupport.hash(killedEntry)).containsKey("endpoint");
+
+        killed.kill();
+        assertThat(killedFile).as("SIGKILL leaves the file").exists();
+        // the sweep of both engines' files (the lab's after a kill) takes the dead owner's alone
+        assertThat(Dataplane.reclaimOrphanedSegmentFiles(Path.of("/dev/shm")))
+                .anyMatch(r -> r.path().equals(killedFile) && r.bytes() == MIB)
+                .noneMatch(r -> r.path().equals(liveFile));
+        assertThat(killedFile).doesNotExist();
+        assertThat(liveFile).exists();
+        Dataplane next = dp("node-b");
+        Segment rx = next.createReceiveSegment("rx-killed", MIB);
+        assertThat(RedisSupport.hash(killedEntry))
+                .containsEntry("endpoint", "127.0.0.1:" + next.tcpPort())
+                .containsEntry("node", "node-b");
+        Dataplane a = dp("node-a");
+        Segment src = a.createReceiveSegment("src", MIB);
+        Patterns.fill(src.byteBuffer(), 0, 4096, 9);
+        TestEngines.transfer(a, write(src, 0, "rx-killed", 0, 4096));
+        Patterns.assertHolds(rx.byteBuffer(), 0, 4096, 9);
+
+        assertThatThrownBy(() -> next.createReceiveSegment("rx-live", MIB))
+                .isInstanceOfSatisfying(
+                        DataplaneException.class,
+                        e -> {
+                            assertThat(e.error()).isEqualTo(DataplaneError.EXISTS);
+                            assertThat(e.getMessage()).contains("'rx-live'", liveEndpoint);
+                        });
+        assertThat(live.ok("ping")).isEmpty();
+        assertThat(liveFile).exists();
+        live.close();
+        assertThat(liveFile).doesNotExist();
+        assertThat(RedisSupport.hash(scope.prefix() + "mc:seg:rx-live")).isEmpty();
     }
 
     @Test

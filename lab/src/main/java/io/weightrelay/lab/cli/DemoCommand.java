@@ -23,11 +23,8 @@ import picocli.CommandLine.Option;
             "--engine mooncake runs every service on the real Mooncake Store and Transfer Engine"
                     + " (relay.dataplane.engine=mooncake) against a mooncake_master of the pinned"
                     + " wheel in /opt/weight-relay/venv (WEIGHT_RELAY_VENV moves it), started in a"
-                    + " network namespace of its own (root only) and removed at the end. The story"
-                    + " runs on it except the loader restart, which it skips and says so (a killed"
-                    + " loader's receive segments stay registered in the Mooncake engine's"
-                    + " directory, so its replacement is refused for now); the summary then has"
-                    + " restart_skipped instead of restart_update_s. After each publish it asks the"
+                    + " network namespace of its own (root only) and removed at the end. The whole"
+                    + " story runs on it, the loader restart included. After each publish it asks the"
                     + " master where every object's replica lives and reports the share in its own"
                     + " publisher's segment (local_replica_ratio; publishers prefer their own"
                     + " segment and fall back to another only when it is full).",

@@ -39,11 +39,11 @@ import java.util.stream.Collectors;
  *
  * <p>With {@code --engine mooncake} every service runs on {@code relay.dataplane.engine=mooncake}
  * against a {@code mooncake_master} of the pinned wheel ({@link MooncakeLab}: a network namespace
- * of its own, so root only). The story runs unchanged except the loader restart, skipped and said
- * so ({@link #MOONCAKE_RESTART_SKIPPED}); it takes no checkpoint, which Mooncake also refuses for
- * now. After each publish the demo also asks the master where every object's replica lives ({@link
- * LocalReplicas}) and reports the share in its own publisher's segment ({@code
- * local_replica_ratio}).
+ * of its own, so root only). The story runs unchanged, the loader restart included (a killed
+ * loader's successor takes its receive segments' names over); it takes no checkpoint, which
+ * Mooncake also refuses for now. After each publish the demo also asks the master where every
+ * object's replica lives ({@link LocalReplicas}) and reports the share in its own publisher's
+ * segment ({@code local_replica_ratio}).
  */
 public final class Demo {
 
@@ -111,43 +111,23 @@ public final class Demo {
         }
     }
 
-    /**
-     * The restarted instances' update: each alone, from the store, with no republish; or, with
-     * {@code skipped} set, why this engine could not run that part (nothing else is filled in).
-     */
+    /** The restarted instances' update: each alone, from the store, with no republish. */
     public record RestartResult(
             List<String> instances,
             long generation,
             double updateSeconds,
             long storeBytesRead,
             long storeBytesNeeded,
-            long bytesVerified,
-            String skipped) {
-
-        /** The part not run, and why. */
-        static RestartResult skipped(String why) {
-            return new RestartResult(List.of(), 0, 0, 0, 0, 0, why);
-        }
+            long bytesVerified) {
 
         public double storeReadRatio() {
             return ratio(storeBytesRead, storeBytesNeeded);
         }
 
         boolean verified() {
-            return skipped != null || (bytesVerified > 0 && storeBytesRead == storeBytesNeeded);
+            return bytesVerified > 0 && storeBytesRead == storeBytesNeeded;
         }
     }
-
-    /**
-     * Why the restart is not part of the story on Mooncake yet: a killed loader's receive segments
-     * keep their entries in the Mooncake engine's Redis directory ({@code mc:seg:<name>}), and its
-     * replacement's are refused as another live engine's (EXISTS), where the built-in engine takes
-     * over a name whose owner is gone.
-     */
-    static final String MOONCAKE_RESTART_SKIPPED =
-            "a killed loader cannot come back on the Mooncake engine yet: its receive segments'"
-                    + " directory entries outlive it and its replacement's are refused as another"
-                    + " engine's (EXISTS)";
 
     /** The whole run. */
     public record Report(
@@ -172,7 +152,7 @@ public final class Demo {
         }
 
         public double minStoreReadRatio() {
-            double min = restart.skipped() != null ? 1 : restart.storeReadRatio();
+            double min = restart.storeReadRatio();
             for (GenerationResult g : generations) {
                 min = Math.min(min, g.storeReadRatio());
             }
@@ -180,7 +160,7 @@ public final class Demo {
         }
 
         public double maxStoreReadRatio() {
-            double max = restart.skipped() != null ? 0 : restart.storeReadRatio();
+            double max = restart.storeReadRatio();
             for (GenerationResult g : generations) {
                 max = Math.max(max, g.storeReadRatio());
             }
@@ -216,7 +196,7 @@ public final class Demo {
                     Locale.ROOT,
                     "{\"engine\":\"%s\",\"model\":\"%s\",\"instances\":%d,\"tp\":%d,\"modes\":[%s],"
                             + "\"generations\":[%s],\"publish_s\":[%s],\"update_s_by_mode\":{%s},"
-                            + "\"restarted\":[%s],%s"
+                            + "\"restarted\":[%s],\"restart_update_s\":%.3f,"
                             + "\"bytes_verified\":%d,\"min_store_read_ratio\":%.4f,"
                             + "\"max_store_read_ratio\":%.4f,\"publish_tcp_bytes\":%d,%s"
                             + "\"seconds\":%.1f,\"verified\":%s}",
@@ -235,12 +215,7 @@ public final class Demo {
                             .map(m -> "\"" + m + "\":" + updateSeconds(m))
                             .collect(Collectors.joining(",")),
                     quoted(restart.instances()),
-                    restart.skipped() == null
-                            ? String.format(
-                                    Locale.ROOT,
-                                    "\"restart_update_s\":%.3f,",
-                                    restart.updateSeconds())
-                            : "\"restart_skipped\":\"" + restart.skipped() + "\",",
+                    restart.updateSeconds(),
                     bytesVerified(),
                     minStoreReadRatio(),
                     maxStoreReadRatio(),
@@ -293,21 +268,17 @@ public final class Demo {
                                 g.bytesVerified() / 1e6));
                 out.println(row);
             }
-            if (restart.skipped() != null) {
-                out.println(String.format("%-10s skipped: %s", "restart", restart.skipped()));
-            } else {
-                out.println(
-                        String.format(
-                                Locale.ROOT,
-                                "%-10s %s loaded generation %d alone in %.2f s with no republish;"
-                                        + " store read %.4fx, %.1f MB verified",
-                                "restart",
-                                String.join(" and ", restart.instances()),
-                                restart.generation(),
-                                restart.updateSeconds(),
-                                restart.storeReadRatio(),
-                                restart.bytesVerified() / 1e6));
-            }
+            out.println(
+                    String.format(
+                            Locale.ROOT,
+                            "%-10s %s loaded generation %d alone in %.2f s with no republish;"
+                                    + " store read %.4fx, %.1f MB verified",
+                            "restart",
+                            String.join(" and ", restart.instances()),
+                            restart.generation(),
+                            restart.updateSeconds(),
+                            restart.storeReadRatio(),
+                            restart.bytesVerified() / 1e6));
             if (engine == DataplaneEngine.MOONCAKE) {
                 out.println(
                         String.format(
@@ -578,18 +549,6 @@ public final class Demo {
             }
         }
         long active = generations.get(generations.size() - 1).generation();
-        if (engine == DataplaneEngine.MOONCAKE) {
-            say("  restart skipped on Mooncake: %s", MOONCAKE_RESTART_SKIPPED);
-            return new Report(
-                    engine,
-                    spec.model(),
-                    spec.instances(),
-                    spec.tp(),
-                    modeByInstance,
-                    generations,
-                    RestartResult.skipped(MOONCAKE_RESTART_SKIPPED),
-                    (System.nanoTime() - started) / 1e9);
-        }
 
         // One loader per mode killed and brought back: each loads the active generation alone.
         List<Integer> restart = new ArrayList<>();
@@ -616,8 +575,7 @@ public final class Demo {
                         rebuilt.seconds(),
                         rebuilt.storeBytesRead(),
                         needed,
-                        verified,
-                        null);
+                        verified);
         say(
                 "  killed the loaders of %s; the new ones loaded active generation %d alone in"
                         + " %.2f s, no republish; %d bytes checked",
