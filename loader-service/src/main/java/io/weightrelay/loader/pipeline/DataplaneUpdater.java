@@ -479,38 +479,17 @@ public final class DataplaneUpdater {
         }
         List<LandedProof.Mismatch> mismatches = LandedProof.compare(expected, landed, workers);
         if (!mismatches.isEmpty()) {
-            LandedProof.Mismatch first = mismatches.get(0);
-            StringBuilder why =
-                    new StringBuilder("generation ")
-                            .append(r.generation())
-                            .append(" of ")
-                            .append(r.model())
-                            .append(" did not land as sent: ");
-            int shown = Math.min(mismatches.size(), 8);
-            for (int i = 0; i < shown; i++) {
-                why.append(i == 0 ? "" : "; ").append(mismatches.get(i).describe());
-            }
-            if (mismatches.size() > shown) {
-                why.append("; and ").append(mismatches.size() - shown).append(" more");
-            }
-            throw new ApplyFailure(first.key().sender(), why.toString());
+            throw new ApplyFailure(
+                    mismatches.get(0).key().sender(),
+                    didNotLand(
+                            r, mismatches.stream().map(LandedProof.Mismatch::describe).toList()));
         }
         List<LandedProof.CopyMismatch> copies = LandedProof.copiesUnlikeTheirSource(slice, bytes);
         if (!copies.isEmpty()) {
-            StringBuilder why =
-                    new StringBuilder("generation ")
-                            .append(r.generation())
-                            .append(" of ")
-                            .append(r.model())
-                            .append(" did not land as sent: ");
-            int shown = Math.min(copies.size(), 8);
-            for (int i = 0; i < shown; i++) {
-                why.append(i == 0 ? "" : "; ").append(copies.get(i).describe());
-            }
-            if (copies.size() > shown) {
-                why.append("; and ").append(copies.size() - shown).append(" more");
-            }
-            throw new ApplyFailure(copies.get(0).copier(), why.toString());
+            throw new ApplyFailure(
+                    copies.get(0).copier(),
+                    didNotLand(
+                            r, copies.stream().map(LandedProof.CopyMismatch::describe).toList()));
         }
         long proven = landed.values().stream().mapToLong(LandedProof.Digest::bytes).sum();
         return new LandedCheck(proven, System.nanoTime() - t0);
@@ -524,5 +503,21 @@ public final class DataplaneUpdater {
                 // closed meanwhile: its counters are gone with it
             }
         }
+    }
+
+    /** "generation G of M did not land as sent: " and the first eight findings, then a count. */
+    private static String didNotLand(PrepareRequest r, List<String> findings) {
+        StringBuilder why =
+                new StringBuilder("generation ")
+                        .append(r.generation())
+                        .append(" of ")
+                        .append(r.model())
+                        .append(" did not land as sent: ");
+        int shown = Math.min(findings.size(), 8);
+        why.append(String.join("; ", findings.subList(0, shown)));
+        if (findings.size() > shown) {
+            why.append("; and ").append(findings.size() - shown).append(" more");
+        }
+        return why.toString();
     }
 }
