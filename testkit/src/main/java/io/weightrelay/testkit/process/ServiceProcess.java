@@ -17,7 +17,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -271,14 +273,25 @@ public final class ServiceProcess extends ChildProcess {
     private static final Duration DEPENDENCY_CHECK = Duration.ofSeconds(1);
 
     /**
+     * How long a service may keep saying it cannot reach a dependency that answers whoever waits
+     * for it. On a machine loaded far past its cores a service's Redis handshake times out a few
+     * times in a row while Redis is up (the fault suite met it at a load average of 28 on 2 cores),
+     * and the service says so, then that it answers again; a misconfigured address never answers
+     * and is still named within seconds. A dependency the waiter cannot reach either fails the wait
+     * at once.
+     */
+    public static final Duration UNREACHABLE_GRACE = Duration.ofSeconds(6);
+
+    /**
      * Waits until every one of {@code services} answers {@code /actuator/health} with 200, watching
      * all of them each round rather than one after another: a service that exits early fails the
      * wait at once with its name and log's tail, whichever of them it is, and so does {@code
      * dependencies} (asked about once a second) when something every service needs stopped
      * answering, naming the services not healthy yet, and so does a service whose log says it
-     * cannot reach a dependency ({@link #unreachableDependency()}), naming it and what it said.
-     * Only a service that is alive, its dependencies answering, and still not healthy waits out
-     * {@code timeout}.
+     * cannot reach a dependency ({@link #unreachableDependency()}), naming it and what it said: at
+     * once when {@code dependencies} is broken too, else once it has said so for {@link
+     * #UNREACHABLE_GRACE}. Only a service that is alive, its dependencies answering, and still not
+     * healthy waits out {@code timeout}.
      */
     public static void awaitHealthy(
             Collection<ServiceProcess> services, Duration timeout, Dependencies dependencies)
@@ -286,6 +299,7 @@ public final class ServiceProcess extends ChildProcess {
         long deadline = System.nanoTime() + timeout.toNanos();
         long nextCheck = System.nanoTime();
         List<ServiceProcess> waiting = new ArrayList<>(services);
+        Map<ServiceProcess, Long> saidUnreachableSince = new HashMap<>();
         while (!waiting.isEmpty()) {
             for (ServiceProcess s : waiting) {
                 if (!s.isAlive()) {
@@ -294,9 +308,16 @@ public final class ServiceProcess extends ChildProcess {
                 }
             }
             if (System.nanoTime() - nextCheck >= 0) {
+                Optional<String> broken = dependencies.broken();
                 for (ServiceProcess s : waiting) {
                     Optional<String> unreachable = s.unreachableDependency();
-                    if (unreachable.isPresent()) {
+                    if (unreachable.isEmpty()) {
+                        saidUnreachableSince.remove(s);
+                        continue;
+                    }
+                    long since = saidUnreachableSince.computeIfAbsent(s, k -> System.nanoTime());
+                    if (broken.isPresent()
+                            || System.nanoTime() - since >= UNREACHABLE_GRACE.toNanos()) {
                         throw new IllegalStateException(
                                 s.name()
                                         + " cannot become healthy: it says "
@@ -305,7 +326,6 @@ public final class ServiceProcess extends ChildProcess {
                                         + s.tail());
                     }
                 }
-                Optional<String> broken = dependencies.broken();
                 if (broken.isPresent()) {
                     throw new IllegalStateException(
                             names(waiting)

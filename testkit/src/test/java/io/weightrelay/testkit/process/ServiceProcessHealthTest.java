@@ -63,6 +63,24 @@ class ServiceProcessHealthTest {
         }
     }
 
+    /**
+     * A control-api on a machine loaded far past its cores: its Redis handshakes time out for a few
+     * seconds while Redis is up, and it says so, then that Redis answers.
+     */
+    public static final class RedisSlowForAWhile {
+        public static void main(String[] args) throws InterruptedException {
+            System.out.println(
+                    "ERROR i.w.control.redis.RedisProbe : cannot reach Redis at 127.0.0.1:1"
+                            + " (spring.data.redis.host and port): Connection initialization"
+                            + " timed out after 500 millisecond(s); ...");
+            Thread.sleep(3_000);
+            System.out.println(
+                    "INFO i.w.control.redis.RedisProbe : Redis at 127.0.0.1:1 answers after 3 s:"
+                            + " control-api serves");
+            Thread.sleep(120_000);
+        }
+    }
+
     private static ServiceProcess start(String name, Class<?> main, Path logs) {
         return ServiceProcess.startMain(
                 name,
@@ -155,6 +173,43 @@ class ServiceProcessHealthTest {
                     .hasMessageContaining("control-api not healthy within PT6S")
                     .hasMessageNotContaining("cannot become healthy");
             assertThat(control.unreachableDependency()).isEmpty();
+        }
+    }
+
+    @Test
+    void aServiceThatCannotReachADependencyTheWaiterReachesIsGivenAFewSeconds() throws Exception {
+        Path logs = logs();
+        try (ServiceProcess control = start("control-api", RedisSlowForAWhile.class, logs)) {
+            assertThatThrownBy(
+                            () ->
+                                    ServiceProcess.awaitHealthy(
+                                            List.of(control),
+                                            ServiceProcess.UNREACHABLE_GRACE.plusSeconds(3),
+                                            Optional::empty))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("control-api not healthy within")
+                    .hasMessageNotContaining("cannot become healthy");
+        }
+    }
+
+    @Test
+    void aServiceThatCannotReachADependencyTheWaiterCannotReachEitherIsNamedAtOnce()
+            throws Exception {
+        Path logs = logs();
+        try (ServiceProcess control = start("control-api", CannotReachRedis.class, logs)) {
+            Thread.sleep(1_500); // its line is in the log before the first check
+            long started = System.nanoTime();
+            assertThatThrownBy(
+                            () ->
+                                    ServiceProcess.awaitHealthy(
+                                            List.of(control),
+                                            Duration.ofMinutes(3),
+                                            () -> Optional.of("the Redis at 127.0.0.1:1 is down")))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining(
+                            "control-api cannot become healthy: it says cannot reach");
+            assertThat((System.nanoTime() - started) / 1e9)
+                    .isLessThan(ServiceProcess.UNREACHABLE_GRACE.toSeconds());
         }
     }
 }
