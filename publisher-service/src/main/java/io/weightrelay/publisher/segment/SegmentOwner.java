@@ -60,7 +60,9 @@ public final class SegmentOwner implements AutoCloseable {
 
     /**
      * On Mooncake, {@code model/generation} -> objects put into the agent's segment, recorded
-     * before each put: what an agent's death takes along ({@link #capacityLost}).
+     * before each put: what an agent's death takes along ({@link #capacityLost}). One entry per
+     * generation; a collected one stays until a death reports it (control-api, which no longer
+     * knows it, answers not found and it is dropped).
      */
     private final Map<String, Long> storedInAgent = new ConcurrentHashMap<>();
 
