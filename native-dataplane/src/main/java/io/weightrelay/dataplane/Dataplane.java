@@ -105,6 +105,23 @@ public sealed interface Dataplane extends AutoCloseable
     }
 
     /**
+     * Checks that the store capacity this process owns still holds what was stored in it, and says,
+     * once each, why it does not since the last call. On Mooncake the capacity is the segment its
+     * agent mounted, in the agent's memory: an agent that died (killed, crashed) took every object
+     * in that segment along, and the master drops the segment. The agent is asked (one command; a
+     * dead one is started again, mounting a new, empty segment), and each agent death since the
+     * last call is answered, naming the dead agent and its successor: the caller must report what
+     * it had stored as lost. Empty on the built-in engine, whose segments live and die with this
+     * process, and on a reading client, which owns no capacity.
+     *
+     * @throws DataplaneException when the engine cannot be reached or started again (asked again on
+     *     the next call)
+     */
+    default List<String> storeCapacityLost() {
+        return List.of();
+    }
+
+    /**
      * Creates a segment of {@code size} bytes that is store capacity ({@link SegmentKind#STORE}):
      * backed by a new file {@code <shmDir>/wr-<prefix>-<name>} (a file left there, by a crashed
      * owner say, is unlinked first: peers still mapping it keep their pages), pre-faulted,

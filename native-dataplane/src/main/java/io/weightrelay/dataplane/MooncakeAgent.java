@@ -93,6 +93,7 @@ final class MooncakeAgent implements AutoCloseable {
     private final List<Mapped> mapped = new ArrayList<>();
     private final Map<Integer, Long> agentBuffers = new LinkedHashMap<>();
     private final Map<Integer, Long> agentAddresses = new LinkedHashMap<>();
+    private final List<String> deaths = new ArrayList<>();
     private Process process;
     private SocketChannel channel;
     private Ready ready;
@@ -132,6 +133,17 @@ final class MooncakeAgent implements AutoCloseable {
     /** How many times the agent was started again after it died. */
     synchronized int restarts() {
         return restarts;
+    }
+
+    /**
+     * Each death of an agent that was started again since the last call, once, oldest first: which
+     * agent died (pid, socket), its exit status and the pid of its successor. Whatever its segment
+     * held went with each one.
+     */
+    synchronized List<String> takeDeaths() {
+        List<String> out = List.copyOf(deaths);
+        deaths.clear();
+        return out;
     }
 
     synchronized String describe() {
@@ -310,17 +322,20 @@ final class MooncakeAgent implements AutoCloseable {
             boolean reported = deathReported;
             restarts++;
             spawn();
+            String death =
+                    before
+                            + " died (exit status "
+                            + waitFor(dead)
+                            + "); started again as pid "
+                            + ready.pid();
+            deaths.add(death);
             if (!reported) {
                 // it died between commands: the caller must still learn that its segment's
                 // objects went with it
                 deathReported = true;
                 throw new MooncakeAgentGoneException(
-                        before
-                                + " died (exit status "
-                                + waitFor(dead)
-                                + ") since its last command; started again as pid "
-                                + ready.pid()
-                                + ": '"
+                        death
+                                + "; it died since its last command: '"
                                 + op
                                 + "' was not run, and objects in its segment are gone");
             }

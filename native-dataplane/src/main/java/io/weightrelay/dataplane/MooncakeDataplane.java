@@ -243,6 +243,34 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
         return own.isEmpty() ? Optional.empty() : Optional.of(own);
     }
 
+    /**
+     * Pings the agent, starting it again if it died (a death the ping itself meets is followed by a
+     * second ping, which starts the successor), and answers each death of an agent that mounted
+     * store capacity since the last call ({@link MooncakeAgent#takeDeaths}).
+     */
+    @Override
+    public List<String> storeCapacityLost() {
+        checkOpen();
+        try {
+            agent.ping();
+        } catch (MooncakeAgentGoneException e) {
+            LOG.log(System.Logger.Level.WARNING, e.getMessage());
+            agent.ping();
+        }
+        List<String> deaths = agent.takeDeaths();
+        return config.mooncake().segmentSize() == 0
+                ? List.of()
+                : deaths.stream()
+                        .map(
+                                d ->
+                                        d
+                                                + ": the "
+                                                + config.mooncake().segmentSize()
+                                                + "-byte Mooncake segment it mounted, and every"
+                                                + " object in it, went with it")
+                        .toList();
+    }
+
     MooncakeCounters byteCounters() {
         return counters;
     }

@@ -266,6 +266,39 @@ class MooncakeEngineConformanceTest extends EngineConformanceTest {
         assertThat(RedisSupport.hash(scope.prefix() + "mc:seg:rx-live")).isEmpty();
     }
 
+    /**
+     * Issue 47: an agent killed while its JVM lives takes its mounted segment, and every object in
+     * it, along. The data plane says so once, naming the dead agent, when asked (which starts the
+     * successor); the successor mounts a new, empty segment that takes puts again.
+     */
+    @Test
+    void anAgentThatDiedTookItsSegmentAlongWhichIsSaidOnceNamingItAndItsSuccessorStoresAgain()
+            throws Exception {
+        Dataplane a = dp("node-a");
+        String capacity = storeCapacity(a, "pub", 32 * MIB);
+        Segment src = a.createReceiveSegment("src", MIB);
+        Patterns.fill(src.byteBuffer(), 0, 4096, 7);
+        a.store().putFrom(key("m/1/w"), src, 0, 4096, ReplicateConfig.preferLocal(capacity));
+        assertThat(a.storeCapacityLost()).as("nothing lost while the agent lives").isEmpty();
+
+        MooncakeAgent agent = ((MooncakeDataplane) a).agent();
+        long pid = agent.ready().pid();
+        agent.process().destroyForcibly().waitFor();
+        assertThat(a.storeCapacityLost())
+                .singleElement()
+                .asString()
+                .contains("Mooncake agent pid " + pid, "exit status 137", "went with it");
+        assertThat(a.storeCapacityLost()).as("said once").isEmpty();
+        assertThat(agent.ready().pid()).isNotEqualTo(pid);
+
+        String successor = storeCapacity(a, "pub", 32 * MIB);
+        a.store().putFrom(key("m/2/w"), src, 0, 4096, ReplicateConfig.preferLocal(successor));
+        Segment dst = a.createReceiveSegment("dst", MIB);
+        assertThat(a.store().getIntoRanges(key("m/2/w"), List.of(new ReadRange(0, 4096, dst, 0))))
+                .containsExactly(4096L);
+        Patterns.assertHolds(dst.byteBuffer(), 0, 4096, 7);
+    }
+
     @Test
     void theSegmentDirectoryIsInRedisANameIsOneEnginesAndALostEntryIsPublishedAgain() {
         Dataplane a = dp("node-a");

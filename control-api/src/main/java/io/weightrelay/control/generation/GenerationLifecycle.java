@@ -326,11 +326,12 @@ public class GenerationLifecycle {
 
     /**
      * Marks a generation whose bytes in {@code segment} are gone (its owner re-created it after a
-     * crash): committed -> LOST, never leased or loaded again, so loaders stay on what they serve;
-     * if it was active, the newest earlier whole generation becomes active again (restarted and new
-     * engines load that); open -> ABORTED with its remaining objects removed. Idempotent. Refused
-     * (409 {@code segment-holds-no-objects}) when the generation registered no object in {@code
-     * segment}: an owner's loss is about its own objects, never another segment's generation.
+     * crash, or its Mooncake agent died with the segment it mounted): committed -> LOST, never
+     * leased or loaded again, so loaders stay on what they serve; if it was active, the newest
+     * earlier whole generation becomes active again (restarted and new engines load that); open ->
+     * ABORTED with its remaining objects removed. Idempotent. Refused (409 {@code
+     * segment-holds-no-objects}) when the generation registered no object in {@code segment}: an
+     * owner's loss is about its own objects, never another segment's generation.
      */
     public Generation lose(GenerationId id, String segment, long objects, String why) {
         generations.load(id);
@@ -354,8 +355,8 @@ public class GenerationLifecycle {
                 objects
                         + " object(s) in segment '"
                         + segment
-                        + "' are gone (its owner re-created it)"
-                        + (why == null || why.isBlank() ? "" : ": " + why);
+                        + "' are gone"
+                        + (why == null || why.isBlank() ? " (its owner lost them)" : ": " + why);
         Reply result = scripts.run("lose", id.model(), String.valueOf(id.generation()), reason);
         switch (result.code()) {
             case "ok" -> {

@@ -19,8 +19,9 @@ import org.springframework.stereotype.Component;
  * heartbeat is older than its TTL, and plans only for live ones). When control-api answers that it
  * does not know the loader (Redis lost its data, or the loader was away past the TTL), the instance
  * is registered again with what its engine registered ({@link InstanceService#registerAgain}); and
- * every beat publishes again the descriptors of the loader's receive segments that Redis lost
- * ({@link Dataplane#reannounceSegments}), so that peers can write into them.
+ * every beat publishes again the descriptors of the loader's receive segments that Redis lost, or
+ * that a restarted Mooncake agent moved ({@link Dataplane#reannounceSegments}), so that peers can
+ * write into them.
  */
 @Component
 class LoaderHeartbeat {
@@ -76,7 +77,9 @@ class LoaderHeartbeat {
             List<String> again = dp.reannounceSegments();
             if (!again.isEmpty()) {
                 log.warn(
-                        "Redis had lost the descriptors of receive segments {}: published again",
+                        "receive segments {} published again: Redis had lost their descriptors,"
+                                + " or the engine behind them was started again (a Mooncake agent"
+                                + " that died maps them at new addresses)",
                         again);
             }
         } catch (RuntimeException e) {

@@ -30,7 +30,10 @@ import org.springframework.stereotype.Component;
  *
  * <p>After a restart that re-created the segment, it also reports every generation whose objects
  * the previous owner held ({@link SegmentOwner#lostOnRestart}) to control-api as lost, retrying
- * until control-api has taken each one, so none stays ACTIVE with bytes that are gone.
+ * until control-api has taken each one, so none stays ACTIVE with bytes that are gone. On Mooncake
+ * the capacity is the segment the agent mounted, which dies with the agent while this process
+ * lives: every beat asks whether it did ({@link SegmentOwner#capacityLost}; a dead agent is started
+ * again with a new, empty segment) and reports what the dead one held the same way, naming it.
  *
  * <p>Each heartbeat also frees the memory of the generations control-api forgot when its Redis lost
  * its data ({@link ForgottenGenerations}): the heartbeat's answer carries the Redis incarnation
@@ -54,8 +57,13 @@ final class SegmentHeartbeat implements AutoCloseable {
             Comparator.comparing((String mg) -> mg.substring(0, mg.lastIndexOf('/')))
                     .thenComparingLong(mg -> Long.parseLong(mg.substring(mg.lastIndexOf('/') + 1)));
 
-    /** {@code model/generation} -> how many of its objects were lost; removed once reported. */
-    private final Map<String, Long> unreported = new ConcurrentHashMap<>();
+    /**
+     * {@code model/generation} -> how many of its objects were lost and why; removed once reported.
+     */
+    private final Map<String, Unreported> unreported = new ConcurrentHashMap<>();
+
+    /** A generation's loss not yet taken by control-api. */
+    private record Unreported(long objects, String why) {}
 
     SegmentHeartbeat(
             SegmentOwner owner,
@@ -74,13 +82,13 @@ final class SegmentHeartbeat implements AutoCloseable {
 
     @EventListener(ApplicationReadyEvent.class)
     void start() {
+        String restarted = "the publisher of node '" + owner.node() + "' restarted";
         for (String key : owner.lostOnRestart()) {
-            unreported.merge(SegmentOwner.generationOf(key), 1L, Long::sum);
+            lose(SegmentOwner.generationOf(key), 1, restarted);
         }
-        if (!unreported.isEmpty()) {
-            timer.scheduleWithFixedDelay(
-                    this::reportLost, 0, properties.heartbeat().toMillis(), TimeUnit.MILLISECONDS);
-        }
+        // always: on Mooncake the agent can die (its segment with it) while this process lives
+        timer.scheduleWithFixedDelay(
+                this::reportLost, 0, properties.heartbeat().toMillis(), TimeUnit.MILLISECONDS);
         if (!owner.ownsSegment()) {
             // Client only: nothing to register; keep the storage units to put into current.
             timer.schedule(this::preferUnits, 0, TimeUnit.MILLISECONDS);
@@ -187,12 +195,38 @@ final class SegmentHeartbeat implements AutoCloseable {
         return List.copyOf(local);
     }
 
+    /**
+     * Asks the owner whether its capacity lost what was stored in it (a Mooncake agent that died),
+     * and adds what it lost to the generations to report.
+     */
+    private void checkCapacity() {
+        try {
+            owner.capacityLost()
+                    .ifPresent(
+                            lost -> lost.generations().forEach((g, n) -> lose(g, n, lost.why())));
+        } catch (RuntimeException e) {
+            log.warn(
+                    "cannot check the store capacity of '{}' yet: {}",
+                    owner.segmentName(),
+                    e.getMessage());
+        }
+    }
+
+    /** Adds {@code objects} lost objects of generation {@code g} to report, the first why kept. */
+    private void lose(String g, long objects, String why) {
+        unreported.merge(
+                g,
+                new Unreported(objects, why),
+                (a, b) -> new Unreported(a.objects() + b.objects(), a.why()));
+    }
+
     private void reportLost() {
+        checkCapacity();
         // Oldest first, by number: a lost active generation falls back to the newest earlier
         // whole one, so the earlier ones this restart lost must be known as lost by then.
-        TreeMap<String, Long> ordered = new TreeMap<>(OLDEST_FIRST);
+        TreeMap<String, Unreported> ordered = new TreeMap<>(OLDEST_FIRST);
         ordered.putAll(unreported);
-        for (Map.Entry<String, Long> e : ordered.entrySet()) {
+        for (Map.Entry<String, Unreported> e : ordered.entrySet()) {
             int slash = e.getKey().lastIndexOf('/');
             String model = e.getKey().substring(0, slash);
             long generation = Long.parseLong(e.getKey().substring(slash + 1));
@@ -201,15 +235,15 @@ final class SegmentHeartbeat implements AutoCloseable {
                         model,
                         generation,
                         owner.segmentName(),
-                        e.getValue(),
-                        "the publisher of node '" + owner.node() + "' restarted");
+                        e.getValue().objects(),
+                        e.getValue().why());
                 unreported.remove(e.getKey());
                 log.warn(
                         "generation {} of {} reported lost to control-api ({} objects were in"
                                 + " segment '{}')",
                         generation,
                         model,
-                        e.getValue(),
+                        e.getValue().objects(),
                         owner.segmentName());
             } catch (RuntimeException ex) {
                 if (ex instanceof RelayException r

@@ -19,7 +19,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,6 +57,17 @@ public final class SegmentOwner implements AutoCloseable {
     private volatile ReplicateConfig preferLocal;
     private final List<String> lostOnRestart;
     private final SegmentAllocations allocations = new SegmentAllocations();
+
+    /**
+     * On Mooncake, {@code model/generation} -> objects put into the agent's segment, recorded
+     * before each put: what an agent's death takes along ({@link #capacityLost}). One entry per
+     * generation; a collected one stays until a death reports it (control-api, which no longer
+     * knows it, answers not found and it is dropped).
+     */
+    private final Map<String, Long> storedInAgent = new ConcurrentHashMap<>();
+
+    /** Generations whose objects an agent's death took along, with how many objects each. */
+    public record Lost(Map<String, Long> generations, String why) {}
 
     /**
      * Opens the data plane {@code relay.dataplane.*} describes, on node {@code relay.segment.node},
@@ -171,6 +184,40 @@ public final class SegmentOwner implements AutoCloseable {
      */
     public boolean reannounce() {
         return !dataplane.reannounceSegments().isEmpty();
+    }
+
+    /**
+     * On Mooncake, asks the agent whether it still holds what was put into its segment ({@link
+     * Dataplane#storeCapacityLost}; a dead agent is started again, mounting a new, empty segment).
+     * When an agent died since the last check, every generation put into its segment so far is
+     * answered, once, with the death: its objects are gone, and control-api must be told. A
+     * generation put into the new segment before this check noticed the death is answered too: the
+     * loss is over-reported then (the generation is not served; the next publish reaches the
+     * engines), never missed. Empty on the built-in engine, whose segment lives and dies with this
+     * process.
+     */
+    public Optional<Lost> capacityLost() {
+        if (!mooncake) {
+            return Optional.empty();
+        }
+        List<String> deaths = dataplane.storeCapacityLost();
+        if (deaths.isEmpty()) {
+            return Optional.empty();
+        }
+        Map<String, Long> lost = new TreeMap<>();
+        for (String g : List.copyOf(storedInAgent.keySet())) {
+            Long objects = storedInAgent.remove(g);
+            if (objects != null) {
+                lost.put(g, objects);
+            }
+        }
+        String why = String.join("; ", deaths);
+        log.warn(
+                "publisher '{}': {}; generations {} had objects in it and are lost",
+                properties.name(),
+                why,
+                lost.keySet());
+        return Optional.of(new Lost(lost, why));
     }
 
     /** The segment's name; a client-only publisher's own name (it owns no segment). */
@@ -328,6 +375,10 @@ public final class SegmentOwner implements AutoCloseable {
      *     or a peer died during the write (nothing is stored then)
      */
     public void putFrom(String key, LocalMemory source, long offset, long size) {
+        if (mooncake) {
+            // recorded first: an agent that dies from here on takes this object's generation too
+            storedInAgent.merge(generationOf(key), 1L, Long::sum);
+        }
         if (segment == null) {
             dataplane.store().putFrom(key, source, offset, size, preferLocal);
             return;
