@@ -6,7 +6,7 @@ import io.weightrelay.api.control.model.CheckpointStatus;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.RestoreRequest;
 import io.weightrelay.api.control.server.CheckpointsApi;
-import io.weightrelay.control.identity.GenerationId;
+import io.weightrelay.reshard.manifest.GenerationId;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 

@@ -1,6 +1,6 @@
 package io.weightrelay.control.generation;
 
-import io.weightrelay.control.identity.GenerationId;
+import io.weightrelay.reshard.manifest.GenerationId;
 
 /**
  * Published (as a Spring application event, on the committing thread) once a generation is

@@ -2,9 +2,9 @@ package io.weightrelay.control.generation;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.GcReport;
-import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.control.registry.ControlPlaneTicks;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;

@@ -1,11 +1,11 @@
 package io.weightrelay.control.generation;
 
 import io.weightrelay.api.control.model.Lease;
-import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.control.registry.ControlPlaneTicks;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import org.springframework.data.redis.core.StringRedisTemplate;

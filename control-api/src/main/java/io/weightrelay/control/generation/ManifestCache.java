@@ -1,6 +1,6 @@
 package io.weightrelay.control.generation;
 
-import io.weightrelay.control.identity.GenerationId;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;

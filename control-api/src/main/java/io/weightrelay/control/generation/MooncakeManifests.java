@@ -1,6 +1,6 @@
 package io.weightrelay.control.generation;
 
-import io.weightrelay.control.identity.GenerationId;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.mooncake.Inexpressible;
 import io.weightrelay.reshard.mooncake.WeightManifestExport;
 import java.time.format.DateTimeFormatter;

@@ -1,5 +1,6 @@
 package io.weightrelay.control.identity;
 
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.Objects;
 
 /**

@@ -3,7 +3,7 @@ package io.weightrelay.control.operator;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.control.generation.GenerationQueries;
-import io.weightrelay.control.identity.GenerationId;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;

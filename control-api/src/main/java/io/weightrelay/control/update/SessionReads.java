@@ -7,11 +7,11 @@ import io.weightrelay.api.control.model.SentDigests;
 import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
-import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.RedisTime;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -88,7 +88,7 @@ public class SessionReads {
             long generation = Long.parseLong(member.substring(0, colon));
             String group = member.substring(colon + 1);
             try {
-                out.add(read(new GenerationId(model, generation).session(group), false));
+                out.add(read(new SessionKey(new GenerationId(model, generation), group), false));
             } catch (RelayException e) {
                 if (e.kind() != UpdateProblems.SESSION_NOT_FOUND) {
                     throw e;

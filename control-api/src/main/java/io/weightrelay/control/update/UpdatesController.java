@@ -9,7 +9,8 @@ import io.weightrelay.api.control.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.api.control.server.UpdatesApi;
-import io.weightrelay.control.identity.GenerationId;
+import io.weightrelay.control.identity.SessionKey;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.security.Caller;
 import java.time.Duration;
 import org.springframework.http.ResponseEntity;
@@ -24,7 +25,7 @@ record UpdatesController(
     public ResponseEntity<UpdateSession> startUpdateSession(
             String model, Long generation, String group, UpdateSessionRequest request) {
         return ResponseEntity.ok(
-                updates.start(new GenerationId(model, generation).session(group), request));
+                updates.start(new SessionKey(new GenerationId(model, generation), group), request));
     }
 
     @Override
@@ -33,13 +34,15 @@ record UpdatesController(
         // The lease is taken for the instance named: a token bound to another one is refused.
         Caller.requireMayActFor("instance", request.getInstance());
         return ResponseEntity.ok(
-                updates.prepare(new GenerationId(model, generation).session(group), request));
+                updates.prepare(
+                        new SessionKey(new GenerationId(model, generation), group), request));
     }
 
     @Override
     public ResponseEntity<UpdateSession> getUpdateSession(
             String model, Long generation, String group) {
-        return ResponseEntity.ok(sessions.get(new GenerationId(model, generation).session(group)));
+        return ResponseEntity.ok(
+                sessions.get(new SessionKey(new GenerationId(model, generation), group)));
     }
 
     @Override
@@ -48,14 +51,15 @@ record UpdatesController(
         // A loader token bound to an instance reports for that instance only.
         Caller.requireMayActFor("instance", report.getInstance());
         return ResponseEntity.ok(
-                reports.report(new GenerationId(model, generation).session(group), report));
+                reports.report(new SessionKey(new GenerationId(model, generation), group), report));
     }
 
     @Override
     public ResponseEntity<LandedDigests> getLandedDigests(
             String model, Long generation, String group, String instance) {
         return ResponseEntity.ok(
-                sessions.landed(new GenerationId(model, generation).session(group), instance));
+                sessions.landed(
+                        new SessionKey(new GenerationId(model, generation), group), instance));
     }
 
     @Override
@@ -64,7 +68,7 @@ record UpdatesController(
         Duration wait = Duration.ofSeconds(waitSeconds == null ? 30 : waitSeconds);
         return ResponseEntity.ok(
                 barriers.awaitBarrier(
-                        new GenerationId(model, generation).session(group), barrier, wait));
+                        new SessionKey(new GenerationId(model, generation), group), barrier, wait));
     }
 
     @Override
@@ -80,6 +84,9 @@ record UpdatesController(
         Duration wait = Duration.ofSeconds(waitSeconds == null ? 30 : waitSeconds);
         return ResponseEntity.ok(
                 barriers.arrive(
-                        new GenerationId(model, generation).session(group), barrier, report, wait));
+                        new SessionKey(new GenerationId(model, generation), group),
+                        barrier,
+                        report,
+                        wait));
     }
 }

@@ -7,7 +7,7 @@ import io.weightrelay.api.control.model.OpenedGeneration;
 import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.TensorSpec;
 import io.weightrelay.control.ControlApiTestSupport;
-import io.weightrelay.control.identity.GenerationId;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;

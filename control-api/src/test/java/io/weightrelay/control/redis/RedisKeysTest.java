@@ -2,8 +2,8 @@ package io.weightrelay.control.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.control.identity.GenerationId;
 import io.weightrelay.control.identity.SessionKey;
+import io.weightrelay.reshard.manifest.GenerationId;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -15,7 +15,7 @@ class RedisKeysTest {
 
     private final RedisKeys keys = new RedisKeys(new RedisKeyProperties("wr:"));
     private final GenerationId generation = new GenerationId("llama-8b", 12);
-    private final SessionKey session = generation.session("rollout-a");
+    private final SessionKey session = new SessionKey(generation, "rollout-a");
 
     @Test
     void perGenerationKeys() {

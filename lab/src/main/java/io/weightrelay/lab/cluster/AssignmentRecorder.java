@@ -1,5 +1,6 @@
 package io.weightrelay.lab.cluster;
 
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.trainer.client.Coordinator;
 import java.util.List;
@@ -30,13 +31,13 @@ final class AssignmentRecorder implements Coordinator {
     }
 
     @Override
-    public void commit(String model, long generation) {
-        delegate.commit(model, generation);
+    public void commit(GenerationId generation) {
+        delegate.commit(generation);
     }
 
     @Override
-    public void abort(String model, long generation, String reason) {
-        delegate.abort(model, generation, reason);
+    public void abort(GenerationId generation, String reason) {
+        delegate.abort(generation, reason);
     }
 
     /** Tensor name to trainer node for {@code generation}, if this lab's trainer opened it. */

@@ -12,6 +12,7 @@ import io.weightrelay.lab.hosts.Agent;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
@@ -121,11 +122,12 @@ public final class HostAgent {
                                                 .generation());
                 case "publish" -> publish(Long.parseLong(w[1]));
                 case "commit" -> {
-                    coordinator.commit(model, Long.parseLong(w[1]));
+                    coordinator.commit(new GenerationId(model, Long.parseLong(w[1])));
                     yield ok();
                 }
                 case "abort" -> {
-                    coordinator.abort(model, Long.parseLong(w[1]), "a trainer rank failed");
+                    coordinator.abort(
+                            new GenerationId(model, Long.parseLong(w[1])), "a trainer rank failed");
                     yield ok();
                 }
                 case "gc" -> {

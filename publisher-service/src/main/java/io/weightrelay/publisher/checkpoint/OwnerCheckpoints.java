@@ -8,6 +8,7 @@ import io.weightrelay.publisher.publish.ControlPlane;
 import io.weightrelay.publisher.publish.GenerationLayout;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.staging.StagingArea;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.concurrent.DaemonThreads;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.ProblemKind;
@@ -71,7 +72,7 @@ public final class OwnerCheckpoints {
                         CheckpointProblems.CHECKSUMS_REQUIRED,
                         "needs the checksums registered at publish (checksums)");
         long started = System.nanoTime();
-        GenerationLayout layout = control.layout(model, generation);
+        GenerationLayout layout = control.layout(new GenerationId(model, generation));
         String name = fileName();
         Path file = directory.resolve(name);
         List<Held> held = new ArrayList<>();

@@ -31,8 +31,7 @@ final class BatchRegistration implements AutoCloseable {
                     objects.subList(from, Math.min(objects.size(), from + chunk));
             sent.add(
                     CompletableFuture.runAsync(
-                            () -> control.register(layout.model(), layout.generation(), node, part),
-                            senders));
+                            () -> control.register(layout.id(), node, part), senders));
         }
         Futures.joinAll(sent);
     }

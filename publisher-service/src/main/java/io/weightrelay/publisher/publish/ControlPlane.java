@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.publish;
 
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.List;
 import java.util.Optional;
 
@@ -16,10 +17,10 @@ public interface ControlPlane {
      * @throws io.weightrelay.service.problem.RelayException {@code generation-not-found}, or {@code
      *     control-api-failed}
      */
-    GenerationLayout layout(String model, long generation);
+    GenerationLayout layout(GenerationId generation);
 
     /** Registers stored objects of an open generation (one call per batch). */
-    void register(String model, long generation, String publisher, List<StoredObject> objects);
+    void register(GenerationId generation, String publisher, List<StoredObject> objects);
 
     /**
      * Whether control-api knows the generation (in any state): false only on its 404.
@@ -27,7 +28,7 @@ public interface ControlPlane {
      * @throws io.weightrelay.service.problem.RelayException {@code control-api-failed} when it did
      *     not answer or refused otherwise
      */
-    boolean knowsGeneration(String model, long generation);
+    boolean knowsGeneration(GenerationId generation);
 
     /**
      * Registers (or re-registers) this node's segment as a live owner and starts its TTL; {@code
@@ -60,7 +61,7 @@ public interface ControlPlane {
      * previous owner of it died: the generation becomes LOST (or aborted, if still open).
      * Idempotent. Sent with the owner token: control-api refuses a loss from a trainer token.
      */
-    void loseGeneration(String model, long generation, String segment, long objects, String reason);
+    void loseGeneration(GenerationId generation, String segment, long objects, String reason);
 
     /**
      * Asks control-api to collect the model's garbage: the retired, aborted and lost generations no

@@ -1,6 +1,7 @@
 package io.weightrelay.publisher.publish;
 
 import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -10,10 +11,18 @@ import java.util.Optional;
  * stored fragments as element ranges (fragments split tensors along dimension 0, so each is one
  * contiguous run of elements), and which fragments are block-FP8 weights with their scale objects.
  */
-public record GenerationLayout(String model, long generation, Map<String, Tensor> tensors) {
+public record GenerationLayout(GenerationId id, Map<String, Tensor> tensors) {
 
     public GenerationLayout {
         tensors = Map.copyOf(tensors);
+    }
+
+    public String model() {
+        return id.model();
+    }
+
+    public long generation() {
+        return id.generation();
     }
 
     public Optional<Tensor> tensor(String name) {

@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.publish;
 
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -22,8 +23,8 @@ final class GenerationStates {
     }
 
     /** The state of a generation, loading its layout from control-api if it has none yet. */
-    GenerationState load(String model, long generation) {
-        String id = id(model, generation);
+    GenerationState load(GenerationId generation) {
+        String id = generation.path();
         synchronized (generations) {
             GenerationState gen = generations.get(id);
             if (gen != null) {
@@ -31,7 +32,7 @@ final class GenerationStates {
             }
         }
         // Outside the lock: fetching a layout is a control-api call.
-        GenerationState fresh = new GenerationState(control.layout(model, generation));
+        GenerationState fresh = new GenerationState(control.layout(generation));
         synchronized (generations) {
             GenerationState gen = generations.putIfAbsent(id, fresh);
             evict();
@@ -40,9 +41,9 @@ final class GenerationStates {
     }
 
     /** The state of a generation, if this node has one. */
-    Optional<GenerationState> find(String model, long generation) {
+    Optional<GenerationState> find(GenerationId generation) {
         synchronized (generations) {
-            return Optional.ofNullable(generations.get(id(model, generation)));
+            return Optional.ofNullable(generations.get(generation.path()));
         }
     }
 
@@ -63,9 +64,5 @@ final class GenerationStates {
                 excess--;
             }
         }
-    }
-
-    private static String id(String model, long generation) {
-        return model + "/" + generation;
     }
 }

@@ -4,6 +4,7 @@ import io.weightrelay.api.publisher.model.PublishBatchRequest;
 import io.weightrelay.api.publisher.model.PublishBatchResult;
 import io.weightrelay.api.publisher.model.PublishStatus;
 import io.weightrelay.api.publisher.server.PublishApi;
+import io.weightrelay.reshard.manifest.GenerationId;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -14,21 +15,22 @@ record PublishController(Publisher publisher) implements PublishApi {
     @Override
     public ResponseEntity<PublishBatchResult> publishBatch(
             String model, Long generation, PublishBatchRequest request) {
-        return ResponseEntity.ok(publisher.publishBatch(model, generation, request));
+        return ResponseEntity.ok(
+                publisher.publishBatch(new GenerationId(model, generation), request));
     }
 
     @Override
     public ResponseEntity<PublishStatus> openPublish(String model, Long generation) {
-        return ResponseEntity.ok(publisher.open(model, generation));
+        return ResponseEntity.ok(publisher.open(new GenerationId(model, generation)));
     }
 
     @Override
     public ResponseEntity<PublishStatus> finishPublish(String model, Long generation) {
-        return ResponseEntity.ok(publisher.finish(model, generation));
+        return ResponseEntity.ok(publisher.finish(new GenerationId(model, generation)));
     }
 
     @Override
     public ResponseEntity<PublishStatus> getPublishStatus(String model, Long generation) {
-        return ResponseEntity.ok(publisher.status(model, generation));
+        return ResponseEntity.ok(publisher.status(new GenerationId(model, generation)));
     }
 }

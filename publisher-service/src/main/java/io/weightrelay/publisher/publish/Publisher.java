@@ -7,6 +7,7 @@ import io.weightrelay.api.publisher.model.StagedTensor;
 import io.weightrelay.publisher.convert.Conversion;
 import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.staging.StagingArea;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.concurrent.DaemonThreads;
 import io.weightrelay.service.problem.RelayException;
 import java.util.List;
@@ -69,11 +70,10 @@ public final class Publisher implements AutoCloseable {
     }
 
     /** Converts, stores and registers one staged batch; the reservation is freed in every case. */
-    public PublishBatchResult publishBatch(
-            String model, long generation, PublishBatchRequest request) {
+    public PublishBatchResult publishBatch(GenerationId generation, PublishBatchRequest request) {
         StagingArea.Reservation reservation = staging.claim(request.getReservationId());
         try {
-            GenerationState gen = generations.load(model, generation);
+            GenerationState gen = generations.load(generation);
             BatchLayout batch = BatchLayout.of(gen.layout(), reservation, request.getTensors());
             gen.begin(batch.keys());
             try {
@@ -87,9 +87,8 @@ public final class Publisher implements AutoCloseable {
                                 : describe(e);
                 List<String> stored = gen.fail(reason);
                 log.warn(
-                        "generation {}/{} failed on node {}: {}; removing {} stored object(s)",
-                        model,
-                        generation,
+                        "generation {} failed on node {}: {}; removing {} stored object(s)",
+                        generation.path(),
                         owner.node(),
                         reason,
                         stored.size());
@@ -195,36 +194,36 @@ public final class Publisher implements AutoCloseable {
     }
 
     /** Loads the generation's layout ahead of its first batch; idempotent. */
-    public PublishStatus open(String model, long generation) {
-        return generations.load(model, generation).status();
+    public PublishStatus open(GenerationId generation) {
+        return generations.load(generation).status();
     }
 
     /** Finishes this node's part of the generation (a node without tensors finishes empty). */
-    public PublishStatus finish(String model, long generation) {
-        return generations.load(model, generation).finish();
+    public PublishStatus finish(GenerationId generation) {
+        return generations.load(generation).finish();
     }
 
     /**
      * Refuses with {@code generation-failed} when this node's part of the generation has failed; a
      * generation this publisher has no state for passes (its first batch loads it).
      */
-    public void requireNotFailed(String model, long generation) {
+    public void requireNotFailed(GenerationId generation) {
         generations
-                .find(model, generation)
+                .find(generation)
                 .filter(GenerationState::isFailed)
                 .ifPresent(GenerationState::requireOpen);
     }
 
-    public PublishStatus status(String model, long generation) {
+    public PublishStatus status(GenerationId generation) {
         return generations
-                .find(model, generation)
+                .find(generation)
                 .orElseThrow(
                         () ->
                                 PublishProblems.GENERATION_NOT_FOUND.exception(
                                         "this publisher has no state for "
-                                                + model
+                                                + generation.model()
                                                 + "/"
-                                                + generation))
+                                                + generation.generation()))
                 .status();
     }
 

@@ -11,6 +11,7 @@ import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.SegmentRegistration;
 import io.weightrelay.reshard.manifest.BlockScales;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
@@ -83,7 +84,9 @@ final class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public GenerationLayout layout(String model, long generation) {
+    public GenerationLayout layout(GenerationId id) {
+        String model = id.model();
+        long generation = id.generation();
         byte[] encoded =
                 call(
                         "read the manifest of " + model + "/" + generation,
@@ -100,12 +103,13 @@ final class RestControlPlane implements ControlPlane {
                             + ": "
                             + e.getMessage());
         }
-        return toLayout(model, generation, manifest);
+        return toLayout(id, manifest);
     }
 
     @Override
-    public void register(
-            String model, long generation, String publisher, List<StoredObject> objects) {
+    public void register(GenerationId id, String publisher, List<StoredObject> objects) {
+        String model = id.model();
+        long generation = id.generation();
         List<RegisteredObject> registered = new ArrayList<>(objects.size());
         for (StoredObject o : objects) {
             registered.add(
@@ -123,7 +127,9 @@ final class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public boolean knowsGeneration(String model, long generation) {
+    public boolean knowsGeneration(GenerationId id) {
+        String model = id.model();
+        long generation = id.generation();
         try {
             call(
                     "read " + model + "/" + generation,
@@ -178,8 +184,9 @@ final class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public void loseGeneration(
-            String model, long generation, String segment, long objects, String reason) {
+    public void loseGeneration(GenerationId id, String segment, long objects, String reason) {
+        String model = id.model();
+        long generation = id.generation();
         LostRequest request = new LostRequest().segment(segment).objects(objects).reason(reason);
         try {
             call(
@@ -255,7 +262,9 @@ final class RestControlPlane implements ControlPlane {
         }
     }
 
-    static GenerationLayout toLayout(String model, long generation, SourceManifest manifest) {
+    static GenerationLayout toLayout(GenerationId id, SourceManifest manifest) {
+        String model = id.model();
+        long generation = id.generation();
         Map<String, List<GenerationLayout.Fragment>> byTensor = new HashMap<>();
         Map<String, TensorSpec> specs = new HashMap<>();
         for (TensorSpec t : manifest.tensors()) {
@@ -319,7 +328,7 @@ final class RestControlPlane implements ControlPlane {
                             fragments,
                             scalesOf.get(t.name())));
         }
-        return new GenerationLayout(model, generation, tensors);
+        return new GenerationLayout(id, tensors);
     }
 
     /** A fragment as an element range; only dim-0 splits (contiguous runs) are publishable. */

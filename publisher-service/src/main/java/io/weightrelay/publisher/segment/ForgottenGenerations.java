@@ -3,6 +3,7 @@ package io.weightrelay.publisher.segment;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.publisher.publish.ControlPlane;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
@@ -51,11 +52,8 @@ final class ForgottenGenerations {
     Optional<Map<String, Boolean>> ask() {
         Map<String, Boolean> known = new HashMap<>();
         for (String g : owner.allocations().generations()) {
-            int slash = g.lastIndexOf('/');
-            String model = g.substring(0, slash);
-            long generation = Long.parseLong(g.substring(slash + 1));
             try {
-                known.put(g, control.knowsGeneration(model, generation));
+                known.put(g, control.knowsGeneration(GenerationId.ofPath(g)));
             } catch (RuntimeException e) {
                 log.debug("cannot ask control-api about {}: {}", g, e.getMessage());
                 return Optional.empty();

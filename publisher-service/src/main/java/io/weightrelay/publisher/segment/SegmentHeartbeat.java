@@ -3,6 +3,7 @@ package io.weightrelay.publisher.segment;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.publisher.publish.ControlPlane;
 import io.weightrelay.publisher.publish.PublishProblems;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.concurrent.DaemonThreads;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.problem.RelayException;
@@ -227,12 +228,9 @@ final class SegmentHeartbeat implements AutoCloseable {
         TreeMap<String, Unreported> ordered = new TreeMap<>(OLDEST_FIRST);
         ordered.putAll(unreported);
         for (Map.Entry<String, Unreported> e : ordered.entrySet()) {
-            int slash = e.getKey().lastIndexOf('/');
-            String model = e.getKey().substring(0, slash);
-            long generation = Long.parseLong(e.getKey().substring(slash + 1));
+            GenerationId generation = GenerationId.ofPath(e.getKey());
             try {
                 control.loseGeneration(
-                        model,
                         generation,
                         owner.segmentName(),
                         e.getValue().objects(),
@@ -241,8 +239,8 @@ final class SegmentHeartbeat implements AutoCloseable {
                 log.warn(
                         "generation {} of {} reported lost to control-api ({} objects were in"
                                 + " segment '{}')",
-                        generation,
-                        model,
+                        generation.generation(),
+                        generation.model(),
                         e.getValue().objects(),
                         owner.segmentName());
             } catch (RuntimeException ex) {
@@ -253,8 +251,8 @@ final class SegmentHeartbeat implements AutoCloseable {
                 }
                 log.warn(
                         "generation {} of {} not reported lost yet: {}",
-                        generation,
-                        model,
+                        generation.generation(),
+                        generation.model(),
                         ex.getMessage());
                 return;
             }

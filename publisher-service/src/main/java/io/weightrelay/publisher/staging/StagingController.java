@@ -7,6 +7,7 @@ import io.weightrelay.api.publisher.server.StagingApi;
 import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.publisher.publish.Publisher;
 import io.weightrelay.publisher.segment.SegmentProperties;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.problem.RelayException;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
@@ -41,7 +42,8 @@ record StagingController(StagingArea staging, SegmentProperties segment, Publish
         StoreClient.End end = StoreClient.End.LOW;
         String model = null;
         if (request.getModel() != null && request.getGeneration() != null) {
-            publisher.requireNotFailed(request.getModel(), request.getGeneration());
+            publisher.requireNotFailed(
+                    new GenerationId(request.getModel(), request.getGeneration()));
             end = StagingArea.end(request.getGeneration());
             model = request.getModel();
         }

@@ -13,6 +13,7 @@ import io.weightrelay.api.publisher.model.StagedTensor;
 import io.weightrelay.publisher.convert.Conversion;
 import io.weightrelay.publisher.staging.StagingArea;
 import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.problem.ProblemKind;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Instant;
@@ -32,8 +33,7 @@ class BatchLayoutTest {
      */
     private static final GenerationLayout LAYOUT =
             new GenerationLayout(
-                    "m",
-                    7,
+                    new GenerationId("m", 7),
                     Map.of(
                             "w", tensor("w", F32, BF16, null, 4, 8),
                             "e", tensor("e", BF16, BF16, null, 2, 4),

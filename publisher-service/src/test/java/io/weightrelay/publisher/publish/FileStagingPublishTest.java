@@ -8,6 +8,7 @@ import io.weightrelay.api.publisher.client.model.PublishState;
 import io.weightrelay.api.publisher.client.model.Reservation;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
@@ -38,7 +39,7 @@ class FileStagingPublishTest extends PublishEndToEndTest {
         assertThat(e.getMessage()).contains("aborted").contains("store-failed");
         long failed = e.generation();
         assertThat(state(good.model(), failed)).isEqualTo(GenerationState.ABORTED);
-        assertThat(publisher.status(good.model(), failed).getState())
+        assertThat(publisher.status(new GenerationId(good.model(), failed)).getState())
                 .isEqualTo(PublishState.FAILED);
         assertNoneStored(tooBig, failed);
         assertThat(state(good.model(), active)).isEqualTo(GenerationState.ACTIVE);

@@ -30,6 +30,7 @@ import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fp8BlockRule;
 import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -244,7 +245,7 @@ abstract class PublishEndToEndTest {
             stagedBytes += f.bytes() * 2;
         }
 
-        var status = publisher.status(manifest.model(), g);
+        var status = publisher.status(new GenerationId(manifest.model(), g));
         assertThat(status.getState()).isEqualTo(PublishState.FINISHED);
         assertThat(status.getBytesStaged()).isEqualTo(stagedBytes);
         assertThat(status.getBytesConverted()).isEqualTo(manifest.totalBytes());
@@ -407,8 +408,7 @@ abstract class PublishEndToEndTest {
         assertThatThrownBy(
                         () ->
                                 publisher.handOver(
-                                        manifest.model(),
-                                        g,
+                                        new GenerationId(manifest.model(), g),
                                         reservation.getReservationId(),
                                         List.of(wrongDtype)))
                 .isInstanceOfSatisfying(
@@ -428,8 +428,7 @@ abstract class PublishEndToEndTest {
         assertThatThrownBy(
                         () ->
                                 publisher.handOver(
-                                        manifest.model(),
-                                        g,
+                                        new GenerationId(manifest.model(), g),
                                         second.getReservationId(),
                                         List.of(cutsAFragment)))
                 .isInstanceOfSatisfying(
@@ -471,8 +470,7 @@ abstract class PublishEndToEndTest {
         assertThatThrownBy(
                         () ->
                                 publisher.handOver(
-                                        manifest.model(),
-                                        g,
+                                        new GenerationId(manifest.model(), g),
                                         reservation.getReservationId(),
                                         List.of(unchecked)))
                 .isInstanceOfSatisfying(

@@ -2,6 +2,7 @@ package io.weightrelay.publisher.publish;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.problem.CommonProblems;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -89,18 +90,18 @@ class RetiredGenerationsTest {
             }
 
             @Override
-            public GenerationLayout layout(String model, long generation) {
+            public GenerationLayout layout(GenerationId generation) {
                 throw new AssertionError("not called");
             }
 
             @Override
             public void register(
-                    String model, long generation, String publisher, List<StoredObject> objects) {
+                    GenerationId generation, String publisher, List<StoredObject> objects) {
                 throw new AssertionError("not called");
             }
 
             @Override
-            public boolean knowsGeneration(String model, long generation) {
+            public boolean knowsGeneration(GenerationId generation) {
                 throw new AssertionError("not called");
             }
 
@@ -122,7 +123,7 @@ class RetiredGenerationsTest {
 
             @Override
             public void loseGeneration(
-                    String model, long generation, String segment, long objects, String reason) {
+                    GenerationId generation, String segment, long objects, String reason) {
                 throw new AssertionError("not called");
             }
         };

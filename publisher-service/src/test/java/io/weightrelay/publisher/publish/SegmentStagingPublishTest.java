@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.publisher.client.model.PublishState;
 import io.weightrelay.dataplane.InPlaceObject;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
@@ -88,11 +89,16 @@ class SegmentStagingPublishTest extends PublishEndToEndTest {
                 .contains("store-failed")
                 .contains(stale);
         assertThat(state(manifest.model(), next)).isEqualTo(GenerationState.ABORTED);
-        assertThat(publisher.status(manifest.model(), next).getState())
+        assertThat(publisher.status(new GenerationId(manifest.model(), next)).getState())
                 .isEqualTo(PublishState.FAILED);
         assertNoneStored(manifest, next, stale);
         // A rank still waiting for room learns at once that its generation failed here.
-        assertThatThrownBy(() -> publisher.reserve(manifest.model(), next, 4096, Duration.ZERO))
+        assertThatThrownBy(
+                        () ->
+                                publisher.reserve(
+                                        new GenerationId(manifest.model(), next),
+                                        4096,
+                                        Duration.ZERO))
                 .isInstanceOfSatisfying(
                         RelayCallException.class,
                         e -> {

@@ -5,8 +5,6 @@ import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.hasKey;
 import static org.hamcrest.Matchers.not;
 import static org.mockito.ArgumentMatchers.any;
-import static org.mockito.ArgumentMatchers.anyLong;
-import static org.mockito.ArgumentMatchers.anyString;
 import static org.mockito.ArgumentMatchers.eq;
 import static org.mockito.Mockito.doThrow;
 import static org.mockito.Mockito.never;
@@ -38,6 +36,7 @@ import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.segment.SegmentProperties;
 import io.weightrelay.publisher.staging.StagingArea;
 import io.weightrelay.publisher.staging.StagingProblems;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.contract.ContractAutoConfiguration;
 import io.weightrelay.service.problem.ProblemKind;
 import io.weightrelay.service.problem.RelayException;
@@ -95,6 +94,8 @@ import org.springframework.test.web.servlet.request.MockHttpServletRequestBuilde
             "relay.security.tokens.metrics[0]=" + PublisherWebSliceTest.METRICS
         })
 class PublisherWebSliceTest {
+
+    private static final GenerationId QWEN_3 = new GenerationId("qwen", 3);
 
     static final String TRAINER = "slice-trainer-token-0123456789";
     static final String OPERATOR = "slice-operator-token-0123456789";
@@ -183,7 +184,7 @@ class PublisherWebSliceTest {
                 .andExpect(jsonPath("$.reservationId").value("r-1"))
                 .andExpect(jsonPath("$.offset").value(8192))
                 .andExpect(jsonPath("$.size").value(4096));
-        verify(publisher, never()).requireNotFailed(anyString(), anyLong());
+        verify(publisher, never()).requireNotFailed(any());
     }
 
     @Test
@@ -198,7 +199,7 @@ class PublisherWebSliceTest {
                         "{\"bytes\":4096,\"model\":\"qwen\",\"generation\":3}")
                 .andExpect(status().isOk())
                 .andExpect(jsonPath("$.reservationId").value("r-2"));
-        verify(publisher).requireNotFailed("qwen", 3L);
+        verify(publisher).requireNotFailed(QWEN_3);
         verify(staging).reserve(4096L, StoreClient.End.HIGH);
     }
 
@@ -214,7 +215,7 @@ class PublisherWebSliceTest {
     void aBatchReachesThePublisherWhole() throws Exception {
         ArgumentCaptor<PublishBatchRequest> sent =
                 ArgumentCaptor.forClass(PublishBatchRequest.class);
-        when(publisher.publishBatch(eq("qwen"), eq(3L), sent.capture()))
+        when(publisher.publishBatch(eq(QWEN_3), sent.capture()))
                 .thenReturn(new PublishBatchResult(2, 3, 1088L, 1056L).bytesStoredRemote(0L));
 
         send(HttpMethod.POST, GEN + "/batches", TRAINER, BATCH)
@@ -246,9 +247,9 @@ class PublisherWebSliceTest {
 
     @Test
     void openFinishAndStatusAnswerThePublishStatus() throws Exception {
-        when(publisher.open("qwen", 3L)).thenReturn(publishStatus(PublishState.OPEN, null));
-        when(publisher.finish("qwen", 3L)).thenReturn(publishStatus(PublishState.FINISHED, null));
-        when(publisher.status("qwen", 3L))
+        when(publisher.open(QWEN_3)).thenReturn(publishStatus(PublishState.OPEN, null));
+        when(publisher.finish(QWEN_3)).thenReturn(publishStatus(PublishState.FINISHED, null));
+        when(publisher.status(QWEN_3))
                 .thenReturn(publishStatus(PublishState.FAILED, "store-failed: no room"));
 
         send(HttpMethod.PUT, GEN, TRAINER, null)
@@ -273,9 +274,9 @@ class PublisherWebSliceTest {
                 .andExpect(status().isOk())
                 .andExpect(jsonPath("$.state").value("FAILED"))
                 .andExpect(jsonPath("$.failure").value("store-failed: no room"));
-        verify(publisher).open("qwen", 3L);
-        verify(publisher).finish("qwen", 3L);
-        verify(publisher).status("qwen", 3L);
+        verify(publisher).open(QWEN_3);
+        verify(publisher).finish(QWEN_3);
+        verify(publisher).status(QWEN_3);
     }
 
     @Test
@@ -471,7 +472,7 @@ class PublisherWebSliceTest {
     void aFailedGenerationGetsNoReservation() throws Exception {
         doThrow(PublishProblems.GENERATION_FAILED.exception("generation 3 of qwen failed"))
                 .when(publisher)
-                .requireNotFailed("qwen", 3L);
+                .requireNotFailed(QWEN_3);
         expectProblem(
                 send(
                         HttpMethod.POST,
@@ -513,7 +514,7 @@ class PublisherWebSliceTest {
     })
     void batchProblemsKeepTheirTypeAndStatus(String kind, int status, String type)
             throws Exception {
-        when(publisher.publishBatch(eq("qwen"), eq(3L), any()))
+        when(publisher.publishBatch(eq(QWEN_3), any()))
                 .thenThrow(
                         PublishProblems.valueOf(kind)
                                 .exception("batch r-1: " + type)
@@ -525,7 +526,7 @@ class PublisherWebSliceTest {
 
     @Test
     void anUnknownGenerationIsGenerationNotFound() throws Exception {
-        when(publisher.status("qwen", 3L))
+        when(publisher.status(QWEN_3))
                 .thenThrow(PublishProblems.GENERATION_NOT_FOUND.exception("no generation 3"));
         expectProblem(send(HttpMethod.GET, GEN, OPERATOR, null), 404, "generation-not-found");
     }
@@ -547,7 +548,7 @@ class PublisherWebSliceTest {
 
     @Test
     void anUnexpectedFailureIsA500ProblemWithoutItsInternals() throws Exception {
-        when(publisher.finish("qwen", 3L))
+        when(publisher.finish(QWEN_3))
                 .thenThrow(new IllegalStateException("secret-internal-state"));
         expectProblem(send(HttpMethod.POST, GEN + "/finish", TRAINER, null), 500, "internal-error")
                 .andExpect(jsonPath("$.detail", not(containsString("secret-internal-state"))))

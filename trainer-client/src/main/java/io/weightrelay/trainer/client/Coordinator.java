@@ -1,5 +1,6 @@
 package io.weightrelay.trainer.client;
 
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import java.util.List;
 import java.util.Map;
@@ -15,10 +16,10 @@ public interface Coordinator {
     OpenedGeneration open(SourceManifest manifest, List<String> trainerNodes, long trainerStep);
 
     /** Atomically checks completeness and activates the generation. */
-    void commit(String model, long generation);
+    void commit(GenerationId generation);
 
     /** Aborts the generation and removes its objects; the previous generation stays active. */
-    void abort(String model, long generation, String reason);
+    void abort(GenerationId generation, String reason);
 
     /**
      * An open generation and its publisher assignment.

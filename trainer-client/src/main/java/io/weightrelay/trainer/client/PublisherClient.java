@@ -15,6 +15,7 @@ import io.weightrelay.api.publisher.client.model.ReservationRequest;
 import io.weightrelay.api.publisher.client.model.SegmentInfo;
 import io.weightrelay.api.publisher.client.model.StagedTensor;
 import io.weightrelay.api.publisher.client.model.StagingInfo;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -130,7 +131,7 @@ public final class PublisherClient {
     }
 
     /**
-     * Reserves room for one batch as {@link #reserve(String, long, long, long, Duration)} does,
+     * Reserves room for one batch as {@link #reserve(GenerationId, long, long, Duration)} does,
      * settling for as little as {@code minBytes} when staging has no contiguous {@code bytes}.
      */
     public Reservation reserve(long bytes, long minBytes, Duration maxWait) {
@@ -138,24 +139,27 @@ public final class PublisherClient {
     }
 
     /**
-     * Reserves room for one batch of {@code model/generation}, waiting while staging is full (429)
-     * for at most {@code maxWait}; stops at once (409 {@code generation-failed}) when this node's
-     * part of the generation has failed meanwhile.
+     * Reserves room for one batch of {@code generation}, waiting while staging is full (429) for at
+     * most {@code maxWait}; stops at once (409 {@code generation-failed}) when this node's part of
+     * the generation has failed meanwhile.
      */
-    public Reservation reserve(String model, long generation, long bytes, Duration maxWait) {
-        return reserve(model, generation, bytes, bytes, maxWait);
+    public Reservation reserve(GenerationId generation, long bytes, Duration maxWait) {
+        return reserve(generation, bytes, bytes, maxWait);
     }
 
     /**
-     * Like {@link #reserve(String, long, long, Duration)}, settling for less when staging has no
+     * Like {@link #reserve(GenerationId, long, Duration)}, settling for less when staging has no
      * contiguous {@code bytes}: after a 429 the request halves at once, down to {@code minBytes}
      * (what the caller's next write needs), and only a refused {@code minBytes} waits. Staging that
      * generations of objects left with holes then still takes a batch, in smaller reservations.
      */
     public Reservation reserve(
-            String model, long generation, long bytes, long minBytes, Duration maxWait) {
+            GenerationId generation, long bytes, long minBytes, Duration maxWait) {
         return reserve(
-                new ReservationRequest().bytes(bytes).model(model).generation(generation),
+                new ReservationRequest()
+                        .bytes(bytes)
+                        .model(generation.model())
+                        .generation(generation.generation()),
                 Math.min(bytes, minBytes),
                 maxWait);
     }
@@ -205,40 +209,41 @@ public final class PublisherClient {
 
     /** Hands over one batch: one REST call, however many tensors it holds. */
     public PublishBatchResult handOver(
-            String model, long generation, String reservationId, List<StagedTensor> tensors) {
+            GenerationId generation, String reservationId, List<StagedTensor> tensors) {
         return call(
                 "hand over batch of "
                         + tensors.size()
                         + " tensor(s) of "
-                        + model
+                        + generation.model()
                         + "/"
-                        + generation,
+                        + generation.generation(),
                 () ->
                         publish.publishBatch(
-                                model,
-                                generation,
+                                generation.model(),
+                                generation.generation(),
                                 new PublishBatchRequest()
                                         .reservationId(reservationId)
                                         .tensors(tensors)));
     }
 
     /** Prepares the node for the generation (its layout is loaded before the first batch). */
-    public PublishStatus open(String model, long generation) {
+    public PublishStatus open(GenerationId generation) {
         return call(
-                "open " + model + "/" + generation, () -> publish.openPublish(model, generation));
+                "open " + generation.path(),
+                () -> publish.openPublish(generation.model(), generation.generation()));
     }
 
     /** Finishes this node's part of the generation. */
-    public PublishStatus finish(String model, long generation) {
+    public PublishStatus finish(GenerationId generation) {
         return call(
-                "finish " + model + "/" + generation,
-                () -> publish.finishPublish(model, generation));
+                "finish " + generation.path(),
+                () -> publish.finishPublish(generation.model(), generation.generation()));
     }
 
-    public PublishStatus status(String model, long generation) {
+    public PublishStatus status(GenerationId generation) {
         return call(
-                "read status of " + model + "/" + generation,
-                () -> publish.getPublishStatus(model, generation));
+                "read status of " + generation.path(),
+                () -> publish.getPublishStatus(generation.model(), generation.generation()));
     }
 
     public SegmentInfo segment() {

@@ -6,6 +6,7 @@ import io.weightrelay.api.publisher.client.model.PublishStatus;
 import io.weightrelay.api.publisher.client.model.Reservation;
 import io.weightrelay.api.publisher.client.model.StagedTensor;
 import io.weightrelay.reshard.manifest.BlockScales;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
@@ -108,7 +109,7 @@ public final class RankPublisher {
             long generation,
             Map<String, String> nodeOfTensor,
             TensorSource source) {
-        Run run = new Run(manifest.model(), generation);
+        Run run = new Run(new GenerationId(manifest.model(), generation));
         List<TensorSpec> tensors = manifest.tensors();
         // Block-FP8 scale tensors are computed by the publisher: no rank has them to write or skip.
         Map<String, Integer> computed = BlockScales.weightOfScale(tensors);
@@ -116,7 +117,7 @@ public final class RankPublisher {
         Map<String, List<StoredFragment>> fragments = new HashMap<>();
         long remaining = 0;
         try {
-            publisher.open(manifest.model(), generation);
+            publisher.open(run.id);
             maxBatch = publisher.stagingInfo().getMaxBatchBytes();
             for (StoredFragment f : manifest.fragments()) {
                 fragments.computeIfAbsent(f.tensor(), k -> new ArrayList<>()).add(f);
@@ -150,8 +151,7 @@ public final class RankPublisher {
                     if (run.open == null) {
                         run.open =
                                 publisher.reserve(
-                                        manifest.model(),
-                                        generation,
+                                        run.id,
                                         Math.max(ALIGN, Math.min(maxBatch, remaining)),
                                         Math.max(ALIGN, aligned),
                                         options.reserveTimeout());
@@ -188,7 +188,7 @@ public final class RankPublisher {
         run.handOvers.shutdownNow();
         PublishStatus status = null;
         try {
-            status = publisher.finish(manifest.model(), generation);
+            status = publisher.finish(run.id);
         } catch (RuntimeException e) {
             run.fail(e);
         }
@@ -197,8 +197,7 @@ public final class RankPublisher {
 
     /** The state of one rank's walk: the open reservation, batches in flight, the first failure. */
     private final class Run {
-        final String model;
-        final long generation;
+        final GenerationId id;
         final ExecutorService handOvers =
                 Executors.newFixedThreadPool(
                         Math.max(1, options.inFlight()),
@@ -218,9 +217,8 @@ public final class RankPublisher {
         long bytes;
         long firstHandOver;
 
-        Run(String model, long generation) {
-            this.model = model;
-            this.generation = generation;
+        Run(GenerationId id) {
+            this.id = id;
         }
 
         /** Writes one part into the open reservation right now (the tensor exists only now). */
@@ -276,8 +274,7 @@ public final class RankPublisher {
                     CompletableFuture.supplyAsync(
                             () ->
                                     publisher.handOver(
-                                            model,
-                                            generation,
+                                            id,
                                             staged.reservation().getReservationId(),
                                             staged.tensors()),
                             handOvers));

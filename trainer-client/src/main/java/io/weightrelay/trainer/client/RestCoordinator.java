@@ -9,6 +9,7 @@ import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.model.AbortRequest;
 import io.weightrelay.api.control.client.model.OpenGenerationRequest;
 import io.weightrelay.api.control.client.model.TensorAssignment;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import java.time.Duration;
 import java.util.HashMap;
@@ -80,22 +81,24 @@ public final class RestCoordinator implements Coordinator {
     }
 
     @Override
-    public void commit(String model, long generation) {
+    public void commit(GenerationId generation) {
         call(
-                "commit " + model + "/" + generation,
-                () -> generations.commitGeneration(model, generation),
+                "commit " + generation.model() + "/" + generation.generation(),
+                () -> generations.commitGeneration(generation.model(), generation.generation()),
                 "commit-conflict",
                 "ACTIVE");
     }
 
     @Override
-    public void abort(String model, long generation, String reason) {
+    public void abort(GenerationId generation, String reason) {
         String bounded = reason.length() > 2000 ? reason.substring(0, 2000) : reason;
         call(
-                "abort " + model + "/" + generation,
+                "abort " + generation.model() + "/" + generation.generation(),
                 () ->
                         generations.abortGeneration(
-                                model, generation, new AbortRequest().reason(bounded)),
+                                generation.model(),
+                                generation.generation(),
+                                new AbortRequest().reason(bounded)),
                 "generation-not-open",
                 "ABORTED");
     }

@@ -1,5 +1,6 @@
 package io.weightrelay.trainer.client;
 
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import java.util.ArrayList;
 import java.util.List;
@@ -127,7 +128,7 @@ public final class TrainerSession {
         long finished = System.nanoTime();
         if (failures.isEmpty()) {
             try {
-                coordinator.commit(manifest.model(), generation);
+                coordinator.commit(new GenerationId(manifest.model(), generation));
                 long committed = System.nanoTime();
                 long first =
                         results.stream()
@@ -143,7 +144,7 @@ public final class TrainerSession {
         String reason = String.join("; ", failures);
         log.warn("aborting {}/{}: {}", manifest.model(), generation, reason);
         try {
-            coordinator.abort(manifest.model(), generation, reason);
+            coordinator.abort(new GenerationId(manifest.model(), generation), reason);
         } catch (RuntimeException e) {
             throw new PublishFailedException(
                     generation,

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.sun.net.httpserver.HttpServer;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -23,6 +24,8 @@ import org.junit.jupiter.api.Test;
  * attempt is an error; other failures are not retried.
  */
 class RestCoordinatorRetryTest {
+
+    private static final GenerationId M7 = new GenerationId("m", 7);
 
     private record Answer(int status, String body) {}
 
@@ -98,7 +101,7 @@ class RestCoordinatorRetryTest {
     void aCommitAnswered503IsRepeatedAfterRetryAfterUntilItSucceeds() throws IOException {
         RestCoordinator c = coordinator(unavailable(), unavailable(), COMMITTED);
         long start = System.nanoTime();
-        c.commit("m", 7);
+        c.commit(M7);
         assertThat(calls)
                 .hasSize(3)
                 .allMatch(s -> s.equals("POST /api/v1/models/m/generations/7/commit"));
@@ -111,14 +114,14 @@ class RestCoordinatorRetryTest {
     void aRetriedCommitThatFindsItsGenerationActiveWonOnTheEarlierAttempt() throws IOException {
         RestCoordinator c =
                 coordinator(unavailable(), new Answer(409, problem("commit-conflict", "ACTIVE")));
-        c.commit("m", 7);
+        c.commit(M7);
         assertThat(calls).hasSize(2);
     }
 
     @Test
     void theSameConflictOnAFirstAttemptIsAnError() throws IOException {
         RestCoordinator c = coordinator(new Answer(409, problem("commit-conflict", "ACTIVE")));
-        assertThatThrownBy(() -> c.commit("m", 7))
+        assertThatThrownBy(() -> c.commit(M7))
                 .isInstanceOfSatisfying(
                         RelayCallException.class,
                         e -> {
@@ -132,7 +135,7 @@ class RestCoordinatorRetryTest {
     void aRetriedCommitRefusedForAnotherReasonIsAnError() throws IOException {
         RestCoordinator c =
                 coordinator(unavailable(), new Answer(409, problem("commit-conflict", "RETIRED")));
-        assertThatThrownBy(() -> c.commit("m", 7))
+        assertThatThrownBy(() -> c.commit(M7))
                 .isInstanceOfSatisfying(
                         RelayCallException.class,
                         e -> assertThat(e.problemType()).isEqualTo("commit-conflict"));
@@ -144,14 +147,14 @@ class RestCoordinatorRetryTest {
         RestCoordinator c =
                 coordinator(
                         unavailable(), new Answer(409, problem("generation-not-open", "ABORTED")));
-        c.abort("m", 7, "trainer step failed");
+        c.abort(M7, "trainer step failed");
         assertThat(calls).hasSize(2).allMatch(s -> s.endsWith("/generations/7/abort"));
     }
 
     @Test
     void aServerErrorOtherThan503IsNotRetried() throws IOException {
         RestCoordinator c = coordinator(new Answer(500, problem("internal", null)), COMMITTED);
-        assertThatThrownBy(() -> c.commit("m", 7))
+        assertThatThrownBy(() -> c.commit(M7))
                 .isInstanceOfSatisfying(
                         RelayCallException.class, e -> assertThat(e.status()).isEqualTo(500));
         assertThat(calls).hasSize(1);

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
@@ -40,13 +41,13 @@ class TrainerSessionTest {
         }
 
         @Override
-        public void commit(String model, long generation) {
-            calls.add("commit " + generation);
+        public void commit(GenerationId generation) {
+            calls.add("commit " + generation.generation());
         }
 
         @Override
-        public void abort(String model, long generation, String reason) {
-            calls.add("abort " + generation + ": " + reason);
+        public void abort(GenerationId generation, String reason) {
+            calls.add("abort " + generation.generation() + ": " + reason);
         }
     }
 

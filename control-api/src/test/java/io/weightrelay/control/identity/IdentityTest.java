@@ -3,14 +3,16 @@ package io.weightrelay.control.identity;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.reshard.manifest.GenerationId;
 import org.junit.jupiter.api.Test;
 
-class GenerationIdTest {
+class IdentityTest {
 
     @Test
     void readsAsModelAtGeneration() {
         assertThat(new GenerationId("llama-8b", 12)).hasToString("llama-8b@g12");
-        assertThat(new GenerationId("llama-8b", 12).session("a")).hasToString("llama-8b@g12/a");
+        assertThat(new SessionKey(new GenerationId("llama-8b", 12), "a"))
+                .hasToString("llama-8b@g12/a");
     }
 
     @Test
@@ -22,7 +24,7 @@ class GenerationIdTest {
         assertThatThrownBy(() -> new GenerationId("m", 0))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("start at 1");
-        assertThatThrownBy(() -> new GenerationId("m", 1).session(""))
+        assertThatThrownBy(() -> new SessionKey(new GenerationId("m", 1), ""))
                 .isInstanceOf(IllegalArgumentException.class);
     }
 }
