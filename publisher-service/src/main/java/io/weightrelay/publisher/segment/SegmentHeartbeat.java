@@ -83,7 +83,8 @@ final class SegmentHeartbeat implements AutoCloseable {
 
     @EventListener(ApplicationReadyEvent.class)
     void start() {
-        String restarted = "the publisher of node '" + owner.node() + "' restarted";
+        String restarted =
+                "the publisher of node '" + owner.node() + "' restarted and re-created its segment";
         for (String key : owner.lostOnRestart()) {
             lose(SegmentOwner.generationOf(key), 1, restarted);
         }
