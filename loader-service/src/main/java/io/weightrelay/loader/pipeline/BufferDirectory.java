@@ -83,6 +83,20 @@ public final class BufferDirectory {
         return (offset + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
     }
 
+    /**
+     * This directory with {@code own} workers' buffers as given: a loader's own registration, which
+     * says what control-api's copy of it leaves out (memory in a worker's own Transfer Engine,
+     * {@link BufferSpec#foreign()}). Workers this directory does not hold are ignored; returns this
+     * directory when nothing differs.
+     */
+    public BufferDirectory withOwnWorkers(List<WorkerBuffers> own) {
+        Map<String, WorkerBuffers> mine = new HashMap<>();
+        own.forEach(w -> mine.put(w.workerId(), w));
+        List<WorkerBuffers> merged =
+                registrations.stream().map(w -> mine.getOrDefault(w.workerId(), w)).toList();
+        return merged.equals(registrations) ? this : new BufferDirectory(merged);
+    }
+
     /** The buffer, or empty when the worker or buffer is unknown. */
     public Optional<Placed> find(String workerId, String bufferId) {
         Map<String, Placed> buffers = byWorker.get(workerId);
