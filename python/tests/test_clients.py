@@ -4,6 +4,7 @@ logger, and adapters that fall back to a stand-in only when the framework is mis
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import logging
@@ -231,3 +232,33 @@ def test_a_missing_framework_gives_the_named_stand_in_with_a_warning(tmp_path: P
     assert "STANDIN True" in r.stdout
     assert "uses the stand-in" in r.stderr
 
+
+
+def test_a_transfer_engine_buffer_is_declared_as_the_loader_contract_says() -> None:
+    """A worker receiving into memory of its own Transfer Engine declares each buffer in it, packed
+    as the loader packs a segment, with the engine's segment and the memory's address; buffers
+    that reach past the registered memory are refused before anything is sent."""
+    from weight_relay import Manifest, TensorSpec, direct_worker, tensor_parallel_fragments
+    from weight_relay.loader import buffer_offsets
+    from weight_relay.mooncake_client import ReceiveBuffer
+
+    manifest = Manifest("m", [TensorSpec("a", (4, 8), "bf16", "bf16"),
+                              TensorSpec("b", (8,), "fp32", "fp32")])
+    fragments = tensor_parallel_fragments(manifest, 2, 0, {"a": 0})
+    memory = ReceiveBuffer("127.0.0.1:15001", 0x7F0000001000, 1 << 20)
+    worker = direct_worker("w0", "n0", "w0-te", manifest, fragments, transfer_engine=memory)
+    te = {"segment": "127.0.0.1:15001", "address": 0x7F0000001000}
+    assert worker["buffers"] == [{"bufferId": "params", "segment": "w0-te", "size": 96,
+                                  "transferEngine": te}]
+    assert worker["mode"] == "direct" and len(worker["fragments"]) == 2
+    two = [fragments[0], dataclasses.replace(fragments[1], buffer_id="x", buffer_offset=0)]
+    assert [b["size"] for b in direct_worker("w0", "n0", "w0-te", manifest, two,
+                                             transfer_engine=memory)["buffers"]] == [32, 32]
+    assert buffer_offsets({"params": 32, "x": 32, "y": 1}) == {"params": 0, "x": 4096, "y": 8192}
+    with pytest.raises(UsageError, match="holds 4097"):
+        direct_worker("w0", "n0", "w0-te", manifest, two,
+                      transfer_engine=ReceiveBuffer("127.0.0.1:15001", 4096, 4097))
+    with pytest.raises(UsageError):
+        memory.registration("", "w0-te")
+    with pytest.raises(UsageError):
+        memory.registration("params", "w0-te", (1 << 20) + 1)

@@ -224,8 +224,7 @@ def test_a_te_write_lands_in_a_buffer_a_plain_mooncake_process_registered(agents
         assert engine.initialize("127.0.0.1", "P2PHANDSHAKE", "tcp", "") == 0
         memory = mmap.mmap(-1, 4 << 20)
         rb = register_receive_buffer(engine, "127.0.0.1", buffer_address(memory), len(memory))
-        print(json.dumps({"segment": rb.segment, "address": rb.address, "size": rb.size}),
-              flush=True)
+        print(json.dumps(rb.registration("params", "w0-te")), flush=True)
         for line in sys.stdin:
             print(hashlib.sha256(memory[:]).hexdigest(), flush=True)
     """)
@@ -234,7 +233,11 @@ def test_a_te_write_lands_in_a_buffer_a_plain_mooncake_process_registered(agents
                               text=True)
     try:
         assert worker.stdout is not None and worker.stdin is not None
-        target = json.loads(worker.stdout.readline())
+        declared = json.loads(worker.stdout.readline())
+        assert declared["bufferId"] == "params" and declared["segment"] == "w0-te"
+        assert declared["size"] == 4 * MIB
+        target = declared["transferEngine"]
+        assert str(target["segment"]).startswith("127.0.0.1:")
         src = shm(4 * MIB)
         payload = os.urandom(4 * MIB)
         src.view[:] = payload

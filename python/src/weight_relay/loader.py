@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._http import RestClient
 from .answers import InstanceStatus, PlacedBuffer, UpdateProgress
@@ -40,6 +40,9 @@ from .errors import (
     UsageError,
 )
 from .manifest import DTYPES, Manifest, SafetensorsLayout, element_bytes, parse_safetensors_header
+
+if TYPE_CHECKING:
+    from .mooncake_client import ReceiveBuffer
 
 COMPAT_BUFFER = "safetensors"
 _log = logging.getLogger("weight_relay.loader")
@@ -80,15 +83,48 @@ def compat_worker(worker_id: str, node: str, segment: str, manifest: Manifest, *
 
 def direct_worker(worker_id: str, node: str, segment: str, manifest: Manifest,
                   fragments: Sequence[DirectFragment], *, rank: int = 0,
-                  nic: str = "nic0") -> dict[str, Any]:
-    """A direct worker; each buffer is sized to the furthest byte its fragments reach."""
+                  nic: str = "nic0", transfer_engine: ReceiveBuffer | None = None
+                  ) -> dict[str, Any]:
+    """A direct worker; each buffer is sized to the furthest byte its fragments reach.
+
+    With ``transfer_engine`` (what :func:`weight_relay.mooncake_client.register_receive_buffer`
+    answered), the worker receives into memory it registered with its own Mooncake Transfer
+    Engine: its buffers lie in that memory at :func:`buffer_offsets` (in the order their fragments
+    first name them), declared with
+    :meth:`~weight_relay.mooncake_client.ReceiveBuffer.registration` in ``segment``; buffers that
+    reach past the memory raise :class:`UsageError`."""
     sizes: dict[str, int] = {}
     for f in fragments:
         elt = element_bytes(manifest.spec(f.tensor).rollout_dtype)
         sizes[f.buffer_id] = max(sizes.get(f.buffer_id, 1), f.end(elt))
+    if transfer_engine is None:
+        buffers = [{"bufferId": b, "segment": segment, "size": s} for b, s in sizes.items()]
+    else:
+        offsets = buffer_offsets(sizes)
+        end = max(offsets[b] + s for b, s in sizes.items())
+        if end > transfer_engine.size:
+            raise UsageError(f"worker {worker_id}: its buffers {sorted(sizes)} reach byte {end} "
+                             f"of segment {segment}, the registered memory holds "
+                             f"{transfer_engine.size}")
+        buffers = [transfer_engine.registration(b, segment, s) for b, s in sizes.items()]
     return {"workerId": worker_id, "rank": rank, "node": node, "nic": nic, "mode": "direct",
-            "buffers": [{"bufferId": b, "segment": segment, "size": s} for b, s in sizes.items()],
-            "fragments": [f.to_json() for f in fragments]}
+            "buffers": buffers, "fragments": [f.to_json() for f in fragments]}
+
+
+BUFFER_ALIGNMENT = 4096
+
+
+def buffer_offsets(sizes: Mapping[str, int]) -> dict[str, int]:
+    """Where the buffers of one segment lie in it, by buffer id: packed in the order given, each at
+    a multiple of :data:`BUFFER_ALIGNMENT`, as the loader places them (``InstanceStatus.buffers``
+    says so after registration; a worker whose segment is memory of its own Transfer Engine needs
+    it before)."""
+    out, cursor = {}, 0
+    for buffer_id, size in sizes.items():
+        cursor = -(-cursor // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
+        out[buffer_id] = cursor
+        cursor += size
+    return out
 
 
 def tensor_parallel_fragments(manifest: Manifest, tp: int, rank: int,

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import MapError
+from .errors import MapError, UsageError
 from .mooncake_agent import (
     AgentGoneError,
     AgentProtocolError,
@@ -372,15 +372,40 @@ class ReceiveBuffer:
     address: int
     size: int
 
+    def registration(self, buffer_id: str, segment: str, size: int | None = None
+                     ) -> dict[str, Any]:
+        """A buffer of this memory as a worker's registration declares it to its loader (the
+        ``ReceiveBuffer`` of ``loader.yaml``): buffer ``buffer_id`` of ``size`` bytes (default:
+        the whole memory) in data-plane segment ``segment`` (a name of the worker's own, which the
+        loader publishes for this memory), held by the worker's Transfer Engine
+        (``transferEngine``), so the loader creates no shared memory for it and every loader writes
+        into it through Mooncake. Several buffers of one segment are packed in this memory as in
+        any segment (registration order, each at a multiple of 4096: :func:`buffer_offsets`). Only
+        a parameter-direct worker's buffers may be declared so, with the loaders on
+        ``relay.dataplane.engine=mooncake``; :func:`weight_relay.direct_worker` does it with
+        ``transfer_engine=``."""
+        size = self.size if size is None else size
+        if not buffer_id or not segment or not 0 < size <= self.size:
+            raise UsageError(f"a receive buffer needs a buffer id, a segment name and a size in "
+                             f"(0, {self.size}]: {buffer_id!r}, {segment!r}, {size}")
+        return {"bufferId": buffer_id, "segment": segment, "size": size,
+                "transferEngine": {"segment": self.segment, "address": self.address}}
+
 
 def register_receive_buffer(engine: Any, hostname: str, address: int,
                             size: int) -> ReceiveBuffer:
     """Registers ``size`` bytes at ``address`` with ``engine`` (an initialized
     ``mooncake.engine.TransferEngine`` of the worker, started with local hostname ``hostname``) and
-    answers what a loader needs to write into them one-sided. Nothing of weight-relay runs in the
-    worker besides this call: the bytes arrive through Mooncake alone."""
+    answers what a loader needs to write into them one-sided (declare it with
+    :meth:`ReceiveBuffer.registration`). Nothing of weight-relay runs in the worker besides this
+    call: the bytes arrive through Mooncake alone. Raises :class:`UsageError` for an empty or
+    negative range, :class:`MooncakeAddressError` for a hostname that is not an IP literal and
+    :class:`MooncakeOperationError` when the engine refuses the memory."""
     check_address("the worker's Transfer Engine hostname", hostname,
                   ("0.0.0.0/0", "::/0"))
+    if size <= 0 or address <= 0:
+        raise UsageError(f"a receive buffer is a non-empty range at a real address: {size} bytes "
+                         f"at 0x{address:x}")
     rc = engine.register_memory(address, size)
     if rc != 0:
         raise MooncakeOperationError(

@@ -2,19 +2,40 @@ package io.weightrelay.lab;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.loader.client.model.InstanceStatus;
+import io.weightrelay.api.loader.client.model.PlacedBuffer;
+import io.weightrelay.api.loader.client.model.ReceiveBuffer;
+import io.weightrelay.api.loader.client.model.TransferEngineBuffer;
+import io.weightrelay.api.loader.client.model.WorkerPlacement;
+import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MooncakeLab;
 import io.weightrelay.lab.rollout.RolloutEngine;
+import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Demands;
 import io.weightrelay.testkit.process.ServiceProcess;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The lab on the real Mooncake ({@code relay.dataplane.engine=mooncake}): the pinned wheel's {@code
@@ -102,4 +123,159 @@ class MooncakeLabTest {
         assertThat(lab.verifyAll(second)).as("bytes checked against the trainer's").isPositive();
         Delivery.exactAndSinglePull(update, Demands.of(lab.manifest(), lab.placement()));
     }
+
+    /**
+     * Issue 47, interoperability: one worker of a parameter-direct instance is a plain Python
+     * process running Mooncake's own {@code mooncake.engine.TransferEngine} (as a vLLM or SGLang
+     * worker does) and no weight-relay agent: it registers its receive memory with its engine
+     * through the package's {@code register_receive_buffer} and declares it in the instance's
+     * registration ({@code ReceiveBuffer.registration}: a {@code transferEngine} buffer). The
+     * loaders' Mooncake engines push into it one-sided through the real product path (control-api's
+     * plan, the loaders' reads, pushes and node relays, the landed proof), and every byte the
+     * worker holds after each of two updates is checked against the published weights, from a dump
+     * the worker wrote of its own memory.
+     */
+    @Test
+    void aWorkerReceivingIntoItsOwnTransferEngineGetsEveryPushedByte() throws Exception {
+        LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 2, 2, Mode.DIRECT)));
+        LabCatalog.LoaderSlot slot = lab.loaderSlots().get(0);
+        List<WorkerPlacement> workers =
+                RolloutEngine.workers(
+                        lab.placement(), slot.rolloutInstance(), slot.node(), lab.manifest());
+        WorkerPlacement plain = workers.get(0);
+        List<Map<String, Object>> buffers = new ArrayList<>();
+        for (ReceiveBuffer b : plain.getBuffers()) {
+            buffers.add(Map.of("bufferId", b.getBufferId(), "size", b.getSize()));
+        }
+        Map<String, Object> wanted =
+                Map.of("segment", plain.getWorkerId() + "-te", "buffers", buffers);
+        List<String> cmd = new ArrayList<>(mooncake.commandPrefix());
+        cmd.addAll(
+                List.of(
+                        MooncakeLab.VENV.resolve("bin/python").toString(),
+                        Path.of("src/test/resources/io/weightrelay/lab/plain_te_worker.py")
+                                .toAbsolutePath()
+                                .toString(),
+                        JSON.writeValueAsString(wanted)));
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.environment().put("PYTHONPATH", Path.of("../python/src").toAbsolutePath().toString());
+        pb.redirectError(lab.logs().resolve("plain-te-worker.log").toFile());
+        Process worker = pb.start();
+        try (BufferedReader out =
+                        new BufferedReader(
+                                new InputStreamReader(
+                                        worker.getInputStream(), StandardCharsets.UTF_8));
+                Writer in =
+                        new OutputStreamWriter(worker.getOutputStream(), StandardCharsets.UTF_8)) {
+            String line = out.readLine();
+            assertThat(line).as("the plain worker's declared buffers").isNotNull();
+            List<ReceiveBuffer> declared = new ArrayList<>();
+            for (JsonNode b : JSON.readTree(line)) {
+                JsonNode te = b.path("transferEngine");
+                declared.add(
+                        new ReceiveBuffer()
+                                .bufferId(b.path("bufferId").asString())
+                                .segment(b.path("segment").asString())
+                                .size(b.path("size").asLong())
+                                .transferEngine(
+                                        new TransferEngineBuffer()
+                                                .segment(te.path("segment").asString())
+                                                .address(te.path("address").asLong())));
+            }
+            assertThat(declared).hasSameSizeAs(plain.getBuffers());
+            plain.setBuffers(declared);
+            RolloutEngine engine = lab.engines().get(0);
+            engine.register(lab.spec().model(), "lab", slot.node(), slot.span(), workers);
+            Set<String> foreign =
+                    declared.stream().map(ReceiveBuffer::getSegment).collect(Collectors.toSet());
+
+            Path dumps = Files.createTempDirectory(lab.logs(), "plain-te-worker-");
+            for (int step = 0; step < 2; step++) {
+                long generation = lab.publish(step);
+                LabCluster.Updates update = lab.updateAll().requireUpdated();
+                Demands demands = Demands.of(lab.manifest(), lab.placement());
+                assertThat(update.bytesReceived())
+                        .as("delivery equals what the target placement stores")
+                        .isEqualTo(demands.targetStoredBytes());
+                // The store is read once per needed byte; the loader beside the plain worker also
+                // reads back, over the network, what the worker received as a node delegate
+                // before it copies it on (its transport counters count those reads too), never
+                // more than the worker's memory.
+                assertThat(update.storeBytesRead() - demands.storeBytes())
+                        .as("network reads beyond the store's needed bytes")
+                        .isBetween(0L, plainMemory(declared));
+                in.write("dump " + dumps + "\n");
+                in.flush();
+                assertThat(out.readLine()).isEqualTo("dumped");
+                InstanceStatus status = engine.status();
+                for (PlacedBuffer b : status.getBuffers()) {
+                    if (foreign.contains(b.getSegment())) {
+                        assertThat(b.getShmPath())
+                                .as("the loader holds no file of the worker's own memory")
+                                .isNull();
+                        b.setShmPath(dumps.resolve(b.getSegment()).toString());
+                    }
+                }
+                ShmVerifier verifier =
+                        new ShmVerifier(lab.manifest(), lab.spec().seed(), generation);
+                assertThat(verifier.verify(onlyWorker(status, plain.getWorkerId())))
+                        .as("bytes of the plain worker checked against the trainer's")
+                        .isEqualTo(fragmentBytes(lab, plain));
+                assertThat(verifier.verify(status)).as("the whole instance").isPositive();
+                assertThat(lab.verify(lab.engines().get(1), generation))
+                        .as("the other instance")
+                        .isPositive();
+                System.out.printf(
+                        "mooncake plain Transfer Engine worker %s, generation %d: %d bytes"
+                                + " verified%n",
+                        plain.getWorkerId(), generation, fragmentBytes(lab, plain));
+            }
+        } finally {
+            worker.destroyForcibly().waitFor();
+        }
+    }
+
+    /** The bytes of the plain worker's memory: the end of its last packed buffer. */
+    private static long plainMemory(List<ReceiveBuffer> declared) {
+        long end = 0;
+        for (ReceiveBuffer b : declared) {
+            end = (end + 4095) / 4096 * 4096 + b.getSize();
+        }
+        return end;
+    }
+
+    /** {@code status} with only worker {@code id} and its buffers. */
+    private static InstanceStatus onlyWorker(InstanceStatus status, String id) {
+        return new InstanceStatus()
+                .instanceId(status.getInstanceId())
+                .model(status.getModel())
+                .group(status.getGroup())
+                .node(status.getNode())
+                .epoch(status.getEpoch())
+                .workers(
+                        status.getWorkers().stream()
+                                .filter(w -> w.getWorkerId().equals(id))
+                                .toList())
+                .buffers(
+                        status.getBuffers().stream()
+                                .filter(b -> b.getWorkerId().equals(id))
+                                .toList());
+    }
+
+    /** The bytes of every fragment {@code w} registered: what it must hold after an update. */
+    private static long fragmentBytes(LabCluster lab, WorkerPlacement w) {
+        Map<String, Integer> elementBytes = new HashMap<>();
+        lab.manifest().tensors().forEach(t -> elementBytes.put(t.name(), t.rolloutDtype().bytes()));
+        long total = 0;
+        for (var f : w.getFragments()) {
+            long n = elementBytes.get(f.getTensor());
+            for (long d : f.getShape()) {
+                n *= d;
+            }
+            total += n;
+        }
+        return total;
+    }
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
 }

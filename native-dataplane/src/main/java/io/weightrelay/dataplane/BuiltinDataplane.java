@@ -189,6 +189,12 @@ final class BuiltinDataplane implements Dataplane, LocalMemoryOwner {
         return create(name, size, SegmentKind.STORE);
     }
 
+    /** Refused: the built-in engine writes only into segments of engines of its own kind. */
+    @Override
+    public ForeignSegment attachForeignSegment(String name, long size, ForeignBuffer buffer) {
+        throw new ForeignSegmentUnsupportedException(name, buffer);
+    }
+
     @Override
     public Segment createReceiveSegment(String name, long size) {
         return create(name, size, SegmentKind.RECEIVE);

@@ -154,6 +154,22 @@ public sealed interface Dataplane extends AutoCloseable
     Segment createReceiveSegment(String name, long size);
 
     /**
+     * Publishes {@code name} as {@code size} bytes of memory that another process registered with a
+     * Mooncake Transfer Engine of its own ({@code buffer}: a rollout worker inside vLLM or SGLang
+     * that runs no weight-relay agent): peers' one-sided writes and reads addressed to {@code name}
+     * go to that engine, as to a {@linkplain #createReceiveSegment receive segment}, and a write
+     * with notify notifies this data plane's engine once the bytes landed there. This process maps
+     * none of the bytes; it reads them back like any peer, into {@link ForeignSegment#readBack()}
+     * (a receive segment {@code <name>.readback} of the same size). The name is this data plane's
+     * as a receive segment's would be (refused while another live engine holds it, {@link
+     * #reannounceSegments republished}, taken over once this process is gone).
+     *
+     * @throws ForeignSegmentUnsupportedException on the built-in engine, which cannot reach another
+     *     Transfer Engine's memory
+     */
+    ForeignSegment attachForeignSegment(String name, long size, ForeignBuffer buffer);
+
+    /**
      * Publishes again the descriptor of every segment of this dataplane whose descriptor is gone
      * from the metadata store, as after Redis restarted without its data: peers find the segment
      * again (a new generation's objects in it are readable, receive buffers writable). A name whose

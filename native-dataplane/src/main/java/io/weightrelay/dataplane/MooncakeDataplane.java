@@ -78,6 +78,10 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
     private final MooncakeOwnerLock ownerLock;
     private final String shmIdentity;
     private final Map<String, Local> segments = new ConcurrentHashMap<>();
+
+    /** Names this data plane published for memory of other processes' Transfer Engines. */
+    private final Map<String, ForeignSegment> foreign = new ConcurrentHashMap<>();
+
     private final MooncakeTransferEngine engine;
     private final MooncakeStoreClient store;
     private final MooncakeCounters counters = new MooncakeCounters();
@@ -299,28 +303,8 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
 
     @Override
     public synchronized Segment createReceiveSegment(String name, long size) {
-        checkOpen();
-        if (!NAME.matcher(name).matches()) {
-            throw new IllegalArgumentException(
-                    "segment name '" + name + "' must hold only letters, digits, '.', '_', '-'");
-        }
-        if (size <= 0) {
-            throw new IllegalArgumentException("segment size must be > 0: " + size);
-        }
-        if (segments.containsKey(name)) {
-            throw new DataplaneException(
-                    DataplaneError.EXISTS, "segment '" + name + "' exists in this data plane");
-        }
+        claimName(name, size);
         String key = directoryKey(name);
-        if (!redis().hsetnx(key, "instance", instance) && !takeOverFromTheDead(name)) {
-            throw new DataplaneException(
-                    DataplaneError.EXISTS,
-                    "segment '"
-                            + name
-                            + "' is published by another Mooncake engine ("
-                            + redis().hget(key, "endpoint")
-                            + ")");
-        }
         Path path =
                 config.shmDir()
                         .resolve(
@@ -354,6 +338,107 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
             }
             throw new DataplaneException(
                     DataplaneError.IO, "cannot create segment '" + name + "': " + e, e);
+        }
+    }
+
+    /**
+     * Checks a new segment's name and size and makes its directory entry this data plane's (an
+     * entry holding only {@code instance} until it is published): refused while another live engine
+     * holds the name.
+     */
+    private void claimName(String name, long size) {
+        checkOpen();
+        if (!NAME.matcher(name).matches()) {
+            throw new IllegalArgumentException(
+                    "segment name '" + name + "' must hold only letters, digits, '.', '_', '-'");
+        }
+        if (size <= 0) {
+            throw new IllegalArgumentException("segment size must be > 0: " + size);
+        }
+        if (segments.containsKey(name) || foreign.containsKey(name)) {
+            throw new DataplaneException(
+                    DataplaneError.EXISTS, "segment '" + name + "' exists in this data plane");
+        }
+        String key = directoryKey(name);
+        if (!redis().hsetnx(key, "instance", instance) && !takeOverFromTheDead(name)) {
+            throw new DataplaneException(
+                    DataplaneError.EXISTS,
+                    "segment '"
+                            + name
+                            + "' is published by another Mooncake engine ("
+                            + redis().hget(key, "endpoint")
+                            + ")");
+        }
+    }
+
+    /**
+     * Publishes {@code name} as the worker's memory {@code buffer}: the directory entry names the
+     * worker's Transfer Engine and the buffer's address there instead of this agent's, so every
+     * engine's writes to the name ({@link MooncakeTransferEngine}) go straight to the worker; its
+     * {@code notify_endpoint} and {@code notify_address} (this agent's Transfer Engine, the
+     * read-back segment's address in it) are where a write with notify sends the notify instead,
+     * since the worker's engine counts none. The entry is this data plane's like a receive
+     * segment's ({@code instance}, {@code shm}): a successor of this process takes it over once
+     * this process is gone.
+     */
+    @Override
+    public synchronized ForeignSegment attachForeignSegment(
+            String name, long size, ForeignBuffer buffer) {
+        claimName(name, size);
+        Segment readBack;
+        try {
+            readBack = createReceiveSegment(name + ".readback", size);
+        } catch (RuntimeException e) {
+            redis().del(directoryKey(name));
+            throw e;
+        }
+        ForeignSegment attached =
+                new ForeignSegment(name, size, buffer, readBack, () -> detachForeignSegment(name));
+        foreign.put(name, attached);
+        try {
+            publishForeign(attached);
+        } catch (RuntimeException e) {
+            foreign.remove(name);
+            redis().del(directoryKey(name));
+            readBack.close();
+            throw e;
+        }
+        LOG.log(
+                System.Logger.Level.INFO,
+                "segment '"
+                        + name
+                        + "' published as "
+                        + size
+                        + " bytes at 0x"
+                        + Long.toHexString(buffer.address())
+                        + " of the Transfer Engine "
+                        + buffer.engineSegment());
+        return attached;
+    }
+
+    private void publishForeign(ForeignSegment f) {
+        redis().hset(directoryKey(f.name()), foreignEntry(f));
+    }
+
+    private Map<String, String> foreignEntry(ForeignSegment f) {
+        return Map.of(
+                "instance", instance,
+                "endpoint", f.buffer().engineSegment(),
+                "address", Long.toString(f.buffer().address()),
+                "size", Long.toString(f.size()),
+                "node", config.nodeLabel(),
+                "shm", shmIdentity,
+                "notify_endpoint", agent.ready().engineSegment(),
+                "notify_address",
+                        Long.toString(agent.address(segments.get(f.readBack().name()).mapped())));
+    }
+
+    private synchronized void detachForeignSegment(String name) {
+        if (foreign.remove(name) != null) {
+            String key = directoryKey(name);
+            if (instance.equals(redis().hget(key, "instance"))) {
+                redis().del(key);
+            }
         }
     }
 
@@ -432,6 +517,14 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
                 published.add(e.getKey());
             }
         }
+        for (ForeignSegment f : foreign.values()) {
+            Map<String, String> entry = redis().hgetall(directoryKey(f.name()));
+            if (entry.isEmpty()
+                    || (instance.equals(entry.get("instance")) && !entry.equals(foreignEntry(f)))) {
+                publishForeign(f);
+                published.add(f.name());
+            }
+        }
         return published;
     }
 
@@ -495,6 +588,9 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
         }
         closed = true;
         try {
+            for (ForeignSegment f : List.copyOf(foreign.values())) {
+                f.close();
+            }
             for (Local l : List.copyOf(segments.values())) {
                 l.segment().close();
             }

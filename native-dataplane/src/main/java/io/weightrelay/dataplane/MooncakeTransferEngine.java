@@ -69,9 +69,9 @@ final class MooncakeTransferEngine implements TransferEngine {
      * Checks and resolves task {@code r}; runs it unless {@code dryRun}; with {@code notifyName} (a
      * write), the target receives that notify once the bytes landed.
      *
-     * @return the Transfer Engine endpoint of the agent that owns the task's target segment
+     * @return the directory entry of the task's target segment
      */
-    private String run(TransferRequest r, String notifyName, boolean dryRun) {
+    private Map<String, String> run(TransferRequest r, String notifyName, boolean dryRun) {
         Local local = dp.local(r.local());
         if (r.localOffset() < 0
                 || r.length() < 0
@@ -94,9 +94,8 @@ final class MooncakeTransferEngine implements TransferEngine {
             throw new OutOfBoundsException(
                     "segment '" + r.segment() + "'", r.segmentOffset(), r.length(), size);
         }
-        String endpoint = target.get("endpoint");
         if (dryRun || (r.length() == 0 && notifyName == null)) {
-            return endpoint;
+            return target;
         }
         long address = Long.parseLong(target.get("address")) + r.segmentOffset();
         List<long[]> range = List.of(new long[] {r.localOffset(), address, r.length()});
@@ -113,7 +112,16 @@ final class MooncakeTransferEngine implements TransferEngine {
                             dp.nodeLabel());
             dp.byteCounters().written(false, r.length());
         }
-        return endpoint;
+        return target;
+    }
+
+    /**
+     * The engine a write into {@code target} notifies: the segment's own, or, for memory of a
+     * worker's own Transfer Engine ({@link Dataplane#attachForeignSegment}), the engine of the data
+     * plane that published it ({@code notify_endpoint}), since the worker's counts no notify.
+     */
+    private static String notifiedEngine(Map<String, String> target) {
+        return target.getOrDefault("notify_endpoint", target.get("endpoint"));
     }
 
     /**
@@ -161,13 +169,16 @@ final class MooncakeTransferEngine implements TransferEngine {
     private TransferBatch withNotify(
             List<TransferRequest> requests, String notifyName, boolean checksummed) {
         Map<String, TransferRequest> lastByEngine = new java.util.LinkedHashMap<>();
+        Map<String, Map<String, String>> targetByEngine = new HashMap<>();
         boolean anyInvalid = false;
         for (TransferRequest r : requests) {
             try {
-                String endpoint = run(r, null, true);
+                Map<String, String> target = run(r, null, true);
+                String engine = notifiedEngine(target);
                 if (r.op() == TransferRequest.Op.WRITE
-                        && (r.length() > 0 || !lastByEngine.containsKey(endpoint))) {
-                    lastByEngine.put(endpoint, r);
+                        && (r.length() > 0 || !lastByEngine.containsKey(engine))) {
+                    lastByEngine.put(engine, r);
+                    targetByEngine.put(engine, target);
                 }
             } catch (DataplaneException x) {
                 anyInvalid = true;
@@ -179,7 +190,8 @@ final class MooncakeTransferEngine implements TransferEngine {
             return batch;
         }
         DataplaneException notifyFailure = null;
-        for (TransferRequest last : lastByEngine.values()) {
+        for (Map.Entry<String, TransferRequest> e : lastByEngine.entrySet()) {
+            TransferRequest last = e.getValue();
             if (last.length() == 0) {
                 notifyFailure =
                         new MooncakeUnsupportedException(
@@ -191,21 +203,41 @@ final class MooncakeTransferEngine implements TransferEngine {
                 break;
             }
             try {
-                run(
-                        TransferRequest.write(
-                                last.local(),
-                                last.localOffset() + last.length() - 1,
-                                last.segment(),
-                                last.segmentOffset() + last.length() - 1,
-                                1),
-                        notifyName,
-                        false);
-            } catch (DataplaneException e) {
-                notifyFailure = e;
+                notifyAfter(last, targetByEngine.get(e.getKey()), notifyName);
+            } catch (DataplaneException x) {
+                notifyFailure = x;
                 break;
             }
         }
         return batch.withNotifyFailure(notifyFailure);
+    }
+
+    /**
+     * Sends {@code notifyName} to the engine {@code last}'s target notifies, riding on a write of
+     * the last byte {@code last} wrote: into the same place again, or, for a worker's own Transfer
+     * Engine memory, into the same offset of the read-back segment of the data plane that published
+     * it (scratch memory that only holds what its owner last read back), whose engine counts it.
+     */
+    private void notifyAfter(TransferRequest last, Map<String, String> target, String notifyName) {
+        long localOffset = last.localOffset() + last.length() - 1;
+        long segmentOffset = last.segmentOffset() + last.length() - 1;
+        String notifyEndpoint = target.get("notify_endpoint");
+        if (notifyEndpoint == null) {
+            run(
+                    TransferRequest.write(
+                            last.local(), localOffset, last.segment(), segmentOffset, 1),
+                    notifyName,
+                    false);
+            return;
+        }
+        long address = Long.parseLong(target.get("notify_address")) + segmentOffset;
+        dp.agent()
+                .write(
+                        dp.local(last.local()).mapped(),
+                        notifyEndpoint,
+                        List.of(new long[] {localOffset, address, 1}),
+                        notifyName,
+                        dp.nodeLabel());
     }
 
     /** Task {@code i}'s end: completed with all its bytes, or failed with {@code failure}. */

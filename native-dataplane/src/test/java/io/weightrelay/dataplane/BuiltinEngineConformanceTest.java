@@ -1,9 +1,13 @@
 package io.weightrelay.dataplane;
 
-import java.io.IOException;
+import java.nio.ByteBuffer;
 
-/** The conformance suite against the built-in C++ engine, with peers in child JVMs. */
-class BuiltinEngineConformanceTest extends DataplaneConformanceTest {
+/**
+ * The shared conformance suite ({@link EngineConformanceTest}) on the built-in C++ engine: store
+ * capacity is a segment file it creates, local memory a direct buffer it registers. What only the
+ * built-in engine has: {@link BuiltinEngineOnlyTest}.
+ */
+class BuiltinEngineConformanceTest extends EngineConformanceTest {
 
     @Override
     protected Dataplane open(String nodeLabel, String keyPrefix) {
@@ -11,18 +15,12 @@ class BuiltinEngineConformanceTest extends DataplaneConformanceTest {
     }
 
     @Override
-    protected Dataplane openRemover(String nodeLabel, String keyPrefix) {
-        return Dataplane.open(TestEngines.config(nodeLabel, keyPrefix).remover(true).build());
+    protected String storeCapacity(Dataplane dp, String name, long size) {
+        return dp.createSegment(name, size).name();
     }
 
     @Override
-    protected Dataplane openStorer(String nodeLabel, String keyPrefix) {
-        return Dataplane.open(TestEngines.config(nodeLabel, keyPrefix).storer(true).build());
-    }
-
-    @Override
-    protected PeerProcess startPeer(String nodeLabel, String keyPrefix, String segment, long size)
-            throws IOException {
-        return PeerProcess.start(RedisSupport.URI, keyPrefix, nodeLabel, segment, size);
+    protected LocalMemory memory(Dataplane dp, String name, int size) {
+        return dp.registerBuffer(ByteBuffer.allocateDirect(size));
     }
 }

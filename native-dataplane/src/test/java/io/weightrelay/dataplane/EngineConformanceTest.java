@@ -11,76 +11,18 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * What every engine must do, written against the interfaces only and run on each engine by a
- * subclass: the built-in one ({@link BuiltinEngineConformanceTest}, through {@link
- * DataplaneConformanceTest}, which adds what only the built-in engine has) and Mooncake ({@link
- * MooncakeEngineConformanceTest}). Subclasses say how to open an engine, how a test gets store
- * capacity and how it gets local memory, the three things the engines do differently. Keys are
- * under the test's own prefix, so engines whose directory ignores the key prefix (Mooncake's
- * master) keep the tests apart too.
+ * subclass with the same test count: {@link BuiltinEngineConformanceTest} and {@link
+ * MooncakeEngineConformanceTest}, which only say how to open their engine ({@link
+ * EngineTestSupport}). What one engine has and the other has not is tested in that engine's own
+ * class: {@link BuiltinEngineOnlyTest}, {@link MooncakeEngineOnlyTest}.
  */
-abstract class EngineConformanceTest {
-    @RegisterExtension static final TestScope scope = new TestScope();
-    protected static final Duration WAIT = Duration.ofSeconds(60);
-
+abstract class EngineConformanceTest extends EngineTestSupport {
     private static final int MIB = 1 << 20;
-
-    /**
-     * Same node label (the built-in engine's local transport) or another one (its tcp); the
-     * Mooncake engine moves bytes over its own transport either way.
-     */
-    enum Transport {
-        LOCAL,
-        TCP
-    }
-
-    protected static String peerLabel(Transport t) {
-        return t == Transport.LOCAL ? "node-a" : "node-b";
-    }
-
-    /** Opens an engine of the implementation under test, in this JVM. */
-    protected abstract Dataplane open(String nodeLabel, String keyPrefix);
-
-    /**
-     * Gives {@code dp} store capacity of about {@code size} bytes and returns the segment name a
-     * {@link ReplicateConfig} prefers to place objects there.
-     */
-    protected abstract String storeCapacity(Dataplane dp, String name, long size);
-
-    /** Local memory of {@code dp} of {@code size} bytes: the source of puts and writes. */
-    protected abstract LocalMemory memory(Dataplane dp, String name, int size);
-
-    protected Dataplane dp(String label) {
-        Dataplane dp = open(label, scope.prefix());
-        scope.closeAfter(dp);
-        return dp;
-    }
-
-    /** {@code name} under this test's prefix. */
-    protected static String key(String name) {
-        return scope.prefix() + name;
-    }
-
-    protected static ByteBuffer view(LocalMemory m) {
-        return m instanceof Segment s ? s.byteBuffer() : ((RegisteredBuffer) m).byteBuffer();
-    }
-
-    protected static int crc32c(ByteBuffer b, int offset, int length) {
-        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
-        crc.update(b.slice(offset, length));
-        return (int) crc.getValue();
-    }
-
-    private LocalMemory filled(Dataplane dp, String name, int size, int seed) {
-        LocalMemory m = memory(dp, name, size);
-        Patterns.fill(view(m), 0, size, seed);
-        return m;
-    }
 
     @Test
     void aStoredObjectReadsBackRangeByRangeAndABadRangeFailsAlone() {

@@ -9,9 +9,9 @@ import java.util.Arrays;
 
 /**
  * A child JVM whose Mooncake data plane owns one receive segment (1 MiB) until told to exit or
- * killed, for {@link MooncakeEngineConformanceTest}. Args: redisUri keyPrefix workDir segmentName
- * and then the command prefix that runs its agent in the master's namespace. Prints {@code READY}
- * and the segment file's path.
+ * killed, for {@link MooncakeEngineOnlyTest}. Args: redisUri keyPrefix workDir segmentName and then
+ * the command prefix that runs its agent in the master's namespace. Prints {@code READY} and the
+ * segment file's path.
  */
 public final class MooncakeSegmentOwnerMain {
     private MooncakeSegmentOwnerMain() {}

@@ -109,6 +109,14 @@ public final class MooncakeLab implements AutoCloseable {
         return workDir;
     }
 
+    /**
+     * The command prefix that runs a program in the master's namespace, beside the services' agents
+     * (a worker's own Transfer Engine must be reachable from them).
+     */
+    public List<String> commandPrefix() {
+        return List.of("ip", "netns", "exec", netns);
+    }
+
     /** The master's rpc {@code host:port}, as the agents in its namespace reach it. */
     public String master() {
         return "127.0.0.1:" + RPC_PORT;

@@ -3,6 +3,7 @@ package io.weightrelay.loader.instance;
 import io.weightrelay.api.loader.model.ConsumeMode;
 import io.weightrelay.api.loader.model.InstanceSpan;
 import io.weightrelay.api.loader.model.WorkerPlacement;
+import io.weightrelay.dataplane.ForeignBuffer;
 import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -115,7 +116,18 @@ public record Instance(
         return new WorkerBuffers(
                 w.getWorkerId(),
                 w.getBuffers().stream()
-                        .map(b -> new BufferSpec(b.getBufferId(), b.getSegment(), b.getSize()))
+                        .map(
+                                b ->
+                                        new BufferSpec(
+                                                b.getBufferId(),
+                                                b.getSegment(),
+                                                b.getSize(),
+                                                b.getTransferEngine() == null
+                                                        ? null
+                                                        : new ForeignBuffer(
+                                                                b.getTransferEngine().getSegment(),
+                                                                b.getTransferEngine()
+                                                                        .getAddress())))
                         .toList());
     }
 

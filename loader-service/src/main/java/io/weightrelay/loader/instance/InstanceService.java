@@ -5,6 +5,8 @@ import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.api.loader.model.ReceiveBuffer;
 import io.weightrelay.api.loader.model.TargetFragment;
 import io.weightrelay.api.loader.model.WorkerPlacement;
+import io.weightrelay.dataplane.Dataplane;
+import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.control.ControlPlane;
@@ -131,7 +133,8 @@ public class InstanceService {
                                 instance.instanceId(),
                                 worker,
                                 s.getKey(),
-                                s.getValue());
+                                s.getValue(),
+                                directory.foreign(s.getKey()));
                 try {
                     registrations.acquirePersistent(key);
                     bytes += s.getValue();
@@ -159,8 +162,25 @@ public class InstanceService {
         }
         validate(r);
         long opening = System.nanoTime();
-        dataplane.open(r.getNode());
+        Dataplane dp = dataplane.open(r.getNode());
         openNanos = System.nanoTime() - opening;
+        if (dp.config().engine() != DataplaneEngine.MOONCAKE) {
+            for (WorkerPlacement w : r.getWorkers()) {
+                for (ReceiveBuffer b : w.getBuffers()) {
+                    if (b.getTransferEngine() != null) {
+                        throw InstanceProblems.INVALID_REGISTRATION.exception(
+                                "buffer "
+                                        + b.getBufferId()
+                                        + " of worker "
+                                        + w.getWorkerId()
+                                        + " is memory of the Transfer Engine at "
+                                        + b.getTransferEngine().getSegment()
+                                        + ": only the Mooncake engine"
+                                        + " (relay.dataplane.engine=mooncake) writes there");
+                    }
+                }
+            }
+        }
         long epoch;
         try {
             epoch = control.registerLoader(r);
@@ -307,6 +327,16 @@ public class InstanceService {
             Set<String> buffers = new HashSet<>();
             for (ReceiveBuffer b : w.getBuffers()) {
                 buffers.add(b.getBufferId());
+                if (b.getTransferEngine() != null && w.getMode() != ConsumeMode.DIRECT) {
+                    // the loader writes a compat image's header and fans it out on its node
+                    // from memory it maps, which a worker's own Transfer Engine memory is not
+                    throw InstanceProblems.INVALID_REGISTRATION.exception(
+                            "worker "
+                                    + w.getWorkerId()
+                                    + ": a buffer in the worker's own Transfer Engine ("
+                                    + b.getBufferId()
+                                    + ") is for a parameter-direct worker only");
+                }
             }
             for (TargetFragment f : fragments) {
                 if (!buffers.contains(f.getBufferId())) {

@@ -1,5 +1,6 @@
 package io.weightrelay.loader.pipeline;
 
+import io.weightrelay.dataplane.ForeignBuffer;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Slice;
 import java.util.HashMap;
@@ -12,7 +13,9 @@ import java.util.Optional;
  * Where every worker's buffers live: (worker, buffer id) -> (segment, base offset, size). Computed
  * the same way by every loader from the registrations alone, so a writer knows the (segment,
  * offset) of every byte it pushes before apply. A compatibility worker without a buffer named
- * {@link Worker#COMPAT_BUFFER} receives its safetensors image in its first buffer.
+ * {@link Worker#COMPAT_BUFFER} receives its safetensors image in its first buffer. A segment in the
+ * worker's own Transfer Engine memory ({@link BufferSpec#foreign()}) is packed the same way from
+ * the memory's address; every buffer of it declares that same memory.
  */
 public final class BufferDirectory {
     /** Buffers packed into one segment start at multiples of this. */
@@ -24,6 +27,7 @@ public final class BufferDirectory {
     private final Map<String, Map<String, Placed>> byWorker = new HashMap<>();
     private final Map<String, Long> segmentSizes = new LinkedHashMap<>();
     private final Map<String, String> segmentWorker = new HashMap<>();
+    private final Map<String, ForeignBuffer> foreign = new HashMap<>();
 
     private final List<WorkerBuffers> registrations;
 
@@ -41,6 +45,23 @@ public final class BufferDirectory {
                                     + owner
                                     + " and "
                                     + w.workerId());
+                }
+                if (segmentSizes.containsKey(b.segment())
+                        && !java.util.Objects.equals(foreign.get(b.segment()), b.foreign())) {
+                    throw new IllegalArgumentException(
+                            "buffer "
+                                    + b.bufferId()
+                                    + " of worker "
+                                    + w.workerId()
+                                    + " declares segment "
+                                    + b.segment()
+                                    + (b.foreign() == null
+                                            ? " as shared memory"
+                                            : " in the Transfer Engine memory " + b.foreign())
+                                    + ", another buffer of it otherwise: a segment is one memory");
+                }
+                if (b.foreign() != null) {
+                    foreign.put(b.segment(), b.foreign());
                 }
                 long base = align(segmentSizes.getOrDefault(b.segment(), 0L));
                 Placed placed = new Placed(w.workerId(), b.bufferId(), b.segment(), base, b.size());
@@ -60,6 +81,20 @@ public final class BufferDirectory {
 
     private static long align(long offset) {
         return (offset + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
+    }
+
+    /**
+     * This directory with {@code own} workers' buffers as given: a loader's own registration, which
+     * says what control-api's copy of it leaves out (memory in a worker's own Transfer Engine,
+     * {@link BufferSpec#foreign()}). Workers this directory does not hold are ignored; returns this
+     * directory when nothing differs.
+     */
+    public BufferDirectory withOwnWorkers(List<WorkerBuffers> own) {
+        Map<String, WorkerBuffers> mine = new HashMap<>();
+        own.forEach(w -> mine.put(w.workerId(), w));
+        List<WorkerBuffers> merged =
+                registrations.stream().map(w -> mine.getOrDefault(w.workerId(), w)).toList();
+        return merged.equals(registrations) ? this : new BufferDirectory(merged);
     }
 
     /** The buffer, or empty when the worker or buffer is unknown. */
@@ -131,6 +166,14 @@ public final class BufferDirectory {
     @Override
     public int hashCode() {
         return registrations.hashCode();
+    }
+
+    /**
+     * The worker's own Transfer Engine memory that {@code segment} names, or null when the segment
+     * is shared memory this loader creates.
+     */
+    public ForeignBuffer foreign(String segment) {
+        return foreign.get(segment);
     }
 
     /** The worker whose buffers the segment holds, or null. */

@@ -6,6 +6,7 @@ import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.ObjectNotFoundException;
 import io.weightrelay.dataplane.PeerGoneException;
 import io.weightrelay.dataplane.Segment;
+import io.weightrelay.dataplane.TransferRequest;
 import io.weightrelay.loader.registration.RegistrationKey;
 import io.weightrelay.loader.registration.RegistrationManager;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
@@ -49,6 +50,9 @@ public final class DataplaneUpdater {
     /** Prunes the notify counters of failed applies once their peers' pushes have timed out. */
     private static final ScheduledExecutorService PRUNER =
             Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("notify-pruner"));
+
+    /** How long reading back one worker's Transfer Engine buffer may take. */
+    private static final Duration READ_BACK_TIMEOUT = Duration.ofMinutes(2);
 
     private final Dataplane dataplane;
     private final RegistrationManager<Segment> registrations;
@@ -128,7 +132,8 @@ public final class DataplaneUpdater {
                                                             r.instance(),
                                                             worker,
                                                             segment,
-                                                            size))));
+                                                            size,
+                                                            r.directory().foreign(segment)))));
         }
         laps.lap("receive-segments");
         // Created at registration, at its upper bound: found here, grown only when this plan
@@ -453,6 +458,7 @@ public final class DataplaneUpdater {
         long t0 = System.nanoTime();
         PrepareRequest r = p.request();
         SliceSchedule slice = p.slice();
+        readBackForeignBuffers(p);
         LandedProof.Bytes bytes =
                 (worker, buffer, offset, length) -> {
                     BufferDirectory.Placed placed = r.directory().require(worker, buffer);
@@ -493,6 +499,43 @@ public final class DataplaneUpdater {
         }
         long proven = landed.values().stream().mapToLong(LandedProof.Digest::bytes).sum();
         return new LandedCheck(proven, System.nanoTime() - t0);
+    }
+
+    /**
+     * Reads every buffer of this loader's workers that lives in the worker's own Transfer Engine
+     * into its read-back segment ({@code ReceiveSegmentRegistrar}), with a one-sided read through
+     * the data plane like any peer's: the proof then sees the bytes as the worker holds them now.
+     *
+     * @throws ApplyFailure naming the worker whose buffer could not be read
+     */
+    private void readBackForeignBuffers(Prepared p) {
+        BufferDirectory directory = p.request().directory();
+        for (Map.Entry<String, Segment> own : p.ownSegments().entrySet()) {
+            if (directory.foreign(own.getKey()) == null) {
+                continue;
+            }
+            Segment readBack = own.getValue();
+            try {
+                dataplane
+                        .engine()
+                        .transfer(
+                                List.of(
+                                        TransferRequest.read(
+                                                readBack, 0, own.getKey(), 0, readBack.size())),
+                                READ_BACK_TIMEOUT);
+            } catch (DataplaneException e) {
+                String worker = directory.workerOfSegment(own.getKey());
+                throw new ApplyFailure(
+                        worker,
+                        "cannot read back buffer segment "
+                                + own.getKey()
+                                + " of "
+                                + worker
+                                + " from its Transfer Engine to prove what landed: "
+                                + e.getMessage(),
+                        e);
+            }
+        }
     }
 
     private void unregister(java.util.Collection<String> names) {

@@ -1,5 +1,6 @@
 package io.weightrelay.loader.pipeline;
 
+import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.LocalMemory;
 import io.weightrelay.dataplane.NotifyTimeoutException;
 import io.weightrelay.dataplane.TransferRequest;
@@ -84,6 +85,7 @@ final class FanOutStage {
      */
     private long fanOut(List<Integer> receives) {
         List<TransferRequest> requests = new ArrayList<>();
+        List<TransferRequest> readBacks = new ArrayList<>();
         List<SentTally.Tag> tags = new ArrayList<>();
         for (int v : receives) {
             List<Integer> targets = slice.copyTargets(v);
@@ -99,6 +101,21 @@ final class FanOutStage {
                 throw new ApplyFailure(
                         plan.workerId(delegate),
                         "delegate segment " + from.segment() + " not registered");
+            }
+            if (slice.directory().foreign(from.segment()) != null) {
+                // the delegate's buffer is its own Transfer Engine's memory: what it received is
+                // read into the loader's read-back segment first, and copied on from there
+                Runs.forEachReceived(
+                        plan,
+                        v,
+                        (src, dstOffset, length) ->
+                                readBacks.add(
+                                        TransferRequest.read(
+                                                source,
+                                                from.base() + dstOffset,
+                                                from.segment(),
+                                                from.base() + dstOffset,
+                                                length)));
             }
             for (int peer : targets) {
                 BufferDirectory.Placed to = slice.directory().require(plan.workerId(peer), buffer);
@@ -127,6 +144,18 @@ final class FanOutStage {
                                 tags.add(ctx.sent.tag(write));
                             }
                         });
+            }
+        }
+        if (!readBacks.isEmpty()) {
+            try {
+                ctx.engine.transfer(readBacks, Duration.ofMillis(Math.max(1, ctx.millisLeft())));
+            } catch (DataplaneException e) {
+                throw new ApplyFailure(
+                        slice.instance(),
+                        "cannot read what a delegate's Transfer Engine buffer received, to copy it"
+                                + " on: "
+                                + e.getMessage(),
+                        e);
             }
         }
         return ctx.transfer(requests, tags, null);

@@ -1,5 +1,6 @@
 package io.weightrelay.loader.registration;
 
+import io.weightrelay.dataplane.ForeignBuffer;
 import java.util.Objects;
 
 /**
@@ -10,8 +11,16 @@ import java.util.Objects;
  * @param device the worker (or {@code staging} for the loader's own read staging)
  * @param base the registered base: the data-plane segment name
  * @param size registered bytes
+ * @param foreign the worker's own Transfer Engine memory the base names, or null for shared memory
+ *     of this loader ({@link ReceiveSegmentRegistrar})
  */
-public record RegistrationKey(long epoch, String instance, String device, String base, long size) {
+public record RegistrationKey(
+        long epoch, String instance, String device, String base, long size, ForeignBuffer foreign) {
+
+    /** The registration of shared memory of this loader. */
+    public RegistrationKey(long epoch, String instance, String device, String base, long size) {
+        this(epoch, instance, device, base, size, null);
+    }
 
     public RegistrationKey {
         Objects.requireNonNull(instance, "instance");

@@ -187,7 +187,8 @@ public final class RegistrationManager<H> {
             if (k.instance().equals(instance) && k.epoch() != epoch && which.test(k)) {
                 it.remove();
                 moved.put(
-                        new RegistrationKey(epoch, k.instance(), k.device(), k.base(), k.size()),
+                        new RegistrationKey(
+                                epoch, k.instance(), k.device(), k.base(), k.size(), k.foreign()),
                         e.getValue());
             }
         }

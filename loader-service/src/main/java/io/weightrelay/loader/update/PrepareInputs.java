@@ -136,7 +136,10 @@ final class PrepareInputs {
         watch.lap("manifest");
         Slice slice = slice(instance, generation, answer.plan());
         watch.lap("fetch-slice");
-        BufferDirectory directory = directory(answer, called.buffers());
+        // control-api knows every worker's buffers by segment name only; where this loader's own
+        // workers' memory is (a worker's own Transfer Engine) is in its own registration
+        BufferDirectory directory =
+                directory(answer, called.buffers()).withOwnWorkers(instance.buffers());
         watch.lap("loaders");
         return new PrepareRequest(
                 instance.model(),

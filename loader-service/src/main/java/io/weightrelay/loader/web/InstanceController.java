@@ -65,7 +65,8 @@ record InstanceController(InstanceService instances, DataplaneHolder dataplane)
                                 s == null
                                         ? RegistrationState.UNREGISTERED
                                         : RegistrationState.fromValue(s.state().name()));
-                if (s != null) {
+                // a buffer in the worker's own Transfer Engine has no file: the worker holds it
+                if (s != null && directory.foreign(p.segment()) == null) {
                     Segment segment = registrations.find(s.key());
                     if (segment != null) {
                         out.setShmPath(segment.shmPath().toString());

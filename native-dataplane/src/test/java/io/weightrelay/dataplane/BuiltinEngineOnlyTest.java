@@ -23,16 +23,67 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * What the built-in engine must do beyond {@link EngineConformanceTest}, whatever its transports:
- * subclasses say how to open an engine in this process and how to start one in another process.
- * Engines with the same node label must use the local transport between them, engines with
- * different labels tcp. These tests use what only the built-in engine has (byte counters per
- * transport by node label, direct buffers as local memory, store segment files, in-place publish,
- * roles, peers in child JVMs); {@link MooncakeEngineConformanceTest} lists, test by test, why each
- * cannot run on Mooncake.
+ * What only the built-in engine has, beside the shared {@link EngineConformanceTest} (which {@link
+ * BuiltinEngineConformanceTest} runs on it): byte counters per transport by node label (engines
+ * with the same label use the local transport between them, engines with different labels tcp),
+ * direct buffers as local memory, store segment files and their free bytes, in-place publish,
+ * roles, peers in child JVMs. {@link MooncakeEngineOnlyTest} is Mooncake's counterpart.
+ *
+ * <p>Why each cannot run on Mooncake:
+ *
+ * <ul>
+ *   <li>{@code writesAndReadsBackOverTheTransportOfTheNodeLabels}, {@code
+ *       concurrentBatchesLandEachTaskInItsOwnRange}, {@code
+ *       oneSourceWrittenToSeveralSegmentsLandsWholeInEach}, {@code
+ *       invalidTasksFailAloneWithTheirSpecificError}, {@code
+ *       aClosedSegmentIsUnknownAndItsRecreationIsFoundAgain}: they assert the byte counters per
+ *       transport by node label (local between engines of one label), where Mooncake counts by
+ *       where the bytes are (MooncakeCounters); their reads, writes, failures and re-created
+ *       segments run here in {@code
+ *       oneSidedWritesAndReadsLandWholeInvalidTasksFailAloneAndARecreatedSegmentIsFound}.
+ *   <li>{@code memoryNotRegisteredWithThisEngineIsRefused}, {@code
+ *       rangesAtObjectEdgesReadExactlyOrFailAlone}, {@code
+ *       objectsLookedUpTogetherReadAsIfLookedUpAloneAndAMissingOneFailsOnlyItsRead}: direct buffers
+ *       as local memory (the agent, another process, cannot map them), replica offsets and free
+ *       bytes of store segment files ({@code locations}, {@code freeBytes}), reads past an object's
+ *       end answered {@code OUT_OF_BOUNDS}; the rest of their bodies runs here as {@code
+ *       aStoredObjectReadsBackRangeByRangeAndABadRangeFailsAlone} and {@code
+ *       objectsLocatedTogetherReadAsIfLocatedAloneAndAMissingOneFailsOnlyItsRead}.
+ *   <li>{@code publishMovesNoTcpBytesAndEveryStoredByteIsReadOnce}: a reader of the publisher's
+ *       node label counts local bytes (the built-in engine maps the publisher's segment file);
+ *       Mooncake counts by where the replica is, so the shared {@code
+ *       publishCountsNoTcpByteAndEveryStoredByteReadCountsOnceAtItsReader} runs here instead.
+ *   <li>{@code bytesWrittenInPlaceArePublishedWithoutACopyAndFreedObjectByObject}, {@code
+ *       anInPlacePublishIsAllOrNothingAndAlwaysConsumesItsBlock}: in-place publish; Mooncake's put
+ *       always copies into a mounted segment.
+ *   <li>{@code aFullPreferredSegmentStillYieldsAStoredObjectElsewhere}, {@code
+ *       withEveryStoreSegmentFullAPutFailsAndNoReceiveSegmentChanges}, {@code
+ *       preferringAReceiveSegmentIsRefusedWithTheSegmentNamed}, {@code
+ *       replicasLandInDistinctSegmentsAndReadsFallBackWhenOneIsGone}: store segment files and their
+ *       free bytes; Mooncake's capacity is the agents' mounted segments, whose placement the master
+ *       decides (the fallback to another mounted segment is tested in the Python agent tests).
+ *   <li>{@code oneSidedWritesAndReadsOfAReceiveSegmentWorkWithNotify}: per-transport byte counters
+ *       and a receive segment as the source of its owner's writes to another engine's segment
+ *       checked through the counters; its notify semantics run here in {@code
+ *       writeWithNotifyBumpsTheTargetsCounterAfterTheBytesLanded}.
+ *   <li>{@code concurrentPutAndRemoveLeaveNoLeakAndNoTornObject}: it checks free bytes of a store
+ *       segment file after the race.
+ *   <li>{@code anEngineInAnotherProcessServesReadsPutsAndNotifies}, {@code
+ *       aStorerPutsIntoAnotherProcessSegmentWhichItsOwnerAllocates}, {@code
+ *       peerDeathMidTransferFailsWithPeerGoneNotAHang}, {@code
+ *       checkReadableNamesAMissingObjectAndADeadOwnerBeforeAnythingIsRead}: peers are child JVMs
+ *       running the built-in engine ({@link PeerProcess}), and roles (remover, storer) are the
+ *       built-in engine's authentication; every Mooncake data plane here already talks to another
+ *       process (its agent), and an agent's death is {@link MooncakeAgentTest}'s.
+ * </ul>
  */
-abstract class DataplaneConformanceTest extends EngineConformanceTest {
+class BuiltinEngineOnlyTest extends EngineTestSupport {
     private static final int MIB = 1 << 20;
+
+    @Override
+    protected Dataplane open(String nodeLabel, String keyPrefix) {
+        return Dataplane.open(TestEngines.config(nodeLabel, keyPrefix).build());
+    }
 
     @Override
     protected String storeCapacity(Dataplane dp, String name, long size) {
@@ -48,17 +99,23 @@ abstract class DataplaneConformanceTest extends EngineConformanceTest {
      * Opens an engine that claims the remover role (what control-api runs): it may free in segments
      * of other engines.
      */
-    protected abstract Dataplane openRemover(String nodeLabel, String keyPrefix);
+    private Dataplane openRemover(String nodeLabel, String keyPrefix) {
+        return Dataplane.open(TestEngines.config(nodeLabel, keyPrefix).remover(true).build());
+    }
 
     /**
      * Opens an engine that claims the storer role (what a client-only publisher runs): owners
      * allocate in their store segments for its puts.
      */
-    protected abstract Dataplane openStorer(String nodeLabel, String keyPrefix);
+    private Dataplane openStorer(String nodeLabel, String keyPrefix) {
+        return Dataplane.open(TestEngines.config(nodeLabel, keyPrefix).storer(true).build());
+    }
 
     /** Starts an engine in another process that owns one segment. */
-    protected abstract PeerProcess startPeer(
-            String nodeLabel, String keyPrefix, String segment, long size) throws IOException;
+    private PeerProcess startPeer(String nodeLabel, String keyPrefix, String segment, long size)
+            throws IOException {
+        return PeerProcess.start(RedisSupport.URI, keyPrefix, nodeLabel, segment, size);
+    }
 
     private Dataplane remover(String label) {
         Dataplane dp = openRemover(label, scope.prefix());
@@ -990,5 +1047,19 @@ abstract class DataplaneConformanceTest extends EngineConformanceTest {
         assertThat(Duration.ofNanos(System.nanoTime() - started))
                 .as("a refused connection is known at once, not after the io timeout")
                 .isLessThan(Duration.ofSeconds(10));
+    }
+
+    /** Memory of a worker's own Mooncake Transfer Engine is only the Mooncake engine's target. */
+    @Test
+    void aWorkersOwnTransferEngineMemoryIsRefusedNamingTheEngine() {
+        Dataplane a = dp("node-a");
+        assertThatThrownBy(
+                        () ->
+                                a.attachForeignSegment(
+                                        "rx-te", MIB, new ForeignBuffer("127.0.0.1:15001", 4096)))
+                .isInstanceOfSatisfying(
+                        ForeignSegmentUnsupportedException.class,
+                        e -> assertThat(e.getMessage()).contains("'rx-te'", "127.0.0.1:15001"));
+        assertThat(RedisSupport.hash(key("seg:rx-te"))).isEmpty();
     }
 }

@@ -1,0 +1,71 @@
+package io.weightrelay.dataplane;
+
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * What the data-plane tests of every engine share: a subclass says how to open an engine, how a
+ * test gets store capacity and how it gets local memory, the three things the engines do
+ * differently; this class gives each test its engines (closed after it), its key prefix and the
+ * helpers. The tests themselves are in {@link EngineConformanceTest} (what every engine must do)
+ * and in one class per engine for what only that engine has ({@link BuiltinEngineOnlyTest}, {@link
+ * MooncakeEngineOnlyTest}). Keys are under the test's own prefix, so engines whose directory
+ * ignores the key prefix (Mooncake's master) keep the tests apart too.
+ */
+abstract class EngineTestSupport {
+    @RegisterExtension static final TestScope scope = new TestScope();
+    protected static final Duration WAIT = Duration.ofSeconds(60);
+
+    /**
+     * Same node label (the built-in engine's local transport) or another one (its tcp); the
+     * Mooncake engine moves bytes over its own transport either way.
+     */
+    enum Transport {
+        LOCAL,
+        TCP
+    }
+
+    protected static String peerLabel(Transport t) {
+        return t == Transport.LOCAL ? "node-a" : "node-b";
+    }
+
+    /** Opens an engine of the implementation under test, in this JVM. */
+    protected abstract Dataplane open(String nodeLabel, String keyPrefix);
+
+    /**
+     * Gives {@code dp} store capacity of about {@code size} bytes and returns the segment name a
+     * {@link ReplicateConfig} prefers to place objects there.
+     */
+    protected abstract String storeCapacity(Dataplane dp, String name, long size);
+
+    /** Local memory of {@code dp} of {@code size} bytes: the source of puts and writes. */
+    protected abstract LocalMemory memory(Dataplane dp, String name, int size);
+
+    protected Dataplane dp(String label) {
+        Dataplane dp = open(label, scope.prefix());
+        scope.closeAfter(dp);
+        return dp;
+    }
+
+    /** {@code name} under this test's prefix. */
+    protected static String key(String name) {
+        return scope.prefix() + name;
+    }
+
+    protected static ByteBuffer view(LocalMemory m) {
+        return m instanceof Segment s ? s.byteBuffer() : ((RegisteredBuffer) m).byteBuffer();
+    }
+
+    protected static int crc32c(ByteBuffer b, int offset, int length) {
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(b.slice(offset, length));
+        return (int) crc.getValue();
+    }
+
+    protected LocalMemory filled(Dataplane dp, String name, int size, int seed) {
+        LocalMemory m = memory(dp, name, size);
+        Patterns.fill(view(m), 0, size, seed);
+        return m;
+    }
+}
