@@ -2,9 +2,12 @@ package io.weightrelay.lab.cluster;
 
 import io.weightrelay.lab.hosts.Host;
 import io.weightrelay.lab.hosts.HostProcess;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.stream.Stream;
 
 /**
  * Mooncake on a {@link io.weightrelay.lab.hosts.HostLab}: the pinned wheel's {@code
@@ -19,7 +22,8 @@ import java.util.List;
  * its own is needed: the hosts are those namespaces.
  *
  * <p>Ownership: the master is a process of its host, stopped when the host lab closes; the agents'
- * sockets and logs are in {@code workDir}, which the caller owns.
+ * sockets and logs are in {@code workDir}, which the caller owns ({@link #removeSockets} once the
+ * services ended).
  */
 final class HostsMooncake {
 
@@ -61,6 +65,21 @@ final class HostsMooncake {
         host.awaitListening(address, MooncakeLab.RPC_PORT, LISTENING, process);
         return new HostsMooncake(
                 address + ":" + MooncakeLab.RPC_PORT, pythonSource.toAbsolutePath(), workDir);
+    }
+
+    /**
+     * Removes the agents' unix sockets from the work directory once every service ended (an agent
+     * that is killed leaves its socket behind); the logs stay.
+     */
+    void removeSockets() {
+        try (Stream<Path> files = Files.list(workDir)) {
+            for (Path f : files.filter(f -> f.toString().endsWith(".sock")).toList()) {
+                Files.deleteIfExists(f);
+            }
+        } catch (IOException e) {
+            System.err.println(
+                    "cannot remove the Mooncake agents' sockets in " + workDir + ": " + e);
+        }
     }
 
     /** The master's rpc {@code host:port} on the control network. */

@@ -332,6 +332,9 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
     public void close() {
         pool.shutdownNow();
         hosts.close();
+        if (mooncake != null) {
+            mooncake.removeSockets();
+        }
         secrets.close();
         ServiceProcess.deleteTmpDirs(logs);
     }
