@@ -8,11 +8,12 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>What counts as which transport: a store put or read is local when the object's replicas are
  * all in this data plane's own mounted segment (the agent's memory: no other process serves a
- * byte), tcp otherwise; every Transfer Engine write or read is tcp (the other end is another
- * engine's segment, reached through Mooncake's transport; with protocol {@code rdma} read "tcp" as
- * "the network transport"). This is where the bytes were, not which path Mooncake chose inside its
- * own process. The {@code tcpServed*} counters stay 0: Mooncake's transport serves peers without
- * telling the agent. Thread safe.
+ * byte), tcp otherwise; a Transfer Engine write or read is local when its target segment is on this
+ * node (the same node label and shared memory, the built-in engine's local transport), tcp
+ * otherwise (another node's engine, reached through Mooncake's transport; with protocol {@code
+ * rdma} read "tcp" as "the network transport"). This is where the bytes were, not which path
+ * Mooncake chose inside its own process. The {@code tcpServed*} counters stay 0: Mooncake's
+ * transport serves peers without telling the agent. Thread safe.
  */
 final class MooncakeCounters {
     private final LongAdder localRead = new LongAdder();

@@ -280,6 +280,16 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
     }
 
     /**
+     * Whether the segment whose directory entry is {@code entry} is on this data plane's node: the
+     * same node label and the same shared memory, the built-in engine's test for its local
+     * transport. Bytes moved to or from such a segment stay on the node (Mooncake carries them over
+     * its loopback), so they count as local, as they would on the built-in engine.
+     */
+    boolean sameNode(Map<String, String> entry) {
+        return config.nodeLabel().equals(entry.get("node")) && shmIdentity.equals(entry.get("shm"));
+    }
+
+    /**
      * Whether every one of {@code endpoints} (replicas' transport endpoints, as {@link
      * MooncakeAgent#replicas} names them) is this data plane's own mounted segment.
      */

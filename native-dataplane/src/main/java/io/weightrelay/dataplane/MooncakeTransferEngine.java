@@ -101,7 +101,7 @@ final class MooncakeTransferEngine implements TransferEngine {
         List<long[]> range = List.of(new long[] {r.localOffset(), address, r.length()});
         if (r.op() == TransferRequest.Op.READ) {
             dp.agent().read(local.mapped(), target.get("endpoint"), range);
-            dp.byteCounters().read(false, r.length());
+            dp.byteCounters().read(dp.sameNode(target), r.length());
         } else {
             dp.agent()
                     .write(
@@ -110,7 +110,7 @@ final class MooncakeTransferEngine implements TransferEngine {
                             range,
                             notifyName,
                             dp.nodeLabel());
-            dp.byteCounters().written(false, r.length());
+            dp.byteCounters().written(dp.sameNode(target), r.length());
         }
         return target;
     }

@@ -19,7 +19,8 @@ abstract class EngineTestSupport {
 
     /**
      * Same node label (the built-in engine's local transport) or another one (its tcp); the
-     * Mooncake engine moves bytes over its own transport either way.
+     * Mooncake engine moves bytes over its own transport either way, and counts them as the
+     * built-in engine does.
      */
     enum Transport {
         LOCAL,

@@ -1,5 +1,6 @@
 package io.weightrelay.lab.cluster;
 
+import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.hosts.Host;
 import io.weightrelay.lab.hosts.HostLab;
 import io.weightrelay.lab.hosts.HostProcess;
@@ -36,6 +37,12 @@ import tools.jackson.databind.JsonNode;
  * Engine (authenticated with a per-run secret) on the data-plane network, whose interface counters
  * are compared with the bytes the engines count. Everything it started is removed by {@link
  * #close()}. Not thread safe.
+ *
+ * <p>On {@link DataplaneEngine#MOONCAKE} the services run the real Mooncake instead of the built-in
+ * engine ({@link HostsMooncake}): its master on the Redis host's control address, every service's
+ * agent inside the service's host with its Transfer Engine on the host's data-plane address, so the
+ * store's reads and the Transfer Engine's writes between hosts cross the data-plane network over
+ * Mooncake's tcp transport.
  */
 public final class MultiHostCluster implements StartedOrClosed.Lab {
 
@@ -99,6 +106,8 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
 
     private final LabCluster.Spec spec;
     private final String prefix;
+    private final DataplaneEngine engine;
+    private HostsMooncake mooncake;
     private final String run = UUID.randomUUID().toString().substring(0, 8);
 
     /**
@@ -123,9 +132,11 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
     private String redisUri;
     private String controlUrl;
 
-    private MultiHostCluster(LabCluster.Spec spec, String prefix) throws IOException {
+    private MultiHostCluster(LabCluster.Spec spec, String prefix, DataplaneEngine engine)
+            throws IOException {
         this.spec = spec;
         this.prefix = prefix;
+        this.engine = engine;
         this.manifest = LabCatalog.publishedManifest(spec.model());
         this.placement = LabCatalog.placementFor(manifest, spec);
         for (int i = 0; i < spec.trainerNodes(); i++) {
@@ -160,7 +171,18 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
      */
     public static MultiHostCluster start(
             LabCluster.Spec spec, String prefix, List<String> serviceArgs) throws Exception {
-        MultiHostCluster lab = new MultiHostCluster(spec, prefix);
+        return start(spec, prefix, serviceArgs, DataplaneEngine.BUILTIN);
+    }
+
+    /**
+     * As {@link #start(LabCluster.Spec, String, List)}, with every service on {@code engine}: on
+     * {@link DataplaneEngine#MOONCAKE} a {@code mooncake_master} of the pinned wheel starts on the
+     * Redis host first.
+     */
+    public static MultiHostCluster start(
+            LabCluster.Spec spec, String prefix, List<String> serviceArgs, DataplaneEngine engine)
+            throws Exception {
+        MultiHostCluster lab = new MultiHostCluster(spec, prefix, engine);
         lab.serviceArgs = List.copyOf(serviceArgs);
         return StartedOrClosed.start(lab, lab::startAll);
     }
@@ -175,6 +197,11 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
 
     public HostLab hosts() {
         return hosts;
+    }
+
+    /** The data plane every service of this lab runs on. */
+    public DataplaneEngine engine() {
+        return engine;
     }
 
     public Path logs() {
@@ -305,6 +332,9 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
     public void close() {
         pool.shutdownNow();
         hosts.close();
+        if (mooncake != null) {
+            mooncake.removeSockets();
+        }
         secrets.close();
         ServiceProcess.deleteTmpDirs(logs);
     }
@@ -317,6 +347,11 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
     private void startAll() throws Exception {
         Host redisHost = hosts.host("redis");
         redisUri = redisHost.startRedis(REDIS_PORT, logs);
+        if (engine == DataplaneEngine.MOONCAKE) {
+            mooncake =
+                    HostsMooncake.start(
+                            redisHost, spec.site().root().resolve("python").resolve("src"), logs);
+        }
 
         Host controlHost = hosts.host("control");
         controlUrl = url(controlHost, CONTROL_PORT);
@@ -478,6 +513,9 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
                                 "--relay.dataplane.key-prefix=" + dataplanePrefix(),
                                 "--relay.dataplane.secret-file="
                                         + secrets.dataplaneKeysFile(duty)));
+        if (mooncake != null) {
+            args.addAll(mooncake.serviceArgs(h));
+        }
         args.addAll(serviceArgs);
         return args;
     }

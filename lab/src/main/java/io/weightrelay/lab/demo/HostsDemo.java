@@ -1,5 +1,6 @@
 package io.weightrelay.lab.demo;
 
+import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabSecrets;
 import io.weightrelay.lab.cluster.MultiHostCluster;
@@ -16,25 +17,36 @@ import java.util.Set;
 
 /**
  * {@code ./relay demo --hosts [--model M] [--instances I] [--tp P] [--mode compat|direct|both]
- * [--json]}: the demo on several hosts of this machine ({@link MultiHostCluster}): Redis,
- * control-api, each publisher with its trainer rank, and the loaders of each rollout node with
- * their engines, each group in a host of its own (a network namespace and a private {@code
- * /dev/shm}), so every byte between services crosses a real interface. Per mode: publish, update
- * every instance, check every byte; publish the next generation and update again; kill one loader
- * and bring it back on the active generation without republish; then compare the bytes the engines
- * moved over tcp with what crossed the data-plane interfaces and check from {@code /proc} that no
- * process maps another host's shared memory. Needs root. Narration on stderr; with {@code --json}
- * one JSON line per mode and a summary line last on stdout. Exit 0 when every check held, 1 when
- * one failed, 2 for bad flags, 3 when the hosts cannot be made (not root, say).
+ * [--engine builtin|mooncake] [--json]}: the demo on several hosts of this machine ({@link
+ * MultiHostCluster}): Redis, control-api, each publisher with its trainer rank, and the loaders of
+ * each rollout node with their engines, each group in a host of its own (a network namespace and a
+ * private {@code /dev/shm}), so every byte between services crosses a real interface. Per mode:
+ * publish, update every instance, check every byte; publish the next generation and update again;
+ * kill one loader and bring it back on the active generation without republish; then compare the
+ * bytes the engines moved over tcp with what crossed the data-plane interfaces and check from
+ * {@code /proc} that no process maps another host's shared memory. With {@code --engine mooncake}
+ * every service runs on the real Mooncake over its tcp transport between the hosts, against a
+ * {@code mooncake_master} of the pinned wheel on the Redis host. Needs root. Narration on stderr;
+ * with {@code --json} one JSON line per mode and a summary line last on stdout. Exit 0 when every
+ * check held, 1 when one failed, 2 for bad flags, 3 when the hosts cannot be made (not root, say).
  */
 public final class HostsDemo {
 
     private static final Set<String> FLAGS =
-            Set.of("--hosts", "--model", "--instances", "--tp", "--mode", "--json", "--prefix");
+            Set.of(
+                    "--hosts",
+                    "--model",
+                    "--instances",
+                    "--tp",
+                    "--mode",
+                    "--engine",
+                    "--json",
+                    "--prefix");
 
     /**
      * What one mode showed.
      *
+     * @param engine the services' data plane ({@code builtin}, {@code mooncake})
      * @param storeBytesRead store bytes the full updates read (the restart excluded)
      * @param storeBytesNeeded what those updates needed: each stored byte a worker holds, once
      * @param engineTcpBytes bytes the engines moved over tcp, as the loaders counted them
@@ -45,6 +57,7 @@ public final class HostsDemo {
      * @param secretsInLogs the logs found holding one of the run's tokens or secrets (none may)
      */
     public record ModeResult(
+            String engine,
             String mode,
             String model,
             int hosts,
@@ -86,7 +99,7 @@ public final class HostsDemo {
         String json() {
             return String.format(
                     Locale.ROOT,
-                    "{\"mode\":\"%s\",\"model\":\"%s\",\"hosts\":%d,\"instances\":%d,\"tp\":%d,"
+                    "{\"engine\":\"%s\",\"mode\":\"%s\",\"model\":\"%s\",\"hosts\":%d,\"instances\":%d,\"tp\":%d,"
                             + "\"generations\":[%d,%d],\"update_s\":%.3f,\"restart_update_s\":%.3f,"
                             + "\"bytes_verified\":%d,\"restart_bytes_verified\":%d,"
                             + "\"bytes_received\":%d,\"store_read_bytes\":%d,"
@@ -97,6 +110,7 @@ public final class HostsDemo {
                             + "\"publish_dataplane_payload_bytes\":%d,\"processes_checked\":%d,"
                             + "\"shm_mappings_checked\":%d,\"shm_violations\":%d,"
                             + "\"secrets_in_logs\":%d,\"verified\":%s}",
+                    engine,
                     mode,
                     model,
                     hosts,
@@ -148,6 +162,15 @@ public final class HostsDemo {
         int tp = Integer.parseInt(flag(argv, "--tp", "2"));
         String modes = flag(argv, "--mode", "both");
         String prefix = flag(argv, "--prefix", HostLab.DEFAULT_PREFIX);
+        String engineName = flag(argv, "--engine", "builtin");
+        if (!List.of("builtin", "mooncake").contains(engineName)) {
+            System.err.println(
+                    "relay demo --hosts: --engine takes builtin or mooncake, not '"
+                            + engineName
+                            + "'");
+            System.exit(2);
+        }
+        DataplaneEngine engine = DataplaneEngine.valueOf(engineName.toUpperCase(Locale.ROOT));
         boolean json = List.of(argv).contains("--json");
         List<Mode> run =
                 modes.equals("both")
@@ -161,7 +184,7 @@ public final class HostsDemo {
         }
         List<ModeResult> results = new ArrayList<>();
         for (Mode mode : run) {
-            ModeResult r = runMode(LabCluster.Spec.of(model, instances, tp, mode), prefix);
+            ModeResult r = runMode(LabCluster.Spec.of(model, instances, tp, mode), prefix, engine);
             results.add(r);
             if (json) {
                 System.out.println(r.json());
@@ -178,11 +201,12 @@ public final class HostsDemo {
         String summary =
                 String.format(
                         Locale.ROOT,
-                        "{\"hosts\":%d,\"modes\":[%s],\"model\":\"%s\",\"instances\":%d,\"tp\":%d,"
+                        "{\"engine\":\"%s\",\"hosts\":%d,\"modes\":[%s],\"model\":\"%s\",\"instances\":%d,\"tp\":%d,"
                                 + "\"verified\":%s,\"bytes_verified\":%d,\"store_read_ratio\":%.4f,"
                                 + "\"cross_host_tcp_bytes\":%d,\"dataplane_interface_bytes\":%d,"
                                 + "\"dataplane_tcp_payload_bytes\":%d,"
                                 + "\"shm_violations\":%d}",
+                        engineName,
                         results.get(0).hosts(),
                         String.join(
                                 ",", results.stream().map(r -> "\"" + r.mode() + "\"").toList()),
@@ -222,17 +246,25 @@ public final class HostsDemo {
      * reports.
      */
     public static ModeResult runMode(LabCluster.Spec spec, String prefix) throws Exception {
+        return runMode(spec, prefix, DataplaneEngine.BUILTIN);
+    }
+
+    /** {@link #runMode(LabCluster.Spec, String)} with every service on {@code engine}. */
+    public static ModeResult runMode(LabCluster.Spec spec, String prefix, DataplaneEngine engine)
+            throws Exception {
+        String engineName = engine.name().toLowerCase(Locale.ROOT);
         String mode = spec.mode().name().toLowerCase(Locale.ROOT);
         say(
                 "%s mode: making hosts and starting Redis, control-api, %d publishers and %d loaders"
-                        + " (%s, %d instances x tp %d)",
+                        + " (%s, %d instances x tp %d) on the %s engine",
                 mode,
                 spec.trainerNodes(),
                 spec.instances(),
                 spec.model(),
                 spec.instances(),
-                spec.tp());
-        try (MultiHostCluster lab = MultiHostCluster.start(spec, prefix)) {
+                spec.tp(),
+                engineName);
+        try (MultiHostCluster lab = MultiHostCluster.start(spec, prefix, List.of(), engine)) {
             return lab.showingLogsOnFailure(
                     () -> {
                         int hosts = lab.hosts().hosts().size();
@@ -280,6 +312,7 @@ public final class HostsDemo {
                                         + rebuilt.engineTcpBytes();
                         ModeResult r =
                                 new ModeResult(
+                                        engineName,
                                         mode,
                                         spec.model(),
                                         hosts,

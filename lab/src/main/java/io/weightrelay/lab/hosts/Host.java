@@ -134,6 +134,17 @@ public record Host(
         awaitAnswer(request, "+PONG", timeout, of);
     }
 
+    /**
+     * Waits until something accepts tcp connections on {@code address:port}, asked from inside this
+     * host (a listener that speaks no protocol the lab knows, such as {@code mooncake_master}'s rpc
+     * port).
+     */
+    public void awaitListening(String address, int port, Duration timeout, HostProcess of)
+            throws InterruptedException {
+        String request = "exec 3<>/dev/tcp/%s/%d && echo open".formatted(address, port);
+        awaitAnswer(request, "open", timeout, of);
+    }
+
     private void awaitAnswer(String script, String expected, Duration timeout, HostProcess of)
             throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
