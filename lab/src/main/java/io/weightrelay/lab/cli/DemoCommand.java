@@ -47,16 +47,7 @@ final class DemoCommand extends LabCommand {
             description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
     String mode;
 
-    @Option(
-            names = "--engine",
-            paramLabel = "ENGINE",
-            defaultValue = "builtin",
-            converter = Values.Engine.class,
-            completionCandidates = Values.Engine.class,
-            description =
-                    "The services' data plane: ${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}."
-                            + " mooncake needs root (see above); not with --hosts yet.")
-    String engine;
+    @Mixin Flags.Engine engine;
 
     @Option(names = "--hosts", description = "Run on several hosts of this machine (root only).")
     boolean hosts;
@@ -85,10 +76,6 @@ final class DemoCommand extends LabCommand {
     @Override
     void check() {
         onlyWith(hosts, "--hosts", "--prefix");
-        if (hosts && "mooncake".equals(engine)) {
-            throw usage(
-                    "--engine mooncake does not run with --hosts yet: the multi-host demo runs on"
-                            + " the built-in engine only");
-        }
+        refuseMooncakeWithHosts(engine, hosts, "the multi-host demo");
     }
 }
