@@ -172,7 +172,8 @@ public final class HostsDataplaneBench {
         }
     }
 
-    private static String rounds(double[] values) {
+    /** Per-round rates as a JSON array. */
+    static String rounds(double[] values) {
         StringBuilder b = new StringBuilder("[");
         for (int i = 0; i < values.length; i++) {
             b.append(i == 0 ? "" : ",").append(String.format(Locale.ROOT, "%.3f", values[i]));
@@ -180,7 +181,8 @@ public final class HostsDataplaneBench {
         return b.append(']').toString();
     }
 
-    private static double median(double[] values) {
+    /** The median of {@code values} (the mean of the middle two of an even count). */
+    static double median(double[] values) {
         double[] sorted = values.clone();
         Arrays.sort(sorted);
         int n = sorted.length;

@@ -5,9 +5,11 @@ import io.weightrelay.api.loader.client.model.PhaseDurations;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
+import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.MooncakeServices;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.TargetPlacement;
@@ -88,6 +90,19 @@ import java.util.function.ToDoubleFunction;
  *       control_verify_ms}), in the measured round; {@code objects_verified}: objects proven
  *       against their published checksums in that round
  * </ul>
+ *
+ * <p>{@code --engine=mooncake} runs the scenario twice in the run: first a lab on the built-in
+ * engine (rounds and the bytes check only), then one whose every service runs on the real Mooncake
+ * Store and Transfer Engine ({@code relay.dataplane.engine=mooncake}, tcp transport, a master of
+ * the pinned wheel in a namespace of its own: {@link MooncakeServices}). The line then starts with
+ * {@code "engine":"mooncake"}, its figures are Mooncake's ({@code naive_update_s} null: the naive
+ * readers register staging of their own, which a Mooncake agent cannot map; {@code cpu_s} gains
+ * {@code mooncake_agents}, the services' agent processes), and it ends with the built-in lab's
+ * {@code builtin_update_s}, {@code builtin_cold_update_s}, {@code builtin_rounds_update_s}, {@code
+ * builtin_store_read_ratio}, {@code builtin_update_vs_bound} (against the same yardsticks) and
+ * {@code builtin_bytes_verified}, and {@code mooncake_vs_builtin} = {@code builtin_update_s /
+ * update_s}: a speed ratio as {@code tcp_vs_socket} is, below 1.0 where Mooncake's update was
+ * slower.
  */
 public final class UpdateBench {
     private static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
@@ -233,8 +248,22 @@ public final class UpdateBench {
     }
 
     public static void main(String[] argv) throws Exception {
-        Args args = new Args(argv);
+        System.out.println(
+                line(new Args(argv), () -> Yardsticks.measure(COPY_THREADS, ENGINE_STREAMS)));
+    }
+
+    /**
+     * Runs the bench as {@code args} say ({@code --engine=builtin|mooncake} among them) and returns
+     * its JSON line; {@code yardsticks} measures the bound's rates (before the labs and after).
+     */
+    static String line(Args args, Callable<Yardsticks> yardsticks) throws Exception {
         UpdateBench.Run run = UpdateBench.Run.read(args);
+        String engine = args.get("engine", "builtin");
+        if (!List.of("builtin", "mooncake").contains(engine)) {
+            throw new IllegalArgumentException(
+                    "--engine takes builtin or mooncake, not '" + engine + "'");
+        }
+        boolean mooncake = engine.equals("mooncake");
         boolean verify = !args.has("no-verify");
         boolean checksums = !args.has("no-checksums");
         Topology topology = Topology.uniform(TRAINER_NODES, ROLLOUT_NODES, 1, 100);
@@ -244,119 +273,262 @@ public final class UpdateBench {
         long needed = storeBytesNeeded(Planner.plan(manifest, placement, topology));
         // The yardsticks on a quiet machine, before any service starts; measured again after the
         // rounds, and the faster of the two taken (see Yardsticks).
-        Yardsticks quiet = Yardsticks.measure(COPY_THREADS, ENGINE_STREAMS);
-        try (LabCluster lab = LabCluster.start(spec, checksums)) {
-            Map<String, List<Long>> roles = new LinkedHashMap<>(lab.servicePids());
-            roles.put("bench", List.of(ProcessHandle.current().pid()));
-            Rounds<LabCluster.Updates> rounds =
-                    run.rounds(
-                            lab::publish,
-                            () -> lab.updateAll().requireUpdated(),
-                            lab::collectGarbage,
-                            () -> ServiceCpu.now(roles));
-            Measured<LabCluster.Updates> median = rounds.median(LabCluster.Updates::seconds);
-            long generation = median.generation();
+        Yardsticks quiet = yardsticks.call();
+        // With Mooncake, the built-in engine's rounds first, on a lab of its own, then Mooncake's:
+        // the same scenario in the same run, each lab alone on the machine.
+        LabRun builtin =
+                mooncake
+                        ? LabRun.measure(
+                                run,
+                                DataplaneEngine.BUILTIN,
+                                checksums,
+                                verify,
+                                false,
+                                manifest,
+                                placement,
+                                topology)
+                        : null;
+        LabRun measured =
+                LabRun.measure(
+                        run,
+                        mooncake ? DataplaneEngine.MOONCAKE : DataplaneEngine.BUILTIN,
+                        checksums,
+                        verify,
+                        true,
+                        manifest,
+                        placement,
+                        topology);
+        Yardsticks rates = quiet.best(yardsticks.call());
+        String line = measured.json(run, rates, needed);
+        if (builtin == null) {
+            return line;
+        }
+        double builtinS = builtin.median().update().seconds();
+        double mooncakeS = measured.median().update().seconds();
+        return "{\"engine\":\"mooncake\","
+                + line.substring(1, line.length() - 1)
+                + String.format(
+                        Locale.ROOT,
+                        ",\"builtin_update_s\":%.4f,\"builtin_cold_update_s\":%.4f,"
+                                + "\"builtin_rounds_update_s\":%s,"
+                                + "\"builtin_store_read_ratio\":%.4f,"
+                                + "\"builtin_update_vs_bound\":%.3f,"
+                                + "\"builtin_bytes_verified\":%d,"
+                                + "\"mooncake_vs_builtin\":%.3f}",
+                        builtinS,
+                        builtin.rounds().cold().seconds(),
+                        builtin.rounds().secondsJson(LabCluster.Updates::seconds),
+                        (double) builtin.median().update().storeBytesRead() / needed,
+                        builtin.boundSeconds(rates) / builtinS,
+                        builtin.verified(),
+                        builtinS / mooncakeS);
+    }
+
+    /**
+     * What one lab of the scenario measured: its rounds (the median one picked), the bytes it
+     * checked, control-api's proof of the median round, the engines' registration, and (for the
+     * run's main lab) a restarted engine's first weights and the naive baseline (NaN where not
+     * measured: on Mooncake, whose agents cannot map the naive readers' own staging).
+     */
+    record LabRun(
+            LabCluster.Spec spec,
+            boolean checksums,
+            Rounds<LabCluster.Updates> rounds,
+            Measured<LabCluster.Updates> median,
+            long verified,
+            long objectsVerified,
+            long controlVerifyMs,
+            double registrationSeconds,
+            FirstWeights first,
+            double naiveSeconds) {
+
+        /**
+         * Starts a lab of {@code run}'s spec with every service on {@code engine} (on Mooncake
+         * against a master of its own, {@link MooncakeServices}, removed with the lab), runs the
+         * rounds, checks the last generation's bytes unless not {@code verify}, and with {@code
+         * full} measures the first weights of a restarted engine and (on the built-in engine) the
+         * naive baseline.
+         */
+        static LabRun measure(
+                Run run,
+                DataplaneEngine engine,
+                boolean checksums,
+                boolean verify,
+                boolean full,
+                SourceManifest manifest,
+                TargetPlacement placement,
+                Topology topology)
+                throws Exception {
+            if (engine == DataplaneEngine.MOONCAKE) {
+                try (MooncakeServices services = MooncakeServices.start()) {
+                    return onLab(run, true, checksums, verify, full, manifest, placement, topology);
+                }
+            }
+            return onLab(run, false, checksums, verify, full, manifest, placement, topology);
+        }
+
+        private static LabRun onLab(
+                Run run,
+                boolean mooncake,
+                boolean checksums,
+                boolean verify,
+                boolean full,
+                SourceManifest manifest,
+                TargetPlacement placement,
+                Topology topology)
+                throws Exception {
+            LabCluster.Spec spec = run.spec();
+            try (LabCluster lab = LabCluster.start(spec, checksums)) {
+                Map<String, List<Long>> roles = new LinkedHashMap<>(lab.servicePids());
+                if (mooncake) {
+                    // each service's Mooncake agent: where Mooncake's own work is done
+                    roles.put("mooncake_agents", descendants(lab.servicePids()));
+                }
+                roles.put("bench", List.of(ProcessHandle.current().pid()));
+                Rounds<LabCluster.Updates> rounds =
+                        run.rounds(
+                                lab::publish,
+                                () -> lab.updateAll().requireUpdated(),
+                                lab::collectGarbage,
+                                () -> ServiceCpu.now(roles));
+                Measured<LabCluster.Updates> median = rounds.median(LabCluster.Updates::seconds);
+                long verified = verify ? lab.verifyAll(rounds.lastGeneration()) : 0;
+                UpdateSession session = lab.session(median.generation(), "lab");
+                long controlVerifyMs =
+                        session.getDurations() == null
+                                ? 0
+                                : nz(session.getDurations().getVerifyMs());
+                double naive =
+                        full && !mooncake
+                                ? UpdateBench.naiveSeconds(
+                                        manifest,
+                                        placement,
+                                        topology,
+                                        spec.redisUri(),
+                                        lab.dataplanePrefix(),
+                                        lab.dataplaneSecret(),
+                                        rounds.lastGeneration())
+                                : Double.NaN;
+                FirstWeights first =
+                        full
+                                ? FirstWeights.ofRestartedEngine(
+                                        lab, run.warmups() + run.repeat() + 1L, RESTARTED, verify)
+                                : null;
+                return new LabRun(
+                        spec,
+                        checksums,
+                        rounds,
+                        median,
+                        verified,
+                        nz(session.getVerifiedObjects()),
+                        controlVerifyMs,
+                        lab.registrationSeconds(),
+                        first,
+                        naive);
+            }
+        }
+
+        /** The processes the services started (on Mooncake: their agents). */
+        private static List<Long> descendants(Map<String, List<Long>> services) {
+            List<Long> out = new ArrayList<>();
+            for (List<Long> pids : services.values()) {
+                for (long pid : pids) {
+                    ProcessHandle.of(pid)
+                            .ifPresent(p -> p.descendants().forEach(d -> out.add(d.pid())));
+                }
+            }
+            return out;
+        }
+
+        private long local() {
+            return median.update()
+                    .sum(p -> p.getTransport().getLocalRead() + p.getTransport().getLocalWritten());
+        }
+
+        private long tcp() {
+            return median.update()
+                    .sum(p -> p.getTransport().getTcpRead() + p.getTransport().getTcpWritten());
+        }
+
+        /** The least time the machine needs for the median round's byte movements. */
+        double boundSeconds(Yardsticks rates) {
+            return rates.boundSeconds(local(), tcp());
+        }
+
+        /** The bench's JSON line for this lab (first weights and naive from {@code full}). */
+        String json(Run run, Yardsticks rates, long needed) {
             LabCluster.Updates warm = median.update();
-
-            long verified = verify ? lab.verifyAll(rounds.lastGeneration()) : 0;
-
-            long delivered = warm.bytesReceived();
-            long local =
-                    warm.sum(
-                            p ->
-                                    p.getTransport().getLocalRead()
-                                            + p.getTransport().getLocalWritten());
-            long tcp =
-                    warm.sum(p -> p.getTransport().getTcpRead() + p.getTransport().getTcpWritten());
-            long storeRead = warm.storeBytesRead();
-            long prepareMs = slowest(warm, d -> d.getPrepareMs());
-            long applyMs = slowest(warm, d -> d.getApplyMs());
-            long postMs = slowest(warm, d -> d.getPostApplyMs());
+            long local = local();
+            long tcp = tcp();
             long loaderChecksumMs = slowest(warm, d -> d.getVerifyMs());
-            UpdateSession session = lab.session(generation, "lab");
-            long controlVerifyMs =
-                    session.getDurations() == null ? 0 : nz(session.getDurations().getVerifyMs());
-            long objectsVerified = nz(session.getVerifiedObjects());
-            Yardsticks rates = quiet.best(Yardsticks.measure(COPY_THREADS, ENGINE_STREAMS));
             double bound = rates.boundSeconds(local, tcp);
             double singleThreadBound = rates.singleThreadBoundSeconds(local, tcp);
-            double naive =
-                    naiveSeconds(
-                            manifest,
-                            placement,
-                            topology,
-                            spec.redisUri(),
-                            lab.dataplanePrefix(),
-                            lab.dataplaneSecret(),
-                            rounds.lastGeneration());
-            FirstWeights first =
-                    FirstWeights.ofRestartedEngine(
-                            lab, run.warmups() + run.repeat() + 1L, RESTARTED, verify);
-            System.out.println(
-                    String.format(
-                            Locale.ROOT,
-                            "{\"model\":\"%s\",\"mode\":\"%s\",\"instances\":%d,\"tp\":%d,"
-                                    + "\"warmups\":%d,\"repeat\":%d,"
-                                    + "\"generation\":%d,\"bytes_delivered\":%d,\"local_bytes\":%d,"
-                                    + "\"tcp_bytes\":%d,\"update_s\":%.4f,\"bound_s\":%.4f,"
-                                    + "\"update_vs_bound\":%.3f,\"bound_single_thread_s\":%.4f,"
-                                    + "\"update_vs_single_thread_bound\":%.3f,"
-                                    + "\"first_weights_s\":%.4f,\"first_weights_setup_s\":%.4f,"
-                                    + "\"first_weights_update_s\":%.4f,"
-                                    + "\"store_read_ratio\":%.4f,"
-                                    + "\"naive_update_s\":%.4f,\"cold_update_s\":%.4f,"
-                                    + "\"buffer_setup_s\":%.4f,\"cold_prepare_ms\":%d,"
-                                    + "\"cold_apply_ms\":%d,"
-                                    + "\"memcpy_gbps\":%.3f,\"memcpy_all_gbps\":%.3f,"
-                                    + "\"copy_threads\":%d,\"tcp_gbps\":%.3f,"
-                                    + "\"tcp_streams_gbps\":%.3f,\"tcp_streams\":%d,"
-                                    + "\"bytes_verified\":%d,"
-                                    + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
-                                    + "\"checksums\":%b,\"verify_ms\":%d,\"loader_checksum_ms\":%d,"
-                                    + "\"control_verify_ms\":%d,\"objects_verified\":%d,"
-                                    + "\"rounds_update_s\":%s,\"cpu_busy\":%s,%s}",
-                            spec.model(),
-                            spec.modeName(),
-                            spec.instances(),
-                            spec.tp(),
-                            run.warmups(),
-                            run.repeat(),
-                            generation,
-                            delivered,
-                            local,
-                            tcp,
-                            warm.seconds(),
-                            bound,
-                            bound / warm.seconds(),
-                            singleThreadBound,
-                            singleThreadBound / warm.seconds(),
-                            first.seconds(),
-                            first.setupSeconds(),
-                            first.updateSeconds(),
-                            (double) storeRead / needed,
-                            naive,
-                            rounds.cold().seconds(),
-                            lab.registrationSeconds(),
-                            slowest(rounds.cold(), d -> d.getPrepareMs()),
-                            slowest(rounds.cold(), d -> d.getApplyMs()),
-                            rates.memcpyOneThread() / 1e9,
-                            rates.localRate() / 1e9,
-                            rates.copyThreads(),
-                            rates.socketOneStream() / 1e9,
-                            rates.tcpRate() / 1e9,
-                            rates.streams(),
-                            verified + first.bytesVerified(),
-                            prepareMs,
-                            applyMs,
-                            postMs,
-                            checksums,
-                            loaderChecksumMs + controlVerifyMs,
-                            loaderChecksumMs,
-                            controlVerifyMs,
-                            objectsVerified,
-                            rounds.secondsJson(LabCluster.Updates::seconds),
-                            median.cpuBusyJson(),
-                            median.servicesCpuJson()));
+            return String.format(
+                    Locale.ROOT,
+                    "{\"model\":\"%s\",\"mode\":\"%s\",\"instances\":%d,\"tp\":%d,"
+                            + "\"warmups\":%d,\"repeat\":%d,"
+                            + "\"generation\":%d,\"bytes_delivered\":%d,\"local_bytes\":%d,"
+                            + "\"tcp_bytes\":%d,\"update_s\":%.4f,\"bound_s\":%.4f,"
+                            + "\"update_vs_bound\":%.3f,\"bound_single_thread_s\":%.4f,"
+                            + "\"update_vs_single_thread_bound\":%.3f,"
+                            + "\"first_weights_s\":%.4f,\"first_weights_setup_s\":%.4f,"
+                            + "\"first_weights_update_s\":%.4f,"
+                            + "\"store_read_ratio\":%.4f,"
+                            + "\"naive_update_s\":%s,\"cold_update_s\":%.4f,"
+                            + "\"buffer_setup_s\":%.4f,\"cold_prepare_ms\":%d,"
+                            + "\"cold_apply_ms\":%d,"
+                            + "\"memcpy_gbps\":%.3f,\"memcpy_all_gbps\":%.3f,"
+                            + "\"copy_threads\":%d,\"tcp_gbps\":%.3f,"
+                            + "\"tcp_streams_gbps\":%.3f,\"tcp_streams\":%d,"
+                            + "\"bytes_verified\":%d,"
+                            + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
+                            + "\"checksums\":%b,\"verify_ms\":%d,\"loader_checksum_ms\":%d,"
+                            + "\"control_verify_ms\":%d,\"objects_verified\":%d,"
+                            + "\"rounds_update_s\":%s,\"cpu_busy\":%s,%s}",
+                    spec.model(),
+                    spec.modeName(),
+                    spec.instances(),
+                    spec.tp(),
+                    run.warmups(),
+                    run.repeat(),
+                    median.generation(),
+                    warm.bytesReceived(),
+                    local,
+                    tcp,
+                    warm.seconds(),
+                    bound,
+                    bound / warm.seconds(),
+                    singleThreadBound,
+                    singleThreadBound / warm.seconds(),
+                    first.seconds(),
+                    first.setupSeconds(),
+                    first.updateSeconds(),
+                    (double) warm.storeBytesRead() / needed,
+                    Double.isNaN(naiveSeconds)
+                            ? "null"
+                            : String.format(Locale.ROOT, "%.4f", naiveSeconds),
+                    rounds.cold().seconds(),
+                    registrationSeconds,
+                    slowest(rounds.cold(), d -> d.getPrepareMs()),
+                    slowest(rounds.cold(), d -> d.getApplyMs()),
+                    rates.memcpyOneThread() / 1e9,
+                    rates.localRate() / 1e9,
+                    rates.copyThreads(),
+                    rates.socketOneStream() / 1e9,
+                    rates.tcpRate() / 1e9,
+                    rates.streams(),
+                    verified + first.bytesVerified(),
+                    slowest(warm, d -> d.getPrepareMs()),
+                    slowest(warm, d -> d.getApplyMs()),
+                    slowest(warm, d -> d.getPostApplyMs()),
+                    checksums,
+                    loaderChecksumMs + controlVerifyMs,
+                    loaderChecksumMs,
+                    controlVerifyMs,
+                    objectsVerified,
+                    rounds.secondsJson(LabCluster.Updates::seconds),
+                    median.cpuBusyJson(),
+                    median.servicesCpuJson());
         }
     }
 

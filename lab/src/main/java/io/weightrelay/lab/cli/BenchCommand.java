@@ -247,7 +247,16 @@ final class BenchCommand extends RelayCommand {
                 "native-dataplane's engine against memcpy and loopback tcp, on this host.",
                 "With --hosts: the engine's authenticated tcp transport between two hosts of this"
                         + " machine against a plain socket between the same two (root only):"
-                        + " tcp_vs_socket, authenticated."
+                        + " tcp_vs_socket, authenticated.",
+                "With --engine mooncake: the real Mooncake Transfer Engine (tcp transport, two"
+                        + " agents of the pinned wheel in a network namespace of their own with a"
+                        + " mooncake_master, root only) writing and reading --size bytes between"
+                        + " two shared-memory segments, against a plain loopback socket with the"
+                        + " same parallelism (one stream: Mooncake moves one request over one"
+                        + " connection) from and into the same memory, rounds alternating:"
+                        + " tcp_vs_socket; and the Store's get_into_ranges of a --size object in"
+                        + " 1 MiB ranges from the other agent's segment: tcp_get_ranges_vs_socket;"
+                        + " small_write_us, one 4 KiB write's round trip through the agent."
             },
             exitCodeList = {
                 RelayCommand.EXIT_OK,
@@ -289,13 +298,20 @@ final class BenchCommand extends RelayCommand {
 
         @Mixin Flags.HostsPrefix prefix;
 
+        @Mixin Flags.Engine engine;
+
         Dataplane() {
             super("io.weightrelay.dataplane.bench.DataplaneBench", ValueStyle.SPACED);
         }
 
         @Override
         String entryPoint() {
-            return hosts ? "io.weightrelay.lab.bench.HostsDataplaneBench" : super.entryPoint();
+            if (hosts) {
+                return "io.weightrelay.lab.bench.HostsDataplaneBench";
+            }
+            return engine.mooncake()
+                    ? "io.weightrelay.lab.bench.MooncakeDataplaneBench"
+                    : super.entryPoint();
         }
 
         @Override
@@ -308,6 +324,7 @@ final class BenchCommand extends RelayCommand {
         void check() {
             onlyWith(hosts, "--hosts", "--streams", "--prefix");
             onlyWith(!hosts, "no --hosts (the hosts run their own Redis)", "--redis");
+            refuseMooncakeWithHosts(engine, hosts, "the two-host data-plane bench");
         }
     }
 
@@ -400,7 +417,18 @@ final class BenchCommand extends RelayCommand {
             description = {
                 "A whole update through real loaders: update_vs_bound against memcpy and"
                         + " loopback-socket rates measured in the same run, store_read_ratio, the"
-                        + " naive baseline, verify_ms and objects_verified."
+                        + " naive baseline, verify_ms and objects_verified.",
+                "With --engine mooncake the same scenario runs twice in the run, first on a lab"
+                        + " on the built-in engine, then on one whose every service runs on the"
+                        + " real Mooncake Store and Transfer Engine (tcp transport; a"
+                        + " mooncake_master of the pinned wheel in a network namespace of its own,"
+                        + " root only). The line's figures are Mooncake's (engine: mooncake;"
+                        + " naive_update_s null: the naive readers register their own staging,"
+                        + " which Mooncake's agents cannot map), beside the built-in engine's"
+                        + " builtin_update_s, builtin_cold_update_s, builtin_rounds_update_s,"
+                        + " builtin_store_read_ratio and builtin_update_vs_bound, and"
+                        + " mooncake_vs_builtin = builtin_update_s / update_s (above 1.0: Mooncake"
+                        + " updated faster)."
             })
     static final class Update extends LabCommand {
         @Mixin final Flags.Model model = new Flags.Model("qwen2.5-0.5b");
@@ -451,6 +479,8 @@ final class BenchCommand extends RelayCommand {
                 description = "With --hosts: each host's link rate, Gbit/s each way; default 2.")
         Double linkGbps;
 
+        @Mixin Flags.Engine engine;
+
         @Mixin Services services;
 
         Update() {
@@ -479,6 +509,7 @@ final class BenchCommand extends RelayCommand {
                     "--redis-port",
                     "--no-checksums",
                     "--no-verify");
+            refuseMooncakeWithHosts(engine, hosts, "the multi-host update bench");
         }
     }
 

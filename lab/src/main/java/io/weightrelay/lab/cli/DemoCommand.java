@@ -49,16 +49,7 @@ final class DemoCommand extends LabCommand {
             description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
     String mode;
 
-    @Option(
-            names = "--engine",
-            paramLabel = "ENGINE",
-            defaultValue = "builtin",
-            converter = Values.Engine.class,
-            completionCandidates = Values.Engine.class,
-            description =
-                    "The services' data plane: ${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}."
-                            + " mooncake needs root (see above).")
-    String engine;
+    @Mixin Flags.Engine engine;
 
     @Option(names = "--hosts", description = "Run on several hosts of this machine (root only).")
     boolean hosts;

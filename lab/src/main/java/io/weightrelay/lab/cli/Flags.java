@@ -68,6 +68,28 @@ final class Flags {
         String mode = "compat";
     }
 
+    /**
+     * {@code --engine}: the data plane the command's services (or the benchmark itself) run on.
+     * What {@code mooncake} does differs per command, so each command's description says it.
+     */
+    static final class Engine {
+        static final String MOONCAKE = "mooncake";
+
+        @Option(
+                names = "--engine",
+                paramLabel = "ENGINE",
+                converter = Values.Engine.class,
+                completionCandidates = Values.Engine.class,
+                description =
+                        "The data plane: ${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}."
+                                + " mooncake needs root (see above).")
+        String engine = "builtin";
+
+        boolean mooncake() {
+            return MOONCAKE.equals(engine);
+        }
+    }
+
     /** {@code --trainer-dtype} and {@code --rollout-dtype}: the conversion a publish makes. */
     static final class Dtypes {
         @Option(

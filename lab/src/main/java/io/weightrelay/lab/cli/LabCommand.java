@@ -59,6 +59,19 @@ abstract class LabCommand extends RelayCommand {
         return spec.commandLine().getParseResult().hasMatchedOption(flag);
     }
 
+    /**
+     * Refuses {@code --engine mooncake} with {@code --hosts}: {@code what} (the command's
+     * multi-host run) has no Mooncake yet.
+     */
+    final void refuseMooncakeWithHosts(Flags.Engine engine, boolean hosts, String what) {
+        if (hosts && engine.mooncake()) {
+            throw usage(
+                    "--engine mooncake does not run with --hosts yet: "
+                            + what
+                            + " runs on the built-in engine only");
+        }
+    }
+
     /** Refuses {@code flags} unless {@code condition}, naming {@code needs}. */
     final void onlyWith(boolean condition, String needs, String... flags) {
         if (condition) {

@@ -148,6 +148,17 @@ public final class MooncakeLab implements AutoCloseable {
      * @param nodeLabel names the agent's log
      */
     public DataplaneConfig readerConfig(String nodeLabel, String redisUri, String keyPrefix) {
+        return dataplaneConfig(nodeLabel, redisUri, keyPrefix, 0);
+    }
+
+    /**
+     * A data plane for this JVM on this Mooncake, its agent in the master's namespace mounting
+     * {@code segmentSize} bytes of store capacity (0: a reading client), as a service's would.
+     *
+     * @param nodeLabel names the agent's log
+     */
+    public DataplaneConfig dataplaneConfig(
+            String nodeLabel, String redisUri, String keyPrefix, long segmentSize) {
         return DataplaneConfig.builder(nodeLabel)
                 .redisUri(redisUri)
                 .keyPrefix(keyPrefix)
@@ -159,7 +170,7 @@ public final class MooncakeLab implements AutoCloseable {
                                 List.of("ip", "netns", "exec", netns),
                                 master(),
                                 "127.0.0.1",
-                                0,
+                                segmentSize,
                                 "tcp",
                                 MooncakeConfig.P2P_HANDSHAKE,
                                 workDir,

@@ -7,6 +7,7 @@ import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MooncakeLab;
+import io.weightrelay.lab.cluster.MooncakeServices;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
@@ -14,7 +15,6 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Demands;
 import io.weightrelay.testkit.process.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
-import java.io.IOException;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -343,7 +343,7 @@ public final class Demo {
         Report report;
         try {
             report = run(spec, engine);
-        } catch (MooncakeStartException e) {
+        } catch (MooncakeServices.StartException e) {
             System.err.println("relay demo: " + e.getMessage());
             System.exit(3);
             return;
@@ -365,40 +365,18 @@ public final class Demo {
         return run(spec, DataplaneEngine.BUILTIN);
     }
 
-    /** Mooncake's master could not be started (not root, no {@code ip netns}, no wheel). */
-    static final class MooncakeStartException extends Exception {
-        MooncakeStartException(String message, Throwable cause) {
-            super(message, cause);
-        }
-    }
-
     /**
      * The demo's story on a fresh lab of {@code spec} on {@code engine}, stopped at the end (or on
      * Ctrl-C): on Mooncake with a master of its own, removed with the lab.
      */
     public static Report run(LabCluster.Spec spec, DataplaneEngine engine) throws Exception {
         long started = System.nanoTime();
-        MooncakeLab mooncake = null;
-        String jvmOptions = System.getProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, "");
+        MooncakeServices mooncake = null;
         if (engine == DataplaneEngine.MOONCAKE) {
             say(
                     "starting mooncake_master (pinned wheel in %s) in a network namespace",
                     MooncakeLab.VENV);
-            try {
-                mooncake =
-                        MooncakeLab.start(ServiceProcess.home().resolve("python").resolve("src"));
-            } catch (IOException e) {
-                throw new MooncakeStartException(
-                        "--engine mooncake could not start mooncake_master in a network namespace"
-                                + " of its own (it needs root, ip netns and the pinned wheel in "
-                                + MooncakeLab.VENV
-                                + "): "
-                                + e.getMessage(),
-                        e);
-            }
-            System.setProperty(
-                    ServiceProcess.JVM_OPTIONS_PROPERTY,
-                    (jvmOptions + " " + String.join(" ", mooncake.serviceJvmOptions())).strip());
+            mooncake = MooncakeServices.start();
         }
         say(
                 "starting control-api, %d publishers and %d loaders (%s, %d instances x tp %d, %s,"
@@ -418,18 +396,23 @@ public final class Demo {
                 try {
                     reader =
                             Dataplane.open(
-                                    mooncake.readerConfig(
-                                            "demo-locate", spec.redisUri(), lab.dataplanePrefix()));
+                                    mooncake.lab()
+                                            .readerConfig(
+                                                    "demo-locate",
+                                                    spec.redisUri(),
+                                                    lab.dataplanePrefix()));
                 } catch (RuntimeException e) {
                     lab.close();
                     throw e;
                 }
             }
         } catch (Exception e) {
-            stopMooncake(mooncake, jvmOptions);
+            if (mooncake != null) {
+                mooncake.close();
+            }
             throw e;
         }
-        MooncakeLab master = mooncake;
+        MooncakeServices master = mooncake;
         Dataplane locator = reader;
         AtomicBoolean closed = new AtomicBoolean();
         Runnable stop =
@@ -441,7 +424,9 @@ public final class Demo {
                             if (locator != null) {
                                 locator.close();
                             }
-                            stopMooncake(master, jvmOptions);
+                            if (master != null) {
+                                master.close();
+                            }
                         }
                     }
                 };
@@ -456,21 +441,6 @@ public final class Demo {
             } catch (IllegalStateException shuttingDown) {
                 // the hook is running or ran: the lab is stopped either way
             }
-        }
-    }
-
-    /** Stops the master and puts the services' JVM options back as they were. */
-    private static void stopMooncake(MooncakeLab mooncake, String jvmOptions) {
-        if (mooncake == null) {
-            return;
-        }
-        System.setProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, jvmOptions);
-        try {
-            mooncake.close();
-        } catch (IOException e) {
-            say("  could not remove the Mooncake master's namespace: %s", e.getMessage());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
         }
     }
 

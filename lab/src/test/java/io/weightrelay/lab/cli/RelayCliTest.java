@@ -174,6 +174,9 @@ class RelayCliTest {
         return Stream.of(
                 Arguments.of(List.of("demo", "--mode", "sideways"), "compat, direct, both"),
                 Arguments.of(List.of("demo", "--engine", "rdma"), "builtin, mooncake"),
+                Arguments.of(List.of("bench", "update", "--engine", "rdma"), "builtin, mooncake"),
+                Arguments.of(
+                        List.of("bench", "dataplane", "--engine", "rdma"), "builtin, mooncake"),
                 Arguments.of(List.of("rollout", "--mode", "sideways"), "compat, direct"),
                 Arguments.of(List.of("bench", "update", "--mode", "sideways"), "compat, direct"),
                 Arguments.of(List.of("bench", "planner", "--mode=sideways"), "compat, direct"),
@@ -281,6 +284,12 @@ class RelayCliTest {
         assertThat(relay("rollout", "--instances", "2", "--loaders", "http://a").err())
                 .contains("--loaders needs one URL per instance (2)");
         assertThat(relay("demo", "--prefix", "wr-x").err()).contains("--prefix needs --hosts");
+        for (String kind : List.of("update", "dataplane")) {
+            Run refused = relay("bench", kind, "--engine", "mooncake", "--hosts");
+            assertThat(refused.code()).isEqualTo(2);
+            assertThat(refused.launched()).isEmpty();
+            assertThat(refused.err()).contains("--engine mooncake does not run with --hosts");
+        }
         assertThat(relay("bench", "dataplane", "--streams", "4").err())
                 .contains("--streams needs --hosts");
         assertThat(relay("bench", "dataplane", "--hosts", "--redis", "redis://x").err())
@@ -364,6 +373,14 @@ class RelayCliTest {
         assertThat(faults.args())
                 .containsExactly(
                         "--json", "--only", "byte-flipped-after-commit,loader-killed-mid-apply");
+
+        Launch mooncake = relay("bench", "dataplane", "--engine", "mooncake").only();
+        assertThat(mooncake.entryPoint())
+                .isEqualTo("io.weightrelay.lab.bench.MooncakeDataplaneBench");
+        assertThat(mooncake.args()).containsExactly("--engine", "mooncake");
+        Launch updateOnBoth = relay("bench", "update", "--engine", "mooncake").only();
+        assertThat(updateOnBoth.entryPoint()).isEqualTo("io.weightrelay.lab.bench.UpdateBench");
+        assertThat(updateOnBoth.args()).containsExactly("--engine=mooncake");
 
         Launch hosts = relay("bench", "dataplane", "--hosts", "--size", "1024").only();
         assertThat(hosts.entryPoint()).isEqualTo("io.weightrelay.lab.bench.HostsDataplaneBench");
