@@ -28,6 +28,7 @@ public final class ReceiveSegmentRegistrar implements Registrar<Segment> {
 
     @Override
     public void unregister(RegistrationKey key, Segment handle) {
+        ServingCopies.delete(handle.shmPath());
         handle.close();
     }
 }
