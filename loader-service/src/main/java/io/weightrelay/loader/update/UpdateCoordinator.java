@@ -456,7 +456,12 @@ public class UpdateCoordinator {
             // so the update costs no call of its own for them. It ends before the engine hears
             // UPDATED: whoever saw the outcome sees the session's reports and the leases as they
             // end.
-            postApplied.send(update.instance(), generation);
+            UpdateRun.Split split = update.run().splitSoFar();
+            postApplied.send(
+                    update.instance(),
+                    generation,
+                    new ControlPlane.Durations(
+                            split.fetchMs(), split.installMs(), split.pauseMs()));
         } catch (RuntimeException e) {
             // Only post-apply bookkeeping can land here; the bytes are in and agreed on.
             log.error("post-apply of {} failed", update.run().id(), e);

@@ -214,15 +214,25 @@ public final class UpdateRun {
     }
 
     private Split split() {
-        Long fetch = fetchedAt == 0 ? null : ms(fetchedAt - startedAt);
-        Long install = endedAt == 0 || fetchedAt == 0 ? null : ms(endedAt - installFrom);
-        Long pause =
-                endedAt == 0
-                        ? null
-                        : installOnRequest
-                                ? (installRequested ? ms(endedAt - installFrom) : 0L)
-                                : ms(endedAt - startedAt);
-        return new Split(fetch, install, pause);
+        return endedAt == 0 ? new Split(fetchMs(), null, null) : splitUntil(endedAt);
+    }
+
+    /** The split as if the update ended now: what its POST_APPLIED report carries. */
+    synchronized Split splitSoFar() {
+        return splitUntil(System.nanoTime());
+    }
+
+    private Long fetchMs() {
+        return fetchedAt == 0 ? null : ms(fetchedAt - startedAt);
+    }
+
+    private Split splitUntil(long end) {
+        Long install = fetchedAt == 0 ? null : ms(end - installFrom);
+        long pause =
+                installOnRequest
+                        ? (installRequested ? ms(end - installFrom) : 0L)
+                        : ms(end - startedAt);
+        return new Split(fetchMs(), install, pause);
     }
 
     private static long ms(long nanos) {
