@@ -1,6 +1,7 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.control.client.model.UpdateSession;
+import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.PhaseDurations;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
@@ -10,6 +11,7 @@ import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
@@ -49,6 +51,13 @@ import java.util.function.ToDoubleFunction;
  *   <li>{@code local_bytes}, {@code tcp_bytes}: what the loaders' engines moved during the apply,
  *       store reads included, per transport
  *   <li>{@code update_s}: first update request to the last engine seeing {@code UPDATED}
+ *   <li>{@code fetch_s}, {@code install_s}, {@code pause_s}: the slowest loader's fetch (start to
+ *       the group's consensus that every loader fetched and verified), install (the engine's
+ *       install call, or the end of the fetch, to the end) and pause (the part of the update its
+ *       engine spends paused, as the loader sees it) in the median round. Compat engines, and
+ *       direct engines with {@code --direct-install staged}, serve through the fetch and pause to
+ *       install ({@code install} {@code on-request}); in-place direct engines drain first and pause
+ *       through the whole update ({@code with-update})
  *   <li>{@code bound_s}: the least time this machine needs for the round's byte movements with the
  *       parallelism the update may use ({@link Yardsticks}): local bytes at the fastest copy rate
  *       of every core at once ({@code memcpy_all_gbps}, {@code copy_threads}: the C library's
@@ -245,7 +254,13 @@ public final class UpdateBench {
         // The yardsticks on a quiet machine, before any service starts; measured again after the
         // rounds, and the faster of the two taken (see Yardsticks).
         Yardsticks quiet = Yardsticks.measure(COPY_THREADS, ENGINE_STREAMS);
+        boolean staged = "staged".equals(args.get("direct-install", "in-place"));
+        boolean onRequest = staged || spec.mode() == Mode.COMPAT;
         try (LabCluster lab = LabCluster.start(spec, checksums)) {
+            if (staged) {
+                lab.directInstall(DirectInstall.STAGED);
+            }
+            lab.installOnRequest(onRequest);
             Map<String, List<Long>> roles = new LinkedHashMap<>(lab.servicePids());
             roles.put("bench", List.of(ProcessHandle.current().pid()));
             Rounds<LabCluster.Updates> rounds =
@@ -272,6 +287,9 @@ public final class UpdateBench {
             long prepareMs = slowest(warm, d -> d.getPrepareMs());
             long applyMs = slowest(warm, d -> d.getApplyMs());
             long postMs = slowest(warm, d -> d.getPostApplyMs());
+            long fetchMs = slowest(warm, d -> d.getFetchMs());
+            long installMs = slowest(warm, d -> d.getInstallMs());
+            long pauseMs = slowest(warm, d -> d.getPauseMs());
             long loaderChecksumMs = slowest(warm, d -> d.getVerifyMs());
             UpdateSession session = lab.session(generation, "lab");
             long controlVerifyMs =
@@ -296,6 +314,8 @@ public final class UpdateBench {
                     String.format(
                             Locale.ROOT,
                             "{\"model\":\"%s\",\"mode\":\"%s\",\"instances\":%d,\"tp\":%d,"
+                                    + "\"direct_install\":\"%s\",\"install\":\"%s\","
+                                    + "\"pause_s\":%.4f,\"fetch_s\":%.4f,\"install_s\":%.4f,"
                                     + "\"warmups\":%d,\"repeat\":%d,"
                                     + "\"generation\":%d,\"bytes_delivered\":%d,\"local_bytes\":%d,"
                                     + "\"tcp_bytes\":%d,\"update_s\":%.4f,\"bound_s\":%.4f,"
@@ -319,6 +339,11 @@ public final class UpdateBench {
                             spec.modeName(),
                             spec.instances(),
                             spec.tp(),
+                            staged ? "staged" : "in-place",
+                            onRequest ? "on-request" : "with-update",
+                            pauseMs / 1e3,
+                            fetchMs / 1e3,
+                            installMs / 1e3,
                             run.warmups(),
                             run.repeat(),
                             generation,
