@@ -98,6 +98,59 @@ def test_answers_are_dataclasses_that_keep_the_whole_answer(tmp_path: Path) -> N
         assert p.raw["bytesTotal"] == 16
 
 
+class _SplitLoader:
+    """A loader whose update stops at FETCHED until the engine asks to install; with
+    ``fail_fetch`` it ends RESUMED_OLD before that."""
+
+    def __init__(self, fail_fetch: bool = False) -> None:
+        self.fail_fetch = fail_fetch
+        self.calls: list[tuple[str, str, Any]] = []
+        self.installed = False
+
+    def call(self, method: str, path: str, body: Any = None, what: str = "") -> Any:
+        self.calls.append((method, path, body))
+        base = {"updateId": "u1", "generation": 8, "bytesDone": 16, "bytesTotal": 16}
+        if method == "POST" and path == "/api/v1/updates":
+            return {**base, "phase": "PREPARING", "outcome": "RUNNING"}
+        if method == "POST" and path == "/api/v1/updates/u1/install":
+            self.installed = True
+            return {**base, "phase": "INSTALLING", "outcome": "RUNNING"}
+        if method == "GET" and path == "/api/v1/updates/u1":
+            if self.fail_fetch:
+                return {**base, "phase": "RESUMED_OLD", "outcome": "RESUMED_OLD",
+                        "failingPeer": "i1", "error": "i1 stopped pushing"}
+            if not self.installed:
+                return {**base, "phase": "FETCHED", "outcome": "RUNNING",
+                        "durations": {"fetchMs": 900}}
+            return {**base, "phase": "DONE", "outcome": "UPDATED",
+                    "durations": {"fetchMs": 900, "installMs": 40, "pauseMs": 40}}
+        raise AssertionError(f"unexpected call {method} {path}")
+
+
+def test_fetch_while_serving_then_install_in_the_pause() -> None:
+    fake = _SplitLoader()
+    lc = LoaderClient("http://loader.invalid", poll=0.001)
+    lc.rest = fake  # type: ignore[assignment]
+    fetched = lc.fetch(8, 60)
+    assert fetched.fetched and fetched.fetch_s == 0.9
+    assert fake.calls[0] == ("POST", "/api/v1/updates",
+                             {"timeoutSeconds": 60, "install": "onRequest", "generation": 8})
+    assert not fake.installed
+    done = lc.install(fetched.update_id, 60)
+    assert done.updated and (done.install_s, done.pause_s) == (0.04, 0.04)
+    assert ("POST", "/api/v1/updates/u1/install", None) in fake.calls
+
+
+def test_a_fetch_that_fails_raises_and_never_installs() -> None:
+    fake = _SplitLoader(fail_fetch=True)
+    lc = LoaderClient("http://loader.invalid", poll=0.001)
+    lc.rest = fake  # type: ignore[assignment]
+    with pytest.raises(UpdateFailedError) as failed:
+        lc.fetch(8, 60)
+    assert failed.value.progress.outcome == "RESUMED_OLD"
+    assert not fake.installed
+
+
 def test_an_answer_without_a_required_field_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError, match="updateId"):
         UpdateProgress.from_json({"generation": 1, "phase": "DONE", "outcome": "UPDATED"})

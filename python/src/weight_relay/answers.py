@@ -15,6 +15,7 @@ from .errors import ProtocolError
 #: Outcomes of an update (loader contract ``UpdateOutcome``).
 RUNNING = "RUNNING"
 UPDATED = "UPDATED"
+FETCHED = "FETCHED"
 RESUMED_OLD = "RESUMED_OLD"
 PAUSED_REBUILD = "PAUSED_REBUILD"
 
@@ -90,6 +91,32 @@ class UpdateProgress:
         return self.outcome == RUNNING
 
     @property
+    def fetched(self) -> bool:
+        """Whether the update (started to install on request) waits at ``FETCHED``: every
+        loader of the group fetched and verified, and the engine may drain and install."""
+        return self.outcome == RUNNING and self.phase == FETCHED
+
+    def _ms(self, name: str) -> float | None:
+        v = (self.raw.get("durations") or {}).get(name)
+        return None if v is None else float(v) / 1e3
+
+    @property
+    def fetch_s(self) -> float | None:
+        """Seconds from the start until every loader of the group fetched and verified."""
+        return self._ms("fetchMs")
+
+    @property
+    def install_s(self) -> float | None:
+        """Seconds from the install call (or the end of the fetch) to the end."""
+        return self._ms("installMs")
+
+    @property
+    def pause_s(self) -> float | None:
+        """Seconds the engine spent paused as the loader sees it: the install when installed on
+        request, the whole update otherwise (the engine's own drain and load come on top)."""
+        return self._ms("pauseMs")
+
+    @property
     def updated(self) -> bool:
         return self.outcome == UPDATED
 
@@ -97,7 +124,9 @@ class UpdateProgress:
 @dataclass(frozen=True)
 class PlacedBuffer:
     """Where one receive buffer of a worker lives: ``size`` bytes at ``offset`` of segment
-    ``segment``, whose shared-memory file is ``shm_path`` once registered."""
+    ``segment``, whose shared-memory file is ``shm_path`` once registered. ``serving_shm_path``
+    holds the weights the engine serves from: ``shm_path`` itself, except for a staged direct
+    worker, whose serving copy the loader writes only at install."""
 
     worker_id: str
     buffer_id: str
@@ -106,6 +135,7 @@ class PlacedBuffer:
     size: int
     state: str
     shm_path: str | None = None
+    serving_shm_path: str | None = None
 
     @classmethod
     def from_json(cls, j: Mapping[str, Any]) -> PlacedBuffer:
@@ -122,6 +152,7 @@ class PlacedBuffer:
             size=int(_required(j, "size", what)),
             state=str(j.get("state") or ""),
             shm_path=j.get("shmPath") or None,
+            serving_shm_path=j.get("servingShmPath") or j.get("shmPath") or None,
         )
 
 
@@ -140,6 +171,8 @@ class InstanceStatus:
     buffers: tuple[PlacedBuffer, ...]
     generation: int | None = None
     paused: bool = False
+    direct_install: str = "inPlace"
+    staged_bytes: int = 0
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -162,6 +195,8 @@ class InstanceStatus:
             buffers=tuple(PlacedBuffer.from_json(b) for b in j.get("buffers") or []),
             generation=_optional_int(j, "generation"),
             paused=bool(j.get("paused", False)),
+            direct_install=str(j.get("directInstall") or "inPlace"),
+            staged_bytes=int(j.get("stagedBytes") or 0),
             raw=dict(j),
         )
 

@@ -237,11 +237,20 @@ class LoaderClient:
 
     # ---- registration ---------------------------------------------------------------------------
     def register(self, instance_id: str, model: str, group: str, node: str,
-                 workers: Iterable[Mapping[str, Any]]) -> InstanceStatus:
-        """``PUT /api/v1/instance``: a re-registration starts a new epoch."""
+                 workers: Iterable[Mapping[str, Any]], direct_install: str = "inPlace"
+                 ) -> InstanceStatus:
+        """``PUT /api/v1/instance``: a re-registration starts a new epoch.
+
+        ``direct_install`` says how direct workers take a new generation: ``"inPlace"`` (into
+        the weights the engine serves from: drain, then :meth:`update`) or ``"staged"`` (into
+        the loader's copy while the engine serves from ``serving_shm_path``: :meth:`fetch`
+        while serving, then drain and :meth:`install`; costs ``staged_bytes`` more memory)."""
+        if direct_install not in ("inPlace", "staged"):
+            raise UsageError(f"direct_install is 'inPlace' or 'staged', not {direct_install!r}")
         status = InstanceStatus.from_json(self.rest.call("PUT", "/api/v1/instance", {
             "instanceId": instance_id, "model": model, "group": group, "node": node,
-            "workers": list(workers)}, f"register instance {instance_id}"))
+            "directInstall": direct_install, "workers": list(workers)},
+            f"register instance {instance_id}"))
         _log.info("registered instance %s of %s (group %s, node %s): epoch %d, %d worker(s)",
                   instance_id, model, group, node, status.epoch, len(status.workers))
         return status
@@ -284,6 +293,52 @@ class LoaderClient:
                 raise UpdateTimeoutError(
                     f"update {update_id} still {p.phase} after {deadline_s} s")
             time.sleep(self.poll)
+
+    def fetch(self, generation: int | None = None, timeout_s: int = 300) -> UpdateProgress:
+        """The first half of an update the engine serves through (compat workers, or direct
+        workers registered ``staged``): starts it to install on request and follows it until
+        every loader of the group fetched and verified (phase ``FETCHED``). Keep serving
+        meanwhile; then drain, pause and call :meth:`install` with the returned ``update_id``.
+
+        Raises :class:`UpdateFailedError` when the update ended before that (``RESUMED_OLD``:
+        nothing the engine serves from was touched; it never paused, serve on)."""
+        body: dict[str, Any] = {"timeoutSeconds": int(max(1, timeout_s)), "install": "onRequest"}
+        if generation is not None:
+            body["generation"] = int(generation)
+        started = UpdateProgress.from_json(self.rest.call("POST", "/api/v1/updates", body,
+                                                          "start update"))
+        end = time.monotonic() + timeout_s + 60
+        while True:
+            p = self.progress(started.update_id)
+            if p.fetched:
+                _log.info("update %s to generation %d fetched in %.3f s", p.update_id,
+                          p.generation, p.fetch_s or 0.0)
+                return p
+            if not p.running:
+                _log.warning("update %s to generation %d ended %s before its install: %s "
+                             "(failing peer %s)", p.update_id, p.generation, p.outcome, p.error,
+                             p.failing_peer)
+                raise UpdateFailedError(p)
+            if time.monotonic() > end:
+                raise UpdateTimeoutError(
+                    f"update {p.update_id} still {p.phase} after {timeout_s} s")
+            time.sleep(self.poll)
+
+    def install(self, update_id: str, timeout_s: int = 300) -> UpdateProgress:
+        """The second half: call once the engine has drained and paused. The loader makes the
+        fetched bytes the engine's weights (a staged worker's serving copy is written now) and
+        runs post-apply; at ``UPDATED`` a compat engine loads its image, and every engine
+        resumes. Raises :class:`UpdateFailedError` unless the outcome is ``UPDATED``."""
+        self.rest.call("POST", f"/api/v1/updates/{update_id}/install", None,
+                       f"install update {update_id}")
+        p = self.wait(update_id, timeout_s + 60)
+        if not p.updated:
+            _log.warning("install of update %s ended %s: %s (failing peer %s)", update_id,
+                         p.outcome, p.error, p.failing_peer)
+            raise UpdateFailedError(p)
+        _log.info("update %s: generation %d installed, paused %.3f s", p.update_id,
+                  p.generation, p.pause_s or 0.0)
+        return p
 
     def update(self, generation: int | None = None, timeout_s: int = 300) -> UpdateProgress:
         """Start and follow; raises :class:`UpdateFailedError` unless the outcome is UPDATED
@@ -389,7 +444,8 @@ class LoaderClient:
                 raise ProtocolError(f"worker {w['workerId']}: a registered fragment that names no "
                                     f"buffer of it or lacks a field ({e}): {f!r:.300}") from e
             assert b.shm_path is not None  # _buffers refuses unplaced buffers
-            m = self._maps.get(b.shm_path)
+            # a staged worker serves from its serving copy, which only an install writes
+            m = self._maps.get(b.serving_shm_path or b.shm_path)
             if isinstance(manifest, Manifest):
                 dtype = manifest.spec(tensor).rollout_dtype
             elif tensor in manifest:

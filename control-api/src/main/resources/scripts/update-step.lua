@@ -23,7 +23,8 @@
 --       last control-api tick, outage hash, sent hash
 -- ARGV: instance, epoch, phase, bytesRead, bytesPushed, bytesReceived, failingPeer, error,
 --       checksums (base64), verify ('1' or ''), generation, key prefix, loader ttlMs, outage gapMs,
---       then with SENT: destination, digests (base64), ...
+--       then with SENT: destination, digests (base64), ...; with POST_APPLIED: fetchMs,
+--       installMs, pauseMs (each may be empty), of which the session hash keeps the largest
 -- Now is the Redis server clock's, the one every control-api instance shares: phase deadlines
 -- and registry expiries written through one replica are judged the same through every other.
 -- A loader's POST_APPLIED records the generation it serves in its loader hash and releases every
@@ -240,6 +241,16 @@ if ARGV[1] ~= '' then
     end
     local ttl = redis.call('TTL', s)
     if ttl > 0 and redis.call('EXISTS', KEYS[9]) == 1 then redis.call('EXPIRE', KEYS[9], ttl) end
+  end
+  if phase == 'POST_APPLIED' then
+    -- The update as the engines lived it: the session keeps the slowest loader's of each.
+    for i, field in ipairs({'fetchMs', 'installMs', 'pauseMs'}) do
+      local v = ARGV[14 + i]
+      if v and v ~= '' then
+        local had = redis.call('HGET', s, field)
+        if not had or tonumber(v) > tonumber(had) then redis.call('HSET', s, field, v) end
+      end
+    end
   end
   if phase == 'APPLIED' and ARGV[9] ~= '' then
     redis.call('HSET', KEYS[5], ARGV[1], ARGV[9])

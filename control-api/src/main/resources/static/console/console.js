@@ -168,7 +168,8 @@
       const plan = new Map(planned.map((p) => [p.instance, p]));
       const d = s.durations || {};
       const phases = [['prepare', d.prepareMs], ['apply', d.applyMs], ['verify', d.verifyMs],
-        ['post-apply', d.postApplyMs]].filter(([, v]) => v !== undefined && v !== null)
+        ['post-apply', d.postApplyMs], ['fetch', d.fetchMs], ['install', d.installMs],
+        ['engines paused', d.pauseMs]].filter(([, v]) => v !== undefined && v !== null)
         .map(([k, v]) => k + ' ' + v + ' ms').join(', ');
       const rows = s.participants.map((p) => {
         const mine = plan.get(p.instance);

@@ -55,6 +55,12 @@ public class PhaseReports {
                 sent.add(Base64.getEncoder().encodeToString(to.getDigests()));
             }
         }
+        if (report.getPhase() == ReportedPhase.POST_APPLIED && report.getDurations() != null) {
+            // update-step.lua takes them where SENT's digests go: fetch, install, pause.
+            sent.add(count(report.getDurations().getFetchMs()));
+            sent.add(count(report.getDurations().getInstallMs()));
+            sent.add(count(report.getDurations().getPauseMs()));
+        }
         Reply result =
                 steps.step(
                         sessionKey,

@@ -218,6 +218,9 @@ public class SessionReads {
         durations.setApplyMs(longOrNull(h.get("applyMs")));
         durations.setPostApplyMs(longOrNull(h.get("postApplyMs")));
         durations.setVerifyMs(longOrNull(h.get("verifyMs")));
+        durations.setFetchMs(longOrNull(h.get("fetchMs")));
+        durations.setInstallMs(longOrNull(h.get("installMs")));
+        durations.setPauseMs(longOrNull(h.get("pauseMs")));
         session.setDurations(durations);
         session.setVerifiedObjects(longOrNull(h.get("verifiedObjects")));
         session.setPartialObjects(longOrNull(h.get("partialObjects")));

@@ -10,6 +10,7 @@ import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.LandedDigests;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderRegistration;
+import io.weightrelay.api.control.model.PhaseDurations;
 import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.RegisteredObject;
@@ -178,6 +179,33 @@ class UpdateSessionTest extends ControlApiTestSupport {
         return ok(
                 get(session(generation) + "/barriers/" + name + "?waitSeconds=" + wait, LOADER),
                 BarrierStatus.class);
+    }
+
+    /**
+     * Each loader's POST_APPLIED says how its engine lived the update (fetch, install, pause); the
+     * session's record keeps the slowest of each: what the group waited for and was paused for.
+     */
+    @Test
+    void theSessionRecordsTheSlowestLoadersFetchInstallAndPause() throws Exception {
+        long g = publish(model, 1);
+        start(g, 60, "a", "b");
+        reportedByEach(g, ReportedPhase.PREPARED, "a", "b");
+        reportedByEach(g, ReportedPhase.APPLIED, "a", "b");
+        UpdateSession before = ok(send(g, postApplied("a", 900L, 40L, 40L)), UpdateSession.class);
+        assertThat(before.getDurations().getPauseMs()).isEqualTo(40L);
+        UpdateSession done = ok(send(g, postApplied("b", 1200L, 30L, 55L)), UpdateSession.class);
+        assertThat(done.getState()).isEqualTo(SessionState.DONE);
+        assertThat(done.getDurations().getFetchMs()).isEqualTo(1200L);
+        assertThat(done.getDurations().getInstallMs()).isEqualTo(40L);
+        assertThat(done.getDurations().getPauseMs()).isEqualTo(55L);
+    }
+
+    private PhaseReport postApplied(String instance, long fetchMs, long installMs, long pauseMs) {
+        PhaseReport report = new PhaseReport(instance, ReportedPhase.POST_APPLIED);
+        report.setEpoch(epochs.getOrDefault(instance, 1L));
+        report.setDurations(
+                new PhaseDurations().fetchMs(fetchMs).installMs(installMs).pauseMs(pauseMs));
+        return report;
     }
 
     @Test

@@ -1,6 +1,7 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.control.client.model.UpdateSession;
+import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.PhaseDurations;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
@@ -12,6 +13,7 @@ import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MooncakeServices;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
@@ -51,6 +53,13 @@ import java.util.function.ToDoubleFunction;
  *   <li>{@code local_bytes}, {@code tcp_bytes}: what the loaders' engines moved during the apply,
  *       store reads included, per transport
  *   <li>{@code update_s}: first update request to the last engine seeing {@code UPDATED}
+ *   <li>{@code fetch_s}, {@code install_s}, {@code pause_s}: the slowest loader's fetch (start to
+ *       the group's consensus that every loader fetched and verified), install (the engine's
+ *       install call, or the end of the fetch, to the end) and pause (the part of the update its
+ *       engine spends paused, as the loader sees it) in the median round. Compat engines, and
+ *       direct engines with {@code --direct-install staged}, serve through the fetch and pause to
+ *       install ({@code install} {@code on-request}); in-place direct engines drain first and pause
+ *       through the whole update ({@code with-update})
  *   <li>{@code bound_s}: the least time this machine needs for the round's byte movements with the
  *       parallelism the update may use ({@link Yardsticks}): local bytes at the fastest copy rate
  *       of every core at once ({@code memcpy_all_gbps}, {@code copy_threads}: the C library's
@@ -274,12 +283,14 @@ public final class UpdateBench {
         // The yardsticks on a quiet machine, before any service starts; measured again after the
         // rounds, and the faster of the two taken (see Yardsticks).
         Yardsticks quiet = yardsticks.call();
+        Install install = Install.of(args.get("direct-install", "in-place"), spec.mode());
         // With Mooncake, the built-in engine's rounds first, on a lab of its own, then Mooncake's:
         // the same scenario in the same run, each lab alone on the machine.
         LabRun builtin =
                 mooncake
                         ? LabRun.measure(
                                 run,
+                                install,
                                 DataplaneEngine.BUILTIN,
                                 checksums,
                                 verify,
@@ -291,6 +302,7 @@ public final class UpdateBench {
         LabRun measured =
                 LabRun.measure(
                         run,
+                        install,
                         mooncake ? DataplaneEngine.MOONCAKE : DataplaneEngine.BUILTIN,
                         checksums,
                         verify,
@@ -332,6 +344,7 @@ public final class UpdateBench {
      */
     record LabRun(
             LabCluster.Spec spec,
+            Install install,
             boolean checksums,
             Rounds<LabCluster.Updates> rounds,
             Measured<LabCluster.Updates> median,
@@ -351,6 +364,7 @@ public final class UpdateBench {
          */
         static LabRun measure(
                 Run run,
+                Install install,
                 DataplaneEngine engine,
                 boolean checksums,
                 boolean verify,
@@ -361,14 +375,18 @@ public final class UpdateBench {
                 throws Exception {
             if (engine == DataplaneEngine.MOONCAKE) {
                 try (MooncakeServices services = MooncakeServices.start()) {
-                    return onLab(run, true, checksums, verify, full, manifest, placement, topology);
+                    return onLab(
+                            run, install, true, checksums, verify, full, manifest, placement,
+                            topology);
                 }
             }
-            return onLab(run, false, checksums, verify, full, manifest, placement, topology);
+            return onLab(
+                    run, install, false, checksums, verify, full, manifest, placement, topology);
         }
 
         private static LabRun onLab(
                 Run run,
+                Install install,
                 boolean mooncake,
                 boolean checksums,
                 boolean verify,
@@ -379,6 +397,10 @@ public final class UpdateBench {
                 throws Exception {
             LabCluster.Spec spec = run.spec();
             try (LabCluster lab = LabCluster.start(spec, checksums)) {
+                if (install.staged()) {
+                    lab.directInstall(DirectInstall.STAGED);
+                }
+                lab.installOnRequest(install.onRequest());
                 Map<String, List<Long>> roles = new LinkedHashMap<>(lab.servicePids());
                 if (mooncake) {
                     // each service's Mooncake agent: where Mooncake's own work is done
@@ -416,6 +438,7 @@ public final class UpdateBench {
                                 : null;
                 return new LabRun(
                         spec,
+                        install,
                         checksums,
                         rounds,
                         median,
@@ -466,6 +489,8 @@ public final class UpdateBench {
             return String.format(
                     Locale.ROOT,
                     "{\"model\":\"%s\",\"mode\":\"%s\",\"instances\":%d,\"tp\":%d,"
+                            + "\"direct_install\":\"%s\",\"install\":\"%s\","
+                            + "\"pause_s\":%.4f,\"fetch_s\":%.4f,\"install_s\":%.4f,"
                             + "\"warmups\":%d,\"repeat\":%d,"
                             + "\"generation\":%d,\"bytes_delivered\":%d,\"local_bytes\":%d,"
                             + "\"tcp_bytes\":%d,\"update_s\":%.4f,\"bound_s\":%.4f,"
@@ -489,6 +514,11 @@ public final class UpdateBench {
                     spec.modeName(),
                     spec.instances(),
                     spec.tp(),
+                    install.staged() ? "staged" : "in-place",
+                    install.onRequest() ? "on-request" : "with-update",
+                    slowest(warm, d -> d.getPauseMs()) / 1e3,
+                    slowest(warm, d -> d.getFetchMs()) / 1e3,
+                    slowest(warm, d -> d.getInstallMs()) / 1e3,
                     run.warmups(),
                     run.repeat(),
                     median.generation(),
@@ -601,5 +631,21 @@ public final class UpdateBench {
 
     private static long nz(Long value) {
         return value == null ? 0 : value;
+    }
+
+    /**
+     * How the engines take an update: {@code staged} direct workers receive beside the weights they
+     * serve ({@code --direct-install staged}); compat and staged instances fetch while serving and
+     * install on request, in-place ones pause for the whole update.
+     */
+    record Install(boolean staged, boolean onRequest) {
+        static Install of(String directInstall, Mode mode) {
+            if (!List.of("in-place", "staged").contains(directInstall)) {
+                throw new IllegalArgumentException(
+                        "--direct-install takes in-place or staged, not '" + directInstall + "'");
+            }
+            boolean staged = directInstall.equals("staged");
+            return new Install(staged, staged || mode == Mode.COMPAT);
+        }
     }
 }

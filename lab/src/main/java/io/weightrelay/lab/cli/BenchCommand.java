@@ -464,6 +464,19 @@ final class BenchCommand extends RelayCommand {
         boolean noVerify;
 
         @Option(
+                names = "--direct-install",
+                paramLabel = "I",
+                defaultValue = "in-place",
+                converter = Values.DirectInstall.class,
+                completionCandidates = Values.DirectInstall.class,
+                description =
+                        "How direct workers install: in-place (the engine pauses through the"
+                                + " update) or staged (it serves through the fetch); compat"
+                                + " engines always serve through it. ${COMPLETION-CANDIDATES};"
+                                + " default ${DEFAULT-VALUE}.")
+        String directInstall;
+
+        @Option(
                 names = "--hosts",
                 description =
                         "On the multi-host lab (root only), every host's data-plane link shaped"
@@ -508,7 +521,8 @@ final class BenchCommand extends RelayCommand {
                     "--redis-host",
                     "--redis-port",
                     "--no-checksums",
-                    "--no-verify");
+                    "--no-verify",
+                    "--direct-install");
             refuseMooncakeWithHosts(engine, hosts, "the multi-host update bench");
         }
     }

@@ -119,6 +119,12 @@ final class Values {
         }
     }
 
+    static final class DirectInstall extends Choice {
+        DirectInstall() {
+            super("a direct install", "in-place", "staged");
+        }
+    }
+
     /** A whole number from {@code min} to {@code max}, refused with {@code outOfRange} outside. */
     abstract static class Whole<N extends Number> implements ITypeConverter<N> {
         private final Function<String, N> parser;

@@ -9,6 +9,7 @@ import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.UpdateSession;
+import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.rollout.RolloutEngine;
@@ -480,6 +481,24 @@ public final class LabCluster implements StartedOrClosed.Lab {
         for (int i = 0; i < slots.size(); i++) {
             reRegister(i);
         }
+    }
+
+    /**
+     * Registers every engine again with its direct workers taking new generations {@code how}
+     * (staged: received beside the weights they serve from, installed by a local copy), and so
+     * every registration after.
+     */
+    public void directInstall(DirectInstall how) {
+        engines.directInstall(how);
+    }
+
+    /**
+     * Whether the lab's updates serve through the fetch from now on: each engine starts its update
+     * to install on request and asks to install once its group fetched (compat, or direct
+     * registered staged).
+     */
+    public void installOnRequest(boolean on) {
+        engines.installOnRequest(on);
     }
 
     /**

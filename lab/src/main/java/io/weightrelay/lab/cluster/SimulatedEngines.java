@@ -1,5 +1,6 @@
 package io.weightrelay.lab.cluster;
 
+import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cli.Progress;
@@ -46,6 +47,8 @@ final class SimulatedEngines {
     private TrainerSession trainer;
     private AssignmentRecorder assignments;
     private double registrationSeconds;
+    private DirectInstall directInstall = DirectInstall.IN_PLACE;
+    private boolean installOnRequest;
 
     SimulatedEngines(
             LabCluster.Spec spec,
@@ -177,6 +180,26 @@ final class SimulatedEngines {
         return engine;
     }
 
+    /**
+     * Registers every engine again, its direct workers taking new generations {@code how}: every
+     * registration from now on says so.
+     */
+    void directInstall(DirectInstall how) {
+        directInstall = how;
+        for (int i = 0; i < engines.size(); i++) {
+            reRegister(i);
+        }
+    }
+
+    /**
+     * Whether {@link #update} serves through the fetch: each engine starts its update to install on
+     * request, follows it to FETCHED, then drains and asks to install (otherwise it drains first
+     * and updates in one call).
+     */
+    void installOnRequest(boolean on) {
+        installOnRequest = on;
+    }
+
     /** Registers engine {@code index} again with its own loader, in the lab's group. */
     void reRegister(int index) {
         register(engines.get(index), slots.get(index), "lab");
@@ -191,7 +214,8 @@ final class SimulatedEngines {
                 group,
                 slot.node(),
                 slot.span(),
-                RolloutEngine.workers(placement, slot.rolloutInstance(), slot.node(), manifest));
+                RolloutEngine.workers(placement, slot.rolloutInstance(), slot.node(), manifest),
+                directInstall);
     }
 
     /** Updates the given engines together, showing the sum of their progress. */
@@ -206,11 +230,17 @@ final class SimulatedEngines {
             for (RolloutEngine e : which) {
                 futures.add(
                         pool.submit(
-                                () ->
-                                        e.await(
-                                                e.start(null, Duration.ofMinutes(10)).getUpdateId(),
-                                                Duration.ofMillis(250),
-                                                p -> tally(latest, e.instance(), p, progress))));
+                                () -> {
+                                    String id =
+                                            installOnRequest
+                                                    ? fetched(e, latest, progress)
+                                                    : e.start(null, Duration.ofMinutes(10))
+                                                            .getUpdateId();
+                                    return e.await(
+                                            id,
+                                            Duration.ofMillis(250),
+                                            p -> tally(latest, e.instance(), p, progress));
+                                }));
             }
             List<UpdateProgress> results = new ArrayList<>();
             for (Future<UpdateProgress> f : futures) {
@@ -220,6 +250,21 @@ final class SimulatedEngines {
         } finally {
             pool.shutdownNow();
         }
+    }
+
+    /**
+     * Starts {@code e}'s update to install on request, follows it to FETCHED and asks to install
+     * (an engine that served through the fetch drains now); returns the update's id.
+     */
+    private static String fetched(
+            RolloutEngine e, Map<String, UpdateProgress> latest, Progress progress) {
+        UpdateProgress p = e.startServing(null, Duration.ofMinutes(10));
+        UpdateProgress f = e.awaitFetched(p.getUpdateId(), Duration.ofMillis(250));
+        tally(latest, e.instance(), f, progress);
+        if (f.getPhase() == UpdatePhase.FETCHED) {
+            e.install(p.getUpdateId());
+        }
+        return p.getUpdateId();
     }
 
     /** Records {@code instance}'s last answer and shows the sum over every engine's. */

@@ -6,13 +6,16 @@ import io.weightrelay.api.loader.client.InstanceApi;
 import io.weightrelay.api.loader.client.UpdatesApi;
 import io.weightrelay.api.loader.client.invoker.ApiClient;
 import io.weightrelay.api.loader.client.model.ConsumeMode;
+import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.InstanceRegistration;
 import io.weightrelay.api.loader.client.model.InstanceSpan;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.ReceiveBuffer;
 import io.weightrelay.api.loader.client.model.StartUpdateRequest;
 import io.weightrelay.api.loader.client.model.TargetFragment;
+import io.weightrelay.api.loader.client.model.UpdateInstall;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.api.loader.client.model.WorkerPlacement;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
@@ -150,6 +153,20 @@ public final class RolloutEngine {
             String node,
             InstanceSpan span,
             List<WorkerPlacement> workers) {
+        return register(model, group, node, span, workers, DirectInstall.IN_PLACE);
+    }
+
+    /**
+     * As {@link #register(String, String, String, InstanceSpan, List)}, saying how the direct
+     * workers take a new generation: in place, or staged beside the weights they serve from.
+     */
+    public InstanceStatus register(
+            String model,
+            String group,
+            String node,
+            InstanceSpan span,
+            List<WorkerPlacement> workers,
+            DirectInstall directInstall) {
         return instanceApi.registerInstance(
                 new InstanceRegistration()
                         .instanceId(instance)
@@ -157,6 +174,7 @@ public final class RolloutEngine {
                         .group(group)
                         .node(node)
                         .span(span)
+                        .directInstall(directInstall)
                         .workers(workers));
     }
 
@@ -174,6 +192,34 @@ public final class RolloutEngine {
                 new StartUpdateRequest()
                         .generation(generation)
                         .timeoutSeconds((int) Math.max(1, timeout.toSeconds())));
+    }
+
+    /**
+     * Starts an update the engine serves through: it stops at {@code FETCHED} until {@link
+     * #install}.
+     */
+    public UpdateProgress startServing(Long generation, Duration timeout) {
+        return updatesApi.startUpdate(
+                new StartUpdateRequest()
+                        .generation(generation)
+                        .timeoutSeconds((int) Math.max(1, timeout.toSeconds()))
+                        .install(UpdateInstall.ON_REQUEST));
+    }
+
+    /** The engine drained: installs the fetched update. */
+    public UpdateProgress install(String updateId) {
+        return updatesApi.installUpdate(updateId);
+    }
+
+    /** Follows an update installed on request until it is fetched, or has ended. */
+    public UpdateProgress awaitFetched(String updateId, Duration poll) {
+        int waitMs = (int) Math.max(1, Math.min(MAX_WAIT_MS, poll.toMillis()));
+        while (true) {
+            UpdateProgress p = updatesApi.getUpdate(updateId, waitMs);
+            if (p.getOutcome() != UpdateOutcome.RUNNING || p.getPhase() == UpdatePhase.FETCHED) {
+                return p;
+            }
+        }
     }
 
     /** Follows the update until it has an outcome. */

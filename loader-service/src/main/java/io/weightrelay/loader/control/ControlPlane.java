@@ -81,10 +81,36 @@ public interface ControlPlane {
             String failingPeer,
             String error,
             RangeChecksums checksums,
-            java.util.Map<String, byte[]> sent) {
+            java.util.Map<String, byte[]> sent,
+            Durations durations) {
 
         public Report {
             sent = sent == null ? java.util.Map.of() : java.util.Map.copyOf(sent);
+        }
+
+        public Report(
+                String instance,
+                long epoch,
+                Reported phase,
+                long bytesRead,
+                long bytesPushed,
+                long bytesReceived,
+                String failingPeer,
+                String error,
+                RangeChecksums checksums,
+                java.util.Map<String, byte[]> sent) {
+            this(
+                    instance,
+                    epoch,
+                    phase,
+                    bytesRead,
+                    bytesPushed,
+                    bytesReceived,
+                    failingPeer,
+                    error,
+                    checksums,
+                    sent,
+                    null);
         }
 
         public Report(
@@ -122,11 +148,36 @@ public interface ControlPlane {
             return new Report(instance, epoch, phase, 0, 0, 0, null, null, null);
         }
 
+        /**
+         * POST_APPLIED, with the update as its engine lived it so far: {@code durations} (null
+         * fields where unknown).
+         */
+        public static Report postApplied(String instance, long epoch, Durations durations) {
+            return new Report(
+                    instance,
+                    epoch,
+                    Reported.POST_APPLIED,
+                    0,
+                    0,
+                    0,
+                    null,
+                    null,
+                    null,
+                    null,
+                    durations);
+        }
+
         /** FAILED, naming the peer at fault (or null) and why. */
         public static Report failed(String instance, long epoch, String failingPeer, String error) {
             return new Report(instance, epoch, Reported.FAILED, 0, 0, 0, failingPeer, error, null);
         }
     }
+
+    /**
+     * An update seen as fetch and install, in milliseconds, and the part its engine spent paused,
+     * as the loader saw it: what POST_APPLIED carries to the session's record.
+     */
+    record Durations(Long fetchMs, Long installMs, Long pauseMs) {}
 
     /**
      * A barrier's state after one wait.

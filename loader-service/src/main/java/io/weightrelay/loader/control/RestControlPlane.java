@@ -457,6 +457,13 @@ public class RestControlPlane implements ControlPlane {
                 .bytesReceived(r.bytesReceived())
                 .failingPeer(r.failingPeer())
                 .checksums(r.checksums() == null ? null : r.checksums().encode())
+                .durations(
+                        r.durations() == null
+                                ? null
+                                : new io.weightrelay.api.control.client.model.PhaseDurations()
+                                        .fetchMs(r.durations().fetchMs())
+                                        .installMs(r.durations().installMs())
+                                        .pauseMs(r.durations().pauseMs()))
                 .sent(
                         r.phase() != Reported.SENT
                                 ? null

@@ -23,6 +23,9 @@ import java.util.Map;
  * @param epoch registration epoch from control-api; a re-registration starts a new one
  * @param generation the generation the workers hold, or null before the first update
  * @param paused true after a failure during apply: the instance must be rebuilt (re-registered)
+ * @param staged its direct workers receive into segments of the loader's while the engine serves
+ *     from {@linkplain io.weightrelay.loader.registration.ServingCopies serving copies}, written
+ *     only at install; otherwise they receive in place, into the weights the engine serves from
  */
 public record Instance(
         String instanceId,
@@ -33,10 +36,27 @@ public record Instance(
         long epoch,
         List<WorkerPlacement> workers,
         Long generation,
-        boolean paused) {
+        boolean paused,
+        boolean staged) {
 
     public Instance {
         workers = List.copyOf(workers);
+    }
+
+    /** The workers that receive their shards in place or staged, not a safetensors image. */
+    public List<String> directWorkerIds() {
+        return workers.stream()
+                .filter(w -> w.getMode() == ConsumeMode.DIRECT)
+                .map(WorkerPlacement::getWorkerId)
+                .toList();
+    }
+
+    /**
+     * Whether an update's fetch writes bytes the engine serves from: in-place direct workers do, so
+     * their engine must drain before the fetch and resumes only after a successful one.
+     */
+    public boolean fetchWritesServingWeights() {
+        return !staged && !directWorkerIds().isEmpty();
     }
 
     public List<String> workerIds() {
@@ -132,10 +152,12 @@ public record Instance(
     }
 
     Instance withGeneration(long value) {
-        return new Instance(instanceId, model, group, node, span, epoch, workers, value, paused);
+        return new Instance(
+                instanceId, model, group, node, span, epoch, workers, value, paused, staged);
     }
 
     Instance asPaused() {
-        return new Instance(instanceId, model, group, node, span, epoch, workers, generation, true);
+        return new Instance(
+                instanceId, model, group, node, span, epoch, workers, generation, true, staged);
     }
 }

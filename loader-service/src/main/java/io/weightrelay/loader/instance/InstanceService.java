@@ -1,6 +1,7 @@
 package io.weightrelay.loader.instance;
 
 import io.weightrelay.api.loader.model.ConsumeMode;
+import io.weightrelay.api.loader.model.DirectInstall;
 import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.api.loader.model.ReceiveBuffer;
 import io.weightrelay.api.loader.model.TargetFragment;
@@ -15,6 +16,7 @@ import io.weightrelay.loader.pipeline.BufferDirectory;
 import io.weightrelay.loader.pipeline.ReadStaging;
 import io.weightrelay.loader.registration.RegistrationKey;
 import io.weightrelay.loader.registration.RegistrationManager;
+import io.weightrelay.loader.registration.ServingCopies;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.ProblemKind;
 import java.util.HashSet;
@@ -123,6 +125,7 @@ public class InstanceService {
     private void createReceiveSegments(Instance instance) {
         RegistrationManager<Segment> registrations = dataplane.registrations();
         BufferDirectory directory = new BufferDirectory(instance.buffers());
+        Set<String> direct = Set.copyOf(instance.directWorkerIds());
         long started = System.nanoTime();
         long bytes = 0;
         for (String worker : instance.workerIds()) {
@@ -136,8 +139,13 @@ public class InstanceService {
                                 s.getValue(),
                                 directory.foreign(s.getKey()));
                 try {
-                    registrations.acquirePersistent(key);
+                    Segment segment = registrations.acquirePersistent(key);
                     bytes += s.getValue();
+                    if (instance.staged() && segment != null && direct.contains(worker)) {
+                        // The engine's weights: made and faulted now, not in its pause.
+                        ServingCopies.create(segment.shmPath(), s.getValue());
+                        bytes += s.getValue();
+                    }
                 } catch (RuntimeException e) {
                     log.warn(
                             "receive segment {} of {} not created at registration ({}); the first"
@@ -241,7 +249,8 @@ public class InstanceService {
                         epoch,
                         r.getWorkers(),
                         engineKept ? before.generation() : null,
-                        engineKept && before.paused());
+                        engineKept && before.paused(),
+                        r.getDirectInstall() == DirectInstall.STAGED);
         registration = r;
         return current;
     }

@@ -47,6 +47,7 @@ public final class ReceiveSegmentRegistrar implements Registrar<Segment> {
         if (attached != null) {
             attached.close(); // its read-back segment with it
         } else {
+            ServingCopies.delete(handle.shmPath());
             handle.close();
         }
     }

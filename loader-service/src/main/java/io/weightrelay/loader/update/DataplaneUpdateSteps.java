@@ -1,7 +1,9 @@
 package io.weightrelay.loader.update;
 
+import io.weightrelay.dataplane.Segment;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.instance.DataplaneHolder;
+import io.weightrelay.loader.instance.Instance;
 import io.weightrelay.loader.pipeline.ApplyCounts;
 import io.weightrelay.loader.pipeline.ApplyFailure;
 import io.weightrelay.loader.pipeline.ApplySettings;
@@ -15,12 +17,15 @@ import io.weightrelay.loader.pipeline.PrepareRequest;
 import io.weightrelay.loader.pipeline.Prepared;
 import io.weightrelay.loader.pipeline.ReadFault;
 import io.weightrelay.loader.pipeline.SliceSchedule;
+import io.weightrelay.loader.registration.RegistrationKey;
+import io.weightrelay.loader.registration.ServingCopies;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.service.concurrent.DaemonThreads;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -202,6 +207,34 @@ class DataplaneUpdateSteps implements UpdateSteps {
                 return updater.apply(applying);
             }
         };
+    }
+
+    @Override
+    public long install(Instance instance) {
+        if (!instance.staged()) {
+            return 0;
+        }
+        BufferDirectory directory = new BufferDirectory(instance.buffers());
+        long copied = 0;
+        for (String worker : instance.directWorkerIds()) {
+            for (Map.Entry<String, Long> s : directory.segmentsOf(worker).entrySet()) {
+                Segment segment =
+                        holder.registrations()
+                                .find(
+                                        new RegistrationKey(
+                                                instance.epoch(),
+                                                instance.instanceId(),
+                                                worker,
+                                                s.getKey(),
+                                                s.getValue()));
+                if (segment == null) {
+                    throw new ApplyFailure(
+                            worker, "receive segment " + s.getKey() + " is not registered");
+                }
+                copied += ServingCopies.install(segment.shmPath(), s.getValue());
+            }
+        }
+        return copied;
     }
 
     @Override

@@ -3,7 +3,6 @@ package io.weightrelay.loader.update;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.control.ControlPlane;
 import io.weightrelay.loader.control.ControlPlane.Report;
-import io.weightrelay.loader.control.ControlPlane.Reported;
 import io.weightrelay.loader.control.ControlPlaneException;
 import io.weightrelay.loader.instance.Instance;
 import io.weightrelay.loader.instance.InstanceService;
@@ -47,12 +46,16 @@ final class PostAppliedReport {
         this.resends = resends;
     }
 
-    /** Sends {@code instance}'s POST_APPLIED for {@code generation}, again later if it must. */
-    void send(Instance instance, long generation) {
-        send(instance, generation, 0);
+    /**
+     * Sends {@code instance}'s POST_APPLIED for {@code generation} with the update's {@code
+     * durations} so far, again later if it must.
+     */
+    void send(Instance instance, long generation, ControlPlane.Durations durations) {
+        send(instance, generation, durations, 0);
     }
 
-    private void send(Instance instance, long generation, int attempt) {
+    private void send(
+            Instance instance, long generation, ControlPlane.Durations durations, int attempt) {
         if (attempt > 0
                 && instances.current().map(i -> i.epoch() != instance.epoch()).orElse(true)) {
             log.warn(
@@ -66,7 +69,7 @@ final class PostAppliedReport {
                     instance.model(),
                     generation,
                     instance.group(),
-                    Report.of(instance.instanceId(), instance.epoch(), Reported.POST_APPLIED));
+                    Report.postApplied(instance.instanceId(), instance.epoch(), durations));
             if (attempt > 0) {
                 log.info(
                         "POST_APPLIED of {} for generation {} reached control-api at attempt {}",
@@ -86,7 +89,7 @@ final class PostAppliedReport {
                     e.getMessage());
             try {
                 resends.schedule(
-                        () -> send(instance, generation, attempt + 1),
+                        () -> send(instance, generation, durations, attempt + 1),
                         properties.heartbeat().toMillis(),
                         TimeUnit.MILLISECONDS);
             } catch (RejectedExecutionException shuttingDown) {

@@ -33,10 +33,15 @@ import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Service;
 
 /**
- * Runs updates, one at a time, on a thread of their own: prepare -> apply -> post-apply with the
- * group's barriers in control-api. Outcomes: {@code UPDATED}; {@code RESUMED_OLD} when anything
- * fails before the all-prepared barrier opens (nothing was touched, provisional registrations are
- * dropped, the engine resumes on its old generation); {@code PAUSED_REBUILD} when anything fails
+ * Runs updates, one at a time, on a thread of their own: prepare -> apply -> install -> post-apply
+ * with the group's barriers in control-api. Prepare and apply are the <em>fetch</em>: it ends when
+ * the applied barrier opens, every loader of the group having fetched and proven its bytes; only
+ * then does any instance install. An update started to install on request waits there ({@link
+ * Phase#FETCHED}) until the engine, which served through the fetch, drains and calls {@link
+ * #install}. Outcomes: {@code UPDATED}; {@code RESUMED_OLD} when anything fails before the
+ * all-prepared barrier opens (nothing was touched, provisional registrations are dropped, the
+ * engine resumes on its old generation), or before the install of an update installed on request
+ * (its fetch wrote nothing the engine serves from); {@code PAUSED_REBUILD} when anything fails
  * after (buffers may hold a mix, so the instance is paused until it is rebuilt). Never retries in
  * place. Every failure names its peer: a loader instance, a worker, a store object, or control-api.
  *
@@ -95,13 +100,34 @@ public class UpdateCoordinator {
     }
 
     /**
-     * Starts an update of the (drained) engine to {@code generation}, or to the active one.
+     * Starts an update of the (drained) engine to {@code generation}, or to the active one,
+     * installed as soon as the group fetched.
      *
      * @return the run, already under way
      */
     public UpdateRun start(Long generation, Duration timeout) {
+        return start(generation, timeout, false);
+    }
+
+    /**
+     * Starts an update to {@code generation}, or to the active one. With {@code installOnRequest}
+     * the engine keeps serving: the update stops at {@link Phase#FETCHED} until {@link #install};
+     * refused for an instance whose fetch writes the weights it serves from (in-place direct
+     * workers).
+     *
+     * @return the run, already under way
+     */
+    public UpdateRun start(Long generation, Duration timeout, boolean installOnRequest) {
         Instance instance = instances.beginUpdate();
         try {
+            if (installOnRequest && instance.fetchWritesServingWeights()) {
+                throw CommonProblems.CONFLICT.exception(
+                        "instance "
+                                + instance.instanceId()
+                                + " has in-place direct workers: their fetch writes the weights"
+                                + " the engine serves from, so it drains and updates in one call"
+                                + " (or registers with directInstall: staged)");
+            }
             long target =
                     generation != null
                             ? generation
@@ -114,7 +140,8 @@ public class UpdateCoordinator {
                                     + ":"
                                     + UUID.randomUUID().toString().substring(0, 8),
                             target,
-                            instance.generation());
+                            instance.generation(),
+                            installOnRequest);
             synchronized (this) {
                 runs.put(run.id(), run);
                 last = run;
@@ -132,6 +159,24 @@ public class UpdateCoordinator {
             instances.endUpdate(instance.epoch(), null, false);
             throw e;
         }
+    }
+
+    /**
+     * The engine drained and asks to install the update {@code id}, which waits at {@link
+     * Phase#FETCHED}.
+     *
+     * @return the run, installing
+     */
+    public UpdateRun install(String id) {
+        UpdateRun run =
+                find(id).orElseThrow(
+                                () -> UpdateProblems.UPDATE_NOT_FOUND.exception("no update " + id));
+        try {
+            run.requestInstall();
+        } catch (IllegalStateException e) {
+            throw CommonProblems.CONFLICT.exception(e.getMessage());
+        }
+        return run;
     }
 
     public synchronized Optional<UpdateRun> find(String id) {
@@ -204,7 +249,11 @@ public class UpdateCoordinator {
         }
     }
 
-    /** The three phases in turn; the first that fails decides how the update ends. */
+    /**
+     * The phases in turn; the first that fails decides how the update ends. An update installed on
+     * request wrote nothing the engine serves from until its install: a failure before it resumes
+     * the old generation, as a failed prepare does.
+     */
     private Ending prepareApplyAdvance(Update update) {
         Held held = new Held();
         UpdateSteps.PreparedUpdate prepared;
@@ -213,12 +262,56 @@ public class UpdateCoordinator {
         } catch (RuntimeException e) {
             return resumeOld(update, held, e);
         }
+        boolean onRequest = update.run().installOnRequest();
         try {
             apply(update, prepared);
+            update.run().fetched();
+            if (onRequest) {
+                awaitInstall(update);
+            }
+        } catch (RuntimeException e) {
+            return onRequest ? resumeOld(update, held, e) : pauseForRebuild(update, e);
+        }
+        try {
+            install(update);
         } catch (RuntimeException e) {
             return pauseForRebuild(update, e);
         }
         return postApply(update);
+    }
+
+    /**
+     * The engine's turn: it served through the fetch, and now drains and asks to install. One that
+     * does not ask before the update's deadline keeps its old generation.
+     */
+    private void awaitInstall(Update update) {
+        boolean asked;
+        try {
+            asked = update.run().awaitInstallRequest(update.deadline());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ApplyFailure(update.instance().instanceId(), "interrupted awaiting install");
+        }
+        if (!asked) {
+            throw new ApplyFailure(
+                    update.instance().instanceId(),
+                    "the engine did not ask to install generation "
+                            + update.generation()
+                            + " before the update's deadline");
+        }
+    }
+
+    /**
+     * Install: the fetched bytes become the engine's weights. Staged direct workers' received bytes
+     * are copied into the buffers the engine serves from; compat and in-place workers hold them
+     * already (a compat engine loads its image once it hears UPDATED).
+     */
+    private void install(Update update) {
+        update.run().enter(Phase.INSTALLING);
+        long copied = steps.install(update.instance());
+        if (copied > 0) {
+            log.info("install of {} copied {} staged bytes", update.run().id(), copied);
+        }
     }
 
     /**
@@ -363,7 +456,12 @@ public class UpdateCoordinator {
             // so the update costs no call of its own for them. It ends before the engine hears
             // UPDATED: whoever saw the outcome sees the session's reports and the leases as they
             // end.
-            postApplied.send(update.instance(), generation);
+            UpdateRun.Split split = update.run().splitSoFar();
+            postApplied.send(
+                    update.instance(),
+                    generation,
+                    new ControlPlane.Durations(
+                            split.fetchMs(), split.installMs(), split.pauseMs()));
         } catch (RuntimeException e) {
             // Only post-apply bookkeeping can land here; the bytes are in and agreed on.
             log.error("post-apply of {} failed", update.run().id(), e);

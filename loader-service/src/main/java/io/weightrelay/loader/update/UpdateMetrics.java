@@ -11,10 +11,11 @@ import java.util.Map;
 
 /**
  * What a scrape of a loader shows about its updates: {@code relay.loader.updates{outcome}}, each
- * phase's duration ({@code relay.loader.update.phase{phase}}), the bytes of each stage ({@code
- * relay.loader.bytes{stage=read|pushed|fanned_out|received}}) and the bytes per transport ({@code
- * relay.loader.transport.bytes{transport=local|tcp, direction=read|written}}). Meters have no
- * generation tag, so their number does not grow with every update.
+ * phase's duration ({@code relay.loader.update.phase{phase}}), the update as fetch, install and the
+ * engine's pause ({@code relay.loader.update.split{part=fetch|install|pause}}), the bytes of each
+ * stage ({@code relay.loader.bytes{stage=read|pushed|fanned_out|received}}) and the bytes per
+ * transport ({@code relay.loader.transport.bytes{transport=local|tcp, direction=read|written}}).
+ * Meters have no generation tag, so their number does not grow with every update.
  */
 final class UpdateMetrics {
 
@@ -35,6 +36,9 @@ final class UpdateMetrics {
                     .register(registry)
                     .record(Duration.ofMillis(phase.getValue()));
         }
+        split("fetch", run.split().fetchMs());
+        split("install", run.split().installMs());
+        split("pause", run.split().pauseMs());
         ApplyCounts counts = run.counts();
         if (counts == null) {
             return;
@@ -49,6 +53,15 @@ final class UpdateMetrics {
             transport("local", "written", transport.localWritten());
             transport("tcp", "read", transport.tcpRead());
             transport("tcp", "written", transport.tcpWritten());
+        }
+    }
+
+    private void split(String part, Long ms) {
+        if (ms != null) {
+            Timer.builder("relay.loader.update.split")
+                    .tag("part", part)
+                    .register(registry)
+                    .record(Duration.ofMillis(ms));
         }
     }
 

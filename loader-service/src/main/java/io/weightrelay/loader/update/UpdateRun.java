@@ -16,6 +16,9 @@ public final class UpdateRun {
         PREPARED,
         APPLYING,
         APPLIED,
+        /** Every loader of the group fetched and verified; waiting for the engine's install. */
+        FETCHED,
+        INSTALLING,
         POST_APPLYING,
         DONE,
         RESUMED_OLD,
@@ -41,12 +44,28 @@ public final class UpdateRun {
             long bytesTotal,
             ApplyCounts counts,
             Map<Phase, Long> durationsMs,
+            Split split,
             String failingPeer,
             String error) {}
+
+    /**
+     * The update seen as fetch and install, in milliseconds (null until known): fetch from the
+     * start to the group's consensus that every loader fetched and verified; install from the
+     * engine's install call (or, installed with the update, from the end of the fetch) to the end;
+     * pause, what the engine spends paused as the loader sees it: the install when installed on
+     * request, the whole update otherwise (that engine drained before it started).
+     */
+    public record Split(Long fetchMs, Long installMs, Long pauseMs) {}
 
     private final String id;
     private final long generation;
     private final Long previousGeneration;
+    private final boolean installOnRequest;
+    private final long startedAt = System.nanoTime();
+    private long fetchedAt;
+    private long installFrom;
+    private long endedAt;
+    private boolean installRequested;
     private final AtomicLong bytesDone = new AtomicLong();
     private final Map<Phase, Long> durations = new EnumMap<>(Phase.class);
     private Phase phase = Phase.PREPARING;
@@ -58,9 +77,68 @@ public final class UpdateRun {
     private String error;
 
     UpdateRun(String id, long generation, Long previousGeneration) {
+        this(id, generation, previousGeneration, false);
+    }
+
+    /**
+     * @param installOnRequest the update stops at {@link Phase#FETCHED} until the engine calls
+     *     {@link #requestInstall()}; otherwise it installs as soon as the group fetched
+     */
+    UpdateRun(String id, long generation, Long previousGeneration, boolean installOnRequest) {
         this.id = id;
         this.generation = generation;
         this.previousGeneration = previousGeneration;
+        this.installOnRequest = installOnRequest;
+    }
+
+    public boolean installOnRequest() {
+        return installOnRequest;
+    }
+
+    /** The group fetched and verified: the fetch ends here. */
+    synchronized void fetched() {
+        fetchedAt = System.nanoTime();
+        installFrom = fetchedAt;
+        if (installOnRequest) {
+            enter(Phase.FETCHED);
+            notifyAll();
+        }
+    }
+
+    /**
+     * The engine drained and asks to install.
+     *
+     * @throws IllegalStateException when the update is not waiting at {@link Phase#FETCHED}
+     */
+    public synchronized void requestInstall() {
+        if (!installOnRequest || phase != Phase.FETCHED || installRequested) {
+            throw new IllegalStateException(
+                    "update "
+                            + id
+                            + (installOnRequest
+                                    ? " is " + phase + ", not FETCHED"
+                                    : " installs with the update, not on request"));
+        }
+        installRequested = true;
+        installFrom = System.nanoTime();
+        notifyAll();
+    }
+
+    /**
+     * Waits until the engine asks to install, or until {@code deadline} (on {@link
+     * System#nanoTime()}).
+     *
+     * @return whether it asked in time
+     */
+    synchronized boolean awaitInstallRequest(long deadline) throws InterruptedException {
+        while (!installRequested) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                return false;
+            }
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
+        return true;
     }
 
     public String id() {
@@ -83,11 +161,15 @@ public final class UpdateRun {
         phase = next;
     }
 
-    /** The three timed phases: prepare (with its barrier), apply (with its barrier), post-apply. */
+    /**
+     * The timed phases: prepare (with its barrier), apply (with its barrier), install, post-apply;
+     * the wait at {@link Phase#FETCHED} is the engine's, not timed.
+     */
     private static Phase timedPhase(Phase p) {
         return switch (p) {
             case PREPARING, PREPARED -> Phase.PREPARING;
             case APPLYING, APPLIED -> Phase.APPLYING;
+            case INSTALLING -> Phase.INSTALLING;
             case POST_APPLYING -> Phase.POST_APPLYING;
             default -> null;
         };
@@ -107,6 +189,7 @@ public final class UpdateRun {
 
     synchronized void finish(Outcome result, Phase last, String peer, String message) {
         enter(last);
+        endedAt = System.nanoTime();
         outcome = result;
         failingPeer = peer;
         error = message;
@@ -114,12 +197,13 @@ public final class UpdateRun {
     }
 
     /**
-     * The snapshot once the run has an outcome, or when {@code wait} has passed, whichever is
-     * first: a long poll for an engine following its update.
+     * The snapshot once the run has an outcome or waits at {@link Phase#FETCHED} for the engine, or
+     * when {@code wait} has passed, whichever is first: a long poll for an engine following its
+     * update.
      */
     public synchronized Snapshot awaitOutcome(Duration wait) throws InterruptedException {
         long deadline = System.nanoTime() + wait.toNanos();
-        while (outcome == Outcome.RUNNING) {
+        while (outcome == Outcome.RUNNING && !(phase == Phase.FETCHED && !installRequested)) {
             long left = deadline - System.nanoTime();
             if (left <= 0) {
                 break;
@@ -127,6 +211,32 @@ public final class UpdateRun {
             TimeUnit.NANOSECONDS.timedWait(this, left);
         }
         return snapshot();
+    }
+
+    private Split split() {
+        return endedAt == 0 ? new Split(fetchMs(), null, null) : splitUntil(endedAt);
+    }
+
+    /** The split as if the update ended now: what its POST_APPLIED report carries. */
+    synchronized Split splitSoFar() {
+        return splitUntil(System.nanoTime());
+    }
+
+    private Long fetchMs() {
+        return fetchedAt == 0 ? null : ms(fetchedAt - startedAt);
+    }
+
+    private Split splitUntil(long end) {
+        Long install = fetchedAt == 0 ? null : ms(end - installFrom);
+        long pause =
+                installOnRequest
+                        ? (installRequested ? ms(end - installFrom) : 0L)
+                        : ms(end - startedAt);
+        return new Split(fetchMs(), install, pause);
+    }
+
+    private static long ms(long nanos) {
+        return nanos / 1_000_000;
     }
 
     public synchronized Snapshot snapshot() {
@@ -140,6 +250,7 @@ public final class UpdateRun {
                 bytesTotal,
                 counts,
                 Map.copyOf(durations),
+                split(),
                 failingPeer,
                 error);
     }

@@ -1,5 +1,6 @@
 package io.weightrelay.loader.update;
 
+import io.weightrelay.loader.instance.Instance;
 import io.weightrelay.loader.pipeline.ApplyCounts;
 import io.weightrelay.loader.pipeline.ApplyFailure;
 import io.weightrelay.loader.pipeline.PrepareRequest;
@@ -58,6 +59,17 @@ public interface UpdateSteps {
      * when they failed, or were for another slice, it runs its own.
      */
     default void checkReadsAhead(String model, long generation, Slice slice) {}
+
+    /**
+     * Installs what the update fetched: copies each staged direct worker's received segment into
+     * the serving copy its engine serves from. Compat and in-place workers hold their bytes
+     * already.
+     *
+     * @return the bytes copied
+     */
+    default long install(Instance instance) {
+        return 0;
+    }
 
     /** Makes this update's provisional registrations persistent. */
     void promote();

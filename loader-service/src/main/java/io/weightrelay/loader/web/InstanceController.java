@@ -1,5 +1,6 @@
 package io.weightrelay.loader.web;
 
+import io.weightrelay.api.loader.model.DirectInstall;
 import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.api.loader.model.InstanceStatus;
 import io.weightrelay.api.loader.model.PlacedBuffer;
@@ -11,10 +12,12 @@ import io.weightrelay.loader.instance.Instance;
 import io.weightrelay.loader.instance.InstanceService;
 import io.weightrelay.loader.pipeline.BufferDirectory;
 import io.weightrelay.loader.registration.RegistrationManager;
+import io.weightrelay.loader.registration.ServingCopies;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -52,7 +55,14 @@ record InstanceController(InstanceService instances, DataplaneHolder dataplane)
         }
         BufferDirectory directory = new BufferDirectory(instance.buffers());
         List<PlacedBuffer> buffers = new ArrayList<>();
+        Set<String> staged = instance.staged() ? Set.copyOf(instance.directWorkerIds()) : Set.of();
+        long stagedBytes = 0;
         for (String worker : instance.workerIds()) {
+            if (staged.contains(worker)) {
+                for (long size : directory.segmentsOf(worker).values()) {
+                    stagedBytes += size;
+                }
+            }
             for (BufferDirectory.Placed p : directory.buffers(worker)) {
                 RegistrationManager.Snapshot s = registered.get(p.segment());
                 PlacedBuffer out =
@@ -70,6 +80,11 @@ record InstanceController(InstanceService instances, DataplaneHolder dataplane)
                     Segment segment = registrations.find(s.key());
                     if (segment != null) {
                         out.setShmPath(segment.shmPath().toString());
+                        out.setServingShmPath(
+                                (staged.contains(worker)
+                                                ? ServingCopies.of(segment.shmPath())
+                                                : segment.shmPath())
+                                        .toString());
                     }
                 }
                 buffers.add(out);
@@ -84,6 +99,8 @@ record InstanceController(InstanceService instances, DataplaneHolder dataplane)
                         instance.workers())
                 .generation(instance.generation())
                 .paused(instance.paused())
+                .directInstall(instance.staged() ? DirectInstall.STAGED : DirectInstall.IN_PLACE)
+                .stagedBytes(stagedBytes)
                 .span(instance.span())
                 .buffers(buffers);
     }

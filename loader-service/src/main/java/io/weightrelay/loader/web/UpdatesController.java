@@ -3,6 +3,7 @@ package io.weightrelay.loader.web;
 import io.weightrelay.api.loader.model.PhaseDurations;
 import io.weightrelay.api.loader.model.StartUpdateRequest;
 import io.weightrelay.api.loader.model.TransportBytes;
+import io.weightrelay.api.loader.model.UpdateInstall;
 import io.weightrelay.api.loader.model.UpdateOutcome;
 import io.weightrelay.api.loader.model.UpdatePhase;
 import io.weightrelay.api.loader.model.UpdateProgress;
@@ -15,14 +16,27 @@ import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
-/** The drained engine starts an update and follows it until it has an outcome. */
+/**
+ * The engine starts an update (drained, or serving when it installs on request), follows it, asks
+ * to install once it is fetched, and follows it to its outcome.
+ */
 @RestController
 record UpdatesController(UpdateCoordinator coordinator) implements UpdatesApi {
 
     @Override
     public ResponseEntity<UpdateProgress> startUpdate(StartUpdateRequest request) {
         int seconds = request.getTimeoutSeconds() == null ? 300 : request.getTimeoutSeconds();
-        UpdateRun run = coordinator.start(request.getGeneration(), Duration.ofSeconds(seconds));
+        Duration timeout = Duration.ofSeconds(seconds);
+        UpdateRun run =
+                request.getInstall() == UpdateInstall.ON_REQUEST
+                        ? coordinator.start(request.getGeneration(), timeout, true)
+                        : coordinator.start(request.getGeneration(), timeout);
+        return ResponseEntity.status(HttpStatus.ACCEPTED).body(progress(run.snapshot()));
+    }
+
+    @Override
+    public ResponseEntity<UpdateProgress> installUpdate(String updateId) {
+        UpdateRun run = coordinator.install(updateId);
         return ResponseEntity.status(HttpStatus.ACCEPTED).body(progress(run.snapshot()));
     }
 
@@ -74,7 +88,10 @@ record UpdatesController(UpdateCoordinator coordinator) implements UpdatesApi {
                         new PhaseDurations()
                                 .prepareMs(s.durationsMs().get(UpdateRun.Phase.PREPARING))
                                 .applyMs(s.durationsMs().get(UpdateRun.Phase.APPLYING))
-                                .postApplyMs(s.durationsMs().get(UpdateRun.Phase.POST_APPLYING)));
+                                .postApplyMs(s.durationsMs().get(UpdateRun.Phase.POST_APPLYING))
+                                .fetchMs(s.split().fetchMs())
+                                .installMs(s.split().installMs())
+                                .pauseMs(s.split().pauseMs()));
         if (s.counts() != null) {
             out.bytesRead(s.counts().bytesRead())
                     .bytesPushed(s.counts().bytesPushed())

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.loader.model.ConsumeMode;
+import io.weightrelay.api.loader.model.DirectInstall;
 import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.api.loader.model.ReceiveBuffer;
 import io.weightrelay.api.loader.model.WorkerPlacement;
@@ -225,6 +226,7 @@ class UpdateCoordinatorTest {
                         "read-ahead",
                         "apply",
                         "prove-landed",
+                        "install",
                         "promote");
 
         assertThat(control.phases())
@@ -298,7 +300,8 @@ class UpdateCoordinatorTest {
                         ControlPlane.Reported.APPLIED,
                         ControlPlane.Reported.POST_APPLIED);
         assertThat(control.phases()).containsOnlyOnce(ControlPlane.Reported.APPLYING);
-        assertThat(steps.calls).containsExactly("prepare", "read-ahead", "apply", "promote");
+        assertThat(steps.calls)
+                .containsExactly("prepare", "read-ahead", "apply", "install", "promote");
         assertThat(instances.require().generation()).isEqualTo(2);
         assertThat(control.leases).containsExactly("+2");
         assertThat(s.durationsMs())
@@ -447,6 +450,128 @@ class UpdateCoordinatorTest {
         assertThat(s.outcome()).isEqualTo(Outcome.UPDATED);
         assertThat(control.reports).allMatch(r -> r.epoch() == 1);
         assertThat(instances.require().generation()).isEqualTo(3);
+    }
+
+    /** Waits until {@code run} stops at FETCHED for the engine's install call. */
+    private static UpdateRun.Snapshot fetched(UpdateRun run) throws InterruptedException {
+        UpdateRun.Snapshot s = run.awaitOutcome(Duration.ofSeconds(30));
+        assertThat(s.phase()).isEqualTo(Phase.FETCHED);
+        assertThat(s.outcome()).isEqualTo(Outcome.RUNNING);
+        return s;
+    }
+
+    /**
+     * An engine serving through the fetch: the update stops once every loader fetched and verified
+     * (the applied barrier), installs nothing and advances nothing until the engine asks, and its
+     * pause is the install alone.
+     */
+    @Test
+    void anUpdateInstalledOnRequestWaitsAtFetchedUntilTheEngineAsks() throws Exception {
+        steps.applyMillis = 400;
+        UpdateRun run = coordinator.start(null, Duration.ofSeconds(30), true);
+
+        UpdateRun.Snapshot waiting = fetched(run);
+        Thread.sleep(200);
+        assertThat(run.snapshot().phase()).isEqualTo(Phase.FETCHED);
+        assertThat(steps.calls).containsExactly("prepare", "read-ahead", "apply");
+        assertThat(control.phases())
+                .contains(ControlPlane.Reported.APPLIED)
+                .doesNotContain(ControlPlane.Reported.POST_APPLIED);
+        assertThat(instances.require().generation()).isNull();
+        assertThat(waiting.split().fetchMs()).isGreaterThanOrEqualTo(400);
+
+        coordinator.install(run.id());
+        UpdateRun.Snapshot s = finish(run);
+        assertThat(s.outcome()).isEqualTo(Outcome.UPDATED);
+        assertThat(steps.calls)
+                .containsExactly("prepare", "read-ahead", "apply", "install", "promote");
+        assertThat(instances.require().generation()).isEqualTo(2);
+        assertThat(s.split().pauseMs())
+                .as("the pause is the install, not the fetch nor the engine's wait")
+                .isEqualTo(s.split().installMs())
+                .isLessThan(s.split().fetchMs());
+    }
+
+    /** The one-call update installs as soon as the group fetched, and its pause is all of it. */
+    @Test
+    void anUpdateInOneCallInstallsAtOnceAndIsPausedThroughout() throws Exception {
+        steps.applyMillis = 200;
+        UpdateRun.Snapshot s = finish(coordinator.start(null, Duration.ofSeconds(30)));
+        assertThat(s.outcome()).isEqualTo(Outcome.UPDATED);
+        assertThat(steps.calls)
+                .containsExactly("prepare", "read-ahead", "apply", "install", "promote");
+        assertThat(s.split().pauseMs()).isGreaterThanOrEqualTo(s.split().fetchMs());
+        assertThatThrownBy(() -> coordinator.install(s.id()))
+                .isInstanceOf(RelayException.class)
+                .hasMessageContaining("installs with the update");
+    }
+
+    /** Asking to install before the group fetched is refused; the update goes on. */
+    @Test
+    void anInstallAskedBeforeTheFetchEndedIsRefused() throws Exception {
+        steps.applyMillis = 1000;
+        UpdateRun run = coordinator.start(null, Duration.ofSeconds(30), true);
+        assertThatThrownBy(() -> coordinator.install(run.id()))
+                .isInstanceOf(RelayException.class)
+                .hasMessageContaining("not FETCHED");
+        fetched(run);
+        coordinator.install(run.id());
+        assertThat(finish(run).outcome()).isEqualTo(Outcome.UPDATED);
+    }
+
+    /**
+     * A fetch that fails while the engine serves leaves it serving its old generation, never
+     * paused: its fetch wrote nothing it serves from. The group hears the failure; the lease is
+     * given back. (Installed with the update, the same failure pauses the instance for a rebuild.)
+     */
+    @Test
+    void aFetchThatFailsBeforeAnInstallOnRequestResumesTheOldGenerationUnpaused() throws Exception {
+        steps.applyFailure = new ApplyFailure("i0001", "i0001 stopped pushing");
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30), true));
+
+        assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
+        assertThat(s.failingPeer()).isEqualTo("i0001");
+        assertThat(s.split().pauseMs()).isZero();
+        assertThat(steps.calls).doesNotContain("install", "promote");
+        assertThat(control.phases())
+                .contains(ControlPlane.Reported.FAILED)
+                .doesNotContain(ControlPlane.Reported.POST_APPLIED);
+        assertThat(instances.require().paused()).isFalse();
+        assertThat(instances.require().generation()).isNull();
+        assertThat(control.leases).containsExactly("+2", "-2");
+    }
+
+    /** An engine that never asks to install keeps its old generation once the update times out. */
+    @Test
+    void anEngineThatNeverAsksToInstallKeepsItsOldGeneration() throws Exception {
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(2), true));
+        assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
+        assertThat(s.error()).contains("did not ask to install generation 2");
+        assertThat(steps.calls).doesNotContain("install", "promote");
+        assertThat(instances.require().paused()).isFalse();
+        assertThat(instances.require().generation()).isNull();
+    }
+
+    /**
+     * In-place direct workers receive into the weights their engine serves from: such an instance
+     * cannot serve through a fetch, so installing on request is refused before anything starts; a
+     * staged one may.
+     */
+    @Test
+    void installOnRequestIsRefusedForInPlaceDirectWorkersAndTakenForStaged() throws Exception {
+        InstanceRegistration direct = registration();
+        direct.getWorkers().forEach(w -> w.setMode(ConsumeMode.DIRECT));
+        instances.register(direct);
+        assertThatThrownBy(() -> coordinator.start(2L, Duration.ofSeconds(30), true))
+                .isInstanceOf(RelayException.class)
+                .hasMessageContaining("in-place direct workers");
+        assertThat(instances.updating()).isFalse();
+
+        instances.register(direct.directInstall(DirectInstall.STAGED));
+        UpdateRun run = coordinator.start(2L, Duration.ofSeconds(30), true);
+        fetched(run);
+        coordinator.install(run.id());
+        assertThat(finish(run).outcome()).isEqualTo(Outcome.UPDATED);
     }
 
     @Test
@@ -774,6 +899,12 @@ class UpdateCoordinatorTest {
         public void checkReadsAhead(String model, long generation, Slice slice) {
             readsAhead.add(model + "/" + generation + ":" + slice.instance());
             aheadSlice = slice;
+        }
+
+        @Override
+        public long install(io.weightrelay.loader.instance.Instance instance) {
+            calls.add("install");
+            return 0;
         }
 
         @Override

@@ -248,6 +248,43 @@ class LoaderWebSliceTest {
         verify(coordinator).start(5L, Duration.ofSeconds(60));
     }
 
+    /**
+     * An engine that serves through the fetch starts its update to install on request, then asks to
+     * install it; asking at the wrong time is a conflict.
+     */
+    @Test
+    void anUpdateInstalledOnRequestStartsServingAndInstallsWhenAsked() throws Exception {
+        UpdateRun fetched = run(snapshot(UpdateRun.Phase.FETCHED, UpdateRun.Outcome.RUNNING, null));
+        when(coordinator.start(5L, Duration.ofSeconds(60), true)).thenReturn(fetched);
+        send(
+                        HttpMethod.POST,
+                        "/api/v1/updates",
+                        ENGINE,
+                        "{\"generation\":5,\"timeoutSeconds\":60,\"install\":\"onRequest\"}")
+                .andExpect(status().isAccepted())
+                .andExpect(jsonPath("$.phase").value("FETCHED"));
+        verify(coordinator).start(5L, Duration.ofSeconds(60), true);
+
+        UpdateRun installing =
+                run(snapshot(UpdateRun.Phase.INSTALLING, UpdateRun.Outcome.RUNNING, null));
+        when(coordinator.install("inst-0:g5:abcd")).thenReturn(installing);
+        send(HttpMethod.POST, "/api/v1/updates/inst-0:g5:abcd/install", ENGINE, null)
+                .andExpect(status().isAccepted())
+                .andExpect(jsonPath("$.phase").value("INSTALLING"));
+
+        when(coordinator.install("inst-0:g6:abcd"))
+                .thenThrow(CommonProblems.CONFLICT.exception("update inst-0:g6:abcd is APPLYING"));
+        expectProblem(
+                        send(
+                                HttpMethod.POST,
+                                "/api/v1/updates/inst-0:g6:abcd/install",
+                                ENGINE,
+                                null),
+                        409,
+                        "conflict")
+                .andExpect(jsonPath("$.detail").value("update inst-0:g6:abcd is APPLYING"));
+    }
+
     @Test
     void anUpdateWithoutGenerationOrTimeoutIsTheActiveOneWithinTheDefault300s() throws Exception {
         UpdateRun run = run(snapshot(UpdateRun.Phase.PREPARING, UpdateRun.Outcome.RUNNING, null));
@@ -292,6 +329,9 @@ class LoaderWebSliceTest {
                 .andExpect(jsonPath("$.durations.prepareMs").value(12))
                 .andExpect(jsonPath("$.durations.applyMs").value(34))
                 .andExpect(jsonPath("$.durations.postApplyMs").value(5))
+                .andExpect(jsonPath("$.durations.fetchMs").value(46))
+                .andExpect(jsonPath("$.durations.installMs").value(5))
+                .andExpect(jsonPath("$.durations.pauseMs").value(5))
                 .andExpect(jsonPath("$.durations.verifyMs").value(7));
         verify(run, never()).awaitOutcome(any());
     }
@@ -309,6 +349,7 @@ class LoaderWebSliceTest {
                         1200,
                         null,
                         Map.of(),
+                        new UpdateRun.Split(null, null, null),
                         "loader-7",
                         "loader-7 did not prepare");
         UpdateRun run = run(failed);
@@ -578,6 +619,7 @@ class LoaderWebSliceTest {
                 epoch,
                 r.getWorkers(),
                 generation,
+                false,
                 false);
     }
 
@@ -592,7 +634,20 @@ class LoaderWebSliceTest {
             done = counts.bytesReceived();
         }
         return new UpdateRun.Snapshot(
-                "inst-0:g5:abcd", 5, 4L, phase, outcome, done, done, counts, durations, null, null);
+                "inst-0:g5:abcd",
+                5,
+                4L,
+                phase,
+                outcome,
+                done,
+                done,
+                counts,
+                durations,
+                counts == null
+                        ? new UpdateRun.Split(null, null, null)
+                        : new UpdateRun.Split(46L, 5L, 5L),
+                null,
+                null);
     }
 
     private static UpdateRun run(UpdateRun.Snapshot snapshot) {
