@@ -172,20 +172,19 @@ public class InstanceService {
         long opening = System.nanoTime();
         Dataplane dp = dataplane.open(r.getNode());
         openNanos = System.nanoTime() - opening;
-        if (dp.config().engine() != DataplaneEngine.MOONCAKE) {
-            for (WorkerPlacement w : r.getWorkers()) {
-                for (ReceiveBuffer b : w.getBuffers()) {
-                    if (b.getTransferEngine() != null) {
-                        throw InstanceProblems.INVALID_REGISTRATION.exception(
-                                "buffer "
-                                        + b.getBufferId()
-                                        + " of worker "
-                                        + w.getWorkerId()
-                                        + " is memory of the Transfer Engine at "
-                                        + b.getTransferEngine().getSegment()
-                                        + ": only the Mooncake engine"
-                                        + " (relay.dataplane.engine=mooncake) writes there");
-                    }
+        for (WorkerPlacement w : r.getWorkers()) {
+            for (ReceiveBuffer b : w.getBuffers()) {
+                if (b.getTransferEngine() != null
+                        && dp.config().engine() != DataplaneEngine.MOONCAKE) {
+                    throw InstanceProblems.INVALID_REGISTRATION.exception(
+                            "buffer "
+                                    + b.getBufferId()
+                                    + " of worker "
+                                    + w.getWorkerId()
+                                    + " is memory of the Transfer Engine at "
+                                    + b.getTransferEngine().getSegment()
+                                    + ": only the Mooncake engine"
+                                    + " (relay.dataplane.engine=mooncake) writes there");
                 }
             }
         }
