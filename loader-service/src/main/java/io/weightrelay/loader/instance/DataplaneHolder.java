@@ -4,8 +4,10 @@ import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.loader.registration.ReceiveSegmentRegistrar;
 import io.weightrelay.loader.registration.RegistrationManager;
+import io.weightrelay.loader.registration.ServingCopies;
 import io.weightrelay.service.dataplane.DataplaneSettings;
 import jakarta.annotation.PreDestroy;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
@@ -103,6 +105,10 @@ public class DataplaneHolder {
     @PreDestroy
     public synchronized void close() {
         closed = true;
+        List<String> left = ServingCopies.deleteAll();
+        if (!left.isEmpty()) {
+            log.warn("serving copies left in shared memory: {}", left);
+        }
         if (dataplane != null) {
             dataplane.close();
             dataplane = null;

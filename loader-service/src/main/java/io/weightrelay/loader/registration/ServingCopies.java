@@ -7,6 +7,9 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The weights a staged direct worker's engine serves from: one shared-memory file beside each of
@@ -18,6 +21,9 @@ import java.nio.file.StandardOpenOption;
 public final class ServingCopies {
     /** Copied in pieces: a mapping holds at most 2 GiB. */
     private static final int CHUNK = 64 << 20;
+
+    /** The copies this process made and has not removed: removed with its data plane. */
+    private static final Set<Path> MADE = ConcurrentHashMap.newKeySet();
 
     private ServingCopies() {}
 
@@ -32,6 +38,7 @@ public final class ServingCopies {
      */
     public static void create(Path segmentFile, long size) {
         Path copy = of(segmentFile);
+        MADE.add(copy);
         try (FileChannel out =
                 FileChannel.open(
                         copy,
@@ -86,10 +93,32 @@ public final class ServingCopies {
         if (segmentFile == null) {
             return;
         }
+        Path copy = of(segmentFile);
         try {
-            Files.deleteIfExists(of(segmentFile));
+            Files.deleteIfExists(copy);
+            MADE.remove(copy);
         } catch (IOException e) {
             throw new UncheckedIOException("removing the serving copy of " + segmentFile, e);
         }
+    }
+
+    /**
+     * Removes every serving copy this process made and still holds: a loader that shuts down leaves
+     * no file in shared memory, as its data plane removes its receive segments' files. (A loader
+     * killed with SIGKILL still leaves them, as it leaves its segment files.)
+     *
+     * @return the copies that could not be removed, with why
+     */
+    public static List<String> deleteAll() {
+        List<String> failed = new java.util.ArrayList<>();
+        for (Path copy : List.copyOf(MADE)) {
+            try {
+                Files.deleteIfExists(copy);
+                MADE.remove(copy);
+            } catch (IOException e) {
+                failed.add(copy + ": " + e);
+            }
+        }
+        return failed;
     }
 }

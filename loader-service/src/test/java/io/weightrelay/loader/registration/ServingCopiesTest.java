@@ -59,4 +59,22 @@ class ServingCopiesTest {
         new Random(seed).nextBytes(out);
         return out;
     }
+
+    @Test
+    void theCopiesAProcessMadeAreRemovedTogetherWhenItsDataPlaneCloses() throws Exception {
+        Path a = dir.resolve("wr-seg-i0000-r000");
+        Path b = dir.resolve("wr-seg-i0000-r001");
+        Path removedAlready = dir.resolve("wr-seg-i0001-r000");
+        for (Path segment : new Path[] {a, b, removedAlready}) {
+            Files.write(segment, bytes(4096, 3));
+            ServingCopies.create(segment, 4096);
+        }
+        ServingCopies.delete(removedAlready);
+
+        assertThat(ServingCopies.deleteAll()).isEmpty();
+        assertThat(ServingCopies.of(a)).doesNotExist();
+        assertThat(ServingCopies.of(b)).doesNotExist();
+        assertThat(a).as("the receive segments are the data plane's").exists();
+        assertThat(ServingCopies.deleteAll()).as("nothing left to remove").isEmpty();
+    }
 }
