@@ -401,12 +401,13 @@ public final class Demo {
                                                     "demo-locate",
                                                     spec.redisUri(),
                                                     lab.dataplanePrefix()));
-                } catch (RuntimeException e) {
+                } catch (RuntimeException | Error e) {
                     lab.close();
                     throw e;
                 }
             }
-        } catch (Exception e) {
+        } catch (Exception | Error e) {
+            // an Error too (a class that failed to load): the master and its namespace go
             if (mooncake != null) {
                 mooncake.close();
             }
