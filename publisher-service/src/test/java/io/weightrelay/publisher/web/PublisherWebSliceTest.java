@@ -370,6 +370,8 @@ class PublisherWebSliceTest {
                     POST   | /api/v1/staging/reservations                     | trainer  | `{}`                  | 400 | invalid-request
                     POST   | /api/v1/staging/reservations                     | trainer  | `{"bytes":`           | 400 | invalid-request
                     POST   | /api/v1/staging/reservations                     | trainer  | `{"bytes":"many"}`    | 400 | invalid-request
+                    POST   | /api/v1/staging/reservations                     | trainer  | `{"bytes":1,"model":"","generation":2}` | 400 | invalid-request
+                    POST   | /api/v1/staging/reservations                     | trainer  | `{"bytes":1,"model":"m","generation":0}` | 400 | invalid-request
                     DELETE | /api/v1/staging/reservations/r_1                 | trainer  |                       | 400 | invalid-request
                     POST   | /api/v1/models/qwen/generations/3/batches        | trainer  | `{"reservationId":"r-1","tensors":[]}` | 400 | invalid-request
                     POST   | /api/v1/models/qwen/generations/3/batches        | trainer  | `{"reservationId":"r 1","tensors":[{"name":"w","dtype":"fp32","shape":[1],"stagingOffset":0,"bytes":4}]}` | 400 | invalid-request
