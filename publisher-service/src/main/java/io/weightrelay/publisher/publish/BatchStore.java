@@ -95,6 +95,10 @@ final class BatchStore implements AutoCloseable {
         }
         Counters before = owner.counters();
         try {
+            // Readers must find the segment of what is registered next: when Redis lost the
+            // descriptor, it is published now, not at the next heartbeat after the generation
+            // was announced (a reader would meet an unknown segment meanwhile).
+            owner.reannounce();
             staging.store(reservation, inStaging, puts);
         } catch (RuntimeException e) {
             releaseOutput(outputBlock);
