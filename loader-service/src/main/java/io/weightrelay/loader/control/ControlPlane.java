@@ -3,6 +3,7 @@ package io.weightrelay.loader.control;
 import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.checksum.RangeChecksums;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
@@ -219,7 +220,7 @@ public interface ControlPlane {
 
     GenerationRef activeGeneration(String model);
 
-    SourceManifest manifest(String model, long generation);
+    SourceManifest manifest(GenerationId generation);
 
     /** This loader's slice of a plan: all a loader fetches of it. */
     Slice slice(String planId, String instance);
@@ -250,7 +251,7 @@ public interface ControlPlane {
      */
     Preparation prepare(PrepareCall call);
 
-    void report(String model, long generation, String group, Report report);
+    void report(GenerationId generation, String group, Report report);
 
     /**
      * What the participants' SENT reports say they wrote into {@code instance}'s buffers: encoded
@@ -273,16 +274,16 @@ public interface ControlPlane {
             Report report,
             Barrier barrier,
             Duration wait) {
-        report(model, generation, group, report);
+        report(new GenerationId(model, generation), group, report);
         return awaitBarrier(model, generation, group, barrier, wait);
     }
 
-    void releaseLease(String model, long generation, String holder);
+    void releaseLease(GenerationId generation, String holder);
 
     /**
      * Takes (or renews) {@code holder}'s lease on {@code generation} for {@code ttl}. A
      * registration drops every lease taken in the loader's name; a loader registered again while
      * its engine kept its memory takes the one on the generation it still serves again.
      */
-    void acquireLease(String model, long generation, String holder, Duration ttl);
+    void acquireLease(GenerationId generation, String holder, Duration ttl);
 }
