@@ -89,51 +89,28 @@ public interface ControlPlane {
             sent = sent == null ? java.util.Map.of() : java.util.Map.copyOf(sent);
         }
 
-        public Report(
+        /**
+         * APPLIED: the bytes this loader moved and the CRC32C of every range it read ({@code
+         * checksums}, null with the proof off).
+         */
+        public static Report applied(
                 String instance,
                 long epoch,
-                Reported phase,
                 long bytesRead,
                 long bytesPushed,
                 long bytesReceived,
-                String failingPeer,
-                String error,
-                RangeChecksums checksums,
-                java.util.Map<String, byte[]> sent) {
-            this(
-                    instance,
-                    epoch,
-                    phase,
-                    bytesRead,
-                    bytesPushed,
-                    bytesReceived,
-                    failingPeer,
-                    error,
-                    checksums,
-                    sent,
-                    null);
-        }
-
-        public Report(
-                String instance,
-                long epoch,
-                Reported phase,
-                long bytesRead,
-                long bytesPushed,
-                long bytesReceived,
-                String failingPeer,
-                String error,
                 RangeChecksums checksums) {
-            this(
+            return new Report(
                     instance,
                     epoch,
-                    phase,
+                    Reported.APPLIED,
                     bytesRead,
                     bytesPushed,
                     bytesReceived,
-                    failingPeer,
-                    error,
+                    null,
+                    null,
                     checksums,
+                    null,
                     null);
         }
 
@@ -142,11 +119,12 @@ public interface ControlPlane {
          * the encoded digests of what it wrote into that instance's buffers.
          */
         public static Report sent(String instance, long epoch, java.util.Map<String, byte[]> sent) {
-            return new Report(instance, epoch, Reported.SENT, 0, 0, 0, null, null, null, sent);
+            return new Report(
+                    instance, epoch, Reported.SENT, 0, 0, 0, null, null, null, sent, null);
         }
 
         public static Report of(String instance, long epoch, Reported phase) {
-            return new Report(instance, epoch, phase, 0, 0, 0, null, null, null);
+            return new Report(instance, epoch, phase, 0, 0, 0, null, null, null, null, null);
         }
 
         /**
@@ -170,7 +148,18 @@ public interface ControlPlane {
 
         /** FAILED, naming the peer at fault (or null) and why. */
         public static Report failed(String instance, long epoch, String failingPeer, String error) {
-            return new Report(instance, epoch, Reported.FAILED, 0, 0, 0, failingPeer, error, null);
+            return new Report(
+                    instance,
+                    epoch,
+                    Reported.FAILED,
+                    0,
+                    0,
+                    0,
+                    failingPeer,
+                    error,
+                    null,
+                    null,
+                    null);
         }
     }
 

@@ -404,15 +404,12 @@ public class UpdateCoordinator {
         }
         run.enter(Phase.APPLIED);
         session.arrive(
-                new Report(
+                Report.applied(
                         instance.instanceId(),
                         instance.epoch(),
-                        Reported.APPLIED,
                         counts.bytesRead(),
                         counts.bytesPushed() + counts.bytesFannedOut(),
                         counts.bytesReceived(),
-                        null,
-                        null,
                         counts.checksums()),
                 Barrier.APPLIED);
     }
