@@ -97,6 +97,10 @@ class ReceiveSegmentRenewalTest {
             peers.get(i).engine().transfer(List.of(write(sources.get(i), receive)), WAIT);
             assertThat(crc(receive.byteBuffer(0, MIB))).isEqualTo(crc(sources.get(i).byteBuffer()));
         }
+        // Renewed once more: a probe through the earlier resolution reads the descriptor again.
+        assertThat(registrations.renew("i0", 3, List.of(first.atEpoch(3)))).isEqualTo(1);
+        neighbour.engine().probe(receive.name());
+        neighbour.engine().transfer(List.of(write(sources.get(0), receive)), WAIT);
         assertThat(registrations.unregisterInstance("i0")).hasSize(1);
         assertThat(receive.shmPath()).doesNotExist();
     }
