@@ -174,6 +174,23 @@ int dp_segment_create(dp_engine* engine, const char* name, const char* shm_path,
  */
 int dp_segment_incarnation(dp_engine* engine, const char* name, int64_t* incarnation_out,
                            dp_status* status);
+/* Gives an own DP_SEGMENT_RECEIVE segment a new incarnation (random, non-zero, not the one it had)
+ * in *incarnation_out, keeping its file, mapping, registration and bytes: memory taken over by a
+ * new registration of the same buffers (a loader whose engine restarted) without the kernel
+ * clearing new pages. From then on the segment is fenced as if made again: tcp requests naming
+ * the earlier incarnation are refused with DP_ERR_STALE_SEGMENT (a WRITE already checked finishes
+ * landing before this returns), and so are transfers of engines that map the file (same host) or
+ * own it, submitted with a descriptor of the earlier incarnation (the owner keeps the current one
+ * in the file's sidecar, where they read it before each task). A local copy already running in
+ * another process when this is called is not waited for: a renewal is only safe where the
+ * earlier incarnation's writers were cancelled or will verify what they wrote, as a new
+ * registration's next update rewrites and checks every byte. The caller publishes the new
+ * descriptor. DP_ERR_UNKNOWN_SEGMENT if this engine owns no such segment, DP_ERR_INVALID_ARGUMENT
+ * for a DP_SEGMENT_STORE segment (its allocations are objects of its incarnation), DP_ERR_IO if
+ * the sidecar could not be written (the segment must then be made anew: its incarnation changed,
+ * but peers mapping the file would not see it). */
+int dp_segment_renew(dp_engine* engine, const char* name, int64_t* incarnation_out,
+                     dp_status* status);
 /* Unregisters and unmaps, releasing the file's ownership lock; unlink != 0 also removes the shm
  * file and its sidecar (unless another engine has taken the name over and they are its files by
  * now). */

@@ -58,8 +58,9 @@ constexpr ErrorInfo kErrors[] = {
     DP_ERROR(READ_ONLY,
              "refused: a store segment takes no writes from role peer (peers write only into"
              " receive segments)"),
-    DP_ERROR(STALE_SEGMENT,
-             "the segment was created again since its descriptor was read (another incarnation)"),
+    DP_ERROR(
+        STALE_SEGMENT,
+        "the segment was created or renewed since its descriptor was read (another incarnation)"),
     DP_ERROR(CANCELLED, "the batch was cancelled before this transfer moved"),
 };
 #undef DP_ERROR
@@ -276,6 +277,20 @@ int dp_segment_incarnation(dp_engine* engine, const char* name, int64_t* incarna
             return Report(status, DP_ERR_UNKNOWN_SEGMENT,
                           [&] { return "own segment " + Quoted(name); });
         *incarnation_out = static_cast<int64_t>(seg->incarnation);
+        return Ok(status);
+    });
+}
+
+int dp_segment_renew(dp_engine* engine, const char* name, int64_t* incarnation_out,
+                     dp_status* status) {
+    return Guard(status, [&] {
+        if (!engine || !name || !incarnation_out)
+            return Report(status, DP_ERR_INVALID_ARGUMENT, Invalid("dp_segment_renew"));
+        auto r = engine->impl->RenewSegment(name);
+        if (!r.ok())
+            return Report(status, r.error(),
+                          [&] { return "renewing own segment " + Quoted(name); });
+        *incarnation_out = static_cast<int64_t>(r.value());
         return Ok(status);
     });
 }

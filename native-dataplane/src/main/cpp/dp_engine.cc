@@ -15,6 +15,19 @@
 
 namespace dp {
 
+namespace {
+
+// A random non-zero incarnation other than previous.
+Result<uint64_t> DrawIncarnation(uint64_t previous) {
+    uint64_t drawn = 0;
+    while (drawn == 0 || drawn == previous) {
+        if (!FillRandom(reinterpret_cast<uint8_t*>(&drawn), sizeof drawn)) return Err::kInternal;
+    }
+    return drawn;
+}
+
+}  // namespace
+
 Err Engine::Start(const std::string& host, int port) {
     if (host.empty()) return Err::kInvalidArgument;
     struct addrinfo hints {};
@@ -111,10 +124,10 @@ Result<char*> Engine::CreateSegment(const std::string& name, const std::string& 
     seg->mapping = std::move(mapping.value());
     seg->mapping->DetachOnRelease();
     seg->store = store;
-    while (seg->incarnation == 0) {
-        if (!FillRandom(reinterpret_cast<uint8_t*>(&seg->incarnation), sizeof seg->incarnation))
-            return Err::kInternal;
-    }
+    auto incarnation = DrawIncarnation(0);
+    if (!incarnation.ok()) return incarnation.error();
+    seg->incarnation.store(incarnation.value());
+    if (!seg->mapping->PublishIncarnation(incarnation.value())) return Err::kIo;
     seg->allocator = std::make_unique<SegmentAllocator>(store ? size : 0);
     char* base = seg->mapping->base();
     {
@@ -124,6 +137,21 @@ Result<char*> Engine::CreateSegment(const std::string& name, const std::string& 
     }
     Register(reinterpret_cast<int64_t>(base), size);
     return base;
+}
+
+Result<uint64_t> Engine::RenewSegment(const std::string& name) {
+    std::shared_ptr<OwnSegment> seg = FindOwn(name);
+    if (!seg) return Err::kUnknownSegment;
+    // A store segment's allocations are objects of its incarnation; only a transfer target renews.
+    if (seg->store) return Err::kInvalidArgument;
+    std::unique_lock<std::shared_mutex> fenced(seg->fence);
+    auto next = DrawIncarnation(seg->incarnation.load());
+    if (!next.ok()) return next.error();
+    seg->incarnation.store(next.value());
+    // Without it a peer mapping the file would still take the earlier incarnation: fail, so the
+    // caller makes the segment anew instead (its incarnation is a new one already).
+    if (!seg->mapping->PublishIncarnation(next.value())) return Err::kIo;
+    return next.value();
 }
 
 Err Engine::DestroySegment(const std::string& name, bool unlink_file) {
@@ -213,7 +241,9 @@ Result<int64_t> Engine::OpenSegmentOnce(const PeerSegment& desc) {
     if (own) {
         seg->own = own;
         seg->size = own->mapping->size();
-        seg->incarnation = own->incarnation;
+        // The descriptor's, as for a peer's segment: Submit refuses it once it is not the own
+        // segment's (renewed, or made again, since the descriptor was read).
+        seg->incarnation = desc.incarnation;
     } else {
         if (desc.label == label_) {
             // Same label on another host: mapping "its" path here would map some other file.
@@ -287,10 +317,14 @@ Err Engine::Probe(int64_t id) {
     if (closing()) return Err::kClosed;
     auto seg = FindSegment(id);
     if (!seg) return Err::kUnknownSegment;
-    if (seg->own) return Err::kOk;
+    if (seg->own) return seg->incarnation == seg->own->incarnation ? Err::kOk : Err::kStaleSegment;
     // Bytes in a file here: alive while the file is the segment's, not once its owner removed
-    // it (closed the segment, or created it afresh under the same name and descriptor).
-    if (seg->mapping) return seg->mapping->Unlinked() ? Err::kUnknownSegment : Err::kOk;
+    // it (closed the segment, or created it afresh under the same name and descriptor), nor once
+    // it renewed the segment's incarnation.
+    if (seg->mapping) {
+        if (seg->mapping->Unlinked()) return Err::kUnknownSegment;
+        return seg->mapping->IncarnationIs(seg->incarnation) ? Err::kOk : Err::kStaleSegment;
+    }
     return seg->peer->Probe();
 }
 
@@ -342,6 +376,12 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
         } else if (!(seg[i] = FindSegment(segs[i])) ||
                    (seg[i]->mapping && seg[i]->mapping->Unlinked())) {
             pre[i] = Err::kUnknownSegment;
+        } else if (seg[i]->own
+                       ? seg[i]->incarnation != seg[i]->own->incarnation
+                       : seg[i]->mapping && !seg[i]->mapping->IncarnationIs(seg[i]->incarnation)) {
+            // Addressed to an earlier incarnation (the owner renewed or made the segment again):
+            // as the owner's server refuses it over tcp.
+            pre[i] = Err::kStaleSegment;
         } else if (!InBounds(offsets[i], lengths[i], t.segment_size = seg[i]->size)) {
             pre[i] = Err::kOutOfBounds;
         } else {

@@ -11,7 +11,8 @@
 // Completion is signalled through a condition variable per batch; nothing spins.
 //
 // Locks: every mutex of the engine (Engine::seg_mu_, reg_mu_, notify_mu_, conn_mu_,
-// CopyQueue::mu, BatchState::mu, TcpPeer::mu_ and control_mu_, SegmentAllocator::mu_) is a leaf:
+// CopyQueue::mu, BatchState::mu, TcpPeer::mu_ and control_mu_, SegmentAllocator::mu_,
+// OwnSegment::fence) is a leaf:
 // no code holds one while taking another, so there is no order to keep. One exception, in one
 // direction only: ReapPeers asks a TcpPeer whether it is idle (TcpPeer::mu_) while it holds
 // seg_mu_, so that no segment can hand the peer work between the check and its removal; nothing
@@ -30,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -66,9 +68,15 @@ struct OwnSegment {
     std::unique_ptr<ShmMapping> mapping;
     std::unique_ptr<SegmentAllocator> allocator;  // zero capacity for a receive segment
     bool store = true;  // false: a transfer target only (DP_SEGMENT_RECEIVE), never allocated
-    // Random, non-zero, drawn at creation: requests name the incarnation they are meant for, so
-    // one queued against an earlier segment of this name never lands in this one.
-    uint64_t incarnation = 0;
+    // Random, non-zero, drawn at creation and again when renewed (RenewSegment): requests name the
+    // incarnation they are meant for, so one queued against an earlier segment of this name (or an
+    // earlier incarnation of this one) never lands in it. Also kept in the sidecar for the peers
+    // that map the file.
+    std::atomic<uint64_t> incarnation{0};
+    // The tcp server holds it shared from checking a WRITE's incarnation until its payload landed;
+    // RenewSegment holds it exclusively while it changes the incarnation, so once it returned no
+    // write addressed to the earlier incarnation is still landing through this engine's server.
+    std::shared_mutex fence;
 
     Result<int64_t> Allocate(int64_t length, bool high = false) {
         if (!store) return Err::kSegmentFull;  // no store capacity, whatever the caller thinks
@@ -151,6 +159,8 @@ class Engine {
     Result<char*> CreateSegment(const std::string& name, const std::string& path, int64_t size,
                                 bool store, bool replace);
     Err DestroySegment(const std::string& name, bool unlink_file);
+    // Gives an own receive segment a new incarnation (see dp_segment_renew); its memory stays.
+    Result<uint64_t> RenewSegment(const std::string& name);
     // Stops what is left of a batch: its queued chunks fail with kCancelled (see dp_batch_cancel).
     void CancelBatch(const std::shared_ptr<BatchState>& b);
     std::shared_ptr<OwnSegment> FindOwn(const std::string& name) {

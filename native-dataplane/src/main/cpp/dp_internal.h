@@ -136,7 +136,10 @@ class ShmDirLock {
 // OOM killer), whatever its pid or network namespace. A sidecar holds one OwnerRecord naming the
 // segment file's device and inode, checksummed, so a file some other program made (no sidecar),
 // a copy of a segment file (another inode) or a file that happens to hold the magic never passes
-// for a segment file of a dead owner.
+// for a segment file of a dead owner. After the record, the owner keeps the segment's current
+// incarnation (8 bytes at kIncarnationAt): peers that map the file compare it with the descriptor
+// they were given, so a segment whose owner renewed its incarnation (dp_segment_renew) refuses
+// what is addressed to the earlier one on the local transport too, as its server does over tcp.
 inline std::string OwnerFileOf(const std::string& segment_file) { return segment_file + ".owner"; }
 
 struct OwnerRecord {
@@ -170,6 +173,8 @@ struct OwnerRecord {
     uint32_t Sum() const { return Crc32cUpdate(0, this, offsetof(OwnerRecord, crc)); }
 };
 static_assert(sizeof(OwnerRecord) == 40, "the sidecar's layout is part of the file format");
+// Where the owner keeps the segment's incarnation in its sidecar, right after the record.
+constexpr off_t kIncarnationAt = sizeof(OwnerRecord);
 
 inline bool SameFile(const struct stat& a, const struct stat& b) {
     return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
@@ -266,7 +271,8 @@ class ShmMapping {
     }
 
     // Maps an existing file of a peer (same host) that must hold at least size bytes: a regular
-    // file of this user, never through a symbolic link.
+    // file of this user, never through a symbolic link. Its sidecar is kept open (never locked) to
+    // read the incarnation its owner keeps there (IncarnationIs).
     static Result<std::unique_ptr<ShmMapping>> Open(const std::string& path, int64_t size) {
         Fd fd(::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
         if (!fd.valid()) return Err::kUnknownSegment;
@@ -274,9 +280,34 @@ class ShmMapping {
         if (::fstat(fd.get(), &st) != 0) return Err::kIo;
         if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) return Err::kUnknownSegment;
         if (st.st_size < size) return Err::kUnknownSegment;
+        Fd sidecar(::open(OwnerFileOf(path).c_str(),
+                          O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
         auto m = Map(fd.get(), size);
-        if (m.ok()) m.value()->file_ = std::move(fd);
+        if (m.ok()) {
+            m.value()->file_ = std::move(fd);
+            m.value()->sidecar_ = std::move(sidecar);
+        }
         return m;
+    }
+
+    // Owner side: keeps incarnation in the sidecar, where peers that map the file read it.
+    bool PublishIncarnation(uint64_t incarnation) const {
+        return owner_.valid() &&
+               ::pwrite(owner_.get(), &incarnation, sizeof incarnation, kIncarnationAt) ==
+                   static_cast<ssize_t>(sizeof incarnation);
+    }
+
+    // Peer side: false once the owner keeps another incarnation than the one given (it renewed the
+    // segment since that descriptor was read). True when there is nothing to compare with: a file
+    // mapped without its sidecar, or an owner that keeps no incarnation there (an older data
+    // plane); such a file is still fenced by being unlinked when it is made again.
+    bool IncarnationIs(uint64_t incarnation) const {
+        if (!sidecar_.valid()) return true;
+        uint64_t kept = 0;
+        if (::pread(sidecar_.get(), &kept, sizeof kept, kIncarnationAt) !=
+            static_cast<ssize_t>(sizeof kept))
+            return true;
+        return kept == incarnation;
     }
 
     // True once the owner removed the file (closed its segment): the pages mapped here are
@@ -314,8 +345,9 @@ class ShmMapping {
     void* base_;
     int64_t size_;
     bool detach_on_release_ = false;
-    Fd file_;   // kept open for peer mappings, to notice when the owner unlinks the file
-    Fd owner_;  // own segments: the sidecar, flock()ed until the segment is destroyed
+    Fd file_;     // kept open for peer mappings, to notice when the owner unlinks the file
+    Fd owner_;    // own segments: the sidecar, flock()ed until the segment is destroyed
+    Fd sidecar_;  // peer mappings: the owner's sidecar, read for the incarnation it keeps
 };
 
 // Unlinks the sidecar `owner_name` inside `dir_fd` if that name still names the file `own`.
@@ -372,7 +404,10 @@ inline Err ReclaimOrphanedSegmentFile(const std::string& dir, const std::string&
         return Err::kNotFound;
     if (own.st_size == 0)
         return ReclaimUnwrittenSidecar(dir_lock.dir_fd(), name, owner, own, bytes);
-    if (own.st_size != static_cast<off_t>(sizeof(OwnerRecord))) return Err::kNotFound;
+    // The record, and after it the incarnation its owner kept (absent while it was being made).
+    if (own.st_size != static_cast<off_t>(sizeof(OwnerRecord)) &&
+        own.st_size != static_cast<off_t>(kIncarnationAt + sizeof(uint64_t)))
+        return Err::kNotFound;
     OwnerRecord r{};
     if (::pread(owner.get(), &r, sizeof r, 0) != static_cast<ssize_t>(sizeof r) || !r.Valid())
         return Err::kNotFound;

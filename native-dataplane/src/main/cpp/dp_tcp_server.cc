@@ -280,6 +280,10 @@ void Engine::ServeRequests(int fd, uint8_t role, RequestMac* mac) {
             BumpNotify(name);
         } else if (data) {
             auto seg = FindOwn(name);
+            // A WRITE holds the fence until its payload landed: a renewal (RenewSegment) waits for
+            // it, so no byte checked against the earlier incarnation lands after the new one is.
+            std::shared_lock<std::shared_mutex> fenced;
+            if (seg && op == Op::kWrite) fenced = std::shared_lock<std::shared_mutex>(seg->fence);
             if (!seg) {
                 resp.status = DP_ERR_UNKNOWN_SEGMENT;
             } else if (h.incarnation != seg->incarnation) {

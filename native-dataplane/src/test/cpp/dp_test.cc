@@ -1174,6 +1174,81 @@ void LateWriteAfterReRegisterIsRefused(const std::string& shm_base) {
     dp_engine_destroy(owner);
 }
 
+// A receive segment renewed for a new registration (dp_segment_renew) keeps its memory (same
+// address, same file, its bytes) and refuses what is addressed to its earlier incarnation: over
+// tcp, from an engine mapping its file (same host) and from its owner. New descriptors reach it.
+void RenewedSegmentKeepsMemoryAndRefusesTheOldIncarnation(const std::string& shm_base) {
+    const int64_t size = 1 << 20;
+    std::string shm = shm_base + "-renew";
+    dp_engine* owner = Create("node-renew");
+    dp_engine* remote = Create("node-renew-remote");
+    dp_engine* local = Create("node-renew");  // maps the owner's file
+    int64_t base = 0;
+    CHECK_EQ(dp_segment_create(owner, "seg-renew", shm.c_str(), size,
+                               DP_SEGMENT_RECEIVE | DP_SEGMENT_REPLACE, &base, nullptr),
+             DP_OK);
+    struct stat before {};
+    CHECK_EQ(::stat(shm.c_str(), &before), 0);
+    int64_t first = 0;
+    CHECK_EQ(dp_segment_incarnation(owner, "seg-renew", &first, nullptr), DP_OK);
+    std::vector<char> kept(size), late(size);
+    Fill(kept.data(), size, 3);
+    Fill(late.data(), size, 4);
+    for (dp_engine* e : {remote, local})
+        CHECK_EQ(dp_memory_register(e, reinterpret_cast<int64_t>(late.data()), size, nullptr),
+                 DP_OK);
+    int64_t over_tcp = Open(remote, "seg-renew", "node-renew", owner, shm, size);
+    int64_t mapped = Open(local, "seg-renew", "node-renew", owner, shm, size);
+    int64_t own = Open(owner, "seg-renew", "node-renew", owner, shm, size);
+    std::memcpy(reinterpret_cast<char*>(base), kept.data(), size);
+
+    int64_t second = 0;
+    CHECK_EQ(dp_segment_renew(owner, "seg-renew", &second, nullptr), DP_OK);
+    CHECK_EQ(second != first && second != 0, true);
+    int64_t now = 0;
+    CHECK_EQ(dp_segment_incarnation(owner, "seg-renew", &now, nullptr), DP_OK);
+    CHECK_EQ(now, second);
+    struct stat after {};
+    CHECK_EQ(::stat(shm.c_str(), &after), 0);
+    CHECK_EQ(after.st_ino == before.st_ino, true);  // the same file, no new pages
+
+    // Every way of writing with the earlier incarnation is refused; the bytes stay.
+    for (auto [e, seg] : {std::pair{remote, over_tcp}, std::pair{local, mapped}}) {
+        Batch write;
+        write.Add(DP_OP_WRITE, late.data(), seg, 0, size);
+        CHECK_EQ(write.Run(e)[0], DP_ERR_STALE_SEGMENT);
+    }
+    CHECK_EQ(dp_segment_probe(local, mapped, nullptr), DP_ERR_STALE_SEGMENT);
+    {
+        Batch write;
+        write.Add(DP_OP_WRITE, reinterpret_cast<char*>(base) + size - 4096, own, 0, 4096);
+        CHECK_EQ(write.Run(owner)[0], DP_ERR_STALE_SEGMENT);
+    }
+    CHECK_EQ(std::memcmp(reinterpret_cast<char*>(base), kept.data(), size), 0);
+
+    // The new descriptor reaches the same memory, over both transports.
+    for (dp_engine* e : {remote, local}) {
+        int64_t fresh = Open(e, "seg-renew", "node-renew", owner, shm, size);
+        Batch write;
+        write.Add(DP_OP_WRITE, late.data(), fresh, 0, size);
+        CHECK_EQ(write.Run(e)[0], DP_OK);
+        CHECK_EQ(std::memcmp(reinterpret_cast<char*>(base), late.data(), size), 0);
+        std::memcpy(reinterpret_cast<char*>(base), kept.data(), size);
+    }
+    int64_t again = 0;
+    CHECK_EQ(dp_segment_renew(remote, "seg-renew", &again, nullptr), DP_ERR_UNKNOWN_SEGMENT);
+    int64_t store_base = 0;
+    CHECK_EQ(dp_segment_create(owner, "seg-renew-store", (shm + "-store").c_str(), size,
+                               DP_SEGMENT_STORE | DP_SEGMENT_REPLACE, &store_base, nullptr),
+             DP_OK);
+    CHECK_EQ(dp_segment_renew(owner, "seg-renew-store", &again, nullptr), DP_ERR_INVALID_ARGUMENT);
+    CHECK_EQ(dp_segment_destroy(owner, "seg-renew-store", 1, nullptr), DP_OK);
+    dp_engine_destroy(remote);
+    dp_engine_destroy(local);
+    CHECK_EQ(dp_segment_destroy(owner, "seg-renew", 1, nullptr), DP_OK);
+    dp_engine_destroy(owner);
+}
+
 // A cancelled batch moves no byte once dp_batch_cancel returned: its chunks still queued fail with
 // DP_ERR_CANCELLED, those in flight finished. Over tcp (a 64 MiB write, 64 chunks behind a 2 MiB
 // window) and over the local transport (8 MiB chunks on the copy pool).
@@ -1242,6 +1317,7 @@ int main() {
     OnlyOkRepliesSucceed();
     FailingCopyFailsItsTask(shm);
     LateWriteAfterReRegisterIsRefused(shm);
+    RenewedSegmentKeepsMemoryAndRefusesTheOldIncarnation(shm);
     CancelledBatchWritesNoMore(shm);
     dp_engine* a = Create("node-a");
     dp_engine* b = Create("node-b");

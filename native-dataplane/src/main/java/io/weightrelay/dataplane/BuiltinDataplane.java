@@ -272,6 +272,46 @@ final class BuiltinDataplane implements Dataplane, LocalMemoryOwner {
     }
 
     @Override
+    public void renewReceiveSegment(Segment segment) {
+        handle.checkOpen();
+        String name = segment.name();
+        // under the lock destroySegment takes: a segment closed meanwhile is never renewed
+        synchronized (descriptors) {
+            SegmentDescriptor before = descriptors.get(name);
+            if (segment.kind() != SegmentKind.RECEIVE
+                    || segments.get(name) != segment
+                    || before == null) {
+                throw new DataplaneException(
+                        DataplaneError.INVALID_ARGUMENT,
+                        "segment '" + name + "' is not a live receive segment of this data plane");
+            }
+            long[] incarnation = new long[1];
+            handle.call((e, st) -> DpNative.dp_segment_renew(e, name, incarnation, st)).check(name);
+            SegmentDescriptor renewed =
+                    new SegmentDescriptor(
+                            before.name(),
+                            before.nodeLabel(),
+                            before.hostId(),
+                            before.host(),
+                            before.port(),
+                            before.size(),
+                            before.shmPath(),
+                            before.store(),
+                            before.engineId(),
+                            incarnation[0]);
+            // Kept first: should Redis refuse, reannounceSegments publishes the new descriptor,
+            // never the earlier one (which the segment refuses by now).
+            descriptors.put(name, renewed);
+            metadata(
+                    () -> {
+                        metadata.putSegment(renewed);
+                        return null;
+                    });
+        }
+        engine.forget(name);
+    }
+
+    @Override
     public List<String> reannounceSegments() {
         handle.checkOpen();
         List<String> again = new ArrayList<>();

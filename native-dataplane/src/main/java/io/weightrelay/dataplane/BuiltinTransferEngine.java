@@ -310,7 +310,9 @@ final class BuiltinTransferEngine implements TransferEngine {
             throw Errors.found(DataplaneError.UNKNOWN_SEGMENT, segment);
         }
         NativeStatus status = handle.call((e, st) -> DpNative.dp_segment_probe(e, r.id(), st));
-        if (status.is(DataplaneError.UNKNOWN_SEGMENT) && drop(segment, r)) {
+        // A file its owner removed, or a segment it renewed since: the descriptor is read again.
+        if ((status.is(DataplaneError.UNKNOWN_SEGMENT) || status.is(DataplaneError.STALE_SEGMENT))
+                && drop(segment, r)) {
             Resolved again = resolve(segment);
             if (again == null) {
                 throw Errors.found(DataplaneError.UNKNOWN_SEGMENT, segment);
@@ -341,14 +343,17 @@ final class BuiltinTransferEngine implements TransferEngine {
         return forgotten;
     }
 
-    /** Whether {@code r} is a mapping of this node's file that its owner has since removed. */
+    /**
+     * Whether {@code r} is a mapping of this node's file that its owner has since removed, or whose
+     * segment it renewed (another incarnation).
+     */
     private boolean fileRemoved(Resolved r) {
         SegmentDescriptor d = r.descriptor();
         if (!nodeLabel.equals(d.nodeLabel()) || !hostId.equals(d.hostId()) || owns(d.name())) {
             return false; // another node's (reached over tcp) or this engine's own
         }
-        return handle.call((x, st) -> DpNative.dp_segment_probe(x, r.id(), st))
-                .is(DataplaneError.UNKNOWN_SEGMENT);
+        NativeStatus status = handle.call((x, st) -> DpNative.dp_segment_probe(x, r.id(), st));
+        return status.is(DataplaneError.UNKNOWN_SEGMENT) || status.is(DataplaneError.STALE_SEGMENT);
     }
 
     /**

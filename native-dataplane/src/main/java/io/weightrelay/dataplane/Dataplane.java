@@ -154,6 +154,24 @@ public sealed interface Dataplane extends AutoCloseable
     Segment createReceiveSegment(String name, long size);
 
     /**
+     * Gives a {@linkplain #createReceiveSegment receive segment} of this data plane a new
+     * incarnation and publishes its descriptor again, keeping its file, mapping and bytes: what a
+     * new registration of the same buffers (an engine that restarted and declared them again) takes
+     * over instead of destroying the segment and paying for fresh pages. From then on the segment
+     * is fenced as a segment made again would be: a transfer addressed with a descriptor read
+     * before ({@link StaleSegmentException}) is refused over tcp, from engines that map its file
+     * and from this one, and a tcp write already accepted has landed when this returns. The bytes
+     * stay as the earlier incarnation left them: the caller must not serve them before it wrote and
+     * verified them again (a loader's next update does).
+     *
+     * @throws DataplaneException when it cannot be renewed (not a live receive segment of this data
+     *     plane, or the incarnation could not be published); the caller then makes the segment anew
+     * @throws MooncakeUnsupportedException on the Mooncake engine, whose registered memory has no
+     *     incarnation of ours to renew
+     */
+    void renewReceiveSegment(Segment segment);
+
+    /**
      * Publishes {@code name} as {@code size} bytes of memory that another process registered with a
      * Mooncake Transfer Engine of its own ({@code buffer}: a rollout worker inside vLLM or SGLang
      * that runs no weight-relay agent): peers' one-sided writes and reads addressed to {@code name}

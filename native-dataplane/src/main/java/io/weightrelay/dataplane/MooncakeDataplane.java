@@ -311,6 +311,18 @@ final class MooncakeDataplane implements Dataplane, LocalMemoryOwner {
                         + "' in Mooncake; use createReceiveSegment for memory of this process");
     }
 
+    /**
+     * Refused: Mooncake's registered memory has no incarnation of ours, so a transfer addressed to
+     * the earlier registration could not be told apart. The caller makes the segment anew.
+     */
+    @Override
+    public void renewReceiveSegment(Segment segment) {
+        throw new MooncakeUnsupportedException(
+                "Dataplane.renewReceiveSegment",
+                "memory registered with Mooncake carries no incarnation to renew; create the"
+                        + " receive segment again");
+    }
+
     @Override
     public synchronized Segment createReceiveSegment(String name, long size) {
         claimName(name, size);

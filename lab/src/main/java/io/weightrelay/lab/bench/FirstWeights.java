@@ -4,10 +4,12 @@ import io.weightrelay.lab.cluster.LabCluster;
 
 /**
  * {@code first_weights_s} of {@code bench update}: how long a restarted engine waits for its first
- * weights, from its registration (a new epoch: its loader makes and pre-faults new receive buffers
- * and read staging, as for an engine that starts) to the update that brings it the next generation
- * reaching every engine. The trainer's publish of that generation comes before and is not counted:
- * an engine that joins a running deployment finds a generation published.
+ * weights, from its registration (a new epoch: it declares the same receive buffers as before, so
+ * its loader keeps their segments under a new incarnation and keeps its read staging, rather than
+ * making and pre-faulting them as for an engine that starts, which {@code buffer_setup_s} measures)
+ * to the update that brings it the next generation reaching every engine. The trainer's publish of
+ * that generation comes before and is not counted: an engine that joins a running deployment finds
+ * a generation published.
  *
  * @param setupSeconds the registration, buffers included
  * @param updateSeconds the update round that follows it

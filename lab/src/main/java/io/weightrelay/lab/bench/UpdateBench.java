@@ -72,9 +72,11 @@ import java.util.function.ToDoubleFunction;
  *       before, one thread's Java copy ({@code memcpy_gbps}) and one stream ({@code tcp_gbps}),
  *       which the update beat by up to 1.5x in compat mode
  *   <li>{@code first_weights_s}: a restarted engine's wait for its first weights ({@link
- *       FirstWeights}): engine {@value #RESTARTED} registers again (new receive buffers and read
- *       staging, {@code first_weights_setup_s}), then every engine updates to a new generation
- *       ({@code first_weights_update_s}); its bytes are checked too
+ *       FirstWeights}): engine {@value #RESTARTED} registers again ({@code first_weights_setup_s}:
+ *       the same receive buffers as before, which its loader keeps under a new incarnation, and its
+ *       read staging, kept too; no page is faulted again), then every engine updates to a new
+ *       generation ({@code first_weights_update_s}, which rewrites and checks every byte of the
+ *       kept buffers); its bytes are checked too
  *   <li>{@code cold_prepare_ms}, {@code cold_apply_ms}: the slowest loader's prepare and apply in
  *       the cold update, beside {@code prepare_ms} and {@code apply_ms} of the measured one: the
  *       cold prepare's excess is the plan's first computation, first connections and the JIT, the

@@ -31,6 +31,11 @@ public record RegistrationKey(
         }
     }
 
+    /** The same registration under {@code epoch}. */
+    public RegistrationKey atEpoch(long epoch) {
+        return new RegistrationKey(epoch, instance, device, base, size, foreign);
+    }
+
     /** Same instance, device and base: the same memory, possibly of another epoch or size. */
     boolean sameBase(RegistrationKey other) {
         return instance.equals(other.instance)

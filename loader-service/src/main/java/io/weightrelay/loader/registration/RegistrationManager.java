@@ -1,10 +1,13 @@
 package io.weightrelay.loader.registration;
 
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -178,6 +181,49 @@ public final class RegistrationManager<H> {
         return carryOver(instance, epoch, k -> k.device().equals(device));
     }
 
+    /**
+     * The same instance registered again at {@code epoch} (its engine restarted) and declared the
+     * registrations {@code declared}: each of its registrations of another epoch that is declared
+     * again (same device, base and size) is {@linkplain Registrar#renew renewed} and moves to
+     * {@code epoch} with its handle and state, instead of being unregistered and registered anew
+     * (for receive segments: a new file whose pages the kernel clears on first touch, seconds per
+     * GiB on a VM that handed freed pages back to its host). What the registrar cannot renew, or is
+     * not declared again, stays under its epoch for {@link #invalidateExcept}.
+     *
+     * @return how many registrations were renewed
+     */
+    public synchronized int renew(
+            String instance, long epoch, Collection<RegistrationKey> declared) {
+        Set<RegistrationKey> wanted = new HashSet<>(declared);
+        List<RegistrationKey> candidates = new ArrayList<>();
+        for (RegistrationKey k : entries.keySet()) {
+            if (k.instance().equals(instance) && k.epoch() != epoch) {
+                RegistrationKey to = k.atEpoch(epoch);
+                if (wanted.contains(to) && !entries.containsKey(to)) {
+                    candidates.add(k);
+                }
+            }
+        }
+        int renewed = 0;
+        for (RegistrationKey from : candidates) {
+            RegistrationKey to = from.atEpoch(epoch);
+            Entry<H> entry = entries.get(from);
+            boolean kept;
+            try {
+                kept = !entries.containsKey(to) && registrar.renew(from, to, entry.handle);
+            } catch (RuntimeException e) {
+                log.warn("renewing {} failed, it is registered anew: {}", from, e.toString());
+                kept = false;
+            }
+            if (kept) {
+                entries.remove(from);
+                entries.put(to, entry);
+                renewed++;
+            }
+        }
+        return renewed;
+    }
+
     private int carryOver(String instance, long epoch, Predicate<RegistrationKey> which) {
         Map<RegistrationKey, Entry<H>> moved = new LinkedHashMap<>();
         Iterator<Map.Entry<RegistrationKey, Entry<H>>> it = entries.entrySet().iterator();
@@ -186,10 +232,7 @@ public final class RegistrationManager<H> {
             RegistrationKey k = e.getKey();
             if (k.instance().equals(instance) && k.epoch() != epoch && which.test(k)) {
                 it.remove();
-                moved.put(
-                        new RegistrationKey(
-                                epoch, k.instance(), k.device(), k.base(), k.size(), k.foreign()),
-                        e.getValue());
+                moved.put(k.atEpoch(epoch), e.getValue());
             }
         }
         // Two epochs' entries for the same memory would collide on the new key: keep one handle,

@@ -26,6 +26,32 @@ class RegistrationManagerTest {
         }
     }
 
+    /** Renews what it is asked to, except the bases it refuses (as a data plane that cannot). */
+    static final class RenewingRegistrar implements Registrar<String> {
+        final RecordingRegistrar recorded = new RecordingRegistrar();
+        final List<String> renewed = new ArrayList<>();
+        final List<String> refused = new ArrayList<>();
+
+        @Override
+        public String register(RegistrationKey key) {
+            return recorded.register(key);
+        }
+
+        @Override
+        public void unregister(RegistrationKey key, String handle) {
+            recorded.unregister(key, handle);
+        }
+
+        @Override
+        public boolean renew(RegistrationKey from, RegistrationKey to, String handle) {
+            if (refused.contains(from.base())) {
+                return false;
+            }
+            renewed.add(handle);
+            return true;
+        }
+    }
+
     private final RecordingRegistrar registrar = new RecordingRegistrar();
     private final RegistrationManager<String> manager = new RegistrationManager<>(registrar);
 
@@ -48,6 +74,45 @@ class RegistrationManagerTest {
         assertThat(manager.snapshot())
                 .extracting(RegistrationManager.Snapshot::state)
                 .containsExactly(RegistrationState.PERSISTENT);
+    }
+
+    /**
+     * A restarted engine's registration keeps (renews) the buffers it declares again with the same
+     * size; one declared with another size, one not declared, and one the registrar cannot renew
+     * are unregistered and, when declared, registered anew.
+     */
+    @Test
+    void aRegistrationAgainRenewsTheBuffersDeclaredAsBefore() {
+        RenewingRegistrar renewing = new RenewingRegistrar();
+        renewing.refused.add("seg-refused");
+        RegistrationManager<String> restarted = new RegistrationManager<>(renewing);
+        String same = restarted.acquirePersistent(key(1, "i0", "seg-a", 100));
+        restarted.acquirePersistent(key(1, "i0", "seg-b", 100));
+        restarted.acquirePersistent(key(1, "i0", "seg-gone", 100));
+        restarted.acquirePersistent(key(1, "i0", "seg-refused", 100));
+        String other = restarted.acquirePersistent(key(1, "i1", "seg-a2", 100));
+
+        List<RegistrationKey> declared =
+                List.of(
+                        key(2, "i0", "seg-a", 100),
+                        key(2, "i0", "seg-b", 200),
+                        key(2, "i0", "seg-refused", 100),
+                        key(2, "i1", "seg-a2", 100));
+        assertThat(restarted.renew("i0", 2, declared)).isEqualTo(1);
+        assertThat(renewing.renewed).containsExactly(same);
+        assertThat(restarted.invalidateExcept("i0", 2)).isEqualTo(3);
+        assertThat(renewing.recorded.unregistered)
+                .containsExactly("seg-b#1", "seg-gone#2", "seg-refused#3");
+
+        assertThat(restarted.acquirePersistent(key(2, "i0", "seg-a", 100))).isSameAs(same);
+        assertThat(restarted.acquirePersistent(key(2, "i0", "seg-b", 200))).isEqualTo("seg-b#5");
+        assertThat(restarted.find(key(1, "i1", "seg-a2", 100)))
+                .as("another instance's registrations are not touched")
+                .isSameAs(other);
+        assertThat(restarted.snapshot())
+                .filteredOn(s -> s.key().instance().equals("i0"))
+                .extracting(s -> s.key().epoch())
+                .containsOnly(2L);
     }
 
     @Test

@@ -151,6 +151,12 @@ public final class DpNative {
             @Cast("int64_t*") long[] incarnationOut,
             dp_status status);
 
+    public static native int dp_segment_renew(
+            dp_engine engine,
+            String name,
+            @Cast("int64_t*") long[] incarnationOut,
+            dp_status status);
+
     public static native int dp_segment_destroy(
             dp_engine engine, String name, int unlinkFile, dp_status status);
 
