@@ -70,6 +70,9 @@ public interface ControlPlane {
      * One phase report.
      *
      * @param checksums with APPLIED: the CRC32C of every range this loader read (null: none)
+     * @param servesThroughFetch with PREPARED: the engine serves its old generation through the
+     *     fetch and pauses only for the install, so a failure before the applied barrier leaves it
+     *     serving (control-api ends a session all of whose participants said so RESUMED_OLD)
      */
     record Report(
             String instance,
@@ -82,10 +85,38 @@ public interface ControlPlane {
             String error,
             RangeChecksums checksums,
             java.util.Map<String, byte[]> sent,
-            Durations durations) {
+            Durations durations,
+            boolean servesThroughFetch) {
 
         public Report {
             sent = sent == null ? java.util.Map.of() : java.util.Map.copyOf(sent);
+        }
+
+        public Report(
+                String instance,
+                long epoch,
+                Reported phase,
+                long bytesRead,
+                long bytesPushed,
+                long bytesReceived,
+                String failingPeer,
+                String error,
+                RangeChecksums checksums,
+                java.util.Map<String, byte[]> sent,
+                Durations durations) {
+            this(
+                    instance,
+                    epoch,
+                    phase,
+                    bytesRead,
+                    bytesPushed,
+                    bytesReceived,
+                    failingPeer,
+                    error,
+                    checksums,
+                    sent,
+                    durations,
+                    false);
         }
 
         public Report(
@@ -146,6 +177,23 @@ public interface ControlPlane {
 
         public static Report of(String instance, long epoch, Reported phase) {
             return new Report(instance, epoch, phase, 0, 0, 0, null, null, null);
+        }
+
+        /** PREPARED, saying whether the engine serves through the fetch. */
+        public static Report prepared(String instance, long epoch, boolean servesThroughFetch) {
+            return new Report(
+                    instance,
+                    epoch,
+                    Reported.PREPARED,
+                    0,
+                    0,
+                    0,
+                    null,
+                    null,
+                    null,
+                    null,
+                    null,
+                    servesThroughFetch);
         }
 
         /**
