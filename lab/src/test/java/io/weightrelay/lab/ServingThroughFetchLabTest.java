@@ -9,7 +9,7 @@ import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ServingEngine;
-import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.placement.Mode;
 import java.time.Duration;
@@ -86,7 +86,8 @@ class ServingThroughFetchLabTest {
                             .orElseThrow();
             lab.faults()
                     .corruptStoredByte(
-                            ObjectKeys.key(lab.manifest().model(), bad, victim.fragment()),
+                            new GenerationId(lab.manifest().model(), bad)
+                                    .objectKey(victim.fragment()),
                             victim.bytes() / 2);
             int servedBefore = engines.get(0).requests().size();
             for (ServingEngine.Timing t : updateServing(engines, bad)) {

@@ -74,8 +74,7 @@ public class MooncakeManifests {
             text =
                     WeightManifestExport.json(
                             manifests.sourceManifest(model, g),
-                            model,
-                            g.id(),
+                            new GenerationId(model, g.id()),
                             DateTimeFormatter.ISO_OFFSET_DATE_TIME.format(
                                     g.view().getCommittedAt()));
         } catch (Inexpressible e) {

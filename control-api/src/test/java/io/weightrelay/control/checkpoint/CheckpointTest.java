@@ -19,6 +19,7 @@ import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
 import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.control.TestStore;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -252,14 +253,18 @@ class CheckpointTest extends ControlApiTestSupport {
         redis.opsForSet().remove(PREFIX + "models", model);
     }
 
-    private CheckpointReport save(String model, long generation, Path dir) {
-        return ok(saveCall(model, generation, dir), CheckpointReport.class);
+    private CheckpointReport save(GenerationId generation, Path dir) {
+        return ok(saveCall(generation, dir), CheckpointReport.class);
     }
 
-    private java.net.http.HttpResponse<String> saveCall(String model, long generation, Path dir) {
+    private java.net.http.HttpResponse<String> saveCall(GenerationId generation, Path dir) {
         return call(
                 "POST",
-                "/api/v1/models/" + model + "/generations/" + generation + "/checkpoints",
+                "/api/v1/models/"
+                        + generation.model()
+                        + "/generations/"
+                        + generation.generation()
+                        + "/checkpoints",
                 OPERATOR,
                 new CheckpointRequest(dir.toString()));
     }
@@ -285,7 +290,7 @@ class CheckpointTest extends ControlApiTestSupport {
                 (i % 2 == 0 ? a : b).hold(fragments.get(i));
             }
 
-            CheckpointReport report = save(model, g1, dir);
+            CheckpointReport report = save(new GenerationId(model, g1), dir);
             assertThat(report.getOwners())
                     .extracting(OwnerCheckpoint::getSegment)
                     .containsExactlyInAnyOrder(a.store.segmentName(), b.store.segmentName());
@@ -423,13 +428,13 @@ class CheckpointTest extends ControlApiTestSupport {
             for (int i = 0; i < fragments.size(); i++) {
                 (i % 2 == 0 ? a : b).hold(fragments.get(i));
             }
-            save(model, g1, dir);
+            save(new GenerationId(model, g1), dir);
             assertThat(dir.resolve("COMPLETE")).exists();
             String first = Files.readString(dir.resolve("COMPLETE"));
             // A second save into the same directory with one owner failing: it writes no marker
             // and leaves the first checkpoint as it was (its marker, manifest and files).
             b.failSaves = true;
-            java.net.http.HttpResponse<String> failed = saveCall(model, g1, dir);
+            java.net.http.HttpResponse<String> failed = saveCall(new GenerationId(model, g1), dir);
             assertThat(failed.statusCode()).as(failed.body()).isEqualTo(409);
             assertThat(failed.body())
                     .contains("/problems/checkpoint-failed")
@@ -452,7 +457,7 @@ class CheckpointTest extends ControlApiTestSupport {
             assertThat(restore.body()).contains("/problems/checkpoint-incomplete");
             // A manifest changed after the save is refused too.
             b.failSaves = false;
-            save(model, g1, dir);
+            save(new GenerationId(model, g1), dir);
             assertThat(Files.readString(dir.resolve("COMPLETE"))).isNotEqualTo(first);
             try (var entries = Files.list(dir)) {
                 assertThat(entries.toList()).as("the replaced save is removed").hasSize(2);
@@ -555,7 +560,7 @@ class CheckpointTest extends ControlApiTestSupport {
         for (int i = 0; i < fragments.size(); i++) {
             (i % 2 == 0 ? a : b).hold(fragments.get(i));
         }
-        save(model, g1, dir);
+        save(new GenerationId(model, g1), dir);
         return fragments;
     }
 
@@ -705,7 +710,7 @@ class CheckpointTest extends ControlApiTestSupport {
             a.saveGate = gate;
             var saving =
                     java.util.concurrent.CompletableFuture.supplyAsync(
-                            () -> saveCall(model, g1, dir));
+                            () -> saveCall(new GenerationId(model, g1), dir));
             try {
                 assertThat(a.saveEntered.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
                 // g1 retires while its owners write it; a collection now must keep it.
@@ -755,7 +760,7 @@ class CheckpointTest extends ControlApiTestSupport {
             registerAll(model, g2);
             assertThat(commit(model, g2).statusCode()).isEqualTo(200);
             fragments(model, g2).forEach(a::hold);
-            java.net.http.HttpResponse<String> next = saveCall(model, g2, dir);
+            java.net.http.HttpResponse<String> next = saveCall(new GenerationId(model, g2), dir);
             assertThat(next.statusCode()).as(next.body()).isEqualTo(409);
             assertThat(next.body())
                     .contains("/problems/checkpoint-failed")

@@ -6,6 +6,7 @@ import io.weightrelay.api.GzipResponses;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.OpenedGeneration;
 import io.weightrelay.control.ControlApiTestSupport;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -29,14 +30,19 @@ class ManifestCompressionTest extends ControlApiTestSupport {
 
     private final HttpClient http = HttpClient.newHttpClient();
 
-    private URI encodedManifest(String model, long generation) {
-        return uri("/api/v1/models/" + model + "/generations/" + generation + "/manifest/encoded");
+    private URI encodedManifest(GenerationId generation) {
+        return uri(
+                "/api/v1/models/"
+                        + generation.model()
+                        + "/generations/"
+                        + generation.generation()
+                        + "/manifest/encoded");
     }
 
-    private HttpResponse<byte[]> encoded(String model, long generation, String acceptEncoding)
+    private HttpResponse<byte[]> encoded(GenerationId generation, String acceptEncoding)
             throws Exception {
         HttpRequest.Builder request =
-                HttpRequest.newBuilder(encodedManifest(model, generation))
+                HttpRequest.newBuilder(encodedManifest(generation))
                         .header("Authorization", "Bearer " + LOADER);
         if (acceptEncoding != null) {
             request.header("Accept-Encoding", acceptEncoding);
@@ -54,21 +60,22 @@ class ManifestCompressionTest extends ControlApiTestSupport {
                         get("/api/v1/models/" + model + "/generations/" + generation, LOADER),
                         Generation.class);
 
-        HttpResponse<byte[]> identity = encoded(model, generation, null);
+        HttpResponse<byte[]> identity = encoded(new GenerationId(model, generation), null);
         assertThat(identity.statusCode()).isEqualTo(200);
         assertThat(identity.headers().firstValue("Content-Encoding")).isEmpty();
         assertThat(identity.headers().firstValue("Vary")).contains("Accept-Encoding");
         assertThat(SourceManifest.decode(identity.body()).digest())
                 .isEqualTo(stored.getManifestDigest());
 
-        HttpResponse<byte[]> gzipped = encoded(model, generation, "deflate, gzip;q=0.8");
+        HttpResponse<byte[]> gzipped =
+                encoded(new GenerationId(model, generation), "deflate, gzip;q=0.8");
         assertThat(gzipped.statusCode()).isEqualTo(200);
         assertThat(gzipped.headers().firstValue("Content-Encoding")).contains("gzip");
         assertThat(gunzip(gzipped.body())).isEqualTo(identity.body());
 
         // gzip refused by weight 0, or not named: the identity bytes.
         for (String refusing : new String[] {"gzip;q=0", "br, deflate", "identity"}) {
-            HttpResponse<byte[]> plain = encoded(model, generation, refusing);
+            HttpResponse<byte[]> plain = encoded(new GenerationId(model, generation), refusing);
             assertThat(plain.headers().firstValue("Content-Encoding")).as(refusing).isEmpty();
             assertThat(plain.body()).as(refusing).isEqualTo(identity.body());
         }
@@ -78,7 +85,7 @@ class ManifestCompressionTest extends ControlApiTestSupport {
     void gzipResponsesReadsTheManifestWhileItsCompressedFormCrossesTheWire() throws Exception {
         String model = newModel();
         long generation = open(model, 1).getGeneration().getGeneration();
-        byte[] identity = encoded(model, generation, null).body();
+        byte[] identity = encoded(new GenerationId(model, generation), null).body();
 
         AtomicReference<String> wireEncoding = new AtomicReference<>();
         AtomicLong wireLength = new AtomicLong(-1);
@@ -99,7 +106,7 @@ class ManifestCompressionTest extends ControlApiTestSupport {
                         .build();
         byte[] read =
                 client.get()
-                        .uri(encodedManifest(model, generation))
+                        .uri(encodedManifest(new GenerationId(model, generation)))
                         .header("Authorization", "Bearer " + LOADER)
                         .retrieve()
                         .body(byte[].class);

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.weightrelay.api.control.model.OpenGenerationRequest;
 import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.reshard.codec.Digests;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -20,8 +21,11 @@ import org.junit.jupiter.api.Test;
  */
 class MooncakeManifestExportTest extends ControlApiTestSupport {
 
-    private HttpResponse<String> export(String model, long generation) {
-        return get(generationPath(model, generation) + "/manifest/mooncake-3187", LOADER);
+    private HttpResponse<String> export(GenerationId generation) {
+        return get(
+                generationPath(generation.model(), generation.generation())
+                        + "/manifest/mooncake-3187",
+                LOADER);
     }
 
     @Test
@@ -29,8 +33,8 @@ class MooncakeManifestExportTest extends ControlApiTestSupport {
         String model = newModel();
         long generation = publish(model, 1);
 
-        HttpResponse<String> first = export(model, generation);
-        HttpResponse<String> second = export(model, generation);
+        HttpResponse<String> first = export(new GenerationId(model, generation));
+        HttpResponse<String> second = export(new GenerationId(model, generation));
 
         assertThat(first.statusCode()).as(first.body()).isEqualTo(200);
         assertThat(second.body()).isEqualTo(first.body());
@@ -47,7 +51,7 @@ class MooncakeManifestExportTest extends ControlApiTestSupport {
         String model = newModel();
         long generation = open(model, 1).getGeneration().getGeneration();
 
-        HttpResponse<String> refused = export(model, generation);
+        HttpResponse<String> refused = export(new GenerationId(model, generation));
 
         assertThat(refused.statusCode()).isEqualTo(409);
         assertThat(refused.body())
@@ -69,7 +73,7 @@ class MooncakeManifestExportTest extends ControlApiTestSupport {
         registerAll(model, generation);
         assertThat(commit(model, generation).statusCode()).isEqualTo(200);
 
-        HttpResponse<String> refused = export(model, generation);
+        HttpResponse<String> refused = export(new GenerationId(model, generation));
 
         assertThat(refused.statusCode()).as(refused.body()).isEqualTo(422);
         assertThat(refused.headers().firstValue("Content-Type"))

@@ -32,7 +32,7 @@ import io.weightrelay.api.control.client.model.WorkerPlacement;
 import io.weightrelay.lab.bench.ControlPlaneBench.Figures;
 import io.weightrelay.lab.bench.ControlPlaneBench.Options;
 import io.weightrelay.reshard.checksum.Crc32c;
-import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
@@ -618,10 +618,9 @@ final class ControlPlaneBenchRun {
             throw new IllegalStateException(
                     instance + ": its slice is not valid: " + report.problems());
         }
+        GenerationId id = new GenerationId(slice.model(), generation);
         for (int read = 0; read < slice.readCount(); read++) {
-            String key =
-                    ObjectKeys.key(
-                            slice.model(), generation, slice.objectId(slice.readObject(read)));
+            String key = id.objectKey(slice.objectId(slice.readObject(read)));
             if (!store.contains(key)) {
                 throw new IllegalStateException(instance + " reads " + key + ", never stored");
             }

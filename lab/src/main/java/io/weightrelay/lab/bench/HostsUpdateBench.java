@@ -1,5 +1,6 @@
 package io.weightrelay.lab.bench;
 
+import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.bench.planner.ClusterModel;
 import io.weightrelay.lab.cluster.LabCluster;
@@ -31,12 +32,12 @@ import tools.jackson.databind.JsonNode;
 
 /**
  * {@code ./relay bench update --hosts [--link-gbps G] --model M --instances I --tp P --mode
- * compat|direct [--warmup N] [--repeat N]}: the update on the multi-host lab ({@link
- * MultiHostCluster}: Redis, control-api, two trainer hosts and two rollout hosts, each its own
- * network namespace) with every host's data-plane link limited to {@code G} Gbit/s in both
- * directions ({@link HostLab#shapeDataLinkBothWays}), so that the links, not this machine's CPU,
- * are the bottleneck, as on a cluster. The control network (REST, Redis: kilobytes per update) is
- * left unshaped.
+ * compat|direct [--direct-install in-place|staged] [--warmup N] [--repeat N]}: the update on the
+ * multi-host lab ({@link MultiHostCluster}: Redis, control-api, two trainer hosts and two rollout
+ * hosts, each its own network namespace) with every host's data-plane link limited to {@code G}
+ * Gbit/s in both directions ({@link HostLab#shapeDataLinkBothWays}), so that the links, not this
+ * machine's CPU, are the bottleneck, as on a cluster. The control network (REST, Redis: kilobytes
+ * per update) is left unshaped.
  *
  * <p>As {@link UpdateBench}: a cold update, {@code --warmup} (2) more publish-and-update rounds,
  * then {@code --repeat} (3) measured ones whose median is reported; every engine's bytes are
@@ -51,6 +52,10 @@ import tools.jackson.databind.JsonNode;
  *   <li>{@code naive_update_s}: the slowest rollout host's naive read, all workers at once
  *   <li>{@code apply_s}, {@code prepare_ms}, {@code post_apply_ms}: the loaders' phases (the
  *       slowest of each), the transfer being the apply phase
+ *   <li>{@code direct_install}, {@code install}, {@code pause_s}, {@code fetch_s}, {@code
+ *       install_s}: as in {@link UpdateBench} (the slowest loader's of each in the median round):
+ *       compat engines, and direct ones with {@code --direct-install staged}, serve through the
+ *       fetch and pause only to install; in-place direct engines pause for the whole update
  *   <li>{@code predicted_update_s}: {@link ClusterModel#predictedSeconds(Plan, double)} of the
  *       planner's plan for this placement on the lab's topology (two trainer and two rollout nodes,
  *       one NIC each at the link rate), {@code payload_fraction} of each link's rate carrying TCP
@@ -87,6 +92,8 @@ public final class HostsUpdateBench {
         Args args = new Args(argv);
         UpdateBench.Run run = UpdateBench.Run.read(args);
         double linkGbps = Double.parseDouble(args.get("link-gbps", "2"));
+        UpdateBench.Install install =
+                UpdateBench.Install.of(args.get("direct-install", "in-place"), run.spec().mode());
         try {
             HostLab.requireRoot();
         } catch (HostLabException e) {
@@ -114,6 +121,11 @@ public final class HostsUpdateBench {
             double naivePredicted =
                     naivePredictedSeconds(manifest, placement, topology, linkGbps)
                             / PAYLOAD_FRACTION;
+
+            if (install.staged()) {
+                lab.directInstall(DirectInstall.STAGED);
+            }
+            lab.installOnRequest(install.onRequest());
 
             String rate = Math.max(1, Math.round(linkGbps * 1e6)) + "kbit";
             for (Host h : lab.hosts().hosts()) {
@@ -156,6 +168,8 @@ public final class HostsUpdateBench {
                             Locale.ROOT,
                             "{\"model\":\"%s\",\"mode\":\"%s\",\"instances\":%d,\"tp\":%d,"
                                     + "\"warmups\":%d,\"repeat\":%d,"
+                                    + "\"direct_install\":\"%s\",\"install\":\"%s\","
+                                    + "\"pause_s\":%.4f,\"fetch_s\":%.4f,\"install_s\":%.4f,"
                                     + "\"hosts\":%d,\"link_gbps\":%.3f,\"generation\":%d,"
                                     + "\"update_s\":%.4f,\"naive_update_s\":%.4f,"
                                     + "\"naive_vs_update\":%.3f,\"predicted_update_s\":%.4f,"
@@ -177,6 +191,11 @@ public final class HostsUpdateBench {
                             spec.tp(),
                             run.warmups(),
                             run.repeat(),
+                            install.staged() ? "staged" : "in-place",
+                            install.onRequest() ? "on-request" : "with-update",
+                            longest(warm.engines(), "pause_ms") / 1e3,
+                            longest(warm.engines(), "fetch_ms") / 1e3,
+                            longest(warm.engines(), "install_ms") / 1e3,
                             lab.hosts().hosts().size(),
                             linkGbps,
                             generation,

@@ -8,7 +8,7 @@ import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.hosts.Agent;
-import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
@@ -174,7 +174,9 @@ public final class NaiveReader {
                                     staging,
                                     plan.rangeStart(r) - plan.readStart(i)));
                 }
-                String key = ObjectKeys.key(model, generation, plan.objectId(plan.readObject(i)));
+                String key =
+                        new GenerationId(model, generation)
+                                .objectKey(plan.objectId(plan.readObject(i)));
                 long[] got = dp.store().getIntoRanges(key, ranges);
                 for (int r = 0; r < got.length; r++) {
                     if (got[r] != ranges.get(r).length()) {

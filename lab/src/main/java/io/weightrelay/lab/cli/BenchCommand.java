@@ -369,8 +369,7 @@ final class BenchCommand extends RelayCommand {
                     "--redis-host",
                     "--redis-port",
                     "--no-checksums",
-                    "--no-verify",
-                    "--direct-install");
+                    "--no-verify");
             refuseMooncakeWithHosts(engine, hosts, "the multi-host update bench");
         }
     }

@@ -3,9 +3,11 @@ package io.weightrelay.lab.cluster;
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.control.client.GenerationsApi;
+import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.hosts.Agent;
@@ -175,6 +177,12 @@ public final class HostAgent {
         private final Map<String, RolloutEngine> engines = new LinkedHashMap<>();
         private final ExecutorService pool = Executors.newCachedThreadPool();
 
+        /** How the direct workers take a new generation; said by every registration. */
+        private DirectInstall directInstall = DirectInstall.IN_PLACE;
+
+        /** Whether the update running now serves through the fetch ({@code update-serving}). */
+        private volatile boolean installOnRequest;
+
         Engines(Args args) {
             model = args.get("model", "tiny");
             seed = args.seed();
@@ -207,6 +215,9 @@ public final class HostAgent {
         public ObjectNode handle(String[] w) throws Exception {
             return switch (w[0]) {
                 case "register" -> {
+                    if (w.length > 2) {
+                        directInstall = DirectInstall.fromValue(w[2]);
+                    }
                     for (RolloutEngine e : engines.values()) {
                         register(e, w[1]);
                     }
@@ -219,6 +230,14 @@ public final class HostAgent {
                     yield ok();
                 }
                 case "update" -> update(List.copyOf(engines.values()), Duration.ofMinutes(10));
+                case "update-serving" -> {
+                    installOnRequest = true;
+                    try {
+                        yield update(List.copyOf(engines.values()), Duration.ofMinutes(10));
+                    } finally {
+                        installOnRequest = false;
+                    }
+                }
                 case "update-one" -> update(List.of(engines.get(w[1])), Duration.ofMinutes(10));
                 case "update-within" ->
                         update(
@@ -237,7 +256,28 @@ public final class HostAgent {
                             .map(Worker::node)
                             .orElseThrow();
             e.register(
-                    model, group, node, RolloutEngine.workers(placement, e.instance(), manifest));
+                    model,
+                    group,
+                    node,
+                    null,
+                    RolloutEngine.workers(placement, e.instance(), manifest),
+                    directInstall);
+        }
+
+        /**
+         * Starts {@code e}'s update; installing on request, the engine serves through the fetch,
+         * then asks to install once its group fetched (as {@code SimulatedEngines} does on one
+         * machine). Returns the update's id.
+         */
+        private String start(RolloutEngine e, Duration timeout) {
+            if (!installOnRequest) {
+                return e.start(null, timeout).getUpdateId();
+            }
+            String id = e.startServing(null, timeout).getUpdateId();
+            if (e.awaitFetched(id, Duration.ofMillis(250)).getPhase() == UpdatePhase.FETCHED) {
+                e.install(id);
+            }
+            return id;
         }
 
         /** Updates the engines together, then checks every byte each one received. */
@@ -252,9 +292,7 @@ public final class HostAgent {
                         pool.submit(
                                 () -> {
                                     UpdateProgress p =
-                                            e.await(
-                                                    e.start(null, timeout).getUpdateId(),
-                                                    Duration.ofMillis(250));
+                                            e.await(start(e, timeout), Duration.ofMillis(250));
                                     done[k] = System.nanoTime();
                                     return p;
                                 }));
@@ -280,7 +318,10 @@ public final class HostAgent {
                 if (p.getDurations() != null) {
                     o.put("prepare_ms", nz(p.getDurations().getPrepareMs()))
                             .put("apply_ms", nz(p.getDurations().getApplyMs()))
-                            .put("post_apply_ms", nz(p.getDurations().getPostApplyMs()));
+                            .put("post_apply_ms", nz(p.getDurations().getPostApplyMs()))
+                            .put("fetch_ms", nz(p.getDurations().getFetchMs()))
+                            .put("install_ms", nz(p.getDurations().getInstallMs()))
+                            .put("pause_ms", nz(p.getDurations().getPauseMs()));
                 }
                 TransportBytes t = p.getTransport();
                 if (t != null) {

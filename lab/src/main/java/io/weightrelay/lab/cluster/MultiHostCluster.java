@@ -1,5 +1,6 @@
 package io.weightrelay.lab.cluster;
 
+import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.hosts.Host;
 import io.weightrelay.lab.hosts.HostLab;
@@ -128,6 +129,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
     private final Map<String, HostProcess> rolloutAgents = new LinkedHashMap<>();
     private final ExecutorService pool = Executors.newCachedThreadPool();
     private int restarts;
+    private volatile boolean installOnRequest;
     private List<String> serviceArgs = List.of();
     private String redisUri;
     private String controlUrl;
@@ -240,11 +242,28 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
     /** A committed generation, the bytes the ranks handed over and the interfaces' traffic. */
     public record Published(long generation, long bytes, LinkCounters traffic) {}
 
+    /**
+     * Registers every engine again, its direct workers taking new generations {@code how}: every
+     * registration from now on says so.
+     */
+    public void directInstall(DirectInstall how) throws Exception {
+        all(rolloutAgents.values(), p -> p.require("register lab " + how.getValue()));
+    }
+
+    /**
+     * Whether {@link #updateAll} serves through the fetch: each engine starts its update to install
+     * on request, follows it to FETCHED, then asks to install (otherwise it updates in one call).
+     */
+    public void installOnRequest(boolean on) {
+        installOnRequest = on;
+    }
+
     /** Updates every engine to the active generation, all at once, and checks every byte. */
     public Update updateAll() throws Exception {
         LinkCounters before = hosts.counters();
         long started = System.nanoTime();
-        List<JsonNode> answers = all(rolloutAgents.values(), p -> p.answer("update"));
+        String command = installOnRequest ? "update-serving" : "update";
+        List<JsonNode> answers = all(rolloutAgents.values(), p -> p.answer(command));
         double seconds = (System.nanoTime() - started) / 1e9;
         return new Update(seconds, engines(answers), hosts.counters().minus(before));
     }

@@ -3,7 +3,7 @@ package io.weightrelay.lab.demo;
 import io.weightrelay.api.publisher.client.model.SegmentInfo;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.StoreClient;
-import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.trainer.client.PublisherClient;
@@ -75,7 +75,7 @@ final class LocalReplicas {
                                 + node
                                 + "', which runs no publisher of this lab");
             }
-            keys.add(ObjectKeys.key(manifest.model(), generation, f.fragment()));
+            keys.add(new GenerationId(manifest.model(), generation).objectKey(f.fragment()));
             own.add(endpoint);
         }
         List<StoreClient.Located> where = reader.store().locate(keys);

@@ -5,7 +5,7 @@ import static io.weightrelay.lab.faults.LabCase.requireHolding;
 
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import java.util.List;
 import java.util.Set;
@@ -31,7 +31,7 @@ final class CorruptedObjectCase {
                         .orElseThrow();
         lab.faults()
                 .corruptStoredByte(
-                        ObjectKeys.key(lab.manifest().model(), bad, victim.fragment()),
+                        new GenerationId(lab.manifest().model(), bad).objectKey(victim.fragment()),
                         victim.bytes() / 2);
         fault.destroyed(bad);
 

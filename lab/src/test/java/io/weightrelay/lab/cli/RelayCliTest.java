@@ -391,6 +391,8 @@ class RelayCliTest {
                 relay("bench", "update", "--hosts", "--link-gbps", "2", "--mode", "direct").only();
         assertThat(shaped.entryPoint()).isEqualTo("io.weightrelay.lab.bench.HostsUpdateBench");
         assertThat(shaped.args()).containsExactly("--hosts", "--link-gbps=2", "--mode=direct");
+        assertThat(relay("bench", "update", "--hosts", "--direct-install", "staged").only().args())
+                .containsExactly("--hosts", "--direct-install=staged");
 
         // trainer-client's Args (and the planner's BenchArgs) read "--flag=value": a value that
         // starts with "--" arrives whole, and a repeated flag keeps every value.

@@ -3,6 +3,7 @@ package io.weightrelay.loader.control;
 import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.checksum.RangeChecksums;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
@@ -92,79 +93,30 @@ public interface ControlPlane {
             sent = sent == null ? java.util.Map.of() : java.util.Map.copyOf(sent);
         }
 
-        public Report(
+        /**
+         * APPLIED: the bytes this loader moved and the CRC32C of every range it read ({@code
+         * checksums}, null with the proof off).
+         */
+        public static Report applied(
                 String instance,
                 long epoch,
-                Reported phase,
                 long bytesRead,
                 long bytesPushed,
                 long bytesReceived,
-                String failingPeer,
-                String error,
-                RangeChecksums checksums,
-                java.util.Map<String, byte[]> sent,
-                Durations durations) {
-            this(
-                    instance,
-                    epoch,
-                    phase,
-                    bytesRead,
-                    bytesPushed,
-                    bytesReceived,
-                    failingPeer,
-                    error,
-                    checksums,
-                    sent,
-                    durations,
-                    false);
-        }
-
-        public Report(
-                String instance,
-                long epoch,
-                Reported phase,
-                long bytesRead,
-                long bytesPushed,
-                long bytesReceived,
-                String failingPeer,
-                String error,
-                RangeChecksums checksums,
-                java.util.Map<String, byte[]> sent) {
-            this(
-                    instance,
-                    epoch,
-                    phase,
-                    bytesRead,
-                    bytesPushed,
-                    bytesReceived,
-                    failingPeer,
-                    error,
-                    checksums,
-                    sent,
-                    null);
-        }
-
-        public Report(
-                String instance,
-                long epoch,
-                Reported phase,
-                long bytesRead,
-                long bytesPushed,
-                long bytesReceived,
-                String failingPeer,
-                String error,
                 RangeChecksums checksums) {
-            this(
+            return new Report(
                     instance,
                     epoch,
-                    phase,
+                    Reported.APPLIED,
                     bytesRead,
                     bytesPushed,
                     bytesReceived,
-                    failingPeer,
-                    error,
+                    null,
+                    null,
                     checksums,
-                    null);
+                    null,
+                    null,
+                    false);
         }
 
         /**
@@ -172,11 +124,13 @@ public interface ControlPlane {
          * the encoded digests of what it wrote into that instance's buffers.
          */
         public static Report sent(String instance, long epoch, java.util.Map<String, byte[]> sent) {
-            return new Report(instance, epoch, Reported.SENT, 0, 0, 0, null, null, null, sent);
+            return new Report(
+                    instance, epoch, Reported.SENT, 0, 0, 0, null, null, null, sent, null, false);
         }
 
         public static Report of(String instance, long epoch, Reported phase) {
-            return new Report(instance, epoch, phase, 0, 0, 0, null, null, null);
+            return new Report(
+                    instance, epoch, phase, 0, 0, 0, null, null, null, null, null, false);
         }
 
         /** PREPARED, saying whether the engine serves through the fetch. */
@@ -212,12 +166,25 @@ public interface ControlPlane {
                     null,
                     null,
                     null,
-                    durations);
+                    durations,
+                    false);
         }
 
         /** FAILED, naming the peer at fault (or null) and why. */
         public static Report failed(String instance, long epoch, String failingPeer, String error) {
-            return new Report(instance, epoch, Reported.FAILED, 0, 0, 0, failingPeer, error, null);
+            return new Report(
+                    instance,
+                    epoch,
+                    Reported.FAILED,
+                    0,
+                    0,
+                    0,
+                    failingPeer,
+                    error,
+                    null,
+                    null,
+                    null,
+                    false);
         }
     }
 
@@ -267,7 +234,7 @@ public interface ControlPlane {
 
     GenerationRef activeGeneration(String model);
 
-    SourceManifest manifest(String model, long generation);
+    SourceManifest manifest(GenerationId generation);
 
     /** This loader's slice of a plan: all a loader fetches of it. */
     Slice slice(String planId, String instance);
@@ -298,7 +265,7 @@ public interface ControlPlane {
      */
     Preparation prepare(PrepareCall call);
 
-    void report(String model, long generation, String group, Report report);
+    void report(GenerationId generation, String group, Report report);
 
     /**
      * What the participants' SENT reports say they wrote into {@code instance}'s buffers: encoded
@@ -321,16 +288,16 @@ public interface ControlPlane {
             Report report,
             Barrier barrier,
             Duration wait) {
-        report(model, generation, group, report);
+        report(new GenerationId(model, generation), group, report);
         return awaitBarrier(model, generation, group, barrier, wait);
     }
 
-    void releaseLease(String model, long generation, String holder);
+    void releaseLease(GenerationId generation, String holder);
 
     /**
      * Takes (or renews) {@code holder}'s lease on {@code generation} for {@code ttl}. A
      * registration drops every lease taken in the loader's name; a loader registered again while
      * its engine kept its memory takes the one on the generation it still serves again.
      */
-    void acquireLease(String model, long generation, String holder, Duration ttl);
+    void acquireLease(GenerationId generation, String holder, Duration ttl);
 }

@@ -31,6 +31,7 @@ import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.instance.Instance;
 import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.reshard.plan.Slice;
@@ -318,10 +319,12 @@ public class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public SourceManifest manifest(String model, long generation) {
+    public SourceManifest manifest(GenerationId id) {
+        String model = id.model();
+        long generation = id.generation();
         byte[] encoded =
                 call(
-                        "manifest of " + model + "/" + generation,
+                        "manifest of " + id.path(),
                         () -> ControlManifests.encoded(generations, model, generation));
         try {
             return SourceManifest.decode(encoded);
@@ -423,11 +426,11 @@ public class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public void report(String model, long generation, String group, Report r) {
+    public void report(GenerationId id, String group, Report r) {
         PhaseReport body = body(r);
         run(
                 "report " + r.phase() + " of " + r.instance(),
-                () -> updates.reportUpdatePhase(model, generation, group, body));
+                () -> updates.reportUpdatePhase(id.model(), id.generation(), group, body));
     }
 
     @Override
@@ -528,19 +531,19 @@ public class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public void acquireLease(String model, long generation, String holder, Duration ttl) {
+    public void acquireLease(GenerationId id, String holder, Duration ttl) {
         LeaseRequest request = new LeaseRequest();
         request.setHolder(holder);
         request.setTtlSeconds(leaseSeconds(ttl));
         run(
-                "lease " + model + "/" + generation,
-                () -> generations.acquireLease(model, generation, request));
+                "lease " + id.path(),
+                () -> generations.acquireLease(id.model(), id.generation(), request));
     }
 
     @Override
-    public void releaseLease(String model, long generation, String holder) {
+    public void releaseLease(GenerationId id, String holder) {
         run(
-                "release lease on " + model + "/" + generation,
-                () -> generations.releaseLease(model, generation, holder));
+                "release lease on " + id.path(),
+                () -> generations.releaseLease(id.model(), id.generation(), holder));
     }
 }

@@ -17,6 +17,7 @@ import io.weightrelay.loader.pipeline.ReadStaging;
 import io.weightrelay.loader.registration.RegistrationKey;
 import io.weightrelay.loader.registration.RegistrationManager;
 import io.weightrelay.loader.registration.ServingCopies;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.ProblemKind;
 import java.util.HashSet;
@@ -288,7 +289,9 @@ public class InstanceService {
             // engine still serves is held again, as a loader holds it after its update.
             try {
                 control.acquireLease(
-                        again.model(), held, again.instanceId(), properties.leaseTtl());
+                        new GenerationId(again.model(), held),
+                        again.instanceId(),
+                        properties.leaseTtl());
             } catch (ControlPlaneException e) {
                 log.warn(
                         "loader {} serves generation {} of {} but could not lease it again: {}",
@@ -426,7 +429,8 @@ public class InstanceService {
         if (instance.generation() != null) {
             try {
                 control.releaseLease(
-                        instance.model(), instance.generation(), instance.instanceId());
+                        new GenerationId(instance.model(), instance.generation()),
+                        instance.instanceId());
             } catch (ControlPlaneException e) {
                 log.warn(
                         "releasing the lease of {} failed: {}",

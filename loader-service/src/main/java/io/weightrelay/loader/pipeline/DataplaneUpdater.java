@@ -9,6 +9,7 @@ import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.TransferRequest;
 import io.weightrelay.loader.registration.RegistrationKey;
 import io.weightrelay.loader.registration.RegistrationManager;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.Worker;
@@ -114,7 +115,7 @@ public final class DataplaneUpdater {
             laps.lap("reads-not-checked-ahead");
             revalidate();
             laps.lap("revalidate");
-            checkObjects(SliceSchedule.objectKeys(plan, r.model(), r.generation()));
+            checkObjects(SliceSchedule.objectKeys(plan, r.id()));
             laps.lap("check-objects");
         }
         Map<String, Segment> own = new LinkedHashMap<>();
@@ -258,11 +259,11 @@ public final class DataplaneUpdater {
      *
      * @throws ApplyFailure naming the object or segment at fault
      */
-    public void checkReads(String model, long generation, Slice slice) {
+    public void checkReads(GenerationId generation, Slice slice) {
         Laps laps = new Laps();
         revalidate();
         laps.lap("revalidate");
-        checkObjects(SliceSchedule.objectKeys(slice, model, generation));
+        checkObjects(SliceSchedule.objectKeys(slice, generation));
         laps.lap("check-objects");
         log.info("reads of {} checked for generation {}: {}", slice.instance(), generation, laps);
     }

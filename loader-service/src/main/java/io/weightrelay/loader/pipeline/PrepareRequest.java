@@ -1,5 +1,6 @@
 package io.weightrelay.loader.pipeline;
 
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Slice;
@@ -38,5 +39,10 @@ public record PrepareRequest(
         Objects.requireNonNull(directory, "directory");
         workers = List.copyOf(workers);
         registered = List.copyOf(registered);
+    }
+
+    /** The generation this prepare is for. */
+    public GenerationId id() {
+        return new GenerationId(model, generation);
     }
 }

@@ -5,7 +5,7 @@ import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.StoreClient;
 import io.weightrelay.reshard.checksum.RangeChecksums;
-import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.service.concurrent.DaemonThreads;
 import java.util.ArrayList;
@@ -111,7 +111,9 @@ final class ReadStage {
             String objectId = plan.objectId(object);
             objects.add(
                     new ObjectRead(
-                            objectId, ObjectKeys.key(ctx.model, ctx.generation, objectId), ranges));
+                            objectId,
+                            new GenerationId(ctx.model, ctx.generation).objectKey(objectId),
+                            ranges));
             i = j;
         }
         // The batch's objects are looked up in one metadata round trip, not one per object:

@@ -1,6 +1,6 @@
 package io.weightrelay.loader.pipeline;
 
-import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;
@@ -297,10 +297,10 @@ public final class SliceSchedule {
     }
 
     /** Store keys this loader reads. */
-    public static Set<String> objectKeys(Slice plan, String model, long generation) {
+    public static Set<String> objectKeys(Slice plan, GenerationId generation) {
         Set<String> keys = new LinkedHashSet<>();
         for (int i = 0; i < plan.readCount(); i++) {
-            keys.add(ObjectKeys.key(model, generation, plan.objectId(plan.readObject(i))));
+            keys.add(generation.objectKey(plan.objectId(plan.readObject(i))));
         }
         return keys;
     }

@@ -19,6 +19,7 @@ import io.weightrelay.loader.pipeline.ReadFault;
 import io.weightrelay.loader.pipeline.SliceSchedule;
 import io.weightrelay.loader.registration.RegistrationKey;
 import io.weightrelay.loader.registration.ServingCopies;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.service.concurrent.DaemonThreads;
@@ -102,26 +103,23 @@ class DataplaneUpdateSteps implements UpdateSteps {
 
     /** Read checks started beside the prepare call, for one model, generation and slice. */
     private record ReadsAhead(
-            String model, long generation, Slice slice, CompletableFuture<Void> checks) {
+            GenerationId generation, Slice slice, CompletableFuture<Void> checks) {
 
         boolean isFor(PrepareRequest r) {
-            return slice == r.slice() && generation == r.generation() && model.equals(r.model());
+            return slice == r.slice() && generation.equals(r.id());
         }
     }
 
     private ReadsAhead ahead;
 
     @Override
-    public synchronized void checkReadsAhead(String model, long generation, Slice slice) {
+    public synchronized void checkReadsAhead(GenerationId generation, Slice slice) {
         ahead =
                 new ReadsAhead(
-                        model,
                         generation,
                         slice,
                         CompletableFuture.runAsync(
-                                () ->
-                                        updater(slice.instance())
-                                                .checkReads(model, generation, slice),
+                                () -> updater(slice.instance()).checkReads(generation, slice),
                                 AHEAD));
     }
 

@@ -11,6 +11,7 @@ import io.weightrelay.loader.control.ControlPlane.Reported;
 import io.weightrelay.loader.control.ControlPlaneException;
 import io.weightrelay.loader.instance.Instance;
 import io.weightrelay.loader.pipeline.ApplyFailure;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.time.Duration;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -159,7 +160,7 @@ final class GroupSession {
     }
 
     void send(Report report) {
-        control.report(instance.model(), generation, instance.group(), report);
+        control.report(new GenerationId(instance.model(), generation), instance.group(), report);
     }
 
     /**

@@ -6,6 +6,7 @@ import io.weightrelay.loader.control.ControlPlane.Report;
 import io.weightrelay.loader.control.ControlPlaneException;
 import io.weightrelay.loader.instance.Instance;
 import io.weightrelay.loader.instance.InstanceService;
+import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -66,8 +67,7 @@ final class PostAppliedReport {
         }
         try {
             control.report(
-                    instance.model(),
-                    generation,
+                    new GenerationId(instance.model(), generation),
                     instance.group(),
                     Report.postApplied(instance.instanceId(), instance.epoch(), durations));
             if (attempt > 0) {

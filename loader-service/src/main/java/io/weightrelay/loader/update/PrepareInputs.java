@@ -14,6 +14,7 @@ import io.weightrelay.loader.pipeline.ApplyFailure;
 import io.weightrelay.loader.pipeline.BufferDirectory;
 import io.weightrelay.loader.pipeline.Laps;
 import io.weightrelay.loader.pipeline.PrepareRequest;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Slice;
@@ -91,7 +92,7 @@ final class PrepareInputs {
                 cached != null && cached.manifest().model().equals(model)
                         ? null
                         : CompletableFuture.supplyAsync(
-                                () -> control.manifest(model, generation), calls);
+                                () -> control.manifest(new GenerationId(model, generation)), calls);
         // One round trip for the generation's state, the plan, the session and the lease; the
         // group's buffers come with it only when they changed since the last prepare.
         CachedBuffers buffers = lastBuffers;
@@ -99,7 +100,7 @@ final class PrepareInputs {
         // whenever the manifest and the group are, and prepare checks again when not.
         CachedSlice known = lastSlice;
         if (known != null) {
-            steps.checkReadsAhead(model, generation, known.slice());
+            steps.checkReadsAhead(new GenerationId(model, generation), known.slice());
         }
         Preparation answer;
         try {
@@ -131,7 +132,7 @@ final class PrepareInputs {
         Instance instance = called.instance();
         long generation = called.generation();
         Preparation answer = called.answer();
-        requireLoadable(instance.model(), generation, answer.generation());
+        requireLoadable(new GenerationId(instance.model(), generation), answer.generation());
         SourceManifest manifest = manifest(called);
         watch.lap("manifest");
         Slice slice = slice(instance, generation, answer.plan());
@@ -154,19 +155,19 @@ final class PrepareInputs {
     }
 
     /** Refuses a generation that is not committed or holds an object that failed its proof. */
-    private static void requireLoadable(String model, long generation, GenerationRef g) {
+    private static void requireLoadable(GenerationId id, GenerationRef g) {
         if (!g.state().equals("ACTIVE") && !g.state().equals("RETIRED")) {
             throw new ApplyFailure(
-                    model + "/" + generation,
-                    "generation " + generation + " of " + model + " is " + g.state());
+                    id.path(),
+                    "generation " + id.generation() + " of " + id.model() + " is " + g.state());
         }
         if (g.corruptObject() != null) {
             throw new ApplyFailure(
-                    model + "/" + generation + "/" + g.corruptObject(),
+                    id.objectKey(g.corruptObject()),
                     "generation "
-                            + generation
+                            + id.generation()
                             + " of "
-                            + model
+                            + id.model()
                             + " is corrupt: object "
                             + g.corruptObject()
                             + " does not match its published checksum");
@@ -190,7 +191,7 @@ final class PrepareInputs {
         SourceManifest manifest =
                 called.fetching() != null
                         ? join(called.fetching())
-                        : control.manifest(model, generation);
+                        : control.manifest(new GenerationId(model, generation));
         String digest = manifest.digest();
         if (!digest.equals(g.manifestDigest())) {
             throw new ApplyFailure(
@@ -220,7 +221,7 @@ final class PrepareInputs {
         lastSlice = new CachedSlice(ref.planId(), slice);
         // Not the slice checked beside the call: its reads are checked now, beside the validation
         // of the slice.
-        steps.checkReadsAhead(instance.model(), generation, slice);
+        steps.checkReadsAhead(new GenerationId(instance.model(), generation), slice);
         return slice;
     }
 

@@ -11,6 +11,7 @@ import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Placements;
 import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.Mode;
@@ -114,7 +115,7 @@ class PrepareWarmUp implements ApplicationRunner {
                                 directory,
                                 registered);
                 SliceSchedule schedule = DataplaneUpdater.check(request, null).schedule();
-                SliceSchedule.objectKeys(slice, MODEL, 1);
+                SliceSchedule.objectKeys(slice, new GenerationId(MODEL, 1));
                 PipelineExecutor.stagingBytes(schedule, SLOTS);
                 schedule.peerSegments();
                 for (SliceSchedule.WriterBatch g : schedule.receivedFrom()) {

@@ -15,6 +15,7 @@ import io.weightrelay.loader.pipeline.LandedProof;
 import io.weightrelay.loader.pipeline.Laps;
 import io.weightrelay.loader.update.UpdateRun.Outcome;
 import io.weightrelay.loader.update.UpdateRun.Phase;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.concurrent.DaemonThreads;
 import io.weightrelay.service.problem.CommonProblems;
 import jakarta.annotation.PreDestroy;
@@ -366,7 +367,7 @@ public class UpdateCoordinator {
             log.warn("dropping provisional registrations failed: {}", d.toString());
         }
         if (held.leased && !Long.valueOf(generation).equals(instance.generation())) {
-            releaseLease(instance.model(), generation, instance.instanceId());
+            releaseLease(new GenerationId(instance.model(), generation), instance.instanceId());
         }
         return Ending.resumedOld(failure);
     }
@@ -406,15 +407,12 @@ public class UpdateCoordinator {
         }
         run.enter(Phase.APPLIED);
         session.arrive(
-                new Report(
+                Report.applied(
                         instance.instanceId(),
                         instance.epoch(),
-                        Reported.APPLIED,
                         counts.bytesRead(),
                         counts.bytesPushed() + counts.bytesFannedOut(),
                         counts.bytesReceived(),
-                        null,
-                        null,
                         counts.checksums()),
                 Barrier.APPLIED);
     }
@@ -501,11 +499,11 @@ public class UpdateCoordinator {
         return Duration.ofNanos(left);
     }
 
-    private void releaseLease(String model, long generation, String holder) {
+    private void releaseLease(GenerationId generation, String holder) {
         try {
-            control.releaseLease(model, generation, holder);
+            control.releaseLease(generation, holder);
         } catch (RuntimeException e) {
-            log.warn("releasing the lease on {}/{} failed: {}", model, generation, e.toString());
+            log.warn("releasing the lease on {} failed: {}", generation.path(), e.toString());
         }
     }
 

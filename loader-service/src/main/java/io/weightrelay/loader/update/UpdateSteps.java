@@ -4,6 +4,7 @@ import io.weightrelay.loader.instance.Instance;
 import io.weightrelay.loader.pipeline.ApplyCounts;
 import io.weightrelay.loader.pipeline.ApplyFailure;
 import io.weightrelay.loader.pipeline.PrepareRequest;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
 import java.util.function.LongConsumer;
@@ -58,7 +59,7 @@ public interface UpdateSteps {
      * same model, generation and slice waits for them and does not run them again when they passed;
      * when they failed, or were for another slice, it runs its own.
      */
-    default void checkReadsAhead(String model, long generation, Slice slice) {}
+    default void checkReadsAhead(GenerationId generation, Slice slice) {}
 
     /**
      * Installs what the update fetched: copies each staged direct worker's received segment into

@@ -8,7 +8,7 @@ import io.weightrelay.dataplane.Segment;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.ObjectVerification;
 import io.weightrelay.reshard.checksum.RangeChecksums;
-import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.placement.Mode;
@@ -92,7 +92,8 @@ class MultiProcessApplyTest {
                                 f.bytes(), Crc32c.of(staging.byteBuffer(0, (int) f.bytes()))));
                 trainer.store()
                         .putFrom(
-                                ObjectKeys.key(manifest.model(), generation, f.fragment()),
+                                new GenerationId(manifest.model(), generation)
+                                        .objectKey(f.fragment()),
                                 staging,
                                 0,
                                 f.bytes(),
@@ -402,7 +403,7 @@ class MultiProcessApplyTest {
 
         publish(c.manifest(), 2);
         StoredFragment lost = c.manifest().fragments().get(3);
-        String lostKey = ObjectKeys.key("tiny", 2, lost.fragment());
+        String lostKey = new GenerationId("tiny", 2).objectKey(lost.fragment());
         assertThat(trainer.store().remove(lostKey)).isTrue();
 
         List<String> prepared = all("prepare 2");

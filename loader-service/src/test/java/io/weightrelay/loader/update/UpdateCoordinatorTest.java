@@ -30,6 +30,7 @@ import io.weightrelay.loader.update.UpdateRun.Phase;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Placements;
 import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
@@ -812,7 +813,7 @@ class UpdateCoordinatorTest {
         }
 
         @Override
-        public SourceManifest manifest(String model, long generation) {
+        public SourceManifest manifest(GenerationId generation) {
             return manifest;
         }
 
@@ -852,7 +853,7 @@ class UpdateCoordinatorTest {
         }
 
         @Override
-        public synchronized void report(String model, long generation, String group, Report r) {
+        public synchronized void report(GenerationId generation, String group, Report r) {
             if (refuseReports != null && r.phase() != ControlPlane.Reported.FAILED) {
                 throw refuseReports;
             }
@@ -889,13 +890,13 @@ class UpdateCoordinatorTest {
         }
 
         @Override
-        public void releaseLease(String model, long generation, String holder) {
-            leases.add("-" + generation);
+        public void releaseLease(GenerationId generation, String holder) {
+            leases.add("-" + generation.generation());
         }
 
         @Override
-        public void acquireLease(String model, long generation, String holder, Duration ttl) {
-            leases.add("+" + generation);
+        public void acquireLease(GenerationId generation, String holder, Duration ttl) {
+            leases.add("+" + generation.generation());
         }
     }
 
@@ -919,8 +920,8 @@ class UpdateCoordinatorTest {
         final CompletableFuture<ApplyFailure> stopped = new CompletableFuture<>();
 
         @Override
-        public void checkReadsAhead(String model, long generation, Slice slice) {
-            readsAhead.add(model + "/" + generation + ":" + slice.instance());
+        public void checkReadsAhead(GenerationId generation, Slice slice) {
+            readsAhead.add(generation.path() + ":" + slice.instance());
             aheadSlice = slice;
         }
 

@@ -12,7 +12,6 @@ import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.SegmentRegistration;
 import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.GenerationId;
-import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.manifest.TensorSpec;
@@ -272,7 +271,7 @@ final class RestControlPlane implements ControlPlane {
             byTensor.put(t.name(), new ArrayList<>());
         }
         for (StoredFragment f : manifest.fragments()) {
-            String key = ObjectKeys.key(model, generation, f.fragment());
+            String key = new GenerationId(model, generation).objectKey(f.fragment());
             TensorSpec t = specs.get(f.tensor());
             if (t == null) {
                 throw mismatch("fragment " + key + " names unknown tensor " + f.tensor());

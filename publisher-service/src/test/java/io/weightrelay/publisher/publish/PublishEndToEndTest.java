@@ -31,7 +31,6 @@ import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fp8BlockRule;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.GenerationId;
-import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
@@ -233,7 +232,7 @@ abstract class PublishEndToEndTest {
         assertThat(manifest.fragments().size()).isGreaterThan(manifest.tensors().size());
         long stagedBytes = 0;
         for (StoredFragment f : manifest.fragments()) {
-            String key = ObjectKeys.key(manifest.model(), g, f.fragment());
+            String key = new GenerationId(manifest.model(), g).objectKey(f.fragment());
             ByteBuffer stored = owner.ownedBytes(key).orElseThrow(() -> new AssertionError(key));
             int expected = Checksums.crc32c(ExpectedFragments.bf16(manifest, f, SEED, g));
             assertThat(Checksums.crc32c(stored)).as(key).isEqualTo(expected);
@@ -294,7 +293,7 @@ abstract class PublishEndToEndTest {
             TensorSpec weight = manifest.tensors().get(index);
             Fp8Reference.Quantized want = Fp8Reference.quantize(trainerValues(weight, index, g));
             for (StoredFragment f : manifest.fragments()) {
-                String key = ObjectKeys.key(manifest.model(), g, f.fragment());
+                String key = new GenerationId(manifest.model(), g).objectKey(f.fragment());
                 ByteBuffer expected;
                 if (f.tensor().equals(weight.name())) {
                     expected = ByteBuffer.allocate(Math.toIntExact(f.bytes()));
@@ -330,7 +329,9 @@ abstract class PublishEndToEndTest {
         // the embedding stays bf16, passed through
         StoredFragment embed = manifest.fragments().get(0);
         assertThat(
-                        owner.ownedBytes(ObjectKeys.key(manifest.model(), g, embed.fragment()))
+                        owner.ownedBytes(
+                                        new GenerationId(manifest.model(), g)
+                                                .objectKey(embed.fragment()))
                                 .orElseThrow()
                                 .remaining())
                 .isEqualTo(64 * 32 * 2);
@@ -368,7 +369,7 @@ abstract class PublishEndToEndTest {
         int realCrc = Checksums.crc32c(ExpectedFragments.bf16(manifest, first, SEED, opened));
         RegisteredObject rival =
                 new RegisteredObject()
-                        .key(ObjectKeys.key(manifest.model(), opened, first.fragment()))
+                        .key(new GenerationId(manifest.model(), opened).objectKey(first.fragment()))
                         .size(first.bytes())
                         .checksum(Checksums.format(realCrc ^ 1))
                         .segments(List.of("segment-rival"));
@@ -513,7 +514,7 @@ abstract class PublishEndToEndTest {
         long g = publish(manifest, 0).generation();
         Map<String, Integer> crcs = new HashMap<>();
         for (StoredFragment f : manifest.fragments()) {
-            String key = ObjectKeys.key(manifest.model(), g, f.fragment());
+            String key = new GenerationId(manifest.model(), g).objectKey(f.fragment());
             crcs.put(key, Checksums.crc32c(owner.ownedBytes(key).orElseThrow()));
         }
         OwnerApi ownerApi = ownerTokenApi();
@@ -555,7 +556,7 @@ abstract class PublishEndToEndTest {
         // One byte flipped in the segment after publish: that object is never saved.
         StoredFragment victim =
                 manifest.fragments().stream().filter(f -> f.bytes() > 0).findFirst().orElseThrow();
-        String key = ObjectKeys.key(manifest.model(), g, victim.fragment());
+        String key = new GenerationId(manifest.model(), g).objectKey(victim.fragment());
         ByteBuffer bytes = owner.ownedBytes(key).orElseThrow();
         int at = (int) (victim.bytes() / 2);
         bytes.put(at, (byte) (bytes.get(at) ^ 0x5a));
@@ -588,7 +589,7 @@ abstract class PublishEndToEndTest {
                 manifest.fragments().stream()
                         .max(java.util.Comparator.comparingLong(StoredFragment::bytes))
                         .orElseThrow();
-        String key = ObjectKeys.key(manifest.model(), g, victim.fragment());
+        String key = new GenerationId(manifest.model(), g).objectKey(victim.fragment());
         ByteBuffer bytes = owner.ownedBytes(key).orElseThrow();
         int at = (int) (victim.bytes() / 2);
         byte original = bytes.get(at);
@@ -685,7 +686,7 @@ abstract class PublishEndToEndTest {
     void assertNoneStored(SourceManifest manifest, long generation, String... except) {
         List<String> skip = List.of(except);
         for (StoredFragment f : manifest.fragments()) {
-            String key = ObjectKeys.key(manifest.model(), generation, f.fragment());
+            String key = new GenerationId(manifest.model(), generation).objectKey(f.fragment());
             if (!skip.contains(key)) {
                 assertThat(owner.exists(key)).as(key).isFalse();
             }
@@ -695,7 +696,7 @@ abstract class PublishEndToEndTest {
     /** Every fragment of the generation is stored. */
     void assertAllStored(SourceManifest manifest, long generation) {
         for (StoredFragment f : manifest.fragments()) {
-            String key = ObjectKeys.key(manifest.model(), generation, f.fragment());
+            String key = new GenerationId(manifest.model(), generation).objectKey(f.fragment());
             assertThat(owner.exists(key)).as(key).isTrue();
         }
     }

@@ -7,7 +7,6 @@ import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.publisher.client.model.PublishState;
 import io.weightrelay.dataplane.InPlaceObject;
 import io.weightrelay.reshard.manifest.GenerationId;
-import io.weightrelay.reshard.manifest.ObjectKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.testkit.sim.DeterministicWeights;
@@ -77,7 +76,7 @@ class SegmentStagingPublishTest extends PublishEndToEndTest {
         // A stale object under one of the new generation's keys: the in-place publish of the
         // batch holding that fragment finds the key taken.
         StoredFragment victim = manifest.fragments().get(manifest.fragments().size() / 2);
-        String stale = ObjectKeys.key(manifest.model(), next, victim.fragment());
+        String stale = new GenerationId(manifest.model(), next).objectKey(victim.fragment());
         long block = owner.reserve(victim.bytes());
         owner.publishInPlace(block, List.of(new InPlaceObject(stale, block, victim.bytes())));
         long freeBefore = owner.freeBytes();

@@ -13,7 +13,7 @@ import io.weightrelay.publisher.TestControlApi;
 import io.weightrelay.publisher.TestPublisherProperties;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
-import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.service.test.TestDataplane;
@@ -271,7 +271,7 @@ class ForgottenGenerationsTest {
         ByteBuffer memory = ByteBuffer.allocateDirect((int) MAX_FRAGMENT * 2);
         try (RegisteredBuffer buffer = reader.registerBuffer(memory)) {
             for (StoredFragment f : manifest.fragments()) {
-                String key = ObjectKeys.key(MODEL, generation, f.fragment());
+                String key = new GenerationId(MODEL, generation).objectKey(f.fragment());
                 List<ObjectLocation> locations = reader.store().locations(key);
                 assertThat(locations).as(key).hasSize(1);
                 assertThat(locations.get(0).segment()).as(key).isEqualTo(segment);

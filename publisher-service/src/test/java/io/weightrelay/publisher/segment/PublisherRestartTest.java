@@ -15,7 +15,7 @@ import io.weightrelay.publisher.TestPublisherProperties;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
-import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.service.test.TestDataplane;
@@ -117,7 +117,7 @@ class PublisherRestartTest {
         // no reader can be handed bytes of the new segment under an old key.
         for (long g : List.of(first, second)) {
             for (StoredFragment f : manifest.fragments()) {
-                String key = ObjectKeys.key(manifest.model(), g, f.fragment());
+                String key = new GenerationId(manifest.model(), g).objectKey(f.fragment());
                 assertThat(reader.store().exists(key)).as(key).isFalse();
             }
         }
@@ -143,7 +143,7 @@ class PublisherRestartTest {
         // now point at generation 3's bytes.
         assertThat(overlaps(before, after)).isTrue();
         for (StoredFragment f : manifest.fragments()) {
-            String key = ObjectKeys.key(manifest.model(), second, f.fragment());
+            String key = new GenerationId(manifest.model(), second).objectKey(f.fragment());
             assertThat(reader.store().exists(key)).as(key).isFalse();
         }
     }
@@ -231,7 +231,7 @@ class PublisherRestartTest {
         ByteBuffer memory = ByteBuffer.allocateDirect((int) MAX_FRAGMENT * 2);
         try (RegisteredBuffer buffer = reader.registerBuffer(memory)) {
             for (StoredFragment f : manifest.fragments()) {
-                String key = ObjectKeys.key(manifest.model(), generation, f.fragment());
+                String key = new GenerationId(manifest.model(), generation).objectKey(f.fragment());
                 List<ObjectLocation> locations = reader.store().locations(key);
                 assertThat(locations).as(key).hasSize(1);
                 assertThat(locations.get(0).segment()).as(key).isEqualTo(segment);

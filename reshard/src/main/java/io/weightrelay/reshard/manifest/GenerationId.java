@@ -53,7 +53,7 @@ public record GenerationId(String model, long generation) {
 
     /** The store key of one of this generation's fragments: {@code model/generation/fragment}. */
     public String objectKey(String fragment) {
-        return ObjectKeys.key(model, generation, fragment);
+        return ObjectKeys.key(this, fragment);
     }
 
     /** {@code model@g12}: short enough for a log line, unambiguous in one. */

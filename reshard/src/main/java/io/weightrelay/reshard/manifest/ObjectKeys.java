@@ -5,13 +5,11 @@ public final class ObjectKeys {
     private ObjectKeys() {}
 
     /**
-     * The generation is deliberately not part of manifests or plans: the plan is reused every
-     * generation until a digest changes, and the loader adds the generation when it reads.
+     * The store key of one of {@code generation}'s fragments. The generation is deliberately not
+     * part of manifests or plans: the plan is reused every generation until a digest changes, and
+     * the loader adds the generation when it reads.
      */
-    public static String key(String model, long generation, String fragment) {
-        if (generation < 0) {
-            throw new IllegalArgumentException("negative generation " + generation);
-        }
-        return model + "/" + generation + "/" + fragment;
+    public static String key(GenerationId generation, String fragment) {
+        return generation.path() + "/" + fragment;
     }
 }

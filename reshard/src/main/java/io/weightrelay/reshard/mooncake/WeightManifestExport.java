@@ -1,6 +1,7 @@
 package io.weightrelay.reshard.mooncake;
 
 import io.weightrelay.reshard.codec.Digests;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
@@ -38,24 +39,24 @@ public final class WeightManifestExport {
     private WeightManifestExport() {}
 
     /** The #3187 {@code group_id} of a generation. */
-    public static String groupId(String model, long generation) {
-        return model + "/" + generation;
+    public static String groupId(GenerationId generation) {
+        return generation.path();
     }
 
     /** The #3187 {@code object_key} of a stored fragment. */
-    public static String objectKey(String model, long generation, String fragment) {
-        return groupId(model, generation) + "/payload/" + fragment;
+    public static String objectKey(GenerationId generation, String fragment) {
+        return groupId(generation) + "/payload/" + fragment;
     }
 
     /**
-     * The canonical #3187 JSON of {@code manifest} as generation {@code generation} of {@code
-     * model}, committed at {@code createdAt} (ISO-8601).
+     * The canonical #3187 JSON of {@code manifest} as {@code generation}, committed at {@code
+     * createdAt} (ISO-8601).
      *
      * @throws Inexpressible for a scalar tensor or an empty box, which #3187 cannot hold
      */
-    public static String json(
-            SourceManifest manifest, String model, long generation, String createdAt) {
-        String group = groupId(model, generation);
+    public static String json(SourceManifest manifest, GenerationId generation, String createdAt) {
+        String group = groupId(generation);
+        String model = generation.model();
         int t0 = 0;
         for (TensorSpec t : manifest.tensors()) {
             int i = t0++;
@@ -93,7 +94,7 @@ public final class WeightManifestExport {
             out.append(",\"local_shape\":").append(dims(f.shape()));
             out.append(",\"nbytes\":").append(f.bytes());
             out.append(",\"object_key\":");
-            string(out, group + "/payload/" + f.fragment());
+            string(out, objectKey(generation, f.fragment()));
             out.append(",\"object_offset\":0,\"tensor_id\":");
             string(out, f.tensor());
             out.append('}');
@@ -122,7 +123,7 @@ public final class WeightManifestExport {
             string(out, t.name());
             out.append('}');
         }
-        out.append("],\"weight_generation\":").append(generation).append('}');
+        out.append("],\"weight_generation\":").append(generation.generation()).append('}');
         return out.toString();
     }
 

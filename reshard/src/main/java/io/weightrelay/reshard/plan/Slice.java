@@ -3,7 +3,7 @@ package io.weightrelay.reshard.plan;
 import io.weightrelay.reshard.codec.ByteSink;
 import io.weightrelay.reshard.codec.ByteSource;
 import io.weightrelay.reshard.codec.CodecException;
-import io.weightrelay.reshard.manifest.ObjectKeys;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.placement.Mode;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -236,7 +236,7 @@ public final class Slice extends Routing {
 
         /** The store key of the object in a generation. */
         public String key(long generation) {
-            return ObjectKeys.key(model, generation, fragment);
+            return new GenerationId(model, generation).objectKey(fragment);
         }
     }
 

@@ -27,7 +27,8 @@ class ManifestTest {
         }
         assertThat(row).isEqualTo(1000);
         assertThat(parts.get(0).fragment()).isEqualTo("embed@0");
-        assertThat(ObjectKeys.key("m", 7, parts.get(0).fragment())).isEqualTo("m/7/embed@0");
+        assertThat(new GenerationId("m", 7).objectKey(parts.get(0).fragment()))
+                .isEqualTo("m/7/embed@0");
         assertThat(Fragmenter.fragmentsOf(SCALE, 1)).hasSize(1);
     }
 

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.TensorSpec;
@@ -25,9 +26,15 @@ class WeightManifestExportTest {
                 Fragmenter.fragment(
                         "qwen2.5-0.5b", ModelCatalog.tensors("qwen2.5-0.5b"), 16L << 20);
         SourceManifest tiny = Fragmenter.fragment("tiny", ModelCatalog.tensors("tiny"), 4096);
-        String first = WeightManifestExport.json(qwen, "qwen2.5-0.5b", 7, "2026-12-06T09:00:00Z");
-        String second = WeightManifestExport.json(qwen, "qwen2.5-0.5b", 7, "2026-12-06T09:00:00Z");
-        String other = WeightManifestExport.json(tiny, "tiny", 3, "2026-12-06T09:01:00Z");
+        String first =
+                WeightManifestExport.json(
+                        qwen, new GenerationId("qwen2.5-0.5b", 7), "2026-12-06T09:00:00Z");
+        String second =
+                WeightManifestExport.json(
+                        qwen, new GenerationId("qwen2.5-0.5b", 7), "2026-12-06T09:00:00Z");
+        String other =
+                WeightManifestExport.json(
+                        tiny, new GenerationId("tiny", 3), "2026-12-06T09:01:00Z");
         assertThat(second).isEqualTo(first);
 
         List<String> verdicts = MooncakePython.run("check_weight_manifest.py", first, other);
@@ -41,8 +48,8 @@ class WeightManifestExportTest {
     @Test
     void theDigestIncludesTheGenerationButTheRevisionDoesNot() {
         SourceManifest tiny = Fragmenter.fragment("tiny", ModelCatalog.tensors("tiny"), 4096);
-        String g3 = WeightManifestExport.json(tiny, "tiny", 3, "t");
-        String g4 = WeightManifestExport.json(tiny, "tiny", 4, "t");
+        String g3 = WeightManifestExport.json(tiny, new GenerationId("tiny", 3), "t");
+        String g4 = WeightManifestExport.json(tiny, new GenerationId("tiny", 4), "t");
         assertThat(WeightManifestExport.digest(g3)).isNotEqualTo(WeightManifestExport.digest(g4));
         assertThat(g3).contains("\"revision\":\"" + tiny.digest() + "\"");
         assertThat(g4).contains("\"revision\":\"" + tiny.digest() + "\"");
@@ -53,7 +60,8 @@ class WeightManifestExportTest {
         List<TensorSpec> tensors = new ArrayList<>(ModelCatalog.tensors("tiny"));
         tensors.add(new TensorSpec("step", Shape.of(), DType.F32, DType.F32));
         SourceManifest manifest = Fragmenter.fragment("tiny", tensors, 4096);
-        assertThatThrownBy(() -> WeightManifestExport.json(manifest, "tiny", 1, "t"))
+        assertThatThrownBy(
+                        () -> WeightManifestExport.json(manifest, new GenerationId("tiny", 1), "t"))
                 .isInstanceOfSatisfying(
                         Inexpressible.class,
                         e -> {
