@@ -129,8 +129,7 @@ public interface ControlPlane {
         }
 
         public static Report of(String instance, long epoch, Reported phase) {
-            return new Report(
-                    instance, epoch, phase, 0, 0, 0, null, null, null, null, null, false);
+            return new Report(instance, epoch, phase, 0, 0, 0, null, null, null, null, null, false);
         }
 
         /** PREPARED, saying whether the engine serves through the fetch. */
