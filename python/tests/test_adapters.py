@@ -74,6 +74,11 @@ def _publish(lab, model: str, step: int, seed: int):
     return m, sd, gen
 
 
+def _current(lc: LoaderClient) -> dict:
+    """The instance's current (or last) update, as the loader answers it."""
+    return lc.rest.call("GET", "/api/v1/updates/current", None, "current update")
+
+
 def _equal(a: dict, b: dict) -> bool:
     return all(np.array_equal(bits(a[k]), bits(b[k])) for k in b)
 
@@ -100,7 +105,11 @@ def test_vllm_engine_through_factory_with_failed_update(lab, tmp_path):
         worker_id=worker["workerId"], register=True, workers=[worker])))
 
     class Client:  # the engine's weight-sync control plane, as the trainer sees it
+        seen: list[str] | None = None  # a list: the loader's update phase at each start
+
         def start_weight_update(self):
+            if self.seen is not None:
+                self.seen.append(_current(lc)["phase"])
             engine.start_weight_update()
 
         def update_weights(self, info):
@@ -136,6 +145,25 @@ def test_vllm_engine_through_factory_with_failed_update(lab, tmp_path):
     assert files == ["model.safetensors"]
     with safe_open(os.path.join(d, files[0]), framework="pt") as f:
         assert _equal({k: f.get_tensor(k) for k in f.keys()}, want)
+
+    # With the loader, sync fetches while vLLM serves: no weight-sync call until every loader of
+    # the group fetched (FETCHED), then update_weights only installs, and is all of the pause.
+    _, sd2, g2 = _publish(lab, model_name, 2, 12)
+    want2 = expected(sd2)
+    client.seen = []
+    adapter.sync(client, g2, loader=lc)
+    assert client.seen == ["FETCHED"]
+    assert client.version == str(g2) == engine.weight_version
+    assert _equal(model.p, want2)
+    done = lc.progress(_current(lc)["updateId"])
+    assert done.updated and done.pause_s == done.install_s
+    # A fetch that fails raises before vLLM is asked anything: it never paused.
+    client.seen = []
+    with pytest.raises((RelayCallError, UpdateFailedError)):
+        adapter.sync(client, g2 + 1000, loader=lc)
+    assert client.seen == [] and engine.weight_version == str(g2) and _equal(model.p, want2)
+    assert not lc.status().paused
+
     engine.shutdown()
 
 
@@ -311,6 +339,10 @@ def test_verl_checkpoint_engine_manager_syncs_each_step(lab, monkeypatch):
             assert g["state"] == "ACTIVE", g
             for lc in loaders:
                 assert lc.status().generation == g["generation"], (step, g)
+                # fetched, then installed: the loader paused the instance for the install alone
+                done = lc.progress(_current(lc)["updateId"])
+                assert done.generation == g["generation"] and done.updated, done
+                assert done.pause_s == done.install_s, done
             for r in replicas:
                 for w in r.workers:
                     held = w.call("server_adapter.held").result(60)
@@ -377,23 +409,32 @@ def test_sglang_custom_loader_direct_and_disk_with_failed_load(lab, tmp_path):
                            rank=1)
     relay.register(model_name, f"py-{lab['run']}-sglang", node,
                    f"py-{lab['run']}-{instance}-sgl", [compat])
-    fused = {  # SGLang's names and layout, computed here independently of the adapter
-        "model.embed_tokens.weight": torch.cat([want["model.embed_tokens.weight"],
-                                                torch.zeros(58, 32, dtype=torch.bfloat16)]),
-        p + "self_attn.qkv_proj.weight": torch.cat([want[p + f"self_attn.{x}_proj.weight"]
-                                                    for x in "qkv"]),
-        p + "mlp.gate_up_proj.weight": torch.cat([want[p + "mlp.gate_proj.weight"],
-                                                  want[p + "mlp.up_proj.weight"]]),
-        "lm_head.weight": torch.cat([want["lm_head.weight"],
-                                     torch.zeros(58, 32, dtype=torch.bfloat16)]),
-    }
-    fused.update({n: want[n] for n in (p + "self_attn.o_proj.weight", p + "mlp.down_proj.weight",
-                                       p + "input_layernorm.weight", "model.norm.weight",
-                                       p + "post_attention_layernorm.weight")})
+    def fuse(want):  # SGLang's names and layout, computed here independently of the adapter
+        fused = {
+            "model.embed_tokens.weight": torch.cat([want["model.embed_tokens.weight"],
+                                                    torch.zeros(58, 32, dtype=torch.bfloat16)]),
+            p + "self_attn.qkv_proj.weight": torch.cat([want[p + f"self_attn.{x}_proj.weight"]
+                                                        for x in "qkv"]),
+            p + "mlp.gate_up_proj.weight": torch.cat([want[p + "mlp.gate_proj.weight"],
+                                                      want[p + "mlp.up_proj.weight"]]),
+            "lm_head.weight": torch.cat([want["lm_head.weight"],
+                                         torch.zeros(58, 32, dtype=torch.bfloat16)]),
+        }
+        fused.update({n: want[n] for n in (
+            p + "self_attn.o_proj.weight", p + "mlp.down_proj.weight",
+            p + "input_layernorm.weight", "model.norm.weight",
+            p + "post_attention_layernorm.weight")})
+        return fused
+
+    fused = fuse(want)
     tp_model = Model({n: (tuple(t.shape), t.dtype) for n, t in fused.items()})
 
     class Engine:  # SGLang's session and custom-loader dispatch, as the stand-in has it
+        def __init__(self):
+            self.begun: list[str] = []  # the loader's update phase at each session opened
+
         def begin_weight_update(self):
+            self.begun.append(_current(lc)["phase"])
             self.open = True
             return True, "Success"
 
@@ -416,6 +457,30 @@ def test_sglang_custom_loader_direct_and_disk_with_failed_load(lab, tmp_path):
     with pytest.raises(WeightLoadError, match=r"norm\.weight"):
         relay.update(engine, g1)
     assert _equal(tp_model.p, before) and not engine.open
+    tp_model.p["model.norm.weight"] = fused["model.norm.weight"].clone()
+
+    # Registered staged: the transfer is a fetch while SGLang serves (no session open: the update
+    # already waits at FETCHED when SGLang's session opens), the install runs in the session.
+    relay.register(model_name, f"py-{lab['run']}-sglang", node,
+                   f"py-{lab['run']}-{instance}-sgl", [compat], direct_install="staged")
+    sd2 = {n: torch.randn(t.shape, generator=g) for n, t in sd.items()}
+    g2, _, _ = publish_generation(control, m, 2, ranks(lab, control), lambda node: sd2)
+    fused2 = fuse({n: t.to(torch.bfloat16) for n, t in sd2.items()})
+    engine.begun.clear()
+    progress = relay.update(engine, g2)
+    assert engine.begun == ["FETCHED"]
+    assert progress.updated and progress.generation == g2
+    assert progress.pause_s == progress.install_s  # the loader paused it for the install alone
+    assert _equal(tp_model.p, fused2) and not engine.open
+    # A fetch that fails (no such generation) never opens SGLang's session, and the instance,
+    # not paused, takes the next update.
+    engine.begun.clear()
+    with pytest.raises((RelayCallError, UpdateFailedError)):
+        relay.update(engine, g2 + 1000)
+    assert engine.begun == [] and _equal(tp_model.p, fused2)
+    assert not lc.status().paused
+    relay.update(engine, g1)
+    assert engine.begun == ["FETCHED"] and _equal(tp_model.p, fused)
     adapter.load_direct(tp_model, [("not a ticket", torch.empty(0))])  # never raises
     d = adapter.disk_directory(lc, f"{instance}-sglc", str(tmp_path / "sgl"))
     with safe_open(os.path.join(d, "model.safetensors"), framework="pt") as f:

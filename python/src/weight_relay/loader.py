@@ -369,13 +369,16 @@ class LoaderClient:
 
     def buffer_map(self, worker_id: str | None = None, buffer_id: str | None = None
                    ) -> tuple[mmap.mmap, int, int, str]:
-        """(mapping of the buffer's segment file, buffer offset, size, shm path)."""
+        """(mapping of the buffer's segment file, buffer offset, size, shm path): of the serving
+        copy for a staged direct worker (what its engine serves from, written only by an install),
+        else of the receive segment."""
         w, bufs = self._buffers(worker_id)
         b = bufs.get(buffer_id) if buffer_id else (bufs.get(COMPAT_BUFFER) or
                                                    next(iter(bufs.values()), None))
         if b is None or b.shm_path is None:
             raise UnknownNameError(f"no buffer {buffer_id} for worker {w['workerId']}")
-        return self._maps.get(b.shm_path), b.offset, b.size, b.shm_path
+        path = b.serving_shm_path or b.shm_path
+        return self._maps.get(path), b.offset, b.size, path
 
     def compat_tensors(self, worker_id: str | None = None, framework: str = "torch"
                        ) -> dict[str, Any]:

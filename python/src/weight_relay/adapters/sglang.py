@@ -4,11 +4,18 @@ compat image as a model directory for ``update_weights_from_disk``.
 How an update runs (:meth:`SGLangRelay.update`, driven from the process that holds the
 ``sglang.Engine``, on the instance's node):
 
-1. ``loader.update(G)``: the loader-service writes every TP rank's shards into that rank's receive
-   buffer (shared memory). SGLang is not touched yet and serves the old weights; a failed
-   transfer ends here (``UpdateFailedError``) with SGLang untouched.
+1. The transfer, while SGLang serves. Registered ``direct_install="staged"``: ``loader.fetch(G)``
+   receives every TP rank's shards into the loader's own copy of that rank's buffer and stops at
+   ``FETCHED``, the whole group verified; a failure ends here (``UpdateFailedError``,
+   ``RESUMED_OLD``) with SGLang untouched and the instance free to update again. Registered
+   ``inPlace`` (the default, no memory beyond the buffers): ``loader.update(G)`` writes the shards
+   straight into the rank's receive buffer; SGLang, which serves from its own parameters, is not
+   touched either, but the loader counts that buffer as served weights, so a failure there ends
+   ``PAUSED_REBUILD`` and the instance registers again before its next update.
 2. ``engine.begin_weight_update()``: SGLang opens its weight-update session (it refuses
-   ``update_weights_from_tensor`` outside one).
+   ``update_weights_from_tensor`` outside one). Staged, ``loader.install`` now copies the fetched
+   bytes into the buffers :func:`load_direct` reads (a failure closes the session and raises,
+   SGLang's weights untouched).
 3. ``engine.update_weights_from_tensor([(ticket, empty tensor)], load_format=LOAD_FORMAT)``: the
    Engine sends the same list to every TP rank, so the list carries no weights, only a *ticket*
    (in the name): loader URL, one worker id per TP rank, the layout. SGLang calls
@@ -279,6 +286,7 @@ class SGLangRelay:
                  instance_id: str, dims: ModelDims, manifest: Manifest, tp: int,
                  result_dir: str | None = None) -> None:
         self.loader, self.loader_url, self.token = loader, loader_url, token
+        self.direct_install = "inPlace"  # what :meth:`register` registered
         self.instance_id, self.dims, self.tp = instance_id, dims, tp
         self.dtypes = _dtypes(manifest)
         self.layouts = [FusedLayout(dims, self.dtypes, tp, r) for r in range(tp)]
@@ -286,14 +294,18 @@ class SGLangRelay:
         self.result_dir = result_dir or tempfile.mkdtemp(prefix="weight-relay-sglang-")
 
     def register(self, model: str, group: str, node: str, segment_prefix: str,
-                 extra_workers: Sequence[Mapping[str, Any]] = ()) -> Any:
+                 extra_workers: Sequence[Mapping[str, Any]] = (),
+                 direct_install: str = "inPlace") -> Any:
         """Registers the instance: one direct worker per TP rank (segment
         ``<segment_prefix>-tp<r>``), plus ``extra_workers`` (a compat image for
-        ``update_weights_from_disk``, say)."""
-        return self.loader.register(self.instance_id, model, group, node, [
+        ``update_weights_from_disk``, say). ``direct_install="staged"`` makes :meth:`update`
+        fetch while SGLang serves and install only inside SGLang's session (see the module)."""
+        answer = self.loader.register(self.instance_id, model, group, node, [
             *(lay.worker(w, node, f"{segment_prefix}-tp{lay.rank}")
               for w, lay in zip(self.workers, self.layouts, strict=True)),
-            *extra_workers])
+            *extra_workers], direct_install=direct_install)
+        self.direct_install = direct_install
+        return answer
 
     def ticket(self) -> Ticket:
         return Ticket(self.loader_url, self.token, list(self.workers), asdict(self.dims),
@@ -303,14 +315,21 @@ class SGLangRelay:
     def update(self, engine: Any, generation: int | None = None, timeout_s: int = 300,
                flush_cache: bool = True) -> Any:
         """Transfer, then load inside SGLang's session; returns the loader's progress. Raises
-        ``UpdateFailedError`` (transfer; SGLang untouched) or :class:`WeightLoadError` (no rank
-        loaded; the session is closed and SGLang accepts the next update)."""
-        progress = self.loader.update(generation, timeout_s)
+        ``UpdateFailedError`` (transfer, or a staged install; SGLang untouched) or
+        :class:`WeightLoadError` (no rank loaded; the session is closed and SGLang accepts the
+        next update). Staged, the transfer is a fetch and the install runs in the session."""
+        staged = self.direct_install == "staged"
+        if staged:
+            progress = self.loader.fetch(generation, timeout_s)
+        else:
+            progress = self.loader.update(generation, timeout_s)
         ok, message = _answer(engine.begin_weight_update())
         if not ok:
             raise WeightLoadError(f"SGLang refused begin_weight_update: {message}", {})
         ticket = self.ticket()
         try:
+            if staged:
+                progress = self.loader.install(progress.update_id, timeout_s)
             import torch
 
             ok, message = _answer(engine.update_weights_from_tensor(

@@ -375,7 +375,13 @@ class WeightRelayCheckpointEngine(_Base):  # type: ignore[misc,valid-type]
         generation = self._committed_generation(step, deadline)
         if self.role == "updater":
             if not self._holds(generation):
-                self.loader.update(generation)
+                # VeRL aborted its replicas before this sync, and the generation was published
+                # within it: there was nothing to fetch while they served. Fetch, then install,
+                # all the same: a transfer that fails ends RESUMED_OLD (the compat image is apart
+                # from the rollout's weights) and the next sync updates again, where the one-call
+                # update would leave the instance paused for a rebuild.
+                fetched = self.loader.fetch(generation, int(self.sync_timeout_s))
+                self.loader.install(fetched.update_id, int(self.sync_timeout_s))
         else:
             self._await_instance_at(generation, step, deadline)
         self.generation = generation

@@ -17,7 +17,9 @@ vLLM hands every worker of the instance the same ``init_info`` and the same ``up
   over vLLM's own groups (``broadcast_object`` along PP, then PCP, then TP); every rank opens
   its own :class:`LoaderClient` to the same loader.
 - ``update_weights`` -> ``receive_weights``: the driving rank runs the loader's update (one per
-  instance, so no rank is refused with 409 ``update-running``) and passes the outcome on; then
+  instance, so no rank is refused with 409 ``update-running``), or, when the update info carries
+  the ``update_id`` of an update the trainer fetched while vLLM served (:func:`sync` with
+  ``loader``), only installs it; it passes the outcome on; then
   every rank takes the compat image's tensors (views of the shared image, no copy) and feeds
   them to ``model.load_weights``, whose weight loaders cut the rank's own shard (as from a
   checkpoint: that is where bytes are copied, into the parameters).
@@ -107,6 +109,9 @@ class WeightRelayInitInfo:
 class WeightRelayUpdateInfo:
     generation: int | None = None  # None: the active generation
     timeout_s: int = 300
+    # An update the trainer already fetched while vLLM served (``LoaderClient.fetch``, see
+    # :func:`sync`): the driving rank only installs it. None: the whole update runs here.
+    update_id: str | None = None
 
 
 def _manifest(m: Any) -> Manifest:
@@ -236,7 +241,10 @@ class WeightRelayTransferEngine(_Base):  # type: ignore[misc,valid-type]
         outcome: tuple[int | None, str | None] = (None, None)
         if ranks.driver:
             try:
-                progress = self.loader.update(update_info.generation, update_info.timeout_s)
+                if update_info.update_id is not None:  # fetched while serving: install it now
+                    progress = self.loader.install(update_info.update_id, update_info.timeout_s)
+                else:
+                    progress = self.loader.update(update_info.generation, update_info.timeout_s)
                 outcome = (progress.generation, None)
             except Exception as e:
                 ranks.share((None, _failure(e)))
@@ -334,11 +342,23 @@ def register() -> None:
         pass  # already registered in this process
 
 
-def sync(client: Any, generation: int, timeout_s: int = 300) -> None:
+def sync(client: Any, generation: int, timeout_s: int = 300,
+         loader: LoaderClient | None = None) -> None:
     """Trainer side: drives an engine's control plane (a ``VLLMWeightSyncClient``: the four
-    weight-sync methods) for a committed generation, with the generation as weight version."""
+    weight-sync methods) for a committed generation, with the generation as weight version.
+
+    With ``loader`` (a client of the instance's loader) the transfer runs before vLLM is asked
+    anything: ``loader.fetch`` while vLLM serves (its workers run the weight-sync calls inside the
+    engine's busy loop, so every one of them is time vLLM does not generate), then
+    ``update_weights`` only installs the fetched update and loads it. A fetch that fails raises
+    :class:`~weight_relay.errors.UpdateFailedError` (``RESUMED_OLD``) before any weight-sync call:
+    vLLM never paused and serves its old weights. Without ``loader`` the whole update runs inside
+    ``update_weights``."""
+    info: dict[str, Any] = {"generation": int(generation), "timeout_s": timeout_s}
+    if loader is not None:
+        info["update_id"] = loader.fetch(int(generation), timeout_s).update_id
     client.start_weight_update()
-    client.update_weights({"generation": int(generation), "timeout_s": timeout_s})
+    client.update_weights(info)
     client.finish_weight_update(weight_version=str(generation))
 
 

@@ -21,6 +21,8 @@ from weight_relay import (
     ControlClient,
     LoaderClient,
     Manifest,
+    RelayCallError,
+    UpdateFailedError,
     WeightLoadError,
     compat_worker,
     publish_generation,
@@ -40,6 +42,22 @@ def _publish(lab, model: str, step: int, weights: dict[str, torch.Tensor]) -> tu
     m = Manifest.of_state_dict(model, weights, "bf16", max_fragment_bytes=4096)
     gen, _, _ = publish_generation(control, m, step, ranks(lab, control), lambda node: weights)
     return m, gen
+
+
+class SessionOpened:
+    """SGLang's engine as the adapter drives it, noting the loader's update phase each time the
+    adapter opens SGLang's weight-update session (every call goes on to the engine)."""
+
+    def __init__(self, engine, lc: LoaderClient) -> None:
+        self.engine, self.lc, self.phases = engine, lc, []
+
+    def begin_weight_update(self):
+        current = self.lc.rest.call("GET", "/api/v1/updates/current", None, "current update")
+        self.phases.append(current["phase"])
+        return self.engine.begin_weight_update()
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
 
 
 def _recipe():
@@ -154,6 +172,29 @@ def test_tp2_update_in_sglang_session_each_rank_own_shards_failed_load_keeps_old
     want5 = inst.call("reference", write_model(str(tmp_path / "g5"), cfg, w5))
     for r, held in enumerate(inst.call("params")):
         assert _same(held, want5[r]), f"rank {r} does not hold generation {g5} from the image"
+
+    # Registered staged: the transfer is a fetch while SGLang serves (the update waits at FETCHED
+    # when the adapter opens SGLang's session), the install runs inside the session, and each rank
+    # loads its serving copy. A fetch that fails never opens the session.
+    relay.register(model, group, node, f"py-{lab['run']}-{instance}-sgl-{family}",
+                   direct_install="staged")
+    w6 = checkpoint(cfg, 6)
+    _, g6 = _publish(lab, model, 6, w6)
+    seen = SessionOpened(engine, lc)
+    staged = relay.update(seen, g6)
+    assert seen.phases == ["FETCHED"]
+    assert staged.updated and staged.pause_s == staged.install_s
+    want6 = inst.call("reference", write_model(str(tmp_path / "g6"), cfg, w6))
+    for r, held in enumerate(inst.call("params")):
+        assert _same(held, want6[r]), f"rank {r} does not hold generation {g6}, staged"
+    seen.phases.clear()
+    with pytest.raises((RelayCallError, UpdateFailedError)):
+        relay.update(seen, g6 + 1000)
+    assert seen.phases == [] and not lc.status().paused
+    for r, held in enumerate(inst.call("params")):
+        assert _same(held, want6[r]), f"rank {r} lost generation {g6} after a failed fetch"
+    relay.register(model, group, node, f"py-{lab['run']}-{instance}-sgl-{family}", [compat])
+    want5 = want6
 
     # A model that differs on one rank only: no rank copies anything (all or none).
     inst.call_rank(1, "break_param", "model.norm.weight")

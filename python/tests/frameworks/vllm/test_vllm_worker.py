@@ -144,6 +144,22 @@ def test_tp2_instance_one_update_each_rank_its_shards_and_a_failed_update(
         _assert_held(inst, _expected(2, tp, pp=pp), "generation 2")
         assert inst.collective_rpc("engine", "weight_version") == [str(g2)] * 2
         assert inst.collective_rpc("pointers") == pointers
+
+        # Fetched while vLLM serves (what sync(..., loader=) does): no weight-sync call until the
+        # group fetched; then update_weights, given the update's id, only installs it, and the
+        # loader's pause is the install alone.
+        _, g3 = _publish(lab, model, 3, seed=3)
+        fetched = lc.fetch(g3)
+        assert fetched.fetched
+        _assert_held(inst, _expected(2, tp, pp=pp), "generation 2 while 3 is fetched")
+        inst.collective_rpc("worker.start_weight_update")
+        inst.collective_rpc("worker.update_weights",
+                            {"generation": g3, "update_id": fetched.update_id})
+        inst.collective_rpc("worker.finish_weight_update")
+        _assert_held(inst, _expected(3, tp, pp=pp), "generation 3, fetched first")
+        assert inst.collective_rpc("engine", "weight_version") == [str(g3)] * 2
+        done = lc.progress(fetched.update_id)
+        assert done.updated and done.pause_s == done.install_s, done
     finally:
         inst.stop()
 

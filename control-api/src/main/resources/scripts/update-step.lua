@@ -4,7 +4,9 @@
 -- published checksums, when ARGV[10] asks for it: the script then claims the verification and
 -- answers 'verify', and update-verified.lua advances or fails the session), every participant
 -- POST_APPLIED ends the session. A failure before the apply barrier opened resumes the old
--- generation; after it, the rollout group pauses and rebuilds. The failing loader is named.
+-- generation; after it, the rollout group pauses and rebuilds, unless every participant serves
+-- through the fetch (said with PREPARED): then a failure before the applied barrier resumes the
+-- old generation too, no engine having installed anything. The failing loader is named.
 -- Fencing: a report must carry the loader's current epoch (epochs are unique across loaders, so
 -- another loader's is foreign and an earlier one of its own stale), and every report of one
 -- participant comes from the life that joined: a loader re-registered after apply began fails
@@ -24,7 +26,8 @@
 -- ARGV: instance, epoch, phase, bytesRead, bytesPushed, bytesReceived, failingPeer, error,
 --       checksums (base64), verify ('1' or ''), generation, key prefix, loader ttlMs, outage gapMs,
 --       then with SENT: destination, digests (base64), ...; with POST_APPLIED: fetchMs,
---       installMs, pauseMs (each may be empty), of which the session hash keeps the largest
+--       installMs, pauseMs (each may be empty), of which the session hash keeps the largest;
+--       with PREPARED: '1' when the loader's engine serves through the fetch (servesThroughFetch)
 -- Now is the Redis server clock's, the one every control-api instance shares: phase deadlines
 -- and registry expiries written through one replica are judged the same through every other.
 -- A loader's POST_APPLIED records the generation it serves in its loader hash and releases every
@@ -68,8 +71,21 @@ local function confirm_missing()
   transitions[#transitions + 1] = 'post-apply:' .. tostring(now - started)
   state = 'DONE'
 end
+-- Whether every participant said with PREPARED that its engine serves through the fetch: its
+-- install, the first write into what the engine serves from, comes after the applied barrier.
+local function all_serve_through_fetch()
+  local all = redis.call('HGETALL', pk)
+  for i = 2, #all, 2 do
+    if not cjson.decode(all[i]).servesThroughFetch then return false end
+  end
+  return true
+end
 local function fail(who, why)
-  local next = state == 'PREPARING' and 'RESUMED_OLD' or 'PAUSED_REBUILD'
+  -- Before the prepared barrier nothing was written; before the applied barrier, of a group whose
+  -- engines all serve through the fetch, nothing any engine serves from was: all resume the old
+  -- generation, never paused. Otherwise served weights may hold a mix: the group rebuilds.
+  local old = state == 'PREPARING' or (state == 'APPLYING' and all_serve_through_fetch())
+  local next = old and 'RESUMED_OLD' or 'PAUSED_REBUILD'
   redis.call('HSET', s, 'state', next, 'failedInstance', who, 'failure', why, 'endedAt', now)
   transitions[#transitions + 1] = 'failed:' .. next
   state = next
@@ -222,6 +238,7 @@ if ARGV[1] ~= '' then
     if not allowed then return {'out-of-order', state, p.phase} end
     if current < target then p.phase = target == 4 and 'DONE' or phase end
     if phase == 'SENT' then p.sent = true end
+    if phase == 'PREPARED' and ARGV[15] == '1' then p.servesThroughFetch = true end
   end
   -- A participant's counts only grow within a session: a later report without counts (loaders
   -- send 0 with PREPARED and POST_APPLIED) keeps what its APPLIED report said.

@@ -1,7 +1,9 @@
 -- Ends the checksum verification update-step.lua claimed at the all-applied barrier: on success
 -- the session moves to POST_APPLYING (the applied barrier opens), otherwise it pauses for rebuild
--- naming the object and its readers. Only a session still verifying changes.
--- KEYS: session hash, channel
+-- naming the object and its readers, or resumes the old generation when every participant serves
+-- through the fetch (none installed: the install comes after the applied barrier). Only a session
+-- still verifying changes.
+-- KEYS: session hash, channel, participants hash
 -- ARGV: ok ('1' or '0'), failedInstance, failure, verifyMs, verifiedObjects, partialObjects
 -- (now from the Redis server clock, as update-step.lua's)
 -- Returns {'ok', transitions...} | {'not-found'} | {'closed', state}
@@ -22,10 +24,15 @@ if ARGV[1] == '1' then
   r[#r + 1] = 'apply:' .. tostring(now - started)
   state = 'POST_APPLYING'
 else
-  redis.call('HSET', s, 'state', 'PAUSED_REBUILD', 'failedInstance', ARGV[2], 'failure', ARGV[3],
+  local next = 'RESUMED_OLD'
+  local all = redis.call('HGETALL', KEYS[3])
+  for i = 2, #all, 2 do
+    if not cjson.decode(all[i]).servesThroughFetch then next = 'PAUSED_REBUILD' end
+  end
+  redis.call('HSET', s, 'state', next, 'failedInstance', ARGV[2], 'failure', ARGV[3],
     'endedAt', now)
-  r[#r + 1] = 'failed:PAUSED_REBUILD'
-  state = 'PAUSED_REBUILD'
+  r[#r + 1] = 'failed:' .. next
+  state = next
 end
 redis.call('PUBLISH', KEYS[2], state)
 return r

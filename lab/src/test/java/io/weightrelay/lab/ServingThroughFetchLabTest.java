@@ -2,6 +2,7 @@ package io.weightrelay.lab;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.control.client.model.SessionState;
 import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
@@ -29,7 +30,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * fetch fails; every request is told by what it read which generation served it. Proves that no
  * request read a mix of two generations, that none was served during a pause, that each engine
  * paused once, after its group fetched, for less than the fetch took, and that the failed fetch
- * left every engine serving the old generation, never paused and not paused for rebuild.
+ * left every engine serving the old generation, never paused and not paused for rebuild, and the
+ * group's session ended RESUMED_OLD.
  */
 class ServingThroughFetchLabTest {
 
@@ -94,6 +96,9 @@ class ServingThroughFetchLabTest {
                         .isEqualTo(UpdateOutcome.RESUMED_OLD);
                 assertThat(t.pauseS()).isZero();
             }
+            // The group's session says so too: every engine serves the old generation and none
+            // paused, so it ended RESUMED_OLD, not PAUSED_REBUILD.
+            assertThat(lab.session(bad, "lab").getState()).isEqualTo(SessionState.RESUMED_OLD);
             Thread.sleep(200);
             assertThat(engines.get(0).requests().size())
                     .as("still serving after the failed fetch")

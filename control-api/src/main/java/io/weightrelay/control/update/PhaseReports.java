@@ -55,6 +55,11 @@ public class PhaseReports {
                 sent.add(Base64.getEncoder().encodeToString(to.getDigests()));
             }
         }
+        if (report.getPhase() == ReportedPhase.PREPARED
+                && Boolean.TRUE.equals(report.getServesThroughFetch())) {
+            // update-step.lua takes it where SENT's digests go.
+            sent.add("1");
+        }
         if (report.getPhase() == ReportedPhase.POST_APPLIED && report.getDurations() != null) {
             // update-step.lua takes them where SENT's digests go: fetch, install, pause.
             sent.add(count(report.getDurations().getFetchMs()));

@@ -244,6 +244,9 @@ public class SessionReads {
         if (p.has("sent")) {
             s.setSent(p.get("sent").asBoolean());
         }
+        if (p.has("servesThroughFetch")) {
+            s.setServesThroughFetch(p.get("servesThroughFetch").asBoolean());
+        }
         if (p.has("error") && !p.get("error").asString().isEmpty()) {
             s.setError(p.get("error").asString());
         }

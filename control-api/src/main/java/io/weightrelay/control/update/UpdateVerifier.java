@@ -300,7 +300,7 @@ class UpdateVerifier implements DisposableBean {
         String partial = result == null ? "0" : String.valueOf(result.partialObjects());
         return scripts.run(
                 "update-verified",
-                List.of(session, keys.sessionChannel(sessionKey)),
+                List.of(session, keys.sessionChannel(sessionKey), keys.participants(sessionKey)),
                 ok ? "1" : "0",
                 failedInstance,
                 failure,

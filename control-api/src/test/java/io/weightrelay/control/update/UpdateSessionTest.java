@@ -427,6 +427,65 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(failed.getFailedInstance()).isEqualTo("b");
     }
 
+    /**
+     * PREPARED by {@code instance}, saying its engine serves through the fetch (compat, or staged
+     * direct workers installing on request): nothing it serves from is written before its install.
+     */
+    private UpdateSession preparedServingThroughFetch(long g, String instance) {
+        PhaseReport report = phaseReport(instance, ReportedPhase.PREPARED, epochs.get(instance));
+        report.setServesThroughFetch(true);
+        return ok(send(g, report), UpdateSession.class);
+    }
+
+    /**
+     * Every engine of the group serves through the fetch and installs only after the applied
+     * barrier: a failure before it leaves every one serving the old generation, never paused, so
+     * the session ends RESUMED_OLD as the loaders do, not PAUSED_REBUILD.
+     */
+    @Test
+    void aFailedFetchOfAGroupServingThroughItResumesTheOldGeneration() {
+        long g = publishedAndStarted(60, "a", "b");
+        preparedServingThroughFetch(g, "a");
+        UpdateSession applying = preparedServingThroughFetch(g, "b");
+        assertThat(applying.getState()).isEqualTo(SessionState.APPLYING);
+        assertThat(applying.getParticipants())
+                .allSatisfy(p -> assertThat(p.getServesThroughFetch()).isTrue());
+        reported(g, "a", ReportedPhase.APPLIED);
+        UpdateSession failed = reported(g, "b", ReportedPhase.FAILED);
+        assertThat(failed.getState()).isEqualTo(SessionState.RESUMED_OLD);
+        assertThat(failed.getFailedInstance()).isEqualTo("b");
+        BarrierStatus applied = barrier(g, "applied", 0);
+        assertThat(applied.getFailed()).isTrue();
+        assertThat(applied.getState()).isEqualTo(SessionState.RESUMED_OLD);
+    }
+
+    /** A fetch that outlives its phase timeout, likewise: nobody installed anything. */
+    @Test
+    void aFetchOfAGroupServingThroughItThatTimesOutResumesTheOldGeneration() {
+        long g = publishedAndStarted(1, "a", "b");
+        preparedServingThroughFetch(g, "a");
+        preparedServingThroughFetch(g, "b");
+        reported(g, "a", ReportedPhase.APPLIED);
+        BarrierStatus applied = barrier(g, "applied", 10);
+        assertThat(applied.getFailed()).isTrue();
+        assertThat(applied.getState()).isEqualTo(SessionState.RESUMED_OLD);
+        assertThat(applied.getFailedInstance()).isEqualTo("b");
+    }
+
+    /**
+     * One engine of the group drained for the whole update (in-place direct workers, or a caller
+     * that did not say): its served weights may hold a mix once apply began, so the group rebuilds.
+     */
+    @Test
+    void aFailedFetchOfAGroupWithOneEnginePausedThroughItPausesForRebuild() {
+        long g = publishedAndStarted(60, "a", "b");
+        preparedServingThroughFetch(g, "a");
+        reported(g, "b", ReportedPhase.PREPARED);
+        reported(g, "a", ReportedPhase.APPLIED);
+        UpdateSession failed = reported(g, "b", ReportedPhase.FAILED);
+        assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+    }
+
     @Test
     void aFailedSessionStartsAfreshOnlyOnceTheGroupWasRebuilt() {
         long g = publishedAndStarted(60, "a", "b");
@@ -913,6 +972,37 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(active()).isEqualTo(served);
         assertThat(generation(served).getState()).isEqualTo(GenerationState.ACTIVE);
         assertThat(failed.getFailure()).contains("generation " + served + " is active again");
+    }
+
+    /**
+     * The same stored corruption found by the checksum proof at the applied barrier, in a group
+     * whose engines serve through the fetch: none installed, so the session ends RESUMED_OLD; the
+     * generation is still marked corrupt.
+     */
+    @Test
+    void storedBytesThatDoNotMatchTheirChecksumResumeTheOldGenerationOfAGroupServingThroughFetch() {
+        long served = publishStored(1, false).generation();
+        Stored stored = publishStored(2, true);
+        long g = stored.generation();
+        start(g, 60, "ca", "cb");
+        preparedServingThroughFetch(g, "ca");
+        preparedServingThroughFetch(g, "cb");
+        List<List<RangeChecksums.Entry>> reads = readByPlan(stored, g, "ca", "cb");
+        ok(applied(g, "ca", reads.get(0)), UpdateSession.class);
+        UpdateSession failed = ok(applied(g, "cb", reads.get(1)), UpdateSession.class);
+        assertThat(failed.getState()).isEqualTo(SessionState.RESUMED_OLD);
+        assertThat(failed.getFailure()).contains("does not match its registered checksum");
+        assertThat(
+                        meters.counter(
+                                        "relay.updates.failed",
+                                        "model",
+                                        model,
+                                        "state",
+                                        "RESUMED_OLD")
+                                .count())
+                .isEqualTo(1.0);
+        assertThat(generation(g).getCorruptObject()).isNotNull();
+        assertThat(active()).isEqualTo(served);
     }
 
     /**

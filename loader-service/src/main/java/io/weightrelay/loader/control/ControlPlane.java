@@ -71,6 +71,9 @@ public interface ControlPlane {
      * One phase report.
      *
      * @param checksums with APPLIED: the CRC32C of every range this loader read (null: none)
+     * @param servesThroughFetch with PREPARED: the engine serves its old generation through the
+     *     fetch and pauses only for the install, so a failure before the applied barrier leaves it
+     *     serving (control-api ends a session all of whose participants said so RESUMED_OLD)
      */
     record Report(
             String instance,
@@ -83,7 +86,8 @@ public interface ControlPlane {
             String error,
             RangeChecksums checksums,
             java.util.Map<String, byte[]> sent,
-            Durations durations) {
+            Durations durations,
+            boolean servesThroughFetch) {
 
         public Report {
             sent = sent == null ? java.util.Map.of() : java.util.Map.copyOf(sent);
@@ -111,7 +115,8 @@ public interface ControlPlane {
                     null,
                     checksums,
                     null,
-                    null);
+                    null,
+                    false);
         }
 
         /**
@@ -120,11 +125,28 @@ public interface ControlPlane {
          */
         public static Report sent(String instance, long epoch, java.util.Map<String, byte[]> sent) {
             return new Report(
-                    instance, epoch, Reported.SENT, 0, 0, 0, null, null, null, sent, null);
+                    instance, epoch, Reported.SENT, 0, 0, 0, null, null, null, sent, null, false);
         }
 
         public static Report of(String instance, long epoch, Reported phase) {
-            return new Report(instance, epoch, phase, 0, 0, 0, null, null, null, null, null);
+            return new Report(instance, epoch, phase, 0, 0, 0, null, null, null, null, null, false);
+        }
+
+        /** PREPARED, saying whether the engine serves through the fetch. */
+        public static Report prepared(String instance, long epoch, boolean servesThroughFetch) {
+            return new Report(
+                    instance,
+                    epoch,
+                    Reported.PREPARED,
+                    0,
+                    0,
+                    0,
+                    null,
+                    null,
+                    null,
+                    null,
+                    null,
+                    servesThroughFetch);
         }
 
         /**
@@ -143,7 +165,8 @@ public interface ControlPlane {
                     null,
                     null,
                     null,
-                    durations);
+                    durations,
+                    false);
         }
 
         /** FAILED, naming the peer at fault (or null) and why. */
@@ -159,7 +182,8 @@ public interface ControlPlane {
                     error,
                     null,
                     null,
-                    null);
+                    null,
+                    false);
         }
     }
 

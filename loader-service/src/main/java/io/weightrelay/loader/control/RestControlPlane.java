@@ -459,6 +459,7 @@ public class RestControlPlane implements ControlPlane {
                 .bytesPushed(r.bytesPushed())
                 .bytesReceived(r.bytesReceived())
                 .failingPeer(r.failingPeer())
+                .servesThroughFetch(r.servesThroughFetch() ? Boolean.TRUE : null)
                 .checksums(r.checksums() == null ? null : r.checksums().encode())
                 .durations(
                         r.durations() == null

@@ -374,6 +374,25 @@ public class InstanceService {
                                     + b.getBufferId()
                                     + ") is for a parameter-direct worker only");
                 }
+                if (b.getTransferEngine() != null && r.getDirectInstall() == DirectInstall.STAGED) {
+                    // A staged worker serves from a serving copy the loader makes beside its
+                    // receive segment; a worker's own Transfer Engine memory is the engine's, not
+                    // a segment the loader holds, so the copy would be of the loader's read-back
+                    // and the engine would never serve what it installs.
+                    throw InstanceProblems.INVALID_REGISTRATION
+                            .exception(
+                                    "worker "
+                                            + w.getWorkerId()
+                                            + ": buffer "
+                                            + b.getBufferId()
+                                            + " is memory of the worker's own Transfer Engine at "
+                                            + b.getTransferEngine().getSegment()
+                                            + ", which a staged instance cannot serve from (the"
+                                            + " loader installs into a serving copy of a segment"
+                                            + " it holds); register with directInstall: inPlace")
+                            .with("worker", w.getWorkerId())
+                            .with("buffer", b.getBufferId());
+                }
             }
             for (TargetFragment f : fragments) {
                 if (!buffers.contains(f.getBufferId())) {

@@ -336,9 +336,12 @@ public class UpdateCoordinator {
         // The store reads start now and fill staging while the others prepare: no worker buffer
         // is written before the barrier.
         prepared.readAhead(remaining(update.deadline()), run::progress);
+        // An engine installing on request serves until its install, after the applied barrier:
+        // the session hears it, so a failure before then ends it RESUMED_OLD as this run does.
         update.session()
                 .arrive(
-                        Report.of(instance.instanceId(), instance.epoch(), Reported.PREPARED),
+                        Report.prepared(
+                                instance.instanceId(), instance.epoch(), run.installOnRequest()),
                         Barrier.PREPARED);
         watch.lap("prepared-barrier");
         log.info("prepare of {}: {}", run.id(), watch);

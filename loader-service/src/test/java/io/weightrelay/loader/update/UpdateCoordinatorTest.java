@@ -540,6 +540,29 @@ class UpdateCoordinatorTest {
         assertThat(instances.require().paused()).isFalse();
         assertThat(instances.require().generation()).isNull();
         assertThat(control.leases).containsExactly("+2", "-2");
+        // The session hears with PREPARED that this engine serves through the fetch, so that it
+        // too ends RESUMED_OLD, not PAUSED_REBUILD.
+        assertThat(prepared().servesThroughFetch()).isTrue();
+    }
+
+    /**
+     * A one-call update's engine drained before it started: its PREPARED does not say it serves.
+     */
+    @Test
+    void aOneCallUpdateDoesNotTellTheSessionItsEngineServesThroughTheFetch() throws Exception {
+        assertThat(finish(coordinator.start(2L, Duration.ofSeconds(30))).outcome())
+                .isEqualTo(Outcome.UPDATED);
+        assertThat(prepared().servesThroughFetch()).isFalse();
+    }
+
+    /** The PREPARED report this loader sent. */
+    private ControlPlane.Report prepared() {
+        synchronized (control.reports) {
+            return control.reports.stream()
+                    .filter(r -> r.phase() == ControlPlane.Reported.PREPARED)
+                    .findFirst()
+                    .orElseThrow();
+        }
     }
 
     /** An engine that never asks to install keeps its old generation once the update times out. */
