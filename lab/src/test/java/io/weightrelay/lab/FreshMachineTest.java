@@ -8,9 +8,14 @@ import io.weightrelay.testkit.process.ServiceProcess;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Issue 52: the first command on a fresh machine. Nothing answers on the lab's Redis and there is
@@ -18,6 +23,13 @@ import org.junit.jupiter.api.Test;
  * three-minute health check of services that cannot reach Redis. With redis-server there, it starts
  * one of its own, runs the whole story on it and stops it. And a lab pointed at a Redis that does
  * not answer is refused at once, naming it.
+ *
+ * <p>The whole story is the demo's (once held by a {@code DemoTest} of its own, which ran it a
+ * second time): with the tiny model, one lab whose instances serve both modes at once (a
+ * compatibility and a parameter-direct instance on each rollout node, in one rollout group), three
+ * generations, then one loader per mode restarted onto the active generation. Every byte is
+ * checked, the store is read exactly once per needed byte in every update, and publishing moved no
+ * byte over tcp: all of it read from the demo's {@code --json} lines.
  */
 class FreshMachineTest {
 
@@ -48,7 +60,7 @@ class FreshMachineTest {
         Path errLog = tmp.resolve("fresh-machine-demo.err");
         int closed = ServiceProcess.freePort();
         ProcessBuilder demo =
-                relay(tmp, "demo", "--model", "tiny", "--instances", "2", "--tp", "1", "--json")
+                relay(tmp, "demo", "--model", "tiny", "--instances", "4", "--tp", "2", "--json")
                         .redirectOutput(out.toFile())
                         .redirectError(errLog.toFile());
         // Nothing answers on the lab's Redis; redis-server is installed (on PATH).
@@ -78,6 +90,7 @@ class FreshMachineTest {
                 .contains("\"verified\":true")
                 .contains("\"min_store_read_ratio\":1.0000")
                 .contains("\"max_store_read_ratio\":1.0000");
+        theStoryHeld(lines);
         assertThat(io.weightrelay.lab.cluster.LabRedis.answersPing("127.0.0.1", port))
                 .as("its own redis-server stopped with it")
                 .isFalse();
@@ -85,6 +98,65 @@ class FreshMachineTest {
                 .as("and it started nothing where it was pointed")
                 .isFalse();
     }
+
+    /**
+     * The demo's story held, from its {@code --json} lines (three generations, then the summary):
+     * both modes on every rollout node, every update single pull and exact, every byte checked, no
+     * byte published over tcp, and one loader per mode restarted onto the active generation.
+     */
+    private static void theStoryHeld(List<String> lines) {
+        JsonNode report = JSON.readTree(lines.get(3));
+        Map<String, String> modeByInstance = new LinkedHashMap<>();
+        report.path("mode_by_instance")
+                .properties()
+                .forEach(e -> modeByInstance.put(e.getKey(), e.getValue().asString()));
+        assertThat(modeByInstance)
+                .containsEntry("i0000", "compat")
+                .containsEntry("i0001", "direct")
+                .containsEntry("i0002", "compat")
+                .containsEntry("i0003", "direct");
+        List<JsonNode> generations = lines.subList(0, 3).stream().map(JSON::readTree).toList();
+        assertThat(generations).hasSize(3);
+        assertThat(generations)
+                .extracting(g -> g.path("generation").asLong())
+                .isSorted()
+                .doesNotHaveDuplicates();
+        for (JsonNode g : generations) {
+            long generation = g.path("generation").asLong();
+            assertThat(g.path("store_read_bytes").asLong())
+                    .as("generation %d: single pull", generation)
+                    .isEqualTo(g.path("store_bytes_needed").asLong())
+                    .isPositive();
+            assertThat(g.path("bytes_received").asLong())
+                    .as("generation %d: delivery equals the target", generation)
+                    .isEqualTo(g.path("target_stored_bytes").asLong());
+            assertThat(g.path("bytes_verified").asLong()).isPositive();
+            assertThat(g.path("publish_tcp_bytes").asLong())
+                    .as("publishing moves no network byte")
+                    .isZero();
+            List<String> modes = new ArrayList<>();
+            g.path("update_s_by_mode").properties().forEach(e -> modes.add(e.getKey()));
+            assertThat(modes).containsExactlyInAnyOrder("compat", "direct");
+        }
+        List<String> restarted = new ArrayList<>();
+        report.path("restarted").forEach(i -> restarted.add(i.asString()));
+        assertThat(restarted).containsExactly("i0000", "i0001");
+        assertThat(report.path("restart_store_read_bytes").asLong())
+                .as("each restarted instance reads what it needs, once")
+                .isEqualTo(report.path("restart_store_bytes_needed").asLong());
+        assertThat(report.path("restart_bytes_verified").asLong()).isPositive();
+        assertThat(report.path("min_store_read_ratio").asDouble()).isEqualTo(1.0);
+        assertThat(report.path("max_store_read_ratio").asDouble()).isEqualTo(1.0);
+        assertThat(report.path("verified").asBoolean()).isTrue();
+        assertThat(lines.get(3))
+                .contains("\"verified\":true")
+                .contains("\"min_store_read_ratio\":1.0000")
+                .contains("\"max_store_read_ratio\":1.0000")
+                .contains("\"publish_tcp_bytes\":0")
+                .contains("\"update_s_by_mode\":{\"compat\":[");
+    }
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
 
     @Test
     void theDemoWithoutRedisOrRedisServerFailsWithinTenSecondsNamingThePackage() throws Exception {

@@ -10,6 +10,7 @@ import io.weightrelay.api.loader.client.model.WorkerPlacement;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MooncakeLab;
+import io.weightrelay.lab.faults.MooncakeAgentKills;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.placement.Mode;
@@ -30,10 +31,17 @@ import java.util.Set;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.ClassOrderer;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestClassOrder;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.MethodSource;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -46,13 +54,23 @@ import tools.jackson.databind.json.JsonMapper;
  * in each mode, every received byte checked against the trainer's, and the store read exactly once
  * per byte the placement needs (the loaders' Mooncake byte counters), so the second update also
  * runs after control-api retired the first generation's objects.
+ *
+ * <p>One master serves every test here, and the tests that need the same lab (tiny, four instances
+ * x tp 2, in one mode) take turns on one ({@link SharedTestLab}), each on the steps nobody
+ * published there yet: per mode, the updates, then a killed loader's restart, then a loader's
+ * Mooncake agent killed mid-apply (issue 47, {@link MooncakeAgentKills}), which proves the lab
+ * usable again before it returns; a publisher's agent killed after a commit comes last, on the
+ * compat lab. A test that fails stops the lab, so the next one starts afresh.
  */
+@TestClassOrder(ClassOrderer.OrderAnnotation.class)
 class MooncakeLabTest {
 
     private static MooncakeLab mooncake;
     private static String jvmOptions;
 
     @RegisterExtension final RunningLabs labs = new RunningLabs();
+
+    @RegisterExtension static final SharedTestLab shared = new SharedTestLab();
 
     @BeforeAll
     static void startMaster() throws Exception {
@@ -65,63 +83,11 @@ class MooncakeLabTest {
 
     @AfterAll
     static void stopMaster() throws Exception {
+        shared.close();
         System.setProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, jvmOptions);
         if (mooncake != null) {
             mooncake.close();
         }
-    }
-
-    @ParameterizedTest
-    @EnumSource(Mode.class)
-    void updatesOnMooncakeDeliverEveryByteReadingTheStoreOncePerNeededByte(Mode mode)
-            throws Exception {
-        LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 4, 2, mode)));
-        Demands demands = Demands.of(lab.manifest(), lab.placement());
-        for (int step = 0; step < 2; step++) {
-            long generation = lab.publish(step);
-            LabCluster.Updates update = lab.updateAll().requireUpdated();
-            long verified = lab.verifyAll(generation);
-            assertThat(verified).as("bytes checked against the trainer's").isPositive();
-            Delivery.exactAndSinglePull(update, demands);
-            System.out.printf(
-                    "mooncake %s generation %d: received %d, verified %d, store read %d of %d"
-                            + " needed (%.1f s)%n",
-                    mode,
-                    generation,
-                    update.bytesReceived(),
-                    verified,
-                    update.storeBytesRead(),
-                    demands.storeBytes(),
-                    update.seconds());
-        }
-    }
-
-    /**
-     * Issue 47: a loader killed with SIGKILL comes back on Mooncake. Its successor takes over the
-     * receive segments' names the dead one left in the directory (refused as another engine's
-     * before), loads the active generation alone from the store with no republish, and the next
-     * update of every instance, the restarted one included, delivers every byte.
-     */
-    @ParameterizedTest
-    @EnumSource(Mode.class)
-    void aKilledLoaderRestartsLoadsTheActiveGenerationAndTheNextUpdateSucceeds(Mode mode)
-            throws Exception {
-        LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 4, 2, mode)));
-        long first = lab.publish(0);
-        lab.updateAll().requireUpdated();
-        assertThat(lab.verifyAll(first)).isPositive();
-
-        RolloutEngine restarted = lab.restartInstance(0);
-        lab.update(List.of(restarted)).requireUpdated();
-        assertThat(lab.verify(restarted, first))
-                .as("the restarted instance loads the active generation with no republish")
-                .isPositive();
-
-        lab.reRegisterAll();
-        long second = lab.publish(1);
-        LabCluster.Updates update = lab.updateAll().requireUpdated();
-        assertThat(lab.verifyAll(second)).as("bytes checked against the trainer's").isPositive();
-        Delivery.exactAndSinglePull(update, Demands.of(lab.manifest(), lab.placement()));
     }
 
     /**
@@ -275,6 +241,104 @@ class MooncakeLabTest {
             total += n;
         }
         return total;
+    }
+
+    /** Direct first, so that the compat lab still runs for {@link AfterEveryMode}. */
+    static List<Mode> directThenCompat() {
+        return List.of(Mode.DIRECT, Mode.COMPAT);
+    }
+
+    /** The tests of one mode, in order, on that mode's shared lab. */
+    @Nested
+    @Order(1)
+    @ParameterizedClass
+    @MethodSource("io.weightrelay.lab.MooncakeLabTest#directThenCompat")
+    @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+    class OnOneLabPerMode {
+
+        @Parameter Mode mode;
+
+        @Test
+        @Order(1)
+        void updatesOnMooncakeDeliverEveryByteReadingTheStoreOncePerNeededByte() throws Exception {
+            LabCluster lab = shared.lab(LabCluster.Spec.of("tiny", 4, 2, mode));
+            Demands demands = Demands.of(lab.manifest(), lab.placement());
+            for (int i = 0; i < 2; i++) {
+                long generation = lab.publish(shared.nextStep());
+                LabCluster.Updates update = lab.updateAll().requireUpdated();
+                long verified = lab.verifyAll(generation);
+                assertThat(verified).as("bytes checked against the trainer's").isPositive();
+                Delivery.exactAndSinglePull(update, demands);
+                System.out.printf(
+                        "mooncake %s generation %d: received %d, verified %d, store read %d of %d"
+                                + " needed (%.1f s)%n",
+                        mode,
+                        generation,
+                        update.bytesReceived(),
+                        verified,
+                        update.storeBytesRead(),
+                        demands.storeBytes(),
+                        update.seconds());
+            }
+        }
+
+        /**
+         * Issue 47: a loader killed with SIGKILL comes back on Mooncake. Its successor takes over
+         * the receive segments' names the dead one left in the directory (refused as another
+         * engine's before), loads the active generation alone from the store with no republish, and
+         * the next update of every instance, the restarted one included, delivers every byte.
+         */
+        @Test
+        @Order(2)
+        void aKilledLoaderRestartsLoadsTheActiveGenerationAndTheNextUpdateSucceeds()
+                throws Exception {
+            LabCluster lab = shared.lab(LabCluster.Spec.of("tiny", 4, 2, mode));
+            long first = lab.publish(shared.nextStep());
+            lab.updateAll().requireUpdated();
+            assertThat(lab.verifyAll(first)).isPositive();
+
+            RolloutEngine restarted = lab.restartInstance(0);
+            lab.update(List.of(restarted)).requireUpdated();
+            assertThat(lab.verify(restarted, first))
+                    .as("the restarted instance loads the active generation with no republish")
+                    .isPositive();
+
+            lab.reRegisterAll();
+            long second = lab.publish(shared.nextStep());
+            LabCluster.Updates update = lab.updateAll().requireUpdated();
+            assertThat(lab.verifyAll(second))
+                    .as("bytes checked against the trainer's")
+                    .isPositive();
+            Delivery.exactAndSinglePull(update, Demands.of(lab.manifest(), lab.placement()));
+        }
+
+        /**
+         * Issue 47: a loader's Mooncake agent killed mid-apply (see {@link MooncakeAgentKills}).
+         */
+        @Test
+        @Order(3)
+        void aLoadersAgentKilledMidApplyFailsTheSessionNamingItAndTheNextUpdateSucceeds()
+                throws Exception {
+            MooncakeAgentKills.loaderAgentKilledMidApply(
+                    shared.lab(LabCluster.Spec.of("tiny", 4, 2, mode)), shared::nextStep);
+        }
+    }
+
+    /** Last, on the compat lab the tests above left running: the fault it leaves behind. */
+    @Nested
+    @Order(2)
+    class AfterEveryMode {
+
+        /**
+         * Issue 47: a publisher's Mooncake agent killed after a commit (see {@link
+         * MooncakeAgentKills}).
+         */
+        @Test
+        void aPublishersAgentKilledAfterCommitLosesWhatItHeldAndTheNextPublishReachesEveryEngine()
+                throws Exception {
+            MooncakeAgentKills.publisherAgentKilledAfterCommit(
+                    shared.lab(LabCluster.Spec.of("tiny", 4, 2, Mode.COMPAT)), shared::nextStep);
+        }
     }
 
     private static final JsonMapper JSON = JsonMapper.builder().build();

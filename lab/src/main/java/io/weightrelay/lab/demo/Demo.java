@@ -88,7 +88,8 @@ public final class Demo {
                     "{\"generation\":%d,\"publish_s\":%.3f,\"publish_tcp_bytes\":%d,"
                             + "\"update_s\":%.3f,\"update_s_by_mode\":%s,\"store_read_bytes\":%d,"
                             + "\"store_bytes_needed\":%d,\"store_read_ratio\":%.4f,"
-                            + "\"bytes_received\":%d,\"bytes_verified\":%d%s}",
+                            + "\"bytes_received\":%d,\"target_stored_bytes\":%d,"
+                            + "\"bytes_verified\":%d%s}",
                     generation,
                     publishSeconds,
                     publishTcpBytes,
@@ -98,6 +99,7 @@ public final class Demo {
                     storeBytesNeeded,
                     storeReadRatio(),
                     bytesReceived,
+                    targetStoredBytes,
                     bytesVerified,
                     objectsLocated == 0
                             ? ""
@@ -195,8 +197,11 @@ public final class Demo {
             return String.format(
                     Locale.ROOT,
                     "{\"engine\":\"%s\",\"model\":\"%s\",\"instances\":%d,\"tp\":%d,\"modes\":[%s],"
+                            + "\"mode_by_instance\":{%s},"
                             + "\"generations\":[%s],\"publish_s\":[%s],\"update_s_by_mode\":{%s},"
                             + "\"restarted\":[%s],\"restart_update_s\":%.3f,"
+                            + "\"restart_store_read_bytes\":%d,\"restart_store_bytes_needed\":%d,"
+                            + "\"restart_bytes_verified\":%d,"
                             + "\"bytes_verified\":%d,\"min_store_read_ratio\":%.4f,"
                             + "\"max_store_read_ratio\":%.4f,\"publish_tcp_bytes\":%d,%s"
                             + "\"seconds\":%.1f,\"verified\":%s}",
@@ -205,6 +210,9 @@ public final class Demo {
                     instances,
                     tp,
                     quoted(modes()),
+                    modeByInstance.entrySet().stream()
+                            .map(e -> "\"" + e.getKey() + "\":\"" + e.getValue() + "\"")
+                            .collect(Collectors.joining(",")),
                     generations.stream()
                             .map(g -> Long.toString(g.generation()))
                             .collect(Collectors.joining(",")),
@@ -216,6 +224,9 @@ public final class Demo {
                             .collect(Collectors.joining(",")),
                     quoted(restart.instances()),
                     restart.updateSeconds(),
+                    restart.storeBytesRead(),
+                    restart.storeBytesNeeded(),
+                    restart.bytesVerified(),
                     bytesVerified(),
                     minStoreReadRatio(),
                     maxStoreReadRatio(),

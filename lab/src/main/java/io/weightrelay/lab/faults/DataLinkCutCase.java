@@ -46,11 +46,13 @@ final class DataLinkCutCase implements MultiHostFaultCase {
         boolean landedMidUpdate = false;
         List<String> problems = new ArrayList<>();
         String detail;
-        try (MultiHostCluster lab = MultiHostFaultCase.startLab(context)) {
+        try {
+            SharedLab.BorrowedHosts borrowed = MultiHostFaultCase.borrowLab(context);
+            MultiHostCluster lab = borrowed.lab;
             try {
-                long first = lab.publish(0).generation();
+                long first = lab.publish(borrowed.nextStep()).generation();
                 lab.updateAll().requireVerified();
-                long cutGeneration = lab.publish(1).generation();
+                long cutGeneration = lab.publish(borrowed.nextStep()).generation();
 
                 // slow the link so the engines' reads of it last seconds, cut it while they read
                 lab.hosts().shapeDataLink(CUT, "2mbit");
@@ -111,7 +113,7 @@ final class DataLinkCutCase implements MultiHostFaultCase {
                 partial = MultiHostFaultCase.partialServed(lab, anyFailed, cutGeneration, problems);
 
                 // the link is back: rebuild on the active generation, then the next publish
-                long next = MultiHostFaultCase.rebuildThenPublishNext(lab);
+                long next = MultiHostFaultCase.rebuildThenPublishNext(borrowed);
                 detail =
                         String.format(
                                 "%s's data link cut during the update to %d (served %d; %d store"
@@ -133,6 +135,11 @@ final class DataLinkCutCase implements MultiHostFaultCase {
             problems.add(e.getClass().getSimpleName() + ": " + e.getMessage());
             detail = "failed";
         }
-        return result(started, detail, problems, corrupted, partial, landedMidUpdate);
+        FaultResult result = result(started, detail, problems, corrupted, partial, landedMidUpdate);
+        if (!result.passed()) {
+            // a state nobody proved usable: the next multi-host case starts a fresh lab
+            SharedLab.discard(context);
+        }
+        return result;
     }
 }

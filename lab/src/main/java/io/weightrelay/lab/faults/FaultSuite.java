@@ -44,13 +44,6 @@ public final class FaultSuite {
                         "publisher-killed-mid-publish", PublisherKilledMidPublishCase::inject),
                 new RedisRestartCase(),
                 new RedisDataLostCase(),
-                new ControlApiKilledCase(),
-                // its lab has one control-api: after the case above, which discards its lab
-                new ControlApiRestartedCase(),
-                // its own lab (control-api-killed discarded the compat pair anyway)
-                new ControlApiClockSkewCase(),
-                new DataLinkCutCase(),
-                new LoadersPartitionedCase(),
                 LabCase.destroyingActiveMidApply(
                         "segment-owner-killed-mid-apply", SegmentOwnerKilledMidApplyCase::inject),
                 LabCase.midApply(
@@ -62,7 +55,17 @@ public final class FaultSuite {
                 LabCase.reloadingActive("checkpoint-disk-full", CheckpointDiskFullCase::inject),
                 // after every case of the compat pair that needs older generations kept
                 LabCase.reloadingActive("loader-died-for-good", LoaderDiedForGoodCase::inject),
-                // last: its lab replaces the compat pair the cases above share
+                // last on the compat pair: its first control-api stays dead, so it discards the
+                // lab (every case above shares that one lab, started once)
+                new ControlApiKilledCase(),
+                // its lab has one control-api: after the case above, which discards its lab
+                new ControlApiRestartedCase(),
+                // its own lab
+                new ControlApiClockSkewCase(),
+                // the multi-host lab, one per case (each stops the local lab first)
+                new DataLinkCutCase(),
+                new LoadersPartitionedCase(),
+                // last: its lab replaces the ones above
                 LabCase.midApply(
                         "relay-delegate-killed-mid-apply",
                         LoaderKilledMidApplyCase::injectIntoRelayDelegate,

@@ -54,17 +54,19 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
         boolean midPush = false;
         List<String> problems = new ArrayList<>();
         String detail;
-        try (MultiHostCluster lab = MultiHostFaultCase.startLab(context)) {
+        try {
+            SharedLab.BorrowedHosts borrowed = MultiHostFaultCase.borrowLab(context);
+            MultiHostCluster lab = borrowed.lab;
             HostLab hosts = lab.hosts();
             String pusher = lab.rolloutNodes().get(0);
             String peer = lab.rolloutNodes().get(1);
             String pusherInstance = instanceOn(lab, pusher);
             String peerInstance = instanceOn(lab, peer);
             try {
-                long first = lab.publish(0).generation();
+                long first = lab.publish(borrowed.nextStep()).generation();
                 MultiHostCluster.Update whole = lab.updateAll().requireVerified();
                 long pushedWhole = whole.traffic().hosts().get(pusher).dataSent().bytes();
-                long cutGeneration = lab.publish(1).generation();
+                long cutGeneration = lab.publish(borrowed.nextStep()).generation();
 
                 // the pusher's sends last seconds; the cut lands once its push is under way
                 hosts.shapeDataLink(pusher, "2mbit");
@@ -165,7 +167,7 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
                 partial = MultiHostFaultCase.partialServed(lab, anyFailed, cutGeneration, problems);
 
                 // the path is back: rebuild on the active generation, then the next publish
-                long next = MultiHostFaultCase.rebuildThenPublishNext(lab);
+                long next = MultiHostFaultCase.rebuildThenPublishNext(borrowed);
                 detail =
                         String.format(
                                 Locale.ROOT,
@@ -196,7 +198,13 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
             detail = "failed";
         }
         boolean clean = problems.isEmpty() && corrupted == 0 && partial == 0;
-        return result(started, detail, problems, corrupted, partial, midPush && clean);
+        FaultResult result =
+                result(started, detail, problems, corrupted, partial, midPush && clean);
+        if (!result.passed()) {
+            // a state nobody proved usable: the next multi-host case starts a fresh lab
+            SharedLab.discard(context);
+        }
+        return result;
     }
 
     /** The instance whose workers are on rollout host {@code node}. */

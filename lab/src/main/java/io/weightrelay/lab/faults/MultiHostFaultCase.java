@@ -47,15 +47,22 @@ interface MultiHostFaultCase extends FaultCase {
     }
 
     /**
-     * Two rollout hosts, one compatibility-mode instance each, every service with {@link
-     * #IO_TIMEOUT}; the local cases' lab is stopped first (one lab at a time on a small machine).
+     * The multi-host lab these cases share, started on first use: two rollout hosts, one
+     * compatibility-mode instance each, every service with {@link #IO_TIMEOUT}; the local cases'
+     * lab is stopped first (one lab at a time on a small machine). A case that fails discards it
+     * ({@link SharedLab#discard}), so the next one starts a fresh one.
      */
-    static MultiHostCluster startLab(FaultContext context) throws Exception {
-        SharedLab.discard(context);
-        return MultiHostCluster.start(
-                LabCluster.Spec.of(context.model(), 2, 1, Mode.COMPAT),
-                System.getProperty("relay.lab.prefix", "wr-faults"),
-                List.of("--relay.dataplane.io-timeout=" + IO_TIMEOUT.toSeconds() + "s"));
+    static SharedLab.BorrowedHosts borrowLab(FaultContext context) throws Exception {
+        return SharedLab.borrowHosts(
+                context,
+                () ->
+                        MultiHostCluster.start(
+                                LabCluster.Spec.of(context.model(), 2, 1, Mode.COMPAT),
+                                System.getProperty("relay.lab.prefix", "wr-faults"),
+                                List.of(
+                                        "--relay.dataplane.io-timeout="
+                                                + IO_TIMEOUT.toSeconds()
+                                                + "s")));
     }
 
     /** Every engine's update within {@link #PHASE_TIMEOUT}, started on another thread. */
@@ -116,10 +123,11 @@ interface MultiHostFaultCase extends FaultCase {
      * With the network whole again: the engines rebuild on the active generation, then the next
      * publish reaches everyone, every byte checked on its host. Returns that generation.
      */
-    static long rebuildThenPublishNext(MultiHostCluster lab) throws Exception {
+    static long rebuildThenPublishNext(SharedLab.BorrowedHosts borrowed) throws Exception {
+        MultiHostCluster lab = borrowed.lab;
         lab.registerAll("lab");
         lab.updateAll().requireVerified();
-        long next = lab.publish(2).generation();
+        long next = lab.publish(borrowed.nextStep()).generation();
         lab.updateAll().requireVerified();
         return next;
     }

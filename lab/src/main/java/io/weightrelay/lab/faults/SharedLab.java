@@ -2,6 +2,7 @@ package io.weightrelay.lab.faults;
 
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabRedis;
+import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.reshard.placement.Mode;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -10,6 +11,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Callable;
 
 /**
  * The local lab the suite's cases share while a fault leaves it usable: each case borrows it, and a
@@ -18,7 +20,8 @@ import java.util.Set;
  * minutes. A case names the {@link Shape} it needs; one lab runs at a time, so borrowing another
  * shape stops the running one (the suite orders its cases so that this happens once). Each lab has
  * its own Redis (a private redis-server with an append-only file, which the Redis cases kill and
- * restart).
+ * restart). The multi-host cases share one multi-host lab the same way ({@link BorrowedHosts}); it
+ * too is one lab at a time with the local one.
  */
 public final class SharedLab {
 
@@ -114,7 +117,26 @@ public final class SharedLab {
         }
     }
 
+    /**
+     * The multi-host lab the multi-host cases share (each restores the links it broke and proves
+     * the lab serves again before it returns), and the trainer steps published on it: a step opens
+     * one generation, so a case publishing on it takes the next step rather than counting from 0.
+     */
+    static final class BorrowedHosts {
+        final MultiHostCluster lab;
+        private long step;
+
+        BorrowedHosts(MultiHostCluster lab) {
+            this.lab = lab;
+        }
+
+        long nextStep() {
+            return step++;
+        }
+    }
+
     private static final Map<FaultContext, Borrowed> LABS = new HashMap<>();
+    private static final Map<FaultContext, BorrowedHosts> HOSTS = new HashMap<>();
     private static int started;
 
     private SharedLab() {}
@@ -132,6 +154,7 @@ public final class SharedLab {
             b = null;
         }
         if (b == null) {
+            discardHosts(context);
             LabRedis redis = LabRedis.start(context.workDir().resolve("redis-" + started++), true);
             try {
                 LabCluster.Spec spec =
@@ -184,8 +207,34 @@ public final class SharedLab {
         }
     }
 
-    /** Stops the context's lab (after a case left it in a state it could not repair). */
+    /**
+     * The context's multi-host lab, started by {@code start} on first use (stopping the local lab:
+     * one lab at a time).
+     */
+    static synchronized BorrowedHosts borrowHosts(
+            FaultContext context, Callable<MultiHostCluster> start) throws Exception {
+        BorrowedHosts h = HOSTS.get(context);
+        if (h == null) {
+            discardLocal(context);
+            h = new BorrowedHosts(start.call());
+            HOSTS.put(context, h);
+        }
+        return h;
+    }
+
+    /**
+     * Stops the context's lab, local or multi-host (after a case left it in a state it could not
+     * repair, or at the end of the suite).
+     */
     public static synchronized void discard(FaultContext context) {
+        try {
+            discardLocal(context);
+        } finally {
+            discardHosts(context);
+        }
+    }
+
+    private static void discardLocal(FaultContext context) {
         Borrowed b = LABS.remove(context);
         if (b != null) {
             try {
@@ -193,6 +242,13 @@ public final class SharedLab {
             } finally {
                 b.redis.close();
             }
+        }
+    }
+
+    private static void discardHosts(FaultContext context) {
+        BorrowedHosts h = HOSTS.remove(context);
+        if (h != null) {
+            h.lab.close();
         }
     }
 }

@@ -7,21 +7,14 @@ import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.SessionState;
 import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.lab.cluster.MooncakeLab;
 import io.weightrelay.lab.rollout.RolloutEngine;
-import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.testkit.process.ServiceProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import java.util.function.LongSupplier;
 
 /**
  * Issue 47: the Mooncake agent of a service dies under it (SIGKILL of the agent process, found in
@@ -33,66 +26,32 @@ import org.junit.jupiter.params.provider.EnumSource;
  * and every object in it, went with it; the generations it held are reported LOST naming the agent,
  * never served, every engine stays on the whole bytes it holds, and the next publish (into the
  * restarted agent's new segment) reaches every engine.
+ *
+ * <p>What {@code MooncakeLabTest} proves on its Mooncake labs, here because it drives the fault
+ * suite's package-private tools ({@link LoaderKilledMidApplyCase}, {@link Engines}, {@link
+ * Ledger}).
  */
-class MooncakeAgentKilledLabTest {
+public final class MooncakeAgentKills {
 
     private static final int ATTEMPTS = 5;
 
-    private static MooncakeLab mooncake;
-    private static String jvmOptions;
+    private MooncakeAgentKills() {}
 
-    @BeforeAll
-    static void startMaster() throws Exception {
-        mooncake = MooncakeLab.start(Path.of("../python/src"));
-        jvmOptions = System.getProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, "");
-        System.setProperty(
-                ServiceProcess.JVM_OPTIONS_PROPERTY,
-                (jvmOptions + " " + String.join(" ", mooncake.serviceJvmOptions())).strip());
-    }
-
-    @AfterAll
-    static void stopMaster() throws Exception {
-        System.setProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, jvmOptions);
-        if (mooncake != null) {
-            mooncake.close();
-        }
-    }
-
-    @ParameterizedTest
-    @EnumSource(Mode.class)
-    void aLoadersAgentKilledMidApplyFailsTheSessionNamingItAndTheNextUpdateSucceeds(Mode mode)
+    /**
+     * A loader's agent killed mid-apply on {@code lab} (tiny, 4 instances x tp 2): the session
+     * fails naming the dead agent, no engine advances, every serving engine holds whole bytes of
+     * the generation it served, and once the agent is started again the next update succeeds.
+     * {@code steps} gives the trainer steps to publish (each one not yet published on the lab).
+     */
+    public static void loaderAgentKilledMidApply(LabCluster lab, LongSupplier steps)
             throws Exception {
-        try (LabCluster lab = LabCluster.start(LabCluster.Spec.of("tiny", 4, 2, mode))) {
-            try {
-                loaderAgentKilledMidApply(lab);
-            } catch (AssertionError | RuntimeException e) {
-                lab.dumpLogs();
-                throw e;
-            }
-        }
-    }
-
-    @Test
-    void aPublishersAgentKilledAfterCommitLosesWhatItHeldAndTheNextPublishReachesEveryEngine()
-            throws Exception {
-        try (LabCluster lab = LabCluster.start(LabCluster.Spec.of("tiny", 4, 2, Mode.COMPAT))) {
-            try {
-                publisherAgentKilledAfterCommit(lab);
-            } catch (AssertionError | RuntimeException e) {
-                lab.dumpLogs();
-                throw e;
-            }
-        }
-    }
-
-    private static void loaderAgentKilledMidApply(LabCluster lab) throws Exception {
-        long previous = lab.publish(0);
+        long previous = lab.publish(steps.getAsLong());
         lab.updateAll().requireUpdated();
         assertThat(lab.verifyAll(previous)).isPositive();
         String victim = lab.engines().get(0).instance();
         long loader = lab.faults().loaderPid(0);
         for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-            long g = lab.publish(attempt);
+            long g = lab.publish(steps.getAsLong());
             Map<String, Long> before = Ledger.generations(lab);
             Engines.Running running =
                     Engines.start(lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT);
@@ -155,11 +114,18 @@ class MooncakeAgentKilledLabTest {
                 "the apply of " + victim + " never lasted long enough to be caught");
     }
 
-    private static void publisherAgentKilledAfterCommit(LabCluster lab) throws Exception {
-        long first = lab.publish(0);
+    /**
+     * A publisher's agent killed after a commit on {@code lab} (tiny, 4 instances x tp 2, compat):
+     * the generations it held are reported LOST naming the agent, never served, every engine stays
+     * on the whole bytes it holds, and the next publish reaches every engine. {@code steps} as
+     * above.
+     */
+    public static void publisherAgentKilledAfterCommit(LabCluster lab, LongSupplier steps)
+            throws Exception {
+        long first = lab.publish(steps.getAsLong());
         lab.updateAll().requireUpdated();
         assertThat(lab.verifyAll(first)).isPositive();
-        long committed = lab.publish(1);
+        long committed = lab.publish(steps.getAsLong());
         long publisher = lab.faults().publisherPid(0);
         long agent = killAgentOf(publisher);
 
@@ -196,7 +162,7 @@ class MooncakeAgentKilledLabTest {
 
         // the restarted agent mounted a new, empty segment: the next publish reaches everyone
         lab.reRegisterAll();
-        long next = lab.publish(2);
+        long next = lab.publish(steps.getAsLong());
         lab.updateAll().requireUpdated();
         assertThat(lab.verifyAll(next)).as("every byte of " + next).isPositive();
         assertThat(agentOf(publisher)).as("a new agent serves the publisher").isNotEqualTo(agent);
