@@ -1,5 +1,7 @@
 package io.weightrelay.loader.registration;
 
+import static io.weightrelay.loader.registration.TestBytes.crc;
+import static io.weightrelay.loader.registration.TestBytes.fill;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -12,10 +14,8 @@ import io.weightrelay.dataplane.SegmentNotAllocatableException;
 import io.weightrelay.dataplane.TransferRequest;
 import io.weightrelay.service.test.TestDataplane;
 import io.weightrelay.testkit.redis.RedisTestSupport;
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
-import java.util.zip.CRC32;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -96,17 +96,5 @@ class ReceiveSegmentRegistrarTest {
         assertThat(trainer.store().remove("m/1/a")).isTrue();
         assertThat(registrations.unregisterInstance("i0")).hasSize(2);
         assertThat(receive.shmPath()).doesNotExist();
-    }
-
-    private static void fill(ByteBuffer b, int seed) {
-        for (int i = 0; i < b.capacity(); i++) {
-            b.put(i, (byte) (i * 31 + seed * 7 + (i >>> 9)));
-        }
-    }
-
-    private static long crc(ByteBuffer b) {
-        CRC32 c = new CRC32();
-        c.update(b.duplicate().clear());
-        return c.getValue();
     }
 }

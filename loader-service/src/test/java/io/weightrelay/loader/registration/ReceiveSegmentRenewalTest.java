@@ -1,5 +1,7 @@
 package io.weightrelay.loader.registration;
 
+import static io.weightrelay.loader.registration.TestBytes.crc;
+import static io.weightrelay.loader.registration.TestBytes.fill;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -9,12 +11,10 @@ import io.weightrelay.dataplane.StaleSegmentException;
 import io.weightrelay.dataplane.TransferRequest;
 import io.weightrelay.service.test.TestDataplane;
 import io.weightrelay.testkit.redis.RedisTestSupport;
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.zip.CRC32;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -132,17 +132,5 @@ class ReceiveSegmentRenewalTest {
 
     private static TransferRequest write(Segment from, Segment to) {
         return TransferRequest.write(from, 0, to.name(), 0, MIB);
-    }
-
-    private static void fill(ByteBuffer b, int seed) {
-        for (int i = 0; i < b.capacity(); i++) {
-            b.put(i, (byte) (i * 31 + seed * 7 + (i >>> 9)));
-        }
-    }
-
-    private static long crc(ByteBuffer b) {
-        CRC32 c = new CRC32();
-        c.update(b.duplicate().clear());
-        return c.getValue();
     }
 }
