@@ -1,7 +1,7 @@
 package io.weightrelay.control.redis;
 
-import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.reshard.manifest.SessionKey;
 import org.springframework.stereotype.Component;
 
 /**

@@ -1,11 +1,11 @@
 package io.weightrelay.control.update;
 
 import io.weightrelay.api.control.model.UpdateSession;
-import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
+import io.weightrelay.reshard.manifest.SessionKey;
 import io.weightrelay.service.problem.RelayException;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,12 +1,12 @@
 package io.weightrelay.control.update;
 
 import io.micrometer.core.instrument.MeterRegistry;
-import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.control.registry.ControlPlaneTicks;
 import io.weightrelay.control.registry.RegistryProperties;
+import io.weightrelay.reshard.manifest.SessionKey;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,6 +1,5 @@
 package io.weightrelay.control.update;
 
-import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.control.plan.PlanService;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
@@ -16,6 +15,7 @@ import io.weightrelay.reshard.checksum.ObjectVerification.Unread;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.codec.CodecException;
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.reshard.manifest.SessionKey;
 import io.weightrelay.service.concurrent.DaemonThreads;
 import java.util.ArrayList;
 import java.util.Base64;

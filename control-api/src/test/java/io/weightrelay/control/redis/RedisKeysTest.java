@@ -2,8 +2,8 @@ package io.weightrelay.control.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.control.identity.SessionKey;
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.reshard.manifest.SessionKey;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -4,6 +4,7 @@ import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.reshard.manifest.SessionKey;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
@@ -264,31 +265,23 @@ public interface ControlPlane {
      */
     Preparation prepare(PrepareCall call);
 
-    void report(GenerationId generation, String group, Report report);
+    void report(SessionKey session, Report report);
 
     /**
      * What the participants' SENT reports say they wrote into {@code instance}'s buffers: encoded
      * digests by sender instance. Complete once the sent barrier opened.
      */
-    java.util.Map<String, byte[]> landed(
-            String model, long generation, String group, String instance);
+    java.util.Map<String, byte[]> landed(SessionKey session, String instance);
 
-    BarrierState awaitBarrier(
-            String model, long generation, String group, Barrier barrier, Duration wait);
+    BarrierState awaitBarrier(SessionKey session, Barrier barrier, Duration wait);
 
     /**
      * {@link #report} of the phase {@code barrier} waits for, then {@link #awaitBarrier}: one round
      * trip over REST, so the last loader to arrive learns in that call that the barrier opened.
      */
-    default BarrierState arrive(
-            String model,
-            long generation,
-            String group,
-            Report report,
-            Barrier barrier,
-            Duration wait) {
-        report(new GenerationId(model, generation), group, report);
-        return awaitBarrier(model, generation, group, barrier, wait);
+    default BarrierState arrive(SessionKey session, Report report, Barrier barrier, Duration wait) {
+        report(session, report);
+        return awaitBarrier(session, barrier, wait);
     }
 
     void releaseLease(GenerationId generation, String holder);

@@ -32,6 +32,7 @@ import io.weightrelay.loader.instance.Instance;
 import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.WorkerBuffers;
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.reshard.manifest.SessionKey;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.reshard.plan.Slice;
@@ -426,25 +427,26 @@ public class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public void report(GenerationId id, String group, Report r) {
+    public void report(SessionKey session, Report r) {
         PhaseReport body = body(r);
         run(
                 "report " + r.phase() + " of " + r.instance(),
-                () -> updates.reportUpdatePhase(id.model(), id.generation(), group, body));
+                () ->
+                        updates.reportUpdatePhase(
+                                session.model(), session.generation(), session.group(), body));
     }
 
     @Override
-    public BarrierState arrive(
-            String model, long generation, String group, Report r, Barrier barrier, Duration wait) {
+    public BarrierState arrive(SessionKey session, Report r, Barrier barrier, Duration wait) {
         PhaseReport body = body(r);
         return state(
                 call(
                         "report " + r.phase() + " of " + r.instance() + " at " + barrier.wire(),
                         () ->
                                 updates.arriveAtBarrier(
-                                        model,
-                                        generation,
-                                        group,
+                                        session.model(),
+                                        session.generation(),
+                                        session.group(),
                                         BarrierName.fromValue(barrier.wire()),
                                         body,
                                         waitSeconds(wait))));
@@ -486,12 +488,16 @@ public class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public java.util.Map<String, byte[]> landed(
-            String model, long generation, String group, String instance) {
+    public java.util.Map<String, byte[]> landed(SessionKey session, String instance) {
         LandedDigests answer =
                 call(
                         "what was sent to " + instance,
-                        () -> updates.getLandedDigests(model, generation, group, instance));
+                        () ->
+                                updates.getLandedDigests(
+                                        session.model(),
+                                        session.generation(),
+                                        session.group(),
+                                        instance));
         java.util.Map<String, byte[]> out = new java.util.TreeMap<>();
         if (answer.getSenders() != null) {
             for (SentDigests s : answer.getSenders()) {
@@ -502,16 +508,15 @@ public class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public BarrierState awaitBarrier(
-            String model, long generation, String group, Barrier barrier, Duration wait) {
+    public BarrierState awaitBarrier(SessionKey session, Barrier barrier, Duration wait) {
         BarrierStatus s =
                 call(
                         "barrier " + barrier.wire(),
                         () ->
                                 updates.awaitBarrier(
-                                        model,
-                                        generation,
-                                        group,
+                                        session.model(),
+                                        session.generation(),
+                                        session.group(),
                                         BarrierName.fromValue(barrier.wire()),
                                         waitSeconds(wait)));
         return state(s);

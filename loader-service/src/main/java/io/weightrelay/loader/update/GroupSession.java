@@ -12,6 +12,7 @@ import io.weightrelay.loader.control.ControlPlaneException;
 import io.weightrelay.loader.instance.Instance;
 import io.weightrelay.loader.pipeline.ApplyFailure;
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.reshard.manifest.SessionKey;
 import java.time.Duration;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -30,7 +31,7 @@ final class GroupSession {
     private final ControlPlane control;
     private final LoaderProperties properties;
     private final Instance instance;
-    private final long generation;
+    private final SessionKey session;
     private final long deadline;
 
     /**
@@ -45,7 +46,8 @@ final class GroupSession {
         this.control = control;
         this.properties = properties;
         this.instance = instance;
-        this.generation = generation;
+        this.session =
+                new SessionKey(new GenerationId(instance.model(), generation), instance.group());
         this.deadline = deadline;
     }
 
@@ -54,14 +56,7 @@ final class GroupSession {
      * control-api (then long-polls it while it stays shut).
      */
     void arrive(Report report, Barrier barrier) {
-        BarrierState s =
-                control.arrive(
-                        instance.model(),
-                        generation,
-                        instance.group(),
-                        report,
-                        barrier,
-                        barrierWait());
+        BarrierState s = control.arrive(session, report, barrier, barrierWait());
         while (true) {
             if (s.open()) {
                 return;
@@ -89,9 +84,7 @@ final class GroupSession {
                 throw new ApplyFailure(
                         CONTROL_API, "barrier " + barrier.wire() + " did not open in time");
             }
-            s =
-                    control.awaitBarrier(
-                            instance.model(), generation, instance.group(), barrier, barrierWait());
+            s = control.awaitBarrier(session, barrier, barrierWait());
         }
     }
 
@@ -114,8 +107,7 @@ final class GroupSession {
      * timeout or a participant's end that passed), not waited on.
      */
     BarrierState look(Barrier barrier) {
-        return control.awaitBarrier(
-                instance.model(), generation, instance.group(), barrier, Duration.ZERO);
+        return control.awaitBarrier(session, barrier, Duration.ZERO);
     }
 
     /**
@@ -160,7 +152,7 @@ final class GroupSession {
     }
 
     void send(Report report) {
-        control.report(new GenerationId(instance.model(), generation), instance.group(), report);
+        control.report(session, report);
     }
 
     /**

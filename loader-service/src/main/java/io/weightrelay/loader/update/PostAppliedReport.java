@@ -7,6 +7,7 @@ import io.weightrelay.loader.control.ControlPlaneException;
 import io.weightrelay.loader.instance.Instance;
 import io.weightrelay.loader.instance.InstanceService;
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.reshard.manifest.SessionKey;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -67,8 +68,8 @@ final class PostAppliedReport {
         }
         try {
             control.report(
-                    new GenerationId(instance.model(), generation),
-                    instance.group(),
+                    new SessionKey(
+                            new GenerationId(instance.model(), generation), instance.group()),
                     Report.postApplied(instance.instanceId(), instance.epoch(), durations));
             if (attempt > 0) {
                 log.info(

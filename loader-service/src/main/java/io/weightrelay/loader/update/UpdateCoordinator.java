@@ -16,6 +16,7 @@ import io.weightrelay.loader.pipeline.Laps;
 import io.weightrelay.loader.update.UpdateRun.Outcome;
 import io.weightrelay.loader.update.UpdateRun.Phase;
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.reshard.manifest.SessionKey;
 import io.weightrelay.service.concurrent.DaemonThreads;
 import io.weightrelay.service.problem.CommonProblems;
 import jakarta.annotation.PreDestroy;
@@ -433,9 +434,9 @@ public class UpdateCoordinator {
                 .arrive(Report.sent(instance.instanceId(), instance.epoch(), sent), Barrier.SENT);
         prepared.proveLanded(
                 control.landed(
-                        instance.model(),
-                        update.generation(),
-                        instance.group(),
+                        new SessionKey(
+                                new GenerationId(instance.model(), update.generation()),
+                                instance.group()),
                         instance.instanceId()));
     }
 

@@ -10,6 +10,8 @@ import io.weightrelay.loader.control.ControlPlane.Barrier;
 import io.weightrelay.loader.control.ControlPlane.BarrierState;
 import io.weightrelay.loader.control.ControlPlane.Report;
 import io.weightrelay.loader.control.ControlPlane.Reported;
+import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.reshard.manifest.SessionKey;
 import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -35,6 +37,8 @@ import org.springframework.mock.env.MockEnvironment;
  */
 class ControlApiRestartTest {
 
+    private static final SessionKey SESSION = new SessionKey(new GenerationId("m", 2), "lab");
+
     private static final String OPEN =
             "{\"barrier\":\"prepared\",\"open\":true,\"failed\":false,\"arrived\":2,"
                     + "\"expected\":2,\"waiting\":[]}";
@@ -42,9 +46,7 @@ class ControlApiRestartTest {
     @Test
     void aBarrierWaitOutlivesARestartOfTheOnlyControlApi() throws Exception {
         outlivesARestart(
-                control ->
-                        control.awaitBarrier(
-                                "m", 2, "lab", Barrier.PREPARED, Duration.ofSeconds(30)));
+                control -> control.awaitBarrier(SESSION, Barrier.PREPARED, Duration.ofSeconds(30)));
     }
 
     /** A report and barrier wait in one call (a POST, which the HTTP client never sends twice). */
@@ -53,9 +55,7 @@ class ControlApiRestartTest {
         outlivesARestart(
                 control ->
                         control.arrive(
-                                "m",
-                                2,
-                                "lab",
+                                SESSION,
                                 Report.of("i0001", 7, Reported.PREPARED),
                                 Barrier.PREPARED,
                                 Duration.ofSeconds(30)));

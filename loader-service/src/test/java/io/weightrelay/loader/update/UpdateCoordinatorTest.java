@@ -31,6 +31,7 @@ import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Placements;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.reshard.manifest.SessionKey;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
@@ -853,7 +854,7 @@ class UpdateCoordinatorTest {
         }
 
         @Override
-        public synchronized void report(GenerationId generation, String group, Report r) {
+        public synchronized void report(SessionKey session, Report r) {
             if (refuseReports != null && r.phase() != ControlPlane.Reported.FAILED) {
                 throw refuseReports;
             }
@@ -866,8 +867,7 @@ class UpdateCoordinatorTest {
         }
 
         @Override
-        public BarrierState awaitBarrier(
-                String model, long generation, String group, Barrier barrier, Duration wait) {
+        public BarrierState awaitBarrier(SessionKey session, Barrier barrier, Duration wait) {
             BarrierState s = barriers.getOrDefault(barrier, new BarrierState(true, false, null));
             if (!s.open() && !s.failed()) {
                 try {
@@ -884,8 +884,7 @@ class UpdateCoordinatorTest {
         Map<String, byte[]> landed = Map.of();
 
         @Override
-        public Map<String, byte[]> landed(
-                String model, long generation, String group, String instance) {
+        public Map<String, byte[]> landed(SessionKey session, String instance) {
             return landed;
         }
 

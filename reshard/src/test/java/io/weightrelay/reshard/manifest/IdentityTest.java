@@ -1,9 +1,8 @@
-package io.weightrelay.control.identity;
+package io.weightrelay.reshard.manifest;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.weightrelay.reshard.manifest.GenerationId;
 import org.junit.jupiter.api.Test;
 
 class IdentityTest {

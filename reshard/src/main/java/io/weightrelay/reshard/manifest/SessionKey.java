@@ -1,10 +1,10 @@
-package io.weightrelay.control.identity;
+package io.weightrelay.reshard.manifest;
 
-import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.Objects;
 
 /**
- * An update session: one per generation and rollout group.
+ * An update session: one per generation and rollout group. What control-api keys a session's Redis
+ * hash by and what a loader names in every session call (its reports, barriers and landed digests).
  *
  * @param generationId the generation the session rolls out
  * @param group the rollout group moving to it
