@@ -16,10 +16,29 @@ import java.util.List;
  */
 public interface ControlPlane {
 
+    /** A generation's state as control-api reports it. */
+    enum GenerationState {
+        /** Opened by a trainer, not committed yet. */
+        OPEN,
+        /** Committed, the model's newest. */
+        ACTIVE,
+        /** Committed, superseded by a newer one; loadable while its objects are kept. */
+        RETIRED,
+        /** Never committed. */
+        ABORTED,
+        /** Committed, but objects of it are gone (a publisher's segment died). */
+        LOST;
+
+        /** Whether a loader may load a generation in this state: committed and whole. */
+        public boolean loadable() {
+            return this == ACTIVE || this == RETIRED;
+        }
+    }
+
     /** A generation's state and digest. */
     record GenerationRef(
-            long generation, String state, String manifestDigest, String corruptObject) {
-        public GenerationRef(long generation, String state, String manifestDigest) {
+            long generation, GenerationState state, String manifestDigest, String corruptObject) {
+        public GenerationRef(long generation, GenerationState state, String manifestDigest) {
             this(generation, state, manifestDigest, null);
         }
     }

@@ -313,10 +313,20 @@ public class RestControlPlane implements ControlPlane {
 
     private static GenerationRef ref(Generation g) {
         return new GenerationRef(
-                g.getGeneration(),
-                g.getState().getValue(),
-                g.getManifestDigest(),
-                g.getCorruptObject());
+                g.getGeneration(), state(g), g.getManifestDigest(), g.getCorruptObject());
+    }
+
+    /**
+     * The state control-api reported. The contract's states and this loader's are the same five; an
+     * answer without one is a control-plane error naming the generation.
+     */
+    private static ControlPlane.GenerationState state(Generation g) {
+        if (g.getState() == null) {
+            throw new ControlPlaneException(
+                    "control-api answered generation " + g.getGeneration() + " without a state",
+                    null);
+        }
+        return ControlPlane.GenerationState.valueOf(g.getState().getValue());
     }
 
     @Override

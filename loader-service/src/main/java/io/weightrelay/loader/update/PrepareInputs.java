@@ -156,7 +156,7 @@ final class PrepareInputs {
 
     /** Refuses a generation that is not committed or holds an object that failed its proof. */
     private static void requireLoadable(GenerationId id, GenerationRef g) {
-        if (!g.state().equals("ACTIVE") && !g.state().equals("RETIRED")) {
+        if (!g.state().loadable()) {
             throw new ApplyFailure(
                     id.path(),
                     "generation " + id.generation() + " of " + id.model() + " is " + g.state());

@@ -14,6 +14,7 @@ import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.control.ControlPlane;
+import io.weightrelay.loader.control.ControlPlane.GenerationState;
 import io.weightrelay.loader.control.ControlPlaneException;
 import io.weightrelay.loader.instance.DataplaneHolder;
 import io.weightrelay.loader.instance.InstanceService;
@@ -660,7 +661,7 @@ class UpdateCoordinatorTest {
 
     @Test
     void aGenerationThatIsNotCommittedIsFencedAtPrepare() throws Exception {
-        control.states.put(4L, "OPEN");
+        control.states.put(4L, GenerationState.OPEN);
 
         updateEnds(4L, Outcome.RESUMED_OLD, "tiny/4", "discard");
     }
@@ -774,7 +775,7 @@ class UpdateCoordinatorTest {
     static final class FakeControl implements ControlPlane {
         long active = 2;
         long epoch;
-        final Map<Long, String> states = new HashMap<>();
+        final Map<Long, GenerationState> states = new HashMap<>();
         final Map<Barrier, BarrierState> barriers = new EnumMap<>(Barrier.class);
         // Written by the update thread and by its call thread (APPLYING).
         final List<Report> reports = Collections.synchronizedList(new ArrayList<>());
@@ -810,7 +811,9 @@ class UpdateCoordinatorTest {
 
         private GenerationRef generation(long generation) {
             return new GenerationRef(
-                    generation, states.getOrDefault(generation, "ACTIVE"), manifest.digest());
+                    generation,
+                    states.getOrDefault(generation, GenerationState.ACTIVE),
+                    manifest.digest());
         }
 
         @Override
@@ -828,7 +831,7 @@ class UpdateCoordinatorTest {
         public Preparation prepare(ControlPlane.PrepareCall call) {
             long generation = call.generation();
             GenerationRef g = generation(generation);
-            if (!g.state().equals("ACTIVE") && !g.state().equals("RETIRED")) {
+            if (!g.state().loadable()) {
                 throw new ControlPlaneException(
                         "prepare: control-api answered 409",
                         new RemoteProblem(
