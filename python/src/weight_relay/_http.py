@@ -110,7 +110,7 @@ class RestClient:
         r = self.raw(method, path, body, what or f"{method} {path}")
         if r.status >= 400:
             raise call_error(f"{self.service} {self.base_url}", what or f"{method} {path}",
-                             r.status, r.body)
+                             r.status, r.body, r.headers)
         return r.json()
 
     def call_object(self, method: str, path: str, body: Any = None, what: str = ""

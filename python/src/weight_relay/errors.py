@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -91,6 +92,7 @@ class RelayCallError(RelayError):
         title: str,
         detail: str,
         problem: dict[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.service = service
         self.what = what
@@ -99,6 +101,8 @@ class RelayCallError(RelayError):
         self.title = title
         self.detail = detail
         self.problem = problem or {}
+        #: The answer's headers, names in lower case (``retry-after`` of a 503, say).
+        self.headers: dict[str, str] = dict(headers or {})
         if status == 0:
             message = f"{service}: {what} got no answer: {detail}"
         else:
@@ -139,8 +143,9 @@ _BY_STATUS = {400: BadRequestError, 401: UnauthorizedError, 403: UnauthorizedErr
               503: UnavailableError}
 
 
-def call_error(service: str, what: str, status: int, body: bytes) -> RelayCallError:
-    """The typed error for an HTTP error answer, keeping the problem's fields."""
+def call_error(service: str, what: str, status: int, body: bytes,
+               headers: Mapping[str, str] | None = None) -> RelayCallError:
+    """The typed error for an HTTP error answer, keeping the problem's fields and the headers."""
     import json
 
     problem: dict[str, Any] = {}
@@ -160,6 +165,7 @@ def call_error(service: str, what: str, status: int, body: bytes) -> RelayCallEr
         str(problem.get("title", "")),
         str(problem.get("detail", raw if not problem else "")),
         problem,
+        headers,
     )
 
 

@@ -26,6 +26,7 @@ from .errors import (
     RelayError,
     StagingFullError,
     StagingMapError,
+    UnavailableError,
     UsageError,
     call_error,
 )
@@ -44,11 +45,43 @@ class OpenedGeneration:
 
 
 class ControlClient:
-    """control-api as the trainer coordinator (and an operator) calls it. Timeout as the Java
-    RestCoordinator's: 2 minutes per call, no retry."""
+    """control-api as the trainer coordinator (and an operator) calls it, with the Java
+    RestCoordinator's policy: 2 minutes per call, and a 503 (Redis away, control-api overloaded)
+    waited out after its ``Retry-After`` (1 s without one, at most 5 s) for up to
+    :attr:`RETRY_BUDGET` seconds. Every such call is safe to repeat: an open is idempotent by
+    trainer step, and a commit or abort whose first answer was lost finds the generation already
+    ``ACTIVE`` or ``ABORTED``, which counts as done."""
+
+    #: How long one call keeps retrying 503 answers before it fails (seconds).
+    RETRY_BUDGET = 60.0
+    _MAX_RETRY_WAIT = 5.0
 
     def __init__(self, control_url: str, token: str | None = None, timeout: float = 120.0) -> None:
         self.rest = RestClient(control_url, token, timeout, "control-api")
+
+    def _call(self, what: str, call: Callable[[], dict[str, Any]],
+              done: tuple[str, str] | None = None,
+              after_done: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Runs ``call``, waiting out 503 answers. After a retry, a conflict whose problem slug and
+        ``state`` are ``done`` means an earlier attempt won: ``after_done`` answers instead."""
+        deadline = time.monotonic() + self.RETRY_BUDGET
+        retried = False
+        while True:
+            try:
+                return call()
+            except UnavailableError as e:
+                if e.status != 503 or time.monotonic() > deadline:
+                    raise
+                wait = _retry_after(e.headers, default=1.0)
+                _log.info("%s: control-api unavailable (503), again in %.1f s", what, wait)
+                time.sleep(min(wait, self._MAX_RETRY_WAIT))
+                retried = True
+            except ConflictError as e:
+                if (retried and done is not None and after_done is not None
+                        and (e.slug, e.problem.get("state")) == done):
+                    _log.info("%s: an earlier attempt won (%s)", what, done[1])
+                    return after_done()
+                raise
 
     def open_generation(self, manifest: Manifest, trainer_step: int,
                         trainer_nodes: Iterable[str]) -> OpenedGeneration:
@@ -57,8 +90,8 @@ class ControlClient:
                 "trainerTopology": {"nodes": [{"name": n, "nics": [{"name": "nic0", "gbps": 100.0}]}
                                               for n in sorted(trainer_nodes)]}}
         what = f"open generation of step {trainer_step}"
-        j = self.rest.call_object("POST", f"/api/v1/models/{quote(manifest.model)}/generations",
-                                  body, what)
+        j = self._call(what, lambda: self.rest.call_object(
+            "POST", f"/api/v1/models/{quote(manifest.model)}/generations", body, what))
         try:
             nodes = {str(a["tensor"]): str(a["node"])
                      for a in field(j, "assignment.tensors", what)}
@@ -69,12 +102,21 @@ class ControlClient:
                                 f"{j!r:.300}") from e
 
     def commit(self, model: str, generation: int) -> dict[str, Any]:
-        return self.rest.call_object("POST", _generation_path(model, generation, "/commit"),
-                                     None, f"commit {model}/{generation}")
+        what = f"commit {model}/{generation}"
+        return self._call(
+            what,
+            lambda: self.rest.call_object(
+                "POST", _generation_path(model, generation, "/commit"), None, what),
+            ("commit-conflict", "ACTIVE"), lambda: self.generation(model, generation))
 
     def abort(self, model: str, generation: int, reason: str) -> dict[str, Any]:
-        return self.rest.call_object("POST", _generation_path(model, generation, "/abort"),
-                                     {"reason": reason[:2000]}, f"abort {model}/{generation}")
+        what = f"abort {model}/{generation}"
+        return self._call(
+            what,
+            lambda: self.rest.call_object(
+                "POST", _generation_path(model, generation, "/abort"),
+                {"reason": reason[:2000]}, what),
+            ("generation-not-open", "ABORTED"), lambda: self.generation(model, generation))
 
     def generation(self, model: str, generation: int) -> dict[str, Any]:
         return self.rest.call_object("GET", _generation_path(model, generation))
@@ -294,9 +336,9 @@ def _generation_path(model: str, generation: int, tail: str = "") -> str:
     return f"/api/v1/models/{quote(model)}/generations/{int(generation)}{tail}"
 
 
-def _retry_after(headers: Mapping[str, str]) -> float:
-    """The wait a 429 asks for; 200 ms when it names none in seconds or milliseconds (an HTTP
-    date, say)."""
+def _retry_after(headers: Mapping[str, str], default: float = 0.2) -> float:
+    """The wait a 429 or 503 asks for; ``default`` (200 ms) when it names none in seconds or
+    milliseconds (an HTTP date, say)."""
     try:
         ms = headers.get("retry-after-ms")
         if ms:
@@ -306,7 +348,7 @@ def _retry_after(headers: Mapping[str, str]) -> float:
             return max(0.0, float(s))
     except ValueError:
         pass
-    return 0.2
+    return default
 
 
 def _align(n: int) -> int:
