@@ -329,7 +329,9 @@ class UpdateCoordinatorTest {
         assertThat(s.outcome()).isEqualTo(Outcome.UPDATED);
         assertThat(instances.require().generation()).isEqualTo(2);
 
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        // Sent again one heartbeat (5 s here) after each loss: the third send comes 10 s after the
+        // first; the wait leaves room beyond that for a loaded machine (it ended at 10 s: racy).
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
         while (!control.phases().contains(ControlPlane.Reported.POST_APPLIED)
                 && System.nanoTime() < deadline) {
             Thread.sleep(50);
