@@ -450,7 +450,7 @@ public final class DataplaneUpdater {
      * where it lies and summed per (sender, worker, buffer), must equal the senders' sums, taken by
      * their data planes as the bytes left them; and every copy a delegate's loader made between two
      * of this loader's workers must hold what its source holds ({@link
-     * LandedProof#copiesUnlikeTheirSource}), which the source's digest ties to the original writer.
+     * LandedProof#prove}), which the source's digest ties to the original writer.
      *
      * @throws ApplyFailure naming the sender, the worker, the buffer and the generation of the
      *     first key that differs (every differing key in its message)
@@ -479,26 +479,27 @@ public final class DataplaneUpdater {
         settings.landedFault().beforeProof(slice, bytes);
         Map<LandedProof.Key, LandedProof.Digest> expected = new HashMap<>();
         sent.forEach((sender, encoded) -> expected.putAll(LandedProof.decode(sender, encoded)));
-        Map<LandedProof.Key, LandedProof.Digest> landed = LandedProof.landed(slice, bytes);
+        LandedProof.Landed landed = LandedProof.prove(slice, bytes);
         Set<String> workers = new HashSet<>();
         for (int w : slice.myWorkers()) {
             workers.add(slice.plan().workerId(w));
         }
-        List<LandedProof.Mismatch> mismatches = LandedProof.compare(expected, landed, workers);
+        List<LandedProof.Mismatch> mismatches =
+                LandedProof.compare(expected, landed.digests(), workers);
         if (!mismatches.isEmpty()) {
             throw new ApplyFailure(
                     mismatches.get(0).key().sender(),
                     didNotLand(
                             r, mismatches.stream().map(LandedProof.Mismatch::describe).toList()));
         }
-        List<LandedProof.CopyMismatch> copies = LandedProof.copiesUnlikeTheirSource(slice, bytes);
+        List<LandedProof.CopyMismatch> copies = landed.copies();
         if (!copies.isEmpty()) {
             throw new ApplyFailure(
                     copies.get(0).copier(),
                     didNotLand(
                             r, copies.stream().map(LandedProof.CopyMismatch::describe).toList()));
         }
-        long proven = landed.values().stream().mapToLong(LandedProof.Digest::bytes).sum();
+        long proven = landed.digests().values().stream().mapToLong(LandedProof.Digest::bytes).sum();
         return new LandedCheck(proven, System.nanoTime() - t0);
     }
 

@@ -133,92 +133,121 @@ public final class LandedProof {
      * buffer's run, by worker id, buffer id, offset from its placed base and length.
      */
     public static Map<Key, Digest> landed(SliceSchedule slice, Bytes bytes) {
+        return prove(slice, bytes).digests();
+    }
+
+    /**
+     * The copies a node delegate's loader made into {@code slice}'s workers that do not hold what
+     * their source holds ({@link Landed#copies}).
+     */
+    public static List<CopyMismatch> copiesUnlikeTheirSource(SliceSchedule slice, Bytes bytes) {
+        return prove(slice, bytes).copies();
+    }
+
+    /**
+     * What {@code slice}'s workers hold of every write they receive, in one read of every received
+     * byte: the digests of {@link #landed}, and the copies unlike their source.
+     *
+     * <p>A copy is a write a node delegate's loader made into one of the slice's workers from
+     * another of them (a relayed write, a compatibility fan-out to the delegate's node peers): the
+     * same buffer, the same offsets. The digests cannot see a bad one: the copier reports what it
+     * copied, so a copy taken before its source's bytes landed matches its own report, and the
+     * source matches the original writer's. So each copy's CRC32C must also equal its source's over
+     * the same runs, which the source's digest ties to what the original writer sent (issue 47: a
+     * delegate that fanned out before its bytes landed went through the digests unseen). A
+     * fan-out's source is one of the write's landings, read for its digest already; a relayed
+     * write's source is read once more. Only a copy whose checksum differs is compared byte by
+     * byte, to name the first run that differs.
+     */
+    public static Landed prove(SliceSchedule slice, Bytes bytes) {
         Slice plan = slice.plan();
         Set<Integer> mine = new HashSet<>(slice.myWorkers());
-        Map<Key, Digest> out = new HashMap<>();
+        Map<Key, Digest> digests = new HashMap<>();
+        List<CopyMismatch> copies = new ArrayList<>();
+        Map<Integer, Integer> crcs = new HashMap<>();
         for (int v = 0; v < plan.receiveCount(); v++) {
             int delegate = plan.receiveDst(v);
             String reader = plan.workerInstance(plan.receiveFrom(v));
             String buffer = plan.buffer(plan.receiveBuffer(v));
+            crcs.clear();
             for (int to : landings(slice, plan.receiveFlags(v), delegate)) {
                 if (!mine.contains(to)) {
                     continue;
                 }
-                String worker = plan.workerId(to);
-                CRC32C crc = new CRC32C();
-                Runs.forEachReceived(
-                        plan,
-                        v,
-                        (src, dst, length) -> crc.update(bytes.of(worker, buffer, dst, length)));
-                out.merge(
+                int crc = crcOf(plan, v, bytes, plan.workerId(to), buffer);
+                crcs.put(to, crc);
+                digests.merge(
                         new Key(
                                 to == delegate ? reader : plan.workerInstance(delegate),
-                                worker,
+                                plan.workerId(to),
                                 buffer),
                         new Digest(
-                                bound(
-                                        buffer,
-                                        plan.receiveDstOffset(v),
-                                        (int) crc.getValue(),
-                                        plan.receiveBytes(v)),
+                                bound(buffer, plan.receiveDstOffset(v), crc, plan.receiveBytes(v)),
                                 plan.receiveBytes(v)),
                         (a, b) -> a.plus(b.sum(), b.bytes()));
             }
-        }
-        return out;
-    }
-
-    /**
-     * The copies a node delegate's loader made into {@code slice}'s workers (a relayed write, a
-     * compatibility fan-out to the delegate's node peers) that do not hold what their source holds,
-     * where the source (the delegate) is one of the slice's workers too: the same buffer, the same
-     * offsets, byte for byte. The digests cannot see that: the copier reports what it copied, so a
-     * copy taken before its source's bytes landed matches its own report, and the source matches
-     * the original writer's. This ties the copy to the source, and so, through the source's digest,
-     * to what the original writer sent (issue 47: a delegate that fanned out before its bytes
-     * landed went through the digests unseen).
-     *
-     * @return each copy that differs, at its first differing run, in receive order
-     */
-    public static List<CopyMismatch> copiesUnlikeTheirSource(SliceSchedule slice, Bytes bytes) {
-        Slice plan = slice.plan();
-        Set<Integer> mine = new HashSet<>(slice.myWorkers());
-        List<CopyMismatch> out = new ArrayList<>();
-        for (int v = 0; v < plan.receiveCount(); v++) {
             int source = slice.copySource(v);
             if (!mine.contains(source)) {
                 continue;
             }
-            String buffer = plan.buffer(plan.receiveBuffer(v));
             String from = plan.workerId(source);
+            Integer sourceCrc = crcs.get(source);
             for (int to : slice.copyTargets(v)) {
                 if (!mine.contains(to) || to == source) {
                     continue;
                 }
+                if (sourceCrc == null) {
+                    sourceCrc = crcOf(plan, v, bytes, from, buffer);
+                }
                 String worker = plan.workerId(to);
-                long[] differsAt = {-1};
-                Runs.forEachReceived(
-                        plan,
-                        v,
-                        (src, dst, length) -> {
-                            if (differsAt[0] < 0
-                                    && !bytes.of(worker, buffer, dst, length)
-                                            .equals(bytes.of(from, buffer, dst, length))) {
-                                differsAt[0] = dst;
-                            }
-                        });
-                if (differsAt[0] >= 0) {
-                    out.add(
+                Integer copyCrc = crcs.get(to);
+                if (copyCrc == null) {
+                    copyCrc = crcOf(plan, v, bytes, worker, buffer);
+                }
+                if (!copyCrc.equals(sourceCrc)) {
+                    copies.add(
                             new CopyMismatch(
                                     plan.workerInstance(source),
                                     worker,
                                     from,
                                     buffer,
-                                    differsAt[0]));
+                                    firstDifference(plan, v, bytes, worker, from, buffer)));
                 }
             }
         }
-        return out;
+        return new Landed(digests, copies);
+    }
+
+    /** What a slice's workers hold of what they received ({@link #prove}). */
+    public record Landed(Map<Key, Digest> digests, List<CopyMismatch> copies) {}
+
+    /** The CRC32C of received write {@code v}'s runs as {@code worker}'s buffer holds them. */
+    private static int crcOf(Slice plan, int v, Bytes bytes, String worker, String buffer) {
+        CRC32C crc = new CRC32C();
+        Runs.forEachReceived(
+                plan, v, (src, dst, length) -> crc.update(bytes.of(worker, buffer, dst, length)));
+        return (int) crc.getValue();
+    }
+
+    /**
+     * The offset of the first run of received write {@code v} where {@code worker}'s buffer differs
+     * from {@code source}'s (the write's offset if none does: the checksums differed, the bytes
+     * read again did not).
+     */
+    private static long firstDifference(
+            Slice plan, int v, Bytes bytes, String worker, String source, String buffer) {
+        long[] differsAt = {-1};
+        Runs.forEachReceived(
+                plan,
+                v,
+                (src, dst, length) -> {
+                    if (differsAt[0] < 0
+                            && !bytes.of(worker, buffer, dst, length)
+                                    .equals(bytes.of(source, buffer, dst, length))) {
+                        differsAt[0] = dst;
+                    }
+                });
+        return differsAt[0] >= 0 ? differsAt[0] : plan.receiveDstOffset(v);
     }
 
     /** A copy by {@code copier}'s loader into {@code worker} unlike its {@code source}'s bytes. */
