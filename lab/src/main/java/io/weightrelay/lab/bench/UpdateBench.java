@@ -60,14 +60,19 @@ import java.util.function.ToDoubleFunction;
  *       direct engines with {@code --direct-install staged}, serve through the fetch and pause to
  *       install ({@code install} {@code on-request}); in-place direct engines drain first and pause
  *       through the whole update ({@code with-update})
- *   <li>{@code bound_s}: the least time this machine needs for the round's byte movements with the
- *       parallelism the update may use ({@link Yardsticks}): local bytes at the fastest copy rate
- *       of every core at once ({@code memcpy_all_gbps}, {@code copy_threads}: the C library's
- *       memcpy, one slice per thread, best of four rounds) plus tcp bytes at the rate of as many
- *       concurrent loopback streams as a loader opens per peer ({@code tcp_streams_gbps}, {@code
- *       tcp_streams}, best of three 1 GiB transfers), both measured in this run, before the lab
- *       starts and after its rounds, the faster of each taken; {@code update_vs_bound} = bound /
- *       update, above 1.0 only if the yardstick misses a way the machine moves bytes
+ *   <li>{@code bound_s}: the least time this machine needs for the round's byte movements and the
+ *       proof of what landed, with the parallelism the update may use ({@link Yardsticks}): local
+ *       bytes at the fastest copy rate of every core at once ({@code memcpy_all_gbps}, {@code
+ *       copy_threads}: the C library's memcpy, one slice per thread, best of four rounds), plus tcp
+ *       bytes at the rate of as many concurrent loopback streams as a loader opens per peer ({@code
+ *       tcp_streams_gbps}, {@code tcp_streams}, best of three 1 GiB transfers), plus one read of
+ *       every delivered byte at the CRC32C rate of every core at once ({@code checksum_all_gbps}):
+ *       a one-sided write lands without its receiver touching it, and every byte is proven before
+ *       it is installed (none with {@code --no-checksums}). All measured in this run, before the
+ *       lab starts and after its rounds, the faster of each taken; {@code update_vs_bound} = bound
+ *       / update, above 1.0 only if the yardstick misses a way the machine moves bytes
+ *   <li>{@code bound_move_s}, {@code update_vs_move_bound}: the byte movements alone, without the
+ *       proof's read
  *   <li>{@code bound_single_thread_s}, {@code update_vs_single_thread_bound}: the bound printed
  *       before, one thread's Java copy ({@code memcpy_gbps}) and one stream ({@code tcp_gbps}),
  *       which the update beat by up to 1.5x in compat mode
@@ -475,9 +480,13 @@ public final class UpdateBench {
                     .sum(p -> p.getTransport().getTcpRead() + p.getTransport().getTcpWritten());
         }
 
-        /** The least time the machine needs for the median round's byte movements. */
+        /**
+         * The least time the machine needs for the median round's byte movements and, when the
+         * update proves what landed, one read of every delivered byte.
+         */
         double boundSeconds(Yardsticks rates) {
-            return rates.boundSeconds(local(), tcp());
+            return rates.boundSeconds(
+                    local(), tcp(), checksums ? median.update().bytesReceived() : 0);
         }
 
         /** The bench's JSON line for this lab (first weights and naive from {@code full}). */
@@ -486,7 +495,8 @@ public final class UpdateBench {
             long local = local();
             long tcp = tcp();
             long loaderChecksumMs = slowest(warm, d -> d.getVerifyMs());
-            double bound = rates.boundSeconds(local, tcp);
+            double bound = boundSeconds(rates);
+            double moveBound = rates.moveSeconds(local, tcp);
             double singleThreadBound = rates.singleThreadBoundSeconds(local, tcp);
             return String.format(
                     Locale.ROOT,
@@ -496,7 +506,8 @@ public final class UpdateBench {
                             + "\"warmups\":%d,\"repeat\":%d,"
                             + "\"generation\":%d,\"bytes_delivered\":%d,\"local_bytes\":%d,"
                             + "\"tcp_bytes\":%d,\"update_s\":%.4f,\"bound_s\":%.4f,"
-                            + "\"update_vs_bound\":%.3f,\"bound_single_thread_s\":%.4f,"
+                            + "\"update_vs_bound\":%.3f,\"bound_move_s\":%.4f,"
+                            + "\"update_vs_move_bound\":%.3f,\"bound_single_thread_s\":%.4f,"
                             + "\"update_vs_single_thread_bound\":%.3f,"
                             + "\"first_weights_s\":%.4f,\"first_weights_setup_s\":%.4f,"
                             + "\"first_weights_update_s\":%.4f,"
@@ -505,7 +516,8 @@ public final class UpdateBench {
                             + "\"buffer_setup_s\":%.4f,\"cold_prepare_ms\":%d,"
                             + "\"cold_apply_ms\":%d,"
                             + "\"memcpy_gbps\":%.3f,\"memcpy_all_gbps\":%.3f,"
-                            + "\"copy_threads\":%d,\"tcp_gbps\":%.3f,"
+                            + "\"copy_threads\":%d,\"checksum_all_gbps\":%.3f,"
+                            + "\"tcp_gbps\":%.3f,"
                             + "\"tcp_streams_gbps\":%.3f,\"tcp_streams\":%d,"
                             + "\"bytes_verified\":%d,"
                             + "\"prepare_ms\":%d,\"apply_ms\":%d,\"post_apply_ms\":%d,"
@@ -530,6 +542,8 @@ public final class UpdateBench {
                     warm.seconds(),
                     bound,
                     bound / warm.seconds(),
+                    moveBound,
+                    moveBound / warm.seconds(),
                     singleThreadBound,
                     singleThreadBound / warm.seconds(),
                     first.seconds(),
@@ -546,6 +560,7 @@ public final class UpdateBench {
                     rates.memcpyOneThread() / 1e9,
                     rates.localRate() / 1e9,
                     rates.copyThreads(),
+                    rates.checksumParallel() / 1e9,
                     rates.socketOneStream() / 1e9,
                     rates.tcpRate() / 1e9,
                     rates.streams(),

@@ -22,9 +22,13 @@ import java.util.concurrent.Future;
  * bytes at the fastest copy rate the machine showed with up to {@link #copyThreads} threads (the C
  * library's {@code memcpy}, one slice per thread, or one thread's Java copy if that was faster),
  * tcp bytes at the fastest rate of {@link #streams} concurrent loopback streams or of one. Both
- * kinds of work take the same cores, so their times add. A bound from faster rates is only ever
- * stricter, so the faster of each pair is taken, and an update that beats the bound means the
- * yardstick missed a way the machine moves bytes, not that the update is good.
+ * kinds of work take the same cores, so their times add. An update must also prove every byte it
+ * delivers before its engine installs it, and a one-sided write lands in the receiver's buffer
+ * without the receiver touching it: the receiver reads every delivered byte once to verify it. So
+ * the bound adds one read of the delivered bytes at the fastest CRC32C rate the machine showed on
+ * {@link #copyThreads} threads ({@link #moveSeconds} is the bound without it). A bound from faster
+ * rates is only ever stricter, so the faster of each pair is taken, and an update that beats the
+ * bound means the yardstick missed a way the machine moves bytes, not that the update is good.
  *
  * <p>{@link #singleThreadBoundSeconds} is the bound {@code bench update} printed before: one
  * thread's Java copy and one stream, which the update's two copy threads and several streams per
@@ -34,7 +38,9 @@ import java.util.concurrent.Future;
  *     (the old yardstick)
  * @param memcpyParallel {@link #copyThreads} threads each copying their own warm slice with the C
  *     library's {@code memcpy}, together
- * @param copyThreads the threads of {@link #memcpyParallel}
+ * @param copyThreads the threads of {@link #memcpyParallel} and {@link #checksumParallel}
+ * @param checksumParallel {@link #copyThreads} threads each taking the CRC32C of their own warm
+ *     slice, together
  * @param socketOneStream one plain loopback TCP stream, 4 MiB writes
  * @param socketStreams {@link #streams} such streams at once, together
  * @param streams the streams of {@link #socketStreams}
@@ -43,6 +49,7 @@ record Yardsticks(
         double memcpyOneThread,
         double memcpyParallel,
         int copyThreads,
+        double checksumParallel,
         double socketOneStream,
         double socketStreams,
         int streams) {
@@ -72,8 +79,10 @@ record Yardsticks(
     static Yardsticks measure(int copyThreads, int streams) throws Exception {
         double oneThread = javaCopyBytesPerSecond(COPY_SLICE, 4);
         double parallel = 0;
+        double checksum = 0;
         for (int round = 0; round < 4; round++) {
             parallel = Math.max(parallel, parallelMemcpy(copyThreads, COPY_SLICE).rate());
+            checksum = Math.max(checksum, parallelChecksum(copyThreads, COPY_SLICE).rate());
         }
         double oneStream = 0;
         double manyStreams = 0;
@@ -81,7 +90,8 @@ record Yardsticks(
             oneStream = Math.max(oneStream, loopback(1, SOCKET_BYTES).rate());
             manyStreams = Math.max(manyStreams, loopback(streams, SOCKET_BYTES).rate());
         }
-        return new Yardsticks(oneThread, parallel, copyThreads, oneStream, manyStreams, streams);
+        return new Yardsticks(
+                oneThread, parallel, copyThreads, checksum, oneStream, manyStreams, streams);
     }
 
     /** The faster of each rate of this and {@code other}, measured with the same parallelism. */
@@ -101,6 +111,7 @@ record Yardsticks(
                 Math.max(memcpyOneThread, other.memcpyOneThread),
                 Math.max(memcpyParallel, other.memcpyParallel),
                 copyThreads,
+                Math.max(checksumParallel, other.checksumParallel),
                 Math.max(socketOneStream, other.socketOneStream),
                 Math.max(socketStreams, other.socketStreams),
                 streams);
@@ -116,8 +127,16 @@ record Yardsticks(
         return Math.max(socketOneStream, socketStreams);
     }
 
+    /**
+     * The least time the machine needs to move these bytes with the update's parallelism, and to
+     * read the {@code deliveredBytes} that landed in workers' buffers once to verify them.
+     */
+    double boundSeconds(long localBytes, long tcpBytes, long deliveredBytes) {
+        return moveSeconds(localBytes, tcpBytes) + deliveredBytes / checksumParallel;
+    }
+
     /** The least time the machine needs to move these bytes with the update's parallelism. */
-    double boundSeconds(long localBytes, long tcpBytes) {
+    double moveSeconds(long localBytes, long tcpBytes) {
         return localBytes / localRate() + tcpBytes / tcpRate();
     }
 
@@ -141,6 +160,11 @@ record Yardsticks(
     /** {@code threads} threads each {@code memcpy}-ing a warm slice of their own, together. */
     static Moved parallelMemcpy(int threads, int slice) throws Exception {
         return new Moved((long) threads * slice, CopyRates.parallelMemcpyNanos(threads, slice));
+    }
+
+    /** {@code threads} threads each taking the CRC32C of a warm slice of their own, together. */
+    static Moved parallelChecksum(int threads, int slice) throws Exception {
+        return new Moved((long) threads * slice, CopyRates.parallelCrc32cNanos(threads, slice));
     }
 
     /**

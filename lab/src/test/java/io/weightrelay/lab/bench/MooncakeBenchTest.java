@@ -65,6 +65,7 @@ class MooncakeBenchTest {
                 Yardsticks.javaCopyBytesPerSecond(8 << 20, 2),
                 Yardsticks.parallelMemcpy(threads, 8 << 20).rate(),
                 threads,
+                Yardsticks.parallelChecksum(threads, 8 << 20).rate(),
                 Yardsticks.loopback(1, 64L << 20).rate(),
                 Yardsticks.loopback(streams, 64L << 20).rate(),
                 streams);

@@ -8,13 +8,15 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.zip.CRC32C;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 
 /**
  * The machine's own copy rates, the yardsticks benches measure a system against in the same run:
- * one thread's Java bulk copy, and the C library's {@code memcpy} on several threads at once.
- * Native memory (JavaCPP) stays in this module; callers get rates and times only.
+ * one thread's Java bulk copy, the C library's {@code memcpy} on several threads at once, and
+ * several threads at once reading memory to take its CRC32C (the checksum the data plane proves
+ * bytes with). Native memory (JavaCPP) stays in this module; callers get rates and times only.
  */
 public final class CopyRates {
 
@@ -100,6 +102,56 @@ public final class CopyRates {
             pool.shutdownNow();
             from.forEach(Pointer::close);
             to.forEach(Pointer::close);
+        }
+    }
+
+    /**
+     * {@code threads} threads, each taking the CRC32C of a slice of {@code slice} bytes of its own
+     * (written first, so no page fault is timed) with {@link CRC32C} over a direct buffer, as a
+     * loader proves what landed in its buffers, started together; the nanoseconds until the last is
+     * done.
+     */
+    public static long parallelCrc32cNanos(int threads, int slice) throws Exception {
+        List<BytePointer> slices = new ArrayList<>();
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            for (int t = 0; t < threads; t++) {
+                BytePointer bytes = new BytePointer(slice);
+                if (bytes.isNull()) {
+                    throw new OutOfMemoryError("no memory for a " + slice + "-byte checksum slice");
+                }
+                bytes.fill(t + 1);
+                slices.add(bytes);
+            }
+            CyclicBarrier start = new CyclicBarrier(threads + 1);
+            List<Future<Long>> done = new ArrayList<>();
+            for (BytePointer bytes : slices) {
+                ByteBuffer view = bytes.asBuffer();
+                done.add(
+                        pool.submit(
+                                () -> {
+                                    start.await();
+                                    CRC32C crc = new CRC32C();
+                                    crc.update(view);
+                                    return crc.getValue();
+                                }));
+            }
+            start.await();
+            long started = System.nanoTime();
+            long sum = 0;
+            for (Future<Long> f : done) {
+                sum += f.get();
+            }
+            long nanos = System.nanoTime() - started;
+            // A checksum that read nothing must not count as a fast one: the slices' checksums are
+            // of bytes 1, 2, ..., never all 0.
+            if (sum == 0) {
+                throw new IllegalStateException("the checksum threads read nothing");
+            }
+            return nanos;
+        } finally {
+            pool.shutdownNow();
+            slices.forEach(Pointer::close);
         }
     }
 }
