@@ -5,6 +5,8 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
 
 /**
  * A named region of this process's shared memory (a file under the shm directory, pre-faulted when
@@ -110,6 +112,33 @@ public final class Segment implements LocalMemory, AutoCloseable {
             throw new OutOfBoundsException(describe(), offset, length, size);
         }
         return new DpNative.RawBytes(address + offset, length).asByteBuffer();
+    }
+
+    /**
+     * Copies [offset, offset + {@code target.remaining()}) of this segment into {@code target} (a
+     * direct buffer, such as a mapping of another file) with the C library's {@code memcpy}, which
+     * moves large copies faster than a Java bulk put (non-temporal stores past the caches), and
+     * advances its position.
+     *
+     * @throws IllegalArgumentException if {@code target} is not direct
+     */
+    public void copyOut(long offset, ByteBuffer target) {
+        if (!target.isDirect()) {
+            throw new IllegalArgumentException(
+                    "copying out of " + describe() + " needs a direct buffer");
+        }
+        int length = target.remaining();
+        checkOpen();
+        if (offset < 0 || offset > size - length) {
+            throw new OutOfBoundsException(describe(), offset, length, size);
+        }
+        try (BytePointer to = new BytePointer(target)) {
+            Pointer.memcpy(
+                    to.position(target.position()),
+                    new DpNative.RawBytes(address + offset, length),
+                    length);
+        }
+        target.position(target.position() + length);
     }
 
     long address() {

@@ -345,6 +345,36 @@ class BuiltinEngineOnlyTest extends EngineTestSupport {
         assertWritten(a, src, second, MIB, 14);
     }
 
+    /** A segment's bytes copied out into another mapping: exactly the range, or a named error. */
+    @Test
+    void aRangeCopiedOutOfASegmentLandsExactlyAndABadOneIsRefusedByName() {
+        Dataplane a = dp("node-a");
+        Segment own = a.createReceiveSegment("copy-out", MIB);
+        ByteBuffer view = own.byteBuffer();
+        for (int i = 0; i < MIB; i++) {
+            view.put(i, (byte) (i * 31));
+        }
+        ByteBuffer target = ByteBuffer.allocateDirect(4096 + 8);
+        target.position(8);
+
+        own.copyOut(MIB - 4096, target);
+
+        assertThat(target.position()).isEqualTo(4096 + 8);
+        for (int i = 0; i < 4096; i++) {
+            assertThat(target.get(8 + i)).isEqualTo((byte) ((MIB - 4096 + i) * 31));
+        }
+        assertThat(target.get(0)).as("before the target's position").isZero();
+        assertThatThrownBy(() -> own.copyOut(MIB - 10, ByteBuffer.allocateDirect(20)))
+                .isInstanceOf(OutOfBoundsException.class)
+                .hasMessageContaining("copy-out");
+        assertThatThrownBy(() -> own.copyOut(0, ByteBuffer.allocate(20)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("direct buffer");
+        a.close();
+        assertThatThrownBy(() -> own.copyOut(0, ByteBuffer.allocateDirect(20)))
+                .isInstanceOf(DataplaneClosedException.class);
+    }
+
     @Test
     void memoryNotRegisteredWithThisEngineIsRefused() {
         Dataplane a = dp("node-a");

@@ -449,8 +449,8 @@ public final class DataplaneUpdater {
      * sender reported SENT: the CRC32C of every received byte as the buffers hold it now, bound to
      * where it lies and summed per (sender, worker, buffer), must equal the senders' sums, taken by
      * their data planes as the bytes left them; and every copy a delegate's loader made between two
-     * of this loader's workers must hold what its source holds ({@link
-     * LandedProof#prove}), which the source's digest ties to the original writer.
+     * of this loader's workers must hold what its source holds ({@link LandedProof#prove}), which
+     * the source's digest ties to the original writer.
      *
      * @throws ApplyFailure naming the sender, the worker, the buffer and the generation of the
      *     first key that differs (every differing key in its message)

@@ -229,7 +229,7 @@ class DataplaneUpdateSteps implements UpdateSteps {
                     throw new ApplyFailure(
                             worker, "receive segment " + s.getKey() + " is not registered");
                 }
-                copied += ServingCopies.install(segment.shmPath(), s.getValue());
+                copied += ServingCopies.install(segment, s.getValue());
             }
         }
         return copied;
