@@ -109,6 +109,9 @@ class _SplitLoader:
 
     def call(self, method: str, path: str, body: Any = None, what: str = "") -> Any:
         self.calls.append((method, path, body))
+        path, _, query = path.partition("?")
+        if method == "GET":
+            assert query.startswith("waitMs="), "an update is followed with long polls"
         base = {"updateId": "u1", "generation": 8, "bytesDone": 16, "bytesTotal": 16}
         if method == "POST" and path == "/api/v1/updates":
             return {**base, "phase": "PREPARING", "outcome": "RUNNING"}

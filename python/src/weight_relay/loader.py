@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 COMPAT_BUFFER = "safetensors"
 _log = logging.getLogger("weight_relay.loader")
+_LONG_POLL_S = 10.0  # the most the loader holds a long poll (its contract: waitMs <= 10000)
 _ST_TO_DTYPE = {v[1]: k for k, v in DTYPES.items()}
 
 
@@ -203,8 +204,11 @@ class _Mappings:
 
 class LoaderClient:
     """One engine instance's client of its loader-service. Timeouts and polling as the Java lab
-    engine: ``timeout`` per call, progress polled every ``poll`` seconds, no retry in place (a
-    failed update is reported, never retried here).
+    engine: ``timeout`` per call, an update followed with long polls (the loader answers as soon
+    as the update ends or waits at ``FETCHED`` for the engine, or after at most 10 s; ``poll``
+    seconds apart only when an answer came early without either), no retry in place (a failed
+    update is reported, never retried here). Polling every few milliseconds instead took the
+    loader's cores from the bytes it moves.
 
     It maps the instance's receive buffers on first use: use it as a context manager, or call
     :meth:`close` (idempotent), when the engine is done with it. Thread safe.
@@ -213,6 +217,7 @@ class LoaderClient:
     def __init__(self, loader_url: str, token: str | None = None, timeout: float = 60.0,
                  poll: float = 0.01) -> None:
         self.rest = RestClient(loader_url, token, timeout, "loader")
+        self.timeout = timeout
         self.poll = poll
         self._maps = _Mappings()
         self._closed = False
@@ -276,9 +281,22 @@ class LoaderClient:
         _log.info("update %s to generation %d started", started.update_id, started.generation)
         return started
 
-    def progress(self, update_id: str) -> UpdateProgress:
-        return UpdateProgress.from_json(self.rest.call("GET", f"/api/v1/updates/{update_id}",
-                                                       None, f"read update {update_id}"))
+    def progress(self, update_id: str, wait_s: float = 0.0) -> UpdateProgress:
+        """The update's progress now or, with ``wait_s``, once it ended or waits at ``FETCHED``
+        for the engine, at most ``wait_s`` seconds (10 at most: the loader's long poll)."""
+        wait_ms = int(min(wait_s, _LONG_POLL_S, self.timeout - 1.0) * 1000)
+        query = f"?waitMs={wait_ms}" if wait_ms > 0 else ""
+        return UpdateProgress.from_json(self.rest.call(
+            "GET", f"/api/v1/updates/{update_id}{query}", None, f"read update {update_id}"))
+
+    def _follow(self, update_id: str, end: float) -> UpdateProgress:
+        """One long poll of the update, up to ``end`` (a monotonic time); a short pause when the
+        loader answered early with the update still running (never waits at ``FETCHED``)."""
+        asked = time.monotonic()
+        p = self.progress(update_id, max(0.0, end - asked))
+        if p.running and not p.fetched and time.monotonic() - asked < self.poll:
+            time.sleep(self.poll)
+        return p
 
     def wait(self, update_id: str, deadline_s: float = 600.0) -> UpdateProgress:
         """Follows the update until it has an outcome.
@@ -286,13 +304,12 @@ class LoaderClient:
         Raises :class:`UpdateTimeoutError` when it still runs after ``deadline_s`` seconds."""
         end = time.monotonic() + deadline_s
         while True:
-            p = self.progress(update_id)
+            p = self._follow(update_id, end)
             if not p.running:
                 return p
             if time.monotonic() > end:
                 raise UpdateTimeoutError(
                     f"update {update_id} still {p.phase} after {deadline_s} s")
-            time.sleep(self.poll)
 
     def fetch(self, generation: int | None = None, timeout_s: int = 300) -> UpdateProgress:
         """The first half of an update the engine serves through (compat workers, or direct
@@ -309,7 +326,7 @@ class LoaderClient:
                                                           "start update"))
         end = time.monotonic() + timeout_s + 60
         while True:
-            p = self.progress(started.update_id)
+            p = self._follow(started.update_id, end)
             if p.fetched:
                 _log.info("update %s to generation %d fetched in %.3f s", p.update_id,
                           p.generation, p.fetch_s or 0.0)
@@ -322,7 +339,6 @@ class LoaderClient:
             if time.monotonic() > end:
                 raise UpdateTimeoutError(
                     f"update {p.update_id} still {p.phase} after {timeout_s} s")
-            time.sleep(self.poll)
 
     def install(self, update_id: str, timeout_s: int = 300) -> UpdateProgress:
         """The second half: call once the engine has drained and paused. The loader makes the

@@ -274,7 +274,7 @@ public final class HostAgent {
                 return e.start(null, timeout).getUpdateId();
             }
             String id = e.startServing(null, timeout).getUpdateId();
-            if (e.awaitFetched(id, Duration.ofMillis(250)).getPhase() == UpdatePhase.FETCHED) {
+            if (e.awaitFetched(id, Duration.ofSeconds(10)).getPhase() == UpdatePhase.FETCHED) {
                 e.install(id);
             }
             return id;

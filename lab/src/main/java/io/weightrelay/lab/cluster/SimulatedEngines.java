@@ -259,7 +259,7 @@ final class SimulatedEngines {
     private static String fetched(
             RolloutEngine e, Map<String, UpdateProgress> latest, Progress progress) {
         UpdateProgress p = e.startServing(null, Duration.ofMinutes(10));
-        UpdateProgress f = e.awaitFetched(p.getUpdateId(), Duration.ofMillis(250));
+        UpdateProgress f = e.awaitFetched(p.getUpdateId(), Duration.ofSeconds(10));
         tally(latest, e.instance(), f, progress);
         if (f.getPhase() == UpdatePhase.FETCHED) {
             e.install(p.getUpdateId());

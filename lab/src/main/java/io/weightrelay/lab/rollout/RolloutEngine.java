@@ -211,7 +211,11 @@ public final class RolloutEngine {
         return updatesApi.installUpdate(updateId);
     }
 
-    /** Follows an update installed on request until it is fetched, or has ended. */
+    /**
+     * Follows an update installed on request until it is fetched, or has ended: long polls of
+     * {@code poll}, which the loader answers as soon as the update waits at FETCHED for the engine
+     * (a short poll only costs the loaders' cores requests while they move the bytes).
+     */
     public UpdateProgress awaitFetched(String updateId, Duration poll) {
         int waitMs = (int) Math.max(1, Math.min(MAX_WAIT_MS, poll.toMillis()));
         while (true) {
