@@ -443,8 +443,9 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
                 CompleteChunk(b, i, Err::kOk, len);
                 continue;
             }
-            if (!b->crc) {
-                // copied below, with every other task of the same source bytes
+            if (!b->crc || ops[i] != DP_OP_READ) {
+                // copied below, with every other task of the same source bytes (a checksummed
+                // write's source is summed once for all of them: the CRC32C of what was sent)
                 auto at = same_source.try_emplace({src, len}, fan_outs.size());
                 if (at.second) fan_outs.push_back(SameSource{src, len, {}});
                 fan_outs[at.first->second].targets.push_back(CopyTarget{seg[i], i, dst});
@@ -484,6 +485,7 @@ Result<std::shared_ptr<BatchState>> Engine::Submit(int32_t count, const int32_t*
         for (const CopyTarget& to : f.targets) {
             b->tasks[to.task].chunks_left.store(static_cast<int32_t>(chunks));
             b->tasks[to.task].chunk_bytes = chunk;
+            if (b->crc) b->tasks[to.task].chunk_crc = std::make_unique<uint32_t[]>(chunks);
         }
         int32_t index = 0;
         for (int64_t off = 0; off < f.length; off += chunk) {

@@ -62,16 +62,19 @@ void StreamFence() {
 // receiver proves what landed by reading its buffer itself, so the sender's checksum is of what it
 // sent. A read's checksum stays that of its destination (CopyCrc32c): its staging is what the
 // loader proves against the published checksums, and what it pushes on from.
-uint32_t Crc32cStreamCopy(char* dst, const char* src, int64_t n, int64_t* crc_nanos) {
+// Every further target of the job gets the same block from the cache.
+uint32_t Crc32cStreamCopy(const CopyJob& job, int64_t* crc_nanos) {
     constexpr int64_t kBlock = 3 * crc32c_detail::kLong * 4;  // 96 KiB: in L2
     uint32_t crc = 0;
     int64_t spent = 0;
-    for (int64_t off = 0; off < n; off += kBlock) {
-        int64_t m = n - off < kBlock ? n - off : kBlock;
+    for (int64_t off = 0; off < job.length; off += kBlock) {
+        int64_t m = job.length - off < kBlock ? job.length - off : kBlock;
         int64_t t0 = Crc32cNow();
-        crc = Crc32cUpdate(crc, src + off, m);
+        crc = Crc32cUpdate(crc, job.src + off, m);
         spent += Crc32cNow() - t0;
-        StreamCopy(dst + off, src + off, static_cast<size_t>(m));
+        StreamCopy(job.dst + off, job.src + off, static_cast<size_t>(m));
+        for (const CopyTarget& to : job.also)
+            StreamCopy(to.dst + off, job.src + off, static_cast<size_t>(m));
     }
     StreamFence();  // the bytes are visible before the chunk counts as done
     *crc_nanos += spent;
@@ -97,9 +100,14 @@ void Engine::RunCopy(const CopyJob& job) {
         if (auto fault = copy_fault_for_tests.load()) fault(job);
         if (t.chunk_crc) {
             int64_t spent = 0;
-            t.chunk_crc[job.chunk] = t.op == DP_OP_READ
-                                         ? CopyCrc32c(job.dst, job.src, job.length, &spent)
-                                         : Crc32cStreamCopy(job.dst, job.src, job.length, &spent);
+            if (t.op == DP_OP_READ) {
+                t.chunk_crc[job.chunk] = CopyCrc32c(job.dst, job.src, job.length, &spent);
+            } else {
+                uint32_t crc = Crc32cStreamCopy(job, &spent);
+                t.chunk_crc[job.chunk] = crc;
+                for (const CopyTarget& to : job.also)
+                    job.batch->tasks[to.task].chunk_crc[job.chunk] = crc;
+            }
             job.batch->crc_nanos.fetch_add(spent);
         } else {
             for (int64_t off = 0; off < job.length; off += kCopyBlock) {

@@ -42,8 +42,8 @@ struct CopyJob {
     const char* src;
     int64_t length;
     int32_t chunk = 0;
-    // Tasks of the same batch that copy the same source bytes elsewhere (never with CRC32C: a
-    // task's chunks are summed by the thread that moves them, each its own).
+    // Tasks of the same batch that copy the same source bytes elsewhere: writes only. With CRC32C
+    // the source chunk is summed once, and its checksum is every target's for this chunk.
     std::vector<CopyTarget> also;
 };
 

@@ -345,6 +345,40 @@ class BuiltinEngineOnlyTest extends EngineTestSupport {
         assertWritten(a, src, second, MIB, 14);
     }
 
+    /**
+     * A checksummed batch that writes the same source bytes to several destinations on this node (a
+     * fan-out to a node's workers) reads the source once for all of them: every write lands whole,
+     * and each carries the CRC32C of what was sent, as a write of its own would.
+     */
+    @Test
+    void checksummedWritesOfOneSourceToSeveralTargetsEachLandAndEachCarryItsChecksum() {
+        Dataplane a = dp("node-a");
+        int size = 11 * MIB + 5;
+        Segment one = a.createReceiveSegment("fan-1", size);
+        Segment two = a.createReceiveSegment("fan-2", size);
+        Segment three = a.createReceiveSegment("fan-3", size + 64);
+        LocalMemory source = filled(a, "fan-src", size, 9);
+        ByteBuffer sent = view(source);
+        try (TransferBatch batch =
+                a.engine()
+                        .submitChecksummed(
+                                List.of(
+                                        write(source, 0, "fan-1", 0, size),
+                                        write(source, 0, "fan-2", 0, size),
+                                        write(source, 0, "fan-3", 64, size),
+                                        write(source, 64, "fan-3", 0, 64)))) {
+            batch.awaitSuccess(WAIT);
+            for (int i = 0; i < 3; i++) {
+                assertThat(batch.crc32c(i)).as("write %d", i).isEqualTo(crc32c(sent, 0, size));
+            }
+            assertThat(batch.crc32c(3)).isEqualTo(crc32c(sent, 64, 64));
+        }
+        assertThat(crc32c(one.byteBuffer(), 0, size)).isEqualTo(crc32c(sent, 0, size));
+        assertThat(crc32c(two.byteBuffer(), 0, size)).isEqualTo(crc32c(sent, 0, size));
+        assertThat(crc32c(three.byteBuffer(), 64, size)).isEqualTo(crc32c(sent, 0, size));
+        assertThat(crc32c(three.byteBuffer(), 0, 64)).isEqualTo(crc32c(sent, 64, 64));
+    }
+
     /** A segment's bytes copied out into another mapping: exactly the range, or a named error. */
     @Test
     void aRangeCopiedOutOfASegmentLandsExactlyAndABadOneIsRefusedByName() {
