@@ -377,9 +377,9 @@ class WeightRelayCheckpointEngine(_Base):  # type: ignore[misc,valid-type]
             if not self._holds(generation):
                 # VeRL aborted its replicas before this sync, and the generation was published
                 # within it: there was nothing to fetch while they served. Fetch, then install,
-                # all the same: a transfer that fails ends RESUMED_OLD (the compat image is apart
-                # from the rollout's weights) and the next sync updates again, where the one-call
-                # update would leave the instance paused for a rebuild.
+                # all the same (the one-call update ends the same way): a transfer that fails
+                # ends RESUMED_OLD (the compat image is apart from the rollout's weights) and the
+                # next sync updates again without a rebuild.
                 fetched = self.loader.fetch(generation, int(self.sync_timeout_s))
                 self.loader.install(fetched.update_id, int(self.sync_timeout_s))
         else:

@@ -4,9 +4,11 @@
 -- published checksums, when ARGV[10] asks for it: the script then claims the verification and
 -- answers 'verify', and update-verified.lua advances or fails the session), every participant
 -- POST_APPLIED ends the session. A failure before the apply barrier opened resumes the old
--- generation; after it, the rollout group pauses and rebuilds, unless every participant serves
--- through the fetch (said with PREPARED): then a failure before the applied barrier resumes the
--- old generation too, no engine having installed anything. The failing loader is named.
+-- generation; after it, the rollout group pauses and rebuilds, unless no participant's fetch writes
+-- what its engine serves from (servesThroughFetch, said with PREPARED: compat or staged direct
+-- workers, whether the engine serves meanwhile or drained): then a failure before the applied
+-- barrier resumes the old generation too, no engine having installed anything. The failing loader
+-- is named.
 -- Fencing: a report must carry the loader's current epoch (epochs are unique across loaders, so
 -- another loader's is foreign and an earlier one of its own stale), and every report of one
 -- participant comes from the life that joined: a loader re-registered after apply began fails
@@ -27,7 +29,8 @@
 --       checksums (base64), verify ('1' or ''), generation, key prefix, loader ttlMs, outage gapMs,
 --       then with SENT: destination, digests (base64), ...; with POST_APPLIED: fetchMs,
 --       installMs, pauseMs (each may be empty), of which the session hash keeps the largest;
---       with PREPARED: '1' when the loader's engine serves through the fetch (servesThroughFetch)
+--       with PREPARED: '1' when the loader's fetch writes nothing its engine serves from
+--       (servesThroughFetch)
 -- Now is the Redis server clock's, the one every control-api instance shares: phase deadlines
 -- and registry expiries written through one replica are judged the same through every other.
 -- A loader's POST_APPLIED records the generation it serves in its loader hash and releases every
@@ -71,8 +74,9 @@ local function confirm_missing()
   transitions[#transitions + 1] = 'post-apply:' .. tostring(now - started)
   state = 'DONE'
 end
--- Whether every participant said with PREPARED that its engine serves through the fetch: its
--- install, the first write into what the engine serves from, comes after the applied barrier.
+-- Whether every participant said with PREPARED that its fetch writes nothing its engine serves
+-- from: its install, the first write into what the engine serves from, comes after the applied
+-- barrier.
 local function all_serve_through_fetch()
   local all = redis.call('HGETALL', pk)
   for i = 2, #all, 2 do
@@ -82,8 +86,9 @@ local function all_serve_through_fetch()
 end
 local function fail(who, why)
   -- Before the prepared barrier nothing was written; before the applied barrier, of a group whose
-  -- engines all serve through the fetch, nothing any engine serves from was: all resume the old
-  -- generation, never paused. Otherwise served weights may hold a mix: the group rebuilds.
+  -- fetches all write apart from the served weights, nothing any engine serves from was: all
+  -- resume the old generation, never paused. Otherwise served weights may hold a mix: the group
+  -- rebuilds.
   local old = state == 'PREPARING' or (state == 'APPLYING' and all_serve_through_fetch())
   local next = old and 'RESUMED_OLD' or 'PAUSED_REBUILD'
   redis.call('HSET', s, 'state', next, 'failedInstance', who, 'failure', why, 'endedAt', now)

@@ -1,7 +1,8 @@
 -- Ends the checksum verification update-step.lua claimed at the all-applied barrier: on success
 -- the session moves to POST_APPLYING (the applied barrier opens), otherwise it pauses for rebuild
--- naming the object and its readers, or resumes the old generation when every participant serves
--- through the fetch (none installed: the install comes after the applied barrier). Only a session
+-- naming the object and its readers, or resumes the old generation when no participant's fetch
+-- writes what its engine serves from (servesThroughFetch: none installed, the install comes after
+-- the applied barrier). Only a session
 -- still verifying changes.
 -- KEYS: session hash, channel, participants hash
 -- ARGV: ok ('1' or '0'), failedInstance, failure, verifyMs, verifiedObjects, partialObjects

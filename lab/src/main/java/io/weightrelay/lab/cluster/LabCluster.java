@@ -433,6 +433,16 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     /**
+     * Checks what {@code engine} serves from against {@code generation}'s contents, for an engine
+     * whose last update did not end UPDATED: its direct workers' serving buffers; a compat worker's
+     * image is loaded only at UPDATED, so it is not among them ({@link
+     * io.weightrelay.lab.rollout.ShmVerifier#verifyServing}).
+     */
+    public long verifyServing(RolloutEngine engine, long generation) {
+        return engines.verifyServing(engine, generation);
+    }
+
+    /**
      * Waits until control-api says {@code generation} is in {@code state}, at most {@code wait};
      * returns the state it has then.
      */

@@ -301,4 +301,11 @@ final class SimulatedEngines {
         }
         return verified;
     }
+
+    /**
+     * As {@link ShmVerifier#verifyServing}: what {@code engine} serves from after a failed update.
+     */
+    long verifyServing(RolloutEngine engine, long generation) {
+        return new ShmVerifier(manifest, spec.seed(), generation).verifyServing(engine.status());
+    }
 }

@@ -2,11 +2,12 @@ package io.weightrelay.lab.faults;
 
 import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.check;
+import static io.weightrelay.lab.faults.LabCase.requireHolding;
 
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
-import io.weightrelay.api.control.client.model.SessionState;
 import io.weightrelay.api.control.client.model.UpdateSession;
+import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,8 +24,11 @@ import java.util.Set;
  * flips the first byte of the first write another loader made into its workers, once every sender
  * reported SENT and before it proves its buffers. The session fails before the applied barrier,
  * naming the sender, the receiving worker, its buffer and the generation; none advances, every
- * engine keeps the generation it had; the generation stays active and is not marked corrupt. Once
- * the file is gone the group, not restarted, updates to that same generation, every byte verified.
+ * engine keeps the generation it had (RESUMED_OLD, serving it, where the fetch wrote nothing the
+ * engine serves from: compat workers; PAUSED_REBUILD where it did: in-place direct ones); the
+ * generation stays active and is not marked corrupt. Once the file is gone the group, its loaders
+ * not restarted but registered again (only a new life of the group starts the ended session of that
+ * generation again), updates to that same generation, every byte verified.
  */
 final class ByteFlippedInFlightCase {
 
@@ -51,12 +55,17 @@ final class ByteFlippedInFlightCase {
             List<Engines.Ended> ended =
                     Engines.update(
                             lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT, UPDATE_WAIT);
+            UpdateOutcome failed = LabCase.failedFetchOutcome(lab);
             for (Engines.Ended e : ended) {
                 check(
-                        !e.updated(),
-                        "a group update with a byte flipped in flight: " + e.describe());
+                        e.outcome() == failed,
+                        "a group update with a byte flipped in flight ends "
+                                + failed
+                                + ": "
+                                + e.describe());
             }
             ledger.noneAdvanced(lab, before);
+            requireHolding(lab, active, failed == UpdateOutcome.PAUSED_REBUILD, null);
             ledger.observe(lab, Set.of());
             UpdateSession session = lab.session(g, GROUP);
             String failure = String.valueOf(session.getFailure());
@@ -70,7 +79,7 @@ final class ByteFlippedInFlightCase {
                             .findFirst()
                             .orElse(null);
             check(
-                    session.getState() == SessionState.PAUSED_REBUILD
+                    session.getState() == LabCase.sessionState(failed)
                             && receiver.equals(session.getFailedInstance())
                             && sender != null
                             && failure.contains("generation " + g + " of ")
@@ -99,7 +108,8 @@ final class ByteFlippedInFlightCase {
                             + g2.getState()
                             + ", corrupt object "
                             + g2.getCorruptObject());
-            // paused for rebuild, as an operator would rebuild them
+            // The group's session of g ended: a new life of the group (registered again, as an
+            // operator rebuilds paused engines) starts it again; the same group would join it.
             lab.reRegisterAll();
 
             // The flip gone, the same loader process updates with the group to that generation.
@@ -109,6 +119,9 @@ final class ByteFlippedInFlightCase {
                     + g
                     + " "
                     + session.getState()
+                    + " (every engine "
+                    + failed
+                    + ")"
                     + " at "
                     + receiver
                     + " naming sender "

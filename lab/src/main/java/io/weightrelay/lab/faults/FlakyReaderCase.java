@@ -100,7 +100,8 @@ final class FlakyReaderCase {
                                 + " ("
                                 + firstLine(session.getFailure())
                                 + ")");
-                // paused for rebuild, as an operator would rebuild them
+                // The group's session of g ended: a new life of the group (registered again, as
+                // an operator rebuilds paused engines) starts it again; the same group joins it.
                 lab.reRegisterAll();
             }
 

@@ -2,6 +2,9 @@ package io.weightrelay.lab.faults;
 
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.api.control.client.model.SessionState;
+import io.weightrelay.api.loader.client.model.ConsumeMode;
+import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
@@ -220,6 +223,37 @@ record LabCase(
         if (lab.verifyAll(generation) <= 0) {
             throw new AssertionError("nothing verified of generation " + generation);
         }
+    }
+
+    /**
+     * How an update of {@code lab}'s engines ends when it fails after the prepared barrier, before
+     * any install: {@code PAUSED_REBUILD} where an engine's fetch writes the weights it serves from
+     * (in-place direct workers, whose buffers may then hold a mix), else {@code RESUMED_OLD}:
+     * compat workers receive into an image apart from the engine's weights and staged direct
+     * workers into the loader's own copy, so every engine keeps serving its old generation. Asks
+     * every loader: call it before a fault that kills one.
+     */
+    static UpdateOutcome failedFetchOutcome(LabCluster lab) {
+        for (RolloutEngine engine : lab.engines()) {
+            InstanceStatus s = engine.status();
+            boolean inPlace =
+                    s.getDirectInstall() != DirectInstall.STAGED
+                            && s.getWorkers().stream()
+                                    .anyMatch(w -> w.getMode() == ConsumeMode.DIRECT);
+            if (inPlace) {
+                return UpdateOutcome.PAUSED_REBUILD;
+            }
+        }
+        return UpdateOutcome.RESUMED_OLD;
+    }
+
+    /** The group's session state that goes with an update's failed {@code outcome}. */
+    static SessionState sessionState(UpdateOutcome outcome) {
+        return switch (outcome) {
+            case RESUMED_OLD -> SessionState.RESUMED_OLD;
+            case PAUSED_REBUILD -> SessionState.PAUSED_REBUILD;
+            default -> throw new IllegalArgumentException("not a failed outcome: " + outcome);
+        };
     }
 
     /**

@@ -19,8 +19,10 @@ import java.util.function.Predicate;
  *       update said it loaded, but the bytes it holds are not that generation's (checked byte for
  *       byte against the trainer's generator);
  *   <li><b>partial served</b>: an engine serving reports a generation whose bytes it does not all
- *       hold after an update that did not end UPDATED (it resumed on bytes the update touched), or
- *       an instance advanced in a group update that did not end UPDATED everywhere (half applied);
+ *       serve from after an update that did not end UPDATED (it resumed on bytes the update
+ *       touched: an in-place direct worker's buffers, or a staged one's serving copy; a compat
+ *       engine loads its image only at UPDATED), or an instance advanced in a group update that did
+ *       not end UPDATED everywhere (half applied);
  *   <li><b>lost committed</b>: a generation committed before the fault is LOST or gone afterwards,
  *       unless the fault itself destroyed the memory that held it (a publisher killed: without
  *       replicas its bytes are gone, and control-api must mark them LOST rather than serve them).
@@ -50,8 +52,10 @@ final class Ledger {
 
     /**
      * Checks every serving engine's bytes against the generation it reports. {@code loaded} says
-     * whose last update ended UPDATED (a mismatch there is corruption; elsewhere it is a partial
-     * apply resumed as if whole).
+     * whose last update ended UPDATED: all it received is checked, since it serves that now (a
+     * mismatch is corruption). Elsewhere what it serves from is checked ({@link
+     * LabCluster#verifyServing}: a mismatch is a partial apply resumed as if whole); a compat
+     * engine's image, which a failed update may have written into, is not what it serves.
      */
     long observe(LabCluster lab, Set<String> loaded) {
         long verified = 0;
@@ -66,7 +70,10 @@ final class Ledger {
                 continue;
             }
             try {
-                verified += lab.verify(e, status.getGeneration());
+                verified +=
+                        loaded.contains(e.instance())
+                                ? lab.verify(e, status.getGeneration())
+                                : lab.verifyServing(e, status.getGeneration());
             } catch (AssertionError | RuntimeException ex) {
                 if (loaded.contains(e.instance())) {
                     corrupted++;

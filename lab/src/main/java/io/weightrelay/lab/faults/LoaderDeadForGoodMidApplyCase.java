@@ -24,12 +24,13 @@ import java.util.TreeSet;
 /**
  * Issue 50, scenario 5: an instance's loader is killed (SIGKILL) inside the group's apply, caught
  * there as {@code loader-killed-mid-apply} catches it, and never restarted, as when its node is
- * lost. The survivors pause for rebuild on the generation they served, the session naming the dead
- * loader. Once its registration expires the survivors are rebuilt and update to that same
- * generation, with no new publish: the session that ended is started again with the group as it is
- * now (when it could not be, the survivors stayed frozen until the trainer's next step). Then the
- * instance comes back with a fresh loader and loads the active generation alone, still with no
- * republish.
+ * lost. The survivors end on the generation they served, the session naming the dead loader:
+ * resumed (RESUMED_OLD) where their fetch wrote nothing they serve from (compat workers), paused
+ * for rebuild where it did (in-place direct). Once its registration expires the survivors, rebuilt
+ * only if paused, update to that same generation, with no new publish: the session that ended is
+ * started again with the group as it is now (when it could not be, the survivors stayed frozen
+ * until the trainer's next step). Then the instance comes back with a fresh loader and loads the
+ * active generation alone, still with no republish.
  */
 final class LoaderDeadForGoodMidApplyCase {
 
@@ -49,6 +50,9 @@ final class LoaderDeadForGoodMidApplyCase {
         long previous = fault.active();
         int victim = lab.engines().size() - 1;
         String dead = lab.engines().get(victim).instance();
+        // asked while every loader answers: the dead one's will not
+        UpdateOutcome outcome = LabCase.failedFetchOutcome(lab);
+        boolean paused = outcome == UpdateOutcome.PAUSED_REBUILD;
         for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
             long g = fault.publish();
             Map<String, Long> before = Ledger.generations(lab);
@@ -68,16 +72,18 @@ final class LoaderDeadForGoodMidApplyCase {
             lab.faults().killLoader(victim);
             long killed = System.nanoTime();
             List<Engines.Ended> ended = running.await(UPDATE_WAIT);
-            requireEnded(ended, UpdateOutcome.PAUSED_REBUILD, dead, dead);
+            requireEnded(ended, outcome, dead, dead);
             ledger.noneAdvanced(lab, before);
             ledger.observe(lab, Set.of());
-            requireHolding(lab, previous, true, dead);
+            requireHolding(lab, previous, paused, dead);
             UpdateSession failed = lab.session(g, "lab");
             check(
-                    failed.getState() == SessionState.PAUSED_REBUILD
+                    failed.getState() == LabCase.sessionState(outcome)
                             && (dead.equals(failed.getFailedInstance())
                                     || String.valueOf(failed.getFailure()).contains(dead)),
-                    "the session ends PAUSED_REBUILD naming the dead loader "
+                    "the session ends "
+                            + outcome
+                            + " naming the dead loader "
                             + dead
                             + ": "
                             + failed.getState()
@@ -91,11 +97,15 @@ final class LoaderDeadForGoodMidApplyCase {
             LoaderDiedForGoodCase.awaitGone(lab, dead, killed);
             double goneAfter = (System.nanoTime() - killed) / 1e9;
 
-            // The survivors are rebuilt and update to the same generation, nothing published.
+            // The survivors update to the same generation, nothing published: paused ones are
+            // rebuilt first, resumed ones update as they are (the group lost a member, so its
+            // ended session is started again without it).
             List<RolloutEngine> survivors = new ArrayList<>();
             for (int i = 0; i < lab.engines().size(); i++) {
                 if (i != victim) {
-                    lab.reRegister(i);
+                    if (paused) {
+                        lab.reRegister(i);
+                    }
                     survivors.add(lab.engines().get(i));
                 }
             }
@@ -142,13 +152,14 @@ final class LoaderDeadForGoodMidApplyCase {
             long freshVerified = lab.verify(fresh, g);
             return String.format(
                     Locale.ROOT,
-                    "%s killed %s (attempt %d) and left dead; survivors paused on %d, session"
+                    "%s killed %s (attempt %d) and left dead; survivors %s on %d, session"
                             + " naming %s; its registration expired %.1f s after the kill; %s"
                             + " re-prepared %d with no publish (%d bytes verified, session %s);"
                             + " %s restarted loaded %d (%d bytes verified)",
                     dead,
                     caught,
                     attempt,
+                    outcome,
                     previous,
                     failed.getFailedInstance(),
                     goneAfter,

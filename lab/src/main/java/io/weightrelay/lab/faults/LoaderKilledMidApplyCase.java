@@ -27,9 +27,10 @@ import java.util.TreeSet;
  * Case 3: one instance's loader is killed (SIGKILL) while the group applies. To kill it inside the
  * apply, the lab watches the update session and freezes the loader (SIGSTOP) the moment the apply
  * barrier is open and it has not reported APPLIED; if it is still short of APPLIED when frozen, it
- * is killed. Every other instance pauses for rebuild on the generation it served (none advances),
- * the session names the dead loader, and a fresh loader started in its place loads the active
- * generation byte for byte.
+ * is killed. No other instance advances: each ends on the generation it served, RESUMED_OLD and
+ * serving it where the fetch wrote nothing it serves from (compat workers), paused for rebuild
+ * where it did (in-place direct workers); the session ends the same way naming the dead loader, and
+ * a fresh loader started in its place loads the active generation byte for byte.
  *
  * <p>In compat mode the victim is the first instance. In parameter-direct mode ({@link
  * #injectIntoRelayDelegate}) it is a loader the plan makes a relay delegate: the bytes another
@@ -124,6 +125,8 @@ final class LoaderKilledMidApplyCase {
         LabCluster lab = fault.lab();
         long previous = fault.active();
         String victimId = lab.engines().get(victim).instance();
+        // asked while every loader answers: the victim's will not
+        UpdateOutcome failed = LabCase.failedFetchOutcome(lab);
         for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
             long g = fault.publish();
             Map<String, Long> before = Ledger.generations(lab);
@@ -143,14 +146,15 @@ final class LoaderKilledMidApplyCase {
             long killed = System.nanoTime();
             List<Engines.Ended> ended = running.await(UPDATE_WAIT);
             double waited = (System.nanoTime() - killed) / 1e9;
-            // every peer of the dead loader pauses for rebuild; its own engine's calls fail
-            requireEnded(ended, UpdateOutcome.PAUSED_REBUILD, victimId, victimId);
+            // every peer of the dead loader resumes its old generation, or pauses for rebuild where
+            // the fetch wrote what it serves from; its own engine's calls fail
+            requireEnded(ended, failed, victimId, victimId);
             ledger.noneAdvanced(lab, before);
             ledger.observe(lab, Set.of());
             UpdateSession session = lab.session(g, "lab");
             check(
-                    session.getState() == SessionState.PAUSED_REBUILD,
-                    "the session ends PAUSED_REBUILD: " + session.getState());
+                    session.getState() == LabCase.sessionState(failed),
+                    "the session ends " + failed + ": " + session.getState());
             // The session names who ended it (failedInstance: the dead loader when its peers
             // timed out waiting for it, else the peer that found it gone) and why, naming the
             // dead loader or one of its workers (their ids are <instance>-r<rank>).
@@ -167,7 +171,7 @@ final class LoaderKilledMidApplyCase {
                             + session.getFailedInstance()
                             + ", "
                             + why);
-            requireHolding(lab, previous, true, victimId);
+            requireHolding(lab, previous, failed == UpdateOutcome.PAUSED_REBUILD, victimId);
             if (duty != null) {
                 check(
                         duty.planId().equals(session.getPlanId()),
@@ -203,7 +207,9 @@ final class LoaderKilledMidApplyCase {
                     + session.getFailure()
                     + ") "
                     + String.format("%.1f", waited)
-                    + " s after the kill, peers paused on "
+                    + " s after the kill, peers "
+                    + failed
+                    + " on "
                     + previous
                     + "; restarted it loaded "
                     + active

@@ -1,5 +1,6 @@
 package io.weightrelay.lab.rollout;
 
+import io.weightrelay.api.loader.client.model.ConsumeMode;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.PlacedBuffer;
 import io.weightrelay.api.loader.client.model.TargetFragment;
@@ -84,10 +85,34 @@ public final class ShmVerifier {
 
     /** Verifies every worker of the instance; returns the bytes checked. */
     public long verify(InstanceStatus status) {
+        return verify(status, false);
+    }
+
+    /**
+     * Verifies what the instance's engine serves from on the loader's side, for an engine whose
+     * last update did not end {@code UPDATED}: each direct worker's serving buffers ({@code
+     * servingShmPath}: the receive buffer itself in place, the serving copy a staged install
+     * writes). A compat worker's image is not among them: its engine serves the copy it loaded from
+     * the image at its last {@code UPDATED} and loads it again only at the next, so bytes a failed
+     * update left in the image are never served. Returns the bytes checked.
+     */
+    public long verifyServing(InstanceStatus status) {
+        return verify(status, true);
+    }
+
+    private long verify(InstanceStatus status, boolean serving) {
+        Map<String, ConsumeMode> modes = new HashMap<>();
+        for (WorkerPlacement w : status.getWorkers()) {
+            modes.put(w.getWorkerId(), w.getMode());
+        }
         Map<String, MappedByteBuffer> maps = new HashMap<>();
         Map<String, Map<String, PlacedBuffer>> buffers = new HashMap<>();
         for (PlacedBuffer b : status.getBuffers()) {
-            if (b.getShmPath() == null) {
+            if (serving && modes.get(b.getWorkerId()) == ConsumeMode.COMPAT) {
+                continue;
+            }
+            String path = serving ? b.getServingShmPath() : b.getShmPath();
+            if (path == null) {
                 throw new IllegalStateException(
                         "buffer "
                                 + b.getBufferId()
@@ -95,27 +120,39 @@ public final class ShmVerifier {
                                 + b.getWorkerId()
                                 + " is not registered");
             }
-            maps.computeIfAbsent(b.getSegment(), s -> map(Path.of(b.getShmPath())));
+            maps.computeIfAbsent(path, f -> map(Path.of(f)));
             buffers.computeIfAbsent(b.getWorkerId(), w -> new HashMap<>()).put(b.getBufferId(), b);
         }
         long checked = 0;
         for (WorkerPlacement w : status.getWorkers()) {
+            if (serving && w.getMode() == ConsumeMode.COMPAT) {
+                continue;
+            }
             Map<String, PlacedBuffer> mine = buffers.get(w.getWorkerId());
             if (w.getFragments() == null || w.getFragments().isEmpty()) {
                 PlacedBuffer image = mine.values().iterator().next();
                 checked +=
                         verifyImage(
-                                w.getWorkerId(), maps.get(image.getSegment()), image.getOffset());
+                                w.getWorkerId(),
+                                maps.get(pathOf(image, serving)),
+                                image.getOffset());
             } else {
                 for (TargetFragment f : w.getFragments()) {
                     PlacedBuffer b = mine.get(f.getBufferId());
                     checked +=
                             verifyFragment(
-                                    w.getWorkerId(), maps.get(b.getSegment()), b.getOffset(), f);
+                                    w.getWorkerId(),
+                                    maps.get(pathOf(b, serving)),
+                                    b.getOffset(),
+                                    f);
                 }
             }
         }
         return checked;
+    }
+
+    private static String pathOf(PlacedBuffer b, boolean serving) {
+        return serving ? b.getServingShmPath() : b.getShmPath();
     }
 
     private static MappedByteBuffer map(Path path) {

@@ -91,9 +91,12 @@ public interface ControlPlane {
      * One phase report.
      *
      * @param checksums with APPLIED: the CRC32C of every range this loader read (null: none)
-     * @param servesThroughFetch with PREPARED: the engine serves its old generation through the
-     *     fetch and pauses only for the install, so a failure before the applied barrier leaves it
-     *     serving (control-api ends a session all of whose participants said so RESUMED_OLD)
+     * @param servesThroughFetch with PREPARED: the fetch writes nothing the engine serves from
+     *     (compat or staged direct workers), so its old generation stays servable through it and
+     *     only the install, after the applied barrier, replaces it: a failure before that barrier
+     *     leaves the engine on its old generation, whether it served meanwhile or drained for a
+     *     one-call update (control-api ends a session all of whose participants said so
+     *     RESUMED_OLD)
      */
     record Report(
             String instance,
@@ -152,7 +155,9 @@ public interface ControlPlane {
             return new Report(instance, epoch, phase, 0, 0, 0, null, null, null, null, null, false);
         }
 
-        /** PREPARED, saying whether the engine serves through the fetch. */
+        /**
+         * PREPARED, saying whether the engine's old generation stays servable through the fetch.
+         */
         public static Report prepared(String instance, long epoch, boolean servesThroughFetch) {
             return new Report(
                     instance,

@@ -42,10 +42,13 @@ import org.springframework.stereotype.Service;
  * Phase#FETCHED}) until the engine, which served through the fetch, drains and calls {@link
  * #install}. Outcomes: {@code UPDATED}; {@code RESUMED_OLD} when anything fails before the
  * all-prepared barrier opens (nothing was touched, provisional registrations are dropped, the
- * engine resumes on its old generation), or before the install of an update installed on request
- * (its fetch wrote nothing the engine serves from); {@code PAUSED_REBUILD} when anything fails
- * after (buffers may hold a mix, so the instance is paused until it is rebuilt). Never retries in
- * place. Every failure names its peer: a loader instance, a worker, a store object, or control-api.
+ * engine resumes on its old generation), or, for an instance whose fetch writes nothing its engine
+ * serves from (compat workers receive into an image apart from the engine's weights, staged direct
+ * workers into the loader's own copy), before the install, whether the engine served through the
+ * fetch or drained for a one-call update; {@code PAUSED_REBUILD} when anything fails after (an
+ * in-place direct worker's buffers, which its engine serves from, may hold a mix, so the instance
+ * is paused until it is rebuilt). Never retries in place. Every failure names its peer: a loader
+ * instance, a worker, a store object, or control-api.
  *
  * <p>This class holds the sequence; what a prepare fetches is {@link PrepareInputs}'s, the talk
  * with the group's session {@link GroupSession}'s, the resent POST_APPLIED {@link
@@ -252,9 +255,10 @@ public class UpdateCoordinator {
     }
 
     /**
-     * The phases in turn; the first that fails decides how the update ends. An update installed on
-     * request wrote nothing the engine serves from until its install: a failure before it resumes
-     * the old generation, as a failed prepare does.
+     * The phases in turn; the first that fails decides how the update ends. Unless its workers
+     * receive in place, an update writes nothing the engine serves from until its install: a
+     * failure before it resumes the old generation, as a failed prepare does, whether the engine
+     * serves meanwhile (installed on request) or drained for the one call.
      */
     private Ending prepareApplyAdvance(Update update) {
         Held held = new Held();
@@ -272,7 +276,9 @@ public class UpdateCoordinator {
                 awaitInstall(update);
             }
         } catch (RuntimeException e) {
-            return onRequest ? resumeOld(update, held, e) : pauseForRebuild(update, e);
+            return update.instance().fetchWritesServingWeights()
+                    ? pauseForRebuild(update, e)
+                    : resumeOld(update, held, e);
         }
         try {
             install(update);
@@ -337,12 +343,15 @@ public class UpdateCoordinator {
         // The store reads start now and fill staging while the others prepare: no worker buffer
         // is written before the barrier.
         prepared.readAhead(remaining(update.deadline()), run::progress);
-        // An engine installing on request serves until its install, after the applied barrier:
-        // the session hears it, so a failure before then ends it RESUMED_OLD as this run does.
+        // Unless its workers receive in place, nothing this engine serves from is written before
+        // its install, after the applied barrier: the session hears it, so a failure before then
+        // ends it RESUMED_OLD as this run does.
         update.session()
                 .arrive(
                         Report.prepared(
-                                instance.instanceId(), instance.epoch(), run.installOnRequest()),
+                                instance.instanceId(),
+                                instance.epoch(),
+                                !instance.fetchWritesServingWeights()),
                         Barrier.PREPARED);
         watch.lap("prepared-barrier");
         log.info("prepare of {}: {}", run.id(), watch);
@@ -350,8 +359,10 @@ public class UpdateCoordinator {
     }
 
     /**
-     * A prepare failed: the group hears it, and whatever the prepare held is given back (its reads,
-     * its provisional registrations, the lease on a generation this instance does not serve).
+     * A prepare, or a fetch that wrote nothing the engine serves from, failed: the group hears it,
+     * and whatever the prepare held is given back (its reads, its provisional registrations, the
+     * lease on a generation this instance does not serve). The instance stays on its generation,
+     * not paused: a drained engine resumes serving it.
      */
     private Ending resumeOld(Update update, Held held, RuntimeException e) {
         Instance instance = update.instance();
@@ -374,8 +385,9 @@ public class UpdateCoordinator {
     }
 
     /**
-     * Apply: from here on buffers may hold a mix of generations. The bytes move (stopped early when
-     * the session failed elsewhere), what landed is proven when the writes were tallied, then the
+     * Apply: from here on the receive buffers may hold a mix of generations (for in-place direct
+     * workers, the weights their engine serves from). The bytes move (stopped early when the
+     * session failed elsewhere), what landed is proven when the writes were tallied, then the
      * applied barrier.
      */
     private void apply(Update update, UpdateSteps.PreparedUpdate prepared) {
@@ -440,7 +452,10 @@ public class UpdateCoordinator {
                         instance.instanceId()));
     }
 
-    /** An apply failed: the group hears it, and the instance waits to be rebuilt. */
+    /**
+     * An apply into the weights the engine serves from (in-place direct workers), or an install,
+     * failed: the group hears it, and the instance waits to be rebuilt.
+     */
     private Ending pauseForRebuild(Update update, RuntimeException e) {
         NamedFailure failure = update.session().failure(e);
         update.session().reportFailed(failure);

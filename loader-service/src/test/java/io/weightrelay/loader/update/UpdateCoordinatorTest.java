@@ -179,6 +179,13 @@ class UpdateCoordinatorTest {
                 "i0000", "tiny", "group-a", Topology.rolloutNodeName(0), workers);
     }
 
+    /** The instance's workers as in-place direct ones: their fetch writes what they serve from. */
+    private static InstanceRegistration inPlaceDirect() {
+        InstanceRegistration direct = registration();
+        direct.getWorkers().forEach(w -> w.setMode(ConsumeMode.DIRECT));
+        return direct;
+    }
+
     /**
      * Runs an update to {@code generation} to its end and checks how it ended, whom it blamed and
      * which steps it took.
@@ -252,10 +259,12 @@ class UpdateCoordinatorTest {
 
     /**
      * A receiver whose buffers do not hold what a sender sent reports FAILED naming that sender,
-     * never APPLIED: the applied barrier does not open and no engine advances; this one pauses.
+     * never APPLIED: the applied barrier does not open and no engine advances; this one, whose
+     * workers receive in place, pauses.
      */
     @Test
     void bytesThatDidNotLandAsSentFailTheUpdateBeforeAppliedNamingTheSender() throws Exception {
+        instances.register(inPlaceDirect());
         steps.sent = Map.of("i0001", TO_I0001);
         steps.proofFailure =
                 new ApplyFailure(
@@ -527,7 +536,7 @@ class UpdateCoordinatorTest {
     /**
      * A fetch that fails while the engine serves leaves it serving its old generation, never
      * paused: its fetch wrote nothing it serves from. The group hears the failure; the lease is
-     * given back. (Installed with the update, the same failure pauses the instance for a rebuild.)
+     * given back. (In-place direct workers, whose fetch writes what they serve from, would pause.)
      */
     @Test
     void aFetchThatFailsBeforeAnInstallOnRequestResumesTheOldGenerationUnpaused() throws Exception {
@@ -550,13 +559,82 @@ class UpdateCoordinatorTest {
     }
 
     /**
-     * A one-call update's engine drained before it started: its PREPARED does not say it serves.
+     * A one-call update of compat workers also writes nothing the engine serves from before its
+     * install: its PREPARED says so, as an update installed on request does.
      */
     @Test
-    void aOneCallUpdateDoesNotTellTheSessionItsEngineServesThroughTheFetch() throws Exception {
+    void aOneCallCompatUpdateTellsTheSessionItsOldGenerationOutlivesTheFetch() throws Exception {
+        assertThat(finish(coordinator.start(2L, Duration.ofSeconds(30))).outcome())
+                .isEqualTo(Outcome.UPDATED);
+        assertThat(prepared().servesThroughFetch()).isTrue();
+    }
+
+    /** In-place direct workers' fetch writes what their engine serves: their PREPARED says not. */
+    @Test
+    void anInPlaceDirectUpdateDoesNotTellTheSessionItsOldGenerationOutlivesTheFetch()
+            throws Exception {
+        instances.register(inPlaceDirect());
         assertThat(finish(coordinator.start(2L, Duration.ofSeconds(30))).outcome())
                 .isEqualTo(Outcome.UPDATED);
         assertThat(prepared().servesThroughFetch()).isFalse();
+    }
+
+    /**
+     * A one-call update of compat workers (the engine drained before it called) whose fetch fails
+     * after the prepared barrier: the fetch received into the image, apart from the engine's
+     * weights, so the engine resumes its old generation (RESUMED_OLD, not paused, the lease given
+     * back) and the next update runs without a rebuild.
+     */
+    @Test
+    void aOneCallCompatFetchThatFailsResumesTheOldGenerationUnpaused() throws Exception {
+        steps.applyFailure = new ApplyFailure("i0001", "i0001 stopped pushing");
+        UpdateRun.Snapshot s =
+                updateEnds(
+                        2L,
+                        Outcome.RESUMED_OLD,
+                        "i0001",
+                        "prepare",
+                        "read-ahead",
+                        "apply",
+                        "abandon",
+                        "discard");
+
+        assertThat(s.phase()).isEqualTo(Phase.RESUMED_OLD);
+        assertThat(control.phases())
+                .contains(ControlPlane.Reported.FAILED)
+                .doesNotContain(ControlPlane.Reported.POST_APPLIED);
+        assertThat(instances.require().paused()).isFalse();
+        assertThat(instances.require().generation()).isNull();
+        assertThat(control.leases).containsExactly("+2", "-2");
+        assertThat(prepared().servesThroughFetch()).isTrue();
+
+        steps.applyFailure = null;
+        steps.calls.clear();
+        assertThat(finish(coordinator.start(2L, Duration.ofSeconds(30))).outcome())
+                .as("no rebuild before the next update")
+                .isEqualTo(Outcome.UPDATED);
+        assertThat(instances.require().generation()).isEqualTo(2);
+    }
+
+    /**
+     * Staged direct workers receive into the loader's own copy; the weights their engine serves
+     * from are written only at install. A one-call update whose session fails during the apply
+     * resumes the old generation.
+     */
+    @Test
+    void aOneCallStagedFetchThatFailsResumesTheOldGeneration() throws Exception {
+        instances.register(inPlaceDirect().directInstall(DirectInstall.STAGED));
+        anotherLoaderFailsAt(
+                ControlPlane.Barrier.APPLIED,
+                "i0001",
+                Outcome.RESUMED_OLD,
+                "prepare",
+                "read-ahead",
+                "apply",
+                "abandon",
+                "discard");
+        assertThat(instances.require().paused()).isFalse();
+        assertThat(instances.require().generation()).isNull();
     }
 
     /** The PREPARED report this loader sent. */
@@ -668,8 +746,13 @@ class UpdateCoordinatorTest {
         updateEnds(4L, Outcome.RESUMED_OLD, "tiny/4", "discard");
     }
 
+    /**
+     * In-place direct workers receive into the weights their engine serves from: a failed apply may
+     * have left a mix there, so the instance pauses until it is rebuilt.
+     */
     @Test
     void aFailureDuringApplyPausesForRebuildAndIsNeverRetriedInPlace() throws Exception {
+        instances.register(inPlaceDirect());
         steps.applyFailure =
                 new ApplyFailure("i0002-r001", "write to i0002-r001 failed: peer gone");
 
@@ -681,12 +764,13 @@ class UpdateCoordinatorTest {
                 .hasMessageContaining("no in-place retry");
 
         // A rebuild is a re-registration: a new epoch, and updates run again.
-        instances.register(registration());
+        instances.register(inPlaceDirect());
         assertThat(instances.require().paused()).isFalse();
     }
 
     @Test
     void whenAnotherLoaderFailsDuringApplyNoInstanceAdvances() throws Exception {
+        instances.register(inPlaceDirect());
         anotherLoaderFailsAt(
                 ControlPlane.Barrier.APPLIED,
                 "i0001",
@@ -706,6 +790,7 @@ class UpdateCoordinatorTest {
      */
     @Test
     void aBarrierThatOutlivesTheDeadlineNamesWhoDidNotArrive() throws Exception {
+        instances.register(inPlaceDirect());
         control.barriers.put(
                 ControlPlane.Barrier.APPLIED,
                 new ControlPlane.BarrierState(false, false, null, null, List.of("i0003", "i0001")));
@@ -725,6 +810,7 @@ class UpdateCoordinatorTest {
      */
     @Test
     void anApplyThatEndsAfterTheDeadlineStillNamesWhoDidNotArrive() throws Exception {
+        instances.register(inPlaceDirect());
         steps.applyMillis = 1200;
         control.barriers.put(
                 ControlPlane.Barrier.APPLIED,
@@ -744,6 +830,7 @@ class UpdateCoordinatorTest {
      */
     @Test
     void aSessionThatFailsElsewhereStopsTheApplyNamingItsFailingPeer() throws Exception {
+        instances.register(inPlaceDirect());
         steps.applyWaitsForStop = true;
         control.barriers.put(
                 ControlPlane.Barrier.APPLIED,
