@@ -300,7 +300,7 @@ public final class HostAgent {
                         pool.submit(
                                 () -> {
                                     UpdateProgress p =
-                                            e.await(start(e, timeout), Duration.ofMillis(250));
+                                            e.await(start(e, timeout), Duration.ofSeconds(10));
                                     done[k] = System.nanoTime();
                                     return p;
                                 }));

@@ -236,9 +236,11 @@ final class SimulatedEngines {
                                                     ? fetched(e, latest, progress)
                                                     : e.start(null, Duration.ofMinutes(10))
                                                             .getUpdateId();
+                                    // progress shown once a second: each answer is a request
+                                    // the loader serves on the cores that move the bytes
                                     return e.await(
                                             id,
-                                            Duration.ofMillis(250),
+                                            Duration.ofSeconds(1),
                                             p -> tally(latest, e.instance(), p, progress));
                                 }));
             }

@@ -460,6 +460,9 @@ public final class DataplaneUpdater {
         PrepareRequest r = p.request();
         SliceSchedule slice = p.slice();
         readBackForeignBuffers(p);
+        // One view per buffer, sliced per run: a direct worker's shard is many short runs, and a
+        // view made per run cost a native call each.
+        Map<String, Map<String, ByteBuffer>> views = new HashMap<>();
         LandedProof.Bytes bytes =
                 (worker, buffer, offset, length) -> {
                     BufferDirectory.Placed placed = r.directory().require(worker, buffer);
@@ -474,7 +477,17 @@ public final class DataplaneUpdater {
                                         + " is not this loader's to prove at "
                                         + offset);
                     }
-                    return segment.byteBuffer(placed.base() + offset, Math.toIntExact(length));
+                    if (placed.size() > Integer.MAX_VALUE) {
+                        return segment.byteBuffer(placed.base() + offset, Math.toIntExact(length));
+                    }
+                    ByteBuffer whole =
+                            views.computeIfAbsent(worker, w -> new HashMap<>())
+                                    .computeIfAbsent(
+                                            buffer,
+                                            b ->
+                                                    segment.byteBuffer(
+                                                            placed.base(), (int) placed.size()));
+                    return whole.slice((int) offset, (int) length);
                 };
         settings.landedFault().beforeProof(slice, bytes);
         Map<LandedProof.Key, LandedProof.Digest> expected = new HashMap<>();
