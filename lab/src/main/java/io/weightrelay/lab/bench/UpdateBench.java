@@ -51,7 +51,9 @@ import java.util.function.ToDoubleFunction;
  *       rounds, so lines of runs with other settings are not taken for each other
  *   <li>{@code bytes_delivered}: bytes landing in worker buffers (pushes and fan-outs)
  *   <li>{@code local_bytes}, {@code tcp_bytes}: what the loaders' engines moved during the apply,
- *       store reads included, per transport
+ *       store reads included, per transport; {@code install_bytes}: what a staged install copies
+ *       into the engines' serving copies (every delivered byte; 0 in place and in compat mode), a
+ *       local byte movement of the bound too
  *   <li>{@code update_s}: first update request to the last engine seeing {@code UPDATED}
  *   <li>{@code fetch_s}, {@code install_s}, {@code pause_s}: the slowest loader's fetch (start to
  *       the group's consensus that every loader fetched and verified), install (the engine's
@@ -475,6 +477,14 @@ public final class UpdateBench {
                     .sum(p -> p.getTransport().getLocalRead() + p.getTransport().getLocalWritten());
         }
 
+        /**
+         * The bytes a staged install copies from the received shards into what the engines serve
+         * from: every delivered byte, once (the loaders copy outside their data planes' counters).
+         */
+        private long installBytes() {
+            return install.staged() ? median.update().bytesReceived() : 0;
+        }
+
         private long tcp() {
             return median.update()
                     .sum(p -> p.getTransport().getTcpRead() + p.getTransport().getTcpWritten());
@@ -486,7 +496,9 @@ public final class UpdateBench {
          */
         double boundSeconds(Yardsticks rates) {
             return rates.boundSeconds(
-                    local(), tcp(), checksums ? median.update().bytesReceived() : 0);
+                    local() + installBytes(),
+                    tcp(),
+                    checksums ? median.update().bytesReceived() : 0);
         }
 
         /** The bench's JSON line for this lab (first weights and naive from {@code full}). */
@@ -496,7 +508,7 @@ public final class UpdateBench {
             long tcp = tcp();
             long loaderChecksumMs = slowest(warm, d -> d.getVerifyMs());
             double bound = boundSeconds(rates);
-            double moveBound = rates.moveSeconds(local, tcp);
+            double moveBound = rates.moveSeconds(local + installBytes(), tcp);
             double singleThreadBound = rates.singleThreadBoundSeconds(local, tcp);
             return String.format(
                     Locale.ROOT,
@@ -505,6 +517,7 @@ public final class UpdateBench {
                             + "\"pause_s\":%.4f,\"fetch_s\":%.4f,\"install_s\":%.4f,"
                             + "\"warmups\":%d,\"repeat\":%d,"
                             + "\"generation\":%d,\"bytes_delivered\":%d,\"local_bytes\":%d,"
+                            + "\"install_bytes\":%d,"
                             + "\"tcp_bytes\":%d,\"update_s\":%.4f,\"bound_s\":%.4f,"
                             + "\"update_vs_bound\":%.3f,\"bound_move_s\":%.4f,"
                             + "\"update_vs_move_bound\":%.3f,\"bound_single_thread_s\":%.4f,"
@@ -538,6 +551,7 @@ public final class UpdateBench {
                     median.generation(),
                     warm.bytesReceived(),
                     local,
+                    installBytes(),
                     tcp,
                     warm.seconds(),
                     bound,
