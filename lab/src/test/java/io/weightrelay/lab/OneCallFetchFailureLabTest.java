@@ -11,7 +11,6 @@ import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ServingEngine;
-import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.placement.Mode;
 import java.util.ArrayList;
@@ -79,16 +78,7 @@ class OneCallFetchFailureLabTest {
             }
 
             long bad = lab.publish(1);
-            StoredFragment victim =
-                    lab.manifest().fragments().stream()
-                            .filter(f -> f.bytes() > 0)
-                            .findFirst()
-                            .orElseThrow();
-            lab.faults()
-                    .corruptStoredByte(
-                            new GenerationId(lab.manifest().model(), bad)
-                                    .objectKey(victim.fragment()),
-                            victim.bytes() / 2);
+            StoredFragment victim = lab.corruptAnObject(bad);
             UpdateOutcome expected =
                     receiving.fetchWritesServingWeights()
                             ? UpdateOutcome.PAUSED_REBUILD

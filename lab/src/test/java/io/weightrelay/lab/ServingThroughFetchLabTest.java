@@ -9,8 +9,6 @@ import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ServingEngine;
-import io.weightrelay.reshard.manifest.GenerationId;
-import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.placement.Mode;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -79,16 +77,7 @@ class ServingThroughFetchLabTest {
 
             // A fetch that fails: one stored object of the next generation is corrupt.
             long bad = lab.publish(2);
-            StoredFragment victim =
-                    lab.manifest().fragments().stream()
-                            .filter(f -> f.bytes() > 0)
-                            .findFirst()
-                            .orElseThrow();
-            lab.faults()
-                    .corruptStoredByte(
-                            new GenerationId(lab.manifest().model(), bad)
-                                    .objectKey(victim.fragment()),
-                            victim.bytes() / 2);
+            lab.corruptAnObject(bad);
             int servedBefore = engines.get(0).requests().size();
             for (ServingEngine.Timing t : updateServing(engines, bad)) {
                 assertThat(t.end().getOutcome())

@@ -14,7 +14,9 @@ import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.plan.Slice;
@@ -706,5 +708,21 @@ public final class LabCluster implements StartedOrClosed.Lab {
      */
     public LabFaults faults() {
         return faults;
+    }
+
+    /**
+     * Flips the middle byte of the first non-empty stored object of {@code generation} in its
+     * segment ({@link LabFaults#corruptStoredByte}): every loader that reads the generation meets a
+     * corrupt object, whose checksum fails the update's proof.
+     *
+     * @return the object's fragment
+     */
+    public StoredFragment corruptAnObject(long generation) throws IOException {
+        StoredFragment victim =
+                manifest.fragments().stream().filter(f -> f.bytes() > 0).findFirst().orElseThrow();
+        faults.corruptStoredByte(
+                new GenerationId(manifest.model(), generation).objectKey(victim.fragment()),
+                victim.bytes() / 2);
+        return victim;
     }
 }

@@ -5,7 +5,6 @@ import static io.weightrelay.lab.faults.LabCase.requireHolding;
 
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import java.util.List;
 import java.util.Set;
@@ -26,15 +25,7 @@ final class CorruptedObjectCase {
         LabCluster lab = fault.lab();
         long good = fault.active();
         long bad = fault.publish();
-        StoredFragment victim =
-                lab.manifest().fragments().stream()
-                        .filter(f -> f.bytes() > 0)
-                        .findFirst()
-                        .orElseThrow();
-        lab.faults()
-                .corruptStoredByte(
-                        new GenerationId(lab.manifest().model(), bad).objectKey(victim.fragment()),
-                        victim.bytes() / 2);
+        StoredFragment victim = lab.corruptAnObject(bad);
         fault.destroyed(bad);
 
         UpdateOutcome failed = LabCase.failedFetchOutcome(lab);
