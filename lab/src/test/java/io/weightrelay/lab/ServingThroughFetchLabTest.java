@@ -1,14 +1,17 @@
 package io.weightrelay.lab;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.api.control.client.model.SessionState;
 import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ServingEngine;
+import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.placement.Mode;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -29,7 +32,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * request read a mix of two generations, that none was served during a pause, that each engine
  * paused once, after its group fetched, for less than the fetch took, and that the failed fetch
  * left every engine serving the old generation, never paused and not paused for rebuild, and the
- * group's session ended RESUMED_OLD.
+ * group's session ended RESUMED_OLD; then that a one-call update whose fetch fails ends the same
+ * way.
  */
 class ServingThroughFetchLabTest {
 
@@ -135,6 +139,60 @@ class ServingThroughFetchLabTest {
                 s.close();
             }
         }
+        aOneCallFetchThatFailsResumesTheOldGeneration(lab, mode);
+    }
+
+    /**
+     * The same lab, an update in one call (the engines drained before they called) whose fetch
+     * fails after every byte landed: the fetch wrote nothing the engines serve from (a compat
+     * worker's image, a staged worker's receive buffers), so every engine ends RESUMED_OLD, not
+     * paused, serving what it served before byte for byte (a staged worker's serving copy checked
+     * against the generator), the group's session ends RESUMED_OLD, and the next update needs no
+     * rebuild. (An in-place direct worker's fetch writes what its engine serves: the fault suite's
+     * byte-flipped-in-flight-direct proves it pauses for a rebuild.)
+     */
+    private static void aOneCallFetchThatFailsResumesTheOldGeneration(LabCluster lab, Mode mode)
+            throws Exception {
+        long old = lab.engines().get(0).status().getGeneration();
+        List<ServingEngine> engines = new ArrayList<>();
+        List<ServingEngine.Fingerprint> oldPrints = new ArrayList<>();
+        try {
+            for (RolloutEngine e : lab.engines()) {
+                ServingEngine s = ServingEngine.of(e);
+                engines.add(s);
+                s.load(); // the engine's own load at UPDATED (a compat worker copies its image)
+                oldPrints.add(s.servingFingerprint());
+            }
+            long bad = lab.publish(3);
+            StoredFragment victim = lab.corruptAnObject(bad);
+            for (UpdateProgress p : lab.updateAll().results()) {
+                assertThat(p.getOutcome()).as(p.getError()).isEqualTo(UpdateOutcome.RESUMED_OLD);
+                assertThat(p.getError()).contains(victim.fragment());
+            }
+            assertThat(lab.session(bad, "lab").getState()).isEqualTo(SessionState.RESUMED_OLD);
+            for (int i = 0; i < engines.size(); i++) {
+                ServingEngine s = engines.get(i);
+                RolloutEngine e = s.engine();
+                InstanceStatus status = e.status();
+                assertThat(status.getGeneration()).isEqualTo(old);
+                assertThat(status.getPaused()).isFalse();
+                assertThatThrownBy(() -> lab.verify(e, old))
+                        .as(e.instance() + ": the fetch wrote its receive buffers")
+                        .isInstanceOf(AssertionError.class);
+                assertThat(s.servingFingerprint())
+                        .as(e.instance() + " serves what it loaded of generation " + old)
+                        .isEqualTo(oldPrints.get(i));
+                long checked = lab.verifyServing(e, old);
+                if (mode == Mode.DIRECT) {
+                    assertThat(checked).as("its serving copy, byte for byte").isPositive();
+                }
+            }
+        } finally {
+            engines.forEach(ServingEngine::close);
+        }
+        long after = lab.publish(4);
+        lab.updateAll().requireUpdated();
+        lab.verifyAll(after);
     }
 
     private static long nanos(double seconds) {
