@@ -2,8 +2,8 @@ package io.weightrelay.lab;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabSecrets;
+import io.weightrelay.lab.cluster.LabStore;
 import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -170,7 +170,7 @@ class ContractFuzzTest {
         for (ServiceProcess s : services) {
             s.close();
         }
-        LabCluster.deleteKeys("redis://127.0.0.1:6379", prefix);
+        LabStore.deleteKeys("redis://127.0.0.1:6379", prefix);
         if (secrets != null) {
             secrets.close();
         }

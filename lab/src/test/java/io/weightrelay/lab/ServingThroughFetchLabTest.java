@@ -81,7 +81,7 @@ class ServingThroughFetchLabTest {
 
             // A fetch that fails: one stored object of the next generation is corrupt.
             long bad = lab.publish(2);
-            lab.corruptAnObject(bad);
+            lab.faults().corruptAnObject(bad);
             int servedBefore = engines.get(0).requests().size();
             for (ServingEngine.Timing t : updateServing(engines, bad)) {
                 assertThat(t.end().getOutcome())
@@ -164,7 +164,7 @@ class ServingThroughFetchLabTest {
                 oldPrints.add(s.servingFingerprint());
             }
             long bad = lab.publish(3);
-            StoredFragment victim = lab.corruptAnObject(bad);
+            StoredFragment victim = lab.faults().corruptAnObject(bad);
             for (UpdateProgress p : lab.updateAll().results()) {
                 assertThat(p.getOutcome()).as(p.getError()).isEqualTo(UpdateOutcome.RESUMED_OLD);
                 assertThat(p.getError()).contains(victim.fragment());

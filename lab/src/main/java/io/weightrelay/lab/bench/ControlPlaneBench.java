@@ -1,7 +1,7 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.lab.Args;
-import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabStore;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.IOException;
@@ -224,7 +224,7 @@ public final class ControlPlaneBench {
                 control.close();
             }
             if (!args.has("keep-redis")) {
-                LabCluster.deleteKeys("redis://" + redisHost + ":" + redisPort, prefix);
+                LabStore.deleteKeys("redis://" + redisHost + ":" + redisPort, prefix);
             }
             if (args.has("keep-logs")) {
                 System.err.println("bench control-plane: logs in " + logs);

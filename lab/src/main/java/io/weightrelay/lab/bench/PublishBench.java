@@ -6,8 +6,8 @@ import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCatalog;
-import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabSecrets;
+import io.weightrelay.lab.cluster.LabStore;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
@@ -296,7 +296,7 @@ public final class PublishBench {
             secrets.close();
             if (!args.has("keep-redis")) {
                 // The services have stopped: nothing writes under the run's prefix any more.
-                LabCluster.deleteKeys(
+                LabStore.deleteKeys(
                         "redis://" + redisHost + ":" + redisPort, "wr:bench:" + run + ":");
             }
             if (!args.has("keep-logs")) {

@@ -61,7 +61,7 @@ final class KilledLabs {
                     continue;
                 }
                 String run = record.get()[1];
-                LabCluster.deleteKeys(redisUri, "wr:lab:" + run + ":");
+                LabStore.deleteKeys(redisUri, "wr:lab:" + run + ":");
                 Files.deleteIfExists(file);
                 swept.add(run);
             }

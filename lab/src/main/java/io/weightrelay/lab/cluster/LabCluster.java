@@ -14,9 +14,7 @@ import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.manifest.DType;
-import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.plan.Slice;
@@ -610,20 +608,9 @@ public final class LabCluster implements StartedOrClosed.Lab {
         return client;
     }
 
-    // ---- The store behind the services' backs. ----
-
     /** Every file in {@code /dev/shm} this lab's services made (their names hold the run id). */
     public List<Path> shmFiles() throws IOException {
         return LabStore.shmFiles(run);
-    }
-
-    /**
-     * Deletes every key under {@code prefix} (SCAN MATCH {@code prefix*}, UNLINK a page at a time):
-     * a lab's or a benchmark's own run prefix, never a wider one, since other runs share the Redis.
-     * A failure is reported on stderr, not thrown.
-     */
-    public static void deleteKeys(String redisUri, String prefix) {
-        LabStore.deleteKeys(redisUri, prefix);
     }
 
     // ---- Logs and the end. ----
@@ -640,7 +627,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
         processes.stopAll();
         ServiceProcess.deleteTmpDirs(logs);
         LabStore.reclaimOrphanedSegmentFiles("killed during the lab");
-        deleteKeys(spec.redisUri(), args.controlPrefix());
+        LabStore.deleteKeys(spec.redisUri(), args.controlPrefix());
         KilledLabs.closed(logs);
         secrets.close();
     }
@@ -708,21 +695,5 @@ public final class LabCluster implements StartedOrClosed.Lab {
      */
     public LabFaults faults() {
         return faults;
-    }
-
-    /**
-     * Flips the middle byte of the first non-empty stored object of {@code generation} in its
-     * segment ({@link LabFaults#corruptStoredByte}): every loader that reads the generation meets a
-     * corrupt object, whose checksum fails the update's proof.
-     *
-     * @return the object's fragment
-     */
-    public StoredFragment corruptAnObject(long generation) throws IOException {
-        StoredFragment victim =
-                manifest.fragments().stream().filter(f -> f.bytes() > 0).findFirst().orElseThrow();
-        faults.corruptStoredByte(
-                new GenerationId(manifest.model(), generation).objectKey(victim.fragment()),
-                victim.bytes() / 2);
-        return victim;
     }
 }

@@ -3,6 +3,9 @@ package io.weightrelay.lab.cluster;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.lab.rollout.RolloutEngine;
+import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.reshard.manifest.SourceManifest;
+import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.topology.Topology;
 import io.weightrelay.testkit.process.ServiceProcess;
 import io.weightrelay.trainer.client.TensorSource;
@@ -223,6 +226,23 @@ public final class LabFaults {
     public Path corruptStoredByte(String key, long objectOffset) throws IOException {
         return LabStore.corruptStoredByte(
                 spec.redisUri(), args.dataplanePrefix(), key, objectOffset);
+    }
+
+    /**
+     * Flips the middle byte of the first non-empty stored object of {@code generation} in its
+     * segment ({@link #corruptStoredByte}): every loader that reads the generation meets a corrupt
+     * object, whose checksum fails the update's proof.
+     *
+     * @return the object's fragment
+     */
+    public StoredFragment corruptAnObject(long generation) throws IOException {
+        SourceManifest manifest = engines.manifest();
+        StoredFragment victim =
+                manifest.fragments().stream().filter(f -> f.bytes() > 0).findFirst().orElseThrow();
+        corruptStoredByte(
+                new GenerationId(manifest.model(), generation).objectKey(victim.fragment()),
+                victim.bytes() / 2);
+        return victim;
     }
 
     /** How many store objects of {@code generation} the object directory still lists. */

@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
  * files a killed process left reclaimed). Every key it touches is under one run's prefix, since
  * other runs share the Redis.
  */
-final class LabStore {
+public final class LabStore {
 
     private LabStore() {}
 
@@ -38,7 +38,7 @@ final class LabStore {
      * a lab's or a benchmark's own run prefix, never a wider one, since other runs share the Redis.
      * A failure is reported on stderr, not thrown.
      */
-    static void deleteKeys(String redisUri, String prefix) {
+    public static void deleteKeys(String redisUri, String prefix) {
         RedisClient client = RedisClient.create(redisUri);
         try (StatefulRedisConnection<String, String> connection = client.connect()) {
             RedisCommands<String, String> redis = connection.sync();

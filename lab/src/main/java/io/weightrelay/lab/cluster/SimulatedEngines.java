@@ -310,4 +310,9 @@ final class SimulatedEngines {
     long verifyServing(RolloutEngine engine, long generation) {
         return new ShmVerifier(manifest, spec.seed(), generation).verifyServing(engine.status());
     }
+
+    /** The model the engines load. */
+    SourceManifest manifest() {
+        return manifest;
+    }
 }

@@ -25,7 +25,7 @@ final class CorruptedObjectCase {
         LabCluster lab = fault.lab();
         long good = fault.active();
         long bad = fault.publish();
-        StoredFragment victim = lab.corruptAnObject(bad);
+        StoredFragment victim = lab.faults().corruptAnObject(bad);
         fault.destroyed(bad);
 
         UpdateOutcome failed = LabCase.failedFetchOutcome(lab);

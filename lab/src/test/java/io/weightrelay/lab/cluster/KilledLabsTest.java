@@ -61,7 +61,7 @@ class KilledLabsTest {
                 assertThat(runningLogs.resolve(KilledLabs.FILE)).doesNotExist();
             } finally {
                 for (String run : new String[] {killed, running, elsewhere}) {
-                    LabCluster.deleteKeys(redis, "wr:lab:" + run + ":");
+                    LabStore.deleteKeys(redis, "wr:lab:" + run + ":");
                 }
             }
         } finally {
