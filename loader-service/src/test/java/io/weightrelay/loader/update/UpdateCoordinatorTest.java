@@ -547,12 +547,7 @@ class UpdateCoordinatorTest {
         assertThat(s.failingPeer()).isEqualTo("i0001");
         assertThat(s.split().pauseMs()).isZero();
         assertThat(steps.calls).doesNotContain("install", "promote");
-        assertThat(control.phases())
-                .contains(ControlPlane.Reported.FAILED)
-                .doesNotContain(ControlPlane.Reported.POST_APPLIED);
-        assertThat(instances.require().paused()).isFalse();
-        assertThat(instances.require().generation()).isNull();
-        assertThat(control.leases).containsExactly("+2", "-2");
+        assertResumedTheOldGenerationUnpaused();
         // The session hears with PREPARED that this engine serves through the fetch, so that it
         // too ends RESUMED_OLD, not PAUSED_REBUILD.
         assertThat(prepared().servesThroughFetch()).isTrue();
@@ -600,12 +595,7 @@ class UpdateCoordinatorTest {
                         "discard");
 
         assertThat(s.phase()).isEqualTo(Phase.RESUMED_OLD);
-        assertThat(control.phases())
-                .contains(ControlPlane.Reported.FAILED)
-                .doesNotContain(ControlPlane.Reported.POST_APPLIED);
-        assertThat(instances.require().paused()).isFalse();
-        assertThat(instances.require().generation()).isNull();
-        assertThat(control.leases).containsExactly("+2", "-2");
+        assertResumedTheOldGenerationUnpaused();
         assertThat(prepared().servesThroughFetch()).isTrue();
 
         steps.applyFailure = null;
@@ -1101,5 +1091,18 @@ class UpdateCoordinatorTest {
         public void discard() {
             calls.add("discard");
         }
+    }
+
+    /**
+     * The update reported FAILED, never POST_APPLIED; the instance is not paused, keeps no new
+     * generation, and gave generation 2's lease back.
+     */
+    private void assertResumedTheOldGenerationUnpaused() {
+        assertThat(control.phases())
+                .contains(ControlPlane.Reported.FAILED)
+                .doesNotContain(ControlPlane.Reported.POST_APPLIED);
+        assertThat(instances.require().paused()).isFalse();
+        assertThat(instances.require().generation()).isNull();
+        assertThat(control.leases).containsExactly("+2", "-2");
     }
 }
