@@ -70,26 +70,17 @@ public final class CopyRates {
                 from.add(src);
                 to.add(dst);
             }
-            CyclicBarrier start = new CyclicBarrier(threads + 1);
-            List<Future<?>> done = new ArrayList<>();
+            List<Callable<Void>> copies = new ArrayList<>();
             for (int t = 0; t < threads; t++) {
                 BytePointer src = from.get(t);
                 BytePointer dst = to.get(t);
-                done.add(
-                        pool.submit(
-                                (Callable<Void>)
-                                        () -> {
-                                            start.await();
-                                            Pointer.memcpy(dst, src, slice);
-                                            return null;
-                                        }));
+                copies.add(
+                        () -> {
+                            Pointer.memcpy(dst, src, slice);
+                            return null;
+                        });
             }
-            start.await();
-            long started = System.nanoTime();
-            for (Future<?> f : done) {
-                f.get();
-            }
-            long nanos = System.nanoTime() - started;
+            long nanos = together(pool, copies).nanos();
             for (int t = 0; t < threads; t++) {
                 // A copy that did not happen must not count as a fast one.
                 if (to.get(t).get(slice - 1) != (byte) (t + 1)
@@ -123,26 +114,19 @@ public final class CopyRates {
                 bytes.fill(t + 1);
                 slices.add(bytes);
             }
-            CyclicBarrier start = new CyclicBarrier(threads + 1);
-            List<Future<Long>> done = new ArrayList<>();
+            List<Callable<Long>> sums = new ArrayList<>();
             for (BytePointer bytes : slices) {
                 ByteBuffer view = bytes.asBuffer();
-                done.add(
-                        pool.submit(
-                                () -> {
-                                    start.await();
-                                    CRC32C crc = new CRC32C();
-                                    crc.update(view);
-                                    return crc.getValue();
-                                }));
+                sums.add(
+                        () -> {
+                            CRC32C crc = new CRC32C();
+                            crc.update(view);
+                            return crc.getValue();
+                        });
             }
-            start.await();
-            long started = System.nanoTime();
-            long sum = 0;
-            for (Future<Long> f : done) {
-                sum += f.get();
-            }
-            long nanos = System.nanoTime() - started;
+            Together<Long> ran = together(pool, sums);
+            long sum = ran.results().stream().mapToLong(Long::longValue).sum();
+            long nanos = ran.nanos();
             // A checksum that read nothing must not count as a fast one: the slices' checksums are
             // of bytes 1, 2, ..., never all 0.
             if (sum == 0) {
@@ -153,5 +137,33 @@ public final class CopyRates {
             pool.shutdownNow();
             slices.forEach(Pointer::close);
         }
+    }
+
+    /** What {@link #together} ran: each task's result, and the nanoseconds until the last ended. */
+    private record Together<T>(List<T> results, long nanos) {}
+
+    /**
+     * Runs every task on {@code pool} (a thread each), released together once all are waiting; the
+     * clock starts at the release, so no thread's start-up is timed.
+     */
+    private static <T> Together<T> together(ExecutorService pool, List<Callable<T>> tasks)
+            throws Exception {
+        CyclicBarrier start = new CyclicBarrier(tasks.size() + 1);
+        List<Future<T>> done = new ArrayList<>();
+        for (Callable<T> task : tasks) {
+            done.add(
+                    pool.submit(
+                            () -> {
+                                start.await();
+                                return task.call();
+                            }));
+        }
+        start.await();
+        long started = System.nanoTime();
+        List<T> results = new ArrayList<>();
+        for (Future<T> f : done) {
+            results.add(f.get());
+        }
+        return new Together<>(results, System.nanoTime() - started);
     }
 }
