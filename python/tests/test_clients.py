@@ -268,26 +268,40 @@ def _import_adapter(module: str, fake_framework: dict[str, str], tmp_path: Path
                           timeout=120)
 
 
+# Each adapter's framework: its package and the module (relative to it) the adapter imports first.
+_FRAMEWORKS = {"vllm": ("vllm", "distributed/weight_transfer/base.py"),
+               "sglang": ("sglang", "srt/runtime_context.py"),
+               "verl": ("verl", "checkpoint_engine/base.py")}
+
+
+@pytest.mark.parametrize("adapter", sorted(_FRAMEWORKS))
 def test_a_broken_framework_install_fails_loudly_instead_of_becoming_a_stand_in(
-        tmp_path: Path) -> None:
-    broken = {"vllm/__init__.py": "",
-              "vllm/distributed/__init__.py": "",
-              "vllm/distributed/weight_transfer/__init__.py": "",
-              "vllm/distributed/weight_transfer/base.py":
-                  "raise RuntimeError('vllm is half installed: a CUDA library is missing')\n"}
-    r = _import_adapter("weight_relay.adapters.vllm", broken, tmp_path)
-    assert r.returncode != 0
-    assert "half installed" in r.stderr
+        adapter: str, tmp_path: Path) -> None:
+    # the framework's packages import, and the module the adapter needs raises on import
+    package, leaf = _FRAMEWORKS[adapter]
+    parts = [package, *leaf.split("/")[:-1]]
+    broken = {"/".join([*parts[:i], "__init__.py"]): "" for i in range(1, len(parts) + 1)}
+    broken[f"{package}/{leaf}"] = \
+        f"raise RuntimeError('{package} is half installed: a CUDA library is missing')\n"
+    r = _import_adapter(f"weight_relay.adapters.{adapter}", broken, tmp_path)
+    assert r.returncode != 0, f"a broken {package} gave STANDIN: {r.stdout} {r.stderr}"
+    assert f"RuntimeError: {package} is half installed" in r.stderr, r.stderr
+    assert "STANDIN" not in r.stdout
 
 
-def test_a_missing_framework_gives_the_named_stand_in_with_a_warning(tmp_path: Path) -> None:
-    # a vllm package that stops importing where the adapter needs it: an ImportError
-    missing = {"vllm/__init__.py": "raise ImportError('No module named vllm (test)')\n"}
-    r = _import_adapter("weight_relay.adapters.vllm", missing, tmp_path)
+@pytest.mark.parametrize("adapter", sorted(_FRAMEWORKS))
+def test_a_missing_framework_gives_the_named_stand_in_with_a_warning(
+        adapter: str, tmp_path: Path) -> None:
+    # a framework package that stops importing where the adapter needs it: an ImportError
+    package, _ = _FRAMEWORKS[adapter]
+    missing = {f"{package}/__init__.py": f"raise ImportError('No module named {package} (test)')\n"}
+    r = _import_adapter(f"weight_relay.adapters.{adapter}", missing, tmp_path)
     assert r.returncode == 0, r.stderr
     assert "STANDIN True" in r.stdout
-    assert "uses the stand-in" in r.stderr
-
+    # a warning from the adapter's own logger that names the stand-in and why
+    assert f"WARNING:weight_relay.adapters.{adapter}:" in r.stderr, r.stderr
+    assert "does not import here" in r.stderr and "STANDIN = True" in r.stderr, r.stderr
+    assert f"No module named {package} (test)" in r.stderr, r.stderr
 
 
 def test_a_transfer_engine_buffer_is_declared_as_the_loader_contract_says() -> None:
