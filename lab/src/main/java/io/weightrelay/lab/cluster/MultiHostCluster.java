@@ -11,6 +11,7 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.topology.Topology;
+import io.weightrelay.testkit.process.FastStart;
 import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -579,8 +580,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot make the temporary directory of " + name, e);
         }
-        command.add("-jar");
-        command.add(ServiceProcess.findJar(spec.site().root(), module).toString());
+        command.addAll(FastStart.jarArgs(ServiceProcess.findJar(spec.site().root(), module)));
         command.add("--server.port=" + port);
         command.add("--server.address=" + h.controlAddress());
         command.add(ServiceProcess.parentPidArg());

@@ -88,7 +88,7 @@ public final class ServiceProcess extends ChildProcess {
     /**
      * Removes {@code root} and everything under it, never following a link; logs what it cannot.
      */
-    private static void deleteTree(Path root) {
+    static void deleteTree(Path root) {
         if (!Files.exists(root, LinkOption.NOFOLLOW_LINKS)) {
             return;
         }
@@ -103,7 +103,8 @@ public final class ServiceProcess extends ChildProcess {
 
     /**
      * Starts {@code jar} with {@code -Xmx<heap>}, the given JVM options and Spring arguments
-     * ({@code --key=value}) on a free loopback port. Returns at once: call {@link
+     * ({@code --key=value}) on a free loopback port, from its fast-start layout ({@link FastStart}:
+     * made at the first start of a built jar). Returns at once: call {@link
      * #awaitHealthy(Duration)} before using it, so that several services start in parallel.
      */
     public static ServiceProcess start(
@@ -113,15 +114,7 @@ public final class ServiceProcess extends ChildProcess {
             List<String> jvmOptions,
             List<String> args,
             Path logs) {
-        return launch(
-                name,
-                List.of("-jar", jar.toString()),
-                heap,
-                jvmOptions,
-                args,
-                logs,
-                jar,
-                freePort());
+        return launch(name, FastStart.jarArgs(jar), heap, jvmOptions, args, logs, jar, freePort());
     }
 
     /**
@@ -144,14 +137,7 @@ public final class ServiceProcess extends ChildProcess {
                     previous.name() + " still runs; its port " + previous.port + " is taken");
         }
         return launch(
-                name,
-                List.of("-jar", jar.toString()),
-                heap,
-                jvmOptions,
-                args,
-                logs,
-                jar,
-                previous.port);
+                name, FastStart.jarArgs(jar), heap, jvmOptions, args, logs, jar, previous.port);
     }
 
     /**

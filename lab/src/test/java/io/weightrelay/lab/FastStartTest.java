@@ -1,0 +1,74 @@
+package io.weightrelay.lab;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.testkit.process.FastStart;
+import io.weightrelay.testkit.process.ServiceProcess;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The services' fast start ({@link FastStart}) on the real executable jars: the layout and class
+ * data archive it makes are ones the JVM accepts, and what it cannot prepare starts the plain way.
+ */
+class FastStartTest {
+
+    @TempDir Path dir;
+
+    /**
+     * A publisher's jar (whose data plane needs a Redis to start) gets an archive, and a JVM that
+     * must use it ({@code -Xshare:on} refuses to start otherwise) starts the service from it.
+     */
+    @Test
+    void aServiceStartsFromTheArchiveItsTrainingMade() throws Exception {
+        Path jar =
+                Files.copy(
+                        ServiceProcess.findJar(ServiceProcess.home(), "publisher-service"),
+                        dir.resolve("publisher-service-exec.jar"));
+
+        List<String> args = FastStart.jarArgs(jar);
+
+        assertThat(args).hasSize(3);
+        assertThat(args.get(0)).startsWith("-XX:SharedArchiveFile=");
+        Path archive = Path.of(args.get(0).substring("-XX:SharedArchiveFile=".length()));
+        assertThat(archive).isRegularFile().startsWith(dir.resolve("fast-start"));
+        assertThat(Files.size(archive)).isGreaterThan(1 << 20);
+        assertThat(args.subList(1, 3))
+                .containsExactly("-jar", archive.resolveSibling(jar.getFileName()).toString());
+        assertThat(FastStart.jarArgs(jar)).as("made once").isSameAs(args);
+
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(List.of("-Xshare:on", "-XX:+UseSerialGC", "-Xmx256m"));
+        command.add("-Dspring.context.exit=onRefresh");
+        command.addAll(args);
+        command.add("--server.port=0");
+        command.add("--server.address=127.0.0.1");
+        command.add("--relay.dataplane.redis-uri=redis://127.0.0.1:1");
+        Path log = dir.resolve("start.log");
+        Process p =
+                new ProcessBuilder(command)
+                        .redirectErrorStream(true)
+                        .redirectOutput(log.toFile())
+                        .start();
+        assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
+        // It fails on the unreachable Redis, which it names: past class loading, from the
+        // archive (with -Xshare:on an archive the JVM cannot map stops it before any of that).
+        assertThat(Files.readString(log))
+                .doesNotContain("Unable to use shared archive")
+                .contains("cannot reach Redis at redis://127.0.0.1:1");
+    }
+
+    /** A jar that is no Spring Boot jar cannot be extracted: it starts with a plain -jar. */
+    @Test
+    void whatCannotBeExtractedStartsThePlainWay() throws Exception {
+        Path jar = Files.writeString(dir.resolve("not-a-service.jar"), "not a zip");
+
+        assertThat(FastStart.jarArgs(jar)).containsExactly("-jar", jar.toString());
+    }
+}
