@@ -148,10 +148,17 @@ final class SegmentHeartbeat implements AutoCloseable {
                                         adminUrl(),
                                         storageUnit,
                                         storeEndpoint));
-                registeredStoreEndpoint = storeEndpoint;
                 if (!registered) {
                     log.info("segment '{}' registered with control-api", owner.segmentName());
+                } else if (!renew) {
+                    log.info(
+                            "segment '{}' registered again: its Mooncake store endpoint is now {}"
+                                    + " (was {})",
+                            owner.segmentName(),
+                            storeEndpoint,
+                            registeredStoreEndpoint);
                 }
+                registeredStoreEndpoint = storeEndpoint;
                 registered = true;
             }
             mark = answer.get().incarnation();
