@@ -36,7 +36,9 @@ import java.util.zip.CRC32C;
  * <directory>/<segment>.bin}, reading the segment once (what is checksummed is what is written) and
  * fsynced, and answers where each object starts in it; restores the objects control-api assigns it
  * from such files into its own segment. What makes a checkpoint usable (its manifest, the
- * completion marker) is control-api's part. Thread safe (stateless).
+ * completion marker) is control-api's part. On Mooncake the objects live in the agent's mounted
+ * segment, which this JVM does not map: a save reads them into staging first, batch by batch, and
+ * saves those bytes the same way. Thread safe (stateless).
  */
 public final class OwnerCheckpoints {
 
