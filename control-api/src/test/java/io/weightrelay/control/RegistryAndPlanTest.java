@@ -101,6 +101,38 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
         assertProblem(get("/api/v1/segments/" + segment, OPERATOR), 404, "segment-not-found");
     }
 
+    /**
+     * Issue 47: on Mooncake an owner registers the store endpoint its agent's replicas are named
+     * by, which control-api keeps (and answers) until the owner registers again; a registration
+     * without one (the built-in engine) keeps none, and a malformed one is refused naming it.
+     */
+    @Test
+    void aSegmentOwnersStoreEndpointIsKeptAndAMalformedOneRefused() {
+        String segment = "seg-" + newModel();
+        SegmentRegistration r = new SegmentRegistration("t0", "127.0.0.1:7001", 1L << 30);
+        SegmentOwner owner =
+                ok(
+                        putSegment(segment, TRAINER, r.storeEndpoint("127.0.0.1:15012")),
+                        SegmentOwner.class);
+        assertThat(owner.getStoreEndpoint()).isEqualTo("127.0.0.1:15012");
+        assertThat(ok(get("/api/v1/segments/" + segment, OPERATOR), SegmentOwner.class))
+                .extracting(SegmentOwner::getStoreEndpoint)
+                .isEqualTo("127.0.0.1:15012");
+        SegmentOwner builtin =
+                ok(
+                        putSegment(
+                                segment,
+                                TRAINER,
+                                new SegmentRegistration("t0", "127.0.0.1:7001", 1L << 30)),
+                        SegmentOwner.class);
+        assertThat(builtin.getStoreEndpoint()).as("registered again without one").isNull();
+        var refused = putSegment(segment, TRAINER, r.storeEndpoint("not an endpoint"));
+        assertProblem(refused, 400, "invalid-request");
+        assertThat(refused.body()).contains("storeEndpoint");
+        assertThat(call("DELETE", "/api/v1/segments/" + segment, OPERATOR, null).statusCode())
+                .isEqualTo(204);
+    }
+
     private List<String> live() {
         List<SegmentOwner> owners =
                 json.readValue(

@@ -31,6 +31,15 @@ class CheckpointRestartLabTest {
     @Test
     void aSavedGenerationSurvivesAFullRestart(@TempDir Path dir) throws Exception {
         LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 2, 1, Mode.COMPAT)));
+        saveRestartRestore(lab, dir);
+    }
+
+    /**
+     * The story on a started lab of two publishers (either engine): publish, update and verify,
+     * save with a loader frozen, restart everything from scratch, restore, update with every byte
+     * verified, publish the next generation.
+     */
+    static void saveRestartRestore(LabCluster lab, Path dir) throws Exception {
         long g1 = lab.publish(1);
         lab.updateAll().requireUpdated();
         assertThat(lab.verifyAll(g1)).isPositive();

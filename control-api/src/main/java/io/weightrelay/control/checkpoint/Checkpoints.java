@@ -196,7 +196,8 @@ public class Checkpoints {
                             missing.size()
                                     + " object(s) of generation "
                                     + id.generation()
-                                    + " are not in the store; a checkpoint would be unusable")
+                                    + " are not in the store (or are held by no live segment"
+                                    + " owner); a checkpoint would be unusable")
                     .with("objects", missing.subList(0, Math.min(20, missing.size())));
         }
         // Each owner gets the published checksums of what it holds, and saves only matching bytes.

@@ -108,7 +108,8 @@ public class Registry {
                         registeredBy.configName(),
                         r.getRole() == null
                                 ? io.weightrelay.api.control.model.SegmentRole.TRAINER.getValue()
-                                : r.getRole().getValue());
+                                : r.getRole().getValue(),
+                        r.getStoreEndpoint() == null ? "" : r.getStoreEndpoint());
         if (result.is("owned")) {
             throw ownedByOwner(segment, registeredBy, "replace");
         }
@@ -541,6 +542,8 @@ public class Registry {
         boolean byOwner = Role.OWNER.configName().equals(str(h, "registeredBy"));
         s.setAdminUrl(adminUrl == null || adminUrl.isEmpty() || !byOwner ? null : adminUrl);
         s.setLastHeartbeat(RedisTime.stamp(str(h, "lastHeartbeat")));
+        String storeEndpoint = str(h, "storeEndpoint");
+        s.setStoreEndpoint(storeEndpoint == null || storeEndpoint.isEmpty() ? null : storeEndpoint);
         String role = str(h, "role");
         s.setRole(
                 io.weightrelay.api.control.model.SegmentRole.fromValue(

@@ -1,5 +1,7 @@
 package io.weightrelay.control.store;
 
+import io.weightrelay.api.control.model.SegmentOwner;
+import io.weightrelay.control.registry.Registry;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.dataplane.DataplaneException;
@@ -16,10 +18,12 @@ import io.weightrelay.service.problem.RelayException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
@@ -51,10 +55,12 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
     static final String NODE_LABEL = "control-api";
 
     private final DataplaneSettings settings;
+    private final Registry registry;
     private Dataplane dataplane;
 
-    DataplaneObjectStore(DataplaneSettings settings) {
+    DataplaneObjectStore(DataplaneSettings settings, Registry registry) {
         this.settings = settings;
+        this.registry = registry;
     }
 
     @Override
@@ -76,8 +82,20 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
                 });
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>On Mooncake, which names a replica by the store endpoint of the agent holding it, never by
+     * our segment name: one {@code locate} of all keys, each endpoint mapped to the live segment
+     * owner that registered it ({@code storeEndpoint}). An endpoint no live owner registered maps
+     * to no segment, so an object held only there is listed with none (a save refuses it as not
+     * stored rather than call an unknown process; a restore puts it back).
+     */
     @Override
     public Map<String, List<String>> locations(Collection<String> keys) {
+        if (settings.engine() == DataplaneEngine.MOONCAKE) {
+            return mooncakeLocations(keys);
+        }
         return withStore(
                 store -> {
                     // One pipelined directory read; absent objects are left out.
@@ -91,6 +109,32 @@ class DataplaneObjectStore implements ObjectStore, DisposableBean {
                                         }
                                         out.put(key, segments);
                                     });
+                    return out;
+                });
+    }
+
+    private Map<String, List<String>> mooncakeLocations(Collection<String> keys) {
+        Map<String, String> owners = new HashMap<>();
+        for (SegmentOwner s : registry.liveSegments()) {
+            if (s.getStoreEndpoint() != null) {
+                owners.put(s.getStoreEndpoint(), s.getSegment());
+            }
+        }
+        return withStore(
+                store -> {
+                    Map<String, List<String>> out = new LinkedHashMap<>();
+                    for (StoreClient.Located l : store.locate(List.copyOf(keys))) {
+                        if (l.segments().isEmpty()) {
+                            continue;
+                        }
+                        out.put(
+                                l.key(),
+                                l.segments().stream()
+                                        .map(owners::get)
+                                        .filter(Objects::nonNull)
+                                        .distinct()
+                                        .toList());
+                    }
                     return out;
                 });
     }

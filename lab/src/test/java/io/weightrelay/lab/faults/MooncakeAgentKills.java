@@ -173,7 +173,7 @@ public final class MooncakeAgentKills {
      * {@code weight_relay.mooncake_agent}. Returns the agent's pid once it is dead (a zombie until
      * its parent, maybe frozen, reaps it).
      */
-    private static long killAgentOf(long pid) throws Exception {
+    public static long killAgentOf(long pid) throws Exception {
         long agent = agentOf(pid);
         LoaderKilledMidApplyCase.signal("KILL", agent);
         long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();

@@ -36,7 +36,9 @@ import java.util.zip.CRC32C;
  * <directory>/<segment>.bin}, reading the segment once (what is checksummed is what is written) and
  * fsynced, and answers where each object starts in it; restores the objects control-api assigns it
  * from such files into its own segment. What makes a checkpoint usable (its manifest, the
- * completion marker) is control-api's part. Thread safe (stateless).
+ * completion marker) is control-api's part. On Mooncake the objects live in the agent's mounted
+ * segment, which this JVM does not map: a save reads them into staging first, batch by batch, and
+ * saves those bytes the same way. Thread safe (stateless).
  */
 public final class OwnerCheckpoints {
 
@@ -84,18 +86,28 @@ public final class OwnerCheckpoints {
                 keys.add(f.key());
             }
         }
-        // One pipelined directory read for the whole generation, in layout order.
-        for (Map.Entry<String, ByteBuffer> e : owner.ownedBytes(keys).entrySet()) {
-            String expected = published.get(e.getKey());
-            if (expected == null) {
-                throw CheckpointProblems.refused(e.getKey(), "no checksum was registered for it");
+        // On Mooncake the bytes live in the agent's mounted segment, which this JVM does not map:
+        // they are read through staging batch by batch (saveThroughStaging), in layout order.
+        boolean throughStaging = owner.stagesApart();
+        if (throughStaging) {
+            for (Map.Entry<String, Long> e : owner.heldInAgent(keys).entrySet()) {
+                String expected = publishedChecksum(published, e.getKey());
+                saved.add(
+                        new OwnerCheckpointObject(
+                                e.getKey(), e.getValue(), expected, name, offset));
+                offset += e.getValue();
             }
-            ByteBuffer view = e.getValue();
-            held.add(new Held(e.getKey(), view, Checksums.parse(expected)));
-            saved.add(
-                    new OwnerCheckpointObject(
-                            e.getKey(), (long) view.remaining(), expected, name, offset));
-            offset += view.remaining();
+        } else {
+            // One pipelined directory read for the whole generation, in layout order.
+            for (Map.Entry<String, ByteBuffer> e : owner.ownedBytes(keys).entrySet()) {
+                String expected = publishedChecksum(published, e.getKey());
+                ByteBuffer view = e.getValue();
+                held.add(new Held(e.getKey(), view, Checksums.parse(expected)));
+                saved.add(
+                        new OwnerCheckpointObject(
+                                e.getKey(), (long) view.remaining(), expected, name, offset));
+                offset += view.remaining();
+            }
         }
         boolean done = false;
         ExecutorService helpers =
@@ -109,7 +121,11 @@ public final class OwnerCheckpoints {
                             StandardOpenOption.TRUNCATE_EXISTING,
                             StandardOpenOption.WRITE,
                             LinkOption.NOFOLLOW_LINKS)) {
-                copyCheckAndWrite(held, out, helpers);
+                if (throughStaging) {
+                    saveThroughStaging(saved, out, helpers);
+                } else {
+                    copyCheckAndWrite(held, out, helpers);
+                }
                 out.force(true);
             }
             syncDirectory(directory);
@@ -128,6 +144,88 @@ public final class OwnerCheckpoints {
             }
         }
         return result(saved.size(), offset, started).file(name).saved(saved);
+    }
+
+    private static String publishedChecksum(Map<String, String> published, String key) {
+        String expected = published.get(key);
+        if (expected == null) {
+            throw CheckpointProblems.refused(key, "no checksum was registered for it");
+        }
+        return expected;
+    }
+
+    /**
+     * Saves what the owner's Mooncake agent holds: the objects are read from the agent's own
+     * segment (a local read, no network byte) into staging, in batches of up to one staging
+     * reservation, and each batch's staging views go through {@link #copyCheckAndWrite} as the
+     * built-in engine's segment views do (checked against the published checksum, written, the file
+     * removed on failure). The reservation is held until the batch is written.
+     */
+    private void saveThroughStaging(
+            List<OwnerCheckpointObject> objects, FileChannel out, ExecutorService helpers)
+            throws IOException {
+        int next = 0;
+        while (next < objects.size()) {
+            List<OwnerCheckpointObject> batch = new ArrayList<>();
+            long bytes = 0;
+            for (; next < objects.size(); next++) {
+                OwnerCheckpointObject o = objects.get(next);
+                long aligned = StagingArea.align(Math.max(1, o.getSize()));
+                if (aligned > staging.maxBatchBytes()) {
+                    throw CheckpointProblems.refused(
+                            o.getKey(),
+                            "its "
+                                    + o.getSize()
+                                    + " bytes exceed one staging reservation"
+                                    + " (relay.staging.max-batch-bytes, "
+                                    + staging.maxBatchBytes()
+                                    + "), through which an owner on Mooncake reads what it saves");
+                }
+                if (!batch.isEmpty() && bytes + aligned > staging.maxBatchBytes()) {
+                    break;
+                }
+                batch.add(o);
+                bytes += aligned;
+            }
+            StagingArea.Reservation reserved = staging.reserve(bytes);
+            try {
+                StagingArea.Reservation r = staging.claim(reserved.id());
+                List<StagingArea.Piece> pieces = new ArrayList<>(batch.size());
+                long at = r.offset();
+                for (OwnerCheckpointObject o : batch) {
+                    pieces.add(new StagingArea.Piece(o.getKey(), at, o.getSize()));
+                    at += StagingArea.align(Math.max(1, o.getSize()));
+                }
+                long[] read = staging.load(r, pieces);
+                List<Held> views = new ArrayList<>(batch.size());
+                for (int i = 0; i < batch.size(); i++) {
+                    OwnerCheckpointObject o = batch.get(i);
+                    if (read[i] != o.getSize()) {
+                        throw CheckpointProblems.CHECKPOINT_IO
+                                .exception(
+                                        "cannot read object "
+                                                + o.getKey()
+                                                + " from the Mooncake segment of "
+                                                + owner.segmentName()
+                                                + ": read answered "
+                                                + read[i]
+                                                + " of "
+                                                + o.getSize()
+                                                + " bytes")
+                                .with("object", o.getKey());
+                    }
+                    views.add(
+                            new Held(
+                                    o.getKey(),
+                                    staging.bytes(
+                                            pieces.get(i).offset(), Math.toIntExact(o.getSize())),
+                                    Checksums.parse(o.getChecksum())));
+                }
+                copyCheckAndWrite(views, out, helpers);
+            } finally {
+                staging.free(reserved);
+            }
+        }
     }
 
     /**

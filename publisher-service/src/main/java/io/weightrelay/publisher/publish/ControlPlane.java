@@ -32,7 +32,8 @@ public interface ControlPlane {
 
     /**
      * Registers (or re-registers) this node's segment as a live owner and starts its TTL; {@code
-     * storageUnit}: a CPU-only owner that serves no trainer.
+     * storageUnit}: a CPU-only owner that serves no trainer; {@code storeEndpoint}: on Mooncake,
+     * the endpoint the master names this owner's replicas by (null on the built-in engine).
      */
     SegmentAnswer registerSegment(
             String segment,
@@ -40,7 +41,8 @@ public interface ControlPlane {
             String endpoint,
             long size,
             String adminUrl,
-            boolean storageUnit);
+            boolean storageUnit,
+            String storeEndpoint);
 
     /**
      * Renews the segment's TTL.

@@ -149,13 +149,15 @@ final class RestControlPlane implements ControlPlane {
             String endpoint,
             long size,
             String adminUrl,
-            boolean storageUnit) {
+            boolean storageUnit,
+            String storeEndpoint) {
         SegmentRegistration registration =
                 new SegmentRegistration()
                         .node(node)
                         .endpoint(endpoint)
                         .size(size)
                         .adminUrl(asOwner ? adminUrl : null)
+                        .storeEndpoint(storeEndpoint)
                         .role(
                                 storageUnit
                                         ? io.weightrelay.api.control.client.model.SegmentRole

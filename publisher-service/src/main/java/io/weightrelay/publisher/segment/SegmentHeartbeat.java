@@ -10,6 +10,7 @@ import io.weightrelay.service.problem.RelayException;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -54,6 +55,14 @@ final class SegmentHeartbeat implements AutoCloseable {
     private final ScheduledExecutorService timer =
             Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("segment-heartbeat"));
     private volatile boolean registered;
+
+    /**
+     * The Mooncake store endpoint the last registration carried: an agent started again mounts its
+     * capacity under a new one, and control-api finds this owner's replicas only by the one
+     * registered, so a change registers again instead of renewing.
+     */
+    private volatile String registeredStoreEndpoint;
+
     private static final Comparator<String> OLDEST_FIRST =
             Comparator.comparing((String mg) -> mg.substring(0, mg.lastIndexOf('/')))
                     .thenComparingLong(mg -> Long.parseLong(mg.substring(mg.lastIndexOf('/') + 1)));
@@ -124,8 +133,10 @@ final class SegmentHeartbeat implements AutoCloseable {
         String mark = null;
         boolean answered = false;
         try {
+            String storeEndpoint = owner.storeEndpoint().orElse(null);
+            boolean renew = registered && Objects.equals(storeEndpoint, registeredStoreEndpoint);
             Optional<ControlPlane.SegmentAnswer> answer =
-                    registered ? control.heartbeatSegment(owner.segmentName()) : Optional.empty();
+                    renew ? control.heartbeatSegment(owner.segmentName()) : Optional.empty();
             if (answer.isEmpty()) {
                 answer =
                         Optional.of(
@@ -135,10 +146,19 @@ final class SegmentHeartbeat implements AutoCloseable {
                                         owner.endpoint(),
                                         owner.size(),
                                         adminUrl(),
-                                        storageUnit));
+                                        storageUnit,
+                                        storeEndpoint));
                 if (!registered) {
                     log.info("segment '{}' registered with control-api", owner.segmentName());
+                } else if (!renew) {
+                    log.info(
+                            "segment '{}' registered again: its Mooncake store endpoint is now {}"
+                                    + " (was {})",
+                            owner.segmentName(),
+                            storeEndpoint,
+                            registeredStoreEndpoint);
                 }
+                registeredStoreEndpoint = storeEndpoint;
                 registered = true;
             }
             mark = answer.get().incarnation();

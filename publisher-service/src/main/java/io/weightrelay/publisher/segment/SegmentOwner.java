@@ -6,6 +6,8 @@ import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.dataplane.InPlaceObject;
 import io.weightrelay.dataplane.LocalMemory;
 import io.weightrelay.dataplane.ObjectLocation;
+import io.weightrelay.dataplane.ObjectNotFoundException;
+import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
@@ -464,6 +466,51 @@ public final class SegmentOwner implements AutoCloseable {
                         });
         return out;
     }
+
+    /**
+     * On Mooncake, the objects among {@code keys} whose replicas are all in the segment this
+     * owner's agent mounted, with their sizes, in the order given (one {@code locate} for all, then
+     * the size of each held one): what this owner saves in a checkpoint. Empty on the built-in
+     * engine ({@link #ownedBytes(List)} gives views there).
+     */
+    public Map<String, Long> heldInAgent(List<String> keys) {
+        Map<String, Long> out = new LinkedHashMap<>();
+        Optional<String> own = mooncake ? storeEndpoint() : Optional.empty();
+        if (own.isEmpty() || keys.isEmpty()) {
+            return out;
+        }
+        for (StoreClient.Located l : dataplane.store().locate(keys)) {
+            if (!l.segments().isEmpty() && l.segments().stream().allMatch(own.get()::equals)) {
+                out.put(l.key(), dataplane.store().size(l.key()));
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Reads each of {@code keys} whole into its range of {@code into} (receive memory of this data
+     * plane, the staging), after one {@code locate} of all: on Mooncake a local read from the
+     * agent's own segment, no network byte.
+     *
+     * @return per key, the bytes read or a negative code ({@link
+     *     io.weightrelay.dataplane.DataplaneError}, Mooncake's own; an object gone since answers
+     *     {@code OBJECT_NOT_FOUND})
+     */
+    public long[] readHeld(List<String> keys, List<ReadRange> into) {
+        long[] out = new long[keys.size()];
+        List<StoreClient.Located> located = dataplane.store().locate(keys);
+        for (int i = 0; i < out.length; i++) {
+            try {
+                out[i] = dataplane.store().getIntoRanges(located.get(i), List.of(into.get(i)))[0];
+            } catch (ObjectNotFoundException e) {
+                out[i] = OBJECT_GONE;
+            }
+        }
+        return out;
+    }
+
+    /** What {@link #readHeld} answers for an object no longer stored. */
+    public static final long OBJECT_GONE = -704;
 
     /** What this publisher stored in its own segment, per generation. */
     SegmentAllocations allocations() {

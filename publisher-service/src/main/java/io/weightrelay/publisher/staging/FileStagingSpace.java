@@ -1,6 +1,7 @@
 package io.weightrelay.publisher.staging;
 
 import io.weightrelay.dataplane.LocalMemory;
+import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.RegisteredBuffer;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.StoreClient;
@@ -179,6 +180,20 @@ final class FileStagingSpace implements StagingSpace {
             throw e;
         }
         return false;
+    }
+
+    @Override
+    public long[] load(List<StagingArea.Piece> pieces) {
+        if (owner == null) {
+            throw new IllegalStateException("this staging area has no store to read from");
+        }
+        List<String> keys = new ArrayList<>(pieces.size());
+        List<ReadRange> into = new ArrayList<>(pieces.size());
+        for (StagingArea.Piece p : pieces) {
+            keys.add(p.key());
+            into.add(new ReadRange(0, p.size(), registered, p.offset()));
+        }
+        return owner.readHeld(keys, into);
     }
 
     /** Unmaps nothing (the JVM does at exit) but removes the file so no stale staging remains. */

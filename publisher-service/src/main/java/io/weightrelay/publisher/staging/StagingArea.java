@@ -275,6 +275,24 @@ public final class StagingArea implements AutoCloseable {
     }
 
     /**
+     * Reads stored objects into a claimed reservation, each whole at its piece's offset (all inside
+     * the reservation): the reverse of {@link #store}, how an owner whose staging is apart from the
+     * store (Mooncake) reads what it holds for a checkpoint save. The reservation stays the
+     * caller's; {@link #free} it when done.
+     *
+     * @return per piece, in order, the bytes read (its size) or a negative code
+     */
+    public long[] load(Reservation claimed, List<Piece> pieces) {
+        for (Piece p : pieces) {
+            if (!claimed.contains(p.offset(), p.size())) {
+                throw new IllegalArgumentException(
+                        "piece " + p.key() + " lies outside reservation " + claimed.id());
+            }
+        }
+        return space.load(pieces);
+    }
+
+    /**
      * Whether narrowing conversions write into an output block of the store ({@link
      * #reserveOutput}) rather than in place in staging (segment mode).
      */

@@ -75,6 +75,18 @@ interface StagingSpace extends AutoCloseable {
                 "no output blocks in " + getClass().getSimpleName());
     }
 
+    /**
+     * Reads stored objects into the space, each whole at its piece's offset: the reverse of {@link
+     * #store}, for staging apart from the store (an owner on Mooncake reading what its agent
+     * holds).
+     *
+     * @return per piece, in order, the bytes read (its size) or a negative code
+     */
+    default long[] load(List<StagingArea.Piece> pieces) {
+        throw new UnsupportedOperationException(
+                "no reads from the store into " + getClass().getSimpleName());
+    }
+
     @Override
     void close();
 }

@@ -112,7 +112,8 @@ class RetiredGenerationsTest {
                     String endpoint,
                     long size,
                     String adminUrl,
-                    boolean storageUnit) {
+                    boolean storageUnit,
+                    String storeEndpoint) {
                 throw new AssertionError("not called");
             }
 

@@ -1,0 +1,114 @@
+package io.weightrelay.lab;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.weightrelay.api.control.client.RegistryApi;
+import io.weightrelay.api.control.client.model.CheckpointReport;
+import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.api.control.client.model.SegmentOwner;
+import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.MooncakeLab;
+import io.weightrelay.lab.faults.MooncakeAgentKills;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.testkit.process.ServiceProcess;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.TreeMap;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Issue 47: checkpoints on the real Mooncake ({@code relay.dataplane.engine=mooncake}), the story
+ * of {@link CheckpointRestartLabTest} on a {@link MooncakeLab}. The save finds each object's owner
+ * by the store endpoint Mooncake names its replica by (registered by each publisher with
+ * control-api) and each owner reads what its agent holds through its staging; the full restart
+ * stops every service, so every agent's mounted segment is gone and the master forgets the objects;
+ * the restore puts them back through the fresh publishers' agents, and a rollout engine loads the
+ * restored generation with every byte verified.
+ */
+class MooncakeCheckpointLabTest {
+
+    private static MooncakeLab mooncake;
+    private static String jvmOptions;
+
+    @RegisterExtension final RunningLabs labs = new RunningLabs();
+
+    @BeforeAll
+    static void startMaster() throws Exception {
+        mooncake = MooncakeLab.start(Path.of("../python/src"));
+        jvmOptions = System.getProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, "");
+        System.setProperty(
+                ServiceProcess.JVM_OPTIONS_PROPERTY,
+                (jvmOptions + " " + String.join(" ", mooncake.serviceJvmOptions())).strip());
+    }
+
+    @AfterAll
+    static void stopMaster() throws Exception {
+        System.setProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, jvmOptions);
+        if (mooncake != null) {
+            mooncake.close();
+        }
+    }
+
+    @Test
+    void aSavedGenerationSurvivesAFullRestartOnMooncake(@TempDir Path dir) throws Exception {
+        LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 2, 1, Mode.COMPAT)));
+        CheckpointRestartLabTest.saveRestartRestore(lab, dir);
+    }
+
+    /**
+     * A publisher's agent killed and started again mounts a new segment under a new store endpoint:
+     * the publisher registers that endpoint at its next beat (not a plain renewal), so control-api
+     * finds the objects published into the new segment and a save of the next generation calls both
+     * owners. With the endpoint of the dead agent still registered, the new objects would map to no
+     * owner and the save would be refused ({@code objects-not-stored}).
+     */
+    @Test
+    void aPublishersNewAgentRegistersItsStoreEndpointAndTheNextSaveFindsItsObjects(
+            @TempDir Path dir) throws Exception {
+        LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 2, 1, Mode.COMPAT)));
+        long g1 = lab.publish(1);
+        lab.updateAll().requireUpdated();
+        Map<String, String> before = storeEndpoints(lab);
+        assertThat(before).as("every owner registered its store endpoint").hasSize(2);
+        assertThat(before.values()).doesNotContainNull();
+        MooncakeAgentKills.killAgentOf(lab.faults().publisherPid(0));
+        lab.awaitGenerationState(g1, GenerationState.LOST, Duration.ofSeconds(60));
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        Map<String, String> after = storeEndpoints(lab);
+        while (after.equals(before) && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            after = storeEndpoints(lab);
+        }
+        Map<String, String> changed = new TreeMap<>(after);
+        changed.entrySet().removeIf(e -> e.getValue().equals(before.get(e.getKey())));
+        assertThat(changed).as("the owner with a new agent registered again").hasSize(1);
+        assertThat(changed.values()).doesNotContainNull();
+
+        lab.reRegisterAll();
+        long g2 = lab.publish(2);
+        lab.updateAll().requireUpdated();
+        assertThat(lab.verifyAll(g2)).isPositive();
+        CheckpointReport report = lab.checkpoint(g2, dir);
+        assertThat(report.getOwners()).hasSize(2);
+        assertThat(report.getOwners())
+                .allSatisfy(o -> assertThat(o.getError()).as(o.getSegment()).isNull());
+        assertThat(report.getBytes()).isEqualTo(lab.manifest().totalBytes());
+    }
+
+    /** Each live owner's registered store endpoint, by segment. */
+    private static Map<String, String> storeEndpoints(LabCluster lab) {
+        Map<String, String> out = new TreeMap<>();
+        for (SegmentOwner s :
+                new RegistryApi(lab.faults().controlApi(0).getApiClient()).listSegments()) {
+            if (Boolean.TRUE.equals(s.getAlive())) {
+                out.put(s.getSegment(), s.getStoreEndpoint());
+            }
+        }
+        return out;
+    }
+}
