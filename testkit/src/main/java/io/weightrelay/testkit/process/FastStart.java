@@ -115,8 +115,9 @@ public final class FastStart {
         try (var older = Files.list(dir.getParent())) {
             // the layouts of this jar's earlier builds (their services may still run: unlinked
             // files stay readable to them)
+            Path ownLock = dir.resolveSibling(dir.getFileName() + ".lock");
             older.filter(p -> p.getFileName().toString().startsWith(stem))
-                    .filter(p -> Files.isDirectory(p) && !p.equals(dir))
+                    .filter(p -> !p.equals(dir) && !p.equals(ownLock))
                     .forEach(ServiceProcess::deleteTree);
         }
         ServiceProcess.deleteTree(dir);
