@@ -10,7 +10,6 @@ import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MooncakeLab;
 import io.weightrelay.lab.faults.MooncakeAgentKills;
 import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.testkit.process.ServiceProcess;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
@@ -32,23 +31,17 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class MooncakeCheckpointLabTest {
 
-    private static MooncakeLab mooncake;
-    private static String jvmOptions;
+    private static ServicesOnMooncake mooncake;
 
     @RegisterExtension final RunningLabs labs = new RunningLabs();
 
     @BeforeAll
     static void startMaster() throws Exception {
-        mooncake = MooncakeLab.start(Path.of("../python/src"));
-        jvmOptions = System.getProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, "");
-        System.setProperty(
-                ServiceProcess.JVM_OPTIONS_PROPERTY,
-                (jvmOptions + " " + String.join(" ", mooncake.serviceJvmOptions())).strip());
+        mooncake = ServicesOnMooncake.start();
     }
 
     @AfterAll
     static void stopMaster() throws Exception {
-        System.setProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, jvmOptions);
         if (mooncake != null) {
             mooncake.close();
         }

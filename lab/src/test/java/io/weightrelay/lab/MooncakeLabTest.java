@@ -15,7 +15,6 @@ import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.lab.rollout.ShmVerifier;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Demands;
-import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
@@ -65,8 +64,7 @@ import tools.jackson.databind.json.JsonMapper;
 @TestClassOrder(ClassOrderer.OrderAnnotation.class)
 class MooncakeLabTest {
 
-    private static MooncakeLab mooncake;
-    private static String jvmOptions;
+    private static ServicesOnMooncake mooncake;
 
     @RegisterExtension final RunningLabs labs = new RunningLabs();
 
@@ -74,17 +72,12 @@ class MooncakeLabTest {
 
     @BeforeAll
     static void startMaster() throws Exception {
-        mooncake = MooncakeLab.start(Path.of("../python/src"));
-        jvmOptions = System.getProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, "");
-        System.setProperty(
-                ServiceProcess.JVM_OPTIONS_PROPERTY,
-                (jvmOptions + " " + String.join(" ", mooncake.serviceJvmOptions())).strip());
+        mooncake = ServicesOnMooncake.start();
     }
 
     @AfterAll
     static void stopMaster() throws Exception {
         shared.close();
-        System.setProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, jvmOptions);
         if (mooncake != null) {
             mooncake.close();
         }
@@ -115,7 +108,7 @@ class MooncakeLabTest {
         }
         Map<String, Object> wanted =
                 Map.of("segment", plain.getWorkerId() + "-te", "buffers", buffers);
-        List<String> cmd = new ArrayList<>(mooncake.commandPrefix());
+        List<String> cmd = new ArrayList<>(mooncake.lab().commandPrefix());
         cmd.addAll(
                 List.of(
                         MooncakeLab.VENV.resolve("bin/python").toString(),
