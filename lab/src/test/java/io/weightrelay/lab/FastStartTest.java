@@ -6,9 +6,11 @@ import io.weightrelay.testkit.process.FastStart;
 import io.weightrelay.testkit.process.ServiceProcess;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -62,6 +64,33 @@ class FastStartTest {
         assertThat(Files.readString(log))
                 .doesNotContain("Unable to use shared archive")
                 .contains("cannot reach Redis at redis://127.0.0.1:1");
+    }
+
+    /**
+     * A rebuilt jar (another size or modification time) gets a layout of its own, and making it
+     * removes the earlier build's, lock file included: a service never starts from classes of a jar
+     * that is gone, and {@code target/} does not fill up with layouts.
+     */
+    @Test
+    void aRebuiltJarGetsANewLayoutAndTheOldOneGoes() throws Exception {
+        Path jar =
+                Files.copy(
+                        ServiceProcess.findJar(ServiceProcess.home(), "loader-service"),
+                        dir.resolve("loader-service-exec.jar"));
+        Path first = Path.of(FastStart.jarArgs(jar).get(2)).getParent();
+        assertThat(first).isDirectory();
+
+        Files.setLastModifiedTime(
+                jar, FileTime.fromMillis(Files.getLastModifiedTime(jar).toMillis() + 60_000));
+        Path second = Path.of(FastStart.jarArgs(jar).get(2)).getParent();
+
+        assertThat(second).isDirectory().isNotEqualTo(first);
+        assertThat(first).doesNotExist();
+        try (Stream<Path> layouts = Files.list(dir.resolve("fast-start"))) {
+            assertThat(layouts.map(p -> p.getFileName().toString()))
+                    .containsExactlyInAnyOrder(
+                            second.getFileName().toString(), second.getFileName() + ".lock");
+        }
     }
 
     /** A jar that is no Spring Boot jar cannot be extracted: it starts with a plain -jar. */

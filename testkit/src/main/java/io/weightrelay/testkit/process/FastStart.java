@@ -52,13 +52,20 @@ public final class FastStart {
         if (!Boolean.parseBoolean(System.getProperty(PROPERTY, "true"))) {
             return List.of("-jar", jar.toString());
         }
-        Path key = jar.toAbsolutePath().normalize();
-        return PREPARED.computeIfAbsent(key, FastStart::prepare);
+        Path absolute = jar.toAbsolutePath().normalize();
+        Path dir;
+        try {
+            // keyed by the layout, which names the jar's size and time: a jar rebuilt while this
+            // process runs (a long-lived lab restarting a service) gets its own
+            dir = layoutDir(absolute);
+        } catch (IOException e) {
+            return List.of("-jar", jar.toString());
+        }
+        return PREPARED.computeIfAbsent(dir, d -> prepare(absolute, d));
     }
 
-    private static List<String> prepare(Path jar) {
+    private static List<String> prepare(Path jar, Path dir) {
         try {
-            Path dir = layoutDir(jar);
             Files.createDirectories(dir.getParent());
             try (FileChannel lockFile =
                             FileChannel.open(
