@@ -130,11 +130,14 @@ final class ApplyContext {
 
     /**
      * Submitted transfers; {@link #complete} waits for and verifies them. Closing pending transfers
-     * abandons them: they are cancelled and drained first, so none of their bytes lands later.
+     * abandons them: they are cancelled and drained first, so none of their bytes lands later. With
+     * {@code twins}, the transfers moved unsummed, each counting in {@link #sent} with the checksum
+     * of the summed transfer of the same source bytes its twin tag names.
      */
     record Pending(
             List<TransferRequest> requests,
             List<SentTally.Tag> tags,
+            List<SentTally.Tag> twins,
             TransferBatch batch,
             ApplyContext ctx) {
         void close() {
@@ -170,18 +173,42 @@ final class ApplyContext {
     }
 
     Pending submit(List<TransferRequest> requests, List<SentTally.Tag> tags, String notifyName) {
+        return submit(requests, tags, null, notifyName);
+    }
+
+    /**
+     * Submits transfers unsummed whose source bytes summed transfers of this apply carry too: each
+     * counts in {@link #sent} under its own tag with the checksum of the transfer its twin tag
+     * names (one per request, as its tag).
+     */
+    Pending submitTwins(
+            List<TransferRequest> requests, List<SentTally.Tag> tags, List<SentTally.Tag> twins) {
+        return submit(requests, tags, twins, null);
+    }
+
+    private Pending submit(
+            List<TransferRequest> requests,
+            List<SentTally.Tag> tags,
+            List<SentTally.Tag> twinTags,
+            String notifyName) {
         List<TransferRequest> copy = List.copyOf(requests);
         List<SentTally.Tag> tagged = sent == null || tags == null ? null : List.copyOf(tags);
+        List<SentTally.Tag> twins =
+                tagged == null || twinTags == null ? null : List.copyOf(twinTags);
         if (tagged != null && tagged.size() != copy.size()) {
             throw new IllegalArgumentException(
                     tagged.size() + " tags for " + copy.size() + " transfers");
         }
+        if (twins != null && twins.size() != copy.size()) {
+            throw new IllegalArgumentException(
+                    twins.size() + " twin tags for " + copy.size() + " transfers");
+        }
         if (copy.isEmpty()) {
-            return new Pending(copy, tagged, null, this);
+            return new Pending(copy, tagged, twins, null, this);
         }
         try {
             TransferBatch batch;
-            if (tagged == null) {
+            if (tagged == null || twins != null) {
                 batch =
                         notifyName == null
                                 ? engine.submit(copy)
@@ -192,7 +219,7 @@ final class ApplyContext {
                                 ? engine.submitChecksummed(copy)
                                 : engine.submitChecksummedWithNotify(copy, notifyName);
             }
-            return new Pending(copy, tagged, batch, this);
+            return new Pending(copy, tagged, twins, batch, this);
         } catch (DataplaneException e) {
             throw new ApplyFailure(
                     peerOf(copy.get(0).segment()), "transfer failed: " + e.getMessage(), e);
@@ -233,7 +260,12 @@ final class ApplyContext {
                             peer, "write to " + peer + " (" + r.segment() + ") failed: " + why);
                 }
                 bytes += s.bytesTransferred();
-                if (pending.tags() != null) {
+                if (pending.twins() != null) {
+                    sent.twin(
+                            pending.tags().get(s.index()),
+                            pending.twins().get(s.index()),
+                            r.length());
+                } else if (pending.tags() != null) {
                     sent.add(pending.tags().get(s.index()), batch.crc32c(s.index()), r.length());
                 }
             }

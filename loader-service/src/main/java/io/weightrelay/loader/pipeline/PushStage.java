@@ -103,10 +103,12 @@ final class PushStage {
             long drained,
             ApplyContext.Pending notifying,
             ApplyContext.Pending plain,
+            ApplyContext.Pending twins,
             long fannedOut) {
         void close() {
             notifying.close();
             plain.close();
+            twins.close();
         }
     }
 
@@ -116,7 +118,9 @@ final class PushStage {
         long local;
         try {
             local = ctx.complete(f.plain());
+            local += ctx.complete(f.twins());
         } catch (RuntimeException e) {
+            f.twins().close();
             f.notifying().close();
             throw e;
         }
@@ -134,15 +138,34 @@ final class PushStage {
             }
         }
         Packer packer = new Packer(batch, !notify);
+        // the notifying writes first: they are summed whatever comes after them, so the plain
+        // writes of the same staging bytes (to this node's instances) can go as their twins
+        if (notify) {
+            pushWrites(batch, packer, true);
+        }
+        pushWrites(batch, packer, false);
+        String name =
+                notify
+                        ? SliceSchedule.notifyName(
+                                ctx.model, ctx.generation, slice.instance(), batch)
+                        : null;
+        return packer.finish(batch, name);
+    }
+
+    /** Hands the batch's notifying writes, or its others, to {@code packer}. */
+    private void pushWrites(int batch, Packer packer, boolean notifyingOnes) {
         for (int read : slice.reads(batch)) {
             long srcBase = ctx.stagingOffset(batch, read);
             for (int w = plan.writeFirst(read); w < plan.writeEnd(read); w++) {
                 if ((plan.writeFlags(w) & Plan.RELAYED) != 0) {
                     continue; // its delegate's loader copies it on the destination's node
                 }
+                boolean notifying = (plan.writeFlags(w) & Plan.NOTIFY) != 0;
+                if (notifying != notifyingOnes) {
+                    continue;
+                }
                 int dst = plan.writeDst(w);
                 String buffer = plan.buffer(plan.writeBuffer(w));
-                boolean notifying = (plan.writeFlags(w) & Plan.NOTIFY) != 0;
                 packer.write(
                         srcBase,
                         slice.directory().require(plan.workerId(dst), buffer),
@@ -167,12 +190,6 @@ final class PushStage {
                 }
             }
         }
-        String name =
-                notify
-                        ? SliceSchedule.notifyName(
-                                ctx.model, ctx.generation, slice.instance(), batch)
-                        : null;
-        return packer.finish(batch, name);
     }
 
     /**
@@ -195,6 +212,22 @@ final class PushStage {
         private final List<TransferRequest> notifyingRequests = new ArrayList<>();
         private final List<SentTally.Tag> tags = new ArrayList<>();
         private final List<SentTally.Tag> notifyingTags = new ArrayList<>();
+
+        /**
+         * Plain transfers whose source range a summed transfer of this batch already carries, their
+         * tags and the tags of those summed transfers ({@link SentTally#twin}): the same staging
+         * bytes sent to each instance with the same shard layout are summed once, not once each.
+         */
+        private final List<TransferRequest> twinRequests = new ArrayList<>();
+
+        private final List<SentTally.Tag> twinTags = new ArrayList<>();
+        private final List<SentTally.Tag> twinOf = new ArrayList<>();
+
+        /**
+         * The summed transfer of each staging range (offset, length) since the pack area was last
+         * reused.
+         */
+        private final Map<Source, SentTally.Tag> summed = new HashMap<>();
 
         /** The destination write the pending group belongs to, in {@link ApplyContext#sent}. */
         private int sentWrite = -1;
@@ -265,23 +298,25 @@ final class PushStage {
         private void flushGroup() {
             String segment = groupTarget.segment();
             long dst = groupTarget.base() + groupDst;
-            List<TransferRequest> out = groupNotifies ? notifyingRequests : requests;
-            List<SentTally.Tag> outTags = groupNotifies ? notifyingTags : tags;
             if (pieces.size() > 1 && pack != null && groupLength <= packBytes) {
                 Gather gather = Gather.of(pieces);
                 Long already = gathered.get(gather);
                 if (already != null) {
-                    out.add(
+                    add(
                             TransferRequest.write(
                                     ctx.staging, packAt + already, segment, dst, groupLength));
-                    tagged(outTags);
                     pieces.clear();
                     return;
                 }
                 if (packed + groupLength > packBytes && mayDrain) {
                     moved += ctx.transfer(List.copyOf(requests), List.copyOf(tags), null);
+                    moved += ctx.complete(ctx.submitTwins(twinRequests, twinTags, twinOf));
                     requests.clear();
                     tags.clear();
+                    twinRequests.clear();
+                    twinTags.clear();
+                    twinOf.clear();
+                    summed.clear();
                     gathered.clear();
                     packed = 0;
                 }
@@ -291,10 +326,9 @@ final class PushStage {
                         pack.put(at, slot, (int) (piece[0] - slotBase), (int) piece[1]);
                         at += (int) piece[1];
                     }
-                    out.add(
+                    add(
                             TransferRequest.write(
                                     ctx.staging, packAt + packed, segment, dst, groupLength));
-                    tagged(outTags);
                     gathered.put(gather, packed);
                     packed += groupLength;
                     pieces.clear();
@@ -303,18 +337,34 @@ final class PushStage {
             }
             long offset = dst;
             for (long[] piece : pieces) {
-                out.add(TransferRequest.write(ctx.staging, piece[0], segment, offset, piece[1]));
-                tagged(outTags);
+                add(TransferRequest.write(ctx.staging, piece[0], segment, offset, piece[1]));
                 offset += piece[1];
             }
             pieces.clear();
         }
 
-        /** The tag of the transfer just added to a list of requests, in its list of tags. */
-        private void tagged(List<SentTally.Tag> outTags) {
-            if (ctx.sent != null) {
-                outTags.add(ctx.sent.tag(sentWrite));
+        /**
+         * Adds a transfer of the pending group's write to its submission, tagged as the next piece
+         * of that write when the apply proves what landed. A plain transfer of a staging range a
+         * summed transfer already carries goes unsummed, as that one's twin.
+         */
+        private void add(TransferRequest request) {
+            if (ctx.sent == null) {
+                (groupNotifies ? notifyingRequests : requests).add(request);
+                return;
             }
+            SentTally.Tag tag = ctx.sent.tag(sentWrite);
+            Source source = new Source(request.localOffset(), request.length());
+            SentTally.Tag of = groupNotifies ? null : summed.get(source);
+            if (of != null) {
+                twinRequests.add(request);
+                twinTags.add(tag);
+                twinOf.add(of);
+                return;
+            }
+            (groupNotifies ? notifyingRequests : requests).add(request);
+            (groupNotifies ? notifyingTags : tags).add(tag);
+            summed.putIfAbsent(source, tag);
         }
 
         /** Submits the notifying writes first: their tcp streams start before the local copies. */
@@ -323,15 +373,26 @@ final class PushStage {
             ApplyContext.Pending notifying =
                     ctx.submit(notifyingRequests, notifyingTags, notifyName);
             ApplyContext.Pending plain;
+            ApplyContext.Pending twins;
             try {
                 plain = ctx.submit(requests, tags, null);
             } catch (ApplyFailure e) {
                 notifying.close();
                 throw e;
             }
-            return new InFlight(batch, moved, notifying, plain, fannedOut);
+            try {
+                twins = ctx.submitTwins(twinRequests, twinTags, twinOf);
+            } catch (ApplyFailure e) {
+                plain.close();
+                notifying.close();
+                throw e;
+            }
+            return new InFlight(batch, moved, notifying, plain, twins, fannedOut);
         }
     }
+
+    /** A transfer's source: a range of staging. */
+    private record Source(long offset, long length) {}
 
     /** The staging pieces (offset, length, in order) a packed write gathers: its content. */
     private record Gather(long[] pieces) {

@@ -18,6 +18,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * tagged} in destination order; once the transfer completed, the data plane's CRC32C of it is
  * {@link #add added}. {@link #digests} combines each write's pieces in order ({@link
  * Crc32c#combine}) into the checksum of its bytes, bound to where they land. Thread safe.
+ *
+ * <p>A transfer whose source bytes another transfer of the same submission already carries (the
+ * same staging range, sent to every instance with the same shard layout, or to a delegate's node
+ * peers) need not be summed again: it is submitted unsummed and {@link #twin twinned} with the
+ * summed one once it completed, and counts with that one's CRC32C. Its bytes are still proven where
+ * they land: a receiver's digest holds only if what landed equals what the summed transfer read.
  */
 final class SentTally {
 
@@ -35,9 +41,13 @@ final class SentTally {
 
     private record Piece(int write, long order, int crc, long length) {}
 
+    /** A completed unsummed transfer, and the summed one that carried the same source bytes. */
+    private record Twin(int write, long order, long of, long length) {}
+
     private final List<Write> writes = new ArrayList<>();
     private final AtomicLong order = new AtomicLong();
     private final ConcurrentLinkedQueue<Piece> pieces = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<Twin> twins = new ConcurrentLinkedQueue<>();
 
     /**
      * A write of {@code bytes} bytes by {@code sender} into {@code buffer} of {@code worker} (of
@@ -67,6 +77,15 @@ final class SentTally {
     }
 
     /**
+     * A tagged transfer of {@code length} bytes that completed unsummed, whose source bytes are
+     * those of the summed transfer tagged {@code of}: it counts with that one's CRC32C once that
+     * one completed too ({@link #digests}), and not at all otherwise.
+     */
+    void twin(Tag tag, Tag of, long length) {
+        twins.add(new Twin(tag.write(), tag.order(), of.order(), length));
+    }
+
+    /**
      * Every write's digest, summed per key, grouped by the instance it was sent to.
      *
      * @throws ApplyFailure naming the worker when a write's checksummed pieces do not add up to its
@@ -74,13 +93,22 @@ final class SentTally {
      */
     synchronized Map<String, Map<LandedProof.Key, LandedProof.Digest>> digests() {
         Map<Integer, List<Piece>> byWrite = new HashMap<>();
+        Map<Long, Piece> byOrder = new HashMap<>();
         for (Piece p : pieces) {
             byWrite.computeIfAbsent(p.write(), k -> new ArrayList<>()).add(p);
+            byOrder.put(p.order(), p);
+        }
+        for (Twin t : twins) {
+            Piece summed = byOrder.get(t.of());
+            if (summed != null && summed.length() == t.length()) {
+                byWrite.computeIfAbsent(t.write(), k -> new ArrayList<>())
+                        .add(new Piece(t.write(), t.order(), summed.crc(), t.length()));
+            }
         }
         Map<String, Map<LandedProof.Key, LandedProof.Digest>> out = new HashMap<>();
         for (int i = 0; i < writes.size(); i++) {
             Write w = writes.get(i);
-            List<Piece> mine = byWrite.getOrDefault(i, List.of());
+            List<Piece> mine = byWrite.getOrDefault(i, new ArrayList<>());
             mine.sort((a, b) -> Long.compare(a.order(), b.order()));
             int crc = 0;
             long length = 0;
