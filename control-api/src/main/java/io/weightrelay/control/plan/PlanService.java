@@ -412,7 +412,7 @@ public class PlanService {
         // verifier reads this instead of decoding the whole plan in the session's critical path.
         byte[] expected = Compression.deflate(ObjectVerification.encodeExpected(plan));
         String loadJson = json.writeValueAsString(PlanLoads.of(plan));
-        String summaryJson = json.writeValueAsString(summary);
+        String summaryJson = StoredPlanSummary.of(summary).write(json);
         if (!store) {
             return summary;
         }
@@ -480,13 +480,14 @@ public class PlanService {
     private PlanSummary cachedSummary(String planId) {
         // All parts share one TTL from the moment they were written; the summary, written last,
         // also expires last, so a visible summary never points at expired encodings.
-        String value = guard.call(() -> redis.opsForValue().get(keys.planSummary(planId)));
-        return value == null ? null : json.readValue(value, PlanSummary.class);
+        String key = keys.planSummary(planId);
+        String value = guard.call(() -> redis.opsForValue().get(key));
+        return value == null ? null : StoredPlanSummary.read(json, key, value).toApi();
     }
 
     /** A copy marked as found: the computing request's own summary is shared with joiners. */
     private PlanSummary asCached(PlanSummary summary) {
-        return json.readValue(json.writeValueAsString(summary), PlanSummary.class).cached(true);
+        return StoredPlanSummary.of(summary).toApi().cached(true);
     }
 
     private static PlanSummary join(CompletableFuture<PlanSummary> future) {
