@@ -254,18 +254,16 @@ public class PlanService {
      * were kept is decoded once to compute them.
      */
     public PlanLoads load(String planId) {
-        String value = guard.call(() -> redis.opsForValue().get(keys.planLoad(planId)));
+        String key = keys.planLoad(planId);
+        String value = guard.call(() -> redis.opsForValue().get(key));
         if (value != null) {
-            return json.readValue(value, PlanLoads.class);
+            return StoredPlanLoads.read(json, key, value).loads();
         }
         Long ttl = guard.call(() -> redis.getExpire(keys.planSummary(planId), TimeUnit.SECONDS));
         PlanLoads loads = PlanLoads.of(Plan.decode(encoded(planId)));
         if (ttl != null && ttl > 0) {
-            String loadJson = json.writeValueAsString(loads);
-            guard.run(
-                    () ->
-                            redis.opsForValue()
-                                    .set(keys.planLoad(planId), loadJson, Duration.ofSeconds(ttl)));
+            String loadJson = StoredPlanLoads.of(loads).write(json);
+            guard.run(() -> redis.opsForValue().set(key, loadJson, Duration.ofSeconds(ttl)));
         }
         return loads;
     }
@@ -411,7 +409,7 @@ public class PlanService {
         // What the all-applied barrier proves reports against, while the plan is in memory: the
         // verifier reads this instead of decoding the whole plan in the session's critical path.
         byte[] expected = Compression.deflate(ObjectVerification.encodeExpected(plan));
-        String loadJson = json.writeValueAsString(PlanLoads.of(plan));
+        String loadJson = StoredPlanLoads.of(PlanLoads.of(plan)).write(json);
         String summaryJson = StoredPlanSummary.of(summary).write(json);
         if (!store) {
             return summary;
