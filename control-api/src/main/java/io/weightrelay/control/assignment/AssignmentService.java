@@ -3,7 +3,6 @@ package io.weightrelay.control.assignment;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.control.model.PublisherAssignment;
-import io.weightrelay.api.control.model.TensorAssignment;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -63,29 +62,34 @@ public class AssignmentService {
                 guard.call(() -> redis.opsForValue().getAndExpire(key, properties.cacheTtl()));
         if (cached != null) {
             hits.increment();
-            return json.readValue(cached, PublisherAssignment.class);
+            return StoredAssignment.read(json, key, cached).toApi();
         }
         misses.increment();
-        PublisherAssignment computed = toApi(manifest, manifestDigest, trainers);
-        String value = json.writeValueAsString(computed);
+        StoredAssignment computed = compute(manifest, manifestDigest, trainers);
+        String value = computed.write(json);
         guard.run(() -> redis.opsForValue().set(key, value, properties.cacheTtl()));
-        return computed;
+        return computed.toApi();
     }
 
-    private static PublisherAssignment toApi(
+    private static StoredAssignment compute(
             SourceManifest manifest, String manifestDigest, Topology trainers) {
         io.weightrelay.reshard.assign.PublisherAssignment a =
                 io.weightrelay.reshard.assign.PublisherAssignment.assign(manifest, trainers);
-        List<TensorAssignment> tensors = new ArrayList<>(manifest.tensors().size());
+        List<StoredAssignment.Tensor> tensors = new ArrayList<>(manifest.tensors().size());
         for (int i = 0; i < manifest.tensors().size(); i++) {
-            tensors.add(new TensorAssignment(manifest.tensors().get(i).name(), a.nodeOf(i)));
+            tensors.add(new StoredAssignment.Tensor(manifest.tensors().get(i).name(), a.nodeOf(i)));
         }
         Map<String, Long> bytesPerNode = new LinkedHashMap<>();
         long[] bytes = a.bytesPerNode();
         for (int n = 0; n < a.trainerNodes().size(); n++) {
             bytesPerNode.put(a.trainerNodes().get(n), bytes[n]);
         }
-        return new PublisherAssignment(
-                manifestDigest, trainers.digest(), tensors, bytesPerNode, a.balance());
+        return new StoredAssignment(
+                StoredAssignment.FORMAT,
+                manifestDigest,
+                trainers.digest(),
+                tensors,
+                bytesPerNode,
+                a.balance());
     }
 }

@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.Map;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.stereotype.Component;
-import tools.jackson.core.type.TypeReference;
 import tools.jackson.databind.json.JsonMapper;
 
 /** What control-api remembers of each generation's last checkpoint, and reports as its status. */
@@ -35,7 +34,8 @@ public class CheckpointRecords {
 
     /** What is remembered of a generation's last checkpoint (not saved, when nothing is). */
     public CheckpointStatus status(GenerationId id) {
-        Map<Object, Object> h = guard.call(() -> redis.opsForHash().entries(keys.checkpoint(id)));
+        String key = keys.checkpoint(id);
+        Map<Object, Object> h = guard.call(() -> redis.opsForHash().entries(key));
         CheckpointStatus status =
                 new CheckpointStatus(id.model(), id.generation(), "1".equals(h.get("complete")));
         if (h.isEmpty()) {
@@ -52,7 +52,7 @@ public class CheckpointRecords {
         }
         if (h.get("owners") != null) {
             List<OwnerCheckpoint> list =
-                    json.readValue((String) h.get("owners"), new TypeReference<>() {});
+                    StoredOwners.read(json, key, (String) h.get("owners")).toApi();
             status.setOwners(list);
             CheckpointReport r = report(id, null, list);
             status.setMeanSeconds(r.getMeanSeconds());
@@ -77,7 +77,7 @@ public class CheckpointRecords {
         fields.put(
                 "segments",
                 String.join(",", results.stream().map(OwnerCheckpoint::getSegment).toList()));
-        fields.put("owners", json.writeValueAsString(results));
+        fields.put("owners", StoredOwners.of(results).write(json));
         if (bytes != null) {
             fields.put("bytes", bytes.toString());
         }
@@ -118,7 +118,7 @@ public class CheckpointRecords {
                                             "directory",
                                             dir.toString(),
                                             "owners",
-                                            json.writeValueAsString(results)));
+                                            StoredOwners.of(results).write(json)));
                 });
     }
 

@@ -85,7 +85,7 @@ public class GenerationLifecycle {
         io.weightrelay.reshard.topology.Topology trainers =
                 ManifestMapper.trainerTopology(request.getTrainerTopology());
         String digest = source.digest();
-        String topologyJson = json.writeValueAsString(request.getTrainerTopology());
+        String topologyJson = StoredTopology.of(request.getTrainerTopology()).write(json);
         Reply result = null;
         for (int attempt = 0; attempt < 3; attempt++) {
             manifests.store(model, digest, manifest, source);

@@ -2,7 +2,6 @@ package io.weightrelay.control.generation;
 
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
-import io.weightrelay.api.control.model.Topology;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
@@ -67,7 +66,7 @@ public class GenerationQueries {
         if (hash.isEmpty()) {
             return Optional.empty();
         }
-        return Optional.of(toStored(hash));
+        return Optional.of(toStored(keys.generation(id), hash));
     }
 
     /**
@@ -208,7 +207,7 @@ public class GenerationQueries {
                 .with("generation", id.generation());
     }
 
-    private StoredGeneration toStored(Map<Object, Object> h) {
+    private StoredGeneration toStored(String key, Map<Object, Object> h) {
         Generation g =
                 new Generation(
                         str(h, "model"),
@@ -234,7 +233,7 @@ public class GenerationQueries {
         return new StoredGeneration(
                 g,
                 str(h, "manifestDigest"),
-                topology == null ? null : json.readValue(topology, Topology.class));
+                topology == null ? null : StoredTopology.read(json, key, topology).toApi());
     }
 
     private static String str(Map<Object, Object> h, String field) {

@@ -133,7 +133,9 @@ public class GenerationRestore {
             guard.run(() -> redis.expire(staging, Duration.ofHours(1)));
         }
         String topologyJson =
-                r.trainerTopology() == null ? "" : json.writeValueAsString(r.trainerTopology());
+                r.trainerTopology() == null
+                        ? ""
+                        : StoredTopology.of(r.trainerTopology()).write(json);
         Reply result =
                 scripts.run(
                         "restore",

@@ -83,7 +83,7 @@ public class ManifestStore {
         if (Boolean.TRUE.equals(guard.call(() -> redis.hasKey(sizesKey)))) {
             return;
         }
-        String manifestJson = json.writeValueAsString(manifest);
+        String manifestJson = StoredManifest.of(manifest).write(json);
         guard.run(() -> redis.opsForValue().set(keys.manifest(model, digest), manifestJson));
         byte[] encoded = source.encode();
         byte[] deflated = Compression.deflate(encoded);
@@ -234,13 +234,13 @@ public class ManifestStore {
     }
 
     private SourceManifest apiManifest(String model, String digest) {
-        String manifestJson =
-                guard.call(() -> redis.opsForValue().get(keys.manifest(model, digest)));
+        String key = keys.manifest(model, digest);
+        String manifestJson = guard.call(() -> redis.opsForValue().get(key));
         if (manifestJson == null) {
             throw CommonProblems.INTERNAL.exception(
                     "manifest " + digest + " of model " + model + " is missing from Redis");
         }
-        return json.readValue(manifestJson, SourceManifest.class);
+        return StoredManifest.read(json, key, manifestJson).toApi();
     }
 
     private static List<Long> boxed(long[] values) {

@@ -254,18 +254,16 @@ public class PlanService {
      * were kept is decoded once to compute them.
      */
     public PlanLoads load(String planId) {
-        String value = guard.call(() -> redis.opsForValue().get(keys.planLoad(planId)));
+        String key = keys.planLoad(planId);
+        String value = guard.call(() -> redis.opsForValue().get(key));
         if (value != null) {
-            return json.readValue(value, PlanLoads.class);
+            return StoredPlanLoads.read(json, key, value).loads();
         }
         Long ttl = guard.call(() -> redis.getExpire(keys.planSummary(planId), TimeUnit.SECONDS));
         PlanLoads loads = PlanLoads.of(Plan.decode(encoded(planId)));
         if (ttl != null && ttl > 0) {
-            String loadJson = json.writeValueAsString(loads);
-            guard.run(
-                    () ->
-                            redis.opsForValue()
-                                    .set(keys.planLoad(planId), loadJson, Duration.ofSeconds(ttl)));
+            String loadJson = StoredPlanLoads.of(loads).write(json);
+            guard.run(() -> redis.opsForValue().set(key, loadJson, Duration.ofSeconds(ttl)));
         }
         return loads;
     }
@@ -411,8 +409,8 @@ public class PlanService {
         // What the all-applied barrier proves reports against, while the plan is in memory: the
         // verifier reads this instead of decoding the whole plan in the session's critical path.
         byte[] expected = Compression.deflate(ObjectVerification.encodeExpected(plan));
-        String loadJson = json.writeValueAsString(PlanLoads.of(plan));
-        String summaryJson = json.writeValueAsString(summary);
+        String loadJson = StoredPlanLoads.of(PlanLoads.of(plan)).write(json);
+        String summaryJson = StoredPlanSummary.of(summary).write(json);
         if (!store) {
             return summary;
         }
@@ -480,13 +478,14 @@ public class PlanService {
     private PlanSummary cachedSummary(String planId) {
         // All parts share one TTL from the moment they were written; the summary, written last,
         // also expires last, so a visible summary never points at expired encodings.
-        String value = guard.call(() -> redis.opsForValue().get(keys.planSummary(planId)));
-        return value == null ? null : json.readValue(value, PlanSummary.class);
+        String key = keys.planSummary(planId);
+        String value = guard.call(() -> redis.opsForValue().get(key));
+        return value == null ? null : StoredPlanSummary.read(json, key, value).toApi();
     }
 
     /** A copy marked as found: the computing request's own summary is shared with joiners. */
     private PlanSummary asCached(PlanSummary summary) {
-        return json.readValue(json.writeValueAsString(summary), PlanSummary.class).cached(true);
+        return StoredPlanSummary.of(summary).toApi().cached(true);
     }
 
     private static PlanSummary join(CompletableFuture<PlanSummary> future) {

@@ -223,7 +223,7 @@ public class Registry {
         if (r.getSpan() != null) {
             RegistrationChecks.span(instance, r, liveLoaders(r.getModel(), r.getGroup()));
         }
-        List<WorkerPlacement> summaries = new ArrayList<>();
+        List<StoredWorkers.Worker> summaries = new ArrayList<>();
         Set<String> digests = new LinkedHashSet<>();
         List<String> missing = new ArrayList<>();
         for (WorkerPlacement w : r.getWorkers()) {
@@ -261,7 +261,7 @@ public class Registry {
                 }
                 digests.add(digest);
             }
-            summaries.add(summary(w, digest, count));
+            summaries.add(StoredWorkers.summary(w, digest, count));
         }
         if (!missing.isEmpty()) {
             throw templatesMissing(instance, missing);
@@ -280,8 +280,8 @@ public class Registry {
                         r.getGroup(),
                         r.getNode(),
                         r.getEndpoint() == null ? "" : r.getEndpoint(),
-                        json.writeValueAsString(summaries),
-                        json.writeValueAsString(r.getNics() == null ? List.of() : r.getNics()),
+                        new StoredWorkers(StoredWorkers.FORMAT, summaries).write(json),
+                        StoredNics.of(r.getNics()).write(json),
                         String.valueOf(properties.placementTtl().toMillis()),
                         String.join(" ", digests),
                         r.getSpan() == null ? "" : r.getSpan().getRolloutInstance(),
@@ -299,19 +299,6 @@ public class Registry {
         }
         events.publishEvent(new LoaderRegistered(r.getModel(), r.getGroup(), instance));
         return getLoader(instance);
-    }
-
-    /**
-     * A worker as kept and answered: header and buffers, its fragments only by digest and count.
-     */
-    private static WorkerPlacement summary(WorkerPlacement w, String digest, int fragments) {
-        WorkerPlacement out =
-                new WorkerPlacement(
-                        w.getWorkerId(), w.getNode(), w.getNic(), w.getMode(), w.getBuffers());
-        out.setRank(w.getRank());
-        out.setPlacement(digest);
-        out.setFragmentCount(fragments);
-        return out;
     }
 
     /** The buffer ids and sizes a worker's layout checks depend on (not its segment). */
@@ -588,14 +575,15 @@ public class Registry {
     private final Map<String, Parsed> parsed = new ConcurrentHashMap<>();
 
     private Loader toLoader(Map<Object, Object> h, boolean alive) {
+        String key = keys.loader(str(h, "instance"));
         String nics = str(h, "nics");
         Parsed p =
                 new Parsed(
                         Registration.of(h),
-                        List.of(json.readValue(str(h, "workers"), WorkerPlacement[].class)),
+                        List.copyOf(StoredWorkers.read(json, key, str(h, "workers")).toApi()),
                         nics == null || nics.isEmpty()
                                 ? null
-                                : List.of(json.readValue(nics, Nic[].class)));
+                                : List.copyOf(StoredNics.read(json, key, nics).toApi()));
         if (parsed.size() >= PARSED_MAX) {
             parsed.clear();
         }

@@ -1,0 +1,75 @@
+package io.weightrelay.control.generation;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.weightrelay.api.control.model.Nic;
+import io.weightrelay.api.control.model.Node;
+import io.weightrelay.api.control.model.Topology;
+import io.weightrelay.service.problem.RelayException;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * A generation's stored trainer topology, spelled out: the JSON in Redis is ours, so a change of
+ * the contract's {@code Topology} must not move a character of it.
+ */
+class StoredTopologyTest {
+
+    private static final String KEY = "wr:gen:llama:3";
+
+    /** Format 1, as this release writes it. */
+    static final String GOLDEN =
+            "{\"format\":1,\"nodes\":[{\"name\":\"t0\",\"nics\":[{\"name\":\"eth0\",\"gbps\":400.0},"
+                    + "{\"name\":\"eth1\",\"gbps\":200.0}]},"
+                    + "{\"name\":\"t1\",\"nics\":[{\"name\":\"eth0\",\"gbps\":400.0}]}]}";
+
+    /** What releases before formats wrote: the generated {@code Topology}'s JSON. */
+    static final String BEFORE_FORMATS =
+            "{\"nodes\":[{\"name\":\"t0\",\"nics\":[{\"name\":\"eth0\",\"gbps\":400.0},"
+                    + "{\"name\":\"eth1\",\"gbps\":200.0}]},"
+                    + "{\"name\":\"t1\",\"nics\":[{\"name\":\"eth0\",\"gbps\":400.0}]}]}";
+
+    private final JsonMapper json = JsonMapper.builder().build();
+
+    private static Topology topology() {
+        return new Topology(
+                List.of(
+                        new Node("t0", List.of(new Nic("eth0", 400.0), new Nic("eth1", 200.0))),
+                        new Node("t1", List.of(new Nic("eth0", 400.0)))));
+    }
+
+    @Test
+    void writesTheGoldenJson() {
+        assertThat(StoredTopology.of(topology()).write(json)).isEqualTo(GOLDEN);
+    }
+
+    @Test
+    void readsWhatItWrites() {
+        StoredTopology read = StoredTopology.read(json, KEY, GOLDEN);
+        assertThat(read.format()).isEqualTo(StoredTopology.FORMAT);
+        assertThat(read.toApi()).isEqualTo(topology());
+    }
+
+    @Test
+    void readsWhatReleasesBeforeFormatsWrote() {
+        StoredTopology read = StoredTopology.read(json, KEY, BEFORE_FORMATS);
+        assertThat(read.format()).isZero();
+        assertThat(read.toApi()).isEqualTo(topology());
+    }
+
+    @Test
+    void refusesANewerFormatNamingKeyAndFormat() {
+        assertThatThrownBy(
+                        () ->
+                                StoredTopology.read(
+                                        json, KEY, "{\"format\":2,\"nodes\":{\"moved\":true}}"))
+                .isInstanceOf(RelayException.class)
+                .hasMessageContaining("Redis key " + KEY)
+                .hasMessageContaining("StoredTopology of format 2")
+                .hasMessageContaining("reads formats up to 1");
+        assertThatThrownBy(() -> StoredTopology.read(json, KEY, "{\"format\":2,\"nodes\":[]}"))
+                .hasMessageContaining("of format 2");
+    }
+}

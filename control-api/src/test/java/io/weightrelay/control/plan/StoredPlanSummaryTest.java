@@ -1,0 +1,73 @@
+package io.weightrelay.control.plan;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.weightrelay.api.control.model.PlanSummary;
+import io.weightrelay.service.problem.RelayException;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import tools.jackson.databind.json.JsonMapper;
+
+/** A cached plan summary, spelled out: the JSON in Redis is ours, not the contract's. */
+class StoredPlanSummaryTest {
+
+    private static final String KEY = "wr:plan-summary:sha256:p";
+
+    static final String GOLDEN =
+            "{\"format\":1,\"planId\":\"sha256:p\",\"sourceDigest\":\"sha256:s\","
+                    + "\"targetDigest\":\"sha256:g\",\"topologyDigest\":\"sha256:t\","
+                    + "\"instances\":[\"i0\",\"i1\"],\"storeReadBytes\":1000,\"deliveryBytes\":2000,"
+                    + "\"batches\":4,\"encodedBytes\":512,\"computeMs\":7,\"valid\":true}";
+
+    /** What releases before formats wrote: the generated {@code PlanSummary}'s JSON. */
+    static final String BEFORE_FORMATS =
+            "{\"planId\":\"sha256:p\",\"sourceDigest\":\"sha256:s\",\"targetDigest\":\"sha256:g\","
+                    + "\"topologyDigest\":\"sha256:t\",\"instances\":[\"i0\",\"i1\"],"
+                    + "\"storeReadBytes\":1000,\"deliveryBytes\":2000,\"batches\":4,\"valid\":true,"
+                    + "\"cached\":false,\"computeMs\":7,\"encodedBytes\":512}";
+
+    private final JsonMapper json = JsonMapper.builder().build();
+
+    private static PlanSummary computed() {
+        return new PlanSummary(
+                        "sha256:p",
+                        "sha256:s",
+                        "sha256:g",
+                        "sha256:t",
+                        List.of("i0", "i1"),
+                        1000L,
+                        2000L,
+                        4,
+                        true)
+                .encodedBytes(512L)
+                .computeMs(7L);
+    }
+
+    @Test
+    void writesTheGoldenJsonWithoutHowARequestFoundIt() {
+        assertThat(StoredPlanSummary.of(computed().cached(false)).write(json)).isEqualTo(GOLDEN);
+    }
+
+    @Test
+    void readsWhatItWrites() {
+        StoredPlanSummary read = StoredPlanSummary.read(json, KEY, GOLDEN);
+        assertThat(read).isEqualTo(StoredPlanSummary.of(computed()));
+        assertThat(read.toApi()).isEqualTo(computed());
+    }
+
+    @Test
+    void readsWhatReleasesBeforeFormatsWrote() {
+        StoredPlanSummary read = StoredPlanSummary.read(json, KEY, BEFORE_FORMATS);
+        assertThat(read.format()).isZero();
+        assertThat(read.toApi()).isEqualTo(computed());
+    }
+
+    @Test
+    void refusesANewerFormatNamingKeyAndFormat() {
+        assertThatThrownBy(() -> StoredPlanSummary.read(json, KEY, "{\"format\":2}"))
+                .isInstanceOf(RelayException.class)
+                .hasMessageContaining("Redis key " + KEY)
+                .hasMessageContaining("StoredPlanSummary of format 2");
+    }
+}
