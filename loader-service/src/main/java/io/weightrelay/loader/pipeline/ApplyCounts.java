@@ -20,6 +20,11 @@ import java.util.Map;
  * @param sent the digests of what its writes put into each instance's buffers (by destination
  *     instance, as the data plane summed the bytes it moved), which every receiver proves its
  *     buffers against before it reports APPLIED (null when checksums are off)
+ * @param sentSummedBytes bytes of its writes the data plane summed as it moved them, for {@code
+ *     sent}
+ * @param sentTwinnedBytes bytes of its writes that went unsummed because another write carried the
+ *     same source bytes summed (counted in {@code sent} with that one's checksum); with checksums
+ *     on, the two add up to what it pushed and fanned out
  */
 public record ApplyCounts(
         long bytesRead,
@@ -30,7 +35,33 @@ public record ApplyCounts(
         Counters transport,
         RangeChecksums checksums,
         long checksumNanos,
-        Map<String, Map<LandedProof.Key, LandedProof.Digest>> sent) {
+        Map<String, Map<LandedProof.Key, LandedProof.Digest>> sent,
+        long sentSummedBytes,
+        long sentTwinnedBytes) {
+
+    public ApplyCounts(
+            long bytesRead,
+            long bytesPushed,
+            long bytesFannedOut,
+            long bytesReceived,
+            int batches,
+            Counters transport,
+            RangeChecksums checksums,
+            long checksumNanos,
+            Map<String, Map<LandedProof.Key, LandedProof.Digest>> sent) {
+        this(
+                bytesRead,
+                bytesPushed,
+                bytesFannedOut,
+                bytesReceived,
+                batches,
+                transport,
+                checksums,
+                checksumNanos,
+                sent,
+                0,
+                0);
+    }
 
     public ApplyCounts(
             long bytesRead,
@@ -73,6 +104,8 @@ public record ApplyCounts(
                 value,
                 checksums,
                 checksumNanos,
-                sent);
+                sent,
+                sentSummedBytes,
+                sentTwinnedBytes);
     }
 }

@@ -178,7 +178,9 @@ public final class PipelineExecutor {
                 null,
                 reads.checksums(),
                 reads.checksumNanos(),
-                ctx.sent == null ? null : ctx.sent.digests());
+                ctx.sent == null ? null : ctx.sent.digests(),
+                ctx.sent == null ? 0 : ctx.sent.summedBytes(),
+                ctx.sent == null ? 0 : ctx.sent.twinnedBytes());
     }
 
     private Thread thread(String stage, Runnable body) {

@@ -48,6 +48,8 @@ final class SentTally {
     private final AtomicLong order = new AtomicLong();
     private final ConcurrentLinkedQueue<Piece> pieces = new ConcurrentLinkedQueue<>();
     private final ConcurrentLinkedQueue<Twin> twins = new ConcurrentLinkedQueue<>();
+    private final AtomicLong summedBytes = new AtomicLong();
+    private final AtomicLong twinnedBytes = new AtomicLong();
 
     /**
      * A write of {@code bytes} bytes by {@code sender} into {@code buffer} of {@code worker} (of
@@ -74,6 +76,7 @@ final class SentTally {
     /** The CRC32C of a tagged transfer's {@code length} bytes, as the data plane took it. */
     void add(Tag tag, int crc, long length) {
         pieces.add(new Piece(tag.write(), tag.order(), crc, length));
+        summedBytes.addAndGet(length);
     }
 
     /**
@@ -83,6 +86,17 @@ final class SentTally {
      */
     void twin(Tag tag, Tag of, long length) {
         twins.add(new Twin(tag.write(), tag.order(), of.order(), length));
+        twinnedBytes.addAndGet(length);
+    }
+
+    /** Bytes of completed transfers the data plane summed as it moved them. */
+    long summedBytes() {
+        return summedBytes.get();
+    }
+
+    /** Bytes of completed transfers that went unsummed, as twins of summed ones. */
+    long twinnedBytes() {
+        return twinnedBytes.get();
     }
 
     /**

@@ -47,6 +47,8 @@ final class UpdateMetrics {
         bytes("pushed", counts.bytesPushed());
         bytes("fanned_out", counts.bytesFannedOut());
         bytes("received", counts.bytesReceived());
+        bytes("sent_summed", counts.sentSummedBytes());
+        bytes("sent_twinned", counts.sentTwinnedBytes());
         Counters transport = counts.transport();
         if (transport != null) {
             transport("local", "read", transport.localRead());

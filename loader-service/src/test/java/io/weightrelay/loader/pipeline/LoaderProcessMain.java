@@ -178,7 +178,11 @@ public final class LoaderProcessMain {
                                             + " "
                                             + d.tcpRead()
                                             + " "
-                                            + d.tcpWritten());
+                                            + d.tcpWritten()
+                                            + " "
+                                            + c.sentSummedBytes()
+                                            + " "
+                                            + c.sentTwinnedBytes());
                         }
                         case "verify" -> {
                             GenerationContent content =

@@ -193,12 +193,23 @@ class MultiProcessApplyTest {
         long read = 0;
         long storeRead = 0;
         long tcpWritten = 0;
+        long sentByWrites = 0;
+        long summed = 0;
+        long twinned = 0;
         for (String r : applied) {
             long[] v = longs(r);
             read += v[0];
             storeRead += v[4] + v[6];
             tcpWritten += v[7];
+            sentByWrites += v[1] + v[2];
+            summed += v[8];
+            twinned += v[9];
         }
+        // Every byte a loader wrote is either summed as it moved or a twin of a summed transfer
+        // of the same source bytes: the same staging range to several instances (and, in compat
+        // mode, a delegate's copies to its node peers) is summed once.
+        assertThat(summed + twinned).isEqualTo(sentByWrites);
+        assertThat(twinned).isPositive();
         // Single pull: the store bytes read equal the bytes the target needs, all of the model
         // here.
         assertThat(planRead).isEqualTo(c.manifest().totalBytes());
