@@ -47,30 +47,6 @@ public record ApplyCounts(
             int batches,
             Counters transport,
             RangeChecksums checksums,
-            long checksumNanos,
-            Map<String, Map<LandedProof.Key, LandedProof.Digest>> sent) {
-        this(
-                bytesRead,
-                bytesPushed,
-                bytesFannedOut,
-                bytesReceived,
-                batches,
-                transport,
-                checksums,
-                checksumNanos,
-                sent,
-                0,
-                0);
-    }
-
-    public ApplyCounts(
-            long bytesRead,
-            long bytesPushed,
-            long bytesFannedOut,
-            long bytesReceived,
-            int batches,
-            Counters transport,
-            RangeChecksums checksums,
             long checksumNanos) {
         this(
                 bytesRead,
@@ -81,7 +57,9 @@ public record ApplyCounts(
                 transport,
                 checksums,
                 checksumNanos,
-                null);
+                null,
+                0,
+                0);
     }
 
     public ApplyCounts(

@@ -1067,7 +1067,7 @@ class UpdateCoordinatorTest {
                         }
                     }
                     progress.accept(1000);
-                    return new ApplyCounts(400, 500, 100, 900, 3, null, null, 0, sent);
+                    return new ApplyCounts(400, 500, 100, 900, 3, null, null, 0, sent, 0, 0);
                 }
 
                 @Override
