@@ -47,10 +47,6 @@ public record StoredAssignment(
                 manifestDigest, topologyDigest, out, new LinkedHashMap<>(bytesPerNode), balance);
     }
 
-    public String write(JsonMapper json) {
-        return StoredJson.write(json, this);
-    }
-
     /** The assignment cached under {@code key}. */
     public static StoredAssignment read(JsonMapper json, String key, String text) {
         return StoredJson.read(json, key, text, StoredAssignment.class, FORMAT);

@@ -64,10 +64,6 @@ public record StoredOwners(@JsonSetter(nulls = Nulls.AS_EMPTY) int format, List<
         return out;
     }
 
-    public String write(JsonMapper json) {
-        return StoredJson.write(json, this);
-    }
-
     /** The owners stored under {@code key} (a checkpoint's hash). */
     public static StoredOwners read(JsonMapper json, String key, String text) {
         return StoredJson.read(json, key, text, StoredOwners.class, FORMAT);

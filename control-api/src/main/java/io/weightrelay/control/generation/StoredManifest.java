@@ -106,10 +106,6 @@ public record StoredManifest(
         return api;
     }
 
-    public String write(JsonMapper json) {
-        return StoredJson.write(json, this);
-    }
-
     /** The manifest stored under {@code key}. */
     public static StoredManifest read(JsonMapper json, String key, String text) {
         return StoredJson.read(json, key, text, StoredManifest.class, FORMAT);

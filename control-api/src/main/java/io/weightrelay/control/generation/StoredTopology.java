@@ -59,10 +59,6 @@ public record StoredTopology(@JsonSetter(nulls = Nulls.AS_EMPTY) int format, Lis
         return new Topology(out);
     }
 
-    public String write(JsonMapper json) {
-        return StoredJson.write(json, this);
-    }
-
     /** The topology stored under {@code key} (a generation's hash). */
     public static StoredTopology read(JsonMapper json, String key, String text) {
         return StoredJson.read(json, key, text, StoredTopology.class, FORMAT);

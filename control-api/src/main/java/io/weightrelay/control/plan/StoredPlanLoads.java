@@ -34,10 +34,6 @@ public record StoredPlanLoads(
         return new PlanLoads(nics, instances);
     }
 
-    public String write(JsonMapper json) {
-        return StoredJson.write(json, this);
-    }
-
     /** The loads cached under {@code key}. */
     public static StoredPlanLoads read(JsonMapper json, String key, String text) {
         return StoredJson.read(json, key, text, StoredPlanLoads.class, FORMAT);

@@ -72,10 +72,6 @@ public record StoredPlanSummary(
         return out;
     }
 
-    public String write(JsonMapper json) {
-        return StoredJson.write(json, this);
-    }
-
     /** The summary cached under {@code key}. */
     public static StoredPlanSummary read(JsonMapper json, String key, String text) {
         return StoredJson.read(json, key, text, StoredPlanSummary.class, FORMAT);

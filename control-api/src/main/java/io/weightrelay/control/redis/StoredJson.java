@@ -25,6 +25,11 @@ public final class StoredJson {
     public interface Versioned {
         /** 0 for JSON written before formats existed. */
         int format();
+
+        /** This record as the JSON to store: its {@code format} first, then its fields. */
+        default String write(JsonMapper json) {
+            return StoredJson.write(json, this);
+        }
     }
 
     /** {@code record} as JSON: its {@code format} first, then its fields. */

@@ -53,10 +53,6 @@ public record StoredNics(@JsonSetter(nulls = Nulls.AS_EMPTY) int format, List<St
         return out;
     }
 
-    public String write(JsonMapper json) {
-        return StoredJson.write(json, this);
-    }
-
     /** The NICs stored under {@code key} (a loader's hash). */
     public static StoredNics read(JsonMapper json, String key, String text) {
         return StoredJson.read(json, key, text, StoredNics.class, FORMAT);

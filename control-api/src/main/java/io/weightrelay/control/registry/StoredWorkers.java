@@ -112,10 +112,6 @@ public record StoredWorkers(@JsonSetter(nulls = Nulls.AS_EMPTY) int format, List
         return out;
     }
 
-    public String write(JsonMapper json) {
-        return StoredJson.write(json, this);
-    }
-
     /** The workers stored under {@code key} (a loader's hash). */
     public static StoredWorkers read(JsonMapper json, String key, String text) {
         return StoredJson.read(json, key, text, StoredWorkers.class, FORMAT);
