@@ -7,7 +7,6 @@ import io.weightrelay.dataplane.TransferRequest;
 import io.weightrelay.reshard.plan.Slice;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
@@ -88,12 +87,6 @@ final class FanOutStage {
         List<TransferRequest> requests = new ArrayList<>();
         List<TransferRequest> readBacks = new ArrayList<>();
         List<SentTally.Tag> tags = new ArrayList<>();
-        // the copies of one received write to its second and later peers read the same bytes as
-        // the first: they go unsummed, each counting with the first copy's checksum
-        List<TransferRequest> twinRequests = new ArrayList<>();
-        List<SentTally.Tag> twinTags = new ArrayList<>();
-        List<SentTally.Tag> twinOf = new ArrayList<>();
-        Map<Source, SentTally.Tag> summed = new HashMap<>();
         for (int v : receives) {
             List<Integer> targets = slice.copyTargets(v);
             if (targets.isEmpty()) {
@@ -140,27 +133,15 @@ final class FanOutStage {
                         plan,
                         v,
                         (src, dstOffset, length) -> {
-                            TransferRequest copy =
+                            requests.add(
                                     TransferRequest.write(
                                             source,
                                             from.base() + dstOffset,
                                             to.segment(),
                                             to.base() + dstOffset,
-                                            length);
-                            if (ctx.sent == null) {
-                                requests.add(copy);
-                                return;
-                            }
-                            SentTally.Tag tag = ctx.sent.tag(write);
-                            Source at = new Source(source, from.base() + dstOffset, length);
-                            SentTally.Tag first = summed.putIfAbsent(at, tag);
-                            if (first != null) {
-                                twinRequests.add(copy);
-                                twinTags.add(tag);
-                                twinOf.add(first);
-                            } else {
-                                requests.add(copy);
-                                tags.add(tag);
+                                            length));
+                            if (ctx.sent != null) {
+                                tags.add(ctx.sent.tag(write));
                             }
                         });
             }
@@ -177,24 +158,8 @@ final class FanOutStage {
                         e);
             }
         }
-        ApplyContext.Pending copies = ctx.submit(requests, tags, null);
-        ApplyContext.Pending twins;
-        try {
-            twins = ctx.submitTwins(twinRequests, twinTags, twinOf);
-        } catch (RuntimeException e) {
-            copies.close();
-            throw e;
-        }
-        try {
-            return ctx.complete(copies) + ctx.complete(twins);
-        } catch (RuntimeException e) {
-            twins.close();
-            throw e;
-        }
+        return ctx.transfer(requests, tags, null);
     }
-
-    /** Where a copy's bytes come from: a range of one of this loader's segments. */
-    private record Source(LocalMemory memory, long offset, long length) {}
 
     /**
      * Counts the copies the push stage made to this node's peers where this loader's own reader is

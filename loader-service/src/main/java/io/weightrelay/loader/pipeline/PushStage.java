@@ -166,12 +166,14 @@ final class PushStage {
                 }
                 int dst = plan.writeDst(w);
                 String buffer = plan.buffer(plan.writeBuffer(w));
+                String node = plan.workerNodeName(plan.readReader(read));
                 packer.write(
                         srcBase,
                         slice.directory().require(plan.workerId(dst), buffer),
                         w,
                         dst,
-                        notifying);
+                        notifying,
+                        node.equals(plan.workerNodeName(dst)));
                 if ((plan.writeFlags(w) & Plan.FANOUT) != 0
                         && dst == plan.readReader(read)
                         && plan.workerMode(dst) == Mode.COMPAT) {
@@ -183,7 +185,8 @@ final class PushStage {
                                     slice.directory().require(plan.workerId(peer), buffer),
                                     w,
                                     peer,
-                                    false);
+                                    false,
+                                    true);
                             packer.fannedOut += plan.writeBytes(w);
                         }
                     }
@@ -224,10 +227,10 @@ final class PushStage {
         private final List<SentTally.Tag> twinOf = new ArrayList<>();
 
         /**
-         * The summed transfer of each staging range (offset, length) since the pack area was last
-         * reused.
+         * The first summed transfer of each staging range (offset, length) since the pack area was
+         * last reused.
          */
-        private final Map<Source, SentTally.Tag> summed = new HashMap<>();
+        private final Map<Source, Summed> summed = new HashMap<>();
 
         /** The destination write the pending group belongs to, in {@link ApplyContext#sent}. */
         private int sentWrite = -1;
@@ -236,6 +239,7 @@ final class PushStage {
         private final Map<Gather, Long> gathered = new HashMap<>();
         private long fannedOut;
         private boolean groupNotifies;
+        private boolean groupLocal;
         private long packed;
         private long moved;
         private long groupDst = -1;
@@ -250,8 +254,18 @@ final class PushStage {
             this.pack = packBytes > 0 ? ctx.staging.byteBuffer(packAt, (int) packBytes) : null;
         }
 
-        void write(long srcBase, BufferDirectory.Placed target, int w, int to, boolean notifying) {
+        /**
+         * @param local whether {@code to} is on this loader's node (its bytes are a local copy)
+         */
+        void write(
+                long srcBase,
+                BufferDirectory.Placed target,
+                int w,
+                int to,
+                boolean notifying,
+                boolean local) {
             groupNotifies = notifying;
+            groupLocal = local;
             if (ctx.sent != null) {
                 sentWrite =
                         ctx.sent.open(
@@ -346,7 +360,9 @@ final class PushStage {
         /**
          * Adds a transfer of the pending group's write to its submission, tagged as the next piece
          * of that write when the apply proves what landed. A plain transfer of a staging range a
-         * summed transfer already carries goes unsummed, as that one's twin.
+         * summed transfer already carries goes unsummed, as that one's twin, unless both are local
+         * copies of one submission: the data plane copies those as one job, summing the source once
+         * for all of them, and splitting them would read the source twice.
          */
         private void add(TransferRequest request) {
             if (ctx.sent == null) {
@@ -355,16 +371,16 @@ final class PushStage {
             }
             SentTally.Tag tag = ctx.sent.tag(sentWrite);
             Source source = new Source(request.localOffset(), request.length());
-            SentTally.Tag of = groupNotifies ? null : summed.get(source);
-            if (of != null) {
+            Summed first = groupNotifies ? null : summed.get(source);
+            if (first != null && !(first.local() && groupLocal && !first.notifying())) {
                 twinRequests.add(request);
                 twinTags.add(tag);
-                twinOf.add(of);
+                twinOf.add(first.tag());
                 return;
             }
             (groupNotifies ? notifyingRequests : requests).add(request);
             (groupNotifies ? notifyingTags : tags).add(tag);
-            summed.putIfAbsent(source, tag);
+            summed.putIfAbsent(source, new Summed(tag, groupLocal, groupNotifies));
         }
 
         /** Submits the notifying writes first: their tcp streams start before the local copies. */
@@ -393,6 +409,9 @@ final class PushStage {
 
     /** A transfer's source: a range of staging. */
     private record Source(long offset, long length) {}
+
+    /** A summed transfer: its tag, whether it is a local copy, whether it notifies. */
+    private record Summed(SentTally.Tag tag, boolean local, boolean notifying) {}
 
     /** The staging pieces (offset, length, in order) a packed write gathers: its content. */
     private record Gather(long[] pieces) {
