@@ -92,6 +92,7 @@ final class ReadStage {
         List<Integer> reads = slice.reads(batch);
         List<ObjectRead> objects = new ArrayList<>();
         int i = 0;
+        GenerationId id = new GenerationId(ctx.model, ctx.generation);
         while (i < reads.size()) {
             int object = plan.readObject(reads.get(i));
             List<ReadRange> ranges = new ArrayList<>();
@@ -109,11 +110,7 @@ final class ReadStage {
                 }
             }
             String objectId = plan.objectId(object);
-            objects.add(
-                    new ObjectRead(
-                            objectId,
-                            new GenerationId(ctx.model, ctx.generation).objectKey(objectId),
-                            ranges));
+            objects.add(new ObjectRead(objectId, id.objectKey(objectId), ranges));
             i = j;
         }
         // The batch's objects are looked up in one metadata round trip, not one per object:
