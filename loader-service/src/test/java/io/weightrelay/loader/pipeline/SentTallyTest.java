@@ -20,13 +20,21 @@ class SentTallyTest {
             "the same staging bytes, sent twice".getBytes(StandardCharsets.UTF_8);
     private static final int CRC = Crc32c.of(BYTES, 0, BYTES.length);
 
+    /** The tags of one piece each of two writes of the same bytes: to i1's worker and to i2's. */
+    private record Pair(SentTally.Tag summed, SentTally.Tag twin) {}
+
+    private static Pair twoWritesOfTheSameBytes(SentTally tally, long dstOffset) {
+        int first = tally.open("i0", "i1", "i1-r0", "model", dstOffset, BYTES.length);
+        int second = tally.open("i0", "i2", "i2-r0", "model", dstOffset, BYTES.length);
+        return new Pair(tally.tag(first), tally.tag(second));
+    }
+
     @Test
     void aTwinCountsWithItsSummedTransfersChecksum() {
         SentTally tally = new SentTally();
-        int first = tally.open("i0", "i1", "i1-r0", "model", 64, BYTES.length);
-        int second = tally.open("i0", "i2", "i2-r0", "model", 64, BYTES.length);
-        SentTally.Tag summed = tally.tag(first);
-        SentTally.Tag twin = tally.tag(second);
+        Pair p = twoWritesOfTheSameBytes(tally, 64);
+        SentTally.Tag summed = p.summed();
+        SentTally.Tag twin = p.twin();
         tally.add(summed, CRC, BYTES.length);
         tally.twin(twin, summed, BYTES.length);
 
@@ -44,10 +52,9 @@ class SentTallyTest {
     @Test
     void aTwinOfATransferThatNeverCompletedLeavesItsWriteShort() {
         SentTally tally = new SentTally();
-        int first = tally.open("i0", "i1", "i1-r0", "model", 0, BYTES.length);
-        int second = tally.open("i0", "i2", "i2-r0", "model", 0, BYTES.length);
-        SentTally.Tag summed = tally.tag(first);
-        SentTally.Tag twin = tally.tag(second);
+        Pair p = twoWritesOfTheSameBytes(tally, 0);
+        SentTally.Tag summed = p.summed();
+        SentTally.Tag twin = p.twin();
         tally.twin(twin, summed, BYTES.length);
 
         assertThatThrownBy(tally::digests)
@@ -58,10 +65,9 @@ class SentTallyTest {
     @Test
     void aTwinOfAnotherLengthDoesNotCount() {
         SentTally tally = new SentTally();
-        int first = tally.open("i0", "i1", "i1-r0", "model", 0, BYTES.length);
-        int second = tally.open("i0", "i2", "i2-r0", "model", 0, BYTES.length);
-        SentTally.Tag summed = tally.tag(first);
-        SentTally.Tag twin = tally.tag(second);
+        Pair p = twoWritesOfTheSameBytes(tally, 0);
+        SentTally.Tag summed = p.summed();
+        SentTally.Tag twin = p.twin();
         tally.add(summed, CRC, BYTES.length);
         tally.twin(twin, summed, BYTES.length - 1);
 
