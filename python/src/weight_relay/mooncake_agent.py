@@ -75,6 +75,10 @@ MOONCAKE_ERRORS = {
 """Mooncake's ``ErrorCode`` names (mooncake-store ``types.h``) for the codes its calls return."""
 
 
+_TRANSFER_FAIL = -800
+_PROBE_ATTEMPTS = 4
+
+
 def code_name(code: int) -> str:
     """The name of a Mooncake error code (``OBJECT_HAS_LEASE``), or ``MOONCAKE_<code>``."""
     return MOONCAKE_ERRORS.get(code, f"MOONCAKE_{code}")
@@ -275,14 +279,21 @@ class Agent:
 
         probe = mmap.mmap(-1, mmap.PAGESIZE)
         address = ctypes.addressof(ctypes.c_char.from_buffer(probe))
-        key = f"__weight_relay_probe/{uuid.uuid4().hex}"
         if self.store.register_buffer(address, len(probe)) != 0:
             raise MooncakeSetupError("cannot register the probe buffer with the store")
         try:
             config = self._replicate_config()
             config.replica_num = 1
             config.preferred_segment = self.store_segment
-            rc = self.store.put_from(key, address, 1, config)
+            # The first transfer into a segment just mounted fails now and then with
+            # TRANSFER_FAIL on the pinned wheel's tcp transport (seen in CI, for this probe and for
+            # a test's first put); it is tried again a few times before the agent refuses to start.
+            for attempt in range(_PROBE_ATTEMPTS):
+                key = f"__weight_relay_probe/{uuid.uuid4().hex}"  # a failed put's key is not reused
+                rc = self.store.put_from(key, address, 1, config)
+                if rc != _TRANSFER_FAIL or attempt == _PROBE_ATTEMPTS - 1:
+                    break
+                time.sleep(0.2 * 2**attempt)
             if rc != 0:
                 raise MooncakeSetupError(
                     f"storing a probe byte in the agent's own segment failed with {rc} "
