@@ -126,6 +126,11 @@ def agents(tmp_path: Path, master: tuple[str, int],
     yield start
     for client in started:
         client.close()
+    # Mooncake's own error lines, which pytest shows beside a failed test (CI keeps no files)
+    for i in range(len(started)):
+        for line in (tmp_path / f"agent-{i}.log").read_text(errors="replace").splitlines():
+            if line.startswith(("E", "W", "put:")):
+                print(f"agent-{i}: {line}", file=sys.stderr)
 
 
 @pytest.fixture

@@ -76,7 +76,14 @@ MOONCAKE_ERRORS = {
 
 
 _TRANSFER_FAIL = -800
-_PROBE_ATTEMPTS = 4
+_TRANSFER_ATTEMPTS = 4
+"""How often a put that fails with TRANSFER_FAIL is tried (the start-up probe and ``put``): the
+pinned wheel's tcp transport fails a transfer into a just-mounted segment now and then, and the
+next try succeeds (seen in CI for the probe and for a first put)."""
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(0.2 * 2**attempt)
 
 
 def code_name(code: int) -> str:
@@ -288,12 +295,12 @@ class Agent:
             # The first transfer into a segment just mounted fails now and then with
             # TRANSFER_FAIL on the pinned wheel's tcp transport (seen in CI, for this probe and for
             # a test's first put); it is tried again a few times before the agent refuses to start.
-            for attempt in range(_PROBE_ATTEMPTS):
+            for attempt in range(_TRANSFER_ATTEMPTS):
                 key = f"__weight_relay_probe/{uuid.uuid4().hex}"  # a failed put's key is not reused
                 rc = self.store.put_from(key, address, 1, config)
-                if rc != _TRANSFER_FAIL or attempt == _PROBE_ATTEMPTS - 1:
+                if rc != _TRANSFER_FAIL or attempt == _TRANSFER_ATTEMPTS - 1:
                     break
-                time.sleep(0.2 * 2**attempt)
+                _backoff(attempt)
             if rc != 0:
                 raise MooncakeSetupError(
                     f"storing a probe byte in the agent's own segment failed with {rc} "
@@ -365,8 +372,23 @@ class Agent:
         config.replica_num = int(cmd.get("replica_num", 1))
         config.with_hard_pin = bool(cmd.get("hard_pin", True))
         config.preferred_segment = str(cmd.get("preferred_segment") or self.store_segment)
-        codes = self.store.batch_put_from(keys, [base + o for o in offsets], sizes, config)
-        return {"codes": [int(c) for c in codes]}
+        codes = [int(c) for c in self.store.batch_put_from(
+            keys, [base + o for o in offsets], sizes, config)]
+        # A key whose transfer failed was revoked by the store client, so the same key is put
+        # again; any other code is the answer.
+        for attempt in range(_TRANSFER_ATTEMPTS - 1):
+            again = [i for i, c in enumerate(codes) if c == _TRANSFER_FAIL]
+            if not again:
+                break
+            print(f"put: {len(again)} of {len(keys)} keys failed with TRANSFER_FAIL "
+                  f"(first '{keys[again[0]]}'); trying them again", file=sys.stderr, flush=True)
+            _backoff(attempt)
+            retried = self.store.batch_put_from([keys[i] for i in again],
+                                                [base + offsets[i] for i in again],
+                                                [sizes[i] for i in again], config)
+            for i, c in zip(again, retried, strict=True):
+                codes[i] = int(c)
+        return {"codes": codes}
 
     def op_get_ranges(self, cmd: dict[str, Any]) -> dict[str, Any]:
         reads = cmd["reads"]
