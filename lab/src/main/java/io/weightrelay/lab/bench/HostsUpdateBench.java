@@ -189,7 +189,7 @@ public final class HostsUpdateBench {
                             spec.modeName(),
                             spec.instances(),
                             spec.tp(),
-                            run.warmups(),
+                            rounds.warmups(),
                             run.repeat(),
                             install.staged() ? "staged" : "in-place",
                             install.onRequest() ? "on-request" : "with-update",

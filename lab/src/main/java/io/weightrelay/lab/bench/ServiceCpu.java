@@ -58,6 +58,24 @@ record ServiceCpu(Map<String, long[]> ticks) {
         return after.spentSince(before);
     }
 
+    /**
+     * The share of the CPU every role spent from {@code before} to {@code after} that went to JIT
+     * compiler threads; NaN when either reading is missing or no CPU was spent.
+     */
+    static double jitShare(ServiceCpu before, ServiceCpu after) {
+        if (before == null || after == null) {
+            return Double.NaN;
+        }
+        long total = 0;
+        long jit = 0;
+        for (Map.Entry<String, long[]> e : after.ticks.entrySet()) {
+            long[] then = before.ticks.getOrDefault(e.getKey(), new long[2]);
+            total += e.getValue()[0] - then[0];
+            jit += e.getValue()[1] - then[1];
+        }
+        return total <= 0 ? Double.NaN : (double) Math.max(0, jit) / total;
+    }
+
     private String spentSince(ServiceCpu before) {
         StringBuilder total = new StringBuilder("{");
         StringBuilder jit = new StringBuilder("{");

@@ -25,6 +25,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -41,14 +42,17 @@ import java.util.function.ToDoubleFunction;
  * trainer publishes, the simulated engines register (each loader creates and pre-faults its
  * workers' receive segments and its read staging before it answers: {@code buffer_setup_s}) and
  * update once cold (JIT-cold services, the plan computed, first connections: {@code
- * cold_update_s}), then {@code --warmup} (2) more publish-and-update rounds let the JIT settle, and
+ * cold_update_s}), then more publish-and-update rounds let the JIT settle ({@code --warmup} of
+ * them, or by default until two rounds in a row spend at most 3% of the lab's CPU compiling), and
  * {@code --repeat} (3) more are measured; the figures are those of the median round ({@code
  * rounds_update_s} lists every measured round's {@code update_s}). Every byte of the last
  * generation is then checked ({@code --no-verify} skips that). One JSON line:
  *
  * <ul>
  *   <li>{@code warmups}, {@code repeat}: the rounds run before the measured ones and the measured
- *       rounds, so lines of runs with other settings are not taken for each other
+ *       rounds, so lines of runs with other settings are not taken for each other; {@code
+ *       jit_settled}: whether the last two warm-up rounds spent at most 3% of the lab's CPU in the
+ *       JVMs' compiler threads
  *   <li>{@code bytes_delivered}: bytes landing in worker buffers (pushes and fan-outs)
  *   <li>{@code local_bytes}, {@code tcp_bytes}: what the loaders' engines moved during the apply,
  *       store reads included, per transport; {@code install_bytes}: what a staged install copies
@@ -148,10 +152,27 @@ public final class UpdateBench {
      * and their defaults, read in one place for both benches. With {@code --hosts} the spec's Redis
      * is not used: the hosts run their own.
      */
-    record Run(LabCluster.Spec spec, int warmups, int repeat) {
+    record Run(LabCluster.Spec spec, OptionalInt warmups, int repeat) {
+        /**
+         * Without {@code --warmup}: a warm-up round counts as settled when the compiler threads of
+         * every process of the lab took at most this share of their CPU during it. Two rounds
+         * warmed up the loaders, but control-api, with some 60 requests a round, still spent 0.13
+         * CPU s a round compiling after 20 and 0.03 after 40 (qwen2.5-0.5b, 4 x TP 2, in place),
+         * and the update took 1.38 s after 2, 0.95 s after 20 and 0.92 s after 40: the rounds a
+         * deployment runs by the thousand are the settled ones.
+         */
+        static final double SETTLED_JIT_SHARE = 0.03;
+
+        /** Settled warm-up rounds in a row that end the warm-up. */
+        static final int SETTLED_ROUNDS = 2;
+
+        /** The most warm-up rounds run without {@code --warmup}, settled or not. */
+        static final int MAX_WARMUPS = 60;
+
         Run {
-            if (warmups < 0) {
-                throw new IllegalArgumentException("--warmup must be 0 or more, not " + warmups);
+            if (warmups.isPresent() && warmups.getAsInt() < 0) {
+                throw new IllegalArgumentException(
+                        "--warmup must be 0 or more, not " + warmups.getAsInt());
             }
             if (repeat < 1) {
                 throw new IllegalArgumentException("--repeat must be 1 or more, not " + repeat);
@@ -170,13 +191,17 @@ public final class UpdateBench {
                             ROLLOUT_NODES,
                             args.site(),
                             LabCluster.Serving.TENSOR_PARALLEL),
-                    args.getInt("warmup", 2),
+                    args.has("warmup")
+                            ? OptionalInt.of(args.getInt("warmup", 0))
+                            : OptionalInt.empty(),
                     args.getInt("repeat", 3));
         }
 
         /**
          * The rounds both benches measure on {@code lab}: a cold update to the first generation,
-         * then {@link #warmups()} rounds that let the services' JIT settle, then {@link #repeat()}
+         * then warm-up rounds that let the services' JIT settle ({@link #warmups()} of them when
+         * given; otherwise until {@link #SETTLED_ROUNDS} rounds in a row are settled, at most
+         * {@link #MAX_WARMUPS}, and two where {@code services} cannot tell), then {@link #repeat()}
          * measured rounds. Retired generations are collected after every round, as a deployment's
          * scheduled GC would, so the publishers' segments never fill up.
          */
@@ -189,26 +214,39 @@ public final class UpdateBench {
             publish.step(0);
             U cold = updateAll.call();
             collectGarbage.run();
+            int round = 0;
+            int settled = 0;
+            while (warmups.isPresent()
+                    ? round < warmups.getAsInt()
+                    : settled < SETTLED_ROUNDS && round < MAX_WARMUPS) {
+                publish.step(++round);
+                ServiceCpu before = services.get();
+                updateAll.call();
+                ServiceCpu after = services.get();
+                collectGarbage.run();
+                double share = ServiceCpu.jitShare(before, after);
+                boolean calm = Double.isNaN(share) || share <= SETTLED_JIT_SHARE;
+                settled = calm ? settled + 1 : 0;
+            }
+            int warmed = round;
             List<Measured<U>> measured = new ArrayList<>();
-            for (int round = 1; round <= warmups + repeat; round++) {
-                long generation = publish.step(round);
+            while (round < warmed + repeat) {
+                long generation = publish.step(++round);
                 CpuTicks before = CpuTicks.now();
                 ServiceCpu servicesBefore = services.get();
                 U update = updateAll.call();
                 CpuTicks after = CpuTicks.now();
                 ServiceCpu servicesAfter = services.get();
                 collectGarbage.run();
-                if (round > warmups) {
-                    double busy = after == null ? Double.NaN : after.busySince(before);
-                    measured.add(
-                            new Measured<>(
-                                    update,
-                                    generation,
-                                    busy,
-                                    ServiceCpu.spent(servicesBefore, servicesAfter)));
-                }
+                double busy = after == null ? Double.NaN : after.busySince(before);
+                measured.add(
+                        new Measured<>(
+                                update,
+                                generation,
+                                busy,
+                                ServiceCpu.spent(servicesBefore, servicesAfter)));
             }
-            return new Rounds<>(cold, measured);
+            return new Rounds<>(cold, warmed, settled >= SETTLED_ROUNDS, measured);
         }
     }
 
@@ -232,10 +270,16 @@ public final class UpdateBench {
     }
 
     /**
-     * The cold update and the measured ones, in order; each update already required to have reached
-     * every engine.
+     * The cold update, how many warm-up rounds ran and whether the last {@link Run#SETTLED_ROUNDS}
+     * of them were settled, and the measured updates in order; each update already required to have
+     * reached every engine.
      */
-    record Rounds<U>(U cold, List<Measured<U>> measured) {
+    record Rounds<U>(U cold, int warmups, boolean settled, List<Measured<U>> measured) {
+        /** The publish step after the last round's. */
+        long nextStep() {
+            return warmups + measured.size() + 1L;
+        }
+
         /** The generation the last round updated to: what the engines' buffers hold now. */
         long lastGeneration() {
             return measured.get(measured.size() - 1).generation();
@@ -443,7 +487,7 @@ public final class UpdateBench {
                 FirstWeights first =
                         full
                                 ? FirstWeights.ofRestartedEngine(
-                                        lab, run.warmups() + run.repeat() + 1L, RESTARTED, verify)
+                                        lab, rounds.nextStep(), RESTARTED, verify)
                                 : null;
                 return new LabRun(
                         spec,
@@ -515,7 +559,7 @@ public final class UpdateBench {
                     "{\"model\":\"%s\",\"mode\":\"%s\",\"instances\":%d,\"tp\":%d,"
                             + "\"direct_install\":\"%s\",\"install\":\"%s\","
                             + "\"pause_s\":%.4f,\"fetch_s\":%.4f,\"install_s\":%.4f,"
-                            + "\"warmups\":%d,\"repeat\":%d,"
+                            + "\"warmups\":%d,\"jit_settled\":%s,\"repeat\":%d,"
                             + "\"generation\":%d,\"bytes_delivered\":%d,\"local_bytes\":%d,"
                             + "\"install_bytes\":%d,"
                             + "\"tcp_bytes\":%d,\"update_s\":%.4f,\"bound_s\":%.4f,"
@@ -546,7 +590,8 @@ public final class UpdateBench {
                     slowest(warm, d -> d.getPauseMs()) / 1e3,
                     slowest(warm, d -> d.getFetchMs()) / 1e3,
                     slowest(warm, d -> d.getInstallMs()) / 1e3,
-                    run.warmups(),
+                    rounds.warmups(),
+                    rounds.settled(),
                     run.repeat(),
                     median.generation(),
                     warm.bytesReceived(),

@@ -285,7 +285,15 @@ final class BenchCommand extends RelayCommand {
 
         @Mixin Flags.RolloutMode mode;
 
-        @Mixin final Flags.Warmup warmup = new Flags.Warmup(2);
+        @Option(
+                names = "--warmup",
+                paramLabel = "N",
+                converter = Values.NonNegative.class,
+                description =
+                        "Rounds before the measured ones; default: until the JIT has settled (two"
+                                + " rounds in a row with the JVMs' compilers under 3%% of the"
+                                + " lab's CPU; at most 60; 2 with --hosts).")
+        Integer warmup;
 
         @Option(
                 names = "--repeat",
