@@ -292,7 +292,8 @@ final class BenchCommand extends RelayCommand {
                 description =
                         "Rounds before the measured ones; default: until the JIT has settled (two"
                                 + " rounds in a row with the JVMs' compilers under 3%% of the"
-                                + " lab's CPU; at most 60; 2 with --hosts).")
+                                + " lab's CPU; at most 60; 12 with --hosts, whose services it"
+                                + " cannot see).")
         Integer warmup;
 
         @Option(

@@ -84,10 +84,12 @@ class WarmupRoundsTest {
     }
 
     @Test
-    void whereTheServicesCannotBeSeenTwoRoundsWarmUp() throws Exception {
+    void whereTheServicesCannotBeSeenAFixedNumberOfRoundsWarmUpAndNoneCountsAsSettled()
+            throws Exception {
         UpdateBench.Rounds<Long> rounds = run(OptionalInt.empty(), () -> null);
 
-        assertThat(rounds.warmups()).isEqualTo(2);
+        assertThat(rounds.warmups()).isEqualTo(UpdateBench.Run.UNSEEN_WARMUPS).isEqualTo(12);
+        assertThat(rounds.settled()).isFalse();
     }
 
     @Test
