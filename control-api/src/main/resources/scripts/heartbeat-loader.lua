@@ -10,6 +10,7 @@
 -- KEYS: hash, expiry zset. ARGV: member, ttlMs, template key prefix, templateTtlMs, key prefix,
 -- graceMs, gapMs, last tick key, outage key
 -- Returns {'ok', epoch, leases renewed, stamp (epoch microseconds of this beat)} | {'not-found'}
+--@include live-after
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'not-found'} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -21,13 +22,7 @@ local templates = redis.call('HGET', KEYS[1], 'templates')
 if templates then
   for d in string.gmatch(templates, '%S+') do redis.call('PEXPIRE', ARGV[3] .. d, ARGV[4]) end
 end
-local after = now
-local last = redis.call('GET', ARGV[8])
-if last and now - tonumber(last) > tonumber(ARGV[7]) then after = math.min(after, tonumber(last)) end
-local o = redis.call('HMGET', ARGV[9], 'from', 'until')
-if o[1] and o[2] and now < tonumber(o[2]) + tonumber(ARGV[6]) then
-  after = math.min(after, tonumber(o[1]))
-end
+local after = live_after(now, ARGV[8], ARGV[9], ARGV[7], ARGV[6])
 local renewed = 0
 local model = redis.call('HGET', KEYS[1], 'model')
 if model then

@@ -7,13 +7,8 @@
 -- participants.
 -- KEYS: last tick, outage hash. ARGV: ttlMs, gapMs
 -- Returns {'ok', liveAfterMs, nowMs}
+--@include live-after
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local after = now
-local last = redis.call('GET', KEYS[1])
-if last and now - tonumber(last) > tonumber(ARGV[2]) then after = math.min(after, tonumber(last)) end
-local o = redis.call('HMGET', KEYS[2], 'from', 'until')
-if o[1] and o[2] and now < tonumber(o[2]) + tonumber(ARGV[1]) then
-  after = math.min(after, tonumber(o[1]))
-end
+local after = live_after(now, KEYS[1], KEYS[2], ARGV[2], ARGV[1])
 return {'ok', string.format('%d', after), string.format('%d', now)}

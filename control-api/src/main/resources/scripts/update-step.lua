@@ -46,6 +46,7 @@
 --       | {'fenced', reason, registeredEpoch} | {'closed', state}
 --       | {'out-of-order', state, participantPhase}
 -- Transitions: 'prepare:ms', 'apply:ms', 'post-apply:ms', 'failed:STATE', 'verify:0'.
+--@include live-after
 local s, pk, lk = KEYS[1], KEYS[2], KEYS[3]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -126,13 +127,7 @@ if ARGV[1] == '' and not terminal(state) then
   local need = needed()
   -- live-after.lua's rule: live means an expiry after now, or after the start of an outage of
   -- every control-api instance whose grace (one TTL after it ended) still runs.
-  local after = now
-  local last = redis.call('GET', KEYS[7])
-  if last and now - tonumber(last) > tonumber(ARGV[14]) then after = math.min(after, tonumber(last)) end
-  local o = redis.call('HMGET', KEYS[8], 'from', 'until')
-  if o[1] and o[2] and now < tonumber(o[2]) + tonumber(ARGV[13]) then
-    after = math.min(after, tonumber(o[1]))
-  end
+  local after = live_after(now, KEYS[7], KEYS[8], ARGV[14], ARGV[13])
   local all = redis.call('HGETALL', pk)
   local gone = {}
   for i = 1, #all, 2 do

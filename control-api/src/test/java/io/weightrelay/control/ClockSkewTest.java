@@ -70,10 +70,6 @@ class ClockSkewTest extends ControlApiClientSupport {
         return ControlApiContexts.start(
                 PREFIX,
                 Map.of(
-                        "relay.security.tokens.trainer[0]", TRAINER,
-                        "relay.security.tokens.loader[0]", LOADER,
-                        "relay.security.tokens.operator[0]", OPERATOR,
-                        "relay.security.tokens.owner[0]", OWNER,
                         "relay.registry.loader-ttl", "60s",
                         "relay.registry.segment-ttl", "60s",
                         "relay.clock.skew", skew.toString()));

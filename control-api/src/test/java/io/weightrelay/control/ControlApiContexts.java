@@ -10,8 +10,9 @@ import org.springframework.context.ConfigurableApplicationContext;
 /**
  * Whole control-api instances started in the test JVM against the shared test Redis, for tests that
  * run several (replicas with skewed clocks) or stop and start one (an outage): a random port, every
- * key under {@code prefix}, no scheduled GC, no eager plan settling and no checksum verification,
- * plus the test's own {@code settings} (tokens, TTLs, skews).
+ * key under {@code prefix}, the role tokens {@link ControlApiClientSupport} sends (each role's, the
+ * owner's too), no scheduled GC, no eager plan settling and no checksum verification, plus the
+ * test's own {@code settings} (TTLs, skews).
  */
 final class ControlApiContexts {
 
@@ -31,6 +32,10 @@ final class ControlApiContexts {
         p.put("relay.generations.scheduled-gc", "false");
         p.put("relay.plans.eager-settle", "0s");
         p.put("relay.updates.verify-checksums", "false");
+        p.put("relay.security.tokens.trainer[0]", ControlApiClientSupport.TRAINER);
+        p.put("relay.security.tokens.loader[0]", ControlApiClientSupport.LOADER);
+        p.put("relay.security.tokens.operator[0]", ControlApiClientSupport.OPERATOR);
+        p.put("relay.security.tokens.owner[0]", ControlApiClientSupport.OWNER);
         p.putAll(settings);
         // as command-line arguments: above application.yaml, as a deployment's settings are
         String[] args =

@@ -55,10 +55,6 @@ class ControlPlaneOutageTest extends ControlApiClientSupport {
                 ControlApiContexts.start(
                         PREFIX,
                         Map.of(
-                                "relay.security.tokens.trainer[0]", TRAINER,
-                                "relay.security.tokens.loader[0]", LOADER,
-                                "relay.security.tokens.operator[0]", OPERATOR,
-                                "relay.security.tokens.owner[0]", OWNER,
                                 "relay.registry.loader-ttl", TTL_MS + "ms",
                                 "relay.registry.segment-ttl", TTL_MS + "ms"));
         json = running.getBean(JsonMapper.class);

@@ -65,16 +65,20 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
         assertThat(first.getBalance()).isGreaterThanOrEqualTo(1.0);
     }
 
+    /** {@code segment}'s owner as a trainer registers it: on t0, 1 GiB, no store endpoint. */
+    private SegmentOwner registeredByTrainer(String segment) {
+        return ok(
+                putSegment(
+                        segment,
+                        TRAINER,
+                        new SegmentRegistration("t0", "127.0.0.1:7001", 1L << 30)),
+                SegmentOwner.class);
+    }
+
     @Test
     void segmentOwnersDropOutWithinOneTtl() throws Exception {
         String segment = "seg-" + newModel();
-        SegmentOwner owner =
-                ok(
-                        putSegment(
-                                segment,
-                                TRAINER,
-                                new SegmentRegistration("t0", "127.0.0.1:7001", 1L << 30)),
-                        SegmentOwner.class);
+        SegmentOwner owner = registeredByTrainer(segment);
         assertThat(owner.getAlive()).isTrue();
         // The owner learns the incarnation mark of Redis, read fresh, from each answer.
         String mark = redis.opsForValue().get(PREFIX + "incarnation");
@@ -96,9 +100,7 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
                 call("POST", "/api/v1/segments/nobody/heartbeat", TRAINER, null),
                 404,
                 "segment-not-found");
-        assertThat(call("DELETE", "/api/v1/segments/" + segment, OPERATOR, null).statusCode())
-                .isEqualTo(204);
-        assertProblem(get("/api/v1/segments/" + segment, OPERATOR), 404, "segment-not-found");
+        assertDeletedThenUnknown("/api/v1/segments/" + segment, OPERATOR, "segment-not-found");
     }
 
     /**
@@ -118,13 +120,7 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
         assertThat(ok(get("/api/v1/segments/" + segment, OPERATOR), SegmentOwner.class))
                 .extracting(SegmentOwner::getStoreEndpoint)
                 .isEqualTo("127.0.0.1:15012");
-        SegmentOwner builtin =
-                ok(
-                        putSegment(
-                                segment,
-                                TRAINER,
-                                new SegmentRegistration("t0", "127.0.0.1:7001", 1L << 30)),
-                        SegmentOwner.class);
+        SegmentOwner builtin = registeredByTrainer(segment);
         assertThat(builtin.getStoreEndpoint()).as("registered again without one").isNull();
         var refused = putSegment(segment, TRAINER, r.storeEndpoint("not an endpoint"));
         assertProblem(refused, 400, "invalid-request");
@@ -139,6 +135,15 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
                         get("/api/v1/segments", OPERATOR).body(),
                         new TypeReference<List<SegmentOwner>>() {});
         return owners.stream().map(SegmentOwner::getSegment).toList();
+    }
+
+    /**
+     * A deregistration: DELETE {@code path} (with {@code token}) answers 204, and an operator's
+     * read of it then answers 404 {@code unknown}.
+     */
+    private void assertDeletedThenUnknown(String path, String token, String unknown) {
+        assertThat(call("DELETE", path, token, null).statusCode()).isEqualTo(204);
+        assertProblem(get(path, OPERATOR), 404, unknown);
     }
 
     @Test
@@ -203,9 +208,7 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
                         compatLoader(model, "g", "r0", 1)),
                 403,
                 "forbidden");
-        assertThat(call("DELETE", "/api/v1/loaders/" + instance, LOADER, null).statusCode())
-                .isEqualTo(204);
-        assertProblem(get("/api/v1/loaders/" + instance, OPERATOR), 404, "loader-not-found");
+        assertDeletedThenUnknown("/api/v1/loaders/" + instance, LOADER, "loader-not-found");
     }
 
     @Test

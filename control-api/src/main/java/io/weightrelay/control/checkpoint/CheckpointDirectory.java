@@ -3,6 +3,7 @@ package io.weightrelay.control.checkpoint;
 import io.weightrelay.api.control.model.CheckpointManifest;
 import io.weightrelay.api.control.model.CheckpointObject;
 import io.weightrelay.service.problem.CommonProblems;
+import io.weightrelay.service.problem.RelayException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -281,19 +282,28 @@ class CheckpointDirectory {
         }
         for (CheckpointObject o : m.getObjects()) {
             if (!insideOf(o.getFile())) {
-                throw CheckpointProblems.CHECKPOINT_INCOMPLETE
-                        .exception(
-                                "the checkpoint in "
-                                        + dir
-                                        + " places object "
-                                        + o.getKey()
-                                        + " in '"
-                                        + o.getFile()
-                                        + "', not a file inside it")
-                        .with("object", o.getKey());
+                throw misplaced(dir, o, "not a file inside it");
             }
         }
         return m;
+    }
+
+    /**
+     * The checkpoint in {@code dir} is unusable because its manifest places {@code o} where it
+     * cannot be ({@code where}): one refusal, naming the object, for every such placement.
+     */
+    static RelayException misplaced(Path dir, CheckpointObject o, String where) {
+        return CheckpointProblems.CHECKPOINT_INCOMPLETE
+                .exception(
+                        "the checkpoint in "
+                                + dir
+                                + " places object "
+                                + o.getKey()
+                                + " in '"
+                                + o.getFile()
+                                + "', "
+                                + where)
+                .with("object", o.getKey());
     }
 
     /** A file name relative to the checkpoint directory that stays inside it. */

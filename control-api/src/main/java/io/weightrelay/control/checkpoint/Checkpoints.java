@@ -10,7 +10,6 @@ import io.weightrelay.api.control.model.OwnerCheckpoint;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.TensorSpec;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
-import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
 import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationQueries;
@@ -23,6 +22,7 @@ import io.weightrelay.control.registry.Registry;
 import io.weightrelay.control.store.ObjectStore;
 import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.problem.CommonProblems;
+import io.weightrelay.service.problem.RelayException;
 import java.nio.file.Path;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
@@ -216,10 +216,7 @@ public class Checkpoints {
                 ownerCalls.call(
                         expectedPerSegment.keySet(),
                         segment ->
-                                new OwnerCheckpointRequest()
-                                        .model(id.model())
-                                        .generation(id.generation())
-                                        .directory(save.files().toString())
+                                OwnerCalls.request(id, save.files())
                                         .checksums(
                                                 checksumsPerSegment.getOrDefault(
                                                         segment, Map.of())),
@@ -259,29 +256,17 @@ public class Checkpoints {
             for (OwnerCheckpointObject o : answer.getSaved()) {
                 String registeredChecksum = checksums.get(o.getKey());
                 if (registeredChecksum == null || !registeredChecksum.equals(o.getChecksum())) {
-                    throw CheckpointProblems.CHECKPOINT_FAILED
-                            .exception(
-                                    "owner "
-                                            + r.getSegment()
-                                            + " saved object "
-                                            + o.getKey()
-                                            + " with checksum "
-                                            + o.getChecksum()
-                                            + ", registered "
-                                            + registeredChecksum)
-                            .with("object", o.getKey());
+                    throw unusableSave(
+                            r.getSegment(),
+                            o,
+                            "with checksum "
+                                    + o.getChecksum()
+                                    + ", registered "
+                                    + registeredChecksum);
                 }
                 if (!plainName(o.getFile())) {
-                    throw CheckpointProblems.CHECKPOINT_FAILED
-                            .exception(
-                                    "owner "
-                                            + r.getSegment()
-                                            + " saved object "
-                                            + o.getKey()
-                                            + " into '"
-                                            + o.getFile()
-                                            + "', not a plain file name")
-                            .with("object", o.getKey());
+                    throw unusableSave(
+                            r.getSegment(), o, "into '" + o.getFile() + "', not a plain file name");
                 }
                 objects.putIfAbsent(
                         o.getKey(),
@@ -505,10 +490,7 @@ public class Checkpoints {
                     ownerCalls.call(
                             plan.keySet(),
                             segment ->
-                                    new OwnerCheckpointRequest()
-                                            .model(id.model())
-                                            .generation(id.generation())
-                                            .directory(ownerDirectory.toString())
+                                    OwnerCalls.request(id, ownerDirectory)
                                             .objects(plan.get(segment)),
                             owners::restore,
                             answers);
@@ -599,6 +581,18 @@ public class Checkpoints {
     }
 
     /**
+     * The save fails because {@code segment}'s owner answered that it saved {@code o} in a way the
+     * checkpoint cannot use ({@code how}): one refusal, naming owner and object, for each such
+     * answer.
+     */
+    private static RelayException unusableSave(
+            String segment, OwnerCheckpointObject o, String how) {
+        return CheckpointProblems.CHECKPOINT_FAILED
+                .exception("owner " + segment + " saved object " + o.getKey() + " " + how)
+                .with("object", o.getKey());
+    }
+
+    /**
      * The save directory every file of the checkpoint is in, with its trailing '/' ({@code ""} for
      * a checkpoint of the older layout, its files at the top).
      */
@@ -611,18 +605,8 @@ public class Checkpoints {
                 common = prefix;
             }
             if (!common.equals(prefix) || o.getFile().indexOf('/', slash + 1) >= 0) {
-                throw CheckpointProblems.CHECKPOINT_INCOMPLETE
-                        .exception(
-                                "the checkpoint in "
-                                        + dir
-                                        + " places object "
-                                        + o.getKey()
-                                        + " in '"
-                                        + o.getFile()
-                                        + "', outside its save directory '"
-                                        + common
-                                        + "'")
-                        .with("object", o.getKey());
+                throw CheckpointDirectory.misplaced(
+                        dir, o, "outside its save directory '" + common + "'");
             }
         }
         return common == null ? "" : common;

@@ -7,6 +7,8 @@ import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
 import io.weightrelay.control.registry.Registry;
+import io.weightrelay.reshard.manifest.GenerationId;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -76,6 +78,18 @@ class OwnerCalls {
                                                 .thenComparingLong(
                                                         OwnerCheckpointObject::getOffset)));
         return plan;
+    }
+
+    /**
+     * What every save or restore call tells an owner before its own part: the generation, and the
+     * directory (as the owners see the shared filesystem) its files are saved into or restored
+     * from.
+     */
+    static OwnerCheckpointRequest request(GenerationId id, Path directory) {
+        return new OwnerCheckpointRequest()
+                .model(id.model())
+                .generation(id.generation())
+                .directory(directory.toString());
     }
 
     /**

@@ -408,14 +408,6 @@ public class GenerationLifecycle {
     }
 
     private static RelayException notOpen(GenerationId id, String state) {
-        return GenerationProblems.GENERATION_NOT_OPEN
-                .exception(
-                        "generation "
-                                + id.generation()
-                                + " of model "
-                                + id.model()
-                                + " is "
-                                + state)
-                .with("state", state);
+        return GenerationQueries.inState(GenerationProblems.GENERATION_NOT_OPEN, id, state, "");
     }
 }

@@ -7,6 +7,7 @@ import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.RedisTime;
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.service.problem.ProblemKind;
 import io.weightrelay.service.problem.RelayException;
 import java.time.Clock;
 import java.time.Duration;
@@ -198,6 +199,24 @@ public class GenerationQueries {
             throw GenerationProblems.MODEL_MISMATCH.exception(
                     "the path names model " + pathModel + " but the body names " + bodyModel);
         }
+    }
+
+    /**
+     * A refusal of kind {@code kind} because generation {@code id} is in {@code state} ("generation
+     * 4 of model m is committed", then {@code consequence}), carrying the state for a client to act
+     * on: the one way an operation refused for a generation's state names it.
+     */
+    static RelayException inState(
+            ProblemKind kind, GenerationId id, String state, String consequence) {
+        return kind.exception(
+                        "generation "
+                                + id.generation()
+                                + " of model "
+                                + id.model()
+                                + " is "
+                                + state
+                                + consequence)
+                .with("state", state);
     }
 
     static RelayException notFound(GenerationId id) {

@@ -69,17 +69,12 @@ public class GenerationRestore {
     }
 
     private static RuntimeException exists(GenerationId id, String state) {
-        return GenerationProblems.GENERATION_EXISTS
-                .exception(
-                        "generation "
-                                + id.generation()
-                                + " of model "
-                                + id.model()
-                                + " is "
-                                + state
-                                + ": its objects are stored, there is nothing to restore (a"
-                                + " restore brings back only a generation that is lost or gone)")
-                .with("state", state);
+        return GenerationQueries.inState(
+                GenerationProblems.GENERATION_EXISTS,
+                id,
+                state,
+                ": its objects are stored, there is nothing to restore (a restore brings back only"
+                        + " a generation that is lost or gone)");
     }
 
     /** What a checkpoint restore registers: a committed generation as it was saved. */

@@ -9,6 +9,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Collectors;
 import org.springframework.core.io.ClassPathResource;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.data.redis.core.script.DefaultRedisScript;
@@ -58,6 +59,9 @@ public class ScriptCall {
         }
     }
 
+    /** A script line that stands for a library under {@code scripts/lib/}. */
+    private static final String INCLUDE = "--@include ";
+
     private final StringRedisTemplate redis;
     private final RedisGuard guard;
     private final Map<String, RedisScript<List<Object>>> loaded = new ConcurrentHashMap<>();
@@ -70,20 +74,35 @@ public class ScriptCall {
     /**
      * {@code scripts/<name>.lua}, answering a list. Its text is read once: a script made from its
      * location would ask the resource whether it changed on every call (a lookup in the nested jar,
-     * on every request that runs a script).
+     * on every request that runs a script). A line {@code --@include <lib>} stands for {@code
+     * scripts/lib/<lib>.lua}: a rule several scripts apply (Redis gives a script no way to load
+     * another) is written once and put where each script says.
      */
     @SuppressWarnings({"unchecked", "rawtypes"})
     public static RedisScript<List<Object>> load(String name) {
-        String text;
+        String text =
+                read(name)
+                        .lines()
+                        .map(
+                                line ->
+                                        line.startsWith(INCLUDE)
+                                                ? read(
+                                                        "lib/"
+                                                                + line.substring(INCLUDE.length())
+                                                                        .strip())
+                                                : line + "\n")
+                        .collect(Collectors.joining());
+        DefaultRedisScript<List> script = new DefaultRedisScript<>(text, List.class);
+        return (RedisScript<List<Object>>) (RedisScript) script;
+    }
+
+    private static String read(String name) {
         try {
-            text =
-                    new ClassPathResource("scripts/" + name + ".lua")
-                            .getContentAsString(StandardCharsets.UTF_8);
+            return new ClassPathResource("scripts/" + name + ".lua")
+                    .getContentAsString(StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read scripts/" + name + ".lua", e);
         }
-        DefaultRedisScript<List> script = new DefaultRedisScript<>(text, List.class);
-        return (RedisScript<List<Object>>) (RedisScript) script;
     }
 
     /** Runs {@code scripts/<script>.lua}. */

@@ -8,6 +8,7 @@ import io.weightrelay.api.control.model.PlacementTemplate;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.server.RegistryApi;
+import io.weightrelay.control.web.EncodedBodies;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
@@ -16,9 +17,7 @@ import io.weightrelay.service.security.Role;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.List;
-import org.springframework.core.io.ByteArrayResource;
 import org.springframework.core.io.Resource;
-import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -103,10 +102,7 @@ record RegistryController(
             throw RegistryProblems.PLACEMENT_TEMPLATE_UNKNOWN.exception(
                     "no fragment template " + digest + " is stored");
         }
-        return ResponseEntity.ok()
-                .contentType(MediaType.APPLICATION_OCTET_STREAM)
-                .contentLength(bytes.length)
-                .body(new ByteArrayResource(bytes));
+        return EncodedBodies.binary(bytes);
     }
 
     @Override

@@ -1,16 +1,14 @@
 package io.weightrelay.control.assignment;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.api.control.model.PublisherAssignment;
 import io.weightrelay.api.control.model.TensorAssignment;
-import io.weightrelay.service.problem.RelayException;
+import io.weightrelay.control.redis.StoredRoundTrip;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
-import tools.jackson.databind.json.JsonMapper;
 
 /** A cached publisher assignment, spelled out: the JSON in Redis is ours, not the contract's. */
 class StoredAssignmentTest {
@@ -30,7 +28,9 @@ class StoredAssignmentTest {
                     + "{\"tensor\":\"b.weight\",\"node\":\"t0\"}],"
                     + "\"bytesPerNode\":{\"t1\":300,\"t0\":200},\"balance\":1.2}";
 
-    private final JsonMapper json = JsonMapper.builder().build();
+    private final StoredRoundTrip<StoredAssignment, PublisherAssignment> trip =
+            new StoredRoundTrip<>(
+                    StoredAssignment.class, KEY, StoredAssignment::read, StoredAssignment::toApi);
 
     private static Map<String, Long> bytesPerNode() {
         Map<String, Long> bytes = new LinkedHashMap<>();
@@ -64,32 +64,22 @@ class StoredAssignmentTest {
 
     @Test
     void writesTheGoldenJson() {
-        assertThat(stored().write(json)).isEqualTo(GOLDEN);
+        trip.writes(stored(), GOLDEN);
     }
 
     @Test
     void readsWhatItWritesInNodeOrder() {
-        StoredAssignment read = StoredAssignment.read(json, KEY, GOLDEN);
-        assertThat(read).isEqualTo(stored());
-        assertThat(read.toApi()).isEqualTo(answered());
+        StoredAssignment read = trip.readsBack(GOLDEN, stored(), answered());
         assertThat(read.toApi().getBytesPerNode().keySet()).containsExactly("t1", "t0");
     }
 
     @Test
     void readsWhatReleasesBeforeFormatsWrote() {
-        StoredAssignment read = StoredAssignment.read(json, KEY, BEFORE_FORMATS);
-        assertThat(read.format()).isZero();
-        assertThat(read.toApi()).isEqualTo(answered());
+        trip.readsBeforeFormats(BEFORE_FORMATS, answered());
     }
 
     @Test
     void refusesANewerFormatNamingKeyAndFormat() {
-        assertThatThrownBy(
-                        () ->
-                                StoredAssignment.read(
-                                        json, KEY, "{\"format\":2,\"tensors\":\"packed\"}"))
-                .isInstanceOf(RelayException.class)
-                .hasMessageContaining("Redis key " + KEY)
-                .hasMessageContaining("StoredAssignment of format 2");
+        trip.refuses("{\"format\":2,\"tensors\":\"packed\"}", 2);
     }
 }

@@ -199,27 +199,34 @@ class CheckpointTest extends ControlApiTestSupport {
 
         private void reply(com.sun.net.httpserver.HttpExchange exchange, Object answer)
                 throws IOException {
-            byte[] body = json.writeValueAsString(answer).getBytes(StandardCharsets.UTF_8);
-            exchange.getResponseHeaders().add("Content-Type", "application/json");
-            exchange.sendResponseHeaders(200, body.length);
-            exchange.getResponseBody().write(body);
-            exchange.close();
+            send(exchange, 200, "application/json", answer);
         }
 
         private void problem(
                 com.sun.net.httpserver.HttpExchange exchange, int status, String detail)
                 throws IOException {
-            byte[] body =
-                    json.writeValueAsString(
-                                    Map.of(
-                                            "type",
-                                            "https://weightrelay.io/problems/checkpoint-corrupt",
-                                            "status",
-                                            status,
-                                            "detail",
-                                            detail))
-                            .getBytes(StandardCharsets.UTF_8);
-            exchange.getResponseHeaders().add("Content-Type", "application/problem+json");
+            send(
+                    exchange,
+                    status,
+                    "application/problem+json",
+                    Map.of(
+                            "type",
+                            "https://weightrelay.io/problems/checkpoint-corrupt",
+                            "status",
+                            status,
+                            "detail",
+                            detail));
+        }
+
+        /** {@code answer} as the JSON body of a {@code status} answer of {@code contentType}. */
+        private void send(
+                com.sun.net.httpserver.HttpExchange exchange,
+                int status,
+                String contentType,
+                Object answer)
+                throws IOException {
+            byte[] body = json.writeValueAsString(answer).getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", contentType);
             exchange.sendResponseHeaders(status, body.length);
             exchange.getResponseBody().write(body);
             exchange.close();
@@ -285,10 +292,7 @@ class CheckpointTest extends ControlApiTestSupport {
         try (Owner a = new Owner(0.5);
                 Owner b = new Owner(1.5);
                 Owner idle = new Owner(9.0)) {
-            List<StoredFragment> fragments = fragments(model, g1);
-            for (int i = 0; i < fragments.size(); i++) {
-                (i % 2 == 0 ? a : b).hold(fragments.get(i));
-            }
+            List<StoredFragment> fragments = heldHalfEach(model, g1, a, b);
 
             CheckpointReport report = save(new GenerationId(model, g1), dir);
             assertThat(report.getOwners())
@@ -379,12 +383,7 @@ class CheckpointTest extends ControlApiTestSupport {
             for (StoredFragment f : fragments) {
                 assertThat(a.store.exists(f.getKey())).as(f.getKey()).isTrue();
             }
-            assertThat(
-                            read(
-                                            "/api/v1/models/" + model + "/generations/active",
-                                            Generation.class)
-                                    .getGeneration())
-                    .isEqualTo(g1);
+            assertThat(activeGeneration(model)).isEqualTo(g1);
             assertThat(fragments(model, g1)).hasSize(fragments.size());
             // The next publish continues after the restored id.
             long g2 = publish(model, 2);
@@ -397,20 +396,10 @@ class CheckpointTest extends ControlApiTestSupport {
             assertThat(a.restores.get() + b.restores.get() + idle.restores.get())
                     .isEqualTo(restoreCalls);
             // Once lost, it is restored again, and left retired while a newer one is active.
-            String lost =
-                    "{\"segment\":\""
-                            + a.store.segmentName()
-                            + "\",\"objects\":1,\"reason\":\"owner restarted\"}";
-            assertThat(call("POST", generationPath(model, g1) + "/lost", OWNER, lost).statusCode())
-                    .isEqualTo(200);
+            reportedLostOnRestart(model, g1, a);
             Generation again = ok(restoreCall(model, dir), Generation.class);
             assertThat(again.getState()).isEqualTo(GenerationState.RETIRED);
-            assertThat(
-                            read(
-                                            "/api/v1/models/" + model + "/generations/active",
-                                            Generation.class)
-                                    .getGeneration())
-                    .isEqualTo(g2);
+            assertThat(activeGeneration(model)).isEqualTo(g2);
             // Owners are called with the owner credential, and with nothing else.
             assertThat(a.authorizations).containsOnly("Bearer " + OWNER_CALL);
             assertThat(b.authorizations).containsOnly("Bearer " + OWNER_CALL);
@@ -424,10 +413,7 @@ class CheckpointTest extends ControlApiTestSupport {
         long g1 = publish(model, 1);
         try (Owner a = new Owner(0.1);
                 Owner b = new Owner(0.1)) {
-            List<StoredFragment> fragments = fragments(model, g1);
-            for (int i = 0; i < fragments.size(); i++) {
-                (i % 2 == 0 ? a : b).hold(fragments.get(i));
-            }
+            heldHalfEach(model, g1, a, b);
             save(new GenerationId(model, g1), dir);
             assertThat(dir.resolve("COMPLETE")).exists();
             String first = Files.readString(dir.resolve("COMPLETE"));
@@ -512,10 +498,7 @@ class CheckpointTest extends ControlApiTestSupport {
                                             io.weightrelay.api.control.model.SegmentOwner.class)
                                     .getAdminUrl())
                     .isNull();
-            List<StoredFragment> fragments = fragments(model, g1);
-            for (int i = 0; i < fragments.size(); i++) {
-                (i % 2 == 0 ? rogue : legacy).hold(fragments.get(i));
-            }
+            heldHalfEach(model, g1, rogue, legacy);
             java.net.http.HttpResponse<String> save =
                     call(
                             "POST",
@@ -551,15 +534,40 @@ class CheckpointTest extends ControlApiTestSupport {
         }
     }
 
+    /** The active generation of {@code model}, as a loader reads it. */
+    private Long activeGeneration(String model) {
+        return read("/api/v1/models/" + model + "/generations/active", Generation.class)
+                .getGeneration();
+    }
+
+    /** {@code owner} restarted and reports its objects of generation {@code g} lost (accepted). */
+    private void reportedLostOnRestart(String model, long g, Owner owner) {
+        String lost =
+                "{\"segment\":\""
+                        + owner.store.segmentName()
+                        + "\",\"objects\":1,\"reason\":\"owner restarted\"}";
+        assertThat(call("POST", generationPath(model, g) + "/lost", OWNER, lost).statusCode())
+                .isEqualTo(200);
+    }
+
+    /**
+     * The fragments of generation {@code g} of {@code model}, held half by {@code a} and half by
+     * {@code b} (alternately, in the manifest's order).
+     */
+    private List<StoredFragment> heldHalfEach(String model, long g, Owner a, Owner b) {
+        List<StoredFragment> fragments = fragments(model, g);
+        for (int i = 0; i < fragments.size(); i++) {
+            (i % 2 == 0 ? a : b).hold(fragments.get(i));
+        }
+        return fragments;
+    }
+
     /**
      * Publishes g1 of {@code model}, held half by {@code a} and half by {@code b}, and saves it.
      */
     private List<StoredFragment> publishHeldAndSaved(
             String model, long g1, Owner a, Owner b, Path dir) {
-        List<StoredFragment> fragments = fragments(model, g1);
-        for (int i = 0; i < fragments.size(); i++) {
-            (i % 2 == 0 ? a : b).hold(fragments.get(i));
-        }
+        List<StoredFragment> fragments = heldHalfEach(model, g1, a, b);
         save(new GenerationId(model, g1), dir);
         return fragments;
     }
@@ -576,22 +584,16 @@ class CheckpointTest extends ControlApiTestSupport {
             // objects are still stored and it is still active.
             a.heartbeats.shutdownNow();
             b.heartbeats.shutdownNow();
-            assertThat(
-                            call(
-                                            "DELETE",
-                                            "/api/v1/segments/" + a.store.segmentName(),
-                                            OPERATOR,
-                                            null)
-                                    .statusCode())
-                    .isEqualTo(204);
-            assertThat(
-                            call(
-                                            "DELETE",
-                                            "/api/v1/segments/" + b.store.segmentName(),
-                                            OPERATOR,
-                                            null)
-                                    .statusCode())
-                    .isEqualTo(204);
+            for (Owner gone : List.of(a, b)) {
+                assertThat(
+                                call(
+                                                "DELETE",
+                                                "/api/v1/segments/" + gone.store.segmentName(),
+                                                OPERATOR,
+                                                null)
+                                        .statusCode())
+                        .isEqualTo(204);
+            }
 
             java.net.http.HttpResponse<String> restore = restoreCall(model, dir);
             assertThat(restore.statusCode()).as(restore.body()).isEqualTo(409);
@@ -638,12 +640,7 @@ class CheckpointTest extends ControlApiTestSupport {
                 goneWithB.add(fragments.get(i).getKey());
             }
             assertThat(objectStore.remove(goneWithB)).isEqualTo(goneWithB.size());
-            String lost =
-                    "{\"segment\":\""
-                            + b.store.segmentName()
-                            + "\",\"objects\":1,\"reason\":\"owner restarted\"}";
-            assertThat(call("POST", generationPath(model, g1) + "/lost", OWNER, lost).statusCode())
-                    .isEqualTo(200);
+            reportedLostOnRestart(model, g1, b);
             // b refuses to restore (a 4xx for one file): the restore fails. Only a and b are
             // live owners (those of earlier tests are deregistered), so a stores some of b's.
             onlyOwners(a, b);
@@ -702,10 +699,7 @@ class CheckpointTest extends ControlApiTestSupport {
         long g1 = publish(model, 1);
         try (Owner a = new Owner(0.1);
                 Owner b = new Owner(0.1)) {
-            List<StoredFragment> fragments = fragments(model, g1);
-            for (int i = 0; i < fragments.size(); i++) {
-                (i % 2 == 0 ? a : b).hold(fragments.get(i));
-            }
+            List<StoredFragment> fragments = heldHalfEach(model, g1, a, b);
             java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
             a.saveGate = gate;
             var saving =

@@ -1,13 +1,9 @@
 package io.weightrelay.control.checkpoint;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
 import io.weightrelay.api.control.model.OwnerCheckpoint;
-import io.weightrelay.service.problem.RelayException;
+import io.weightrelay.control.redis.StoredRoundTrip;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import tools.jackson.databind.json.JsonMapper;
 
 /** A checkpoint's stored owner results, spelled out: the JSON in Redis is ours. */
 class StoredOwnersTest {
@@ -28,7 +24,8 @@ class StoredOwnersTest {
                     + "{\"segment\":\"seg-b\",\"objects\":0,\"bytes\":0,\"seconds\":1.5,"
                     + "\"error\":\"owner unreachable\"}]";
 
-    private final JsonMapper json = JsonMapper.builder().build();
+    private final StoredRoundTrip<StoredOwners, List<OwnerCheckpoint>> trip =
+            new StoredRoundTrip<>(StoredOwners.class, KEY, StoredOwners::read, StoredOwners::toApi);
 
     private static List<OwnerCheckpoint> owners() {
         return List.of(
@@ -38,28 +35,21 @@ class StoredOwnersTest {
 
     @Test
     void writesTheGoldenJson() {
-        assertThat(StoredOwners.of(owners()).write(json)).isEqualTo(GOLDEN);
+        trip.writes(StoredOwners.of(owners()), GOLDEN);
     }
 
     @Test
     void readsWhatItWrites() {
-        StoredOwners read = StoredOwners.read(json, KEY, GOLDEN);
-        assertThat(read).isEqualTo(StoredOwners.of(owners()));
-        assertThat(read.toApi()).isEqualTo(owners());
+        trip.readsBack(GOLDEN, StoredOwners.of(owners()), owners());
     }
 
     @Test
     void readsWhatReleasesBeforeFormatsWrote() {
-        StoredOwners read = StoredOwners.read(json, KEY, BEFORE_FORMATS);
-        assertThat(read.format()).isZero();
-        assertThat(read.toApi()).isEqualTo(owners());
+        trip.readsBeforeFormats(BEFORE_FORMATS, owners());
     }
 
     @Test
     void refusesANewerFormatNamingKeyAndFormat() {
-        assertThatThrownBy(() -> StoredOwners.read(json, KEY, "{\"format\":2,\"owners\":{}}"))
-                .isInstanceOf(RelayException.class)
-                .hasMessageContaining("Redis key " + KEY)
-                .hasMessageContaining("StoredOwners of format 2");
+        trip.refuses("{\"format\":2,\"owners\":{}}", 2);
     }
 }

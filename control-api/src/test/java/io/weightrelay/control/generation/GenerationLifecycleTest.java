@@ -13,7 +13,7 @@ import io.weightrelay.api.control.model.OpenedGeneration;
 import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.control.ControlApiTestSupport;
-import io.weightrelay.control.TestStore;
+import io.weightrelay.control.SharedTestStore;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.reshard.manifest.GenerationId;
 import java.net.http.HttpResponse;
@@ -22,9 +22,8 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import tools.jackson.core.type.TypeReference;
@@ -32,21 +31,11 @@ import tools.jackson.core.type.TypeReference;
 /** Generations against real Redis and a real store: commit, abort, leases and GC. */
 class GenerationLifecycleTest extends ControlApiTestSupport {
 
-    private static TestStore store;
+    @RegisterExtension static final SharedTestStore store = new SharedTestStore(STORE_PREFIX);
 
     @Autowired StringRedisTemplate redis;
     @Autowired RedisKeys keys;
     @Autowired MeterRegistry meters;
-
-    @BeforeAll
-    static void openStore() {
-        store = new TestStore(STORE_PREFIX);
-    }
-
-    @AfterAll
-    static void closeStore() {
-        store.close();
-    }
 
     /** The model of this test: a new one per test. */
     private final String model = newModel();
@@ -67,7 +56,7 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
     private List<StoredFragment> putAll(long generation) {
         List<StoredFragment> fragments = fragments(model, generation);
         for (StoredFragment f : fragments) {
-            store.put(f.getKey(), f.getBytes());
+            store.get().put(f.getKey(), f.getBytes());
         }
         return fragments;
     }
@@ -280,7 +269,7 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         long g2 = opened(2);
         List<StoredFragment> doomed = putAll(g2);
         register(model, g2, List.of(object(doomed.get(0).getKey(), doomed.get(0).getBytes())));
-        doomed.forEach(f -> assertThat(store.exists(f.getKey())).isTrue());
+        doomed.forEach(f -> assertThat(store.get().exists(f.getKey())).isTrue());
 
         Generation aborted =
                 ok(
@@ -293,10 +282,10 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         assertThat(aborted.getState()).isEqualTo(GenerationState.ABORTED);
         assertThat(aborted.getAbortReason()).isEqualTo("rank 3 failed");
         for (StoredFragment f : doomed) {
-            assertThat(store.exists(f.getKey())).as(f.getKey()).isFalse();
+            assertThat(store.get().exists(f.getKey())).as(f.getKey()).isFalse();
             assertThat(redis.hasKey(STORE_PREFIX + "obj:" + f.getKey())).isFalse();
         }
-        kept.forEach(f -> assertThat(store.exists(f.getKey())).isTrue());
+        kept.forEach(f -> assertThat(store.get().exists(f.getKey())).isTrue());
         assertThat(active()).isEqualTo(g1);
         assertProblem(call("POST", path(g1) + "/abort", TRAINER, null), 409, "generation-not-open");
         assertProblem(commit(model, g2), 409, "commit-conflict");
@@ -387,9 +376,9 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         assertThat(report.getCollected()).containsExactly(g2);
         assertThat(report.getKept()).contains(g1, g3);
         assertThat(report.getObjectsRemoved()).isEqualTo(f2.size());
-        f2.forEach(f -> assertThat(store.exists(f.getKey())).isFalse());
-        f1.forEach(f -> assertThat(store.exists(f.getKey())).isTrue());
-        f3.forEach(f -> assertThat(store.exists(f.getKey())).isTrue());
+        f2.forEach(f -> assertThat(store.get().exists(f.getKey())).isFalse());
+        f1.forEach(f -> assertThat(store.get().exists(f.getKey())).isTrue());
+        f3.forEach(f -> assertThat(store.get().exists(f.getKey())).isTrue());
         assertProblem(get(path(g2), OPERATOR), 404, "generation-not-found");
         assertThat(generation(g1).getState()).isEqualTo(GenerationState.RETIRED);
 
@@ -398,7 +387,7 @@ class GenerationLifecycleTest extends ControlApiTestSupport {
         report =
                 ok(call("POST", "/api/v1/models/" + model + "/gc", OPERATOR, null), GcReport.class);
         assertThat(report.getCollected()).containsExactly(g1);
-        f1.forEach(f -> assertThat(store.exists(f.getKey())).isFalse());
+        f1.forEach(f -> assertThat(store.get().exists(f.getKey())).isFalse());
         assertThat(active()).isEqualTo(g3);
         assertProblem(
                 call("POST", path(g1) + "/leases", LOADER, new LeaseRequest("late", 60)),

@@ -1,13 +1,12 @@
 package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.api.control.model.Dtype;
 import io.weightrelay.api.control.model.RolloutQuantization;
 import io.weightrelay.api.control.model.SourceManifest;
 import io.weightrelay.api.control.model.TensorSpec;
-import io.weightrelay.service.problem.RelayException;
+import io.weightrelay.control.redis.StoredRoundTrip;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.json.JsonMapper;
@@ -46,6 +45,10 @@ class StoredManifestTest {
 
     private final JsonMapper json = JsonMapper.builder().build();
 
+    private final StoredRoundTrip<StoredManifest, SourceManifest> trip =
+            new StoredRoundTrip<>(
+                    StoredManifest.class, KEY, StoredManifest::read, StoredManifest::toApi);
+
     private static SourceManifest manifest() {
         return new SourceManifest(
                         "kimi",
@@ -71,21 +74,17 @@ class StoredManifestTest {
 
     @Test
     void writesTheGoldenJson() {
-        assertThat(StoredManifest.of(manifest()).write(json)).isEqualTo(GOLDEN);
+        trip.writes(StoredManifest.of(manifest()), GOLDEN);
     }
 
     @Test
     void readsWhatItWrites() {
-        StoredManifest read = StoredManifest.read(json, KEY, GOLDEN);
-        assertThat(read).isEqualTo(StoredManifest.of(manifest()));
-        assertThat(read.toApi()).isEqualTo(manifest());
+        trip.readsBack(GOLDEN, StoredManifest.of(manifest()), manifest());
     }
 
     @Test
     void readsWhatReleasesBeforeFormatsWrote() {
-        StoredManifest read = StoredManifest.read(json, KEY, BEFORE_FORMATS);
-        assertThat(read.format()).isZero();
-        assertThat(read.toApi()).isEqualTo(manifest());
+        trip.readsBeforeFormats(BEFORE_FORMATS, manifest());
     }
 
     @Test
@@ -103,12 +102,6 @@ class StoredManifestTest {
 
     @Test
     void refusesANewerFormatNamingKeyAndFormat() {
-        assertThatThrownBy(
-                        () ->
-                                StoredManifest.read(
-                                        json, KEY, "{\"format\":2,\"tensors\":\"columns\"}"))
-                .isInstanceOf(RelayException.class)
-                .hasMessageContaining("Redis key " + KEY)
-                .hasMessageContaining("StoredManifest of format 2");
+        trip.refuses("{\"format\":2,\"tensors\":\"columns\"}", 2);
     }
 }

@@ -1,15 +1,13 @@
 package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.weightrelay.api.control.model.Nic;
 import io.weightrelay.api.control.model.Node;
 import io.weightrelay.api.control.model.Topology;
-import io.weightrelay.service.problem.RelayException;
+import io.weightrelay.control.redis.StoredRoundTrip;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * A generation's stored trainer topology, spelled out: the JSON in Redis is ours, so a change of
@@ -31,7 +29,9 @@ class StoredTopologyTest {
                     + "{\"name\":\"eth1\",\"gbps\":200.0}]},"
                     + "{\"name\":\"t1\",\"nics\":[{\"name\":\"eth0\",\"gbps\":400.0}]}]}";
 
-    private final JsonMapper json = JsonMapper.builder().build();
+    private final StoredRoundTrip<StoredTopology, Topology> trip =
+            new StoredRoundTrip<>(
+                    StoredTopology.class, KEY, StoredTopology::read, StoredTopology::toApi);
 
     private static Topology topology() {
         return new Topology(
@@ -42,34 +42,24 @@ class StoredTopologyTest {
 
     @Test
     void writesTheGoldenJson() {
-        assertThat(StoredTopology.of(topology()).write(json)).isEqualTo(GOLDEN);
+        trip.writes(StoredTopology.of(topology()), GOLDEN);
     }
 
     @Test
     void readsWhatItWrites() {
-        StoredTopology read = StoredTopology.read(json, KEY, GOLDEN);
+        StoredTopology read = trip.readsBack(GOLDEN, StoredTopology.of(topology()), topology());
         assertThat(read.format()).isEqualTo(StoredTopology.FORMAT);
-        assertThat(read.toApi()).isEqualTo(topology());
     }
 
     @Test
     void readsWhatReleasesBeforeFormatsWrote() {
-        StoredTopology read = StoredTopology.read(json, KEY, BEFORE_FORMATS);
-        assertThat(read.format()).isZero();
-        assertThat(read.toApi()).isEqualTo(topology());
+        trip.readsBeforeFormats(BEFORE_FORMATS, topology());
     }
 
     @Test
     void refusesANewerFormatNamingKeyAndFormat() {
-        assertThatThrownBy(
-                        () ->
-                                StoredTopology.read(
-                                        json, KEY, "{\"format\":2,\"nodes\":{\"moved\":true}}"))
-                .isInstanceOf(RelayException.class)
-                .hasMessageContaining("Redis key " + KEY)
-                .hasMessageContaining("StoredTopology of format 2")
+        trip.refuses("{\"format\":2,\"nodes\":{\"moved\":true}}", 2)
                 .hasMessageContaining("reads formats up to 1");
-        assertThatThrownBy(() -> StoredTopology.read(json, KEY, "{\"format\":2,\"nodes\":[]}"))
-                .hasMessageContaining("of format 2");
+        trip.refuses("{\"format\":2,\"nodes\":[]}", 2);
     }
 }

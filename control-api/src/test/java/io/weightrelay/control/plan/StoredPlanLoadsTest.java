@@ -1,13 +1,9 @@
 package io.weightrelay.control.plan;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
+import io.weightrelay.control.redis.StoredRoundTrip;
 import io.weightrelay.reshard.plan.PlanLoads;
-import io.weightrelay.service.problem.RelayException;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import tools.jackson.databind.json.JsonMapper;
 
 /** A plan's cached loads, spelled out: a change of reshard's record must not move the JSON. */
 class StoredPlanLoadsTest {
@@ -31,7 +27,9 @@ class StoredPlanLoadsTest {
                     + "\"instances\":[{\"instance\":\"i0\",\"readBytes\":100,\"pushedBytes\":50,"
                     + "\"receivedBytes\":25}]}";
 
-    private final JsonMapper json = JsonMapper.builder().build();
+    private final StoredRoundTrip<StoredPlanLoads, PlanLoads> trip =
+            new StoredRoundTrip<>(
+                    StoredPlanLoads.class, KEY, StoredPlanLoads::read, StoredPlanLoads::loads);
 
     private static PlanLoads loads() {
         return new PlanLoads(
@@ -43,26 +41,21 @@ class StoredPlanLoadsTest {
 
     @Test
     void writesTheGoldenJson() {
-        assertThat(StoredPlanLoads.of(loads()).write(json)).isEqualTo(GOLDEN);
+        trip.writes(StoredPlanLoads.of(loads()), GOLDEN);
     }
 
     @Test
     void readsWhatItWrites() {
-        assertThat(StoredPlanLoads.read(json, KEY, GOLDEN).loads()).isEqualTo(loads());
+        trip.readsBack(GOLDEN, StoredPlanLoads.of(loads()), loads());
     }
 
     @Test
     void readsWhatReleasesBeforeFormatsWrote() {
-        StoredPlanLoads read = StoredPlanLoads.read(json, KEY, BEFORE_FORMATS);
-        assertThat(read.format()).isZero();
-        assertThat(read.loads()).isEqualTo(loads());
+        trip.readsBeforeFormats(BEFORE_FORMATS, loads());
     }
 
     @Test
     void refusesANewerFormatNamingKeyAndFormat() {
-        assertThatThrownBy(() -> StoredPlanLoads.read(json, KEY, "{\"format\":2,\"nics\":{}}"))
-                .isInstanceOf(RelayException.class)
-                .hasMessageContaining("Redis key " + KEY)
-                .hasMessageContaining("StoredPlanLoads of format 2");
+        trip.refuses("{\"format\":2,\"nics\":{}}", 2);
     }
 }

@@ -1,13 +1,9 @@
 package io.weightrelay.control.plan;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
 import io.weightrelay.api.control.model.PlanSummary;
-import io.weightrelay.service.problem.RelayException;
+import io.weightrelay.control.redis.StoredRoundTrip;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import tools.jackson.databind.json.JsonMapper;
 
 /** A cached plan summary, spelled out: the JSON in Redis is ours, not the contract's. */
 class StoredPlanSummaryTest {
@@ -27,7 +23,12 @@ class StoredPlanSummaryTest {
                     + "\"storeReadBytes\":1000,\"deliveryBytes\":2000,\"batches\":4,\"valid\":true,"
                     + "\"cached\":false,\"computeMs\":7,\"encodedBytes\":512}";
 
-    private final JsonMapper json = JsonMapper.builder().build();
+    private final StoredRoundTrip<StoredPlanSummary, PlanSummary> trip =
+            new StoredRoundTrip<>(
+                    StoredPlanSummary.class,
+                    KEY,
+                    StoredPlanSummary::read,
+                    StoredPlanSummary::toApi);
 
     private static PlanSummary computed() {
         return new PlanSummary(
@@ -46,28 +47,21 @@ class StoredPlanSummaryTest {
 
     @Test
     void writesTheGoldenJsonWithoutHowARequestFoundIt() {
-        assertThat(StoredPlanSummary.of(computed().cached(false)).write(json)).isEqualTo(GOLDEN);
+        trip.writes(StoredPlanSummary.of(computed().cached(false)), GOLDEN);
     }
 
     @Test
     void readsWhatItWrites() {
-        StoredPlanSummary read = StoredPlanSummary.read(json, KEY, GOLDEN);
-        assertThat(read).isEqualTo(StoredPlanSummary.of(computed()));
-        assertThat(read.toApi()).isEqualTo(computed());
+        trip.readsBack(GOLDEN, StoredPlanSummary.of(computed()), computed());
     }
 
     @Test
     void readsWhatReleasesBeforeFormatsWrote() {
-        StoredPlanSummary read = StoredPlanSummary.read(json, KEY, BEFORE_FORMATS);
-        assertThat(read.format()).isZero();
-        assertThat(read.toApi()).isEqualTo(computed());
+        trip.readsBeforeFormats(BEFORE_FORMATS, computed());
     }
 
     @Test
     void refusesANewerFormatNamingKeyAndFormat() {
-        assertThatThrownBy(() -> StoredPlanSummary.read(json, KEY, "{\"format\":2}"))
-                .isInstanceOf(RelayException.class)
-                .hasMessageContaining("Redis key " + KEY)
-                .hasMessageContaining("StoredPlanSummary of format 2");
+        trip.refuses("{\"format\":2}", 2);
     }
 }

@@ -51,9 +51,7 @@ class LoaderListingTest extends ControlApiTestSupport {
     @Test
     void aReRegistrationThroughAnotherReplicaIsListedWithItsNewBuffers() {
         String model = newModel();
-        String instance = model + "-a";
-        registerLoader(instance, loader(model, "rx-first"));
-        assertThat(buffer(model).getSegment()).isEqualTo("rx-first");
+        String instance = listedWithBuffer(model, "rx-first");
 
         // Another control-api registered it again: this one's parsed copy is of the old epoch.
         String key = keys.loader(instance);
@@ -67,9 +65,7 @@ class LoaderListingTest extends ControlApiTestSupport {
     @Test
     void aRegistrationThatReusesAnEpochAfterRedisLostItIsListedAsNew() {
         String model = newModel();
-        String instance = model + "-a";
-        registerLoader(instance, loader(model, "rx-before"));
-        assertThat(buffer(model).getSegment()).isEqualTo("rx-before");
+        String instance = listedWithBuffer(model, "rx-before");
 
         // As after a Redis restart without persistence, the counter handed the same epoch to a
         // new registration (made through another control-api): only its time tells it apart.
@@ -84,6 +80,17 @@ class LoaderListingTest extends ControlApiTestSupport {
         assertThat(workers).contains(segment);
         redis.opsForHash().put(key, "workers", workers.replace(segment, replacement));
         redis.opsForHash().put(key, "registeredAt", Instant.now().plusSeconds(1).toString());
+    }
+
+    /**
+     * Registers {@code model}'s loader {@code <model>-a} with its buffer in {@code segment}, seen
+     * listed so through this replica; returns the instance.
+     */
+    private String listedWithBuffer(String model, String segment) {
+        String instance = model + "-a";
+        registerLoader(instance, loader(model, segment));
+        assertThat(buffer(model).getSegment()).isEqualTo(segment);
+        return instance;
     }
 
     private List<Loader> loaders(String model) {

@@ -1,18 +1,14 @@
 package io.weightrelay.control.registry;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
 import io.weightrelay.api.control.model.ConsumeMode;
 import io.weightrelay.api.control.model.Nic;
 import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.TransferEngineBuffer;
 import io.weightrelay.api.control.model.WorkerPlacement;
-import io.weightrelay.service.problem.RelayException;
+import io.weightrelay.control.redis.StoredRoundTrip;
 import java.util.List;
 import org.junit.jupiter.api.Test;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * A loader registration's stored workers and NICs, spelled out: the JSON in Redis is ours, so a
@@ -54,7 +50,15 @@ class StoredWorkersTest {
     static final String NICS_BEFORE_FORMATS =
             "[{\"name\":\"mlx5_0\",\"gbps\":400.0},{\"name\":\"mlx5_1\",\"gbps\":200.0}]";
 
-    private final JsonMapper json = JsonMapper.builder().build();
+    private final StoredRoundTrip<StoredWorkers, List<WorkerPlacement>> workers =
+            new StoredRoundTrip<>(
+                    StoredWorkers.class, KEY, StoredWorkers::read, StoredWorkers::toApi);
+
+    private final StoredRoundTrip<StoredNics, List<Nic>> nics =
+            new StoredRoundTrip<>(StoredNics.class, KEY, StoredNics::read, StoredNics::toApi);
+
+    private static final List<Nic> NIC_LIST =
+            List.of(new Nic("mlx5_0", 400.0), new Nic("mlx5_1", 200.0));
 
     private static ReceiveBuffer weights() {
         return new ReceiveBuffer("weights", "seg-a", 1048576L);
@@ -65,44 +69,38 @@ class StoredWorkersTest {
                 .transferEngine(new TransferEngineBuffer("10.0.0.7:15000", 139637976727552L));
     }
 
+    /** The direct worker's header and buffers, as registered and as answered. */
+    private static WorkerPlacement direct() {
+        return new WorkerPlacement(
+                        "w0",
+                        "node-a",
+                        "mlx5_0",
+                        ConsumeMode.DIRECT,
+                        List.of(weights(), engineMemory()))
+                .rank(0);
+    }
+
+    /** The compat worker's header and buffers, as registered and as answered. */
+    private static WorkerPlacement compat() {
+        return new WorkerPlacement("w1", "node-a", "mlx5_1", ConsumeMode.COMPAT, List.of(weights()))
+                .rank(1);
+    }
+
     /** The workers as registered: the direct one with its fragments inline. */
     private static List<WorkerPlacement> registered() {
-        WorkerPlacement direct =
-                new WorkerPlacement(
-                                "w0",
-                                "node-a",
-                                "mlx5_0",
-                                ConsumeMode.DIRECT,
-                                List.of(weights(), engineMemory()))
-                        .rank(0);
+        WorkerPlacement direct = direct();
         for (int i = 0; i < 3; i++) {
             direct.addFragmentsItem(
                     new TargetFragment(
                             "t" + i, List.of(0L), List.of(8L), "weights", 16L * i, List.of(2L)));
         }
-        WorkerPlacement compat =
-                new WorkerPlacement(
-                                "w1", "node-a", "mlx5_1", ConsumeMode.COMPAT, List.of(weights()))
-                        .rank(1);
-        return List.of(direct, compat);
+        return List.of(direct, compat());
     }
 
     /** The workers as answered: fragments by digest and count only. */
     private static List<WorkerPlacement> answered() {
         return List.of(
-                new WorkerPlacement(
-                                "w0",
-                                "node-a",
-                                "mlx5_0",
-                                ConsumeMode.DIRECT,
-                                List.of(weights(), engineMemory()))
-                        .rank(0)
-                        .placement("sha256:ab12")
-                        .fragmentCount(3),
-                new WorkerPlacement(
-                                "w1", "node-a", "mlx5_1", ConsumeMode.COMPAT, List.of(weights()))
-                        .rank(1)
-                        .fragmentCount(0));
+                direct().placement("sha256:ab12").fragmentCount(3), compat().fragmentCount(0));
     }
 
     private static StoredWorkers stored() {
@@ -116,46 +114,27 @@ class StoredWorkersTest {
 
     @Test
     void writesTheGoldenJsonWithoutFragments() {
-        assertThat(stored().write(json)).isEqualTo(WORKERS);
-        assertThat(
-                        StoredNics.of(List.of(new Nic("mlx5_0", 400.0), new Nic("mlx5_1", 200.0)))
-                                .write(json))
-                .isEqualTo(NICS);
-        assertThat(StoredNics.of(null).write(json)).isEqualTo("{\"format\":1,\"nics\":[]}");
+        workers.writes(stored(), WORKERS);
+        nics.writes(StoredNics.of(NIC_LIST), NICS);
+        nics.writes(StoredNics.of(null), "{\"format\":1,\"nics\":[]}");
     }
 
     @Test
     void readsWhatItWrites() {
-        StoredWorkers read = StoredWorkers.read(json, KEY, WORKERS);
-        assertThat(read).isEqualTo(stored());
-        assertThat(read.toApi()).isEqualTo(answered());
-        assertThat(StoredNics.read(json, KEY, NICS).toApi())
-                .containsExactly(new Nic("mlx5_0", 400.0), new Nic("mlx5_1", 200.0));
+        workers.readsBack(WORKERS, stored(), answered());
+        nics.readsBack(NICS, StoredNics.of(NIC_LIST), NIC_LIST);
     }
 
     @Test
     void readsWhatReleasesBeforeFormatsWrote() {
-        StoredWorkers read = StoredWorkers.read(json, KEY, WORKERS_BEFORE_FORMATS);
-        assertThat(read.format()).isZero();
-        assertThat(read.toApi()).isEqualTo(answered());
-        StoredNics nics = StoredNics.read(json, KEY, NICS_BEFORE_FORMATS);
-        assertThat(nics.format()).isZero();
-        assertThat(nics.toApi())
-                .containsExactly(new Nic("mlx5_0", 400.0), new Nic("mlx5_1", 200.0));
-        assertThat(StoredNics.read(json, KEY, "[]").toApi()).isEmpty();
+        workers.readsBeforeFormats(WORKERS_BEFORE_FORMATS, answered());
+        nics.readsBeforeFormats(NICS_BEFORE_FORMATS, NIC_LIST);
+        nics.readsBeforeFormats("[]", List.of());
     }
 
     @Test
     void refusesANewerFormatNamingKeyAndFormat() {
-        assertThatThrownBy(
-                        () ->
-                                StoredWorkers.read(
-                                        json, KEY, "{\"format\":2,\"workers\":\"elsewhere\"}"))
-                .isInstanceOf(RelayException.class)
-                .hasMessageContaining("Redis key " + KEY)
-                .hasMessageContaining("StoredWorkers of format 2");
-        assertThatThrownBy(() -> StoredNics.read(json, KEY, "{\"format\":3,\"nics\":[]}"))
-                .isInstanceOf(RelayException.class)
-                .hasMessageContaining("StoredNics of format 3");
+        workers.refuses("{\"format\":2,\"workers\":\"elsewhere\"}", 2);
+        nics.refuses("{\"format\":3,\"nics\":[]}", 3);
     }
 }

@@ -24,7 +24,7 @@ import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.ControlApiTestSupport;
-import io.weightrelay.control.TestStore;
+import io.weightrelay.control.SharedTestStore;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import java.net.http.HttpResponse;
@@ -35,9 +35,8 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.beans.factory.annotation.Autowired;
 import tools.jackson.databind.JsonNode;
 
@@ -47,17 +46,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
     @Autowired MeterRegistry meters;
 
     /** A segment owner holding the objects of the tests whose readers' checksums are disputed. */
-    private static TestStore store;
-
-    @BeforeAll
-    static void openStore() {
-        store = new TestStore(STORE_PREFIX);
-    }
-
-    @AfterAll
-    static void closeStore() {
-        store.close();
-    }
+    @RegisterExtension static final SharedTestStore store = new SharedTestStore(STORE_PREFIX);
 
     /** The group whose session every test drives. */
     private static final String GROUP = "grp";
@@ -175,6 +164,57 @@ class UpdateSessionTest extends ControlApiTestSupport {
         return ok(get(session(g), OPERATOR), UpdateSession.class);
     }
 
+    /**
+     * {@code instance}, the first to arrive, reports PREPARED at the prepared barrier and waits
+     * there up to {@code waitSeconds} in the background; returns once the barrier counts it, its
+     * answer still pending.
+     */
+    private CompletableFuture<BarrierStatus> waitingAtPrepared(
+            long g, String instance, int waitSeconds) throws InterruptedException {
+        CompletableFuture<BarrierStatus> waiting =
+                CompletableFuture.supplyAsync(
+                        () ->
+                                ok(
+                                        arrive(
+                                                g,
+                                                "prepared",
+                                                instance,
+                                                ReportedPhase.PREPARED,
+                                                waitSeconds),
+                                        BarrierStatus.class));
+        while (barrier(g, "prepared", 0).getArrived() < 1) {
+            Thread.sleep(20);
+        }
+        assertThat(waiting).isNotDone();
+        return waiting;
+    }
+
+    /** Starts the session of "a" and "b" on {@code g}: it prepares, with exactly them. */
+    private UpdateSession startedPreparingWithAAndB(long g) {
+        UpdateSession session = start(g, 60, "a", "b");
+        assertThat(session.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(session.getParticipants())
+                .extracting(p -> p.getInstance())
+                .containsExactly("a", "b");
+        return session;
+    }
+
+    /** How many sessions of this test's model failed into {@code state}. */
+    private double failedInto(String state) {
+        return meters.counter("relay.updates.failed", "model", model, "state", state).count();
+    }
+
+    /** {@code session} shows {@code instance} in {@code phase}, its sent digests reported. */
+    private static void assertSentBy(UpdateSession session, String instance, UpdatePhase phase) {
+        assertThat(session.getParticipants())
+                .anySatisfy(
+                        p -> {
+                            assertThat(p.getInstance()).isEqualTo(instance);
+                            assertThat(p.getPhase()).isEqualTo(phase);
+                            assertThat(p.getSent()).isTrue();
+                        });
+    }
+
     private BarrierStatus barrier(long generation, String name, int wait) {
         return ok(
                 get(session(generation) + "/barriers/" + name + "?waitSeconds=" + wait, LOADER),
@@ -278,13 +318,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         fromA.setSent(List.of(new SentDigests("b", aToB)));
         UpdateSession afterA = ok(send(g, fromA), UpdateSession.class);
         assertThat(afterA.getState()).isEqualTo(SessionState.APPLYING);
-        assertThat(afterA.getParticipants())
-                .anySatisfy(
-                        p -> {
-                            assertThat(p.getInstance()).isEqualTo("a");
-                            assertThat(p.getPhase()).isEqualTo(UpdatePhase.SENT);
-                            assertThat(p.getSent()).isTrue();
-                        });
+        assertSentBy(afterA, "a", UpdatePhase.SENT);
         BarrierStatus half = barrier(g, "sent", 0);
         assertThat(half.getOpen()).isFalse();
         assertThat(half.getWaiting()).containsExactly("b");
@@ -346,13 +380,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         PhaseReport fromB = phaseReport("b", ReportedPhase.SENT, epochs.getOrDefault("b", 1L));
         fromB.setSent(List.of(new SentDigests("a", new byte[] {2})));
         UpdateSession after = ok(send(g, fromB), UpdateSession.class);
-        assertThat(after.getParticipants())
-                .anySatisfy(
-                        p -> {
-                            assertThat(p.getInstance()).isEqualTo("b");
-                            assertThat(p.getPhase()).isEqualTo(UpdatePhase.APPLIED);
-                            assertThat(p.getSent()).isTrue();
-                        });
+        assertSentBy(after, "b", UpdatePhase.APPLIED);
         assertThat(barrier(g, "sent", 0).getOpen()).isTrue();
         assertThat(
                         ok(get(session(g) + "/landed/a", LOADER), LandedDigests.class)
@@ -379,16 +407,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(current(g).getParticipants())
                 .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
 
-        CompletableFuture<BarrierStatus> first =
-                CompletableFuture.supplyAsync(
-                        () ->
-                                ok(
-                                        arrive(g, "prepared", "a", ReportedPhase.PREPARED, 20),
-                                        BarrierStatus.class));
-        while (barrier(g, "prepared", 0).getArrived() < 1) {
-            Thread.sleep(20);
-        }
-        assertThat(first).isNotDone();
+        CompletableFuture<BarrierStatus> first = waitingAtPrepared(g, "a", 20);
         BarrierStatus last =
                 ok(arrive(g, "prepared", "b", ReportedPhase.PREPARED, 20), BarrierStatus.class);
         assertThat(last.getOpen()).isTrue();
@@ -522,12 +541,8 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(failed.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
         assertThat(failed.getFailedInstance()).isEqualTo("c");
 
-        UpdateSession survivors = start(g, 60, "a", "b");
-        assertThat(survivors.getState()).isEqualTo(SessionState.PREPARING);
+        UpdateSession survivors = startedPreparingWithAAndB(g);
         assertThat(survivors.getFailedInstance()).isNull();
-        assertThat(survivors.getParticipants())
-                .extracting(p -> p.getInstance())
-                .containsExactly("a", "b");
         assertThat(survivors.getParticipants())
                 .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
         assertProblem(report(g, "c", ReportedPhase.PREPARED), 409, "not-a-participant");
@@ -547,11 +562,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(reported(g, "c", ReportedPhase.FAILED).getState())
                 .isEqualTo(SessionState.RESUMED_OLD);
 
-        UpdateSession survivors = start(g, 60, "a", "b");
-        assertThat(survivors.getState()).isEqualTo(SessionState.PREPARING);
-        assertThat(survivors.getParticipants())
-                .extracting(p -> p.getInstance())
-                .containsExactly("a", "b");
+        startedPreparingWithAAndB(g);
     }
 
     /**
@@ -597,11 +608,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         planIds.put(g, resolvePlan(model, g, GROUP).getPlanId());
         assertProblem(call("PUT", session(g), LOADER, again(g, "a", "b")), 409, "session-conflict");
 
-        UpdateSession whole = start(g, 60, "a", "b");
-        assertThat(whole.getState()).isEqualTo(SessionState.PREPARING);
-        assertThat(whole.getParticipants())
-                .extracting(p -> p.getInstance())
-                .containsExactly("a", "b");
+        UpdateSession whole = startedPreparingWithAAndB(g);
         reported(g, "a", ReportedPhase.PREPARED);
         assertThat(reported(g, "b", ReportedPhase.PREPARED).getState())
                 .isEqualTo(SessionState.APPLYING);
@@ -630,16 +637,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
     void aParticipantNoLongerRegisteredFailsTheSessionNamingItLongBeforeTheTimeout()
             throws Exception {
         long g = publishedAndStarted(3600, "a", "b");
-        CompletableFuture<BarrierStatus> waiting =
-                CompletableFuture.supplyAsync(
-                        () ->
-                                ok(
-                                        arrive(g, "prepared", "a", ReportedPhase.PREPARED, 30),
-                                        BarrierStatus.class));
-        while (barrier(g, "prepared", 0).getArrived() < 1) {
-            Thread.sleep(20);
-        }
-        assertThat(waiting).isNotDone();
+        CompletableFuture<BarrierStatus> waiting = waitingAtPrepared(g, "a", 30);
         long started = System.nanoTime();
         assertThat(call("DELETE", "/api/v1/loaders/b", LOADER, null).statusCode()).isEqualTo(204);
 
@@ -884,7 +882,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         } else if (flippedObject != null) {
             stored.get(flippedObject)[at] ^= 0x10;
         }
-        stored.forEach((object, bytes) -> store.put(model + "/" + g + "/" + object, bytes));
+        stored.forEach((object, bytes) -> store.get().put(model + "/" + g + "/" + object, bytes));
         assertThat(register(model, g, objects).statusCode()).isEqualTo(200);
         assertThat(commit(model, g).statusCode()).isEqualTo(200);
         return new Stored(g, stored);
@@ -956,15 +954,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         assertThat(applied.getFailed()).isTrue();
         assertThat(applied.getFailure()).contains(object);
         assertProblem(report(g, "ca", ReportedPhase.POST_APPLIED), 409, "session-closed");
-        assertThat(
-                        meters.counter(
-                                        "relay.updates.failed",
-                                        "model",
-                                        model,
-                                        "state",
-                                        "PAUSED_REBUILD")
-                                .count())
-                .isEqualTo(1.0);
+        assertThat(failedInto("PAUSED_REBUILD")).isEqualTo(1.0);
         // The generation is not served again; the one before it is active once more.
         Generation corrupt = generation(g);
         assertThat(corrupt.getCorruptObject()).isEqualTo(object);
@@ -992,15 +982,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         UpdateSession failed = ok(applied(g, "cb", reads.get(1)), UpdateSession.class);
         assertThat(failed.getState()).isEqualTo(SessionState.RESUMED_OLD);
         assertThat(failed.getFailure()).contains("does not match its registered checksum");
-        assertThat(
-                        meters.counter(
-                                        "relay.updates.failed",
-                                        "model",
-                                        model,
-                                        "state",
-                                        "RESUMED_OLD")
-                                .count())
-                .isEqualTo(1.0);
+        assertThat(failedInto("RESUMED_OLD")).isEqualTo(1.0);
         assertThat(generation(g).getCorruptObject()).isNotNull();
         assertThat(active()).isEqualTo(served);
     }
