@@ -13,6 +13,7 @@ import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.model.TargetFragment;
+import io.weightrelay.control.plan.EagerPlanWaits;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;
 import java.io.ByteArrayInputStream;
@@ -30,6 +31,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.zip.GZIPInputStream;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.context.ApplicationContext;
 import org.springframework.data.redis.core.StringRedisTemplate;
 import tools.jackson.core.type.TypeReference;
 
@@ -38,6 +40,7 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
 
     @Autowired MeterRegistry meters;
     @Autowired StringRedisTemplate redis;
+    @Autowired ApplicationContext context;
 
     @Test
     void publisherAssignmentsAreComputedOncePerDigestsAndByteBalanced() {
@@ -216,6 +219,8 @@ class RegistryAndPlanTest extends ControlApiTestSupport {
             throws Exception {
         String model = newModel();
         long g1 = publish(model, 1);
+        // the commit's background resolution must not find the group the test registers next
+        EagerPlanWaits.awaitCommitResolutions(context);
         registerLoader("a-" + model, compatLoader(model, "grp", "r0-" + model, 2));
         registerLoader("b-" + model, compatLoader(model, "grp", "r1-" + model, 2));
         double missesBefore = meters.counter("relay.plans.cache", "result", "miss").count();

@@ -8,6 +8,7 @@ import io.weightrelay.control.ControlApiTestSupport;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.context.ApplicationContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -27,21 +28,7 @@ class EagerPlansAtRegistrationTest extends ControlApiTestSupport {
     }
 
     @Autowired MeterRegistry meters;
-    @Autowired EagerPlans eager;
-
-    /**
-     * Waits until the open's and commit's resolutions are done: one still queued when the loaders
-     * register would plan the group for its first loader and count a second computation.
-     */
-    private void awaitCommitResolutions() throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        int quietChecks = 0;
-        while (quietChecks < 2 && System.nanoTime() < deadline) {
-            quietChecks = eager.idle() ? quietChecks + 1 : 0;
-            Thread.sleep(25);
-        }
-        assertThat(quietChecks).as("the commit's plan resolutions ended").isEqualTo(2);
-    }
+    @Autowired ApplicationContext context;
 
     private double computed() {
         return meters.counter("relay.plans.cache", "result", "miss").count();
@@ -51,7 +38,7 @@ class EagerPlansAtRegistrationTest extends ControlApiTestSupport {
     void aGroupRegisteringAgainstTheActiveGenerationIsPlannedOnceItSettles() throws Exception {
         String model = newModel();
         long g = publish(model, 1);
-        awaitCommitResolutions();
+        EagerPlanWaits.awaitCommitResolutions(context);
         double before = computed();
 
         // A burst: each registration restarts the wait, so the plan is computed once, for all
