@@ -1,6 +1,6 @@
 package io.weightrelay.lab.bench;
 
-import io.weightrelay.lab.Args;
+import io.weightrelay.lab.cli.RelayCli;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -50,14 +50,46 @@ public final class PythonBench {
 
     private PythonBench() {}
 
+    /**
+     * {@code ./relay bench python}'s flags, as its {@code --help} describes them; {@code python}
+     * null: {@code $WEIGHT_RELAY_VENV/bin/python}.
+     */
+    public record Options(
+            String model,
+            int instances,
+            int tp,
+            Mode mode,
+            int repeat,
+            String python,
+            boolean serve) {}
+
+    /**
+     * The Python tests and recipes start their lab as a JVM of its own, {@code PythonBench --serve
+     * --model tiny ...}: the flags of {@code ./relay bench python}, read by its command, on the
+     * lab's configured Redis.
+     */
     public static void main(String[] argv) throws Exception {
-        Args args = new Args(argv);
-        boolean serve = args.has("serve");
-        String model = args.get("model", serve ? "tiny" : "qwen2.5-0.5b");
-        int instances = args.getInt("instances", 2);
-        int tp = args.getInt("tp", 1);
-        Mode mode = args.mode();
-        int repeat = args.getInt("repeat", 3);
+        List<String> line = new ArrayList<>(List.of("bench", "python"));
+        line.addAll(List.of(argv));
+        int code =
+                RelayCli.execute(
+                        line.toArray(String[]::new),
+                        System.out,
+                        System.err,
+                        (command, invocation, redis) -> invocation.run());
+        if (code != 0) {
+            System.exit(code);
+        }
+    }
+
+    /** {@code ./relay bench python}: prints the bench's JSON line, or serves the lab. */
+    public static void run(Options options) throws Exception {
+        boolean serve = options.serve();
+        String model = options.model();
+        int instances = options.instances();
+        int tp = options.tp();
+        Mode mode = options.mode();
+        int repeat = options.repeat();
         Path root = ServiceProcess.home();
         try (LabCluster lab = LabCluster.start(LabCluster.Spec.of(model, instances, tp, mode))) {
             Path info = Files.createTempFile(lab.logs(), "lab-", ".json");
@@ -74,7 +106,12 @@ public final class PythonBench {
                 return;
             }
             double[] jv = javaRounds(lab, model, repeat);
-            JsonNode py = python(root, args.get("python", defaultPython()), info, repeat);
+            JsonNode py =
+                    python(
+                            root,
+                            options.python() != null ? options.python() : defaultPython(),
+                            info,
+                            repeat);
             double pp = py.get("python_publish_s").asDouble();
             double pu = py.get("python_update_s").asDouble();
             double ratio = Math.max(pp / jv[0], pu / jv[1]);
