@@ -100,38 +100,18 @@ public final class ControlPlaneBench {
      * {@code ./relay bench control-plane}: prints the bench's JSON line; exit 1 on a failed step.
      */
     public static void run(Options o) throws Exception {
-        String catalogued = o.model();
-        int tensors = o.tensors();
-        int trainerNodes = o.trainerNodes();
-        int instances = o.instances();
-        int tp = o.tp();
-        int ep = o.ep();
-        int rolloutNodes = o.rolloutNodes();
-        Mode mode = o.mode();
-        String modeName = mode.name().toLowerCase(Locale.ROOT);
         String heap = o.controlHeap();
         int warmups = o.warmup();
         Players options = o.players();
         BenchServices services = o.services();
-        Path controlJar = services.controlApiJar();
         RunRedis.Address redis = RunRedis.configured();
         String redisHost = redis.host();
         int redisPort = redis.port();
 
         // The deployment, for any model size and name prefix: the measured run and its warm-ups.
         BiFunction<String, Integer, Scenario> deployment =
-                (prefix, size) ->
-                        Scenario.of(
-                                prefix,
-                                catalogued,
-                                size,
-                                trainerNodes,
-                                instances,
-                                tp,
-                                ep,
-                                rolloutNodes,
-                                mode);
-        Scenario scenario = deployment.apply("", tensors);
+                (prefix, size) -> Scenario.of(prefix, o, size);
+        Scenario scenario = deployment.apply("", o.tensors());
         System.err.printf(
                 Locale.ROOT,
                 "bench control-plane: %s, %d tensors, %d objects, %d workers in %d instances (%s)%n",
@@ -139,8 +119,8 @@ public final class ControlPlaneBench {
                 scenario.manifest().tensors().size(),
                 scenario.manifest().fragments().size(),
                 scenario.placement().workers().size(),
-                instances,
-                modeName);
+                o.instances(),
+                o.mode().name().toLowerCase(Locale.ROOT));
 
         String run = UUID.randomUUID().toString().substring(0, 8);
         String prefix = "wr:bench:" + run + ":";
@@ -163,7 +143,9 @@ public final class ControlPlaneBench {
         ServiceProcess control = null;
         int exit = 0;
         try {
-            control = ServiceProcess.start("control-api", controlJar, heap, jvm, spring, logs);
+            control =
+                    ServiceProcess.start(
+                            "control-api", services.controlApiJar(), heap, jvm, spring, logs);
             control.awaitHealthy(Duration.ofMinutes(3));
             // The warm-up deploys the same topology with a tenth of the tensors, so the paths the
             // measured run takes at scale (request parsing and validation, registration, plan,

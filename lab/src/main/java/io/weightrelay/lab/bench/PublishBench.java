@@ -98,14 +98,12 @@ public final class PublishBench {
         int repeat = Math.max(1, flags.repeat());
         int warmups = Math.max(1, flags.warmup());
         long maxBatch = flags.maxBatchBytes();
-        int inFlight = flags.inFlight();
         DType trainerDtype = flags.trainerDtype();
         DType rolloutDtype = flags.rolloutDtype();
         long seed = flags.seed();
         String stagingMode = flags.stagingMode();
         BenchServices services = flags.services();
         Path publisherJar = services.jar(flags.publisherJar(), "publisher-service");
-        Path controlJar = services.controlApiJar();
         RunRedis.Address redis = RunRedis.configured();
         String redisHost = redis.host();
         int redisPort = redis.port();
@@ -153,7 +151,7 @@ public final class PublishBench {
             ServiceProcess control =
                     ServiceProcess.start(
                             "control-api",
-                            controlJar,
+                            services.controlApiJar(),
                             "512m",
                             services.controlJvmArgs(),
                             concat(
@@ -215,7 +213,7 @@ public final class PublishBench {
                     new RestCoordinator(
                             control.baseUrl(), TRAINER_TOKEN, Duration.ofMinutes(2), MAX_FRAGMENT);
             RankPublisher.Options options =
-                    new RankPublisher.Options(inFlight, stageAll, Duration.ofMinutes(2));
+                    new RankPublisher.Options(flags.inFlight(), stageAll, Duration.ofMinutes(2));
             TrainerSession session = new TrainerSession(coordinator, publishers, options);
 
             TrainerSession.Outcome cold =

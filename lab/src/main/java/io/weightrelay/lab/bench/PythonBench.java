@@ -22,7 +22,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -84,17 +83,15 @@ public final class PythonBench {
 
     /** {@code ./relay bench python}: prints the bench's JSON line, or serves the lab. */
     public static void run(Options options) throws Exception {
-        boolean serve = options.serve();
         String model = options.model();
-        int instances = options.instances();
-        int tp = options.tp();
-        Mode mode = options.mode();
         int repeat = options.repeat();
         Path root = ServiceProcess.home();
-        try (LabCluster lab = LabCluster.start(LabCluster.Spec.of(model, instances, tp, mode))) {
+        LabCluster.Spec spec =
+                LabCluster.Spec.of(model, options.instances(), options.tp(), options.mode());
+        try (LabCluster lab = LabCluster.start(spec)) {
             Path info = Files.createTempFile(lab.logs(), "lab-", ".json");
             Files.writeString(info, describe(lab, model));
-            if (serve) {
+            if (options.serve()) {
                 System.out.println("{\"lab\":" + describe(lab, model) + "}");
                 System.out.flush();
                 BufferedReader in =
@@ -123,9 +120,9 @@ public final class PythonBench {
                             + "\"bit_exact\":%s,\"python_publish_s_runs\":%s,"
                             + "\"python_update_s_runs\":%s}%n",
                     model,
-                    instances,
-                    tp,
-                    mode.name().toLowerCase(Locale.ROOT),
+                    spec.instances(),
+                    spec.tp(),
+                    spec.modeName(),
                     py.get("bytes").asLong(),
                     pp,
                     jv[0],

@@ -335,15 +335,15 @@ public final class Demo {
         public Options {
             modes = List.copyOf(modes);
         }
+
+        /** The lab of one mode, as {@code --hosts} runs one per mode. */
+        LabCluster.Spec spec(Mode mode) {
+            return LabCluster.Spec.of(model, instances, tp, mode);
+        }
     }
 
     /** {@code ./relay demo}: tells the story; exit 1 when a check failed. */
     public static void run(Options options) throws Exception {
-        String model = options.model();
-        int instances = options.instances();
-        int tp = options.tp();
-        DataplaneEngine engine = options.engine();
-        boolean json = options.json();
         if (System.getProperty(ServiceProcess.JVM_OPTIONS_PROPERTY) == null) {
             // The demo tells a story, it does not measure: its seven services start with C1 only,
             // about half the CPU of a full-JIT start, which on a small machine is most of the
@@ -352,17 +352,18 @@ public final class Demo {
         }
         LabCluster.Spec spec =
                 options.modes().size() > 1
-                        ? LabCluster.Spec.bothModes(model, instances, tp)
-                        : LabCluster.Spec.of(model, instances, tp, options.modes().get(0));
+                        ? LabCluster.Spec.bothModes(
+                                options.model(), options.instances(), options.tp())
+                        : options.spec(options.modes().get(0));
         Report report;
         try {
-            report = run(spec, engine);
+            report = run(spec, options.engine());
         } catch (MooncakeServices.StartException e) {
             System.err.println("relay demo: " + e.getMessage());
             System.exit(3);
             return;
         }
-        if (json) {
+        if (options.json()) {
             report.generations().forEach(g -> System.out.println(g.json()));
             report.printTable(System.err);
             System.out.println(report.json());

@@ -133,13 +133,7 @@ public final class HostsDemo {
 
     /** {@code ./relay demo --hosts}: one lab per mode; exit 1 when a check failed. */
     public static void run(Demo.Options options) throws Exception {
-        String model = options.model();
-        int instances = options.instances();
-        int tp = options.tp();
-        String prefix = options.prefix();
         DataplaneEngine engine = options.engine();
-        String engineName = engine.label();
-        boolean json = options.json();
         List<Mode> run = options.modes();
         try {
             HostLab.requireRoot();
@@ -149,9 +143,9 @@ public final class HostsDemo {
         }
         List<ModeResult> results = new ArrayList<>();
         for (Mode mode : run) {
-            ModeResult r = runMode(LabCluster.Spec.of(model, instances, tp, mode), prefix, engine);
+            ModeResult r = runMode(options.spec(mode), options.prefix(), engine);
             results.add(r);
-            if (json) {
+            if (options.json()) {
                 System.out.println(r.json());
             }
         }
@@ -171,13 +165,13 @@ public final class HostsDemo {
                                 + "\"cross_host_tcp_bytes\":%d,\"dataplane_interface_bytes\":%d,"
                                 + "\"dataplane_tcp_payload_bytes\":%d,"
                                 + "\"shm_violations\":%d}",
-                        engineName,
+                        engine.label(),
                         results.get(0).hosts(),
                         String.join(
                                 ",", results.stream().map(r -> "\"" + r.mode() + "\"").toList()),
-                        model,
-                        instances,
-                        tp,
+                        options.model(),
+                        options.instances(),
+                        options.tp(),
                         verified,
                         verifiedBytes,
                         needed == 0 ? 0 : (double) read / needed,
@@ -185,7 +179,7 @@ public final class HostsDemo {
                         iface,
                         payload,
                         results.stream().mapToInt(r -> r.isolation().violations().size()).sum());
-        if (json) {
+        if (options.json()) {
             System.out.println(summary);
         } else {
             System.out.printf(

@@ -117,31 +117,13 @@ class PlannerBenchTest {
                 .contains("\"reference\":\"refused\"", "\"reference_refusal\":\"")
                 .doesNotContain("reference_vs_ours");
 
-        assertThatThrownBy(
-                        () ->
-                                parse(
-                                        tiny(
-                                                "--instances",
-                                                "1",
-                                                "--tp",
-                                                "2",
-                                                "--mode",
-                                                "direct",
-                                                "--against",
-                                                "other")))
-                .hasMessageContaining("mooncake-3441");
-        assertThatThrownBy(
-                        () ->
-                                parse(
-                                        tiny(
-                                                "--instances",
-                                                "1",
-                                                "--tp",
-                                                "2",
-                                                "--mode",
-                                                "direct",
-                                                "--against-timeout-s",
-                                                "5")))
+        String[] other =
+                tiny("--instances", "1", "--tp", "2", "--mode", "direct", "--against", "other");
+        assertThatThrownBy(() -> parse(other)).hasMessageContaining("mooncake-3441");
+        String[] timeoutAlone = other.clone();
+        timeoutAlone[12] = "--against-timeout-s";
+        timeoutAlone[13] = "5";
+        assertThatThrownBy(() -> parse(timeoutAlone))
                 .hasMessageContaining("--against-timeout-s needs --against");
         assertThat(parse(args("direct")).against()).isNull();
         assertThat(PlannerBench.plan(parse(args("direct"))).toJson()).doesNotContain("reference");
