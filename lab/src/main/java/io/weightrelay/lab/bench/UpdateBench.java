@@ -188,10 +188,6 @@ public final class UpdateBench {
      * labs and after).
      */
     static String line(Options options, Callable<Yardsticks> yardsticks) throws Exception {
-        boolean mooncake = options.engine() == DataplaneEngine.MOONCAKE;
-        boolean verify = options.verify();
-        boolean checksums = options.checksums();
-        Install install = options.install();
         LabCluster.Spec spec = options.spec();
         Topology topology = Topology.uniform(TRAINER_NODES, ROLLOUT_NODES, 1, 100);
         SourceManifest manifest = LabCatalog.publishedManifest(spec.model());
@@ -203,33 +199,19 @@ public final class UpdateBench {
         // With Mooncake, the built-in engine's rounds first, on a lab of its own, then Mooncake's:
         // the same scenario in the same run, each lab alone on the machine.
         LabRun builtin =
-                mooncake
+                options.engine() == DataplaneEngine.MOONCAKE
                         ? LabRun.measure(
-                                spec,
-                                options.rounds(),
-                                install,
+                                options,
                                 DataplaneEngine.BUILTIN,
-                                checksums,
-                                verify,
                                 false,
                                 manifest,
                                 placement,
                                 topology)
                         : null;
         LabRun measured =
-                LabRun.measure(
-                        spec,
-                        options.rounds(),
-                        install,
-                        mooncake ? DataplaneEngine.MOONCAKE : DataplaneEngine.BUILTIN,
-                        checksums,
-                        verify,
-                        true,
-                        manifest,
-                        placement,
-                        topology);
+                LabRun.measure(options, options.engine(), true, manifest, placement, topology);
         Yardsticks rates = quiet.best(yardsticks.call());
-        String line = measured.json(options.rounds(), rates, needed);
+        String line = measured.json(rates, needed);
         if (builtin == null) {
             return line;
         }
@@ -261,9 +243,8 @@ public final class UpdateBench {
      * measured: on Mooncake, whose agents cannot map the naive readers' own staging).
      */
     record LabRun(
+            Options options,
             LabCluster.Spec spec,
-            Install install,
-            boolean checksums,
             WarmupRounds.Rounds<LabCluster.Updates> rounds,
             WarmupRounds.Measured<LabCluster.Updates> median,
             long verified,
@@ -274,19 +255,15 @@ public final class UpdateBench {
             double naiveSeconds) {
 
         /**
-         * Starts a lab of {@code spec} with every service on {@code engine} (on Mooncake against a
-         * master of its own, {@link MooncakeServices}, removed with the lab), runs the rounds,
-         * checks the last generation's bytes unless not {@code verify}, and with {@code full}
-         * measures the first weights of a restarted engine and (on the built-in engine) the naive
-         * baseline.
+         * Starts the lab {@code options} describe with every service on {@code engine} (on Mooncake
+         * against a master of its own, {@link MooncakeServices}, removed with the lab), runs the
+         * rounds, checks the last generation's bytes unless {@code --no-verify}, and with {@code
+         * full} measures the first weights of a restarted engine and (on the built-in engine) the
+         * naive baseline.
          */
         static LabRun measure(
-                LabCluster.Spec spec,
-                WarmupRounds run,
-                Install install,
+                Options options,
                 DataplaneEngine engine,
-                boolean checksums,
-                boolean verify,
                 boolean full,
                 SourceManifest manifest,
                 TargetPlacement placement,
@@ -294,29 +271,24 @@ public final class UpdateBench {
                 throws Exception {
             if (engine == DataplaneEngine.MOONCAKE) {
                 try (MooncakeServices services = MooncakeServices.start()) {
-                    return onLab(
-                            spec, run, install, true, checksums, verify, full, manifest, placement,
-                            topology);
+                    return onLab(options, true, full, manifest, placement, topology);
                 }
             }
-            return onLab(
-                    spec, run, install, false, checksums, verify, full, manifest, placement,
-                    topology);
+            return onLab(options, false, full, manifest, placement, topology);
         }
 
         private static LabRun onLab(
-                LabCluster.Spec spec,
-                WarmupRounds run,
-                Install install,
+                Options options,
                 boolean mooncake,
-                boolean checksums,
-                boolean verify,
                 boolean full,
                 SourceManifest manifest,
                 TargetPlacement placement,
                 Topology topology)
                 throws Exception {
-            try (LabCluster lab = LabCluster.start(spec, checksums)) {
+            LabCluster.Spec spec = options.spec();
+            Install install = options.install();
+            boolean verify = options.verify();
+            try (LabCluster lab = LabCluster.start(spec, options.checksums())) {
                 if (install.staged()) {
                     lab.directInstall(DirectInstall.STAGED);
                 }
@@ -328,11 +300,12 @@ public final class UpdateBench {
                 }
                 roles.put("bench", List.of(ProcessHandle.current().pid()));
                 WarmupRounds.Rounds<LabCluster.Updates> rounds =
-                        run.run(
-                                lab::publish,
-                                () -> lab.updateAll().requireUpdated(),
-                                lab::collectGarbage,
-                                () -> ServiceCpu.now(roles));
+                        options.rounds()
+                                .run(
+                                        lab::publish,
+                                        () -> lab.updateAll().requireUpdated(),
+                                        lab::collectGarbage,
+                                        () -> ServiceCpu.now(roles));
                 WarmupRounds.Measured<LabCluster.Updates> median =
                         rounds.median(LabCluster.Updates::seconds);
                 long verified = verify ? lab.verifyAll(rounds.lastGeneration()) : 0;
@@ -358,9 +331,8 @@ public final class UpdateBench {
                                         lab, rounds.nextStep(), RESTARTED, verify)
                                 : null;
                 return new LabRun(
+                        options,
                         spec,
-                        install,
-                        checksums,
                         rounds,
                         median,
                         verified,
@@ -394,7 +366,7 @@ public final class UpdateBench {
          * from: every delivered byte, once (the loaders copy outside their data planes' counters).
          */
         private long installBytes() {
-            return install.staged() ? median.update().bytesReceived() : 0;
+            return options.install().staged() ? median.update().bytesReceived() : 0;
         }
 
         private long tcp() {
@@ -410,11 +382,11 @@ public final class UpdateBench {
             return rates.boundSeconds(
                     local() + installBytes(),
                     tcp(),
-                    checksums ? median.update().bytesReceived() : 0);
+                    options.checksums() ? median.update().bytesReceived() : 0);
         }
 
         /** The bench's JSON line for this lab (first weights and naive from {@code full}). */
-        String json(WarmupRounds run, Yardsticks rates, long needed) {
+        String json(Yardsticks rates, long needed) {
             LabCluster.Updates warm = median.update();
             long local = local();
             long tcp = tcp();
@@ -453,14 +425,14 @@ public final class UpdateBench {
                     spec.modeName(),
                     spec.instances(),
                     spec.tp(),
-                    install.staged() ? "staged" : "in-place",
-                    install.onRequest() ? "on-request" : "with-update",
+                    options.install().staged() ? "staged" : "in-place",
+                    options.install().onRequest() ? "on-request" : "with-update",
                     slowest(warm, d -> d.getPauseMs()) / 1e3,
                     slowest(warm, d -> d.getFetchMs()) / 1e3,
                     slowest(warm, d -> d.getInstallMs()) / 1e3,
                     rounds.warmups(),
                     rounds.settled(),
-                    run.repeat(),
+                    options.rounds().repeat(),
                     median.generation(),
                     warm.bytesReceived(),
                     local,
@@ -495,7 +467,7 @@ public final class UpdateBench {
                     slowest(warm, d -> d.getPrepareMs()),
                     slowest(warm, d -> d.getApplyMs()),
                     slowest(warm, d -> d.getPostApplyMs()),
-                    checksums,
+                    options.checksums(),
                     loaderChecksumMs + controlVerifyMs,
                     loaderChecksumMs,
                     controlVerifyMs,

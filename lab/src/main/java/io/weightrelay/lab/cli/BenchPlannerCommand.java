@@ -89,14 +89,13 @@ final class BenchPlannerCommand extends LabCommand {
     @Option(
             names = "--rollout-dtype",
             paramLabel = "DTYPE",
-            defaultValue = "bf16",
             converter = Values.RolloutDtype.class,
             completionCandidates = Values.RolloutDtype.class,
             description =
                     "${COMPLETION-CANDIDATES}; fp8 serves linear projections and experts as"
                             + " E4M3 with 128x128 block scales (weight_scale_inv); default"
                             + " ${DEFAULT-VALUE}.")
-    String rolloutDtype;
+    String rolloutDtype = "bf16";
 
     @Option(
             names = "--mode",

@@ -116,6 +116,18 @@ class RelayCliTest {
         return commands().stream().filter(p -> !p.equals(List.of("bench")));
     }
 
+    /** {@code bench planner} with every flag it requires but {@code --tp} (or {@code --ep}). */
+    private static final List<String> PLANNER =
+            List.of(
+                    "bench",
+                    "planner",
+                    "--model=tiny",
+                    "--trainer-nodes=1",
+                    "--rollout-nodes=1",
+                    "--instances=1",
+                    "--mode=direct",
+                    "--nic-gbps=400");
+
     private static String[] with(List<String> path, String... more) {
         List<String> args = new ArrayList<>(path);
         args.addAll(List.of(more));
@@ -291,22 +303,12 @@ class RelayCliTest {
                 .contains("Missing required options")
                 .contains("--trainer-nodes")
                 .contains("--nic-gbps");
-        List<String> planner =
-                List.of(
-                        "bench",
-                        "planner",
-                        "--model=tiny",
-                        "--trainer-nodes=1",
-                        "--rollout-nodes=1",
-                        "--instances=1",
-                        "--mode=direct",
-                        "--nic-gbps=400");
-        assertThat(relay(planner.toArray(String[]::new)).err()).contains("--tp").contains("--ep");
-        List<String> fp4 = new ArrayList<>(planner);
+        assertThat(relay(PLANNER.toArray(String[]::new)).err()).contains("--tp").contains("--ep");
+        List<String> fp4 = new ArrayList<>(PLANNER);
         fp4.addAll(List.of("--tp=2", "--rollout-dtype=fp4"));
         assertThat(relay(fp4.toArray(String[]::new)).err())
                 .contains("'fp4' is not a rollout dtype; valid: bf16, fp8");
-        List<String> noStages = new ArrayList<>(planner);
+        List<String> noStages = new ArrayList<>(PLANNER);
         noStages.addAll(List.of("--tp=2", "--pp=0"));
         Run refusedStages = relay(noStages.toArray(String[]::new));
         assertThat(refusedStages.code()).isEqualTo(2);
@@ -586,20 +588,7 @@ class RelayCliTest {
         assertThat(relay("bench", "update", "--hosts").only().redis()).isEqualTo(server);
         assertThat(relay("bench", "dataplane", "--hosts").only().redis()).isEqualTo(server);
         assertThat(relay("bench", "dataplane").only().redis()).isEqualTo(none);
-        assertThat(
-                        relay(
-                                        "bench",
-                                        "planner",
-                                        "--model=tiny",
-                                        "--trainer-nodes=1",
-                                        "--rollout-nodes=1",
-                                        "--instances=1",
-                                        "--tp=1",
-                                        "--mode=direct",
-                                        "--nic-gbps=400")
-                                .only()
-                                .redis())
-                .isEqualTo(none);
+        assertThat(relay(with(PLANNER, "--tp=1")).only().redis()).isEqualTo(none);
 
         Launch publish =
                 relay(
@@ -725,9 +714,7 @@ class RelayCliTest {
     private static final Map<String, String> TYPED =
             Map.of(
                     "demo", "demo",
-                    "bench planner",
-                            "bench planner --model tiny --trainer-nodes 1 --rollout-nodes 1"
-                                    + " --instances 1 --tp 1 --mode direct --nic-gbps 400",
+                    "bench planner", String.join(" ", with(PLANNER, "--tp=1")),
                     "bench dataplane", "bench dataplane",
                     "bench publish", "bench publish",
                     "bench update", "bench update",
