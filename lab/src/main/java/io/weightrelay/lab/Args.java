@@ -1,19 +1,16 @@
 package io.weightrelay.lab;
 
-import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.lab.cluster.RunRedis;
 import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.testkit.process.ServiceProcess;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
- * The flags of the lab's mains ({@code --name value} or {@code --name=value}); repeated flags keep
- * every value. {@code ./relay} checks them first and hands on only those given, so each main's
- * defaults are its own.
+ * The flags of the lab's programs that run as a JVM of their own and read text ({@code --name
+ * value} or {@code --name=value}; repeated flags keep every value): the host agents and the
+ * processes they start, and the simulated trainer and rollout engines, which {@code ./relay} starts
+ * with every flag written out.
  */
 public final class Args {
 
@@ -67,43 +64,8 @@ public final class Args {
         return getLong("seed", 1);
     }
 
-    /**
-     * {@code --redis-host}: the Redis the lab's services use; default the lab's ({@link
-     * RunRedis#configured()}: the one {@code ./relay} chose, else 127.0.0.1).
-     */
-    public String redisHost() {
-        return get("redis-host", RunRedis.configured().host());
-    }
-
-    /** {@code --redis-port}: default the lab's, as {@link #redisHost()} (else 6379). */
-    public int redisPort() {
-        return getInt("redis-port", RunRedis.configured().port());
-    }
-
     /** {@code --mode}: how the rollout workers hold their weights; default compat. */
     public Mode mode() {
         return Mode.parse(get("mode", "compat"));
-    }
-
-    /**
-     * {@code --root}: the checkout whose service jars run; default {@link ServiceProcess#home()}.
-     */
-    public Path root() {
-        return Path.of(get("root", ServiceProcess.home().toString())).toAbsolutePath();
-    }
-
-    /**
-     * {@code --redis-host}, {@code --redis-port} and {@code --root}: where a lab's services run.
-     */
-    public LabCluster.Site site() {
-        return new LabCluster.Site(redisHost(), redisPort(), root());
-    }
-
-    /**
-     * {@code --<flag>}: a service jar given explicitly, else {@code module}'s jar built under
-     * {@code root}.
-     */
-    public Path jar(String flag, Path root, String module) {
-        return has(flag) ? Path.of(get(flag, null)) : ServiceProcess.findJar(root, module);
     }
 }

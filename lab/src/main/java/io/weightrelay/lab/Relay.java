@@ -1,21 +1,19 @@
 package io.weightrelay.lab;
 
+import io.weightrelay.lab.cli.Invocation;
 import io.weightrelay.lab.cli.Progress;
 import io.weightrelay.lab.cli.RedisNeed;
 import io.weightrelay.lab.cli.RelayCli;
 import io.weightrelay.lab.cluster.LabRedis;
 import io.weightrelay.lab.cluster.RunRedis;
 import java.io.PrintStream;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 
 /**
  * The {@code ./relay} launcher. {@link RelayCli} parses the command line (help, refusal of unknown
- * flags and bad values); each command then runs as the {@code main} of the module that owns it, so
- * a benchmark lives beside the code it measures and the lab only routes to it. Before that main
- * runs, the launcher provides the Redis the command needs ({@link RedisNeed}): the lab's Redis when
- * it answers, else a redis-server of the run's own, stopped when the run ends; without redis-server
- * it refuses with exit code {@value #CANNOT_RUN_HERE} at once, naming what to install.
+ * flags and bad values) into the command's typed {@link Invocation}. Before it runs, the launcher
+ * provides the Redis the command needs ({@link RedisNeed}): the lab's Redis when it answers, else a
+ * redis-server of the run's own, stopped when the run ends; without redis-server it refuses with
+ * exit code {@value #CANNOT_RUN_HERE} at once, naming what to install.
  */
 public final class Relay {
 
@@ -31,7 +29,7 @@ public final class Relay {
 
     private Relay() {}
 
-    public static void main(String[] args) throws Throwable {
+    public static void main(String[] args) throws Exception {
         // Publishes and updates show their progress on stderr: a bar on a terminal, else lines.
         Progress.show(System.err, System.console() != null);
         int code;
@@ -41,10 +39,8 @@ public final class Relay {
                             args,
                             System.out,
                             System.err,
-                            (command, entryPoint, forwarded, redis) ->
-                                    run(command, entryPoint, forwarded, redis, System.err));
-        } catch (InvocationTargetException ex) {
-            throw ex.getCause();
+                            (command, invocation, redis) ->
+                                    run(command, invocation, redis, System.err));
         } catch (CannotRunHere ex) {
             System.err.println(ex.getMessage());
             code = CANNOT_RUN_HERE;
@@ -55,28 +51,17 @@ public final class Relay {
     }
 
     /**
-     * Runs {@code entryPoint}'s {@code main} with {@code args} once {@code redis} is provided; the
-     * Redis the run started for itself is stopped when the main returns or throws (and by its
-     * watcher when the JVM ends inside the main: {@code System.exit}, Ctrl-C).
+     * Runs {@code invocation} once {@code redis} is provided; the Redis the run started for itself
+     * is stopped when the command returns or throws (and by its watcher when the JVM ends inside
+     * it: {@code System.exit}, Ctrl-C).
      */
-    static void run(
-            String command, String entryPoint, String[] args, RedisNeed redis, PrintStream err)
+    static void run(String command, Invocation<?> invocation, RedisNeed redis, PrintStream err)
             throws Exception {
-        Method main;
-        try {
-            main = Class.forName(entryPoint).getMethod("main", String[].class);
-        } catch (ClassNotFoundException ex) {
-            throw new CannotRunHere(
-                    command
-                            + ": cannot run here: not part of this build yet ("
-                            + entryPoint
-                            + " is missing)");
-        }
         switch (redis.kind()) {
-            case NONE -> main.invoke(null, (Object) args);
+            case NONE -> invocation.run();
             case SERVER -> {
                 serverOrRefuse(command);
-                main.invoke(null, (Object) args);
+                invocation.run();
             }
             case ANSWERING -> {
                 RunRedis.Address wanted = wanted(command, redis);
@@ -96,7 +81,7 @@ public final class Relay {
                 String before = System.getProperty(RunRedis.PROPERTY);
                 try (chosen) {
                     System.setProperty(RunRedis.PROPERTY, chosen.address().hostPort());
-                    main.invoke(null, (Object) args);
+                    invocation.run();
                 } finally {
                     if (before == null) {
                         System.clearProperty(RunRedis.PROPERTY);

@@ -3,6 +3,7 @@ package io.weightrelay.lab;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.lab.cli.Invocation;
 import io.weightrelay.lab.cli.RedisNeed;
 import io.weightrelay.lab.cluster.LabRedis;
 import io.weightrelay.lab.cluster.RunRedis;
@@ -17,19 +18,22 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The launcher provides the Redis a command needs before its main runs (issue 52): the configured
- * Redis when it answers, else a redis-server of the run's own, stopped when the run ends; without
- * redis-server it refuses at once, naming what to install. The machine's Redis is only ever asked
- * PING here.
+ * The launcher provides the Redis a command needs before the command runs (issue 52): the
+ * configured Redis when it answers, else a redis-server of the run's own, stopped when the run
+ * ends; without redis-server it refuses at once, naming what to install. The machine's Redis is
+ * only ever asked PING here.
  */
 class RelayRedisTest {
 
-    /** A command's main that records which Redis it was given and whether that one answered. */
-    public static final class RedisSeen {
+    /** A command that records which Redis it was given and whether that one answered. */
+    static final class RedisSeen {
         static volatile String address;
         static volatile boolean answered;
 
-        public static void main(String[] args) {
+        static final Invocation<Void> RUN =
+                new Invocation<>(RedisSeen.class, null, options -> RedisSeen.run());
+
+        static void run() {
             address = System.getProperty(RunRedis.PROPERTY);
             RunRedis.Address a = RunRedis.configured();
             answered = LabRedis.answersPing(a.host(), a.port());
@@ -54,8 +58,7 @@ class RelayRedisTest {
 
         Relay.run(
                 "relay demo",
-                RedisSeen.class.getName(),
-                new String[0],
+                RedisSeen.RUN,
                 new RedisNeed(RedisNeed.Kind.ANSWERING, null, null),
                 err);
 
@@ -64,7 +67,7 @@ class RelayRedisTest {
                 .contains("no Redis answers at 127.0.0.1:" + closed)
                 .contains("started redis-server on 127.0.0.1:");
         assertThat(RedisSeen.address).startsWith("127.0.0.1:").isNotEqualTo("127.0.0.1:" + closed);
-        assertThat(RedisSeen.answered).as("the main's Redis answered PING").isTrue();
+        assertThat(RedisSeen.answered).as("the command's Redis answered PING").isTrue();
         int own = Integer.parseInt(RedisSeen.address.substring("127.0.0.1:".length()));
         assertThat(said).contains("127.0.0.1:" + own);
         assertThat(LabRedis.answersPing("127.0.0.1", own))
@@ -83,8 +86,7 @@ class RelayRedisTest {
 
         Relay.run(
                 "relay bench publish",
-                RedisSeen.class.getName(),
-                new String[0],
+                RedisSeen.RUN,
                 new RedisNeed(RedisNeed.Kind.ANSWERING, machine.host(), machine.port()),
                 err);
 
@@ -100,8 +102,7 @@ class RelayRedisTest {
 
         Relay.run(
                 "relay demo",
-                RedisSeen.class.getName(),
-                new String[0],
+                RedisSeen.RUN,
                 new RedisNeed(RedisNeed.Kind.ANSWERING, null, null),
                 err);
 
@@ -124,8 +125,7 @@ class RelayRedisTest {
                         () ->
                                 Relay.run(
                                         "relay demo",
-                                        RedisSeen.class.getName(),
-                                        new String[0],
+                                        RedisSeen.RUN,
                                         new RedisNeed(RedisNeed.Kind.ANSWERING, null, null),
                                         err))
                 .isInstanceOf(Relay.CannotRunHere.class)
@@ -134,7 +134,7 @@ class RelayRedisTest {
                 .hasMessageContaining("/nonexistent/bin/redis-server")
                 .hasMessageContaining("apt-get install redis-server");
         assertThat((System.nanoTime() - started) / 1e9).isLessThan(10);
-        assertThat(RedisSeen.address).as("the main never ran").isNull();
+        assertThat(RedisSeen.address).as("the command never ran").isNull();
     }
 
     @Test
@@ -145,14 +145,13 @@ class RelayRedisTest {
                         () ->
                                 Relay.run(
                                         "relay faults",
-                                        RedisSeen.class.getName(),
-                                        new String[0],
+                                        RedisSeen.RUN,
                                         new RedisNeed(RedisNeed.Kind.SERVER, null, null),
                                         err))
                 .isInstanceOf(Relay.CannotRunHere.class)
                 .hasMessageContaining("relay faults: cannot run here")
                 .hasMessageContaining("apt-get install redis-server");
-        assertThat(RedisSeen.address).as("the main never ran").isNull();
+        assertThat(RedisSeen.address).as("the command never ran").isNull();
     }
 
     @Test
@@ -166,22 +165,22 @@ class RelayRedisTest {
                         () ->
                                 Relay.run(
                                         "relay demo",
-                                        Failing.class.getName(),
-                                        new String[0],
+                                        new Invocation<Void>(
+                                                Failing.class, null, options -> Failing.run()),
                                         new RedisNeed(RedisNeed.Kind.ANSWERING, null, null),
                                         err))
-                .hasRootCauseMessage("the story broke");
+                .hasMessage("the story broke");
         int own = Failing.port;
         assertThat(own).isPositive().isNotEqualTo(closed);
         assertThat(LabRedis.answersPing("127.0.0.1", own)).isFalse();
         assertThat(countRedisDirs(dirsBefore)).as("its directory is gone").isEqualTo(before);
     }
 
-    /** A command's main that breaks once it has seen its Redis. */
-    public static final class Failing {
+    /** A command that breaks once it has seen its Redis. */
+    static final class Failing {
         static volatile int port;
 
-        public static void main(String[] args) {
+        static void run() {
             port = RunRedis.configured().port();
             throw new IllegalStateException("the story broke");
         }

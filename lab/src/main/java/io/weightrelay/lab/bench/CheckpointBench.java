@@ -6,7 +6,6 @@ import static java.nio.file.StandardOpenOption.WRITE;
 
 import io.weightrelay.api.control.client.model.CheckpointReport;
 import io.weightrelay.api.control.client.model.Generation;
-import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.placement.Mode;
 import java.io.IOException;
@@ -37,32 +36,37 @@ import org.springframework.util.FileSystemUtils;
  *   <li>{@code load_avg}: the machine's load, which these figures follow
  * </ul>
  *
- * Flags: {@code --dir <directory> (default: a fresh one under the system temp dir) --trainer-nodes
- * 2 --seed 1 --redis-host 127.0.0.1 --redis-port 6379 --root <repo>}.
+ * The flags and their defaults: {@code ./relay bench checkpoint --help} ({@link Options}).
  */
 public final class CheckpointBench {
 
     private CheckpointBench() {}
 
-    public static void main(String[] argv) throws Exception {
-        Args args = new Args(argv);
+    /**
+     * {@code ./relay bench checkpoint}'s flags, as its {@code --help} describes them; {@code dir}
+     * null: a fresh temporary directory.
+     */
+    public record Options(String model, int trainerNodes, Path dir, long seed, Path root) {}
+
+    /** {@code ./relay bench checkpoint}: prints the bench's JSON line. */
+    public static void run(Options options) throws Exception {
         Path base =
-                args.has("dir")
-                        ? Files.createDirectories(Path.of(args.get("dir", null)).toAbsolutePath())
+                options.dir() != null
+                        ? Files.createDirectories(options.dir().toAbsolutePath())
                         : Files.createTempDirectory("wr-bench-checkpoint");
         Path dir = base.resolve("checkpoint");
         // control-api confines checkpoints to a root: this bench's own directory.
         System.setProperty("wr.lab.checkpoint-root", base.toString());
         LabCluster.Spec spec =
                 new LabCluster.Spec(
-                        args.get("model", "qwen2.5-0.5b"),
+                        options.model(),
                         1,
                         1,
                         Mode.COMPAT,
-                        args.seed(),
-                        args.getInt("trainer-nodes", 2),
+                        options.seed(),
+                        options.trainerNodes(),
                         1,
-                        args.site(),
+                        BenchServices.site(options.root()),
                         LabCluster.Serving.TENSOR_PARALLEL);
         try (LabCluster lab = LabCluster.start(spec)) {
             lab.showingLogsOnFailure(

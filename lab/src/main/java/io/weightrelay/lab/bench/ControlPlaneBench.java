@@ -1,7 +1,7 @@
 package io.weightrelay.lab.bench;
 
-import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabStore;
+import io.weightrelay.lab.cluster.RunRedis;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.IOException;
@@ -14,7 +14,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -62,16 +61,11 @@ import tools.jackson.databind.json.JsonMapper;
  * instead (fewer layers, and fewer experts where even two layers have too many: a synthetic model,
  * reported as such in {@code synthetic}), so the same bench runs at 700, 7,000 and 70,000 tensors.
  *
- * <p>Flags: {@code --ep E} (expert parallelism; as {@code bench planner}: {@code --tp} for MoE
- * models, every expert whole on one rank, and 1 for dense ones), {@code --rollout-nodes R} (default
- * instances x tp / 8), {@code --control-heap 1g}, {@code --register-chunk 256} (objects per
- * registration, the publisher's default), {@code --heartbeat-seconds 5}, {@code --warmup 1} (whole
- * runs first on the same deployment with the model scaled to a tenth of its tensors, at least 700,
- * under another model name, their loaders deregistered after: the JIT has then compiled the paths
- * the measured run takes, as in a control-api that has served updates; 0 for a cold one), {@code
- * --call-timeout-seconds 300}, {@code --redis-host 127.0.0.1 --redis-port 6379 --control-jar <exec
- * jar> --root <repo>}, {@code --control-arg --k=v} and {@code --control-jvm-arg -X...}
- * (repeatable), {@code --keep-logs}, {@code --keep-redis}.
+ * <p>The flags and their defaults: {@code ./relay bench control-plane --help} ({@link Options}).
+ * {@code --warmup N} runs whole runs first on the same deployment with the model scaled to a tenth
+ * of its tensors, at least 700, under another model name, their loaders deregistered after: the JIT
+ * has then compiled the paths the measured run takes, as in a control-api that has served updates;
+ * 0 for a cold one.
  */
 public final class ControlPlaneBench {
 
@@ -84,83 +78,40 @@ public final class ControlPlaneBench {
     static final String STORE =
             "stand-in: the bench records which objects the publishers stored and the loaders check"
                     + " their reads against it; no tensor bytes move";
-    private static final Set<String> FLAGS =
-            Set.of(
-                    "model",
-                    "tensors",
-                    "trainer-nodes",
-                    "instances",
-                    "tp",
-                    "ep",
-                    "mode",
-                    "rollout-nodes",
-                    "control-heap",
-                    "register-chunk",
-                    "heartbeat-seconds",
-                    "warmup",
-                    "call-timeout-seconds",
-                    "redis-host",
-                    "redis-port",
-                    "control-jar",
-                    "root",
-                    "control-arg",
-                    "control-jvm-arg",
-                    "keep-logs",
-                    "keep-redis");
 
     private ControlPlaneBench() {}
 
-    public static void main(String[] argv) throws Exception {
-        Args args = new Args(argv);
-        for (String flag : flagsOf(argv)) {
-            if (!FLAGS.contains(flag)) {
-                System.err.println(
-                        "bench control-plane: unknown flag --"
-                                + flag
-                                + "; valid: --"
-                                + String.join(" --", FLAGS.stream().sorted().toList()));
-                System.exit(2);
-            }
-        }
-        String catalogued = args.get("model", "kimi-k2");
-        int tensors = args.getInt("tensors", 0);
-        int trainerNodes = args.getInt("trainer-nodes", 32);
-        int instances = args.getInt("instances", 32);
-        int tp = args.getInt("tp", 8);
-        int ep = args.getInt("ep", 0);
-        int rolloutNodes = args.getInt("rollout-nodes", Math.max(1, instances * tp / 8));
-        String modeName = args.get("mode", "direct");
-        if (!modeName.equals("direct") && !modeName.equals("compat")) {
-            System.err.println("bench control-plane: --mode is direct or compat");
-            System.exit(2);
-        }
-        Mode mode = modeName.equals("direct") ? Mode.DIRECT : Mode.COMPAT;
-        String heap = args.get("control-heap", "1g");
-        int warmups = args.getInt("warmup", 1);
-        Options options =
-                new Options(
-                        args.getInt("register-chunk", 256),
-                        Duration.ofSeconds(args.getLong("heartbeat-seconds", 5)),
-                        Duration.ofSeconds(args.getLong("call-timeout-seconds", 300)));
-        Path root = args.root();
-        Path controlJar = args.jar("control-jar", root, "control-api");
-        String redisHost = args.redisHost();
-        int redisPort = args.redisPort();
+    /** {@code ./relay bench control-plane}'s flags, as its {@code --help} describes them. */
+    public record Options(
+            String model,
+            int tensors,
+            int trainerNodes,
+            int instances,
+            int tp,
+            int ep,
+            int rolloutNodes,
+            Mode mode,
+            String controlHeap,
+            int warmup,
+            Players players,
+            BenchServices services) {}
+
+    /**
+     * {@code ./relay bench control-plane}: prints the bench's JSON line; exit 1 on a failed step.
+     */
+    public static void run(Options o) throws Exception {
+        String heap = o.controlHeap();
+        int warmups = o.warmup();
+        Players options = o.players();
+        BenchServices services = o.services();
+        RunRedis.Address redis = RunRedis.configured();
+        String redisHost = redis.host();
+        int redisPort = redis.port();
 
         // The deployment, for any model size and name prefix: the measured run and its warm-ups.
         BiFunction<String, Integer, Scenario> deployment =
-                (prefix, size) ->
-                        Scenario.of(
-                                prefix,
-                                catalogued,
-                                size,
-                                trainerNodes,
-                                instances,
-                                tp,
-                                ep,
-                                rolloutNodes,
-                                mode);
-        Scenario scenario = deployment.apply("", tensors);
+                (prefix, size) -> Scenario.of(prefix, o, size);
+        Scenario scenario = deployment.apply("", o.tensors());
         System.err.printf(
                 Locale.ROOT,
                 "bench control-plane: %s, %d tensors, %d objects, %d workers in %d instances (%s)%n",
@@ -168,15 +119,15 @@ public final class ControlPlaneBench {
                 scenario.manifest().tensors().size(),
                 scenario.manifest().fragments().size(),
                 scenario.placement().workers().size(),
-                instances,
-                modeName);
+                o.instances(),
+                o.mode().name().toLowerCase(Locale.ROOT));
 
         String run = UUID.randomUUID().toString().substring(0, 8);
         String prefix = "wr:bench:" + run + ":";
         Path logs = Files.createTempDirectory("wr-bench-" + run);
         Path gcLog = logs.resolve("control-api-gc.log");
         List<String> jvm = new ArrayList<>(List.of("-Xlog:gc:file=" + gcLog));
-        jvm.addAll(args.all("control-jvm-arg"));
+        jvm.addAll(services.controlJvmArgs());
         List<String> spring =
                 new ArrayList<>(
                         List.of(
@@ -188,11 +139,13 @@ public final class ControlPlaneBench {
                                 "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
                                 "--relay.security.tokens.loader[0]=" + LOADER_TOKEN,
                                 "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN));
-        spring.addAll(args.all("control-arg"));
+        spring.addAll(services.controlArgs());
         ServiceProcess control = null;
         int exit = 0;
         try {
-            control = ServiceProcess.start("control-api", controlJar, heap, jvm, spring, logs);
+            control =
+                    ServiceProcess.start(
+                            "control-api", services.controlApiJar(), heap, jvm, spring, logs);
             control.awaitHealthy(Duration.ofMinutes(3));
             // The warm-up deploys the same topology with a tenth of the tensors, so the paths the
             // measured run takes at scale (request parsing and validation, registration, plan,
@@ -223,10 +176,10 @@ public final class ControlPlaneBench {
             if (control != null) {
                 control.close();
             }
-            if (!args.has("keep-redis")) {
+            if (!services.keepRedis()) {
                 LabStore.deleteKeys("redis://" + redisHost + ":" + redisPort, prefix);
             }
-            if (args.has("keep-logs")) {
+            if (services.keepLogs()) {
                 System.err.println("bench control-plane: logs in " + logs);
             } else {
                 FileSystemUtils.deleteRecursively(logs.toFile()); // logs in /tmp
@@ -235,19 +188,8 @@ public final class ControlPlaneBench {
         System.exit(exit);
     }
 
-    private static List<String> flagsOf(String[] argv) {
-        List<String> out = new ArrayList<>();
-        for (String a : argv) {
-            if (a.startsWith("--")) {
-                int eq = a.indexOf('=');
-                out.add(eq < 0 ? a.substring(2) : a.substring(2, eq));
-            }
-        }
-        return out;
-    }
-
     /** How the players behave. */
-    record Options(int registerChunk, Duration heartbeat, Duration callTimeout) {}
+    public record Players(int registerChunk, Duration heartbeat, Duration callTimeout) {}
 
     /** What one run measured; {@code failedStep} names the step that ended it, if one did. */
     static final class Figures {

@@ -30,7 +30,7 @@ import io.weightrelay.api.control.client.model.UpdatePreparation;
 import io.weightrelay.api.control.client.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.client.model.WorkerPlacement;
 import io.weightrelay.lab.bench.ControlPlaneBench.Figures;
-import io.weightrelay.lab.bench.ControlPlaneBench.Options;
+import io.weightrelay.lab.bench.ControlPlaneBench.Players;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
@@ -84,7 +84,7 @@ final class ControlPlaneBenchRun {
 
     private final ServiceProcess control;
     private final Scenario s;
-    private final Options options;
+    private final Players behaviour;
     private final long trainerStep;
     private final Wire wire = new Wire();
     private final GenerationsApi trainer;
@@ -119,11 +119,11 @@ final class ControlPlaneBenchRun {
     private final Map<String, Slice> slices = new ConcurrentHashMap<>();
 
     ControlPlaneBenchRun(
-            ServiceProcess control, Scenario scenario, Options options, long trainerStep) {
+            ServiceProcess control, Scenario scenario, Players behaviour, long trainerStep) {
         String baseUrl = control.baseUrl();
         this.control = control;
         this.s = scenario;
-        this.options = options;
+        this.behaviour = behaviour;
         this.trainerStep = trainerStep;
         ApiClient trainerClient = client(baseUrl, TRAINER_TOKEN);
         ApiClient loaderClient = client(baseUrl, LOADER_TOKEN);
@@ -151,7 +151,7 @@ final class ControlPlaneBenchRun {
      */
     private ApiClient client(String baseUrl, String token, boolean inflate) {
         Endpoint endpoint =
-                new Endpoint(baseUrl, token, Duration.ofSeconds(10), options.callTimeout());
+                new Endpoint(baseUrl, token, Duration.ofSeconds(10), behaviour.callTimeout());
         // As the trainer client does: large bodies go gzip-compressed; as publishers and
         // loaders do, responses may come gzip-compressed; the wire counts what actually
         // crosses it (interceptors run in order).
@@ -202,8 +202,8 @@ final class ControlPlaneBenchRun {
             for (String instance : instances) {
                 heartbeats.scheduleAtFixedRate(
                         () -> heartbeat(instance),
-                        options.heartbeat().toMillis(),
-                        options.heartbeat().toMillis(),
+                        behaviour.heartbeat().toMillis(),
+                        behaviour.heartbeat().toMillis(),
                         TimeUnit.MILLISECONDS);
             }
 
@@ -339,10 +339,10 @@ final class ControlPlaneBenchRun {
     /** A publisher "stores" its objects (the stand-in) and registers them in chunks. */
     private Void registerObjects(long generation, String node, List<StoredFragment> mine) {
         String segment = node + "-segment";
-        for (int from = 0; from < mine.size(); from += options.registerChunk()) {
+        for (int from = 0; from < mine.size(); from += behaviour.registerChunk()) {
             List<RegisteredObject> chunk = new ArrayList<>();
             for (StoredFragment fragment :
-                    mine.subList(from, Math.min(mine.size(), from + options.registerChunk()))) {
+                    mine.subList(from, Math.min(mine.size(), from + behaviour.registerChunk()))) {
                 String key = s.model() + "/" + generation + "/" + fragment.fragment();
                 store.add(key);
                 chunk.add(

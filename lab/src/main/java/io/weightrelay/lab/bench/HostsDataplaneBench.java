@@ -31,34 +31,15 @@ public final class HostsDataplaneBench {
 
     private HostsDataplaneBench() {}
 
-    public static void main(String[] argv) throws Exception {
-        long size = 1L << 30;
-        int repeats = 5;
-        int streams = 2;
-        String prefix = HostLab.DEFAULT_PREFIX;
-        for (int i = 0; i < argv.length; i++) {
-            switch (argv[i]) {
-                case "--hosts" -> {}
-                case "--size" -> size = Long.parseLong(argv[++i]);
-                case "--repeats" -> repeats = Integer.parseInt(argv[++i]);
-                case "--streams" -> streams = Integer.parseInt(argv[++i]);
-                case "--prefix" -> prefix = argv[++i];
-                default -> {
-                    System.err.println(
-                            "relay bench dataplane --hosts: unknown flag '"
-                                    + argv[i]
-                                    + "'; valid: --hosts --size --repeats --streams --prefix");
-                    System.exit(2);
-                }
-            }
-        }
+    /** {@code ./relay bench dataplane --hosts}: prints the JSON line; exit 1 if not refused. */
+    public static void run(DataplaneOptions options) throws Exception {
         try {
             HostLab.requireRoot();
         } catch (HostLabException e) {
             System.err.println("relay bench dataplane --hosts: " + e.getMessage());
             System.exit(3);
         }
-        String line = run(size, repeats, streams, prefix);
+        String line = line(options.size(), options.repeats(), options.streams(), options.prefix());
         System.out.println(line);
         if (!line.contains("\"authenticated\":true")) {
             System.exit(1);
@@ -66,7 +47,7 @@ public final class HostsDataplaneBench {
     }
 
     /** Runs the benchmark on fresh hosts and returns its JSON line. */
-    public static String run(long size, int repeats, int streams, String prefix) throws Exception {
+    public static String line(long size, int repeats, int streams, String prefix) throws Exception {
         Path logs = Files.createTempDirectory(prefix + "-bench-");
         Path secretFile = logs.resolve("dataplane.secret");
         Files.createFile(

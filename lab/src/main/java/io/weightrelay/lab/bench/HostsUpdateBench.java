@@ -1,7 +1,6 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.api.loader.client.model.DirectInstall;
-import io.weightrelay.lab.Args;
 import io.weightrelay.lab.bench.planner.ClusterModel;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MultiHostCluster;
@@ -88,12 +87,11 @@ public final class HostsUpdateBench {
 
     private HostsUpdateBench() {}
 
-    public static void main(String[] argv) throws Exception {
-        Args args = new Args(argv);
-        UpdateBench.Run run = UpdateBench.Run.read(args);
-        double linkGbps = Double.parseDouble(args.get("link-gbps", "2"));
-        UpdateBench.Install install =
-                UpdateBench.Install.of(args.get("direct-install", "in-place"), run.spec().mode());
+    /** {@code ./relay bench update --hosts}: prints the bench's JSON line; exit 1 on a miss. */
+    public static void run(UpdateBench.Options options) throws Exception {
+        WarmupRounds run = options.rounds();
+        double linkGbps = options.linkGbps();
+        UpdateBench.Install install = options.install();
         try {
             HostLab.requireRoot();
         } catch (HostLabException e) {
@@ -102,7 +100,7 @@ public final class HostsUpdateBench {
         }
         String loadBefore = loadAverage();
 
-        LabCluster.Spec spec = run.spec();
+        LabCluster.Spec spec = options.spec();
         List<String> failed = new ArrayList<>();
         try (MultiHostCluster lab = MultiHostCluster.start(spec, "wr-hbench")) {
             SourceManifest manifest = lab.manifest();
@@ -132,14 +130,14 @@ public final class HostsUpdateBench {
                 lab.hosts().shapeDataLinkBothWays(h.name(), rate);
             }
 
-            UpdateBench.Rounds<MultiHostCluster.Update> rounds =
-                    run.rounds(
+            WarmupRounds.Rounds<MultiHostCluster.Update> rounds =
+                    run.run(
                             step -> lab.publish(step).generation(),
                             () -> lab.updateAll().requireVerified(),
                             lab::collectGarbage,
                             // the hosts' services run under their host agents: not broken down
                             () -> null);
-            UpdateBench.Measured<MultiHostCluster.Update> median =
+            WarmupRounds.Measured<MultiHostCluster.Update> median =
                     rounds.median(u -> slowest(u.engines()));
             long generation = median.generation();
             MultiHostCluster.Update warm = median.update();

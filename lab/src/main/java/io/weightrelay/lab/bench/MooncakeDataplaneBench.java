@@ -6,7 +6,6 @@ import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.TransferRequest;
 import io.weightrelay.dataplane.bench.Baselines;
-import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.MooncakeLab;
 import io.weightrelay.lab.cluster.MooncakeServices;
 import io.weightrelay.testkit.process.ServiceProcess;
@@ -65,15 +64,11 @@ public final class MooncakeDataplaneBench {
 
     private MooncakeDataplaneBench() {}
 
-    public static void main(String[] argv) throws Exception {
-        Args args = new Args(argv);
+    /** {@code ./relay bench dataplane --engine mooncake}: prints the JSON line. */
+    public static void run(DataplaneOptions options) throws Exception {
         String line;
         try {
-            line =
-                    run(
-                            args.getLong("size", 256L << 20),
-                            args.getInt("repeats", 5),
-                            args.get("redis", "redis://127.0.0.1:6379"));
+            line = line(options.size(), options.repeats(), options.redis());
         } catch (MooncakeServices.StartException e) {
             System.err.println("relay bench dataplane: " + e.getMessage());
             System.exit(3);
@@ -86,7 +81,7 @@ public final class MooncakeDataplaneBench {
     }
 
     /** Runs the benchmark on a Mooncake lab of its own and returns the JSON line. */
-    public static String run(long size, int repeats, String redis)
+    public static String line(long size, int repeats, String redis)
             throws MooncakeServices.StartException, IOException, InterruptedException {
         String prefix = "wr:bench:mc:" + UUID.randomUUID().toString().substring(0, 8) + ":";
         MooncakeLab started;

@@ -4,10 +4,10 @@ import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
-import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabSecrets;
 import io.weightrelay.lab.cluster.LabStore;
+import io.weightrelay.lab.cluster.RunRedis;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
@@ -54,10 +54,8 @@ import org.springframework.util.FileSystemUtils;
  *       staging included) and {@code load_avg} (the machine's load, which these figures follow)
  * </ul>
  *
- * Flags: {@code --staging-mode segment|file --trainer-dtype bf16 --rollout-dtype bf16 --seed 1
- * --max-batch-bytes 536870912 --in-flight 4 --warmup 2 --repeat 3 --redis-host 127.0.0.1
- * --redis-port 6379 --publisher-jar <exec jar> --control-jar <exec jar> --root <repo> --keep-logs
- * --keep-redis} ({@code --keep-redis} leaves the run's {@code wr:bench:<run>:} keys in Redis).
+ * The flags and their defaults: {@code ./relay bench publish --help} ({@link Options}; {@code
+ * --keep-redis} leaves the run's {@code wr:bench:<run>:} keys in Redis).
  */
 public final class PublishBench {
 
@@ -67,26 +65,48 @@ public final class PublishBench {
 
     private PublishBench() {}
 
-    public static void main(String[] argv) throws Exception {
-        Args args = new Args(argv);
-        String model = args.get("model", "qwen2.5-0.5b");
-        int nodes = args.getInt("trainer-nodes", 2);
-        int repeat = Math.max(1, args.getInt("repeat", 3));
-        int warmups = Math.max(1, args.getInt("warmup", 2));
-        long maxBatch = args.getLong("max-batch-bytes", 512L << 20);
-        int inFlight = args.getInt("in-flight", 4);
-        DType trainerDtype = DType.ofWireName(args.get("trainer-dtype", "bf16"));
-        DType rolloutDtype = DType.ofWireName(args.get("rollout-dtype", "bf16"));
-        long seed = args.seed();
-        String stagingMode = args.get("staging-mode", "segment");
-        if (!stagingMode.equals("segment") && !stagingMode.equals("file")) {
-            throw new IllegalArgumentException("--staging-mode is segment or file");
+    /**
+     * {@code ./relay bench publish}'s flags, as its {@code --help} describes them; {@code
+     * publisherJar} null: the checkout's.
+     */
+    public record Options(
+            String model,
+            int trainerNodes,
+            int repeat,
+            int warmup,
+            long maxBatchBytes,
+            int inFlight,
+            DType trainerDtype,
+            DType rolloutDtype,
+            String stagingMode,
+            long seed,
+            Path publisherJar,
+            List<String> publisherJvmArgs,
+            List<String> publisherArgs,
+            BenchServices services) {
+
+        public Options {
+            publisherJvmArgs = List.copyOf(publisherJvmArgs);
+            publisherArgs = List.copyOf(publisherArgs);
         }
-        Path root = args.root();
-        Path publisherJar = args.jar("publisher-jar", root, "publisher-service");
-        Path controlJar = args.jar("control-jar", root, "control-api");
-        String redisHost = args.redisHost();
-        int redisPort = args.redisPort();
+    }
+
+    /** {@code ./relay bench publish}: prints the bench's JSON line. */
+    public static void run(Options flags) throws Exception {
+        String model = flags.model();
+        int nodes = flags.trainerNodes();
+        int repeat = Math.max(1, flags.repeat());
+        int warmups = Math.max(1, flags.warmup());
+        long maxBatch = flags.maxBatchBytes();
+        DType trainerDtype = flags.trainerDtype();
+        DType rolloutDtype = flags.rolloutDtype();
+        long seed = flags.seed();
+        String stagingMode = flags.stagingMode();
+        BenchServices services = flags.services();
+        Path publisherJar = services.jar(flags.publisherJar(), "publisher-service");
+        RunRedis.Address redis = RunRedis.configured();
+        String redisHost = redis.host();
+        int redisPort = redis.port();
 
         SourceManifest manifest =
                 SimulatedModel.manifest(model, trainerDtype, rolloutDtype, MAX_FRAGMENT);
@@ -131,11 +151,11 @@ public final class PublishBench {
             ServiceProcess control =
                     ServiceProcess.start(
                             "control-api",
-                            controlJar,
+                            services.controlApiJar(),
                             "512m",
-                            args.all("control-jvm-arg"),
+                            services.controlJvmArgs(),
                             concat(
-                                    args.all("control-arg"),
+                                    services.controlArgs(),
                                     "--spring.data.redis.host=" + redisHost,
                                     "--spring.data.redis.port=" + redisPort,
                                     "--relay.redis.key-prefix=wr:bench:" + run + ":",
@@ -154,9 +174,9 @@ public final class PublishBench {
                                 "publisher-" + names.get(i),
                                 publisherJar,
                                 "384m",
-                                jvmArgs(args.all("publisher-jvm-arg"), names.get(i)),
+                                jvmArgs(flags.publisherJvmArgs(), names.get(i)),
                                 concat(
-                                        args.all("publisher-arg"),
+                                        flags.publisherArgs(),
                                         "--relay.segment.node=" + names.get(i),
                                         "--relay.segment.name=bench-" + run + "-" + names.get(i),
                                         "--relay.segment.size=" + segmentSize + "B",
@@ -193,7 +213,7 @@ public final class PublishBench {
                     new RestCoordinator(
                             control.baseUrl(), TRAINER_TOKEN, Duration.ofMinutes(2), MAX_FRAGMENT);
             RankPublisher.Options options =
-                    new RankPublisher.Options(inFlight, stageAll, Duration.ofMinutes(2));
+                    new RankPublisher.Options(flags.inFlight(), stageAll, Duration.ofMinutes(2));
             TrainerSession session = new TrainerSession(coordinator, publishers, options);
 
             TrainerSession.Outcome cold =
@@ -294,12 +314,12 @@ public final class PublishBench {
                 c.close();
             }
             secrets.close();
-            if (!args.has("keep-redis")) {
+            if (!services.keepRedis()) {
                 // The services have stopped: nothing writes under the run's prefix any more.
                 LabStore.deleteKeys(
                         "redis://" + redisHost + ":" + redisPort, "wr:bench:" + run + ":");
             }
-            if (!args.has("keep-logs")) {
+            if (!services.keepLogs()) {
                 FileSystemUtils.deleteRecursively(logs.toFile()); // logs in /tmp
             }
         }

@@ -1,6 +1,6 @@
 package io.weightrelay.lab.bench;
 
-import io.weightrelay.lab.Args;
+import io.weightrelay.lab.cli.RelayCli;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -22,7 +22,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -50,19 +49,49 @@ public final class PythonBench {
 
     private PythonBench() {}
 
+    /**
+     * {@code ./relay bench python}'s flags, as its {@code --help} describes them; {@code python}
+     * null: {@code $WEIGHT_RELAY_VENV/bin/python}.
+     */
+    public record Options(
+            String model,
+            int instances,
+            int tp,
+            Mode mode,
+            int repeat,
+            String python,
+            boolean serve) {}
+
+    /**
+     * The Python tests and recipes start their lab as a JVM of its own, {@code PythonBench --serve
+     * --model tiny ...}: the flags of {@code ./relay bench python}, read by its command, on the
+     * lab's configured Redis.
+     */
     public static void main(String[] argv) throws Exception {
-        Args args = new Args(argv);
-        boolean serve = args.has("serve");
-        String model = args.get("model", serve ? "tiny" : "qwen2.5-0.5b");
-        int instances = args.getInt("instances", 2);
-        int tp = args.getInt("tp", 1);
-        Mode mode = args.mode();
-        int repeat = args.getInt("repeat", 3);
+        List<String> line = new ArrayList<>(List.of("bench", "python"));
+        line.addAll(List.of(argv));
+        int code =
+                RelayCli.execute(
+                        line.toArray(String[]::new),
+                        System.out,
+                        System.err,
+                        (command, invocation, redis) -> invocation.run());
+        if (code != 0) {
+            System.exit(code);
+        }
+    }
+
+    /** {@code ./relay bench python}: prints the bench's JSON line, or serves the lab. */
+    public static void run(Options options) throws Exception {
+        String model = options.model();
+        int repeat = options.repeat();
         Path root = ServiceProcess.home();
-        try (LabCluster lab = LabCluster.start(LabCluster.Spec.of(model, instances, tp, mode))) {
+        LabCluster.Spec spec =
+                LabCluster.Spec.of(model, options.instances(), options.tp(), options.mode());
+        try (LabCluster lab = LabCluster.start(spec)) {
             Path info = Files.createTempFile(lab.logs(), "lab-", ".json");
             Files.writeString(info, describe(lab, model));
-            if (serve) {
+            if (options.serve()) {
                 System.out.println("{\"lab\":" + describe(lab, model) + "}");
                 System.out.flush();
                 BufferedReader in =
@@ -74,7 +103,12 @@ public final class PythonBench {
                 return;
             }
             double[] jv = javaRounds(lab, model, repeat);
-            JsonNode py = python(root, args.get("python", defaultPython()), info, repeat);
+            JsonNode py =
+                    python(
+                            root,
+                            options.python() != null ? options.python() : defaultPython(),
+                            info,
+                            repeat);
             double pp = py.get("python_publish_s").asDouble();
             double pu = py.get("python_update_s").asDouble();
             double ratio = Math.max(pp / jv[0], pu / jv[1]);
@@ -86,9 +120,9 @@ public final class PythonBench {
                             + "\"bit_exact\":%s,\"python_publish_s_runs\":%s,"
                             + "\"python_update_s_runs\":%s}%n",
                     model,
-                    instances,
-                    tp,
-                    mode.name().toLowerCase(Locale.ROOT),
+                    spec.instances(),
+                    spec.tp(),
+                    spec.modeName(),
                     py.get("bytes").asLong(),
                     pp,
                     jv[0],

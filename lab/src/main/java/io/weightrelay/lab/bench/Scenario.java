@@ -39,27 +39,20 @@ record Scenario(
     static final long MAX_FRAGMENT = Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES;
 
     /**
+     * The deployment {@code bench} describes, its model scaled to about {@code tensors} tensors (0:
+     * whole). {@code bench}'s {@code ep} 0 is {@code bench planner}'s default ({@code tp} for MoE
+     * models, every expert whole on one rank as MoE deployments run; 1 for dense ones).
+     *
      * @param prefix put before the model's name ("" for none), so a warm-up run shares no key with
      *     the measured one
-     * @param ep expert parallelism: 0 for {@code bench planner}'s default ({@code tp} for MoE
-     *     models, every expert whole on one rank as MoE deployments run; 1 for dense ones)
      */
-    static Scenario of(
-            String prefix,
-            String catalogued,
-            int tensors,
-            int trainerNodes,
-            int instances,
-            int tp,
-            int ep,
-            int rolloutNodes,
-            Mode mode) {
+    static Scenario of(String prefix, ControlPlaneBench.Options bench, int tensors) {
+        String catalogued = bench.model();
         ModelConfig config = ModelCatalog.config(catalogued);
         String synthetic = null;
         String model = catalogued;
-        if (ep <= 0) {
-            ep = config.isMoe() ? tp : 1;
-        }
+        int tp = bench.tp();
+        int ep = bench.ep() > 0 ? bench.ep() : config.isMoe() ? tp : 1;
         if (tensors > 0) {
             config = scaled(config, tensors, ep);
             synthetic =
@@ -85,18 +78,26 @@ record Scenario(
             layout.add(t.withSpec(specs.get(i)));
         }
         TargetPlacement placement =
-                packed(Placements.of(layout, rolloutNodes, instances, tp, ep, mode, 1));
+                packed(
+                        Placements.of(
+                                layout,
+                                bench.rolloutNodes(),
+                                bench.instances(),
+                                tp,
+                                ep,
+                                bench.mode(),
+                                1));
         return new Scenario(
                 model,
                 synthetic,
                 manifest,
                 placement,
-                mode,
-                trainerNodes,
-                instances,
+                bench.mode(),
+                bench.trainerNodes(),
+                bench.instances(),
                 tp,
                 ep,
-                rolloutNodes);
+                bench.rolloutNodes());
     }
 
     /**

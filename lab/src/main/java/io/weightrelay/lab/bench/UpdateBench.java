@@ -7,7 +7,6 @@ import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneEngine;
-import io.weightrelay.lab.Args;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MooncakeServices;
@@ -19,20 +18,17 @@ import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.topology.Topology;
+import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.OptionalInt;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.function.Function;
-import java.util.function.Supplier;
-import java.util.function.ToDoubleFunction;
 
 /**
  * {@code ./relay bench update --model qwen2.5-0.5b --instances 4 --tp 2 --mode compat|direct}:
@@ -148,235 +144,74 @@ public final class UpdateBench {
     private UpdateBench() {}
 
     /**
-     * What {@code bench update} deploys and measures, with {@code --hosts} or without: its flags
-     * and their defaults, read in one place for both benches. With {@code --hosts} the spec's Redis
-     * is not used: the hosts run their own.
+     * {@code ./relay bench update}'s flags, as its {@code --help} describes them, with {@code
+     * --hosts} or without (then the hosts run their own Redis, and the proof and the bytes check
+     * are always on).
      */
-    record Run(LabCluster.Spec spec, OptionalInt warmups, int repeat) {
-        /**
-         * Without {@code --warmup}: a warm-up round counts as settled when the compiler threads of
-         * every process of the lab took at most this share of their CPU during it. Two rounds
-         * warmed up the loaders, but control-api, with some 60 requests a round, still spent 0.13
-         * CPU s a round compiling after 20 and 0.03 after 40 (qwen2.5-0.5b, 4 x TP 2, in place),
-         * and the update took 1.38 s after 2, 0.95 s after 20 and 0.92 s after 40: the rounds a
-         * deployment runs by the thousand are the settled ones.
-         */
-        static final double SETTLED_JIT_SHARE = 0.03;
+    public record Options(
+            String model,
+            int instances,
+            int tp,
+            Mode mode,
+            long seed,
+            WarmupRounds rounds,
+            Install install,
+            boolean checksums,
+            boolean verify,
+            DataplaneEngine engine,
+            double linkGbps,
+            Path root) {
 
-        /** Settled warm-up rounds in a row that end the warm-up. */
-        static final int SETTLED_ROUNDS = 2;
-
-        /** The most warm-up rounds run without {@code --warmup}, settled or not. */
-        static final int MAX_WARMUPS = 60;
-
-        /**
-         * The warm-up rounds run without {@code --warmup} where the services cannot be seen (the
-         * hosts' services, under their host agents). With two, the shaped-network bench's compat
-         * update measured 0.796-0.832 of its prediction, with twelve 0.824-0.829.
-         */
-        static final int UNSEEN_WARMUPS = 12;
-
-        Run {
-            if (warmups.isPresent() && warmups.getAsInt() < 0) {
-                throw new IllegalArgumentException(
-                        "--warmup must be 0 or more, not " + warmups.getAsInt());
-            }
-            if (repeat < 1) {
-                throw new IllegalArgumentException("--repeat must be 1 or more, not " + repeat);
-            }
-        }
-
-        static Run read(Args args) {
-            return new Run(
-                    new LabCluster.Spec(
-                            args.get("model", "qwen2.5-0.5b"),
-                            args.getInt("instances", 4),
-                            args.getInt("tp", 2),
-                            args.mode(),
-                            args.seed(),
-                            TRAINER_NODES,
-                            ROLLOUT_NODES,
-                            args.site(),
-                            LabCluster.Serving.TENSOR_PARALLEL),
-                    args.has("warmup")
-                            ? OptionalInt.of(args.getInt("warmup", 0))
-                            : OptionalInt.empty(),
-                    args.getInt("repeat", 3));
-        }
-
-        /**
-         * The rounds both benches measure on {@code lab}: a cold update to the first generation,
-         * then warm-up rounds that let the services' JIT settle ({@link #warmups()} of them when
-         * given; otherwise until {@link #SETTLED_ROUNDS} rounds in a row are settled, at most
-         * {@link #MAX_WARMUPS}, and {@link #UNSEEN_WARMUPS} where {@code services} cannot tell),
-         * then {@link #repeat()} measured rounds. Retired generations are collected after every
-         * round, as a deployment's scheduled GC would, so the publishers' segments never fill up.
-         */
-        <U> Rounds<U> rounds(
-                Publish publish,
-                Callable<U> updateAll,
-                Runnable collectGarbage,
-                Supplier<ServiceCpu> services)
-                throws Exception {
-            publish.step(0);
-            U cold = updateAll.call();
-            collectGarbage.run();
-            int round = 0;
-            int settled = 0;
-            boolean unseen = false;
-            while (warmups.isPresent()
-                    ? round < warmups.getAsInt()
-                    : settled < SETTLED_ROUNDS && round < MAX_WARMUPS) {
-                publish.step(++round);
-                ServiceCpu before = services.get();
-                updateAll.call();
-                ServiceCpu after = services.get();
-                collectGarbage.run();
-                double share = ServiceCpu.jitShare(before, after);
-                unseen = Double.isNaN(share);
-                boolean calm =
-                        unseen
-                                ? round > UNSEEN_WARMUPS - SETTLED_ROUNDS
-                                : share <= SETTLED_JIT_SHARE;
-                settled = calm ? settled + 1 : 0;
-            }
-            int warmed = round;
-            List<Measured<U>> measured = new ArrayList<>();
-            while (round < warmed + repeat) {
-                long generation = publish.step(++round);
-                CpuTicks before = CpuTicks.now();
-                ServiceCpu servicesBefore = services.get();
-                U update = updateAll.call();
-                CpuTicks after = CpuTicks.now();
-                ServiceCpu servicesAfter = services.get();
-                collectGarbage.run();
-                double busy = after == null ? Double.NaN : after.busySince(before);
-                measured.add(
-                        new Measured<>(
-                                update,
-                                generation,
-                                busy,
-                                ServiceCpu.spent(servicesBefore, servicesAfter)));
-            }
-            return new Rounds<>(cold, warmed, !unseen && settled >= SETTLED_ROUNDS, measured);
+        /** The lab to start: two trainer and two rollout nodes ({@link BenchServices#site}). */
+        LabCluster.Spec spec() {
+            return new LabCluster.Spec(
+                    model,
+                    instances,
+                    tp,
+                    mode,
+                    seed,
+                    TRAINER_NODES,
+                    ROLLOUT_NODES,
+                    BenchServices.site(root),
+                    LabCluster.Serving.TENSOR_PARALLEL);
         }
     }
 
-    /** The trainer of a lab: publishes a step, returns its generation. */
-    interface Publish {
-        long step(long step) throws Exception;
+    /** {@code ./relay bench update} without {@code --hosts}: prints the bench's JSON line. */
+    public static void run(Options options) throws Exception {
+        System.out.println(line(options, () -> Yardsticks.measure(COPY_THREADS, ENGINE_STREAMS)));
     }
 
     /**
-     * One measured update, the generation it updated to, the fraction of the machine's cores busy
-     * meanwhile ({@link CpuTicks}; NaN where unknown): every process of the lab shares them, and
-     * the CPU seconds each role of the lab spent meanwhile, with their JIT's share ({@link
-     * ServiceCpu}, as the line's JSON fields).
+     * Runs the bench as {@code options} say (on Mooncake, after the same rounds on the built-in
+     * engine) and returns its JSON line; {@code yardsticks} measures the bound's rates (before the
+     * labs and after).
      */
-    record Measured<U>(U update, long generation, double cpuBusy, String servicesCpuJson) {
-
-        /** {@link #cpuBusy} as JSON: a number, or null where unknown. */
-        String cpuBusyJson() {
-            return Double.isNaN(cpuBusy) ? "null" : String.format(Locale.ROOT, "%.3f", cpuBusy);
-        }
-    }
-
-    /**
-     * The cold update, how many warm-up rounds ran and whether the last {@link Run#SETTLED_ROUNDS}
-     * of them were settled, and the measured updates in order; each update already required to have
-     * reached every engine.
-     */
-    record Rounds<U>(U cold, int warmups, boolean settled, List<Measured<U>> measured) {
-        /** The publish step after the last round's. */
-        long nextStep() {
-            return warmups + measured.size() + 1L;
-        }
-
-        /** The generation the last round updated to: what the engines' buffers hold now. */
-        long lastGeneration() {
-            return measured.get(measured.size() - 1).generation();
-        }
-
-        /**
-         * The measured round of median duration (the upper one of an even count). One round alone
-         * moved by a quarter from run to run on the shared two cores; the median of three is what
-         * the machine does, neither its luckiest nor its most disturbed round.
-         */
-        Measured<U> median(ToDoubleFunction<U> seconds) {
-            List<Measured<U>> sorted = new ArrayList<>(measured);
-            sorted.sort(Comparator.comparingDouble(m -> seconds.applyAsDouble(m.update())));
-            return sorted.get(sorted.size() / 2);
-        }
-
-        /** The measured rounds' durations in round order, as a JSON array. */
-        String secondsJson(ToDoubleFunction<U> seconds) {
-            StringBuilder out = new StringBuilder("[");
-            for (Measured<U> m : measured) {
-                if (out.length() > 1) {
-                    out.append(',');
-                }
-                out.append(String.format(Locale.ROOT, "%.4f", seconds.applyAsDouble(m.update())));
-            }
-            return out.append(']').toString();
-        }
-    }
-
-    public static void main(String[] argv) throws Exception {
-        System.out.println(
-                line(new Args(argv), () -> Yardsticks.measure(COPY_THREADS, ENGINE_STREAMS)));
-    }
-
-    /**
-     * Runs the bench as {@code args} say ({@code --engine=builtin|mooncake} among them) and returns
-     * its JSON line; {@code yardsticks} measures the bound's rates (before the labs and after).
-     */
-    static String line(Args args, Callable<Yardsticks> yardsticks) throws Exception {
-        UpdateBench.Run run = UpdateBench.Run.read(args);
-        String engine = args.get("engine", "builtin");
-        if (!List.of("builtin", "mooncake").contains(engine)) {
-            throw new IllegalArgumentException(
-                    "--engine takes builtin or mooncake, not '" + engine + "'");
-        }
-        boolean mooncake = engine.equals("mooncake");
-        boolean verify = !args.has("no-verify");
-        boolean checksums = !args.has("no-checksums");
+    static String line(Options options, Callable<Yardsticks> yardsticks) throws Exception {
+        LabCluster.Spec spec = options.spec();
         Topology topology = Topology.uniform(TRAINER_NODES, ROLLOUT_NODES, 1, 100);
-        LabCluster.Spec spec = run.spec();
         SourceManifest manifest = LabCatalog.publishedManifest(spec.model());
         TargetPlacement placement = LabCatalog.placementFor(manifest, spec);
         long needed = storeBytesNeeded(Planner.plan(manifest, placement, topology));
         // The yardsticks on a quiet machine, before any service starts; measured again after the
         // rounds, and the faster of the two taken (see Yardsticks).
         Yardsticks quiet = yardsticks.call();
-        Install install = Install.of(args.get("direct-install", "in-place"), spec.mode());
         // With Mooncake, the built-in engine's rounds first, on a lab of its own, then Mooncake's:
         // the same scenario in the same run, each lab alone on the machine.
         LabRun builtin =
-                mooncake
+                options.engine() == DataplaneEngine.MOONCAKE
                         ? LabRun.measure(
-                                run,
-                                install,
+                                options,
                                 DataplaneEngine.BUILTIN,
-                                checksums,
-                                verify,
                                 false,
                                 manifest,
                                 placement,
                                 topology)
                         : null;
         LabRun measured =
-                LabRun.measure(
-                        run,
-                        install,
-                        mooncake ? DataplaneEngine.MOONCAKE : DataplaneEngine.BUILTIN,
-                        checksums,
-                        verify,
-                        true,
-                        manifest,
-                        placement,
-                        topology);
+                LabRun.measure(options, options.engine(), true, manifest, placement, topology);
         Yardsticks rates = quiet.best(yardsticks.call());
-        String line = measured.json(run, rates, needed);
+        String line = measured.json(rates, needed);
         if (builtin == null) {
             return line;
         }
@@ -408,11 +243,10 @@ public final class UpdateBench {
      * measured: on Mooncake, whose agents cannot map the naive readers' own staging).
      */
     record LabRun(
+            Options options,
             LabCluster.Spec spec,
-            Install install,
-            boolean checksums,
-            Rounds<LabCluster.Updates> rounds,
-            Measured<LabCluster.Updates> median,
+            WarmupRounds.Rounds<LabCluster.Updates> rounds,
+            WarmupRounds.Measured<LabCluster.Updates> median,
             long verified,
             long objectsVerified,
             long controlVerifyMs,
@@ -421,18 +255,15 @@ public final class UpdateBench {
             double naiveSeconds) {
 
         /**
-         * Starts a lab of {@code run}'s spec with every service on {@code engine} (on Mooncake
+         * Starts the lab {@code options} describe with every service on {@code engine} (on Mooncake
          * against a master of its own, {@link MooncakeServices}, removed with the lab), runs the
-         * rounds, checks the last generation's bytes unless not {@code verify}, and with {@code
+         * rounds, checks the last generation's bytes unless {@code --no-verify}, and with {@code
          * full} measures the first weights of a restarted engine and (on the built-in engine) the
          * naive baseline.
          */
         static LabRun measure(
-                Run run,
-                Install install,
+                Options options,
                 DataplaneEngine engine,
-                boolean checksums,
-                boolean verify,
                 boolean full,
                 SourceManifest manifest,
                 TargetPlacement placement,
@@ -440,28 +271,24 @@ public final class UpdateBench {
                 throws Exception {
             if (engine == DataplaneEngine.MOONCAKE) {
                 try (MooncakeServices services = MooncakeServices.start()) {
-                    return onLab(
-                            run, install, true, checksums, verify, full, manifest, placement,
-                            topology);
+                    return onLab(options, true, full, manifest, placement, topology);
                 }
             }
-            return onLab(
-                    run, install, false, checksums, verify, full, manifest, placement, topology);
+            return onLab(options, false, full, manifest, placement, topology);
         }
 
         private static LabRun onLab(
-                Run run,
-                Install install,
+                Options options,
                 boolean mooncake,
-                boolean checksums,
-                boolean verify,
                 boolean full,
                 SourceManifest manifest,
                 TargetPlacement placement,
                 Topology topology)
                 throws Exception {
-            LabCluster.Spec spec = run.spec();
-            try (LabCluster lab = LabCluster.start(spec, checksums)) {
+            LabCluster.Spec spec = options.spec();
+            Install install = options.install();
+            boolean verify = options.verify();
+            try (LabCluster lab = LabCluster.start(spec, options.checksums())) {
                 if (install.staged()) {
                     lab.directInstall(DirectInstall.STAGED);
                 }
@@ -472,13 +299,15 @@ public final class UpdateBench {
                     roles.put("mooncake_agents", descendants(lab.servicePids()));
                 }
                 roles.put("bench", List.of(ProcessHandle.current().pid()));
-                Rounds<LabCluster.Updates> rounds =
-                        run.rounds(
-                                lab::publish,
-                                () -> lab.updateAll().requireUpdated(),
-                                lab::collectGarbage,
-                                () -> ServiceCpu.now(roles));
-                Measured<LabCluster.Updates> median = rounds.median(LabCluster.Updates::seconds);
+                WarmupRounds.Rounds<LabCluster.Updates> rounds =
+                        options.rounds()
+                                .run(
+                                        lab::publish,
+                                        () -> lab.updateAll().requireUpdated(),
+                                        lab::collectGarbage,
+                                        () -> ServiceCpu.now(roles));
+                WarmupRounds.Measured<LabCluster.Updates> median =
+                        rounds.median(LabCluster.Updates::seconds);
                 long verified = verify ? lab.verifyAll(rounds.lastGeneration()) : 0;
                 UpdateSession session = lab.session(median.generation(), "lab");
                 long controlVerifyMs =
@@ -502,9 +331,8 @@ public final class UpdateBench {
                                         lab, rounds.nextStep(), RESTARTED, verify)
                                 : null;
                 return new LabRun(
+                        options,
                         spec,
-                        install,
-                        checksums,
                         rounds,
                         median,
                         verified,
@@ -538,7 +366,7 @@ public final class UpdateBench {
          * from: every delivered byte, once (the loaders copy outside their data planes' counters).
          */
         private long installBytes() {
-            return install.staged() ? median.update().bytesReceived() : 0;
+            return options.install().staged() ? median.update().bytesReceived() : 0;
         }
 
         private long tcp() {
@@ -554,11 +382,11 @@ public final class UpdateBench {
             return rates.boundSeconds(
                     local() + installBytes(),
                     tcp(),
-                    checksums ? median.update().bytesReceived() : 0);
+                    options.checksums() ? median.update().bytesReceived() : 0);
         }
 
         /** The bench's JSON line for this lab (first weights and naive from {@code full}). */
-        String json(Run run, Yardsticks rates, long needed) {
+        String json(Yardsticks rates, long needed) {
             LabCluster.Updates warm = median.update();
             long local = local();
             long tcp = tcp();
@@ -597,14 +425,14 @@ public final class UpdateBench {
                     spec.modeName(),
                     spec.instances(),
                     spec.tp(),
-                    install.staged() ? "staged" : "in-place",
-                    install.onRequest() ? "on-request" : "with-update",
+                    options.install().staged() ? "staged" : "in-place",
+                    options.install().onRequest() ? "on-request" : "with-update",
                     slowest(warm, d -> d.getPauseMs()) / 1e3,
                     slowest(warm, d -> d.getFetchMs()) / 1e3,
                     slowest(warm, d -> d.getInstallMs()) / 1e3,
                     rounds.warmups(),
                     rounds.settled(),
-                    run.repeat(),
+                    options.rounds().repeat(),
                     median.generation(),
                     warm.bytesReceived(),
                     local,
@@ -639,7 +467,7 @@ public final class UpdateBench {
                     slowest(warm, d -> d.getPrepareMs()),
                     slowest(warm, d -> d.getApplyMs()),
                     slowest(warm, d -> d.getPostApplyMs()),
-                    checksums,
+                    options.checksums(),
                     loaderChecksumMs + controlVerifyMs,
                     loaderChecksumMs,
                     controlVerifyMs,
@@ -726,13 +554,9 @@ public final class UpdateBench {
      * serve ({@code --direct-install staged}); compat and staged instances fetch while serving and
      * install on request, in-place ones pause for the whole update.
      */
-    record Install(boolean staged, boolean onRequest) {
-        static Install of(String directInstall, Mode mode) {
-            if (!List.of("in-place", "staged").contains(directInstall)) {
-                throw new IllegalArgumentException(
-                        "--direct-install takes in-place or staged, not '" + directInstall + "'");
-            }
-            boolean staged = directInstall.equals("staged");
+    public record Install(boolean staged, boolean onRequest) {
+        /** {@code --direct-install staged} or in place, for instances of {@code mode}. */
+        public static Install of(boolean staged, Mode mode) {
             return new Install(staged, staged || mode == Mode.COMPAT);
         }
     }

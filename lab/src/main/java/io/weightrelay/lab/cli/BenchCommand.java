@@ -1,5 +1,18 @@
 package io.weightrelay.lab.cli;
 
+import io.weightrelay.dataplane.bench.DataplaneBench;
+import io.weightrelay.lab.bench.BenchServices;
+import io.weightrelay.lab.bench.CheckpointBench;
+import io.weightrelay.lab.bench.ControlPlaneBench;
+import io.weightrelay.lab.bench.DataplaneOptions;
+import io.weightrelay.lab.bench.HostsDataplaneBench;
+import io.weightrelay.lab.bench.MooncakeDataplaneBench;
+import io.weightrelay.lab.bench.PublishBench;
+import io.weightrelay.lab.bench.PythonBench;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.testkit.process.ServiceProcess;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -20,7 +33,7 @@ import picocli.CommandLine.Option;
             BenchPlannerCommand.class,
             BenchCommand.Dataplane.class,
             BenchCommand.Publish.class,
-            BenchCommand.Update.class,
+            BenchUpdateCommand.class,
             BenchCommand.ControlPlane.class,
             BenchCommand.Checkpoint.class,
             BenchCommand.Python.class
@@ -59,6 +72,11 @@ final class BenchCommand extends RelayCommand {
         RedisNeed redis() {
             return RedisNeed.answering(redisHost, redisPort);
         }
+
+        /** {@code --root}: the checkout given, else the one this JVM runs from. */
+        Path root() {
+            return (root != null ? Path.of(root) : ServiceProcess.home()).toAbsolutePath();
+        }
     }
 
     /** The flags that shape the control-api a benchmark starts. */
@@ -86,6 +104,22 @@ final class BenchCommand extends RelayCommand {
 
         @Option(names = "--keep-logs", description = "Keep the services' logs.")
         boolean keepLogs;
+
+        /** These flags, for the services under {@code root}. */
+        BenchServices services(Path root) {
+            return new BenchServices(
+                    root,
+                    controlJar == null ? null : Path.of(controlJar),
+                    listed(controlJvmArgs),
+                    listed(controlArgs),
+                    keepRedis,
+                    keepLogs);
+        }
+    }
+
+    /** A repeatable flag's values; none when it was not given. */
+    static List<String> listed(List<String> values) {
+        return values == null ? List.of() : values;
     }
 
     @Command(
@@ -131,7 +165,8 @@ final class BenchCommand extends RelayCommand {
         @Option(
                 names = "--redis",
                 paramLabel = "URI",
-                description = "Without --hosts: Redis; default redis://127.0.0.1:6379.")
+                defaultValue = "redis://127.0.0.1:6379",
+                description = "Without --hosts: Redis; default ${DEFAULT-VALUE}.")
         String redis;
 
         @Option(names = "--hosts", description = "Between two hosts of this machine (root only).")
@@ -140,26 +175,37 @@ final class BenchCommand extends RelayCommand {
         @Option(
                 names = "--streams",
                 paramLabel = "S",
+                defaultValue = "2",
                 converter = Values.Positive.class,
-                description = "With --hosts: tcp streams per peer; default 2.")
-        Integer streams;
+                description = "With --hosts: tcp streams per peer; default ${DEFAULT-VALUE}.")
+        int streams;
 
         @Mixin Flags.HostsPrefix prefix;
 
         @Mixin Flags.Engine engine;
 
-        Dataplane() {
-            super("io.weightrelay.dataplane.bench.DataplaneBench", ValueStyle.SPACED);
-        }
-
         @Override
-        String entryPoint() {
+        Invocation<DataplaneOptions> invocation() {
+            DataplaneOptions options =
+                    new DataplaneOptions(
+                            size != null ? size : hosts ? 1L << 30 : 256L << 20,
+                            repeats,
+                            redis,
+                            streams,
+                            prefix.prefix);
             if (hosts) {
-                return "io.weightrelay.lab.bench.HostsDataplaneBench";
+                return new Invocation<>(
+                        HostsDataplaneBench.class, options, HostsDataplaneBench::run);
             }
-            return engine.mooncake()
-                    ? "io.weightrelay.lab.bench.MooncakeDataplaneBench"
-                    : super.entryPoint();
+            if (engine.mooncake()) {
+                return new Invocation<>(
+                        MooncakeDataplaneBench.class, options, MooncakeDataplaneBench::run);
+            }
+            // native-dataplane's own bench, on this host: its typed entry point.
+            return new Invocation<>(
+                    DataplaneBench.class,
+                    options,
+                    o -> System.out.println(DataplaneBench.run(o.size(), o.repeats(), o.redis())));
         }
 
         @Override
@@ -249,137 +295,31 @@ final class BenchCommand extends RelayCommand {
 
         @Mixin ControlApi controlApi;
 
-        Publish() {
-            super("io.weightrelay.lab.bench.PublishBench", ValueStyle.JOINED);
+        @Override
+        Invocation<PublishBench.Options> invocation() {
+            return new Invocation<>(
+                    PublishBench.class,
+                    new PublishBench.Options(
+                            model.model,
+                            trainerNodes.trainerNodes,
+                            repeat,
+                            warmup.warmup,
+                            maxBatchBytes,
+                            inFlight,
+                            dtypes.trainer(),
+                            dtypes.rollout(),
+                            stagingMode,
+                            seed.seed,
+                            publisherJar == null ? null : Path.of(publisherJar),
+                            listed(publisherJvmArgs),
+                            listed(publisherArgs),
+                            controlApi.services(services.root())),
+                    PublishBench::run);
         }
 
         @Override
         RedisNeed redis() {
             return services.redis();
-        }
-    }
-
-    @Command(
-            name = "update",
-            header = "A whole update through real loaders, against the machine's bounds.",
-            description = {
-                "A whole update through real loaders: update_vs_bound against memcpy and"
-                        + " loopback-socket rates measured in the same run, store_read_ratio, the"
-                        + " naive baseline, verify_ms and objects_verified.",
-                "With --engine mooncake the same scenario runs twice in the run, first on a lab"
-                        + " on the built-in engine, then on one whose every service runs on the"
-                        + " real Mooncake Store and Transfer Engine (tcp transport; a"
-                        + " mooncake_master of the pinned wheel in a network namespace of its own,"
-                        + " root only). The line's figures are Mooncake's (engine: mooncake;"
-                        + " naive_update_s null: the naive readers register their own staging,"
-                        + " which Mooncake's agents cannot map), beside the built-in engine's"
-                        + " builtin_update_s, builtin_cold_update_s, builtin_rounds_update_s,"
-                        + " builtin_store_read_ratio and builtin_update_vs_bound, and"
-                        + " mooncake_vs_builtin = builtin_update_s / update_s (above 1.0: Mooncake"
-                        + " updated faster)."
-            })
-    static final class Update extends LabCommand {
-        @Mixin final Flags.Model model = new Flags.Model("qwen2.5-0.5b");
-
-        @Mixin final Flags.Rollout rollout = new Flags.Rollout(4, 2);
-
-        @Mixin Flags.RolloutMode mode;
-
-        @Option(
-                names = "--warmup",
-                paramLabel = "N",
-                converter = Values.NonNegative.class,
-                description =
-                        "Rounds before the measured ones; default: until the JIT has settled (two"
-                                + " rounds in a row with the JVMs' compilers under 3%% of the"
-                                + " lab's CPU; at most 60; 12 with --hosts, whose services it"
-                                + " cannot see).")
-        Integer warmup;
-
-        @Option(
-                names = "--repeat",
-                paramLabel = "N",
-                defaultValue = "3",
-                converter = Values.Positive.class,
-                description =
-                        "Measured rounds after the warm-up; the median one is reported; default"
-                                + " ${DEFAULT-VALUE}.")
-        int repeat;
-
-        @Mixin Flags.Seed seed;
-
-        @Option(
-                names = "--no-checksums",
-                description =
-                        "Turn the CRC32C proof off in control-api and every loader, for"
-                                + " comparison only.")
-        boolean noChecksums;
-
-        @Option(
-                names = "--no-verify",
-                description = "Skip checking the engines' bytes against the trainer's.")
-        boolean noVerify;
-
-        @Option(
-                names = "--direct-install",
-                paramLabel = "I",
-                defaultValue = "in-place",
-                converter = Values.DirectInstall.class,
-                completionCandidates = Values.DirectInstall.class,
-                description =
-                        "How direct workers install: in-place (the engine pauses through the"
-                                + " update) or staged (it serves through the fetch); compat"
-                                + " engines always serve through it. ${COMPLETION-CANDIDATES};"
-                                + " default ${DEFAULT-VALUE}.")
-        String directInstall;
-
-        @Option(
-                names = "--hosts",
-                description =
-                        "On the multi-host lab (root only), every host's data-plane link shaped"
-                                + " to --link-gbps both ways: update_s, naive_update_s,"
-                                + " predicted_update_s (the cluster model) and"
-                                + " update_vs_predicted.")
-        boolean hosts;
-
-        @Option(
-                names = "--link-gbps",
-                paramLabel = "G",
-                converter = Values.PositiveNumber.class,
-                description = "With --hosts: each host's link rate, Gbit/s each way; default 2.")
-        Double linkGbps;
-
-        @Mixin Flags.Engine engine;
-
-        @Mixin Services services;
-
-        Update() {
-            super("io.weightrelay.lab.bench.UpdateBench", ValueStyle.JOINED);
-        }
-
-        @Override
-        String entryPoint() {
-            return hosts ? "io.weightrelay.lab.bench.HostsUpdateBench" : super.entryPoint();
-        }
-
-        @Override
-        RedisNeed redis() {
-            // --hosts: the Redis host runs a redis-server of its own.
-            return hosts ? RedisNeed.SERVER : services.redis();
-        }
-
-        @Override
-        void check() {
-            onlyWith(hosts, "--hosts", "--link-gbps");
-            onlyWith(
-                    !hosts,
-                    "no --hosts (the hosts run their own Redis and always check every byte with"
-                            + " the proof on)",
-                    "--redis-host",
-                    "--redis-port",
-                    "--no-checksums",
-                    "--no-verify");
-            refuseMooncakeWithHosts(engine, hosts, "the multi-host update bench");
         }
     }
 
@@ -473,8 +413,29 @@ final class BenchCommand extends RelayCommand {
 
         @Mixin ControlApi controlApi;
 
-        ControlPlane() {
-            super("io.weightrelay.lab.bench.ControlPlaneBench", ValueStyle.JOINED);
+        @Override
+        Invocation<ControlPlaneBench.Options> invocation() {
+            return new Invocation<>(
+                    ControlPlaneBench.class,
+                    new ControlPlaneBench.Options(
+                            model.model,
+                            tensors,
+                            trainerNodes.trainerNodes,
+                            rollout.instances,
+                            rollout.tp,
+                            ep,
+                            rolloutNodes != null
+                                    ? rolloutNodes
+                                    : Math.max(1, rollout.instances * rollout.tp / 8),
+                            Mode.parse(mode),
+                            controlHeap,
+                            warmup.warmup,
+                            new ControlPlaneBench.Players(
+                                    registerChunk,
+                                    Duration.ofSeconds(heartbeatSeconds),
+                                    Duration.ofSeconds(callTimeoutSeconds)),
+                            controlApi.services(services.root())),
+                    ControlPlaneBench::run);
         }
 
         @Override
@@ -507,8 +468,17 @@ final class BenchCommand extends RelayCommand {
 
         @Mixin Services services;
 
-        Checkpoint() {
-            super("io.weightrelay.lab.bench.CheckpointBench", ValueStyle.JOINED);
+        @Override
+        Invocation<CheckpointBench.Options> invocation() {
+            return new Invocation<>(
+                    CheckpointBench.class,
+                    new CheckpointBench.Options(
+                            model.model,
+                            trainerNodes.trainerNodes,
+                            dir == null ? null : Path.of(dir),
+                            seed.seed,
+                            services.root()),
+                    CheckpointBench::run);
         }
 
         @Override
@@ -562,8 +532,19 @@ final class BenchCommand extends RelayCommand {
                                 + " until stdin closes (for the Python tests).")
         boolean serve;
 
-        Python() {
-            super("io.weightrelay.lab.bench.PythonBench", ValueStyle.JOINED);
+        @Override
+        Invocation<PythonBench.Options> invocation() {
+            return new Invocation<>(
+                    PythonBench.class,
+                    new PythonBench.Options(
+                            model != null ? model : serve ? "tiny" : "qwen2.5-0.5b",
+                            rollout.instances,
+                            rollout.tp,
+                            mode.parsed(),
+                            repeat,
+                            python,
+                            serve),
+                    PythonBench::run);
         }
 
         @Override

@@ -1,5 +1,8 @@
 package io.weightrelay.lab.cli;
 
+import io.weightrelay.lab.bench.planner.PlannerBench;
+import io.weightrelay.lab.bench.planner.PlannerOptions;
+import io.weightrelay.reshard.placement.Mode;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -68,11 +71,13 @@ final class BenchPlannerCommand extends LabCommand {
     @Option(
             names = "--pp",
             paramLabel = "S",
+            defaultValue = "1",
             converter = Values.Positive.class,
             description =
                     "Pipeline stages per instance (SGLang's --pp-size), each of --tp ranks"
-                            + " holding only its layers (needs --mode direct); default 1.")
-    Integer pp;
+                            + " holding only its layers (needs --mode direct); default"
+                            + " ${DEFAULT-VALUE}.")
+    int pp;
 
     @Option(
             names = "--dp-attention",
@@ -88,8 +93,9 @@ final class BenchPlannerCommand extends LabCommand {
             completionCandidates = Values.RolloutDtype.class,
             description =
                     "${COMPLETION-CANDIDATES}; fp8 serves linear projections and experts as"
-                            + " E4M3 with 128x128 block scales (weight_scale_inv); default bf16.")
-    String rolloutDtype;
+                            + " E4M3 with 128x128 block scales (weight_scale_inv); default"
+                            + " ${DEFAULT-VALUE}.")
+    String rolloutDtype = "bf16";
 
     @Option(
             names = "--mode",
@@ -139,18 +145,41 @@ final class BenchPlannerCommand extends LabCommand {
     @Option(
             names = "--against-timeout-s",
             paramLabel = "S",
+            defaultValue = "600",
             converter = Values.Positive.class,
-            description = "The reference's time limit; reference timeout past it; default 600.")
-    Integer againstTimeoutS;
+            description =
+                    "The reference's time limit; reference timeout past it; default"
+                            + " ${DEFAULT-VALUE}.")
+    int againstTimeoutS;
 
     @Override
     void check() {
         if (tp == null && ep == null) {
             throw usage("Missing required option: '--tp=P' (or '--ep=E', which it defaults to)");
         }
+        onlyWith(against != null, "--against", "--against-timeout-s");
     }
 
-    BenchPlannerCommand() {
-        super("io.weightrelay.lab.bench.planner.PlannerBench", ValueStyle.JOINED);
+    @Override
+    Invocation<PlannerOptions> invocation() {
+        return new Invocation<>(
+                PlannerBench.class,
+                new PlannerOptions(
+                        model,
+                        trainerNodes,
+                        rolloutNodes,
+                        instances,
+                        tp == null ? 0 : tp,
+                        ep == null ? 0 : ep,
+                        dpAttention,
+                        pp,
+                        PlannerOptions.rolloutDtype(rolloutDtype),
+                        Mode.parse(mode),
+                        nicGbps,
+                        nicsPerNode,
+                        gpusPerNode == null ? 0 : gpusPerNode,
+                        against,
+                        againstTimeoutS),
+                PlannerBench::run);
     }
 }

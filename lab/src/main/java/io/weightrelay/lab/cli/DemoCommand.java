@@ -1,5 +1,9 @@
 package io.weightrelay.lab.cli;
 
+import io.weightrelay.lab.demo.Demo;
+import io.weightrelay.lab.demo.HostsDemo;
+import io.weightrelay.reshard.placement.Mode;
+import java.util.List;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -64,8 +68,22 @@ final class DemoCommand extends LabCommand {
 
     @Mixin Flags.HostsPrefix prefix;
 
-    DemoCommand() {
-        super("io.weightrelay.lab.demo.Demo", ValueStyle.SPACED);
+    @Override
+    Invocation<Demo.Options> invocation() {
+        Demo.Options options =
+                new Demo.Options(
+                        model.model,
+                        rollout.instances,
+                        rollout.tp,
+                        mode.equals("both")
+                                ? List.of(Mode.COMPAT, Mode.DIRECT)
+                                : List.of(Mode.parse(mode)),
+                        engine.dataplane(),
+                        json,
+                        prefix.prefix);
+        return hosts
+                ? new Invocation<>(HostsDemo.class, options, HostsDemo::run)
+                : new Invocation<>(Demo.class, options, Demo::run);
     }
 
     @Override
@@ -78,5 +96,11 @@ final class DemoCommand extends LabCommand {
     @Override
     void check() {
         onlyWith(hosts, "--hosts", "--prefix");
+        if (!hosts && mode.equals("both") && rollout.instances < 2) {
+            // one lab serves both modes: an instance of each
+            throw usage(
+                    "--mode both needs at least 2 instances (one per mode), got "
+                            + rollout.instances);
+        }
     }
 }

@@ -49,8 +49,17 @@ final class FaultsCommand extends LabCommand {
     @Option(names = "--json", description = "One JSON line per case instead of a table row.")
     boolean json;
 
-    FaultsCommand() {
-        super("io.weightrelay.lab.faults.FaultSuite", ValueStyle.SPACED);
+    @Override
+    Invocation<List<String>> invocation() {
+        List<String> args =
+                new ToolArgs()
+                        .spaced("--model", model.model)
+                        .spaced("--only", only)
+                        .flag("--hosts", hosts)
+                        .flag("--json", json)
+                        .list();
+        return new Invocation<>(
+                FaultSuite.class, args, a -> FaultSuite.main(a.toArray(String[]::new)));
     }
 
     @Override

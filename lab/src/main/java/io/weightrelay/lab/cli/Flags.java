@@ -1,11 +1,14 @@
 package io.weightrelay.lab.cli;
 
+import io.weightrelay.dataplane.DataplaneEngine;
+import io.weightrelay.lab.hosts.HostLab;
+import io.weightrelay.reshard.manifest.DType;
+import io.weightrelay.reshard.placement.Mode;
 import picocli.CommandLine.Option;
 
 /**
  * The flags that several commands take, each declared once. A command mixes in the ones it takes
- * ({@code @Mixin}) and gives the default it documents; the defaults it shows are the ones its own
- * {@code main} applies, since only the flags given are handed on.
+ * ({@code @Mixin}) and gives the default it documents: the one place that default is written.
  */
 final class Flags {
 
@@ -66,6 +69,10 @@ final class Flags {
                 completionCandidates = Values.RolloutMode.class,
                 description = "${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
         String mode = "compat";
+
+        Mode parsed() {
+            return Mode.parse(mode);
+        }
     }
 
     /**
@@ -88,6 +95,10 @@ final class Flags {
         boolean mooncake() {
             return MOONCAKE.equals(engine);
         }
+
+        DataplaneEngine dataplane() {
+            return mooncake() ? DataplaneEngine.MOONCAKE : DataplaneEngine.BUILTIN;
+        }
     }
 
     /** {@code --trainer-dtype} and {@code --rollout-dtype}: the conversion a publish makes. */
@@ -108,6 +119,14 @@ final class Flags {
                 converter = Values.Dtype.class,
                 description = "As --trainer-dtype; default ${DEFAULT-VALUE}.")
         String rolloutDtype;
+
+        DType trainer() {
+            return DType.ofWireName(trainerDtype);
+        }
+
+        DType rollout() {
+            return DType.ofWireName(rolloutDtype);
+        }
     }
 
     /**
@@ -142,9 +161,10 @@ final class Flags {
         @Option(
                 names = "--prefix",
                 paramLabel = "P",
+                defaultValue = HostLab.DEFAULT_PREFIX,
                 description =
                         "With --hosts: the prefix of the namespaces and links it makes; default"
-                                + " wr-lab.")
+                                + " ${DEFAULT-VALUE}.")
         String prefix;
     }
 

@@ -5,45 +5,24 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
- * A {@code ./relay} command that runs: its flags are declared here so picocli can refuse what the
- * command does not take, and what it does take is handed to {@link #entryPoint()}'s {@code main}.
+ * A {@code ./relay} command that runs: its flags are declared here, with their defaults, so picocli
+ * refuses what the command does not take; what it does take becomes the options of the code that
+ * runs it ({@link #invocation()}), typed, parsed once.
  */
 abstract class LabCommand extends RelayCommand {
 
     static final String MODEL =
             "Catalogued model: ${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.";
 
-    /**
-     * How the {@code main} reads a flag's value: {@code --name=value} (trainer-client's {@code
-     * Args} and the planner's {@code BenchArgs} do) or {@code --name value} only. Joined, a value
-     * that starts with {@code --} (a JVM or Spring flag) reaches the command intact.
-     */
-    enum ValueStyle {
-        SPACED,
-        JOINED
-    }
-
     @Spec CommandSpec spec;
 
-    private final String entryPoint;
-    private final ValueStyle valueStyle;
+    /**
+     * The options this command's flags make and the code that runs them. Throws {@code
+     * IllegalArgumentException} for a combination the options refuse: a usage error, nothing ran.
+     */
+    abstract Invocation<?> invocation();
 
-    LabCommand(String entryPoint, ValueStyle valueStyle) {
-        this.entryPoint = entryPoint;
-        this.valueStyle = valueStyle;
-    }
-
-    /** The class whose {@code main} runs the command. */
-    String entryPoint() {
-        return entryPoint;
-    }
-
-    /** Whether the {@code main} reads {@code --name=value} ({@link ValueStyle#JOINED}). */
-    final boolean joinedValues() {
-        return valueStyle == ValueStyle.JOINED;
-    }
-
-    /** What Redis the command needs; the launcher provides it before {@code main} runs. */
+    /** What Redis the command needs; the launcher provides it before the command runs. */
     RedisNeed redis() {
         return RedisNeed.NONE;
     }

@@ -1,8 +1,8 @@
 package io.weightrelay.lab.cli;
 
 /**
- * What Redis a command needs before its {@code main} runs; the launcher provides it or refuses with
- * exit code 3 within seconds, before anything starts.
+ * What Redis a command needs before it runs; the launcher provides it or refuses with exit code 3
+ * within seconds, before anything starts.
  *
  * @param kind what the command needs
  * @param host {@code --redis-host} as given, or null: then the lab's configured Redis

@@ -3,23 +3,18 @@ package io.weightrelay.lab.cli;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.MissingParameterException;
-import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
- * Parses a {@code ./relay} command line and, when it is sound, hands it to the command's {@code
- * main} through a {@link Launcher}. Only the flags given are handed on (in the form that {@code
- * main} reads), so each command's defaults stay in one place, its own; nothing runs on {@code
- * --help} or on a usage error.
+ * Parses a {@code ./relay} command line and, when it is sound, hands the command's typed {@link
+ * Invocation} to a {@link Launcher}; nothing runs on {@code --help} or on a usage error.
  */
 public final class RelayCli {
 
@@ -27,20 +22,13 @@ public final class RelayCli {
     public static final int USAGE = 2;
 
     /**
-     * Runs {@code entryPoint}'s {@code main} with {@code args}, once it has provided the Redis the
-     * command needs ({@code redis}: the configured Redis when it answers, else one of the run's
-     * own); {@code --redis-host} and {@code --redis-port} are in {@code redis}, not in {@code
-     * args}.
+     * Runs {@code invocation} once it has provided the Redis the command needs ({@code redis}: the
+     * configured Redis when it answers, else one of the run's own).
      */
     @FunctionalInterface
     public interface Launcher {
-        void launch(String command, String entryPoint, String[] args, RedisNeed redis)
-                throws Exception;
+        void launch(String command, Invocation<?> invocation, RedisNeed redis) throws Exception;
     }
-
-    /** The flags that say which Redis a command wants: the launcher's, not handed to its main. */
-    private static final java.util.Set<String> REDIS_FLAGS =
-            java.util.Set.of("--redis-host", "--redis-port");
 
     @Command(
             name = "relay",
@@ -87,7 +75,7 @@ public final class RelayCli {
 
     /**
      * Parses {@code args}; prints help (exit 0) or a usage error (exit {@link #USAGE}), or launches
-     * the command and returns 0 once its {@code main} returned.
+     * the command and returns 0 once it returned.
      */
     public static int execute(String[] args, PrintStream out, PrintStream err, Launcher launcher)
             throws Exception {
@@ -143,21 +131,16 @@ public final class RelayCli {
             chosen.usage(errWriter);
             return USAGE;
         }
+        Invocation<?> invocation;
         try {
             command.check();
+            invocation = command.invocation();
         } catch (ParameterException e) {
             return refuse(e, errWriter);
+        } catch (IllegalArgumentException e) {
+            return refuse(command.usage(e.getMessage()), errWriter);
         }
-        RedisNeed redis = command.redis();
-        List<String> forwarded = forwarded(leaf, command.joinedValues());
-        if (redis.kind() == RedisNeed.Kind.ANSWERING) {
-            forwarded = withoutRedisFlags(forwarded);
-        }
-        launcher.launch(
-                qualifiedName(chosen),
-                command.entryPoint(),
-                forwarded.toArray(String[]::new),
-                redis);
+        launcher.launch(qualifiedName(chosen), invocation, command.redis());
         return 0;
     }
 
@@ -195,48 +178,6 @@ public final class RelayCli {
                         + "'; valid: "
                         + String.join(", ", parent.getSubcommands().keySet()));
         return USAGE;
-    }
-
-    /** The flags given, in the form the command's {@code main} reads. */
-    static List<String> forwarded(ParseResult leaf, boolean joined) {
-        List<String> out = new ArrayList<>();
-        for (OptionSpec option : new LinkedHashSet<>(leaf.matchedOptions())) {
-            if (option.usageHelp()) {
-                continue;
-            }
-            String name = option.longestName();
-            if (option.arity().max() == 0) {
-                out.add(name);
-                continue;
-            }
-            for (String value : leaf.matchedOption(name).originalStringValues()) {
-                if (joined) {
-                    out.add(name + "=" + value);
-                } else {
-                    out.add(name);
-                    out.add(value);
-                }
-            }
-        }
-        return out;
-    }
-
-    /** {@code args} (joined or spaced) without {@link #REDIS_FLAGS} and their values. */
-    private static List<String> withoutRedisFlags(List<String> args) {
-        List<String> out = new ArrayList<>();
-        for (int i = 0; i < args.size(); i++) {
-            String arg = args.get(i);
-            int eq = arg.indexOf('=');
-            String name = eq < 0 ? arg : arg.substring(0, eq);
-            if (REDIS_FLAGS.contains(name)) {
-                if (eq < 0) {
-                    i++; // its value
-                }
-                continue;
-            }
-            out.add(arg);
-        }
-        return out;
     }
 
     private static int refuse(ParameterException e, PrintWriter err) {

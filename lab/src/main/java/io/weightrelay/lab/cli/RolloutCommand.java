@@ -1,5 +1,7 @@
 package io.weightrelay.lab.cli;
 
+import io.weightrelay.lab.rollout.SimulatedRollout;
+import java.util.List;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -75,8 +77,25 @@ final class RolloutCommand extends LabCommand {
 
     @Mixin Flags.Seed seed;
 
-    RolloutCommand() {
-        super("io.weightrelay.lab.rollout.SimulatedRollout", ValueStyle.JOINED);
+    @Override
+    Invocation<List<String>> invocation() {
+        List<String> args =
+                new ToolArgs()
+                        .joined("--model", model.model)
+                        .joined("--instances", rollout.instances)
+                        .joined("--tp", rollout.tp)
+                        .joined("--rollout-nodes", rolloutNodes)
+                        .joined("--mode", mode.mode)
+                        .joined("--loaders", loaders)
+                        .joined("--control-url", controlUrl)
+                        .joined("--token", token)
+                        .joined("--group", group)
+                        .joined("--generation", generation)
+                        .joined("--updates", updates)
+                        .joined("--seed", seed.seed)
+                        .list();
+        return new Invocation<>(
+                SimulatedRollout.class, args, a -> SimulatedRollout.main(a.toArray(String[]::new)));
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.weightrelay.lab.cli;
 
+import io.weightrelay.lab.trainer.SimulatedTrainer;
 import java.util.List;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -80,7 +81,23 @@ final class TrainerCommand extends LabCommand {
                             + " --publisher flags.")
     Integer trainerNodes;
 
-    TrainerCommand() {
-        super("io.weightrelay.lab.trainer.SimulatedTrainer", ValueStyle.JOINED);
+    @Override
+    Invocation<List<String>> invocation() {
+        ToolArgs args =
+                new ToolArgs().joined("--model", model.model).joined("--control-api", controlApi);
+        if (publishers != null) {
+            publishers.forEach(p -> args.joined("--publisher", p));
+        }
+        args.joined("--token", token)
+                .joined("--steps", steps)
+                .joined("--first-step", firstStep)
+                .joined("--seed", seed.seed)
+                .joined("--trainer-dtype", dtypes.trainerDtype)
+                .joined("--rollout-dtype", dtypes.rolloutDtype)
+                .joined("--max-fragment-bytes", maxFragmentBytes);
+        return new Invocation<>(
+                SimulatedTrainer.class,
+                args.list(),
+                a -> SimulatedTrainer.main(a.toArray(String[]::new)));
     }
 }

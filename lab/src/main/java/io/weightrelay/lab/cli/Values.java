@@ -13,7 +13,7 @@ import picocli.CommandLine.TypeConversionException;
 
 /**
  * The checks behind the flags: each converter refuses a bad value naming what is valid, and hands
- * the text on unchanged, since the command's own {@code main} parses it again.
+ * the text on unchanged; the command turns it into the options' type ({@code Mode.parse}, ...).
  */
 final class Values {
 

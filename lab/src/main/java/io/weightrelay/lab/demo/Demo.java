@@ -318,29 +318,32 @@ public final class Demo {
 
     private Demo() {}
 
-    public static void main(String[] argv) throws Exception {
-        if (java.util.Arrays.asList(argv).contains("--hosts")) {
-            HostsDemo.main(argv);
-            return;
+    /**
+     * {@code ./relay demo}'s flags, as its {@code --help} describes them, with {@code --hosts} or
+     * without: {@code modes} holds one mode, or both (then even instances compat, odd ones direct;
+     * with {@code --hosts} one lab per mode).
+     */
+    public record Options(
+            String model,
+            int instances,
+            int tp,
+            List<Mode> modes,
+            DataplaneEngine engine,
+            boolean json,
+            String prefix) {
+
+        public Options {
+            modes = List.copyOf(modes);
         }
-        String model = flag(argv, "--model", "qwen2.5-0.5b");
-        int instances = Integer.parseInt(flag(argv, "--instances", "4"));
-        int tp = Integer.parseInt(flag(argv, "--tp", "2"));
-        String modes = flag(argv, "--mode", "both");
-        String engineName = flag(argv, "--engine", "builtin");
-        boolean json = List.of(argv).contains("--json");
-        if (!List.of("builtin", "mooncake").contains(engineName)) {
-            System.err.println(
-                    "relay demo: --engine takes builtin or mooncake, not '" + engineName + "'");
-            System.exit(2);
+
+        /** The lab of one mode, as {@code --hosts} runs one per mode. */
+        LabCluster.Spec spec(Mode mode) {
+            return LabCluster.Spec.of(model, instances, tp, mode);
         }
-        DataplaneEngine engine = DataplaneEngine.valueOf(engineName.toUpperCase(Locale.ROOT));
-        if (modes.equals("both") && instances < 2) {
-            System.err.println(
-                    "relay demo: --mode both needs at least 2 instances (one per mode), got "
-                            + instances);
-            System.exit(2);
-        }
+    }
+
+    /** {@code ./relay demo}: tells the story; exit 1 when a check failed. */
+    public static void run(Options options) throws Exception {
         if (System.getProperty(ServiceProcess.JVM_OPTIONS_PROPERTY) == null) {
             // The demo tells a story, it does not measure: its seven services start with C1 only,
             // about half the CPU of a full-JIT start, which on a small machine is most of the
@@ -348,18 +351,19 @@ public final class Demo {
             System.setProperty(ServiceProcess.JVM_OPTIONS_PROPERTY, "-XX:TieredStopAtLevel=1");
         }
         LabCluster.Spec spec =
-                modes.equals("both")
-                        ? LabCluster.Spec.bothModes(model, instances, tp)
-                        : LabCluster.Spec.of(model, instances, tp, Mode.parse(modes));
+                options.modes().size() > 1
+                        ? LabCluster.Spec.bothModes(
+                                options.model(), options.instances(), options.tp())
+                        : options.spec(options.modes().get(0));
         Report report;
         try {
-            report = run(spec, engine);
+            report = run(spec, options.engine());
         } catch (MooncakeServices.StartException e) {
             System.err.println("relay demo: " + e.getMessage());
             System.exit(3);
             return;
         }
-        if (json) {
+        if (options.json()) {
             report.generations().forEach(g -> System.out.println(g.json()));
             report.printTable(System.err);
             System.out.println(report.json());
@@ -627,15 +631,6 @@ public final class Demo {
         return byMode.entrySet().stream()
                 .map(e -> String.format(Locale.ROOT, "\"%s\":%.3f", e.getKey(), e.getValue()))
                 .collect(Collectors.joining(",", "{", "}"));
-    }
-
-    private static String flag(String[] argv, String name, String fallback) {
-        for (int i = 0; i + 1 < argv.length; i++) {
-            if (argv[i].equals(name)) {
-                return argv[i + 1];
-            }
-        }
-        return fallback;
     }
 
     private static final long START = System.nanoTime();

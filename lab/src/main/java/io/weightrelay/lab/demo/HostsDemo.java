@@ -13,7 +13,6 @@ import io.weightrelay.reshard.plan.Demands;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Set;
 
 /**
  * {@code ./relay demo --hosts [--model M] [--instances I] [--tp P] [--mode compat|direct|both]
@@ -31,17 +30,6 @@ import java.util.Set;
  * check held, 1 when one failed, 2 for bad flags, 3 when the hosts cannot be made (not root, say).
  */
 public final class HostsDemo {
-
-    private static final Set<String> FLAGS =
-            Set.of(
-                    "--hosts",
-                    "--model",
-                    "--instances",
-                    "--tp",
-                    "--mode",
-                    "--engine",
-                    "--json",
-                    "--prefix");
 
     /**
      * What one mode showed.
@@ -143,39 +131,10 @@ public final class HostsDemo {
 
     private HostsDemo() {}
 
-    public static void main(String[] argv) throws Exception {
-        for (int i = 0; i < argv.length; i++) {
-            if (!FLAGS.contains(argv[i])) {
-                System.err.println(
-                        "relay demo --hosts: unknown flag '"
-                                + argv[i]
-                                + "'; valid: "
-                                + String.join(" ", FLAGS.stream().sorted().toList()));
-                System.exit(2);
-            }
-            if (!argv[i].equals("--hosts") && !argv[i].equals("--json")) {
-                i++;
-            }
-        }
-        String model = flag(argv, "--model", "qwen2.5-0.5b");
-        int instances = Integer.parseInt(flag(argv, "--instances", "4"));
-        int tp = Integer.parseInt(flag(argv, "--tp", "2"));
-        String modes = flag(argv, "--mode", "both");
-        String prefix = flag(argv, "--prefix", HostLab.DEFAULT_PREFIX);
-        String engineName = flag(argv, "--engine", "builtin");
-        if (!List.of("builtin", "mooncake").contains(engineName)) {
-            System.err.println(
-                    "relay demo --hosts: --engine takes builtin or mooncake, not '"
-                            + engineName
-                            + "'");
-            System.exit(2);
-        }
-        DataplaneEngine engine = DataplaneEngine.valueOf(engineName.toUpperCase(Locale.ROOT));
-        boolean json = List.of(argv).contains("--json");
-        List<Mode> run =
-                modes.equals("both")
-                        ? List.of(Mode.COMPAT, Mode.DIRECT)
-                        : List.of(Mode.parse(modes));
+    /** {@code ./relay demo --hosts}: one lab per mode; exit 1 when a check failed. */
+    public static void run(Demo.Options options) throws Exception {
+        DataplaneEngine engine = options.engine();
+        List<Mode> run = options.modes();
         try {
             HostLab.requireRoot();
         } catch (HostLabException e) {
@@ -184,9 +143,9 @@ public final class HostsDemo {
         }
         List<ModeResult> results = new ArrayList<>();
         for (Mode mode : run) {
-            ModeResult r = runMode(LabCluster.Spec.of(model, instances, tp, mode), prefix, engine);
+            ModeResult r = runMode(options.spec(mode), options.prefix(), engine);
             results.add(r);
-            if (json) {
+            if (options.json()) {
                 System.out.println(r.json());
             }
         }
@@ -206,13 +165,13 @@ public final class HostsDemo {
                                 + "\"cross_host_tcp_bytes\":%d,\"dataplane_interface_bytes\":%d,"
                                 + "\"dataplane_tcp_payload_bytes\":%d,"
                                 + "\"shm_violations\":%d}",
-                        engineName,
+                        engine.label(),
                         results.get(0).hosts(),
                         String.join(
                                 ",", results.stream().map(r -> "\"" + r.mode() + "\"").toList()),
-                        model,
-                        instances,
-                        tp,
+                        options.model(),
+                        options.instances(),
+                        options.tp(),
                         verified,
                         verifiedBytes,
                         needed == 0 ? 0 : (double) read / needed,
@@ -220,7 +179,7 @@ public final class HostsDemo {
                         iface,
                         payload,
                         results.stream().mapToInt(r -> r.isolation().violations().size()).sum());
-        if (json) {
+        if (options.json()) {
             System.out.println(summary);
         } else {
             System.out.printf(
@@ -354,15 +313,6 @@ public final class HostsDemo {
         List<String> out = new ArrayList<>();
         lab.hosts().hosts().forEach(h -> out.add(h.name() + " " + h.controlAddress()));
         return String.join(", ", out);
-    }
-
-    private static String flag(String[] argv, String name, String fallback) {
-        for (int i = 0; i + 1 < argv.length; i++) {
-            if (argv[i].equals(name)) {
-                return argv[i + 1];
-            }
-        }
-        return fallback;
     }
 
     private static void say(String format, Object... args) {

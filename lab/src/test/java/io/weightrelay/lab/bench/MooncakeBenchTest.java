@@ -3,7 +3,10 @@ package io.weightrelay.lab.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
-import io.weightrelay.lab.Args;
+import io.weightrelay.dataplane.DataplaneEngine;
+import io.weightrelay.reshard.placement.Mode;
+import io.weightrelay.testkit.process.ServiceProcess;
+import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -23,15 +26,19 @@ class MooncakeBenchTest {
         JsonNode line =
                 JSON.readTree(
                         UpdateBench.line(
-                                new Args(
-                                        new String[] {
-                                            "--engine=mooncake",
-                                            "--model=tiny",
-                                            "--instances=2",
-                                            "--tp=1",
-                                            "--warmup=0",
-                                            "--repeat=1"
-                                        }),
+                                new UpdateBench.Options(
+                                        "tiny",
+                                        2,
+                                        1,
+                                        Mode.COMPAT,
+                                        1,
+                                        new WarmupRounds(OptionalInt.of(0), 1),
+                                        UpdateBench.Install.of(false, Mode.COMPAT),
+                                        true,
+                                        true,
+                                        DataplaneEngine.MOONCAKE,
+                                        2,
+                                        ServiceProcess.home()),
                                 MooncakeBenchTest::smallYardsticks));
 
         assertThat(line.path("engine").asString()).isEqualTo("mooncake");
@@ -74,7 +81,7 @@ class MooncakeBenchTest {
     @Test
     void dataplaneBenchMeasuresTheTransferEngineAndTheStoreAgainstASocket() throws Exception {
         JsonNode line =
-                JSON.readTree(MooncakeDataplaneBench.run(4L << 20, 1, "redis://127.0.0.1:6379"));
+                JSON.readTree(MooncakeDataplaneBench.line(4L << 20, 1, "redis://127.0.0.1:6379"));
 
         assertThat(line.path("engine").asString()).isEqualTo("mooncake");
         assertThat(line.path("write_exact").asBoolean()).isTrue();

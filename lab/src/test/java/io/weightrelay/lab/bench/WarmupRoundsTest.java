@@ -40,12 +40,12 @@ class WarmupRoundsTest {
         return new ServiceCpu(Map.of("control-api", new long[] {total, jit}));
     }
 
-    private static UpdateBench.Rounds<Long> run(OptionalInt warmups, Supplier<ServiceCpu> cpu)
+    private static WarmupRounds.Rounds<Long> run(OptionalInt warmups, Supplier<ServiceCpu> cpu)
             throws Exception {
         List<Long> steps = new ArrayList<>();
-        UpdateBench.Rounds<Long> rounds =
-                new UpdateBench.Run(null, warmups, 3)
-                        .rounds(
+        WarmupRounds.Rounds<Long> rounds =
+                new WarmupRounds(warmups, 3)
+                        .run(
                                 step -> {
                                     steps.add(step);
                                     return step + 1;
@@ -67,7 +67,7 @@ class WarmupRoundsTest {
     @Test
     void byDefaultTheWarmUpEndsAfterTwoRoundsInARowThatCompiledAtMostThreePercent()
             throws Exception {
-        UpdateBench.Rounds<Long> rounds = run(OptionalInt.empty(), rounds(50, 10, 2, 10, 1, 3));
+        WarmupRounds.Rounds<Long> rounds = run(OptionalInt.empty(), rounds(50, 10, 2, 10, 1, 3));
 
         assertThat(rounds.warmups()).isEqualTo(6);
         assertThat(rounds.settled()).isTrue();
@@ -75,30 +75,30 @@ class WarmupRoundsTest {
 
     @Test
     void aJitThatNeverSettlesStopsTheWarmUpAtItsLimit() throws Exception {
-        int[] busy = new int[UpdateBench.Run.MAX_WARMUPS + 5];
+        int[] busy = new int[WarmupRounds.MAX_WARMUPS + 5];
         java.util.Arrays.fill(busy, 4);
-        UpdateBench.Rounds<Long> rounds = run(OptionalInt.empty(), rounds(busy));
+        WarmupRounds.Rounds<Long> rounds = run(OptionalInt.empty(), rounds(busy));
 
-        assertThat(rounds.warmups()).isEqualTo(UpdateBench.Run.MAX_WARMUPS);
+        assertThat(rounds.warmups()).isEqualTo(WarmupRounds.MAX_WARMUPS);
         assertThat(rounds.settled()).isFalse();
     }
 
     @Test
     void whereTheServicesCannotBeSeenAFixedNumberOfRoundsWarmUpAndNoneCountsAsSettled()
             throws Exception {
-        UpdateBench.Rounds<Long> rounds = run(OptionalInt.empty(), () -> null);
+        WarmupRounds.Rounds<Long> rounds = run(OptionalInt.empty(), () -> null);
 
-        assertThat(rounds.warmups()).isEqualTo(UpdateBench.Run.UNSEEN_WARMUPS).isEqualTo(12);
+        assertThat(rounds.warmups()).isEqualTo(WarmupRounds.UNSEEN_WARMUPS).isEqualTo(12);
         assertThat(rounds.settled()).isFalse();
     }
 
     @Test
     void aGivenWarmUpRunsExactlyThatManyRoundsAndSaysWhetherTheyHadSettled() throws Exception {
         assertThat(run(OptionalInt.of(0), rounds()).warmups()).isZero();
-        UpdateBench.Rounds<Long> busy = run(OptionalInt.of(3), rounds(50, 40, 30, 0, 0));
+        WarmupRounds.Rounds<Long> busy = run(OptionalInt.of(3), rounds(50, 40, 30, 0, 0));
         assertThat(busy.warmups()).isEqualTo(3);
         assertThat(busy.settled()).isFalse();
-        UpdateBench.Rounds<Long> calm = run(OptionalInt.of(3), rounds(50, 1, 0));
+        WarmupRounds.Rounds<Long> calm = run(OptionalInt.of(3), rounds(50, 1, 0));
         assertThat(calm.settled()).isTrue();
     }
 }

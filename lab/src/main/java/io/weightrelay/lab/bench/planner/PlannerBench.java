@@ -35,18 +35,10 @@ import java.util.regex.Pattern;
 public final class PlannerBench {
     private PlannerBench() {}
 
-    public static void main(String[] args) {
-        BenchArgs parsed;
+    /** {@code ./relay bench planner}: prints the JSON line; exit 1 if the plan broke. */
+    public static void run(PlannerOptions options) {
         try {
-            parsed = BenchArgs.parse(args);
-        } catch (IllegalArgumentException e) {
-            System.err.println("bench planner: " + e.getMessage());
-            System.err.println(BenchArgs.USAGE);
-            System.exit(2);
-            return;
-        }
-        try {
-            Result result = run(parsed);
+            Result result = plan(options);
             System.out.println(result.toJson());
             // Wall time is the figure; on a shared machine the thread's CPU time tells load apart.
             System.err.printf(
@@ -139,7 +131,7 @@ public final class PlannerBench {
         }
     }
 
-    public static Result run(BenchArgs args) {
+    public static Result plan(PlannerOptions args) {
         List<TensorLayout> layout = ModelCatalog.layout(args.model());
         if (args.rolloutDtype() == DType.F8_E4M3) {
             layout = ModelCatalog.blockFp8(layout, Fp8BlockRule.defaults());

@@ -28,7 +28,7 @@ final class ReferencePlanner {
     private ReferencePlanner() {}
 
     static String plan(
-            SourceManifest manifest, TargetPlacement placement, BenchArgs args, int instances)
+            SourceManifest manifest, TargetPlacement placement, PlannerOptions args, int instances)
             throws IOException, InterruptedException {
         Path input = Files.createTempFile("mooncake-3441-", ".json");
         try {
@@ -71,7 +71,11 @@ final class ReferencePlanner {
     }
 
     private static void write(
-            Path file, SourceManifest m, TargetPlacement placement, BenchArgs args, int instances)
+            Path file,
+            SourceManifest m,
+            TargetPlacement placement,
+            PlannerOptions args,
+            int instances)
             throws IOException {
         try (BufferedWriter out = Files.newBufferedWriter(file, StandardCharsets.UTF_8)) {
             out.write(
