@@ -81,18 +81,8 @@ class BuiltinEngineOnlyTest extends EngineTestSupport {
     private static final int MIB = 1 << 20;
 
     @Override
-    protected Dataplane open(String nodeLabel, String keyPrefix) {
-        return Dataplane.open(TestEngines.config(nodeLabel, keyPrefix).build());
-    }
-
-    @Override
-    protected String storeCapacity(Dataplane dp, String name, long size) {
-        return dp.createSegment(name, size).name();
-    }
-
-    @Override
-    protected LocalMemory memory(Dataplane dp, String name, int size) {
-        return dp.registerBuffer(ByteBuffer.allocateDirect(size));
+    protected TestEngine engine() {
+        return BuiltinTestEngine.INSTANCE;
     }
 
     /**
