@@ -169,18 +169,6 @@ class BuiltinEngineOnlyTest extends EngineTestSupport {
         return b;
     }
 
-    private static void assertTransport(Counters d, Transport t, long read, long written) {
-        if (t == Transport.LOCAL) {
-            assertThat(d.localRead()).isEqualTo(read);
-            assertThat(d.localWritten()).isEqualTo(written);
-            assertThat(d.tcpTotal()).isZero();
-        } else {
-            assertThat(d.tcpRead()).isEqualTo(read);
-            assertThat(d.tcpWritten()).isEqualTo(written);
-            assertThat(d.localRead() + d.localWritten()).isZero();
-        }
-    }
-
     @ParameterizedTest
     @EnumSource(Transport.class)
     void writesAndReadsBackOverTheTransportOfTheNodeLabels(Transport t) {

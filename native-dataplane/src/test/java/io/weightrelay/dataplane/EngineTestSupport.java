@@ -1,5 +1,7 @@
 package io.weightrelay.dataplane;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -68,6 +70,22 @@ abstract class EngineTestSupport {
         java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
         crc.update(b.slice(offset, length));
         return (int) crc.getValue();
+    }
+
+    /**
+     * {@code d} counts {@code read} bytes read and {@code written} written over the transport
+     * {@code t}, and nothing over the other one.
+     */
+    protected static void assertTransport(Counters d, Transport t, long read, long written) {
+        if (t == Transport.LOCAL) {
+            assertThat(d.localRead()).isEqualTo(read);
+            assertThat(d.localWritten()).isEqualTo(written);
+            assertThat(d.tcpTotal()).isZero();
+        } else {
+            assertThat(d.tcpRead()).isEqualTo(read);
+            assertThat(d.tcpWritten()).isEqualTo(written);
+            assertThat(d.localRead() + d.localWritten()).isZero();
+        }
     }
 
     protected LocalMemory filled(Dataplane dp, String name, int size, int seed) {
