@@ -576,17 +576,7 @@ class LoaderWebSliceTest {
     }
 
     private static Instance instanceOf(InstanceRegistration r, long epoch, Long generation) {
-        return new Instance(
-                r.getInstanceId(),
-                r.getModel(),
-                r.getGroup(),
-                r.getNode(),
-                r.getSpan(),
-                epoch,
-                r.getWorkers(),
-                generation,
-                false,
-                false);
+        return Instance.registered(r, epoch, generation, false);
     }
 
     private static UpdateRun.Snapshot snapshot(
