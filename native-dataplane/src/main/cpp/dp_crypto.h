@@ -114,40 +114,6 @@ class Sha256 {
     size_t used_;
 };
 
-// HMAC-SHA256: Begin with the key, Update with the message parts, Final.
-class HmacSha256 {
- public:
-    HmacSha256(const void* key, size_t key_len) {
-        uint8_t k[Sha256::kBlock] = {0};
-        if (key_len > Sha256::kBlock) {
-            Sha256 s;
-            s.Update(key, key_len);
-            s.Final(k);
-        } else if (key_len > 0) {
-            std::memcpy(k, key, key_len);
-        }
-        uint8_t ipad[Sha256::kBlock];
-        for (size_t i = 0; i < Sha256::kBlock; ++i) {
-            ipad[i] = k[i] ^ 0x36;
-            opad_[i] = k[i] ^ 0x5c;
-        }
-        inner_.Update(ipad, sizeof ipad);
-    }
-    void Update(const void* data, size_t n) { inner_.Update(data, n); }
-    void Final(uint8_t out[Sha256::kDigest]) {
-        uint8_t inner[Sha256::kDigest];
-        inner_.Final(inner);
-        Sha256 outer;
-        outer.Update(opad_, sizeof opad_);
-        outer.Update(inner, sizeof inner);
-        outer.Final(out);
-    }
-
- private:
-    Sha256 inner_;
-    uint8_t opad_[Sha256::kBlock];
-};
-
 // An HMAC-SHA256 key with its padded states absorbed once: each MAC then costs the message's
 // compressions plus two, not four more (the per-request MACs of a connection share one key).
 class HmacKey {
@@ -188,6 +154,18 @@ class HmacKey {
  private:
     Sha256 inner_;
     Sha256 outer_;
+};
+
+// HMAC-SHA256: Begin with the key, Update with the message parts, Final. (A key that MACs many
+// messages is an HmacKey, each message one HmacKey::Mac.)
+class HmacSha256 {
+ public:
+    HmacSha256(const void* key, size_t key_len) : mac_(HmacKey(key, key_len)) {}
+    void Update(const void* data, size_t n) { mac_.Update(data, n); }
+    void Final(uint8_t out[Sha256::kDigest]) { mac_.Final(out); }
+
+ private:
+    HmacKey::Mac mac_;
 };
 
 // Compares n bytes in time independent of where they differ.

@@ -1,12 +1,8 @@
 package io.weightrelay.loader;
 
-import io.weightrelay.service.test.TestDataplane;
-import io.weightrelay.testkit.redis.RedisTestSupport;
-import java.util.ArrayList;
+import io.weightrelay.service.test.DevApplication;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.springframework.boot.SpringApplication;
 
 /**
@@ -23,24 +19,11 @@ public final class TestLoaderApplication {
     private TestLoaderApplication() {}
 
     public static void main(String[] args) {
-        Map<String, String> settings = new LinkedHashMap<>();
-        settings.put("relay.dataplane.redis-uri", RedisTestSupport.endpoint().uri());
-        settings.put("relay.dataplane.key-prefix", "wr:dev:");
-        settings.put("relay.dataplane.secret", TestDataplane.SECRET);
-        settings.put("relay.security.tokens.loader[0]", "dev-loader-token-00000");
-        settings.put("relay.security.tokens.operator[0]", "dev-operator-token-000");
-        settings.put("relay.loader.control-url", "http://127.0.0.1:8080");
-        settings.put("relay.loader.token", "dev-loader-token-00000");
-        // Spring joins a setting given twice with a comma, so a given one replaces, not repeats.
-        List<String> all = new ArrayList<>();
-        settings.forEach(
-                (key, value) -> {
-                    String option = "--" + key + "=";
-                    if (Stream.of(args).noneMatch(a -> a.startsWith(option))) {
-                        all.add(option + value);
-                    }
-                });
-        all.addAll(List.of(args));
-        SpringApplication.from(LoaderApplication::main).run(all.toArray(String[]::new));
+        Map<String, String> own = new LinkedHashMap<>();
+        own.put("relay.security.tokens.loader[0]", "dev-loader-token-00000");
+        own.put("relay.security.tokens.operator[0]", "dev-operator-token-000");
+        own.put("relay.loader.control-url", "http://127.0.0.1:8080");
+        own.put("relay.loader.token", "dev-loader-token-00000");
+        SpringApplication.from(LoaderApplication::main).run(DevApplication.arguments(own, args));
     }
 }

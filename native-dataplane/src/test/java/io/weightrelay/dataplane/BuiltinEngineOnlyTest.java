@@ -81,18 +81,8 @@ class BuiltinEngineOnlyTest extends EngineTestSupport {
     private static final int MIB = 1 << 20;
 
     @Override
-    protected Dataplane open(String nodeLabel, String keyPrefix) {
-        return Dataplane.open(TestEngines.config(nodeLabel, keyPrefix).build());
-    }
-
-    @Override
-    protected String storeCapacity(Dataplane dp, String name, long size) {
-        return dp.createSegment(name, size).name();
-    }
-
-    @Override
-    protected LocalMemory memory(Dataplane dp, String name, int size) {
-        return dp.registerBuffer(ByteBuffer.allocateDirect(size));
+    protected TestEngine engine() {
+        return BuiltinTestEngine.INSTANCE;
     }
 
     /**
@@ -177,18 +167,6 @@ class BuiltinEngineOnlyTest extends EngineTestSupport {
         RegisteredBuffer b = dp.registerBuffer(ByteBuffer.allocateDirect(size));
         Patterns.fill(b.byteBuffer(), 0, size, seed);
         return b;
-    }
-
-    private static void assertTransport(Counters d, Transport t, long read, long written) {
-        if (t == Transport.LOCAL) {
-            assertThat(d.localRead()).isEqualTo(read);
-            assertThat(d.localWritten()).isEqualTo(written);
-            assertThat(d.tcpTotal()).isZero();
-        } else {
-            assertThat(d.tcpRead()).isEqualTo(read);
-            assertThat(d.tcpWritten()).isEqualTo(written);
-            assertThat(d.localRead() + d.localWritten()).isZero();
-        }
     }
 
     @ParameterizedTest

@@ -37,7 +37,14 @@ class DataplaneSecurityTest {
     void start() throws Exception {
         owner =
                 PeerProcess.start(
-                        RedisSupport.URI, scope.prefix(), "node-owner", "target", SIZE, 1000, CAP);
+                        RedisSupport.URI,
+                        scope.prefix(),
+                        "node-owner",
+                        "target",
+                        SIZE,
+                        1000,
+                        CAP,
+                        PeerProcess.IDLE_TIMEOUT_MS);
         scope.closeAfter(owner);
         owner.command("fill 0 " + SIZE + " 7");
         owner.command("put obj 65536 5"); // an allocation to try freeing

@@ -206,15 +206,7 @@ abstract class EngineConformanceTest extends EngineTestSupport {
         TestEngines.transfer(a, read(back, 0, "rx", 0, length));
         Counters moved = a.counters().minus(before);
         Patterns.assertHolds(view(back), 0, length, 23);
-        if (t == Transport.LOCAL) {
-            assertThat(moved.localWritten()).isEqualTo(length);
-            assertThat(moved.localRead()).isEqualTo(length);
-            assertThat(moved.tcpTotal()).isZero();
-        } else {
-            assertThat(moved.tcpWritten()).isEqualTo(length);
-            assertThat(moved.tcpRead()).isEqualTo(length);
-            assertThat(moved.localRead() + moved.localWritten()).isZero();
-        }
+        assertTransport(moved, t, length, length);
     }
 
     /**

@@ -1,7 +1,6 @@
 package io.weightrelay.dataplane;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The shared conformance suite ({@link EngineConformanceTest}) on the real Mooncake ({@link
@@ -10,33 +9,10 @@ import org.junit.jupiter.api.BeforeAll;
  * the Mooncake engine has: {@link MooncakeEngineOnlyTest}.
  */
 class MooncakeEngineConformanceTest extends EngineConformanceTest {
-    private static MooncakeTestEngines mooncake;
-
-    @BeforeAll
-    static void startMaster() throws Exception {
-        mooncake = MooncakeTestEngines.start();
-    }
-
-    @AfterAll
-    static void stopMaster() throws Exception {
-        if (mooncake != null) {
-            mooncake.close();
-        }
-    }
+    @RegisterExtension static final MooncakeTestEngines mooncake = new MooncakeTestEngines();
 
     @Override
-    protected Dataplane open(String nodeLabel, String keyPrefix) {
-        return mooncake.open(nodeLabel, keyPrefix);
-    }
-
-    /** The agent's mounted segment is the capacity: nothing to create. */
-    @Override
-    protected String storeCapacity(Dataplane dp, String name, long size) {
-        return ((MooncakeDataplane) dp).storeSegment();
-    }
-
-    @Override
-    protected LocalMemory memory(Dataplane dp, String name, int size) {
-        return dp.createReceiveSegment(name, size);
+    protected TestEngine engine() {
+        return mooncake;
     }
 }

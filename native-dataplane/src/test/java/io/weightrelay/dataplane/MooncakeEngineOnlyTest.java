@@ -9,9 +9,8 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * What only the Mooncake engine has, beside the shared {@link EngineConformanceTest} (which {@link
@@ -22,34 +21,11 @@ import org.junit.jupiter.api.Test;
  */
 class MooncakeEngineOnlyTest extends EngineTestSupport {
     private static final int MIB = 1 << 20;
-    private static MooncakeTestEngines mooncake;
-
-    @BeforeAll
-    static void startMaster() throws Exception {
-        mooncake = MooncakeTestEngines.start();
-    }
-
-    @AfterAll
-    static void stopMaster() throws Exception {
-        if (mooncake != null) {
-            mooncake.close();
-        }
-    }
+    @RegisterExtension static final MooncakeTestEngines mooncake = new MooncakeTestEngines();
 
     @Override
-    protected Dataplane open(String nodeLabel, String keyPrefix) {
-        return mooncake.open(nodeLabel, keyPrefix);
-    }
-
-    /** The agent's mounted segment is the capacity: nothing to create. */
-    @Override
-    protected String storeCapacity(Dataplane dp, String name, long size) {
-        return ((MooncakeDataplane) dp).storeSegment();
-    }
-
-    @Override
-    protected LocalMemory memory(Dataplane dp, String name, int size) {
-        return dp.createReceiveSegment(name, size);
+    protected TestEngine engine() {
+        return mooncake;
     }
 
     @Test

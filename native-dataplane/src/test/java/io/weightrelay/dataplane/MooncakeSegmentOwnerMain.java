@@ -1,8 +1,5 @@
 package io.weightrelay.dataplane;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
@@ -38,17 +35,7 @@ public final class MooncakeSegmentOwnerMain {
                         .build();
         try (Dataplane dp = Dataplane.open(config)) {
             Segment s = dp.createReceiveSegment(args[3], 1 << 20);
-            System.out.println("READY " + s.shmPath());
-            System.out.flush();
-            BufferedReader in =
-                    new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-            String line;
-            while ((line = in.readLine()) != null && !line.trim().equals("exit")) {
-                System.out.println("OK");
-                System.out.flush();
-            }
-            System.out.println("OK");
-            System.out.flush();
+            SegmentOwnerMain.holdUntilExit(s.shmPath().toString());
         }
     }
 }

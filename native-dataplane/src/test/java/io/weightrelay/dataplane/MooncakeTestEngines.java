@@ -4,34 +4,34 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * The real Mooncake for one test class: the pinned wheel's {@code mooncake_master} in a network
- * namespace made for it with only its loopback up (Mooncake's listeners bind the wildcard address),
- * as {@link MooncakeAgentTest} does, and the configuration that runs each data plane's agent there;
- * this JVM and Redis stay in the default namespace (the directory of receive segments is in Redis,
- * reached from Java only). Needs root and {@code ip netns}. A class {@link #start starts} it before
- * its tests and {@link #close closes} it after them: the master and its namespace go, and the work
- * directory (logs, the agents' sockets) with them.
+ * The real Mooncake for one test class, and its engine under test ({@link TestEngine}): the pinned
+ * wheel's {@code mooncake_master} in a network namespace made for it with only its loopback up
+ * (Mooncake's listeners bind the wildcard address), as {@link MooncakeAgentTest} does, and the
+ * configuration that runs each data plane's agent there; this JVM and Redis stay in the default
+ * namespace (the directory of receive segments is in Redis, reached from Java only). Needs root and
+ * {@code ip netns}. Register it on a static field with {@code @RegisterExtension}: it starts the
+ * master before the class's first test and stops it after its last, and the work directory (logs,
+ * the agents' sockets) goes with it. Store capacity is the segment each agent mounts, local memory
+ * a receive segment (shared memory this JVM and the agent both map).
  */
-final class MooncakeTestEngines implements AutoCloseable {
+final class MooncakeTestEngines implements TestEngine, BeforeAllCallback, AfterAllCallback {
     private static final int MIB = 1 << 20;
 
     /** How long a remove waits out a read's lease (the master's TTL is 500 ms). */
     static final Duration LEASE_WAIT = Duration.ofSeconds(10);
 
-    private final MooncakeMaster master;
-    private final Path workDir;
+    private MooncakeMaster master;
+    private Path workDir;
 
-    private MooncakeTestEngines(MooncakeMaster master, Path workDir) {
-        this.master = master;
-        this.workDir = workDir;
-    }
-
-    static MooncakeTestEngines start() throws IOException, InterruptedException {
-        Path workDir = Files.createTempDirectory(Path.of("/tmp"), "wr-mce");
-        return new MooncakeTestEngines(
-                MooncakeMaster.start("wr-mce", workDir.resolve("master.log")), workDir);
+    @Override
+    public void beforeAll(ExtensionContext context) throws IOException, InterruptedException {
+        workDir = Files.createTempDirectory(Path.of("/tmp"), "wr-mce");
+        master = MooncakeMaster.start("wr-mce", workDir.resolve("master.log"));
     }
 
     MooncakeMaster master() {
@@ -60,7 +60,8 @@ final class MooncakeTestEngines implements AutoCloseable {
     }
 
     /** A Mooncake data plane whose agent mounts 64 MiB of store capacity. */
-    Dataplane open(String nodeLabel, String keyPrefix) {
+    @Override
+    public Dataplane open(String nodeLabel, String keyPrefix) {
         return Dataplane.open(
                 TestEngines.config(nodeLabel, keyPrefix)
                         .engine(DataplaneEngine.MOONCAKE)
@@ -68,8 +69,22 @@ final class MooncakeTestEngines implements AutoCloseable {
                         .build());
     }
 
+    /** The agent's mounted segment is the capacity: nothing to create. */
     @Override
-    public void close() throws Exception {
+    public String storeCapacity(Dataplane dp, String name, long size) {
+        return ((MooncakeDataplane) dp).storeSegment();
+    }
+
+    @Override
+    public LocalMemory memory(Dataplane dp, String name, int size) {
+        return dp.createReceiveSegment(name, size);
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) throws Exception {
+        if (master == null) {
+            return; // it did not start
+        }
         master.close();
         try (var files = Files.list(workDir)) {
             for (Path f : files.toList()) {

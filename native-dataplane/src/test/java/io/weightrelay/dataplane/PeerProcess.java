@@ -7,6 +7,12 @@ import java.nio.file.Path;
 
 /** A {@link PeerMain} child JVM: a data plane with one segment, driven by commands. */
 final class PeerProcess implements AutoCloseable {
+    /** The child server's io timeout, connection cap and idle timeout unless a test gives them. */
+    static final long IO_TIMEOUT_MS = 30000;
+
+    static final int MAX_CONNECTIONS = 256;
+    static final long IDLE_TIMEOUT_MS = 60000;
+
     private final ChildJvm child;
     private final Path shmPath;
     private final int port;
@@ -21,21 +27,15 @@ final class PeerProcess implements AutoCloseable {
     static PeerProcess start(
             String redisUri, String keyPrefix, String nodeLabel, String segment, long size)
             throws IOException {
-        return start(redisUri, keyPrefix, nodeLabel, segment, size, 30000, 256);
-    }
-
-    /** A child whose server uses the given io timeout and connection cap. */
-    static PeerProcess start(
-            String redisUri,
-            String keyPrefix,
-            String nodeLabel,
-            String segment,
-            long size,
-            long ioTimeoutMs,
-            int maxConnections)
-            throws IOException {
         return start(
-                redisUri, keyPrefix, nodeLabel, segment, size, ioTimeoutMs, maxConnections, 60000);
+                redisUri,
+                keyPrefix,
+                nodeLabel,
+                segment,
+                size,
+                IO_TIMEOUT_MS,
+                MAX_CONNECTIONS,
+                IDLE_TIMEOUT_MS);
     }
 
     /** A child whose server uses the given io timeout, connection cap and idle timeout. */

@@ -1,6 +1,7 @@
 package io.weightrelay.dataplane;
 
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -26,17 +27,25 @@ public final class SegmentOwnerMain {
                                 : dp.createSegment(args[i], 1 << 20);
                 paths.add(s.shmPath().toString());
             }
-            System.out.println("READY " + String.join(" ", paths));
-            System.out.flush();
-            BufferedReader in =
-                    new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-            String line;
-            while ((line = in.readLine()) != null && !line.trim().equals("exit")) {
-                System.out.println("OK");
-                System.out.flush();
-            }
+            holdUntilExit(String.join(" ", paths));
+        }
+    }
+
+    /**
+     * Says {@code READY ready}, then answers every command with {@code OK} until {@code exit} (or
+     * the end of stdin): what an owner does while its test looks at what it holds.
+     */
+    static void holdUntilExit(String ready) throws IOException {
+        System.out.println("READY " + ready);
+        System.out.flush();
+        BufferedReader in =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null && !line.trim().equals("exit")) {
             System.out.println("OK");
             System.out.flush();
         }
+        System.out.println("OK");
+        System.out.flush();
     }
 }

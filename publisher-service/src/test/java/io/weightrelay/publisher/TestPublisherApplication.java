@@ -1,12 +1,8 @@
 package io.weightrelay.publisher;
 
-import io.weightrelay.service.test.TestDataplane;
-import io.weightrelay.testkit.redis.RedisTestSupport;
-import java.util.ArrayList;
+import io.weightrelay.service.test.DevApplication;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.springframework.boot.SpringApplication;
 
 /**
@@ -22,23 +18,10 @@ public final class TestPublisherApplication {
     private TestPublisherApplication() {}
 
     public static void main(String[] args) {
-        Map<String, String> settings = new LinkedHashMap<>();
-        settings.put("relay.dataplane.redis-uri", RedisTestSupport.endpoint().uri());
-        settings.put("relay.dataplane.key-prefix", "wr:dev:");
-        settings.put("relay.dataplane.secret", TestDataplane.SECRET);
-        settings.put("relay.security.tokens.trainer[0]", "dev-trainer-token-0000");
-        settings.put("relay.security.tokens.operator[0]", "dev-operator-token-000");
-        settings.put("relay.publish.control-api-token", "dev-trainer-token-0000");
-        // Spring joins a setting given twice with a comma, so a given one replaces, not repeats.
-        List<String> all = new ArrayList<>();
-        settings.forEach(
-                (key, value) -> {
-                    String option = "--" + key + "=";
-                    if (Stream.of(args).noneMatch(a -> a.startsWith(option))) {
-                        all.add(option + value);
-                    }
-                });
-        all.addAll(List.of(args));
-        SpringApplication.from(PublisherApplication::main).run(all.toArray(String[]::new));
+        Map<String, String> own = new LinkedHashMap<>();
+        own.put("relay.security.tokens.trainer[0]", "dev-trainer-token-0000");
+        own.put("relay.security.tokens.operator[0]", "dev-operator-token-000");
+        own.put("relay.publish.control-api-token", "dev-trainer-token-0000");
+        SpringApplication.from(PublisherApplication::main).run(DevApplication.arguments(own, args));
     }
 }

@@ -1,6 +1,8 @@
 package io.weightrelay.loader.instance;
 
 import io.weightrelay.api.loader.model.ConsumeMode;
+import io.weightrelay.api.loader.model.DirectInstall;
+import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.api.loader.model.InstanceSpan;
 import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.dataplane.ForeignBuffer;
@@ -149,6 +151,25 @@ public record Instance(
                                                                 b.getTransferEngine()
                                                                         .getAddress())))
                         .toList());
+    }
+
+    /**
+     * {@code r} as registered at {@code epoch}, its workers holding {@code generation} (null before
+     * the first update), {@code paused} or not; staged when it asks for a staged direct install.
+     */
+    public static Instance registered(
+            InstanceRegistration r, long epoch, Long generation, boolean paused) {
+        return new Instance(
+                r.getInstanceId(),
+                r.getModel(),
+                r.getGroup(),
+                r.getNode(),
+                r.getSpan(),
+                epoch,
+                r.getWorkers(),
+                generation,
+                paused,
+                r.getDirectInstall() == DirectInstall.STAGED);
     }
 
     Instance withGeneration(long value) {

@@ -232,17 +232,11 @@ public class InstanceService {
         // held, and stays paused if it was.
         boolean engineKept = same && forgotten;
         Instance next =
-                new Instance(
-                        r.getInstanceId(),
-                        r.getModel(),
-                        r.getGroup(),
-                        r.getNode(),
-                        r.getSpan(),
+                Instance.registered(
+                        r,
                         epoch,
-                        r.getWorkers(),
                         engineKept ? before.generation() : null,
-                        engineKept && before.paused(),
-                        r.getDirectInstall() == DirectInstall.STAGED);
+                        engineKept && before.paused());
         if (same && forgotten) {
             int kept = registrations.carryOver(r.getInstanceId(), epoch);
             log.info(

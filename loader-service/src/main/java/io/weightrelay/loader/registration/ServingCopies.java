@@ -66,13 +66,8 @@ public final class ServingCopies {
         if (segmentFile == null) {
             return;
         }
-        Path copy = of(segmentFile);
-        Mapped mapped = MADE.remove(copy);
-        if (mapped != null) {
-            mapped.unmap();
-        }
         try {
-            Files.deleteIfExists(copy);
+            remove(of(segmentFile));
         } catch (IOException e) {
             throw new UncheckedIOException("removing the serving copy of " + segmentFile, e);
         }
@@ -88,17 +83,22 @@ public final class ServingCopies {
     public static List<String> deleteAll() {
         List<String> failed = new ArrayList<>();
         for (Path copy : List.copyOf(MADE.keySet())) {
-            Mapped mapped = MADE.remove(copy);
-            if (mapped != null) {
-                mapped.unmap();
-            }
             try {
-                Files.deleteIfExists(copy);
+                remove(copy);
             } catch (IOException e) {
                 failed.add(copy + ": " + e);
             }
         }
         return failed;
+    }
+
+    /** Unmaps {@code copy} if this process holds it mapped, then removes its file if any. */
+    private static void remove(Path copy) throws IOException {
+        Mapped mapped = MADE.remove(copy);
+        if (mapped != null) {
+            mapped.unmap();
+        }
+        Files.deleteIfExists(copy);
     }
 
     /** The mapping of {@code copy} at {@code size}, made (and the file with it) when missing. */

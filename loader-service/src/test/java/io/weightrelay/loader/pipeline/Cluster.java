@@ -23,7 +23,23 @@ import java.util.Map;
  */
 record Cluster(SourceManifest manifest, TargetPlacement placement, Plan plan) {
 
-    static Cluster of(
+    /**
+     * The catalog's {@code tiny} model at tp 2 in fragments of at most 256 KiB, planned with reads
+     * of 128 KiB to 512 KiB: small enough for many loaders in one test, cut fine enough that every
+     * batch has several reads, writes and fan-outs.
+     */
+    static Cluster tiny(int rolloutNodes, int instances, Mode mode) {
+        return of(
+                "tiny",
+                rolloutNodes,
+                instances,
+                2,
+                mode,
+                256 << 10,
+                new Planner.Options(128 << 10, 512 << 10));
+    }
+
+    private static Cluster of(
             String model,
             int rolloutNodes,
             int instances,

@@ -7,7 +7,6 @@ import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Plan;
-import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.plan.Slice;
 import java.nio.ByteBuffer;
 import java.util.HashMap;
@@ -46,15 +45,7 @@ class LandedProofTest {
     }
 
     private static Applied apply(Mode mode) {
-        Cluster c =
-                Cluster.of(
-                        "tiny",
-                        2,
-                        4,
-                        2,
-                        mode,
-                        256 << 10,
-                        new Planner.Options(128 << 10, 512 << 10));
+        Cluster c = Cluster.tiny(2, 4, mode);
         BufferDirectory directory = new BufferDirectory(c.buffers());
         Map<String, ByteBuffer> segments = new HashMap<>();
         directory

@@ -13,7 +13,6 @@ import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Plan;
-import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.service.test.TestDataplane;
 import io.weightrelay.testkit.process.ChildJvm;
 import io.weightrelay.testkit.redis.RedisTestSupport;
@@ -67,8 +66,7 @@ class MultiProcessApplyTest {
     }
 
     private Cluster cluster(Mode mode) {
-        return Cluster.of(
-                "tiny", 2, 4, 2, mode, 256 << 10, new Planner.Options(128 << 10, 512 << 10));
+        return Cluster.tiny(2, 4, mode);
     }
 
     private void publish(SourceManifest manifest, long generation) {
@@ -293,15 +291,7 @@ class MultiProcessApplyTest {
     @ParameterizedTest
     @EnumSource(Mode.class)
     void anInstanceAloneOnItsNodeReceivesEveryByte(Mode mode) throws Exception {
-        Cluster c =
-                Cluster.of(
-                        "tiny",
-                        1,
-                        1,
-                        2,
-                        mode,
-                        256 << 10,
-                        new Planner.Options(128 << 10, 512 << 10));
+        Cluster c = Cluster.tiny(1, 1, mode);
         applyFirstGeneration(c);
         assertThat(all("verify " + SEED)).allMatch(r -> r.startsWith("OK "));
     }
@@ -336,18 +326,7 @@ class MultiProcessApplyTest {
                         .add(instances.get(i) + pair.substring(eq));
             }
         }
-        List<String> proofs = new ArrayList<>();
-        for (int i = 0; i < instances.size(); i++) {
-            loaders.get(i)
-                    .send(
-                            "prove "
-                                    + String.join(
-                                            ",",
-                                            toReceiver.getOrDefault(instances.get(i), List.of())));
-        }
-        for (ChildJvm l : loaders) {
-            proofs.add(l.reply());
-        }
+        List<String> proofs = prove(instances, toReceiver);
         assertThat(proofs).allMatch(r -> r.startsWith("OK "));
         long received = applied.stream().mapToLong(r -> longs(r)[3]).sum();
         assertThat(proofs.stream().mapToLong(r -> longs(r)[0]).sum())
@@ -362,18 +341,7 @@ class MultiProcessApplyTest {
         }
         String receiver = instances.get(victim);
         assertThat(loaders.get(victim).ok("flip")).isEqualTo("flip");
-        for (int i = 0; i < instances.size(); i++) {
-            loaders.get(i)
-                    .send(
-                            "prove "
-                                    + String.join(
-                                            ",",
-                                            toReceiver.getOrDefault(instances.get(i), List.of())));
-        }
-        proofs.clear();
-        for (ChildJvm l : loaders) {
-            proofs.add(l.reply());
-        }
+        proofs = prove(instances, toReceiver);
         String failed = proofs.get(victim);
         assertThat(failed).startsWith("ERR ");
         String sender = failed.split(" ")[1];
@@ -392,6 +360,27 @@ class MultiProcessApplyTest {
     }
 
     /** Whether another instance's loader writes into {@code instance}'s workers' buffers. */
+    /**
+     * Every loader proves its buffers against what the others sent it ({@code toReceiver}: per
+     * receiving instance, its {@code sender=digests} pairs), all at once; the answers in loader
+     * order.
+     */
+    private List<String> prove(List<String> instances, Map<String, List<String>> toReceiver) {
+        for (int i = 0; i < instances.size(); i++) {
+            loaders.get(i)
+                    .send(
+                            "prove "
+                                    + String.join(
+                                            ",",
+                                            toReceiver.getOrDefault(instances.get(i), List.of())));
+        }
+        List<String> proofs = new ArrayList<>();
+        for (ChildJvm l : loaders) {
+            proofs.add(l.reply());
+        }
+        return proofs;
+    }
+
     private static boolean receivesFromAnother(Cluster c, String instance) {
         io.weightrelay.reshard.plan.Slice s =
                 io.weightrelay.reshard.plan.Slice.of(c.plan(), instance);

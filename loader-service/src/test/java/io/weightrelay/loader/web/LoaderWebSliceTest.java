@@ -1,5 +1,7 @@
 package io.weightrelay.loader.web;
 
+import static io.weightrelay.service.test.WebSliceRequests.expectProblem;
+import static io.weightrelay.service.test.WebSliceRequests.request;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.hamcrest.Matchers.containsInAnyOrder;
 import static org.hamcrest.Matchers.containsString;
@@ -12,7 +14,6 @@ import static org.mockito.Mockito.never;
 import static org.mockito.Mockito.verify;
 import static org.mockito.Mockito.verifyNoInteractions;
 import static org.mockito.Mockito.when;
-import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.request;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.content;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.jsonPath;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.status;
@@ -37,13 +38,9 @@ import io.weightrelay.loader.update.UpdateCoordinator;
 import io.weightrelay.loader.update.UpdateProblems;
 import io.weightrelay.loader.update.UpdateRun;
 import io.weightrelay.reshard.checksum.RangeChecksums;
-import io.weightrelay.service.contract.ContractAutoConfiguration;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.ProblemKind;
-import io.weightrelay.service.security.AccessPolicy;
-import io.weightrelay.service.security.RoleTokenSecurityAutoConfiguration;
-import io.weightrelay.service.web.RequestLimitsAutoConfiguration;
-import java.net.URI;
+import io.weightrelay.service.test.ServiceWebSlice;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.EnumMap;
@@ -55,11 +52,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.mockito.ArgumentCaptor;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
-import org.springframework.boot.webmvc.test.autoconfigure.WebMvcTest;
-import org.springframework.context.annotation.ComponentScan;
-import org.springframework.context.annotation.FilterType;
-import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.MediaType;
 import org.springframework.test.context.TestPropertySource;
@@ -75,16 +67,7 @@ import org.springframework.test.web.servlet.request.MockHttpServletRequestBuilde
  * access policy or the contract refuses goes out as problem+json and never reaches a service; a
  * domain error of a service keeps its problem type and status.
  */
-@WebMvcTest(
-        includeFilters =
-                @ComponentScan.Filter(
-                        type = FilterType.ASSIGNABLE_TYPE,
-                        classes = AccessPolicy.class))
-@ImportAutoConfiguration({
-    RoleTokenSecurityAutoConfiguration.class,
-    RequestLimitsAutoConfiguration.class,
-    ContractAutoConfiguration.class
-})
+@ServiceWebSlice
 @TestPropertySource(
         properties = {
             "relay.security.tokens.loader[0]=" + LoaderWebSliceTest.ENGINE,
@@ -98,8 +81,6 @@ class LoaderWebSliceTest {
     static final String OPERATOR = "slice-operator-token-0123456789";
     static final String TRAINER = "slice-trainer-token-0123456789";
     static final String METRICS = "slice-metrics-token-0123456789";
-
-    private static final String PROBLEMS = "https://weightrelay.io/problems/";
 
     /**
      * One compat worker with two buffers in one segment and one direct worker with a fragment: what
@@ -442,8 +423,7 @@ class LoaderWebSliceTest {
     void aBodyThatIsNotJsonIsUnsupportedMediaType() throws Exception {
         expectProblem(
                 mvc.perform(
-                        request(HttpMethod.PUT, "/api/v1/instance")
-                                .header(HttpHeaders.AUTHORIZATION, "Bearer " + ENGINE)
+                        request(HttpMethod.PUT, "/api/v1/instance", ENGINE, null)
                                 .contentType(MediaType.TEXT_PLAIN)
                                 .content("inst-0")),
                 415,
@@ -554,25 +534,11 @@ class LoaderWebSliceTest {
 
     private ResultActions send(HttpMethod method, String path, String token, String body)
             throws Exception {
-        MockHttpServletRequestBuilder request = request(method, URI.create(path));
-        if (token != null) {
-            request.header(HttpHeaders.AUTHORIZATION, "Bearer " + token);
-        }
-        if (body != null) {
-            request.contentType(MediaType.APPLICATION_JSON).content(body);
-        } else if (method == HttpMethod.POST || method == HttpMethod.PUT) {
+        MockHttpServletRequestBuilder request = request(method, path, token, body);
+        if (body == null && (method == HttpMethod.POST || method == HttpMethod.PUT)) {
             request.contentType(MediaType.APPLICATION_JSON);
         }
         return mvc.perform(request);
-    }
-
-    private static ResultActions expectProblem(ResultActions result, int status, String type)
-            throws Exception {
-        return result.andExpect(status().is(status))
-                .andExpect(content().contentTypeCompatibleWith(MediaType.APPLICATION_PROBLEM_JSON))
-                .andExpect(jsonPath("$.type").value(PROBLEMS + type))
-                .andExpect(jsonPath("$.status").value(status))
-                .andExpect(jsonPath("$.title").isNotEmpty());
     }
 
     private static String token(String role) {
@@ -610,17 +576,7 @@ class LoaderWebSliceTest {
     }
 
     private static Instance instanceOf(InstanceRegistration r, long epoch, Long generation) {
-        return new Instance(
-                r.getInstanceId(),
-                r.getModel(),
-                r.getGroup(),
-                r.getNode(),
-                r.getSpan(),
-                epoch,
-                r.getWorkers(),
-                generation,
-                false,
-                false);
+        return Instance.registered(r, epoch, generation, false);
     }
 
     private static UpdateRun.Snapshot snapshot(

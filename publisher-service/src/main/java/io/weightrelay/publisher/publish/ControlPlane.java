@@ -30,19 +30,23 @@ public interface ControlPlane {
      */
     boolean knowsGeneration(GenerationId generation);
 
+    /** Registers (or re-registers) this node's segment as a live owner and starts its TTL. */
+    SegmentAnswer registerSegment(SegmentOffer offer);
+
     /**
-     * Registers (or re-registers) this node's segment as a live owner and starts its TTL; {@code
-     * storageUnit}: a CPU-only owner that serves no trainer; {@code storeEndpoint}: on Mooncake,
-     * the endpoint the master names this owner's replicas by (null on the built-in engine).
+     * A segment as its owner registers it with control-api: its name, node label, data-plane
+     * endpoint, size and admin URL; {@code storageUnit}: a CPU-only owner that serves no trainer;
+     * {@code storeEndpoint}: on Mooncake, the endpoint the master names this owner's replicas by
+     * (null on the built-in engine).
      */
-    SegmentAnswer registerSegment(
+    record SegmentOffer(
             String segment,
             String node,
             String endpoint,
             long size,
             String adminUrl,
             boolean storageUnit,
-            String storeEndpoint);
+            String storeEndpoint) {}
 
     /**
      * Renews the segment's TTL.

@@ -143,31 +143,24 @@ final class RestControlPlane implements ControlPlane {
     }
 
     @Override
-    public SegmentAnswer registerSegment(
-            String segment,
-            String node,
-            String endpoint,
-            long size,
-            String adminUrl,
-            boolean storageUnit,
-            String storeEndpoint) {
+    public SegmentAnswer registerSegment(SegmentOffer offer) {
         SegmentRegistration registration =
                 new SegmentRegistration()
-                        .node(node)
-                        .endpoint(endpoint)
-                        .size(size)
-                        .adminUrl(asOwner ? adminUrl : null)
-                        .storeEndpoint(storeEndpoint)
+                        .node(offer.node())
+                        .endpoint(offer.endpoint())
+                        .size(offer.size())
+                        .adminUrl(asOwner ? offer.adminUrl() : null)
+                        .storeEndpoint(offer.storeEndpoint())
                         .role(
-                                storageUnit
+                                offer.storageUnit()
                                         ? io.weightrelay.api.control.client.model.SegmentRole
                                                 .STORAGE_UNIT
                                         : io.weightrelay.api.control.client.model.SegmentRole
                                                 .TRAINER);
         return new SegmentAnswer(
                 call(
-                                "register segment " + segment,
-                                () -> registry.registerSegment(segment, registration))
+                                "register segment " + offer.segment(),
+                                () -> registry.registerSegment(offer.segment(), registration))
                         .getIncarnation());
     }
 

@@ -141,13 +141,14 @@ final class SegmentHeartbeat implements AutoCloseable {
                 answer =
                         Optional.of(
                                 control.registerSegment(
-                                        owner.segmentName(),
-                                        owner.node(),
-                                        owner.endpoint(),
-                                        owner.size(),
-                                        adminUrl(),
-                                        storageUnit,
-                                        storeEndpoint));
+                                        new ControlPlane.SegmentOffer(
+                                                owner.segmentName(),
+                                                owner.node(),
+                                                owner.endpoint(),
+                                                owner.size(),
+                                                adminUrl(),
+                                                storageUnit,
+                                                storeEndpoint)));
                 if (!registered) {
                     log.info("segment '{}' registered with control-api", owner.segmentName());
                 } else if (!renew) {

@@ -106,14 +106,7 @@ class RetiredGenerationsTest {
             }
 
             @Override
-            public SegmentAnswer registerSegment(
-                    String segment,
-                    String node,
-                    String endpoint,
-                    long size,
-                    String adminUrl,
-                    boolean storageUnit,
-                    String storeEndpoint) {
+            public SegmentAnswer registerSegment(SegmentOffer offer) {
                 throw new AssertionError("not called");
             }
 

@@ -5,17 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.weightrelay.api.publisher.client.model.SegmentInfo;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.ObjectLocation;
-import io.weightrelay.dataplane.ReadRange;
-import io.weightrelay.dataplane.RegisteredBuffer;
-import io.weightrelay.publisher.ExpectedFragments;
-import io.weightrelay.publisher.PublisherApplication;
 import io.weightrelay.publisher.TestControlApi;
 import io.weightrelay.publisher.TestPublisherProperties;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
-import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
-import io.weightrelay.reshard.manifest.StoredFragment;
 import io.weightrelay.service.test.TestDataplane;
 import io.weightrelay.testkit.process.ServiceProcess;
 import io.weightrelay.testkit.redis.RedisTestSupport;
@@ -29,8 +23,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.ByteBuffer;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -92,20 +84,8 @@ class ForgottenGenerationsTest {
     }
 
     @AfterEach
-    void stop() {
-        try {
-            if (publisher != null) {
-                publisher.close();
-            }
-            if (reader != null) {
-                reader.close();
-            }
-            if (control != null) {
-                control.close();
-            }
-        } finally {
-            RedisTestSupport.deleteKeys(prefix);
-        }
+    void stop() throws Exception {
+        SegmentPublishers.stop(prefix, publisher, reader, control);
     }
 
     @Test
@@ -215,44 +195,17 @@ class ForgottenGenerationsTest {
     }
 
     private ServiceProcess startPublisher() throws InterruptedException {
-        ServiceProcess p =
-                ServiceProcess.startMain(
-                        "publisher-forgotten",
-                        System.getProperty("java.class.path"),
-                        PublisherApplication.class.getName(),
-                        "256m",
-                        List.of("-XX:TieredStopAtLevel=1"),
-                        List.of(
-                                "--relay.dataplane.redis-uri=" + RedisTestSupport.endpoint().uri(),
-                                "--relay.dataplane.key-prefix=" + prefix,
-                                "--relay.dataplane.secret=" + TestDataplane.SECRET,
-                                "--relay.segment.node=" + NODE,
-                                "--relay.segment.name=" + segment,
-                                "--relay.segment.size=16MB",
-                                "--relay.segment.heartbeat=" + BEAT_MS + "ms",
-                                "--relay.staging.mode=segment",
-                                "--relay.staging.capacity=4MB",
-                                "--relay.staging.max-batch-bytes=1MB",
-                                "--relay.publish.control-api-url=" + control.baseUrl(),
-                                "--relay.publish.control-api-token="
-                                        + TestPublisherProperties.TRAINER_TOKEN,
-                                "--relay.publish.control-api-timeout=2s",
-                                "--relay.publish.owner-token="
-                                        + TestPublisherProperties.SEGMENT_OWNER_TOKEN,
-                                "--relay.security.tokens.trainer[0]="
-                                        + TestPublisherProperties.TRAINER_TOKEN,
-                                "--relay.security.tokens.operator[0]="
-                                        + TestPublisherProperties.OPERATOR_TOKEN,
-                                "--relay.security.tokens.metrics[0]="
-                                        + TestPublisherProperties.METRICS_TOKEN),
-                        Path.of("target"));
-        try {
-            p.awaitHealthy(Duration.ofMinutes(2));
-        } catch (RuntimeException | InterruptedException e) {
-            p.close();
-            throw e;
-        }
-        return p;
+        return SegmentPublishers.start(
+                "publisher-forgotten",
+                control,
+                prefix,
+                NODE,
+                segment,
+                List.of(
+                        "--relay.segment.heartbeat=" + BEAT_MS + "ms",
+                        "--relay.publish.control-api-timeout=2s",
+                        "--relay.security.tokens.metrics[0]="
+                                + TestPublisherProperties.METRICS_TOKEN));
     }
 
     private long publish(long step) {
@@ -267,26 +220,7 @@ class ForgottenGenerationsTest {
 
     /** Reads every object of the generation over tcp and checks it against the trainer's bytes. */
     private Map<String, ObjectLocation> verifyAll(long generation) {
-        Map<String, ObjectLocation> where = new java.util.HashMap<>();
-        ByteBuffer memory = ByteBuffer.allocateDirect((int) MAX_FRAGMENT * 2);
-        try (RegisteredBuffer buffer = reader.registerBuffer(memory)) {
-            for (StoredFragment f : manifest.fragments()) {
-                String key = new GenerationId(MODEL, generation).objectKey(f.fragment());
-                List<ObjectLocation> locations = reader.store().locations(key);
-                assertThat(locations).as(key).hasSize(1);
-                assertThat(locations.get(0).segment()).as(key).isEqualTo(segment);
-                where.put(key, locations.get(0));
-                long[] read =
-                        reader.store()
-                                .getIntoRanges(
-                                        key, List.of(new ReadRange(0, f.bytes(), buffer, 0)));
-                assertThat(read).as(key).containsExactly(f.bytes());
-                ByteBuffer got = buffer.byteBuffer().duplicate();
-                got.limit((int) f.bytes());
-                ByteBuffer expected = ExpectedFragments.bf16(manifest, f, SEED, generation);
-                assertThat(got.slice().equals(expected)).as(key + " byte for byte").isTrue();
-            }
-        }
-        return where;
+        return SegmentPublishers.verifyAll(
+                reader, manifest, generation, segment, SEED, MAX_FRAGMENT);
     }
 }

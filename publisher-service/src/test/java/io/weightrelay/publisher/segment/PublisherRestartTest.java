@@ -6,13 +6,8 @@ import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.ObjectLocation;
-import io.weightrelay.dataplane.ReadRange;
-import io.weightrelay.dataplane.RegisteredBuffer;
-import io.weightrelay.publisher.ExpectedFragments;
-import io.weightrelay.publisher.PublisherApplication;
 import io.weightrelay.publisher.TestControlApi;
 import io.weightrelay.publisher.TestPublisherProperties;
-import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.GenerationId;
@@ -26,8 +21,6 @@ import io.weightrelay.testkit.sim.SimulatedModel;
 import io.weightrelay.trainer.client.PublisherClient;
 import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.TrainerSession;
-import java.nio.ByteBuffer;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -69,20 +62,8 @@ class PublisherRestartTest {
     }
 
     @AfterEach
-    void stop() {
-        try {
-            if (publisher != null) {
-                publisher.close();
-            }
-            if (reader != null) {
-                reader.close();
-            }
-            if (control != null) {
-                control.close();
-            }
-        } finally {
-            RedisTestSupport.deleteKeys(prefix);
-        }
+    void stop() throws Exception {
+        SegmentPublishers.stop(prefix, publisher, reader, control);
     }
 
     @Test
@@ -172,43 +153,13 @@ class PublisherRestartTest {
     }
 
     private ServiceProcess startPublisher(String incarnation) throws InterruptedException {
-        ServiceProcess p =
-                ServiceProcess.startMain(
-                        "publisher-restart-" + incarnation,
-                        System.getProperty("java.class.path"),
-                        PublisherApplication.class.getName(),
-                        "256m",
-                        List.of("-XX:TieredStopAtLevel=1"),
-                        List.of(
-                                "--relay.dataplane.redis-uri=" + RedisTestSupport.endpoint().uri(),
-                                "--relay.dataplane.key-prefix=" + prefix,
-                                "--relay.dataplane.secret=" + TestDataplane.SECRET,
-                                "--relay.segment.node=" + NODE,
-                                "--relay.segment.name=" + segment,
-                                "--relay.segment.size=16MB",
-                                "--relay.segment.register=false",
-                                "--relay.staging.mode=segment",
-                                "--relay.staging.capacity=4MB",
-                                "--relay.staging.max-batch-bytes=1MB",
-                                "--relay.publish.control-api-url=" + control.baseUrl(),
-                                "--relay.publish.control-api-token="
-                                        + TestPublisherProperties.TRAINER_TOKEN,
-                                // a loss is reported with the owner token: control-api
-                                // refuses it from the trainer token
-                                "--relay.publish.owner-token="
-                                        + TestPublisherProperties.SEGMENT_OWNER_TOKEN,
-                                "--relay.security.tokens.trainer[0]="
-                                        + TestPublisherProperties.TRAINER_TOKEN,
-                                "--relay.security.tokens.operator[0]="
-                                        + TestPublisherProperties.OPERATOR_TOKEN),
-                        Path.of("target"));
-        try {
-            p.awaitHealthy(Duration.ofMinutes(2));
-        } catch (RuntimeException | InterruptedException e) {
-            p.close();
-            throw e;
-        }
-        return p;
+        return SegmentPublishers.start(
+                "publisher-restart-" + incarnation,
+                control,
+                prefix,
+                NODE,
+                segment,
+                List.of("--relay.segment.register=false"));
     }
 
     private long publish(SourceManifest manifest, long step) {
@@ -227,30 +178,8 @@ class PublisherRestartTest {
 
     /** Reads every object of the generation over tcp and checks it against the trainer's bytes. */
     private Map<String, ObjectLocation> verifyAll(SourceManifest manifest, long generation) {
-        Map<String, ObjectLocation> where = new java.util.HashMap<>();
-        ByteBuffer memory = ByteBuffer.allocateDirect((int) MAX_FRAGMENT * 2);
-        try (RegisteredBuffer buffer = reader.registerBuffer(memory)) {
-            for (StoredFragment f : manifest.fragments()) {
-                String key = new GenerationId(manifest.model(), generation).objectKey(f.fragment());
-                List<ObjectLocation> locations = reader.store().locations(key);
-                assertThat(locations).as(key).hasSize(1);
-                assertThat(locations.get(0).segment()).as(key).isEqualTo(segment);
-                where.put(key, locations.get(0));
-                long[] read =
-                        reader.store()
-                                .getIntoRanges(
-                                        key, List.of(new ReadRange(0, f.bytes(), buffer, 0)));
-                assertThat(read).as(key).containsExactly(f.bytes());
-                ByteBuffer got = buffer.byteBuffer().duplicate();
-                got.limit((int) f.bytes());
-                ByteBuffer expected = ExpectedFragments.bf16(manifest, f, SEED, generation);
-                assertThat(got.slice().equals(expected)).as(key + " byte for byte").isTrue();
-                assertThat(Checksums.crc32c(got.slice()))
-                        .as(key)
-                        .isEqualTo(Checksums.crc32c(expected));
-            }
-        }
-        return where;
+        return SegmentPublishers.verifyAll(
+                reader, manifest, generation, segment, SEED, MAX_FRAGMENT);
     }
 
     private static boolean overlaps(

@@ -1,5 +1,7 @@
 package io.weightrelay.publisher.web;
 
+import static io.weightrelay.service.test.WebSliceRequests.expectProblem;
+import static io.weightrelay.service.test.WebSliceRequests.request;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.hasKey;
@@ -11,7 +13,6 @@ import static org.mockito.Mockito.never;
 import static org.mockito.Mockito.verify;
 import static org.mockito.Mockito.verifyNoInteractions;
 import static org.mockito.Mockito.when;
-import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.request;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.content;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.header;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.jsonPath;
@@ -37,13 +38,9 @@ import io.weightrelay.publisher.segment.SegmentProperties;
 import io.weightrelay.publisher.staging.StagingArea;
 import io.weightrelay.publisher.staging.StagingProblems;
 import io.weightrelay.reshard.manifest.GenerationId;
-import io.weightrelay.service.contract.ContractAutoConfiguration;
 import io.weightrelay.service.problem.ProblemKind;
 import io.weightrelay.service.problem.RelayException;
-import io.weightrelay.service.security.AccessPolicy;
-import io.weightrelay.service.security.RoleTokenSecurityAutoConfiguration;
-import io.weightrelay.service.web.RequestLimitsAutoConfiguration;
-import java.net.URI;
+import io.weightrelay.service.test.ServiceWebSlice;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.List;
@@ -54,18 +51,12 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.mockito.ArgumentCaptor;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.autoconfigure.ImportAutoConfiguration;
-import org.springframework.boot.webmvc.test.autoconfigure.WebMvcTest;
-import org.springframework.context.annotation.ComponentScan;
-import org.springframework.context.annotation.FilterType;
-import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.MediaType;
 import org.springframework.test.context.TestPropertySource;
 import org.springframework.test.context.bean.override.mockito.MockitoBean;
 import org.springframework.test.web.servlet.MockMvc;
 import org.springframework.test.web.servlet.ResultActions;
-import org.springframework.test.web.servlet.request.MockHttpServletRequestBuilder;
 
 /**
  * The publisher's web layer alone (the staging, publish and owner controllers, the access policy,
@@ -75,16 +66,7 @@ import org.springframework.test.web.servlet.request.MockHttpServletRequestBuilde
  * contract refuses goes out as problem+json and never reaches a service; a domain error of a
  * service keeps its problem type and status.
  */
-@WebMvcTest(
-        includeFilters =
-                @ComponentScan.Filter(
-                        type = FilterType.ASSIGNABLE_TYPE,
-                        classes = AccessPolicy.class))
-@ImportAutoConfiguration({
-    RoleTokenSecurityAutoConfiguration.class,
-    RequestLimitsAutoConfiguration.class,
-    ContractAutoConfiguration.class
-})
+@ServiceWebSlice
 @TestPropertySource(
         properties = {
             "relay.security.tokens.trainer[0]=" + PublisherWebSliceTest.TRAINER,
@@ -103,7 +85,6 @@ class PublisherWebSliceTest {
     static final String OWNER = "slice-owner-token-0123456789";
     static final String METRICS = "slice-metrics-token-0123456789";
 
-    private static final String PROBLEMS = "https://weightrelay.io/problems/";
     private static final String GEN = "/api/v1/models/qwen/generations/3";
     private static final String CRC = "crc32c:0badf00d";
 
@@ -421,8 +402,7 @@ class PublisherWebSliceTest {
     void aBodyThatIsNotJsonIsUnsupportedMediaType() throws Exception {
         expectProblem(
                 mvc.perform(
-                        request(HttpMethod.POST, "/api/v1/staging/reservations")
-                                .header(HttpHeaders.AUTHORIZATION, "Bearer " + TRAINER)
+                        request(HttpMethod.POST, "/api/v1/staging/reservations", TRAINER, null)
                                 .contentType(MediaType.TEXT_PLAIN)
                                 .content("4096")),
                 415,
@@ -561,23 +541,7 @@ class PublisherWebSliceTest {
 
     private ResultActions send(HttpMethod method, String path, String token, String body)
             throws Exception {
-        MockHttpServletRequestBuilder request = request(method, URI.create(path));
-        if (token != null) {
-            request.header(HttpHeaders.AUTHORIZATION, "Bearer " + token);
-        }
-        if (body != null) {
-            request.contentType(MediaType.APPLICATION_JSON).content(body);
-        }
-        return mvc.perform(request);
-    }
-
-    private static ResultActions expectProblem(ResultActions result, int status, String type)
-            throws Exception {
-        return result.andExpect(status().is(status))
-                .andExpect(content().contentTypeCompatibleWith(MediaType.APPLICATION_PROBLEM_JSON))
-                .andExpect(jsonPath("$.type").value(PROBLEMS + type))
-                .andExpect(jsonPath("$.status").value(status))
-                .andExpect(jsonPath("$.title").isNotEmpty());
+        return mvc.perform(request(method, path, token, body));
     }
 
     /** A body of the refusal table: a named one of this class, or the cell itself. */

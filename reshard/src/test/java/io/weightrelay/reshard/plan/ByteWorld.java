@@ -8,26 +8,23 @@ import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.placement.TargetFragment;
 import io.weightrelay.reshard.placement.TargetPlacement;
 import io.weightrelay.reshard.placement.Worker;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
 /**
- * Runs a plan on real bytes, loader by loader, from decoded slices only: a store filled with random
- * objects, one staging buffer per read (pre-filled with a poison byte so unread bytes show),
- * one-sided writes into peers' buffers, then per batch the delegates' fan-out. Then checks every
- * registered byte against the source tensors, element by element.
+ * Runs a plan on real bytes, loader by loader, from decoded slices only ({@link SliceExecution}): a
+ * store filled with random objects, one staging buffer per read (pre-filled with a poison byte so
+ * unread bytes show), one-sided writes into peers' buffers, then per batch the delegates' fan-out.
+ * Then checks every registered byte against the source tensors, element by element.
  */
-final class ByteWorld {
+final class ByteWorld extends SliceExecution<byte[]> {
     private static final byte POISON = (byte) 0xA5;
 
     final Map<String, byte[]> store = new HashMap<>();
     final Map<String, Map<String, byte[]>> buffers = new HashMap<>();
     final Map<String, byte[]> tensors = new HashMap<>();
-    long storeBytesRead;
 
     static ByteWorld run(Plan plan, SourceManifest manifest, TargetPlacement placement, long seed) {
         ByteWorld world = new ByteWorld();
@@ -77,25 +74,7 @@ final class ByteWorld {
             }
             world.buffers.put(w.id(), mine);
         }
-        List<Slice> slices = new ArrayList<>();
-        for (String instance : placement.instances()) {
-            slices.add(Slice.decode(Slice.of(plan, instance).encode()));
-        }
-        for (int k = 0; k < plan.batchCount(); k++) {
-            List<Slice.Batch> batches = new ArrayList<>();
-            for (Slice slice : slices) {
-                Slice.Batch batch = slice.batch(k);
-                batches.add(batch);
-                for (Slice.ReadOp read : batch.reads()) {
-                    world.execute(read);
-                }
-            }
-            for (Slice.Batch batch : batches) {
-                for (Slice.FanoutOp fanout : batch.fanouts()) {
-                    world.fanout(fanout);
-                }
-            }
-        }
+        world.execute(plan, placement);
         return world;
     }
 
@@ -110,77 +89,21 @@ final class ByteWorld {
         return last + f.dtype().bytes();
     }
 
-    private void execute(Slice.ReadOp read) {
-        byte[] staging = new byte[(int) read.spanLength()];
+    @Override
+    protected byte[] object(String fragment) {
+        return store.get(fragment);
+    }
+
+    @Override
+    protected byte[] buffer(String worker, String buffer) {
+        return buffers.get(worker).get(buffer);
+    }
+
+    @Override
+    protected byte[] staging(int length) {
+        byte[] staging = new byte[length];
         Arrays.fill(staging, POISON);
-        byte[] object = store.get(read.fragment());
-        for (int r = 0; r < read.rangeStarts().length; r++) {
-            System.arraycopy(
-                    object,
-                    (int) read.rangeStarts()[r],
-                    staging,
-                    (int) (read.rangeStarts()[r] - read.spanStart()),
-                    (int) read.rangeLengths()[r]);
-            storeBytesRead += read.rangeLengths()[r];
-        }
-        for (Slice.WriteOp w : read.writes()) {
-            byte[] dst = buffers.get(w.toWorker()).get(w.buffer());
-            copy(
-                    staging,
-                    w.stagingOffset() - read.stagingOffset(),
-                    w.srcStrides(),
-                    dst,
-                    w.dstOffset(),
-                    w.dstStrides(),
-                    w.length(),
-                    w.loopCounts(),
-                    0);
-        }
-    }
-
-    private void fanout(Slice.FanoutOp op) {
-        byte[] from = buffers.get(op.delegate()).get(op.buffer());
-        for (String target : op.targets()) {
-            byte[] to = buffers.get(target).get(op.buffer());
-            copy(
-                    from,
-                    op.dstOffset(),
-                    op.dstStrides(),
-                    to,
-                    op.dstOffset(),
-                    op.dstStrides(),
-                    op.length(),
-                    op.loopCounts(),
-                    0);
-        }
-    }
-
-    private static void copy(
-            byte[] src,
-            long srcOff,
-            long[] srcStrides,
-            byte[] dst,
-            long dstOff,
-            long[] dstStrides,
-            long length,
-            long[] counts,
-            int loop) {
-        if (loop == counts.length) {
-            System.arraycopy(src, (int) srcOff, dst, (int) dstOff, (int) length);
-            return;
-        }
-        for (long i = 0; i < counts[loop]; i++) {
-            copy(
-                    src,
-                    srcOff + i * srcStrides[loop],
-                    srcStrides,
-                    dst,
-                    dstOff + i * dstStrides[loop],
-                    dstStrides,
-                    length,
-                    counts,
-                    loop + 1);
-        }
+        return staging;
     }
 
     /** Every registered byte, checked against the source tensor; returns the first mismatch. */

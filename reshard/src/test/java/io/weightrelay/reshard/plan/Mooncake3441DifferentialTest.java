@@ -207,11 +207,10 @@ class Mooncake3441DifferentialTest {
      * every receive buffer starts {@link #UNWRITTEN}; reads, writes and per-batch fan-outs run from
      * the decoded slices, as the loaders run them.
      */
-    static final class Tagged {
+    static final class Tagged extends SliceExecution<long[]> {
         final Map<String, long[]> store = new HashMap<>();
         final List<String> objectKeys = new ArrayList<>();
         final Map<String, long[]> buffers = new HashMap<>();
-        long storeBytesRead;
 
         static Tagged run(Plan plan, SourceManifest manifest, TargetPlacement placement) {
             Tagged world = new Tagged();
@@ -233,94 +232,26 @@ class Mooncake3441DifferentialTest {
                 Arrays.fill(buffer, UNWRITTEN);
                 world.buffers.put(w.id(), buffer);
             }
-            List<Slice> slices = new ArrayList<>();
-            for (String instance : placement.instances()) {
-                slices.add(Slice.decode(Slice.of(plan, instance).encode()));
-            }
-            for (int k = 0; k < plan.batchCount(); k++) {
-                List<Slice.Batch> batches = new ArrayList<>();
-                for (Slice slice : slices) {
-                    Slice.Batch batch = slice.batch(k);
-                    batches.add(batch);
-                    batch.reads().forEach(world::execute);
-                }
-                for (Slice.Batch batch : batches) {
-                    batch.fanouts().forEach(world::fanout);
-                }
-            }
+            world.execute(plan, placement);
             return world;
         }
 
-        private void execute(Slice.ReadOp read) {
-            long[] staging = new long[(int) read.spanLength()];
+        @Override
+        protected long[] object(String fragment) {
+            return store.get(fragment);
+        }
+
+        @Override
+        protected long[] buffer(String worker, String buffer) {
+            assertThat(buffer).isEqualTo(BUFFER);
+            return buffers.get(worker);
+        }
+
+        @Override
+        protected long[] staging(int length) {
+            long[] staging = new long[length];
             Arrays.fill(staging, UNWRITTEN);
-            long[] object = store.get(read.fragment());
-            for (int r = 0; r < read.rangeStarts().length; r++) {
-                System.arraycopy(
-                        object,
-                        (int) read.rangeStarts()[r],
-                        staging,
-                        (int) (read.rangeStarts()[r] - read.spanStart()),
-                        (int) read.rangeLengths()[r]);
-                storeBytesRead += read.rangeLengths()[r];
-            }
-            for (Slice.WriteOp w : read.writes()) {
-                assertThat(w.buffer()).isEqualTo(BUFFER);
-                copy(
-                        staging,
-                        w.stagingOffset() - read.stagingOffset(),
-                        w.srcStrides(),
-                        buffers.get(w.toWorker()),
-                        w.dstOffset(),
-                        w.dstStrides(),
-                        w.length(),
-                        w.loopCounts(),
-                        0);
-            }
-        }
-
-        private void fanout(Slice.FanoutOp op) {
-            long[] from = buffers.get(op.delegate());
-            for (String target : op.targets()) {
-                copy(
-                        from,
-                        op.dstOffset(),
-                        op.dstStrides(),
-                        buffers.get(target),
-                        op.dstOffset(),
-                        op.dstStrides(),
-                        op.length(),
-                        op.loopCounts(),
-                        0);
-            }
-        }
-
-        private static void copy(
-                long[] src,
-                long srcOff,
-                long[] srcStrides,
-                long[] dst,
-                long dstOff,
-                long[] dstStrides,
-                long length,
-                long[] counts,
-                int loop) {
-            if (loop == counts.length) {
-                System.arraycopy(src, (int) srcOff, dst, (int) dstOff, (int) length);
-                return;
-            }
-            for (long i = 0; i < counts[loop]; i++) {
-                copy(
-                        src,
-                        srcOff + i * srcStrides[loop],
-                        srcStrides,
-                        dst,
-                        dstOff + i * dstStrides[loop],
-                        dstStrides,
-                        length,
-                        counts,
-                        loop + 1);
-            }
+            return staging;
         }
 
         /**

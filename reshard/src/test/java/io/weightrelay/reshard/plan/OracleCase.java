@@ -128,7 +128,7 @@ record OracleCase(
                     tiedCuts = grid;
                 }
             }
-            stored.addAll(gridFragments(tensor.spec(), "t" + t, grid));
+            stored.addAll(GridFragments.of(tensor.spec(), "t" + t, grid));
         }
         SourceManifest manifest =
                 new SourceManifest("oracle", tensors.stream().map(Tensor::spec).toList(), stored);
@@ -346,36 +346,6 @@ record OracleCase(
             grid[d] = points.stream().mapToLong(Long::longValue).toArray();
         }
         return grid;
-    }
-
-    private static List<StoredFragment> gridFragments(TensorSpec t, String prefix, long[][] grid) {
-        int rank = grid.length;
-        List<StoredFragment> out = new ArrayList<>();
-        int[] at = new int[rank];
-        while (true) {
-            long[] lo = new long[rank];
-            long[] ext = new long[rank];
-            for (int d = 0; d < rank; d++) {
-                lo[d] = grid[d][at[d]];
-                ext[d] = grid[d][at[d] + 1] - lo[d];
-            }
-            Shape shape = Shape.of(ext);
-            out.add(
-                    new StoredFragment(
-                            prefix + "@" + out.size(),
-                            t.name(),
-                            Shape.of(lo),
-                            shape,
-                            shape.numel() * t.rolloutDtype().bytes()));
-            int d = rank - 1;
-            while (d >= 0 && ++at[d] == grid[d].length - 1) {
-                at[d] = 0;
-                d--;
-            }
-            if (d < 0) {
-                return out;
-            }
-        }
     }
 
     private static StringBuilder sep(StringBuilder out) {

@@ -108,32 +108,7 @@ public record Scenario(
             }
             cuts.add(points.stream().mapToLong(Long::longValue).toArray());
         }
-        List<StoredFragment> out = new ArrayList<>();
-        int[] at = new int[rank];
-        while (true) {
-            long[] lo = new long[rank];
-            long[] ext = new long[rank];
-            for (int d = 0; d < rank; d++) {
-                lo[d] = cuts.get(d)[at[d]];
-                ext[d] = cuts.get(d)[at[d] + 1] - lo[d];
-            }
-            Shape shape = Shape.of(ext);
-            out.add(
-                    new StoredFragment(
-                            prefix + "@" + out.size(),
-                            t.name(),
-                            Shape.of(lo),
-                            shape,
-                            shape.numel() * t.rolloutDtype().bytes()));
-            int d = rank - 1;
-            while (d >= 0 && ++at[d] == cuts.get(d).length - 1) {
-                at[d] = 0;
-                d--;
-            }
-            if (d < 0) {
-                return out;
-            }
-        }
+        return GridFragments.of(t, prefix, cuts.toArray(long[][]::new));
     }
 
     private static List<TargetFragment> boxes(List<TensorSpec> tensors, Random r) {

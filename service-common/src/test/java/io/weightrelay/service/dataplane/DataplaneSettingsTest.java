@@ -142,23 +142,21 @@ class DataplaneSettingsTest {
                     assertThat(c.maxConnections()).isEqualTo(640);
                     assertThat(c.idleTimeout()).isEqualTo(Duration.ofSeconds(60));
                 });
-        context.withPropertyValues("relay.dataplane.cluster-engines=300")
+        assertConnectionCap(1500, "relay.dataplane.cluster-engines=300");
+        assertConnectionCap(
+                90, "relay.dataplane.cluster-engines=10", "relay.dataplane.streams-per-peer=8");
+    }
+
+    /** With {@code properties}, a node's engine accepts at most {@code cap} connections. */
+    private void assertConnectionCap(int cap, String... properties) {
+        context.withPropertyValues(properties)
                 .run(
                         started ->
                                 assertThat(
                                                 started.getBean(DataplaneSettings.class)
                                                         .config("node-0")
                                                         .maxConnections())
-                                        .isEqualTo(1500));
-        context.withPropertyValues(
-                        "relay.dataplane.cluster-engines=10", "relay.dataplane.streams-per-peer=8")
-                .run(
-                        started ->
-                                assertThat(
-                                                started.getBean(DataplaneSettings.class)
-                                                        .config("node-0")
-                                                        .maxConnections())
-                                        .isEqualTo(90));
+                                        .isEqualTo(cap));
     }
 
     @Test

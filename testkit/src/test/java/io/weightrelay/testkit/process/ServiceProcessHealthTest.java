@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import org.assertj.core.api.AbstractThrowableAssert;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -92,6 +93,15 @@ class ServiceProcessHealthTest {
                 logs);
     }
 
+    /** What {@code awaitHealthy} refuses {@code services} with; fails when they turn healthy. */
+    private static AbstractThrowableAssert<?, ? extends Throwable> refusal(
+            List<ServiceProcess> services,
+            Duration wait,
+            ServiceProcess.Dependencies dependencies) {
+        return assertThatThrownBy(() -> ServiceProcess.awaitHealthy(services, wait, dependencies))
+                .isInstanceOf(IllegalStateException.class);
+    }
+
     private static Path logs() throws Exception {
         return Files.createTempDirectory(
                 Path.of(System.getProperty("java.io.tmpdir")), "wr-health-");
@@ -103,13 +113,7 @@ class ServiceProcessHealthTest {
         try (ServiceProcess slow = start("never-healthy", NeverHealthy.class, logs);
                 ServiceProcess quitter = start("gives-up", GivesUp.class, logs)) {
             long started = System.nanoTime();
-            assertThatThrownBy(
-                            () ->
-                                    ServiceProcess.awaitHealthy(
-                                            List.of(slow, quitter),
-                                            Duration.ofMinutes(3),
-                                            Optional::empty))
-                    .isInstanceOf(IllegalStateException.class)
+            refusal(List.of(slow, quitter), Duration.ofMinutes(3), Optional::empty)
                     .hasMessageContaining("gives-up exited early")
                     .hasMessageContaining("cannot reach Redis at 127.0.0.1:1");
             assertThat((System.nanoTime() - started) / 1e9).isLessThan(15);
@@ -122,16 +126,10 @@ class ServiceProcessHealthTest {
         try (ServiceProcess control = start("control-api", NeverHealthy.class, logs);
                 ServiceProcess loader = start("loader-i0", NeverHealthy.class, logs)) {
             long started = System.nanoTime();
-            assertThatThrownBy(
-                            () ->
-                                    ServiceProcess.awaitHealthy(
-                                            List.of(control, loader),
-                                            Duration.ofMinutes(3),
-                                            () ->
-                                                    Optional.of(
-                                                            "the Redis at redis://127.0.0.1:1"
-                                                                    + " does not answer")))
-                    .isInstanceOf(IllegalStateException.class)
+            refusal(
+                            List.of(control, loader),
+                            Duration.ofMinutes(3),
+                            () -> Optional.of("the Redis at redis://127.0.0.1:1 does not answer"))
                     .hasMessageContaining("control-api, loader-i0 cannot become healthy")
                     .hasMessageContaining("the Redis at redis://127.0.0.1:1 does not answer");
             assertThat((System.nanoTime() - started) / 1e9).isLessThan(5);
@@ -144,13 +142,7 @@ class ServiceProcessHealthTest {
         Path logs = logs();
         try (ServiceProcess control = start("control-api", CannotReachRedis.class, logs)) {
             long started = System.nanoTime();
-            assertThatThrownBy(
-                            () ->
-                                    ServiceProcess.awaitHealthy(
-                                            List.of(control),
-                                            Duration.ofMinutes(3),
-                                            Optional::empty))
-                    .isInstanceOf(IllegalStateException.class)
+            refusal(List.of(control), Duration.ofMinutes(3), Optional::empty)
                     .hasMessageContaining(
                             "control-api cannot become healthy: it says cannot reach Redis at"
                                     + " 127.0.0.1:1 (spring.data.redis.host and port): Connection"
@@ -163,13 +155,7 @@ class ServiceProcessHealthTest {
     void aDependencyThatAnswersAgainIsNotHeldAgainstTheService() throws Exception {
         Path logs = logs();
         try (ServiceProcess control = start("control-api", RedisAnswersLater.class, logs)) {
-            assertThatThrownBy(
-                            () ->
-                                    ServiceProcess.awaitHealthy(
-                                            List.of(control),
-                                            Duration.ofSeconds(6),
-                                            Optional::empty))
-                    .isInstanceOf(IllegalStateException.class)
+            refusal(List.of(control), Duration.ofSeconds(6), Optional::empty)
                     .hasMessageContaining("control-api not healthy within PT6S")
                     .hasMessageNotContaining("cannot become healthy");
             assertThat(control.unreachableDependency()).isEmpty();
@@ -180,13 +166,10 @@ class ServiceProcessHealthTest {
     void aServiceThatCannotReachADependencyTheWaiterReachesIsGivenAFewSeconds() throws Exception {
         Path logs = logs();
         try (ServiceProcess control = start("control-api", RedisSlowForAWhile.class, logs)) {
-            assertThatThrownBy(
-                            () ->
-                                    ServiceProcess.awaitHealthy(
-                                            List.of(control),
-                                            ServiceProcess.UNREACHABLE_GRACE.plusSeconds(3),
-                                            Optional::empty))
-                    .isInstanceOf(IllegalStateException.class)
+            refusal(
+                            List.of(control),
+                            ServiceProcess.UNREACHABLE_GRACE.plusSeconds(3),
+                            Optional::empty)
                     .hasMessageContaining("control-api not healthy within")
                     .hasMessageNotContaining("cannot become healthy");
         }
@@ -199,13 +182,10 @@ class ServiceProcessHealthTest {
         try (ServiceProcess control = start("control-api", CannotReachRedis.class, logs)) {
             Thread.sleep(1_500); // its line is in the log before the first check
             long started = System.nanoTime();
-            assertThatThrownBy(
-                            () ->
-                                    ServiceProcess.awaitHealthy(
-                                            List.of(control),
-                                            Duration.ofMinutes(3),
-                                            () -> Optional.of("the Redis at 127.0.0.1:1 is down")))
-                    .isInstanceOf(IllegalStateException.class)
+            refusal(
+                            List.of(control),
+                            Duration.ofMinutes(3),
+                            () -> Optional.of("the Redis at 127.0.0.1:1 is down"))
                     .hasMessageContaining(
                             "control-api cannot become healthy: it says cannot reach");
             assertThat((System.nanoTime() - started) / 1e9)
