@@ -166,7 +166,7 @@ final class CheckpointDiskFullCase {
                 saved,
                 diskBytes,
                 next,
-                firstLine(refusal),
+                LabCase.firstLine(refusal),
                 saved,
                 before.size(),
                 collections,
@@ -193,11 +193,6 @@ final class CheckpointDiskFullCase {
                     "generation " + generation + " was not collected within " + COLLECTED_WITHIN);
             Thread.sleep(1_000);
         }
-    }
-
-    private static String firstLine(String s) {
-        String one = s.lines().findFirst().orElse("");
-        return one.length() > 240 ? one.substring(0, 240) + "..." : one;
     }
 
     /** Every regular file under {@code dir}, relative, with the SHA-256 of its bytes. */

@@ -1,17 +1,11 @@
 package io.weightrelay.lab.faults;
 
-import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.check;
 
-import io.weightrelay.api.control.client.model.Generation;
-import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.lab.cluster.LabCluster;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 
 /**
@@ -34,29 +28,18 @@ final class FlakyReaderCase {
 
     static String inject(LabCase.Fault fault) throws Exception {
         LabCluster lab = fault.lab();
-        Ledger ledger = fault.ledger();
-        Path flaky = Files.createTempFile("wr-flaky-reads-", "");
-        Files.delete(flaky);
-        try {
-            lab.faults().restartLoader(READER, List.of("--relay.loader.flaky-reads-file=" + flaky));
+        try (FaultFile flaky = FaultFile.onLoader(fault, READER, "flaky-reads-file")) {
             String reader = lab.engines().get(READER).instance();
-            // healthy while the file is absent: the group, the fresh loader too, holds the active
-            long active = lab.activeGeneration().getGeneration();
-            LabCase.requireUpdated(lab, active, ledger);
-
             List<String> seen = new ArrayList<>();
             for (String mode : List.of("fail", "wrong-bytes")) {
-                Files.writeString(flaky, mode);
+                flaky.on(mode);
                 long g = fault.publish();
-                Map<String, Long> before = Ledger.generations(lab);
                 List<Engines.Ended> ended =
-                        Engines.update(
-                                lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT, UPDATE_WAIT);
+                        fault.updateNoneAdvancing(LoaderKilledMidApplyCase.PHASE_TIMEOUT);
                 for (Engines.Ended e : ended) {
                     check(!e.updated(), "a group update with a flaky reader: " + e.describe());
                 }
-                ledger.noneAdvanced(lab, before);
-                ledger.observe(lab, Set.of());
+                fault.ledger().observe(lab, Set.of());
                 UpdateSession session = lab.session(g, GROUP);
                 check(
                         reader.equals(session.getFailedInstance()),
@@ -80,17 +63,7 @@ final class FlakyReaderCase {
                             "control-api found the stored bytes as published: "
                                     + session.getFailure());
                 }
-                Generation disputed = lab.generation(g);
-                check(
-                        disputed.getCorruptObject() == null
-                                && disputed.getState() == GenerationState.ACTIVE
-                                && lab.activeGeneration().getGeneration() == g,
-                        "generation "
-                                + g
-                                + " is not marked corrupt for the others and stays active: "
-                                + disputed.getState()
-                                + ", corrupt object "
-                                + disputed.getCorruptObject());
+                LabCase.requireStillActive(lab, g);
                 seen.add(
                         mode
                                 + ": "
@@ -98,7 +71,7 @@ final class FlakyReaderCase {
                                 + " naming "
                                 + reader
                                 + " ("
-                                + firstLine(session.getFailure())
+                                + LabCase.firstLine(session.getFailure())
                                 + ")");
                 // The group's session of g ended: a new life of the group (registered again, as
                 // an operator rebuilds paused engines) starts it again; the same group joins it.
@@ -106,21 +79,14 @@ final class FlakyReaderCase {
             }
 
             // Healthy again, the same loader process updates with the group.
-            Files.delete(flaky);
+            flaky.off();
             long g = lab.activeGeneration().getGeneration();
-            LabCase.requireUpdated(lab, g, ledger);
+            LabCase.requireUpdated(lab, g, fault.ledger());
             return String.join("; ", seen)
                     + "; generation "
                     + g
                     + " not corrupt; reader healthy again, the group updated to it, every byte"
                     + " verified";
-        } finally {
-            Files.deleteIfExists(flaky);
         }
-    }
-
-    private static String firstLine(String s) {
-        String one = String.valueOf(s).lines().findFirst().orElse("");
-        return one.length() > 200 ? one.substring(0, 200) + "..." : one;
     }
 }

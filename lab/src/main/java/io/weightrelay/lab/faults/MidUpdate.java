@@ -70,13 +70,13 @@ record MidUpdate(long good, long next, boolean midUpdate, List<UpdateProgress> o
             Future<LabCluster.Updates> running = pool.submit(lab::updateAll);
             boolean sessionSeen = watch.awaitSession(running);
             long held = lab.faults().loaderPid(0);
-            LoaderKilledMidApplyCase.signal("STOP", held);
+            MidApply.signal("STOP", held);
             boolean midUpdate;
             try {
                 fault.land();
                 midUpdate = sessionSeen && !running.isDone();
             } finally {
-                LoaderKilledMidApplyCase.signal("CONT", held);
+                MidApply.signal("CONT", held);
             }
             fault.then();
             proof.require(

@@ -5,7 +5,6 @@ import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabRedis;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 
@@ -64,16 +63,6 @@ public final class RedisRestartCase extends MidUpdateCase {
         proof.requireCommitted(good);
         proof.requireCommitted(next);
 
-        List<String> ends = new ArrayList<>();
-        for (UpdateProgress p : outcomes) {
-            ends.add(
-                    p.getOutcome()
-                            + "@"
-                            + p.getGeneration()
-                            + (p.getError() == null
-                                    ? ""
-                                    : " (" + p.getError().lines().findFirst().orElse("") + ")"));
-        }
         boolean paused = false;
         for (UpdateProgress p : outcomes) {
             paused |= p.getOutcome() == UpdateOutcome.PAUSED_REBUILD;
@@ -97,7 +86,7 @@ public final class RedisRestartCase extends MidUpdateCase {
                                 "; control-api served again %.1f s after the restart",
                                 recovery)
                         + "; outcomes "
-                        + ends
+                        + ServingProof.ends(outcomes)
                         + "; generations "
                         + good
                         + ", "

@@ -1,7 +1,5 @@
 package io.weightrelay.lab.faults;
 
-import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
-import static io.weightrelay.lab.faults.LabCase.allInstances;
 import static io.weightrelay.lab.faults.LabCase.check;
 
 import io.lettuce.core.RedisClient;
@@ -16,7 +14,6 @@ import io.weightrelay.lab.rollout.RolloutEngine;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import tools.jackson.databind.json.JsonMapper;
@@ -36,58 +33,31 @@ final class SegmentOwnerKilledMidApplyCase {
 
     private SegmentOwnerKilledMidApplyCase() {}
 
-    private static final int ATTEMPTS = 5;
     private static final int OWNER = 1;
 
     static String inject(LabCase.Fault fault) throws Exception {
-        Ledger ledger = fault.ledger();
         LabCluster lab = fault.lab();
-        long previous = fault.active();
         try (SessionWatch watch = new SessionWatch(lab)) {
-            for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-                long g = fault.publish();
-                Map<String, Long> before = Ledger.generations(lab);
-                Engines.Running running =
-                        Engines.start(lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT);
-                long owner = lab.faults().publisherPid(OWNER);
-                String caught = watch.freezeInApply(g, owner);
-                if (caught == null) {
-                    // every loader had applied before the owner froze: try the next generation
-                    for (Engines.Ended e : running.await(UPDATE_WAIT)) {
-                        check(e.updated(), "an update with no fault: " + e.describe());
-                    }
-                    ledger.observe(lab, allInstances(lab));
-                    previous = g;
-                    continue;
-                }
-                // SIGKILL of the frozen owner: its connections reset under the reads in flight
-                String segment = lab.faults().killPublisher(OWNER);
-                // without replicas, everything the dead owner held is gone with it
-                fault.destroyedEveryCommitted();
-                return afterKill(fault, g, previous, before, running, segment, caught, attempt);
-            }
+            MidApply caught =
+                    MidApply.caught(
+                            fault,
+                            LoaderKilledMidApplyCase.PHASE_TIMEOUT,
+                            "the group's apply",
+                            g -> watch.freezeInApply(g, lab.faults().publisherPid(OWNER)));
+            // SIGKILL of the frozen owner: its connections reset under the reads in flight
+            String segment = lab.faults().killPublisher(OWNER);
+            // without replicas, everything the dead owner held is gone with it
+            fault.destroyedEveryCommitted();
+            return afterKill(fault, caught, segment);
         }
-        throw new AssertionError(
-                "the group's apply never lasted long enough to be caught in "
-                        + ATTEMPTS
-                        + " tries");
     }
 
-    private static String afterKill(
-            LabCase.Fault fault,
-            long g,
-            long previous,
-            Map<String, Long> before,
-            Engines.Running running,
-            String segment,
-            String caught,
-            int attempt)
+    private static String afterKill(LabCase.Fault fault, MidApply caught, String segment)
             throws Exception {
+        long g = caught.generation();
+        long previous = caught.previous();
         LabCluster lab = fault.lab();
-        Ledger ledger = fault.ledger();
-        List<Engines.Ended> ended = running.await(UPDATE_WAIT);
-        ledger.noneAdvanced(lab, before);
-        ledger.observe(lab, Set.of());
+        List<Engines.Ended> ended = caught.awaitNoneAdvancing(fault);
         for (Engines.Ended e : ended) {
             check(
                     e.outcome() == UpdateOutcome.PAUSED_REBUILD
@@ -130,9 +100,9 @@ final class SegmentOwnerKilledMidApplyCase {
         return "owner of "
                 + segment
                 + " frozen "
-                + caught
+                + caught.how()
                 + " (attempt "
-                + attempt
+                + caught.attempt()
                 + "), then killed; "
                 + outcomes
                 + "; every engine on "
@@ -188,7 +158,7 @@ final class SegmentOwnerKilledMidApplyCase {
                 if (!state.equals("APPLYING")) {
                     return null;
                 }
-                LoaderKilledMidApplyCase.signal("STOP", pid);
+                MidApply.signal("STOP", pid);
                 Thread.sleep(HELD.toMillis());
                 Map<String, String> phases = new TreeMap<>();
                 redis.hgetall(participants)
@@ -206,7 +176,7 @@ final class SegmentOwnerKilledMidApplyCase {
                             + HELD.toMillis()
                             + " ms later";
                 }
-                LoaderKilledMidApplyCase.signal("CONT", pid);
+                MidApply.signal("CONT", pid);
                 return null;
             }
             return null;
