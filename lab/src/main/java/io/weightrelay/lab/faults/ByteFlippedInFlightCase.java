@@ -7,7 +7,6 @@ import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
 import java.util.List;
-import java.util.Set;
 
 /**
  * Issue 50, scenarios 4 and 8: a byte another loader wrote into a receiver's buffer changes after
@@ -28,17 +27,15 @@ final class ByteFlippedInFlightCase {
 
     private ByteFlippedInFlightCase() {}
 
-    private static final String GROUP = "lab";
     private static final int RECEIVER = 0;
 
     static String inject(LabCase.Fault fault) throws Exception {
         LabCluster lab = fault.lab();
         try (FaultFile flip = FaultFile.onLoader(fault, RECEIVER, "flip-received-file")) {
-            String receiver = lab.engines().get(RECEIVER).instance();
-            flip.on("flip");
-            long g = fault.publish();
-            List<Engines.Ended> ended =
-                    fault.updateNoneAdvancing(LoaderKilledMidApplyCase.PHASE_TIMEOUT);
+            String receiver = flip.instance();
+            FaultFile.Attempt attempt = flip.update("flip");
+            long g = attempt.generation();
+            List<Engines.Ended> ended = attempt.ended();
             UpdateOutcome failed = LabCase.failedFetchOutcome(lab);
             for (Engines.Ended e : ended) {
                 check(
@@ -49,8 +46,7 @@ final class ByteFlippedInFlightCase {
                                 + e.describe());
             }
             requireHolding(lab, flip.active(), failed == UpdateOutcome.PAUSED_REBUILD, null);
-            fault.ledger().observe(lab, Set.of());
-            UpdateSession session = lab.session(g, GROUP);
+            UpdateSession session = attempt.session();
             String failure = String.valueOf(session.getFailure());
             String sender =
                     session.getParticipants().stream()

@@ -53,8 +53,7 @@ final class ControlApiClockSkewCase implements FaultCase {
         proof.requireHeld(Set.of(first));
 
         long next = proof.serveNext(b.nextStep());
-        proof.requireCommitted(first);
-        proof.requireCommitted(next);
+        proof.requireCommitted(first, next);
 
         // The first generation is retired now, and its loaders released their leases on it. One
         // loader takes a lease on it again, through the slow instance.

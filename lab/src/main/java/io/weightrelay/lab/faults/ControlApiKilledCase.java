@@ -37,8 +37,7 @@ public final class ControlApiKilledCase extends MidUpdateCase {
         proof.requireUpdatedTo(
                 update.outcomes(), next, "update (to complete through the second control-api)");
         proof.requireHeld(Set.of(next));
-        proof.requireCommitted(update.good());
-        proof.requireCommitted(next);
+        proof.requireCommitted(update.good(), next);
         long after = proof.serveNext(b.nextStep());
         return proof.result(
                 name(),

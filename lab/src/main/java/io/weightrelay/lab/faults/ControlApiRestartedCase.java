@@ -79,8 +79,7 @@ final class ControlApiRestartedCase extends MidUpdateCase {
                 "the group split over the restart: " + ends);
         // Resumed engines are back on the generation they had: nothing of the interrupted one.
         proof.requireHeld(updated == 0 ? Set.of(good) : Set.of(next));
-        proof.requireCommitted(good);
-        proof.requireCommitted(next);
+        proof.requireCommitted(good, next);
 
         String retried = "";
         if (updated < update.outcomes().size()) {
@@ -94,8 +93,7 @@ final class ControlApiRestartedCase extends MidUpdateCase {
         }
         proof.requireHeld(Set.of(next));
         long after = proof.serveNext(b.nextStep());
-        proof.requireCommitted(good);
-        proof.requireCommitted(next);
+        proof.requireCommitted(good, next);
         return proof.result(
                 name(),
                 update.when("killed")

@@ -6,7 +6,6 @@ import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.lab.cluster.LabCluster;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 
 /**
  * Issue 50, scenario 3, from the reader's side: one loader's own reads go wrong, as on a host with
@@ -23,24 +22,20 @@ final class FlakyReaderCase {
 
     private FlakyReaderCase() {}
 
-    private static final String GROUP = "lab";
     private static final int READER = 0;
 
     static String inject(LabCase.Fault fault) throws Exception {
         LabCluster lab = fault.lab();
         try (FaultFile flaky = FaultFile.onLoader(fault, READER, "flaky-reads-file")) {
-            String reader = lab.engines().get(READER).instance();
+            String reader = flaky.instance();
             List<String> seen = new ArrayList<>();
             for (String mode : List.of("fail", "wrong-bytes")) {
-                flaky.on(mode);
-                long g = fault.publish();
-                List<Engines.Ended> ended =
-                        fault.updateNoneAdvancing(LoaderKilledMidApplyCase.PHASE_TIMEOUT);
-                for (Engines.Ended e : ended) {
+                FaultFile.Attempt attempt = flaky.update(mode);
+                long g = attempt.generation();
+                for (Engines.Ended e : attempt.ended()) {
                     check(!e.updated(), "a group update with a flaky reader: " + e.describe());
                 }
-                fault.ledger().observe(lab, Set.of());
-                UpdateSession session = lab.session(g, GROUP);
+                UpdateSession session = attempt.session();
                 check(
                         reader.equals(session.getFailedInstance()),
                         "the session of "

@@ -344,23 +344,40 @@ record LabCase(
     }
 
     /**
+     * Generation {@code g} is {@code state} and not marked corrupt, and {@code active} is the
+     * active generation; else {@code what} and what control-api says are the error.
+     */
+    static void requireGeneration(
+            LabCluster lab, long g, GenerationState state, long active, String what) {
+        Generation found = lab.generation(g);
+        long activeNow = lab.activeGeneration().getGeneration();
+        check(
+                found.getCorruptObject() == null
+                        && found.getState() == state
+                        && activeNow == active,
+                what
+                        + ": generation "
+                        + g
+                        + " "
+                        + found.getState()
+                        + " (expected "
+                        + state
+                        + "), corrupt object "
+                        + found.getCorruptObject()
+                        + ", active "
+                        + activeNow
+                        + " (expected "
+                        + active
+                        + ")");
+    }
+
+    /**
      * Generation {@code g}, whose update one loader's fault failed, is not marked corrupt
      * (control-api found its stored bytes as published) and stays the active one.
      */
     static void requireStillActive(LabCluster lab, long g) {
-        Generation disputed = lab.generation(g);
-        check(
-                disputed.getCorruptObject() == null
-                        && disputed.getState() == GenerationState.ACTIVE
-                        && lab.activeGeneration().getGeneration() == g,
-                "generation "
-                        + g
-                        + " is not marked corrupt on one loader's word and stays active: "
-                        + disputed.getState()
-                        + ", corrupt object "
-                        + disputed.getCorruptObject()
-                        + ", active "
-                        + lab.activeGeneration().getGeneration());
+        requireGeneration(
+                lab, g, GenerationState.ACTIVE, g, "not marked corrupt on one loader's word");
     }
 
     /** The first line of {@code s}, cut at 240 characters, for a case's one-line detail. */

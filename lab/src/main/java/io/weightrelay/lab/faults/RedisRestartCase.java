@@ -60,8 +60,7 @@ public final class RedisRestartCase extends MidUpdateCase {
                 recovery >= 0, "control-api did not answer within " + RECOVERY + " of the restart");
         proof.checkEngines(outcomes);
         proof.requireHeld(Set.of(good, next));
-        proof.requireCommitted(good);
-        proof.requireCommitted(next);
+        proof.requireCommitted(good, next);
 
         boolean paused = false;
         for (UpdateProgress p : outcomes) {
@@ -76,8 +75,7 @@ public final class RedisRestartCase extends MidUpdateCase {
         // next generation is what the group updates to.
         long after = proof.serveNext(b.nextStep());
         proof.require(after > next, "the next generation " + after + " is not after " + next);
-        proof.requireCommitted(good);
-        proof.requireCommitted(next);
+        proof.requireCommitted(good, next);
         return proof.result(
                 name(),
                 update.when("killed")

@@ -100,18 +100,20 @@ final class ServingProof {
         }
     }
 
-    /** {@code generation}, committed before the fault, must still be ACTIVE or RETIRED. */
-    void requireCommitted(long generation) {
-        String problem =
-                Ledger.lostCommitted(
-                        lab,
-                        generation,
-                        state ->
-                                state != GenerationState.ACTIVE
-                                        && state != GenerationState.RETIRED);
-        if (problem != null) {
-            lostCommitted++;
-            problems.add(problem);
+    /** Each of {@code generations}, committed before the fault, must still be ACTIVE or RETIRED. */
+    void requireCommitted(long... generations) {
+        for (long generation : generations) {
+            String problem =
+                    Ledger.lostCommitted(
+                            lab,
+                            generation,
+                            state ->
+                                    state != GenerationState.ACTIVE
+                                            && state != GenerationState.RETIRED);
+            if (problem != null) {
+                lostCommitted++;
+                problems.add(problem);
+            }
         }
     }
 
