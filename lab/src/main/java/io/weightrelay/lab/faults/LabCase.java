@@ -355,20 +355,16 @@ record LabCase(
                 found.getCorruptObject() == null
                         && found.getState() == state
                         && activeNow == active,
-                what
-                        + ": generation "
-                        + g
-                        + " "
-                        + found.getState()
-                        + " (expected "
-                        + state
-                        + "), corrupt object "
-                        + found.getCorruptObject()
-                        + ", active "
-                        + activeNow
-                        + " (expected "
-                        + active
-                        + ")");
+                String.format(
+                        "%s: generation %d %s (expected %s), corrupt object %s, active %d"
+                                + " (expected %d)",
+                        what,
+                        g,
+                        found.getState(),
+                        state,
+                        found.getCorruptObject(),
+                        activeNow,
+                        active));
     }
 
     /**
