@@ -28,10 +28,7 @@ class FastStartTest {
      */
     @Test
     void aServiceStartsFromTheArchiveItsTrainingMade() throws Exception {
-        Path jar =
-                Files.copy(
-                        ServiceProcess.findJar(ServiceProcess.home(), "publisher-service"),
-                        dir.resolve("publisher-service-exec.jar"));
+        Path jar = copyJar("publisher-service");
 
         List<String> args = FastStart.jarArgs(jar);
 
@@ -73,10 +70,7 @@ class FastStartTest {
      */
     @Test
     void aRebuiltJarGetsANewLayoutAndTheOldOneGoes() throws Exception {
-        Path jar =
-                Files.copy(
-                        ServiceProcess.findJar(ServiceProcess.home(), "loader-service"),
-                        dir.resolve("loader-service-exec.jar"));
+        Path jar = copyJar("loader-service");
         Path first = Path.of(FastStart.jarArgs(jar).get(2)).getParent();
         assertThat(first).isDirectory();
 
@@ -99,5 +93,12 @@ class FastStartTest {
         Path jar = Files.writeString(dir.resolve("not-a-service.jar"), "not a zip");
 
         assertThat(FastStart.jarArgs(jar)).containsExactly("-jar", jar.toString());
+    }
+
+    /** A copy of {@code module}'s built jar in this test's directory, for the test to change. */
+    private Path copyJar(String module) throws Exception {
+        return Files.copy(
+                ServiceProcess.findJar(ServiceProcess.home(), module),
+                dir.resolve(module + "-exec.jar"));
     }
 }

@@ -167,20 +167,13 @@ class Mooncake3187PlacementLabTest {
         Path dir = Files.createDirectories(Path.of("target", "mooncake-3187"));
         Path file = dir.resolve(lab.spec().model() + "-" + generation + ".json");
         Files.writeString(file, body, StandardCharsets.UTF_8);
-        String venv = System.getenv().getOrDefault("WEIGHT_RELAY_VENV", "/opt/weight-relay/venv");
-        Process process =
-                new ProcessBuilder(
-                                Path.of(venv, "bin", "python").toString(),
-                                Path.of("..", "reshard", "src", "test", "python")
-                                        .resolve("check_weight_manifest.py")
-                                        .toString(),
-                                file.toString())
-                        .redirectErrorStream(true)
-                        .start();
-        String said = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(process.waitFor())
-                .as("the real WeightManifest.from_json in %s: %s", venv, said)
-                .isZero();
+        String said =
+                venvPython(
+                        "the real WeightManifest.from_json",
+                        Path.of("..", "reshard", "src", "test", "python")
+                                .resolve("check_weight_manifest.py")
+                                .toString(),
+                        file.toString());
         assertThat(said.strip()).isEqualTo(file + " " + digest + " canonical");
         System.out.printf(
                 "%s: generation %d exported as #3187 (%d bytes, digest %s), accepted by the real"
@@ -335,20 +328,26 @@ class Mooncake3187PlacementLabTest {
         JSON.writeValue(
                 in.toFile(),
                 Map.of("model", lab.spec().model(), "tp", tp, "ep", ep, "tensors", tensors));
-        String venv = System.getenv().getOrDefault("WEIGHT_RELAY_VENV", "/opt/weight-relay/venv");
-        Process process =
-                new ProcessBuilder(
-                                Path.of(venv, "bin", "python").toString(),
-                                Path.of("src", "test", "python", "mooncake_3187_placement.py")
-                                        .toString(),
-                                in.toString(),
-                                out.toString())
-                        .redirectErrorStream(true)
-                        .start();
-        String said = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(process.waitFor())
-                .as("the real #3187 package in %s (python/ci-venv.sh makes it): %s", venv, said)
-                .isZero();
+        venvPython(
+                "the real #3187 package (python/ci-venv.sh makes it)",
+                Path.of("src", "test", "python", "mooncake_3187_placement.py").toString(),
+                in.toString(),
+                out.toString());
         return Files.readString(out, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Runs {@code args} with the Python of the venv that holds the pinned packages ({@code
+     * WEIGHT_RELAY_VENV}); {@code what} it runs must exit 0. Returns what it said.
+     */
+    private static String venvPython(String what, String... args) throws Exception {
+        String venv = System.getenv().getOrDefault("WEIGHT_RELAY_VENV", "/opt/weight-relay/venv");
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(venv, "bin", "python").toString());
+        command.addAll(List.of(args));
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String said = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(process.waitFor()).as("%s in %s: %s", what, venv, said).isZero();
+        return said;
     }
 }

@@ -40,40 +40,16 @@ class MultiHostLabTest {
     void everyCrossHostByteCrossesARealInterfaceAndIsVerified(Mode mode) throws Exception {
         HostsDemo.ModeResult r = HostsDemo.runMode(LabCluster.Spec.of("tiny", 2, 2, mode), PREFIX);
 
-        assertThat(r.hosts())
-                .as("redis, control-api, two trainer and two rollout hosts")
-                .isEqualTo(6);
-        assertThat(r.bytesVerified()).as("bytes checked against the trainer's").isPositive();
-        assertThat(r.restartBytesVerified())
-                .as("a restarted loader loads the active generation with no republish")
-                .isPositive();
-        Delivery.exactAndSinglePull(
-                r.bytesReceived(), r.targetStoredBytes(), r.storeBytesRead(), r.storeBytesNeeded());
-
+        Delivery.acrossHosts(r, FRAMING_SHARE, HANDSHAKES_BYTES);
         assertThat(r.engineTcpBytes()).as("bytes the engines moved between hosts").isPositive();
-        long wire = r.dataplane().tcpPayload();
-        assertThat(wire - r.engineTcpBytes())
-                .as(
-                        "TCP payload on the data-plane interfaces (%d) minus what the engines"
-                                + " counted (%d): their framing only",
-                        wire, r.engineTcpBytes())
-                .isBetween(0L, (long) (r.engineTcpBytes() * FRAMING_SHARE) + HANDSHAKES_BYTES);
         assertThat(r.publishDataplane().tcpPayload())
                 .as("ranks write into their own host's segment: publishing sends no segment byte")
                 .isLessThan(1024);
-
-        assertThat(r.isolation().violations())
-                .as("no process maps another host's shared memory, or runs outside its host")
-                .isEmpty();
         assertThat(r.isolation().processes())
                 .as("redis, control-api, 2 publishers, 2 loaders, 2 ranks, 2 engine agents")
                 .isEqualTo(10);
         assertThat(r.isolation().shmMappings())
                 .as("segments and receive buffers mapped")
                 .isPositive();
-        assertThat(r.secretsInLogs())
-                .as("every token is bound to one identity and reaches processes only in files")
-                .isEmpty();
-        assertThat(r.verified()).isTrue();
     }
 }

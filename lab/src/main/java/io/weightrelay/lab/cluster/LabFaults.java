@@ -175,14 +175,6 @@ public final class LabFaults {
     }
 
     /**
-     * The process id of trainer node {@code index}'s storage unit (a lab started {@link
-     * LabCluster#startWithStorageUnits}).
-     */
-    public long storageUnitPid(int index) {
-        return services.storageUnit(index).pid();
-    }
-
-    /**
      * The simulated trainer publishes the generation of {@code step} with its bytes passed through
      * {@code wrap}: a fault case wraps the generator to hold the ranks mid-publish while it kills a
      * process (a hook of the lab's trainer, none in the services).

@@ -220,11 +220,6 @@ final class LabServices {
         return out;
     }
 
-    /** How many publishers run now. */
-    int publisherCount() {
-        return publishers.size();
-    }
-
     /** Trainer node {@code index}'s publisher, while it runs. */
     ServiceProcess publisher(int index) {
         return publishers.get(Topology.trainerNodeName(index));

@@ -1,19 +1,12 @@
 package io.weightrelay.lab.faults;
 
-import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.check;
 import static io.weightrelay.lab.faults.LabCase.requireHolding;
 
-import io.weightrelay.api.control.client.model.Generation;
-import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.lab.cluster.LabCluster;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 
 /**
  * Issue 50, scenarios 4 and 8: a byte another loader wrote into a receiver's buffer changes after
@@ -34,27 +27,15 @@ final class ByteFlippedInFlightCase {
 
     private ByteFlippedInFlightCase() {}
 
-    private static final String GROUP = "lab";
     private static final int RECEIVER = 0;
 
     static String inject(LabCase.Fault fault) throws Exception {
         LabCluster lab = fault.lab();
-        Ledger ledger = fault.ledger();
-        Path flip = Files.createTempFile("wr-flip-received-", "");
-        Files.delete(flip);
-        try {
-            lab.faults()
-                    .restartLoader(RECEIVER, List.of("--relay.loader.flip-received-file=" + flip));
-            String receiver = lab.engines().get(RECEIVER).instance();
-            long active = lab.activeGeneration().getGeneration();
-            LabCase.requireUpdated(lab, active, ledger);
-
-            Files.writeString(flip, "flip");
-            long g = fault.publish();
-            Map<String, Long> before = Ledger.generations(lab);
-            List<Engines.Ended> ended =
-                    Engines.update(
-                            lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT, UPDATE_WAIT);
+        try (FaultFile flip = FaultFile.onLoader(fault, RECEIVER, "flip-received-file")) {
+            String receiver = flip.instance();
+            FaultFile.Attempt attempt = flip.update("flip");
+            long g = attempt.generation();
+            List<Engines.Ended> ended = attempt.ended();
             UpdateOutcome failed = LabCase.failedFetchOutcome(lab);
             for (Engines.Ended e : ended) {
                 check(
@@ -64,10 +45,8 @@ final class ByteFlippedInFlightCase {
                                 + ": "
                                 + e.describe());
             }
-            ledger.noneAdvanced(lab, before);
-            requireHolding(lab, active, failed == UpdateOutcome.PAUSED_REBUILD, null);
-            ledger.observe(lab, Set.of());
-            UpdateSession session = lab.session(g, GROUP);
+            requireHolding(lab, flip.active(), failed == UpdateOutcome.PAUSED_REBUILD, null);
+            UpdateSession session = attempt.session();
             String failure = String.valueOf(session.getFailure());
             String sender =
                     session.getParticipants().stream()
@@ -97,24 +76,14 @@ final class ByteFlippedInFlightCase {
                             + " ("
                             + failure
                             + ")");
-            Generation g2 = lab.generation(g);
-            check(
-                    g2.getCorruptObject() == null
-                            && g2.getState() == GenerationState.ACTIVE
-                            && lab.activeGeneration().getGeneration() == g,
-                    "generation "
-                            + g
-                            + " is not marked corrupt and stays active: "
-                            + g2.getState()
-                            + ", corrupt object "
-                            + g2.getCorruptObject());
+            LabCase.requireStillActive(lab, g);
             // The group's session of g ended: a new life of the group (registered again, as an
             // operator rebuilds paused engines) starts it again; the same group would join it.
             lab.reRegisterAll();
 
             // The flip gone, the same loader process updates with the group to that generation.
-            Files.delete(flip);
-            LabCase.requireUpdated(lab, g, ledger);
+            flip.off();
+            LabCase.requireUpdated(lab, g, fault.ledger());
             return "session of "
                     + g
                     + " "
@@ -127,17 +96,10 @@ final class ByteFlippedInFlightCase {
                     + " naming sender "
                     + sender
                     + " ("
-                    + firstLine(failure)
+                    + LabCase.firstLine(failure)
                     + "); none advanced; generation "
                     + g
                     + " stays active, then the group updated to it, every byte verified";
-        } finally {
-            Files.deleteIfExists(flip);
         }
-    }
-
-    private static String firstLine(String s) {
-        String one = String.valueOf(s).lines().findFirst().orElse("");
-        return one.length() > 240 ? one.substring(0, 240) + "..." : one;
     }
 }

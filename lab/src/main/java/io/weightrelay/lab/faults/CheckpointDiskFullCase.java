@@ -119,26 +119,22 @@ final class CheckpointDiskFullCase {
                 Boolean.TRUE.equals(status.getSaved())
                         && dir.toString().equals(status.getDirectory()),
                 "generation " + saved + " is still saved in " + dir + ": " + status);
-        check(
-                lab.activeGeneration().getGeneration() == next
-                        && lab.generation(saved).getState() == GenerationState.RETIRED,
-                "no generation is harmed: " + next + " active, " + saved + " retired");
+        LabCase.requireGeneration(
+                lab, saved, GenerationState.RETIRED, next, "no generation is harmed");
 
         // Restorable: once collection removed the saved generation, the restore brings it back.
         int collections = collect(fault, saved);
         Generation restored = lab.restore(dir);
         check(
-                restored.getGeneration() == saved
-                        && restored.getState() == GenerationState.RETIRED
-                        && lab.activeGeneration().getGeneration() == next,
+                restored.getGeneration() == saved && restored.getState() == GenerationState.RETIRED,
                 "generation "
                         + saved
-                        + " restored beside the active "
-                        + next
-                        + ": "
+                        + " restored: "
                         + restored.getGeneration()
                         + " "
                         + restored.getState());
+        LabCase.requireGeneration(
+                lab, saved, GenerationState.RETIRED, next, "restored beside the active " + next);
         long restoredObjects = lab.faults().storedObjects(saved);
         check(restoredObjects > 0, "generation " + saved + " has its objects again");
 
@@ -166,7 +162,7 @@ final class CheckpointDiskFullCase {
                 saved,
                 diskBytes,
                 next,
-                firstLine(refusal),
+                LabCase.firstLine(refusal),
                 saved,
                 before.size(),
                 collections,
@@ -193,11 +189,6 @@ final class CheckpointDiskFullCase {
                     "generation " + generation + " was not collected within " + COLLECTED_WITHIN);
             Thread.sleep(1_000);
         }
-    }
-
-    private static String firstLine(String s) {
-        String one = s.lines().findFirst().orElse("");
-        return one.length() > 240 ? one.substring(0, 240) + "..." : one;
     }
 
     /** Every regular file under {@code dir}, relative, with the SHA-256 of its bytes. */

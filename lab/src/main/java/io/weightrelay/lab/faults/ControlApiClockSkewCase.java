@@ -6,14 +6,11 @@ import io.weightrelay.api.control.client.model.GcReport;
 import io.weightrelay.api.control.client.model.Lease;
 import io.weightrelay.api.control.client.model.LeaseRequest;
 import io.weightrelay.api.control.client.model.Loader;
-import io.weightrelay.api.loader.client.model.UpdateOutcome;
-import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -52,12 +49,11 @@ final class ControlApiClockSkewCase implements FaultCase {
         long first = b.publish();
         LabCluster.Updates updates = lab.updateAll();
         proof.checkEngines(updates.results());
-        requireUpdated(proof, updates.results(), first);
+        proof.requireUpdatedTo(updates.results(), first, "update");
         proof.requireHeld(Set.of(first));
 
         long next = proof.serveNext(b.nextStep());
-        proof.requireCommitted(first);
-        proof.requireCommitted(next);
+        proof.requireCommitted(first, next);
 
         // The first generation is retired now, and its loaders released their leases on it. One
         // loader takes a lease on it again, through the slow instance.
@@ -151,22 +147,6 @@ final class ControlApiClockSkewCase implements FaultCase {
             }
         }
         return epochs;
-    }
-
-    private static void requireUpdated(
-            ServingProof proof, List<UpdateProgress> results, long generation) {
-        for (UpdateProgress p : results) {
-            proof.require(
-                    p.getOutcome() == UpdateOutcome.UPDATED && p.getGeneration() == generation,
-                    "update "
-                            + p.getUpdateId()
-                            + " ended "
-                            + p.getOutcome()
-                            + " at "
-                            + p.getGeneration()
-                            + ": "
-                            + p.getError());
-        }
     }
 
     /** Generations a collection removed need not stay committed for the lab's later users. */

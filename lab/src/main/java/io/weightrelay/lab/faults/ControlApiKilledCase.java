@@ -1,10 +1,6 @@
 package io.weightrelay.lab.faults;
 
-import io.weightrelay.api.loader.client.model.UpdateOutcome;
-import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Set;
 
 /**
@@ -38,29 +34,16 @@ public final class ControlApiKilledCase extends MidUpdateCase {
         MidUpdate update = MidUpdate.inject(b, proof, () -> lab.faults().killControlApi(0));
         long next = update.next();
         proof.checkEngines(update.outcomes());
-        List<String> ends = new ArrayList<>();
-        for (UpdateProgress p : update.outcomes()) {
-            ends.add(p.getOutcome() + "@" + p.getGeneration());
-            proof.require(
-                    p.getOutcome() == UpdateOutcome.UPDATED && p.getGeneration() == next,
-                    "update "
-                            + p.getUpdateId()
-                            + " did not complete through the second control-api: "
-                            + p.getOutcome()
-                            + " at "
-                            + p.getGeneration()
-                            + ": "
-                            + p.getError());
-        }
+        proof.requireUpdatedTo(
+                update.outcomes(), next, "update (to complete through the second control-api)");
         proof.requireHeld(Set.of(next));
-        proof.requireCommitted(update.good());
-        proof.requireCommitted(next);
+        proof.requireCommitted(update.good(), next);
         long after = proof.serveNext(b.nextStep());
         return proof.result(
                 name(),
                 update.when("killed")
                         + "; outcomes "
-                        + ends
+                        + ServingProof.ends(update.outcomes())
                         + "; next "
                         + after
                         + " served by the second instance",

@@ -3,7 +3,6 @@ package io.weightrelay.lab.faults;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
@@ -52,16 +51,9 @@ final class ControlApiRestartedCase extends MidUpdateCase {
         long good = update.good();
         long next = update.next();
         proof.checkEngines(update.outcomes());
-        List<String> ends = new ArrayList<>();
+        List<String> ends = ServingProof.ends(update.outcomes());
         int updated = 0;
         for (UpdateProgress p : update.outcomes()) {
-            ends.add(
-                    p.getOutcome()
-                            + "@"
-                            + p.getGeneration()
-                            + (p.getError() == null
-                                    ? ""
-                                    : " (" + p.getError().lines().findFirst().orElse("") + ")"));
             boolean done = p.getOutcome() == UpdateOutcome.UPDATED && p.getGeneration() == next;
             boolean resumed = p.getOutcome() == UpdateOutcome.RESUMED_OLD;
             if (done) {
@@ -87,8 +79,7 @@ final class ControlApiRestartedCase extends MidUpdateCase {
                 "the group split over the restart: " + ends);
         // Resumed engines are back on the generation they had: nothing of the interrupted one.
         proof.requireHeld(updated == 0 ? Set.of(good) : Set.of(next));
-        proof.requireCommitted(good);
-        proof.requireCommitted(next);
+        proof.requireCommitted(good, next);
 
         String retried = "";
         if (updated < update.outcomes().size()) {
@@ -96,26 +87,13 @@ final class ControlApiRestartedCase extends MidUpdateCase {
             // succeed as it is, with no rebuild and no new publish.
             LabCluster.Updates again = lab.updateAll();
             proof.checkEngines(again.results());
-            List<String> second = new ArrayList<>();
-            for (UpdateProgress p : again.results()) {
-                second.add(p.getOutcome() + "@" + p.getGeneration());
-                proof.require(
-                        p.getOutcome() == UpdateOutcome.UPDATED && p.getGeneration() == next,
-                        "the next attempt "
-                                + p.getUpdateId()
-                                + " after control-api returned ended "
-                                + p.getOutcome()
-                                + " at "
-                                + p.getGeneration()
-                                + ": "
-                                + p.getError());
-            }
-            retried = "; the next attempt " + second;
+            proof.requireUpdatedTo(
+                    again.results(), next, "the next attempt after control-api returned");
+            retried = "; the next attempt " + ServingProof.ends(again.results());
         }
         proof.requireHeld(Set.of(next));
         long after = proof.serveNext(b.nextStep());
-        proof.requireCommitted(good);
-        proof.requireCommitted(next);
+        proof.requireCommitted(good, next);
         return proof.result(
                 name(),
                 update.when("killed")

@@ -2,9 +2,7 @@ package io.weightrelay.lab.faults;
 
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import tools.jackson.databind.JsonNode;
@@ -30,116 +28,73 @@ final class DataLinkCutCase implements MultiHostFaultCase {
     }
 
     @Override
-    public boolean claimsMidUpdate() {
-        return true;
-    }
+    public String inject(SharedLab.BorrowedHosts borrowed, Findings found) throws Exception {
+        MultiHostCluster lab = borrowed.lab;
+        long first = lab.publish(borrowed.nextStep()).generation();
+        lab.updateAll().requireVerified();
+        long cutGeneration = lab.publish(borrowed.nextStep()).generation();
 
-    @Override
-    public FaultResult run(FaultContext context) {
-        long started = System.nanoTime();
-        Optional<FaultResult> unrunnable = unrunnable(started);
-        if (unrunnable.isPresent()) {
-            return unrunnable.get();
-        }
-        long corrupted = 0;
-        long partial = 0;
-        boolean landedMidUpdate = false;
-        List<String> problems = new ArrayList<>();
-        String detail;
+        // slow the link so the engines' reads of it last seconds, cut it while they read
+        lab.hosts().shapeDataLink(CUT, "2mbit");
+        CompletableFuture<MultiHostCluster.Update> update = MultiHostFaultCase.updateAsync(lab);
+        Thread.sleep(CUT_AFTER.toMillis());
+        lab.hosts().cutDataLink(CUT);
+        long cut = System.nanoTime();
+        MultiHostCluster.Update failed;
         try {
-            SharedLab.BorrowedHosts borrowed = MultiHostFaultCase.borrowLab(context);
-            MultiHostCluster lab = borrowed.lab;
-            try {
-                long first = lab.publish(borrowed.nextStep()).generation();
-                lab.updateAll().requireVerified();
-                long cutGeneration = lab.publish(borrowed.nextStep()).generation();
-
-                // slow the link so the engines' reads of it last seconds, cut it while they read
-                lab.hosts().shapeDataLink(CUT, "2mbit");
-                CompletableFuture<MultiHostCluster.Update> update =
-                        MultiHostFaultCase.updateAsync(lab);
-                Thread.sleep(CUT_AFTER.toMillis());
-                lab.hosts().cutDataLink(CUT);
-                long cut = System.nanoTime();
-                MultiHostCluster.Update failed;
-                try {
-                    failed = update.get(PHASE_TIMEOUT.toSeconds() * 2, TimeUnit.SECONDS);
-                } finally {
-                    lab.hosts().restoreDataLink(CUT);
-                    lab.hosts().unshapeDataLink(CUT);
-                }
-                long readBeforeFailing = failed.storeBytesRead();
-                double waited = (System.nanoTime() - cut) / 1e9;
-                String segment = lab.segmentOf(CUT);
-                List<String> failures = new ArrayList<>();
-                for (JsonNode e : failed.engines()) {
-                    String outcome = e.path("outcome").asString();
-                    if ("UPDATED".equals(outcome)) {
-                        problems.add(
-                                e.path("instance").asString()
-                                        + " ended UPDATED with "
-                                        + CUT
-                                        + "'s link cut");
-                        if (!e.path("verified").asBoolean()) {
-                            corrupted++;
-                        }
-                        continue;
-                    }
-                    String error = e.path("error").asString();
-                    failures.add(e.path("instance").asString() + ": " + error);
-                    if (error.isBlank() || "null".equals(error)) {
-                        problems.add(e.path("instance").asString() + " failed without a reason");
-                    }
-                }
-                boolean named =
-                        failures.stream()
-                                .anyMatch(
-                                        f ->
-                                                f.contains(segment)
-                                                        || f.contains(
-                                                                lab.hosts().host(CUT).dataAddress())
-                                                        || f.contains("PEER_GONE")
-                                                        || f.contains("timed out")
-                                                        || f.contains("timeout"));
-                if (!named) {
-                    problems.add("no failure names the cut link or a timeout: " + failures);
-                }
-                // The reader of the cut host fails within the transfer timeout; a peer waiting
-                // for that reader's pushes waits, at most, for the update's timeout.
-                MultiHostFaultCase.requireEndedInTime(waited, problems);
-                boolean anyFailed = !failures.isEmpty();
-                // Every engine's update failed and none ended UPDATED: the cut landed mid-update.
-                landedMidUpdate = anyFailed && failures.size() == failed.engines().size();
-                partial = MultiHostFaultCase.partialServed(lab, anyFailed, cutGeneration, problems);
-
-                // the link is back: rebuild on the active generation, then the next publish
-                long next = MultiHostFaultCase.rebuildThenPublishNext(borrowed);
-                detail =
-                        String.format(
-                                "%s's data link cut during the update to %d (served %d; %d store"
-                                        + " bytes read before failing): ended %.1f s after the cut (io-timeout %d s): %s; rebuilt,"
-                                        + " then %d reached everyone",
-                                CUT,
-                                cutGeneration,
-                                first,
-                                readBeforeFailing,
-                                waited,
-                                IO_TIMEOUT.toSeconds(),
-                                failures.isEmpty() ? "-" : failures.get(0),
-                                next);
-            } catch (Exception | AssertionError e) {
-                lab.dumpLogs();
-                throw e;
+            failed = update.get(PHASE_TIMEOUT.toSeconds() * 2, TimeUnit.SECONDS);
+        } finally {
+            lab.hosts().restoreDataLink(CUT);
+            lab.hosts().unshapeDataLink(CUT);
+        }
+        long readBeforeFailing = failed.storeBytesRead();
+        double waited = (System.nanoTime() - cut) / 1e9;
+        String segment = lab.segmentOf(CUT);
+        for (JsonNode e : failed.engines()) {
+            if ("UPDATED".equals(e.path("outcome").asString())) {
+                found.problems.add(
+                        e.path("instance").asString()
+                                + " ended UPDATED with "
+                                + CUT
+                                + "'s link cut");
             }
-        } catch (Exception | AssertionError e) {
-            problems.add(e.getClass().getSimpleName() + ": " + e.getMessage());
-            detail = "failed";
         }
-        FaultResult result = result(started, detail, problems, corrupted, partial, landedMidUpdate);
-        if (!result.passed()) {
-            // a state nobody proved usable: the next multi-host case starts a fresh lab
-            SharedLab.discard(context);
+        List<String> failures = MultiHostFaultCase.failures(failed, cutGeneration, found);
+        String address = lab.hosts().host(CUT).dataAddress();
+        boolean named =
+                failures.stream()
+                        .anyMatch(
+                                f ->
+                                        f.contains(segment)
+                                                || f.contains(address)
+                                                || f.contains("PEER_GONE")
+                                                || f.contains("timed out")
+                                                || f.contains("timeout"));
+        if (!named) {
+            found.problems.add("no failure names the cut link or a timeout: " + failures);
         }
-        return result;
+        // The reader of the cut host fails within the transfer timeout; a peer waiting for that
+        // reader's pushes waits, at most, for the update's timeout.
+        MultiHostFaultCase.requireEndedInTime(waited, found.problems);
+        boolean anyFailed = !failures.isEmpty();
+        // Every engine's update failed and none ended UPDATED: the cut landed mid-update.
+        found.provedMidUpdate = anyFailed && failures.size() == failed.engines().size();
+        found.partial =
+                MultiHostFaultCase.partialServed(lab, anyFailed, cutGeneration, found.problems);
+
+        // the link is back: rebuild on the active generation, then the next publish
+        long next = MultiHostFaultCase.rebuildThenPublishNext(borrowed);
+        return String.format(
+                "%s's data link cut during the update to %d (served %d; %d store bytes read before"
+                        + " failing): ended %.1f s after the cut (io-timeout %d s): %s; rebuilt,"
+                        + " then %d reached everyone",
+                CUT,
+                cutGeneration,
+                first,
+                readBeforeFailing,
+                waited,
+                IO_TIMEOUT.toSeconds(),
+                failures.isEmpty() ? "-" : failures.get(0),
+                next);
     }
 }

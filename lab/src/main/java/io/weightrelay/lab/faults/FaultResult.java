@@ -22,4 +22,15 @@ public record FaultResult(
         long lostCommitted,
         double seconds,
         boolean claimsMidUpdate,
-        boolean provedMidUpdate) {}
+        boolean provedMidUpdate) {
+
+    /**
+     * A case that could not run, or threw before it proved anything: failed with {@code detail},
+     * counting nothing served or lost.
+     */
+    static FaultResult failed(
+            String name, String detail, long startedNanos, boolean claimsMidUpdate) {
+        double seconds = (System.nanoTime() - startedNanos) / 1e9;
+        return new FaultResult(name, false, detail, 0, 0, 0, seconds, claimsMidUpdate, false);
+    }
+}

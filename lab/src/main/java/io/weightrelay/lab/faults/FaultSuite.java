@@ -96,16 +96,11 @@ public final class FaultSuite {
                     r = c.run(context);
                 } catch (Exception | AssertionError e) {
                     r =
-                            new FaultResult(
+                            FaultResult.failed(
                                     c.name(),
-                                    false,
                                     e.getClass().getSimpleName() + ": " + e.getMessage(),
-                                    0,
-                                    0,
-                                    0,
-                                    (System.nanoTime() - started) / 1e9,
-                                    c.claimsMidUpdate(),
-                                    false);
+                                    started,
+                                    c.claimsMidUpdate());
                     SharedLab.discard(context);
                 }
                 results.add(r);

@@ -1,18 +1,11 @@
 package io.weightrelay.lab.faults;
 
-import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.check;
 
-import io.weightrelay.api.control.client.model.Generation;
-import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.lab.cluster.LabCluster;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 
 /**
  * Issue 50, scenario 3, from the reader's side: one loader's own reads go wrong, as on a host with
@@ -29,35 +22,20 @@ final class FlakyReaderCase {
 
     private FlakyReaderCase() {}
 
-    private static final String GROUP = "lab";
     private static final int READER = 0;
 
     static String inject(LabCase.Fault fault) throws Exception {
         LabCluster lab = fault.lab();
-        Ledger ledger = fault.ledger();
-        Path flaky = Files.createTempFile("wr-flaky-reads-", "");
-        Files.delete(flaky);
-        try {
-            lab.faults().restartLoader(READER, List.of("--relay.loader.flaky-reads-file=" + flaky));
-            String reader = lab.engines().get(READER).instance();
-            // healthy while the file is absent: the group, the fresh loader too, holds the active
-            long active = lab.activeGeneration().getGeneration();
-            LabCase.requireUpdated(lab, active, ledger);
-
+        try (FaultFile flaky = FaultFile.onLoader(fault, READER, "flaky-reads-file")) {
+            String reader = flaky.instance();
             List<String> seen = new ArrayList<>();
             for (String mode : List.of("fail", "wrong-bytes")) {
-                Files.writeString(flaky, mode);
-                long g = fault.publish();
-                Map<String, Long> before = Ledger.generations(lab);
-                List<Engines.Ended> ended =
-                        Engines.update(
-                                lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT, UPDATE_WAIT);
-                for (Engines.Ended e : ended) {
+                FaultFile.Attempt attempt = flaky.update(mode);
+                long g = attempt.generation();
+                for (Engines.Ended e : attempt.ended()) {
                     check(!e.updated(), "a group update with a flaky reader: " + e.describe());
                 }
-                ledger.noneAdvanced(lab, before);
-                ledger.observe(lab, Set.of());
-                UpdateSession session = lab.session(g, GROUP);
+                UpdateSession session = attempt.session();
                 check(
                         reader.equals(session.getFailedInstance()),
                         "the session of "
@@ -80,17 +58,7 @@ final class FlakyReaderCase {
                             "control-api found the stored bytes as published: "
                                     + session.getFailure());
                 }
-                Generation disputed = lab.generation(g);
-                check(
-                        disputed.getCorruptObject() == null
-                                && disputed.getState() == GenerationState.ACTIVE
-                                && lab.activeGeneration().getGeneration() == g,
-                        "generation "
-                                + g
-                                + " is not marked corrupt for the others and stays active: "
-                                + disputed.getState()
-                                + ", corrupt object "
-                                + disputed.getCorruptObject());
+                LabCase.requireStillActive(lab, g);
                 seen.add(
                         mode
                                 + ": "
@@ -98,7 +66,7 @@ final class FlakyReaderCase {
                                 + " naming "
                                 + reader
                                 + " ("
-                                + firstLine(session.getFailure())
+                                + LabCase.firstLine(session.getFailure())
                                 + ")");
                 // The group's session of g ended: a new life of the group (registered again, as
                 // an operator rebuilds paused engines) starts it again; the same group joins it.
@@ -106,21 +74,14 @@ final class FlakyReaderCase {
             }
 
             // Healthy again, the same loader process updates with the group.
-            Files.delete(flaky);
+            flaky.off();
             long g = lab.activeGeneration().getGeneration();
-            LabCase.requireUpdated(lab, g, ledger);
+            LabCase.requireUpdated(lab, g, fault.ledger());
             return String.join("; ", seen)
                     + "; generation "
                     + g
                     + " not corrupt; reader healthy again, the group updated to it, every byte"
                     + " verified";
-        } finally {
-            Files.deleteIfExists(flaky);
         }
-    }
-
-    private static String firstLine(String s) {
-        String one = String.valueOf(s).lines().findFirst().orElse("");
-        return one.length() > 200 ? one.substring(0, 200) + "..." : one;
     }
 }

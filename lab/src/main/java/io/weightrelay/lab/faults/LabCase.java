@@ -3,10 +3,12 @@ package io.weightrelay.lab.faults;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.SessionState;
+import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.api.loader.client.model.ConsumeMode;
 import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
+import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import java.time.Duration;
@@ -72,11 +74,26 @@ record LabCase(
          * engine's update ended, for the case to check.
          */
         List<Engines.Ended> updateNoneAdvancing() throws Exception {
+            return updateNoneAdvancing(UPDATE_TIMEOUT);
+        }
+
+        /** As {@link #updateNoneAdvancing()}, each update with {@code timeout}. */
+        List<Engines.Ended> updateNoneAdvancing(Duration timeout) throws Exception {
             Map<String, Long> before = Ledger.generations(lab());
-            List<Engines.Ended> ended =
-                    Engines.update(lab().engines(), UPDATE_TIMEOUT, UPDATE_WAIT);
+            List<Engines.Ended> ended = Engines.update(lab().engines(), timeout, UPDATE_WAIT);
             ledger.noneAdvanced(lab(), before);
             return ended;
+        }
+
+        /**
+         * Starts instance {@code index} again with a fresh loader, which alone must load the active
+         * generation {@code active}, no republish, every byte verified.
+         */
+        Reloaded restartLoadingAlone(int index, long active) throws Exception {
+            RolloutEngine fresh = lab().restartInstance(index);
+            Engines.Ended alone =
+                    requireUpdatedTo(List.of(fresh), active, "the restarted loader loads").get(0);
+            return new Reloaded(fresh, alone.progress(), lab().verify(fresh, active));
         }
 
         /** The fault destroyed {@code generation}'s memory: it need not stay committed. */
@@ -97,6 +114,9 @@ record LabCase(
             borrowed.destroyed.addAll(borrowed.committed);
         }
     }
+
+    /** An instance started again with a fresh loader, how its update ended and what it verified. */
+    record Reloaded(RolloutEngine engine, UpdateProgress progress, long verified) {}
 
     /** Injects the fault into the running lab and checks the outcome; returns what happened. */
     @FunctionalInterface
@@ -213,16 +233,26 @@ record LabCase(
 
     /** Updates every engine; all must end UPDATED on {@code generation} and verify. */
     static void requireUpdated(LabCluster lab, long generation, Ledger ledger) throws Exception {
-        List<Engines.Ended> ended = Engines.update(lab.engines(), UPDATE_TIMEOUT, UPDATE_WAIT);
-        for (Engines.Ended e : ended) {
-            if (!e.updated() || e.progress().getGeneration() != generation) {
-                throw new AssertionError(
-                        "updating to " + generation + " did not end UPDATED: " + e.describe());
-            }
-        }
+        requireUpdatedTo(lab.engines(), generation, "an update to");
         if (lab.verifyAll(generation) <= 0) {
             throw new AssertionError("nothing verified of generation " + generation);
         }
+    }
+
+    /**
+     * Updates {@code engines} to the active generation; each must end UPDATED on {@code
+     * generation}, else {@code what}, the generation and how it ended are the error. Returns how
+     * each ended.
+     */
+    static List<Engines.Ended> requireUpdatedTo(
+            List<RolloutEngine> engines, long generation, String what) throws InterruptedException {
+        List<Engines.Ended> ended = Engines.update(engines, UPDATE_TIMEOUT, UPDATE_WAIT);
+        for (Engines.Ended e : ended) {
+            check(
+                    e.updated() && e.progress().getGeneration() == generation,
+                    what + " " + generation + ": " + e.describe());
+        }
+        return ended;
     }
 
     /**
@@ -304,6 +334,52 @@ record LabCase(
      */
     static boolean workerOf(String peer, String instance) {
         return peer != null && peer.startsWith(instance + "-r");
+    }
+
+    /** The group's session ended the way its engines' failed {@code outcome} says. */
+    static void requireSessionEnded(UpdateSession session, UpdateOutcome outcome) {
+        check(
+                session.getState() == sessionState(outcome),
+                "the session ends " + outcome + ": " + session.getState());
+    }
+
+    /**
+     * Generation {@code g} is {@code state} and not marked corrupt, and {@code active} is the
+     * active generation; else {@code what} and what control-api says are the error.
+     */
+    static void requireGeneration(
+            LabCluster lab, long g, GenerationState state, long active, String what) {
+        Generation found = lab.generation(g);
+        long activeNow = lab.activeGeneration().getGeneration();
+        check(
+                found.getCorruptObject() == null
+                        && found.getState() == state
+                        && activeNow == active,
+                String.format(
+                        "%s: generation %d %s (expected %s), corrupt object %s, active %d"
+                                + " (expected %d)",
+                        what,
+                        g,
+                        found.getState(),
+                        state,
+                        found.getCorruptObject(),
+                        activeNow,
+                        active));
+    }
+
+    /**
+     * Generation {@code g}, whose update one loader's fault failed, is not marked corrupt
+     * (control-api found its stored bytes as published) and stays the active one.
+     */
+    static void requireStillActive(LabCluster lab, long g) {
+        requireGeneration(
+                lab, g, GenerationState.ACTIVE, g, "not marked corrupt on one loader's word");
+    }
+
+    /** The first line of {@code s}, cut at 240 characters, for a case's one-line detail. */
+    static String firstLine(String s) {
+        String one = String.valueOf(s).lines().findFirst().orElse("");
+        return one.length() > 240 ? one.substring(0, 240) + "..." : one;
     }
 
     static Set<String> allInstances(LabCluster lab) {

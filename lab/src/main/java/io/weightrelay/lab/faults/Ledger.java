@@ -145,10 +145,6 @@ final class Ledger {
         }
     }
 
-    void problem(String what) {
-        problems.add(what);
-    }
-
     boolean clean() {
         return corrupted == 0 && partial == 0 && lost == 0 && problems.isEmpty();
     }

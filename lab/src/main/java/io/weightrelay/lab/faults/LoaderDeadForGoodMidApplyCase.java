@@ -1,7 +1,5 @@
 package io.weightrelay.lab.faults;
 
-import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
-import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.allInstances;
 import static io.weightrelay.lab.faults.LabCase.check;
 import static io.weightrelay.lab.faults.LabCase.requireEnded;
@@ -17,7 +15,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -36,8 +33,6 @@ final class LoaderDeadForGoodMidApplyCase {
 
     private LoaderDeadForGoodMidApplyCase() {}
 
-    private static final int ATTEMPTS = 5;
-
     /**
      * The timeout of the update the loader dies in: the survivors wait this long for it at the
      * all-applied barrier, unless the session fails sooner.
@@ -45,137 +40,106 @@ final class LoaderDeadForGoodMidApplyCase {
     static final Duration PHASE_TIMEOUT = Duration.ofSeconds(30);
 
     static String inject(LabCase.Fault fault) throws Exception {
-        Ledger ledger = fault.ledger();
         LabCluster lab = fault.lab();
-        long previous = fault.active();
         int victim = lab.engines().size() - 1;
         String dead = lab.engines().get(victim).instance();
         // asked while every loader answers: the dead one's will not
         UpdateOutcome outcome = LabCase.failedFetchOutcome(lab);
         boolean paused = outcome == UpdateOutcome.PAUSED_REBUILD;
-        for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-            long g = fault.publish();
-            Map<String, Long> before = Ledger.generations(lab);
-            Engines.Running running = Engines.start(lab.engines(), PHASE_TIMEOUT);
-            String caught =
-                    LoaderKilledMidApplyCase.freezeInApply(
-                            lab, g, dead, lab.faults().loaderPid(victim));
-            if (caught == null) {
-                // the apply ended before the watch saw it: let it finish, try the next generation
-                for (Engines.Ended e : running.await(UPDATE_WAIT)) {
-                    check(e.updated(), "an update with no fault: " + e.describe());
-                }
-                ledger.observe(lab, allInstances(lab));
-                previous = g;
-                continue;
-            }
-            lab.faults().killLoader(victim);
-            long killed = System.nanoTime();
-            List<Engines.Ended> ended = running.await(UPDATE_WAIT);
-            requireEnded(ended, outcome, dead, dead);
-            ledger.noneAdvanced(lab, before);
-            ledger.observe(lab, Set.of());
-            requireHolding(lab, previous, paused, dead);
-            UpdateSession failed = lab.session(g, "lab");
-            check(
-                    failed.getState() == LabCase.sessionState(outcome)
-                            && (dead.equals(failed.getFailedInstance())
-                                    || String.valueOf(failed.getFailure()).contains(dead)),
-                    "the session ends "
-                            + outcome
-                            + " naming the dead loader "
-                            + dead
-                            + ": "
-                            + failed.getState()
-                            + ", "
-                            + failed.getFailedInstance()
-                            + " ("
-                            + failed.getFailure()
-                            + ")");
-
-            // Its registration expires: the group is the survivors now.
-            LoaderDiedForGoodCase.awaitGone(lab, dead, killed);
-            double goneAfter = (System.nanoTime() - killed) / 1e9;
-
-            // The survivors update to the same generation, nothing published: paused ones are
-            // rebuilt first, resumed ones update as they are (the group lost a member, so its
-            // ended session is started again without it).
-            List<RolloutEngine> survivors = new ArrayList<>();
-            for (int i = 0; i < lab.engines().size(); i++) {
-                if (i != victim) {
-                    if (paused) {
-                        lab.reRegister(i);
-                    }
-                    survivors.add(lab.engines().get(i));
-                }
-            }
-            for (Engines.Ended e : Engines.update(survivors, UPDATE_TIMEOUT, UPDATE_WAIT)) {
-                check(
-                        e.updated() && e.progress().getGeneration() == g,
-                        "a survivor re-prepares generation "
-                                + g
-                                + " without the dead loader, no new publish: "
-                                + e.describe());
-            }
-            long verified = lab.verify(survivors, g);
-            requireHolding(lab, g, false, dead);
-            UpdateSession again = lab.session(g, "lab");
-            Set<String> members = new TreeSet<>();
-            for (ParticipantState p : again.getParticipants()) {
-                members.add(p.getInstance());
-            }
-            Set<String> expected = new TreeSet<>(allInstances(lab));
-            expected.remove(dead);
-            check(
-                    again.getState() == SessionState.DONE && members.equals(expected),
-                    "the session of "
-                            + g
-                            + " ran again with the survivors "
-                            + expected
-                            + ": "
-                            + again.getState()
-                            + " with "
-                            + members);
-            check(
-                    lab.activeGeneration().getGeneration() == g,
-                    "nothing was published: " + g + " is still the active generation");
-
-            // The instance comes back with a fresh loader and loads it alone, no republish.
-            RolloutEngine fresh = lab.restartInstance(victim);
-            List<Engines.Ended> alone = Engines.update(List.of(fresh), UPDATE_TIMEOUT, UPDATE_WAIT);
-            check(
-                    alone.get(0).updated() && alone.get(0).progress().getGeneration() == g,
-                    "the restarted loader loads the active generation "
-                            + g
-                            + ": "
-                            + alone.get(0).describe());
-            long freshVerified = lab.verify(fresh, g);
-            return String.format(
-                    Locale.ROOT,
-                    "%s killed %s (attempt %d) and left dead; survivors %s on %d, session"
-                            + " naming %s; its registration expired %.1f s after the kill; %s"
-                            + " re-prepared %d with no publish (%d bytes verified, session %s);"
-                            + " %s restarted loaded %d (%d bytes verified)",
-                    dead,
-                    caught,
-                    attempt,
-                    outcome,
-                    previous,
-                    failed.getFailedInstance(),
-                    goneAfter,
-                    expected,
-                    g,
-                    verified,
-                    again.getState(),
-                    dead,
-                    g,
-                    freshVerified);
-        }
-        throw new AssertionError(
-                "the apply of "
+        MidApply caught =
+                MidApply.caught(
+                        fault,
+                        PHASE_TIMEOUT,
+                        "the apply of " + dead,
+                        g -> MidApply.freezeLoader(lab, g, dead, lab.faults().loaderPid(victim)));
+        long g = caught.generation();
+        long previous = caught.previous();
+        lab.faults().killLoader(victim);
+        long killed = System.nanoTime();
+        List<Engines.Ended> ended = caught.awaitNoneAdvancing(fault);
+        requireEnded(ended, outcome, dead, dead);
+        requireHolding(lab, previous, paused, dead);
+        UpdateSession failed = lab.session(g, "lab");
+        check(
+                failed.getState() == LabCase.sessionState(outcome)
+                        && (dead.equals(failed.getFailedInstance())
+                                || String.valueOf(failed.getFailure()).contains(dead)),
+                "the session ends "
+                        + outcome
+                        + " naming the dead loader "
                         + dead
-                        + " never lasted long enough to be caught in "
-                        + ATTEMPTS
-                        + " tries");
+                        + ": "
+                        + failed.getState()
+                        + ", "
+                        + failed.getFailedInstance()
+                        + " ("
+                        + failed.getFailure()
+                        + ")");
+
+        // Its registration expires: the group is the survivors now.
+        LoaderDiedForGoodCase.awaitGone(lab, dead, killed);
+        double goneAfter = (System.nanoTime() - killed) / 1e9;
+
+        // The survivors update to the same generation, nothing published: paused ones are
+        // rebuilt first, resumed ones update as they are (the group lost a member, so its
+        // ended session is started again without it).
+        List<RolloutEngine> survivors = new ArrayList<>();
+        for (int i = 0; i < lab.engines().size(); i++) {
+            if (i != victim) {
+                if (paused) {
+                    lab.reRegister(i);
+                }
+                survivors.add(lab.engines().get(i));
+            }
+        }
+        LabCase.requireUpdatedTo(
+                survivors,
+                g,
+                "a survivor, without the dead loader and no new publish, re-prepares");
+        long verified = lab.verify(survivors, g);
+        requireHolding(lab, g, false, dead);
+        UpdateSession again = lab.session(g, "lab");
+        Set<String> members = new TreeSet<>();
+        for (ParticipantState p : again.getParticipants()) {
+            members.add(p.getInstance());
+        }
+        Set<String> expected = new TreeSet<>(allInstances(lab));
+        expected.remove(dead);
+        check(
+                again.getState() == SessionState.DONE && members.equals(expected),
+                "the session of "
+                        + g
+                        + " ran again with the survivors "
+                        + expected
+                        + ": "
+                        + again.getState()
+                        + " with "
+                        + members);
+        check(
+                lab.activeGeneration().getGeneration() == g,
+                "nothing was published: " + g + " is still the active generation");
+
+        // The instance comes back with a fresh loader and loads it alone, no republish.
+        long freshVerified = fault.restartLoadingAlone(victim, g).verified();
+        return String.format(
+                Locale.ROOT,
+                "%s killed %s (attempt %d) and left dead; survivors %s on %d, session"
+                        + " naming %s; its registration expired %.1f s after the kill; %s"
+                        + " re-prepared %d with no publish (%d bytes verified, session %s);"
+                        + " %s restarted loaded %d (%d bytes verified)",
+                dead,
+                caught.how(),
+                caught.attempt(),
+                outcome,
+                previous,
+                failed.getFailedInstance(),
+                goneAfter,
+                expected,
+                g,
+                verified,
+                again.getState(),
+                dead,
+                g,
+                freshVerified);
     }
 }

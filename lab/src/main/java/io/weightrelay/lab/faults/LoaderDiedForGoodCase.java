@@ -1,7 +1,5 @@
 package io.weightrelay.lab.faults;
 
-import static io.weightrelay.lab.faults.LabCase.UPDATE_TIMEOUT;
-import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.check;
 
 import io.weightrelay.api.control.client.model.GcReport;
@@ -51,11 +49,7 @@ final class LoaderDiedForGoodCase {
         survivors.remove(index);
         long next = fault.publish();
         long survivorsPrepared = System.nanoTime();
-        for (Engines.Ended e : Engines.update(survivors, UPDATE_TIMEOUT, UPDATE_WAIT)) {
-            check(
-                    e.updated() && e.progress().getGeneration() == next,
-                    "a survivor's update to " + next + ": " + e.describe());
-        }
+        LabCase.requireUpdatedTo(survivors, next, "a survivor's update to");
         long verified = lab.verify(survivors, next);
 
         // The survivors released their leases on the generation they served before; the dead

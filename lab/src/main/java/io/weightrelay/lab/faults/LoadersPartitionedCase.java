@@ -4,10 +4,8 @@ import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.HostLab;
 import io.weightrelay.lab.hosts.LinkCounters;
 import io.weightrelay.reshard.placement.Worker;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import tools.jackson.databind.JsonNode;
@@ -38,173 +36,125 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
     }
 
     @Override
-    public boolean claimsMidUpdate() {
-        return true;
-    }
-
-    @Override
-    public FaultResult run(FaultContext context) {
-        long started = System.nanoTime();
-        Optional<FaultResult> unrunnable = unrunnable(started);
-        if (unrunnable.isPresent()) {
-            return unrunnable.get();
-        }
-        long corrupted = 0;
-        long partial = 0;
-        boolean midPush = false;
-        List<String> problems = new ArrayList<>();
-        String detail;
+    public String inject(SharedLab.BorrowedHosts borrowed, Findings found) throws Exception {
+        MultiHostCluster lab = borrowed.lab;
+        HostLab hosts = lab.hosts();
+        String pusher = lab.rolloutNodes().get(0);
+        String peer = lab.rolloutNodes().get(1);
+        String pusherInstance = instanceOn(lab, pusher);
+        String peerInstance = instanceOn(lab, peer);
+        List<String> problems = found.problems;
         try {
-            SharedLab.BorrowedHosts borrowed = MultiHostFaultCase.borrowLab(context);
-            MultiHostCluster lab = borrowed.lab;
-            HostLab hosts = lab.hosts();
-            String pusher = lab.rolloutNodes().get(0);
-            String peer = lab.rolloutNodes().get(1);
-            String pusherInstance = instanceOn(lab, pusher);
-            String peerInstance = instanceOn(lab, peer);
+            long first = lab.publish(borrowed.nextStep()).generation();
+            MultiHostCluster.Update whole = lab.updateAll().requireVerified();
+            long pushedWhole = whole.traffic().hosts().get(pusher).dataSent().bytes();
+            long cutGeneration = lab.publish(borrowed.nextStep()).generation();
+
+            // the pusher's sends last seconds; the cut lands once its push is under way
+            hosts.shapeDataLink(pusher, "2mbit");
+            LinkCounters before = hosts.counters();
+            CompletableFuture<MultiHostCluster.Update> update = MultiHostFaultCase.updateAsync(lab);
+            long sentAtCut = 0;
+            long waitUntil = System.nanoTime() + PHASE_TIMEOUT.toNanos();
+            while (!update.isDone() && System.nanoTime() < waitUntil) {
+                sentAtCut = hosts.counters().minus(before).hosts().get(pusher).dataSent().bytes();
+                if (sentAtCut >= PUSH_STARTED) {
+                    break;
+                }
+                Thread.sleep(50);
+            }
+            boolean running = !update.isDone();
+            hosts.partitionDataLink(pusher, peer);
+            long cut = System.nanoTime();
+            MultiHostCluster.Update ended;
+            int healed;
             try {
-                long first = lab.publish(borrowed.nextStep()).generation();
-                MultiHostCluster.Update whole = lab.updateAll().requireVerified();
-                long pushedWhole = whole.traffic().hosts().get(pusher).dataSent().bytes();
-                long cutGeneration = lab.publish(borrowed.nextStep()).generation();
-
-                // the pusher's sends last seconds; the cut lands once its push is under way
-                hosts.shapeDataLink(pusher, "2mbit");
-                LinkCounters before = hosts.counters();
-                CompletableFuture<MultiHostCluster.Update> update =
-                        MultiHostFaultCase.updateAsync(lab);
-                long sentAtCut = 0;
-                long waitUntil = System.nanoTime() + PHASE_TIMEOUT.toNanos();
-                while (!update.isDone() && System.nanoTime() < waitUntil) {
-                    sentAtCut =
-                            hosts.counters().minus(before).hosts().get(pusher).dataSent().bytes();
-                    if (sentAtCut >= PUSH_STARTED) {
-                        break;
-                    }
-                    Thread.sleep(50);
-                }
-                boolean running = !update.isDone();
-                hosts.partitionDataLink(pusher, peer);
-                long cut = System.nanoTime();
-                MultiHostCluster.Update ended;
-                int healed;
-                try {
-                    ended = update.get(PHASE_TIMEOUT.toSeconds() * 2, TimeUnit.SECONDS);
-                } finally {
-                    healed = hosts.healDataLink(pusher, peer);
-                    hosts.unshapeDataLink(pusher);
-                }
-                double waited = (System.nanoTime() - cut) / 1e9;
-                midPush = running && sentAtCut >= PUSH_STARTED && sentAtCut < pushedWhole;
-                if (!midPush) {
-                    problems.add(
-                            String.format(
-                                    Locale.ROOT,
-                                    "the cut did not land mid-push: update %s, %s had sent %d of"
-                                            + " the %d bytes a whole update has it send",
-                                    running ? "running" : "already ended",
-                                    pusher,
-                                    sentAtCut,
-                                    pushedWhole));
-                }
-                if (healed != 2
-                        || hosts.dataPathCut(pusher, peer)
-                        || hosts.dataPathCut(peer, pusher)) {
-                    problems.add("the partition's routes were not all removed (" + healed + ")");
-                }
-
-                List<String> failures = new ArrayList<>();
-                boolean peerNamed = false;
-                for (JsonNode e : ended.engines()) {
-                    String instance = e.path("instance").asString();
-                    if ("UPDATED".equals(e.path("outcome").asString())) {
-                        if (!e.path("verified").asBoolean()) {
-                            corrupted++;
-                            problems.add(
-                                    instance
-                                            + " ended UPDATED across the cut with bytes not all of"
-                                            + " "
-                                            + cutGeneration
-                                            + ": "
-                                            + e.path("error").asString());
-                        }
-                        continue;
-                    }
-                    String error = e.path("error").asString("");
-                    String failingPeer = e.path("failing_peer").asString("");
-                    failures.add(instance + ": " + error);
-                    if (error.isBlank()) {
-                        problems.add(instance + " failed without a reason");
-                    }
-                    String across = instance.equals(pusherInstance) ? peerInstance : pusherInstance;
-                    String acrossHost = instance.equals(pusherInstance) ? peer : pusher;
-                    peerNamed |=
-                            failingPeer.equals(across)
-                                    || LabCase.workerOf(failingPeer, across)
-                                    || error.contains(hosts.host(acrossHost).dataAddress());
-                }
-                boolean anyFailed = !failures.isEmpty();
-                if (midPush && !anyFailed) {
-                    problems.add(
-                            "every engine ended UPDATED although the path between "
-                                    + pusher
-                                    + " and "
-                                    + peer
-                                    + " was cut mid-push");
-                }
-                if (anyFailed && !peerNamed) {
-                    problems.add(
-                            "no failure names the peer across the cut ("
-                                    + pusherInstance
-                                    + " / "
-                                    + peerInstance
-                                    + "): "
-                                    + failures);
-                }
-                // a push into a peer that hears nothing fails within the transfer timeout; the
-                // session's deadline is the outer bound, never a freeze
-                MultiHostFaultCase.requireEndedInTime(waited, problems);
-                partial = MultiHostFaultCase.partialServed(lab, anyFailed, cutGeneration, problems);
-
-                // the path is back: rebuild on the active generation, then the next publish
-                long next = MultiHostFaultCase.rebuildThenPublishNext(borrowed);
-                detail =
+                ended = update.get(PHASE_TIMEOUT.toSeconds() * 2, TimeUnit.SECONDS);
+            } finally {
+                healed = hosts.healDataLink(pusher, peer);
+                hosts.unshapeDataLink(pusher);
+            }
+            double waited = (System.nanoTime() - cut) / 1e9;
+            boolean midPush = running && sentAtCut >= PUSH_STARTED && sentAtCut < pushedWhole;
+            if (!midPush) {
+                problems.add(
                         String.format(
                                 Locale.ROOT,
-                                "%s <-> %s cut during the update to %d (served %d) after %s had"
-                                        + " pushed %d of %d bytes: ended %.1f s after the cut"
-                                        + " (io-timeout %d s): %s; healed, rebuilt on %d, then %d"
-                                        + " reached both",
-                                pusher,
-                                peer,
-                                cutGeneration,
-                                first,
+                                "the cut did not land mid-push: update %s, %s had sent %d of the"
+                                        + " %d bytes a whole update has it send",
+                                running ? "running" : "already ended",
                                 pusher,
                                 sentAtCut,
-                                pushedWhole,
-                                waited,
-                                IO_TIMEOUT.toSeconds(),
-                                failures.isEmpty() ? "-" : String.join(" | ", failures),
-                                cutGeneration,
-                                next);
-            } catch (Exception | AssertionError e) {
-                lab.dumpLogs();
-                throw e;
-            } finally {
-                hosts.healDataLink(pusher, peer);
+                                pushedWhole));
             }
-        } catch (Exception | AssertionError e) {
-            problems.add(e.getClass().getSimpleName() + ": " + e.getMessage());
-            detail = "failed";
+            if (healed != 2 || hosts.dataPathCut(pusher, peer) || hosts.dataPathCut(peer, pusher)) {
+                problems.add("the partition's routes were not all removed (" + healed + ")");
+            }
+
+            List<String> failures = MultiHostFaultCase.failures(ended, cutGeneration, found);
+            boolean peerNamed = false;
+            for (JsonNode e : ended.engines()) {
+                if ("UPDATED".equals(e.path("outcome").asString())) {
+                    continue;
+                }
+                String instance = e.path("instance").asString();
+                String failingPeer = e.path("failing_peer").asString("");
+                String across = instance.equals(pusherInstance) ? peerInstance : pusherInstance;
+                String acrossHost = instance.equals(pusherInstance) ? peer : pusher;
+                peerNamed |=
+                        failingPeer.equals(across)
+                                || LabCase.workerOf(failingPeer, across)
+                                || e.path("error")
+                                        .asString("")
+                                        .contains(hosts.host(acrossHost).dataAddress());
+            }
+            boolean anyFailed = !failures.isEmpty();
+            if (midPush && !anyFailed) {
+                problems.add(
+                        "every engine ended UPDATED although the path between "
+                                + pusher
+                                + " and "
+                                + peer
+                                + " was cut mid-push");
+            }
+            if (anyFailed && !peerNamed) {
+                problems.add(
+                        "no failure names the peer across the cut ("
+                                + pusherInstance
+                                + " / "
+                                + peerInstance
+                                + "): "
+                                + failures);
+            }
+            // a push into a peer that hears nothing fails within the transfer timeout; the
+            // session's deadline is the outer bound, never a freeze
+            MultiHostFaultCase.requireEndedInTime(waited, problems);
+            found.partial =
+                    MultiHostFaultCase.partialServed(lab, anyFailed, cutGeneration, problems);
+
+            // the path is back: rebuild on the active generation, then the next publish
+            long next = MultiHostFaultCase.rebuildThenPublishNext(borrowed);
+            found.provedMidUpdate = midPush && found.clean();
+            return String.format(
+                    Locale.ROOT,
+                    "%s <-> %s cut during the update to %d (served %d) after %s had pushed %d of"
+                            + " %d bytes: ended %.1f s after the cut (io-timeout %d s): %s;"
+                            + " healed, rebuilt on %d, then %d reached both",
+                    pusher,
+                    peer,
+                    cutGeneration,
+                    first,
+                    pusher,
+                    sentAtCut,
+                    pushedWhole,
+                    waited,
+                    IO_TIMEOUT.toSeconds(),
+                    failures.isEmpty() ? "-" : String.join(" | ", failures),
+                    cutGeneration,
+                    next);
+        } finally {
+            hosts.healDataLink(pusher, peer);
         }
-        boolean clean = problems.isEmpty() && corrupted == 0 && partial == 0;
-        FaultResult result =
-                result(started, detail, problems, corrupted, partial, midPush && clean);
-        if (!result.passed()) {
-            // a state nobody proved usable: the next multi-host case starts a fresh lab
-            SharedLab.discard(context);
-        }
-        return result;
     }
 
     /** The instance whose workers are on rollout host {@code node}. */

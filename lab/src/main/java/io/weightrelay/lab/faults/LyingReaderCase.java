@@ -1,7 +1,5 @@
 package io.weightrelay.lab.faults;
 
-import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
-import static io.weightrelay.lab.faults.LabCase.allInstances;
 import static io.weightrelay.lab.faults.LabCase.check;
 import static io.weightrelay.lab.faults.LabCase.requireEnded;
 import static io.weightrelay.lab.faults.LabCase.requireHolding;
@@ -9,8 +7,6 @@ import static io.weightrelay.lab.faults.LabCase.requireHolding;
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.control.client.UpdatesApi;
-import io.weightrelay.api.control.client.model.Generation;
-import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.PhaseReport;
 import io.weightrelay.api.control.client.model.ReportedPhase;
 import io.weightrelay.api.control.client.model.UpdateSession;
@@ -20,8 +16,6 @@ import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.plan.Slice;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 
 /**
  * One reader lies about what it read: with its own loader token and epoch, the lab reports the
@@ -39,98 +33,62 @@ final class LyingReaderCase {
 
     private LyingReaderCase() {}
 
-    private static final int ATTEMPTS = 5;
     private static final String GROUP = "lab";
 
     static String inject(LabCase.Fault fault) throws Exception {
         LabCluster lab = fault.lab();
-        Ledger ledger = fault.ledger();
-        long previous = fault.active();
         int index = 0;
         String liar = lab.engines().get(index).instance();
         UpdateOutcome failed = LabCase.failedFetchOutcome(lab);
-        for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-            long g = fault.publish();
-            Map<String, Long> before = Ledger.generations(lab);
-            Engines.Running running =
-                    Engines.start(lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT);
-            long pid = lab.faults().loaderPid(index);
-            String caught = LoaderKilledMidApplyCase.freezeInApply(lab, g, liar, pid);
-            if (caught == null) {
-                // the apply ended before the watch saw it: let it finish, try the next generation
-                for (Engines.Ended e : running.await(UPDATE_WAIT)) {
-                    check(e.updated(), "an update with no fault: " + e.describe());
-                }
-                ledger.observe(lab, allInstances(lab));
-                previous = g;
-                continue;
-            }
-            int lies;
-            try {
-                lies = lie(lab, g, liar);
-            } finally {
-                LoaderKilledMidApplyCase.signal("CONT", pid);
-            }
-            List<Engines.Ended> ended = running.await(UPDATE_WAIT);
-            requireEnded(ended, failed, liar, null);
-            ledger.noneAdvanced(lab, before);
-            ledger.observe(lab, Set.of());
-            requireHolding(lab, previous, failed == UpdateOutcome.PAUSED_REBUILD, null);
-
-            UpdateSession session = lab.session(g, GROUP);
-            check(
-                    session.getState() == LabCase.sessionState(failed),
-                    "the session ends " + failed + ": " + session.getState());
-            check(
-                    liar.equals(session.getFailedInstance()),
-                    "the session names the lying reader "
-                            + liar
-                            + " alone: "
-                            + session.getFailedInstance()
-                            + " ("
-                            + session.getFailure()
-                            + ")");
-            check(
-                    String.valueOf(session.getFailure())
-                            .contains("does not match the stored bytes"),
-                    "the failure says control-api found the stored bytes as published: "
-                            + session.getFailure());
-            Generation disputed = lab.generation(g);
-            check(
-                    disputed.getCorruptObject() == null
-                            && disputed.getState() == GenerationState.ACTIVE,
-                    "generation "
-                            + g
-                            + " is not marked corrupt on one reader's word: "
-                            + disputed.getState()
-                            + ", corrupt object "
-                            + disputed.getCorruptObject());
-            check(
-                    lab.activeGeneration().getGeneration() == g,
-                    "generation " + g + " is still the active one");
-            return liar
-                    + " frozen "
-                    + caught
-                    + " (attempt "
-                    + attempt
-                    + ") and reported APPLIED with "
-                    + lies
-                    + " wrong range checksums; session "
-                    + session.getState()
-                    + " naming "
-                    + session.getFailedInstance()
-                    + " ("
-                    + session.getFailure()
-                    + "); generation "
-                    + g
-                    + " stays active, not corrupt";
+        MidApply caught =
+                MidApply.caught(
+                        fault,
+                        LoaderKilledMidApplyCase.PHASE_TIMEOUT,
+                        "the apply of " + liar,
+                        g -> MidApply.freezeLoader(lab, g, liar, lab.faults().loaderPid(index)));
+        long g = caught.generation();
+        int lies;
+        try {
+            lies = lie(lab, g, liar);
+        } finally {
+            MidApply.signal("CONT", lab.faults().loaderPid(index));
         }
-        throw new AssertionError(
-                "the apply of "
+        List<Engines.Ended> ended = caught.awaitNoneAdvancing(fault);
+        requireEnded(ended, failed, liar, null);
+        requireHolding(lab, caught.previous(), failed == UpdateOutcome.PAUSED_REBUILD, null);
+
+        UpdateSession session = lab.session(g, GROUP);
+        LabCase.requireSessionEnded(session, failed);
+        check(
+                liar.equals(session.getFailedInstance()),
+                "the session names the lying reader "
                         + liar
-                        + " never lasted long enough to be caught in "
-                        + ATTEMPTS
-                        + " tries");
+                        + " alone: "
+                        + session.getFailedInstance()
+                        + " ("
+                        + session.getFailure()
+                        + ")");
+        check(
+                String.valueOf(session.getFailure()).contains("does not match the stored bytes"),
+                "the failure says control-api found the stored bytes as published: "
+                        + session.getFailure());
+        LabCase.requireStillActive(lab, g);
+        return liar
+                + " frozen "
+                + caught.how()
+                + " (attempt "
+                + caught.attempt()
+                + ") and reported APPLIED with "
+                + lies
+                + " wrong range checksums; session "
+                + session.getState()
+                + " naming "
+                + session.getFailedInstance()
+                + " ("
+                + session.getFailure()
+                + "); generation "
+                + g
+                + " stays active, not corrupt";
     }
 
     /**

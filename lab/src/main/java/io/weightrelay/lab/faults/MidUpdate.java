@@ -1,7 +1,5 @@
 package io.weightrelay.lab.faults;
 
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.api.StatefulRedisConnection;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
 import java.util.List;
@@ -64,19 +62,18 @@ record MidUpdate(long good, long next, boolean midUpdate, List<UpdateProgress> o
         long good = lab.publish(b.nextStep());
         proof.checkEngines(lab.updateAll().requireUpdated().results());
         long next = lab.publish(b.nextStep());
-        String session = lab.controlPrefix() + "update:" + lab.spec().model() + ":" + next + ":lab";
         ExecutorService pool = Executors.newSingleThreadExecutor();
-        try (SessionWatch watch = new SessionWatch(lab.spec(), session)) {
+        try (SessionWatch watch = new SessionWatch(lab)) {
             Future<LabCluster.Updates> running = pool.submit(lab::updateAll);
-            boolean sessionSeen = watch.awaitSession(running);
+            boolean sessionSeen = watch.awaitSession(next, running);
             long held = lab.faults().loaderPid(0);
-            LoaderKilledMidApplyCase.signal("STOP", held);
+            MidApply.signal("STOP", held);
             boolean midUpdate;
             try {
                 fault.land();
                 midUpdate = sessionSeen && !running.isDone();
             } finally {
-                LoaderKilledMidApplyCase.signal("CONT", held);
+                MidApply.signal("CONT", held);
             }
             fault.then();
             proof.require(
@@ -96,43 +93,5 @@ record MidUpdate(long good, long next, boolean midUpdate, List<UpdateProgress> o
     /** {@code done} "mid-update" or "after the update ended", for a case's summary. */
     String when(String done) {
         return done + (midUpdate ? " mid-update" : " after the update ended");
-    }
-
-    /**
-     * A connection of the case's own to the lab's Redis, opened before the update starts (a first
-     * connection costs more than a whole update of the tiny model), that waits for the session.
-     */
-    private static final class SessionWatch implements AutoCloseable {
-        private final RedisClient client;
-        private final StatefulRedisConnection<String, String> connection;
-        private final String key;
-
-        SessionWatch(LabCluster.Spec spec, String key) {
-            this.client = RedisClient.create(spec.redisUri());
-            this.connection = client.connect();
-            this.key = key;
-            connection.sync().ping();
-        }
-
-        /**
-         * Waits until the update session's key exists (the update is past its plan) or the update
-         * ended; true when the session exists and the update still runs.
-         */
-        boolean awaitSession(Future<?> running) throws InterruptedException {
-            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
-            while (System.nanoTime() < deadline && !running.isDone()) {
-                if (connection.sync().exists(key) > 0) {
-                    return !running.isDone();
-                }
-                Thread.sleep(1);
-            }
-            return false;
-        }
-
-        @Override
-        public void close() {
-            connection.close();
-            client.shutdown(0, 1, TimeUnit.SECONDS);
-        }
     }
 }

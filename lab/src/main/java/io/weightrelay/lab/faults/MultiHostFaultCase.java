@@ -5,9 +5,9 @@ import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.HostLab;
 import io.weightrelay.reshard.placement.Mode;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import tools.jackson.databind.JsonNode;
 
@@ -26,24 +26,76 @@ interface MultiHostFaultCase extends FaultCase {
     /** The sessions' phase timeout: the outer bound, well above the transfer timeout. */
     Duration PHASE_TIMEOUT = Duration.ofSeconds(60);
 
-    /** A failed result saying why the multi-host lab cannot run here, or empty when it can. */
-    default Optional<FaultResult> unrunnable(long started) {
+    /**
+     * What a case found while it ran, kept when it fails part-way: the problems in words, the
+     * engines that served corrupted or partial bytes, and whether its fault landed mid-update.
+     */
+    final class Findings {
+        final List<String> problems = new ArrayList<>();
+        long corrupted;
+        long partial;
+        boolean provedMidUpdate;
+
+        boolean clean() {
+            return problems.isEmpty() && corrupted == 0 && partial == 0;
+        }
+    }
+
+    /**
+     * Breaks a link of the shared multi-host lab and proves what the system did, recording into
+     * {@code found}; returns the case's detail. The lab's logs are dumped when it throws.
+     */
+    String inject(SharedLab.BorrowedHosts borrowed, Findings found) throws Exception;
+
+    /**
+     * Runs {@link #inject} on the shared multi-host lab, or fails saying why that lab cannot run
+     * here; a case that did not pass leaves a state nobody proved usable, so the lab is discarded
+     * and the next multi-host case starts a fresh one.
+     */
+    @Override
+    default FaultResult run(FaultContext context) {
+        long started = System.nanoTime();
         try {
             HostLab.requireRoot();
-            return Optional.empty();
         } catch (RuntimeException e) {
-            return Optional.of(
-                    new FaultResult(
-                            name(),
-                            false,
-                            "the multi-host lab cannot run here: " + e.getMessage(),
-                            0,
-                            0,
-                            0,
-                            (System.nanoTime() - started) / 1e9,
-                            true,
-                            false));
+            return FaultResult.failed(
+                    name(), "the multi-host lab cannot run here: " + e.getMessage(), started, true);
         }
+        Findings found = new Findings();
+        String detail;
+        try {
+            SharedLab.BorrowedHosts borrowed = borrowLab(context);
+            try {
+                detail = inject(borrowed, found);
+            } catch (Exception | AssertionError e) {
+                borrowed.lab.dumpLogs();
+                throw e;
+            }
+        } catch (Exception | AssertionError e) {
+            found.problems.add(e.getClass().getSimpleName() + ": " + e.getMessage());
+            detail = "failed";
+        }
+        boolean passed = found.clean();
+        if (!passed) {
+            SharedLab.discard(context);
+        }
+        return new FaultResult(
+                name(),
+                passed,
+                found.problems.isEmpty()
+                        ? detail
+                        : detail + "; " + String.join("; ", found.problems),
+                found.corrupted,
+                found.partial,
+                0,
+                (System.nanoTime() - started) / 1e9,
+                true,
+                found.provedMidUpdate);
+    }
+
+    @Override
+    default boolean claimsMidUpdate() {
+        return true;
     }
 
     /**
@@ -120,6 +172,36 @@ interface MultiHostFaultCase extends FaultCase {
     }
 
     /**
+     * The engines of {@code ended} whose update failed, as {@code instance: error}. One that failed
+     * without a reason is a problem; one that ended UPDATED with bytes not all of {@code
+     * generation} is a corrupted one served.
+     */
+    static List<String> failures(MultiHostCluster.Update ended, long generation, Findings found) {
+        List<String> failures = new ArrayList<>();
+        for (JsonNode e : ended.engines()) {
+            String instance = e.path("instance").asString();
+            if ("UPDATED".equals(e.path("outcome").asString())) {
+                if (!e.path("verified").asBoolean()) {
+                    found.corrupted++;
+                    found.problems.add(
+                            instance
+                                    + " ended UPDATED with bytes not all of "
+                                    + generation
+                                    + ": "
+                                    + e.path("error").asString());
+                }
+                continue;
+            }
+            String error = e.path("error").asString("");
+            failures.add(instance + ": " + error);
+            if (error.isBlank() || "null".equals(error)) {
+                found.problems.add(instance + " failed without a reason");
+            }
+        }
+        return failures;
+    }
+
+    /**
      * With the network whole again: the engines rebuild on the active generation, then the next
      * publish reaches everyone, every byte checked on its host. Returns that generation.
      */
@@ -130,26 +212,5 @@ interface MultiHostFaultCase extends FaultCase {
         long next = lab.publish(borrowed.nextStep()).generation();
         lab.updateAll().requireVerified();
         return next;
-    }
-
-    /** The case's result: passed when nothing went wrong and nothing partial or corrupt served. */
-    default FaultResult result(
-            long started,
-            String detail,
-            List<String> problems,
-            long corrupted,
-            long partial,
-            boolean provedMidUpdate) {
-        boolean passed = problems.isEmpty() && corrupted == 0 && partial == 0;
-        return new FaultResult(
-                name(),
-                passed,
-                problems.isEmpty() ? detail : detail + "; " + String.join("; ", problems),
-                corrupted,
-                partial,
-                0,
-                (System.nanoTime() - started) / 1e9,
-                true,
-                provedMidUpdate);
     }
 }

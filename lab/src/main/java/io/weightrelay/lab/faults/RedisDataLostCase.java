@@ -136,7 +136,7 @@ public final class RedisDataLostCase extends MidUpdateCase {
                             engine.start(generation, Duration.ofMinutes(2)).getUpdateId(),
                             Duration.ofMillis(20));
         } catch (RuntimeException refusedAtOnce) {
-            return engine.instance() + " refused: " + firstLine(refusedAtOnce.getMessage());
+            return engine.instance() + " refused: " + LabCase.firstLine(refusedAtOnce.getMessage());
         }
         proof.require(
                 end.getOutcome() != UpdateOutcome.UPDATED,
@@ -147,14 +147,6 @@ public final class RedisDataLostCase extends MidUpdateCase {
                         + " UPDATED at "
                         + end.getGeneration());
         return engine.instance() + " " + end.getOutcome();
-    }
-
-    private static String firstLine(String message) {
-        if (message == null) {
-            return "";
-        }
-        String line = message.lines().findFirst().orElse("");
-        return line.length() > 160 ? line.substring(0, 160) : line;
     }
 
     /**

@@ -5,7 +5,6 @@ import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabRedis;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 
@@ -61,19 +60,8 @@ public final class RedisRestartCase extends MidUpdateCase {
                 recovery >= 0, "control-api did not answer within " + RECOVERY + " of the restart");
         proof.checkEngines(outcomes);
         proof.requireHeld(Set.of(good, next));
-        proof.requireCommitted(good);
-        proof.requireCommitted(next);
+        proof.requireCommitted(good, next);
 
-        List<String> ends = new ArrayList<>();
-        for (UpdateProgress p : outcomes) {
-            ends.add(
-                    p.getOutcome()
-                            + "@"
-                            + p.getGeneration()
-                            + (p.getError() == null
-                                    ? ""
-                                    : " (" + p.getError().lines().findFirst().orElse("") + ")"));
-        }
         boolean paused = false;
         for (UpdateProgress p : outcomes) {
             paused |= p.getOutcome() == UpdateOutcome.PAUSED_REBUILD;
@@ -87,8 +75,7 @@ public final class RedisRestartCase extends MidUpdateCase {
         // next generation is what the group updates to.
         long after = proof.serveNext(b.nextStep());
         proof.require(after > next, "the next generation " + after + " is not after " + next);
-        proof.requireCommitted(good);
-        proof.requireCommitted(next);
+        proof.requireCommitted(good, next);
         return proof.result(
                 name(),
                 update.when("killed")
@@ -97,7 +84,7 @@ public final class RedisRestartCase extends MidUpdateCase {
                                 "; control-api served again %.1f s after the restart",
                                 recovery)
                         + "; outcomes "
-                        + ends
+                        + ServingProof.ends(outcomes)
                         + "; generations "
                         + good
                         + ", "

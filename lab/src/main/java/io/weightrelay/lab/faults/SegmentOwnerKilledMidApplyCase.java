@@ -1,12 +1,7 @@
 package io.weightrelay.lab.faults;
 
-import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
-import static io.weightrelay.lab.faults.LabCase.allInstances;
 import static io.weightrelay.lab.faults.LabCase.check;
 
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.sync.RedisCommands;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.SessionState;
 import io.weightrelay.api.control.client.model.UpdateSession;
@@ -15,11 +10,6 @@ import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
-import java.util.TreeMap;
-import java.util.concurrent.TimeUnit;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * A segment owner (the second trainer node's publisher) is killed (SIGKILL) while the group reads
@@ -36,58 +26,31 @@ final class SegmentOwnerKilledMidApplyCase {
 
     private SegmentOwnerKilledMidApplyCase() {}
 
-    private static final int ATTEMPTS = 5;
     private static final int OWNER = 1;
 
     static String inject(LabCase.Fault fault) throws Exception {
-        Ledger ledger = fault.ledger();
         LabCluster lab = fault.lab();
-        long previous = fault.active();
         try (SessionWatch watch = new SessionWatch(lab)) {
-            for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
-                long g = fault.publish();
-                Map<String, Long> before = Ledger.generations(lab);
-                Engines.Running running =
-                        Engines.start(lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT);
-                long owner = lab.faults().publisherPid(OWNER);
-                String caught = watch.freezeInApply(g, owner);
-                if (caught == null) {
-                    // every loader had applied before the owner froze: try the next generation
-                    for (Engines.Ended e : running.await(UPDATE_WAIT)) {
-                        check(e.updated(), "an update with no fault: " + e.describe());
-                    }
-                    ledger.observe(lab, allInstances(lab));
-                    previous = g;
-                    continue;
-                }
-                // SIGKILL of the frozen owner: its connections reset under the reads in flight
-                String segment = lab.faults().killPublisher(OWNER);
-                // without replicas, everything the dead owner held is gone with it
-                fault.destroyedEveryCommitted();
-                return afterKill(fault, g, previous, before, running, segment, caught, attempt);
-            }
+            MidApply caught =
+                    MidApply.caught(
+                            fault,
+                            LoaderKilledMidApplyCase.PHASE_TIMEOUT,
+                            "the group's apply",
+                            g -> watch.freezeOwnerInApply(g, lab.faults().publisherPid(OWNER)));
+            // SIGKILL of the frozen owner: its connections reset under the reads in flight
+            String segment = lab.faults().killPublisher(OWNER);
+            // without replicas, everything the dead owner held is gone with it
+            fault.destroyedEveryCommitted();
+            return afterKill(fault, caught, segment);
         }
-        throw new AssertionError(
-                "the group's apply never lasted long enough to be caught in "
-                        + ATTEMPTS
-                        + " tries");
     }
 
-    private static String afterKill(
-            LabCase.Fault fault,
-            long g,
-            long previous,
-            Map<String, Long> before,
-            Engines.Running running,
-            String segment,
-            String caught,
-            int attempt)
+    private static String afterKill(LabCase.Fault fault, MidApply caught, String segment)
             throws Exception {
+        long g = caught.generation();
+        long previous = caught.previous();
         LabCluster lab = fault.lab();
-        Ledger ledger = fault.ledger();
-        List<Engines.Ended> ended = running.await(UPDATE_WAIT);
-        ledger.noneAdvanced(lab, before);
-        ledger.observe(lab, Set.of());
+        List<Engines.Ended> ended = caught.awaitNoneAdvancing(fault);
         for (Engines.Ended e : ended) {
             check(
                     e.outcome() == UpdateOutcome.PAUSED_REBUILD
@@ -130,9 +93,9 @@ final class SegmentOwnerKilledMidApplyCase {
         return "owner of "
                 + segment
                 + " frozen "
-                + caught
+                + caught.how()
                 + " (attempt "
-                + attempt
+                + caught.attempt()
                 + "), then killed; "
                 + outcomes
                 + "; every engine on "
@@ -143,84 +106,4 @@ final class SegmentOwnerKilledMidApplyCase {
                 + g
                 + " LOST";
     }
-
-    /**
-     * The update session as control-api keeps it in the lab's Redis, read on a connection of the
-     * case's own (control-api's REST answers, on a loaded machine, can take longer than a tiny
-     * model's whole apply).
-     */
-    private static final class SessionWatch implements AutoCloseable {
-        private final LabCluster lab;
-        private final RedisClient client;
-        private final StatefulRedisConnection<String, String> connection;
-
-        SessionWatch(LabCluster lab) {
-            this.lab = lab;
-            this.client = RedisClient.create(lab.spec().redisUri());
-            this.connection = client.connect();
-            connection.sync().ping();
-        }
-
-        /**
-         * Waits until the session of {@code generation} is APPLYING, freezes the owner {@code pid}
-         * (SIGSTOP) and, a moment later, checks that the session still applies with a loader short
-         * of APPLIED: its reads of the frozen owner are in flight. Returns how it was caught, or
-         * null after letting the owner run on (the apply ended first).
-         */
-        String freezeInApply(long generation, long pid) throws Exception {
-            String model = lab.spec().model();
-            String session = lab.controlPrefix() + "update:" + model + ":" + generation + ":lab";
-            String participants =
-                    lab.controlPrefix()
-                            + "update-participants:"
-                            + model
-                            + ":"
-                            + generation
-                            + ":lab";
-            RedisCommands<String, String> redis = connection.sync();
-            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-            while (System.nanoTime() < deadline) {
-                String state = redis.hget(session, "state");
-                if (state == null || state.equals("PREPARING")) {
-                    Thread.onSpinWait();
-                    continue;
-                }
-                if (!state.equals("APPLYING")) {
-                    return null;
-                }
-                LoaderKilledMidApplyCase.signal("STOP", pid);
-                Thread.sleep(HELD.toMillis());
-                Map<String, String> phases = new TreeMap<>();
-                redis.hgetall(participants)
-                        .forEach(
-                                (who, json) ->
-                                        phases.put(
-                                                who, JSON.readTree(json).path("phase").asString()));
-                boolean reading =
-                        "APPLYING".equals(redis.hget(session, "state"))
-                                && phases.values().stream().anyMatch(p -> !p.equals("APPLIED"));
-                if (reading) {
-                    return "with the session APPLYING, loaders "
-                            + phases
-                            + " "
-                            + HELD.toMillis()
-                            + " ms later";
-                }
-                LoaderKilledMidApplyCase.signal("CONT", pid);
-                return null;
-            }
-            return null;
-        }
-
-        @Override
-        public void close() {
-            connection.close();
-            client.shutdown(0, 1, TimeUnit.SECONDS);
-        }
-    }
-
-    /** How long the owner stays frozen before the case looks whether reads wait for it. */
-    private static final Duration HELD = Duration.ofMillis(1500);
-
-    private static final JsonMapper JSON = JsonMapper.builder().build();
 }

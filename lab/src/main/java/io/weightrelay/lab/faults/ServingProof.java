@@ -100,18 +100,20 @@ final class ServingProof {
         }
     }
 
-    /** {@code generation}, committed before the fault, must still be ACTIVE or RETIRED. */
-    void requireCommitted(long generation) {
-        String problem =
-                Ledger.lostCommitted(
-                        lab,
-                        generation,
-                        state ->
-                                state != GenerationState.ACTIVE
-                                        && state != GenerationState.RETIRED);
-        if (problem != null) {
-            lostCommitted++;
-            problems.add(problem);
+    /** Each of {@code generations}, committed before the fault, must still be ACTIVE or RETIRED. */
+    void requireCommitted(long... generations) {
+        for (long generation : generations) {
+            String problem =
+                    Ledger.lostCommitted(
+                            lab,
+                            generation,
+                            state ->
+                                    state != GenerationState.ACTIVE
+                                            && state != GenerationState.RETIRED);
+            if (problem != null) {
+                lostCommitted++;
+                problems.add(problem);
+            }
         }
     }
 
@@ -129,21 +131,44 @@ final class ServingProof {
         }
         LabCluster.Updates updates = lab.updateAll();
         checkEngines(updates.results());
-        for (UpdateProgress p : updates.results()) {
-            if (p.getOutcome() != UpdateOutcome.UPDATED || p.getGeneration() != next) {
-                problems.add(
-                        "the next update "
-                                + p.getUpdateId()
-                                + " ended "
-                                + p.getOutcome()
-                                + " at "
-                                + p.getGeneration()
-                                + ": "
-                                + p.getError());
-            }
-        }
+        requireUpdatedTo(updates.results(), next, "the next update");
         requireHeld(Set.of(next));
         return next;
+    }
+
+    /**
+     * Every one of {@code updates} ended UPDATED on {@code generation}; else a problem naming the
+     * update ({@code which}, then its id) and how it ended.
+     */
+    void requireUpdatedTo(List<UpdateProgress> updates, long generation, String which) {
+        for (UpdateProgress p : updates) {
+            require(
+                    p.getOutcome() == UpdateOutcome.UPDATED && p.getGeneration() == generation,
+                    which
+                            + " "
+                            + p.getUpdateId()
+                            + " ended "
+                            + p.getOutcome()
+                            + " at "
+                            + p.getGeneration()
+                            + ": "
+                            + p.getError());
+        }
+    }
+
+    /** How each of {@code updates} ended, {@code OUTCOME@generation (first line of its error)}. */
+    static List<String> ends(List<UpdateProgress> updates) {
+        List<String> ends = new ArrayList<>();
+        for (UpdateProgress p : updates) {
+            ends.add(
+                    p.getOutcome()
+                            + "@"
+                            + p.getGeneration()
+                            + (p.getError() == null
+                                    ? ""
+                                    : " (" + LabCase.firstLine(p.getError()) + ")"));
+        }
+        return ends;
     }
 
     /** A condition of the case itself, named when it fails. */

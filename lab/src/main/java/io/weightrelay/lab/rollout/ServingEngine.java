@@ -274,34 +274,6 @@ public final class ServingEngine implements AutoCloseable {
                 fetchedAt);
     }
 
-    /**
-     * Updates as an engine must whose fetch writes what it serves from (in-place direct workers):
-     * drain and pause first, update in one call, load, resume; the pause is all of it.
-     */
-    public Timing updatePaused(Long generation, Duration timeout) throws InterruptedException {
-        long started = System.nanoTime();
-        long pausedAt = pause();
-        UpdateProgress p = engine.start(generation, timeout);
-        UpdateProgress end = engine.await(p.getUpdateId(), Duration.ofSeconds(10));
-        long updated = System.nanoTime();
-        if (end.getOutcome() == UpdateOutcome.UPDATED) {
-            load();
-        }
-        resume(pausedAt);
-        long resumed = System.nanoTime();
-        double fetch =
-                end.getDurations() == null || end.getDurations().getFetchMs() == null
-                        ? 0
-                        : end.getDurations().getFetchMs() / 1e3;
-        return new Timing(
-                end,
-                (resumed - started) / 1e9,
-                fetch,
-                (resumed - pausedAt) / 1e9,
-                (resumed - started) / 1e9 - fetch,
-                updated);
-    }
-
     /** Every request served so far, in order. */
     public List<Request> requests() {
         synchronized (serving) {

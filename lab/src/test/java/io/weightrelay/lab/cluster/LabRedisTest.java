@@ -2,11 +2,11 @@ package io.weightrelay.lab.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.lab.TestJvm;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -34,15 +34,7 @@ class LabRedisTest {
                 Path.of(System.getProperty("java.io.tmpdir"))
                         .resolve("wr-redis-watch-" + signal + "-" + System.nanoTime());
         Process child =
-                new ProcessBuilder(
-                                List.of(
-                                        Path.of(System.getProperty("java.home"), "bin", "java")
-                                                .toString(),
-                                        "-Xmx64m",
-                                        "-cp",
-                                        System.getProperty("java.class.path"),
-                                        Starter.class.getName(),
-                                        dir.toString()))
+                new ProcessBuilder(TestJvm.command("64m", Starter.class, dir.toString()))
                         .redirectError(ProcessBuilder.Redirect.INHERIT)
                         .start();
         int port;

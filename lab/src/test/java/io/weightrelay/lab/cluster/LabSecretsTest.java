@@ -2,6 +2,7 @@ package io.weightrelay.lab.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.lab.TestJvm;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -42,15 +43,7 @@ class LabSecretsTest {
     void aProcessThatEndsWithoutClosingLeavesNoTokensBehind(@TempDir Path tmp) throws Exception {
         Path marker = tmp.resolve("dir");
         Process p =
-                new ProcessBuilder(
-                                List.of(
-                                        Path.of(System.getProperty("java.home"), "bin", "java")
-                                                .toString(),
-                                        "-Xmx64m",
-                                        "-cp",
-                                        System.getProperty("java.class.path"),
-                                        Leaver.class.getName(),
-                                        marker.toString()))
+                new ProcessBuilder(TestJvm.command("64m", Leaver.class, marker.toString()))
                         .inheritIO()
                         .start();
         assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();

@@ -28,8 +28,7 @@ import java.util.function.LongSupplier;
  * restarted agent's new segment) reaches every engine.
  *
  * <p>What {@code MooncakeLabTest} proves on its Mooncake labs, here because it drives the fault
- * suite's package-private tools ({@link LoaderKilledMidApplyCase}, {@link Engines}, {@link
- * Ledger}).
+ * suite's package-private tools ({@link MidApply}, {@link Engines}, {@link Ledger}).
  */
 public final class MooncakeAgentKills {
 
@@ -55,7 +54,7 @@ public final class MooncakeAgentKills {
             Map<String, Long> before = Ledger.generations(lab);
             Engines.Running running =
                     Engines.start(lab.engines(), LoaderKilledMidApplyCase.PHASE_TIMEOUT);
-            String caught = LoaderKilledMidApplyCase.freezeInApply(lab, g, victim, loader);
+            String caught = MidApply.freezeLoader(lab, g, victim, loader);
             if (caught == null) {
                 for (Engines.Ended e : running.await(LabCase.UPDATE_WAIT)) {
                     assertThat(e.updated()).as("an update with no fault: " + e.describe()).isTrue();
@@ -65,7 +64,7 @@ public final class MooncakeAgentKills {
             }
             // the loader's JVM is frozen inside the apply; its agent dies under it
             long agent = killAgentOf(loader);
-            LoaderKilledMidApplyCase.signal("CONT", loader);
+            MidApply.signal("CONT", loader);
             List<Engines.Ended> ended = running.await(LabCase.UPDATE_WAIT);
             String outcomes =
                     String.join("; ", ended.stream().map(Engines.Ended::describe).toList());
@@ -175,7 +174,7 @@ public final class MooncakeAgentKills {
      */
     public static long killAgentOf(long pid) throws Exception {
         long agent = agentOf(pid);
-        LoaderKilledMidApplyCase.signal("KILL", agent);
+        MidApply.signal("KILL", agent);
         long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         while (System.nanoTime() < deadline) {
             Path stat = Path.of("/proc/" + agent + "/stat");

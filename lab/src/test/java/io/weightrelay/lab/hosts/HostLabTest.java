@@ -2,6 +2,7 @@ package io.weightrelay.lab.hosts;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.lab.TestJvm;
 import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -142,16 +143,7 @@ class HostLabTest {
     /** A {@link Sink} on {@code host}'s data address, port 7070. */
     private static HostProcess startSink(Host host, String name, Path logs) {
         return host.start(
-                name,
-                List.of(
-                        Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                        "-Xmx32m",
-                        "-cp",
-                        System.getProperty("java.class.path"),
-                        Sink.class.getName(),
-                        host.dataAddress(),
-                        "7070"),
-                logs);
+                name, TestJvm.command("32m", Sink.class, host.dataAddress(), "7070"), logs);
     }
 
     private static void awaitListening(Host from, String address, int port, HostProcess of)
