@@ -30,11 +30,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import select
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +49,9 @@ from weight_relay import (
 from weight_relay.adapters import sglang as adapter
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python" / "tests"))  # lab_process: the lab the tests start
+import lab_process  # noqa: E402
+
 TRUNCATE = 4096  # rows get_weights_by_name returns
 
 
@@ -88,28 +88,6 @@ def write_model(directory: str, cfg: dict[str, Any], sd: dict[str, torch.Tensor]
     save_file({k: v.contiguous() for k, v in sd.items()},
               os.path.join(directory, "model.safetensors"))
     return directory
-
-
-def start_lab() -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
-    jar, lib = ROOT / "lab" / "target" / "lab.jar", ROOT / "lab" / "target" / "lib"
-    if not jar.is_file():
-        raise SystemExit(f"{jar} missing: build the jars first (see this file's docstring)")
-    proc = subprocess.Popen(
-        ["java", "-Xmx2g", f"-Drelay.home={ROOT}", "-Drelay.lab.healthy-seconds=600",
-         "-cp", f"{jar}:{lib}/*",
-         "io.weightrelay.lab.bench.PythonBench", "--serve", "--model", "tiny", "--instances",
-         "1", "--tp", "1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        if select.select([proc.stdout], [], [], 1.0)[0]:
-            line = proc.stdout.readline().decode("utf-8", "replace")
-            if line.startswith('{"lab":'):
-                return proc, json.loads(line)["lab"]
-            if not line and proc.poll() is not None:
-                break
-    proc.kill()
-    raise SystemExit("the lab did not start")
 
 
 def expected_view(name: str, t: torch.Tensor, tp: int, cfg: dict[str, Any]) -> list[Any]:
@@ -208,15 +186,13 @@ def main() -> None:
     if max(sizes) > torch.cuda.device_count():
         raise SystemExit(f"TP {max(sizes)} needs {max(sizes)} GPUs, "
                          f"{torch.cuda.device_count()} visible")
-    proc, lab = start_lab()
-    try:
-        with tempfile.TemporaryDirectory(prefix="weight-relay-recipe-") as work:
+    with tempfile.TemporaryDirectory(prefix="weight-relay-recipe-") as work:
+        proc, lab = lab_process.start("-Xmx2g", f"-Djava.io.tmpdir={work}")
+        try:
             for tp in sizes:
                 run(tp, lab, work)
-    finally:
-        if proc.stdin:
-            proc.stdin.close()
-        proc.wait(timeout=120)
+        finally:
+            lab_process.stop(proc)
     print("OK")
 
 

@@ -104,16 +104,16 @@ def rollout_worker(rollout_config: Any, device: str) -> Any:
 def main() -> None:
     import numpy as np
     import verl.checkpoint_engine.base as base
-    from gpu_vllm import start_lab
     from verl.workers.config import CheckpointEngineConfig, RolloutConfig
 
+    import lab_process
     from helpers import bits, expected, manifest, state_dict
     from verl_cluster import ActorRank, Proc, ProcWorkerGroup, Replica, free_port, ray_get
     from weight_relay import ControlClient, LoaderClient
 
     gpus = gpu_count()
     with tempfile.TemporaryDirectory(prefix="gpu-verl-") as tmp:
-        lab_proc, lab = start_lab(Path(tmp))
+        lab_proc, lab = lab_process.start("-Xmx1g", f"-Djava.io.tmpdir={tmp}")
         procs: list[Any] = []
         try:
             model = "gpu-verl"
@@ -186,9 +186,7 @@ def main() -> None:
         finally:
             for p in procs:
                 p.stop()
-            if lab_proc.stdin is not None:
-                lab_proc.stdin.close()
-            lab_proc.wait(120)
+            lab_process.stop(lab_proc)
 
 
 if __name__ == "__main__":
