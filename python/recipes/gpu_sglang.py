@@ -28,7 +28,6 @@ Any mismatch raises ``SystemExit`` with the tensor's name; the last line is ``OK
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -36,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import save_file
 
 from weight_relay import (
     ControlClient,
@@ -49,7 +47,11 @@ from weight_relay import (
 from weight_relay.adapters import sglang as adapter
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "python" / "tests"))  # lab_process: the lab the tests start
+# The lab the tests start, and the CPU test's tiny model: made here as the tests make them.
+_TESTS = ROOT / "python" / "tests"
+sys.path[:0] = [str(_TESTS), str(_TESTS / "frameworks" / "sglang")]
+from sglang_tp import checkpoint, write_model  # noqa: E402
+
 import lab_process  # noqa: E402
 
 TRUNCATE = 4096  # rows get_weights_by_name returns
@@ -64,30 +66,9 @@ def config(vocab: int) -> dict[str, Any]:
 
 
 def weights(cfg: dict[str, Any], seed: int) -> dict[str, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    h, i, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
-    hd = h // cfg["num_attention_heads"]
-    q, kv = cfg["num_attention_heads"] * hd, cfg["num_key_value_heads"] * hd
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (v, h),
-                                          "model.norm.weight": (h,), "lm_head.weight": (v, h)}
-    for layer in range(cfg["num_hidden_layers"]):
-        p = f"model.layers.{layer}."
-        a = p + "self_attn."
-        shapes.update({a + "q_proj.weight": (q, h), a + "k_proj.weight": (kv, h),
-                       a + "v_proj.weight": (kv, h), a + "o_proj.weight": (h, q),
-                       p + "mlp.gate_proj.weight": (i, h), p + "mlp.up_proj.weight": (i, h),
-                       p + "mlp.down_proj.weight": (h, i), p + "input_layernorm.weight": (h,),
-                       p + "post_attention_layernorm.weight": (h,)})
-    return {n: (torch.randn(s, generator=g) * 0.05).to(torch.bfloat16) for n, s in shapes.items()}
-
-
-def write_model(directory: str, cfg: dict[str, Any], sd: dict[str, torch.Tensor]) -> str:
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as fh:
-        json.dump(cfg, fh)
-    save_file({k: v.contiguous() for k, v in sd.items()},
-              os.path.join(directory, "model.safetensors"))
-    return directory
+    """The CPU test's random checkpoint for ``cfg`` (``tests/frameworks/sglang/sglang_tp.py``),
+    scaled down and in bf16, the dtype the engine serves."""
+    return {n: (t * 0.05).to(torch.bfloat16) for n, t in checkpoint(cfg, seed).items()}
 
 
 def expected_view(name: str, t: torch.Tensor, tp: int, cfg: dict[str, Any]) -> list[Any]:
