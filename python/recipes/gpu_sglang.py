@@ -28,18 +28,13 @@ Any mismatch raises ``SystemExit`` with the tensor's name; the last line is ``OK
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import select
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import save_file
 
 from weight_relay import (
     ControlClient,
@@ -52,6 +47,13 @@ from weight_relay import (
 from weight_relay.adapters import sglang as adapter
 
 ROOT = Path(__file__).resolve().parents[2]
+# The lab the tests start, and the CPU test's tiny model: made here as the tests make them.
+_TESTS = ROOT / "python" / "tests"
+sys.path[:0] = [str(_TESTS), str(_TESTS / "frameworks" / "sglang")]
+from sglang_tp import checkpoint, write_model  # noqa: E402
+
+import lab_process  # noqa: E402
+
 TRUNCATE = 4096  # rows get_weights_by_name returns
 
 
@@ -64,52 +66,9 @@ def config(vocab: int) -> dict[str, Any]:
 
 
 def weights(cfg: dict[str, Any], seed: int) -> dict[str, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    h, i, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
-    hd = h // cfg["num_attention_heads"]
-    q, kv = cfg["num_attention_heads"] * hd, cfg["num_key_value_heads"] * hd
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (v, h),
-                                          "model.norm.weight": (h,), "lm_head.weight": (v, h)}
-    for layer in range(cfg["num_hidden_layers"]):
-        p = f"model.layers.{layer}."
-        a = p + "self_attn."
-        shapes.update({a + "q_proj.weight": (q, h), a + "k_proj.weight": (kv, h),
-                       a + "v_proj.weight": (kv, h), a + "o_proj.weight": (h, q),
-                       p + "mlp.gate_proj.weight": (i, h), p + "mlp.up_proj.weight": (i, h),
-                       p + "mlp.down_proj.weight": (h, i), p + "input_layernorm.weight": (h,),
-                       p + "post_attention_layernorm.weight": (h,)})
-    return {n: (torch.randn(s, generator=g) * 0.05).to(torch.bfloat16) for n, s in shapes.items()}
-
-
-def write_model(directory: str, cfg: dict[str, Any], sd: dict[str, torch.Tensor]) -> str:
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as fh:
-        json.dump(cfg, fh)
-    save_file({k: v.contiguous() for k, v in sd.items()},
-              os.path.join(directory, "model.safetensors"))
-    return directory
-
-
-def start_lab() -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
-    jar, lib = ROOT / "lab" / "target" / "lab.jar", ROOT / "lab" / "target" / "lib"
-    if not jar.is_file():
-        raise SystemExit(f"{jar} missing: build the jars first (see this file's docstring)")
-    proc = subprocess.Popen(
-        ["java", "-Xmx2g", f"-Drelay.home={ROOT}", "-Drelay.lab.healthy-seconds=600",
-         "-cp", f"{jar}:{lib}/*",
-         "io.weightrelay.lab.bench.PythonBench", "--serve", "--model", "tiny", "--instances",
-         "1", "--tp", "1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        if select.select([proc.stdout], [], [], 1.0)[0]:
-            line = proc.stdout.readline().decode("utf-8", "replace")
-            if line.startswith('{"lab":'):
-                return proc, json.loads(line)["lab"]
-            if not line and proc.poll() is not None:
-                break
-    proc.kill()
-    raise SystemExit("the lab did not start")
+    """The CPU test's random checkpoint for ``cfg`` (``tests/frameworks/sglang/sglang_tp.py``),
+    scaled down and in bf16, the dtype the engine serves."""
+    return {n: (t * 0.05).to(torch.bfloat16) for n, t in checkpoint(cfg, seed).items()}
 
 
 def expected_view(name: str, t: torch.Tensor, tp: int, cfg: dict[str, Any]) -> list[Any]:
@@ -208,15 +167,13 @@ def main() -> None:
     if max(sizes) > torch.cuda.device_count():
         raise SystemExit(f"TP {max(sizes)} needs {max(sizes)} GPUs, "
                          f"{torch.cuda.device_count()} visible")
-    proc, lab = start_lab()
-    try:
-        with tempfile.TemporaryDirectory(prefix="weight-relay-recipe-") as work:
+    with tempfile.TemporaryDirectory(prefix="weight-relay-recipe-") as work:
+        proc, lab = lab_process.start("-Xmx2g", f"-Djava.io.tmpdir={work}")
+        try:
             for tp in sizes:
                 run(tp, lab, work)
-    finally:
-        if proc.stdin:
-            proc.stdin.close()
-        proc.wait(timeout=120)
+        finally:
+            lab_process.stop(proc)
     print("OK")
 
 

@@ -104,47 +104,46 @@ def rollout_worker(rollout_config: Any, device: str) -> Any:
 def main() -> None:
     import numpy as np
     import verl.checkpoint_engine.base as base
-    from gpu_vllm import start_lab
     from verl.workers.config import CheckpointEngineConfig, RolloutConfig
 
+    import lab_process
     from helpers import bits, expected, manifest, state_dict
-    from verl_cluster import ActorRank, Proc, ProcWorkerGroup, Replica, free_port, ray_get
+    from verl_cluster import (
+        ActorRank,
+        Proc,
+        ProcWorkerGroup,
+        Replica,
+        engine_kwargs,
+        free_port,
+        ray_get,
+    )
     from weight_relay import ControlClient, LoaderClient
 
     gpus = gpu_count()
     with tempfile.TemporaryDirectory(prefix="gpu-verl-") as tmp:
-        lab_proc, lab = start_lab(Path(tmp))
+        lab_proc, lab = lab_process.start("-Xmx1g", f"-Djava.io.tmpdir={tmp}")
         procs: list[Any] = []
         try:
             model = "gpu-verl"
+            kwargs, nodes = engine_kwargs(lab, manifest(model).to_json(), group="gpu-verl",
+                                          sync_timeout_s=300)
             loaders = {i: LoaderClient(lab["services"]["loader-" + i], lab["loaderTokens"][i])
                        for i in lab["instances"]}
-            node_of = {i: lc.status().node for i, lc in loaders.items()}
-            publishers = {n[len("publisher-"):]: u for n, u in lab["services"].items()
-                          if n.startswith("publisher-")}
-            kwargs = {"control_url": lab["controlUrl"], "manifest": manifest(model).to_json(),
-                      "trainer_token": lab["trainerToken"],
-                      "loader_token": dict(lab["loaderTokens"]), "publisher_urls": publishers,
-                      "loader_urls": {node_of[i]: lab["services"]["loader-" + i]
-                                      for i in lab["instances"]},
-                      "instances": list(lab["instances"]), "group": "gpu-verl",
-                      "sync_timeout_s": 300}
             ce = CheckpointEngineConfig(backend="weight_relay", update_weights_bucket_megabytes=1,
                                         engine_kwargs={"weight_relay": kwargs},
                                         custom_backend_module="weight_relay.adapters.verl")
             rollout_config = RolloutConfig(name="vllm", checkpoint_engine=ce)
             env = {"MASTER_ADDR": "127.0.0.1", "WORLD_SIZE": "2"}
             actor_port = str(free_port())
-            trainer_nodes = sorted(publishers)
             actors = [Proc(f"actor{r}", {**env, "RANK": str(r), "MASTER_PORT": actor_port,
-                                         "WEIGHT_RELAY_NODE": trainer_nodes[r]},
+                                         "WEIGHT_RELAY_NODE": nodes["trainer"][r]},
                            lambda: ActorRank(ce, cuda_weights(gpus))) for r in range(2)]
             replicas = []
-            for rr, instance in enumerate(lab["instances"][:2]):
+            for rr, node in enumerate(nodes["rollout"][:2]):
                 port = str(free_port())
                 workers = [Proc(f"rollout{rr}.{w}",
                                 {**env, "RANK": str(w), "MASTER_PORT": port,
-                                 "WEIGHT_RELAY_NODE": node_of[instance]},
+                                 "WEIGHT_RELAY_NODE": node},
                                 lambda w=w: rollout_worker(rollout_config, device_of(w, gpus)))
                            for w in range(2)]
                 replicas.append(Replica(rr, workers))
@@ -186,9 +185,7 @@ def main() -> None:
         finally:
             for p in procs:
                 p.stop()
-            if lab_proc.stdin is not None:
-                lab_proc.stdin.close()
-            lab_proc.wait(120)
+            lab_process.stop(lab_proc)
 
 
 if __name__ == "__main__":

@@ -33,15 +33,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import select
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python" / "tests"))  # lab_process: the lab the tests start
 PROMPT = [1, 17, 42, 99, 7]
 SEEDS = {"base": 0, "step1": 1}
 
@@ -79,37 +78,6 @@ def checkpoint(directory: Path) -> dict[str, Any]:
 
 
 # ---- the lab and the publish ------------------------------------------------------------------
-LAB_START_S = 600
-
-
-def start_lab(tmp: Path) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
-    jar, lib = ROOT / "lab" / "target" / "lab.jar", ROOT / "lab" / "target" / "lib"
-    if not jar.is_file():
-        raise SystemExit(f"gpu_vllm: {jar} missing: run `mvn -B -DskipTests package` first")
-    # LabCluster waits 3 min for its services by default; on a loaded machine their start takes
-    # longer, so it waits as long as this function does (the tests' conftest does the same).
-    cmd = ["java", "-Xmx1g", f"-Drelay.home={ROOT}", f"-Djava.io.tmpdir={tmp}",
-           f"-Drelay.lab.healthy-seconds={LAB_START_S}", "-cp",
-           f"{jar}:{lib}/*", "io.weightrelay.lab.bench.PythonBench", "--serve",
-           "--model", "tiny", "--instances", "2", "--tp", "1"]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
-    assert proc.stdout is not None
-    deadline = time.monotonic() + LAB_START_S + 60
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 1.0)
-        if not ready:
-            if proc.poll() is not None:
-                break
-            continue
-        line = proc.stdout.readline().decode("utf-8", "replace")
-        if line.startswith('{"lab":'):
-            return proc, json.loads(line)["lab"]
-        if not line:
-            break
-    proc.kill()
-    raise SystemExit("gpu_vllm: the lab did not start (see its output above)")
-
-
 def publish(lab: dict[str, Any], manifest: Any, tensors: dict[str, Any]) -> int:
     from weight_relay import ControlClient, PublisherClient, publish_generation
 
@@ -233,7 +201,9 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="wr-gpu-vllm-"))
     work.mkdir(parents=True, exist_ok=True)
     make_models(work)
-    lab_proc, lab = start_lab(work)
+    import lab_process
+
+    lab_proc, lab = lab_process.start("-Xmx1g", f"-Djava.io.tmpdir={work}")
     try:
         results = []
         for i, (name, tp, fp8) in enumerate(cases):
@@ -256,9 +226,7 @@ def main() -> None:
                   f"weights; tokens {got['tokens']}", flush=True)
         print(json.dumps({"gpu_vllm": "ok", "cases": results}))
     finally:
-        if lab_proc.stdin:
-            lab_proc.stdin.close()
-        lab_proc.wait(timeout=120)
+        lab_process.stop(lab_proc)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from verl_cluster import (
     ProcWorkerGroup,
     Replica,
     WorkerError,
+    engine_kwargs,
     free_port,
     ray_get,
     rollout_worker,
@@ -212,20 +213,7 @@ def test_verl_real_classes_where_verl_is_installed():
 def _verl_config(lab: dict, model: str, manifest_json: dict) -> tuple[dict, dict]:
     """The one ``checkpoint_engine.engine_kwargs.weight_relay`` dict VeRL hands to every actor
     rank and every rollout worker, and the node each process runs on (its environment)."""
-    loaders = {i: LoaderClient(lab["services"]["loader-" + i], lab["loaderTokens"][i])
-               for i in lab["instances"]}
-    loader_nodes = {i: lc.status().node for i, lc in loaders.items()}
-    publishers = {n[len("publisher-"):]: u for n, u in lab["services"].items()
-                  if n.startswith("publisher-")}
-    kwargs = {"control_url": lab["controlUrl"], "manifest": manifest_json,
-              "trainer_token": lab["trainerToken"], "loader_token": dict(lab["loaderTokens"]),
-              "publisher_urls": publishers,
-              "loader_urls": {loader_nodes[i]: lab["services"]["loader-" + i]
-                              for i in lab["instances"]},
-              "instances": list(lab["instances"]), "group": f"py-{lab['run']}-verl",
-              "sync_timeout_s": 120}
-    return kwargs, {"trainer": sorted(publishers), "rollout": [loader_nodes[i]
-                                                               for i in lab["instances"]]}
+    return engine_kwargs(lab, manifest_json, group=f"py-{lab['run']}-verl", sync_timeout_s=120)
 
 
 def test_verl_shared_engine_kwargs_give_each_process_its_role(lab):

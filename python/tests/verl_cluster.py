@@ -30,6 +30,8 @@ from typing import Any
 
 import torch
 
+from weight_relay import LoaderClient
+
 _FORK = mp.get_context("fork")  # the children inherit the imported VeRL (30 s to import here)
 
 
@@ -41,6 +43,27 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def engine_kwargs(lab: dict[str, Any], manifest_json: dict[str, Any], group: str,
+                  sync_timeout_s: float) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The one ``checkpoint_engine.engine_kwargs.weight_relay`` dict VeRL hands to every actor
+    rank and every rollout worker of a lab, and the nodes the processes run on (their
+    environment): ``trainer``, one per publisher, and ``rollout``, each instance's loader's."""
+    loaders = {i: LoaderClient(lab["services"]["loader-" + i], lab["loaderTokens"][i])
+               for i in lab["instances"]}
+    loader_nodes = {i: lc.status().node for i, lc in loaders.items()}
+    publishers = {n[len("publisher-"):]: u for n, u in lab["services"].items()
+                  if n.startswith("publisher-")}
+    kwargs = {"control_url": lab["controlUrl"], "manifest": manifest_json,
+              "trainer_token": lab["trainerToken"], "loader_token": dict(lab["loaderTokens"]),
+              "publisher_urls": publishers,
+              "loader_urls": {loader_nodes[i]: lab["services"]["loader-" + i]
+                              for i in lab["instances"]},
+              "instances": list(lab["instances"]), "group": group,
+              "sync_timeout_s": sync_timeout_s}
+    return kwargs, {"trainer": sorted(publishers), "rollout": [loader_nodes[i]
+                                                               for i in lab["instances"]]}
 
 
 def _serve(conn: Any, env: dict[str, str], build: Callable[[], Any]) -> None:

@@ -2,6 +2,7 @@ package io.weightrelay.control.checkpoint;
 
 import io.weightrelay.api.control.model.CheckpointManifest;
 import io.weightrelay.api.control.model.CheckpointObject;
+import io.weightrelay.service.files.DirectoryFiles;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
 import java.io.IOException;
@@ -281,7 +282,7 @@ class CheckpointDirectory {
                     "checkpoint format " + m.getFormat() + " is not " + FORMAT);
         }
         for (CheckpointObject o : m.getObjects()) {
-            if (!insideOf(o.getFile())) {
+            if (!DirectoryFiles.staysInside(o.getFile())) {
                 throw misplaced(dir, o, "not a file inside it");
             }
         }
@@ -304,19 +305,6 @@ class CheckpointDirectory {
                                 + "', "
                                 + where)
                 .with("object", o.getKey());
-    }
-
-    /** A file name relative to the checkpoint directory that stays inside it. */
-    static boolean insideOf(String file) {
-        if (file == null || file.isEmpty() || file.startsWith("/")) {
-            return false;
-        }
-        for (String element : file.split("/", -1)) {
-            if (element.isEmpty() || element.equals(".") || element.equals("..")) {
-                return false;
-            }
-        }
-        return true;
     }
 
     /** Writes {@code name} in {@code dir} through a temporary file, fsynced, then the directory. */
@@ -347,9 +335,7 @@ class CheckpointDirectory {
         } finally {
             Files.deleteIfExists(tmp);
         }
-        try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-            d.force(true);
-        }
+        DirectoryFiles.sync(dir);
     }
 
     /** Deletes a directory tree; symbolic links inside are removed, never followed. */

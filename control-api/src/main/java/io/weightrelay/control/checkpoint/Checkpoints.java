@@ -21,6 +21,7 @@ import io.weightrelay.control.redis.RedisTime;
 import io.weightrelay.control.registry.Registry;
 import io.weightrelay.control.store.ObjectStore;
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.service.files.DirectoryFiles;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.RelayException;
 import java.nio.file.Path;
@@ -333,7 +334,7 @@ public class Checkpoints {
 
     /** A file name an owner answers: one plain name inside the save directory. */
     private static boolean plainName(String file) {
-        return file != null && CheckpointDirectory.insideOf(file) && !file.contains("/");
+        return file != null && DirectoryFiles.staysInside(file) && !file.contains("/");
     }
 
     private StoredGeneration committed(GenerationId id) {

@@ -1,11 +1,11 @@
 package io.weightrelay.control.generation;
 
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.service.concurrent.FutureResults;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 import java.util.function.ToLongFunction;
@@ -70,7 +70,7 @@ final class ManifestCache {
             }
         }
         if (!mine) {
-            return (T) join(entry.value);
+            return (T) FutureResults.join(entry.value);
         }
         T value;
         try {
@@ -143,19 +143,5 @@ final class ManifestCache {
             bytes -= e.bytes;
         }
         e.bytes = -2; // weighed no more, should its computation still end
-    }
-
-    private static Object join(CompletableFuture<Object> value) {
-        try {
-            return value.join();
-        } catch (CompletionException e) {
-            if (e.getCause() instanceof RuntimeException r) {
-                throw r;
-            }
-            if (e.getCause() instanceof Error err) {
-                throw err;
-            }
-            throw e;
-        }
     }
 }

@@ -1,5 +1,6 @@
 package io.weightrelay.control.plan;
 
+import io.weightrelay.service.lifecycle.StartupWarmUp;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.ApplicationArguments;
@@ -29,16 +30,18 @@ class PlanWarmUp implements ApplicationRunner {
         if (!properties.warmUp()) {
             return;
         }
-        long started = System.nanoTime();
-        try {
-            plans.warmUp();
-            log.info(
-                    "plan computation warmed up in {} ms (model {}, a synthetic group per mode,"
-                            + " nothing stored)",
-                    (System.nanoTime() - started) / 1_000_000,
-                    PlanService.WARM_UP_MODEL);
-        } catch (RuntimeException e) {
-            log.warn("warming up the plan computation failed: {}", e.toString());
-        }
+        StartupWarmUp.run(
+                log,
+                "the plan computation",
+                () -> {
+                    plans.warmUp();
+                    return PlanService.WARM_UP_MODEL;
+                },
+                (model, ms) ->
+                        log.info(
+                                "plan computation warmed up in {} ms (model {}, a synthetic group"
+                                        + " per mode, nothing stored)",
+                                ms,
+                                model));
     }
 }

@@ -18,11 +18,11 @@ import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.reshard.placement.Worker;
 import io.weightrelay.reshard.plan.Slice;
+import io.weightrelay.service.concurrent.FutureResults;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 
 /**
@@ -190,7 +190,7 @@ final class PrepareInputs {
         // A new manifest digest only; every generation of the same manifest shares it.
         SourceManifest manifest =
                 called.fetching() != null
-                        ? join(called.fetching())
+                        ? FutureResults.join(called.fetching())
                         : control.manifest(new GenerationId(model, generation));
         String digest = manifest.digest();
         if (!digest.equals(g.manifestDigest())) {
@@ -249,21 +249,6 @@ final class PrepareInputs {
             return instance.reshardWorkers(manifest);
         } catch (IllegalArgumentException e) {
             throw new ApplyFailure(instance.instanceId(), e.getMessage(), e);
-        }
-    }
-
-    /** The call's result, or its own exception (a {@link ControlPlaneException}, say). */
-    private static <T> T join(CompletableFuture<T> call) {
-        try {
-            return call.join();
-        } catch (CompletionException e) {
-            if (e.getCause() instanceof RuntimeException r) {
-                throw r;
-            }
-            if (e.getCause() instanceof Error err) {
-                throw err;
-            }
-            throw e;
         }
     }
 }

@@ -22,6 +22,7 @@ import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Planner;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.topology.Topology;
+import io.weightrelay.service.lifecycle.StartupWarmUp;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -63,19 +64,19 @@ class PrepareWarmUp implements ApplicationRunner {
         if (!properties.warmUp()) {
             return;
         }
-        long started = System.nanoTime();
-        try {
-            Scheduled scheduled = warmUp();
-            log.info(
-                    "prepare warmed up in {} ms (model {}, a synthetic group per mode: {} slices"
-                            + " of {} batches checked and scheduled, nothing registered)",
-                    (System.nanoTime() - started) / 1_000_000,
-                    MODEL,
-                    scheduled.slices(),
-                    scheduled.batches());
-        } catch (RuntimeException e) {
-            log.warn("warming up prepare failed: {}", e.toString());
-        }
+        StartupWarmUp.run(
+                log,
+                "prepare",
+                PrepareWarmUp::warmUp,
+                (scheduled, ms) ->
+                        log.info(
+                                "prepare warmed up in {} ms (model {}, a synthetic group per mode:"
+                                        + " {} slices of {} batches checked and scheduled, nothing"
+                                        + " registered)",
+                                ms,
+                                MODEL,
+                                scheduled.slices(),
+                                scheduled.batches()));
     }
 
     /** What a warm-up went through: slices checked and scheduled, their batches in all. */

@@ -10,6 +10,7 @@ import io.weightrelay.publisher.segment.SegmentOwner;
 import io.weightrelay.publisher.staging.StagingArea;
 import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.concurrent.DaemonThreads;
+import io.weightrelay.service.files.DirectoryFiles;
 import io.weightrelay.service.problem.CommonProblems;
 import io.weightrelay.service.problem.ProblemKind;
 import java.io.IOException;
@@ -128,7 +129,7 @@ public final class OwnerCheckpoints {
                 }
                 out.force(true);
             }
-            syncDirectory(directory);
+            DirectoryFiles.sync(directory);
             done = true;
         } catch (IOException e) {
             throw CheckpointProblems.CHECKPOINT_IO.exception(
@@ -255,7 +256,7 @@ public final class OwnerCheckpoints {
                 throw io.weightrelay.service.problem.CommonProblems.INVALID_REQUEST.exception(
                         "object " + o.getKey() + " is not of generation " + prefix);
             }
-            if (!insideDirectory(o.getFile())) {
+            if (!DirectoryFiles.staysInside(o.getFile())) {
                 throw CommonProblems.INVALID_REQUEST
                         .exception(
                                 "object "
@@ -499,26 +500,6 @@ public final class OwnerCheckpoints {
             }
         }
         return directory;
-    }
-
-    /** A relative file name with no empty, {@code .} or {@code ..} element. */
-    static boolean insideDirectory(String file) {
-        if (file == null || file.isEmpty() || file.startsWith("/")) {
-            return false;
-        }
-        for (String element : file.split("/", -1)) {
-            if (element.isEmpty() || element.equals(".") || element.equals("..")) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /** Makes the new file's directory entry durable too. */
-    static void syncDirectory(Path directory) throws IOException {
-        try (FileChannel dir = FileChannel.open(directory, StandardOpenOption.READ)) {
-            dir.force(true);
-        }
     }
 
     private OwnerCheckpointResult result(long objects, long bytes, long started) {
