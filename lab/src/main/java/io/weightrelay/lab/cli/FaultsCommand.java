@@ -50,16 +50,15 @@ final class FaultsCommand extends LabCommand {
     boolean json;
 
     @Override
-    Invocation<List<String>> invocation() {
-        List<String> args =
-                new ToolArgs()
-                        .spaced("--model", model.model)
-                        .spaced("--only", only)
-                        .flag("--hosts", hosts)
-                        .flag("--json", json)
-                        .list();
+    Invocation<FaultSuite.Options> invocation() {
         return new Invocation<>(
-                FaultSuite.class, args, a -> FaultSuite.main(a.toArray(String[]::new)));
+                FaultSuite.class,
+                new FaultSuite.Options(
+                        model.model,
+                        only != null ? List.of(only.split(",")) : List.of(),
+                        hosts,
+                        json),
+                FaultSuite::run);
     }
 
     @Override

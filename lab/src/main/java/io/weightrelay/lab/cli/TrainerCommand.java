@@ -22,6 +22,9 @@ import picocli.CommandLine.Option;
         })
 final class TrainerCommand extends LabCommand {
 
+    /** The one trainer node's publisher when no {@code --publisher} is given. */
+    static final String DEFAULT_PUBLISHER = "trainer-0000=http://127.0.0.1:8081";
+
     @Mixin final Flags.Model model = new Flags.Model("tiny");
 
     @Option(
@@ -35,8 +38,9 @@ final class TrainerCommand extends LabCommand {
             names = "--publisher",
             paramLabel = "NODE=URL",
             description =
-                    "A trainer node's publisher, once per node (repeat the flag); default"
-                            + " trainer-0000=http://127.0.0.1:8081.")
+                    "A trainer node's publisher, once per node (repeat the flag); default "
+                            + DEFAULT_PUBLISHER
+                            + ".")
     List<String> publishers;
 
     @Option(
@@ -82,22 +86,20 @@ final class TrainerCommand extends LabCommand {
     Integer trainerNodes;
 
     @Override
-    Invocation<List<String>> invocation() {
-        ToolArgs args =
-                new ToolArgs().joined("--model", model.model).joined("--control-api", controlApi);
-        if (publishers != null) {
-            publishers.forEach(p -> args.joined("--publisher", p));
-        }
-        args.joined("--token", token)
-                .joined("--steps", steps)
-                .joined("--first-step", firstStep)
-                .joined("--seed", seed.seed)
-                .joined("--trainer-dtype", dtypes.trainerDtype)
-                .joined("--rollout-dtype", dtypes.rolloutDtype)
-                .joined("--max-fragment-bytes", maxFragmentBytes);
+    Invocation<SimulatedTrainer.Options> invocation() {
         return new Invocation<>(
                 SimulatedTrainer.class,
-                args.list(),
-                a -> SimulatedTrainer.main(a.toArray(String[]::new)));
+                new SimulatedTrainer.Options(
+                        model.model,
+                        controlApi,
+                        publishers != null ? List.copyOf(publishers) : List.of(DEFAULT_PUBLISHER),
+                        token,
+                        steps,
+                        firstStep,
+                        seed.seed,
+                        dtypes.trainer(),
+                        dtypes.rollout(),
+                        maxFragmentBytes),
+                SimulatedTrainer::run);
     }
 }
