@@ -50,31 +50,30 @@ public final class SimulatedRollout {
             String group,
             Long generation,
             int updates,
-            long seed) {}
+            long seed) {
+
+        /** The engines' workers, instances packed onto the rollout nodes in order. */
+        TargetPlacement placement() {
+            return Placements.of(
+                    ModelCatalog.layout(model), rolloutNodes, instances, tp, 1, mode, 1);
+        }
+    }
 
     public static void run(Options options) throws Exception {
         String model = options.model();
-        String token = options.token();
-        long seed = options.seed();
-        Long generation = options.generation();
-        List<String> loaders = options.loaders();
-        GenerationsApi control = controlClient(options.controlUrl(), token);
-        TargetPlacement placement =
-                Placements.of(
-                        ModelCatalog.layout(model),
-                        options.rolloutNodes(),
-                        options.instances(),
-                        options.tp(),
-                        1,
-                        options.mode(),
-                        1);
+        GenerationsApi control = controlClient(options.controlUrl(), options.token());
+        TargetPlacement placement = options.placement();
         List<String> ids = placement.instances();
         long active = control.getActiveGeneration(model).getGeneration();
         SourceManifest manifest =
-                manifest(control, model, generation != null ? generation : active);
+                manifest(
+                        control,
+                        model,
+                        options.generation() != null ? options.generation() : active);
         List<RolloutEngine> engines = new ArrayList<>();
         for (int i = 0; i < ids.size(); i++) {
-            RolloutEngine engine = new RolloutEngine(ids.get(i), loaders.get(i), token);
+            RolloutEngine engine =
+                    new RolloutEngine(ids.get(i), options.loaders().get(i), options.token());
             String node =
                     placement.workers().stream()
                             .filter(w -> w.instance().equals(engine.instance()))
@@ -95,7 +94,13 @@ public final class SimulatedRollout {
                 List<Future<String>> results = new ArrayList<>();
                 for (RolloutEngine engine : engines) {
                     results.add(
-                            pool.submit(() -> updateAndVerify(engine, generation, manifest, seed)));
+                            pool.submit(
+                                    () ->
+                                            updateAndVerify(
+                                                    engine,
+                                                    options.generation(),
+                                                    manifest,
+                                                    options.seed())));
                 }
                 for (Future<String> r : results) {
                     String line = r.get();
