@@ -22,9 +22,6 @@ import picocli.CommandLine.Option;
         })
 final class TrainerCommand extends LabCommand {
 
-    /** The one trainer node's publisher when no {@code --publisher} is given. */
-    static final String DEFAULT_PUBLISHER = "trainer-0000=http://127.0.0.1:8081";
-
     @Mixin final Flags.Model model = new Flags.Model("tiny");
 
     @Option(
@@ -37,10 +34,10 @@ final class TrainerCommand extends LabCommand {
     @Option(
             names = "--publisher",
             paramLabel = "NODE=URL",
+            defaultValue = "trainer-0000=http://127.0.0.1:8081",
             description =
-                    "A trainer node's publisher, once per node (repeat the flag); default "
-                            + DEFAULT_PUBLISHER
-                            + ".")
+                    "A trainer node's publisher, once per node (repeat the flag); default"
+                            + " ${DEFAULT-VALUE}.")
     List<String> publishers;
 
     @Option(
@@ -92,7 +89,7 @@ final class TrainerCommand extends LabCommand {
                 new SimulatedTrainer.Options(
                         model.model,
                         controlApi,
-                        publishers != null ? List.copyOf(publishers) : List.of(DEFAULT_PUBLISHER),
+                        List.copyOf(publishers),
                         token,
                         steps,
                         firstStep,
