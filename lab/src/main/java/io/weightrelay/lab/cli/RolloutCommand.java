@@ -91,7 +91,7 @@ final class RolloutCommand extends LabCommand {
                         rollout.tp,
                         rolloutNodes,
                         mode.parsed(),
-                        List.of(loaders.split(",")),
+                        loaderUrls(),
                         controlUrl,
                         token,
                         group,
@@ -101,9 +101,14 @@ final class RolloutCommand extends LabCommand {
                 SimulatedRollout::run);
     }
 
+    /** {@code --loaders}, one URL per instance. */
+    private List<String> loaderUrls() {
+        return List.of(loaders.split(","));
+    }
+
     @Override
     void check() {
-        if (loaders.split(",").length != rollout.instances) {
+        if (loaderUrls().size() != rollout.instances) {
             throw usage("--loaders needs one URL per instance (" + rollout.instances + ")");
         }
     }
