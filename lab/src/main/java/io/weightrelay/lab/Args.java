@@ -9,8 +9,7 @@ import java.util.Map;
 /**
  * The flags of the lab's programs that run as a JVM of their own and read text ({@code --name
  * value} or {@code --name=value}; repeated flags keep every value): the host agents and the
- * processes they start, and the simulated trainer and rollout engines, which {@code ./relay} starts
- * with every flag written out.
+ * processes they start. What {@code ./relay} runs in its own JVM takes typed options instead.
  */
 public final class Args {
 
@@ -49,10 +48,6 @@ public final class Args {
 
     public int getInt(String name, int fallback) {
         return (int) getLong(name, fallback);
-    }
-
-    public boolean has(String name) {
-        return values.containsKey(name);
     }
 
     public List<String> all(String name) {

@@ -50,16 +50,16 @@ final class FaultsCommand extends LabCommand {
     boolean json;
 
     @Override
-    Invocation<List<String>> invocation() {
-        List<String> args =
-                new ToolArgs()
-                        .spaced("--model", model.model)
-                        .spaced("--only", only)
-                        .flag("--hosts", hosts)
-                        .flag("--json", json)
-                        .list();
+    Invocation<FaultSuite.Options> invocation() {
         return new Invocation<>(
-                FaultSuite.class, args, a -> FaultSuite.main(a.toArray(String[]::new)));
+                FaultSuite.class,
+                new FaultSuite.Options(model.model, onlyNames(), hosts, json),
+                FaultSuite::run);
+    }
+
+    /** The cases {@code --only} names; empty when it is not given (every case runs). */
+    private List<String> onlyNames() {
+        return only != null ? List.of(only.split(",")) : List.of();
     }
 
     @Override
@@ -71,15 +71,10 @@ final class FaultsCommand extends LabCommand {
     @Override
     void check() {
         List<String> known = FaultSuite.cases().stream().map(FaultCase::name).toList();
-        if (only != null) {
-            for (String name : only.split(",")) {
-                if (!known.contains(name)) {
-                    throw usage(
-                            "--only: no fault case '"
-                                    + name
-                                    + "'; valid: "
-                                    + String.join(", ", known));
-                }
+        for (String name : onlyNames()) {
+            if (!known.contains(name)) {
+                throw usage(
+                        "--only: no fault case '" + name + "'; valid: " + String.join(", ", known));
             }
         }
     }

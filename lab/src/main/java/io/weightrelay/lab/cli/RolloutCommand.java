@@ -51,7 +51,11 @@ final class RolloutCommand extends LabCommand {
             description = "control-api; default ${DEFAULT-VALUE}.")
     String controlUrl;
 
-    @Option(names = "--token", paramLabel = "T", description = "The loader token.")
+    @Option(
+            names = "--token",
+            paramLabel = "T",
+            defaultValue = "",
+            description = "The loader token.")
     String token;
 
     @Option(
@@ -78,29 +82,33 @@ final class RolloutCommand extends LabCommand {
     @Mixin Flags.Seed seed;
 
     @Override
-    Invocation<List<String>> invocation() {
-        List<String> args =
-                new ToolArgs()
-                        .joined("--model", model.model)
-                        .joined("--instances", rollout.instances)
-                        .joined("--tp", rollout.tp)
-                        .joined("--rollout-nodes", rolloutNodes)
-                        .joined("--mode", mode.mode)
-                        .joined("--loaders", loaders)
-                        .joined("--control-url", controlUrl)
-                        .joined("--token", token)
-                        .joined("--group", group)
-                        .joined("--generation", generation)
-                        .joined("--updates", updates)
-                        .joined("--seed", seed.seed)
-                        .list();
+    Invocation<SimulatedRollout.Options> invocation() {
         return new Invocation<>(
-                SimulatedRollout.class, args, a -> SimulatedRollout.main(a.toArray(String[]::new)));
+                SimulatedRollout.class,
+                new SimulatedRollout.Options(
+                        model.model,
+                        rollout.instances,
+                        rollout.tp,
+                        rolloutNodes,
+                        mode.parsed(),
+                        loaderUrls(),
+                        controlUrl,
+                        token,
+                        group,
+                        generation,
+                        updates,
+                        seed.seed),
+                SimulatedRollout::run);
+    }
+
+    /** {@code --loaders}, one URL per instance. */
+    private List<String> loaderUrls() {
+        return List.of(loaders.split(","));
     }
 
     @Override
     void check() {
-        if (loaders.split(",").length != rollout.instances) {
+        if (loaderUrls().size() != rollout.instances) {
             throw usage("--loaders needs one URL per instance (" + rollout.instances + ")");
         }
     }

@@ -34,9 +34,10 @@ final class TrainerCommand extends LabCommand {
     @Option(
             names = "--publisher",
             paramLabel = "NODE=URL",
+            defaultValue = "trainer-0000=http://127.0.0.1:8081",
             description =
                     "A trainer node's publisher, once per node (repeat the flag); default"
-                            + " trainer-0000=http://127.0.0.1:8081.")
+                            + " ${DEFAULT-VALUE}.")
     List<String> publishers;
 
     @Option(
@@ -82,22 +83,20 @@ final class TrainerCommand extends LabCommand {
     Integer trainerNodes;
 
     @Override
-    Invocation<List<String>> invocation() {
-        ToolArgs args =
-                new ToolArgs().joined("--model", model.model).joined("--control-api", controlApi);
-        if (publishers != null) {
-            publishers.forEach(p -> args.joined("--publisher", p));
-        }
-        args.joined("--token", token)
-                .joined("--steps", steps)
-                .joined("--first-step", firstStep)
-                .joined("--seed", seed.seed)
-                .joined("--trainer-dtype", dtypes.trainerDtype)
-                .joined("--rollout-dtype", dtypes.rolloutDtype)
-                .joined("--max-fragment-bytes", maxFragmentBytes);
+    Invocation<SimulatedTrainer.Options> invocation() {
         return new Invocation<>(
                 SimulatedTrainer.class,
-                args.list(),
-                a -> SimulatedTrainer.main(a.toArray(String[]::new)));
+                new SimulatedTrainer.Options(
+                        model.model,
+                        controlApi,
+                        List.copyOf(publishers),
+                        token,
+                        steps,
+                        firstStep,
+                        seed.seed,
+                        dtypes.trainer(),
+                        dtypes.rollout(),
+                        maxFragmentBytes),
+                SimulatedTrainer::run);
     }
 }

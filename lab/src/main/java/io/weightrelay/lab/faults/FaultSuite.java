@@ -3,7 +3,6 @@ package io.weightrelay.lab.faults;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
@@ -192,40 +191,22 @@ public final class FaultSuite {
         return JSON.writeValueAsString(String.valueOf(s));
     }
 
-    public static void main(String[] args) throws Exception {
-        boolean json = false;
-        boolean hosts = false;
-        String model = "tiny";
-        Set<String> only = null;
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--json" -> json = true;
-                case "--hosts" -> hosts = true;
-                case "--model" -> model = value(args, ++i, "--model");
-                case "--only" ->
-                        only =
-                                new LinkedHashSet<>(
-                                        Arrays.asList(value(args, ++i, "--only").split(",")));
-                default -> {
-                    System.err.println(
-                            "faults: unknown flag '"
-                                    + args[i]
-                                    + "'; usage: faults [--json] [--model M] [--hosts]"
-                                    + " [--only name,...]");
-                    System.exit(2);
-                }
-            }
-        }
+    /**
+     * What {@code ./relay faults}'s flags say, defaults applied there.
+     *
+     * @param only the cases to run, by name; empty for every case
+     * @param hosts whether the multi-host cases run too (root only)
+     * @param json one JSON line per case instead of a table row
+     */
+    public record Options(String model, List<String> only, boolean hosts, boolean json) {}
+
+    public static void run(Options options) throws Exception {
+        String model = options.model();
         List<FaultCase> cases = cases();
-        if (only != null) {
-            try {
-                cases = only(cases, only);
-            } catch (IllegalArgumentException e) {
-                System.err.println("faults: " + e.getMessage());
-                System.exit(2);
-            }
+        if (!options.only().isEmpty()) {
+            cases = only(cases, new LinkedHashSet<>(options.only()));
         }
-        if (!hosts) {
+        if (!options.hosts()) {
             List<FaultCase> local = new ArrayList<>();
             for (FaultCase c : cases) {
                 if (needsHosts(c)) {
@@ -242,26 +223,17 @@ public final class FaultSuite {
         }
         Path work = Files.createTempDirectory("wr-faults-");
         long started = System.nanoTime();
-        boolean asJson = json;
         List<FaultResult> results;
         try {
             results =
                     run(
-                            new FaultContext(model, hosts, work),
+                            new FaultContext(model, options.hosts(), work),
                             cases,
-                            r -> System.out.println(asJson ? json(r) : row(r)));
+                            r -> System.out.println(options.json() ? json(r) : row(r)));
         } finally {
             FileSystemUtils.deleteRecursively(work);
         }
         System.out.println(summary(model, results, (System.nanoTime() - started) / 1e9));
         System.exit(results.stream().allMatch(FaultResult::passed) ? 0 : 1);
-    }
-
-    private static String value(String[] args, int i, String flag) {
-        if (i >= args.length) {
-            System.err.println("faults: " + flag + " needs a value");
-            System.exit(2);
-        }
-        return args[i];
     }
 }

@@ -7,7 +7,6 @@ import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
-import io.weightrelay.lab.Args;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Placements;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -22,46 +21,59 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 /**
- * {@code ./relay rollout --model M --instances I --tp P --mode compat|direct --loaders URL,URL,...
- * --control-url URL --token T [--rollout-nodes 2] [--group G] [--generation N] [--seed 1]
- * [--updates 1]}: one simulated engine per loader-service (instance {@code i} talks to the {@code
- * i}-th URL; instances are packed onto the rollout nodes in order, like {@link Placements}). Each
- * engine registers its workers and buffers, then, per update, "drains", asks its loader to update
- * (to {@code --generation} or the active one), follows the progress, and checks every byte it
- * received. Prints one JSON line per engine and update; exits 1 if any update did not end {@code
- * UPDATED} with every byte correct.
+ * {@code ./relay rollout}: one simulated engine per loader-service (instance {@code i} talks to the
+ * {@code i}-th loader; instances are packed onto the rollout nodes in order, like {@link
+ * Placements}). Each engine registers its workers and buffers, then, per update, "drains", asks its
+ * loader to update (to the given generation or the active one), follows the progress, and checks
+ * every byte it received. Prints one JSON line per engine and update; exits 1 if any update did not
+ * end {@code UPDATED} with every byte correct.
  */
 public final class SimulatedRollout {
     private SimulatedRollout() {}
 
-    public static void main(String[] argv) throws Exception {
-        Args args = new Args(argv);
-        String model = args.get("model", "tiny");
-        int instances = args.getInt("instances", 4);
-        int tp = args.getInt("tp", 2);
-        int rolloutNodes = args.getInt("rollout-nodes", 2);
-        Mode mode = args.mode();
-        String group = args.get("group", "lab");
-        String token = args.get("token", "");
-        long seed = args.seed();
-        int updates = args.getInt("updates", 1);
-        Long generation = args.has("generation") ? args.getLong("generation", 0) : null;
-        List<String> loaders = List.of(args.get("loaders", "").split(","));
-        if (loaders.size() != instances) {
-            throw new IllegalArgumentException(
-                    "--loaders needs one URL per instance (" + instances + ")");
+    /**
+     * What {@code ./relay rollout}'s flags say, defaults applied there.
+     *
+     * @param loaders one loader-service URL per instance
+     * @param generation the generation to update to; null for the active one
+     * @param updates updates per engine
+     */
+    public record Options(
+            String model,
+            int instances,
+            int tp,
+            int rolloutNodes,
+            Mode mode,
+            List<String> loaders,
+            String controlUrl,
+            String token,
+            String group,
+            Long generation,
+            int updates,
+            long seed) {
+
+        /** The engines' workers, instances packed onto the rollout nodes in order. */
+        TargetPlacement placement() {
+            return Placements.of(
+                    ModelCatalog.layout(model), rolloutNodes, instances, tp, 1, mode, 1);
         }
-        GenerationsApi control =
-                controlClient(args.get("control-url", "http://127.0.0.1:8080"), token);
-        TargetPlacement placement =
-                Placements.of(ModelCatalog.layout(model), rolloutNodes, instances, tp, 1, mode, 1);
+    }
+
+    public static void run(Options options) throws Exception {
+        String model = options.model();
+        GenerationsApi control = controlClient(options.controlUrl(), options.token());
+        TargetPlacement placement = options.placement();
         List<String> ids = placement.instances();
         long active = control.getActiveGeneration(model).getGeneration();
         SourceManifest manifest =
-                manifest(control, model, generation != null ? generation : active);
+                manifest(
+                        control,
+                        model,
+                        options.generation() != null ? options.generation() : active);
         List<RolloutEngine> engines = new ArrayList<>();
         for (int i = 0; i < ids.size(); i++) {
-            RolloutEngine engine = new RolloutEngine(ids.get(i), loaders.get(i), token);
+            RolloutEngine engine =
+                    new RolloutEngine(ids.get(i), options.loaders().get(i), options.token());
             String node =
                     placement.workers().stream()
                             .filter(w -> w.instance().equals(engine.instance()))
@@ -70,7 +82,7 @@ public final class SimulatedRollout {
                             .node();
             engine.register(
                     model,
-                    group,
+                    options.group(),
                     node,
                     RolloutEngine.workers(placement, engine.instance(), manifest));
             engines.add(engine);
@@ -78,11 +90,17 @@ public final class SimulatedRollout {
         boolean ok = true;
         ExecutorService pool = Executors.newFixedThreadPool(engines.size());
         try {
-            for (int u = 0; u < updates; u++) {
+            for (int u = 0; u < options.updates(); u++) {
                 List<Future<String>> results = new ArrayList<>();
                 for (RolloutEngine engine : engines) {
                     results.add(
-                            pool.submit(() -> updateAndVerify(engine, generation, manifest, seed)));
+                            pool.submit(
+                                    () ->
+                                            updateAndVerify(
+                                                    engine,
+                                                    options.generation(),
+                                                    manifest,
+                                                    options.seed())));
                 }
                 for (Future<String> r : results) {
                     String line = r.get();

@@ -1,8 +1,6 @@
 package io.weightrelay.lab.trainer;
 
-import io.weightrelay.lab.Args;
 import io.weightrelay.reshard.manifest.DType;
-import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
 import io.weightrelay.testkit.sim.DeterministicWeights;
 import io.weightrelay.testkit.sim.SimulatedModel;
@@ -12,7 +10,6 @@ import io.weightrelay.trainer.client.RankPublisher;
 import io.weightrelay.trainer.client.RestCoordinator;
 import io.weightrelay.trainer.client.TrainerSession;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -20,55 +17,55 @@ import java.util.Map;
 
 /**
  * {@code ./relay trainer}: publishes generations of a catalogued model with deterministic contents
- * through control-api and one publisher-service per trainer node.
- *
- * <pre>
- * --model qwen2.5-0.5b            catalogued model (tiny, qwen2.5-0.5b, ...)
- * --control-api http://127.0.0.1:8080
- * --publisher trainer-0000=http://127.0.0.1:8081   one per trainer node (repeat the flag)
- * --trainer-dtype bf16 --rollout-dtype bf16
- * --seed 1 --steps 1 --first-step 0
- * --max-fragment-bytes 67108864 --token &lt;trainer token&gt;
- * </pre>
- *
- * Prints one JSON line per generation; exits 1 when a generation was aborted.
+ * through control-api and one publisher-service per trainer node. Prints one JSON line per
+ * generation; exits 1 when a generation was aborted.
  */
 public final class SimulatedTrainer {
 
     private SimulatedTrainer() {}
 
-    public static void main(String[] argv) {
-        Args args = new Args(argv);
-        String model = args.get("model", "tiny");
-        long maxFragment =
-                args.getLong("max-fragment-bytes", Fragmenter.DEFAULT_MAX_FRAGMENT_BYTES);
+    /**
+     * What {@code ./relay trainer}'s flags say, defaults applied there.
+     *
+     * @param publishers {@code node=url}, one per trainer node
+     * @param token the trainer token; null for {@code $RELAY_TRAINER_TOKEN}
+     * @param steps generations to publish, from training step {@code firstStep} on
+     * @param maxFragmentBytes the largest stored object
+     */
+    public record Options(
+            String model,
+            String controlApi,
+            List<String> publishers,
+            String token,
+            long steps,
+            long firstStep,
+            long seed,
+            DType trainerDtype,
+            DType rolloutDtype,
+            long maxFragmentBytes) {}
+
+    public static void run(Options options) {
+        String model = options.model();
+        long maxFragment = options.maxFragmentBytes();
         SourceManifest manifest =
                 SimulatedModel.manifest(
-                        model,
-                        DType.ofWireName(args.get("trainer-dtype", "bf16")),
-                        DType.ofWireName(args.get("rollout-dtype", "bf16")),
-                        maxFragment);
-        String token = args.get("token", System.getenv("RELAY_TRAINER_TOKEN"));
+                        model, options.trainerDtype(), options.rolloutDtype(), maxFragment);
+        String token =
+                options.token() != null ? options.token() : System.getenv("RELAY_TRAINER_TOKEN");
         Map<String, PublisherClient> publishers = new LinkedHashMap<>();
-        List<String> specs = new ArrayList<>(args.all("publisher"));
-        if (specs.isEmpty()) {
-            specs.add("trainer-0000=http://127.0.0.1:8081");
-        }
-        for (String spec : specs) {
+        for (String spec : options.publishers()) {
             String[] kv = spec.split("=", 2);
             publishers.put(kv[0], PublisherClient.connect(kv[1], token, Duration.ofMinutes(5)));
         }
         RestCoordinator coordinator =
                 new RestCoordinator(
-                        args.get("control-api", "http://127.0.0.1:8080"),
-                        token,
-                        Duration.ofMinutes(2),
-                        maxFragment);
-        RankPublisher.Options options = new RankPublisher.Options(2, false, Duration.ofMinutes(5));
-        TrainerSession session = new TrainerSession(coordinator, publishers, options);
-        long seed = args.seed();
-        long first = args.getLong("first-step", 0);
-        long steps = args.getLong("steps", 1);
+                        options.controlApi(), token, Duration.ofMinutes(2), maxFragment);
+        RankPublisher.Options publishing =
+                new RankPublisher.Options(2, false, Duration.ofMinutes(5));
+        TrainerSession session = new TrainerSession(coordinator, publishers, publishing);
+        long seed = options.seed();
+        long first = options.firstStep();
+        long steps = options.steps();
         int failures = 0;
         for (long step = first; step < first + steps; step++) {
             long started = System.nanoTime();
