@@ -96,12 +96,7 @@ public final class NaiveReader {
         Args a = new Args(argv);
         Agent agent = Agent.claimStdout();
         NaiveReader reader = new NaiveReader(a);
-        long needed = 0;
-        for (Plan p : reader.plans) {
-            for (int i = 0; i < p.readCount(); i++) {
-                needed += p.readBytes(i);
-            }
-        }
+        long needed = reader.plans.stream().mapToLong(UpdateBench::storeBytesNeeded).sum();
         agent.say("{\"ok\":true,\"workers\":" + reader.plans.size() + ",\"bytes\":" + needed + "}");
         agent.serve(
                 w -> {

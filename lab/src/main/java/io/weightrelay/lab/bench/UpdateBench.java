@@ -425,8 +425,8 @@ public final class UpdateBench {
                     spec.modeName(),
                     spec.instances(),
                     spec.tp(),
-                    options.install().staged() ? "staged" : "in-place",
-                    options.install().onRequest() ? "on-request" : "with-update",
+                    options.install().directInstall(),
+                    options.install().when(),
                     slowest(warm, d -> d.getPauseMs()) / 1e3,
                     slowest(warm, d -> d.getFetchMs()) / 1e3,
                     slowest(warm, d -> d.getInstallMs()) / 1e3,
@@ -478,7 +478,8 @@ public final class UpdateBench {
         }
     }
 
-    private static long storeBytesNeeded(Plan plan) {
+    /** Every byte {@code plan} reads from the store: each stored byte a worker needs, once. */
+    static long storeBytesNeeded(Plan plan) {
         long bytes = 0;
         for (int i = 0; i < plan.readCount(); i++) {
             bytes += plan.readBytes(i);
@@ -558,6 +559,16 @@ public final class UpdateBench {
         /** {@code --direct-install staged} or in place, for instances of {@code mode}. */
         public static Install of(boolean staged, Mode mode) {
             return new Install(staged, staged || mode == Mode.COMPAT);
+        }
+
+        /** {@code direct_install} as the bench lines report it. */
+        String directInstall() {
+            return staged ? "staged" : "in-place";
+        }
+
+        /** {@code install} as the bench lines report it: when the engines install. */
+        String when() {
+            return onRequest ? "on-request" : "with-update";
         }
     }
 }
