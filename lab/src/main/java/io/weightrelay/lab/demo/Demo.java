@@ -370,11 +370,6 @@ public final class Demo {
         }
     }
 
-    /** {@link #run(LabCluster.Spec, DataplaneEngine)} on the built-in engine. */
-    public static Report run(LabCluster.Spec spec) throws Exception {
-        return run(spec, DataplaneEngine.BUILTIN);
-    }
-
     /**
      * The demo's story on a fresh lab of {@code spec} on {@code engine}, stopped at the end (or on
      * Ctrl-C): on Mooncake with a master of its own, removed with the lab.

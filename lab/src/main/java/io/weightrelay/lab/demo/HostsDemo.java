@@ -201,14 +201,9 @@ public final class HostsDemo {
     }
 
     /**
-     * One mode on fresh hosts named from {@code prefix}: the demo's story and every measurement it
-     * reports.
+     * One mode on fresh hosts named from {@code prefix}, every service on {@code engine}: the
+     * demo's story and every measurement it reports.
      */
-    public static ModeResult runMode(LabCluster.Spec spec, String prefix) throws Exception {
-        return runMode(spec, prefix, DataplaneEngine.BUILTIN);
-    }
-
-    /** {@link #runMode(LabCluster.Spec, String)} with every service on {@code engine}. */
     public static ModeResult runMode(LabCluster.Spec spec, String prefix, DataplaneEngine engine)
             throws Exception {
         String engineName = engine.label();
