@@ -27,7 +27,6 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.function.Function;
 
 /**
@@ -516,18 +515,10 @@ public final class UpdateBench {
                                                 .build()));
                 plans.add(Planner.plan(manifest, new TargetPlacement(List.of(w)), topology));
             }
+            List<Dataplane> planeOfWorker =
+                    placement.workers().stream().map(w -> planes.get(w.node())).toList();
             long started = System.nanoTime();
-            List<Future<Long>> futures = new ArrayList<>();
-            for (int k = 0; k < plans.size(); k++) {
-                Plan plan = plans.get(k);
-                Dataplane dp = planes.get(placement.workers().get(k).node());
-                futures.add(
-                        pool.submit(
-                                () -> NaiveReader.readAll(dp, plan, manifest.model(), generation)));
-            }
-            for (Future<Long> f : futures) {
-                f.get();
-            }
+            NaiveReader.readAtOnce(pool, planeOfWorker, plans, manifest.model(), generation);
             return (System.nanoTime() - started) / 1e9;
         } finally {
             pool.shutdownNow();
