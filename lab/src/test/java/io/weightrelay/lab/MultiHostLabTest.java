@@ -2,6 +2,7 @@ package io.weightrelay.lab;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.demo.HostsDemo;
 import io.weightrelay.reshard.placement.Mode;
@@ -38,7 +39,9 @@ class MultiHostLabTest {
     @ParameterizedTest
     @EnumSource(Mode.class)
     void everyCrossHostByteCrossesARealInterfaceAndIsVerified(Mode mode) throws Exception {
-        HostsDemo.ModeResult r = HostsDemo.runMode(LabCluster.Spec.of("tiny", 2, 2, mode), PREFIX);
+        HostsDemo.ModeResult r =
+                HostsDemo.runMode(
+                        LabCluster.Spec.of("tiny", 2, 2, mode), PREFIX, DataplaneEngine.BUILTIN);
 
         Delivery.acrossHosts(r, FRAMING_SHARE, HANDSHAKES_BYTES);
         assertThat(r.engineTcpBytes()).as("bytes the engines moved between hosts").isPositive();

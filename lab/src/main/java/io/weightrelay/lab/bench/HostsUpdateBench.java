@@ -112,10 +112,7 @@ public final class HostsUpdateBench {
             double predictedLineRate = ClusterModel.predictedSeconds(plan);
             double predicted = ClusterModel.predictedSeconds(plan, PAYLOAD_FRACTION);
             double predictedBusiestIn = max(Traffic.of(plan).nicIn());
-            long needed = 0;
-            for (int i = 0; i < plan.readCount(); i++) {
-                needed += plan.readBytes(i);
-            }
+            long needed = UpdateBench.storeBytesNeeded(plan);
             double naivePredicted =
                     naivePredictedSeconds(manifest, placement, topology, linkGbps)
                             / PAYLOAD_FRACTION;
@@ -189,8 +186,8 @@ public final class HostsUpdateBench {
                             spec.tp(),
                             rounds.warmups(),
                             run.repeat(),
-                            install.staged() ? "staged" : "in-place",
-                            install.onRequest() ? "on-request" : "with-update",
+                            install.directInstall(),
+                            install.when(),
                             longest(warm.engines(), "pause_ms") / 1e3,
                             longest(warm.engines(), "fetch_ms") / 1e3,
                             longest(warm.engines(), "install_ms") / 1e3,
@@ -273,7 +270,7 @@ public final class HostsUpdateBench {
                                     "--model=" + spec.model(),
                                     "--instances=" + spec.instances(),
                                     "--tp=" + spec.tp(),
-                                    "--mode=" + spec.mode().name().toLowerCase(Locale.ROOT),
+                                    "--mode=" + spec.modeName(),
                                     "--trainer-nodes=" + spec.trainerNodes(),
                                     "--rollout-nodes=" + spec.rolloutNodes()),
                             lab.logs()));

@@ -101,22 +101,8 @@ public final class MooncakeDataplaneBench {
                 Segment source = a.createReceiveSegment("bench-mc-source", size);
                 Segment target = c.createReceiveSegment("bench-mc-target", size)) {
             fill(source);
-            Runnable write =
-                    () ->
-                            a.engine()
-                                    .transfer(
-                                            List.of(
-                                                    TransferRequest.write(
-                                                            source, 0, target.name(), 0, size)),
-                                            WAIT);
-            Runnable read =
-                    () ->
-                            c.engine()
-                                    .transfer(
-                                            List.of(
-                                                    TransferRequest.read(
-                                                            target, 0, source.name(), 0, size)),
-                                            WAIT);
+            Runnable write = transfer(a, TransferRequest.write(source, 0, target.name(), 0, size));
+            Runnable read = transfer(c, TransferRequest.read(target, 0, source.name(), 0, size));
 
             zero(target);
             write.run(); // warm-up, and the bytes checked
@@ -132,14 +118,7 @@ public final class MooncakeDataplaneBench {
             double tcpGbps = HostsDataplaneBench.median(tcp);
             double tcpRead = measure(repeats, size, read);
 
-            Runnable small =
-                    () ->
-                            a.engine()
-                                    .transfer(
-                                            List.of(
-                                                    TransferRequest.write(
-                                                            source, 0, target.name(), 0, SMALL)),
-                                            WAIT);
+            Runnable small = transfer(a, TransferRequest.write(source, 0, target.name(), 0, SMALL));
             small.run();
             double[] smallUs = new double[SMALL_WRITES];
             for (int i = 0; i < SMALL_WRITES; i++) {
@@ -205,6 +184,11 @@ public final class MooncakeDataplaneBench {
     }
 
     /** Every 8-byte word of the segment set to a value of its position (0 with {@code zero}). */
+    /** One transfer of {@code request} by {@code from}'s engine, waited for, as a round. */
+    private static Runnable transfer(Dataplane from, TransferRequest request) {
+        return () -> from.engine().transfer(List.of(request), WAIT);
+    }
+
     private static void fill(Segment segment) {
         write(segment, false);
     }

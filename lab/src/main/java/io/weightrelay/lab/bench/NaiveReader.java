@@ -96,12 +96,7 @@ public final class NaiveReader {
         Args a = new Args(argv);
         Agent agent = Agent.claimStdout();
         NaiveReader reader = new NaiveReader(a);
-        long needed = 0;
-        for (Plan p : reader.plans) {
-            for (int i = 0; i < p.readCount(); i++) {
-                needed += p.readBytes(i);
-            }
-        }
+        long needed = reader.plans.stream().mapToLong(UpdateBench::storeBytesNeeded).sum();
         agent.say("{\"ok\":true,\"workers\":" + reader.plans.size() + ",\"bytes\":" + needed + "}");
         agent.serve(
                 w -> {
@@ -119,44 +114,59 @@ public final class NaiveReader {
 
     /** Every worker of this host reads all it needs of {@code generation}, all at once. */
     private String read(long generation) throws Exception {
-        long tcp0 = 0;
-        long local0 = 0;
-        for (Dataplane dp : planes) {
-            tcp0 += dp.counters().tcpRead();
-            local0 += dp.counters().localRead();
-        }
+        long[] before = readCounters();
         long started = System.nanoTime();
-        List<Future<Long>> futures = new ArrayList<>();
-        for (int k = 0; k < plans.size(); k++) {
-            Plan plan = plans.get(k);
-            Dataplane dp = planes.get(k);
-            futures.add(pool.submit(() -> readAll(dp, plan, manifest.model(), generation)));
-        }
-        long bytes = 0;
-        for (Future<Long> f : futures) {
-            bytes += f.get();
-        }
+        long bytes = readAtOnce(pool, planes, plans, manifest.model(), generation);
         double seconds = (System.nanoTime() - started) / 1e9;
-        long tcp = 0;
-        long local = 0;
-        for (Dataplane dp : planes) {
-            tcp += dp.counters().tcpRead();
-            local += dp.counters().localRead();
-        }
+        long[] after = readCounters();
         return String.format(
                 Locale.ROOT,
                 "{\"ok\":true,\"seconds\":%.6f,\"bytes\":%d,\"tcp_read\":%d,\"local_read\":%d}",
                 seconds,
                 bytes,
-                tcp - tcp0,
-                local - local0);
+                after[0] - before[0],
+                after[1] - before[1]);
+    }
+
+    /** The tcp and the local bytes this host's workers' data planes have read so far. */
+    private long[] readCounters() {
+        long[] read = new long[2];
+        for (Dataplane dp : planes) {
+            read[0] += dp.counters().tcpRead();
+            read[1] += dp.counters().localRead();
+        }
+        return read;
+    }
+
+    /**
+     * Each worker's naive reads ({@code plans.get(k)} through {@code planes.get(k)}), every worker
+     * at once on {@code pool}; returns the bytes read.
+     */
+    static long readAtOnce(
+            ExecutorService pool,
+            List<Dataplane> planes,
+            List<Plan> plans,
+            String model,
+            long generation)
+            throws Exception {
+        List<Future<Long>> futures = new ArrayList<>();
+        for (int k = 0; k < plans.size(); k++) {
+            Plan plan = plans.get(k);
+            Dataplane dp = planes.get(k);
+            futures.add(pool.submit(() -> readAll(dp, plan, model, generation)));
+        }
+        long bytes = 0;
+        for (Future<Long> f : futures) {
+            bytes += f.get();
+        }
+        return bytes;
     }
 
     /**
      * One worker's naive reads, one after another, each exactly the ranges its plan reads, into a
      * staging buffer of the largest read's span (also {@link UpdateBench}'s loopback baseline).
      */
-    static long readAll(Dataplane dp, Plan plan, String model, long generation) {
+    private static long readAll(Dataplane dp, Plan plan, String model, long generation) {
         long biggest = 0;
         for (int i = 0; i < plan.readCount(); i++) {
             biggest = Math.max(biggest, plan.readSpan(i));

@@ -27,7 +27,6 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.function.Function;
 
 /**
@@ -425,8 +424,8 @@ public final class UpdateBench {
                     spec.modeName(),
                     spec.instances(),
                     spec.tp(),
-                    options.install().staged() ? "staged" : "in-place",
-                    options.install().onRequest() ? "on-request" : "with-update",
+                    options.install().directInstall(),
+                    options.install().when(),
                     slowest(warm, d -> d.getPauseMs()) / 1e3,
                     slowest(warm, d -> d.getFetchMs()) / 1e3,
                     slowest(warm, d -> d.getInstallMs()) / 1e3,
@@ -478,7 +477,8 @@ public final class UpdateBench {
         }
     }
 
-    private static long storeBytesNeeded(Plan plan) {
+    /** Every byte {@code plan} reads from the store: each stored byte a worker needs, once. */
+    static long storeBytesNeeded(Plan plan) {
         long bytes = 0;
         for (int i = 0; i < plan.readCount(); i++) {
             bytes += plan.readBytes(i);
@@ -515,18 +515,10 @@ public final class UpdateBench {
                                                 .build()));
                 plans.add(Planner.plan(manifest, new TargetPlacement(List.of(w)), topology));
             }
+            List<Dataplane> planeOfWorker =
+                    placement.workers().stream().map(w -> planes.get(w.node())).toList();
             long started = System.nanoTime();
-            List<Future<Long>> futures = new ArrayList<>();
-            for (int k = 0; k < plans.size(); k++) {
-                Plan plan = plans.get(k);
-                Dataplane dp = planes.get(placement.workers().get(k).node());
-                futures.add(
-                        pool.submit(
-                                () -> NaiveReader.readAll(dp, plan, manifest.model(), generation)));
-            }
-            for (Future<Long> f : futures) {
-                f.get();
-            }
+            NaiveReader.readAtOnce(pool, planeOfWorker, plans, manifest.model(), generation);
             return (System.nanoTime() - started) / 1e9;
         } finally {
             pool.shutdownNow();
@@ -558,6 +550,16 @@ public final class UpdateBench {
         /** {@code --direct-install staged} or in place, for instances of {@code mode}. */
         public static Install of(boolean staged, Mode mode) {
             return new Install(staged, staged || mode == Mode.COMPAT);
+        }
+
+        /** {@code direct_install} as the bench lines report it. */
+        String directInstall() {
+            return staged ? "staged" : "in-place";
+        }
+
+        /** {@code install} as the bench lines report it: when the engines install. */
+        String when() {
+            return onRequest ? "on-request" : "with-update";
         }
     }
 }

@@ -178,11 +178,6 @@ public final class Demo {
             return modeByInstance.values().stream().distinct().sorted().toList();
         }
 
-        /** The engine's name as the flag takes it ({@code builtin}, {@code mooncake}). */
-        public String engineName() {
-            return engine.name().toLowerCase(Locale.ROOT);
-        }
-
         /**
          * Over every generation, the share of objects whose replica the Mooncake master reports in
          * their own publisher's segment; 0 on the built-in engine (not asked).
@@ -205,7 +200,7 @@ public final class Demo {
                             + "\"bytes_verified\":%d,\"min_store_read_ratio\":%.4f,"
                             + "\"max_store_read_ratio\":%.4f,\"publish_tcp_bytes\":%d,%s"
                             + "\"seconds\":%.1f,\"verified\":%s}",
-                    engineName(),
+                    engine.label(),
                     model,
                     instances,
                     tp,
@@ -311,7 +306,7 @@ public final class Demo {
                             "%s in %.1f s on %s: instances %s",
                             verified() ? "every check held" : "A CHECK FAILED",
                             seconds,
-                            engineName(),
+                            engine.label(),
                             modeByInstance));
         }
     }
@@ -375,11 +370,6 @@ public final class Demo {
         }
     }
 
-    /** {@link #run(LabCluster.Spec, DataplaneEngine)} on the built-in engine. */
-    public static Report run(LabCluster.Spec spec) throws Exception {
-        return run(spec, DataplaneEngine.BUILTIN);
-    }
-
     /**
      * The demo's story on a fresh lab of {@code spec} on {@code engine}, stopped at the end (or on
      * Ctrl-C): on Mooncake with a master of its own, removed with the lab.
@@ -402,7 +392,7 @@ public final class Demo {
                 spec.instances(),
                 spec.tp(),
                 spec.mode() == null ? "both modes" : spec.modeName() + " mode",
-                engine.name().toLowerCase(Locale.ROOT));
+                engine.label());
         LabCluster lab;
         Dataplane reader = null;
         try {
@@ -619,7 +609,8 @@ public final class Demo {
         return total;
     }
 
-    private static double ratio(long read, long needed) {
+    /** {@code read / needed}, 0 where nothing was needed. */
+    static double ratio(long read, long needed) {
         return needed == 0 ? 0 : (double) read / needed;
     }
 

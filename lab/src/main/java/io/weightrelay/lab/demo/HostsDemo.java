@@ -69,7 +69,7 @@ public final class HostsDemo {
             List<String> secretsInLogs) {
 
         public double storeReadRatio() {
-            return storeBytesNeeded == 0 ? 0 : (double) storeBytesRead / storeBytesNeeded;
+            return Demo.ratio(storeBytesRead, storeBytesNeeded);
         }
 
         /** Every check the demo makes, as the test makes them. */
@@ -174,7 +174,7 @@ public final class HostsDemo {
                         options.tp(),
                         verified,
                         verifiedBytes,
-                        needed == 0 ? 0 : (double) read / needed,
+                        Demo.ratio(read, needed),
                         tcp,
                         iface,
                         payload,
@@ -191,7 +191,7 @@ public final class HostsDemo {
                     results.stream().map(ModeResult::mode).toList(),
                     verified ? "every check held" : "A CHECK FAILED",
                     verifiedBytes / 1e6,
-                    needed == 0 ? 0 : (double) read / needed,
+                    Demo.ratio(read, needed),
                     tcp / 1e6,
                     payload / 1e6);
         }
@@ -201,17 +201,12 @@ public final class HostsDemo {
     }
 
     /**
-     * One mode on fresh hosts named from {@code prefix}: the demo's story and every measurement it
-     * reports.
+     * One mode on fresh hosts named from {@code prefix}, every service on {@code engine}: the
+     * demo's story and every measurement it reports.
      */
-    public static ModeResult runMode(LabCluster.Spec spec, String prefix) throws Exception {
-        return runMode(spec, prefix, DataplaneEngine.BUILTIN);
-    }
-
-    /** {@link #runMode(LabCluster.Spec, String)} with every service on {@code engine}. */
     public static ModeResult runMode(LabCluster.Spec spec, String prefix, DataplaneEngine engine)
             throws Exception {
-        String engineName = engine.name().toLowerCase(Locale.ROOT);
+        String engineName = engine.label();
         String mode = spec.mode().name().toLowerCase(Locale.ROOT);
         say(
                 "%s mode: making hosts and starting Redis, control-api, %d publishers and %d loaders"
