@@ -26,7 +26,7 @@ abstract class RelayCommand {
     static final String EXIT_USAGE =
             "2:usage error: an unknown flag, a bad value or a missing one (nothing was started)";
     static final String EXIT_CANNOT =
-            "3:cannot run here: needs root or redis-server, or not part of this build";
+            "3:cannot run here: needs root, or redis-server to start a Redis of its own";
 
     @Mixin Flags.Help help;
 }
