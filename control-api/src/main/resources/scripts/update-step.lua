@@ -19,7 +19,7 @@
 -- registration that expired while no control-api instance served (the outage tick.lua records)
 -- is not gone until one TTL after the outage ended: the rule of live-after.lua, applied here.
 -- SENT sits between APPLYING and APPLIED: the loader's own writes all landed, and it hands the
--- digests of what it wrote into each instance's buffers (ARGV[15], ARGV[16]: destination, base64,
+-- digests of what it wrote into each instance's buffers (ARGV[16], ARGV[17]: destination, base64,
 -- pairs) to the sent hash, field '<destination>><sender>', and marks the participant sent. Every
 -- participant sent opens the sent barrier (the session stays APPLYING); each receiver then proves its buffers against what was sent
 -- to it and reports APPLIED, or FAILED naming the sender, before any engine can advance.
@@ -27,7 +27,7 @@
 --       last control-api tick, outage hash, sent hash
 -- ARGV: instance, epoch, phase, bytesRead, bytesPushed, bytesReceived, failingPeer, error,
 --       checksums (base64), verify ('1' or ''), generation, key prefix, loader ttlMs, outage gapMs,
---       then with SENT: destination, digests (base64), ...; with POST_APPLIED: fetchMs,
+--       attempt (the report's, '' when it names none), then with SENT: destination, digests (base64), ...; with POST_APPLIED: fetchMs,
 --       installMs, pauseMs (each may be empty), of which the session hash keeps the largest;
 --       with PREPARED: '1' when the loader's fetch writes nothing its engine serves from
 --       (servesThroughFetch)
@@ -42,8 +42,15 @@
 -- those participants left at APPLIED (unconfirmed). A POST_APPLIED a loader sends later (it retries
 -- until control-api answers) still confirms it: it records the generation and releases the leases
 -- as it would have before the end.
+-- Attempts: update-start.lua retries a session that ended RESUMED_OLD as the next attempt (the
+-- hash's 'attempt', 1 when absent). A report naming another attempt than the session's is refused
+-- before it touches anything ('stale-attempt'): it belongs to an attempt that ended. A report
+-- naming none is taken as the current attempt's (loaders that predate attempts). A FAILED report
+-- marks its participant 'ended', also once the session had ended: update-start.lua retries only
+-- once no member of the failed attempt can still act in it.
 -- Returns {'ok', transitions...} | {'not-found'} | {'not-participant'} | {'no-epoch'}
 --       | {'fenced', reason, registeredEpoch} | {'closed', state}
+--       | {'stale-attempt', reportedAttempt, sessionAttempt, state}
 --       | {'out-of-order', state, participantPhase}
 -- Transitions: 'prepare:ms', 'apply:ms', 'post-apply:ms', 'failed:STATE', 'verify:0'.
 --@include live-after
@@ -169,6 +176,11 @@ if ARGV[1] == '' and state == 'APPLYING' then
 end
 
 if ARGV[1] ~= '' then
+  local attempt = redis.call('HGET', s, 'attempt') or '1'
+  if ARGV[15] ~= '' and ARGV[15] ~= attempt then
+    if #transitions > 0 then redis.call('PUBLISH', KEYS[4], state) end
+    return {'stale-attempt', ARGV[15], attempt, state}
+  end
   local raw = redis.call('HGET', pk, ARGV[1])
   if not raw then
     if #transitions > 0 then redis.call('PUBLISH', KEYS[4], state) end
@@ -208,6 +220,11 @@ if ARGV[1] ~= '' then
   local want = {PREPARED = 1, APPLYING = 2, SENT = 2.5, APPLIED = 3, POST_APPLIED = 4}
   if phase == 'FAILED' then
     if terminal(state) then
+      -- Too late to change the session, but this member has ended its part in it.
+      if same_life and not p.ended then
+        p.ended = true
+        redis.call('HSET', pk, ARGV[1], cjson.encode(p))
+      end
       if #transitions > 0 then redis.call('PUBLISH', KEYS[4], state) end
       return {'closed', state}
     end
@@ -215,6 +232,7 @@ if ARGV[1] ~= '' then
     if ARGV[7] ~= '' then why = why .. ' (failing peer: ' .. ARGV[7] .. ')' end
     fail(ARGV[1], why)
     p.phase = state
+    p.ended = true
     p.error = ARGV[8]
     if ARGV[7] ~= '' then p.failingPeer = ARGV[7] end
   else
@@ -238,7 +256,7 @@ if ARGV[1] ~= '' then
     if not allowed then return {'out-of-order', state, p.phase} end
     if current < target then p.phase = target == 4 and 'DONE' or phase end
     if phase == 'SENT' then p.sent = true end
-    if phase == 'PREPARED' and ARGV[15] == '1' then p.servesThroughFetch = true end
+    if phase == 'PREPARED' and ARGV[16] == '1' then p.servesThroughFetch = true end
   end
   -- A participant's counts only grow within a session: a later report without counts (loaders
   -- send 0 with PREPARED and POST_APPLIED) keeps what its APPLIED report said.
@@ -253,7 +271,7 @@ if ARGV[1] ~= '' then
   redis.call('HSET', pk, ARGV[1], cjson.encode(p))
   if state == 'DONE' then redis.call('HSET', s, 'unconfirmed', first_below(4)) end
   if phase == 'SENT' then
-    for i = 15, #ARGV - 1, 2 do
+    for i = 16, #ARGV - 1, 2 do
       redis.call('HSET', KEYS[9], ARGV[i] .. '>' .. ARGV[1], ARGV[i + 1])
     end
     local ttl = redis.call('TTL', s)
@@ -262,7 +280,7 @@ if ARGV[1] ~= '' then
   if phase == 'POST_APPLIED' then
     -- The update as the engines lived it: the session keeps the slowest loader's of each.
     for i, field in ipairs({'fetchMs', 'installMs', 'pauseMs'}) do
-      local v = ARGV[14 + i]
+      local v = ARGV[15 + i]
       if v and v ~= '' then
         local had = redis.call('HGET', s, field)
         if not had or tonumber(v) > tonumber(had) then redis.call('HSET', s, field, v) end

@@ -69,6 +69,7 @@ public class PhaseReports {
         Reply result =
                 steps.step(
                         sessionKey,
+                        report.getAttempt(),
                         sent,
                         report.getInstance(),
                         report.getEpoch() == null ? "" : String.valueOf(report.getEpoch()),
@@ -100,6 +101,25 @@ public class PhaseReports {
                                             + " is not a participant of this session")
                             .with("instance", report.getInstance());
             case "fenced" -> throw fenced(report, result);
+            case "stale-attempt" ->
+                    throw UpdateProblems.SESSION_CLOSED
+                            .exception(
+                                    "the report of loader "
+                                            + report.getInstance()
+                                            + " is for attempt "
+                                            + result.item(1)
+                                            + " of the session of group "
+                                            + sessionKey.group()
+                                            + ", which ended; the session is on attempt "
+                                            + result.item(2)
+                                            + " now ("
+                                            + result.item(3)
+                                            + "), and a report of an earlier attempt is never"
+                                            + " applied to it")
+                            .with("instance", report.getInstance())
+                            .with("attempt", Integer.parseInt(result.item(1)))
+                            .with("currentAttempt", Integer.parseInt(result.item(2)))
+                            .with("state", result.item(3));
             case "closed" ->
                     throw UpdateProblems.SESSION_CLOSED
                             .exception("the session already ended in state " + result.item(1))

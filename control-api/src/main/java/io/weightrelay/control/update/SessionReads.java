@@ -205,6 +205,9 @@ public class SessionReads {
         session.setFailedInstance((String) h.get("failedInstance"));
         session.setFailure((String) h.get("failure"));
         session.setStartedAt(millis(h.get("startedAt")));
+        // a session stored before attempts were counted is its group's first
+        Object attempt = h.get("attempt");
+        session.setAttempt(attempt == null ? 1 : Integer.parseInt((String) attempt));
         SessionState state = session.getState();
         boolean ended =
                 state == SessionState.DONE

@@ -5,6 +5,8 @@ import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
+import io.weightrelay.control.registry.ControlPlaneTicks;
+import io.weightrelay.control.registry.RegistryProperties;
 import io.weightrelay.reshard.manifest.SessionKey;
 import io.weightrelay.service.problem.RelayException;
 import java.util.ArrayList;
@@ -16,11 +18,12 @@ import org.springframework.data.redis.core.StringRedisTemplate;
 import org.springframework.stereotype.Component;
 
 /**
- * Runs {@code update-start.lua}, which starts a group's session, joins it, or replaces one that
- * ended with other participants, and does what a fresh session needs beside it: the sent digests of
- * an earlier session dropped, the checksum verifier's inputs preloaded. Who may be in the session
- * is decided before ({@link UpdateService}); the script refuses only what it alone sees (a
- * conflicting running session, part of a rollout instance).
+ * Runs {@code update-start.lua}, which starts a group's session, joins it, replaces one that ended
+ * with other participants, or retries one that ended RESUMED_OLD as its next attempt (once no
+ * member of the failed attempt can still act in it), and does what a fresh session needs beside it:
+ * the sent digests of an earlier session dropped, the checksum verifier's inputs preloaded. Who may
+ * be in the session is decided before ({@link UpdateService}); the script refuses only what it
+ * alone sees (a conflicting running session, part of a rollout instance).
  */
 @Component
 class SessionStarts {
@@ -34,6 +37,8 @@ class SessionStarts {
     private final UpdateProperties properties;
     private final UpdateVerifier verifier;
     private final SessionReads reads;
+    private final RegistryProperties registryProperties;
+    private final ControlPlaneTicks ticks;
 
     SessionStarts(
             ScriptCall scripts,
@@ -42,7 +47,9 @@ class SessionStarts {
             RedisGuard guard,
             UpdateProperties properties,
             UpdateVerifier verifier,
-            SessionReads reads) {
+            SessionReads reads,
+            RegistryProperties registryProperties,
+            ControlPlaneTicks ticks) {
         this.scripts = scripts;
         this.keys = keys;
         this.redis = redis;
@@ -50,28 +57,38 @@ class SessionStarts {
         this.properties = properties;
         this.verifier = verifier;
         this.reads = reads;
+        this.registryProperties = registryProperties;
+        this.ticks = ticks;
     }
 
     /**
      * Starts or joins the session with these instances (distinct, sorted) and plan; answers it
-     * after a touch (which applies a phase timeout that passed) when {@code touch}.
+     * after a touch (which applies a phase timeout that passed) when {@code touch}. {@code caller}
+     * is the loader whose prepare this is (null for a start): it begins a new update run, so its
+     * part in an attempt that failed is over.
      */
     UpdateSession open(
             SessionKey sessionKey,
             TreeSet<String> instances,
             String planId,
             int timeoutSeconds,
-            boolean touch) {
+            boolean touch,
+            String caller) {
         List<String> args = new ArrayList<>();
         args.add(String.valueOf(timeoutSeconds * 1000L));
         args.add(planId == null ? "" : planId);
         args.add(String.valueOf(properties.sessionTtl().toSeconds()));
+        args.add(String.valueOf(registryProperties.loaderTtl().toMillis()));
+        args.add(ticks.gapMillis());
+        args.add(caller == null ? "" : caller);
         args.addAll(instances);
         List<String> startKeys = new ArrayList<>();
         startKeys.add(keys.session(sessionKey));
         startKeys.add(keys.participants(sessionKey));
         startKeys.add(keys.sessionChannel(sessionKey));
         startKeys.add(keys.sessionChecksums(sessionKey));
+        startKeys.add(keys.loaders());
+        startKeys.addAll(ticks.keys());
         // the KEYS index of each instance's loader hash is its ARGV index
         for (String instance : instances) {
             startKeys.add(keys.loader(instance));
@@ -81,8 +98,14 @@ class SessionStarts {
         if ("incomplete".equals(code)) {
             throw incomplete(sessionKey.group(), result);
         }
+        if ("pending".equals(code)) {
+            throw pending(sessionKey, result);
+        }
         boolean fresh =
-                "created".equals(code) || "restarted".equals(code) || "replaced".equals(code);
+                "created".equals(code)
+                        || "restarted".equals(code)
+                        || "retried".equals(code)
+                        || "replaced".equals(code);
         if (fresh) {
             // what an earlier session of this generation had sent is no proof for this one
             guard.run(() -> redis.delete(keys.sessionSent(sessionKey)));
@@ -96,6 +119,14 @@ class SessionStarts {
                     sessionKey.model(),
                     sessionKey.generation(),
                     sessionKey.group());
+        }
+        if ("retried".equals(code)) {
+            log.info(
+                    "update {}/{}/{}: the session that ended RESUMED_OLD is retried by {}",
+                    sessionKey.model(),
+                    sessionKey.generation(),
+                    sessionKey.group(),
+                    instances);
         }
         if ("replaced".equals(code)) {
             log.info(
@@ -116,6 +147,38 @@ class SessionStarts {
                     .with("participants", result.items(1));
         }
         return reads.read(sessionKey, touch, true);
+    }
+
+    /**
+     * The refusal of a retry while members of the attempt that ended RESUMED_OLD may still act in
+     * it (registered, live, no end reported): a new attempt beside them could receive their late
+     * reports or bytes.
+     */
+    private static RelayException pending(SessionKey sessionKey, Reply result) {
+        int attempt = (int) result.number(1);
+        List<String> acting = result.items(2);
+        return UpdateProblems.SESSION_CLOSED
+                .exception(
+                        "attempt "
+                                + attempt
+                                + " of the session of group "
+                                + sessionKey.group()
+                                + " to generation "
+                                + sessionKey.generation()
+                                + " ended RESUMED_OLD, and "
+                                + String.join(", ", acting)
+                                + (acting.size() == 1 ? " is" : " are")
+                                + " still registered without having reported the end of "
+                                + (acting.size() == 1 ? "its" : "their")
+                                + " part in it: attempt "
+                                + (attempt + 1)
+                                + " starts once every member of attempt "
+                                + attempt
+                                + " has ended (reported FAILED, registered again, or no longer"
+                                + " registered)")
+                .with("state", "RESUMED_OLD")
+                .with("attempt", attempt)
+                .with("waitingFor", acting);
     }
 
     /** The refusal of a session holding part of a rollout instance, from the start script. */

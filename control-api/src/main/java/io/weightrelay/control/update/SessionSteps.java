@@ -51,7 +51,7 @@ class SessionSteps {
      * participant no longer registered. Throws {@code session-not-found} when there is no session.
      */
     void touch(SessionKey sessionKey) {
-        Reply result = step(sessionKey, List.of(), "", "", "", "", "", "", "", "", "");
+        Reply result = step(sessionKey, null, List.of(), "", "", "", "", "", "", "", "", "");
         if (result.is("not-found")) {
             throw SessionReads.notFound(sessionKey);
         }
@@ -63,18 +63,20 @@ class SessionSteps {
     }
 
     /**
-     * update-step.lua with {@code args} (the reporting instance first, empty for a touch), then
-     * {@code sent}'s (destination, digests) pairs. A report's transitions are recorded here; a
-     * touch's by {@link #touch}, which also looks at its answer.
+     * update-step.lua with {@code args} (the reporting instance first, empty for a touch), the
+     * report's {@code attempt} (null when it names none), then {@code sent}'s (destination,
+     * digests) pairs. A report's transitions are recorded here; a touch's by {@link #touch}, which
+     * also looks at its answer.
      */
-    Reply step(SessionKey sessionKey, List<String> sent, String... args) {
-        List<String> argv = new ArrayList<>(args.length + 5 + sent.size());
+    Reply step(SessionKey sessionKey, Integer attempt, List<String> sent, String... args) {
+        List<String> argv = new ArrayList<>(args.length + 6 + sent.size());
         argv.addAll(List.of(args));
         argv.add(properties.verifyChecksums() ? "1" : "");
         argv.add(String.valueOf(sessionKey.generation()));
         argv.add(keys.prefix());
         argv.add(String.valueOf(registryProperties.loaderTtl().toMillis()));
         argv.add(ticks.gapMillis());
+        argv.add(attempt == null ? "" : String.valueOf(attempt));
         argv.addAll(sent);
         String instance = args[0];
         List<String> stepKeys =

@@ -76,7 +76,8 @@ public class UpdateService {
                 instances,
                 request.getPlanId(),
                 timeout(request.getPhaseTimeoutSeconds()),
-                true);
+                true,
+                null);
     }
 
     /**
@@ -184,7 +185,9 @@ public class UpdateService {
                         timeout(request.getPhaseTimeoutSeconds()),
                         // The loader's own reports apply the session's timeouts: the answer's
                         // session is read as it stands, not touched.
-                        false);
+                        false,
+                        // Its new run means its part in an attempt that failed is over.
+                        instance);
         Lease lease =
                 leases.lease(sessionKey.generationId(), instance, request.getLeaseTtlSeconds());
         String digest = buffersDigest(resolved.loaders());

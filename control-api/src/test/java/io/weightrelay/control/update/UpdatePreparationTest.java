@@ -23,6 +23,7 @@ import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.checksum.RangeChecksums;
 import io.weightrelay.reshard.manifest.GenerationId;
+import io.weightrelay.reshard.manifest.SessionKey;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -33,6 +34,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.data.redis.core.RedisCallback;
 import org.springframework.data.redis.core.StringRedisTemplate;
+import tools.jackson.databind.JsonNode;
 
 /**
  * A loader's prepare in one call: the generation, the plan, the session and the lease together, and
@@ -364,5 +366,47 @@ class UpdatePreparationTest extends ControlApiTestSupport {
 
         assertThat(lease(g, "z")).isNull();
         assertProblem(get(sessionPath(model, g, GROUP), OPERATOR), 404, "session-not-found");
+    }
+
+    /**
+     * The loaders' own flow of a retry: one loader failed attempt 1 (RESUMED_OLD) while the other
+     * had only prepared. A new prepare by the failed one is refused while the other may still act
+     * in attempt 1; the other's own prepare (its new update run: its part in attempt 1 is over)
+     * starts attempt 2, which the first then joins. A session stored before attempts were counted
+     * (no attempt in its hash) is attempt 1.
+     */
+    @Test
+    void aLoadersNewPrepareRetriesTheFailedAttemptOnceNoMemberCanStillActInIt() throws Exception {
+        long g = publish(model, 1);
+        registerInGroup("a", 1L << 20);
+        registerInGroup("b", 1L << 20);
+        ok(prepare(g, "a", null), UpdatePreparation.class);
+        assertThat(ok(prepare(g, "b", null), UpdatePreparation.class).getSession().getAttempt())
+                .isEqualTo(1);
+        PhaseReport failed = new PhaseReport("a", ReportedPhase.FAILED);
+        failed.setEpoch(epochs.get("a"));
+        failed.setAttempt(1);
+        failed.setError("read of m/1/x@0 returned 12 of 4096 bytes");
+        UpdateSession ended =
+                ok(
+                        call("POST", sessionPath(model, g, GROUP) + "/reports", LOADER, failed),
+                        UpdateSession.class);
+        assertThat(ended.getState()).isEqualTo(SessionState.RESUMED_OLD);
+        // as a session stored before attempts were counted holds it
+        redis.opsForHash()
+                .delete(keys.session(new SessionKey(new GenerationId(model, g), GROUP)), "attempt");
+
+        HttpResponse<String> refused = prepare(g, "a", null);
+        assertProblem(refused, 409, "session-closed");
+        JsonNode problem = json.readTree(refused.body());
+        assertThat(problem.get("attempt").asInt()).isEqualTo(1);
+        assertThat(problem.get("waitingFor").toString()).isEqualTo("[\"b\"]");
+
+        UpdatePreparation retried = ok(prepare(g, "b", null), UpdatePreparation.class);
+        assertThat(retried.getSession().getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(retried.getSession().getAttempt()).isEqualTo(2);
+        UpdatePreparation joined = ok(prepare(g, "a", null), UpdatePreparation.class);
+        assertThat(joined.getSession().getAttempt()).isEqualTo(2);
+        assertThat(joined.getSession().getState()).isEqualTo(SessionState.PREPARING);
     }
 }

@@ -566,6 +566,117 @@ class UpdateSessionTest extends ControlApiTestSupport {
     }
 
     /**
+     * A session that ended RESUMED_OLD (one loader failed its fetch, the other gave up at the
+     * barrier) is retried by the same lives, once every member of the failed attempt has ended: the
+     * group is not left on the old generation until the session's TTL or the next publish.
+     */
+    @Test
+    void aResumedOldSessionIsRetriedByTheSameLivesOnceEveryMemberOfTheAttemptEnded() {
+        long g = publishedAndStarted(60, "a", "b");
+        reported(g, "a", ReportedPhase.PREPARED);
+        assertThat(reported(g, "b", ReportedPhase.FAILED).getState())
+                .isEqualTo(SessionState.RESUMED_OLD);
+        // "a" learns it at the barrier and reports its own end, too late to change anything
+        assertProblem(report(g, "a", ReportedPhase.FAILED), 409, "session-closed");
+
+        assertThat(current(g).getAttempt()).isEqualTo(1);
+
+        UpdateSession retried = join(g, again(g, "a", "b"));
+        assertThat(retried.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(retried.getAttempt()).isEqualTo(2);
+        assertThat(retried.getFailedInstance()).isNull();
+        assertThat(retried.getParticipants())
+                .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
+        // the other loader joins the attempt that started
+        assertThat(join(g, again(g, "a", "b")).getAttempt()).isEqualTo(2);
+        reported(g, "a", ReportedPhase.PREPARED);
+        assertThat(reported(g, "b", ReportedPhase.PREPARED).getState())
+                .isEqualTo(SessionState.APPLYING);
+    }
+
+    /** {@code report} of {@code instance}'s current epoch, naming {@code attempt}. */
+    private HttpResponse<String> reportOfAttempt(
+            long g, String instance, ReportedPhase phase, int attempt) {
+        PhaseReport report = phaseReport(instance, phase, epochs.get(instance));
+        report.setAttempt(attempt);
+        return send(g, report);
+    }
+
+    /**
+     * Once attempt 2 runs, a report of attempt 1 (a FAILED sent late, a retried PREPARED) is
+     * refused naming both attempts, and changes nothing in attempt 2: not its state, not the
+     * participant's phase. Reports of attempt 2, and reports naming no attempt, go through.
+     */
+    @Test
+    void aReportOfAnAttemptThatEndedIsRefusedOnceTheNextAttemptStarted() throws Exception {
+        long g = publishedAndStarted(60, "a", "b");
+        assertThat(
+                        ok(reportOfAttempt(g, "a", ReportedPhase.PREPARED, 1), UpdateSession.class)
+                                .getAttempt())
+                .isEqualTo(1);
+        ok(reportOfAttempt(g, "b", ReportedPhase.FAILED, 1), UpdateSession.class);
+        assertProblem(reportOfAttempt(g, "a", ReportedPhase.FAILED, 1), 409, "session-closed");
+        assertThat(join(g, again(g, "a", "b")).getAttempt()).isEqualTo(2);
+
+        for (ReportedPhase phase : List.of(ReportedPhase.FAILED, ReportedPhase.PREPARED)) {
+            HttpResponse<String> stale = reportOfAttempt(g, "b", phase, 1);
+            assertProblem(stale, 409, "session-closed");
+            JsonNode problem = json.readTree(stale.body());
+            assertThat(problem.get("attempt").asInt()).isEqualTo(1);
+            assertThat(problem.get("currentAttempt").asInt()).isEqualTo(2);
+            assertThat(problem.get("instance").asString()).isEqualTo("b");
+            assertThat(problem.get("detail").asString())
+                    .contains("attempt 1")
+                    .contains("attempt 2");
+        }
+        UpdateSession untouched = current(g);
+        assertThat(untouched.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(untouched.getFailedInstance()).isNull();
+        assertThat(untouched.getParticipants())
+                .allSatisfy(p -> assertThat(p.getPhase()).isEqualTo(UpdatePhase.PREPARING));
+
+        ok(reportOfAttempt(g, "a", ReportedPhase.PREPARED, 2), UpdateSession.class);
+        assertThat(reported(g, "b", ReportedPhase.PREPARED).getState())
+                .isEqualTo(SessionState.APPLYING);
+    }
+
+    /**
+     * While a member of the failed attempt may still act in it (registered, live, no end reported:
+     * "a" waits at the barrier, "c" is still preparing), a retry is refused naming the attempt and
+     * those members, and the ended attempt stays as it is. Their FAILED, sent once they learn the
+     * session ended, lets the retry through.
+     */
+    @Test
+    void aRetryIsRefusedWhileAMemberOfTheFailedAttemptMayStillAct() throws Exception {
+        long g = publishedAndStarted(60, "a", "b", "c");
+        reported(g, "a", ReportedPhase.PREPARED);
+        assertThat(reported(g, "b", ReportedPhase.FAILED).getState())
+                .isEqualTo(SessionState.RESUMED_OLD);
+
+        HttpResponse<String> refused = call("PUT", session(g), LOADER, again(g, "a", "b", "c"));
+        assertProblem(refused, 409, "session-closed");
+        JsonNode problem = json.readTree(refused.body());
+        assertThat(problem.get("attempt").asInt()).isEqualTo(1);
+        assertThat(problem.get("waitingFor").toString()).isEqualTo("[\"a\",\"c\"]");
+        assertThat(problem.get("detail").asString()).contains("attempt 1").contains("a, c");
+        UpdateSession kept = current(g);
+        assertThat(kept.getState()).isEqualTo(SessionState.RESUMED_OLD);
+        assertThat(kept.getAttempt()).isEqualTo(1);
+        assertThat(kept.getFailedInstance()).isEqualTo("b");
+
+        // "c" gave up (its FAILED came after the end): it cannot act any more; "a" still may
+        assertProblem(report(g, "c", ReportedPhase.FAILED), 409, "session-closed");
+        HttpResponse<String> stillA = call("PUT", session(g), LOADER, again(g, "a", "b", "c"));
+        assertProblem(stillA, 409, "session-closed");
+        assertThat(json.readTree(stillA.body()).get("waitingFor").toString()).isEqualTo("[\"a\"]");
+
+        assertProblem(report(g, "a", ReportedPhase.FAILED), 409, "session-closed");
+        UpdateSession retried = join(g, again(g, "a", "b", "c"));
+        assertThat(retried.getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(retried.getAttempt()).isEqualTo(2);
+    }
+
+    /**
      * A group rebuilt after its session ended DONE (every engine registered again, as a lab proving
      * the active generation intact does) loads the same generation through fresh barriers: joining
      * the ended session, whose barriers are open, would let one loader push before its peer took

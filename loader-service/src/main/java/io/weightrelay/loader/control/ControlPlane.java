@@ -52,12 +52,26 @@ public interface ControlPlane {
      * @param buffersDigest identifies the group's receive buffers the plan was resolved against
      * @param buffers every worker's buffers in the group; empty when they are those of the digest
      *     the loader named
+     * @param attempt the attempt of the group's session this prepare joined (a session that ended
+     *     RESUMED_OLD is retried as the next one); every report of the update names it, so
+     *     control-api never applies it to another attempt. Null from a control-api that does not
+     *     count attempts: the reports then name none
      */
     record Preparation(
             GenerationRef generation,
             PlanRef plan,
             String buffersDigest,
-            List<WorkerBuffers> buffers) {}
+            List<WorkerBuffers> buffers,
+            Integer attempt) {
+
+        public Preparation(
+                GenerationRef generation,
+                PlanRef plan,
+                String buffersDigest,
+                List<WorkerBuffers> buffers) {
+            this(generation, plan, buffersDigest, buffers, null);
+        }
+    }
 
     /** Phases a loader reports. */
     enum Reported {
@@ -97,6 +111,8 @@ public interface ControlPlane {
      *     leaves the engine on its old generation, whether it served meanwhile or drained for a
      *     one-call update (control-api ends a session all of whose participants said so
      *     RESUMED_OLD)
+     * @param attempt the session's attempt the report is for (null: none named, taken as the
+     *     current one); the factories leave it null, {@link #inAttempt} sets it
      */
     record Report(
             String instance,
@@ -110,10 +126,29 @@ public interface ControlPlane {
             RangeChecksums checksums,
             java.util.Map<String, byte[]> sent,
             Durations durations,
-            boolean servesThroughFetch) {
+            boolean servesThroughFetch,
+            Integer attempt) {
 
         public Report {
             sent = sent == null ? java.util.Map.of() : java.util.Map.copyOf(sent);
+        }
+
+        /** This report, for the session's {@code attempt} (null: none named). */
+        public Report inAttempt(Integer attempt) {
+            return new Report(
+                    instance,
+                    epoch,
+                    phase,
+                    bytesRead,
+                    bytesPushed,
+                    bytesReceived,
+                    failingPeer,
+                    error,
+                    checksums,
+                    sent,
+                    durations,
+                    servesThroughFetch,
+                    attempt);
         }
 
         /**
@@ -139,7 +174,8 @@ public interface ControlPlane {
                     checksums,
                     null,
                     null,
-                    false);
+                    false,
+                    null);
         }
 
         /**
@@ -148,11 +184,24 @@ public interface ControlPlane {
          */
         public static Report sent(String instance, long epoch, java.util.Map<String, byte[]> sent) {
             return new Report(
-                    instance, epoch, Reported.SENT, 0, 0, 0, null, null, null, sent, null, false);
+                    instance,
+                    epoch,
+                    Reported.SENT,
+                    0,
+                    0,
+                    0,
+                    null,
+                    null,
+                    null,
+                    sent,
+                    null,
+                    false,
+                    null);
         }
 
         public static Report of(String instance, long epoch, Reported phase) {
-            return new Report(instance, epoch, phase, 0, 0, 0, null, null, null, null, null, false);
+            return new Report(
+                    instance, epoch, phase, 0, 0, 0, null, null, null, null, null, false, null);
         }
 
         /**
@@ -171,7 +220,8 @@ public interface ControlPlane {
                     null,
                     null,
                     null,
-                    servesThroughFetch);
+                    servesThroughFetch,
+                    null);
         }
 
         /**
@@ -191,7 +241,8 @@ public interface ControlPlane {
                     null,
                     null,
                     durations,
-                    false);
+                    false,
+                    null);
         }
 
         /** FAILED, naming the peer at fault (or null) and why. */
@@ -208,7 +259,8 @@ public interface ControlPlane {
                     null,
                     null,
                     null,
-                    false);
+                    false,
+                    null);
         }
     }
 

@@ -412,7 +412,8 @@ public class RestControlPlane implements ControlPlane {
                         Boolean.TRUE.equals(plan.getValid()),
                         plan.getInstances()),
                 answer.getBuffersDigest(),
-                answer.getLoaders() == null ? List.of() : buffers(answer.getLoaders()));
+                answer.getLoaders() == null ? List.of() : buffers(answer.getLoaders()),
+                answer.getSession() == null ? null : answer.getSession().getAttempt());
     }
 
     /** Every worker's buffers, loader by loader as control-api listed them. */
@@ -467,6 +468,7 @@ public class RestControlPlane implements ControlPlane {
                 .instance(r.instance())
                 .epoch(r.epoch())
                 .phase(ReportedPhase.fromValue(r.phase().name()))
+                .attempt(r.attempt())
                 .bytesRead(r.bytesRead())
                 .bytesPushed(r.bytesPushed())
                 .bytesReceived(r.bytesReceived())

@@ -23,7 +23,10 @@ import org.slf4j.LoggerFactory;
 /**
  * One update's session in control-api as this loader takes part in it: its reports, its arrivals at
  * the group's barriers (waited for until the update's deadline, naming who kept a barrier shut),
- * and what the session says when another loader ended it. One per update run.
+ * and what the session says when another loader ended it. One per update run. Every report names
+ * the session's attempt the prepare joined ({@link #joined}): a session that ended RESUMED_OLD is
+ * retried by the group as its next attempt, and control-api refuses a report of an earlier one
+ * rather than apply it to the attempt under way.
  */
 final class GroupSession {
     private static final Logger log = LoggerFactory.getLogger(GroupSession.class);
@@ -33,6 +36,9 @@ final class GroupSession {
     private final Instance instance;
     private final SessionKey session;
     private final long deadline;
+
+    /** The session's attempt this run's prepare joined; null until then, or when not counted. */
+    private volatile Integer attempt;
 
     /**
      * @param deadline the update's deadline, on {@link System#nanoTime()}
@@ -51,12 +57,22 @@ final class GroupSession {
         this.deadline = deadline;
     }
 
+    /** The prepare joined {@code attempt} of the session (null: control-api counts none). */
+    void joined(Integer attempt) {
+        this.attempt = attempt;
+    }
+
+    /** The session's attempt this run takes part in (null: none known). */
+    Integer attempt() {
+        return attempt;
+    }
+
     /**
      * Reports the phase {@code barrier} waits for and waits until it opens, in one call to
      * control-api (then long-polls it while it stays shut).
      */
     void arrive(Report report, Barrier barrier) {
-        BarrierState s = control.arrive(session, report, barrier, barrierWait());
+        BarrierState s = control.arrive(session, report.inAttempt(attempt), barrier, barrierWait());
         while (true) {
             if (s.open()) {
                 return;
@@ -113,12 +129,15 @@ final class GroupSession {
     /**
      * As {@link NamedFailure#of}, except for a report control-api refused because the session had
      * already ended (another loader failed it first): this loader's failure is then the session's,
-     * naming who failed it and why, not a 409 from control-api.
+     * naming who failed it and why, not a 409 from control-api. A refusal that names an attempt (a
+     * prepare refused while members of the attempt that failed may still act in it, or a report of
+     * an attempt that ended) says itself what happened, and stays as control-api said it.
      */
     NamedFailure failure(RuntimeException e) {
         if (e instanceof ControlPlaneException c
                 && c.status() == 409
-                && "session-closed".equals(c.problemType())) {
+                && "session-closed".equals(c.problemType())
+                && (c.problem() == null || c.problem().member("attempt") == null)) {
             try {
                 BarrierState s = look(Barrier.PREPARED);
                 if (s.failed() && s.failure() != null) {
@@ -151,8 +170,9 @@ final class GroupSession {
         }
     }
 
+    /** Sends {@code report}, for this run's attempt of the session. */
     void send(Report report) {
-        control.report(session, report);
+        control.report(session, report.inAttempt(attempt));
     }
 
     /**

@@ -50,14 +50,23 @@ final class PostAppliedReport {
 
     /**
      * Sends {@code instance}'s POST_APPLIED for {@code generation} with the update's {@code
-     * durations} so far, again later if it must.
+     * durations} so far, for the session's {@code sessionAttempt} (null: none named), again later
+     * if it must.
      */
-    void send(Instance instance, long generation, ControlPlane.Durations durations) {
-        send(instance, generation, durations, 0);
+    void send(
+            Instance instance,
+            long generation,
+            Integer sessionAttempt,
+            ControlPlane.Durations durations) {
+        send(instance, generation, sessionAttempt, durations, 0);
     }
 
     private void send(
-            Instance instance, long generation, ControlPlane.Durations durations, int attempt) {
+            Instance instance,
+            long generation,
+            Integer sessionAttempt,
+            ControlPlane.Durations durations,
+            int attempt) {
         if (attempt > 0
                 && instances.current().map(i -> i.epoch() != instance.epoch()).orElse(true)) {
             log.warn(
@@ -70,7 +79,8 @@ final class PostAppliedReport {
             control.report(
                     new SessionKey(
                             new GenerationId(instance.model(), generation), instance.group()),
-                    Report.postApplied(instance.instanceId(), instance.epoch(), durations));
+                    Report.postApplied(instance.instanceId(), instance.epoch(), durations)
+                            .inAttempt(sessionAttempt));
             if (attempt > 0) {
                 log.info(
                         "POST_APPLIED of {} for generation {} reached control-api at attempt {}",
@@ -90,7 +100,7 @@ final class PostAppliedReport {
                     e.getMessage());
             try {
                 resends.schedule(
-                        () -> send(instance, generation, durations, attempt + 1),
+                        () -> send(instance, generation, sessionAttempt, durations, attempt + 1),
                         properties.heartbeat().toMillis(),
                         TimeUnit.MILLISECONDS);
             } catch (RejectedExecutionException shuttingDown) {

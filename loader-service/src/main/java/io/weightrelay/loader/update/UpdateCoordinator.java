@@ -334,6 +334,8 @@ public class UpdateCoordinator {
         Laps watch = new Laps();
         PrepareInputs.Called called = inputs.call(instance, update.generation(), update.timeout());
         held.leased = true;
+        // every report of this run names the session's attempt the prepare joined
+        update.session().joined(called.answer().attempt());
         watch.lap("prepare-call");
         UpdateSteps.PreparedUpdate prepared = steps.prepare(inputs.request(called, watch));
         held.prepared = prepared;
@@ -477,6 +479,7 @@ public class UpdateCoordinator {
             postApplied.send(
                     update.instance(),
                     generation,
+                    update.session().attempt(),
                     new ControlPlane.Durations(
                             split.fetchMs(), split.installMs(), split.pauseMs()));
         } catch (RuntimeException e) {

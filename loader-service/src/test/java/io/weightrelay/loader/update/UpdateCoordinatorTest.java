@@ -729,6 +729,72 @@ class UpdateCoordinatorTest {
         assertThat(instances.require().paused()).isFalse();
     }
 
+    /**
+     * A session that ended RESUMED_OLD is retried by the group as its next attempt: every report of
+     * the run, POST_APPLIED and the APPLYING sent aside included, names the attempt its prepare
+     * joined, so control-api never applies it to another one.
+     */
+    @Test
+    void everyReportOfAnUpdateNamesTheAttemptOfTheSessionItsPrepareJoined() throws Exception {
+        control.attempt = 2;
+
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
+
+        assertThat(s.outcome()).isEqualTo(Outcome.UPDATED);
+        assertThat(control.phases())
+                .contains(
+                        ControlPlane.Reported.PREPARED,
+                        ControlPlane.Reported.APPLIED,
+                        ControlPlane.Reported.POST_APPLIED);
+        synchronized (control.reports) {
+            assertThat(control.reports).allSatisfy(r -> assertThat(r.attempt()).isEqualTo(2));
+        }
+    }
+
+    /**
+     * A report of an attempt that ended (the group retried the session meanwhile) is refused naming
+     * both attempts: the run fails with control-api's own words, not as if the failure of the
+     * session it looks up now were its cause, and its FAILED names its own attempt.
+     */
+    @Test
+    void aReportOfAnAttemptThatEndedFailsTheRunWithControlApisWords() throws Exception {
+        control.attempt = 1;
+        String detail =
+                "the report of loader i0000 is for attempt 1 of the session of group g, which"
+                        + " ended; the session is on attempt 2 now (PREPARING)";
+        control.refuseReports =
+                new ControlPlaneException(
+                        "report PREPARED of i0000: control-api answered 409 " + detail,
+                        new RemoteProblem(
+                                409,
+                                "session-closed",
+                                null,
+                                detail,
+                                "{\"type\":\"session-closed\",\"detail\":\""
+                                        + detail
+                                        + "\",\"attempt\":1,\"currentAttempt\":2}"),
+                        null);
+        control.barriers.put(
+                ControlPlane.Barrier.PREPARED,
+                new ControlPlane.BarrierState(false, true, "i0003", "an earlier failure"));
+
+        UpdateRun.Snapshot s = finish(coordinator.start(2L, Duration.ofSeconds(30)));
+
+        assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
+        assertThat(s.failingPeer()).isEqualTo(NamedFailure.CONTROL_API);
+        assertThat(s.error()).contains("attempt 1").contains("attempt 2");
+        assertThat(s.error()).doesNotContain("the session ended before this loader's report");
+        synchronized (control.reports) {
+            assertThat(control.reports)
+                    .singleElement()
+                    .satisfies(
+                            r -> {
+                                assertThat(r.phase()).isEqualTo(ControlPlane.Reported.FAILED);
+                                assertThat(r.attempt()).isEqualTo(1);
+                            });
+        }
+    }
+
     @Test
     void aGenerationThatIsNotCommittedIsFencedAtPrepare() throws Exception {
         control.states.put(4L, GenerationState.OPEN);
@@ -861,6 +927,10 @@ class UpdateCoordinatorTest {
         final List<String> leases = Collections.synchronizedList(new ArrayList<>());
         int buffersVersion;
         int bufferReads;
+
+        /** The session's attempt a prepare joins (null: as a control-api that counts none). */
+        Integer attempt;
+
         RuntimeException refuseReports;
 
         /** How many POST_APPLIED reports still get no answer, as when control-api is away. */
@@ -927,7 +997,8 @@ class UpdateCoordinatorTest {
                     g,
                     new PlanRef("p", true, placement.instances()),
                     digest,
-                    digest.equals(call.knownBuffersDigest()) ? List.of() : groupBuffers());
+                    digest.equals(call.knownBuffersDigest()) ? List.of() : groupBuffers(),
+                    attempt);
         }
 
         private List<WorkerBuffers> groupBuffers() {
