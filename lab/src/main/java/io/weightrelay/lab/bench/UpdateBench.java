@@ -9,6 +9,7 @@ import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.cluster.MooncakeServices;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -228,7 +229,7 @@ public final class UpdateBench {
                                 + "\"mooncake_vs_builtin\":%.3f}",
                         builtinS,
                         builtin.rounds().cold().seconds(),
-                        builtin.rounds().secondsJson(LabCluster.Updates::seconds),
+                        builtin.rounds().secondsJson(LabUpdate::seconds),
                         (double) builtin.median().update().storeBytesRead() / needed,
                         builtin.boundSeconds(rates) / builtinS,
                         builtin.verified(),
@@ -244,8 +245,8 @@ public final class UpdateBench {
     record LabRun(
             Options options,
             LabCluster.Spec spec,
-            WarmupRounds.Rounds<LabCluster.Updates> rounds,
-            WarmupRounds.Measured<LabCluster.Updates> median,
+            WarmupRounds.Rounds<LabUpdate> rounds,
+            WarmupRounds.Measured<LabUpdate> median,
             long verified,
             long objectsVerified,
             long controlVerifyMs,
@@ -298,15 +299,14 @@ public final class UpdateBench {
                     roles.put("mooncake_agents", descendants(lab.servicePids()));
                 }
                 roles.put("bench", List.of(ProcessHandle.current().pid()));
-                WarmupRounds.Rounds<LabCluster.Updates> rounds =
+                WarmupRounds.Rounds<LabUpdate> rounds =
                         options.rounds()
                                 .run(
                                         lab::publish,
                                         () -> lab.updateAll().requireUpdated(),
                                         lab::collectGarbage,
                                         () -> ServiceCpu.now(roles));
-                WarmupRounds.Measured<LabCluster.Updates> median =
-                        rounds.median(LabCluster.Updates::seconds);
+                WarmupRounds.Measured<LabUpdate> median = rounds.median(LabUpdate::seconds);
                 long verified = verify ? lab.verifyAll(rounds.lastGeneration()) : 0;
                 UpdateSession session = lab.session(median.generation(), "lab");
                 long controlVerifyMs =
@@ -386,7 +386,7 @@ public final class UpdateBench {
 
         /** The bench's JSON line for this lab (first weights and naive from {@code full}). */
         String json(Yardsticks rates, long needed) {
-            LabCluster.Updates warm = median.update();
+            LabUpdate warm = median.update();
             long local = local();
             long tcp = tcp();
             long loaderChecksumMs = slowest(warm, d -> d.getVerifyMs());
@@ -471,7 +471,7 @@ public final class UpdateBench {
                     loaderChecksumMs,
                     controlVerifyMs,
                     objectsVerified,
-                    rounds.secondsJson(LabCluster.Updates::seconds),
+                    rounds.secondsJson(LabUpdate::seconds),
                     median.cpuBusyJson(),
                     median.servicesCpuJson());
         }
@@ -529,7 +529,7 @@ public final class UpdateBench {
     }
 
     /** The largest of one duration over the engines' updates of a round. */
-    private static long slowest(LabCluster.Updates round, Function<PhaseDurations, Long> of) {
+    private static long slowest(LabUpdate round, Function<PhaseDurations, Long> of) {
         long slowest = 0;
         for (UpdateProgress p : round.results()) {
             slowest = Math.max(slowest, nz(of.apply(p.getDurations())));

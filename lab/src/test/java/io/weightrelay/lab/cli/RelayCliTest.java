@@ -388,6 +388,7 @@ class RelayCliTest {
                                 List.of(Mode.COMPAT, Mode.DIRECT),
                                 DataplaneEngine.BUILTIN,
                                 false,
+                                false,
                                 "wr-lab"));
         assertThat(relay("faults").only().options(FaultSuite.Options.class))
                 .isEqualTo(new FaultSuite.Options("tiny", List.of(), false, false));
@@ -490,7 +491,7 @@ class RelayCliTest {
     @Test
     void theFlagsGivenReachTheCodeThatRunsTheCommand() throws Exception {
         Launch demo = relay("demo", "--mode=direct", "--hosts", "--json", "--model", "tiny").only();
-        assertThat(demo.entryPoint()).isEqualTo("io.weightrelay.lab.demo.HostsDemo");
+        assertThat(demo.entryPoint()).isEqualTo("io.weightrelay.lab.demo.Demo");
         Demo.Options hostsDemo = demo.options(Demo.Options.class);
         assertThat(hostsDemo.modes()).containsExactly(Mode.DIRECT);
         assertThat(hostsDemo.json()).isTrue();
@@ -640,7 +641,7 @@ class RelayCliTest {
                 Arguments.of("demo", "io.weightrelay.lab.demo.Demo"),
                 Arguments.of(
                         "demo --hosts --model tiny --instances 2 --json",
-                        "io.weightrelay.lab.demo.HostsDemo"),
+                        "io.weightrelay.lab.demo.Demo"),
                 Arguments.of(
                         "bench planner --model kimi-k2 --trainer-nodes 32 --rollout-nodes 32"
                                 + " --instances 32 --tp 8 --mode direct --nic-gbps 400",
