@@ -1,6 +1,5 @@
 package io.weightrelay.lab.bench;
 
-import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.PhaseDurations;
 import io.weightrelay.lab.bench.planner.ClusterModel;
 import io.weightrelay.lab.cluster.LabCluster;
@@ -90,7 +89,7 @@ public final class HostsUpdateBench {
     private HostsUpdateBench() {}
 
     /** {@code ./relay bench update --hosts}: prints the bench's JSON line; exit 1 on a miss. */
-    public static void run(UpdateBench.Options options) throws Exception {
+    static void run(UpdateBench.Options options) throws Exception {
         WarmupRounds run = options.rounds();
         double linkGbps = options.linkGbps();
         UpdateBench.Install install = options.install();
@@ -119,23 +118,13 @@ public final class HostsUpdateBench {
                     naivePredictedSeconds(manifest, placement, topology, linkGbps)
                             / PAYLOAD_FRACTION;
 
-            if (install.staged()) {
-                lab.directInstall(DirectInstall.STAGED);
-            }
-            lab.installOnRequest(install.onRequest());
-
             String rate = Math.max(1, Math.round(linkGbps * 1e6)) + "kbit";
             for (Host h : lab.hostLab().hosts()) {
                 lab.hostLab().shapeDataLinkBothWays(h.name(), rate);
             }
 
-            WarmupRounds.Rounds<LabUpdate> rounds =
-                    run.run(
-                            step -> lab.publishGeneration(step).generation(),
-                            () -> lab.updateAll().requireUpdated(),
-                            lab::collectGarbage,
-                            // the hosts' services run under their host agents: not broken down
-                            () -> null);
+            // the hosts' services run under their host agents: their CPU is not broken down
+            WarmupRounds.Rounds<LabUpdate> rounds = UpdateBench.rounds(lab, options, () -> null);
             WarmupRounds.Measured<LabUpdate> median = rounds.median(LabUpdate::slowestSeconds);
             long generation = median.generation();
             LabUpdate warm = median.update();

@@ -58,7 +58,7 @@ public interface Cluster extends StartedOrClosed.Lab {
     List<String> restartInstances(List<Integer> indexes) throws Exception;
 
     /** Removes retired generations nobody holds, as a deployment's scheduled GC would. */
-    void collectGarbage() throws Exception;
+    void collectGarbage();
 
     /** Registers every engine again, its direct workers taking new generations {@code how}. */
     void directInstall(DirectInstall how) throws Exception;

@@ -403,7 +403,7 @@ public final class MultiHostCluster implements Cluster {
                                 "control-api",
                                 secrets.controlApi(
                                         placement.instances(),
-                                        trainerNodes.stream().map(this::segmentName).toList()))));
+                                        trainerNodes.stream().map(this::segmentOf).toList()))));
         HostProcess control =
                 startService(
                         controlHost,
@@ -424,7 +424,7 @@ public final class MultiHostCluster implements Cluster {
             args.addAll(
                     List.of(
                             "--relay.segment.node=" + node,
-                            "--relay.segment.name=" + segmentName(node),
+                            "--relay.segment.name=" + segmentOf(node),
                             "--relay.segment.size=" + segment + "B",
                             "--relay.segment.admin-url=" + url(h, PUBLISHER_PORT),
                             "--relay.staging.mode=segment",
@@ -432,7 +432,7 @@ public final class MultiHostCluster implements Cluster {
                             "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrl,
                             secrets.springArg(
-                                    "publisher-" + node, secrets.publisher(segmentName(node)))));
+                                    "publisher-" + node, secrets.publisher(segmentOf(node)))));
             services.put(
                     startService(
                             h,
@@ -553,10 +553,6 @@ public final class MultiHostCluster implements Cluster {
         }
         args.addAll(serviceArgs);
         return args;
-    }
-
-    private String segmentName(String node) {
-        return "lab-" + run + "-" + node;
     }
 
     /** The loader token of every instance on {@code node}, as {@code loader.<instance>}. */

@@ -438,6 +438,7 @@ class RelayCliTest {
                                 true,
                                 true,
                                 DataplaneEngine.BUILTIN,
+                                false,
                                 2.0,
                                 ServiceProcess.home().toAbsolutePath()));
         Launch dataplane = relay("bench", "dataplane").only();
@@ -534,7 +535,7 @@ class RelayCliTest {
 
         Launch shaped =
                 relay("bench", "update", "--hosts", "--link-gbps", "3", "--mode", "direct").only();
-        assertThat(shaped.entryPoint()).isEqualTo("io.weightrelay.lab.bench.HostsUpdateBench");
+        assertThat(shaped.entryPoint()).isEqualTo("io.weightrelay.lab.bench.UpdateBench");
         UpdateBench.Options shapedOptions = shaped.options(UpdateBench.Options.class);
         assertThat(shapedOptions.linkGbps()).isEqualTo(3.0);
         assertThat(shapedOptions.mode()).isEqualTo(Mode.DIRECT);
@@ -667,7 +668,7 @@ class RelayCliTest {
                 Arguments.of(
                         "bench update --hosts --link-gbps 2 --model qwen2.5-0.5b --instances 4"
                                 + " --tp 2 --mode compat",
-                        "io.weightrelay.lab.bench.HostsUpdateBench"),
+                        "io.weightrelay.lab.bench.UpdateBench"),
                 Arguments.of(
                         "bench control-plane --model kimi-k2 --tensors 700 --trainer-nodes 32"
                                 + " --instances 32 --tp 8 --mode direct",
