@@ -2,8 +2,8 @@ package io.weightrelay.lab;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.lab.demo.HostsDemo;
+import io.weightrelay.lab.cluster.LabUpdate;
+import io.weightrelay.lab.demo.ModeResult;
 import io.weightrelay.reshard.plan.Demands;
 
 /** What the lab tests hold every update to, stated once. */
@@ -12,7 +12,7 @@ final class Delivery {
     private Delivery() {}
 
     /** {@code update} on a lab whose placement demands {@code demands}: as below. */
-    static void exactAndSinglePull(LabCluster.Updates update, Demands demands) {
+    static void exactAndSinglePull(LabUpdate update, Demands demands) {
         exactAndSinglePull(
                 update.bytesReceived(),
                 demands.targetStoredBytes(),
@@ -40,7 +40,7 @@ final class Delivery {
      * framingShare} of it and {@code handshakeBytes}); no process runs outside its host or maps
      * another host's shared memory; no secret reaches a log.
      */
-    static void acrossHosts(HostsDemo.ModeResult r, double framingShare, long handshakeBytes) {
+    static void acrossHosts(ModeResult r, double framingShare, long handshakeBytes) {
         assertThat(r.hosts())
                 .as("redis, control-api, two trainer and two rollout hosts")
                 .isEqualTo(6);

@@ -11,6 +11,7 @@ import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.api.loader.client.model.WorkerPlacement;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.reshard.plan.Demands;
@@ -56,7 +57,7 @@ class LabEndToEndTest {
 
         long second = lab.publish(1);
         assertThat(second).isGreaterThan(first);
-        LabCluster.Updates update = lab.updateAll().requireUpdated();
+        LabUpdate update = lab.updateAll().requireUpdated();
         long verified = lab.verifyAll(second);
         Demands demands = Demands.of(lab.manifest(), lab.placement());
         assertThat(verified).as("bytes checked against the trainer's").isPositive();
@@ -196,7 +197,7 @@ class LabEndToEndTest {
                 .as("generation %d after its owner restarted", lost)
                 .isEqualTo(GenerationState.LOST);
 
-        LabCluster.Updates refused = lab.updateAll();
+        LabUpdate refused = lab.updateAll();
         for (UpdateProgress p : refused.results()) {
             assertThat(p.getOutcome())
                     .as("%s: %s", p.getUpdateId(), p.getError())
@@ -222,7 +223,7 @@ class LabEndToEndTest {
     private static void deadOwnerFailsThePrepare(LabCluster lab, long serving) throws Exception {
         lab.publish(2);
         String segment = lab.faults().killPublisher(1);
-        LabCluster.Updates refused = lab.updateAll();
+        LabUpdate refused = lab.updateAll();
         for (UpdateProgress p : refused.results()) {
             assertThat(p.getOutcome())
                     .as("%s: %s", p.getUpdateId(), p.getError())

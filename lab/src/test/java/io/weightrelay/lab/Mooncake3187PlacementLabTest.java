@@ -14,6 +14,7 @@ import io.weightrelay.api.loader.client.model.TargetFragment;
 import io.weightrelay.api.loader.client.model.WorkerPlacement;
 import io.weightrelay.lab.cluster.LabCatalog.LoaderSlot;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.TensorLayout;
@@ -107,7 +108,7 @@ class Mooncake3187PlacementLabTest {
         }
         long started = System.nanoTime();
         long generation = lab.publish(0);
-        LabCluster.Updates update = lab.updateAll().requireUpdated();
+        LabUpdate update = lab.updateAll().requireUpdated();
         long verified = lab.verifyAll(generation);
         System.out.printf(
                 "%s: #3187 placements %s bytes, received %d, verified %d, store read %d of %d"

@@ -9,6 +9,7 @@ import io.weightrelay.api.loader.client.model.TransferEngineBuffer;
 import io.weightrelay.api.loader.client.model.WorkerPlacement;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.cluster.MooncakeLab;
 import io.weightrelay.lab.faults.MooncakeAgentKills;
 import io.weightrelay.lab.rollout.RolloutEngine;
@@ -151,7 +152,7 @@ class MooncakeLabTest {
             Path dumps = Files.createTempDirectory(lab.logs(), "plain-te-worker-");
             for (int step = 0; step < 2; step++) {
                 long generation = lab.publish(step);
-                LabCluster.Updates update = lab.updateAll().requireUpdated();
+                LabUpdate update = lab.updateAll().requireUpdated();
                 Demands demands = Demands.of(lab.manifest(), lab.placement());
                 assertThat(update.bytesReceived())
                         .as("delivery equals what the target placement stores")
@@ -258,7 +259,7 @@ class MooncakeLabTest {
             Demands demands = Demands.of(lab.manifest(), lab.placement());
             for (int i = 0; i < 2; i++) {
                 long generation = lab.publish(shared.nextStep());
-                LabCluster.Updates update = lab.updateAll().requireUpdated();
+                LabUpdate update = lab.updateAll().requireUpdated();
                 long verified = lab.verifyAll(generation);
                 assertThat(verified).as("bytes checked against the trainer's").isPositive();
                 Delivery.exactAndSinglePull(update, demands);
@@ -298,7 +299,7 @@ class MooncakeLabTest {
 
             lab.reRegisterAll();
             long second = lab.publish(shared.nextStep());
-            LabCluster.Updates update = lab.updateAll().requireUpdated();
+            LabUpdate update = lab.updateAll().requireUpdated();
             assertThat(lab.verifyAll(second))
                     .as("bytes checked against the trainer's")
                     .isPositive();

@@ -4,7 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.lab.demo.HostsDemo;
+import io.weightrelay.lab.demo.Demo;
+import io.weightrelay.lab.demo.ModeResult;
 import io.weightrelay.reshard.placement.Mode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -41,8 +42,8 @@ class MooncakeMultiHostLabTest {
     @EnumSource(Mode.class)
     void anUpdateAcrossHostsOnMooncakeDeliversEveryByteReadingTheStoreOncePerNeededByte(Mode mode)
             throws Exception {
-        HostsDemo.ModeResult r =
-                HostsDemo.runMode(
+        ModeResult r =
+                Demo.runMode(
                         LabCluster.Spec.of("tiny", 2, 2, mode), PREFIX, DataplaneEngine.MOONCAKE);
         System.out.printf(
                 "mooncake --hosts %s: update %.2f s, verified %d + %d after restart, store read %d"

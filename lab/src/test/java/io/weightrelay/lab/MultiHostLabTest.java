@@ -4,7 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.cluster.LabCluster;
-import io.weightrelay.lab.demo.HostsDemo;
+import io.weightrelay.lab.demo.Demo;
+import io.weightrelay.lab.demo.ModeResult;
 import io.weightrelay.reshard.placement.Mode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -39,8 +40,8 @@ class MultiHostLabTest {
     @ParameterizedTest
     @EnumSource(Mode.class)
     void everyCrossHostByteCrossesARealInterfaceAndIsVerified(Mode mode) throws Exception {
-        HostsDemo.ModeResult r =
-                HostsDemo.runMode(
+        ModeResult r =
+                Demo.runMode(
                         LabCluster.Spec.of("tiny", 2, 2, mode), PREFIX, DataplaneEngine.BUILTIN);
 
         Delivery.acrossHosts(r, FRAMING_SHARE, HANDSHAKES_BYTES);

@@ -12,6 +12,7 @@ import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCatalog.LoaderSlot;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.DType;
@@ -67,7 +68,7 @@ class WideExpertFp8LabTest {
                 .isEqualTo(lab.manifest().totalBytes());
         for (long step = 0; step < 2; step++) {
             long generation = lab.publish(step);
-            LabCluster.Updates update = lab.updateAll().requireUpdated();
+            LabUpdate update = lab.updateAll().requireUpdated();
             assertThat(lab.verifyAll(generation))
                     .as("bytes checked against the reference FP8 conversion")
                     .isEqualTo(demands.targetStoredBytes());

@@ -1,6 +1,7 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 
 /**
  * {@code first_weights_s} of {@code bench update}: how long a restarted engine waits for its first
@@ -34,7 +35,7 @@ record FirstWeights(double setupSeconds, double updateSeconds, long bytesVerifie
         long started = System.nanoTime();
         lab.reRegister(index);
         double setup = (System.nanoTime() - started) / 1e9;
-        LabCluster.Updates update = lab.updateAll().requireUpdated();
+        LabUpdate update = lab.updateAll().requireUpdated();
         long verified = verify ? lab.verify(lab.engines().get(index), generation) : 0;
         lab.collectGarbage();
         return new FirstWeights(setup, update.seconds(), verified);

@@ -1,8 +1,9 @@
 package io.weightrelay.lab.bench;
 
-import io.weightrelay.api.loader.client.model.DirectInstall;
+import io.weightrelay.api.loader.client.model.PhaseDurations;
 import io.weightrelay.lab.bench.planner.ClusterModel;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.Host;
 import io.weightrelay.lab.hosts.HostLab;
@@ -88,7 +89,7 @@ public final class HostsUpdateBench {
     private HostsUpdateBench() {}
 
     /** {@code ./relay bench update --hosts}: prints the bench's JSON line; exit 1 on a miss. */
-    public static void run(UpdateBench.Options options) throws Exception {
+    static void run(UpdateBench.Options options) throws Exception {
         WarmupRounds run = options.rounds();
         double linkGbps = options.linkGbps();
         UpdateBench.Install install = options.install();
@@ -117,28 +118,17 @@ public final class HostsUpdateBench {
                     naivePredictedSeconds(manifest, placement, topology, linkGbps)
                             / PAYLOAD_FRACTION;
 
-            if (install.staged()) {
-                lab.directInstall(DirectInstall.STAGED);
-            }
-            lab.installOnRequest(install.onRequest());
-
             String rate = Math.max(1, Math.round(linkGbps * 1e6)) + "kbit";
-            for (Host h : lab.hosts().hosts()) {
-                lab.hosts().shapeDataLinkBothWays(h.name(), rate);
+            for (Host h : lab.hostLab().hosts()) {
+                lab.hostLab().shapeDataLinkBothWays(h.name(), rate);
             }
 
-            WarmupRounds.Rounds<MultiHostCluster.Update> rounds =
-                    run.run(
-                            step -> lab.publish(step).generation(),
-                            () -> lab.updateAll().requireVerified(),
-                            lab::collectGarbage,
-                            // the hosts' services run under their host agents: not broken down
-                            () -> null);
-            WarmupRounds.Measured<MultiHostCluster.Update> median =
-                    rounds.median(u -> slowest(u.engines()));
+            // the hosts' services run under their host agents: their CPU is not broken down
+            WarmupRounds.Rounds<LabUpdate> rounds = UpdateBench.rounds(lab, options, () -> null);
+            WarmupRounds.Measured<LabUpdate> median = rounds.median(LabUpdate::slowestSeconds);
             long generation = median.generation();
-            MultiHostCluster.Update warm = median.update();
-            double updateSeconds = slowest(warm.engines());
+            LabUpdate warm = median.update();
+            double updateSeconds = warm.slowestSeconds();
 
             // The last generation: the median round's may be collected already.
             Naive naive = naive(lab, spec, rounds.lastGeneration());
@@ -146,12 +136,12 @@ public final class HostsUpdateBench {
             long storeRead = warm.storeBytesRead();
             double storeReadRatio = (double) storeRead / needed;
             long busiestIn = 0;
-            for (LinkCounters.HostLinks h : warm.traffic().hosts().values()) {
+            for (LinkCounters.HostLinks h : warm.traffic().orElseThrow().hosts().values()) {
                 busiestIn = Math.max(busiestIn, h.dataReceived().tcpPayload());
             }
             long drops = 0;
-            for (Host h : lab.hosts().hosts()) {
-                for (JsonNode q : lab.hosts().dataLinkQdiscs(h.name())) {
+            for (Host h : lab.hostLab().hosts()) {
+                for (JsonNode q : lab.hostLab().dataLinkQdiscs(h.name())) {
                     drops += q.path("drops").asLong();
                 }
             }
@@ -188,10 +178,10 @@ public final class HostsUpdateBench {
                             run.repeat(),
                             install.directInstall(),
                             install.when(),
-                            longest(warm.engines(), "pause_ms") / 1e3,
-                            longest(warm.engines(), "fetch_ms") / 1e3,
-                            longest(warm.engines(), "install_ms") / 1e3,
-                            lab.hosts().hosts().size(),
+                            warm.slowest(PhaseDurations::getPauseMs) / 1e3,
+                            warm.slowest(PhaseDurations::getFetchMs) / 1e3,
+                            warm.slowest(PhaseDurations::getInstallMs) / 1e3,
+                            lab.hostLab().hosts().size(),
                             linkGbps,
                             generation,
                             updateSeconds,
@@ -199,14 +189,14 @@ public final class HostsUpdateBench {
                             naiveRatio,
                             predicted,
                             vsPredicted,
-                            longest(warm.engines(), "apply_ms") / 1e3,
-                            longest(warm.engines(), "prepare_ms"),
-                            longest(warm.engines(), "post_apply_ms"),
+                            warm.slowest(PhaseDurations::getApplyMs) / 1e3,
+                            warm.slowest(PhaseDurations::getPrepareMs),
+                            warm.slowest(PhaseDurations::getPostApplyMs),
                             predictedLineRate,
                             PAYLOAD_FRACTION,
                             naivePredicted,
                             naivePredicted / naive.seconds(),
-                            slowest(rounds.cold().engines()),
+                            rounds.cold().slowestSeconds(),
                             warm.seconds(),
                             storeReadRatio,
                             warm.bytesReceived(),
@@ -255,7 +245,7 @@ public final class HostsUpdateBench {
             throws Exception {
         List<HostProcess> readers = new ArrayList<>();
         for (String node : lab.rolloutNodes()) {
-            Host h = lab.hosts().host(node);
+            Host h = lab.hostLab().host(node);
             readers.add(
                     h.startJava(
                             "naive-" + node,
@@ -298,7 +288,7 @@ public final class HostsUpdateBench {
             pool.shutdownNow();
             for (HostProcess r : readers) {
                 r.close(); // end of input: the reader closes its data planes and ends
-                lab.hosts().forget(r);
+                lab.hostLab().forget(r);
             }
         }
     }
@@ -331,22 +321,6 @@ public final class HostsUpdateBench {
         }
         busiest = Math.max(busiest, trainerOut == null ? 0 : max(trainerOut));
         return busiest / (linkGbps * 1e9 / 8);
-    }
-
-    private static double slowest(List<JsonNode> engines) {
-        double s = 0;
-        for (JsonNode e : engines) {
-            s = Math.max(s, e.path("updated_s").asDouble());
-        }
-        return s;
-    }
-
-    private static long longest(List<JsonNode> engines, String field) {
-        long m = 0;
-        for (JsonNode e : engines) {
-            m = Math.max(m, e.path(field).asLong());
-        }
-        return m;
     }
 
     private static double max(double[] values) {

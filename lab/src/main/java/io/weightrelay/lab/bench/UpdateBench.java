@@ -3,12 +3,13 @@ package io.weightrelay.lab.bench;
 import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.PhaseDurations;
-import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneEngine;
+import io.weightrelay.lab.cluster.Cluster;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.cluster.MooncakeServices;
 import io.weightrelay.reshard.manifest.Fragmenter;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -27,7 +28,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * {@code ./relay bench update --model qwen2.5-0.5b --instances 4 --tp 2 --mode compat|direct}:
@@ -158,6 +159,7 @@ public final class UpdateBench {
             boolean checksums,
             boolean verify,
             DataplaneEngine engine,
+            boolean hosts,
             double linkGbps,
             Path root) {
 
@@ -176,9 +178,35 @@ public final class UpdateBench {
         }
     }
 
-    /** {@code ./relay bench update} without {@code --hosts}: prints the bench's JSON line. */
+    /**
+     * {@code ./relay bench update}: prints the bench's JSON line; with {@code --hosts} on the
+     * multi-host lab, its links shaped ({@link HostsUpdateBench}).
+     */
     public static void run(Options options) throws Exception {
+        if (options.hosts()) {
+            HostsUpdateBench.run(options);
+            return;
+        }
         System.out.println(line(options, () -> Yardsticks.measure(COPY_THREADS, ENGINE_STREAMS)));
+    }
+
+    /**
+     * The rounds of {@link WarmupRounds#run} on any lab, its engines first told how they take an
+     * update ({@code --direct-install}, and whether they serve through the fetch); {@code services}
+     * tells the CPU the lab's services spent, where the bench can see them.
+     */
+    static WarmupRounds.Rounds<LabUpdate> rounds(
+            Cluster lab, Options options, Supplier<ServiceCpu> services) throws Exception {
+        if (options.install().staged()) {
+            lab.directInstall(DirectInstall.STAGED);
+        }
+        lab.installOnRequest(options.install().onRequest());
+        return options.rounds()
+                .run(
+                        step -> lab.publishGeneration(step).generation(),
+                        () -> lab.updateAll().requireUpdated(),
+                        lab::collectGarbage,
+                        services);
     }
 
     /**
@@ -228,7 +256,7 @@ public final class UpdateBench {
                                 + "\"mooncake_vs_builtin\":%.3f}",
                         builtinS,
                         builtin.rounds().cold().seconds(),
-                        builtin.rounds().secondsJson(LabCluster.Updates::seconds),
+                        builtin.rounds().secondsJson(LabUpdate::seconds),
                         (double) builtin.median().update().storeBytesRead() / needed,
                         builtin.boundSeconds(rates) / builtinS,
                         builtin.verified(),
@@ -244,8 +272,8 @@ public final class UpdateBench {
     record LabRun(
             Options options,
             LabCluster.Spec spec,
-            WarmupRounds.Rounds<LabCluster.Updates> rounds,
-            WarmupRounds.Measured<LabCluster.Updates> median,
+            WarmupRounds.Rounds<LabUpdate> rounds,
+            WarmupRounds.Measured<LabUpdate> median,
             long verified,
             long objectsVerified,
             long controlVerifyMs,
@@ -285,28 +313,17 @@ public final class UpdateBench {
                 Topology topology)
                 throws Exception {
             LabCluster.Spec spec = options.spec();
-            Install install = options.install();
             boolean verify = options.verify();
             try (LabCluster lab = LabCluster.start(spec, options.checksums())) {
-                if (install.staged()) {
-                    lab.directInstall(DirectInstall.STAGED);
-                }
-                lab.installOnRequest(install.onRequest());
                 Map<String, List<Long>> roles = new LinkedHashMap<>(lab.servicePids());
                 if (mooncake) {
                     // each service's Mooncake agent: where Mooncake's own work is done
                     roles.put("mooncake_agents", descendants(lab.servicePids()));
                 }
                 roles.put("bench", List.of(ProcessHandle.current().pid()));
-                WarmupRounds.Rounds<LabCluster.Updates> rounds =
-                        options.rounds()
-                                .run(
-                                        lab::publish,
-                                        () -> lab.updateAll().requireUpdated(),
-                                        lab::collectGarbage,
-                                        () -> ServiceCpu.now(roles));
-                WarmupRounds.Measured<LabCluster.Updates> median =
-                        rounds.median(LabCluster.Updates::seconds);
+                WarmupRounds.Rounds<LabUpdate> rounds =
+                        UpdateBench.rounds(lab, options, () -> ServiceCpu.now(roles));
+                WarmupRounds.Measured<LabUpdate> median = rounds.median(LabUpdate::seconds);
                 long verified = verify ? lab.verifyAll(rounds.lastGeneration()) : 0;
                 UpdateSession session = lab.session(median.generation(), "lab");
                 long controlVerifyMs =
@@ -356,8 +373,7 @@ public final class UpdateBench {
         }
 
         private long local() {
-            return median.update()
-                    .sum(p -> p.getTransport().getLocalRead() + p.getTransport().getLocalWritten());
+            return median.update().engineLocalBytes();
         }
 
         /**
@@ -369,8 +385,7 @@ public final class UpdateBench {
         }
 
         private long tcp() {
-            return median.update()
-                    .sum(p -> p.getTransport().getTcpRead() + p.getTransport().getTcpWritten());
+            return median.update().engineTcpBytes();
         }
 
         /**
@@ -386,10 +401,10 @@ public final class UpdateBench {
 
         /** The bench's JSON line for this lab (first weights and naive from {@code full}). */
         String json(Yardsticks rates, long needed) {
-            LabCluster.Updates warm = median.update();
+            LabUpdate warm = median.update();
             long local = local();
             long tcp = tcp();
-            long loaderChecksumMs = slowest(warm, d -> d.getVerifyMs());
+            long loaderChecksumMs = warm.slowest(PhaseDurations::getVerifyMs);
             double bound = boundSeconds(rates);
             double moveBound = rates.moveSeconds(local + installBytes(), tcp);
             double singleThreadBound = rates.singleThreadBoundSeconds(local, tcp);
@@ -426,9 +441,9 @@ public final class UpdateBench {
                     spec.tp(),
                     options.install().directInstall(),
                     options.install().when(),
-                    slowest(warm, d -> d.getPauseMs()) / 1e3,
-                    slowest(warm, d -> d.getFetchMs()) / 1e3,
-                    slowest(warm, d -> d.getInstallMs()) / 1e3,
+                    warm.slowest(PhaseDurations::getPauseMs) / 1e3,
+                    warm.slowest(PhaseDurations::getFetchMs) / 1e3,
+                    warm.slowest(PhaseDurations::getInstallMs) / 1e3,
                     rounds.warmups(),
                     rounds.settled(),
                     options.rounds().repeat(),
@@ -453,8 +468,8 @@ public final class UpdateBench {
                             : String.format(Locale.ROOT, "%.4f", naiveSeconds),
                     rounds.cold().seconds(),
                     registrationSeconds,
-                    slowest(rounds.cold(), d -> d.getPrepareMs()),
-                    slowest(rounds.cold(), d -> d.getApplyMs()),
+                    rounds.cold().slowest(PhaseDurations::getPrepareMs),
+                    rounds.cold().slowest(PhaseDurations::getApplyMs),
                     rates.memcpyOneThread() / 1e9,
                     rates.localRate() / 1e9,
                     rates.copyThreads(),
@@ -463,15 +478,15 @@ public final class UpdateBench {
                     rates.tcpRate() / 1e9,
                     rates.streams(),
                     verified + first.bytesVerified(),
-                    slowest(warm, d -> d.getPrepareMs()),
-                    slowest(warm, d -> d.getApplyMs()),
-                    slowest(warm, d -> d.getPostApplyMs()),
+                    warm.slowest(PhaseDurations::getPrepareMs),
+                    warm.slowest(PhaseDurations::getApplyMs),
+                    warm.slowest(PhaseDurations::getPostApplyMs),
                     options.checksums(),
                     loaderChecksumMs + controlVerifyMs,
                     loaderChecksumMs,
                     controlVerifyMs,
                     objectsVerified,
-                    rounds.secondsJson(LabCluster.Updates::seconds),
+                    rounds.secondsJson(LabUpdate::seconds),
                     median.cpuBusyJson(),
                     median.servicesCpuJson());
         }
@@ -526,15 +541,6 @@ public final class UpdateBench {
                 dp.close();
             }
         }
-    }
-
-    /** The largest of one duration over the engines' updates of a round. */
-    private static long slowest(LabCluster.Updates round, Function<PhaseDurations, Long> of) {
-        long slowest = 0;
-        for (UpdateProgress p : round.results()) {
-            slowest = Math.max(slowest, nz(of.apply(p.getDurations())));
-        }
-        return slowest;
     }
 
     private static long nz(Long value) {

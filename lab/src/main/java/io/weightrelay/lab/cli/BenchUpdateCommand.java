@@ -1,6 +1,5 @@
 package io.weightrelay.lab.cli;
 
-import io.weightrelay.lab.bench.HostsUpdateBench;
 import io.weightrelay.lab.bench.UpdateBench;
 import io.weightrelay.lab.bench.WarmupRounds;
 import java.util.OptionalInt;
@@ -122,11 +121,10 @@ final class BenchUpdateCommand extends LabCommand {
                         !noChecksums,
                         !noVerify,
                         engine.dataplane(),
+                        hosts,
                         linkGbps,
                         services.root());
-        return hosts
-                ? new Invocation<>(HostsUpdateBench.class, options, HostsUpdateBench::run)
-                : new Invocation<>(UpdateBench.class, options, UpdateBench::run);
+        return new Invocation<>(UpdateBench.class, options, UpdateBench::run);
     }
 
     @Override

@@ -1,7 +1,6 @@
 package io.weightrelay.lab.cli;
 
 import io.weightrelay.lab.demo.Demo;
-import io.weightrelay.lab.demo.HostsDemo;
 import io.weightrelay.reshard.placement.Mode;
 import java.util.List;
 import picocli.CommandLine.Command;
@@ -80,10 +79,9 @@ final class DemoCommand extends LabCommand {
                                 : List.of(Mode.parse(mode)),
                         engine.dataplane(),
                         json,
+                        hosts,
                         prefix.prefix);
-        return hosts
-                ? new Invocation<>(HostsDemo.class, options, HostsDemo::run)
-                : new Invocation<>(Demo.class, options, Demo::run);
+        return new Invocation<>(Demo.class, options, Demo::run);
     }
 
     @Override

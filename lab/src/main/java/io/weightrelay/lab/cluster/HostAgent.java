@@ -51,7 +51,7 @@ import tools.jackson.databind.node.ObjectNode;
  *   open STEP | publish STEP | commit G | abort G | gc
  * --role rollout --model M --instances I --tp P --mode compat|direct --rollout-nodes R
  *     --control-url U --tokens-file F --engine ID=URL ... [--seed 1]
- *   register GROUP | update | replace ID URL GROUP | update-one ID
+ *   register GROUP | update | replace ID URL GROUP | update-one ID [ID ...]
  * </pre>
  */
 public final class HostAgent {
@@ -246,7 +246,13 @@ public final class HostAgent {
                         installOnRequest = false;
                     }
                 }
-                case "update-one" -> update(List.of(engines.get(w[1])), Duration.ofMinutes(10));
+                case "update-one" -> {
+                    List<RolloutEngine> which = new ArrayList<>();
+                    for (int i = 1; i < w.length; i++) {
+                        which.add(engines.get(w[i]));
+                    }
+                    yield update(which, Duration.ofMinutes(10));
+                }
                 case "update-within" ->
                         update(
                                 List.copyOf(engines.values()),
@@ -314,6 +320,7 @@ public final class HostAgent {
                 ObjectNode o =
                         list.addObject()
                                 .put("instance", e.instance())
+                                .put("update_id", p.getUpdateId())
                                 .put("outcome", String.valueOf(p.getOutcome()))
                                 .put(
                                         "generation",
@@ -329,7 +336,8 @@ public final class HostAgent {
                             .put("post_apply_ms", nz(p.getDurations().getPostApplyMs()))
                             .put("fetch_ms", nz(p.getDurations().getFetchMs()))
                             .put("install_ms", nz(p.getDurations().getInstallMs()))
-                            .put("pause_ms", nz(p.getDurations().getPauseMs()));
+                            .put("pause_ms", nz(p.getDurations().getPauseMs()))
+                            .put("verify_ms", nz(p.getDurations().getVerifyMs()));
                 }
                 TransportBytes t = p.getTransport();
                 if (t != null) {

@@ -10,8 +10,7 @@ import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.api.loader.client.model.DirectInstall;
-import io.weightrelay.api.loader.client.model.UpdateOutcome;
-import io.weightrelay.api.loader.client.model.UpdateProgress;
+import io.weightrelay.lab.hosts.HostLab;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -27,8 +26,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
-import java.util.function.ToLongFunction;
 
 /**
  * A whole lab on this machine: control-api, one publisher per trainer node label and one loader per
@@ -43,7 +42,7 @@ import java.util.function.ToLongFunction;
  * {@link LabStore} (the store behind the services' backs). The hooks that break a running lab are
  * {@link LabFaults}, reached by {@link #faults()}.
  */
-public final class LabCluster implements StartedOrClosed.Lab {
+public final class LabCluster implements Cluster {
 
     /**
      * What to run. Two trainer and two rollout node labels unless said otherwise.
@@ -158,44 +157,6 @@ public final class LabCluster implements StartedOrClosed.Lab {
                 throw new IllegalArgumentException(
                         "the lab publishes bf16 and serves bf16 or f8_e4m3, not " + rolloutDtype);
             }
-        }
-    }
-
-    /** One update of every listed engine, started together, and how long until the last ended. */
-    public record Updates(double seconds, List<UpdateProgress> results) {
-
-        /** {@code of} each engine's update, summed over all. */
-        public long sum(ToLongFunction<UpdateProgress> of) {
-            return results.stream().mapToLong(of).sum();
-        }
-
-        /** Store bytes the engines' loaders read ({@code localRead + tcpRead}), over all. */
-        public long storeBytesRead() {
-            return sum(p -> p.getTransport().getLocalRead() + p.getTransport().getTcpRead());
-        }
-
-        /** Bytes the engines' workers received, over all. */
-        public long bytesReceived() {
-            return sum(UpdateProgress::getBytesReceived);
-        }
-
-        /** Fails naming the first instance that did not end UPDATED, with its failing peer. */
-        public Updates requireUpdated() {
-            for (UpdateProgress p : results) {
-                if (p.getOutcome() != UpdateOutcome.UPDATED) {
-                    throw new IllegalStateException(
-                            "update "
-                                    + p.getUpdateId()
-                                    + " ended "
-                                    + p.getOutcome()
-                                    + ": "
-                                    + p.getError()
-                                    + " (failing peer "
-                                    + p.getFailingPeer()
-                                    + ")");
-                }
-            }
-            return this;
         }
     }
 
@@ -341,10 +302,12 @@ public final class LabCluster implements StartedOrClosed.Lab {
         engines.registerAll(services.loaderUrls());
     }
 
+    @Override
     public SourceManifest manifest() {
         return manifest;
     }
 
+    @Override
     public TargetPlacement placement() {
         return placement;
     }
@@ -376,10 +339,12 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     /** The lab's spec (its Redis, model and shape). */
+    @Override
     public Spec spec() {
         return spec;
     }
 
+    @Override
     public Path logs() {
         return logs;
     }
@@ -387,6 +352,18 @@ public final class LabCluster implements StartedOrClosed.Lab {
     /** The simulated trainer publishes the generation of {@code step}; returns its id. */
     public long publish(long step) {
         return engines.publish(step);
+    }
+
+    @Override
+    public Published publishGeneration(long step) {
+        long started = System.nanoTime();
+        return new Published(publish(step), (System.nanoTime() - started) / 1e9, Optional.empty());
+    }
+
+    /** None: every service of this lab runs on this machine, on loopback. */
+    @Override
+    public Optional<HostLab> hosts() {
+        return Optional.empty();
     }
 
     /**
@@ -406,13 +383,27 @@ public final class LabCluster implements StartedOrClosed.Lab {
     }
 
     /** Updates every engine to the active generation, all at once. */
-    public Updates updateAll() throws Exception {
+    @Override
+    public LabUpdate updateAll() throws Exception {
         return update(engines());
     }
 
     /** Updates the given engines together (for example one restarted instance). */
-    public Updates update(List<RolloutEngine> which) throws Exception {
+    public LabUpdate update(List<RolloutEngine> which) throws Exception {
         return engines.update(which);
+    }
+
+    @Override
+    public LabUpdate updateInstances(List<String> instances) throws Exception {
+        return update(engines.of(instances));
+    }
+
+    /** Checks every byte the engines of {@code update} hold now, in this JVM. */
+    @Override
+    public long verify(LabUpdate update, long generation) {
+        return verify(
+                engines.of(update.engines().stream().map(LabUpdate.Engine::instance).toList()),
+                generation);
     }
 
     /** Checks every byte every engine's workers hold against {@code generation}'s contents. */
@@ -455,8 +446,13 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * Removes retired generations nobody holds, as a deployment's scheduled GC would; answers what
      * was collected and what kept.
      */
-    public GcReport collectGarbage() {
+    public GcReport collectGarbageReport() {
         return controlPlane.collectGarbage();
+    }
+
+    @Override
+    public void collectGarbage() {
+        collectGarbageReport();
     }
 
     /**
@@ -465,20 +461,22 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * the store itself, with no republish and no other instance involved.
      */
     public RolloutEngine restartInstance(int index) throws Exception {
-        return restartInstances(List.of(index)).get(0);
+        restartInstances(List.of(index));
+        return engines.engine(index);
     }
 
     /**
      * {@link #restartInstance(int)} for several instances at once: their loaders are killed
      * together and the fresh ones start side by side, each engine in a group of its own.
      */
-    public List<RolloutEngine> restartInstances(List<Integer> indexes) throws Exception {
+    @Override
+    public List<String> restartInstances(List<Integer> indexes) throws Exception {
         List<ServiceProcess> fresh = services.replaceLoaders(indexes, "-restarted", List.of());
-        List<RolloutEngine> out = new ArrayList<>();
+        List<String> out = new ArrayList<>();
         for (int i = 0; i < indexes.size(); i++) {
             int index = indexes.get(i);
             String group = "rebuild-" + slots.get(index).rolloutInstance();
-            out.add(engines.replace(index, fresh.get(i).baseUrl(), group));
+            out.add(engines.replace(index, fresh.get(i).baseUrl(), group).instance());
         }
         return out;
     }
@@ -498,6 +496,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * (staged: received beside the weights they serve from, installed by a local copy), and so
      * every registration after.
      */
+    @Override
     public void directInstall(DirectInstall how) {
         engines.directInstall(how);
     }
@@ -507,6 +506,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * to install on request and asks to install once its group fetched (compat, or direct
      * registered staged).
      */
+    @Override
     public void installOnRequest(boolean on) {
         engines.installOnRequest(on);
     }
@@ -675,6 +675,7 @@ public final class LabCluster implements StartedOrClosed.Lab {
      * Every token and secret this lab configured (role tokens, bound tokens, the owner credential,
      * the data-plane secret): none may appear in a service log.
      */
+    @Override
     public List<String> configuredSecrets() {
         return secrets.all();
     }

@@ -23,6 +23,7 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
@@ -46,7 +47,7 @@ import tools.jackson.databind.JsonNode;
  * store's reads and the Transfer Engine's writes between hosts cross the data-plane network over
  * Mooncake's tcp transport.
  */
-public final class MultiHostCluster implements StartedOrClosed.Lab {
+public final class MultiHostCluster implements Cluster {
 
     private static final int REDIS_PORT = 6379;
     private static final int CONTROL_PORT = 8080;
@@ -58,53 +59,6 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
 
     /** A tmpfs size is a limit, not an allocation: room for the largest segments a lab makes. */
     private static final long SHM_LIMIT = 16L << 30;
-
-    /**
-     * One update of some engines: how long it took, what each engine reported, and what crossed
-     * every host's interfaces meanwhile.
-     */
-    public record Update(double seconds, List<JsonNode> engines, LinkCounters traffic) {
-
-        /** Fails naming every engine that did not end UPDATED with every byte verified. */
-        public Update requireVerified() {
-            List<String> bad = new ArrayList<>();
-            for (JsonNode e : engines) {
-                if (!e.path("verified").asBoolean()) {
-                    bad.add(e.path("instance").asString() + ": " + e.path("error").asString());
-                }
-            }
-            if (!bad.isEmpty()) {
-                throw new IllegalStateException("update failed: " + String.join("; ", bad));
-            }
-            return this;
-        }
-
-        public long sum(String field) {
-            long total = 0;
-            for (JsonNode e : engines) {
-                total += e.path(field).asLong();
-            }
-            return total;
-        }
-
-        /** Bytes the engines moved over tcp as initiators (reads from stores, pushes). */
-        public long engineTcpBytes() {
-            return sum("tcp_read") + sum("tcp_written");
-        }
-
-        /** Bytes read from the store, over either transport. */
-        public long storeBytesRead() {
-            return sum("local_read") + sum("tcp_read");
-        }
-
-        public long bytesVerified() {
-            return sum("bytes_verified");
-        }
-
-        public long bytesReceived() {
-            return sum("bytes_received");
-        }
-    }
 
     private final LabCluster.Spec spec;
     private final String prefix;
@@ -190,16 +144,29 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         return StartedOrClosed.start(lab, lab::startAll);
     }
 
+    @Override
     public SourceManifest manifest() {
         return manifest;
     }
 
+    @Override
     public TargetPlacement placement() {
         return placement;
     }
 
-    public HostLab hosts() {
+    /** The hosts this lab runs on. */
+    public HostLab hostLab() {
         return hosts;
+    }
+
+    @Override
+    public Optional<HostLab> hosts() {
+        return Optional.of(hosts);
+    }
+
+    @Override
+    public LabCluster.Spec spec() {
+        return spec;
     }
 
     /** The data plane every service of this lab runs on. */
@@ -207,17 +174,20 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         return engine;
     }
 
+    @Override
     public Path logs() {
         return logs;
     }
 
     /**
      * Every trainer rank publishes its share of the generation of {@code step} into its own
-     * publisher; the first rank commits once all succeeded. Returns the generation and what crossed
-     * the interfaces meanwhile.
+     * publisher; the first rank commits once all succeeded. Returns the generation, how long that
+     * took and what crossed the interfaces meanwhile.
      */
-    public Published publish(long step) throws Exception {
+    @Override
+    public Published publishGeneration(long step) throws Exception {
         LinkCounters before = hosts.counters();
+        long started = System.nanoTime();
         HostProcess first = trainerAgents.get(trainerNodes.get(0));
         long generation = first.require("open " + step).get("generation").asLong();
         List<JsonNode> ranks = all(trainerAgents.values(), p -> p.answer("publish " + step));
@@ -233,20 +203,17 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
                     "generation " + generation + " aborted: " + String.join("; ", failures));
         }
         first.require("commit " + generation);
-        long bytes = 0;
-        for (JsonNode r : ranks) {
-            bytes += r.path("bytes").asLong();
-        }
-        return new Published(generation, bytes, hosts.counters().minus(before));
+        return new Published(
+                generation,
+                (System.nanoTime() - started) / 1e9,
+                Optional.of(hosts.counters().minus(before)));
     }
-
-    /** A committed generation, the bytes the ranks handed over and the interfaces' traffic. */
-    public record Published(long generation, long bytes, LinkCounters traffic) {}
 
     /**
      * Registers every engine again, its direct workers taking new generations {@code how}: every
      * registration from now on says so.
      */
+    @Override
     public void directInstall(DirectInstall how) throws Exception {
         all(rolloutAgents.values(), p -> p.require("register lab " + how.getValue()));
     }
@@ -255,25 +222,26 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
      * Whether {@link #updateAll} serves through the fetch: each engine starts its update to install
      * on request, follows it to FETCHED, then asks to install (otherwise it updates in one call).
      */
+    @Override
     public void installOnRequest(boolean on) {
         installOnRequest = on;
     }
 
     /** Updates every engine to the active generation, all at once, and checks every byte. */
-    public Update updateAll() throws Exception {
-        LinkCounters before = hosts.counters();
-        long started = System.nanoTime();
-        String command = installOnRequest ? "update-serving" : "update";
-        List<JsonNode> answers = all(rolloutAgents.values(), p -> p.answer(command));
-        double seconds = (System.nanoTime() - started) / 1e9;
-        return new Update(seconds, engines(answers), hosts.counters().minus(before));
+    @Override
+    public LabUpdate updateAll() throws Exception {
+        return timed(
+                () ->
+                        all(
+                                rolloutAgents.values(),
+                                p -> p.answer(installOnRequest ? "update-serving" : "update")));
     }
 
     /**
      * Kills instance {@code index}'s loader as a crash would, starts a fresh one on the same host
      * and registers the engine with it in a group of its own; returns the instance id.
      */
-    public String restartInstance(int index) throws Exception {
+    private String restartInstance(int index) throws Exception {
         String id = placement.instances().get(index);
         HostProcess old = loaders.get(id);
         old.kill();
@@ -289,13 +257,30 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         return id;
     }
 
-    /** Updates one instance alone (a restarted one) and checks every byte it received. */
-    public Update update(String instance) throws Exception {
-        LinkCounters before = hosts.counters();
-        long started = System.nanoTime();
-        JsonNode answer = rolloutAgents.get(nodeOf(instance)).answer("update-one " + instance);
-        double seconds = (System.nanoTime() - started) / 1e9;
-        return new Update(seconds, engines(List.of(answer)), hosts.counters().minus(before));
+    @Override
+    public List<String> restartInstances(List<Integer> indexes) throws Exception {
+        List<String> ids = new ArrayList<>();
+        for (int index : indexes) {
+            ids.add(restartInstance(index));
+        }
+        return ids;
+    }
+
+    /**
+     * Updates the given instances together (restarted ones) and checks every byte they received:
+     * the agent of each rollout host updates its own of them at once.
+     */
+    @Override
+    public LabUpdate updateInstances(List<String> instances) throws Exception {
+        Map<HostProcess, List<String>> byAgent = new LinkedHashMap<>();
+        for (String id : instances) {
+            byAgent.computeIfAbsent(rolloutAgents.get(nodeOf(id)), a -> new ArrayList<>()).add(id);
+        }
+        return timed(
+                () ->
+                        all(
+                                byAgent.keySet(),
+                                p -> p.answer("update-one " + String.join(" ", byAgent.get(p)))));
     }
 
     /**
@@ -303,13 +288,40 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
      * as its phase timeout; what each engine ended with, failed or not (every byte of an UPDATED
      * one checked).
      */
-    public Update updateWithin(Duration timeout) throws Exception {
+    public LabUpdate updateWithin(Duration timeout) throws Exception {
+        return timed(
+                () ->
+                        all(
+                                rolloutAgents.values(),
+                                p -> p.answer("update-within " + timeout.toSeconds())));
+    }
+
+    /** The agents checked every byte as each update ended: this requires that all did. */
+    @Override
+    public long verify(LabUpdate update, long generation) {
+        for (LabUpdate.Engine e : update.requireUpdated().engines()) {
+            if (e.progress().getGeneration() != generation) {
+                throw new IllegalStateException(
+                        e.instance()
+                                + " updated to "
+                                + e.progress().getGeneration()
+                                + ", not "
+                                + generation);
+            }
+        }
+        return update.bytesVerified();
+    }
+
+    /** The agents' answers to one update, timed, with what crossed the interfaces meanwhile. */
+    private LabUpdate timed(Callable<List<JsonNode>> update) throws Exception {
         LinkCounters before = hosts.counters();
         long started = System.nanoTime();
-        List<JsonNode> answers =
-                all(rolloutAgents.values(), p -> p.answer("update-within " + timeout.toSeconds()));
+        List<JsonNode> answers = update.call();
         double seconds = (System.nanoTime() - started) / 1e9;
-        return new Update(seconds, engines(answers), hosts.counters().minus(before));
+        return new LabUpdate(
+                seconds,
+                AgentAnswers.engines(answers),
+                Optional.of(hosts.counters().minus(before)));
     }
 
     /**
@@ -317,7 +329,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
      * are of that generation ({@code verified}).
      */
     public List<JsonNode> serving() throws Exception {
-        return engines(all(rolloutAgents.values(), p -> p.require("serving")));
+        return AgentAnswers.listed(all(rolloutAgents.values(), p -> p.require("serving")));
     }
 
     /** Registers every engine again with its loader in {@code group} (a rebuild). */
@@ -331,6 +343,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
     }
 
     /** Removes retired generations nobody holds, as a deployment's scheduled GC would. */
+    @Override
     public void collectGarbage() {
         trainerAgents.get(trainerNodes.get(0)).require("gc");
     }
@@ -341,6 +354,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
     }
 
     /** Prints every process's log tail to stderr (after a failure). */
+    @Override
     public void dumpLogs() {
         for (HostProcess p : hosts.processes()) {
             System.err.println("---- " + p.name() + " (" + p.host().name() + ") ----\n" + p.tail());
@@ -360,6 +374,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
     }
 
     /** Every token and secret this lab configured: none may appear in a log. */
+    @Override
     public List<String> configuredSecrets() {
         return secrets.all();
     }
@@ -388,7 +403,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
                                 "control-api",
                                 secrets.controlApi(
                                         placement.instances(),
-                                        trainerNodes.stream().map(this::segmentName).toList()))));
+                                        trainerNodes.stream().map(this::segmentOf).toList()))));
         HostProcess control =
                 startService(
                         controlHost,
@@ -409,7 +424,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
             args.addAll(
                     List.of(
                             "--relay.segment.node=" + node,
-                            "--relay.segment.name=" + segmentName(node),
+                            "--relay.segment.name=" + segmentOf(node),
                             "--relay.segment.size=" + segment + "B",
                             "--relay.segment.admin-url=" + url(h, PUBLISHER_PORT),
                             "--relay.staging.mode=segment",
@@ -417,7 +432,7 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
                             "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
                             "--relay.publish.control-api-url=" + controlUrl,
                             secrets.springArg(
-                                    "publisher-" + node, secrets.publisher(segmentName(node)))));
+                                    "publisher-" + node, secrets.publisher(segmentOf(node)))));
             services.put(
                     startService(
                             h,
@@ -540,10 +555,6 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
         return args;
     }
 
-    private String segmentName(String node) {
-        return "lab-" + run + "-" + node;
-    }
-
     /** The loader token of every instance on {@code node}, as {@code loader.<instance>}. */
     private Map<String, String> loaderTokens(String node) {
         Map<String, String> tokens = new LinkedHashMap<>();
@@ -622,18 +633,6 @@ public final class MultiHostCluster implements StartedOrClosed.Lab {
     /** The data-plane key prefix of this lab's store (segments and object directory). */
     public String dataplanePrefix() {
         return "wr:lab:" + run + ":dp:";
-    }
-
-    private static List<JsonNode> engines(List<JsonNode> answers) {
-        List<JsonNode> out = new ArrayList<>();
-        for (JsonNode a : answers) {
-            if (a.has("engines")) {
-                a.get("engines").forEach(out::add);
-            } else {
-                throw new IllegalStateException("update failed: " + a);
-            }
-        }
-        return out;
     }
 
     private interface Call {

@@ -22,6 +22,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.SortedSet;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
@@ -138,6 +139,19 @@ final class SimulatedEngines {
         return List.copyOf(engines);
     }
 
+    /** The engines now serving {@code instances}, in that order. */
+    List<RolloutEngine> of(List<String> instances) {
+        List<RolloutEngine> out = new ArrayList<>();
+        for (String id : instances) {
+            out.add(
+                    engines.stream()
+                            .filter(e -> e.instance().equals(id))
+                            .findFirst()
+                            .orElseThrow(() -> new IllegalArgumentException("no instance " + id)));
+        }
+        return out;
+    }
+
     RolloutEngine engine(int index) {
         return engines.get(index);
     }
@@ -219,14 +233,14 @@ final class SimulatedEngines {
     }
 
     /** Updates the given engines together, showing the sum of their progress. */
-    LabCluster.Updates update(List<RolloutEngine> which) throws Exception {
+    LabUpdate update(List<RolloutEngine> which) throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(which.size());
         // Each engine's last answer; the progress shown is their sum.
         Map<String, UpdateProgress> latest = new ConcurrentHashMap<>();
         try (Progress progress =
                 Progress.of(which.size() == 1 ? "update" : "update x" + which.size(), 0)) {
             long started = System.nanoTime();
-            List<Future<UpdateProgress>> futures = new ArrayList<>();
+            List<Future<LabUpdate.Engine>> futures = new ArrayList<>();
             for (RolloutEngine e : which) {
                 futures.add(
                         pool.submit(
@@ -238,17 +252,22 @@ final class SimulatedEngines {
                                                             .getUpdateId();
                                     // progress shown once a second: each answer is a request
                                     // the loader serves on the cores that move the bytes
-                                    return e.await(
-                                            id,
-                                            Duration.ofSeconds(1),
-                                            p -> tally(latest, e.instance(), p, progress));
+                                    UpdateProgress ended =
+                                            e.await(
+                                                    id,
+                                                    Duration.ofSeconds(1),
+                                                    p -> tally(latest, e.instance(), p, progress));
+                                    return LabUpdate.Engine.of(
+                                            e.instance(),
+                                            ended,
+                                            (System.nanoTime() - started) / 1e9);
                                 }));
             }
-            List<UpdateProgress> results = new ArrayList<>();
-            for (Future<UpdateProgress> f : futures) {
+            List<LabUpdate.Engine> results = new ArrayList<>();
+            for (Future<LabUpdate.Engine> f : futures) {
                 results.add(f.get());
             }
-            return new LabCluster.Updates((System.nanoTime() - started) / 1e9, results);
+            return new LabUpdate((System.nanoTime() - started) / 1e9, results, Optional.empty());
         } finally {
             pool.shutdownNow();
         }

@@ -1,24 +1,20 @@
 package io.weightrelay.lab.demo;
 
-import io.weightrelay.api.loader.client.model.PhaseDurations;
-import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.MooncakeLab;
 import io.weightrelay.lab.cluster.MooncakeServices;
-import io.weightrelay.lab.rollout.RolloutEngine;
+import io.weightrelay.lab.cluster.MultiHostCluster;
+import io.weightrelay.lab.hosts.HostLab;
+import io.weightrelay.lab.hosts.HostLabException;
 import io.weightrelay.reshard.placement.Mode;
-import io.weightrelay.reshard.placement.TargetPlacement;
-import io.weightrelay.reshard.placement.Worker;
-import io.weightrelay.reshard.plan.Demands;
 import io.weightrelay.testkit.process.ServiceProcess;
 import io.weightrelay.trainer.client.PublisherClient;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -34,8 +30,19 @@ import java.util.stream.Collectors;
  * instance to each and checking every byte, and finally kills one loader per mode and brings each
  * back on the active generation with no republish. Narration goes to stderr; the report table to
  * stdout, or with {@code --json} one JSON line per generation and a summary line last. Ctrl-C stops
- * every service the demo started. With {@code --hosts} the story runs on several hosts of this
- * machine instead ({@link HostsDemo}).
+ * every service the demo started. The story itself ({@link DemoStory}) runs on any {@link
+ * io.weightrelay.lab.cluster.Cluster}.
+ *
+ * <p>With {@code --hosts} it runs on several hosts of this machine instead ({@link
+ * MultiHostCluster}), one lab per mode: Redis, control-api, each publisher with its trainer rank,
+ * and the loaders of each rollout node with their engines, each group in a host of its own (a
+ * network namespace and a private {@code /dev/shm}), so every byte between services crosses a real
+ * interface. After the story it compares the bytes the engines moved over tcp with what crossed the
+ * data-plane interfaces, checks from {@code /proc} that no process maps another host's shared
+ * memory, and every log for a secret ({@link ModeResult}); with {@code --json} one JSON line per
+ * mode and a summary line last on stdout. With {@code --engine mooncake} the services talk the real
+ * Mooncake's tcp transport between the hosts, against a {@code mooncake_master} on the Redis host.
+ * Needs root: exit 3 when the hosts cannot be made.
  *
  * <p>With {@code --engine mooncake} every service runs on {@code relay.dataplane.engine=mooncake}
  * against a {@code mooncake_master} of the pinned wheel ({@link MooncakeLab}: a network namespace
@@ -46,8 +53,6 @@ import java.util.stream.Collectors;
  * segment ({@code local_replica_ratio}).
  */
 public final class Demo {
-
-    private static final int GENERATIONS = 3;
 
     /** What one generation showed. */
     public record GenerationResult(
@@ -143,7 +148,7 @@ public final class Demo {
             double seconds) {
 
         public boolean verified() {
-            return generations.size() == GENERATIONS
+            return generations.size() == DemoStory.GENERATIONS
                     && generations.stream().allMatch(GenerationResult::verified)
                     && restart.verified()
                     && publishTcpBytes() == 0;
@@ -314,9 +319,9 @@ public final class Demo {
     private Demo() {}
 
     /**
-     * {@code ./relay demo}'s flags, as its {@code --help} describes them, with {@code --hosts} or
-     * without: {@code modes} holds one mode, or both (then even instances compat, odd ones direct;
-     * with {@code --hosts} one lab per mode).
+     * {@code ./relay demo}'s flags, as its {@code --help} describes them: {@code modes} holds one
+     * mode, or both (then even instances compat, odd ones direct; with {@code hosts} one lab per
+     * mode, a lab on hosts serving one).
      */
     public record Options(
             String model,
@@ -325,6 +330,7 @@ public final class Demo {
             List<Mode> modes,
             DataplaneEngine engine,
             boolean json,
+            boolean hosts,
             String prefix) {
 
         public Options {
@@ -339,6 +345,10 @@ public final class Demo {
 
     /** {@code ./relay demo}: tells the story; exit 1 when a check failed. */
     public static void run(Options options) throws Exception {
+        if (options.hosts()) {
+            onHosts(options);
+            return;
+        }
         if (System.getProperty(ServiceProcess.JVM_OPTIONS_PROPERTY) == null) {
             // The demo tells a story, it does not measure: its seven services start with C1 only,
             // about half the CPU of a full-JIT start, which on a small machine is most of the
@@ -370,6 +380,28 @@ public final class Demo {
         }
     }
 
+    /** {@code ./relay demo --hosts}: one lab on hosts per mode; exit 1 when a check failed. */
+    private static void onHosts(Options options) throws Exception {
+        try {
+            HostLab.requireRoot();
+        } catch (HostLabException e) {
+            System.err.println("relay demo --hosts: " + e.getMessage());
+            System.exit(3);
+        }
+        List<ModeResult> results = new ArrayList<>();
+        for (Mode mode : options.modes()) {
+            ModeResult r = runMode(options.spec(mode), options.prefix(), options.engine());
+            results.add(r);
+            if (options.json()) {
+                System.out.println(r.json());
+            }
+        }
+        ModeResult.printSummary(results, options, System.out);
+        if (!results.stream().allMatch(ModeResult::verified)) {
+            System.exit(1);
+        }
+    }
+
     /**
      * The demo's story on a fresh lab of {@code spec} on {@code engine}, stopped at the end (or on
      * Ctrl-C): on Mooncake with a master of its own, removed with the lab.
@@ -378,12 +410,12 @@ public final class Demo {
         long started = System.nanoTime();
         MooncakeServices mooncake = null;
         if (engine == DataplaneEngine.MOONCAKE) {
-            say(
+            DemoStory.say(
                     "starting mooncake_master (pinned wheel in %s) in a network namespace",
                     MooncakeLab.VENV);
             mooncake = MooncakeServices.start();
         }
-        say(
+        DemoStory.say(
                 "starting control-api, %d publishers and %d loaders (%s, %d instances x tp %d, %s,"
                         + " %s engine)",
                 spec.trainerNodes(),
@@ -439,7 +471,19 @@ public final class Demo {
         Thread onInterrupt = new Thread(stop, "demo-stop");
         Runtime.getRuntime().addShutdownHook(onInterrupt);
         try {
-            return lab.showingLogsOnFailure(() -> story(lab, engine, locator, started));
+            return lab.showingLogsOnFailure(
+                    () -> {
+                        DemoStory.Told told = DemoStory.tell(lab, countersOf(lab, locator));
+                        return new Report(
+                                engine,
+                                spec.model(),
+                                spec.instances(),
+                                spec.tp(),
+                                told.modeByInstance(),
+                                told.generations(),
+                                told.restart(),
+                                (System.nanoTime() - started) / 1e9);
+                    });
         } finally {
             stop.run();
             try {
@@ -450,154 +494,69 @@ public final class Demo {
         }
     }
 
-    private static Report story(
-            LabCluster lab, DataplaneEngine engine, Dataplane locator, long started)
+    /**
+     * One mode of {@code ./relay demo --hosts} on fresh hosts named from {@code prefix}, every
+     * service on {@code engine}: the demo's story and every measurement it reports. The hosts
+     * remove themselves at the end, and on Ctrl-C ({@link HostLab}).
+     */
+    public static ModeResult runMode(LabCluster.Spec spec, String prefix, DataplaneEngine engine)
             throws Exception {
-        LabCluster.Spec spec = lab.spec();
-        Map<String, String> modeByInstance = new LinkedHashMap<>();
-        List<String> ids = lab.placement().instances();
-        for (int i = 0; i < ids.size(); i++) {
-            modeByInstance.put(ids.get(i), spec.modeOf(i).name().toLowerCase(Locale.ROOT));
+        DemoStory.say(
+                "%s mode: making hosts and starting Redis, control-api, %d publishers and %d loaders"
+                        + " (%s, %d instances x tp %d) on the %s engine",
+                spec.modeName(),
+                spec.trainerNodes(),
+                spec.instances(),
+                spec.model(),
+                spec.instances(),
+                spec.tp(),
+                engine.label());
+        try (MultiHostCluster lab = MultiHostCluster.start(spec, prefix, List.of(), engine)) {
+            HostLab hosts = lab.hostLab();
+            return lab.showingLogsOnFailure(
+                    () -> {
+                        DemoStory.say(
+                                "  %d hosts up (%s)",
+                                hosts.hosts().size(),
+                                hosts.hosts().stream()
+                                        .map(h -> h.name() + " " + h.controlAddress())
+                                        .collect(Collectors.joining(", ")));
+                        DemoStory.Told told = DemoStory.tell(lab, DemoStory.LocalCounters.NONE);
+                        ModeResult r = ModeResult.of(lab, hosts, engine.label(), told);
+                        DemoStory.say(
+                                "  engines counted %d tcp bytes; the data-plane interfaces carried"
+                                        + " %d bytes in %d frames, %d of them TCP payload; %d"
+                                        + " processes checked, %d shared-memory mappings, all on"
+                                        + " their own host: %s",
+                                r.engineTcpBytes(),
+                                r.dataplane().bytes(),
+                                r.dataplane().packets(),
+                                r.dataplane().tcpPayload(),
+                                r.isolation().processes(),
+                                r.isolation().shmMappings(),
+                                r.isolation().clean() ? "yes" : r.isolation().violations());
+                        return r;
+                    });
         }
-        say("  services up; logs in %s; instances %s", lab.logs(), modeByInstance);
+    }
+
+    /**
+     * What the demo counts from here on a lab of this machine: its publishers' tcp counters, and on
+     * Mooncake ({@code locator} not null) where the master reports each object's replica.
+     */
+    private static DemoStory.LocalCounters countersOf(LabCluster lab, Dataplane locator) {
         List<PublisherClient> publishers = new ArrayList<>();
-        for (int i = 0; i < spec.trainerNodes(); i++) {
+        for (int i = 0; i < lab.spec().trainerNodes(); i++) {
             publishers.add(
                     PublisherClient.connect(
                             lab.publisherUrl(i), lab.trainerToken(), Duration.ofMinutes(1)));
         }
-        Demands demands = Demands.of(lab.manifest(), lab.placement());
         LocalReplicas locality = locator == null ? null : new LocalReplicas(locator, publishers);
-        List<GenerationResult> generations = new ArrayList<>();
-        for (int step = 0; step < GENERATIONS; step++) {
-            long tcpBefore = tcpBytes(publishers);
-            long t0 = System.nanoTime();
-            long g = lab.publish(step);
-            double publishSeconds = (System.nanoTime() - t0) / 1e9;
-            long publishTcp = tcpBytes(publishers) - tcpBefore;
-            // Asked before the update and the collection, while the generation is whole and new.
-            LocalReplicas.Count where =
-                    locality == null
-                            ? new LocalReplicas.Count(0, 0)
-                            : locality.of(lab.manifest(), g, lab.nodeOfTensor(g));
-            LabCluster.Updates update = lab.updateAll().requireUpdated();
-            long verified = lab.verifyAll(g);
-            lab.collectGarbage();
-            GenerationResult r =
-                    new GenerationResult(
-                            g,
-                            publishSeconds,
-                            publishTcp,
-                            update.seconds(),
-                            secondsByMode(update.results(), modeByInstance),
-                            update.storeBytesRead(),
-                            demands.storeBytes(),
-                            update.bytesReceived(),
-                            demands.targetStoredBytes(),
-                            verified,
-                            where.objects(),
-                            where.local());
-            generations.add(r);
-            say(
-                    "  generation %d: published in %.2f s (%d bytes over tcp: one copy, in the"
-                            + " publishers' own segments); every instance updated in %.2f s (%s);"
-                            + " store read %.4fx what the instances need, %d bytes checked",
-                    g,
-                    publishSeconds,
-                    publishTcp,
-                    update.seconds(),
-                    r.updateSecondsByMode().entrySet().stream()
-                            .map(
-                                    e ->
-                                            String.format(
-                                                    Locale.ROOT,
-                                                    "%s %.2f s",
-                                                    e.getKey(),
-                                                    e.getValue()))
-                            .collect(Collectors.joining(", ")),
-                    r.storeReadRatio(),
-                    verified);
-            if (locality != null) {
-                say(
-                        "  generation %d: the Mooncake master reports %d of %d objects in their own"
-                                + " publisher's segment",
-                        g, where.local(), where.objects());
-            }
-        }
-        long active = generations.get(generations.size() - 1).generation();
-
-        // One loader per mode killed and brought back: each loads the active generation alone.
-        List<Integer> restart = new ArrayList<>();
-        for (String mode : List.copyOf(new java.util.TreeSet<>(modeByInstance.values()))) {
-            restart.add(List.copyOf(modeByInstance.values()).indexOf(mode));
-        }
-        List<RolloutEngine> restarted = lab.restartInstances(restart);
-        LabCluster.Updates rebuilt = lab.update(restarted).requireUpdated();
-        long verified = lab.verify(restarted, active);
-        List<String> restartedIds = restarted.stream().map(RolloutEngine::instance).toList();
-        // Each restarted engine rebuilds in a group of its own, so each reads what it needs.
-        long needed = 0;
-        for (String id : restartedIds) {
-            List<Worker> its =
-                    lab.placement().workers().stream()
-                            .filter(w -> w.instance().equals(id))
-                            .toList();
-            needed += Demands.of(lab.manifest(), new TargetPlacement(its)).storeBytes();
-        }
-        RestartResult r =
-                new RestartResult(
-                        restartedIds,
-                        active,
-                        rebuilt.seconds(),
-                        rebuilt.storeBytesRead(),
-                        needed,
-                        verified);
-        say(
-                "  killed the loaders of %s; the new ones loaded active generation %d alone in"
-                        + " %.2f s, no republish; %d bytes checked",
-                String.join(" and ", restartedIds), active, rebuilt.seconds(), verified);
-        return new Report(
-                engine,
-                spec.model(),
-                spec.instances(),
-                spec.tp(),
-                modeByInstance,
-                generations,
-                r,
-                (System.nanoTime() - started) / 1e9);
-    }
-
-    /**
-     * Per mode, the longest prepare + apply + post-apply of its instances (the session's consensus
-     * makes them end together; the loader's own phases say which mode took longer).
-     */
-    private static Map<String, Double> secondsByMode(
-            List<UpdateProgress> results, Map<String, String> modeByInstance) {
-        Map<String, Double> out = new java.util.TreeMap<>();
-        for (UpdateProgress p : results) {
-            String mode = modeByInstance.get(instanceOf(p));
-            PhaseDurations d = p.getDurations();
-            double s =
-                    d == null
-                            ? 0
-                            : (nonNull(d.getPrepareMs())
-                                            + nonNull(d.getApplyMs())
-                                            + nonNull(d.getPostApplyMs()))
-                                    / 1e3;
-            out.merge(mode, s, Math::max);
-        }
-        return out;
-    }
-
-    /** An update id is {@code <instance>:g<generation>:<nonce>}. */
-    private static String instanceOf(UpdateProgress p) {
-        String id = p.getUpdateId();
-        int colon = id.indexOf(':');
-        return colon < 0 ? id : id.substring(0, colon);
-    }
-
-    private static long nonNull(Long v) {
-        return v == null ? 0 : v;
+        return new DemoStory.LocalCounters(
+                () -> tcpBytes(publishers),
+                locality == null
+                        ? DemoStory.LocalCounters.NONE.replicas()
+                        : g -> locality.of(lab.manifest(), g, lab.nodeOfTensor(g)));
     }
 
     private static long tcpBytes(List<PublisherClient> publishers) {
@@ -622,14 +581,5 @@ public final class Demo {
         return byMode.entrySet().stream()
                 .map(e -> String.format(Locale.ROOT, "\"%s\":%.3f", e.getKey(), e.getValue()))
                 .collect(Collectors.joining(",", "{", "}"));
-    }
-
-    private static final long START = System.nanoTime();
-
-    /** A line of narration on stderr, after the seconds since the demo started. */
-    private static void say(String format, Object... args) {
-        System.err.println(
-                String.format(Locale.ROOT, "[%5.1f s] ", (System.nanoTime() - START) / 1e9)
-                        + String.format(Locale.ROOT, format, args));
     }
 }

@@ -177,7 +177,7 @@ final class CheckpointDiskFullCase {
     private static int collect(LabCase.Fault fault, long generation) throws InterruptedException {
         long deadline = System.nanoTime() + COLLECTED_WITHIN.toNanos();
         for (int n = 1; ; n++) {
-            GcReport report = fault.lab().collectGarbage();
+            GcReport report = fault.lab().collectGarbageReport();
             if (report.getCollected() != null) {
                 report.getCollected().forEach(fault::collected);
                 if (report.getCollected().contains(generation)) {

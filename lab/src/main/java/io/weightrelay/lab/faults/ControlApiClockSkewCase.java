@@ -7,6 +7,7 @@ import io.weightrelay.api.control.client.model.Lease;
 import io.weightrelay.api.control.client.model.LeaseRequest;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -47,7 +48,7 @@ final class ControlApiClockSkewCase implements FaultCase {
         Map<String, Long> epochs = registered(lab, proof, null);
 
         long first = b.publish();
-        LabCluster.Updates updates = lab.updateAll();
+        LabUpdate updates = lab.updateAll();
         proof.checkEngines(updates.results());
         proof.requireUpdatedTo(updates.results(), first, "update");
         proof.requireHeld(Set.of(first));

@@ -3,6 +3,7 @@ package io.weightrelay.lab.faults;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
@@ -85,7 +86,7 @@ final class ControlApiRestartedCase extends MidUpdateCase {
         if (updated < update.outcomes().size()) {
             // Ended cleanly: the next attempt (the engines' own, to the active generation) must
             // succeed as it is, with no rebuild and no new publish.
-            LabCluster.Updates again = lab.updateAll();
+            LabUpdate again = lab.updateAll();
             proof.checkEngines(again.results());
             proof.requireUpdatedTo(
                     again.results(), next, "the next attempt after control-api returned");

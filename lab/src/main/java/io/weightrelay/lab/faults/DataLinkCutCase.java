@@ -1,11 +1,11 @@
 package io.weightrelay.lab.faults;
 
+import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import tools.jackson.databind.JsonNode;
 
 /**
  * Case 9, on the multi-host lab: one trainer host's data-plane link is cut (its bridge port down:
@@ -30,37 +30,33 @@ final class DataLinkCutCase implements MultiHostFaultCase {
     @Override
     public String inject(SharedLab.BorrowedHosts borrowed, Findings found) throws Exception {
         MultiHostCluster lab = borrowed.lab;
-        long first = lab.publish(borrowed.nextStep()).generation();
-        lab.updateAll().requireVerified();
-        long cutGeneration = lab.publish(borrowed.nextStep()).generation();
+        long first = lab.publishGeneration(borrowed.nextStep()).generation();
+        lab.updateAll().requireUpdated();
+        long cutGeneration = lab.publishGeneration(borrowed.nextStep()).generation();
 
         // slow the link so the engines' reads of it last seconds, cut it while they read
-        lab.hosts().shapeDataLink(CUT, "2mbit");
-        CompletableFuture<MultiHostCluster.Update> update = MultiHostFaultCase.updateAsync(lab);
+        lab.hostLab().shapeDataLink(CUT, "2mbit");
+        CompletableFuture<LabUpdate> update = MultiHostFaultCase.updateAsync(lab);
         Thread.sleep(CUT_AFTER.toMillis());
-        lab.hosts().cutDataLink(CUT);
+        lab.hostLab().cutDataLink(CUT);
         long cut = System.nanoTime();
-        MultiHostCluster.Update failed;
+        LabUpdate failed;
         try {
             failed = update.get(PHASE_TIMEOUT.toSeconds() * 2, TimeUnit.SECONDS);
         } finally {
-            lab.hosts().restoreDataLink(CUT);
-            lab.hosts().unshapeDataLink(CUT);
+            lab.hostLab().restoreDataLink(CUT);
+            lab.hostLab().unshapeDataLink(CUT);
         }
         long readBeforeFailing = failed.storeBytesRead();
         double waited = (System.nanoTime() - cut) / 1e9;
         String segment = lab.segmentOf(CUT);
-        for (JsonNode e : failed.engines()) {
-            if ("UPDATED".equals(e.path("outcome").asString())) {
-                found.problems.add(
-                        e.path("instance").asString()
-                                + " ended UPDATED with "
-                                + CUT
-                                + "'s link cut");
+        for (LabUpdate.Engine e : failed.engines()) {
+            if (e.updated()) {
+                found.problems.add(e.instance() + " ended UPDATED with " + CUT + "'s link cut");
             }
         }
         List<String> failures = MultiHostFaultCase.failures(failed, cutGeneration, found);
-        String address = lab.hosts().host(CUT).dataAddress();
+        String address = lab.hostLab().host(CUT).dataAddress();
         boolean named =
                 failures.stream()
                         .anyMatch(

@@ -121,7 +121,7 @@ final class LoaderDiedForGoodCase {
      * that committed generations survive does not count them.
      */
     private static GcReport collectGarbage(LabCluster lab, LabCase.Fault fault) {
-        GcReport report = lab.collectGarbage();
+        GcReport report = lab.collectGarbageReport();
         if (report.getCollected() != null) {
             report.getCollected().forEach(fault::collected);
         }

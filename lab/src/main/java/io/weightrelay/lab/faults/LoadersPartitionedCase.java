@@ -1,14 +1,15 @@
 package io.weightrelay.lab.faults;
 
+import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.HostLab;
 import io.weightrelay.lab.hosts.LinkCounters;
 import io.weightrelay.reshard.placement.Worker;
 import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import tools.jackson.databind.JsonNode;
 
 /**
  * On the multi-host lab, two rollout hosts, one instance each in compatibility mode: each reads
@@ -38,22 +39,22 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
     @Override
     public String inject(SharedLab.BorrowedHosts borrowed, Findings found) throws Exception {
         MultiHostCluster lab = borrowed.lab;
-        HostLab hosts = lab.hosts();
+        HostLab hosts = lab.hostLab();
         String pusher = lab.rolloutNodes().get(0);
         String peer = lab.rolloutNodes().get(1);
         String pusherInstance = instanceOn(lab, pusher);
         String peerInstance = instanceOn(lab, peer);
         List<String> problems = found.problems;
         try {
-            long first = lab.publish(borrowed.nextStep()).generation();
-            MultiHostCluster.Update whole = lab.updateAll().requireVerified();
-            long pushedWhole = whole.traffic().hosts().get(pusher).dataSent().bytes();
-            long cutGeneration = lab.publish(borrowed.nextStep()).generation();
+            long first = lab.publishGeneration(borrowed.nextStep()).generation();
+            LabUpdate whole = lab.updateAll().requireUpdated();
+            long pushedWhole = whole.traffic().orElseThrow().hosts().get(pusher).dataSent().bytes();
+            long cutGeneration = lab.publishGeneration(borrowed.nextStep()).generation();
 
             // the pusher's sends last seconds; the cut lands once its push is under way
             hosts.shapeDataLink(pusher, "2mbit");
             LinkCounters before = hosts.counters();
-            CompletableFuture<MultiHostCluster.Update> update = MultiHostFaultCase.updateAsync(lab);
+            CompletableFuture<LabUpdate> update = MultiHostFaultCase.updateAsync(lab);
             long sentAtCut = 0;
             long waitUntil = System.nanoTime() + PHASE_TIMEOUT.toNanos();
             while (!update.isDone() && System.nanoTime() < waitUntil) {
@@ -66,7 +67,7 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
             boolean running = !update.isDone();
             hosts.partitionDataLink(pusher, peer);
             long cut = System.nanoTime();
-            MultiHostCluster.Update ended;
+            LabUpdate ended;
             int healed;
             try {
                 ended = update.get(PHASE_TIMEOUT.toSeconds() * 2, TimeUnit.SECONDS);
@@ -93,19 +94,18 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
 
             List<String> failures = MultiHostFaultCase.failures(ended, cutGeneration, found);
             boolean peerNamed = false;
-            for (JsonNode e : ended.engines()) {
-                if ("UPDATED".equals(e.path("outcome").asString())) {
+            for (LabUpdate.Engine e : ended.engines()) {
+                if (e.updated()) {
                     continue;
                 }
-                String instance = e.path("instance").asString();
-                String failingPeer = e.path("failing_peer").asString("");
+                String instance = e.instance();
+                String failingPeer = Objects.requireNonNullElse(e.progress().getFailingPeer(), "");
                 String across = instance.equals(pusherInstance) ? peerInstance : pusherInstance;
                 String acrossHost = instance.equals(pusherInstance) ? peer : pusher;
                 peerNamed |=
                         failingPeer.equals(across)
                                 || LabCase.workerOf(failingPeer, across)
-                                || e.path("error")
-                                        .asString("")
+                                || Objects.toString(e.problem(), "")
                                         .contains(hosts.host(acrossHost).dataAddress());
             }
             boolean anyFailed = !failures.isEmpty();

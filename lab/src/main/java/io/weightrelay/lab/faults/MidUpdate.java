@@ -2,6 +2,7 @@ package io.weightrelay.lab.faults;
 
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -64,7 +65,7 @@ record MidUpdate(long good, long next, boolean midUpdate, List<UpdateProgress> o
         long next = lab.publish(b.nextStep());
         ExecutorService pool = Executors.newSingleThreadExecutor();
         try (SessionWatch watch = new SessionWatch(lab)) {
-            Future<LabCluster.Updates> running = pool.submit(lab::updateAll);
+            Future<LabUpdate> running = pool.submit(lab::updateAll);
             boolean sessionSeen = watch.awaitSession(next, running);
             long held = lab.faults().loaderPid(0);
             MidApply.signal("STOP", held);

@@ -1,6 +1,7 @@
 package io.weightrelay.lab.faults;
 
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.cluster.MultiHostCluster;
 import io.weightrelay.lab.hosts.HostLab;
 import io.weightrelay.reshard.placement.Mode;
@@ -8,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import tools.jackson.databind.JsonNode;
 
@@ -118,7 +120,7 @@ interface MultiHostFaultCase extends FaultCase {
     }
 
     /** Every engine's update within {@link #PHASE_TIMEOUT}, started on another thread. */
-    static CompletableFuture<MultiHostCluster.Update> updateAsync(MultiHostCluster lab) {
+    static CompletableFuture<LabUpdate> updateAsync(MultiHostCluster lab) {
         return CompletableFuture.supplyAsync(
                 () -> {
                     try {
@@ -176,23 +178,23 @@ interface MultiHostFaultCase extends FaultCase {
      * without a reason is a problem; one that ended UPDATED with bytes not all of {@code
      * generation} is a corrupted one served.
      */
-    static List<String> failures(MultiHostCluster.Update ended, long generation, Findings found) {
+    static List<String> failures(LabUpdate ended, long generation, Findings found) {
         List<String> failures = new ArrayList<>();
-        for (JsonNode e : ended.engines()) {
-            String instance = e.path("instance").asString();
-            if ("UPDATED".equals(e.path("outcome").asString())) {
-                if (!e.path("verified").asBoolean()) {
+        for (LabUpdate.Engine e : ended.engines()) {
+            String instance = e.instance();
+            if (e.updated()) {
+                if (!e.ok()) {
                     found.corrupted++;
                     found.problems.add(
                             instance
                                     + " ended UPDATED with bytes not all of "
                                     + generation
                                     + ": "
-                                    + e.path("error").asString());
+                                    + Objects.toString(e.problem(), ""));
                 }
                 continue;
             }
-            String error = e.path("error").asString("");
+            String error = Objects.toString(e.problem(), "");
             failures.add(instance + ": " + error);
             if (error.isBlank() || "null".equals(error)) {
                 found.problems.add(instance + " failed without a reason");
@@ -208,9 +210,9 @@ interface MultiHostFaultCase extends FaultCase {
     static long rebuildThenPublishNext(SharedLab.BorrowedHosts borrowed) throws Exception {
         MultiHostCluster lab = borrowed.lab;
         lab.registerAll("lab");
-        lab.updateAll().requireVerified();
-        long next = lab.publish(borrowed.nextStep()).generation();
-        lab.updateAll().requireVerified();
+        lab.updateAll().requireUpdated();
+        long next = lab.publishGeneration(borrowed.nextStep()).generation();
+        lab.updateAll().requireUpdated();
         return next;
     }
 }

@@ -5,6 +5,7 @@ import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -129,7 +130,7 @@ final class ServingProof {
             problems.add("the next publish (step " + step + ") failed: " + e.getMessage());
             return -1;
         }
-        LabCluster.Updates updates = lab.updateAll();
+        LabUpdate updates = lab.updateAll();
         checkEngines(updates.results());
         requireUpdatedTo(updates.results(), next, "the next update");
         requireHeld(Set.of(next));

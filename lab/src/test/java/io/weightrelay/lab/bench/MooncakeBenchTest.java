@@ -37,6 +37,7 @@ class MooncakeBenchTest {
                                         true,
                                         true,
                                         DataplaneEngine.MOONCAKE,
+                                        false,
                                         2,
                                         ServiceProcess.home()),
                                 MooncakeBenchTest::smallYardsticks));

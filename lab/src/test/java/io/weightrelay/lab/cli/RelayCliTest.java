@@ -388,6 +388,7 @@ class RelayCliTest {
                                 List.of(Mode.COMPAT, Mode.DIRECT),
                                 DataplaneEngine.BUILTIN,
                                 false,
+                                false,
                                 "wr-lab"));
         assertThat(relay("faults").only().options(FaultSuite.Options.class))
                 .isEqualTo(new FaultSuite.Options("tiny", List.of(), false, false));
@@ -437,6 +438,7 @@ class RelayCliTest {
                                 true,
                                 true,
                                 DataplaneEngine.BUILTIN,
+                                false,
                                 2.0,
                                 ServiceProcess.home().toAbsolutePath()));
         Launch dataplane = relay("bench", "dataplane").only();
@@ -490,7 +492,7 @@ class RelayCliTest {
     @Test
     void theFlagsGivenReachTheCodeThatRunsTheCommand() throws Exception {
         Launch demo = relay("demo", "--mode=direct", "--hosts", "--json", "--model", "tiny").only();
-        assertThat(demo.entryPoint()).isEqualTo("io.weightrelay.lab.demo.HostsDemo");
+        assertThat(demo.entryPoint()).isEqualTo("io.weightrelay.lab.demo.Demo");
         Demo.Options hostsDemo = demo.options(Demo.Options.class);
         assertThat(hostsDemo.modes()).containsExactly(Mode.DIRECT);
         assertThat(hostsDemo.json()).isTrue();
@@ -533,7 +535,7 @@ class RelayCliTest {
 
         Launch shaped =
                 relay("bench", "update", "--hosts", "--link-gbps", "3", "--mode", "direct").only();
-        assertThat(shaped.entryPoint()).isEqualTo("io.weightrelay.lab.bench.HostsUpdateBench");
+        assertThat(shaped.entryPoint()).isEqualTo("io.weightrelay.lab.bench.UpdateBench");
         UpdateBench.Options shapedOptions = shaped.options(UpdateBench.Options.class);
         assertThat(shapedOptions.linkGbps()).isEqualTo(3.0);
         assertThat(shapedOptions.mode()).isEqualTo(Mode.DIRECT);
@@ -640,7 +642,7 @@ class RelayCliTest {
                 Arguments.of("demo", "io.weightrelay.lab.demo.Demo"),
                 Arguments.of(
                         "demo --hosts --model tiny --instances 2 --json",
-                        "io.weightrelay.lab.demo.HostsDemo"),
+                        "io.weightrelay.lab.demo.Demo"),
                 Arguments.of(
                         "bench planner --model kimi-k2 --trainer-nodes 32 --rollout-nodes 32"
                                 + " --instances 32 --tp 8 --mode direct --nic-gbps 400",
@@ -666,7 +668,7 @@ class RelayCliTest {
                 Arguments.of(
                         "bench update --hosts --link-gbps 2 --model qwen2.5-0.5b --instances 4"
                                 + " --tp 2 --mode compat",
-                        "io.weightrelay.lab.bench.HostsUpdateBench"),
+                        "io.weightrelay.lab.bench.UpdateBench"),
                 Arguments.of(
                         "bench control-plane --model kimi-k2 --tensors 700 --trainer-nodes 32"
                                 + " --instances 32 --tp 8 --mode direct",
