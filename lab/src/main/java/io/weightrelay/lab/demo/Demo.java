@@ -1,6 +1,6 @@
 package io.weightrelay.lab.demo;
 
-import io.weightrelay.api.loader.client.model.PhaseDurations;
+import io.weightrelay.api.common.model.PhaseDurations;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
 import io.weightrelay.dataplane.Dataplane;

@@ -6,13 +6,15 @@ import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.RemoteProblem;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.RegistryApi;
 import io.weightrelay.api.control.client.UpdatesApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.BarrierName;
 import io.weightrelay.api.control.client.model.BarrierStatus;
-import io.weightrelay.api.control.client.model.ConsumeMode;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.LandedDigests;
 import io.weightrelay.api.control.client.model.LeaseRequest;
@@ -20,12 +22,10 @@ import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.LoaderRegistration;
 import io.weightrelay.api.control.client.model.PhaseReport;
 import io.weightrelay.api.control.client.model.PlanSummary;
-import io.weightrelay.api.control.client.model.ReceiveBuffer;
 import io.weightrelay.api.control.client.model.ReportedPhase;
 import io.weightrelay.api.control.client.model.SentDigests;
 import io.weightrelay.api.control.client.model.UpdatePreparation;
 import io.weightrelay.api.control.client.model.UpdatePreparationRequest;
-import io.weightrelay.api.control.client.model.WorkerPlacement;
 import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.instance.Instance;
@@ -164,10 +164,10 @@ public class RestControlPlane implements ControlPlane {
     @Override
     public long registerLoader(InstanceRegistration registration) {
         String instance = registration.getInstanceId();
-        io.weightrelay.api.loader.model.InstanceSpan span = registration.getSpan();
+        io.weightrelay.api.common.model.InstanceSpan span = registration.getSpan();
         Map<String, FragmentTemplate> templates = new LinkedHashMap<>();
         List<WorkerPlacement> placed = new ArrayList<>();
-        for (io.weightrelay.api.loader.model.WorkerPlacement w : registration.getWorkers()) {
+        for (io.weightrelay.api.common.model.WorkerPlacement w : registration.getWorkers()) {
             WorkerPlacement p = toControl(w);
             if (p.getMode() == ConsumeMode.DIRECT) {
                 FragmentTemplate t;
@@ -194,7 +194,7 @@ public class RestControlPlane implements ControlPlane {
                         .span(
                                 span == null
                                         ? null
-                                        : new io.weightrelay.api.control.client.model.InstanceSpan()
+                                        : new io.weightrelay.api.common.model.InstanceSpan()
                                                 .rolloutInstance(span.getRolloutInstance())
                                                 .nodes(span.getNodes()))
                         .workers(placed);
@@ -254,12 +254,12 @@ public class RestControlPlane implements ControlPlane {
                                 .toBodilessEntity());
     }
 
-    private static List<io.weightrelay.api.control.client.model.TargetFragment> inline(
-            io.weightrelay.api.loader.model.WorkerPlacement w) {
+    private static List<io.weightrelay.api.common.model.TargetFragment> inline(
+            io.weightrelay.api.common.model.WorkerPlacement w) {
         return w.getFragments().stream()
                 .map(
                         f ->
-                                new io.weightrelay.api.control.client.model.TargetFragment()
+                                new io.weightrelay.api.common.model.TargetFragment()
                                         .tensor(f.getTensor())
                                         .offset(f.getOffset())
                                         .shape(f.getShape())
@@ -270,12 +270,12 @@ public class RestControlPlane implements ControlPlane {
     }
 
     /** The worker's fragments, in its order, as a template. */
-    static FragmentTemplate template(io.weightrelay.api.loader.model.WorkerPlacement w) {
+    static FragmentTemplate template(io.weightrelay.api.common.model.WorkerPlacement w) {
         return FragmentTemplate.of(Instance.fragments(w));
     }
 
     /** The worker without its fragments (they go as a template). */
-    static WorkerPlacement toControl(io.weightrelay.api.loader.model.WorkerPlacement w) {
+    static WorkerPlacement toControl(io.weightrelay.api.common.model.WorkerPlacement w) {
         return new WorkerPlacement()
                 .workerId(w.getWorkerId())
                 .rank(w.getRank())
@@ -476,7 +476,7 @@ public class RestControlPlane implements ControlPlane {
                 .durations(
                         r.durations() == null
                                 ? null
-                                : new io.weightrelay.api.control.client.model.PhaseDurations()
+                                : new io.weightrelay.api.common.model.PhaseDurations()
                                         .fetchMs(r.durations().fetchMs())
                                         .installMs(r.durations().installMs())
                                         .pauseMs(r.durations().pauseMs()))

@@ -2,7 +2,7 @@ package io.weightrelay.publisher.convert;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.api.publisher.model.Dtype;
+import io.weightrelay.api.common.model.Dtype;
 import io.weightrelay.reshard.manifest.DType;
 import java.util.Arrays;
 import org.junit.jupiter.api.Test;
@@ -20,17 +20,17 @@ class DtypeTablesTest {
             DType reshard = DType.ofWireName(name);
             assertThat(reshard.wireName()).as(name).isEqualTo(name);
             assertThat(reshard.bytes()).as(name).isPositive();
-            assertThat(io.weightrelay.api.control.model.Dtype.fromValue(name).getValue())
+            assertThat(io.weightrelay.api.common.model.Dtype.fromValue(name).getValue())
                     .isEqualTo(name);
-            assertThat(io.weightrelay.api.control.client.model.Dtype.fromValue(name).getValue())
+            assertThat(io.weightrelay.api.common.model.Dtype.fromValue(name).getValue())
                     .isEqualTo(name);
-            assertThat(io.weightrelay.api.publisher.client.model.Dtype.fromValue(name).getValue())
+            assertThat(io.weightrelay.api.common.model.Dtype.fromValue(name).getValue())
                     .isEqualTo(name);
         }
         assertThat(DType.onTheWire().stream().map(DType::wireName))
                 .containsExactlyInAnyOrderElementsOf(
                         Arrays.stream(Dtype.values()).map(Dtype::getValue).toList());
-        assertThat(io.weightrelay.api.control.model.Dtype.values()).hasSameSizeAs(Dtype.values());
+        assertThat(io.weightrelay.api.common.model.Dtype.values()).hasSameSizeAs(Dtype.values());
         assertThat(DType.ofWireName("fp8_e4m3")).isEqualTo(DType.F8_E4M3);
         assertThat(DType.F8_E4M3.bytes()).isEqualTo(1);
         assertThat(DType.F8_E4M3.safetensorsName()).isEqualTo("F8_E4M3");
