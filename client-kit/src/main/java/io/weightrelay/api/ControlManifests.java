@@ -1,12 +1,12 @@
 package io.weightrelay.api;
 
+import io.weightrelay.api.common.model.Dtype;
+import io.weightrelay.api.common.model.Nic;
+import io.weightrelay.api.common.model.Node;
+import io.weightrelay.api.common.model.Topology;
 import io.weightrelay.api.control.client.GenerationsApi;
-import io.weightrelay.api.control.client.model.Dtype;
 import io.weightrelay.api.control.client.model.GenerationManifest;
-import io.weightrelay.api.control.client.model.Nic;
-import io.weightrelay.api.control.client.model.Node;
 import io.weightrelay.api.control.client.model.OpenGenerationRequest;
-import io.weightrelay.api.control.client.model.Topology;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Shape;
 import io.weightrelay.reshard.manifest.SourceManifest;
@@ -36,7 +36,7 @@ public final class ControlManifests {
     /** The reshard manifest of a control-api manifest (fragment ids are the keys' last part). */
     public static SourceManifest toReshard(GenerationManifest m) {
         List<TensorSpec> tensors = new ArrayList<>();
-        for (io.weightrelay.api.control.client.model.TensorSpec t : m.getManifest().getTensors()) {
+        for (io.weightrelay.api.common.model.TensorSpec t : m.getManifest().getTensors()) {
             tensors.add(
                     new TensorSpec(
                             t.getName(),
@@ -45,7 +45,7 @@ public final class ControlManifests {
                             DType.ofWireName(t.getRolloutDtype().getValue())));
         }
         List<StoredFragment> fragments = new ArrayList<>();
-        for (io.weightrelay.api.control.client.model.StoredFragment f : m.getFragments()) {
+        for (io.weightrelay.api.common.model.StoredFragment f : m.getFragments()) {
             String key = f.getKey();
             fragments.add(
                     new StoredFragment(
@@ -75,7 +75,7 @@ public final class ControlManifests {
         return new OpenGenerationRequest()
                 .trainerStep(trainerStep)
                 .manifest(
-                        new io.weightrelay.api.control.client.model.SourceManifest()
+                        new io.weightrelay.api.common.model.SourceManifest()
                                 .model(manifest.model())
                                 .tensors(tensors(manifest))
                                 .maxFragmentBytes(maxFragmentBytes))
@@ -83,16 +83,16 @@ public final class ControlManifests {
     }
 
     /** reshard's tensors as the contract's. */
-    private static List<io.weightrelay.api.control.client.model.TensorSpec> tensors(
+    private static List<io.weightrelay.api.common.model.TensorSpec> tensors(
             SourceManifest manifest) {
-        List<io.weightrelay.api.control.client.model.TensorSpec> out = new ArrayList<>();
+        List<io.weightrelay.api.common.model.TensorSpec> out = new ArrayList<>();
         for (TensorSpec t : manifest.tensors()) {
             List<Long> shape = new ArrayList<>(t.shape().rank());
             for (long d : t.shape().dims()) {
                 shape.add(d);
             }
             out.add(
-                    new io.weightrelay.api.control.client.model.TensorSpec()
+                    new io.weightrelay.api.common.model.TensorSpec()
                             .name(t.name())
                             .shape(shape)
                             .trainerDtype(Dtype.fromValue(t.trainerDtype().wireName()))

@@ -3,16 +3,16 @@ package io.weightrelay.control;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.TargetFragment;
 import io.weightrelay.api.control.model.AssignmentRequest;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.api.control.model.PublisherAssignment;
-import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
-import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.control.plan.EagerPlanWaits;
 import io.weightrelay.reshard.plan.Plan;
 import io.weightrelay.reshard.plan.Slice;

@@ -186,7 +186,7 @@ class StoredFormatsInRedisTest extends ControlApiTestSupport {
         Loader read = read("/api/v1/loaders/" + instance, Loader.class);
         assertThat(read.getWorkers()).isEqualTo(registered.getWorkers());
         assertThat(read.getNics())
-                .containsExactly(new io.weightrelay.api.control.model.Nic("eth0", 100.0));
+                .containsExactly(new io.weightrelay.api.common.model.Nic("eth0", 100.0));
 
         redis.opsForHash()
                 .putAll(

@@ -3,13 +3,13 @@ package io.weightrelay.lab;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.weightrelay.api.common.model.TargetFragment;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.client.model.CheckpointReport;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
-import io.weightrelay.api.loader.client.model.TargetFragment;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
-import io.weightrelay.api.loader.client.model.WorkerPlacement;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.lab.rollout.RolloutEngine;

@@ -4,14 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.RelayClients;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.TargetFragment;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.client.RegistryApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.MooncakeFragmentBinding;
 import io.weightrelay.api.control.client.model.MooncakePlacementImport;
 import io.weightrelay.api.control.client.model.PlacementTemplate;
-import io.weightrelay.api.loader.client.model.ReceiveBuffer;
-import io.weightrelay.api.loader.client.model.TargetFragment;
-import io.weightrelay.api.loader.client.model.WorkerPlacement;
 import io.weightrelay.lab.cluster.LabCatalog.LoaderSlot;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabUpdate;

@@ -2,11 +2,11 @@ package io.weightrelay.lab;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.TransferEngineBuffer;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.PlacedBuffer;
-import io.weightrelay.api.loader.client.model.ReceiveBuffer;
-import io.weightrelay.api.loader.client.model.TransferEngineBuffer;
-import io.weightrelay.api.loader.client.model.WorkerPlacement;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabUpdate;

@@ -1,14 +1,14 @@
 package io.weightrelay.control.checkpoint;
 
+import io.weightrelay.api.common.model.Dtype;
+import io.weightrelay.api.common.model.TensorSpec;
 import io.weightrelay.api.control.model.CheckpointManifest;
 import io.weightrelay.api.control.model.CheckpointObject;
 import io.weightrelay.api.control.model.CheckpointReport;
 import io.weightrelay.api.control.model.CheckpointStatus;
-import io.weightrelay.api.control.model.Dtype;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.OwnerCheckpoint;
 import io.weightrelay.api.control.model.SegmentOwner;
-import io.weightrelay.api.control.model.TensorSpec;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;
 import io.weightrelay.control.generation.GenerationProblems;
@@ -289,7 +289,7 @@ public class Checkpoints {
         long bytes = objects.values().stream().mapToLong(CheckpointObject::getSize).sum();
         OffsetDateTime savedAt = time.now().atOffset(ZoneOffset.UTC);
         Generation view = g.view();
-        io.weightrelay.api.control.model.SourceManifest source = manifests.apiManifest(id);
+        io.weightrelay.api.common.model.SourceManifest source = manifests.apiManifest(id);
         CheckpointManifest manifest =
                 new CheckpointManifest(
                         CheckpointDirectory.FORMAT,

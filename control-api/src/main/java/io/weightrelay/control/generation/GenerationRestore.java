@@ -1,8 +1,8 @@
 package io.weightrelay.control.generation;
 
+import io.weightrelay.api.common.model.SourceManifest;
+import io.weightrelay.api.common.model.Topology;
 import io.weightrelay.api.control.model.Generation;
-import io.weightrelay.api.control.model.SourceManifest;
-import io.weightrelay.api.control.model.Topology;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;
 import io.weightrelay.control.redis.ScriptCall.Reply;

@@ -1,11 +1,11 @@
 package io.weightrelay.control.generation;
 
-import io.weightrelay.api.control.model.Dtype;
-import io.weightrelay.api.control.model.Nic;
-import io.weightrelay.api.control.model.RolloutQuantization;
-import io.weightrelay.api.control.model.SourceManifest;
-import io.weightrelay.api.control.model.TensorSpec;
-import io.weightrelay.api.control.model.Topology;
+import io.weightrelay.api.common.model.Dtype;
+import io.weightrelay.api.common.model.Nic;
+import io.weightrelay.api.common.model.RolloutQuantization;
+import io.weightrelay.api.common.model.SourceManifest;
+import io.weightrelay.api.common.model.TensorSpec;
+import io.weightrelay.api.common.model.Topology;
 import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fp8BlockRule;
@@ -199,7 +199,7 @@ public final class ManifestMapper {
     public static List<Node> nodes(Topology api, Role role) {
         try {
             List<Node> nodes = new ArrayList<>(api.getNodes().size());
-            for (io.weightrelay.api.control.model.Node n : api.getNodes()) {
+            for (io.weightrelay.api.common.model.Node n : api.getNodes()) {
                 nodes.add(node(n.getName(), n.getNics(), role));
             }
             // Constructing the topology checks for duplicate names.

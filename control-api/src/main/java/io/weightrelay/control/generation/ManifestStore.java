@@ -1,8 +1,8 @@
 package io.weightrelay.control.generation;
 
+import io.weightrelay.api.common.model.SourceManifest;
+import io.weightrelay.api.common.model.StoredFragment;
 import io.weightrelay.api.control.model.GenerationManifest;
-import io.weightrelay.api.control.model.SourceManifest;
-import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.control.generation.ManifestCache.Form;
 import io.weightrelay.control.generation.ManifestCache.Key;
 import io.weightrelay.control.redis.Compression;

@@ -1,8 +1,8 @@
 package io.weightrelay.control.generation;
 
+import io.weightrelay.api.common.model.Topology;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
-import io.weightrelay.api.control.model.Topology;
 
 /** A generation as stored, with what other features need beyond the REST view. */
 public record StoredGeneration(Generation view, String manifestDigest, Topology trainers) {

@@ -3,7 +3,7 @@ package io.weightrelay.control.generation;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonSetter;
 import com.fasterxml.jackson.annotation.Nulls;
-import io.weightrelay.api.control.model.Topology;
+import io.weightrelay.api.common.model.Topology;
 import io.weightrelay.control.redis.StoredJson;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,9 +37,9 @@ public record StoredTopology(@JsonSetter(nulls = Nulls.AS_EMPTY) int format, Lis
 
     public static StoredTopology of(Topology api) {
         List<Node> nodes = new ArrayList<>(api.getNodes().size());
-        for (io.weightrelay.api.control.model.Node n : api.getNodes()) {
+        for (io.weightrelay.api.common.model.Node n : api.getNodes()) {
             List<Nic> nics = new ArrayList<>(n.getNics().size());
-            for (io.weightrelay.api.control.model.Nic nic : n.getNics()) {
+            for (io.weightrelay.api.common.model.Nic nic : n.getNics()) {
                 nics.add(new Nic(nic.getName(), nic.getGbps()));
             }
             nodes.add(new Node(n.getName(), nics));
@@ -48,13 +48,13 @@ public record StoredTopology(@JsonSetter(nulls = Nulls.AS_EMPTY) int format, Lis
     }
 
     public Topology toApi() {
-        List<io.weightrelay.api.control.model.Node> out = new ArrayList<>(nodes.size());
+        List<io.weightrelay.api.common.model.Node> out = new ArrayList<>(nodes.size());
         for (Node n : nodes) {
-            List<io.weightrelay.api.control.model.Nic> nics = new ArrayList<>(n.nics().size());
+            List<io.weightrelay.api.common.model.Nic> nics = new ArrayList<>(n.nics().size());
             for (Nic nic : n.nics()) {
-                nics.add(new io.weightrelay.api.control.model.Nic(nic.name(), nic.gbps()));
+                nics.add(new io.weightrelay.api.common.model.Nic(nic.name(), nic.gbps()));
             }
-            out.add(new io.weightrelay.api.control.model.Node(n.name(), nics));
+            out.add(new io.weightrelay.api.common.model.Node(n.name(), nics));
         }
         return new Topology(out);
     }

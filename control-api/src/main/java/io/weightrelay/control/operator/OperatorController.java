@@ -1,6 +1,7 @@
 package io.weightrelay.control.operator;
 
-import io.weightrelay.api.control.model.ConsumeMode;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationOverview;
 import io.weightrelay.api.control.model.InstanceLoad;
@@ -13,7 +14,6 @@ import io.weightrelay.api.control.model.SegmentFill;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.UpdateOverview;
 import io.weightrelay.api.control.model.UpdateSession;
-import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.api.control.server.OperatorApi;
 import io.weightrelay.control.checkpoint.CheckpointRecords;
 import io.weightrelay.control.generation.GenerationQueries;

@@ -1,10 +1,10 @@
 package io.weightrelay.control.plan;
 
-import io.weightrelay.api.control.model.ConsumeMode;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.Nic;
+import io.weightrelay.api.common.model.Topology;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.model.Loader;
-import io.weightrelay.api.control.model.Nic;
-import io.weightrelay.api.control.model.Topology;
-import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.generation.ManifestMapper;
 import io.weightrelay.control.registry.PlacementChecks;
 import io.weightrelay.control.registry.PlacementTemplates;

@@ -1,9 +1,9 @@
 package io.weightrelay.control.registry;
 
-import io.weightrelay.api.control.model.ConsumeMode;
-import io.weightrelay.api.control.model.ReceiveBuffer;
-import io.weightrelay.api.control.model.TargetFragment;
-import io.weightrelay.api.control.model.WorkerPlacement;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.TargetFragment;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.reshard.manifest.TensorSpec;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.reshard.placement.FragmentTemplate.Entry;

@@ -1,12 +1,12 @@
 package io.weightrelay.control.registry;
 
-import io.weightrelay.api.control.model.ConsumeMode;
-import io.weightrelay.api.control.model.InstanceSpan;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.InstanceSpan;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.TargetFragment;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderRegistration;
-import io.weightrelay.api.control.model.ReceiveBuffer;
-import io.weightrelay.api.control.model.TargetFragment;
-import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.service.problem.RelayException;
 import java.util.HashSet;
 import java.util.List;

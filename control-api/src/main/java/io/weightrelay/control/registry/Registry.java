@@ -1,15 +1,15 @@
 package io.weightrelay.control.registry;
 
-import io.weightrelay.api.control.model.ConsumeMode;
-import io.weightrelay.api.control.model.InstanceSpan;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.InstanceSpan;
+import io.weightrelay.api.common.model.Nic;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderHeartbeat;
 import io.weightrelay.api.control.model.LoaderRegistration;
-import io.weightrelay.api.control.model.Nic;
-import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
-import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.redis.Incarnation;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisHashes;

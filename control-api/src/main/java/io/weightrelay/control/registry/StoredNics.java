@@ -3,7 +3,7 @@ package io.weightrelay.control.registry;
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonSetter;
 import com.fasterxml.jackson.annotation.Nulls;
-import io.weightrelay.api.control.model.Nic;
+import io.weightrelay.api.common.model.Nic;
 import io.weightrelay.control.redis.StoredJson;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,12 +1,12 @@
 package io.weightrelay.control.update;
 
+import io.weightrelay.api.common.model.UpdatePhase;
 import io.weightrelay.api.control.model.BarrierName;
 import io.weightrelay.api.control.model.BarrierStatus;
 import io.weightrelay.api.control.model.ParticipantState;
 import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
-import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.control.redis.RedisEvents;
 import io.weightrelay.control.redis.RedisKeys;

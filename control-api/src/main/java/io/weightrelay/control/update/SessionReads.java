@@ -1,11 +1,11 @@
 package io.weightrelay.control.update;
 
+import io.weightrelay.api.common.model.PhaseDurations;
+import io.weightrelay.api.common.model.UpdatePhase;
 import io.weightrelay.api.control.model.LandedDigests;
 import io.weightrelay.api.control.model.ParticipantState;
-import io.weightrelay.api.control.model.PhaseDurations;
 import io.weightrelay.api.control.model.SentDigests;
 import io.weightrelay.api.control.model.SessionState;
-import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.control.redis.RedisGuard;
 import io.weightrelay.control.redis.RedisKeys;

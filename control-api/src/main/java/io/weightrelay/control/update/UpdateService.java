@@ -1,14 +1,14 @@
 package io.weightrelay.control.update;
 
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.model.Lease;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PlanSummary;
-import io.weightrelay.api.control.model.ReceiveBuffer;
 import io.weightrelay.api.control.model.UpdatePreparation;
 import io.weightrelay.api.control.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
-import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.generation.GenerationProblems;
 import io.weightrelay.control.generation.GenerationQueries;
 import io.weightrelay.control.generation.Leases;

@@ -1,6 +1,6 @@
 package io.weightrelay.control.web;
 
-import io.weightrelay.api.control.model.SourceManifest;
+import io.weightrelay.api.common.model.SourceManifest;
 import jakarta.validation.Path;
 import jakarta.validation.TraversableResolver;
 import java.lang.annotation.ElementType;

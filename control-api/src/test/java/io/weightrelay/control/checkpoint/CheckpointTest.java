@@ -3,6 +3,7 @@ package io.weightrelay.control.checkpoint;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
+import io.weightrelay.api.common.model.StoredFragment;
 import io.weightrelay.api.control.model.CheckpointManifest;
 import io.weightrelay.api.control.model.CheckpointReport;
 import io.weightrelay.api.control.model.CheckpointRequest;
@@ -13,7 +14,6 @@ import io.weightrelay.api.control.model.OwnerCheckpoint;
 import io.weightrelay.api.control.model.RegisteredObject;
 import io.weightrelay.api.control.model.RestoreRequest;
 import io.weightrelay.api.control.model.SegmentRegistration;
-import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;

@@ -2,14 +2,14 @@ package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.api.control.model.Dtype;
+import io.weightrelay.api.common.model.Dtype;
+import io.weightrelay.api.common.model.RolloutQuantization;
+import io.weightrelay.api.common.model.SourceManifest;
+import io.weightrelay.api.common.model.StoredFragment;
+import io.weightrelay.api.common.model.TensorSpec;
 import io.weightrelay.api.control.model.GenerationManifest;
 import io.weightrelay.api.control.model.OpenedGeneration;
-import io.weightrelay.api.control.model.RolloutQuantization;
-import io.weightrelay.api.control.model.SourceManifest;
-import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.TensorAssignment;
-import io.weightrelay.api.control.model.TensorSpec;
 import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.reshard.manifest.Fp8BlockRule;
 import java.net.http.HttpResponse;

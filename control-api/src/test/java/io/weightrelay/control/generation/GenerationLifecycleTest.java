@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.groups.Tuple.tuple;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.weightrelay.api.common.model.StoredFragment;
 import io.weightrelay.api.control.model.GcReport;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
@@ -11,7 +12,6 @@ import io.weightrelay.api.control.model.LeaseRequest;
 import io.weightrelay.api.control.model.OpenGenerationRequest;
 import io.weightrelay.api.control.model.OpenedGeneration;
 import io.weightrelay.api.control.model.RegisteredObject;
-import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.control.SharedTestStore;
 import io.weightrelay.control.redis.RedisKeys;

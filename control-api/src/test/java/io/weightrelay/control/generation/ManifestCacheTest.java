@@ -2,10 +2,10 @@ package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.common.model.SourceManifest;
+import io.weightrelay.api.common.model.TensorSpec;
 import io.weightrelay.api.control.model.GcReport;
 import io.weightrelay.api.control.model.OpenedGeneration;
-import io.weightrelay.api.control.model.SourceManifest;
-import io.weightrelay.api.control.model.TensorSpec;
 import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.ArrayList;

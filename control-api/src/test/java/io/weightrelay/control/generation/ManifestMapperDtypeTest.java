@@ -2,7 +2,7 @@ package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.api.control.model.Dtype;
+import io.weightrelay.api.common.model.Dtype;
 import org.junit.jupiter.api.Test;
 
 /** Every contract dtype maps to reshard's table, which names it back the same way. */

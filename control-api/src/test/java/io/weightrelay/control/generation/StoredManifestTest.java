@@ -2,10 +2,10 @@ package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.api.control.model.Dtype;
-import io.weightrelay.api.control.model.RolloutQuantization;
-import io.weightrelay.api.control.model.SourceManifest;
-import io.weightrelay.api.control.model.TensorSpec;
+import io.weightrelay.api.common.model.Dtype;
+import io.weightrelay.api.common.model.RolloutQuantization;
+import io.weightrelay.api.common.model.SourceManifest;
+import io.weightrelay.api.common.model.TensorSpec;
 import io.weightrelay.control.redis.StoredRoundTrip;
 import java.util.List;
 import org.junit.jupiter.api.Test;

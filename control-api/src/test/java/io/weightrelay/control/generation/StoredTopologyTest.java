@@ -2,9 +2,9 @@ package io.weightrelay.control.generation;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.api.control.model.Nic;
-import io.weightrelay.api.control.model.Node;
-import io.weightrelay.api.control.model.Topology;
+import io.weightrelay.api.common.model.Nic;
+import io.weightrelay.api.common.model.Node;
+import io.weightrelay.api.common.model.Topology;
 import io.weightrelay.control.redis.StoredRoundTrip;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -2,6 +2,7 @@ package io.weightrelay.control.operator;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.common.model.StoredFragment;
 import io.weightrelay.api.control.model.GenerationState;
 import io.weightrelay.api.control.model.InstanceLoad;
 import io.weightrelay.api.control.model.Loader;
@@ -18,7 +19,6 @@ import io.weightrelay.api.control.model.SegmentFill;
 import io.weightrelay.api.control.model.SegmentOwner;
 import io.weightrelay.api.control.model.SegmentRegistration;
 import io.weightrelay.api.control.model.SessionState;
-import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.UpdateOverview;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;

@@ -2,10 +2,10 @@ package io.weightrelay.control.registry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderRegistration;
-import io.weightrelay.api.control.model.ReceiveBuffer;
-import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.control.redis.RedisKeys;
 import java.time.Instant;
@@ -109,7 +109,7 @@ class LoaderListingTest extends ControlApiTestSupport {
                         "w0",
                         "node-a",
                         "eth0",
-                        io.weightrelay.api.control.model.ConsumeMode.COMPAT,
+                        io.weightrelay.api.common.model.ConsumeMode.COMPAT,
                         List.of(new ReceiveBuffer("safetensors", segment, 1L << 20)));
         return new LoaderRegistration(model, "grp", "node-a", List.of(worker));
     }

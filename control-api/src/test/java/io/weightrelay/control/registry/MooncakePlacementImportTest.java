@@ -2,13 +2,13 @@ package io.weightrelay.control.registry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.api.control.model.ConsumeMode;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.MooncakeFragmentBinding;
 import io.weightrelay.api.control.model.MooncakePlacementImport;
 import io.weightrelay.api.control.model.PlanSummary;
-import io.weightrelay.api.control.model.ReceiveBuffer;
-import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.ControlApiTestSupport;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;

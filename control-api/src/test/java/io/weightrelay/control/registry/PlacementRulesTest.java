@@ -2,14 +2,14 @@ package io.weightrelay.control.registry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.api.control.model.ConsumeMode;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.TargetFragment;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
-import io.weightrelay.api.control.model.ReceiveBuffer;
-import io.weightrelay.api.control.model.TargetFragment;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
-import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.control.redis.RedisKeys;
 import java.net.http.HttpResponse;

@@ -2,13 +2,13 @@ package io.weightrelay.control.registry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.api.control.model.ConsumeMode;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.PlanRequest;
 import io.weightrelay.api.control.model.PlanSummary;
-import io.weightrelay.api.control.model.ReceiveBuffer;
-import io.weightrelay.api.control.model.WorkerPlacement;
 import io.weightrelay.control.ControlApiTestSupport;
 import io.weightrelay.reshard.placement.FragmentTemplate;
 import java.net.http.HttpRequest;

@@ -1,11 +1,11 @@
 package io.weightrelay.control.registry;
 
-import io.weightrelay.api.control.model.ConsumeMode;
-import io.weightrelay.api.control.model.Nic;
-import io.weightrelay.api.control.model.ReceiveBuffer;
-import io.weightrelay.api.control.model.TargetFragment;
-import io.weightrelay.api.control.model.TransferEngineBuffer;
-import io.weightrelay.api.control.model.WorkerPlacement;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.Nic;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.TargetFragment;
+import io.weightrelay.api.common.model.TransferEngineBuffer;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.control.redis.StoredRoundTrip;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -2,11 +2,11 @@ package io.weightrelay.control.update;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.common.model.UpdatePhase;
 import io.weightrelay.api.control.model.BarrierName;
 import io.weightrelay.api.control.model.BarrierStatus;
 import io.weightrelay.api.control.model.ParticipantState;
 import io.weightrelay.api.control.model.SessionState;
-import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import java.util.ArrayList;
 import java.util.List;

@@ -2,13 +2,13 @@ package io.weightrelay.control.update;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.weightrelay.api.control.model.InstanceSpan;
+import io.weightrelay.api.common.model.InstanceSpan;
+import io.weightrelay.api.common.model.UpdatePhase;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
-import io.weightrelay.api.control.model.UpdatePhase;
 import io.weightrelay.api.control.model.UpdateSession;
 import io.weightrelay.api.control.model.UpdateSessionRequest;
 import io.weightrelay.control.ControlApiTestSupport;

@@ -3,6 +3,7 @@ package io.weightrelay.control.update;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.weightrelay.api.common.model.StoredFragment;
 import io.weightrelay.api.control.model.GcReport;
 import io.weightrelay.api.control.model.Generation;
 import io.weightrelay.api.control.model.GenerationState;
@@ -14,7 +15,6 @@ import io.weightrelay.api.control.model.PhaseReport;
 import io.weightrelay.api.control.model.PlanSummary;
 import io.weightrelay.api.control.model.ReportedPhase;
 import io.weightrelay.api.control.model.SessionState;
-import io.weightrelay.api.control.model.StoredFragment;
 import io.weightrelay.api.control.model.UpdatePreparation;
 import io.weightrelay.api.control.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.model.UpdateSession;

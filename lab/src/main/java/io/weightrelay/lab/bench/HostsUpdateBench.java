@@ -1,6 +1,6 @@
 package io.weightrelay.lab.bench;
 
-import io.weightrelay.api.loader.client.model.PhaseDurations;
+import io.weightrelay.api.common.model.PhaseDurations;
 import io.weightrelay.lab.bench.planner.ClusterModel;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.cluster.LabUpdate;

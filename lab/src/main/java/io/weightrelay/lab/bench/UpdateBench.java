@@ -1,8 +1,8 @@
 package io.weightrelay.lab.bench;
 
+import io.weightrelay.api.common.model.PhaseDurations;
 import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.api.loader.client.model.DirectInstall;
-import io.weightrelay.api.loader.client.model.PhaseDurations;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneEngine;

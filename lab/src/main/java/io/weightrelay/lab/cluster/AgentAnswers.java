@@ -1,6 +1,6 @@
 package io.weightrelay.lab.cluster;
 
-import io.weightrelay.api.loader.client.model.PhaseDurations;
+import io.weightrelay.api.common.model.PhaseDurations;
 import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;

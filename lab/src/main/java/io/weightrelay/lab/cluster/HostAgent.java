@@ -2,12 +2,12 @@ package io.weightrelay.lab.cluster;
 
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.RelayClients;
+import io.weightrelay.api.common.model.UpdatePhase;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
-import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.Args;
 import io.weightrelay.lab.hosts.Agent;

@@ -1,6 +1,6 @@
 package io.weightrelay.lab.cluster;
 
-import io.weightrelay.api.loader.client.model.InstanceSpan;
+import io.weightrelay.api.common.model.InstanceSpan;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.catalog.ModelCatalog;
 import io.weightrelay.reshard.catalog.Parallelism;

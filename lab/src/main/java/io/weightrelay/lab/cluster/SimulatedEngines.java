@@ -1,7 +1,7 @@
 package io.weightrelay.lab.cluster;
 
+import io.weightrelay.api.common.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.DirectInstall;
-import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.cli.Progress;
 import io.weightrelay.lab.rollout.RolloutEngine;

@@ -1,6 +1,6 @@
 package io.weightrelay.lab.demo;
 
-import io.weightrelay.api.loader.client.model.PhaseDurations;
+import io.weightrelay.api.common.model.PhaseDurations;
 import io.weightrelay.lab.cluster.Cluster;
 import io.weightrelay.lab.cluster.LabUpdate;
 import io.weightrelay.reshard.placement.TargetPlacement;

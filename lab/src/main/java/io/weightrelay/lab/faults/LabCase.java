@@ -1,10 +1,10 @@
 package io.weightrelay.lab.faults;
 
+import io.weightrelay.api.common.model.ConsumeMode;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.SessionState;
 import io.weightrelay.api.control.client.model.UpdateSession;
-import io.weightrelay.api.loader.client.model.ConsumeMode;
 import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;

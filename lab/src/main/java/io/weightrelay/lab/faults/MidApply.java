@@ -4,9 +4,9 @@ import static io.weightrelay.lab.faults.LabCase.UPDATE_WAIT;
 import static io.weightrelay.lab.faults.LabCase.allInstances;
 import static io.weightrelay.lab.faults.LabCase.check;
 
+import io.weightrelay.api.common.model.UpdatePhase;
 import io.weightrelay.api.control.client.model.ParticipantState;
 import io.weightrelay.api.control.client.model.SessionState;
-import io.weightrelay.api.control.client.model.UpdatePhase;
 import io.weightrelay.api.control.client.model.UpdateSession;
 import io.weightrelay.lab.cluster.LabCluster;
 import java.io.IOException;

@@ -1,12 +1,12 @@
 package io.weightrelay.lab.rollout;
 
-import io.weightrelay.api.loader.client.model.ConsumeMode;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.UpdatePhase;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.PlacedBuffer;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
-import io.weightrelay.api.loader.client.model.UpdatePhase;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
-import io.weightrelay.api.loader.client.model.WorkerPlacement;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;

@@ -1,10 +1,10 @@
 package io.weightrelay.lab.rollout;
 
-import io.weightrelay.api.loader.client.model.ConsumeMode;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.TargetFragment;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.PlacedBuffer;
-import io.weightrelay.api.loader.client.model.TargetFragment;
-import io.weightrelay.api.loader.client.model.WorkerPlacement;
 import io.weightrelay.reshard.convert.BlockFp8;
 import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.Boxes;

@@ -6,13 +6,15 @@ import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.RemoteProblem;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.RegistryApi;
 import io.weightrelay.api.control.client.UpdatesApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.BarrierName;
 import io.weightrelay.api.control.client.model.BarrierStatus;
-import io.weightrelay.api.control.client.model.ConsumeMode;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.LandedDigests;
 import io.weightrelay.api.control.client.model.LeaseRequest;
@@ -20,12 +22,10 @@ import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.LoaderRegistration;
 import io.weightrelay.api.control.client.model.PhaseReport;
 import io.weightrelay.api.control.client.model.PlanSummary;
-import io.weightrelay.api.control.client.model.ReceiveBuffer;
 import io.weightrelay.api.control.client.model.ReportedPhase;
 import io.weightrelay.api.control.client.model.SentDigests;
 import io.weightrelay.api.control.client.model.UpdatePreparation;
 import io.weightrelay.api.control.client.model.UpdatePreparationRequest;
-import io.weightrelay.api.control.client.model.WorkerPlacement;
 import io.weightrelay.api.loader.model.InstanceRegistration;
 import io.weightrelay.loader.LoaderProperties;
 import io.weightrelay.loader.instance.Instance;
@@ -164,11 +164,10 @@ public class RestControlPlane implements ControlPlane {
     @Override
     public long registerLoader(InstanceRegistration registration) {
         String instance = registration.getInstanceId();
-        io.weightrelay.api.loader.model.InstanceSpan span = registration.getSpan();
         Map<String, FragmentTemplate> templates = new LinkedHashMap<>();
         List<WorkerPlacement> placed = new ArrayList<>();
-        for (io.weightrelay.api.loader.model.WorkerPlacement w : registration.getWorkers()) {
-            WorkerPlacement p = toControl(w);
+        for (WorkerPlacement w : registration.getWorkers()) {
+            WorkerPlacement p = header(w);
             if (p.getMode() == ConsumeMode.DIRECT) {
                 FragmentTemplate t;
                 try {
@@ -177,7 +176,7 @@ public class RestControlPlane implements ControlPlane {
                     // Not encodable as a template (say, ranks that differ): send the fragments
                     // inline, so control-api refuses them with the problem that names the
                     // instance, worker, tensor and fragment, as for any other bad placement.
-                    placed.add(p.fragments(inline(w)));
+                    placed.add(p.fragments(w.getFragments()));
                     continue;
                 }
                 templates.putIfAbsent(t.digest(), t);
@@ -191,12 +190,7 @@ public class RestControlPlane implements ControlPlane {
                         .group(registration.getGroup())
                         .node(registration.getNode())
                         .endpoint(advertiseUrl())
-                        .span(
-                                span == null
-                                        ? null
-                                        : new io.weightrelay.api.control.client.model.InstanceSpan()
-                                                .rolloutInstance(span.getRolloutInstance())
-                                                .nodes(span.getNodes()))
+                        .span(registration.getSpan())
                         .workers(placed);
         Loader loader;
         try {
@@ -254,43 +248,24 @@ public class RestControlPlane implements ControlPlane {
                                 .toBodilessEntity());
     }
 
-    private static List<io.weightrelay.api.control.client.model.TargetFragment> inline(
-            io.weightrelay.api.loader.model.WorkerPlacement w) {
-        return w.getFragments().stream()
-                .map(
-                        f ->
-                                new io.weightrelay.api.control.client.model.TargetFragment()
-                                        .tensor(f.getTensor())
-                                        .offset(f.getOffset())
-                                        .shape(f.getShape())
-                                        .bufferId(f.getBufferId())
-                                        .bufferOffset(f.getBufferOffset())
-                                        .strides(f.getStrides()))
-                .toList();
-    }
-
     /** The worker's fragments, in its order, as a template. */
-    static FragmentTemplate template(io.weightrelay.api.loader.model.WorkerPlacement w) {
+    static FragmentTemplate template(WorkerPlacement w) {
         return FragmentTemplate.of(Instance.fragments(w));
     }
 
-    /** The worker without its fragments (they go as a template). */
-    static WorkerPlacement toControl(io.weightrelay.api.loader.model.WorkerPlacement w) {
-        return new WorkerPlacement()
-                .workerId(w.getWorkerId())
-                .rank(w.getRank())
-                .node(w.getNode())
-                .nic(w.getNic())
-                .mode(ConsumeMode.fromValue(w.getMode().getValue()))
-                .buffers(
-                        w.getBuffers().stream()
-                                .map(
-                                        b ->
-                                                new ReceiveBuffer()
-                                                        .bufferId(b.getBufferId())
-                                                        .segment(b.getSegment())
-                                                        .size(b.getSize()))
-                                .toList());
+    /**
+     * What control-api is told of a worker: the worker without its fragments (they go as a
+     * template, or inline when they cannot be one) and its buffers without their Transfer Engine
+     * memory, which only the loader writes through; a new object, so the registration the loader
+     * keeps is not changed.
+     */
+    static WorkerPlacement header(WorkerPlacement w) {
+        List<ReceiveBuffer> buffers = new ArrayList<>(w.getBuffers().size());
+        for (ReceiveBuffer b : w.getBuffers()) {
+            buffers.add(new ReceiveBuffer(b.getBufferId(), b.getSegment(), b.getSize()));
+        }
+        return new WorkerPlacement(w.getWorkerId(), w.getNode(), w.getNic(), w.getMode(), buffers)
+                .rank(w.getRank());
     }
 
     @Override
@@ -478,7 +453,7 @@ public class RestControlPlane implements ControlPlane {
                 .durations(
                         r.durations() == null
                                 ? null
-                                : new io.weightrelay.api.control.client.model.PhaseDurations()
+                                : new io.weightrelay.api.common.model.PhaseDurations()
                                         .fetchMs(r.durations().fetchMs())
                                         .installMs(r.durations().installMs())
                                         .pauseMs(r.durations().pauseMs()))

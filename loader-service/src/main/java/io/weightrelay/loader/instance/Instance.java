@@ -1,10 +1,10 @@
 package io.weightrelay.loader.instance;
 
-import io.weightrelay.api.loader.model.ConsumeMode;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.InstanceSpan;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.loader.model.DirectInstall;
 import io.weightrelay.api.loader.model.InstanceRegistration;
-import io.weightrelay.api.loader.model.InstanceSpan;
-import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.dataplane.ForeignBuffer;
 import io.weightrelay.loader.pipeline.BufferSpec;
 import io.weightrelay.loader.pipeline.WorkerBuffers;

@@ -1,11 +1,11 @@
 package io.weightrelay.loader.instance;
 
-import io.weightrelay.api.loader.model.ConsumeMode;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.TargetFragment;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.loader.model.DirectInstall;
 import io.weightrelay.api.loader.model.InstanceRegistration;
-import io.weightrelay.api.loader.model.ReceiveBuffer;
-import io.weightrelay.api.loader.model.TargetFragment;
-import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.dataplane.Segment;

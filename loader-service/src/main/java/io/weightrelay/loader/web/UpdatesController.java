@@ -1,11 +1,11 @@
 package io.weightrelay.loader.web;
 
-import io.weightrelay.api.loader.model.PhaseDurations;
+import io.weightrelay.api.common.model.PhaseDurations;
+import io.weightrelay.api.common.model.UpdatePhase;
 import io.weightrelay.api.loader.model.StartUpdateRequest;
 import io.weightrelay.api.loader.model.TransportBytes;
 import io.weightrelay.api.loader.model.UpdateInstall;
 import io.weightrelay.api.loader.model.UpdateOutcome;
-import io.weightrelay.api.loader.model.UpdatePhase;
 import io.weightrelay.api.loader.model.UpdateProgress;
 import io.weightrelay.api.loader.server.UpdatesApi;
 import io.weightrelay.loader.update.UpdateCoordinator;

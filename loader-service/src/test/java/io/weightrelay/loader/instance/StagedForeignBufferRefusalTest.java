@@ -3,13 +3,13 @@ package io.weightrelay.loader.instance;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
-import io.weightrelay.api.loader.model.ConsumeMode;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.TargetFragment;
+import io.weightrelay.api.common.model.TransferEngineBuffer;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.loader.model.DirectInstall;
 import io.weightrelay.api.loader.model.InstanceRegistration;
-import io.weightrelay.api.loader.model.ReceiveBuffer;
-import io.weightrelay.api.loader.model.TargetFragment;
-import io.weightrelay.api.loader.model.TransferEngineBuffer;
-import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.service.problem.RelayException;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -5,11 +5,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.weightrelay.api.RemoteProblem;
-import io.weightrelay.api.loader.model.ConsumeMode;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.loader.model.DirectInstall;
 import io.weightrelay.api.loader.model.InstanceRegistration;
-import io.weightrelay.api.loader.model.ReceiveBuffer;
-import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.loader.LoaderProperties;

@@ -18,12 +18,12 @@ import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.jsonPath;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.status;
 
-import io.weightrelay.api.loader.model.ConsumeMode;
+import io.weightrelay.api.common.model.ConsumeMode;
+import io.weightrelay.api.common.model.InstanceSpan;
+import io.weightrelay.api.common.model.ReceiveBuffer;
+import io.weightrelay.api.common.model.TargetFragment;
+import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.loader.model.InstanceRegistration;
-import io.weightrelay.api.loader.model.InstanceSpan;
-import io.weightrelay.api.loader.model.ReceiveBuffer;
-import io.weightrelay.api.loader.model.TargetFragment;
-import io.weightrelay.api.loader.model.WorkerPlacement;
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.loader.instance.DataplaneHolder;

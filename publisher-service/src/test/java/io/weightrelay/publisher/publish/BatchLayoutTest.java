@@ -8,7 +8,7 @@ import static io.weightrelay.reshard.manifest.DType.I32;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.weightrelay.api.publisher.model.Dtype;
+import io.weightrelay.api.common.model.Dtype;
 import io.weightrelay.api.publisher.model.StagedTensor;
 import io.weightrelay.publisher.convert.Conversion;
 import io.weightrelay.publisher.staging.StagingArea;

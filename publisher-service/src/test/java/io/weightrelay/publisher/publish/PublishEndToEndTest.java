@@ -6,12 +6,12 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.RelayClients;
+import io.weightrelay.api.common.model.Dtype;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.GenerationState;
 import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
 import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.publisher.client.OwnerApi;
-import io.weightrelay.api.publisher.client.model.Dtype;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.client.model.OwnerCheckpointResult;

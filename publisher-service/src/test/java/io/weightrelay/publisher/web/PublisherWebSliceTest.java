@@ -18,7 +18,7 @@ import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.jsonPath;
 import static org.springframework.test.web.servlet.result.MockMvcResultMatchers.status;
 
-import io.weightrelay.api.publisher.model.Dtype;
+import io.weightrelay.api.common.model.Dtype;
 import io.weightrelay.api.publisher.model.OwnerCheckpointObject;
 import io.weightrelay.api.publisher.model.OwnerCheckpointRequest;
 import io.weightrelay.api.publisher.model.OwnerCheckpointResult;

@@ -1,6 +1,6 @@
 package io.weightrelay.trainer.client;
 
-import io.weightrelay.api.publisher.client.model.Dtype;
+import io.weightrelay.api.common.model.Dtype;
 import io.weightrelay.api.publisher.client.model.PublishBatchResult;
 import io.weightrelay.api.publisher.client.model.PublishStatus;
 import io.weightrelay.api.publisher.client.model.Reservation;
