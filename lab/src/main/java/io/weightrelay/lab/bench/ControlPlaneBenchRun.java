@@ -13,6 +13,7 @@ import io.weightrelay.api.PlacementTemplates;
 import io.weightrelay.api.PlanSlices;
 import io.weightrelay.api.PrepareRequests;
 import io.weightrelay.api.RelayClients;
+import io.weightrelay.api.StoredObject;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
@@ -27,8 +28,6 @@ import io.weightrelay.api.control.client.model.OpenedGeneration;
 import io.weightrelay.api.control.client.model.PlanRequest;
 import io.weightrelay.api.control.client.model.PlanSummary;
 import io.weightrelay.api.control.client.model.ReceiveBuffer;
-import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
-import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.TensorAssignment;
 import io.weightrelay.api.control.client.model.UpdatePreparation;
 import io.weightrelay.api.control.client.model.WorkerPlacement;
@@ -322,26 +321,23 @@ final class ControlPlaneBenchRun {
         return out;
     }
 
-    /** A publisher "stores" its objects (the stand-in) and registers them in chunks. */
+    /**
+     * A publisher "stores" its objects (the stand-in) and registers them in chunks, with the body
+     * publisher-service sends ({@link StoredObject#registration}).
+     */
     private Void registerObjects(long generation, String node, List<StoredFragment> mine) {
         String segment = node + "-segment";
+        GenerationId id = new GenerationId(s.model(), generation);
         for (int from = 0; from < mine.size(); from += behaviour.registerChunk()) {
-            List<RegisteredObject> chunk = new ArrayList<>();
+            List<StoredObject> chunk = new ArrayList<>();
             for (StoredFragment fragment :
                     mine.subList(from, Math.min(mine.size(), from + behaviour.registerChunk()))) {
-                String key = s.model() + "/" + generation + "/" + fragment.fragment();
+                String key = id.objectKey(fragment.fragment());
                 store.add(key);
-                chunk.add(
-                        new RegisteredObject()
-                                .key(key)
-                                .size(fragment.bytes())
-                                .checksum(Crc32c.format(Crc32c.zeros(fragment.bytes())))
-                                .segments(List.of(segment)));
+                long size = fragment.bytes();
+                chunk.add(new StoredObject(key, size, Crc32c.format(Crc32c.zeros(size)), segment));
             }
-            trainer.registerObjects(
-                    s.model(),
-                    generation,
-                    new RegisterObjectsRequest().publisher(node).objects(chunk));
+            trainer.registerObjects(s.model(), generation, StoredObject.registration(node, chunk));
             synchronized (f) {
                 f.registerRequests++;
             }
