@@ -13,6 +13,14 @@
  *       extends.
  *   <li>{@link io.weightrelay.api.ControlManifests} maps the contract's manifests to reshard's, for
  *       the clients that plan.
+ *   <li>The loaders' and publishers' side of control-api's protocol, written once for the services
+ *       and the lab's {@code bench control-plane} (which plays them and must speak as they do): a
+ *       loader's {@link io.weightrelay.api.PlacementTemplates} (register with template digests,
+ *       upload what control-api lacks), {@link io.weightrelay.api.PrepareRequests} (the prepare
+ *       call's body), {@link io.weightrelay.api.PlanSlices} (a slice, gzip on the wire) and {@link
+ *       io.weightrelay.api.EncodedBody} (a binary answer as it came, inflated on demand); and a
+ *       publisher's, {@link io.weightrelay.api.StoredObject} (an object it stored, and the body
+ *       that registers such objects).
  * </ul>
  *
  * <p><b>Retries are the caller's policy, not the kit's</b>: the services wrap each call in

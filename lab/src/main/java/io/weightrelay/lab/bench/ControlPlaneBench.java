@@ -32,8 +32,12 @@ import tools.jackson.databind.json.JsonMapper;
  * with the generated clients, everything that talks to it during one update: the trainer (open,
  * commit), one publisher per trainer node (read the manifest, register the objects it stored) and
  * one loader per rollout instance (register, heartbeat, resolve the plan, prepare, the session's
- * barriers). No tensor byte moves: the store is a stand-in that knows only which objects exist (the
- * publishers "store" them, the loaders check their reads against it), and the output says so.
+ * barriers). The players build their requests with the client kit's pieces of the services'
+ * protocol ({@code ControlManifests}, {@code StoredObject}, {@code PlacementTemplates}, {@code
+ * PrepareRequests}, {@code PlanSlices}), the ones publisher-service and loader-service use, so the
+ * bench times the calls the services make, not a copy of them. No tensor byte moves: the store is a
+ * stand-in that knows only which objects exist (the publishers "store" them, the loaders check
+ * their reads against it), and the output says so.
  *
  * <p>Prints one JSON line: {@code open_ms}, {@code publisher_manifest_ms} (every publisher reads
  * the manifest, together), {@code register_objects_ms}, {@code commit_ms}, {@code

@@ -7,8 +7,13 @@ import static io.weightrelay.lab.bench.ControlPlaneBench.all;
 import static io.weightrelay.lab.bench.ControlPlaneBench.describe;
 
 import io.weightrelay.api.ControlManifests;
+import io.weightrelay.api.EncodedBody;
 import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.PlacementTemplates;
+import io.weightrelay.api.PlanSlices;
+import io.weightrelay.api.PrepareRequests;
 import io.weightrelay.api.RelayClients;
+import io.weightrelay.api.StoredObject;
 import io.weightrelay.api.common.model.ConsumeMode;
 import io.weightrelay.api.common.model.ReceiveBuffer;
 import io.weightrelay.api.common.model.WorkerPlacement;
@@ -24,11 +29,8 @@ import io.weightrelay.api.control.client.model.OpenGenerationRequest;
 import io.weightrelay.api.control.client.model.OpenedGeneration;
 import io.weightrelay.api.control.client.model.PlanRequest;
 import io.weightrelay.api.control.client.model.PlanSummary;
-import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
-import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.TensorAssignment;
 import io.weightrelay.api.control.client.model.UpdatePreparation;
-import io.weightrelay.api.control.client.model.UpdatePreparationRequest;
 import io.weightrelay.lab.bench.ControlPlaneBench.Figures;
 import io.weightrelay.lab.bench.ControlPlaneBench.Players;
 import io.weightrelay.reshard.checksum.Crc32c;
@@ -43,10 +45,6 @@ import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.reshard.plan.SliceValidator;
 import io.weightrelay.reshard.plan.ValidationReport;
 import io.weightrelay.testkit.process.ServiceProcess;
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -60,20 +58,18 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.zip.GZIPInputStream;
 import org.springframework.http.HttpHeaders;
-import org.springframework.http.MediaType;
-import org.springframework.http.ResponseEntity;
 import org.springframework.http.client.ClientHttpRequestInterceptor;
-import org.springframework.web.client.RestClient;
-import org.springframework.web.client.RestClientResponseException;
 
 /** One run of every player against one control-api. */
 final class ControlPlaneBenchRun {
     private static final String GROUP = "bench";
 
     /** The lease each loader takes on the generation it prepares, as loader-service asks. */
-    private static final int LEASE_TTL_SECONDS = 600;
+    private static final Duration LEASE_TTL = Duration.ofMinutes(10);
+
+    /** The session's phase deadline, should a loader's prepare start it. */
+    private static final Duration PHASE_TIMEOUT = Duration.ofMinutes(2);
 
     /** Asks for gzip-compressed responses and leaves them compressed. */
     private static final ClientHttpRequestInterceptor ACCEPT_GZIP =
@@ -87,27 +83,29 @@ final class ControlPlaneBenchRun {
     private final Players behaviour;
     private final long trainerStep;
     private final Wire wire = new Wire();
+
+    /** The trainer's calls, and the publishers': both hold the trainer token. */
     private final GenerationsApi trainer;
-    private final GenerationsApi publisher;
-    private final GenerationsApi loaderGenerations;
+
     private final RegistryApi registry;
-    private final RestClient loaderRest;
+
+    /** The loaders' client, which also uploads their placement templates. */
+    private final ApiClient loaderClient;
+
     private final Map<List<io.weightrelay.reshard.placement.TargetFragment>, FragmentTemplate>
             templateOf = java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
-    private final String baseUrl;
     private final PlansApi plans;
     private final UpdatesApi updates;
     private final LoaderSessionWalk sessions;
 
     /**
-     * The calls for the manifest and a plan slice as a loader's host makes them: gzip on the wire,
-     * inflated by the loader itself, which the bench times as that loader's CPU in {@link #check}
-     * (each loader inflates on its own host; 32 of them inflating 12 MB manifests on this machine's
-     * cores would time the machine, not a loader).
+     * The loaders' client for the manifest and a plan slice as a loader's host fetches them: gzip
+     * on the wire, inflated by the loader itself, which the bench times as that loader's CPU in
+     * {@link #check} (each loader inflates on its own host; 32 of them inflating 12 MB manifests on
+     * this machine's cores would time the machine, not a loader).
      */
-    private final GenerationsApi loaderGenerationsGzipped;
+    private final ApiClient gzipped;
 
-    private final PlansApi plansGzipped;
     private final Set<String> store = ConcurrentHashMap.newKeySet();
     private final Figures f = new Figures();
     private final Map<String, Long> epochs = new ConcurrentHashMap<>();
@@ -125,24 +123,13 @@ final class ControlPlaneBenchRun {
         this.s = scenario;
         this.behaviour = behaviour;
         this.trainerStep = trainerStep;
-        ApiClient trainerClient = client(baseUrl, TRAINER_TOKEN);
-        ApiClient loaderClient = client(baseUrl, LOADER_TOKEN);
-        this.trainer = new GenerationsApi(trainerClient);
-        this.publisher = new GenerationsApi(trainerClient);
-        this.loaderGenerations = new GenerationsApi(loaderClient);
+        this.trainer = new GenerationsApi(client(baseUrl, TRAINER_TOKEN, true));
+        this.loaderClient = client(baseUrl, LOADER_TOKEN, true);
         this.registry = new RegistryApi(loaderClient);
-        this.loaderRest = loaderClient.getRestClient();
-        this.baseUrl = baseUrl;
         this.plans = new PlansApi(loaderClient);
         this.updates = new UpdatesApi(loaderClient);
         this.sessions = new LoaderSessionWalk(updates, s.model(), GROUP);
-        ApiClient gzipped = client(baseUrl, LOADER_TOKEN, false);
-        this.loaderGenerationsGzipped = new GenerationsApi(gzipped);
-        this.plansGzipped = new PlansApi(gzipped);
-    }
-
-    private ApiClient client(String baseUrl, String token) {
-        return client(baseUrl, token, true);
+        this.gzipped = client(baseUrl, LOADER_TOKEN, false);
     }
 
     /**
@@ -284,11 +271,9 @@ final class ControlPlaneBenchRun {
         }
     }
 
+    /** A publisher reads the manifest as publisher-service does. */
     private SourceManifest publisherManifest(long generation) {
-        return SourceManifest.decode(
-                publisher
-                        .getGenerationManifestEncodedWithResponseSpec(s.model(), generation)
-                        .body(byte[].class));
+        return SourceManifest.decode(ControlManifests.encoded(trainer, s.model(), generation));
     }
 
     private <T> T timed(String name, Callable<T> body) {
@@ -336,26 +321,23 @@ final class ControlPlaneBenchRun {
         return out;
     }
 
-    /** A publisher "stores" its objects (the stand-in) and registers them in chunks. */
+    /**
+     * A publisher "stores" its objects (the stand-in) and registers them in chunks, with the body
+     * publisher-service sends ({@link StoredObject#registration}).
+     */
     private Void registerObjects(long generation, String node, List<StoredFragment> mine) {
         String segment = node + "-segment";
+        GenerationId id = new GenerationId(s.model(), generation);
         for (int from = 0; from < mine.size(); from += behaviour.registerChunk()) {
-            List<RegisteredObject> chunk = new ArrayList<>();
+            List<StoredObject> chunk = new ArrayList<>();
             for (StoredFragment fragment :
                     mine.subList(from, Math.min(mine.size(), from + behaviour.registerChunk()))) {
-                String key = s.model() + "/" + generation + "/" + fragment.fragment();
+                String key = id.objectKey(fragment.fragment());
                 store.add(key);
-                chunk.add(
-                        new RegisteredObject()
-                                .key(key)
-                                .size(fragment.bytes())
-                                .checksum(Crc32c.format(Crc32c.zeros(fragment.bytes())))
-                                .segments(List.of(segment)));
+                long size = fragment.bytes();
+                chunk.add(new StoredObject(key, size, Crc32c.format(Crc32c.zeros(size)), segment));
             }
-            publisher.registerObjects(
-                    s.model(),
-                    generation,
-                    new RegisterObjectsRequest().publisher(node).objects(chunk));
+            trainer.registerObjects(s.model(), generation, StoredObject.registration(node, chunk));
             synchronized (f) {
                 f.registerRequests++;
             }
@@ -364,9 +346,10 @@ final class ControlPlaneBenchRun {
     }
 
     /**
-     * Registers as loader-service does: each direct worker's fragments by the digest of their
-     * template; on 409 {@code placement-template-not-found}, the templates control-api lacks are
-     * uploaded and the registration sent again.
+     * Registers as loader-service does, through the same {@link PlacementTemplates}: each direct
+     * worker's fragments by the digest of their template; on 409 {@code
+     * placement-template-not-found}, the templates control-api lacks are uploaded and the
+     * registration sent again.
      */
     private Void registerLoader(String instance) {
         List<Worker> workers = s.workersOf(instance);
@@ -377,31 +360,11 @@ final class ControlPlaneBenchRun {
                         .group(GROUP)
                         .node(workers.get(0).node())
                         .workers(placements(workers, templates));
-        Loader loader;
-        try {
-            loader = registry.registerLoader(instance, registration);
-        } catch (RestClientResponseException e) {
-            if (e.getStatusCode().value() != 409
-                    || !e.getResponseBodyAsString().contains("placement-template-not-found")) {
-                throw e;
-            }
-            // As loader-service does: only the templates the problem lists as missing.
-            String problem = e.getResponseBodyAsString();
-            for (FragmentTemplate t : templates.values()) {
-                if (!problem.contains(t.digest())) {
-                    continue;
-                }
-                loaderRest
-                        .put()
-                        .uri(baseUrl + "/api/v1/placements/{digest}", t.digest())
-                        .header(HttpHeaders.AUTHORIZATION, "Bearer " + LOADER_TOKEN)
-                        .contentType(MediaType.APPLICATION_OCTET_STREAM)
-                        .body(t.encoded())
-                        .retrieve()
-                        .toBodilessEntity();
-            }
-            loader = registry.registerLoader(instance, registration);
-        }
+        Loader loader =
+                PlacementTemplates.register(
+                        () -> registry.registerLoader(instance, registration),
+                        templates.values(),
+                        t -> PlacementTemplates.upload(loaderClient, t));
         epochs.put(instance, loader.getEpoch());
         return null;
     }
@@ -501,31 +464,10 @@ final class ControlPlaneBenchRun {
     record Fetched(
             String instance,
             Generation generation,
-            Body manifest,
-            Body slice,
+            EncodedBody manifest,
+            EncodedBody slice,
             long ms,
             long[] callMs) {}
-
-    /** A response body as it crossed the wire, gzip-compressed or not. */
-    record Body(byte[] bytes, boolean gzipped) {
-        static Body of(ResponseEntity<byte[]> response) {
-            String coding = response.getHeaders().getFirst(HttpHeaders.CONTENT_ENCODING);
-            return new Body(
-                    response.getBody(), coding != null && coding.trim().equalsIgnoreCase("gzip"));
-        }
-
-        /** The identity bytes. */
-        byte[] inflated() {
-            if (!gzipped) {
-                return bytes;
-            }
-            try (InputStream in = new GZIPInputStream(new ByteArrayInputStream(bytes))) {
-                return in.readAllBytes();
-            } catch (IOException e) {
-                throw new UncheckedIOException("a gzip body that does not inflate", e);
-            }
-        }
-    }
 
     /** The calls a loader makes at prepare, in order; each is reported as its slowest. */
     static final List<String> PREPARE_CALLS = List.of("call", "manifest", "slice");
@@ -534,8 +476,9 @@ final class ControlPlaneBenchRun {
      * What a loader fetches at prepare, from control-api, all loaders at once, as loader-service
      * does for a generation whose plan and manifest it has not seen: the one prepare call
      * (generation, plan, session start or join, lease, and the group's buffers, which a loader that
-     * names no digest gets listed), its manifest and its own plan slice. Returns the bytes and the
-     * wall time of the calls.
+     * names no digest gets listed), its manifest and its own plan slice, with the request and the
+     * slice call loader-service makes ({@link PrepareRequests}, {@link PlanSlices}). Returns the
+     * bytes as they crossed the wire and the wall time of the calls.
      */
     private Fetched fetch(long generation, String planId, String instance) {
         long[] callMs = new long[PREPARE_CALLS.size()];
@@ -545,22 +488,15 @@ final class ControlPlaneBenchRun {
                         s.model(),
                         generation,
                         GROUP,
-                        new UpdatePreparationRequest()
-                                .instance(instance)
-                                .leaseTtlSeconds(LEASE_TTL_SECONDS)
-                                .phaseTimeoutSeconds(120));
+                        PrepareRequests.of(instance, LEASE_TTL, PHASE_TIMEOUT, null));
         long lap = lap(callMs, 0, started);
-        Body manifest =
-                Body.of(
-                        loaderGenerationsGzipped
+        EncodedBody manifest =
+                EncodedBody.of(
+                        new GenerationsApi(gzipped)
                                 .getGenerationManifestEncodedWithResponseSpec(s.model(), generation)
                                 .toEntity(byte[].class));
         lap = lap(callMs, 1, lap);
-        Body encoded =
-                Body.of(
-                        plansGzipped
-                                .getPlanSliceWithResponseSpec(planId, instance)
-                                .toEntity(byte[].class));
+        EncodedBody encoded = PlanSlices.fetch(gzipped, planId, instance);
         lap(callMs, 2, lap);
         if (!planId.equals(prepared.getPlan().getPlanId())) {
             throw new IllegalStateException(

@@ -3,7 +3,11 @@ package io.weightrelay.loader.control;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerRegistry;
 import io.github.resilience4j.retry.RetryRegistry;
 import io.weightrelay.api.ControlManifests;
+import io.weightrelay.api.EncodedBody;
 import io.weightrelay.api.Endpoint;
+import io.weightrelay.api.PlacementTemplates;
+import io.weightrelay.api.PlanSlices;
+import io.weightrelay.api.PrepareRequests;
 import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.RemoteProblem;
 import io.weightrelay.api.common.model.ConsumeMode;
@@ -38,24 +42,17 @@ import io.weightrelay.reshard.placement.FragmentTemplate;
 import io.weightrelay.reshard.plan.Slice;
 import io.weightrelay.service.client.RemoteCalls;
 import io.weightrelay.service.dataplane.DataplaneSettings;
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
-import java.util.zip.GZIPInputStream;
 import org.springframework.core.env.Environment;
-import org.springframework.http.HttpHeaders;
-import org.springframework.http.MediaType;
-import org.springframework.http.ResponseEntity;
 import org.springframework.stereotype.Component;
 import org.springframework.web.client.ResourceAccessException;
 import org.springframework.web.client.RestClientException;
 import org.springframework.web.client.RestClientResponseException;
-import tools.jackson.databind.JsonNode;
 
 /** {@link ControlPlane} over the generated control-api client. */
 @Component
@@ -137,11 +134,6 @@ public class RestControlPlane implements ControlPlane {
         }
     }
 
-    /** A lease's TTL as the contract takes it: whole seconds, 1 to a day. */
-    private static int leaseSeconds(Duration ttl) {
-        return (int) Math.min(86400, Math.max(1, ttl.toSeconds()));
-    }
-
     private void run(String what, Runnable body) {
         call(
                 what,
@@ -192,27 +184,14 @@ public class RestControlPlane implements ControlPlane {
                         .endpoint(advertiseUrl())
                         .span(registration.getSpan())
                         .workers(placed);
-        Loader loader;
-        try {
-            loader =
-                    call(
-                            "register loader " + instance,
-                            () -> registry.registerLoader(instance, body));
-        } catch (ControlPlaneException e) {
-            if (!"placement-template-not-found".equals(e.problemType())) {
-                throw e;
-            }
-            java.util.Set<String> missing = missingTemplates(e);
-            for (FragmentTemplate t : templates.values()) {
-                if (missing == null || missing.contains(t.digest())) {
-                    putTemplate(t);
-                }
-            }
-            loader =
-                    call(
-                            "register loader " + instance,
-                            () -> registry.registerLoader(instance, body));
-        }
+        Loader loader =
+                PlacementTemplates.register(
+                        () ->
+                                call(
+                                        "register loader " + instance,
+                                        () -> registry.registerLoader(instance, body)),
+                        templates.values(),
+                        this::putTemplate);
         return loader.getEpoch();
     }
 
@@ -221,31 +200,11 @@ public class RestControlPlane implements ControlPlane {
      * those are uploaded; null when the answer does not say (then every template goes up).
      */
     static java.util.Set<String> missingTemplates(ControlPlaneException e) {
-        if (e.problem() == null) {
-            return null;
-        }
-        JsonNode missing = e.problem().member("missing");
-        if (missing == null || !missing.isArray()) {
-            return null;
-        }
-        java.util.Set<String> out = new java.util.HashSet<>();
-        missing.forEach(d -> out.add(d.asString()));
-        return out;
+        return PlacementTemplates.missing(e.problem());
     }
 
     private void putTemplate(FragmentTemplate t) {
-        run(
-                "store fragment template " + t.digest(),
-                () ->
-                        client.getRestClient()
-                                .put()
-                                .uri(
-                                        client.getBasePath() + "/api/v1/placements/{digest}",
-                                        t.digest())
-                                .contentType(MediaType.APPLICATION_OCTET_STREAM)
-                                .body(t.encoded())
-                                .retrieve()
-                                .toBodilessEntity());
+        run("store fragment template " + t.digest(), () -> PlacementTemplates.upload(client, t));
     }
 
     /** The worker's fragments, in its order, as a template. */
@@ -334,33 +293,10 @@ public class RestControlPlane implements ControlPlane {
     @Override
     public Slice slice(String planId, String instance) {
         String what = "slice of " + instance + " in plan " + planId;
-        ResponseEntity<byte[]> answer =
-                call(
-                        what,
-                        () ->
-                                client.getRestClient()
-                                        .get()
-                                        .uri(
-                                                client.getBasePath()
-                                                        + "/api/v1/plans/{planId}/slices/{instance}",
-                                                planId,
-                                                instance)
-                                        .header(HttpHeaders.ACCEPT_ENCODING, "gzip")
-                                        .accept(
-                                                MediaType.APPLICATION_OCTET_STREAM,
-                                                MediaType.APPLICATION_PROBLEM_JSON)
-                                        .retrieve()
-                                        .toEntity(byte[].class));
-        byte[] body = answer.getBody() == null ? new byte[0] : answer.getBody();
+        EncodedBody answer = call(what, () -> PlanSlices.fetch(client, planId, instance));
         try {
-            String encoding = answer.getHeaders().getFirst(HttpHeaders.CONTENT_ENCODING);
-            if (encoding != null && encoding.trim().equalsIgnoreCase("gzip")) {
-                try (GZIPInputStream in = new GZIPInputStream(new ByteArrayInputStream(body))) {
-                    body = in.readAllBytes();
-                }
-            }
-            return Slice.decode(body);
-        } catch (IOException | RuntimeException e) {
+            return Slice.decode(answer.inflated());
+        } catch (RuntimeException e) {
             throw new ControlPlaneException(
                     what + ": control-api sent an undecodable encoding: " + e.getMessage(), e);
         }
@@ -369,12 +305,8 @@ public class RestControlPlane implements ControlPlane {
     @Override
     public Preparation prepare(PrepareCall c) {
         UpdatePreparationRequest body =
-                new UpdatePreparationRequest()
-                        .instance(c.instance())
-                        .leaseTtlSeconds(leaseSeconds(c.leaseTtl()))
-                        .phaseTimeoutSeconds(
-                                (int) Math.max(1, Math.min(3600, c.phaseTimeout().toSeconds())))
-                        .knownBuffersDigest(c.knownBuffersDigest());
+                PrepareRequests.of(
+                        c.instance(), c.leaseTtl(), c.phaseTimeout(), c.knownBuffersDigest());
         UpdatePreparation answer =
                 call(
                         "prepare of " + c.instance() + " for " + c.model() + "/" + c.generation(),
@@ -526,7 +458,7 @@ public class RestControlPlane implements ControlPlane {
     public void acquireLease(GenerationId id, String holder, Duration ttl) {
         LeaseRequest request = new LeaseRequest();
         request.setHolder(holder);
-        request.setTtlSeconds(leaseSeconds(ttl));
+        request.setTtlSeconds(PrepareRequests.leaseSeconds(ttl));
         run(
                 "lease " + id.path(),
                 () -> generations.acquireLease(id.model(), id.generation(), request));

@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.publish;
 
+import io.weightrelay.api.StoredObject;
 import io.weightrelay.publisher.Futures;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,11 +25,10 @@ final class BatchRegistration implements AutoCloseable {
     }
 
     /** Registers the objects; waits for every chunk and rethrows the first refusal. */
-    void register(GenerationLayout layout, List<ControlPlane.StoredObject> objects) {
+    void register(GenerationLayout layout, List<StoredObject> objects) {
         List<CompletableFuture<Void>> sent = new ArrayList<>();
         for (int from = 0; from < objects.size(); from += chunk) {
-            List<ControlPlane.StoredObject> part =
-                    objects.subList(from, Math.min(objects.size(), from + chunk));
+            List<StoredObject> part = objects.subList(from, Math.min(objects.size(), from + chunk));
             sent.add(
                     CompletableFuture.runAsync(
                             () -> control.register(layout.id(), node, part), senders));

@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.publish;
 
+import io.weightrelay.api.StoredObject;
 import io.weightrelay.dataplane.Counters;
 import io.weightrelay.publisher.convert.Checksums;
 import io.weightrelay.publisher.segment.SegmentOwner;
@@ -138,9 +139,8 @@ final class BatchStore implements AutoCloseable {
      * without a tcp byte, every object is in the own segment and the directory need not be asked
      * once per object.
      */
-    List<ControlPlane.StoredObject> placed(
-            List<BatchConverter.Converted> converted, Stored stored) {
-        List<ControlPlane.StoredObject> objects = new ArrayList<>(converted.size());
+    List<StoredObject> placed(List<BatchConverter.Converted> converted, Stored stored) {
+        List<StoredObject> objects = new ArrayList<>(converted.size());
         for (BatchConverter.Converted c : converted) {
             objects.add(
                     object(
@@ -156,12 +156,12 @@ final class BatchStore implements AutoCloseable {
         return objects;
     }
 
-    private ControlPlane.StoredObject object(String key, long size, int crc, boolean allLocal) {
+    private StoredObject object(String key, long size, int crc, boolean allLocal) {
         String segment = owner.segmentName();
         if ((!allLocal || !owner.ownsSegment()) && size > 0) {
             segment = owner.segmentOf(key).orElse(segment);
         }
-        return new ControlPlane.StoredObject(key, size, Checksums.format(crc), segment);
+        return new StoredObject(key, size, Checksums.format(crc), segment);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.publish;
 
+import io.weightrelay.api.StoredObject;
 import io.weightrelay.reshard.manifest.GenerationId;
 import java.util.List;
 import java.util.Optional;
@@ -84,7 +85,4 @@ public interface ControlPlane {
 
     /** A registered segment: its name and node label. */
     record SegmentPeer(String segment, String node) {}
-
-    /** An object as control-api registers it. */
-    record StoredObject(String key, long size, String checksum, String segment) {}
 }

@@ -1,5 +1,6 @@
 package io.weightrelay.publisher.publish;
 
+import io.weightrelay.api.StoredObject;
 import io.weightrelay.api.publisher.model.PublishBatchRequest;
 import io.weightrelay.api.publisher.model.PublishBatchResult;
 import io.weightrelay.api.publisher.model.PublishStatus;
@@ -138,7 +139,7 @@ public final class Publisher implements AutoCloseable {
             gen.requireOpen();
         }
         long t2 = System.nanoTime();
-        List<ControlPlane.StoredObject> objects = store.placed(converted, stored);
+        List<StoredObject> objects = store.placed(converted, stored);
         registration.register(layout, objects);
         long t3 = System.nanoTime();
         log.debug(
@@ -166,7 +167,7 @@ public final class Publisher implements AutoCloseable {
     private GenerationState.BatchTotals totals(
             List<StagedTensor> tensors,
             List<BatchConverter.Converted> converted,
-            List<ControlPlane.StoredObject> objects) {
+            List<StoredObject> objects) {
         long staged = 0;
         for (StagedTensor t : tensors) {
             staged += t.getBytes();
@@ -182,7 +183,7 @@ public final class Publisher implements AutoCloseable {
         }
         long local = 0;
         long remote = 0;
-        for (ControlPlane.StoredObject o : objects) {
+        for (StoredObject o : objects) {
             if (o.segment().equals(owner.segmentName())) {
                 local += o.size();
             } else {

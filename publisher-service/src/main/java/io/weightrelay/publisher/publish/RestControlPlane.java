@@ -3,12 +3,12 @@ package io.weightrelay.publisher.publish;
 import io.weightrelay.api.ControlManifests;
 import io.weightrelay.api.Endpoint;
 import io.weightrelay.api.RelayClients;
+import io.weightrelay.api.StoredObject;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.control.client.RegistryApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.LostRequest;
 import io.weightrelay.api.control.client.model.RegisterObjectsRequest;
-import io.weightrelay.api.control.client.model.RegisteredObject;
 import io.weightrelay.api.control.client.model.SegmentRegistration;
 import io.weightrelay.reshard.manifest.BlockScales;
 import io.weightrelay.reshard.manifest.GenerationId;
@@ -109,17 +109,7 @@ final class RestControlPlane implements ControlPlane {
     public void register(GenerationId id, String publisher, List<StoredObject> objects) {
         String model = id.model();
         long generation = id.generation();
-        List<RegisteredObject> registered = new ArrayList<>(objects.size());
-        for (StoredObject o : objects) {
-            registered.add(
-                    new RegisteredObject()
-                            .key(o.key())
-                            .size(o.size())
-                            .checksum(o.checksum())
-                            .segments(List.of(o.segment())));
-        }
-        RegisterObjectsRequest request =
-                new RegisterObjectsRequest().publisher(publisher).objects(registered);
+        RegisterObjectsRequest request = StoredObject.registration(publisher, objects);
         call(
                 "register " + objects.size() + " objects of " + model + "/" + generation,
                 () -> generations.registerObjects(model, generation, request));

@@ -2,6 +2,7 @@ package io.weightrelay.publisher.publish;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.StoredObject;
 import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.service.problem.CommonProblems;
 import java.util.ArrayDeque;
