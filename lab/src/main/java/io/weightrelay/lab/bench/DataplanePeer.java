@@ -24,10 +24,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 /**
- * One side of {@link HostsDataplaneBench}, run inside a host and driven over stdin (one command a
- * line, one JSON answer a line on stdout). It opens an authenticated engine on the host's
- * data-plane address with one segment, and serves or sends the plain-socket baseline from and into
- * that same segment memory, so both transports move the same bytes between the same two hosts.
+ * One side of {@link BuiltinOnHosts}, run inside a host and driven over stdin (one command a line,
+ * one JSON answer a line on stdout). It opens an authenticated engine on the host's data-plane
+ * address with one segment, and serves or sends the plain-socket baseline from and into that same
+ * segment memory, so both transports move the same bytes between the same two hosts.
  *
  * <pre>
  * --name N --bind ADDRESS --redis URI --prefix wr:... --secret-file F --size BYTES --streams S
