@@ -65,7 +65,8 @@ public final class DataplanePeer {
         this.size = args.size();
         this.streams = args.streams();
         this.dataplane = Dataplane.open(config(args, args.secret()));
-        this.segment = dataplane.createSegment(args.name(), size);
+        // a receive segment: peers write only into those (a store segment refuses their writes)
+        this.segment = dataplane.createReceiveSegment(args.name(), size);
         for (long off = 0; off < size; off += 1 << 30) {
             int len = (int) Math.min(1 << 30, size - off);
             ByteBuffer view = segment.byteBuffer(off, len);
