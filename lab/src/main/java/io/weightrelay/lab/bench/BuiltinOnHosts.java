@@ -1,16 +1,13 @@
 package io.weightrelay.lab.bench;
 
 import io.weightrelay.lab.bench.DataplaneRounds.Round;
+import io.weightrelay.lab.cluster.LabSecrets;
 import io.weightrelay.lab.hosts.Host;
 import io.weightrelay.lab.hosts.HostLab;
 import io.weightrelay.lab.hosts.HostProcess;
 import io.weightrelay.lab.hosts.LinkCounters;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
-import java.security.SecureRandom;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.UUID;
@@ -20,7 +17,8 @@ import tools.jackson.databind.JsonNode;
  * {@code ./relay bench dataplane --hosts}: the built-in engine's tcp transport between two hosts of
  * this machine ({@link HostLab}: separate network namespaces and {@code /dev/shm}, a bridge between
  * them), authenticated with a secret, against a plain socket copy between the same two hosts with
- * as many streams, from and into the same segment memory, in the same rounds. Each end is a {@link
+ * as many streams, from and into the same segment memory, and against one thread's native {@code
+ * memcpy} of the source's segment on its host, in the same rounds. Each end is a {@link
  * DataplanePeer} in its host, which times its own rounds. A third engine with a wrong secret must
  * be refused ({@code authenticated}, the line's check). Needs root.
  */
@@ -32,19 +30,21 @@ final class BuiltinOnHosts {
     static DataplaneBench.Line line(DataplaneOptions o) throws Exception {
         long size = o.size();
         Path logs = Files.createTempDirectory(o.prefix() + "-bench-");
-        Path secretFile = logs.resolve("dataplane.secret");
-        Files.createFile(
-                secretFile,
-                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-        byte[] secret = new byte[32];
-        new SecureRandom().nextBytes(secret);
-        Files.writeString(secretFile, HexFormat.of().formatHex(secret), StandardCharsets.UTF_8);
-        long shm = size + (64L << 20);
-        try (HostLab lab = HostLab.create(o.prefix(), List.of("redis", "source", "target"), shm)) {
+        long shm = 2 * size + (64L << 20); // the source copies its segment for memcpy
+        try (LabSecrets secrets = LabSecrets.create("dataplane-bench");
+                HostLab lab =
+                        HostLab.create(o.prefix(), List.of("redis", "source", "target"), shm)) {
             String redisUri = lab.host("redis").startRedis(6379, logs);
             String keyPrefix = "wr:bench:" + UUID.randomUUID().toString().substring(0, 8) + ":";
             Host targetHost = lab.host("target");
-            Peers peers = new Peers(redisUri, keyPrefix, secretFile, size, o.streams(), logs);
+            Peers peers =
+                    new Peers(
+                            redisUri,
+                            keyPrefix,
+                            secrets.dataplaneSecretFile(),
+                            size,
+                            o.streams(),
+                            logs);
             HostProcess target = peers.start(targetHost, "bench-target");
             HostProcess source = peers.start(lab.host("source"), "bench-source");
             JsonNode targetReady = target.require(null);
@@ -52,13 +52,14 @@ final class BuiltinOnHosts {
             int port = target.require("listen").get("port").asInt();
             source.require("connect " + targetHost.dataAddress() + " " + port);
 
+            Round memcpy = () -> source.require("memcpy-round").get("seconds").asDouble();
             Round socket = () -> source.require("socket-round").get("seconds").asDouble();
             EngineWrites engine = new EngineWrites(lab, source);
-            DataplaneRounds.warmUp(socket, engine);
+            DataplaneRounds.warmUp(memcpy, socket, engine);
             engine.wire = new LinkCounters.Traffic(0, 0);
             JsonNode before = source.require("counters");
             DataplaneRounds.Rates moved =
-                    DataplaneRounds.measured(o.repeats(), size, socket, engine);
+                    DataplaneRounds.measured(o.repeats(), size, memcpy, socket, engine);
             JsonNode after = source.require("counters");
             long engineBytes =
                     after.get("tcp_written").asLong() - before.get("tcp_written").asLong();
@@ -67,30 +68,33 @@ final class BuiltinOnHosts {
                     targetReady.get("authenticated").asBoolean()
                             && sourceReady.get("authenticated").asBoolean()
                             && intruder.get("refused").asBoolean();
-            double socketGbps = moved.gbps(0);
-            double tcpGbps = moved.gbps(1);
+            double memcpyGbps = moved.gbps(0);
+            double socketGbps = moved.gbps(1);
+            double tcpGbps = moved.gbps(2);
             return new DataplaneBench.Line(
                     String.format(
                             Locale.ROOT,
-                            "{\"size\":%d,\"streams\":%d,\"repeats\":%d,\"hosts\":2,"
+                            "{\"size\":%d,\"streams\":%d,\"repeats\":%d,\"hosts\":2,\"memcpy_gbps\":%.3f,"
                                     + "\"socket_gbps\":%.3f,\"tcp_gbps\":%.3f,"
-                                    + "\"tcp_vs_socket\":%.3f,\"authenticated\":%s,"
+                                    + "\"tcp_vs_socket\":%.3f,\"tcp_vs_memcpy\":%.3f,\"authenticated\":%s,"
                                     + "\"intruder_error\":\"%s\",\"engine_tcp_bytes\":%d,"
                                     + "\"interface_tcp_payload_bytes\":%d,\"interface_frames\":%d,"
                                     + "\"socket_rounds_gbps\":%s,\"tcp_rounds_gbps\":%s}",
                             size,
                             o.streams(),
                             o.repeats(),
+                            memcpyGbps,
                             socketGbps,
                             tcpGbps,
                             tcpGbps / socketGbps,
+                            tcpGbps / memcpyGbps,
                             authenticated,
                             intruder.path("error").asString(),
                             engineBytes,
                             engine.wire.tcpPayload(),
                             engine.wire.packets(),
-                            moved.roundsJson(0),
-                            moved.roundsJson(1)),
+                            moved.roundsJson(1),
+                            moved.roundsJson(2)),
                     authenticated);
         }
     }

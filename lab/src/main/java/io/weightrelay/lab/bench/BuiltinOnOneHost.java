@@ -27,7 +27,10 @@ final class BuiltinOnOneHost {
 
     private BuiltinOnOneHost() {}
 
-    /** Runs the benchmark; its check is that the tcp engine authenticated its peer. */
+    /**
+     * Runs the benchmark; its check: the tcp engine authenticated its peer, and a put that prefers
+     * the writer's own segment sent no byte over tcp ({@code put_tcp_bytes} 0).
+     */
     static DataplaneBench.Line line(DataplaneOptions o) throws Exception {
         long size = o.size();
         int streams = o.streams();
@@ -78,30 +81,31 @@ final class BuiltinOnOneHost {
                                                             WAIT)));
 
             ReplicateConfig own = ReplicateConfig.preferLocal(pub.name());
-            int[] round = {0};
             Counters beforePut = a.counters();
             double put =
                     DataplaneRounds.gbps(
-                            o.repeats(),
-                            size,
-                            Round.timed(
-                                    () -> {
-                                        String key = "bench/put/" + round[0]++;
-                                        a.store().putFrom(key, source, 0, size, own);
-                                        a.store().remove(key);
-                                    }));
+                            o.repeats(), size, StoreRounds.puts(a.store(), source, size, own));
             long putTcpBytes = a.counters().minus(beforePut).tcpTotal();
 
             a.store().putFrom("bench/get", source, 0, size, own);
-            RangeReads local16 =
-                    RangeReads.of(b.store(), "bench/get", size, (size + 15) / 16, target);
-            double get = DataplaneRounds.gbps(o.repeats(), size, Round.timed(local16::run));
+            double get =
+                    DataplaneRounds.gbps(
+                            o.repeats(),
+                            size,
+                            StoreRounds.rangeReads(
+                                    b.store(), "bench/get", size, (size + 15) / 16, target));
             // A loader's pull over tcp: tensor-sized ranges (1 MiB at the default size), so the
             // cost of each request's round trip shows, not only the bytes.
-            RangeReads tcp256 =
-                    RangeReads.of(
-                            c.store(), "bench/get", size, Math.max(1, size / 256), remoteSource);
-            double tcpGet = DataplaneRounds.gbps(o.repeats(), size, Round.timed(tcp256::run));
+            double tcpGet =
+                    DataplaneRounds.gbps(
+                            o.repeats(),
+                            size,
+                            StoreRounds.rangeReads(
+                                    c.store(),
+                                    "bench/get",
+                                    size,
+                                    Math.max(1, size / 256),
+                                    remoteSource));
             a.store().remove("bench/get");
             target.close();
             remoteSource.close();
@@ -140,7 +144,7 @@ final class BuiltinOnOneHost {
                             get,
                             coldGbps,
                             authenticated),
-                    authenticated);
+                    authenticated && putTcpBytes == 0);
         }
     }
 

@@ -9,8 +9,10 @@ import io.weightrelay.lab.hosts.HostLabException;
  * {@code ./relay bench dataplane}: one program for every data-plane benchmark. The flags pick where
  * the two ends of a transfer run ({@link DataplaneOptions#hosts}: in this JVM, or on two hosts of
  * this machine) and which engine moves the bytes ({@link DataplaneOptions#engine}); every variant
- * measures its engine against plain yardsticks on the same memory with the same parallelism, in the
- * same rounds of one loop ({@link DataplaneRounds}), and prints one JSON line:
+ * measures its engine against the same plain yardsticks (one thread's native {@code memcpy} of the
+ * same bytes, {@code memcpy_gbps}, and a plain socket copy between the same two ends with the
+ * engine's streams, {@code socket_gbps}) on the same memory, in the same rounds of one loop ({@link
+ * DataplaneRounds}), and prints one JSON line:
  *
  * <ul>
  *   <li>{@link BuiltinOnOneHost}: the built-in engine's local and tcp transports against {@code
@@ -31,7 +33,8 @@ public final class DataplaneBench {
      * A variant's JSON line and whether its check held.
      *
      * @param json the line, every figure of the variant
-     * @param passed the variant's check: the peers authenticated (an intruder refused), or a
+     * @param passed the variant's check: the peers authenticated (with --hosts: an intruder
+     *     refused; on one machine: and a put into the own segment moved no byte over tcp), or a
      *     Mooncake write landed byte-exact
      */
     public record Line(String json, boolean passed) {}

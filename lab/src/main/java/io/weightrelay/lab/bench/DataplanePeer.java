@@ -5,6 +5,7 @@ import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.TransferRequest;
+import io.weightrelay.dataplane.bench.Baselines;
 import io.weightrelay.lab.hosts.Agent;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -34,6 +35,7 @@ import java.util.concurrent.Future;
  *   target: listen                  -> {"port":P}  (accepts S streams, echoes one byte per share)
  *   source: connect ADDRESS PORT    -> {}          (S plain sockets to the target)
  *   source: socket-round            -> {"seconds":s}
+ *   source: memcpy-round            -> {"seconds":s}  (one thread's native memcpy of the segment)
  *   source: engine-round SEGMENT    -> {"seconds":s}
  *   source: intruder SEGMENT        -> {"refused":true|false,"error":...} (an engine with a wrong secret)
  * </pre>
@@ -48,6 +50,7 @@ public final class DataplanePeer {
     private final int streams;
     private final Dataplane dataplane;
     private final Segment segment;
+    private Segment copy;
     private final List<SocketChannel> sockets = new ArrayList<>();
     private final ExecutorService pool = Executors.newCachedThreadPool();
 
@@ -115,6 +118,7 @@ public final class DataplanePeer {
                 yield "{\"ok\":true}";
             }
             case "socket-round" -> seconds(this::socketRound);
+            case "memcpy-round" -> memcpyRound();
             case "engine-round" ->
                     seconds(
                             () ->
@@ -147,6 +151,20 @@ public final class DataplanePeer {
         round.run();
         return String.format(
                 Locale.ROOT, "{\"ok\":true,\"seconds\":%.6f}", (System.nanoTime() - t0) / 1e9);
+    }
+
+    /**
+     * The memcpy yardstick on this host: the segment copied by one thread into a second segment of
+     * this host's shared memory, made on first use (so only the source holds one), timed natively.
+     */
+    private String memcpyRound() {
+        if (copy == null) {
+            copy = dataplane.createReceiveSegment(args.name() + "-copy", size);
+        }
+        return String.format(
+                Locale.ROOT,
+                "{\"ok\":true,\"seconds\":%.6f}",
+                size / (Baselines.memcpy(copy, segment, size, 1) * 1e9));
     }
 
     /** Accepts {@code streams} connections; each reads its share into the segment, then acks. */

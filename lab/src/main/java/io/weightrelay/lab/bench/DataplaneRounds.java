@@ -2,6 +2,7 @@ package io.weightrelay.lab.bench;
 
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.function.DoubleSupplier;
 
 /**
  * The one measurement loop of {@code ./relay bench dataplane}, whatever the engine and wherever its
@@ -20,7 +21,7 @@ final class DataplaneRounds {
         double seconds() throws Exception;
 
         /** A round timed here, around {@code transfer}, which returns once its bytes landed. */
-        static Round timed(Transfer transfer) {
+        static Round timed(Runnable transfer) {
             return () -> {
                 long t0 = System.nanoTime();
                 transfer.run();
@@ -28,24 +29,10 @@ final class DataplaneRounds {
             };
         }
 
-        /**
-         * A round whose yardstick times itself in native code and reports GB/s of {@code bytes}.
-         */
-        static Round ofRate(long bytes, Rate rate) {
-            return () -> bytes / (rate.gbps() * 1e9);
+        /** A round of a yardstick that times itself in native code: GB/s of {@code bytes}. */
+        static Round ofRate(long bytes, DoubleSupplier gbps) {
+            return () -> bytes / (gbps.getAsDouble() * 1e9);
         }
-    }
-
-    /** A transfer whose end is its bytes having landed. */
-    @FunctionalInterface
-    interface Transfer {
-        void run() throws Exception;
-    }
-
-    /** A yardstick measured in native code: GB/s of one round. */
-    @FunctionalInterface
-    interface Rate {
-        double gbps() throws Exception;
     }
 
     /**

@@ -29,6 +29,8 @@ import java.util.UUID;
  *       batch_transfer_sync_write} of one range, which Mooncake's tcp transport moves over one
  *       connection; {@code socket_gbps}: the native plain-socket copy with that parallelism ({@code
  *       streams}: 1) between the same two segments; {@code tcp_vs_socket} = tcp / socket
+ *   <li>{@code memcpy_gbps}: one thread's native {@code memcpy} between the same two segments, the
+ *       yardstick every variant prints; {@code tcp_vs_memcpy} = tcp / memcpy
  *   <li>{@code tcp_read_gbps}, {@code tcp_read_vs_socket}: the same bytes read back (the target's
  *       engine reading the source segment), against the same socket figure
  *   <li>{@code write_exact}: the target's bytes equal the source's after one write into a zeroed
@@ -92,11 +94,13 @@ final class MooncakeOnOneHost {
                     DataplaneRounds.interleaved(
                             repeats,
                             size,
+                            Round.ofRate(size, () -> Baselines.memcpy(target, source, size, 1)),
                             Round.ofRate(
                                     size, () -> Baselines.socket(target, source, size, STREAMS, 1)),
                             write);
-            double socket = moved.gbps(0);
-            double tcp = moved.gbps(1);
+            double memcpy = moved.gbps(0);
+            double socket = moved.gbps(1);
+            double tcp = moved.gbps(2);
             double tcpRead =
                     DataplaneRounds.gbps(
                             repeats,
@@ -113,27 +117,22 @@ final class MooncakeOnOneHost {
                             .micros(0);
 
             ReplicateConfig own = new ReplicateConfig(1, List.of(), true);
-            int[] round = {0};
             double put =
+                    DataplaneRounds.gbps(
+                            repeats, size, StoreRounds.puts(a.store(), source, size, own));
+            a.store().putFrom("bench/get", source, 0, size, own);
+            double getGbps =
                     DataplaneRounds.gbps(
                             repeats,
                             size,
-                            Round.timed(
-                                    () -> {
-                                        String key = "bench/put/" + round[0]++;
-                                        a.store().putFrom(key, source, 0, size, own);
-                                        a.store().remove(key);
-                                    }));
-            a.store().putFrom("bench/get", source, 0, size, own);
-            RangeReads get = RangeReads.of(c.store(), "bench/get", size, RANGE, target);
-            double getGbps = DataplaneRounds.gbps(repeats, size, Round.timed(get::run));
+                            StoreRounds.rangeReads(c.store(), "bench/get", size, RANGE, target));
             a.store().remove("bench/get");
             return new DataplaneBench.Line(
                     String.format(
                             Locale.ROOT,
                             "{\"engine\":\"mooncake\",\"protocol\":\"tcp\",\"size\":%d,"
-                                    + "\"streams\":%d,\"repeats\":%d,\"socket_gbps\":%.3f,"
-                                    + "\"tcp_gbps\":%.3f,\"tcp_vs_socket\":%.3f,"
+                                    + "\"streams\":%d,\"repeats\":%d,\"memcpy_gbps\":%.3f,\"socket_gbps\":%.3f,"
+                                    + "\"tcp_gbps\":%.3f,\"tcp_vs_socket\":%.3f,\"tcp_vs_memcpy\":%.3f,"
                                     + "\"tcp_read_gbps\":%.3f,\"tcp_read_vs_socket\":%.3f,"
                                     + "\"write_exact\":%b,\"small_write_us\":%.1f,"
                                     + "\"put_gbps\":%.3f,\"tcp_get_ranges_gbps\":%.3f,"
@@ -142,9 +141,11 @@ final class MooncakeOnOneHost {
                             size,
                             STREAMS,
                             repeats,
+                            memcpy,
                             socket,
                             tcp,
                             tcp / socket,
+                            tcp / memcpy,
                             tcpRead,
                             tcpRead / socket,
                             exact,
@@ -152,9 +153,9 @@ final class MooncakeOnOneHost {
                             put,
                             getGbps,
                             getGbps / socket,
-                            get.ranges().size(),
-                            moved.roundsJson(0),
-                            moved.roundsJson(1)),
+                            StoreRounds.ranges(size, RANGE),
+                            moved.roundsJson(1),
+                            moved.roundsJson(2)),
                     exact);
         }
     }

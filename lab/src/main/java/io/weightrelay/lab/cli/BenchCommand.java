@@ -132,22 +132,24 @@ final class BenchCommand extends RelayCommand {
                         + " memcpy and a loopback socket, and the Store's put and ranged gets.",
                 "With --hosts: the engine's authenticated tcp transport between two hosts of this"
                         + " machine against a plain socket between the same two (root only):"
-                        + " tcp_vs_socket, authenticated.",
+                        + " tcp_vs_socket, authenticated; and against memcpy on the source host:"
+                        + " tcp_vs_memcpy.",
                 "With --engine mooncake: the real Mooncake Transfer Engine (tcp transport, two"
                         + " agents of the pinned wheel in a network namespace of their own with a"
                         + " mooncake_master, root only) writing and reading --size bytes between"
                         + " two shared-memory segments, against a plain loopback socket with the"
                         + " same parallelism (one stream: Mooncake moves one request over one"
                         + " connection) from and into the same memory, rounds alternating:"
-                        + " tcp_vs_socket; and the Store's get_into_ranges of a --size object in"
+                        + " tcp_vs_socket, tcp_vs_memcpy; and the Store's get_into_ranges of a --size object in"
                         + " 1 MiB ranges from the other agent's segment: tcp_get_ranges_vs_socket;"
                         + " small_write_us, one 4 KiB write's round trip through the agent."
             },
             exitCodeList = {
                 RelayCommand.EXIT_OK,
                 "1:a check failed: the tcp peers were not authenticated (with --hosts: the"
-                        + " intruder with a wrong secret was not refused), or a Mooncake write"
-                        + " was not byte-exact (write_exact)",
+                        + " intruder with a wrong secret was not refused), a put into the own"
+                        + " segment sent bytes over tcp (put_tcp_bytes), or a Mooncake write was"
+                        + " not byte-exact (write_exact)",
                 RelayCommand.EXIT_USAGE,
                 RelayCommand.EXIT_CANNOT
             })

@@ -102,6 +102,10 @@ class MooncakeBenchTest {
         assertThat(line.path("tcp_vs_socket").asDouble())
                 .isCloseTo(tcp / socket, within(0.002 + tcp / socket * 0.01));
         assertThat(line.path("streams").asInt()).isEqualTo(MooncakeOnOneHost.STREAMS);
+        double memcpy = line.path("memcpy_gbps").asDouble();
+        assertThat(memcpy).isPositive();
+        assertThat(line.path("tcp_vs_memcpy").asDouble())
+                .isCloseTo(tcp / memcpy, within(0.002 + tcp / memcpy * 0.01));
         assertThat(line.path("tcp_read_gbps").asDouble()).isPositive();
         assertThat(line.path("put_gbps").asDouble()).isPositive();
         assertThat(line.path("tcp_get_ranges_gbps").asDouble()).isPositive();
