@@ -9,8 +9,6 @@ import io.weightrelay.dataplane.TransferRequest;
 import io.weightrelay.dataplane.bench.Baselines;
 import io.weightrelay.lab.bench.DataplaneRounds.Round;
 import java.security.SecureRandom;
-import java.time.Duration;
-import java.util.List;
 import java.util.Locale;
 import java.util.UUID;
 
@@ -22,8 +20,6 @@ import java.util.UUID;
  * shared memory is four times the size; every segment is removed at the end.
  */
 final class BuiltinOnOneHost {
-
-    private static final Duration WAIT = Duration.ofMinutes(5);
 
     private BuiltinOnOneHost() {}
 
@@ -67,24 +63,15 @@ final class BuiltinOnOneHost {
                     DataplaneRounds.gbps(
                             o.repeats(),
                             size,
-                            Round.timed(
-                                    () ->
-                                            c.engine()
-                                                    .transfer(
-                                                            List.of(
-                                                                    TransferRequest.read(
-                                                                            remoteSource,
-                                                                            0,
-                                                                            target.name(),
-                                                                            0,
-                                                                            size)),
-                                                            WAIT)));
+                            EngineRounds.transfer(
+                                    c,
+                                    TransferRequest.read(remoteSource, 0, target.name(), 0, size)));
 
             ReplicateConfig own = ReplicateConfig.preferLocal(pub.name());
             Counters beforePut = a.counters();
             double put =
                     DataplaneRounds.gbps(
-                            o.repeats(), size, StoreRounds.puts(a.store(), source, size, own));
+                            o.repeats(), size, EngineRounds.puts(a.store(), source, size, own));
             long putTcpBytes = a.counters().minus(beforePut).tcpTotal();
 
             a.store().putFrom("bench/get", source, 0, size, own);
@@ -92,7 +79,7 @@ final class BuiltinOnOneHost {
                     DataplaneRounds.gbps(
                             o.repeats(),
                             size,
-                            StoreRounds.rangeReads(
+                            EngineRounds.rangeReads(
                                     b.store(), "bench/get", size, (size + 15) / 16, target));
             // A loader's pull over tcp: tensor-sized ranges (1 MiB at the default size), so the
             // cost of each request's round trip shows, not only the bytes.
@@ -100,7 +87,7 @@ final class BuiltinOnOneHost {
                     DataplaneRounds.gbps(
                             o.repeats(),
                             size,
-                            StoreRounds.rangeReads(
+                            EngineRounds.rangeReads(
                                     c.store(),
                                     "bench/get",
                                     size,
@@ -148,18 +135,9 @@ final class BuiltinOnOneHost {
         }
     }
 
-    /**
-     * One write of {@code size} bytes from {@code from}'s segment into {@code into}, as a round.
-     */
+    /** One write of {@code size} bytes from {@code source} into {@code into}, as a round. */
     private static Round write(Dataplane from, Segment source, Segment into, long size) {
-        return Round.timed(
-                () ->
-                        from.engine()
-                                .transfer(
-                                        List.of(
-                                                TransferRequest.write(
-                                                        source, 0, into.name(), 0, size)),
-                                        WAIT));
+        return EngineRounds.transfer(from, TransferRequest.write(source, 0, into.name(), 0, size));
     }
 
     private static Dataplane open(String label, String prefix, DataplaneOptions o, byte[] secret) {

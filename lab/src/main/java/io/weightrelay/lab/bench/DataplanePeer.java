@@ -67,24 +67,19 @@ public final class DataplanePeer {
         this.args = args;
         this.size = args.size();
         this.streams = args.streams();
-        this.dataplane = Dataplane.open(config(args, args.secret()));
+        this.dataplane = Dataplane.open(config(args.name(), args.secret(), streams));
         // a receive segment: peers write only into those (a store segment refuses their writes)
         this.segment = dataplane.createReceiveSegment(args.name(), size);
-        for (long off = 0; off < size; off += 1 << 30) {
-            int len = (int) Math.min(1 << 30, size - off);
-            ByteBuffer view = segment.byteBuffer(off, len);
-            for (int i = 0; i < len; i += 4096) {
-                view.put(i, (byte) ((off + i) >>> 12));
-            }
-        }
+        SegmentBytes.fill(segment);
     }
 
-    private static DataplaneConfig config(Args args, byte[] secret) {
-        return DataplaneConfig.builder(args.name())
+    /** An engine of this host's, on its data-plane address, named {@code name}. */
+    private DataplaneConfig config(String name, byte[] secret, int tcpStreams) {
+        return DataplaneConfig.builder(name)
                 .redisUri(args.redis())
                 .keyPrefix(args.prefix())
                 .tcpBindHost(args.bind())
-                .tcpStreams(args.streams())
+                .tcpStreams(tcpStreams)
                 .localThreads(2)
                 .secret(secret)
                 .build();
@@ -149,8 +144,11 @@ public final class DataplanePeer {
     private static String seconds(Round round) throws Exception {
         long t0 = System.nanoTime();
         round.run();
-        return String.format(
-                Locale.ROOT, "{\"ok\":true,\"seconds\":%.6f}", (System.nanoTime() - t0) / 1e9);
+        return seconds((System.nanoTime() - t0) / 1e9);
+    }
+
+    private static String seconds(double seconds) {
+        return String.format(Locale.ROOT, "{\"ok\":true,\"seconds\":%.6f}", seconds);
     }
 
     /**
@@ -161,10 +159,7 @@ public final class DataplanePeer {
         if (copy == null) {
             copy = dataplane.createReceiveSegment(args.name() + "-copy", size);
         }
-        return String.format(
-                Locale.ROOT,
-                "{\"ok\":true,\"seconds\":%.6f}",
-                size / (Baselines.memcpy(copy, segment, size, 1) * 1e9));
+        return seconds(size / (Baselines.memcpy(copy, segment, size, 1) * 1e9));
     }
 
     /** Accepts {@code streams} connections; each reads its share into the segment, then acks. */
@@ -255,17 +250,9 @@ public final class DataplanePeer {
      */
     private String intruder(String target) {
         byte[] wrong = "not-the-deployment-secret-0123456789".getBytes(StandardCharsets.UTF_8);
-        Args other =
-                new Args(
-                        args.name() + "-intruder",
-                        args.bind(),
-                        args.redis(),
-                        args.prefix(),
-                        wrong,
-                        4096,
-                        1);
-        try (Dataplane intruder = Dataplane.open(config(other, wrong))) {
-            Segment mine = intruder.createSegment(other.name(), 4096);
+        String name = args.name() + "-intruder";
+        try (Dataplane intruder = Dataplane.open(config(name, wrong, 1))) {
+            Segment mine = intruder.createSegment(name, 4096);
             intruder.engine()
                     .transfer(
                             List.of(TransferRequest.write(mine, 0, target, 0, 4096)),

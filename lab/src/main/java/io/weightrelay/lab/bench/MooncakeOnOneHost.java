@@ -10,7 +10,6 @@ import io.weightrelay.lab.cluster.MooncakeLab;
 import io.weightrelay.lab.cluster.MooncakeServices;
 import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.IOException;
-import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.UUID;
@@ -58,7 +57,6 @@ final class MooncakeOnOneHost {
     static final int SMALL = 4096;
 
     private static final long RANGE = 1 << 20;
-    private static final Duration WAIT = Duration.ofMinutes(5);
 
     private MooncakeOnOneHost() {}
 
@@ -85,7 +83,9 @@ final class MooncakeOnOneHost {
                 Segment source = a.createReceiveSegment("bench-mc-source", size);
                 Segment target = c.createReceiveSegment("bench-mc-target", size)) {
             SegmentBytes.fill(source);
-            Round write = transfer(a, TransferRequest.write(source, 0, target.name(), 0, size));
+            Round write =
+                    EngineRounds.transfer(
+                            a, TransferRequest.write(source, 0, target.name(), 0, size));
             SegmentBytes.zero(target);
             write.seconds();
             boolean exact = SegmentBytes.same(source, target);
@@ -105,12 +105,13 @@ final class MooncakeOnOneHost {
                     DataplaneRounds.gbps(
                             repeats,
                             size,
-                            transfer(c, TransferRequest.read(target, 0, source.name(), 0, size)));
+                            EngineRounds.transfer(
+                                    c, TransferRequest.read(target, 0, source.name(), 0, size)));
             double smallUs =
                     DataplaneRounds.interleaved(
                                     SMALL_WRITES,
                                     SMALL,
-                                    transfer(
+                                    EngineRounds.transfer(
                                             a,
                                             TransferRequest.write(
                                                     source, 0, target.name(), 0, SMALL)))
@@ -119,13 +120,13 @@ final class MooncakeOnOneHost {
             ReplicateConfig own = new ReplicateConfig(1, List.of(), true);
             double put =
                     DataplaneRounds.gbps(
-                            repeats, size, StoreRounds.puts(a.store(), source, size, own));
+                            repeats, size, EngineRounds.puts(a.store(), source, size, own));
             a.store().putFrom("bench/get", source, 0, size, own);
             double getGbps =
                     DataplaneRounds.gbps(
                             repeats,
                             size,
-                            StoreRounds.rangeReads(c.store(), "bench/get", size, RANGE, target));
+                            EngineRounds.rangeReads(c.store(), "bench/get", size, RANGE, target));
             a.store().remove("bench/get");
             return new DataplaneBench.Line(
                     String.format(
@@ -153,15 +154,10 @@ final class MooncakeOnOneHost {
                             put,
                             getGbps,
                             getGbps / socket,
-                            StoreRounds.ranges(size, RANGE),
+                            EngineRounds.ranges(size, RANGE),
                             moved.roundsJson(1),
                             moved.roundsJson(2)),
                     exact);
         }
-    }
-
-    /** One transfer of {@code request} by {@code from}'s engine, waited for, as a round. */
-    private static Round transfer(Dataplane from, TransferRequest request) {
-        return Round.timed(() -> from.engine().transfer(List.of(request), WAIT));
     }
 }

@@ -1,21 +1,32 @@
 package io.weightrelay.lab.bench;
 
+import io.weightrelay.dataplane.Dataplane;
 import io.weightrelay.dataplane.ReadRange;
 import io.weightrelay.dataplane.ReplicateConfig;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.StoreClient;
+import io.weightrelay.dataplane.TransferRequest;
 import io.weightrelay.lab.bench.DataplaneRounds.Round;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The Store's figures of {@code ./relay bench dataplane}, as rounds for {@link DataplaneRounds}, on
- * whichever engine: a publisher's put of a whole object from its segment, and a loader's pull of
- * one in tensor-sized ranges (so each range's round trip shows, not only the bytes).
+ * An engine's figures of {@code ./relay bench dataplane}, as rounds for {@link DataplaneRounds}, on
+ * whichever engine: a transfer as the data plane's API issues it, a publisher's put of a whole
+ * object from its segment, and a loader's pull of one in tensor-sized ranges (so each range's round
+ * trip shows, not only the bytes).
  */
-final class StoreRounds {
+final class EngineRounds {
 
-    private StoreRounds() {}
+    private static final Duration WAIT = Duration.ofMinutes(5);
+
+    private EngineRounds() {}
+
+    /** One transfer of {@code request} by {@code from}'s engine, waited for. */
+    static Round transfer(Dataplane from, TransferRequest request) {
+        return Round.timed(() -> from.engine().transfer(List.of(request), WAIT));
+    }
 
     /** A put of {@code size} bytes of {@code source} under a fresh key, removed again. */
     static Round puts(StoreClient store, Segment source, long size, ReplicateConfig where) {
