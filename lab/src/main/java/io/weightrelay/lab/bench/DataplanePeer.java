@@ -5,6 +5,7 @@ import io.weightrelay.dataplane.DataplaneConfig;
 import io.weightrelay.dataplane.DataplaneException;
 import io.weightrelay.dataplane.Segment;
 import io.weightrelay.dataplane.TransferRequest;
+import io.weightrelay.dataplane.bench.Baselines;
 import io.weightrelay.lab.hosts.Agent;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -24,16 +25,17 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 /**
- * One side of {@link HostsDataplaneBench}, run inside a host and driven over stdin (one command a
- * line, one JSON answer a line on stdout). It opens an authenticated engine on the host's
- * data-plane address with one segment, and serves or sends the plain-socket baseline from and into
- * that same segment memory, so both transports move the same bytes between the same two hosts.
+ * One side of {@link BuiltinOnHosts}, run inside a host and driven over stdin (one command a line,
+ * one JSON answer a line on stdout). It opens an authenticated engine on the host's data-plane
+ * address with one segment, and serves or sends the plain-socket baseline from and into that same
+ * segment memory, so both transports move the same bytes between the same two hosts.
  *
  * <pre>
  * --name N --bind ADDRESS --redis URI --prefix wr:... --secret-file F --size BYTES --streams S
  *   target: listen                  -> {"port":P}  (accepts S streams, echoes one byte per share)
  *   source: connect ADDRESS PORT    -> {}          (S plain sockets to the target)
  *   source: socket-round            -> {"seconds":s}
+ *   source: memcpy-round            -> {"seconds":s}  (one thread's native memcpy of the segment)
  *   source: engine-round SEGMENT    -> {"seconds":s}
  *   source: intruder SEGMENT        -> {"refused":true|false,"error":...} (an engine with a wrong secret)
  * </pre>
@@ -48,6 +50,7 @@ public final class DataplanePeer {
     private final int streams;
     private final Dataplane dataplane;
     private final Segment segment;
+    private Segment copy;
     private final List<SocketChannel> sockets = new ArrayList<>();
     private final ExecutorService pool = Executors.newCachedThreadPool();
 
@@ -64,23 +67,19 @@ public final class DataplanePeer {
         this.args = args;
         this.size = args.size();
         this.streams = args.streams();
-        this.dataplane = Dataplane.open(config(args, args.secret()));
-        this.segment = dataplane.createSegment(args.name(), size);
-        for (long off = 0; off < size; off += 1 << 30) {
-            int len = (int) Math.min(1 << 30, size - off);
-            ByteBuffer view = segment.byteBuffer(off, len);
-            for (int i = 0; i < len; i += 4096) {
-                view.put(i, (byte) ((off + i) >>> 12));
-            }
-        }
+        this.dataplane = Dataplane.open(config(args.name(), args.secret(), streams));
+        // a receive segment: peers write only into those (a store segment refuses their writes)
+        this.segment = dataplane.createReceiveSegment(args.name(), size);
+        SegmentBytes.fill(segment);
     }
 
-    private static DataplaneConfig config(Args args, byte[] secret) {
-        return DataplaneConfig.builder(args.name())
+    /** An engine of this host's, on its data-plane address, named {@code name}. */
+    private DataplaneConfig config(String name, byte[] secret, int tcpStreams) {
+        return DataplaneConfig.builder(name)
                 .redisUri(args.redis())
                 .keyPrefix(args.prefix())
                 .tcpBindHost(args.bind())
-                .tcpStreams(args.streams())
+                .tcpStreams(tcpStreams)
                 .localThreads(2)
                 .secret(secret)
                 .build();
@@ -114,6 +113,7 @@ public final class DataplanePeer {
                 yield "{\"ok\":true}";
             }
             case "socket-round" -> seconds(this::socketRound);
+            case "memcpy-round" -> memcpyRound();
             case "engine-round" ->
                     seconds(
                             () ->
@@ -144,8 +144,22 @@ public final class DataplanePeer {
     private static String seconds(Round round) throws Exception {
         long t0 = System.nanoTime();
         round.run();
-        return String.format(
-                Locale.ROOT, "{\"ok\":true,\"seconds\":%.6f}", (System.nanoTime() - t0) / 1e9);
+        return seconds((System.nanoTime() - t0) / 1e9);
+    }
+
+    private static String seconds(double seconds) {
+        return String.format(Locale.ROOT, "{\"ok\":true,\"seconds\":%.6f}", seconds);
+    }
+
+    /**
+     * The memcpy yardstick on this host: the segment copied by one thread into a second segment of
+     * this host's shared memory, made on first use (so only the source holds one), timed natively.
+     */
+    private String memcpyRound() {
+        if (copy == null) {
+            copy = dataplane.createReceiveSegment(args.name() + "-copy", size);
+        }
+        return seconds(size / (Baselines.memcpy(copy, segment, size, 1) * 1e9));
     }
 
     /** Accepts {@code streams} connections; each reads its share into the segment, then acks. */
@@ -236,17 +250,9 @@ public final class DataplanePeer {
      */
     private String intruder(String target) {
         byte[] wrong = "not-the-deployment-secret-0123456789".getBytes(StandardCharsets.UTF_8);
-        Args other =
-                new Args(
-                        args.name() + "-intruder",
-                        args.bind(),
-                        args.redis(),
-                        args.prefix(),
-                        wrong,
-                        4096,
-                        1);
-        try (Dataplane intruder = Dataplane.open(config(other, wrong))) {
-            Segment mine = intruder.createSegment(other.name(), 4096);
+        String name = args.name() + "-intruder";
+        try (Dataplane intruder = Dataplane.open(config(name, wrong, 1))) {
+            Segment mine = intruder.createSegment(name, 4096);
             intruder.engine()
                     .transfer(
                             List.of(TransferRequest.write(mine, 0, target, 0, 4096)),

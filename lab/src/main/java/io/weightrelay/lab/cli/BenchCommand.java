@@ -1,12 +1,10 @@
 package io.weightrelay.lab.cli;
 
-import io.weightrelay.dataplane.bench.DataplaneBench;
 import io.weightrelay.lab.bench.BenchServices;
 import io.weightrelay.lab.bench.CheckpointBench;
 import io.weightrelay.lab.bench.ControlPlaneBench;
+import io.weightrelay.lab.bench.DataplaneBench;
 import io.weightrelay.lab.bench.DataplaneOptions;
-import io.weightrelay.lab.bench.HostsDataplaneBench;
-import io.weightrelay.lab.bench.MooncakeDataplaneBench;
 import io.weightrelay.lab.bench.PublishBench;
 import io.weightrelay.lab.bench.PythonBench;
 import io.weightrelay.reshard.placement.Mode;
@@ -124,25 +122,34 @@ final class BenchCommand extends RelayCommand {
 
     @Command(
             name = "dataplane",
-            header = "The data plane's engine against memcpy and tcp (--hosts: between two hosts).",
+            header = "A data-plane engine against memcpy and a plain socket (--hosts, --engine).",
             description = {
-                "native-dataplane's engine against memcpy and loopback tcp, on this host.",
+                "One program; where the two ends run (--hosts) and the engine (--engine) pick the"
+                        + " figures, each against plain yardsticks on the same memory with the same"
+                        + " parallelism, rounds alternating, the median of --repeats after one"
+                        + " warm-up each.",
+                "By default: the built-in engine's local and tcp transports in this JVM against"
+                        + " memcpy and a loopback socket, and the Store's put and ranged gets.",
                 "With --hosts: the engine's authenticated tcp transport between two hosts of this"
                         + " machine against a plain socket between the same two (root only):"
-                        + " tcp_vs_socket, authenticated.",
+                        + " tcp_vs_socket, authenticated; and against memcpy on the source host:"
+                        + " tcp_vs_memcpy.",
                 "With --engine mooncake: the real Mooncake Transfer Engine (tcp transport, two"
                         + " agents of the pinned wheel in a network namespace of their own with a"
                         + " mooncake_master, root only) writing and reading --size bytes between"
                         + " two shared-memory segments, against a plain loopback socket with the"
                         + " same parallelism (one stream: Mooncake moves one request over one"
                         + " connection) from and into the same memory, rounds alternating:"
-                        + " tcp_vs_socket; and the Store's get_into_ranges of a --size object in"
+                        + " tcp_vs_socket, tcp_vs_memcpy; and the Store's get_into_ranges of a --size object in"
                         + " 1 MiB ranges from the other agent's segment: tcp_get_ranges_vs_socket;"
                         + " small_write_us, one 4 KiB write's round trip through the agent."
             },
             exitCodeList = {
                 RelayCommand.EXIT_OK,
-                "1:with --hosts: the intruder with a wrong secret was not refused",
+                "1:a check failed: the tcp peers were not authenticated (with --hosts: the"
+                        + " intruder with a wrong secret was not refused), a put into the own"
+                        + " segment sent bytes over tcp (put_tcp_bytes), or a Mooncake write was"
+                        + " not byte-exact (write_exact)",
                 RelayCommand.EXIT_USAGE,
                 RelayCommand.EXIT_CANNOT
             })
@@ -186,26 +193,17 @@ final class BenchCommand extends RelayCommand {
 
         @Override
         Invocation<DataplaneOptions> invocation() {
-            DataplaneOptions options =
+            return new Invocation<>(
+                    DataplaneBench.class,
                     new DataplaneOptions(
                             size != null ? size : hosts ? 1L << 30 : 256L << 20,
                             repeats,
                             redis,
                             streams,
-                            prefix.prefix);
-            if (hosts) {
-                return new Invocation<>(
-                        HostsDataplaneBench.class, options, HostsDataplaneBench::run);
-            }
-            if (engine.mooncake()) {
-                return new Invocation<>(
-                        MooncakeDataplaneBench.class, options, MooncakeDataplaneBench::run);
-            }
-            // native-dataplane's own bench, on this host: its typed entry point.
-            return new Invocation<>(
-                    DataplaneBench.class,
-                    options,
-                    o -> System.out.println(DataplaneBench.run(o.size(), o.repeats(), o.redis())));
+                            prefix.prefix,
+                            hosts,
+                            engine.dataplane()),
+                    DataplaneBench::run);
         }
 
         @Override

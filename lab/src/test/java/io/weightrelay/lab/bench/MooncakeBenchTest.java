@@ -82,7 +82,17 @@ class MooncakeBenchTest {
     @Test
     void dataplaneBenchMeasuresTheTransferEngineAndTheStoreAgainstASocket() throws Exception {
         JsonNode line =
-                JSON.readTree(MooncakeDataplaneBench.line(4L << 20, 1, "redis://127.0.0.1:6379"));
+                JSON.readTree(
+                        DataplaneBench.line(
+                                        new DataplaneOptions(
+                                                4L << 20,
+                                                1,
+                                                "redis://127.0.0.1:6379",
+                                                2,
+                                                "wr-lab",
+                                                false,
+                                                DataplaneEngine.MOONCAKE))
+                                .json());
 
         assertThat(line.path("engine").asString()).isEqualTo("mooncake");
         assertThat(line.path("write_exact").asBoolean()).isTrue();
@@ -92,7 +102,11 @@ class MooncakeBenchTest {
         assertThat(tcp).isPositive();
         assertThat(line.path("tcp_vs_socket").asDouble())
                 .isCloseTo(tcp / socket, within(0.002 + tcp / socket * 0.01));
-        assertThat(line.path("streams").asInt()).isEqualTo(MooncakeDataplaneBench.STREAMS);
+        assertThat(line.path("streams").asInt()).isEqualTo(MooncakeOnOneHost.STREAMS);
+        double memcpy = line.path("memcpy_gbps").asDouble();
+        assertThat(memcpy).isPositive();
+        assertThat(line.path("tcp_vs_memcpy").asDouble())
+                .isCloseTo(tcp / memcpy, within(0.002 + tcp / memcpy * 0.01));
         assertThat(line.path("tcp_read_gbps").asDouble()).isPositive();
         assertThat(line.path("put_gbps").asDouble()).isPositive();
         assertThat(line.path("tcp_get_ranges_gbps").asDouble()).isPositive();

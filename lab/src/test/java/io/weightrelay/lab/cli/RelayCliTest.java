@@ -442,14 +442,27 @@ class RelayCliTest {
                                 2.0,
                                 ServiceProcess.home().toAbsolutePath()));
         Launch dataplane = relay("bench", "dataplane").only();
-        assertThat(dataplane.entryPoint())
-                .isEqualTo("io.weightrelay.dataplane.bench.DataplaneBench");
+        assertThat(dataplane.entryPoint()).isEqualTo("io.weightrelay.lab.bench.DataplaneBench");
         assertThat(dataplane.options(DataplaneOptions.class))
                 .isEqualTo(
-                        new DataplaneOptions(256L << 20, 5, "redis://127.0.0.1:6379", 2, "wr-lab"));
+                        new DataplaneOptions(
+                                256L << 20,
+                                5,
+                                "redis://127.0.0.1:6379",
+                                2,
+                                "wr-lab",
+                                false,
+                                DataplaneEngine.BUILTIN));
         assertThat(relay("bench", "dataplane", "--hosts").only().options(DataplaneOptions.class))
                 .isEqualTo(
-                        new DataplaneOptions(1L << 30, 5, "redis://127.0.0.1:6379", 2, "wr-lab"));
+                        new DataplaneOptions(
+                                1L << 30,
+                                5,
+                                "redis://127.0.0.1:6379",
+                                2,
+                                "wr-lab",
+                                true,
+                                DataplaneEngine.BUILTIN));
         assertThat(relay("bench", "python").only().options(PythonBench.Options.class))
                 .isEqualTo(
                         new PythonBench.Options("qwen2.5-0.5b", 2, 1, Mode.COMPAT, 3, null, false));
@@ -522,16 +535,19 @@ class RelayCliTest {
                                 true));
 
         Launch mooncake = relay("bench", "dataplane", "--engine", "mooncake").only();
-        assertThat(mooncake.entryPoint())
-                .isEqualTo("io.weightrelay.lab.bench.MooncakeDataplaneBench");
+        assertThat(mooncake.entryPoint()).isEqualTo("io.weightrelay.lab.bench.DataplaneBench");
+        assertThat(mooncake.options(DataplaneOptions.class).engine())
+                .isEqualTo(DataplaneEngine.MOONCAKE);
+        assertThat(mooncake.options(DataplaneOptions.class).hosts()).isFalse();
         Launch updateOnBoth = relay("bench", "update", "--engine", "mooncake").only();
         assertThat(updateOnBoth.entryPoint()).isEqualTo("io.weightrelay.lab.bench.UpdateBench");
         assertThat(updateOnBoth.options(UpdateBench.Options.class).engine())
                 .isEqualTo(DataplaneEngine.MOONCAKE);
 
         Launch hosts = relay("bench", "dataplane", "--hosts", "--size", "1024").only();
-        assertThat(hosts.entryPoint()).isEqualTo("io.weightrelay.lab.bench.HostsDataplaneBench");
+        assertThat(hosts.entryPoint()).isEqualTo("io.weightrelay.lab.bench.DataplaneBench");
         assertThat(hosts.options(DataplaneOptions.class).size()).isEqualTo(1024);
+        assertThat(hosts.options(DataplaneOptions.class).hosts()).isTrue();
 
         Launch shaped =
                 relay("bench", "update", "--hosts", "--link-gbps", "3", "--mode", "direct").only();
@@ -654,10 +670,10 @@ class RelayCliTest {
                         "io.weightrelay.lab.bench.planner.PlannerBench"),
                 Arguments.of(
                         "bench dataplane --size 1073741824",
-                        "io.weightrelay.dataplane.bench.DataplaneBench"),
+                        "io.weightrelay.lab.bench.DataplaneBench"),
                 Arguments.of(
                         "bench dataplane --hosts --size 1073741824 --repeats 3 --streams 2",
-                        "io.weightrelay.lab.bench.HostsDataplaneBench"),
+                        "io.weightrelay.lab.bench.DataplaneBench"),
                 Arguments.of(
                         "bench publish --model qwen2.5-0.5b --trainer-nodes 2",
                         "io.weightrelay.lab.bench.PublishBench"),
