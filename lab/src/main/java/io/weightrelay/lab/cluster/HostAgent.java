@@ -359,14 +359,7 @@ public final class HostAgent {
                     }
                 } else {
                     failedLast.add(e.instance());
-                    problem =
-                            "update ended "
-                                    + p.getOutcome()
-                                    + ": "
-                                    + p.getError()
-                                    + " (failing peer "
-                                    + p.getFailingPeer()
-                                    + ")";
+                    problem = LabUpdate.Engine.failure(p);
                 }
                 if (p.getFailingPeer() != null) {
                     o.put("failing_peer", p.getFailingPeer());

@@ -47,19 +47,25 @@ public record LabUpdate(double seconds, List<Engine> engines, Optional<LinkCount
 
         /** An engine's update as its loader reported it; a problem unless it ended UPDATED. */
         public static Engine of(String instance, UpdateProgress p, double seconds) {
-            String problem =
-                    p.getOutcome() == UpdateOutcome.UPDATED
-                            ? null
-                            : "update "
-                                    + p.getUpdateId()
-                                    + " ended "
-                                    + p.getOutcome()
-                                    + ": "
-                                    + p.getError()
-                                    + " (failing peer "
-                                    + p.getFailingPeer()
-                                    + ")";
-            return new Engine(instance, p, seconds, 0, problem);
+            return new Engine(instance, p, seconds, 0, failure(p));
+        }
+
+        /**
+         * Why an update that did not end UPDATED failed, in the words every lab uses (the host
+         * agents too); null when it ended UPDATED.
+         */
+        public static String failure(UpdateProgress p) {
+            return p.getOutcome() == UpdateOutcome.UPDATED
+                    ? null
+                    : "update "
+                            + p.getUpdateId()
+                            + " ended "
+                            + p.getOutcome()
+                            + ": "
+                            + p.getError()
+                            + " (failing peer "
+                            + p.getFailingPeer()
+                            + ")";
         }
 
         /** Whether the update ended UPDATED (its bytes may still be wrong: see {@link #ok}). */
