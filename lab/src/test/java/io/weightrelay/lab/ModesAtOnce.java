@@ -1,6 +1,5 @@
 package io.weightrelay.lab;
 
-import io.weightrelay.lab.demo.HostsDemo;
 import io.weightrelay.reshard.placement.Mode;
 import java.util.EnumMap;
 import java.util.Locale;
@@ -12,39 +11,39 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Every mode's multi-host run ({@link HostsDemo#runMode}) started at once, each on hosts of its own
- * (a {@code HostLab} run of its own: its own namespaces, bridges, Redis and {@code /dev/shm}), and
- * each mode's test waiting for its own result. A run is mostly waits (services, then agents, each
- * group started after the one before answers; health polls; the updates' round trips), so on two
- * cores two runs side by side take little more than one: MultiHostLabTest measured 198 s so against
- * 366 s one after another, back to back on the shared machine. Each mode's test still gets its own
- * result or its own failure (a run that threw fails that mode's test with the run's exception, the
- * other mode's test is unaffected), so running them side by side hides nothing. The first test to
- * ask starts every mode; {@link #close()} (a class's {@code @AfterAll}) waits until every run has
- * ended and removed its hosts.
+ * Every mode's multi-host run (the demo's {@code runMode}) started at once, each on hosts of its
+ * own (a {@code HostLab} run of its own: its own namespaces, bridges, Redis and {@code /dev/shm}),
+ * and each mode's test waiting for its own result. A run is mostly waits (services, then agents,
+ * each group started after the one before answers; health polls; the updates' round trips), so on
+ * two cores two runs side by side take little more than one: MultiHostLabTest measured 198 s so
+ * against 366 s one after another, back to back on the shared machine. Each mode's test still gets
+ * its own result or its own failure (a run that threw fails that mode's test with the run's
+ * exception, the other mode's test is unaffected), so running them side by side hides nothing. The
+ * first test to ask starts every mode; {@link #close()} (a class's {@code @AfterAll}) waits until
+ * every run has ended and removed its hosts.
  */
-final class ModesAtOnce implements AutoCloseable {
+final class ModesAtOnce<R> implements AutoCloseable {
 
     /** One mode's run, as its test would make it alone. */
     @FunctionalInterface
-    interface Run {
-        HostsDemo.ModeResult run(Mode mode) throws Exception;
+    interface Run<R> {
+        R run(Mode mode) throws Exception;
     }
 
     /** A run ends long before this (a lab's health waits alone allow six minutes). */
     private static final long ALL_ENDED_MINUTES = 30;
 
-    private final Run run;
-    private final Map<Mode, Future<HostsDemo.ModeResult>> runs = new EnumMap<>(Mode.class);
+    private final Run<R> run;
+    private final Map<Mode, Future<R>> runs = new EnumMap<>(Mode.class);
     private ExecutorService pool;
 
-    ModesAtOnce(Run run) {
+    ModesAtOnce(Run<R> run) {
         this.run = run;
     }
 
     /** {@code mode}'s result, every mode's run started now if none was; rethrows its failure. */
-    HostsDemo.ModeResult result(Mode mode) throws Exception {
-        Future<HostsDemo.ModeResult> mine;
+    R result(Mode mode) throws Exception {
+        Future<R> mine;
         synchronized (this) {
             if (pool == null) {
                 pool =

@@ -42,8 +42,8 @@ class MultiHostLabTest {
      * Both modes' runs at once, each on hosts of its own ({@link ModesAtOnce}): each mode's test
      * checks its own run, as when they ran one after another.
      */
-    private static final ModesAtOnce MODES =
-            new ModesAtOnce(
+    private static final ModesAtOnce<HostsDemo.ModeResult> MODES =
+            new ModesAtOnce<>(
                     mode ->
                             HostsDemo.runMode(
                                     LabCluster.Spec.of("tiny", 2, 2, mode),
