@@ -6,7 +6,6 @@ import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.demo.HostsDemo;
 import io.weightrelay.reshard.placement.Mode;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -19,7 +18,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * Transfer Engine and store client pinned to the host's data-plane address, so the loaders' store
  * reads and their writes to the other node cross the data-plane network over Mooncake's tcp
  * transport. Needs root, as CI runs; anywhere else it fails with the exact reason instead of
- * skipping. Both modes run at once, each on hosts of its own.
+ * skipping.
  */
 class MooncakeMultiHostLabTest {
 
@@ -38,28 +37,13 @@ class MooncakeMultiHostLabTest {
 
     private static final long HANDSHAKES_BYTES = 64 << 10;
 
-    /**
-     * Both modes' runs at once, each on hosts of its own ({@link ModesAtOnce}): each mode's test
-     * checks its own run, as when they ran one after another.
-     */
-    private static final ModesAtOnce<HostsDemo.ModeResult> MODES =
-            new ModesAtOnce<>(
-                    mode ->
-                            HostsDemo.runMode(
-                                    LabCluster.Spec.of("tiny", 2, 2, mode),
-                                    PREFIX,
-                                    DataplaneEngine.MOONCAKE));
-
-    @AfterAll
-    static void everyRunEnded() throws InterruptedException {
-        MODES.close();
-    }
-
     @ParameterizedTest
     @EnumSource(Mode.class)
     void anUpdateAcrossHostsOnMooncakeDeliversEveryByteReadingTheStoreOncePerNeededByte(Mode mode)
             throws Exception {
-        HostsDemo.ModeResult r = MODES.result(mode);
+        HostsDemo.ModeResult r =
+                HostsDemo.runMode(
+                        LabCluster.Spec.of("tiny", 2, 2, mode), PREFIX, DataplaneEngine.MOONCAKE);
         System.out.printf(
                 "mooncake --hosts %s: update %.2f s, verified %d + %d after restart, store read %d"
                         + " of %d needed, engines' tcp %d, data-plane tcp payload %d%n",

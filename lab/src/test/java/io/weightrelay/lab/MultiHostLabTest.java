@@ -6,7 +6,6 @@ import io.weightrelay.dataplane.DataplaneEngine;
 import io.weightrelay.lab.cluster.LabCluster;
 import io.weightrelay.lab.demo.HostsDemo;
 import io.weightrelay.reshard.placement.Mode;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -14,8 +13,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * The multi-host lab as {@code ./relay demo --hosts} runs it, in both modes: Redis, control-api,
  * two publishers with their trainer ranks and two loaders with their engines, on six hosts of this
  * machine (network namespaces on two bridges, each with a private {@code /dev/shm}). Needs root, as
- * CI runs; anywhere else it fails with the exact reason instead of skipping. Both modes run at
- * once, each on hosts of its own.
+ * CI runs; anywhere else it fails with the exact reason instead of skipping.
  */
 class MultiHostLabTest {
 
@@ -38,27 +36,12 @@ class MultiHostLabTest {
 
     private static final long HANDSHAKES_BYTES = 16 << 10;
 
-    /**
-     * Both modes' runs at once, each on hosts of its own ({@link ModesAtOnce}): each mode's test
-     * checks its own run, as when they ran one after another.
-     */
-    private static final ModesAtOnce<HostsDemo.ModeResult> MODES =
-            new ModesAtOnce<>(
-                    mode ->
-                            HostsDemo.runMode(
-                                    LabCluster.Spec.of("tiny", 2, 2, mode),
-                                    PREFIX,
-                                    DataplaneEngine.BUILTIN));
-
-    @AfterAll
-    static void everyRunEnded() throws InterruptedException {
-        MODES.close();
-    }
-
     @ParameterizedTest
     @EnumSource(Mode.class)
     void everyCrossHostByteCrossesARealInterfaceAndIsVerified(Mode mode) throws Exception {
-        HostsDemo.ModeResult r = MODES.result(mode);
+        HostsDemo.ModeResult r =
+                HostsDemo.runMode(
+                        LabCluster.Spec.of("tiny", 2, 2, mode), PREFIX, DataplaneEngine.BUILTIN);
 
         Delivery.acrossHosts(r, FRAMING_SHARE, HANDSHAKES_BYTES);
         assertThat(r.engineTcpBytes()).as("bytes the engines moved between hosts").isPositive();
