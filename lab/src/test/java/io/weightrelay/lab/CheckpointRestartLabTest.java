@@ -12,6 +12,8 @@ import io.weightrelay.reshard.placement.Mode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -31,16 +33,19 @@ class CheckpointRestartLabTest {
     @Test
     void aSavedGenerationSurvivesAFullRestart(@TempDir Path dir) throws Exception {
         LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 2, 1, Mode.COMPAT)));
-        saveRestartRestore(lab, dir);
+        AtomicLong steps = new AtomicLong(1);
+        saveRestartRestore(lab, dir, steps::getAndIncrement);
     }
 
     /**
      * The story on a started lab of two publishers (either engine): publish, update and verify,
      * save with a loader frozen, restart everything from scratch, restore, update with every byte
-     * verified, publish the next generation.
+     * verified, publish the next generation. Its two trainer steps come from {@code steps}, so that
+     * a lab shared with other tests publishes steps nobody published there yet (a step published
+     * again returns the generation it opened).
      */
-    static void saveRestartRestore(LabCluster lab, Path dir) throws Exception {
-        long g1 = lab.publish(1);
+    static void saveRestartRestore(LabCluster lab, Path dir, LongSupplier steps) throws Exception {
+        long g1 = lab.publish(steps.getAsLong());
         lab.updateAll().requireUpdated();
         assertThat(lab.verifyAll(g1)).isPositive();
 
@@ -94,7 +99,7 @@ class CheckpointRestartLabTest {
         lab.updateAll().requireUpdated();
         assertThat(lab.verifyAll(g1)).as("bytes verified after restore").isPositive();
 
-        long g2 = lab.publish(2);
+        long g2 = lab.publish(steps.getAsLong());
         assertThat(g2).as("the next publish continues after the restored id").isEqualTo(g1 + 1);
         lab.updateAll().requireUpdated();
         assertThat(lab.verifyAll(g2)).isPositive();

@@ -7,6 +7,7 @@ import io.weightrelay.api.common.model.TargetFragment;
 import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.client.model.CheckpointReport;
 import io.weightrelay.api.control.client.model.GenerationState;
+import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
@@ -28,10 +29,17 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.LongSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.RegisterExtension;
-import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.springframework.util.FileSystemUtils;
 import org.springframework.web.client.RestClientResponseException;
@@ -42,20 +50,55 @@ import org.springframework.web.client.RestClientResponseException;
  * executable jars, the simulated trainer publishing and the simulated engines updating over REST
  * and shared memory. Needs the services' {@code -exec} jars, which the reactor builds before this
  * module.
+ *
+ * <p>Per mode, both tests need that one lab, so they take turns on it ({@link SharedTestLab}): one
+ * lab start per mode instead of one per test, each start being seven JVMs, most of a test's time on
+ * two cores. Issue 51's serving through the fetch ({@link ServingThroughFetch}) goes first, on the
+ * fresh lab, and leaves it usable (its last update verifies every byte); the end-to-end story goes
+ * last, because it kills a publisher and stops the lab to check what the services leave behind.
+ * Each test publishes trainer steps nobody published on the lab yet. A test that fails stops the
+ * lab (its services' logs printed), so the next one starts a fresh lab and proves its own story.
  */
+@ParameterizedClass
+@EnumSource(Mode.class)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class LabEndToEndTest {
 
-    @RegisterExtension final RunningLabs labs = new RunningLabs();
+    @RegisterExtension static final SharedTestLab shared = new SharedTestLab();
 
-    @ParameterizedTest
-    @EnumSource(Mode.class)
-    void publishUpdateAndRestartWithoutRepublish(Mode mode) throws Exception {
-        LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 4, 2, mode)));
-        long first = lab.publish(0);
+    @Parameter Mode mode;
+
+    @AfterAll
+    static void stopLab() {
+        shared.close();
+    }
+
+    private LabCluster lab() throws Exception {
+        return shared.lab(LabCluster.Spec.of("tiny", 4, 2, mode));
+    }
+
+    /** Issue 51 (see {@link ServingThroughFetch}): first, on the fresh lab. */
+    @Test
+    @Order(1)
+    void enginesServeThroughTheFetchAndPauseOnlyToInstall() throws Exception {
+        ServingThroughFetch.enginesServeThroughTheFetchAndPauseOnlyToInstall(
+                lab(), mode, shared::nextStep);
+    }
+
+    /** Last: it kills a publisher and ends by stopping the lab. */
+    @Test
+    @Order(2)
+    void publishUpdateAndRestartWithoutRepublish() throws Exception {
+        LabCluster lab = lab();
+        if (mode == Mode.DIRECT) {
+            // the serving test before registers the engines staged; this story is in place
+            lab.directInstall(DirectInstall.IN_PLACE);
+        }
+        long first = lab.publish(shared.nextStep());
         lab.updateAll().requireUpdated();
         assertThat(lab.verifyAll(first)).isPositive();
 
-        long second = lab.publish(1);
+        long second = lab.publish(shared.nextStep());
         assertThat(second).isGreaterThan(first);
         LabUpdate update = lab.updateAll().requireUpdated();
         long verified = lab.verifyAll(second);
@@ -75,27 +118,28 @@ class LabEndToEndTest {
         refusedRegistrationReachesTheEngine(lab, lab.engines().get(1));
         checkpointReachesEveryOwnerWithTheOwnerCredential(lab, second);
         if (mode == Mode.COMPAT) {
-            publisherRestartNeverServesLostBytes(lab, second);
+            publisherRestartNeverServesLostBytes(lab, second, shared::nextStep);
             everyMetricTheDashboardShowsIsScraped(lab);
         } else {
-            deadOwnerFailsThePrepare(lab, second);
+            deadOwnerFailsThePrepare(lab, second, shared.nextStep());
         }
         noTokenOrSecretInAnyLog(lab);
-        servicesKeepTheirTemporaryFilesToThemselves(lab);
+        servicesKeepTheirTemporaryFilesToThemselves(lab, shared::close);
     }
 
     /**
      * Each service's {@code java.io.tmpdir} is its own directory beside its log, where embedded
-     * Tomcat puts the base directory it never removes; closing the lab removes them all, killed
-     * services' included, so no run leaves {@code tomcat.*} directories behind in {@code /tmp}.
+     * Tomcat puts the base directory it never removes; closing the lab ({@code stop}) removes them
+     * all, killed services' included, so no run leaves {@code tomcat.*} directories behind in
+     * {@code /tmp}.
      */
-    private static void servicesKeepTheirTemporaryFilesToThemselves(LabCluster lab)
+    private static void servicesKeepTheirTemporaryFilesToThemselves(LabCluster lab, Runnable stop)
             throws IOException {
         try (var files = Files.list(lab.logs().resolve("control-api.tmp"))) {
             assertThat(files.map(f -> f.getFileName().toString()))
                     .anyMatch(name -> name.startsWith("tomcat"));
         }
-        lab.close();
+        stop.run();
         try (var files = Files.list(lab.logs())) {
             assertThat(files.map(f -> f.getFileName().toString()))
                     .noneMatch(name -> name.endsWith(".tmp"));
@@ -189,9 +233,9 @@ class LabEndToEndTest {
      * generation reaches the same loaders (they lived through the restart and find its new
      * endpoint) and verifies byte for byte.
      */
-    private static void publisherRestartNeverServesLostBytes(LabCluster lab, long serving)
-            throws Exception {
-        long lost = lab.publish(2);
+    private static void publisherRestartNeverServesLostBytes(
+            LabCluster lab, long serving, LongSupplier steps) throws Exception {
+        long lost = lab.publish(steps.getAsLong());
         lab.faults().restartPublisher(0);
         assertThat(lab.awaitGenerationState(lost, GenerationState.LOST, Duration.ofSeconds(60)))
                 .as("generation %d after its owner restarted", lost)
@@ -208,7 +252,7 @@ class LabEndToEndTest {
                 .as("engines still serve generation %d after %d became unreadable", serving, lost)
                 .isPositive();
 
-        long next = lab.publish(3);
+        long next = lab.publish(steps.getAsLong());
         lab.updateAll().requireUpdated();
         assertThat(lab.verifyAll(next))
                 .as("the restarted publisher's generation %d, through loaders that lived on", next)
@@ -220,8 +264,9 @@ class LabEndToEndTest {
      * owner gone and names the segment, so no instance starts an apply it cannot finish; all stay
      * on the generation they serve, byte for byte, and resume (RESUMED_OLD, not paused).
      */
-    private static void deadOwnerFailsThePrepare(LabCluster lab, long serving) throws Exception {
-        lab.publish(2);
+    private static void deadOwnerFailsThePrepare(LabCluster lab, long serving, long step)
+            throws Exception {
+        lab.publish(step);
         String segment = lab.faults().killPublisher(1);
         LabUpdate refused = lab.updateAll();
         for (UpdateProgress p : refused.results()) {

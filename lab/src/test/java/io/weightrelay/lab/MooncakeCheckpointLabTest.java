@@ -16,7 +16,10 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -28,12 +31,22 @@ import org.junit.jupiter.api.io.TempDir;
  * stops every service, so every agent's mounted segment is gone and the master forgets the objects;
  * the restore puts them back through the fresh publishers' agents, and a rollout engine loads the
  * restored generation with every byte verified.
+ *
+ * <p>Both tests need the same lab (tiny, two instances x tp 1, compat), so they take turns on one
+ * ({@link SharedTestLab}: one Mooncake lab start instead of two, each about a third of this class's
+ * time on two cores), each on trainer steps nobody published there yet. The agent kill goes first:
+ * it proves the lab usable again (a publish, an update verified and a save that finds both owners)
+ * before it returns, and the full restart after it starts every service afresh anyway. A test that
+ * fails stops the lab, so the next one starts a fresh one instead of inheriting a broken state.
  */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class MooncakeCheckpointLabTest {
+
+    private static final LabCluster.Spec SPEC = LabCluster.Spec.of("tiny", 2, 1, Mode.COMPAT);
 
     private static ServicesOnMooncake mooncake;
 
-    @RegisterExtension final RunningLabs labs = new RunningLabs();
+    @RegisterExtension static final SharedTestLab shared = new SharedTestLab();
 
     @BeforeAll
     static void startMaster() throws Exception {
@@ -42,15 +55,16 @@ class MooncakeCheckpointLabTest {
 
     @AfterAll
     static void stopMaster() throws Exception {
+        shared.close();
         if (mooncake != null) {
             mooncake.close();
         }
     }
 
     @Test
+    @Order(2)
     void aSavedGenerationSurvivesAFullRestartOnMooncake(@TempDir Path dir) throws Exception {
-        LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 2, 1, Mode.COMPAT)));
-        CheckpointRestartLabTest.saveRestartRestore(lab, dir);
+        CheckpointRestartLabTest.saveRestartRestore(shared.lab(SPEC), dir, shared::nextStep);
     }
 
     /**
@@ -61,10 +75,11 @@ class MooncakeCheckpointLabTest {
      * owner and the save would be refused ({@code objects-not-stored}).
      */
     @Test
+    @Order(1)
     void aPublishersNewAgentRegistersItsStoreEndpointAndTheNextSaveFindsItsObjects(
             @TempDir Path dir) throws Exception {
-        LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 2, 1, Mode.COMPAT)));
-        long g1 = lab.publish(1);
+        LabCluster lab = shared.lab(SPEC);
+        long g1 = lab.publish(shared.nextStep());
         lab.updateAll().requireUpdated();
         Map<String, String> before = storeEndpoints(lab);
         assertThat(before).as("every owner registered its store endpoint").hasSize(2);
@@ -83,7 +98,7 @@ class MooncakeCheckpointLabTest {
         assertThat(changed.values()).doesNotContainNull();
 
         lab.reRegisterAll();
-        long g2 = lab.publish(2);
+        long g2 = lab.publish(shared.nextStep());
         lab.updateAll().requireUpdated();
         assertThat(lab.verifyAll(g2)).isPositive();
         CheckpointReport report = lab.checkpoint(g2, dir);

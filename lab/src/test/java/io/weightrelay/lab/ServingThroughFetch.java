@@ -20,9 +20,7 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.extension.RegisterExtension;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.EnumSource;
+import java.util.function.LongSupplier;
 
 /**
  * Issue 51: engines keep serving while their update fetches and pause only to install. Four
@@ -33,23 +31,28 @@ import org.junit.jupiter.params.provider.EnumSource;
  * paused once, after its group fetched, for less than the fetch took, and that the failed fetch
  * left every engine serving the old generation, never paused and not paused for rebuild, and the
  * group's session ended RESUMED_OLD; then that a one-call update whose fetch fails ends the same
- * way.
+ * way. {@link LabEndToEndTest} runs it on its lab of each mode, before the end-to-end story that
+ * breaks that lab, so both share one lab start per mode.
  */
-class ServingThroughFetchLabTest {
+final class ServingThroughFetch {
 
     private static final Duration TIMEOUT = Duration.ofMinutes(5);
 
-    @RegisterExtension final RunningLabs labs = new RunningLabs();
+    private ServingThroughFetch() {}
 
-    @ParameterizedTest
-    @EnumSource(Mode.class)
-    void enginesServeThroughTheFetchAndPauseOnlyToInstall(Mode mode) throws Exception {
-        LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 4, 2, mode)));
+    /**
+     * The story on {@code lab} (tiny, four instances x tp 2, in {@code mode}, usable and serving no
+     * update), its trainer steps taken from {@code steps} (steps nobody published there yet).
+     * Leaves the lab usable: its last update delivers and verifies every byte. In direct mode the
+     * engines stay registered staged.
+     */
+    static void enginesServeThroughTheFetchAndPauseOnlyToInstall(
+            LabCluster lab, Mode mode, LongSupplier steps) throws Exception {
         if (mode == Mode.DIRECT) {
             lab.directInstall(DirectInstall.STAGED);
             assertThat(lab.engines().get(0).status().getStagedBytes()).isPositive();
         }
-        long old = lab.publish(0);
+        long old = lab.publish(steps.getAsLong());
         lab.updateAll().requireUpdated();
         lab.verifyAll(old);
 
@@ -65,7 +68,7 @@ class ServingThroughFetchLabTest {
         try {
             engines.forEach(ServingEngine::startServing);
 
-            long next = lab.publish(1);
+            long next = lab.publish(steps.getAsLong());
             List<ServingEngine.Timing> timings = updateServing(engines, next);
             for (ServingEngine.Timing t : timings) {
                 assertThat(t.end().getOutcome()).isEqualTo(UpdateOutcome.UPDATED);
@@ -80,7 +83,7 @@ class ServingThroughFetchLabTest {
             }
 
             // A fetch that fails: one stored object of the next generation is corrupt.
-            long bad = lab.publish(2);
+            long bad = lab.publish(steps.getAsLong());
             lab.faults().corruptAnObject(bad);
             int servedBefore = engines.get(0).requests().size();
             for (ServingEngine.Timing t : updateServing(engines, bad)) {
@@ -139,7 +142,7 @@ class ServingThroughFetchLabTest {
                 s.close();
             }
         }
-        aOneCallFetchThatFailsResumesTheOldGeneration(lab, mode);
+        aOneCallFetchThatFailsResumesTheOldGeneration(lab, mode, steps);
     }
 
     /**
@@ -151,8 +154,8 @@ class ServingThroughFetchLabTest {
      * rebuild. (An in-place direct worker's fetch writes what its engine serves: the fault suite's
      * byte-flipped-in-flight-direct proves it pauses for a rebuild.)
      */
-    private static void aOneCallFetchThatFailsResumesTheOldGeneration(LabCluster lab, Mode mode)
-            throws Exception {
+    private static void aOneCallFetchThatFailsResumesTheOldGeneration(
+            LabCluster lab, Mode mode, LongSupplier steps) throws Exception {
         long old = lab.engines().get(0).status().getGeneration();
         List<ServingEngine> engines = new ArrayList<>();
         List<ServingEngine.Fingerprint> oldPrints = new ArrayList<>();
@@ -163,7 +166,7 @@ class ServingThroughFetchLabTest {
                 s.load(); // the engine's own load at UPDATED (a compat worker copies its image)
                 oldPrints.add(s.servingFingerprint());
             }
-            long bad = lab.publish(3);
+            long bad = lab.publish(steps.getAsLong());
             StoredFragment victim = lab.faults().corruptAnObject(bad);
             for (UpdateProgress p : lab.updateAll().results()) {
                 assertThat(p.getOutcome()).as(p.getError()).isEqualTo(UpdateOutcome.RESUMED_OLD);
@@ -190,7 +193,7 @@ class ServingThroughFetchLabTest {
         } finally {
             engines.forEach(ServingEngine::close);
         }
-        long after = lab.publish(4);
+        long after = lab.publish(steps.getAsLong());
         lab.updateAll().requireUpdated();
         lab.verifyAll(after);
     }
