@@ -9,7 +9,9 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,8 +31,13 @@ class FastStartTest {
     @Test
     void aServiceStartsFromTheArchiveItsTrainingMade() throws Exception {
         Path jar = copyJar("publisher-service");
+        Set<Path> shmBefore = shm();
 
         List<String> args = FastStart.jarArgs(jar);
+
+        // the training's publisher made its segment in the layout's tmp, gone with it: nothing
+        // of it stays in the machine's /dev/shm
+        assertThat(shm()).as("/dev/shm after the training").isSubsetOf(shmBefore);
 
         assertThat(args).hasSize(3);
         assertThat(args.get(0)).startsWith("-XX:SharedArchiveFile=");
@@ -93,6 +100,12 @@ class FastStartTest {
         Path jar = Files.writeString(dir.resolve("not-a-service.jar"), "not a zip");
 
         assertThat(FastStart.jarArgs(jar)).containsExactly("-jar", jar.toString());
+    }
+
+    private static Set<Path> shm() throws Exception {
+        try (Stream<Path> files = Files.list(Path.of("/dev/shm"))) {
+            return files.collect(Collectors.toSet());
+        }
     }
 
     /** A copy of {@code module}'s built jar in this test's directory, for the test to change. */

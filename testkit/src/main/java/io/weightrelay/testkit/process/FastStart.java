@@ -25,11 +25,12 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>The layout lives beside the jar ({@code <jar's directory>/fast-start/<jar>-<size>-<mtime>/}),
  * so a rebuilt jar gets a new one; it is made once per jar, under a file lock that other processes
- * (a bench beside a test) honour too. The training start binds no fixed port and reaches no Redis
- * (an unused loopback port). Anything that goes wrong falls back, said once on stderr: no archive
- * (the extracted layout alone), or the plain {@code -jar}. An archive the JVM cannot use (another
- * JDK) is ignored by the JVM itself ({@code -Xshare:auto}). {@code
- * -Drelay.service.fast-start=false} turns it off.
+ * (a bench beside a test) honour too. The training start binds no fixed port, reaches no Redis of
+ * the machine (one of its own, or an unused loopback port) and makes its shared memory in the
+ * layout's {@code tmp/}, removed after it: nothing of it outlives it. Anything that goes wrong
+ * falls back, said once on stderr: no archive (the extracted layout alone), or the plain {@code
+ * -jar}. An archive the JVM cannot use (another JDK) is ignored by the JVM itself ({@code
+ * -Xshare:auto}). {@code -Drelay.service.fast-start=false} turns it off.
  */
 public final class FastStart {
 
@@ -196,7 +197,15 @@ public final class FastStart {
                         "--server.address=127.0.0.1",
                         "--spring.data.redis.host=127.0.0.1",
                         "--spring.data.redis.port=" + redisPort,
-                        "--relay.dataplane.redis-uri=redis://127.0.0.1:" + redisPort),
+                        "--relay.dataplane.redis-uri=redis://127.0.0.1:" + redisPort,
+                        // A publisher's segment (and any other shared memory a service makes)
+                        // lands in the layout's tmp, removed after the training: in /dev/shm a
+                        // publisher's default segment (1 GB of memory) outlived the training, and
+                        // under its default name it is the segment a publisher of the machine
+                        // with default settings would own. Small, since only classes matter here.
+                        "--relay.dataplane.shm-dir="
+                                + Files.createDirectories(dir.resolve("tmp").resolve("shm")),
+                        "--relay.segment.size=16MB"),
                 dir,
                 log);
     }
