@@ -195,14 +195,6 @@ public class RestControlPlane implements ControlPlane {
         return loader.getEpoch();
     }
 
-    /**
-     * The digests a {@code placement-template-not-found} problem lists in {@code missing}, so only
-     * those are uploaded; null when the answer does not say (then every template goes up).
-     */
-    static java.util.Set<String> missingTemplates(ControlPlaneException e) {
-        return PlacementTemplates.missing(e.problem());
-    }
-
     private void putTemplate(FragmentTemplate t) {
         run("store fragment template " + t.digest(), () -> PlacementTemplates.upload(client, t));
     }

@@ -2,6 +2,7 @@ package io.weightrelay.loader.control;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.weightrelay.api.PlacementTemplates;
 import io.weightrelay.api.RemoteProblem;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
@@ -29,16 +30,16 @@ class MissingTemplatesTest {
                 conflict(
                         "{\"type\":\"https://weightrelay.io/problems/placement-template-not-found\","
                                 + "\"missing\":[\"aa\",\"bb\"]}");
-        assertThat(RestControlPlane.missingTemplates(e)).containsExactlyInAnyOrder("aa", "bb");
+        assertThat(PlacementTemplates.missing(e.problem())).containsExactlyInAnyOrder("aa", "bb");
     }
 
     @Test
     void withoutAListEveryTemplateGoesUp() {
-        assertThat(RestControlPlane.missingTemplates(conflict("{\"type\":\"x\"}"))).isNull();
-        assertThat(RestControlPlane.missingTemplates(conflict("not json"))).isNull();
+        assertThat(PlacementTemplates.missing(conflict("{\"type\":\"x\"}").problem())).isNull();
+        assertThat(PlacementTemplates.missing(conflict("not json").problem())).isNull();
         assertThat(
-                        RestControlPlane.missingTemplates(
-                                new ControlPlaneException("unreachable", null)))
+                        PlacementTemplates.missing(
+                                new ControlPlaneException("unreachable", null).problem()))
                 .isNull();
     }
 }
