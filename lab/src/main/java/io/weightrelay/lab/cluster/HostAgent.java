@@ -6,7 +6,6 @@ import io.weightrelay.api.common.model.UpdatePhase;
 import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.loader.client.model.DirectInstall;
 import io.weightrelay.api.loader.client.model.InstanceStatus;
-import io.weightrelay.api.loader.client.model.TransportBytes;
 import io.weightrelay.api.loader.client.model.UpdateOutcome;
 import io.weightrelay.api.loader.client.model.UpdateProgress;
 import io.weightrelay.lab.Args;
@@ -317,35 +316,14 @@ public final class HostAgent {
             for (int i = 0; i < which.size(); i++) {
                 RolloutEngine e = which.get(i);
                 UpdateProgress p = futures.get(i).get();
+                // The loader's whole report, as it answered it (AgentAnswers reads it back), and
+                // from the command to the engine seeing its outcome, before the check of its
+                // bytes below.
                 ObjectNode o =
                         list.addObject()
                                 .put("instance", e.instance())
-                                .put("update_id", p.getUpdateId())
-                                .put("outcome", String.valueOf(p.getOutcome()))
-                                .put(
-                                        "generation",
-                                        p.getGeneration() == null ? -1 : p.getGeneration())
-                                .put("bytes_read", nz(p.getBytesRead()))
-                                .put("bytes_received", nz(p.getBytesReceived()))
-                                // From the command to the engine seeing its outcome, before
-                                // the check of its bytes below.
-                                .put("updated_s", (done[i] - started) / 1e9);
-                if (p.getDurations() != null) {
-                    o.put("prepare_ms", nz(p.getDurations().getPrepareMs()))
-                            .put("apply_ms", nz(p.getDurations().getApplyMs()))
-                            .put("post_apply_ms", nz(p.getDurations().getPostApplyMs()))
-                            .put("fetch_ms", nz(p.getDurations().getFetchMs()))
-                            .put("install_ms", nz(p.getDurations().getInstallMs()))
-                            .put("pause_ms", nz(p.getDurations().getPauseMs()))
-                            .put("verify_ms", nz(p.getDurations().getVerifyMs()));
-                }
-                TransportBytes t = p.getTransport();
-                if (t != null) {
-                    o.put("local_read", t.getLocalRead())
-                            .put("local_written", t.getLocalWritten())
-                            .put("tcp_read", t.getTcpRead())
-                            .put("tcp_written", t.getTcpWritten());
-                }
+                                .put("updated_s", (done[i] - started) / 1e9)
+                                .set("progress", JSON.valueToTree(p));
                 long verified = 0;
                 String problem = null;
                 if (p.getOutcome() == UpdateOutcome.UPDATED) {
@@ -360,9 +338,6 @@ public final class HostAgent {
                 } else {
                     failedLast.add(e.instance());
                     problem = LabUpdate.Engine.failure(p);
-                }
-                if (p.getFailingPeer() != null) {
-                    o.put("failing_peer", p.getFailingPeer());
                 }
                 o.put("bytes_verified", verified).put("verified", problem == null);
                 if (problem != null) {
@@ -407,10 +382,6 @@ public final class HostAgent {
                 }
             }
             return answer;
-        }
-
-        private static long nz(Long v) {
-            return v == null ? 0 : v;
         }
     }
 }
