@@ -3,6 +3,7 @@ package io.weightrelay.dataplane.internal;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.LettuceFutures;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisURI;
@@ -114,7 +115,7 @@ public final class Metadata implements AutoCloseable {
                             .build());
         }
         try {
-            return new Metadata(client, client.connect(), prefix);
+            return new Metadata(client, connectOnce(client), prefix);
         } catch (RuntimeException e) {
             client.shutdown(0, 2, TimeUnit.SECONDS);
             // The URI is masked (it may carry a password); the cause names what Redis answered,
@@ -126,6 +127,35 @@ public final class Metadata implements AutoCloseable {
                             + rootMessage(e),
                     e);
         }
+    }
+
+    /**
+     * Opens the connection, once more when the first attempt failed inside Lettuce's own handshake
+     * state ({@code IllegalStateException}, e.g. "RedisHandshakeHandler not registered") without
+     * any answer from Redis: under load Lettuce can lose the server's refusal (WRONGPASS) that way,
+     * and the second attempt reports it. A refused, unreachable or timed-out Redis fails at once,
+     * as before.
+     */
+    private static StatefulRedisConnection<String, String> connectOnce(RedisClient client) {
+        try {
+            return client.connect();
+        } catch (RedisException e) {
+            if (!lostInHandshake(e)) {
+                throw e;
+            }
+            return client.connect();
+        }
+    }
+
+    static boolean lostInHandshake(Throwable e) {
+        boolean lettuceState = false;
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof RedisCommandExecutionException) {
+                return false;
+            }
+            lettuceState |= t instanceof IllegalStateException;
+        }
+        return lettuceState;
     }
 
     private static String rootMessage(Throwable e) {
