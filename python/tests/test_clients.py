@@ -106,6 +106,7 @@ class _SplitLoader:
         self.fail_fetch = fail_fetch
         self.calls: list[tuple[str, str, Any]] = []
         self.installed = False
+        self.declined: str | None = None
 
     def call(self, method: str, path: str, body: Any = None, what: str = "") -> Any:
         self.calls.append((method, path, body))
@@ -118,7 +119,14 @@ class _SplitLoader:
         if method == "POST" and path == "/api/v1/updates/u1/install":
             self.installed = True
             return {**base, "phase": "INSTALLING", "outcome": "RUNNING"}
+        if method == "POST" and path == "/api/v1/updates/u1/decline":
+            self.declined = (body or {}).get("reason", "no reason given")
+            return {**base, "phase": "FETCHED", "outcome": "RUNNING"}
         if method == "GET" and path == "/api/v1/updates/u1":
+            if self.declined is not None:
+                return {**base, "phase": "RESUMED_OLD", "outcome": "RESUMED_OLD",
+                        "failingPeer": "i0",
+                        "error": f"the engine declined to install generation 8: {self.declined}"}
             if self.fail_fetch:
                 return {**base, "phase": "RESUMED_OLD", "outcome": "RESUMED_OLD",
                         "failingPeer": "i1", "error": "i1 stopped pushing"}
@@ -142,6 +150,18 @@ def test_fetch_while_serving_then_install_in_the_pause() -> None:
     done = lc.install(fetched.update_id, 60)
     assert done.updated and (done.install_s, done.pause_s) == (0.04, 0.04)
     assert ("POST", "/api/v1/updates/u1/install", None) in fake.calls
+
+
+def test_a_fetched_update_the_engine_cannot_take_is_declined_with_its_reason() -> None:
+    fake = _SplitLoader()
+    lc = LoaderClient("http://loader.invalid", poll=0.001)
+    lc.rest = fake  # type: ignore[assignment]
+    fetched = lc.fetch(8, 60)
+    ended = lc.decline(fetched.update_id, "session open " + "x" * 3000)
+    assert ended.outcome == "RESUMED_OLD" and "declined to install generation 8" in ended.error
+    assert not fake.installed
+    sent = [b for m, p, b in fake.calls if p == "/api/v1/updates/u1/decline"]
+    assert len(sent) == 1 and len(sent[0]["reason"]) == 2000, "the reason is cut to the limit"
 
 
 def test_a_fetch_that_fails_raises_and_never_installs() -> None:

@@ -356,6 +356,22 @@ class LoaderClient:
                   p.generation, p.pause_s or 0.0)
         return p
 
+    def decline(self, update_id: str, reason: str | None = None,
+                timeout_s: int = 60) -> UpdateProgress:
+        """Instead of :meth:`install`, when the engine cannot take the fetched update now (its
+        weight-update session was refused, say): the update ends ``RESUMED_OLD`` at once, naming
+        ``reason``, rather than holding the group until its deadline. The fetch wrote nothing the
+        engine serves from: serve on with the old weights and update again later. Returns the
+        ended update's progress. Raises :class:`~weight_relay.errors.ConflictError` when the update
+        is not waiting at ``FETCHED`` (its install was asked for, or it ended)."""
+        body = None if reason is None else {"reason": str(reason)[:2000]}
+        self.rest.call("POST", f"/api/v1/updates/{update_id}/decline", body,
+                       f"decline update {update_id}")
+        p = self.wait(update_id, timeout_s)
+        _log.warning("update %s to generation %d declined by the engine: %s", update_id,
+                     p.generation, p.error)
+        return p
+
     def update(self, generation: int | None = None, timeout_s: int = 300) -> UpdateProgress:
         """Start and follow; raises :class:`UpdateFailedError` unless the outcome is UPDATED
         (``RESUMED_OLD``: the old weights are in place, serve on)."""

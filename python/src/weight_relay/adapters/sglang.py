@@ -13,9 +13,12 @@ How an update runs (:meth:`SGLangRelay.update`, driven from the process that hol
    touched either, but the loader counts that buffer as served weights, so a failure there ends
    ``PAUSED_REBUILD`` and the instance registers again before its next update.
 2. ``engine.begin_weight_update()``: SGLang opens its weight-update session (it refuses
-   ``update_weights_from_tensor`` outside one). Staged, ``loader.install`` now copies the fetched
-   bytes into the buffers :func:`load_direct` reads (a failure closes the session and raises,
-   SGLang's weights untouched).
+   ``update_weights_from_tensor`` outside one, and a second session while one is open). Staged,
+   a refused session declines the fetched update (``loader.decline``: it ends ``RESUMED_OLD`` at
+   once instead of holding the group until its deadline) and raises ``WeightLoadError``; SGLang
+   serves on with its old weights. Staged, ``loader.install`` now copies the fetched bytes into
+   the buffers :func:`load_direct` reads (a failure closes the session and raises, SGLang's
+   weights untouched).
 3. ``engine.update_weights_from_tensor([(ticket, empty tensor)], load_format=LOAD_FORMAT)``: the
    Engine sends the same list to every TP rank, so the list carries no weights, only a *ticket*
    (in the name): loader URL, one worker id per TP rank, the layout. SGLang calls
@@ -323,8 +326,15 @@ class SGLangRelay:
             progress = self.loader.fetch(generation, timeout_s)
         else:
             progress = self.loader.update(generation, timeout_s)
-        ok, message = _answer(engine.begin_weight_update())
+        try:
+            ok, message = _answer(engine.begin_weight_update())
+        except BaseException as e:
+            if staged:
+                self._decline(progress.update_id, f"SGLang begin_weight_update raised: {e!r}")
+            raise
         if not ok:
+            if staged:
+                self._decline(progress.update_id, f"SGLang refused begin_weight_update: {message}")
             raise WeightLoadError(f"SGLang refused begin_weight_update: {message}", {})
         ticket = self.ticket()
         try:
@@ -354,6 +364,14 @@ class SGLangRelay:
         if not end_ok:
             raise WeightLoadError(f"SGLang refused end_weight_update: {end_message}", {})
         return progress
+
+    def _decline(self, update_id: str, reason: str) -> None:
+        """Ends the fetched update now (``RESUMED_OLD``, SGLang untouched) so the group need not
+        wait for its deadline; a decline that fails is logged, never raised over the cause."""
+        try:
+            self.loader.decline(update_id, reason)
+        except Exception as e:
+            _log.warning("declining update %s failed (it ends at its deadline): %s", update_id, e)
 
     def _outcomes(self, ticket: Ticket) -> dict[int, str]:
         failures = {}

@@ -54,7 +54,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import RelayError, UsageError
+from ..errors import ConflictError, RelayError, UsageError
 from ..loader import LoaderClient, compat_worker
 from ..manifest import Manifest
 
@@ -352,13 +352,31 @@ def sync(client: Any, generation: int, timeout_s: int = 300,
     engine's busy loop, so every one of them is time vLLM does not generate), then
     ``update_weights`` only installs the fetched update and loads it. A fetch that fails raises
     :class:`~weight_relay.errors.UpdateFailedError` (``RESUMED_OLD``) before any weight-sync call:
-    vLLM never paused and serves its old weights. Without ``loader`` the whole update runs inside
-    ``update_weights``."""
+    vLLM never paused and serves its old weights. When vLLM fails after the fetch but before its
+    driving rank asked to install, the fetched update is declined (``loader.decline``: it ends
+    ``RESUMED_OLD`` at once rather than holding the group until its deadline) and vLLM's error is
+    raised. Without ``loader`` the whole update runs inside ``update_weights``."""
     info: dict[str, Any] = {"generation": int(generation), "timeout_s": timeout_s}
-    if loader is not None:
-        info["update_id"] = loader.fetch(int(generation), timeout_s).update_id
-    client.start_weight_update()
-    client.update_weights(info)
+    if loader is None:
+        client.start_weight_update()
+        client.update_weights(info)
+        client.finish_weight_update(weight_version=str(generation))
+        return
+    update_id = info["update_id"] = loader.fetch(int(generation), timeout_s).update_id
+    try:
+        client.start_weight_update()
+        client.update_weights(info)
+    except BaseException as e:
+        # vLLM failed before its driving rank asked to install: decline the fetched update so
+        # the group ends now, not at its deadline (refused, 409, once the install was asked for:
+        # then the loader's own outcome stands).
+        try:
+            loader.decline(update_id, f"vLLM failed before the install: {e!r}")
+        except ConflictError:
+            pass
+        except Exception as d:
+            _log.warning("declining update %s failed (it ends at its deadline): %s", update_id, d)
+        raise
     client.finish_weight_update(weight_version=str(generation))
 
 

@@ -9,6 +9,7 @@ the update, leaves the old weights on every rank and SGLang alive and accepting 
 from __future__ import annotations
 
 import importlib.util
+import time
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from weight_relay import (
     Manifest,
     RelayCallError,
     UpdateFailedError,
+    UpdateProgress,
     WeightLoadError,
     compat_worker,
     publish_generation,
@@ -193,8 +195,35 @@ def test_tp2_update_in_sglang_session_each_rank_own_shards_failed_load_keeps_old
     assert seen.phases == [] and not lc.status().paused
     for r, held in enumerate(inst.call("params")):
         assert _same(held, want6[r]), f"rank {r} lost generation {g6} after a failed fetch"
+
+    # SGLang refuses a second weight-update session while one is open. Staged, the update is
+    # fetched by then: the adapter declines it, so it ends RESUMED_OLD at once naming SGLang's
+    # answer (not at its 300 s deadline, holding the group), and SGLang keeps generation 6. Once
+    # the session closes, the same generation updates (the group's session is retried).
+    ok, message = engine.begin_weight_update()
+    assert ok, message
+    w7 = checkpoint(cfg, 7)
+    _, g7 = _publish(lab, model, 7, w7)
+    started = time.monotonic()
+    with pytest.raises(WeightLoadError, match="already open"):
+        relay.update(engine, g7, timeout_s=300)
+    assert time.monotonic() - started < 120, "declined, not ended by the 300 s deadline"
+    ended = UpdateProgress.from_json(
+        lc.rest.call("GET", "/api/v1/updates/current", None, "current update"))
+    assert (ended.generation, ended.outcome) == (g7, "RESUMED_OLD")
+    assert "declined to install" in ended.error and "already open" in ended.error
+    assert not lc.status().paused
+    ok, message = engine.end_weight_update()
+    assert ok, message
+    for r, held in enumerate(inst.call("params")):
+        assert _same(held, want6[r]), f"rank {r} lost generation {g6} after a declined update"
+    assert relay.update(engine, g7).updated
+    want7 = inst.call("reference", write_model(str(tmp_path / "g7"), cfg, w7))
+    for r, held in enumerate(inst.call("params")):
+        assert _same(held, want7[r]), f"rank {r} does not hold generation {g7} after the decline"
+
     relay.register(model, group, node, f"py-{lab['run']}-{instance}-sgl-{family}", [compat])
-    want5 = want6
+    want5 = want7
 
     # A model that differs on one rank only: no rank copies anything (all or none).
     inst.call_rank(1, "break_param", "model.norm.weight")

@@ -184,6 +184,22 @@ public class UpdateCoordinator {
         return run;
     }
 
+    /**
+     * The engine cannot take the fetched update {@code id}: it ends {@code RESUMED_OLD} naming
+     * {@code reason}, and the group hears it at once.
+     */
+    public UpdateRun decline(String id, String reason) {
+        UpdateRun run =
+                find(id).orElseThrow(
+                                () -> UpdateProblems.UPDATE_NOT_FOUND.exception("no update " + id));
+        try {
+            run.decline(reason);
+        } catch (IllegalStateException e) {
+            throw CommonProblems.CONFLICT.exception(e.getMessage());
+        }
+        return run;
+    }
+
     public synchronized Optional<UpdateRun> find(String id) {
         return Optional.ofNullable(runs.get(id));
     }
@@ -290,7 +306,7 @@ public class UpdateCoordinator {
 
     /**
      * The engine's turn: it served through the fetch, and now drains and asks to install. One that
-     * does not ask before the update's deadline keeps its old generation.
+     * declines, or does not ask before the update's deadline, keeps its old generation.
      */
     private void awaitInstall(Update update) {
         boolean asked;
@@ -306,6 +322,15 @@ public class UpdateCoordinator {
                     "the engine did not ask to install generation "
                             + update.generation()
                             + " before the update's deadline");
+        }
+        String declined = update.run().declined();
+        if (declined != null) {
+            throw new ApplyFailure(
+                    update.instance().instanceId(),
+                    "the engine declined to install generation "
+                            + update.generation()
+                            + ": "
+                            + declined);
         }
     }
 

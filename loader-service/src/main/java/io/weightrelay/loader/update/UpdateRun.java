@@ -66,6 +66,7 @@ public final class UpdateRun {
     private long installFrom;
     private long endedAt;
     private boolean installRequested;
+    private String declined;
     private final AtomicLong bytesDone = new AtomicLong();
     private final Map<Phase, Long> durations = new EnumMap<>(Phase.class);
     private Phase phase = Phase.PREPARING;
@@ -111,27 +112,48 @@ public final class UpdateRun {
      * @throws IllegalStateException when the update is not waiting at {@link Phase#FETCHED}
      */
     public synchronized void requestInstall() {
-        if (!installOnRequest || phase != Phase.FETCHED || installRequested) {
-            throw new IllegalStateException(
-                    "update "
-                            + id
-                            + (installOnRequest
-                                    ? " is " + phase + ", not FETCHED"
-                                    : " installs with the update, not on request"));
-        }
+        refuseUnlessWaitingForTheEngine();
         installRequested = true;
         installFrom = System.nanoTime();
         notifyAll();
     }
 
     /**
-     * Waits until the engine asks to install, or until {@code deadline} (on {@link
+     * The engine cannot install the fetched update (its own weight-update session was refused,
+     * say): the update ends {@link Outcome#RESUMED_OLD} now, naming {@code reason}, rather than
+     * holding its group until the deadline.
+     *
+     * @throws IllegalStateException when the update is not waiting at {@link Phase#FETCHED}
+     */
+    public synchronized void decline(String reason) {
+        refuseUnlessWaitingForTheEngine();
+        declined = reason == null || reason.isBlank() ? "no reason given" : reason.strip();
+        notifyAll();
+    }
+
+    private void refuseUnlessWaitingForTheEngine() {
+        if (!installOnRequest || phase != Phase.FETCHED || installRequested || declined != null) {
+            throw new IllegalStateException(
+                    "update "
+                            + id
+                            + (!installOnRequest
+                                    ? " installs with the update, not on request"
+                                    : declined != null
+                                            ? " was declined by the engine (" + declined + ")"
+                                            : installRequested
+                                                    ? " is installing already"
+                                                    : " is " + phase + ", not FETCHED"));
+        }
+    }
+
+    /**
+     * Waits until the engine asks to install or declines, or until {@code deadline} (on {@link
      * System#nanoTime()}).
      *
-     * @return whether it asked in time
+     * @return whether it answered in time ({@link #declined()} tells which way)
      */
     synchronized boolean awaitInstallRequest(long deadline) throws InterruptedException {
-        while (!installRequested) {
+        while (!installRequested && declined == null) {
             long left = deadline - System.nanoTime();
             if (left <= 0) {
                 return false;
@@ -139,6 +161,11 @@ public final class UpdateRun {
             TimeUnit.NANOSECONDS.timedWait(this, left);
         }
         return true;
+    }
+
+    /** Why the engine declined the fetched update, or null while it has not. */
+    synchronized String declined() {
+        return declined;
     }
 
     public String id() {
@@ -203,7 +230,8 @@ public final class UpdateRun {
      */
     public synchronized Snapshot awaitOutcome(Duration wait) throws InterruptedException {
         long deadline = System.nanoTime() + wait.toNanos();
-        while (outcome == Outcome.RUNNING && !(phase == Phase.FETCHED && !installRequested)) {
+        while (outcome == Outcome.RUNNING
+                && !(phase == Phase.FETCHED && !installRequested && declined == null)) {
             long left = deadline - System.nanoTime();
             if (left <= 0) {
                 break;

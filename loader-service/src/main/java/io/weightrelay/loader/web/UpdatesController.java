@@ -2,6 +2,7 @@ package io.weightrelay.loader.web;
 
 import io.weightrelay.api.common.model.PhaseDurations;
 import io.weightrelay.api.common.model.UpdatePhase;
+import io.weightrelay.api.loader.model.DeclineUpdateRequest;
 import io.weightrelay.api.loader.model.StartUpdateRequest;
 import io.weightrelay.api.loader.model.TransportBytes;
 import io.weightrelay.api.loader.model.UpdateInstall;
@@ -18,7 +19,7 @@ import org.springframework.web.bind.annotation.RestController;
 
 /**
  * The engine starts an update (drained, or serving when it installs on request), follows it, asks
- * to install once it is fetched, and follows it to its outcome.
+ * to install once it is fetched (or declines it), and follows it to its outcome.
  */
 @RestController
 record UpdatesController(UpdateCoordinator coordinator) implements UpdatesApi {
@@ -37,6 +38,13 @@ record UpdatesController(UpdateCoordinator coordinator) implements UpdatesApi {
     @Override
     public ResponseEntity<UpdateProgress> installUpdate(String updateId) {
         UpdateRun run = coordinator.install(updateId);
+        return ResponseEntity.status(HttpStatus.ACCEPTED).body(progress(run.snapshot()));
+    }
+
+    @Override
+    public ResponseEntity<UpdateProgress> declineUpdate(
+            String updateId, DeclineUpdateRequest request) {
+        UpdateRun run = coordinator.decline(updateId, request == null ? null : request.getReason());
         return ResponseEntity.status(HttpStatus.ACCEPTED).body(progress(run.snapshot()));
     }
 

@@ -637,6 +637,62 @@ class UpdateCoordinatorTest {
         }
     }
 
+    /**
+     * An engine that cannot take a fetched update (SGLang refusing to open its weight-update
+     * session, say) declines it: the update ends RESUMED_OLD at once, long before its deadline,
+     * naming the engine's reason; the group hears FAILED; the engine was never paused and keeps its
+     * old generation. Neither an install nor a second decline is taken afterwards.
+     */
+    @Test
+    void anEngineThatDeclinesAFetchedUpdateKeepsItsOldGenerationAtOnce() throws Exception {
+        UpdateRun run = coordinator.start(2L, Duration.ofSeconds(300), true);
+        fetched(run);
+        long declinedAt = System.nanoTime();
+        coordinator.decline(run.id(), "SGLang refused begin_weight_update: a session is open");
+        UpdateRun.Snapshot s = finish(run);
+
+        assertThat(Duration.ofNanos(System.nanoTime() - declinedAt))
+                .as("the decline ends the update, not its 300 s deadline")
+                .isLessThan(Duration.ofSeconds(30));
+        assertThat(s.outcome()).isEqualTo(Outcome.RESUMED_OLD);
+        assertThat(s.error())
+                .contains("declined to install generation 2")
+                .contains("SGLang refused begin_weight_update: a session is open");
+        assertThat(s.split().pauseMs()).isZero();
+        assertThat(steps.calls).doesNotContain("install", "promote");
+        assertResumedTheOldGenerationUnpaused();
+        assertThatThrownBy(() -> coordinator.install(run.id()))
+                .isInstanceOf(RelayException.class)
+                .hasMessageContaining("declined");
+        assertThatThrownBy(() -> coordinator.decline(run.id(), "again"))
+                .isInstanceOf(RelayException.class)
+                .hasMessageContaining("declined");
+    }
+
+    /** Only an update waiting at FETCHED can be declined; one still fetching goes on. */
+    @Test
+    void aDeclineBeforeTheFetchEndedOrOfAOneCallUpdateIsRefused() throws Exception {
+        steps.applyMillis = 1000;
+        UpdateRun run = coordinator.start(null, Duration.ofSeconds(30), true);
+        assertThatThrownBy(() -> coordinator.decline(run.id(), null))
+                .isInstanceOf(RelayException.class)
+                .hasMessageContaining("not FETCHED");
+        fetched(run);
+        coordinator.install(run.id());
+        assertThatThrownBy(() -> coordinator.decline(run.id(), null))
+                .isInstanceOf(RelayException.class)
+                .hasMessageMatching(".*(installing already|not FETCHED).*");
+        assertThat(finish(run).outcome()).isEqualTo(Outcome.UPDATED);
+
+        UpdateRun.Snapshot oneCall = finish(coordinator.start(null, Duration.ofSeconds(30)));
+        assertThatThrownBy(() -> coordinator.decline(oneCall.id(), "late"))
+                .isInstanceOf(RelayException.class)
+                .hasMessageContaining("installs with the update");
+        assertThatThrownBy(() -> coordinator.decline("no-such-update", null))
+                .isInstanceOf(RelayException.class)
+                .hasMessageContaining("no update no-such-update");
+    }
+
     /** An engine that never asks to install keeps its old generation once the update times out. */
     @Test
     void anEngineThatNeverAsksToInstallKeepsItsOldGeneration() throws Exception {

@@ -266,6 +266,52 @@ class LoaderWebSliceTest {
                 .andExpect(jsonPath("$.detail").value("update inst-0:g6:abcd is APPLYING"));
     }
 
+    /**
+     * An engine that cannot take a fetched update declines it, with or without a reason; the reason
+     * reaches the coordinator as sent, one over 2000 characters is refused naming the field, and
+     * declining at the wrong time is a conflict.
+     */
+    @Test
+    void aFetchedUpdateIsDeclinedWithTheEnginesReason() throws Exception {
+        UpdateRun ending = run(snapshot(UpdateRun.Phase.FETCHED, UpdateRun.Outcome.RUNNING, null));
+        when(coordinator.decline("inst-0:g5:abcd", "session open")).thenReturn(ending);
+        send(
+                        HttpMethod.POST,
+                        "/api/v1/updates/inst-0:g5:abcd/decline",
+                        ENGINE,
+                        "{\"reason\":\"session open\"}")
+                .andExpect(status().isAccepted())
+                .andExpect(jsonPath("$.updateId").value("inst-0:g5:abcd"));
+        verify(coordinator).decline("inst-0:g5:abcd", "session open");
+
+        when(coordinator.decline("inst-0:g5:abcd", null)).thenReturn(ending);
+        send(HttpMethod.POST, "/api/v1/updates/inst-0:g5:abcd/decline", ENGINE, null)
+                .andExpect(status().isAccepted());
+        verify(coordinator).decline("inst-0:g5:abcd", null);
+
+        expectProblem(
+                        send(
+                                HttpMethod.POST,
+                                "/api/v1/updates/inst-0:g5:abcd/decline",
+                                ENGINE,
+                                "{\"reason\":\"" + "x".repeat(2001) + "\"}"),
+                        400,
+                        "invalid-request")
+                .andExpect(jsonPath("$.errors[0].field").value("request.reason"));
+
+        when(coordinator.decline("inst-0:g6:abcd", null))
+                .thenThrow(CommonProblems.CONFLICT.exception("update inst-0:g6:abcd is APPLYING"));
+        expectProblem(
+                        send(
+                                HttpMethod.POST,
+                                "/api/v1/updates/inst-0:g6:abcd/decline",
+                                ENGINE,
+                                null),
+                        409,
+                        "conflict")
+                .andExpect(jsonPath("$.detail").value("update inst-0:g6:abcd is APPLYING"));
+    }
+
     @Test
     void anUpdateWithoutGenerationOrTimeoutIsTheActiveOneWithinTheDefault300s() throws Exception {
         UpdateRun run = run(snapshot(UpdateRun.Phase.PREPARING, UpdateRun.Outcome.RUNNING, null));
