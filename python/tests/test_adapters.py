@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -164,6 +165,28 @@ def test_vllm_engine_through_factory_with_failed_update(lab, tmp_path):
         adapter.sync(client, g2 + 1000, loader=lc)
     assert client.seen == [] and engine.weight_version == str(g2) and _equal(model.p, want2)
     assert not lc.status().paused
+
+    # vLLM failing after the fetch, before its driving rank asked to install: sync declines the
+    # fetched update, which ends RESUMED_OLD at once naming vLLM's error (not at its deadline),
+    # vLLM's weights untouched; the instance registers again before it loads that generation.
+    _, sd3, g3 = _publish(lab, model_name, 3, 13)
+
+    class Refusing(Client):
+        def start_weight_update(self):
+            raise RuntimeError("vLLM is shutting down")
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="shutting down"):
+        adapter.sync(Refusing(), g3, timeout_s=300, loader=lc)
+    assert time.monotonic() - started < 120, "declined, not ended by the 300 s deadline"
+    declined = lc.progress(_current(lc)["updateId"])
+    assert (declined.generation, declined.outcome) == (g3, "RESUMED_OLD")
+    assert "declined to install" in declined.error and "shutting down" in declined.error
+    assert engine.weight_version == str(g2) and _equal(model.p, want2)
+    lc.register(instance, model_name, f"py-{lab['run']}-vllm", node, [worker])
+    adapter.sync(client, g3, loader=lc)
+    assert client.version == str(g3) == engine.weight_version
+    assert _equal(model.p, expected(sd3))
 
     engine.shutdown()
 

@@ -3,6 +3,8 @@ both modes, bit-exact after conversion, every tensor a view of the shared mappin
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -10,9 +12,11 @@ from safetensors import safe_open
 
 from helpers import PAD, SPLIT, bits, engines, expected, manifest, mapping_range, ranks, state_dict
 from weight_relay import (
+    ConflictError,
     ControlClient,
     LoaderClient,
     SafetensorsLayout,
+    UpdateFailedError,
     UpdateInFlightError,
     compat_worker,
     direct_worker,
@@ -164,4 +168,45 @@ def test_compat_tensors_refused_while_an_update_is_in_flight(lab, published):
     assert first.wait(started.update_id, 180).updated
     want = expected(sd2)
     for name, a in first.compat_tensors(wid, framework="numpy").items():
+        assert np.array_equal(bits(a), bits(want[name])), name
+
+
+def test_a_declined_fetch_ends_at_once_and_the_generation_loads_after_registering_again(
+        lab, published):
+    """An engine that cannot take a fetched update declines it: the update ends RESUMED_OLD at
+    once (not at its 300 s deadline) naming the engine's reason, the engine never paused. Past the
+    group's applied barrier the group's session ends PAUSED_REBUILD (another member may have
+    installed), so preparing that generation again is refused naming why, until the engine
+    registers again; then it fetches and installs, bit-exact."""
+    instance, lc = engines(lab)[0]
+    node = lc.status().node
+    wid = f"{instance}-decline"
+    workers = [compat_worker(wid, node, f"py-{lab['run']}-{instance}-decline",
+                             published["manifest"])]
+    group = f"py-{lab['run']}-decline"
+    lc.register(instance, published["model"], group, node, workers)
+    gen = published["generation"]
+    fetched = lc.fetch(gen, 300)
+    assert fetched.fetched
+    started = time.monotonic()
+    ended = lc.decline(fetched.update_id, "the engine's weight-update session is busy")
+    assert time.monotonic() - started < 60, "declined, not ended by the 300 s deadline"
+    assert (ended.generation, ended.outcome) == (gen, "RESUMED_OLD")
+    assert "declined to install" in ended.error and "session is busy" in ended.error
+    assert not lc.status().paused
+    with pytest.raises(ConflictError, match="declined"):
+        lc.install(fetched.update_id, 60)
+
+    with pytest.raises(UpdateFailedError) as refused:
+        lc.fetch(gen, 300)
+    assert refused.value.progress.outcome == "RESUMED_OLD"
+    assert "ended PAUSED_REBUILD" in str(refused.value) and "session is busy" in str(refused.value)
+    assert f"register loader {instance} again" in str(refused.value)
+
+    lc.register(instance, published["model"], group, node, workers)
+    again = lc.fetch(gen, 300)
+    assert again.update_id != fetched.update_id and again.fetched
+    assert lc.install(again.update_id, 300).updated
+    want = expected(published["sd"])
+    for name, a in lc.compat_tensors(wid, framework="numpy").items():
         assert np.array_equal(bits(a), bits(want[name])), name

@@ -361,7 +361,9 @@ class LoaderClient:
         """Instead of :meth:`install`, when the engine cannot take the fetched update now (its
         weight-update session was refused, say): the update ends ``RESUMED_OLD`` at once, naming
         ``reason``, rather than holding the group until its deadline. The fetch wrote nothing the
-        engine serves from: serve on with the old weights and update again later. Returns the
+        engine serves from: serve on with the old weights. Past the group's applied barrier another
+        instance may have installed, so the group's session ends ``PAUSED_REBUILD``: to load this
+        generation later, :meth:`register` again first (or update to a newer one). Returns the
         ended update's progress. Raises :class:`~weight_relay.errors.ConflictError` when the update
         is not waiting at ``FETCHED`` (its install was asked for, or it ended)."""
         body = None if reason is None else {"reason": str(reason)[:2000]}

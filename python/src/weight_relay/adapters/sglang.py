@@ -16,9 +16,10 @@ How an update runs (:meth:`SGLangRelay.update`, driven from the process that hol
    ``update_weights_from_tensor`` outside one, and a second session while one is open). Staged,
    a refused session declines the fetched update (``loader.decline``: it ends ``RESUMED_OLD`` at
    once instead of holding the group until its deadline) and raises ``WeightLoadError``; SGLang
-   serves on with its old weights. Staged, ``loader.install`` now copies the fetched bytes into
-   the buffers :func:`load_direct` reads (a failure closes the session and raises, SGLang's
-   weights untouched).
+   serves on with its old weights, and :meth:`SGLangRelay.register` runs again before that
+   generation is loaded (the group's session ended ``PAUSED_REBUILD``). Staged,
+   ``loader.install`` now copies the fetched bytes into the buffers :func:`load_direct` reads (a
+   failure closes the session and raises, SGLang's weights untouched).
 3. ``engine.update_weights_from_tensor([(ticket, empty tensor)], load_format=LOAD_FORMAT)``: the
    Engine sends the same list to every TP rank, so the list carries no weights, only a *ticket*
    (in the name): loader URL, one worker id per TP rank, the layout. SGLang calls

@@ -198,8 +198,9 @@ def test_tp2_update_in_sglang_session_each_rank_own_shards_failed_load_keeps_old
 
     # SGLang refuses a second weight-update session while one is open. Staged, the update is
     # fetched by then: the adapter declines it, so it ends RESUMED_OLD at once naming SGLang's
-    # answer (not at its 300 s deadline, holding the group), and SGLang keeps generation 6. Once
-    # the session closes, the same generation updates (the group's session is retried).
+    # answer (not at its 300 s deadline, holding the group), and SGLang keeps generation 6. Past
+    # the group's applied barrier the group's session ends PAUSED_REBUILD, so once SGLang's
+    # session closes the instance registers again and then loads that generation.
     ok, message = engine.begin_weight_update()
     assert ok, message
     w7 = checkpoint(cfg, 7)
@@ -217,6 +218,8 @@ def test_tp2_update_in_sglang_session_each_rank_own_shards_failed_load_keeps_old
     assert ok, message
     for r, held in enumerate(inst.call("params")):
         assert _same(held, want6[r]), f"rank {r} lost generation {g6} after a declined update"
+    relay.register(model, group, node, f"py-{lab['run']}-{instance}-sgl-{family}",
+                   direct_install="staged")
     assert relay.update(engine, g7).updated
     want7 = inst.call("reference", write_model(str(tmp_path / "g7"), cfg, w7))
     for r, held in enumerate(inst.call("params")):

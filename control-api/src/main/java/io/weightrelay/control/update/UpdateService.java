@@ -5,6 +5,7 @@ import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.model.Lease;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.PlanSummary;
+import io.weightrelay.api.control.model.SessionState;
 import io.weightrelay.api.control.model.UpdatePreparation;
 import io.weightrelay.api.control.model.UpdatePreparationRequest;
 import io.weightrelay.api.control.model.UpdateSession;
@@ -188,6 +189,7 @@ public class UpdateService {
                         false,
                         // Its new run means its part in an attempt that failed is over.
                         instance);
+        requireOpen(sessionKey, session, instance);
         Lease lease =
                 leases.lease(sessionKey.generationId(), instance, request.getLeaseTtlSeconds());
         String digest = buffersDigest(resolved.loaders());
@@ -196,6 +198,52 @@ public class UpdateService {
             out.setLoaders(resolved.loaders());
         }
         return out;
+    }
+
+    /**
+     * Refuses a prepare that joined a session which already ended PAUSED_REBUILD: the same lives
+     * never start it again (update-start.lua starts it afresh only for a rebuilt group, and retries
+     * only RESUMED_OLD), so one of the loader's reports would be refused as "already ended". It is
+     * refused here instead, naming how the session ended, why, and what loads the generation again.
+     * A session fails PAUSED_REBUILD after the applied barrier even where the failing engine kept
+     * its old weights (it declined the fetched update, or never asked to install it): another
+     * member may have installed by then. A DONE session is joined as before: a loader of it that
+     * loads the same generation again finds every barrier open.
+     */
+    private static void requireOpen(SessionKey key, UpdateSession session, String instance) {
+        SessionState state = session.getState();
+        if (state != SessionState.PAUSED_REBUILD) {
+            return;
+        }
+        String why =
+                session.getFailure() == null
+                        ? ""
+                        : " ("
+                                + (session.getFailedInstance() == null
+                                        ? ""
+                                        : session.getFailedInstance() + ": ")
+                                + session.getFailure()
+                                + ")";
+        int attempt = session.getAttempt() == null ? 1 : session.getAttempt();
+        throw UpdateProblems.SESSION_CLOSED
+                .exception(
+                        "the session of group "
+                                + key.group()
+                                + " to generation "
+                                + key.generation()
+                                + " ended "
+                                + state.getValue()
+                                + why
+                                + " before this prepare of loader "
+                                + instance
+                                + ", and only a rebuilt group starts it again: register loader "
+                                + instance
+                                + " again (a new epoch) to load generation "
+                                + key.generation()
+                                + ", or update to a newer generation")
+                .with("instance", instance)
+                .with("state", state.getValue())
+                .with("attempt", attempt);
     }
 
     /**

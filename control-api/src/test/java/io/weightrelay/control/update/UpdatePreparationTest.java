@@ -409,4 +409,46 @@ class UpdatePreparationTest extends ControlApiTestSupport {
         assertThat(joined.getSession().getAttempt()).isEqualTo(2);
         assertThat(joined.getSession().getState()).isEqualTo(SessionState.PREPARING);
     }
+
+    /**
+     * A failure after the applied barrier (an engine declined its fetched update, say) ends the
+     * session PAUSED_REBUILD: another member may have installed. The same lives preparing that
+     * generation again are refused at once, naming how the session ended, why, and what loads it
+     * again, instead of joining the ended session and failing at their first report; the loader
+     * that registers again (a new epoch) starts it afresh.
+     */
+    @Test
+    void aPrepareThatWouldJoinASessionEndedAfterTheAppliedBarrierIsRefusedUntilARebuild()
+            throws Exception {
+        long g = publish(model, 1);
+        registerInGroup("a", 1L << 20);
+        ok(prepare(g, "a", null), UpdatePreparation.class);
+        reportEach(g, ReportedPhase.PREPARED, "a");
+        reportEach(g, ReportedPhase.APPLIED, "a");
+        PhaseReport declined = new PhaseReport("a", ReportedPhase.FAILED);
+        declined.setEpoch(epochs.get("a"));
+        declined.setAttempt(1);
+        declined.setFailingPeer("a");
+        declined.setError("the engine declined to install generation " + g + ": session busy");
+        UpdateSession ended =
+                ok(
+                        call("POST", sessionPath(model, g, GROUP) + "/reports", LOADER, declined),
+                        UpdateSession.class);
+        assertThat(ended.getState()).isEqualTo(SessionState.PAUSED_REBUILD);
+
+        HttpResponse<String> refused = prepare(g, "a", null);
+        assertProblem(refused, 409, "session-closed");
+        JsonNode problem = json.readTree(refused.body());
+        assertThat(problem.get("state").asText()).isEqualTo("PAUSED_REBUILD");
+        assertThat(problem.get("attempt").asInt()).isEqualTo(1);
+        assertThat(problem.get("detail").asText())
+                .contains("ended PAUSED_REBUILD")
+                .contains("declined to install generation " + g + ": session busy")
+                .contains("register loader a again");
+
+        registerInGroup("a", 1L << 20);
+        UpdatePreparation restarted = ok(prepare(g, "a", null), UpdatePreparation.class);
+        assertThat(restarted.getSession().getState()).isEqualTo(SessionState.PREPARING);
+        assertThat(restarted.getSession().getAttempt()).isEqualTo(2);
+    }
 }
