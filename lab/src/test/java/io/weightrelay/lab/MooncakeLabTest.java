@@ -55,19 +55,19 @@ import tools.jackson.databind.json.JsonMapper;
  * per byte the placement needs (the loaders' Mooncake byte counters), so the second update also
  * runs after control-api retired the first generation's objects.
  *
- * <p>One master serves every test here, and the tests that need the same lab (tiny, four instances
- * x tp 2, in one mode) take turns on one ({@link SharedTestLab}), each on the steps nobody
- * published there yet: per mode, the updates, then a killed loader's restart, then a loader's
- * Mooncake agent killed mid-apply (issue 47, {@link MooncakeAgentKills}), which proves the lab
- * usable again before it returns; a publisher's agent killed after a commit comes last, on the
- * compat lab. A test that fails stops the lab, so the next one starts afresh.
+ * <p>One master serves every test here, and every test takes turns on one lab per mode (tiny, four
+ * instances x tp 2; {@link SharedTestLab}), each on the steps nobody published there yet: the plain
+ * Transfer Engine worker first (a test class's own tests run before its nested ones), which
+ * registers every engine with its own workers again when it is done; then per mode the updates, a
+ * killed loader's restart, and a loader's Mooncake agent killed mid-apply (issue 47, {@link
+ * MooncakeAgentKills}), which proves the lab usable again before it returns; a publisher's agent
+ * killed after a commit comes last, on the compat lab. A test that fails stops the lab, so the next
+ * one starts afresh.
  */
 @TestClassOrder(ClassOrderer.OrderAnnotation.class)
 class MooncakeLabTest {
 
     private static ServicesOnMooncake mooncake;
-
-    @RegisterExtension final RunningLabs labs = new RunningLabs();
 
     @RegisterExtension static final SharedTestLab shared = new SharedTestLab();
 
@@ -97,7 +97,7 @@ class MooncakeLabTest {
      */
     @Test
     void aWorkerReceivingIntoItsOwnTransferEngineGetsEveryPushedByte() throws Exception {
-        LabCluster lab = labs.add(LabCluster.start(LabCluster.Spec.of("tiny", 2, 2, Mode.DIRECT)));
+        LabCluster lab = shared.lab(LabCluster.Spec.of("tiny", 4, 2, Mode.DIRECT));
         LabCatalog.LoaderSlot slot = lab.loaderSlots().get(0);
         List<WorkerPlacement> workers =
                 RolloutEngine.workers(
@@ -150,8 +150,8 @@ class MooncakeLabTest {
                     declared.stream().map(ReceiveBuffer::getSegment).collect(Collectors.toSet());
 
             Path dumps = Files.createTempDirectory(lab.logs(), "plain-te-worker-");
-            for (int step = 0; step < 2; step++) {
-                long generation = lab.publish(step);
+            for (int i = 0; i < 2; i++) {
+                long generation = lab.publish(shared.nextStep());
                 LabUpdate update = lab.updateAll().requireUpdated();
                 Demands demands = Demands.of(lab.manifest(), lab.placement());
                 assertThat(update.bytesReceived())
@@ -193,6 +193,8 @@ class MooncakeLabTest {
         } finally {
             worker.destroyForcibly().waitFor();
         }
+        // the direct tests below take this lab on: every engine registered with its own workers
+        lab.reRegisterAll();
     }
 
     /** The bytes of the plain worker's memory: the end of its last packed buffer. */

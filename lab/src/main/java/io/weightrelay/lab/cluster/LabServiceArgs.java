@@ -83,6 +83,7 @@ final class LabServiceArgs {
                 "--relay.dataplane.secret-file="
                         + secrets.dataplaneKeysFile(LabSecrets.DataplaneDuty.CONTROL_API),
                 "--relay.generations.scheduled-gc=false",
+                "--relay.registry.loader-ttl=" + LabCluster.LOADER_TTL.toSeconds() + "s",
                 "--relay.updates.verify-checksums=" + options.checksums(),
                 "--relay.checkpoints.root=" + LabCluster.checkpointRoot(),
                 "--relay.clock.skew=" + (index < skews.size() ? skews.get(index) : Duration.ZERO),
@@ -169,6 +170,9 @@ final class LabServiceArgs {
                                 "--relay.loader.checksums=" + options.checksums(),
                                 "--relay.loader.lease-ttl="
                                         + LabCluster.LOADER_LEASE_TTL.toSeconds()
+                                        + "s",
+                                "--relay.loader.heartbeat="
+                                        + LabCluster.LOADER_HEARTBEAT.toSeconds()
                                         + "s",
                                 secrets.springArg("loader-" + name, secretProperties)));
         // The loader's node is known before its engine registers: it opens its data plane as it

@@ -28,8 +28,9 @@ final class LoaderDiedForGoodCase {
 
     /**
      * How long after the kill the generation may still be kept: the dead loader's lease lasts at
-     * most {@link LabCluster#LOADER_LEASE_TTL} past its last prepare or its registration's TTL (15
-     * s) past its last heartbeat; the rest is the survivors' update on a loaded machine.
+     * most {@link LabCluster#LOADER_LEASE_TTL} past its last prepare or its registration's TTL
+     * ({@link LabCluster#LOADER_TTL}) past its last heartbeat; the rest is the survivors' update on
+     * a loaded machine.
      */
     static final Duration COLLECTED_WITHIN = LabCluster.LOADER_LEASE_TTL.plusSeconds(90);
 
