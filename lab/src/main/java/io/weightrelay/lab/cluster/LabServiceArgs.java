@@ -4,16 +4,15 @@ import io.weightrelay.reshard.topology.Topology;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
  * What each service of one lab run is told on its command line: its Redis and the run's key
  * prefixes, its node, segment and staging, the data-plane keys its duty needs and the control-api
  * URLs it calls. Secrets go in files only this user can read ({@link LabSecrets#springArg}), never
- * on a command line.
+ * on a command line. The multi-host lab ({@link MultiHostCluster}) tells its services the same,
+ * with its own Redis and each host's addresses added.
  */
 final class LabServiceArgs {
-
     private final LabCluster.Spec spec;
     private final String run;
     private final LabSecrets secrets;
@@ -83,7 +82,7 @@ final class LabServiceArgs {
                 "--relay.dataplane.secret-file="
                         + secrets.dataplaneKeysFile(LabSecrets.DataplaneDuty.CONTROL_API),
                 "--relay.generations.scheduled-gc=false",
-                "--relay.registry.loader-ttl=" + LabCluster.LOADER_TTL.toSeconds() + "s",
+                "--relay.registry.loader-ttl=" + LoaderTimings.LOADER_TTL.toSeconds() + "s",
                 "--relay.updates.verify-checksums=" + options.checksums(),
                 "--relay.checkpoints.root=" + LabCluster.checkpointRoot(),
                 "--relay.clock.skew=" + (index < skews.size() ? skews.get(index) : Duration.ZERO),
@@ -153,28 +152,31 @@ final class LabServiceArgs {
     }
 
     /**
-     * The loader of rollout instance {@code instance}, its files named after {@code name}, with
-     * {@code extraArgs} added (a lab-only fault setting, say).
+     * What every loader is told, on one machine or on hosts: its control-api URLs, the run's data
+     * plane and checksum setting, its heartbeat ({@link LoaderTimings#LOADER_HEARTBEAT}, which
+     * control-api's {@link LoaderTimings#LOADER_TTL} counts on), and the loader token of rollout
+     * instance {@code instance}, its file named after {@code name}.
+     */
+    List<String> loaderBase(String name, String instance, String controlUrls) {
+        return List.of(
+                "--relay.loader.control-url=" + controlUrls,
+                "--relay.dataplane.redis-uri=" + spec.redisUri(),
+                "--relay.dataplane.key-prefix=" + dataplanePrefix(),
+                "--relay.dataplane.secret-file="
+                        + secrets.dataplaneKeysFile(LabSecrets.DataplaneDuty.LOADER),
+                "--relay.loader.checksums=" + options.checksums(),
+                "--relay.loader.heartbeat=" + LoaderTimings.LOADER_HEARTBEAT.toSeconds() + "s",
+                secrets.springArg("loader-" + name, secrets.loaderService(instance)));
+    }
+
+    /**
+     * The loader of rollout instance {@code instance} in a one-machine lab: {@link #loaderBase},
+     * the lab's short lease ({@link LoaderTimings#LOADER_LEASE_TTL}), its node label from the
+     * start, and {@code extraArgs} (a lab-only fault setting, say).
      */
     List<String> loader(String name, String instance, String controlUrls, List<String> extraArgs) {
-        Map<String, String> secretProperties = secrets.loaderService(instance);
-        List<String> args =
-                new ArrayList<>(
-                        List.of(
-                                "--relay.loader.control-url=" + controlUrls,
-                                "--relay.dataplane.redis-uri=" + spec.redisUri(),
-                                "--relay.dataplane.key-prefix=" + dataplanePrefix(),
-                                "--relay.dataplane.secret-file="
-                                        + secrets.dataplaneKeysFile(
-                                                LabSecrets.DataplaneDuty.LOADER),
-                                "--relay.loader.checksums=" + options.checksums(),
-                                "--relay.loader.lease-ttl="
-                                        + LabCluster.LOADER_LEASE_TTL.toSeconds()
-                                        + "s",
-                                "--relay.loader.heartbeat="
-                                        + LabCluster.LOADER_HEARTBEAT.toSeconds()
-                                        + "s",
-                                secrets.springArg("loader-" + name, secretProperties)));
+        List<String> args = new ArrayList<>(loaderBase(name, instance, controlUrls));
+        args.add("--relay.loader.lease-ttl=" + LoaderTimings.LOADER_LEASE_TTL.toSeconds() + "s");
         // The loader's node is known before its engine registers: it opens its data plane as it
         // starts, not inside the registration (a deployment sets it the same way).
         for (LabCatalog.LoaderSlot slot : slots) {

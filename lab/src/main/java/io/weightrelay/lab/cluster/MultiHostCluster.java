@@ -72,6 +72,12 @@ public final class MultiHostCluster implements Cluster {
      */
     private final LabSecrets secrets;
 
+    /**
+     * What each service is told, as in the one-machine lab, about the lab's own Redis; {@link
+     * #onHost} adds each host's addresses.
+     */
+    private final LabServiceArgs args;
+
     private final Path logs;
     private final Path secretFile;
     private final SourceManifest manifest;
@@ -109,6 +115,16 @@ public final class MultiHostCluster implements Cluster {
         names.addAll(trainerNodes);
         names.addAll(rolloutNodes);
         this.hosts = HostLab.create(prefix, names, SHM_LIMIT);
+        LabCluster.Site redis =
+                new LabCluster.Site(
+                        hosts.host("redis").controlAddress(), REDIS_PORT, spec.site().root());
+        this.args =
+                new LabServiceArgs(
+                        spec.on(redis),
+                        run,
+                        secrets,
+                        new LabOptions(true, 1, false, 0, List.of()),
+                        LabCatalog.loaderSlots(placement));
     }
 
     /**
@@ -339,7 +355,7 @@ public final class MultiHostCluster implements Cluster {
 
     /** The segment of trainer node {@code node}'s publisher. */
     public String segmentOf(String node) {
-        return "lab-" + run + "-" + node;
+        return args.segmentName(node);
     }
 
     /** Removes retired generations nobody holds, as a deployment's scheduled GC would. */
@@ -391,19 +407,7 @@ public final class MultiHostCluster implements Cluster {
         Host controlHost = hosts.host("control");
         controlUrl = url(controlHost, CONTROL_PORT);
         List<String> controlArgs =
-                new ArrayList<>(dataplane(controlHost, LabSecrets.DataplaneDuty.CONTROL_API));
-        controlArgs.addAll(
-                List.of(
-                        "--spring.data.redis.host=" + redisHost.controlAddress(),
-                        "--spring.data.redis.port=" + REDIS_PORT,
-                        "--relay.redis.key-prefix=wr:lab:" + run + ":",
-                        "--relay.generations.scheduled-gc=false",
-                        "--relay.checkpoints.root=" + LabCluster.checkpointRoot(),
-                        secrets.springArg(
-                                "control-api",
-                                secrets.controlApi(
-                                        placement.instances(),
-                                        trainerNodes.stream().map(this::segmentOf).toList()))));
+                onHost(controlHost, args.controlApi(0, args.controlApiSecretsArg()));
         HostProcess control =
                 startService(
                         controlHost,
@@ -420,19 +424,9 @@ public final class MultiHostCluster implements Cluster {
         long staging = sizes[1];
         for (String node : trainerNodes) {
             Host h = hosts.host(node);
-            List<String> args = new ArrayList<>(dataplane(h, LabSecrets.DataplaneDuty.STORE_OWNER));
-            args.addAll(
-                    List.of(
-                            "--relay.segment.node=" + node,
-                            "--relay.segment.name=" + segmentOf(node),
-                            "--relay.segment.size=" + segment + "B",
-                            "--relay.segment.admin-url=" + url(h, PUBLISHER_PORT),
-                            "--relay.staging.mode=segment",
-                            "--relay.staging.capacity=" + staging + "B",
-                            "--relay.staging.max-batch-bytes=" + LabCatalog.MAX_BATCH + "B",
-                            "--relay.publish.control-api-url=" + controlUrl,
-                            secrets.springArg(
-                                    "publisher-" + node, secrets.publisher(segmentOf(node)))));
+            List<String> publisherArgs =
+                    new ArrayList<>(args.publisher(node, segment, staging, controlUrl));
+            publisherArgs.add("--relay.segment.admin-url=" + url(h, PUBLISHER_PORT));
             services.put(
                     startService(
                             h,
@@ -440,7 +434,7 @@ public final class MultiHostCluster implements Cluster {
                             "publisher-service",
                             "384m",
                             PUBLISHER_PORT,
-                            args),
+                            onHost(h, publisherArgs)),
                     PUBLISHER_PORT);
         }
         Map<String, List<String>> enginesOfNode = new LinkedHashMap<>();
@@ -536,23 +530,18 @@ public final class MultiHostCluster implements Cluster {
     }
 
     /**
-     * The data plane of a service on {@code h}: its engine binds and advertises the host's
-     * data-plane address, finds the store in the lab's Redis and proves the run's secret.
+     * The arguments {@code own} of a service on {@code h} with what only the multi-host lab adds:
+     * its engine binds and advertises the host's data-plane address (on Mooncake, its agent too),
+     * and the flags {@link #start(LabCluster.Spec, String, List)} gives every service.
      */
-    private List<String> dataplane(Host h, LabSecrets.DataplaneDuty duty) {
-        List<String> args =
-                new ArrayList<>(
-                        List.of(
-                                "--relay.dataplane.bind-host=" + h.dataAddress(),
-                                "--relay.dataplane.redis-uri=" + redisUri,
-                                "--relay.dataplane.key-prefix=" + dataplanePrefix(),
-                                "--relay.dataplane.secret-file="
-                                        + secrets.dataplaneKeysFile(duty)));
+    private List<String> onHost(Host h, List<String> own) {
+        List<String> out = new ArrayList<>(own);
+        out.add("--relay.dataplane.bind-host=" + h.dataAddress());
         if (mooncake != null) {
-            args.addAll(mooncake.serviceArgs(h));
+            out.addAll(mooncake.serviceArgs(h));
         }
-        args.addAll(serviceArgs);
-        return args;
+        out.addAll(serviceArgs);
+        return out;
     }
 
     /** The loader token of every instance on {@code node}, as {@code loader.<instance>}. */
@@ -566,14 +555,17 @@ public final class MultiHostCluster implements Cluster {
         return tokens;
     }
 
+    /**
+     * Instance {@code instance}'s loader on {@code h}. Unlike the one-machine lab's ({@link
+     * LabServiceArgs#loader}) it keeps the service's default lease (2 minutes; no multi-host case
+     * waits for a dead loader's lease to lapse) and sets no node label at start: its data plane
+     * opens as its host's engine registers.
+     */
     private HostProcess startLoader(Host h, String name, String instance, int port) {
-        List<String> args = new ArrayList<>(dataplane(h, LabSecrets.DataplaneDuty.LOADER));
-        args.addAll(
-                List.of(
-                        "--relay.loader.control-url=" + controlUrl,
-                        "--relay.loader.advertise-url=" + url(h, port),
-                        secrets.springArg(name, secrets.loaderService(instance))));
-        return startService(h, "loader-" + name, "loader-service", "384m", port, args);
+        List<String> loaderArgs = new ArrayList<>(args.loaderBase(name, instance, controlUrl));
+        loaderArgs.add("--relay.loader.advertise-url=" + url(h, port));
+        return startService(
+                h, "loader-" + name, "loader-service", "384m", port, onHost(h, loaderArgs));
     }
 
     private HostProcess startService(
@@ -632,7 +624,7 @@ public final class MultiHostCluster implements Cluster {
 
     /** The data-plane key prefix of this lab's store (segments and object directory). */
     public String dataplanePrefix() {
-        return "wr:lab:" + run + ":dp:";
+        return args.dataplanePrefix();
     }
 
     private interface Call {

@@ -42,19 +42,19 @@ final class ControlApiClockSkewCase implements FaultCase {
 
     private FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
-        ServingProof proof = new ServingProof(lab);
+        Ledger ledger = new Ledger();
         int fast = 0;
         int slow = 1;
-        Map<String, Long> epochs = registered(lab, proof, null);
+        Map<String, Long> epochs = registered(lab, ledger, null);
 
         long first = b.publish();
         LabUpdate updates = lab.updateAll();
-        proof.checkEngines(updates.results());
-        proof.requireUpdatedTo(updates.results(), first, "update");
-        proof.requireHeld(Set.of(first));
+        ledger.checkEngines(lab, updates.results());
+        ledger.requireUpdatedTo(updates.results(), first, "update");
+        ledger.requireHeld(lab, Set.of(first));
 
-        long next = proof.serveNext(b.nextStep());
-        proof.requireCommitted(first, next);
+        long next = ledger.serveNext(lab, b.nextStep());
+        ledger.requireCommitted(lab, first, next);
 
         // The first generation is retired now, and its loaders released their leases on it. One
         // loader takes a lease on it again, through the slow instance.
@@ -67,7 +67,7 @@ final class ControlApiClockSkewCase implements FaultCase {
                 slowAsLoader.acquireLease(
                         model, first, new LeaseRequest().holder(holder).ttlSeconds(LEASE_SECONDS));
         Duration left = Duration.between(OffsetDateTime.now(), lease.getExpiresAt());
-        proof.require(
+        ledger.require(
                 left.compareTo(Duration.ofSeconds(LEASE_SECONDS - 30)) > 0
                         && left.compareTo(Duration.ofSeconds(LEASE_SECONDS + 1)) <= 0,
                 "a "
@@ -77,7 +77,7 @@ final class ControlApiClockSkewCase implements FaultCase {
                         + " by this host's clock");
 
         GcReport held = fastApi.collectGarbage(model);
-        proof.require(
+        ledger.require(
                 held.getKept() != null && held.getKept().contains(first),
                 "generation "
                         + first
@@ -91,7 +91,7 @@ final class ControlApiClockSkewCase implements FaultCase {
         slowAsLoader.releaseLease(model, first, holder);
         GcReport freed = slowApi.collectGarbage(model);
         noteCollected(b, freed);
-        proof.require(
+        ledger.require(
                 freed.getCollected() != null && freed.getCollected().contains(first),
                 "generation "
                         + first
@@ -99,8 +99,8 @@ final class ControlApiClockSkewCase implements FaultCase {
                         + " instance: "
                         + freed);
 
-        Map<String, Long> after = registered(lab, proof, epochs);
-        return proof.result(
+        Map<String, Long> after = registered(lab, ledger, epochs);
+        return ledger.result(
                 name(),
                 "instances skewed "
                         + SharedLab.Shape.SKEWED_PAIR.skews()
@@ -113,7 +113,8 @@ final class ControlApiClockSkewCase implements FaultCase {
                         + "; lease held "
                         + first
                         + " against the fast instance's collection, released it was collected",
-                started);
+                started,
+                claimsMidUpdate());
     }
 
     /**
@@ -122,18 +123,18 @@ final class ControlApiClockSkewCase implements FaultCase {
      * epochs.
      */
     private static Map<String, Long> registered(
-            LabCluster lab, ServingProof proof, Map<String, Long> expected) {
+            LabCluster lab, Ledger ledger, Map<String, Long> expected) {
         Map<String, Long> epochs = new LinkedHashMap<>();
         for (int i = 0; i < lab.controlApiCount(); i++) {
             RegistryApi registry = new RegistryApi(lab.faults().controlApi(i).getApiClient());
             for (RolloutEngine engine : lab.engines()) {
                 String instance = engine.instance();
                 Loader loader = registry.getLoader(instance);
-                proof.require(
+                ledger.require(
                         Boolean.TRUE.equals(loader.getAlive()),
                         "loader " + instance + " is not live through control-api instance " + i);
                 Long was = expected != null ? expected.get(instance) : epochs.get(instance);
-                proof.require(
+                ledger.require(
                         was == null || was.equals(loader.getEpoch()),
                         "loader "
                                 + instance

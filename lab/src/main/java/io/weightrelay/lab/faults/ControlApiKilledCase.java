@@ -30,23 +30,24 @@ public final class ControlApiKilledCase extends MidUpdateCase {
     @Override
     FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
-        ServingProof proof = new ServingProof(lab);
-        MidUpdate update = MidUpdate.inject(b, proof, () -> lab.faults().killControlApi(0));
+        Ledger ledger = new Ledger();
+        MidUpdate update = MidUpdate.inject(b, ledger, () -> lab.faults().killControlApi(0));
         long next = update.next();
-        proof.checkEngines(update.outcomes());
-        proof.requireUpdatedTo(
+        ledger.checkEngines(lab, update.outcomes());
+        ledger.requireUpdatedTo(
                 update.outcomes(), next, "update (to complete through the second control-api)");
-        proof.requireHeld(Set.of(next));
-        proof.requireCommitted(update.good(), next);
-        long after = proof.serveNext(b.nextStep());
-        return proof.result(
+        ledger.requireHeld(lab, Set.of(next));
+        ledger.requireCommitted(lab, update.good(), next);
+        long after = ledger.serveNext(lab, b.nextStep());
+        return ledger.result(
                 name(),
                 update.when("killed")
                         + "; outcomes "
-                        + ServingProof.ends(update.outcomes())
+                        + Ledger.ends(update.outcomes())
                         + "; next "
                         + after
                         + " served by the second instance",
-                started);
+                started,
+                claimsMidUpdate());
     }
 }

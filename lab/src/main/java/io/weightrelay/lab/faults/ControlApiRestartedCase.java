@@ -33,12 +33,12 @@ final class ControlApiRestartedCase extends MidUpdateCase {
     @Override
     FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
-        ServingProof proof = new ServingProof(lab);
+        Ledger ledger = new Ledger();
         long[] down = new long[2];
         MidUpdate update =
                 MidUpdate.inject(
                         b,
-                        proof,
+                        ledger,
                         MidUpdate.Fault.of(
                                 () -> {
                                     down[0] = System.nanoTime();
@@ -51,8 +51,8 @@ final class ControlApiRestartedCase extends MidUpdateCase {
         double outage = (down[1] - down[0]) / 1e9;
         long good = update.good();
         long next = update.next();
-        proof.checkEngines(update.outcomes());
-        List<String> ends = ServingProof.ends(update.outcomes());
+        ledger.checkEngines(lab, update.outcomes());
+        List<String> ends = Ledger.ends(update.outcomes());
         int updated = 0;
         for (UpdateProgress p : update.outcomes()) {
             boolean done = p.getOutcome() == UpdateOutcome.UPDATED && p.getGeneration() == next;
@@ -62,7 +62,7 @@ final class ControlApiRestartedCase extends MidUpdateCase {
             }
             // A paused engine waits for a rebuild, an operator's action: a control-api that
             // restarted must not leave one behind.
-            proof.require(
+            ledger.require(
                     done || resumed,
                     "update "
                             + p.getUpdateId()
@@ -75,27 +75,27 @@ final class ControlApiRestartedCase extends MidUpdateCase {
                             + ": "
                             + p.getError());
         }
-        proof.require(
+        ledger.require(
                 updated == 0 || updated == update.outcomes().size(),
                 "the group split over the restart: " + ends);
         // Resumed engines are back on the generation they had: nothing of the interrupted one.
-        proof.requireHeld(updated == 0 ? Set.of(good) : Set.of(next));
-        proof.requireCommitted(good, next);
+        ledger.requireHeld(lab, updated == 0 ? Set.of(good) : Set.of(next));
+        ledger.requireCommitted(lab, good, next);
 
         String retried = "";
         if (updated < update.outcomes().size()) {
             // Ended cleanly: the next attempt (the engines' own, to the active generation) must
             // succeed as it is, with no rebuild and no new publish.
             LabUpdate again = lab.updateAll();
-            proof.checkEngines(again.results());
-            proof.requireUpdatedTo(
+            ledger.checkEngines(lab, again.results());
+            ledger.requireUpdatedTo(
                     again.results(), next, "the next attempt after control-api returned");
-            retried = "; the next attempt " + ServingProof.ends(again.results());
+            retried = "; the next attempt " + Ledger.ends(again.results());
         }
-        proof.requireHeld(Set.of(next));
-        long after = proof.serveNext(b.nextStep());
-        proof.requireCommitted(good, next);
-        return proof.result(
+        ledger.requireHeld(lab, Set.of(next));
+        long after = ledger.serveNext(lab, b.nextStep());
+        ledger.requireCommitted(lab, good, next);
+        return ledger.result(
                 name(),
                 update.when("killed")
                         + String.format(
@@ -105,6 +105,7 @@ final class ControlApiRestartedCase extends MidUpdateCase {
                         + "; next "
                         + after
                         + " served",
-                started);
+                started,
+                claimsMidUpdate());
     }
 }

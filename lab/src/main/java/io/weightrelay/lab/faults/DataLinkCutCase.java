@@ -28,7 +28,7 @@ final class DataLinkCutCase implements MultiHostFaultCase {
     }
 
     @Override
-    public String inject(SharedLab.BorrowedHosts borrowed, Findings found) throws Exception {
+    public String inject(SharedLab.BorrowedHosts borrowed, Ledger found) throws Exception {
         MultiHostCluster lab = borrowed.lab;
         long first = lab.publishGeneration(borrowed.nextStep()).generation();
         lab.updateAll().requireUpdated();
@@ -74,7 +74,7 @@ final class DataLinkCutCase implements MultiHostFaultCase {
         MultiHostFaultCase.requireEndedInTime(waited, found.problems);
         boolean anyFailed = !failures.isEmpty();
         // Every engine's update failed and none ended UPDATED: the cut landed mid-update.
-        found.provedMidUpdate = anyFailed && failures.size() == failed.engines().size();
+        found.landedMidUpdate(anyFailed && failures.size() == failed.engines().size());
         found.partial =
                 MultiHostFaultCase.partialServed(lab, anyFailed, cutGeneration, found.problems);
 

@@ -167,8 +167,7 @@ record LabCase(
     public FaultResult run(FaultContext context) {
         long started = System.nanoTime();
         Ledger ledger = new Ledger();
-        String detail;
-        boolean passed;
+        String detail = "failed";
         SharedLab.Borrowed b = null;
         try {
             b = SharedLab.borrow(context, shape);
@@ -185,31 +184,16 @@ record LabCase(
             long next = b.publish();
             requireUpdated(b.lab, next, ledger);
             ledger.observe(b.lab, allInstances(b.lab));
-            passed = ledger.clean();
-            if (!passed) {
-                detail = detail + "; " + String.join("; ", ledger.problems);
-            }
+            // a mid-apply injection fails rather than returns when the apply ended first
+            ledger.landedMidUpdate(midApply && ledger.clean());
         } catch (Exception | AssertionError e) {
-            passed = false;
-            detail = e.getClass().getSimpleName() + ": " + e.getMessage();
-            if (!ledger.problems.isEmpty()) {
-                detail = detail + "; " + String.join("; ", ledger.problems);
-            }
+            ledger.threw(e);
             if (b != null) {
                 b.lab.dumpLogs();
             }
             SharedLab.discard(context);
         }
-        return new FaultResult(
-                name(),
-                passed,
-                detail,
-                ledger.corrupted,
-                ledger.partial,
-                ledger.lost,
-                (System.nanoTime() - started) / 1e9,
-                midApply,
-                midApply && passed);
+        return ledger.result(name(), detail, started, midApply);
     }
 
     /**

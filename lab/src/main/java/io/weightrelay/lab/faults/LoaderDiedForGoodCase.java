@@ -5,6 +5,7 @@ import static io.weightrelay.lab.faults.LabCase.check;
 import io.weightrelay.api.control.client.model.GcReport;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.lab.cluster.LabCluster;
+import io.weightrelay.lab.cluster.LoaderTimings;
 import io.weightrelay.lab.rollout.RolloutEngine;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,7 +17,7 @@ import org.springframework.web.client.RestClientResponseException;
  * registration expires, the rest of the group goes on to the trainer's next generation, and the
  * generation the dead loader served, now retired, is collected once the lease the dead loader held
  * on it lapses. A loader's lease lives only as long as its heartbeats carry it ({@link
- * LabCluster#LOADER_LEASE_TTL} in the lab); when it lasted a fixed hour, a dead loader kept its
+ * LoaderTimings#LOADER_LEASE_TTL} in the lab); when it lasted a fixed hour, a dead loader kept its
  * generation from collection for that hour and could fill the trainers' store. The trainer then
  * publishes once more and the instance is brought back with a fresh loader; the generation the
  * survivors serve, retired by that publish, is still kept past the lease they took on it, since
@@ -28,11 +29,11 @@ final class LoaderDiedForGoodCase {
 
     /**
      * How long after the kill the generation may still be kept: the dead loader's lease lasts at
-     * most {@link LabCluster#LOADER_LEASE_TTL} past its last prepare or its registration's TTL
-     * ({@link LabCluster#LOADER_TTL}) past its last heartbeat; the rest is the survivors' update on
-     * a loaded machine.
+     * most {@link LoaderTimings#LOADER_LEASE_TTL} past its last prepare or its registration's TTL
+     * ({@link LoaderTimings#LOADER_TTL}) past its last heartbeat; the rest is the survivors' update
+     * on a loaded machine.
      */
-    static final Duration COLLECTED_WITHIN = LabCluster.LOADER_LEASE_TTL.plusSeconds(90);
+    static final Duration COLLECTED_WITHIN = LoaderTimings.LOADER_LEASE_TTL.plusSeconds(90);
 
     static String inject(LabCase.Fault fault) throws Exception {
         LabCluster lab = fault.lab();
@@ -83,7 +84,7 @@ final class LoaderDiedForGoodCase {
         // `next` is retired now too, but the survivors still serve it and are alive: their
         // heartbeats carry the leases they took on it well past the lease's own TTL.
         long carriedUntil =
-                survivorsPrepared + LabCluster.LOADER_LEASE_TTL.plusSeconds(5).toNanos();
+                survivorsPrepared + LoaderTimings.LOADER_LEASE_TTL.plusSeconds(5).toNanos();
         while (System.nanoTime() < carriedUntil) {
             Thread.sleep(500);
         }
@@ -94,7 +95,7 @@ final class LoaderDiedForGoodCase {
                         + next
                         + ", which the live survivors serve, was collected once the lease they"
                         + " took at prepare ("
-                        + LabCluster.LOADER_LEASE_TTL.toSeconds()
+                        + LoaderTimings.LOADER_LEASE_TTL.toSeconds()
                         + " s) passed: their heartbeats did not carry it");
         return String.format(
                 java.util.Locale.ROOT,

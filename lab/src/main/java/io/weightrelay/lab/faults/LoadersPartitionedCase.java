@@ -37,7 +37,7 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
     }
 
     @Override
-    public String inject(SharedLab.BorrowedHosts borrowed, Findings found) throws Exception {
+    public String inject(SharedLab.BorrowedHosts borrowed, Ledger found) throws Exception {
         MultiHostCluster lab = borrowed.lab;
         HostLab hosts = lab.hostLab();
         String pusher = lab.rolloutNodes().get(0);
@@ -134,7 +134,7 @@ final class LoadersPartitionedCase implements MultiHostFaultCase {
 
             // the path is back: rebuild on the active generation, then the next publish
             long next = MultiHostFaultCase.rebuildThenPublishNext(borrowed);
-            found.provedMidUpdate = midPush && found.clean();
+            found.landedMidUpdate(midPush && found.clean());
             return String.format(
                     Locale.ROOT,
                     "%s <-> %s cut during the update to %d (served %d) after %s had pushed %d of"

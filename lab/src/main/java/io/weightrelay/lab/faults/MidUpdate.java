@@ -55,13 +55,12 @@ record MidUpdate(long good, long next, boolean midUpdate, List<UpdateProgress> o
 
     /**
      * Publishes and proves {@code good}, publishes {@code next} and updates to it with {@code
-     * fault}; requires of {@code proof} that the fault landed while the update ran.
+     * fault}; requires of {@code ledger} that the fault landed while the update ran.
      */
-    static MidUpdate inject(SharedLab.Borrowed b, ServingProof proof, Fault fault)
-            throws Exception {
+    static MidUpdate inject(SharedLab.Borrowed b, Ledger ledger, Fault fault) throws Exception {
         LabCluster lab = b.lab;
         long good = lab.publish(b.nextStep());
-        proof.checkEngines(lab.updateAll().requireUpdated().results());
+        ledger.checkEngines(lab, lab.updateAll().requireUpdated().results());
         long next = lab.publish(b.nextStep());
         ExecutorService pool = Executors.newSingleThreadExecutor();
         try (SessionWatch watch = new SessionWatch(lab)) {
@@ -77,14 +76,14 @@ record MidUpdate(long good, long next, boolean midUpdate, List<UpdateProgress> o
                 MidApply.signal("CONT", held);
             }
             fault.then();
-            proof.require(
+            ledger.require(
                     midUpdate,
                     "the fault landed "
                             + (sessionSeen
                                     ? "after the update ended"
                                     : "before its session existed")
                             + ": nothing was proven about a fault mid-update");
-            proof.injectedMidUpdate(midUpdate);
+            ledger.landedMidUpdate(midUpdate);
             return new MidUpdate(good, next, midUpdate, running.get(5, TimeUnit.MINUTES).results());
         } finally {
             pool.shutdownNow();

@@ -2,8 +2,8 @@ package io.weightrelay.lab.faults;
 
 /**
  * A case on the suite's shared lab that injects its fault while an update runs ({@link MidUpdate})
- * and proves what the system did with a {@link ServingProof}; a failed proof leaves the lab dumped
- * and discarded ({@link SharedLab#prove}).
+ * and proves what the system did with a {@link Ledger}; a failed proof leaves the lab dumped and
+ * discarded ({@link SharedLab#prove}).
  */
 abstract class MidUpdateCase implements FaultCase {
 

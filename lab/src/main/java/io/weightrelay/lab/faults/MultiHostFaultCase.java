@@ -29,25 +29,10 @@ interface MultiHostFaultCase extends FaultCase {
     Duration PHASE_TIMEOUT = Duration.ofSeconds(60);
 
     /**
-     * What a case found while it ran, kept when it fails part-way: the problems in words, the
-     * engines that served corrupted or partial bytes, and whether its fault landed mid-update.
-     */
-    final class Findings {
-        final List<String> problems = new ArrayList<>();
-        long corrupted;
-        long partial;
-        boolean provedMidUpdate;
-
-        boolean clean() {
-            return problems.isEmpty() && corrupted == 0 && partial == 0;
-        }
-    }
-
-    /**
      * Breaks a link of the shared multi-host lab and proves what the system did, recording into
      * {@code found}; returns the case's detail. The lab's logs are dumped when it throws.
      */
-    String inject(SharedLab.BorrowedHosts borrowed, Findings found) throws Exception;
+    String inject(SharedLab.BorrowedHosts borrowed, Ledger found) throws Exception;
 
     /**
      * Runs {@link #inject} on the shared multi-host lab, or fails saying why that lab cannot run
@@ -63,7 +48,7 @@ interface MultiHostFaultCase extends FaultCase {
             return FaultResult.failed(
                     name(), "the multi-host lab cannot run here: " + e.getMessage(), started, true);
         }
-        Findings found = new Findings();
+        Ledger found = new Ledger();
         String detail;
         try {
             SharedLab.BorrowedHosts borrowed = borrowLab(context);
@@ -74,25 +59,13 @@ interface MultiHostFaultCase extends FaultCase {
                 throw e;
             }
         } catch (Exception | AssertionError e) {
-            found.problems.add(e.getClass().getSimpleName() + ": " + e.getMessage());
+            found.threw(e);
             detail = "failed";
         }
-        boolean passed = found.clean();
-        if (!passed) {
+        if (!found.clean()) {
             SharedLab.discard(context);
         }
-        return new FaultResult(
-                name(),
-                passed,
-                found.problems.isEmpty()
-                        ? detail
-                        : detail + "; " + String.join("; ", found.problems),
-                found.corrupted,
-                found.partial,
-                0,
-                (System.nanoTime() - started) / 1e9,
-                true,
-                found.provedMidUpdate);
+        return found.result(name(), detail, started, true);
     }
 
     @Override
@@ -178,7 +151,7 @@ interface MultiHostFaultCase extends FaultCase {
      * without a reason is a problem; one that ended UPDATED with bytes not all of {@code
      * generation} is a corrupted one served.
      */
-    static List<String> failures(LabUpdate ended, long generation, Findings found) {
+    static List<String> failures(LabUpdate ended, long generation, Ledger found) {
         List<String> failures = new ArrayList<>();
         for (LabUpdate.Engine e : ended.engines()) {
             String instance = e.instance();

@@ -50,11 +50,11 @@ public final class RedisDataLostCase extends MidUpdateCase {
 
     private FaultResult proveWiped(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
-        ServingProof proof = new ServingProof(lab);
-        MidUpdate update = RedisRestartCase.outage(b, proof, true);
+        Ledger ledger = new Ledger();
+        MidUpdate update = RedisRestartCase.outage(b, ledger, true);
         long next = update.next();
-        proof.checkEngines(update.outcomes());
-        proof.requireHeld(Set.of(update.good(), next));
+        ledger.checkEngines(lab, update.outcomes());
+        ledger.requireHeld(lab, Set.of(update.good(), next));
         Map<String, Long> held = new TreeMap<>();
         for (RolloutEngine engine : lab.engines()) {
             held.put(engine.instance(), engine.status().getGeneration());
@@ -62,13 +62,13 @@ public final class RedisDataLostCase extends MidUpdateCase {
 
         // Every service registers again what it owns, on its own.
         List<String> missing = awaitRegistrations(lab);
-        proof.require(
+        ledger.require(
                 missing.isEmpty(), "not registered again within " + REREGISTER + ": " + missing);
 
         // The publishers free what the forgotten generations held in their segments (told the new
         // incarnation mark by their heartbeat): before the next publish, nothing is allocated.
         Map<String, Long> stillUsed = awaitSegmentsFreed(lab);
-        proof.require(
+        ledger.require(
                 stillUsed.isEmpty(),
                 "segment bytes of generations Redis forgot still allocated after "
                         + REREGISTER
@@ -79,14 +79,14 @@ public final class RedisDataLostCase extends MidUpdateCase {
         // one) nor, asked by id, what an engine holds.
         List<String> refused = new ArrayList<>();
         for (RolloutEngine engine : lab.engines()) {
-            refused.add(refusal(proof, engine, null, "the active generation"));
+            refused.add(refusal(ledger, engine, null, "the active generation"));
         }
         RolloutEngine first = lab.engines().get(0);
         Long firstHeld = held.get(first.instance());
-        refused.add(refusal(proof, first, firstHeld, "generation " + firstHeld));
-        proof.checkEngines(List.of());
+        refused.add(refusal(ledger, first, firstHeld, "generation " + firstHeld));
+        ledger.checkEngines(lab, List.of());
         for (RolloutEngine engine : lab.engines()) {
-            proof.require(
+            ledger.require(
                     java.util.Objects.equals(
                             engine.status().getGeneration(), held.get(engine.instance())),
                     engine.instance() + " moved off " + held.get(engine.instance()));
@@ -95,16 +95,16 @@ public final class RedisDataLostCase extends MidUpdateCase {
         // Engines paused by the failed update are rebuilt as an operator would; the trainer's
         // next publish gets an id above everything the engines hold, and every engine loads it.
         lab.reRegisterAll();
-        long after = proof.serveNext(b.nextStep());
+        long after = ledger.serveNext(lab, b.nextStep());
         long newestHeld = held.values().stream().mapToLong(g -> g == null ? 0 : g).max().orElse(0);
-        proof.require(
+        ledger.require(
                 after > Math.max(next, newestHeld),
                 "the generation published after the loss, "
                         + after
                         + ", is not above "
                         + Math.max(next, newestHeld)
                         + ", which engines held");
-        return proof.result(
+        return ledger.result(
                 name(),
                 update.when("wiped")
                         + "; outcomes "
@@ -119,15 +119,15 @@ public final class RedisDataLostCase extends MidUpdateCase {
                         + "; the next publish got "
                         + after
                         + " and every engine loaded it",
-                started);
+                started,
+                claimsMidUpdate());
     }
 
     /**
      * Asks {@code engine}'s loader to update to {@code generation} (null: the active one), whose
      * records are gone: refused at once or ended without advancing, never UPDATED.
      */
-    private static String refusal(
-            ServingProof proof, RolloutEngine engine, Long generation, String what)
+    private static String refusal(Ledger ledger, RolloutEngine engine, Long generation, String what)
             throws InterruptedException {
         UpdateProgress end;
         try {
@@ -138,7 +138,7 @@ public final class RedisDataLostCase extends MidUpdateCase {
         } catch (RuntimeException refusedAtOnce) {
             return engine.instance() + " refused: " + LabCase.firstLine(refusedAtOnce.getMessage());
         }
-        proof.require(
+        ledger.require(
                 end.getOutcome() != UpdateOutcome.UPDATED,
                 engine.instance()
                         + ": an update to "

@@ -29,12 +29,11 @@ public final class RedisRestartCase extends MidUpdateCase {
      * Kills the lab's Redis (SIGKILL) during an update and starts it again after {@link #OUTAGE},
      * with what it saved or, {@code wiped}, with nothing.
      */
-    static MidUpdate outage(SharedLab.Borrowed b, ServingProof proof, boolean wiped)
-            throws Exception {
+    static MidUpdate outage(SharedLab.Borrowed b, Ledger ledger, boolean wiped) throws Exception {
         LabRedis redis = b.redis;
         return MidUpdate.inject(
                 b,
-                proof,
+                ledger,
                 MidUpdate.Fault.of(
                         redis::kill,
                         () -> {
@@ -50,17 +49,17 @@ public final class RedisRestartCase extends MidUpdateCase {
     @Override
     FaultResult prove(SharedLab.Borrowed b, long started) throws Exception {
         LabCluster lab = b.lab;
-        ServingProof proof = new ServingProof(lab);
-        MidUpdate update = outage(b, proof, false);
+        Ledger ledger = new Ledger();
+        MidUpdate update = outage(b, ledger, false);
         long good = update.good();
         long next = update.next();
         List<UpdateProgress> outcomes = update.outcomes();
         double recovery = awaitControlApi(lab, good);
-        proof.require(
+        ledger.require(
                 recovery >= 0, "control-api did not answer within " + RECOVERY + " of the restart");
-        proof.checkEngines(outcomes);
-        proof.requireHeld(Set.of(good, next));
-        proof.requireCommitted(good, next);
+        ledger.checkEngines(lab, outcomes);
+        ledger.requireHeld(lab, Set.of(good, next));
+        ledger.requireCommitted(lab, good, next);
 
         boolean paused = false;
         for (UpdateProgress p : outcomes) {
@@ -73,10 +72,10 @@ public final class RedisRestartCase extends MidUpdateCase {
         // Not retried: the group's session of this generation ended (RESUMED_OLD), and a session
         // is not started again for the same generation and group while it is kept (24 h); the
         // next generation is what the group updates to.
-        long after = proof.serveNext(b.nextStep());
-        proof.require(after > next, "the next generation " + after + " is not after " + next);
-        proof.requireCommitted(good, next);
-        return proof.result(
+        long after = ledger.serveNext(lab, b.nextStep());
+        ledger.require(after > next, "the next generation " + after + " is not after " + next);
+        ledger.requireCommitted(lab, good, next);
+        return ledger.result(
                 name(),
                 update.when("killed")
                         + String.format(
@@ -84,7 +83,7 @@ public final class RedisRestartCase extends MidUpdateCase {
                                 "; control-api served again %.1f s after the restart",
                                 recovery)
                         + "; outcomes "
-                        + ServingProof.ends(outcomes)
+                        + Ledger.ends(outcomes)
                         + "; generations "
                         + good
                         + ", "
@@ -92,7 +91,8 @@ public final class RedisRestartCase extends MidUpdateCase {
                         + " kept; next "
                         + after
                         + " served",
-                started);
+                started,
+                claimsMidUpdate());
     }
 
     /** How long control-api may take to serve again once Redis answers (reconnect, breaker). */
