@@ -7,7 +7,8 @@
 -- ARGV: instance, ttlMs (its expiry is that long after now on the Redis server clock, see
 --       heartbeat.lua), model, group, node, endpoint, workersJson, nicsJson, templateTtlMs,
 --       template digests (space-separated, in KEYS order), the rollout instance this loader serves
---       one node of and its node count (both empty: an instance on one node), the key prefix
+--       one node of and its node count (both empty: an instance on one node), the key prefix,
+--       the data-plane engine the loader named (empty: it named none)
 -- Returns {'ok', epoch, leases released} | {'missing', digest...}
 local missing = {'missing'}
 local digests = {}
@@ -58,6 +59,11 @@ if ARGV[11] ~= '' then
   redis.call('HSET', KEYS[1], 'spanInstance', ARGV[11], 'spanNodes', ARGV[12])
 else
   redis.call('HDEL', KEYS[1], 'spanInstance', 'spanNodes')
+end
+if ARGV[14] ~= '' then
+  redis.call('HSET', KEYS[1], 'dataplaneEngine', ARGV[14])
+else
+  redis.call('HDEL', KEYS[1], 'dataplaneEngine')
 end
 redis.call('HDEL', KEYS[1], 'generation')
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])

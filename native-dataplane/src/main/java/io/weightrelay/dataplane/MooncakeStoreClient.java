@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.SortedSet;
 import java.util.TreeSet;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The store client of a {@link MooncakeDataplane}: Mooncake Store's own directory and allocator (in
@@ -28,6 +29,7 @@ final class MooncakeStoreClient implements StoreClient {
     static final int OBJECT_ALREADY_EXISTS = -705;
 
     private final MooncakeDataplane dp;
+    private final LongAdder leaseRetries = new LongAdder();
 
     MooncakeStoreClient(MooncakeDataplane dp) {
         this.dp = dp;
@@ -39,11 +41,18 @@ final class MooncakeStoreClient implements StoreClient {
     /** Mooncake's {@code OBJECT_HAS_LEASE}: a read's lease on the object has not ended. */
     static final int OBJECT_HAS_LEASE = -706;
 
+    /** Mooncake's {@code LEASE_EXPIRED}: a range landed after the read's lease had run out. */
+    static final int LEASE_EXPIRED = -707;
+
+    private static final System.Logger LOG =
+            System.getLogger(Dataplane.class.getName()); // the name log configurations use
+
     private static final Map<Integer, String> CODE_NAMES =
             Map.of(
                     OBJECT_NOT_FOUND, "OBJECT_NOT_FOUND",
                     OBJECT_ALREADY_EXISTS, "OBJECT_ALREADY_EXISTS",
-                    OBJECT_HAS_LEASE, "OBJECT_HAS_LEASE");
+                    OBJECT_HAS_LEASE, "OBJECT_HAS_LEASE",
+                    LEASE_EXPIRED, "LEASE_EXPIRED");
 
     private static MooncakeOperationException failed(String op, int code, String key) {
         String name = CODE_NAMES.getOrDefault(code, "code " + code);
@@ -158,25 +167,40 @@ final class MooncakeStoreClient implements StoreClient {
      * tells a missing object and which counter the bytes go to: per range, its bytes or a negative
      * code. Ranges are checked against their destination here ({@link
      * DataplaneError#OUT_OF_BOUNDS}, {@link DataplaneError#UNREGISTERED_BUFFER} for memory that is
-     * not a receive segment of this data plane); an empty range reads 0 bytes; Mooncake's own codes
-     * are passed through (negative).
+     * not a receive segment of this data plane); an empty range reads 0 bytes; ranges whose read
+     * lease ran out before they landed ({@code LEASE_EXPIRED}) are read once more with a fresh
+     * lease; Mooncake's other codes are passed through (negative).
      *
      * @throws ObjectNotFoundException when Mooncake holds no object under {@code key}
+     * @throws ReadLeaseExpiredException when a range's lease ran out in the retry too
      */
     @Override
     public long[] getIntoRanges(String key, List<ReadRange> ranges) {
         return getIntoRanges(locate(List.of(key)).get(0), ranges);
     }
 
+    /**
+     * Validates the ranges, reads the valid ones, and reads those whose lease ran out once more.
+     *
+     * <p>Mooncake's master leases an object to a reader for its {@code --default_kv_lease_ttl} each
+     * time the reader queries it (the query {@code get_into_ranges} starts with, and the renewals
+     * it sends at half the remaining lease while the bytes move); a non-forced remove or an
+     * eviction leaves a leased object alone. A range that lands after the lease ran out (the
+     * agent's waiting thread or the master starved for over half the TTL, say on a loaded machine)
+     * is answered {@code LEASE_EXPIRED} instead of its byte count: its bytes may be another
+     * object's that reused the space. Objects here are immutable (a key is one generation's), so
+     * reading those ranges again is safe: the retry's query takes a fresh lease, and an object
+     * removed meanwhile reads as missing. A second expiry fails the read ({@link
+     * ReadLeaseExpiredException}).
+     */
     private long[] read(MooncakeLocated object, List<ReadRange> ranges) {
         String key = object.key();
         long[] out = new long[ranges.size()];
-        Map<Local, List<Integer>> byMemory = new LinkedHashMap<>();
+        List<Integer> valid = new ArrayList<>();
         for (int i = 0; i < ranges.size(); i++) {
             ReadRange r = ranges.get(i);
-            Local local;
             try {
-                local = dp.local(r.destination());
+                dp.local(r.destination());
             } catch (UnregisteredBufferException e) {
                 out[i] = DataplaneError.UNREGISTERED_BUFFER.code();
                 continue;
@@ -190,11 +214,54 @@ final class MooncakeStoreClient implements StoreClient {
             } else if (r.length() == 0) {
                 out[i] = 0;
             } else {
-                byMemory.computeIfAbsent(local, l -> new ArrayList<>()).add(i);
+                valid.add(i);
             }
+        }
+        transfer(key, ranges, valid, out);
+        List<Integer> expired = expired(out, valid);
+        if (!expired.isEmpty()) {
+            leaseRetries.increment();
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "Mooncake''s read lease on ''{0}'' ran out before {1} of its ranges landed"
+                            + " (LEASE_EXPIRED): reading them again with a fresh lease",
+                    key,
+                    expired.size());
+            transfer(key, ranges, expired, out);
         }
         boolean notFound = false;
         long moved = 0;
+        for (int i : valid) {
+            notFound |= out[i] == OBJECT_NOT_FOUND;
+            moved += Math.max(0, out[i]);
+        }
+        dp.byteCounters().read(dp.allOwn(object.segments()), moved);
+        if (notFound) {
+            throw new ObjectNotFoundException(key, "Mooncake holds no object under '" + key + "'");
+        }
+        List<Integer> still = expired(out, expired);
+        if (!still.isEmpty()) {
+            throw new ReadLeaseExpiredException(
+                    key, still.stream().map(i -> ranges.get(i).objectOffset()).toList());
+        }
+        return out;
+    }
+
+    /** Of {@code indices}, those whose result is {@code LEASE_EXPIRED}. */
+    private static List<Integer> expired(long[] out, List<Integer> indices) {
+        return indices.stream().filter(i -> out[i] == LEASE_EXPIRED).toList();
+    }
+
+    /**
+     * One agent {@code get_ranges} per destination memory for the ranges {@code indices} names;
+     * each range's byte count or Mooncake's code goes to its place in {@code out}.
+     */
+    private void transfer(String key, List<ReadRange> ranges, List<Integer> indices, long[] out) {
+        Map<Local, List<Integer>> byMemory = new LinkedHashMap<>();
+        for (int i : indices) {
+            byMemory.computeIfAbsent(dp.local(ranges.get(i).destination()), l -> new ArrayList<>())
+                    .add(i);
+        }
         for (Map.Entry<Local, List<Integer>> e : byMemory.entrySet()) {
             List<Span> spans = new ArrayList<>();
             for (int i : e.getValue()) {
@@ -206,17 +273,14 @@ final class MooncakeStoreClient implements StoreClient {
                             .getIntoRanges(e.getKey().mapped(), List.of(new Read(key, spans)))
                             .get(0);
             for (int j = 0; j < got.size(); j++) {
-                long n = got.get(j);
-                notFound |= n == OBJECT_NOT_FOUND;
-                out[e.getValue().get(j)] = n;
-                moved += Math.max(0, n);
+                out[e.getValue().get(j)] = got.get(j);
             }
         }
-        dp.byteCounters().read(dp.allOwn(object.segments()), moved);
-        if (notFound) {
-            throw new ObjectNotFoundException(key, "Mooncake holds no object under '" + key + "'");
-        }
-        return out;
+    }
+
+    /** How many reads found a range's lease run out and read again (since this client began). */
+    long leaseRetries() {
+        return leaseRetries.sum();
     }
 
     /** One {@code batch_get_replica_desc} for all keys; a missing key fails only its read. */

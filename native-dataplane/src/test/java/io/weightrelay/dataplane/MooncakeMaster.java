@@ -2,6 +2,7 @@ package io.weightrelay.dataplane;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -9,8 +10,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * The pinned wheel's {@code mooncake_master} in a network namespace made for it with only its
  * loopback up (Mooncake's listeners bind the wildcard address whatever they are told), its rpc port
- * on 127.0.0.1:50051 and a read lease of 500 ms; what the Mooncake tests start once per class.
- * Needs root and {@code ip netns}. {@link #close} kills the master and deletes the namespace.
+ * on 127.0.0.1:50051 and the read lease ({@code --default_kv_lease_ttl}) a test asks for; what the
+ * Mooncake tests start once per class. Needs root and {@code ip netns}. {@link #close} kills the
+ * master and deletes the namespace.
  */
 final class MooncakeMaster implements AutoCloseable {
     static final Path VENV =
@@ -18,6 +20,13 @@ final class MooncakeMaster implements AutoCloseable {
     static final Path PYTHON_SRC =
             Path.of(System.getProperty("user.dir")).resolve("../python/src").normalize();
     static final String RPC = "127.0.0.1:50051";
+
+    /**
+     * The read lease most tests run with: short, so that a test removing an object it just read
+     * waits little; the Mooncake store client's one retry of a read whose lease ran out ({@code
+     * MooncakeStoreClient}) is what keeps a slow read on a loaded machine from failing with it.
+     */
+    static final Duration LEASE_TTL = Duration.ofMillis(500);
 
     private final String netns;
     private final Process process;
@@ -27,8 +36,18 @@ final class MooncakeMaster implements AutoCloseable {
         this.process = process;
     }
 
-    /** Starts a master in a new namespace named {@code prefix-<random>}; its output goes to log. */
+    /** {@link #start(String, Path, Duration)} with the {@link #LEASE_TTL} most tests use. */
     static MooncakeMaster start(String prefix, Path log) throws IOException, InterruptedException {
+        return start(prefix, log, LEASE_TTL);
+    }
+
+    /**
+     * Starts a master in a new namespace named {@code prefix-<random>} whose reads are leased for
+     * {@code leaseTtl} (0: every read's lease has run out by the time its bytes land); its output
+     * goes to log.
+     */
+    static MooncakeMaster start(String prefix, Path log, Duration leaseTtl)
+            throws IOException, InterruptedException {
         String netns = prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
         run("ip", "netns", "add", netns);
         Process p = null;
@@ -45,7 +64,7 @@ final class MooncakeMaster implements AutoCloseable {
                                     "--rpc_address=127.0.0.1",
                                     "--metrics_host=127.0.0.1",
                                     "--metrics_port=50052",
-                                    "--default_kv_lease_ttl=500")
+                                    "--default_kv_lease_ttl=" + leaseTtl.toMillis())
                             .redirectErrorStream(true)
                             .redirectOutput(log.toFile())
                             .start();
@@ -65,6 +84,14 @@ final class MooncakeMaster implements AutoCloseable {
             new MooncakeMaster(netns, p).close();
             throw e;
         }
+    }
+
+    /**
+     * The master's process id (the pid of the {@code ip netns exec} started: it execs the master),
+     * for a test that stops the master for a while.
+     */
+    long pid() {
+        return process.pid();
     }
 
     /** The command prefix that runs a process in the master's namespace. */

@@ -22,16 +22,27 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 final class MooncakeTestEngines implements TestEngine, BeforeAllCallback, AfterAllCallback {
     private static final int MIB = 1 << 20;
 
-    /** How long a remove waits out a read's lease (the master's TTL is 500 ms). */
+    /** How long a remove waits out a read's lease (the master's TTL: 500 ms unless told). */
     static final Duration LEASE_WAIT = Duration.ofSeconds(10);
 
+    private final Duration leaseTtl;
     private MooncakeMaster master;
     private Path workDir;
+
+    /** A master leasing reads for {@link MooncakeMaster#LEASE_TTL}. */
+    MooncakeTestEngines() {
+        this(MooncakeMaster.LEASE_TTL);
+    }
+
+    /** A master leasing reads for {@code leaseTtl} ({@code --default_kv_lease_ttl}). */
+    MooncakeTestEngines(Duration leaseTtl) {
+        this.leaseTtl = leaseTtl;
+    }
 
     @Override
     public void beforeAll(ExtensionContext context) throws IOException, InterruptedException {
         workDir = Files.createTempDirectory(Path.of("/tmp"), "wr-mce");
-        master = MooncakeMaster.start("wr-mce", workDir.resolve("master.log"));
+        master = MooncakeMaster.start("wr-mce", workDir.resolve("master.log"), leaseTtl);
     }
 
     MooncakeMaster master() {

@@ -5,9 +5,11 @@ import io.weightrelay.api.common.model.InstanceSpan;
 import io.weightrelay.api.common.model.ReceiveBuffer;
 import io.weightrelay.api.common.model.TargetFragment;
 import io.weightrelay.api.common.model.WorkerPlacement;
+import io.weightrelay.api.control.model.DataplaneEngineName;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderRegistration;
 import io.weightrelay.service.problem.RelayException;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -15,8 +17,9 @@ import java.util.TreeSet;
 
 /**
  * What a loader's registration must satisfy before anything of it is stored: its own shape ({@link
- * #placement}) and, for a loader of an instance that spans nodes, its agreement with the instance's
- * other loaders ({@link #span}). The geometry of its fragments is {@link PlacementChecks}'.
+ * #placement}), its data-plane engine ({@link #engine}) and, for a loader of an instance that spans
+ * nodes, its agreement with the instance's other loaders ({@link #span}). The geometry of its
+ * fragments is {@link PlacementChecks}'.
  */
 final class RegistrationChecks {
 
@@ -147,6 +150,80 @@ final class RegistrationChecks {
                                     + String.join(", ", loaders))
                     .with("loaders", List.copyOf(loaders));
         }
+    }
+
+    /**
+     * A loader that names its data-plane engine runs control-api's ({@code relay.dataplane.engine})
+     * and that of every live loader of its model and group that named one: a plan sends bytes
+     * between the group's loaders by segment name, which only an engine of the same kind resolves
+     * (and a worker's own Transfer Engine memory only Mooncake reaches), so a mixed group would
+     * fail at apply. The live loaders matter beside control-api's engine for loaders registered
+     * before control-api was configured anew. A registration that names none is not checked.
+     *
+     * @param others the live loaders of the registration's model and group
+     */
+    static void engine(
+            String instance,
+            LoaderRegistration r,
+            DataplaneEngineName controlApi,
+            List<Loader> others) {
+        DataplaneEngineName mine = r.getDataplaneEngine();
+        if (mine == null) {
+            return;
+        }
+        if (mine != controlApi) {
+            throw engineMismatch(
+                            instance,
+                            mine,
+                            "control-api runs the "
+                                    + controlApi.getValue()
+                                    + " engine (relay.dataplane.engine), and the plan's bytes go"
+                                    + " through the engine control-api's store was written by")
+                    .with("controlApiEngine", controlApi.getValue());
+        }
+        List<String> loaders = new ArrayList<>();
+        List<String> engines = new ArrayList<>();
+        for (Loader other : others) {
+            if (!other.getInstance().equals(instance)
+                    && other.getDataplaneEngine() != null
+                    && other.getDataplaneEngine() != mine) {
+                loaders.add(other.getInstance());
+                engines.add(other.getDataplaneEngine().getValue());
+            }
+        }
+        if (!loaders.isEmpty()) {
+            throw engineMismatch(
+                            instance,
+                            mine,
+                            "live loader(s) "
+                                    + String.join(", ", loaders)
+                                    + " of model "
+                                    + r.getModel()
+                                    + ", group "
+                                    + r.getGroup()
+                                    + " run "
+                                    + String.join(", ", engines)
+                                    + ", whose segments it could not write into nor they into"
+                                    + " its")
+                    .with("loaders", List.copyOf(loaders))
+                    .with("engines", List.copyOf(engines));
+        }
+    }
+
+    private static RelayException engineMismatch(
+            String instance, DataplaneEngineName engine, String detail) {
+        return RegistryProblems.DATAPLANE_ENGINE_MISMATCH
+                .exception(
+                        "loader "
+                                + instance
+                                + " runs the "
+                                + engine.getValue()
+                                + " data-plane engine, but "
+                                + detail
+                                + "; one deployment runs one engine: set relay.dataplane.engine"
+                                + " alike on every service")
+                .with("instanceId", instance)
+                .with("dataplaneEngine", engine.getValue());
     }
 
     private static RelayException spanConflict(String instance, InstanceSpan span, String detail) {

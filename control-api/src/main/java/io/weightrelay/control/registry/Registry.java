@@ -5,6 +5,7 @@ import io.weightrelay.api.common.model.InstanceSpan;
 import io.weightrelay.api.common.model.Nic;
 import io.weightrelay.api.common.model.ReceiveBuffer;
 import io.weightrelay.api.common.model.WorkerPlacement;
+import io.weightrelay.api.control.model.DataplaneEngineName;
 import io.weightrelay.api.control.model.Loader;
 import io.weightrelay.api.control.model.LoaderHeartbeat;
 import io.weightrelay.api.control.model.LoaderRegistration;
@@ -18,6 +19,7 @@ import io.weightrelay.control.redis.RedisTime;
 import io.weightrelay.control.redis.ScriptCall;
 import io.weightrelay.control.redis.ScriptCall.Reply;
 import io.weightrelay.reshard.placement.FragmentTemplate;
+import io.weightrelay.service.dataplane.DataplaneSettings;
 import io.weightrelay.service.security.Role;
 import java.time.Duration;
 import java.time.Instant;
@@ -62,6 +64,9 @@ public class Registry {
     private final ApplicationEventPublisher events;
     private final Incarnation incarnation;
 
+    /** The engine this control-api runs ({@code relay.dataplane.engine}): the deployment's. */
+    private final DataplaneEngineName engine;
+
     Registry(
             StringRedisTemplate redis,
             RedisKeys keys,
@@ -72,7 +77,8 @@ public class Registry {
             PlacementTemplates templates,
             ControlPlaneTicks ticks,
             ApplicationEventPublisher events,
-            Incarnation incarnation) {
+            Incarnation incarnation,
+            DataplaneSettings dataplane) {
         this.redis = redis;
         this.keys = keys;
         this.guard = guard;
@@ -83,6 +89,7 @@ public class Registry {
         this.ticks = ticks;
         this.events = events;
         this.incarnation = incarnation;
+        this.engine = DataplaneEngineName.fromValue(dataplane.engine().label());
     }
 
     private static final int LIST_PAGE = 256;
@@ -220,8 +227,12 @@ public class Registry {
      */
     public Loader registerLoader(String instance, LoaderRegistration r) {
         RegistrationChecks.placement(instance, r);
-        if (r.getSpan() != null) {
-            RegistrationChecks.span(instance, r, liveLoaders(r.getModel(), r.getGroup()));
+        if (r.getDataplaneEngine() != null || r.getSpan() != null) {
+            List<Loader> group = liveLoaders(r.getModel(), r.getGroup());
+            RegistrationChecks.engine(instance, r, engine, group);
+            if (r.getSpan() != null) {
+                RegistrationChecks.span(instance, r, group);
+            }
         }
         List<StoredWorkers.Worker> summaries = new ArrayList<>();
         Set<String> digests = new LinkedHashSet<>();
@@ -286,7 +297,8 @@ public class Registry {
                         String.join(" ", digests),
                         r.getSpan() == null ? "" : r.getSpan().getRolloutInstance(),
                         r.getSpan() == null ? "" : String.valueOf(r.getSpan().getNodes()),
-                        keys.prefix());
+                        keys.prefix(),
+                        r.getDataplaneEngine() == null ? "" : r.getDataplaneEngine().getValue());
         if (result.is("missing")) {
             throw templatesMissing(instance, result.items(1));
         }
@@ -551,7 +563,8 @@ public class Registry {
                     "lastHeartbeat",
                     "generation",
                     "spanInstance",
-                    "spanNodes");
+                    "spanNodes",
+                    "dataplaneEngine");
 
     /** Parsed registrations kept at most: far above any deployment's live loaders. */
     private static final int PARSED_MAX = 16_384;
@@ -614,6 +627,10 @@ public class Registry {
         }
         if (p.nics() != null) {
             l.setNics(p.nics());
+        }
+        String engine = str(h, "dataplaneEngine");
+        if (engine != null && !engine.isEmpty()) {
+            l.setDataplaneEngine(DataplaneEngineName.fromValue(engine));
         }
         return l;
     }

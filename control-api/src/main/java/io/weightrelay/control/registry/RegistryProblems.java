@@ -29,5 +29,11 @@ public enum RegistryProblems implements ProblemKind.Catalogued {
      * loaders: another node count, a node another loader already serves, or more loaders than
      * nodes.
      */
-    ROLLOUT_INSTANCE_CONFLICT
+    ROLLOUT_INSTANCE_CONFLICT,
+    /**
+     * A loader names another data-plane engine than control-api runs, or than a live loader of its
+     * model and group named: the plan would send bytes between engines that cannot reach each
+     * other's segments.
+     */
+    DATAPLANE_ENGINE_MISMATCH
 }

@@ -37,10 +37,17 @@ public final class MooncakeLab implements AutoCloseable {
     static final int RPC_PORT = 50051;
 
     /**
-     * The read lease the master gives (its {@code --default_kv_lease_ttl}): short, so that removing
-     * a generation just read (a lab's garbage collection) waits little for it.
+     * The read lease the master gives (its {@code --default_kv_lease_ttl}). A ranged get renews its
+     * lease at half of what is left, so a read expires ({@code LEASE_EXPIRED}) only when the
+     * reading agent's waiting thread or the master is starved for over half the TTL: with 500 ms a
+     * 250 ms stall did it, and on the lab's 2 cores shared by a whole cluster (and the other jobs
+     * of the machine) a Mooncake bench round failed that way. 5 s puts the stall that expires a
+     * read at 2.5 s, ten times more than that; the store client reads an expired range once more
+     * anyway. The price is the wait of a removal of an object just read (a lab's garbage collection
+     * right after an update): at most the TTL, inside the services' {@code lease-wait} of 10 s
+     * (Mooncake's own default TTL is 10 s).
      */
-    static final int LEASE_TTL_MS = 500;
+    static final int LEASE_TTL_MS = 5_000;
 
     private final String netns;
     private final Path workDir;

@@ -19,6 +19,7 @@ import io.weightrelay.api.control.client.UpdatesApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
 import io.weightrelay.api.control.client.model.BarrierName;
 import io.weightrelay.api.control.client.model.BarrierStatus;
+import io.weightrelay.api.control.client.model.DataplaneEngineName;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.LandedDigests;
 import io.weightrelay.api.control.client.model.LeaseRequest;
@@ -176,14 +177,7 @@ public class RestControlPlane implements ControlPlane {
             }
             placed.add(p);
         }
-        LoaderRegistration body =
-                new LoaderRegistration()
-                        .model(registration.getModel())
-                        .group(registration.getGroup())
-                        .node(registration.getNode())
-                        .endpoint(advertiseUrl())
-                        .span(registration.getSpan())
-                        .workers(placed);
+        LoaderRegistration body = body(registration, placed, advertiseUrl(), settings.engine());
         Loader loader =
                 PlacementTemplates.register(
                         () ->
@@ -193,6 +187,26 @@ public class RestControlPlane implements ControlPlane {
                         templates.values(),
                         this::putTemplate);
         return loader.getEpoch();
+    }
+
+    /**
+     * The registration control-api is sent: the instance's model, group, node and span, the workers
+     * as {@link #header} made them, and this loader's data-plane engine, which control-api checks
+     * against its own and the group's (409 {@code dataplane-engine-mismatch}).
+     */
+    static LoaderRegistration body(
+            InstanceRegistration registration,
+            List<WorkerPlacement> workers,
+            String endpoint,
+            io.weightrelay.dataplane.DataplaneEngine engine) {
+        return new LoaderRegistration()
+                .model(registration.getModel())
+                .group(registration.getGroup())
+                .node(registration.getNode())
+                .endpoint(endpoint)
+                .span(registration.getSpan())
+                .workers(workers)
+                .dataplaneEngine(DataplaneEngineName.fromValue(engine.label()));
     }
 
     private void putTemplate(FragmentTemplate t) {
@@ -207,8 +221,12 @@ public class RestControlPlane implements ControlPlane {
     /**
      * What control-api is told of a worker: the worker without its fragments (they go as a
      * template, or inline when they cannot be one) and its buffers without their Transfer Engine
-     * memory, which only the loader writes through; a new object, so the registration the loader
-     * keeps is not changed.
+     * memory; a new object, so the registration the loader keeps is not changed. The planner plans
+     * by segment name and offset and never addresses that memory: every sender's data plane finds
+     * it by the segment name this loader published for it. What the memory implies for a plan, that
+     * only a Mooncake-engine sender reaches it, control-api learns from the registration's {@code
+     * dataplaneEngine} (the same for every buffer of the loader), which it checks against its own
+     * engine and the group's at registration.
      */
     static WorkerPlacement header(WorkerPlacement w) {
         List<ReceiveBuffer> buffers = new ArrayList<>(w.getBuffers().size());
