@@ -1,7 +1,5 @@
 package io.weightrelay.lab.bench;
 
-import io.weightrelay.lab.cluster.LabStore;
-import io.weightrelay.lab.cluster.RunRedis;
 import io.weightrelay.reshard.placement.Mode;
 import io.weightrelay.testkit.process.ServiceProcess;
 import java.io.IOException;
@@ -21,7 +19,6 @@ import java.util.concurrent.Future;
 import java.util.function.BiFunction;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.springframework.util.FileSystemUtils;
 import org.springframework.web.client.RestClientResponseException;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -107,10 +104,6 @@ public final class ControlPlaneBench {
         String heap = o.controlHeap();
         int warmups = o.warmup();
         Players options = o.players();
-        BenchServices services = o.services();
-        RunRedis.Address redis = RunRedis.configured();
-        String redisHost = redis.host();
-        int redisPort = redis.port();
 
         // The deployment, for any model size and name prefix: the measured run and its warm-ups.
         BiFunction<String, Integer, Scenario> deployment =
@@ -126,30 +119,16 @@ public final class ControlPlaneBench {
                 o.instances(),
                 o.mode().name().toLowerCase(Locale.ROOT));
 
-        String run = UUID.randomUUID().toString().substring(0, 8);
-        String prefix = "wr:bench:" + run + ":";
-        Path logs = Files.createTempDirectory("wr-bench-" + run);
-        Path gcLog = logs.resolve("control-api-gc.log");
-        List<String> jvm = new ArrayList<>(List.of("-Xlog:gc:file=" + gcLog));
-        jvm.addAll(services.controlJvmArgs());
-        List<String> spring =
-                new ArrayList<>(
-                        List.of(
-                                "--spring.data.redis.host=" + redisHost,
-                                "--spring.data.redis.port=" + redisPort,
-                                "--relay.redis.key-prefix=" + prefix,
-                                "--relay.store.key-prefix=" + prefix + "dp:",
-                                "--relay.generations.scheduled-gc=false",
-                                "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
-                                "--relay.security.tokens.loader[0]=" + LOADER_TOKEN,
-                                "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN));
-        spring.addAll(services.controlArgs());
-        ServiceProcess control = null;
         int exit = 0;
-        try {
-            control =
-                    ServiceProcess.start(
-                            "control-api", services.controlApiJar(), heap, jvm, spring, logs);
+        try (BenchRun run = new BenchRun("control-plane", o.services())) {
+            Path gcLog = run.logs.resolve("control-api-gc.log");
+            ServiceProcess control =
+                    run.startControlApi(
+                            heap,
+                            List.of("-Xlog:gc:file=" + gcLog),
+                            "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
+                            "--relay.security.tokens.loader[0]=" + LOADER_TOKEN,
+                            "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN);
             control.awaitHealthy(Duration.ofMinutes(3));
             // The warm-up deploys the same topology with a tenth of the tensors, so the paths the
             // measured run takes at scale (request parsing and validation, registration, plan,
@@ -173,20 +152,8 @@ public final class ControlPlaneBench {
             Heap peak = Heap.fromGcLog(gcLog);
             System.out.println(f.toJson(scenario, heap, peak, warmups));
             if (f.failedStep != null) {
-                System.err.println("---- control-api ----\n" + control.tail());
+                run.showTails();
                 exit = 1;
-            }
-        } finally {
-            if (control != null) {
-                control.close();
-            }
-            if (!services.keepRedis()) {
-                LabStore.deleteKeys("redis://" + redisHost + ":" + redisPort, prefix);
-            }
-            if (services.keepLogs()) {
-                System.err.println("bench control-plane: logs in " + logs);
-            } else {
-                FileSystemUtils.deleteRecursively(logs.toFile()); // logs in /tmp
             }
         }
         System.exit(exit);

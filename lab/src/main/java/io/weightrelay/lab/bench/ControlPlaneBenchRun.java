@@ -14,7 +14,6 @@ import io.weightrelay.api.PlanSlices;
 import io.weightrelay.api.PrepareRequests;
 import io.weightrelay.api.RelayClients;
 import io.weightrelay.api.StoredObject;
-import io.weightrelay.api.common.model.ConsumeMode;
 import io.weightrelay.api.common.model.ReceiveBuffer;
 import io.weightrelay.api.common.model.WorkerPlacement;
 import io.weightrelay.api.control.client.GenerationsApi;
@@ -33,6 +32,7 @@ import io.weightrelay.api.control.client.model.TensorAssignment;
 import io.weightrelay.api.control.client.model.UpdatePreparation;
 import io.weightrelay.lab.bench.ControlPlaneBench.Figures;
 import io.weightrelay.lab.bench.ControlPlaneBench.Players;
+import io.weightrelay.lab.rollout.RolloutEngine;
 import io.weightrelay.reshard.checksum.Crc32c;
 import io.weightrelay.reshard.manifest.GenerationId;
 import io.weightrelay.reshard.manifest.SafetensorsLayout;
@@ -386,23 +386,8 @@ final class ControlPlaneBenchRun {
         List<WorkerPlacement> out = new ArrayList<>();
         int rank = 0;
         for (Worker w : workers) {
-            WorkerPlacement p =
-                    new WorkerPlacement()
-                            .workerId(w.id())
-                            .rank(rank++)
-                            .node(w.node())
-                            .nic("nic" + w.nicFirst())
-                            .mode(
-                                    w.mode() == Mode.COMPAT
-                                            ? ConsumeMode.COMPAT
-                                            : ConsumeMode.DIRECT);
-            if (w.mode() == Mode.COMPAT) {
-                p.addBuffersItem(
-                        new ReceiveBuffer()
-                                .bufferId(Worker.COMPAT_BUFFER)
-                                .segment(w.segment())
-                                .size(image));
-            } else {
+            WorkerPlacement p = RolloutEngine.registration(w, rank++, image);
+            if (w.mode() == Mode.DIRECT) {
                 // Encoded once per rank: every instance's rank r shares the fragment list.
                 FragmentTemplate t =
                         templateOf.computeIfAbsent(w.fragments(), FragmentTemplate::ofFragments);

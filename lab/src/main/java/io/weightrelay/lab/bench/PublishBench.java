@@ -6,8 +6,6 @@ import io.weightrelay.api.control.client.GenerationsApi;
 import io.weightrelay.api.publisher.client.model.TransportCounters;
 import io.weightrelay.lab.cluster.LabCatalog;
 import io.weightrelay.lab.cluster.LabSecrets;
-import io.weightrelay.lab.cluster.LabStore;
-import io.weightrelay.lab.cluster.RunRedis;
 import io.weightrelay.reshard.assign.PublisherAssignment;
 import io.weightrelay.reshard.manifest.DType;
 import io.weightrelay.reshard.manifest.Fragmenter;
@@ -24,7 +22,6 @@ import io.weightrelay.trainer.client.RestCoordinator;
 import io.weightrelay.trainer.client.TrainerSession;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,7 +31,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
-import org.springframework.util.FileSystemUtils;
 
 /**
  * {@code ./relay bench publish --model qwen2.5-0.5b --trainer-nodes 2}: starts control-api and one
@@ -104,9 +100,6 @@ public final class PublishBench {
         String stagingMode = flags.stagingMode();
         BenchServices services = flags.services();
         Path publisherJar = services.jar(flags.publisherJar(), "publisher-service");
-        RunRedis.Address redis = RunRedis.configured();
-        String redisHost = redis.host();
-        int redisPort = redis.port();
 
         SourceManifest manifest =
                 SimulatedModel.manifest(model, trainerDtype, rolloutDtype, MAX_FRAGMENT);
@@ -139,38 +132,23 @@ public final class PublishBench {
                         ? LabCatalog.roundUp(maxNodeBytes + stagingCapacity + (64L << 20))
                         : LabCatalog.roundUp(2 * maxNodeBytes + (64L << 20));
 
-        String run = UUID.randomUUID().toString().substring(0, 8);
-        String dataplanePrefix = "wr:bench:" + run + ":dp:";
-        Path logs = Files.createTempDirectory("wr-bench-" + run);
-        List<ServiceProcess> children = new ArrayList<>();
+        BenchRun run = new BenchRun("publish", services);
         // The deployment's data-plane secret: without it control-api's engine may not free in the
         // publishers' segments, and collecting a retired generation would free nothing.
-        LabSecrets secrets = LabSecrets.create(run);
+        LabSecrets secrets = LabSecrets.create(run.id);
         String secretFile = "--relay.dataplane.secret-file=" + secrets.dataplaneSecretFile();
         try {
             ServiceProcess control =
-                    ServiceProcess.start(
-                            "control-api",
-                            services.controlApiJar(),
+                    run.startControlApi(
                             "512m",
-                            services.controlJvmArgs(),
-                            concat(
-                                    services.controlArgs(),
-                                    "--spring.data.redis.host=" + redisHost,
-                                    "--spring.data.redis.port=" + redisPort,
-                                    "--relay.redis.key-prefix=wr:bench:" + run + ":",
-                                    "--relay.dataplane.key-prefix=" + dataplanePrefix,
-                                    secretFile,
-                                    "--relay.generations.scheduled-gc=false",
-                                    "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
-                                    "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN),
-                            logs);
-            children.add(control);
+                            List.of(),
+                            secretFile,
+                            "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
+                            "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN);
             Map<String, PublisherClient> publishers = new LinkedHashMap<>();
-            List<ServiceProcess> publisherProcesses = new ArrayList<>();
             for (int i = 0; i < nodes; i++) {
                 ServiceProcess p =
-                        ServiceProcess.start(
+                        run.start(
                                 "publisher-" + names.get(i),
                                 publisherJar,
                                 "384m",
@@ -178,17 +156,14 @@ public final class PublishBench {
                                 concat(
                                         flags.publisherArgs(),
                                         "--relay.segment.node=" + names.get(i),
-                                        "--relay.segment.name=bench-" + run + "-" + names.get(i),
+                                        "--relay.segment.name=bench-" + run.id + "-" + names.get(i),
                                         "--relay.segment.size=" + segmentSize + "B",
-                                        "--relay.dataplane.redis-uri=redis://"
-                                                + redisHost
-                                                + ":"
-                                                + redisPort,
-                                        "--relay.dataplane.key-prefix=" + dataplanePrefix,
+                                        "--relay.dataplane.redis-uri=" + run.redisUri,
+                                        "--relay.dataplane.key-prefix=" + run.dataplanePrefix,
                                         secretFile,
                                         "--relay.staging.mode=" + stagingMode,
                                         "--relay.staging.path=/dev/shm/wr-bench-staging-"
-                                                + run
+                                                + run.id
                                                 + "-"
                                                 + i,
                                         "--relay.staging.capacity=" + stagingCapacity + "B",
@@ -196,17 +171,14 @@ public final class PublishBench {
                                         "--relay.publish.control-api-url=" + control.baseUrl(),
                                         "--relay.publish.control-api-token=" + TRAINER_TOKEN,
                                         "--relay.security.tokens.trainer[0]=" + TRAINER_TOKEN,
-                                        "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN),
-                                logs);
-                children.add(p);
-                publisherProcesses.add(p);
+                                        "--relay.security.tokens.operator[0]=" + OPERATOR_TOKEN));
                 publishers.put(
                         names.get(i),
                         PublisherClient.connect(p.baseUrl(), TRAINER_TOKEN, Duration.ofMinutes(5)));
             }
-            control.awaitHealthy(Duration.ofMinutes(3));
-            for (ServiceProcess p : publisherProcesses) {
-                p.awaitHealthy(Duration.ofMinutes(3));
+            List<ServiceProcess> children = run.services();
+            for (ServiceProcess c : children) {
+                c.awaitHealthy(Duration.ofMinutes(3));
             }
 
             RestCoordinator coordinator =
@@ -218,7 +190,10 @@ public final class PublishBench {
 
             TrainerSession.Outcome cold =
                     session.publish(manifest, 0, g -> new DeterministicWeights(seed, g));
-            GenerationsApi operator = operatorClient(control.baseUrl());
+            GenerationsApi operator =
+                    new GenerationsApi(
+                            RelayClients.of(Endpoint.of(control.baseUrl(), OPERATOR_TOKEN))
+                                    .control());
             // More warm-up generations so the services' JIT has compiled the publish path.
             for (int step = 1; step < warmups; step++) {
                 operator.collectGarbage(model);
@@ -231,21 +206,21 @@ public final class PublishBench {
                 operator.collectGarbage(model);
                 long tcpBefore = tcpBytes(publishers);
                 long stageStarted = System.nanoTime();
-                Duration cpuBefore = cpu(children);
-                List<Duration> eachBefore = children.stream().map(ServiceProcess::cpu).toList();
+                List<Duration> cpuBefore = children.stream().map(ServiceProcess::cpu).toList();
                 TrainerSession.Outcome o =
                         session.publish(manifest, step, g -> new DeterministicWeights(seed, g));
-                Duration cpuUsed = cpu(children).minus(cpuBefore);
+                Duration cpuUsed = Duration.ZERO;
                 StringBuilder each = new StringBuilder();
                 for (int c = 0; c < children.size(); c++) {
+                    Duration used = children.get(c).cpu().minus(cpuBefore.get(c));
+                    cpuUsed = cpuUsed.plus(used);
                     each.append(each.length() == 0 ? "" : ",")
                             .append(
                                     String.format(
                                             Locale.ROOT,
                                             "\"%s\":%.3f",
                                             children.get(c).name(),
-                                            children.get(c).cpu().minus(eachBefore.get(c)).toNanos()
-                                                    / 1e9));
+                                            used.toNanos() / 1e9));
                 }
                 long network = tcpBytes(publishers) - tcpBefore;
                 runs.add(
@@ -305,23 +280,11 @@ public final class PublishBench {
                             maxBatch,
                             best.outcome().generation()));
         } catch (RuntimeException e) {
-            for (ServiceProcess c : children) {
-                System.err.println("---- " + c.baseUrl() + " ----\n" + c.tail());
-            }
+            run.showTails();
             throw e;
         } finally {
-            for (ServiceProcess c : children) {
-                c.close();
-            }
+            run.close();
             secrets.close();
-            if (!services.keepRedis()) {
-                // The services have stopped: nothing writes under the run's prefix any more.
-                LabStore.deleteKeys(
-                        "redis://" + redisHost + ":" + redisPort, "wr:bench:" + run + ":");
-            }
-            if (!services.keepLogs()) {
-                FileSystemUtils.deleteRecursively(logs.toFile()); // logs in /tmp
-            }
         }
     }
 
@@ -336,19 +299,6 @@ public final class PublishBench {
         double publishSeconds() {
             return (outcome.committedNanos() - outcome.firstHandOverNanos()) / 1e9;
         }
-    }
-
-    private static Duration cpu(List<ServiceProcess> children) {
-        Duration total = Duration.ZERO;
-        for (ServiceProcess c : children) {
-            total = total.plus(c.cpu());
-        }
-        return total;
-    }
-
-    private static GenerationsApi operatorClient(String baseUrl) {
-        Endpoint operator = Endpoint.of(baseUrl, OPERATOR_TOKEN);
-        return new GenerationsApi(RelayClients.of(operator).control());
     }
 
     /** JVM options for one publisher; {@code {node}} becomes its node name. */

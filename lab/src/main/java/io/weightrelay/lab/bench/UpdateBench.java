@@ -296,25 +296,12 @@ public final class UpdateBench {
                 TargetPlacement placement,
                 Topology topology)
                 throws Exception {
-            if (engine == DataplaneEngine.MOONCAKE) {
-                try (MooncakeServices services = MooncakeServices.start()) {
-                    return onLab(options, true, full, manifest, placement, topology);
-                }
-            }
-            return onLab(options, false, full, manifest, placement, topology);
-        }
-
-        private static LabRun onLab(
-                Options options,
-                boolean mooncake,
-                boolean full,
-                SourceManifest manifest,
-                TargetPlacement placement,
-                Topology topology)
-                throws Exception {
+            boolean mooncake = engine == DataplaneEngine.MOONCAKE;
             LabCluster.Spec spec = options.spec();
             boolean verify = options.verify();
-            try (LabCluster lab = LabCluster.start(spec, options.checksums())) {
+            // On Mooncake the master starts first and goes last (a null resource is not closed).
+            try (MooncakeServices master = mooncake ? MooncakeServices.start() : null;
+                    LabCluster lab = LabCluster.start(spec, options.checksums())) {
                 Map<String, List<Long>> roles = new LinkedHashMap<>(lab.servicePids());
                 if (mooncake) {
                     // each service's Mooncake agent: where Mooncake's own work is done

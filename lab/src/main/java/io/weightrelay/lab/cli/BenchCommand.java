@@ -49,7 +49,7 @@ final class BenchCommand extends RelayCommand {
                 names = "--root",
                 paramLabel = "DIR",
                 description = "The checkout whose service jars run; default this one.")
-        String root;
+        Path root;
 
         @Option(
                 names = "--redis-host",
@@ -73,29 +73,34 @@ final class BenchCommand extends RelayCommand {
 
         /** {@code --root}: the checkout given, else the one this JVM runs from. */
         Path root() {
-            return (root != null ? Path.of(root) : ServiceProcess.home()).toAbsolutePath();
+            return (root != null ? root : ServiceProcess.home()).toAbsolutePath();
         }
     }
 
-    /** The flags that shape the control-api a benchmark starts. */
+    /**
+     * The flags of a benchmark that starts control-api itself: where it runs ({@link Services}),
+     * then what shapes that control-api.
+     */
     static final class ControlApi {
+        @Mixin Services site;
+
         @Option(
                 names = "--control-jar",
                 paramLabel = "JAR",
                 description = "control-api's jar; default the checkout's.")
-        String controlJar;
+        Path controlJar;
 
         @Option(
                 names = "--control-jvm-arg",
                 paramLabel = "ARG",
                 description = "A JVM flag for control-api (repeat; --control-jvm-arg=-Xmx2g).")
-        List<String> controlJvmArgs;
+        List<String> controlJvmArgs = List.of();
 
         @Option(
                 names = "--control-arg",
                 paramLabel = "ARG",
                 description = "A Spring flag for control-api (repeat; --control-arg=--a.b=c).")
-        List<String> controlArgs;
+        List<String> controlArgs = List.of();
 
         @Option(names = "--keep-redis", description = "Leave the run's Redis keys behind.")
         boolean keepRedis;
@@ -103,21 +108,11 @@ final class BenchCommand extends RelayCommand {
         @Option(names = "--keep-logs", description = "Keep the services' logs.")
         boolean keepLogs;
 
-        /** These flags, for the services under {@code root}. */
-        BenchServices services(Path root) {
+        /** These flags, for the services under {@code --root}. */
+        BenchServices services() {
             return new BenchServices(
-                    root,
-                    controlJar == null ? null : Path.of(controlJar),
-                    listed(controlJvmArgs),
-                    listed(controlArgs),
-                    keepRedis,
-                    keepLogs);
+                    site.root(), controlJar, controlJvmArgs, controlArgs, keepRedis, keepLogs);
         }
-    }
-
-    /** A repeatable flag's values; none when it was not given. */
-    static List<String> listed(List<String> values) {
-        return values == null ? List.of() : values;
     }
 
     @Command(
@@ -275,21 +270,19 @@ final class BenchCommand extends RelayCommand {
                 names = "--publisher-jar",
                 paramLabel = "JAR",
                 description = "publisher-service's jar; default the checkout's.")
-        String publisherJar;
+        Path publisherJar;
 
         @Option(
                 names = "--publisher-jvm-arg",
                 paramLabel = "ARG",
                 description = "A JVM flag for every publisher (repeat).")
-        List<String> publisherJvmArgs;
+        List<String> publisherJvmArgs = List.of();
 
         @Option(
                 names = "--publisher-arg",
                 paramLabel = "ARG",
                 description = "A Spring flag for every publisher (repeat).")
-        List<String> publisherArgs;
-
-        @Mixin Services services;
+        List<String> publisherArgs = List.of();
 
         @Mixin ControlApi controlApi;
 
@@ -308,16 +301,16 @@ final class BenchCommand extends RelayCommand {
                             dtypes.rollout(),
                             stagingMode,
                             seed.seed,
-                            publisherJar == null ? null : Path.of(publisherJar),
-                            listed(publisherJvmArgs),
-                            listed(publisherArgs),
-                            controlApi.services(services.root())),
+                            publisherJar,
+                            publisherJvmArgs,
+                            publisherArgs,
+                            controlApi.services()),
                     PublishBench::run);
         }
 
         @Override
         RedisNeed redis() {
-            return services.redis();
+            return controlApi.site.redis();
         }
     }
 
@@ -407,8 +400,6 @@ final class BenchCommand extends RelayCommand {
                 description = "Default ${DEFAULT-VALUE}.")
         long callTimeoutSeconds;
 
-        @Mixin Services services;
-
         @Mixin ControlApi controlApi;
 
         @Override
@@ -432,13 +423,13 @@ final class BenchCommand extends RelayCommand {
                                     registerChunk,
                                     Duration.ofSeconds(heartbeatSeconds),
                                     Duration.ofSeconds(callTimeoutSeconds)),
-                            controlApi.services(services.root())),
+                            controlApi.services()),
                     ControlPlaneBench::run);
         }
 
         @Override
         RedisNeed redis() {
-            return services.redis();
+            return controlApi.site.redis();
         }
     }
 
@@ -460,7 +451,7 @@ final class BenchCommand extends RelayCommand {
                 names = "--dir",
                 paramLabel = "D",
                 description = "Where the checkpoint goes; default a fresh temporary directory.")
-        String dir;
+        Path dir;
 
         @Mixin Flags.Seed seed;
 
@@ -473,7 +464,7 @@ final class BenchCommand extends RelayCommand {
                     new CheckpointBench.Options(
                             model.model,
                             trainerNodes.trainerNodes,
-                            dir == null ? null : Path.of(dir),
+                            dir,
                             seed.seed,
                             services.root()),
                     CheckpointBench::run);

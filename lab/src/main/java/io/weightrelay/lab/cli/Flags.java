@@ -30,7 +30,8 @@ final class Flags {
                 paramLabel = "M",
                 converter = Values.Model.class,
                 completionCandidates = Values.Model.class,
-                description = LabCommand.MODEL)
+                description =
+                        "Catalogued model: ${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.")
         String model;
 
         Model(String byDefault) {

@@ -11,9 +11,6 @@ import picocli.CommandLine.Spec;
  */
 abstract class LabCommand extends RelayCommand {
 
-    static final String MODEL =
-            "Catalogued model: ${COMPLETION-CANDIDATES}; default ${DEFAULT-VALUE}.";
-
     @Spec CommandSpec spec;
 
     /**
@@ -32,10 +29,6 @@ abstract class LabCommand extends RelayCommand {
 
     final ParameterException usage(String message) {
         return new ParameterException(spec.commandLine(), message);
-    }
-
-    final boolean given(String flag) {
-        return spec.commandLine().getParseResult().hasMatchedOption(flag);
     }
 
     /**
@@ -57,7 +50,7 @@ abstract class LabCommand extends RelayCommand {
             return;
         }
         for (String flag : flags) {
-            if (given(flag)) {
+            if (spec.commandLine().getParseResult().hasMatchedOption(flag)) {
                 throw usage(flag + " needs " + needs);
             }
         }
