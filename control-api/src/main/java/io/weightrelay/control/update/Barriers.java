@@ -103,6 +103,7 @@ public class Barriers {
         Instant deadline = clock.instant().plus(wait);
         // Listening before the report, so the event of the last arrival is never missed.
         try (StateWaiter waiter = waiter(sessionKey, barrier)) {
+            waiter.reading();
             UpdateSession reported = reports.report(sessionKey, report);
             return await(sessionKey, barrier, deadline, waiter, reported);
         }
@@ -123,6 +124,9 @@ public class Barriers {
         // saves a script run per waiter when the barrier opens.
         boolean touch = true;
         while (true) {
+            if (known == null) {
+                waiter.reading();
+            }
             UpdateSession session = known != null ? known : reads.read(sessionKey, touch);
             known = null;
             waiter.read(session.getState());
