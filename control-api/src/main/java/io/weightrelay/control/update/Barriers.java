@@ -1,5 +1,6 @@
 package io.weightrelay.control.update;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.weightrelay.api.common.model.UpdatePhase;
 import io.weightrelay.api.control.model.BarrierName;
 import io.weightrelay.api.control.model.BarrierStatus;
@@ -24,6 +25,14 @@ import org.springframework.stereotype.Service;
  * The session's barriers (prepared, sent, applied, post-applied) as loaders long-poll them: whether
  * one opened or failed and who has not reached it, waited for on the session's events and woken by
  * the clock often enough to apply a phase timeout or a dead participant.
+ *
+ * <p>Every report publishes the session's state on its channel, and every participant waits at each
+ * barrier, arriving in one call: a waiter woken by every event would re-read the whole session once
+ * for its own report and once for each later arrival, about n²/2 reads of n participants per
+ * barrier where n suffice. A barrier other than sent opens or fails only with a change of the
+ * session's state (states never come back), so its waiter is woken only by an event that names
+ * another state than the one it last read ({@link StateWaiter}); the sent barrier, which opens
+ * within APPLYING, is woken by every event.
  */
 @Service
 public class Barriers {
@@ -38,6 +47,7 @@ public class Barriers {
     private final UpdateProperties properties;
     private final Clock clock;
     private final RedisTime time;
+    private final MeterRegistry meters;
 
     Barriers(
             SessionReads reads,
@@ -46,7 +56,8 @@ public class Barriers {
             RedisKeys keys,
             UpdateProperties properties,
             Clock clock,
-            RedisTime time) {
+            RedisTime time,
+            MeterRegistry meters) {
         this.reads = reads;
         this.reports = reports;
         this.events = events;
@@ -54,11 +65,12 @@ public class Barriers {
         this.properties = properties;
         this.clock = clock;
         this.time = time;
+        this.meters = meters;
     }
 
     public BarrierStatus awaitBarrier(SessionKey sessionKey, BarrierName barrier, Duration wait) {
         Instant deadline = clock.instant().plus(wait);
-        try (RedisEvents.Waiter waiter = events.waiter(keys.sessionChannel(sessionKey))) {
+        try (StateWaiter waiter = waiter(sessionKey, barrier)) {
             return await(sessionKey, barrier, deadline, waiter, null);
         }
     }
@@ -90,7 +102,8 @@ public class Barriers {
         }
         Instant deadline = clock.instant().plus(wait);
         // Listening before the report, so the event of the last arrival is never missed.
-        try (RedisEvents.Waiter waiter = events.waiter(keys.sessionChannel(sessionKey))) {
+        try (StateWaiter waiter = waiter(sessionKey, barrier)) {
+            waiter.reading();
             UpdateSession reported = reports.report(sessionKey, report);
             return await(sessionKey, barrier, deadline, waiter, reported);
         }
@@ -101,7 +114,7 @@ public class Barriers {
             SessionKey sessionKey,
             BarrierName barrier,
             Instant deadline,
-            RedisEvents.Waiter waiter,
+            StateWaiter waiter,
             UpdateSession first) {
         UpdateSession known = first;
         // A wake by an event reads the session as the report that published it left it; a wake by
@@ -111,8 +124,12 @@ public class Barriers {
         // saves a script run per waiter when the barrier opens.
         boolean touch = true;
         while (true) {
+            if (known == null) {
+                waiter.reading();
+            }
             UpdateSession session = known != null ? known : reads.read(sessionKey, touch);
             known = null;
+            waiter.read(session.getState());
             BarrierStatus status = status(session, barrier);
             Instant now = clock.instant();
             if (status.getOpen() || status.getFailed() || !now.isBefore(deadline)) {
@@ -135,7 +152,19 @@ public class Barriers {
                 }
             }
             touch = !waiter.await(Duration.between(now, wake));
+            meters.counter(
+                            "relay.updates.barrier.wakes",
+                            "model",
+                            sessionKey.model(),
+                            "by",
+                            touch ? "clock" : "event")
+                    .increment();
         }
+    }
+
+    private StateWaiter waiter(SessionKey sessionKey, BarrierName barrier) {
+        return new StateWaiter(
+                events, keys.sessionChannel(sessionKey), barrier != BarrierName.SENT);
     }
 
     static BarrierStatus status(UpdateSession session, BarrierName barrier) {

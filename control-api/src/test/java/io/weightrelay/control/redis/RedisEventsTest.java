@@ -35,6 +35,17 @@ class RedisEventsTest {
     }
 
     @Test
+    void aWaiterIsWokenOnlyByTheEventsItSaysCanMatterToIt() {
+        try (RedisEvents.Waiter waiter =
+                events.waiter(CHANNEL, message -> !message.equals("PREPARING"))) {
+            events.wake(CHANNEL, "PREPARING");
+            assertThat(waiter.await(Duration.ofMillis(50))).isFalse();
+            events.wake(CHANNEL, "APPLYING");
+            assertThat(waiter.await(Duration.ofSeconds(5))).isTrue();
+        }
+    }
+
+    @Test
     void anEventOnAnotherChannelWakesNobody() {
         try (RedisEvents.Waiter waiter = events.waiter(CHANNEL)) {
             events.wake(CHANNEL + "x");

@@ -14,11 +14,15 @@ import java.util.List;
 
 /**
  * One loader's way through an update session, as loader-service walks it, for the control-plane
- * bench ({@link ControlPlaneBenchRun}): every phase reported, every barrier awaited, the session
- * watch of its apply, and APPLIED with the checksums of every range its slice reads. Thread safe:
- * every loader of a run walks at once.
+ * bench ({@link ControlPlaneBenchRun}): PREPARED and APPLIED (with the checksums of every range its
+ * slice reads) each reported and waited for in one call, as loader-service arrives at a barrier;
+ * APPLYING reported, then the session watch of its apply; POST_APPLIED reported, and its barrier
+ * awaited, which ends the bench's session step. Thread safe: every loader of a run walks at once.
  */
 final class LoaderSessionWalk {
+
+    /** How long one barrier call may wait, in seconds. */
+    private static final int WAIT = 30;
 
     private final UpdatesApi updates;
     private final String model;
@@ -35,9 +39,13 @@ final class LoaderSessionWalk {
      * {@code slice}) to its end; returns how long its session watch took, in milliseconds.
      */
     long walk(long generation, String instance, long epoch, Slice slice) {
-        report(generation, instance, epoch, ReportedPhase.PREPARED);
-        await(generation, instance, BarrierName.PREPARED);
-        report(generation, instance, epoch, ReportedPhase.APPLYING);
+        arrive(
+                generation,
+                instance,
+                phase(instance, epoch, ReportedPhase.PREPARED),
+                BarrierName.PREPARED);
+        updates.reportUpdatePhase(
+                model, generation, group, phase(instance, epoch, ReportedPhase.APPLYING));
         // The session watch of a loader in its apply (relay.loader.session-watch): a touch of
         // the session, every loader at once here, where they would spread over its period.
         long watchStarted = System.nanoTime();
@@ -50,18 +58,19 @@ final class LoaderSessionWalk {
         long watchMs = (System.nanoTime() - watchStarted) / 1_000_000;
         // The stand-in's objects are all zeros: every range read has the CRC32C of its zeros,
         // so control-api's proof at the all-applied barrier runs at full scale.
-        updates.reportUpdatePhase(
-                model,
+        arrive(
                 generation,
-                group,
-                new PhaseReport()
-                        .instance(instance)
-                        .epoch(epoch)
-                        .phase(ReportedPhase.APPLIED)
-                        .checksums(zeroChecksums(slice).encode()));
-        await(generation, instance, BarrierName.APPLIED);
-        report(generation, instance, epoch, ReportedPhase.POST_APPLIED);
-        await(generation, instance, BarrierName.POST_APPLIED);
+                instance,
+                phase(instance, epoch, ReportedPhase.APPLIED)
+                        .checksums(zeroChecksums(slice).encode()),
+                BarrierName.APPLIED);
+        updates.reportUpdatePhase(
+                model, generation, group, phase(instance, epoch, ReportedPhase.POST_APPLIED));
+        await(
+                generation,
+                instance,
+                BarrierName.POST_APPLIED,
+                updates.awaitBarrier(model, generation, group, BarrierName.POST_APPLIED, WAIT));
         return watchMs;
     }
 
@@ -79,18 +88,27 @@ final class LoaderSessionWalk {
         return new RangeChecksums(entries);
     }
 
-    private void report(long generation, String instance, long epoch, ReportedPhase phase) {
-        updates.reportUpdatePhase(
-                model,
-                generation,
-                group,
-                new PhaseReport().instance(instance).epoch(epoch).phase(phase));
+    private static PhaseReport phase(String instance, long epoch, ReportedPhase phase) {
+        return new PhaseReport().instance(instance).epoch(epoch).phase(phase);
     }
 
-    private void await(long generation, String instance, BarrierName barrier) {
+    /**
+     * Reports {@code report} and waits for {@code barrier} in one call, as loader-service arrives,
+     * then long-polls the barrier while it stays shut.
+     */
+    private void arrive(long generation, String instance, PhaseReport report, BarrierName barrier) {
+        await(
+                generation,
+                instance,
+                barrier,
+                updates.arriveAtBarrier(model, generation, group, barrier, report, WAIT));
+    }
+
+    /** Waits from {@code status} on until {@code barrier} opens, for at most two minutes. */
+    private void await(
+            long generation, String instance, BarrierName barrier, BarrierStatus status) {
         long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
-        while (System.nanoTime() < deadline) {
-            BarrierStatus status = updates.awaitBarrier(model, generation, group, barrier, 30);
+        while (true) {
             if (Boolean.TRUE.equals(status.getOpen())) {
                 return;
             }
@@ -103,8 +121,14 @@ final class LoaderSessionWalk {
                                 + status.getFailedInstance()
                                 + ")");
             }
+            if (System.nanoTime() - deadline >= 0) {
+                throw new IllegalStateException(
+                        instance
+                                + ": barrier "
+                                + barrier.getValue()
+                                + " did not open in 2 minutes");
+            }
+            status = updates.awaitBarrier(model, generation, group, barrier, WAIT);
         }
-        throw new IllegalStateException(
-                instance + ": barrier " + barrier.getValue() + " did not open in 2 minutes");
     }
 }
