@@ -21,6 +21,7 @@ import io.weightrelay.api.control.client.PlansApi;
 import io.weightrelay.api.control.client.RegistryApi;
 import io.weightrelay.api.control.client.UpdatesApi;
 import io.weightrelay.api.control.client.invoker.ApiClient;
+import io.weightrelay.api.control.client.model.DataplaneEngineName;
 import io.weightrelay.api.control.client.model.Generation;
 import io.weightrelay.api.control.client.model.Loader;
 import io.weightrelay.api.control.client.model.LoaderRegistration;
@@ -359,7 +360,10 @@ final class ControlPlaneBenchRun {
                         .model(s.model())
                         .group(GROUP)
                         .node(workers.get(0).node())
-                        .workers(placements(workers, templates));
+                        .workers(placements(workers, templates))
+                        // as loader-service names its engine: control-api checks it against its
+                        // own and the group's, so the bench times that check too
+                        .dataplaneEngine(DataplaneEngineName.BUILTIN);
         Loader loader =
                 PlacementTemplates.register(
                         () -> registry.registerLoader(instance, registration),
