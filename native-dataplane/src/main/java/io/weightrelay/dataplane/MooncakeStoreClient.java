@@ -196,11 +196,12 @@ final class MooncakeStoreClient implements StoreClient {
     private long[] read(MooncakeLocated object, List<ReadRange> ranges) {
         String key = object.key();
         long[] out = new long[ranges.size()];
+        Local[] locals = new Local[ranges.size()];
         List<Integer> valid = new ArrayList<>();
         for (int i = 0; i < ranges.size(); i++) {
             ReadRange r = ranges.get(i);
             try {
-                dp.local(r.destination());
+                locals[i] = dp.local(r.destination());
             } catch (UnregisteredBufferException e) {
                 out[i] = DataplaneError.UNREGISTERED_BUFFER.code();
                 continue;
@@ -217,7 +218,7 @@ final class MooncakeStoreClient implements StoreClient {
                 valid.add(i);
             }
         }
-        transfer(key, ranges, valid, out);
+        transfer(key, ranges, locals, valid, out);
         List<Integer> expired = expired(out, valid);
         if (!expired.isEmpty()) {
             leaseRetries.increment();
@@ -227,7 +228,7 @@ final class MooncakeStoreClient implements StoreClient {
                             + " (LEASE_EXPIRED): reading them again with a fresh lease",
                     key,
                     expired.size());
-            transfer(key, ranges, expired, out);
+            transfer(key, ranges, locals, expired, out);
         }
         boolean notFound = false;
         long moved = 0;
@@ -253,14 +254,15 @@ final class MooncakeStoreClient implements StoreClient {
     }
 
     /**
-     * One agent {@code get_ranges} per destination memory for the ranges {@code indices} names;
-     * each range's byte count or Mooncake's code goes to its place in {@code out}.
+     * One agent {@code get_ranges} per destination memory ({@code locals}, as validation found it)
+     * for the ranges {@code indices} names; each range's byte count or Mooncake's code goes to its
+     * place in {@code out}.
      */
-    private void transfer(String key, List<ReadRange> ranges, List<Integer> indices, long[] out) {
+    private void transfer(
+            String key, List<ReadRange> ranges, Local[] locals, List<Integer> indices, long[] out) {
         Map<Local, List<Integer>> byMemory = new LinkedHashMap<>();
         for (int i : indices) {
-            byMemory.computeIfAbsent(dp.local(ranges.get(i).destination()), l -> new ArrayList<>())
-                    .add(i);
+            byMemory.computeIfAbsent(locals[i], l -> new ArrayList<>()).add(i);
         }
         for (Map.Entry<Local, List<Integer>> e : byMemory.entrySet()) {
             List<Span> spans = new ArrayList<>();

@@ -164,6 +164,21 @@ class UpdateSessionTest extends ControlApiTestSupport {
         return ok(get(session(g), OPERATOR), UpdateSession.class);
     }
 
+    /** {@code instance} arrives at the prepared barrier in one call, answered on another thread. */
+    private CompletableFuture<BarrierStatus> arrivingAtPrepared(
+            long g, String instance, int waitSeconds) {
+        return CompletableFuture.supplyAsync(
+                () ->
+                        ok(
+                                arrive(
+                                        g,
+                                        "prepared",
+                                        instance,
+                                        ReportedPhase.PREPARED,
+                                        waitSeconds),
+                                BarrierStatus.class));
+    }
+
     /**
      * {@code instance}, the first to arrive, reports PREPARED at the prepared barrier and waits
      * there up to {@code waitSeconds} in the background; returns once the barrier counts it, its
@@ -171,17 +186,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
      */
     private CompletableFuture<BarrierStatus> waitingAtPrepared(
             long g, String instance, int waitSeconds) throws InterruptedException {
-        CompletableFuture<BarrierStatus> waiting =
-                CompletableFuture.supplyAsync(
-                        () ->
-                                ok(
-                                        arrive(
-                                                g,
-                                                "prepared",
-                                                instance,
-                                                ReportedPhase.PREPARED,
-                                                waitSeconds),
-                                        BarrierStatus.class));
+        CompletableFuture<BarrierStatus> waiting = arrivingAtPrepared(g, instance, waitSeconds);
         while (barrier(g, "prepared", 0).getArrived() < 1) {
             Thread.sleep(20);
         }
@@ -439,17 +444,7 @@ class UpdateSessionTest extends ControlApiTestSupport {
         List<CompletableFuture<BarrierStatus>> waiting = new ArrayList<>();
         for (int i = 0; i < members.length - 1; i++) {
             String instance = members[i];
-            waiting.add(
-                    CompletableFuture.supplyAsync(
-                            () ->
-                                    ok(
-                                            arrive(
-                                                    g,
-                                                    "prepared",
-                                                    instance,
-                                                    ReportedPhase.PREPARED,
-                                                    30),
-                                            BarrierStatus.class)));
+            waiting.add(arrivingAtPrepared(g, instance, 30));
             // One at a time, each waiting before the next arrives: every later event reaches it.
             while (barrier(g, "prepared", 0).getArrived() < i + 1) {
                 Thread.sleep(20);

@@ -30,6 +30,15 @@ class WorkerHeaderTest {
 
     private static final JsonMapper CLIENT = ApiClient.createDefaultMapper(null);
 
+    /** A receive buffer in the loader's Transfer Engine memory, as an engine registers it. */
+    private static ReceiveBuffer bufferInEngineMemory() {
+        return new ReceiveBuffer()
+                .bufferId("params")
+                .segment("seg")
+                .size(4096L)
+                .transferEngine(new TransferEngineBuffer("host:1234", 65536L));
+    }
+
     @Test
     void theWorkerGoesWithoutItsFragmentsAndItsEngineMemory() {
         WorkerPlacement w =
@@ -39,13 +48,7 @@ class WorkerHeaderTest {
                         .node("node-a")
                         .nic("nic0")
                         .mode(ConsumeMode.DIRECT)
-                        .addBuffersItem(
-                                new ReceiveBuffer()
-                                        .bufferId("params")
-                                        .segment("seg")
-                                        .size(4096L)
-                                        .transferEngine(
-                                                new TransferEngineBuffer("host:1234", 65536L)))
+                        .addBuffersItem(bufferInEngineMemory())
                         .addFragmentsItem(
                                 new TargetFragment()
                                         .tensor("t")
@@ -78,13 +81,7 @@ class WorkerHeaderTest {
                         .node("node-a")
                         .nic("nic0")
                         .mode(ConsumeMode.COMPAT)
-                        .addBuffersItem(
-                                new ReceiveBuffer()
-                                        .bufferId("params")
-                                        .segment("seg")
-                                        .size(4096L)
-                                        .transferEngine(
-                                                new TransferEngineBuffer("host:1234", 65536L)));
+                        .addBuffersItem(bufferInEngineMemory());
         InstanceRegistration r = new InstanceRegistration("inst-a", "m", "g", "node-a", List.of(w));
 
         LoaderRegistration body =
